@@ -1,0 +1,53 @@
+# probetop developer entry points. `make demo` and `make test` are the two
+# commands in README.md; CI (.ci/run) calls `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: setup demo test lint format system-deps bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/probetop demo
+
+# Reference tools and real targets the tests compare against (root + apt only;
+# tests that need a missing tool skip with the reason).
+system-deps:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  missing=""; \
+	  for t in sysbench fio ping hping3 nginx tmux curl ip nft losetup mkfs.ext4; do \
+	    command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	  if [ -n "$$missing" ]; then \
+	    echo "installing reference tools (missing:$$missing)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      sysbench fio iputils-ping hping3 nginx tmux curl iproute2 nftables \
+	      util-linux e2fsprogs >/dev/null || echo "apt-get failed: tests needing these tools will skip"; \
+	  fi; \
+	else echo "not root or no apt-get: tests needing reference tools may skip"; fi
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy probes tui themes
+	$(BIN)/lint-imports
+
+format: setup
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: setup system-deps lint
+	$(BIN)/pytest -q -ra
+
+bench: setup system-deps
+	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""probetop's own Textual themes (dark, light, high contrast) and their TCSS."""

@@ -1,0 +1,157 @@
+"""probetop's command line: parse, validate, dispatch.
+
+Textual is imported only when a screen is shown; ``probetop --version`` and
+headless runs never load it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from probetop.probes import __version__
+from probetop.tui import commands
+
+MAIN_DESCRIPTION = """\
+A terminal dashboard of live probes that measure like fio, sysbench, ping -f
+and curl do. With no command it shows this machine's CPU, disks and network.
+"""
+
+MAIN_EPILOG = """\
+examples:
+  probetop                          passive CPU / disk / network panes
+  probetop demo                     every probe against embedded local targets
+  probetop cpu --threads 2 --headless      sysbench-style CPU report
+  probetop --record s.jsonl --time 60 --headless   record a minute, no UI
+  probetop replay s.jsonl           play a recording in the same panes
+  probetop report s.jsonl           text summary and charts of a recording
+
+Run `probetop COMMAND --help` for a command's options.
+"""
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be zero or a positive number, got {text}")
+    return value
+
+
+def add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """Options every command takes. Sub-parsers use SUPPRESS so values given
+    before the command name are not reset by the sub-parser's defaults."""
+
+    def d(value: object) -> object:
+        return argparse.SUPPRESS if suppress else value
+
+    group = parser.add_argument_group("common options")
+    group.add_argument(
+        "--record",
+        metavar="FILE",
+        default=d(None),
+        help="record the session to FILE (JSON Lines, mode 0600)",
+    )
+    group.add_argument(
+        "--headless",
+        action="store_true",
+        default=d(False),
+        help="run without the dashboard and print a report at the end",
+    )
+    group.add_argument(
+        "--json",
+        action="store_true",
+        default=d(False),
+        help="headless, and print the report as one JSON document",
+    )
+    group.add_argument(
+        "--time",
+        type=nonnegative_float,
+        metavar="S",
+        default=d(None),
+        help="stop the probes after S seconds",
+    )
+    group.add_argument(
+        "--interval",
+        type=positive_float,
+        metavar="S",
+        default=d(1.0),
+        help="sampling interval in seconds (default 1)",
+    )
+    group.add_argument(
+        "--theme",
+        metavar="NAME",
+        default=d(None),
+        help="dashboard theme (probetop-dark, probetop-light, "
+        "probetop-contrast, or any Textual theme)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="probetop",
+        description=MAIN_DESCRIPTION,
+        epilog=MAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"probetop {__version__}")
+    add_common(parser, suppress=False)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in commands.available():
+        p = sub.add_parser(
+            name,
+            help=module.HELP,
+            description=getattr(module, "DESCRIPTION", module.HELP),
+            epilog=getattr(module, "EPILOG", None),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.add_arguments(p)
+        add_common(p, suppress=True)
+        p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``probetop`` console script."""
+    from probetop.probes.base import ProbeError
+    from probetop.tui.launch import fail, launch
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if os.environ.get("NO_COLOR"):
+        os.environ.setdefault("TEXTUAL_COLOR_SYSTEM", "")
+    module = getattr(args, "_module", None)
+    try:
+        if module is None:
+            from probetop.probes.system import passive_probes
+
+            return launch(args, passive_probes(args.interval), None, with_passive=False)
+        run = getattr(module, "run", None)
+        if run is not None:
+            code = run(args)
+            if code is not None:
+                return int(code)
+        probes = module.build_probes(args)
+        return launch(args, probes, module)
+    except ProbeError as exc:
+        return fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""What the dashboard is asked to show: built by the CLI, read by the App.
+
+Kept free of Textual imports so the CLI can build it before deciding whether
+a screen is shown at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from probetop.probes.base import Probe
+    from probetop.probes.replay import Session
+
+
+@dataclass
+class AppConfig:
+    """Everything ``make_app`` needs.
+
+    - ``probes``: prepared probes to run live (passive ones included).
+    - ``session``: a loaded recording to replay instead of live probes.
+    - ``record``: a path to record the live session to (checked writable).
+    - ``focus``: the probe kind whose pane gets focus first ("cpu", ...).
+    - ``duration_s``: stop the probes (not the UI) after this many seconds.
+    """
+
+    probes: list[Probe] = field(default_factory=list)
+    session: Session | None = None
+    record: Path | None = None
+    theme: str | None = None
+    interval_s: float = 1.0
+    focus: str | None = None
+    duration_s: float | None = None
+    command: list[str] = field(default_factory=list)
+    title: str = "probetop"
+    extra: dict[str, Any] = field(default_factory=dict)
