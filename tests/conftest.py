@@ -1,0 +1,34 @@
+"""Shared test helpers: privilege and tool checks that skip with a reason."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+requires_root = pytest.mark.skipif(not is_root(), reason="needs root (loop devices, netns, raw sockets)")
+
+
+def require_tool(name: str) -> str:
+    """Path of a command-line tool, or skip the test saying which is missing."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} is not installed (make system-deps installs it)")
+    return path
+
+
+@pytest.fixture
+def probetop_cmd() -> list[str]:
+    """How to run the CLI from tests, independent of PATH."""
+    return list(PROBETOP)
