@@ -1,0 +1,47 @@
+"""Which pane class shows which probe kind.
+
+Probe engineers add ONE line to ``PANE_CLASSES``: ``"kind": "module:Class"``.
+Classes are imported lazily (only when such a probe is announced), and any
+kind without an entry, or whose pane fails to import, gets ``GenericPane``,
+built from the probe's MetricSpecs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from probetop.tui.widgets.pane import ProbePane
+
+log = logging.getLogger(__name__)
+
+PANE_CLASSES: dict[str, str] = {
+    "system.cpu": "probetop.tui.widgets.cpu_pane:CpuPane",
+    "system.disk": "probetop.tui.widgets.disk_pane:DiskPane",
+    "system.net": "probetop.tui.widgets.net_pane:NetPane",
+}
+
+
+def pane_class(kind: str) -> type[ProbePane]:
+    """The pane class for a probe kind (GenericPane when none is registered)."""
+    from probetop.tui.widgets.generic_pane import GenericPane
+
+    target = PANE_CLASSES.get(kind)
+    if target is None:
+        return GenericPane
+    module_name, _, class_name = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as exc:
+        log.warning("pane %s for %s unavailable (%s); using GenericPane", target, kind, exc)
+        return GenericPane
+    if not (isinstance(cls, type) and issubclass(cls, ProbePane)):
+        return GenericPane
+    return cls
+
+
+def pane_for(info: Mapping[str, Any]) -> ProbePane:
+    """A new pane for an announced probe (``Announce.info``)."""
+    return pane_class(str(info.get("kind", "")))(info)

@@ -1,0 +1,109 @@
+"""A cheap one-colour sparkline for panes updated over SSH.
+
+Why not Textual's stock ``Sparkline``: it colours every bar differently, so
+each changed cell costs an escape sequence and a shifting line changes every
+cell every tick. Here each row is ONE segment with ONE style, so a redraw of
+a row costs one style sequence plus the bar characters.
+
+Contract:
+- ``set_values(values)`` stores the newest values (oldest first) and refreshes
+  this widget only (never a layout pass); call it from ``render_frame``.
+- The newest value is drawn at the right edge; ``None`` draws a gap.
+- The scale is 0..``max_value`` when given (e.g. 100 for %), else 0..the
+  largest visible value. Height may be more than one row (8 levels per row).
+- Styled by the component class ``sparkline--bar`` (theme variables in TCSS).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.segment import Segment
+from textual.strip import Strip
+from textual.widget import Widget
+
+BLOCKS = " ▁▂▃▄▅▆▇█"
+KEEP = 512  # values kept: wider than any sparkline we draw
+
+
+def bar_rows(
+    values: Sequence[float | None], width: int, height: int, max_value: float | None
+) -> list[str]:
+    """The sparkline as ``height`` strings of ``width`` characters, top row first."""
+    if width <= 0 or height <= 0:
+        return [""] * max(height, 0)
+    shown = list(values[-width:])
+    pad = width - len(shown)
+    finite = [v for v in shown if v is not None]
+    top = max_value if max_value else (max(finite) if finite else 0.0)
+    levels_total = height * 8
+    levels: list[int | None] = []
+    for v in shown:
+        if v is None:
+            levels.append(None)
+        elif top <= 0:
+            levels.append(1)  # a flat baseline, so "zero" differs from "no data"
+        else:
+            scaled = round(max(0.0, min(v, top)) / top * levels_total)
+            levels.append(max(1, scaled))
+    rows = []
+    for row in range(height):
+        floor = (height - 1 - row) * 8
+        chars = [" "] * pad
+        for level in levels:
+            if level is None:
+                chars.append(" ")
+            else:
+                chars.append(BLOCKS[max(0, min(8, level - floor))])
+        rows.append("".join(chars))
+    return rows
+
+
+class Sparkline(Widget):
+    """One-colour sparkline. See the module docstring."""
+
+    COMPONENT_CLASSES = {"sparkline--bar"}
+
+    DEFAULT_CSS = """
+    Sparkline {
+        height: 1;
+        width: 1fr;
+    }
+    Sparkline > .sparkline--bar {
+        color: $accent;
+    }
+    """
+
+    def __init__(
+        self,
+        max_value: float | None = None,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.max_value = max_value
+        self._values: list[float | None] = []
+        self._rows: list[str] | None = None
+
+    def set_values(self, values: Sequence[float | None]) -> None:
+        """Store the newest values (oldest first) and redraw this widget only."""
+        values = list(values[-KEEP:])
+        if values == self._values:
+            return
+        self._values = values
+        self._rows = None
+        self.refresh()
+
+    def on_resize(self) -> None:
+        self._rows = None
+
+    def render_line(self, y: int) -> Strip:
+        width, height = self.size
+        if self._rows is None or len(self._rows) != height:
+            self._rows = bar_rows(self._values, width, height, self.max_value)
+        if y >= len(self._rows):
+            return Strip.blank(width)
+        style = self.get_component_rich_style("sparkline--bar")
+        return Strip([Segment(self._rows[y], style)]).crop_extend(0, width, style)
