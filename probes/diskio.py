@@ -33,7 +33,7 @@ import mmap
 import os
 import platform
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,7 +132,7 @@ def compile_kernels() -> dict[str, Any]:
     return _KERNELS
 
 
-def _build_kernels() -> dict[str, Any]:  # noqa: C901 - one closure set, kept together
+def _build_kernels() -> dict[str, Any]:
     import numba  # lazy: ~500 ms import
 
     fns = _libc_functions()
@@ -275,10 +275,7 @@ def _build_kernels() -> dict[str, Any]:  # noqa: C901 - one closure set, kept to
             if d == WRITE and do_stamp:
                 stamp(buf64, 0, n, off)
             t0 = now_ns(ts_addr, ts)
-            if d == READ:
-                got = c_pread(fd, buf_addr, n, off)
-            else:
-                got = c_pwrite(fd, buf_addr, n, off)
+            got = c_pread(fd, buf_addr, n, off) if d == READ else c_pwrite(fd, buf_addr, n, off)
             lat = now_ns(ts_addr, ts) - t0
             if got != n:
                 cnt[d, C_ERRORS] += 1
