@@ -1,0 +1,161 @@
+"""`probetop iops TARGET`: fio-style IOPS and latency on a file or block device."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from probetop.probes.base import Probe, UsageProbeError
+
+NAME = "iops"
+HELP = "fio-style IOPS, bandwidth and latency percentiles on a file or block device"
+DESCRIPTION = """\
+Random or sequential I/O on TARGET (a regular file, created at --size for
+writes, or a block device), measured the way fio measures it: per-interval
+IOPS and bytes/s per direction and completion-latency percentiles, beside the
+kernel's own counters for the same disk. O_DIRECT unless --buffered.
+"""
+EPILOG = """\
+examples:
+  probetop iops /dev/nvme0n1                     4k random reads, 1 job, queue depth 1
+  probetop iops /dev/nvme0n1 --jobs 4 --iodepth 32 --time 30 --json
+  probetop iops ./test.img --size 1G --rw randwrite
+  probetop iops /mnt/efs/f --size 1M --rw write --bs 1 --buffered --sync --jobs 20
+"""
+FOCUS = "iops"
+
+
+def _size(text: str) -> int:
+    from probetop.probes.iops_target import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="TARGET", help="regular file or block device")
+    parser.add_argument(
+        "--rw",
+        default="randread",
+        choices=("read", "write", "randread", "randwrite", "randrw", "rw"),
+        help="I/O pattern, as fio's --rw (default randread)",
+    )
+    parser.add_argument(
+        "--rwmixread", type=int, default=50, metavar="PCT", help="reads in %% for randrw/rw"
+    )
+    parser.add_argument(
+        "--bs", type=_size, default=4096, metavar="SIZE", help="block size: 1, 512, 4k, 1M..."
+    )
+    parser.add_argument("--jobs", type=_positive_int, default=1, metavar="N", help="parallel jobs")
+    parser.add_argument(
+        "--iodepth",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="I/Os in flight per job (1 = psync, more = kernel AIO like fio's libaio)",
+    )
+    parser.add_argument(
+        "--size", type=_size, default=None, metavar="SIZE", help="area to use (file: create it)"
+    )
+    parser.add_argument("--offset", type=_size, default=0, metavar="OFF", help="start of the area")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--direct", dest="direct", action="store_true", default=None, help="force O_DIRECT"
+    )
+    mode.add_argument(
+        "--buffered", dest="direct", action="store_false", help="use the page cache (no O_DIRECT)"
+    )
+    parser.add_argument("--sync", action="store_true", help="open with O_SYNC (fio --sync=1)")
+    parser.add_argument(
+        "--ramp", type=float, default=0.0, metavar="S", help="run S seconds before totals start"
+    )
+
+
+def build_probes(args: argparse.Namespace) -> list[Probe]:
+    from probetop.probes.iops import IopsProbe
+
+    if args.ramp < 0:
+        raise UsageProbeError("--ramp must be zero or more seconds")
+    probe = IopsProbe(
+        args.target,
+        rw=args.rw,
+        rwmixread=args.rwmixread,
+        bs=args.bs,
+        jobs=args.jobs,
+        iodepth=args.iodepth,
+        size=args.size,
+        offset=args.offset,
+        direct=args.direct,
+        sync=args.sync,
+        time_s=getattr(args, "time", None) or None,
+        ramp_s=args.ramp,
+        interval_s=getattr(args, "interval", 1.0) or 1.0,
+    )
+    # The probe stops itself after --ramp + --time (fio's runtime excludes the
+    # ramp), so the generic deadline must not cut it short.
+    args.time = None
+    return [probe]
+
+
+def demo_probes(ctx: Any) -> list[Probe]:
+    """4k random reads on a 64 MiB scratch file the demo creates and removes."""
+    from probetop.probes.iops import IopsProbe
+
+    path = str(ctx.scratch / "iops.img")
+    return [IopsProbe(path, size=64 << 20, interval_s=getattr(ctx, "interval_s", 1.0))]
+
+
+def _direction_lines(name: str, d: dict[str, Any]) -> list[str]:
+    clat = d["clat_ns"]
+    pct = clat["percentile"]
+    lines = [
+        f"  {name}: IOPS={d['iops']:,.0f}, BW={d['bw_bytes'] / 1e6:,.1f}MB/s "
+        f"({d['io_bytes'] / 1e6:,.1f}MB/{d['runtime_ms']}msec), ios={d['total_ios']}"
+        + (f", errors={d['errors']}" if d.get("errors") else ""),
+        f"    clat (usec): min={clat['min'] / 1e3:.2f}, max={clat['max'] / 1e3:.2f}, "
+        f"avg={clat['mean'] / 1e3:.2f}, stdev={clat['stddev'] / 1e3:.2f}",
+    ]
+    if pct:
+        cells = [f"{float(k):g}th={v / 1e3:.1f}" for k, v in pct.items()]
+        lines.append("    clat percentiles (usec): " + ", ".join(cells[:9]))
+        lines.append("                             " + ", ".join(cells[9:]))
+    return lines
+
+
+def report(args: argparse.Namespace, result: Any) -> int:
+    """fio-shaped JSON with --json; fio-like text otherwise. Exit 2 if it failed."""
+    probe = result.probes[0]
+    summary = dict(result.summaries.get(probe.id, {}))
+    error = result.errors.get(probe.id)
+    if error:
+        summary["error"] = error
+    if getattr(args, "json", False):
+        json.dump(summary, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        out = [f"probetop iops {probe.target_path}: {result.reason}, {result.duration_s:.1f} s"]
+        out += [f"  note: {n}" for n in summary.get("notes", [])]
+        params = summary.get("params", {})
+        if params.get("rw") not in ("write", "randwrite") and "read" in summary:
+            out += _direction_lines("read", summary["read"])
+        if params.get("rw") not in ("read", "randread") and "write" in summary:
+            out += _direction_lines("write", summary["write"])
+        out.append(f"  same job in fio: {summary.get('fio_command')}")
+        if error:
+            out.append(f"  error: {error}")
+        print("\n".join(out))
+    return 2 if error else 0
