@@ -88,7 +88,7 @@ class HistoryStore:
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
 
-def fmt_value(value: float | None, unit: str = "", width: int = 0) -> str:
+def fmt_value(value: float | None, unit: str = "", width: int = 0, si: bool = True) -> str:
     """A short human number: 3 significant digits, SI prefix for big rates.
 
     ``B/s`` and ``pkt/s`` style units get k/M/G prefixes; percentages and
@@ -99,7 +99,7 @@ def fmt_value(value: float | None, unit: str = "", width: int = 0) -> str:
     else:
         prefix = ""
         scaled = value
-        if unit not in ("%", "ms", "us", "s", "MHz") and abs(value) >= 10_000:
+        if si and unit not in ("%", "ms", "us", "s", "MHz") and abs(value) >= 10_000:
             for factor, p in _SI:
                 if abs(value) >= factor:
                     scaled, prefix = value / factor, p

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.cells import set_cell_size
 from rich.segment import Segment
 from textual.strip import Strip
 from textual.widget import Widget
@@ -106,4 +107,4 @@ class Sparkline(Widget):
         if y >= len(self._rows):
             return Strip.blank(width)
         style = self.get_component_rich_style("sparkline--bar")
-        return Strip([Segment(self._rows[y], style)]).crop_extend(0, width, style)
+        return Strip([Segment(set_cell_size(self._rows[y], width), style)], width)

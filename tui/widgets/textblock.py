@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.cells import set_cell_size
 from rich.segment import Segment
 from textual.strip import Strip
 from textual.widget import Widget
@@ -74,6 +75,5 @@ class TextBlock(Widget):
             return Strip.blank(width)
         part = "textblock--header" if y < self.header_rows else "textblock--body"
         style = self.get_component_rich_style(part)
-        return Strip([Segment(self.lines[y][:width], style)], width).extend_cell_length(
-            width, style
-        )
+        # Pad/crop the text itself: one segment per row, the cheapest redraw.
+        return Strip([Segment(set_cell_size(self.lines[y], width), style)], width)

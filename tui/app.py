@@ -1,0 +1,539 @@
+"""The probetop dashboard: ``make_app(config)`` builds it, ``run()`` shows it.
+
+Contract:
+- Live (``config.probes``): a Hub runs the probes; the app drains one LOSSY
+  subscription once per frame (``frame_seconds``), never per record, routes
+  each Sample to its pane (``add_sample``) and to every other pane
+  (``observe``), each Status to its pane, each Announce to a new pane, then
+  calls ``render_frame`` only on panes that got data.
+- ``config.record``: a Recorder starts before the probes. Quit (q, ctrl+c),
+  SIGTERM and SIGHUP all stop the hub, close the recording (footer written)
+  and restore the terminal; ``return_code`` is 0 (or 1 if a probe failed).
+- Replay (``config.session``): the same panes fed by ``ReplayPlayer`` from the
+  records' time stamps; space / s / left / right / home / end.
+- No clock, no animation, no per-record refresh: the screen changes only when
+  data arrived, so an idle dashboard writes nothing to the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import io
+import shlex
+import signal
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from probetop.probes.base import ProbeError
+from probetop.probes.hub import Hub, Subscription
+from probetop.probes.recorder import Recorder, RecordingError
+from probetop.probes.sample import Announce, Record, Sample, Status
+from probetop.themes import DEFAULT_THEME, check_theme_name, probetop_themes
+from probetop.tui.config import AppConfig
+from probetop.tui.player import ReplayPlayer, speed_label
+from probetop.tui.screens.help import HelpScreen
+from probetop.tui.screens.maximised import MaximisedScreen
+from probetop.tui.screens.prompt import PromptScreen
+from probetop.tui.widgets.pane import ProbePane
+from probetop.tui.widgets.registry import pane_for
+from probetop.tui.widgets.textblock import TextBlock
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+CSS_FILE = Path(__file__).resolve().parent.parent / "themes" / "probetop.tcss"
+MIN_WIDTH, MIN_HEIGHT = 60, 16
+REPLAY_FRAME_S = 0.25
+SEEK_STEP_S = 10.0
+
+
+def frame_seconds(interval_s: float) -> float:
+    """Frame period: the sampling interval, kept within 0.2..1 s.
+
+    Redrawing faster than data arrives only costs CPU and terminal bytes.
+    """
+    return max(0.2, min(1.0, interval_s))
+
+
+def fmt_clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+class ParseFailed(Exception):
+    """The add-probe command line did not parse; the message is argparse's."""
+
+
+def parse_probe_command(line: str) -> argparse.Namespace:
+    """Parse ``cpu --threads 1`` with the CLI's own parser, without exiting."""
+    from probetop.tui.cli import build_parser
+
+    try:
+        argv = shlex.split(line)
+    except ValueError as exc:
+        raise ParseFailed(str(exc)) from None
+    if not argv:
+        raise ParseFailed("type a probe command, e.g. cpu --threads 1")
+    parser = build_parser()
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            args = parser.parse_args(argv)
+    except SystemExit:
+        lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
+        raise ParseFailed(lines[-1] if lines else f"cannot parse {line!r}") from None
+    if getattr(args, "_module", None) is None:
+        raise ParseFailed("start with a probe command, e.g. cpu, iops, icmp or http")
+    return args
+
+
+class ProbetopApp(App[int]):
+    """The dashboard. See the module docstring."""
+
+    CSS_PATH = str(CSS_FILE)
+    TITLE = "probetop"
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        Binding("question_mark,f1", "help", "Help", key_display="?"),
+        Binding("m,enter", "maximise", "Maximise", key_display="m"),
+        Binding("p", "pause_display", "Pause"),
+        Binding("a", "add_probe", "Add probe"),
+        Binding("r", "toggle_record", "Record"),
+        Binding("space", "play_pause", "Play/pause"),
+        Binding("s", "cycle_speed", "Speed"),
+        Binding("left", "seek(-10)", "-10s", show=False),
+        Binding("right", "seek(10)", "+10s", show=False),
+        Binding("home", "seek_to(0)", "Start", show=False),
+        Binding("end", "seek_to(-1)", "End", show=False),
+    ]
+
+    LIVE_ONLY = {"add_probe", "toggle_record"}
+    REPLAY_ONLY = {"play_pause", "cycle_speed", "seek", "seek_to"}
+
+    def __init__(self, config: AppConfig) -> None:
+        super().__init__()
+        self.config = config
+        for theme in probetop_themes():
+            self.register_theme(theme)
+        self.theme = check_theme_name(config.theme) if config.theme else DEFAULT_THEME
+        self.panes: dict[str, ProbePane] = {}
+        self.hub: Hub | None = None
+        self.feed: Subscription | None = None
+        self.recorder: Recorder | None = None
+        self.player: ReplayPlayer | None = None
+        self.display_paused = False
+        self.too_small = False
+        self._dirty: set[str] = set()
+        self._shutting_down = False
+        self._probes_stopped = False
+        self._last_tick = time.monotonic()
+        self._status_text = ""
+        self.status_bar = TextBlock([""], id="status-bar")
+        self.pane_box = VerticalScroll(id="panes")
+        self.too_small_msg = Static("", id="too-small")
+
+    @property
+    def replay(self) -> bool:
+        return self.config.session is not None
+
+    # -- layout --------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield self.status_bar
+        yield self.pane_box
+        yield self.too_small_msg
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        self._check_size()
+        if self.replay:
+            self._start_replay()
+        else:
+            await self._start_live()
+        self._update_status()
+
+    def on_resize(self) -> None:
+        self._check_size()
+
+    def _check_size(self) -> None:
+        width, height = self.size
+        small = width < MIN_WIDTH or height < MIN_HEIGHT
+        if small != self.too_small or small:
+            self.too_small = small
+            self.too_small_msg.update(
+                f"Terminal too small: {width}x{height}.\n"
+                f"probetop needs at least {MIN_WIDTH}x{MIN_HEIGHT}. Enlarge it, or press q."
+            )
+            self.too_small_msg.display = small
+            self.pane_box.display = not small
+            self.status_bar.display = not small
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.LIVE_ONLY and self.replay:
+            return False
+        return not (action in self.REPLAY_ONLY and not self.replay)
+
+    # -- live ----------------------------------------------------------
+    async def _start_live(self) -> None:
+        self.hub = Hub()
+        for probe in self.config.probes:
+            try:
+                self.hub.add(probe)
+            except ProbeError as exc:
+                self.notify(str(exc), title=f"{probe.id} not started", severity="error")
+        self.feed = self.hub.subscribe(lossless=False)
+        if self.config.record is not None:
+            await self._start_recording(self.config.record)
+        self._install_signal_handlers()
+        self.hub.start()
+        self.set_interval(frame_seconds(self.config.interval_s), self._live_frame)
+        if self.config.duration_s is not None:
+            self.set_timer(self.config.duration_s, self._time_up)
+        self._live_frame()  # announces: create the panes now, not a frame later
+
+    def _install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self._on_signal, sig.name)
+
+    def _on_signal(self, signame: str) -> None:
+        self.run_worker(self.shutdown(f"interrupted ({signame})"), exclusive=False)
+
+    def _live_frame(self) -> None:
+        if self.feed is None:
+            return
+        self.route(self.feed.drain())
+        if self.feed.dropped:
+            self._update_status()
+
+    async def _time_up(self) -> None:
+        if self.hub is None or self._probes_stopped:
+            return
+        await self.hub.stop()
+        self._probes_stopped = True
+        self._live_frame()
+        if self.recorder is not None:
+            await self._stop_recording("time")
+        self.notify(f"probes stopped after {self.config.duration_s:g} s (--time)")
+        self._update_status()
+
+    # -- routing -------------------------------------------------------
+    def route(self, records: Iterable[Record], render: bool = True) -> None:
+        """Deliver records to panes (store only), then render panes that got data."""
+        for record in records:
+            if isinstance(record, Sample):
+                for pid, pane in self.panes.items():
+                    if pid == record.probe:
+                        pane.add_sample(record)
+                    else:
+                        pane.observe(record)
+                    self._dirty.add(pid)
+            elif isinstance(record, Status):
+                pane = self.panes.get(record.probe)
+                if pane is not None:
+                    pane.add_status(record)
+                    self._dirty.add(record.probe)
+            elif isinstance(record, Announce):
+                self._add_pane(record)
+        if render and not self.display_paused:
+            self.render_dirty()
+
+    def render_dirty(self) -> None:
+        dirty, self._dirty = self._dirty, set()
+        for pid in dirty:
+            pane = self.panes.get(pid)
+            if pane is not None and pane.is_mounted:
+                pane.render_frame()
+            elif pane is not None:
+                self._dirty.add(pid)  # not mounted yet: render next frame
+        screen = self.screen
+        if isinstance(screen, MaximisedScreen) and screen.pane.probe_id in dirty:
+            screen.refresh_chart()
+
+    def _add_pane(self, announce: Announce) -> None:
+        if announce.probe in self.panes:
+            return
+        pane = pane_for(announce.info)
+        self.panes[announce.probe] = pane
+        focus_kind = self.config.focus
+        if focus_kind and pane.kind == focus_kind:
+            self.pane_box.mount(pane, before=0 if self.pane_box.children else None)
+            self.call_after_refresh(pane.focus)
+        else:
+            self.pane_box.mount(pane)
+            if len(self.panes) == 1 and not focus_kind:
+                self.call_after_refresh(pane.focus)
+
+    # -- recording -----------------------------------------------------
+    async def _start_recording(self, path: Path) -> bool:
+        assert self.hub is not None
+        recorder = Recorder(path, self.hub, self.config.command or ["probetop"])
+        try:
+            await recorder.start()
+        except (RecordingError, OSError) as exc:
+            self.notify(str(exc), title="recording not started", severity="error", timeout=8)
+            return False
+        self.recorder = recorder
+        self._update_status()
+        return True
+
+    async def _stop_recording(self, reason: str) -> None:
+        recorder, self.recorder = self.recorder, None
+        if recorder is not None:
+            await recorder.close(reason)
+            self.notify(f"recording saved: {recorder.path}")
+        self._update_status()
+
+    def action_toggle_record(self) -> None:
+        if self.recorder is not None:
+            self.run_worker(self._stop_recording("stopped by user"))
+            return
+        if self.hub is None:
+            return
+
+        async def answered(path: str | None) -> None:
+            if path:
+                await self._start_recording(Path(path).expanduser())
+
+        self.push_screen(
+            PromptScreen(
+                "Record this session to a file",
+                "JSON Lines, mode 0600. Enter to start, escape to cancel.",
+                placeholder="session.jsonl",
+                value="probetop-session.jsonl",
+            ),
+            answered,
+        )
+
+    # -- add / stop probes -----------------------------------------------
+    def action_add_probe(self) -> None:
+        if self.hub is None:
+            return
+        self.push_screen(
+            PromptScreen(
+                "Add a probe",
+                "A probetop command line, as after `probetop`: e.g. "
+                "cpu --threads 1  |  http http://127.0.0.1:8080/  |  icmp 127.0.0.1",
+                placeholder="cpu --threads 1",
+            ),
+            self._add_probe_answered,
+        )
+
+    def _add_probe_answered(self, line: str | None) -> None:
+        self.add_probe_line(line)
+
+    def add_probe_line(self, line: str | None) -> bool:
+        """Parse a command line, build its probes and add them. False on any error."""
+        if not line or self.hub is None:
+            return False
+        try:
+            args = parse_probe_command(line)
+            probes = args._module.build_probes(args)
+            for probe in probes:
+                self.hub.add(probe)
+        except ParseFailed as exc:
+            self.notify(str(exc), title="cannot add probe", severity="error", timeout=8)
+            return False
+        except ProbeError as exc:
+            self.notify(str(exc), title="probe not started", severity="error", timeout=8)
+            return False
+        self._probes_stopped = False
+        self.hub.start()  # idempotent: starts only the new ones
+        self._live_frame()
+        return True
+
+    async def stop_probe(self, probe_id: str) -> None:
+        if self.hub is not None:
+            await self.hub.stop_probe(probe_id)
+            self.notify(f"stopped {probe_id}")
+
+    # -- replay --------------------------------------------------------
+    def _start_replay(self) -> None:
+        session = self.config.session
+        assert session is not None
+        self.player = ReplayPlayer(session.records(), session.duration_s)
+        for warning in session.warnings:
+            self.notify(warning, title="recording", severity="warning", timeout=10)
+        self._last_tick = time.monotonic()
+        self.set_interval(REPLAY_FRAME_S, self._replay_frame)
+        self._replay_frame()
+
+    def _replay_frame(self) -> None:
+        if self.player is None:
+            return
+        now = time.monotonic()
+        dt, self._last_tick = now - self._last_tick, now
+        records = self.player.advance(dt)
+        if records:
+            self.route(records)
+        if not self.player.paused or records:
+            self._update_status()
+
+    def rebuild_panes(self, records: list[Record]) -> None:
+        """Drop every pane and feed ``records`` from the start (seek backwards)."""
+        focused = self.focused.probe_id if isinstance(self.focused, ProbePane) else None
+        for pane in self.panes.values():
+            pane.remove()
+        self.panes.clear()
+        self._dirty.clear()
+        self.route(records, render=False)
+
+        def refocus() -> None:
+            self.render_dirty()
+            if focused in self.panes:
+                self.panes[focused].focus()
+
+        self.call_after_refresh(refocus)
+
+    def action_play_pause(self) -> None:
+        if self.player is not None:
+            self.player.toggle_pause()
+            self._last_tick = time.monotonic()
+            self._update_status()
+
+    def action_cycle_speed(self) -> None:
+        if self.player is not None:
+            self.player.cycle_speed()
+            self._update_status()
+
+    def action_seek(self, delta: float) -> None:
+        if self.player is not None:
+            self._seek(self.player.position_s + float(delta))
+
+    def action_seek_to(self, where: float) -> None:
+        if self.player is not None:
+            self._seek(self.player.duration_s if float(where) < 0 else float(where))
+
+    def _seek(self, t: float) -> None:
+        assert self.player is not None
+        rebuild, records = self.player.seek(t)
+        if rebuild:
+            self.rebuild_panes(records)
+        else:
+            self.route(records)
+        self._update_status()
+
+    # -- display -------------------------------------------------------
+    def action_pause_display(self) -> None:
+        self.display_paused = not self.display_paused
+        if not self.display_paused:
+            self.render_dirty()
+        self._update_status()
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(pane.help_text() for pane in self.panes.values()))
+
+    def focused_pane(self) -> ProbePane | None:
+        if isinstance(self.focused, ProbePane):
+            return self.focused
+        return next(iter(self.panes.values()), None)
+
+    def action_maximise(self, probe_id: str | None = None) -> None:
+        pane = self.panes.get(probe_id) if probe_id else self.focused_pane()
+        if pane is not None and not isinstance(self.screen, MaximisedScreen):
+            self.push_screen(MaximisedScreen(pane))
+
+    def _update_status(self) -> None:
+        parts = ["probetop"]
+        if self.player is not None and self.config.session is not None:
+            state = "paused" if self.player.paused else "playing"
+            parts.append(f"replay {self.config.session.path.name}")
+            parts.append(
+                f"{state} {speed_label(self.player.speed)}  "
+                f"{fmt_clock(self.player.position_s)} / {fmt_clock(self.player.duration_s)}"
+            )
+        else:
+            parts.append("probes stopped" if self._probes_stopped else "live")
+            if self.recorder is not None:
+                parts.append(f"REC {self.recorder.path}")
+            if self.feed is not None and self.feed.dropped:
+                parts.append(f"{self.feed.dropped} records dropped by a slow display")
+        if self.display_paused:
+            parts.append("DISPLAY PAUSED (p)")
+        text = "  |  ".join(parts)
+        if text != self._status_text:
+            self._status_text = text
+            self.status_bar.set_lines([text])
+
+    # -- command palette -----------------------------------------------
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Help", "Keys and what every pane's numbers mean", self.action_help)
+        yield SystemCommand(
+            "Maximise pane", "Chart the focused pane's longer history", self.action_maximise
+        )
+        yield SystemCommand(
+            "Pause display" if not self.display_paused else "Resume display",
+            "Freeze the panes; probes and recording go on",
+            self.action_pause_display,
+        )
+        if self.hub is not None:
+            yield SystemCommand(
+                "Add a probe",
+                "Type a probetop command line, e.g. cpu --threads 1",
+                self.action_add_probe,
+            )
+            for pid in self.hub.running():
+                yield SystemCommand(
+                    f"Stop probe {pid}",
+                    "Cancel it; its pane keeps the data",
+                    lambda pid=pid: self.run_worker(self.stop_probe(pid)),
+                )
+            yield SystemCommand(
+                "Stop recording" if self.recorder is not None else "Start recording",
+                "Close the recording (footer written)"
+                if self.recorder is not None
+                else "Record this session to a JSON Lines file",
+                self.action_toggle_record,
+            )
+        if self.player is not None:
+            yield SystemCommand("Play / pause replay", "space", self.action_play_pause)
+            yield SystemCommand("Replay speed", "1x -> 10x -> max", self.action_cycle_speed)
+        for pid in self.panes:
+            yield SystemCommand(
+                f"Maximise {pid}",
+                "Chart this pane's longer history",
+                lambda pid=pid: self.action_maximise(pid),
+            )
+
+    # -- shutdown ------------------------------------------------------
+    async def shutdown(self, reason: str = "completed") -> None:
+        """Stop probes, close the recording, then exit. Safe to call twice."""
+        if self._shutting_down:
+            return
+        self._shutting_down = True
+        await self._stop_everything(reason)
+        failed = bool(self.hub and self.hub.errors)
+        self.exit(1 if failed else 0, return_code=1 if failed else 0)
+
+    async def _stop_everything(self, reason: str) -> None:
+        if self.hub is not None:
+            await self.hub.stop()
+        if self.recorder is not None:
+            recorder, self.recorder = self.recorder, None
+            await recorder.close(reason)
+
+    async def action_quit(self) -> None:
+        await self.shutdown("completed")
+
+    async def on_unmount(self) -> None:
+        # Reached also when the app exits another way (an exception): never
+        # leave probe threads running or a recording without its footer.
+        await self._stop_everything("completed" if self._shutting_down else "aborted")
+
+
+def make_app(config: AppConfig) -> ProbetopApp:
+    """The dashboard for ``config``. Raises UnknownThemeError for a bad theme."""
+    return ProbetopApp(config)

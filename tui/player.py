@@ -1,0 +1,89 @@
+"""Replay clock: which recorded records to show, by their time stamps.
+
+Pure logic, no Textual, so it is tested with plain numbers.
+
+Contract:
+- ``advance(wall_dt)`` moves the replay position by ``wall_dt x speed`` and
+  returns the records whose time stamp was passed, in file order. At speed
+  ``max`` it returns up to ``MAX_BATCH`` records per call (one UI frame), so
+  the screen still redraws while a long session plays out.
+- ``seek(t)`` jumps; it returns ``(rebuild, records)``: when moving backwards
+  ``rebuild`` is True and ``records`` are everything from the start up to
+  ``t`` (the caller clears its panes and feeds them again); forwards,
+  ``records`` are the ones skipped over.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable
+
+from probetop.probes.sample import Record
+
+SPEEDS: tuple[float, ...] = (1.0, 10.0, math.inf)
+MAX_BATCH = 5000
+
+
+def speed_label(speed: float) -> str:
+    return "max" if math.isinf(speed) else f"{speed:g}x"
+
+
+class ReplayPlayer:
+    """Position, speed and pause state over a list of (t seconds, record)."""
+
+    def __init__(self, records: Iterable[tuple[float, Record]], duration_s: float = 0.0) -> None:
+        self.records = list(records)
+        self.times = [t for t, _r in self.records]
+        last = self.times[-1] if self.times else 0.0
+        self.duration_s = max(duration_s, last)
+        self.index = 0  # next record to deliver
+        self.position_s = 0.0
+        self.speed = SPEEDS[0]
+        self.paused = False
+
+    @property
+    def at_end(self) -> bool:
+        return self.index >= len(self.records)
+
+    def toggle_pause(self) -> bool:
+        self.paused = not self.paused
+        return self.paused
+
+    def set_speed(self, speed: float) -> None:
+        self.speed = speed
+
+    def cycle_speed(self) -> float:
+        i = SPEEDS.index(self.speed) if self.speed in SPEEDS else -1
+        self.speed = SPEEDS[(i + 1) % len(SPEEDS)]
+        return self.speed
+
+    def _take_until(self, t: float, limit: int | None = None) -> list[Record]:
+        end = bisect.bisect_right(self.times, t)
+        if limit is not None:
+            end = min(end, self.index + limit)
+        out = [r for _t, r in self.records[self.index : end]]
+        self.index = max(self.index, end)
+        return out
+
+    def advance(self, wall_dt: float) -> list[Record]:
+        """Records passed during ``wall_dt`` seconds of wall time (none when paused)."""
+        if self.paused or wall_dt <= 0:
+            return []
+        if math.isinf(self.speed):
+            out = self._take_until(math.inf, MAX_BATCH)
+            self.position_s = self.times[self.index - 1] if self.index else 0.0
+            if self.at_end:
+                self.position_s = self.duration_s
+            return out
+        self.position_s = min(self.duration_s, self.position_s + wall_dt * self.speed)
+        return self._take_until(self.position_s)
+
+    def seek(self, t: float) -> tuple[bool, list[Record]]:
+        """Jump to ``t`` seconds (clamped). See the module docstring."""
+        t = max(0.0, min(self.duration_s, t))
+        rebuild = t < self.position_s
+        if rebuild:
+            self.index = 0
+        self.position_s = t
+        return rebuild, self._take_until(t)

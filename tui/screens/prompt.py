@@ -1,0 +1,39 @@
+"""A one-line input dialog: the add-probe and record dialogs.
+
+``PromptScreen(title, hint, placeholder, value)`` dismisses with the typed
+text on Enter (stripped; empty counts as cancel) or ``None`` on Escape.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, Static
+
+
+class PromptScreen(ModalScreen[str | None]):
+    """See the module docstring."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, hint: str, placeholder: str = "", value: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.hint = hint
+        self.placeholder = placeholder
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="prompt-box"):
+            yield Label(self.title_text, id="prompt-title")
+            yield Input(value=self.value, placeholder=self.placeholder, id="prompt-input")
+            yield Static(self.hint, id="prompt-hint", markup=False)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        self.dismiss(text or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
