@@ -1,0 +1,448 @@
+"""Native engines for the sysbench ``cpu`` event, compiled at run time from LLVM IR.
+
+Contract:
+- ``load_engine(kind)`` returns an engine or raises ``EngineUnavailable``;
+  ``best_engine()`` returns the native engine, else the Python one (whose
+  figures are labelled "not comparable with sysbench" by every output).
+- ``engine.prime_event(max_prime)`` runs one event and returns its prime count
+  (the count proves the work was done; sysbench discards it).
+- ``engine.run_events(...)`` runs events back to back in the calling thread until
+  the stop flag, the deadline or the shared event budget says stop, timing each
+  event with CLOCK_MONOTONIC and updating that thread's counters and
+  sysbench-style latency histogram in place. The native call releases the GIL
+  (ctypes foreign call), so threads run truly in parallel and the UI loop is
+  never blocked.
+
+Why hand-written IR and not numba: the figure must mean sysbench's figure, so
+the machine code must do what gcc -O2 does for sysbench's loop. Two things
+decide it (measured, see docs/cpu.md): the division must stay a full 64-bit
+``div`` (LLVM's x86 ``idivq-to-divl`` bypass turns it into a 32-bit divide when
+operands fit, ~45 % faster than sysbench), and nothing else may be added to
+the loop. Writing the IR pins both, independent of numba's version and flags;
+llvmlite (numba's code generator, a wheel) needs no compiler on the machine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# Shared layout of a thread's counters (int64 slots), read live by the sampler.
+STAT_EVENTS = 0  # events completed by this thread
+STAT_LAT_SUM = 1  # sum of event latencies, ns
+STAT_LAT_MIN = 2  # min latency, ns (INT64_MAX until the first event)
+STAT_LAT_MAX = 3  # max latency, ns
+STAT_PRIMES = 4  # prime count of the last event (a liveness check of the work)
+STAT_SLOTS = 8
+
+# sysbench's latency histogram: 1024 log-scale buckets between 0.001 and 100000 ms.
+HIST_SIZE = 1024
+HIST_MIN_MS = 0.001
+HIST_MAX_MS = 100000.0
+HIST_DEDUCT = math.log(HIST_MIN_MS)
+HIST_MULT = (HIST_SIZE - 1) / (math.log(HIST_MAX_MS) - HIST_DEDUCT)
+
+INT64_MAX = 2**63 - 1
+CLOCK_MONOTONIC = 1
+
+# Stop reasons returned by run_events.
+STOPPED_FLAG = 1
+STOPPED_DEADLINE = 2
+STOPPED_EVENTS = 3
+
+
+class EngineUnavailable(RuntimeError):
+    """The engine cannot load on this machine (the message says why)."""
+
+
+class Engine(Protocol):
+    name: str
+    comparable: bool  # True when the codegen matches sysbench's (native engines)
+
+    def prime_event(self, max_prime: int) -> int: ...
+
+    def run_events(self, job: ThreadJob) -> int: ...
+
+
+@dataclass
+class SharedRun:
+    """State shared by all threads of one run: stop flag and the event budget."""
+
+    max_prime: int
+    max_events: int = 0  # 0 = no limit
+    deadline_ns: int = 0  # CLOCK_MONOTONIC ns; 0 = no deadline
+    stop: Any = field(default_factory=lambda: ctypes.c_int32(0))
+    ticket: Any = field(default_factory=lambda: ctypes.c_int64(0))
+
+    def request_stop(self) -> None:
+        self.stop.value = 1
+
+
+@dataclass
+class ThreadJob:
+    """One worker thread's live counters and histogram (written by the engine)."""
+
+    shared: SharedRun
+    stats: Any = field(default_factory=lambda: (ctypes.c_int64 * STAT_SLOTS)())
+    hist: Any = field(default_factory=lambda: (ctypes.c_int64 * HIST_SIZE)())
+    stopped_by: int = 0  # STOPPED_* code returned by the engine
+
+    def __post_init__(self) -> None:
+        self.stats[STAT_LAT_MIN] = INT64_MAX
+
+
+def bucket_of(latency_ms: float) -> int:
+    """sysbench's bucket index of one latency in ms (sb_histogram_update)."""
+    if latency_ms <= 0:
+        return 0
+    x = math.floor((math.log(latency_ms) - HIST_DEDUCT) * HIST_MULT + 0.5)
+    return 0 if x < 0 else min(x, HIST_SIZE - 1)
+
+
+# --------------------------------------------------------------------------
+# LLVM IR. One event is sysbench's loop; run_events wraps it with the timing
+# and bookkeeping sysbench does around every event.
+# --------------------------------------------------------------------------
+_EVENT_IR = """
+define i64 @prime_event(i64 %max_prime) nounwind {
+entry:
+  br label %outer
+
+outer:
+  %c = phi i64 [ 3, %entry ], [ %c.next, %next ]
+  %n = phi i64 [ 0, %entry ], [ %n.next, %next ]
+  %more = icmp ult i64 %c, %max_prime
+  br i1 %more, label %body, label %done
+
+body:
+  ; t = sqrt((double)c): c is unsigned long long in sysbench
+  %cf = uitofp i64 %c to double
+  %t = call double @llvm.sqrt.f64(double %cf)
+  ; The first pass (l = 2) peeled as gcc -O2 does for sysbench: c % 2 is a bit
+  ; test, not a divide. Leaving it to LLVM costs one 64-bit div per even c
+  ; (~5 % of all divides at max-prime 10000; measured, docs/cpu.md).
+  %two.in = fcmp ole double 2.000000e+00, %t
+  br i1 %two.in, label %two, label %prime
+
+two:
+  %odd.bit = and i64 %c, 1
+  %even = icmp eq i64 %odd.bit, 0
+  br i1 %even, label %composite, label %inner
+
+inner:
+  %l = phi i64 [ 3, %two ], [ %l.next, %step ]
+  ; l <= t compares l converted to double, every iteration, as the C does
+  %lf = uitofp i64 %l to double
+  %in = fcmp ole double %lf, %t
+  br i1 %in, label %divide, label %prime
+
+divide:
+  %r = urem i64 %c, %l
+  %z = icmp eq i64 %r, 0
+  br i1 %z, label %composite, label %step
+
+step:
+  %l.next = add i64 %l, 1
+  br label %inner
+
+prime:
+  br label %next
+
+composite:
+  br label %next
+
+next:
+  %inc = phi i64 [ 1, %prime ], [ 0, %composite ]
+  %n.next = add i64 %n, %inc
+  %c.next = add i64 %c, 1
+  br label %outer
+
+done:
+  ret i64 %n
+}
+
+declare double @llvm.sqrt.f64(double)
+"""
+
+_RUN_IR = """
+%timespec = type { i64, i64 }
+
+declare i32 @clock_gettime(i32, ptr)
+declare double @log(double)
+declare double @llvm.floor.f64(double)
+
+define internal i64 @now_ns() nounwind {
+  %ts = alloca %timespec, align 8
+  %rc = call i32 @clock_gettime(i32 1, ptr %ts)
+  %sp = getelementptr %timespec, ptr %ts, i32 0, i32 0
+  %np = getelementptr %timespec, ptr %ts, i32 0, i32 1
+  %s = load i64, ptr %sp
+  %ns = load i64, ptr %np
+  %s9 = mul i64 %s, 1000000000
+  %t = add i64 %s9, %ns
+  ret i64 %t
+}
+
+; Returns why it stopped: 1 stop flag, 2 deadline, 3 event budget spent.
+define i64 @run_events(i64 %max_prime, i64 %max_events, i64 %deadline, ptr %stop,
+                       ptr %ticket, ptr %stats, ptr %hist,
+                       double %deduct, double %mult, i64 %hsize) nounwind {
+entry:
+  %p.events = getelementptr i64, ptr %stats, i64 0
+  %p.sum = getelementptr i64, ptr %stats, i64 1
+  %p.min = getelementptr i64, ptr %stats, i64 2
+  %p.max = getelementptr i64, ptr %stats, i64 3
+  %p.primes = getelementptr i64, ptr %stats, i64 4
+  %hlast = sub i64 %hsize, 1
+  %hlastf = sitofp i64 %hlast to double
+  br label %loop
+
+loop:
+  %flag = load atomic i32, ptr %stop monotonic, align 4
+  %flagged = icmp ne i32 %flag, 0
+  br i1 %flagged, label %by_flag, label %check_time
+
+check_time:
+  %t0 = call i64 @now_ns()
+  %has_deadline = icmp sgt i64 %deadline, 0
+  %late = icmp sge i64 %t0, %deadline
+  %over = and i1 %has_deadline, %late
+  br i1 %over, label %by_deadline, label %check_budget
+
+check_budget:
+  %limited = icmp sgt i64 %max_events, 0
+  br i1 %limited, label %take_ticket, label %work
+
+take_ticket:
+  %old = atomicrmw add ptr %ticket, i64 1 monotonic
+  %spent = icmp sge i64 %old, %max_events
+  br i1 %spent, label %by_budget, label %work
+
+work:
+  %n = call i64 @prime_event(i64 %max_prime)
+  %t1 = call i64 @now_ns()
+  %lat = sub i64 %t1, %t0
+
+  %ev = load atomic i64, ptr %p.events monotonic, align 8
+  %ev1 = add i64 %ev, 1
+  %sum = load atomic i64, ptr %p.sum monotonic, align 8
+  %sum1 = add i64 %sum, %lat
+  %mn = load atomic i64, ptr %p.min monotonic, align 8
+  %lt = icmp slt i64 %lat, %mn
+  %mn1 = select i1 %lt, i64 %lat, i64 %mn
+  %mx = load atomic i64, ptr %p.max monotonic, align 8
+  %gt = icmp sgt i64 %lat, %mx
+  %mx1 = select i1 %gt, i64 %lat, i64 %mx
+
+  ; bucket = floor((log(ms) - deduct) * mult + 0.5), clamped to 0..hsize-1
+  %latf = sitofp i64 %lat to double
+  %ms = fdiv double %latf, 1.000000e+06
+  %lg = call double @log(double %ms)
+  %a = fsub double %lg, %deduct
+  %b = fmul double %a, %mult
+  %x = fadd double %b, 5.000000e-01
+  %pos = fcmp oge double %x, 0.000000e+00
+  %x0 = select i1 %pos, double %x, double 0.000000e+00
+  %big = fcmp ogt double %x0, %hlastf
+  %x1 = select i1 %big, double %hlastf, double %x0
+  %fl = call double @llvm.floor.f64(double %x1)
+  %idx = fptosi double %fl to i64
+  %hp = getelementptr i64, ptr %hist, i64 %idx
+  %hv = load atomic i64, ptr %hp monotonic, align 8
+  %hv1 = add i64 %hv, 1
+  store atomic i64 %hv1, ptr %hp monotonic, align 8
+
+  store atomic i64 %sum1, ptr %p.sum monotonic, align 8
+  store atomic i64 %mn1, ptr %p.min monotonic, align 8
+  store atomic i64 %mx1, ptr %p.max monotonic, align 8
+  store atomic i64 %n, ptr %p.primes monotonic, align 8
+  ; the event count last, with release order: a reader that sees it also
+  ; sees this event's latency in the histogram and sums
+  store atomic i64 %ev1, ptr %p.events release, align 8
+  br label %loop
+
+by_flag:
+  ret i64 1
+by_deadline:
+  ret i64 2
+by_budget:
+  ret i64 3
+}
+"""
+
+_RUN_EVENTS_TYPE = ctypes.CFUNCTYPE(
+    ctypes.c_int64,
+    ctypes.c_int64,
+    ctypes.c_int64,
+    ctypes.c_int64,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_double,
+    ctypes.c_double,
+    ctypes.c_int64,
+)
+_EVENT_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)
+
+# x86 features that change the division. "idivq-to-divl" lets LLVM replace a
+# 64-bit div by a 32-bit one when both operands fit in 32 bits (they always do
+# here), which sysbench's gcc build never does.
+NATIVE_FEATURE_OVERRIDES = ("-idivq-to-divl",)
+
+
+class NativeEngine:
+    """sysbench's event compiled by LLVM for this CPU, 64-bit division kept."""
+
+    comparable = True
+
+    def __init__(self, *, feature_overrides: tuple[str, ...] = NATIVE_FEATURE_OVERRIDES) -> None:
+        try:
+            import llvmlite.binding as llvm
+        except ImportError as exc:  # pragma: no cover - llvmlite ships with numba
+            raise EngineUnavailable(f"llvmlite is not installed ({exc})") from exc
+        self.feature_overrides = feature_overrides
+        self.name = "llvm"
+        try:
+            self._build(llvm)
+        except Exception as exc:  # any LLVM failure means: use another engine
+            raise EngineUnavailable(f"cannot JIT the CPU event with LLVM: {exc}") from exc
+
+    def _build(self, llvm: Any) -> None:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        libc = ctypes.CDLL(None)
+        libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+        llvm.add_symbol("clock_gettime", ctypes.cast(libc.clock_gettime, ctypes.c_void_p).value)
+        llvm.add_symbol("log", ctypes.cast(libm.log, ctypes.c_void_p).value)
+        triple = llvm.get_process_triple()
+        target = llvm.Target.from_triple(triple)
+        cpu = llvm.get_host_cpu_name()
+        features = llvm.get_host_cpu_features().flatten() if triple.startswith("x86") else ""
+        if triple.startswith("x86"):
+            features = ",".join(
+                [f for f in features.split(",") if f and f[1:] not in self._overridden()]
+                + list(self.feature_overrides)
+            )
+        self.cpu, self.features = cpu, features
+        tm = target.create_target_machine(cpu=cpu, features=features, opt=2, jit=True)
+        module = llvm.parse_assembly(_EVENT_IR + _RUN_IR)
+        module.triple = triple
+        module.data_layout = str(tm.target_data)
+        module.verify()
+        pto = llvm.create_pipeline_tuning_options(speed_level=2)
+        pb = llvm.create_pass_builder(tm, pto)
+        pm = pb.getModulePassManager()
+        pm.run(module, pb)
+        self.target_machine = tm
+        self.module = module
+        self.engine = llvm.create_mcjit_compiler(module, tm)
+        self.engine.finalize_object()
+        self._event = _EVENT_TYPE(self.engine.get_function_address("prime_event"))
+        self._run = _RUN_EVENTS_TYPE(self.engine.get_function_address("run_events"))
+
+    def _overridden(self) -> set[str]:
+        return {f[1:] for f in self.feature_overrides}
+
+    def asm(self) -> str:
+        """The machine code of the event, for docs and for checking the divide."""
+        return str(self.target_machine.emit_assembly(self.module))
+
+    def prime_event(self, max_prime: int) -> int:
+        return int(self._event(max_prime))
+
+    def run_events(self, job: ThreadJob) -> int:
+        s = job.shared
+        return int(
+            self._run(
+                s.max_prime,
+                s.max_events,
+                s.deadline_ns,
+                ctypes.addressof(s.stop),
+                ctypes.addressof(s.ticket),
+                ctypes.addressof(job.stats),
+                ctypes.addressof(job.hist),
+                HIST_DEDUCT,
+                HIST_MULT,
+                HIST_SIZE,
+            )
+        )
+
+
+class PythonEngine:
+    """The same loop in CPython: ~20x slower, holds the GIL, not comparable."""
+
+    name = "python"
+    comparable = False
+
+    def prime_event(self, max_prime: int) -> int:
+        n = 0
+        for c in range(3, max_prime):
+            t = math.sqrt(c)
+            lim = 2
+            while lim <= t:
+                if c % lim == 0:
+                    break
+                lim += 1
+            if lim > t:
+                n += 1
+        return n
+
+    def run_events(self, job: ThreadJob) -> int:
+        s = job.shared
+        stats, hist = job.stats, job.hist
+        lock = _python_ticket_lock
+        while True:
+            if s.stop.value:
+                return STOPPED_FLAG
+            t0 = time.monotonic_ns()
+            if s.deadline_ns > 0 and t0 >= s.deadline_ns:
+                return STOPPED_DEADLINE
+            if s.max_events > 0:
+                with lock:
+                    old = s.ticket.value
+                    s.ticket.value = old + 1
+                if old >= s.max_events:
+                    return STOPPED_EVENTS
+            n = self.prime_event(s.max_prime)
+            lat = time.monotonic_ns() - t0
+            stats[STAT_LAT_SUM] += lat
+            stats[STAT_LAT_MIN] = min(stats[STAT_LAT_MIN], lat)
+            stats[STAT_LAT_MAX] = max(stats[STAT_LAT_MAX], lat)
+            hist[bucket_of(lat / 1e6)] += 1
+            stats[STAT_PRIMES] = n
+            stats[STAT_EVENTS] += 1
+
+
+_python_ticket_lock = threading.Lock()
+
+_engines: dict[str, Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def load_engine(kind: str) -> Engine:
+    """A cached engine: "llvm" (native) or "python". Raises EngineUnavailable."""
+    with _engines_lock:
+        engine = _engines.get(kind)
+        if engine is None:
+            if kind == "llvm":
+                engine = NativeEngine()
+            elif kind == "python":
+                engine = PythonEngine()
+            else:
+                raise EngineUnavailable(f"unknown engine {kind!r} (llvm or python)")
+            _engines[kind] = engine
+        return engine
+
+
+def best_engine() -> tuple[Engine, str | None]:
+    """The native engine if it loads, else the Python one and the reason why."""
+    try:
+        return load_engine("llvm"), None
+    except EngineUnavailable as exc:
+        return load_engine("python"), str(exc)
