@@ -95,23 +95,35 @@ def normalise_url(url: str) -> str:
     return url
 
 
+class HttpUrlError(TargetProbeError):
+    """A URL probetop will not send: ``kind`` is ``url`` (malformed) or ``scheme``."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        # One-off exit codes (http_transfer.EXIT_CODES): 3 malformed URL, 4 scheme.
+        self.exit_code = 3 if kind == "url" else 4
+
+
 def check_url(url: str) -> str:
-    """The URL with a scheme, or TargetProbeError saying what is wrong with it."""
+    """The URL with a scheme, or HttpUrlError saying what is wrong with it."""
     full = normalise_url(url.strip())
+    shown = redact_url(url)
     try:
         parts = urlsplit(full)
         _ = parts.port  # raises ValueError on a non-numeric or out-of-range port
     except ValueError as exc:
-        raise TargetProbeError(f"malformed URL {redact_url(url)!r}: {exc}") from None
+        raise HttpUrlError("url", f"malformed URL {shown!r}: {exc}") from None
     if parts.scheme.lower() not in SCHEMES:
-        raise TargetProbeError(
-            f"unsupported scheme {parts.scheme!r} in {redact_url(url)!r}: "
-            "probetop http measures http:// and https:// URLs"
+        raise HttpUrlError(
+            "scheme",
+            f"unsupported scheme {parts.scheme!r} in {shown!r}: "
+            "probetop http measures http:// and https:// URLs",
         )
     if not parts.hostname:
-        raise TargetProbeError(f"malformed URL {redact_url(url)!r}: no host name")
+        raise HttpUrlError("url", f"malformed URL {shown!r}: no host name")
     if any(c in full for c in " \t\r\n"):
-        raise TargetProbeError(f"malformed URL {redact_url(url)!r}: contains white space")
+        raise HttpUrlError("url", f"malformed URL {shown!r}: contains white space")
     return full
 
 
