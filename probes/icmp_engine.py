@@ -1,0 +1,536 @@
+"""The native ICMP echo send/receive loop (numba ``nogil``), one call per time slice.
+
+Contract:
+- ``run_slice(...)`` sends and receives on one socket until ``deadline_ns``
+  (monotonic) and returns ``SLICE_DEADLINE``, or returns ``SLICE_DONE`` once
+  sending has stopped (count reached or ``draining``) and nothing is in flight.
+  It never holds the GIL, so several streams run on several cores.
+- Every per-packet cost (sendto, recvfrom, the clock, sequence bookkeeping,
+  the RTT histogram) is native: libc is called through ctypes function
+  pointers that numba compiles into the loop. No Python, no scapy, per packet.
+- The loop only adds to the interval arrays (``counters``, ``rtt_sums``,
+  ``histogram``, errno tallies, the error-packet ring); the calling thread
+  copies and zeroes them between slices (``IntervalArrays.take``).
+- Sequence space: 16 bits on the wire, 64 bits in ``state``. A request is
+  *in flight* until its reply arrives or ``grace_ns`` passes (then *lost*). If
+  the 16-bit slot is needed again before that (65536 sends within the grace
+  period), the old request is declared lost early and counted in ``wrapped``.
+
+This module imports numba and numpy at the top: import it lazily.
+"""
+
+from __future__ import annotations
+
+import errno as errno_mod
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba
+import numpy as np
+from numba import types
+
+# -- libc, by symbol name: numba links the calls into the loop and, unlike ctypes
+# function pointers, can cache the compiled loop on disk (no JIT on later runs).
+# Pointers are passed as intp (the same ABI as void * on Linux).
+_ptr, _int, _size = types.intp, types.int32, types.uintp
+_sendto: Any = types.ExternalFunction(
+    "sendto", types.intp(_int, _ptr, _size, _int, _ptr, types.uint32)
+)
+_recvfrom: Any = types.ExternalFunction("recvfrom", types.intp(_int, _ptr, _size, _int, _ptr, _ptr))
+_clock_gettime: Any = types.ExternalFunction("clock_gettime", _int(_int, _ptr))
+_ppoll: Any = types.ExternalFunction("ppoll", _int(_ptr, types.uint64, _ptr, _ptr))
+_errno_location: Any = types.ExternalFunction("__errno_location", _ptr())
+_memcpy: Any = types.ExternalFunction("memcpy", _ptr(_ptr, _ptr, _size))
+
+CLOCK_MONOTONIC = 1  # the clock time.monotonic_ns() reads
+MSG_DONTWAIT = 0x40
+POLLIN = 1
+EAGAIN = errno_mod.EAGAIN
+EINTR = errno_mod.EINTR
+
+SLICE_DEADLINE = 0
+SLICE_DONE = 1
+
+# Idle flood sender: like ping -f, send anyway when no reply came for 10 ms.
+FLOOD_IDLE_NS = 10_000_000
+# Below this much waiting time the loop spins instead of sleeping in ppoll:
+# waking from ppoll costs tens of microseconds, which would blur the pacing.
+SPIN_NS = 60_000
+
+# -- slot states ---------------------------------------------------------------
+FREE, IN_FLIGHT, REPLIED, LOST, LATE = 0, 1, 2, 3, 4
+SLOTS = 1 << 16
+
+# -- config (int64 array, read-only for the loop) ------------------------------
+C_FD, C_V6, C_RAW, C_IDENT, C_PACED, C_PERIOD, C_PRELOAD, C_COUNT, C_GRACE = range(9)
+C_PKTLEN, C_CSUM_PARTIAL, C_CHECK_IDENT, C_ADDRLEN = range(9, 13)
+N_CONFIG = 13
+
+# -- persistent loop state (int64 array) ---------------------------------------
+S_HEAD, S_TAIL, S_NEXT_SEND, S_LAST_SEND, S_IN_FLIGHT, S_MAX_RX = range(6)
+N_STATE = 6
+
+# -- interval counters (int64 array, zeroed by the caller each interval) --------
+K_SENT, K_RECEIVED, K_DUPS, K_REORDERED, K_LOST, K_LATE, K_WRAPPED = range(7)
+K_SEND_ERRS, K_RECV_ERRS, K_ICMP_ERRS, K_STRAY, K_RTT_MIN, K_RTT_MAX = range(7, 13)
+N_COUNTERS = 13
+COUNTER_NAMES = (
+    "sent",
+    "received",
+    "duplicates",
+    "reordered",
+    "lost",
+    "late",
+    "wrapped",
+    "send_errors",
+    "recv_errors",
+    "icmp_errors",
+    "stray",
+    "rtt_min_ns",
+    "rtt_max_ns",
+)
+# float64 sums: RTT sum and sum of squares (ns, ns^2) for mean and ping's mdev.
+R_SUM, R_SUMSQ = 0, 1
+
+# -- RTT histogram: exact below 64 ns, then 32 buckets per power of two (< 3.2 %) --
+HIST_SUB_BITS = 5
+HIST_SUB = 1 << HIST_SUB_BITS
+HIST_LINEAR = 2 * HIST_SUB
+HIST_MAX_BITS = 42  # ~73 minutes in ns: beyond any grace period
+HIST_SIZE = HIST_LINEAR + (HIST_MAX_BITS - HIST_SUB_BITS - 1) * HIST_SUB
+
+# -- error packets kept for dissection (per interval) --------------------------
+ERR_RING = 16
+ERR_BYTES = 576  # IPv4 minimum MTU: a whole ICMP error fits
+ADDR_BYTES = 28  # sockaddr_in6
+
+
+@numba.njit(nogil=True, cache=True)
+def hist_index(value: int) -> int:
+    """Histogram bucket of a non-negative value (ns)."""
+    if value < HIST_LINEAR:
+        return max(value, 0)
+    bits = HIST_SUB_BITS + 1
+    while (value >> (bits + 1)) != 0:
+        bits += 1
+    sub = (value >> (bits - HIST_SUB_BITS)) & (HIST_SUB - 1)
+    idx = HIST_LINEAR + (bits - HIST_SUB_BITS - 1) * HIST_SUB + sub
+    return min(idx, HIST_SIZE - 1)
+
+
+def hist_bucket_bounds(idx: int) -> tuple[float, float]:
+    """[low, high) of a histogram bucket, in ns (Python side, for percentiles)."""
+    if idx < HIST_LINEAR:
+        return float(idx), float(idx + 1)
+    rel = idx - HIST_LINEAR
+    bits = rel // HIST_SUB + HIST_SUB_BITS + 1
+    sub = rel % HIST_SUB
+    shift = bits - HIST_SUB_BITS
+    low = (HIST_SUB + sub) << shift
+    return float(low), float(low + (1 << shift))
+
+
+@numba.njit(nogil=True, cache=True)
+def _now(ts: Any) -> int:
+    _clock_gettime(CLOCK_MONOTONIC, ts.ctypes.data)
+    return ts[0] * 1_000_000_000 + ts[1]
+
+
+@numba.njit(nogil=True, cache=True)
+def _errno(scratch: Any) -> int:
+    _memcpy(scratch.ctypes.data, _errno_location(), 4)
+    return scratch[0]
+
+
+@numba.njit(nogil=True, cache=True)
+def _sweep(now: int, cfg: Any, st: Any, slot_state: Any, slot_sent: Any, ctr: Any) -> None:
+    """Resolve the oldest requests: replied ones leave, unanswered ones past grace are lost."""
+    grace = cfg[C_GRACE]
+    while st[S_TAIL] < st[S_HEAD]:
+        slot = st[S_TAIL] & (SLOTS - 1)
+        state = slot_state[slot]
+        if state == IN_FLIGHT:
+            if now - slot_sent[slot] < grace:
+                return
+            slot_state[slot] = LOST
+            ctr[K_LOST] += 1
+            st[S_IN_FLIGHT] -= 1
+        st[S_TAIL] += 1
+
+
+@numba.njit(nogil=True, cache=True)
+def _on_packet(
+    now: int,
+    n: int,
+    buf: Any,
+    src: Any,
+    cfg: Any,
+    st: Any,
+    slot_state: Any,
+    slot_sent: Any,
+    ctr: Any,
+    rtt_sums: Any,
+    hist: Any,
+    icmp_types: Any,
+    err_ring: Any,
+    err_len: Any,
+    err_src: Any,
+) -> None:
+    """Account one received datagram (echo reply or ICMP error)."""
+    v6 = cfg[C_V6] != 0
+    off = 0
+    if cfg[C_RAW] != 0 and not v6:
+        off = (buf[0] & 0x0F) * 4  # raw IPv4 sockets deliver the IP header too
+    if n < off + 8:
+        ctr[K_STRAY] += 1
+        return
+    icmp_type = buf[off]
+    reply_type = 129 if v6 else 0
+    if icmp_type != reply_type:
+        # An ICMP error quoting one of our requests: check the quoted id.
+        inner = off + 8
+        if v6:
+            if n < inner + 48 or buf[inner + 6] != 58:
+                ctr[K_STRAY] += 1
+                return
+            q = inner + 40
+            quoted_type = 128
+        else:
+            if n < inner + 28:
+                ctr[K_STRAY] += 1
+                return
+            q = inner + (buf[inner] & 0x0F) * 4
+            quoted_type = 8
+            if n < q + 8:
+                ctr[K_STRAY] += 1
+                return
+        quoted_id = (np.int64(buf[q + 4]) << 8) | buf[q + 5]
+        if buf[q] != quoted_type or (cfg[C_CHECK_IDENT] != 0 and quoted_id != cfg[C_IDENT]):
+            ctr[K_STRAY] += 1
+            return
+        ctr[K_ICMP_ERRS] += 1
+        icmp_types[icmp_type] += 1
+        k = ctr[K_ICMP_ERRS] - 1
+        if k < ERR_RING:
+            m = min(n, ERR_BYTES)
+            err_ring[k, :m] = buf[:m]
+            err_len[k] = m
+            err_src[k, :] = src[:]
+        return
+    ident = (np.int64(buf[off + 4]) << 8) | buf[off + 5]
+    if cfg[C_CHECK_IDENT] != 0 and ident != cfg[C_IDENT]:
+        ctr[K_STRAY] += 1
+        return
+    seq16 = (np.int64(buf[off + 6]) << 8) | buf[off + 7]
+    newest = st[S_HEAD] - 1
+    seq = newest - ((newest - seq16) & (SLOTS - 1))
+    if seq < 0:
+        ctr[K_STRAY] += 1
+        return
+    state = slot_state[seq16]
+    if state == IN_FLIGHT:
+        rtt = now - slot_sent[seq16]
+        slot_state[seq16] = REPLIED
+        st[S_IN_FLIGHT] -= 1
+        ctr[K_RECEIVED] += 1
+        if ctr[K_RTT_MIN] < 0 or rtt < ctr[K_RTT_MIN]:
+            ctr[K_RTT_MIN] = rtt
+        if rtt > ctr[K_RTT_MAX]:
+            ctr[K_RTT_MAX] = rtt
+        f = np.float64(rtt)
+        rtt_sums[R_SUM] += f
+        rtt_sums[R_SUMSQ] += f * f
+        hist[hist_index(rtt)] += 1
+        if seq < st[S_MAX_RX]:
+            ctr[K_REORDERED] += 1
+        else:
+            st[S_MAX_RX] = seq
+    elif state == REPLIED or state == LATE:  # noqa: SIM109 (numba: plain compares)
+        ctr[K_DUPS] += 1
+    elif state == LOST:
+        slot_state[seq16] = LATE
+        ctr[K_LATE] += 1
+    else:
+        ctr[K_STRAY] += 1
+
+
+@numba.njit(nogil=True, cache=True)
+def run_slice(
+    deadline_ns: int,
+    draining: bool,
+    cfg: Any,
+    st: Any,
+    packet: Any,
+    addr: Any,
+    buf: Any,
+    src: Any,
+    srclen: Any,
+    slot_state: Any,
+    slot_sent: Any,
+    ctr: Any,
+    rtt_sums: Any,
+    hist: Any,
+    send_errnos: Any,
+    recv_errnos: Any,
+    icmp_types: Any,
+    err_ring: Any,
+    err_len: Any,
+    err_src: Any,
+    ts: Any,
+    pollfd: Any,
+    scratch: Any,
+) -> int:
+    """Send and receive until the deadline; see the module docstring."""
+    fd = cfg[C_FD]
+    paced = cfg[C_PACED] != 0
+    period = cfg[C_PERIOD]
+    preload = cfg[C_PRELOAD]
+    count = cfg[C_COUNT]
+    pktlen = cfg[C_PKTLEN]
+    fix_checksum = cfg[C_RAW] != 0 and cfg[C_V6] == 0
+    partial = cfg[C_CSUM_PARTIAL]
+    bufsize = buf.shape[0]
+    now = _now(ts)
+    while True:
+        if now >= deadline_ns:
+            return SLICE_DEADLINE
+        _sweep(now, cfg, st, slot_state, slot_sent, ctr)
+        sending = not draining and (count <= 0 or st[S_HEAD] < count)
+        if not sending and st[S_IN_FLIGHT] == 0:
+            return SLICE_DONE
+        # -- send --------------------------------------------------------
+        if sending:
+            if paced:
+                due = now >= st[S_NEXT_SEND]
+            else:
+                due = st[S_IN_FLIGHT] < preload or now - st[S_LAST_SEND] >= FLOOD_IDLE_NS
+            if due:
+                head = st[S_HEAD]
+                if head - st[S_TAIL] >= SLOTS:
+                    # The slot is needed again before its grace ran out.
+                    old = st[S_TAIL] & (SLOTS - 1)
+                    if slot_state[old] == IN_FLIGHT:
+                        slot_state[old] = LOST
+                        ctr[K_LOST] += 1
+                        ctr[K_WRAPPED] += 1
+                        st[S_IN_FLIGHT] -= 1
+                    st[S_TAIL] += 1
+                seq16 = head & (SLOTS - 1)
+                packet[6] = seq16 >> 8
+                packet[7] = seq16 & 0xFF
+                if fix_checksum:
+                    s = partial + seq16
+                    s = (s & 0xFFFF) + (s >> 16)
+                    s = (s & 0xFFFF) + (s >> 16)
+                    c = (~s) & 0xFFFF
+                    packet[2] = c >> 8
+                    packet[3] = c & 0xFF
+                t_send = _now(ts)
+                r = _sendto(
+                    fd, packet.ctypes.data, pktlen, MSG_DONTWAIT, addr.ctypes.data, cfg[C_ADDRLEN]
+                )
+                if r < 0:
+                    e = _errno(scratch)
+                    if e != EINTR:
+                        ctr[K_SEND_ERRS] += 1
+                        send_errnos[min(e, send_errnos.shape[0] - 1)] += 1
+                else:
+                    slot_state[seq16] = IN_FLIGHT
+                    slot_sent[seq16] = t_send
+                    st[S_HEAD] = head + 1
+                    st[S_IN_FLIGHT] += 1
+                    ctr[K_SENT] += 1
+                st[S_LAST_SEND] = t_send
+                if paced:
+                    nxt = st[S_NEXT_SEND] + period
+                    # Absolute deadlines keep the long-run rate exact; after a stall
+                    # longer than 10 ms we resume from now instead of bursting.
+                    if t_send - nxt > 10_000_000:
+                        nxt = t_send
+                    st[S_NEXT_SEND] = nxt
+                now = _now(ts)
+                continue
+        # -- receive -----------------------------------------------------
+        srclen[0] = src.shape[0]
+        n = _recvfrom(
+            fd, buf.ctypes.data, bufsize, MSG_DONTWAIT, src.ctypes.data, srclen.ctypes.data
+        )
+        now = _now(ts)
+        if n >= 0:
+            _on_packet(
+                now,
+                n,
+                buf,
+                src,
+                cfg,
+                st,
+                slot_state,
+                slot_sent,
+                ctr,
+                rtt_sums,
+                hist,
+                icmp_types,
+                err_ring,
+                err_len,
+                err_src,
+            )
+            continue
+        e = _errno(scratch)
+        if e != EAGAIN and e != EINTR:
+            ctr[K_RECV_ERRS] += 1
+            recv_errnos[min(e, recv_errnos.shape[0] - 1)] += 1
+            continue
+        # -- nothing to read: wait until the next thing to do -------------
+        wake = deadline_ns
+        if sending:
+            if paced:
+                wake = min(wake, st[S_NEXT_SEND])
+            else:
+                wake = min(wake, st[S_LAST_SEND] + FLOOD_IDLE_NS)
+        if st[S_TAIL] < st[S_HEAD]:
+            wake = min(wake, slot_sent[st[S_TAIL] & (SLOTS - 1)] + cfg[C_GRACE])
+        wait = wake - now
+        if wait > SPIN_NS:
+            wait -= SPIN_NS // 2
+            ts[0] = wait // 1_000_000_000
+            ts[1] = wait % 1_000_000_000
+            pollfd[1] = POLLIN
+            _ppoll(pollfd.ctypes.data, 1, ts.ctypes.data, 0)
+            now = _now(ts)
+
+
+@dataclass
+class IntervalArrays:
+    """What one stream's loop adds to during an interval; ``take`` snapshots and zeroes."""
+
+    counters: np.ndarray = field(default_factory=lambda: _fresh_counters())
+    rtt_sums: np.ndarray = field(default_factory=lambda: np.zeros(2, np.float64))
+    histogram: np.ndarray = field(default_factory=lambda: np.zeros(HIST_SIZE, np.int64))
+    send_errnos: np.ndarray = field(default_factory=lambda: np.zeros(256, np.int64))
+    recv_errnos: np.ndarray = field(default_factory=lambda: np.zeros(256, np.int64))
+    icmp_types: np.ndarray = field(default_factory=lambda: np.zeros(256, np.int64))
+    err_ring: np.ndarray = field(default_factory=lambda: np.zeros((ERR_RING, ERR_BYTES), np.uint8))
+    err_len: np.ndarray = field(default_factory=lambda: np.zeros(ERR_RING, np.int64))
+    err_src: np.ndarray = field(default_factory=lambda: np.zeros((ERR_RING, ADDR_BYTES), np.uint8))
+
+    def take(self) -> IntervalArrays:
+        """A copy of the arrays; the originals are zeroed for the next interval."""
+        snap = IntervalArrays(
+            self.counters.copy(),
+            self.rtt_sums.copy(),
+            self.histogram.copy(),
+            self.send_errnos.copy(),
+            self.recv_errnos.copy(),
+            self.icmp_types.copy(),
+            self.err_ring.copy(),
+            self.err_len.copy(),
+            self.err_src.copy(),
+        )
+        self.counters[:] = _fresh_counters()
+        for arr in (
+            self.rtt_sums,
+            self.histogram,
+            self.send_errnos,
+            self.recv_errnos,
+            self.icmp_types,
+            self.err_len,
+        ):
+            arr[:] = 0
+        return snap
+
+
+def _fresh_counters() -> np.ndarray:
+    counters = np.zeros(N_COUNTERS, np.int64)
+    counters[K_RTT_MIN] = -1  # "no reply yet"
+    return counters
+
+
+class LoopState:
+    """The arrays one stream's loop keeps across slices (besides the interval ones)."""
+
+    def __init__(self, config: np.ndarray, packet: bytes, addr: bytes, start_ns: int) -> None:
+        self.config = config
+        self.state = np.zeros(N_STATE, np.int64)
+        self.state[S_NEXT_SEND] = start_ns
+        self.state[S_LAST_SEND] = start_ns - FLOOD_IDLE_NS
+        self.state[S_MAX_RX] = -1
+        self.packet = np.frombuffer(bytearray(packet), np.uint8).copy()
+        self.addr = np.zeros(ADDR_BYTES, np.uint8)
+        self.addr[: len(addr)] = np.frombuffer(addr, np.uint8)
+        self.buf = np.zeros(max(ERR_BYTES, 1024), np.uint8)
+        self.src = np.zeros(ADDR_BYTES, np.uint8)
+        self.srclen = np.zeros(1, np.uint32)
+        self.slot_state = np.zeros(SLOTS, np.uint8)
+        self.slot_sent = np.zeros(SLOTS, np.int64)
+        self.ts = np.zeros(2, np.int64)
+        self.pollfd = np.zeros(2, np.int32)
+        self.pollfd[0] = int(config[C_FD])
+        self.scratch = np.zeros(1, np.int32)
+        self.interval = IntervalArrays()
+
+    def run_slice(self, deadline_ns: int, draining: bool) -> int:
+        iv = self.interval
+        return int(
+            run_slice(
+                deadline_ns,
+                draining,
+                self.config,
+                self.state,
+                self.packet,
+                self.addr,
+                self.buf,
+                self.src,
+                self.srclen,
+                self.slot_state,
+                self.slot_sent,
+                iv.counters,
+                iv.rtt_sums,
+                iv.histogram,
+                iv.send_errnos,
+                iv.recv_errnos,
+                iv.icmp_types,
+                iv.err_ring,
+                iv.err_len,
+                iv.err_src,
+                self.ts,
+                self.pollfd,
+                self.scratch,
+            )
+        )
+
+    @property
+    def in_flight(self) -> int:
+        return int(self.state[S_IN_FLIGHT])
+
+
+def make_config(
+    *,
+    fd: int,
+    v6: bool,
+    raw: bool,
+    ident: int,
+    period_ns: int,
+    preload: int,
+    count: int,
+    grace_ns: int,
+    packet_len: int,
+    checksum_partial: int,
+    addr_len: int,
+) -> np.ndarray:
+    """The loop's config array. ``period_ns`` 0 = flood (send as replies arrive)."""
+    cfg = np.zeros(N_CONFIG, np.int64)
+    cfg[C_FD] = fd
+    cfg[C_V6] = int(v6)
+    cfg[C_RAW] = int(raw)
+    cfg[C_IDENT] = ident
+    cfg[C_PACED] = int(period_ns > 0)
+    cfg[C_PERIOD] = period_ns
+    cfg[C_PRELOAD] = preload
+    cfg[C_COUNT] = count
+    cfg[C_GRACE] = grace_ns
+    cfg[C_PKTLEN] = packet_len
+    cfg[C_CSUM_PARTIAL] = checksum_partial
+    # Datagram sockets: the kernel picks the id and only delivers our replies.
+    cfg[C_CHECK_IDENT] = int(raw)
+    cfg[C_ADDRLEN] = addr_len
+    return cfg
