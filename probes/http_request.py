@@ -140,6 +140,7 @@ def _default_port(scheme: str) -> int:
     return 443 if scheme.lower() == "https" else 80
 
 
+FIRST_HOP = object()  # configure()'s default body: the request's own data
 _CREDENTIAL_HEADERS = ("authorization", "cookie", "proxy-authorization")
 
 
@@ -149,13 +150,14 @@ def configure(
     url: str,
     *,
     method: str | None = None,
-    body: str | None = None,
+    body: str | object | None = FIRST_HOP,
     send_credentials: bool = True,
     fresh: bool = True,
 ) -> None:
     """Set ``curl`` (a freshly reset pycurl.Curl) for one hop of ``request``.
 
-    ``method``/``body`` are this hop's (they change on a 303 redirect);
+    ``method``/``body`` are this hop's (they change on a 303 redirect; by
+    default the request's own, as on the first hop);
     ``send_credentials`` is False on a hop to another host, where curl drops
     ``-u`` and custom Authorization/Cookie headers. ``fresh`` forces a new
     connection and a cold DNS cache (what a new curl process sees).
@@ -163,6 +165,9 @@ def configure(
     import pycurl
 
     method = method or request.initial_method()
+    if body is FIRST_HOP:
+        body = request.data
+    assert body is None or isinstance(body, str)
     curl.setopt(pycurl.URL, url)
     curl.setopt(pycurl.NOSIGNAL, 1)  # timeouts must not use SIGALRM in threads
     curl.setopt(pycurl.FOLLOWLOCATION, 0)  # hops are driven one by one (see http_transfer)

@@ -1,0 +1,239 @@
+"""Local HTTP(S) targets for the http probe tests: nothing leaves loopback.
+
+- ``make_cert(dir)``: a self-signed certificate for 127.0.0.1/localhost made
+  with the openssl CLI (skips when openssl is missing).
+- ``LocalServer``: http.server in a thread, plain or TLS, with handlers that
+  delay, redirect, stream a large body, fail, and echo the request.
+- ``NginxServer``: a real nginx on a loopback port with a temp config
+  (TLS + HTTP/2), skipped when nginx is missing.
+
+Responses go out in one write: http.server's default of headers and body in
+separate small writes meets Nagle + delayed ACK on a reused connection and
+adds ~40 ms that would blur every timing assertion.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+import pytest
+
+
+def make_cert(directory: Path) -> tuple[Path, Path]:
+    """(cert, key) PEM files of a fresh self-signed cert for 127.0.0.1 and localhost."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed: cannot make a test certificate")
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        [
+            openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+            "-keyout", str(key), "-out", str(cert), "-days", "2",
+            "-subj", "/CN=localhost",
+            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1",
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "probetop-test/1"
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def _reply(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        head = [f"HTTP/1.1 {code} {self.responses.get(code, ('',))[0]}"]
+        head.append(f"Content-Length: {len(body)}")
+        head.append("Content-Type: text/plain")
+        for name, value in (headers or {}).items():
+            head.append(f"{name}: {value}")
+        data = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
+        if self.command != "HEAD":
+            data += body
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def handle_any(self) -> None:
+        url = urlsplit(self.path)
+        q = {k: v[0] for k, v in parse_qs(url.query).items()}
+        body = self._body()
+        path = url.path
+        if path == "/delay":
+            time.sleep(float(q.get("ms", "20")) / 1000.0)
+            self._reply(200, b"delayed\n")
+        elif path == "/status":
+            self._reply(int(q.get("code", "500")), b"status\n")
+        elif path == "/redirect":
+            # /redirect?n=K: K more hops to /redirect?n=K-1, then /delay
+            n = int(q.get("n", "1"))
+            code = int(q.get("code", "302"))
+            to = q.get("to", "/echo")
+            target = f"/redirect?n={n - 1}&code={code}&to={quote(to)}" if n > 1 else to
+            self._reply(code, b"", {"Location": target})
+        elif path == "/bytes":
+            self._reply(200, b"x" * int(q.get("n", "1024")))
+        elif path == "/stream":
+            # A large body in chunks with pauses: transfer time is real time.
+            chunks, size = int(q.get("chunks", "10")), int(q.get("size", "65536"))
+            pause = float(q.get("pause_ms", "5")) / 1000.0
+            self.wfile.write(
+                (
+                    f"HTTP/1.1 200 OK\r\nContent-Length: {chunks * size}\r\n"
+                    "Content-Type: application/octet-stream\r\n\r\n"
+                ).encode()
+            )
+            for _ in range(chunks):
+                self.wfile.write(b"y" * size)
+                self.wfile.flush()
+                time.sleep(pause)
+        elif path == "/auth":
+            expected = "Basic " + base64.b64encode(b"bob:s3cret").decode()
+            if self.headers.get("Authorization") == expected:
+                self._reply(200, b"welcome\n")
+            else:
+                self._reply(401, b"no\n", {"WWW-Authenticate": 'Basic realm="t"'})
+        elif path == "/noauth":
+            # 400 if credentials arrived: shows whether a redirect hop kept them.
+            sent = self.headers.get("Authorization") is not None
+            self._reply(400 if sent else 200, b"credentials sent\n" if sent else b"none\n")
+        elif path == "/close":
+            self.close_connection = True
+            self.wfile.write(b"")  # empty reply: curl error 52
+        else:  # /echo and anything else: what the server received, as JSON
+            doc = {
+                "method": self.command,
+                "path": self.path,
+                "headers": [f"{k}: {v}" for k, v in self.headers.items()],
+                "body": body.decode("latin-1"),
+            }
+            self._reply(200, json.dumps(doc).encode(), {"Content-Type": "application/json"})
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = handle_any
+
+
+class LocalServer:
+    """A threaded HTTP or HTTPS server on 127.0.0.1; use as a context manager."""
+
+    def __init__(self, tls: tuple[Path, Path] | None = None) -> None:
+        self.tls = tls
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(str(tls[0]), str(tls[1]))
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> LocalServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class NginxServer:
+    """nginx on 127.0.0.1 with TLS and HTTP/2 (and plain HTTP), from a temp config."""
+
+    def __init__(self, directory: Path, cert: Path, key: Path) -> None:
+        self.nginx = shutil.which("nginx") or (
+            "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
+        )
+        if self.nginx is None:
+            pytest.skip("nginx is not installed (apt-get install nginx)")
+        self.dir = directory
+        self.port = free_port()
+        self.plain_port = free_port()
+        (directory / "www").mkdir()
+        (directory / "www" / "index.html").write_text("hello from nginx\n")
+        (directory / "www" / "big.bin").write_bytes(b"z" * 1_000_000)
+        conf = directory / "nginx.conf"
+        conf.write_text(
+            f"""
+daemon off;
+master_process off;
+worker_processes 1;
+pid {directory}/nginx.pid;
+error_log {directory}/error.log;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {directory}/body;
+    proxy_temp_path {directory}/proxy;
+    fastcgi_temp_path {directory}/fastcgi;
+    uwsgi_temp_path {directory}/uwsgi;
+    scgi_temp_path {directory}/scgi;
+    server {{
+        listen 127.0.0.1:{self.port} ssl;
+        http2 on;
+        listen 127.0.0.1:{self.plain_port};
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        root {directory}/www;
+        location /moved {{ return 301 /index.html; }}
+    }}
+}}
+"""
+        )
+        self.conf = conf
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> NginxServer:
+        self.proc = subprocess.Popen(
+            [str(self.nginx), "-c", str(self.conf), "-p", str(self.dir)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                pytest.skip(f"nginx did not start: {err.strip()[:300]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        self.__exit__()
+        pytest.skip("nginx did not start listening within 5 s")
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(5)
