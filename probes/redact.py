@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 REDACTED = "***"
 _SECRET_HEADERS = ("authorization", "proxy-authorization", "cookie", "set-cookie")
+_SECRET_ARGV_FLAGS = {"-u", "--user", "-U", "--proxy-user", "-b", "--cookie"}
 _SECRET_KEYS = {"password", "user", "userpwd", "proxy_user", "cookie", "cookies", "auth"}
 # scheme://user:password@ anywhere in a string (also inside command lines).
 _URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^:/\s@]*):[^/\s@]*@")
@@ -63,7 +64,15 @@ def redact(obj: Any) -> Any:
                 out[key] = redact(value)
         return out
     if isinstance(obj, (list, tuple)):
-        return [redact(v) for v in obj]
+        out_list = [redact(v) for v in obj]
+        # argv lists (the header's command): the value after -u/--user is user:password,
+        # after -b/--cookie a cookie string.
+        for i in range(1, len(out_list)):
+            prev, value = obj[i - 1], obj[i]
+            if isinstance(prev, str) and prev in _SECRET_ARGV_FLAGS and isinstance(value, str):
+                name, sep, _pw = value.partition(":")
+                out_list[i] = f"{name}:{REDACTED}" if sep else REDACTED
+        return out_list
     if isinstance(obj, str):
         return _redact_str(obj)
     return obj
