@@ -33,7 +33,8 @@ import mmap
 import os
 import platform
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -611,6 +612,9 @@ class Engine:
         self._current: list[tuple[int, int] | None] = [None] * jobs
         self.failures: list[str] = []  # Python-side exceptions in workers
         self.finished = threading.Event()
+        self.on_finish: Callable[[], None] | None = None  # called from the last worker
+        self.started_ns = 0
+        self.finished_ns = 0
         self._running = 0
 
     # -- lifecycle --
@@ -643,6 +647,7 @@ class Engine:
             )
             self._threads.append(thread)
         self._running = len(self._threads)
+        self.started_ns = time.monotonic_ns()
         for thread in self._threads:
             thread.start()
 
@@ -705,8 +710,12 @@ class Engine:
         finally:
             with self._lock:
                 self._running -= 1
-                if self._running == 0:
-                    self.finished.set()
+                last = self._running == 0
+            if last:
+                self.finished_ns = time.monotonic_ns()
+                self.finished.set()
+                if self.on_finish is not None:
+                    self.on_finish()
 
     def stop(self) -> None:
         """Ask every loop to stop after the I/Os in flight complete."""
@@ -801,8 +810,6 @@ class Engine:
 def run_blocking(plan: EnginePlan, seconds: float) -> tuple[Snapshot, float]:
     """Run ``plan`` in this thread for ``seconds`` (or until its work list ends);
     return the final snapshot and the seconds it ran. For benchmarks and tests."""
-    import time
-
     warm_up_kernels()
     engine = Engine(plan)
     engine.start()
