@@ -1,0 +1,206 @@
+"""Pane for the ``cpu`` probe (sysbench cpu): events/s, latency, fairness, cores.
+
+- events/s per interval and the latency percentile per interval, as one-colour
+  sparklines (per-interval figures, as sysbench's ``--report-interval`` lines);
+- fairness bars: events each worker thread completed in the last interval;
+- beside them, every core's busy % from the passive ``system.cpu`` probe
+  (``observe``), so a core busy with something else shows at a glance;
+- with ``--sweep``, events/s per thread count as a bar chart with scaling
+  efficiency against 1 thread;
+- ``e`` toggles what one event is.
+
+The pane stores in ``add_sample``/``observe`` and draws in ``render_frame``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from probetop.probes.cpu import EVENT_EXPLAINED, PYTHON_ENGINE_LABEL
+from probetop.probes.sample import Sample, split_key
+from probetop.tui.widgets.generic_pane import SPARK_POINTS, SparkRow
+from probetop.tui.widgets.history import fmt_value
+from probetop.tui.widgets.pane import ProbePane
+from probetop.tui.widgets.textblock import TextBlock
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+
+BAR_WIDTH = 16
+COLUMN = 36  # width of the fairness column; the cores column follows
+
+
+def text_bar(value: float, top: float, width: int = BAR_WIDTH) -> str:
+    """A one-colour bar of ``value`` out of ``top``, in eighths of a cell."""
+    if top <= 0 or value <= 0:
+        return " " * width
+    eighths = round(min(1.0, value / top) * width * 8)
+    full, part = divmod(eighths, 8)
+    return ("█" * full + (" ▏▎▍▌▋▊▉"[part] if part else "")).ljust(width)
+
+
+class CpuBenchPane(ProbePane):
+    """See the module docstring."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("e", "explain", "What is one event?"),
+    ]
+
+    def __init__(self, info: Mapping[str, Any], **kw: Any) -> None:
+        super().__init__(info, **kw)
+        params = info.get("params", {}) or {}
+        self.percentile = float(params.get("percentile", 95) or 95)
+        self.eps_row = SparkRow("eps")
+        self.lat_row = SparkRow("lat_pct_ms")
+        self.headline = TextBlock(["starting: compiling the event and warming up..."])
+        self.columns = TextBlock([""])
+        self.sweep_block = TextBlock([], classes="-sweep")
+        self.explain_block = TextBlock([])
+        self.show_explain = False
+        self.per_thread: list[int] = []
+        self.core_busy: dict[str, float | None] = {}
+        self.sweep: dict[int, dict[str, Any]] = {}
+        self.sweep_live: dict[int, float] = {}
+        self.total_events = 0
+        self.engine: str | None = None
+        self.final: dict[str, Any] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield self.eps_row
+        yield self.lat_row
+        yield self.headline
+        yield self.columns
+        yield self.sweep_block
+        yield self.explain_block
+
+    # -- storing ---------------------------------------------------------
+    def add_sample(self, sample: Sample) -> None:
+        super().add_sample(sample)
+        extra = sample.extra or {}
+        self.per_thread = [int(n) for n in extra.get("per_thread_events", [])]
+        self.total_events = int(extra.get("total_events", self.total_events) or 0)
+        self.engine = extra.get("engine", self.engine)
+        phase = extra.get("phase")
+        threads = int(sample.values.get("threads") or 0)
+        eps = sample.values.get("eps")
+        if phase is not None and eps is not None:
+            self.sweep_live[threads] = float(eps)
+        summary = extra.get("phase_summary")
+        if summary:
+            self.final = dict(summary)
+            if phase is not None:
+                self.sweep[int(summary["threads"])] = dict(summary)
+
+    def observe(self, sample: Sample) -> None:
+        if sample.probe != "system.cpu":
+            return
+        for key, value in sample.values.items():
+            name, entity = split_key(key)
+            if name == "core_busy_pct" and entity:
+                self.core_busy[entity] = value
+
+    def action_explain(self) -> None:
+        self.show_explain = not self.show_explain
+        self.explain_block.set_lines(self.explain_lines() if self.show_explain else [])
+
+    # -- drawing ---------------------------------------------------------
+    def explain_lines(self) -> list[str]:
+        width = max(40, self.size.width - 2)
+        words, lines, line = EVENT_EXPLAINED.split(), [], ""
+        for word in words:
+            if len(line) + len(word) + 1 > width:
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}".strip()
+        lines.append(line)
+        return lines
+
+    def fairness_lines(self) -> list[str]:
+        top = max(self.per_thread, default=0)
+        lines = ["events per thread (last interval)"]
+        for i, n in enumerate(self.per_thread[:16]):
+            lines.append(f"t{i:<3} {text_bar(n, top)} {n:>6}")
+        if len(self.per_thread) > 16:
+            lines.append(f"... {len(self.per_thread) - 16} more threads")
+        return lines
+
+    def core_lines(self) -> list[str]:
+        lines = ["core busy % (all processes)"]
+        for core in sorted(self.core_busy, key=lambda c: (len(c), c))[:16]:
+            busy = self.core_busy[core]
+            lines.append(f"{core:<5} {text_bar(busy or 0.0, 100.0, 12)} {fmt_value(busy, '%', 5)}%")
+        if len(lines) == 1:
+            lines.append("(no system.cpu probe)")
+        return lines
+
+    def sweep_lines(self) -> list[str]:
+        rates = {t: float(s["events_per_second"]) for t, s in self.sweep.items()}
+        for t, eps in self.sweep_live.items():
+            rates.setdefault(t, eps)  # the running step: its latest interval
+        if not rates:
+            return []
+        base = rates.get(1)
+        top = max(rates.values()) or 1.0
+        lines = ["thread sweep: events/s by threads (efficiency vs 1 thread)"]
+        for t in sorted(rates):
+            eff = f"{100 * rates[t] / (t * base):4.0f}%" if base else "    -"
+            running = "" if t in self.sweep else "  (running)"
+            lines.append(
+                f"{t:>3} thr {text_bar(rates[t], top, 30)} {fmt_value(rates[t], '', 7)} "
+                f"{eff}{running}"
+            )
+        return lines
+
+    def render_frame(self) -> None:
+        super().render_frame()
+        eps = self.metric("eps")
+        lat = self.metric("lat_pct_ms")
+        if eps is not None:
+            self.eps_row.label.set_lines([f"events/s      {fmt_value(eps.latest, '', 8)}"])
+            self.eps_row.spark.set_values(eps.recent(SPARK_POINTS))
+        if lat is not None:
+            self.lat_row.label.set_lines(
+                [f"lat p{self.percentile:g} ms {fmt_value(lat.latest, 'ms', 7)}"]
+            )
+            self.lat_row.spark.set_values(lat.recent(SPARK_POINTS))
+        self.headline.set_lines([self.headline_text()])
+        left, right = self.fairness_lines(), self.core_lines()
+        rows = max(len(left), len(right))
+        left += [""] * (rows - len(left))
+        right += [""] * (rows - len(right))
+        self.columns.set_lines([f"{a:<{COLUMN}}  {b}" for a, b in zip(left, right, strict=True)])
+        self.sweep_block.set_lines(self.sweep_lines())
+
+    def headline_text(self) -> str:
+        params = self.info.get("params", {}) or {}
+        parts = [
+            f"max-prime {params.get('max_prime', '?')}",
+            f"threads {int(self.latest('threads') or params.get('threads') or 0)}",
+            f"events {self.total_events:,}",
+            f"avg lat {fmt_value(self.latest('lat_avg_ms'), 'ms')} ms",
+            f"engine {self.engine or params.get('engine', '?')}",
+        ]
+        if self.final is not None:
+            parts.append(
+                f"done: {self.final['events_per_second']:.2f} events/s over "
+                f"{self.final['total_time']:.1f} s"
+            )
+        text = "  ".join(parts)
+        if self.engine == "python":
+            text = f"{PYTHON_ENGINE_LABEL} | {text}"
+        return text + "   (e: what is one event?)"
+
+    def chart_series(self) -> dict[str, list[tuple[float, float]]]:
+        series = {
+            "events/s": self.series("eps"),
+            f"lat p{self.percentile:g} ms": self.series("lat_pct_ms"),
+        }
+        if self.sweep:
+            series["sweep events/s by threads"] = [
+                (float(t), float(s["events_per_second"])) for t, s in sorted(self.sweep.items())
+            ]
+        return series
+
+    def help_text(self) -> str:
+        return super().help_text() + "\n  one event: " + EVENT_EXPLAINED
