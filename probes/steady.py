@@ -14,6 +14,8 @@ Matches fio 3.x ``steadystate.c`` (see docs/steady-state.md):
   interval or, with ``%``, ``100 * slope / mean``; steady when ``|value| < limit``.
 - ramp: samples that lie (mostly) before ``ramp_s`` are ignored (fio starts
   collecting one interval after ``ss_ramp``).
+- Samples are truncated to integers and, for the slope percentages, the mean
+  is ``floor(sum / n)``: fio stores rates as uint64 and divides integers there.
 - With ``%`` and a window mean of 0 the value is undefined (fio divides by
   zero and never attains): a stalled device is not a plateau.
 
@@ -190,14 +192,18 @@ class SteadyState:
         """The criterion value over a full window, as fio computes it; None when
         undefined (percent of a zero mean)."""
         n = len(window)
-        mean = sum(window) / n
+        sum_y = sum(window)
         if self.slope:
             # Least squares against x = 0..n-1: (sum_xy - sum_x*sum_y/n) / (sum_x2 - sum_x^2/n)
             sum_x = n * (n - 1) / 2
             sum_x2 = (n - 1) * n * (2 * n - 1) / 6
             sum_xy = sum(i * y for i, y in enumerate(window))
-            raw = (sum_xy - sum_x * sum(window) / n) / (sum_x2 - sum_x * sum_x / n)
+            raw = (sum_xy - sum_x * sum_y / n) / (sum_x2 - sum_x * sum_x / n)
+            # fio divides its integer sum by n in integer arithmetic here (but not
+            # for the deviation criteria): keep that so the percentages agree.
+            mean = float(sum_y // n)
         else:
+            mean = sum_y / n
             raw = max(abs(y - mean) for y in window)
         if self.percent:
             if mean == 0:
@@ -221,7 +227,9 @@ class SteadyState:
         self._prev_t = t_s
         if self.ramp_s and (t_s - self.ramp_s) < 0.5 * dt:
             return None  # most of this interval lies in the ramp
-        self._window.append(float(iops if self.criterion.startswith("iops") else bw_bytes))
+        # fio keeps each interval's rate as an unsigned integer (truncated).
+        value = iops if self.criterion.startswith("iops") else bw_bytes
+        self._window.append(float(math.floor(max(0.0, value))))
         if len(self._window) < self.window_n:
             return None
         window = tuple(self._window)

@@ -215,6 +215,7 @@ def test_unwritable_location_is_a_clear_error(tmp_path: Path) -> None:
         cp.save()
 
 
+@pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a tiny tmpfs")
 def test_disk_full_keeps_the_previous_checkpoint(tmp_path: Path) -> None:
     point = tmp_path / f"full-{uuid.uuid4().hex[:8]}"
@@ -281,6 +282,7 @@ def test_default_path_for_block_devices() -> None:
     assert default_path(odd) == BLOCK_DEVICE_DIR / "nvme0n1-A_B_C.json"
 
 
+@pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for a loop device")
 def test_default_path_of_a_real_loop_device() -> None:
     image = Path("/dev/shm") / f"probetop-cp-{uuid.uuid4().hex}.img"

@@ -131,7 +131,8 @@ def test_slope_matches_least_squares(n: int) -> None:
     ys = [((i * 37) % 11) * 13.0 + i * 2.5 + 500 for i in range(n)]
     ss = SteadyState.parse("iops_slope:1000%", window_s=n)
     reference = statistics.linear_regression(list(range(n)), ys).slope
-    assert ss.evaluate(ys) == pytest.approx(100 * reference / statistics.fmean(ys))
+    # fio's percentage divides by the integer mean floor(sum / n) (see steady.py).
+    assert ss.evaluate(ys) == pytest.approx(100 * reference / (sum(ys) // n))
     absolute = SteadyState.parse("iops_slope:1e9", window_s=n)
     assert absolute.evaluate(ys) == pytest.approx(reference)
 
@@ -141,6 +142,15 @@ def test_negative_slope_counts_by_magnitude() -> None:
     assert feed(ss, [100.0, 99.0, 98.0]) == []  # |-1/99| = 1.01% >= 1%
     ss = SteadyState.parse("iops_slope:1.1%", window_s=3)
     assert feed(ss, [100.0, 99.0, 98.0]) == [(3.0, "reached")]
+
+
+def test_samples_are_integers_like_fios() -> None:
+    # fio stores each interval's rate as uint64: 10.7, 10.2, 10.9 IOPS are 10, 10, 10.
+    ss = SteadyState.parse("iops_slope:0.01%", window_s=3)
+    assert feed(ss, [10.7, 10.2, 10.9]) == [(3.0, "reached")]
+    # Below 1 IOPS the integer mean is 0: fio divides by zero and never attains.
+    slow = SteadyState.parse("iops_slope:50%", window_s=3)
+    assert feed(slow, [0.9, 0.9, 0.9, 1.5]) == []
 
 
 def test_zero_mean_is_never_a_plateau() -> None:
@@ -240,8 +250,8 @@ def test_same_decision_and_value_as_fio_when_attained(
     assert ss.value == pytest.approx(_fio_criterion(fio_ss["criterion"]), rel=1e-5, abs=1e-5)
     if ss.slope:
         window = [float(v) for v in samples]
-        mean = sum(window) / len(window)
-        raw = ss.value * mean / 100 if ss.percent else ss.value
+        integer_mean = sum(window) // len(window)  # fio's integer division
+        raw = ss.value * integer_mean / 100 if ss.percent else ss.value
         assert raw == pytest.approx(fio_ss["slope"], rel=1e-6, abs=1e-3)
     else:
         assert max(abs(v - statistics.fmean(samples)) for v in samples) == pytest.approx(
