@@ -188,8 +188,8 @@ def test_as_dict_keys() -> None:
 # Limits chosen so that the first three attain within 3 s on any machine and the
 # last never does: the point is the same value and decision on the same samples.
 FIO_JOBS = {
-    "slope_pct": "iops_slope:40%",
-    "dev_pct": "iops:60%",
+    "slope_pct": "iops_slope:80%",
+    "dev_pct": "iops:90%",
     "bw_slope_abs": "bw_slope:1t",
     "never": "iops:0.0001%",
 }
