@@ -442,6 +442,9 @@ class IcmpProbe:
                     interval.add_snapshot(snap_i, v6)
                     interval.in_flight += in_flight_i
                     interval.add_routers(errs_i)
+                    for d in errs_i:  # datagram sockets: errors come from the error queue
+                        interval.icmp_errors[d["name"]] = interval.icmp_errors.get(d["name"], 0) + 1
+                        interval.counters["icmp_errors"] += 1
                     t_end = max(t_end, t_ns_i)
                     dissect.append((snap_i, int(snap_i.counters[eng.K_ICMP_ERRS])))
                 if interval.counters["icmp_errors"] and self.mode == "raw":

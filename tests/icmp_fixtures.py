@@ -93,6 +93,9 @@ def icmp_peer() -> Iterator[Peer]:
             if "LOWER_UP" in state:
                 break
             time.sleep(0.05)
+        # Never let a test's packets take the default route off this machine.
+        route = _run("ip", "route", "get", peer.peer_addr).stdout
+        assert f"dev {peer.host_if}" in route, route
         yield peer
     finally:
         _run("ip", "link", "del", peer.host_if, check=False)

@@ -1,0 +1,171 @@
+"""`probetop icmp` end to end: bad input exits 2, privileges, JSON, Ctrl-C, datagram mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from icmp_fixtures import Peer, icmp_peer  # noqa: F401 (fixture)
+
+PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
+
+
+def probetop(*args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*prefix, *PROBETOP, "icmp", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("no-such-host.invalid",), "cannot resolve host"),
+        (("255.255.255.255",), "broadcast address"),
+        (("224.0.0.1",), "multicast address"),
+        (("0.0.0.0",), "invalid target address"),
+        (("--size", "70000", "127.0.0.1"), "--size must be within"),
+        (("--flood", "--rate", "10", "127.0.0.1"), "not allowed with"),
+        (("--rate", "0", "127.0.0.1"), "must be positive"),
+        (("-i", "10 parsecs", "127.0.0.1"), "not a duration"),
+        (("--ttl", "300", "127.0.0.1"), "--ttl must be within"),
+        (("--preload", "8", "127.0.0.1"), "--preload only applies to --flood"),
+        (("-4", "::1"), "cannot resolve host"),
+        (("--source", "10.255.255.254", "127.0.0.1"), "cannot use source address"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message(args: tuple[str, ...], message: str) -> None:
+    r = probetop(*args, "--headless", "--time", "0.2")
+    assert r.returncode == 2, r
+    assert message in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@needs_root
+def test_without_cap_net_raw_the_message_names_the_fix() -> None:
+    r = probetop(
+        "--headless",
+        "--time",
+        "0.2",
+        "127.0.0.1",
+        prefix=("setpriv", "--bounding-set=-net_raw", "--inh-caps=-net_raw"),
+    )
+    assert r.returncode == 2, r
+    assert "setcap cap_net_raw+ep" in r.stderr and "ping_group_range" in r.stderr
+
+
+@needs_root
+def test_json_report_fields() -> None:
+    r = probetop("--json", "--rate", "2000", "-c", "200", "-s", "1", "127.0.0.1")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    for key in ("sent", "received", "duplicates", "loss_pct", "replies_per_second", "pps"):
+        assert key in doc
+    assert set(doc["rtt_us"]) == {"min", "avg", "max", "mdev", "p50", "p90", "p99"}
+    assert doc["sent"] == doc["received"] == 200
+    assert doc["mode"] == "raw" and doc["errors"] == {}
+    assert doc["intervals"] and "replies_per_s" in doc["intervals"][0]
+    assert doc["reference_command"] == "hping3 -q --icmp -i u500 -d 1 -c 200 127.0.0.1"
+
+
+@needs_root
+def test_ctrl_c_prints_the_summary_after_in_flight_replies() -> None:
+    proc = subprocess.Popen(
+        [*PROBETOP, "icmp", "--flood", "-s", "1", "--headless", "127.0.0.1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(2.5)  # past import and JIT, into the flood
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "0 lost (0.000% loss)" in out
+    sent = int(out.split(" requests sent")[0].split()[-1])
+    received = int(out.split(" replies received")[0].split()[-1])
+    assert sent == received > 1000
+
+
+@needs_root
+def test_size_above_path_mtu_exits_2(icmp_peer: Peer) -> None:  # noqa: F811
+    r = probetop("--headless", "-c", "1", "--size", "1473", icmp_peer.peer_addr)
+    assert r.returncode == 2
+    assert "above the path MTU 1500" in r.stderr and "--size 1472" in r.stderr
+
+
+@needs_root
+def test_no_route_and_interface_down_exit_2(icmp_peer: Peer) -> None:  # noqa: F811
+    # Both checks run inside the namespace, which has no default route: a target
+    # without a route there can never leak onto the host's real network.
+    inside = ("ip", "netns", "exec", icmp_peer.ns)
+    r = probetop("--headless", "-c", "1", "192.0.2.77", prefix=inside)
+    assert r.returncode == 2 and "no route to 192.0.2.77" in r.stderr
+    icmp_peer.exec("ip", "link", "set", icmp_peer.peer_if, "down")
+    r = probetop("--headless", "-c", "1", icmp_peer.host_addr, prefix=inside)
+    assert r.returncode == 2
+    assert f"no route to {icmp_peer.host_addr}" in r.stderr
+
+
+@needs_root
+def test_datagram_socket_where_ping_group_range_allows(icmp_peer: Peer) -> None:  # noqa: F811
+    icmp_peer.sysctl("net.ipv4.ping_group_range", "0 2147483647")
+    inside = ("ip", "netns", "exec", icmp_peer.ns)
+    r = probetop("--json", "--rate", "1000", "-c", "300", "127.0.0.1", prefix=inside)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["mode"] == "datagram"
+    assert doc["sent"] == doc["received"] == 300
+    r = probetop("--json", "--rate", "1000", "-c", "300", "-6", "::1", prefix=inside)
+    doc = json.loads(r.stdout)
+    assert doc["mode"] == "datagram" and doc["received"] == 300
+
+
+@needs_root
+def test_datagram_errors_come_from_the_error_queue(icmp_peer: Peer) -> None:  # noqa: F811
+    # The probe runs in the namespace (datagram socket); the host rejects its requests.
+    icmp_peer.sysctl("net.ipv4.ping_group_range", "0 2147483647")
+    table = f"ptrej{os.getpid()}"
+    subprocess.run(
+        [
+            "nft",
+            f"add table inet {table}; "
+            f"add chain inet {table} input {{ type filter hook input priority 0; }}; "
+            f'add rule inet {table} input iifname "{icmp_peer.host_if}" icmp type echo-request '
+            "reject with icmp type admin-prohibited",
+        ],
+        check=True,
+    )
+    try:
+        inside = ("ip", "netns", "exec", icmp_peer.ns)
+        r = probetop(
+            "--json",
+            "--rate",
+            "50",
+            "-c",
+            "10",
+            "--grace",
+            "0.3",
+            icmp_peer.host_addr,
+            prefix=inside,
+        )
+    finally:
+        subprocess.run(["nft", "delete", "table", "inet", table], check=False)
+    doc = json.loads(r.stdout)
+    assert doc["mode"] == "datagram"
+    assert doc["received"] == 0 and doc["lost"] == 10
+    assert icmp_peer.host_addr in doc["error_routers"]["destination unreachable"]
+
+
+@needs_root
+def test_recording_holds_icmp_samples(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    rec = tmp_path / "icmp.jsonl"
+    r = probetop("--headless", "--record", str(rec), "--rate", "500", "--time", "1.2", "127.0.0.1")
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(line) for line in rec.read_text().splitlines()]
+    text = json.dumps(lines)
+    assert "icmp:127.0.0.1" in text and "replies_per_s" in text and "rtt_p99_us" in text
