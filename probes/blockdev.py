@@ -384,6 +384,17 @@ def _swap_devices() -> list[str]:
     return found
 
 
+def _loops_backed_by(family: dict[str, str]) -> list[str]:
+    """Loop devices whose backing file is one of these block devices (losetup over
+    a disk makes no holder link, so it is found through loop/backing_file)."""
+    found = []
+    for backing in sorted(SYS_CLASS_BLOCK.glob("loop*/loop/backing_file")):
+        mm = _source_majmin(_read_text(backing) or "")
+        if mm in family:
+            found.append(backing.parent.parent.name)
+    return found
+
+
 def _exclusively_claimed(path: str) -> bool:
     """True if the kernel refuses an exclusive open (EBUSY): mounted, held or swap,
     including in mount namespaces we cannot see. False if it could be opened or
@@ -402,6 +413,12 @@ def write_refusals(path: str | os.PathLike[str]) -> list[str]:
     Regular files are never refused here (the file target's own checks apply).
     Raises TargetProbeError like ``identify`` for a bad target.
     """
+    return _write_refusals(path, via_loop=None)
+
+
+def _write_refusals(path: str | os.PathLike[str], via_loop: str | None) -> list[str]:
+    """write_refusals; ``via_loop`` is the loop device being checked through this
+    one (its own link to this device is not a reason)."""
     ident = identify(path)
     if ident.kind != "block" or ident.dev is None:
         return []
@@ -431,6 +448,20 @@ def write_refusals(path: str | os.PathLike[str]) -> list[str]:
             name = family[mm]
             what = "it is" if name == sysdir.name else f"its partition {name} is"
             reasons.append(f"{label}: {what} active swap (swapoff it first)")
+
+    for loop_name in _loops_backed_by(family):
+        if loop_name == via_loop:
+            continue
+        reasons.append(
+            f"{label}: it is the backing device of loop device {loop_name} "
+            f"(detach it with losetup -d /dev/{loop_name} first)"
+        )
+
+    backing = ident.backing_file or ""
+    if backing.startswith("/") and _source_majmin(backing):
+        # A loop device over another block device writes that device: its rules apply.
+        below = _write_refusals(backing, via_loop=sysdir.name)
+        reasons += [f"{label}: backing device {r}" for r in below]
 
     roots = _root_devices()
     root_hits = sorted({family[mm] for mm in family if mm in roots})

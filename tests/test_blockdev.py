@@ -354,6 +354,19 @@ def test_active_swap_is_refused(layers: Layers) -> None:
     assert any("swap area" in s for s in blockdev.data_signatures(dev))
 
 
+@requires_root
+def test_loop_over_a_block_device_links_both_ways(layers: Layers) -> None:
+    lower = layers.loop(layers.image())
+    upper = layers.loop(Path(lower))  # losetup over a block device: no holder link
+    reasons = blockdev.write_refusals(lower)
+    assert any(f"backing device of loop device {os.path.basename(upper)}" in r for r in reasons)
+    assert blockdev.write_refusals(upper) == []
+    _mkfs_ext4(lower)
+    point = layers.mount(lower)  # now the upper loop would write a mounted filesystem
+    upper_reasons = blockdev.write_refusals(upper)
+    assert any("backing device" in r and f"mounted on {point}" in r for r in upper_reasons)
+
+
 def test_root_device_is_refused() -> None:
     source = _run(_tool("findmnt"), "-no", "SOURCE", "/")
     if not source.startswith("/dev/") or not os.path.exists(source):
