@@ -1,0 +1,142 @@
+"""The IOPS probe end to end: CLI, fio-shaped JSON, intervals, cancellation, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import threading
+
+import pytest
+from disk_fixtures import kernel_io, loop_device, run_cli
+from probetop.probes.base import ProbeError
+from probetop.probes.hub import Hub
+from probetop.probes.iops import FIO_PERCENTILES, IopsProbe, pct_key
+
+
+def test_json_is_fio_shaped_and_intervals_add_up(tmp_path):
+    target = tmp_path / "t.img"
+    proc = run_cli(
+        [
+            "iops", str(target), "--size", "8M", "--rw", "randrw", "--rwmixread", "70",
+            "--time", "2", "--interval", "0.5", "--json",
+        ]
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    for name in ("read", "write"):
+        d = doc[name]
+        assert set(d) >= {"iops", "bw_bytes", "io_bytes", "total_ios", "runtime_ms", "clat_ns"}
+        assert d["total_ios"] > 0 and d["io_bytes"] == d["total_ios"] * 4096
+        assert abs(d["iops"] - d["total_ios"] / (d["runtime_ms"] / 1000)) < 0.01 * d["iops"]
+        assert set(d["clat_ns"]["percentile"]) == {pct_key(p) for p in FIO_PERCENTILES}
+        assert d["clat_ns"]["min"] <= d["clat_ns"]["percentile"]["50.000000"] <= d["clat_ns"]["max"]
+    share = doc["read"]["total_ios"] / (doc["read"]["total_ios"] + doc["write"]["total_ios"])
+    assert 0.65 < share < 0.75
+    assert 1900 <= doc["runtime_ms"] <= 2600
+    rows = doc["intervals"]
+    assert 3 <= len(rows) <= 6
+    # Per-interval rates x interval length add up to the totals (not cumulative values).
+    summed = sum(r["read_iops"] * 0.5 for r in rows)
+    assert summed == pytest.approx(doc["read"]["total_ios"], rel=0.15)
+    assert doc["fio_command"].startswith("fio --name=probetop")
+    assert "--rwmixread=70" in doc["fio_command"]
+
+
+def test_text_report_and_buffered_one_byte_sync_writes(tmp_path):
+    target = tmp_path / "efs.img"
+    proc = run_cli(
+        [
+            "iops", str(target), "--size", "4k", "--rw", "write", "--bs", "1", "--sync",
+            "--jobs", "2", "--time", "1", "--headless",
+        ]
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "write: IOPS=" in proc.stdout
+    assert "--bs=1 " in proc.stdout and "--direct=0" in proc.stdout and "--sync=1" in proc.stdout
+
+
+async def test_cancel_leaves_no_worker_behind(tmp_path):
+    target = tmp_path / "c.img"
+    probe = IopsProbe(str(target), size=4 << 20, jobs=2, iodepth=4, interval_s=0.2)
+    hub = Hub()
+    hub.add(probe)
+    sub = hub.subscribe()
+    hub.start()
+    for _ in range(100):  # until a sample arrives (after the JIT warm-up)
+        got = await sub.wait(0.2)
+        if any(getattr(r, "values", None) for r in got):
+            break
+    await hub.stop()
+    assert not [t for t in threading.enumerate() if t.name.startswith("probetop-io-")]
+    summary = hub.summaries[probe.id]
+    assert summary["read"]["total_ios"] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["/nonexistent/x"], "no such file"),
+        (["/tmp"], "is a directory"),
+        (["/dev/null"], "character device"),
+        (["--bs", "4k", "SMALL"], "smaller than the block size"),
+        (["--bs", "1", "--direct", "FILE"], "multiples of"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message(tmp_path, args, message):
+    small = tmp_path / "small.img"
+    small.write_bytes(b"x" * 1000)
+    big = tmp_path / "big.img"
+    big.write_bytes(b"x" * 65536)
+    args = [str(small) if a == "SMALL" else str(big) if a == "FILE" else a for a in args]
+    proc = run_cli(["iops", *args, "--time", "1", "--headless"])
+    assert proc.returncode == 2
+    assert message in proc.stderr.lower()
+
+
+def test_permission_denied_for_an_unprivileged_user(tmp_path):
+    if (
+        shutil.which("setpriv") is None
+        or subprocess.run(["id", "-u"], capture_output=True, text=True).stdout.strip() != "0"
+    ):
+        pytest.skip("needs root and setpriv to run as another user")  # fmt: skip
+    target = tmp_path / "private.img"
+    target.write_bytes(b"x" * 65536)
+    target.chmod(0o600)
+    tmp_path.chmod(0o755)
+    from disk_fixtures import PROBETOP
+
+    proc = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *PROBETOP,
+         "iops", str(target), "--time", "1", "--headless"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    if "No module named" in proc.stderr:
+        pytest.skip("the venv is not readable by nobody")
+    assert proc.returncode == 2, proc.stderr
+    assert "permission denied" in proc.stderr
+
+
+def test_writes_to_a_device_holding_a_filesystem_are_refused(tmp_path):
+    with loop_device(32 << 20) as dev:
+        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+        probe = IopsProbe(dev, rw="randwrite")
+        with pytest.raises(ProbeError, match="ext4"):
+            probe.prepare()
+
+
+def test_probe_counts_agree_with_the_kernel_on_a_loop_device():
+    with loop_device(64 << 20) as dev:
+        before = kernel_io(dev)
+        probe = IopsProbe(dev, rw="randread", bs=4096, iodepth=8, time_s=0.5, interval_s=0.25)
+        probe.prepare()
+        asyncio.run(probe.run(lambda r: None))
+        after = kernel_io(dev)
+    ours = probe.summary()["read"]
+    assert ours["total_ios"] > 1000
+    # Every byte we count was read from the device (O_DIRECT), and nothing else.
+    assert (after[1] - before[1]) * 512 == ours["io_bytes"]
+    assert sum(r["read_iops"] * 0.25 for r in probe.intervals) == pytest.approx(
+        ours["total_ios"], rel=0.1
+    )
