@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+from disk_fixtures import kernel_io, loop_device, read_stamps
 from probetop.probes.diskio import (
     BUCKET_VALUES_NS,
     HIST_BUCKETS,
@@ -16,8 +17,6 @@ from probetop.probes.diskio import (
     hist_percentiles,
     run_blocking,
 )
-
-from disk_fixtures import kernel_io, loop_device, read_stamps
 
 
 @pytest.fixture
