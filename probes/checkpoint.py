@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -63,6 +64,7 @@ class Checkpoint:
         # non-adjacent, so a merge is a bisect plus a slice replacement.
         self._starts: list[int] = []
         self._ends: list[int] = []
+        self._lock_fd: int | None = None
         for start, end in done:
             self.mark_done(start, end)
 
@@ -135,6 +137,50 @@ class Checkpoint:
                 f"not {range_start}-{range_end}"
             )
         return None
+
+    # ------------------------------------------------------------------ exclusivity
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
+
+    def acquire_lock(self) -> None:
+        """Take an exclusive advisory lock (flock on ``PATH.lock``) so two warm-ups
+        of the same target cannot interleave their checkpoints. Held until
+        ``release_lock()`` or process exit (also kill -9: the kernel drops it).
+        Raises CheckpointError naming the holder's pid if another process has it."""
+        if self._lock_fd is not None:
+            return
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise CheckpointError(
+                f"cannot create lock {self.lock_path}: {exc.strerror}; "
+                "give --checkpoint FILE somewhere writable"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise CheckpointError(
+                f"another probetop (pid {holder}) is running this warm-up "
+                f"(lock {self.lock_path}); wait for it or stop it first"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+        # Holding the lock, no other save() can be under way: temp files left by
+        # a killed writer are garbage now.
+        for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+
+    def release_lock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the only descriptor drops the flock
+            self._lock_fd = None
 
     # ------------------------------------------------------------------ persistence
 

@@ -130,6 +130,9 @@ def test_leftover_temp_file_does_not_hurt(tmp_path: Path) -> None:
     cp.mark_done(100, 300)
     cp.save()
     assert Checkpoint.load(cp.path).done == [(0, 300)]
+    cp.acquire_lock()  # the lock holder removes a killed writer's temp files
+    cp.release_lock()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "c.json.lock"]
 
 
 SAVER = """
@@ -237,6 +240,39 @@ def test_disk_full_keeps_the_previous_checkpoint(tmp_path: Path) -> None:
         assert sorted(p.name for p in point.iterdir()) == ["c.json", "filler"]
     finally:
         subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+HOLDER = """
+import sys, time
+from probetop.probes.checkpoint import Checkpoint
+cp = Checkpoint(sys.argv[1], {}, "read", 1, 10, 0, 10)
+cp.acquire_lock()
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_second_warm_up_of_the_same_target_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        cp = make(tmp_path)
+        with pytest.raises(CheckpointError, match=f"pid {holder.pid}"):
+            cp.acquire_lock()
+    finally:
+        holder.send_signal(signal.SIGKILL)  # the kernel drops a killed process's lock
+        holder.wait()
+    cp.acquire_lock()
+    cp.acquire_lock()  # idempotent
+    other = make(tmp_path)
+    with pytest.raises(CheckpointError, match=f"pid {os.getpid()}"):
+        other.acquire_lock()
+    cp.release_lock()
+    other.acquire_lock()
+    other.release_lock()
 
 
 # ------------------------------------------------------------------ refusals
