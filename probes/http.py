@@ -11,7 +11,9 @@ Contract:
   ``errors`` finished in the interval. Without an entity: ``ttfb_ms`` and
   ``total_ms`` medians over every request finished in the interval, and the
   interval's ``requests`` and ``errors``.
-- ``Sample.extra["errors"]`` = cumulative error counts by kind per URL label.
+- ``Sample.extra["errors"]`` = cumulative error counts by kind per URL label;
+  ``extra["ttfb_ms"]``/``extra["total_ms"]`` = every request's value in the
+  interval per label (None for a failed one), for exact percentiles downstream.
 - In-interval failures (DNS, refused, timeout, TLS, 4xx/5xx) are counted and
   sampling goes on. ``prepare`` raises ProbeError only for what cannot start.
 - Cancellation kills the worker process and waits for it.
@@ -29,7 +31,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from probetop.probes.base import Emit, MetricSpec, ProbeError, UsageProbeError
-from probetop.probes.http_request import HttpRequest, check_http_version, check_url, curl_command
+from probetop.probes.http_request import (
+    HttpRequest,
+    check_http_version,
+    check_url,
+    curl_command,
+    normalise_url,
+)
 from probetop.probes.http_stats import UrlStats
 from probetop.probes.http_transfer import PHASES, phases_us
 from probetop.probes.redact import redact_url
@@ -63,6 +71,16 @@ def url_labels(urls: list[str]) -> dict[str, str]:
     return out
 
 
+def default_probe_id(urls: list[str]) -> str:
+    """``http:<first URL's label>`` (+N more), so several http probes can share a hub."""
+    try:
+        first = url_labels([normalise_url(urls[0])])
+    except (ValueError, IndexError):
+        return "http"
+    label = next(iter(first.values()))
+    return f"http:{label}" + (f"+{len(urls) - 1}" if len(urls) > 1 else "")
+
+
 class HttpProbe:
     """Repeated HTTP requests with libcurl phase timings. See module docstring."""
 
@@ -88,14 +106,14 @@ class HttpProbe:
         interval_s: float = 1.0,
         count: int | None = None,
         fresh: bool = True,
-        probe_id: str = "http",
+        probe_id: str | None = None,
     ) -> None:
         self.urls = list(urls)
         self.request = request or HttpRequest()
         self.interval_s = interval_s
         self.count = count
         self.fresh = fresh
-        self.id = probe_id
+        self.id = probe_id or default_probe_id(self.urls)
         self.labels: dict[str, str] = {}
         self.stats: dict[str, UrlStats] = {}
         self.skipped = 0
@@ -208,6 +226,8 @@ class HttpProbe:
         per_url_errors: dict[str, int] = {}
         ttfbs: list[float] = []
         totals: list[float] = []
+        every_ttfb: dict[str, list[float | None]] = {}
+        every_total: dict[str, list[float | None]] = {}
         errors = 0
         for result in batch:
             label = self.labels[self.urls[result["i"]]]
@@ -229,6 +249,8 @@ class HttpProbe:
             values[metric_key("ttfb_ms", label)] = ttfb
             values[metric_key("total_ms", label)] = total
             values[metric_key("http_code", label)] = float(result["http_code"])
+            every_ttfb.setdefault(label, []).append(ttfb)
+            every_total.setdefault(label, []).append(total)
             if ttfb is not None:
                 ttfbs.append(ttfb)
             if total is not None:
@@ -241,5 +263,10 @@ class HttpProbe:
         values["requests"] = float(len(batch))
         values["errors"] = float(errors)
         self.skipped = sum(s.skipped for s in self.stats.values())
-        extra = {"errors": {lb: dict(s.errors) for lb, s in self.stats.items() if s.errors}}
+        extra = {
+            "errors": {lb: dict(s.errors) for lb, s in self.stats.items() if s.errors},
+            # Every request of the interval (values keep only each URL's latest).
+            "ttfb_ms": every_ttfb,
+            "total_ms": every_total,
+        }
         return Sample(self.id, t_ns, seconds, values, extra)

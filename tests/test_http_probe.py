@@ -56,7 +56,7 @@ async def test_counts_requests_phases_and_errors_by_kind(server):
     probe = HttpProbe(urls, interval_s=0.1, count=4)
     result = await run_headless([probe], duration_s=20)
     assert result.reason == "completed" and not result.errors
-    per_url = result.summaries["http"]["urls"]
+    per_url = result.summaries[probe.id]["urls"]
     labels = list(per_url)
     ok = per_url[labels[0]]
     assert ok["requests"] == 4 and ok["errors"] == {} and ok["http_codes"] == {"200": 4}
@@ -69,7 +69,7 @@ async def test_counts_requests_phases_and_errors_by_kind(server):
     assert per_url[labels[3]]["errors"] == {"refused": 4}
     assert per_url[labels[4]]["errors"] == {"dns": 4}
     # One Sample per interval (aggregates), never one per request.
-    samples = result.samples["http"]
+    samples = result.samples[probe.id]
     assert 0 < len(samples) <= 4 * 2 + 2
     assert sum(s.values["requests"] for s in samples) == 4 * len(urls)
     last: Sample = samples[-1]
@@ -78,7 +78,7 @@ async def test_counts_requests_phases_and_errors_by_kind(server):
 
 async def test_fresh_connects_every_time_and_reuse_keeps_the_connection(server):
     url = f"{server.url}/delay?ms=1"
-    fresh = HttpProbe([url], interval_s=0.05, count=5, fresh=True)
+    fresh = HttpProbe([url], interval_s=0.05, count=5, fresh=True, probe_id="http")
     reuse = HttpProbe([url], interval_s=0.05, count=5, fresh=False, probe_id="http-reuse")
     result = await run_headless([fresh, reuse], duration_s=20)
     f = next(iter(result.summaries["http"]["urls"].values()))["phases_ms"]
@@ -91,7 +91,7 @@ async def test_data_is_posted_on_every_request(server):
     # /status answers any method; the worker must send -d data like the one-off mode.
     probe = HttpProbe([f"{server.url}/echo"], HttpRequest(data="a=1"), interval_s=0.05, count=2)
     result = await run_headless([probe], duration_s=10)
-    stats = next(iter(result.summaries["http"]["urls"].values()))
+    stats = next(iter(result.summaries[probe.id]["urls"].values()))
     assert stats["requests"] == 2 and stats["http_codes"] == {"200": 2}
 
 
@@ -145,7 +145,8 @@ def test_cli_interval_alone_means_repeated_and_json_report(server):
     out = run_cli("--interval", "0.05", "--time", "0.5", "--json", f"{server.url}/")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    stats = next(iter(doc["probes"]["http"]["urls"].values()))
+    (summary,) = doc["probes"].values()
+    stats = next(iter(summary["urls"].values()))
     assert stats["requests"] >= 3 and stats["phases_ms"]["ttfb"]["count"] >= 3
 
 

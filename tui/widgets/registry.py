@@ -22,6 +22,7 @@ PANE_CLASSES: dict[str, str] = {
     "system.disk": "probetop.tui.widgets.disk_pane:DiskPane",
     "system.net": "probetop.tui.widgets.net_pane:NetPane",
     "cpu": "probetop.tui.widgets.cpu_bench_pane:CpuBenchPane",
+    "http": "probetop.tui.widgets.http_pane:HttpPane",
 }
 
 
