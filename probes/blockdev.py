@@ -156,6 +156,24 @@ def _first_attr(dirs: Iterable[Path], names: Iterable[str]) -> str | None:
     return None
 
 
+def vpd_unit_serial(page: bytes) -> str | None:
+    """The serial number in a SCSI VPD page 0x80 (Unit Serial Number): a 4-byte
+    header whose bytes 2-3 give the length, then ASCII padded with spaces."""
+    if len(page) < 4 or page[1] != 0x80:
+        return None
+    length = int.from_bytes(page[2:4], "big")
+    text = page[4 : 4 + length].decode("ascii", errors="replace").strip(" \0")
+    return text or None
+
+
+def _vpd_serial(path: Path) -> str | None:
+    """SCSI/SATA disks show their serial only in the binary VPD page 0x80."""
+    try:
+        return vpd_unit_serial(path.read_bytes())
+    except OSError:
+        return None
+
+
 # --------------------------------------------------------------------------- identify
 
 
@@ -234,7 +252,7 @@ def identify(path: str | os.PathLike[str]) -> DeviceIdentity:
         kind="block",
         size_bytes=(sectors or 0) * 512,  # sysfs "size" is always in 512-byte units
         dev=majmin,
-        serial=_first_attr(where, ("serial",)),
+        serial=_first_attr(where, ("serial",)) or _vpd_serial(disk / "device" / "vpd_pg80"),
         wwn=_first_attr(where, ("wwid", "wwn")),
         model=_first_attr([disk / "device"], ("model",)),
         logical_block_size=_read_int(disk / "queue" / "logical_block_size"),

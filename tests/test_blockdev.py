@@ -257,6 +257,14 @@ def test_fat_boot_sector_is_not_reported_as_a_partition_table() -> None:
     assert [s.split()[0] for s in blockdev.signatures_in(bytes(buf))] == ["vfat"]
 
 
+def test_scsi_vpd_serial_page() -> None:
+    page = bytes([0x00, 0x80, 0x00, 0x0C]) + b"  WD-WX1234\0\0"
+    assert blockdev.vpd_unit_serial(page) == "WD-WX1234"
+    assert blockdev.vpd_unit_serial(bytes([0x00, 0x83, 0x00, 0x02]) + b"ab") is None  # other page
+    assert blockdev.vpd_unit_serial(bytes([0x00, 0x80, 0x00, 0x00])) is None  # empty serial
+    assert blockdev.vpd_unit_serial(b"") is None
+
+
 def test_short_image_is_scanned_without_error(tmp_path: Path) -> None:
     tiny = tmp_path / "tiny"
     tiny.write_bytes(b"XFSB")
