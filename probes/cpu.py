@@ -20,6 +20,7 @@ import asyncio
 import math
 import os
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,6 +100,7 @@ class PhaseResult:
     per_thread: list[ThreadSnapshot] = field(default_factory=list)
     stopped_by: str = "running"
     primes: int | None = None
+    cpu_ns: list[int] = field(default_factory=list)
 
     @property
     def total_events(self) -> int:
@@ -149,7 +151,14 @@ class PhaseResult:
                 "time_stddev": population_stddev(per_thread_time),
             },
             "per_thread": [
-                {"events": t.events, "time_s": t.lat_sum_ns / 1e9} for t in self.per_thread
+                {
+                    "events": t.events,
+                    "time_s": t.lat_sum_ns / 1e9,
+                    # CPU time the thread got: below time_s when the OS gave the
+                    # core to something else (steal, other load)
+                    "cpu_time_s": self.cpu_ns[i] / 1e9 if i < len(self.cpu_ns) else None,
+                }
+                for i, t in enumerate(self.per_thread)
             ],
             "histogram": to_sparse(hist),
             "stopped_by": self.stopped_by,
@@ -294,12 +303,14 @@ class CpuProbe:
 
     def _work(self, job: ThreadJob, finished: Any) -> None:
         assert self.engine is not None
+        cpu0 = time.thread_time_ns()
         try:
             job.stopped_by = self.engine.run_events(job)
         except Exception as exc:  # a worker bug must end the run, not hang it
             self.worker_errors.append(f"{type(exc).__name__}: {exc}")
             job.shared.request_stop()
         finally:
+            job.cpu_ns = time.thread_time_ns() - cpu0
             finished()
 
     async def _run_phase(self, threads: int, phase_index: int | None, emit: Emit) -> PhaseResult:
@@ -367,6 +378,7 @@ class CpuProbe:
             final = [_snapshot(j) for j in jobs]
             phase.per_thread = final
             phase.total_time_s = (end - start) / 1e9
+            phase.cpu_ns = [j.cpu_ns for j in jobs]
             phase.primes = int(jobs[0].stats[STAT_PRIMES]) if final[0].events else None
             phase.stopped_by = "stop" if cancelled else _stopped_by([j.stopped_by for j in jobs])
             if sum(s.events for s in final) > sum(s.events for s in prev) or not cancelled:

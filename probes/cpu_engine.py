@@ -91,6 +91,7 @@ class ThreadJob:
     stats: Any = field(default_factory=lambda: (ctypes.c_int64 * STAT_SLOTS)())
     hist: Any = field(default_factory=lambda: (ctypes.c_int64 * HIST_SIZE)())
     stopped_by: int = 0  # STOPPED_* code returned by the engine
+    cpu_ns: int = 0  # CPU time the worker thread used (CLOCK_THREAD_CPUTIME_ID)
 
     def __post_init__(self) -> None:
         self.stats[STAT_LAT_MIN] = INT64_MAX
@@ -108,7 +109,7 @@ def bucket_of(latency_ms: float) -> int:
 # LLVM IR. One event is sysbench's loop; run_events wraps it with the timing
 # and bookkeeping sysbench does around every event.
 # --------------------------------------------------------------------------
-_EVENT_IR = """
+_EVENT_IR_TEMPLATE = """
 define i64 @prime_event(i64 %max_prime) nounwind {
 entry:
   br label %outer
@@ -123,9 +124,12 @@ body:
   ; t = sqrt((double)c): c is unsigned long long in sysbench
   %cf = uitofp i64 %c to double
   %t = call double @llvm.sqrt.f64(double %cf)
+  br label %{first}
+
   ; The first pass (l = 2) peeled as gcc -O2 does for sysbench: c % 2 is a bit
   ; test, not a divide. Leaving it to LLVM costs one 64-bit div per even c
   ; (~5 % of all divides at max-prime 10000; measured, docs/cpu.md).
+peel:
   %two.in = fcmp ole double 2.000000e+00, %t
   br i1 %two.in, label %two, label %prime
 
@@ -135,7 +139,7 @@ two:
   br i1 %even, label %composite, label %inner
 
 inner:
-  %l = phi i64 [ 3, %two ], [ %l.next, %step ]
+  %l = phi i64 [ 3, %two ], [ 2, %noop ], [ %l.next, %step ]
   ; l <= t compares l converted to double, every iteration, as the C does
   %lf = uitofp i64 %l to double
   %in = fcmp ole double %lf, %t
@@ -162,12 +166,22 @@ next:
   %c.next = add i64 %c, 1
   br label %outer
 
+noop:
+  br label %inner
+
 done:
   ret i64 %n
 }
 
 declare double @llvm.sqrt.f64(double)
 """
+
+
+def event_ir(peel_first_divisor: bool = True) -> str:
+    """The event's IR; without the peel, l starts at 2 and c % 2 is a real divide."""
+    ir = _EVENT_IR_TEMPLATE.replace("{first}", "peel" if peel_first_divisor else "noop")
+    return ir
+
 
 _RUN_IR = """
 %timespec = type { i64, i64 }
@@ -301,12 +315,18 @@ class NativeEngine:
 
     comparable = True
 
-    def __init__(self, *, feature_overrides: tuple[str, ...] = NATIVE_FEATURE_OVERRIDES) -> None:
+    def __init__(
+        self,
+        *,
+        feature_overrides: tuple[str, ...] = NATIVE_FEATURE_OVERRIDES,
+        peel_first_divisor: bool = True,
+    ) -> None:
         try:
             import llvmlite.binding as llvm
         except ImportError as exc:  # pragma: no cover - llvmlite ships with numba
             raise EngineUnavailable(f"llvmlite is not installed ({exc})") from exc
         self.feature_overrides = feature_overrides
+        self.peel_first_divisor = peel_first_divisor
         self.name = "llvm"
         try:
             self._build(llvm)
@@ -331,7 +351,7 @@ class NativeEngine:
             )
         self.cpu, self.features = cpu, features
         tm = target.create_target_machine(cpu=cpu, features=features, opt=2, jit=True)
-        module = llvm.parse_assembly(_EVENT_IR + _RUN_IR)
+        module = llvm.parse_assembly(event_ir(self.peel_first_divisor) + _RUN_IR)
         module.triple = triple
         module.data_layout = str(tm.target_data)
         module.verify()

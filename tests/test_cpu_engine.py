@@ -57,6 +57,13 @@ def test_native_event_small_limits(native: NativeEngine) -> None:
         assert native.prime_event(max_prime) == sieve_count(max_prime), max_prime
 
 
+def test_unpeeled_variant_counts_the_same() -> None:
+    """The study variant (l starts at 2, as the C source reads) is the same event."""
+    plain = NativeEngine(peel_first_divisor=False)
+    for max_prime in (3, 4, 5, 6, 7, 8, 9, 10, 11, 1000, 10000):
+        assert plain.prime_event(max_prime) == sieve_count(max_prime), max_prime
+
+
 def test_python_engine_counts_the_same() -> None:
     engine = PythonEngine()
     for max_prime in (3, 4, 5, 10, 97, 1000):
