@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import io
+import math
 import shlex
 import signal
 import time
@@ -111,6 +112,9 @@ class ProbetopApp(App[int]):
         Binding("r", "toggle_record", "Record"),
         Binding("space", "play_pause", "Play/pause"),
         Binding("s", "cycle_speed", "Speed"),
+        Binding("1", "speed(1)", "1x", show=False),
+        Binding("2", "speed(10)", "10x", show=False),
+        Binding("3", "speed(0)", "max", show=False),
         Binding("left", "seek(-10)", "-10s", show=False),
         Binding("right", "seek(10)", "+10s", show=False),
         Binding("home", "seek_to(0)", "Start", show=False),
@@ -118,7 +122,7 @@ class ProbetopApp(App[int]):
     ]
 
     LIVE_ONLY = {"add_probe", "toggle_record"}
-    REPLAY_ONLY = {"play_pause", "cycle_speed", "seek", "seek_to"}
+    REPLAY_ONLY = {"play_pause", "cycle_speed", "speed", "seek", "seek_to"}
 
     def __init__(self, config: AppConfig) -> None:
         super().__init__()
@@ -362,6 +366,8 @@ class ProbetopApp(App[int]):
         session = self.config.session
         assert session is not None
         self.player = ReplayPlayer(session.records(), session.duration_s)
+        initial = str(self.config.extra.get("speed", "1"))
+        self.player.set_speed(math.inf if initial == "max" else float(initial))
         for warning in session.warnings:
             self.notify(warning, title="recording", severity="warning", timeout=10)
         self._last_tick = time.monotonic()
@@ -399,6 +405,12 @@ class ProbetopApp(App[int]):
         if self.player is not None:
             self.player.toggle_pause()
             self._last_tick = time.monotonic()
+            self._update_status()
+
+    def action_speed(self, speed: float) -> None:
+        """Set the replay speed; 0 means as fast as the display keeps up ("max")."""
+        if self.player is not None:
+            self.player.set_speed(math.inf if float(speed) <= 0 else float(speed))
             self._update_status()
 
     def action_cycle_speed(self) -> None:

@@ -84,8 +84,12 @@ def launch(
 
 def run_app(config: AppConfig) -> int:
     """Show the dashboard until the user quits; return its exit code."""
+    from probetop.themes import UnknownThemeError
     from probetop.tui.app import make_app  # Textual loads only here
 
-    app = make_app(config)
+    try:
+        app = make_app(config)  # validates --theme before the UI opens
+    except UnknownThemeError as exc:
+        return fail(str(exc), exc.exit_code)
     app.run()
     return int(app.return_code or 0)

@@ -23,7 +23,7 @@ GENERAL = """\
   ? or f1           this help;  q or ctrl+c: quit (the recording is closed properly)
 [b]Replay[/b]
   space             pause / resume playback
-  s                 speed 1x -> 10x -> max
+  s  (or 1 / 2 / 3) speed 1x -> 10x -> max
   left / right      seek 10 s back / forward (back rebuilds the panes from the start)
   home / end        jump to the start / the end
 
