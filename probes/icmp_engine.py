@@ -53,6 +53,8 @@ SLICE_DONE = 1
 
 # Idle flood sender: like ping -f, send anyway when no reply came for 10 ms.
 FLOOD_IDLE_NS = 10_000_000
+# Paced senders catch up after a stall of at most this long (see run_slice).
+MAX_BACKLOG_NS = 100_000_000
 # Below this much waiting time the loop spins instead of sleeping in ppoll:
 # waking from ppoll costs tens of microseconds, which would blur the pacing.
 SPIN_NS = 60_000
@@ -343,9 +345,10 @@ def run_slice(
                 st[S_LAST_SEND] = t_send
                 if paced:
                     nxt = st[S_NEXT_SEND] + period
-                    # Absolute deadlines keep the long-run rate exact; after a stall
-                    # longer than 10 ms we resume from now instead of bursting.
-                    if t_send - nxt > 10_000_000:
+                    # Absolute deadlines keep the long-run rate exact: after a short
+                    # stall (preemption) the loop catches up at full speed; after a
+                    # stall longer than MAX_BACKLOG_NS it resumes from now instead.
+                    if t_send - nxt > MAX_BACKLOG_NS:
                         nxt = t_send
                     st[S_NEXT_SEND] = nxt
                 now = _now(ts)
