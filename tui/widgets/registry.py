@@ -23,6 +23,7 @@ PANE_CLASSES: dict[str, str] = {
     "system.net": "probetop.tui.widgets.net_pane:NetPane",
     "cpu": "probetop.tui.widgets.cpu_bench_pane:CpuBenchPane",
     "http": "probetop.tui.widgets.http_pane:HttpPane",
+    "icmp": "probetop.tui.widgets.icmp_pane:IcmpPane",
 }
 
 
