@@ -55,7 +55,8 @@ class _Handler(BaseHTTPRequestHandler):
 class DemoTargets:
     """Local targets for the demo. See the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, interval_s: float = 1.0) -> None:
+        self.interval_s = interval_s  # the sampling interval demo probes should use
         self.http_server: ThreadingHTTPServer | None = None
         self.scratch: Path | None = None
         self._thread: threading.Thread | None = None

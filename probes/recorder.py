@@ -163,7 +163,10 @@ class Recorder:
         if self._file is None:
             return
         if self._task is not None:
-            self._task.cancel()
+            # Closing the subscription ends _drain after it writes what it has
+            # already drained; cancelling it mid-write lost those records.
+            if self._sub is not None:
+                self._sub.close()
             await asyncio.gather(self._task, return_exceptions=True)
         if self._sub is not None:
             await self._write_records(self._sub.drain())
@@ -191,3 +194,8 @@ def _finite(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [_finite(v) for v in obj]
     return obj
+
+
+def schema_path() -> Path:
+    """The JSON Schema every line of a recording validates against (shipped in the wheel)."""
+    return Path(__file__).resolve().parent / "schema" / "session-line.schema.json"

@@ -17,7 +17,9 @@ def is_root() -> bool:
     return os.geteuid() == 0
 
 
-requires_root = pytest.mark.skipif(not is_root(), reason="needs root (loop devices, netns, raw sockets)")
+requires_root = pytest.mark.skipif(
+    not is_root(), reason="needs root (loop devices, netns, raw sockets)"
+)
 
 
 def require_tool(name: str) -> str:

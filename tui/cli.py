@@ -151,6 +151,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `probetop report x | head`: the reader left; stay quiet like other Unix tools.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

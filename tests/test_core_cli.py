@@ -1,0 +1,67 @@
+"""The command line as a user meets it: help, bad input, headless reports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+
+
+def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*PROBETOP, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_help_lists_commands_and_examples():
+    out = run("--help")
+    assert out.returncode == 0
+    for word in ("demo", "replay", "report", "--record", "--headless", "examples:"):
+        assert word in out.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--time", "-1"], "must be zero or a positive number"),
+        (["--interval", "0"], "must be a positive number"),
+        (["--interval", "abc"], "not a number"),
+        (["nosuchcommand"], "invalid choice"),
+    ],
+)
+def test_bad_input_gets_usage_and_exit_2(args, message):
+    out = run(*args)
+    assert out.returncode == 2
+    assert "usage:" in out.stderr and message in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_headless_json_report_of_passive_probes():
+    out = run("--json", "--time", "0.5", "--interval", "0.25")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["reason"] == "time"
+    assert set(doc["probes"]) == {"system.cpu", "system.disk", "system.net"}
+    cpu = doc["probes"]["system.cpu"]["metrics"]
+    assert 0 <= cpu["busy_pct"]["mean"] <= 100
+    net = doc["probes"]["system.net"]["metrics"]
+    assert "rx_pps@lo" in net
+
+
+def test_report_of_a_recording_prints_tables_and_charts(tmp_path):
+    rec = tmp_path / "s.jsonl"
+    assert (
+        run("--headless", "--time", "0.8", "--interval", "0.2", "--record", str(rec)).returncode
+        == 0
+    )
+    out = run("report", str(rec))
+    assert out.returncode == 0, out.stderr
+    assert "== system.cpu" in out.stdout and "busy_pct" in out.stdout
+    assert "seconds" in out.stdout  # a chart's x label
+    assert "\x1b[" not in out.stdout  # piped: no colour codes
+    doc = json.loads(run("report", str(rec), "--json").stdout)
+    assert doc["reason"] == "time"
+    assert doc["probes"]["system.cpu"]["metrics"]["busy_pct"]["count"] == 4

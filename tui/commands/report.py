@@ -1,0 +1,191 @@
+"""`probetop report FILE`: a text summary per probe and charts of each metric.
+
+Charts are drawn with plotext in the terminal; nothing opens a window. The
+summary comes from the footer (each probe's own summary) and from the sample
+lines (min / mean / max / p99 of every metric over the session).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from typing import Any, TextIO
+
+from probetop.probes.base import Probe, ProbeError
+from probetop.probes.recorder import RecordingError
+from probetop.probes.replay import Session, load_session
+from probetop.probes.sample import split_key
+from probetop.probes.stats import RunningStats, percentile
+
+NAME = "report"
+HELP = "summarise a recording: per-probe text summary and charts"
+DESCRIPTION = """\
+Print a recording's header facts, each probe's summary, min/mean/max/p99 of
+every metric, and a terminal chart of each primary metric over time
+(--all-charts: every metric). --json prints the same numbers as JSON.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="a recording (JSON Lines) made with --record")
+    parser.add_argument("--no-charts", action="store_true", help="text summary only")
+    parser.add_argument(
+        "--all-charts", action="store_true", help="chart every metric, not only primary ones"
+    )
+
+
+def metric_series(session: Session, probe_id: str) -> dict[str, list[tuple[float, float]]]:
+    """(t, value) points of every metric key of one probe, in time order."""
+    series: dict[str, list[tuple[float, float]]] = {}
+    for line in session.samples(probe_id):
+        t = float(line["t"])
+        for key, value in line.get("values", {}).items():
+            if value is not None:
+                series.setdefault(key, []).append((t, float(value)))
+    return series
+
+
+def metric_table(points: dict[str, list[tuple[float, float]]]) -> dict[str, dict[str, Any]]:
+    table = {}
+    for key, pts in sorted(points.items()):
+        stats = RunningStats()
+        for _, v in pts:
+            stats.add(v)
+        ordered = sorted(v for _, v in pts)
+        table[key] = {**stats.as_dict(), "p99": percentile(ordered, 99), "last": pts[-1][1]}
+    return table
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if abs(value) >= 1e5:
+            return f"{value:,.0f}"
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _chart(title: str, pts: list[tuple[float, float]], unit: str, color: bool) -> str:
+    import plotext as plt  # charts only; plotext loads lazily
+
+    plt.clear_figure()
+    plt.plot([t for t, _ in pts], [v for _, v in pts], marker="braille")
+    plt.title(title)
+    plt.xlabel("seconds")
+    plt.ylabel(unit)
+    width = min(shutil.get_terminal_size((100, 24)).columns, 120)
+    plt.plotsize(width, 15)
+    if not color:
+        plt.theme("clear")
+    text = str(plt.build())
+    return text if color else str(plt.uncolorize(text))
+
+
+def print_report(
+    session: Session,
+    *,
+    charts: bool = True,
+    all_charts: bool = False,
+    as_json: bool = False,
+    out: TextIO | None = None,
+) -> int:
+    """Write the report of ``session`` to ``out`` (stdout). Returns exit code 0."""
+    out = out or sys.stdout
+    footer = session.footer or {}
+    probes = session.probes
+    doc = {
+        "file": str(session.path),
+        "started_at": session.header.get("started_at"),
+        "duration_s": session.duration_s,
+        "reason": footer.get("reason", "unknown (no footer)"),
+        "host": session.header.get("host", {}),
+        "command": session.header.get("command", []),
+        "warnings": session.warnings,
+        "probes": {},
+    }
+    for pid, info in probes.items():
+        doc["probes"][pid] = {
+            "kind": info.get("kind"),
+            "params": info.get("params", {}),
+            "reference_command": info.get("reference_command"),
+            "summary": footer.get("summaries", {}).get(pid),
+            "error": footer.get("errors", {}).get(pid),
+            "metrics": metric_table(metric_series(session, pid)),
+        }
+    if as_json:
+        json.dump(doc, out, indent=2)
+        out.write("\n")
+        return 0
+
+    color = out.isatty() and not os.environ.get("NO_COLOR")
+    host = doc["host"]
+    out.write(f"recording  {session.path}\n")
+    out.write(
+        f"started    {doc['started_at']}   duration {session.duration_s:.1f} s   "
+        f"ended: {doc['reason']}\n"
+    )
+    out.write(
+        f"host       {host.get('hostname')}  {host.get('system')} {host.get('kernel')}  "
+        f"{host.get('cpu_model')}  {host.get('logical_cpus')} CPUs\n"
+    )
+    if doc["command"]:
+        out.write(f"command    {' '.join(doc['command'])}\n")
+    for warning in session.warnings:
+        out.write(f"warning    {warning}\n")
+    for pid, entry in doc["probes"].items():
+        info = probes[pid]
+        units = {m["name"]: m.get("unit", "") for m in info.get("metrics", [])}
+        primary = {m["name"] for m in info.get("metrics", []) if m.get("primary")}
+        out.write(f"\n== {pid}  ({entry['kind']})\n")
+        if entry["reference_command"]:
+            out.write(f"   reference: {entry['reference_command']}\n")
+        if entry["params"]:
+            params = ", ".join(f"{k}={v}" for k, v in entry["params"].items())
+            out.write(f"   params: {params}\n")
+        if entry["error"]:
+            out.write(f"   error: {entry['error']}\n")
+        if entry["summary"]:
+            for key, value in entry["summary"].items():
+                if not isinstance(value, (dict, list)):
+                    out.write(f"   {key}: {_fmt(value)}\n")
+        table = entry["metrics"]
+        if table:
+            heads = "".join(f"{h:>11}" for h in ("min", "mean", "max", "p99", "last"))
+            out.write(f"   {'metric':<30}{heads}  unit\n")
+        for key, row in table.items():
+            unit = units.get(split_key(key)[0], "")
+            out.write(
+                f"   {key:<30}{_fmt(row['min']):>11}{_fmt(row['mean']):>11}{_fmt(row['max']):>11}"
+                f"{_fmt(row['p99']):>11}{_fmt(row['last']):>11}  {unit}\n"
+            )
+        if charts:
+            series = metric_series(session, pid)
+            for key in sorted(series):
+                if (all_charts or split_key(key)[0] in primary) and len(series[key]) > 1:
+                    unit = units.get(split_key(key)[0], "")
+                    out.write(_chart(f"{pid}: {key}", series[key], unit, color) + "\n")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from probetop.tui.launch import fail
+
+    try:
+        session = load_session(args.file)
+    except RecordingError as exc:
+        return fail(str(exc), exc.exit_code)
+    for warning in session.warnings:
+        print(f"probetop: warning: {warning}", file=sys.stderr)
+    return print_report(
+        session, charts=not args.no_charts, all_charts=args.all_charts, as_json=bool(args.json)
+    )
+
+
+def build_probes(
+    args: argparse.Namespace,
+) -> list[Probe]:  # pragma: no cover - run() handles report
+    raise ProbeError("report reads a file; it builds no probes")
