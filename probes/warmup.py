@@ -253,7 +253,7 @@ class WarmupProbe:
                 self.current_pass = cp_pass
             reason = cp.matches(self.identity, self.current_pass, self.bs, *rng)
             if reason:
-                raise TargetProbeError(f"--resume refused: {reason} (checkpoint {path})")
+                raise TargetProbeError(f"--resume refused: {reason}")
             self._checkpoint = cp
             self.resumed_from = int(cp.done_bytes)
             return
@@ -486,7 +486,8 @@ class WarmupProbe:
             ended.set()
         step_ns = int(min(self.interval_s, CHECKPOINT_EVERY_S) * 1e9)
         d = READ if pass_name == "read" else WRITE
-        prev = engine.snapshot(engine.started_ns)
+        # Zero counters at the start time: I/O done before this line counts too.
+        prev = Snapshot(engine.started_ns, (DirectionTotals(), DirectionTotals()))
         recent: list[tuple[float, int]] = []
         last_emit = prev.t_ns
         next_tick = prev.t_ns + step_ns
