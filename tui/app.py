@@ -33,6 +33,7 @@ from probetop.probes.hub import Hub, Subscription
 from probetop.probes.recorder import Recorder, RecordingError
 from probetop.probes.sample import Announce, Record, Sample, Status
 from probetop.themes import DEFAULT_THEME, check_theme_name, probetop_themes
+from probetop.tui import commands
 from probetop.tui.config import AppConfig
 from probetop.tui.player import ReplayPlayer, speed_label
 from probetop.tui.screens.help import HelpScreen
@@ -41,9 +42,11 @@ from probetop.tui.screens.prompt import PromptScreen
 from probetop.tui.widgets.pane import ProbePane
 from probetop.tui.widgets.registry import pane_for
 from probetop.tui.widgets.textblock import TextBlock
+from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.geometry import Size
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
@@ -90,8 +93,11 @@ def parse_probe_command(line: str) -> argparse.Namespace:
     except SystemExit:
         lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
         raise ParseFailed(lines[-1] if lines else f"cannot parse {line!r}") from None
-    if getattr(args, "_module", None) is None:
-        raise ParseFailed("start with a probe command, e.g. cpu, iops, icmp or http")
+    if getattr(args, "_module", None) is None or args.command not in commands.PROBE_COMMANDS:
+        raise ParseFailed(
+            "start with a probe command: "
+            + ", ".join(n for n, _m in commands.available() if n in commands.PROBE_COMMANDS)
+        )
     return args
 
 
@@ -165,11 +171,11 @@ class ProbetopApp(App[int]):
             await self._start_live()
         self._update_status()
 
-    def on_resize(self) -> None:
-        self._check_size()
+    def on_resize(self, event: events.Resize) -> None:
+        self._check_size(event.size)
 
-    def _check_size(self) -> None:
-        width, height = self.size
+    def _check_size(self, size: Size | None = None) -> None:
+        width, height = size or self.size
         small = width < MIN_WIDTH or height < MIN_HEIGHT
         if small != self.too_small or small:
             self.too_small = small
@@ -385,12 +391,11 @@ class ProbetopApp(App[int]):
         if not self.player.paused or records:
             self._update_status()
 
-    def rebuild_panes(self, records: list[Record]) -> None:
+    async def rebuild_panes(self, records: list[Record]) -> None:
         """Drop every pane and feed ``records`` from the start (seek backwards)."""
         focused = self.focused.probe_id if isinstance(self.focused, ProbePane) else None
-        for pane in self.panes.values():
-            pane.remove()
         self.panes.clear()
+        await self.pane_box.remove_children()  # before new panes reuse their ids
         self._dirty.clear()
         self.route(records, render=False)
 
@@ -418,19 +423,19 @@ class ProbetopApp(App[int]):
             self.player.cycle_speed()
             self._update_status()
 
-    def action_seek(self, delta: float) -> None:
+    async def action_seek(self, delta: float) -> None:
         if self.player is not None:
-            self._seek(self.player.position_s + float(delta))
+            await self._seek(self.player.position_s + float(delta))
 
-    def action_seek_to(self, where: float) -> None:
+    async def action_seek_to(self, where: float) -> None:
         if self.player is not None:
-            self._seek(self.player.duration_s if float(where) < 0 else float(where))
+            await self._seek(self.player.duration_s if float(where) < 0 else float(where))
 
-    def _seek(self, t: float) -> None:
+    async def _seek(self, t: float) -> None:
         assert self.player is not None
         rebuild, records = self.player.seek(t)
         if rebuild:
-            self.rebuild_panes(records)
+            await self.rebuild_panes(records)
         else:
             self.route(records)
         self._update_status()

@@ -1,0 +1,275 @@
+"""Dashboard behaviour through Textual's pilot: keys in, widgets out.
+
+Live tests run the real passive probes at 0.2 s; replay tests use the
+recorded session in tests/data (24 s of passive probes at 1 Hz).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from probetop.tui import commands
+from probetop.themes import UnknownThemeError, check_theme_name, theme_names
+from probetop.tui.app import MIN_HEIGHT, MIN_WIDTH, ParseFailed, parse_probe_command
+from probetop.tui.screens.help import HelpScreen
+from probetop.tui.screens.maximised import MaximisedScreen
+from probetop.tui.screens.prompt import PromptScreen
+from probetop.tui.widgets.cpu_pane import CpuPane
+from probetop.tui.widgets.disk_pane import DiskPane
+from probetop.tui.widgets.net_pane import NetPane
+
+from tui_fixtures import live_app, replay_app, screen_text, session
+
+
+def _errors(app) -> list[str]:  # type: ignore[no-untyped-def]
+    return [n.message for n in app._notifications if n.severity == "error"]
+
+
+async def test_live_panes_fill_and_route() -> None:
+    app = live_app()
+    threads_before = set(threading.enumerate())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.8)
+        assert set(app.panes) == {"system.cpu", "system.disk", "system.net"}
+        assert isinstance(app.panes["system.cpu"], CpuPane)
+        assert isinstance(app.panes["system.disk"], DiskPane)
+        assert isinstance(app.panes["system.net"], NetPane)
+        cpu = app.panes["system.cpu"]
+        assert cpu.samples_seen >= 2
+        assert 0.0 <= (cpu.latest("busy_pct") or 0.0) <= 100.0
+        text = screen_text(app)
+        assert "all cores" in text and "load avg" in text
+        assert "r IO/s" in text and "rx pkt/s" in text
+        assert "lo" in app.panes["system.net"].entities()
+        hub = app.hub
+    assert hub is not None and hub.running() == []  # quit stopped every probe
+    assert set(threading.enumerate()) <= threads_before | {threading.current_thread()}
+
+
+async def test_maximise_and_restore() -> None:
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.7)
+        app.panes["system.cpu"].focus()
+        await pilot.press("m")
+        await pilot.pause(0.5)
+        assert isinstance(app.screen, MaximisedScreen)
+        assert app.screen.pane.probe_id == "system.cpu"
+        assert "seconds" in screen_text(app)  # the plotext x label
+        assert "busy_pct" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, MaximisedScreen)
+
+
+async def test_help_opens_with_pane_meanings() -> None:
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.5)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = screen_text(app)
+        assert "Keys" in text and "busy_pct" in text
+        await pilot.press("escape")
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+
+
+async def test_pause_display_freezes_panes_but_keeps_data() -> None:
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.5)
+        await pilot.press("p")
+        assert app.display_paused
+        assert "DISPLAY PAUSED" in app.status_bar.text
+        cpu = app.panes["system.cpu"]
+        shown = list(cpu.busy_row.spark._values)
+        seen = cpu.samples_seen
+        await pilot.pause(0.7)
+        assert cpu.samples_seen > seen  # data still arrives
+        assert cpu.busy_row.spark._values == shown  # but the screen is frozen
+        await pilot.press("p")
+        await pilot.pause()
+        assert not app.display_paused
+        assert len(cpu.busy_row.spark._values) > len(shown)
+
+
+async def test_theme_switch_and_validation() -> None:
+    assert {"probetop-dark", "probetop-light", "probetop-contrast", "nord"} <= set(theme_names())
+    with pytest.raises(UnknownThemeError, match="probetop-contrast"):
+        check_theme_name("no-such-theme")
+    app = live_app(theme="probetop-light")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.3)
+        assert app.current_theme.name == "probetop-light"
+        before = app.panes["system.cpu"].busy_row.spark.get_component_rich_style("sparkline--bar")
+        app.theme = "probetop-contrast"
+        await pilot.pause()
+        after = app.panes["system.cpu"].busy_row.spark.get_component_rich_style("sparkline--bar")
+        assert before.color != after.color
+
+
+def test_unknown_theme_exits_2_before_ui(probetop_cmd: list[str]) -> None:
+    import subprocess
+
+    # run_app is reached only with a terminal; call it directly instead.
+    from probetop.tui.config import AppConfig
+    from probetop.tui.launch import run_app
+
+    assert run_app(AppConfig(theme="nope")) == 2
+    del subprocess, probetop_cmd
+
+
+async def test_add_probe_bad_command_line_shows_error() -> None:
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press(*"nosuchprobe --x", "enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, PromptScreen)
+        errors = _errors(app)
+        assert errors and "nosuchprobe" in errors[-1]
+        assert set(app.panes) == {"system.cpu", "system.disk", "system.net"}
+
+
+def test_parse_probe_command_uses_cli_parser() -> None:
+    with pytest.raises(ParseFailed, match="invalid choice"):
+        parse_probe_command("bogus")
+    with pytest.raises(ParseFailed):
+        parse_probe_command("")
+    with pytest.raises(ParseFailed, match="probe command"):
+        parse_probe_command("--interval 1")
+    with pytest.raises(ParseFailed):
+        parse_probe_command("demo --only nothing")
+
+
+async def test_add_probe_error_from_probe_is_a_notification() -> None:
+    """A ProbeError from build_probes/prepare is shown, not raised; a good line adds a pane."""
+    if commands.load("iops") is None:
+        pytest.skip("the iops command is not built yet")
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        assert app.add_probe_line("demo") is False  # not a probe command
+        assert app.add_probe_line("iops /nonexistent-dir/file --rw read") is False
+        await pilot.pause()
+        errors = _errors(app)
+        assert any("probe command" in e for e in errors)
+        assert any("nonexistent" in e for e in errors), errors
+        assert set(app.panes) == {"system.cpu", "system.disk", "system.net"}
+
+
+async def test_record_to_unwritable_path_notifies() -> None:
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, PromptScreen)
+        inp = app.screen.query_one("Input")
+        inp.value = "/nonexistent-dir/x.jsonl"  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert app.recorder is None
+        assert any("does not exist" in e for e in _errors(app))
+
+
+async def test_record_from_palette_action_writes_footer(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from probetop.probes.replay import load_session
+
+    path = tmp_path / "rec.jsonl"
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.2)
+        assert await app._start_recording(path)
+        assert "REC" in app.status_bar.text
+        await pilot.pause(0.6)
+        await app._stop_recording("stopped by user")
+        assert app.recorder is None
+    rec = load_session(path)
+    assert rec.footer is not None and rec.footer["reason"] == "stopped by user"
+    assert rec.samples("system.cpu")
+
+
+async def test_too_small_terminal_shows_message() -> None:
+    app = live_app()
+    async with app.run_test(size=(MIN_WIDTH - 10, MIN_HEIGHT - 4)) as pilot:
+        await pilot.pause(0.3)
+        assert app.too_small and app.too_small_msg.display
+        assert "too small" in screen_text(app)
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause(0.3)
+        assert not app.too_small and app.pane_box.display
+
+
+async def test_usable_at_80x24() -> None:
+    app = live_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.6)
+        text = screen_text(app)
+        assert "all cores" in text and "Quit" in text
+
+
+async def test_replay_speed_pause_and_status_line() -> None:
+    app = replay_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        assert app.player is not None
+        await pilot.press("space")
+        assert app.player.paused and "paused 1x" in app.status_bar.text
+        await pilot.press("2")
+        assert app.player.speed == 10.0
+        await pilot.press("3")
+        assert "max" in app.status_bar.text
+        await pilot.press("space")
+        await pilot.pause(0.6)
+        assert app.player.at_end
+        assert "00:24 / 00:24" in app.status_bar.text
+        assert app.panes["system.cpu"].samples_seen == len(session().samples("system.cpu"))
+
+
+async def test_replay_seek_back_rebuilds_panes() -> None:
+    app = replay_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert app.player is not None
+        await pilot.press("space")  # pause
+        await pilot.press("end")
+        await pilot.pause()
+        old_pane = app.panes["system.cpu"]
+        assert old_pane.samples_seen == len(session().samples("system.cpu"))
+        await pilot.press("left")  # 24 s -> 14 s: rebuild from the start
+        await pilot.pause()
+        await pilot.pause()
+        pane = app.panes["system.cpu"]
+        assert pane is not old_pane
+        expected = [s for s in session().samples("system.cpu") if s["t"] <= 14.007]
+        assert pane.samples_seen == len(expected)
+        assert pane in app.pane_box.children and old_pane not in app.pane_box.children
+        await pilot.press("home")
+        await pilot.pause()
+        assert app.panes["system.cpu"].samples_seen == 0
+        await pilot.press("right")
+        await pilot.pause()
+        assert 9 <= app.panes["system.cpu"].samples_seen <= 10
+
+
+async def test_replay_torn_line_warning_is_notified(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from probetop.probes.replay import load_session
+    from probetop.tui.app import make_app
+    from probetop.tui.config import AppConfig
+    from tui_fixtures import SESSION_FILE
+
+    lines = SESSION_FILE.read_text().splitlines(keepends=True)
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text("".join(lines[:-1]) + lines[-2][:20])  # no footer, torn last line
+    app = make_app(AppConfig(session=load_session(torn)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        warnings = [n.message for n in app._notifications if n.severity == "warning"]
+        assert any("torn" in w for w in warnings)

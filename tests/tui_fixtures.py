@@ -1,0 +1,31 @@
+"""Helpers for the dashboard tests: the recorded session and app builders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from probetop.probes.replay import Session, load_session
+from probetop.probes.system import passive_probes
+from probetop.tui.app import ProbetopApp, make_app
+from probetop.tui.config import AppConfig
+
+DATA = Path(__file__).resolve().parent / "data"
+SESSION_FILE = DATA / "tui_session.jsonl"  # 24 s of passive probes at 1 Hz, real recorder
+
+
+def session() -> Session:
+    return load_session(SESSION_FILE)
+
+
+def replay_app(**extra: object) -> ProbetopApp:
+    return make_app(AppConfig(session=session(), extra=dict(extra)))
+
+
+def live_app(interval_s: float = 0.2, **kw: object) -> ProbetopApp:
+    return make_app(AppConfig(probes=list(passive_probes(interval_s)), interval_s=interval_s, **kw))  # type: ignore[arg-type]
+
+
+def screen_text(app: ProbetopApp) -> str:
+    """What the terminal would show, as plain text."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join("".join(seg.text for seg in strip) for strip in strips)
