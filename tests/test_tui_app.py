@@ -9,8 +9,8 @@ from __future__ import annotations
 import threading
 
 import pytest
-from probetop.tui import commands
 from probetop.themes import UnknownThemeError, check_theme_name, theme_names
+from probetop.tui import commands
 from probetop.tui.app import MIN_HEIGHT, MIN_WIDTH, ParseFailed, parse_probe_command
 from probetop.tui.screens.help import HelpScreen
 from probetop.tui.screens.maximised import MaximisedScreen
@@ -18,7 +18,6 @@ from probetop.tui.screens.prompt import PromptScreen
 from probetop.tui.widgets.cpu_pane import CpuPane
 from probetop.tui.widgets.disk_pane import DiskPane
 from probetop.tui.widgets.net_pane import NetPane
-
 from tui_fixtures import live_app, replay_app, screen_text, session
 
 
