@@ -1,0 +1,81 @@
+"""A recording dashboard in a real pty: SIGTERM / SIGHUP (an SSH drop) must
+stop the probes, close the recording with its footer, and restore the
+terminal (leave the alternate screen)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from probetop.probes.replay import load_session
+
+
+def _run_in_pty(args: list[str]) -> tuple[subprocess.Popen[bytes], int, bytearray]:
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "probetop.tui.cli", *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+    )
+    os.close(slave)
+    output = bytearray()
+
+    def drain() -> None:  # a full pty would block the app's writes
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            output.extend(chunk)
+
+    threading.Thread(target=drain, daemon=True).start()
+    return proc, master, output
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_signal_closes_recording_and_restores_terminal(tmp_path: Path, sig: int) -> None:
+    path = tmp_path / "rec.jsonl"
+    proc, master, output = _run_in_pty(["--record", str(path), "--interval", "0.2"])
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if path.exists() and path.read_text().count('"type":"sample"') >= 3:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"no samples recorded; screen: {bytes(output)[-500:]!r}")
+        assert proc.poll() is None, "the dashboard exited by itself"
+        proc.send_signal(sig)
+        rc = proc.wait(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        time.sleep(0.1)
+        os.close(master)
+    assert rc == 0
+    session = load_session(path)
+    assert session.footer is not None, session.warnings
+    assert session.footer["reason"] == f"interrupted ({signal.Signals(sig).name})"
+    assert session.warnings == []
+    assert session.samples("system.cpu")
+    assert b"\x1b[?1049l" in output  # left the alternate screen: terminal restored
