@@ -602,6 +602,7 @@ class WarmupProbe:
             "seconds": round(seconds, 3),
             "bw_bytes": round(self.bytes / seconds) if seconds > 0 else 0,
             "iops": self.ios / seconds if seconds > 0 else 0.0,
+            "total_ios": self.ios,
             "complete": self.complete,
             "resumed_from": self.resumed_from,
             "plateau": {
