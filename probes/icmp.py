@@ -7,7 +7,7 @@ Contract:
   where ping_group_range allows, else raw) and compiles the native loop, or
   raises a ProbeError that says what to do.
 - ``run`` starts one thread per stream; each thread opens its own socket and
-  calls the nogil loop (probes/icmp_engine.py) in slices of at most 50 ms.
+  calls the nogil loop (probes/icmp_engine.py) once per interval.
   Every stream closes its intervals on the same absolute boundaries; ``run``
   merges them and emits one Sample per interval.
 - On cancellation (Ctrl-C, --time) the streams stop sending, wait up to the
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 DEFAULT_PERIOD_S = 1.0
 UNSOLICITED_MAX_PPS = 100.0  # above this, --flood or an explicit --rate is required
-SLICE_NS = 50_000_000  # the loop returns to Python this often (stop checks, interval ends)
 MAX_SIZE = 65507  # largest ICMP payload in one IPv4 datagram
 
 METRICS = (
@@ -135,9 +134,23 @@ class _Stream(threading.Thread):
         self.sock = sock
         self.echo_id = ident
         self.count = count
-        self.draining = False
-        self.abort = False
+        import numpy as np
+
+        # Written by the event loop's thread, read by the native loop every turn.
+        self.control = np.zeros(1, np.int64)
         self.error: BaseException | None = None
+
+    def drain(self) -> None:
+        """Stop sending; finish once nothing is in flight (at most the grace period)."""
+        self.control[0] = max(int(self.control[0]), 1)
+
+    def abort(self) -> None:
+        """Return from the native loop now."""
+        self.control[0] = 2
+
+    @property
+    def aborted(self) -> bool:
+        return int(self.control[0]) == 2
 
     def run(self) -> None:
         from probetop.probes import icmp_engine as eng
@@ -166,30 +179,31 @@ class _Stream(threading.Thread):
             )
             # Spread paced streams over one period so N streams are not N-packet bursts.
             offset = period_ns * self.index // max(1, p.options.streams)
-            loop = eng.LoopState(config, packet, addr, p.start_ns + offset)
+            loop = eng.LoopState(config, packet, addr, p.start_ns + offset, self.control)
             interval_ns = int(p.options.interval_s * 1e9)
             k = 1
+            t_prev = p.start_ns
             while True:
                 boundary = p.start_ns + k * interval_ns
                 done = False
-                while not self.abort:
-                    now = now_ns()
-                    if now >= boundary:
-                        break
-                    rc = loop.run_slice(min(boundary, now + SLICE_NS), self.draining)
-                    if rc == eng.SLICE_DONE:
+                while not self.aborted and now_ns() < boundary:
+                    # One call per interval: each return has to re-take the GIL.
+                    if loop.run_slice(boundary) == eng.SLICE_DONE:
                         done = True
                         break
-                done = done or self.abort
+                done = done or self.aborted
+                # The snapshot's own times: the GIL may have delayed us past the boundary.
+                t_snap = now_ns()
                 snap = loop.interval.take()
                 errs = self._read_error_queue() if p.mode == "datagram" else []
-                p._deliver(self.index, k, now_ns(), snap, loop.in_flight, errs, done)
+                p._deliver(self.index, k, (t_prev, t_snap), snap, loop.in_flight, errs, done)
+                t_prev = t_snap
                 if done:
                     return
                 k += 1
         except BaseException as exc:  # reported by run(); the thread must never die silently
             self.error = exc
-            p._deliver(self.index, -1, now_ns(), None, 0, [], True)
+            p._deliver(self.index, -1, (now_ns(), now_ns()), None, 0, [], True)
         finally:
             self.sock.close()
 
@@ -330,7 +344,7 @@ class IcmpProbe:
         except asyncio.CancelledError:
             self.stopped_by = "stopped"
             for s in self._streams:
-                s.draining = True
+                s.drain()
             try:
                 await asyncio.wait_for(self._collect(emit), self.options.grace_s + 1.0)
             except (asyncio.CancelledError, asyncio.TimeoutError):
@@ -338,7 +352,7 @@ class IcmpProbe:
             raise
         finally:
             for s in self._streams:
-                s.draining = True
+                s.drain()
             await asyncio.to_thread(self._join)
 
     def summary(self) -> Mapping[str, Any]:
@@ -437,20 +451,22 @@ class IcmpProbe:
                 del pending[kk]
                 interval = IntervalTotals()
                 t_end = 0
+                spans: list[int] = []
                 dissect: list[tuple[Any, int]] = []
-                for t_ns_i, snap_i, in_flight_i, errs_i in got.values():
+                for (t_from_i, t_to_i), snap_i, in_flight_i, errs_i in got.values():
                     interval.add_snapshot(snap_i, v6)
                     interval.in_flight += in_flight_i
                     interval.add_routers(errs_i)
                     for d in errs_i:  # datagram sockets: errors come from the error queue
                         interval.icmp_errors[d["name"]] = interval.icmp_errors.get(d["name"], 0) + 1
                         interval.counters["icmp_errors"] += 1
-                    t_end = max(t_end, t_ns_i)
+                    t_end = max(t_end, t_to_i)
+                    spans.append(t_to_i - t_from_i)
                     dissect.append((snap_i, int(snap_i.counters[eng.K_ICMP_ERRS])))
                 if interval.counters["icmp_errors"] and self.mode == "raw":
                     interval.add_routers(await asyncio.to_thread(_dissect_kept, dissect, v6))
-                t_start = self.start_ns + (kk - 1) * int(self.options.interval_s * 1e9)
-                seconds = max(1e-9, (t_end - t_start) / 1e9)
+                # Each stream counted over its own span (snapshot to snapshot).
+                seconds = max(1e-9, sum(spans) / len(spans) / 1e9)
                 self.elapsed_s = (t_end - self.start_ns) / 1e9
                 self.totals.merge(interval)
                 values = interval.values(seconds)
@@ -472,7 +488,7 @@ class IcmpProbe:
         for s in self._streams:
             s.join(timeout=self.options.grace_s + 2.0)
             if s.is_alive():
-                s.abort = True
+                s.abort()
                 s.join()
 
 
@@ -527,7 +543,7 @@ def warm_up_engine() -> None:
             checksum_partial=0,
             addr_len=16,
         )
-        eng.LoopState(cfg, bytes(8), bytes(16), 0).run_slice(0, True)  # deadline passed: no I/O
+        eng.LoopState(cfg, bytes(8), bytes(16), 0).run_slice(0)  # deadline passed: no I/O
         _warmed = True
 
 

@@ -3,8 +3,12 @@
 Contract:
 - ``run_slice(...)`` sends and receives on one socket until ``deadline_ns``
   (monotonic) and returns ``SLICE_DEADLINE``, or returns ``SLICE_DONE`` once
-  sending has stopped (count reached or ``draining``) and nothing is in flight.
-  It never holds the GIL, so several streams run on several cores.
+  sending has stopped (count reached, or ``control[0]`` set to ``DRAIN``) and
+  nothing is in flight, or at once when ``control[0]`` is ``ABORT``. Another
+  thread may write ``control`` at any time: the loop re-reads it every turn.
+  It never holds the GIL, so several streams run on several cores, and it
+  returns only at interval ends: each return must re-take the GIL, which a
+  busy UI thread may hold for up to the 5 ms switch interval.
 - Every per-packet cost (sendto, recvfrom, the clock, sequence bookkeeping,
   the RTT histogram) is native: libc is called through ctypes function
   pointers that numba compiles into the loop. No Python, no scapy, per packet.
@@ -50,9 +54,11 @@ EINTR = errno_mod.EINTR
 
 SLICE_DEADLINE = 0
 SLICE_DONE = 1
+RUN, DRAIN, ABORT = 0, 1, 2  # control[0]
 
 # Idle flood sender: like ping -f, send anyway when no reply came for 10 ms.
 FLOOD_IDLE_NS = 10_000_000
+CONTROL_POLL_NS = 20_000_000
 # Paced senders catch up after a stall of at most this long (see run_slice).
 MAX_BACKLOG_NS = 100_000_000
 # Below this much waiting time the loop spins instead of sleeping in ppoll:
@@ -259,7 +265,8 @@ def _on_packet(
 @numba.njit(nogil=True, cache=True)
 def run_slice(
     deadline_ns: int,
-    draining: bool,
+    control: Any,
+    control_copy: Any,
     cfg: Any,
     st: Any,
     packet: Any,
@@ -296,8 +303,13 @@ def run_slice(
     while True:
         if now >= deadline_ns:
             return SLICE_DEADLINE
+        # An opaque copy, so the compiler cannot hoist the read out of the loop.
+        _memcpy(control_copy.ctypes.data, control.ctypes.data, 8)
+        command = control_copy[0]
+        if command == ABORT:
+            return SLICE_DEADLINE
         _sweep(now, cfg, st, slot_state, slot_sent, ctr)
-        sending = not draining and (count <= 0 or st[S_HEAD] < count)
+        sending = command != DRAIN and (count <= 0 or st[S_HEAD] < count)
         if not sending and st[S_IN_FLIGHT] == 0:
             return SLICE_DONE
         # -- send --------------------------------------------------------
@@ -384,7 +396,8 @@ def run_slice(
             recv_errnos[min(e, recv_errnos.shape[0] - 1)] += 1
             continue
         # -- nothing to read: wait until the next thing to do -------------
-        wake = deadline_ns
+        # Sleep at most CONTROL_POLL_NS, so a drain or abort request is seen soon.
+        wake = min(deadline_ns, now + CONTROL_POLL_NS)
         if sending:
             if paced:
                 wake = min(wake, st[S_NEXT_SEND])
@@ -451,7 +464,14 @@ def _fresh_counters() -> np.ndarray:
 class LoopState:
     """The arrays one stream's loop keeps across slices (besides the interval ones)."""
 
-    def __init__(self, config: np.ndarray, packet: bytes, addr: bytes, start_ns: int) -> None:
+    def __init__(
+        self,
+        config: np.ndarray,
+        packet: bytes,
+        addr: bytes,
+        start_ns: int,
+        control: np.ndarray | None = None,
+    ) -> None:
         self.config = config
         self.state = np.zeros(N_STATE, np.int64)
         self.state[S_NEXT_SEND] = start_ns
@@ -469,14 +489,18 @@ class LoopState:
         self.pollfd = np.zeros(2, np.int32)
         self.pollfd[0] = int(config[C_FD])
         self.scratch = np.zeros(1, np.int32)
+        self.control = control if control is not None else np.zeros(1, np.int64)
+        self.control_copy = np.zeros(1, np.int64)
         self.interval = IntervalArrays()
 
-    def run_slice(self, deadline_ns: int, draining: bool) -> int:
+    def run_slice(self, deadline_ns: int) -> int:
+        """Run until ``deadline_ns``; see the module docstring (``self.control``)."""
         iv = self.interval
         return int(
             run_slice(
                 deadline_ns,
-                draining,
+                self.control,
+                self.control_copy,
                 self.config,
                 self.state,
                 self.packet,
