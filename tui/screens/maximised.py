@@ -30,6 +30,7 @@ def render_chart(
     import plotext as plt
 
     plt.clear_figure()
+    plt.limit_size(False, False)  # size to our widget, not to the process's terminal
     plt.plotsize(max(width, 20), max(height, 5))
     plt.theme("clear" if not color else "pro")
     if not color:
@@ -75,9 +76,9 @@ class MaximisedScreen(Screen[None]):
     def refresh_chart(self) -> None:
         keys = list(self.pane.history.keys)
         lines = self.pane.stats_lines(keys, label_width=24)
-        self.table.set_lines(lines[: max(1, self.size.height // 3)], header_rows=1)
-        width = self.size.width or 80
-        height = max(5, (self.size.height or 24) - self.table.styles.height.value - 3)  # type: ignore[union-attr]
+        self.table.set_lines(lines[: max(2, self.app.size.height // 3)], header_rows=1)
+        width, screen_height = self.app.size
+        height = max(5, screen_height - len(self.table.lines) - 3)
         color = not os.environ.get("NO_COLOR")
         text = render_chart(self.pane.chart_series(), width - 2, height, color)
         self.chart.update(Text.from_ansi(text))

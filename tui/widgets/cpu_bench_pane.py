@@ -164,7 +164,7 @@ class CpuBenchPane(ProbePane):
                 [f"lat p{self.percentile:g} ms {fmt_value(lat.latest, 'ms', 7)}"]
             )
             self.lat_row.spark.set_values(lat.recent(SPARK_POINTS))
-        self.headline.set_lines([self.headline_text()])
+        self.headline.set_lines(self.headline_lines())
         left, right = self.fairness_lines(), self.core_lines()
         rows = max(len(left), len(right))
         left += [""] * (rows - len(left))
@@ -172,7 +172,7 @@ class CpuBenchPane(ProbePane):
         self.columns.set_lines([f"{a:<{COLUMN}}  {b}" for a, b in zip(left, right, strict=True)])
         self.sweep_block.set_lines(self.sweep_lines())
 
-    def headline_text(self) -> str:
+    def headline_lines(self) -> list[str]:
         params = self.info.get("params", {}) or {}
         parts = [
             f"max-prime {params.get('max_prime', '?')}",
@@ -181,15 +181,16 @@ class CpuBenchPane(ProbePane):
             f"avg lat {fmt_value(self.latest('lat_avg_ms'), 'ms')} ms",
             f"engine {self.engine or params.get('engine', '?')}",
         ]
+        lines = ["  ".join(parts) + "   (e: what is one event?)"]
         if self.final is not None:
-            parts.append(
-                f"done: {self.final['events_per_second']:.2f} events/s over "
-                f"{self.final['total_time']:.1f} s"
+            f = self.final
+            lines.append(
+                f"finished: {f['events_per_second']:.2f} events/s, {f['total_events']:,} events "
+                f"in {f['total_time']:.2f} s ({f['threads']} threads), stopped by {f['stopped_by']}"
             )
-        text = "  ".join(parts)
         if self.engine == "python":
-            text = f"{PYTHON_ENGINE_LABEL} | {text}"
-        return text + "   (e: what is one event?)"
+            lines.insert(0, f"WARNING: {PYTHON_ENGINE_LABEL}")
+        return lines
 
     def chart_series(self) -> dict[str, list[tuple[float, float]]]:
         series = {

@@ -1,7 +1,7 @@
 """Shared shape of the per-disk and per-NIC panes: a table row per entity
 (latest values) and a sparkline per entity of one headline rate.
 
-Subclasses set ``COLUMNS`` (header, metric name, scale, width), ``SPARK``
+Subclasses set ``COLUMNS`` (header, metric names summed, scale, width), ``SPARK``
 (the metric names summed into each entity's sparkline) and ``SPARK_LABEL``.
 """
 
@@ -24,7 +24,7 @@ MAX_SPARK_ENTITIES = 4
 class EntityPane(ProbePane):
     """Per-entity latest values and headline sparklines. See the module docstring."""
 
-    COLUMNS: tuple[tuple[str, str, float, int], ...] = ()
+    COLUMNS: tuple[tuple[str, tuple[str, ...], float, int], ...] = ()
     SPARK: tuple[str, ...] = ()
     SPARK_LABEL = ""
     ENTITY_HEADER = "name"
@@ -65,9 +65,12 @@ class EntityPane(ProbePane):
         lines = [head]
         for entity in self.entities():
             cells = []
-            for _h, name, scale, w in self.COLUMNS:
-                value = self.latest(metric_key(name, entity))
+            for _h, names, scale, w in self.COLUMNS:
+                parts = [self.latest(metric_key(name, entity)) for name in names]
+                known = [p for p in parts if p is not None]
+                value = sum(known) if known else None
                 scaled = value / scale if value is not None else None
+                name = names[0]
                 # Pre-scaled columns (MB/s) keep plain digits: no k/M prefix on top.
                 cells.append(f" {fmt_value(scaled, self.unit(name), w, si=scale == 1)}")
             lines.append(f"{entity:<{width}}" + "".join(cells))
@@ -85,7 +88,7 @@ class EntityPane(ProbePane):
                 self.spark_box.mount(row)
             series = self._sums.get(entity, [])
             latest = series[-1] if series else None
-            label = f"{entity[:10]:<10} {fmt_value(latest, 'x', 6)} {self.SPARK_LABEL}"
+            label = f"{entity[:8]:<8} {fmt_value(latest, 'x', 6)} {self.SPARK_LABEL}"
             row.label.set_lines([label])
             row.spark.set_values(series)
 
