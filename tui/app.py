@@ -270,11 +270,17 @@ class ProbetopApp(App[int]):
         if isinstance(screen, MaximisedScreen) and screen.pane.probe_id in dirty:
             screen.refresh_chart()
 
+    def _render_if_shown(self) -> None:
+        if not self.display_paused:
+            self.render_dirty()
+
     def _add_pane(self, announce: Announce) -> None:
         if announce.probe in self.panes:
             return
         pane = pane_for(announce.info)
         self.panes[announce.probe] = pane
+        # Samples routed before the mount completes are drawn once it has.
+        self.call_after_refresh(self._render_if_shown)
         focus_kind = self.config.focus
         if focus_kind and pane.kind == focus_kind:
             self.pane_box.mount(pane, before=0 if self.pane_box.children else None)
