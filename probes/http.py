@@ -162,6 +162,8 @@ class HttpProbe:
     async def run(self, emit: Emit) -> None:
         if not self.labels:
             self.prepare()
+        origin_ns = now_ns()  # the grid of the ticker made next; the worker shares it
+        ticker = Ticker(self.interval_s)
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -178,12 +180,12 @@ class HttpProbe:
             "interval_s": self.interval_s,
             "count": self.count,
             "fresh": self.fresh,
+            "origin_ns": origin_ns,
         }
         proc.stdin.write((json.dumps(config) + "\n").encode())
         await proc.stdin.drain()
         results: list[dict[str, Any]] = []
         reader = asyncio.create_task(self._read(proc.stdout, results))
-        ticker = Ticker(self.interval_s)
         t0 = now_ns()
         try:
             while True:

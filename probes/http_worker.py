@@ -12,9 +12,13 @@ wait for. One multi handle serves every URL, so 100 URLs cost one process.
 
 Contract:
 - Config: ``{"urls": [...], "request": HttpRequest.to_dict(), "interval_s": S,
-  "count": N or null, "fresh": bool}``.
-- URL i is first due at ``i x interval / len(urls)`` (requests spread evenly
-  over the interval instead of arriving as a burst), then every interval. A
+  "count": N or null, "fresh": bool, "origin_ns": the parent's tick grid}``.
+- URL i is due at ``origin + (i + 1/2) x interval / len(urls)`` plus whole
+  intervals: requests spread evenly over the interval instead of arriving as
+  a burst, and never at the parent's ticks, when samples are emitted and the
+  dashboard redraws (on a 2-core machine a local server competing with a
+  redraw answers later, and that would be the dashboard perturbing what it
+  measures). The first turns already past when the worker starts are skipped. A
   URL whose previous request is still running when due skips that turn
   (counted in ``skipped``), so a slow URL never delays the others.
 - Each output line: ``{"i", "t_ns", "stamps_us", "http_code", "http_version",
@@ -69,12 +73,14 @@ def run(config: dict[str, Any], out: Any) -> int:
     count = config.get("count")
     fresh = bool(config.get("fresh", True))
     multi = pycurl.CurlMulti()
-    start = time.monotonic_ns()
+    # CLOCK_MONOTONIC is system-wide, so the parent's tick grid is ours too.
+    origin = int(config.get("origin_ns") or time.monotonic_ns())
     targets = []
     for i, url in enumerate(urls):
         handle = pycurl.Curl()
         handle.target_index = i  # type: ignore[attr-defined]
-        targets.append(_Target(i, url, handle, start + i * interval_ns // max(1, len(urls))))
+        offset = (2 * i + 1) * interval_ns // (2 * max(1, len(urls)))
+        targets.append(_Target(i, url, handle, origin + offset))
     running = 0
 
     def finished(target: _Target, errno: int, message: str) -> None:

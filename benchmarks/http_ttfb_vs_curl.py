@@ -1,0 +1,203 @@
+"""Median TTFB of `probetop http` against `curl -w %{time_starttransfer}`, in one run.
+
+A local server (probetop's demo target, 127.0.0.1) answers /delay?ms=20 after
+a fixed 20 ms. probetop samples it repeatedly (fresh connection each time, as
+each curl run has), while this script runs curl at the same cadence, offset
+by half an interval so the two never hit the server at the same instant.
+
+Modes (both by default):
+- headless: `probetop http --count N --interval S --json URL`;
+- dashboard: the same with --watch in a real terminal (tmux, 160x50) and
+  --record, so the full dashboard (passive CPU/disk/net panes + the http
+  pane) renders while probetop measures; TTFB values come from the recording.
+
+Prints both medians, the difference and the ratio; the claim is
+|median difference| < 1 ms. Usage:
+    .venv/bin/python benchmarks/http_ttfb_vs_curl.py [--rounds 60] [--interval 0.25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+
+
+def curl_ttfbs(url: str, rounds: int, interval: float, start_at: float) -> list[float]:
+    """curl's time_starttransfer (ms) for ``rounds`` runs on a fixed grid."""
+    out = []
+    for k in range(rounds):
+        delay = start_at + k * interval - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        run = subprocess.run(
+            ["curl", "-s", "-o", "/dev/null", "-w", "%{time_starttransfer}", url],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        out.append(float(run.stdout) * 1000.0)
+    return out
+
+
+def headless(url: str, rounds: int, interval: float) -> tuple[list[float], list[float]]:
+    tmp = Path(tempfile.mkdtemp(prefix="probetop-bench-"))
+    rec = tmp / "s.jsonl"
+    proc = subprocess.Popen(
+        [
+            *PROBETOP,
+            "http",
+            "--count",
+            str(rounds),
+            "--interval",
+            str(interval),
+            "--record",
+            str(rec),
+            "--json",
+            url,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    # probetop requests mid-interval of its own grid; curl runs on a grid a
+    # quarter step off, so the two never hit the server at the same time.
+    curl = curl_ttfbs(url, rounds, interval, time.monotonic() + 0.3 + interval / 4)
+    proc.communicate(timeout=rounds * interval + 30)
+    ours = recorded_ttfbs(rec)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return ours, curl
+
+
+def recorded_ttfbs(path: Path) -> list[float]:
+    values: list[float] = []
+    for line in path.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a torn last line
+        if rec.get("type") == "sample" and rec.get("probe", "").startswith("http"):
+            for series in (rec.get("extra") or {}).get("ttfb_ms", {}).values():
+                values += [v for v in series if v is not None]
+    return values
+
+
+def dashboard(url: str, rounds: int, interval: float) -> tuple[list[float], list[float]]:
+    if shutil.which("tmux") is None:
+        raise SystemExit("dashboard mode needs tmux (apt-get install tmux)")
+    tmp = Path(tempfile.mkdtemp(prefix="probetop-bench-"))
+    rec = tmp / "s.jsonl"
+    session = f"ptbench{int(time.time())}"
+    cmd = " ".join(
+        [
+            *PROBETOP,
+            "http",
+            "--watch",
+            "--count",
+            str(rounds),
+            "--interval",
+            str(interval),
+            "--record",
+            str(rec),
+            f"'{url}'",
+        ]
+    )
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "50", cmd], check=True
+    )
+    try:
+        curl = curl_ttfbs(url, rounds, interval, time.monotonic() + 1.0 + interval / 4)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and len(recorded_ttfbs(rec)) < rounds:
+            time.sleep(0.25)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    ours = recorded_ttfbs(rec)
+    shutil.rmtree(tmp, ignore_errors=True)
+    if not ours:
+        raise SystemExit("the dashboard run recorded no http samples")
+    return ours, curl
+
+
+def report(name: str, ours: list[float], curl: list[float]) -> bool:
+    ours_med, curl_med = statistics.median(ours), statistics.median(curl)
+    diff = ours_med - curl_med
+    ok = abs(diff) < 1.0
+    # Noise floor: curl against itself (its odd rounds against its even rounds).
+    floor = statistics.median(curl[1::2]) - statistics.median(curl[0::2])
+    print(
+        f"{name:<10} probetop median TTFB {ours_med:8.3f} ms (n={len(ours):>3})   "
+        f"curl {curl_med:8.3f} ms (n={len(curl):>3})   diff {diff:+.3f} ms   "
+        f"ratio {ours_med / curl_med:.4f}   {'OK (<1 ms)' if ok else 'FAIL (>=1 ms)'}"
+    )
+    q_ours = statistics.quantiles(ours, n=4)
+    q_curl = statistics.quantiles(curl, n=4)
+    print(
+        f"{'':<10} quartiles probetop {' '.join(f'{v:.3f}' for v in q_ours)}   "
+        f"curl {' '.join(f'{v:.3f}' for v in q_curl)}   "
+        f"noise floor (curl odd vs even rounds) {floor:+.3f} ms   "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    return ok
+
+
+SERVER = """
+import sys
+from probetop.probes.demo_targets import DemoTargets
+with DemoTargets() as t:
+    print(t.http_url, flush=True)
+    sys.stdin.read()
+"""
+
+
+def start_server() -> tuple[subprocess.Popen[str], str]:
+    """The demo server in a process of its own: this script's curl loop and
+    GIL must not delay its answers."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=60)
+    parser.add_argument("--interval", type=float, default=0.25)
+    parser.add_argument("--delay-ms", type=int, default=20)
+    parser.add_argument("--mode", choices=("both", "headless", "dashboard"), default="both")
+    args = parser.parse_args()
+    if shutil.which("curl") is None:
+        raise SystemExit("needs curl (apt-get install curl)")
+    results = []
+    server, base = start_server()
+    try:
+        url = f"{base}/delay?ms={args.delay_ms}"
+        version = subprocess.run(["curl", "--version"], capture_output=True, text=True)
+        print(
+            f"server: {url} (waits {args.delay_ms} ms); {args.rounds} rounds every "
+            f"{args.interval} s; curl {version.stdout.split()[1]}"
+        )
+        if args.mode in ("both", "headless"):
+            ours, curl = headless(url, args.rounds, args.interval)
+            results.append(report("headless", ours, curl))
+        if args.mode in ("both", "dashboard"):
+            ours, curl = dashboard(url, args.rounds, args.interval)
+            results.append(report("dashboard", ours, curl))
+    finally:
+        server.communicate("", timeout=10)
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    threading.current_thread().name = "bench"
+    sys.exit(main())
