@@ -11,7 +11,10 @@ ABBA pairs of:
 
 Prints dashboard / headless per pair and the median; the target is >= 0.95
 (issue 4). On 2 cores the UI competes with the flood loop and with the
-kernel's loopback work, which is the hard case.
+kernel's loopback work, which is the hard case. It also prints the CPU the
+dashboard's UI thread used during the flood (from /proc/PID/task/PID/schedstat),
+which is what the dashboard can take from the probe; when other work loads
+the machine, the paired ratios swing by more than that, so read both.
 
 Usage (root): .venv/bin/python benchmarks/icmp_dashboard_overhead.py [--time 8] [--rounds 2]
 Needs tmux.
@@ -62,7 +65,23 @@ def recorded_rps(path: Path, seconds: float) -> float | None:
     return replies / covered
 
 
-def dashboard(seconds: float, workdir: Path) -> float:
+def _ui_pid(session: str) -> int | None:
+    out = subprocess.run(
+        ["tmux", "list-panes", "-t", session, "-F", "#{pane_pid}"], capture_output=True, text=True
+    ).stdout.split()
+    return int(out[0]) if out else None
+
+
+def _run_ns(pid: int) -> int | None:
+    """CPU time (ns) the process's main thread -- the UI's event loop -- has run."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/schedstat", encoding="ascii") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def dashboard(seconds: float, workdir: Path) -> tuple[float, float | None]:
     record = workdir / f"dash-{time.monotonic_ns()}.jsonl"
     session = f"probetop-icmp-bench-{os.getpid()}"
     cmd = [*PROBETOP, "icmp", "--flood", "--size=1", f"--time={seconds:g}", "--record"]
@@ -70,7 +89,16 @@ def dashboard(seconds: float, workdir: Path) -> float:
     shell = "TERM=xterm-256color " + shlex.join(cmd)
     tmux = ["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40", shell]
     subprocess.run(tmux, check=True)
+    ui_share = None
     try:
+        # The UI thread's CPU over the middle of the run (after start-up and JIT).
+        time.sleep(min(3.0, seconds / 3))
+        pid = _ui_pid(session)
+        t0, r0 = time.monotonic(), _run_ns(pid) if pid else None
+        time.sleep(seconds / 3)
+        r1 = _run_ns(pid) if pid else None
+        if r0 is not None and r1 is not None:
+            ui_share = (r1 - r0) / 1e9 / (time.monotonic() - t0)
         deadline = time.monotonic() + seconds + 30
         rps = None
         while time.monotonic() < deadline and rps is None:
@@ -82,7 +110,7 @@ def dashboard(seconds: float, workdir: Path) -> float:
         subprocess.run(["tmux", "kill-session", "-t", session], check=False, capture_output=True)
     if rps is None:
         raise RuntimeError(f"the dashboard run recorded no full run of samples ({record})")
-    return rps
+    return rps, ui_share
 
 
 def main() -> int:
@@ -94,16 +122,24 @@ def main() -> int:
         print("tmux is not installed: apt-get install tmux", file=sys.stderr)
         return 2
     print(f"# load average {os.getloadavg()[0]:.2f}; {args.time:g} s flood runs to {HOST}")
-    print(f"{'pair':>4} {'headless rps':>13} {'dashboard rps':>14} {'ratio':>6}")
+    print(f"{'pair':>4} {'headless rps':>13} {'dashboard rps':>14} {'ratio':>6} {'UI thread':>10}")
     ratios = []
     with tempfile.TemporaryDirectory(prefix="probetop-icmp-bench-") as tmp:
         for r in range(args.rounds):
             got: dict[str, float] = {}
+            ui: float | None = None
             for who in ("h", "d") if r % 2 == 0 else ("d", "h"):
-                got[who] = headless(args.time) if who == "h" else dashboard(args.time, Path(tmp))
+                if who == "h":
+                    got["h"] = headless(args.time)
+                else:
+                    got["d"], ui = dashboard(args.time, Path(tmp))
             ratios.append(got["d"] / got["h"])
-            print(f"{r + 1:>4} {got['h']:>13,.0f} {got['d']:>14,.0f} {ratios[-1]:>6.3f}")
+            ui_text = "-" if ui is None else f"{100 * ui:.1f}% core"
+            print(
+                f"{r + 1:>4} {got['h']:>13,.0f} {got['d']:>14,.0f} {ratios[-1]:>6.3f} {ui_text:>10}"
+            )
     print(f"# median dashboard/headless: {statistics.median(ratios):.3f} (target >= 0.95)")
+    print(f"# load average at the end {os.getloadavg()[0]:.2f}")
     return 0
 
 
