@@ -85,11 +85,19 @@ class Target:
 
 
 def _broadcast_addresses() -> set[str]:
+    """The limited broadcast and every local subnet's directed broadcast address
+    (computed from address and netmask: interfaces need not announce one)."""
     out = {"255.255.255.255"}
     for addrs in psutil.net_if_addrs().values():
         for a in addrs:
-            if a.family == socket.AF_INET and a.broadcast:
+            if a.family != socket.AF_INET:
+                continue
+            if a.broadcast:
                 out.add(a.broadcast)
+            if a.netmask:
+                net = ipaddress.ip_network(f"{a.address}/{a.netmask}", strict=False)
+                if net.prefixlen < 31 and not net.is_loopback:
+                    out.add(str(net.broadcast_address))
     return out
 
 

@@ -169,3 +169,18 @@ def test_recording_holds_icmp_samples(tmp_path) -> None:  # type: ignore[no-unty
     lines = [json.loads(line) for line in rec.read_text().splitlines()]
     text = json.dumps(lines)
     assert "icmp:127.0.0.1" in text and "replies_per_s" in text and "rtt_p99_us" in text
+
+
+@needs_root
+def test_broadcast_needs_the_flag(icmp_peer: Peer) -> None:  # noqa: F811
+    # The /30's directed broadcast: it exists only on the veth pair.
+    prefix = icmp_peer.peer_addr.rsplit(".", 1)[0]
+    broadcast = f"{prefix}.{int(icmp_peer.peer_addr.rsplit('.', 1)[1]) + 1}"
+    r = probetop("--headless", "-c", "1", broadcast)
+    assert r.returncode == 2 and "broadcast address" in r.stderr
+    icmp_peer.sysctl("net.ipv4.icmp_echo_ignore_broadcasts", "0")
+    r = probetop("--json", "--broadcast", "-c", "5", "-i", "20ms", broadcast)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["received"] == 5
+    assert doc["reference_command"].endswith(f"-b {broadcast}")

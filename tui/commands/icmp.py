@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from probetop.probes.base import Probe, UsageProbeError
-from probetop.probes.icmp import UNSOLICITED_MAX_PPS, IcmpOptions, IcmpProbe
+from probetop.probes.icmp import IcmpOptions, IcmpProbe
 
 NAME = "icmp"
 HELP = "ICMP echo: requests/s, replies/s, pps, loss, RTT percentiles (ping -f, hping3)"
@@ -128,9 +128,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def options_from_args(args: argparse.Namespace) -> IcmpOptions:
     """Check the safety rules and build the probe options."""
+    # Rates above UNSOLICITED_MAX_PPS are opt-in: the default is 1/s, and --flood,
+    # --rate and -i are each an explicit choice of rate.
     period = args.send_interval
-    if period is not None and 1.0 / period > UNSOLICITED_MAX_PPS * args.streams:
-        pass  # an explicit interval is an explicit rate: opt-in like --rate
     opts = IcmpOptions(
         host=args.host,
         flood=bool(args.flood),
@@ -160,7 +160,9 @@ def build_probes(args: argparse.Namespace) -> list[Probe]:
 
 def demo_probes(ctx: Any) -> list[Probe]:
     """127.0.0.1 at 200 requests/s when ICMP is allowed; otherwise an idle pane saying why."""
-    opts = IcmpOptions(host="127.0.0.1", rate=200.0, size=56)
+    opts = IcmpOptions(
+        host="127.0.0.1", rate=200.0, size=56, interval_s=float(getattr(ctx, "interval_s", 1.0))
+    )
     if getattr(ctx, "icmp_allowed", False):
         return [IcmpProbe(opts)]
     reason = (
