@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from rich.cells import set_cell_size
 from rich.segment import Segment
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -89,20 +90,30 @@ class Sparkline(Widget):
         self._rows: list[str] | None = None
 
     def set_values(self, values: Sequence[float | None]) -> None:
-        """Store the newest values (oldest first) and redraw this widget only."""
-        values = list(values[-KEEP:])
-        if values == self._values:
+        """Store the newest values (oldest first); redraw only the rows whose
+        characters changed (a flat or saturated line that shifts costs nothing)."""
+        self._values = list(values[-KEEP:])
+        width, height = self.size
+        if width <= 0 or height <= 0:
+            self._rows = None
+            self.refresh()
             return
-        self._values = values
-        self._rows = None
-        self.refresh()
+        rows = bar_rows(self._values, width, height, self.max_value)
+        old = self._rows
+        self._rows = rows
+        if old is None or len(old) != len(rows):
+            self.refresh()
+            return
+        for y, (before, after) in enumerate(zip(old, rows, strict=True)):
+            if before != after:
+                self.refresh(Region(0, y, width, 1))
 
     def on_resize(self) -> None:
         self._rows = None
 
     def render_line(self, y: int) -> Strip:
         width, height = self.size
-        if self._rows is None or len(self._rows) != height:
+        if self._rows is None or len(self._rows) != height or len(self._rows[0]) != width:
             self._rows = bar_rows(self._values, width, height, self.max_value)
         if y >= len(self._rows):
             return Strip.blank(width)

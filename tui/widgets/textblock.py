@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from rich.cells import set_cell_size
 from rich.segment import Segment
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -64,10 +65,17 @@ class TextBlock(Widget):
         if lines == self.lines:
             return
         resized = self.fixed_height is None and max(1, len(lines)) != max(1, len(self.lines))
-        self.lines = lines
+        old, self.lines = self.lines, lines
         if resized:
             self.styles.height = max(1, len(lines))  # triggers the one layout pass needed
-        self.refresh()
+            self.refresh()
+            return
+        # Same shape: repaint only the rows that changed, so one new number
+        # costs one terminal line, not the whole table.
+        width = self.size.width
+        for y, (before, after) in enumerate(zip(old, lines, strict=False)):
+            if before != after:
+                self.refresh(Region(0, y, width, 1))
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
