@@ -1,0 +1,134 @@
+"""100 URLs sampled every second vs each URL sampled alone: do timings drift?
+
+Four local servers (probetop's demo target, each in a process of its own on
+127.0.0.1) serve /delay?ms=20&u=I for 100 URLs, 25 each. In one run:
+
+1. alone: each URL sampled by itself (`HttpProbe([url])`, N requests);
+2. together: one probe samples all 100 URLs every interval (one worker
+   process, one libcurl multi handle), N requests each.
+
+Per URL it compares the median TTFB (libcurl starttransfer) together against
+alone and prints the median and the largest absolute drift, and how many
+URLs drift less than 1 ms. Usage:
+    .venv/bin/python benchmarks/http_scale.py [--urls 100] [--count 10] [--interval 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from probetop.probes.http import HttpProbe
+from probetop.tui.runner import run_headless
+
+SERVER = """
+import sys
+from probetop.probes.demo_targets import DemoTargets
+with DemoTargets() as t:
+    print(t.http_url, flush=True)
+    sys.stdin.read()
+"""
+
+
+def start_servers(n: int) -> tuple[list[subprocess.Popen[str]], list[str]]:
+    procs, bases = [], []
+    for _ in range(n):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SERVER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None
+        procs.append(proc)
+        bases.append(proc.stdout.readline().strip())
+    return procs, bases
+
+
+def median_ttfbs(result, probe: HttpProbe) -> dict[str, float | None]:
+    """Median TTFB (ms) per URL from every request of the run (Sample.extra)."""
+    values: dict[str, list[float]] = {}
+    for sample in result.samples[probe.id]:
+        for label, series in sample.extra.get("ttfb_ms", {}).items():
+            values.setdefault(label, []).extend(v for v in series if v is not None)
+    by_url = {}
+    for url in probe.urls:
+        vals = values.get(probe.labels[url], [])
+        by_url[url] = statistics.median(vals) if vals else None
+    return by_url
+
+
+async def sample(urls: list[str], interval: float, count: int) -> dict[str, float | None]:
+    probe = HttpProbe(urls, interval_s=interval, count=count)
+    result = await run_headless([probe], duration_s=count * interval + 30)
+    return median_ttfbs(result, probe)
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    procs, bases = start_servers(args.servers)
+    try:
+        urls = [f"{bases[i % len(bases)]}/delay?ms={args.delay_ms}&u={i}" for i in range(args.urls)]
+        t0 = time.monotonic()
+        alone: dict[str, float | None] = {}
+        for url in urls:
+            alone.update(await sample([url], args.alone_interval, args.count))
+        t_alone = time.monotonic() - t0
+        t0 = time.monotonic()
+        together = await sample(urls, args.interval, args.count)
+        t_together = time.monotonic() - t0
+    finally:
+        for proc in procs:
+            proc.communicate("", timeout=10)
+    drifts = []
+    missing = 0
+    for url in urls:
+        a, t = alone.get(url), together.get(url)
+        if a is None or t is None:
+            missing += 1
+            continue
+        drifts.append(t - a)
+    if not drifts:
+        print("no URL answered in both runs")
+        return 1
+    within = sum(1 for d in drifts if abs(d) < 1.0)
+    med_alone = statistics.median(v for v in alone.values() if v is not None)
+    med_together = statistics.median(v for v in together.values() if v is not None)
+    print(
+        f"{args.urls} URLs on {args.servers} local servers (/delay?ms={args.delay_ms}), "
+        f"{args.count} requests per URL; load average {os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"alone     (each URL by itself, every {args.alone_interval} s): median of medians "
+        f"{med_alone:.3f} ms   ({t_alone:.0f} s)"
+    )
+    print(
+        f"together  (all {args.urls} every {args.interval} s, one worker): median of medians "
+        f"{med_together:.3f} ms   ({t_together:.0f} s)"
+    )
+    print(
+        f"drift together - alone per URL: median {statistics.median(drifts):+.3f} ms, "
+        f"largest |drift| {max(abs(d) for d in drifts):.3f} ms, "
+        f"{within}/{len(drifts)} URLs within 1 ms, ratio of medians "
+        f"{med_together / med_alone:.4f}" + (f"; {missing} URLs without data" if missing else "")
+    )
+    return 0 if abs(statistics.median(drifts)) < 1.0 else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--urls", type=int, default=100)
+    parser.add_argument("--servers", type=int, default=4)
+    parser.add_argument("--count", type=int, default=10)
+    parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--alone-interval", type=float, default=0.1)
+    parser.add_argument("--delay-ms", type=int, default=20)
+    return asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
