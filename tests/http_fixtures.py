@@ -200,8 +200,7 @@ http {{
     uwsgi_temp_path {directory}/uwsgi;
     scgi_temp_path {directory}/scgi;
     server {{
-        listen 127.0.0.1:{self.port} ssl;
-        http2 on;
+        listen 127.0.0.1:{self.port} ssl http2;
         listen 127.0.0.1:{self.plain_port};
         ssl_certificate {cert};
         ssl_certificate_key {key};
@@ -237,3 +236,103 @@ http {{
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(5)
+
+
+class QuicServer:
+    """A tiny HTTP/3 server (aioquic) on UDP 127.0.0.1, in a thread with its own loop.
+
+    Answers every request with 200 and a short body after ``delay_ms``.
+    Skips the test when aioquic is not installed.
+    """
+
+    def __init__(self, cert: Path, key: Path, delay_ms: float = 0.0) -> None:
+        try:
+            import aioquic  # noqa: F401
+        except ImportError:
+            pytest.skip("aioquic is not installed (pip install aioquic): no local HTTP/3 server")
+        self.cert, self.key, self.delay_ms = cert, key, delay_ms
+        self.port = free_udp_port()
+        self._ready = threading.Event()
+        self._stop: Any = None
+        self._loop: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def _run(self) -> None:
+        import asyncio
+
+        from aioquic.asyncio import QuicConnectionProtocol, serve
+        from aioquic.h3.connection import H3_ALPN, H3Connection
+        from aioquic.h3.events import HeadersReceived
+        from aioquic.quic.configuration import QuicConfiguration
+        from aioquic.quic.events import ProtocolNegotiated
+
+        delay = self.delay_ms / 1000.0
+
+        class H3Protocol(QuicConnectionProtocol):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                self.h3: H3Connection | None = None
+
+            def quic_event_received(self, event: Any) -> None:
+                if isinstance(event, ProtocolNegotiated) and event.alpn_protocol in H3_ALPN:
+                    self.h3 = H3Connection(self._quic)
+                if self.h3 is None:
+                    return
+                for h3_event in self.h3.handle_event(event):
+                    if isinstance(h3_event, HeadersReceived):
+                        sid = h3_event.stream_id
+                        asyncio.get_running_loop().call_later(delay, self._answer, sid)
+
+            def _answer(self, stream_id: int) -> None:
+                assert self.h3 is not None
+                body = b"hello over h3\n"
+                self.h3.send_headers(
+                    stream_id,
+                    [
+                        (b":status", b"200"),
+                        (b"content-type", b"text/plain"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                )
+                self.h3.send_data(stream_id, body, end_stream=True)
+                self.transmit()
+
+        async def main() -> None:
+            config = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN)
+            config.load_cert_chain(str(self.cert), str(self.key))
+            server = await serve("127.0.0.1", self.port, configuration=config,
+                                 create_protocol=H3Protocol)  # fmt: skip
+            self._stop = asyncio.Event()
+            self._loop = asyncio.get_running_loop()
+            self._ready.set()
+            await self._stop.wait()
+            server.close()
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # surfaced by __enter__
+            self.error = exc
+            self._ready.set()
+
+    def __enter__(self) -> QuicServer:
+        self.thread.start()
+        self._ready.wait(10)
+        if self.error is not None:
+            pytest.skip(f"the aioquic HTTP/3 server did not start: {self.error!r}")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self.thread.join(5)
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
