@@ -10,6 +10,11 @@ target is >= 0.8 (issue 4), aiming at parity.
 ping's replies/s = received / its reported time; probetop's = received /
 its measured run time. Both count unique replies only.
 
+On a machine shared with other jobs, replies/s swings with their load, so
+the script also prints replies per CPU-second of each tool (user + system
+time of the process and its children, which includes the kernel's loopback
+work done in the sender's context): a load-independent efficiency figure.
+
 Usage (root, or CAP_NET_RAW for both): .venv/bin/python benchmarks/icmp_vs_ping.py
     [--time 5] [--rounds 3] [--size 1] [--streams 2] [--host 127.0.0.1|::1]
 """
@@ -18,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -28,16 +35,26 @@ PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
 LOOPBACK = ("127.0.0.1", "::1")
 
 
-def ping_flood(host: str, size: int, seconds: float) -> float:
+def _child_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def ping_flood(host: str, size: int, seconds: float) -> tuple[float, float]:
+    """(replies/s, replies per CPU-second)."""
     cmd = ["ping", "-q", "-f", "-s", str(size), "-w", f"{seconds:g}", host]
+    cpu0 = _child_cpu_s()
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30).stdout
+    cpu = _child_cpu_s() - cpu0
     m = re.search(r"(\d+) packets transmitted, (\d+) received.*time (\d+)ms", out)
     if not m:
         raise SystemExit(f"cannot parse ping output:\n{out}")
-    return int(m.group(2)) / (int(m.group(3)) / 1000.0)
+    received = int(m.group(2))
+    return received / (int(m.group(3)) / 1000.0), received / cpu
 
 
-def probetop_flood(host: str, size: int, seconds: float, streams: int) -> float:
+def probetop_flood(host: str, size: int, seconds: float, streams: int) -> tuple[float, float]:
+    """(replies/s, replies per CPU-second; the CPU includes start-up and import)."""
     cmd = [
         *PROBETOP,
         "icmp",
@@ -48,10 +65,13 @@ def probetop_flood(host: str, size: int, seconds: float, streams: int) -> float:
         "--json",
         host,
     ]
+    cpu0 = _child_cpu_s()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
+    cpu = _child_cpu_s() - cpu0
     if r.returncode != 0:
         raise SystemExit(f"probetop failed ({r.returncode}): {r.stderr}")
-    return float(json.loads(r.stdout)["replies_per_second"])
+    doc = json.loads(r.stdout)
+    return float(doc["replies_per_second"]), doc["received"] / cpu
 
 
 def main() -> int:
@@ -66,8 +86,12 @@ def main() -> int:
         raise SystemExit("ping is not installed (apt-get install iputils-ping)")
     variants = [1] + ([args.streams] if args.streams > 1 else [])
     print(f"host {args.host}, size {args.size}, {args.time:g} s per run, {args.rounds} rounds")
-    print(f"{'round':>5} {'streams':>7} {'ping -f rps':>12} {'probetop rps':>13} {'ratio':>6}")
+    print(
+        f"{'round':>5} {'streams':>7} {'ping -f rps':>12} {'probetop rps':>13} {'ratio':>6}"
+        f" {'ping rep/cpu-s':>15} {'probetop rep/cpu-s':>19} {'ratio':>6}"
+    )
     ratios: dict[int, list[float]] = {n: [] for n in variants}
+    cpu_ratios: dict[int, list[float]] = {n: [] for n in variants}
     for rnd in range(args.rounds):
         for n in variants:
             # ABBA order: which tool runs first alternates between rounds.
@@ -77,13 +101,19 @@ def main() -> int:
             else:
                 ours = probetop_flood(args.host, args.size, args.time, n)
                 ping = ping_flood(args.host, args.size, args.time)
-            ratios[n].append(ours / ping)
-            print(f"{rnd + 1:>5} {n:>7} {ping:>12,.0f} {ours:>13,.0f} {ours / ping:>6.2f}")
+            ratios[n].append(ours[0] / ping[0])
+            cpu_ratios[n].append(ours[1] / ping[1])
+            print(
+                f"{rnd + 1:>5} {n:>7} {ping[0]:>12,.0f} {ours[0]:>13,.0f} {ratios[n][-1]:>6.2f}"
+                f" {ping[1]:>15,.0f} {ours[1]:>19,.0f} {cpu_ratios[n][-1]:>6.2f}"
+            )
     for n in variants:
         print(
             f"median ratio probetop/ping -f, {n} stream(s): {statistics.median(ratios[n]):.2f}"
-            f"  (min {min(ratios[n]):.2f}, max {max(ratios[n]):.2f})"
+            f"  (min {min(ratios[n]):.2f}, max {max(ratios[n]):.2f});"
+            f" replies per CPU-second: {statistics.median(cpu_ratios[n]):.2f}"
         )
+    print(f"# load average at the end {os.getloadavg()[0]:.2f}")
     return 0
 
 

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from probetop.probes.base import Emit, MetricSpec, UsageProbeError
+from probetop.probes.base import Emit, MetricSpec, ProbeError, UsageProbeError
 from probetop.probes.sample import Sample, Status, now_ns
 
 if TYPE_CHECKING:
@@ -341,6 +341,9 @@ class IcmpProbe:
         )
         try:
             await self._collect(emit)
+            failed = [f"stream {s.index}: {s.error!r}" for s in self._streams if s.error]
+            if failed:
+                raise ProbeError("ICMP stream failed: " + "; ".join(failed))
         except asyncio.CancelledError:
             self.stopped_by = "stopped"
             for s in self._streams:
