@@ -9,6 +9,7 @@ from http_fixtures import LocalServer
 from probetop.probes.http import HttpProbe
 from probetop.tui.app import make_app
 from probetop.tui.config import AppConfig
+from probetop.tui.runner import run_headless
 from probetop.tui.widgets.http_pane import HttpPane, stacked_bar
 from probetop.tui.widgets.registry import pane_class
 
@@ -59,3 +60,24 @@ async def test_pane_shows_a_row_per_url_with_percentiles_and_errors(server) -> N
         assert p50 is not None and 15.0 <= p50 <= p90 <= p99  # type: ignore[operator]
         assert "TTFB p50 all" in pane.ttfb_row.label.text
         assert any(key.startswith("ttfb ") for key in pane.chart_series())
+
+
+async def test_a_recording_replays_into_the_same_rows(server, tmp_path) -> None:
+    from probetop.probes.replay import load_session
+    from probetop.probes.sample import Announce, Sample
+
+    rec = tmp_path / "http.jsonl"
+    urls = [f"{server.url}/delay?ms=5", "http://127.0.0.1:1/"]
+    probe = HttpProbe(urls, interval_s=0.05, count=4)
+    await run_headless([probe], record=rec)
+    session = load_session(rec)
+    pane: HttpPane | None = None
+    for _t, record in session.records():
+        if isinstance(record, Announce) and record.info.get("kind") == "http":
+            pane = HttpPane(record.info)
+        elif isinstance(record, Sample) and pane is not None and record.probe == pane.probe_id:
+            pane.add_sample(record)
+    assert pane is not None
+    lines = pane.table_lines()
+    assert len(lines) == 3 and "refused 4" in lines[2]
+    assert len(pane.rows[probe.labels[urls[0]]].ttfb) == 4

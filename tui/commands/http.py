@@ -306,6 +306,7 @@ def repeated(args: argparse.Namespace) -> bool:
         args.count
         or args.watch
         or getattr(args, "interval_given", False)
+        or getattr(args, "interval", 1.0) != 1.0  # given before the command name
         or getattr(args, "time", None)
         or getattr(args, "record", None)
     )
