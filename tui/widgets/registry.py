@@ -24,6 +24,8 @@ PANE_CLASSES: dict[str, str] = {
     "cpu": "probetop.tui.widgets.cpu_bench_pane:CpuBenchPane",
     "http": "probetop.tui.widgets.http_pane:HttpPane",
     "icmp": "probetop.tui.widgets.icmp_pane:IcmpPane",
+    "iops": "probetop.tui.widgets.iops_pane:IopsPane",
+    "warmup": "probetop.tui.widgets.warmup_pane:WarmupPane",
 }
 
 
