@@ -61,7 +61,9 @@ async def test_counts_requests_phases_and_errors_by_kind(server):
     ok = per_url[labels[0]]
     assert ok["requests"] == 4 and ok["errors"] == {} and ok["http_codes"] == {"200": 4}
     server_ms = ok["phases_ms"]["server"]
-    assert server_ms["count"] == 4 and 20.0 <= server_ms["min"] <= server_ms["p50"] < 60
+    # Observed down to 19.975 ms: libcurl's pretransfer stamp is taken around the
+    # send, not strictly before it, so allow 0.1 ms below the server's 20 ms wait.
+    assert server_ms["count"] == 4 and 19.9 <= server_ms["min"] <= server_ms["p50"] < 60
     for key in ("min", "p50", "p90", "p99", "max", "mean", "stddev"):
         assert key in server_ms
     assert per_url[labels[1]]["errors"] == {"http_5xx": 4}
