@@ -111,7 +111,12 @@ def main() -> int:
     print(f"{'command':<12} {'cpu %':>7} {'bytes/s':>9} {'RSS MB':>7}  verdict")
     failed = False
     for name, command in runs:
-        r = measure(name, command, args.seconds, cols, rows)
+        try:
+            r = measure(name, command, args.seconds, cols, rows)
+        except (subprocess.CalledProcessError, FileNotFoundError, ProcessLookupError) as exc:
+            print(f"{name:<12} could not be measured (did it exit early?): {exc}")
+            failed = True
+            continue
         checks = ["bytes_per_s"] if name == "demo" else ["cpu_pct", "bytes_per_s", "rss_mb"]
         verdicts = [f"{k}:{verdict(k, r[k])}" for k in checks]
         failed |= any(v.endswith("OVER") for v in verdicts)

@@ -11,10 +11,10 @@ from probetop.tui.widgets.sparkline import bar_rows
 
 
 def test_sparkline_rows_scale_to_max_and_align_right() -> None:
-    rows = bar_rows([0.0, 50.0, 100.0], width=5, height=1, max_value=100.0)
-    assert rows == ["  ▁▄█"]
-    # zero keeps a baseline, None is a gap
-    assert bar_rows([None, 0.0], 2, 1, None) == [" ▁"]
+    rows = bar_rows([1.0, 50.0, 100.0], width=5, height=1, max_value=100.0)
+    assert rows == ["  ▁▄█"]  # any activity shows at least the lowest bar
+    # zero and None draw nothing, so an idle row never changes
+    assert bar_rows([None, 0.0, 0.0], 3, 1, None) == ["   "]
 
 
 def test_sparkline_two_rows_split_levels() -> None:

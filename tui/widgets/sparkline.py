@@ -8,7 +8,8 @@ a row costs one style sequence plus the bar characters.
 Contract:
 - ``set_values(values)`` stores the newest values (oldest first) and refreshes
   this widget only (never a layout pass); call it from ``render_frame``.
-- The newest value is drawn at the right edge; ``None`` draws a gap.
+- The newest value is drawn at the right edge; ``None`` and zero draw
+  nothing, any positive value at least the lowest bar.
 - The scale is 0..``max_value`` when given (e.g. 100 for %), else 0..the
   largest visible value. Height may be more than one row (8 levels per row).
 - Styled by the component class ``sparkline--bar`` (theme variables in TCSS).
@@ -43,11 +44,13 @@ def bar_rows(
     for v in shown:
         if v is None:
             levels.append(None)
-        elif top <= 0:
-            levels.append(1)  # a flat baseline, so "zero" differs from "no data"
+        elif v <= 0 or top <= 0:
+            # Zero draws nothing: an idle NIC's row then never changes, so it
+            # costs no terminal bytes (the number beside it still says 0).
+            levels.append(0)
         else:
-            scaled = round(max(0.0, min(v, top)) / top * levels_total)
-            levels.append(max(1, scaled))
+            scaled = round(min(v, top) / top * levels_total)
+            levels.append(max(1, scaled))  # any activity shows at least one eighth
     rows = []
     for row in range(height):
         floor = (height - 1 - row) * 8
