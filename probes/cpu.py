@@ -411,10 +411,14 @@ class CpuProbe:
                     hist[i] += v
         eps = events / seconds
         pct = percentile_ms(hist, self.percentile)
+        # A last partial interval of a few ms (the run ended just after a
+        # tick) would put a meaningless rate in the sparkline and its min/max:
+        # its events still count (extra, summary), its rates are left out.
+        sliver = not full and seconds < 0.5 * self.interval_s
         values: dict[str, float | None] = {
-            "eps": eps,
-            "lat_pct_ms": pct,
-            "lat_avg_ms": lat_ns / events / 1e6 if events else None,
+            "eps": None if sliver else eps,
+            "lat_pct_ms": None if sliver else pct,
+            "lat_avg_ms": lat_ns / events / 1e6 if events and not sliver else None,
             "threads": float(phase.threads),
         }
         for i, n in enumerate(per_thread):

@@ -84,7 +84,10 @@ async def test_intervals_are_per_interval_rates_that_add_up() -> None:
         per_thread = sample.extra["per_thread_events"]
         events = sum(per_thread)
         total += events
-        assert sample.values["eps"] == pytest.approx(events / sample.interval_s)
+        if sample.values["eps"] is not None:
+            assert sample.values["eps"] == pytest.approx(events / sample.interval_s)
+        else:  # only a last sliver of an interval has no rate
+            assert sample is samples[-1] and sample.interval_s < 0.25
         assert sample.values["thread_events@t0"] == per_thread[0]
         assert sample.values["threads"] == 2
         assert row["events"] == events
@@ -153,7 +156,7 @@ async def test_record_and_replay_a_cpu_session(tmp_path: Path) -> None:
     replayed = [r for _, r in session.records() if isinstance(r, Sample) and r.probe == "cpu"]
     live = result.samples["cpu"]
     assert len(replayed) == len(live)
-    assert [r.values["eps"] for r in replayed] == pytest.approx([r.values["eps"] for r in live])
+    assert [r.values["eps"] for r in replayed] == [r.values["eps"] for r in live]
     assert sum(sum(r.extra["per_thread_events"]) for r in replayed) == footer["total_events"]
 
 
