@@ -132,8 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    if os.environ.get("NO_COLOR"):
-        os.environ.setdefault("TEXTUAL_COLOR_SYSTEM", "")
+    # NO_COLOR: Textual honours it itself (monochrome filter); an empty
+    # TEXTUAL_COLOR_SYSTEM would crash rich (KeyError '').
     module = getattr(args, "_module", None)
     try:
         if module is None:
