@@ -14,6 +14,8 @@ On a machine shared with other jobs, replies/s swings with their load, so
 the script also prints replies per CPU-second of each tool (user + system
 time of the process and its children, which includes the kernel's loopback
 work done in the sender's context): a load-independent efficiency figure.
+probetop's start-up (interpreter, numpy/numba import, loading the cached
+loop) is measured once with ``-c 1`` and subtracted, since ping has none.
 
 Usage (root, or CAP_NET_RAW for both): .venv/bin/python benchmarks/icmp_vs_ping.py
     [--time 5] [--rounds 3] [--size 1] [--streams 2] [--host 127.0.0.1|::1]
@@ -53,8 +55,18 @@ def ping_flood(host: str, size: int, seconds: float) -> tuple[float, float]:
     return received / (int(m.group(3)) / 1000.0), received / cpu
 
 
-def probetop_flood(host: str, size: int, seconds: float, streams: int) -> tuple[float, float]:
-    """(replies/s, replies per CPU-second; the CPU includes start-up and import)."""
+def probetop_startup_cpu(host: str) -> float:
+    """CPU-seconds of a probetop run that sends one request: start-up and teardown."""
+    cpu0 = _child_cpu_s()
+    cmd = [*PROBETOP, "icmp", "-c", "1", "--json", host]
+    subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True)
+    return _child_cpu_s() - cpu0
+
+
+def probetop_flood(
+    host: str, size: int, seconds: float, streams: int, startup_cpu: float
+) -> tuple[float, float]:
+    """(replies/s, replies per CPU-second of the flood itself)."""
     cmd = [
         *PROBETOP,
         "icmp",
@@ -71,7 +83,7 @@ def probetop_flood(host: str, size: int, seconds: float, streams: int) -> tuple[
     if r.returncode != 0:
         raise SystemExit(f"probetop failed ({r.returncode}): {r.stderr}")
     doc = json.loads(r.stdout)
-    return float(doc["replies_per_second"]), doc["received"] / cpu
+    return float(doc["replies_per_second"]), doc["received"] / max(1e-3, cpu - startup_cpu)
 
 
 def main() -> int:
@@ -85,6 +97,9 @@ def main() -> int:
     if shutil.which("ping") is None:
         raise SystemExit("ping is not installed (apt-get install iputils-ping)")
     variants = [1] + ([args.streams] if args.streams > 1 else [])
+    probetop_startup_cpu(args.host)  # the first run may compile the loop: not counted
+    startup = min(probetop_startup_cpu(args.host) for _ in range(3))
+    print(f"probetop start-up + teardown: {startup:.2f} CPU-s (subtracted from its CPU time)")
     print(f"host {args.host}, size {args.size}, {args.time:g} s per run, {args.rounds} rounds")
     print(
         f"{'round':>5} {'streams':>7} {'ping -f rps':>12} {'probetop rps':>13} {'ratio':>6}"
@@ -97,9 +112,9 @@ def main() -> int:
             # ABBA order: which tool runs first alternates between rounds.
             if rnd % 2 == 0:
                 ping = ping_flood(args.host, args.size, args.time)
-                ours = probetop_flood(args.host, args.size, args.time, n)
+                ours = probetop_flood(args.host, args.size, args.time, n, startup)
             else:
-                ours = probetop_flood(args.host, args.size, args.time, n)
+                ours = probetop_flood(args.host, args.size, args.time, n, startup)
                 ping = ping_flood(args.host, args.size, args.time)
             ratios[n].append(ours[0] / ping[0])
             cpu_ratios[n].append(ours[1] / ping[1])
