@@ -199,17 +199,18 @@ def run(args: argparse.Namespace) -> int | None:
 
 
 def demo_probes(ctx: Any) -> list[Probe]:
-    """A read warm-up of a 256 MiB scratch file the demo creates (never a device)."""
+    """A read warm-up of a 256 MiB scratch file the demo creates and fills (never a
+    device); 512-byte blocks, one in flight, so the pass lasts long enough to watch."""
     from probetop.probes.iops_target import Target, layout_file
     from probetop.probes.warmup import WarmupProbe
 
     path = ctx.scratch / "warmup.img"
-    layout_file(Target(str(path), None, "file", 0, 256 << 20, False, create=True), fill=False)
+    layout_file(Target(str(path), None, "file", 0, 256 << 20, False, create=True), fill=True)
     return [
         WarmupProbe(
             str(path),
-            bs=1 << 20,
-            iodepth=8,
+            bs=512,
+            iodepth=1,
             checkpoint=str(ctx.scratch / "warmup.ckpt.json"),
             interval_s=getattr(ctx, "interval_s", 1.0),
         )

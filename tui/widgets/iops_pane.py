@@ -51,7 +51,7 @@ class IopsPane(ProbePane):
         self.spark_rows = [SparkRow(f"{d}_iops") for d in self.directions]
         self.spark_rows += [SparkRow(f"{d}_clat_p99_us") for d in self.directions]
         self.compare = TextBlock(["compiling the native I/O loop..."], header_rows=1)
-        self.latency = TextBlock([], header_rows=1)
+        self.latency = TextBlock([""], header_rows=1)  # not []: see warmup_pane
         self.kernel: dict[str, float | None] = {}
         self.clat: dict[str, dict[str, float]] = {}
         desc = (
@@ -96,7 +96,7 @@ class IopsPane(ProbePane):
     def latency_lines(self) -> list[str]:
         values = [v for d in self.clat.values() for v in d.values() if v]
         if not values:
-            return []
+            return [""]
         low, high = min(values), max(values)
         low, high = low / 1.5, high * 1.1
         lines = ["completion latency (µs), last interval, log scale"]

@@ -62,8 +62,8 @@ class WarmupPane(ProbePane):
         self.bw_row = SparkRow("bw_Bps")
         self.iops_row = SparkRow("iops")
         self.progress = TextBlock(["compiling the native I/O loop..."])
-        self.map_block = TextBlock([])
-        self.plateau_block = TextBlock([])
+        self.map_block = TextBlock([""])  # [""]: TextBlock repaints [] -> 1 line only on resize
+        self.plateau_block = TextBlock([""])
         self.extra: dict[str, Any] = {}
 
     def compose(self) -> ComposeResult:
@@ -95,7 +95,7 @@ class WarmupPane(ProbePane):
     def plateau_lines(self) -> list[str]:
         plateau = self.extra.get("plateau") or {}
         if not plateau:
-            return []
+            return [""]
         state = plateau.get("state", "?")
         line = f"plateau {plateau.get('criterion')} over {plateau.get('window_s', 0):g} s: {state}"
         if plateau.get("reached_at_s") is not None:
@@ -119,7 +119,7 @@ class WarmupPane(ProbePane):
             row.spark.set_values(hist.recent(SPARK_POINTS))
         self.progress.set_lines(self.progress_lines())
         cells = self.extra.get("map")
-        self.map_block.set_lines(["done map " + map_line(cells)] if cells else [])
+        self.map_block.set_lines(["done map " + map_line(cells)] if cells else [""])
         self.plateau_block.set_lines(self.plateau_lines())
 
 
