@@ -146,6 +146,7 @@ class ProbetopApp(App[int]):
         self._dirty: set[str] = set()
         self._shutting_down = False
         self._probes_stopped = False
+        self._started = False  # panes announced after this are focused (added at runtime)
         self._last_tick = time.monotonic()
         self._status_text = ""
         self.status_bar = TextBlock([""], id="status-bar")
@@ -209,6 +210,7 @@ class ProbetopApp(App[int]):
         if self.config.duration_s is not None:
             self.set_timer(self.config.duration_s, self._time_up)
         self._live_frame()  # announces: create the panes now, not a frame later
+        self._started = True
 
     def _install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()
@@ -287,7 +289,9 @@ class ProbetopApp(App[int]):
             self.call_after_refresh(pane.focus)
         else:
             self.pane_box.mount(pane)
-            if len(self.panes) == 1 and not focus_kind:
+            if (len(self.panes) == 1 and not focus_kind) or self._started:
+                # The first pane, or one added at runtime: show it, even when
+                # it lands below the fold of a small terminal.
                 self.call_after_refresh(pane.focus)
 
     # -- recording -----------------------------------------------------
