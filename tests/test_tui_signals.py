@@ -24,7 +24,6 @@ def _run_in_pty(args: list[str]) -> tuple[subprocess.Popen[bytes], int, bytearra
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
-    env.pop("NO_COLOR", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "probetop.tui.cli", *args],
         stdin=slave,
@@ -79,3 +78,35 @@ def test_signal_closes_recording_and_restores_terminal(tmp_path: Path, sig: int)
     assert session.warnings == []
     assert session.samples("system.cpu")
     assert b"\x1b[?1049l" in output  # left the alternate screen: terminal restored
+
+
+def test_no_color_runs_without_hues() -> None:
+    """NO_COLOR: Textual's monochrome filter leaves only greys (256-colour 232-255)."""
+    import re
+
+    env_backup = os.environ.get("NO_COLOR")
+    os.environ["NO_COLOR"] = "1"
+    try:
+        proc, master, output = _run_in_pty(["--interval", "0.2"])
+    finally:
+        if env_backup is None:
+            os.environ.pop("NO_COLOR", None)
+        else:
+            os.environ["NO_COLOR"] = env_backup
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and b"load avg" not in output:
+            time.sleep(0.1)
+        assert proc.poll() is None, bytes(output)[-800:]
+        assert b"load avg" in output
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
+        time.sleep(0.1)
+        os.close(master)
+    text = bytes(output).decode("utf-8", "replace")
+    colours = re.findall(r"\x1b\[[0-9;]*?(?:38|48);5;(\d+)", text)
+    assert colours and all(
+        232 <= int(c) <= 255 or int(c) in (0, 7, 8, 15, 16, 231) for c in colours
+    )
+    assert not re.search(r"\x1b\[[0-9;]*?(?:38|48);2;", text)  # no truecolor
