@@ -9,6 +9,7 @@ responder) -- nothing ever leaves the machine.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 import shutil
@@ -100,3 +101,41 @@ def icmp_peer() -> Iterator[Peer]:
     finally:
         _run("ip", "link", "del", peer.host_if, check=False)
         _run("ip", "netns", "del", peer.ns, check=False)
+
+
+@dataclass
+class Routed:
+    """A target one router away: host -> ``router`` (the icmp_peer namespace) -> target."""
+
+    router: Peer
+    target_ns: str
+    target_addr: str
+
+
+@pytest.fixture
+def icmp_routed(icmp_peer: Peer) -> Iterator[Routed]:
+    tag = secrets.token_hex(3)
+    ns = f"ptit-{tag}"
+    router_if, target_if = f"ptr{tag}a", f"ptr{tag}b"
+    router_addr, target_addr = _unique_subnet()
+    subnet = str(ipaddress.ip_network(f"{target_addr}/30", strict=False))
+    _run("ip", "netns", "add", ns)
+    try:
+        _run("ip", "link", "add", router_if, "type", "veth", "peer", "name", target_if)
+        _run("ip", "link", "set", router_if, "netns", icmp_peer.ns)
+        _run("ip", "link", "set", target_if, "netns", ns)
+        icmp_peer.exec("ip", "addr", "add", f"{router_addr}/30", "dev", router_if)
+        icmp_peer.exec("ip", "link", "set", router_if, "up")
+        icmp_peer.sysctl("net.ipv4.ip_forward", "1")
+        inside = ("ip", "netns", "exec", ns)
+        _run(*inside, "ip", "addr", "add", f"{target_addr}/30", "dev", target_if)
+        _run(*inside, "ip", "link", "set", target_if, "up")
+        _run(*inside, "ip", "link", "set", "lo", "up")
+        _run(*inside, "ip", "route", "add", "default", "via", router_addr)
+        _run("ip", "route", "add", subnet, "via", icmp_peer.peer_addr, "dev", icmp_peer.host_if)
+        route = _run("ip", "route", "get", target_addr).stdout
+        assert f"dev {icmp_peer.host_if}" in route, route
+        yield Routed(icmp_peer, ns, target_addr)
+    finally:
+        _run("ip", "route", "del", subnet, check=False)
+        _run("ip", "netns", "del", ns, check=False)

@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 import pytest
-from icmp_fixtures import Peer, icmp_peer  # noqa: F401 (fixture)
+from icmp_fixtures import Peer, Routed, icmp_peer, icmp_routed  # noqa: F401 (fixtures)
 from probetop.probes.icmp import IcmpOptions, IcmpProbe
 from probetop.tui.runner import RunResult, run_headless
 
@@ -142,3 +142,12 @@ def test_late_grace_expiry_counts_lost_not_received(icmp_peer: Peer) -> None:  #
     assert s["received"] == 0
     assert s["lost"] == 20
     assert s["late"] > 0  # replies after the grace period are shown, not counted as received
+
+
+def test_time_exceeded_names_the_router(icmp_routed: Routed) -> None:  # noqa: F811
+    s, _ = run(host=icmp_routed.target_addr, rate=50.0, count=5, ttl=1, grace_s=0.3)
+    assert s["received"] == 0 and s["lost"] == 5
+    assert s["errors"] == {"time exceeded": 5}
+    assert s["error_routers"]["time exceeded"] == {icmp_routed.router.peer_addr: 5}
+    s, _ = run(host=icmp_routed.target_addr, rate=50.0, count=5, ttl=2, grace_s=0.3)
+    assert s["received"] == 5 and s["errors"] == {}
