@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 PROBETOP = str(REPO / ".venv" / "bin" / "probetop")
 SOCKET = f"probetop-budget-{os.getpid()}"
 BUDGET = {"cpu_pct": 1.5, "bytes_per_s": 10_000, "rss_mb": 80.0}
-SETTLE_S = 3.0
+SETTLE_S = 3.0  # as tui-meter.sh; demo panes keep joining for ~10 s, see --settle
 
 
 def tmux(*args: str) -> str:
@@ -52,7 +52,7 @@ def rss_kb(pid: int) -> int:
 
 
 def measure(
-    name: str, command: list[str], seconds: float, cols: int, rows: int
+    name: str, command: list[str], seconds: float, cols: int, rows: int, settle: float = SETTLE_S
 ) -> dict[str, float]:
     out = Path(tempfile.mkdtemp(prefix="tui-budget-")) / f"{name}.bytes"
     tmux(
@@ -68,7 +68,7 @@ def measure(
     )
     try:
         tmux("pipe-pane", "-o", "-t", name, f"cat >> {shlex.quote(str(out))}")
-        time.sleep(SETTLE_S)
+        time.sleep(settle)
         pid = int(tmux("list-panes", "-t", name, "-F", "#{pane_pid}").strip())
         hz = os.sysconf("SC_CLK_TCK")
         t0, b0, w0 = cpu_ticks(pid), out.stat().st_size if out.exists() else 0, time.monotonic()
@@ -98,13 +98,16 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--size", default="120x40")
     parser.add_argument("--skip-demo", action="store_true")
+    parser.add_argument(
+        "--settle", type=float, default=SETTLE_S, help="seconds to wait before measuring"
+    )
     args = parser.parse_args()
     cols, rows = (int(x) for x in args.size.split("x"))
     runs = [("probetop", [PROBETOP])]
     if not args.skip_demo:
         runs.append(("demo", [PROBETOP, "demo"]))
     print(
-        f"terminal {cols}x{rows}, {args.seconds:g} s after a {SETTLE_S:g} s settle; "
+        f"terminal {cols}x{rows}, {args.seconds:g} s after a {args.settle:g} s settle; "
         f"budget: cpu <= {BUDGET['cpu_pct']}% of a core, <= {BUDGET['bytes_per_s']} B/s, "
         f"RSS <= {BUDGET['rss_mb']:g} MB"
     )
@@ -112,7 +115,7 @@ def main() -> int:
     failed = False
     for name, command in runs:
         try:
-            r = measure(name, command, args.seconds, cols, rows)
+            r = measure(name, command, args.seconds, cols, rows, args.settle)
         except (subprocess.CalledProcessError, FileNotFoundError, ProcessLookupError) as exc:
             print(f"{name:<12} could not be measured (did it exit early?): {exc}")
             failed = True

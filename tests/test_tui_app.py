@@ -272,3 +272,32 @@ async def test_replay_torn_line_warning_is_notified(tmp_path) -> None:  # type: 
         await pilot.pause()
         warnings = [n.message for n in app._notifications if n.severity == "warning"]
         assert any("torn" in w for w in warnings)
+
+
+async def test_stop_probe_keeps_its_pane() -> None:
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.5)
+        assert app.hub is not None and "system.net" in app.hub.running()
+        await app.stop_probe("system.net")
+        await pilot.pause(0.3)
+        assert "system.net" not in app.hub.running()
+        assert "system.net" in app.panes
+        assert "stopped" in str(app.panes["system.net"].border_subtitle)
+
+
+async def test_time_limit_stops_probes_not_the_ui() -> None:
+    app = live_app(duration_s=0.5)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(1.2)
+        assert app.hub is not None and app.hub.running() == []
+        assert "probes stopped" in app.status_bar.text
+        assert app.is_running
+
+
+async def test_focus_kind_goes_first_and_is_focused() -> None:
+    app = live_app(focus="system.net")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.5)
+        assert app.pane_box.children[0] is app.panes["system.net"]
+        assert app.focused is app.panes["system.net"]
