@@ -192,8 +192,9 @@ class _Stream(threading.Thread):
                         done = True
                         break
                 done = done or self.aborted
-                # The snapshot's own times: the GIL may have delayed us past the boundary.
-                t_snap = now_ns()
+                # The interval ends where the loop stopped counting, not where this
+                # thread got the GIL back (packets due meanwhile keep their deadlines).
+                t_snap = loop.returned_ns if loop.returned_ns > t_prev else now_ns()
                 snap = loop.interval.take()
                 errs = self._read_error_queue() if p.mode == "datagram" else []
                 p._deliver(self.index, k, (t_prev, t_snap), snap, loop.in_flight, errs, done)

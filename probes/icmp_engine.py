@@ -76,7 +76,10 @@ N_CONFIG = 13
 
 # -- persistent loop state (int64 array) ---------------------------------------
 S_HEAD, S_TAIL, S_NEXT_SEND, S_LAST_SEND, S_IN_FLIGHT, S_MAX_RX = range(6)
-N_STATE = 6
+# When the loop last returned: the edge of an interval's counts (the caller may
+# then wait for the GIL, while packets due keep their deadlines).
+S_RETURNED = 6
+N_STATE = 7
 
 # -- interval counters (int64 array, zeroed by the caller each interval) --------
 K_SENT, K_RECEIVED, K_DUPS, K_REORDERED, K_LOST, K_LATE, K_WRAPPED = range(7)
@@ -302,15 +305,18 @@ def run_slice(
     now = _now(ts)
     while True:
         if now >= deadline_ns:
+            st[S_RETURNED] = now
             return SLICE_DEADLINE
         # An opaque copy, so the compiler cannot hoist the read out of the loop.
         _memcpy(control_copy.ctypes.data, control.ctypes.data, 8)
         command = control_copy[0]
         if command == ABORT:
+            st[S_RETURNED] = now
             return SLICE_DEADLINE
         _sweep(now, cfg, st, slot_state, slot_sent, ctr)
         sending = command != DRAIN and (count <= 0 or st[S_HEAD] < count)
         if not sending and st[S_IN_FLIGHT] == 0:
+            st[S_RETURNED] = now
             return SLICE_DONE
         # -- send --------------------------------------------------------
         if sending:
@@ -524,6 +530,11 @@ class LoopState:
                 self.scratch,
             )
         )
+
+    @property
+    def returned_ns(self) -> int:
+        """Monotonic time of the loop's last return (0 before the first call)."""
+        return int(self.state[S_RETURNED])
 
     @property
     def in_flight(self) -> int:
