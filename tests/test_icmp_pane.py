@@ -60,3 +60,20 @@ async def test_idle_pane_says_why() -> None:
         pane = app.query_one(IcmpPane)
         pane.render_frame()
         assert pane.table.text == "idle: needs CAP_NET_RAW"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
+async def test_add_probe_action_starts_an_icmp_pane() -> None:
+    app = make_app(AppConfig(probes=[NetProbe(0.25)], interval_s=0.25))
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert app.add_probe_line("icmp --rate 100 --interval 0.25 ::1")
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            panes = list(app.query(IcmpPane))
+            if panes and panes[0].samples_seen:
+                break
+        await pilot.pause()
+        pane = app.query_one(IcmpPane)
+        assert pane.probe_id == "icmp:::1" and pane.samples_seen >= 1
+        assert not app.add_probe_line("icmp --size 70000 ::1")  # refused: notified, no pane
+        assert len(list(app.query(IcmpPane))) == 1
