@@ -83,3 +83,20 @@ def test_player_seek_back_rebuilds_from_start() -> None:
     assert len(again) == 6  # announce + t=1..5: everything from the start
     rebuild, _ = player.seek(-3.0)
     assert rebuild and player.position_s == 0.0
+
+
+def test_generic_pane_help_escapes_markup() -> None:
+    from probetop.tui.widgets.generic_pane import GenericPane
+    from probetop.tui.widgets.registry import pane_for
+    from rich.text import Text
+
+    info = {
+        "id": "x:1",
+        "kind": "no-such-kind",
+        "reference_command": "tool --flag [opt]",
+        "metrics": [{"name": "eps", "unit": "1/s", "description": "like [ 1s ] lines"}],
+    }
+    pane = pane_for(info)
+    assert isinstance(pane, GenericPane)
+    text = Text.from_markup(pane.help_text()).plain
+    assert "[ 1s ]" in text and "[opt]" in text

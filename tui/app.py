@@ -247,9 +247,10 @@ class ProbetopApp(App[int]):
                 for pid, pane in self.panes.items():
                     if pid == record.probe:
                         pane.add_sample(record)
-                    else:
-                        pane.observe(record)
-                    self._dirty.add(pid)
+                        self._dirty.add(pid)
+                    elif type(pane).observe is not ProbePane.observe:
+                        pane.observe(record)  # only panes that look at others' samples
+                        self._dirty.add(pid)
             elif isinstance(record, Status):
                 pane = self.panes.get(record.probe)
                 if pane is not None:

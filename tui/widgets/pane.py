@@ -29,6 +29,7 @@ from typing import Any
 
 from probetop.probes.sample import Sample, Status, split_key
 from probetop.tui.widgets.history import HistoryStore, MetricHistory, fmt_value
+from rich.markup import escape
 from textual.widget import Widget
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -159,11 +160,12 @@ class ProbePane(Widget, can_focus=True):
 
     def help_text(self) -> str:
         """What this pane's numbers mean, for the help screen."""
-        lines = [f"[b]{self.border_title}[/b]"]
+        # Rich markup: escape probe-provided text ("[ 1s ]" would be a tag).
+        lines = [f"[b]{escape(str(self.border_title))}[/b]"]
         ref = self.info.get("reference_command")
         if ref:
-            lines.append(f"  reference: {ref}")
+            lines.append(f"  reference: {escape(str(ref))}")
         for name, spec in self.specs.items():
             unit = f" ({spec.get('unit')})" if spec.get("unit") else ""
-            lines.append(f"  {name}{unit}: {spec.get('description', '')}")
+            lines.append(escape(f"  {name}{unit}: {spec.get('description', '')}"))
         return "\n".join(lines)
