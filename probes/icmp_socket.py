@@ -111,6 +111,30 @@ def interface_of(address: str) -> str | None:
     return None
 
 
+def route_interface(address: str) -> str | None:
+    """The interface the kernel routes ``address`` through (`ip route get`), if known.
+
+    More exact than matching the source address (a route may use another
+    interface's address as its source); None when iproute2 is missing.
+    """
+    import shutil
+    import subprocess
+
+    ip_tool = shutil.which("ip")
+    if ip_tool is None:
+        return None
+    try:
+        out = subprocess.run(
+            [ip_tool, "-o", "route", "get", address], capture_output=True, text=True, timeout=2
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    words = out.split()
+    if "dev" in words and words.index("dev") + 1 < len(words):
+        return words[words.index("dev") + 1]
+    return None
+
+
 def resolve_target(
     host: str,
     family: int | None = None,
@@ -174,7 +198,9 @@ def resolve_target(
             mtu = None
     finally:
         probe.close()
-    iface = "lo" if ip.is_loopback and interface_of(local) is None else interface_of(local)
+    iface = route_interface(address) or interface_of(local)
+    if iface is None and ip.is_loopback:
+        iface = "lo"
     if iface is not None:
         stats = psutil.net_if_stats().get(iface)
         if stats is not None and not stats.isup:

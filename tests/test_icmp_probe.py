@@ -73,7 +73,8 @@ def test_loss_from_random_drop_in_namespace(icmp_peer: Peer) -> None:  # noqa: F
         "add chain inet ptloss input { type filter hook input priority 0; }; "
         "add rule inet ptloss input icmp type echo-request numgen random mod 100 < 20 drop"
     )
-    s, _ = run(host=icmp_peer.peer_addr, rate=4000.0, count=4000, grace_s=0.3)
+    s, result = run(host=icmp_peer.peer_addr, rate=4000.0, count=4000, grace_s=0.3)
+    assert result.probes[0].params()["interface"] == icmp_peer.host_if  # the pane's NIC
     assert s["sent"] == 4000
     # 4000 Bernoulli(0.2) draws: sd 0.63 %; 20 +- 3 % is a 4.7-sigma band.
     assert s["loss_pct"] == pytest.approx(20.0, abs=3.0)
