@@ -18,7 +18,7 @@ from probetop.tui.screens.prompt import PromptScreen
 from probetop.tui.widgets.cpu_pane import CpuPane
 from probetop.tui.widgets.disk_pane import DiskPane
 from probetop.tui.widgets.net_pane import NetPane
-from tui_fixtures import live_app, replay_app, screen_text, session
+from tui_fixtures import has_samples, live_app, replay_app, screen_text, session, wait_for
 
 
 def _errors(app) -> list[str]:  # type: ignore[no-untyped-def]
@@ -29,7 +29,8 @@ async def test_live_panes_fill_and_route() -> None:
     app = live_app()
     threads_before = set(threading.enumerate())
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.8)
+        assert await wait_for(pilot, lambda: has_samples(app))
+        await pilot.pause(0.1)
         assert set(app.panes) == {"system.cpu", "system.disk", "system.net"}
         assert isinstance(app.panes["system.cpu"], CpuPane)
         assert isinstance(app.panes["system.disk"], DiskPane)
@@ -49,7 +50,7 @@ async def test_live_panes_fill_and_route() -> None:
 async def test_maximise_and_restore() -> None:
     app = live_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.7)
+        assert await wait_for(pilot, lambda: has_samples(app))
         app.panes["system.cpu"].focus()
         await pilot.press("m")
         await pilot.pause(0.5)
@@ -80,17 +81,17 @@ async def test_help_opens_with_pane_meanings() -> None:
 async def test_pause_display_freezes_panes_but_keeps_data() -> None:
     app = live_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.5)
+        assert await wait_for(pilot, lambda: has_samples(app, 1))
         await pilot.press("p")
         assert app.display_paused
         assert "DISPLAY PAUSED" in app.status_bar.text
         cpu = app.panes["system.cpu"]
         shown = list(cpu.busy_row.spark._values)
         seen = cpu.samples_seen
-        await pilot.pause(0.7)
-        assert cpu.samples_seen > seen  # data still arrives
+        assert await wait_for(pilot, lambda: cpu.samples_seen > seen)  # data still arrives
         assert cpu.busy_row.spark._values == shown  # but the screen is frozen
         await pilot.press("p")
+        await pilot.pause()
         await pilot.pause()
         assert not app.display_paused
         assert len(cpu.busy_row.spark._values) > len(shown)
@@ -210,9 +211,12 @@ async def test_too_small_terminal_shows_message() -> None:
 async def test_usable_at_80x24() -> None:
     app = live_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause(0.6)
-        text = screen_text(app)
-        assert "all cores" in text and "Quit" in text
+        for _ in range(30):  # a loaded CI machine may need a few frames
+            await pilot.pause(0.1)
+            text = screen_text(app)
+            if "all cores" in text and "Quit" in text:
+                break
+        assert "all cores" in text and "Quit" in text, text
 
 
 async def test_replay_speed_pause_and_status_line() -> None:

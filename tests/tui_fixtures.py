@@ -29,3 +29,19 @@ def screen_text(app: ProbetopApp) -> str:
     """What the terminal would show, as plain text."""
     strips = app.screen._compositor.render_strips()
     return "\n".join("".join(seg.text for seg in strip) for strip in strips)
+
+
+async def wait_for(pilot, condition, timeout: float = 5.0) -> bool:  # type: ignore[no-untyped-def]
+    """Let the app run until ``condition()`` holds (a loaded CI box is slow)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        await pilot.pause(0.05)
+    return bool(condition())
+
+
+def has_samples(app: ProbetopApp, n: int = 2) -> bool:
+    return len(app.panes) >= 3 and all(p.samples_seen >= n for p in app.panes.values())
