@@ -174,6 +174,19 @@ class HttpProbe:
         )
         self.worker_pid = proc.pid
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        try:
+            await self._sample_loop(proc, ticker, origin_ns, emit)
+        finally:
+            # Cancelled or failed: the worker never outlives the probe.
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            self.worker_pid = None
+
+    async def _sample_loop(
+        self, proc: asyncio.subprocess.Process, ticker: Ticker, origin_ns: int, emit: Emit
+    ) -> None:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         config = {
             "urls": self.urls,
             "request": self.request.to_dict(),
@@ -187,6 +200,7 @@ class HttpProbe:
         results: list[dict[str, Any]] = []
         reader = asyncio.create_task(self._read(proc.stdout, results))
         t0 = now_ns()
+        tick: asyncio.Task[int] | None = None
         try:
             while True:
                 tick = asyncio.create_task(ticker.tick())
@@ -208,13 +222,10 @@ class HttpProbe:
                 tail = err.splitlines()[-1] if err else f"exit code {code}"
                 raise ProbeError(f"the HTTP sampling worker failed: {tail}")
         finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-            if not reader.done():
-                reader.cancel()
-            await asyncio.gather(reader, return_exceptions=True)
-            self.worker_pid = None
+            pending = [t for t in (reader, tick) if t is not None and not t.done()]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
 
     async def _read(self, stream: asyncio.StreamReader, into: list[dict[str, Any]]) -> None:
         async for line in stream:
