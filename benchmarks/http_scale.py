@@ -3,7 +3,8 @@
 Four local servers (probetop's demo target, each in a process of its own on
 127.0.0.1) serve /delay?ms=20&u=I for 100 URLs, 25 each. In one run:
 
-1. alone: each URL sampled by itself (`HttpProbe([url])`, N requests);
+1. alone: each of --alone-urls URLs (default 20, spread over the 100)
+   sampled by itself (`HttpProbe([url])`, N requests, same interval);
 2. together: one probe samples all 100 URLs every interval (one worker
    process, one libcurl multi handle), N requests each.
 
@@ -79,7 +80,8 @@ async def main_async(args: argparse.Namespace) -> int:
         urls = [f"{bases[i % len(bases)]}/delay?ms={args.delay_ms}&u={i}" for i in range(args.urls)]
         t0 = time.monotonic()
         alone: dict[str, float | None] = {}
-        for url in urls:
+        step = max(1, len(urls) // max(1, args.alone_urls))
+        for url in urls[::step][: args.alone_urls]:
             alone.update(await sample([url], args.alone_interval, args.count))
         t_alone = time.monotonic() - t0
         t0 = time.monotonic()
@@ -92,7 +94,7 @@ async def main_async(args: argparse.Namespace) -> int:
             proc.communicate("", timeout=10)
     drifts = []
     missing = 0
-    for url in urls:
+    for url in alone:
         a, t = alone.get(url), together.get(url)
         if a is None or t is None:
             missing += 1
@@ -108,13 +110,16 @@ async def main_async(args: argparse.Namespace) -> int:
         if again.get(u) is not None and together.get(u) is not None
     ]
     med_alone = statistics.median(v for v in alone.values() if v is not None)
-    med_together = statistics.median(v for v in together.values() if v is not None)
+    med_together = statistics.median(
+        v for u, v in together.items() if v is not None and alone.get(u) is not None
+    )
     print(
         f"{args.urls} URLs on {args.servers} local servers (/delay?ms={args.delay_ms}), "
         f"{args.count} requests per URL; load average {os.getloadavg()[0]:.2f}"
     )
     print(
-        f"alone     (each URL by itself, every {args.alone_interval} s): median of medians "
+        f"alone     ({len(drifts)} URLs, each by itself, every {args.alone_interval} s): "
+        "median of medians "
         f"{med_alone:.3f} ms   ({t_alone:.0f} s)"
     )
     print(
@@ -141,7 +146,10 @@ def main() -> int:
     parser.add_argument("--servers", type=int, default=4)
     parser.add_argument("--count", type=int, default=10)
     parser.add_argument("--interval", type=float, default=1.0)
-    parser.add_argument("--alone-interval", type=float, default=0.1)
+    parser.add_argument("--alone-interval", type=float, default=1.0)
+    parser.add_argument(
+        "--alone-urls", type=int, default=20, help="URLs also sampled alone (spread over all)"
+    )
     parser.add_argument("--delay-ms", type=int, default=20)
     return asyncio.run(main_async(parser.parse_args()))
 

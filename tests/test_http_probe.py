@@ -144,7 +144,7 @@ def test_cli_count_prints_percentile_report(server):
 
 
 def test_cli_interval_alone_means_repeated_and_json_report(server):
-    out = run_cli("--interval", "0.05", "--time", "0.5", "--json", f"{server.url}/")
+    out = run_cli("--interval", "0.05", "--time", "2", "--json", f"{server.url}/")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     (summary,) = doc["probes"].values()
