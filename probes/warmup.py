@@ -599,7 +599,7 @@ class WarmupProbe:
             "bytes": self.bytes,
             "done_bytes": self.done_bytes,
             "total_bytes": self.total_bytes,
-            "seconds": round(seconds, 3),
+            "seconds": round(seconds, 6),
             "bw_bytes": round(self.bytes / seconds) if seconds > 0 else 0,
             "iops": self.ios / seconds if seconds > 0 else 0.0,
             "total_ios": self.ios,
