@@ -38,10 +38,24 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cpu_sched import set_autogroup_nice
+
 PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
 
 
-def headless(threads: int, max_prime: int, seconds: float, workdir: Path) -> dict[str, Any]:
+def pane_pid(session: str) -> int:
+    out = subprocess.run(
+        ["tmux", "list-panes", "-t", session, "-F", "#{pane_pid}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return int(out.split()[0])
+
+
+def headless(
+    threads: int, max_prime: int, seconds: float, workdir: Path, nice: int | None
+) -> dict[str, Any]:
     """The --json summary of a headless run, started in its own tmux session too:
     with sched_autogroup each session is scheduled as a group, so both modes
     must start the same way to compete equally with the rest of the machine."""
@@ -60,6 +74,7 @@ def headless(threads: int, max_prime: int, seconds: float, workdir: Path) -> dic
     subprocess.run(
         ["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40", shell], check=True
     )
+    set_autogroup_nice(pane_pid(session), nice)
     try:
         deadline = time.monotonic() + seconds + 60
         while time.monotonic() < deadline and not out.exists():
@@ -129,7 +144,7 @@ def ui_cores(before: dict[str, int], after: dict[str, int], workers: int, secs: 
 
 
 def dashboard(
-    threads: int, max_prime: int, seconds: float, workdir: Path
+    threads: int, max_prime: int, seconds: float, workdir: Path, nice: int | None
 ) -> tuple[dict[str, Any], float | None]:
     """(recorded summary, dashboard CPU in cores excluding the workers)."""
     record = workdir / f"dash-{threads}-{time.monotonic_ns()}.jsonl"
@@ -151,17 +166,12 @@ def dashboard(
     ui: float | None = None
     try:
         launched = time.monotonic()
-        pane_pid = subprocess.run(
-            ["tmux", "list-panes", "-t", session, "-F", "#{pane_pid}"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()[0]
-        pid = int(pane_pid)
+        pid = pane_pid(session)
+        set_autogroup_nice(pid, nice)
         # Steady state: after start-up and JIT (~1-2 s), before the run ends.
         time.sleep(3.0)
         t0, before = time.monotonic(), task_ticks(pid)
-        time.sleep(max(1.0, seconds - 2.5))
+        time.sleep(max(1.0, seconds - 4.0))  # ends well before the run does
         ui = ui_cores(before, task_ticks(pid), threads, time.monotonic() - t0)
         deadline = launched + seconds + 30
         summary = None
@@ -185,6 +195,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="ABBA pairs per thread count")
     parser.add_argument("--threads", type=int, nargs="*", help="thread counts (default 1 nproc)")
     parser.add_argument("--max-prime", type=int, default=10000)
+    parser.add_argument(
+        "--nice",
+        type=int,
+        default=None,
+        help="give both modes' sessions this autogroup nice (e.g. -10; root): "
+        "steadier wall figures on a shared machine (see cpu_sched.py)",
+    )
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         print("tmux is not installed: apt-get install tmux", file=sys.stderr)
@@ -193,6 +210,7 @@ def main() -> int:
     counts = args.threads or sorted({1, nproc})
     print(f"# {nproc} CPUs, load average {os.getloadavg()[0]:.2f}; {args.rounds} ABBA pairs of")
     print(f"# {args.time:g} s runs, max-prime {args.max_prime}, dashboard at 120x40 in tmux")
+    print(f"# scheduling: autogroup nice {args.nice if args.nice is not None else 0} for both")
     print(
         f"{'threads':>7} {'headless eps':>13} {'dashboard eps':>14} {'ratio':>7} "
         f"{'UI CPU':>8} {'bound':>7} {'CPU share h/d':>13} {'per-CPU':>8} {'steady':>7}"
@@ -208,9 +226,13 @@ def main() -> int:
                 got: dict[str, dict[str, Any]] = {}
                 for who in order:
                     if who == "h":
-                        got["h"] = headless(threads, args.max_prime, args.time, Path(tmp))
+                        got["h"] = headless(
+                            threads, args.max_prime, args.time, Path(tmp), args.nice
+                        )
                     else:
-                        got["d"], ui = dashboard(threads, args.max_prime, args.time, Path(tmp))
+                        got["d"], ui = dashboard(
+                            threads, args.max_prime, args.time, Path(tmp), args.nice
+                        )
                         if ui is not None:
                             uis.append(ui)
                 h_eps = float(got["h"]["events_per_second"])

@@ -28,6 +28,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cpu_sched import autogroup_line, claim_session, own_session_with_nice
+
 HERE = Path(__file__).resolve().parent
 PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
 
@@ -76,7 +78,16 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="pairs per configuration")
     parser.add_argument("--threads", type=int, nargs="*", help="thread counts (default 1 nproc)")
     parser.add_argument("--max-prime", type=int, nargs="*", default=[10000, 64000])
+    parser.add_argument(
+        "--nice",
+        type=int,
+        default=None,
+        help="run both tools in a session of this autogroup nice (e.g. -10; root): "
+        "steadier wall figures on a shared machine (see cpu_sched.py)",
+    )
     args = parser.parse_args()
+    claim_session()
+    own_session_with_nice(args.nice)
     if shutil.which("sysbench") is None:
         print("sysbench is not installed: apt-get install sysbench", file=sys.stderr)
         return 2
@@ -84,6 +95,7 @@ def main() -> int:
     thread_counts = args.threads or sorted({1, nproc})
     load = os.getloadavg()[0]
     print(f"# {nproc} CPUs, load average {load:.2f} before start; {args.rounds} ABBA pairs")
+    print(f"# scheduling: {autogroup_line()}")
     print(f"# of {args.time:g} s runs per configuration")
     if load > 0.5:
         print("# WARNING: the machine is busy; wall figures will be noisy, see the CPU ratio")
