@@ -34,9 +34,14 @@ def _latency_line(label: str, value: float | None) -> str:
 
 
 def interval_line(row: Mapping[str, Any], percentile: float) -> str:
-    """sysbench's per-interval line: ``[ 1s ] thds: 2 eps: 5743.19 lat (ms,95%): 0.35``."""
+    """sysbench's per-interval line: ``[ 1s ] thds: 2 eps: 5743.19 lat (ms,95%): 0.35``.
+
+    Whole seconds as sysbench prints them; one decimal for sub-second intervals.
+    """
+    t = float(row["t"])
+    when = f"{t:.0f}" if abs(t - round(t)) < 0.05 else f"{t:.1f}"
     return (
-        f"[ {row['t']:.0f}s ] thds: {row['threads']} eps: {row['eps']:4.2f} "
+        f"[ {when}s ] thds: {row['threads']} eps: {row['eps']:4.2f} "
         f"lat (ms,{percentile:g}%): {(row.get('lat_pct_ms') or 0.0):4.2f}"
     )
 
@@ -101,6 +106,7 @@ def format_report(
 ) -> str:
     """The headless text report. See the module docstring."""
     pct = float(summary.get("percentile", 95))
+    sweep = summary.get("sweep")
     lines: list[str] = []
     label = summary.get("label")
     if label:
@@ -109,17 +115,27 @@ def format_report(
         f"probetop cpu: sysbench 1.0.20 cpu, engine {summary.get('engine')}",
         "",
         "Running the test with following options:",
-        f"Number of threads: {summary.get('threads')}",
+        "Number of threads: "
+        + (
+            f"1..{summary.get('threads')} (sweep: one run per thread count)"
+            if sweep
+            else f"{summary.get('threads')}"
+        ),
         f"Prime numbers limit: {summary.get('max_prime')}",
         "",
         "Threads started!",
         "",
     ]
     if show_intervals:
+        phase = None
         for row in summary.get("intervals", []):
+            if sweep and row.get("phase") != phase:
+                phase = row.get("phase")
+                lines.append(f"-- {row['threads']} threads:")
             if row.get("full"):
                 lines.append(interval_line(row, pct))
-    sweep = summary.get("sweep")
+        if sweep:
+            lines.append("")
     if sweep:
         lines += sweep_table(sweep, pct)
         lines.append("")
@@ -156,7 +172,7 @@ _PATTERNS = {
     "lat_sum": rf"^\s+sum:\s+{_NUM}$",
     "fair_events": rf"events \(avg/stddev\):\s+{_NUM}/{_NUM}",
     "fair_time": rf"execution time \(avg/stddev\):\s+{_NUM}/{_NUM}",
-    "threads": r"Number of threads:\s+(\d+)",
+    "threads": r"Number of threads:\s+(\d+)\s*$",
     "max_prime": r"Prime numbers limit:\s+(\d+)",
 }
 _INTERVAL = re.compile(

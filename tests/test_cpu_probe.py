@@ -140,6 +140,16 @@ async def test_sweep_runs_each_thread_count_and_reports_efficiency() -> None:
     phases = {smp.extra.get("phase") for smp in result.samples["cpu"]}
     assert phases == {0, 1, 2}
     assert s["threads"] == 3  # top-level figures are the last run's
+    from probetop.probes.cpu_report import format_report, parse_report
+
+    text = format_report(s, show_intervals=True)
+    assert "Number of threads: 1..3 (sweep" in text
+    assert "Thread sweep" in text and "-- 2 threads:" in text
+    table = text[text.index("Thread sweep") :].splitlines()[2:5]
+    assert [int(line.split()[0]) for line in table] == [1, 2, 3]
+    parsed = parse_report(text)
+    assert parsed["total_events"] == s["total_events"]  # the last run's block
+    assert "threads" not in parsed  # a sweep has no single thread count
 
 
 async def test_record_and_replay_a_cpu_session(tmp_path: Path) -> None:
