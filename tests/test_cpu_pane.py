@@ -53,3 +53,31 @@ async def test_pane_shows_rates_fairness_cores_and_sweep() -> None:
         assert "one event" in pane.explain_block.text
         await pilot.press("e")
         assert pane.explain_block.text == ""
+
+
+async def test_pane_replays_a_recorded_cpu_session(tmp_path) -> None:
+    from probetop.probes.replay import load_session
+    from probetop.tui.runner import run_headless
+
+    path = tmp_path / "cpu.jsonl"
+    probes = [
+        CpuLoadProbe(0.25),
+        CpuProbe(threads=2, time_s=1.0, max_prime=3000, interval_s=0.25),
+    ]
+    await run_headless(probes, record=path, command=["probetop", "cpu"])
+    app = make_app(AppConfig(session=load_session(path)))
+    async with app.run_test(size=(120, 50)) as pilot:
+        pane = None
+        for _ in range(80):  # the replay plays in real time: ~1.2 s
+            await asyncio.sleep(0.05)
+            panes = list(app.query(CpuBenchPane))
+            if panes and panes[0].final is not None:
+                pane = panes[0]
+                break
+        assert pane is not None, "the replay never delivered the final sample"
+        await pilot.pause()
+        pane.render_frame()
+        assert "finished:" in pane.headline.text
+        assert "(2 threads)" in pane.headline.text
+        assert "t1" in pane.columns.text and "cpu0" in pane.columns.text
+        assert pane.series("eps")
