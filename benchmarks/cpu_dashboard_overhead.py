@@ -38,9 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cpu_sched import set_autogroup_nice
-
-PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+from cpu_sched import PROBETOP, probetop_cpu_json, set_autogroup_nice
 
 
 def pane_pid(session: str) -> int:
@@ -60,14 +58,7 @@ def headless(
     with sched_autogroup each session is scheduled as a group, so both modes
     must start the same way to compete equally with the rest of the machine."""
     out = workdir / f"headless-{threads}-{time.monotonic_ns()}.json"
-    cmd = [
-        *PROBETOP,
-        "cpu",
-        "--json",
-        f"--threads={threads}",
-        f"--time={seconds:g}",
-        f"--max-prime={max_prime}",
-    ]
+    cmd = probetop_cpu_json(threads, max_prime, seconds)
     session = f"probetop-cpu-bench-h-{os.getpid()}"
     final, tmp = shlex.quote(str(out)), shlex.quote(f"{out}.tmp")
     shell = f"{shlex.join(cmd)} > {tmp} && mv {tmp} {final}"

@@ -1,4 +1,5 @@
-"""Scheduling help for the CPU benchmarks on a machine others are using.
+"""Shared by the CPU benchmarks: the probetop command line, and scheduling
+help on a machine others are using.
 
 With ``kernel.sched_autogroup_enabled=1`` Linux shares CPU between sessions
 (autogroups) first and between processes second, so a benchmark competes
@@ -15,6 +16,19 @@ import os
 import sys
 
 _MARK = "PROBETOP_CPU_BENCH_SESSION"
+PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+
+
+def probetop_cpu_json(threads: int, max_prime: int, seconds: float) -> list[str]:
+    """``probetop cpu --json`` for one run, as the benchmarks start it."""
+    return [
+        *PROBETOP,
+        "cpu",
+        "--json",
+        f"--threads={threads}",
+        f"--time={seconds:g}",
+        f"--max-prime={max_prime}",
+    ]
 
 
 def own_session_with_nice(nice: int | None) -> None:

@@ -26,12 +26,8 @@ import shutil
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 
-from cpu_sched import autogroup_line, claim_session, own_session_with_nice
-
-HERE = Path(__file__).resolve().parent
-PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+from cpu_sched import autogroup_line, claim_session, own_session_with_nice, probetop_cpu_json
 
 
 def run_sysbench_rusage(threads: int, max_prime: int, seconds: float) -> tuple[float, float]:
@@ -57,14 +53,7 @@ def run_sysbench_rusage(threads: int, max_prime: int, seconds: float) -> tuple[f
 
 def run_probetop(threads: int, max_prime: int, seconds: float) -> tuple[float, float, str]:
     """(events/s, events per worker CPU-second, engine) of one probetop run."""
-    cmd = [
-        *PROBETOP,
-        "cpu",
-        "--json",
-        f"--threads={threads}",
-        f"--time={seconds:g}",
-        f"--max-prime={max_prime}",
-    ]
+    cmd = probetop_cpu_json(threads, max_prime, seconds)
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     doc = json.loads(out)
     cpu = sum(t["cpu_time_s"] or 0.0 for t in doc["per_thread"])
