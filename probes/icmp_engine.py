@@ -84,7 +84,8 @@ N_STATE = 7
 # -- interval counters (int64 array, zeroed by the caller each interval) --------
 K_SENT, K_RECEIVED, K_DUPS, K_REORDERED, K_LOST, K_LATE, K_WRAPPED = range(7)
 K_SEND_ERRS, K_RECV_ERRS, K_ICMP_ERRS, K_STRAY, K_RTT_MIN, K_RTT_MAX = range(7, 13)
-N_COUNTERS = 13
+K_MISSED = 13  # paced sends skipped after a stall longer than MAX_BACKLOG_NS
+N_COUNTERS = 14
 COUNTER_NAMES = (
     "sent",
     "received",
@@ -99,6 +100,7 @@ COUNTER_NAMES = (
     "stray",
     "rtt_min_ns",
     "rtt_max_ns",
+    "missed",
 )
 # float64 sums: RTT sum and sum of squares (ns, ns^2) for mean and ping's mdev.
 R_SUM, R_SUMSQ = 0, 1
@@ -367,6 +369,7 @@ def run_slice(
                     # stall (preemption) the loop catches up at full speed; after a
                     # stall longer than MAX_BACKLOG_NS it resumes from now instead.
                     if t_send - nxt > MAX_BACKLOG_NS:
+                        ctr[K_MISSED] += (t_send - nxt) // period
                         nxt = t_send
                     st[S_NEXT_SEND] = nxt
                 now = _now(ts)

@@ -179,6 +179,7 @@ class IntervalTotals:
             "late": float(c["late"]),
             "icmp_errors": float(c["icmp_errors"]),
             "send_errors": float(c["send_errors"] + c["recv_errors"]),
+            "missed": float(c["missed"]),
             "in_flight": float(self.in_flight),
             **{f"rtt_{k}_us": v for k, v in rtt.items()},
         }

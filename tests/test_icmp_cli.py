@@ -184,3 +184,22 @@ def test_broadcast_needs_the_flag(icmp_peer: Peer) -> None:  # noqa: F811
     doc = json.loads(r.stdout)
     assert doc["received"] == 5
     assert doc["reference_command"].endswith(f"-b {broadcast}")
+
+
+@needs_root
+def test_a_stalled_paced_sender_reports_what_it_missed() -> None:
+    proc = subprocess.Popen(
+        [*PROBETOP, "icmp", "--rate", "1000", "--time", "3.5", "--json", "127.0.0.1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(2.0)  # past start-up, into the paced run
+    proc.send_signal(signal.SIGSTOP)
+    time.sleep(0.4)  # longer than the 100 ms the sender may catch up
+    proc.send_signal(signal.SIGCONT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    doc = json.loads(out)
+    assert 250 <= doc["pacing_missed"] <= 450, doc["pacing_missed"]
+    assert doc["lost"] == 0 and doc["received"] == doc["sent"]
