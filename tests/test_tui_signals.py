@@ -32,6 +32,9 @@ def _run_in_pty(args: list[str]) -> tuple[subprocess.Popen[bytes], int, bytearra
         env=env,
         start_new_session=True,
         close_fds=True,
+        # Make the pty the controlling terminal, as sshd does, so closing the
+        # master delivers a real hangup (SIGHUP) to the dashboard.
+        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
     )
     os.close(slave)
     output = bytearray()
@@ -110,3 +113,26 @@ def test_no_color_runs_without_hues() -> None:
         232 <= int(c) <= 255 or int(c) in (0, 7, 8, 15, 16, 231) for c in colours
     )
     assert not re.search(r"\x1b\[[0-9;]*?(?:38|48);2;", text)  # no truecolor
+
+
+def test_terminal_hangup_closes_recording_and_exits(tmp_path: Path) -> None:
+    """An SSH drop: the pty master closes, the kernel sends SIGHUP; the
+    dashboard must write the footer and exit although it cannot restore a
+    terminal that no longer exists."""
+    path = tmp_path / "rec.jsonl"
+    proc, master, _output = _run_in_pty(["--record", str(path), "--interval", "0.2"])
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if path.exists() and path.read_text().count('"type":"sample"') >= 3:
+                break
+            time.sleep(0.1)
+        os.close(master)
+        rc = proc.wait(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert rc == 0
+    session = load_session(path)
+    assert session.footer is not None and session.footer["reason"] == "interrupted (SIGHUP)"

@@ -22,8 +22,11 @@ import asyncio
 import contextlib
 import io
 import math
+import os
+import select
 import shlex
 import signal
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -54,6 +57,7 @@ CSS_FILE = Path(__file__).resolve().parent.parent / "themes" / "probetop.tcss"
 MIN_WIDTH, MIN_HEIGHT = 60, 16
 REPLAY_FRAME_S = 0.25
 SEEK_STEP_S = 10.0
+HANGUP_EXIT_S = 3.0  # after a SIGHUP, exit this long after the recording is closed
 
 
 def frame_seconds(interval_s: float) -> float:
@@ -69,6 +73,35 @@ def fmt_clock(seconds: float) -> str:
     h, rest = divmod(seconds, 3600)
     m, s = divmod(rest, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+def terminal_hung_up(fd: int = 1) -> bool:
+    """True when the terminal on ``fd`` is gone (POLLHUP/POLLERR), as after an
+    SSH drop; False for a ``kill -HUP`` while the terminal still exists."""
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        events = poller.poll(0)
+    except (OSError, ValueError):
+        return False
+    return any(mask & (select.POLLHUP | select.POLLERR) for _fd, mask in events)
+
+
+def detach_from_dead_terminal() -> None:
+    """After a hangup (SSH dropped) point stdout/stderr at /dev/null.
+
+    Textual restores the terminal on exit by writing to it; to a hung-up pty
+    that write blocks forever, so the process would never exit. The terminal
+    is gone anyway: let those writes succeed into nothing.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 class ParseFailed(Exception):
@@ -219,6 +252,8 @@ class ProbetopApp(App[int]):
                 loop.add_signal_handler(sig, self._on_signal, sig.name)
 
     def _on_signal(self, signame: str) -> None:
+        if signame == "SIGHUP" and terminal_hung_up():
+            detach_from_dead_terminal()
         self.run_worker(self.shutdown(f"interrupted ({signame})"), exclusive=False)
 
     def _live_frame(self) -> None:
@@ -543,6 +578,12 @@ class ProbetopApp(App[int]):
             return
         self._shutting_down = True
         await self._stop_everything(reason)
+        if "SIGHUP" in reason:
+            # Data is safe now (probes joined, footer written). Textual's own
+            # exit can block writing to a hung-up terminal; never hang around.
+            watchdog = threading.Timer(HANGUP_EXIT_S, os._exit, args=(0,))
+            watchdog.daemon = True
+            watchdog.start()
         failed = bool(self.hub and self.hub.errors)
         self.exit(1 if failed else 0, return_code=1 if failed else 0)
 
