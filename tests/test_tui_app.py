@@ -233,7 +233,7 @@ async def test_replay_speed_pause_and_status_line() -> None:
         await pilot.press("space")
         await pilot.pause(0.6)
         assert app.player.at_end
-        assert "00:24 / 00:24" in app.status_bar.text
+        assert "ended" in app.status_bar.text and "00:24 / 00:24" in app.status_bar.text
         assert app.panes["system.cpu"].samples_seen == len(session().samples("system.cpu"))
 
 

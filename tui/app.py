@@ -511,7 +511,9 @@ class ProbetopApp(App[int]):
     def _update_status(self) -> None:
         parts = ["probetop"]
         if self.player is not None and self.config.session is not None:
-            state = "paused" if self.player.paused else "playing"
+            state = (
+                "paused" if self.player.paused else "ended" if self.player.at_end else "playing"
+            )
             parts.append(f"replay {self.config.session.path.name}")
             parts.append(
                 f"{state} {speed_label(self.player.speed)}  "
