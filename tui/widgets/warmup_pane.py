@@ -151,7 +151,7 @@ class ConfirmDestroyApp(App[bool]):
             yield Static(found, markup=False)
             yield Static(f"Type {self.target} and press Enter to go on; Escape cancels.",
                          markup=False)  # fmt: skip
-            yield Input(placeholder=self.target, id="confirm")
+            yield Input(placeholder="type the name here", id="confirm")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.exit(event.value.strip() == self.target)
