@@ -5,7 +5,9 @@ Contract:
   ``best_engine()`` returns the native engine, else the Python one (whose
   figures are labelled "not comparable with sysbench" by every output).
 - ``engine.prime_event(max_prime)`` runs one event and returns its prime count
-  (the count proves the work was done; sysbench discards it).
+  (the count proves the work was done; sysbench discards it). Inside
+  ``run_events`` the event also polls the stop flag every 4096 values of c
+  and, when set, ends early without being counted.
 - ``engine.run_events(...)`` runs events back to back in the calling thread until
   the stop flag, the deadline or the shared event budget says stop, timing each
   event with CLOCK_MONOTONIC and updating that thread's counters and
@@ -110,7 +112,7 @@ def bucket_of(latency_ms: float) -> int:
 # and bookkeeping sysbench does around every event.
 # --------------------------------------------------------------------------
 _EVENT_IR_TEMPLATE = """
-define i64 @prime_event(i64 %max_prime) nounwind {
+define i64 @prime_event(i64 %max_prime, ptr %stop) nounwind {
 entry:
   br label %outer
 
@@ -121,6 +123,22 @@ outer:
   br i1 %more, label %body, label %done
 
 body:
+  ; Every 4096 values of c, look at the stop flag, so Ctrl-C ends even a
+  ; --max-prime 1e9 event at once (sysbench waits for it). One and + branch
+  ; per c against ~10 divides per c: not measurable (docs/cpu.md).
+  %low = and i64 %c, 4095
+  %poll.now = icmp eq i64 %low, 0
+  br i1 %poll.now, label %poll, label %compute
+
+poll:
+  %flag = load atomic i32, ptr %stop monotonic, align 4
+  %stopped = icmp ne i32 %flag, 0
+  br i1 %stopped, label %aborted, label %compute
+
+aborted:
+  ret i64 -1
+
+compute:
   ; t = sqrt((double)c): c is unsigned long long in sysbench
   %cf = uitofp i64 %c to double
   %t = call double @llvm.sqrt.f64(double %cf)
@@ -238,8 +256,13 @@ take_ticket:
   br i1 %spent, label %by_budget, label %work
 
 work:
-  %n = call i64 @prime_event(i64 %max_prime)
+  %n = call i64 @prime_event(i64 %max_prime, ptr %stop)
   %t1 = call i64 @now_ns()
+  ; an event cut short by the stop flag is not an event: do not count it
+  %cut = icmp slt i64 %n, 0
+  br i1 %cut, label %by_flag, label %account
+
+account:
   %lat = sub i64 %t1, %t0
 
   %ev = load atomic i64, ptr %p.events monotonic, align 8
@@ -302,7 +325,7 @@ _RUN_EVENTS_TYPE = ctypes.CFUNCTYPE(
     ctypes.c_double,
     ctypes.c_int64,
 )
-_EVENT_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)
+_EVENT_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
 
 # x86 features that change the division. "idivq-to-divl" lets LLVM replace a
 # 64-bit div by a 32-bit one when both operands fit in 32 bits (they always do
@@ -364,6 +387,7 @@ class NativeEngine:
         self.engine = llvm.create_mcjit_compiler(module, tm)
         self.engine.finalize_object()
         self._event = _EVENT_TYPE(self.engine.get_function_address("prime_event"))
+        self._never_stop = ctypes.c_int32(0)
         self._run = _RUN_EVENTS_TYPE(self.engine.get_function_address("run_events"))
 
     def _overridden(self) -> set[str]:
@@ -374,7 +398,7 @@ class NativeEngine:
         return str(self.target_machine.emit_assembly(self.module))
 
     def prime_event(self, max_prime: int) -> int:
-        return int(self._event(max_prime))
+        return int(self._event(max_prime, ctypes.addressof(self._never_stop)))
 
     def run_events(self, job: ThreadJob) -> int:
         s = job.shared
@@ -400,9 +424,11 @@ class PythonEngine:
     name = "python"
     comparable = False
 
-    def prime_event(self, max_prime: int) -> int:
+    def prime_event(self, max_prime: int, stop: Any = None) -> int:
         n = 0
         for c in range(3, max_prime):
+            if stop is not None and c & 4095 == 0 and stop.value:
+                return -1  # cut short, as the native event
             t = math.sqrt(c)
             lim = 2
             while lim <= t:
@@ -429,7 +455,9 @@ class PythonEngine:
                     s.ticket.value = old + 1
                 if old >= s.max_events:
                     return STOPPED_EVENTS
-            n = self.prime_event(s.max_prime)
+            n = self.prime_event(s.max_prime, s.stop)
+            if n < 0:
+                return STOPPED_FLAG
             lat = time.monotonic_ns() - t0
             stats[STAT_LAT_SUM] += lat
             stats[STAT_LAT_MIN] = min(stats[STAT_LAT_MIN], lat)

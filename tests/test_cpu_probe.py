@@ -125,6 +125,21 @@ async def test_cancellation_stops_and_joins_every_worker() -> None:
     assert s["total_time"] < 5
 
 
+async def test_cancel_ends_a_huge_event_at_once_and_does_not_count_it() -> None:
+    """--max-prime 2e9: one event would take hours; stopping must not wait for it."""
+    probe = CpuProbe(threads=2, time_s=60, max_prime=2_000_000_000, interval_s=0.2)
+    probe.prepare()
+    task = asyncio.get_running_loop().create_task(probe.run(lambda record: None))
+    await asyncio.sleep(0.5)
+    started = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.monotonic() - started < 2.0
+    assert cpu_threads() == []
+    assert probe.summary()["total_events"] == 0
+
+
 async def test_sweep_runs_each_thread_count_and_reports_efficiency() -> None:
     probe = CpuProbe(time_s=0.4, max_prime=3000, sweep=True, sweep_counts=[1, 2, 3])
     result = await run_headless([probe])
