@@ -140,3 +140,18 @@ def test_probe_counts_agree_with_the_kernel_on_a_loop_device():
     assert sum(r["read_iops"] * 0.25 for r in probe.intervals) == pytest.approx(
         ours["total_ios"], rel=0.1
     )
+
+
+def test_ramp_intervals_are_shown_but_not_counted(tmp_path):
+    target = tmp_path / "r.img"
+    probe = IopsProbe(str(target), size=4 << 20, ramp_s=0.5, time_s=0.5, interval_s=0.25)
+    probe.prepare()
+    asyncio.run(probe.run(lambda r: None))
+    summary = probe.summary()
+    ramp = [r for r in probe.intervals if r["ramp"]]
+    measured = [r for r in probe.intervals if not r["ramp"]]
+    assert len(ramp) == 2 and len(measured) == 2
+    assert 400 <= summary["runtime_ms"] <= 650
+    counted = summary["read"]["total_ios"]
+    assert counted == pytest.approx(sum(r["read_iops"] * 0.25 for r in measured), rel=0.15)
+    assert "--ramp_time=0.5" in summary["fio_command"]
