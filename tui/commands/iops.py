@@ -27,7 +27,8 @@ examples:
 FOCUS = "iops"
 
 
-def _size(text: str) -> int:
+def size_arg(text: str) -> int:
+    """argparse type: a fio-style size ("4k", "1M")."""
     from probetop.probes.iops_target import parse_size
 
     try:
@@ -36,7 +37,8 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _positive_int(text: str) -> int:
+def positive_int_arg(text: str) -> int:
+    """argparse type: a whole number >= 1."""
     try:
         value = int(text)
     except ValueError:
@@ -58,20 +60,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rwmixread", type=int, default=50, metavar="PCT", help="reads in %% for randrw/rw"
     )
     parser.add_argument(
-        "--bs", type=_size, default=4096, metavar="SIZE", help="block size: 1, 512, 4k, 1M..."
+        "--bs", type=size_arg, default=4096, metavar="SIZE", help="block size: 1, 512, 4k, 1M..."
     )
-    parser.add_argument("--jobs", type=_positive_int, default=1, metavar="N", help="parallel jobs")
+    parser.add_argument(
+        "--jobs", type=positive_int_arg, default=1, metavar="N", help="parallel jobs"
+    )
     parser.add_argument(
         "--iodepth",
-        type=_positive_int,
+        type=positive_int_arg,
         default=1,
         metavar="N",
         help="I/Os in flight per job (1 = psync, more = kernel AIO like fio's libaio)",
     )
     parser.add_argument(
-        "--size", type=_size, default=None, metavar="SIZE", help="area to use (file: create it)"
+        "--size", type=size_arg, default=None, metavar="SIZE", help="area to use (file: create it)"
     )
-    parser.add_argument("--offset", type=_size, default=0, metavar="OFF", help="start of the area")
+    parser.add_argument(
+        "--offset", type=size_arg, default=0, metavar="OFF", help="start of the area"
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--direct", dest="direct", action="store_true", default=None, help="force O_DIRECT"

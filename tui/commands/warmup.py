@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from probetop.probes.base import Probe, ProbeError, UsageProbeError
+from probetop.tui.commands.iops import positive_int_arg, size_arg
 
 NAME = "warmup"
 HELP = "warm up (initialize) a volume: a full, resumable, observable read or write pass"
@@ -34,15 +35,6 @@ examples:
 FOCUS = "warmup"
 
 
-def _size(text: str) -> int:
-    from probetop.probes.iops_target import parse_size
-
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def _range(text: str) -> tuple[int | None, int | None]:
     from probetop.probes.iops_target import parse_range
 
@@ -50,16 +42,6 @@ def _range(text: str) -> tuple[int | None, int | None]:
         return parse_range(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,11 +58,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "seconds, the fresh-SSD curve (destroys data)",
     )
     parser.add_argument(
-        "--bs", type=_size, default=None, metavar="SIZE", help="block size (1M; 4k for randwrite)"
+        "--bs",
+        type=size_arg,
+        default=None,
+        metavar="SIZE",
+        help="block size (1M; 4k for randwrite)",
     )
-    parser.add_argument("--jobs", type=_positive_int, default=1, metavar="N", help="parallel jobs")
     parser.add_argument(
-        "--iodepth", type=_positive_int, default=32, metavar="N", help="I/Os in flight per job"
+        "--jobs", type=positive_int_arg, default=1, metavar="N", help="parallel jobs"
+    )
+    parser.add_argument(
+        "--iodepth", type=positive_int_arg, default=32, metavar="N", help="I/Os in flight per job"
     )
     parser.add_argument(
         "--range", type=_range, default=(None, None), metavar="START-END", help="bytes to cover"
