@@ -305,3 +305,42 @@ async def test_focus_kind_goes_first_and_is_focused() -> None:
         await pilot.pause(0.5)
         assert app.pane_box.children[0] is app.panes["system.net"]
         assert app.focused is app.panes["system.net"]
+
+
+async def test_generic_pane_groups_entities_and_draws_sparklines() -> None:
+    from probetop.probes.sample import Announce, Sample, Status
+    from probetop.tui.app import make_app
+    from probetop.tui.config import AppConfig
+    from probetop.tui.widgets.generic_pane import GenericPane
+
+    info = {
+        "id": "fake:1",
+        "kind": "fake-kind-without-pane",
+        "params": {},
+        "reference_command": "fake --flag",
+        "metrics": [
+            {"name": "ops", "unit": "op/s", "description": "ops", "primary": True},
+            {"name": "lat_ms", "unit": "ms", "description": "latency", "primary": False},
+        ],
+    }
+    app = make_app(AppConfig(probes=[]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        records: list = [Announce("fake:1", 0, info)]
+        for i in range(1, 6):
+            values = {"ops": float(i), "ops@vda": 10.0 * i, "lat_ms@vda": 0.5, "lat_ms@sdb": 2.0}
+            records.append(Sample("fake:1", i * 10**9, 1.0, values))
+        records.append(Status("fake:1", 6 * 10**9, "error", "target went away"))
+        app.route(records)
+        await pilot.pause()
+        await pilot.pause()
+        pane = app.panes["fake:1"]
+        assert isinstance(pane, GenericPane)
+        lines = pane.table.lines
+        assert lines[0].split()[:6] == ["metric", "latest", "min", "max", "mean", "p99*"]
+        assert lines[1].split()[:5] == ["ops", "5.00", "1.00", "5.00", "3.00"]
+        assert "vda:" in lines and "sdb:" in lines
+        assert lines[lines.index("vda:") + 1].split()[0] == "ops"
+        assert set(pane.rows) == {"ops", "ops@vda"}  # sparklines for primary keys only
+        assert pane.rows["ops@vda"].spark._values[-1] == 50.0
+        assert "error: target went away" in str(pane.border_subtitle)
+        assert pane.has_class("-error")

@@ -53,9 +53,7 @@ class GenericPane(ProbePane):
         self.table = TextBlock(["waiting for the first sample..."], header_rows=1)
 
     def compose(self) -> ComposeResult:
-        with self.spark_box:
-            pass
-        yield self.spark_box
+        yield self.spark_box  # SparkRows are mounted as primary keys appear
         yield self.table
 
     def on_mount(self) -> None:
