@@ -2,8 +2,8 @@
 
 A local server (probetop's demo target, 127.0.0.1) answers /delay?ms=20 after
 a fixed 20 ms. probetop samples it repeatedly (fresh connection each time, as
-each curl run has), while this script runs curl at the same cadence, offset
-by half an interval so the two never hit the server at the same instant.
+each curl run has), while this script runs curl at the same cadence, at a
+random phase in each interval (probetop's worker jitters its phase too).
 
 Modes (both by default):
 - headless: `probetop http --count N --interval S --json URL`;
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -33,11 +34,36 @@ from pathlib import Path
 PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
 
 
+WARM_CURL = False  # set by --warm-curl
+
+
 def curl_ttfbs(url: str, rounds: int, interval: float, start_at: float) -> list[float]:
-    """curl's time_starttransfer (ms) for ``rounds`` runs on a fixed grid."""
+    """curl's time_starttransfer (ms) for ``rounds`` requests on a fixed grid.
+
+    Default: one `curl -w` process per request, the reference command itself.
+    With --warm-curl: ONE curl process fetching the URL ``rounds`` times at
+    ``--rate`` with `Connection: close` (a new connection per request, as
+    probetop's --fresh), so curl too is a warm process, as probetop's worker is.
+    """
+    delay = start_at - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+    if WARM_CURL:
+        per_minute = round(60.0 / interval)
+        run = subprocess.run(
+            ["curl", "-s", "-o", "/dev/null", "-w", "%{time_starttransfer}\\n"]
+            + ["-H", "Connection: close", "--rate", f"{per_minute}/m"]
+            + [arg for _ in range(rounds) for arg in ("-o", "/dev/null", url)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return [float(v) * 1000.0 for v in run.stdout.split()]
     out = []
+    rng = random.Random()
     for k in range(rounds):
-        delay = start_at + k * interval - time.monotonic()
+        # A random phase in each interval, as probetop's worker jitters its own.
+        delay = start_at + (k + rng.random()) * interval - time.monotonic()
         if delay > 0:
             time.sleep(delay)
         run = subprocess.run(
@@ -69,8 +95,8 @@ def headless(url: str, rounds: int, interval: float) -> tuple[list[float], list[
         stdout=subprocess.PIPE,
         text=True,
     )
-    # probetop requests mid-interval of its own grid; curl runs on a grid a
-    # quarter step off, so the two never hit the server at the same time.
+    # Both at random phases of the same cadence (curl's grid starts when
+    # probetop's worker is about to).
     curl = curl_ttfbs(url, rounds, interval, time.monotonic() + 0.3 + interval / 4)
     proc.communicate(timeout=rounds * interval + 30)
     ours = recorded_ttfbs(rec)
@@ -175,7 +201,14 @@ def main() -> int:
     parser.add_argument("--interval", type=float, default=0.25)
     parser.add_argument("--delay-ms", type=int, default=20)
     parser.add_argument("--mode", choices=("both", "headless", "dashboard"), default="both")
+    parser.add_argument(
+        "--warm-curl",
+        action="store_true",
+        help="one curl process for all rounds (--rate, Connection: close) instead of one per round",
+    )
     args = parser.parse_args()
+    global WARM_CURL
+    WARM_CURL = args.warm_curl
     if shutil.which("curl") is None:
         raise SystemExit("needs curl (apt-get install curl)")
     results = []

@@ -12,13 +12,15 @@ wait for. One multi handle serves every URL, so 100 URLs cost one process.
 
 Contract:
 - Config: ``{"urls": [...], "request": HttpRequest.to_dict(), "interval_s": S,
-  "count": N or null, "fresh": bool, "origin_ns": the parent's tick grid}``.
+  "count": N or null, "fresh": bool, "origin_ns": the parent's tick grid,
+  "jitter": fraction of a slot (default 0.5)}``.
 - URL i is due at ``origin + (i + 1/2) x interval / len(urls)`` plus whole
   intervals: requests spread evenly over the interval instead of arriving as
-  a burst, and never at the parent's ticks, when samples are emitted and the
-  dashboard redraws (on a 2-core machine a local server competing with a
-  redraw answers later, and that would be the dashboard perturbing what it
-  measures). The first turns already past when the worker starts are skipped. A
+  a burst, and away from the parent's ticks, when samples are emitted and
+  recorded (on a 2-core machine a local server competing with that work
+  answers later, and that would be probetop perturbing what it measures),
+  with random jitter of +-jitter/2 slot around that centre (see ``run``).
+  The first turns already past when the worker starts are skipped. A
   URL whose previous request is still running when due skips that turn
   (counted in ``skipped``), so a slow URL never delays the others.
 - Each output line: ``{"i", "t_ns", "stamps_us", "http_code", "http_version",
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import sys
 import time
@@ -54,11 +57,12 @@ def _die_with_parent() -> None:
 class _Target:
     """One URL's handle and schedule."""
 
-    def __init__(self, index: int, url: str, handle: Any, first_due_ns: int) -> None:
+    def __init__(self, index: int, url: str, handle: Any, slot_centre_ns: int) -> None:
         self.index = index
         self.url = url
         self.handle = handle
-        self.due_ns = first_due_ns
+        self.centre_ns = slot_centre_ns  # this URL's slot centre on the tick grid
+        self.due_ns = slot_centre_ns
         self.done = 0
         self.busy = False
         self.skipped = 0
@@ -81,6 +85,23 @@ def run(config: dict[str, Any], out: Any) -> int:
         handle.target_index = i  # type: ignore[attr-defined]
         offset = (2 * i + 1) * interval_ns // (2 * max(1, len(urls)))
         targets.append(_Target(i, url, handle, origin + offset))
+    # Random jitter around each slot centre (uniform, +-jitter/2 of the slot,
+    # default +-25 %): a sampler at a fixed phase can alias with periodic
+    # activity on the host (other monitors' 1 s ticks, timers) and report it as
+    # a steady offset; jitter spreads requests over the phases, and stays
+    # inside the slot, so never on a tick.
+    half_range = float(config.get("jitter", 0.5)) * interval_ns / (2 * max(1, len(urls)))
+    rng = random.Random()
+
+    def schedule(target: _Target, now: int) -> None:
+        """Move ``target`` to its next turn, skipping turns already missed."""
+        target.centre_ns += interval_ns
+        while target.centre_ns + half_range <= now:
+            target.centre_ns += interval_ns
+        target.due_ns = target.centre_ns + int(rng.uniform(-half_range, half_range))
+
+    for target in targets:
+        target.due_ns = target.centre_ns + int(rng.uniform(-half_range, half_range))
     running = 0
 
     def finished(target: _Target, errno: int, message: str) -> None:
@@ -109,9 +130,7 @@ def run(config: dict[str, Any], out: Any) -> int:
                 continue
             if target.due_ns > now:
                 continue
-            # Next turn on the fixed grid, skipping turns already missed.
-            while target.due_ns <= now:
-                target.due_ns += interval_ns
+            schedule(target, now)
             if target.busy:
                 target.skipped += 1
                 continue
