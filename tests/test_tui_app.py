@@ -344,3 +344,16 @@ async def test_generic_pane_groups_entities_and_draws_sparklines() -> None:
         assert pane.rows["ops@vda"].spark._values[-1] == 50.0
         assert "error: target went away" in str(pane.border_subtitle)
         assert pane.has_class("-error")
+
+
+async def test_wide_terminal_uses_two_columns() -> None:
+    app = replay_app(speed="max")
+    async with app.run_test(size=(200, 50)) as pilot:
+        assert await wait_for(pilot, lambda: len(app.panes) == 3)
+        await pilot.pause()
+        assert app.pane_box.has_class("-wide")
+        cpu, disk = app.panes["system.cpu"], app.panes["system.disk"]
+        assert disk.region.x > cpu.region.x and disk.region.y == cpu.region.y
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert not app.pane_box.has_class("-wide")

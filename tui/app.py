@@ -55,6 +55,7 @@ from textual.widgets import Footer, Static
 
 CSS_FILE = Path(__file__).resolve().parent.parent / "themes" / "probetop.tcss"
 MIN_WIDTH, MIN_HEIGHT = 60, 16
+WIDE_COLUMNS = 180  # from this width panes go in two columns
 REPLAY_FRAME_S = 0.25
 SEEK_STEP_S = 10.0
 HANGUP_EXIT_S = 3.0  # after a SIGHUP, exit this long after the recording is closed
@@ -210,6 +211,7 @@ class ProbetopApp(App[int]):
 
     def _check_size(self, size: Size | None = None) -> None:
         width, height = size or self.size
+        self.pane_box.set_class(width >= WIDE_COLUMNS, "-wide")
         small = width < MIN_WIDTH or height < MIN_HEIGHT
         if small != self.too_small or small:
             self.too_small = small
@@ -511,9 +513,7 @@ class ProbetopApp(App[int]):
     def _update_status(self) -> None:
         parts = ["probetop"]
         if self.player is not None and self.config.session is not None:
-            state = (
-                "paused" if self.player.paused else "ended" if self.player.at_end else "playing"
-            )
+            state = "paused" if self.player.paused else "ended" if self.player.at_end else "playing"
             parts.append(f"replay {self.config.session.path.name}")
             parts.append(
                 f"{state} {speed_label(self.player.speed)}  "

@@ -95,7 +95,8 @@ class ProbePane(Widget, can_focus=True):
         status = self.last_status
         subtitle = ""
         if status is not None and status.level in ("error", "warning", "stopped"):
-            subtitle = f"{status.level}: {status.message}"
+            same = status.message in ("", status.level)
+            subtitle = status.level if same else f"{status.level}: {status.message}"
         self.set_class(status is not None and status.level == "error", "-error")
         if subtitle != self.border_subtitle:
             self.border_subtitle = subtitle
