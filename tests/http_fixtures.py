@@ -121,6 +121,7 @@ class Handler(BaseHTTPRequestHandler):
         else:  # /echo and anything else: what the server received, as JSON
             doc = {
                 "method": self.command,
+                "version": self.request_version,
                 "path": self.path,
                 "headers": [f"{k}: {v}" for k, v in self.headers.items()],
                 "body": body.decode("latin-1"),

@@ -349,3 +349,23 @@ def test_cross_host_redirect_drops_credentials(server):
     assert [h.http_code for h in ex.hops] == [302, 200]
     ex = fetch(req, f"{server.url}/redirect?n=1&to=/noauth")  # same host: kept
     assert [h.http_code for h in ex.hops] == [302, 400]
+
+
+def test_resolve_connect_to_head_and_http10(server, capsys):
+    port = server.port
+    # --resolve: the name never reaches DNS (.test is reserved), the Host header keeps it.
+    code, doc = run_json(
+        capsys, "--resolve", f"svc.test:{port}:127.0.0.1", f"http://svc.test:{port}/"
+    )
+    assert code == 0 and doc["primary_ip"] == "127.0.0.1"
+    code, doc = run_json(
+        capsys, "--connect-to", f"other.test:80:127.0.0.1:{port}", "http://other.test/"
+    )
+    assert code == 0 and doc["primary_port"] == port
+    code, doc = run_json(capsys, "-I", f"{server.url}/bytes?n=5000")
+    assert code == 0 and doc["method"] == "HEAD" and doc["size_download"] == 0
+    code, doc = run_json(capsys, "--http1.0", "-4", "--compressed", f"{server.url}/")
+    assert code == 0  # the server answers HTTP/1.1 whatever was asked: libcurl reports that
+    got = echo(server, HttpRequest(http_version="1.0", compressed=True))
+    assert got["version"] == "HTTP/1.0"
+    assert any(h.lower().startswith("accept-encoding:") for h in got["headers"])
