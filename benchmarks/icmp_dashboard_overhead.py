@@ -91,11 +91,12 @@ def dashboard(seconds: float, workdir: Path) -> tuple[float, float | None]:
     subprocess.run(tmux, check=True)
     ui_share = None
     try:
-        # The UI thread's CPU over the middle of the run (after start-up and JIT).
-        time.sleep(min(3.0, seconds / 3))
+        # The UI thread's CPU over the second half of the run: start-up (imports,
+        # first layout) takes longer on a loaded machine and must not count.
+        time.sleep(seconds * 0.5 + 1.0)
         pid = _ui_pid(session)
         t0, r0 = time.monotonic(), _run_ns(pid) if pid else None
-        time.sleep(seconds / 3)
+        time.sleep(seconds * 0.35)
         r1 = _run_ns(pid) if pid else None
         if r0 is not None and r1 is not None:
             ui_share = (r1 - r0) / 1e9 / (time.monotonic() - t0)
