@@ -53,7 +53,7 @@ def _run_in_pty(args: list[str]) -> tuple[subprocess.Popen[bytes], int, bytearra
     return proc, master, output
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_signal_closes_recording_and_restores_terminal(tmp_path: Path, sig: int) -> None:
     path = tmp_path / "rec.jsonl"
     proc, master, output = _run_in_pty(["--record", str(path), "--interval", "0.2"])

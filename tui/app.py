@@ -180,6 +180,7 @@ class ProbetopApp(App[int]):
         self._dirty: set[str] = set()
         self._shutting_down = False
         self._probes_stopped = False
+        self._signals: list[signal.Signals] = []
         self._started = False  # panes announced after this are focused (added at runtime)
         self._last_tick = time.monotonic()
         self._status_text = ""
@@ -249,9 +250,12 @@ class ProbetopApp(App[int]):
 
     def _install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP):
+        # ctrl+c in the UI is a key (raw mode); a SIGINT from `kill -INT` ends
+        # up here like SIGTERM and SIGHUP: stop, write the footer, restore.
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal, sig.name)
+                self._signals.append(sig)
 
     def _on_signal(self, signame: str) -> None:
         if signame == "SIGHUP" and terminal_hung_up():
@@ -603,6 +607,11 @@ class ProbetopApp(App[int]):
         # Reached also when the app exits another way (an exception): never
         # leave probe threads running or a recording without its footer.
         await self._stop_everything("completed" if self._shutting_down else "aborted")
+        loop = asyncio.get_running_loop()
+        for sig in self._signals:  # leave the process's signal handling as it was
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(sig)
+        self._signals.clear()
 
 
 def make_app(config: AppConfig) -> ProbetopApp:
