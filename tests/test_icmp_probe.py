@@ -152,3 +152,44 @@ def test_time_exceeded_names_the_router(icmp_routed: Routed) -> None:  # noqa: F
     assert s["error_routers"]["time exceeded"] == {icmp_routed.router.peer_addr: 5}
     s, _ = run(host=icmp_routed.target_addr, rate=50.0, count=5, ttl=2, grace_s=0.3)
     assert s["received"] == 5 and s["errors"] == {}
+
+
+def test_sequence_wrap_declares_unanswered_requests_lost_early(icmp_peer: Peer) -> None:  # noqa: F811
+    icmp_peer.nft(
+        "add table inet ptwrap; "
+        "add chain inet ptwrap input { type filter hook input priority 0; }; "
+        "add rule inet ptwrap input icmp type echo-request drop"
+    )
+    # 80k requests in 1 s, within the 1.5 s grace: slots 0..14463 are reused in flight.
+    s, _ = run(host=icmp_peer.peer_addr, rate=80_000.0, count=80_000, grace_s=1.5, size=1)
+    assert s["sent"] == 80_000 and s["received"] == 0
+    assert s["lost_early_by_wrap"] == 80_000 - 65_536
+    assert s["lost"] == 80_000  # the rest were waited for: stopped when the grace ran out
+
+
+def test_rtt_means_what_ping_means(icmp_peer: Peer) -> None:  # noqa: F811
+    import re
+    import shutil
+    import subprocess
+
+    if shutil.which("ping") is None:
+        pytest.skip("ping is not installed (apt-get install iputils-ping)")
+    responder = icmp_peer.responder("--delay-ms", "20")
+    try:
+        out = subprocess.run(
+            ["ping", "-q", "-c", "20", "-i", "0.01", icmp_peer.peer_addr],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout
+        s, _ = run(host=icmp_peer.peer_addr, rate=100.0, count=20)
+    finally:
+        responder.kill()
+        responder.wait()
+    m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", out)
+    assert m, out
+    ping_min, ping_avg = float(m.group(1)) * 1000, float(m.group(2)) * 1000
+    rtt = s["rtt_us"]
+    assert rtt["min"] >= 20_000 and ping_min >= 20_000
+    # Both are the same 20 ms delay plus scheduling noise of the user-space responder.
+    assert abs(rtt["avg"] - ping_avg) < 3_000, (rtt, out)
