@@ -112,15 +112,14 @@ async def test_theme_switch_and_validation() -> None:
         assert before.color != after.color
 
 
-def test_unknown_theme_exits_2_before_ui(probetop_cmd: list[str]) -> None:
-    import subprocess
-
-    # run_app is reached only with a terminal; call it directly instead.
+def test_unknown_theme_exits_2_before_ui(capsys: pytest.CaptureFixture[str]) -> None:
+    # The CLI reaches run_app only with a terminal; call it as the CLI would.
     from probetop.tui.config import AppConfig
     from probetop.tui.launch import run_app
 
     assert run_app(AppConfig(theme="nope")) == 2
-    del subprocess, probetop_cmd
+    err = capsys.readouterr().err
+    assert "unknown theme 'nope'" in err and "probetop-contrast" in err
 
 
 async def test_add_probe_bad_command_line_shows_error() -> None:

@@ -53,17 +53,22 @@ def _run_in_pty(args: list[str]) -> tuple[subprocess.Popen[bytes], int, bytearra
     return proc, master, output
 
 
+def _wait_for_samples(path: Path, count: int = 3, timeout: float = 20.0) -> bool:
+    """Wait until the recording holds ``count`` sample lines."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().count('"type":"sample"') >= count:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_signal_closes_recording_and_restores_terminal(tmp_path: Path, sig: int) -> None:
     path = tmp_path / "rec.jsonl"
     proc, master, output = _run_in_pty(["--record", str(path), "--interval", "0.2"])
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if path.exists() and path.read_text().count('"type":"sample"') >= 3:
-                break
-            time.sleep(0.1)
-        else:
+        if not _wait_for_samples(path):
             pytest.fail(f"no samples recorded; screen: {bytes(output)[-500:]!r}")
         assert proc.poll() is None, "the dashboard exited by itself"
         proc.send_signal(sig)
@@ -122,11 +127,7 @@ def test_terminal_hangup_closes_recording_and_exits(tmp_path: Path) -> None:
     path = tmp_path / "rec.jsonl"
     proc, master, _output = _run_in_pty(["--record", str(path), "--interval", "0.2"])
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if path.exists() and path.read_text().count('"type":"sample"') >= 3:
-                break
-            time.sleep(0.1)
+        assert _wait_for_samples(path)
         os.close(master)
         rc = proc.wait(timeout=15)
     finally:
