@@ -247,7 +247,12 @@ def test_cli_ctrl_c_reports_what_ran_and_leaves_no_worker() -> None:
         text=True,
     )
     try:
-        time.sleep(2.0)  # interpreter start + JIT, then a second of events
+        # Wait until both workers run (start-up is slow on a loaded machine),
+        # then let them work a moment before the Ctrl-C.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _threads_of(proc.pid) < 3:
+            time.sleep(0.1)
+        time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
     finally:
@@ -263,6 +268,13 @@ def test_cli_ctrl_c_reports_what_ran_and_leaves_no_worker() -> None:
     assert doc["total_time"] < 30
     # the process is gone, so no thread of it is left; no child process either
     assert not os.path.exists(f"/proc/{proc.pid}/status") or _is_zombie(proc.pid)
+
+
+def _threads_of(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
 
 
 def _is_zombie(pid: int) -> bool:
