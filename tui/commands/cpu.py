@@ -22,6 +22,9 @@ llvmlite) in GIL-free threads; figures agree with sysbench within a few
 percent (docs/cpu.md).
 """
 EPILOG = """\
+--time defaults to 10 s here, as in sysbench; --time 0 means no time limit
+(then give --events). With --sweep, --time is per thread count.
+
 examples:
   probetop cpu                                  1 thread, 10 s, max-prime 10000 (sysbench defaults)
   probetop cpu --threads 2 --headless --report-interval 1
