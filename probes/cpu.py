@@ -350,11 +350,15 @@ class CpuProbe:
             worker.start()
         prev_t = start
         tick = 0
+        interval_ns = int(self.interval_s * 1e9)
         cancelled = False
         try:
             while not all_done.is_set():
-                tick += 1
-                wait_s = (start + int(tick * self.interval_s * 1e9) - now_ns()) / 1e9
+                # The next tick after the last sample: when the loop was
+                # stalled past several ticks, the late sample covered them all
+                # (a longer interval, a right rate), never a burst of empty ones.
+                tick = max(tick + 1, (prev_t - start) // interval_ns + 1)
+                wait_s = (start + tick * interval_ns - now_ns()) / 1e9
                 if wait_s > 0:
                     try:
                         await asyncio.wait_for(all_done.wait(), timeout=wait_s)

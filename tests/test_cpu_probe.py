@@ -100,6 +100,23 @@ async def test_intervals_are_per_interval_rates_that_add_up() -> None:
     assert sum(int(v) for v in s["histogram"].values()) == s["total_events"]
 
 
+async def test_a_stalled_loop_gives_one_longer_interval_not_a_burst() -> None:
+    """A UI that blocks the loop for 5 intervals: the next sample spans the
+    stall (its rate is still right), and no near-empty intervals follow."""
+    samples: list[Sample] = []
+    probe = CpuProbe(threads=1, time_s=2.2, interval_s=0.2, max_prime=3000)
+    probe.prepare()
+    task = asyncio.get_running_loop().create_task(probe.run(samples.append))
+    await asyncio.sleep(0.3)
+    time.sleep(1.0)  # block the event loop, as a long render would
+    await task
+    sizes = [smp.interval_s for smp in samples if isinstance(smp, Sample)]
+    assert max(sizes) > 0.9  # the stalled interval
+    assert min(sizes[:-1]) > 0.05  # no burst of near-empty catch-up intervals
+    total = sum(sum(smp.extra["per_thread_events"]) for smp in samples)
+    assert total == probe.summary()["total_events"]
+
+
 async def test_event_limit_is_exact_across_threads() -> None:
     probe = CpuProbe(threads=2, time_s=0, events=301, max_prime=3000)
     result = await run_headless([probe])
