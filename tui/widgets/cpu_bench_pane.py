@@ -65,6 +65,11 @@ class CpuBenchPane(ProbePane):
         self.engine: str | None = None
         self.final: dict[str, Any] | None = None
 
+    def on_mount(self) -> None:
+        # Empty blocks would still take a row each: hide them until used.
+        self.sweep_block.display = False
+        self.explain_block.display = False
+
     def compose(self) -> ComposeResult:
         yield self.eps_row
         yield self.lat_row
@@ -102,6 +107,7 @@ class CpuBenchPane(ProbePane):
     def action_explain(self) -> None:
         self.show_explain = not self.show_explain
         self.explain_block.set_lines(self.explain_lines() if self.show_explain else [])
+        self.explain_block.display = self.show_explain
 
     # -- drawing ---------------------------------------------------------
     def explain_lines(self) -> list[str]:
@@ -170,7 +176,10 @@ class CpuBenchPane(ProbePane):
         left += [""] * (rows - len(left))
         right += [""] * (rows - len(right))
         self.columns.set_lines([f"{a:<{COLUMN}}  {b}" for a, b in zip(left, right, strict=True)])
-        self.sweep_block.set_lines(self.sweep_lines())
+        sweep = self.sweep_lines()
+        self.sweep_block.set_lines(sweep)
+        if self.sweep_block.display != bool(sweep):  # a layout pass only when it changes
+            self.sweep_block.display = bool(sweep)
 
     def headline_lines(self) -> list[str]:
         params = self.info.get("params", {}) or {}
