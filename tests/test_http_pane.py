@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 from http_fixtures import LocalServer
@@ -81,3 +82,24 @@ async def test_a_recording_replays_into_the_same_rows(server, tmp_path) -> None:
     lines = pane.table_lines()
     assert len(lines) == 3 and "refused 4" in lines[2]
     assert len(pane.rows[probe.labels[urls[0]]].ttfb) == 4
+
+
+async def test_add_probe_action_starts_an_http_pane(server) -> None:
+    app = make_app(AppConfig(probes=[], interval_s=0.2))
+    async with app.run_test(size=(160, 40)) as pilot:
+        assert app.add_probe_line(f"http --interval 0.1 {server.url}/delay?ms=1")
+        pane = None
+        for _ in range(60):
+            await asyncio.sleep(0.05)
+            panes = list(app.query(HttpPane))
+            if panes and any(r.ttfb for r in panes[0].rows.values()):
+                pane = panes[0]
+                break
+        assert pane is not None, "no http sample reached the pane"
+        await pilot.pause()
+        (probe,) = [p for p in app.hub.probes.values() if isinstance(p, HttpProbe)]
+        pid = probe.worker_pid
+        assert pid is not None
+    # Quitting the app stops the hub, which kills and reaps the worker process.
+    await asyncio.sleep(0.1)
+    assert not os.path.exists(f"/proc/{pid}"), "the worker outlived the dashboard"

@@ -175,3 +175,17 @@ def test_recording_redacts_secrets(server, tmp_path):
     assert '"type":"sample"' in text
     for secret in ("s3cret", "c00kie", "pa55word", "b1scuit"):
         assert secret not in text
+
+
+async def test_recording_validates_against_the_session_schema(server, tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    from probetop.probes.recorder import schema_path
+
+    rec = tmp_path / "h.jsonl"
+    probe = HttpProbe([f"{server.url}/", "http://127.0.0.1:1/"], interval_s=0.05, count=3)
+    await run_headless([probe], record=rec)
+    schema = json.loads(schema_path().read_text())
+    lines = rec.read_text().splitlines()
+    assert any('"type":"sample"' in line for line in lines)
+    for line in lines:
+        jsonschema.validate(json.loads(line), schema)
