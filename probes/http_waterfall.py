@@ -108,8 +108,13 @@ def render_hop(hop: Hop, *, colour: bool, title: str | None = None) -> str:
             offset = int(starts[phase] / total * BAR_WIDTH)
             width = max(1 if us > 0 else 0, round(us / total * BAR_WIDTH))
             bar = " " * min(offset, BAR_WIDTH - 1) + _paint("█" * width, _COLOURS[phase], colour)
-        name = _paint(f"{PHASE_NAMES[phase]:<9}", _COLOURS[phase], colour)
+        label = PHASE_NAMES[phase]
+        if hop.http_version == "3" and phase == "tcp":
+            label = "connect"  # QUIC over UDP: there is no TCP handshake
+        name = _paint(f"{label:<9}", _COLOURS[phase], colour)
         lines.append(f"  {name}{ms(us):>13}   {cumulative:>13}  {end_name:<14}|{bar}")
+    if hop.http_version == "3":
+        lines.append("  (HTTP/3: 'connect' and 'TLS' are libcurl's stamps for the QUIC connection)")
     pre = hop.stamps_us.get("pretransfer", 0)
     if pre and phases["server"] is not None:
         lines.append(f"  {'':<9}{'':>13}   {ms(pre):>13}  {'pretransfer':<14}(request sent)")
