@@ -119,6 +119,9 @@ def _libc_functions() -> dict[str, Any]:
         "pread": fn("pread", c_long, ctypes.c_int, c_long, c_long, c_long),
         "pwrite": fn("pwrite", c_long, ctypes.c_int, c_long, c_long, c_long),
         "clock_gettime": fn("clock_gettime", ctypes.c_int, ctypes.c_int, c_long),
+        "clock_nanosleep": fn(
+            "clock_nanosleep", ctypes.c_int, ctypes.c_int, ctypes.c_int, c_long, c_long
+        ),
         "syscall": fn("syscall", c_long, c_long, c_long, c_long, c_long, c_long, c_long),
         "errno_location": fn("__errno_location", ctypes.POINTER(ctypes.c_int)),
     }
@@ -140,6 +143,7 @@ def _build_kernels() -> dict[str, Any]:
     c_pread = fns["pread"]
     c_pwrite = fns["pwrite"]
     c_clock = fns["clock_gettime"]
+    c_sleep = fns["clock_nanosleep"]
     c_syscall = fns["syscall"]
     c_errno = fns["errno_location"]
     sys_setup, sys_destroy, sys_getevents, sys_submit = _AIO_SYSCALLS.get(
@@ -154,6 +158,20 @@ def _build_kernels() -> dict[str, Any]:
     def now_ns(ts_addr: int, ts: Any) -> int:
         c_clock(clock_monotonic, ts_addr)
         return ts[0] * 1_000_000_000 + ts[1]
+
+    @numba.njit(nogil=True, inline="always")
+    def pace(due: int, gap: int, ts_addr: int, ts: Any, sl: Any) -> int:
+        """Rate limit (fio --rate_iops): sleep until ``due``; return the next due time.
+        Falling behind never causes a burst: the next slot is one gap after now."""
+        if gap <= 0:
+            return 0
+        now = now_ns(ts_addr, ts)
+        if now < due:
+            sl[0] = due // 1_000_000_000
+            sl[1] = due % 1_000_000_000
+            c_sleep(clock_monotonic, 1, sl.ctypes.data, 0)  # 1 = TIMER_ABSTIME
+            now = due
+        return max(due, now) + gap
 
     @numba.njit(nogil=True, inline="always")
     def bucket(v: int) -> int:
@@ -253,6 +271,7 @@ def _build_kernels() -> dict[str, Any]:
         do_stamp: bool,
         do_verify: bool,
         stop_on_error: bool,
+        gap_ns: int,
         seed: int,
         ctl: Any,
         cnt: Any,
@@ -266,7 +285,11 @@ def _build_kernels() -> dict[str, Any]:
         state[0] = np.uint64(seed | 1)
         pos = lo
         done = 0
+        sl = np.zeros(2, dtype=np.int64)
+        due = now_ns(ts_addr, ts)
         while ctl[K_STOP] == 0:
+            if gap_ns > 0:
+                due = pace(due, gap_ns, ts_addr, ts, sl)
             off, n, d = next_io(lo, hi, bs, seq, pos, readpct, state)
             if n == 0:
                 if not wrap:
@@ -317,6 +340,7 @@ def _build_kernels() -> dict[str, Any]:
         do_stamp: bool,
         do_verify: bool,
         stop_on_error: bool,
+        gap_ns: int,
         seed: int,
         ctl: Any,
         cnt: Any,
@@ -349,10 +373,18 @@ def _build_kernels() -> dict[str, Any]:
         inflight = 0
         finished = False
         done = 0
+        sl = np.zeros(2, dtype=np.int64)
+        due = now_ns(ts_addr, ts)
         while True:
             # Fill free slots, then submit them in one call.
             nsub = 0
             while nfree > 0 and not finished and ctl[K_STOP] == 0:
+                if gap_ns > 0:
+                    # Never sleep with I/O in flight (its latency would grow):
+                    # reap first and come back when the slot is due.
+                    if inflight + nsub > 0 and now_ns(ts_addr, ts) < due:
+                        break
+                    due = pace(due, gap_ns, ts_addr, ts, sl)
                 off, n, d = next_io(lo, hi, bs, seq, pos, readpct, state)
                 if n == 0:
                     if wrap:
@@ -530,6 +562,7 @@ class EnginePlan:
     verify: bool = False
     stop_on_error: bool = False
     chunk_bytes: int = 0  # 0: split the work evenly, a few chunks per job
+    rate_iops: int = 0  # per job, as fio's --rate_iops; 0 = as fast as possible
     seed: int = 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF
 
     @property
@@ -707,6 +740,7 @@ class Engine:
                     plan.stamp,
                     plan.verify,
                     plan.stop_on_error,
+                    1_000_000_000 // plan.rate_iops if plan.rate_iops > 0 else 0,
                     seed,
                     self.ctl[job],
                     self.cnt[job],

@@ -101,6 +101,7 @@ class IopsProbe:
         sync: bool = False,
         time_s: float | None = None,
         ramp_s: float = 0.0,
+        rate_iops: int = 0,
         interval_s: float = 1.0,
         probe_id: str | None = None,
     ) -> None:
@@ -126,6 +127,7 @@ class IopsProbe:
         self.sync = sync
         self.time_s = time_s
         self.ramp_s = ramp_s
+        self.rate_iops = rate_iops
         self.interval_s = interval_s
         self.id = probe_id or f"iops:{target}"
         self.target: Target | None = None
@@ -197,6 +199,7 @@ class IopsProbe:
             "sync": self.sync,
             "time_s": self.time_s,
             "ramp_s": self.ramp_s,
+            "rate_iops": self.rate_iops or None,
             "interval_s": self.interval_s,
             "engine": "libaio" if self.iodepth > 1 else "psync",
             "backing_device": t.backing if t else None,
@@ -219,6 +222,8 @@ class IopsProbe:
             args.append(f"--rwmixread={self.rwmixread}")
         if self.sync:
             args.append("--sync=1")
+        if self.rate_iops:
+            args.append(f"--rate_iops={self.rate_iops}")
         if self.offset:
             args.append(f"--offset={self.offset}")
         size = t.size if t else self.size
@@ -244,6 +249,7 @@ class IopsProbe:
             wrap=True,
             direct=self.target.direct,
             sync=self.sync,
+            rate_iops=self.rate_iops,
         )
 
     async def run(self, emit: Emit) -> None:

@@ -126,6 +126,7 @@ class WarmupProbe:
         ss_ramp: float = 0.0,
         confirmed: bool = False,
         direct: bool | None = None,
+        rate_iops: int = 0,
         interval_s: float = 1.0,
         probe_id: str | None = None,
     ) -> None:
@@ -148,6 +149,7 @@ class WarmupProbe:
         self.time_s = time_s
         self.confirmed = confirmed
         self.direct_wanted = direct
+        self.rate_iops = rate_iops
         self.interval_s = interval_s
         self.id = probe_id or f"warmup:{target}"
         self.steady_spec = steadystate
@@ -297,6 +299,7 @@ class WarmupProbe:
             "resume": self.resume,
             "checkpoint": self.checkpoint_path,
             "time_s": self.time_s,
+            "rate_iops": self.rate_iops or None,
             "steadystate": self.steady.spec,
             "ss_dur": self.ss_dur,
             "ss_ramp": self.ss_ramp,
@@ -324,6 +327,8 @@ class WarmupProbe:
             args += [f"--numjobs={self.jobs}", f"--size={share}", f"--offset_increment={share}"]
         elif self.jobs > 1:
             args.append(f"--numjobs={self.jobs}")
+        if self.rate_iops:
+            args.append(f"--rate_iops={self.rate_iops}")
         if start:
             args.append(f"--offset={start}")
         if length and not (self.jobs > 1 and self.sequential):
@@ -342,6 +347,8 @@ class WarmupProbe:
 
     # -- run --
     async def run(self, emit: Emit) -> None:
+        from probetop.probes.steady import SteadyState
+
         if self.target is None:
             self.prepare()
         for note in self.notes:
@@ -352,7 +359,11 @@ class WarmupProbe:
         self._deadline = self._t_start + int(self.time_s * 1e9) if self.time_s else None
         passes = self.passes
         first = passes.index(self.current_pass) if self.current_pass in passes else 0
-        for pass_name in passes[first:]:
+        for i, pass_name in enumerate(passes[first:]):
+            if i:  # a new pass is a new curve: detect its plateau afresh
+                self.steady = SteadyState.parse(
+                    self.steady_spec, self.ss_dur, self.ss_ramp, self.interval_s
+                )
             self.current_pass = pass_name
             finished = await self._run_pass(pass_name, emit)
             if not finished:
@@ -374,6 +385,7 @@ class WarmupProbe:
             stamp=pass_name != "read",
             verify=verifying,
             stop_on_error=pass_name != "randwrite",
+            rate_iops=self.rate_iops,
         )
 
     async def _run_pass(self, pass_name: str, emit: Emit) -> bool:
@@ -473,8 +485,21 @@ class WarmupProbe:
 
     def _finish_pass(self, pass_name: str, cp: Any) -> None:
         self.passes_done.append(
-            {"pass": pass_name, "complete": not cp.remaining(), "done_bytes": int(cp.done_bytes)}
+            {
+                "pass": pass_name,
+                "complete": not cp.remaining(),
+                "done_bytes": int(cp.done_bytes),
+                "plateau": self._plateau(),
+            }
         )
+
+    def _plateau(self) -> dict[str, Any]:
+        return {
+            "criterion": self.steady.spec,
+            "reached_at_s": self.steady.reached_at_s,
+            "reached_at_bytes": self.steady.reached_at_bytes,
+            "left_at_s": self.steady.left_at_s,
+        }
 
     async def _watch(self, engine: Engine, cp: Any, pass_name: str, emit: Emit) -> bool:
         """Sample, checkpoint and detect plateaus until the pass ends. False if
@@ -605,12 +630,7 @@ class WarmupProbe:
             "total_ios": self.ios,
             "complete": self.complete,
             "resumed_from": self.resumed_from,
-            "plateau": {
-                "criterion": self.steady.spec,
-                "reached_at_s": self.steady.reached_at_s,
-                "reached_at_bytes": self.steady.reached_at_bytes,
-                "left_at_s": self.steady.left_at_s,
-            },
+            "plateau": self._plateau(),
             "checkpoint": self.checkpoint_path,
             "passes": self.passes_done,
             "notes": self.notes,

@@ -148,3 +148,14 @@ def test_direct_random_reads_match_the_kernel_counters():
     # O_DIRECT random 4k reads: one kernel request each (adjacent ones may merge).
     assert 0.97 * snap.dirs[0].ios <= reads <= snap.dirs[0].ios
     assert (after[1] - before[1]) * 512 == snap.dirs[0].bytes
+
+
+@pytest.mark.parametrize("depth", [1, 4])
+def test_rate_iops_caps_each_job(data_file, depth):
+    plan = EnginePlan(
+        path=data_file, bs=4096, extents=[(0, 4 << 20)], jobs=2, iodepth=depth, direct=False,
+        rate_iops=400,
+    )  # fmt: skip
+    snap, seconds = run_blocking(plan, 1.0)
+    rate = snap.dirs[0].ios / seconds
+    assert 0.8 * 800 <= rate <= 1.05 * 800

@@ -87,6 +87,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--sync", action="store_true", help="open with O_SYNC (fio --sync=1)")
     parser.add_argument(
+        "--rate-iops",
+        type=positive_int_arg,
+        default=None,
+        metavar="N",
+        help="cap each job at N I/Os per second (fio --rate_iops)",
+    )
+    parser.add_argument(
         "--ramp", type=float, default=0.0, metavar="S", help="run S seconds before totals start"
     )
 
@@ -109,6 +116,7 @@ def build_probes(args: argparse.Namespace) -> list[Probe]:
         sync=args.sync,
         time_s=getattr(args, "time", None) or None,
         ramp_s=args.ramp,
+        rate_iops=args.rate_iops or 0,
         interval_s=getattr(args, "interval", 1.0) or 1.0,
     )
     # The probe stops itself after --ramp + --time (fio's runtime excludes the

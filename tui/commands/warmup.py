@@ -96,6 +96,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ss-ramp", type=float, default=0.0, metavar="S", help="ignore the first S seconds"
     )
     parser.add_argument(
+        "--rate-iops",
+        type=positive_int_arg,
+        default=None,
+        metavar="N",
+        help="cap each job at N I/Os per second (fio --rate_iops)",
+    )
+    parser.add_argument(
         "--buffered", action="store_true", help="use the page cache instead of O_DIRECT"
     )
     parser.add_argument(
@@ -144,6 +151,7 @@ def make_probe(args: argparse.Namespace, confirmed: bool) -> Probe:
         ss_ramp=args.ss_ramp,
         confirmed=confirmed,
         direct=False if args.buffered else None,
+        rate_iops=args.rate_iops or 0,
         interval_s=getattr(args, "interval", 1.0) or 1.0,
     )
 
