@@ -58,9 +58,18 @@ async def test_maximise_and_restore() -> None:
         assert app.screen.pane.probe_id == "system.cpu"
         assert "seconds" in screen_text(app)  # the plotext x label
         assert "busy_pct" in screen_text(app)
+        # Covered panes are not redrawn (that repainted the whole top screen)...
+        spark = app.panes["system.net"].rows
+        shown = {k: list(r.spark._values) for k, r in spark.items()}
+        seen = app.panes["system.net"].samples_seen
+        assert await wait_for(pilot, lambda: app.panes["system.net"].samples_seen > seen + 1)
+        assert {k: list(r.spark._values) for k, r in spark.items()} == shown
         await pilot.press("escape")
         await pilot.pause()
+        await pilot.pause()
         assert not isinstance(app.screen, MaximisedScreen)
+        # ...and catch up as soon as the maximised view closes.
+        assert {k: list(r.spark._values) for k, r in spark.items()} != shown
 
 
 async def test_help_opens_with_pane_meanings() -> None:

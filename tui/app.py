@@ -47,6 +47,7 @@ from probetop.tui.widgets.registry import pane_for
 from probetop.tui.widgets.textblock import TextBlock
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.geometry import Size
@@ -178,6 +179,7 @@ class ProbetopApp(App[int]):
         self.display_paused = False
         self.too_small = False
         self._dirty: set[str] = set()
+        self._chart_dirty: set[str] = set()  # got samples since the maximised view was drawn
         self._shutting_down = False
         self._probes_stopped = False
         self._signals: list[signal.Signals] = []
@@ -289,6 +291,7 @@ class ProbetopApp(App[int]):
                     if pid == record.probe:
                         pane.add_sample(record)
                         self._dirty.add(pid)
+                        self._chart_dirty.add(pid)
                     elif type(pane).observe is not ProbePane.observe:
                         pane.observe(record)  # only panes that look at others' samples
                         self._dirty.add(pid)
@@ -303,6 +306,15 @@ class ProbetopApp(App[int]):
             self.render_dirty()
 
     def render_dirty(self) -> None:
+        """Render panes that got data; while another screen covers them, only
+        the maximised view is updated and the panes stay dirty until it closes
+        (updating hidden widgets made Textual repaint the whole top screen)."""
+        screen = self.screen
+        if isinstance(screen, MaximisedScreen) and screen.pane.probe_id in self._chart_dirty:
+            screen.refresh_chart()
+        self._chart_dirty.clear()
+        if len(self.screen_stack) > 1:
+            return
         dirty, self._dirty = self._dirty, set()
         for pid in dirty:
             pane = self.panes.get(pid)
@@ -310,9 +322,11 @@ class ProbetopApp(App[int]):
                 pane.render_frame()
             elif pane is not None:
                 self._dirty.add(pid)  # not mounted yet: render next frame
-        screen = self.screen
-        if isinstance(screen, MaximisedScreen) and screen.pane.probe_id in dirty:
-            screen.refresh_chart()
+
+    def pop_screen(self) -> AwaitComplete:
+        done = super().pop_screen()
+        self.call_after_refresh(self._render_if_shown)  # catch up after a dialog / maximise
+        return done
 
     def _render_if_shown(self) -> None:
         if not self.display_paused:
@@ -445,6 +459,8 @@ class ProbetopApp(App[int]):
 
     async def rebuild_panes(self, records: list[Record]) -> None:
         """Drop every pane and feed ``records`` from the start (seek backwards)."""
+        if isinstance(self.screen, MaximisedScreen):
+            self.screen.dismiss(None)  # it shows a pane that is about to be replaced
         focused = self.focused.probe_id if isinstance(self.focused, ProbePane) else None
         self.panes.clear()
         await self.pane_box.remove_children()  # before new panes reuse their ids

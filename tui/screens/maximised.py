@@ -2,12 +2,15 @@
 history) above its full statistics table. Escape (or m) restores.
 
 plotext is imported lazily (about 115 ms): only when a pane is maximised.
-The chart is redrawn only when the pane got new data (``refresh_chart``).
+The table follows every frame with new data; the chart is redrawn at most
+every ``CHART_EVERY_S`` seconds (a redraw rewrites most of the screen).
 """
 
 from __future__ import annotations
 
+import math
 import os
+import time
 from typing import TYPE_CHECKING
 
 from probetop.tui.widgets.textblock import TextBlock
@@ -21,6 +24,7 @@ if TYPE_CHECKING:
     from probetop.tui.widgets.pane import ProbePane
 
 MAX_SERIES = 6
+CHART_EVERY_S = 5.0
 
 
 def render_chart(
@@ -60,6 +64,7 @@ class MaximisedScreen(Screen[None]):
         self.pane = pane
         self.chart = Static("", id="chart")
         self.table = TextBlock([""], header_rows=1, id="max-table")
+        self._chart_drawn = -math.inf
 
     def compose(self) -> ComposeResult:
         yield Static(Text(self.pane.border_title or self.pane.probe_id), id="max-title")
@@ -68,15 +73,24 @@ class MaximisedScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.refresh_chart()
+        self.refresh_chart(force=True)
 
     def on_resize(self) -> None:
-        self.refresh_chart()
+        self.refresh_chart(force=True)
 
-    def refresh_chart(self) -> None:
+    def refresh_chart(self, force: bool = False) -> None:
+        """Update the table now; redraw the chart at most every CHART_EVERY_S.
+
+        A chart redraw rewrites most of the screen (~30 KB at 120x40), so
+        redrawing it every second would blow the 10 KB/s terminal budget.
+        """
         keys = list(self.pane.history.keys)
         lines = self.pane.stats_lines(keys, label_width=24)
         self.table.set_lines(lines[: max(2, self.app.size.height // 3)], header_rows=1)
+        now = time.monotonic()
+        if not force and now - self._chart_drawn < CHART_EVERY_S:
+            return
+        self._chart_drawn = now
         width, screen_height = self.app.size
         height = max(5, screen_height - len(self.table.lines) - 3)
         color = not os.environ.get("NO_COLOR")
