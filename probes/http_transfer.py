@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from probetop.probes.http_request import (
     REDIRECT_CODES,
@@ -256,37 +257,23 @@ def read_info(curl: Any) -> dict[str, Any]:
 def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
     """Run one configured hop and fill ``hop`` from libcurl's counters.
 
-    ``details`` also captures the status line and, for https, TLS version,
-    cipher and certificate expiry from libcurl's verbose log. That costs a
-    Python callback per header and log line (microseconds, after or around
-    the stamps, never between a socket event and its stamp); the sampling
-    worker leaves it off.
+    ``details`` also captures the status line with a header callback, which
+    runs after the first byte is stamped (its microseconds land in the
+    transfer phase, not in TTFB). TLS details are not read here: libcurl's
+    verbose log, the only place pycurl shows them, costs ~0.25 ms inside the
+    handshake when on (measured), so ``tls_details`` gets them from a
+    separate handshake after the measured one.
     """
     import pycurl
 
     status: list[str] = []
-    tls = TlsInfo()
     if details:
 
         def on_header(line: bytes) -> None:
             if line[:5] == b"HTTP/":
                 status.append(line.decode("latin-1").strip())
 
-        def on_debug(kind: int, data: bytes) -> None:
-            if kind != pycurl.INFOTYPE_TEXT:
-                return
-            text = data.decode("latin-1", "replace")
-            if m := _TLS_LINE.search(text):
-                tls.version, tls.cipher = m.group(1), m.group(2)
-            elif m := _EXPIRE_LINE.match(text):
-                tls.cert_expiry = m.group(1)
-            elif m := _SUBJECT_LINE.match(text):
-                tls.cert_subject = m.group(1)
-
         curl.setopt(pycurl.HEADERFUNCTION, on_header)
-        if hop.url.lower().startswith("https"):
-            curl.setopt(pycurl.VERBOSE, 1)
-            curl.setopt(pycurl.DEBUGFUNCTION, on_debug)
     curl.setopt(pycurl.WRITEFUNCTION, _discard)
     try:
         curl.perform()
@@ -297,9 +284,41 @@ def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
     fill_hop(hop, read_info(curl))
     if status:
         hop.status_line = status[-1]
-    if tls.version or tls.cert_expiry:
-        hop.tls = tls
     return hop
+
+
+def tls_details(request: HttpRequest, url: str) -> TlsInfo | None:
+    """TLS version, cipher and certificate of ``url``'s server, from a separate
+    TLS handshake with the same options (libcurl CONNECT_ONLY: no HTTP request
+    is sent, so nothing is asked of the application twice). None if unknown.
+    """
+    import pycurl
+
+    tls = TlsInfo()
+
+    def on_debug(kind: int, data: bytes) -> None:
+        if kind != pycurl.INFOTYPE_TEXT:
+            return
+        text = data.decode("latin-1", "replace")
+        if m := _TLS_LINE.search(text):
+            tls.version, tls.cipher = m.group(1), m.group(2)
+        elif m := _EXPIRE_LINE.match(text):
+            tls.cert_expiry = m.group(1)
+        elif m := _SUBJECT_LINE.match(text):
+            tls.cert_subject = m.group(1)
+
+    curl = pycurl.Curl()
+    try:
+        configure(curl, request, url, method="GET", body=None, fresh=True)
+        curl.setopt(pycurl.CONNECT_ONLY, 1)
+        curl.setopt(pycurl.VERBOSE, 1)
+        curl.setopt(pycurl.DEBUGFUNCTION, on_debug)
+        curl.perform()
+    except pycurl.error:
+        pass
+    finally:
+        curl.close()
+    return tls if (tls.version or tls.cert_expiry) else None
 
 
 def fill_hop(hop: Hop, info: dict[str, Any]) -> None:
@@ -372,6 +391,17 @@ def fetch(request: HttpRequest, url: str, *, curl: Any = None, details: bool = T
     finally:
         if own:
             curl.close()
+    if details:
+        # One handshake per https server that did one, after all measuring is done.
+        seen: dict[tuple[str | None, int | None], TlsInfo | None] = {}
+        for hop in exchange.hops:
+            parts = urlsplit(hop.url)
+            if parts.scheme != "https" or not hop.stamps_us.get("appconnect"):
+                continue
+            key = (parts.hostname, parts.port)
+            if key not in seen:
+                seen[key] = tls_details(request, hop.url)
+            hop.tls = seen[key]
     return exchange
 
 

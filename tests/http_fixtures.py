@@ -56,6 +56,12 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
 
+    def setup(self) -> None:
+        super().setup()
+        # TLS 1.3 session tickets go out right after the handshake; with Nagle
+        # on, the response then waits for their ACK (delayed ACK, ~40 ms).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def _reply(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
         head = [f"HTTP/1.1 {code} {self.responses.get(code, ('',))[0]}"]
         head.append(f"Content-Length: {len(body)}")
