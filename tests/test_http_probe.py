@@ -189,3 +189,30 @@ async def test_recording_validates_against_the_session_schema(server, tmp_path):
     assert any('"type":"sample"' in line for line in lines)
     for line in lines:
         jsonschema.validate(json.loads(line), schema)
+
+
+async def test_timeout_and_tls_errors_are_counted_while_sampling_goes_on(server, tmp_path):
+    from http_fixtures import make_cert
+
+    cert = make_cert(tmp_path)
+    with LocalServer(tls=cert) as tls_server:
+        slow = HttpProbe(
+            [f"{server.url}/delay?ms=1000"],
+            HttpRequest(timeout_s=0.1),
+            interval_s=0.2,
+            count=3,
+            probe_id="slow",
+        )
+        untrusted = HttpProbe([f"{tls_server.url}/"], interval_s=0.05, count=3, probe_id="tls")
+        trusted = HttpProbe(
+            [f"{tls_server.url}/"],
+            HttpRequest(cacert=str(cert[0])),
+            interval_s=0.05,
+            count=3,
+            probe_id="ok",
+        )
+        result = await run_headless([slow, untrusted, trusted], duration_s=20)
+    errors = {pid: next(iter(s["urls"].values()))["errors"] for pid, s in result.summaries.items()}
+    assert errors == {"slow": {"timeout": 3}, "tls": {"tls": 3}, "ok": {}}
+    ok = next(iter(result.summaries["ok"]["urls"].values()))
+    assert ok["phases_ms"]["tls"]["min"] > 0  # a handshake on every fresh request
