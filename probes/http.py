@@ -156,6 +156,7 @@ class HttpProbe:
             "interval_s": self.interval_s,
             "connection": "fresh" if self.fresh else "reuse",
             "skipped_turns": self.skipped,
+            "reference_command": self.reference_command(),
             "urls": {label: s.as_dict() for label, s in self.stats.items()},
         }
 

@@ -156,6 +156,8 @@ def render_report(
     for summary in summaries.values():
         conn = summary.get("connection", "fresh")
         out.append(f"connections: {conn}; interval {summary.get('interval_s')} s")
+        if summary.get("reference_command"):
+            out.append(f"reference (one sample): {summary['reference_command']}")
         for label, url_stats in summary.get("urls", {}).items():
             out.append("")
             out.append(_paint(f"== {url_stats.get('url', label)}", "1", colour))
