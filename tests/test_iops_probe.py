@@ -8,15 +8,18 @@ import shutil
 import subprocess
 import threading
 
+import disk_fixtures
 import pytest
 from disk_fixtures import kernel_io, loop_device, run_cli
 from probetop.probes.base import ProbeError
 from probetop.probes.hub import Hub
 from probetop.probes.iops import FIO_PERCENTILES, IopsProbe, pct_key
 
+fast_dir = disk_fixtures.fast_dir  # the fixture, under the name tests ask for
 
-def test_json_is_fio_shaped_and_intervals_add_up(tmp_path):
-    target = tmp_path / "t.img"
+
+def test_json_is_fio_shaped_and_intervals_add_up(fast_dir):
+    target = fast_dir / "t.img"
     proc = run_cli(
         [
             "iops", str(target), "--size", "8M", "--rw", "randrw", "--rwmixread", "70",
@@ -44,8 +47,8 @@ def test_json_is_fio_shaped_and_intervals_add_up(tmp_path):
     assert "--rwmixread=70" in doc["fio_command"]
 
 
-def test_text_report_and_buffered_one_byte_sync_writes(tmp_path):
-    target = tmp_path / "efs.img"
+def test_text_report_and_buffered_one_byte_sync_writes(fast_dir):
+    target = fast_dir / "efs.img"
     proc = run_cli(
         [
             "iops", str(target), "--size", "4k", "--rw", "write", "--bs", "1", "--sync",
@@ -57,8 +60,8 @@ def test_text_report_and_buffered_one_byte_sync_writes(tmp_path):
     assert "--bs=1 " in proc.stdout and "--direct=0" in proc.stdout and "--sync=1" in proc.stdout
 
 
-async def test_cancel_leaves_no_worker_behind(tmp_path):
-    target = tmp_path / "c.img"
+async def test_cancel_leaves_no_worker_behind(fast_dir):
+    target = fast_dir / "c.img"
     probe = IopsProbe(str(target), size=4 << 20, jobs=2, iodepth=4, interval_s=0.2)
     hub = Hub()
     hub.add(probe)
@@ -142,8 +145,8 @@ def test_probe_counts_agree_with_the_kernel_on_a_loop_device():
     )
 
 
-def test_ramp_intervals_are_shown_but_not_counted(tmp_path):
-    target = tmp_path / "r.img"
+def test_ramp_intervals_are_shown_but_not_counted(fast_dir):
+    target = fast_dir / "r.img"
     probe = IopsProbe(str(target), size=4 << 20, ramp_s=0.5, time_s=0.5, interval_s=0.25)
     probe.prepare()
     asyncio.run(probe.run(lambda r: None))

@@ -9,9 +9,12 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import disk_fixtures
 import pytest
 from disk_fixtures import kernel_io, loop_device, need_root, run_cli
 from probetop.probes.checkpoint import Checkpoint
+
+fast_dir = disk_fixtures.fast_dir  # the fixture, under the name tests ask for
 
 FIELDS = {
     "target", "pass", "bytes", "total_bytes", "seconds", "bw_bytes", "iops", "complete",
@@ -19,12 +22,12 @@ FIELDS = {
 }  # fmt: skip
 
 
-def test_read_pass_json_fields_and_intervals_add_up(tmp_path):
-    target = tmp_path / "vol.img"
+def test_read_pass_json_fields_and_intervals_add_up(fast_dir):
+    target = fast_dir / "vol.img"
     target.write_bytes(b"\1" * (8 << 20))
     proc = run_cli(
         ["warmup", str(target), "--bs", "64k", "--iodepth", "4", "--range", "1M-7M",
-         "--checkpoint", str(tmp_path / "c.json"), "--json"]
+         "--checkpoint", str(fast_dir / "c.json"), "--json"]
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
@@ -36,7 +39,7 @@ def test_read_pass_json_fields_and_intervals_add_up(tmp_path):
     assert set(doc["plateau"]) == {"criterion", "reached_at_s", "reached_at_bytes", "left_at_s"}
     assert doc["intervals"][-1]["done_bytes"] == 6 << 20
     assert "--offset=1048576" in doc["fio_command"] and "--size=6291456" in doc["fio_command"]
-    assert Checkpoint.load(tmp_path / "c.json").done == [(1 << 20, 7 << 20)]
+    assert Checkpoint.load(fast_dir / "c.json").done == [(1 << 20, 7 << 20)]
 
 
 def test_totals_match_fio_and_the_kernel_on_the_same_pass():
@@ -136,8 +139,8 @@ def test_disk_full_while_writing_a_file_exits_2_and_keeps_the_checkpoint(tmp_pat
         assert saved.done_bytes <= 2 << 20
 
 
-def test_randwrite_pattern_reports_the_plateau(tmp_path):
-    target = tmp_path / "ssd.img"
+def test_randwrite_pattern_reports_the_plateau(fast_dir):
+    target = fast_dir / "ssd.img"
     target.write_bytes(b"\0" * (8 << 20))
     proc = run_cli(
         ["warmup", str(target), "--pattern", "randwrite", f"--yes-destroy-data={target}",

@@ -10,18 +10,14 @@ import subprocess
 import time
 from pathlib import Path
 
+import disk_fixtures
 import pytest
-from disk_fixtures import (  # noqa: F401 (fast_dir is a fixture)
-    PROBETOP,
-    fast_dir,
-    kernel_io,
-    loop_device,
-    read_stamps,
-    run_cli,
-)
+from disk_fixtures import PROBETOP, kernel_io, loop_device, read_stamps, run_cli
 from probetop.probes.base import ProbeError
 from probetop.probes.checkpoint import Checkpoint
 from probetop.probes.warmup import WarmupProbe
+
+fast_dir = disk_fixtures.fast_dir  # the fixture, under the name tests ask for
 
 
 def _start_write(target: str, checkpoint: Path, bs: str, rate: int) -> subprocess.Popen[str]:
@@ -95,7 +91,7 @@ def test_killed_write_pass_resumes_and_every_sector_is_written_once():
             checkpoint.unlink(missing_ok=True)
 
 
-def test_file_target_resume_and_verify(fast_dir):  # noqa: F811
+def test_file_target_resume_and_verify(fast_dir):
     tmp_path = fast_dir
     target = tmp_path / "vol.img"
     size = 8 << 20
@@ -144,7 +140,7 @@ def test_checkpoint_of_another_target_is_refused(tmp_path):
     assert proc.returncode == 2 and "another target" in proc.stderr
 
 
-def test_ctrl_c_saves_exactly_what_completed_and_resume_redoes_nothing(fast_dir):  # noqa: F811
+def test_ctrl_c_saves_exactly_what_completed_and_resume_redoes_nothing(fast_dir):
     target = fast_dir / "vol.img"
     size = 8 << 20
     with open(target, "wb") as f:
