@@ -365,3 +365,28 @@ async def test_wide_terminal_uses_two_columns() -> None:
         await pilot.resize_terminal(120, 40)
         await pilot.pause()
         assert not app.pane_box.has_class("-wide")
+
+
+async def test_command_palette_lists_every_action() -> None:
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await wait_for(pilot, lambda: has_samples(app, 1))
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for wanted in (
+            "Theme",
+            "Quit",
+            "Help",
+            "Add a probe",
+            "Stop probe system.cpu",
+            "Start recording",
+            "Pause display",
+            "Maximise system.disk",
+        ):
+            assert wanted in titles, (wanted, titles)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Pause display")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert app.display_paused

@@ -43,3 +43,12 @@ def test_snapshot_light_theme(snap_compare) -> None:  # type: ignore[no-untyped-
         await _paused_at_10s(pilot)
 
     assert snap_compare(replay_app(), terminal_size=(100, 30), run_before=run_before)
+
+
+def test_snapshot_help(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def run_before(pilot: Pilot) -> None:
+        await _paused_at_10s(pilot)
+        pilot.app.action_help()  # type: ignore[attr-defined]
+        await pilot.pause()
+
+    assert snap_compare(replay_app(), terminal_size=(100, 40), run_before=run_before)
