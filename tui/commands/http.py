@@ -303,7 +303,7 @@ def build_request(args: argparse.Namespace) -> HttpRequest:
 def repeated(args: argparse.Namespace) -> bool:
     """Repeated mode: any option that asks for more than one request per URL."""
     return bool(
-        args.count
+        args.count is not None
         or args.watch
         or getattr(args, "interval_given", False)
         or getattr(args, "interval", 1.0) != 1.0  # given before the command name
@@ -318,7 +318,7 @@ def run(args: argparse.Namespace) -> int | None:
         if not args.watch:
             args.headless = True  # a report, not a dashboard, unless --watch asks for one
         return None
-    from probetop.probes.http_request import check_http_version, check_url
+    from probetop.probes.http_request import HttpUrlError, check_http_version, check_url
     from probetop.probes.http_transfer import fetch, pycurlb_document
     from probetop.probes.http_waterfall import render_exchange, use_colour
 
@@ -330,10 +330,9 @@ def run(args: argparse.Namespace) -> int | None:
     for i, raw in enumerate(args.urls):
         try:
             url = check_url(raw)
-        except Exception as exc:
-            kind_code = getattr(exc, "exit_code", 2)
+        except HttpUrlError as exc:
             print(f"probetop: error: {exc}", file=sys.stderr)
-            code = code or kind_code
+            code = code or exc.exit_code
             continue
         exchange = fetch(request, url)
         if args.json:
