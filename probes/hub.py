@@ -50,10 +50,14 @@ class Subscription:
     async def wait(self, timeout: float | None = None) -> list[Record]:
         """Wait until something is queued (or timeout, or close), then drain."""
         if not self._items and not self.closed:
+            # asyncio.wait, not wait_for: on Python < 3.12 wait_for can swallow
+            # a cancellation that races with the event being set, which left a
+            # cancelled drain loop running forever.
+            waiter = asyncio.ensure_future(self._ready.wait())
             try:
-                await asyncio.wait_for(self._ready.wait(), timeout)
-            except asyncio.TimeoutError:
-                pass
+                await asyncio.wait({waiter}, timeout=timeout)
+            finally:
+                waiter.cancel()
         return self.drain()
 
     def close(self) -> None:
