@@ -369,3 +369,26 @@ def test_resolve_connect_to_head_and_http10(server, capsys):
     got = echo(server, HttpRequest(http_version="1.0", compressed=True))
     assert got["version"] == "HTTP/1.0"
     assert any(h.lower().startswith("accept-encoding:") for h in got["headers"])
+
+
+def test_agent_referer_cookie_and_interface_are_sent(server):
+    from probetop.tui.cli import build_parser
+    from probetop.tui.commands import http as cmd
+
+    args = build_parser().parse_args(
+        [
+            "http",
+            "-A",
+            "agent/1",
+            "-e",
+            "http://ref.test/",
+            "-b",
+            "a=1; b=2",
+            "--interface",
+            "lo",
+            "http://127.0.0.1/",
+        ]
+    )
+    got = echo(server, cmd.build_request(args))["headers"]
+    for line in ("User-Agent: agent/1", "Referer: http://ref.test/", "Cookie: a=1; b=2"):
+        assert line in got
