@@ -392,3 +392,10 @@ def test_agent_referer_cookie_and_interface_are_sent(server):
     got = echo(server, cmd.build_request(args))["headers"]
     for line in ("User-Agent: agent/1", "Referer: http://ref.test/", "Cookie: a=1; b=2"):
         assert line in got
+
+
+def test_proxy_option_sends_the_request_through_the_proxy(server, capsys):
+    # The fixture server plays the proxy: it receives the absolute URL and echoes it.
+    code, doc = run_json(capsys, "-x", server.url, "http://svc.test/via-proxy")
+    assert code == 0 and doc["primary_port"] == server.port
+    assert doc["effective_url"] == "http://svc.test/via-proxy"
