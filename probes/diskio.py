@@ -15,8 +15,9 @@ Contract:
   (sequential passes: warm-up). ``done_extents()`` tells exactly which bytes
   completed, including each job's finished prefix of the chunk in flight, so a
   checkpoint redoes at most the I/Os that were in flight.
-- ``compile_kernels()`` JIT-compiles before any clock starts (a few seconds on
-  first use per process); ``Engine.start`` calls it too.
+- ``compile_kernels()`` loads the loops (probes/iops_native.py) before any
+  clock starts: numba compiles them the first time (seconds) and caches them
+  on disk; ``warm_up_kernels()`` also runs them once on a temp file.
 - ``stop()`` + ``join()`` end every worker thread; nothing is left behind.
 - Writes stamp every 512-byte sector of each block with its absolute byte
   offset (first 8 bytes; the rest is a fixed random fill), so a later
@@ -106,8 +107,8 @@ _COMPILE_LOCK = threading.Lock()
 
 
 def compile_kernels() -> dict[str, Any]:
-    """Build (once per process) and return the nogil loops. Takes seconds: call
-    before starting any clock."""
+    """Load (once per process) and return the nogil loops. Compiles on first use
+    (seconds; then cached on disk): call before starting any clock."""
     with _COMPILE_LOCK:
         if not _KERNELS:
             _KERNELS.update(_build_kernels())
