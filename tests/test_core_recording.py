@@ -38,9 +38,11 @@ async def test_recording_is_private_valid_and_complete(tmp_path):
     assert {p["id"] for p in lines[0]["probes"]} == {"system.cpu", "system.disk", "system.net"}
     assert lines[-1]["type"] == "footer" and lines[-1]["reason"] == "time"
     samples = [line for line in lines if line["type"] == "sample"]
-    # 0.7 s at 0.2 s: three intervals per probe.
+    # 0.7 s at 0.2 s: three intervals per probe (two if a loaded machine
+    # delays the third tick past the deadline), and the footer agrees.
     per_probe = {pid: sum(1 for s in samples if s["probe"] == pid) for pid in result.summaries}
-    assert all(n == 3 for n in per_probe.values()), per_probe
+    assert all(n in (2, 3) for n in per_probe.values()), per_probe
+    assert {pid: s["samples"] for pid, s in lines[-1]["summaries"].items()} == per_probe
     ts = [s["t"] for s in samples]
     assert ts == sorted(ts)
     session = load_session(out)
