@@ -10,6 +10,10 @@ Contract:
   ``extra["clat_us"][direction]``); ``p50``/``p99`` are also plain metrics.
 - ``--ramp S`` runs S seconds before the totals start (fio ``ramp_time``);
   ``time_s`` then measures that long and the probe ends by itself.
+- Writes to a block device need ``confirmed`` (``--yes-destroy-data=TARGET`` or
+  the typed name in the dashboard) and are refused whatever the flags for a
+  device in use (``blockdev.write_refusals``) or one holding a partition table
+  or filesystem. Files are never refused: they are probetop's own test files.
 - ``summary()`` is fio-shaped per direction (``iops``, ``bw_bytes``,
   ``io_bytes``, ``total_ios``, ``runtime_ms``, ``clat_ns`` with ``min``,
   ``max``, ``mean``, ``stddev``, ``N``, ``percentile``) plus ``intervals`` and
@@ -102,6 +106,7 @@ class IopsProbe:
         time_s: float | None = None,
         ramp_s: float = 0.0,
         rate_iops: int = 0,
+        confirmed: bool = False,
         interval_s: float = 1.0,
         probe_id: str | None = None,
     ) -> None:
@@ -128,6 +133,7 @@ class IopsProbe:
         self.time_s = time_s
         self.ramp_s = ramp_s
         self.rate_iops = rate_iops
+        self.confirmed = confirmed  # writes to a block device: the user typed its name
         self.interval_s = interval_s
         self.id = probe_id or f"iops:{target}"
         self.target: Target | None = None
@@ -182,6 +188,12 @@ class IopsProbe:
                     f"({', '.join(signatures)}). The IOPS probe never overwrites a device "
                     "with a partition table or filesystem; wipe it yourself first "
                     "(wipefs -a) if you mean it."
+                )
+            if not self.confirmed:
+                raise ProbeError(
+                    f"{self.rw} destroys data on {self.target_path}. Confirm with "
+                    f"--yes-destroy-data={self.target_path} (headless) or type the name in "
+                    "the dashboard's confirmation dialog."
                 )
 
     def params(self) -> Mapping[str, Any]:

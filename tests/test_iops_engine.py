@@ -145,9 +145,11 @@ def test_direct_random_reads_match_the_kernel_counters():
         after = kernel_io(dev)
     reads = after[0] - before[0]
     assert snap.dirs[0].ios > 1000
-    # O_DIRECT random 4k reads: one kernel request each (adjacent ones may merge).
-    assert 0.97 * snap.dirs[0].ios <= reads <= snap.dirs[0].ios
-    assert (after[1] - before[1]) * 512 == snap.dirs[0].bytes
+    # O_DIRECT random 4k reads: one kernel request each (adjacent ones may merge);
+    # udev's blkid may probe a new loop device meanwhile: a few extra reads.
+    assert 0.97 * snap.dirs[0].ios <= reads <= snap.dirs[0].ios + 256
+    kernel_bytes = (after[1] - before[1]) * 512
+    assert snap.dirs[0].bytes <= kernel_bytes <= snap.dirs[0].bytes + (1 << 20)
 
 
 @pytest.mark.parametrize("depth", [1, 4])

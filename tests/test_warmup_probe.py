@@ -65,8 +65,10 @@ def test_totals_match_fio_and_the_kernel_on_the_same_pass():
     fio_read = json.loads(proc.stdout)["jobs"][0]["read"]
     assert doc["bytes"] == fio_read["io_bytes"] == size
     assert doc["total_ios"] == fio_read["total_ios"]
-    # The kernel saw the same sectors read for both tools.
-    assert (k1[1] - k0[1]) == (k2[1] - k1[1]) == size // 512
+    # The kernel saw every sector read once by each tool (plus, at most, a few
+    # sectors udev's blkid reads when it probes a new loop device).
+    for sectors in (k1[1] - k0[1], k2[1] - k1[1]):
+        assert size // 512 <= sectors <= size // 512 + 2048
     assert sum(r["bw_bytes"] for r in doc["intervals"]) > 0
 
 

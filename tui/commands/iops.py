@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
 import sys
 from typing import Any
 
-from probetop.probes.base import Probe, UsageProbeError
+from probetop.probes.base import Probe, ProbeError, UsageProbeError
 
 NAME = "iops"
 HELP = "fio-style IOPS, bandwidth and latency percentiles on a file or block device"
@@ -94,16 +96,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="cap each job at N I/Os per second (fio --rate_iops)",
     )
     parser.add_argument(
+        "--yes-destroy-data",
+        metavar="TARGET",
+        default=None,
+        help="confirm writes to a block device without the dashboard; must name TARGET",
+    )
+    parser.add_argument(
         "--ramp", type=float, default=0.0, metavar="S", help="run S seconds before totals start"
     )
 
 
-def build_probes(args: argparse.Namespace) -> list[Probe]:
+def names_target(given: str | None, target: str) -> bool:
+    """True if a --yes-destroy-data value names ``target`` (same path or same file)."""
+    if not given:
+        return False
+    return given == target or os.path.realpath(given) == os.path.realpath(target)
+
+
+def make_probe(args: argparse.Namespace, confirmed: bool) -> Probe:
     from probetop.probes.iops import IopsProbe
 
-    if args.ramp < 0:
-        raise UsageProbeError("--ramp must be zero or more seconds")
-    probe = IopsProbe(
+    return IopsProbe(
         args.target,
         rw=args.rw,
         rwmixread=args.rwmixread,
@@ -117,12 +130,49 @@ def build_probes(args: argparse.Namespace) -> list[Probe]:
         time_s=getattr(args, "time", None) or None,
         ramp_s=args.ramp,
         rate_iops=args.rate_iops or 0,
+        confirmed=confirmed,
         interval_s=getattr(args, "interval", 1.0) or 1.0,
     )
+
+
+def build_probes(args: argparse.Namespace) -> list[Probe]:
+    if args.ramp < 0:
+        raise UsageProbeError("--ramp must be zero or more seconds")
+    if args.yes_destroy_data and not names_target(args.yes_destroy_data, args.target):
+        raise UsageProbeError(
+            f"--yes-destroy-data={args.yes_destroy_data} does not name the target "
+            f"{args.target}: it must name it exactly"
+        )
+    probe = make_probe(args, names_target(args.yes_destroy_data, args.target))
     # The probe stops itself after --ramp + --time (fio's runtime excludes the
     # ramp), so the generic deadline must not cut it short.
     args.time = None
     return [probe]
+
+
+def run(args: argparse.Namespace) -> int | None:
+    """Writes to a block device in the dashboard ask for the typed name first;
+    everything else goes the generic way (return None)."""
+    from probetop.tui.launch import fail, launch, wants_headless
+
+    writes = args.rw not in ("read", "randread")
+    if not writes or args.yes_destroy_data or wants_headless(args):
+        return None
+    if not os.path.exists(args.target) or not stat.S_ISBLK(os.stat(args.target).st_mode):
+        return None
+    probe = make_probe(args, confirmed=False)
+    try:
+        probe.prepare()
+    except ProbeError as exc:
+        if "destroys data" not in str(exc):
+            return fail(str(exc), exc.exit_code)
+    from probetop.tui.widgets.warmup_pane import ask_destroy_confirmation
+
+    if not ask_destroy_confirmation(args.target, args.rw, []):
+        return fail("writes not confirmed: nothing was written", 1)
+    confirmed = make_probe(args, confirmed=True)
+    args.time = None  # the probe stops itself after --ramp + --time
+    return launch(args, [confirmed], sys.modules[__name__])
 
 
 def demo_probes(ctx: Any) -> list[Probe]:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
 from probetop.probes.base import Probe, ProbeError, UsageProbeError
-from probetop.tui.commands.iops import positive_int_arg, size_arg
+from probetop.tui.commands.iops import names_target, positive_int_arg, size_arg
 
 NAME = "warmup"
 HELP = "warm up (initialize) a volume: a full, resumable, observable read or write pass"
@@ -122,10 +121,7 @@ def pass_name(args: argparse.Namespace) -> str:
 
 
 def _confirmation_matches(args: argparse.Namespace) -> bool:
-    given = args.yes_destroy_data
-    if not given:
-        return False
-    return given == args.target or os.path.realpath(given) == os.path.realpath(args.target)
+    return names_target(args.yes_destroy_data, args.target)
 
 
 def make_probe(args: argparse.Namespace, confirmed: bool) -> Probe:

@@ -146,7 +146,8 @@ class ConfirmDestroyApp(App[bool]):
         )
         with Vertical(id="box"):
             yield Label(
-                f"A {self.pass_name} pass DESTROYS EVERY BYTE of {self.target}.", id="warning"
+                f"{self.pass_name}: every block written on {self.target} is DESTROYED.",
+                id="warning",
             )
             yield Static(found, markup=False)
             yield Static(f"Type {self.target} and press Enter to go on; Escape cancels.",
