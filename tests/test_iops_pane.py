@@ -95,3 +95,22 @@ async def test_write_confirmation_needs_the_exact_name() -> None:
     async with app.run_test() as pilot:
         await pilot.press("escape")
     assert app.return_value is False
+
+
+async def test_warmup_pane_shows_the_kernel_view_of_the_device(tmp_path) -> None:
+    await asyncio.to_thread(warm_up_kernels)
+    with loop_device(64 << 20) as dev:
+        name = os.path.basename(dev)
+        probes = [
+            DiskProbe(0.25, devices=[name]),
+            WarmupProbe(dev, bs=4096, iodepth=1, rate_iops=4000, interval_s=0.25,
+                        checkpoint=str(tmp_path / "c.json")),
+        ]  # fmt: skip
+        app = make_app(AppConfig(probes=probes, interval_s=0.25, focus="warmup"))
+        async with app.run_test(size=(120, 50)) as pilot:
+            pane = await _wait_for(
+                app, WarmupPane, lambda p: p.samples_seen > 1 and p.kernel.get("read_iops")
+            )
+            await pilot.pause()
+            pane.render_frame()
+            assert f"kernel {name}:" in pane.progress.text

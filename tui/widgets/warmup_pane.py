@@ -1,10 +1,11 @@
 """Pane for the ``warmup`` probe, and the typed confirmation for a write pass.
 
 The pane: a progress bar (bytes done / total and %), MB/s and IOPS of the
-last interval (with sparklines), ETA and elapsed time, a map of the done
-regions of the range (one cell per 1/64th: full, partly done, not yet), and
-the plateau state (fio's criterion; when it was reached, after how many
-bytes, and when performance left it).
+last interval (with sparklines) beside the kernel's figures for the same disk
+(passive ``system.disk`` counters, ``observe``), ETA and elapsed time, a map
+of the done regions of the range (one cell per 1/64th: full, partly done, not
+yet), and the plateau state (fio's criterion; when it was reached, after how
+many bytes, and when performance left it).
 
 ``ask_destroy_confirmation`` runs a small screen before the dashboard opens:
 the user must type the target's name exactly; anything else cancels.
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes.sample import Sample
+from probetop.probes.sample import Sample, split_key
 from probetop.tui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane
@@ -65,6 +66,8 @@ class WarmupPane(ProbePane):
         self.map_block = TextBlock([""])  # [""]: TextBlock repaints [] -> 1 line only on resize
         self.plateau_block = TextBlock([""])
         self.extra: dict[str, Any] = {}
+        self.device: str | None = params.get("backing_device")
+        self.kernel: dict[str, float | None] = {}
 
     def compose(self) -> ComposeResult:
         yield self.progress
@@ -76,6 +79,23 @@ class WarmupPane(ProbePane):
     def add_sample(self, sample: Sample) -> None:
         super().add_sample(sample)
         self.extra = dict(sample.extra or {})
+
+    def observe(self, sample: Sample) -> None:
+        if sample.probe != "system.disk" or not self.device:
+            return
+        for key, value in sample.values.items():
+            name, entity = split_key(key)
+            if entity == self.device:
+                self.kernel[name] = value
+
+    def kernel_text(self) -> str:
+        """The kernel's view of the same disk, to read beside the probe's rates."""
+        if not self.device or not self.kernel:
+            return ""
+        direction = "write" if "write" in str(self.extra.get("pass", "")) else "read"
+        bps = self.kernel.get(f"{direction}_Bps")
+        iops = self.kernel.get(f"{direction}_iops")
+        return f"  kernel {self.device}: {fmt_value(bps, 'B/s')}B/s {fmt_value(iops, 'IO/s')} IO/s"
 
     def progress_lines(self) -> list[str]:
         done = self.latest("done_bytes") or 0.0
@@ -89,7 +109,7 @@ class WarmupPane(ProbePane):
             f"{progress_bar(pct / 100.0)} {pct:5.1f} %  "
             f"{fmt_value(done, 'B')}B / {fmt_value(total, 'B')}B",
             f"{head}  ETA {fmt_duration(self.latest('eta_s'))}  elapsed "
-            f"{fmt_duration(self.latest('elapsed_s'))}",
+            f"{fmt_duration(self.latest('elapsed_s'))}" + self.kernel_text(),
         ]
 
     def plateau_lines(self) -> list[str]:
