@@ -176,11 +176,13 @@ def run(args: argparse.Namespace) -> int | None:
 
 
 def demo_probes(ctx: Any) -> list[Probe]:
-    """4k random reads on a 64 MiB scratch file the demo creates and removes."""
+    """4k random reads on a 64 MiB scratch file the demo creates and removes,
+    capped at 2000 IOPS so the demo never saturates the disk it shares."""
     from probetop.probes.iops import IopsProbe
 
     path = str(ctx.scratch / "iops.img")
-    return [IopsProbe(path, size=64 << 20, interval_s=getattr(ctx, "interval_s", 1.0))]
+    interval = getattr(ctx, "interval_s", 1.0)
+    return [IopsProbe(path, size=64 << 20, rate_iops=2000, interval_s=interval)]
 
 
 def _direction_lines(name: str, d: dict[str, Any]) -> list[str]:

@@ -191,18 +191,20 @@ def run(args: argparse.Namespace) -> int | None:
 
 
 def demo_probes(ctx: Any) -> list[Probe]:
-    """A read warm-up of a 256 MiB scratch file the demo creates and fills (never a
-    device); 512-byte blocks, one in flight, so the pass lasts long enough to watch."""
+    """A read warm-up of a 128 MiB scratch file the demo creates and fills (never a
+    device); 4 KiB blocks, one in flight, capped at 250 IOPS (1 MB/s) so the pass
+    lasts about two minutes and leaves the shared disk alone."""
     from probetop.probes.iops_target import Target, layout_file
     from probetop.probes.warmup import WarmupProbe
 
     path = ctx.scratch / "warmup.img"
-    layout_file(Target(str(path), None, "file", 0, 256 << 20, False, create=True), fill=True)
+    layout_file(Target(str(path), None, "file", 0, 128 << 20, False, create=True), fill=True)
     return [
         WarmupProbe(
             str(path),
-            bs=512,
+            bs=4096,
             iodepth=1,
+            rate_iops=250,
             checkpoint=str(ctx.scratch / "warmup.ckpt.json"),
             interval_s=getattr(ctx, "interval_s", 1.0),
         )
