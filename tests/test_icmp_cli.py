@@ -31,7 +31,7 @@ def probetop(*args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedPr
         (("0.0.0.0",), "invalid target address"),
         (("--size", "70000", "127.0.0.1"), "--size must be within"),
         (("--flood", "--rate", "10", "127.0.0.1"), "not allowed with"),
-        (("--rate", "0", "127.0.0.1"), "must be positive"),
+        (("--rate", "0", "127.0.0.1"), "must be a positive number"),
         (("-i", "10 parsecs", "127.0.0.1"), "not a duration"),
         (("--ttl", "300", "127.0.0.1"), "--ttl must be within"),
         (("--preload", "8", "127.0.0.1"), "--preload only applies to --flood"),

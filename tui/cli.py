@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from probetop.probes import __version__
 from probetop.tui import commands
+from probetop.tui.argtypes import number
 
 MAIN_DESCRIPTION = """\
 A terminal dashboard of live probes that measure like fio, sysbench, ping -f
@@ -30,26 +31,6 @@ examples:
 
 Run `probetop COMMAND --help` for a command's options.
 """
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
-
-
-def nonnegative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be zero or a positive number, got {text}")
-    return value
 
 
 def add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
@@ -80,14 +61,14 @@ def add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     )
     group.add_argument(
         "--time",
-        type=nonnegative_float,
+        type=number(nonnegative=True),
         metavar="S",
         default=d(None),
         help="stop the probes after S seconds",
     )
     group.add_argument(
         "--interval",
-        type=positive_float,
+        type=number(positive=True),
         metavar="S",
         default=d(1.0),
         help="sampling interval in seconds (default 1)",

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from probetop.probes.base import Probe
+from probetop.tui.argtypes import number, whole_number
 
 NAME = "cpu"
 HELP = "sysbench-compatible CPU events/s (prime trial division), thread sweeps"
@@ -35,19 +36,9 @@ FOCUS = "cpu"
 DEFAULT_TIME_S = 10.0
 
 
-def _int_arg(text: str) -> int:
-    # Range checks are the probe's (clear message, exit 2); here only "a number".
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-
-
-def _float_arg(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+# Range checks are the probe's (clear message, exit 2); here only "a number".
+_int_arg = whole_number()
+_float_arg = number()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

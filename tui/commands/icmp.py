@@ -14,6 +14,7 @@ from typing import Any
 
 from probetop.probes.base import Probe, UsageProbeError
 from probetop.probes.icmp import IcmpOptions, IcmpProbe
+from probetop.tui.argtypes import number, whole_number
 
 NAME = "icmp"
 HELP = "ICMP echo: requests/s, replies/s, pps, loss, RTT percentiles (ping -f, hping3)"
@@ -54,24 +55,8 @@ def duration(text: str) -> float:
     return value
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
-    return value
-
-
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"the rate must be positive, got {text}")
-    return value
+_count = whole_number(minimum=0)
+_rate = number(positive=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,17 +79,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="time between requests, as ping -i (0.2, 200ms, 20us); default 1 s",
     )
     parser.add_argument(
-        "-s", "--size", type=_positive_int, default=56, metavar="BYTES",
+        "-s", "--size", type=_count, default=56, metavar="BYTES",
         help="ICMP payload bytes, as ping -s (default 56)",
     )  # fmt: skip
     parser.add_argument(
-        "--streams", type=_positive_int, default=1, metavar="N",
+        "--streams", type=_count, default=1, metavar="N",
         help="independent senders, each with its own socket and thread (default 1)",
     )  # fmt: skip
-    parser.add_argument(
-        "-c", "--count", type=_positive_int, metavar="N", help="stop after N requests"
-    )
-    parser.add_argument("-t", "--ttl", type=_positive_int, metavar="N", help="IP TTL / hop limit")
+    parser.add_argument("-c", "--count", type=_count, metavar="N", help="stop after N requests")
+    parser.add_argument("-t", "--ttl", type=_count, metavar="N", help="IP TTL / hop limit")
     fam = parser.add_mutually_exclusive_group()
     fam.add_argument("-4", dest="family", action="store_const", const=4, help="IPv4 only")
     fam.add_argument("-6", dest="family", action="store_const", const=6, help="IPv6 only")
@@ -113,7 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--broadcast", action="store_true", help="allow a broadcast or multicast target"
     )
     parser.add_argument(
-        "-l", "--preload", type=_positive_int, default=1, metavar="N",
+        "-l", "--preload", type=_count, default=1, metavar="N",
         help="flood: requests kept outstanding per stream, as ping -l (default 1)",
     )  # fmt: skip
     parser.add_argument(

@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from probetop.probes.base import Probe, ProbeError, UsageProbeError
+from probetop.tui.argtypes import whole_number
 
 NAME = "iops"
 HELP = "fio-style IOPS, bandwidth and latency percentiles on a file or block device"
@@ -39,15 +40,7 @@ def size_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def positive_int_arg(text: str) -> int:
-    """argparse type: a whole number >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+positive_int_arg = whole_number(minimum=1)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
