@@ -33,9 +33,12 @@ Run `probetop COMMAND --help` for a command's options.
 """
 
 
-def add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+def add_common(
+    parser: argparse.ArgumentParser, *, suppress: bool, skip: tuple[str, ...] = ()
+) -> None:
     """Options every command takes. Sub-parsers use SUPPRESS so values given
-    before the command name are not reset by the sub-parser's defaults."""
+    before the command name are not reset by the sub-parser's defaults.
+    ``skip`` leaves out options a command defines itself (icmp's --interval)."""
 
     def d(value: object) -> object:
         return argparse.SUPPRESS if suppress else value
@@ -66,13 +69,14 @@ def add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         default=d(None),
         help="stop the probes after S seconds",
     )
-    group.add_argument(
-        "--interval",
-        type=number(positive=True),
-        metavar="S",
-        default=d(1.0),
-        help="sampling interval in seconds (default 1)",
-    )
+    if "--interval" not in skip:
+        group.add_argument(
+            "--interval",
+            type=number(positive=True),
+            metavar="S",
+            default=d(1.0),
+            help="sampling interval in seconds (default 1)",
+        )
     group.add_argument(
         "--theme",
         metavar="NAME",
@@ -101,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.add_arguments(p)
-        add_common(p, suppress=True)
+        add_common(p, suppress=True, skip=getattr(module, "OWN_OPTIONS", ()))
         p.set_defaults(_module=module)
     return parser
 

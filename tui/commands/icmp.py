@@ -1,7 +1,8 @@
 """`probetop icmp HOST`: ICMP echo like ping (default), ping -f (--flood) or hping3 -i (--rate).
 
-The common ``--interval`` option is the sampling interval (as for every
-command), so ping's ``-i`` is spelled ``-i/--send-interval`` here.
+Here ``--interval`` (``-i``) is ping's send interval, as the issue and ping
+users expect; the sampling interval is ``--sample-interval`` (``OWN_OPTIONS``
+tells cli.py not to add the common ``--interval``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from probetop.probes.icmp import IcmpOptions, IcmpProbe
 from probetop.tui.argtypes import number, whole_number
 
 NAME = "icmp"
+# --interval is ping's send interval here, not the common sampling interval.
+OWN_OPTIONS = ("--interval",)
 HELP = "ICMP echo: requests/s, replies/s, pps, loss, RTT percentiles (ping -f, hping3)"
 DESCRIPTION = """\
 Send ICMP echo requests to HOST and show, per interval, requests/s, replies/s,
@@ -72,11 +75,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     pace.add_argument(
         "-i",
+        "--interval",
         "--send-interval",
         type=duration,
         metavar="DURATION",
         dest="send_interval",
         help="time between requests, as ping -i (0.2, 200ms, 20us); default 1 s",
+    )
+    parser.add_argument(
+        "--sample-interval",
+        type=number(positive=True),
+        metavar="S",
+        dest="interval",
+        default=argparse.SUPPRESS,
+        help="sampling interval in seconds (default 1); --interval here is ping's send interval",
     )
     parser.add_argument(
         "-s", "--size", type=_count, default=56, metavar="BYTES",
