@@ -354,6 +354,28 @@ def test_device_mapper_holder_is_refused(layers: Layers) -> None:
 
 
 @requires_root
+def test_holders_the_kernel_lists_are_refused(
+    layers: Layers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Where device-mapper and md are missing (this VM's kernel has neither),
+    # nothing can create a real holder, so the test above skips. This one keeps
+    # the rule covered on a real loop device: only the listing of its
+    # holders/ directory is replaced, the rest of the check runs as is.
+    dev = layers.loop(layers.image())
+    name = os.path.basename(dev)
+    real_holders = blockdev._holders
+
+    def holders(sysdir: Path) -> list[str]:
+        return ["dm-99"] if sysdir.name == name else real_holders(sysdir)
+
+    monkeypatch.setattr(blockdev, "_holders", holders)
+    reasons = blockdev.write_refusals(dev)
+    assert any("held by dm-99" in r and "remove that first" in r for r in reasons), reasons
+    monkeypatch.setattr(blockdev, "_holders", real_holders)
+    assert blockdev.write_refusals(dev) == []
+
+
+@requires_root
 def test_active_swap_is_refused(layers: Layers) -> None:
     dev = layers.loop(layers.image())
     layers.swapon(dev)
