@@ -156,10 +156,13 @@ class ProbetopApp(App[int]):
         Binding("1", "speed(1)", "1x", show=False),
         Binding("2", "speed(10)", "10x", show=False),
         Binding("3", "speed(0)", "max", show=False),
-        Binding("left", "seek(-10)", "-10s", show=False),
-        Binding("right", "seek(10)", "+10s", show=False),
-        Binding("home", "seek_to(0)", "Start", show=False),
-        Binding("end", "seek_to(-1)", "End", show=False),
+        # Priority: the scrolling pane container binds these keys too and would
+        # eat them first; in live mode check_action disables these, so the keys
+        # fall through to scrolling again.
+        Binding("left", "seek(-10)", "-10s", show=False, priority=True),
+        Binding("right", "seek(10)", "+10s", show=False, priority=True),
+        Binding("home", "seek_to(0)", "Start", show=False, priority=True),
+        Binding("end", "seek_to(-1)", "End", show=False, priority=True),
     ]
 
     LIVE_ONLY = {"add_probe", "toggle_record"}
