@@ -315,6 +315,10 @@ def repeated(args: argparse.Namespace) -> bool:
 # -- the command contract ---------------------------------------------------------
 def run(args: argparse.Namespace) -> int | None:
     if repeated(args):
+        only_record = args.count is None and not args.watch and not getattr(args, "time", None)
+        if only_record and not getattr(args, "interval_given", False):
+            # `http URL --record f`: record the one request, not sample forever.
+            args.count = 1
         if not args.watch:
             args.headless = True  # a report, not a dashboard, unless --watch asks for one
         return None
