@@ -66,7 +66,7 @@ async def test_idle_pane_says_why() -> None:
 async def test_add_probe_action_starts_an_icmp_pane() -> None:
     app = make_app(AppConfig(probes=[NetProbe(0.25)], interval_s=0.25))
     async with app.run_test(size=(120, 40)) as pilot:
-        assert app.add_probe_line("icmp --rate 100 --interval 0.25 ::1")
+        assert app.add_probe_line("icmp --rate 100 --sample-interval 0.25 ::1")
         for _ in range(100):
             await asyncio.sleep(0.05)
             panes = list(app.query(IcmpPane))
