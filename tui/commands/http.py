@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from probetop.probes.base import Probe, UsageProbeError
 from probetop.probes.http_request import HttpRequest
+from probetop.tui.argtypes import number, whole_number
 
 NAME = "http"
 HELP = "HTTP phase timings (DNS, TCP, TLS, server, transfer) like curl -w / httpstat"
@@ -162,9 +163,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     curl.add_argument("-k", "--insecure", action="store_true", help="skip TLS verification")
     curl.add_argument("--cacert", metavar="FILE", help="CA bundle to verify the server with")
     curl.add_argument("-L", "--location", action="store_true", help="follow redirects")
-    curl.add_argument("--max-redirs", type=int, default=50, metavar="N", help="(default 50)")
-    curl.add_argument("-m", "--max-time", type=float, metavar="S", help="timeout per request")
-    curl.add_argument("--connect-timeout", type=float, metavar="S", help="connect timeout")
+    curl.add_argument(
+        "--max-redirs", type=whole_number(), default=50, metavar="N", help="(default 50)"
+    )
+    curl.add_argument("-m", "--max-time", type=number(), metavar="S", help="timeout per request")
+    curl.add_argument("--connect-timeout", type=number(), metavar="S", help="connect timeout")
     curl.add_argument("--resolve", action="append", default=[], metavar="HOST:PORT:ADDR")
     curl.add_argument("--connect-to", action="append", default=[], metavar="H1:P1:H2:P2")
     curl.add_argument("-4", "--ipv4", dest="ip_version", action="store_const", const=4)
@@ -200,7 +203,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             help=argparse.SUPPRESS,
         )
     rep = parser.add_argument_group("repeated sampling (probetop)")
-    rep.add_argument("--count", type=int, metavar="N", help="N requests per URL, then a report")
+    rep.add_argument(
+        "--count", type=whole_number(), metavar="N", help="N requests per URL, then a report"
+    )
     rep.add_argument("--watch", action="store_true", help="show the live dashboard pane")
     conn = rep.add_mutually_exclusive_group()
     conn.add_argument(

@@ -112,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="flood: requests kept outstanding per stream, as ping -l (default 1)",
     )  # fmt: skip
     parser.add_argument(
-        "--grace", type=float, default=1.0, metavar="S",
+        "--grace", type=number(), default=1.0, metavar="S",
         help="a request unanswered this long is lost; Ctrl-C waits this long (default 1)",
     )  # fmt: skip
     parser.add_argument(

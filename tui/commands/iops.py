@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from probetop.probes.base import Probe, ProbeError, UsageProbeError
-from probetop.tui.argtypes import whole_number
+from probetop.tui.argtypes import number, whole_number
 
 NAME = "iops"
 HELP = "fio-style IOPS, bandwidth and latency percentiles on a file or block device"
@@ -52,7 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="I/O pattern, as fio's --rw (default randread)",
     )
     parser.add_argument(
-        "--rwmixread", type=int, default=50, metavar="PCT", help="reads in %% for randrw/rw"
+        "--rwmixread",
+        type=whole_number(),
+        default=50,
+        metavar="PCT",
+        help="reads in %% for randrw/rw",
     )
     parser.add_argument(
         "--bs", type=size_arg, default=4096, metavar="SIZE", help="block size: 1, 512, 4k, 1M..."
@@ -95,7 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="confirm writes to a block device without the dashboard; must name TARGET",
     )
     parser.add_argument(
-        "--ramp", type=float, default=0.0, metavar="S", help="run S seconds before totals start"
+        "--ramp", type=number(), default=0.0, metavar="S", help="run S seconds before totals start"
     )
 
 

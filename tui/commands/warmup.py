@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from probetop.probes.base import Probe, ProbeError, UsageProbeError
+from probetop.tui.argtypes import number
 from probetop.tui.commands.iops import names_target, positive_int_arg, size_arg
 
 NAME = "warmup"
@@ -89,10 +90,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default iops_slope:0.01%%)",
     )
     parser.add_argument(
-        "--ss-dur", type=float, default=30.0, metavar="S", help="plateau window in seconds"
+        "--ss-dur", type=number(), default=30.0, metavar="S", help="plateau window in seconds"
     )
     parser.add_argument(
-        "--ss-ramp", type=float, default=0.0, metavar="S", help="ignore the first S seconds"
+        "--ss-ramp", type=number(), default=0.0, metavar="S", help="ignore the first S seconds"
     )
     parser.add_argument(
         "--rate-iops",
