@@ -36,10 +36,10 @@ class Session:
     @property
     def probes(self) -> dict[str, dict[str, Any]]:
         """Probe descriptions by id: the header's, then any added later."""
-        found = {p["id"]: p for p in self.header.get("probes", [])}
+        found = self.header_probes()
         for line in self.lines:
             if line.get("type") == "probe":
-                found[line["id"]] = {k: v for k, v in line.items() if k not in ("type", "t")}
+                found[line["id"]] = _probe_info(line)
         return found
 
     @property
@@ -77,11 +77,15 @@ class Session:
             elif kind == "status":
                 yield t, Status(line["probe"], t_ns, line["level"], line["message"])
             elif kind == "probe":
-                info = {k: v for k, v in line.items() if k not in ("type", "t")}
-                yield t, Announce(info["id"], t_ns, info)
+                yield t, Announce(line["id"], t_ns, _probe_info(line))
 
     def header_probes(self) -> dict[str, dict[str, Any]]:
         return {p["id"]: p for p in self.header.get("probes", [])}
+
+
+def _probe_info(line: dict[str, Any]) -> dict[str, Any]:
+    """The probe description inside a ``probe`` line (without its type and time)."""
+    return {k: v for k, v in line.items() if k not in ("type", "t")}
 
 
 def load_session(path: str | Path) -> Session:
