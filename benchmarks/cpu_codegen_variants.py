@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-from probetop.probes.cpu_engine import NativeEngine, SharedRun, ThreadJob
+from probetop.probes.cpu.engine import NativeEngine, SharedRun, ThreadJob
 
 VARIANTS = {
     "naive JIT (bypass on, no peel)": {"feature_overrides": ("+idivq-to-divl",), "peel": False},

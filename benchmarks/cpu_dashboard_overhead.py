@@ -83,7 +83,7 @@ def cpu_share(summary: dict[str, Any]) -> float:
 
 def recorded_summary(path: Path) -> dict[str, Any] | None:
     """The finished run's summary, from the final sample the probe recorded."""
-    from probetop.probes.replay import load_session
+    from probetop.probes.record.reader import load_session
 
     try:
         session = load_session(path)

@@ -26,12 +26,12 @@ import subprocess
 import sys
 import time
 
-from probetop.probes.http import HttpProbe
+from probetop.probes.http.probe import HttpProbe
 from probetop.tui.runner import run_headless
 
 SERVER = """
 import sys
-from probetop.probes.demo_targets import DemoTargets
+from probetop.tui.demo_targets import DemoTargets
 with DemoTargets() as t:
     print(t.http_url, flush=True)
     sys.stdin.read()

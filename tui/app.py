@@ -31,10 +31,10 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from probetop.probes.base import ProbeError
-from probetop.probes.hub import Hub, Subscription
-from probetop.probes.recorder import Recorder, RecordingError
-from probetop.probes.sample import Announce, Record, Sample, Status
+from probetop.probes.core.base import ProbeError
+from probetop.probes.core.hub import Hub, Subscription
+from probetop.probes.core.sample import Announce, Record, Sample, Status
+from probetop.probes.record.writer import Recorder, RecordingError
 from probetop.themes import DEFAULT_THEME, check_theme_name, probetop_themes
 from probetop.tui import commands
 from probetop.tui.config import AppConfig

@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``probetop`` console script."""
-    from probetop.probes.base import ProbeError
+    from probetop.probes.core.base import ProbeError
     from probetop.tui.launch import fail, launch
 
     parser = build_parser()
@@ -122,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     module = getattr(args, "_module", None)
     try:
         if module is None:
-            from probetop.probes.system import passive_probes
+            from probetop.probes.system.collectors import passive_probes
 
             return launch(args, passive_probes(args.interval), None, with_passive=False)
         run = getattr(module, "run", None)

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from probetop.probes.base import Probe
-    from probetop.probes.replay import Session
+    from probetop.probes.core.base import Probe
+    from probetop.probes.record.reader import Session
 
 
 @dataclass

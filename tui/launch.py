@@ -13,9 +13,9 @@ from argparse import Namespace
 from pathlib import Path
 from types import ModuleType
 
-from probetop.probes.base import Probe, ProbeError
-from probetop.probes.recorder import Recorder, RecordingError
-from probetop.probes.system import passive_probes
+from probetop.probes.core.base import Probe, ProbeError
+from probetop.probes.record.writer import Recorder, RecordingError
+from probetop.probes.system.collectors import passive_probes
 from probetop.tui.config import AppConfig
 from probetop.tui.runner import generic_report, run_headless
 

@@ -19,7 +19,7 @@ import bisect
 import math
 from collections.abc import Iterable
 
-from probetop.probes.sample import Record
+from probetop.probes.core.sample import Record
 
 SPEEDS: tuple[float, ...] = (1.0, 10.0, math.inf)
 MAX_BATCH = 5000

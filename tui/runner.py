@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probetop.probes.base import Probe
-from probetop.probes.hub import Hub
-from probetop.probes.recorder import Recorder
-from probetop.probes.sample import Sample, now_ns, split_key
-from probetop.probes.stats import RunningStats
+from probetop.probes.core.base import Probe
+from probetop.probes.core.hub import Hub
+from probetop.probes.core.sample import Sample, now_ns, split_key
+from probetop.probes.core.stats import RunningStats
+from probetop.probes.record.writer import Recorder
 
 
 @dataclass

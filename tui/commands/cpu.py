@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from probetop.probes.base import Probe
+from probetop.probes.core.base import Probe
 from probetop.tui.argtypes import number, whole_number
 
 NAME = "cpu"
@@ -91,7 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_probes(args: argparse.Namespace) -> list[Probe]:
     """One CpuProbe from the options; bad values raise UsageProbeError (exit 2)."""
-    from probetop.probes.cpu import CpuProbe
+    from probetop.probes.cpu.probe import CpuProbe
 
     time_s = getattr(args, "time", None)
     interval = args.report_interval or getattr(args, "interval", 1.0) or 1.0
@@ -107,7 +107,7 @@ def build_probes(args: argparse.Namespace) -> list[Probe]:
     )
     probe.validate()
     if args.report_interval is not None and args.report_interval <= 0:
-        from probetop.probes.base import UsageProbeError
+        from probetop.probes.core.base import UsageProbeError
 
         raise UsageProbeError(f"--report-interval must be positive, got {args.report_interval}")
     # The probe ends itself after --time (per thread count with --sweep) or
@@ -118,7 +118,7 @@ def build_probes(args: argparse.Namespace) -> list[Probe]:
 
 def demo_probes(ctx: Any) -> list[Probe]:
     """One thread, no end, so the machine stays usable while the demo runs."""
-    from probetop.probes.cpu import CpuProbe
+    from probetop.probes.cpu.probe import CpuProbe
 
     return [
         CpuProbe(
@@ -133,7 +133,7 @@ def demo_probes(ctx: Any) -> list[Probe]:
 
 def report(args: argparse.Namespace, result: Any) -> int:
     """sysbench-style text, or one JSON document with --json. Exit 1 on probe errors."""
-    from probetop.probes.cpu_report import format_report, json_document
+    from probetop.probes.cpu.report import format_report, json_document
 
     probe = result.probes[0]
     summary = dict(result.summaries.get(probe.id, {}))

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-from probetop.probes.base import Probe, ProbeError
-from probetop.probes.demo_targets import DemoTargets
-from probetop.probes.system import passive_probes
+from probetop.probes.core.base import Probe, ProbeError
+from probetop.probes.system.collectors import passive_probes
 from probetop.tui import commands
+from probetop.tui.demo_targets import DemoTargets
 
 NAME = "demo"
 HELP = "every probe live at once, against embedded local targets"

@@ -17,8 +17,8 @@ import sys
 from typing import Any
 from urllib.parse import quote
 
-from probetop.probes.base import Probe, UsageProbeError
-from probetop.probes.http_request import HttpRequest
+from probetop.probes.core.base import Probe, UsageProbeError
+from probetop.probes.http.request import HttpRequest
 from probetop.tui.argtypes import number, whole_number
 
 NAME = "http"
@@ -327,9 +327,9 @@ def run(args: argparse.Namespace) -> int | None:
         if not args.watch:
             args.headless = True  # a report, not a dashboard, unless --watch asks for one
         return None
-    from probetop.probes.http_request import HttpUrlError, check_http_version, check_url
-    from probetop.probes.http_transfer import fetch, pycurlb_document
-    from probetop.probes.http_waterfall import render_exchange, use_colour
+    from probetop.probes.http.request import HttpUrlError, check_http_version, check_url
+    from probetop.probes.http.transfer import fetch, pycurlb_document
+    from probetop.probes.http.waterfall import render_exchange, use_colour
 
     request = build_request(args)
     check_http_version(request.http_version)
@@ -362,7 +362,7 @@ def run(args: argparse.Namespace) -> int | None:
 
 
 def build_probes(args: argparse.Namespace) -> list[Probe]:
-    from probetop.probes.http import HttpProbe
+    from probetop.probes.http.probe import HttpProbe
 
     if args.count is not None and args.count < 1:
         raise UsageProbeError(f"--count must be at least 1, got {args.count}")
@@ -379,7 +379,7 @@ def build_probes(args: argparse.Namespace) -> list[Probe]:
 
 def demo_probes(ctx: Any) -> list[Probe]:
     """Two local URLs on the demo server: a 20 ms wait and a 100 kB body."""
-    from probetop.probes.http import HttpProbe
+    from probetop.probes.http.probe import HttpProbe
 
     base = ctx.http_url
     return [HttpProbe([f"{base}/delay?ms=20", f"{base}/bytes?n=100000"], interval_s=1.0)]
@@ -387,8 +387,8 @@ def demo_probes(ctx: Any) -> list[Probe]:
 
 def report(args: argparse.Namespace, result: Any) -> int:
     """Per URL and phase: min, p50, p90, p99, max, mean, stddev; errors by kind."""
-    from probetop.probes.http_waterfall import render_report
-    from probetop.probes.redact import redact
+    from probetop.probes.http.waterfall import render_report
+    from probetop.probes.record.redact import redact
 
     summaries = {pid: s for pid, s in result.summaries.items() if "urls" in s}
     if args.json:

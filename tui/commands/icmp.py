@@ -13,8 +13,8 @@ import re
 import sys
 from typing import Any
 
-from probetop.probes.base import Probe, UsageProbeError
-from probetop.probes.icmp import IcmpOptions, IcmpProbe
+from probetop.probes.core.base import Probe, UsageProbeError
+from probetop.probes.icmp.probe import IcmpOptions, IcmpProbe
 from probetop.tui.argtypes import number, whole_number
 
 NAME = "icmp"

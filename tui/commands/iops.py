@@ -9,7 +9,7 @@ import stat
 import sys
 from typing import Any
 
-from probetop.probes.base import Probe, ProbeError, UsageProbeError
+from probetop.probes.core.base import Probe, ProbeError, UsageProbeError
 from probetop.tui.argtypes import number, whole_number
 
 NAME = "iops"
@@ -32,7 +32,7 @@ FOCUS = "iops"
 
 def size_arg(text: str) -> int:
     """argparse type: a fio-style size ("4k", "1M")."""
-    from probetop.probes.iops_target import parse_size
+    from probetop.probes.disk.target import parse_size
 
     try:
         return parse_size(text)
@@ -111,7 +111,7 @@ def names_target(given: str | None, target: str) -> bool:
 
 
 def make_probe(args: argparse.Namespace, confirmed: bool) -> Probe:
-    from probetop.probes.iops import IopsProbe
+    from probetop.probes.disk.iops import IopsProbe
 
     return IopsProbe(
         args.target,
@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int | None:
 def demo_probes(ctx: Any) -> list[Probe]:
     """4k random reads on a 64 MiB scratch file the demo creates and removes,
     capped at 2000 IOPS so the demo never saturates the disk it shares."""
-    from probetop.probes.iops import IopsProbe
+    from probetop.probes.disk.iops import IopsProbe
 
     path = str(ctx.scratch / "iops.img")
     interval = getattr(ctx, "interval_s", 1.0)

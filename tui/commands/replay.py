@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from probetop.probes.base import Probe, ProbeError
-from probetop.probes.recorder import RecordingError
-from probetop.probes.replay import load_session
+from probetop.probes.core.base import Probe, ProbeError
+from probetop.probes.record.reader import load_session
+from probetop.probes.record.writer import RecordingError
 
 NAME = "replay"
 HELP = "play a recording in the dashboard (pause, speed, seek)"

@@ -14,11 +14,11 @@ import shutil
 import sys
 from typing import Any, TextIO
 
-from probetop.probes.base import Probe, ProbeError
-from probetop.probes.recorder import RecordingError
-from probetop.probes.replay import Session, load_session
-from probetop.probes.sample import split_key
-from probetop.probes.stats import RunningStats, percentile
+from probetop.probes.core.base import Probe, ProbeError
+from probetop.probes.core.sample import split_key
+from probetop.probes.core.stats import RunningStats, percentile
+from probetop.probes.record.reader import Session, load_session
+from probetop.probes.record.writer import RecordingError
 
 NAME = "report"
 HELP = "summarise a recording: per-probe text summary and charts"

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from probetop.probes.base import Probe, ProbeError, UsageProbeError
+from probetop.probes.core.base import Probe, ProbeError, UsageProbeError
 from probetop.tui.argtypes import number
 from probetop.tui.commands.iops import names_target, positive_int_arg, size_arg
 
@@ -36,7 +36,7 @@ FOCUS = "warmup"
 
 
 def _range(text: str) -> tuple[int | None, int | None]:
-    from probetop.probes.iops_target import parse_range
+    from probetop.probes.disk.target import parse_range
 
     try:
         return parse_range(text)
@@ -126,7 +126,7 @@ def _confirmation_matches(args: argparse.Namespace) -> bool:
 
 
 def make_probe(args: argparse.Namespace, confirmed: bool) -> Probe:
-    from probetop.probes.warmup import WarmupProbe
+    from probetop.probes.disk.warmup import WarmupProbe
 
     name = pass_name(args)
     bs = args.bs or (4096 if name == "randwrite" else 1 << 20)
@@ -180,7 +180,7 @@ def run(args: argparse.Namespace) -> int | None:
     except ProbeError as exc:
         if "destroys every byte" not in str(exc):
             return fail(str(exc), exc.exit_code)
-    from probetop.probes.blockdev import data_signatures
+    from probetop.probes.disk.blockdev import data_signatures
     from probetop.tui.widgets.warmup_pane import ask_destroy_confirmation
 
     signatures = data_signatures(args.target)
@@ -195,8 +195,8 @@ def demo_probes(ctx: Any) -> list[Probe]:
     """A read warm-up of a 128 MiB scratch file the demo creates and fills (never a
     device); 4 KiB blocks, one in flight, capped at 250 IOPS (1 MB/s) so the pass
     lasts about two minutes and leaves the shared disk alone."""
-    from probetop.probes.iops_target import Target, layout_file
-    from probetop.probes.warmup import WarmupProbe
+    from probetop.probes.disk.target import Target, layout_file
+    from probetop.probes.disk.warmup import WarmupProbe
 
     path = ctx.scratch / "warmup.img"
     layout_file(Target(str(path), None, "file", 0, 128 << 20, False, create=True), fill=True)

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from probetop.probes.cpu import EVENT_EXPLAINED, PYTHON_ENGINE_LABEL
-from probetop.probes.sample import Sample, split_key
+from probetop.probes.core.sample import Sample, split_key
+from probetop.probes.cpu.probe import EVENT_EXPLAINED, PYTHON_ENGINE_LABEL
 from probetop.tui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane

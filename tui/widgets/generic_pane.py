@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes.sample import split_key
+from probetop.probes.core.sample import split_key
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane
 from probetop.tui.widgets.sparkline import Sparkline

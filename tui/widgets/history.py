@@ -16,8 +16,8 @@ import math
 from collections import deque
 from collections.abc import Iterable, Mapping
 
-from probetop.probes.sample import split_key
-from probetop.probes.stats import RunningStats, percentile
+from probetop.probes.core.sample import split_key
+from probetop.probes.core.stats import RunningStats, percentile
 
 CHART_POINTS = 3600  # one hour at 1 Hz for the maximised chart
 P99_WINDOW = 300  # p99 over the last 300 samples (5 min at 1 Hz): cheap to sort per frame

@@ -16,8 +16,8 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes.sample import Sample, split_key
-from probetop.probes.stats import percentile
+from probetop.probes.core.sample import Sample, split_key
+from probetop.probes.core.stats import percentile
 from probetop.tui.widgets.generic_pane import SparkRow
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane

@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes.sample import Sample, Status, split_key
+from probetop.probes.core.sample import Sample, Status, split_key
 from probetop.tui.widgets.history import HistoryStore, MetricHistory, fmt_value
 from rich.markup import escape
 from textual.widget import Widget

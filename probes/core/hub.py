@@ -1,0 +1,178 @@
+"""The hub runs probes as asyncio tasks and fans their records out.
+
+Data flows one way: probe -> hub -> subscriptions. Control (add a probe, stop
+one, stop all) goes through hub methods, never by reaching into a probe.
+
+Two kinds of subscription:
+- lossless (the recorder): every record, in order; unbounded, so the
+  subscriber must drain promptly (the recorder does, at least once a second).
+- lossy (the UI feed): bounded; when full the oldest record is dropped and
+  counted, so a stalled UI can never stall a probe or grow memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from probetop.probes.core.base import Probe, ProbeError, describe
+from probetop.probes.core.sample import Announce, Record, Status, now_ns
+
+
+class Subscription:
+    """A queue of records for one consumer. See the module docstring."""
+
+    def __init__(self, *, lossless: bool, maxsize: int = 2048) -> None:
+        self.lossless = lossless
+        self._items: deque[Record] = deque(maxlen=None if lossless else maxsize)
+        self._ready = asyncio.Event()
+        self.dropped = 0
+        self.closed = False
+
+    def put(self, record: Record) -> None:
+        if self.closed:
+            return
+        if not self.lossless and len(self._items) == self._items.maxlen:
+            self.dropped += 1
+        self._items.append(record)
+        self._ready.set()
+
+    def drain(self) -> list[Record]:
+        """Everything queued now, without waiting."""
+        items = list(self._items)
+        self._items.clear()
+        self._ready.clear()
+        return items
+
+    async def wait(self, timeout: float | None = None) -> list[Record]:
+        """Wait until something is queued (or timeout, or close), then drain."""
+        if not self._items and not self.closed:
+            # asyncio.wait, not wait_for: on Python < 3.12 wait_for can swallow
+            # a cancellation that races with the event being set, which left a
+            # cancelled drain loop running forever.
+            waiter = asyncio.ensure_future(self._ready.wait())
+            try:
+                await asyncio.wait({waiter}, timeout=timeout)
+            finally:
+                waiter.cancel()
+        return self.drain()
+
+    def close(self) -> None:
+        self.closed = True
+        self._ready.set()
+
+
+class Hub:
+    """Runs probes and fans out their records. Use from one event loop."""
+
+    def __init__(self) -> None:
+        self.probes: dict[str, Probe] = {}
+        self.descriptions: dict[str, dict[str, Any]] = {}
+        self.summaries: dict[str, Mapping[str, Any]] = {}
+        self.errors: dict[str, str] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._subs: list[Subscription] = []
+        self._running = False
+        self.started_ns = now_ns()
+
+    # -- subscriptions -------------------------------------------------
+    def subscribe(self, *, lossless: bool = False, maxsize: int = 2048) -> Subscription:
+        """A new subscription; it first receives an Announce for every known probe."""
+        sub = Subscription(lossless=lossless, maxsize=maxsize)
+        for pid, info in self.descriptions.items():
+            sub.put(Announce(pid, self.started_ns, info))
+        self._subs.append(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        sub.close()
+        if sub in self._subs:
+            self._subs.remove(sub)
+
+    def publish(self, record: Record) -> None:
+        """Fan a record out to every subscription. Never blocks."""
+        for sub in self._subs:
+            sub.put(record)
+
+    # -- control -------------------------------------------------------
+    def add(self, probe: Probe) -> None:
+        """Check the probe (``prepare``) and start it if the hub runs.
+
+        Raises ProbeError from ``prepare`` or when the id is taken, so the caller
+        can tell the user before anything starts.
+        """
+        if probe.id in self.probes and probe.id in self._tasks and not self._tasks[probe.id].done():
+            raise ProbeError(f"a probe with id {probe.id!r} is already running")
+        probe.prepare()
+        self.probes[probe.id] = probe
+        info = describe(probe)
+        self.descriptions[probe.id] = info
+        self.publish(Announce(probe.id, now_ns(), info))
+        if self._running:
+            self._start(probe)
+
+    def start(self) -> None:
+        """Start every added probe. Call from inside the running loop."""
+        self._running = True
+        for probe in self.probes.values():
+            if probe.id not in self._tasks:
+                self._start(probe)
+
+    def _start(self, probe: Probe) -> None:
+        self._tasks[probe.id] = asyncio.get_running_loop().create_task(
+            self._run(probe), name=f"probe:{probe.id}"
+        )
+
+    async def _run(self, probe: Probe) -> None:
+        self.publish(Status(probe.id, now_ns(), "started", f"{probe.kind} started"))
+        reason = "finished"
+        try:
+            await probe.run(self.publish)
+        except asyncio.CancelledError:
+            reason = "stopped"
+        except ProbeError as exc:
+            reason = "failed"
+            self.errors[probe.id] = str(exc)
+            self.publish(Status(probe.id, now_ns(), "error", str(exc)))
+        except Exception as exc:  # a probe bug must not take the dashboard down
+            reason = "crashed"
+            self.errors[probe.id] = f"{type(exc).__name__}: {exc}"
+            detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            self.publish(Status(probe.id, now_ns(), "error", f"probe crashed: {detail}"))
+        finally:
+            try:
+                self.summaries[probe.id] = probe.summary()
+            except Exception as exc:
+                self.summaries[probe.id] = {"error": f"summary failed: {exc}"}
+            self.publish(Status(probe.id, now_ns(), "stopped", reason))
+
+    def running(self) -> list[str]:
+        """Ids of probes whose task is still running."""
+        return [pid for pid, task in self._tasks.items() if not task.done()]
+
+    async def stop_probe(self, probe_id: str) -> None:
+        """Cancel one probe and wait until it has cleaned up."""
+        task = self._tasks.get(probe_id)
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def stop(self) -> None:
+        """Cancel every probe and wait for all of them to clean up."""
+        tasks = [t for t in self._tasks.values() if not t.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        self._running = False
+
+    async def wait(self, timeout: float | None = None) -> bool:
+        """Wait until every probe finished by itself, or timeout. True if all done."""
+        tasks = [t for t in self._tasks.values() if not t.done()]
+        if not tasks:
+            return True
+        _done, pending = await asyncio.wait(tasks, timeout=timeout)
+        return not pending

@@ -1,0 +1,32 @@
+"""Drift-free interval ticks for probes that sample on the event loop.
+
+``Ticker`` sleeps until start + k x interval (not "interval after the last
+wake-up"), so a late wake-up does not shift every later sample; each tick
+returns the measured monotonic time, from which rates are computed, so a late
+wake-up makes a longer interval, never a wrong rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from probetop.probes.core.sample import now_ns
+
+
+class Ticker:
+    def __init__(self, interval_s: float) -> None:
+        if interval_s <= 0:
+            raise ValueError("interval must be positive")
+        self.interval_ns = int(interval_s * 1e9)
+        self._next = now_ns() + self.interval_ns
+
+    async def tick(self) -> int:
+        """Sleep until the next deadline; return now (monotonic ns)."""
+        delay = (self._next - now_ns()) / 1e9
+        if delay > 0:
+            await asyncio.sleep(delay)
+        now = now_ns()
+        # Skip deadlines already missed (e.g. after a suspend) instead of bursting.
+        while self._next <= now:
+            self._next += self.interval_ns
+        return now

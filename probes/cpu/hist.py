@@ -1,0 +1,76 @@
+"""sysbench's latency histogram arithmetic, as pure functions over bucket counts.
+
+sysbench 1.0 files every event latency (ms) into one of 1024 log-scale buckets
+between 0.001 ms and 100000 ms: ``i = floor((ln(ms) - ln(0.001)) * mult + 0.5)``
+with ``mult = 1023 / (ln(100000) - ln(0.001))``. A percentile P walks the
+buckets until the running count reaches ``floor(N * P / 100 + 0.5)`` and
+reports that bucket's value ``exp(i / mult + ln(0.001))``, so a sysbench p95
+is always a bucket value (0.37, 0.39, 4.41 ...), never an interpolation. We
+do the same so the numbers agree digit for digit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+from probetop.probes.cpu.engine import HIST_DEDUCT, HIST_MULT, HIST_SIZE, bucket_of
+
+__all__ = [
+    "HIST_SIZE",
+    "bucket_of",
+    "bucket_value_ms",
+    "from_sparse",
+    "histogram_of",
+    "percentile_ms",
+    "subtract",
+    "to_sparse",
+]
+
+
+def bucket_value_ms(index: int) -> float:
+    """The latency (ms) sysbench reports for bucket ``index``."""
+    return math.exp(index / HIST_MULT + HIST_DEDUCT)
+
+
+def percentile_ms(counts: Sequence[int], pct: float) -> float | None:
+    """sysbench's percentile of a histogram; None when it holds no events."""
+    total = sum(counts)
+    if total == 0:
+        return None
+    wanted = math.floor(total * pct / 100.0 + 0.5)
+    running = 0
+    for index, count in enumerate(counts):
+        running += count
+        if running >= wanted:
+            return bucket_value_ms(index)
+    return bucket_value_ms(len(counts) - 1)
+
+
+def histogram_of(latencies_ms: Iterable[float]) -> list[int]:
+    """Bucket counts of raw latencies (for tests and the Python engine)."""
+    counts = [0] * HIST_SIZE
+    for value in latencies_ms:
+        counts[bucket_of(value)] += 1
+    return counts
+
+
+def subtract(after: Sequence[int], before: Sequence[int]) -> list[int]:
+    """Per-bucket difference of two cumulative snapshots (an interval's histogram).
+
+    A bucket read a moment before its event count may lag by one; clamp at 0
+    rather than report a negative count (the next interval gets it back).
+    """
+    return [max(0, a - b) for a, b in zip(after, before, strict=True)]
+
+
+def to_sparse(counts: Sequence[int]) -> dict[str, int]:
+    """JSON-friendly form: only non-empty buckets, keyed by index."""
+    return {str(i): int(c) for i, c in enumerate(counts) if c}
+
+
+def from_sparse(sparse: Mapping[str, int]) -> list[int]:
+    counts = [0] * HIST_SIZE
+    for key, value in sparse.items():
+        counts[int(key)] = int(value)
+    return counts

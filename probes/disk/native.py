@@ -1,0 +1,416 @@
+"""The native I/O loops of probes/disk/workers.py: numba ``nogil`` functions.
+
+Imported lazily by ``diskio.compile_kernels`` (it imports numba, ~0.5 s).
+libc is reached through ``numba.types.ExternalFunction`` (resolved by symbol
+name when the code is loaded, not baked-in addresses), so the compiled code
+is cached on disk (``cache=True``) and later runs start in well under a
+second instead of recompiling for seconds. Layout constants (counter slots,
+histogram shape) come from diskio.py; see its docstring for the contract.
+"""
+
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+import numba
+import numpy as np
+from numba import types
+from probetop.probes.disk.workers import (
+    _AIO_SYSCALLS,
+    C_BAD_SECTORS,
+    C_BYTES,
+    C_ERRORS,
+    C_IOS,
+    C_LAT_MAX,
+    C_LAT_MIN,
+    F_LAT_SUM,
+    F_LAT_SUMSQ,
+    HIST_BITS,
+    HIST_BUCKETS,
+    HIST_VAL,
+    K_ERR_DIR,
+    K_ERR_OFFSET,
+    K_ERRNO,
+    K_FIRST_BAD,
+    K_PROGRESS,
+    K_STOP,
+    READ,
+    SECTOR,
+    WRITE,
+)
+
+# Pointers travel as int64: same registers as void* in the C ABI.
+_pread: Any = types.ExternalFunction(
+    "pread", types.int64(types.int32, types.int64, types.int64, types.int64)
+)
+_pwrite: Any = types.ExternalFunction(
+    "pwrite", types.int64(types.int32, types.int64, types.int64, types.int64)
+)
+_clock_gettime: Any = types.ExternalFunction("clock_gettime", types.int32(types.int32, types.int64))
+_clock_nanosleep: Any = types.ExternalFunction(
+    "clock_nanosleep", types.int32(types.int32, types.int32, types.int64, types.int64)
+)
+# syscall(2) is variadic; with integer arguments only, the non-variadic call is
+# the same on x86-64 and aarch64 Linux.
+_syscall: Any = types.ExternalFunction("syscall", types.int64(*([types.int64] * 6)))
+_errno_location: Any = types.ExternalFunction("__errno_location", types.CPointer(types.int32)())
+
+CLOCK_MONOTONIC = 1
+SYS_IO_SETUP, SYS_IO_DESTROY, SYS_IO_GETEVENTS, SYS_IO_SUBMIT = _AIO_SYSCALLS.get(
+    platform.machine(), (-1, -1, -1, -1)
+)
+AIO_SUPPORTED = SYS_IO_SETUP >= 0
+
+
+@numba.njit(nogil=True, inline="always", cache=True)
+def now_ns(ts_addr: int, ts: Any) -> int:
+    _clock_gettime(CLOCK_MONOTONIC, ts_addr)
+    return ts[0] * 1_000_000_000 + ts[1]
+
+
+@numba.njit(nogil=True, inline="always", cache=True)
+def pace(due: int, gap: int, ts_addr: int, ts: Any, sl: Any) -> int:
+    """Rate limit (fio --rate_iops): sleep until ``due``; return the next due time.
+    Falling behind never causes a burst: the next slot is one gap after now."""
+    if gap <= 0:
+        return 0
+    now = now_ns(ts_addr, ts)
+    if now < due:
+        sl[0] = due // 1_000_000_000
+        sl[1] = due % 1_000_000_000
+        _clock_nanosleep(CLOCK_MONOTONIC, 1, sl.ctypes.data, 0)  # 1 = TIMER_ABSTIME
+        now = due
+    return max(due, now) + gap
+
+
+@numba.njit(nogil=True, inline="always", cache=True)
+def bucket(v: int) -> int:
+    if v < 2 * HIST_VAL:
+        return max(v, 0)
+    msb = 0
+    x = v
+    if x >= 1 << 32:
+        x >>= 32
+        msb += 32
+    if x >= 1 << 16:
+        x >>= 16
+        msb += 16
+    if x >= 1 << 8:
+        x >>= 8
+        msb += 8
+    if x >= 1 << 4:
+        x >>= 4
+        msb += 4
+    if x >= 1 << 2:
+        x >>= 2
+        msb += 2
+    if x >= 1 << 1:
+        msb += 1
+    error_bits = msb - HIST_BITS
+    idx = ((error_bits + 1) << HIST_BITS) + ((v >> error_bits) & (HIST_VAL - 1))
+    return min(idx, HIST_BUCKETS - 1)
+
+
+@numba.njit(nogil=True, inline="always", cache=True)
+def record(d: int, n: int, got: int, lat: int, cnt: Any, flt: Any, hist: Any) -> None:
+    cnt[d, C_IOS] += 1
+    cnt[d, C_BYTES] += got
+    if lat < cnt[d, C_LAT_MIN]:
+        cnt[d, C_LAT_MIN] = lat
+    if lat > cnt[d, C_LAT_MAX]:
+        cnt[d, C_LAT_MAX] = lat
+    flt[d, F_LAT_SUM] += lat
+    flt[d, F_LAT_SUMSQ] += float(lat) * float(lat)
+    hist[d, bucket(lat)] += 1
+
+
+@numba.njit(nogil=True, inline="always", cache=True)
+def rand_next(state: Any) -> int:
+    # xorshift64*: cheap, good enough to spread offsets and mix choices.
+    x = state[0]
+    x ^= x >> np.uint64(12)
+    x ^= x << np.uint64(25)
+    x ^= x >> np.uint64(27)
+    state[0] = x
+    return int((x * np.uint64(2685821657736338717)) >> np.uint64(1))
+
+
+@numba.njit(nogil=True, inline="always", cache=True)
+def stamp(buf64: Any, base_word: int, n: int, off: int) -> None:
+    for s in range(n // SECTOR):
+        buf64[base_word + s * (SECTOR // 8)] = off + s * SECTOR
+
+
+@numba.njit(nogil=True, inline="always", cache=True)
+def check(buf64: Any, base_word: int, n: int, off: int) -> int:
+    bad = 0
+    for s in range(n // SECTOR):
+        if buf64[base_word + s * (SECTOR // 8)] != off + s * SECTOR:
+            bad += 1
+    return bad
+
+
+@numba.njit(nogil=True, inline="always", cache=True)
+def next_io(
+    lo: int, hi: int, bs: int, seq: bool, pos: int, readpct: int, state: Any
+) -> tuple[int, int, int]:
+    """(offset, size, direction) of the next I/O; size 0 = extent finished."""
+    if seq:
+        if pos >= hi:
+            return pos, 0, READ
+        off = pos
+        n = min(bs, hi - pos)
+    else:
+        nblocks = (hi - lo) // bs
+        off = lo + (rand_next(state) % nblocks) * bs
+        n = bs
+    if readpct >= 100:
+        d = READ
+    elif readpct <= 0:
+        d = WRITE
+    else:
+        d = READ if rand_next(state) % 100 < readpct else WRITE
+    return off, n, d
+
+
+@numba.njit(nogil=True, cache=True)
+def sync_loop(
+    fd: int,
+    buf_addr: int,
+    buf64: Any,
+    bs: int,
+    lo: int,
+    hi: int,
+    seq: bool,
+    wrap: bool,
+    readpct: int,
+    do_stamp: bool,
+    do_verify: bool,
+    stop_on_error: bool,
+    gap_ns: int,
+    seed: int,
+    ctl: Any,
+    cnt: Any,
+    flt: Any,
+    hist: Any,
+) -> int:
+    ts = np.zeros(2, dtype=np.int64)
+    ts_addr = ts.ctypes.data
+    errno = numba.carray(_errno_location(), 1, np.int32)
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = np.uint64(seed | 1)
+    pos = lo
+    done = 0
+    sl = np.zeros(2, dtype=np.int64)
+    due = now_ns(ts_addr, ts)
+    while ctl[K_STOP] == 0:
+        if gap_ns > 0:
+            due = pace(due, gap_ns, ts_addr, ts, sl)
+        off, n, d = next_io(lo, hi, bs, seq, pos, readpct, state)
+        if n == 0:
+            if not wrap:
+                break
+            pos = lo
+            continue
+        if d == WRITE and do_stamp:
+            stamp(buf64, 0, n, off)
+        t0 = now_ns(ts_addr, ts)
+        got = _pread(fd, buf_addr, n, off) if d == READ else _pwrite(fd, buf_addr, n, off)
+        lat = now_ns(ts_addr, ts) - t0
+        if got != n:
+            cnt[d, C_ERRORS] += 1
+            ctl[K_ERRNO] = errno[0] if got < 0 else 0
+            ctl[K_ERR_OFFSET] = off
+            ctl[K_ERR_DIR] = d
+            if got > 0:
+                cnt[d, C_BYTES] += got
+            if stop_on_error:
+                break
+        else:
+            record(d, n, got, lat, cnt, flt, hist)
+            if d == READ and do_verify:
+                bad = check(buf64, 0, n, off)
+                if bad > 0:
+                    if cnt[d, C_BAD_SECTORS] == 0:
+                        ctl[K_FIRST_BAD] = off
+                    cnt[d, C_BAD_SECTORS] += bad
+        if seq:
+            pos = off + n
+            ctl[K_PROGRESS] = pos
+        done += 1
+    return done
+
+
+@numba.njit(nogil=True, cache=True)
+def aio_loop(
+    fd: int,
+    buf_addr: int,
+    buf64: Any,
+    bs: int,
+    depth: int,
+    ctx_id: int,
+    lo: int,
+    hi: int,
+    seq: bool,
+    wrap: bool,
+    readpct: int,
+    do_stamp: bool,
+    do_verify: bool,
+    stop_on_error: bool,
+    gap_ns: int,
+    seed: int,
+    ctl: Any,
+    cnt: Any,
+    flt: Any,
+    hist: Any,
+) -> int:
+    ts = np.zeros(2, dtype=np.int64)
+    ts_addr = ts.ctypes.data
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = np.uint64(seed | 1)
+    # struct iocb is 64 bytes = 8 words; io_event is 32 bytes = 4 words.
+    iocbs = np.zeros(depth * 8, dtype=np.uint64)
+    ptrs = np.zeros(depth, dtype=np.uint64)
+    events = np.zeros(depth * 4, dtype=np.int64)
+    slot_start = np.zeros(depth, dtype=np.int64)
+    slot_off = np.full(depth, -1, dtype=np.int64)
+    slot_dir = np.zeros(depth, dtype=np.int64)
+    slot_len = np.zeros(depth, dtype=np.int64)
+    free = np.empty(depth, dtype=np.int64)
+    ctx = np.zeros(1, dtype=np.int64)
+    ctx[0] = ctx_id
+    iocb_base = iocbs.ctypes.data
+    for i in range(depth):
+        ptrs[i] = iocb_base + i * 64
+        free[i] = i
+    nfree = depth
+    timeout = np.zeros(2, dtype=np.int64)
+    timeout[1] = 100_000_000  # wake every 100 ms to see the stop flag
+    pos = lo
+    inflight = 0
+    finished = False
+    done = 0
+    sl = np.zeros(2, dtype=np.int64)
+    due = now_ns(ts_addr, ts)
+    while True:
+        # Fill free slots, then submit them in one call.
+        nsub = 0
+        while nfree > 0 and not finished and ctl[K_STOP] == 0:
+            if gap_ns > 0:
+                # Never sleep with I/O in flight (its latency would grow):
+                # reap first and come back when the slot is due.
+                if inflight + nsub > 0 and now_ns(ts_addr, ts) < due:
+                    break
+                due = pace(due, gap_ns, ts_addr, ts, sl)
+            off, n, d = next_io(lo, hi, bs, seq, pos, readpct, state)
+            if n == 0:
+                if wrap:
+                    pos = lo
+                    continue
+                finished = True
+                break
+            if seq:
+                pos = off + n
+            nfree -= 1
+            s = free[nfree]
+            word = s * bs // 8
+            if d == WRITE and do_stamp:
+                stamp(buf64, word, n, off)
+            b = s * 8
+            iocbs[b + 0] = s
+            iocbs[b + 2] = np.uint64(d) | (np.uint64(fd) << np.uint64(32))
+            iocbs[b + 3] = buf_addr + s * bs
+            iocbs[b + 4] = n
+            iocbs[b + 5] = off
+            slot_off[s] = off
+            slot_dir[s] = d
+            slot_len[s] = n
+            # ptrs must list the slots to submit first: swap into place.
+            ptrs[nsub] = iocb_base + s * 64
+            nsub += 1
+        if nsub > 0:
+            t_sub = now_ns(ts_addr, ts)
+            for k in range(nsub):
+                s = (int(ptrs[k]) - iocb_base) // 64
+                slot_start[s] = t_sub
+            sent = 0
+            while sent < nsub:
+                r = _syscall(SYS_IO_SUBMIT, ctx[0], nsub - sent, ptrs.ctypes.data + sent * 8, 0, 0)
+                if r <= 0:
+                    break
+                sent += r
+            inflight += sent
+            if sent < nsub:
+                # Submission failed: count and release those slots.
+                for k in range(sent, nsub):
+                    s = (int(ptrs[k]) - iocb_base) // 64
+                    cnt[slot_dir[s], C_ERRORS] += 1
+                    ctl[K_ERR_OFFSET] = slot_off[s]
+                    ctl[K_ERR_DIR] = slot_dir[s]
+                    slot_off[s] = -1
+                    free[nfree] = s
+                    nfree += 1
+                if stop_on_error:
+                    finished = True
+        if inflight == 0:
+            if finished or ctl[K_STOP] != 0:
+                break
+            continue
+        got = _syscall(SYS_IO_GETEVENTS, ctx[0], 1, depth, events.ctypes.data, timeout.ctypes.data)
+        if got < 0:
+            continue  # EINTR
+        t_done = now_ns(ts_addr, ts)
+        for e in range(got):
+            s = events[e * 4]
+            res = events[e * 4 + 2]
+            d = slot_dir[s]
+            n = slot_len[s]
+            off = slot_off[s]
+            if res != n:
+                cnt[d, C_ERRORS] += 1
+                ctl[K_ERRNO] = -res if res < 0 else 0
+                ctl[K_ERR_OFFSET] = off
+                ctl[K_ERR_DIR] = d
+                if res > 0:
+                    cnt[d, C_BYTES] += res
+                if stop_on_error:
+                    finished = True
+            else:
+                record(d, n, n, t_done - slot_start[s], cnt, flt, hist)
+                if d == READ and do_verify:
+                    bad = check(buf64, s * bs // 8, n, off)
+                    if bad > 0:
+                        if cnt[d, C_BAD_SECTORS] == 0:
+                            ctl[K_FIRST_BAD] = off
+                        cnt[d, C_BAD_SECTORS] += bad
+            slot_off[s] = -1
+            free[nfree] = s
+            nfree += 1
+            inflight -= 1
+            done += 1
+        if seq:
+            # Everything below the lowest offset still in flight is done.
+            low = pos
+            for s in range(depth):
+                if slot_off[s] >= 0 and slot_off[s] < low:
+                    low = slot_off[s]
+            if not (stop_on_error and finished and ctl[K_ERRNO] != 0):
+                ctl[K_PROGRESS] = low
+    return done
+
+
+# The AIO context lives as long as the job's thread: io_destroy waits for
+# an RCU grace period (~30 ms measured here), too slow to pay per chunk.
+@numba.njit(nogil=True, cache=True)
+def aio_setup(depth: int) -> int:
+    ctx = np.zeros(1, dtype=np.int64)  # int64, not uint64: uint64 | -1 unifies to float
+    ret = _syscall(SYS_IO_SETUP, depth, ctx.ctypes.data, 0, 0, 0)
+    if ret != 0:
+        return np.int64(-1)
+    return ctx[0]
+
+
+@numba.njit(nogil=True, cache=True)
+def aio_destroy(ctx_id: int) -> None:
+    _syscall(SYS_IO_DESTROY, ctx_id, 0, 0, 0, 0)

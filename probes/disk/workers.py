@@ -1,0 +1,505 @@
+"""The native I/O engine shared by the IOPS probe and the volume warm-up.
+
+Contract:
+- ``Engine(plan)`` runs ``plan.jobs`` worker threads. Each thread calls a
+  numba ``nogil`` loop that issues pread/pwrite through libc (``iodepth`` 1,
+  like fio's psync engine) or kernel AIO through raw ``syscall``
+  (io_setup/io_submit/io_getevents, like fio's libaio engine, no libaio.so
+  needed). No Python code runs per I/O, so jobs scale past the GIL.
+- Every completed I/O updates, inside the native loop, per-job cumulative
+  counters (ios, bytes, errors, min/max/sum/sum of squares of completion
+  latency in ns) and a fio-style log-linear latency histogram. Callers read
+  them with ``snapshot()`` once per interval and work with deltas.
+- Work is either time-based (``plan.wrap``: random or wrapping sequential
+  offsets until ``stop()``) or a list of extents handed out in chunks
+  (sequential passes: warm-up). ``done_extents()`` tells exactly which bytes
+  completed, including each job's finished prefix of the chunk in flight, so a
+  checkpoint redoes at most the I/Os that were in flight.
+- ``compile_kernels()`` loads the loops (probes/disk/native.py) before any
+  clock starts: numba compiles them the first time (seconds) and caches them
+  on disk; ``warm_up_kernels()`` also runs them once on a temp file.
+- ``stop()`` + ``join()`` end every worker thread; nothing is left behind.
+- Writes stamp every 512-byte sector of each block with its absolute byte
+  offset (first 8 bytes; the rest is a fixed random fill), so a later
+  ``verify`` read pass (or a test) can tell each sector was written where it
+  belongs. Reads with ``verify`` count sectors whose stamp is wrong.
+- An error inside the loop is data: counted per direction, with the last
+  errno and offset kept. With ``stop_on_error`` the job ends at the first one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import platform
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+READ, WRITE = 0, 1
+DIRECTIONS = ("read", "write")
+SECTOR = 512
+
+# Latency histogram: fio's layout (6 bits of precision per power of two, 29
+# groups, in ns): values below 128 ns have their own bucket, then each power
+# of two is split in 64 linear buckets. Worst-case error is 1/64 (1.6 %).
+HIST_BITS = 6
+HIST_VAL = 1 << HIST_BITS
+HIST_GROUPS = 29
+HIST_BUCKETS = HIST_GROUPS * HIST_VAL
+
+# Per job, per direction counters (int64).
+C_IOS, C_BYTES, C_ERRORS, C_LAT_MIN, C_LAT_MAX, C_BAD_SECTORS = range(6)
+N_COUNTERS = 6
+# Per job, per direction float sums (float64): latency sum and sum of squares (ns).
+F_LAT_SUM, F_LAT_SUMSQ = range(2)
+# Per job control words (int64): written by Python (stop) or the loop (the rest).
+K_STOP, K_PROGRESS, K_ERRNO, K_ERR_OFFSET, K_ERR_DIR, K_FIRST_BAD = range(6)
+N_CONTROL = 6
+
+FIO_PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99)
+
+_AIO_SYSCALLS = {
+    # io_setup, io_destroy, io_getevents, io_submit
+    "x86_64": (206, 207, 208, 209),
+    "aarch64": (0, 1, 4, 2),
+}
+
+
+def bucket_value_ns(index: int) -> float:
+    """The value fio reports for a histogram bucket: the middle of its range."""
+    if index < 2 * HIST_VAL:
+        return float(index)
+    error_bits = (index >> HIST_BITS) - 1
+    low = (HIST_VAL + (index & (HIST_VAL - 1))) << error_bits
+    return low + ((1 << error_bits) - 1) / 2.0
+
+
+BUCKET_VALUES_NS = np.array([bucket_value_ns(i) for i in range(HIST_BUCKETS)], dtype=np.float64)
+
+
+def hist_percentiles(
+    hist: np.ndarray, pcts: Sequence[float] = FIO_PERCENTILES
+) -> dict[float, float | None]:
+    """Percentiles (ns) of a bucket-count histogram, the way fio computes them:
+    the first bucket whose cumulative count reaches pct % of the total."""
+    total = int(hist.sum())
+    if total <= 0:
+        return {p: None for p in pcts}
+    cum = np.cumsum(hist)
+    out: dict[float, float | None] = {}
+    for p in pcts:
+        need = max(1, int(np.ceil(total * p / 100.0)))
+        idx = int(np.searchsorted(cum, need, side="left"))
+        out[p] = float(BUCKET_VALUES_NS[min(idx, HIST_BUCKETS - 1)])
+    return out
+
+
+# -- the native loops -------------------------------------------------------
+
+_KERNELS: dict[str, Any] = {}
+_COMPILE_LOCK = threading.Lock()
+
+
+def compile_kernels() -> dict[str, Any]:
+    """Load (once per process) and return the nogil loops. Compiles on first use
+    (seconds; then cached on disk): call before starting any clock."""
+    with _COMPILE_LOCK:
+        if not _KERNELS:
+            _KERNELS.update(_build_kernels())
+    return _KERNELS
+
+
+def _build_kernels() -> dict[str, Any]:
+    from probetop.probes.disk import native as native  # lazy: imports numba
+
+    return {
+        "sync": native.sync_loop,
+        "aio": native.aio_loop,
+        "aio_setup": native.aio_setup,
+        "aio_destroy": native.aio_destroy,
+        "aio_supported": native.AIO_SUPPORTED,
+    }
+
+
+def warm_up_kernels() -> None:
+    """Compile and run both loops once on a tiny temp file, so no JIT happens
+    once a clock runs. Idempotent."""
+    import tempfile
+
+    if _KERNELS.get("warm"):
+        return
+    compile_kernels()
+    with tempfile.TemporaryFile() as f:
+        f.truncate(8192)
+        plan = EnginePlan(
+            path=f"/proc/self/fd/{f.fileno()}",
+            bs=4096,
+            readpct=50,
+            seq=True,  # a finite pass: the loops run to the end, so they compile now
+            wrap=False,
+            extents=[(0, 8192)],
+            direct=False,
+            stamp=True,
+            verify=True,
+        )
+        for depth in (1, 2):
+            plan.iodepth = depth
+            eng = Engine(plan)
+            eng.start()
+            eng.finished.wait(600)
+            eng.join()
+            if eng.failures:
+                raise OSError("native I/O loop failed its self-test: " + "; ".join(eng.failures))
+    _KERNELS["warm"] = True
+
+
+# -- Python side --------------------------------------------------------------
+
+
+@dataclass
+class EnginePlan:
+    """What to run. ``extents`` are [start, end) byte ranges: for time-based
+    runs (``wrap``) the first is the area I/O goes to; otherwise the work list."""
+
+    path: str
+    bs: int
+    extents: list[tuple[int, int]]
+    jobs: int = 1
+    iodepth: int = 1
+    readpct: int = 100  # share of reads in percent: 100 read, 0 write
+    seq: bool = False
+    wrap: bool = True
+    direct: bool = True
+    sync: bool = False
+    stamp: bool = False
+    verify: bool = False
+    stop_on_error: bool = False
+    chunk_bytes: int = 0  # 0: split the work evenly, a few chunks per job
+    rate_iops: int = 0  # per job, as fio's --rate_iops; 0 = as fast as possible
+    seed: int = 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF
+
+    @property
+    def writes(self) -> bool:
+        return self.readpct < 100
+
+
+@dataclass
+class DirectionTotals:
+    """Cumulative (or delta) figures for one direction."""
+
+    ios: int = 0
+    bytes: int = 0
+    errors: int = 0
+    bad_sectors: int = 0
+    lat_min_ns: int | None = None
+    lat_max_ns: int | None = None
+    lat_sum_ns: float = 0.0
+    lat_sumsq_ns: float = 0.0
+    hist: np.ndarray = field(default_factory=lambda: np.zeros(HIST_BUCKETS, dtype=np.int64))
+
+    def minus(self, before: DirectionTotals) -> DirectionTotals:
+        """The delta since ``before`` (min/max are kept from self: cumulative)."""
+        return DirectionTotals(
+            ios=self.ios - before.ios,
+            bytes=self.bytes - before.bytes,
+            errors=self.errors - before.errors,
+            bad_sectors=self.bad_sectors - before.bad_sectors,
+            lat_min_ns=self.lat_min_ns,
+            lat_max_ns=self.lat_max_ns,
+            lat_sum_ns=self.lat_sum_ns - before.lat_sum_ns,
+            lat_sumsq_ns=self.lat_sumsq_ns - before.lat_sumsq_ns,
+            hist=self.hist - before.hist,
+        )
+
+    @property
+    def lat_mean_ns(self) -> float | None:
+        return self.lat_sum_ns / self.ios if self.ios else None
+
+    @property
+    def lat_stddev_ns(self) -> float | None:
+        if not self.ios:
+            return None
+        mean = self.lat_sum_ns / self.ios
+        return float(max(0.0, self.lat_sumsq_ns / self.ios - mean * mean) ** 0.5)
+
+
+@dataclass
+class Snapshot:
+    """All jobs' counters at one monotonic instant."""
+
+    t_ns: int
+    dirs: tuple[DirectionTotals, DirectionTotals]
+
+
+def _open_flags(plan: EnginePlan) -> int:
+    flags = os.O_RDWR if plan.writes else os.O_RDONLY
+    if plan.direct:
+        flags |= os.O_DIRECT
+    if plan.sync:
+        flags |= os.O_SYNC
+    return flags | getattr(os, "O_CLOEXEC", 0)
+
+
+def _chunks(extents: Sequence[tuple[int, int]], size: int, bs: int) -> list[tuple[int, int]]:
+    out = []
+    for start, end in extents:
+        pos = start
+        while pos < end:
+            stop = min(end, pos + size)
+            # Keep chunk boundaries on block boundaries (relative to the extent).
+            if stop < end:
+                stop = start + ((stop - start) // bs) * bs or min(end, start + bs)
+            out.append((pos, stop))
+            pos = stop
+    return out
+
+
+class Engine:
+    """Worker threads running the native loops. See the module docstring."""
+
+    def __init__(self, plan: EnginePlan) -> None:
+        if plan.bs <= 0 or plan.jobs <= 0 or plan.iodepth <= 0:
+            raise ValueError("bs, jobs and iodepth must be positive")
+        self.plan = plan
+        jobs = plan.jobs
+        self.cnt = np.zeros((jobs, 2, N_COUNTERS), dtype=np.int64)
+        self.cnt[:, :, C_LAT_MIN] = np.iinfo(np.int64).max
+        self.flt = np.zeros((jobs, 2, 2), dtype=np.float64)
+        self.hist = np.zeros((jobs, 2, HIST_BUCKETS), dtype=np.int64)
+        self.ctl = np.zeros((jobs, N_CONTROL), dtype=np.int64)
+        self.ctl[:, K_FIRST_BAD] = -1
+        self._threads: list[threading.Thread] = []
+        self._fds: list[int] = []
+        self._maps: list[mmap.mmap] = []
+        self._lock = threading.Lock()
+        self._queue: list[tuple[int, int]] = []
+        self._completed: list[tuple[int, int]] = []
+        self._current: list[tuple[int, int] | None] = [None] * jobs
+        self.failures: list[str] = []  # Python-side exceptions in workers
+        self.finished = threading.Event()
+        self.on_finish: Callable[[], None] | None = None  # called from the last worker
+        self.started_ns = 0
+        self.finished_ns = 0
+        self._loop_end = [0] * jobs
+        self._running = 0
+
+    # -- lifecycle --
+    def start(self) -> None:
+        """Open the target (one fd per job), allocate aligned buffers, start threads."""
+        kernels = compile_kernels()
+        plan = self.plan
+        if plan.iodepth > 1 and not kernels["aio_supported"]:
+            raise OSError(f"kernel AIO syscalls are not mapped for {platform.machine()}")
+        if not plan.wrap:
+            total = sum(e - s for s, e in plan.extents)
+            size = plan.chunk_bytes or max(plan.bs * plan.iodepth * 4, -(-total // (plan.jobs * 4)))
+            size = max(plan.bs, (size // plan.bs) * plan.bs)
+            self._queue = _chunks(plan.extents, size, plan.bs)
+            self._queue.reverse()  # pop() from the end = lowest offset first
+        try:
+            for _ in range(plan.jobs):
+                self._fds.append(os.open(plan.path, _open_flags(plan)))
+        except OSError:
+            self._close()
+            raise
+        fill = np.random.default_rng(12345).integers(0, 256, plan.bs * plan.iodepth, np.uint8)
+        for job in range(plan.jobs):
+            m = mmap.mmap(-1, max(plan.bs * plan.iodepth, mmap.PAGESIZE))
+            self._maps.append(m)
+            arr = np.frombuffer(m, dtype=np.uint8)
+            arr[: fill.size] = fill
+            thread = threading.Thread(
+                target=self._work, args=(job, kernels), name=f"probetop-io-{job}", daemon=True
+            )
+            self._threads.append(thread)
+        self._running = len(self._threads)
+        self.started_ns = time.monotonic_ns()
+        for thread in self._threads:
+            thread.start()
+
+    def _work(self, job: int, kernels: dict[str, Any]) -> None:
+        plan = self.plan
+        ctx_id = 0
+        try:
+            if plan.iodepth > 1:
+                ctx_id = kernels["aio_setup"](plan.iodepth)
+                if ctx_id <= 0:
+                    raise OSError(f"io_setup({plan.iodepth}) failed: raise fs.aio-max-nr?")
+            m = self._maps[job]
+            buf_addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+            words = len(m) // 8
+            buf64 = np.frombuffer(m, dtype=np.uint64, count=words)
+            seed = (plan.seed + job * 0x632BE59BD9B4E019) & 0x7FFFFFFFFFFFFFFF
+            while self.ctl[job, K_STOP] == 0:
+                if plan.wrap:
+                    extent = plan.extents[0]
+                else:
+                    with self._lock:
+                        if not self._queue:
+                            break
+                        extent = self._queue.pop()
+                        self._current[job] = extent
+                        self.ctl[job, K_PROGRESS] = extent[0]
+                args = (
+                    self._fds[job],
+                    buf_addr,
+                    buf64,
+                    plan.bs,
+                    extent[0],
+                    extent[1],
+                    plan.seq,
+                    plan.wrap,
+                    plan.readpct,
+                    plan.stamp,
+                    plan.verify,
+                    plan.stop_on_error,
+                    1_000_000_000 // plan.rate_iops if plan.rate_iops > 0 else 0,
+                    seed,
+                    self.ctl[job],
+                    self.cnt[job],
+                    self.flt[job],
+                    self.hist[job],
+                )
+                if plan.iodepth > 1:
+                    kernels["aio"](*args[:4], plan.iodepth, ctx_id, *args[4:])
+                else:
+                    kernels["sync"](*args)
+                self._loop_end[job] = time.monotonic_ns()
+                if plan.wrap:
+                    break
+                with self._lock:
+                    progress = int(self.ctl[job, K_PROGRESS])
+                    if progress >= extent[1]:
+                        self._completed.append(extent)
+                        self._current[job] = None
+                    else:  # stopped or failed inside: keep the finished prefix only
+                        if progress > extent[0]:
+                            self._completed.append((extent[0], progress))
+                        self._current[job] = None
+                        break
+                seed += 1
+        except Exception as exc:  # report, never kill the process from a worker
+            self.failures.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            if ctx_id > 0:
+                kernels["aio_destroy"](ctx_id)
+            with self._lock:
+                self._running -= 1
+                last = self._running == 0
+            if last:
+                # When the last I/O completed, not when the AIO context was gone.
+                self.finished_ns = max(self._loop_end) or time.monotonic_ns()
+                self.finished.set()
+                if self.on_finish is not None:
+                    self.on_finish()
+
+    def stop(self) -> None:
+        """Ask every loop to stop after the I/Os in flight complete."""
+        self.ctl[:, K_STOP] = 1
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the worker threads; close fds and buffers. True if all ended."""
+        for thread in self._threads:
+            thread.join(timeout)
+        alive = any(t.is_alive() for t in self._threads)
+        if not alive:
+            self._close()
+        return not alive
+
+    def _close(self) -> None:
+        for fd in self._fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._fds.clear()
+        for m in self._maps:
+            try:
+                m.close()
+            except BufferError:  # a numpy view still alive: the GC frees it later
+                pass
+        self._maps.clear()
+
+    @property
+    def threads(self) -> list[threading.Thread]:
+        return list(self._threads)
+
+    # -- readings --
+    def snapshot(self, t_ns: int) -> Snapshot:
+        """Sum every job's cumulative counters (a copy; the loops keep going)."""
+        cnt = self.cnt.copy()
+        flt = self.flt.copy()
+        hist = self.hist.sum(axis=0)
+        dirs = []
+        for d in (READ, WRITE):
+            lo = int(cnt[:, d, C_LAT_MIN].min())
+            hi = int(cnt[:, d, C_LAT_MAX].max())
+            ios = int(cnt[:, d, C_IOS].sum())
+            dirs.append(
+                DirectionTotals(
+                    ios=ios,
+                    bytes=int(cnt[:, d, C_BYTES].sum()),
+                    errors=int(cnt[:, d, C_ERRORS].sum()),
+                    bad_sectors=int(cnt[:, d, C_BAD_SECTORS].sum()),
+                    lat_min_ns=lo if ios else None,
+                    lat_max_ns=hi if ios else None,
+                    lat_sum_ns=float(flt[:, d, F_LAT_SUM].sum()),
+                    lat_sumsq_ns=float(flt[:, d, F_LAT_SUMSQ].sum()),
+                    hist=hist[d].copy(),
+                )
+            )
+        return Snapshot(t_ns, (dirs[0], dirs[1]))
+
+    def reset_min_max(self) -> None:
+        """Start min/max latency afresh (after a ramp). A race with the loop only
+        loses one I/O's min/max update."""
+        self.cnt[:, :, C_LAT_MIN] = np.iinfo(np.int64).max
+        self.cnt[:, :, C_LAT_MAX] = 0
+
+    def done_extents(self) -> list[tuple[int, int]]:
+        """[start, end) ranges whose I/O completed (sequential work lists only)."""
+        with self._lock:
+            out = list(self._completed)
+            for job, extent in enumerate(self._current):
+                if extent is not None:
+                    progress = int(self.ctl[job, K_PROGRESS])
+                    if progress > extent[0]:
+                        out.append((extent[0], min(progress, extent[1])))
+        return out
+
+    def last_error(self) -> tuple[int, int, str] | None:
+        """(errno, offset, direction) of the most recent failed I/O, if any."""
+        for job in range(self.plan.jobs):
+            if self.cnt[job, :, C_ERRORS].sum() > 0:
+                return (
+                    int(self.ctl[job, K_ERRNO]),
+                    int(self.ctl[job, K_ERR_OFFSET]),
+                    DIRECTIONS[int(self.ctl[job, K_ERR_DIR])],
+                )
+        return None
+
+    def first_bad_offset(self) -> int | None:
+        bad = [int(x) for x in self.ctl[:, K_FIRST_BAD] if x >= 0]
+        return min(bad) if bad else None
+
+
+def run_blocking(plan: EnginePlan, seconds: float) -> tuple[Snapshot, float]:
+    """Run ``plan`` in this thread for ``seconds`` (or until its work list ends);
+    return the final snapshot and the seconds it ran. For benchmarks and tests."""
+    warm_up_kernels()
+    engine = Engine(plan)
+    engine.start()
+    t0 = time.monotonic_ns()
+    try:
+        engine.finished.wait(seconds)
+    finally:
+        engine.stop()
+        engine.join()
+    t1 = engine.finished_ns or time.monotonic_ns()
+    return engine.snapshot(t1), (t1 - t0) / 1e9

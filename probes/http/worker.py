@@ -1,0 +1,201 @@
+"""The repeated-sampling engine: a worker process driving one libcurl multi handle.
+
+Run as ``python -m probetop.probes.http.worker``; the parent (``http.HttpProbe``)
+writes one JSON line of configuration to stdin and reads one JSON line per
+finished request from stdout.
+
+Why a process: libcurl stamps a socket event when ``curl_multi_perform`` runs
+after the socket became ready. In a thread of the dashboard process that call
+would first wait for the GIL, which the UI may hold for milliseconds, and the
+wait would be counted as server time. A process of its own has no one to
+wait for. One multi handle serves every URL, so 100 URLs cost one process.
+
+Contract:
+- Config: ``{"urls": [...], "request": HttpRequest.to_dict(), "interval_s": S,
+  "count": N or null, "fresh": bool, "origin_ns": the parent's tick grid,
+  "jitter": fraction of a slot (default 0.5)}``.
+- URL i is due at ``origin + (i + 1/2) x interval / len(urls)`` plus whole
+  intervals: requests spread evenly over the interval instead of arriving as
+  a burst, and away from the parent's ticks, when samples are emitted and
+  recorded (on a 2-core machine a local server competing with that work
+  answers later, and that would be probetop perturbing what it measures),
+  with random jitter of +-jitter/2 slot around that centre (see ``run``).
+  The first turns already past when the worker starts are skipped. A
+  URL whose previous request is still running when due skips that turn
+  (counted in ``skipped``), so a slow URL never delays the others.
+- Each output line: ``{"i", "t_ns", "stamps_us", "http_code", "http_version",
+  "error", "message", "size_download", "num_connects", "redirect_count",
+  "skipped"}``. The process exits 0 once every URL made ``count`` requests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sys
+import time
+from typing import Any
+
+from probetop.probes.http.request import HttpRequest, configure
+from probetop.probes.http.transfer import error_kind, read_info
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGTERM us if the parent dies, so no worker is ever orphaned."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+class _Target:
+    """One URL's handle and schedule."""
+
+    def __init__(self, index: int, url: str, handle: Any, slot_centre_ns: int) -> None:
+        self.index = index
+        self.url = url
+        self.handle = handle
+        self.centre_ns = slot_centre_ns  # this URL's slot centre on the tick grid
+        self.due_ns = slot_centre_ns
+        self.done = 0
+        self.busy = False
+        self.skipped = 0
+
+
+def run(config: dict[str, Any], out: Any) -> int:
+    import pycurl
+
+    urls: list[str] = config["urls"]
+    request = HttpRequest.from_dict(config["request"])
+    interval_ns = int(float(config["interval_s"]) * 1e9)
+    count = config.get("count")
+    fresh = bool(config.get("fresh", True))
+    multi = pycurl.CurlMulti()
+    # CLOCK_MONOTONIC is system-wide, so the parent's tick grid is ours too.
+    origin = int(config.get("origin_ns") or time.monotonic_ns())
+    targets = []
+    for i, url in enumerate(urls):
+        handle = pycurl.Curl()
+        handle.target_index = i  # type: ignore[attr-defined]
+        offset = (2 * i + 1) * interval_ns // (2 * max(1, len(urls)))
+        targets.append(_Target(i, url, handle, origin + offset))
+    # Random jitter around each slot centre (uniform, +-jitter/2 of the slot,
+    # default +-25 %): a sampler at a fixed phase can alias with periodic
+    # activity on the host (other monitors' 1 s ticks, timers) and report it as
+    # a steady offset; jitter spreads requests over the phases, and stays
+    # inside the slot, so never on a tick.
+    half_range = float(config.get("jitter", 0.5)) * interval_ns / (2 * max(1, len(urls)))
+    rng = random.Random()
+
+    def schedule(target: _Target, now: int) -> None:
+        """Move ``target`` to its next turn, skipping turns already missed."""
+        target.centre_ns += interval_ns
+        while target.centre_ns + half_range <= now:
+            target.centre_ns += interval_ns
+        target.due_ns = target.centre_ns + int(rng.uniform(-half_range, half_range))
+
+    for target in targets:
+        target.due_ns = target.centre_ns + int(rng.uniform(-half_range, half_range))
+    running = 0
+
+    def finished(target: _Target, errno: int, message: str) -> None:
+        info = read_info(target.handle)
+        kind = error_kind(errno) if errno else None
+        line = {
+            "i": target.index,
+            "t_ns": time.monotonic_ns(),
+            "stamps_us": info["_us"],
+            "http_code": info["http_code"],
+            "http_version": info["_http_version"],
+            "error": kind,
+            "message": message if errno else None,
+            "size_download": info["size_download"],
+            "num_connects": info["num_connects"],
+            "redirect_count": info["redirect_count"],
+            "skipped": target.skipped,
+        }
+        out.write(json.dumps(line, separators=(",", ":")) + "\n")
+        out.flush()
+
+    while True:
+        now = time.monotonic_ns()
+        for target in targets:
+            if count is not None and target.done >= count:
+                continue
+            if target.due_ns > now:
+                continue
+            schedule(target, now)
+            if target.busy:
+                target.skipped += 1
+                continue
+            handle = target.handle
+            handle.reset()
+            configure(handle, request, target.url, fresh=fresh)
+            handle.setopt(pycurl.WRITEFUNCTION, _discard)
+            if request.follow:
+                # Repeated mode lets libcurl follow redirects: its stamps then add
+                # up over hops, exactly as curl -L -w reports them.
+                handle.setopt(pycurl.FOLLOWLOCATION, 1)
+                handle.setopt(pycurl.MAXREDIRS, request.max_redirs)
+            target.busy = True
+            target.done += 1
+            running += 1
+            multi.add_handle(handle)
+        if running:
+            while multi.perform()[0] == pycurl.E_CALL_MULTI_PERFORM:
+                pass
+            while True:
+                queued, ok, failed = multi.info_read()
+                for handle in ok:
+                    multi.remove_handle(handle)
+                    target = targets[handle.target_index]
+                    target.busy, running = False, running - 1
+                    finished(target, 0, "")
+                for handle, errno, message in failed:
+                    multi.remove_handle(handle)
+                    target = targets[handle.target_index]
+                    target.busy, running = False, running - 1
+                    finished(target, errno, message)
+                if not queued:
+                    break
+        pending = [t for t in targets if count is None or t.done < count]
+        if not pending and not running:
+            return 0
+        now = time.monotonic_ns()
+        next_due_ns = min((t.due_ns for t in pending), default=now + interval_ns)
+        wait_s = max(0.0, (next_due_ns - now) / 1e9)
+        if running:
+            curl_timeout = multi.timeout()
+            if curl_timeout >= 0:
+                wait_s = min(wait_s, curl_timeout / 1000.0)
+            multi.select(min(wait_s, 1.0))
+        elif wait_s > 0:
+            time.sleep(wait_s)
+
+
+def _discard(data: bytes) -> None:
+    return None
+
+
+def main() -> int:
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    line = sys.stdin.readline()
+    if not line:
+        return 2
+    config = json.loads(line)
+    try:
+        return run(config, sys.stdout)
+    except BrokenPipeError:
+        # The parent went away; nothing is left to report to.
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""Hub: fan-out, lossless vs lossy subscriptions, lifecycle, errors as data."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from probetop.probes.core.base import MetricSpec, ProbeError
+from probetop.probes.core.hub import Hub, Subscription
+from probetop.probes.core.sample import Announce, Sample, Status, now_ns
+
+
+class CountingProbe:
+    """A real probe with a worker thread: counts, emits every `every` seconds."""
+
+    kind = "test.count"
+    metrics = (MetricSpec("n", "", "counter", True),)
+
+    def __init__(self, pid: str = "count", samples: int | None = None, every: float = 0.01):
+        self.id = pid
+        self.samples = samples
+        self.every = every
+        self.emitted = 0
+        self.thread: threading.Thread | None = None
+        self.stop_flag = threading.Event()
+
+    def prepare(self) -> None:
+        pass
+
+    def params(self) -> Mapping[str, Any]:
+        return {"samples": self.samples}
+
+    def reference_command(self) -> str | None:
+        return None
+
+    async def run(self, emit) -> None:
+        self.thread = threading.Thread(target=self.stop_flag.wait)
+        self.thread.start()
+        try:
+            while self.samples is None or self.emitted < self.samples:
+                await asyncio.sleep(self.every)
+                self.emitted += 1
+                emit(Sample(self.id, now_ns(), self.every, {"n": float(self.emitted)}))
+        finally:
+            self.stop_flag.set()
+            self.thread.join()
+
+    def summary(self) -> Mapping[str, Any]:
+        return {"emitted": self.emitted}
+
+
+class FailingProbe(CountingProbe):
+    kind = "test.fail"
+
+    def prepare(self) -> None:
+        raise ProbeError("cannot start: fix the thing")
+
+
+class CrashingProbe(CountingProbe):
+    kind = "test.crash"
+
+    async def run(self, emit) -> None:
+        raise RuntimeError("boom")
+
+
+async def test_lossless_gets_everything_lossy_drops_oldest():
+    hub = Hub()
+    lossless = hub.subscribe(lossless=True)
+    lossy = hub.subscribe(lossless=False, maxsize=5)
+    probe = CountingProbe(samples=50, every=0.001)
+    hub.add(probe)
+    hub.start()
+    assert await hub.wait(timeout=5)
+    got = [r for r in lossless.drain() if isinstance(r, Sample)]
+    assert [s.values["n"] for s in got] == [float(i) for i in range(1, 51)]
+    kept = lossy.drain()
+    assert len(kept) == 5
+    assert lossy.dropped > 0
+    # The lossy feed keeps the newest records, so a stalled UI catches up to now.
+    assert kept[-1].probe == "count" and isinstance(kept[-1], Status)
+    assert hub.summaries["count"] == {"emitted": 50}
+
+
+async def test_late_subscriber_learns_existing_probes_and_runtime_add():
+    hub = Hub()
+    hub.add(CountingProbe("a", samples=1))
+    sub = hub.subscribe()
+    first = sub.drain()
+    assert isinstance(first[0], Announce) and first[0].probe == "a"
+    hub.start()
+    hub.add(CountingProbe("b", samples=1))
+    assert await hub.wait(timeout=5)
+    ids = {r.probe for r in sub.drain() if isinstance(r, Sample)}
+    assert ids == {"a", "b"}
+
+
+async def test_prepare_error_raises_before_start():
+    hub = Hub()
+    with pytest.raises(ProbeError, match="fix the thing"):
+        hub.add(FailingProbe("f"))
+    assert "f" not in hub.probes
+
+
+async def test_crash_is_data_and_stop_cleans_workers():
+    hub = Hub()
+    sub = hub.subscribe(lossless=True)
+    crash = CrashingProbe("c")
+    forever = CountingProbe("forever")
+    hub.add(crash)
+    hub.add(forever)
+    hub.start()
+    await asyncio.sleep(0.1)
+    await hub.stop()
+    records = sub.drain()
+    errors = [r for r in records if isinstance(r, Status) and r.level == "error"]
+    assert errors and "boom" in errors[0].message
+    assert "c" in hub.errors
+    # The cancelled probe joined its worker thread before returning.
+    assert forever.thread is not None and not forever.thread.is_alive()
+    stopped = [r for r in records if isinstance(r, Status) and r.level == "stopped"]
+    assert {s.probe for s in stopped} == {"c", "forever"}
+    assert hub.running() == []
+
+
+async def test_subscription_wait_times_out_empty():
+    sub = Subscription(lossless=True)
+    assert await sub.wait(timeout=0.01) == []

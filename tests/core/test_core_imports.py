@@ -1,0 +1,80 @@
+"""The headless path never loads the UI stack; --version stays fast."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+HEADLESS_MODULES = [
+    "probetop.probes",
+    "probetop.probes.core.base",
+    "probetop.probes.core.hub",
+    "probetop.probes.record.writer",
+    "probetop.probes.record.reader",
+    "probetop.probes.system.collectors",
+    "probetop.tui.demo_targets",
+    "probetop.tui.runner",
+    "probetop.tui.launch",
+    "probetop.tui.cli",
+]
+UI_MODULES = ("textual", "rich", "plotext", "numba", "scapy")
+
+
+def _loaded_after(code: str) -> set[str]:
+    script = code + "\nimport sys, json; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_headless_modules_do_not_import_ui_or_heavy_libraries():
+    loaded = _loaded_after("\n".join(f"import {m}" for m in HEADLESS_MODULES))
+    bad = sorted(m for m in loaded if m.split(".")[0] in UI_MODULES)
+    assert bad == [], f"headless path imported: {bad[:10]}"
+
+
+def test_every_probe_module_is_headless():
+    import pkgutil
+
+    import probetop.probes as pkg
+
+    names = [f"probetop.probes.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)]
+    loaded = _loaded_after("\n".join(f"import {m}" for m in names))
+    ui = sorted(m for m in loaded if m.split(".")[0] in ("textual", "rich", "plotext"))
+    assert ui == [], ui
+    assert not any(m.startswith("probetop.tui") for m in loaded)
+
+
+def test_headless_run_never_loads_textual():
+    script = (
+        "import sys\n"
+        "from probetop.tui.cli import main\n"
+        "code = main(['--headless', '--time', '0.3', '--interval', '0.1'])\n"
+        "assert 'textual' not in sys.modules, 'textual loaded'\n"
+        "print('ok', code)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("ok 0")
+
+
+def test_version_is_fast():
+    t0 = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, "-m", "probetop.tui.cli", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    took = time.monotonic() - t0
+    assert out.returncode == 0 and out.stdout.startswith("probetop ")
+    assert took < 5, f"--version took {took:.2f} s"
+
+
+def test_building_the_parser_loads_no_heavy_library():
+    # --help and --version import every command module: they must keep
+    # numba, scapy, pycurl and Textual imports inside functions.
+    loaded = _loaded_after("from probetop.tui.cli import build_parser\nbuild_parser()")
+    heavy = sorted(m for m in loaded if m.split(".")[0] in (*UI_MODULES, "pycurl"))
+    assert heavy == [], heavy

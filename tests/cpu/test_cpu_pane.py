@@ -1,0 +1,83 @@
+"""The CPU pane in the real app: live data from a short run, fairness, cores, explain key."""
+
+from __future__ import annotations
+
+import asyncio
+
+from probetop.probes.cpu.probe import CpuProbe
+from probetop.probes.system.collectors import CpuLoadProbe
+from probetop.tui.app import make_app
+from probetop.tui.config import AppConfig
+from probetop.tui.widgets.cpu_bench_pane import CpuBenchPane, text_bar
+from probetop.tui.widgets.registry import pane_class
+
+
+def test_registry_maps_cpu_to_the_bench_pane() -> None:
+    assert pane_class("cpu") is CpuBenchPane
+
+
+def test_text_bar_scales_in_eighths() -> None:
+    assert text_bar(0, 10, 4) == "    "
+    assert text_bar(10, 10, 4) == "████"
+    assert text_bar(5, 10, 4) == "██  "
+    assert text_bar(20, 10, 4) == "████"  # clamped
+
+
+async def test_pane_shows_rates_fairness_cores_and_sweep() -> None:
+    probes = [
+        CpuLoadProbe(0.25),
+        CpuProbe(time_s=0.5, max_prime=3000, interval_s=0.25, sweep=True, sweep_counts=[1, 2]),
+    ]
+    app = make_app(AppConfig(probes=probes, interval_s=0.25, focus="cpu"))
+    async with app.run_test(size=(120, 50)) as pilot:
+        pane = None
+        for _ in range(60):  # up to ~3 s: two 0.5 s sweep steps and their samples
+            await asyncio.sleep(0.05)
+            panes = list(app.query(CpuBenchPane))
+            if panes and len(panes[0].sweep) == 2:
+                pane = panes[0]
+                break
+        assert pane is not None, "the sweep never finished in the pane"
+        await pilot.pause()
+        pane.render_frame()
+        columns = pane.columns.text
+        assert "events per thread" in columns
+        assert "t0" in columns and "t1" in columns
+        assert "cpu0" in columns  # observed from system.cpu
+        sweep = pane.sweep_block.text
+        assert "1 thr" in sweep and "2 thr" in sweep and "100%" in sweep
+        assert "events/s" in pane.eps_row.label.text
+        assert pane.chart_series()["sweep events/s by threads"][0][0] == 1.0
+        pane.focus()
+        await pilot.press("e")
+        assert "one event" in pane.explain_block.text
+        await pilot.press("e")
+        assert pane.explain_block.text == ""
+
+
+async def test_pane_replays_a_recorded_cpu_session(tmp_path) -> None:
+    from probetop.probes.record.reader import load_session
+    from probetop.tui.runner import run_headless
+
+    path = tmp_path / "cpu.jsonl"
+    probes = [
+        CpuLoadProbe(0.25),
+        CpuProbe(threads=2, time_s=1.0, max_prime=3000, interval_s=0.25),
+    ]
+    await run_headless(probes, record=path, command=["probetop", "cpu"])
+    app = make_app(AppConfig(session=load_session(path)))
+    async with app.run_test(size=(120, 50)) as pilot:
+        pane = None
+        for _ in range(80):  # the replay plays in real time: ~1.2 s
+            await asyncio.sleep(0.05)
+            panes = list(app.query(CpuBenchPane))
+            if panes and panes[0].final is not None:
+                pane = panes[0]
+                break
+        assert pane is not None, "the replay never delivered the final sample"
+        await pilot.pause()
+        pane.render_frame()
+        assert "finished:" in pane.headline.text
+        assert "(2 threads)" in pane.headline.text
+        assert "t1" in pane.columns.text and "cpu0" in pane.columns.text
+        assert pane.series("eps")

@@ -1,0 +1,302 @@
+"""The CPU probe end to end: intervals, fairness, limits, sweep, cancellation, record/replay."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from probetop.probes.core.base import UsageProbeError
+from probetop.probes.core.sample import Sample
+from probetop.probes.cpu.engine import HIST_SIZE
+from probetop.probes.cpu.hist import bucket_of
+from probetop.probes.cpu.probe import CpuProbe, PhaseResult, ThreadSnapshot
+from probetop.probes.record.reader import load_session
+from probetop.tui.runner import run_headless
+
+PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+
+
+def cpu_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("probetop-cpu-")]
+
+
+def snap(events: int, lat_sum_ns: int) -> ThreadSnapshot:
+    hist = [0] * HIST_SIZE
+    hist[bucket_of(0.5)] = events
+    return ThreadSnapshot(events, lat_sum_ns, 400_000, 600_000, hist)
+
+
+def test_fairness_is_population_stddev_and_time_avg_is_sum_over_threads() -> None:
+    phase = PhaseResult(threads=3, total_time_s=2.0)
+    phase.per_thread = [snap(100, 1_900_000_000), snap(110, 1_950_000_000), snap(120, 2e9)]
+    phase.per_thread[2].lat_sum_ns = 2_000_000_000
+    d = phase.as_dict(95)
+    f = d["fairness"]
+    assert f["events_avg"] == pytest.approx(110.0)
+    assert f["events_stddev"] == pytest.approx(math.sqrt(200 / 3))  # population, not sample
+    assert f["time_avg"] == pytest.approx((1.9 + 1.95 + 2.0) / 3)
+    mean_t = (1.9 + 1.95 + 2.0) / 3
+    pop = math.sqrt(sum((x - mean_t) ** 2 for x in (1.9, 1.95, 2.0)) / 3)
+    assert f["time_stddev"] == pytest.approx(pop)
+    assert d["events_per_second"] == pytest.approx(330 / 2.0)
+    assert d["latency_ms"]["sum"] == pytest.approx(5850.0)
+    assert d["latency_ms"]["avg"] == pytest.approx(5850.0 / 330)
+    assert d["latency_ms"]["min"] == pytest.approx(0.4)
+    assert d["latency_ms"]["max"] == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"threads": 0},
+        {"max_prime": 2},
+        {"time_s": -1.0},
+        {"time_s": 0.0, "events": 0},
+        {"events": -5},
+        {"percentile": 0.0},
+        {"percentile": 101.0},
+    ],
+)
+def test_bad_parameters_are_refused(kwargs: dict) -> None:
+    with pytest.raises(UsageProbeError):
+        CpuProbe(**kwargs).validate()
+
+
+async def test_intervals_are_per_interval_rates_that_add_up() -> None:
+    probe = CpuProbe(threads=2, time_s=1.6, interval_s=0.5, max_prime=5000)
+    result = await run_headless([probe])
+    samples = result.samples["cpu"]
+    s = result.summaries["cpu"]
+    assert 3 <= len(samples) <= 5
+    assert s["stopped_by"] == "time"
+    assert s["total_time"] == pytest.approx(1.6, abs=0.1)
+    total = 0
+    for sample, row in zip(samples, s["intervals"], strict=True):
+        per_thread = sample.extra["per_thread_events"]
+        events = sum(per_thread)
+        total += events
+        if sample.values["eps"] is not None:
+            assert sample.values["eps"] == pytest.approx(events / sample.interval_s)
+        else:  # only a last sliver of an interval has no rate
+            assert sample is samples[-1] and sample.interval_s < 0.25
+        assert sample.values["thread_events@t0"] == per_thread[0]
+        assert sample.values["threads"] == 2
+        assert row["events"] == events
+    assert total == s["total_events"]  # per-interval, not cumulative
+    assert [r["full"] for r in s["intervals"]][-1] is False
+    assert all(r["full"] for r in s["intervals"][:-1])
+    assert s["events_per_second"] == pytest.approx(s["total_events"] / s["total_time"])
+    assert s["primes"] == 668  # primes in 3..4999 (2 is not counted)
+    assert sum(p["events"] for p in s["per_thread"]) == s["total_events"]
+    assert sum(int(v) for v in s["histogram"].values()) == s["total_events"]
+
+
+async def test_a_stalled_loop_gives_one_longer_interval_not_a_burst() -> None:
+    """A UI that blocks the loop for 5 intervals: the next sample spans the
+    stall (its rate is still right), and no near-empty intervals follow."""
+    samples: list[Sample] = []
+    probe = CpuProbe(threads=1, time_s=2.2, interval_s=0.2, max_prime=3000)
+    probe.prepare()
+    task = asyncio.get_running_loop().create_task(probe.run(samples.append))
+    await asyncio.sleep(0.3)
+    time.sleep(1.0)  # block the event loop, as a long render would
+    await task
+    sizes = [smp.interval_s for smp in samples if isinstance(smp, Sample)]
+    assert max(sizes) > 0.9  # the stalled interval
+    assert min(sizes[:-1]) > 0.05  # no burst of near-empty catch-up intervals
+    total = sum(sum(smp.extra["per_thread_events"]) for smp in samples)
+    assert total == probe.summary()["total_events"]
+
+
+async def test_event_limit_is_exact_across_threads() -> None:
+    probe = CpuProbe(threads=2, time_s=0, events=301, max_prime=3000)
+    result = await run_headless([probe])
+    s = result.summaries["cpu"]
+    assert s["total_events"] == 301
+    assert s["stopped_by"] == "events"
+
+
+async def test_cancellation_stops_and_joins_every_worker() -> None:
+    probe = CpuProbe(threads=3, time_s=60, max_prime=20000, interval_s=0.2)
+    probe.prepare()
+    records: list = []
+    task = asyncio.get_running_loop().create_task(probe.run(records.append))
+    await asyncio.sleep(0.5)
+    assert len(cpu_threads()) == 3
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cpu_threads() == []
+    s = probe.summary()
+    assert s["stopped_by"] == "stop"
+    assert s["total_events"] > 0
+    assert s["total_time"] < 5
+
+
+async def test_cancel_ends_a_huge_event_at_once_and_does_not_count_it() -> None:
+    """--max-prime 2e9: one event would take hours; stopping must not wait for it."""
+    probe = CpuProbe(threads=2, time_s=60, max_prime=2_000_000_000, interval_s=0.2)
+    probe.prepare()
+    task = asyncio.get_running_loop().create_task(probe.run(lambda record: None))
+    await asyncio.sleep(0.5)
+    started = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.monotonic() - started < 2.0
+    assert cpu_threads() == []
+    assert probe.summary()["total_events"] == 0
+
+
+async def test_sweep_runs_each_thread_count_and_reports_efficiency() -> None:
+    probe = CpuProbe(time_s=0.4, max_prime=3000, sweep=True, sweep_counts=[1, 2, 3])
+    result = await run_headless([probe])
+    s = result.summaries["cpu"]
+    rows = s["sweep"]
+    assert [r["threads"] for r in rows] == [1, 2, 3]
+    assert rows[0]["speedup"] == pytest.approx(1.0)
+    assert rows[0]["efficiency"] == pytest.approx(1.0)
+    for r in rows:
+        assert r["events_per_second"] > 0
+        assert r["efficiency"] == pytest.approx(r["speedup"] / r["threads"])
+        assert r["total_time"] == pytest.approx(0.4, abs=0.15)
+    phases = {smp.extra.get("phase") for smp in result.samples["cpu"]}
+    assert phases == {0, 1, 2}
+    assert s["threads"] == 3  # top-level figures are the last run's
+    from probetop.probes.cpu.report import format_report, parse_report
+
+    text = format_report(s, show_intervals=True)
+    assert "Number of threads: 1..3 (sweep" in text
+    assert "Thread sweep" in text and "-- 2 threads:" in text
+    table = text[text.index("Thread sweep") :].splitlines()[2:5]
+    assert [int(line.split()[0]) for line in table] == [1, 2, 3]
+    parsed = parse_report(text)
+    assert parsed["total_events"] == s["total_events"]  # the last run's block
+    assert "threads" not in parsed  # a sweep has no single thread count
+
+
+async def test_record_and_replay_a_cpu_session(tmp_path: Path) -> None:
+    path = tmp_path / "cpu.jsonl"
+    probe = CpuProbe(threads=1, time_s=1.2, interval_s=0.5, max_prime=3000)
+    result = await run_headless([probe], record=path, command=["probetop", "cpu"])
+    session = load_session(path)
+    assert session.warnings == []
+    assert session.probes["cpu"]["kind"] == "cpu"
+    assert "sysbench cpu --threads=1" in session.probes["cpu"]["reference_command"]
+    assert session.footer is not None
+    footer = session.footer["summaries"]["cpu"]
+    assert footer["total_events"] == result.summaries["cpu"]["total_events"]
+    replayed = [r for _, r in session.records() if isinstance(r, Sample) and r.probe == "cpu"]
+    live = result.samples["cpu"]
+    assert len(replayed) == len(live)
+    assert [r.values["eps"] for r in replayed] == [r.values["eps"] for r in live]
+    assert sum(sum(r.extra["per_thread_events"]) for r in replayed) == footer["total_events"]
+
+
+async def test_python_engine_is_labelled_everywhere() -> None:
+    from probetop.probes.cpu.report import format_report
+
+    probe = CpuProbe(threads=1, time_s=0, events=5, max_prime=500, engine="python")
+    result = await run_headless([probe])
+    s = result.summaries["cpu"]
+    assert s["engine"] == "python"
+    assert s["comparable_with_sysbench"] is False
+    assert s["label"] == "python engine: not comparable with sysbench"
+    assert s["total_events"] == 5
+    text = format_report(s)
+    assert text.count("python engine: not comparable with sysbench") == 2
+
+
+# -- the command line ---------------------------------------------------------
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--threads", "0"],
+        ["--max-prime", "2"],
+        ["--time", "-1"],
+        ["--time", "0", "--events", "0"],
+        ["--threads", "x"],
+    ],
+)
+def test_cli_bad_input_exits_2_with_a_message(argv: list[str]) -> None:
+    out = subprocess.run(
+        [*PROBETOP, "cpu", *argv, "--headless"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 2
+    assert "error" in out.stderr
+    assert out.stdout == ""
+
+
+def test_cli_json_has_the_issue_fields() -> None:
+    out = subprocess.run(
+        [*PROBETOP, "cpu", "--json", "--time", "1", "--threads", "2", "--max-prime", "3000"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    for key in ("events_per_second", "total_events", "total_time", "threads", "max_prime"):
+        assert key in doc
+    assert set(doc["latency_ms"]) >= {"min", "avg", "max", "p50", "p95", "p99", "sum"}
+    assert set(doc["fairness"]) == {"events_avg", "events_stddev", "time_avg", "time_stddev"}
+    assert doc["intervals"] and {"eps", "lat_pct_ms"} <= set(doc["intervals"][0])
+    assert doc["engine"] == "llvm"
+    assert doc["sweep"] is None
+    assert doc["threads"] == 2 and doc["max_prime"] == 3000
+    assert doc["interrupted"] is False
+
+
+def test_cli_ctrl_c_reports_what_ran_and_leaves_no_worker() -> None:
+    proc = subprocess.Popen(
+        [*PROBETOP, "cpu", "--headless", "--threads", "2", "--time", "60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # Wait until both workers run (start-up is slow on a loaded machine),
+        # then let them work a moment before the Ctrl-C.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _threads_of(proc.pid) < 3:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "INTERRUPTED (SIGINT)" in out
+    from probetop.probes.cpu.report import parse_report
+
+    doc = parse_report(out)
+    assert doc["interrupted"] is True
+    assert doc["total_events"] > 0
+    assert doc["total_time"] < 30
+    # the process is gone, so no thread of it is left; no child process either
+    assert not os.path.exists(f"/proc/{proc.pid}/status") or _is_zombie(proc.pid)
+
+
+def _threads_of(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            return any(line.startswith("State:\tZ") for line in f)
+    except OSError:
+        return True

@@ -1,0 +1,90 @@
+"""The sysbench-style report: our text parses back to our numbers; sysbench's parses too."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+
+import pytest
+from probetop.probes.cpu.probe import CpuProbe
+from probetop.probes.cpu.report import format_report, interval_line, parse_report
+from probetop.tui.runner import run_headless
+
+
+@pytest.fixture(scope="module")
+def summary() -> dict:
+    probe = CpuProbe(threads=2, time_s=1.1, interval_s=0.5, max_prime=3000, percentile=99)
+    result = asyncio.run(run_headless([probe]))
+    return dict(result.summaries["cpu"])
+
+
+def test_report_round_trip(summary: dict) -> None:
+    text = format_report(summary, show_intervals=True)
+    doc = parse_report(text)
+    assert doc["events_per_second"] == pytest.approx(summary["events_per_second"], abs=0.005)
+    assert doc["total_events"] == summary["total_events"]
+    assert doc["total_time"] == pytest.approx(summary["total_time"], abs=5e-5)
+    assert doc["threads"] == 2 and doc["max_prime"] == 3000
+    assert doc["percentile"] == 99
+    lat, want = doc["latency_ms"], summary["latency_ms"]
+    for key in ("min", "avg", "max", "p99", "sum"):
+        assert lat[key] == pytest.approx(want[key], abs=0.005), key
+    for key in ("events_avg", "time_avg"):
+        assert doc["fairness"][key] == pytest.approx(summary["fairness"][key], abs=5e-5)
+    for key in ("events_stddev", "time_stddev"):
+        assert doc["fairness"][key] == pytest.approx(summary["fairness"][key], abs=0.005)
+    full = [r for r in summary["intervals"] if r["full"]]
+    assert len(doc["intervals"]) == len(full) == 2
+    for parsed, row in zip(doc["intervals"], full, strict=True):
+        assert parsed["eps"] == pytest.approx(row["eps"], abs=0.005)
+        assert parsed["threads"] == 2 and parsed["percentile"] == 99
+    assert doc["interrupted"] is False and doc["python_engine"] is False
+
+
+def test_report_uses_sysbench_names_and_columns(summary: dict) -> None:
+    text = format_report(summary)
+    for section in ("CPU speed:", "General statistics:", "Latency (ms):", "Threads fairness:"):
+        assert section in text
+    lines = text.splitlines()
+    latency = [ln for ln in lines if ln.startswith("         ") and ":" in ln]
+    assert [ln.split(":")[0].strip() for ln in latency] == [
+        "min", "avg", "max", "99th percentile", "sum"
+    ]  # fmt: skip
+    assert {len(ln) for ln in latency} == {53}  # sysbench right-aligns to column 53
+    assert any(ln.startswith("    total time:                          ") for ln in lines)
+    assert "[ " not in text  # no interval lines unless asked
+
+
+def test_interval_line_is_sysbench_format() -> None:
+    row = {"t": 1.0004, "threads": 2, "eps": 5743.1912, "lat_pct_ms": 0.3497}
+    assert interval_line(row, 95) == "[ 1s ] thds: 2 eps: 5743.19 lat (ms,95%): 0.35"
+
+
+def test_interrupted_report_says_so(summary: dict) -> None:
+    text = format_report(summary, reason="interrupted (SIGINT)")
+    assert "INTERRUPTED (SIGINT)" in text
+    assert parse_report(text)["interrupted"] is True
+
+
+def test_parse_refuses_other_text() -> None:
+    with pytest.raises(ValueError):
+        parse_report("hello")
+
+
+def test_parser_reads_real_sysbench_output() -> None:
+    sysbench = shutil.which("sysbench")
+    if sysbench is None:
+        pytest.skip("sysbench is not installed (apt-get install sysbench)")
+    out = subprocess.run(
+        [sysbench, "cpu", "--threads=2", "--events=200", "--time=0", "--report-interval=1", "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    doc = parse_report(out)
+    assert doc["total_events"] == 200
+    assert doc["threads"] == 2 and doc["max_prime"] == 10000
+    assert doc["fairness"]["events_avg"] == pytest.approx(100.0)
+    assert doc["latency_ms"]["p95"] is not None

@@ -1,0 +1,116 @@
+"""The IOPS and warm-up panes in the real app, fed by real short runs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from disk_fixtures import loop_device
+from probetop.probes.disk.iops import IopsProbe
+from probetop.probes.disk.warmup import WarmupProbe
+from probetop.probes.disk.workers import warm_up_kernels
+from probetop.probes.system.collectors import DiskProbe
+from probetop.tui.app import make_app
+from probetop.tui.config import AppConfig
+from probetop.tui.widgets.iops_pane import IopsPane, log_bar
+from probetop.tui.widgets.registry import pane_class
+from probetop.tui.widgets.warmup_pane import (
+    ConfirmDestroyApp,
+    WarmupPane,
+    map_line,
+    progress_bar,
+)
+
+
+def test_registry_and_drawing_helpers() -> None:
+    assert pane_class("iops") is IopsPane
+    assert pane_class("warmup") is WarmupPane
+    assert progress_bar(0.5, 4) == "[██··]"
+    assert map_line([1.0, 0.3, 0.0]) == "█▒·"
+    assert log_bar(10, 1, 100, 10) == "█" * 5
+
+
+async def _wait_for(app, cls, ready, tries: int = 200):
+    for _ in range(tries):
+        await asyncio.sleep(0.05)
+        panes = list(app.query(cls))
+        if panes and ready(panes[0]):
+            return panes[0]
+    panes = list(app.query(cls))
+    state = (
+        (panes[0].samples_seen, panes[0].last_status, getattr(panes[0], "kernel", None))
+        if panes
+        else None
+    )
+    raise AssertionError(f"{cls.__name__} never got its data: {state}")
+
+
+async def test_iops_pane_shows_the_kernel_view_beside_the_probe() -> None:
+    await asyncio.to_thread(warm_up_kernels)  # the JIT takes seconds on a loaded machine
+    with loop_device(32 << 20) as dev:
+        name = os.path.basename(dev)
+        probes = [
+            DiskProbe(0.25, devices=[name]),
+            IopsProbe(dev, jobs=2, iodepth=4, time_s=3, interval_s=0.25),
+        ]
+        app = make_app(AppConfig(probes=probes, interval_s=0.25, focus="iops"))
+        async with app.run_test(size=(120, 50)) as pilot:
+            pane = await _wait_for(
+                app, IopsPane, lambda p: p.samples_seen > 1 and p.kernel.get("read_iops")
+            )
+            await pilot.pause()
+            pane.render_frame()
+            compare = pane.compare.text
+            assert f"kernel {name}" in compare and "read IOPS" in compare
+            assert "read p99" in pane.latency.text and "█" in pane.latency.text
+            assert pane.directions == ["read"]
+
+
+async def test_warmup_pane_shows_progress_map_and_plateau(tmp_path) -> None:
+    await asyncio.to_thread(warm_up_kernels)
+    target = tmp_path / "vol.img"
+    with open(target, "wb") as f:
+        f.truncate(64 << 20)
+    probe = WarmupProbe(
+        str(target), bs=4096, iodepth=1, interval_s=0.25, ss_dur=0.5,
+        checkpoint=str(tmp_path / "c.json"), direct=False,
+    )  # fmt: skip
+    app = make_app(AppConfig(probes=[probe], interval_s=0.25, focus="warmup"))
+    async with app.run_test(size=(120, 50)) as pilot:
+        pane = await _wait_for(app, WarmupPane, lambda p: p.samples_seen > 0, tries=200)
+        await pilot.pause()
+        pane.render_frame()
+        assert "%" in pane.progress.text and "ETA" in pane.progress.text
+        assert pane.map_block.text.startswith("done map ")
+        assert "plateau iops_slope:0.01%" in pane.plateau_block.text
+
+
+async def test_write_confirmation_needs_the_exact_name() -> None:
+    for typed, expected in (("/dev/loop9", True), ("/dev/loop", False)):
+        app = ConfirmDestroyApp("/dev/loop9", "write", ["ext4"])
+        async with app.run_test() as pilot:
+            await pilot.press(*typed, "enter")
+        assert app.return_value is expected
+    app = ConfirmDestroyApp("/dev/loop9", "write", [])
+    async with app.run_test() as pilot:
+        await pilot.press("escape")
+    assert app.return_value is False
+
+
+async def test_warmup_pane_shows_the_kernel_view_of_the_device(tmp_path) -> None:
+    await asyncio.to_thread(warm_up_kernels)
+    with loop_device(64 << 20) as dev:
+        name = os.path.basename(dev)
+        probes = [
+            DiskProbe(0.25, devices=[name]),
+            WarmupProbe(dev, bs=4096, iodepth=1, rate_iops=4000, interval_s=0.25,
+                        checkpoint=str(tmp_path / "c.json")),
+        ]  # fmt: skip
+        app = make_app(AppConfig(probes=probes, interval_s=0.25, focus="warmup"))
+        async with app.run_test(size=(120, 50)) as pilot:
+            pane = await _wait_for(
+                app, WarmupPane, lambda p: p.samples_seen > 1 and p.kernel.get("read_iops")
+            )
+            await pilot.pause()
+            pane.render_frame()
+            assert f"kernel {name}:" in pane.progress.text

@@ -1,0 +1,172 @@
+"""The IOPS probe end to end: CLI, fio-shaped JSON, intervals, cancellation, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import threading
+
+import disk_fixtures
+import pytest
+from disk_fixtures import kernel_io, loop_device, run_cli
+from probetop.probes.core.base import ProbeError
+from probetop.probes.core.hub import Hub
+from probetop.probes.disk.iops import FIO_PERCENTILES, IopsProbe, pct_key
+
+fast_dir = disk_fixtures.fast_dir  # the fixture, under the name tests ask for
+
+
+def test_json_is_fio_shaped_and_intervals_add_up(fast_dir):
+    target = fast_dir / "t.img"
+    proc = run_cli(
+        [
+            "iops", str(target), "--size", "8M", "--rw", "randrw", "--rwmixread", "70",
+            "--time", "2", "--interval", "0.5", "--json",
+        ]
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    for name in ("read", "write"):
+        d = doc[name]
+        assert set(d) >= {"iops", "bw_bytes", "io_bytes", "total_ios", "runtime_ms", "clat_ns"}
+        assert d["total_ios"] > 0 and d["io_bytes"] == d["total_ios"] * 4096
+        assert abs(d["iops"] - d["total_ios"] / (d["runtime_ms"] / 1000)) < 0.01 * d["iops"]
+        assert set(d["clat_ns"]["percentile"]) == {pct_key(p) for p in FIO_PERCENTILES}
+        assert d["clat_ns"]["min"] <= d["clat_ns"]["percentile"]["50.000000"] <= d["clat_ns"]["max"]
+    share = doc["read"]["total_ios"] / (doc["read"]["total_ios"] + doc["write"]["total_ios"])
+    assert 0.65 < share < 0.75
+    assert 1900 <= doc["runtime_ms"] <= 2600
+    rows = doc["intervals"]
+    assert 3 <= len(rows) <= 6
+    # Per-interval rates x interval length add up to the totals (not cumulative values).
+    summed = sum(r["read_iops"] * 0.5 for r in rows)
+    assert summed == pytest.approx(doc["read"]["total_ios"], rel=0.15)
+    assert doc["fio_command"].startswith("fio --name=probetop")
+    assert "--rwmixread=70" in doc["fio_command"]
+
+
+def test_text_report_and_buffered_one_byte_sync_writes(fast_dir):
+    target = fast_dir / "efs.img"
+    proc = run_cli(
+        [
+            "iops", str(target), "--size", "4k", "--rw", "write", "--bs", "1", "--sync",
+            "--jobs", "2", "--time", "1", "--headless",
+        ]
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "write: IOPS=" in proc.stdout
+    assert "--bs=1 " in proc.stdout and "--direct=0" in proc.stdout and "--sync=1" in proc.stdout
+
+
+async def test_cancel_leaves_no_worker_behind(fast_dir):
+    target = fast_dir / "c.img"
+    probe = IopsProbe(str(target), size=4 << 20, jobs=2, iodepth=4, interval_s=0.2)
+    hub = Hub()
+    hub.add(probe)
+    sub = hub.subscribe()
+    hub.start()
+    for _ in range(100):  # until a sample arrives (after the JIT warm-up)
+        got = await sub.wait(0.2)
+        if any(getattr(r, "values", None) for r in got):
+            break
+    await hub.stop()
+    assert not [t for t in threading.enumerate() if t.name.startswith("probetop-io-")]
+    summary = hub.summaries[probe.id]
+    assert summary["read"]["total_ios"] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["/nonexistent/x"], "no such file"),
+        (["/tmp"], "is a directory"),
+        (["/dev/null"], "character device"),
+        (["--bs", "4k", "SMALL"], "smaller than the block size"),
+        (["--bs", "1", "--direct", "FILE"], "multiples of"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message(tmp_path, args, message):
+    small = tmp_path / "small.img"
+    small.write_bytes(b"x" * 1000)
+    big = tmp_path / "big.img"
+    big.write_bytes(b"x" * 65536)
+    args = [str(small) if a == "SMALL" else str(big) if a == "FILE" else a for a in args]
+    proc = run_cli(["iops", *args, "--time", "1", "--headless"])
+    assert proc.returncode == 2
+    assert message in proc.stderr.lower()
+
+
+def test_permission_denied_for_an_unprivileged_user(tmp_path):
+    if (
+        shutil.which("setpriv") is None
+        or subprocess.run(["id", "-u"], capture_output=True, text=True).stdout.strip() != "0"
+    ):
+        pytest.skip("needs root and setpriv to run as another user")  # fmt: skip
+    target = tmp_path / "private.img"
+    target.write_bytes(b"x" * 65536)
+    target.chmod(0o600)
+    tmp_path.chmod(0o755)
+    from disk_fixtures import PROBETOP
+
+    proc = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *PROBETOP,
+         "iops", str(target), "--time", "1", "--headless"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    if "No module named" in proc.stderr or "error while loading shared libraries" in proc.stderr:
+        pytest.skip("this Python or its venv is not readable by nobody")
+    assert proc.returncode == 2, proc.stderr
+    assert "permission denied" in proc.stderr
+
+
+def test_writes_to_a_device_holding_a_filesystem_are_refused(tmp_path):
+    with loop_device(32 << 20) as dev:
+        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+        probe = IopsProbe(dev, rw="randwrite")
+        with pytest.raises(ProbeError, match="ext4"):
+            probe.prepare()
+
+
+def test_probe_counts_agree_with_the_kernel_on_a_loop_device():
+    with loop_device(64 << 20) as dev:
+        before = kernel_io(dev)
+        probe = IopsProbe(dev, rw="randread", bs=4096, iodepth=8, time_s=0.5, interval_s=0.25)
+        probe.prepare()
+        asyncio.run(probe.run(lambda r: None))
+        after = kernel_io(dev)
+    ours = probe.summary()["read"]
+    assert ours["total_ios"] > 1000
+    # Every byte we count was read from the device (O_DIRECT). The kernel may
+    # see a little more: udev's blkid probes a new loop device when it likes.
+    kernel_bytes = (after[1] - before[1]) * 512
+    assert ours["io_bytes"] <= kernel_bytes <= ours["io_bytes"] + (1 << 20)
+    assert sum(r["read_iops"] * 0.25 for r in probe.intervals) == pytest.approx(
+        ours["total_ios"], rel=0.1
+    )
+
+
+def test_ramp_intervals_are_shown_but_not_counted(fast_dir):
+    target = fast_dir / "r.img"
+    probe = IopsProbe(str(target), size=4 << 20, ramp_s=0.5, time_s=0.5, interval_s=0.25)
+    probe.prepare()
+    asyncio.run(probe.run(lambda r: None))
+    summary = probe.summary()
+    ramp = [r for r in probe.intervals if r["ramp"]]
+    measured = [r for r in probe.intervals if not r["ramp"]]
+    assert len(ramp) == 2 and len(measured) == 2
+    assert 400 <= summary["runtime_ms"] <= 650
+    counted = summary["read"]["total_ios"]
+    assert counted == pytest.approx(sum(r["read_iops"] * 0.25 for r in measured), rel=0.15)
+    assert "--ramp_time=0.5" in summary["fio_command"]
+
+
+def test_writes_to_a_blank_device_need_the_confirmation():
+    with loop_device(16 << 20) as dev:
+        with pytest.raises(ProbeError, match=f"--yes-destroy-data={dev}"):
+            IopsProbe(dev, rw="randwrite").prepare()
+        IopsProbe(dev, rw="randwrite", confirmed=True).prepare()
+        IopsProbe(dev, rw="randread").prepare()  # reads need nothing
+        wrong = run_cli(["iops", dev, "--rw", "write", "--yes-destroy-data=/dev/sdz", "--json"])
+        assert wrong.returncode == 2 and "does not name the target" in wrong.stderr

@@ -1,0 +1,105 @@
+"""The http pane in the real app, fed by a live probe against local servers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+from http_fixtures import LocalServer
+from probetop.probes.http.probe import HttpProbe
+from probetop.tui.app import make_app
+from probetop.tui.config import AppConfig
+from probetop.tui.runner import run_headless
+from probetop.tui.widgets.http_pane import HttpPane, stacked_bar
+from probetop.tui.widgets.registry import pane_class
+
+
+def test_registry_maps_http_to_its_pane() -> None:
+    assert pane_class("http") is HttpPane
+
+
+def test_stacked_bar_lays_phases_end_to_end() -> None:
+    bar = stacked_bar({"dns": 0.01, "tcp": 1.0, "tls": 0.0, "server": 6.0, "transfer": 1.0}, 8, 8)
+    assert bar == "·▒██████"[:8]
+    assert stacked_bar({}, 0, 4) == "    "
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LocalServer() as srv:
+        yield srv
+
+
+async def test_pane_shows_a_row_per_url_with_percentiles_and_errors(server) -> None:
+    urls = [f"{server.url}/delay?ms=15", f"{server.url}/status?code=500", "http://127.0.0.1:1/"]
+    probe = HttpProbe(urls, interval_s=0.1, count=6)
+    app = make_app(AppConfig(probes=[probe], interval_s=0.1, focus="http"))
+    async with app.run_test(size=(160, 40)) as pilot:
+        pane = None
+        for _ in range(100):  # up to ~5 s
+            await asyncio.sleep(0.05)
+            panes = list(app.query(HttpPane))
+            if panes and all(len(r.ttfb) >= 6 for r in panes[0].rows.values()):
+                pane = panes[0]
+                break
+        assert pane is not None, [
+            (p.samples_seen, {k: len(r.ttfb) for k, r in p.rows.items()}, p.last_status)
+            for p in app.query(HttpPane)
+        ]
+        await pilot.pause()
+        pane.render_frame()
+        text = pane.table.text
+        lines = text.splitlines()
+        assert len(lines) == 1 + len(urls)
+        ok_row = next(line for line in lines if "/delay?ms=15" in line)
+        assert "█" in ok_row  # the server phase dominates the stacked bar
+        assert " 200 " in ok_row
+        assert "http_5xx 6" in text and "refused 6" in text
+        row = pane.rows[probe.labels[urls[0]]]
+        p50, p90, p99 = row.percentiles
+        assert p50 is not None and 15.0 <= p50 <= p90 <= p99  # type: ignore[operator]
+        assert "TTFB p50 all" in pane.ttfb_row.label.text
+        assert any(key.startswith("ttfb ") for key in pane.chart_series())
+
+
+async def test_a_recording_replays_into_the_same_rows(server, tmp_path) -> None:
+    from probetop.probes.core.sample import Announce, Sample
+    from probetop.probes.record.reader import load_session
+
+    rec = tmp_path / "http.jsonl"
+    urls = [f"{server.url}/delay?ms=5", "http://127.0.0.1:1/"]
+    probe = HttpProbe(urls, interval_s=0.05, count=4)
+    await run_headless([probe], record=rec)
+    session = load_session(rec)
+    pane: HttpPane | None = None
+    for _t, record in session.records():
+        if isinstance(record, Announce) and record.info.get("kind") == "http":
+            pane = HttpPane(record.info)
+        elif isinstance(record, Sample) and pane is not None and record.probe == pane.probe_id:
+            pane.add_sample(record)
+    assert pane is not None
+    lines = pane.table_lines()
+    assert len(lines) == 3 and "refused 4" in lines[2]
+    assert len(pane.rows[probe.labels[urls[0]]].ttfb) == 4
+
+
+async def test_add_probe_action_starts_an_http_pane(server) -> None:
+    app = make_app(AppConfig(probes=[], interval_s=0.2))
+    async with app.run_test(size=(160, 40)) as pilot:
+        assert app.add_probe_line(f"http --interval 0.1 {server.url}/delay?ms=1")
+        pane = None
+        for _ in range(60):
+            await asyncio.sleep(0.05)
+            panes = list(app.query(HttpPane))
+            if panes and any(r.ttfb for r in panes[0].rows.values()):
+                pane = panes[0]
+                break
+        assert pane is not None, "no http sample reached the pane"
+        await pilot.pause()
+        (probe,) = [p for p in app.hub.probes.values() if isinstance(p, HttpProbe)]
+        pid = probe.worker_pid
+        assert pid is not None
+    # Quitting the app stops the hub, which kills and reaps the worker process.
+    await asyncio.sleep(0.1)
+    assert not os.path.exists(f"/proc/{pid}"), "the worker outlived the dashboard"

@@ -1,0 +1,218 @@
+"""Repeated sampling: the http probe, its worker process, stats, errors, recording, CLI report."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from http_fixtures import LocalServer
+from probetop.probes.core.sample import Sample
+from probetop.probes.http.probe import HttpProbe, url_labels
+from probetop.probes.http.request import HttpRequest
+from probetop.tui.runner import run_headless
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LocalServer() as srv:
+        yield srv
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it is gone for our purposes once reaped.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_labels_are_short_unique_and_secret_free():
+    labels = url_labels(
+        ["http://u:pw@127.0.0.1:80/a", "http://127.0.0.1:80/a", "https://[::1]:8443/x?y=1"]
+    )
+    values = list(labels.values())
+    assert len(set(values)) == 3
+    assert all("pw" not in v and "@" not in v for v in values)
+    assert values[2] == "https://[::1]:8443/x?y=1"
+
+
+async def test_counts_requests_phases_and_errors_by_kind(server):
+    urls = [
+        f"{server.url}/delay?ms=20",
+        f"{server.url}/status?code=503",
+        f"{server.url}/status?code=404",
+        "http://127.0.0.1:1/",
+        "http://no-such-host.invalid/",
+    ]
+    probe = HttpProbe(urls, interval_s=0.1, count=4)
+    result = await run_headless([probe], duration_s=20)
+    assert result.reason == "completed" and not result.errors
+    per_url = result.summaries[probe.id]["urls"]
+    labels = list(per_url)
+    ok = per_url[labels[0]]
+    assert ok["requests"] == 4 and ok["errors"] == {} and ok["http_codes"] == {"200": 4}
+    server_ms = ok["phases_ms"]["server"]
+    # Observed down to 19.975 ms: libcurl's pretransfer stamp is taken around the
+    # send, not strictly before it, so allow 0.1 ms below the server's 20 ms wait.
+    assert server_ms["count"] == 4 and 19.9 <= server_ms["min"] <= server_ms["p50"] < 500
+    for key in ("min", "p50", "p90", "p99", "max", "mean", "stddev"):
+        assert key in server_ms
+    assert per_url[labels[1]]["errors"] == {"http_5xx": 4}
+    assert per_url[labels[2]]["errors"] == {"http_4xx": 4}
+    assert per_url[labels[3]]["errors"] == {"refused": 4}
+    assert per_url[labels[4]]["errors"] == {"dns": 4}
+    # One Sample per interval (aggregates), never one per request.
+    samples = result.samples[probe.id]
+    assert 0 < len(samples) < 4 * len(urls)
+    assert sum(s.values["requests"] for s in samples) == 4 * len(urls)
+    last: Sample = samples[-1]
+    assert last.extra["errors"][labels[3]] == {"refused": 4}
+
+
+async def test_fresh_connects_every_time_and_reuse_keeps_the_connection(server):
+    url = f"{server.url}/delay?ms=1"
+    fresh = HttpProbe([url], interval_s=0.05, count=5, fresh=True, probe_id="http")
+    reuse = HttpProbe([url], interval_s=0.05, count=5, fresh=False, probe_id="http-reuse")
+    result = await run_headless([fresh, reuse], duration_s=20)
+    f = next(iter(result.summaries["http"]["urls"].values()))["phases_ms"]
+    r = next(iter(result.summaries["http-reuse"]["urls"].values()))["phases_ms"]
+    assert f["tcp"]["min"] > 0  # a TCP handshake on every request
+    assert r["tcp"]["p50"] == 0 and r["dns"]["p50"] == 0  # warm: no DNS, no handshake
+
+
+async def test_data_is_posted_on_every_request(server):
+    # /status answers any method; the worker must send -d data like the one-off mode.
+    probe = HttpProbe([f"{server.url}/echo"], HttpRequest(data="a=1"), interval_s=0.05, count=2)
+    result = await run_headless([probe], duration_s=10)
+    stats = next(iter(result.summaries[probe.id]["urls"].values()))
+    assert stats["requests"] == 2 and stats["http_codes"] == {"200": 2}
+
+
+async def test_cancel_kills_the_worker_and_leaves_nothing(server):
+    # A request that would take 30 s is in flight when the probe is cancelled.
+    probe = HttpProbe([f"{server.url}/delay?ms=30000"], interval_s=0.1)
+    task = asyncio.create_task(probe.run(lambda record: None))
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if probe.worker_pid:
+            break
+    pid = probe.worker_pid
+    assert pid and alive(pid)
+    await asyncio.sleep(0.3)
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert loop.time() - t0 < 2.0
+    assert not alive(pid)
+    assert probe.worker_pid is None
+
+
+def test_prepare_rejects_what_cannot_start():
+    from probetop.probes.core.base import ProbeError
+
+    with pytest.raises(ProbeError, match="unsupported scheme"):
+        HttpProbe(["gopher://127.0.0.1/"]).prepare()
+    with pytest.raises(ProbeError, match="count"):
+        HttpProbe(["http://127.0.0.1/"], count=0).prepare()
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "probetop.tui.cli", "http", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_cli_count_prints_percentile_report(server):
+    out = run_cli("--count", "3", "--interval", "0.05", f"{server.url}/delay?ms=10")
+    assert out.returncode == 0, out.stderr
+    for word in ("requests 3", "p50", "p90", "p99", "stddev", "server", "ttfb"):
+        assert word in out.stdout
+
+
+def test_cli_interval_alone_means_repeated_and_json_report(server):
+    out = run_cli("--interval", "0.05", "--time", "2", "--json", f"{server.url}/")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    (summary,) = doc["probes"].values()
+    stats = next(iter(summary["urls"].values()))
+    assert stats["requests"] >= 3 and stats["phases_ms"]["ttfb"]["count"] >= 3
+
+
+def test_recording_redacts_secrets(server, tmp_path):
+    rec = tmp_path / "s.jsonl"
+    host = server.url.replace("http://", "")
+    out = run_cli(
+        "--count",
+        "2",
+        "--interval",
+        "0.05",
+        "--record",
+        str(rec),
+        "-u",
+        "bob:s3cret",
+        "-H",
+        "Cookie: id=c00kie",
+        "-b",
+        "sid=b1scuit",
+        f"http://alice:pa55word@{host}/echo",
+    )
+    assert out.returncode == 0, out.stderr
+    text = rec.read_text()
+    assert '"type":"sample"' in text
+    for secret in ("s3cret", "c00kie", "pa55word", "b1scuit"):
+        assert secret not in text
+
+
+async def test_recording_validates_against_the_session_schema(server, tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    from probetop.probes.record.writer import schema_path
+
+    rec = tmp_path / "h.jsonl"
+    probe = HttpProbe([f"{server.url}/", "http://127.0.0.1:1/"], interval_s=0.05, count=3)
+    await run_headless([probe], record=rec)
+    schema = json.loads(schema_path().read_text())
+    lines = rec.read_text().splitlines()
+    assert any('"type":"sample"' in line for line in lines)
+    for line in lines:
+        jsonschema.validate(json.loads(line), schema)
+
+
+async def test_timeout_and_tls_errors_are_counted_while_sampling_goes_on(server, tmp_path):
+    from http_fixtures import make_cert
+
+    cert = make_cert(tmp_path)
+    with LocalServer(tls=cert) as tls_server:
+        slow = HttpProbe(
+            [f"{server.url}/delay?ms=1000"],
+            HttpRequest(timeout_s=0.1),
+            interval_s=0.2,
+            count=3,
+            probe_id="slow",
+        )
+        untrusted = HttpProbe([f"{tls_server.url}/"], interval_s=0.05, count=3, probe_id="tls")
+        trusted = HttpProbe(
+            [f"{tls_server.url}/"],
+            HttpRequest(cacert=str(cert[0])),
+            interval_s=0.05,
+            count=3,
+            probe_id="ok",
+        )
+        result = await run_headless([slow, untrusted, trusted], duration_s=20)
+    errors = {pid: next(iter(s["urls"].values()))["errors"] for pid, s in result.summaries.items()}
+    assert errors == {"slow": {"timeout": 3}, "tls": {"tls": 3}, "ok": {}}
+    ok = next(iter(result.summaries["ok"]["urls"].values()))
+    assert ok["phases_ms"]["tls"]["min"] > 0  # a handshake on every fresh request

@@ -1,0 +1,195 @@
+"""The ICMP probe against real targets: 127.0.0.1, ::1 and a namespace peer (root)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from typing import Any
+
+import pytest
+from icmp_fixtures import Peer, Routed, icmp_peer, icmp_routed  # noqa: F401 (fixtures)
+from probetop.probes.icmp.probe import IcmpOptions, IcmpProbe
+from probetop.tui.runner import RunResult, run_headless
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
+
+
+def run(duration: float | None = None, **kw: Any) -> tuple[dict[str, Any], RunResult]:
+    probe = IcmpProbe(IcmpOptions(**kw))
+    probe.prepare()
+    result = asyncio.run(run_headless([probe], duration_s=duration))
+    assert not result.errors, result.errors
+    return dict(result.summaries[probe.id]), result
+
+
+def assert_consistent_rtt(rtt: dict[str, float | None]) -> None:
+    assert None not in rtt.values(), rtt
+    lo, hi = rtt["min"], rtt["max"]
+    for key in ("avg", "p50", "p90", "p99"):
+        assert lo <= rtt[key] <= hi, (key, rtt)  # type: ignore[operator]
+    assert rtt["p50"] <= rtt["p90"] <= rtt["p99"]  # type: ignore[operator]
+
+
+def stream_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("icmp-stream")]
+
+
+def test_flood_loopback_counts_every_reply_and_leaves_nothing_behind() -> None:
+    fds_before = len(os.listdir("/proc/self/fd"))
+    s, result = run(duration=1.0, host="127.0.0.1", flood=True, size=1, streams=2)
+    assert s["mode"] == "raw"
+    assert s["sent"] > 10_000
+    # Cancelled by --time mid-flood: in-flight requests were waited for, not lost.
+    assert s["received"] == s["sent"]
+    assert s["lost"] == 0 and s["in_flight_at_end"] == 0
+    assert s["duplicates"] == 0
+    assert s["pps"] == pytest.approx(2 * s["replies_per_second"])
+    assert_consistent_rtt(s["rtt_us"])
+    samples = result.samples["icmp:127.0.0.1"]
+    assert samples and all(x.values["replies_per_s"] for x in samples)
+    assert stream_threads() == []
+    assert len(os.listdir("/proc/self/fd")) == fds_before
+
+
+def test_count_is_exact_over_streams_on_ipv6() -> None:
+    s, _ = run(host="::1", rate=2000.0, count=301, streams=3, family=6)
+    assert s["sent"] == 301 and s["received"] == 301
+    assert s["loss_pct"] == 0.0
+    assert s["reference_command"].startswith("ping -q -6 -i 0.0005")
+
+
+def test_fixed_rate_holds_within_two_percent() -> None:
+    s, result = run(duration=1.5, host="127.0.0.1", rate=20_000.0)
+    first = result.samples["icmp:127.0.0.1"][0]
+    assert first.values["requests_per_s"] == pytest.approx(20_000, rel=0.02)
+    assert s["requests_per_second"] == pytest.approx(20_000, rel=0.02)
+    assert s["reference_command"] == "hping3 -q --icmp -i u50 -d 56 127.0.0.1"
+
+
+def test_loss_from_random_drop_in_namespace(icmp_peer: Peer) -> None:  # noqa: F811
+    icmp_peer.nft(
+        "add table inet ptloss; "
+        "add chain inet ptloss input { type filter hook input priority 0; }; "
+        "add rule inet ptloss input icmp type echo-request numgen random mod 100 < 20 drop"
+    )
+    s, result = run(host=icmp_peer.peer_addr, rate=4000.0, count=4000, grace_s=0.3)
+    assert result.probes[0].params()["interface"] == icmp_peer.host_if  # the pane's NIC
+    assert s["sent"] == 4000
+    # 4000 Bernoulli(0.2) draws: sd 0.63 %; 20 +- 3 % is a 4.7-sigma band.
+    assert s["loss_pct"] == pytest.approx(20.0, abs=3.0)
+    assert s["lost"] + s["received"] == s["sent"]
+
+
+def test_icmp_ratelimit_in_namespace_is_seen(icmp_peer: Peer) -> None:  # noqa: F811
+    # Echo replies (type 0) rate-limited to one per 50 ms (plus the kernel's burst).
+    icmp_peer.sysctl("net.ipv4.icmp_ratemask", str(6168 | 1))
+    icmp_peer.sysctl("net.ipv4.icmp_ratelimit", "50")
+    s, _ = run(duration=1.5, host=icmp_peer.peer_addr, rate=1000.0, grace_s=0.2)
+    assert s["sent"] > 1000
+    assert 5 <= s["replies_per_second"] <= 60, s["replies_per_second"]
+    assert s["loss_pct"] > 90
+
+
+def test_destination_unreachable_names_the_router(icmp_peer: Peer) -> None:  # noqa: F811
+    icmp_peer.nft(
+        "add table inet ptrej; "
+        "add chain inet ptrej input { type filter hook input priority 0; }; "
+        "add rule inet ptrej input icmp type echo-request reject with icmp type host-unreachable"
+    )
+    s, _ = run(host=icmp_peer.peer_addr, rate=50.0, count=10, grace_s=0.3)
+    assert s["received"] == 0
+    assert s["errors"].get("destination unreachable", 0) >= 5
+    assert icmp_peer.peer_addr in s["error_routers"]["destination unreachable"]
+
+
+def test_in_flight_requests_are_not_lost_when_stopped(icmp_peer: Peer) -> None:  # noqa: F811
+    responder = icmp_peer.responder("--delay-ms", "300")
+    try:
+        # Stop at 0.6 s: the last ~0.3 s of requests are still in flight then.
+        s, _ = run(duration=0.6, host=icmp_peer.peer_addr, rate=200.0, grace_s=1.0)
+    finally:
+        responder.kill()
+        responder.wait()
+    assert s["sent"] >= 100
+    assert s["lost"] == 0 and s["received"] == s["sent"]
+    assert s["rtt_us"]["min"] >= 300_000
+
+
+def test_duplicates_and_reordering_are_counted(icmp_peer: Peer) -> None:  # noqa: F811
+    responder = icmp_peer.responder("--duplicate", "--reorder")
+    try:
+        s, _ = run(host=icmp_peer.peer_addr, rate=400.0, count=40, grace_s=0.3)
+    finally:
+        responder.kill()
+        responder.wait()
+    assert s["received"] == 40
+    # One extra copy per request; the run ends as soon as the last request is
+    # answered, so the last copy may come after the end.
+    assert 39 <= s["duplicates"] <= 40
+    assert s["lost"] == 0
+    # A request every 2.5 ms, even ones held 5 ms longer: each even reply arrives
+    # after the next odd one's, which is one reordering per even request.
+    assert 15 <= s["reordered"] <= 20
+
+
+def test_late_grace_expiry_counts_lost_not_received(icmp_peer: Peer) -> None:  # noqa: F811
+    responder = icmp_peer.responder("--delay-ms", "200")
+    try:
+        s, _ = run(host=icmp_peer.peer_addr, rate=100.0, count=20, grace_s=0.05)
+    finally:
+        responder.kill()
+        responder.wait()
+    assert s["received"] == 0
+    assert s["lost"] == 20
+    assert s["late"] > 0  # replies after the grace period are shown, not counted as received
+
+
+def test_time_exceeded_names_the_router(icmp_routed: Routed) -> None:  # noqa: F811
+    s, _ = run(host=icmp_routed.target_addr, rate=50.0, count=5, ttl=1, grace_s=0.3)
+    assert s["received"] == 0 and s["lost"] == 5
+    assert s["errors"] == {"time exceeded": 5}
+    assert s["error_routers"]["time exceeded"] == {icmp_routed.router.peer_addr: 5}
+    s, _ = run(host=icmp_routed.target_addr, rate=50.0, count=5, ttl=2, grace_s=0.3)
+    assert s["received"] == 5 and s["errors"] == {}
+
+
+def test_sequence_wrap_declares_unanswered_requests_lost_early(icmp_peer: Peer) -> None:  # noqa: F811
+    icmp_peer.nft(
+        "add table inet ptwrap; "
+        "add chain inet ptwrap input { type filter hook input priority 0; }; "
+        "add rule inet ptwrap input icmp type echo-request drop"
+    )
+    # 80k requests in 1 s, well within the 3 s grace: slots 0..14463 are reused in flight.
+    s, _ = run(host=icmp_peer.peer_addr, rate=80_000.0, count=80_000, grace_s=3.0, size=1)
+    assert s["sent"] == 80_000 and s["received"] == 0
+    assert s["lost_early_by_wrap"] == 80_000 - 65_536
+    assert s["lost"] == 80_000  # the rest were waited for: stopped when the grace ran out
+
+
+def test_rtt_means_what_ping_means(icmp_peer: Peer) -> None:  # noqa: F811
+    import re
+    import shutil
+    import subprocess
+
+    if shutil.which("ping") is None:
+        pytest.skip("ping is not installed (apt-get install iputils-ping)")
+    responder = icmp_peer.responder("--delay-ms", "20")
+    try:
+        out = subprocess.run(
+            ["ping", "-q", "-c", "20", "-i", "0.01", icmp_peer.peer_addr],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout
+        s, _ = run(host=icmp_peer.peer_addr, rate=100.0, count=20)
+    finally:
+        responder.kill()
+        responder.wait()
+    m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", out)
+    assert m, out
+    ping_min, ping_avg = float(m.group(1)) * 1000, float(m.group(2)) * 1000
+    rtt = s["rtt_us"]
+    assert rtt["min"] >= 20_000 and ping_min >= 20_000
+    # Both are the same 20 ms delay plus scheduling noise of the user-space responder.
+    assert abs(rtt["avg"] - ping_avg) < 3_000, (rtt, out)

@@ -1,0 +1,90 @@
+"""Pure parts of the ICMP probe: checksums, histogram, parsing, reference commands."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from probetop.probes.icmp.packet import checksum_partial, echo_request, internet_checksum
+from probetop.probes.icmp.probe import IcmpOptions, reference_command
+from probetop.probes.icmp.probe import engine as eng
+from probetop.probes.icmp.stats import histogram_percentile
+from probetop.tui.commands.icmp import duration
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 56, 1471])
+def test_incremental_checksum_matches_full_checksum(size: int) -> None:
+    template = echo_request(0xBEEF, size, v6=False)
+    partial = checksum_partial(template)
+    for seq in (0, 1, 0x7FFF, 0xFFFF, random.randrange(0x10000)):
+        s = partial + seq
+        s = (s & 0xFFFF) + (s >> 16)
+        s = (s & 0xFFFF) + (s >> 16)
+        packet = bytearray(template)
+        packet[6:8] = struct.pack("!H", seq)
+        packet[2:4] = struct.pack("!H", ~s & 0xFFFF)
+        assert internet_checksum(bytes(packet)) == 0  # a valid packet sums to 0xFFFF
+
+
+def test_histogram_buckets_contain_their_values_and_are_narrow() -> None:
+    rng = np.random.default_rng(1)
+    values = np.concatenate([np.arange(0, 200), rng.integers(200, 10**12, 5000)])
+    for v in values:
+        idx = eng.hist_index(int(v))
+        low, high = eng.hist_bucket_bounds(idx)
+        assert low <= v < high
+        if v >= eng.HIST_LINEAR:
+            assert (high - low) / low <= 1 / eng.HIST_SUB + 1e-12
+
+
+def test_histogram_percentiles_within_bucket_width_of_exact() -> None:
+    rng = np.random.default_rng(7)
+    rtts = rng.lognormal(mean=9.0, sigma=1.0, size=20_000).astype(np.int64)  # ~8 µs median
+    hist = np.zeros(eng.HIST_SIZE, np.int64)
+    for v in rtts:
+        hist[eng.hist_index(int(v))] += 1
+    ordered = np.sort(rtts)
+    for p in (50, 90, 99):
+        exact = ordered[int(np.ceil(p / 100 * len(ordered))) - 1]
+        got = histogram_percentile(hist, p, float(ordered[0]), float(ordered[-1]))
+        assert got == pytest.approx(exact, rel=1 / eng.HIST_SUB)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("0.2", 0.2), ("200ms", 0.2), ("20us", 20e-6), ("1s", 1.0), ("500 ns", 5e-7)],
+)
+def test_send_interval_parsing(text: str, seconds: float) -> None:
+    assert duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "fast", "-1", "0", "1 hour"])
+def test_send_interval_rejects(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        duration(text)
+
+
+def test_reference_commands() -> None:
+    assert reference_command(IcmpOptions("h", flood=True, size=1)) == "ping -q -f -s 1 h"
+    assert reference_command(IcmpOptions("h")) == "ping -q -s 56 h"
+    assert reference_command(IcmpOptions("h", rate=50_000, size=1)) == (
+        "hping3 -q --icmp -i u20 -d 1 h"
+    )
+    assert reference_command(IcmpOptions("::1", rate=500, family=6)) == (
+        "ping -q -6 -i 0.002 -s 56 ::1"
+    )
+
+
+def test_cli_import_stays_light() -> None:
+    """`probetop icmp --help` must not pay for numba, numpy or scapy."""
+    code = (
+        "import sys; import probetop.tui.commands.icmp; "
+        "print(','.join(m for m in ('numba', 'numpy', 'scapy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

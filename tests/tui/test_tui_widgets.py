@@ -1,0 +1,102 @@
+"""Pure parts of the dashboard: sparkline rows, number formatting, history, replay clock."""
+
+from __future__ import annotations
+
+import math
+
+from probetop.probes.core.sample import Announce, Sample
+from probetop.tui.player import MAX_BATCH, ReplayPlayer
+from probetop.tui.widgets.history import MetricHistory, fmt_value
+from probetop.tui.widgets.sparkline import bar_rows
+
+
+def test_sparkline_rows_scale_to_max_and_align_right() -> None:
+    rows = bar_rows([1.0, 50.0, 100.0], width=5, height=1, max_value=100.0)
+    assert rows == ["  ▁▄█"]  # any activity shows at least the lowest bar
+    # zero and None draw nothing, so an idle row never changes
+    assert bar_rows([None, 0.0, 0.0], 3, 1, None) == ["   "]
+
+
+def test_sparkline_two_rows_split_levels() -> None:
+    top, bottom = bar_rows([100.0, 50.0], width=2, height=2, max_value=100.0)
+    assert bottom == "██"
+    assert top == "█ "
+
+
+def test_sparkline_autoscale_uses_visible_max() -> None:
+    (row,) = bar_rows([1000.0, 1.0, 2.0], width=2, height=1, max_value=None)
+    assert row == "▄█"  # 1000 scrolled out: 2 is the top
+
+
+def test_fmt_value_units() -> None:
+    assert fmt_value(None) == "-"
+    assert fmt_value(1_500_000.0, "pkt/s") == "1.50M"
+    assert fmt_value(12.345, "ms") == "12.3"
+    assert fmt_value(25_000.0, "ms") == "25000"  # never k-prefixed milliseconds
+    assert fmt_value(99.5, "%", 6) == "  99.5"
+    assert fmt_value(math.nan) == "-"
+
+
+def test_history_stats_and_gaps() -> None:
+    h = MetricHistory()
+    for i, v in enumerate([1.0, None, 3.0, 2.0]):
+        h.add(float(i), v)
+    assert h.latest == 2.0
+    assert (h.stats.count, h.stats.min, h.stats.max, h.stats.mean) == (3, 1.0, 3.0, 2.0)
+    assert h.recent(2) == [3.0, 2.0]
+    assert h.p99 is not None and 2.9 < h.p99 <= 3.0
+
+
+def _records(n: int) -> list[tuple[float, object]]:
+    out: list[tuple[float, object]] = [(0.0, Announce("p", 0, {"id": "p", "kind": "k"}))]
+    out += [(float(i), Sample("p", int(i * 1e9), 1.0, {"v": float(i)})) for i in range(1, n + 1)]
+    return out
+
+
+def test_player_speed_and_pause() -> None:
+    player = ReplayPlayer(_records(30))  # type: ignore[arg-type]
+    assert len(player.advance(2.0)) == 3  # announce + t=1,2
+    player.set_speed(10.0)
+    assert len(player.advance(1.0)) == 10  # t=3..12
+    assert player.position_s == 12.0
+    player.toggle_pause()
+    assert player.advance(5.0) == []
+    player.toggle_pause()
+    player.set_speed(math.inf)
+    rest = player.advance(0.01)
+    assert len(rest) == 18 and player.at_end and player.position_s == 30.0
+
+
+def test_player_max_speed_is_batched() -> None:
+    player = ReplayPlayer(_records(MAX_BATCH + 10))  # type: ignore[arg-type]
+    player.set_speed(math.inf)
+    assert len(player.advance(0.01)) == MAX_BATCH
+    assert len(player.advance(0.01)) == 11
+
+
+def test_player_seek_back_rebuilds_from_start() -> None:
+    player = ReplayPlayer(_records(30))  # type: ignore[arg-type]
+    rebuild, skipped = player.seek(20.0)
+    assert not rebuild and len(skipped) == 21
+    rebuild, again = player.seek(5.0)
+    assert rebuild and [getattr(r, "t_ns", -1) for r in again][-1] == 5_000_000_000
+    assert len(again) == 6  # announce + t=1..5: everything from the start
+    rebuild, _ = player.seek(-3.0)
+    assert rebuild and player.position_s == 0.0
+
+
+def test_generic_pane_help_escapes_markup() -> None:
+    from probetop.tui.widgets.generic_pane import GenericPane
+    from probetop.tui.widgets.registry import pane_for
+    from rich.text import Text
+
+    info = {
+        "id": "x:1",
+        "kind": "no-such-kind",
+        "reference_command": "tool --flag [opt]",
+        "metrics": [{"name": "eps", "unit": "1/s", "description": "like [ 1s ] lines"}],
+    }
+    pane = pane_for(info)
+    assert isinstance(pane, GenericPane)
+    text = Text.from_markup(pane.help_text()).plain
+    assert "[ 1s ]" in text and "[opt]" in text

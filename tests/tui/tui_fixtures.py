@@ -1,0 +1,47 @@
+"""Helpers for the dashboard tests: the recorded session and app builders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from probetop.probes.record.reader import Session, load_session
+from probetop.probes.system.collectors import passive_probes
+from probetop.tui.app import ProbetopApp, make_app
+from probetop.tui.config import AppConfig
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+SESSION_FILE = DATA / "tui_session.jsonl"  # 24 s of passive probes at 1 Hz, real recorder
+
+
+def session() -> Session:
+    return load_session(SESSION_FILE)
+
+
+def replay_app(**extra: object) -> ProbetopApp:
+    return make_app(AppConfig(session=session(), extra=dict(extra)))
+
+
+def live_app(interval_s: float = 0.2, **kw: object) -> ProbetopApp:
+    return make_app(AppConfig(probes=list(passive_probes(interval_s)), interval_s=interval_s, **kw))  # type: ignore[arg-type]
+
+
+def screen_text(app: ProbetopApp) -> str:
+    """What the terminal would show, as plain text."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join("".join(seg.text for seg in strip) for strip in strips)
+
+
+async def wait_for(pilot, condition, timeout: float = 5.0) -> bool:  # type: ignore[no-untyped-def]
+    """Let the app run until ``condition()`` holds (a loaded CI box is slow)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        await pilot.pause(0.05)
+    return bool(condition())
+
+
+def has_samples(app: ProbetopApp, n: int = 2) -> bool:
+    return len(app.panes) >= 3 and all(p.samples_seen >= n for p in app.panes.values())
