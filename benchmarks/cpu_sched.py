@@ -16,7 +16,7 @@ import os
 import sys
 
 _MARK = "PROBETOP_CPU_BENCH_SESSION"
-PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
 def probetop_cpu_json(threads: int, max_prime: int, seconds: float) -> list[str]:

@@ -31,7 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
 WARM_CURL = False  # set by --warm-curl

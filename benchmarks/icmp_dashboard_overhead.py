@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 HOST = "127.0.0.1"
 
 

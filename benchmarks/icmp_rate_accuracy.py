@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 HOST = "127.0.0.1"
 
 

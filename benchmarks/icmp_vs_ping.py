@@ -33,7 +33,7 @@ import statistics
 import subprocess
 import sys
 
-PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 LOOPBACK = ("127.0.0.1", "::1")
 
 

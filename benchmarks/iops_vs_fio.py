@@ -23,7 +23,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 
-PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 CASES = [  # (label, jobs, iodepth, target ratio)
     ("4k randread psync 1 job", 1, 1, 0.9),
     ("4k randread psync 4 jobs", 4, 1, 0.9),

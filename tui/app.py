@@ -17,26 +17,23 @@ Contract:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import io
 import math
 import os
 import select
-import shlex
 import signal
 import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from probetop.probes.core.base import ProbeError
+from probetop.probes.core.base import ConfirmationRequired, ProbeError
 from probetop.probes.core.hub import Hub, Subscription
 from probetop.probes.core.sample import Announce, Record, Sample, Status
 from probetop.probes.record.writer import Recorder, RecordingError
 from probetop.themes import DEFAULT_THEME, check_theme_name, probetop_themes
-from probetop.tui import commands
+from probetop.tui.cli import CommandLineError, parse_command_line
 from probetop.tui.config import AppConfig
 from probetop.tui.player import ReplayPlayer, speed_label
 from probetop.tui.screens.help import HelpScreen
@@ -104,36 +101,6 @@ def detach_from_dead_terminal() -> None:
         with contextlib.suppress(OSError):
             os.dup2(devnull, fd)
     os.close(devnull)
-
-
-class ParseFailed(Exception):
-    """The add-probe command line did not parse; the message is argparse's."""
-
-
-def parse_probe_command(line: str) -> argparse.Namespace:
-    """Parse ``cpu --threads 1`` with the CLI's own parser, without exiting."""
-    from probetop.tui.cli import build_parser
-
-    try:
-        argv = shlex.split(line)
-    except ValueError as exc:
-        raise ParseFailed(str(exc)) from None
-    if not argv:
-        raise ParseFailed("type a probe command, e.g. cpu --threads 1")
-    parser = build_parser()
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            args = parser.parse_args(argv)
-    except SystemExit:
-        lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
-        raise ParseFailed(lines[-1] if lines else f"cannot parse {line!r}") from None
-    if getattr(args, "_module", None) is None or args.command not in commands.PROBE_COMMANDS:
-        raise ParseFailed(
-            "start with a probe command: "
-            + ", ".join(n for n, _m in commands.available() if n in commands.PROBE_COMMANDS)
-        )
-    return args
 
 
 class ProbetopApp(App[int]):
@@ -416,11 +383,22 @@ class ProbetopApp(App[int]):
         if not line or self.hub is None:
             return False
         try:
-            args = parse_probe_command(line)
-            probes = args._module.build_probes(args)
+            module, plan = parse_command_line(line)
+            if hasattr(module, "settings"):
+                probes = module.build_probes(plan)
+            else:  # LEGACY: Namespace-based command
+                probes = module.build_probes(plan.settings)
             for probe in probes:
                 self.hub.add(probe)
-        except ParseFailed as exc:
+        except ConfirmationRequired as exc:
+            self.notify(
+                f"{exc}\nAdd --yes-destroy-data={exc.target} to the line to go on.",
+                title="not started: it would destroy data",
+                severity="error",
+                timeout=10,
+            )
+            return False
+        except CommandLineError as exc:
             self.notify(str(exc), title="cannot add probe", severity="error", timeout=8)
             return False
         except ProbeError as exc:

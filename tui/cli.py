@@ -1,19 +1,31 @@
-"""probetop's command line: parse, validate, dispatch.
+"""probetop's command line: the parser (rendered from the families' option
+specs) and the run plan built from it.
 
-Textual is imported only when a screen is shown; ``probetop --version`` and
-headless runs never load it.
+Contract:
+- ``build_parser()`` renders ``COMMON_OPTIONS`` and every command's
+  ``CommandSpec`` into argparse. Value errors from a spec's parsers become
+  argparse usage errors (exit 2, ``argument --jobs: must be at least 1``).
+- ``make_plan(namespace)`` reads the parsed namespace exactly once into a
+  frozen ``RunPlan``; nothing downstream sees the namespace.
+- ``parse_command_line(line)`` does both for the dashboard's add-probe prompt
+  and raises ``CommandLineError`` instead of exiting.
+- Imports no UI: ``tui.main`` decides whether a screen is shown.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-from collections.abc import Sequence
+import contextlib
+import io
+import shlex
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
 
 from probetop.probes import __version__
+from probetop.probes.core.options import CommandSpec, Option, OptionValueError
 from probetop.tui import commands
-from probetop.tui.argtypes import number
+from probetop.tui.plan import COMMON_OPTIONS, CommonOptions, NoSettings, RunPlan
 
 MAIN_DESCRIPTION = """\
 A terminal dashboard of live probes that measure like fio, sysbench, ping -f
@@ -33,57 +45,70 @@ Run `probetop COMMAND --help` for a command's options.
 """
 
 
-def add_common(
-    parser: argparse.ArgumentParser, *, suppress: bool, skip: tuple[str, ...] = ()
+class CommandLineError(Exception):
+    """A command line typed into the dashboard did not parse (argparse's message)."""
+
+
+def _argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """A spec parser as an argparse type: its message becomes the usage error."""
+
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except OptionValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = getattr(parse, "__name__", "value")
+    return convert
+
+
+def add_option(
+    parser: argparse.ArgumentParser | Any, option: Option, *, suppress_default: bool = False
 ) -> None:
-    """Options every command takes. Sub-parsers use SUPPRESS so values given
-    before the command name are not reset by the sub-parser's defaults.
-    ``skip`` leaves out options a command defines itself (icmp's --interval)."""
+    """Render one ``Option`` into argparse (``parser`` may be a group).
 
-    def d(value: object) -> object:
-        return argparse.SUPPRESS if suppress else value
+    ``suppress_default`` keeps an option's default out of the namespace, so a
+    common option given before the command name is not reset by the
+    sub-parser's copy of it."""
+    kwargs: dict[str, Any] = {"help": argparse.SUPPRESS if option.hidden else option.help}
+    if option.action not in ("store_true", "store_false", "count", "store_const"):
+        if option.parse is not None:
+            kwargs["type"] = _argparse_type(option.parse)
+        if option.metavar:
+            kwargs["metavar"] = option.metavar
+        if option.choices is not None:
+            kwargs["choices"] = option.choices
+        if option.nargs is not None:
+            kwargs["nargs"] = option.nargs
+    if option.action != "store":
+        kwargs["action"] = option.action
+    if option.action == "store_const":
+        kwargs["const"] = option.const
+    if not option.positional:
+        if option.dest:
+            kwargs["dest"] = option.dest
+        kwargs["default"] = argparse.SUPPRESS if suppress_default else option.default
+    elif option.default is not None:
+        kwargs["default"] = option.default
+    parser.add_argument(*option.flags, **kwargs)
 
+
+def add_spec(parser: argparse.ArgumentParser, spec: CommandSpec) -> None:
+    """A command's own options, in the groups its spec names."""
+    groups: dict[str | None, Any] = {None: parser}
+    for option in spec.options:
+        if option.group not in groups:
+            groups[option.group] = parser.add_argument_group(option.group)
+        add_option(groups[option.group], option)
+
+
+def add_common(
+    parser: argparse.ArgumentParser, *, suppress: bool, skip: Sequence[str] = ()
+) -> None:
     group = parser.add_argument_group("common options")
-    group.add_argument(
-        "--record",
-        metavar="FILE",
-        default=d(None),
-        help="record the session to FILE (JSON Lines, mode 0600)",
-    )
-    group.add_argument(
-        "--headless",
-        action="store_true",
-        default=d(False),
-        help="run without the dashboard and print a report at the end",
-    )
-    group.add_argument(
-        "--json",
-        action="store_true",
-        default=d(False),
-        help="headless, and print the report as one JSON document",
-    )
-    group.add_argument(
-        "--time",
-        type=number(nonnegative=True),
-        metavar="S",
-        default=d(None),
-        help="stop the probes after S seconds",
-    )
-    if "--interval" not in skip:
-        group.add_argument(
-            "--interval",
-            type=number(positive=True),
-            metavar="S",
-            default=d(1.0),
-            help="sampling interval in seconds (default 1)",
-        )
-    group.add_argument(
-        "--theme",
-        metavar="NAME",
-        default=d(None),
-        help="dashboard theme (probetop-dark, probetop-light, "
-        "probetop-contrast, or any Textual theme)",
-    )
+    for option in COMMON_OPTIONS:
+        if option.flags[0] not in skip:
+            add_option(group, option, suppress_default=suppress)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,51 +122,73 @@ def build_parser() -> argparse.ArgumentParser:
     add_common(parser, suppress=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in commands.available():
+        spec: CommandSpec | None = getattr(module, "SPEC", None)
+        if spec is None:  # LEGACY: a command not yet converted to a spec
+            p = sub.add_parser(
+                name,
+                help=module.HELP,
+                description=getattr(module, "DESCRIPTION", module.HELP),
+                epilog=getattr(module, "EPILOG", None),
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+            )
+            module.add_arguments(p)
+            add_common(p, suppress=True, skip=getattr(module, "OWN_OPTIONS", ()))
+            continue
         p = sub.add_parser(
             name,
-            help=module.HELP,
-            description=getattr(module, "DESCRIPTION", module.HELP),
-            epilog=getattr(module, "EPILOG", None),
+            help=spec.help,
+            description=spec.description or spec.help,
+            epilog=spec.epilog or None,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        module.add_arguments(p)
-        add_common(p, suppress=True, skip=getattr(module, "OWN_OPTIONS", ()))
-        p.set_defaults(_module=module)
+        add_spec(p, spec)
+        add_common(p, suppress=True, skip=spec.own_common)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``probetop`` console script."""
-    from probetop.probes.core.base import ProbeError
-    from probetop.tui.launch import fail, launch
+def make_plan(namespace: argparse.Namespace, argv: Sequence[str] = ()) -> RunPlan[Any]:
+    """Read the parsed command line once into a frozen, validated plan.
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    # NO_COLOR: Textual honours it itself (monochrome filter); an empty
-    # TEXTUAL_COLOR_SYSTEM would crash rich (KeyError '').
-    module = getattr(args, "_module", None)
+    Raises the command's ``ProbeError`` (exit 2) for values its settings refuse."""
+    values = dict(vars(namespace))
+    name = values.pop("command", None)
+    common = CommonOptions.from_values(values, tuple(argv))
+    if name is None:
+        return RunPlan(None, common, NoSettings())
+    module = commands.load(name)
+    assert module is not None
+    if not hasattr(module, "settings"):  # LEGACY: the command still reads a Namespace
+        return RunPlan(name, common, argparse.Namespace(command=name, **values))
+    return RunPlan(name, common, module.settings(values, common))
+
+
+def command_module(plan: RunPlan[Any]) -> ModuleType | None:
+    """The command module that runs ``plan`` (None for the passive dashboard)."""
+    return commands.load(plan.command) if plan.command else None
+
+
+def parse_command_line(line: str) -> tuple[ModuleType, RunPlan[Any]]:
+    """Parse a probe command typed into the dashboard (``cpu --threads 1``)
+    with the CLI's own parser; raise CommandLineError instead of exiting."""
     try:
-        if module is None:
-            from probetop.probes.system.collectors import passive_probes
-
-            return launch(args, passive_probes(args.interval), None, with_passive=False)
-        run = getattr(module, "run", None)
-        if run is not None:
-            code = run(args)
-            if code is not None:
-                return int(code)
-        probes = module.build_probes(args)
-        return launch(args, probes, module)
-    except ProbeError as exc:
-        return fail(str(exc), exc.exit_code)
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        # `probetop report x | head`: the reader left; stay quiet like other Unix tools.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 141
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        argv = shlex.split(line)
+    except ValueError as exc:
+        raise CommandLineError(str(exc)) from None
+    if not argv:
+        raise CommandLineError("type a probe command, e.g. cpu --threads 1")
+    if argv[0] not in commands.PROBE_COMMANDS:
+        raise CommandLineError(
+            f"{argv[0]!r} is not a probe command; start with one of: "
+            + ", ".join(n for n, _m in commands.available() if n in commands.PROBE_COMMANDS)
+        )
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            namespace = build_parser().parse_args(argv)
+    except SystemExit:
+        lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
+        raise CommandLineError(lines[-1] if lines else f"cannot parse {line!r}") from None
+    plan = make_plan(namespace, ["probetop", *argv])
+    module = command_module(plan)
+    assert module is not None
+    return module, plan

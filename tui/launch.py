@@ -1,22 +1,24 @@
-"""Run a set of probes: headless (report on stdout) or in the dashboard.
+"""Run a plan's probes: checks first, then headless (report on stdout) or a
+dashboard configuration for ``tui.main`` to show.
 
 Shared by every command so each behaves the same way: ``--record`` is
 checked before anything starts, probe ``prepare`` errors exit 2 with their
-message, and the dashboard (Textual) is imported only when it is shown.
+message, and nothing here imports the UI.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from argparse import Namespace
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
-from probetop.probes.core.base import Probe, ProbeError
-from probetop.probes.record.writer import Recorder, RecordingError
-from probetop.probes.system.collectors import passive_probes
+from probetop.probes.core.base import Probe
+from probetop.probes.record.writer import Recorder
+from probetop.probes.system import passive_probes
 from probetop.tui.config import AppConfig
+from probetop.tui.plan import RunPlan
 from probetop.tui.runner import generic_report, run_headless
 
 
@@ -26,70 +28,118 @@ def fail(message: str, code: int = 2) -> int:
     return code
 
 
-def wants_headless(args: Namespace) -> bool:
-    """Headless when asked, when --json is asked, or when stdout is no terminal."""
+def check_record(plan: RunPlan[Any]) -> Path | None:
+    """The recording path, checked writable (RecordingError otherwise)."""
+    record = plan.common.record
+    if record is None:
+        return None
+    Recorder.check_path(record)
+    return record
+
+
+def deadline_s(plan: RunPlan[Any], module: ModuleType | None) -> float | None:
+    """When the generic runner stops the probes: --time, unless the command's
+    probes end themselves (``module.deadline_s``)."""
+    own = getattr(module, "deadline_s", None)
+    return own(plan) if own is not None else plan.common.time_s
+
+
+def prepare(plan: RunPlan[Any], probes: list[Probe]) -> Path | None:
+    """Check the recording target and every probe before anything starts;
+    raises RecordingError / ProbeError (exit 2 with their message)."""
+    record = check_record(plan)
+    for probe in probes:
+        probe.prepare()
+    return record
+
+
+def run_headless_plan(plan: RunPlan[Any], probes: list[Probe], module: ModuleType | None) -> int:
+    """Run without a UI, then print the command's report (or the generic one)."""
+    record = prepare(plan, probes)
+    result = asyncio.run(
+        run_headless(
+            probes,
+            duration_s=deadline_s(plan, module),
+            record=record,
+            command=list(plan.common.argv),
+        )
+    )
+    report = getattr(module, "report", None)
+    if report is not None:
+        return int(report(plan, result))
+    return generic_report(result, as_json=plan.common.json)
+
+
+def dashboard_config(
+    plan: RunPlan[Any],
+    probes: list[Probe],
+    module: ModuleType | None,
+    *,
+    with_passive: bool = True,
+) -> AppConfig:
+    """What the dashboard shows for this plan (probes prepared, record checked)."""
+    record = prepare(plan, probes)
+    interval = plan.common.interval_s
+    if with_passive and getattr(module, "WITH_PASSIVE", True):
+        have = {p.id for p in probes}
+        probes = [p for p in passive_probes(interval) if p.id not in have] + probes
+    return AppConfig(
+        probes=probes,
+        record=record,
+        theme=plan.common.theme,
+        interval_s=interval,
+        focus=getattr(module, "FOCUS", None),
+        duration_s=deadline_s(plan, module),
+        command=list(plan.common.argv),
+    )
+
+
+# -- LEGACY: Namespace-based commands not yet converted to RunPlan. ------------
+# Deleted once every command module exposes SPEC/settings (issue 10 migration).
+
+
+def wants_headless(args: Any) -> bool:
     return bool(getattr(args, "headless", False) or getattr(args, "json", False)) or not (
         sys.stdout.isatty() and sys.stdin.isatty()
     )
 
 
-def check_record(args: Namespace) -> Path | None:
-    record = getattr(args, "record", None)
-    if record is None:
-        return None
-    Recorder.check_path(record)
-    return Path(record)
-
-
 def launch(
-    args: Namespace,
+    args: Any,
     probes: list[Probe],
     module: ModuleType | None = None,
     *,
     focus: str | None = None,
     with_passive: bool = True,
 ) -> int:
-    """Run ``probes`` headless or in the dashboard; return the exit code."""
-    try:
-        record = check_record(args)
-        for probe in probes:
-            probe.prepare()
-    except (ProbeError, RecordingError) as exc:
-        return fail(str(exc), getattr(exc, "exit_code", 2))
-    command = list(sys.argv)
-    duration = getattr(args, "time", None)
-    if wants_headless(args):
-        result = asyncio.run(
-            run_headless(probes, duration_s=duration, record=record, command=command)
-        )
-        report = getattr(module, "report", None)
-        if report is not None:
-            return int(report(args, result))
-        return generic_report(result, as_json=bool(getattr(args, "json", False)))
-    interval = getattr(args, "interval", 1.0) or 1.0
-    if with_passive:
-        have = {p.id for p in probes}
-        probes = [p for p in passive_probes(interval) if p.id not in have] + probes
-    config = AppConfig(
-        probes=probes,
-        record=record,
-        theme=getattr(args, "theme", None),
-        interval_s=interval,
-        focus=focus or getattr(module, "FOCUS", None),
-        duration_s=duration,
-        command=command,
+    from probetop.tui.main import run_app  # LEGACY cycle, removed with this function
+
+    plan = RunPlan(
+        getattr(args, "command", None),
+        _legacy_common(args),
+        args,
     )
-    return run_app(config)
+
+    class _Shim:
+        FOCUS = focus or getattr(module, "FOCUS", None)
+
+        @staticmethod
+        def report(plan: RunPlan[Any], result: Any) -> int:
+            return int(module.report(plan.settings, result))  # type: ignore[union-attr]
+
+        @staticmethod
+        def deadline_s(plan: RunPlan[Any]) -> float | None:
+            return getattr(args, "time", None)
+
+    shim: Any = _Shim
+    if module is None or not hasattr(module, "report"):
+        del _Shim.report
+    if wants_headless(args):
+        return run_headless_plan(plan, probes, shim)
+    return run_app(dashboard_config(plan, probes, shim, with_passive=with_passive))
 
 
-def run_app(config: AppConfig) -> int:
-    """Show the dashboard until the user quits; return its exit code."""
-    from probetop.themes import UnknownThemeError
-    from probetop.tui.app import make_app  # Textual loads only here
+def _legacy_common(args: Any) -> Any:
+    from probetop.tui.plan import CommonOptions
 
-    try:
-        app = make_app(config)  # validates --theme before the UI opens
-    except UnknownThemeError as exc:
-        return fail(str(exc), exc.exit_code)
-    app.run()
-    return int(app.return_code or 0)
+    return CommonOptions.from_values(vars(args), tuple(sys.argv))

@@ -76,21 +76,51 @@ class Probe(Protocol):
 
 
 class ProbeError(Exception):
-    """A probe cannot start. The message says what the user should do."""
+    """A probe cannot start. The message says what the user should do.
 
+    ``code`` names the kind of failure for programs (never match the
+    message's text); ``exit_code`` is the process exit status it maps to.
+    """
+
+    code = "probe"
     exit_code = 2
 
 
 class PermissionProbeError(ProbeError):
     """Missing privilege (root, CAP_NET_RAW, device access)."""
 
+    code = "permission"
+
 
 class TargetProbeError(ProbeError):
     """The target is missing, invalid or refused (bad host, path, URL)."""
 
+    code = "target"
+
 
 class UsageProbeError(ProbeError):
     """A parameter is out of range or parameters contradict each other."""
+
+    code = "usage"
+
+
+class ConfirmationRequired(ProbeError):
+    """A run would destroy data on ``target`` and nobody confirmed it yet.
+
+    The CLI asks for the target's name (dashboard) or refuses (headless,
+    exit 2); ``action`` says what would be destroyed ("a write pass", "random
+    writes") and ``signatures`` lists data found on the target.
+    """
+
+    code = "confirmation-required"
+
+    def __init__(
+        self, message: str, *, target: str, action: str, signatures: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(message)
+        self.target = target
+        self.action = action
+        self.signatures = signatures
 
 
 def describe(probe: Probe) -> dict[str, Any]:

@@ -1,0 +1,53 @@
+"""The CPU family's front door: sysbench ``cpu`` events/s, latency and fairness.
+
+Everything outside ``probes/cpu/`` imports from here, never from the modules
+behind it:
+
+- ``SPEC``: the ``probetop cpu`` options (declarative; CLI, prompt, docs)
+- ``CpuSettings``: what one probe runs with (frozen, validated)
+- ``CpuProbe``: the probe (native engine in GIL-free threads)
+- ``CpuInterval``, ``METRICS``: what a CPU sample carries, typed
+- ``format_report``, ``json_document``, ``parse_report``: sysbench's report
+- ``logical_cpus``, ``EVENT_EXPLAINED``, ``PYTHON_ENGINE_LABEL``
+
+Importing this package is cheap: the engine (llvmlite) loads when a probe
+prepares.
+"""
+
+from probetop.probes.cpu.probe import CpuProbe, logical_cpus, sweep_thread_counts
+from probetop.probes.cpu.records import (
+    EPS,
+    EVENT_EXPLAINED,
+    KIND,
+    LAT_AVG_MS,
+    LAT_PCT_MS,
+    METRICS,
+    PYTHON_ENGINE_LABEL,
+    THREAD_EVENTS,
+    THREADS,
+    CpuInterval,
+)
+from probetop.probes.cpu.report import format_report, json_document, parse_report
+from probetop.probes.cpu.settings import DEFAULT_TIME_S, SPEC, CpuSettings
+
+__all__ = [
+    "DEFAULT_TIME_S",
+    "EPS",
+    "EVENT_EXPLAINED",
+    "KIND",
+    "LAT_AVG_MS",
+    "LAT_PCT_MS",
+    "METRICS",
+    "PYTHON_ENGINE_LABEL",
+    "SPEC",
+    "THREADS",
+    "THREAD_EVENTS",
+    "CpuInterval",
+    "CpuProbe",
+    "CpuSettings",
+    "format_report",
+    "json_document",
+    "logical_cpus",
+    "parse_report",
+    "sweep_thread_counts",
+]

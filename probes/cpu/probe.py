@@ -17,7 +17,6 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import threading
 import time
@@ -25,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from probetop.probes.core.base import Emit, MetricSpec, UsageProbeError
-from probetop.probes.core.sample import Sample, Status, metric_key, now_ns
+from probetop.probes.core.base import Emit, UsageProbeError
+from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.stats import population_stddev
 from probetop.probes.cpu.engine import (
     HIST_SIZE,
@@ -45,14 +44,8 @@ from probetop.probes.cpu.engine import (
     load_engine,
 )
 from probetop.probes.cpu.hist import percentile_ms, subtract, to_sparse
-
-PYTHON_ENGINE_LABEL = "python engine: not comparable with sysbench"
-
-EVENT_EXPLAINED = (
-    "one event = for every c in 3..max_prime-1: t = sqrt(c); try l = 2, 3, ... while "
-    "l <= t and stop at the first l dividing c (64-bit unsigned divide); c is prime when "
-    "no l divides it. The prime count is thrown away; events/s is the score."
-)
+from probetop.probes.cpu.records import METRICS, PYTHON_ENGINE_LABEL, CpuInterval
+from probetop.probes.cpu.settings import CpuSettings
 
 
 def logical_cpus() -> int:
@@ -175,46 +168,22 @@ class CpuProbe:
     """sysbench cpu as a probe. See the module docstring for the contract."""
 
     kind = "cpu"
-    metrics = (
-        MetricSpec("eps", "events/s", "events completed in the interval per second", True),
-        MetricSpec(
-            "lat_pct_ms",
-            "ms",
-            "latency percentile (the --percentile) of events completed in the interval, "
-            "a sysbench histogram bucket value",
-            True,
-        ),
-        MetricSpec("lat_avg_ms", "ms", "mean latency of events completed in the interval"),
-        MetricSpec("threads", "", "worker threads running"),
-        MetricSpec("thread_events", "events", "events this thread completed in the interval"),
-    )
+    metrics = METRICS
 
-    def __init__(
-        self,
-        *,
-        threads: int = 1,
-        time_s: float = 10.0,
-        events: int = 0,
-        max_prime: int = 10000,
-        interval_s: float = 1.0,
-        percentile: float = 95.0,
-        sweep: bool = False,
-        engine: str = "auto",
-        probe_id: str = "cpu",
-        unbounded_ok: bool = False,
-        sweep_counts: list[int] | None = None,
-    ) -> None:
+    def __init__(self, settings: CpuSettings | None = None, *, probe_id: str = "cpu") -> None:
+        self.settings = settings or CpuSettings()
         self.id = probe_id
-        self.threads = threads
-        self.time_s = time_s
-        self.events = events
-        self.max_prime = max_prime
-        self.interval_s = interval_s
-        self.percentile = percentile
-        self.sweep = sweep
-        self.engine_kind = engine
-        self.unbounded_ok = unbounded_ok
-        self.sweep_counts = sweep_counts
+        s = self.settings
+        # Read often in the measuring code; the settings object stays the record.
+        self.threads = s.threads
+        self.time_s = s.time_s
+        self.events = s.events
+        self.max_prime = s.max_prime
+        self.interval_s = s.interval_s
+        self.percentile = s.percentile
+        self.sweep = s.sweep
+        self.engine_kind = s.engine
+        self.sweep_counts = list(s.sweep_counts) if s.sweep_counts else None
         self.engine: Engine | None = None
         self.engine_note: str | None = None
         self.phases: list[PhaseResult] = []
@@ -225,27 +194,7 @@ class CpuProbe:
     # -- setup -----------------------------------------------------------
     def validate(self) -> None:
         """Raise UsageProbeError for parameters sysbench would refuse."""
-        if not isinstance(self.threads, int) or self.threads < 1:
-            raise UsageProbeError(f"--threads must be 1 or more, got {self.threads}")
-        if not isinstance(self.max_prime, int) or self.max_prime < 3:
-            raise UsageProbeError(
-                f"--max-prime must be 3 or more (primes are counted from 3), got {self.max_prime}"
-            )
-        if self.max_prime > 2**31 - 1:
-            raise UsageProbeError("--max-prime must fit in 31 bits, as in sysbench")
-        if self.time_s < 0 or not math.isfinite(self.time_s):
-            raise UsageProbeError(f"--time must be 0 (no limit) or more seconds, got {self.time_s}")
-        if self.events < 0:
-            raise UsageProbeError(f"--events must be 0 (no limit) or more, got {self.events}")
-        if self.time_s == 0 and self.events == 0 and not self.unbounded_ok:
-            raise UsageProbeError(
-                "--time 0 and --events 0 would run forever: give a time (--time 10) "
-                "or an event count (--events 10000)"
-            )
-        if not 1 <= self.percentile <= 100:
-            raise UsageProbeError(f"--percentile must be within 1..100, got {self.percentile}")
-        if not self.interval_s > 0:
-            raise UsageProbeError(f"the report interval must be positive, got {self.interval_s}")
+        self.settings.validate()
 
     def prepare(self) -> None:
         self.validate()
@@ -419,14 +368,6 @@ class CpuProbe:
         # tick) would put a meaningless rate in the sparkline and its min/max:
         # its events still count (extra, summary), its rates are left out.
         sliver = not full and seconds < 0.5 * self.interval_s
-        values: dict[str, float | None] = {
-            "eps": None if sliver else eps,
-            "lat_pct_ms": None if sliver else pct,
-            "lat_avg_ms": lat_ns / events / 1e6 if events and not sliver else None,
-            "threads": float(phase.threads),
-        }
-        for i, n in enumerate(per_thread):
-            values[metric_key("thread_events", f"t{i}")] = float(n)
         row: dict[str, Any] = {
             "t": round((t1 - phase.start_ns) / 1e9, 6),
             "interval_s": round(seconds, 6),
@@ -439,19 +380,20 @@ class CpuProbe:
         if phase_index is not None:
             row["phase"] = phase_index
         self.intervals.append(row)
-        extra: dict[str, Any] = {
-            "per_thread_events": per_thread,
-            "percentile": self.percentile,
-            "full": full,
-            "total_events": sum(c.events for c in cur),
-            "engine": self.engine.name if self.engine else None,
-        }
-        if phase_index is not None:
-            extra["phase"] = phase_index
-        if not full:
-            extra["final"] = True
-            extra["phase_summary"] = phase.as_dict(self.percentile)
-        emit(Sample(self.id, t1, seconds, values, extra))
+        record = CpuInterval(
+            eps=None if sliver else eps,
+            lat_pct_ms=None if sliver else pct,
+            lat_avg_ms=lat_ns / events / 1e6 if events and not sliver else None,
+            threads=phase.threads,
+            per_thread_events=tuple(per_thread),
+            percentile=self.percentile,
+            full=full,
+            total_events=sum(c.events for c in cur),
+            engine=self.engine.name if self.engine else None,
+            phase=phase_index,
+            phase_summary=None if full else phase.as_dict(self.percentile),
+        )
+        emit(record.to_sample(self.id, t1, seconds))
 
     # -- results ---------------------------------------------------------
     def summary(self) -> Mapping[str, Any]:

@@ -116,7 +116,7 @@ def compile_kernels() -> dict[str, Any]:
 
 
 def _build_kernels() -> dict[str, Any]:
-    from probetop.probes.disk import native as native  # lazy: imports numba
+    from probetop.probes.disk import native  # lazy: imports numba
 
     return {
         "sync": native.sync_loop,

@@ -154,8 +154,8 @@ class _Stream(threading.Thread):
         return int(self.control[0]) == 2
 
     def run(self) -> None:
+        from probetop.probes.icmp import engine as eng
         from probetop.probes.icmp.packet import checksum_partial, echo_request
-        from probetop.probes.icmp.probe import engine as eng
 
         p = self.probe
         target = p.target
@@ -434,7 +434,7 @@ class IcmpProbe:
 
     async def _collect(self, emit: Emit) -> None:
         """Merge stream snapshots per interval and emit them, until every stream is done."""
-        from probetop.probes.icmp.probe import engine as eng
+        from probetop.probes.icmp import engine as eng
         from probetop.probes.icmp.stats import IntervalTotals
 
         assert self._queue is not None and self.totals is not None and self.target is not None
@@ -508,8 +508,8 @@ def _split(total: int, parts: int) -> list[int]:
 
 def _dissect_kept(kept: list[tuple[Any, int]], v6: bool) -> list[dict[str, Any]]:
     """Dissect the error packets the loop kept (scapy; off the event loop)."""
+    from probetop.probes.icmp import engine as eng
     from probetop.probes.icmp.packet import dissect_error
-    from probetop.probes.icmp.probe import engine as eng
 
     out = []
     for snap, n_errors in kept:
@@ -534,7 +534,7 @@ def warm_up_engine() -> None:
     with _warm:
         if _warmed:
             return
-        from probetop.probes.icmp.probe import engine as eng
+        from probetop.probes.icmp import engine as eng
 
         cfg = eng.make_config(
             fd=-1,

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from probetop.probes.icmp import engine as eng
 from probetop.probes.icmp.packet import error_name
-from probetop.probes.icmp.probe import engine as eng
 
 PERCENTILES = (50.0, 90.0, 99.0)
 

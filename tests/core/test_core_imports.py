@@ -18,6 +18,8 @@ HEADLESS_MODULES = [
     "probetop.tui.runner",
     "probetop.tui.launch",
     "probetop.tui.cli",
+    "probetop.tui.main",
+    "probetop.tui.plan",
 ]
 UI_MODULES = ("textual", "rich", "plotext", "numba", "scapy")
 
@@ -39,7 +41,8 @@ def test_every_probe_module_is_headless():
 
     import probetop.probes as pkg
 
-    names = [f"probetop.probes.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)]
+    names = [m.name for m in pkgutil.walk_packages(pkg.__path__, "probetop.probes.")]
+    assert "probetop.probes.cpu.probe" in names and "probetop.probes.core.hub" in names
     loaded = _loaded_after("\n".join(f"import {m}" for m in names))
     ui = sorted(m for m in loaded if m.split(".")[0] in ("textual", "rich", "plotext"))
     assert ui == [], ui
@@ -49,7 +52,7 @@ def test_every_probe_module_is_headless():
 def test_headless_run_never_loads_textual():
     script = (
         "import sys\n"
-        "from probetop.tui.cli import main\n"
+        "from probetop.tui.main import main\n"
         "code = main(['--headless', '--time', '0.3', '--interval', '0.1'])\n"
         "assert 'textual' not in sys.modules, 'textual loaded'\n"
         "print('ok', code)\n"
@@ -62,7 +65,7 @@ def test_headless_run_never_loads_textual():
 def test_version_is_fast():
     t0 = time.monotonic()
     out = subprocess.run(
-        [sys.executable, "-m", "probetop.tui.cli", "--version"],
+        [sys.executable, "-m", "probetop.tui.main", "--version"],
         capture_output=True,
         text=True,
         timeout=30,

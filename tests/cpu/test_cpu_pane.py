@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
+from probetop.probes.cpu import CpuSettings
 from probetop.probes.cpu.probe import CpuProbe
 from probetop.probes.system.collectors import CpuLoadProbe
 from probetop.tui.app import make_app
 from probetop.tui.config import AppConfig
-from probetop.tui.widgets.cpu_bench_pane import CpuBenchPane, text_bar
+from probetop.tui.panes.cpu import CpuBenchPane, text_bar
 from probetop.tui.widgets.registry import pane_class
 
 
@@ -26,7 +27,11 @@ def test_text_bar_scales_in_eighths() -> None:
 async def test_pane_shows_rates_fairness_cores_and_sweep() -> None:
     probes = [
         CpuLoadProbe(0.25),
-        CpuProbe(time_s=0.5, max_prime=3000, interval_s=0.25, sweep=True, sweep_counts=[1, 2]),
+        CpuProbe(
+            CpuSettings(
+                time_s=0.5, max_prime=3000, interval_s=0.25, sweep=True, sweep_counts=[1, 2]
+            )
+        ),
     ]
     app = make_app(AppConfig(probes=probes, interval_s=0.25, focus="cpu"))
     async with app.run_test(size=(120, 50)) as pilot:
@@ -62,7 +67,7 @@ async def test_pane_replays_a_recorded_cpu_session(tmp_path) -> None:
     path = tmp_path / "cpu.jsonl"
     probes = [
         CpuLoadProbe(0.25),
-        CpuProbe(threads=2, time_s=1.0, max_prime=3000, interval_s=0.25),
+        CpuProbe(CpuSettings(threads=2, time_s=1.0, max_prime=3000, interval_s=0.25)),
     ]
     await run_headless(probes, record=path, command=["probetop", "cpu"])
     app = make_app(AppConfig(session=load_session(path)))

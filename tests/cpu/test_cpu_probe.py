@@ -16,13 +16,14 @@ from pathlib import Path
 import pytest
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.sample import Sample
+from probetop.probes.cpu import CpuSettings
 from probetop.probes.cpu.engine import HIST_SIZE
 from probetop.probes.cpu.hist import bucket_of
 from probetop.probes.cpu.probe import CpuProbe, PhaseResult, ThreadSnapshot
 from probetop.probes.record.reader import load_session
 from probetop.tui.runner import run_headless
 
-PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
 def cpu_threads() -> list[threading.Thread]:
@@ -68,11 +69,11 @@ def test_fairness_is_population_stddev_and_time_avg_is_sum_over_threads() -> Non
 )
 def test_bad_parameters_are_refused(kwargs: dict) -> None:
     with pytest.raises(UsageProbeError):
-        CpuProbe(**kwargs).validate()
+        CpuSettings(**kwargs).validate()
 
 
 async def test_intervals_are_per_interval_rates_that_add_up() -> None:
-    probe = CpuProbe(threads=2, time_s=1.6, interval_s=0.5, max_prime=5000)
+    probe = CpuProbe(CpuSettings(threads=2, time_s=1.6, interval_s=0.5, max_prime=5000))
     result = await run_headless([probe])
     samples = result.samples["cpu"]
     s = result.summaries["cpu"]
@@ -104,7 +105,7 @@ async def test_a_stalled_loop_gives_one_longer_interval_not_a_burst() -> None:
     """A UI that blocks the loop for 5 intervals: the next sample spans the
     stall (its rate is still right), and no near-empty intervals follow."""
     samples: list[Sample] = []
-    probe = CpuProbe(threads=1, time_s=2.2, interval_s=0.2, max_prime=3000)
+    probe = CpuProbe(CpuSettings(threads=1, time_s=2.2, interval_s=0.2, max_prime=3000))
     probe.prepare()
     task = asyncio.get_running_loop().create_task(probe.run(samples.append))
     await asyncio.sleep(0.3)
@@ -118,7 +119,7 @@ async def test_a_stalled_loop_gives_one_longer_interval_not_a_burst() -> None:
 
 
 async def test_event_limit_is_exact_across_threads() -> None:
-    probe = CpuProbe(threads=2, time_s=0, events=301, max_prime=3000)
+    probe = CpuProbe(CpuSettings(threads=2, time_s=0, events=301, max_prime=3000))
     result = await run_headless([probe])
     s = result.summaries["cpu"]
     assert s["total_events"] == 301
@@ -126,7 +127,7 @@ async def test_event_limit_is_exact_across_threads() -> None:
 
 
 async def test_cancellation_stops_and_joins_every_worker() -> None:
-    probe = CpuProbe(threads=3, time_s=60, max_prime=20000, interval_s=0.2)
+    probe = CpuProbe(CpuSettings(threads=3, time_s=60, max_prime=20000, interval_s=0.2))
     probe.prepare()
     records: list = []
     task = asyncio.get_running_loop().create_task(probe.run(records.append))
@@ -144,7 +145,7 @@ async def test_cancellation_stops_and_joins_every_worker() -> None:
 
 async def test_cancel_ends_a_huge_event_at_once_and_does_not_count_it() -> None:
     """--max-prime 2e9: one event would take hours; stopping must not wait for it."""
-    probe = CpuProbe(threads=2, time_s=60, max_prime=2_000_000_000, interval_s=0.2)
+    probe = CpuProbe(CpuSettings(threads=2, time_s=60, max_prime=2_000_000_000, interval_s=0.2))
     probe.prepare()
     task = asyncio.get_running_loop().create_task(probe.run(lambda record: None))
     await asyncio.sleep(0.5)
@@ -158,7 +159,7 @@ async def test_cancel_ends_a_huge_event_at_once_and_does_not_count_it() -> None:
 
 
 async def test_sweep_runs_each_thread_count_and_reports_efficiency() -> None:
-    probe = CpuProbe(time_s=0.4, max_prime=3000, sweep=True, sweep_counts=[1, 2, 3])
+    probe = CpuProbe(CpuSettings(time_s=0.4, max_prime=3000, sweep=True, sweep_counts=[1, 2, 3]))
     result = await run_headless([probe])
     s = result.summaries["cpu"]
     rows = s["sweep"]
@@ -186,7 +187,7 @@ async def test_sweep_runs_each_thread_count_and_reports_efficiency() -> None:
 
 async def test_record_and_replay_a_cpu_session(tmp_path: Path) -> None:
     path = tmp_path / "cpu.jsonl"
-    probe = CpuProbe(threads=1, time_s=1.2, interval_s=0.5, max_prime=3000)
+    probe = CpuProbe(CpuSettings(threads=1, time_s=1.2, interval_s=0.5, max_prime=3000))
     result = await run_headless([probe], record=path, command=["probetop", "cpu"])
     session = load_session(path)
     assert session.warnings == []
@@ -205,7 +206,7 @@ async def test_record_and_replay_a_cpu_session(tmp_path: Path) -> None:
 async def test_python_engine_is_labelled_everywhere() -> None:
     from probetop.probes.cpu.report import format_report
 
-    probe = CpuProbe(threads=1, time_s=0, events=5, max_prime=500, engine="python")
+    probe = CpuProbe(CpuSettings(threads=1, time_s=0, events=5, max_prime=500, engine="python"))
     result = await run_headless([probe])
     s = result.summaries["cpu"]
     assert s["engine"] == "python"

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 
 import pytest
+from probetop.probes.cpu import CpuSettings
 from probetop.probes.cpu.probe import CpuProbe
 from probetop.probes.cpu.report import format_report, interval_line, parse_report
 from probetop.tui.runner import run_headless
@@ -14,7 +15,9 @@ from probetop.tui.runner import run_headless
 
 @pytest.fixture(scope="module")
 def summary() -> dict:
-    probe = CpuProbe(threads=2, time_s=1.1, interval_s=0.5, max_prime=3000, percentile=99)
+    probe = CpuProbe(
+        CpuSettings(threads=2, time_s=1.1, interval_s=0.5, max_prime=3000, percentile=99)
+    )
     result = asyncio.run(run_headless([probe]))
     return dict(result.summaries["cpu"])
 

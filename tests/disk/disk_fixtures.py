@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
 def need_root() -> None:

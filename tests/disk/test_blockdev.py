@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from probetop.probes.core.base import TargetProbeError
-from probetop.probes.disk import blockdev as blockdev
+from probetop.probes.disk import blockdev
 
 _skip_unless_root = pytest.mark.skipif(
     os.geteuid() != 0, reason="needs root (loop devices, mount, swapon)"

@@ -12,10 +12,10 @@ from probetop.probes.disk.workers import warm_up_kernels
 from probetop.probes.system.collectors import DiskProbe
 from probetop.tui.app import make_app
 from probetop.tui.config import AppConfig
+from probetop.tui.screens.confirm import ConfirmDestroyApp
 from probetop.tui.widgets.iops_pane import IopsPane, log_bar
 from probetop.tui.widgets.registry import pane_class
 from probetop.tui.widgets.warmup_pane import (
-    ConfirmDestroyApp,
     WarmupPane,
     map_line,
     progress_bar,

@@ -14,7 +14,7 @@ import pytest
 from http_fixtures import LocalServer, make_cert
 from probetop.probes.http.request import HttpRequest
 from probetop.probes.http.transfer import PHASES, fetch, phases_us
-from probetop.tui.cli import main
+from probetop.tui.main import main
 
 
 @pytest.fixture(scope="module")
@@ -333,7 +333,7 @@ def test_help_imports_neither_pycurl_nor_textual():
 
 def test_help_lists_the_json_difference():
     out = subprocess.run(
-        [sys.executable, "-m", "probetop.tui.cli", "http", "--help"],
+        [sys.executable, "-m", "probetop.tui.main", "http", "--help"],
         capture_output=True,
         text=True,
         check=True,

@@ -128,7 +128,7 @@ def test_prepare_rejects_what_cannot_start():
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "probetop.tui.cli", "http", *args],
+        [sys.executable, "-m", "probetop.tui.main", "http", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -9,7 +9,7 @@ from http_fixtures import NginxServer, QuicServer, make_cert
 from probetop.probes.http.probe import HttpProbe
 from probetop.probes.http.request import HttpRequest
 from probetop.probes.http.transfer import fetch
-from probetop.tui.cli import main
+from probetop.tui.main import main
 from probetop.tui.runner import run_headless
 
 

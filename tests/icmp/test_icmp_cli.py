@@ -12,7 +12,7 @@ import time
 import pytest
 from icmp_fixtures import Peer, icmp_peer  # noqa: F401 (fixture)
 
-PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
 
 

@@ -10,9 +10,9 @@ import sys
 
 import numpy as np
 import pytest
+from probetop.probes.icmp import engine as eng
 from probetop.probes.icmp.packet import checksum_partial, echo_request, internet_checksum
 from probetop.probes.icmp.probe import IcmpOptions, reference_command
-from probetop.probes.icmp.probe import engine as eng
 from probetop.probes.icmp.stats import histogram_percentile
 from probetop.tui.commands.icmp import duration
 

@@ -16,7 +16,7 @@ from probetop.probes.record.writer import SCHEMA_VERSION, Recorder, RecordingErr
 from probetop.probes.system.collectors import passive_probes
 from probetop.tui.runner import run_headless
 
-PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
 def validate_file(path: Path) -> list[dict]:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
 def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

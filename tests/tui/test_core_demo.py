@@ -11,7 +11,7 @@ import tempfile
 
 from probetop.probes.core.privileges import has_net_raw, ping_group_allows
 
-PROBETOP = [sys.executable, "-m", "probetop.tui.cli"]
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
 def test_demo_headless_runs_every_probe_and_removes_its_scratch_dir():

@@ -11,7 +11,8 @@ import threading
 import pytest
 from probetop.themes import UnknownThemeError, check_theme_name, theme_names
 from probetop.tui import commands
-from probetop.tui.app import MIN_HEIGHT, MIN_WIDTH, ParseFailed, parse_probe_command
+from probetop.tui.app import MIN_HEIGHT, MIN_WIDTH
+from probetop.tui.cli import CommandLineError, parse_command_line
 from probetop.tui.screens.help import HelpScreen
 from probetop.tui.screens.maximised import MaximisedScreen
 from probetop.tui.screens.prompt import PromptScreen
@@ -124,7 +125,7 @@ async def test_theme_switch_and_validation() -> None:
 def test_unknown_theme_exits_2_before_ui(capsys: pytest.CaptureFixture[str]) -> None:
     # The CLI reaches run_app only with a terminal; call it as the CLI would.
     from probetop.tui.config import AppConfig
-    from probetop.tui.launch import run_app
+    from probetop.tui.main import run_app
 
     assert run_app(AppConfig(theme="nope")) == 2
     err = capsys.readouterr().err
@@ -147,14 +148,16 @@ async def test_add_probe_bad_command_line_shows_error() -> None:
 
 
 def test_parse_probe_command_uses_cli_parser() -> None:
-    with pytest.raises(ParseFailed, match="invalid choice"):
-        parse_probe_command("bogus")
-    with pytest.raises(ParseFailed):
-        parse_probe_command("")
-    with pytest.raises(ParseFailed, match="probe command"):
-        parse_probe_command("--interval 1")
-    with pytest.raises(ParseFailed):
-        parse_probe_command("demo --only nothing")
+    with pytest.raises(CommandLineError, match="probe command"):
+        parse_command_line("bogus")
+    with pytest.raises(CommandLineError, match="invalid choice"):
+        parse_command_line("cpu --engine bogus")
+    with pytest.raises(CommandLineError):
+        parse_command_line("")
+    with pytest.raises(CommandLineError, match="probe command"):
+        parse_command_line("--interval 1")
+    with pytest.raises(CommandLineError):
+        parse_command_line("demo --only nothing")
 
 
 async def test_add_probe_error_from_probe_is_a_notification() -> None:

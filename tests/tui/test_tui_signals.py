@@ -25,7 +25,7 @@ def _run_in_pty(args: list[str]) -> tuple[subprocess.Popen[bytes], int, bytearra
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "probetop.tui.cli", *args],
+        [sys.executable, "-m", "probetop.tui.main", *args],
         stdin=slave,
         stdout=slave,
         stderr=slave,

@@ -7,36 +7,52 @@ process may send it, a one-thread CPU probe.
 
 from __future__ import annotations
 
-import argparse
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from probetop.probes.core.base import Probe, ProbeError
-from probetop.probes.system.collectors import passive_probes
+from probetop.probes.core.options import CommandSpec, Option
+from probetop.probes.system import passive_probes
 from probetop.tui import commands
 from probetop.tui.demo_targets import DemoTargets
+from probetop.tui.plan import CommonOptions, RunPlan
 
-NAME = "demo"
-HELP = "every probe live at once, against embedded local targets"
-DESCRIPTION = """\
+SPEC = CommandSpec(
+    name="demo",
+    help="every probe live at once, against embedded local targets",
+    description="""\
 Start every probe against targets probetop creates itself: an HTTP server on
 127.0.0.1, a scratch file in a temporary directory (removed on exit), ICMP to
 127.0.0.1 when privileged, and a one-thread CPU probe, beside the passive CPU,
 disk and network panes. Nothing is sent off this machine and no device is
 written.
-"""
+""",
+    options=(
+        Option(
+            ("--only",),
+            "run only this probe kind (repeatable)",
+            metavar="KIND",
+            action="append",
+            choices=commands.PROBE_COMMANDS,
+        ),
+    ),
+)
+WITH_PASSIVE = False  # the demo's probe set already holds them
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--only",
-        metavar="KIND",
-        action="append",
-        choices=commands.PROBE_COMMANDS,
-        help="run only this probe kind (repeatable)",
-    )
+@dataclass(frozen=True, slots=True)
+class DemoSettings:
+    only: tuple[str, ...] = ()
+
+
+def settings(values: Mapping[str, Any], common: CommonOptions) -> DemoSettings:
+    return DemoSettings(only=tuple(values.get("only") or ()))
 
 
 def demo_probe_set(
-    ctx: DemoTargets, only: list[str] | None = None
+    ctx: DemoTargets, only: Sequence[str] | None = None
 ) -> tuple[list[Probe], list[str]]:
     """Passive probes plus each probe command's demo probes; and notes on any skipped."""
     probes: list[Probe] = list(passive_probes(ctx.interval_s))
@@ -55,15 +71,11 @@ def demo_probe_set(
     return probes, notes
 
 
-def run(args: argparse.Namespace) -> int:
-    from probetop.tui.launch import launch
-
-    with DemoTargets(interval_s=args.interval) as ctx:
-        probes, notes = demo_probe_set(ctx, args.only)
+@contextlib.contextmanager
+def open_probes(plan: RunPlan[DemoSettings]) -> Iterator[list[Probe]]:
+    """The demo's probes, with their targets alive until the run ends."""
+    with DemoTargets(interval_s=plan.common.interval_s) as ctx:
+        probes, notes = demo_probe_set(ctx, plan.settings.only)
         for note in notes:
             print(f"probetop demo: skipped {note}")
-        return launch(args, probes, None, with_passive=False)
-
-
-def build_probes(args: argparse.Namespace) -> list[Probe]:  # pragma: no cover - run() handles demo
-    raise ProbeError("demo builds its probes in run()")
+        yield probes

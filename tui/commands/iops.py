@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int | None:
     except ProbeError as exc:
         if "destroys data" not in str(exc):
             return fail(str(exc), exc.exit_code)
-    from probetop.tui.widgets.warmup_pane import ask_destroy_confirmation
+    from probetop.tui.screens.confirm import ask_destroy_confirmation
 
     if not ask_destroy_confirmation(args.target, args.rw, []):
         return fail("writes not confirmed: nothing was written", 1)

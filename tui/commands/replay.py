@@ -2,56 +2,54 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
-from probetop.probes.core.base import Probe, ProbeError
+from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.record.reader import load_session
-from probetop.probes.record.writer import RecordingError
+from probetop.tui.commands.report import print_report
+from probetop.tui.config import AppConfig
+from probetop.tui.plan import CommonOptions, RunPlan
 
-NAME = "replay"
-HELP = "play a recording in the dashboard (pause, speed, seek)"
-DESCRIPTION = """\
+SPEC = CommandSpec(
+    name="replay",
+    help="play a recording in the dashboard (pause, speed, seek)",
+    description="""\
 Play a recording made with --record in the same panes as a live session.
 Keys: space pause/resume, 1/2/3 speed 1x/10x/max, left/right seek 10 s,
 home/end jump to start/end. With --headless (or no terminal) it prints the
 same summary as `probetop report --no-charts`.
-"""
+""",
+    options=(
+        Option(("file",), "a recording (JSON Lines) made with --record", metavar="FILE"),
+        Option(("--speed",), "initial playback speed", choices=("1", "10", "max"), default="1"),
+    ),
+)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="a recording (JSON Lines) made with --record")
-    parser.add_argument(
-        "--speed", choices=("1", "10", "max"), default="1", help="initial playback speed"
-    )
+@dataclass(frozen=True, slots=True)
+class ReplaySettings:
+    file: str
+    speed: str = "1"
 
 
-def run(args: argparse.Namespace) -> int:
-    from probetop.tui.launch import fail, run_app, wants_headless
+def settings(values: Mapping[str, Any], common: CommonOptions) -> ReplaySettings:
+    return ReplaySettings(file=values["file"], speed=values.get("speed", "1"))
 
-    try:
-        session = load_session(args.file)
-    except RecordingError as exc:
-        return fail(str(exc), exc.exit_code)
-    if wants_headless(args):
-        from probetop.tui.commands.report import print_report
 
+def run(plan: RunPlan[ReplaySettings]) -> int | AppConfig:
+    """Headless: the report's summary. Otherwise the dashboard, replaying."""
+    session = load_session(plan.settings.file)  # RecordingError: exit 2 with its message
+    if plan.common.wants_headless:
         for warning in session.warnings:
             print(f"probetop: warning: {warning}", file=sys.stderr)
-        return print_report(session, charts=False, as_json=bool(args.json))
-    from probetop.tui.config import AppConfig
-
-    config = AppConfig(
+        return print_report(session, charts=False, as_json=plan.common.json)
+    return AppConfig(
         session=session,
-        theme=args.theme,
-        command=list(sys.argv),
-        title=f"probetop replay {args.file}",
-        extra={"speed": args.speed},
+        theme=plan.common.theme,
+        command=list(plan.common.argv),
+        title=f"probetop replay {plan.settings.file}",
+        extra={"speed": plan.settings.speed},
     )
-    return run_app(config)
-
-
-def build_probes(
-    args: argparse.Namespace,
-) -> list[Probe]:  # pragma: no cover - run() handles replay
-    raise ProbeError("replay plays a file; it builds no probes")

@@ -7,33 +7,53 @@ lines (min / mean / max / p99 of every metric over the session).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TextIO
 
-from probetop.probes.core.base import Probe, ProbeError
+from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.core.sample import split_key
 from probetop.probes.core.stats import RunningStats, percentile
 from probetop.probes.record.reader import Session, load_session
-from probetop.probes.record.writer import RecordingError
+from probetop.tui.plan import CommonOptions, RunPlan
 
-NAME = "report"
-HELP = "summarise a recording: per-probe text summary and charts"
-DESCRIPTION = """\
+SPEC = CommandSpec(
+    name="report",
+    help="summarise a recording: per-probe text summary and charts",
+    description="""\
 Print a recording's header facts, each probe's summary, min/mean/max/p99 of
 every metric, and a terminal chart of each primary metric over time
 (--all-charts: every metric). --json prints the same numbers as JSON.
-"""
+""",
+    options=(
+        Option(("file",), "a recording (JSON Lines) made with --record", metavar="FILE"),
+        Option(("--no-charts",), "text summary only", action="store_true", default=False),
+        Option(
+            ("--all-charts",),
+            "chart every metric, not only primary ones",
+            action="store_true",
+            default=False,
+        ),
+    ),
+)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="a recording (JSON Lines) made with --record")
-    parser.add_argument("--no-charts", action="store_true", help="text summary only")
-    parser.add_argument(
-        "--all-charts", action="store_true", help="chart every metric, not only primary ones"
+@dataclass(frozen=True, slots=True)
+class ReportSettings:
+    file: str
+    charts: bool = True
+    all_charts: bool = False
+
+
+def settings(values: Mapping[str, Any], common: CommonOptions) -> ReportSettings:
+    return ReportSettings(
+        file=values["file"],
+        charts=not values.get("no_charts", False),
+        all_charts=bool(values.get("all_charts", False)),
     )
 
 
@@ -171,21 +191,13 @@ def print_report(
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
-    from probetop.tui.launch import fail
-
-    try:
-        session = load_session(args.file)
-    except RecordingError as exc:
-        return fail(str(exc), exc.exit_code)
+def run(plan: RunPlan[ReportSettings]) -> int:
+    session = load_session(plan.settings.file)  # RecordingError: exit 2 with its message
     for warning in session.warnings:
         print(f"probetop: warning: {warning}", file=sys.stderr)
     return print_report(
-        session, charts=not args.no_charts, all_charts=args.all_charts, as_json=bool(args.json)
+        session,
+        charts=plan.settings.charts,
+        all_charts=plan.settings.all_charts,
+        as_json=plan.common.json,
     )
-
-
-def build_probes(
-    args: argparse.Namespace,
-) -> list[Probe]:  # pragma: no cover - run() handles report
-    raise ProbeError("report reads a file; it builds no probes")

@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int | None:
         if "destroys every byte" not in str(exc):
             return fail(str(exc), exc.exit_code)
     from probetop.probes.disk.blockdev import data_signatures
-    from probetop.tui.widgets.warmup_pane import ask_destroy_confirmation
+    from probetop.tui.screens.confirm import ask_destroy_confirmation
 
     signatures = data_signatures(args.target)
     if not ask_destroy_confirmation(args.target, pass_name(args), signatures):

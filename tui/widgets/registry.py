@@ -21,7 +21,7 @@ PANE_CLASSES: dict[str, str] = {
     "system.cpu": "probetop.tui.widgets.cpu_pane:CpuPane",
     "system.disk": "probetop.tui.widgets.disk_pane:DiskPane",
     "system.net": "probetop.tui.widgets.net_pane:NetPane",
-    "cpu": "probetop.tui.widgets.cpu_bench_pane:CpuBenchPane",
+    "cpu": "probetop.tui.panes.cpu:CpuBenchPane",
     "http": "probetop.tui.widgets.http_pane:HttpPane",
     "icmp": "probetop.tui.widgets.icmp_pane:IcmpPane",
     "iops": "probetop.tui.widgets.iops_pane:IopsPane",

@@ -21,10 +21,7 @@ from probetop.tui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane
 from probetop.tui.widgets.textblock import TextBlock
-from textual.app import App, ComposeResult
-from textual.binding import Binding
-from textual.containers import Vertical
-from textual.widgets import Input, Label, Static
+from textual.app import ComposeResult
 
 PROGRESS_WIDTH = 40
 
@@ -141,46 +138,3 @@ class WarmupPane(ProbePane):
         cells = self.extra.get("map")
         self.map_block.set_lines(["done map " + map_line(cells)] if cells else [""])
         self.plateau_block.set_lines(self.plateau_lines())
-
-
-class ConfirmDestroyApp(App[bool]):
-    """Type the target's name to confirm a write pass; Escape cancels."""
-
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
-    CSS = """
-    #box { border: heavy $error; padding: 1 2; height: auto; margin: 2 4; }
-    #warning { color: $error; text-style: bold; }
-    """
-
-    def __init__(self, target: str, pass_name: str, signatures: list[str]) -> None:
-        super().__init__()
-        self.target = target
-        self.pass_name = pass_name
-        self.signatures = signatures
-
-    def compose(self) -> ComposeResult:
-        found = (
-            f"It holds: {', '.join(self.signatures)}."
-            if self.signatures
-            else "No partition table or filesystem signature was found."
-        )
-        with Vertical(id="box"):
-            yield Label(
-                f"{self.pass_name}: every block written on {self.target} is DESTROYED.",
-                id="warning",
-            )
-            yield Static(found, markup=False)
-            yield Static(f"Type {self.target} and press Enter to go on; Escape cancels.",
-                         markup=False)  # fmt: skip
-            yield Input(placeholder="type the name here", id="confirm")
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.exit(event.value.strip() == self.target)
-
-    def action_cancel(self) -> None:
-        self.exit(False)
-
-
-def ask_destroy_confirmation(target: str, pass_name: str, signatures: list[str]) -> bool:
-    """True only if the user typed ``target`` exactly."""
-    return bool(ConfirmDestroyApp(target, pass_name, signatures).run())

@@ -17,8 +17,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from probetop.probes.core.sample import Sample, split_key
-from probetop.probes.cpu.probe import EVENT_EXPLAINED, PYTHON_ENGINE_LABEL
+from probetop.probes.core.passive import CoreLoad
+from probetop.probes.core.sample import Sample
+from probetop.probes.cpu import (
+    EPS,
+    EVENT_EXPLAINED,
+    LAT_AVG_MS,
+    LAT_PCT_MS,
+    PYTHON_ENGINE_LABEL,
+    THREADS,
+    CpuInterval,
+)
 from probetop.tui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane
@@ -50,8 +59,8 @@ class CpuBenchPane(ProbePane):
         super().__init__(info, **kw)
         params = info.get("params", {}) or {}
         self.percentile = float(params.get("percentile", 95) or 95)
-        self.eps_row = SparkRow("eps")
-        self.lat_row = SparkRow("lat_pct_ms")
+        self.eps_row = SparkRow(EPS)
+        self.lat_row = SparkRow(LAT_PCT_MS)
         self.headline = TextBlock(["starting: compiling the event and warming up..."])
         self.columns = TextBlock([""])
         self.sweep_block = TextBlock([], classes="-sweep")
@@ -81,28 +90,22 @@ class CpuBenchPane(ProbePane):
     # -- storing ---------------------------------------------------------
     def add_sample(self, sample: Sample) -> None:
         super().add_sample(sample)
-        extra = sample.extra or {}
-        self.per_thread = [int(n) for n in extra.get("per_thread_events", [])]
-        self.total_events = int(extra.get("total_events", self.total_events) or 0)
-        self.engine = extra.get("engine", self.engine)
-        phase = extra.get("phase")
-        threads = int(sample.values.get("threads") or 0)
-        eps = sample.values.get("eps")
-        if phase is not None and eps is not None:
-            self.sweep_live[threads] = float(eps)
-        summary = extra.get("phase_summary")
+        interval = CpuInterval.from_sample(sample)
+        self.per_thread = list(interval.per_thread_events)
+        self.total_events = interval.total_events or self.total_events
+        self.engine = interval.engine or self.engine
+        if interval.phase is not None and interval.eps is not None:
+            self.sweep_live[interval.threads] = interval.eps
+        summary = interval.phase_summary
         if summary:
             self.final = dict(summary)
-            if phase is not None:
+            if interval.phase is not None:
                 self.sweep[int(summary["threads"])] = dict(summary)
 
     def observe(self, sample: Sample) -> None:
-        if sample.probe != "system.cpu":
-            return
-        for key, value in sample.values.items():
-            name, entity = split_key(key)
-            if name == "core_busy_pct" and entity:
-                self.core_busy[entity] = value
+        load = CoreLoad.from_sample(sample)
+        if load is not None:
+            self.core_busy.update(load.cores)
 
     def action_explain(self) -> None:
         self.show_explain = not self.show_explain
@@ -160,8 +163,8 @@ class CpuBenchPane(ProbePane):
 
     def render_frame(self) -> None:
         super().render_frame()
-        eps = self.metric("eps")
-        lat = self.metric("lat_pct_ms")
+        eps = self.metric(EPS)
+        lat = self.metric(LAT_PCT_MS)
         if eps is not None:
             self.eps_row.label.set_lines([f"events/s      {fmt_value(eps.latest, '', 8)}"])
             self.eps_row.spark.set_values(eps.recent(SPARK_POINTS))
@@ -185,9 +188,9 @@ class CpuBenchPane(ProbePane):
         params = self.info.get("params", {}) or {}
         parts = [
             f"max-prime {params.get('max_prime', '?')}",
-            f"threads {int(self.latest('threads') or params.get('threads') or 0)}",
+            f"threads {int(self.latest(THREADS) or params.get('threads') or 0)}",
             f"events {self.total_events:,}",
-            f"avg lat {fmt_value(self.latest('lat_avg_ms'), 'ms')} ms",
+            f"avg lat {fmt_value(self.latest(LAT_AVG_MS), 'ms')} ms",
             f"engine {self.engine or params.get('engine', '?')}",
         ]
         lines = ["  ".join(parts) + "   (e: what is one event?)"]
@@ -203,8 +206,8 @@ class CpuBenchPane(ProbePane):
 
     def chart_series(self) -> dict[str, list[tuple[float, float]]]:
         series = {
-            "events/s": self.series("eps"),
-            f"lat p{self.percentile:g} ms": self.series("lat_pct_ms"),
+            "events/s": self.series(EPS),
+            f"lat p{self.percentile:g} ms": self.series(LAT_PCT_MS),
         }
         if self.sweep:
             series["sweep events/s by threads"] = [

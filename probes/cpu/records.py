@@ -1,0 +1,135 @@
+"""What a CPU sample carries, typed: the probe writes it, the pane and the
+report read it.
+
+Contract:
+- ``CpuInterval.to_sample`` is the only place that lays a CPU interval out as
+  a ``Sample`` (metric keys in ``values``, the rest in ``extra``), and
+  ``CpuInterval.from_sample`` the only place that reads one back; both keep
+  the recording format of probetop 0.1 (old recordings replay).
+- ``METRICS`` declares every metric name a CPU sample may hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from probetop.probes.core.base import MetricSpec
+from probetop.probes.core.sample import Sample, metric_key, split_key
+
+KIND = "cpu"
+
+EPS = "eps"
+LAT_PCT_MS = "lat_pct_ms"
+LAT_AVG_MS = "lat_avg_ms"
+THREADS = "threads"
+THREAD_EVENTS = "thread_events"
+
+METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec(EPS, "events/s", "events completed in the interval per second", True),
+    MetricSpec(
+        LAT_PCT_MS,
+        "ms",
+        "latency percentile (the --percentile) of events completed in the interval, "
+        "a sysbench histogram bucket value",
+        True,
+    ),
+    MetricSpec(LAT_AVG_MS, "ms", "mean latency of events completed in the interval"),
+    MetricSpec(THREADS, "", "worker threads running"),
+    MetricSpec(THREAD_EVENTS, "events", "events this thread completed in the interval"),
+)
+
+PYTHON_ENGINE_LABEL = "python engine: not comparable with sysbench"
+
+EVENT_EXPLAINED = (
+    "one event = for every c in 3..max_prime-1: t = sqrt(c); try l = 2, 3, ... while "
+    "l <= t and stop at the first l dividing c (64-bit unsigned divide); c is prime when "
+    "no l divides it. The prime count is thrown away; events/s is the score."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CpuInterval:
+    """One interval of a CPU run.
+
+    Rates are None in a last sliver of an interval (too short to mean
+    anything); ``per_thread_events`` still counts it. ``phase`` is the sweep
+    step (None outside a sweep); ``phase_summary`` (sysbench's final report
+    of that step, a JSON-safe dict) comes with the step's last interval.
+    """
+
+    eps: float | None
+    lat_pct_ms: float | None
+    lat_avg_ms: float | None
+    threads: int
+    per_thread_events: tuple[int, ...]
+    percentile: float
+    full: bool
+    total_events: int
+    engine: str | None
+    phase: int | None = None
+    phase_summary: Mapping[str, Any] | None = None
+
+    @property
+    def final(self) -> bool:
+        """The last interval of a run (or of a sweep step)."""
+        return not self.full
+
+    def to_sample(self, probe_id: str, t_ns: int, interval_s: float) -> Sample:
+        values: dict[str, float | None] = {
+            EPS: self.eps,
+            LAT_PCT_MS: self.lat_pct_ms,
+            LAT_AVG_MS: self.lat_avg_ms,
+            THREADS: float(self.threads),
+        }
+        for i, n in enumerate(self.per_thread_events):
+            values[metric_key(THREAD_EVENTS, f"t{i}")] = float(n)
+        extra: dict[str, Any] = {
+            "per_thread_events": list(self.per_thread_events),
+            "percentile": self.percentile,
+            "full": self.full,
+            "total_events": self.total_events,
+            "engine": self.engine,
+        }
+        if self.phase is not None:
+            extra["phase"] = self.phase
+        if not self.full:
+            extra["final"] = True
+        if self.phase_summary is not None:
+            extra["phase_summary"] = dict(self.phase_summary)
+        return Sample(probe_id, t_ns, interval_s, values, extra)
+
+    @classmethod
+    def from_sample(cls, sample: Sample) -> CpuInterval:
+        """Read a CPU sample back (live or from a recording). Missing or
+        malformed fields read as "unknown", never raise."""
+        values, extra = sample.values, sample.extra or {}
+        per_thread = extra.get("per_thread_events")
+        if not isinstance(per_thread, list):
+            per_thread = [
+                value or 0
+                for key, value in sorted(values.items())
+                if split_key(key)[0] == THREAD_EVENTS
+            ]
+        phase = extra.get("phase")
+        summary = extra.get("phase_summary")
+        return cls(
+            eps=_number(values.get(EPS)),
+            lat_pct_ms=_number(values.get(LAT_PCT_MS)),
+            lat_avg_ms=_number(values.get(LAT_AVG_MS)),
+            threads=int(_number(values.get(THREADS)) or 0),
+            per_thread_events=tuple(int(_number(n) or 0) for n in per_thread),
+            percentile=_number(extra.get("percentile")) or 95.0,
+            full=bool(extra.get("full", True)),
+            total_events=int(_number(extra.get("total_events")) or 0),
+            engine=extra.get("engine") if isinstance(extra.get("engine"), str) else None,
+            phase=phase if isinstance(phase, int) else None,
+            phase_summary=summary if isinstance(summary, Mapping) else None,
+        )
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)

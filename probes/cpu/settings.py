@@ -1,0 +1,162 @@
+"""The CPU family's options (one declarative spec) and its frozen settings.
+
+Contract:
+- ``SPEC`` is what ``probetop cpu`` accepts; the CLI, the add-probe prompt and
+  docs/cpu.md all read it.
+- ``CpuSettings`` is what one CPU probe runs with. ``from_options`` builds it
+  from parsed option values; ``validate`` raises ``UsageProbeError`` for
+  anything sysbench would refuse, with a message that names the option.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from probetop.probes.core.base import UsageProbeError
+from probetop.probes.core.options import CommandSpec, Option, number, whole_number
+
+DEFAULT_TIME_S = 10.0  # sysbench 1.0's --time default
+
+DESCRIPTION = """\
+sysbench's `cpu` test, measured the way sysbench 1.0.20 measures it: each of
+--threads threads runs events back to back for --time seconds (or until
+--events events are done); one event is a trial-division prime search over
+3..--max-prime-1 with 64-bit integers. Reports events/s, latency (ms) from
+sysbench's 1024-bucket histogram and thread fairness, with the same names
+and meanings as `sysbench cpu run`. The hot loop is native code (LLVM, via
+llvmlite) in GIL-free threads; figures agree with sysbench within a few
+percent (docs/cpu.md).
+"""
+
+EPILOG = """\
+--time defaults to 10 s here, as in sysbench; --time 0 means no time limit
+(then give --events). With --sweep, --time is per thread count.
+
+examples:
+  probetop cpu                                  1 thread, 10 s, max-prime 10000 (sysbench defaults)
+  probetop cpu --threads 2 --headless --report-interval 1
+  probetop cpu --events 10000 --time 0 --json
+  probetop cpu --sweep --max-prime 64000 --time 5 --headless   threads 1..2 x CPUs
+"""
+
+# Range rules live in CpuSettings.validate (they need the other options);
+# the parsers only check "a whole number" / "a number".
+SPEC = CommandSpec(
+    name="cpu",
+    help="sysbench-compatible CPU events/s (prime trial division), thread sweeps",
+    description=DESCRIPTION,
+    epilog=EPILOG,
+    options=(
+        Option(("--threads",), "worker threads (default 1)", whole_number(), 1, "N"),
+        Option(
+            ("--events",),
+            "stop after N events in total (default 0: no limit; --time still applies)",
+            whole_number(),
+            0,
+            "N",
+        ),
+        Option(
+            ("--max-prime",),
+            "search primes in 3..N-1 per event (sysbench --cpu-max-prime, default 10000)",
+            whole_number(),
+            10000,
+            "N",
+        ),
+        Option(
+            ("--report-interval",),
+            "print per-interval lines every S seconds in the headless report "
+            "(per-interval, not cumulative; default: none, samples every --interval)",
+            number(),
+            None,
+            "S",
+        ),
+        Option(("--percentile",), "latency percentile to report (default 95)", number(), 95.0, "P"),
+        Option(
+            ("--sweep",),
+            "run once per thread count 1..2 x logical CPUs (--time each) and "
+            "report events/s and scaling efficiency",
+            action="store_true",
+            default=False,
+        ),
+        Option(
+            ("--engine",),
+            "event engine: llvm (native, comparable with sysbench) or python "
+            "(fallback, not comparable); default auto",
+            choices=("auto", "llvm", "python"),
+            default="auto",
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CpuSettings:
+    """What one CPU probe runs with (sysbench's names in brackets).
+
+    ``time_s`` 0 and ``events`` 0 mean "no limit" as in sysbench; both 0 is
+    refused unless ``unbounded_ok`` (the demo's endless one-thread probe).
+    ``interval_s`` is the sample (and report line) interval.
+    ``sweep_counts`` overrides the sweep's thread counts (tests).
+    """
+
+    threads: int = 1  # --threads
+    time_s: float = DEFAULT_TIME_S  # --time
+    events: int = 0  # --events
+    max_prime: int = 10000  # --cpu-max-prime
+    interval_s: float = 1.0
+    percentile: float = 95.0  # --percentile
+    sweep: bool = False
+    engine: str = "auto"
+    report_intervals: bool = False  # print [ 1s ] lines in the text report
+    unbounded_ok: bool = False
+    sweep_counts: tuple[int, ...] | None = None
+
+    @classmethod
+    def from_options(
+        cls, values: Mapping[str, Any], *, time_s: float | None, interval_s: float
+    ) -> CpuSettings:
+        """Settings from parsed ``SPEC`` values plus the common --time/--interval;
+        validated."""
+        report_interval = values.get("report_interval")
+        if report_interval is not None and report_interval <= 0:
+            raise UsageProbeError(f"--report-interval must be positive, got {report_interval}")
+        settings = cls(
+            threads=values.get("threads", 1),
+            time_s=DEFAULT_TIME_S if time_s is None else float(time_s),
+            events=values.get("events", 0),
+            max_prime=values.get("max_prime", 10000),
+            interval_s=report_interval or interval_s,
+            percentile=values.get("percentile", 95.0),
+            sweep=bool(values.get("sweep", False)),
+            engine=values.get("engine", "auto"),
+            report_intervals=report_interval is not None,
+        )
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        """Raise UsageProbeError for parameters sysbench would refuse."""
+        if not isinstance(self.threads, int) or self.threads < 1:
+            raise UsageProbeError(f"--threads must be 1 or more, got {self.threads}")
+        if not isinstance(self.max_prime, int) or self.max_prime < 3:
+            raise UsageProbeError(
+                f"--max-prime must be 3 or more (primes are counted from 3), got {self.max_prime}"
+            )
+        if self.max_prime > 2**31 - 1:
+            raise UsageProbeError("--max-prime must fit in 31 bits, as in sysbench")
+        if self.time_s < 0 or not math.isfinite(self.time_s):
+            raise UsageProbeError(f"--time must be 0 (no limit) or more seconds, got {self.time_s}")
+        if self.events < 0:
+            raise UsageProbeError(f"--events must be 0 (no limit) or more, got {self.events}")
+        if self.time_s == 0 and self.events == 0 and not self.unbounded_ok:
+            raise UsageProbeError(
+                "--time 0 and --events 0 would run forever: give a time (--time 10) "
+                "or an event count (--events 10000)"
+            )
+        if not 1 <= self.percentile <= 100:
+            raise UsageProbeError(f"--percentile must be within 1..100, got {self.percentile}")
+        if not self.interval_s > 0:
+            raise UsageProbeError(f"the report interval must be positive, got {self.interval_s}")

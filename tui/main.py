@@ -1,0 +1,124 @@
+"""The ``probetop`` console script: parse, plan, then run headless or show the
+dashboard.
+
+This is the one module above both the CLI layer and the UI: it is where the
+decision "is a screen shown" is made, so the CLI never imports the UI and
+the UI never imports this. Textual is imported only when a screen is shown;
+``probetop --version`` and headless runs never load it.
+
+Command module hooks it drives (see ``tui/commands/__init__.py``):
+``run(plan)`` may finish the command (an exit code) or hand over a dashboard
+(an ``AppConfig``); ``open_probes(plan)`` / ``build_probes(plan)`` give the
+probes; a ``ConfirmationRequired`` from them is answered here, once, for every
+command that can destroy data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+from probetop.probes.core.base import ConfirmationRequired, ProbeError
+from probetop.probes.record.writer import RecordingError
+from probetop.tui.cli import build_parser, command_module, make_plan
+from probetop.tui.config import AppConfig
+from probetop.tui.launch import dashboard_config, fail, run_headless_plan
+from probetop.tui.plan import RunPlan
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``probetop`` console script."""
+    parser = build_parser()
+    namespace = parser.parse_args(argv)
+    try:
+        plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *argv])
+        return run_plan(plan)
+    except (ProbeError, RecordingError) as exc:
+        return fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `probetop report x | head`: the reader left; stay quiet like other Unix tools.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+
+
+def run_plan(plan: RunPlan[Any]) -> int:
+    """Run one plan to its exit code."""
+    module = command_module(plan)
+    if module is None:  # bare `probetop`: the passive panes
+        from probetop.probes.system import passive_probes
+
+        probes = passive_probes(plan.common.interval_s)
+        if plan.common.wants_headless:
+            return run_headless_plan(plan, list(probes), None)
+        return run_app(dashboard_config(plan, list(probes), None, with_passive=False))
+    if not hasattr(module, "settings"):  # LEGACY: Namespace-based command
+        return _run_legacy(plan, module)
+    run = getattr(module, "run", None)
+    if run is not None:
+        outcome = run(plan)
+        if isinstance(outcome, AppConfig):
+            return run_app(outcome)
+        if outcome is not None:
+            return int(outcome)
+    try:
+        return _run_probes(plan, module)
+    except ConfirmationRequired as exc:
+        if plan.common.wants_headless:
+            raise
+        if not ask_confirmation(exc):
+            return fail(f"{exc.action} not confirmed: nothing was written", 1)
+        return _run_probes(module.confirmed(plan), module)
+
+
+def _run_probes(plan: RunPlan[Any], module: ModuleType) -> int:
+    opener = getattr(module, "open_probes", None)
+    context = opener(plan) if opener is not None else contextlib.nullcontext(None)
+    with context as opened:
+        probes = list(opened) if opened is not None else list(module.build_probes(plan))
+        if plan.common.wants_headless:
+            return run_headless_plan(plan, probes, module)
+        with_passive = getattr(module, "WITH_PASSIVE", True)
+        return run_app(dashboard_config(plan, probes, module, with_passive=with_passive))
+
+
+def _run_legacy(plan: RunPlan[Any], module: ModuleType) -> int:
+    from probetop.tui.launch import launch
+
+    args = plan.settings
+    run = getattr(module, "run", None)
+    if run is not None:
+        code = run(args)
+        if code is not None:
+            return int(code)
+    return launch(args, module.build_probes(args), module)
+
+
+def ask_confirmation(request: ConfirmationRequired) -> bool:
+    """Ask for the target's name before the dashboard opens; True if typed exactly."""
+    from probetop.tui.screens.confirm import ask_destroy_confirmation
+
+    return ask_destroy_confirmation(request.target, request.action, list(request.signatures))
+
+
+def run_app(config: AppConfig) -> int:
+    """Show the dashboard until the user quits; return its exit code."""
+    from probetop.themes import UnknownThemeError
+    from probetop.tui.app import make_app  # Textual loads only here
+
+    try:
+        app = make_app(config)  # validates --theme before the UI opens
+    except UnknownThemeError as exc:
+        return fail(str(exc), exc.exit_code)
+    app.run()
+    return int(app.return_code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

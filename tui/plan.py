@@ -1,0 +1,109 @@
+"""The run plan: what one command line asks for, built once, then read-only.
+
+Contract:
+- ``tui.cli.make_plan`` turns the parsed command line into a ``RunPlan``: the
+  common options (``CommonOptions``) plus the command's own frozen settings
+  (the family's ``*Settings`` class, validated when built). Nothing changes a
+  plan after that; code that needs a different value builds a new plan
+  (``dataclasses.replace``).
+- ``COMMON_OPTIONS`` is the one declaration of the options every command
+  takes; the CLI renders it, docs/usage.md lists it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from probetop.probes.core.options import Option, number
+
+COMMON_OPTIONS: tuple[Option, ...] = (
+    Option(("--record",), "record the session to FILE (JSON Lines, mode 0600)", metavar="FILE"),
+    Option(
+        ("--headless",),
+        "run without the dashboard and print a report at the end",
+        action="store_true",
+        default=False,
+    ),
+    Option(
+        ("--json",),
+        "headless, and print the report as one JSON document",
+        action="store_true",
+        default=False,
+    ),
+    Option(
+        ("--time",),
+        "stop the probes after S seconds",
+        parse=number(nonnegative=True),
+        metavar="S",
+    ),
+    Option(
+        ("--interval",),
+        "sampling interval in seconds (default 1)",
+        parse=number(positive=True),
+        default=1.0,
+        metavar="S",
+    ),
+    Option(
+        ("--theme",),
+        "dashboard theme (probetop-dark, probetop-light, probetop-contrast, or any Textual theme)",
+        metavar="NAME",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CommonOptions:
+    """The options every command takes, typed. ``interval_s`` is the sampling
+    interval (a command that owns ``--interval`` keeps its own meaning in its
+    settings and leaves this at its default)."""
+
+    record: Path | None = None
+    headless: bool = False
+    json: bool = False
+    time_s: float | None = None
+    interval_s: float = 1.0
+    theme: str | None = None
+    argv: tuple[str, ...] = ()
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any], argv: tuple[str, ...]) -> CommonOptions:
+        record = values.get("record")
+        interval = values.get("interval", 1.0)
+        return cls(
+            record=Path(record).expanduser() if record else None,
+            headless=bool(values.get("headless", False)),
+            json=bool(values.get("json", False)),
+            time_s=values.get("time"),
+            # A command that owns --interval (icmp) stores it elsewhere.
+            interval_s=float(interval) if isinstance(interval, (int, float)) else 1.0,
+            theme=values.get("theme"),
+            argv=argv,
+        )
+
+    @property
+    def wants_headless(self) -> bool:
+        """Headless when asked, when --json is asked, or when there is no terminal."""
+        return self.headless or self.json or not (sys.stdout.isatty() and sys.stdin.isatty())
+
+
+SettingsT = TypeVar("SettingsT")
+
+
+@dataclass(frozen=True, slots=True)
+class NoSettings:
+    """The settings of a command that has none of its own (the passive dashboard)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan(Generic[SettingsT]):
+    """One command line, parsed and checked: the command's name (None for the
+    passive dashboard), the common options and the command's own settings."""
+
+    command: str | None
+    common: CommonOptions
+    settings: SettingsT
+    extra: Mapping[str, Any] = field(default_factory=dict)
