@@ -12,14 +12,15 @@ from probetop.probes.disk.workers import warm_up_kernels
 from probetop.probes.system.collectors import DiskProbe
 from probetop.tui.app import make_app
 from probetop.tui.config import AppConfig
-from probetop.tui.screens.confirm import ConfirmDestroyApp
-from probetop.tui.widgets.iops_pane import IopsPane, log_bar
-from probetop.tui.widgets.registry import pane_class
-from probetop.tui.widgets.warmup_pane import (
+from probetop.tui.panes.disk import (
+    IopsPane,
     WarmupPane,
+    log_bar,
     map_line,
     progress_bar,
 )
+from probetop.tui.screens.confirm import ConfirmDestroyApp
+from probetop.tui.widgets.registry import pane_class
 
 
 def test_registry_and_drawing_helpers() -> None:

@@ -10,8 +10,8 @@ from http_fixtures import LocalServer
 from probetop.probes.http.probe import HttpProbe
 from probetop.tui.app import make_app
 from probetop.tui.config import AppConfig
+from probetop.tui.panes.http import HttpPane, stacked_bar
 from probetop.tui.runner import run_headless
-from probetop.tui.widgets.http_pane import HttpPane, stacked_bar
 from probetop.tui.widgets.registry import pane_class
 
 

@@ -10,7 +10,7 @@ from probetop.probes.icmp.probe import IcmpOptions, IcmpProbe
 from probetop.probes.system.collectors import NetProbe
 from probetop.tui.app import make_app
 from probetop.tui.config import AppConfig
-from probetop.tui.widgets.icmp_pane import IcmpPane, rtt_distribution
+from probetop.tui.panes.icmp import IcmpPane, rtt_distribution
 from probetop.tui.widgets.registry import pane_class
 
 

@@ -13,12 +13,10 @@ from probetop.themes import UnknownThemeError, check_theme_name, theme_names
 from probetop.tui import commands
 from probetop.tui.app import MIN_HEIGHT, MIN_WIDTH
 from probetop.tui.cli import CommandLineError, parse_command_line
+from probetop.tui.panes.system import CpuPane, DiskPane, NetPane
 from probetop.tui.screens.help import HelpScreen
 from probetop.tui.screens.maximised import MaximisedScreen
 from probetop.tui.screens.prompt import PromptScreen
-from probetop.tui.widgets.cpu_pane import CpuPane
-from probetop.tui.widgets.disk_pane import DiskPane
-from probetop.tui.widgets.net_pane import NetPane
 from tui_fixtures import has_samples, live_app, replay_app, screen_text, session, wait_for
 
 

@@ -18,14 +18,14 @@ from probetop.tui.widgets.pane import ProbePane
 log = logging.getLogger(__name__)
 
 PANE_CLASSES: dict[str, str] = {
-    "system.cpu": "probetop.tui.widgets.cpu_pane:CpuPane",
-    "system.disk": "probetop.tui.widgets.disk_pane:DiskPane",
-    "system.net": "probetop.tui.widgets.net_pane:NetPane",
+    "system.cpu": "probetop.tui.panes.system:CpuPane",
+    "system.disk": "probetop.tui.panes.system:DiskPane",
+    "system.net": "probetop.tui.panes.system:NetPane",
     "cpu": "probetop.tui.panes.cpu:CpuBenchPane",
-    "http": "probetop.tui.widgets.http_pane:HttpPane",
-    "icmp": "probetop.tui.widgets.icmp_pane:IcmpPane",
-    "iops": "probetop.tui.widgets.iops_pane:IopsPane",
-    "warmup": "probetop.tui.widgets.warmup_pane:WarmupPane",
+    "http": "probetop.tui.panes.http:HttpPane",
+    "icmp": "probetop.tui.panes.icmp:IcmpPane",
+    "iops": "probetop.tui.panes.disk:IopsPane",
+    "warmup": "probetop.tui.panes.disk:WarmupPane",
 }
 
 
