@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probetop.probes.core.sample import Announce, Record, Sample, Status
-from probetop.probes.record.writer import FORMAT_NAME, SCHEMA_VERSION, RecordingError
+from probetop.probes.core.sample import Announce, Record
+from probetop.probes.record.codec import RecordingError, check_header, decode_record, probe_info
 
 
 @dataclass
@@ -39,7 +39,7 @@ class Session:
         found = self.header_probes()
         for line in self.lines:
             if line.get("type") == "probe":
-                found[line["id"]] = _probe_info(line)
+                found[line["id"]] = probe_info(line)
         return found
 
     @property
@@ -60,32 +60,12 @@ class Session:
         for pid, info in self.header_probes().items():
             yield 0.0, Announce(pid, 0, info)
         for line in self.lines:
-            t = float(line.get("t", 0.0))
-            t_ns = int(t * 1e9)
-            kind = line.get("type")
-            if kind == "sample":
-                yield (
-                    t,
-                    Sample(
-                        line["probe"],
-                        t_ns,
-                        float(line.get("interval", 0.0)),
-                        line.get("values", {}),
-                        line.get("extra", {}),
-                    ),
-                )
-            elif kind == "status":
-                yield t, Status(line["probe"], t_ns, line["level"], line["message"])
-            elif kind == "probe":
-                yield t, Announce(line["id"], t_ns, _probe_info(line))
+            record = decode_record(line)
+            if record is not None:
+                yield float(line.get("t", 0.0)), record
 
     def header_probes(self) -> dict[str, dict[str, Any]]:
         return {p["id"]: p for p in self.header.get("probes", [])}
-
-
-def _probe_info(line: dict[str, Any]) -> dict[str, Any]:
-    """The probe description inside a ``probe`` line (without its type and time)."""
-    return {k: v for k, v in line.items() if k not in ("type", "t")}
 
 
 def load_session(path: str | Path) -> Session:
@@ -109,14 +89,7 @@ def load_session(path: str | Path) -> Session:
         header = json.loads(rows[0])
     except json.JSONDecodeError:
         raise RecordingError(f"{p}: not a probetop recording (first line is not JSON)") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
-        raise RecordingError(f"{p}: not a probetop recording (no {FORMAT_NAME} header)")
-    schema = header.get("schema")
-    if not isinstance(schema, int) or schema > SCHEMA_VERSION:
-        raise RecordingError(
-            f"{p}: recording schema {schema} is newer than this probetop reads "
-            f"({SCHEMA_VERSION}); upgrade probetop"
-        )
+    header = check_header(header, str(p))
     session = Session(path=p, header=header, lines=[], footer=None)
     body = rows[1:]
     for number, row in enumerate(body, start=2):

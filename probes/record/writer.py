@@ -1,4 +1,4 @@
-"""JSON Lines session recorder (format: docs/recording-format.md).
+"""JSON Lines session recorder (format: codec.py, docs/recording-format.md).
 
 Contract:
 - ``Recorder.check_path(path)`` fails fast (RecordingError) when the file cannot
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -23,19 +22,17 @@ from typing import Any
 import aiofiles
 from probetop.probes import __version__
 from probetop.probes.core.hub import Hub, Subscription
-from probetop.probes.core.sample import Announce, Record, Sample, Status, now_ns
+from probetop.probes.core.sample import Announce, Record, now_ns
+from probetop.probes.record.codec import (
+    FORMAT_NAME,
+    SCHEMA_VERSION,
+    RecordingError,
+    dump_line,
+    encode_record,
+)
 from probetop.probes.record.hostinfo import host_facts
-from probetop.probes.record.redact import redact
 
-SCHEMA_VERSION = 1
-FORMAT_NAME = "probetop-session"
 FLUSH_EVERY_S = 0.5
-
-
-class RecordingError(Exception):
-    """The recording cannot be written or read. The message is for the user."""
-
-    exit_code = 2
 
 
 def _open_private(path: str, flags: int, mode: int = 0o600) -> int:
@@ -81,28 +78,7 @@ class Recorder:
 
     def encode(self, record: Record) -> dict[str, Any]:
         """The JSON object of one record line."""
-        if isinstance(record, Sample):
-            line: dict[str, Any] = {
-                "type": "sample",
-                "probe": record.probe,
-                "t": self._t(record.t_ns),
-                "interval": round(record.interval_s, 6),
-                "values": dict(record.values),
-            }
-            if record.extra:
-                line["extra"] = dict(record.extra)
-            return line
-        if isinstance(record, Status):
-            return {
-                "type": "status",
-                "probe": record.probe,
-                "t": self._t(record.t_ns),
-                "level": record.level,
-                "message": record.message,
-            }
-        if isinstance(record, Announce):
-            return {"type": "probe", "t": self._t(record.t_ns), **record.info}
-        raise TypeError(f"not a record: {record!r}")
+        return encode_record(record, self.hub.started_ns)
 
     async def start(self) -> None:
         """Open the file, write the header, and start draining the hub."""
@@ -135,9 +111,7 @@ class Recorder:
         self._task = asyncio.get_running_loop().create_task(self._drain(), name="recorder")
 
     async def _write(self, obj: dict[str, Any]) -> None:
-        await self._file.write(
-            json.dumps(redact(obj), separators=(",", ":"), allow_nan=False) + "\n"
-        )
+        await self._file.write(dump_line(obj))
         self.lines_written += 1
 
     async def _write_records(self, records: list[Record]) -> None:
@@ -145,7 +119,7 @@ class Recorder:
             if isinstance(record, Announce) and record.probe in self._skip_announce:
                 self._skip_announce.discard(record.probe)
                 continue
-            await self._write(_finite(self.encode(record)))
+            await self._write(self.encode(record))
 
     async def _drain(self) -> None:
         assert self._sub is not None
@@ -179,21 +153,10 @@ class Recorder:
             "summaries": {pid: dict(s) for pid, s in self.hub.summaries.items()},
             "errors": dict(self.hub.errors),
         }
-        await self._write(_finite(footer))
+        await self._write(footer)
         await self._file.flush()
         await self._file.close()
         self._file = None
-
-
-def _finite(obj: Any) -> Any:
-    """JSON has no NaN/Infinity: write them as null."""
-    if isinstance(obj, float):
-        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def schema_path() -> Path:

@@ -1,0 +1,117 @@
+"""The recording format in one place: line types, versioning, encode and decode.
+
+Contract (docs/recording-format.md, probes/record/schema/):
+- A recording is JSON Lines: a ``header`` line, then ``probe`` / ``sample`` /
+  ``status`` lines in arrival order, then a ``footer`` line.
+- ``encode_record`` / ``decode_record`` are the only translation between the
+  in-memory records (``Sample``, ``Status``, ``Announce``) and line objects;
+  ``dump_line`` is the only serialiser (redaction first, NaN/inf as null,
+  compact separators, one trailing newline).
+- ``check_header`` decides whether this probetop reads a file: the format
+  name must match and the schema version must not be newer than
+  ``SCHEMA_VERSION``. Older versions are read as they are (version 1 is the
+  only one so far); a change to the line layout bumps ``SCHEMA_VERSION`` and
+  adds the upgrade of older lines here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from probetop.probes.core.sample import Announce, Record, Sample, Status
+from probetop.probes.record.redact import redact
+
+FORMAT_NAME = "probetop-session"
+SCHEMA_VERSION = 1
+
+
+class RecordingError(Exception):
+    """The recording cannot be written or read. The message is for the user."""
+
+    code = "recording"
+    exit_code = 2
+
+
+def encode_record(record: Record, t0_ns: int) -> dict[str, Any]:
+    """The line object of one record; ``t`` is seconds since ``t0_ns``."""
+    t = round((record.t_ns - t0_ns) / 1e9, 6)
+    if isinstance(record, Sample):
+        line: dict[str, Any] = {
+            "type": "sample",
+            "probe": record.probe,
+            "t": t,
+            "interval": round(record.interval_s, 6),
+            "values": dict(record.values),
+        }
+        if record.extra:
+            line["extra"] = dict(record.extra)
+        return line
+    if isinstance(record, Status):
+        return {
+            "type": "status",
+            "probe": record.probe,
+            "t": t,
+            "level": record.level,
+            "message": record.message,
+        }
+    if isinstance(record, Announce):
+        return {"type": "probe", "t": t, **record.info}
+    raise TypeError(f"not a record: {record!r}")
+
+
+def probe_info(line: Mapping[str, Any]) -> dict[str, Any]:
+    """The probe description inside a ``probe`` line (without its type and time)."""
+    return {k: v for k, v in line.items() if k not in ("type", "t")}
+
+
+def decode_record(line: Mapping[str, Any]) -> Record | None:
+    """The record of a ``sample`` / ``status`` / ``probe`` line, ``t_ns`` relative
+    to the session start; None for other line types."""
+    t_ns = int(float(line.get("t", 0.0)) * 1e9)
+    kind = line.get("type")
+    if kind == "sample":
+        return Sample(
+            line["probe"],
+            t_ns,
+            float(line.get("interval", 0.0)),
+            line.get("values", {}),
+            line.get("extra", {}),
+        )
+    if kind == "status":
+        return Status(line["probe"], t_ns, line["level"], line["message"])
+    if kind == "probe":
+        return Announce(line["id"], t_ns, probe_info(line))
+    return None
+
+
+def finite(obj: Any) -> Any:
+    """JSON has no NaN/Infinity: write them as null."""
+    if isinstance(obj, float):
+        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
+
+
+def dump_line(obj: Mapping[str, Any]) -> str:
+    """One line of the file: redacted, finite, compact JSON, newline-terminated."""
+    return json.dumps(finite(redact(dict(obj))), separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def check_header(header: Any, where: str) -> dict[str, Any]:
+    """The header if this probetop reads it; RecordingError otherwise."""
+    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
+        raise RecordingError(f"{where}: not a probetop recording (no {FORMAT_NAME} header)")
+    schema = header.get("schema")
+    if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
+        raise RecordingError(f"{where}: header has no valid schema version (got {schema!r})")
+    if schema > SCHEMA_VERSION:
+        raise RecordingError(
+            f"{where}: recording schema {schema} is newer than this probetop reads "
+            f"({SCHEMA_VERSION}); upgrade probetop"
+        )
+    return header
