@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from probetop.probes.core.base import Probe
-from probetop.probes.record.writer import Recorder
+from probetop.probes.record import Recorder
 from probetop.probes.system import passive_probes
 from probetop.tui.config import AppConfig
 from probetop.tui.plan import RunPlan

@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from probetop.probes.core.base import ConfirmationRequired, ProbeError
-from probetop.probes.record.writer import RecordingError
+from probetop.probes.record import RecordingError
 from probetop.tui.cli import build_parser, command_module, make_plan
 from probetop.tui.config import AppConfig
 from probetop.tui.launch import dashboard_config, fail, run_headless_plan

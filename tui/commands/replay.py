@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.options import CommandSpec, Option
-from probetop.probes.record.reader import load_session
+from probetop.probes.record import load_session
 from probetop.tui.commands.report import print_report
 from probetop.tui.config import AppConfig
 from probetop.tui.plan import CommonOptions, RunPlan
