@@ -24,6 +24,7 @@ from typing import Any
 
 from probetop.probes.core.base import ConfirmationRequired, ProbeError
 from probetop.probes.record import RecordingError
+from probetop.probes.system import passive_probes
 from probetop.tui.cli import build_parser, command_module, make_plan
 from probetop.tui.config import AppConfig
 from probetop.tui.launch import dashboard_config, fail, run_headless_plan
@@ -52,8 +53,6 @@ def run_plan(plan: RunPlan[Any]) -> int:
     """Run one plan to its exit code."""
     module = command_module(plan)
     if module is None:  # bare `probetop`: the passive panes
-        from probetop.probes.system import passive_probes
-
         probes = passive_probes(plan.common.interval_s)
         if plan.common.wants_headless:
             return run_headless_plan(plan, list(probes), None)

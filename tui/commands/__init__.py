@@ -1,21 +1,32 @@
-"""Sub-command registry.
+"""Sub-command registry and the contract of a command module.
 
-Each command is a module here exposing:
+A command module (``tui/commands/<name>.py``) is the CLI glue between a
+family's front door and the runner. It exposes:
 
-- ``NAME`` and ``HELP`` (one line), optional ``DESCRIPTION`` and ``EPILOG``.
-- ``add_arguments(parser)``: its own options (the common ones -- ``--record``,
-  ``--headless``, ``--json``, ``--time``, ``--interval``, ``--theme`` -- are
-  added by cli.py).
-- ``build_probes(args) -> list[Probe]``: validate and construct; raise
-  ``ProbeError`` (exit 2, message shown as is) on bad input.
-- optional ``run(args) -> int | None``: take over completely (one-off modes,
-  e.g. a single HTTP request); return None to fall through to the generic
-  path (dashboard, or headless run + ``report``).
-- optional ``report(args, result) -> int``: print the headless report (text or
-  ``--json``) from a ``runner.RunResult``; the generic report is used otherwise.
+- ``SPEC``: its ``CommandSpec`` (name, help, options). A probe command takes
+  it from its family (``SPEC = cpu.SPEC``); the CLI renders it into argparse,
+  the add-probe prompt and the docs test read it.
+- ``settings(values, common) -> Settings``: the command's frozen settings from
+  the parsed option values (a mapping, read once) and the ``CommonOptions``;
+  raise ``ProbeError`` (exit 2, message shown as is) on bad input.
+- ``build_probes(plan) -> list[Probe]``: construct the probes of a ``RunPlan``.
+  May raise ``ConfirmationRequired`` when the run would destroy data and the
+  settings carry no confirmation; then ``confirmed(plan) -> RunPlan`` must
+  return the plan with the confirmation (``tui.main`` asks, once, for every
+  command).
+- optional ``open_probes(plan)``: a context manager yielding the probes, for
+  commands whose targets live as long as the run (``demo``).
+- optional ``run(plan) -> int | AppConfig | None``: take over (one-off modes,
+  ``replay``, ``report``): an exit code, a dashboard to show, or None to fall
+  through to the generic path (dashboard, or headless run + ``report``).
+- optional ``report(plan, result) -> int``: print the headless report (text or
+  ``--json``) from a ``runner.RunResult``; the generic report otherwise.
+- optional ``deadline_s(plan)``: when the runner stops the probes (default
+  ``--time``; None when the probe ends itself).
 - optional ``demo_probes(ctx) -> list[Probe]``: what ``probetop demo`` runs
-  for this probe against the embedded targets (``probes.demo_targets``).
-- optional ``FOCUS``: the probe kind whose pane the dashboard focuses.
+  for this probe against the embedded targets (``tui/demo_targets.py``).
+- optional ``FOCUS`` (the pane kind focused first), ``WITH_PASSIVE`` (False
+  when the command brings the passive probes itself).
 
 Modules are imported lazily, so ``probetop --version`` stays fast.
 """
