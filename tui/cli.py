@@ -94,12 +94,25 @@ def add_option(
 
 
 def add_spec(parser: argparse.ArgumentParser, spec: CommandSpec) -> None:
-    """A command's own options, in the groups its spec names."""
+    """A command's own options, in the groups its spec names.
+
+    Options sharing an ``exclusive`` name go into one mutually exclusive
+    group. An option that lands in a common option's place (icmp's
+    ``--sample-interval`` is the sampling ``--interval``) keeps its default
+    out of the namespace, so the common option given before the command
+    name still counts."""
     groups: dict[str | None, Any] = {None: parser}
+    exclusive: dict[str, Any] = {}
+    common = {option.name for option in COMMON_OPTIONS}
     for option in spec.options:
         if option.group not in groups:
             groups[option.group] = parser.add_argument_group(option.group)
-        add_option(groups[option.group], option)
+        target = groups[option.group]
+        if option.exclusive is not None:
+            if option.exclusive not in exclusive:
+                exclusive[option.exclusive] = target.add_mutually_exclusive_group()
+            target = exclusive[option.exclusive]
+        add_option(target, option, suppress_default=option.name in common)
 
 
 def add_common(

@@ -16,6 +16,7 @@ Contract:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -35,6 +36,8 @@ class Option:
     or ``("url",)`` for a positional. ``parse`` turns the text into a value
     (None keeps the string). ``group`` titles the help section it appears in;
     ``hidden`` keeps it out of ``--help`` (accepted, or refused with a message).
+    Options that share an ``exclusive`` name exclude each other (``--flood``,
+    ``--rate`` and ``-i`` of icmp): giving two of them is a usage error.
     """
 
     flags: tuple[str, ...]
@@ -49,6 +52,7 @@ class Option:
     nargs: str | int | None = None
     group: str | None = None
     hidden: bool = False
+    exclusive: str | None = None
 
     @property
     def positional(self) -> bool:
@@ -136,6 +140,28 @@ def number(*, positive: bool = False, nonnegative: bool = False) -> Callable[[st
             raise OptionValueError(f"must be a positive number, got {text}")
         if nonnegative and value < 0:
             raise OptionValueError(f"must be zero or a positive number, got {text}")
+        return value
+
+    return parse
+
+
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*(ns|us|µs|ms|s)?\s*$")
+_DURATION_SCALE = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, None: 1.0}
+
+
+def duration(*, positive: bool = False) -> Callable[[str], float]:
+    """Seconds from ``0.2``, ``200ms``, ``20us``, ``500 ns``, ``1s`` (no unit:
+    seconds); never negative, and > 0 when ``positive``."""
+
+    def parse(text: str) -> float:
+        m = _DURATION.match(text)
+        if not m:
+            raise OptionValueError(f"not a duration: {text!r} (e.g. 0.2, 200ms, 20us)")
+        value = float(m.group(1)) * _DURATION_SCALE[m.group(2)]
+        if not math.isfinite(value):
+            raise OptionValueError(f"must be a finite duration, got {text}")
+        if positive and not value > 0:
+            raise OptionValueError(f"must be a positive duration, got {text}")
         return value
 
     return parse

@@ -1,0 +1,99 @@
+"""The ICMP family's front door: ICMP echo like ping, ping -f and hping3 -i.
+
+Everything outside ``probes/icmp/`` imports from here, never from the
+modules behind it:
+
+- ``SPEC``: the ``probetop icmp`` options (declarative; CLI, prompt, docs)
+- ``IcmpSettings``: what one probe runs with (frozen, validated)
+- ``IcmpProbe``: the probe (a native send/receive loop per stream, GIL-free)
+- ``IcmpInterval``, ``RttStats``, ``RttBucket``, ``METRICS`` and the metric
+  names: what an ICMP sample carries, typed; ``IcmpParams``: its header
+  params; ``IcmpSummary``: its summary
+- ``format_report``, ``json_document``, ``exit_code``: the headless report
+- ``reference_command``: the equivalent ping / hping3 command line
+
+Importing this package is cheap: numpy, numba and scapy load when a probe
+prepares or runs.
+"""
+
+from probetop.probes.icmp.probe import IcmpProbe
+from probetop.probes.icmp.records import (
+    DUPLICATES,
+    ICMP_ERRORS,
+    IN_FLIGHT,
+    KIND,
+    LATE,
+    LOSS_PCT,
+    LOST,
+    METRICS,
+    MISSED,
+    PPS,
+    REORDERED,
+    REPLIES_PER_S,
+    REQUESTS_PER_S,
+    RTT_AVG_US,
+    RTT_MAX_US,
+    RTT_MDEV_US,
+    RTT_MIN_US,
+    RTT_P50_US,
+    RTT_P90_US,
+    RTT_P99_US,
+    SEND_ERRORS,
+    IcmpInterval,
+    IcmpParams,
+    IcmpSummary,
+    IcmpTotals,
+    IntervalRow,
+    ResolvedTarget,
+    RttBucket,
+    RttStats,
+)
+from probetop.probes.icmp.report import exit_code, format_report, json_document
+from probetop.probes.icmp.settings import (
+    MAX_SIZE,
+    SPEC,
+    UNSOLICITED_MAX_PPS,
+    IcmpSettings,
+    reference_command,
+)
+
+__all__ = [
+    "DUPLICATES",
+    "ICMP_ERRORS",
+    "IN_FLIGHT",
+    "KIND",
+    "LATE",
+    "LOSS_PCT",
+    "LOST",
+    "MAX_SIZE",
+    "METRICS",
+    "MISSED",
+    "PPS",
+    "REORDERED",
+    "REPLIES_PER_S",
+    "REQUESTS_PER_S",
+    "RTT_AVG_US",
+    "RTT_MAX_US",
+    "RTT_MDEV_US",
+    "RTT_MIN_US",
+    "RTT_P50_US",
+    "RTT_P90_US",
+    "RTT_P99_US",
+    "SEND_ERRORS",
+    "SPEC",
+    "UNSOLICITED_MAX_PPS",
+    "IcmpInterval",
+    "IcmpParams",
+    "IcmpProbe",
+    "IcmpSettings",
+    "IcmpSummary",
+    "IcmpTotals",
+    "IntervalRow",
+    "ResolvedTarget",
+    "RttBucket",
+    "RttStats",
+    "exit_code",
+    "format_report",
+    "json_document",
+    "reference_command",
+]

@@ -1,15 +1,16 @@
 """ICMP echo probe: ping -f and hping3 -i in one, with honest counting.
 
 Contract:
-- ``IcmpOptions`` holds what the user asked for; ``IcmpProbe(options)``
-  follows the Probe protocol (probes/core/base.py). ``prepare`` resolves and
-  checks the target (route, MTU, broadcast), picks the socket mode (datagram
-  where ping_group_range allows, else raw) and compiles the native loop, or
-  raises a ProbeError that says what to do.
+- ``IcmpProbe(settings)`` (``IcmpSettings``, settings.py) follows the Probe
+  protocol (probes/core/base.py). ``prepare`` resolves and checks the target
+  (route, MTU, broadcast), picks the socket mode (datagram where
+  ping_group_range allows, else raw) and compiles the native loop, or raises
+  a ProbeError that says what to do.
 - ``run`` starts one thread per stream; each thread opens its own socket and
   calls the nogil loop (probes/icmp/engine.py) once per interval.
   Every stream closes its intervals on the same absolute boundaries; ``run``
-  merges them and emits one Sample per interval.
+  merges them and emits one Sample per interval (an ``IcmpInterval``,
+  records.py, which owns the Sample layout).
 - On cancellation (Ctrl-C, --time) the streams stop sending, wait up to the
   grace period for replies still in flight, emit the last interval, and are
   joined before ``run`` returns: nothing is left behind, nothing in flight
@@ -20,109 +21,27 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-import math
 import random
-import shlex
 import threading
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from probetop.probes.core.base import Emit, MetricSpec, ProbeError, UsageProbeError
-from probetop.probes.core.sample import Sample, Status, now_ns
+from probetop.probes.core.base import Emit, ProbeError
+from probetop.probes.core.sample import Status, now_ns
+from probetop.probes.icmp.records import (
+    KIND,
+    METRICS,
+    IcmpParams,
+    IcmpSummary,
+    IcmpTotals,
+    IntervalRow,
+    ResolvedTarget,
+)
+from probetop.probes.icmp.settings import IcmpSettings, reference_command
 
 if TYPE_CHECKING:
     from probetop.probes.icmp.sockets import Target
     from probetop.probes.icmp.stats import IntervalTotals
-
-DEFAULT_PERIOD_S = 1.0
-UNSOLICITED_MAX_PPS = 100.0  # above this, --flood or an explicit --rate is required
-MAX_SIZE = 65507  # largest ICMP payload in one IPv4 datagram
-
-METRICS = (
-    MetricSpec("pps", "pkt/s", "packets through the target: 2 x replies/s", True),
-    MetricSpec("replies_per_s", "/s", "echo replies received per second (unique)", True),
-    MetricSpec("requests_per_s", "/s", "echo requests sent per second"),
-    MetricSpec(
-        "loss_pct", "%", "lost / (lost + received) over requests resolved in the interval", True
-    ),
-    MetricSpec("lost", "", "requests unanswered for longer than the grace period"),
-    MetricSpec("duplicates", "", "extra replies to a request already answered"),
-    MetricSpec("reordered", "", "replies that arrived after a reply to a later request"),
-    MetricSpec("late", "", "replies that arrived after their request was counted lost"),
-    MetricSpec("icmp_errors", "", "ICMP errors about our requests (unreachable, time exceeded)"),
-    MetricSpec("send_errors", "", "local send/receive errors (errno), e.g. EMSGSIZE"),
-    MetricSpec("in_flight", "", "requests sent and not yet resolved at the interval's end"),
-    MetricSpec("missed", "", "--rate: sends skipped because the sender was stalled > 100 ms"),
-    MetricSpec("rtt_min_us", "µs", "smallest round-trip time"),
-    MetricSpec("rtt_avg_us", "µs", "mean round-trip time", True),
-    MetricSpec("rtt_max_us", "µs", "largest round-trip time"),
-    MetricSpec("rtt_mdev_us", "µs", "ping's mdev: sqrt(mean(rtt²) - mean(rtt)²)"),
-    MetricSpec("rtt_p50_us", "µs", "median round-trip time (histogram bucket, < 3.2 % wide)"),
-    MetricSpec("rtt_p90_us", "µs", "90th percentile round-trip time"),
-    MetricSpec("rtt_p99_us", "µs", "99th percentile round-trip time"),
-)
-
-
-@dataclass
-class IcmpOptions:
-    """What to send where. ``period_s`` None and ``flood`` False = 1 request/s."""
-
-    host: str
-    flood: bool = False
-    rate: float | None = None  # requests/s over all streams
-    period_s: float | None = None  # seconds between requests (ping -i), over all streams
-    size: int = 56  # ICMP payload bytes, as ping -s
-    streams: int = 1
-    count: int | None = None
-    ttl: int | None = None
-    family: int | None = None  # 4, 6 or None (whatever the name resolves to first)
-    source: str | None = None
-    broadcast: bool = False
-    preload: int = 1  # flood: requests kept outstanding per stream (ping -l)
-    grace_s: float = 1.0
-    socket_mode: str = "auto"  # auto, raw, datagram
-    interval_s: float = 1.0  # sampling interval
-
-    def validate(self) -> None:
-        """Raise UsageProbeError on contradictions and out-of-range values."""
-        if self.flood and (self.rate is not None or self.period_s is not None):
-            raise UsageProbeError("--flood sends as fast as replies come back: drop --rate/-i")
-        if self.rate is not None and self.period_s is not None:
-            raise UsageProbeError("give either --rate or -i/--send-interval, not both")
-        if self.rate is not None and not (0 < self.rate <= 10_000_000 and math.isfinite(self.rate)):
-            raise UsageProbeError(
-                f"--rate must be within (0, 10000000] requests/s, got {self.rate}"
-            )
-        if self.period_s is not None and not (0 < self.period_s <= 3600):
-            raise UsageProbeError(
-                f"the send interval must be within (0, 3600] s, got {self.period_s}"
-            )
-        if not 0 <= self.size <= MAX_SIZE:
-            raise UsageProbeError(f"--size must be within 0..{MAX_SIZE} bytes, got {self.size}")
-        if not 1 <= self.streams <= 64:
-            raise UsageProbeError(f"--streams must be within 1..64, got {self.streams}")
-        if self.count is not None and self.count < 1:
-            raise UsageProbeError(f"--count must be at least 1, got {self.count}")
-        if self.count is not None and self.count < self.streams:
-            raise UsageProbeError("--count must be at least --streams (each stream sends one)")
-        if self.ttl is not None and not 1 <= self.ttl <= 255:
-            raise UsageProbeError(f"--ttl must be within 1..255, got {self.ttl}")
-        if not 1 <= self.preload <= 65536:
-            raise UsageProbeError(f"--preload must be within 1..65536, got {self.preload}")
-        if not 0 < self.grace_s <= 60:
-            raise UsageProbeError(f"--grace must be within (0, 60] s, got {self.grace_s}")
-        if self.socket_mode not in ("auto", "raw", "datagram"):
-            raise UsageProbeError(f"unknown socket mode {self.socket_mode!r}")
-
-    @property
-    def total_rate(self) -> float | None:
-        """Requests/s over all streams, or None for flood."""
-        if self.flood:
-            return None
-        if self.rate is not None:
-            return self.rate
-        return 1.0 / (self.period_s or DEFAULT_PERIOD_S)
 
 
 class _Stream(threading.Thread):
@@ -161,9 +80,9 @@ class _Stream(threading.Thread):
         target = p.target
         assert target is not None
         try:
-            rate = p.options.total_rate
-            period_ns = 0 if rate is None else max(1, round(1e9 * p.options.streams / rate))
-            packet = echo_request(self.echo_id, p.options.size, target.v6)
+            rate = p.settings.total_rate
+            period_ns = 0 if rate is None else max(1, round(1e9 * p.settings.streams / rate))
+            packet = echo_request(self.echo_id, p.settings.size, target.v6)
             addr = target.sockaddr()
             config = eng.make_config(
                 fd=self.sock.fileno(),
@@ -171,17 +90,17 @@ class _Stream(threading.Thread):
                 raw=p.mode == "raw",
                 ident=self.echo_id,
                 period_ns=period_ns,
-                preload=p.options.preload,
+                preload=p.settings.preload,
                 count=self.count,
-                grace_ns=int(p.options.grace_s * 1e9),
+                grace_ns=int(p.settings.grace_s * 1e9),
                 packet_len=len(packet),
                 checksum_partial=checksum_partial(packet),
                 addr_len=len(addr),
             )
             # Spread paced streams over one period so N streams are not N-packet bursts.
-            offset = period_ns * self.index // max(1, p.options.streams)
+            offset = period_ns * self.index // max(1, p.settings.streams)
             loop = eng.LoopState(config, packet, addr, p.start_ns + offset, self.control)
-            interval_ns = int(p.options.interval_s * 1e9)
+            interval_ns = int(p.settings.interval_s * 1e9)
             k = 1
             t_prev = p.start_ns
             while True:
@@ -247,18 +166,18 @@ class _Stream(threading.Thread):
 class IcmpProbe:
     """ICMP echo probe. See the module docstring."""
 
-    kind = "icmp"
+    kind = KIND
     metrics = METRICS
 
-    def __init__(self, options: IcmpOptions, *, idle_reason: str | None = None) -> None:
-        self.options = options
-        self.id = f"icmp:{options.host}"
+    def __init__(self, settings: IcmpSettings, *, idle_reason: str | None = None) -> None:
+        self.settings = settings
+        self.id = f"{KIND}:{settings.host}"
         self.idle_reason = idle_reason
         self.target: Target | None = None
         self.mode: str | None = None
         self.start_ns = 0
         self.totals: IntervalTotals | None = None
-        self.interval_rows: list[dict[str, Any]] = []
+        self.interval_rows: list[IntervalRow] = []
         self.elapsed_s = 0.0
         self.stopped_by = "finished"
         self._queue: asyncio.Queue[tuple[Any, ...]] | None = None
@@ -275,7 +194,7 @@ class IcmpProbe:
             return
         from probetop.probes.icmp.sockets import check_size, choose_mode, resolve_target
 
-        opts = self.options
+        opts = self.settings
         opts.validate()
         family = None
         if opts.family is not None:
@@ -291,19 +210,14 @@ class IcmpProbe:
         warm_up_engine()
 
     def params(self) -> Mapping[str, Any]:
-        d = asdict(self.options)
-        d["mode"] = self.mode
+        target = None
         if self.target is not None:
-            d["address"] = self.target.address
-            d["interface"] = self.target.interface
-            d["source_address"] = self.target.source
-            d["path_mtu"] = self.target.mtu
-        if self.idle_reason:
-            d["idle_reason"] = self.idle_reason
-        return d
+            t = self.target
+            target = ResolvedTarget(t.address, t.interface, t.source, t.mtu)
+        return IcmpParams(self.settings, self.mode, target, self.idle_reason).to_params()
 
     def reference_command(self) -> str | None:
-        return reference_command(self.options, self.target.address if self.target else None)
+        return reference_command(self.settings, self.target.address if self.target else None)
 
     async def run(self, emit: Emit) -> None:
         if self.idle_reason is not None:
@@ -317,10 +231,10 @@ class IcmpProbe:
         self._queue = asyncio.Queue()
         self.totals = IntervalTotals()
         self.interval_rows = []
-        counts = _split(self.options.count or 0, self.options.streams)
+        counts = _split(self.settings.count or 0, self.settings.streams)
         self._streams = []
         try:
-            for i in range(self.options.streams):
+            for i in range(self.settings.streams):
                 sock, ident = self._open(i)
                 self._streams.append(_Stream(self, i, sock, ident, counts[i]))
         except BaseException:
@@ -351,7 +265,7 @@ class IcmpProbe:
             for s in self._streams:
                 s.drain()
             try:
-                await asyncio.wait_for(self._collect(emit), self.options.grace_s + 1.0)
+                await asyncio.wait_for(self._collect(emit), self.settings.grace_s + 1.0)
             except (asyncio.CancelledError, asyncio.TimeoutError):
                 pass
             raise
@@ -361,48 +275,49 @@ class IcmpProbe:
             await asyncio.to_thread(self._join)
 
     def summary(self) -> Mapping[str, Any]:
+        return self.summary_record().to_dict()
+
+    def summary_record(self) -> IcmpSummary:
+        """The run so far, typed (``summary()`` is its JSON-safe layout)."""
         t = self.totals
-        opts = self.options
-        base: dict[str, Any] = {
-            "target": opts.host,
-            "address": self.target.address if self.target else None,
-            "mode": self.mode,
-            "pacing": "flood" if opts.flood else "fixed rate",
-            "reference_command": self.reference_command(),
-        }
-        if self.idle_reason:
-            base["idle_reason"] = self.idle_reason
-        if t is None:
-            return base
-        c = t.counters
-        secs = self.elapsed_s
-        replies_ps = c["received"] / secs if secs > 0 else None
-        base.update(
-            {
-                "sent": c["sent"],
-                "received": c["received"],
-                "duplicates": c["duplicates"],
-                "reordered": c["reordered"],
-                "lost": c["lost"],
-                "late": c["late"],
-                "lost_early_by_wrap": c["wrapped"],
-                "pacing_missed": c["missed"],
-                "in_flight_at_end": t.in_flight,
-                "loss_pct": t.loss_pct,
-                "replies_per_second": replies_ps,
-                "requests_per_second": c["sent"] / secs if secs > 0 else None,
-                "pps": None if replies_ps is None else 2.0 * replies_ps,
-                "rtt_us": t.rtt_us(),
-                "errors": t.errors(),
-                "error_routers": t.routers,
-                "duration_s": secs,
-                "grace_s": opts.grace_s,
-                "streams": opts.streams,
-                "intervals": self.interval_rows,
-                "stopped_by": self.stopped_by,
-            }
+        opts = self.settings
+        totals = None
+        if t is not None:
+            c = t.counters
+            secs = self.elapsed_s
+            replies_ps = c["received"] / secs if secs > 0 else None
+            totals = IcmpTotals(
+                sent=c["sent"],
+                received=c["received"],
+                duplicates=c["duplicates"],
+                reordered=c["reordered"],
+                lost=c["lost"],
+                late=c["late"],
+                lost_early_by_wrap=c["wrapped"],
+                pacing_missed=c["missed"],
+                in_flight_at_end=t.in_flight,
+                loss_pct=t.loss_pct,
+                replies_per_second=replies_ps,
+                requests_per_second=c["sent"] / secs if secs > 0 else None,
+                pps=None if replies_ps is None else 2.0 * replies_ps,
+                rtt=t.rtt(),
+                errors=t.errors(),
+                error_routers=t.routers,
+                duration_s=secs,
+                grace_s=opts.grace_s,
+                streams=opts.streams,
+                intervals=tuple(self.interval_rows),
+                stopped_by=self.stopped_by,
+            )
+        return IcmpSummary(
+            target=opts.host,
+            address=self.target.address if self.target else None,
+            mode=self.mode,
+            pacing="flood" if opts.flood else "fixed rate",
+            reference_command=self.reference_command(),
+            idle_reason=self.idle_reason,
+            totals=totals,
         )
-        return base
 
     # -- internals ---------------------------------------------------------
     def _open(self, index: int) -> tuple[Any, int]:
@@ -412,11 +327,11 @@ class IcmpProbe:
         # Raw sockets: a random id per run, +index per stream (ping uses its pid).
         ident = (_RUN_IDENT + index) & 0xFFFF
         return open_icmp_socket(
-            self.target, self.mode, ident=ident, ttl=self.options.ttl, source=self.options.source
+            self.target, self.mode, ident=ident, ttl=self.settings.ttl, source=self.settings.source
         )
 
     def _describe_pace(self) -> str:
-        o = self.options
+        o = self.settings
         pace = "flood" if o.flood else f"{o.total_rate:g} requests/s"
         if o.streams > 1:
             pace += f" over {o.streams} streams"
@@ -475,24 +390,13 @@ class IcmpProbe:
                 seconds = max(1e-9, sum(spans) / len(spans) / 1e9)
                 self.elapsed_s = (t_end - self.start_ns) / 1e9
                 self.totals.merge(interval)
-                values = interval.values(seconds)
-                self.interval_rows.append(
-                    {"t_s": round(self.elapsed_s, 6), **{k2: v for k2, v in values.items()}}
-                )
-                extra: dict[str, Any] = {"mode": self.mode}
-                if interval.counters["received"]:
-                    from probetop.probes.icmp.stats import coarse_histogram
-
-                    extra["rtt_hist_us"] = coarse_histogram(interval.histogram)
-                if interval.errors():
-                    extra["errors"] = interval.errors()
-                if interval.routers:
-                    extra["error_routers"] = interval.routers
-                emit(Sample(self.id, t_end, seconds, values, extra))
+                record = interval.record(seconds, self.mode)
+                self.interval_rows.append(IntervalRow(round(self.elapsed_s, 6), record))
+                emit(record.to_sample(self.id, t_end, seconds))
 
     def _join(self) -> None:
         for s in self._streams:
-            s.join(timeout=self.options.grace_s + 2.0)
+            s.join(timeout=self.settings.grace_s + 2.0)
             if s.is_alive():
                 s.abort()
                 s.join()
@@ -551,36 +455,3 @@ def warm_up_engine() -> None:
         )
         eng.LoopState(cfg, bytes(8), bytes(16), 0).run_slice(0)  # deadline passed: no I/O
         _warmed = True
-
-
-def reference_command(options: IcmpOptions, address: str | None = None) -> str:
-    """The ping (flood, or up to 100/s) or hping3 (faster fixed rates) equivalent."""
-    o = options
-    host = address or o.host
-    fam = ["-6"] if o.family == 6 else (["-4"] if o.family == 4 else [])
-    rate = o.total_rate
-    if rate is not None and rate > UNSOLICITED_MAX_PPS and o.family != 6 and ":" not in host:
-        usec = max(1, round(1e6 / rate))
-        cmd = ["hping3", "-q", "--icmp", "-i", f"u{usec}", "-d", str(o.size)]
-        if o.count:
-            cmd += ["-c", str(o.count)]
-        if o.ttl:
-            cmd += ["-t", str(o.ttl)]
-        return shlex.join([*cmd, host])
-    cmd = ["ping", "-q", *fam]
-    if o.flood:
-        cmd += ["-f"]
-        if o.preload > 1:
-            cmd += ["-l", str(o.preload)]
-    elif rate is not None and rate != 1.0:
-        cmd += ["-i", f"{1.0 / rate:g}"]
-    cmd += ["-s", str(o.size)]
-    if o.count:
-        cmd += ["-c", str(o.count)]
-    if o.ttl:
-        cmd += ["-t", str(o.ttl)]
-    if o.source:
-        cmd += ["-I", o.source]
-    if o.broadcast:
-        cmd += ["-b"]
-    return shlex.join([*cmd, host])

@@ -1,10 +1,10 @@
 """ICMP accounting: merge per-stream interval snapshots into metrics and totals.
 
 Contract:
-- ``IntervalTotals`` adds up snapshots (from ``icmp_engine.IntervalArrays``)
-  of any number of streams and intervals; ``values(seconds)`` turns one
-  interval's totals into the probe's Sample values, ``report(seconds)`` the
-  whole run's totals into the summary fields.
+- ``IntervalTotals`` adds up snapshots (from ``engine.IntervalArrays``) of
+  any number of streams and intervals; ``record(seconds, mode)`` turns one
+  interval's totals into the typed ``IcmpInterval`` (records.py) the probe
+  emits; ``rtt()`` and ``loss_pct`` give the whole run's figures.
 - Meanings (docs/icmp.md): ``pps`` = 2 x replies/s (each answered request
   crossed the target twice, as ping -f users compute it); ``loss_pct`` = lost /
   (lost + received) over the requests that were *resolved* (answered, or
@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from probetop.probes.icmp import engine as eng
 from probetop.probes.icmp.packet import error_name
+from probetop.probes.icmp.records import IcmpInterval, RttBucket, RttStats
 
 PERCENTILES = (50.0, 90.0, 99.0)
 
@@ -134,24 +135,17 @@ class IntervalTotals:
         resolved = lost + self.counters["received"]
         return 100.0 * lost / resolved if resolved else None
 
-    def rtt_us(self) -> dict[str, float | None]:
+    def rtt(self) -> RttStats:
         """min/avg/max/mdev (ping's: sqrt(E[x^2] - E[x]^2)) and p50/p90/p99, in µs."""
         n = self.counters["received"]
         if n == 0 or self.rtt_min_ns is None or self.rtt_max_ns is None:
-            return dict.fromkeys(("min", "avg", "max", "mdev", "p50", "p90", "p99"))
+            return RttStats()
         mean = self.rtt_sum / n
         mdev = math.sqrt(max(0.0, self.rtt_sumsq / n - mean * mean))
         lo, hi = float(self.rtt_min_ns), float(self.rtt_max_ns)
-        out: dict[str, float | None] = {
-            "min": lo / 1000.0,
-            "avg": mean / 1000.0,
-            "max": hi / 1000.0,
-            "mdev": mdev / 1000.0,
-        }
-        for p in PERCENTILES:
-            v = histogram_percentile(self.histogram, p, lo, hi)
-            out[f"p{int(p)}"] = None if v is None else v / 1000.0
-        return out
+        pcts = [histogram_percentile(self.histogram, p, lo, hi) for p in PERCENTILES]
+        p50, p90, p99 = (None if v is None else v / 1000.0 for v in pcts)
+        return RttStats(lo / 1000.0, mean / 1000.0, hi / 1000.0, mdev / 1000.0, p50, p90, p99)
 
     def errors(self) -> dict[str, int]:
         """ICMP errors by type, then local send/receive errors by errno name."""
@@ -162,24 +156,30 @@ class IntervalTotals:
             out[f"receive {k}"] = v
         return out
 
-    def values(self, seconds: float) -> dict[str, float | None]:
-        """One interval's Sample values (see probes/icmp/probe.py METRICS)."""
+    def record(self, seconds: float, mode: str | None) -> IcmpInterval:
+        """One interval's typed record (its Sample layout: records.py)."""
         c = self.counters
         per_s = (lambda n: n / seconds) if seconds > 0 else (lambda n: None)
-        rtt = self.rtt_us()
         replies = per_s(c["received"])
-        return {
-            "requests_per_s": per_s(c["sent"]),
-            "replies_per_s": replies,
-            "pps": None if replies is None else 2.0 * replies,
-            "loss_pct": self.loss_pct,
-            "lost": float(c["lost"]),
-            "duplicates": float(c["duplicates"]),
-            "reordered": float(c["reordered"]),
-            "late": float(c["late"]),
-            "icmp_errors": float(c["icmp_errors"]),
-            "send_errors": float(c["send_errors"] + c["recv_errors"]),
-            "missed": float(c["missed"]),
-            "in_flight": float(self.in_flight),
-            **{f"rtt_{k}_us": v for k, v in rtt.items()},
-        }
+        hist = None
+        if c["received"]:
+            hist = tuple(RttBucket(*b) for b in coarse_histogram(self.histogram))
+        return IcmpInterval(
+            requests_per_s=per_s(c["sent"]),
+            replies_per_s=replies,
+            pps=None if replies is None else 2.0 * replies,
+            loss_pct=self.loss_pct,
+            lost=c["lost"],
+            duplicates=c["duplicates"],
+            reordered=c["reordered"],
+            late=c["late"],
+            icmp_errors=c["icmp_errors"],
+            send_errors=c["send_errors"] + c["recv_errors"],
+            missed=c["missed"],
+            in_flight=self.in_flight,
+            rtt=self.rtt(),
+            mode=mode,
+            rtt_hist=hist,
+            errors=self.errors(),
+            error_routers={name: dict(per) for name, per in self.routers.items()},
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -11,6 +12,8 @@ import time
 
 import pytest
 from icmp_fixtures import Peer, icmp_peer  # noqa: F401 (fixture)
+from probetop.probes.icmp import IcmpSettings
+from probetop.tui.cli import build_parser, make_plan
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
@@ -37,6 +40,11 @@ def probetop(*args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedPr
         (("--preload", "8", "127.0.0.1"), "--preload only applies to --flood"),
         (("-4", "::1"), "cannot resolve host"),
         (("--source", "10.255.255.254", "127.0.0.1"), "cannot use source address"),
+        (("-4", "-6", "127.0.0.1"), "not allowed with"),
+        (("--rate", "10", "-i", "1", "127.0.0.1"), "not allowed with"),
+        (("--count", "x", "127.0.0.1"), "not a whole number"),
+        (("--size=-1", "127.0.0.1"), "must be at least 0"),
+        (("-i", "0", "127.0.0.1"), "must be a positive duration"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(args: tuple[str, ...], message: str) -> None:
@@ -44,6 +52,55 @@ def test_bad_input_exits_2_with_a_message(args: tuple[str, ...], message: str) -
     assert r.returncode == 2, r
     assert message in r.stderr
     assert "Traceback" not in r.stderr
+
+
+# Every flag `probetop icmp` accepted in probetop 0.1 (its argparse declaration).
+FLAGS_0_1 = {
+    *("-h", "--help", "--flood", "--rate", "-i", "--interval", "--send-interval"),
+    *("--sample-interval", "-s", "--size", "--streams", "-c", "--count", "-t", "--ttl"),
+    *("-4", "-6", "--source", "--broadcast", "-l", "--preload", "--grace", "--socket"),
+    *("--record", "--headless", "--json", "--time", "--theme"),
+}
+
+
+def icmp_parser() -> argparse.ArgumentParser:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser = sub.choices["icmp"]
+    assert isinstance(parser, argparse.ArgumentParser)
+    return parser
+
+
+def plan_of(*argv: str):  # type: ignore[no-untyped-def]
+    return make_plan(build_parser().parse_args(list(argv)), ["probetop", *argv])
+
+
+def test_the_spec_renders_the_options_of_0_1() -> None:
+    parser = icmp_parser()
+    assert {f for a in parser._actions for f in a.option_strings} == FLAGS_0_1
+    assert [a.metavar for a in parser._actions if not a.option_strings] == ["HOST"]
+    # Defaults as before: ping's one request per second, 56 bytes, 1 s grace.
+    assert plan_of("icmp", "h").settings == IcmpSettings("h")
+
+
+@pytest.mark.parametrize(
+    ("argv", "sample_s", "period_s"),
+    [
+        (("icmp", "h"), 1.0, None),
+        (("icmp", "-i", "0.2", "h"), 1.0, 0.2),
+        (("icmp", "--interval", "200ms", "h"), 1.0, 0.2),
+        (("icmp", "--send-interval", "20us", "h"), 1.0, 20e-6),
+        (("icmp", "--sample-interval", "0.25", "h"), 0.25, None),
+        (("--interval", "0.5", "icmp", "h"), 0.5, None),
+        (("--interval", "0.5", "icmp", "--sample-interval", "0.25", "h"), 0.25, None),
+    ],
+)
+def test_send_interval_and_sampling_interval(
+    argv: tuple[str, ...], sample_s: float, period_s: float | None
+) -> None:
+    plan = plan_of(*argv)
+    assert plan.common.interval_s == sample_s  # the dashboard's and the passive probes'
+    assert plan.settings.interval_s == sample_s
+    assert plan.settings.period_s == pytest.approx(period_s)
 
 
 @needs_root

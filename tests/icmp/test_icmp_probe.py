@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 from icmp_fixtures import Peer, Routed, icmp_peer, icmp_routed  # noqa: F401 (fixtures)
-from probetop.probes.icmp.probe import IcmpOptions, IcmpProbe
+from probetop.probes.icmp import IcmpProbe, IcmpSettings
 from probetop.tui.runner import RunResult, run_headless
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
 
 
 def run(duration: float | None = None, **kw: Any) -> tuple[dict[str, Any], RunResult]:
-    probe = IcmpProbe(IcmpOptions(**kw))
+    probe = IcmpProbe(IcmpSettings(**kw))
     probe.prepare()
     result = asyncio.run(run_headless([probe], duration_s=duration))
     assert not result.errors, result.errors

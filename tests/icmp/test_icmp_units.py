@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import random
 import struct
 import subprocess
@@ -10,11 +9,18 @@ import sys
 
 import numpy as np
 import pytest
+from probetop.probes.core.options import OptionValueError
+from probetop.probes.icmp import SPEC, IcmpSettings, reference_command
 from probetop.probes.icmp import engine as eng
 from probetop.probes.icmp.packet import checksum_partial, echo_request, internet_checksum
-from probetop.probes.icmp.probe import IcmpOptions, reference_command
 from probetop.probes.icmp.stats import histogram_percentile
-from probetop.tui.commands.icmp import duration
+
+
+def duration(text: str) -> float:
+    """The -i/--send-interval value, parsed as the spec declares it."""
+    parse = SPEC.option("send_interval").parse
+    assert parse is not None
+    return float(parse(text))
 
 
 @pytest.mark.parametrize("size", [0, 1, 7, 56, 1471])
@@ -65,17 +71,17 @@ def test_send_interval_parsing(text: str, seconds: float) -> None:
 
 @pytest.mark.parametrize("text", ["", "fast", "-1", "0", "1 hour"])
 def test_send_interval_rejects(text: str) -> None:
-    with pytest.raises(argparse.ArgumentTypeError):
+    with pytest.raises(OptionValueError):
         duration(text)
 
 
 def test_reference_commands() -> None:
-    assert reference_command(IcmpOptions("h", flood=True, size=1)) == "ping -q -f -s 1 h"
-    assert reference_command(IcmpOptions("h")) == "ping -q -s 56 h"
-    assert reference_command(IcmpOptions("h", rate=50_000, size=1)) == (
+    assert reference_command(IcmpSettings("h", flood=True, size=1)) == "ping -q -f -s 1 h"
+    assert reference_command(IcmpSettings("h")) == "ping -q -s 56 h"
+    assert reference_command(IcmpSettings("h", rate=50_000, size=1)) == (
         "hping3 -q --icmp -i u20 -d 1 h"
     )
-    assert reference_command(IcmpOptions("::1", rate=500, family=6)) == (
+    assert reference_command(IcmpSettings("::1", rate=500, family=6)) == (
         "ping -q -6 -i 0.002 -s 56 ::1"
     )
 

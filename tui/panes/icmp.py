@@ -1,22 +1,39 @@
 """Pane for the ``icmp`` probe: the probe's pps against the kernel's, loss, RTT.
 
-Rows: sparklines of pps through the target, loss %, and the kernel's packet
-counter of the interface that routes to the target (from the passive
-``system.net`` probe, via ``observe``: on ``lo`` each echo exchange is two
-packets each way, so its tx pkt/s should track the probe's pps). Below: the
-socket mode and pacing, counters (lost, duplicates, reordered, late, in
-flight, errors with the reporting router), RTT min/avg/max/mdev and
-p50/p90/p99, and the last interval's RTT distribution as one bar row.
-When ICMP is not allowed (the demo without privileges) the pane says why.
+Rows: sparklines of packets/s through the target (pps), loss %, and the
+kernel's packet counter of the interface that routes to the target (the
+passive ``system.net`` probe, read through ``NicCounters`` in ``observe``: on
+``lo`` each echo exchange is two packets each way, so its tx pps should track
+the probe's pps). Below: the socket mode and pacing, rates, counters (lost,
+duplicates, reordered, late, in flight), RTT min/avg/max/mdev and
+p50/p90/p99 (in µs, or ms once the median RTT reaches a millisecond), the
+last interval's RTT distribution as one bar row, and errors with the
+reporting router. When ICMP is not allowed (the demo without privileges)
+the pane says why.
+
+Samples are read through the family's typed records (``IcmpInterval``,
+``IcmpParams``); the pane stores in ``add_sample``/``observe`` and draws in
+``render_frame``.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from probetop.probes.core.passive import NicCounters
 from probetop.probes.core.sample import Sample
+from probetop.probes.icmp import (
+    LOSS_PCT,
+    PPS,
+    REPLIES_PER_S,
+    RTT_P99_US,
+    IcmpInterval,
+    IcmpParams,
+    RttBucket,
+    RttStats,
+)
 from probetop.tui.widgets.generic_pane import SparkRow
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane
@@ -26,18 +43,52 @@ from textual.app import ComposeResult
 
 NIC_KEEP = 600
 DIST_WIDTH = 32
+ROW_TITLE = 15  # spark row label: title, value, unit in SparkRow's 28 columns
+MS_FROM_US = 1000.0  # RTTs switch to ms once the median reaches 1 ms
 
 
-def rtt_distribution(buckets: list[list[float]], width: int = DIST_WIDTH) -> str:
-    """``lo µs ▁▃█▂ hi µs`` from [[low_us, high_us, count], ...] (one cell per bucket)."""
+def fmt_rtt(us: float | None) -> str:
+    """One RTT with its unit: ``3.64 µs``, ``12.5 ms``."""
+    if us is None:
+        return "-"
+    if us >= MS_FROM_US:
+        return f"{fmt_value(us / 1000.0, 'ms')} ms"
+    return f"{fmt_value(us, 'us')} µs"
+
+
+def rtt_unit(typical_us: float | None) -> tuple[float, str]:
+    """(divisor, label) for a group of RTTs: ms once ``typical_us`` is 1 ms or more."""
+    if typical_us is not None and typical_us >= MS_FROM_US:
+        return 1000.0, "ms"
+    return 1.0, "µs"
+
+
+def rtt_line(rtt: RttStats) -> str:
+    """``RTT µs min/avg/max/mdev 3.69/22.4/82.2/21.8  p50/p90/p99 8.58/55.8/82.2``."""
+    scale, unit = rtt_unit(rtt.p50_us)
+    key = "ms" if unit == "ms" else "us"
+
+    def cells(values: Sequence[float | None]) -> str:
+        return "/".join(fmt_value(None if v is None else v / scale, key) for v in values)
+
+    return (
+        f"RTT {unit} min/avg/max/mdev "
+        f"{cells((rtt.min_us, rtt.avg_us, rtt.max_us, rtt.mdev_us))}"
+        f"  p50/p90/p99 {cells((rtt.p50_us, rtt.p90_us, rtt.p99_us))}"
+    )
+
+
+def rtt_distribution(buckets: Sequence[RttBucket], width: int = DIST_WIDTH) -> str:
+    """``rtt distribution 3.58 µs ▁▃█▂ 98.3 µs``: one cell per bucket, up to ``width``."""
     if not buckets:
         return "rtt distribution: -"
-    shown = buckets[:width]
-    bars = bar_rows([b[2] for b in shown], len(shown), 1, None)[0]
-    return (
-        f"rtt distribution {fmt_value(shown[0][0], 'us')} µs {bars} "
-        f"{fmt_value(shown[-1][1], 'us')} µs"
-    )
+    shown = list(buckets[:width])
+    bars = bar_rows([b.count for b in shown], len(shown), 1, None)[0]
+    return f"rtt distribution {fmt_rtt(shown[0].low_us)} {bars} {fmt_rtt(shown[-1].high_us)}"
+
+
+def _count(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}"
 
 
 class IcmpPane(ProbePane):
@@ -45,17 +96,16 @@ class IcmpPane(ProbePane):
 
     def __init__(self, info: Mapping[str, Any], **kw: Any) -> None:
         super().__init__(info, **kw)
-        params = dict(info.get("params", {}) or {})
-        self.params = params
-        self.interface: str | None = params.get("interface")
-        self.idle_reason: str | None = params.get("idle_reason")
-        self.nic_rx: deque[float | None] = deque(maxlen=NIC_KEEP)
+        self.params = IcmpParams.from_params(info.get("params"))
+        target = self.params.target
+        self.interface: str | None = target.interface if target is not None else None
+        self.idle_reason: str | None = self.params.idle_reason
         self.nic_tx: deque[float | None] = deque(maxlen=NIC_KEEP)
         self.nic_chart: deque[tuple[float, float]] = deque(maxlen=NIC_KEEP)
         self.nic_seen = False
-        self.extra: Mapping[str, Any] = {}
-        self.pps_row = SparkRow("pps")
-        self.loss_row = SparkRow("loss_pct", max_value=100.0)
+        self.last: IcmpInterval | None = None
+        self.pps_row = SparkRow(PPS)
+        self.loss_row = SparkRow(LOSS_PCT, max_value=100.0)
         self.nic_row = SparkRow("nic")
         self.table = TextBlock([self._waiting()])
 
@@ -73,91 +123,81 @@ class IcmpPane(ProbePane):
     # -- storing ------------------------------------------------------------
     def add_sample(self, sample: Sample) -> None:
         super().add_sample(sample)
-        self.extra = sample.extra or {}
+        self.last = IcmpInterval.from_sample(sample)
 
     def observe(self, sample: Sample) -> None:
-        if self.interface is None or not sample.probe.startswith("system.net"):
+        if self.interface is None:
             return
-        rx = sample.values.get(f"rx_pps@{self.interface}")
-        tx = sample.values.get(f"tx_pps@{self.interface}")
-        if rx is None and tx is None:
+        nic = NicCounters.all_from_sample(sample).get(self.interface)
+        if nic is None or (nic.rx_pps is None and nic.tx_pps is None):
             return
         self.nic_seen = True
-        self.nic_rx.append(rx)
-        self.nic_tx.append(tx)
-        if tx is not None:
-            self.nic_chart.append((sample.t_ns / 1e9, tx))
+        self.nic_tx.append(nic.tx_pps)
+        if nic.tx_pps is not None:
+            self.nic_chart.append((sample.t_ns / 1e9, nic.tx_pps))
 
     # -- drawing ------------------------------------------------------------
-    def _latest(self, key: str) -> float | None:
-        hist = self.history.get(key)
-        return None if hist is None else hist.latest
-
     def header_line(self) -> str:
         p = self.params
-        if p.get("flood"):
-            pace = "flood" + (f", preload {p['preload']}" if p.get("preload", 1) > 1 else "")
-        elif p.get("rate"):
-            pace = f"{p['rate']:g} req/s"
+        s = p.settings
+        if s.flood:
+            pace = "flood" + (f", preload {s.preload}" if s.preload > 1 else "")
+        elif s.rate:
+            pace = f"{s.rate:g} req/s"
         else:
-            pace = f"every {p.get('period_s') or 1.0:g} s"
-        streams = p.get("streams", 1)
-        mode = {"raw": "raw socket", "datagram": "datagram socket (unprivileged)"}.get(
-            str(p.get("mode")), str(p.get("mode"))
-        )
+            pace = f"every {s.period_s or 1.0:g} s"
+        streams = f" × {s.streams} streams" if s.streams > 1 else ""
+        address = p.target.address if p.target is not None else s.host
         return (
-            f"{mode} · {pace}{f' × {streams} streams' if streams > 1 else ''} · "
-            f"{p.get('address') or p.get('host')} via {self.interface or '?'} · "
-            f"{p.get('size', 56)} B payload"
+            f"{p.mode_label} · {pace}{streams} · {address} via {self.interface or '?'} · "
+            f"{s.size} B payload"
         )
 
     def table_lines(self) -> list[str]:
         if self.idle_reason:
             return [f"idle: {self.idle_reason}"]
-        v = self._latest
         lines = [self.header_line()]
+        i = self.last
+        if i is None:
+            return [*lines, "waiting for the first interval..."]
         lines.append(
-            f"req/s {fmt_value(v('requests_per_s'), '/s')}  rep/s "
-            f"{fmt_value(v('replies_per_s'), '/s')}  pps {fmt_value(v('pps'), 'pkt/s')}"
-            f"  loss {fmt_value(v('loss_pct'), '%')} %"
+            f"requests {fmt_value(i.requests_per_s, '/s')}/s  "
+            f"replies {fmt_value(i.replies_per_s, '/s')}/s  "
+            f"{fmt_value(i.pps, 'pkt/s')} pps  loss {fmt_value(i.loss_pct, '%')} %"
         )
         lines.append(
-            f"lost {fmt_value(v('lost'))}  dup {fmt_value(v('duplicates'))}  "
-            f"reordered {fmt_value(v('reordered'))}  late {fmt_value(v('late'))}  "
-            f"in flight {fmt_value(v('in_flight'))}"
+            f"lost {_count(i.lost)}  duplicates {_count(i.duplicates)}  "
+            f"reordered {_count(i.reordered)}  late {_count(i.late)}  "
+            f"in flight {_count(i.in_flight)}"
         )
-        lines.append(
-            "rtt µs min/avg/max/mdev "
-            + "/".join(fmt_value(v(f"rtt_{k}_us"), "us") for k in ("min", "avg", "max", "mdev"))
-            + "  p50/p90/p99 "
-            + "/".join(fmt_value(v(f"rtt_{k}_us"), "us") for k in ("p50", "p90", "p99"))
-        )
-        lines.append(rtt_distribution(list(self.extra.get("rtt_hist_us", []))))
-        errors = dict(self.extra.get("errors", {}) or {})
-        routers = dict(self.extra.get("error_routers", {}) or {})
-        if errors:
+        lines.append(rtt_line(i.rtt))
+        lines.append(rtt_distribution(i.rtt_hist or ()))
+        if i.errors:
             parts = []
-            for name, n in errors.items():
-                where = routers.get(name)
+            for name, n in i.errors.items():
+                where = i.error_routers.get(name)
                 parts.append(f"{name} {n}" + (f" from {', '.join(sorted(where))}" if where else ""))
             lines.append("errors: " + "; ".join(parts))
         return lines
 
+    def _spark_label(self, title: str, value: float | None, unit: str, key_unit: str) -> str:
+        return f"{title[:ROW_TITLE]:<{ROW_TITLE}} {fmt_value(value, key_unit, 7)} {unit}"
+
     def render_frame(self) -> None:
         super().render_frame()
-        for row, key, unit, title in (
-            (self.pps_row, "pps", "pkt/s", "probe pps"),
-            (self.loss_row, "loss_pct", "%", "loss %"),
+        for row, key, title, unit, key_unit in (
+            (self.pps_row, PPS, "probe", "pps", "pkt/s"),
+            (self.loss_row, LOSS_PCT, "loss", "%", "%"),
         ):
-            hist = self.history.get(key)
+            hist = self.metric(key)
             if hist is None:
                 continue
-            row.label.set_lines([f"{title:<12} {fmt_value(hist.latest, unit, 7)}"])
+            row.label.set_lines([self._spark_label(title, hist.latest, unit, key_unit)])
             row.spark.set_values(hist.recent(max(row.spark.size.width, 1)))
         if self.nic_seen:
             latest = self.nic_tx[-1] if self.nic_tx else None
-            name = f"kernel {self.interface} tx"
-            self.nic_row.label.set_lines([f"{name[:16]:<16} {fmt_value(latest, 'pkt/s', 7)}"])
+            title = f"kernel {self.interface} tx"
+            self.nic_row.label.set_lines([self._spark_label(title, latest, "pps", "pkt/s")])
             self.nic_row.spark.set_values(
                 list(self.nic_tx)[-max(self.nic_row.spark.size.width, 1) :]
             )
@@ -166,12 +206,17 @@ class IcmpPane(ProbePane):
         self.table.set_lines(self.table_lines())
 
     def chart_series(self) -> dict[str, list[tuple[float, float]]]:
+        """Every series names its unit. They share one axis (the maximised
+        screen draws one chart): pps and replies/s next to loss % and RTT."""
+        rtt = self.series(RTT_P99_US)
+        median = sorted(v for _t, v in rtt)[len(rtt) // 2] if rtt else None
+        scale, unit = rtt_unit(median)
         out = {
-            "probe pps": self.series("pps"),
-            "replies/s": self.series("replies_per_s"),
-            "loss %": self.series("loss_pct"),
-            "rtt p99 µs": self.series("rtt_p99_us"),
+            "probe pps": self.series(PPS),
+            "replies/s": self.series(REPLIES_PER_S),
+            "loss %": self.series(LOSS_PCT),
+            f"RTT p99 {unit}": [(t, v / scale) for t, v in rtt],
         }
         if self.nic_chart:
-            out[f"kernel {self.interface} tx pkt/s"] = list(self.nic_chart)
+            out[f"kernel {self.interface} tx pps"] = list(self.nic_chart)
         return out

@@ -1,0 +1,285 @@
+"""The ICMP family's options (one declarative spec) and its frozen settings.
+
+Contract:
+- ``SPEC`` is what ``probetop icmp`` accepts; the CLI, the add-probe prompt and
+  docs/icmp.md all read it. Here ``--interval`` (``-i``) is ping's send
+  interval, so the spec owns that common option (``own_common``); the
+  sampling interval is ``--sample-interval``, which lands where the common
+  ``--interval`` does (``probetop --interval S icmp HOST`` sets it too).
+- ``IcmpSettings`` is what one ICMP probe runs with. ``from_options`` builds
+  it from parsed option values and the sampling interval; ``validate`` raises
+  ``UsageProbeError`` for contradictions and out-of-range values, with a
+  message that names the option.
+- ``reference_command`` is the equivalent ping (flood, or up to 100/s) or
+  hping3 (faster fixed rates, IPv4) command line.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from probetop.probes.core.base import UsageProbeError
+from probetop.probes.core.options import CommandSpec, Option, duration, number, whole_number
+
+DEFAULT_PERIOD_S = 1.0
+UNSOLICITED_MAX_PPS = 100.0  # above this, --flood or an explicit --rate is required
+MAX_SIZE = 65507  # largest ICMP payload in one IPv4 datagram
+SOCKET_MODES = ("auto", "raw", "datagram")
+
+DESCRIPTION = """\
+Send ICMP echo requests to HOST and show, per interval, requests/s, replies/s,
+packets/s through the target (2 x replies/s), loss (a request in flight is
+never lost before the grace period), duplicates, reordering, RTT
+min/avg/max/mdev/p50/p90/p99 and ICMP errors with the reporting router.
+
+Default: one request per second, like ping. --flood sends a new request as
+each reply arrives (ping -f); --rate sends at a fixed rate regardless of
+replies (hping3 -i u...). Rates above 100/s need --flood or an explicit --rate.
+"""
+
+EPILOG = """\
+examples:
+  probetop icmp 127.0.0.1                           one request per second
+  probetop icmp --flood --size 1 --time 5 --json 127.0.0.1
+  probetop icmp --rate 50000 --time 10 ::1          fixed 50k requests/s
+  probetop icmp --flood --streams 2 --headless --time 5 127.0.0.1
+
+privileges: a datagram ICMP socket when net.ipv4.ping_group_range allows your
+group, else a raw socket (root or `sudo setcap cap_net_raw+ep $(realpath $(which python3))`).
+"""
+
+# Range rules live in IcmpSettings.validate (some need the other options);
+# the parsers only check "a whole number >= 0" / "a number" / "a duration".
+_count = whole_number(minimum=0)
+
+SPEC = CommandSpec(
+    name="icmp",
+    help="ICMP echo: requests/s, replies/s, pps, loss, RTT percentiles (ping -f, hping3)",
+    description=DESCRIPTION,
+    epilog=EPILOG,
+    own_common=("--interval",),
+    options=(
+        Option(("host",), "name or address to send echo requests to", metavar="HOST"),
+        Option(
+            ("--flood",),
+            "send a new request as each reply arrives (ping -f), or every 10 ms without one",
+            action="store_true",
+            default=False,
+            exclusive="pace",
+        ),
+        Option(
+            ("--rate",),
+            "fixed requests/s regardless of replies (hping3)",
+            number(positive=True),
+            metavar="PPS",
+            exclusive="pace",
+        ),
+        Option(
+            ("-i", "--interval", "--send-interval"),
+            "time between requests, as ping -i (0.2, 200ms, 20us); default 1 s",
+            duration(positive=True),
+            metavar="DURATION",
+            dest="send_interval",
+            exclusive="pace",
+        ),
+        Option(
+            ("--sample-interval",),
+            "sampling interval in seconds (default 1); --interval here is ping's send interval",
+            number(positive=True),
+            1.0,
+            "S",
+            dest="interval",  # the common sampling interval, under another name
+        ),
+        Option(
+            ("-s", "--size"), "ICMP payload bytes, as ping -s (default 56)", _count, 56, "BYTES"
+        ),
+        Option(
+            ("--streams",),
+            "independent senders, each with its own socket and thread (default 1)",
+            _count,
+            1,
+            "N",
+        ),
+        Option(("-c", "--count"), "stop after N requests", _count, metavar="N"),
+        Option(("-t", "--ttl"), "IP TTL / hop limit", _count, metavar="N"),
+        Option(
+            ("-4",),
+            "IPv4 only",
+            action="store_const",
+            const=4,
+            dest="family",
+            exclusive="family",
+        ),
+        Option(
+            ("-6",),
+            "IPv6 only",
+            action="store_const",
+            const=6,
+            dest="family",
+            exclusive="family",
+        ),
+        Option(("--source",), "source address (one of this host's)", metavar="ADDR"),
+        Option(
+            ("--broadcast",),
+            "allow a broadcast or multicast target",
+            action="store_true",
+            default=False,
+        ),
+        Option(
+            ("-l", "--preload"),
+            "flood: requests kept outstanding per stream, as ping -l (default 1)",
+            _count,
+            1,
+            "N",
+        ),
+        Option(
+            ("--grace",),
+            "a request unanswered this long is lost; Ctrl-C waits this long (default 1)",
+            number(),
+            1.0,
+            "S",
+        ),
+        Option(
+            ("--socket",),
+            "socket kind (default: datagram where allowed, else raw)",
+            choices=SOCKET_MODES,
+            default="auto",
+            dest="socket_mode",
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class IcmpSettings:
+    """What to send where (ping's names in brackets).
+
+    ``period_s`` None, ``rate`` None and ``flood`` False = 1 request/s.
+    ``rate`` and ``period_s`` count over all streams. ``interval_s`` is the
+    sampling interval. The field names are the ``params`` of a recording's
+    header (probetop 0.1), so keep them.
+    """
+
+    host: str
+    flood: bool = False  # -f
+    rate: float | None = None  # requests/s over all streams (hping3 -i u...)
+    period_s: float | None = None  # seconds between requests (-i), over all streams
+    size: int = 56  # ICMP payload bytes (-s)
+    streams: int = 1
+    count: int | None = None  # -c
+    ttl: int | None = None  # -t
+    family: int | None = None  # 4, 6 or None (whatever the name resolves to first)
+    source: str | None = None  # -I
+    broadcast: bool = False  # -b
+    preload: int = 1  # flood: requests kept outstanding per stream (-l)
+    grace_s: float = 1.0
+    socket_mode: str = "auto"  # auto, raw, datagram
+    interval_s: float = 1.0  # sampling interval
+
+    @classmethod
+    def from_options(cls, values: Mapping[str, Any], *, interval_s: float) -> IcmpSettings:
+        """Settings from parsed ``SPEC`` values plus the sampling interval; validated."""
+        settings = cls(
+            host=values["host"],
+            flood=bool(values.get("flood", False)),
+            rate=values.get("rate"),
+            period_s=values.get("send_interval"),
+            size=values.get("size", 56),
+            streams=values.get("streams", 1),
+            count=values.get("count"),
+            ttl=values.get("ttl"),
+            family=values.get("family"),
+            source=values.get("source"),
+            broadcast=bool(values.get("broadcast", False)),
+            preload=values.get("preload", 1),
+            grace_s=values.get("grace", 1.0),
+            socket_mode=values.get("socket_mode", "auto"),
+            interval_s=interval_s,
+        )
+        settings.validate()
+        return settings
+
+    @property
+    def total_rate(self) -> float | None:
+        """Requests/s over all streams, or None for flood."""
+        if self.flood:
+            return None
+        if self.rate is not None:
+            return self.rate
+        return 1.0 / (self.period_s or DEFAULT_PERIOD_S)
+
+    def validate(self) -> None:
+        """Raise UsageProbeError on contradictions and out-of-range values."""
+        # Rates above UNSOLICITED_MAX_PPS are opt-in: the default is 1/s, and
+        # --flood, --rate and -i are each an explicit choice of rate.
+        if self.flood and (self.rate is not None or self.period_s is not None):
+            raise UsageProbeError("--flood sends as fast as replies come back: drop --rate/-i")
+        if self.rate is not None and self.period_s is not None:
+            raise UsageProbeError("give either --rate or -i/--send-interval, not both")
+        if self.rate is not None and not (0 < self.rate <= 10_000_000 and math.isfinite(self.rate)):
+            raise UsageProbeError(
+                f"--rate must be within (0, 10000000] requests/s, got {self.rate}"
+            )
+        if self.period_s is not None and not (0 < self.period_s <= 3600):
+            raise UsageProbeError(
+                f"the send interval must be within (0, 3600] s, got {self.period_s}"
+            )
+        if not 0 <= self.size <= MAX_SIZE:
+            raise UsageProbeError(f"--size must be within 0..{MAX_SIZE} bytes, got {self.size}")
+        if not 1 <= self.streams <= 64:
+            raise UsageProbeError(f"--streams must be within 1..64, got {self.streams}")
+        if self.count is not None and self.count < 1:
+            raise UsageProbeError(f"--count must be at least 1, got {self.count}")
+        if self.count is not None and self.count < self.streams:
+            raise UsageProbeError("--count must be at least --streams (each stream sends one)")
+        if self.ttl is not None and not 1 <= self.ttl <= 255:
+            raise UsageProbeError(f"--ttl must be within 1..255, got {self.ttl}")
+        if not 1 <= self.preload <= 65536:
+            raise UsageProbeError(f"--preload must be within 1..65536, got {self.preload}")
+        if self.preload > 1 and not self.flood:
+            raise UsageProbeError("--preload only applies to --flood")
+        if not 0 < self.grace_s <= 60:
+            raise UsageProbeError(f"--grace must be within (0, 60] s, got {self.grace_s}")
+        if self.socket_mode not in SOCKET_MODES:
+            raise UsageProbeError(f"unknown socket mode {self.socket_mode!r}")
+        if not (self.interval_s > 0 and math.isfinite(self.interval_s)):
+            raise UsageProbeError(
+                f"--sample-interval must be a positive number of seconds, got {self.interval_s}"
+            )
+
+
+def reference_command(settings: IcmpSettings, address: str | None = None) -> str:
+    """The ping (flood, or up to 100/s) or hping3 (faster fixed rates) equivalent."""
+    o = settings
+    host = address or o.host
+    fam = ["-6"] if o.family == 6 else (["-4"] if o.family == 4 else [])
+    rate = o.total_rate
+    if rate is not None and rate > UNSOLICITED_MAX_PPS and o.family != 6 and ":" not in host:
+        usec = max(1, round(1e6 / rate))
+        cmd = ["hping3", "-q", "--icmp", "-i", f"u{usec}", "-d", str(o.size)]
+        if o.count:
+            cmd += ["-c", str(o.count)]
+        if o.ttl:
+            cmd += ["-t", str(o.ttl)]
+        return shlex.join([*cmd, host])
+    cmd = ["ping", "-q", *fam]
+    if o.flood:
+        cmd += ["-f"]
+        if o.preload > 1:
+            cmd += ["-l", str(o.preload)]
+    elif rate is not None and rate != 1.0:
+        cmd += ["-i", f"{1.0 / rate:g}"]
+    cmd += ["-s", str(o.size)]
+    if o.count:
+        cmd += ["-c", str(o.count)]
+    if o.ttl:
+        cmd += ["-t", str(o.ttl)]
+    if o.source:
+        cmd += ["-I", o.source]
+    if o.broadcast:
+        cmd += ["-b"]
+    return shlex.join([*cmd, host])
