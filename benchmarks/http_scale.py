@@ -4,7 +4,7 @@ Four local servers (probetop's demo target, each in a process of its own on
 127.0.0.1) serve /delay?ms=20&u=I for 100 URLs, 25 each. In one run:
 
 1. alone: each of --alone-urls URLs (default 20, spread over the 100)
-   sampled by itself (`HttpProbe([url])`, N requests, same interval);
+   sampled by itself (one `HttpProbe` per URL, N requests, same interval);
 2. together: one probe samples all 100 URLs every interval (one worker
    process, one libcurl multi handle), N requests each.
 
@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from probetop.probes.http.probe import HttpProbe
+from probetop.probes.http import HttpProbe, HttpSettings
 from probetop.tui.runner import run_headless
 
 SERVER = """
@@ -69,7 +69,7 @@ def median_ttfbs(result, probe: HttpProbe) -> dict[str, float | None]:
 
 
 async def sample(urls: list[str], interval: float, count: int) -> dict[str, float | None]:
-    probe = HttpProbe(urls, interval_s=interval, count=count)
+    probe = HttpProbe(HttpSettings(urls=tuple(urls), interval_s=interval, count=count))
     result = await run_headless([probe], duration_s=count * interval + 30)
     return median_ttfbs(result, probe)
 

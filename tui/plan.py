@@ -44,7 +44,9 @@ COMMON_OPTIONS: tuple[Option, ...] = (
         ("--interval",),
         "sampling interval in seconds (default 1)",
         parse=number(positive=True),
-        default=1.0,
+        # None in the parsed values means "not given" (CommonOptions reads it
+        # as 1 s): `http --interval 1 URL` asks for repeated sampling.
+        default=None,
         metavar="S",
     ),
     Option(

@@ -1,0 +1,87 @@
+"""The http family's front door: HTTP phase timings (DNS, TCP, TLS, server,
+transfer) from libcurl's own clocks, one-off or sampled repeatedly.
+
+Everything outside ``probes/http/`` imports from here, never from the modules
+behind it:
+
+- ``SPEC``: the ``probetop http`` options (declarative; CLI, prompt, docs):
+  curl's options with curl's meanings, and the known curl options probetop
+  refuses (hidden)
+- ``HttpSettings``: what one run is made of (frozen, validated), including
+  the ``HttpRequest`` (the curl options of every request)
+- ``HttpProbe``: repeated sampling (a worker process, one libcurl multi handle)
+- ``HttpInterval``, ``UrlInterval``, ``HttpParams``, ``METRICS``, the metric
+  names: what an http sample and an http probe's announcement carry, typed
+- one-off mode: ``check_url`` / ``HttpUrlError`` (exit 3 or 4),
+  ``check_http_version``, ``fetch`` (one exchange, hop by hop) giving an
+  ``Exchange`` with its ``exit_code`` and ``message()``; ``EXIT_CODES``
+- reports: ``render_exchange`` (the one-off waterfall, ``use_colour``),
+  ``pycurlb_document`` (one-off ``--json``), ``render_report`` and
+  ``json_report`` (the repeated-mode report, text or ``--json``)
+
+Importing this package is cheap: pycurl loads when a request is made.
+"""
+
+from probetop.probes.http.probe import HttpProbe
+from probetop.probes.http.records import (
+    ERRORS,
+    HTTP_CODE,
+    KIND,
+    METRICS,
+    PHASES,
+    REQUESTS,
+    TOTAL_MS,
+    TTFB_MS,
+    HttpInterval,
+    HttpParams,
+    UrlInterval,
+    phase_metric,
+)
+from probetop.probes.http.report import json_report, render_report
+from probetop.probes.http.request import (
+    HttpRequest,
+    HttpUrlError,
+    check_http_version,
+    check_url,
+)
+from probetop.probes.http.settings import SPEC, HttpSettings, unsupported_message
+from probetop.probes.http.transfer import (
+    ERROR_KINDS,
+    EXIT_CODES,
+    Exchange,
+    fetch,
+    pycurlb_document,
+)
+from probetop.probes.http.waterfall import render_exchange, use_colour
+
+__all__ = [
+    "ERRORS",
+    "ERROR_KINDS",
+    "EXIT_CODES",
+    "HTTP_CODE",
+    "KIND",
+    "METRICS",
+    "PHASES",
+    "REQUESTS",
+    "SPEC",
+    "TOTAL_MS",
+    "TTFB_MS",
+    "Exchange",
+    "HttpInterval",
+    "HttpParams",
+    "HttpProbe",
+    "HttpRequest",
+    "HttpSettings",
+    "HttpUrlError",
+    "UrlInterval",
+    "check_http_version",
+    "check_url",
+    "fetch",
+    "json_report",
+    "phase_metric",
+    "pycurlb_document",
+    "render_exchange",
+    "render_report",
+    "unsupported_message",
+    "use_colour",
+]

@@ -1,21 +1,14 @@
 """HTTP phase timings, sampled repeatedly: the ``http`` probe.
 
 Contract:
-- ``HttpProbe(urls, request, interval_s, count, fresh)`` requests every URL
-  once per interval (``count`` times each, or until stopped) through the
-  worker process in ``http_worker`` and emits one Sample per interval.
-- Sample values, per URL (entity = ``labels()[url]``, e.g.
-  ``ttfb_ms@127.0.0.1:8080/delay``): the latest request's phases ``dns_ms``,
-  ``tcp_ms``, ``tls_ms``, ``server_ms``, ``transfer_ms``, plus ``ttfb_ms``
-  (libcurl's starttransfer), ``total_ms``, ``http_code``, ``requests`` and
-  ``errors`` finished in the interval. Without an entity: ``ttfb_ms`` and
-  ``total_ms`` medians over every request finished in the interval, and the
-  interval's ``requests`` and ``errors``.
-- ``Sample.extra["errors"]`` = cumulative error counts by kind per URL label;
-  ``extra["ttfb_ms"]``/``extra["total_ms"]`` = every request's value in the
-  interval per label (None for a failed one), for exact percentiles downstream.
+- ``HttpProbe(settings)`` requests every URL of ``settings.urls`` once per
+  ``settings.interval_s`` (``settings.count`` times each, or until stopped)
+  through the worker process in ``worker.py`` and emits one Sample per
+  interval, laid out by ``records.HttpInterval`` (see there for the keys).
 - In-interval failures (DNS, refused, timeout, TLS, 4xx/5xx) are counted and
   sampling goes on. ``prepare`` raises ProbeError only for what cannot start.
+- ``summary()`` gives per URL label every phase's distribution
+  (``stats.UrlStats.as_dict``), read by ``report.py``.
 - Cancellation kills the worker process and waits for it.
 """
 
@@ -30,19 +23,27 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from probetop.probes.core.base import Emit, MetricSpec, ProbeError, UsageProbeError
-from probetop.probes.core.sample import ENTITY_SEP, Sample, metric_key, now_ns
+from probetop.probes.core.base import Emit, ProbeError
+from probetop.probes.core.sample import ENTITY_SEP, Sample, now_ns
 from probetop.probes.core.ticker import Ticker
+from probetop.probes.http.records import (
+    KIND,
+    METRICS,
+    PHASES,
+    HttpInterval,
+    HttpParams,
+    UrlInterval,
+)
 from probetop.probes.http.request import (
-    HttpRequest,
     check_http_version,
     check_url,
     curl_command,
     normalise_url,
 )
+from probetop.probes.http.settings import HttpSettings
 from probetop.probes.http.stats import UrlStats
-from probetop.probes.http.transfer import PHASES, phases_us
-from probetop.probes.record.redact import redact_url
+from probetop.probes.http.transfer import phases_us
+from probetop.probes.record import redact_url
 
 MAX_LABEL = 48
 
@@ -84,35 +85,19 @@ def default_probe_id(urls: list[str]) -> str:
 class HttpProbe:
     """Repeated HTTP requests with libcurl phase timings. See module docstring."""
 
-    kind = "http"
-    metrics = (
-        MetricSpec("ttfb_ms", "ms", "time to first byte (libcurl starttransfer)", True),
-        MetricSpec("total_ms", "ms", "whole request (libcurl total)", True),
-        MetricSpec("dns_ms", "ms", "DNS: namelookup"),
-        MetricSpec("tcp_ms", "ms", "TCP: connect - namelookup"),
-        MetricSpec("tls_ms", "ms", "TLS: appconnect - connect"),
-        MetricSpec("server_ms", "ms", "server: starttransfer - pretransfer"),
-        MetricSpec("transfer_ms", "ms", "transfer: total - starttransfer"),
-        MetricSpec("http_code", "", "HTTP status of the latest response (0: none)"),
-        MetricSpec("requests", "", "requests finished in the interval"),
-        MetricSpec("errors", "", "requests failed in the interval (any kind)"),
-    )
+    kind = KIND
+    metrics = METRICS
 
     def __init__(
-        self,
-        urls: list[str],
-        request: HttpRequest | None = None,
-        *,
-        interval_s: float = 1.0,
-        count: int | None = None,
-        fresh: bool = True,
-        probe_id: str | None = None,
+        self, settings: HttpSettings | None = None, *, probe_id: str | None = None
     ) -> None:
-        self.urls = list(urls)
-        self.request = request or HttpRequest()
-        self.interval_s = interval_s
-        self.count = count
-        self.fresh = fresh
+        self.settings = settings or HttpSettings()
+        s = self.settings
+        self.urls = list(s.urls)  # normalised (scheme added) by prepare
+        self.request = s.request
+        self.interval_s = s.interval_s
+        self.count = s.count
+        self.fresh = s.fresh
         self.id = probe_id or default_probe_id(self.urls)
         self.labels: dict[str, str] = {}
         self.stats: dict[str, UrlStats] = {}
@@ -121,12 +106,7 @@ class HttpProbe:
 
     # -- Probe protocol ---------------------------------------------------
     def prepare(self) -> None:
-        if not self.urls:
-            raise UsageProbeError("give at least one URL")
-        if self.count is not None and self.count < 1:
-            raise UsageProbeError(f"--count must be at least 1, got {self.count}")
-        if not self.interval_s > 0:
-            raise UsageProbeError("--interval must be positive")
+        self.settings.validate()
         try:
             import pycurl  # noqa: F401
         except ImportError as exc:
@@ -137,14 +117,14 @@ class HttpProbe:
         self.stats = {self.labels[u]: UrlStats(redact_url(u)) for u in self.urls}
 
     def params(self) -> Mapping[str, Any]:
-        return {
-            "urls": [redact_url(u) for u in self.urls],
-            "labels": [self.labels.get(u) for u in self.urls],
-            "interval_s": self.interval_s,
-            "count": self.count,
-            "connection": "fresh" if self.fresh else "reuse",
-            "request": self.request.redacted(),
-        }
+        return HttpParams(
+            urls=tuple(redact_url(u) for u in self.urls),
+            labels=tuple(self.labels.get(u) for u in self.urls),
+            interval_s=self.interval_s,
+            count=self.count,
+            connection=self.settings.connection,
+            request=self.request.redacted(),
+        ).to_dict()
 
     def reference_command(self) -> str | None:
         if not self.urls:
@@ -154,7 +134,7 @@ class HttpProbe:
     def summary(self) -> Mapping[str, Any]:
         return {
             "interval_s": self.interval_s,
-            "connection": "fresh" if self.fresh else "reuse",
+            "connection": self.settings.connection,
             "skipped_turns": self.skipped,
             "reference_command": self.reference_command(),
             "urls": {label: s.as_dict() for label, s in self.stats.items()},
@@ -235,13 +215,10 @@ class HttpProbe:
 
     # -- aggregation ------------------------------------------------------
     def _sample(self, batch: list[dict[str, Any]], t_ns: int, seconds: float) -> Sample:
-        values: dict[str, float | None] = {}
-        per_url_requests: dict[str, int] = {}
-        per_url_errors: dict[str, int] = {}
+        """One interval's worker results as one Sample (``HttpInterval``)."""
+        per_url: dict[str, _UrlBatch] = {}  # in the order of each URL's first result
         ttfbs: list[float] = []
         totals: list[float] = []
-        every_ttfb: dict[str, list[float | None]] = {}
-        every_total: dict[str, list[float | None]] = {}
         errors = 0
         for result in batch:
             label = self.labels[self.urls[result["i"]]]
@@ -251,36 +228,67 @@ class HttpProbe:
                 failed=result["error"] or None,
                 got_response=result["http_code"] > 0,
             )
-            kind = stats.add(result, phases)
-            per_url_requests[label] = per_url_requests.get(label, 0) + 1
-            if kind:
-                errors += 1
-                per_url_errors[label] = per_url_errors.get(label, 0) + 1
-            for phase in PHASES:
-                us = phases[phase]
-                values[metric_key(f"{phase}_ms", label)] = None if us is None else us / 1000.0
-            ttfb, total = stats.last_ttfb_ms, stats.last_total_ms
-            values[metric_key("ttfb_ms", label)] = ttfb
-            values[metric_key("total_ms", label)] = total
-            values[metric_key("http_code", label)] = float(result["http_code"])
-            every_ttfb.setdefault(label, []).append(ttfb)
-            every_total.setdefault(label, []).append(total)
-            if ttfb is not None:
-                ttfbs.append(ttfb)
-            if total is not None:
-                totals.append(total)
-        for label, n in per_url_requests.items():
-            values[metric_key("requests", label)] = float(n)
-            values[metric_key("errors", label)] = float(per_url_errors.get(label, 0))
-        values["ttfb_ms"] = statistics.median(ttfbs) if ttfbs else None
-        values["total_ms"] = statistics.median(totals) if totals else None
-        values["requests"] = float(len(batch))
-        values["errors"] = float(errors)
+            failed = stats.add(result, phases) is not None
+            errors += failed
+            per_url.setdefault(label, _UrlBatch()).add(
+                phases, stats.last_ttfb_ms, stats.last_total_ms, int(result["http_code"]), failed
+            )
+            if stats.last_ttfb_ms is not None:
+                ttfbs.append(stats.last_ttfb_ms)
+            if stats.last_total_ms is not None:
+                totals.append(stats.last_total_ms)
         self.skipped = sum(s.skipped for s in self.stats.values())
-        extra = {
-            "errors": {lb: dict(s.errors) for lb, s in self.stats.items() if s.errors},
-            # Every request of the interval (values keep only each URL's latest).
-            "ttfb_ms": every_ttfb,
-            "total_ms": every_total,
-        }
-        return Sample(self.id, t_ns, seconds, values, extra)
+        interval = HttpInterval(
+            urls=tuple(url.record(label) for label, url in per_url.items()),
+            ttfb_ms=statistics.median(ttfbs) if ttfbs else None,
+            total_ms=statistics.median(totals) if totals else None,
+            requests=len(batch),
+            errors=errors,
+            error_counts={lb: dict(s.errors) for lb, s in self.stats.items() if s.errors},
+        )
+        return interval.to_sample(self.id, t_ns, seconds)
+
+
+class _UrlBatch:
+    """One URL's requests finished in one interval: the latest one's figures
+    and every request's TTFB and total."""
+
+    def __init__(self) -> None:
+        self.phases_ms: dict[str, float | None] = {}
+        self.http_code = 0
+        self.requests = 0
+        self.errors = 0
+        self.every_ttfb_ms: list[float | None] = []
+        self.every_total_ms: list[float | None] = []
+
+    def add(
+        self,
+        phases_us: Mapping[str, int | None],
+        ttfb_ms: float | None,
+        total_ms: float | None,
+        http_code: int,
+        failed: bool,
+    ) -> None:
+        self.phases_ms = {p: _ms(phases_us[p]) for p in PHASES}
+        self.http_code = http_code
+        self.requests += 1
+        self.errors += failed
+        self.every_ttfb_ms.append(ttfb_ms)
+        self.every_total_ms.append(total_ms)
+
+    def record(self, label: str) -> UrlInterval:
+        return UrlInterval(
+            label=label,
+            phases_ms=self.phases_ms,
+            ttfb_ms=self.every_ttfb_ms[-1],
+            total_ms=self.every_total_ms[-1],
+            http_code=self.http_code,
+            requests=self.requests,
+            errors=self.errors,
+            every_ttfb_ms=tuple(self.every_ttfb_ms),
+            every_total_ms=tuple(self.every_total_ms),
+        )
+
+
+def _ms(us: int | None) -> float | None:
+    return None if us is None else us / 1000.0

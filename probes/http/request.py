@@ -2,8 +2,9 @@
 
 Contract:
 - ``HttpRequest`` holds the curl-compatible options probetop supports (see
-  docs/http.md for the list). It is JSON-safe through ``to_dict``/``from_dict``
-  so the sampling worker process gets exactly what the one-off mode uses.
+  docs/http.md for the list). It is immutable (list options are tuples) and
+  JSON-safe through ``to_dict``/``from_dict``, so the sampling worker process
+  gets exactly what the one-off mode uses.
 - ``configure(curl, request, url, method, body)`` sets one easy handle for one
   hop. Options follow curl's command-line meaning, not pycurlb's: repeated
   ``-H`` keeps every header, ``-d`` is a form-encoded POST, ``-u`` is sent.
@@ -16,12 +17,12 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import urlsplit
 
 from probetop.probes.core.base import TargetProbeError, UsageProbeError
-from probetop.probes.record.redact import REDACTED, redact_header, redact_url
+from probetop.probes.record import REDACTED, redact_header, redact_url
 
 SCHEMES = ("http", "https")
 HTTP_VERSIONS = ("1.0", "1.1", "2", "3")
@@ -30,12 +31,19 @@ DEFAULT_MAX_REDIRS = 50
 REDIRECT_CODES = (301, 302, 303, 307, 308)
 
 
-@dataclass
+_LIST_OPTIONS = ("headers", "resolve", "connect_to")
+
+
+@dataclass(frozen=True)
 class HttpRequest:
-    """The curl options one request runs with (curl option in each comment)."""
+    """The curl options one request runs with (curl option in each comment).
+
+    The repeatable options (``headers``, ``resolve``, ``connect_to``) are
+    tuples; a list given to the constructor is copied into one.
+    """
 
     method: str | None = None  # -X
-    headers: list[str] = field(default_factory=list)  # -H (repeatable)
+    headers: tuple[str, ...] = ()  # -H (repeatable)
     data: str | None = None  # -d / --data-binary, joined with '&' as curl does (latin-1)
     user: str | None = None  # -u user:password
     user_agent: str | None = None  # -A
@@ -47,8 +55,8 @@ class HttpRequest:
     max_redirs: int = DEFAULT_MAX_REDIRS  # --max-redirs
     timeout_s: float | None = None  # -m
     connect_timeout_s: float | None = None  # --connect-timeout
-    resolve: list[str] = field(default_factory=list)  # --resolve host:port:addr
-    connect_to: list[str] = field(default_factory=list)  # --connect-to h1:p1:h2:p2
+    resolve: tuple[str, ...] = ()  # --resolve host:port:addr
+    connect_to: tuple[str, ...] = ()  # --connect-to h1:p1:h2:p2
     ip_version: int | None = None  # -4 / -6
     http_version: str | None = None  # --http1.0 / --http1.1 / --http2 / --http3
     head: bool = False  # -I
@@ -56,8 +64,18 @@ class HttpRequest:
     interface: str | None = None  # --interface
     proxy: str | None = None  # -x
 
+    def __post_init__(self) -> None:
+        for name in _LIST_OPTIONS:
+            value = getattr(self, name)
+            if not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value or ()))
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every option by field name; the repeatable ones as lists (JSON)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in _LIST_OPTIONS:
+            out[name] = list(out[name])
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HttpRequest:
@@ -101,7 +119,7 @@ class HttpUrlError(TargetProbeError):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
-        # One-off exit codes (http_transfer.EXIT_CODES): 3 malformed URL, 4 scheme.
+        # One-off exit codes (transfer.EXIT_CODES): 3 malformed URL, 4 scheme.
         self.exit_code = 3 if kind == "url" else 4
 
 
@@ -170,7 +188,7 @@ def configure(
     assert body is None or isinstance(body, str)
     curl.setopt(pycurl.URL, url)
     curl.setopt(pycurl.NOSIGNAL, 1)  # timeouts must not use SIGALRM in threads
-    curl.setopt(pycurl.FOLLOWLOCATION, 0)  # hops are driven one by one (see http_transfer)
+    curl.setopt(pycurl.FOLLOWLOCATION, 0)  # hops are driven one by one (see transfer.py)
     headers = list(request.headers)
     if not send_credentials:
         headers = [

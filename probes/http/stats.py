@@ -1,7 +1,7 @@
 """Per-URL statistics over repeated requests: every phase's distribution and error counts.
 
 Contract: ``UrlStats.add(result, phases_us)`` takes one worker result (see
-``http_worker``) and its phases, and returns the error kind it counted (or
+``worker.py``) and its phases, and returns the error kind it counted (or
 None). ``as_dict`` gives, per phase and for ``ttfb``/``total``: count, min,
 p50, p90, p99, max, mean and population stddev in milliseconds (percentiles
 linear-interpolated, as numpy's default). Values are kept (8 bytes each), so

@@ -23,16 +23,19 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+# ``record.redact``, not ``from ... import redact``: ``redact`` is also the name
+# of a record submodule, and the import contracts would read it as that module.
+from probetop.probes import record
+from probetop.probes.http.records import PHASES
 from probetop.probes.http.request import (
     REDIRECT_CODES,
     HttpRequest,
     configure,
     same_origin_host,
 )
-from probetop.probes.record.redact import redact, redact_url
+from probetop.probes.record import redact_url
 
 STAMPS = ("namelookup", "connect", "appconnect", "pretransfer", "starttransfer", "total")
-PHASES = ("dns", "tcp", "tls", "server", "transfer")
 
 # Exit codes of one-off mode, one per error kind (documented in docs/http.md).
 EXIT_CODES: dict[str, int] = {
@@ -463,4 +466,4 @@ def pycurlb_document(exchange: Exchange) -> dict[str, Any]:
     doc["error_message"] = exchange.message()
     doc["request"] = exchange.request.redacted()
     doc["url"] = exchange.url
-    return redact(doc)
+    return record.redact(doc)

@@ -1,5 +1,4 @@
-"""Plain-text rendering of HTTP timings for the terminal: the one-off waterfall
-and the repeated-mode report.
+"""Plain-text rendering of one-off HTTP exchanges for the terminal: the waterfall.
 
 Contract: pure functions from data to a string. ANSI colours only when asked
 (``use_colour``: a terminal and no ``NO_COLOR``); piped output is plain text.
@@ -10,11 +9,10 @@ headless, and a one-off request must not pay for importing a UI toolkit).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from typing import Any, TextIO
 
 from probetop.probes.http.transfer import PHASES, Exchange, Hop
-from probetop.probes.record.redact import redact_url
+from probetop.probes.record import redact_url
 
 BAR_WIDTH = 40
 PHASE_NAMES = {"dns": "DNS", "tcp": "TCP", "tls": "TLS", "server": "server", "transfer": "transfer"}
@@ -34,7 +32,8 @@ def use_colour(stream: TextIO) -> bool:
     return bool(stream.isatty()) and not os.environ.get("NO_COLOR")
 
 
-def _paint(text: str, code: str, colour: bool) -> str:
+def paint(text: str, code: str, colour: bool) -> str:
+    """``text`` in an ANSI colour (SGR ``code``) when ``colour``, else as is."""
     return f"\x1b[{code}m{text}\x1b[0m" if colour else text
 
 
@@ -69,13 +68,13 @@ def render_hop(hop: Hop, *, colour: bool, title: str | None = None) -> str:
     info = hop.info
     lines = []
     head = title or f"{hop.method} {redact_url(hop.url)}"
-    lines.append(_paint(head, "1", colour))
+    lines.append(paint(head, "1", colour))
     if hop.http_code:
         ok = hop.http_code < 400
         status = hop.status_line or str(hop.http_code)
-        lines.append("  " + _paint(status, "32" if ok else "31;1", colour))
+        lines.append("  " + paint(status, "32" if ok else "31;1", colour))
     if hop.error:
-        lines.append("  " + _paint(f"error ({hop.error}): {hop.message}", "31;1", colour))
+        lines.append("  " + paint(f"error ({hop.error}): {hop.message}", "31;1", colour))
     if info.get("primary_ip"):
         remote = _addr(info.get("primary_ip"), info.get("primary_port"))
         local = _addr(info.get("local_ip"), info.get("local_port"))
@@ -107,11 +106,11 @@ def render_hop(hop: Hop, *, colour: bool, title: str | None = None) -> str:
         if us is not None:
             offset = int(starts[phase] / total * BAR_WIDTH)
             width = max(1 if us > 0 else 0, round(us / total * BAR_WIDTH))
-            bar = " " * min(offset, BAR_WIDTH - 1) + _paint("█" * width, _COLOURS[phase], colour)
+            bar = " " * min(offset, BAR_WIDTH - 1) + paint("█" * width, _COLOURS[phase], colour)
         label = PHASE_NAMES[phase]
         if hop.http_version == "3" and phase == "tcp":
             label = "connect"  # QUIC over UDP: there is no TCP handshake
-        name = _paint(f"{label:<9}", _COLOURS[phase], colour)
+        name = paint(f"{label:<9}", _COLOURS[phase], colour)
         lines.append(f"  {name}{ms(us):>13}   {cumulative:>13}  {end_name:<14}|{bar}")
     if hop.http_version == "3":
         lines.append("  (HTTP/3: 'connect' and 'TLS' are libcurl's stamps for the QUIC connection)")
@@ -143,44 +142,3 @@ def render_exchange(exchange: Exchange, *, colour: bool) -> str:
         f"{ms(ttfb)} and time_total {ms(total)} (summed over hops)\n"
     )
     return "\n".join(parts)
-
-
-_STAT_COLS = ("min", "p50", "p90", "p99", "max", "mean", "stddev")
-
-
-def render_report(
-    summaries: Mapping[str, Mapping[str, Any]], duration_s: float, reason: str, colour: bool
-) -> str:
-    """Repeated mode: per URL, per phase distribution (ms) and error counts."""
-    out = [f"probetop http: ran {duration_s:.1f} s ({reason})"]
-    for summary in summaries.values():
-        conn = summary.get("connection", "fresh")
-        out.append(f"connections: {conn}; interval {summary.get('interval_s')} s")
-        if summary.get("reference_command"):
-            out.append(f"reference (one sample): {summary['reference_command']}")
-        for label, url_stats in summary.get("urls", {}).items():
-            out.append("")
-            out.append(_paint(f"== {url_stats.get('url', label)}", "1", colour))
-            errors = url_stats.get("errors") or {}
-            err_text = ", ".join(f"{k} {v}" for k, v in sorted(errors.items())) or "none"
-            codes = url_stats.get("http_codes") or {}
-            code_text = ", ".join(f"{k}: {v}" for k, v in codes.items()) or "-"
-            out.append(
-                f"   requests {url_stats.get('requests', 0)}   status {code_text}   "
-                f"errors {err_text}"
-            )
-            if url_stats.get("last_error"):
-                out.append(f"   last error: {url_stats['last_error']}")
-            if any(d.get("count") for d in url_stats.get("phases_ms", {}).values()):
-                header = "".join(f"{c:>10}" for c in _STAT_COLS)
-                out.append(f"   {'ms':<9}{header}{'n':>7}")
-            for series, dist in url_stats.get("phases_ms", {}).items():
-                if not dist.get("count"):
-                    continue
-                cells = "".join(_cell(dist.get(c)) for c in _STAT_COLS)
-                out.append(f"   {series:<9}{cells}{dist['count']:>7}")
-    return "\n".join(out) + "\n"
-
-
-def _cell(value: float | None) -> str:
-    return f"{'-':>10}" if value is None else f"{value:>10.3f}"

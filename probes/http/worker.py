@@ -1,6 +1,6 @@
 """The repeated-sampling engine: a worker process driving one libcurl multi handle.
 
-Run as ``python -m probetop.probes.http.worker``; the parent (``http.HttpProbe``)
+Run as ``python -m probetop.probes.http.worker``; the parent (``probe.HttpProbe``)
 writes one JSON line of configuration to stdin and reads one JSON line per
 finished request from stdout.
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 from http_fixtures import LocalServer
-from probetop.probes.http.probe import HttpProbe
+from probetop.probes.http import HttpProbe, HttpSettings
 from probetop.tui.app import make_app
 from probetop.tui.config import AppConfig
 from probetop.tui.panes.http import HttpPane, stacked_bar
@@ -33,7 +33,7 @@ def server():
 
 async def test_pane_shows_a_row_per_url_with_percentiles_and_errors(server) -> None:
     urls = [f"{server.url}/delay?ms=15", f"{server.url}/status?code=500", "http://127.0.0.1:1/"]
-    probe = HttpProbe(urls, interval_s=0.1, count=6)
+    probe = HttpProbe(HttpSettings(urls=tuple(urls), interval_s=0.1, count=6))
     app = make_app(AppConfig(probes=[probe], interval_s=0.1, focus="http"))
     async with app.run_test(size=(160, 40)) as pilot:
         pane = None
@@ -59,8 +59,8 @@ async def test_pane_shows_a_row_per_url_with_percentiles_and_errors(server) -> N
         row = pane.rows[probe.labels[urls[0]]]
         p50, p90, p99 = row.percentiles
         assert p50 is not None and 15.0 <= p50 <= p90 <= p99  # type: ignore[operator]
-        assert "TTFB p50 all" in pane.ttfb_row.label.text
-        assert any(key.startswith("ttfb ") for key in pane.chart_series())
+        assert "TTFB median" in pane.ttfb_row.label.text
+        assert any(key.startswith("TTFB ") for key in pane.chart_series())
 
 
 async def test_a_recording_replays_into_the_same_rows(server, tmp_path) -> None:
@@ -69,7 +69,7 @@ async def test_a_recording_replays_into_the_same_rows(server, tmp_path) -> None:
 
     rec = tmp_path / "http.jsonl"
     urls = [f"{server.url}/delay?ms=5", "http://127.0.0.1:1/"]
-    probe = HttpProbe(urls, interval_s=0.05, count=4)
+    probe = HttpProbe(HttpSettings(urls=tuple(urls), interval_s=0.05, count=4))
     await run_headless([probe], record=rec)
     session = load_session(rec)
     pane: HttpPane | None = None

@@ -11,8 +11,8 @@ import sys
 import pytest
 from http_fixtures import LocalServer
 from probetop.probes.core.sample import Sample
-from probetop.probes.http.probe import HttpProbe, url_labels
-from probetop.probes.http.request import HttpRequest
+from probetop.probes.http import HttpProbe, HttpRequest, HttpSettings
+from probetop.probes.http.probe import url_labels
 from probetop.tui.runner import run_headless
 
 
@@ -53,7 +53,7 @@ async def test_counts_requests_phases_and_errors_by_kind(server):
         "http://127.0.0.1:1/",
         "http://no-such-host.invalid/",
     ]
-    probe = HttpProbe(urls, interval_s=0.1, count=4)
+    probe = HttpProbe(HttpSettings(urls=tuple(urls), interval_s=0.1, count=4))
     result = await run_headless([probe], duration_s=20)
     assert result.reason == "completed" and not result.errors
     per_url = result.summaries[probe.id]["urls"]
@@ -80,8 +80,12 @@ async def test_counts_requests_phases_and_errors_by_kind(server):
 
 async def test_fresh_connects_every_time_and_reuse_keeps_the_connection(server):
     url = f"{server.url}/delay?ms=1"
-    fresh = HttpProbe([url], interval_s=0.05, count=5, fresh=True, probe_id="http")
-    reuse = HttpProbe([url], interval_s=0.05, count=5, fresh=False, probe_id="http-reuse")
+    fresh = HttpProbe(
+        HttpSettings(urls=(url,), interval_s=0.05, count=5, fresh=True), probe_id="http"
+    )
+    reuse = HttpProbe(
+        HttpSettings(urls=(url,), interval_s=0.05, count=5, fresh=False), probe_id="http-reuse"
+    )
     result = await run_headless([fresh, reuse], duration_s=20)
     f = next(iter(result.summaries["http"]["urls"].values()))["phases_ms"]
     r = next(iter(result.summaries["http-reuse"]["urls"].values()))["phases_ms"]
@@ -91,7 +95,11 @@ async def test_fresh_connects_every_time_and_reuse_keeps_the_connection(server):
 
 async def test_data_is_posted_on_every_request(server):
     # /status answers any method; the worker must send -d data like the one-off mode.
-    probe = HttpProbe([f"{server.url}/echo"], HttpRequest(data="a=1"), interval_s=0.05, count=2)
+    probe = HttpProbe(
+        HttpSettings(
+            urls=(f"{server.url}/echo",), request=HttpRequest(data="a=1"), interval_s=0.05, count=2
+        )
+    )
     result = await run_headless([probe], duration_s=10)
     stats = next(iter(result.summaries[probe.id]["urls"].values()))
     assert stats["requests"] == 2 and stats["http_codes"] == {"200": 2}
@@ -99,7 +107,7 @@ async def test_data_is_posted_on_every_request(server):
 
 async def test_cancel_kills_the_worker_and_leaves_nothing(server):
     # A request that would take 30 s is in flight when the probe is cancelled.
-    probe = HttpProbe([f"{server.url}/delay?ms=30000"], interval_s=0.1)
+    probe = HttpProbe(HttpSettings(urls=(f"{server.url}/delay?ms=30000",), interval_s=0.1))
     task = asyncio.create_task(probe.run(lambda record: None))
     for _ in range(100):
         await asyncio.sleep(0.02)
@@ -121,9 +129,9 @@ def test_prepare_rejects_what_cannot_start():
     from probetop.probes.core.base import ProbeError
 
     with pytest.raises(ProbeError, match="unsupported scheme"):
-        HttpProbe(["gopher://127.0.0.1/"]).prepare()
+        HttpProbe(HttpSettings(urls=("gopher://127.0.0.1/",))).prepare()
     with pytest.raises(ProbeError, match="count"):
-        HttpProbe(["http://127.0.0.1/"], count=0).prepare()
+        HttpProbe(HttpSettings(urls=("http://127.0.0.1/",), count=0)).prepare()
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -182,7 +190,9 @@ async def test_recording_validates_against_the_session_schema(server, tmp_path):
     from probetop.probes.record.writer import schema_path
 
     rec = tmp_path / "h.jsonl"
-    probe = HttpProbe([f"{server.url}/", "http://127.0.0.1:1/"], interval_s=0.05, count=3)
+    probe = HttpProbe(
+        HttpSettings(urls=(f"{server.url}/", "http://127.0.0.1:1/"), interval_s=0.05, count=3)
+    )
     await run_headless([probe], record=rec)
     schema = json.loads(schema_path().read_text())
     lines = rec.read_text().splitlines()
@@ -197,18 +207,24 @@ async def test_timeout_and_tls_errors_are_counted_while_sampling_goes_on(server,
     cert = make_cert(tmp_path)
     with LocalServer(tls=cert) as tls_server:
         slow = HttpProbe(
-            [f"{server.url}/delay?ms=1000"],
-            HttpRequest(timeout_s=0.1),
-            interval_s=0.2,
-            count=3,
+            HttpSettings(
+                urls=(f"{server.url}/delay?ms=1000",),
+                request=HttpRequest(timeout_s=0.1),
+                interval_s=0.2,
+                count=3,
+            ),
             probe_id="slow",
         )
-        untrusted = HttpProbe([f"{tls_server.url}/"], interval_s=0.05, count=3, probe_id="tls")
+        untrusted = HttpProbe(
+            HttpSettings(urls=(f"{tls_server.url}/",), interval_s=0.05, count=3), probe_id="tls"
+        )
         trusted = HttpProbe(
-            [f"{tls_server.url}/"],
-            HttpRequest(cacert=str(cert[0])),
-            interval_s=0.05,
-            count=3,
+            HttpSettings(
+                urls=(f"{tls_server.url}/",),
+                request=HttpRequest(cacert=str(cert[0])),
+                interval_s=0.05,
+                count=3,
+            ),
             probe_id="ok",
         )
         result = await run_headless([slow, untrusted, trusted], duration_s=20)

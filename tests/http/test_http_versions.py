@@ -6,9 +6,7 @@ import json
 
 import pytest
 from http_fixtures import NginxServer, QuicServer, make_cert
-from probetop.probes.http.probe import HttpProbe
-from probetop.probes.http.request import HttpRequest
-from probetop.probes.http.transfer import fetch
+from probetop.probes.http import HttpProbe, HttpRequest, HttpSettings, fetch
 from probetop.tui.main import main
 from probetop.tui.runner import run_headless
 
@@ -53,7 +51,13 @@ def test_nginx_redirect_hops_and_repeated_reuse(nginx, cert):
 async def test_nginx_h2_repeated_with_reuse(nginx, cert):
     req = HttpRequest(cacert=str(cert[0]), http_version="2")
     probe = HttpProbe(
-        [f"https://127.0.0.1:{nginx.port}/index.html"], req, interval_s=0.05, count=5, fresh=False
+        HttpSettings(
+            urls=(f"https://127.0.0.1:{nginx.port}/index.html",),
+            request=req,
+            interval_s=0.05,
+            count=5,
+            fresh=False,
+        )
     )
     result = await run_headless([probe], duration_s=20)
     stats = next(iter(result.summaries[probe.id]["urls"].values()))

@@ -6,8 +6,11 @@ over SSH), text sparklines of TTFB and total, the latest TTFB, p50/p90/p99
 of TTFB over the last ``WINDOW`` requests, and error counts by kind. Above
 the rows, full-width sparklines of the median TTFB and total over all URLs.
 
-Memory stays bounded with 100 URLs: only the two aggregate series go into
-the base class's history; per URL the pane keeps short windows.
+Memory stays bounded with 100 URLs: only the URL-wide series go into the
+base class's history; per URL the pane keeps short windows.
+
+Samples are read through the family's typed records (``HttpInterval``,
+``HttpParams``), never by metric or extra key.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes.core.sample import Sample, split_key
+from probetop.probes.core.sample import Sample
 from probetop.probes.core.stats import percentile
+from probetop.probes.http import PHASES, TOTAL_MS, TTFB_MS, HttpInterval, HttpParams
 from probetop.tui.widgets.generic_pane import SparkRow
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane
@@ -25,7 +29,6 @@ from probetop.tui.widgets.sparkline import bar_rows
 from probetop.tui.widgets.textblock import TextBlock
 from textual.app import ComposeResult
 
-PHASES = ("dns", "tcp", "tls", "server", "transfer")
 # One glyph per phase: tells phases apart without a colour per cell.
 GLYPHS = {"dns": "·", "tcp": "▒", "tls": "▓", "server": "█", "transfer": "░"}
 WINDOW = 600  # requests per URL kept for percentiles and sparklines
@@ -81,18 +84,18 @@ class HttpPane(ProbePane):
 
     def __init__(self, info: Mapping[str, Any], **kw: Any) -> None:
         super().__init__(info, **kw)
-        params = info.get("params", {}) or {}
-        self.order: list[str] = [str(lb) for lb in params.get("labels", []) if lb]
-        self.connection = str(params.get("connection", "fresh"))
+        params = HttpParams.from_mapping(info.get("params"))
+        self.order: list[str] = [lb for lb in params.labels if lb]
+        self.connection = params.connection
         self.rows: dict[str, UrlRow] = {lb: UrlRow(lb) for lb in self.order}
-        self.ttfb_row = SparkRow("ttfb_ms")
-        self.total_row = SparkRow("total_ms")
+        self.ttfb_row = SparkRow(TTFB_MS)
+        self.total_row = SparkRow(TOTAL_MS)
         self.table = TextBlock(["waiting for the first response..."], header_rows=1)
         self.legend = TextBlock([self._legend()])
 
     def _legend(self) -> str:
         glyphs = "  ".join(f"{GLYPHS[p]} {p}" for p in PHASES)
-        return f"phases: {glyphs}   connections: {self.connection}   ms, libcurl's clocks"
+        return f"phases: {glyphs}   connections: {self.connection}   times in ms, libcurl's clocks"
 
     def compose(self) -> ComposeResult:
         yield self.ttfb_row
@@ -102,54 +105,35 @@ class HttpPane(ProbePane):
 
     # -- storing ------------------------------------------------------------
     def add_sample(self, sample: Sample) -> None:
+        interval = HttpInterval.from_sample(sample)
         # Only the URL-wide series go to the base history (bounded memory).
-        plain = {k: v for k, v in sample.values.items() if split_key(k)[1] is None}
-        self.history.add_values(sample.t_ns / 1e9, plain)
+        self.history.add_values(sample.t_ns / 1e9, interval.url_wide())
         self.last_sample = sample
         self.samples_seen += 1
         t_s = sample.t_ns / 1e9
-        seen: set[str] = set()
-        for key, value in sample.values.items():
-            name, label = split_key(key)
-            if label is None:
-                continue
-            row = self.rows.get(label)
+        for url in interval.urls:
+            row = self.rows.get(url.label)
             if row is None:
-                row = self.rows[label] = UrlRow(label)
-                self.order.append(label)
-            if label not in seen:
-                seen.add(label)
-                row.phases = {}
-                row.dirty = True
-            if name.endswith("_ms") and name[:-3] in PHASES:
-                row.phases[name[:-3]] = value
-            elif name == "http_code":
-                row.code = int(value) if value else None
-        extra = sample.extra or {}
-        # Every request of the interval is in extra (values hold only the latest).
-        every_ttfb = extra.get("ttfb_ms") or {
-            lb: [sample.values.get(f"ttfb_ms@{lb}")] for lb in seen
-        }
-        every_total = extra.get("total_ms") or {
-            lb: [sample.values.get(f"total_ms@{lb}")] for lb in seen
-        }
-        for label, ttfbs in every_ttfb.items():
-            row = self.rows.get(label)
-            if row is None:
-                continue
-            row.ttfb.extend(ttfbs)
-            row.chart.extend((t_s, v) for v in ttfbs if v is not None)
-            row.total.extend(every_total.get(label, []))
-        errors = extra.get("errors", {})
-        for label, kinds in errors.items():
+                row = self.rows[url.label] = UrlRow(url.label)
+                self.order.append(url.label)
+            row.phases = dict(url.phases_ms)
+            row.dirty = True
+            if url.http_code is not None:
+                row.code = url.http_code or None
+            # Every request of the interval (the latest alone is in row.phases).
+            row.ttfb.extend(url.every_ttfb_ms)
+            row.chart.extend((t_s, v) for v in url.every_ttfb_ms if v is not None)
+            row.total.extend(url.every_total_ms)
+        for label, kinds in interval.error_counts.items():
             if label in self.rows:
-                self.rows[label].errors = {str(k): int(v) for k, v in kinds.items()}
+                self.rows[label].errors = dict(kinds)
 
     # -- drawing ------------------------------------------------------------
     def table_lines(self) -> list[str]:
         head = (
-            f"{'url':<{LABEL_W}} {'latest phases':<{BAR_W}} {'ttfb':<{SPARK_W}} "
-            f"{'total':<{SPARK_W}} {'ttfb':>8} {'p50':>8} {'p90':>8} {'p99':>8} code errors"
+            f"{'URL':<{LABEL_W}} {'latest phases':<{BAR_W}} {'TTFB, ms':<{SPARK_W}} "
+            f"{'total, ms':<{SPARK_W}} {'TTFB ms':>8} {'p50 ms':>8} {'p90 ms':>8} "
+            f"{'p99 ms':>8} HTTP errors"
         )
         lines = [head]
         scale = max(
@@ -176,8 +160,8 @@ class HttpPane(ProbePane):
     def render_frame(self) -> None:
         super().render_frame()
         for spark_row, key, title in (
-            (self.ttfb_row, "ttfb_ms", "TTFB p50 all"),
-            (self.total_row, "total_ms", "total p50 all"),
+            (self.ttfb_row, TTFB_MS, "TTFB median"),
+            (self.total_row, TOTAL_MS, "total median"),
         ):
             hist = self.history.get(key)
             if hist is None:
@@ -188,7 +172,7 @@ class HttpPane(ProbePane):
             self.table.set_lines(self.table_lines(), header_rows=1)
 
     def chart_series(self) -> dict[str, list[tuple[float, float]]]:
-        series = {f"ttfb {label}": list(self.rows[label].chart) for label in self.order}
+        series = {f"TTFB {label} (ms)": list(self.rows[label].chart) for label in self.order}
         out = dict(list(series.items())[:CHART_URLS])
-        out["ttfb p50 (all URLs)"] = self.series("ttfb_ms")
+        out["TTFB median, all URLs (ms)"] = self.series(TTFB_MS)
         return out

@@ -1,0 +1,253 @@
+"""What an http sample carries, typed: the probe writes it, the pane reads it.
+
+Contract:
+- ``HttpInterval.to_sample`` is the only place that lays one interval of HTTP
+  sampling out as a ``Sample`` (metric keys in ``values``, the rest in
+  ``extra``), and ``HttpInterval.from_sample`` the only place that reads one
+  back; both keep the recording format of probetop 0.1 (same keys, same order,
+  so old recordings replay and new ones are byte-compatible).
+- ``HttpParams`` is what the probe announces (``Probe.params``), typed the
+  same way: ``to_dict`` writes it, ``from_mapping`` reads it back.
+- ``METRICS`` declares every metric name an http sample may hold; the names
+  are the constants below (``TTFB_MS``, ``phase_metric("dns")`` ...).
+
+Layout of one sample (entity = the URL's label, e.g. ``127.0.0.1:8080/delay``):
+per URL that finished a request in the interval, the latest request's
+``dns_ms``/``tcp_ms``/``tls_ms``/``server_ms``/``transfer_ms``, ``ttfb_ms``,
+``total_ms``, ``http_code``, then per URL ``requests`` and ``errors``; without
+an entity the interval's median ``ttfb_ms``/``total_ms`` and its ``requests``
+and ``errors``. ``extra``: ``errors`` (cumulative counts by error kind per
+URL label), ``ttfb_ms``/``total_ms`` (every request's value of the interval
+per label, None for a failed one: exact percentiles downstream).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from probetop.probes.core.base import MetricSpec
+from probetop.probes.core.sample import Sample, metric_key, split_key
+
+KIND = "http"
+
+# The five phases of a request, in time order (httpstat's waterfall, except
+# TLS, which ends at appconnect): DNS, TCP, TLS, server, transfer.
+PHASES = ("dns", "tcp", "tls", "server", "transfer")
+
+TTFB_MS = "ttfb_ms"
+TOTAL_MS = "total_ms"
+HTTP_CODE = "http_code"
+REQUESTS = "requests"
+ERRORS = "errors"
+
+
+def phase_metric(phase: str) -> str:
+    """The metric name of a phase: ``dns`` -> ``dns_ms``."""
+    return f"{phase}_ms"
+
+
+_PHASE_OF_METRIC = {phase_metric(p): p for p in PHASES}
+
+METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec(TTFB_MS, "ms", "time to first byte (libcurl starttransfer)", True),
+    MetricSpec(TOTAL_MS, "ms", "whole request (libcurl total)", True),
+    MetricSpec(phase_metric("dns"), "ms", "DNS: namelookup"),
+    MetricSpec(phase_metric("tcp"), "ms", "TCP: connect - namelookup"),
+    MetricSpec(phase_metric("tls"), "ms", "TLS: appconnect - connect"),
+    MetricSpec(phase_metric("server"), "ms", "server: starttransfer - pretransfer"),
+    MetricSpec(phase_metric("transfer"), "ms", "transfer: total - starttransfer"),
+    MetricSpec(HTTP_CODE, "", "HTTP status of the latest response (0: none)"),
+    MetricSpec(REQUESTS, "", "requests finished in the interval"),
+    MetricSpec(ERRORS, "", "requests failed in the interval (any kind)"),
+)
+
+# Sample.extra keys (recording format 0.1).
+_EXTRA_ERRORS = "errors"
+_EXTRA_TTFB = "ttfb_ms"
+_EXTRA_TOTAL = "total_ms"
+
+
+@dataclass(frozen=True, slots=True)
+class UrlInterval:
+    """One URL in one interval.
+
+    ``phases_ms``, ``ttfb_ms``, ``total_ms`` and ``http_code`` are the URL's
+    latest request of the interval (a phase is None when it failed or never
+    ran; ``phases_ms`` holds only the phases the sample reported).
+    ``http_code`` is 0 when no response came, None when the sample did not
+    say. ``every_ttfb_ms``/``every_total_ms`` hold every request of the
+    interval in order (None for a failed one).
+    """
+
+    label: str
+    phases_ms: Mapping[str, float | None] = field(default_factory=dict)
+    ttfb_ms: float | None = None
+    total_ms: float | None = None
+    http_code: int | None = None
+    requests: int = 0
+    errors: int = 0
+    every_ttfb_ms: tuple[float | None, ...] = ()
+    every_total_ms: tuple[float | None, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HttpInterval:
+    """One interval of an http probe: per URL (in the order their first
+    request finished) and URL-wide (medians over every request of the
+    interval). ``error_counts`` are cumulative since the start, per URL label
+    (only URLs with errors), by error kind (``dns``, ``refused``, ...)."""
+
+    urls: tuple[UrlInterval, ...]
+    ttfb_ms: float | None
+    total_ms: float | None
+    requests: int
+    errors: int
+    error_counts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+    def url_wide(self) -> dict[str, float | None]:
+        """The figures without an entity, by metric name (for a history)."""
+        return {
+            TTFB_MS: self.ttfb_ms,
+            TOTAL_MS: self.total_ms,
+            REQUESTS: float(self.requests),
+            ERRORS: float(self.errors),
+        }
+
+    def to_sample(self, probe_id: str, t_ns: int, interval_s: float) -> Sample:
+        values: dict[str, float | None] = {}
+        for url in self.urls:
+            for phase in PHASES:
+                values[metric_key(phase_metric(phase), url.label)] = url.phases_ms.get(phase)
+            values[metric_key(TTFB_MS, url.label)] = url.ttfb_ms
+            values[metric_key(TOTAL_MS, url.label)] = url.total_ms
+            values[metric_key(HTTP_CODE, url.label)] = float(url.http_code or 0)
+        for url in self.urls:
+            values[metric_key(REQUESTS, url.label)] = float(url.requests)
+            values[metric_key(ERRORS, url.label)] = float(url.errors)
+        values.update(self.url_wide())
+        extra: dict[str, Any] = {
+            _EXTRA_ERRORS: {label: dict(kinds) for label, kinds in self.error_counts.items()},
+            _EXTRA_TTFB: {url.label: list(url.every_ttfb_ms) for url in self.urls},
+            _EXTRA_TOTAL: {url.label: list(url.every_total_ms) for url in self.urls},
+        }
+        return Sample(probe_id, t_ns, interval_s, values, extra)
+
+    @classmethod
+    def from_sample(cls, sample: Sample) -> HttpInterval:
+        """Read an http sample back (live or from a recording). Missing or
+        malformed fields read as "unknown", never raise. A recording without
+        every request's TTFB/total in ``extra`` gives each URL's latest."""
+        values, extra = sample.values, sample.extra or {}
+        found: dict[str, dict[str, Any]] = {}
+        for key, value in values.items():
+            name, label = split_key(key)
+            if label is None:
+                continue
+            fields = found.setdefault(label, {"phases": {}})
+            if name in _PHASE_OF_METRIC:
+                fields["phases"][_PHASE_OF_METRIC[name]] = _number(value)
+            else:
+                fields[name] = value
+        every_ttfb = _series_map(extra.get(_EXTRA_TTFB))
+        every_total = _series_map(extra.get(_EXTRA_TOTAL))
+        urls = []
+        for label, fields in found.items():
+            ttfb, total = _number(fields.get(TTFB_MS)), _number(fields.get(TOTAL_MS))
+            code: int | None = None
+            if HTTP_CODE in fields:
+                code = int(_number(fields[HTTP_CODE]) or 0)
+            urls.append(
+                UrlInterval(
+                    label=label,
+                    phases_ms=fields["phases"],
+                    ttfb_ms=ttfb,
+                    total_ms=total,
+                    http_code=code,
+                    requests=int(_number(fields.get(REQUESTS)) or 0),
+                    errors=int(_number(fields.get(ERRORS)) or 0),
+                    every_ttfb_ms=every_ttfb.get(label, ()) if every_ttfb else (ttfb,),
+                    every_total_ms=every_total.get(label, ()) if every_total else (total,),
+                )
+            )
+        return cls(
+            urls=tuple(urls),
+            ttfb_ms=_number(values.get(TTFB_MS)),
+            total_ms=_number(values.get(TOTAL_MS)),
+            requests=int(_number(values.get(REQUESTS)) or 0),
+            errors=int(_number(values.get(ERRORS)) or 0),
+            error_counts=_error_counts(extra.get(_EXTRA_ERRORS)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HttpParams:
+    """What an http probe announces: its URLs (passwords redacted), their
+    labels (the sample entities, None before ``prepare``), the sampling
+    interval, ``count`` (requests per URL, None: until stopped), the
+    connection policy (``fresh`` or ``reuse``) and the request options
+    (credentials redacted)."""
+
+    urls: tuple[str, ...] = ()
+    labels: tuple[str | None, ...] = ()
+    interval_s: float = 1.0
+    count: int | None = None
+    connection: str = "fresh"
+    request: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "urls": list(self.urls),
+            "labels": list(self.labels),
+            "interval_s": self.interval_s,
+            "count": self.count,
+            "connection": self.connection,
+            "request": dict(self.request),
+        }
+
+    @classmethod
+    def from_mapping(cls, params: Mapping[str, Any] | None) -> HttpParams:
+        """Read announced params back; anything missing or malformed gets its default."""
+        params = params or {}
+        urls = params.get("urls")
+        labels = params.get("labels")
+        count = params.get("count")
+        request = params.get("request")
+        return cls(
+            urls=tuple(str(u) for u in urls) if isinstance(urls, list) else (),
+            labels=tuple(str(lb) if lb else None for lb in labels)
+            if isinstance(labels, list)
+            else (),
+            interval_s=_number(params.get("interval_s")) or 1.0,
+            count=count if isinstance(count, int) and not isinstance(count, bool) else None,
+            connection=str(params.get("connection") or "fresh"),
+            request=request if isinstance(request, Mapping) else {},
+        )
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _series_map(raw: Any) -> dict[str, tuple[float | None, ...]]:
+    """``{label: [ms or None, ...]}`` from extra; {} when absent or malformed."""
+    if not isinstance(raw, Mapping):
+        return {}
+    out: dict[str, tuple[float | None, ...]] = {}
+    for label, series in raw.items():
+        if isinstance(series, Sequence) and not isinstance(series, str):
+            out[str(label)] = tuple(_number(v) for v in series)
+    return out
+
+
+def _error_counts(raw: Any) -> dict[str, dict[str, int]]:
+    if not isinstance(raw, Mapping):
+        return {}
+    out: dict[str, dict[str, int]] = {}
+    for label, kinds in raw.items():
+        if isinstance(kinds, Mapping):
+            out[str(label)] = {str(k): int(_number(n) or 0) for k, n in kinds.items()}
+    return out

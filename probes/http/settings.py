@@ -1,0 +1,469 @@
+"""The http family's options (one declarative spec) and its frozen settings.
+
+Contract:
+- ``SPEC`` is what ``probetop http`` accepts: the supported curl options with
+  curl's flags and meanings, probetop's repeated-sampling options, and the
+  known curl options probetop does not implement (hidden; refused with a
+  message naming the option). The CLI, the add-probe prompt and docs/http.md
+  all read it.
+- ``HttpSettings`` is what one run (one-off or repeated) is made of: the URLs,
+  the ``HttpRequest`` the curl options describe, and the sampling options.
+  ``from_options`` builds it from parsed option values (reading ``@FILE``
+  arguments as curl does) and validates it; ``validate`` raises
+  ``UsageProbeError`` (exit 2) with a message that names the option.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from probetop.probes.core.base import UsageProbeError
+from probetop.probes.core.options import CommandSpec, Option, number, whole_number
+from probetop.probes.http.request import DEFAULT_MAX_REDIRS, HttpRequest
+
+DESCRIPTION = """\
+Request URL(s) with libcurl and show where the time went: DNS, TCP connect,
+TLS handshake, server (time to first byte after the request was sent) and
+transfer, each to the microsecond, from libcurl's own clocks.
+
+Without --count/--interval/--watch: one request per URL and a waterfall
+(with -L one row block per redirect hop, each with its own phases).
+With them: repeated requests and per-phase min/p50/p90/p99/max/mean/stddev.
+
+Options named like curl's behave like curl's. One deliberate difference:
+--json is probetop's output switch (a pycurlb-compatible JSON document), not
+curl's `--json <data>` body shortcut; send JSON bodies with
+--data-binary '{...}' -H 'Content-Type: application/json'.
+"""
+
+EPILOG = """\
+exit codes (one-off mode): 0 ok, 2 usage, 3 malformed URL, 4 unsupported
+scheme, 5 DNS failure, 6 connection refused, 7 timeout, 8 TLS failure,
+9 HTTP 4xx, 10 HTTP 5xx, 11 too many redirects, 12 other transfer error.
+(curl exits 0 on HTTP errors without -f; probetop tells them apart.)
+
+examples:
+  probetop http https://example.com/
+  probetop http -L -H 'Accept: text/html' http://127.0.0.1:8080/old
+  probetop http --json -d 'a=1&b=2' http://127.0.0.1:8080/form
+  probetop http --count 100 --interval 0.2 http://127.0.0.1:8080/
+  probetop http --watch --reuse URL1 URL2 URL3
+"""
+
+CURL = "curl options (same meaning as curl's)"
+REPEATED = "repeated sampling (probetop)"
+
+# curl options probetop knows but does not do: (option strings, takes a value, why/instead).
+_UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
+    (("-w", "--write-out"), True, "every -w timing is in the waterfall; use --json for fields"),
+    (("-v", "--verbose"), False, "the waterfall shows the exchange; use --json for every field"),
+    (("-i", "--include"), False, "the status line is in the waterfall; bodies are not shown"),
+    (("-f", "--fail", "--fail-with-body"), False, "HTTP errors already give exit codes 9/10"),
+    (("-F", "--form", "--form-string"), True, "multipart forms are not supported"),
+    (("-T", "--upload-file"), True, "uploads are not supported; use --data-binary @FILE"),
+    (("-c", "--cookie-jar"), True, "cookies are not saved"),
+    (("-D", "--dump-header"), True, "headers are not saved"),
+    (("-O", "--remote-name", "-J", "--remote-header-name"), False, "bodies are discarded"),
+    (("-G", "--get"), False, "put the query in the URL"),
+    (("-E", "--cert", "--key", "--cert-type", "--key-type"), True, "client certificates"),
+    (("--ciphers", "--tls-max", "--curves", "--tls13-ciphers"), True, "TLS tuning"),
+    (("--tlsv1", "--tlsv1.0", "--tlsv1.1", "--tlsv1.2", "--tlsv1.3"), False, "TLS tuning"),
+    (("-r", "--range", "-C", "--continue-at"), True, "ranges"),
+    (("--limit-rate", "--max-filesize", "-Y", "--speed-limit", "-y", "--speed-time"), True, ""),
+    (("--retry", "--retry-delay", "--retry-max-time"), True, "use --count for repetition"),
+    (("-U", "--proxy-user", "--noproxy", "--socks5", "--socks5-hostname"), True, "proxy auth"),
+    (("-p", "--proxytunnel", "--proxy-insecure"), False, "proxy tuning"),
+    (("--unix-socket", "--abstract-unix-socket"), True, "unix sockets"),
+    (("--oauth2-bearer", "--aws-sigv4"), True, "use -H 'Authorization: ...'"),
+    (("--digest", "--ntlm", "--negotiate", "--anyauth", "--basic"), False, "only basic -u"),
+    (("--pinnedpubkey", "--capath", "--crlfile", "--proto", "--proto-redir"), True, ""),
+    (("--local-port", "--dns-servers", "--doh-url", "--happy-eyeballs-timeout-ms"), True, ""),
+    (("-K", "--config", "-z", "--time-cond", "--trace", "--trace-ascii", "--stderr"), True, ""),
+    (("--url", "--request-target", "--variable", "--netrc-file", "-Q", "--quote"), True, ""),
+    (("--location-trusted", "--post301", "--post302", "--post303"), False, "redirect tuning"),
+    (("-n", "--netrc", "-Z", "--parallel", "-N", "--no-buffer", "-R", "--remote-time"), False, ""),
+    (("--http2-prior-knowledge", "--http3-only", "--http0.9"), False, "use --http2 / --http3"),
+    (("--tcp-nodelay", "--tcp-fastopen", "--no-keepalive", "--path-as-is"), False, ""),
+    (("-g", "--globoff", "-j", "--junk-session-cookies", "--raw", "--tr-encoding"), False, ""),
+)
+# Why each unsupported option is refused (and what to do instead), by flag.
+UNSUPPORTED_WHY: Mapping[str, str] = {
+    flag: why for flags, _takes_value, why in _UNSUPPORTED for flag in flags
+}
+_UNSUPPORTED_DEST = "curl_unsupported"
+
+
+def unsupported_message(flag: str) -> str:
+    """What probetop says when a known curl option it does not implement is given."""
+    why = UNSUPPORTED_WHY.get(flag, "")
+    hint = f" ({why})" if why else ""
+    return (
+        f"curl option {flag} is not supported by probetop http{hint}; "
+        "the supported subset is listed in docs/http.md and `probetop http --help`"
+    )
+
+
+def _tagged(tag: str) -> Callable[[str], tuple[str, str]]:
+    """An option value parser that keeps which option gave the value:
+    ``-d a=1`` -> ``("d", "a=1")`` (curl joins -d/--data-* in command-line order)."""
+
+    def data(text: str) -> tuple[str, str]:
+        return (tag, text)
+
+    return data
+
+
+def _named(flag: str) -> Callable[[str], str]:
+    """The value of an unsupported option is dropped; its flag is kept (to refuse it)."""
+
+    def unsupported(_text: str) -> str:
+        return flag
+
+    return unsupported
+
+
+def _unsupported_options() -> tuple[Option, ...]:
+    """One hidden option per flag, so the refusal names the flag as typed.
+    Every one stores its flag in the same place; ``from_options`` refuses it."""
+    return tuple(
+        Option(
+            (flag,),
+            why,
+            _named(flag) if takes_value else None,
+            metavar="X" if takes_value else None,
+            action="store" if takes_value else "store_const",
+            const=None if takes_value else flag,
+            dest=_UNSUPPORTED_DEST,
+            group=CURL,
+            hidden=True,
+        )
+        for flags, takes_value, why in _UNSUPPORTED
+        for flag in flags
+    )
+
+
+_DATA_OPTIONS: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("-d", "--data", "--data-ascii"), "d", "POST data, form-encoded (@FILE: strip newlines)"),
+    (("--data-binary",), "b", "POST data as is (@FILE: raw bytes)"),
+    (("--data-raw",), "r", "POST data; @ is not special"),
+    (("--data-urlencode",), "u", "POST data, URL-encoded like curl ([name]=content, @FILE)"),
+)
+
+SPEC = CommandSpec(
+    name="http",
+    help="HTTP phase timings (DNS, TCP, TLS, server, transfer) like curl -w / httpstat",
+    description=DESCRIPTION,
+    epilog=EPILOG,
+    options=(
+        Option(("urls",), "http:// or https:// URL(s)", metavar="URL", nargs="+"),
+        Option(("-X", "--request"), "request method", metavar="METHOD", dest="method", group=CURL),
+        Option(
+            ("-H", "--header"),
+            "extra header 'Name: value' (repeatable; @FILE reads one per line)",
+            metavar="LINE",
+            action="append",
+            dest="headers",
+            group=CURL,
+        ),
+        *(
+            Option(
+                flags, text, _tagged(tag), metavar="DATA", action="append", dest="data", group=CURL
+            )
+            for flags, tag, text in _DATA_OPTIONS
+        ),
+        Option(("-u", "--user"), "basic authentication", metavar="USER:PASSWORD", group=CURL),
+        Option(("-A", "--user-agent"), "User-Agent header", metavar="NAME", group=CURL),
+        Option(("-e", "--referer"), "Referer header", metavar="URL", group=CURL),
+        Option(
+            ("-b", "--cookie"), "'n=v; n2=v2' or a cookie file", metavar="DATA|FILE", group=CURL
+        ),
+        Option(
+            ("-k", "--insecure"),
+            "skip TLS verification",
+            action="store_true",
+            default=False,
+            group=CURL,
+        ),
+        Option(("--cacert",), "CA bundle to verify the server with", metavar="FILE", group=CURL),
+        Option(
+            ("-L", "--location"), "follow redirects", action="store_true", default=False, group=CURL
+        ),
+        Option(
+            ("--max-redirs",),
+            f"(default {DEFAULT_MAX_REDIRS})",
+            whole_number(),
+            DEFAULT_MAX_REDIRS,
+            "N",
+            group=CURL,
+        ),
+        Option(("-m", "--max-time"), "timeout per request", number(), metavar="S", group=CURL),
+        Option(("--connect-timeout",), "connect timeout", number(), metavar="S", group=CURL),
+        Option(
+            ("--resolve",),
+            "use ADDR for HOST:PORT, no DNS (repeatable)",
+            metavar="HOST:PORT:ADDR",
+            action="append",
+            group=CURL,
+        ),
+        Option(
+            ("--connect-to",),
+            "connect to H2:P2 for requests to H1:P1 (repeatable)",
+            metavar="H1:P1:H2:P2",
+            action="append",
+            group=CURL,
+        ),
+        Option(
+            ("-4", "--ipv4"),
+            "resolve names to IPv4 addresses only",
+            action="store_const",
+            const=4,
+            dest="ip_version",
+            group=CURL,
+        ),
+        Option(
+            ("-6", "--ipv6"),
+            "resolve names to IPv6 addresses only",
+            action="store_const",
+            const=6,
+            dest="ip_version",
+            group=CURL,
+        ),
+        *(
+            Option(
+                (f"--http{version}",),
+                f"use HTTP/{version}",
+                action="store_const",
+                const=version,
+                dest="http_version",
+                group=CURL,
+            )
+            for version in ("1.0", "1.1", "2", "3")
+        ),
+        Option(("-I", "--head"), "HEAD request", action="store_true", default=False, group=CURL),
+        Option(
+            ("--compressed",),
+            "ask for a compressed body",
+            action="store_true",
+            default=False,
+            group=CURL,
+        ),
+        Option(("--interface",), "send from this interface/address", metavar="NAME", group=CURL),
+        Option(("-x", "--proxy"), "use this proxy", metavar="URL", group=CURL),
+        # Accepted for copy-pasted curl command lines; they change nothing here.
+        Option(
+            ("-s", "--silent", "-S", "--show-error", "--no-progress-meter"),
+            "accepted for pasted curl command lines; changes nothing",
+            action="store_true",
+            default=False,
+            dest="curl_quiet",
+            group=CURL,
+            hidden=True,
+        ),
+        Option(
+            ("-o", "--output"),
+            "accepted as -o /dev/null only (bodies are discarded)",
+            metavar="FILE",
+            dest="curl_output",
+            group=CURL,
+            hidden=True,
+        ),
+        *_unsupported_options(),
+        Option(
+            ("--count",),
+            "N requests per URL, then a report",
+            whole_number(),
+            None,
+            "N",
+            group=REPEATED,
+        ),
+        Option(
+            ("--watch",),
+            "show the live dashboard pane",
+            action="store_true",
+            default=False,
+            group=REPEATED,
+        ),
+        Option(
+            ("--fresh",),
+            "new connection, cold DNS for every request (default: what each curl run sees)",
+            action="store_true",
+            default=False,
+            group=REPEATED,
+        ),
+        Option(
+            ("--reuse",),
+            "keep-alive: what a warm client sees",
+            action="store_true",
+            default=False,
+            group=REPEATED,
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSettings:
+    """What one ``probetop http`` run is made of.
+
+    ``request`` is the same for every URL. ``interval_s`` and ``count``
+    (requests per URL; None: until stopped or --time) drive repeated
+    sampling; ``fresh`` is a new connection and a cold DNS cache per request
+    (False: keep-alive, ``--reuse``). ``one_off`` is the default mode (one
+    request per URL, a waterfall); ``watch`` asks for the dashboard.
+    """
+
+    urls: tuple[str, ...] = ()
+    request: HttpRequest = field(default_factory=HttpRequest)
+    interval_s: float = 1.0
+    count: int | None = None
+    fresh: bool = True
+    watch: bool = False
+    one_off: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.urls, tuple):
+            object.__setattr__(self, "urls", tuple(self.urls))
+
+    @property
+    def connection(self) -> str:
+        """``fresh`` or ``reuse``, as the report and the pane name it."""
+        return "fresh" if self.fresh else "reuse"
+
+    @classmethod
+    def from_options(
+        cls,
+        values: Mapping[str, Any],
+        *,
+        interval_s: float = 1.0,
+        interval_given: bool = False,
+        time_s: float | None = None,
+        recording: bool = False,
+    ) -> HttpSettings:
+        """Settings from parsed ``SPEC`` values plus the common options that
+        choose the mode: any of --count, --watch, --interval (given, even as
+        1), --time or --record means repeated sampling; --record alone
+        records one request per URL. Validated; ``@FILE`` arguments are read
+        here (UsageProbeError if they cannot be)."""
+        unsupported = values.get(_UNSUPPORTED_DEST)
+        if unsupported:
+            raise UsageProbeError(unsupported_message(str(unsupported)))
+        output = values.get("curl_output")
+        if output not in (None, "/dev/null"):
+            raise UsageProbeError(
+                "-o FILE is not supported: probetop discards the body "
+                "(only -o /dev/null is accepted)"
+            )
+        if values.get("fresh") and values.get("reuse"):
+            raise UsageProbeError("--fresh and --reuse contradict each other: give one of them")
+        count = values.get("count")
+        watch = bool(values.get("watch", False))
+        repeated = count is not None or watch or interval_given or bool(time_s) or recording
+        if repeated and count is None and not watch and not time_s and not interval_given:
+            count = 1  # `http URL --record f`: record the one request, not sample forever
+        settings = cls(
+            urls=tuple(values.get("urls") or ()),
+            request=request_from_options(values),
+            interval_s=float(interval_s),
+            count=count,
+            fresh=not values.get("reuse", False),
+            watch=watch,
+            one_off=not repeated,
+        )
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        """Raise UsageProbeError for what curl would refuse or probetop cannot do."""
+        request = self.request
+        if not self.urls:
+            raise UsageProbeError("give at least one URL")
+        if request.head and request.data is not None:
+            raise UsageProbeError("-I (HEAD) and -d (POST) contradict each other, as in curl")
+        if request.user is not None and ":" not in request.user:
+            raise UsageProbeError("give -u USER:PASSWORD (probetop does not prompt for passwords)")
+        for flag, value in (
+            ("--max-time", request.timeout_s),
+            ("--connect-timeout", request.connect_timeout_s),
+        ):
+            if value is not None and not value > 0:
+                raise UsageProbeError(f"{flag} must be positive")
+        if request.max_redirs < 0:
+            raise UsageProbeError("--max-redirs must be 0 or more")
+        if self.count is not None and self.count < 1:
+            raise UsageProbeError(f"--count must be at least 1, got {self.count}")
+        if not self.interval_s > 0:
+            raise UsageProbeError("--interval must be positive")
+
+
+# -- options -> HttpRequest ---------------------------------------------------
+def request_from_options(values: Mapping[str, Any]) -> HttpRequest:
+    """The ``HttpRequest`` the curl options describe (``@FILE`` read as curl does)."""
+    items: Sequence[tuple[str, str]] = values.get("data") or ()
+    data = "&".join(_data_item(kind, value) for kind, value in items) if items else None
+    return HttpRequest(
+        method=values.get("method"),
+        headers=tuple(_headers(values.get("headers") or ())),
+        data=data,
+        user=values.get("user"),
+        user_agent=values.get("user_agent"),
+        referer=values.get("referer"),
+        cookie=values.get("cookie"),
+        insecure=bool(values.get("insecure", False)),
+        cacert=values.get("cacert"),
+        follow=bool(values.get("location", False)),
+        max_redirs=values.get("max_redirs", DEFAULT_MAX_REDIRS),
+        timeout_s=values.get("max_time"),
+        connect_timeout_s=values.get("connect_timeout"),
+        resolve=tuple(values.get("resolve") or ()),
+        connect_to=tuple(values.get("connect_to") or ()),
+        ip_version=values.get("ip_version"),
+        http_version=values.get("http_version"),
+        head=bool(values.get("head", False)),
+        compressed=bool(values.get("compressed", False)),
+        interface=values.get("interface"),
+        proxy=values.get("proxy"),
+    )
+
+
+def _read_at_file(name: str) -> bytes:
+    try:
+        if name == "-":
+            return sys.stdin.buffer.read()
+        with open(name, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise UsageProbeError(f"cannot read {name}: {exc.strerror}") from None
+
+
+def _data_item(kind: str, value: str) -> str:
+    """One -d/--data-* argument as the bytes curl would send (latin-1 text)."""
+    if kind == "r" or (kind in "db" and not value.startswith("@")):
+        return value
+    if kind == "d":
+        return _read_at_file(value[1:]).replace(b"\r", b"").replace(b"\n", b"").decode("latin-1")
+    if kind == "b":
+        return _read_at_file(value[1:]).decode("latin-1")
+    # --data-urlencode: content | =content | name=content | @file | name@file
+    name, eq, content = value.partition("=")
+    if eq:
+        return (f"{name}=" if name else "") + quote(content, safe="")
+    name, at, path = value.partition("@")
+    if at:
+        data = _read_at_file(path)
+        return (f"{name}=" if name else "") + quote(data, safe="")
+    return quote(value, safe="")
+
+
+def _headers(values: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for value in values:
+        if value.startswith("@"):
+            text = _read_at_file(value[1:]).decode("latin-1")
+            out += [line.rstrip("\r") for line in text.splitlines() if line.strip()]
+        else:
+            out.append(value)
+    return out

@@ -1,0 +1,131 @@
+"""What an http sample carries: the 0.1 recording layout, written and read
+back only through ``HttpInterval`` / ``HttpParams``."""
+
+from __future__ import annotations
+
+import json
+
+from probetop.probes.core.sample import Sample
+from probetop.probes.http import (
+    METRICS,
+    PHASES,
+    TTFB_MS,
+    HttpInterval,
+    HttpParams,
+    HttpProbe,
+    HttpSettings,
+    phase_metric,
+)
+
+A, B = "127.0.0.1:8080/a", "127.0.0.1:8080/b?x=1"
+
+
+def stamps(base: int) -> dict[str, int]:
+    return {
+        "namelookup": base,
+        "connect": base + 100,
+        "appconnect": 0,
+        "pretransfer": base + 300,
+        "starttransfer": base + 5000,
+        "total": base + 6000,
+    }
+
+
+def interval_sample() -> Sample:
+    """Three worker results in one interval, as the probe aggregates them."""
+    probe = HttpProbe(HttpSettings(urls=(f"http://{A}", f"http://{B}"), interval_s=0.5))
+    probe.prepare()
+    batch = [
+        {"i": 1, "stamps_us": stamps(10), "http_code": 200, "error": None, "message": None},
+        {"i": 0, "stamps_us": stamps(0), "http_code": 0, "error": "refused", "message": "x"},
+        {"i": 1, "stamps_us": stamps(20), "http_code": 503, "error": None, "message": None},
+    ]
+    return probe._sample(batch, 123, 0.5)
+
+
+# The layout probetop 0.1 wrote for that interval, key order included (the
+# recording is JSON with keys in insertion order): URLs in the order of their
+# first result, each URL's latest request, then per-URL counts, then URL-wide.
+LAYOUT_0_1 = {
+    f"dns_ms@{B}": 0.02,
+    f"tcp_ms@{B}": 0.1,
+    f"tls_ms@{B}": 0.0,
+    f"server_ms@{B}": 4.7,
+    f"transfer_ms@{B}": 1.0,
+    f"ttfb_ms@{B}": 5.02,
+    f"total_ms@{B}": 6.02,
+    f"http_code@{B}": 503.0,
+    f"dns_ms@{A}": 0.0,
+    f"tcp_ms@{A}": None,
+    f"tls_ms@{A}": None,
+    f"server_ms@{A}": None,
+    f"transfer_ms@{A}": None,
+    f"ttfb_ms@{A}": None,
+    f"total_ms@{A}": None,
+    f"http_code@{A}": 0.0,
+    f"requests@{B}": 2.0,
+    f"errors@{B}": 1.0,
+    f"requests@{A}": 1.0,
+    f"errors@{A}": 1.0,
+    "ttfb_ms": 5.015,
+    "total_ms": 6.015,
+    "requests": 3.0,
+    "errors": 2.0,
+}
+EXTRA_0_1 = {
+    "errors": {A: {"refused": 1}, B: {"http_5xx": 1}},
+    "ttfb_ms": {B: [5.01, 5.02], A: [None]},
+    "total_ms": {B: [6.01, 6.02], A: [None]},
+}
+
+
+def test_sample_layout_is_the_recording_format_of_0_1():
+    sample = interval_sample()
+    assert json.dumps(sample.values) == json.dumps(LAYOUT_0_1)
+    assert json.dumps(sample.extra) == json.dumps(EXTRA_0_1)
+    declared = {m.name for m in METRICS}
+    assert {key.partition("@")[0] for key in sample.values} == declared
+
+
+def test_from_sample_reads_what_to_sample_wrote():
+    sample = interval_sample()
+    interval = HttpInterval.from_sample(sample)
+    assert [u.label for u in interval.urls] == [B, A]
+    b, a = interval.urls
+    assert b.http_code == 503 and b.requests == 2 and b.errors == 1
+    assert b.phases_ms == {"dns": 0.02, "tcp": 0.1, "tls": 0.0, "server": 4.7, "transfer": 1.0}
+    assert b.every_ttfb_ms == (5.01, 5.02) and b.ttfb_ms == 5.02
+    assert a.http_code == 0 and a.ttfb_ms is None and a.phases_ms["tcp"] is None
+    assert interval.ttfb_ms == 5.015 and interval.requests == 3 and interval.errors == 2
+    assert interval.error_counts == {A: {"refused": 1}, B: {"http_5xx": 1}}
+    again = interval.to_sample(sample.probe, sample.t_ns, sample.interval_s)
+    assert json.dumps([again.values, again.extra]) == json.dumps([sample.values, sample.extra])
+
+
+def test_from_sample_tolerates_an_old_or_partial_sample():
+    # No per-request series in extra (older recordings): each URL's latest stands in.
+    old = Sample("http", 1, 1.0, {f"ttfb_ms@{A}": 4.0, f"{phase_metric('dns')}@{A}": 1.0}, None)
+    interval = HttpInterval.from_sample(old)
+    (url,) = interval.urls
+    assert url.every_ttfb_ms == (4.0,) and url.every_total_ms == (None,)
+    assert url.http_code is None and url.phases_ms == {"dns": 1.0}
+    assert interval.ttfb_ms is None and interval.requests == 0 and interval.error_counts == {}
+    junk = Sample("http", 1, 1.0, {TTFB_MS: "x"}, {"errors": [1], "ttfb_ms": "nope"})  # type: ignore[dict-item]
+    assert HttpInterval.from_sample(junk).ttfb_ms is None
+
+
+def test_params_round_trip_and_defaults():
+    probe = HttpProbe(HttpSettings(urls=("http://u:pw@127.0.0.1:8080/a",), count=3, fresh=False))
+    probe.prepare()
+    params = probe.params()
+    assert list(params) == ["urls", "labels", "interval_s", "count", "connection", "request"]
+    assert "pw" not in json.dumps(params)
+    typed = HttpParams.from_mapping(params)
+    assert typed.labels == ("127.0.0.1:8080/a",) and typed.connection == "reuse"
+    assert typed.count == 3 and typed.to_dict() == params
+    assert HttpParams.from_mapping(None) == HttpParams()
+
+
+def test_phases_are_declared_once():
+    assert PHASES == ("dns", "tcp", "tls", "server", "transfer")
+    assert [phase_metric(p) for p in PHASES] == [m.name for m in METRICS[2:7]]
