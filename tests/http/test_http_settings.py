@@ -26,18 +26,6 @@ def settings_of(parser, *argv: str) -> HttpSettings:
     return make_plan(parser.parse_args(list(argv))).settings
 
 
-def test_docs_page_names_every_visible_option():
-    text = (ROOT / "docs" / "http.md").read_text()
-    visible = [opt for opt in SPEC.options if not opt.hidden and not opt.positional]
-    assert len(visible) > 30
-    missing = [
-        flag
-        for flag in (max(opt.flags, key=len) for opt in visible)
-        if not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text)
-    ]
-    assert missing == [], f"docs/http.md does not mention {missing}"
-
-
 def test_docs_name_no_old_module_path():
     text = (ROOT / "docs" / "http.md").read_text()
     assert not re.search(r"http_(transfer|worker|waterfall|probe|stats|pane)\b", text)
