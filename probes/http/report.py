@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from probetop.probes.http.waterfall import paint
+
 # The module, not ``from ... import redact``: ``redact`` is also the name of a
 # record submodule, and the import contracts would read it as that module.
-from probetop.probes import record
-from probetop.probes.http.waterfall import paint
+from probetop.probes.record import redact
 
 _STAT_COLS = ("min", "p50", "p90", "p99", "max", "mean", "stddev")
 
@@ -36,7 +37,7 @@ def json_report(
     return {
         "duration_s": round(duration_s, 3),
         "reason": reason,
-        "probes": record.redact(http_summaries(summaries)),
+        "probes": redact(http_summaries(summaries)),
         "errors": dict(errors),
     }
 

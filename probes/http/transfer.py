@@ -23,9 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-# ``record.redact``, not ``from ... import redact``: ``redact`` is also the name
-# of a record submodule, and the import contracts would read it as that module.
-from probetop.probes import record
 from probetop.probes.http.records import PHASES
 from probetop.probes.http.request import (
     REDIRECT_CODES,
@@ -33,7 +30,7 @@ from probetop.probes.http.request import (
     configure,
     same_origin_host,
 )
-from probetop.probes.record import redact_url
+from probetop.probes.record import redact, redact_url
 
 STAMPS = ("namelookup", "connect", "appconnect", "pretransfer", "starttransfer", "total")
 
@@ -466,4 +463,4 @@ def pycurlb_document(exchange: Exchange) -> dict[str, Any]:
     doc["error_message"] = exchange.message()
     doc["request"] = exchange.request.redacted()
     doc["url"] = exchange.url
-    return record.redact(doc)
+    return redact(doc)

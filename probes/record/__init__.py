@@ -13,7 +13,7 @@ The layout of each line is defined once, in ``codec.py``.
 
 from probetop.probes.record.codec import FORMAT_NAME, SCHEMA_VERSION, RecordingError
 from probetop.probes.record.reader import Session, load_session
-from probetop.probes.record.redact import REDACTED, redact, redact_header, redact_url
+from probetop.probes.record.redaction import REDACTED, redact, redact_header, redact_url
 from probetop.probes.record.writer import Recorder, schema_path
 
 __all__ = [

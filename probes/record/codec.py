@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from probetop.probes.core.sample import Announce, Record, Sample, Status
-from probetop.probes.record.redact import redact
+from probetop.probes.record.redaction import redact
 
 FORMAT_NAME = "probetop-session"
 SCHEMA_VERSION = 1

@@ -60,7 +60,7 @@ async def test_existing_file_is_overwritten_private(tmp_path):
 
 
 def test_secrets_are_redacted_before_writing(tmp_path):
-    from probetop.probes.record.redact import redact
+    from probetop.probes.record.redaction import redact
 
     params = {
         "url": "https://alice:s3cret@example.invalid/x",
