@@ -96,10 +96,16 @@ def add_option(
 def add_spec(parser: argparse.ArgumentParser, spec: CommandSpec) -> None:
     """A command's own options, in the groups its spec names."""
     groups: dict[str | None, Any] = {None: parser}
+    exclusive: dict[str, Any] = {}
     for option in spec.options:
         if option.group not in groups:
             groups[option.group] = parser.add_argument_group(option.group)
-        add_option(groups[option.group], option)
+        target = groups[option.group]
+        if option.exclusive is not None:
+            if option.exclusive not in exclusive:
+                exclusive[option.exclusive] = target.add_mutually_exclusive_group()
+            target = exclusive[option.exclusive]
+        add_option(target, option)
 
 
 def add_common(
