@@ -165,3 +165,21 @@ def duration(*, positive: bool = False) -> Callable[[str], float]:
         return value
 
     return parse
+
+
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)(i?b)?\s*$", re.IGNORECASE)
+
+
+def parse_byte_size(text: str) -> int:
+    """Bytes from fio-style text: ``512``, ``4k``, ``1M``, ``2GiB`` (k/m/g/t/p are
+    powers of 1024, an optional trailing ``b``/``ib``; a plain number is bytes)."""
+    match = _SIZE_RE.match(text)
+    if not match:
+        raise OptionValueError(f"not a size: {text!r} (use e.g. 512, 4k, 1M, 10G)")
+    return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+
+
+def byte_size() -> Callable[[str], int]:
+    """Sizes in bytes, fio's way (see ``parse_byte_size``)."""
+    return parse_byte_size

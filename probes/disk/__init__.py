@@ -1,0 +1,145 @@
+"""The disk family's front door: fio-style IOPS and the volume warm-up.
+
+Everything outside ``probes/disk/`` imports from here, never from the modules
+behind it:
+
+- ``IOPS_SPEC``, ``WARMUP_SPEC``: the ``probetop iops`` / ``probetop warmup``
+  options (declarative; CLI, prompt, docs)
+- ``IopsSettings``, ``WarmupSettings``: what one probe runs with (frozen,
+  validated; ``confirmed`` lets a run that destroys data go on)
+- ``IopsProbe``, ``WarmupProbe``: the probes (native I/O loops in GIL-free
+  threads); a write that is not confirmed makes ``prepare`` raise
+  ``core.base.ConfirmationRequired``
+- ``IopsInterval``, ``WarmupInterval`` (+ ``DirectionRates``, ``Plateau``),
+  ``IopsParams``, ``WarmupParams``: what a sample and a probe's parameters
+  carry, typed; ``IOPS_METRICS``, ``WARMUP_METRICS``, ``DIRECTION_METRICS``
+  and the metric name constants
+- ``iops_document``, ``format_iops_report``, ``iops_exit_code`` and the
+  ``warmup_*`` equivalents: the headless reports
+- ``parse_size``, ``format_size``, ``parse_range``, ``make_data_file``
+
+Importing this package is cheap: ``IopsProbe`` and ``WarmupProbe`` load on
+first use (they bring numpy and the I/O engine), so ``probetop --help`` does
+not pay for them; numba loads when a probe runs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from probetop.probes.disk.records import (
+    DIRECTION_METRICS,
+    DIRECTIONS,
+    DONE_BYTES,
+    ELAPSED_S,
+    ETA_S,
+    FIO_PERCENTILES,
+    IOPS_ERRORS,
+    IOPS_KIND,
+    IOPS_METRICS,
+    PROGRESS_PCT,
+    READ_IOPS,
+    TOTAL_BYTES,
+    WARMUP_BW,
+    WARMUP_ERRORS,
+    WARMUP_IOPS,
+    WARMUP_KIND,
+    WARMUP_METRICS,
+    WRITE_IOPS,
+    DirectionMetrics,
+    DirectionRates,
+    IopsInterval,
+    IopsParams,
+    Plateau,
+    WarmupInterval,
+    WarmupParams,
+    active_directions,
+    pct_key,
+)
+from probetop.probes.disk.report import (
+    format_iops_report,
+    format_warmup_report,
+    iops_document,
+    iops_exit_code,
+    warmup_document,
+    warmup_exit_code,
+)
+from probetop.probes.disk.settings import (
+    IOPS_SPEC,
+    PASSES,
+    RW_MODES,
+    WARMUP_SPEC,
+    IopsSettings,
+    WarmupSettings,
+    names_target,
+)
+from probetop.probes.disk.target import format_size, make_data_file, parse_range, parse_size
+
+if TYPE_CHECKING:
+    from probetop.probes.disk.iops import IopsProbe
+    from probetop.probes.disk.warmup import WarmupProbe
+
+
+def __getattr__(name: str) -> Any:
+    """``IopsProbe`` / ``WarmupProbe`` on first use (numpy is not free)."""
+    if name == "IopsProbe":
+        from probetop.probes.disk.iops import IopsProbe
+
+        globals()[name] = IopsProbe
+        return IopsProbe
+    if name == "WarmupProbe":
+        from probetop.probes.disk.warmup import WarmupProbe
+
+        globals()[name] = WarmupProbe
+        return WarmupProbe
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "DIRECTIONS",
+    "DIRECTION_METRICS",
+    "DONE_BYTES",
+    "ELAPSED_S",
+    "ETA_S",
+    "FIO_PERCENTILES",
+    "IOPS_ERRORS",
+    "IOPS_KIND",
+    "IOPS_METRICS",
+    "IOPS_SPEC",
+    "PASSES",
+    "PROGRESS_PCT",
+    "READ_IOPS",
+    "RW_MODES",
+    "TOTAL_BYTES",
+    "WARMUP_BW",
+    "WARMUP_ERRORS",
+    "WARMUP_IOPS",
+    "WARMUP_KIND",
+    "WARMUP_METRICS",
+    "WARMUP_SPEC",
+    "WRITE_IOPS",
+    "DirectionMetrics",
+    "DirectionRates",
+    "IopsInterval",
+    "IopsParams",
+    "IopsProbe",
+    "IopsSettings",
+    "Plateau",
+    "WarmupInterval",
+    "WarmupParams",
+    "WarmupProbe",
+    "WarmupSettings",
+    "active_directions",
+    "format_iops_report",
+    "format_size",
+    "format_warmup_report",
+    "iops_document",
+    "iops_exit_code",
+    "make_data_file",
+    "names_target",
+    "parse_range",
+    "parse_size",
+    "pct_key",
+    "warmup_document",
+    "warmup_exit_code",
+]

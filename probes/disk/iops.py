@@ -10,10 +10,13 @@ Contract:
   ``extra["clat_us"][direction]``); ``p50``/``p99`` are also plain metrics.
 - ``--ramp S`` runs S seconds before the totals start (fio ``ramp_time``);
   ``time_s`` then measures that long and the probe ends by itself.
-- Writes to a block device need ``confirmed`` (``--yes-destroy-data=TARGET`` or
-  the typed name in the dashboard) and are refused whatever the flags for a
-  device in use (``blockdev.write_refusals``) or one holding a partition table
-  or filesystem. Files are never refused: they are probetop's own test files.
+- ``IopsProbe(settings)`` takes its ``IopsSettings`` (probes/disk/settings.py).
+- Writes to a block device are refused whatever the flags for a device in use
+  (``blockdev.write_refusals``) or one holding a partition table or
+  filesystem; past those refusals they need ``settings.confirmed``
+  (``--yes-destroy-data=TARGET`` or the typed name in the dashboard), else
+  ``prepare`` raises ``ConfirmationRequired``. Files are never refused: they
+  are probetop's own test files.
 - ``summary()`` is fio-shaped per direction (``iops``, ``bw_bytes``,
   ``io_bytes``, ``total_ios``, ``runtime_ms``, ``clat_ns`` with ``min``,
   ``max``, ``mean``, ``stddev``, ``N``, ``percentile``) plus ``intervals`` and
@@ -27,13 +30,22 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes.core.base import Emit, MetricSpec, ProbeError, UsageProbeError
-from probetop.probes.core.sample import Sample, Status, now_ns
+from probetop.probes.core.base import ConfirmationRequired, Emit, ProbeError
+from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.ticker import Ticker
-from probetop.probes.disk.target import Target, format_size, layout_file, resolve
-from probetop.probes.disk.workers import (
+from probetop.probes.disk.records import (
     DIRECTIONS,
     FIO_PERCENTILES,
+    IOPS_KIND,
+    IOPS_METRICS,
+    DirectionRates,
+    IopsInterval,
+    IopsParams,
+    pct_key,
+)
+from probetop.probes.disk.settings import IopsSettings
+from probetop.probes.disk.target import Target, format_size, layout_file, resolve
+from probetop.probes.disk.workers import (
     DirectionTotals,
     Engine,
     EnginePlan,
@@ -41,13 +53,6 @@ from probetop.probes.disk.workers import (
     hist_percentiles,
     warm_up_kernels,
 )
-
-RW_MODES = ("read", "write", "randread", "randwrite", "randrw", "rw")
-
-
-def pct_key(p: float) -> str:
-    """fio's percentile key spelling: "99.900000"."""
-    return f"{p:.6f}"
 
 
 def fio_direction(d: DirectionTotals, runtime_s: float) -> dict[str, Any]:
@@ -75,67 +80,21 @@ def fio_direction(d: DirectionTotals, runtime_s: float) -> dict[str, Any]:
 class IopsProbe:
     """See the module docstring."""
 
-    kind = "iops"
-    metrics = (
-        MetricSpec("read_iops", "IO/s", "reads completed per second in the interval", True),
-        MetricSpec("write_iops", "IO/s", "writes completed per second in the interval", True),
-        MetricSpec("read_Bps", "B/s", "bytes read per second in the interval"),
-        MetricSpec("write_Bps", "B/s", "bytes written per second in the interval"),
-        MetricSpec("read_clat_p50_us", "µs", "median read completion latency"),
-        MetricSpec("read_clat_p99_us", "µs", "99th percentile read completion latency"),
-        MetricSpec("write_clat_p50_us", "µs", "median write completion latency"),
-        MetricSpec("write_clat_p99_us", "µs", "99th percentile write completion latency"),
-        MetricSpec("read_clat_mean_us", "µs", "mean read completion latency"),
-        MetricSpec("write_clat_mean_us", "µs", "mean write completion latency"),
-        MetricSpec("errors", "/s", "failed or short I/Os per second"),
-    )
+    kind = IOPS_KIND
+    metrics = IOPS_METRICS
 
-    def __init__(
-        self,
-        target: str,
-        *,
-        rw: str = "randread",
-        rwmixread: int = 50,
-        bs: int = 4096,
-        jobs: int = 1,
-        iodepth: int = 1,
-        size: int | None = None,
-        offset: int = 0,
-        direct: bool | None = None,
-        sync: bool = False,
-        time_s: float | None = None,
-        ramp_s: float = 0.0,
-        rate_iops: int = 0,
-        confirmed: bool = False,
-        interval_s: float = 1.0,
-        probe_id: str | None = None,
-    ) -> None:
-        if rw not in RW_MODES:
-            raise UsageProbeError(f"--rw must be one of {', '.join(RW_MODES)}, got {rw!r}")
-        if not 0 <= rwmixread <= 100:
-            raise UsageProbeError("--rwmixread must be 0..100")
-        if jobs < 1 or jobs > 256:
-            raise UsageProbeError("--jobs must be 1..256")
-        if iodepth < 1 or iodepth > 1024:
-            raise UsageProbeError("--iodepth must be 1..1024")
-        if ramp_s < 0:
-            raise UsageProbeError("--ramp must be zero or more seconds")
-        self.target_path = target
-        self.rw = rw
-        self.rwmixread = rwmixread
-        self.bs = bs
-        self.jobs = jobs
-        self.iodepth = iodepth
-        self.size = size
-        self.offset = offset
-        self.direct_wanted = direct
-        self.sync = sync
-        self.time_s = time_s
-        self.ramp_s = ramp_s
-        self.rate_iops = rate_iops
-        self.confirmed = confirmed  # writes to a block device: the user typed its name
-        self.interval_s = interval_s
-        self.id = probe_id or f"iops:{target}"
+    def __init__(self, settings: IopsSettings, *, probe_id: str | None = None) -> None:
+        settings.validate()
+        self.settings = settings
+        s = settings
+        self.target_path = s.target
+        # Read often in the measuring code; the settings object stays the record.
+        self.rw = s.rw
+        self.bs = s.bs
+        self.time_s = s.time_s
+        self.ramp_s = s.ramp_s
+        self.interval_s = s.interval_s
+        self.id = probe_id or f"iops:{s.target}"
         self.target: Target | None = None
         self.intervals: list[dict[str, Any]] = []
         self._base: Snapshot | None = None
@@ -146,122 +105,112 @@ class IopsProbe:
         self.notes: list[str] = []
         self.errors: list[str] = []
 
-    # -- derived --
-    @property
-    def readpct(self) -> int:
-        if self.rw in ("read", "randread"):
-            return 100
-        if self.rw in ("write", "randwrite"):
-            return 0
-        return self.rwmixread
-
-    @property
-    def sequential(self) -> bool:
-        return not self.rw.startswith("rand")
-
-    @property
-    def writes(self) -> bool:
-        return self.readpct < 100
-
     # -- Probe protocol --
     def prepare(self) -> None:
         from probetop.probes.disk.blockdev import data_signatures, write_refusals
 
+        s = self.settings
         self.target = resolve(
-            self.target_path,
-            write=self.writes,
-            bs=self.bs,
-            size=self.size,
-            offset=self.offset,
-            direct=self.direct_wanted,
+            s.target,
+            write=s.writes,
+            bs=s.bs,
+            size=s.size,
+            offset=s.offset,
+            direct=s.direct,
             may_create=True,
         )
         self.notes = list(self.target.notes)
-        if self.writes and self.target.kind == "block":
-            refusals = write_refusals(self.target_path)
+        if s.writes and self.target.kind == "block":
+            refusals = write_refusals(s.target)
             if refusals:
                 raise ProbeError("refusing to write: " + "; ".join(refusals))
-            signatures = data_signatures(self.target_path)
+            signatures = data_signatures(s.target)
             if signatures:
                 raise ProbeError(
-                    f"refusing to write to {self.target_path}: it holds data "
+                    f"refusing to write to {s.target}: it holds data "
                     f"({', '.join(signatures)}). The IOPS probe never overwrites a device "
                     "with a partition table or filesystem; wipe it yourself first "
                     "(wipefs -a) if you mean it."
                 )
-            if not self.confirmed:
-                raise ProbeError(
-                    f"{self.rw} destroys data on {self.target_path}. Confirm with "
-                    f"--yes-destroy-data={self.target_path} (headless) or type the name in "
-                    "the dashboard's confirmation dialog."
+            if not s.confirmed:
+                raise ConfirmationRequired(
+                    f"{s.rw} destroys data on {s.target}. Confirm with "
+                    f"--yes-destroy-data={s.target} (headless) or type the name in "
+                    "the dashboard's confirmation dialog.",
+                    target=s.target,
+                    action="writes",
                 )
 
+    def run_params(self) -> IopsParams:
+        s, t = self.settings, self.target
+        return IopsParams(
+            target=s.target,
+            rw=s.rw,
+            rwmixread=s.rwmixread if s.rw in ("randrw", "rw") else None,
+            bs=s.bs,
+            jobs=s.jobs,
+            iodepth=s.iodepth,
+            offset=s.offset,
+            size=t.size if t else s.size,
+            direct=t.direct if t else s.direct,
+            sync=s.sync,
+            time_s=s.time_s,
+            ramp_s=s.ramp_s,
+            rate_iops=s.rate_iops or None,
+            interval_s=s.interval_s,
+            engine="libaio" if s.iodepth > 1 else "psync",
+            backing_device=t.backing if t else None,
+        )
+
     def params(self) -> Mapping[str, Any]:
-        t = self.target
-        return {
-            "target": self.target_path,
-            "rw": self.rw,
-            "rwmixread": self.rwmixread if self.rw in ("randrw", "rw") else None,
-            "bs": self.bs,
-            "jobs": self.jobs,
-            "iodepth": self.iodepth,
-            "offset": self.offset,
-            "size": t.size if t else self.size,
-            "direct": t.direct if t else self.direct_wanted,
-            "sync": self.sync,
-            "time_s": self.time_s,
-            "ramp_s": self.ramp_s,
-            "rate_iops": self.rate_iops or None,
-            "interval_s": self.interval_s,
-            "engine": "libaio" if self.iodepth > 1 else "psync",
-            "backing_device": t.backing if t else None,
-        }
+        return self.run_params().as_dict()
 
     def reference_command(self) -> str:
-        t = self.target
+        s, t = self.settings, self.target
         args = [
             "fio",
             "--name=probetop",
-            f"--filename={self.target_path}",
-            f"--rw={self.rw}",
-            f"--bs={format_size(self.bs)}",
-            f"--ioengine={'libaio' if self.iodepth > 1 else 'psync'}",
-            f"--iodepth={self.iodepth}",
-            f"--numjobs={self.jobs}",
-            f"--direct={int(t.direct if t else self.direct_wanted is not False)}",
+            f"--filename={s.target}",
+            f"--rw={s.rw}",
+            f"--bs={format_size(s.bs)}",
+            f"--ioengine={'libaio' if s.iodepth > 1 else 'psync'}",
+            f"--iodepth={s.iodepth}",
+            f"--numjobs={s.jobs}",
+            f"--direct={int(t.direct if t else s.direct is not False)}",
         ]
-        if self.rw in ("randrw", "rw"):
-            args.append(f"--rwmixread={self.rwmixread}")
-        if self.sync:
+        if s.rw in ("randrw", "rw"):
+            args.append(f"--rwmixread={s.rwmixread}")
+        if s.sync:
             args.append("--sync=1")
-        if self.rate_iops:
-            args.append(f"--rate_iops={self.rate_iops}")
-        if self.offset:
-            args.append(f"--offset={self.offset}")
-        size = t.size if t else self.size
+        if s.rate_iops:
+            args.append(f"--rate_iops={s.rate_iops}")
+        if s.offset:
+            args.append(f"--offset={s.offset}")
+        size = t.size if t else s.size
         if size:
             args.append(f"--size={size}")
-        if self.ramp_s:
-            args.append(f"--ramp_time={self.ramp_s:g}")
-        if self.time_s:
-            args += ["--time_based", f"--runtime={self.time_s:g}"]
+        if s.ramp_s:
+            args.append(f"--ramp_time={s.ramp_s:g}")
+        if s.time_s:
+            args += ["--time_based", f"--runtime={s.time_s:g}"]
         args.append("--group_reporting")
         return shlex.join(args)
 
     def plan(self) -> EnginePlan:
         assert self.target is not None, "prepare() first"
+        s = self.settings
         return EnginePlan(
-            path=self.target_path,
-            bs=self.bs,
+            path=s.target,
+            bs=s.bs,
             extents=[(self.target.start, self.target.end)],
-            jobs=self.jobs,
-            iodepth=self.iodepth,
-            readpct=self.readpct,
-            seq=self.sequential,
+            jobs=s.jobs,
+            iodepth=s.iodepth,
+            readpct=s.readpct,
+            seq=s.sequential,
             wrap=True,
             direct=self.target.direct,
-            sync=self.sync,
-            rate_iops=self.rate_iops,
+            sync=s.sync,
+            rate_iops=s.rate_iops,
         )
 
     async def run(self, emit: Emit) -> None:
@@ -330,47 +279,46 @@ class IopsProbe:
         seconds = (snap.t_ns - prev.t_ns) / 1e9
         if seconds <= 0:
             return
-        values: dict[str, float | None] = {}
-        clat: dict[str, dict[str, float]] = {}
+        rates: dict[str, DirectionRates] = {}
         errors = 0
         row: dict[str, Any] = {"t_s": round((snap.t_ns - self._start_ns) / 1e9, 3)}
+        s = self.settings
         for d, name in enumerate(DIRECTIONS):
             delta = snap.dirs[d].minus(prev.dirs[d])
             errors += delta.errors
-            active = (name == "read" and self.readpct > 0) or (name == "write" and self.writes)
+            active = (name == "read" and s.readpct > 0) or (name == "write" and s.writes)
             if not active:
                 continue
             iops = delta.ios / seconds
-            values[f"{name}_iops"] = iops
-            values[f"{name}_Bps"] = delta.bytes / seconds
             pct = hist_percentiles(delta.hist)
-            us = {pct_key(p): v / 1000.0 for p, v in pct.items() if v is not None}
-            clat[name] = us
-            values[f"{name}_clat_p50_us"] = pct[50] / 1000.0 if pct[50] is not None else None
-            values[f"{name}_clat_p99_us"] = pct[99] / 1000.0 if pct[99] is not None else None
             mean = delta.lat_mean_ns
-            values[f"{name}_clat_mean_us"] = mean / 1000.0 if mean is not None else None
+            r = rates[name] = DirectionRates(
+                iops=iops,
+                bps=delta.bytes / seconds,
+                clat_p50_us=pct[50] / 1000.0 if pct[50] is not None else None,
+                clat_p99_us=pct[99] / 1000.0 if pct[99] is not None else None,
+                clat_mean_us=mean / 1000.0 if mean is not None else None,
+                clat_us={pct_key(p): v / 1000.0 for p, v in pct.items() if v is not None},
+            )
             row[f"{name}_iops"] = round(iops, 1)
             row[f"{name}_bw_bytes"] = round(delta.bytes / seconds)
-            row[f"{name}_clat_p50_us"] = values[f"{name}_clat_p50_us"]
-            row[f"{name}_clat_p99_us"] = values[f"{name}_clat_p99_us"]
-        values["errors"] = errors / seconds
+            row[f"{name}_clat_p50_us"] = r.clat_p50_us
+            row[f"{name}_clat_p99_us"] = r.clat_p99_us
         row["errors"] = errors
         row["ramp"] = ramping
         self.intervals.append(row)
-        emit(
-            Sample(
-                self.id,
-                snap.t_ns,
-                seconds,
-                values,
-                {"clat_us": clat, "ramp": ramping, "percentiles": list(FIO_PERCENTILES)},
-            )
+        interval = IopsInterval(
+            read=rates.get("read"),
+            write=rates.get("write"),
+            errors_per_s=errors / seconds,
+            ramp=ramping,
+            percentiles=FIO_PERCENTILES,
         )
+        emit(interval.to_sample(self.id, snap.t_ns, seconds))
 
     def summary(self) -> Mapping[str, Any]:
         out: dict[str, Any] = {
-            "target": self.target_path,
+            "target": self.settings.target,
             "params": dict(self.params()),
             "fio_command": self.reference_command(),
             "notes": self.notes,

@@ -11,32 +11,30 @@ Contract:
   supported (tmpfs: falls back to buffered and says so in ``notes`` unless
   ``--direct`` was forced), area smaller than one block, unaligned direct I/O.
 - ``layout_file`` creates or extends a regular file and fills it with data
-  (as fio does before reading a new file), so reads hit real blocks.
+  (as fio does before reading a new file), so reads hit real blocks;
+  ``make_data_file`` does it for a new file of a given size (the demo's).
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 from dataclasses import dataclass, field
 
 from probetop.probes.core.base import TargetProbeError, UsageProbeError
+from probetop.probes.core.options import parse_byte_size
 from probetop.probes.disk.blockdev import DeviceIdentity, identify
 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)(i?b)?\s*$", re.IGNORECASE)
 
 
 def parse_size(text: str | int) -> int:
-    """Bytes from fio-style text ("1", "4k", "1M", "2GiB"); ValueError if bad."""
+    """Bytes from fio-style text ("1", "4k", "1M", "2GiB"); ValueError if bad.
+    The grammar is the CLI's size parser (``core.options.parse_byte_size``)."""
     if isinstance(text, int):
         return text
-    match = _SIZE_RE.match(str(text))
-    if not match:
-        raise ValueError(f"not a size: {text!r} (use e.g. 512, 4k, 1M, 10G)")
-    return int(match.group(1)) * _UNITS[match.group(2).lower()]
+    return parse_byte_size(str(text))
 
 
 def format_size(n: int) -> str:
@@ -230,3 +228,9 @@ def layout_file(target: Target, fill: bool = True) -> None:
     finally:
         os.close(fd)
     target.identity = identify(target.path)
+
+
+def make_data_file(path: str, size: int) -> None:
+    """Create (or extend) the regular file ``path`` to ``size`` bytes of data,
+    for a read target (the demo's warm-up file). Raises OSError."""
+    layout_file(Target(path, None, "file", 0, size, False, create=True), fill=True)

@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from probetop.probes.disk.records import DIRECTIONS, FIO_PERCENTILES
 
-READ, WRITE = 0, 1
-DIRECTIONS = ("read", "write")
+READ, WRITE = 0, 1  # indexes into DIRECTIONS
 SECTOR = 512
 
 # Latency histogram: fio's layout (6 bits of precision per power of two, 29
@@ -61,8 +61,6 @@ F_LAT_SUM, F_LAT_SUMSQ = range(2)
 # Per job control words (int64): written by Python (stop) or the loop (the rest).
 K_STOP, K_PROGRESS, K_ERRNO, K_ERR_OFFSET, K_ERR_DIR, K_FIRST_BAD = range(6)
 N_CONTROL = 6
-
-FIO_PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99)
 
 _AIO_SYSCALLS = {
     # io_setup, io_destroy, io_getevents, io_submit

@@ -6,8 +6,7 @@ import asyncio
 import os
 
 from disk_fixtures import loop_device
-from probetop.probes.disk.iops import IopsProbe
-from probetop.probes.disk.warmup import WarmupProbe
+from probetop.probes.disk import IopsProbe, IopsSettings, WarmupProbe, WarmupSettings
 from probetop.probes.disk.workers import warm_up_kernels
 from probetop.probes.system.collectors import DiskProbe
 from probetop.tui.app import make_app
@@ -52,12 +51,12 @@ async def test_iops_pane_shows_the_kernel_view_beside_the_probe() -> None:
         name = os.path.basename(dev)
         probes = [
             DiskProbe(0.25, devices=[name]),
-            IopsProbe(dev, jobs=2, iodepth=4, time_s=3, interval_s=0.25),
+            IopsProbe(IopsSettings(dev, jobs=2, iodepth=4, time_s=3, interval_s=0.25)),
         ]
         app = make_app(AppConfig(probes=probes, interval_s=0.25, focus="iops"))
         async with app.run_test(size=(120, 50)) as pilot:
             pane = await _wait_for(
-                app, IopsPane, lambda p: p.samples_seen > 1 and p.kernel.get("read_iops")
+                app, IopsPane, lambda p: p.samples_seen > 1 and p.kernel and p.kernel.read_iops
             )
             await pilot.pause()
             pane.render_frame()
@@ -72,10 +71,11 @@ async def test_warmup_pane_shows_progress_map_and_plateau(tmp_path) -> None:
     target = tmp_path / "vol.img"
     with open(target, "wb") as f:
         f.truncate(64 << 20)
-    probe = WarmupProbe(
+    settings = WarmupSettings(
         str(target), bs=4096, iodepth=1, interval_s=0.25, ss_dur=0.5,
         checkpoint=str(tmp_path / "c.json"), direct=False,
     )  # fmt: skip
+    probe = WarmupProbe(settings)
     app = make_app(AppConfig(probes=[probe], interval_s=0.25, focus="warmup"))
     async with app.run_test(size=(120, 50)) as pilot:
         pane = await _wait_for(app, WarmupPane, lambda p: p.samples_seen > 0, tries=200)
@@ -102,15 +102,13 @@ async def test_warmup_pane_shows_the_kernel_view_of_the_device(tmp_path) -> None
     await asyncio.to_thread(warm_up_kernels)
     with loop_device(64 << 20) as dev:
         name = os.path.basename(dev)
-        probes = [
-            DiskProbe(0.25, devices=[name]),
-            WarmupProbe(dev, bs=4096, iodepth=1, rate_iops=4000, interval_s=0.25,
-                        checkpoint=str(tmp_path / "c.json")),
-        ]  # fmt: skip
+        settings = WarmupSettings(dev, bs=4096, iodepth=1, rate_iops=4000, interval_s=0.25,
+                                  checkpoint=str(tmp_path / "c.json"))  # fmt: skip
+        probes = [DiskProbe(0.25, devices=[name]), WarmupProbe(settings)]
         app = make_app(AppConfig(probes=probes, interval_s=0.25, focus="warmup"))
         async with app.run_test(size=(120, 50)) as pilot:
             pane = await _wait_for(
-                app, WarmupPane, lambda p: p.samples_seen > 1 and p.kernel.get("read_iops")
+                app, WarmupPane, lambda p: p.samples_seen > 1 and p.kernel and p.kernel.read_iops
             )
             await pilot.pause()
             pane.render_frame()

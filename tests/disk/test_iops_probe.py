@@ -13,7 +13,7 @@ import pytest
 from disk_fixtures import kernel_io, loop_device, run_cli
 from probetop.probes.core.base import ProbeError
 from probetop.probes.core.hub import Hub
-from probetop.probes.disk.iops import FIO_PERCENTILES, IopsProbe, pct_key
+from probetop.probes.disk import FIO_PERCENTILES, IopsProbe, IopsSettings, pct_key
 
 fast_dir = disk_fixtures.fast_dir  # the fixture, under the name tests ask for
 
@@ -62,7 +62,7 @@ def test_text_report_and_buffered_one_byte_sync_writes(fast_dir):
 
 async def test_cancel_leaves_no_worker_behind(fast_dir):
     target = fast_dir / "c.img"
-    probe = IopsProbe(str(target), size=4 << 20, jobs=2, iodepth=4, interval_s=0.2)
+    probe = IopsProbe(IopsSettings(str(target), size=4 << 20, jobs=2, iodepth=4, interval_s=0.2))
     hub = Hub()
     hub.add(probe)
     sub = hub.subscribe()
@@ -124,7 +124,7 @@ def test_permission_denied_for_an_unprivileged_user(tmp_path):
 def test_writes_to_a_device_holding_a_filesystem_are_refused(tmp_path):
     with loop_device(32 << 20) as dev:
         subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
-        probe = IopsProbe(dev, rw="randwrite")
+        probe = IopsProbe(IopsSettings(dev, rw="randwrite"))
         with pytest.raises(ProbeError, match="ext4"):
             probe.prepare()
 
@@ -132,7 +132,9 @@ def test_writes_to_a_device_holding_a_filesystem_are_refused(tmp_path):
 def test_probe_counts_agree_with_the_kernel_on_a_loop_device():
     with loop_device(64 << 20) as dev:
         before = kernel_io(dev)
-        probe = IopsProbe(dev, rw="randread", bs=4096, iodepth=8, time_s=0.5, interval_s=0.25)
+        probe = IopsProbe(
+            IopsSettings(dev, rw="randread", bs=4096, iodepth=8, time_s=0.5, interval_s=0.25)
+        )
         probe.prepare()
         asyncio.run(probe.run(lambda r: None))
         after = kernel_io(dev)
@@ -149,7 +151,9 @@ def test_probe_counts_agree_with_the_kernel_on_a_loop_device():
 
 def test_ramp_intervals_are_shown_but_not_counted(fast_dir):
     target = fast_dir / "r.img"
-    probe = IopsProbe(str(target), size=4 << 20, ramp_s=0.5, time_s=0.5, interval_s=0.25)
+    probe = IopsProbe(
+        IopsSettings(str(target), size=4 << 20, ramp_s=0.5, time_s=0.5, interval_s=0.25)
+    )
     probe.prepare()
     asyncio.run(probe.run(lambda r: None))
     summary = probe.summary()
@@ -165,8 +169,8 @@ def test_ramp_intervals_are_shown_but_not_counted(fast_dir):
 def test_writes_to_a_blank_device_need_the_confirmation():
     with loop_device(16 << 20) as dev:
         with pytest.raises(ProbeError, match=f"--yes-destroy-data={dev}"):
-            IopsProbe(dev, rw="randwrite").prepare()
-        IopsProbe(dev, rw="randwrite", confirmed=True).prepare()
-        IopsProbe(dev, rw="randread").prepare()  # reads need nothing
+            IopsProbe(IopsSettings(dev, rw="randwrite")).prepare()
+        IopsProbe(IopsSettings(dev, rw="randwrite", confirmed=True)).prepare()
+        IopsProbe(IopsSettings(dev, rw="randread")).prepare()  # reads need nothing
         wrong = run_cli(["iops", dev, "--rw", "write", "--yes-destroy-data=/dev/sdz", "--json"])
         assert wrong.returncode == 2 and "does not name the target" in wrong.stderr

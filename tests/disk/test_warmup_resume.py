@@ -14,8 +14,8 @@ import disk_fixtures
 import pytest
 from disk_fixtures import PROBETOP, kernel_io, loop_device, read_stamps, run_cli
 from probetop.probes.core.base import ProbeError
+from probetop.probes.disk import WarmupProbe, WarmupSettings
 from probetop.probes.disk.checkpoint import Checkpoint
-from probetop.probes.disk.warmup import WarmupProbe
 
 fast_dir = disk_fixtures.fast_dir  # the fixture, under the name tests ask for
 
@@ -121,18 +121,22 @@ def test_checkpoint_of_another_target_is_refused(tmp_path):
     for path in (a, b):
         path.write_bytes(b"\0" * (4 << 20))
     checkpoint = tmp_path / "a.json"
-    first = WarmupProbe(str(a), checkpoint=str(checkpoint), iodepth=4)
+    first = WarmupProbe(WarmupSettings(str(a), checkpoint=str(checkpoint), iodepth=4))
     first.prepare()
     asyncio.run(first.run(lambda r: None))
     assert first.summary()["complete"] is True
     saved = checkpoint.read_text()
     with pytest.raises(ProbeError, match="another target"):
-        WarmupProbe(str(b), checkpoint=str(checkpoint), resume=True).prepare()
+        WarmupProbe(WarmupSettings(str(b), checkpoint=str(checkpoint), resume=True)).prepare()
     with pytest.raises(ProbeError, match="block size"):
-        WarmupProbe(str(a), checkpoint=str(checkpoint), resume=True, bs=65536).prepare()
+        WarmupProbe(
+            WarmupSettings(str(a), checkpoint=str(checkpoint), resume=True, bs=65536)
+        ).prepare()
     with pytest.raises(ProbeError, match="read pass, not write"):
         WarmupProbe(
-            str(a), checkpoint=str(checkpoint), resume=True, pass_name="write", confirmed=True
+            WarmupSettings(
+                str(a), checkpoint=str(checkpoint), resume=True, pass_name="write", confirmed=True
+            )
         ).prepare()
     assert checkpoint.read_text() == saved  # refusals leave it untouched
     # Through the CLI: exit 2 and the reason on stderr.

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from disk_fixtures import loop_device, run_cli
 from probetop.probes.core.base import ProbeError
-from probetop.probes.disk.warmup import WarmupProbe
+from probetop.probes.disk import WarmupProbe, WarmupSettings
 
 
 def _write(dev: str, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -44,7 +44,7 @@ def test_active_swap_is_refused():
             pytest.skip(f"swapon not allowed here: {on.stderr.strip()}")
         try:
             with pytest.raises(ProbeError, match="swap"):
-                WarmupProbe(dev, pass_name="write", confirmed=True).prepare()
+                WarmupProbe(WarmupSettings(dev, pass_name="write", confirmed=True)).prepare()
         finally:
             subprocess.run(["swapoff", dev], check=False)
 
@@ -58,7 +58,7 @@ def test_device_held_by_device_mapper_is_refused():
             pytest.skip(f"dmsetup not usable here: {made.stderr.decode().strip()}")
         try:
             with pytest.raises(ProbeError, match="held by"):
-                WarmupProbe(dev, pass_name="write", confirmed=True).prepare()
+                WarmupProbe(WarmupSettings(dev, pass_name="write", confirmed=True)).prepare()
         finally:
             subprocess.run(["dmsetup", "remove", name], check=False)
 
@@ -81,5 +81,5 @@ def test_read_pass_needs_no_confirmation_and_write_flag_alone_is_not_enough(tmp_
     target = tmp_path / "f.img"
     target.write_bytes(b"\0" * (1 << 20))
     with pytest.raises(ProbeError, match="destroys every byte"):
-        WarmupProbe(str(target), pass_name="write").prepare()
-    WarmupProbe(str(target), checkpoint=str(tmp_path / "c.json")).prepare()
+        WarmupProbe(WarmupSettings(str(target), pass_name="write")).prepare()
+    WarmupProbe(WarmupSettings(str(target), checkpoint=str(tmp_path / "c.json"))).prepare()

@@ -1,14 +1,21 @@
-"""Pane for the ``iops`` probe: the probe's view beside the kernel's, and latency.
+"""Panes for the disk family: ``iops`` (the probe's view beside the kernel's,
+and latency) and ``warmup`` (progress, ETA, done map, plateau).
 
+IopsPane:
 - sparklines: IOPS per direction and p99 completion latency, per interval;
 - "probe vs kernel": this interval's IOPS and bytes/s as the probe counted
-  them beside the passive ``system.disk`` counters of the disk holding the
-  target (``observe``), so a page cache hit (buffered I/O) or other I/O to the
-  same disk shows as a gap;
+  them beside the kernel's counters of the disk holding the target (the
+  passive per-disk sample, read through ``DiskCounters`` in ``observe``), so a
+  page cache hit (buffered I/O) or other I/O to the same disk shows as a gap;
 - the latency distribution of the last interval at fio's percentiles, with a
   log-scaled bar per percentile.
 
-Also here: the pane for the ``warmup`` probe (progress, ETA, done map, plateau).
+WarmupPane: a progress bar with bytes done, ETA and elapsed time (and the
+kernel's MB/s and IO/s for the same disk), MB/s and IOPS sparklines, the map
+of done regions and the plateau state.
+
+Samples are read through the family's typed records (``IopsInterval``,
+``WarmupInterval``) and parameters through ``IopsParams``/``WarmupParams``.
 """
 
 from __future__ import annotations
@@ -17,15 +24,26 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes.core.sample import Sample, split_key
+from probetop.probes.core.passive import DiskCounters
+from probetop.probes.core.sample import Sample
+from probetop.probes.disk import (
+    DIRECTION_METRICS,
+    WARMUP_BW,
+    WARMUP_IOPS,
+    IopsInterval,
+    IopsParams,
+    WarmupInterval,
+    WarmupParams,
+)
 from probetop.tui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane
 from probetop.tui.widgets.textblock import TextBlock
 from textual.app import ComposeResult
 
-SHOWN_PERCENTILES = ("1.000000", "50.000000", "90.000000", "99.000000", "99.900000", "99.990000")
+SHOWN_PERCENTILES = (1.0, 50.0, 90.0, 99.0, 99.9, 99.99)
 BAR = 24
+LABEL = 17  # sparkline label column: "p99 write latency  48.4 µs" fits in 28
 
 
 def log_bar(value: float, low: float, high: float, width: int = BAR) -> str:
@@ -36,31 +54,50 @@ def log_bar(value: float, low: float, high: float, width: int = BAR) -> str:
     return "█" * max(1, round(min(1.0, frac) * width))
 
 
+def spark_label(label: str, value: float | None, unit: str) -> str:
+    """A sparkline's label: what, the latest value and its unit (``B/s`` gets
+    its SI prefix in front: "123MB/s")."""
+    if unit == "B/s":
+        return f"{label:<{LABEL}}{fmt_value(value, unit, 6)}B/s"
+    return f"{label:<{LABEL}}{fmt_value(value, unit, 6)} {unit}"
+
+
+def kernel_rates(
+    counters: DiskCounters | None, direction: str
+) -> tuple[float | None, float | None, float | None]:
+    """(IO/s, bytes/s, mean latency ms) of one direction as the kernel counted them."""
+    if counters is None:
+        return None, None, None
+    if direction == "write":
+        return counters.write_iops, counters.write_bps, counters.write_lat_ms
+    return counters.read_iops, counters.read_bps, counters.read_lat_ms
+
+
 class IopsPane(ProbePane):
     """See the module docstring."""
 
     def __init__(self, info: Mapping[str, Any], **kw: Any) -> None:
         super().__init__(info, **kw)
-        params = info.get("params", {}) or {}
-        self.device: str | None = params.get("backing_device")
-        rw = str(params.get("rw", "randread"))
-        self.directions = [
-            d
-            for d in ("read", "write")
-            if not (d == "read" and rw in ("write", "randwrite"))
-            and not (d == "write" and rw in ("read", "randread"))
+        params = IopsParams.from_info(info)
+        self.device: str | None = params.backing_device
+        self.directions = list(params.directions)
+        # (history key, label, unit) per sparkline
+        self.spark_specs = [
+            (DIRECTION_METRICS[d].iops, f"{d} IOPS", "IO/s") for d in self.directions
         ]
-        self.spark_rows = [SparkRow(f"{d}_iops") for d in self.directions]
-        self.spark_rows += [SparkRow(f"{d}_clat_p99_us") for d in self.directions]
+        self.spark_specs += [
+            (DIRECTION_METRICS[d].clat_p99_us, f"p99 {d} latency", "µs") for d in self.directions
+        ]
+        self.spark_rows = [SparkRow(key) for key, _label, _unit in self.spark_specs]
         self.compare = TextBlock(["compiling the native I/O loop..."], header_rows=1)
-        self.latency = TextBlock([""], header_rows=1)  # not []: see warmup_pane
-        self.kernel: dict[str, float | None] = {}
-        self.clat: dict[str, dict[str, float]] = {}
+        self.latency = TextBlock([""], header_rows=1)  # not []: see WarmupPane
+        self.kernel: DiskCounters | None = None
+        self.interval: IopsInterval | None = None
         desc = (
-            f"{params.get('rw')} bs={params.get('bs')} jobs={params.get('jobs')} "
-            f"iodepth={params.get('iodepth')} {'direct' if params.get('direct') else 'buffered'}"
+            f"{params.rw} bs={params.bs} jobs={params.jobs} "
+            f"iodepth={params.iodepth} {'direct' if params.direct else 'buffered'}"
         )
-        self.border_title = f"iops  {params.get('target', self.probe_id)}  {desc}"
+        self.border_title = f"iops  {params.target}  {desc}"
 
     def compose(self) -> ComposeResult:
         yield from self.spark_rows
@@ -69,60 +106,68 @@ class IopsPane(ProbePane):
 
     def add_sample(self, sample: Sample) -> None:
         super().add_sample(sample)
-        clat = (sample.extra or {}).get("clat_us") or {}
-        self.clat = {d: dict(v) for d, v in clat.items()}
+        self.interval = IopsInterval.from_sample(sample)
 
     def observe(self, sample: Sample) -> None:
-        if sample.probe != "system.disk" or not self.device:
-            return
-        for key, value in sample.values.items():
-            name, entity = split_key(key)
-            if entity == self.device:
-                self.kernel[name] = value
+        if self.device:
+            counters = DiskCounters.all_from_sample(sample).get(self.device)
+            if counters is not None:
+                self.kernel = counters
 
     def compare_lines(self) -> list[str]:
         dev = self.device or "no block device (tmpfs/NFS?)"
         lines = [f"{'this interval':<16} {'probe':>10} {'kernel ' + dev[:14]:>22}"]
         for d in self.directions:
-            for metric, unit, label in ((f"{d}_iops", "IO/s", "IOPS"), (f"{d}_Bps", "B/s", "B/s")):
-                ours = fmt_value(self.latest(metric), unit, 10)
-                theirs = fmt_value(self.kernel.get(metric), unit, 22) if self.device else ""
-                lines.append(f"{d + ' ' + label:<16} {ours} {theirs}")
-            lat = self.kernel.get(f"{d}_lat_ms")
-            mean = self.latest(f"{d}_clat_mean_us")
-            kernel_us = lat * 1000 if lat is not None else None
-            theirs = f"{fmt_value(kernel_us, 'us', 19)} µs" if self.device else ""
-            lines.append(f"{d + ' mean lat':<16} {fmt_value(mean, 'us', 7)} µs {theirs}")
+            ours = self.interval.direction(d) if self.interval else None
+            k_iops, k_bps, k_lat_ms = kernel_rates(self.kernel, d)
+            rows = (
+                ("IOPS", "IO/s", ours.iops if ours else None, k_iops),
+                ("B/s", "B/s", ours.bps if ours else None, k_bps),
+            )
+            for label, unit, mine, theirs in rows:
+                kernel = fmt_value(theirs, unit, 22) if self.device else ""
+                lines.append(f"{d + ' ' + label:<16} {fmt_value(mine, unit, 10)} {kernel}")
+            mean = ours.clat_mean_us if ours else None
+            kernel_us = k_lat_ms * 1000 if k_lat_ms is not None else None
+            kernel = f"{fmt_value(kernel_us, 'us', 19)} µs" if self.device else ""
+            lines.append(f"{d + ' mean lat':<16} {fmt_value(mean, 'us', 7)} µs {kernel}")
         return lines
 
     def latency_lines(self) -> list[str]:
-        values = [v for d in self.clat.values() for v in d.values() if v]
+        per_direction = {
+            d: rates
+            for d in self.directions
+            if self.interval and (rates := self.interval.direction(d)) is not None
+        }
+        values = [v for r in per_direction.values() for v in r.clat_us.values() if v]
         if not values:
             return [""]
-        low, high = min(values), max(values)
-        low, high = low / 1.5, high * 1.1
+        low, high = min(values) / 1.5, max(values) * 1.1
         lines = ["completion latency (µs), last interval, log scale"]
-        for d in self.directions:
-            pct = self.clat.get(d, {})
-            for key in SHOWN_PERCENTILES:
-                v = pct.get(key)
+        for d, rates in per_direction.items():
+            for p in SHOWN_PERCENTILES:
+                v = rates.percentile_us(p)
                 if v is None:
                     continue
-                label = f"{d} p{float(key):g}"
+                label = f"{d} p{p:g}"
                 lines.append(f"{label:<14} {fmt_value(v, 'us', 8)} {log_bar(v, low, high)}")
         return lines
 
     def render_frame(self) -> None:
         super().render_frame()
-        for row in self.spark_rows:
-            hist = self.history.get(row.key)
+        for row, (key, label, unit) in zip(self.spark_rows, self.spark_specs, strict=True):
+            hist = self.history.get(key)
             if hist is None:
                 continue
-            row.label.set_lines([f"{row.key:<18}{fmt_value(hist.latest, self.unit(row.key), 9)}"])
+            row.label.set_lines([spark_label(label, hist.latest, unit)])
             row.spark.set_values(hist.recent(SPARK_POINTS))
         if self.samples_seen:
             self.compare.set_lines(self.compare_lines())
             self.latency.set_lines(self.latency_lines())
+
+    def chart_series(self) -> dict[str, list[tuple[float, float]]]:
+        """The primary metrics (IOPS per direction), labelled for people."""
+        return {f"{d} IO/s": self.series(DIRECTION_METRICS[d].iops) for d in self.directions}
 
 
 PROGRESS_WIDTH = 40
@@ -135,7 +180,7 @@ def progress_bar(fraction: float, width: int = PROGRESS_WIDTH) -> str:
     return "[" + bar.ljust(width, "·") + "]"
 
 
-def map_line(cells: list[float]) -> str:
+def map_line(cells: tuple[float, ...] | list[float]) -> str:
     """One character per region: █ done, ▒ partly done, · not yet."""
     return "".join("█" if c >= 0.999 else "▒" if c > 0 else "·" for c in cells)
 
@@ -154,19 +199,20 @@ class WarmupPane(ProbePane):
 
     def __init__(self, info: Mapping[str, Any], **kw: Any) -> None:
         super().__init__(info, **kw)
-        params = info.get("params", {}) or {}
+        params = WarmupParams.from_info(info)
         self.border_title = (
-            f"warmup  {params.get('target', self.probe_id)}  {params.get('pass', '')} pass  "
-            f"bs={params.get('bs')} jobs={params.get('jobs')} iodepth={params.get('iodepth')}"
+            f"warmup  {params.target}  {params.pass_name} pass  "
+            f"bs={params.bs} jobs={params.jobs} iodepth={params.iodepth}"
         )
-        self.bw_row = SparkRow("bw_Bps")
-        self.iops_row = SparkRow("iops")
+        self.bw_row = SparkRow(WARMUP_BW)
+        self.iops_row = SparkRow(WARMUP_IOPS)
+        self.spark_specs = ((self.bw_row, "throughput", "B/s"), (self.iops_row, "IOPS", "IO/s"))
         self.progress = TextBlock(["compiling the native I/O loop..."])
         self.map_block = TextBlock([""])  # [""]: TextBlock repaints [] -> 1 line only on resize
         self.plateau_block = TextBlock([""])
-        self.extra: dict[str, Any] = {}
-        self.device: str | None = params.get("backing_device")
-        self.kernel: dict[str, float | None] = {}
+        self.interval: WarmupInterval | None = None
+        self.device: str | None = params.backing_device
+        self.kernel: DiskCounters | None = None
 
     def compose(self) -> ComposeResult:
         yield self.progress
@@ -177,66 +223,71 @@ class WarmupPane(ProbePane):
 
     def add_sample(self, sample: Sample) -> None:
         super().add_sample(sample)
-        self.extra = dict(sample.extra or {})
+        self.interval = WarmupInterval.from_sample(sample)
 
     def observe(self, sample: Sample) -> None:
-        if sample.probe != "system.disk" or not self.device:
-            return
-        for key, value in sample.values.items():
-            name, entity = split_key(key)
-            if entity == self.device:
-                self.kernel[name] = value
+        if self.device:
+            counters = DiskCounters.all_from_sample(sample).get(self.device)
+            if counters is not None:
+                self.kernel = counters
 
     def kernel_text(self) -> str:
         """The kernel's view of the same disk, to read beside the probe's rates."""
-        if not self.device or not self.kernel:
+        if not self.device or self.kernel is None:
             return ""
-        direction = "write" if "write" in str(self.extra.get("pass", "")) else "read"
-        bps = self.kernel.get(f"{direction}_Bps")
-        iops = self.kernel.get(f"{direction}_iops")
+        writes = self.interval is not None and self.interval.writes
+        iops, bps, _lat = kernel_rates(self.kernel, "write" if writes else "read")
         return f"  kernel {self.device}: {fmt_value(bps, 'B/s')}B/s {fmt_value(iops, 'IO/s')} IO/s"
 
     def progress_lines(self) -> list[str]:
-        done = self.latest("done_bytes") or 0.0
-        total = self.latest("total_bytes") or 0.0
-        pct = self.latest("progress_pct")
-        head = f"{self.extra.get('pass', '')} pass"
+        w = self.interval
+        if w is None:
+            return [""]
+        done = w.done_bytes or 0.0
+        total = w.total_bytes or 0.0
+        pct = w.progress_pct
+        head = f"{w.pass_name} pass"
         if pct is None:  # time-based pattern: no end
             return [f"{head}: {fmt_value(done, 'B')}B written, elapsed "
-                    f"{fmt_duration(self.latest('elapsed_s'))}"]  # fmt: skip
+                    f"{fmt_duration(w.elapsed_s)}"]  # fmt: skip
         return [
             f"{progress_bar(pct / 100.0)} {pct:5.1f} %  "
             f"{fmt_value(done, 'B')}B / {fmt_value(total, 'B')}B",
-            f"{head}  ETA {fmt_duration(self.latest('eta_s'))}  elapsed "
-            f"{fmt_duration(self.latest('elapsed_s'))}" + self.kernel_text(),
+            f"{head}  ETA {fmt_duration(w.eta_s)}  elapsed "
+            f"{fmt_duration(w.elapsed_s)}" + self.kernel_text(),
         ]
 
     def plateau_lines(self) -> list[str]:
-        plateau = self.extra.get("plateau") or {}
-        if not plateau:
+        plateau = self.interval.plateau_view if self.interval else None
+        if plateau is None:
             return [""]
-        state = plateau.get("state", "?")
-        line = f"plateau {plateau.get('criterion')} over {plateau.get('window_s', 0):g} s: {state}"
-        if plateau.get("reached_at_s") is not None:
+        line = (
+            f"plateau {plateau.criterion} over {plateau.window_s or 0:g} s: {plateau.state or '?'}"
+        )
+        if plateau.reached_at_s is not None:
             line += (
-                f"; reached at {plateau['reached_at_s']:.0f} s after "
-                f"{fmt_value(plateau.get('reached_at_bytes'), 'B')}B"
+                f"; reached at {plateau.reached_at_s:.0f} s after "
+                f"{fmt_value(plateau.reached_at_bytes, 'B')}B"
             )
-        if plateau.get("left_at_s") is not None:
-            line += f"; LEFT at {plateau['left_at_s']:.0f} s"
+        if plateau.left_at_s is not None:
+            line += f"; LEFT at {plateau.left_at_s:.0f} s"
         return [line]
 
     def render_frame(self) -> None:
         super().render_frame()
         if not self.samples_seen:
             return
-        for row in (self.bw_row, self.iops_row):
+        for row, label, unit in self.spark_specs:
             hist = self.history.get(row.key)
             if hist is None:
                 continue
-            row.label.set_lines([f"{row.key:<18}{fmt_value(hist.latest, self.unit(row.key), 9)}"])
+            row.label.set_lines([spark_label(label, hist.latest, unit)])
             row.spark.set_values(hist.recent(SPARK_POINTS))
         self.progress.set_lines(self.progress_lines())
-        cells = self.extra.get("map")
+        cells = self.interval.done_map if self.interval else None
         self.map_block.set_lines(["done map " + map_line(cells)] if cells else [""])
         self.plateau_block.set_lines(self.plateau_lines())
+
+    def chart_series(self) -> dict[str, list[tuple[float, float]]]:
+        """The primary metrics (bytes/s and IO/s), labelled for people."""
+        return {"throughput B/s": self.series(WARMUP_BW), "IO/s": self.series(WARMUP_IOPS)}

@@ -1,0 +1,456 @@
+"""What the disk probes' samples and parameters carry, typed: the probes write
+them, the panes read them.
+
+Contract:
+- ``IopsInterval.to_sample`` / ``WarmupInterval.to_sample`` are the only
+  places that lay a disk interval out as a ``Sample`` (metric keys in
+  ``values``, the rest in ``extra``); ``from_sample`` the only places that
+  read one back. Both keep the recording format of probetop 0.1, key for key
+  and in the same order (old recordings replay); a missing or malformed
+  field reads as None, never raises.
+- ``IopsParams`` / ``WarmupParams`` are the probes' ``params()`` (written to
+  the recording header and the Announce), typed the same way.
+- ``IOPS_METRICS`` / ``WARMUP_METRICS`` declare every metric name a sample
+  may hold; ``DIRECTION_METRICS`` names the IOPS probe's per-direction keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from probetop.probes.core.base import MetricSpec
+from probetop.probes.core.sample import Sample
+
+IOPS_KIND = "iops"
+WARMUP_KIND = "warmup"
+
+DIRECTIONS = ("read", "write")
+# fio's completion-latency percentiles (its --percentile_list default).
+FIO_PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99)
+
+
+def pct_key(p: float) -> str:
+    """fio's percentile key spelling: "99.900000"."""
+    return f"{p:.6f}"
+
+
+# -- the IOPS probe ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DirectionMetrics:
+    """The metric names of one direction ("read" or "write")."""
+
+    iops: str
+    bps: str
+    clat_p50_us: str
+    clat_p99_us: str
+    clat_mean_us: str
+
+
+DIRECTION_METRICS = {
+    d: DirectionMetrics(
+        f"{d}_iops", f"{d}_Bps", f"{d}_clat_p50_us", f"{d}_clat_p99_us", f"{d}_clat_mean_us"
+    )
+    for d in DIRECTIONS
+}
+READ_IOPS, WRITE_IOPS = DIRECTION_METRICS["read"].iops, DIRECTION_METRICS["write"].iops
+IOPS_ERRORS = "errors"
+
+IOPS_METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec("read_iops", "IO/s", "reads completed per second in the interval", True),
+    MetricSpec("write_iops", "IO/s", "writes completed per second in the interval", True),
+    MetricSpec("read_Bps", "B/s", "bytes read per second in the interval"),
+    MetricSpec("write_Bps", "B/s", "bytes written per second in the interval"),
+    MetricSpec("read_clat_p50_us", "µs", "median read completion latency"),
+    MetricSpec("read_clat_p99_us", "µs", "99th percentile read completion latency"),
+    MetricSpec("write_clat_p50_us", "µs", "median write completion latency"),
+    MetricSpec("write_clat_p99_us", "µs", "99th percentile write completion latency"),
+    MetricSpec("read_clat_mean_us", "µs", "mean read completion latency"),
+    MetricSpec("write_clat_mean_us", "µs", "mean write completion latency"),
+    MetricSpec(IOPS_ERRORS, "/s", "failed or short I/Os per second"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DirectionRates:
+    """One direction of one interval: rates and completion latency (µs).
+
+    ``clat_us`` maps fio's percentile keys ("99.000000") to µs; percentiles
+    with no I/O behind them are left out."""
+
+    iops: float | None
+    bps: float | None
+    clat_p50_us: float | None
+    clat_p99_us: float | None
+    clat_mean_us: float | None
+    clat_us: Mapping[str, float] = field(default_factory=dict)
+
+    def percentile_us(self, p: float) -> float | None:
+        return self.clat_us.get(pct_key(p))
+
+
+@dataclass(frozen=True, slots=True)
+class IopsInterval:
+    """One interval of an IOPS run: the active directions (None when the
+    pattern does not do that direction), failed I/Os per second, and whether
+    the interval lies in the ``--ramp`` (shown, not counted in the totals)."""
+
+    read: DirectionRates | None
+    write: DirectionRates | None
+    errors_per_s: float | None
+    ramp: bool = False
+    percentiles: tuple[float, ...] = FIO_PERCENTILES
+
+    def direction(self, name: str) -> DirectionRates | None:
+        return self.read if name == "read" else self.write if name == "write" else None
+
+    def to_sample(self, probe_id: str, t_ns: int, interval_s: float) -> Sample:
+        values: dict[str, float | None] = {}
+        clat: dict[str, dict[str, float]] = {}
+        for name in DIRECTIONS:
+            rates = self.direction(name)
+            if rates is None:
+                continue
+            keys = DIRECTION_METRICS[name]
+            values[keys.iops] = rates.iops
+            values[keys.bps] = rates.bps
+            values[keys.clat_p50_us] = rates.clat_p50_us
+            values[keys.clat_p99_us] = rates.clat_p99_us
+            values[keys.clat_mean_us] = rates.clat_mean_us
+            clat[name] = dict(rates.clat_us)
+        values[IOPS_ERRORS] = self.errors_per_s
+        extra = {"clat_us": clat, "ramp": self.ramp, "percentiles": list(self.percentiles)}
+        return Sample(probe_id, t_ns, interval_s, values, extra)
+
+    @classmethod
+    def from_sample(cls, sample: Sample) -> IopsInterval:
+        """Read an IOPS sample back (live or from a recording)."""
+        values, extra = sample.values, sample.extra or {}
+        clat = extra.get("clat_us")
+        clat = clat if isinstance(clat, Mapping) else {}
+        rates: dict[str, DirectionRates | None] = {}
+        for name in DIRECTIONS:
+            keys = DIRECTION_METRICS[name]
+            if keys.iops not in values and name not in clat:
+                rates[name] = None
+                continue
+            pct = clat.get(name)
+            pct = pct if isinstance(pct, Mapping) else {}
+            rates[name] = DirectionRates(
+                iops=_number(values.get(keys.iops)),
+                bps=_number(values.get(keys.bps)),
+                clat_p50_us=_number(values.get(keys.clat_p50_us)),
+                clat_p99_us=_number(values.get(keys.clat_p99_us)),
+                clat_mean_us=_number(values.get(keys.clat_mean_us)),
+                clat_us={str(k): float(v) for k, v in pct.items() if _number(v) is not None},
+            )
+        percentiles = extra.get("percentiles")
+        return cls(
+            read=rates["read"],
+            write=rates["write"],
+            errors_per_s=_number(values.get(IOPS_ERRORS)),
+            ramp=bool(extra.get("ramp", False)),
+            percentiles=(
+                tuple(float(p) for p in percentiles if _number(p) is not None)
+                if isinstance(percentiles, list)
+                else FIO_PERCENTILES
+            ),
+        )
+
+
+def active_directions(rw: str) -> tuple[str, ...]:
+    """The directions an fio ``--rw`` pattern does: reads, writes or both."""
+    if rw in ("read", "randread"):
+        return ("read",)
+    if rw in ("write", "randwrite"):
+        return ("write",)
+    return DIRECTIONS
+
+
+@dataclass(frozen=True, slots=True)
+class IopsParams:
+    """What an IOPS probe runs with, as its ``params()`` (recording header)."""
+
+    target: str
+    rw: str
+    rwmixread: int | None
+    bs: int
+    jobs: int
+    iodepth: int
+    offset: int
+    size: int | None
+    direct: bool | None
+    sync: bool
+    time_s: float | None
+    ramp_s: float
+    rate_iops: int | None
+    interval_s: float
+    engine: str
+    backing_device: str | None
+
+    @property
+    def directions(self) -> tuple[str, ...]:
+        return active_directions(self.rw)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "rw": self.rw,
+            "rwmixread": self.rwmixread,
+            "bs": self.bs,
+            "jobs": self.jobs,
+            "iodepth": self.iodepth,
+            "offset": self.offset,
+            "size": self.size,
+            "direct": self.direct,
+            "sync": self.sync,
+            "time_s": self.time_s,
+            "ramp_s": self.ramp_s,
+            "rate_iops": self.rate_iops,
+            "interval_s": self.interval_s,
+            "engine": self.engine,
+            "backing_device": self.backing_device,
+        }
+
+    @classmethod
+    def from_info(cls, info: Mapping[str, Any]) -> IopsParams:
+        """From a probe description (``Announce.info`` or a recording header)."""
+        p = _params(info)
+        iodepth = _int(p.get("iodepth")) or 1
+        return cls(
+            target=_str(p.get("target")) or _str(info.get("id")) or "",
+            rw=_str(p.get("rw")) or "randread",
+            rwmixread=_int(p.get("rwmixread")),
+            bs=_int(p.get("bs")) or 0,
+            jobs=_int(p.get("jobs")) or 1,
+            iodepth=iodepth,
+            offset=_int(p.get("offset")) or 0,
+            size=_int(p.get("size")),
+            direct=p.get("direct") if isinstance(p.get("direct"), bool) else None,
+            sync=bool(p.get("sync", False)),
+            time_s=_number(p.get("time_s")),
+            ramp_s=_number(p.get("ramp_s")) or 0.0,
+            rate_iops=_int(p.get("rate_iops")),
+            interval_s=_number(p.get("interval_s")) or 1.0,
+            engine=_str(p.get("engine")) or ("libaio" if iodepth > 1 else "psync"),
+            backing_device=_str(p.get("backing_device")),
+        )
+
+
+# -- the warm-up probe -------------------------------------------------------
+
+WARMUP_BW = "bw_Bps"
+WARMUP_IOPS = "iops"
+PROGRESS_PCT = "progress_pct"
+DONE_BYTES = "done_bytes"
+TOTAL_BYTES = "total_bytes"
+ETA_S = "eta_s"
+ELAPSED_S = "elapsed_s"
+WARMUP_ERRORS = "errors"
+
+WARMUP_METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec(WARMUP_BW, "B/s", "bytes transferred per second in the interval", True),
+    MetricSpec(WARMUP_IOPS, "IO/s", "I/Os completed per second in the interval", True),
+    MetricSpec(PROGRESS_PCT, "%", "share of the range done (this pass)"),
+    MetricSpec(DONE_BYTES, "B", "bytes of the range done (this pass)"),
+    MetricSpec(TOTAL_BYTES, "B", "bytes in the range"),
+    MetricSpec(ETA_S, "s", "time left at the rate of the last 5 intervals"),
+    MetricSpec(ELAPSED_S, "s", "time since this run started"),
+    MetricSpec(WARMUP_ERRORS, "", "failed I/Os in the interval"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Plateau:
+    """The plateau detector's state in one interval (``steady.SteadyState``):
+    its fio criterion, window, state ("filling", "searching", "steady",
+    "left") and the first plateau's dates."""
+
+    criterion: str | None
+    window_s: float | None
+    state: str | None
+    reached_at_s: float | None
+    reached_at_bytes: float | None
+    left_at_s: float | None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Plateau:
+        return cls(
+            criterion=_str(d.get("criterion")),
+            window_s=_number(d.get("window_s")),
+            state=_str(d.get("state")),
+            reached_at_s=_number(d.get("reached_at_s")),
+            reached_at_bytes=_number(d.get("reached_at_bytes")),
+            left_at_s=_number(d.get("left_at_s")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WarmupInterval:
+    """One interval of a warm-up pass.
+
+    ``progress_pct`` and ``eta_s`` are None for the time-based randwrite
+    pattern (no end), and so is ``done_map`` (fraction done of each of 64
+    equal slices of the range). ``plateau`` is the detector's JSON
+    (``SteadyState.as_dict()``), recorded whole; ``plateau_view`` reads it."""
+
+    bw_bps: float | None
+    iops: float | None
+    progress_pct: float | None
+    done_bytes: float | None
+    total_bytes: float | None
+    eta_s: float | None
+    elapsed_s: float | None
+    errors: float | None
+    pass_name: str
+    done_map: tuple[float, ...] | None
+    plateau: Mapping[str, Any]
+    plateau_state: str | None
+    bad_sectors: int
+
+    @property
+    def writes(self) -> bool:
+        return "write" in self.pass_name
+
+    @property
+    def plateau_view(self) -> Plateau | None:
+        return Plateau.from_dict(self.plateau) if self.plateau else None
+
+    def to_sample(self, probe_id: str, t_ns: int, interval_s: float) -> Sample:
+        values: dict[str, float | None] = {
+            WARMUP_BW: self.bw_bps,
+            WARMUP_IOPS: self.iops,
+            PROGRESS_PCT: self.progress_pct,
+            DONE_BYTES: self.done_bytes,
+            TOTAL_BYTES: self.total_bytes,
+            ETA_S: self.eta_s,
+            ELAPSED_S: self.elapsed_s,
+            WARMUP_ERRORS: self.errors,
+        }
+        extra = {
+            "pass": self.pass_name,
+            "map": list(self.done_map) if self.done_map is not None else None,
+            "plateau": dict(self.plateau),
+            "plateau_state": self.plateau_state,
+            "bad_sectors": self.bad_sectors,
+        }
+        return Sample(probe_id, t_ns, interval_s, values, extra)
+
+    @classmethod
+    def from_sample(cls, sample: Sample) -> WarmupInterval:
+        """Read a warm-up sample back (live or from a recording)."""
+        values, extra = sample.values, sample.extra or {}
+        cells = extra.get("map")
+        plateau = extra.get("plateau")
+        return cls(
+            bw_bps=_number(values.get(WARMUP_BW)),
+            iops=_number(values.get(WARMUP_IOPS)),
+            progress_pct=_number(values.get(PROGRESS_PCT)),
+            done_bytes=_number(values.get(DONE_BYTES)),
+            total_bytes=_number(values.get(TOTAL_BYTES)),
+            eta_s=_number(values.get(ETA_S)),
+            elapsed_s=_number(values.get(ELAPSED_S)),
+            errors=_number(values.get(WARMUP_ERRORS)),
+            pass_name=_str(extra.get("pass")) or "",
+            done_map=(tuple(_number(c) or 0.0 for c in cells) if isinstance(cells, list) else None),
+            plateau=plateau if isinstance(plateau, Mapping) else {},
+            plateau_state=_str(extra.get("plateau_state")),
+            bad_sectors=_int(extra.get("bad_sectors")) or 0,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WarmupParams:
+    """What a warm-up probe runs with, as its ``params()`` (recording header)."""
+
+    target: str
+    pass_name: str
+    verify: bool
+    bs: int
+    jobs: int
+    iodepth: int
+    range: tuple[int | None, int | None]
+    direct: bool | None
+    resume: bool
+    checkpoint: str | None
+    time_s: float | None
+    rate_iops: int | None
+    steadystate: str
+    ss_dur: float
+    ss_ramp: float
+    interval_s: float
+    backing_device: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "pass": self.pass_name,
+            "verify": self.verify,
+            "bs": self.bs,
+            "jobs": self.jobs,
+            "iodepth": self.iodepth,
+            "range": list(self.range),
+            "direct": self.direct,
+            "resume": self.resume,
+            "checkpoint": self.checkpoint,
+            "time_s": self.time_s,
+            "rate_iops": self.rate_iops,
+            "steadystate": self.steadystate,
+            "ss_dur": self.ss_dur,
+            "ss_ramp": self.ss_ramp,
+            "interval_s": self.interval_s,
+            "backing_device": self.backing_device,
+        }
+
+    @classmethod
+    def from_info(cls, info: Mapping[str, Any]) -> WarmupParams:
+        """From a probe description (``Announce.info`` or a recording header)."""
+        p = _params(info)
+        rng = p.get("range")
+        start, end = (rng[0], rng[1]) if isinstance(rng, list) and len(rng) == 2 else (None, None)
+        return cls(
+            target=_str(p.get("target")) or _str(info.get("id")) or "",
+            pass_name=_str(p.get("pass")) or "",
+            verify=bool(p.get("verify", False)),
+            bs=_int(p.get("bs")) or 0,
+            jobs=_int(p.get("jobs")) or 1,
+            iodepth=_int(p.get("iodepth")) or 1,
+            range=(_int(start), _int(end)),
+            direct=p.get("direct") if isinstance(p.get("direct"), bool) else None,
+            resume=bool(p.get("resume", False)),
+            checkpoint=_str(p.get("checkpoint")),
+            time_s=_number(p.get("time_s")),
+            rate_iops=_int(p.get("rate_iops")),
+            steadystate=_str(p.get("steadystate")) or "",
+            ss_dur=_number(p.get("ss_dur")) or 0.0,
+            ss_ramp=_number(p.get("ss_ramp")) or 0.0,
+            interval_s=_number(p.get("interval_s")) or 1.0,
+            backing_device=_str(p.get("backing_device")),
+        )
+
+
+# -- tolerant readers --------------------------------------------------------
+
+
+def _params(info: Mapping[str, Any]) -> Mapping[str, Any]:
+    params = info.get("params")
+    return params if isinstance(params, Mapping) else {}
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

@@ -1,0 +1,422 @@
+"""The disk family's options (one declarative spec per command) and its frozen
+settings.
+
+Contract:
+- ``IOPS_SPEC`` is what ``probetop iops`` accepts and ``WARMUP_SPEC`` what
+  ``probetop warmup`` accepts; the CLI, the add-probe prompt and
+  docs/iops.md, docs/warmup.md all read them. An option both commands take
+  with the same meaning is declared once below (``JOBS``, ``BS``, ...); a
+  command that words its help differently derives its copy with
+  ``dataclasses.replace``, so flag, parser and metavar cannot drift apart.
+- ``IopsSettings`` / ``WarmupSettings`` are what one probe runs with.
+  ``from_options`` builds them from parsed option values; ``validate`` raises
+  ``UsageProbeError`` with a message naming the option.
+- ``confirmed`` says a run that destroys data may go on: True when
+  ``--yes-destroy-data`` names the target (``yes_destroy_data`` keeps the
+  value), or after the dashboard's typed confirmation (the CLI replaces the
+  settings with ``confirmed=True``). Without it the probe's ``prepare`` raises
+  ``ConfirmationRequired`` (after every refusal that no flag overrides).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from probetop.probes.core.base import UsageProbeError
+from probetop.probes.core.options import (
+    CommandSpec,
+    Option,
+    OptionValueError,
+    byte_size,
+    number,
+    whole_number,
+)
+from probetop.probes.disk.steady import DEFAULT_SPEC, SteadyState
+from probetop.probes.disk.target import parse_range
+
+RW_MODES = ("read", "write", "randread", "randwrite", "randrw", "rw")
+PASSES = ("read", "write", "write+read", "randwrite")
+MAX_JOBS = 256
+MAX_IODEPTH = 1024
+
+
+def names_target(given: str | None, target: str) -> bool:
+    """True if a --yes-destroy-data value names ``target`` (same path or same file)."""
+    if not given:
+        return False
+    return given == target or os.path.realpath(given) == os.path.realpath(target)
+
+
+def _byte_range(text: str) -> tuple[int | None, int | None]:
+    """``--range START-END`` (either end open) in bytes."""
+    try:
+        return parse_range(text)
+    except ValueError as exc:
+        raise OptionValueError(str(exc)) from None
+
+
+# -- option declarations shared by iops and warmup ---------------------------
+
+_AT_LEAST_ONE = whole_number(minimum=1)
+
+TARGET = Option(("target",), "regular file or block device", metavar="TARGET")
+BS = Option(("--bs",), "block size: 1, 512, 4k, 1M...", byte_size(), 4096, "SIZE")
+JOBS = Option(("--jobs",), "parallel jobs", _AT_LEAST_ONE, 1, "N")
+IODEPTH = Option(("--iodepth",), "I/Os in flight per job", _AT_LEAST_ONE, 1, "N")
+RATE_IOPS = Option(
+    ("--rate-iops",),
+    "cap each job at N I/Os per second (fio --rate_iops)",
+    _AT_LEAST_ONE,
+    None,
+    "N",
+)
+BUFFERED = Option(
+    ("--buffered",),
+    "use the page cache (no O_DIRECT)",
+    action="store_false",
+    dest="direct",
+    default=None,
+)
+YES_DESTROY_DATA = Option(
+    ("--yes-destroy-data",),
+    "confirm writes to a block device without the dashboard; must name TARGET",
+    metavar="TARGET",
+)
+
+# -- probetop iops -----------------------------------------------------------
+
+IOPS_DESCRIPTION = """\
+Random or sequential I/O on TARGET (a regular file, created at --size for
+writes, or a block device), measured the way fio measures it: per-interval
+IOPS and bytes/s per direction and completion-latency percentiles, beside the
+kernel's own counters for the same disk. O_DIRECT unless --buffered.
+"""
+IOPS_EPILOG = """\
+examples:
+  probetop iops /dev/nvme0n1                     4k random reads, 1 job, queue depth 1
+  probetop iops /dev/nvme0n1 --jobs 4 --iodepth 32 --time 30 --json
+  probetop iops ./test.img --size 1G --rw randwrite
+  probetop iops /mnt/efs/f --size 1M --rw write --bs 1 --buffered --sync --jobs 20
+"""
+
+IOPS_SPEC = CommandSpec(
+    name="iops",
+    help="fio-style IOPS, bandwidth and latency percentiles on a file or block device",
+    description=IOPS_DESCRIPTION,
+    epilog=IOPS_EPILOG,
+    options=(
+        TARGET,
+        Option(
+            ("--rw",),
+            "I/O pattern, as fio's --rw (default randread)",
+            default="randread",
+            choices=RW_MODES,
+        ),
+        # argparse formats help text: "%%" shows as "%".
+        Option(("--rwmixread",), "reads in %% for randrw/rw", whole_number(), 50, "PCT"),
+        BS,
+        JOBS,
+        replace(
+            IODEPTH, help="I/Os in flight per job (1 = psync, more = kernel AIO like fio's libaio)"
+        ),
+        Option(("--size",), "area to use (file: create it)", byte_size(), None, "SIZE"),
+        Option(("--offset",), "start of the area", byte_size(), 0, "OFF"),
+        Option(
+            ("--direct",),
+            "force O_DIRECT",
+            action="store_true",
+            dest="direct",
+            default=None,
+            exclusive="io-mode",
+        ),
+        replace(BUFFERED, exclusive="io-mode"),
+        Option(("--sync",), "open with O_SYNC (fio --sync=1)", action="store_true", default=False),
+        RATE_IOPS,
+        YES_DESTROY_DATA,
+        Option(("--ramp",), "run S seconds before totals start", number(), 0.0, "S"),
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class IopsSettings:
+    """What one IOPS probe runs with (fio's names in brackets).
+
+    ``direct``: True forces O_DIRECT, False buffered, None O_DIRECT when the
+    target allows it. ``time_s`` None runs until stopped; with ``ramp_s`` the
+    probe runs ``ramp_s + time_s`` and ends by itself. ``rate_iops`` 0 is no cap.
+    """
+
+    target: str
+    rw: str = "randread"  # --rw
+    rwmixread: int = 50  # --rwmixread
+    bs: int = 4096  # --bs
+    jobs: int = 1  # --numjobs
+    iodepth: int = 1  # --iodepth
+    size: int | None = None  # --size
+    offset: int = 0  # --offset
+    direct: bool | None = None  # --direct
+    sync: bool = False  # --sync
+    time_s: float | None = None  # --runtime
+    ramp_s: float = 0.0  # --ramp_time
+    rate_iops: int = 0  # --rate_iops
+    interval_s: float = 1.0
+    yes_destroy_data: str | None = None
+    confirmed: bool = False
+
+    @classmethod
+    def from_options(
+        cls, values: Mapping[str, Any], *, time_s: float | None, interval_s: float
+    ) -> IopsSettings:
+        """Settings from parsed ``IOPS_SPEC`` values plus the common
+        --time/--interval; validated."""
+        target = str(values["target"])
+        yes = values.get("yes_destroy_data")
+        settings = cls(
+            target=target,
+            rw=values.get("rw", "randread"),
+            rwmixread=values.get("rwmixread", 50),
+            bs=values.get("bs", 4096),
+            jobs=values.get("jobs", 1),
+            iodepth=values.get("iodepth", 1),
+            size=values.get("size"),
+            offset=values.get("offset", 0),
+            direct=values.get("direct"),
+            sync=bool(values.get("sync", False)),
+            time_s=time_s or None,
+            ramp_s=values.get("ramp", 0.0),
+            rate_iops=values.get("rate_iops") or 0,
+            interval_s=interval_s or 1.0,
+            yes_destroy_data=yes,
+            confirmed=names_target(yes, target),
+        )
+        settings.validate()
+        return settings
+
+    @property
+    def readpct(self) -> int:
+        """Reads in % of I/Os: 100 for read patterns, 0 for write patterns."""
+        if self.rw in ("read", "randread"):
+            return 100
+        if self.rw in ("write", "randwrite"):
+            return 0
+        return self.rwmixread
+
+    @property
+    def sequential(self) -> bool:
+        return not self.rw.startswith("rand")
+
+    @property
+    def writes(self) -> bool:
+        return self.readpct < 100
+
+    def validate(self) -> None:
+        """Raise UsageProbeError for parameters fio would refuse."""
+        if self.ramp_s < 0:
+            raise UsageProbeError("--ramp must be zero or more seconds")
+        _check_confirmation(self.yes_destroy_data, self.target)
+        if self.rw not in RW_MODES:
+            raise UsageProbeError(f"--rw must be one of {', '.join(RW_MODES)}, got {self.rw!r}")
+        if not 0 <= self.rwmixread <= 100:
+            raise UsageProbeError("--rwmixread must be 0..100")
+        if self.jobs < 1 or self.jobs > MAX_JOBS:
+            raise UsageProbeError(f"--jobs must be 1..{MAX_JOBS}")
+        if self.iodepth < 1 or self.iodepth > MAX_IODEPTH:
+            raise UsageProbeError(f"--iodepth must be 1..{MAX_IODEPTH}")
+
+
+# -- probetop warmup ---------------------------------------------------------
+
+WARMUP_DESCRIPTION = """\
+A full pass over TARGET like `fio --rw=read --bs=1M --iodepth=32
+--ioengine=libaio --direct=1` (the documented way to initialize a volume
+restored from a snapshot), but parallel, observable and resumable: progress,
+MB/s, IOPS, ETA, a map of done regions and plateau detection with fio's
+steady-state criteria. Default: a read pass, which keeps the data.
+
+--write DESTROYS every byte in the range. It needs a typed confirmation of
+the target's name in the dashboard, or --yes-destroy-data=TARGET headless,
+and is refused whatever the flags for a mounted device (or one with a mounted
+partition), a device held by LVM/RAID/dm, active swap, or the device holding /.
+"""
+WARMUP_EPILOG = """\
+examples:
+  probetop warmup /dev/nvme1n1                         read pass (keeps data)
+  probetop warmup /dev/nvme1n1 --resume                continue after Ctrl-C / kill / SSH drop
+  probetop warmup /dev/nvme1n1 --write --yes-destroy-data=/dev/nvme1n1 --json
+  probetop warmup /dev/nvme1n1 --pattern randwrite --time 600 --yes-destroy-data=/dev/nvme1n1
+"""
+SEQ_BS = 1 << 20  # fio's initialization command: --bs=1M
+RANDWRITE_BS = 4096
+
+WARMUP_SPEC = CommandSpec(
+    name="warmup",
+    help="warm up (initialize) a volume: a full, resumable, observable read or write pass",
+    description=WARMUP_DESCRIPTION,
+    epilog=WARMUP_EPILOG,
+    options=(
+        replace(TARGET, help="block device or regular file"),
+        Option(("--read",), "read pass (the default)", action="store_true", default=False),
+        Option(
+            ("--write",),
+            "write pass: DESTROYS DATA (with --read: write, read)",
+            action="store_true",
+            default=False,
+        ),
+        Option(
+            ("--pattern",),
+            "seq: one pass over the range (default); randwrite: random writes for --time "
+            "seconds, the fresh-SSD curve (destroys data)",
+            default="seq",
+            choices=("seq", "randwrite"),
+        ),
+        replace(BS, help="block size (1M; 4k for randwrite)", default=None),
+        JOBS,
+        replace(IODEPTH, default=32),
+        Option(("--range",), "bytes to cover", _byte_range, (None, None), "START-END"),
+        Option(("--resume",), "continue from the checkpoint", action="store_true", default=False),
+        Option(
+            ("--verify",),
+            "read pass checks the offset stamp a probetop write pass left in every sector",
+            action="store_true",
+            default=False,
+        ),
+        Option(("--checkpoint",), "checkpoint file (default: beside it)", metavar="FILE"),
+        Option(
+            ("--steadystate",),
+            "plateau criterion as fio's: iops, bw, iops_slope, bw_slope "
+            "(default iops_slope:0.01%%)",
+            default=DEFAULT_SPEC,
+            metavar="CRIT:LIMIT",
+        ),
+        Option(("--ss-dur",), "plateau window in seconds", number(), 30.0, "S"),
+        Option(("--ss-ramp",), "ignore the first S seconds", number(), 0.0, "S"),
+        RATE_IOPS,
+        replace(BUFFERED, help="use the page cache instead of O_DIRECT"),
+        replace(
+            YES_DESTROY_DATA,
+            help="confirm a write pass without the dashboard; must name TARGET exactly",
+        ),
+    ),
+)
+
+
+def pass_name(*, read: bool, write: bool, pattern: str) -> str:
+    """The pass --read/--write/--pattern ask for (see ``PASSES``)."""
+    if pattern == "randwrite":
+        return "randwrite"
+    if write and read:
+        return "write+read"
+    return "write" if write else "read"
+
+
+@dataclass(frozen=True, slots=True)
+class WarmupSettings:
+    """What one warm-up probe runs with.
+
+    ``pass_name`` is one of ``PASSES``: "read" keeps the data; "write",
+    "write+read" (write, then read) and the time-based "randwrite" destroy it.
+    ``range_start``/``range_end`` None mean the target's start/end.
+    ``direct``: False buffered, None O_DIRECT when possible. ``time_s`` stops
+    the run (a sequential pass stays resumable); ``checkpoint`` None puts the
+    checkpoint in its default place. ``rate_iops`` 0 is no cap.
+    """
+
+    target: str
+    pass_name: str = "read"
+    verify: bool = False
+    bs: int = SEQ_BS
+    jobs: int = 1
+    iodepth: int = 32
+    range_start: int | None = None
+    range_end: int | None = None
+    resume: bool = False
+    checkpoint: str | None = None
+    time_s: float | None = None
+    steadystate: str = DEFAULT_SPEC
+    ss_dur: float = 30.0
+    ss_ramp: float = 0.0
+    direct: bool | None = None
+    rate_iops: int = 0
+    interval_s: float = 1.0
+    yes_destroy_data: str | None = None
+    confirmed: bool = False
+
+    @classmethod
+    def from_options(
+        cls, values: Mapping[str, Any], *, time_s: float | None, interval_s: float
+    ) -> WarmupSettings:
+        """Settings from parsed ``WARMUP_SPEC`` values plus the common
+        --time/--interval; validated."""
+        target = str(values["target"])
+        name = pass_name(
+            read=bool(values.get("read", False)),
+            write=bool(values.get("write", False)),
+            pattern=values.get("pattern", "seq"),
+        )
+        start, end = values.get("range") or (None, None)
+        yes = values.get("yes_destroy_data")
+        settings = cls(
+            target=target,
+            pass_name=name,
+            verify=bool(values.get("verify", False)),
+            bs=values.get("bs") or (RANDWRITE_BS if name == "randwrite" else SEQ_BS),
+            jobs=values.get("jobs", 1),
+            iodepth=values.get("iodepth", 32),
+            range_start=start,
+            range_end=end,
+            resume=bool(values.get("resume", False)),
+            checkpoint=values.get("checkpoint"),
+            time_s=time_s or None,
+            steadystate=values.get("steadystate", DEFAULT_SPEC),
+            ss_dur=values.get("ss_dur", 30.0),
+            ss_ramp=values.get("ss_ramp", 0.0),
+            direct=values.get("direct"),
+            rate_iops=values.get("rate_iops") or 0,
+            interval_s=interval_s or 1.0,
+            yes_destroy_data=yes,
+            confirmed=names_target(yes, target),
+        )
+        settings.validate()
+        return settings
+
+    @property
+    def passes(self) -> list[str]:
+        """The passes to run, in order."""
+        if self.pass_name == "write+read":
+            return ["write", "read"]
+        return [self.pass_name]
+
+    @property
+    def writes(self) -> bool:
+        return self.pass_name != "read"
+
+    @property
+    def sequential(self) -> bool:
+        """A pass over the range (checkpointed), not the time-based pattern."""
+        return self.pass_name != "randwrite"
+
+    def steady_state(self) -> SteadyState:
+        """A fresh plateau detector for one pass (UsageProbeError for a bad spec)."""
+        return SteadyState.parse(self.steadystate, self.ss_dur, self.ss_ramp, self.interval_s)
+
+    def validate(self) -> None:
+        """Raise UsageProbeError for contradicting or out-of-range parameters."""
+        _check_confirmation(self.yes_destroy_data, self.target)
+        if self.yes_destroy_data and self.pass_name == "read":
+            raise UsageProbeError("--yes-destroy-data is only for a write pass: add --write")
+        if self.pass_name not in PASSES:
+            raise UsageProbeError(f"unknown pass {self.pass_name!r}: one of {', '.join(PASSES)}")
+        if not (1 <= self.jobs <= MAX_JOBS and 1 <= self.iodepth <= MAX_IODEPTH):
+            raise UsageProbeError(f"--jobs must be 1..{MAX_JOBS} and --iodepth 1..{MAX_IODEPTH}")
+        self.steady_state()  # a bad --steadystate/--ss-dur fails before anything starts
+
+
+def _check_confirmation(given: str | None, target: str) -> None:
+    if given and not names_target(given, target):
+        raise UsageProbeError(
+            f"--yes-destroy-data={given} does not name the target {target}: it must name it exactly"
+        )

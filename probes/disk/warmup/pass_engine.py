@@ -1,0 +1,166 @@
+"""Warm-up job: the pass engine. Runs one pass's I/O workers and watches them.
+
+``PassEngine(plan, pass_name)`` wraps the native ``workers.Engine``:
+
+- ``start()`` opens the target and starts the workers (``ProbeError`` if the
+  target cannot be opened);
+- ``watch(...)`` wakes every tick (``min(interval, 0.5 s)``: the caller saves
+  its checkpoint there) and hands the caller one ``Step`` per interval (this
+  pass's direction only), and at once when the last worker ends; True when
+  the pass ran to its end, False when it stopped at the deadline (--time);
+- ``stop()`` stops and joins every worker and returns the ``Step`` after the
+  last interval (I/O completed after it: Ctrl-C, deadline), never lost;
+- afterwards: ``done_extents()`` (exactly the completed bytes),
+  ``failure()`` (the first in-pass I/O error when the pass stops on errors),
+  ``failures`` (worker crashes) and ``first_bad_offset()`` (``--verify``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from probetop.probes.core.base import ProbeError
+from probetop.probes.core.sample import now_ns
+from probetop.probes.disk.workers import (
+    READ,
+    WRITE,
+    DirectionTotals,
+    Engine,
+    EnginePlan,
+    Snapshot,
+)
+
+CHECKPOINT_EVERY_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """This pass's direction over one stretch of time: ``delta`` the I/O
+    completed in it, ``bad_sectors`` the pass's count so far (``--verify``)."""
+
+    t_ns: int
+    seconds: float
+    delta: DirectionTotals
+    bad_sectors: int
+
+
+@dataclass(frozen=True, slots=True)
+class PassFailure:
+    """The I/O error that stopped a pass."""
+
+    code: int  # errno; 0 for a short I/O
+    offset: int
+    direction: str
+
+    def describe(self, path: str) -> str:
+        what = _errno_text(self.code)
+        return f"{self.direction} failed at byte {self.offset:,} of {path}: {what}"
+
+
+class PassEngine:
+    """See the module docstring."""
+
+    def __init__(self, plan: EnginePlan, pass_name: str) -> None:
+        self.engine = Engine(plan)
+        self.pass_name = pass_name
+        self.direction = READ if pass_name == "read" else WRITE
+        self._last: Snapshot | None = None
+
+    def start(self) -> None:
+        try:
+            self.engine.start()
+        except OSError as exc:
+            raise ProbeError(
+                f"{self.engine.plan.path}: cannot open for the {self.pass_name} pass: {exc}"
+            ) from None
+
+    async def watch(
+        self,
+        *,
+        interval_s: float,
+        deadline_ns: int | None,
+        on_tick: Callable[[], None] | None,
+        on_interval: Callable[[Step], None],
+    ) -> bool:
+        """Tick, report intervals, until the pass ends (True) or the deadline (False)."""
+        engine, d = self.engine, self.direction
+        loop = asyncio.get_running_loop()
+        ended = asyncio.Event()
+        engine.on_finish = lambda: loop.call_soon_threadsafe(ended.set)
+        if engine.finished.is_set():
+            ended.set()
+        step_ns = int(min(interval_s, CHECKPOINT_EVERY_S) * 1e9)
+        # Zero counters at the start time: I/O done before this line counts too.
+        prev = Snapshot(engine.started_ns, (DirectionTotals(), DirectionTotals()))
+        last_emit = prev.t_ns
+        next_tick = prev.t_ns + step_ns
+        while True:
+            # Wake on the next tick, or as soon as the last worker ends.
+            delay = max(0.0, (next_tick - now_ns()) / 1e9)
+            try:
+                await asyncio.wait_for(ended.wait(), delay)
+            except asyncio.TimeoutError:
+                pass
+            t = now_ns()
+            while next_tick <= t:
+                next_tick += step_ns
+            done = ended.is_set()
+            if done:
+                engine.join()
+                t = engine.finished_ns or t
+            if on_tick is not None:
+                on_tick()
+            timed_out = deadline_ns is not None and t >= deadline_ns
+            if done or timed_out or t - last_emit >= interval_s * 1e9 - step_ns * 0.25:
+                snap = engine.snapshot(t)
+                cur = snap.dirs[d]
+                seconds = (snap.t_ns - prev.t_ns) / 1e9
+                on_interval(Step(snap.t_ns, seconds, cur.minus(prev.dirs[d]), cur.bad_sectors))
+                prev, last_emit = snap, t
+                self._last = snap
+            if done:
+                return True
+            if timed_out:
+                return False
+
+    def stop(self) -> Step:
+        """Stop and join the workers; the I/O done after the last interval."""
+        engine, d = self.engine, self.direction
+        engine.stop()
+        engine.join()
+        last = self._last
+        base = last.dirs[d] if last is not None else DirectionTotals()
+        t0 = last.t_ns if last is not None else engine.started_ns
+        end = engine.snapshot(engine.finished_ns or now_ns())
+        cur = end.dirs[d]
+        return Step(end.t_ns, max(0.0, (end.t_ns - t0) / 1e9), cur.minus(base), cur.bad_sectors)
+
+    def done_extents(self) -> list[tuple[int, int]]:
+        return self.engine.done_extents()
+
+    def failure(self) -> PassFailure | None:
+        if not self.engine.plan.stop_on_error:
+            return None
+        error = self.engine.last_error()
+        return PassFailure(*error) if error is not None else None
+
+    @property
+    def failures(self) -> list[str]:
+        return self.engine.failures
+
+    def first_bad_offset(self) -> int | None:
+        return self.engine.first_bad_offset()
+
+
+def _errno_text(code: int) -> str:
+    if code == errno.ENOSPC:
+        return "disk full (ENOSPC)"
+    if code == errno.EIO:
+        return "I/O error (EIO): the device reported a failure"
+    if code == 0:
+        return "short I/O (end of target)"
+    return os.strerror(code) if code > 0 else "AIO setup failed"

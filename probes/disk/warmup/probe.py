@@ -1,0 +1,245 @@
+"""``WarmupProbe``: the coordinator of the warm-up's jobs (see the package
+docstring for the contract and the split).
+
+It checks the target (``safety``), opens the checkpoint (``checkpointing``),
+then runs each pass: the ``layout`` gives the engine plan, the
+``pass_engine`` runs it and hands back intervals, which the coordinator
+counts (``summary.RunTotals``), feeds to the plateau detector (``plateau``)
+and emits as ``records.WarmupInterval`` samples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from probetop.probes.core.base import Emit, ProbeError
+from probetop.probes.core.sample import Status, now_ns
+from probetop.probes.disk.checkpoint import Checkpoint
+from probetop.probes.disk.records import (
+    WARMUP_KIND,
+    WARMUP_METRICS,
+    WarmupInterval,
+    WarmupParams,
+)
+from probetop.probes.disk.settings import WarmupSettings
+from probetop.probes.disk.target import Target
+from probetop.probes.disk.warmup.checkpointing import CheckpointKeeper
+from probetop.probes.disk.warmup.layout import PassLayout
+from probetop.probes.disk.warmup.pass_engine import PassEngine, Step
+from probetop.probes.disk.warmup.plateau import PlateauWatch
+from probetop.probes.disk.warmup.safety import check_target
+from probetop.probes.disk.warmup.summary import RunTotals
+from probetop.probes.disk.workers import warm_up_kernels
+
+
+class WarmupProbe:
+    """A warm-up of one target. See the package docstring."""
+
+    kind = WARMUP_KIND
+    metrics = WARMUP_METRICS
+
+    def __init__(self, settings: WarmupSettings, *, probe_id: str | None = None) -> None:
+        settings.validate()
+        self.settings = settings
+        self.id = probe_id or f"warmup:{settings.target}"
+        self.plateau = PlateauWatch(settings)
+        self.layout = PassLayout(settings)
+        self.totals = RunTotals()
+        self.target: Target | None = None
+        self.notes: list[str] = []
+        self.checkpoints: CheckpointKeeper | None = None  # sequential passes only
+        self.current_pass = settings.passes[0]
+        self._t_start = now_ns()
+        self._deadline: int | None = None
+
+    @property
+    def total_bytes(self) -> int:
+        return self.target.size if self.target else 0
+
+    @property
+    def checkpoint_path(self) -> str | None:
+        return self.checkpoints.path if self.checkpoints else self.settings.checkpoint
+
+    # -- Probe protocol --
+    def prepare(self) -> None:
+        self.target = check_target(self.settings)
+        assert self.target.identity is not None
+        self.notes = list(self.target.notes)
+        self.layout = PassLayout(self.settings, self.target)
+        if self.settings.sequential:
+            identity = self.target.identity.as_dict()
+            self.checkpoints = CheckpointKeeper(self.settings, self.target, identity)
+            self.current_pass = self.checkpoints.open()
+
+    def run_params(self) -> WarmupParams:
+        s, t = self.settings, self.target
+        return WarmupParams(
+            target=s.target,
+            pass_name=s.pass_name,
+            verify=s.verify,
+            bs=s.bs,
+            jobs=s.jobs,
+            iodepth=s.iodepth,
+            range=(t.start, t.end) if t else (s.range_start, s.range_end),
+            direct=t.direct if t else s.direct,
+            resume=s.resume,
+            checkpoint=self.checkpoint_path,
+            time_s=s.time_s,
+            rate_iops=s.rate_iops or None,
+            steadystate=self.plateau.spec,
+            ss_dur=s.ss_dur,
+            ss_ramp=s.ss_ramp,
+            interval_s=s.interval_s,
+            backing_device=t.backing if t else None,
+        )
+
+    def params(self) -> Mapping[str, Any]:
+        return self.run_params().as_dict()
+
+    def reference_command(self) -> str:
+        return self.layout.fio_command(self.plateau.spec)
+
+    async def run(self, emit: Emit) -> None:
+        if self.target is None:
+            self.prepare()
+        for note in self.notes:
+            emit(Status(self.id, now_ns(), "warning", note))
+        emit(Status(self.id, now_ns(), "info", "compiling the native I/O loop"))
+        await asyncio.to_thread(warm_up_kernels)
+        self._t_start = now_ns()
+        time_s = self.settings.time_s
+        self._deadline = self._t_start + int(time_s * 1e9) if time_s else None
+        passes = self.settings.passes
+        first = passes.index(self.current_pass) if self.current_pass in passes else 0
+        for i, pass_name in enumerate(passes[first:]):
+            if i:  # a new pass is a new curve: detect its plateau afresh
+                self.plateau.restart()
+            self.current_pass = pass_name
+            if not await self._run_pass(pass_name, emit):
+                return
+
+    def summary(self) -> Mapping[str, Any]:
+        keeper = self.checkpoints
+        return self.totals.summary(
+            self.settings,
+            done_bytes=keeper.done_bytes if keeper else 0,
+            total_bytes=self.total_bytes,
+            resumed_from=keeper.resumed_from if keeper else None,
+            plateau=self.plateau.summary(),
+            checkpoint=self.checkpoint_path,
+            notes=self.notes,
+            fio_command=self.reference_command(),
+        )
+
+    # -- one pass --
+    async def _run_pass(self, pass_name: str, emit: Emit) -> bool:
+        """Run one pass; True when it completed (go on to the next pass)."""
+        assert self.target is not None
+        cp: Checkpoint | None = None
+        if pass_name == "randwrite":
+            extents = [(self.target.start, self.target.end)]
+        else:
+            assert self.checkpoints is not None
+            cp = self.checkpoints.for_pass(pass_name)
+            extents = list(cp.remaining())
+            if not extents:
+                self.totals.complete = True
+                self._finish_pass(pass_name, cp)
+                return True
+        engine = PassEngine(self.layout.engine_plan(pass_name, extents), pass_name)
+        engine.start()
+        resumed = self.checkpoints.resumed_from if self.checkpoints else None
+        emit(
+            Status(
+                self.id,
+                now_ns(),
+                "info",
+                f"{pass_name} pass started"
+                + (f", resumed at {resumed:,} bytes done" if resumed else ""),
+            )
+        )
+        self.totals.start_pass()
+        saving = cp
+
+        def on_tick() -> None:
+            assert saving is not None
+            self._save(saving, engine, emit)
+
+        try:
+            finished = await engine.watch(
+                interval_s=self.settings.interval_s,
+                deadline_ns=self._deadline,
+                on_tick=on_tick if cp is not None else None,
+                on_interval=lambda step: self._interval(pass_name, step, cp, emit),
+            )
+        finally:
+            self.totals.add_tail(engine.stop())
+            self.totals.note_bad_offset(engine.first_bad_offset())
+            if cp is not None:
+                self._save(cp, engine, emit)
+        failure = engine.failure()
+        if failure is not None:
+            assert self.checkpoints is not None  # only sequential passes stop on errors
+            self.totals.error = self.checkpoints.after_failure(
+                failure.describe(self.settings.target)
+            )
+            raise ProbeError(self.totals.error)
+        if engine.failures:
+            raise ProbeError("I/O worker failed: " + "; ".join(engine.failures))
+        if not finished:
+            return False
+        if cp is not None:
+            self.totals.complete = not cp.remaining()
+            self._finish_pass(pass_name, cp)
+            return self.totals.complete
+        return True
+
+    def _interval(self, pass_name: str, step: Step, cp: Checkpoint | None, emit: Emit) -> None:
+        """Count one interval, feed the plateau detector, emit the sample."""
+        assert self.target is not None
+        total = self.total_bytes
+        figures = self.totals.add_interval(
+            pass_name,
+            step,
+            elapsed_s=(step.t_ns - self._t_start) / 1e9,
+            total=total,
+            checkpoint_done=(
+                self.checkpoints.done_bytes if cp is not None and self.checkpoints else None
+            ),
+        )
+        if figures is None:
+            return
+        done = figures.done
+        status = self.plateau.add(self.totals.seconds, figures.iops, figures.bw_bytes, done)
+        if status is not None:
+            emit(Status(self.id, now_ns(), *status))
+        plateau, state = self.plateau.detector()
+        interval = WarmupInterval(
+            bw_bps=figures.bw_bytes,
+            iops=figures.iops,
+            progress_pct=100.0 * done / total if cp is not None and total else None,
+            done_bytes=float(done),
+            total_bytes=float(total),
+            eta_s=figures.eta_s,
+            elapsed_s=self.totals.seconds,
+            errors=float(step.delta.errors),
+            pass_name=pass_name,
+            done_map=self.layout.done_map(cp.done) if cp is not None else None,
+            plateau=plateau,
+            plateau_state=state,
+            bad_sectors=self.totals.bad_sectors,
+        )
+        emit(interval.to_sample(self.id, step.t_ns, step.seconds))
+
+    def _save(self, cp: Checkpoint, engine: PassEngine, emit: Emit) -> None:
+        assert self.checkpoints is not None
+        problem = self.checkpoints.save(cp, engine.done_extents())
+        if problem:
+            emit(Status(self.id, now_ns(), "error", problem))
+
+    def _finish_pass(self, pass_name: str, cp: Checkpoint) -> None:
+        self.totals.finish_pass(
+            pass_name, not cp.remaining(), int(cp.done_bytes), self.plateau.summary()
+        )

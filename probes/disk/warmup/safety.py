@@ -1,0 +1,59 @@
+"""Warm-up job: target and safety. Which bytes of which target, and may they
+be written.
+
+``check_target(settings)`` resolves the target (probes/disk/target.py: kind,
+identity, the byte range, O_DIRECT or not) and, for a pass that writes,
+applies in this order:
+
+1. the refusals no flag overrides (``blockdev.write_refusals``: mounted, held
+   by LVM/RAID/dm, active swap, the device holding /): ``ProbeError``;
+2. the confirmation: without ``settings.confirmed`` it raises
+   ``ConfirmationRequired`` carrying the target and the data signatures found
+   on it (partition table, filesystem), which the dashboard's dialog lists.
+"""
+
+from __future__ import annotations
+
+from probetop.probes.core.base import ConfirmationRequired, ProbeError
+from probetop.probes.disk.blockdev import data_signatures, write_refusals
+from probetop.probes.disk.settings import WarmupSettings
+from probetop.probes.disk.target import Target, resolve
+
+ACTION = "write pass"  # what the confirmation dialog says is about to happen
+
+
+def check_target(settings: WarmupSettings) -> Target:
+    """The checked target of a warm-up; raises ProbeError (or
+    ConfirmationRequired) as the module docstring says."""
+    path = settings.target
+    target = resolve(
+        path,
+        write=settings.writes,
+        bs=settings.bs,
+        offset=settings.range_start or 0,
+        end=settings.range_end,
+        direct=settings.direct,
+    )
+    assert target.identity is not None  # an existing target: identified
+    if settings.writes:
+        refusals = write_refusals(path)
+        if refusals:
+            raise ProbeError("refusing to write: " + "; ".join(refusals))
+        if not settings.confirmed:
+            raise ConfirmationRequired(
+                f"a {settings.pass_name} pass destroys every byte of {path}. "
+                f"Confirm with --yes-destroy-data={path} (headless) or type "
+                "the name in the dashboard's confirmation dialog.",
+                target=path,
+                action=ACTION,
+                signatures=_signatures(path),
+            )
+    return target
+
+
+def _signatures(path: str) -> tuple[str, ...]:
+    """What the dialog lists; a read error there must not hide the question."""
+    try:
+        return tuple(data_signatures(path))
+    except ProbeError:
+        return ()
