@@ -135,18 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_common(parser, suppress=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in commands.available():
-        spec: CommandSpec | None = getattr(module, "SPEC", None)
-        if spec is None:  # LEGACY: a command not yet converted to a spec
-            p = sub.add_parser(
-                name,
-                help=module.HELP,
-                description=getattr(module, "DESCRIPTION", module.HELP),
-                epilog=getattr(module, "EPILOG", None),
-                formatter_class=argparse.RawDescriptionHelpFormatter,
-            )
-            module.add_arguments(p)
-            add_common(p, suppress=True, skip=getattr(module, "OWN_OPTIONS", ()))
-            continue
+        spec: CommandSpec = module.SPEC
         p = sub.add_parser(
             name,
             help=spec.help,
@@ -170,8 +159,6 @@ def make_plan(namespace: argparse.Namespace, argv: Sequence[str] = ()) -> RunPla
         return RunPlan(None, common, NoSettings())
     module = commands.load(name)
     assert module is not None
-    if not hasattr(module, "settings"):  # LEGACY: the command still reads a Namespace
-        return RunPlan(name, common, argparse.Namespace(command=name, **values))
     return RunPlan(name, common, module.settings(values, common))
 
 

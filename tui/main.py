@@ -57,8 +57,6 @@ def run_plan(plan: RunPlan[Any]) -> int:
         if plan.common.wants_headless:
             return run_headless_plan(plan, list(probes), None)
         return run_app(dashboard_config(plan, list(probes), None, with_passive=False))
-    if not hasattr(module, "settings"):  # LEGACY: Namespace-based command
-        return _run_legacy(plan, module)
     run = getattr(module, "run", None)
     if run is not None:
         outcome = run(plan)
@@ -85,18 +83,6 @@ def _run_probes(plan: RunPlan[Any], module: ModuleType) -> int:
             return run_headless_plan(plan, probes, module)
         with_passive = getattr(module, "WITH_PASSIVE", True)
         return run_app(dashboard_config(plan, probes, module, with_passive=with_passive))
-
-
-def _run_legacy(plan: RunPlan[Any], module: ModuleType) -> int:
-    from probetop.tui.launch import launch
-
-    args = plan.settings
-    run = getattr(module, "run", None)
-    if run is not None:
-        code = run(args)
-        if code is not None:
-            return int(code)
-    return launch(args, module.build_probes(args), module)
 
 
 def ask_confirmation(request: ConfirmationRequired) -> bool:
