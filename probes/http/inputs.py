@@ -52,6 +52,7 @@ import re
 import stat
 import sys
 import unicodedata
+from urllib.parse import urlsplit
 
 from probetop.probes.core.base import TargetProbeError, UsageProbeError
 from probetop.probes.record import redact_url
@@ -94,6 +95,12 @@ def shown(value: str, limit: int = 80) -> str:
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def shown_name(name: str) -> str:
+    """A file name for a message: as typed when printable, else escaped."""
+    return shown(name, 200) if _UNPRINTABLE.search(name) or len(name) > 200 else name
 
 
 def check_text(flag: str, value: str, *, header_like: bool) -> None:
@@ -154,12 +161,14 @@ def read_at_file(name: str, flag: str, limit: int) -> bytes:
                 if stat.S_ISDIR(os.fstat(f.fileno()).st_mode):
                     raise IsADirectoryError(21, "Is a directory")
                 data = f.read(limit + 1)
+    except UnicodeError:
+        raise UsageProbeError(f"{flag} @FILE: {shown(name)} is not a valid file name") from None
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        raise UsageProbeError(f"{flag} @FILE: cannot read {name}: {reason}") from None
+        raise UsageProbeError(f"{flag} @FILE: cannot read {shown_name(name)}: {reason}") from None
     if len(data) > limit:
         raise UsageProbeError(
-            f"{flag} @{name}: more than {_size(limit)}; probetop keeps the request in "
+            f"{flag} @{shown_name(name)}: more than {_size(limit)}; probetop keeps the request in "
             "memory and sends it again on every request, so it refuses larger ones"
         )
     return data
@@ -169,17 +178,20 @@ def check_regular_file(flag: str, name: str) -> None:
     """UsageProbeError unless ``name`` is a readable regular file libcurl may read."""
     if "\x00" in name:
         raise UsageProbeError(f"{flag}: the file name contains a NUL byte")
+    where = f"{flag} {shown_name(name)}"
     try:
         st = os.stat(name)
         if not stat.S_ISREG(st.st_mode):
             kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise UsageProbeError(f"{flag} {name}: {kind}; give a file")
+            raise UsageProbeError(f"{where}: {kind}; give a file")
         if st.st_size > MAX_CA_FILE_BYTES:
-            raise UsageProbeError(f"{flag} {name}: larger than {_size(MAX_CA_FILE_BYTES)}")
+            raise UsageProbeError(f"{where}: larger than {_size(MAX_CA_FILE_BYTES)}")
         with open(name, "rb"):
             pass
+    except UnicodeError:
+        raise UsageProbeError(f"{where}: not a valid file name") from None
     except OSError as exc:
-        raise UsageProbeError(f"{flag} {name}: {exc.strerror or exc}") from None
+        raise UsageProbeError(f"{where}: {exc.strerror or exc}") from None
 
 
 def _size(n: int) -> str:
@@ -218,10 +230,10 @@ def idna_host(host: str) -> str:
                 ascii_label = "xn--" + mapped.encode("punycode").decode("ascii")
         except UnicodeError as exc:
             raise ValueError(
-                f"label {label!r} is not a valid internationalised name ({exc})"
+                f"label {shown(label, 60)} is not a valid internationalised name ({exc})"
             ) from None
         if not 0 < len(ascii_label) <= 63:
-            raise ValueError(f"label {label!r} is longer than 63 bytes in ASCII")
+            raise ValueError(f"label {shown(label, 60)} is longer than 63 bytes in ASCII")
         out.append(ascii_label)
     result = ".".join(out)
     if len(result.rstrip(".")) > MAX_HOST_BYTES:
@@ -244,7 +256,7 @@ def _host_port(hostport: bytes, what: str) -> tuple[str, str]:
         try:
             ipaddress.IPv6Address(literal.replace("%25", "%", 1))
         except ValueError:
-            raise ValueError(f"[{literal}] is not an IPv6 address") from None
+            raise ValueError(f"[{shown(literal, 60)[1:-1]}] is not an IPv6 address") from None
         rest = hostport[close + 1 :]
         if rest and not rest.startswith(b":"):
             raise ValueError("unexpected text after ']'")
@@ -256,14 +268,26 @@ def _host_port(hostport: bytes, what: str) -> tuple[str, str]:
         text = host.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"the {what} is not valid UTF-8") from None
-    if "[" in text or "]" in text:
-        raise ValueError(f"'[' or ']' in the {what} (IPv6 addresses go in brackets: [::1])")
-    return idna_host(text), port.decode("ascii", "replace")
+    if "[" in text or "]" in text or ":" in text:
+        raise ValueError(f"'[', ']' or ':' in the {what} (IPv6 addresses go in brackets: [::1])")
+    ascii_host = idna_host(text)
+    bad = _BAD_HOST.search(ascii_host) or _BAD_PERCENT.search(ascii_host)
+    if bad:
+        raise ValueError(f"{bad.group()!r} cannot be in a host name (curl refuses it too)")
+    return ascii_host, port.decode("ascii", "replace")
+
+
+# curl's hostname_check list (lib/urlapi.c), plus control characters and
+# non-ASCII left over; '%' stays (curl decodes %XX in host names).
+_BAD_HOST = re.compile(r"[\x00-\x20\x7f-\U0010ffff/:#?!@{}\[\]\\$'\"^`*<>=;,+&()]")
+
+
+_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 def _check_port(port: str) -> None:
     if port and (not port.isdigit() or not port.isascii() or int(port) > 65535):
-        raise ValueError(f"port {port!r} is not a number from 0 to 65535")
+        raise ValueError(f"port {shown(port, 40)} is not a number from 0 to 65535")
 
 
 _SCHEME = re.compile(rb"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -274,7 +298,7 @@ def _normalise(url: str, schemes: tuple[str, ...], error: type[Exception], flag:
     where = f"{flag}: " if flag else ""
 
     def fail(kind: str, reason: str) -> Exception:
-        message = f"{where}malformed URL {shown_url}: {reason}"
+        message = f"{where}malformed URL {shown_url}: {reason[:200]}"
         if error is HttpUrlError:
             return HttpUrlError(kind, message)
         return error(message)
@@ -298,7 +322,7 @@ def _normalise(url: str, schemes: tuple[str, ...], error: type[Exception], flag:
     scheme = m.group(1).decode("ascii")
     if scheme.lower() not in schemes:
         message = (
-            f"{where}unsupported scheme {scheme!r} in {shown_url}: "
+            f"{where}unsupported scheme {shown(scheme, 40)} in {shown_url}: "
             f"use {' or '.join(s + '://' for s in schemes)}"
         )
         if error is HttpUrlError:
@@ -325,7 +349,15 @@ def _normalise(url: str, schemes: tuple[str, ...], error: type[Exception], flag:
         + host
         + (f":{port}" if port or hostport.endswith(b":") else "")
     )
-    return f"{scheme}://{netloc}{_percent_encode(tail)}"
+    result = f"{scheme}://{netloc}{_percent_encode(tail)}"
+    try:  # what every later step reads the URL with must read it
+        parts = urlsplit(result)
+        _ = parts.port
+    except ValueError as exc:
+        raise fail("url", str(exc)) from None
+    if not parts.hostname:
+        raise fail("url", "no host name")
+    return result
 
 
 def normalise_url(url: str) -> str:

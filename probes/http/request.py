@@ -260,6 +260,12 @@ def configure(
         body = request.data
     assert body is None or isinstance(body, str)
     put("URL", pycurl.URL, url)
+    # http and https only, also after a redirect: a server's Location must not
+    # make probetop read file:// or speak gopher:// or dict:// (curl -L allows
+    # ftp too; probetop measures HTTP).
+    web = pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS
+    curl.setopt(pycurl.PROTOCOLS, web)
+    curl.setopt(pycurl.REDIR_PROTOCOLS, web)
     curl.setopt(pycurl.NOSIGNAL, 1)  # timeouts must not use SIGALRM in threads
     curl.setopt(pycurl.FOLLOWLOCATION, 0)  # hops are driven one by one (see transfer.py)
     headers = list(request.headers)

@@ -364,6 +364,7 @@ class HttpSettings:
         1), --time or --record means repeated sampling; --record alone
         records one request per URL. Validated; ``@FILE`` arguments are read
         here (UsageProbeError if they cannot be)."""
+        _check_shapes(values)
         unsupported = values.get(_UNSUPPORTED_DEST)
         if unsupported:
             raise UsageProbeError(unsupported_message(str(unsupported)))
@@ -414,6 +415,19 @@ class HttpSettings:
             raise UsageProbeError(f"--count must be at least 1, got {self.count}")
         if not self.interval_s > 0:
             raise UsageProbeError("--interval must be positive")
+
+
+def _check_shapes(values: Mapping[str, Any]) -> None:
+    """UsageProbeError for a value argparse gives in the wrong shape: it turns
+    ``--opt=--`` into an empty list instead of the string ``--``."""
+    for option in SPEC.options:
+        if option.positional or option.action not in ("store", "append"):
+            continue
+        value = values.get(option.name)
+        items = value if option.action == "append" and isinstance(value, list) else [value]
+        if any(isinstance(item, list) for item in items):
+            flag = "-d/--data*" if option.name == "data" else max(option.flags, key=len)
+            raise UsageProbeError(f"{flag}: '--' is not a value here; give {option.display}")
 
 
 # -- options -> HttpRequest ---------------------------------------------------

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from probetop.probes.http.records import PHASES
 from probetop.probes.http.request import (
     REDIRECT_CODES,
+    SCHEMES,
     HttpRequest,
     configure,
     same_origin_host,
@@ -84,9 +85,14 @@ _HINTS = {
 }
 
 
-def error_kind(curl_errno: int) -> str:
-    """The probetop error kind of a libcurl error number."""
-    return _CURL_ERROR_KINDS.get(curl_errno, "other")
+def error_kind(curl_errno: int, url: str | None = None) -> str:
+    """The probetop error kind of a libcurl error number. On an http(s) URL,
+    libcurl's "unsupported protocol" is the server's fault (an HTTP/0.9 or
+    garbage reply), not the scheme's: ``other``."""
+    kind = _CURL_ERROR_KINDS.get(curl_errno, "other")
+    if kind == "scheme" and url is not None and url.split(":", 1)[0].lower() in SCHEMES:
+        return "other"
+    return kind
 
 
 def status_kind(http_code: int) -> str | None:
@@ -245,48 +251,71 @@ def url_text(raw: bytes | str | None) -> str | None:
     return "".join(chr(b) if 0x20 < b < 0x7F else f"%{b:02X}" for b in raw)
 
 
-def _info_text(curl: Any, option: int) -> str | None:
-    raw = curl.getinfo_raw(option)
-    if raw is None:
+def _info(curl: Any, option: int, default: Any = 0) -> Any:
+    """One getinfo value; ``default`` when libcurl has none (a transfer that
+    failed before it had a URL makes even EFFECTIVE_URL raise)."""
+    import pycurl
+
+    try:
+        return curl.getinfo(option)
+    except (pycurl.error, UnicodeError, ValueError):
+        return default
+
+
+def _info_raw(curl: Any, option: int) -> bytes | None:
+    import pycurl
+
+    try:
+        raw = curl.getinfo_raw(option)
+    except (pycurl.error, ValueError):
         return None
-    return printable(raw.decode("utf-8", "replace"))
+    return raw if isinstance(raw, bytes) else None
+
+
+def _info_text(curl: Any, option: int) -> str | None:
+    raw = _info_raw(curl, option)
+    return None if raw is None else printable(raw.decode("utf-8", "replace"))
 
 
 def read_info(curl: Any) -> dict[str, Any]:
     """pycurlb's keys (seconds as floats), read from a finished handle.
     Strings are read raw and decoded here (never by pycurl, which raises on
-    bytes a server sent that are not UTF-8)."""
+    bytes a server sent that are not UTF-8); a value libcurl cannot give is
+    0 or None, never an exception."""
     import pycurl
 
-    us = {name: curl.getinfo(getattr(pycurl, f"{name.upper()}_TIME_T")) for name in STAMPS}
-    info: dict[str, Any] = {f"{name}_time": us[name] / 1e6 for name in STAMPS}
-    info.update(
+    def info(name: str) -> Any:
+        return _info(curl, getattr(pycurl, name))
+
+    us = {name: int(info(f"{name.upper()}_TIME_T") or 0) for name in STAMPS}
+    out: dict[str, Any] = {f"{name}_time": us[name] / 1e6 for name in STAMPS}
+    out.update(
         {
-            "redirect_time": curl.getinfo(pycurl.REDIRECT_TIME_T) / 1e6,
-            "redirect_count": curl.getinfo(pycurl.REDIRECT_COUNT),
-            "http_code": curl.getinfo(pycurl.RESPONSE_CODE),
-            "effective_url": url_text(curl.getinfo_raw(pycurl.EFFECTIVE_URL)),
+            "redirect_time": (info("REDIRECT_TIME_T") or 0) / 1e6,
+            "redirect_count": info("REDIRECT_COUNT"),
+            "http_code": info("RESPONSE_CODE"),
+            "effective_url": url_text(_info_raw(curl, pycurl.EFFECTIVE_URL)),
             "primary_ip": _info_text(curl, pycurl.PRIMARY_IP),
-            "primary_port": curl.getinfo(pycurl.PRIMARY_PORT),
+            "primary_port": info("PRIMARY_PORT"),
             "local_ip": _info_text(curl, pycurl.LOCAL_IP),
-            "local_port": curl.getinfo(pycurl.LOCAL_PORT),
-            "num_connects": curl.getinfo(pycurl.NUM_CONNECTS),
-            "size_download": curl.getinfo(pycurl.SIZE_DOWNLOAD_T),
-            "size_upload": curl.getinfo(pycurl.SIZE_UPLOAD_T),
-            "speed_download": curl.getinfo(pycurl.SPEED_DOWNLOAD_T),
-            "speed_upload": curl.getinfo(pycurl.SPEED_UPLOAD_T),
-            "header_size": curl.getinfo(pycurl.HEADER_SIZE),
-            "request_size": curl.getinfo(pycurl.REQUEST_SIZE),
+            "local_port": info("LOCAL_PORT"),
+            "num_connects": info("NUM_CONNECTS"),
+            "size_download": info("SIZE_DOWNLOAD_T"),
+            "size_upload": info("SIZE_UPLOAD_T"),
+            "speed_download": info("SPEED_DOWNLOAD_T"),
+            "speed_upload": info("SPEED_UPLOAD_T"),
+            "header_size": info("HEADER_SIZE"),
+            "request_size": info("REQUEST_SIZE"),
             "content_type": _info_text(curl, pycurl.CONTENT_TYPE),
-            "ssl_verifyresult": curl.getinfo(pycurl.SSL_VERIFYRESULT),
-            "os_errno": curl.getinfo(pycurl.OS_ERRNO),
+            "ssl_verifyresult": info("SSL_VERIFYRESULT"),
+            "os_errno": info("OS_ERRNO"),
             "method": _info_text(curl, pycurl.EFFECTIVE_METHOD),
             "_us": us,
-            "_http_version": _HTTP_VERSION_NAMES.get(curl.getinfo(pycurl.INFO_HTTP_VERSION)),
-            "_redirect_url": url_text(curl.getinfo_raw(pycurl.REDIRECT_URL)),
+            "_http_version": _HTTP_VERSION_NAMES.get(info("INFO_HTTP_VERSION")),
+            "_redirect_url": url_text(_info_raw(curl, pycurl.REDIRECT_URL)),
         }
     )
-    return info
+    return out
 
 
 def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
@@ -314,7 +343,7 @@ def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
         curl.perform()
     except pycurl.error as exc:
         errno, message = exc.args[0], exc.args[1] if len(exc.args) > 1 else str(exc)
-        hop.error = error_kind(errno)
+        hop.error = error_kind(errno, hop.url)
         text = message or curl.errstr() or f"curl error {errno}"
         hop.message = printable(text if isinstance(text, str) else repr(text))
     fill_hop(hop, read_info(curl))
@@ -422,6 +451,11 @@ def fetch(request: HttpRequest, url: str, *, curl: Any = None, details: bool = T
             if len(exchange.hops) > request.max_redirs:
                 hop.error = "redirects"
                 hop.message = f"maximum ({request.max_redirs}) redirects followed"
+                break
+            scheme = hop.redirect_url.split(":", 1)[0].lower()
+            if scheme not in SCHEMES:
+                hop.error = "scheme"
+                hop.message = f"redirect to a {scheme}:// URL; probetop follows http and https only"
                 break
             hop_url, method, body = next_hop(request, hop, body)
     finally:

@@ -106,7 +106,7 @@ def run(config: dict[str, Any], out: Any) -> int:
 
     def finished(target: _Target, errno: int, message: str) -> None:
         info = read_info(target.handle)
-        kind = error_kind(errno) if errno else None
+        kind = error_kind(errno, target.url) if errno else None
         line = {
             "i": target.index,
             "t_ns": time.monotonic_ns(),
