@@ -29,12 +29,14 @@ Contract (docs/recording-format.md, "Secrets"):
   like a credential (``secret_param_name``: ``token``, ``key``, ``sig``,
   ``signature``, ``password``, ``secret``, ``auth``, ``code``, as a whole name
   or a word of it: ``access_token``, ``api_key``, ``X-Amz-Signature``,
-  ``client_secret`` ...) becomes ``***``. Also ``&name=value`` pairs outside
+  ``client_secret``, ``myToken``; ``key``, ``auth``, ``sig``, ``pwd`` also
+  at the end of a word: ``apikey``) becomes ``***``. Also ``&name=value`` pairs outside
   a URL (a form body or cookie string that reached a free-text field).
-- **Command lines** (a list whose items look like options, or a string
-  starting with ``curl``/``probetop``): the value of ``-u``/``--user`` and the
-  other credential options becomes ``***``; ``-H`` values follow the header
-  rule; ``-b`` cookie strings become ``***``; request bodies (``-d``,
+- **Command lines** (a field named ``command``/``argv``, a list whose items
+  look like options, or a string starting with ``curl``/``probetop``): the
+  value of ``-u``/``--user`` and the other credential options becomes
+  ``***``; ``-H`` values follow the header rule; ``-b`` cookie strings become
+  ``***``; request bodies (``-d``,
   ``--data*``, ``-F``; curl's ``--json``) keep only length and SHA-256 unless
   the same command line holds ``--record-body`` (the user's opt-in); URLs
   (also without a scheme: ``user:pw@host``) follow the URL rule. Attached
@@ -95,6 +97,8 @@ _STRONG_PARTS = (
 _WORDS = frozenset(
     {"key", "auth", "sig", "pwd", "pass", "session", "sessionid", "sid", "jwt", "otp", "bearer"}
 )
+# Words that also count at the end of a longer word (``apikey``, ``myauth``).
+_SUFFIXES = ("key", "auth", "sig", "pwd", "session", "jwt")
 # Query parameters only: OAuth's authorization ``code`` (a JSON field
 # ``http_code`` is a status, not a secret).
 _PARAM_WORDS = _WORDS | {"code"}
@@ -119,10 +123,14 @@ def secret_header_name(name: str) -> bool:
 
 
 def _named_secret(name: str, words: frozenset[str]) -> bool:
+    """A strong part anywhere, or a word that is (or, run together with
+    another word, ends in) one of ``words``: ``api_key``, ``apikey``,
+    ``hmacKey``, ``basicauth`` (``monkey`` too: hiding a harmless value is
+    the cheap mistake)."""
     low = name.lower()
     if any(part in low for part in _STRONG_PARTS):
         return True
-    return any(w in words for w in _words(name))
+    return any(w in words or w.endswith(_SUFFIXES) for w in _words(name))
 
 
 def secret_param_name(name: str) -> bool:
@@ -141,7 +149,9 @@ def body_field_name(name: str) -> bool:
 
 
 # What a field name means, cached: the same keys come back on every line.
-_PLAIN, _SECRET, _BODY, _HEADERS, _KEPT = range(5)
+_PLAIN, _SECRET, _BODY, _HEADERS, _KEPT, _ARGV = range(6)
+# Fields that hold a command line (the recording header's ``command``).
+_ARGV_FIELDS = frozenset({"command", "argv"})
 
 
 @functools.lru_cache(maxsize=8192)
@@ -149,6 +159,8 @@ def _field_kind(name: str) -> tuple[int, str]:
     """(kind, the name itself redacted): a key can be an URL label."""
     if name in _KEPT_FIELDS:
         kind = _KEPT
+    elif name.lower() in _ARGV_FIELDS:
+        kind = _ARGV
     elif secret_field_name(name):
         kind = _SECRET
     elif body_field_name(name):
@@ -447,6 +459,10 @@ def redact(obj: Any) -> Any:
                 out[name] = _bodies(value)
             elif kind == _HEADERS:
                 out[name] = _headers(value)
+            elif kind == _ARGV and isinstance(value, (list, tuple)):
+                out[name] = redact_argv(value)
+            elif kind == _ARGV:
+                out[name] = redact(value)
             else:
                 out[name] = value if isinstance(value, str) else redact(value)
         return out
