@@ -33,9 +33,9 @@ Contract:
 - ``idna_host``, ``check_resolve``, ``check_connect_to``, ``check_proxy``:
   the host-bearing options, checked and converted the same way.
 - ``read_at_file(name, flag, limit)``: an ``@FILE`` argument, read up to
-  ``limit`` bytes (``-`` is stdin); a directory, an unreadable file or more
-  than ``limit`` bytes (``@/dev/zero``) is a UsageProbeError, so memory stays
-  bounded whatever the file.
+  ``limit`` bytes (``-`` is stdin, refused when it is a terminal); a
+  directory, an unreadable file or more than ``limit`` bytes (``@/dev/zero``)
+  is a UsageProbeError, so memory stays bounded whatever the file.
 - ``check_regular_file(flag, name)``: files libcurl reads itself (``--cacert``,
   a ``-b`` cookie file) must be readable regular files: libcurl would read
   ``/dev/zero`` forever inside a request, where no signal can stop it.
@@ -155,6 +155,13 @@ def read_at_file(name: str, flag: str, limit: int) -> bytes:
         raise UsageProbeError(f"{flag} @FILE: the file name contains a NUL byte")
     try:
         if name == "-":
+            if sys.stdin is None or sys.stdin.isatty():
+                # curl would wait for Ctrl-D; in the dashboard's add-probe line
+                # that read would take the UI's terminal. Pipe the data in.
+                raise UsageProbeError(
+                    f"{flag} @-: standard input is a terminal; pipe the data in "
+                    f"(printf 'a=1' | probetop http {flag} @- URL) or use @FILE"
+                )
             data = sys.stdin.buffer.read(limit + 1)
         else:
             with open(name, "rb") as f:

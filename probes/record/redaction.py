@@ -95,13 +95,13 @@ _STRONG_PARTS = (
 )
 # Whole words (of a name split at - _ . and camelCase) that mark a credential.
 _WORDS = frozenset(
-    {"key", "auth", "sig", "pwd", "pass", "session", "sessionid", "sid", "jwt", "otp", "bearer"}
+    {"key", "auth", "sig", "pwd", "session", "sessionid", "sid", "jwt", "otp", "bearer"}
 )
 # Words that also count at the end of a longer word (``apikey``, ``myauth``).
 _SUFFIXES = ("key", "auth", "sig", "pwd", "session", "jwt")
-# Query parameters only: OAuth's authorization ``code`` (a JSON field
-# ``http_code`` is a status, not a secret).
-_PARAM_WORDS = _WORDS | {"code"}
+# Query parameters only: OAuth's authorization ``code`` and ``pass`` (as JSON
+# fields, ``http_code`` is a status and warmup's ``pass`` a read/write pass).
+_PARAM_WORDS = _WORDS | {"code", "pass"}
 _FIELD_EXACT = frozenset(
     {"user", "username", "userinfo", "userpwd", "proxy_user", "auth", "cookies", "set_cookie"}
 )

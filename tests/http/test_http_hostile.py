@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from http_fixtures import LocalServer, RawServer
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.http import HttpUrlError, check_url
@@ -262,6 +262,8 @@ CASES = [
     Case("--data-binary @/dev/zero", ["{url}/", "--data-binary", "@/dev/zero"], 2, "more than"),
     Case("--data-urlencode name@/dev/zero", ["{url}/", "--data-urlencode", "a@/dev/zero"], 2,
          "more than"),
+    Case("-d @- with a terminal on stdin (the dashboard's own)", ["{url}/", "-d", "@-"], 2,
+         "standard input is a terminal", stdin="pty"),
     Case("-d @- with /dev/zero on stdin", ["{url}/", "-d", "@-"], 2, "more than 16 MiB",
          stdin="/dev/zero"),
     Case("two -d @/dev/urandom share one budget",
@@ -341,7 +343,11 @@ def test_hostile_case(case: Case, server: LocalServer, files: Path) -> None:
     args = [_fill(a, server, files) for a in case.args]
     stdin: Any = subprocess.DEVNULL
     with contextlib.ExitStack() as stack:
-        if case.stdin:
+        if case.stdin == "pty":
+            master, stdin = os.openpty()
+            stack.callback(os.close, master)
+            stack.callback(os.close, stdin)
+        elif case.stdin:
             stdin = stack.enter_context(open(case.stdin, "rb"))
         run = run_cli(args, stdin=stdin)
     assert_clean(run, case.code, case.words, usage=case.usage)
@@ -422,10 +428,12 @@ def test_any_url_is_an_ascii_url_or_a_url_error(text: str) -> None:
     try:
         url = check_url(text)
     except HttpUrlError as exc:
+        event(f"refused: exit {exc.exit_code}")
         assert exc.exit_code in (3, 4)
         message = str(exc)
         assert "\n" not in message and len(message) < 400
         return
+    event("accepted")
     assert url.isascii() and url == url.strip()
     assert not any(c in url for c in " \t\r\n\x00\x7f")
     parts = urlsplit(url)
@@ -526,6 +534,7 @@ def test_the_whole_cli_on_generated_input(
         code = exc.code
         assert code == 2
     captured = capsys.readouterr()
+    event(f"exit {code}")  # --hypothesis-show-statistics: how the examples ended
     assert code in (0, 2, *range(3, 13)), (code, captured.err)
     assert "Traceback" not in captured.err
     if code not in (0, 2) or (code == 2 and "usage:" not in captured.err):

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import string
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import quote
 
@@ -241,6 +243,25 @@ def test_a_real_recording_without_secrets_is_unchanged():
         obj = json.loads(line)
         assert redact(obj) == obj
         assert dump_line(obj) == line + "\n"
+
+
+def test_a_demo_recording_of_every_family_has_nothing_redacted(tmp_path):
+    """Every probe family's params, samples and summaries (the demo runs them
+    all) hold no secret, so no rule may fire on them: a field named like a
+    credential in some family (warmup's ``pass``) would lose its data."""
+    rec = tmp_path / "demo.jsonl"
+    out = subprocess.run(
+        [sys.executable, "-m", "probetop.tui.main", "demo", "--headless", "--time", "3",
+         "--interval", "0.5", "--record", str(rec)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    text = rec.read_text()
+    kinds = {json.loads(line).get("kind") for line in text.splitlines() if '"type":"probe"' in line}
+    header = json.loads(text.splitlines()[0])
+    kinds |= {p["kind"] for p in header["probes"]}
+    assert {"cpu", "http", "iops", "warmup", "system.cpu"} <= kinds, kinds
+    assert REDACTED not in text and "sha256:" not in text
 
 
 JSON = st.recursive(
