@@ -22,6 +22,7 @@ behind it:
 Importing this package is cheap: pycurl loads when a request is made.
 """
 
+from probetop.probes.http.inputs import HttpUrlError
 from probetop.probes.http.probe import HttpProbe
 from probetop.probes.http.records import (
     ERRORS,
@@ -40,7 +41,6 @@ from probetop.probes.http.records import (
 from probetop.probes.http.report import json_report, render_report
 from probetop.probes.http.request import (
     HttpRequest,
-    HttpUrlError,
     check_http_version,
     check_url,
 )

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from probetop.probes.core.base import Emit, ProbeError
 from probetop.probes.core.sample import ENTITY_SEP, Sample, now_ns
 from probetop.probes.core.ticker import Ticker
+from probetop.probes.http.inputs import HttpUrlError
 from probetop.probes.http.records import (
     KIND,
     METRICS,
@@ -38,7 +39,6 @@ from probetop.probes.http.request import (
     check_http_version,
     check_url,
     curl_command,
-    normalise_url,
 )
 from probetop.probes.http.settings import HttpSettings
 from probetop.probes.http.stats import UrlStats
@@ -49,11 +49,12 @@ MAX_LABEL = 48
 
 
 def url_labels(urls: list[str]) -> dict[str, str]:
-    """Short, unique entity labels: host:port/path?query, never a password or '@'."""
+    """Short, unique entity labels: host:port/path?query of the redacted URL
+    (never user-info, a credential parameter or '@'), for checked URLs."""
     out: dict[str, str] = {}
     used: set[str] = set()
     for url in urls:
-        parts = urlsplit(url)
+        parts = urlsplit(redact_url(url))
         host = parts.hostname or "?"
         if ":" in host:
             host = f"[{host}]"
@@ -75,8 +76,8 @@ def url_labels(urls: list[str]) -> dict[str, str]:
 def default_probe_id(urls: list[str]) -> str:
     """``http:<first URL's label>`` (+N more), so several http probes can share a hub."""
     try:
-        first = url_labels([normalise_url(urls[0])])
-    except (ValueError, IndexError):
+        first = url_labels([check_url(urls[0])])
+    except (HttpUrlError, ValueError, IndexError):
         return "http"
     label = next(iter(first.values()))
     return f"http:{label}" + (f"+{len(urls) - 1}" if len(urls) > 1 else "")

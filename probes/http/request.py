@@ -8,8 +8,18 @@ Contract:
 - ``configure(curl, request, url, method, body)`` sets one easy handle for one
   hop. Options follow curl's command-line meaning, not pycurlb's: repeated
   ``-H`` keeps every header, ``-d`` is a form-encoded POST, ``-u`` is sent.
-- ``check_url`` rejects what is not an HTTP(S) URL before anything is sent.
-- ``curl_command`` is the equivalent ``curl -w`` command line (the reference).
+- ``HttpRequest.validate`` checks every option value (``inputs.py``): what
+  passes can be handed to libcurl, what does not is a UsageProbeError (exit 2)
+  naming the option. ``configure`` hands libcurl bytes (the argv bytes, as
+  curl does), and a value libcurl still refuses becomes a UsageProbeError
+  naming the curl option, never a pycurl/Unicode/Overflow error.
+- ``check_url`` gives the ASCII URL libcurl gets (IDN host in punycode,
+  non-ASCII percent-encoded) or rejects it (``HttpUrlError``, exit 3/4).
+- ``redacted`` is what JSON output and recordings show of a request:
+  credentials as ``***``, the body as its length and SHA-256 unless
+  ``record_body`` (``--record-body``).
+- ``curl_command`` is the equivalent ``curl -w`` command line (the reference),
+  redacted the same way.
 - Nothing here imports pycurl at module level: the CLI imports this for ``--help``.
 """
 
@@ -21,10 +31,26 @@ from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import urlsplit
 
-from probetop.probes.core.base import TargetProbeError, UsageProbeError
-from probetop.probes.record import REDACTED, redact_header, redact_url
+from probetop.probes.core.base import UsageProbeError
+from probetop.probes.http.inputs import (
+    MAX_BODY_BYTES,
+    MAX_REDIRS,
+    MAX_TIMEOUT_S,
+    SCHEMES,
+    HttpUrlError,
+    arg_bytes,
+    check_connect_to,
+    check_header,
+    check_method,
+    check_proxy,
+    check_regular_file,
+    check_resolve,
+    check_text,
+    normalise_url,
+)
+from probetop.probes.record import REDACTED, body_digest, redact_header, redact_url
 
-SCHEMES = ("http", "https")
+__all__ = ["SCHEMES", "HttpRequest", "HttpUrlError", "check_url", "configure", "curl_command"]
 HTTP_VERSIONS = ("1.0", "1.1", "2", "3")
 # curl's default for --max-redirs.
 DEFAULT_MAX_REDIRS = 50
@@ -44,7 +70,9 @@ class HttpRequest:
 
     method: str | None = None  # -X
     headers: tuple[str, ...] = ()  # -H (repeatable)
-    data: str | None = None  # -d / --data-binary, joined with '&' as curl does (latin-1)
+    # -d / --data-*, joined with '&' as curl does; the bytes as os.fsdecode text
+    # (UTF-8, undecodable bytes as surrogate escapes): arg_bytes(data) is sent.
+    data: str | None = None
     user: str | None = None  # -u user:password
     user_agent: str | None = None  # -A
     referer: str | None = None  # -e
@@ -63,6 +91,7 @@ class HttpRequest:
     compressed: bool = False  # --compressed
     interface: str | None = None  # --interface
     proxy: str | None = None  # -x
+    record_body: bool = False  # --record-body: the body in JSON output and recordings
 
     def __post_init__(self) -> None:
         for name in _LIST_OPTIONS:
@@ -92,57 +121,88 @@ class HttpRequest:
             return "POST"
         return "GET"
 
+    def body(self) -> bytes | None:
+        """The request body as sent (the bytes ``data`` stands for)."""
+        return None if self.data is None else arg_bytes(self.data)
+
+    def validate(self) -> None:
+        """UsageProbeError (exit 2) naming the option for any value libcurl
+        must not get: see ``inputs.py`` for the rules."""
+        if self.method is not None:
+            check_method(self.method)
+        for line in self.headers:
+            check_header(line)
+        for flag, value in (("-A", self.user_agent), ("-e", self.referer)):
+            if value is not None:
+                check_text(flag, value, header_like=True)
+        if self.user is not None:
+            check_text("-u", self.user, header_like=False)
+        if self.cookie is not None:
+            if "=" in self.cookie:
+                check_text("-b", self.cookie, header_like=True)
+            else:
+                check_regular_file("-b (cookie file)", self.cookie)
+        if self.cacert is not None:
+            check_regular_file("--cacert", self.cacert)
+        if self.interface is not None:
+            check_text("--interface", self.interface, header_like=True)
+        if self.proxy is not None:
+            check_proxy(self.proxy)
+        for entry in self.resolve:
+            check_resolve(entry)
+        for entry in self.connect_to:
+            check_connect_to(entry)
+        if self.data is not None and len(arg_bytes(self.data)) > MAX_BODY_BYTES:
+            raise UsageProbeError(
+                f"the request body is {len(arg_bytes(self.data))} bytes; probetop sends at "
+                f"most {MAX_BODY_BYTES // (1024 * 1024)} MiB (kept in memory, sent every request)"
+            )
+        for timer, seconds in (
+            ("--max-time", self.timeout_s),
+            ("--connect-timeout", self.connect_timeout_s),
+        ):
+            if seconds is not None and not 0 < seconds <= MAX_TIMEOUT_S:
+                raise UsageProbeError(
+                    f"{timer} must be positive and at most {MAX_TIMEOUT_S:.0f} s "
+                    f"(a year; leave it out for no limit), got {seconds}"
+                )
+        if self.max_redirs < 0:
+            raise UsageProbeError(
+                f"--max-redirs must be 0 or more, got {self.max_redirs} (curl's -1, no "
+                f"limit, is not supported: give up to {MAX_REDIRS}; curl's default is "
+                f"{DEFAULT_MAX_REDIRS})"
+            )
+        if self.max_redirs > MAX_REDIRS:
+            raise UsageProbeError(
+                f"--max-redirs must be at most {MAX_REDIRS} (every hop is kept), "
+                f"got {self.max_redirs}"
+            )
+
     def redacted(self) -> dict[str, Any]:
-        """``to_dict`` with credentials hidden, for JSON output and recordings."""
+        """``to_dict`` as JSON output and recordings show it: credentials as
+        ``***``, the body as its length and SHA-256 (``--record-body`` adds
+        ``data_as_sent``), URLs without user-info or credential parameters."""
         out = self.to_dict()
         out["headers"] = [redact_header(h) for h in self.headers]
         if self.user:
-            name, sep, _pw = self.user.partition(":")
-            out["user"] = f"{name}:{REDACTED}" if sep else name
+            out["user"] = REDACTED
         if self.cookie and "=" in self.cookie:
             out["cookie"] = REDACTED
-        if self.proxy:
-            out["proxy"] = redact_url(self.proxy)
+        for name in ("proxy", "referer"):
+            if out[name]:
+                out[name] = redact_url(out[name])
+        body = self.body()
+        if body is not None:
+            out["data"] = body_digest(body)
+            if self.record_body:
+                out["data_as_sent"] = body.decode("utf-8", "backslashreplace")
         return out
 
 
-def normalise_url(url: str) -> str:
-    """curl's guess for a URL without a scheme is http://; do the same."""
-    if "://" not in url:
-        return "http://" + url
-    return url
-
-
-class HttpUrlError(TargetProbeError):
-    """A URL probetop will not send: ``kind`` is ``url`` (malformed) or ``scheme``."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        # One-off exit codes (transfer.EXIT_CODES): 3 malformed URL, 4 scheme.
-        self.exit_code = 3 if kind == "url" else 4
-
-
 def check_url(url: str) -> str:
-    """The URL with a scheme, or HttpUrlError saying what is wrong with it."""
-    full = normalise_url(url.strip())
-    shown = redact_url(url)
-    try:
-        parts = urlsplit(full)
-        _ = parts.port  # raises ValueError on a non-numeric or out-of-range port
-    except ValueError as exc:
-        raise HttpUrlError("url", f"malformed URL {shown!r}: {exc}") from None
-    if parts.scheme.lower() not in SCHEMES:
-        raise HttpUrlError(
-            "scheme",
-            f"unsupported scheme {parts.scheme!r} in {shown!r}: "
-            "probetop http measures http:// and https:// URLs",
-        )
-    if not parts.hostname:
-        raise HttpUrlError("url", f"malformed URL {shown!r}: no host name")
-    if any(c in full for c in " \t\r\n"):
-        raise HttpUrlError("url", f"malformed URL {shown!r}: contains white space")
-    return full
+    """The ASCII URL libcurl gets (scheme added, IDN host in punycode, non-ASCII
+    percent-encoded), or HttpUrlError saying what is wrong with it (exit 3/4)."""
+    return normalise_url(url)
 
 
 def same_origin_host(a: str, b: str) -> bool:
@@ -179,73 +239,103 @@ def configure(
     ``send_credentials`` is False on a hop to another host, where curl drops
     ``-u`` and custom Authorization/Cookie headers. ``fresh`` forces a new
     connection and a cold DNS cache (what a new curl process sees).
+    Every string goes to libcurl as bytes (``arg_bytes``); a value libcurl
+    refuses raises UsageProbeError naming the curl option.
     """
     import pycurl
+
+    def put(flag: str, option: int, value: Any) -> None:
+        if isinstance(value, str):
+            value = arg_bytes(value)
+        elif isinstance(value, list):
+            value = [arg_bytes(v) for v in value]
+        try:
+            curl.setopt(option, value)
+        except (pycurl.error, ValueError, TypeError, OverflowError, UnicodeError) as exc:
+            detail = exc.args[-1] if exc.args else exc
+            raise UsageProbeError(f"{flag}: libcurl refused the value ({detail})") from None
 
     method = method or request.initial_method()
     if body is FIRST_HOP:
         body = request.data
     assert body is None or isinstance(body, str)
-    curl.setopt(pycurl.URL, url)
+    put("URL", pycurl.URL, url)
+    # http and https only, also after a redirect: a server's Location must not
+    # make probetop read file:// or speak gopher:// or dict:// (curl -L allows
+    # ftp too; probetop measures HTTP).
+    web = pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS
+    curl.setopt(pycurl.PROTOCOLS, web)
+    curl.setopt(pycurl.REDIR_PROTOCOLS, web)
     curl.setopt(pycurl.NOSIGNAL, 1)  # timeouts must not use SIGALRM in threads
     curl.setopt(pycurl.FOLLOWLOCATION, 0)  # hops are driven one by one (see transfer.py)
     headers = list(request.headers)
     if not send_credentials:
-        headers = [
-            h for h in headers if h.partition(":")[0].strip().lower() not in _CREDENTIAL_HEADERS
-        ]
+        headers = [h for h in headers if _header_name(h) not in _CREDENTIAL_HEADERS]
     if headers:
-        curl.setopt(pycurl.HTTPHEADER, headers)
+        put("-H", pycurl.HTTPHEADER, headers)
     if request.head and method == "HEAD":
         curl.setopt(pycurl.NOBODY, 1)
     elif body is not None:
-        curl.setopt(pycurl.POSTFIELDS, body.encode("latin-1"))
+        put("-d", pycurl.POSTFIELDS, arg_bytes(body))
         if method != "POST":
-            curl.setopt(pycurl.CUSTOMREQUEST, method)
+            put("-X", pycurl.CUSTOMREQUEST, method)
     elif method == "HEAD":
         curl.setopt(pycurl.NOBODY, 1)
     elif method != "GET":
-        curl.setopt(pycurl.CUSTOMREQUEST, method)
+        put("-X", pycurl.CUSTOMREQUEST, method)
     if request.user and send_credentials:
-        curl.setopt(pycurl.USERPWD, request.user)
-    curl.setopt(pycurl.USERAGENT, request.user_agent or _default_user_agent())
+        put("-u", pycurl.USERPWD, request.user)
+    put("-A", pycurl.USERAGENT, request.user_agent or _default_user_agent())
     if request.referer:
-        curl.setopt(pycurl.REFERER, request.referer)
+        put("-e", pycurl.REFERER, request.referer)
     if request.cookie and send_credentials:
         if "=" in request.cookie:
-            curl.setopt(pycurl.COOKIE, request.cookie)
+            put("-b", pycurl.COOKIE, request.cookie)
         else:
-            curl.setopt(pycurl.COOKIEFILE, request.cookie)
+            put("-b", pycurl.COOKIEFILE, request.cookie)
     if request.insecure:
         curl.setopt(pycurl.SSL_VERIFYPEER, 0)
         curl.setopt(pycurl.SSL_VERIFYHOST, 0)
     if request.cacert:
-        curl.setopt(pycurl.CAINFO, request.cacert)
+        put("--cacert", pycurl.CAINFO, request.cacert)
     if request.timeout_s is not None:
-        curl.setopt(pycurl.TIMEOUT_MS, max(1, int(request.timeout_s * 1000)))
+        put("--max-time", pycurl.TIMEOUT_MS, max(1, int(request.timeout_s * 1000)))
     if request.connect_timeout_s is not None:
-        curl.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, int(request.connect_timeout_s * 1000)))
+        ms = max(1, int(request.connect_timeout_s * 1000))
+        put("--connect-timeout", pycurl.CONNECTTIMEOUT_MS, ms)
     if request.resolve:
-        curl.setopt(pycurl.RESOLVE, list(request.resolve))
+        put("--resolve", pycurl.RESOLVE, [check_resolve(e) for e in request.resolve])
     if request.connect_to:
-        curl.setopt(pycurl.CONNECT_TO, list(request.connect_to))
+        put("--connect-to", pycurl.CONNECT_TO, [check_connect_to(e) for e in request.connect_to])
     if request.ip_version == 4:
         curl.setopt(pycurl.IPRESOLVE, pycurl.IPRESOLVE_V4)
     elif request.ip_version == 6:
         curl.setopt(pycurl.IPRESOLVE, pycurl.IPRESOLVE_V6)
     if request.http_version:
-        curl.setopt(pycurl.HTTP_VERSION, _http_version_const(request.http_version))
+        put(
+            f"--http{request.http_version}",
+            pycurl.HTTP_VERSION,
+            _http_version_const(request.http_version),
+        )
     if request.compressed:
         curl.setopt(pycurl.ACCEPT_ENCODING, "")  # every encoding this libcurl can decode
     if request.interface:
-        curl.setopt(pycurl.INTERFACE, request.interface)
+        put("--interface", pycurl.INTERFACE, request.interface)
     if request.proxy:
         # Without -x, libcurl reads http_proxy & co. from the environment, as curl does.
-        curl.setopt(pycurl.PROXY, request.proxy)
+        put("-x", pycurl.PROXY, check_proxy(request.proxy))
     if fresh:
         curl.setopt(pycurl.FRESH_CONNECT, 1)
         curl.setopt(pycurl.FORBID_REUSE, 1)
         curl.setopt(pycurl.DNS_CACHE_TIMEOUT, 0)
+
+
+def _header_name(line: str) -> str:
+    """The lower-case name of a header line (``Name: v``, ``Name:``, ``Name;``)."""
+    name, colon, _value = line.partition(":")
+    if not colon:
+        name = line.rstrip().removesuffix(";")
+    return name.strip().lower()
 
 
 def _http_version_const(version: str) -> int:
@@ -281,19 +371,25 @@ def check_http_version(version: str | None) -> None:
 
 
 def curl_command(request: HttpRequest, url: str) -> str:
-    """The ``curl`` command line measuring the same thing (credentials redacted)."""
+    """The ``curl`` command line measuring the same thing, redacted as
+    recordings are (credentials ``***``; the body as ``<N bytes, sha256:...>``
+    unless ``--record-body``)."""
     args = ["curl", "-s", "-o", "/dev/null", "-w", "%{time_starttransfer} %{time_total}\\n"]
     if request.method:
         args += ["-X", request.method]
     for header in request.headers:
         args += ["-H", redact_header(header)]
-    if request.data is not None:
-        args += ["--data-binary", request.data]
+    body = request.body()
+    if body is not None:
+        shown = (
+            body.decode("utf-8", "backslashreplace") if request.record_body else body_digest(body)
+        )
+        args += ["--data-binary", shown]
     if request.user:
-        args += ["-u", request.user.partition(":")[0] + ":" + REDACTED]
+        args += ["-u", REDACTED]
     for flag, value in (("-A", request.user_agent), ("-e", request.referer)):
         if value:
-            args += [flag, value]
+            args += [flag, redact_url(value) if flag == "-e" else value]
     if request.cookie:
         args += ["-b", REDACTED if "=" in request.cookie else request.cookie]
     if request.insecure:

@@ -15,7 +15,7 @@ Contract:
 
 from __future__ import annotations
 
-import sys
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +23,15 @@ from urllib.parse import quote
 
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.options import CommandSpec, Option, number, whole_number
+from probetop.probes.http.inputs import (
+    MAX_BODY_BYTES,
+    MAX_HEADER_FILE_BYTES,
+    arg_bytes,
+    check_header,
+    read_at_file,
+)
 from probetop.probes.http.request import DEFAULT_MAX_REDIRS, HttpRequest
+from probetop.probes.record import KEEP_BODY_FLAG
 
 DESCRIPTION = """\
 Request URL(s) with libcurl and show where the time went: DNS, TCP connect,
@@ -194,9 +202,9 @@ SPEC = CommandSpec(
         ),
         Option(
             ("--max-redirs",),
-            f"(default {DEFAULT_MAX_REDIRS})",
+            f"with -L: at most N redirects (default {DEFAULT_MAX_REDIRS}; 0..1000)",
             whole_number(),
-            DEFAULT_MAX_REDIRS,
+            None,
             "N",
             group=CURL,
         ),
@@ -273,6 +281,14 @@ SPEC = CommandSpec(
         ),
         *_unsupported_options(),
         Option(
+            (KEEP_BODY_FLAG,),
+            "keep the request body (-d/--data*) in --json output and recordings; "
+            "by default only its length and SHA-256 are kept",
+            action="store_true",
+            default=False,
+            group=CURL,
+        ),
+        Option(
             ("--count",),
             "N requests per URL, then a report",
             whole_number(),
@@ -348,6 +364,7 @@ class HttpSettings:
         1), --time or --record means repeated sampling; --record alone
         records one request per URL. Validated; ``@FILE`` arguments are read
         here (UsageProbeError if they cannot be)."""
+        _check_shapes(values)
         unsupported = values.get(_UNSUPPORTED_DEST)
         if unsupported:
             raise UsageProbeError(unsupported_message(str(unsupported)))
@@ -361,8 +378,11 @@ class HttpSettings:
             raise UsageProbeError("--fresh and --reuse contradict each other: give one of them")
         count = values.get("count")
         watch = bool(values.get("watch", False))
-        repeated = count is not None or watch or interval_given or bool(time_s) or recording
-        if repeated and count is None and not watch and not time_s and not interval_given:
+        # --time given (even --time 0: no time limit, as in every command) asks
+        # for repeated sampling, like --count, --watch and --interval.
+        timed = time_s is not None
+        repeated = count is not None or watch or interval_given or timed or recording
+        if repeated and count is None and not watch and not timed and not interval_given:
             count = 1  # `http URL --record f`: record the one request, not sample forever
         settings = cls(
             urls=tuple(values.get("urls") or ()),
@@ -374,6 +394,11 @@ class HttpSettings:
             one_off=not repeated,
         )
         settings.validate()
+        if values.get("max_redirs") is not None and not values.get("location"):
+            raise UsageProbeError(
+                "--max-redirs only matters with -L (without -L no redirect is followed); "
+                "add -L or leave --max-redirs out"
+            )
         return settings
 
     def validate(self) -> None:
@@ -385,25 +410,45 @@ class HttpSettings:
             raise UsageProbeError("-I (HEAD) and -d (POST) contradict each other, as in curl")
         if request.user is not None and ":" not in request.user:
             raise UsageProbeError("give -u USER:PASSWORD (probetop does not prompt for passwords)")
-        for flag, value in (
-            ("--max-time", request.timeout_s),
-            ("--connect-timeout", request.connect_timeout_s),
-        ):
-            if value is not None and not value > 0:
-                raise UsageProbeError(f"{flag} must be positive")
-        if request.max_redirs < 0:
-            raise UsageProbeError("--max-redirs must be 0 or more")
+        request.validate()
         if self.count is not None and self.count < 1:
             raise UsageProbeError(f"--count must be at least 1, got {self.count}")
         if not self.interval_s > 0:
             raise UsageProbeError("--interval must be positive")
 
 
+def _check_shapes(values: Mapping[str, Any]) -> None:
+    """UsageProbeError for a value argparse gives in the wrong shape: it turns
+    ``--opt=--`` into an empty list instead of the string ``--``."""
+    for option in SPEC.options:
+        if option.positional or option.action not in ("store", "append"):
+            continue
+        value = values.get(option.name)
+        items = value if option.action == "append" and isinstance(value, list) else [value]
+        if any(isinstance(item, list) for item in items):
+            flag = "-d/--data*" if option.name == "data" else max(option.flags, key=len)
+            raise UsageProbeError(f"{flag}: '--' is not a value here; give {option.display}")
+
+
 # -- options -> HttpRequest ---------------------------------------------------
 def request_from_options(values: Mapping[str, Any]) -> HttpRequest:
-    """The ``HttpRequest`` the curl options describe (``@FILE`` read as curl does)."""
+    """The ``HttpRequest`` the curl options describe (``@FILE`` read as curl
+    does, within ``MAX_BODY_BYTES`` for the whole body)."""
     items: Sequence[tuple[str, str]] = values.get("data") or ()
-    data = "&".join(_data_item(kind, value) for kind, value in items) if items else None
+    data = None
+    if items:
+        parts: list[bytes] = []
+        budget = MAX_BODY_BYTES
+        for kind, value in items:
+            parts.append(_data_item(kind, value, budget))
+            budget -= len(parts[-1]) + 1
+            if budget < 0:
+                raise UsageProbeError(
+                    f"the request body is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB; "
+                    "probetop keeps it in memory and sends it on every request"
+                )
+        data = os.fsdecode(b"&".join(parts))
+    max_redirs = values.get("max_redirs")
     return HttpRequest(
         method=values.get("method"),
         headers=tuple(_headers(values.get("headers") or ())),
@@ -415,7 +460,7 @@ def request_from_options(values: Mapping[str, Any]) -> HttpRequest:
         insecure=bool(values.get("insecure", False)),
         cacert=values.get("cacert"),
         follow=bool(values.get("location", False)),
-        max_redirs=values.get("max_redirs", DEFAULT_MAX_REDIRS),
+        max_redirs=DEFAULT_MAX_REDIRS if max_redirs is None else max_redirs,
         timeout_s=values.get("max_time"),
         connect_timeout_s=values.get("connect_timeout"),
         resolve=tuple(values.get("resolve") or ()),
@@ -426,44 +471,48 @@ def request_from_options(values: Mapping[str, Any]) -> HttpRequest:
         compressed=bool(values.get("compressed", False)),
         interface=values.get("interface"),
         proxy=values.get("proxy"),
+        record_body=bool(values.get("record_body", False)),
     )
 
 
-def _read_at_file(name: str) -> bytes:
-    try:
-        if name == "-":
-            return sys.stdin.buffer.read()
-        with open(name, "rb") as f:
-            return f.read()
-    except OSError as exc:
-        raise UsageProbeError(f"cannot read {name}: {exc.strerror}") from None
+_DATA_FLAGS = {"d": "-d", "b": "--data-binary", "r": "--data-raw", "u": "--data-urlencode"}
 
 
-def _data_item(kind: str, value: str) -> str:
-    """One -d/--data-* argument as the bytes curl would send (latin-1 text)."""
+def _data_item(kind: str, value: str, budget: int) -> bytes:
+    """One -d/--data-* argument as the bytes curl would send (argv bytes as
+    given; ``@FILE`` read within ``budget`` bytes)."""
+    flag = _DATA_FLAGS[kind]
     if kind == "r" or (kind in "db" and not value.startswith("@")):
-        return value
+        return arg_bytes(value)
     if kind == "d":
-        return _read_at_file(value[1:]).replace(b"\r", b"").replace(b"\n", b"").decode("latin-1")
+        return read_at_file(value[1:], flag, budget).replace(b"\r", b"").replace(b"\n", b"")
     if kind == "b":
-        return _read_at_file(value[1:]).decode("latin-1")
+        return read_at_file(value[1:], flag, budget)
     # --data-urlencode: content | =content | name=content | @file | name@file
     name, eq, content = value.partition("=")
     if eq:
-        return (f"{name}=" if name else "") + quote(content, safe="")
+        return arg_bytes((f"{name}=" if name else "") + quote(arg_bytes(content), safe=""))
     name, at, path = value.partition("@")
     if at:
-        data = _read_at_file(path)
-        return (f"{name}=" if name else "") + quote(data, safe="")
-    return quote(value, safe="")
+        # Percent-encoding triples a byte at most: read a third of what is left.
+        raw = read_at_file(path, flag, budget // 3)
+        return arg_bytes((f"{name}=" if name else "") + quote(raw, safe=""))
+    return arg_bytes(quote(arg_bytes(value), safe=""))
 
 
 def _headers(values: Sequence[str]) -> list[str]:
+    """-H lines, ``@FILE`` read (one header per non-blank line), each checked."""
     out: list[str] = []
     for value in values:
         if value.startswith("@"):
-            text = _read_at_file(value[1:]).decode("latin-1")
-            out += [line.rstrip("\r") for line in text.splitlines() if line.strip()]
+            name = value[1:]
+            text = os.fsdecode(read_at_file(name, "-H", MAX_HEADER_FILE_BYTES))
+            for n, line in enumerate(text.split("\n"), 1):
+                line = line.rstrip("\r")
+                if line.strip():
+                    check_header(line, f"-H @{name} line {n}")
+                    out.append(line)
         else:
+            check_header(value)
             out.append(value)
     return out

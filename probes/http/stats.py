@@ -5,13 +5,16 @@ Contract: ``UrlStats.add(result, phases_us)`` takes one worker result (see
 None). ``as_dict`` gives, per phase and for ``ttfb``/``total``: count, min,
 p50, p90, p99, max, mean and population stddev in milliseconds (percentiles
 linear-interpolated, as numpy's default). Values are kept (8 bytes each), so
-percentiles are exact: an hour at 1 Hz is 3600 values per series.
+percentiles are exact: an hour at 1 Hz is 3600 values per series, and
+as packed doubles (``array('d')``), not Python floats (32 bytes each): an
+hour at 100 requests/s is 2.9 MB per URL for all seven series.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from probetop.probes.core.stats import percentile, population_stddev
@@ -21,7 +24,7 @@ SERIES = (*PHASES, "ttfb", "total")
 PCTS = (50.0, 90.0, 99.0)
 
 
-def distribution(values: list[float]) -> dict[str, float | int | None]:
+def distribution(values: Sequence[float]) -> dict[str, float | int | None]:
     """count, min, p50, p90, p99, max, mean, stddev of ``values`` (ms)."""
     if not values:
         return {"count": 0}
@@ -45,7 +48,7 @@ class UrlStats:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.series: dict[str, list[float]] = {name: [] for name in SERIES}
+        self.series: dict[str, array[float]] = {name: array("d") for name in SERIES}
         self.errors: Counter[str] = Counter()
         self.codes: Counter[int] = Counter()
         self.requests = 0

@@ -26,11 +26,12 @@ from urllib.parse import urlsplit
 from probetop.probes.http.records import PHASES
 from probetop.probes.http.request import (
     REDIRECT_CODES,
+    SCHEMES,
     HttpRequest,
     configure,
     same_origin_host,
 )
-from probetop.probes.record import redact, redact_url
+from probetop.probes.record import redact, redact_text, redact_url
 
 STAMPS = ("namelookup", "connect", "appconnect", "pretransfer", "starttransfer", "total")
 
@@ -84,9 +85,14 @@ _HINTS = {
 }
 
 
-def error_kind(curl_errno: int) -> str:
-    """The probetop error kind of a libcurl error number."""
-    return _CURL_ERROR_KINDS.get(curl_errno, "other")
+def error_kind(curl_errno: int, url: str | None = None) -> str:
+    """The probetop error kind of a libcurl error number. On an http(s) URL,
+    libcurl's "unsupported protocol" is the server's fault (an HTTP/0.9 or
+    garbage reply), not the scheme's: ``other``."""
+    kind = _CURL_ERROR_KINDS.get(curl_errno, "other")
+    if kind == "scheme" and url is not None and url.split(":", 1)[0].lower() in SCHEMES:
+        return "other"
+    return kind
 
 
 def status_kind(http_code: int) -> str | None:
@@ -205,11 +211,17 @@ class Exchange:
         if kind is None:
             return None
         hop = next((h for h in self.hops if h.error), self.final)
+        url = _short(redact_url(hop.url))
         if kind.startswith("http_"):
-            return f"{redact_url(hop.url)} answered {hop.status_line or hop.http_code}"
+            return f"{url} answered {hop.status_line or hop.http_code}"
         hint = _HINTS.get(kind)
-        text = f"{kind} error for {redact_url(hop.url)}: {hop.message}"
+        text = f"{kind} error for {url}: {_short(redact_text(hop.message or ''))}"
         return f"{text} ({hint})" if hint else text
+
+
+def _short(text: str, limit: int = 200) -> str:
+    """A URL or message cut for a one-line message (a URL may be 100 kB)."""
+    return text if len(text) <= limit else f"{text[: limit - 20]}... ({len(text)} chars)"
 
 
 _HTTP_VERSION_NAMES = {1: "1.0", 2: "1.1", 3: "2", 30: "3"}
@@ -219,39 +231,91 @@ _EXPIRE_LINE = re.compile(r"^\s*expire date: (.+?)\s*$")
 _SUBJECT_LINE = re.compile(r"^\s*subject: (.+?)\s*$")
 
 
-def read_info(curl: Any) -> dict[str, Any]:
-    """pycurlb's keys (seconds as floats), read from a finished handle."""
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Server- or libcurl-given text made safe for a terminal and a report:
+    control characters (an ESC sequence in a status line) become U+FFFD."""
+    return _CONTROL_CHARS.sub("\ufffd", text)
+
+
+def url_text(raw: bytes | str | None) -> str | None:
+    """A URL libcurl reports (from a server's Location, say) as ASCII text:
+    bytes that are not printable ASCII are percent-encoded, as curl does
+    before it follows a redirect; so a hostile server cannot make decoding fail."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogateescape")
+    return "".join(chr(b) if 0x20 < b < 0x7F else f"%{b:02X}" for b in raw)
+
+
+def _info(curl: Any, option: int, default: Any = 0) -> Any:
+    """One getinfo value; ``default`` when libcurl has none (a transfer that
+    failed before it had a URL makes even EFFECTIVE_URL raise)."""
     import pycurl
 
-    us = {name: curl.getinfo(getattr(pycurl, f"{name.upper()}_TIME_T")) for name in STAMPS}
-    info: dict[str, Any] = {f"{name}_time": us[name] / 1e6 for name in STAMPS}
-    info.update(
+    try:
+        return curl.getinfo(option)
+    except (pycurl.error, UnicodeError, ValueError):
+        return default
+
+
+def _info_raw(curl: Any, option: int) -> bytes | None:
+    import pycurl
+
+    try:
+        raw = curl.getinfo_raw(option)
+    except (pycurl.error, ValueError):
+        return None
+    return raw if isinstance(raw, bytes) else None
+
+
+def _info_text(curl: Any, option: int) -> str | None:
+    raw = _info_raw(curl, option)
+    return None if raw is None else printable(raw.decode("utf-8", "replace"))
+
+
+def read_info(curl: Any) -> dict[str, Any]:
+    """pycurlb's keys (seconds as floats), read from a finished handle.
+    Strings are read raw and decoded here (never by pycurl, which raises on
+    bytes a server sent that are not UTF-8); a value libcurl cannot give is
+    0 or None, never an exception."""
+    import pycurl
+
+    def info(name: str) -> Any:
+        return _info(curl, getattr(pycurl, name))
+
+    us = {name: int(info(f"{name.upper()}_TIME_T") or 0) for name in STAMPS}
+    out: dict[str, Any] = {f"{name}_time": us[name] / 1e6 for name in STAMPS}
+    out.update(
         {
-            "redirect_time": curl.getinfo(pycurl.REDIRECT_TIME_T) / 1e6,
-            "redirect_count": curl.getinfo(pycurl.REDIRECT_COUNT),
-            "http_code": curl.getinfo(pycurl.RESPONSE_CODE),
-            "effective_url": curl.getinfo(pycurl.EFFECTIVE_URL),
-            "primary_ip": curl.getinfo(pycurl.PRIMARY_IP),
-            "primary_port": curl.getinfo(pycurl.PRIMARY_PORT),
-            "local_ip": curl.getinfo(pycurl.LOCAL_IP),
-            "local_port": curl.getinfo(pycurl.LOCAL_PORT),
-            "num_connects": curl.getinfo(pycurl.NUM_CONNECTS),
-            "size_download": curl.getinfo(pycurl.SIZE_DOWNLOAD_T),
-            "size_upload": curl.getinfo(pycurl.SIZE_UPLOAD_T),
-            "speed_download": curl.getinfo(pycurl.SPEED_DOWNLOAD_T),
-            "speed_upload": curl.getinfo(pycurl.SPEED_UPLOAD_T),
-            "header_size": curl.getinfo(pycurl.HEADER_SIZE),
-            "request_size": curl.getinfo(pycurl.REQUEST_SIZE),
-            "content_type": curl.getinfo(pycurl.CONTENT_TYPE),
-            "ssl_verifyresult": curl.getinfo(pycurl.SSL_VERIFYRESULT),
-            "os_errno": curl.getinfo(pycurl.OS_ERRNO),
-            "method": curl.getinfo(pycurl.EFFECTIVE_METHOD),
+            "redirect_time": (info("REDIRECT_TIME_T") or 0) / 1e6,
+            "redirect_count": info("REDIRECT_COUNT"),
+            "http_code": info("RESPONSE_CODE"),
+            "effective_url": url_text(_info_raw(curl, pycurl.EFFECTIVE_URL)),
+            "primary_ip": _info_text(curl, pycurl.PRIMARY_IP),
+            "primary_port": info("PRIMARY_PORT"),
+            "local_ip": _info_text(curl, pycurl.LOCAL_IP),
+            "local_port": info("LOCAL_PORT"),
+            "num_connects": info("NUM_CONNECTS"),
+            "size_download": info("SIZE_DOWNLOAD_T"),
+            "size_upload": info("SIZE_UPLOAD_T"),
+            "speed_download": info("SPEED_DOWNLOAD_T"),
+            "speed_upload": info("SPEED_UPLOAD_T"),
+            "header_size": info("HEADER_SIZE"),
+            "request_size": info("REQUEST_SIZE"),
+            "content_type": _info_text(curl, pycurl.CONTENT_TYPE),
+            "ssl_verifyresult": info("SSL_VERIFYRESULT"),
+            "os_errno": info("OS_ERRNO"),
+            "method": _info_text(curl, pycurl.EFFECTIVE_METHOD),
             "_us": us,
-            "_http_version": _HTTP_VERSION_NAMES.get(curl.getinfo(pycurl.INFO_HTTP_VERSION)),
-            "_redirect_url": curl.getinfo(pycurl.REDIRECT_URL),
+            "_http_version": _HTTP_VERSION_NAMES.get(info("INFO_HTTP_VERSION")),
+            "_redirect_url": url_text(_info_raw(curl, pycurl.REDIRECT_URL)),
         }
     )
-    return info
+    return out
 
 
 def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
@@ -271,7 +335,7 @@ def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
 
         def on_header(line: bytes) -> None:
             if line[:5] == b"HTTP/":
-                status.append(line.decode("latin-1").strip())
+                status.append(printable(line.decode("latin-1").strip()))
 
         curl.setopt(pycurl.HEADERFUNCTION, on_header)
     curl.setopt(pycurl.WRITEFUNCTION, _discard)
@@ -279,8 +343,9 @@ def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
         curl.perform()
     except pycurl.error as exc:
         errno, message = exc.args[0], exc.args[1] if len(exc.args) > 1 else str(exc)
-        hop.error = error_kind(errno)
-        hop.message = message or curl.errstr() or f"curl error {errno}"
+        hop.error = error_kind(errno, hop.url)
+        text = message or curl.errstr() or f"curl error {errno}"
+        hop.message = printable(text if isinstance(text, str) else repr(text))
     fill_hop(hop, read_info(curl))
     if status:
         hop.status_line = status[-1]
@@ -299,7 +364,7 @@ def tls_details(request: HttpRequest, url: str) -> TlsInfo | None:
     def on_debug(kind: int, data: bytes) -> None:
         if kind != pycurl.INFOTYPE_TEXT:
             return
-        text = data.decode("latin-1", "replace")
+        text = printable(data.decode("utf-8", "replace").rstrip("\r\n"))
         if m := _TLS_LINE.search(text):
             tls.version, tls.cipher = m.group(1), m.group(2)
         elif m := _EXPIRE_LINE.match(text):
@@ -386,6 +451,11 @@ def fetch(request: HttpRequest, url: str, *, curl: Any = None, details: bool = T
             if len(exchange.hops) > request.max_redirs:
                 hop.error = "redirects"
                 hop.message = f"maximum ({request.max_redirs}) redirects followed"
+                break
+            scheme = hop.redirect_url.split(":", 1)[0].lower()
+            if scheme not in SCHEMES:
+                hop.error = "scheme"
+                hop.message = f"redirect to a {scheme}:// URL; probetop follows http and https only"
                 break
             hop_url, method, body = next_hop(request, hop, body)
     finally:

@@ -39,7 +39,7 @@ import time
 from typing import Any
 
 from probetop.probes.http.request import HttpRequest, configure
-from probetop.probes.http.transfer import error_kind, read_info
+from probetop.probes.http.transfer import error_kind, printable, read_info
 
 
 def _die_with_parent() -> None:
@@ -106,7 +106,7 @@ def run(config: dict[str, Any], out: Any) -> int:
 
     def finished(target: _Target, errno: int, message: str) -> None:
         info = read_info(target.handle)
-        kind = error_kind(errno) if errno else None
+        kind = error_kind(errno, target.url) if errno else None
         line = {
             "i": target.index,
             "t_ns": time.monotonic_ns(),
@@ -114,7 +114,7 @@ def run(config: dict[str, Any], out: Any) -> int:
             "http_code": info["http_code"],
             "http_version": info["_http_version"],
             "error": kind,
-            "message": message if errno else None,
+            "message": printable(str(message)) if errno else None,
             "size_download": info["size_download"],
             "num_connects": info["num_connects"],
             "redirect_count": info["redirect_count"],

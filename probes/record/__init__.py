@@ -5,27 +5,42 @@
 - ``RecordingError``: any failure to write or read, with a message for the user
 - ``FORMAT_NAME``, ``SCHEMA_VERSION``, ``schema_path()``: versioning and the
   JSON Schema every line validates against
-- ``redact``, ``redact_url``, ``redact_header``, ``REDACTED``: what never
-  reaches the disk (credentials)
+- ``redact`` (any JSON-safe structure), ``redact_url``, ``redact_header``,
+  ``redact_text``, ``redact_argv``, ``body_digest``, ``REDACTED``,
+  ``KEEP_BODY_FLAG``: what never reaches the disk or a report (credentials,
+  request bodies), one set of rules in ``redaction.py``
 
 The layout of each line is defined once, in ``codec.py``.
 """
 
 from probetop.probes.record.codec import FORMAT_NAME, SCHEMA_VERSION, RecordingError
 from probetop.probes.record.reader import Session, load_session
-from probetop.probes.record.redaction import REDACTED, redact, redact_header, redact_url
+from probetop.probes.record.redaction import (
+    KEEP_BODY_FLAG,
+    REDACTED,
+    body_digest,
+    redact,
+    redact_argv,
+    redact_header,
+    redact_text,
+    redact_url,
+)
 from probetop.probes.record.writer import Recorder, schema_path
 
 __all__ = [
     "FORMAT_NAME",
+    "KEEP_BODY_FLAG",
     "REDACTED",
     "SCHEMA_VERSION",
     "Recorder",
     "RecordingError",
     "Session",
+    "body_digest",
     "load_session",
     "redact",
+    "redact_argv",
     "redact_header",
+    "redact_text",
     "redact_url",
     "schema_path",
 ]

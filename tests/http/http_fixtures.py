@@ -4,6 +4,10 @@
   with the openssl CLI (skips when openssl is missing).
 - ``LocalServer``: http.server in a thread, plain or TLS, with handlers that
   delay, redirect, stream a large body, fail, and echo the request.
+  ``LocalServer.seen`` keeps the last requests as received (method, raw
+  path, header lines, body bytes), to check what was really sent.
+- ``RawServer``: answers every connection with fixed bytes (a hostile
+  server: non-UTF-8 Location, control characters in the status line ...).
 - ``NginxServer``: a real nginx on a loopback port with a temp config
   (TLS + HTTP/2), skipped when nginx is missing.
 
@@ -15,6 +19,7 @@ adds ~40 ms that would blur every timing assertion.
 from __future__ import annotations
 
 import base64
+import collections
 import json
 import shutil
 import socket
@@ -82,6 +87,12 @@ class Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         q = {k: v[0] for k, v in parse_qs(url.query).items()}
         body = self._body()
+        seen = getattr(self.server, "seen", None)
+        if seen is not None:
+            # raw_requestline is bytes: the path exactly as it came over the wire.
+            line = self.raw_requestline.decode("latin-1").rstrip("\r\n")
+            headers = [f"{k}: {v}" for k, v in self.headers.items()]
+            seen.append({"line": line, "headers": headers, "body": body})
         path = url.path
         if path == "/delay":
             time.sleep(float(q.get("ms", "20")) / 1000.0)
@@ -144,6 +155,8 @@ class LocalServer:
         self.tls = tls
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
+        self.seen: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
+        self.httpd.seen = self.seen  # type: ignore[attr-defined]
         if tls:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(str(tls[0]), str(tls[1]))
@@ -167,6 +180,47 @@ class LocalServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(5)
+
+
+class RawServer:
+    """A loopback TCP server that reads a request and answers ``reply`` (bytes)
+    on every connection, then closes it; use as a context manager."""
+
+    def __init__(self, reply: bytes) -> None:
+        self.reply = reply
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _addr = self.sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    conn.recv(65536)
+                    conn.sendall(self.reply)
+                except OSError:
+                    pass
+
+    def __enter__(self) -> RawServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.sock.close()
 
 
 def free_port() -> int:

@@ -52,7 +52,8 @@ def test_every_known_unsupported_curl_option_is_refused_by_name(parser):
         (["--interval", "0.5", "http", "URL"], False, None, False),  # before the command
         (["http", "--count", "3", "URL"], False, 3, False),
         (["http", "--time", "2", "URL"], False, None, False),
-        (["http", "--time", "0", "URL"], True, None, False),
+        # --time 0 is "no time limit" (as in cpu/sysbench): repeated, until stopped.
+        (["http", "--time", "0", "URL"], False, None, False),
         (["http", "--watch", "URL"], False, None, True),
         (["http", "--record", "/tmp/x.jsonl", "URL"], False, 1, False),  # one request recorded
         (["http", "--record", "/tmp/x.jsonl", "--interval", "0.5", "URL"], False, None, False),

@@ -18,6 +18,7 @@ from typing import Any
 from probetop.probes import http
 from probetop.probes.core.base import Probe
 from probetop.probes.http import HttpProbe, HttpSettings
+from probetop.probes.record import redact_text
 from probetop.tui.launch import run_headless_plan
 from probetop.tui.plan import CommonOptions, RunPlan
 from probetop.tui.runner import RunResult
@@ -43,8 +44,9 @@ def build_probes(plan: RunPlan[HttpSettings]) -> list[Probe]:
 
 
 def deadline_s(plan: RunPlan[HttpSettings]) -> float | None:
-    """--time; the probe also ends itself after --count requests per URL."""
-    return plan.common.time_s
+    """--time (0: no time limit, as in cpu); the probe also ends itself after
+    --count requests per URL."""
+    return plan.common.time_s or None
 
 
 def demo_probes(ctx: Any) -> list[Probe]:
@@ -109,5 +111,5 @@ def report(plan: RunPlan[HttpSettings], result: RunResult) -> int:
             http.render_report(result.summaries, result.duration_s, result.reason, colour)
         )
         for pid, err in result.errors.items():
-            print(f"probetop: error: {pid}: {err}", file=sys.stderr)
+            print(f"probetop: error: {pid}: {redact_text(err)}", file=sys.stderr)
     return 1 if result.errors else 0
