@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import re
 import shlex
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -148,6 +149,49 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_NEGATIVE_NUMBER = re.compile(r"^-\d|^-\.\d")
+
+
+def attach_negative_values(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """``--time -1`` as ``--time=-1``, so the value reaches the option's own check.
+
+    argparse reads ``-1`` as an option name whenever a command has options
+    that look like negative numbers (``-4``/``-6``), and answers "expected one
+    argument", which hides the real problem. Joining the value to its option
+    lets the option's parser say "must be at least 0, got -1" in every command.
+    """
+    takes_value: set[str] = set()
+    for action in _all_actions(parser):
+        if action.option_strings and action.nargs != 0:
+            takes_value.update(s for s in action.option_strings if s.startswith("--"))
+    out: list[str] = []
+    items = list(argv)
+    i = 0
+    while i < len(items):
+        token = items[i]
+        if token in takes_value and i + 1 < len(items) and _NEGATIVE_NUMBER.match(items[i + 1]):
+            out.append(f"{token}={items[i + 1]}")
+            i += 2
+            continue
+        out.append(token)
+        i += 1
+    return out
+
+
+def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    actions = list(parser._actions)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                actions.extend(sub._actions)
+    return actions
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """``parser.parse_args`` with negative option values attached (see above)."""
+    return parser.parse_args(attach_negative_values(parser, argv))
+
+
 def make_plan(namespace: argparse.Namespace, argv: Sequence[str] = ()) -> RunPlan[Any]:
     """Read the parsed command line once into a frozen, validated plan.
 
@@ -184,7 +228,7 @@ def parse_command_line(line: str) -> tuple[ModuleType, RunPlan[Any]]:
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            namespace = build_parser().parse_args(argv)
+            namespace = parse_args(build_parser(), argv)
     except SystemExit:
         lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
         raise CommandLineError(lines[-1] if lines else f"cannot parse {line!r}") from None

@@ -25,7 +25,7 @@ from typing import Any
 from probetop.probes.core.base import ConfirmationRequired, ProbeError
 from probetop.probes.record import RecordingError
 from probetop.probes.system import passive_probes
-from probetop.tui.cli import build_parser, command_module, make_plan
+from probetop.tui.cli import build_parser, command_module, make_plan, parse_args
 from probetop.tui.config import AppConfig
 from probetop.tui.launch import dashboard_config, fail, run_headless_plan
 from probetop.tui.plan import RunPlan
@@ -34,7 +34,7 @@ from probetop.tui.plan import RunPlan
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``probetop`` console script."""
     parser = build_parser()
-    namespace = parser.parse_args(argv)
+    namespace = parse_args(parser, sys.argv[1:] if argv is None else argv)
     try:
         plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *argv])
         return run_plan(plan)

@@ -73,3 +73,20 @@ def test_report_of_a_recording_prints_tables_and_charts(tmp_path):
     # report counts exactly what the file holds.
     assert len(cpu_lines) in (3, 4)
     assert doc["probes"]["system.cpu"]["metrics"]["busy_pct"]["count"] == len(cpu_lines)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["icmp", "127.0.0.1", "--count", "-1"], "must be at least 0, got -1"),
+        (["cpu", "--time", "-1"], "must be zero or a positive number, got -1"),
+        (["--time", "-2", "cpu"], "must be zero or a positive number, got -2"),
+    ],
+)
+def test_a_negative_value_reaches_the_options_own_check(argv: list[str], message: str) -> None:
+    """argparse would read -1 as an option name (icmp and http have -4/-6) and
+    say 'expected one argument'; the option's own message must come instead."""
+    out = subprocess.run([*PROBETOP, *argv], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert message in out.stderr
+    assert "expected one argument" not in out.stderr
