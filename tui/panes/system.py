@@ -273,8 +273,7 @@ class NetPane(EntityPane):
 
 
 BAR_WIDTH = 10
-CORE_CELL = 34  # "cpu12 ██████████   99.9%  3500 MHz" + gap
-CORE_CELL_SHORT = 23  # without MHz: two cores side by side in a half-width pane
+CORE_GAP = 2  # cells between two cores on a line
 
 
 def core_bar(busy: float | None, width: int = BAR_WIDTH) -> str:
@@ -306,25 +305,31 @@ class CpuPane(ProbePane):
         return sorted(names, key=lambda n: (len(n), n))
 
     def core_lines(self, width: int) -> list[str]:
-        """A bar per core, as many side by side as fit; MHz left out when
-        that puts two cores on a line instead of one."""
+        """A bar per core, as many side by side as fit ``width``; MHz left out
+        when that puts two cores on a line instead of one."""
         cores = self.load.cores if self.load is not None else {}
         names = self.core_names()
-        cell = CORE_CELL
-        if (width + 2) // CORE_CELL < min(2, len(names)):
-            cell = CORE_CELL_SHORT
-        cells = []
-        for core in names:
-            busy, mhz = cores[core].busy_pct, cores[core].mhz
-            text = f"{core:<5} {core_bar(busy)} {fmt_value(busy, '%', 5)}%"
-            if cell == CORE_CELL and mhz is not None:
-                text += f" {mhz:5.0f} MHz"
-            cells.append(text)
-        per_line = max(1, (width + 2) // cell)
-        lines = []
-        for i in range(0, len(cells), per_line):
-            lines.append("  ".join(c.ljust(cell - 2) for c in cells[i : i + per_line]))
-        return [line.rstrip() for line in lines] or [""]
+        short = [
+            f"{c:<5} {core_bar(cores[c].busy_pct)} {fmt_value(cores[c].busy_pct, '%', 5)}%"
+            for c in names
+        ]
+        long = [
+            text + (f" {cores[c].mhz:5.0f} MHz" if cores[c].mhz is not None else "")
+            for c, text in zip(names, short, strict=True)
+        ]
+
+        def per_line(cells: list[str]) -> int:
+            return max(1, (width + CORE_GAP) // (max(map(len, cells), default=1) + CORE_GAP))
+
+        cells = long if per_line(long) >= min(2, len(long)) else short
+        n = per_line(cells)
+        cell = max(map(len, cells), default=0)
+        gap = " " * CORE_GAP
+        lines = [
+            gap.join(c.ljust(cell) for c in cells[i : i + n]).rstrip()
+            for i in range(0, len(cells), n)
+        ]
+        return lines or [""]
 
     def summary_line(self, width: int) -> str:
         """Load averages and busy % statistics, whole figures only."""
@@ -353,7 +358,7 @@ class CpuPane(ProbePane):
         label = f"{'all cores':<13} {fmt_value(busy.latest, '%', 6)} %"
         self.busy_row.label.set_lines([label])
         self.busy_row.spark.set_values(busy.recent(SPARK_POINTS))
-        width = self.content_region.width or 80
+        width = self.content_size.width or 80
         self.summary.set_lines([self.summary_line(width)])
         self.cores.set_lines(self.core_lines(width))
 
