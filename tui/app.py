@@ -40,13 +40,14 @@ from probetop.probes.core.sample import Announce, Record, Sample, Status
 from probetop.probes.record.writer import Recorder
 from probetop.themes import DEFAULT_THEME, check_theme_name, probetop_themes
 from probetop.tui.config import AppConfig
-from probetop.tui.player import ReplayPlayer, speed_label
+from probetop.tui.player import ReplayPlayer, parse_speed, speed_label
 from probetop.tui.screens.help import HelpScreen
 from probetop.tui.screens.maximised import MaximisedScreen
-from probetop.tui.screens.prompt import PromptScreen
+from probetop.tui.screens.palette import dashboard_commands
+from probetop.tui.screens.prompt import add_probe_prompt, record_prompt
 from probetop.tui.session import LiveSession, detach_from_dead_terminal, terminal_hung_up
 from probetop.tui.widgets.pane import ProbePane
-from probetop.tui.widgets.panegrid import GridPlan, PaneIndex, apply_plan, plan_grid
+from probetop.tui.widgets.panegrid import GridPlan, PaneIndex, PaneLayout
 from probetop.tui.widgets.registry import pane_for
 from probetop.tui.widgets.textblock import TextBlock
 from textual import events
@@ -128,17 +129,15 @@ class ProbetopApp(App[int]):
         self.display_paused = False
         self.show_hidden = False
         self.too_small = False
-        self.plan: GridPlan | None = None
-        self.selected: str | None = None  # the pane shown in compact mode
         self._dirty: set[str] = set()
         self._chart_dirty: set[str] = set()  # got samples since the maximised view was drawn
         self._shutting_down = False
         self._started = False  # panes announced after this are focused (added at runtime)
-        self._last_tick = time.monotonic()
         self._status_text = ""
         self.status_bar = TextBlock([""], id="status-bar")
         self.index = PaneIndex([""], id="pane-index")
         self.pane_box = VerticalScroll(id="panes")
+        self.layout = PaneLayout(self.pane_box, self.index, CHROME_ROWS, WIDE_COLUMNS)
         self.too_small_msg = Static("", id="too-small")
 
     @property
@@ -154,8 +153,12 @@ class ProbetopApp(App[int]):
         return self.session.recorder if self.session is not None else None
 
     @property
+    def plan(self) -> GridPlan | None:
+        return self.layout.plan
+
+    @property
     def compact(self) -> bool:
-        return self.plan is not None and self.plan.compact
+        return self.layout.compact
 
     # -- layout --------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -195,69 +198,38 @@ class ProbetopApp(App[int]):
                 self.index.display = False
 
     def relayout(self, size: Size | None = None) -> None:
-        """Plan the panes' layout again; apply it only if it changed."""
-        if self.too_small or not self.panes:
+        """Plan the panes' layout again; it is applied only if it changed."""
+        if self.too_small:
             return
         width, height = size or self.size
-        panes = list(self.ordered_panes())
-        heights = [pane.natural_height() for pane in panes]
-        wide = 2 if width >= WIDE_COLUMNS else 1
-        plan = plan_grid(heights, width, height - CHROME_ROWS, min_columns=wide)
-        if plan.compact:
-            self._ensure_selected(panes)
-        if plan != self.plan:
-            self.plan = plan
-            apply_plan(plan, self.pane_box, panes, self.index, self._selected_index(panes))
+        focused = self.focused if isinstance(self.focused, ProbePane) else None
+        if self.layout.update(width, height, focused):
             self._update_status()
-        if plan.compact:
-            self._show_index(panes)
 
     def ordered_panes(self) -> list[ProbePane]:
         """Panes in screen order (the focused kind first)."""
-        return [c for c in self.pane_box.children if isinstance(c, ProbePane)]
+        return self.layout.panes()
 
-    def _ensure_selected(self, panes: list[ProbePane]) -> None:
-        if self.selected not in self.panes:
-            focused = self.focused if isinstance(self.focused, ProbePane) else None
-            self.selected = focused.probe_id if focused else panes[0].probe_id
-
-    def _selected_index(self, panes: list[ProbePane]) -> int:
-        ids = [p.probe_id for p in panes]
-        return ids.index(self.selected) if self.selected in ids else 0
-
-    def _show_index(self, panes: list[ProbePane]) -> None:
-        entries = [(p.full_title or str(p.border_title), p.headline_text()) for p in panes]
-        self.index.show(entries, self._selected_index(panes))
-
-    def select_pane(self, step: int) -> None:
-        """Compact mode: show the next (``step`` 1) or previous (-1) pane."""
-        panes = self.ordered_panes()
-        if not panes:
-            return
-        i = (self._selected_index(panes) + step) % len(panes)
-        self._select(panes, i)
-
-    def _select(self, panes: list[ProbePane], i: int) -> None:
-        self.selected = panes[i].probe_id
-        if self.plan is not None:
-            apply_plan(self.plan, self.pane_box, panes, self.index, i)
-            self._show_index(panes)
-        self.call_after_refresh(panes[i].focus)
+    def _show_in_compact(self, pane: ProbePane | None) -> None:
+        if pane is not None:
+            self.layout.select(pane.probe_id)
+            self.relayout()
+            self.call_after_refresh(pane.focus)
 
     def on_pane_index_selected(self, message: PaneIndex.Selected) -> None:
         panes = self.ordered_panes()
         if 0 <= message.index < len(panes):
-            self._select(panes, message.index)
+            self._show_in_compact(panes[message.index])
 
     def action_focus_next(self) -> None:
         if self.compact:
-            self.select_pane(1)
+            self._show_in_compact(self.layout.step(1))
         else:
             super().action_focus_next()
 
     def action_focus_previous(self) -> None:
         if self.compact:
-            self.select_pane(-1)
+            self._show_in_compact(self.layout.step(-1))
         else:
             super().action_focus_previous()
 
@@ -378,7 +350,7 @@ class ProbetopApp(App[int]):
                 # The first pane, or one added at runtime: show it.
                 self.call_after_refresh(pane.focus)
         if self._started:
-            self.selected = pane.probe_id
+            self.layout.select(pane.probe_id)  # compact mode: show the new pane
 
     # -- recording -----------------------------------------------------
     async def _start_recording(self, path: Path) -> bool:
@@ -399,29 +371,13 @@ class ProbetopApp(App[int]):
             if path:
                 await self._start_recording(Path(path).expanduser())
 
-        self.push_screen(
-            PromptScreen(
-                "Record this session to a file",
-                "JSON Lines, mode 0600. Enter to start, escape to cancel.",
-                placeholder="session.jsonl",
-                value="probetop-session.jsonl",
-            ),
-            answered,
-        )
+        self.push_screen(record_prompt(), answered)
 
     # -- add / stop probes -----------------------------------------------
     def action_add_probe(self) -> None:
         if self.session is None:
             return
-        self.push_screen(
-            PromptScreen(
-                "Add a probe",
-                "A probetop command line, as after `probetop`: e.g. "
-                "cpu --threads 1  |  http http://127.0.0.1:8080/  |  icmp 127.0.0.1",
-                placeholder="cpu --threads 1",
-            ),
-            self._add_probe_answered,
-        )
+        self.push_screen(add_probe_prompt(), self._add_probe_answered)
 
     def _add_probe_answered(self, line: str | None) -> None:
         self.add_probe_line(line)
@@ -442,20 +398,17 @@ class ProbetopApp(App[int]):
         session = self.config.session
         assert session is not None
         self.player = ReplayPlayer(session.records(), session.duration_s)
-        initial = str(self.config.extra.get("speed", "1"))
-        self.player.set_speed(math.inf if initial == "max" else float(initial))
+        self.player.set_speed(parse_speed(str(self.config.extra.get("speed", "1"))))
         for warning in session.warnings:
             self.notify(warning, title="recording", severity="warning", timeout=10)
-        self._last_tick = time.monotonic()
+        self.player.start_clock(time.monotonic())
         self.set_interval(REPLAY_FRAME_S, self._replay_frame)
         self._replay_frame()
 
     def _replay_frame(self) -> None:
         if self.player is None:
             return
-        now = time.monotonic()
-        dt, self._last_tick = now - self._last_tick, now
-        records = self.player.advance(dt)
+        records = self.player.tick(time.monotonic())
         if records:
             self.route(records)
         if not self.player.paused or records:
@@ -469,7 +422,7 @@ class ProbetopApp(App[int]):
         self.panes.clear()
         await self.pane_box.remove_children()  # before new panes reuse their ids
         self._dirty.clear()
-        self.plan = None
+        self.layout.reset()
         self.route(records, render=False)
 
         def refocus() -> None:
@@ -482,7 +435,7 @@ class ProbetopApp(App[int]):
     def action_play_pause(self) -> None:
         if self.player is not None:
             self.player.toggle_pause()
-            self._last_tick = time.monotonic()
+            self.player.start_clock(time.monotonic())
             self._update_status()
 
     def action_speed(self, speed: float) -> None:
@@ -536,8 +489,8 @@ class ProbetopApp(App[int]):
     def focused_pane(self) -> ProbePane | None:
         if isinstance(self.focused, ProbePane):
             return self.focused
-        if self.compact and self.selected in self.panes:
-            return self.panes[self.selected]
+        if self.compact and self.layout.selected in self.panes:
+            return self.panes[self.layout.selected]
         return next(iter(self.panes.values()), None)
 
     def action_maximise(self, probe_id: str | None = None) -> None:
@@ -574,48 +527,7 @@ class ProbetopApp(App[int]):
     # -- command palette -----------------------------------------------
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Help", "Keys and what every pane's numbers mean", self.action_help)
-        yield SystemCommand(
-            "Maximise pane", "Chart the focused pane's longer history", self.action_maximise
-        )
-        yield SystemCommand(
-            "Pause display" if not self.display_paused else "Resume display",
-            "Freeze the panes; probes and recording go on",
-            self.action_pause_display,
-        )
-        yield SystemCommand(
-            "Show idle devices" if not self.show_hidden else "Hide idle devices",
-            "Idle and virtual network interfaces, idle loop devices",
-            self.action_toggle_hidden,
-        )
-        if self.session is not None:
-            yield SystemCommand(
-                "Add a probe",
-                "Type a probetop command line, e.g. cpu --threads 1",
-                self.action_add_probe,
-            )
-            for pid in self.session.running():
-                yield SystemCommand(
-                    f"Stop probe {pid}",
-                    "Cancel it; its pane keeps the data",
-                    lambda pid=pid: self.run_worker(self.stop_probe(pid)),
-                )
-            yield SystemCommand(
-                "Stop recording" if self.recorder is not None else "Start recording",
-                "Close the recording (footer written)"
-                if self.recorder is not None
-                else "Record this session to a JSON Lines file",
-                self.action_toggle_record,
-            )
-        if self.player is not None:
-            yield SystemCommand("Play / pause replay", "space", self.action_play_pause)
-            yield SystemCommand("Replay speed", "1x -> 10x -> max", self.action_cycle_speed)
-        for pid in self.panes:
-            yield SystemCommand(
-                f"Maximise {pid}",
-                "Chart this pane's longer history",
-                lambda pid=pid: self.action_maximise(pid),
-            )
+        yield from dashboard_commands(self)
 
     # -- shutdown ------------------------------------------------------
     async def shutdown(self, reason: str = "completed") -> None:

@@ -399,3 +399,33 @@ async def test_command_palette_lists_every_action() -> None:
         await pilot.press("enter")
         await pilot.pause(0.3)
         assert app.display_paused
+
+
+async def test_every_demo_pane_is_on_screen_and_compact_when_small() -> None:
+    from tui_fixtures import demo_app
+
+    app = demo_app(speed="max")
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await wait_for(pilot, lambda: len(app.panes) == 8 and app.player.at_end)
+        await pilot.pause()
+        await pilot.pause()
+        assert app.plan is not None and app.plan.columns == 2 and not app.compact
+        for pane in app.panes.values():  # all eight within the screen, none scrolled away
+            assert pane.region.height >= 5 and pane.region.bottom <= 39, pane.probe_id
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        await pilot.pause()
+        assert app.compact and app.index.display
+        assert len(app.index.lines) == 8 and app.index.lines[0].startswith("▸ system.cpu")
+        assert "events/s" in app.index.text and "loss 0 %" in app.index.text
+        assert [p.probe_id for p in app.ordered_panes() if p.display] == ["system.cpu"]
+        await pilot.press("tab")
+        await pilot.pause()
+        assert [p.probe_id for p in app.ordered_panes() if p.display] == ["system.disk"]
+        assert app.index.lines[1].startswith("▸ system.disk")
+        await pilot.press("shift+tab", "shift+tab")
+        await pilot.pause()
+        assert app.index.lines[-1].startswith("▸ http")
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert not app.compact and all(p.display for p in app.panes.values())

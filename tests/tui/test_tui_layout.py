@@ -102,3 +102,15 @@ def test_report_table_aligns_long_metric_names() -> None:
         for line, (_name, cells, _unit) in zip(body, rows, strict=True):
             assert line[:right].endswith(cells[["min", "mean", "max"].index(head)]), line
     assert body[0].endswith("  ms") and header.endswith("  unit")
+
+
+def test_changed_span_covers_what_moved() -> None:
+    from probetop.tui.widgets.textblock import changed_span
+
+    assert changed_span("vda 12 0", "vda 12 0") is None
+    assert changed_span("vda 12 0", "vda 13 0") == (5, 6)  # only up to the change
+    # A shorter line: the text after the change moved left, and the old last
+    # cells must be cleared: repaint to the end of the longer one.
+    before, after = "rtt 6.14 µs ▁▃█ 57.3 µs", "rtt 6.14 µs ▁▃█ 5.3 µs"
+    assert changed_span(before, after) == (17, len(before))
+    assert changed_span("ab", "abc") == (2, 3)

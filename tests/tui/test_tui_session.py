@@ -112,3 +112,16 @@ async def test_signal_handlers_reach_the_host_and_are_removed() -> None:
     session.remove_signal_handlers()
     assert not loop.remove_signal_handler(signal.SIGHUP)  # nothing left installed
     await session.shutdown()
+
+
+def test_the_session_is_cli_layer_and_never_loads_textual() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import probetop.tui.session, probetop.tui.runner\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -13,10 +13,11 @@ compact list of headlines when even a squeezed grid would not fit.
 3. else compact: one headline line per pane and the focused pane's details
    below it (80x24 with the demo).
 
-``apply_plan`` puts a plan on the panes' container (Textual grid layout with
-exact row heights; the app calls it only when the plan changed, so data
-updates never cause a layout pass); ``PaneIndex`` is the compact list (one
-line per pane, redrawn line by line).
+``PaneLayout`` keeps the panes' container laid out: ``update(size)`` plans
+again and applies the plan (Textual grid layout with exact row heights) only
+when it changed, so data updates never cause a layout pass; in compact mode
+it also keeps the selected pane and the ``PaneIndex`` (one line per pane,
+redrawn line by line).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from probetop.tui.widgets.pane import fit_title
+from probetop.tui.widgets.pane import ProbePane, fit_title
 from probetop.tui.widgets.textblock import TextBlock
 from probetop.tui.widgets.units import fit_fields
 from rich.cells import cell_len, set_cell_size
@@ -136,3 +137,67 @@ class PaneIndex(TextBlock):
     def on_click(self, event: events.Click) -> None:
         if 0 <= event.y < len(self.lines):
             self.post_message(self.Selected(event.y))
+
+
+class PaneLayout:
+    """The panes of ``box`` laid out by ``plan_grid``; see the module docstring."""
+
+    def __init__(self, box: Widget, index: PaneIndex, chrome_rows: int, wide_columns: int) -> None:
+        self.box = box
+        self.index = index
+        self.chrome_rows = chrome_rows  # rows of the screen that are not panes
+        self.wide_columns = wide_columns  # from this width: two columns at least
+        self.plan: GridPlan | None = None
+        self.selected: str | None = None  # compact mode: the pane shown in full
+        self._applied: tuple[object, ...] = ()  # (plan, pane ids, selected) last laid out
+
+    @property
+    def compact(self) -> bool:
+        return self.plan is not None and self.plan.compact
+
+    def panes(self) -> list[ProbePane]:
+        """Panes in screen order."""
+        return [c for c in self.box.children if isinstance(c, ProbePane)]
+
+    def reset(self) -> None:
+        """Forget the last plan (the panes are about to be replaced)."""
+        self.plan = None
+        self._applied = ()
+
+    def update(self, width: int, height: int, focused: ProbePane | None = None) -> bool:
+        """Plan for ``width`` x ``height``; apply if anything changed. True if it did."""
+        panes = self.panes()
+        if not panes:
+            return False
+        heights = [pane.natural_height() for pane in panes]
+        wide = 2 if width >= self.wide_columns else 1
+        plan = plan_grid(heights, width, height - self.chrome_rows, min_columns=wide)
+        ids = [p.probe_id for p in panes]
+        if plan.compact and self.selected not in ids:
+            self.selected = focused.probe_id if focused is not None else ids[0]
+        selected = ids.index(self.selected) if plan.compact and self.selected in ids else -1
+        applied = (plan, tuple(ids), selected)
+        changed = applied != self._applied  # a new plan, a new pane, another pane selected
+        if changed:
+            self._applied = applied
+            self.plan = plan
+            apply_plan(plan, self.box, panes, self.index, selected)
+        if plan.compact:
+            entries = [(p.full_title or str(p.border_title), p.headline_text()) for p in panes]
+            self.index.show(entries, selected)
+        return changed
+
+    def select(self, pane_id: str) -> None:
+        """Compact mode: show ``pane_id`` below the list (applied by ``update``)."""
+        self.selected = pane_id
+
+    def step(self, step: int) -> ProbePane | None:
+        """Compact mode: the pane ``step`` places after (or before) the selected one."""
+        panes = self.panes()
+        if not panes:
+            return None
+        ids = [p.probe_id for p in panes]
+        i = ids.index(self.selected) if self.selected in ids else 0
+        pane = panes[(i + step) % len(panes)]
+        self.selected = pane.probe_id
+        return pane

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from probetop.tui.widgets.bars import column_rows
+from probetop.tui.widgets.textblock import changed_span
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from textual.geometry import Region
@@ -118,10 +119,10 @@ class SeriesTable(Widget):
         if len(old) != len(self._drawn):
             self.refresh()
             return
-        width = self.size.width
         for y, (before, after) in enumerate(zip(old, self._drawn, strict=True)):
-            if before != after:
-                self.refresh(Region(0, y, width, 1))
+            span = changed_span(before[0] + before[1], after[0] + after[1])
+            if span is not None:  # only the changed cells of the row
+                self.refresh(Region(span[0], y, span[1] - span[0], 1))
 
     # -- drawing ---------------------------------------------------------
     def _draw(self, width: int) -> list[tuple[str, str]]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from probetop.tui.widgets.bars import column_rows
+from probetop.tui.widgets.textblock import changed_span
 from rich.cells import set_cell_size
 from rich.segment import Segment
 from textual.geometry import Region
@@ -83,8 +84,9 @@ class Sparkline(Widget):
             self.refresh()
             return
         for y, (before, after) in enumerate(zip(old, rows, strict=True)):
-            if before != after:
-                self.refresh(Region(0, y, width, 1))
+            span = changed_span(before, after)
+            if span is not None:  # only the changed cells: a filling line costs one
+                self.refresh(Region(span[0], y, span[1] - span[0], 1))
 
     def _draw(self, width: int, height: int) -> list[str]:
         return column_rows(self._values, width, height, self.max_value, align=self.align)
@@ -99,4 +101,5 @@ class Sparkline(Widget):
         if y >= len(self._rows):
             return Strip.blank(width)
         style = self.get_component_rich_style("sparkline--bar")
-        return Strip([Segment(set_cell_size(self._rows[y], width), style)], width)
+        segments = [Segment(set_cell_size(self._rows[y], width), style)]
+        return Strip(segments, width)
