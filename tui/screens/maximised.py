@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 MAX_SERIES = 6  # per panel
 MAX_PANELS = 4
+TITLED_PANEL_ROWS = 9  # a panel this tall or taller gets its unit as a title
 CHART_EVERY_S = 5.0
 
 Panels = list[tuple[str, dict[str, list[tuple[float, float]]]]]
@@ -55,6 +56,7 @@ def render_chart(panels: Panels, width: int, height: int, color: bool) -> str:
     plt.limit_size(False, False)  # size to our widget, not to the process's terminal
     plt.plotsize(max(width, 20), max(height, 5 * len(drawn)))
     plt.subplots(len(drawn), 1)
+    roomy = height // len(drawn) >= TITLED_PANEL_ROWS
     for row, (unit, series) in enumerate(drawn, start=1):
         plt.subplot(row, 1)
         plt.theme("clear" if not color else "pro")
@@ -62,11 +64,14 @@ def render_chart(panels: Panels, width: int, height: int, color: bool) -> str:
         for key, points in series.items():
             xs = [t - t0 for t, _v in points] if by_time else [t for t, _v in points]
             plt.plot(xs, [v for _t, v in points], label=key)
-        plt.title(unit or "value")
+        if roomy:  # short panels: the legend names the unit, the title would eat a row
+            plt.title(unit or "value")
         if not by_time:
             plt.xlabel(unit[3:])
         elif row == len(drawn):
             plt.xlabel("seconds")
+        elif len(drawn) > 1 and all(not u.startswith("by ") for u, _s in drawn[row:]):
+            plt.xticks([], [])  # the panels below share this time axis
     text = str(plt.build())
     return text if color else str(plt.uncolorize(text))
 
@@ -84,6 +89,7 @@ class MaximisedScreen(Screen[None]):
         self.chart = Static("", id="chart")
         self.table = TextBlock([""], header_rows=1, id="max-table")
         self._chart_drawn = -math.inf
+        self._panels = pane.chart_panels()
 
     def compose(self) -> ComposeResult:
         title = self.pane.full_title or str(self.pane.border_title or self.pane.probe_id)
@@ -107,15 +113,18 @@ class MaximisedScreen(Screen[None]):
         keys = list(self.pane.history.keys)
         width = max([12, *(len(self.pane.label(k)) for k in keys)])
         lines = self.pane.stats_lines(keys, label_width=min(width, 32))
-        self.table.set_lines(lines[: max(2, self.app.size.height // 3)], header_rows=1)
+        # Several chart panels need the room: the table gets less of the screen.
+        share = 3 if len(self._panels) <= 1 else 4
+        self.table.set_lines(lines[: max(2, self.app.size.height // share)], header_rows=1)
         now = time.monotonic()
         if not force and now - self._chart_drawn < CHART_EVERY_S:
             return
         self._chart_drawn = now
+        self._panels = self.pane.chart_panels()
         width, screen_height = self.app.size
         height = max(5, screen_height - len(self.table.lines) - 3)
         color = not os.environ.get("NO_COLOR")
-        text = render_chart(self.pane.chart_panels(), width - 2, height, color)
+        text = render_chart(self._panels, width - 2, height, color)
         self.chart.update(Text.from_ansi(text))
 
     def action_restore(self) -> None:
