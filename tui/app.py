@@ -1,14 +1,25 @@
 """The probetop dashboard: ``make_app(config)`` builds it, ``run()`` shows it.
 
+The app is the screen: layout, keys, focus, and routing records to panes.
+Running probes (hub, recorder, ``--time``, adding a probe from a command
+line, signals) is the ``LiveSession``'s job (``tui/session.py``), the same
+object the headless runner uses; replaying a recording is the
+``ReplayPlayer``'s (``tui/player.py``).
+
 Contract:
-- Live (``config.probes``): a Hub runs the probes; the app drains one LOSSY
-  subscription once per frame (``frame_seconds``), never per record, routes
-  each Sample to its pane (``add_sample``) and to every other pane
-  (``observe``), each Status to its pane, each Announce to a new pane, then
-  calls ``render_frame`` only on panes that got data.
-- ``config.record``: a Recorder starts before the probes. Quit (q, ctrl+c),
-  SIGTERM and SIGHUP all stop the hub, close the recording (footer written)
-  and restore the terminal; ``return_code`` is 0 (or 1 if a probe failed).
+- Live (``config.probes``): the app drains the session's LOSSY feed once per
+  frame (``frame_seconds``), never per record, routes each Sample to its
+  pane (``add_sample``) and to every other pane that looks (``observe``),
+  each Status to its pane, each Announce to a new pane, then calls
+  ``render_frame`` only on panes that got data.
+- Layout (``tui/widgets/panegrid.py``): every pane is visible. A grid of
+  exact row heights is planned from the panes' natural heights and the
+  terminal size, and re-planned only when one of them changes; when even a
+  squeezed grid would not fit, a compact list shows each pane's headline
+  and the focused pane below it (tab moves).
+- Quit (q, ctrl+c), SIGTERM and SIGHUP all stop the probes, close the
+  recording (footer written) and restore the terminal; ``return_code`` is
+  0 (or 1 if a probe failed).
 - Replay (``config.session``): the same panes fed by ``ReplayPlayer`` from the
   records' time stamps; space / s / left / right / home / end.
 - No clock, no animation, no per-record refresh: the screen changes only when
@@ -17,29 +28,26 @@ Contract:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import math
 import os
-import select
-import signal
 import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from probetop.probes.core.base import ConfirmationRequired, ProbeError
 from probetop.probes.core.hub import Hub, Subscription
 from probetop.probes.core.sample import Announce, Record, Sample, Status
-from probetop.probes.record.writer import Recorder, RecordingError
+from probetop.probes.record.writer import Recorder
 from probetop.themes import DEFAULT_THEME, check_theme_name, probetop_themes
-from probetop.tui.cli import CommandLineError, parse_command_line
 from probetop.tui.config import AppConfig
-from probetop.tui.player import ReplayPlayer, speed_label
+from probetop.tui.player import ReplayPlayer, parse_speed, speed_label
 from probetop.tui.screens.help import HelpScreen
 from probetop.tui.screens.maximised import MaximisedScreen
-from probetop.tui.screens.prompt import PromptScreen
+from probetop.tui.screens.palette import dashboard_commands
+from probetop.tui.screens.prompt import add_probe_prompt, record_prompt
+from probetop.tui.session import LiveSession, detach_from_dead_terminal, terminal_hung_up
 from probetop.tui.widgets.pane import ProbePane
+from probetop.tui.widgets.panegrid import GridPlan, PaneIndex, PaneLayout
 from probetop.tui.widgets.registry import pane_for
 from probetop.tui.widgets.textblock import TextBlock
 from textual import events
@@ -53,10 +61,11 @@ from textual.widgets import Footer, Static
 
 CSS_FILE = Path(__file__).resolve().parent.parent / "themes" / "probetop.tcss"
 MIN_WIDTH, MIN_HEIGHT = 60, 16
-WIDE_COLUMNS = 180  # from this width panes go in two columns
+WIDE_COLUMNS = 180  # from this width panes go in two columns at least
+CHROME_ROWS = 2  # the status line and the footer
 REPLAY_FRAME_S = 0.25
-SEEK_STEP_S = 10.0
 HANGUP_EXIT_S = 3.0  # after a SIGHUP, exit this long after the recording is closed
+NOTIFY_S = {"error": 8.0, "warning": 10.0}
 
 
 def frame_seconds(interval_s: float) -> float:
@@ -74,35 +83,6 @@ def fmt_clock(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
-def terminal_hung_up(fd: int = 1) -> bool:
-    """True when the terminal on ``fd`` is gone (POLLHUP/POLLERR), as after an
-    SSH drop; False for a ``kill -HUP`` while the terminal still exists."""
-    try:
-        poller = select.poll()
-        poller.register(fd, select.POLLOUT)
-        events = poller.poll(0)
-    except (OSError, ValueError):
-        return False
-    return any(mask & (select.POLLHUP | select.POLLERR) for _fd, mask in events)
-
-
-def detach_from_dead_terminal() -> None:
-    """After a hangup (SSH dropped) point stdout/stderr at /dev/null.
-
-    Textual restores the terminal on exit by writing to it; to a hung-up pty
-    that write blocks forever, so the process would never exit. The terminal
-    is gone anyway: let those writes succeed into nothing.
-    """
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-    except OSError:
-        return
-    for fd in (1, 2):
-        with contextlib.suppress(OSError):
-            os.dup2(devnull, fd)
-    os.close(devnull)
-
-
 class ProbetopApp(App[int]):
     """The dashboard. See the module docstring."""
 
@@ -118,6 +98,7 @@ class ProbetopApp(App[int]):
         Binding("p", "pause_display", "Pause"),
         Binding("a", "add_probe", "Add probe"),
         Binding("r", "toggle_record", "Record"),
+        Binding("i", "toggle_hidden", "Idle devs"),
         Binding("space", "play_pause", "Play/pause"),
         Binding("s", "cycle_speed", "Speed"),
         Binding("1", "speed(1)", "1x", show=False),
@@ -142,36 +123,53 @@ class ProbetopApp(App[int]):
             self.register_theme(theme)
         self.theme = check_theme_name(config.theme) if config.theme else DEFAULT_THEME
         self.panes: dict[str, ProbePane] = {}
-        self.hub: Hub | None = None
+        self.session: LiveSession | None = None
         self.feed: Subscription | None = None
-        self.recorder: Recorder | None = None
         self.player: ReplayPlayer | None = None
         self.display_paused = False
+        self.show_hidden = False
         self.too_small = False
         self._dirty: set[str] = set()
         self._chart_dirty: set[str] = set()  # got samples since the maximised view was drawn
         self._shutting_down = False
-        self._probes_stopped = False
-        self._signals: list[signal.Signals] = []
         self._started = False  # panes announced after this are focused (added at runtime)
-        self._last_tick = time.monotonic()
         self._status_text = ""
         self.status_bar = TextBlock([""], id="status-bar")
+        self.index = PaneIndex([""], id="pane-index")
         self.pane_box = VerticalScroll(id="panes")
+        self.layout = PaneLayout(self.pane_box, self.index, CHROME_ROWS, WIDE_COLUMNS)
         self.too_small_msg = Static("", id="too-small")
 
     @property
     def replay(self) -> bool:
         return self.config.session is not None
 
+    @property
+    def hub(self) -> Hub | None:
+        return self.session.hub if self.session is not None else None
+
+    @property
+    def recorder(self) -> Recorder | None:
+        return self.session.recorder if self.session is not None else None
+
+    @property
+    def plan(self) -> GridPlan | None:
+        return self.layout.plan
+
+    @property
+    def compact(self) -> bool:
+        return self.layout.compact
+
     # -- layout --------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield self.status_bar
+        yield self.index
         yield self.pane_box
         yield self.too_small_msg
         yield Footer()
 
     async def on_mount(self) -> None:
+        self.index.display = False
         self._check_size()
         if self.replay:
             self._start_replay()
@@ -181,6 +179,7 @@ class ProbetopApp(App[int]):
 
     def on_resize(self, event: events.Resize) -> None:
         self._check_size(event.size)
+        self.relayout(event.size)
 
     def _check_size(self, size: Size | None = None) -> None:
         width, height = size or self.size
@@ -195,6 +194,44 @@ class ProbetopApp(App[int]):
             self.too_small_msg.display = small
             self.pane_box.display = not small
             self.status_bar.display = not small
+            if small:
+                self.index.display = False
+
+    def relayout(self, size: Size | None = None) -> None:
+        """Plan the panes' layout again; it is applied only if it changed."""
+        if self.too_small:
+            return
+        width, height = size or self.size
+        focused = self.focused if isinstance(self.focused, ProbePane) else None
+        if self.layout.update(width, height, focused):
+            self._update_status()
+
+    def ordered_panes(self) -> list[ProbePane]:
+        """Panes in screen order (the focused kind first)."""
+        return self.layout.panes()
+
+    def _show_in_compact(self, pane: ProbePane | None) -> None:
+        if pane is not None:
+            self.layout.select(pane.probe_id)
+            self.relayout()
+            self.call_after_refresh(pane.focus)
+
+    def on_pane_index_selected(self, message: PaneIndex.Selected) -> None:
+        panes = self.ordered_panes()
+        if 0 <= message.index < len(panes):
+            self._show_in_compact(panes[message.index])
+
+    def action_focus_next(self) -> None:
+        if self.compact:
+            self._show_in_compact(self.layout.step(1))
+        else:
+            super().action_focus_next()
+
+    def action_focus_previous(self) -> None:
+        if self.compact:
+            self._show_in_compact(self.layout.step(-1))
+        else:
+            super().action_focus_previous()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.LIVE_ONLY and self.replay:
@@ -203,31 +240,27 @@ class ProbetopApp(App[int]):
 
     # -- live ----------------------------------------------------------
     async def _start_live(self) -> None:
-        self.hub = Hub()
-        for probe in self.config.probes:
-            try:
-                self.hub.add(probe)
-            except ProbeError as exc:
-                self.notify(str(exc), title=f"{probe.id} not started", severity="error")
-        self.feed = self.hub.subscribe(lossless=False)
-        if self.config.record is not None:
-            await self._start_recording(self.config.record)
-        self._install_signal_handlers()
-        self.hub.start()
+        self.session = LiveSession(
+            self.config.probes,
+            record=self.config.record,
+            command=self.config.command or ["probetop"],
+            notify=self._notify,
+            on_change=self._update_status,
+        )
+        self.feed = await self.session.start()
+        self.session.install_signal_handlers(self._on_signal)
         self.set_interval(frame_seconds(self.config.interval_s), self._live_frame)
         if self.config.duration_s is not None:
             self.set_timer(self.config.duration_s, self._time_up)
         self._live_frame()  # announces: create the panes now, not a frame later
         self._started = True
 
-    def _install_signal_handlers(self) -> None:
-        loop = asyncio.get_running_loop()
-        # ctrl+c in the UI is a key (raw mode); a SIGINT from `kill -INT` ends
-        # up here like SIGTERM and SIGHUP: stop, write the footer, restore.
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self._on_signal, sig.name)
-                self._signals.append(sig)
+    def _notify(self, message: str, *, title: str = "", severity: str = "information") -> None:
+        timeout = NOTIFY_S.get(severity)
+        if timeout is None:
+            self.notify(message, title=title, severity=severity)  # type: ignore[arg-type]
+        else:
+            self.notify(message, title=title, severity=severity, timeout=timeout)  # type: ignore[arg-type]
 
     def _on_signal(self, signame: str) -> None:
         if signame == "SIGHUP" and terminal_hung_up():
@@ -242,15 +275,9 @@ class ProbetopApp(App[int]):
             self._update_status()
 
     async def _time_up(self) -> None:
-        if self.hub is None or self._probes_stopped:
-            return
-        await self.hub.stop()
-        self._probes_stopped = True
-        self._live_frame()
-        if self.recorder is not None:
-            await self._stop_recording("time")
-        self.notify(f"probes stopped after {self.config.duration_s:g} s (--time)")
-        self._update_status()
+        if self.session is not None and await self.session.time_up():
+            self._live_frame()
+            self.notify(f"probes stopped after {self.config.duration_s:g} s (--time)")
 
     # -- routing -------------------------------------------------------
     def route(self, records: Iterable[Record], render: bool = True) -> None:
@@ -292,6 +319,8 @@ class ProbetopApp(App[int]):
                 pane.render_frame()
             elif pane is not None:
                 self._dirty.add(pid)  # not mounted yet: render next frame
+        if dirty:
+            self.relayout()
 
     def pop_screen(self) -> AwaitComplete:
         done = super().pop_screen()
@@ -306,9 +335,11 @@ class ProbetopApp(App[int]):
         if announce.probe in self.panes:
             return
         pane = pane_for(announce.info)
+        pane.show_hidden(self.show_hidden)
         self.panes[announce.probe] = pane
         # Samples routed before the mount completes are drawn once it has.
         self.call_after_refresh(self._render_if_shown)
+        self.call_after_refresh(self.relayout)
         focus_kind = self.config.focus
         if focus_kind and pane.kind == focus_kind:
             self.pane_box.mount(pane, before=0 if self.pane_box.children else None)
@@ -316,123 +347,68 @@ class ProbetopApp(App[int]):
         else:
             self.pane_box.mount(pane)
             if (len(self.panes) == 1 and not focus_kind) or self._started:
-                # The first pane, or one added at runtime: show it, even when
-                # it lands below the fold of a small terminal.
+                # The first pane, or one added at runtime: show it.
                 self.call_after_refresh(pane.focus)
+        if self._started:
+            self.layout.select(pane.probe_id)  # compact mode: show the new pane
 
     # -- recording -----------------------------------------------------
     async def _start_recording(self, path: Path) -> bool:
-        assert self.hub is not None
-        recorder = Recorder(path, self.hub, self.config.command or ["probetop"])
-        try:
-            await recorder.start()
-        except (RecordingError, OSError) as exc:
-            self.notify(str(exc), title="recording not started", severity="error", timeout=8)
-            return False
-        self.recorder = recorder
-        self._update_status()
-        return True
+        return self.session is not None and await self.session.start_recording(path)
 
     async def _stop_recording(self, reason: str) -> None:
-        recorder, self.recorder = self.recorder, None
-        if recorder is not None:
-            await recorder.close(reason)
-            self.notify(f"recording saved: {recorder.path}")
-        self._update_status()
+        if self.session is not None:
+            await self.session.stop_recording(reason)
 
     def action_toggle_record(self) -> None:
+        if self.session is None:
+            return
         if self.recorder is not None:
             self.run_worker(self._stop_recording("stopped by user"))
-            return
-        if self.hub is None:
             return
 
         async def answered(path: str | None) -> None:
             if path:
                 await self._start_recording(Path(path).expanduser())
 
-        self.push_screen(
-            PromptScreen(
-                "Record this session to a file",
-                "JSON Lines, mode 0600. Enter to start, escape to cancel.",
-                placeholder="session.jsonl",
-                value="probetop-session.jsonl",
-            ),
-            answered,
-        )
+        self.push_screen(record_prompt(), answered)
 
     # -- add / stop probes -----------------------------------------------
     def action_add_probe(self) -> None:
-        if self.hub is None:
+        if self.session is None:
             return
-        self.push_screen(
-            PromptScreen(
-                "Add a probe",
-                "A probetop command line, as after `probetop`: e.g. "
-                "cpu --threads 1  |  http http://127.0.0.1:8080/  |  icmp 127.0.0.1",
-                placeholder="cpu --threads 1",
-            ),
-            self._add_probe_answered,
-        )
+        self.push_screen(add_probe_prompt(), self._add_probe_answered)
 
     def _add_probe_answered(self, line: str | None) -> None:
         self.add_probe_line(line)
 
     def add_probe_line(self, line: str | None) -> bool:
         """Parse a command line, build its probes and add them. False on any error."""
-        if not line or self.hub is None:
+        if self.session is None or not self.session.add_probe_line(line):
             return False
-        try:
-            module, plan = parse_command_line(line)
-            if hasattr(module, "settings"):
-                probes = module.build_probes(plan)
-            else:  # LEGACY: Namespace-based command
-                probes = module.build_probes(plan.settings)
-            for probe in probes:
-                self.hub.add(probe)
-        except ConfirmationRequired as exc:
-            self.notify(
-                f"{exc}\nAdd --yes-destroy-data={exc.target} to the line to go on.",
-                title="not started: it would destroy data",
-                severity="error",
-                timeout=10,
-            )
-            return False
-        except CommandLineError as exc:
-            self.notify(str(exc), title="cannot add probe", severity="error", timeout=8)
-            return False
-        except ProbeError as exc:
-            self.notify(str(exc), title="probe not started", severity="error", timeout=8)
-            return False
-        self._probes_stopped = False
-        self.hub.start()  # idempotent: starts only the new ones
         self._live_frame()
         return True
 
     async def stop_probe(self, probe_id: str) -> None:
-        if self.hub is not None:
-            await self.hub.stop_probe(probe_id)
-            self.notify(f"stopped {probe_id}")
+        if self.session is not None:
+            await self.session.stop_probe(probe_id)
 
     # -- replay --------------------------------------------------------
     def _start_replay(self) -> None:
         session = self.config.session
         assert session is not None
         self.player = ReplayPlayer(session.records(), session.duration_s)
-        initial = str(self.config.extra.get("speed", "1"))
-        self.player.set_speed(math.inf if initial == "max" else float(initial))
+        self.player.set_speed(parse_speed(str(self.config.extra.get("speed", "1"))))
         for warning in session.warnings:
             self.notify(warning, title="recording", severity="warning", timeout=10)
-        self._last_tick = time.monotonic()
+        self.player.start_clock(time.monotonic())
         self.set_interval(REPLAY_FRAME_S, self._replay_frame)
         self._replay_frame()
 
     def _replay_frame(self) -> None:
         if self.player is None:
             return
-        now = time.monotonic()
-        dt, self._last_tick = now - self._last_tick, now
-        records = self.player.advance(dt)
+        records = self.player.tick(time.monotonic())
         if records:
             self.route(records)
         if not self.player.paused or records:
@@ -446,6 +422,7 @@ class ProbetopApp(App[int]):
         self.panes.clear()
         await self.pane_box.remove_children()  # before new panes reuse their ids
         self._dirty.clear()
+        self.layout.reset()
         self.route(records, render=False)
 
         def refocus() -> None:
@@ -458,7 +435,7 @@ class ProbetopApp(App[int]):
     def action_play_pause(self) -> None:
         if self.player is not None:
             self.player.toggle_pause()
-            self._last_tick = time.monotonic()
+            self.player.start_clock(time.monotonic())
             self._update_status()
 
     def action_speed(self, speed: float) -> None:
@@ -496,6 +473,14 @@ class ProbetopApp(App[int]):
             self.render_dirty()
         self._update_status()
 
+    def action_toggle_hidden(self) -> None:
+        """Show / hide idle and virtual devices (NICs, loop devices)."""
+        self.show_hidden = not self.show_hidden
+        for pane in self.panes.values():
+            pane.show_hidden(self.show_hidden)
+        self.relayout()
+        self._update_status()
+
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
@@ -504,6 +489,8 @@ class ProbetopApp(App[int]):
     def focused_pane(self) -> ProbePane | None:
         if isinstance(self.focused, ProbePane):
             return self.focused
+        if self.compact and self.layout.selected in self.panes:
+            return self.panes[self.layout.selected]
         return next(iter(self.panes.values()), None)
 
     def action_maximise(self, probe_id: str | None = None) -> None:
@@ -520,12 +507,16 @@ class ProbetopApp(App[int]):
                 f"{state} {speed_label(self.player.speed)}  "
                 f"{fmt_clock(self.player.position_s)} / {fmt_clock(self.player.duration_s)}"
             )
-        else:
-            parts.append("probes stopped" if self._probes_stopped else "live")
+        elif self.session is not None:
+            parts.append("probes stopped" if self.session.probes_stopped else "live")
             if self.recorder is not None:
                 parts.append(f"REC {self.recorder.path}")
             if self.feed is not None and self.feed.dropped:
                 parts.append(f"{self.feed.dropped} records dropped by a slow display")
+        if self.compact:
+            parts.append("compact (tab)")
+        if self.show_hidden:
+            parts.append("idle devices shown (i)")
         if self.display_paused:
             parts.append("DISPLAY PAUSED (p)")
         text = "  |  ".join(parts)
@@ -536,43 +527,7 @@ class ProbetopApp(App[int]):
     # -- command palette -----------------------------------------------
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Help", "Keys and what every pane's numbers mean", self.action_help)
-        yield SystemCommand(
-            "Maximise pane", "Chart the focused pane's longer history", self.action_maximise
-        )
-        yield SystemCommand(
-            "Pause display" if not self.display_paused else "Resume display",
-            "Freeze the panes; probes and recording go on",
-            self.action_pause_display,
-        )
-        if self.hub is not None:
-            yield SystemCommand(
-                "Add a probe",
-                "Type a probetop command line, e.g. cpu --threads 1",
-                self.action_add_probe,
-            )
-            for pid in self.hub.running():
-                yield SystemCommand(
-                    f"Stop probe {pid}",
-                    "Cancel it; its pane keeps the data",
-                    lambda pid=pid: self.run_worker(self.stop_probe(pid)),
-                )
-            yield SystemCommand(
-                "Stop recording" if self.recorder is not None else "Start recording",
-                "Close the recording (footer written)"
-                if self.recorder is not None
-                else "Record this session to a JSON Lines file",
-                self.action_toggle_record,
-            )
-        if self.player is not None:
-            yield SystemCommand("Play / pause replay", "space", self.action_play_pause)
-            yield SystemCommand("Replay speed", "1x -> 10x -> max", self.action_cycle_speed)
-        for pid in self.panes:
-            yield SystemCommand(
-                f"Maximise {pid}",
-                "Chart this pane's longer history",
-                lambda pid=pid: self.action_maximise(pid),
-            )
+        yield from dashboard_commands(self)
 
     # -- shutdown ------------------------------------------------------
     async def shutdown(self, reason: str = "completed") -> None:
@@ -580,22 +535,16 @@ class ProbetopApp(App[int]):
         if self._shutting_down:
             return
         self._shutting_down = True
-        await self._stop_everything(reason)
+        if self.session is not None:
+            await self.session.shutdown(reason)
         if "SIGHUP" in reason:
             # Data is safe now (probes joined, footer written). Textual's own
             # exit can block writing to a hung-up terminal; never hang around.
             watchdog = threading.Timer(HANGUP_EXIT_S, os._exit, args=(0,))
             watchdog.daemon = True
             watchdog.start()
-        failed = bool(self.hub and self.hub.errors)
+        failed = self.session is not None and self.session.failed
         self.exit(1 if failed else 0, return_code=1 if failed else 0)
-
-    async def _stop_everything(self, reason: str) -> None:
-        if self.hub is not None:
-            await self.hub.stop()
-        if self.recorder is not None:
-            recorder, self.recorder = self.recorder, None
-            await recorder.close(reason)
 
     async def action_quit(self) -> None:
         await self.shutdown("completed")
@@ -603,12 +552,9 @@ class ProbetopApp(App[int]):
     async def on_unmount(self) -> None:
         # Reached also when the app exits another way (an exception): never
         # leave probe threads running or a recording without its footer.
-        await self._stop_everything("completed" if self._shutting_down else "aborted")
-        loop = asyncio.get_running_loop()
-        for sig in self._signals:  # leave the process's signal handling as it was
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.remove_signal_handler(sig)
-        self._signals.clear()
+        if self.session is not None:
+            await self.session.shutdown("completed" if self._shutting_down else "aborted")
+            self.session.remove_signal_handlers()
 
 
 def make_app(config: AppConfig) -> ProbetopApp:

@@ -3,6 +3,9 @@
 Pure logic, no Textual, so it is tested with plain numbers.
 
 Contract:
+- ``tick(now)`` is ``advance`` by the wall time since the last ``tick`` (or
+  ``start_clock``): the dashboard calls it once a frame with
+  ``time.monotonic()``.
 - ``advance(wall_dt)`` moves the replay position by ``wall_dt x speed`` and
   returns the records whose time stamp was passed, in file order. At speed
   ``max`` it returns up to ``MAX_BATCH`` records per call (one UI frame), so
@@ -29,6 +32,11 @@ def speed_label(speed: float) -> str:
     return "max" if math.isinf(speed) else f"{speed:g}x"
 
 
+def parse_speed(text: str) -> float:
+    """``"max"`` (as fast as the display keeps up) or a factor: ``"10"``."""
+    return math.inf if text == "max" else float(text)
+
+
 class ReplayPlayer:
     """Position, speed and pause state over a list of (t seconds, record)."""
 
@@ -41,10 +49,20 @@ class ReplayPlayer:
         self.position_s = 0.0
         self.speed = SPEEDS[0]
         self.paused = False
+        self._clock = 0.0  # wall time of the last tick
 
     @property
     def at_end(self) -> bool:
         return self.index >= len(self.records)
+
+    def start_clock(self, now: float) -> None:
+        """Count wall time from ``now`` (after a pause nothing is skipped)."""
+        self._clock = now
+
+    def tick(self, now: float) -> list[Record]:
+        """Records passed since the last tick (see ``advance``)."""
+        dt, self._clock = now - self._clock, now
+        return self.advance(dt)
 
     def toggle_pause(self) -> bool:
         self.paused = not self.paused

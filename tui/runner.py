@@ -1,5 +1,8 @@
 """Headless runs: start probes, record, stop on time/finish/signal, report.
 
+The probes, hub and recorder are a ``tui.session.LiveSession``, the same
+object the dashboard runs them through: one lifecycle for both paths.
+
 Contract:
 - ``run_headless(probes, ...)`` runs until ``duration_s`` passes, every
   foreground probe finishes by itself, or SIGINT/SIGTERM/SIGHUP arrives; then
@@ -13,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from probetop.probes.core.base import Probe
-from probetop.probes.core.hub import Hub
 from probetop.probes.core.sample import Sample, now_ns, split_key
 from probetop.probes.core.stats import RunningStats
-from probetop.probes.record.writer import Recorder
+from probetop.tui.session import LiveSession
 
 
 @dataclass
@@ -53,13 +54,9 @@ async def run_headless(
     keep_samples: bool = True,
 ) -> RunResult:
     """Run probes without a UI. See the module docstring."""
-    hub = Hub()
-    for probe in probes:
-        hub.add(probe)
-    recorder = Recorder(record, hub, command or []) if record else None
-    if recorder:
-        await recorder.start()
-    collect = hub.subscribe(lossless=True)
+    session = LiveSession(probes, record=record, command=command or [])
+    collect = await session.start(lossless=True, strict=True)
+    hub = session.hub
     stop = asyncio.Event()
     reason = "completed"
     loop = asyncio.get_running_loop()
@@ -69,19 +66,11 @@ async def run_headless(
         reason = f"interrupted ({signame})"
         stop.set()
 
-    installed = []
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        try:
-            loop.add_signal_handler(sig, on_signal, sig.name)
-            installed.append(sig)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
-
+    session.install_signal_handlers(on_signal)
     samples: dict[str, list[Sample]] = {p.id: [] for p in probes}
     stats: dict[str, dict[str, RunningStats]] = {p.id: {} for p in probes}
     foreground = [p.id for p in probes if not getattr(p, "background", False)]
     t0 = now_ns()
-    hub.start()
     try:
         deadline = None if duration_s is None else loop.time() + duration_s
         while not stop.is_set():
@@ -97,17 +86,15 @@ async def run_headless(
             if deadline is not None and loop.time() >= deadline:
                 reason = "time"
                 break
-            if foreground and not any(pid in hub.running() for pid in foreground):
+            if foreground and not any(pid in session.running() for pid in foreground):
                 break
     finally:
         await hub.stop()
         for record_ in collect.drain():
             if isinstance(record_, Sample) and keep_samples:
                 samples.setdefault(record_.probe, []).append(record_)
-        if recorder:
-            await recorder.close(reason)
-        for sig in installed:
-            loop.remove_signal_handler(sig)
+        await session.shutdown(reason)
+        session.remove_signal_handlers()
     return RunResult(
         probes=probes,
         summaries=dict(hub.summaries),
@@ -127,6 +114,28 @@ def _fmt(value: float | None) -> str:
     if abs(value) >= 100:
         return f"{value:.1f}"
     return f"{value:.3g}"
+
+
+def stats_table(
+    rows: list[tuple[str, list[str], str]], heads: list[str], indent: str = "   "
+) -> str:
+    """Lines of ``name  cell cell ...  unit``, every column as wide as its
+    longest cell, so long ``metric@entity`` names never push a row out of line."""
+    name_w = max([len("metric"), *(len(name) for name, _cells, _unit in rows)])
+    widths = [
+        max([len(h), *(len(cells[i]) for _n, cells, _u in rows)]) for i, h in enumerate(heads)
+    ]
+    lines = [
+        f"{indent}{'metric':<{name_w}}"
+        + "".join(f"  {h:>{w}}" for h, w in zip(heads, widths, strict=True))
+        + "  unit"
+    ]
+    for name, cells, unit in rows:
+        line = f"{indent}{name:<{name_w}}" + "".join(
+            f"  {c:>{w}}" for c, w in zip(cells, widths, strict=True)
+        )
+        lines.append(f"{line}  {unit}".rstrip())
+    return "\n".join(lines) + "\n"
 
 
 def generic_report(result: RunResult, as_json: bool = False, out: Any = None) -> int:
@@ -156,12 +165,14 @@ def generic_report(result: RunResult, as_json: bool = False, out: Any = None) ->
             out.write(f"   error: {result.errors[probe.id]}\n")
         units = {m.name: m.unit for m in probe.metrics}
         per = result.stats.get(probe.id, {})
-        if per:
-            out.write(f"   {'metric':<28} {'min':>12} {'mean':>12} {'max':>12}  unit\n")
-        for key in sorted(per):
-            s = per[key]
-            unit = units.get(split_key(key)[0], "")
-            out.write(
-                f"   {key:<28} {_fmt(s.min):>12} {_fmt(s.mean):>12} {_fmt(s.max):>12}  {unit}\n"
+        rows = [
+            (
+                key,
+                [_fmt(per[key].min), _fmt(per[key].mean), _fmt(per[key].max)],
+                units.get(split_key(key)[0], ""),
             )
+            for key in sorted(per)
+        ]
+        if rows:
+            out.write(stats_table(rows, ["min", "mean", "max"]))
     return 1 if result.errors else 0

@@ -4,8 +4,9 @@ Each is cheap (a few /proc reads per interval, well under 0.5% of a core at
 1 Hz) and reports per-interval rates computed from counter deltas over the
 measured monotonic interval, never cumulative totals.
 
-Metric keys carry the entity: ``busy_pct@cpu0``, ``read_iops@vda``,
-``rx_pps@eth0``.
+Metric keys carry the entity: ``core_busy_pct@cpu0``, ``read_iops@vda``,
+``rx_pps@eth0``. Each probe builds its interval as a typed record
+(``records.py``) and lets the record lay out the Sample.
 """
 
 from __future__ import annotations
@@ -16,9 +17,25 @@ from typing import Any
 
 import psutil
 from probetop.probes.core.base import Emit, MetricSpec
-from probetop.probes.core.sample import Sample, metric_key, now_ns
+from probetop.probes.core.passive import (
+    CPU_PROBE_ID,
+    DISK_PROBE_ID,
+    NET_PROBE_ID,
+    DiskCounters,
+    NicCounters,
+)
+from probetop.probes.core.sample import Sample, now_ns
 from probetop.probes.core.stats import rate
 from probetop.probes.core.ticker import Ticker
+from probetop.probes.system.records import (
+    CPU_METRICS,
+    DISK_METRICS,
+    NET_METRICS,
+    CoreReading,
+    CpuLoadInterval,
+    DiskInterval,
+    NetInterval,
+)
 
 
 class _PassiveProbe:
@@ -45,8 +62,17 @@ class _PassiveProbe:
     def read(self) -> Any:
         raise NotImplementedError
 
-    def values(self, before: Any, after: Any, seconds: float) -> dict[str, float | None]:
+    def interval(self, before: Any, after: Any, seconds: float) -> Any:
+        """The typed record of one interval (it has ``to_sample(t_ns, seconds)``)."""
         raise NotImplementedError
+
+    def values(self, before: Any, after: Any, seconds: float) -> dict[str, float | None]:
+        """One interval's metric values, as its Sample carries them."""
+        return dict(self.sample(before, after, 0, seconds).values)
+
+    def sample(self, before: Any, after: Any, t_ns: int, seconds: float) -> Sample:
+        sample: Sample = self.interval(before, after, seconds).to_sample(t_ns, seconds)
+        return sample
 
     async def run(self, emit: Emit) -> None:
         ticker = Ticker(self.interval_s)
@@ -54,8 +80,7 @@ class _PassiveProbe:
         while True:
             t1 = await ticker.tick()
             after = self.read()
-            seconds = (t1 - t0) / 1e9
-            emit(Sample(self.id, t1, seconds, self.values(before, after, seconds)))
+            emit(self.sample(before, after, t1, (t1 - t0) / 1e9))
             self.samples += 1
             before, t0 = after, t1
 
@@ -66,16 +91,9 @@ class _PassiveProbe:
 class CpuLoadProbe(_PassiveProbe):
     """Per-core busy %, per-core frequency, load average."""
 
-    kind = "system.cpu"
-    id = "system.cpu"
-    metrics = (
-        MetricSpec("busy_pct", "%", "share of the interval the CPU was not idle (all cores)", True),
-        MetricSpec("core_busy_pct", "%", "share of the interval this core was not idle"),
-        MetricSpec("core_mhz", "MHz", "current frequency of this core, where the kernel shows it"),
-        MetricSpec("load1", "", "1-minute load average (runnable + uninterruptible tasks)", True),
-        MetricSpec("load5", "", "5-minute load average"),
-        MetricSpec("load15", "", "15-minute load average"),
-    )
+    kind = CPU_PROBE_ID
+    id = CPU_PROBE_ID
+    metrics = CPU_METRICS
 
     def read(self) -> list[Any]:
         return psutil.cpu_times(percpu=True)
@@ -96,24 +114,20 @@ class CpuLoadProbe(_PassiveProbe):
             return None
         return max(0.0, min(100.0, round(100.0 * (total - idle) / total, 3)))
 
-    def values(self, before: Any, after: Any, seconds: float) -> dict[str, float | None]:
-        out: dict[str, float | None] = {}
-        busies = []
-        for i, (b, a) in enumerate(zip(before, after, strict=False)):
-            busy = self._busy(b, a)
-            out[metric_key("core_busy_pct", f"cpu{i}")] = busy
-            if busy is not None:
-                busies.append(busy)
-        out["busy_pct"] = sum(busies) / len(busies) if busies else None
+    def interval(self, before: Any, after: Any, seconds: float) -> CpuLoadInterval:
+        busy = [self._busy(b, a) for b, a in zip(before, after, strict=False)]
         try:
             freqs = psutil.cpu_freq(percpu=True) or []
         except (OSError, NotImplementedError):
             freqs = []
-        for i, f in enumerate(freqs):
-            if f is not None and f.current:
-                out[metric_key("core_mhz", f"cpu{i}")] = float(f.current)
-        out["load1"], out["load5"], out["load15"] = os.getloadavg()
-        return out
+        mhz = [float(f.current) if f is not None and f.current else None for f in freqs]
+        cores = {
+            f"cpu{i}": CoreReading(b, mhz[i] if i < len(mhz) else None) for i, b in enumerate(busy)
+        }
+        known = [b for b in busy if b is not None]
+        load1, load5, load15 = os.getloadavg()
+        mean = sum(known) / len(known) if known else None
+        return CpuLoadInterval(mean, cores, load1, load5, load15)
 
 
 def _whole_disks() -> set[str] | None:
@@ -144,17 +158,9 @@ def _whole_disks() -> set[str] | None:
 class DiskProbe(_PassiveProbe):
     """Per-disk IOPS, bytes/s, average latency per I/O and busy % (kernel's view)."""
 
-    kind = "system.disk"
-    id = "system.disk"
-    metrics = (
-        MetricSpec("read_iops", "IO/s", "reads completed per second", True),
-        MetricSpec("write_iops", "IO/s", "writes completed per second", True),
-        MetricSpec("read_Bps", "B/s", "bytes read per second"),
-        MetricSpec("write_Bps", "B/s", "bytes written per second"),
-        MetricSpec("read_lat_ms", "ms", "average time per read completed in the interval"),
-        MetricSpec("write_lat_ms", "ms", "average time per write completed in the interval"),
-        MetricSpec("busy_pct", "%", "share of the interval with I/O in flight (iostat %util)"),
-    )
+    kind = DISK_PROBE_ID
+    id = DISK_PROBE_ID
+    metrics = DISK_METRICS
 
     def __init__(self, interval_s: float = 1.0, devices: list[str] | None = None) -> None:
         super().__init__(interval_s)
@@ -173,46 +179,37 @@ class DiskProbe(_PassiveProbe):
         disks = self._disks_cache
         return {k: v for k, v in counters.items() if disks is None or k in disks}
 
-    def values(self, before: Any, after: Any, seconds: float) -> dict[str, float | None]:
-        out: dict[str, float | None] = {}
+    def interval(self, before: Any, after: Any, seconds: float) -> DiskInterval:
+        disks: dict[str, DiskCounters] = {}
         for name, a in after.items():
             b = before.get(name)
             if b is None:
                 continue
             reads = a.read_count - b.read_count
             writes = a.write_count - b.write_count
-            out[metric_key("read_iops", name)] = rate(reads, seconds)
-            out[metric_key("write_iops", name)] = rate(writes, seconds)
-            out[metric_key("read_Bps", name)] = rate(a.read_bytes - b.read_bytes, seconds)
-            out[metric_key("write_Bps", name)] = rate(a.write_bytes - b.write_bytes, seconds)
-            out[metric_key("read_lat_ms", name)] = (
-                (a.read_time - b.read_time) / reads if reads > 0 else None
+            busy = None
+            if getattr(a, "busy_time", None) is not None and seconds > 0:
+                busy_pct = (a.busy_time - b.busy_time) / (seconds * 1000.0) * 100.0
+                busy = max(0.0, min(100.0, busy_pct))
+            disks[name] = DiskCounters(
+                device=name,
+                read_iops=rate(reads, seconds),
+                write_iops=rate(writes, seconds),
+                read_bps=rate(a.read_bytes - b.read_bytes, seconds),
+                write_bps=rate(a.write_bytes - b.write_bytes, seconds),
+                read_lat_ms=(a.read_time - b.read_time) / reads if reads > 0 else None,
+                write_lat_ms=(a.write_time - b.write_time) / writes if writes > 0 else None,
+                busy_pct=busy,
             )
-            out[metric_key("write_lat_ms", name)] = (
-                (a.write_time - b.write_time) / writes if writes > 0 else None
-            )
-            busy_ms = getattr(a, "busy_time", None)
-            if busy_ms is not None and seconds > 0:
-                busy = (a.busy_time - b.busy_time) / (seconds * 1000.0) * 100.0
-                out[metric_key("busy_pct", name)] = max(0.0, min(100.0, busy))
-        return out
+        return DiskInterval(disks)
 
 
 class NetProbe(_PassiveProbe):
     """Per-NIC packets/s and bytes/s in and out, errors and drops per second."""
 
-    kind = "system.net"
-    id = "system.net"
-    metrics = (
-        MetricSpec("rx_pps", "pkt/s", "packets received per second", True),
-        MetricSpec("tx_pps", "pkt/s", "packets sent per second", True),
-        MetricSpec("rx_Bps", "B/s", "bytes received per second"),
-        MetricSpec("tx_Bps", "B/s", "bytes sent per second"),
-        MetricSpec("rx_errors", "/s", "receive errors per second"),
-        MetricSpec("tx_errors", "/s", "transmit errors per second"),
-        MetricSpec("rx_drops", "/s", "received packets dropped per second"),
-        MetricSpec("tx_drops", "/s", "outgoing packets dropped per second"),
-    )
+    kind = NET_PROBE_ID
+    id = NET_PROBE_ID
+    metrics = NET_METRICS
 
     def __init__(self, interval_s: float = 1.0, nics: list[str] | None = None) -> None:
         super().__init__(interval_s)
@@ -224,21 +221,24 @@ class NetProbe(_PassiveProbe):
             return {k: v for k, v in counters.items() if k in self.nics}
         return counters
 
-    def values(self, before: Any, after: Any, seconds: float) -> dict[str, float | None]:
-        out: dict[str, float | None] = {}
+    def interval(self, before: Any, after: Any, seconds: float) -> NetInterval:
+        nics: dict[str, NicCounters] = {}
         for name, a in after.items():
             b = before.get(name)
             if b is None:
                 continue
-            out[metric_key("rx_pps", name)] = rate(a.packets_recv - b.packets_recv, seconds)
-            out[metric_key("tx_pps", name)] = rate(a.packets_sent - b.packets_sent, seconds)
-            out[metric_key("rx_Bps", name)] = rate(a.bytes_recv - b.bytes_recv, seconds)
-            out[metric_key("tx_Bps", name)] = rate(a.bytes_sent - b.bytes_sent, seconds)
-            out[metric_key("rx_errors", name)] = rate(a.errin - b.errin, seconds)
-            out[metric_key("tx_errors", name)] = rate(a.errout - b.errout, seconds)
-            out[metric_key("rx_drops", name)] = rate(a.dropin - b.dropin, seconds)
-            out[metric_key("tx_drops", name)] = rate(a.dropout - b.dropout, seconds)
-        return out
+            nics[name] = NicCounters(
+                interface=name,
+                rx_pps=rate(a.packets_recv - b.packets_recv, seconds),
+                tx_pps=rate(a.packets_sent - b.packets_sent, seconds),
+                rx_bps=rate(a.bytes_recv - b.bytes_recv, seconds),
+                tx_bps=rate(a.bytes_sent - b.bytes_sent, seconds),
+                rx_errors=rate(a.errin - b.errin, seconds),
+                tx_errors=rate(a.errout - b.errout, seconds),
+                rx_drops=rate(a.dropin - b.dropin, seconds),
+                tx_drops=rate(a.dropout - b.dropout, seconds),
+            )
+        return NetInterval(nics)
 
 
 def passive_probes(interval_s: float = 1.0) -> list[_PassiveProbe]:

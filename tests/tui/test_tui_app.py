@@ -50,25 +50,31 @@ async def test_maximise_and_restore() -> None:
     app = live_app()
     async with app.run_test(size=(120, 40)) as pilot:
         assert await wait_for(pilot, lambda: has_samples(app))
+        await pilot.press("i")  # every NIC gets its row and sparkline, even an idle lo
         app.panes["system.cpu"].focus()
         await pilot.press("m")
         await pilot.pause(0.5)
         assert isinstance(app.screen, MaximisedScreen)
         assert app.screen.pane.probe_id == "system.cpu"
-        assert "seconds" in screen_text(app)  # the plotext x label
-        assert "busy_pct" in screen_text(app)
+        text = screen_text(app)
+        assert "seconds" in text  # the plotext x label
+        assert "busy %" in text and "busy_pct" not in text  # the series, labelled for humans
         # Covered panes are not redrawn (that repainted the whole top screen)...
-        spark = app.panes["system.net"].rows
-        shown = {k: list(r.spark._values) for k, r in spark.items()}
-        seen = app.panes["system.net"].samples_seen
-        assert await wait_for(pilot, lambda: app.panes["system.net"].samples_seen > seen + 1)
-        assert {k: list(r.spark._values) for k, r in spark.items()} == shown
+        net = app.panes["system.net"]
+
+        def drawn() -> list[list[float | None]]:
+            return [list(r.values or ()) for r in net.table.rows]
+
+        shown = drawn()
+        seen = net.samples_seen
+        assert await wait_for(pilot, lambda: net.samples_seen > seen + 1)
+        assert drawn() == shown
         await pilot.press("escape")
         await pilot.pause()
         await pilot.pause()
         assert not isinstance(app.screen, MaximisedScreen)
         # ...and catch up as soon as the maximised view closes.
-        assert {k: list(r.spark._values) for k, r in spark.items()} != shown
+        assert drawn() != shown
 
 
 async def test_help_opens_with_pane_meanings() -> None:
@@ -350,7 +356,9 @@ async def test_generic_pane_groups_entities_and_draws_sparklines() -> None:
         assert "vda:" in lines and "sdb:" in lines
         assert lines[lines.index("vda:") + 1].split()[0] == "ops"
         assert set(pane.rows) == {"ops", "ops@vda"}  # sparklines for primary keys only
-        assert pane.rows["ops@vda"].spark._values[-1] == 50.0
+        assert list(pane.rows["ops@vda"].values or ())[-1] == 50.0
+        # one row per series: a primary key is a table row with its sparkline, never twice
+        assert sum(1 for line in lines if line.split()[:1] == ["ops"]) == 2  # ops, ops@vda
         assert "error: target went away" in str(pane.border_subtitle)
         assert pane.has_class("-error")
 
@@ -391,3 +399,33 @@ async def test_command_palette_lists_every_action() -> None:
         await pilot.press("enter")
         await pilot.pause(0.3)
         assert app.display_paused
+
+
+async def test_every_demo_pane_is_on_screen_and_compact_when_small() -> None:
+    from tui_fixtures import demo_app
+
+    app = demo_app(speed="max")
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await wait_for(pilot, lambda: len(app.panes) == 8 and app.player.at_end)
+        await pilot.pause()
+        await pilot.pause()
+        assert app.plan is not None and app.plan.columns == 2 and not app.compact
+        for pane in app.panes.values():  # all eight within the screen, none scrolled away
+            assert pane.region.height >= 5 and pane.region.bottom <= 39, pane.probe_id
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        await pilot.pause()
+        assert app.compact and app.index.display
+        assert len(app.index.lines) == 8 and app.index.lines[0].startswith("▸ system.cpu")
+        assert "events/s" in app.index.text and "loss 0 %" in app.index.text
+        assert [p.probe_id for p in app.ordered_panes() if p.display] == ["system.cpu"]
+        await pilot.press("tab")
+        await pilot.pause()
+        assert [p.probe_id for p in app.ordered_panes() if p.display] == ["system.disk"]
+        assert app.index.lines[1].startswith("▸ system.disk")
+        await pilot.press("shift+tab", "shift+tab")
+        await pilot.pause()
+        assert app.index.lines[-1].startswith("▸ http")
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert not app.compact and all(p.display for p in app.panes.values())

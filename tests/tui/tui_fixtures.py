@@ -11,6 +11,8 @@ from probetop.tui.config import AppConfig
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SESSION_FILE = DATA / "tui_session.jsonl"  # 24 s of passive probes at 1 Hz, real recorder
+# 16 s of `probetop demo --record ... --headless --time 16`: all 8 panes, real probes
+DEMO_FILE = DATA / "demo_session.jsonl"
 
 
 def session() -> Session:
@@ -19,6 +21,10 @@ def session() -> Session:
 
 def replay_app(**extra: object) -> ProbetopApp:
     return make_app(AppConfig(session=session(), extra=dict(extra)))
+
+
+def demo_app(**extra: object) -> ProbetopApp:
+    return make_app(AppConfig(session=load_session(DEMO_FILE), extra=dict(extra)))
 
 
 def live_app(interval_s: float = 0.2, **kw: object) -> ProbetopApp:

@@ -20,6 +20,7 @@ from probetop.probes.core.sample import split_key
 from probetop.probes.core.stats import RunningStats, percentile
 from probetop.probes.record.reader import Session, load_session
 from probetop.tui.plan import CommonOptions, RunPlan
+from probetop.tui.runner import stats_table
 
 SPEC = CommandSpec(
     name="report",
@@ -173,15 +174,13 @@ def print_report(
                 if not isinstance(value, (dict, list)):
                     out.write(f"   {key}: {_fmt(value)}\n")
         table = entry["metrics"]
-        if table:
-            heads = "".join(f"{h:>11}" for h in ("min", "mean", "max", "p99", "last"))
-            out.write(f"   {'metric':<30}{heads}  unit\n")
-        for key, row in table.items():
-            unit = units.get(split_key(key)[0], "")
-            out.write(
-                f"   {key:<30}{_fmt(row['min']):>11}{_fmt(row['mean']):>11}{_fmt(row['max']):>11}"
-                f"{_fmt(row['p99']):>11}{_fmt(row['last']):>11}  {unit}\n"
-            )
+        heads = ["min", "mean", "max", "p99", "last"]
+        rows = [
+            (key, [_fmt(row[h]) for h in heads], units.get(split_key(key)[0], ""))
+            for key, row in table.items()
+        ]
+        if rows:  # columns as wide as their longest cell: long metric@entity names align
+            out.write(stats_table(rows, heads))
         if charts:
             series = metric_series(session, pid)
             for key in sorted(series):

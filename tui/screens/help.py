@@ -17,6 +17,8 @@ GENERAL = """\
   tab / shift+tab   move between panes
   m or enter        maximise the focused pane (chart of a longer history); escape restores
   p                 pause / resume the display (probes and recording go on)
+  i                 show / hide idle and virtual devices (ifb, veth, bridges, idle NICs
+                    and loop devices: hidden by default, the pane names them)
   a                 add a probe: type a probetop command line, e.g. cpu --threads 1
   r                 start / stop recording to a file
   ctrl+p            command palette: every action, stop a probe, change theme
@@ -26,6 +28,10 @@ GENERAL = """\
   s  (or 1 / 2 / 3) speed 1x -> 10x -> max
   left / right      seek 10 s back / forward (back rebuilds the panes from the start)
   home / end        jump to the start / the end
+
+[b]Layout[/b]  every pane is on screen: in a grid when they fit (rows share the
+  height; m shows a pane in full), else as a compact list of headline figures
+  above the focused pane's details (tab / shift+tab move through the list).
 
 [b]Tables[/b]  latest = last interval; min / max / mean over the whole run;
   p99* = 99th percentile of the last 300 intervals. Every number is per interval

@@ -1,5 +1,9 @@
-"""One pane maximised: a plotext chart of its ``chart_series`` (the longer
+"""One pane maximised: plotext charts of its ``chart_series`` (the longer
 history) above its full statistics table. Escape (or m) restores.
+
+One unit per axis: the series are split into panels by unit
+(``ProbePane.chart_panels``), stacked one above the other on the same time
+axis, so packets/s, loss % and RTT µs are never drawn against one y scale.
 
 plotext is imported lazily (about 115 ms): only when a pane is maximised.
 The table follows every frame with new data; the chart is redrawn at most
@@ -23,33 +27,53 @@ from textual.widgets import Footer, Static
 if TYPE_CHECKING:
     from probetop.tui.widgets.pane import ProbePane
 
-MAX_SERIES = 6
+MAX_SERIES = 6  # per panel
+MAX_PANELS = 4
+TITLED_PANEL_ROWS = 9  # a panel this tall or taller gets its unit as a title
 CHART_EVERY_S = 5.0
 
+Panels = list[tuple[str, dict[str, list[tuple[float, float]]]]]
 
-def render_chart(
-    series: dict[str, list[tuple[float, float]]], width: int, height: int, color: bool
-) -> str:
-    """The chart as text (ANSI colours only when ``color``)."""
+
+def render_chart(panels: Panels, width: int, height: int, color: bool) -> str:
+    """The panels as text, stacked, one y axis (and unit) each, the time axis
+    shared (ANSI colours only when ``color``)."""
     import plotext as plt
 
-    plt.clear_figure()
-    plt.limit_size(False, False)  # size to our widget, not to the process's terminal
-    plt.plotsize(max(width, 20), max(height, 5))
-    plt.theme("clear" if not color else "pro")
-    if not color:
-        plt.colorless()
-    t0 = min((pts[0][0] for pts in series.values() if pts), default=0.0)
-    drawn = 0
-    for key, points in list(series.items())[:MAX_SERIES]:
-        if len(points) < 1:
-            continue
-        plt.plot([t - t0 for t, _v in points], [v for _t, v in points], label=key)
-        drawn += 1
+    drawn = [
+        (unit, {k: pts for k, pts in list(series.items())[:MAX_SERIES] if pts})
+        for unit, series in panels[:MAX_PANELS]
+    ]
+    drawn = [(unit, series) for unit, series in drawn if series]
     if not drawn:
         return "no data yet"
-    plt.xlabel("seconds")
-    return str(plt.build())
+    timed = [
+        pts[0][0] for unit, series in drawn if not unit.startswith("by ") for pts in series.values()
+    ]
+    t0 = min(timed, default=0.0)
+    plt.main()  # back to the whole figure: the last chart left a subplot active
+    plt.clear_figure()
+    plt.limit_size(False, False)  # size to our widget, not to the process's terminal
+    plt.plotsize(max(width, 20), max(height, 5 * len(drawn)))
+    plt.subplots(len(drawn), 1)
+    roomy = height // len(drawn) >= TITLED_PANEL_ROWS
+    for row, (unit, series) in enumerate(drawn, start=1):
+        plt.subplot(row, 1)
+        plt.theme("clear" if not color else "pro")
+        by_time = not unit.startswith("by ")
+        for key, points in series.items():
+            xs = [t - t0 for t, _v in points] if by_time else [t for t, _v in points]
+            plt.plot(xs, [v for _t, v in points], label=key)
+        if roomy:  # short panels: the legend names the unit, the title would eat a row
+            plt.title(unit or "value")
+        if not by_time:
+            plt.xlabel(unit[3:])
+        elif row == len(drawn):
+            plt.xlabel("seconds")
+        elif len(drawn) > 1 and all(not u.startswith("by ") for u, _s in drawn[row:]):
+            plt.xticks([], [])  # the panels below share this time axis
+    text = str(plt.build())
+    return text if color else str(plt.uncolorize(text))
 
 
 class MaximisedScreen(Screen[None]):
@@ -65,9 +89,11 @@ class MaximisedScreen(Screen[None]):
         self.chart = Static("", id="chart")
         self.table = TextBlock([""], header_rows=1, id="max-table")
         self._chart_drawn = -math.inf
+        self._panels = pane.chart_panels()
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(self.pane.border_title or self.pane.probe_id), id="max-title")
+        title = self.pane.full_title or str(self.pane.border_title or self.pane.probe_id)
+        yield Static(Text(title), id="max-title")
         yield self.chart
         yield self.table
         yield Footer()
@@ -85,16 +111,20 @@ class MaximisedScreen(Screen[None]):
         redrawing it every second would blow the 10 KB/s terminal budget.
         """
         keys = list(self.pane.history.keys)
-        lines = self.pane.stats_lines(keys, label_width=24)
-        self.table.set_lines(lines[: max(2, self.app.size.height // 3)], header_rows=1)
+        width = max([12, *(len(self.pane.label(k)) for k in keys)])
+        lines = self.pane.stats_lines(keys, label_width=min(width, 32))
+        # Several chart panels need the room: the table gets less of the screen.
+        share = 3 if len(self._panels) <= 1 else 4
+        self.table.set_lines(lines[: max(2, self.app.size.height // share)], header_rows=1)
         now = time.monotonic()
         if not force and now - self._chart_drawn < CHART_EVERY_S:
             return
         self._chart_drawn = now
+        self._panels = self.pane.chart_panels()
         width, screen_height = self.app.size
         height = max(5, screen_height - len(self.table.lines) - 3)
         color = not os.environ.get("NO_COLOR")
-        text = render_chart(self.pane.chart_series(), width - 2, height, color)
+        text = render_chart(self._panels, width - 2, height, color)
         self.chart.update(Text.from_ansi(text))
 
     def action_restore(self) -> None:

@@ -1,7 +1,8 @@
 """A one-line input dialog: the add-probe and record dialogs.
 
 ``PromptScreen(title, hint, placeholder, value)`` dismisses with the typed
-text on Enter (stripped; empty counts as cancel) or ``None`` on Escape.
+text on Enter (stripped; empty counts as cancel) or ``None`` on Escape;
+``record_prompt()`` and ``add_probe_prompt()`` are the dashboard's two.
 """
 
 from __future__ import annotations
@@ -37,3 +38,23 @@ class PromptScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def record_prompt() -> PromptScreen:
+    """Asks for the file to record the session to."""
+    return PromptScreen(
+        "Record this session to a file",
+        "JSON Lines, mode 0600. Enter to start, escape to cancel.",
+        placeholder="session.jsonl",
+        value="probetop-session.jsonl",
+    )
+
+
+def add_probe_prompt() -> PromptScreen:
+    """Asks for a probe command line, as typed after ``probetop``."""
+    return PromptScreen(
+        "Add a probe",
+        "A probetop command line, as after `probetop`: e.g. "
+        "cpu --threads 1  |  http http://127.0.0.1:8080/  |  icmp 127.0.0.1",
+        placeholder="cpu --threads 1",
+    )

@@ -1,9 +1,14 @@
 """The pane for any probe without its own: built from its MetricSpecs.
 
-- One sparkline row per primary metric key (``MAX_SPARKLINES`` at most),
-  entity keys (``read_iops@vda``) included, labelled with the latest value.
-- A table of latest/min/max/mean/p99 for every metric, grouped by entity:
-  plain keys first, then one block per entity (``vda``: its metrics).
+ONE row per metric key: a human label (``p99 read latency``, not
+``read_clat_p99_us``), latest/min/max/mean/p99 and the unit (byte rates
+scaled per row: MB/s), grouped by entity: plain keys first, then one block
+per entity (``vda:`` and its metrics). The rows of primary metrics
+(``MAX_SPARKLINES`` at most) end in their sparkline, which takes the free
+width of the pane; no series is shown twice.
+
+Also here: ``SparkRow`` (``label [sparkline]`` on one row), the shared row of
+the family panes.
 """
 
 from __future__ import annotations
@@ -12,16 +17,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from probetop.probes.core.sample import split_key
-from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane
+from probetop.tui.widgets.seriestable import SeriesRow, SeriesTable
 from probetop.tui.widgets.sparkline import Sparkline
 from probetop.tui.widgets.textblock import TextBlock
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 
 MAX_SPARKLINES = 6
 SPARK_POINTS = 300  # more than the widest sparkline: the widget keeps the newest it can draw
-LABEL_WIDTH = 28
+LABEL_WIDTH = 28  # SparkRow labels; the generic table's labels are cut here too
 
 
 class SparkRow(Horizontal):
@@ -44,20 +49,15 @@ class SparkRow(Horizontal):
 
 
 class GenericPane(ProbePane):
-    """Sparklines for primary metrics and a stats table. See the module docstring."""
+    """One row per metric key, primary ones with their sparkline. See the module docstring."""
 
     def __init__(self, info: Mapping[str, Any], **kw: Any) -> None:
         super().__init__(info, **kw)
-        self.rows: dict[str, SparkRow] = {}
-        self.spark_box = Vertical(classes="sparks")
-        self.table = TextBlock(["waiting for the first sample..."], header_rows=1)
+        self.rows: dict[str, SeriesRow] = {}  # the rows that carry a sparkline, by key
+        self.table = SeriesTable([SeriesRow("waiting for the first sample...")], header_rows=1)
 
     def compose(self) -> ComposeResult:
-        yield self.spark_box  # SparkRows are mounted as primary keys appear
         yield self.table
-
-    def on_mount(self) -> None:
-        self.spark_box.styles.height = "auto"
 
     def primary_keys(self) -> list[str]:
         primary = [n for n, s in self.specs.items() if s.get("primary")]
@@ -74,28 +74,39 @@ class GenericPane(ProbePane):
             keys.sort(key=lambda k: order.get(split_key(k)[0], len(order)))
         return [(e, ks) for e, ks in groups.items() if ks]
 
-    def table_lines(self) -> list[str]:
-        lines = self.stats_lines([], label_width=LABEL_WIDTH - 2)[:1]
-        for entity, keys in self.ordered_keys():
+    def table_rows(self) -> tuple[list[SeriesRow], int]:
+        groups = self.ordered_keys()
+        labels = {
+            key: self.label(key) if entity is None else "  " + self.label(split_key(key)[0])
+            for entity, keys in groups
+            for key in keys
+        }
+        width = min(LABEL_WIDTH, max([6, *(len(v) for v in labels.values())]))
+        head = self.stats_lines([], label_width=width)[0]
+        rows = [SeriesRow(head)]
+        sparks = set(self.primary_keys())
+        self.rows = {}
+        for entity, keys in groups:
             if entity is not None:
-                lines.append(f"{entity}:")
-            labels = [key if entity is None else "  " + split_key(key)[0] for key in keys]
-            lines.extend(self.stats_lines(keys, LABEL_WIDTH - 2, labels)[1:])
-        return lines
+                rows.append(SeriesRow(f"{entity}:"))
+            for key in keys:
+                line = self.stats_lines([key], width, [labels[key]])[1:]
+                if not line:
+                    continue
+                hist = self.history.get(key)
+                if key in sparks and hist is not None:
+                    top = 100.0 if self.unit(key) == "%" else None
+                    row = self.rows[key] = SeriesRow(line[0], hist.recent(SPARK_POINTS), top)
+                else:
+                    row = SeriesRow(line[0])
+                rows.append(row)
+        return rows, len(head)
+
+    def table_lines(self) -> list[str]:
+        return [row.text for row in self.table_rows()[0]]
 
     def render_frame(self) -> None:
         super().render_frame()
-        for key in self.primary_keys():
-            row = self.rows.get(key)
-            if row is None:
-                max_value = 100.0 if self.unit(key) == "%" else None
-                row = self.rows[key] = SparkRow(key, max_value)
-                self.spark_box.mount(row)
-            hist = self.history.get(key)
-            if hist is None:
-                continue
-            label = f"{key[:15]:<15} {fmt_value(hist.latest, self.unit(key), 6)} {self.unit(key)}"
-            row.label.set_lines([label[: LABEL_WIDTH - 1]])
-            row.spark.set_values(hist.recent(max(row.spark.size.width, 1)))
         if self.history.keys:
-            self.table.set_lines(self.table_lines(), header_rows=1)
+            rows, text_w = self.table_rows()
+            self.table.set_rows(rows, header_rows=1, text_width=text_w)

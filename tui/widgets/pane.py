@@ -10,7 +10,16 @@ The app drains the hub's lossy feed at a fixed frame rate and, per frame:
    where child widgets are updated (``Sparkline.set_values``,
    ``TextBlock.set_lines``), never a layout pass unless the shape changed.
 
-``chart_series`` gives the longer history drawn by the maximised chart.
+``chart_series`` gives the longer history drawn by the maximised chart;
+``chart_panels`` splits it by unit (one axis per unit: a panel each).
+
+For the dashboard's layout (``tui/widgets/panegrid.py``) every pane also has
+``natural_height`` (the rows its content wants, border included) and
+``headline_text`` (its one-line headline figure, shown in the compact list of a
+small terminal); the defaults here work for every pane, from its widgets and
+its primary MetricSpecs. The border title is fitted to the pane's width by
+dropping whole words from its end, never by cutting one (no "…+1" stubs);
+``full_title`` keeps it whole.
 
 The base class already keeps every metric's history (``self.history``: latest,
 run-long min/max/mean, p99 over the recent window) and shows the last status
@@ -29,10 +38,72 @@ from typing import Any
 
 from probetop.probes.core.sample import Sample, Status, split_key
 from probetop.tui.widgets.history import HistoryStore, MetricHistory, fmt_value
+from probetop.tui.widgets.units import (
+    human_label,
+    label_with_unit,
+    scale_for,
+    unit_family,
+    unit_in_label,
+    with_unit,
+)
+from rich.cells import cell_len
 from rich.markup import escape
 from textual.widget import Widget
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_MORE = re.compile(r"^(.*\S)\+(\d+)$")  # "http:host/a+2": the first target and 2 more
+NBSP = "\u00a0"  # joins words that must be dropped together when a title is fitted
+BORDER_CELLS = 6  # corners, the title's padding and a little border either side
+
+
+def title_for(kind: str, probe_id: str) -> str:
+    """``kind  target`` from a probe id: ``http:host/a+2`` -> ``http  host/a (+2 more)``."""
+    target = probe_id[len(kind) + 1 :] if probe_id.startswith(kind + ":") else probe_id
+    if target == kind:
+        return kind
+    more = _MORE.match(target)
+    if more:
+        target = f"{more.group(1)} (+{more.group(2)}{NBSP}more)"
+    return f"{kind}  {target}"
+
+
+def fit_title(title: str, width: int) -> str:
+    """``title`` in at most ``width`` cells: whole words dropped from its end
+    (a word joined by a no-break space goes as one), never a word cut into an
+    ellipsis stub; only a first word longer than ``width`` is cut."""
+    shown = title.replace(NBSP, " ")
+    if width <= 0 or cell_len(shown) <= width:
+        return shown if width > 0 else ""
+    words = title.split(" ")
+    while len(words) > 1:
+        words.pop()
+        while len(words) > 1 and words[-1] == "":
+            words.pop()  # the double space between fields
+        shown = " ".join(words).replace(NBSP, " ").rstrip()
+        if cell_len(shown) <= width:
+            return shown
+    return words[0].replace(NBSP, " ")[:width]
+
+
+def content_rows(widget: Widget) -> int:
+    """Rows ``widget``'s children take when each gets its own height: fixed
+    heights as set, ``auto`` containers summed (vertical) or maxed
+    (horizontal), hidden children not at all. No layout pass needed."""
+    horizontal = widget.styles.layout is not None and widget.styles.layout.name == "horizontal"
+    total = 0
+    for child in widget.children:
+        if not child.display:
+            continue
+        height = child.styles.height
+        cells = height.cells if height is not None else None
+        if cells is not None:
+            rows = cells
+        elif child.children:
+            rows = content_rows(child)
+        else:
+            rows = 1
+        total = max(total, rows) if horizontal else total + rows
+    return total
 
 
 def pane_dom_id(probe_id: str) -> str:
@@ -72,9 +143,9 @@ class ProbePane(Widget, can_focus=True):
         self.last_sample: Sample | None = None
         self.last_status: Status | None = None
         self.samples_seen = 0
-        self.border_title = (
-            self.probe_id if self.probe_id == self.kind else (f"{self.kind}  {self.probe_id}")
-        )
+        self.border_title = title_for(self.kind, self.probe_id)
+        self.full_title = ""  # the unfitted title; see fit_border_title
+        self._fitted_title = ""
 
     # -- the contract --------------------------------------------------
     def add_sample(self, sample: Sample) -> None:
@@ -102,13 +173,103 @@ class ProbePane(Widget, can_focus=True):
             self.border_subtitle = subtitle
 
     def chart_series(self) -> dict[str, list[tuple[float, float]]]:
-        """(t seconds, value) series for the maximised chart: primary metrics by default."""
+        """(t seconds, value) series for the maximised chart: primary metrics by default.
+
+        Keys are metric keys or free labels; ``chart_unit`` tells their unit."""
         primary = {name for name, spec in self.specs.items() if spec.get("primary")}
         return {
             key: self.series(key)
             for key in self.history.keys
             if split_key(key)[0] in primary or not primary
         }
+
+    def chart_unit(self, label: str) -> str:
+        """The unit of one ``chart_series`` entry: its MetricSpec's for a
+        metric key, else the unit its label names ("loss %", "rtt p99 µs")."""
+        name = split_key(label)[0]
+        if name in self.specs:
+            return str(self.specs[name].get("unit", ""))
+        unit = unit_in_label(label)
+        if not unit and label.split():
+            # "ttfb 127.0.0.1/x": the metric whose name starts with the first word
+            first = label.split()[0].lower()
+            for spec_name, spec in self.specs.items():
+                if spec_name.lower().split("_")[0] == first:
+                    return str(spec.get("unit", ""))
+        return unit
+
+    def chart_panels(self) -> list[tuple[str, dict[str, list[tuple[float, float]]]]]:
+        """``chart_series`` split by unit family: one (unit, series) panel per
+        axis, so packets/s, loss % and RTT µs never share one y axis. A series
+        plotted against something other than time ("... by threads") gets a
+        panel of its own; its unit is then ``"by threads"``."""
+        panels: dict[str, dict[str, list[tuple[float, float]]]] = {}
+        units: dict[str, list[str]] = {}
+        for label, points in self.chart_series().items():
+            unit = self.chart_unit(label)
+            by = label.rsplit(" by ", 1)
+            family = f"by {by[1]}" if len(by) == 2 else unit_family(unit)
+            legend = label_with_unit(label, unit) if label in self.history.keys else label
+            if split_key(label)[0] in self.specs:
+                name, entity = split_key(label)
+                legend = label_with_unit(name, unit) + (f" {entity}" if entity else "")
+            panels.setdefault(family, {})[legend] = points
+            if unit and unit not in units.setdefault(family, []):
+                units[family].append(unit)
+        return [
+            (family if family.startswith("by ") else ", ".join(units.get(family, [])), series)
+            for family, series in panels.items()
+        ]
+
+    # -- layout --------------------------------------------------------
+    def natural_height(self) -> int:
+        """Rows this pane wants to show everything: its content plus the border."""
+        return content_rows(self) + 2
+
+    def headline_text(self) -> str:
+        """The pane's headline figure on one line, for the compact list: the
+        latest value of each primary metric (an entity metric is summed over
+        entities when it is a rate, else its largest value is shown)."""
+        parts = []
+        for name, spec in self.specs.items():
+            if not spec.get("primary"):
+                continue
+            unit = str(spec.get("unit", ""))
+            value = self.latest(name)
+            if value is None:
+                known = [
+                    hist.latest
+                    for key, hist in self.history.keys.items()
+                    if split_key(key)[0] == name
+                    and split_key(key)[1] is not None
+                    and hist.latest is not None
+                ]
+                if not known:
+                    continue
+                rate = unit_family(unit) == "/s" or unit.endswith("B/s")
+                value = sum(known) if rate else max(known)
+            parts.append(headline_part(human_label(name, unit), value, unit))
+        if not parts:
+            return "waiting for data" if not self.samples_seen else "-"
+        return "  ".join(parts)
+
+    def show_hidden(self, show: bool) -> None:
+        """Show (True) or hide again (False) rows hidden by default, such as
+        idle or virtual devices. Panes without such rows ignore it."""
+
+    def fit_border_title(self) -> None:
+        """Fit the border title to the pane's width (see ``fit_title``)."""
+        current = str(self.border_title or "")
+        if current != self._fitted_title:  # set by the pane since the last fit
+            self.full_title = current
+        width = self.size.width - BORDER_CELLS
+        fitted = fit_title(self.full_title, width) if width > 0 else self.full_title
+        self._fitted_title = fitted
+        if fitted != current:
+            self.border_title = fitted
+
+    def on_resize(self) -> None:
+        self.fit_border_title()
 
     # -- helpers for subclasses ----------------------------------------
     def series(self, key: str) -> list[tuple[float, float]]:
@@ -133,13 +294,21 @@ class ProbePane(Widget, can_focus=True):
     def fmt(self, key: str, width: int = 0) -> str:
         return fmt_value(self.latest(key), self.unit(key), width)
 
+    def label(self, key: str) -> str:
+        """A human label for a metric key: ``read_clat_p99_us@vda`` ->
+        ``p99 read latency vda`` (the unit goes beside the value)."""
+        name, entity = split_key(key)
+        label = human_label(name, self.unit(key))
+        return f"{label} {entity}" if entity else label
+
     def stats_lines(
         self, keys: list[str], label_width: int = 18, labels: list[str] | None = None
     ) -> list[str]:
         """A header and one row per key: latest/min/max/mean/p99 and unit.
 
-        p99 is over the last ``history.P99_WINDOW`` samples (hence ``p99*``);
-        min/max/mean cover the whole run.
+        Labels are human (``label``) unless given; byte rates are scaled per
+        row (MB/s). p99 is over the last ``history.P99_WINDOW`` samples (hence
+        ``p99*``); min/max/mean cover the whole run.
         """
         head = (
             f"{'metric':<{label_width}} {'latest':>8} {'min':>8} {'max':>8} "
@@ -147,16 +316,16 @@ class ProbePane(Widget, can_focus=True):
         )
         rows = [head]
         for i, key in enumerate(keys):
-            label = labels[i] if labels is not None else key
+            label = labels[i] if labels is not None else self.label(key)
             hist = self.history.get(key)
             if hist is None:
                 continue
-            unit = self.unit(key)
             s = hist.stats
             cells = [hist.latest, s.min if s.count else None, s.max if s.count else None]
             cells += [s.mean, hist.p99]
-            text = " ".join(fmt_value(v, unit, 8) for v in cells)
-            rows.append(f"{label[:label_width]:<{label_width}} {text}  {unit}")
+            factor, unit = scale_for(cells, self.unit(key))
+            text = " ".join(fmt_value(None if v is None else v / factor, unit, 8) for v in cells)
+            rows.append(f"{label[:label_width]:<{label_width}} {text}  {unit}".rstrip())
         return rows
 
     def help_text(self) -> str:
@@ -167,6 +336,16 @@ class ProbePane(Widget, can_focus=True):
         if ref:
             lines.append(f"  reference: {escape(str(ref))}")
         for name, spec in self.specs.items():
-            unit = f" ({spec.get('unit')})" if spec.get("unit") else ""
-            lines.append(escape(f"  {name}{unit}: {spec.get('description', '')}"))
+            label = label_with_unit(name, str(spec.get("unit") or ""))
+            lines.append(escape(f"  {label} ({name}): {spec.get('description', '')}"))
         return "\n".join(lines)
+
+
+def headline_part(label: str, value: float | None, unit: str) -> str:
+    """``read 2234 IO/s``, ``2684 events/s`` (a label that is its unit goes
+    after the value), ``busy 37.2 %``, ``rx 9.20 MB/s``."""
+    factor, shown = scale_for([value], unit)
+    number = fmt_value(None if value is None else value / factor, shown)
+    if label.endswith(unit) and unit:
+        return f"{number} {label}"
+    return f"{label} {with_unit(number, shown)}"

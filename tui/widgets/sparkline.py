@@ -8,8 +8,11 @@ a row costs one style sequence plus the bar characters.
 Contract:
 - ``set_values(values)`` stores the newest values (oldest first) and refreshes
   this widget only (never a layout pass); call it from ``render_frame``.
-- The newest value is drawn at the right edge; ``None`` and zero draw
-  nothing, any positive value at least the lowest bar.
+- The sparkline takes its whole width: a series younger than the width
+  starts at the left edge (next to its label) and grows to the right; once it
+  fills the width the newest value stays at the right edge and older ones
+  scroll out (``align="right"`` keeps the newest at the right edge always).
+  ``None`` and zero draw nothing, any positive value at least the lowest bar.
 - The scale is 0..``max_value`` when given (e.g. 100 for %), else 0..the
   largest visible value. Height may be more than one row (8 levels per row).
 - Styled by the component class ``sparkline--bar`` (theme variables in TCSS).
@@ -19,49 +22,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from probetop.tui.widgets.bars import column_rows
+from probetop.tui.widgets.textblock import changed_span
 from rich.cells import set_cell_size
 from rich.segment import Segment
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
-BLOCKS = " ▁▂▃▄▅▆▇█"
 KEEP = 512  # values kept: wider than any sparkline we draw
 
-
-def bar_rows(
-    values: Sequence[float | None], width: int, height: int, max_value: float | None
-) -> list[str]:
-    """The sparkline as ``height`` strings of ``width`` characters, top row first."""
-    if width <= 0 or height <= 0:
-        return [""] * max(height, 0)
-    shown = list(values[-width:])
-    pad = width - len(shown)
-    finite = [v for v in shown if v is not None]
-    top = max_value if max_value else (max(finite) if finite else 0.0)
-    levels_total = height * 8
-    levels: list[int | None] = []
-    for v in shown:
-        if v is None:
-            levels.append(None)
-        elif v <= 0 or top <= 0:
-            # Zero draws nothing: an idle NIC's row then never changes, so it
-            # costs no terminal bytes (the number beside it still says 0).
-            levels.append(0)
-        else:
-            scaled = round(min(v, top) / top * levels_total)
-            levels.append(max(1, scaled))  # any activity shows at least one eighth
-    rows = []
-    for row in range(height):
-        floor = (height - 1 - row) * 8
-        chars = [" "] * pad
-        for level in levels:
-            if level is None:
-                chars.append(" ")
-            else:
-                chars.append(BLOCKS[max(0, min(8, level - floor))])
-        rows.append("".join(chars))
-    return rows
+# The drawing itself lives in tui/widgets/bars.py (one implementation of the
+# eighths bars); ``bar_rows`` is its sparkline form, kept under this name for
+# the panes that import it from here.
+bar_rows = column_rows
 
 
 class Sparkline(Widget):
@@ -83,12 +57,14 @@ class Sparkline(Widget):
         self,
         max_value: float | None = None,
         *,
+        align: str = "left",
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.max_value = max_value
+        self.align = align
         self._values: list[float | None] = []
         self._rows: list[str] | None = None
 
@@ -101,15 +77,19 @@ class Sparkline(Widget):
             self._rows = None
             self.refresh()
             return
-        rows = bar_rows(self._values, width, height, self.max_value)
+        rows = self._draw(width, height)
         old = self._rows
         self._rows = rows
         if old is None or len(old) != len(rows):
             self.refresh()
             return
         for y, (before, after) in enumerate(zip(old, rows, strict=True)):
-            if before != after:
-                self.refresh(Region(0, y, width, 1))
+            span = changed_span(before, after)
+            if span is not None:  # only the changed cells: a filling line costs one
+                self.refresh(Region(span[0], y, span[1] - span[0], 1))
+
+    def _draw(self, width: int, height: int) -> list[str]:
+        return column_rows(self._values, width, height, self.max_value, align=self.align)
 
     def on_resize(self) -> None:
         self._rows = None
@@ -117,8 +97,9 @@ class Sparkline(Widget):
     def render_line(self, y: int) -> Strip:
         width, height = self.size
         if self._rows is None or len(self._rows) != height or len(self._rows[0]) != width:
-            self._rows = bar_rows(self._values, width, height, self.max_value)
+            self._rows = self._draw(width, height)
         if y >= len(self._rows):
             return Strip.blank(width)
         style = self.get_component_rich_style("sparkline--bar")
-        return Strip([Segment(set_cell_size(self._rows[y], width), style)], width)
+        segments = [Segment(set_cell_size(self._rows[y], width), style)]
+        return Strip(segments, width)

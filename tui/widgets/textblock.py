@@ -2,8 +2,8 @@
 
 A ``Static`` re-lays-out the screen on every ``update``; a ``DataTable`` keeps
 a heavy model. Panes redraw once a second over SSH, so this widget takes a
-list of strings, redraws only when they changed, and asks for a layout pass
-only when the number of lines changes (its height follows the line count).
+list of strings, repaints only the cells that changed, and asks for a layout
+pass only when the number of lines changes (its height follows the line count).
 The first ``header_rows`` lines use the ``textblock--header`` component style.
 """
 
@@ -11,11 +11,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.cells import set_cell_size
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
+
+
+def changed_span(before: str, after: str) -> tuple[int, int] | None:
+    """The cells ``[start, end)`` where two renderings of one row differ, or
+    None when they are the same. Textual repaints a dirty row from the
+    widget's left edge up to the dirty region's right end, so marking only
+    up to ``end`` saves the unchanged cells right of a change (a table row
+    whose last column did not change, the blank rest of a filling sparkline)."""
+    if before == after:
+        return None
+    n = min(len(before), len(after))
+    start = 0
+    while start < n and before[start] == after[start]:
+        start += 1
+    x0 = cell_len(after[:start])
+    old_w, new_w = cell_len(before), cell_len(after)
+    if old_w != new_w or len(before) != len(after):
+        # The text after the change moved: repaint to the end of the longer one.
+        return x0, max(old_w, new_w, x0 + 1)
+    end = len(after)
+    while end > start and before[end - 1] == after[end - 1]:
+        end -= 1
+    return x0, max(cell_len(after[:end]), x0 + 1)
 
 
 class TextBlock(Widget):
@@ -70,12 +93,14 @@ class TextBlock(Widget):
             self.styles.height = max(1, len(lines))  # triggers the one layout pass needed
             self.refresh()
             return
-        # Same shape: repaint only the rows that changed, so one new number
-        # costs one terminal line, not the whole table.
+        # Same shape: repaint only the rows that changed, and each only up to
+        # its last changed cell: one new number costs part of one line.
         width = self.size.width
         for y, (before, after) in enumerate(zip(old, lines, strict=False)):
-            if before != after:
-                self.refresh(Region(0, y, width, 1))
+            span = changed_span(before, after)
+            if span is not None:
+                x0, x1 = span[0], max(span[0] + 1, min(span[1], width))
+                self.refresh(Region(x0, y, x1 - x0, 1))
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -84,4 +109,5 @@ class TextBlock(Widget):
         part = "textblock--header" if y < self.header_rows else "textblock--body"
         style = self.get_component_rich_style(part)
         # Pad/crop the text itself: one segment per row, the cheapest redraw.
-        return Strip([Segment(set_cell_size(self.lines[y], width), style)], width)
+        segments = [Segment(set_cell_size(self.lines[y], width), style)]
+        return Strip(segments, width)

@@ -1,0 +1,243 @@
+"""One live session: the probes, the hub that runs them and the recorder.
+
+The dashboard and the headless runner both run probes through this object,
+so they share one lifecycle:
+
+1. ``await start()``: add every probe to a new Hub (``prepare`` runs there),
+   subscribe the caller's feed, start the recording (before any probe
+   starts, so it misses nothing), start the probes.
+2. While running: ``add_probe_line`` (a command line typed into the
+   dashboard, parsed by the CLI's own parser), ``stop_probe``,
+   ``start_recording`` / ``stop_recording``, ``time_up`` (``--time`` passed:
+   stop the probes, close the recording with reason ``time``).
+3. ``await shutdown(reason)``: stop every probe (their workers are joined),
+   close the recording with its footer and ``reason``. Safe to call twice;
+   after it the session is finished.
+
+Signals: ``install_signal_handlers(on_signal)`` routes SIGINT, SIGTERM and
+SIGHUP to the host (which decides what to do: the app quits, the runner ends
+its loop); ``remove_signal_handlers`` restores the process's handling.
+
+Nothing here imports Textual: this is the CLI layer. What the host must
+show (a probe that did not start, a recording saved) is passed to
+``notify(message, title, severity)``; ``on_change()`` says the status line
+may have changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import select
+import signal
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Protocol
+
+from probetop.probes.core.base import ConfirmationRequired, Probe, ProbeError
+from probetop.probes.core.hub import Hub, Subscription
+from probetop.probes.record.writer import Recorder, RecordingError
+from probetop.tui.cli import CommandLineError, parse_command_line
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Notify(Protocol):
+    def __call__(self, message: str, *, title: str = "", severity: str = "information") -> None:
+        """Tell the user something (a notification in the dashboard)."""
+
+
+def _ignore(message: str, *, title: str = "", severity: str = "information") -> None:
+    """The headless default: errors are raised or reported, nothing to show."""
+
+
+def terminal_hung_up(fd: int = 1) -> bool:
+    """True when the terminal on ``fd`` is gone (POLLHUP/POLLERR), as after an
+    SSH drop; False for a ``kill -HUP`` while the terminal still exists."""
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        events = poller.poll(0)
+    except (OSError, ValueError):
+        return False
+    return any(mask & (select.POLLHUP | select.POLLERR) for _fd, mask in events)
+
+
+def detach_from_dead_terminal() -> None:
+    """After a hangup (SSH dropped) point stdout/stderr at /dev/null.
+
+    Restoring the terminal on exit writes to it; to a hung-up pty that write
+    blocks forever, so the process would never exit. The terminal is gone
+    anyway: let those writes succeed into nothing.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+class LiveSession:
+    """Probes, hub and recorder of one live run. See the module docstring."""
+
+    def __init__(
+        self,
+        probes: Iterable[Probe],
+        *,
+        record: Path | None = None,
+        command: list[str] | None = None,
+        notify: Notify = _ignore,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        self.probes = list(probes)
+        self.record_path = record
+        self.command = list(command or ["probetop"])
+        self.notify = notify
+        self.on_change = on_change or (lambda: None)
+        self.hub = Hub()
+        self.recorder: Recorder | None = None
+        self.probes_stopped = False
+        self.finished = False
+        self._signals: list[signal.Signals] = []
+
+    # -- lifecycle -------------------------------------------------------
+    async def start(self, *, lossless: bool = False, strict: bool = False) -> Subscription:
+        """Add the probes, subscribe a feed, start recording, start the probes.
+
+        ``strict``: a probe that cannot start raises its ProbeError and a
+        recording that cannot start raises RecordingError (headless: exit 2);
+        otherwise both are notified and the rest goes on (the dashboard).
+        """
+        for probe in self.probes:
+            try:
+                self.hub.add(probe)
+            except ProbeError as exc:
+                if strict:
+                    raise
+                self.notify(str(exc), title=f"{probe.id} not started", severity="error")
+        feed = self.hub.subscribe(lossless=lossless)
+        if self.record_path is not None:
+            if strict:
+                recorder = Recorder(self.record_path, self.hub, self.command)
+                await recorder.start()
+                self.recorder = recorder
+            else:
+                await self.start_recording(self.record_path)
+        self.hub.start()
+        return feed
+
+    @property
+    def failed(self) -> bool:
+        """A probe ended with an error."""
+        return bool(self.hub.errors)
+
+    def running(self) -> list[str]:
+        return self.hub.running()
+
+    async def time_up(self) -> bool:
+        """``--time`` passed: stop the probes (not the host), close the
+        recording with reason ``time``. False if they had stopped already."""
+        if self.probes_stopped or self.finished:
+            return False
+        await self.hub.stop()
+        self.probes_stopped = True
+        if self.recorder is not None:
+            await self.stop_recording("time")
+        self.on_change()
+        return True
+
+    async def shutdown(self, reason: str = "completed") -> None:
+        """Stop every probe and close the recording with ``reason``. Idempotent."""
+        if self.finished:
+            return
+        self.finished = True
+        await self.hub.stop()
+        self.probes_stopped = True
+        recorder, self.recorder = self.recorder, None
+        if recorder is not None:
+            await recorder.close(reason)
+
+    # -- probes ----------------------------------------------------------
+    def add_probe_line(self, line: str | None) -> bool:
+        """Parse a probe command line, build its probes, add and start them.
+
+        False (and a notification) on a parse error, a probe that cannot
+        start, or a probe that would destroy data without the confirmation."""
+        if not line or self.finished:
+            return False
+        try:
+            module, plan = parse_command_line(line)
+            if hasattr(module, "settings"):
+                probes = module.build_probes(plan)
+            else:  # LEGACY: Namespace-based command (removed once all are converted)
+                probes = module.build_probes(plan.settings)
+            for probe in probes:
+                self.hub.add(probe)
+        except ConfirmationRequired as exc:
+            self.notify(
+                f"{exc}\nAdd --yes-destroy-data={exc.target} to the line to go on.",
+                title="not started: it would destroy data",
+                severity="error",
+            )
+            return False
+        except CommandLineError as exc:
+            self.notify(str(exc), title="cannot add probe", severity="error")
+            return False
+        except ProbeError as exc:
+            self.notify(str(exc), title="probe not started", severity="error")
+            return False
+        if self.probes_stopped:
+            self.probes_stopped = False
+            self.on_change()
+        self.hub.start()  # idempotent: starts only the new ones
+        return True
+
+    async def stop_probe(self, probe_id: str) -> None:
+        """Cancel one probe; its pane keeps the data."""
+        await self.hub.stop_probe(probe_id)
+        self.notify(f"stopped {probe_id}")
+
+    # -- recording -------------------------------------------------------
+    async def start_recording(self, path: Path) -> bool:
+        """Record from now on; False (notified) if the file cannot be written."""
+        if self.recorder is not None or self.finished:
+            return False
+        recorder = Recorder(path, self.hub, self.command)
+        try:
+            await recorder.start()
+        except (RecordingError, OSError) as exc:
+            self.notify(str(exc), title="recording not started", severity="error")
+            return False
+        self.recorder = recorder
+        self.on_change()
+        return True
+
+    async def stop_recording(self, reason: str) -> None:
+        """Close the recording (footer with ``reason``), if one is open."""
+        recorder, self.recorder = self.recorder, None
+        if recorder is not None:
+            await recorder.close(reason)
+            self.notify(f"recording saved: {recorder.path}")
+        self.on_change()
+
+    # -- signals ---------------------------------------------------------
+    def install_signal_handlers(self, on_signal: Callable[[str], None]) -> None:
+        """SIGINT, SIGTERM and SIGHUP call ``on_signal(name)`` in the event loop."""
+        loop = asyncio.get_running_loop()
+        for sig in SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, on_signal, sig.name)
+                self._signals.append(sig)
+
+    def remove_signal_handlers(self) -> None:
+        """Leave the process's signal handling as it was."""
+        with contextlib.suppress(RuntimeError):
+            loop = asyncio.get_running_loop()
+            for sig in self._signals:
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.remove_signal_handler(sig)
+        self._signals.clear()
