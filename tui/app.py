@@ -37,7 +37,7 @@ from pathlib import Path
 
 from probetop.probes.core.hub import Hub, Subscription
 from probetop.probes.core.sample import Announce, Record, Sample, Status
-from probetop.probes.record.writer import Recorder
+from probetop.probes.record import Recorder
 from probetop.themes import DEFAULT_THEME, check_theme_name, probetop_themes
 from probetop.tui.config import AppConfig
 from probetop.tui.player import ReplayPlayer, parse_speed, speed_label

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from probetop.probes.core.base import Probe
-    from probetop.probes.record.reader import Session
+    from probetop.probes.record import Session
 
 
 @dataclass

@@ -37,7 +37,7 @@ from typing import Protocol
 
 from probetop.probes.core.base import ConfirmationRequired, Probe, ProbeError
 from probetop.probes.core.hub import Hub, Subscription
-from probetop.probes.record.writer import Recorder, RecordingError
+from probetop.probes.record import Recorder, RecordingError
 from probetop.tui.cli import CommandLineError, parse_command_line
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -171,10 +171,7 @@ class LiveSession:
             return False
         try:
             module, plan = parse_command_line(line)
-            if hasattr(module, "settings"):
-                probes = module.build_probes(plan)
-            else:  # LEGACY: Namespace-based command (removed once all are converted)
-                probes = module.build_probes(plan.settings)
+            probes = module.build_probes(plan)
             for probe in probes:
                 self.hub.add(probe)
         except ConfirmationRequired as exc:

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.core.sample import split_key
 from probetop.probes.core.stats import RunningStats, percentile
-from probetop.probes.record.reader import Session, load_session
+from probetop.probes.record import Session, load_session
 from probetop.tui.plan import CommonOptions, RunPlan
 from probetop.tui.runner import stats_table
 
