@@ -6,25 +6,25 @@ import math
 
 from probetop.probes.core.sample import Announce, Sample
 from probetop.tui.player import MAX_BATCH, ReplayPlayer
+from probetop.tui.widgets.bars import column_rows
 from probetop.tui.widgets.history import MetricHistory, fmt_value
-from probetop.tui.widgets.sparkline import bar_rows
 
 
 def test_sparkline_rows_scale_to_max_and_align_right() -> None:
-    rows = bar_rows([1.0, 50.0, 100.0], width=5, height=1, max_value=100.0)
+    rows = column_rows([1.0, 50.0, 100.0], width=5, height=1, max_value=100.0)
     assert rows == ["  ▁▄█"]  # any activity shows at least the lowest bar
     # zero and None draw nothing, so an idle row never changes
-    assert bar_rows([None, 0.0, 0.0], 3, 1, None) == ["   "]
+    assert column_rows([None, 0.0, 0.0], 3, 1, None) == ["   "]
 
 
 def test_sparkline_two_rows_split_levels() -> None:
-    top, bottom = bar_rows([100.0, 50.0], width=2, height=2, max_value=100.0)
+    top, bottom = column_rows([100.0, 50.0], width=2, height=2, max_value=100.0)
     assert bottom == "██"
     assert top == "█ "
 
 
 def test_sparkline_autoscale_uses_visible_max() -> None:
-    (row,) = bar_rows([1000.0, 1.0, 2.0], width=2, height=1, max_value=None)
+    (row,) = column_rows([1000.0, 1.0, 2.0], width=2, height=1, max_value=None)
     assert row == "▄█"  # 1000 scrolled out: 2 is the top
 
 

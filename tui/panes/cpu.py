@@ -28,6 +28,7 @@ from probetop.probes.cpu import (
     THREADS,
     CpuInterval,
 )
+from probetop.tui.widgets.bars import value_bar
 from probetop.tui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane
@@ -41,11 +42,7 @@ COLUMN = 36  # width of the fairness column; the cores column follows
 
 def text_bar(value: float, top: float, width: int = BAR_WIDTH) -> str:
     """A one-colour bar of ``value`` out of ``top``, in eighths of a cell."""
-    if top <= 0 or value <= 0:
-        return " " * width
-    eighths = round(min(1.0, value / top) * width * 8)
-    full, part = divmod(eighths, 8)
-    return ("█" * full + (" ▏▎▍▌▋▊▉"[part] if part else "")).ljust(width)
+    return value_bar(value, top, width)
 
 
 class CpuBenchPane(ProbePane):

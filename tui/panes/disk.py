@@ -20,7 +20,6 @@ Samples are read through the family's typed records (``IopsInterval``,
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,6 +34,7 @@ from probetop.probes.disk import (
     WarmupInterval,
     WarmupParams,
 )
+from probetop.tui.widgets.bars import hbar, log_fraction, value_bar
 from probetop.tui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane
@@ -47,11 +47,11 @@ LABEL = 17  # sparkline label column: "p99 write latency  48.4 µs" fits in 28
 
 
 def log_bar(value: float, low: float, high: float, width: int = BAR) -> str:
-    """A bar whose length is ``value`` on a log scale between low and high."""
+    """A bar whose length is ``value`` on a log scale between low and high
+    (empty for nothing to show; any positive value shows at least an eighth)."""
     if value <= 0 or high <= low or low <= 0:
         return ""
-    frac = (math.log10(max(value, low)) - math.log10(low)) / (math.log10(high) - math.log10(low))
-    return "█" * max(1, round(min(1.0, frac) * width))
+    return value_bar(log_fraction(value, low, high), 1.0, width, at_least_one=True).rstrip()
 
 
 def spark_label(label: str, value: float | None, unit: str) -> str:
@@ -174,10 +174,7 @@ PROGRESS_WIDTH = 40
 
 
 def progress_bar(fraction: float, width: int = PROGRESS_WIDTH) -> str:
-    eighths = round(max(0.0, min(1.0, fraction)) * width * 8)
-    full, part = divmod(eighths, 8)
-    bar = "█" * full + (" ▏▎▍▌▋▊▉"[part] if part else "")
-    return "[" + bar.ljust(width, "·") + "]"
+    return "[" + hbar(max(0.0, min(1.0, fraction)), width, pad="·") + "]"
 
 
 def map_line(cells: tuple[float, ...] | list[float]) -> str:

@@ -22,10 +22,10 @@ from typing import Any
 from probetop.probes.core.sample import Sample
 from probetop.probes.core.stats import percentile
 from probetop.probes.http import PHASES, TOTAL_MS, TTFB_MS, HttpInterval, HttpParams
+from probetop.tui.widgets.bars import column_rows
 from probetop.tui.widgets.generic_pane import SparkRow
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane
-from probetop.tui.widgets.sparkline import bar_rows
 from probetop.tui.widgets.textblock import TextBlock
 from textual.app import ComposeResult
 
@@ -151,8 +151,8 @@ class HttpPane(ProbePane):
             cells = " ".join(fmt_value(v, "ms", 8) for v in (latest, p50, p90, p99))
             lines.append(
                 f"{fit_label(label):<{LABEL_W}} {stacked_bar(row.phases, scale, BAR_W)} "
-                f"{bar_rows(list(row.ttfb), SPARK_W, 1, None)[0]} "
-                f"{bar_rows(list(row.total), SPARK_W, 1, None)[0]} "
+                f"{column_rows(list(row.ttfb), SPARK_W, 1, None)[0]} "
+                f"{column_rows(list(row.total), SPARK_W, 1, None)[0]} "
                 f"{cells} {row.code or '-':>4} {errors}"
             )
         return lines

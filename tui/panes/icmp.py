@@ -34,10 +34,10 @@ from probetop.probes.icmp import (
     RttBucket,
     RttStats,
 )
+from probetop.tui.widgets.bars import column_rows
 from probetop.tui.widgets.generic_pane import SparkRow
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane
-from probetop.tui.widgets.sparkline import bar_rows
 from probetop.tui.widgets.textblock import TextBlock
 from textual.app import ComposeResult
 
@@ -83,7 +83,7 @@ def rtt_distribution(buckets: Sequence[RttBucket], width: int = DIST_WIDTH) -> s
     if not buckets:
         return "rtt distribution: -"
     shown = list(buckets[:width])
-    bars = bar_rows([b.count for b in shown], len(shown), 1, None)[0]
+    bars = column_rows([b.count for b in shown], len(shown), 1, None)[0]
     return f"rtt distribution {fmt_rtt(shown[0].low_us)} {bars} {fmt_rtt(shown[-1].high_us)}"
 
 

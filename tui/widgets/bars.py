@@ -11,22 +11,8 @@ Pure text, no Textual, so it is tested with plain strings.
 - ``column_rows(values, width, height, max_value)``: vertical bars, one column
   per value, ``height`` rows of eight levels each (``▁▂▃▄▅▆▇█``): the sparkline.
 
-Family panes that still draw their own bars and are to be switched to this
-module (the lead does it after the merge):
-
-- ``tui/panes/cpu.py: text_bar(value, top, width)`` -> ``value_bar(value, top, width)``
-  (same result for every input)
-- ``tui/panes/disk.py: log_bar(value, low, high, width)`` ->
-  ``value_bar(log_fraction(value, low, high), 1.0, width, at_least_one=True).rstrip()``
-  (eighths instead of whole cells; ``log_bar(10, 1, 100, 10)`` is still 5 cells)
-- ``tui/panes/disk.py: progress_bar(fraction, width)`` ->
-  ``"[" + hbar(fraction, width, pad="·") + "]"`` (same result)
-- ``tui/panes/icmp.py: rtt_distribution`` and ``tui/panes/http.py:
-  HttpPane.table_lines``: ``bar_rows`` from ``tui.widgets.sparkline`` (now an
-  alias of ``column_rows``) -> ``column_rows`` (same arguments and result)
-
-Done here: ``tui/widgets/sparkline.py`` (``bar_rows``, ``Sparkline``),
-``tui/widgets/seriestable.py``, ``tui/panes/system.py: core_bar``.
+Every pane draws its bars with these (cpu fairness, disk latency and
+progress, icmp RTT distribution, http per-URL columns, system cores).
 """
 
 from __future__ import annotations

@@ -32,11 +32,6 @@ from textual.widget import Widget
 
 KEEP = 512  # values kept: wider than any sparkline we draw
 
-# The drawing itself lives in tui/widgets/bars.py (one implementation of the
-# eighths bars); ``bar_rows`` is its sparkline form, kept under this name for
-# the panes that import it from here.
-bar_rows = column_rows
-
 
 class Sparkline(Widget):
     """One-colour sparkline. See the module docstring."""
