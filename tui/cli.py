@@ -211,6 +211,20 @@ def command_module(plan: RunPlan[Any]) -> ModuleType | None:
     return commands.load(plan.command) if plan.command else None
 
 
+def command_help(line: str) -> str | None:
+    """What the add-probe prompt shows under the line typed so far: the probe
+    command's one-line help and its options, read from its spec; None until
+    the first word names a probe command."""
+    word = line.strip().split(" ", 1)[0]
+    if word not in commands.PROBE_COMMANDS:
+        return None
+    module = commands.load(word)
+    if module is None:
+        return None
+    spec: CommandSpec = module.SPEC
+    return "\n".join([f"{spec.name}: {spec.help}", *spec.usage_lines()])
+
+
 def parse_command_line(line: str) -> tuple[ModuleType, RunPlan[Any]]:
     """Parse a probe command typed into the dashboard (``cpu --threads 1``)
     with the CLI's own parser; raise CommandLineError instead of exiting."""

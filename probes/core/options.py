@@ -103,7 +103,12 @@ class CommandSpec:
     def usage_lines(self) -> list[str]:
         """One line per visible option (``--threads N  worker threads``), for
         the dashboard's add-probe prompt and generated docs."""
-        return [f"{opt.display:<24} {opt.help}" for opt in self.options if not opt.hidden]
+        # Help texts are written for argparse, which prints "%%" as "%".
+        return [
+            f"{opt.display:<24} {opt.help.replace('%%', '%')}"
+            for opt in self.options
+            if not opt.hidden
+        ]
 
 
 # -- value parsers -----------------------------------------------------------

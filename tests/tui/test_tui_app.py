@@ -164,6 +164,23 @@ def test_parse_probe_command_uses_cli_parser() -> None:
         parse_command_line("demo --only nothing")
 
 
+async def test_add_probe_prompt_lists_the_typed_commands_options_from_its_spec() -> None:
+    from textual.widgets import Static
+
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("a")
+        await pilot.pause()
+        hint = app.screen.query_one("#prompt-hint", Static)
+        assert "command line" in str(hint.render())
+        await pilot.press(*"cpu ")
+        await pilot.pause()
+        shown = str(hint.render())
+        assert "--threads N" in shown and "--max-prime N" in shown
+        await pilot.press("escape")
+
+
 async def test_add_probe_error_from_probe_is_a_notification() -> None:
     """A ProbeError from build_probes/prepare is shown, not raised; a good line adds a pane."""
     if commands.load("iops") is None:
