@@ -1,11 +1,19 @@
 """The native I/O loops of probes/disk/workers.py: numba ``nogil`` functions.
 
-Imported lazily by ``diskio.compile_kernels`` (it imports numba, ~0.5 s).
+Imported lazily by ``workers.compile_kernels`` (it imports numba, ~0.5 s).
 libc is reached through ``numba.types.ExternalFunction`` (resolved by symbol
 name when the code is loaded, not baked-in addresses), so the compiled code
-is cached on disk (``cache=True``) and later runs start in well under a
-second instead of recompiling for seconds. Layout constants (counter slots,
-histogram shape) come from diskio.py; see its docstring for the contract.
+is cached on disk and later runs start in well under a second instead of
+recompiling for seconds. The cache lives in a per-user directory chosen by
+``native_cache`` before numba is imported (or is off: never an error).
+Layout constants (counter slots, histogram shape) come from workers.py; see
+its docstring for the contract.
+
+Stop latency: every loop reads its stop word at least every 100 ms: after
+each I/O (sync), at each ``io_getevents`` wake-up (100 ms timeout), and while
+pacing ``--rate-iops`` (sleeps are cut in 100 ms slices). A single I/O in
+the kernel cannot be interrupted: the block size cap (settings.MAX_BS) keeps
+it short.
 """
 
 from __future__ import annotations
@@ -13,10 +21,15 @@ from __future__ import annotations
 import platform
 from typing import Any
 
-import numba
-import numpy as np
-from numba import types
-from probetop.probes.disk.workers import (
+from probetop.probes.disk import native_cache
+
+# Before numba loads: its cache goes to a per-user directory (or is off).
+CACHE = native_cache.enabled()
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+from numba import types  # noqa: E402
+from probetop.probes.disk.workers import (  # noqa: E402
     _AIO_SYSCALLS,
     C_BAD_SECTORS,
     C_BYTES,
@@ -57,34 +70,40 @@ _syscall: Any = types.ExternalFunction("syscall", types.int64(*([types.int64] * 
 _errno_location: Any = types.ExternalFunction("__errno_location", types.CPointer(types.int32)())
 
 CLOCK_MONOTONIC = 1
+MAX_SLEEP_NS = 100_000_000  # a paced loop looks at its stop word at least this often
 SYS_IO_SETUP, SYS_IO_DESTROY, SYS_IO_GETEVENTS, SYS_IO_SUBMIT = _AIO_SYSCALLS.get(
     platform.machine(), (-1, -1, -1, -1)
 )
 AIO_SUPPORTED = SYS_IO_SETUP >= 0
 
 
-@numba.njit(nogil=True, inline="always", cache=True)
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def now_ns(ts_addr: int, ts: Any) -> int:
     _clock_gettime(CLOCK_MONOTONIC, ts_addr)
     return ts[0] * 1_000_000_000 + ts[1]
 
 
-@numba.njit(nogil=True, inline="always", cache=True)
-def pace(due: int, gap: int, ts_addr: int, ts: Any, sl: Any) -> int:
+@numba.njit(nogil=True, inline="always", cache=CACHE)
+def pace(due: int, gap: int, ts_addr: int, ts: Any, sl: Any, ctl: Any) -> int:
     """Rate limit (fio --rate_iops): sleep until ``due``; return the next due time.
-    Falling behind never causes a burst: the next slot is one gap after now."""
+    Falling behind never causes a burst: the next slot is one gap after now.
+    Sleeps in slices of at most ``MAX_SLEEP_NS`` and returns early (due
+    unchanged) when the stop word is set, so a low rate never delays a stop."""
     if gap <= 0:
         return 0
     now = now_ns(ts_addr, ts)
-    if now < due:
-        sl[0] = due // 1_000_000_000
-        sl[1] = due % 1_000_000_000
+    while now < due:
+        wake = min(due, now + MAX_SLEEP_NS)
+        sl[0] = wake // 1_000_000_000
+        sl[1] = wake % 1_000_000_000
         _clock_nanosleep(CLOCK_MONOTONIC, 1, sl.ctypes.data, 0)  # 1 = TIMER_ABSTIME
-        now = due
+        if ctl[K_STOP] != 0:
+            return due
+        now = now_ns(ts_addr, ts)
     return max(due, now) + gap
 
 
-@numba.njit(nogil=True, inline="always", cache=True)
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def bucket(v: int) -> int:
     if v < 2 * HIST_VAL:
         return max(v, 0)
@@ -112,7 +131,7 @@ def bucket(v: int) -> int:
     return min(idx, HIST_BUCKETS - 1)
 
 
-@numba.njit(nogil=True, inline="always", cache=True)
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def record(d: int, n: int, got: int, lat: int, cnt: Any, flt: Any, hist: Any) -> None:
     cnt[d, C_IOS] += 1
     cnt[d, C_BYTES] += got
@@ -125,7 +144,7 @@ def record(d: int, n: int, got: int, lat: int, cnt: Any, flt: Any, hist: Any) ->
     hist[d, bucket(lat)] += 1
 
 
-@numba.njit(nogil=True, inline="always", cache=True)
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def rand_next(state: Any) -> int:
     # xorshift64*: cheap, good enough to spread offsets and mix choices.
     x = state[0]
@@ -136,13 +155,13 @@ def rand_next(state: Any) -> int:
     return int((x * np.uint64(2685821657736338717)) >> np.uint64(1))
 
 
-@numba.njit(nogil=True, inline="always", cache=True)
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def stamp(buf64: Any, base_word: int, n: int, off: int) -> None:
     for s in range(n // SECTOR):
         buf64[base_word + s * (SECTOR // 8)] = off + s * SECTOR
 
 
-@numba.njit(nogil=True, inline="always", cache=True)
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def check(buf64: Any, base_word: int, n: int, off: int) -> int:
     bad = 0
     for s in range(n // SECTOR):
@@ -151,7 +170,7 @@ def check(buf64: Any, base_word: int, n: int, off: int) -> int:
     return bad
 
 
-@numba.njit(nogil=True, inline="always", cache=True)
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def next_io(
     lo: int, hi: int, bs: int, seq: bool, pos: int, readpct: int, state: Any
 ) -> tuple[int, int, int]:
@@ -174,7 +193,7 @@ def next_io(
     return off, n, d
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=CACHE)
 def sync_loop(
     fd: int,
     buf_addr: int,
@@ -206,7 +225,9 @@ def sync_loop(
     due = now_ns(ts_addr, ts)
     while ctl[K_STOP] == 0:
         if gap_ns > 0:
-            due = pace(due, gap_ns, ts_addr, ts, sl)
+            due = pace(due, gap_ns, ts_addr, ts, sl, ctl)
+            if ctl[K_STOP] != 0:
+                break
         off, n, d = next_io(lo, hi, bs, seq, pos, readpct, state)
         if n == 0:
             if not wrap:
@@ -242,7 +263,7 @@ def sync_loop(
     return done
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=CACHE)
 def aio_loop(
     fd: int,
     buf_addr: int,
@@ -302,7 +323,9 @@ def aio_loop(
                 # reap first and come back when the slot is due.
                 if inflight + nsub > 0 and now_ns(ts_addr, ts) < due:
                     break
-                due = pace(due, gap_ns, ts_addr, ts, sl)
+                due = pace(due, gap_ns, ts_addr, ts, sl, ctl)
+                if ctl[K_STOP] != 0:
+                    break
             off, n, d = next_io(lo, hi, bs, seq, pos, readpct, state)
             if n == 0:
                 if wrap:
@@ -402,7 +425,7 @@ def aio_loop(
 
 # The AIO context lives as long as the job's thread: io_destroy waits for
 # an RCU grace period (~30 ms measured here), too slow to pay per chunk.
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=CACHE)
 def aio_setup(depth: int) -> int:
     ctx = np.zeros(1, dtype=np.int64)  # int64, not uint64: uint64 | -1 unifies to float
     ret = _syscall(SYS_IO_SETUP, depth, ctx.ctypes.data, 0, 0, 0)
@@ -411,6 +434,6 @@ def aio_setup(depth: int) -> int:
     return ctx[0]
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=CACHE)
 def aio_destroy(ctx_id: int) -> None:
     _syscall(SYS_IO_DESTROY, ctx_id, 0, 0, 0, 0)
