@@ -283,12 +283,14 @@ class IopsProbe:
         self._watch = TargetWatch(self.target)
         engine = Engine(self.plan())
         try:
-            engine.start()
-        except OSError as exc:
-            raise ProbeError(
-                f"{self.target_path}: cannot open for I/O: {describe_os_error(exc)}"
-            ) from None
-        try:
+            try:
+                await run_step(
+                    lambda stop: engine.start(), name="probetop-start", on_stop=engine.stop
+                )
+            except OSError as exc:
+                raise ProbeError(
+                    f"{self.target_path}: cannot open for I/O: {describe_os_error(exc)}"
+                ) from None
             await self._measure(engine, emit)
         finally:
             engine.stop()

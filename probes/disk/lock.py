@@ -27,7 +27,10 @@ Contract:
   the same target do not run together (each would measure the other).
 - The holder writes "PID COMMAND TARGET" into its lock files; a refused run
   reports that, and checks the PID is alive (a stale line from a killed
-  holder is not reported as a live one).
+  holder is not reported as a live one). An exclusive holder removes its
+  lock file when it releases it (while still holding it; a taker checks
+  that the file it locked is still the one in the directory), so the
+  directory does not grow with every target ever used.
 - Where: ``/run/lock/probetop`` (mode 1777 like /run/lock, shared by every
   user, so root and a user in the ``disk`` group see each other), else
   ``$XDG_RUNTIME_DIR/probetop``, else ``<tempdir>/probetop-<uid>/locks``.
@@ -193,6 +196,15 @@ def _open_lock_file(path: Path) -> tuple[int, bool]:
     return fd, writable
 
 
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file open as ``fd``."""
+    try:
+        a, b = os.fstat(fd), os.lstat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -235,6 +247,7 @@ class TargetLock:
         self.keys = keys
         self.owner = owner  # "COMMAND TARGET", written after the PID
         self._held: dict[str, int] = {}
+        self._paths: dict[str, tuple[Path, bool]] = {}
 
     @classmethod
     def for_target(cls, path: str, command: str) -> TargetLock:
@@ -281,31 +294,44 @@ class TargetLock:
 
     def _take(self, directory: Path, key: LockKey) -> None:
         path = directory / f"{key.name}.lock"
-        try:
-            fd, writable = _open_lock_file(path)
-        except OSError as exc:
-            raise TargetProbeError(
-                f"cannot lock {key.label}: {exc.strerror or exc} ({path})"
-            ) from None
-        try:
-            fcntl.flock(fd, (fcntl.LOCK_SH if key.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-        except OSError:
-            line = _holder_line(fd)
-            os.close(fd)
-            raise TargetBusy(
-                f"{key.label} is in use by {_describe(line)}: one run per target; "
-                "wait for it to end or stop it first"
-            ) from None
+        for _ in range(10):
+            try:
+                fd, writable = _open_lock_file(path)
+            except OSError as exc:
+                raise TargetProbeError(
+                    f"cannot lock {key.label}: {exc.strerror or exc} ({path})"
+                ) from None
+            try:
+                fcntl.flock(fd, (fcntl.LOCK_SH if key.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+            except OSError:
+                line = _holder_line(fd)
+                os.close(fd)
+                raise TargetBusy(
+                    f"{key.label} is in use by {_describe(line)}: one run per target; "
+                    "wait for it to end or stop it first"
+                ) from None
+            if _same_file(fd, path):
+                break
+            os.close(fd)  # its holder removed it as we opened it: take the new one
+        else:
+            raise TargetProbeError(f"cannot lock {key.label}: {path} keeps changing")
         if writable:  # shared holders too: any live holder names the user
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, f"{os.getpid()} {self.owner}\n".encode(), 0)
         self._held[key.name] = fd
+        self._paths[key.name] = (path, key.shared)
 
     def release(self) -> None:
-        """Drop every key (closing the descriptor drops the flock)."""
+        """Drop every key. An exclusive lock file is removed first, while still
+        held (who opens it afterwards sees it gone and takes a new one), so the
+        directory does not fill up with one file per target ever used."""
         held, self._held = self._held, {}
-        for fd in held.values():
+        for name, fd in held.items():
+            path, shared = self._paths.pop(name, (None, True))
+            if path is not None and not shared and _same_file(fd, path):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
             with contextlib.suppress(OSError):
                 os.close(fd)
 

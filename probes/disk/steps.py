@@ -19,6 +19,8 @@ Contract:
   counts such threads, for the report.
 - ``wait_threads(threads, budget_s)`` joins threads within one time budget
   and returns those still alive (same rule for the I/O workers).
+- Starting the I/O engine is a step too: with 64 workers on 2 CPUs, starting
+  the threads takes long enough that a signal must not wait for it.
 """
 
 from __future__ import annotations
@@ -54,8 +56,15 @@ def _note_abandoned() -> None:
         _abandoned += 1
 
 
-async def run_step(fn: Callable[..., T], *args: Any, name: str = "probetop-step") -> T:
-    """Run ``fn(stop, *args)`` off the event loop; see the module docstring."""
+async def run_step(
+    fn: Callable[..., T],
+    *args: Any,
+    name: str = "probetop-step",
+    on_stop: Callable[[], None] | None = None,
+) -> T:
+    """Run ``fn(stop, *args)`` off the event loop; see the module docstring.
+    ``on_stop`` is called at once when the step is cancelled, before the wait
+    (e.g. ``Engine.stop`` while the engine's threads are being started)."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
     stop = threading.Event()
@@ -86,6 +95,8 @@ async def run_step(fn: Callable[..., T], *args: Any, name: str = "probetop-step"
         return await asyncio.shield(future)
     except asyncio.CancelledError:
         stop.set()
+        if on_stop is not None:
+            on_stop()
         done, _ = await asyncio.wait({future}, timeout=GRACE_S)
         if future in done and not future.cancelled():
             future.exception()  # retrieved: the step's own end is not an error now

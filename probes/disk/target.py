@@ -213,7 +213,11 @@ def check_room(path: str, need: int, what: str) -> None:
     left = room.free - need
     if left >= room.keep:
         return
-    verdict = "would not fit" if left < 0 else f"would leave only {human(left)} free"
+    verdict = (
+        f"would not fit (short by {human(-left)})"
+        if left < 0
+        else f"would leave only {human(left)} free"
+    )
     raise TargetProbeError(
         f"{what} {path} needs {human(need)}; its filesystem ({room.point}) has "
         f"{human(room.free)} free of {human(room.total)}: it {verdict}. probetop keeps at "

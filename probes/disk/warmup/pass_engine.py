@@ -2,8 +2,8 @@
 
 ``PassEngine(plan, pass_name)`` wraps the native ``workers.Engine``:
 
-- ``start()`` opens the target and starts the workers (``ProbeError`` if the
-  target cannot be opened);
+- ``await start()`` opens the target and starts the workers off the event
+  loop (``ProbeError`` if the target cannot be opened);
 - ``watch(...)`` wakes every tick (``min(interval, 0.5 s)``: the caller saves
   its checkpoint there) and hands the caller one ``Step`` per interval (this
   pass's direction only), and at once when the last worker ends; True when
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from probetop.probes.core.base import ProbeError
 from probetop.probes.core.sample import now_ns
-from probetop.probes.disk.steps import GRACE_S
+from probetop.probes.disk.steps import GRACE_S, run_step
 from probetop.probes.disk.target import describe_os_error
 from probetop.probes.disk.workers import (
     READ,
@@ -74,9 +74,12 @@ class PassEngine:
         self.direction = READ if pass_name == "read" else WRITE
         self._last: Snapshot | None = None
 
-    def start(self) -> None:
+    async def start(self) -> None:
+        """Open the target and start the workers off the event loop (a stop
+        while they start stops them at once)."""
+        engine = self.engine
         try:
-            self.engine.start()
+            await run_step(lambda stop: engine.start(), name="probetop-start", on_stop=engine.stop)
         except OSError as exc:
             raise ProbeError(
                 f"{self.engine.plan.path}: cannot open for the {self.pass_name} pass: "

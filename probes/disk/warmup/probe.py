@@ -181,7 +181,11 @@ class WarmupProbe:
                 self._finish_pass(pass_name, cp)
                 return True
         engine = PassEngine(self.layout.engine_plan(pass_name, extents), pass_name)
-        engine.start()
+        try:
+            await engine.start()
+        except BaseException:
+            engine.stop()  # a stop while the workers started: none is left behind
+            raise
         resumed = self.checkpoints.resumed_from if self.checkpoints else None
         emit(
             Status(
