@@ -202,7 +202,14 @@ def _stat_target(path: str | os.PathLike[str]) -> os.stat_result:
             "devices and regular files (for NVMe use /dev/nvmeXnY, not /dev/nvmeX)."
         )
     if not (stat.S_ISBLK(st.st_mode) or stat.S_ISREG(st.st_mode)):
-        raise TargetProbeError(f"{p} is neither a block device nor a regular file.")
+        kind = (
+            "a FIFO (named pipe)"
+            if stat.S_ISFIFO(st.st_mode)
+            else "a socket"
+            if stat.S_ISSOCK(st.st_mode)
+            else "neither a block device nor a regular file"
+        )
+        raise TargetProbeError(f"{p} is {kind}: probetop measures block devices and regular files.")
     return st
 
 

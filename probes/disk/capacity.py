@@ -23,6 +23,8 @@ Contract (``check(jobs=, iodepth=, bs=)`` raises ``CapacityError``, a
   up to 256 jobs: a few ms) and, for the warm-up, builds the done map; at
   0.1 s that is at most a few % of one core, below it the event loop is not
   guaranteed to keep up and the figures are mostly noise.
+- ``check_seconds``: durations up to ``MAX_SECONDS`` (10^9 s): a --time
+  of 1e300 s would overflow the nanosecond clocks.
 - ``MAX_BS`` (64 MiB): one I/O cannot be interrupted once in the kernel; at
   64 MiB it stays under a second even at 100 MB/s, so a stop is honoured in
   time.
@@ -41,6 +43,7 @@ from pathlib import Path
 from probetop.probes.core.base import UsageProbeError
 
 MIN_INTERVAL_S = 0.1
+MAX_SECONDS = 10**9  # --time, --interval, --ramp ...: nanosecond counts stay far below 2**63
 MAX_BS = 64 << 20
 PER_JOB_OVERHEAD = 1 << 20  # counters, histograms, AIO arrays, the thread's touched stack
 MEMORY_SHARE = 0.5  # use at most this share of the available memory
@@ -67,6 +70,15 @@ def check_interval(interval_s: float) -> None:
         raise CapacityError(
             f"--interval {interval_s:g} is too short for the disk probes: the shortest they "
             f"keep is {MIN_INTERVAL_S:g} s (each interval sums every job's latency histogram)"
+        )
+    check_seconds("--interval", interval_s)
+
+
+def check_seconds(option: str, seconds: float | None) -> None:
+    """A duration the probes can turn into nanoseconds: finite, 0..MAX_SECONDS."""
+    if seconds is not None and not 0 <= seconds <= MAX_SECONDS:
+        raise CapacityError(
+            f"{option} {seconds:g} is out of range: 0 to {MAX_SECONDS:,} seconds (about 31 years)"
         )
 
 

@@ -34,7 +34,7 @@ from probetop.probes.core.options import (
     number,
     whole_number,
 )
-from probetop.probes.disk.capacity import check_bs, check_interval
+from probetop.probes.disk.capacity import check_bs, check_interval, check_seconds
 from probetop.probes.disk.steady import DEFAULT_SPEC, SteadyState
 from probetop.probes.disk.target import parse_range
 
@@ -231,6 +231,8 @@ class IopsSettings:
             raise UsageProbeError(f"--iodepth must be 1..{MAX_IODEPTH}")
         _check_bytes(bs=self.bs, size=self.size, offset=self.offset)
         check_interval(self.interval_s)
+        check_seconds("--time", self.time_s)
+        check_seconds("--ramp", self.ramp_s)
 
 
 # -- probetop warmup ---------------------------------------------------------
@@ -427,6 +429,9 @@ class WarmupSettings:
                 f"--range {self.range_start}-{self.range_end} is empty: START must be below END"
             )
         check_interval(self.interval_s)
+        check_seconds("--time", self.time_s)
+        check_seconds("--ss-dur", self.ss_dur)
+        check_seconds("--ss-ramp", self.ss_ramp)
         self.steady_state()  # a bad --steadystate/--ss-dur fails before anything starts
 
 

@@ -327,8 +327,8 @@ def _resolve(
     notes: list[str] = []
     ident: DeviceIdentity | None
     if not os.path.lexists(path) and may_create and size:
-        _can_create(path)
         _refuse_pseudo(path)
+        _can_create(path)
         ident, kind, create, dev_size = None, "file", True, offset + size
     else:
         ident = identify(path)  # raises for missing, directory, char device, FIFO ...
@@ -360,6 +360,13 @@ def _resolve(
                     f"({offset + (size or 0)}). Give a smaller --size."
                 )
     area_end = end if end is not None else (offset + size if size else dev_size)
+    if dev_size == 0:
+        what = (
+            "an empty file: give --size to lay it out, or another target"
+            if kind == "file"
+            else "a device of size 0 (no medium, or a loop device with nothing attached)"
+        )
+        raise TargetProbeError(f"{path} is {what}")
     if offset < 0 or offset >= dev_size:
         raise UsageProbeError(
             f"{path}: the start {offset} is at or beyond its end ({dev_size} bytes): "

@@ -189,8 +189,14 @@ class CheckpointKeeper:
             raise TargetProbeError(str(exc)) from None
 
     def _check_directory(self) -> None:
-        """The checkpoint's directory exists (or can be made) and is writable."""
+        """The checkpoint's directory exists and is writable. Only the default
+        place (/var/lib/probetop/warmup) is created; a --checkpoint FILE's
+        directory must exist, as for a file target."""
         directory = Path(self.path).parent
+        if self.settings.checkpoint is not None and not directory.is_dir():
+            raise TargetProbeError(
+                f"--checkpoint {self.path}: directory {directory} does not exist. Create it first."
+            )
         with target_errors(str(directory), "creating the checkpoint's directory"):
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not os.access(directory, os.W_OK | os.X_OK):
