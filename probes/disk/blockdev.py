@@ -10,6 +10,13 @@ Pure reads of kernel state, no external commands:
   ``/proc/self/mountinfo``, ``/sys/class/block/X/holders``, ``/proc/swaps``
   and an exclusive open (``O_EXCL`` on a block device fails with EBUSY while
   the kernel has it claimed, which also catches mounts in other namespaces).
+  A regular file is refused when it backs a loop device (listing that loop
+  device's own reasons: mounted, swap, held ...) or is an active swap file.
+- ``filesystem_of(path)``: the mount holding a path (type, mount point,
+  read-only), for ``PSEUDO_FILESYSTEMS`` (/proc, /sys ...: not storage).
+- ``read_only_device(path)``, ``lock_devices(path)``: a device's ``ro`` flag;
+  the device numbers a lock on it covers (itself, its whole disk, its loop
+  backing).
 - ``data_signatures(path)``: partition tables and filesystem signatures found
   in the first 128 KiB; any hit means a write needs a typed confirmation.
 - ``backing_device(path)``: the kernel's name for the disk whose per-disk

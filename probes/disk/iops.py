@@ -279,7 +279,7 @@ class IopsProbe:
         if self.target.create:
             await self._lay_out(emit)
         emit(Status(self.id, now_ns(), "info", "compiling the native I/O loop"))
-        await run_step(_warm_up, name="probetop-jit")
+        await run_step(_warm_up, name="probetop-jit", grace_s=0)
         self._watch = TargetWatch(self.target)
         engine = Engine(self.plan())
         try:

@@ -10,8 +10,9 @@ Layout constants (counter slots, histogram shape) come from workers.py; see
 its docstring for the contract.
 
 Stop latency: every loop reads its stop word at least every 100 ms: after
-each I/O (sync), at each ``io_getevents`` wake-up (100 ms timeout), and while
-pacing ``--rate-iops`` (sleeps are cut in 100 ms slices). A single I/O in
+each I/O (sync), between ``io_submit`` calls of at most 32 iocbs and at each
+``io_getevents`` wake-up (100 ms timeout) (AIO), and while pacing
+``--rate-iops`` (sleeps are cut in 100 ms slices). A single I/O in
 the kernel cannot be interrupted: the block size cap (settings.MAX_BS) keeps
 it short.
 """
@@ -71,6 +72,7 @@ _errno_location: Any = types.ExternalFunction("__errno_location", types.CPointer
 
 CLOCK_MONOTONIC = 1
 MAX_SLEEP_NS = 100_000_000  # a paced loop looks at its stop word at least this often
+SUBMIT_BATCH = 32  # iocbs per io_submit call (the stop word is read between calls)
 SYS_IO_SETUP, SYS_IO_DESTROY, SYS_IO_GETEVENTS, SYS_IO_SUBMIT = _AIO_SYSCALLS.get(
     platform.machine(), (-1, -1, -1, -1)
 )
@@ -288,6 +290,7 @@ def aio_loop(
 ) -> int:
     ts = np.zeros(2, dtype=np.int64)
     ts_addr = ts.ctypes.data
+    errno = numba.carray(_errno_location(), 1, np.int32)
     state = np.empty(1, dtype=np.uint64)
     state[0] = np.uint64(seed | 1)
     # struct iocb is 64 bytes = 8 words; io_event is 32 bytes = 4 words.
@@ -353,29 +356,42 @@ def aio_loop(
             ptrs[nsub] = iocb_base + s * 64
             nsub += 1
         if nsub > 0:
-            t_sub = now_ns(ts_addr, ts)
-            for k in range(nsub):
-                s = (int(ptrs[k]) - iocb_base) // 64
-                slot_start[s] = t_sub
+            # In batches: io_submit can do the I/O itself (buffered AIO, some
+            # filesystems), so one call for 1024 slots could outlast a stop.
             sent = 0
+            failed = False
             while sent < nsub:
-                r = _syscall(SYS_IO_SUBMIT, ctx[0], nsub - sent, ptrs.ctypes.data + sent * 8, 0, 0)
+                if sent > 0 and ctl[K_STOP] != 0:
+                    break
+                batch = min(nsub - sent, SUBMIT_BATCH)
+                t_sub = now_ns(ts_addr, ts)
+                for k in range(sent, sent + batch):
+                    slot_start[(int(ptrs[k]) - iocb_base) // 64] = t_sub
+                r = _syscall(SYS_IO_SUBMIT, ctx[0], batch, ptrs.ctypes.data + sent * 8, 0, 0)
                 if r <= 0:
+                    failed = True
                     break
                 sent += r
             inflight += sent
             if sent < nsub:
-                # Submission failed: count and release those slots.
+                # Not submitted (failed, or a stop): release those slots; a
+                # sequential pass goes back to the first of them, so they are
+                # never counted as done.
                 for k in range(sent, nsub):
                     s = (int(ptrs[k]) - iocb_base) // 64
-                    cnt[slot_dir[s], C_ERRORS] += 1
-                    ctl[K_ERR_OFFSET] = slot_off[s]
-                    ctl[K_ERR_DIR] = slot_dir[s]
+                    if seq and slot_off[s] < pos:
+                        pos = slot_off[s]
+                    if failed:
+                        cnt[slot_dir[s], C_ERRORS] += 1
+                        ctl[K_ERR_OFFSET] = slot_off[s]
+                        ctl[K_ERR_DIR] = slot_dir[s]
                     slot_off[s] = -1
                     free[nfree] = s
                     nfree += 1
-                if stop_on_error:
-                    finished = True
+                if failed:
+                    ctl[K_ERRNO] = errno[0]
+                    if stop_on_error:
+                        finished = True
         if inflight == 0:
             if finished or ctl[K_STOP] != 0:
                 break

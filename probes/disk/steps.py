@@ -61,10 +61,12 @@ async def run_step(
     *args: Any,
     name: str = "probetop-step",
     on_stop: Callable[[], None] | None = None,
+    grace_s: float = GRACE_S,
 ) -> T:
     """Run ``fn(stop, *args)`` off the event loop; see the module docstring.
     ``on_stop`` is called at once when the step is cancelled, before the wait
-    (e.g. ``Engine.stop`` while the engine's threads are being started)."""
+    (e.g. ``Engine.stop`` while the engine's threads are being started);
+    ``grace_s`` 0 for a step that cannot stop early (the JIT compiler)."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
     stop = threading.Event()
@@ -97,7 +99,7 @@ async def run_step(
         stop.set()
         if on_stop is not None:
             on_stop()
-        done, _ = await asyncio.wait({future}, timeout=GRACE_S)
+        done, _ = await asyncio.wait({future}, timeout=grace_s) if grace_s > 0 else (set(), set())
         if future in done and not future.cancelled():
             future.exception()  # retrieved: the step's own end is not an error now
         elif thread.is_alive():

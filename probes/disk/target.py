@@ -113,7 +113,7 @@ _HINTS = {
     errno.ENOTDIR: "a part of the path is not a directory",
     errno.ELOOP: "too many levels of symbolic links",
     errno.ENAMETOOLONG: "file name too long",
-    errno.ETXTBSY: "in use by the kernel (an active swap file?)",
+    errno.ETXTBSY: "busy: a running program's file or an active swap file",
     errno.EIO: "I/O error: the device reported a failure",
     errno.EINVAL: "invalid argument (O_DIRECT alignment, or the filesystem refuses the request)",
 }

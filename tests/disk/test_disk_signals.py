@@ -222,6 +222,38 @@ def test_warmup_with_extreme_options_stops_and_resumes(fast_dir: Path, sig: int)
     assert json.loads(resumed.stdout)["resumed_from"] == saved.done_bytes
 
 
+@pytest.mark.parametrize("command", ["iops", "warmup"])
+def test_a_stop_during_the_first_compilation_does_not_wait_for_it(
+    fast_dir: Path, tmp_path: Path, command: str
+) -> None:
+    """An empty numba cache: the JIT takes seconds and cannot be interrupted;
+    the run stops without waiting for it (its daemon thread is left behind)."""
+    target, rec = fast_dir / "t.img", fast_dir / "rec.jsonl"
+    target.write_bytes(b"\0" * (4 << 20))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "empty-cache"))
+    proc = subprocess.Popen(
+        [*PROBETOP, command, str(target), "--record", str(rec),
+         *(["--checkpoint", str(fast_dir / "c.json")] if command == "warmup" else [])],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        wait_until(lambda: rec.exists() and "compiling the native" in rec.read_text())
+        time.sleep(0.3)  # well inside the compilation (seconds)
+        assert proc.poll() is None
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        latency = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert latency <= STOP_WITHIN_S, (latency, err)
+    assert proc.returncode == 0 and "Traceback" not in err and "Fatal" not in err, err
+    assert "interrupted (SIGINT)" in out
+    assert_recording(rec, "interrupted (SIGINT)")
+
+
 def test_a_paced_pass_stops_without_waiting_for_its_next_slot(fast_dir: Path) -> None:
     """--rate-iops 1: the loop sleeps a second between I/Os, in 100 ms slices."""
     target, ckpt = fast_dir / "vol.img", fast_dir / "c.json"

@@ -162,7 +162,7 @@ class CheckpointKeeper:
         if reason:
             raise TargetProbeError(f"--resume refused: {reason}")
         self._current = cp
-        self.resumed_from = int(cp.done_bytes)
+        self.resumed_from = self.done_bytes = int(cp.done_bytes)
         return start
 
     def _existing(self) -> Checkpoint | None:

@@ -137,7 +137,7 @@ class WarmupProbe:
         for note in self.notes:
             emit(Status(self.id, now_ns(), "warning", note))
         emit(Status(self.id, now_ns(), "info", "compiling the native I/O loop"))
-        await run_step(_warm_up, name="probetop-jit")
+        await run_step(_warm_up, name="probetop-jit", grace_s=0)
         with target_errors(self.settings.target):
             self._watch = TargetWatch(self.target)
         self._t_start = now_ns()
