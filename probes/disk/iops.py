@@ -160,6 +160,10 @@ class IopsProbe:
             may_create=True,
         )
         self.notes = list(self.target.notes) + kernel_notes()
+        # Another probetop on this target is named by PID before anything else
+        # (its O_EXCL would otherwise show up below as "the kernel reports it busy").
+        self._lock = TargetLock.for_target(s.target, self.kind)
+        self._lock.check()
         exists = self.target.identity is not None
         if exists and (s.writes or self.target.create):
             refusals = write_refusals(s.target)
@@ -186,8 +190,6 @@ class IopsProbe:
                     target=s.target,
                     action="writes",
                 )
-        self._lock = TargetLock.for_target(s.target, self.kind)
-        self._lock.check()
 
     def run_params(self) -> IopsParams:
         s, t = self.settings, self.target

@@ -198,6 +198,25 @@ def test_two_warmups_of_one_device_never_both_run(tmp_path: Path) -> None:
         assert again.returncode == 0, again.stderr
 
 
+def test_a_second_write_to_a_device_being_written_is_named_by_pid(tmp_path: Path) -> None:
+    """The first write pass holds the device with O_EXCL; the second run must
+    still hear who holds it, not just "the kernel reports it busy"."""
+    with loop_device(64 << 20) as dev:
+        first = _start(["warmup", dev, "--write", f"--yes-destroy-data={dev}", "--bs", "4k",
+                        "--iodepth", "1", "--rate-iops", "50",
+                        "--checkpoint", str(tmp_path / "a.json")])  # fmt: skip
+        try:
+            _wait(_progress(tmp_path / "a.json"), first)
+            for args in (
+                ["iops", dev, "--rw", "randwrite", f"--yes-destroy-data={dev}", "--time", "1"],
+                ["warmup", dev, "--write", f"--yes-destroy-data={dev}",
+                 "--checkpoint", str(tmp_path / "b.json")],
+            ):  # fmt: skip
+                expect_refusal(run_cli(args, timeout=60), f"in use by probetop PID {first.pid}")
+        finally:
+            _stop(first)
+
+
 def test_a_loop_device_and_its_backing_file_are_one_target(layers: Layers, tmp_path: Path) -> None:
     need_root()
     image = layers.image(64 << 20)

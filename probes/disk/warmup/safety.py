@@ -14,8 +14,9 @@ and, for a pass that writes, applies in this order:
    ``ConfirmationRequired`` carrying the target and the data signatures found
    on it (partition table, filesystem), which the dashboard's dialog lists.
 
-Then, for every pass, that no other probetop holds the target
-(``lock.TargetLock.check``; the probe holds the lock while it runs).
+Before those, for every pass: that no other probetop holds the target
+(``lock.TargetLock.check``, named by PID; the probe holds the lock while it
+runs).
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ def check_target(settings: WarmupSettings) -> tuple[Target, TargetLock]:
         direct=settings.direct,
     )
     assert target.identity is not None  # an existing target: identified
+    # Another probetop on this target is named by PID before anything else
+    # (its O_EXCL would otherwise show up below as "the kernel reports it busy").
+    lock = TargetLock.for_target(path, "warmup")
+    lock.check()
     if settings.writes:
         refusals = write_refusals(path)
         if refusals:
@@ -60,8 +65,6 @@ def check_target(settings: WarmupSettings) -> tuple[Target, TargetLock]:
                 action=ACTION,
                 signatures=_signatures(path),
             )
-    lock = TargetLock.for_target(path, "warmup")
-    lock.check()
     return target, lock
 
 
