@@ -16,7 +16,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import disk_fixtures
@@ -134,10 +134,26 @@ def test_a_detached_loop_device_is_a_device_of_size_0(layers: Layers) -> None:
 # ----------------------------------------------------------------- one run per target
 
 
+_STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left_behind() -> Iterator[None]:
+    """Whatever a test asserted, every probetop it started is gone after it."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _start(args: list[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [*PROBETOP, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+    _STARTED.append(proc)
+    return proc
 
 
 def _wait(predicate: Callable[[], bool], proc: subprocess.Popen[str]) -> None:
