@@ -17,6 +17,13 @@ behind it:
 - ``iops_document``, ``format_iops_report``, ``iops_exit_code`` and the
   ``warmup_*`` equivalents: the headless reports
 - ``parse_size``, ``format_size``, ``parse_range``, ``make_data_file``
+- ``MIN_INTERVAL_S``: the shortest --interval the disk probes keep (0.1 s)
+
+Reliability (docs/reliability-disk.md): every long step (layout, passes,
+checkpoint saves, the JIT warm-up) stops within 2 s of a signal, --time or
+the dashboard's stop; one run per target (a lock reporting the holder's
+PID); writes refused for devices and files in use; bad input is a
+``ProbeError`` (one line, exit 2), never a traceback.
 
 Importing this package is cheap: ``IopsProbe`` and ``WarmupProbe`` load on
 first use (they bring numpy and the I/O engine), so ``probetop --help`` does
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from probetop.probes.disk.capacity import MIN_INTERVAL_S
 from probetop.probes.disk.records import (
     DIRECTION_METRICS,
     DIRECTIONS,
@@ -106,6 +114,7 @@ __all__ = [
     "IOPS_KIND",
     "IOPS_METRICS",
     "IOPS_SPEC",
+    "MIN_INTERVAL_S",
     "PASSES",
     "PROGRESS_PCT",
     "READ_IOPS",

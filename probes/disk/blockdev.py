@@ -10,6 +10,13 @@ Pure reads of kernel state, no external commands:
   ``/proc/self/mountinfo``, ``/sys/class/block/X/holders``, ``/proc/swaps``
   and an exclusive open (``O_EXCL`` on a block device fails with EBUSY while
   the kernel has it claimed, which also catches mounts in other namespaces).
+  A regular file is refused when it backs a loop device (listing that loop
+  device's own reasons: mounted, swap, held ...) or is an active swap file.
+- ``filesystem_of(path)``: the mount holding a path (type, mount point,
+  read-only), for ``PSEUDO_FILESYSTEMS`` (/proc, /sys ...: not storage).
+- ``read_only_device(path)``, ``lock_devices(path)``: a device's ``ro`` flag;
+  the device numbers a lock on it covers (itself, its whole disk, its loop
+  backing).
 - ``data_signatures(path)``: partition tables and filesystem signatures found
   in the first 128 KiB; any hit means a write needs a typed confirmation.
 - ``backing_device(path)``: the kernel's name for the disk whose per-disk
@@ -202,7 +209,14 @@ def _stat_target(path: str | os.PathLike[str]) -> os.stat_result:
             "devices and regular files (for NVMe use /dev/nvmeXnY, not /dev/nvmeX)."
         )
     if not (stat.S_ISBLK(st.st_mode) or stat.S_ISREG(st.st_mode)):
-        raise TargetProbeError(f"{p} is neither a block device nor a regular file.")
+        kind = (
+            "a FIFO (named pipe)"
+            if stat.S_ISFIFO(st.st_mode)
+            else "a socket"
+            if stat.S_ISSOCK(st.st_mode)
+            else "neither a block device nor a regular file"
+        )
+        raise TargetProbeError(f"{p} is {kind}: probetop measures block devices and regular files.")
     return st
 
 
@@ -264,8 +278,19 @@ def identify(path: str | os.PathLike[str]) -> DeviceIdentity:
 # --------------------------------------------------------------------------- backing device
 
 
-def _mount_entries() -> Iterator[tuple[str, str, str]]:
-    """(maj:min, mount point, source) for each line of /proc/self/mountinfo."""
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """One line of /proc/self/mountinfo."""
+
+    majmin: str
+    point: str
+    fstype: str
+    source: str
+    read_only: bool
+
+
+def _mounts() -> Iterator[Mount]:
+    """Every line of /proc/self/mountinfo, parsed."""
     try:
         text = MOUNTINFO.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -275,8 +300,52 @@ def _mount_entries() -> Iterator[tuple[str, str, str]]:
         if len(fields) < 7 or "-" not in fields:
             continue
         sep = fields.index("-")
+        fstype = fields[sep + 1] if len(fields) > sep + 1 else ""
         source = fields[sep + 2] if len(fields) > sep + 2 else ""
-        yield fields[2], _unescape(fields[4]), _unescape(source)
+        yield Mount(
+            majmin=fields[2],
+            point=_unescape(fields[4]),
+            fstype=fstype,
+            source=_unescape(source),
+            read_only="ro" in fields[5].split(","),
+        )
+
+
+def _mount_entries() -> Iterator[tuple[str, str, str]]:
+    """(maj:min, mount point, source) for each line of /proc/self/mountinfo."""
+    for m in _mounts():
+        yield m.majmin, m.point, m.source
+
+
+# Kernel interfaces that look like files: reading them measures nothing and
+# writing them changes the running kernel (/proc/sys, /sys/power/state ...).
+PSEUDO_FILESYSTEMS = frozenset(
+    {
+        "proc", "sysfs", "debugfs", "tracefs", "securityfs", "cgroup", "cgroup2",
+        "configfs", "efivarfs", "bpf", "pstore", "fusectl", "binfmt_misc", "mqueue",
+        "autofs", "rpc_pipefs", "nsfs", "selinuxfs", "devpts", "hugetlbfs",
+    }
+)  # fmt: skip
+
+
+def filesystem_of(path: str | os.PathLike[str]) -> Mount | None:
+    """The mount holding ``path`` (the deepest mount point above it with its
+    device number), or None when /proc/self/mountinfo does not show it."""
+    p = os.fspath(path)
+    try:
+        devno = os.stat(p).st_dev
+    except OSError:
+        return None
+    majmin = _majmin(devno)
+    real = os.path.realpath(p)
+    best: Mount | None = None
+    for m in _mounts():
+        if m.majmin != majmin:
+            continue
+        inside = real == m.point or real.startswith(m.point.rstrip("/") + "/")
+        if best is None or (inside and len(m.point) > len(best.point)):
+            best = m
+    return best
 
 
 def _unescape(field: str) -> str:
@@ -413,6 +482,143 @@ def _loops_backed_by(family: dict[str, str]) -> list[str]:
     return found
 
 
+_LOOP_GET_STATUS64 = 0x4C05
+_LOOP_INFO64_SIZE = 232  # struct loop_info64: lo_device at 0, lo_inode at 8 (u64)
+
+
+def _loop_backing_inode(name: str) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of a loop device's backing file: from the kernel
+    (LOOP_GET_STATUS64, exact even after a rename or unlink) when /dev/NAME
+    can be opened, else by stat()ing ``loop/backing_file`` (None if gone)."""
+    import fcntl
+
+    node = f"/dev/{name}"
+    try:
+        fd = os.open(node, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        fd = -1
+    if fd >= 0:
+        try:
+            st = os.fstat(fd)
+            mm = _dev_of(SYS_CLASS_BLOCK / name)
+            if stat.S_ISBLK(st.st_mode) and _majmin(st.st_rdev) == mm:
+                info = fcntl.ioctl(fd, _LOOP_GET_STATUS64, bytes(_LOOP_INFO64_SIZE))
+                return int.from_bytes(info[0:8], "little"), int.from_bytes(info[8:16], "little")
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    text = _read_text(SYS_CLASS_BLOCK / name / "loop" / "backing_file")
+    if not text:
+        return None
+    if text.endswith(" (deleted)"):
+        return None
+    try:
+        st = os.stat(text)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def loops_over_file(path: str | os.PathLike[str]) -> list[str]:
+    """Loop devices (kernel names) whose backing file is the regular file ``path``."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    if not stat.S_ISREG(st.st_mode):
+        return []
+    found = []
+    for backing in sorted(SYS_CLASS_BLOCK.glob("loop*/loop/backing_file")):
+        name = backing.parent.parent.name
+        if _loop_backing_inode(name) == (st.st_dev, st.st_ino):
+            found.append(name)
+    return found
+
+
+def _swap_files() -> list[tuple[int, int]]:
+    """(st_dev, st_ino) of every regular file in /proc/swaps (swap files)."""
+    try:
+        lines = SWAPS.read_text(encoding="utf-8", errors="replace").splitlines()[1:]
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        fields = line.split()
+        if not fields:
+            continue
+        try:
+            st = os.stat(_unescape(fields[0]))
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            found.append((st.st_dev, st.st_ino))
+    return found
+
+
+def _file_refusals(ident: DeviceIdentity) -> list[str]:
+    """Why a regular file must not be written: it backs a loop device (the
+    loop's own refusals are listed: mounted, held, swap ...) or it is an
+    active swap file."""
+    label = ident.path
+    reasons: list[str] = []
+    try:
+        st = os.stat(ident.path)
+    except OSError as exc:
+        return [f"{label}: {exc.strerror}"]
+    if (st.st_dev, st.st_ino) in _swap_files():
+        reasons.append(f"{label}: it is an active swap file (swapoff {label} first)")
+    for name in loops_over_file(ident.path):
+        below = [f"{label}: loop device {r}" for r in _loop_refusals(name)]
+        reasons += below or [
+            f"{label}: it is the backing file of loop device {name} "
+            f"(detach it with losetup -d /dev/{name} first)"
+        ]
+    return reasons
+
+
+def _loop_refusals(name: str) -> list[str]:
+    """The refusals of loop device ``name`` as a write target (empty when idle)."""
+    node = f"/dev/{name}"
+    try:
+        if _majmin(os.stat(node).st_rdev) != _dev_of(SYS_CLASS_BLOCK / name):
+            node = ""
+    except OSError:
+        node = ""
+    if not node:  # no device node we can name: judge by sysfs alone
+        sysdir = SYS_CLASS_BLOCK / name
+        held = _holders(sysdir.resolve()) if sysdir.exists() else []
+        return [f"/dev/{name}: held by {', '.join(held)}"] if held else []
+    try:
+        return _write_refusals(node, via_loop=None)
+    except TargetProbeError:
+        return []
+
+
+def read_only_device(path: str | os.PathLike[str]) -> bool:
+    """True for a block device the kernel marks read-only (``ro`` in sysfs:
+    ``blockdev --setro``, a write-protected medium, a read-only loop device)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    if not stat.S_ISBLK(st.st_mode):
+        return False
+    sysdir = _sysfs_dir(_majmin(st.st_rdev))
+    return sysdir is not None and _read_int(sysdir / "ro") == 1
+
+
+def lock_devices(path: str | os.PathLike[str]) -> tuple[str, str | None, str | None]:
+    """For a block device: (its MAJ:MIN, its whole disk's MAJ:MIN when it is a
+    partition, its loop backing file or device). Raises TargetProbeError."""
+    ident = identify(path)
+    if ident.kind != "block" or ident.dev is None:
+        raise TargetProbeError(f"{ident.path} is not a block device")
+    sysdir = _sysfs_dir(ident.dev)
+    disk = _dev_of(sysdir.parent) if sysdir is not None and _is_partition(sysdir) else None
+    return ident.dev, disk, ident.backing_file
+
+
 def _exclusively_claimed(path: str) -> bool:
     """True if the kernel refuses an exclusive open (EBUSY): mounted, held or swap,
     including in mount namespaces we cannot see. False if it could be opened or
@@ -428,7 +634,8 @@ def _exclusively_claimed(path: str) -> bool:
 def write_refusals(path: str | os.PathLike[str]) -> list[str]:
     """Every reason to refuse writing to ``path`` whatever the flags; [] = allowed.
 
-    Regular files are never refused here (the file target's own checks apply).
+    A regular file is refused when it backs a loop device (with that loop
+    device's own reasons: mounted, held, swap ...) or is an active swap file.
     Raises TargetProbeError like ``identify`` for a bad target.
     """
     return _write_refusals(path, via_loop=None)
@@ -438,7 +645,9 @@ def _write_refusals(path: str | os.PathLike[str], via_loop: str | None) -> list[
     """write_refusals; ``via_loop`` is the loop device being checked through this
     one (its own link to this device is not a reason)."""
     ident = identify(path)
-    if ident.kind != "block" or ident.dev is None:
+    if ident.kind == "file":
+        return _file_refusals(ident)
+    if ident.dev is None:
         return []
     sysdir = _sysfs_dir(ident.dev)
     if sysdir is None:  # identify() found it a moment ago; it has just gone

@@ -1,38 +1,80 @@
 """Resumable warm-up state: which byte extents of a pass are done, on which device.
 
-A checkpoint is a small JSON file (mode 0600) holding the target's identity
-(``blockdev.DeviceIdentity.as_dict()``), the pass ("read", "write", ...), the
-block size, the byte range and the done extents as sorted, merged, half-open
-``[start, end)`` pairs. ``save()`` is atomic (temp file in the same directory,
-fsync, rename, fsync of the directory): after a crash or kill -9 the file is
-either the previous or the new version, never a torn mix. ``matches()`` says
-why a checkpoint must not be resumed on a target (another device, pass, block
-size or range), so ``--resume`` never skips blocks of a different disk.
+A checkpoint is a small JSON file (mode 0600) that probetop owns and
+recognises: it starts with ``{"format":"probetop-warmup-checkpoint"`` (the
+magic), holds the target's identity (``blockdev.DeviceIdentity.as_dict()``),
+the pass ("read", "write", ...), the block size, the byte range, the done
+extents as sorted, merged, half-open ``[start, end)`` pairs, and a
+``sha256`` of all that, so a damaged file is never trusted.
+
+- ``save()`` is atomic (``write_atomic``: temp file in the same directory,
+  fsync, rename, fsync of the directory): after a crash or kill -9 the file
+  is either the previous or the new version, never a torn mix. ``encode()``
+  gives the bytes, so a background thread can write them.
+- ``load()`` raises ``NotACheckpoint`` for anything that is not one (another
+  file, a directory, a FIFO, a device: it is never read past a stat, and
+  never overwritten) and ``CorruptCheckpoint`` for a probetop checkpoint
+  that is damaged (bad JSON, bad checksum, extents out of order), with the
+  way to start over.
+- ``matches()`` says why a checkpoint must not be resumed on a target
+  (another device, pass, block size or range), so ``--resume`` never skips
+  blocks of a different disk.
+- ``checkpoint_lock(path)`` / ``acquire_lock()``: one warm-up per checkpoint
+  file (``lock.TargetLock`` on its real path); a second is refused naming
+  the first one's PID. Nothing is created beside the checkpoint.
 """
 
 from __future__ import annotations
 
 import bisect
 import contextlib
-import fcntl
+import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from probetop.probes.core.base import ProbeError
+from probetop.probes.disk.lock import TargetBusy, TargetLock
 
 FORMAT = "probetop-warmup-checkpoint"
+MAGIC = b'{"format":"' + FORMAT.encode() + b'"'
 VERSION = 1
 BLOCK_DEVICE_DIR = Path("/var/lib/probetop/warmup")
 FILE_SUFFIX = ".probetop-warmup.json"
+MAX_BYTES = 64 << 20  # a real checkpoint is a few KiB; never read more than this
 
 
 class CheckpointError(ProbeError):
     """A checkpoint file cannot be used (corrupt, foreign, newer format, unwritable)."""
+
+
+class NotACheckpoint(CheckpointError):
+    """The path holds something else than a probetop checkpoint: never overwritten."""
+
+    code = "not-a-checkpoint"
+
+
+class CorruptCheckpoint(CheckpointError):
+    """A probetop checkpoint that is damaged: never trusted, never silently replaced."""
+
+    code = "corrupt-checkpoint"
+
+
+def restart_advice(path: str | os.PathLike[str]) -> str:
+    return (
+        f"to start the pass from scratch, delete it (rm {path}) and run again without "
+        "--resume, or give another --checkpoint"
+    )
+
+
+def checkpoint_lock(path: str | os.PathLike[str]) -> TargetLock:
+    """The lock one warm-up holds on its checkpoint file (not yet acquired)."""
+    return TargetLock.for_path(os.fspath(path), "warmup", f"checkpoint {path}")
 
 
 class Checkpoint:
@@ -64,7 +106,7 @@ class Checkpoint:
         # non-adjacent, so a merge is a bisect plus a slice replacement.
         self._starts: list[int] = []
         self._ends: list[int] = []
-        self._lock_fd: int | None = None
+        self._lock: TargetLock | None = None
         for start, end in done:
             self.mark_done(start, end)
 
@@ -140,37 +182,19 @@ class Checkpoint:
 
     # ------------------------------------------------------------------ exclusivity
 
-    @property
-    def lock_path(self) -> Path:
-        return self.path.with_name(self.path.name + ".lock")
-
     def acquire_lock(self) -> None:
-        """Take an exclusive advisory lock (flock on ``PATH.lock``) so two warm-ups
-        of the same target cannot interleave their checkpoints. Held until
-        ``release_lock()`` or process exit (also kill -9: the kernel drops it).
-        Raises CheckpointError naming the holder's pid if another process has it."""
-        if self._lock_fd is not None:
+        """Hold this checkpoint's lock (``checkpoint_lock``) so two warm-ups cannot
+        interleave their saves. Held until ``release_lock()`` or process exit
+        (also kill -9: the kernel drops it). Raises CheckpointError naming the
+        holder's PID if another run has it."""
+        if self._lock is not None and self._lock.held:
             return
+        lock = checkpoint_lock(self.path)
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise CheckpointError(
-                f"cannot create lock {self.lock_path}: {exc.strerror}; "
-                "give --checkpoint FILE somewhere writable"
-            ) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            raise CheckpointError(
-                f"another probetop (pid {holder}) is running this warm-up "
-                f"(lock {self.lock_path}); wait for it or stop it first"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._lock_fd = fd
+            lock.acquire()
+        except TargetBusy as exc:
+            raise CheckpointError(str(exc)) from None
+        self._lock = lock
         # Holding the lock, no other save() can be under way: temp files left by
         # a killed writer are garbage now.
         for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
@@ -178,15 +202,15 @@ class Checkpoint:
                 stale.unlink()
 
     def release_lock(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # closing the only descriptor drops the flock
-            self._lock_fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     # ------------------------------------------------------------------ persistence
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "format": FORMAT,
+        doc = {
+            "format": FORMAT,  # first: the file's magic (MAGIC)
             "version": VERSION,
             "identity": self.identity,
             "pass": self.pass_name,
@@ -197,60 +221,47 @@ class Checkpoint:
             "done": [[s, e] for s, e in self.done],
             "done_bytes": self.done_bytes,
         }
+        doc["sha256"] = _checksum(doc)
+        return doc
+
+    def encode(self) -> bytes:
+        """The file's bytes (what ``save`` writes)."""
+        return json.dumps(self.to_json(), separators=(",", ":")).encode()
 
     def save(self) -> None:
-        """Write atomically: temp file beside the target path, fsync, rename, fsync dir.
-
-        Raises CheckpointError (the previous checkpoint stays intact) on failure."""
-        directory = self.path.parent
-        payload = json.dumps(self.to_json(), separators=(",", ":")).encode()
-        try:
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
-        except OSError as exc:
-            raise CheckpointError(
-                f"cannot write checkpoint in {directory}: {exc.strerror}; "
-                "give --checkpoint FILE somewhere writable"
-            ) from None
-        try:
-            try:
-                view = memoryview(payload)
-                while view:  # os.write may write less than asked (disk nearly full)
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)  # mkstemp made it 0600; the mode travels with it
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise CheckpointError(
-                f"cannot write checkpoint {self.path}: {exc.strerror}; the previous one is intact"
-            ) from None
-        _fsync_dir(directory)
+        """Write atomically (``write_atomic``). Raises CheckpointError (the
+        previous checkpoint stays intact) on failure."""
+        write_atomic(self.path, self.encode())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Checkpoint:
-        """Read a checkpoint; CheckpointError says what is wrong and what to do."""
+        """Read a checkpoint; CheckpointError (NotACheckpoint, CorruptCheckpoint)
+        says what is wrong and what to do."""
         p = Path(path)
-        advice = f"delete {p} (or give another --checkpoint) to start the pass from scratch"
-        try:
-            text = p.read_bytes()
-        except FileNotFoundError:
-            raise CheckpointError(f"no checkpoint at {p}: run without --resume first") from None
-        except OSError as exc:
-            raise CheckpointError(f"cannot read checkpoint {p}: {exc.strerror}") from None
+        advice = restart_advice(p)
+        text = _read_checkpoint_bytes(p)
+        if not text.startswith(MAGIC) and FORMAT.encode() not in text[:4096]:
+            raise NotACheckpoint(
+                f"{p} is not a probetop warm-up checkpoint (no {FORMAT!r} header): probetop "
+                "never overwrites it; give --checkpoint a new file name"
+            )
         try:
             data = json.loads(text)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CheckpointError(f"checkpoint {p} is corrupt ({exc}); {advice}") from None
+            raise CorruptCheckpoint(f"checkpoint {p} is corrupt ({exc}); {advice}") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise CheckpointError(f"{p} is not a probetop warm-up checkpoint; {advice}")
+            raise CorruptCheckpoint(f"checkpoint {p} is corrupt (no format field); {advice}")
         version = data.get("version")
         if not isinstance(version, int) or version > VERSION:
             raise CheckpointError(
                 f"checkpoint {p} has format version {version!r}; this probetop reads "
                 f"version {VERSION}: use the probetop that wrote it or {advice}"
+            )
+        saved_sum = data.pop("sha256", None)  # absent in files of older probetops
+        if saved_sum is not None and saved_sum != _checksum(data):
+            raise CorruptCheckpoint(
+                f"checkpoint {p} is corrupt (its sha256 does not match its content: the done "
+                f"extents cannot be trusted); {advice}"
             )
         try:
             checkpoint = cls(
@@ -270,8 +281,88 @@ class Checkpoint:
                 previous_end = end
                 checkpoint.mark_done(start, end)
         except (KeyError, TypeError, ValueError) as exc:
-            raise CheckpointError(f"checkpoint {p} is corrupt ({exc!s}); {advice}") from None
+            raise CorruptCheckpoint(f"checkpoint {p} is corrupt ({exc!s}); {advice}") from None
         return checkpoint
+
+
+def _checksum(doc: Mapping[str, Any]) -> str:
+    """sha256 of the document without its own checksum, keys sorted."""
+    body = {k: v for k, v in doc.items() if k != "sha256"}
+    return hashlib.sha256(
+        json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
+    ).hexdigest()
+
+
+def _read_checkpoint_bytes(p: Path) -> bytes:
+    """The file's bytes; only a regular file is ever opened (a FIFO would block,
+    a device is not ours), and never more than MAX_BYTES."""
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise CheckpointError(f"no checkpoint at {p}: run without --resume first") from None
+    except OSError as exc:
+        raise CheckpointError(f"cannot read checkpoint {p}: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise NotACheckpoint(
+            f"{p} is {kind}, not a probetop warm-up checkpoint: give --checkpoint a file name"
+        )
+    if st.st_size > MAX_BYTES:
+        raise NotACheckpoint(
+            f"{p} is {st.st_size:,} bytes: far too big for a probetop warm-up checkpoint; "
+            "probetop never overwrites it; give --checkpoint a new file name"
+        )
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise CheckpointError(f"cannot read checkpoint {p}: {exc.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotACheckpoint(f"{p} is not a regular file: not a probetop checkpoint")
+        chunks, total = [], 0
+        while total <= MAX_BYTES:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as exc:
+        raise CheckpointError(f"cannot read checkpoint {p}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def write_atomic(path: str | os.PathLike[str], payload: bytes) -> None:
+    """Write ``payload`` to ``path`` atomically: temp file in the same
+    directory, fsync, rename over ``path``, fsync of the directory. Raises
+    CheckpointError on failure; whatever ``path`` held before stays intact."""
+    target = Path(path)
+    directory = target.parent
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise CheckpointError(
+            f"cannot write checkpoint in {directory}: {exc.strerror}; "
+            "give --checkpoint FILE somewhere writable"
+        ) from None
+    try:
+        try:
+            view = memoryview(payload)
+            while view:  # os.write may write less than asked (disk nearly full)
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)  # mkstemp made it 0600; the mode travels with it
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise CheckpointError(
+            f"cannot write checkpoint {target}: {exc.strerror}; the previous one is intact"
+        ) from None
+    _fsync_dir(directory)
 
 
 def identity_mismatch(saved: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:

@@ -15,8 +15,23 @@ Contract:
   (``blockdev.write_refusals``) or one holding a partition table or
   filesystem; past those refusals they need ``settings.confirmed``
   (``--yes-destroy-data=TARGET`` or the typed name in the dashboard), else
-  ``prepare`` raises ``ConfirmationRequired``. Files are never refused: they
-  are probetop's own test files.
+  ``prepare`` raises ``ConfirmationRequired``. A file needs no confirmation
+  (it is probetop's own test file) but a write or a layout is refused for a
+  file that backs a loop device or is an active swap file.
+- One run per target (``lock.TargetLock``): ``prepare`` reports a target
+  another probetop holds, ``run`` holds the lock until it ends.
+- Before anything starts: what the machine can hold (``capacity.check``:
+  threads, memory, kernel AIO) and, for a file that grows, free space
+  (``target.check_room``: refused with the numbers).
+- A new or short file is laid out first (``target.Layout``) in a stoppable
+  step: it stops within ~0.1 s on a signal or the dashboard's stop (the
+  partial file is removed, or an extended one cut back), and --time bounds
+  it too: a layout that does not finish within --time ends the run (exit 2,
+  nothing measured). Measuring then runs ``ramp_s + time_s`` as fio does.
+- Every tick the target is watched (removed, replaced, shrunk: stop with
+  the reason) and an I/O error that makes going on pointless (disk full,
+  read-only, device gone) ends the run with that message; the report of what
+  was measured so far is kept.
 - ``summary()`` is fio-shaped per direction (``iops``, ``bw_bytes``,
   ``io_bytes``, ``total_ios``, ``runtime_ms``, ``clat_ns`` with ``min``,
   ``max``, ``mean``, ``stddev``, ``N``, ``percentile``) plus ``intervals`` and
@@ -33,6 +48,9 @@ from typing import Any
 from probetop.probes.core.base import ConfirmationRequired, Emit, ProbeError
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.ticker import Ticker
+from probetop.probes.disk import capacity
+from probetop.probes.disk.capacity import human
+from probetop.probes.disk.lock import TargetLock
 from probetop.probes.disk.records import (
     DIRECTIONS,
     FIO_PERCENTILES,
@@ -44,13 +62,25 @@ from probetop.probes.disk.records import (
     pct_key,
 )
 from probetop.probes.disk.settings import IopsSettings
-from probetop.probes.disk.target import Target, format_size, layout_file, resolve
+from probetop.probes.disk.steps import GRACE_S, run_step
+from probetop.probes.disk.target import (
+    Layout,
+    Target,
+    TargetWatch,
+    allocation_needed,
+    check_room,
+    describe_os_error,
+    format_size,
+    resolve,
+    target_errors,
+)
 from probetop.probes.disk.workers import (
     DirectionTotals,
     Engine,
     EnginePlan,
     Snapshot,
     hist_percentiles,
+    kernel_notes,
     warm_up_kernels,
 )
 
@@ -104,12 +134,22 @@ class IopsProbe:
         self._final: tuple[Snapshot, Snapshot] | None = None
         self.notes: list[str] = []
         self.errors: list[str] = []
+        self.layout: Layout | None = None
+        self._layout_undone: str | None = None
+        self._lock: TargetLock | None = None
+        self._watch: TargetWatch | None = None
 
     # -- Probe protocol --
     def prepare(self) -> None:
+        """Check everything before anything starts (see the module docstring)."""
+        with target_errors(self.settings.target):
+            self._prepare()
+
+    def _prepare(self) -> None:
         from probetop.probes.disk.blockdev import data_signatures, write_refusals
 
         s = self.settings
+        capacity.check(jobs=s.jobs, iodepth=s.iodepth, bs=s.bs)
         self.target = resolve(
             s.target,
             write=s.writes,
@@ -119,11 +159,21 @@ class IopsProbe:
             direct=s.direct,
             may_create=True,
         )
-        self.notes = list(self.target.notes)
-        if s.writes and self.target.kind == "block":
+        self.notes = list(self.target.notes) + kernel_notes()
+        # Another probetop on this target is named by PID before anything else
+        # (its O_EXCL would otherwise show up below as "the kernel reports it busy").
+        self._lock = TargetLock.for_target(s.target, self.kind)
+        self._lock.check()
+        exists = self.target.identity is not None
+        if exists and (s.writes or self.target.create):
             refusals = write_refusals(s.target)
             if refusals:
-                raise ProbeError("refusing to write: " + "; ".join(refusals))
+                what = "write" if s.writes else "lay out (extend)"
+                raise ProbeError(f"refusing to {what}: " + "; ".join(refusals))
+        if self.target.kind == "file" and (s.writes or self.target.create):
+            need = allocation_needed(s.target, self.target.start, self.target.end)
+            check_room(s.target, need, "laying out" if self.target.create else "writing")
+        if s.writes and self.target.kind == "block":
             signatures = data_signatures(s.target)
             if signatures:
                 raise ProbeError(
@@ -211,38 +261,85 @@ class IopsProbe:
             direct=self.target.direct,
             sync=s.sync,
             rate_iops=s.rate_iops,
+            exclusive=s.writes and self.target.kind == "block",
         )
 
     async def run(self, emit: Emit) -> None:
-        if self.target is None:
+        if self.target is None or self._lock is None:
             self.prepare()
-        assert self.target is not None
+        assert self.target is not None and self._lock is not None
+        self._lock.acquire()  # TargetBusy if another run took the target since prepare
+        try:
+            await self._run(emit)
+        finally:
+            self._lock.release()
+
+    async def _run(self, emit: Emit) -> None:
+        assert self.target is not None and self._lock is not None
         for note in self.notes:
             emit(Status(self.id, now_ns(), "warning", note))
         if self.target.create:
-            emit(Status(self.id, now_ns(), "info", f"laying out {self.target_path}"))
-            try:
-                await asyncio.to_thread(layout_file, self.target, True)
-            except OSError as exc:
-                raise ProbeError(f"{self.target_path}: cannot lay out the file: {exc}") from None
+            await self._lay_out(emit)
         emit(Status(self.id, now_ns(), "info", "compiling the native I/O loop"))
-        await asyncio.to_thread(warm_up_kernels)
+        await run_step(_warm_up, name="probetop-jit", grace_s=0)
+        self._watch = TargetWatch(self.target)
         engine = Engine(self.plan())
         try:
-            engine.start()
-        except OSError as exc:
-            raise ProbeError(f"{self.target_path}: cannot open for I/O: {exc}") from None
-        try:
+            try:
+                await run_step(
+                    lambda stop: engine.start(), name="probetop-start", on_stop=engine.stop
+                )
+            except OSError as exc:
+                raise ProbeError(
+                    f"{self.target_path}: cannot open for I/O: {describe_os_error(exc)}"
+                ) from None
             await self._measure(engine, emit)
         finally:
             engine.stop()
-            engine.join()
+            if not engine.join(GRACE_S):
+                self.errors.append(
+                    f"{engine.stuck} I/O worker(s) still blocked in the kernel after the stop "
+                    "(the device is not answering); they end with the process"
+                )
             # The last completion, not after the AIO context teardown (~30 ms).
             end = engine.snapshot(engine.finished_ns or now_ns())
             if self._base is not None:
                 self._final = (self._base, end)
             if engine.failures:
                 self.errors.extend(engine.failures)
+
+    async def _lay_out(self, emit: Emit) -> None:
+        """Lay the file out in a stoppable step, bounded by --time; undo a
+        layout that does not finish."""
+        assert self.target is not None and self._lock is not None
+        layout = self.layout = Layout(self.target, fill=True)
+        size = human(self.target.end)
+        emit(Status(self.id, now_ns(), "info", f"laying out {self.target_path} ({size})"))
+        try:
+            await asyncio.wait_for(
+                run_step(layout.run, name="probetop-layout"), timeout=self.time_s
+            )
+        except asyncio.TimeoutError:
+            self._layout_undone = layout.undo()
+            raise ProbeError(
+                f"--time {self.time_s:g} s ran out while laying out {self.target_path} "
+                f"({human(layout.done)} of {human(layout.total)} written; "
+                f"{self._layout_undone or 'nothing to undo'}): nothing was measured. "
+                "Give a longer --time, a smaller --size, or lay the file out first."
+            ) from None
+        except asyncio.CancelledError:
+            self._layout_undone = layout.undo()
+            raise
+        except OSError as exc:
+            self._layout_undone = layout.undo()
+            raise ProbeError(
+                f"{self.target_path}: cannot lay out the file: {describe_os_error(exc)}"
+                + (f" ({self._layout_undone})" if self._layout_undone else "")
+            ) from None
+        # The file exists now: hold its inode too (hard links are the same file).
+        from probetop.probes.disk.lock import target_keys
+
+        self._lock.add(target_keys(self.target_path))
 
     async def _measure(self, engine: Engine, emit: Emit) -> None:
         start = now_ns()
@@ -274,6 +371,9 @@ class IopsProbe:
                 if engine.failures:
                     raise ProbeError("I/O worker failed: " + "; ".join(engine.failures))
                 return
+            problem = (self._watch.problem() if self._watch else None) or engine.fatal_error()
+            if problem:
+                raise ProbeError(problem)
 
     def _emit_interval(self, prev: Snapshot, snap: Snapshot, emit: Emit, ramping: bool) -> None:
         seconds = (snap.t_ns - prev.t_ns) / 1e9
@@ -324,6 +424,13 @@ class IopsProbe:
             "notes": self.notes,
             "intervals": self.intervals,
         }
+        if self.layout is not None and self.layout.state != "complete":
+            out["layout"] = {
+                "state": self.layout.state,
+                "bytes": self.layout.done,
+                "total_bytes": self.layout.total,
+                "undone": self._layout_undone,
+            }
         if self._final is not None:
             base, end = self._final
             runtime = (end.t_ns - base.t_ns) / 1e9
@@ -333,3 +440,9 @@ class IopsProbe:
         if self.errors:
             out["errors"] = self.errors
         return out
+
+
+def _warm_up(stop: object) -> None:
+    """The JIT warm-up as a step (compilation cannot be interrupted: a stop
+    leaves it behind in its daemon thread, see ``steps.run_step``)."""
+    warm_up_kernels()

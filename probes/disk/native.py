@@ -1,11 +1,20 @@
 """The native I/O loops of probes/disk/workers.py: numba ``nogil`` functions.
 
-Imported lazily by ``diskio.compile_kernels`` (it imports numba, ~0.5 s).
+Imported lazily by ``workers.compile_kernels`` (it imports numba, ~0.5 s).
 libc is reached through ``numba.types.ExternalFunction`` (resolved by symbol
 name when the code is loaded, not baked-in addresses), so the compiled code
-is cached on disk (``cache=True``) and later runs start in well under a
-second instead of recompiling for seconds. Layout constants (counter slots,
-histogram shape) come from diskio.py; see its docstring for the contract.
+is cached on disk and later runs start in well under a second instead of
+recompiling for seconds. The cache lives in a per-user directory chosen by
+``native_cache`` before numba is imported (or is off: never an error).
+Layout constants (counter slots, histogram shape) come from workers.py; see
+its docstring for the contract.
+
+Stop latency: every loop reads its stop word at least every 100 ms: after
+each I/O (sync), between ``io_submit`` calls of at most 32 iocbs and at each
+``io_getevents`` wake-up (100 ms timeout) (AIO), and while pacing
+``--rate-iops`` (sleeps are cut in 100 ms slices). A single I/O in
+the kernel cannot be interrupted: the block size cap (settings.MAX_BS) keeps
+it short.
 """
 
 from __future__ import annotations
@@ -13,10 +22,15 @@ from __future__ import annotations
 import platform
 from typing import Any
 
-import numba
-import numpy as np
-from numba import types
-from probetop.probes.disk.workers import (
+from probetop.probes.disk import native_cache
+
+# Before numba loads: its cache goes to a per-user directory (or is off).
+CACHE = native_cache.enabled()
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+from numba import types  # noqa: E402
+from probetop.probes.disk.workers import (  # noqa: E402
     _AIO_SYSCALLS,
     C_BAD_SECTORS,
     C_BYTES,
@@ -57,34 +71,41 @@ _syscall: Any = types.ExternalFunction("syscall", types.int64(*([types.int64] * 
 _errno_location: Any = types.ExternalFunction("__errno_location", types.CPointer(types.int32)())
 
 CLOCK_MONOTONIC = 1
+MAX_SLEEP_NS = 100_000_000  # a paced loop looks at its stop word at least this often
+SUBMIT_BATCH = 32  # iocbs per io_submit call (the stop word is read between calls)
 SYS_IO_SETUP, SYS_IO_DESTROY, SYS_IO_GETEVENTS, SYS_IO_SUBMIT = _AIO_SYSCALLS.get(
     platform.machine(), (-1, -1, -1, -1)
 )
 AIO_SUPPORTED = SYS_IO_SETUP >= 0
 
 
-@numba.njit(nogil=True, inline="always", cache=True)
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def now_ns(ts_addr: int, ts: Any) -> int:
     _clock_gettime(CLOCK_MONOTONIC, ts_addr)
     return ts[0] * 1_000_000_000 + ts[1]
 
 
-@numba.njit(nogil=True, inline="always", cache=True)
-def pace(due: int, gap: int, ts_addr: int, ts: Any, sl: Any) -> int:
+@numba.njit(nogil=True, inline="always", cache=CACHE)
+def pace(due: int, gap: int, ts_addr: int, ts: Any, sl: Any, ctl: Any) -> int:
     """Rate limit (fio --rate_iops): sleep until ``due``; return the next due time.
-    Falling behind never causes a burst: the next slot is one gap after now."""
+    Falling behind never causes a burst: the next slot is one gap after now.
+    Sleeps in slices of at most ``MAX_SLEEP_NS`` and returns early (due
+    unchanged) when the stop word is set, so a low rate never delays a stop."""
     if gap <= 0:
         return 0
     now = now_ns(ts_addr, ts)
-    if now < due:
-        sl[0] = due // 1_000_000_000
-        sl[1] = due % 1_000_000_000
+    while now < due:
+        wake = min(due, now + MAX_SLEEP_NS)
+        sl[0] = wake // 1_000_000_000
+        sl[1] = wake % 1_000_000_000
         _clock_nanosleep(CLOCK_MONOTONIC, 1, sl.ctypes.data, 0)  # 1 = TIMER_ABSTIME
-        now = due
+        if ctl[K_STOP] != 0:
+            return due
+        now = now_ns(ts_addr, ts)
     return max(due, now) + gap
 
 
-@numba.njit(nogil=True, inline="always", cache=True)
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def bucket(v: int) -> int:
     if v < 2 * HIST_VAL:
         return max(v, 0)
@@ -112,7 +133,7 @@ def bucket(v: int) -> int:
     return min(idx, HIST_BUCKETS - 1)
 
 
-@numba.njit(nogil=True, inline="always", cache=True)
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def record(d: int, n: int, got: int, lat: int, cnt: Any, flt: Any, hist: Any) -> None:
     cnt[d, C_IOS] += 1
     cnt[d, C_BYTES] += got
@@ -125,7 +146,7 @@ def record(d: int, n: int, got: int, lat: int, cnt: Any, flt: Any, hist: Any) ->
     hist[d, bucket(lat)] += 1
 
 
-@numba.njit(nogil=True, inline="always", cache=True)
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def rand_next(state: Any) -> int:
     # xorshift64*: cheap, good enough to spread offsets and mix choices.
     x = state[0]
@@ -136,13 +157,13 @@ def rand_next(state: Any) -> int:
     return int((x * np.uint64(2685821657736338717)) >> np.uint64(1))
 
 
-@numba.njit(nogil=True, inline="always", cache=True)
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def stamp(buf64: Any, base_word: int, n: int, off: int) -> None:
     for s in range(n // SECTOR):
         buf64[base_word + s * (SECTOR // 8)] = off + s * SECTOR
 
 
-@numba.njit(nogil=True, inline="always", cache=True)
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def check(buf64: Any, base_word: int, n: int, off: int) -> int:
     bad = 0
     for s in range(n // SECTOR):
@@ -151,7 +172,7 @@ def check(buf64: Any, base_word: int, n: int, off: int) -> int:
     return bad
 
 
-@numba.njit(nogil=True, inline="always", cache=True)
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def next_io(
     lo: int, hi: int, bs: int, seq: bool, pos: int, readpct: int, state: Any
 ) -> tuple[int, int, int]:
@@ -174,7 +195,7 @@ def next_io(
     return off, n, d
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=CACHE)
 def sync_loop(
     fd: int,
     buf_addr: int,
@@ -206,7 +227,9 @@ def sync_loop(
     due = now_ns(ts_addr, ts)
     while ctl[K_STOP] == 0:
         if gap_ns > 0:
-            due = pace(due, gap_ns, ts_addr, ts, sl)
+            due = pace(due, gap_ns, ts_addr, ts, sl, ctl)
+            if ctl[K_STOP] != 0:
+                break
         off, n, d = next_io(lo, hi, bs, seq, pos, readpct, state)
         if n == 0:
             if not wrap:
@@ -242,7 +265,7 @@ def sync_loop(
     return done
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=CACHE)
 def aio_loop(
     fd: int,
     buf_addr: int,
@@ -267,6 +290,7 @@ def aio_loop(
 ) -> int:
     ts = np.zeros(2, dtype=np.int64)
     ts_addr = ts.ctypes.data
+    errno = numba.carray(_errno_location(), 1, np.int32)
     state = np.empty(1, dtype=np.uint64)
     state[0] = np.uint64(seed | 1)
     # struct iocb is 64 bytes = 8 words; io_event is 32 bytes = 4 words.
@@ -302,7 +326,9 @@ def aio_loop(
                 # reap first and come back when the slot is due.
                 if inflight + nsub > 0 and now_ns(ts_addr, ts) < due:
                     break
-                due = pace(due, gap_ns, ts_addr, ts, sl)
+                due = pace(due, gap_ns, ts_addr, ts, sl, ctl)
+                if ctl[K_STOP] != 0:
+                    break
             off, n, d = next_io(lo, hi, bs, seq, pos, readpct, state)
             if n == 0:
                 if wrap:
@@ -330,29 +356,42 @@ def aio_loop(
             ptrs[nsub] = iocb_base + s * 64
             nsub += 1
         if nsub > 0:
-            t_sub = now_ns(ts_addr, ts)
-            for k in range(nsub):
-                s = (int(ptrs[k]) - iocb_base) // 64
-                slot_start[s] = t_sub
+            # In batches: io_submit can do the I/O itself (buffered AIO, some
+            # filesystems), so one call for 1024 slots could outlast a stop.
             sent = 0
+            failed = False
             while sent < nsub:
-                r = _syscall(SYS_IO_SUBMIT, ctx[0], nsub - sent, ptrs.ctypes.data + sent * 8, 0, 0)
+                if sent > 0 and ctl[K_STOP] != 0:
+                    break
+                batch = min(nsub - sent, SUBMIT_BATCH)
+                t_sub = now_ns(ts_addr, ts)
+                for k in range(sent, sent + batch):
+                    slot_start[(int(ptrs[k]) - iocb_base) // 64] = t_sub
+                r = _syscall(SYS_IO_SUBMIT, ctx[0], batch, ptrs.ctypes.data + sent * 8, 0, 0)
                 if r <= 0:
+                    failed = True
                     break
                 sent += r
             inflight += sent
             if sent < nsub:
-                # Submission failed: count and release those slots.
+                # Not submitted (failed, or a stop): release those slots; a
+                # sequential pass goes back to the first of them, so they are
+                # never counted as done.
                 for k in range(sent, nsub):
                     s = (int(ptrs[k]) - iocb_base) // 64
-                    cnt[slot_dir[s], C_ERRORS] += 1
-                    ctl[K_ERR_OFFSET] = slot_off[s]
-                    ctl[K_ERR_DIR] = slot_dir[s]
+                    if seq and slot_off[s] < pos:
+                        pos = slot_off[s]
+                    if failed:
+                        cnt[slot_dir[s], C_ERRORS] += 1
+                        ctl[K_ERR_OFFSET] = slot_off[s]
+                        ctl[K_ERR_DIR] = slot_dir[s]
                     slot_off[s] = -1
                     free[nfree] = s
                     nfree += 1
-                if stop_on_error:
-                    finished = True
+                if failed:
+                    ctl[K_ERRNO] = errno[0]
+                    if stop_on_error:
+                        finished = True
         if inflight == 0:
             if finished or ctl[K_STOP] != 0:
                 break
@@ -402,7 +441,7 @@ def aio_loop(
 
 # The AIO context lives as long as the job's thread: io_destroy waits for
 # an RCU grace period (~30 ms measured here), too slow to pay per chunk.
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=CACHE)
 def aio_setup(depth: int) -> int:
     ctx = np.zeros(1, dtype=np.int64)  # int64, not uint64: uint64 | -1 unifies to float
     ret = _syscall(SYS_IO_SETUP, depth, ctx.ctypes.data, 0, 0, 0)
@@ -411,6 +450,6 @@ def aio_setup(depth: int) -> int:
     return ctx[0]
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=CACHE)
 def aio_destroy(ctx_id: int) -> None:
     _syscall(SYS_IO_DESTROY, ctx_id, 0, 0, 0, 0)

@@ -5,7 +5,8 @@ Contract:
   warm-up's fields in docs/warmup.md) plus ``error`` when the run failed:
   ``iops_document`` / ``warmup_document``.
 - ``format_iops_report`` / ``format_warmup_report`` turn the same document into
-  the text report (no trailing newline).
+  the text report (no trailing newline). A run stopped before it measured
+  (during the file's layout) says how far the layout got and what was undone.
 - ``iops_exit_code`` / ``warmup_exit_code``: 2 when the probe failed; for the
   warm-up 1 when ``--verify`` found bad sectors; else 0.
 """
@@ -47,6 +48,14 @@ def format_iops_report(
     """fio-like text: one block per direction the pattern does, and fio's command."""
     out = [f"probetop iops {target}: {reason}, {duration_s:.1f} s"]
     out += [f"  note: {n}" for n in doc.get("notes", [])]
+    layout = doc.get("layout")
+    if layout:
+        out.append(
+            f"  layout {layout.get('state')}: {layout.get('bytes', 0):,} of "
+            f"{layout.get('total_bytes', 0):,} bytes written"
+            + (f"; {layout['undone']}" if layout.get("undone") else "")
+            + "; nothing was measured"
+        )
     params = doc.get("params", {})
     if params.get("rw") not in ("write", "randwrite") and "read" in doc:
         out += _direction_lines("read", doc["read"])

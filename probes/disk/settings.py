@@ -34,6 +34,7 @@ from probetop.probes.core.options import (
     number,
     whole_number,
 )
+from probetop.probes.disk.capacity import check_bs, check_interval, check_seconds
 from probetop.probes.disk.steady import DEFAULT_SPEC, SteadyState
 from probetop.probes.disk.target import parse_range
 
@@ -41,6 +42,8 @@ RW_MODES = ("read", "write", "randread", "randwrite", "randrw", "rw")
 PASSES = ("read", "write", "write+read", "randwrite")
 MAX_JOBS = 256
 MAX_IODEPTH = 1024
+# Byte positions are int64 inside the native loops; 2**62 (4 EiB) is beyond any device.
+MAX_BYTES = 1 << 62
 
 
 def names_target(given: str | None, target: str) -> bool:
@@ -215,7 +218,7 @@ class IopsSettings:
 
     def validate(self) -> None:
         """Raise UsageProbeError for parameters fio would refuse."""
-        if self.ramp_s < 0:
+        if not 0 <= self.ramp_s < float("inf"):
             raise UsageProbeError("--ramp must be zero or more seconds")
         _check_confirmation(self.yes_destroy_data, self.target)
         if self.rw not in RW_MODES:
@@ -226,6 +229,10 @@ class IopsSettings:
             raise UsageProbeError(f"--jobs must be 1..{MAX_JOBS}")
         if self.iodepth < 1 or self.iodepth > MAX_IODEPTH:
             raise UsageProbeError(f"--iodepth must be 1..{MAX_IODEPTH}")
+        _check_bytes(bs=self.bs, size=self.size, offset=self.offset)
+        check_interval(self.interval_s)
+        check_seconds("--time", self.time_s)
+        check_seconds("--ramp", self.ramp_s)
 
 
 # -- probetop warmup ---------------------------------------------------------
@@ -412,7 +419,34 @@ class WarmupSettings:
             raise UsageProbeError(f"unknown pass {self.pass_name!r}: one of {', '.join(PASSES)}")
         if not (1 <= self.jobs <= MAX_JOBS and 1 <= self.iodepth <= MAX_IODEPTH):
             raise UsageProbeError(f"--jobs must be 1..{MAX_JOBS} and --iodepth 1..{MAX_IODEPTH}")
+        _check_bytes(bs=self.bs, offset=self.range_start, end=self.range_end)
+        if (
+            self.range_start is not None
+            and self.range_end is not None
+            and self.range_start >= self.range_end
+        ):
+            raise UsageProbeError(
+                f"--range {self.range_start}-{self.range_end} is empty: START must be below END"
+            )
+        check_interval(self.interval_s)
+        check_seconds("--time", self.time_s)
+        check_seconds("--ss-dur", self.ss_dur)
+        check_seconds("--ss-ramp", self.ss_ramp)
         self.steady_state()  # a bad --steadystate/--ss-dur fails before anything starts
+
+
+def _check_bytes(
+    *, bs: int, size: int | None = None, offset: int | None = None, end: int | None = None
+) -> None:
+    """Block size, size and positions in range (UsageProbeError naming the option)."""
+    if bs < 1:
+        raise UsageProbeError("--bs must be at least 1 byte")
+    check_bs(bs)
+    for name, value in (("--size", size), ("--offset", offset), ("--range", end)):
+        if value is not None and not 0 <= value <= MAX_BYTES:
+            raise UsageProbeError(f"{name} {value} is out of range: 0 to 4 EiB (2**62 bytes)")
+    if size is not None and offset is not None and size + offset > MAX_BYTES:
+        raise UsageProbeError("--offset + --size is beyond 4 EiB (2**62 bytes)")
 
 
 def _check_confirmation(given: str | None, target: str) -> None:

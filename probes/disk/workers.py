@@ -18,7 +18,15 @@ Contract:
 - ``compile_kernels()`` loads the loops (probes/disk/native.py) before any
   clock starts: numba compiles them the first time (seconds) and caches them
   on disk; ``warm_up_kernels()`` also runs them once on a temp file.
-- ``stop()`` + ``join()`` end every worker thread; nothing is left behind.
+- ``stop()`` + ``join(timeout)`` end every worker thread: each loop looks at
+  its stop word at least every 100 ms (probes/disk/native.py). A worker
+  blocked in the kernel past the timeout (a hung device) is a daemon thread:
+  it never keeps the process alive, and its buffers stay mapped until it
+  ends (``join`` closes nothing while a worker lives).
+- A write plan on a block device opens it with ``O_EXCL`` (``exclusive``):
+  while probetop writes, the kernel refuses to mount it or swapon it.
+- A failure to compile or load the native loops is a ``NativeCodeError``
+  (a ``ProbeError``: one line, exit 2), never a raw numba exception.
 - Writes stamp every 512-byte sector of each block with its absolute byte
   offset (first 8 bytes; the rest is a fixed random fill), so a later
   ``verify`` read pass (or a test) can tell each sector was written where it
@@ -30,9 +38,13 @@ Contract:
 from __future__ import annotations
 
 import ctypes
+import errno
+import fcntl
+import gc
 import mmap
 import os
 import platform
+import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -40,7 +52,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from probetop.probes.core.base import ProbeError
 from probetop.probes.disk.records import DIRECTIONS, FIO_PERCENTILES
+from probetop.probes.disk.steps import wait_threads
 
 READ, WRITE = 0, 1  # indexes into DIRECTIONS
 SECTOR = 512
@@ -61,6 +75,16 @@ F_LAT_SUM, F_LAT_SUMSQ = range(2)
 # Per job control words (int64): written by Python (stop) or the loop (the rest).
 K_STOP, K_PROGRESS, K_ERRNO, K_ERR_OFFSET, K_ERR_DIR, K_FIRST_BAD = range(6)
 N_CONTROL = 6
+
+# An I/O failing with one of these means the target is full, read-only or gone.
+FATAL_ERRNOS = {
+    errno.ENOSPC: "the filesystem is full",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "the target became read-only",
+    errno.ENXIO: "the device is gone",
+    errno.ENODEV: "the device is gone",
+    errno.EBADF: "the target was closed",
+}
 
 _AIO_SYSCALLS = {
     # io_setup, io_destroy, io_getevents, io_submit
@@ -104,13 +128,40 @@ _KERNELS: dict[str, Any] = {}
 _COMPILE_LOCK = threading.Lock()
 
 
+class NativeCodeError(ProbeError):
+    """The native I/O loops cannot be compiled or loaded."""
+
+    code = "native-code"
+
+
 def compile_kernels() -> dict[str, Any]:
     """Load (once per process) and return the nogil loops. Compiles on first use
-    (seconds; then cached on disk): call before starting any clock."""
+    (seconds; then cached on disk): call before starting any clock. Raises
+    NativeCodeError when numba cannot build them."""
     with _COMPILE_LOCK:
         if not _KERNELS:
-            _KERNELS.update(_build_kernels())
+            try:
+                _KERNELS.update(_build_kernels())
+            except ProbeError:
+                raise
+            except Exception as exc:  # numba/llvmlite: one line, not a traceback
+                raise NativeCodeError(
+                    f"cannot load the native I/O loop ({type(exc).__name__}: {exc})"
+                ) from None
+            # numba and llvmlite leave ~10^5 objects that live as long as the
+            # process; out of the cyclic collector's sight, they no longer cost
+            # every full collection, nor 0.5-1 s of collection at exit (a
+            # stop's budget is 2 s).
+            gc.freeze()
     return _KERNELS
+
+
+def kernel_notes() -> list[str]:
+    """What the user should know about the native code (its cache is off ...)."""
+    from probetop.probes.disk import native_cache
+
+    note = native_cache.note()
+    return [note] if note else []
 
 
 def _build_kernels() -> dict[str, Any]:
@@ -128,12 +179,32 @@ def _build_kernels() -> dict[str, Any]:
 def warm_up_kernels() -> None:
     """Compile and run both loops once on a tiny temp file, so no JIT happens
     once a clock runs. Idempotent."""
-    import tempfile
-
     if _KERNELS.get("warm"):
         return
     compile_kernels()
-    with tempfile.TemporaryFile() as f:
+    try:
+        _self_test()
+    except OSError as exc:
+        raise NativeCodeError(f"the native I/O loop failed its self-test: {exc}") from None
+    _KERNELS["warm"] = True
+
+
+def _scratch_file() -> Any:
+    """An 8 KiB scratch file for the self-test: in memory (memfd) when the kernel
+    has it, so no filesystem needs to be writable; else a temp file."""
+    import tempfile
+
+    memfd = getattr(os, "memfd_create", None)
+    if memfd is not None:
+        try:
+            return os.fdopen(memfd("probetop-selftest", os.MFD_CLOEXEC), "w+b")
+        except OSError:
+            pass
+    return tempfile.TemporaryFile()
+
+
+def _self_test() -> None:
+    with _scratch_file() as f:
         f.truncate(8192)
         plan = EnginePlan(
             path=f"/proc/self/fd/{f.fileno()}",
@@ -151,10 +222,9 @@ def warm_up_kernels() -> None:
             eng = Engine(plan)
             eng.start()
             eng.finished.wait(600)
-            eng.join()
+            eng.join(5.0)
             if eng.failures:
-                raise OSError("native I/O loop failed its self-test: " + "; ".join(eng.failures))
-    _KERNELS["warm"] = True
+                raise OSError("; ".join(eng.failures))
 
 
 # -- Python side --------------------------------------------------------------
@@ -181,6 +251,7 @@ class EnginePlan:
     chunk_bytes: int = 0  # 0: split the work evenly, a few chunks per job
     rate_iops: int = 0  # per job, as fio's --rate_iops; 0 = as fast as possible
     seed: int = 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF
+    exclusive: bool = False  # O_EXCL on the first descriptor (block device writes)
 
     @property
     def writes(self) -> bool:
@@ -235,6 +306,49 @@ class Snapshot:
     dirs: tuple[DirectionTotals, DirectionTotals]
 
 
+WORKER_NICE = 19  # I/O threads, when there are more of them than CPUs
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _yield_to_control(jobs: int) -> None:
+    """With at least as many I/O threads as CPUs, this thread (an I/O worker)
+    lowers its own priority (nice 19), so the event loop thread (sampling,
+    the UI, a stop) always gets CPU: 64 spinning workers on 2 CPUs left it
+    ~3 % of a core, and a SIGINT took 5 s to act. Only CPU-bound runs are
+    affected (page cache, tmpfs, sparse files); a worker waiting on a device
+    sleeps whatever its priority."""
+    if jobs < _cpus():
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid), WORKER_NICE))
+    except (AttributeError, OSError):
+        pass
+
+
+def _open_target(plan: EnginePlan, *, exclusive: bool) -> int:
+    """One descriptor on the target. Opened non-blocking and checked, so a path
+    swapped for a FIFO fails instead of hanging; O_EXCL when ``exclusive``."""
+    flags = _open_flags(plan) | os.O_NONBLOCK | (os.O_EXCL if exclusive else 0)
+    fd = os.open(plan.path, flags)
+    try:
+        st = os.fstat(fd)
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISBLK(st.st_mode)):
+            raise OSError(errno.EINVAL, f"{plan.path} is not a regular file or block device")
+        fl = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fl & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _open_flags(plan: EnginePlan) -> int:
     flags = os.O_RDWR if plan.writes else os.O_RDONLY
     if plan.direct:
@@ -286,10 +400,19 @@ class Engine:
         self.finished_ns = 0
         self._loop_end = [0] * jobs
         self._running = 0
+        self._start_began = False
+        self._started_all = threading.Event()  # start() has started (or given up on) every thread
 
     # -- lifecycle --
     def start(self) -> None:
         """Open the target (one fd per job), allocate aligned buffers, start threads."""
+        self._start_began = True
+        try:
+            self._start()
+        finally:
+            self._started_all.set()
+
+    def _start(self) -> None:
         kernels = compile_kernels()
         plan = self.plan
         if plan.iodepth > 1 and not kernels["aio_supported"]:
@@ -301,34 +424,58 @@ class Engine:
             self._queue = _chunks(plan.extents, size, plan.bs)
             self._queue.reverse()  # pop() from the end = lowest offset first
         try:
-            for _ in range(plan.jobs):
-                self._fds.append(os.open(plan.path, _open_flags(plan)))
-        except OSError:
+            for job in range(plan.jobs):
+                self._fds.append(_open_target(plan, exclusive=plan.exclusive and job == 0))
+            fill = np.random.default_rng(12345).integers(0, 256, plan.bs * plan.iodepth, np.uint8)
+            for _job in range(plan.jobs):
+                m = mmap.mmap(-1, max(plan.bs * plan.iodepth, mmap.PAGESIZE))
+                self._maps.append(m)
+                arr = np.frombuffer(m, dtype=np.uint8)
+                arr[: fill.size] = fill
+        except (OSError, ValueError, OverflowError, MemoryError) as exc:
             self._close()
-            raise
-        fill = np.random.default_rng(12345).integers(0, 256, plan.bs * plan.iodepth, np.uint8)
+            if isinstance(exc, OSError):
+                raise
+            raise OSError(errno.ENOMEM, f"cannot allocate the I/O buffers: {exc}") from None
         for job in range(plan.jobs):
-            m = mmap.mmap(-1, max(plan.bs * plan.iodepth, mmap.PAGESIZE))
-            self._maps.append(m)
-            arr = np.frombuffer(m, dtype=np.uint8)
-            arr[: fill.size] = fill
             thread = threading.Thread(
                 target=self._work, args=(job, kernels), name=f"probetop-io-{job}", daemon=True
             )
             self._threads.append(thread)
         self._running = len(self._threads)
         self.started_ns = time.monotonic_ns()
-        for thread in self._threads:
-            thread.start()
+        started = 0
+        try:
+            for thread in self._threads:
+                thread.start()
+                started += 1
+        except RuntimeError as exc:  # "can't start new thread": the machine is out of them
+            self.stop()
+            with self._lock:
+                self._running -= len(self._threads) - started
+                self._threads = self._threads[:started]
+                if self._running == 0:
+                    self.finished.set()
+            self._started_all.set()
+            self.join(2.0)
+            raise OSError(
+                errno.EAGAIN, f"cannot start I/O thread {started + 1} of {plan.jobs}: {exc}"
+            ) from None
 
     def _work(self, job: int, kernels: dict[str, Any]) -> None:
         plan = self.plan
         ctx_id = 0
+        _yield_to_control(plan.jobs)
         try:
+            if self.ctl[job, K_STOP]:  # stopped while the threads were being started
+                return
             if plan.iodepth > 1:
                 ctx_id = kernels["aio_setup"](plan.iodepth)
                 if ctx_id <= 0:
-                    raise OSError(f"io_setup({plan.iodepth}) failed: raise fs.aio-max-nr?")
+                    raise OSError(
+                        f"io_setup({plan.iodepth}) failed: the kernel's AIO limit "
+                        "(sysctl fs.aio-max-nr) is reached; lower --jobs or --iodepth"
+                    )
             m = self._maps[job]
             buf_addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
             words = len(m) // 8
@@ -402,13 +549,25 @@ class Engine:
         self.ctl[:, K_STOP] = 1
 
     def join(self, timeout: float | None = None) -> bool:
-        """Wait for the worker threads; close fds and buffers. True if all ended."""
-        for thread in self._threads:
-            thread.join(timeout)
+        """Wait for the worker threads (``timeout`` seconds in all; None: no
+        limit); close fds and buffers once all ended. True if all ended."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if self._start_began and not self._started_all.wait(timeout):
+            return False  # start() is still opening or starting threads: close nothing yet
+        if deadline is None:
+            for thread in self._threads:
+                thread.join()
+        else:
+            wait_threads(self._threads, max(0.0, deadline - time.monotonic()))
         alive = any(t.is_alive() for t in self._threads)
         if not alive:
             self._close()
         return not alive
+
+    @property
+    def stuck(self) -> int:
+        """Workers still alive (after ``stop`` and a timed-out ``join``)."""
+        return sum(t.is_alive() for t in self._threads)
 
     def _close(self) -> None:
         for fd in self._fds:
@@ -481,6 +640,19 @@ class Engine:
                     DIRECTIONS[int(self.ctl[job, K_ERR_DIR])],
                 )
         return None
+
+    def fatal_error(self) -> str | None:
+        """Why going on is pointless, or None: the last failed I/O's errno says
+        the target is full, read-only or gone (``FATAL_ERRNOS``). Other errors
+        (EIO on a failing disk) are data: counted, and the run goes on."""
+        error = self.last_error()
+        if error is None or error[0] not in FATAL_ERRNOS:
+            return None
+        code, offset, direction = error
+        return (
+            f"{direction} failed at byte {offset:,} of {self.plan.path}: "
+            f"{FATAL_ERRNOS[code]} ({errno.errorcode.get(code, code)})"
+        )
 
     def first_bad_offset(self) -> int | None:
         bad = [int(x) for x in self.ctl[:, K_FIRST_BAD] if x >= 0]

@@ -6,12 +6,18 @@
 - ``kernel_io(name)``: (reads, sectors read, writes, sectors written) from
   /sys/block/NAME/stat, to check probe counts against the kernel's.
 - ``run_cli(args)``: run probetop in a subprocess, return the CompletedProcess.
+- ``Layers`` / ``layers`` fixture: builds loop devices, mounts (ext4 over a
+  loop, a small tmpfs, read-only mounts), swap (on a loop device or a swap
+  file) and dm targets, and undoes all of it in reverse even when a test fails.
+- ``as_nobody(args)``: the same CLI as user nobody (setpriv), with no usable
+  home directory, as a service account would run it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -109,3 +115,138 @@ def fast_dir(tmp_path: Path) -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+# ----------------------------------------------------------------- layered targets
+
+IMAGE_BYTES = 32 * 1024 * 1024
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} is not installed (util-linux / e2fsprogs / dmsetup)")
+    return path
+
+
+def _run(*argv: str) -> str:
+    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _mkfs_ext4(target: str | Path) -> None:
+    _run(_tool("mkfs.ext4"), "-q", "-F", str(target))
+
+
+class Layers:
+    """Builds loop devices, mounts, swap and dm targets; undoes all of it in reverse."""
+
+    def __init__(self, stack: contextlib.ExitStack, workdir: Path) -> None:
+        self.stack = stack
+        self.workdir = workdir
+
+    def image(self, size: int = IMAGE_BYTES) -> Path:
+        path = Path("/dev/shm") / f"probetop-blockdev-{uuid.uuid4().hex}.img"
+        with open(path, "wb") as f:
+            f.truncate(size)
+        self.stack.callback(path.unlink, missing_ok=True)
+        return path
+
+    def loop(self, image: Path, partscan: bool = False, read_only: bool = False) -> str:
+        args = ["losetup", "-f", "--show", *(["-P"] if partscan else [])]
+        args += [*(["-r"] if read_only else []), str(image)]
+        dev = _run(*args)
+        self.stack.callback(subprocess.run, ["losetup", "-d", dev], check=False)
+        return dev
+
+    def mount(self, dev: str, options: str | None = None) -> Path:
+        point = self.workdir / f"mnt-{uuid.uuid4().hex[:8]}"
+        point.mkdir()
+        _run("mount", *(["-o", options] if options else []), dev, str(point))
+        self.stack.callback(subprocess.run, ["umount", "-l", str(point)], check=False)
+        return point
+
+    def tmpfs(self, size: str = "16m", options: str = "") -> Path:
+        """A small tmpfs of its own: filling it fills nothing else."""
+        need_root()
+        point = self.workdir / f"tmpfs-{uuid.uuid4().hex[:8]}"
+        point.mkdir()
+        opts = f"size={size}" + (f",{options}" if options else "")
+        _run("mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(point))
+        self.stack.callback(subprocess.run, ["umount", "-l", str(point)], check=False)
+        return point
+
+    def ext4_mount(self, size: int = IMAGE_BYTES) -> tuple[Path, str, Path]:
+        """(backing image, loop device, mount point) of a mounted ext4 loop."""
+        need_root()
+        image = self.image(size)
+        dev = self.loop(image)
+        _mkfs_ext4(dev)
+        return image, dev, self.mount(dev)
+
+    def swapon(self, dev: str) -> None:
+        _run(_tool("mkswap"), dev)
+        _run(_tool("swapon"), dev)
+        self.stack.callback(subprocess.run, ["swapoff", dev], check=False)
+
+    def swapfile(self, directory: Path, size: int = 8 << 20) -> Path:
+        """An active swap file (no holes: written, not truncated) in ``directory``."""
+        path = directory / "swapfile"
+        with open(path, "wb") as f:
+            f.write(b"\0" * size)
+        path.chmod(0o600)
+        _run(_tool("mkswap"), str(path))
+        proc = subprocess.run(["swapon", str(path)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            pytest.skip(f"swapon of a file failed here: {proc.stderr.strip()}")
+        self.stack.callback(subprocess.run, ["swapoff", str(path)], check=False)
+        return path
+
+    def dm_linear(self, dev: str, sectors: int) -> str:
+        name = f"probetop-test-{uuid.uuid4().hex[:8]}"
+        subprocess.run(
+            [_tool("dmsetup"), "create", name],
+            input=f"0 {sectors} linear {dev} 0\n",
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        self.stack.callback(subprocess.run, ["dmsetup", "remove", "--retry", name], check=False)
+        return name
+
+
+@pytest.fixture
+def layers(tmp_path: Path) -> Iterator[Layers]:
+    with contextlib.ExitStack() as stack:
+        yield Layers(stack, tmp_path)
+
+
+# ----------------------------------------------------------------- another user
+
+NOBODY = 65534
+
+
+def nobody_env(**extra: str) -> dict[str, str]:
+    """What a service account has: no home, no XDG directories."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C.UTF-8"}
+    env.update(extra)
+    return env
+
+
+def as_nobody(
+    args: list[str], timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """probetop as user nobody (setpriv drops every privilege)."""
+    need_root()
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv is not installed (util-linux)")
+    proc = subprocess.run(
+        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *PROBETOP, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd="/",
+        env=env if env is not None else nobody_env(),
+    )
+    if "No module named" in proc.stderr or "error while loading shared libraries" in proc.stderr:
+        pytest.skip("this Python or its venv is not readable by nobody")
+    return proc

@@ -6,19 +6,20 @@ layer down (umount, swapoff, dmsetup remove, losetup -d) even when a test fails.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import struct
-import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
+import disk_fixtures
 import pytest
+from disk_fixtures import IMAGE_BYTES, Layers, _mkfs_ext4, _run, _tool
 from probetop.probes.core.base import TargetProbeError
 from probetop.probes.disk import blockdev
+
+layers = disk_fixtures.layers  # the fixture, under the name tests ask for
 
 _skip_unless_root = pytest.mark.skipif(
     os.geteuid() != 0, reason="needs root (loop devices, mount, swapon)"
@@ -28,75 +29,6 @@ _skip_unless_root = pytest.mark.skipif(
 def requires_root(test: Callable[..., None]) -> Callable[..., None]:
     """The house `root` marker (CI selects on it) plus a skip with a reason."""
     return pytest.mark.root(_skip_unless_root(test))
-
-
-IMAGE_BYTES = 32 * 1024 * 1024
-
-
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.skip(f"{name} is not installed (util-linux / e2fsprogs / dmsetup)")
-    return path
-
-
-def _run(*argv: str) -> str:
-    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip()
-
-
-class Layers:
-    """Builds loop devices, mounts, swap and dm targets; undoes all of it in reverse."""
-
-    def __init__(self, stack: contextlib.ExitStack, workdir: Path) -> None:
-        self.stack = stack
-        self.workdir = workdir
-
-    def image(self, size: int = IMAGE_BYTES) -> Path:
-        path = Path("/dev/shm") / f"probetop-blockdev-{uuid.uuid4().hex}.img"
-        with open(path, "wb") as f:
-            f.truncate(size)
-        self.stack.callback(path.unlink, missing_ok=True)
-        return path
-
-    def loop(self, image: Path, partscan: bool = False) -> str:
-        args = ["losetup", "-f", "--show", *(["-P"] if partscan else []), str(image)]
-        dev = _run(*args)
-        self.stack.callback(subprocess.run, ["losetup", "-d", dev], check=False)
-        return dev
-
-    def mount(self, dev: str) -> Path:
-        point = self.workdir / f"mnt-{uuid.uuid4().hex[:8]}"
-        point.mkdir()
-        _run("mount", dev, str(point))
-        self.stack.callback(subprocess.run, ["umount", "-l", str(point)], check=False)
-        return point
-
-    def swapon(self, dev: str) -> None:
-        _run(_tool("mkswap"), dev)
-        _run(_tool("swapon"), dev)
-        self.stack.callback(subprocess.run, ["swapoff", dev], check=False)
-
-    def dm_linear(self, dev: str, sectors: int) -> str:
-        name = f"probetop-test-{uuid.uuid4().hex[:8]}"
-        subprocess.run(
-            [_tool("dmsetup"), "create", name],
-            input=f"0 {sectors} linear {dev} 0\n",
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        self.stack.callback(subprocess.run, ["dmsetup", "remove", "--retry", name], check=False)
-        return name
-
-
-@pytest.fixture
-def layers(tmp_path: Path) -> Iterator[Layers]:
-    with contextlib.ExitStack() as stack:
-        yield Layers(stack, tmp_path)
-
-
-def _mkfs_ext4(target: str | Path) -> None:
-    _run(_tool("mkfs.ext4"), "-q", "-F", str(target))
 
 
 def _write_mbr_one_partition(image: Path, first_sector: int, sectors: int) -> None:

@@ -16,9 +16,13 @@ from pathlib import Path
 import pytest
 from probetop.probes.disk.checkpoint import (
     BLOCK_DEVICE_DIR,
+    MAGIC,
+    MAX_BYTES,
     VERSION,
     Checkpoint,
     CheckpointError,
+    CorruptCheckpoint,
+    NotACheckpoint,
     default_path,
     identity_mismatch,
 )
@@ -132,7 +136,8 @@ def test_leftover_temp_file_does_not_hurt(tmp_path: Path) -> None:
     assert Checkpoint.load(cp.path).done == [(0, 300)]
     cp.acquire_lock()  # the lock holder removes a killed writer's temp files
     cp.release_lock()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "c.json.lock"]
+    # ... and creates nothing beside the checkpoint (its lock lives in the lock directory).
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]
 
 
 SAVER = """
@@ -168,22 +173,53 @@ def test_kill_9_during_saves_leaves_a_valid_checkpoint(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("content", "message"),
+    ("content", "kind", "message", "advice"),
     [
-        (b'{"format": "probetop-warmup-checkpoint", "vers', "corrupt"),
-        (b"\xff\xfe\x00binary", "corrupt"),
-        (b'{"hello": "world"}', "not a probetop warm-up checkpoint"),
-        (b"[1, 2, 3]", "not a probetop warm-up checkpoint"),
+        # A damaged probetop checkpoint: says how to start over.
+        (b'{"format": "probetop-warmup-checkpoint", "vers', CorruptCheckpoint, "corrupt", "rm "),
+        (b'{"format":"probetop-warmup-checkpoint","version":1,"ident', CorruptCheckpoint,
+         "corrupt", "rm "),
+        # Anything else is not ours: never to be overwritten, nor deleted on our advice.
+        (b"\xff\xfe\x00binary", NotACheckpoint, "not a probetop warm-up checkpoint", "never"),
+        (b'{"hello": "world"}', NotACheckpoint, "not a probetop warm-up checkpoint", "never"),
+        (b"[1, 2, 3]", NotACheckpoint, "not a probetop warm-up checkpoint", "never"),
+        (b"my notes\n", NotACheckpoint, "not a probetop warm-up checkpoint", "never"),
     ],
-)
+)  # fmt: skip
 def test_corrupt_or_foreign_file_is_a_clear_error(
-    tmp_path: Path, content: bytes, message: str
+    tmp_path: Path, content: bytes, kind: type, message: str, advice: str
 ) -> None:
     path = tmp_path / "bad.json"
     path.write_bytes(content)
-    with pytest.raises(CheckpointError, match=message) as info:
+    with pytest.raises(kind, match=message) as info:
         Checkpoint.load(path)
-    assert "delete" in str(info.value) and str(path) in str(info.value)
+    assert advice in str(info.value) and str(path) in str(info.value)
+
+
+def test_a_damaged_checkpoint_fails_its_checksum(tmp_path: Path) -> None:
+    cp = make(tmp_path, size=1 << 20)
+    cp.mark_done(0, 4096)
+    cp.save()
+    raw = cp.path.read_bytes()
+    assert raw.startswith(MAGIC)  # the magic: how probetop knows its own files
+    # One digit changed: still valid JSON, but the done extents are not what was saved.
+    cp.path.write_bytes(raw.replace(b"[[0,4096]]", b"[[0,8192]]"))
+    with pytest.raises(CorruptCheckpoint, match="sha256 does not match"):
+        Checkpoint.load(cp.path)
+
+
+@pytest.mark.parametrize("make_it", ["fifo", "dir", "big"])
+def test_special_files_are_never_read_as_checkpoints(tmp_path: Path, make_it: str) -> None:
+    path = tmp_path / "x"
+    if make_it == "fifo":
+        os.mkfifo(path)  # reading it would block forever
+    elif make_it == "dir":
+        path.mkdir()
+    else:
+        with open(path, "wb") as f:
+            f.truncate(MAX_BYTES + 1)
+    with pytest.raises(NotACheckpoint):
+        Checkpoint.load(path)
 
 
 @pytest.mark.parametrize(
@@ -200,6 +236,7 @@ def test_corrupt_or_foreign_file_is_a_clear_error(
 def test_invalid_fields_are_refused(tmp_path: Path, edit: dict, message: str) -> None:
     cp = make(tmp_path)
     data = {**cp.to_json(), **edit}
+    del data["sha256"]  # as older probetops wrote them: the fields are checked one by one
     cp.path.write_text(json.dumps(data))
     with pytest.raises(CheckpointError, match=message):
         Checkpoint.load(cp.path)
@@ -260,7 +297,7 @@ def test_a_second_warm_up_of_the_same_target_is_refused(tmp_path: Path) -> None:
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
         cp = make(tmp_path)
-        with pytest.raises(CheckpointError, match=f"pid {holder.pid}"):
+        with pytest.raises(CheckpointError, match=f"in use by probetop PID {holder.pid}"):
             cp.acquire_lock()
     finally:
         holder.send_signal(signal.SIGKILL)  # the kernel drops a killed process's lock
@@ -268,7 +305,7 @@ def test_a_second_warm_up_of_the_same_target_is_refused(tmp_path: Path) -> None:
     cp.acquire_lock()
     cp.acquire_lock()  # idempotent
     other = make(tmp_path)
-    with pytest.raises(CheckpointError, match=f"pid {os.getpid()}"):
+    with pytest.raises(CheckpointError, match=f"PID {os.getpid()} \\(this process\\)"):
         other.acquire_lock()
     cp.release_lock()
     other.acquire_lock()

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import disk_fixtures
 import pytest
-from disk_fixtures import kernel_io, loop_device, need_root, run_cli
+from disk_fixtures import PROBETOP, kernel_io, loop_device, need_root, run_cli
 from probetop.probes.disk.checkpoint import Checkpoint
 
 fast_dir = disk_fixtures.fast_dir  # the fixture, under the name tests ask for
@@ -122,7 +124,7 @@ def test_no_o_direct_falls_back_to_buffered_and_says_so(tmp_path):
         assert forced.returncode == 2 and "does not support O_DIRECT" in forced.stderr
 
 
-def test_disk_full_while_writing_a_file_exits_2_and_keeps_the_checkpoint(tmp_path):
+def test_a_write_pass_that_cannot_fit_is_refused_before_it_starts(tmp_path):
     where = tmp_path / "small-fs"
     where.mkdir()
     checkpoint = tmp_path / "c.json"
@@ -135,10 +137,48 @@ def test_disk_full_while_writing_a_file_exits_2_and_keeps_the_checkpoint(tmp_pat
              "--iodepth", "4", "--checkpoint", str(checkpoint), "--json"]
         )  # fmt: skip
         assert proc.returncode == 2
-        assert "disk full" in proc.stderr and "--resume" in proc.stderr
+        # The numbers: needed, free, what would be left, the margin kept.
+        assert "needs 8.0 MiB" in proc.stderr and "2.0 MiB free" in proc.stderr
+        assert "would not fit" in proc.stderr and "keeps at least" in proc.stderr
+        assert "Traceback" not in proc.stderr and not checkpoint.exists()
+        assert os.stat(target).st_blocks == 0  # nothing was written
+
+
+def test_disk_full_while_writing_a_file_exits_2_and_keeps_the_checkpoint(tmp_path):
+    """The filesystem fills while the pass runs (another writer): the pass stops
+    with "disk full", the checkpoint keeps what was done, --resume is advised."""
+    where = tmp_path / "small-fs"
+    where.mkdir()
+    checkpoint = tmp_path / "c.json"
+    with _mount("tmpfs", where, "size=4m"):
+        target = where / "sparse.img"
+        with open(target, "wb") as f:
+            f.truncate(2 << 20)  # fits when it starts: 2 MiB of 4
+        proc = subprocess.Popen(
+            [*PROBETOP, "warmup", str(target), "--write", f"--yes-destroy-data={target}",
+             "--bs", "4k", "--iodepth", "1", "--rate-iops", "200", "--checkpoint",
+             str(checkpoint), "--interval", "0.2", "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if checkpoint.exists() and Checkpoint.load(checkpoint).done_bytes > 0:
+                    break
+                time.sleep(0.05)
+            # Another writer fills the filesystem under the pass.
+            with open(where / "filler", "wb", buffering=0) as f, pytest.raises(OSError):
+                while True:
+                    f.write(b"\0" * 65536)
+            _out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 2, err
+        assert "disk full" in err and "--resume" in err and "Traceback" not in err
         saved = Checkpoint.load(checkpoint)
-        assert 0 < saved.done_bytes < 8 << 20
-        assert saved.done_bytes <= 2 << 20
+        assert 0 < saved.done_bytes < 2 << 20
 
 
 def test_randwrite_pattern_reports_the_plateau(fast_dir):

@@ -51,7 +51,7 @@ def demo_probes(ctx: Any) -> list[Probe]:
         target=str(ctx.scratch / "iops.img"),
         size=64 << 20,
         rate_iops=2000,
-        interval_s=ctx.interval_s,
+        interval_s=max(ctx.interval_s, disk.MIN_INTERVAL_S),
     )
     return [disk.IopsProbe(settings)]
 

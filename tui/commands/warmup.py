@@ -57,7 +57,7 @@ def demo_probes(ctx: Any) -> list[Probe]:
         iodepth=1,
         rate_iops=250,
         checkpoint=str(ctx.scratch / "warmup.ckpt.json"),
-        interval_s=ctx.interval_s,
+        interval_s=max(ctx.interval_s, disk.MIN_INTERVAL_S),
     )
     return [disk.WarmupProbe(settings)]
 

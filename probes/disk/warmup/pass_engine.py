@@ -2,14 +2,16 @@
 
 ``PassEngine(plan, pass_name)`` wraps the native ``workers.Engine``:
 
-- ``start()`` opens the target and starts the workers (``ProbeError`` if the
-  target cannot be opened);
+- ``await start()`` opens the target and starts the workers off the event
+  loop (``ProbeError`` if the target cannot be opened);
 - ``watch(...)`` wakes every tick (``min(interval, 0.5 s)``: the caller saves
   its checkpoint there) and hands the caller one ``Step`` per interval (this
   pass's direction only), and at once when the last worker ends; True when
   the pass ran to its end, False when it stopped at the deadline (--time);
-- ``stop()`` stops and joins every worker and returns the ``Step`` after the
-  last interval (I/O completed after it: Ctrl-C, deadline), never lost;
+- ``stop()`` stops and joins every worker (within ``steps.GRACE_S``: a
+  worker blocked in the kernel by a hung device is left behind, counted in
+  ``stuck``) and returns the ``Step`` after the last interval (I/O completed
+  after it: Ctrl-C, deadline), never lost;
 - afterwards: ``done_extents()`` (exactly the completed bytes),
   ``failure()`` (the first in-pass I/O error when the pass stops on errors),
   ``failures`` (worker crashes) and ``first_bad_offset()`` (``--verify``).
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 
 from probetop.probes.core.base import ProbeError
 from probetop.probes.core.sample import now_ns
+from probetop.probes.disk.steps import GRACE_S, run_step
+from probetop.probes.disk.target import describe_os_error
 from probetop.probes.disk.workers import (
     READ,
     WRITE,
@@ -70,12 +74,16 @@ class PassEngine:
         self.direction = READ if pass_name == "read" else WRITE
         self._last: Snapshot | None = None
 
-    def start(self) -> None:
+    async def start(self) -> None:
+        """Open the target and start the workers off the event loop (a stop
+        while they start stops them at once)."""
+        engine = self.engine
         try:
-            self.engine.start()
+            await run_step(lambda stop: engine.start(), name="probetop-start", on_stop=engine.stop)
         except OSError as exc:
             raise ProbeError(
-                f"{self.engine.plan.path}: cannot open for the {self.pass_name} pass: {exc}"
+                f"{self.engine.plan.path}: cannot open for the {self.pass_name} pass: "
+                f"{describe_os_error(exc)}"
             ) from None
 
     async def watch(
@@ -110,7 +118,7 @@ class PassEngine:
                 next_tick += step_ns
             done = ended.is_set()
             if done:
-                engine.join()
+                engine.join(GRACE_S)
                 t = engine.finished_ns or t
             if on_tick is not None:
                 on_tick()
@@ -131,7 +139,7 @@ class PassEngine:
         """Stop and join the workers; the I/O done after the last interval."""
         engine, d = self.engine, self.direction
         engine.stop()
-        engine.join()
+        engine.join(GRACE_S)
         last = self._last
         base = last.dirs[d] if last is not None else DirectionTotals()
         t0 = last.t_ns if last is not None else engine.started_ns
@@ -151,6 +159,15 @@ class PassEngine:
     @property
     def failures(self) -> list[str]:
         return self.engine.failures
+
+    @property
+    def stuck(self) -> int:
+        """Workers still blocked in the kernel after ``stop()``."""
+        return self.engine.stuck
+
+    def fatal_error(self) -> str | None:
+        """An I/O error that makes going on pointless (disk full, device gone)."""
+        return self.engine.fatal_error()
 
     def first_bad_offset(self) -> int | None:
         return self.engine.first_bad_offset()

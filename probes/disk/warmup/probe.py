@@ -6,17 +6,24 @@ then runs each pass: the ``layout`` gives the engine plan, the
 ``pass_engine`` runs it and hands back intervals, which the coordinator
 counts (``summary.RunTotals``), feeds to the plateau detector (``plateau``)
 and emits as ``records.WarmupInterval`` samples.
+
+While it runs it holds the target's lock and the checkpoint's, and every
+tick it saves the checkpoint (in the background, at most every 0.5 s),
+watches the target (removed, replaced, shrunk: stop with the reason) and
+stops on an I/O error that makes going on pointless (disk full, device
+gone). A stop (signal, --time, the dashboard) ends the workers within
+``steps.GRACE_S`` and waits as long for the last checkpoint save.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
 from probetop.probes.core.base import Emit, ProbeError
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.disk.checkpoint import Checkpoint
+from probetop.probes.disk.lock import TargetLock
 from probetop.probes.disk.records import (
     WARMUP_KIND,
     WARMUP_METRICS,
@@ -24,14 +31,15 @@ from probetop.probes.disk.records import (
     WarmupParams,
 )
 from probetop.probes.disk.settings import WarmupSettings
-from probetop.probes.disk.target import Target
+from probetop.probes.disk.steps import GRACE_S, run_step
+from probetop.probes.disk.target import Target, TargetWatch, target_errors
 from probetop.probes.disk.warmup.checkpointing import CheckpointKeeper
 from probetop.probes.disk.warmup.layout import PassLayout
 from probetop.probes.disk.warmup.pass_engine import PassEngine, Step
 from probetop.probes.disk.warmup.plateau import PlateauWatch
 from probetop.probes.disk.warmup.safety import check_target
 from probetop.probes.disk.warmup.summary import RunTotals
-from probetop.probes.disk.workers import warm_up_kernels
+from probetop.probes.disk.workers import kernel_notes, warm_up_kernels
 
 
 class WarmupProbe:
@@ -53,6 +61,8 @@ class WarmupProbe:
         self.current_pass = settings.passes[0]
         self._t_start = now_ns()
         self._deadline: int | None = None
+        self._lock: TargetLock | None = None
+        self._watch: TargetWatch | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -64,9 +74,13 @@ class WarmupProbe:
 
     # -- Probe protocol --
     def prepare(self) -> None:
-        self.target = check_target(self.settings)
+        with target_errors(self.settings.target):
+            self._prepare()
+
+    def _prepare(self) -> None:
+        self.target, self._lock = check_target(self.settings)
         assert self.target.identity is not None
-        self.notes = list(self.target.notes)
+        self.notes = list(self.target.notes) + kernel_notes()
         self.layout = PassLayout(self.settings, self.target)
         if self.settings.sequential:
             identity = self.target.identity.as_dict()
@@ -102,12 +116,30 @@ class WarmupProbe:
         return self.layout.fio_command(self.plateau.spec)
 
     async def run(self, emit: Emit) -> None:
-        if self.target is None:
+        if self.target is None or self._lock is None:
             self.prepare()
+        assert self.target is not None and self._lock is not None
+        self._lock.acquire()  # TargetBusy if another run took the target since prepare
+        try:
+            if self.checkpoints is not None:
+                self.checkpoints.hold()
+            await self._run(emit)
+        finally:
+            if self.checkpoints is not None:
+                problem = self.checkpoints.close(GRACE_S)
+                if problem:
+                    self.notes.append(problem)
+                    emit(Status(self.id, now_ns(), "error", problem))
+            self._lock.release()
+
+    async def _run(self, emit: Emit) -> None:
+        assert self.target is not None
         for note in self.notes:
             emit(Status(self.id, now_ns(), "warning", note))
         emit(Status(self.id, now_ns(), "info", "compiling the native I/O loop"))
-        await asyncio.to_thread(warm_up_kernels)
+        await run_step(_warm_up, name="probetop-jit", grace_s=0)
+        with target_errors(self.settings.target):
+            self._watch = TargetWatch(self.target)
         self._t_start = now_ns()
         time_s = self.settings.time_s
         self._deadline = self._t_start + int(time_s * 1e9) if time_s else None
@@ -149,7 +181,11 @@ class WarmupProbe:
                 self._finish_pass(pass_name, cp)
                 return True
         engine = PassEngine(self.layout.engine_plan(pass_name, extents), pass_name)
-        engine.start()
+        try:
+            await engine.start()
+        except BaseException:
+            engine.stop()  # a stop while the workers started: none is left behind
+            raise
         resumed = self.checkpoints.resumed_from if self.checkpoints else None
         emit(
             Status(
@@ -164,21 +200,31 @@ class WarmupProbe:
         saving = cp
 
         def on_tick() -> None:
-            assert saving is not None
-            self._save(saving, engine, emit)
+            if saving is not None:
+                self._save(saving, engine, emit)
+            problem = (self._watch.problem() if self._watch else None) or (
+                engine.fatal_error() if saving is None else None  # a pass stops by itself
+            )
+            if problem:
+                raise ProbeError(problem)
 
         try:
             finished = await engine.watch(
                 interval_s=self.settings.interval_s,
                 deadline_ns=self._deadline,
-                on_tick=on_tick if cp is not None else None,
+                on_tick=on_tick,
                 on_interval=lambda step: self._interval(pass_name, step, cp, emit),
             )
         finally:
             self.totals.add_tail(engine.stop())
             self.totals.note_bad_offset(engine.first_bad_offset())
             if cp is not None:
-                self._save(cp, engine, emit)
+                self._save(cp, engine, emit, force=True)
+            if engine.stuck:
+                self.notes.append(
+                    f"{engine.stuck} I/O worker(s) still blocked in the kernel after the stop "
+                    "(the device is not answering); they end with the process"
+                )
         failure = engine.failure()
         if failure is not None:
             assert self.checkpoints is not None  # only sequential passes stop on errors
@@ -233,9 +279,9 @@ class WarmupProbe:
         )
         emit(interval.to_sample(self.id, step.t_ns, step.seconds))
 
-    def _save(self, cp: Checkpoint, engine: PassEngine, emit: Emit) -> None:
+    def _save(self, cp: Checkpoint, engine: PassEngine, emit: Emit, *, force: bool = False) -> None:
         assert self.checkpoints is not None
-        problem = self.checkpoints.save(cp, engine.done_extents())
+        problem = self.checkpoints.save(cp, engine.done_extents(), force=force)
         if problem:
             emit(Status(self.id, now_ns(), "error", problem))
 
@@ -243,3 +289,9 @@ class WarmupProbe:
         self.totals.finish_pass(
             pass_name, not cp.remaining(), int(cp.done_bytes), self.plateau.summary()
         )
+
+
+def _warm_up(stop: object) -> None:
+    """The JIT warm-up as a step (compilation cannot be interrupted: a stop
+    leaves it behind in its daemon thread, see ``steps.run_step``)."""
+    warm_up_kernels()

@@ -1,31 +1,41 @@
 """Warm-up job: target and safety. Which bytes of which target, and may they
 be written.
 
-``check_target(settings)`` resolves the target (probes/disk/target.py: kind,
-identity, the byte range, O_DIRECT or not) and, for a pass that writes,
-applies in this order:
+``check_target(settings)`` checks what the machine can hold
+(``capacity.check``: threads, memory, kernel AIO), resolves the target
+(probes/disk/target.py: kind, identity, the byte range, O_DIRECT or not)
+and, for a pass that writes, applies in this order:
 
 1. the refusals no flag overrides (``blockdev.write_refusals``: mounted, held
-   by LVM/RAID/dm, active swap, the device holding /): ``ProbeError``;
-2. the confirmation: without ``settings.confirmed`` it raises
+   by LVM/RAID/dm, active swap, the device holding /; a file that backs a
+   loop device or is an active swap file): ``ProbeError``;
+2. free space, for a file whose holes the pass fills (``check_room``);
+3. the confirmation: without ``settings.confirmed`` it raises
    ``ConfirmationRequired`` carrying the target and the data signatures found
    on it (partition table, filesystem), which the dashboard's dialog lists.
+
+Before those, for every pass: that no other probetop holds the target
+(``lock.TargetLock.check``, named by PID; the probe holds the lock while it
+runs).
 """
 
 from __future__ import annotations
 
 from probetop.probes.core.base import ConfirmationRequired, ProbeError
+from probetop.probes.disk import capacity
 from probetop.probes.disk.blockdev import data_signatures, write_refusals
+from probetop.probes.disk.lock import TargetLock
 from probetop.probes.disk.settings import WarmupSettings
-from probetop.probes.disk.target import Target, resolve
+from probetop.probes.disk.target import Target, allocation_needed, check_room, resolve
 
 ACTION = "write pass"  # what the confirmation dialog says is about to happen
 
 
-def check_target(settings: WarmupSettings) -> Target:
-    """The checked target of a warm-up; raises ProbeError (or
-    ConfirmationRequired) as the module docstring says."""
+def check_target(settings: WarmupSettings) -> tuple[Target, TargetLock]:
+    """The checked target of a warm-up and its (checked, not held) lock;
+    raises ProbeError (or ConfirmationRequired) as the module docstring says."""
     path = settings.target
+    capacity.check(jobs=settings.jobs, iodepth=settings.iodepth, bs=settings.bs)
     target = resolve(
         path,
         write=settings.writes,
@@ -35,10 +45,17 @@ def check_target(settings: WarmupSettings) -> Target:
         direct=settings.direct,
     )
     assert target.identity is not None  # an existing target: identified
+    # Another probetop on this target is named by PID before anything else
+    # (its O_EXCL would otherwise show up below as "the kernel reports it busy").
+    lock = TargetLock.for_target(path, "warmup")
+    lock.check()
     if settings.writes:
         refusals = write_refusals(path)
         if refusals:
             raise ProbeError("refusing to write: " + "; ".join(refusals))
+        if target.kind == "file":
+            need = allocation_needed(path, target.start, target.end)
+            check_room(path, need, f"a {settings.pass_name} pass over")
         if not settings.confirmed:
             raise ConfirmationRequired(
                 f"a {settings.pass_name} pass destroys every byte of {path}. "
@@ -48,7 +65,7 @@ def check_target(settings: WarmupSettings) -> Target:
                 action=ACTION,
                 signatures=_signatures(path),
             )
-    return target
+    return target, lock
 
 
 def _signatures(path: str) -> tuple[str, ...]:

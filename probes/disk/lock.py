@@ -1,0 +1,339 @@
+"""One run per target: a real lock, keyed by the target's identity.
+
+Why: two warm-ups of the same device both ran, and an IOPS write could run
+on a device another probetop was warming up. A lock file per target makes
+the kernel enforce "one run per target" across processes and users; it dies
+with its holder (also kill -9), so there is nothing to clean up.
+
+Contract:
+- ``TargetLock.for_target(path, command)`` names the keys a run on ``path``
+  must hold; ``acquire()`` takes them all (``flock``, non-blocking) or
+  raises ``TargetBusy`` naming the holder: "/dev/loop3 is in use by probetop
+  PID 1234 (warmup /dev/loop3)". ``release()`` drops them; idempotent.
+  ``check()`` takes and drops them at once: the probes' ``prepare`` reports
+  a busy target before anything starts, ``run`` holds the lock from its
+  first step (layout, I/O) to its end.
+- Keys (one lock file each):
+  - a block device: its device number (``st_rdev``), exclusive; a partition
+    also takes its whole disk's number shared, a whole disk takes its own
+    exclusive: a run on ``/dev/sdb`` and one on ``/dev/sdb1`` exclude each
+    other, runs on two partitions do not. A loop device also takes its
+    backing file's (or device's) keys: writing either writes the same bytes.
+  - a regular file: its real path (so two runs creating the same new file
+    exclude each other) and, once it exists, its device and inode numbers
+    (hard links, bind mounts and symlinks are the same file).
+  - a checkpoint file: its real path (``TargetLock.for_path``).
+- Every run takes its keys, reads included: an IOPS read and a warm-up of
+  the same target do not run together (each would measure the other).
+- The holder writes "PID COMMAND TARGET" into its lock files; a refused run
+  reports that, and checks the PID is alive (a stale line from a killed
+  holder is not reported as a live one). An exclusive holder removes its
+  lock file when it releases it (while still holding it; a taker checks
+  that the file it locked is still the one in the directory), so the
+  directory does not grow with every target ever used.
+- Where: ``/run/lock/probetop`` (mode 1777 like /run/lock, shared by every
+  user, so root and a user in the ``disk`` group see each other), else
+  ``$XDG_RUNTIME_DIR/probetop``, else ``<tempdir>/probetop-<uid>/locks``.
+  Lock files are opened with ``O_NOFOLLOW`` and must be plain files with one
+  link: a symlink or hard link planted in the shared directory can never
+  make probetop write somewhere else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import os
+import stat
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from probetop.probes.core.base import TargetProbeError
+
+SHARED_DIR = Path("/run/lock/probetop")
+
+
+class TargetBusy(TargetProbeError):
+    """Another probetop holds the target (or checkpoint) this run needs."""
+
+    code = "target-busy"
+
+
+@dataclass(frozen=True, slots=True)
+class LockKey:
+    """One lock file: ``name`` in the lock directory, taken shared or exclusive;
+    ``label`` is what a refusal names."""
+
+    name: str
+    shared: bool
+    label: str
+
+
+def _path_key(path: str, label: str) -> LockKey:
+    digest = hashlib.sha256(os.path.realpath(path).encode("utf-8", "surrogateescape"))
+    return LockKey(f"path-{digest.hexdigest()[:32]}", False, label)
+
+
+def _file_keys(path: str, label: str) -> list[LockKey]:
+    keys = [_path_key(path, label)]
+    try:
+        st = os.stat(path)
+    except OSError:
+        return keys
+    if stat.S_ISREG(st.st_mode):
+        keys.append(LockKey(f"file-{st.st_dev}-{st.st_ino}", False, label))
+    return keys
+
+
+def _block_key(majmin: str, label: str, shared: bool = False) -> LockKey:
+    return LockKey(f"blk-{majmin.replace(':', '-')}", shared, label)
+
+
+def target_keys(path: str) -> list[LockKey]:
+    """The keys a run on ``path`` holds (see the module docstring)."""
+    from probetop.probes.disk.blockdev import lock_devices
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return _file_keys(path, path)  # a file this run creates
+    if not stat.S_ISBLK(st.st_mode):
+        return _file_keys(path, path)
+    dev, disk, backing = lock_devices(path)
+    keys = [_block_key(dev, path)]
+    if disk is not None:
+        keys.append(_block_key(disk, path, shared=True))
+    if backing and backing.startswith("/") and not backing.endswith(" (deleted)"):
+        with contextlib.suppress(OSError, TargetProbeError):
+            if stat.S_ISBLK(os.stat(backing).st_mode):
+                keys.append(_block_key(lock_devices(backing)[0], path))
+            else:
+                keys += _file_keys(backing, path)
+    return keys
+
+
+def lock_dir() -> Path:
+    """The directory lock files live in (created if needed); TargetProbeError if none."""
+    for candidate, shared in _candidates():
+        if _usable_dir(candidate, shared):
+            return candidate
+    raise TargetProbeError(
+        "cannot lock the target: no usable lock directory ("
+        + ", ".join(str(c) for c, _ in _candidates())
+        + "); create /run/lock/probetop (mode 1777) or set XDG_RUNTIME_DIR"
+    )
+
+
+def _candidates() -> list[tuple[Path, bool]]:
+    out = [(SHARED_DIR, True)]
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime):
+        out.append((Path(runtime) / "probetop", False))
+    out.append((Path(tempfile.gettempdir()) / f"probetop-{os.geteuid()}" / "locks", False))
+    return out
+
+
+def _usable_dir(path: Path, shared: bool) -> bool:
+    """A directory we may keep lock files in: shared ones are sticky and
+    world-writable (like /run/lock); private ones are ours, mode 0700."""
+    try:
+        if shared:
+            if not path.parent.is_dir():
+                return False
+            try:
+                path.mkdir(mode=0o1777)
+                os.chmod(path, 0o1777)  # mkdir's mode is cut by the umask
+            except FileExistsError:
+                pass
+        else:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        return False
+    if shared:
+        sticky_world = st.st_mode & (stat.S_ISVTX | stat.S_IWOTH) == stat.S_ISVTX | stat.S_IWOTH
+        if not (sticky_world or st.st_uid == os.geteuid()):
+            return False
+    elif st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return False
+    return os.access(path, os.W_OK | os.X_OK)
+
+
+def _open_lock_file(path: Path) -> tuple[int, bool]:
+    """(fd, writable) of a lock file, created if missing; never follows a
+    symlink, never opens anything but a plain file with one link."""
+    flags = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    fd = -1
+    writable = True
+    for _ in range(3):
+        try:
+            fd = os.open(path, flags | os.O_RDWR)
+            break
+        except FileNotFoundError:
+            try:
+                fd = os.open(path, flags | os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+                with contextlib.suppress(OSError):
+                    os.fchmod(fd, 0o666)  # other users' runs write their PID too
+                break
+            except FileExistsError:
+                continue
+        except PermissionError:
+            fd = os.open(path, flags | os.O_RDONLY)  # we can lock it, not label it
+            writable = False
+            break
+    if fd < 0:
+        raise OSError(errno.EAGAIN, f"cannot open lock file {path}")
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        os.close(fd)
+        raise OSError(errno.EPERM, f"{path} is not a plain lock file (link or special file)")
+    return fd, writable
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file open as ``fd``."""
+    try:
+        a, b = os.fstat(fd), os.lstat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _holder_line(fd: int) -> str | None:
+    """ "PID COMMAND TARGET" from a lock file whose PID is alive, else None."""
+    for _ in range(5):  # the holder writes its line right after taking the lock
+        try:
+            text = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+        except OSError:
+            return None
+        if text:
+            pid_text = text.partition(" ")[0]
+            if pid_text.isdigit() and _alive(int(pid_text)):
+                return text
+            return None
+        time.sleep(0.02)
+    return None
+
+
+def _describe(line: str | None) -> str:
+    if line is None:
+        return "another probetop"
+    pid, _, rest = line.partition(" ")
+    rest = rest.strip()
+    mine = " (this process)" if pid == str(os.getpid()) else ""
+    return f"probetop PID {pid}{mine}" + (f" ({rest})" if rest else "")
+
+
+class TargetLock:
+    """The lock files of one run. See the module docstring."""
+
+    def __init__(self, keys: list[LockKey], owner: str) -> None:
+        self.keys = keys
+        self.owner = owner  # "COMMAND TARGET", written after the PID
+        self._held: dict[str, int] = {}
+        self._paths: dict[str, tuple[Path, bool]] = {}
+
+    @classmethod
+    def for_target(cls, path: str, command: str) -> TargetLock:
+        return cls(target_keys(path), f"{command} {path}")
+
+    @classmethod
+    def for_path(cls, path: str, command: str, label: str) -> TargetLock:
+        """A lock on a plain path (a checkpoint file), by its real path."""
+        return cls([_path_key(path, label)], f"{command} {label}")
+
+    @property
+    def held(self) -> bool:
+        return bool(self._held)
+
+    def acquire(self) -> None:
+        """Take every key, or none (TargetBusy / TargetProbeError)."""
+        if self._held:
+            return
+        directory = lock_dir()
+        try:
+            for key in sorted(self.keys, key=lambda k: k.name):
+                if key.name in self._held:
+                    continue
+                self._take(directory, key)
+        except BaseException:
+            self.release()
+            raise
+
+    def check(self) -> None:
+        """Raise TargetBusy now if another run holds a key; holds nothing after
+        (``prepare`` checks, ``run`` holds: a probe that never runs locks nothing)."""
+        if self._held:
+            return
+        self.acquire()
+        self.release()
+
+    def add(self, keys: list[LockKey]) -> None:
+        """Take more keys while holding the others (a file just created)."""
+        directory = lock_dir()
+        for key in keys:
+            if key.name not in self._held:
+                self._take(directory, key)
+                self.keys.append(key)
+
+    def _take(self, directory: Path, key: LockKey) -> None:
+        path = directory / f"{key.name}.lock"
+        for _ in range(10):
+            try:
+                fd, writable = _open_lock_file(path)
+            except OSError as exc:
+                raise TargetProbeError(
+                    f"cannot lock {key.label}: {exc.strerror or exc} ({path})"
+                ) from None
+            try:
+                fcntl.flock(fd, (fcntl.LOCK_SH if key.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+            except OSError:
+                line = _holder_line(fd)
+                os.close(fd)
+                raise TargetBusy(
+                    f"{key.label} is in use by {_describe(line)}: one run per target; "
+                    "wait for it to end or stop it first"
+                ) from None
+            if _same_file(fd, path):
+                break
+            os.close(fd)  # its holder removed it as we opened it: take the new one
+        else:
+            raise TargetProbeError(f"cannot lock {key.label}: {path} keeps changing")
+        if writable:  # shared holders too: any live holder names the user
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()} {self.owner}\n".encode(), 0)
+        self._held[key.name] = fd
+        self._paths[key.name] = (path, key.shared)
+
+    def release(self) -> None:
+        """Drop every key. An exclusive lock file is removed first, while still
+        held (who opens it afterwards sees it gone and takes a new one), so the
+        directory does not fill up with one file per target ever used."""
+        held, self._held = self._held, {}
+        for name, fd in held.items():
+            path, shared = self._paths.pop(name, (None, True))
+            if path is not None and not shared and _same_file(fd, path):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __del__(self) -> None:
+        self.release()
