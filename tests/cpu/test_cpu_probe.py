@@ -26,8 +26,19 @@ from probetop.tui.runner import run_headless
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
-def cpu_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("probetop-cpu-")]
+def cpu_threads() -> list[str]:
+    """Every CPU worker of this process: the native engine's are native
+    threads (OS name "probetop-cpu", never in threading.enumerate()), the
+    Python engine's are Python threads named probetop-cpu-N."""
+    native = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            if (task / "comm").read_text().strip() == "probetop-cpu":
+                native.append(task.name)
+        except OSError:  # the thread ended while we looked
+            pass
+    python = [t.name for t in threading.enumerate() if t.name.startswith("probetop-cpu-")]
+    return native + python
 
 
 def snap(events: int, lat_sum_ns: int) -> ThreadSnapshot:
