@@ -28,7 +28,9 @@ Contract:
   (the reserved size ``UnitCost.reserved_bytes`` counts), then restore.
 - ``oversubscribed(workers)`` / ``background_priority()``: more busy workers
   than ``OVERSUBSCRIBED_PER_CPU`` per CPU would make the event loop wait its
-  turn behind each of them; such workers make themselves SCHED_IDLE.
+  turn behind each of them; such workers make themselves SCHED_IDLE (native
+  threads only: a SCHED_IDLE thread that takes the GIL would hold up the loop).
+  ``check_busy_workers`` refuses that many busy Python-side workers instead.
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ def check_seconds(
     if value < minimum or value > maximum:
         zero = f" (or 0: {zero_means})" if zero_means else ""
         raise LimitProbeError(
-            f"{option} must be within {minimum:g}..{maximum:g} seconds{zero}, got {value:g}"
+            f"{option} must be within {_num(minimum)}..{_num(maximum)} seconds{zero}, got {value:g}"
         )
 
 
@@ -333,6 +335,20 @@ def oversubscribed(workers: int, per_cpu: int = OVERSUBSCRIBED_PER_CPU) -> bool:
     return workers > per_cpu * logical_cpus()
 
 
+def check_busy_workers(option: str, count: int, noun: str, *, why: str) -> None:
+    """Refuse more busy workers (each keeps a CPU busy and takes the GIL
+    every interval) than ``OVERSUBSCRIBED_PER_CPU`` per logical CPU: beyond
+    that they add no throughput, and the event loop waits behind them."""
+    cpus = logical_cpus()
+    most = OVERSUBSCRIBED_PER_CPU * cpus
+    if count > most:
+        raise LimitProbeError(
+            f"{option} {count}: at most {most} {noun}s fit on this machine now, limited by "
+            f"its {cpus} logical CPUs ({OVERSUBSCRIBED_PER_CPU} per CPU: {why}, so more "
+            "add no throughput and would starve the event loop)"
+        )
+
+
 def background_priority() -> bool:
     """Make the calling thread SCHED_IDLE: it runs whenever a CPU would
     otherwise idle, and any normal thread (the event loop, a signal's
@@ -483,6 +499,11 @@ def _size(nbytes: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{nbytes} B"  # pragma: no cover
+
+
+def _num(value: float) -> str:
+    """1e9 as 1000000000, 0.001 as 0.001: limits read as plain numbers."""
+    return f"{value:.0f}" if value >= 1e6 and value == int(value) else f"{value:g}"
 
 
 def _detail(cost: UnitCost) -> str:

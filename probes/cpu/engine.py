@@ -799,6 +799,13 @@ class PythonEngine:
 
 _python_ticket_lock = threading.Lock()
 
+
+def keep_forever(obj: object) -> None:
+    """Never free ``obj`` (one extra reference, never dropped): for memory a
+    native thread may still use while the interpreter shuts down."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+
+
 _engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
 
@@ -815,6 +822,11 @@ def load_engine(kind: str) -> Engine:
             else:
                 raise EngineUnavailable(f"unknown engine {kind!r} (llvm or python)")
             _engines[kind] = engine
+            if kind == "llvm":
+                # A native worker may outlive everything else (a SCHED_IDLE
+                # thread waiting for a CPU at exit): the JIT code it runs must
+                # never be freed, not even when the interpreter finalizes.
+                keep_forever(engine)
         return engine
 
 

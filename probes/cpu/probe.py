@@ -54,15 +54,16 @@ from probetop.probes.cpu.engine import (
     SharedRun,
     ThreadJob,
     best_engine,
+    keep_forever,
     load_engine,
 )
 from probetop.probes.cpu.hist import percentile_ms, to_sparse
 from probetop.probes.cpu.records import METRICS, PYTHON_ENGINE_LABEL, CpuInterval
+from probetop.probes.cpu.report import SCHED_IDLE_NOTE
 from probetop.probes.cpu.settings import (
-    PYTHON_ENGINE_MAX_THREADS,
     CpuSettings,
+    check_python_threads,
     logical_cpus,
-    raise_python_threads,
     sweep_thread_counts,
 )
 
@@ -84,13 +85,10 @@ START_BATCH = 64
 # How long stopping waits for the workers to leave the native loop (they see
 # the stop flag within ~30 ms even at --max-prime 2**31; docs/cpu.md).
 STOP_WAIT_S = 1.0
+BACKGROUND_STOP_WAIT_S = 0.2  # the same for SCHED_IDLE workers (see _run_phase)
 DONE_POLL_S = 0.01  # how often a waiting sampler looks at the threads' done flags
 THREAD_EXIT_WAIT_S = 0.2  # then how long it lets finished threads vanish
 ARRIVE_WAIT_S = 5.0  # at most this long for started threads to reach the gate
-BACKGROUND_NOTE = (
-    "more threads than 2 per CPU: workers run as SCHED_IDLE so the dashboard and "
-    "Ctrl-C stay responsive (same events/s on an idle machine; other load now wins)"
-)
 
 
 @dataclass
@@ -264,6 +262,7 @@ class CpuProbe:
         self._current: PhaseResult | None = None
         self.worker_errors: list[str] = []
         self.background_workers = False  # a phase ran its workers SCHED_IDLE
+        self.workers_lingering = 0  # SCHED_IDLE workers not yet ended when a phase ended
 
     # -- setup -----------------------------------------------------------
     def validate(self) -> None:
@@ -282,9 +281,8 @@ class CpuProbe:
                     raise UsageProbeError(str(exc)) from exc
             # Compile-and-warm: the first call pages the code in; never timed.
             self.engine.prime_event(min(self.max_prime, 1000))
-        threads = self.settings.max_threads()
-        if not self.engine.comparable and threads > PYTHON_ENGINE_MAX_THREADS:
-            raise_python_threads(threads)
+        if not self.engine.comparable:  # the Python engine, chosen or fallen back to
+            check_python_threads(self.settings.max_threads())
 
     def params(self) -> Mapping[str, Any]:
         return {
@@ -359,7 +357,6 @@ class CpuProbe:
         phase = PhaseResult(threads=threads)
         self._current = phase
         assert self.engine is not None
-        _LINGERING[:] = [c for c in _LINGERING if c.exited.value < c.started]
         crew = _Crew(self.engine, gate, stats)
         start = phase.start_ns = now_ns()
         prev = Snapshot.take(stats, hist)  # all zero: taken before any worker starts
@@ -375,7 +372,7 @@ class CpuProbe:
             background = oversubscribed(threads)
             if background and not self.background_workers:
                 self.background_workers = True
-                emit(Status(self.id, now_ns(), "info", BACKGROUND_NOTE))
+                emit(Status(self.id, now_ns(), "info", SCHED_IDLE_NOTE))
             await crew.start(self._work, jobs, background)
             start = prev_t = phase.start_ns = now_ns()
             if self.time_s > 0:
@@ -401,10 +398,16 @@ class CpuProbe:
         finally:
             shared.request_stop()
             try:
-                running = await crew.stop(STOP_WAIT_S)
-                if running:
+                # SCHED_IDLE workers see the stop flag only when a CPU is free
+                # for them; one that has not yet is not computing either (any
+                # other thread comes first), so it is left to end on its own.
+                wait_s = BACKGROUND_STOP_WAIT_S if crew.background else STOP_WAIT_S
+                running = await crew.stop(wait_s)
+                if running and crew.background:
+                    self.workers_lingering += running
+                elif running:
                     self.worker_errors.append(
-                        f"{running} worker threads did not stop within {STOP_WAIT_S:g} s"
+                        f"{running} worker threads did not stop within {wait_s:g} s"
                     )
             finally:
                 # The run ended when its last thread left (the engine's own
@@ -504,6 +507,7 @@ class CpuProbe:
             "sweep": sweep_rows(phases, self.percentile) if self.sweep else None,
             "worker_errors": list(self.worker_errors),
             "workers_sched_idle": self.background_workers,
+            "workers_lingering": self.workers_lingering,
         }
         return doc
 
@@ -515,7 +519,7 @@ class _Crew:
     With the native engine each worker is a native thread that never enters
     Python (``NativeEngine.spawn``): 1000s of them never queue for the GIL,
     so they cannot stall this loop, not even while they end. The Python
-    engine's workers are Python threads (at most PYTHON_ENGINE_MAX_THREADS).
+    engine's workers are Python threads (at most 2 per CPU: check_python_threads).
     A worker is done when its STAT_DONE slot is set; gone when it counted
     itself in ``exited``. Every wait here polls those, with a deadline."""
 
@@ -523,13 +527,17 @@ class _Crew:
         self.engine = engine
         self.gate = gate  # workers wait at it until all are started
         self.stats = stats
+        self.jobs: list[ThreadJob] = []  # what the workers use: shared state, counters
         self.exited = ctypes.c_int64(0)  # workers that have ended (native: atomic add)
         self.started = 0
+        self.background = False  # workers run SCHED_IDLE
         self.python_threads: list[threading.Thread] = []
 
     async def start(self, target: Any, jobs: list[ThreadJob], background: bool = False) -> None:
         """Start one worker per job; raise ProbeError if the OS refuses one."""
         spawn = getattr(self.engine, "spawn", None)
+        self.background = background
+        self.jobs = jobs
         for first in range(0, len(jobs), START_BATCH):
             for i, job in enumerate(jobs[first : first + START_BATCH], first):
                 try:
@@ -589,14 +597,14 @@ class _Crew:
         for thread in self.python_threads:  # leave Python too (microseconds)
             thread.join(max(0.0, deadline - time.monotonic()))
         if self.exited.value < self.started:
-            _LINGERING.append(self)  # workers still use its memory: keep it alive
+            # Its workers still use its memory (counters, gate, stop flag):
+            # never free it, not even at interpreter exit (a freed page would
+            # crash the process under a thread that is about to end).
+            keep_forever(self)
         return int((self.stats[:, STAT_DONE] == 0).sum())
 
 
 _exit_lock = threading.Lock()
-# Crews whose workers had not all ended when their phase finished: their
-# counters must outlive them (a native thread writes until it ends).
-_LINGERING: list[_Crew] = []
 
 
 def _stopped_by(codes: list[int]) -> str:

@@ -20,6 +20,7 @@ from probetop.probes.core.limits import (
     MIN_INTERVAL_S,
     WORKER_STACK_BYTES,
     UnitCost,
+    check_busy_workers,
     check_capacity,
     check_interval,
     check_seconds,
@@ -45,9 +46,6 @@ THREAD_COST = UnitCost(
 # under TICK_SHARE of the event loop, which sets the interval floor.
 TICK_COST_PER_THREAD_S = 2e-6
 TICK_SHARE = 0.05
-# The Python engine holds the GIL: each extra thread delays the event loop's
-# turn by up to a switch interval (5 ms), so a signal could wait seconds.
-PYTHON_ENGINE_MAX_THREADS = 16
 
 
 def sweep_thread_counts(ncpu: int | None = None) -> list[int]:
@@ -209,6 +207,10 @@ class CpuSettings:
         if not 1 <= self.percentile <= 100:
             raise UsageProbeError(f"--percentile must be within 1..100, got {self.percentile}")
         threads = self.max_threads()
+        # What the machine can hold first: the count itself may be the problem.
+        check_capacity("--threads", threads, THREAD_COST)
+        if self.engine == "python":
+            check_python_threads(threads)
         floor = interval_floor_s(threads)
         check_interval(
             "--interval" if not self.report_intervals else "--report-interval",
@@ -222,17 +224,15 @@ class CpuSettings:
                 f" {TICK_SHARE:.0%} of the event loop"
             ),
         )
-        if self.engine == "python" and threads > PYTHON_ENGINE_MAX_THREADS:
-            raise_python_threads(threads)
-        check_capacity("--threads", threads, THREAD_COST)
 
 
-def raise_python_threads(threads: int) -> None:
-    """Refuse more Python-engine threads than keep the event loop responsive."""
-    from probetop.probes.core.limits import LimitProbeError
-
-    raise LimitProbeError(
-        f"--threads {threads}: the python engine runs at most {PYTHON_ENGINE_MAX_THREADS} "
-        "threads (each holds the GIL in turn, so more would keep the dashboard and "
-        "Ctrl-C waiting for seconds); use the llvm engine for more"
+def check_python_threads(threads: int) -> None:
+    """The Python engine's workers hold the GIL while they compute: at most
+    OVERSUBSCRIBED_PER_CPU per CPU, or the event loop (and Ctrl-C) would wait
+    behind them for seconds."""
+    check_busy_workers(
+        "--threads",
+        threads,
+        "python-engine thread",
+        why="each holds the GIL while it computes",
     )
