@@ -30,7 +30,8 @@ Contract:
   than ``OVERSUBSCRIBED_PER_CPU`` per CPU would make the event loop wait its
   turn behind each of them; such workers make themselves SCHED_IDLE (native
   threads only: a SCHED_IDLE thread that takes the GIL would hold up the loop).
-  ``check_busy_workers`` refuses that many busy Python-side workers instead.
+  ``check_busy_workers`` refuses that many busy Python-side workers instead;
+  ``check_per_cpu`` is the general per-CPU cap (native workers: see cpu).
 """
 
 from __future__ import annotations
@@ -335,18 +336,29 @@ def oversubscribed(workers: int, per_cpu: int = OVERSUBSCRIBED_PER_CPU) -> bool:
     return workers > per_cpu * logical_cpus()
 
 
-def check_busy_workers(option: str, count: int, noun: str, *, why: str) -> None:
-    """Refuse more busy workers (each keeps a CPU busy and takes the GIL
-    every interval) than ``OVERSUBSCRIBED_PER_CPU`` per logical CPU: beyond
-    that they add no throughput, and the event loop waits behind them."""
+def check_per_cpu(option: str, count: int, noun: str, *, per_cpu: int, why: str) -> None:
+    """Refuse more than ``per_cpu`` busy workers per logical CPU; ``why``
+    says what more would do (the message names the CPUs as the limit)."""
     cpus = logical_cpus()
-    most = OVERSUBSCRIBED_PER_CPU * cpus
+    most = per_cpu * cpus
     if count > most:
         raise LimitProbeError(
             f"{option} {count}: at most {most} {noun}s fit on this machine now, limited by "
-            f"its {cpus} logical CPUs ({OVERSUBSCRIBED_PER_CPU} per CPU: {why}, so more "
-            "add no throughput and would starve the event loop)"
+            f"its {cpus} logical CPUs ({per_cpu} per CPU: {why})"
         )
+
+
+def check_busy_workers(option: str, count: int, noun: str, *, why: str) -> None:
+    """Refuse more busy Python-side workers (each keeps a CPU busy and takes
+    the GIL every interval) than ``OVERSUBSCRIBED_PER_CPU`` per logical CPU:
+    beyond that they add no throughput, and the event loop waits behind them."""
+    check_per_cpu(
+        option,
+        count,
+        noun,
+        per_cpu=OVERSUBSCRIBED_PER_CPU,
+        why=f"{why}, so more add no throughput and would starve the event loop",
+    )
 
 
 def background_priority() -> bool:

@@ -18,11 +18,13 @@ Contract:
   deadline, runs, and stores STAT_END_NS, STAT_CPU_NS and, last, STAT_DONE
   (release order), so a sampler knows a thread is done from memory alone.
   The stop flag is seen within ~30 ms even at --max-prime 2**31 (measured).
-- ``NativeEngine.spawn(job, exited, idle=..., stack_bytes=...)`` runs that
-  gated loop in a detached native thread (OS name ``probetop-cpu``) that
-  never enters Python: 1000s of workers never queue for the GIL, so they
-  cannot stall the event loop while they start, run or end. ``idle`` makes
-  the thread SCHED_IDLE; its last act is an atomic increment of ``exited``.
+- ``NativeEngine.spawn(job, exited, idle=..., stacks=..., index=...)`` runs
+  that gated loop in a joinable native thread (OS name ``probetop-cpu``) on
+  a stack from ``Stacks``, that never enters Python: 1000s of workers never
+  queue for the GIL, so they cannot stall the event loop while they start,
+  run or end. ``idle`` makes the thread SCHED_IDLE; its last act is an
+  atomic increment of ``exited``; ``reap(tid)`` then frees it (the thread
+  itself frees nothing: see ``_PThreads``).
   ``PythonEngine`` has no ``spawn``: its workers are Python threads.
 
 Why hand-written IR and not numba: the figure must mean sysbench's figure, so
@@ -560,7 +562,15 @@ def _bits(value: float) -> int:
 
 
 class _PThreads:
-    """pthread_create for detached native threads with a given stack size."""
+    """pthread_create / pthread_tryjoin_np for joinable native threads on
+    stacks the caller provides.
+
+    Why joinable and caller stacks: a thread that ends frees nothing itself.
+    A detached thread with a glibc-allocated stack munmaps stacks (taking the
+    process's mmap lock for writing) and frees its TLS block (a malloc lock)
+    as it ends; a SCHED_IDLE thread preempted while holding either lock kept
+    the event loop's own mmap/brk waiting 8-11 s (measured, 5000 threads on a
+    busy machine). Here the joiner, the event loop's thread, frees them."""
 
     ATTR_SIZE = 128  # >= sizeof(pthread_attr_t) (56 on x86_64 glibc)
 
@@ -576,24 +586,46 @@ class _PThreads:
         self._create.restype = ctypes.c_int
         self._attr_init = libc.pthread_attr_init
         self._attr_destroy = libc.pthread_attr_destroy
-        self._set_stack = libc.pthread_attr_setstacksize
-        self._set_stack.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        self._set_detached = libc.pthread_attr_setdetachstate
-        self._set_detached.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        self._set_stack = libc.pthread_attr_setstack
+        self._set_stack.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        self._tryjoin = libc.pthread_tryjoin_np
+        self._tryjoin.argtypes = [ctypes.c_ulong, ctypes.c_void_p]
+        self._tryjoin.restype = ctypes.c_int
 
-    def create(self, entry: int, arg: int, stack_bytes: int) -> None:
+    def create(self, entry: int, arg: int, stack_addr: int, stack_bytes: int) -> int:
+        """Start a joinable thread on [stack_addr, +stack_bytes); its id."""
         attr = ctypes.create_string_buffer(self.ATTR_SIZE)
         if self._attr_init(attr) != 0:
             raise OSError(errno_mod.ENOMEM, "pthread_attr_init failed")
         try:
-            self._set_stack(attr, stack_bytes)
-            self._set_detached(attr, 1)  # PTHREAD_CREATE_DETACHED: nothing to join
+            if self._set_stack(attr, stack_addr, stack_bytes) != 0:
+                raise OSError(errno_mod.EINVAL, "pthread_attr_setstack failed")
             tid = ctypes.c_ulong()
             rc = self._create(ctypes.byref(tid), attr, entry, arg)
         finally:
             self._attr_destroy(attr)
         if rc != 0:
             raise OSError(rc, f"pthread_create: {os.strerror(rc)}")
+        return int(tid.value)
+
+    def tryjoin(self, tid: int) -> bool:
+        """Reap an ended thread (never blocks); False while it still runs."""
+        return int(self._tryjoin(tid, None)) == 0
+
+
+class Stacks:
+    """One anonymous mapping holding ``count`` thread stacks (page aligned,
+    untouched pages cost nothing). It must outlive every thread using it."""
+
+    def __init__(self, count: int, stack_bytes: int) -> None:
+        import mmap
+
+        self.stack_bytes = stack_bytes
+        self._map = mmap.mmap(-1, max(1, count) * stack_bytes)
+        self._base = ctypes.addressof(ctypes.c_char.from_buffer(self._map))
+
+    def address(self, index: int) -> int:
+        return self._base + index * self.stack_bytes
 
 
 class NativeEngine:
@@ -673,11 +705,12 @@ class NativeEngine:
     def prime_event(self, max_prime: int) -> int:
         return int(self._event(max_prime, ctypes.addressof(self._never_stop)))
 
-    def spawn(self, job: ThreadJob, exited: Any, *, idle: bool, stack_bytes: int) -> None:
-        """Run ``job`` in a new native thread (detached, named probetop-cpu)
-        that waits at the gate, runs, stores its done slots, increments
-        ``exited`` (a c_int64) and ends, never entering Python. ``idle``
-        makes it SCHED_IDLE. Raises OSError (EAGAIN at a thread limit)."""
+    def spawn(self, job: ThreadJob, exited: Any, *, idle: bool, stacks: Stacks, index: int) -> int:
+        """Run ``job`` in a new native thread (joinable, named probetop-cpu,
+        on stack ``index`` of ``stacks``) that waits at the gate, runs, stores
+        its done slots, increments ``exited`` (a c_int64) and ends, never
+        entering Python; reap it with ``reap``. ``idle`` makes it SCHED_IDLE.
+        Returns the thread's id. Raises OSError (EAGAIN at a thread limit)."""
         s = job.shared
         if s.gate is None:
             raise ValueError("a spawned worker needs a gate")
@@ -698,7 +731,13 @@ class NativeEngine:
             ctypes.addressof(exited),
         )
         job.native_args = args  # the thread reads it: keep it alive with the job
-        self._pthread.create(self._thread_main, ctypes.addressof(args), stack_bytes)
+        return self._pthread.create(
+            self._thread_main, ctypes.addressof(args), stacks.address(index), stacks.stack_bytes
+        )
+
+    def reap(self, tid: int) -> bool:
+        """Free an ended thread's resources (never blocks); False while it runs."""
+        return self._pthread.tryjoin(tid)
 
     def run_events(self, job: ThreadJob) -> int:
         s = job.shared

@@ -52,6 +52,7 @@ from probetop.probes.cpu.engine import (
     EngineUnavailable,
     Gate,
     SharedRun,
+    Stacks,
     ThreadJob,
     best_engine,
     keep_forever,
@@ -86,6 +87,7 @@ START_BATCH = 64
 # the stop flag within ~30 ms even at --max-prime 2**31; docs/cpu.md).
 STOP_WAIT_S = 1.0
 BACKGROUND_STOP_WAIT_S = 0.2  # the same for SCHED_IDLE workers (see _run_phase)
+END_GRACE_S = 0.25  # how far past --time a phase may run before it is stopped
 DONE_POLL_S = 0.01  # how often a waiting sampler looks at the threads' done flags
 THREAD_EXIT_WAIT_S = 0.2  # then how long it lets finished threads vanish
 ARRIVE_WAIT_S = 5.0  # at most this long for started threads to reach the gate
@@ -364,7 +366,7 @@ class CpuProbe:
         prev_t = start
         tick = 0
         interval_ns = int(self.interval_s * 1e9)
-        cancelled = False
+        cancelled = overran = False
         try:
             # Every thread is created first and waits at the gate; the run (and
             # its clock) starts when all exist, as in sysbench. Starting threads
@@ -378,16 +380,27 @@ class CpuProbe:
             if self.time_s > 0:
                 shared.set_deadline(start + int(self.time_s * 1e9))
             gate.open()
+            # --time is kept even when a thread cannot see it: the engine
+            # checks the deadline between events, so one --max-prime 2**31
+            # event (hours), or SCHED_IDLE threads waiting their turn, would
+            # run on. Past the deadline + END_GRACE_S the run is stopped.
+            hard_end = start + int((self.time_s + END_GRACE_S) * 1e9) if self.time_s > 0 else 0
             while not crew.all_done():
                 # The next tick after the last sample: when the loop was
                 # stalled past several ticks, the late sample covered them all
                 # (a longer interval, a right rate), never a burst of empty ones.
                 tick = max(tick + 1, (prev_t - start) // interval_ns + 1)
-                wait_s = (start + tick * interval_ns - now_ns()) / 1e9
-                await crew.wait(max(0.0, wait_s))  # always yields to the loop
+                next_ns = start + tick * interval_ns
+                if hard_end and hard_end < next_ns:
+                    next_ns = hard_end
+                await crew.wait(max(0.0, (next_ns - now_ns()) / 1e9))  # always yields
                 if crew.all_done():
                     break
                 now = now_ns()
+                if hard_end and now >= hard_end:
+                    shared.request_stop()
+                    overran = True
+                    break
                 cur = Snapshot.take(stats, hist)
                 self._emit_interval(emit, phase, phase_index, prev, cur, prev_t, now, True)
                 prev, prev_t = cur, now
@@ -396,6 +409,7 @@ class CpuProbe:
             cancelled = True
             raise
         finally:
+            stop_ns = now_ns()
             shared.request_stop()
             try:
                 # SCHED_IDLE workers see the stop flag only when a CPU is free
@@ -412,18 +426,21 @@ class CpuProbe:
             finally:
                 # The run ended when its last thread left (the engine's own
                 # clock, so a late wake-up of this loop does not lengthen it).
+                # A thread left behind (SCHED_IDLE, not yet scheduled) has not
+                # counted anything since: the run ended when it was stopped.
                 ends = stats[:, STAT_END_NS]
-                end = int(ends.max()) if crew.all_done() and ends.max() > start else now_ns()
+                end = int(ends.max()) if crew.all_done() and ends.max() > start else stop_ns
                 final = Snapshot.take(stats, hist)
                 phase.snapshot = final
                 phase.total_time_s = max(0, end - start) / 1e9
                 phase.cpu_ns = [int(ns) for ns in stats[:, STAT_CPU_NS].tolist()]
                 phase.primes = int(stats[0, STAT_PRIMES]) if final.events[0] else None
-                phase.stopped_by = (
-                    "stop"
-                    if cancelled
-                    else _stopped_by([int(c) for c in stats[:, STAT_DONE].tolist()])
-                )
+                if cancelled:
+                    phase.stopped_by = "stop"
+                elif overran:
+                    phase.stopped_by = "time"
+                else:
+                    phase.stopped_by = _stopped_by([int(c) for c in stats[:, STAT_DONE].tolist()])
                 if final.total_events > prev.total_events or not cancelled:
                     t_end = max(end, prev_t)
                     self._emit_interval(emit, phase, phase_index, prev, final, prev_t, t_end, False)
@@ -530,6 +547,8 @@ class _Crew:
         self.jobs: list[ThreadJob] = []  # what the workers use: shared state, counters
         self.exited = ctypes.c_int64(0)  # workers that have ended (native: atomic add)
         self.started = 0
+        self.stacks: Stacks | None = None
+        self.tids: list[int] = []  # native workers not reaped yet
         self.background = False  # workers run SCHED_IDLE
         self.python_threads: list[threading.Thread] = []
 
@@ -538,11 +557,15 @@ class _Crew:
         spawn = getattr(self.engine, "spawn", None)
         self.background = background
         self.jobs = jobs
+        if spawn is not None:
+            self.stacks = Stacks(len(jobs), WORKER_STACK_BYTES)
         for first in range(0, len(jobs), START_BATCH):
             for i, job in enumerate(jobs[first : first + START_BATCH], first):
                 try:
                     if spawn is not None:
-                        spawn(job, self.exited, idle=background, stack_bytes=WORKER_STACK_BYTES)
+                        assert self.stacks is not None
+                        tid = spawn(job, self.exited, idle=background, stacks=self.stacks, index=i)
+                        self.tids.append(tid)
                     else:
                         with thread_stack():
                             thread = threading.Thread(
@@ -568,6 +591,13 @@ class _Crew:
         while self.gate.arrived < self.started and time.monotonic() < deadline:
             await asyncio.sleep(DONE_POLL_S)
 
+    def _reap(self) -> None:
+        """Free the native workers that have ended (the event loop's thread
+        does it, so an ending worker takes no lock: see engine._PThreads)."""
+        reap = getattr(self.engine, "reap", None)
+        if reap is not None and self.tids:
+            self.tids = [tid for tid in self.tids if not reap(tid)]
+
     def _python_exited(self) -> None:
         with _exit_lock:
             self.exited.value += 1
@@ -592,11 +622,14 @@ class _Crew:
         self.stats[self.started :, STAT_DONE] = STOPPED_FLAG  # cancelled while starting
         await self.wait(timeout)
         deadline = time.monotonic() + THREAD_EXIT_WAIT_S
-        while self.exited.value < self.started and time.monotonic() < deadline:
-            await asyncio.sleep(0.001)
+        while time.monotonic() < deadline:
+            self._reap()
+            if not self.tids and self.exited.value >= self.started:
+                break
+            await asyncio.sleep(0.002)
         for thread in self.python_threads:  # leave Python too (microseconds)
             thread.join(max(0.0, deadline - time.monotonic()))
-        if self.exited.value < self.started:
+        if self.tids or self.exited.value < self.started:
             # Its workers still use its memory (counters, gate, stop flag):
             # never free it, not even at interpreter exit (a freed page would
             # crash the process under a thread that is about to end).

@@ -23,6 +23,7 @@ from probetop.probes.core.limits import (
     check_busy_workers,
     check_capacity,
     check_interval,
+    check_per_cpu,
     check_seconds,
     check_whole,
     logical_cpus,
@@ -41,6 +42,9 @@ THREAD_COST = UnitCost(
     reserved_bytes=WORKER_STACK_BYTES + 4096,  # + the guard page
     detail="stack pages, kernel task, counters and latency histogram",
 )
+# Threads per logical CPU at most (measured on 2 busy CPUs: 1024 threads
+# exited within 0.7 s of a signal, 2000 once took 4.9 s; see docs/cpu.md).
+MAX_THREADS_PER_CPU = 256
 # Per-interval bookkeeping per thread (numpy reads, the sample's per-thread
 # counts, the recorder's line): ~1 us measured; budgeted at 2 us and kept
 # under TICK_SHARE of the event loop, which sets the interval floor.
@@ -208,6 +212,16 @@ class CpuSettings:
             raise UsageProbeError(f"--percentile must be within 1..100, got {self.percentile}")
         threads = self.max_threads()
         # What the machine can hold first: the count itself may be the problem.
+        check_per_cpu(
+            "--threads",
+            threads,
+            "thread",
+            per_cpu=MAX_THREADS_PER_CPU,
+            why=(
+                "each busy thread needs a CPU turn to see a stop, and beyond that the "
+                "turns take longer than the 2 s a stop may take when other load is running"
+            ),
+        )
         check_capacity("--threads", threads, THREAD_COST)
         if self.engine == "python":
             check_python_threads(threads)

@@ -182,3 +182,33 @@ async def test_stop_probe_is_bounded_too():
     for task in asyncio.all_tasks():
         if task is not asyncio.current_task():
             task.cancel()
+
+
+async def test_a_probe_that_does_not_stop_still_gets_its_footer_and_report(tmp_path):
+    """The backstop end to end: a headless run with a recording, one probe
+    whose cleanup hangs. The run ends within --time + 1.5 s + a little, the
+    footer is written with the error and both summaries."""
+    from probetop.probes.core.hub import STOP_DEADLINE_S
+    from probetop.probes.record.reader import load_session
+    from probetop.tui.runner import run_headless
+
+    path = tmp_path / "rec.jsonl"
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    result = await run_headless(
+        [CountingProbe("good"), StubbornProbe("bad")],
+        duration_s=0.3,
+        record=path,
+        command=["probetop", "test"],
+    )
+    assert loop.time() - t0 < 0.3 + STOP_DEADLINE_S + 1.0
+    assert result.reason == "time"
+    assert result.errors == {"bad": f"did not stop within {STOP_DEADLINE_S:g} s"}
+    session = load_session(path)
+    assert session.warnings == []
+    assert session.footer is not None
+    assert session.footer["errors"] == result.errors
+    assert set(session.footer["summaries"]) == {"good", "bad"}
+    for task in asyncio.all_tasks():
+        if task is not asyncio.current_task():
+            task.cancel()

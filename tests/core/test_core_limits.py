@@ -169,6 +169,14 @@ def test_this_machine_is_read_for_real():
         check_capacity("--threads", 10**12, THREAD)
 
 
+def test_cpu_interval_floor_grows_with_threads():
+    from probetop.probes.cpu.settings import interval_floor_s
+
+    assert interval_floor_s(1) == MIN_INTERVAL_S
+    assert interval_floor_s(1250) == pytest.approx(MIN_INTERVAL_S)
+    assert interval_floor_s(5000) == pytest.approx(0.2)
+
+
 def test_oversubscription_is_per_cpu():
     assert not oversubscribed(2 * logical_cpus())
     assert oversubscribed(2 * logical_cpus() + 1)
@@ -182,7 +190,11 @@ def test_oversubscription_is_per_cpu():
     [
         (("--interval", "0.0001", "--headless"), "shortest sampling interval this probe can"),
         (("cpu", "--interval", "0.0001"), "--interval 0.0001: the shortest sampling interval"),
-        (("cpu", "--threads", "5000", "--interval", "0.05"), "all 5000 threads"),
+        (("cpu", "--threads", "5000"), "logical CPUs (256 per CPU"),
+        (
+            ("icmp", "--rate", "100", "--streams", "64", "--sample-interval", "0.05", "::1"),
+            "merges the counters of 64 streams",
+        ),
         (("cpu", "--threads", "500", "--report-interval", "1e-300"), "--report-interval"),
         (("cpu", "--threads", "99999999999999999999"), "fit on this machine now, limited by"),
         (("cpu", "--engine", "python", "--threads", "99"), "python-engine threads fit"),
@@ -216,13 +228,25 @@ def test_huge_thread_count_is_refused_before_any_memory_is_used():
 
 
 def test_rlimit_as_is_named():
-    """ulimit -v: 20000 threads x 260 KiB stacks do not fit in 3 GiB of address space."""
-    result = probetop(
-        "cpu", "--threads", "20000", "--interval", "1", "--headless",
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30)),
+    """ulimit -v: the address space the units would reserve (stacks, mapped
+    buffers) is checked against RLIMIT_AS minus what the process already maps."""
+    code = (
+        "from probetop.probes.core.limits import *\n"
+        "cost = UnitCost('job', tasks=0, reserved_bytes=64 * 2**20, detail='buffers')\n"
+        "check_capacity('--jobs', 2, cost)\n"
+        "try:\n"
+        "    check_capacity('--jobs', 100, cost)\n"
+        "except LimitProbeError as exc:\n"
+        "    print(exc)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30)),
     )  # fmt: skip
-    line = one_line_error(result)
-    assert "limited by RLIMIT_AS" in line and "RLIMIT_AS (ulimit -v) is 3.0 GiB" in line
+    assert result.returncode == 0, result.stderr
+    assert "--jobs 100: at most" in result.stdout
+    assert "limited by RLIMIT_AS: each job reserves 64.0 MiB" in result.stdout
+    assert "RLIMIT_AS (ulimit -v) is 2.0 GiB" in result.stdout
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from probetop.probes.core.limits import logical_cpus
-from probetop.probes.cpu.settings import interval_floor_s
+from probetop.probes.cpu.settings import MAX_THREADS_PER_CPU, interval_floor_s
 from probetop.probes.icmp.settings import sample_interval_floor_s
 from stop_harness import (
     STOP_WITHIN_S,
@@ -30,13 +30,13 @@ from stop_harness import (
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
 
-HUGE_THREADS = 2000  # well within this machine's limits, 1000x its CPUs
+HUGE_THREADS = MAX_THREADS_PER_CPU * logical_cpus()  # the most allowed (SCHED_IDLE workers)
 FLOOD_STREAMS = 2 * logical_cpus()  # the most flood streams allowed
 PYTHON_THREADS = 2 * logical_cpus()  # the most python-engine threads allowed
 FLOOR_500 = f"{interval_floor_s(500):g}"
 
 CPU_CASES = {
-    # 2000 native threads (SCHED_IDLE: more than 2 per CPU)
+    # the most native threads allowed (SCHED_IDLE: more than 2 per CPU)
     "huge-threads": ["cpu", "--threads", str(HUGE_THREADS), "--time", "60"],
     # many threads sampled at their interval floor
     "threads-at-floor": ["cpu", "--threads", "500", "--interval", FLOOR_500, "--time", "60"],
