@@ -8,8 +8,15 @@ Contract:
   engine and runs one event, so JIT time is never inside the measured run.
 - ``run()`` emits one Sample per interval: per-interval (not cumulative)
   events/s, the latency percentile of the events completed in the interval,
-  mean latency and per-thread events. It returns when the run ends, and on
-  cancellation stops and joins every worker before returning.
+  mean latency and per-thread events. It returns when the run ends (at the
+  latest ``END_GRACE_S`` after ``time_s``, even inside an event that would
+  take hours), and on cancellation sets the stop flag and returns once every
+  worker has stopped, waiting at most ``STOP_WAIT_S`` (SCHED_IDLE workers:
+  ``BACKGROUND_STOP_WAIT_S``, the rest are left to end, ``workers_lingering``);
+  it never blocks the event loop (see ``_Crew``).
+- The parameters are checked against what the machine and the event loop
+  can hold in ``CpuSettings.validate`` (threads per CPU, memory and the
+  kernel's limits, the interval floor): LimitProbeError, exit 2.
 - ``summary()`` is sysbench's final report as a JSON-safe dict (plus the
   histogram, intervals and, with ``sweep``, one row per thread count).
 """
@@ -388,8 +395,10 @@ class CpuProbe:
             while not crew.all_done():
                 # The next tick after the last sample: when the loop was
                 # stalled past several ticks, the late sample covered them all
-                # (a longer interval, a right rate), never a burst of empty ones.
-                tick = max(tick + 1, (prev_t - start) // interval_ns + 1)
+                # (a longer interval, a right rate), never a burst of empty
+                # ones, nor a sliver: a grid point less than half an interval
+                # after the last sample is skipped.
+                tick = max(tick + 1, (prev_t - start + interval_ns // 2) // interval_ns + 1)
                 next_ns = start + tick * interval_ns
                 if hard_end and hard_end < next_ns:
                     next_ns = hard_end

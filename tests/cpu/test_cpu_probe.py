@@ -119,7 +119,8 @@ async def test_a_stalled_loop_gives_one_longer_interval_not_a_burst() -> None:
     probe = CpuProbe(CpuSettings(threads=1, time_s=2.2, interval_s=0.2, max_prime=3000))
     probe.prepare()
     task = asyncio.get_running_loop().create_task(probe.run(samples.append))
-    await asyncio.sleep(0.3)
+    while not any(isinstance(smp, Sample) for smp in samples):  # measuring
+        await asyncio.sleep(0.01)
     time.sleep(1.0)  # block the event loop, as a long render would
     await task
     sizes = [smp.interval_s for smp in samples if isinstance(smp, Sample)]
