@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from probetop.probes.core.limits import MAX_SECONDS, check_interval, check_seconds
 from probetop.probes.core.options import Option, number
 
 COMMON_OPTIONS: tuple[Option, ...] = (
@@ -36,7 +37,7 @@ COMMON_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         ("--time",),
-        "stop the probes after S seconds",
+        "stop the probes after S seconds (0: no time limit, as in sysbench)",
         parse=number(nonnegative=True),
         metavar="S",
     ),
@@ -73,9 +74,10 @@ class CommonOptions:
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any], argv: tuple[str, ...]) -> CommonOptions:
+        """The common options from parsed values, validated (``validate``)."""
         record = values.get("record")
         interval = values.get("interval", 1.0)
-        return cls(
+        common = cls(
             record=Path(record).expanduser() if record else None,
             headless=bool(values.get("headless", False)),
             json=bool(values.get("json", False)),
@@ -85,6 +87,29 @@ class CommonOptions:
             theme=values.get("theme"),
             argv=argv,
         )
+        common.validate()
+        return common
+
+    def validate(self) -> None:
+        """Raise LimitProbeError (exit 2) for a --time beyond what the deadline
+        arithmetic holds or a sampling interval below the common floor (each
+        family may ask more of its own interval, with its own message)."""
+        if self.time_s is not None:
+            check_seconds("--time", self.time_s, maximum=MAX_SECONDS, zero_means="no time limit")
+        # icmp's sampling interval is --sample-interval (its --interval is ping's)
+        option = (
+            "--sample-interval"
+            if any(a.split("=")[0] == "--sample-interval" for a in self.argv)
+            else "--interval"
+        )
+        check_interval(option, self.interval_s)
+
+    @property
+    def time_limit_s(self) -> float | None:
+        """When the generic runner stops the probes: --time, or None for no
+        limit (not given, or 0, as sysbench's --time 0). Every command reads
+        --time through this, so 0 means the same everywhere."""
+        return self.time_s if self.time_s else None
 
     @property
     def wants_headless(self) -> bool:

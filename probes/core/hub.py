@@ -8,6 +8,12 @@ Two kinds of subscription:
   subscriber must drain promptly (the recorder does, at least once a second).
 - lossy (the UI feed): bounded; when full the oldest record is dropped and
   counted, so a stalled UI can never stall a probe or grow memory.
+
+Stopping is bounded: ``stop()`` / ``stop_probe()`` cancel, wait at most
+``STOP_DEADLINE_S``, and record a probe that has not finished its cleanup by
+then as an error ("did not stop within 1.5 s", with the summary it has so
+far), so the footer and the report are still written. Its task is left to
+end on its own (probe workers are daemon threads).
 """
 
 from __future__ import annotations
@@ -20,6 +26,11 @@ from typing import Any
 
 from probetop.probes.core.base import Probe, ProbeError, describe
 from probetop.probes.core.sample import Announce, Record, Status, now_ns
+
+# How long stop() waits for probes to clean up (cancel -> run() returns).
+# Probes see cancellation at once and stop their workers within ~0.1 s; ICMP
+# waits up to 1 s for replies in flight. Signal to exit stays under 2 s.
+STOP_DEADLINE_S = 1.5
 
 
 class Subscription:
@@ -153,21 +164,41 @@ class Hub:
         """Ids of probes whose task is still running."""
         return [pid for pid, task in self._tasks.items() if not task.done()]
 
-    async def stop_probe(self, probe_id: str) -> None:
-        """Cancel one probe and wait until it has cleaned up."""
+    async def stop_probe(self, probe_id: str, timeout: float = STOP_DEADLINE_S) -> None:
+        """Cancel one probe and wait (at most ``timeout``) until it has cleaned up."""
         task = self._tasks.get(probe_id)
         if task is not None and not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await self._stop({probe_id: task}, timeout)
 
-    async def stop(self) -> None:
-        """Cancel every probe and wait for all of them to clean up."""
-        tasks = [t for t in self._tasks.values() if not t.done()]
-        for task in tasks:
-            task.cancel()
+    async def stop(self, timeout: float = STOP_DEADLINE_S) -> None:
+        """Cancel every probe and wait (at most ``timeout``) for all of them to
+        clean up; see the module docstring."""
+        tasks = {pid: t for pid, t in self._tasks.items() if not t.done()}
         if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await self._stop(tasks, timeout)
         self._running = False
+
+    async def _stop(self, tasks: dict[str, asyncio.Task[None]], timeout: float) -> None:
+        for task in tasks.values():
+            task.cancel()
+        # asyncio.wait, not wait_for/gather: it never cancels the tasks again
+        # and returns at the deadline whatever they do (see Subscription.wait).
+        _done, pending = await asyncio.wait(set(tasks.values()), timeout=timeout)
+        for probe_id, task in tasks.items():
+            if task in pending:
+                self._abandon(probe_id, timeout)
+
+    def _abandon(self, probe_id: str, timeout: float) -> None:
+        """A probe whose cleanup outlived the deadline: an error, with what it has."""
+        probe = self.probes[probe_id]
+        message = f"did not stop within {timeout:g} s"
+        self.errors[probe_id] = message
+        try:
+            self.summaries[probe_id] = probe.summary()
+        except Exception as exc:
+            self.summaries[probe_id] = {"error": f"summary failed: {exc}"}
+        self.publish(Status(probe_id, now_ns(), "error", message))
+        self.publish(Status(probe_id, now_ns(), "stopped", "abandoned"))
 
     async def wait(self, timeout: float | None = None) -> bool:
         """Wait until every probe finished by itself, or timeout. True if all done."""

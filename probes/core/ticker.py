@@ -3,7 +3,10 @@
 ``Ticker`` sleeps until start + k x interval (not "interval after the last
 wake-up"), so a late wake-up does not shift every later sample; each tick
 returns the measured monotonic time, from which rates are computed, so a late
-wake-up makes a longer interval, never a wrong rate.
+wake-up makes a longer interval, never a wrong rate. ``tick`` always
+yields to the event loop, even when the deadline has already passed, so no
+probe can hold the loop by overrunning its interval. Interval floors are
+checked where the interval is chosen (``probes/core/limits.py``).
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ class Ticker:
     async def tick(self) -> int:
         """Sleep until the next deadline; return now (monotonic ns)."""
         delay = (self._next - now_ns()) / 1e9
-        if delay > 0:
-            await asyncio.sleep(delay)
+        # Always yield, even when late: a probe whose interval's work overran
+        # must still let the loop run signals, the UI and other probes.
+        await asyncio.sleep(max(0.0, delay))
         now = now_ns()
         # Skip deadlines already missed (e.g. after a suspend) instead of bursting.
         while self._next <= now:

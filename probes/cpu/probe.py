@@ -8,8 +8,15 @@ Contract:
   engine and runs one event, so JIT time is never inside the measured run.
 - ``run()`` emits one Sample per interval: per-interval (not cumulative)
   events/s, the latency percentile of the events completed in the interval,
-  mean latency and per-thread events. It returns when the run ends, and on
-  cancellation stops and joins every worker before returning.
+  mean latency and per-thread events. It returns when the run ends (at the
+  latest ``END_GRACE_S`` after ``time_s``, even inside an event that would
+  take hours), and on cancellation sets the stop flag and returns once every
+  worker has stopped, waiting at most ``STOP_WAIT_S`` (SCHED_IDLE workers:
+  ``BACKGROUND_STOP_WAIT_S``, the rest are left to end, ``workers_lingering``);
+  it never blocks the event loop (see ``_Crew``).
+- The parameters are checked against what the machine and the event loop
+  can hold in ``CpuSettings.validate`` (threads per CPU, memory and the
+  kernel's limits, the interval floor): LimitProbeError, exit 2.
 - ``summary()`` is sysbench's final report as a JSON-safe dict (plus the
   histogram, intervals and, with ``sweep``, one row per thread count).
 """
@@ -17,52 +24,86 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-import os
+import ctypes
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from probetop.probes.core.base import Emit, UsageProbeError
+from probetop.probes.core.base import Emit, ProbeError, UsageProbeError
+from probetop.probes.core.limits import (
+    WORKER_STACK_BYTES,
+    background_priority,
+    oversubscribed,
+    thread_stack,
+)
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.stats import population_stddev
 from probetop.probes.cpu.engine import (
     HIST_SIZE,
+    INT64_MAX,
+    STAT_CPU_NS,
+    STAT_DONE,
+    STAT_END_NS,
     STAT_EVENTS,
     STAT_LAT_MAX,
     STAT_LAT_MIN,
     STAT_LAT_SUM,
     STAT_PRIMES,
+    STAT_SLOTS,
     STOPPED_DEADLINE,
     STOPPED_EVENTS,
+    STOPPED_FLAG,
     Engine,
     EngineUnavailable,
+    Gate,
     SharedRun,
+    Stacks,
     ThreadJob,
     best_engine,
+    keep_forever,
     load_engine,
 )
-from probetop.probes.cpu.hist import percentile_ms, subtract, to_sparse
+from probetop.probes.cpu.hist import percentile_ms, to_sparse
 from probetop.probes.cpu.records import METRICS, PYTHON_ENGINE_LABEL, CpuInterval
-from probetop.probes.cpu.settings import CpuSettings
+from probetop.probes.cpu.report import SCHED_IDLE_NOTE
+from probetop.probes.cpu.settings import (
+    CpuSettings,
+    check_python_threads,
+    logical_cpus,
+    sweep_thread_counts,
+)
 
+__all__ = [
+    "CpuProbe",
+    "PhaseResult",
+    "Snapshot",
+    "ThreadSnapshot",
+    "logical_cpus",
+    "sweep_thread_counts",
+]
 
-def logical_cpus() -> int:
-    """CPUs this process may run on (what sysbench users call nproc)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+if TYPE_CHECKING:
+    import numpy as np
 
-
-def sweep_thread_counts(ncpu: int | None = None) -> list[int]:
-    """The cloud benchmarkers' sweep: 1 .. 2 x logical CPUs."""
-    return list(range(1, 2 * (ncpu or logical_cpus()) + 1))
+# Threads started per turn of the event loop: starting 1000s of threads in one
+# go would hold the loop (each start waits for the new thread to run).
+START_BATCH = 64
+# How long stopping waits for the workers to leave the native loop (they see
+# the stop flag within ~30 ms even at --max-prime 2**31; docs/cpu.md).
+STOP_WAIT_S = 1.0
+BACKGROUND_STOP_WAIT_S = 0.2  # the same for SCHED_IDLE workers (see _run_phase)
+END_GRACE_S = 0.25  # how far past --time a phase may run before it is stopped
+DONE_POLL_S = 0.01  # how often a waiting sampler looks at the threads' done flags
+THREAD_EXIT_WAIT_S = 0.2  # then how long it lets finished threads vanish
+ARRIVE_WAIT_S = 5.0  # at most this long for started threads to reach the gate
 
 
 @dataclass
 class ThreadSnapshot:
+    """One thread's counters (the per-thread form: tests and small runs)."""
+
     events: int
     lat_sum_ns: int
     lat_min_ns: int
@@ -70,22 +111,60 @@ class ThreadSnapshot:
     hist: list[int]
 
 
-def _snapshot(job: ThreadJob) -> ThreadSnapshot:
-    # The engine stores the event count last (release order), so reading it
-    # first gives a count never ahead of the sums and histogram read after it.
-    events = int(job.stats[STAT_EVENTS])
-    return ThreadSnapshot(
-        events=events,
-        lat_sum_ns=int(job.stats[STAT_LAT_SUM]),
-        lat_min_ns=int(job.stats[STAT_LAT_MIN]),
-        lat_max_ns=int(job.stats[STAT_LAT_MAX]),
-        hist=list(job.hist),
-    )
+@dataclass
+class Snapshot:
+    """Every thread's counters at one moment, vectorised: one entry per thread
+    and the histogram merged over threads. Taking one is a few numpy copies
+    and one sum over a threads x 1024 block (~2 ms at 5000 threads), so no
+    interval's bookkeeping holds the event loop for long."""
+
+    events: np.ndarray  # int64 per thread
+    lat_sum_ns: np.ndarray
+    lat_min_ns: np.ndarray
+    lat_max_ns: np.ndarray
+    hist: np.ndarray  # int64 x HIST_SIZE, summed over threads
+
+    @classmethod
+    def take(cls, stats: np.ndarray, hist: np.ndarray) -> Snapshot:
+        """Read the live blocks (threads x STAT_SLOTS, threads x HIST_SIZE)."""
+        # The engine stores the event count last (release order), so reading
+        # it first gives counts never ahead of the sums and histogram after it.
+        events = stats[:, STAT_EVENTS].copy()
+        return cls(
+            events=events,
+            lat_sum_ns=stats[:, STAT_LAT_SUM].copy(),
+            lat_min_ns=stats[:, STAT_LAT_MIN].copy(),
+            lat_max_ns=stats[:, STAT_LAT_MAX].copy(),
+            hist=hist.sum(axis=0),
+        )
+
+    @classmethod
+    def of_threads(cls, threads: Sequence[ThreadSnapshot]) -> Snapshot:
+        import numpy as np
+
+        merged = np.zeros(HIST_SIZE, np.int64)
+        for t in threads:
+            merged += np.asarray(t.hist, np.int64)
+        return cls(
+            events=np.array([t.events for t in threads], np.int64),
+            lat_sum_ns=np.array([t.lat_sum_ns for t in threads], np.int64),
+            lat_min_ns=np.array([t.lat_min_ns for t in threads], np.int64),
+            lat_max_ns=np.array([t.lat_max_ns for t in threads], np.int64),
+            hist=merged,
+        )
+
+    @property
+    def total_events(self) -> int:
+        return int(self.events.sum())
 
 
 @dataclass
 class PhaseResult:
-    """One run at one thread count: what sysbench's final report is made of."""
+    """One run at one thread count: what sysbench's final report is made of.
+
+    The probe keeps the latest ``snapshot``; ``per_thread`` is the same in
+    per-thread form (used when no snapshot is set: tests, hand-built results).
+    """
 
     threads: int
     start_ns: int = 0
@@ -94,36 +173,37 @@ class PhaseResult:
     stopped_by: str = "running"
     primes: int | None = None
     cpu_ns: list[int] = field(default_factory=list)
+    snapshot: Snapshot | None = None
+
+    def counters(self) -> Snapshot:
+        return self.snapshot if self.snapshot is not None else Snapshot.of_threads(self.per_thread)
 
     @property
     def total_events(self) -> int:
-        return sum(t.events for t in self.per_thread)
+        return self.counters().total_events
 
     @property
     def events_per_second(self) -> float:
         return self.total_events / self.total_time_s if self.total_time_s > 0 else 0.0
 
     def histogram(self) -> list[int]:
-        merged = [0] * HIST_SIZE
-        for snap in self.per_thread:
-            for i, c in enumerate(snap.hist):
-                if c:
-                    merged[i] += c
-        return merged
+        return [int(c) for c in self.counters().hist.tolist()]
 
     def as_dict(self, percentile: float) -> dict[str, Any]:
-        events = self.total_events
-        lat_sum_ms = sum(t.lat_sum_ns for t in self.per_thread) / 1e6
-        mins = [t.lat_min_ns for t in self.per_thread if t.events]
-        maxs = [t.lat_max_ns for t in self.per_thread if t.events]
-        hist = self.histogram()
-        per_thread_events = [float(t.events) for t in self.per_thread]
-        per_thread_time = [t.lat_sum_ns / 1e9 for t in self.per_thread]
+        snap = self.counters()
+        events = snap.total_events
+        lat_sum_ms = int(snap.lat_sum_ns.sum()) / 1e6
+        ran = snap.events > 0
+        mins = snap.lat_min_ns[ran]
+        maxs = snap.lat_max_ns[ran]
+        hist = [int(c) for c in snap.hist.tolist()]
+        per_thread_events = [float(e) for e in snap.events.tolist()]
+        per_thread_time = [ns / 1e9 for ns in snap.lat_sum_ns.tolist()]
         n = max(1, self.threads)
         latency: dict[str, float | None] = {
-            "min": min(mins) / 1e6 if mins else None,
+            "min": int(mins.min()) / 1e6 if mins.size else None,
             "avg": lat_sum_ms / events if events else None,
-            "max": max(maxs) / 1e6 if maxs else None,
+            "max": int(maxs.max()) / 1e6 if maxs.size else None,
             "p50": percentile_ms(hist, 50),
             "p95": percentile_ms(hist, 95),
             "p99": percentile_ms(hist, 99),
@@ -145,13 +225,13 @@ class PhaseResult:
             },
             "per_thread": [
                 {
-                    "events": t.events,
-                    "time_s": t.lat_sum_ns / 1e9,
+                    "events": int(ev),
+                    "time_s": t_s,
                     # CPU time the thread got: below time_s when the OS gave the
                     # core to something else (steal, other load)
                     "cpu_time_s": self.cpu_ns[i] / 1e9 if i < len(self.cpu_ns) else None,
                 }
-                for i, t in enumerate(self.per_thread)
+                for i, (ev, t_s) in enumerate(zip(per_thread_events, per_thread_time, strict=True))
             ],
             "histogram": to_sparse(hist),
             "stopped_by": self.stopped_by,
@@ -190,6 +270,8 @@ class CpuProbe:
         self.intervals: list[dict[str, Any]] = []
         self._current: PhaseResult | None = None
         self.worker_errors: list[str] = []
+        self.background_workers = False  # a phase ran its workers SCHED_IDLE
+        self.workers_lingering = 0  # SCHED_IDLE workers not yet ended when a phase ended
 
     # -- setup -----------------------------------------------------------
     def validate(self) -> None:
@@ -208,6 +290,8 @@ class CpuProbe:
                     raise UsageProbeError(str(exc)) from exc
             # Compile-and-warm: the first call pages the code in; never timed.
             self.engine.prime_event(min(self.max_prime, 1000))
+        if not self.engine.comparable:  # the Python engine, chosen or fallen back to
+            check_python_threads(self.settings.max_threads())
 
     def params(self) -> Mapping[str, Any]:
         return {
@@ -250,94 +334,127 @@ class CpuProbe:
             if phase.stopped_by == "stop":
                 break
 
-    def _work(self, job: ThreadJob, finished: Any) -> None:
+    def _work(self, job: ThreadJob, background: bool, exited: Any) -> None:
+        """A Python worker thread's body (the Python engine). The engine writes
+        the thread's counters and, when it leaves, its STAT_END_NS /
+        STAT_CPU_NS / STAT_DONE slots, which is all the sampler reads."""
         assert self.engine is not None
-        cpu0 = time.thread_time_ns()
+        if background:
+            background_priority()
         try:
-            job.stopped_by = self.engine.run_events(job)
+            self.engine.run_events(job)
         except Exception as exc:  # a worker bug must end the run, not hang it
             self.worker_errors.append(f"{type(exc).__name__}: {exc}")
             job.shared.request_stop()
+            job.stats[STAT_END_NS] = now_ns()
+            job.stats[STAT_DONE] = STOPPED_FLAG
         finally:
-            job.cpu_ns = time.thread_time_ns() - cpu0
-            finished()
+            exited()
 
     async def _run_phase(self, threads: int, phase_index: int | None, emit: Emit) -> PhaseResult:
-        loop = asyncio.get_running_loop()
-        shared = SharedRun(max_prime=self.max_prime, max_events=self.events)
-        jobs = [ThreadJob(shared) for _ in range(threads)]
+        import numpy as np
+
+        gate = Gate()
+        shared = SharedRun(max_prime=self.max_prime, max_events=self.events, gate=gate)
+        # Every thread's counters in two blocks (one row per thread), so an
+        # interval reads them with a few numpy copies, not threads x 1024
+        # Python operations.
+        stats = np.zeros((threads, STAT_SLOTS), np.int64)
+        stats[:, STAT_LAT_MIN] = INT64_MAX
+        hist = np.zeros((threads, HIST_SIZE), np.int64)
+        jobs = [ThreadJob(shared, stats=stats[i], hist=hist[i]) for i in range(threads)]
         phase = PhaseResult(threads=threads)
         self._current = phase
-        all_done = asyncio.Event()
-        remaining = [threads]
-
-        def one_finished() -> None:
-            def on_loop() -> None:
-                remaining[0] -= 1
-                if remaining[0] == 0:
-                    all_done.set()
-
-            try:
-                loop.call_soon_threadsafe(on_loop)
-            except RuntimeError:  # loop closed: nobody is waiting any more
-                pass
-
-        workers = [
-            threading.Thread(
-                target=self._work,
-                args=(job, one_finished),
-                name=f"probetop-cpu-{i}",
-                daemon=True,
-            )
-            for i, job in enumerate(jobs)
-        ]
+        assert self.engine is not None
+        crew = _Crew(self.engine, gate, stats)
         start = phase.start_ns = now_ns()
-        if self.time_s > 0:
-            shared.deadline_ns = start + int(self.time_s * 1e9)
-        prev = [_snapshot(j) for j in jobs]  # all zero: taken before any worker starts
-        for worker in workers:
-            worker.start()
+        prev = Snapshot.take(stats, hist)  # all zero: taken before any worker starts
+        phase.snapshot = prev
         prev_t = start
         tick = 0
         interval_ns = int(self.interval_s * 1e9)
-        cancelled = False
+        cancelled = overran = False
         try:
-            while not all_done.is_set():
+            # Every thread is created first and waits at the gate; the run (and
+            # its clock) starts when all exist, as in sysbench. Starting threads
+            # while others already compute would take a scheduler period each.
+            background = oversubscribed(threads)
+            if background and not self.background_workers:
+                self.background_workers = True
+                emit(Status(self.id, now_ns(), "info", SCHED_IDLE_NOTE))
+            await crew.start(self._work, jobs, background)
+            start = prev_t = phase.start_ns = now_ns()
+            if self.time_s > 0:
+                shared.set_deadline(start + int(self.time_s * 1e9))
+            gate.open()
+            # --time is kept even when a thread cannot see it: the engine
+            # checks the deadline between events, so one --max-prime 2**31
+            # event (hours), or SCHED_IDLE threads waiting their turn, would
+            # run on. Past the deadline + END_GRACE_S the run is stopped.
+            hard_end = start + int((self.time_s + END_GRACE_S) * 1e9) if self.time_s > 0 else 0
+            while not crew.all_done():
                 # The next tick after the last sample: when the loop was
                 # stalled past several ticks, the late sample covered them all
-                # (a longer interval, a right rate), never a burst of empty ones.
-                tick = max(tick + 1, (prev_t - start) // interval_ns + 1)
-                wait_s = (start + tick * interval_ns - now_ns()) / 1e9
-                if wait_s > 0:
-                    try:
-                        await asyncio.wait_for(all_done.wait(), timeout=wait_s)
-                    except asyncio.TimeoutError:
-                        pass
-                if all_done.is_set():
+                # (a longer interval, a right rate), never a burst of empty
+                # ones, nor a sliver: a grid point less than half an interval
+                # after the last sample is skipped.
+                tick = max(tick + 1, (prev_t - start + interval_ns // 2) // interval_ns + 1)
+                next_ns = start + tick * interval_ns
+                if hard_end and hard_end < next_ns:
+                    next_ns = hard_end
+                await crew.wait(max(0.0, (next_ns - now_ns()) / 1e9))  # always yields
+                if crew.all_done():
                     break
                 now = now_ns()
-                cur = [_snapshot(j) for j in jobs]
+                if hard_end and now >= hard_end:
+                    shared.request_stop()
+                    overran = True
+                    break
+                cur = Snapshot.take(stats, hist)
                 self._emit_interval(emit, phase, phase_index, prev, cur, prev_t, now, True)
                 prev, prev_t = cur, now
-                phase.per_thread = cur
+                phase.snapshot = cur
         except asyncio.CancelledError:
             cancelled = True
             raise
         finally:
+            stop_ns = now_ns()
             shared.request_stop()
-            for worker in workers:
-                worker.join()
-            end = now_ns()
-            final = [_snapshot(j) for j in jobs]
-            phase.per_thread = final
-            phase.total_time_s = (end - start) / 1e9
-            phase.cpu_ns = [j.cpu_ns for j in jobs]
-            phase.primes = int(jobs[0].stats[STAT_PRIMES]) if final[0].events else None
-            phase.stopped_by = "stop" if cancelled else _stopped_by([j.stopped_by for j in jobs])
-            if sum(s.events for s in final) > sum(s.events for s in prev) or not cancelled:
-                self._emit_interval(emit, phase, phase_index, prev, final, prev_t, end, False)
-            self.phases.append(phase)
-            self._current = None
+            try:
+                # SCHED_IDLE workers see the stop flag only when a CPU is free
+                # for them; one that has not yet is not computing either (any
+                # other thread comes first), so it is left to end on its own.
+                wait_s = BACKGROUND_STOP_WAIT_S if crew.background else STOP_WAIT_S
+                running = await crew.stop(wait_s)
+                if running and crew.background:
+                    self.workers_lingering += running
+                elif running:
+                    self.worker_errors.append(
+                        f"{running} worker threads did not stop within {wait_s:g} s"
+                    )
+            finally:
+                # The run ended when its last thread left (the engine's own
+                # clock, so a late wake-up of this loop does not lengthen it).
+                # A thread left behind (SCHED_IDLE, not yet scheduled) has not
+                # counted anything since: the run ended when it was stopped.
+                ends = stats[:, STAT_END_NS]
+                end = int(ends.max()) if crew.all_done() and ends.max() > start else stop_ns
+                final = Snapshot.take(stats, hist)
+                phase.snapshot = final
+                phase.total_time_s = max(0, end - start) / 1e9
+                phase.cpu_ns = [int(ns) for ns in stats[:, STAT_CPU_NS].tolist()]
+                phase.primes = int(stats[0, STAT_PRIMES]) if final.events[0] else None
+                if cancelled:
+                    phase.stopped_by = "stop"
+                elif overran:
+                    phase.stopped_by = "time"
+                else:
+                    phase.stopped_by = _stopped_by([int(c) for c in stats[:, STAT_DONE].tolist()])
+                if final.total_events > prev.total_events or not cancelled:
+                    t_end = max(end, prev_t)
+                    self._emit_interval(emit, phase, phase_index, prev, final, prev_t, t_end, False)
+                self.phases.append(phase)
+                self._current = None
         return phase
 
     def _emit_interval(
@@ -345,23 +462,24 @@ class CpuProbe:
         emit: Emit,
         phase: PhaseResult,
         phase_index: int | None,
-        prev: list[ThreadSnapshot],
-        cur: list[ThreadSnapshot],
+        prev: Snapshot,
+        cur: Snapshot,
         t0: int,
         t1: int,
         full: bool,
     ) -> None:
+        import numpy as np
+
         seconds = (t1 - t0) / 1e9
         if seconds <= 0:
             return
-        per_thread = [c.events - p.events for c, p in zip(cur, prev, strict=True)]
-        events = sum(per_thread)
-        lat_ns = sum(c.lat_sum_ns - p.lat_sum_ns for c, p in zip(cur, prev, strict=True))
-        hist = [0] * HIST_SIZE
-        for c, p in zip(cur, prev, strict=True):
-            for i, v in enumerate(subtract(c.hist, p.hist)):
-                if v:
-                    hist[i] += v
+        delta = cur.events - prev.events
+        per_thread = delta.tolist()
+        events = int(delta.sum())
+        lat_ns = int((cur.lat_sum_ns - prev.lat_sum_ns).sum())
+        # Each thread's buckets only grow, so the merged difference is >= 0;
+        # the clamp guards a bucket read a moment before its event count.
+        hist = np.maximum(cur.hist - prev.hist, 0).tolist()
         eps = events / seconds
         pct = percentile_ms(hist, self.percentile)
         # A last partial interval of a few ms (the run ended just after a
@@ -388,7 +506,7 @@ class CpuProbe:
             per_thread_events=tuple(per_thread),
             percentile=self.percentile,
             full=full,
-            total_events=sum(c.events for c in cur),
+            total_events=cur.total_events,
             engine=self.engine.name if self.engine else None,
             phase=phase_index,
             phase_summary=None if full else phase.as_dict(self.percentile),
@@ -414,8 +532,121 @@ class CpuProbe:
             "intervals": list(self.intervals),
             "sweep": sweep_rows(phases, self.percentile) if self.sweep else None,
             "worker_errors": list(self.worker_errors),
+            "workers_sched_idle": self.background_workers,
+            "workers_lingering": self.workers_lingering,
         }
         return doc
+
+
+class _Crew:
+    """One phase's workers, started in batches (the loop keeps turning while
+    1000s start), waiting at the gate until all are there.
+
+    With the native engine each worker is a native thread that never enters
+    Python (``NativeEngine.spawn``): 1000s of them never queue for the GIL,
+    so they cannot stall this loop, not even while they end. The Python
+    engine's workers are Python threads (at most 2 per CPU: check_python_threads).
+    A worker is done when its STAT_DONE slot is set; gone when it counted
+    itself in ``exited``. Every wait here polls those, with a deadline."""
+
+    def __init__(self, engine: Engine, gate: Gate, stats: np.ndarray) -> None:
+        self.engine = engine
+        self.gate = gate  # workers wait at it until all are started
+        self.stats = stats
+        self.jobs: list[ThreadJob] = []  # what the workers use: shared state, counters
+        self.exited = ctypes.c_int64(0)  # workers that have ended (native: atomic add)
+        self.started = 0
+        self.stacks: Stacks | None = None
+        self.tids: list[int] = []  # native workers not reaped yet
+        self.background = False  # workers run SCHED_IDLE
+        self.python_threads: list[threading.Thread] = []
+
+    async def start(self, target: Any, jobs: list[ThreadJob], background: bool = False) -> None:
+        """Start one worker per job; raise ProbeError if the OS refuses one."""
+        spawn = getattr(self.engine, "spawn", None)
+        self.background = background
+        self.jobs = jobs
+        if spawn is not None:
+            self.stacks = Stacks(len(jobs), WORKER_STACK_BYTES)
+        for first in range(0, len(jobs), START_BATCH):
+            for i, job in enumerate(jobs[first : first + START_BATCH], first):
+                try:
+                    if spawn is not None:
+                        assert self.stacks is not None
+                        tid = spawn(job, self.exited, idle=background, stacks=self.stacks, index=i)
+                        self.tids.append(tid)
+                    else:
+                        with thread_stack():
+                            thread = threading.Thread(
+                                target=target,
+                                args=(job, background, self._python_exited),
+                                name=f"probetop-cpu-{i}",
+                                daemon=True,
+                            )
+                            thread.start()
+                        self.python_threads.append(thread)
+                except (OSError, RuntimeError) as exc:  # EAGAIN / "can't start new thread"
+                    job.shared.request_stop()
+                    self.stats[i:, STAT_DONE] = STOPPED_FLAG  # never started
+                    raise ProbeError(
+                        f"could not start CPU thread {i + 1} of {len(jobs)} ({exc}); "
+                        "a thread or memory limit was reached while starting"
+                    ) from exc
+                self.started += 1
+            await asyncio.sleep(0)
+        # Open only when every worker waits at the gate: one still starting
+        # when the others compute would wait a scheduler turn behind them.
+        deadline = time.monotonic() + ARRIVE_WAIT_S
+        while self.gate.arrived < self.started and time.monotonic() < deadline:
+            await asyncio.sleep(DONE_POLL_S)
+
+    def _reap(self) -> None:
+        """Free the native workers that have ended (the event loop's thread
+        does it, so an ending worker takes no lock: see engine._PThreads)."""
+        reap = getattr(self.engine, "reap", None)
+        if reap is not None and self.tids:
+            self.tids = [tid for tid in self.tids if not reap(tid)]
+
+    def _python_exited(self) -> None:
+        with _exit_lock:
+            self.exited.value += 1
+
+    def all_done(self) -> bool:
+        return bool((self.stats[:, STAT_DONE] != 0).all())
+
+    async def wait(self, timeout: float) -> None:
+        """Until every worker is done or ``timeout``; yields even when 0."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            await asyncio.sleep(min(DONE_POLL_S, max(0.0, left)))
+            if left <= 0 or self.all_done():
+                return
+
+    async def stop(self, timeout: float) -> int:
+        """After the stop flag: open the gate (workers still waiting leave at
+        once), wait (bounded) until every worker is done, then (bounded) until
+        every worker has ended; return how many are not done."""
+        self.gate.open()
+        self.stats[self.started :, STAT_DONE] = STOPPED_FLAG  # cancelled while starting
+        await self.wait(timeout)
+        deadline = time.monotonic() + THREAD_EXIT_WAIT_S
+        while time.monotonic() < deadline:
+            self._reap()
+            if not self.tids and self.exited.value >= self.started:
+                break
+            await asyncio.sleep(0.002)
+        for thread in self.python_threads:  # leave Python too (microseconds)
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if self.tids or self.exited.value < self.started:
+            # Its workers still use its memory (counters, gate, stop flag):
+            # never free it, not even at interpreter exit (a freed page would
+            # crash the process under a thread that is about to end).
+            keep_forever(self)
+        return int((self.stats[:, STAT_DONE] == 0).sum())
+
+
+_exit_lock = threading.Lock()
 
 
 def _stopped_by(codes: list[int]) -> str:

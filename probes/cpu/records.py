@@ -6,7 +6,9 @@ Contract:
   a ``Sample`` (metric keys in ``values``, the rest in ``extra``), and
   ``CpuInterval.from_sample`` the only place that reads one back; both keep
   the recording format of probetop 0.1 (old recordings replay).
-- ``METRICS`` declares every metric name a CPU sample may hold.
+- ``METRICS`` declares every metric name a CPU sample may hold. A sample
+  carries ``thread_events@tN`` for the first ``MAX_THREAD_METRICS`` threads;
+  ``extra["per_thread_events"]`` always lists every thread.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(THREADS, "", "worker threads running"),
     MetricSpec(THREAD_EVENTS, "events", "events this thread completed in the interval"),
 )
+
+# Per-thread metric keys (thread_events@tN) a sample carries at most: with
+# 1000s of threads, one key each would make every sample, the recording's
+# line and every consumer's per-key bookkeeping O(threads).
+MAX_THREAD_METRICS = 64
 
 PYTHON_ENGINE_LABEL = "python engine: not comparable with sysbench"
 
@@ -83,7 +90,9 @@ class CpuInterval:
             LAT_AVG_MS: self.lat_avg_ms,
             THREADS: float(self.threads),
         }
-        for i, n in enumerate(self.per_thread_events):
+        # One metric per thread for the first MAX_THREAD_METRICS threads (the
+        # generic views' per-entity stats); every thread is in the extra list.
+        for i, n in enumerate(self.per_thread_events[:MAX_THREAD_METRICS]):
             values[metric_key(THREAD_EVENTS, f"t{i}")] = float(n)
         extra: dict[str, Any] = {
             "per_thread_events": list(self.per_thread_events),

@@ -18,6 +18,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+SCHED_IDLE_NOTE = (
+    "more threads than 2 per CPU: the workers ran as SCHED_IDLE threads, so the "
+    "dashboard and Ctrl-C stayed responsive (same events/s on an otherwise idle "
+    "machine; any other load ran first)"
+)
 LATENCY_WIDTH = 53  # sysbench right-aligns latency values to this column
 STAT_PREFIX = 41  # "    total time:" padded to this width
 FAIRNESS_PREFIX = 35
@@ -147,6 +152,8 @@ def format_report(
             f"INTERRUPTED {reason[len('interrupted') :].strip()}: this report covers the "
             f"{summary.get('total_time', 0.0):.2f} s that ran.",
         ]
+    if summary.get("workers_sched_idle"):
+        lines += ["", f"NOTE: {SCHED_IDLE_NOTE}"]
     if label:
         lines += ["", f"WARNING: {label}"]
     return "\n".join(lines) + "\n"

@@ -16,9 +16,51 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.base import UsageProbeError
+from probetop.probes.core.limits import (
+    MIN_INTERVAL_S,
+    WORKER_STACK_BYTES,
+    UnitCost,
+    check_busy_workers,
+    check_capacity,
+    check_interval,
+    check_per_cpu,
+    check_seconds,
+    check_whole,
+    logical_cpus,
+)
 from probetop.probes.core.options import CommandSpec, Option, number, whole_number
 
 DEFAULT_TIME_S = 10.0  # sysbench 1.0's --time default
+
+# What one worker thread costs the machine (measured, docs/cpu.md): its
+# counters and 1024-bucket histogram (8.3 KiB), the touched part of its
+# 256 KiB stack, the kernel's task and stack, and Python's Thread objects.
+THREAD_COST = UnitCost(
+    "thread",
+    tasks=1,
+    resident_bytes=96 * 1024,
+    reserved_bytes=WORKER_STACK_BYTES + 4096,  # + the guard page
+    detail="stack pages, kernel task, counters and latency histogram",
+)
+# Threads per logical CPU at most (measured on 2 busy CPUs: 1024 threads
+# exited within 0.7 s of a signal, 2000 once took 4.9 s; see docs/cpu.md).
+MAX_THREADS_PER_CPU = 256
+# Per-interval bookkeeping per thread (numpy reads, the sample's per-thread
+# counts, the recorder's line): ~1 us measured; budgeted at 2 us and kept
+# under TICK_SHARE of the event loop, which sets the interval floor.
+TICK_COST_PER_THREAD_S = 2e-6
+TICK_SHARE = 0.05
+
+
+def sweep_thread_counts(ncpu: int | None = None) -> list[int]:
+    """The cloud benchmarkers' sweep: 1 .. 2 x logical CPUs."""
+    return list(range(1, 2 * (ncpu or logical_cpus()) + 1))
+
+
+def interval_floor_s(threads: int) -> float:
+    """The shortest sampling interval a run with ``threads`` threads can keep."""
+    return max(MIN_INTERVAL_S, threads * TICK_COST_PER_THREAD_S / TICK_SHARE)
+
 
 DESCRIPTION = """\
 sysbench's `cpu` test, measured the way sysbench 1.0.20 measures it: each of
@@ -137,8 +179,16 @@ class CpuSettings:
         settings.validate()
         return settings
 
+    def max_threads(self) -> int:
+        """The most threads any phase runs (the sweep's last count)."""
+        if self.sweep:
+            return max(self.sweep_counts or sweep_thread_counts())
+        return self.threads
+
     def validate(self) -> None:
-        """Raise UsageProbeError for parameters sysbench would refuse."""
+        """Raise UsageProbeError for parameters sysbench would refuse, and
+        LimitProbeError (exit 2) for what this machine or the event loop
+        cannot hold: more threads than fit, an interval below the floor."""
         if not isinstance(self.threads, int) or self.threads < 1:
             raise UsageProbeError(f"--threads must be 1 or more, got {self.threads}")
         if not isinstance(self.max_prime, int) or self.max_prime < 3:
@@ -151,6 +201,8 @@ class CpuSettings:
             raise UsageProbeError(f"--time must be 0 (no limit) or more seconds, got {self.time_s}")
         if self.events < 0:
             raise UsageProbeError(f"--events must be 0 (no limit) or more, got {self.events}")
+        check_whole("--events", self.events)
+        check_seconds("--time", self.time_s, zero_means="no limit")
         if self.time_s == 0 and self.events == 0 and not self.unbounded_ok:
             raise UsageProbeError(
                 "--time 0 and --events 0 would run forever: give a time (--time 10) "
@@ -158,5 +210,43 @@ class CpuSettings:
             )
         if not 1 <= self.percentile <= 100:
             raise UsageProbeError(f"--percentile must be within 1..100, got {self.percentile}")
-        if not self.interval_s > 0:
-            raise UsageProbeError(f"the report interval must be positive, got {self.interval_s}")
+        threads = self.max_threads()
+        # What the machine can hold first: the count itself may be the problem.
+        check_per_cpu(
+            "--threads",
+            threads,
+            "thread",
+            per_cpu=MAX_THREADS_PER_CPU,
+            why=(
+                "each busy thread needs a CPU turn to see a stop, and beyond that the "
+                "turns take longer than the 2 s a stop may take when other load is running"
+            ),
+        )
+        check_capacity("--threads", threads, THREAD_COST)
+        if self.engine == "python":
+            check_python_threads(threads)
+        floor = interval_floor_s(threads)
+        check_interval(
+            "--interval" if not self.report_intervals else "--report-interval",
+            self.interval_s,
+            floor_s=floor,
+            why=(
+                "every interval reads and records each thread's counters"
+                if floor <= MIN_INTERVAL_S
+                else f"every interval reads and records the counters of all {threads} threads,"
+                f" ~{TICK_COST_PER_THREAD_S * 1e6:g} us each, kept under"
+                f" {TICK_SHARE:.0%} of the event loop"
+            ),
+        )
+
+
+def check_python_threads(threads: int) -> None:
+    """The Python engine's workers hold the GIL while they compute: at most
+    OVERSUBSCRIBED_PER_CPU per CPU, or the event loop (and Ctrl-C) would wait
+    behind them for seconds."""
+    check_busy_workers(
+        "--threads",
+        threads,
+        "python-engine thread",
+        why="each holds the GIL while it computes",
+    )

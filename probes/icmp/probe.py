@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import Emit, ProbeError
+from probetop.probes.core.limits import thread_stack
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.icmp.records import (
     KIND,
@@ -37,7 +38,16 @@ from probetop.probes.icmp.records import (
     IntervalRow,
     ResolvedTarget,
 )
-from probetop.probes.icmp.settings import IcmpSettings, reference_command
+from probetop.probes.icmp.settings import (
+    STOP_DRAIN_S,
+    STREAM_STACK_BYTES,
+    IcmpSettings,
+    reference_command,
+)
+
+# How long ending streams get to leave their native loop (they re-read the
+# control word at least every CONTROL_POLL_NS = 20 ms).
+STREAM_EXIT_WAIT_S = 0.5
 
 if TYPE_CHECKING:
     from probetop.probes.icmp.sockets import Target
@@ -244,8 +254,9 @@ class IcmpProbe:
         self._active = {s.index for s in self._streams}
         self._pending = {}
         self.start_ns = now_ns()
-        for s in self._streams:
-            s.start()
+        with thread_stack(STREAM_STACK_BYTES):
+            for s in self._streams:
+                s.start()
         emit(
             Status(
                 self.id,
@@ -264,15 +275,23 @@ class IcmpProbe:
             self.stopped_by = "stopped"
             for s in self._streams:
                 s.drain()
+            # Replies in flight get at most min(--grace, STOP_DRAIN_S); then
+            # the streams abort and what is unanswered stays "in flight".
+            drain_s = min(self.settings.grace_s, STOP_DRAIN_S)
+            collector = asyncio.ensure_future(self._collect(emit))
             try:
-                await asyncio.wait_for(self._collect(emit), self.settings.grace_s + 1.0)
-            except (asyncio.CancelledError, asyncio.TimeoutError):
-                pass
+                # asyncio.wait, not wait_for: bounded whatever the collector does
+                await asyncio.wait({collector}, timeout=drain_s)
+            finally:
+                collector.cancel()
+                for s in self._streams:
+                    s.abort()
+                await self._merge_last(emit)
             raise
         finally:
             for s in self._streams:
                 s.drain()
-            await asyncio.to_thread(self._join)
+            await self._join(STREAM_EXIT_WAIT_S)
 
     def summary(self) -> Mapping[str, Any]:
         return self.summary_record().to_dict()
@@ -394,12 +413,29 @@ class IcmpProbe:
                 self.interval_rows.append(IntervalRow(round(self.elapsed_s, 6), record))
                 emit(record.to_sample(self.id, t_end, seconds))
 
-    def _join(self) -> None:
-        for s in self._streams:
-            s.join(timeout=self.settings.grace_s + 2.0)
-            if s.is_alive():
-                s.abort()
-                s.join()
+    async def _merge_last(self, emit: Emit) -> None:
+        """After an abort: merge what the streams delivered as they returned
+        (each sends its last snapshot, ``done``), for at most a moment."""
+        deadline = now_ns() + int(STREAM_EXIT_WAIT_S * 1e9)
+        while self._active and now_ns() < deadline:
+            collector = asyncio.ensure_future(self._collect(emit))
+            try:
+                await asyncio.wait({collector}, timeout=0.02)
+            finally:
+                collector.cancel()
+                await asyncio.gather(collector, return_exceptions=True)
+
+    async def _join(self, timeout: float) -> None:
+        """Wait (polling, never blocking the loop) for the stream threads to
+        end; abort any that are still sending halfway through the budget.
+        Threads still alive after ``timeout`` are daemon threads: left."""
+        deadline = now_ns() + int(timeout * 1e9)
+        half = now_ns() + int(timeout * 0.5e9)
+        while any(s.is_alive() for s in self._streams) and now_ns() < deadline:
+            if now_ns() >= half:
+                for s in self._streams:
+                    s.abort()
+            await asyncio.sleep(0.005)
 
 
 def _split(total: int, parts: int) -> list[int]:

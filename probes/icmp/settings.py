@@ -23,9 +23,50 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.base import UsageProbeError
+from probetop.probes.core.limits import (
+    INT64_MAX,
+    MIN_INTERVAL_S,
+    UnitCost,
+    check_busy_workers,
+    check_capacity,
+    check_interval,
+    check_whole,
+)
 from probetop.probes.core.options import CommandSpec, Option, duration, number, whole_number
 
 DEFAULT_PERIOD_S = 1.0
+MAX_RATE = 10_000_000.0  # requests/s over all streams
+MIN_RATE = 1.0 / 3600  # one request an hour (the longest -i)
+MAX_STREAMS = 64
+STREAM_STACK_BYTES = 512 * 1024
+# What one stream costs the machine: its thread (512 KiB stack), its socket,
+# the loop's 65536-slot sequence table (576 KiB), two interval array sets,
+# the socket's buffers and the kernel's task (measured ~1.3 MiB; budgeted 2).
+STREAM_COST = UnitCost(
+    "stream",
+    tasks=1,
+    files=1,
+    resident_bytes=2 * 1024 * 1024,
+    reserved_bytes=STREAM_STACK_BYTES + 4096,
+    detail="sequence table, interval arrays, socket buffers, thread stack",
+)
+# Merging one stream's interval into the sample (numpy adds, error tables):
+# ~70 us measured, budgeted 150 us and kept under TICK_SHARE of the event loop.
+TICK_COST_PER_STREAM_S = 150e-6
+TICK_SHARE = 0.05
+# A paced stream this fast waits by spinning (engine.SPIN_NS): as busy as a flood.
+BUSY_STREAM_RATE = 10_000.0
+# On stop (Ctrl-C, --time), replies still in flight are awaited this long at
+# most (less with a shorter --grace); what is still unanswered then is
+# reported in flight, never lost. Keeps signal-to-exit under 2 s.
+STOP_DRAIN_S = 0.5
+
+
+def sample_interval_floor_s(streams: int) -> float:
+    """The shortest sampling interval ``streams`` streams can keep."""
+    return max(MIN_INTERVAL_S, streams * TICK_COST_PER_STREAM_S / TICK_SHARE)
+
+
 UNSOLICITED_MAX_PPS = 100.0  # above this, --flood or an explicit --rate is required
 MAX_SIZE = 65507  # largest ICMP payload in one IPv4 datagram
 SOCKET_MODES = ("auto", "raw", "datagram")
@@ -138,7 +179,8 @@ SPEC = CommandSpec(
         ),
         Option(
             ("--grace",),
-            "a request unanswered this long is lost; Ctrl-C waits this long (default 1)",
+            "a request unanswered this long is lost (default 1); on Ctrl-C or --time, "
+            f"replies in flight are awaited at most min(this, {STOP_DRAIN_S:g}) s",
             number(),
             1.0,
             "S",
@@ -220,20 +262,24 @@ class IcmpSettings:
             raise UsageProbeError("--flood sends as fast as replies come back: drop --rate/-i")
         if self.rate is not None and self.period_s is not None:
             raise UsageProbeError("give either --rate or -i/--send-interval, not both")
-        if self.rate is not None and not (0 < self.rate <= 10_000_000 and math.isfinite(self.rate)):
+        if self.rate is not None and not (
+            MIN_RATE <= self.rate <= MAX_RATE and math.isfinite(self.rate)
+        ):
             raise UsageProbeError(
-                f"--rate must be within (0, 10000000] requests/s, got {self.rate}"
+                f"--rate must be within {MIN_RATE:.6g}..{MAX_RATE:.0f} requests/s "
+                f"(one an hour to 10M/s), got {self.rate:g}"
             )
-        if self.period_s is not None and not (0 < self.period_s <= 3600):
+        if self.period_s is not None and not (1.0 / MAX_RATE <= self.period_s <= 3600):
             raise UsageProbeError(
-                f"the send interval must be within (0, 3600] s, got {self.period_s}"
+                f"the send interval (-i) must be within 100ns..3600s (10M requests/s to "
+                f"one an hour), got {self.period_s:g} s"
             )
         if not 0 <= self.size <= MAX_SIZE:
             raise UsageProbeError(f"--size must be within 0..{MAX_SIZE} bytes, got {self.size}")
-        if not 1 <= self.streams <= 64:
-            raise UsageProbeError(f"--streams must be within 1..64, got {self.streams}")
-        if self.count is not None and self.count < 1:
-            raise UsageProbeError(f"--count must be at least 1, got {self.count}")
+        if not 1 <= self.streams <= MAX_STREAMS:
+            raise UsageProbeError(f"--streams must be within 1..{MAX_STREAMS}, got {self.streams}")
+        if self.count is not None:
+            check_whole("--count", self.count, minimum=1, maximum=INT64_MAX)
         if self.count is not None and self.count < self.streams:
             raise UsageProbeError("--count must be at least --streams (each stream sends one)")
         if self.ttl is not None and not 1 <= self.ttl <= 255:
@@ -242,14 +288,33 @@ class IcmpSettings:
             raise UsageProbeError(f"--preload must be within 1..65536, got {self.preload}")
         if self.preload > 1 and not self.flood:
             raise UsageProbeError("--preload only applies to --flood")
-        if not 0 < self.grace_s <= 60:
-            raise UsageProbeError(f"--grace must be within (0, 60] s, got {self.grace_s}")
+        if not 0.001 <= self.grace_s <= 60:
+            raise UsageProbeError(f"--grace must be within 0.001..60 s, got {self.grace_s:g}")
         if self.socket_mode not in SOCKET_MODES:
             raise UsageProbeError(f"unknown socket mode {self.socket_mode!r}")
-        if not (self.interval_s > 0 and math.isfinite(self.interval_s)):
-            raise UsageProbeError(
-                f"--sample-interval must be a positive number of seconds, got {self.interval_s}"
+        floor = sample_interval_floor_s(self.streams)
+        check_interval(
+            "--sample-interval",
+            self.interval_s,
+            floor_s=floor,
+            why=(
+                "each interval merges every stream's counters and crosses the hub, "
+                "the recorder and the dashboard"
+                if floor <= MIN_INTERVAL_S
+                else f"each interval merges the counters of {self.streams} streams, "
+                f"~{TICK_COST_PER_STREAM_S * 1e6:g} us each, kept under {TICK_SHARE:.0%} "
+                "of the event loop"
+            ),
+        )
+        rate = self.total_rate
+        if self.flood or (rate is not None and rate / self.streams >= BUSY_STREAM_RATE):
+            check_busy_workers(
+                "--streams",
+                self.streams,
+                "flood stream",
+                why="a flooding stream keeps a CPU busy and takes the GIL every interval",
             )
+        check_capacity("--streams", self.streams, STREAM_COST)
 
 
 def reference_command(settings: IcmpSettings, address: str | None = None) -> str:

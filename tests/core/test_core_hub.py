@@ -128,3 +128,87 @@ async def test_crash_is_data_and_stop_cleans_workers():
 async def test_subscription_wait_times_out_empty():
     sub = Subscription(lossless=True)
     assert await sub.wait(timeout=0.01) == []
+
+
+class StubbornProbe(CountingProbe):
+    """Cleanup that ignores the first cancellation for a long time: the hub
+    must not wait for it."""
+
+    kind = "test.stubborn"
+
+    async def run(self, emit) -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            await asyncio.sleep(30)  # cancelled again only by the loop's teardown
+            raise
+
+
+async def test_stop_is_bounded_and_records_a_probe_that_did_not_stop():
+    from probetop.probes.core.hub import STOP_DEADLINE_S
+
+    hub = Hub()
+    good, bad = CountingProbe("good"), StubbornProbe("bad")
+    hub.add(good)
+    hub.add(bad)
+    sub = hub.subscribe(lossless=True)
+    hub.start()
+    await asyncio.sleep(0.1)
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    await hub.stop()
+    took = loop.time() - t0
+    assert STOP_DEADLINE_S - 0.05 <= took < STOP_DEADLINE_S + 0.5
+    assert hub.errors == {"bad": f"did not stop within {STOP_DEADLINE_S:g} s"}
+    assert "good" not in hub.errors and good.thread is not None and not good.thread.is_alive()
+    assert set(hub.summaries) == {"good", "bad"}  # the report still has both
+    statuses = [(r.probe, r.level) for r in sub.drain() if isinstance(r, Status)]
+    assert ("bad", "error") in statuses and ("bad", "stopped") in statuses
+    for task in asyncio.all_tasks():  # the stubborn one, so the test loop can close
+        if task is not asyncio.current_task():
+            task.cancel()
+
+
+async def test_stop_probe_is_bounded_too():
+    hub = Hub()
+    hub.add(StubbornProbe("bad"))
+    hub.start()
+    await asyncio.sleep(0.05)
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    await hub.stop_probe("bad", timeout=0.3)
+    assert loop.time() - t0 < 0.8
+    assert hub.errors["bad"] == "did not stop within 0.3 s"
+    for task in asyncio.all_tasks():
+        if task is not asyncio.current_task():
+            task.cancel()
+
+
+async def test_a_probe_that_does_not_stop_still_gets_its_footer_and_report(tmp_path):
+    """The backstop end to end: a headless run with a recording, one probe
+    whose cleanup hangs. The run ends within --time + 1.5 s + a little, the
+    footer is written with the error and both summaries."""
+    from probetop.probes.core.hub import STOP_DEADLINE_S
+    from probetop.probes.record.reader import load_session
+    from probetop.tui.runner import run_headless
+
+    path = tmp_path / "rec.jsonl"
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    result = await run_headless(
+        [CountingProbe("good"), StubbornProbe("bad")],
+        duration_s=0.3,
+        record=path,
+        command=["probetop", "test"],
+    )
+    assert loop.time() - t0 < 0.3 + STOP_DEADLINE_S + 1.0
+    assert result.reason == "time"
+    assert result.errors == {"bad": f"did not stop within {STOP_DEADLINE_S:g} s"}
+    session = load_session(path)
+    assert session.warnings == []
+    assert session.footer is not None
+    assert session.footer["errors"] == result.errors
+    assert set(session.footer["summaries"]) == {"good", "bad"}
+    for task in asyncio.all_tasks():
+        if task is not asyncio.current_task():
+            task.cancel()

@@ -26,8 +26,19 @@ from probetop.tui.runner import run_headless
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
-def cpu_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("probetop-cpu-")]
+def cpu_threads() -> list[str]:
+    """Every CPU worker of this process: the native engine's are native
+    threads (OS name "probetop-cpu", never in threading.enumerate()), the
+    Python engine's are Python threads named probetop-cpu-N."""
+    native = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            if (task / "comm").read_text().strip() == "probetop-cpu":
+                native.append(task.name)
+        except OSError:  # the thread ended while we looked
+            pass
+    python = [t.name for t in threading.enumerate() if t.name.startswith("probetop-cpu-")]
+    return native + python
 
 
 def snap(events: int, lat_sum_ns: int) -> ThreadSnapshot:
@@ -108,7 +119,8 @@ async def test_a_stalled_loop_gives_one_longer_interval_not_a_burst() -> None:
     probe = CpuProbe(CpuSettings(threads=1, time_s=2.2, interval_s=0.2, max_prime=3000))
     probe.prepare()
     task = asyncio.get_running_loop().create_task(probe.run(samples.append))
-    await asyncio.sleep(0.3)
+    while not any(isinstance(smp, Sample) for smp in samples):  # measuring
+        await asyncio.sleep(0.01)
     time.sleep(1.0)  # block the event loop, as a long render would
     await task
     sizes = [smp.interval_s for smp in samples if isinstance(smp, Sample)]
@@ -301,3 +313,50 @@ def _is_zombie(pid: int) -> bool:
             return any(line.startswith("State:\tZ") for line in f)
     except OSError:
         return True
+
+
+async def test_time_is_kept_even_inside_a_huge_event() -> None:
+    """--max-prime 2**31-1: the engine checks --time only between events, and
+    one event takes hours. The probe stops it at --time + END_GRACE_S."""
+    from probetop.probes.cpu.probe import END_GRACE_S
+
+    probe = CpuProbe(CpuSettings(threads=2, time_s=0.5, max_prime=2**31 - 1, interval_s=0.2))
+    probe.prepare()
+    started = time.monotonic()
+    await probe.run(lambda record: None)
+    assert time.monotonic() - started < 0.5 + END_GRACE_S + 1.0
+    s = probe.summary()
+    assert s["stopped_by"] == "time"
+    assert s["total_events"] == 0  # the cut events are not counted
+    assert 0.5 <= s["total_time"] < 0.5 + END_GRACE_S + 0.5
+    assert cpu_threads() == []
+
+
+async def test_thousands_of_threads_never_stall_the_event_loop() -> None:
+    """More threads than 2 per CPU run as SCHED_IDLE native threads: the loop
+    keeps its timers (a 10 ms sleep never takes 0.5 s) while the most threads
+    allowed compute, and stopping them is bounded."""
+    from probetop.probes.core.limits import logical_cpus
+    from probetop.probes.cpu.settings import MAX_THREADS_PER_CPU
+
+    most = MAX_THREADS_PER_CPU * logical_cpus()
+    probe = CpuProbe(CpuSettings(threads=most, time_s=60, max_prime=10000, interval_s=0.2))
+    probe.prepare()
+    records: list = []
+    task = asyncio.get_running_loop().create_task(probe.run(records.append))
+    while not any(isinstance(r, Sample) for r in records):
+        await asyncio.sleep(0.05)
+    worst = 0.0
+    for _ in range(50):
+        t0 = time.monotonic()
+        await asyncio.sleep(0.01)
+        worst = max(worst, time.monotonic() - t0 - 0.01)
+    stop = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.monotonic() - stop < 1.0
+    assert worst < 0.5, f"the loop stalled {worst:.2f} s"
+    s = probe.summary()
+    assert s["workers_sched_idle"] is True and s["threads"] == most
+    assert s["worker_errors"] == [] and s["total_events"] > 0

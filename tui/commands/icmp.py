@@ -49,8 +49,9 @@ def build_probes(plan: RunPlan[IcmpSettings]) -> list[Probe]:
 
 
 def deadline_s(plan: RunPlan[IcmpSettings]) -> float | None:
-    """--time: the probe ends itself only after --count requests."""
-    return plan.common.time_s
+    """--time (0 or absent: no limit, as ping without -w): the probe ends
+    itself only after --count requests."""
+    return plan.common.time_limit_s
 
 
 def demo_probes(ctx: DemoTargets) -> list[Probe]:

@@ -1,0 +1,178 @@
+"""Run a real probetop, headless or in a real pty (the dashboard), send it a
+real signal once it is measuring, and time how long it takes to exit.
+
+Used by the stop tests (issue 11, class 1: "a run always stops on request,
+within 2 seconds"). Nothing is mocked: the child is `python -m
+probetop.tui.main` with the command line under test and ``--record``; the
+caller asserts on the exit time, the exit code, the partial report and the
+recording (read back with ``load_session``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from probetop.probes.record.reader import Session, load_session
+
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
+STOP_WITHIN_S = 2.0  # the guarantee
+READY_TIMEOUT_S = 60.0  # starting 1000s of threads on a loaded CI box can take a while
+
+
+@dataclass
+class Stopped:
+    """How a run ended after the signal."""
+
+    returncode: int
+    stop_s: float  # signal sent -> process exited
+    stdout: str
+    stderr: str
+    session: Session
+
+    def describe(self) -> str:
+        return (
+            f"rc={self.returncode} stop={self.stop_s:.2f}s\n"
+            f"stdout: {self.stdout[-800:]}\nstderr: {self.stderr[-800:]}"
+        )
+
+
+def _wait_for_samples(path: Path, probe: str, count: int, proc: subprocess.Popen[bytes]) -> None:
+    """Until the recording holds ``count`` samples of ``probe`` (it is measuring)."""
+    needle = f'"probe":"{probe}"'
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"probetop exited by itself (rc={proc.returncode})")
+        if path.exists():
+            lines = path.read_text(errors="replace").splitlines()
+            if sum(1 for ln in lines if '"type":"sample"' in ln and needle in ln) >= count:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"no {probe} samples in {READY_TIMEOUT_S:.0f} s")
+
+
+def stop_headless(
+    args: list[str], record: Path, sig: int, *, probe: str, samples: int = 1
+) -> Stopped:
+    """Start ``probetop --record RECORD --headless ARGS``, wait until ``probe``
+    has recorded ``samples`` samples, send ``sig``, wait for the exit."""
+    proc = subprocess.Popen(
+        [*PROBETOP, "--record", str(record), "--headless", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    out: dict[str, bytes] = {}
+
+    def read(name: str, stream: object) -> None:  # a full pipe would block the child
+        out[name] = stream.read()  # type: ignore[attr-defined]
+
+    readers = [
+        threading.Thread(target=read, args=("out", proc.stdout), daemon=True),
+        threading.Thread(target=read, args=("err", proc.stderr), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        _wait_for_samples(record, probe, samples, proc)
+        sent = time.monotonic()
+        proc.send_signal(sig)
+        try:
+            rc = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"no exit within 30 s of {signal.Signals(sig).name}") from None
+        stop_s = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for reader in readers:
+            reader.join(timeout=10)
+    return Stopped(
+        rc,
+        stop_s,
+        out.get("out", b"").decode(errors="replace"),
+        out.get("err", b"").decode(errors="replace"),
+        load_session(record),
+    )
+
+
+def stop_dashboard(
+    args: list[str], record: Path, sig: int, *, probe: str, samples: int = 1
+) -> Stopped:
+    """The same through the dashboard, in a pty that is the child's
+    controlling terminal (as sshd does)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
+    proc = subprocess.Popen(
+        [*PROBETOP, "--record", str(record), *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+    )
+    os.close(slave)
+    screen = bytearray()
+
+    def drain() -> None:  # a full pty would block the app's writes
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            screen.extend(chunk)
+
+    threading.Thread(target=drain, daemon=True).start()
+    try:
+        _wait_for_samples(record, probe, samples, proc)
+        sent = time.monotonic()
+        proc.send_signal(sig)
+        try:
+            rc = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"no exit within 30 s of {signal.Signals(sig).name}") from None
+        stop_s = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        time.sleep(0.1)
+        os.close(master)
+    text = bytes(screen).decode(errors="replace")
+    return Stopped(rc, stop_s, text, "", load_session(record))
+
+
+def log_stop(name: str, stopped: Stopped) -> None:
+    """Append the measured stop time to $PROBETOP_STOP_LOG (docs' numbers)."""
+    path = os.environ.get("PROBETOP_STOP_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{name}\t{stopped.stop_s:.3f}\t{stopped.returncode}\n")
+
+
+def assert_recording_closed(stopped: Stopped, sig: int, probe: str) -> None:
+    """The recording is whole: header, the probe's samples, and a footer that
+    says which signal ended it and carries the probe's summary."""
+    session = stopped.session
+    assert session.warnings == [], session.warnings
+    assert session.footer is not None, stopped.describe()
+    assert session.footer["reason"] == f"interrupted ({signal.Signals(sig).name})"
+    assert probe in session.footer["summaries"], session.footer
+    assert session.samples(probe), "no samples of the probe in the recording"

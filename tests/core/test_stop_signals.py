@@ -1,0 +1,137 @@
+"""Issue 11, class 1: a run always stops on request, within 2 seconds.
+
+For cpu, icmp and the bare passive dashboard, started with extreme options
+(1000s of threads, intervals at their floor, a flood at the most streams
+allowed, a never-ending --max-prime event, a sweep, the GIL-holding Python
+engine, a 60 s grace period), headless and in a real pty: send SIGINT,
+SIGTERM or SIGHUP once the run is measuring, and assert it exits within 2 s
+with its partial report and a whole recording (footer with the signal and
+the probe's summary, read back with load_session).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from probetop.probes.core.limits import logical_cpus
+from probetop.probes.cpu.settings import MAX_THREADS_PER_CPU, interval_floor_s
+from probetop.probes.icmp.settings import sample_interval_floor_s
+from stop_harness import (
+    STOP_WITHIN_S,
+    assert_recording_closed,
+    log_stop,
+    stop_dashboard,
+    stop_headless,
+)
+
+SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
+
+HUGE_THREADS = MAX_THREADS_PER_CPU * logical_cpus()  # the most allowed (SCHED_IDLE workers)
+FLOOD_STREAMS = 2 * logical_cpus()  # the most flood streams allowed
+PYTHON_THREADS = 2 * logical_cpus()  # the most python-engine threads allowed
+FLOOR_500 = f"{interval_floor_s(500):g}"
+
+CPU_CASES = {
+    # the most native threads allowed (SCHED_IDLE: more than 2 per CPU)
+    "huge-threads": ["cpu", "--threads", str(HUGE_THREADS), "--time", "60"],
+    # many threads sampled at their interval floor
+    "threads-at-floor": ["cpu", "--threads", "500", "--interval", FLOOR_500, "--time", "60"],
+    # one event would take hours: stopping must not wait for it
+    "huge-max-prime": [
+        *("cpu", "--threads", "2", "--max-prime", "2147483647"),
+        *("--interval", "0.2", "--time", "60"),
+    ],
+    # a sweep: stopped in its first step, the later steps never start
+    "sweep": ["cpu", "--sweep", "--max-prime", "2000000", "--interval", "0.2", "--time", "60"],
+    # the GIL-holding fallback engine at its most threads
+    "python-engine": [
+        *("cpu", "--engine", "python", "--threads", str(PYTHON_THREADS)),
+        *("--max-prime", "2147483647", "--interval", "0.2", "--time", "60"),
+    ],
+}
+
+ICMP_CASES = {
+    "flood-streams-at-floor": [
+        *("icmp", "--flood", "--streams", str(FLOOD_STREAMS)),
+        *("--sample-interval", f"{sample_interval_floor_s(FLOOD_STREAMS):g}", "127.0.0.1"),
+    ],
+    "rate-10M": ["icmp", "--rate", "10000000", "127.0.0.1"],
+    # 65536 in flight and a 60 s grace: the stop waits at most 0.5 s for replies
+    "preload-grace-60": ["icmp", "--flood", "-l", "65536", "--grace", "60", "127.0.0.1"],
+}
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+@pytest.mark.parametrize("case", list(CPU_CASES))
+def test_cpu_stops_within_2s_headless(tmp_path: Path, case: str, sig: int) -> None:
+    record = tmp_path / "cpu.jsonl"
+    stopped = stop_headless(CPU_CASES[case], record, sig, probe="cpu")
+    log_stop(f"cpu {case} headless {signal.Signals(sig).name}", stopped)
+    assert stopped.stop_s < STOP_WITHIN_S, stopped.describe()
+    assert stopped.returncode == 130, stopped.describe()  # interrupted, no probe error
+    assert "Traceback" not in stopped.stderr
+    # the partial report: sysbench's blocks and how much of the run they cover
+    name = signal.Signals(sig).name
+    assert f"INTERRUPTED ({name}): this report covers the" in stopped.stdout
+    assert "events per second:" in stopped.stdout
+    assert_recording_closed(stopped, sig, "cpu")
+    summary = stopped.session.footer["summaries"]["cpu"]  # type: ignore[index]
+    assert summary["stopped_by"] == "stop" and summary["worker_errors"] == []
+
+
+@needs_root
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+@pytest.mark.parametrize("case", list(ICMP_CASES))
+def test_icmp_stops_within_2s_headless(tmp_path: Path, case: str, sig: int) -> None:
+    record = tmp_path / "icmp.jsonl"
+    stopped = stop_headless(ICMP_CASES[case], record, sig, probe="icmp:127.0.0.1")
+    log_stop(f"icmp {case} headless {signal.Signals(sig).name}", stopped)
+    assert stopped.stop_s < STOP_WITHIN_S, stopped.describe()
+    assert stopped.returncode == 0, stopped.describe()  # replies came back: ping's 0
+    assert "Traceback" not in stopped.stderr
+    assert "probetop icmp statistics" in stopped.stdout and "requests sent" in stopped.stdout
+    assert_recording_closed(stopped, sig, "icmp:127.0.0.1")
+    summary = stopped.session.footer["summaries"]["icmp:127.0.0.1"]  # type: ignore[index]
+    assert summary["stopped_by"] == "stopped" and summary["sent"] > 0
+    assert summary["lost"] <= summary["sent"] - summary["received"]
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_passive_stops_within_2s_headless(tmp_path: Path, sig: int) -> None:
+    record = tmp_path / "passive.jsonl"
+    stopped = stop_headless(["--interval", "0.05"], record, sig, probe="system.cpu", samples=5)
+    log_stop(f"passive headless {signal.Signals(sig).name}", stopped)
+    assert stopped.stop_s < STOP_WITHIN_S, stopped.describe()
+    assert stopped.returncode == 0, stopped.describe()
+    assert "probetop: ran" in stopped.stdout and f"({signal.Signals(sig).name})" in stopped.stdout
+    assert_recording_closed(stopped, sig, "system.cpu")
+
+
+DASHBOARD_CASES = {
+    "cpu-huge-threads": (["cpu", "--threads", str(HUGE_THREADS), "--time", "60"], "cpu"),
+    "passive-at-floor": (["--interval", "0.05"], "system.cpu"),
+    "icmp-flood": (
+        ["icmp", "--flood", "--streams", str(FLOOD_STREAMS), "127.0.0.1"],
+        "icmp:127.0.0.1",
+    ),
+}
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+@pytest.mark.parametrize("case", list(DASHBOARD_CASES))
+def test_dashboard_stops_within_2s(tmp_path: Path, case: str, sig: int) -> None:
+    args, probe = DASHBOARD_CASES[case]
+    if probe.startswith("icmp") and os.geteuid() != 0:
+        pytest.skip("needs root (raw ICMP sockets)")
+    record = tmp_path / "dash.jsonl"
+    stopped = stop_dashboard(args, record, sig, probe=probe)
+    log_stop(f"dashboard {case} {signal.Signals(sig).name}", stopped)
+    assert stopped.stop_s < STOP_WITHIN_S, stopped.describe()
+    assert stopped.returncode == 0, stopped.describe()
+    assert "Traceback" not in stopped.stdout
+    assert "\x1b[?1049l" in stopped.stdout  # left the alternate screen
+    assert_recording_closed(stopped, sig, probe)

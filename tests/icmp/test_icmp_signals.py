@@ -1,0 +1,64 @@
+"""`probetop icmp` stops within 2 s even while replies are still in flight on
+a slow path with a 60 s grace period, counting them in flight (never lost);
+--time 0 means no time limit (as ping without -w)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from icmp_fixtures import Peer, icmp_peer  # noqa: F401 (fixture)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "core"))
+from stop_harness import STOP_WITHIN_S, assert_recording_closed, log_stop, stop_headless
+
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_stop_with_replies_in_flight_and_60s_grace(
+    icmp_peer: Peer,  # noqa: F811
+    tmp_path: Path,
+    sig: int,
+) -> None:
+    """Every reply comes 5 s late: at the stop, ~1000 requests are in flight.
+    The stop waits at most min(--grace, 0.5 s) for them, then reports them
+    in flight, not lost, and exits within 2 s."""
+    responder = icmp_peer.responder("--delay-ms", "5000")
+    try:
+        probe = f"icmp:{icmp_peer.peer_addr}"
+        args = ["icmp", "--rate", "500", "--grace", "60", "--sample-interval", "0.2"]
+        stopped = stop_headless(
+            [*args, icmp_peer.peer_addr], tmp_path / "icmp.jsonl", sig, probe=probe, samples=5
+        )
+    finally:
+        responder.kill()
+        responder.wait()
+    log_stop(f"icmp in-flight grace-60 netns {signal.Signals(sig).name}", stopped)
+    assert stopped.stop_s < STOP_WITHIN_S, stopped.describe()
+    assert "Traceback" not in stopped.stderr
+    assert "requests sent" in stopped.stdout  # the partial report
+    assert_recording_closed(stopped, sig, probe)
+    summary = stopped.session.footer["summaries"][probe]  # type: ignore[index]
+    assert summary["sent"] > 100
+    assert summary["received"] == 0 and summary["lost"] == 0
+    assert summary["in_flight_at_end"] == summary["sent"]
+
+
+@needs_root
+def test_time_zero_means_no_time_limit() -> None:
+    out = subprocess.run(
+        [*PROBETOP, "--time", "0", "icmp", "--count", "3", "--json", "127.0.0.1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["sent"] == 3 and doc["received"] == 3, doc
