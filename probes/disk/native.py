@@ -22,7 +22,7 @@ from __future__ import annotations
 import platform
 from typing import Any
 
-from probetop.probes.disk import native_cache
+from probetop.probes.core import native_cache
 
 # Before numba loads: its cache goes to a per-user directory (or is off).
 CACHE = native_cache.enabled()

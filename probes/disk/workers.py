@@ -158,7 +158,7 @@ def compile_kernels() -> dict[str, Any]:
 
 def kernel_notes() -> list[str]:
     """What the user should know about the native code (its cache is off ...)."""
-    from probetop.probes.disk import native_cache
+    from probetop.probes.core import native_cache
 
     note = native_cache.note()
     return [note] if note else []

@@ -29,9 +29,15 @@ import errno as errno_mod
 from dataclasses import dataclass, field
 from typing import Any
 
-import numba
-import numpy as np
-from numba import types
+from probetop.probes.core import native_cache
+
+# Before numba loads: its cache goes to a per-user directory (or is off), so
+# any user can run the flood (nobody without a home got a RuntimeError).
+CACHE = native_cache.enabled()
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+from numba import types  # noqa: E402
 
 # -- libc, by symbol name: numba links the calls into the loop and, unlike ctypes
 # function pointers, can cache the compiled loop on disk (no JIT on later runs).
@@ -118,7 +124,7 @@ ERR_BYTES = 576  # IPv4 minimum MTU: a whole ICMP error fits
 ADDR_BYTES = 28  # sockaddr_in6
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=CACHE)
 def hist_index(value: int) -> int:
     """Histogram bucket of a non-negative value (ns)."""
     if value < HIST_LINEAR:
@@ -143,19 +149,19 @@ def hist_bucket_bounds(idx: int) -> tuple[float, float]:
     return float(low), float(low + (1 << shift))
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=CACHE)
 def _now(ts: Any) -> int:
     _clock_gettime(CLOCK_MONOTONIC, ts.ctypes.data)
     return ts[0] * 1_000_000_000 + ts[1]
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=CACHE)
 def _errno(scratch: Any) -> int:
     _memcpy(scratch.ctypes.data, _errno_location(), 4)
     return scratch[0]
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=CACHE)
 def _sweep(now: int, cfg: Any, st: Any, slot_state: Any, slot_sent: Any, ctr: Any) -> None:
     """Resolve the oldest requests: replied ones leave, unanswered ones past grace are lost."""
     grace = cfg[C_GRACE]
@@ -171,7 +177,7 @@ def _sweep(now: int, cfg: Any, st: Any, slot_state: Any, slot_sent: Any, ctr: An
         st[S_TAIL] += 1
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=CACHE)
 def _on_packet(
     now: int,
     n: int,
@@ -267,7 +273,7 @@ def _on_packet(
         ctr[K_STRAY] += 1
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=CACHE)
 def run_slice(
     deadline_ns: int,
     control: Any,

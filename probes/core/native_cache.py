@@ -1,4 +1,4 @@
-"""Where numba keeps the disk family's compiled I/O loops: a per-user directory.
+"""Where numba keeps compiled native loops (disk I/O, ICMP): a per-user directory.
 
 Why: numba caches compiled code (``cache=True``) beside the source file, or
 in a user-wide directory under ``$HOME`` when the source tree is not
@@ -8,7 +8,8 @@ function ...: no locator available`` at import, a traceback instead of a run.
 
 Contract:
 - ``configure()`` picks the directory once per process, before numba loads
-  (``probes/disk/native.py`` calls it first) and sets ``NUMBA_CACHE_DIR``;
+  (``probes/disk/native.py`` and ``probes/icmp/engine.py`` call it first)
+  and sets ``NUMBA_CACHE_DIR``;
   when numba is already loaded (another family imported it first) it sets
   ``numba.core.config.CACHE_DIR`` too, which numba reads when it decorates.
 - Candidates, first usable wins: ``$NUMBA_CACHE_DIR`` (the user's choice),
