@@ -59,6 +59,16 @@ class _Handler(BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """The demo's server: a client that goes away mid-answer (the HTTP probe
+    stopping at the end of a run) is normal, not a traceback on stderr."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass
+
+
 class DemoTargets:
     """Local targets for the demo. See the module docstring."""
 
@@ -79,7 +89,7 @@ class DemoTargets:
         return has_net_raw() or ping_group_allows()
 
     def __enter__(self) -> DemoTargets:
-        self.http_server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.http_server = _QuietServer(("127.0.0.1", 0), _Handler)
         self.http_server.daemon_threads = True
         self._thread = threading.Thread(
             target=self.http_server.serve_forever, name="demo-http", daemon=True
