@@ -71,6 +71,12 @@ class Subscription:
                 waiter.cancel()
         return self.drain()
 
+    def wake(self) -> None:
+        """End a pending ``wait`` now (it returns what is queued, maybe
+        nothing): a consumer that also waits for a stop request calls this
+        from its signal handler instead of polling."""
+        self._ready.set()
+
     def close(self) -> None:
         self.closed = True
         self._ready.set()

@@ -212,3 +212,14 @@ async def test_a_probe_that_does_not_stop_still_gets_its_footer_and_report(tmp_p
     for task in asyncio.all_tasks():
         if task is not asyncio.current_task():
             task.cancel()
+
+
+async def test_wake_ends_a_pending_wait_at_once():
+    sub = Subscription(lossless=True)
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.05, sub.wake)
+    t0 = loop.time()
+    assert await sub.wait(timeout=5.0) == []
+    assert loop.time() - t0 < 1.0
+    sub.put(Status("x", now_ns(), "info", "later"))  # still open: records still flow
+    assert len(await sub.wait(timeout=1.0)) == 1
