@@ -41,7 +41,7 @@ def deadline_s(plan: RunPlan[Any], module: ModuleType | None) -> float | None:
     """When the generic runner stops the probes: --time, unless the command's
     probes end themselves (``module.deadline_s``)."""
     own = getattr(module, "deadline_s", None)
-    return own(plan) if own is not None else plan.common.time_s
+    return own(plan) if own is not None else plan.common.time_limit_s
 
 
 def prepare(plan: RunPlan[Any], probes: list[Probe]) -> Path | None:

@@ -46,7 +46,7 @@ def build_probes(plan: RunPlan[HttpSettings]) -> list[Probe]:
 def deadline_s(plan: RunPlan[HttpSettings]) -> float | None:
     """--time (0: no time limit, as in cpu); the probe also ends itself after
     --count requests per URL."""
-    return plan.common.time_s or None
+    return plan.common.time_limit_s
 
 
 def demo_probes(ctx: Any) -> list[Probe]:
