@@ -55,6 +55,14 @@ def prepare(plan: RunPlan[Any], probes: list[Probe]) -> Path | None:
 
 def run_headless_plan(plan: RunPlan[Any], probes: list[Probe], module: ModuleType | None) -> int:
     """Run without a UI, then print the command's report (or the generic one)."""
+    if plan.common.theme:
+        # Said, not silently dropped: a headless run (--headless, --json, or
+        # no terminal) draws no dashboard, so there is nothing to theme.
+        print(
+            f"probetop: note: --theme {plan.common.theme} is ignored: this run is headless "
+            "(--headless, --json, or no terminal)",
+            file=sys.stderr,
+        )
     record = prepare(plan, probes)
     result = asyncio.run(
         run_headless(

@@ -90,3 +90,23 @@ def test_a_negative_value_reaches_the_options_own_check(argv: list[str], message
     assert out.returncode == 2
     assert message in out.stderr
     assert "expected one argument" not in out.stderr
+
+
+def test_theme_in_a_headless_run_is_said_to_be_ignored() -> None:
+    out = subprocess.run(
+        [
+            *PROBETOP,
+            "--headless",
+            "--time",
+            "0.2",
+            "--interval",
+            "0.1",
+            "--theme",
+            "probetop-light",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "--theme probetop-light is ignored: this run is headless" in out.stderr
