@@ -511,6 +511,8 @@ class ProbetopApp(App[int]):
             parts.append("probes stopped" if self.session.probes_stopped else "live")
             if self.recorder is not None:
                 parts.append(f"REC {self.recorder.path}")
+            if self.session.recording_failures:
+                parts.append("RECORDING FAILED: write error (see notification)")
             if self.feed is not None and self.feed.dropped:
                 parts.append(f"{self.feed.dropped} records dropped by a slow display")
         if self.compact:

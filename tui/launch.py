@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from probetop.probes.core.base import Probe
-from probetop.probes.record import Recorder
+from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, Recorder
 from probetop.probes.system import passive_probes
 from probetop.tui.config import AppConfig
 from probetop.tui.plan import RunPlan
@@ -74,8 +74,21 @@ def run_headless_plan(plan: RunPlan[Any], probes: list[Probe], module: ModuleTyp
     )
     report = getattr(module, "report", None)
     if report is not None:
-        return int(report(plan, result))
-    return generic_report(result, as_json=plan.common.json)
+        code = int(report(plan, result))
+    else:
+        code = generic_report(result, as_json=plan.common.json)
+    return recording_status(result.recording_failures, code)
+
+
+def recording_status(failures: list[str], code: int) -> int:
+    """The exit status once the report is out: a recording a write error
+    stopped is said again on stderr, and the run exits
+    RECORDING_INCOMPLETE_EXIT (74) instead of ``code``."""
+    if not failures:
+        return code
+    for failure in failures:
+        fail(f"the recording is incomplete: {failure}")
+    return RECORDING_INCOMPLETE_EXIT
 
 
 def dashboard_config(

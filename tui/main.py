@@ -27,7 +27,7 @@ from probetop.probes.record import RecordingError
 from probetop.probes.system import passive_probes
 from probetop.tui.cli import build_parser, command_module, make_plan, parse_args
 from probetop.tui.config import AppConfig
-from probetop.tui.launch import dashboard_config, fail, run_headless_plan
+from probetop.tui.launch import dashboard_config, fail, recording_status, run_headless_plan
 from probetop.tui.plan import RunPlan
 
 
@@ -102,7 +102,10 @@ def run_app(config: AppConfig) -> int:
     except UnknownThemeError as exc:
         return fail(str(exc), exc.exit_code)
     app.run()
-    return int(app.return_code or 0)
+    code = int(app.return_code or 0)
+    # A recording a write error stopped: said again now the terminal is back, exit 74.
+    failures = app.session.recording_failures if app.session is not None else []
+    return recording_status(failures, code)
 
 
 def entry() -> None:

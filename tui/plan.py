@@ -78,7 +78,7 @@ class CommonOptions:
         record = values.get("record")
         interval = values.get("interval", 1.0)
         common = cls(
-            record=Path(record).expanduser() if record else None,
+            record=Path(record).expanduser() if record is not None else None,  # "" is refused
             headless=bool(values.get("headless", False)),
             json=bool(values.get("json", False)),
             time_s=values.get("time"),

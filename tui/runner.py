@@ -8,6 +8,8 @@ Contract:
   foreground probe finishes by itself, or SIGINT/SIGTERM/SIGHUP arrives; then
   it stops every probe (they clean up their workers), closes the recording
   with its footer, and returns a ``RunResult``. A signal never loses data.
+- A write error that stops the recording is printed on stderr when it
+  happens; the probes go on and ``RunResult.recording_failures`` has it.
 - Probes with a true ``background`` attribute (the passive system probes) do
   not keep a run alive on their own.
 """
@@ -39,6 +41,8 @@ class RunResult:
     duration_s: float
     reason: str  # "completed", "time", "interrupted (SIGINT)", ...
     stats: dict[str, dict[str, RunningStats]] = field(default_factory=dict)
+    # Recordings a write error stopped (already said on stderr when it happened).
+    recording_failures: list[str] = field(default_factory=list)
 
     @property
     def interrupted(self) -> bool:
@@ -54,7 +58,7 @@ async def run_headless(
     keep_samples: bool = True,
 ) -> RunResult:
     """Run probes without a UI. See the module docstring."""
-    session = LiveSession(probes, record=record, command=command or [])
+    session = LiveSession(probes, record=record, command=command or [], notify=_stderr_notify)
     collect = await session.start(lossless=True, strict=True)
     hub = session.hub
     stop = asyncio.Event()
@@ -104,7 +108,15 @@ async def run_headless(
         duration_s=(now_ns() - t0) / 1e9,
         reason=reason,
         stats=stats,
+        recording_failures=list(session.recording_failures),
     )
+
+
+def _stderr_notify(message: str, *, title: str = "", severity: str = "information") -> None:
+    """Headless: what the dashboard would show as an error or a warning goes
+    to stderr at once (a recording that stopped); information stays quiet."""
+    if severity in ("error", "warning"):
+        print(f"probetop: warning: {message}", file=sys.stderr, flush=True)
 
 
 def _fmt(value: float | None) -> str:

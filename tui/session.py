@@ -14,6 +14,12 @@ so they share one lifecycle:
    close the recording with its footer and ``reason``. Safe to call twice;
    after it the session is finished.
 
+Recording errors: a write error mid-run (disk full, EIO) stops only the
+recording; its message goes to ``notify`` (severity "error") and to
+``recording_failures``, which the host turns into a non-zero exit status
+(``RECORDING_INCOMPLETE_EXIT``). ``--record`` that cannot start at all is
+raised (``strict``) or notified and counted there too.
+
 Signals: ``install_signal_handlers(on_signal)`` routes SIGINT, SIGTERM and
 SIGHUP to the host (which decides what to do: the app quits, the runner ends
 its loop); ``remove_signal_handlers`` restores the process's handling.
@@ -103,6 +109,9 @@ class LiveSession:
         self.probes_stopped = False
         self.finished = False
         self._signals: list[signal.Signals] = []
+        # Recordings that could not be completed (write error mid-run): the
+        # host shows them and exits with RECORDING_INCOMPLETE_EXIT.
+        self.recording_failures: list[str] = []
 
     # -- lifecycle -------------------------------------------------------
     async def start(self, *, lossless: bool = False, strict: bool = False) -> Subscription:
@@ -122,11 +131,10 @@ class LiveSession:
         feed = self.hub.subscribe(lossless=lossless)
         if self.record_path is not None:
             if strict:
-                recorder = Recorder(self.record_path, self.hub, self.command)
-                await recorder.start()
-                self.recorder = recorder
-            else:
-                await self.start_recording(self.record_path)
+                self.recorder = await self._open_recorder(self.record_path)
+            elif not await self.start_recording(self.record_path):
+                # --record asked for it: the exit status says it is missing.
+                self.recording_failures.append(f"recording to {self.record_path} did not start")
         self.hub.start()
         return feed
 
@@ -199,13 +207,29 @@ class LiveSession:
         self.notify(f"stopped {probe_id}")
 
     # -- recording -------------------------------------------------------
+    async def _open_recorder(self, path: Path) -> Recorder:
+        def failed(message: str) -> None:
+            self._recording_failed(recorder, message)
+
+        recorder = Recorder(path, self.hub, self.command, on_error=failed)
+        await recorder.start()
+        return recorder
+
+    def _recording_failed(self, recorder: Recorder, message: str) -> None:
+        """A write error stopped ``recorder`` (it closed its file): the probes
+        go on; tell the user now, and the host at exit."""
+        self.recording_failures.append(message)
+        if self.recorder is recorder:
+            self.recorder = None
+        self.notify(message, title="recording stopped", severity="error")
+        self.on_change()
+
     async def start_recording(self, path: Path) -> bool:
         """Record from now on; False (notified) if the file cannot be written."""
         if self.recorder is not None or self.finished:
             return False
-        recorder = Recorder(path, self.hub, self.command)
         try:
-            await recorder.start()
+            recorder = await self._open_recorder(path)
         except (RecordingError, OSError) as exc:
             self.notify(str(exc), title="recording not started", severity="error")
             return False
@@ -218,7 +242,8 @@ class LiveSession:
         recorder, self.recorder = self.recorder, None
         if recorder is not None:
             await recorder.close(reason)
-            self.notify(f"recording saved: {recorder.path}")
+            if recorder.failure is None:
+                self.notify(f"recording saved: {recorder.path}")
         self.on_change()
 
     # -- signals ---------------------------------------------------------

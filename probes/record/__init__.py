@@ -25,11 +25,12 @@ from probetop.probes.record.redaction import (
     redact_text,
     redact_url,
 )
-from probetop.probes.record.writer import Recorder, schema_path
+from probetop.probes.record.writer import RECORDING_INCOMPLETE_EXIT, Recorder, schema_path
 
 __all__ = [
     "FORMAT_NAME",
     "KEEP_BODY_FLAG",
+    "RECORDING_INCOMPLETE_EXIT",
     "REDACTED",
     "SCHEMA_VERSION",
     "Recorder",

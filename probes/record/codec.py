@@ -7,8 +7,8 @@ Contract (docs/recording-format.md, probes/record/schema/):
   in-memory records (``Sample``, ``Status``, ``Announce``) and line objects;
   ``dump_line`` is the only serialiser (redaction first, NaN/inf as null,
   compact separators, one trailing newline).
-- ``check_header`` decides whether this probetop reads a file: the format
-  name must match and the schema version must not be newer than
+- The reader (``reader.py``) validates every line before ``decode_record``
+  sees it and refuses a header whose schema is newer than
   ``SCHEMA_VERSION``. Older versions are read as they are (version 1 is the
   only one so far); a change to the line layout bumps ``SCHEMA_VERSION`` and
   adds the upgrade of older lines here.
@@ -16,6 +16,7 @@ Contract (docs/recording-format.md, probes/record/schema/):
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -90,28 +91,25 @@ def finite(obj: Any) -> Any:
     """JSON has no NaN/Infinity: write them as null."""
     if isinstance(obj, float):
         return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
-    if isinstance(obj, dict):
+    if isinstance(obj, Mapping):
         return {k: finite(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [finite(v) for v in obj]
     return obj
 
 
+def _jsonable(obj: Any) -> Any:
+    """Last resort for values json cannot write (a numpy scalar...)."""
+    item = getattr(obj, "item", None)
+    if callable(item):
+        with contextlib.suppress(Exception):
+            return finite(item())
+    return str(obj)
+
+
 def dump_line(obj: Mapping[str, Any]) -> str:
     """One line of the file: redacted, finite, compact JSON, newline-terminated."""
-    return json.dumps(finite(redact(dict(obj))), separators=(",", ":"), allow_nan=False) + "\n"
-
-
-def check_header(header: Any, where: str) -> dict[str, Any]:
-    """The header if this probetop reads it; RecordingError otherwise."""
-    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
-        raise RecordingError(f"{where}: not a probetop recording (no {FORMAT_NAME} header)")
-    schema = header.get("schema")
-    if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
-        raise RecordingError(f"{where}: header has no valid schema version (got {schema!r})")
-    if schema > SCHEMA_VERSION:
-        raise RecordingError(
-            f"{where}: recording schema {schema} is newer than this probetop reads "
-            f"({SCHEMA_VERSION}); upgrade probetop"
-        )
-    return header
+    text = json.dumps(
+        redact(finite(obj)), separators=(",", ":"), allow_nan=False, default=_jsonable
+    )
+    return text + "\n"

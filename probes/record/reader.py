@@ -2,10 +2,24 @@
 
 Contract:
 - ``load_session(path)`` returns a ``Session`` or raises RecordingError with a
-  one-line message (missing file, not a recording, newer schema).
-- A torn last line (a kill -9 mid-write) is skipped and reported in
-  ``Session.warnings``; a bad line elsewhere is an error, because it means the
-  file was edited or corrupted, not interrupted.
+  one-line message; never another exception, whatever the file holds.
+- Only a regular file on a storage filesystem is read (opened non-blocking
+  and checked on the open descriptor): a FIFO, a device (``/dev/zero``,
+  ``/dev/urandom``), a socket, a directory or a kernel file (``/proc``,
+  ``/sys``: reading ``/proc/kmsg`` would take the kernel's messages from
+  syslog) is refused before a byte is read.
+- Memory is bounded whatever the input: the file is streamed line by line,
+  a line longer than ``MAX_LINE_BYTES`` is refused as soon as that many bytes
+  have been read, a file larger than ``MAX_FILE_BYTES`` is refused, and the
+  parsed lines kept may hold at most ``MAX_NODES`` JSON values in all.
+- Every line is validated: the types of every field the reader, the report
+  and the panes use (``t`` a finite number, ``values`` a mapping of strings to
+  finite numbers or null, ``probe`` / ``level`` / ``message`` strings,
+  ``extra`` / ``params`` mappings...). The first bad line is named by number:
+  ``FILE: line N: 't' is not a finite number``.
+- A torn last line (a kill -9 or a full disk mid-write) is skipped and
+  reported in ``Session.warnings``; a bad line elsewhere is an error, because
+  it means the file was edited or corrupted, not interrupted.
 - ``Session.records()`` rebuilds ``Announce``/``Sample``/``Status`` records with
   ``t_ns`` relative to the session start, so panes built for live data show a
   replay unchanged.
@@ -14,13 +28,53 @@ Contract:
 from __future__ import annotations
 
 import json
+import math
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from probetop.probes.core.sample import Announce, Record
-from probetop.probes.record.codec import RecordingError, check_header, decode_record, probe_info
+from probetop.probes.record.codec import (
+    FORMAT_NAME,
+    SCHEMA_VERSION,
+    RecordingError,
+    decode_record,
+    probe_info,
+)
+from probetop.probes.record.writer import PSEUDO_FILESYSTEMS, file_kind, filesystem_type
+
+MAX_LINE_BYTES = 1 << 20
+"""Longest line read (1 MiB): the longest real line is a few KiB."""
+MAX_FILE_BYTES = 256 << 20
+"""Largest recording read (256 MiB: about 9 hours of `probetop demo`)."""
+MAX_WEIGHT = 20_000_000
+"""What the kept lines may weigh in all, counting each JSON number, string
+and object key 1 and each object or array 3 (about 40 bytes of memory per
+unit): this, not the byte size, bounds the memory of a hostile file
+(``{}`` is 2 bytes on disk and 64 in memory)."""
+MAX_NAME = 256
+"""Longest probe id, kind, metric name or value key."""
+MAX_PROBES = 1024
+"""Most distinct probes in one recording (each is a pane in a replay)."""
+MAX_T = 1e10
+"""Largest time stamp, in seconds since the session start (317 years)."""
+MAX_VALUE = 1e100
+"""Largest metric value magnitude: far above any real metric, small enough
+that the report's sums and squares of them stay finite."""
+
+
+_MAX_INT = 1 << 64
+
+
+class LineError(Exception):
+    """What is wrong with one line (the reader adds the file and line number)."""
+
+
+class NotJson(LineError):
+    """The line is not UTF-8 JSON: as the last line, a torn write."""
 
 
 @dataclass
@@ -59,7 +113,7 @@ class Session:
         """(t seconds, record) in file order; header probes are announced at t=0."""
         for pid, info in self.header_probes().items():
             yield 0.0, Announce(pid, 0, info)
-        for line in self.lines:
+        for line in self.lines:  # validated when read (see below)
             record = decode_record(line)
             if record is not None:
                 yield float(line.get("t", 0.0)), record
@@ -68,45 +122,347 @@ class Session:
         return {p["id"]: p for p in self.header.get("probes", [])}
 
 
+# -- validation ------------------------------------------------------------
+
+
+def _is_number(value: Any) -> bool:
+    """A finite JSON number (not a bool; a huge integer is not finite)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _name(line: dict[str, Any], key: str, *, required: bool = True) -> None:
+    value = line.get(key)
+    if value is None and not required:
+        return
+    if not isinstance(value, str) or not value:
+        raise LineError(f"{key!r} is not a non-empty string")
+    if len(value) > MAX_NAME:
+        raise LineError(f"{key!r} is longer than {MAX_NAME} characters")
+
+
+def _text(obj: dict[str, Any], key: str, *, nullable: bool = True) -> None:
+    if key in obj and not (isinstance(obj[key], str) or (nullable and obj[key] is None)):
+        raise LineError(f"{key!r} is not a string")
+
+
+def _mapping(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    value = obj.get(key, {})
+    if not isinstance(value, dict):
+        raise LineError(f"{key!r} is not an object")
+    return value
+
+
+def _time(obj: dict[str, Any], key: str, *, required: bool = True) -> None:
+    if key not in obj and not required:
+        return
+    value: Any = obj.get(key)
+    if not _is_number(value):
+        raise LineError(f"{key!r} is not a finite number")
+    if not 0 <= float(value) <= MAX_T:
+        raise LineError(f"{key!r} is out of range (0..{MAX_T:g} seconds)")
+
+
+def _values(line: dict[str, Any]) -> None:
+    values = _mapping(line, "values")
+    for key, value in values.items():
+        if not key or len(key) > MAX_NAME:
+            raise LineError(f"a key of 'values' is empty or longer than {MAX_NAME} characters")
+        if value is not None and not _is_number(value):
+            raise LineError(f"values[{key[:40]!r}] is not a finite number or null")
+        if value is not None and abs(value) > MAX_VALUE:
+            raise LineError(f"values[{key[:40]!r}] is out of range (beyond ±{MAX_VALUE:g})")
+
+
+def _probe_description(info: dict[str, Any]) -> None:
+    """A probe description (header ``probes`` item or ``probe`` line)."""
+    _name(info, "id")
+    _name(info, "kind")
+    _mapping(info, "params")
+    _text(info, "reference_command")
+    metrics = info.get("metrics", [])
+    if not isinstance(metrics, list):
+        raise LineError("'metrics' is not an array")
+    for metric in metrics:
+        if not isinstance(metric, dict):
+            raise LineError("an item of 'metrics' is not an object")
+        _name(metric, "name")
+        _text(metric, "unit", nullable=False)
+        _text(metric, "description", nullable=False)
+        if "primary" in metric and not isinstance(metric["primary"], bool):
+            raise LineError("a metric's 'primary' is not true or false")
+
+
+def _check_header(header: Any) -> dict[str, Any]:
+    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
+        raise LineError(f"not a probetop recording (no {FORMAT_NAME} header)")
+    schema = header.get("schema")
+    if isinstance(schema, bool) or not isinstance(schema, int) or schema < 1:
+        raise LineError(f"'schema' is {json.dumps(schema)[:40]}, not a schema number (1, 2...)")
+    if schema > SCHEMA_VERSION:
+        raise RecordingError(
+            f"recording schema {schema} is newer than this probetop reads "
+            f"({SCHEMA_VERSION}); upgrade probetop"
+        )
+    _text(header, "started_at")
+    _text(header, "probetop")
+    command = header.get("command", [])
+    if not isinstance(command, list) or not all(isinstance(a, str) for a in command):
+        raise LineError("'command' is not an array of strings")
+    _mapping(header, "host")
+    probes = header.get("probes", [])
+    if not isinstance(probes, list):
+        raise LineError("'probes' is not an array")
+    if len(probes) > MAX_PROBES:
+        raise LineError(f"more than {MAX_PROBES} probes")
+    for info in probes:
+        if not isinstance(info, dict):
+            raise LineError("an item of 'probes' is not an object")
+        _probe_description(info)
+    return header
+
+
+def _check_line(line: Any) -> str:
+    """Validate one body line; its type (or "" for a type this reader skips)."""
+    if not isinstance(line, dict):
+        raise LineError(f"is a JSON {type(line).__name__}, not an object")
+    kind = line.get("type")
+    if not isinstance(kind, str):
+        raise LineError("has no 'type'")
+    if kind == "sample":
+        _name(line, "probe")
+        _time(line, "t")
+        _time(line, "interval", required=False)
+        _values(line)
+        _mapping(line, "extra")
+    elif kind == "status":
+        _name(line, "probe")
+        _time(line, "t")
+        for key in ("level", "message"):
+            if not isinstance(line.get(key), str):
+                raise LineError(f"{key!r} is not a string")
+    elif kind == "probe":
+        _time(line, "t")
+        _probe_description(line)
+    elif kind == "footer":
+        if line.get("duration_s") is not None:
+            _time(line, "duration_s")
+        _text(line, "reason")
+        _text(line, "ended_at")
+        for pid, summary in _mapping(line, "summaries").items():
+            if summary is not None and not isinstance(summary, dict):
+                raise LineError(f"summaries[{pid[:40]!r}] is not an object")
+        for pid, error in _mapping(line, "errors").items():
+            if error is not None and not isinstance(error, str):
+                raise LineError(f"errors[{pid[:40]!r}] is not a string")
+    elif kind == "header":
+        raise LineError("is a second header (two recordings joined into one file?)")
+    else:
+        return ""
+    return kind
+
+
+def _weight(obj: Any, budget: int) -> int:
+    """The weight of ``obj`` (see MAX_WEIGHT); stops counting past ``budget``.
+
+    LineError for a number too big anywhere in it: ``1e999`` reads as
+    infinity, which no report, chart or JSON output can carry, and an
+    integer beyond 64 bits fails wherever it is turned into a float."""
+    count = 0
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            count += 3 + len(item)  # the object and its keys
+            stack.extend(item.values())
+        elif kind is list:
+            count += 3
+            stack.extend(item)
+        else:
+            count += 1
+            if kind is float and item - item != 0.0:  # inf (NaN cannot be read)
+                raise LineError("holds a number too large for a float")
+            if kind is int and not -_MAX_INT <= item <= _MAX_INT:
+                raise LineError("holds an integer too large (beyond 64 bits)")
+        if count > budget:
+            break
+    return count
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+class _Keys:
+    """One str object per distinct object key across the whole file (json
+    shares them only within one line): a third less memory for a recording."""
+
+    LIMIT = 1 << 16  # a real recording has a few thousand distinct keys
+
+    def __init__(self) -> None:
+        self.known: dict[str, str] = {}
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        known = self.known
+        if len(known) >= self.LIMIT:  # a hostile file: do not grow the table too
+            get = known.get
+            return {get(key, key): value for key, value in pairs}
+        add = known.setdefault
+        return {add(key, key): value for key, value in pairs}
+
+
+def _parse(raw: bytes, keys: _Keys | None = None) -> Any:
+    """A line's JSON value. LineError if it is not UTF-8 JSON."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NotJson("is not UTF-8 text") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=keys)
+    except RecursionError:
+        raise NotJson("is not valid JSON (nested too deeply)") from None
+    except ValueError:  # JSONDecodeError, NaN/Infinity, an integer too long to read
+        raise NotJson("is not valid JSON") from None
+
+
+# -- reading ---------------------------------------------------------------
+
+
+def _open(p: Path) -> IO[bytes]:
+    """The recording opened for reading; only a regular file is accepted."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(p, flags)
+    except FileNotFoundError:
+        raise RecordingError(f"{p}: no such file") from None
+    except OSError as exc:
+        raise RecordingError(f"{p}: cannot read: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise RecordingError(f"{p}: is a directory, not a recording")
+        if not stat.S_ISREG(st.st_mode):
+            raise RecordingError(f"{p}: is {file_kind(st.st_mode)}, not a recording file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise RecordingError(_too_big(p, st.st_size))
+        # Reading some kernel files has side effects (/proc/kmsg takes the
+        # messages from syslog) or never ends: never read one.
+        fstype = filesystem_type(os.path.dirname(os.path.realpath(p)) or ".")
+        if fstype in PSEUDO_FILESYSTEMS:
+            raise RecordingError(f"{p}: is on a {fstype} filesystem, not a recording file")
+        return os.fdopen(fd, "rb", buffering=1 << 16)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _size(n: float) -> str:
+    return f"{n / (1 << 20):,.0f} MiB" if n >= 1 << 20 else f"{n / 1024:,.0f} KiB"
+
+
+def _too_big(p: Path, size: int | None) -> str:
+    what = _size(size) if size is not None else "larger than that"
+    return (
+        f"{p}: is {what}; probetop reads recordings up to {_size(MAX_FILE_BYTES)} "
+        "(split it with `split -l`, keeping line 1, the header, at the top of each part)"
+    )
+
+
+def _rows(f: IO[bytes], p: Path) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, bytes without the newline, ended by a newline), with
+    every line and the file's total size capped while reading."""
+    number = 0
+    total = 0
+    while True:
+        try:
+            raw = f.readline(MAX_LINE_BYTES + 1)
+        except OSError as exc:
+            raise RecordingError(f"{p}: cannot read line {number + 1}: {exc.strerror}") from None
+        if not raw:
+            return
+        number += 1
+        total += len(raw)
+        if total > MAX_FILE_BYTES:
+            raise RecordingError(_too_big(p, None))
+        if raw.endswith(b"\n"):
+            yield number, raw[:-1], True
+        elif len(raw) > MAX_LINE_BYTES:
+            raise RecordingError(
+                f"{p}: line {number} is longer than {_size(MAX_LINE_BYTES)} "
+                "(not a probetop recording, or a corrupted one)"
+            )
+        else:
+            yield number, raw, False
+
+
 def load_session(path: str | Path) -> Session:
     """Read and check a recording. See the module docstring for the rules."""
     p = Path(path)
-    if not p.exists():
-        raise RecordingError(f"{p}: no such file")
-    if p.is_dir():
-        raise RecordingError(f"{p}: is a directory, not a recording")
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise RecordingError(f"{p}: cannot read: {exc.strerror}") from exc
-    text = raw.decode("utf-8", errors="replace")
-    rows = text.split("\n")
-    torn_tail = rows[-1] != ""  # a complete file ends with a newline
-    rows = rows[:-1] if not torn_tail else rows
-    if not rows or not rows[0].strip():
+    with _open(p) as f:
+        return _read(f, p)
+
+
+def _read(f: IO[bytes], p: Path) -> Session:
+    rows = _rows(f, p)
+    first = next(rows, None)
+    if first is None or not first[1].strip():
         raise RecordingError(f"{p}: empty file, not a probetop recording")
     try:
-        header = json.loads(rows[0])
-    except json.JSONDecodeError:
+        header = _check_header(_parse(first[1]))
+    except NotJson:
         raise RecordingError(f"{p}: not a probetop recording (first line is not JSON)") from None
-    header = check_header(header, str(p))
+    except LineError as exc:
+        raise RecordingError(f"{p}: line 1: {exc}") from None
+    except RecordingError as exc:
+        raise RecordingError(f"{p}: {exc}") from None
     session = Session(path=p, header=header, lines=[], footer=None)
-    body = rows[1:]
-    for number, row in enumerate(body, start=2):
-        last = number == len(body) + 1
+    try:
+        budget = MAX_WEIGHT - _weight(header, MAX_WEIGHT)
+    except LineError as exc:
+        raise RecordingError(f"{p}: line 1: {exc}") from None
+    keys = _Keys()
+    probes = {info["id"] for info in header.get("probes", [])}
+    skipped = 0
+    row = next(rows, None)
+    while row is not None:
+        number, raw, _ended = row
+        following = next(rows, None)  # one line ahead: is this one the last?
         try:
-            obj = json.loads(row)
-        except json.JSONDecodeError:
-            if last:
+            if session.footer is not None:
+                raise LineError("follows the footer (the footer is the last line)")
+            line = _parse(raw, keys)
+            kind = _check_line(line)
+            budget -= _weight(line, budget)
+        except LineError as exc:
+            if following is None and isinstance(exc, NotJson):
                 session.warnings.append(
                     f"{p}: skipped a torn last line (line {number}); the recording was cut off"
                 )
                 break
-            raise RecordingError(f"{p}: line {number} is not valid JSON") from None
-        if obj.get("type") == "footer":
-            session.footer = obj
+            raise RecordingError(f"{p}: line {number}: {exc}") from None
+        if budget < 0:
+            raise RecordingError(
+                f"{p}: line {number}: the recording holds more data than probetop keeps "
+                f"in memory (a weight of {MAX_WEIGHT:,}: JSON values, objects count 3)"
+            )
+        if kind == "footer":
+            session.footer = line
+        elif kind:
+            if kind == "probe":
+                probes.add(line["id"])
+                if len(probes) > MAX_PROBES:
+                    raise RecordingError(f"{p}: line {number}: more than {MAX_PROBES} probes")
+            session.lines.append(line)
         else:
-            session.lines.append(obj)
+            skipped += 1
+        row = following
+    if skipped:
+        session.warnings.append(f"{p}: skipped {skipped} lines of a type this probetop ignores")
     if session.footer is None:
         session.warnings.append(f"{p}: no footer; the session ended without closing the file")
     return session

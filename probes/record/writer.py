@@ -1,25 +1,43 @@
-"""JSON Lines session recorder (format: codec.py, docs/recording-format.md).
+"""JSON Lines session recorder (format: docs/recording-format.md).
 
 Contract:
-- ``Recorder.check_path(path)`` fails fast (RecordingError) when the file cannot
-  be created, so the CLI can refuse before any UI starts.
-- The file is created with mode 0600 (recordings may reveal hosts and URLs).
+- ``Recorder.check_path(path)`` (``check_target``) fails fast (RecordingError,
+  exit 2) unless ``path`` is, or can be created as, a regular file on a
+  storage filesystem that this process can write: devices (``/dev/full``,
+  ``/dev/null``, a symlink to one), FIFOs (opening one for writing blocks
+  until a reader comes), sockets, directories, kernel filesystems
+  (``/proc``, ``/sys``, ``/dev``...), read-only filesystems, directories
+  without permission and a full filesystem are all refused with one plain
+  message. It never truncates or leaves anything behind.
+- ``start()`` opens the target non-blocking and checks the open file again
+  (a FIFO or device swapped in after the check is refused, never written);
+  only then is it truncated. The file is mode 0600 (recordings may reveal
+  hosts and URLs).
 - Line 1 is the header; then one line per record in arrival order; the last
   line is the footer with every probe's summary. Everything passes through
   ``redact`` first.
-- Lines are flushed to the OS at least once a second, so a kill -9 loses at
-  most the last second and every complete line stays valid JSON.
+- Lines reach the OS (``os.write``, no user-space buffer) at least every
+  ``FLUSH_EVERY_S``: a kill -9 loses at most the last half second, and every
+  line in the file is whole.
+- A write error (ENOSPC, EIO, EFBIG, EROFS...) never tears a line: the file
+  is truncated back to the end of the last whole line, the recording stops
+  (nothing more is queued for it, so memory stays flat), ``failure`` holds a
+  one-line message and ``on_error(message)`` is called once, in the event
+  loop. The probes are not affected. A recording that failed has no footer;
+  the host reports it and exits with ``RECORDING_INCOMPLETE_EXIT``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import os
+import stat
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import aiofiles
 from probetop.probes import __version__
 from probetop.probes.core.hub import Hub, Subscription
 from probetop.probes.core.sample import Announce, Record, now_ns
@@ -34,64 +52,324 @@ from probetop.probes.record.hostinfo import host_facts
 
 FLUSH_EVERY_S = 0.5
 
+RECORDING_INCOMPLETE_EXIT = 74
+"""Exit status of a run whose recording could not be completed (a write
+error mid-run). sysexits.h's EX_IOERR: apart from 0/1/2 and HTTP's 3..12."""
 
-def _open_private(path: str, flags: int, mode: int = 0o600) -> int:
-    fd = os.open(path, flags, mode)
-    os.fchmod(fd, mode)  # an existing file keeps its old mode on O_TRUNC
-    return fd
+MIN_FREE_BYTES = 64 * 1024
+"""A target filesystem with less free space than this is refused up front."""
+
+# Kernel interfaces, not storage: writing a recording there either fails
+# half-way or, worse, changes a kernel setting (/proc/sys/..., /sys/...).
+PSEUDO_FILESYSTEMS = frozenset(
+    {
+        "proc",
+        "sysfs",
+        "devtmpfs",
+        "devpts",
+        "cgroup",
+        "cgroup2",
+        "debugfs",
+        "tracefs",
+        "securityfs",
+        "pstore",
+        "bpf",
+        "configfs",
+        "fusectl",
+        "efivarfs",
+        "mqueue",
+        "binfmt_misc",
+        "selinuxfs",
+        "hugetlbfs",
+        "rpc_pipefs",
+        "nsfs",
+        "autofs",
+        "nfsd",
+    }
+)
+
+_OPEN_FLAGS = os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
 
 
 def _wall_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
+def file_kind(mode: int) -> str:
+    """What a stat mode is, in words ("a FIFO", "a character device"...)."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return "not a regular file"
+
+
+def _unescape_mount(field: str) -> str:
+    r"""mountinfo escapes space, tab, newline and backslash as \040 etc."""
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and i + 3 < len(field) and field[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def filesystem_type(directory: str) -> str | None:
+    """The filesystem type that holds ``directory`` (Linux mountinfo), or None."""
+    try:
+        st = os.stat(directory)
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            rows = f.read().splitlines()
+    except OSError:
+        return None
+    want = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    best: tuple[int, str] | None = None
+    by_dev: str | None = None
+    real = os.path.realpath(directory)
+    for row in rows:
+        left, sep, right = row.partition(" - ")
+        fields = left.split()
+        if not sep or len(fields) < 5 or not right.split():
+            continue
+        fstype = right.split()[0]
+        if fields[2] == want:
+            by_dev = fstype  # the last mount of this device wins, as in the kernel
+        mount = _unescape_mount(fields[4])
+        inside = real == mount or real.startswith(mount.rstrip("/") + "/")
+        if inside and (best is None or len(mount) >= best[0]):
+            best = (len(mount), fstype)
+    if by_dev is not None:
+        return by_dev
+    return best[1] if best is not None else None
+
+
+def check_target(path: str | os.PathLike[str]) -> None:
+    """Raise RecordingError unless ``path`` can be recorded to (see the
+    module docstring). Creates nothing that stays, truncates nothing."""
+    p = Path(path)
+    name = str(p)
+    if not name:
+        raise RecordingError("cannot record to an empty path")
+    real = os.path.realpath(p)  # through symlinks, dangling ones included
+    directory = os.path.dirname(real) or "."
+
+    def refuse(why: str) -> RecordingError:
+        return RecordingError(f"cannot record to {name}: {why}")
+
+    try:
+        st: os.stat_result | None = os.stat(real)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise refuse(exc.strerror or str(exc)) from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        target = "" if real == os.path.abspath(p) else f" (a link to {real})"
+        raise refuse(f"it is {file_kind(st.st_mode)}{target}, not a regular file")
+    if st is None:
+        try:
+            dst = os.stat(directory)
+        except FileNotFoundError:
+            raise refuse(f"directory {directory} does not exist") from None
+        except OSError as exc:
+            raise refuse(f"directory {directory}: {exc.strerror}") from None
+        if not stat.S_ISDIR(dst.st_mode):
+            raise refuse(f"{directory} is not a directory")
+    fstype = filesystem_type(directory)
+    if fstype in PSEUDO_FILESYSTEMS:
+        raise refuse(f"{directory} is on a {fstype} filesystem (a kernel interface, not storage)")
+    _try_open(real, exists=st is not None, refuse=refuse)
+    try:
+        vfs = os.statvfs(directory)
+    except OSError:
+        return
+    free = (vfs.f_bfree if os.geteuid() == 0 else vfs.f_bavail) * vfs.f_frsize
+    if vfs.f_blocks and free < MIN_FREE_BYTES:
+        raise refuse(
+            f"the filesystem of {directory} is full ({free // 1024} KiB free; "
+            f"a recording needs at least {MIN_FREE_BYTES // 1024} KiB to start)"
+        )
+
+
+def _open_error(path: str | os.PathLike[str], exc: OSError) -> str:
+    """Why ``path`` could not be opened for writing, in words: a FIFO with no
+    reader fails with ENXIO, which says nothing to a user."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return exc.strerror or str(exc)
+    if not stat.S_ISREG(mode):
+        return f"it is {file_kind(mode)}, not a regular file"
+    return exc.strerror or str(exc)
+
+
+def _try_open(real: str, *, exists: bool, refuse: Callable[[str], RecordingError]) -> None:
+    """Open the target for writing the way ``start`` will, without changing
+    it: an existing file is opened without truncation, a new one is created
+    and removed again."""
+    created = False
+    try:
+        if exists:
+            fd = os.open(real, _OPEN_FLAGS)
+        else:
+            try:
+                fd = os.open(real, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
+                created = True
+            except FileExistsError:  # appeared since the stat: check it as it is
+                fd = os.open(real, _OPEN_FLAGS)
+    except OSError as exc:
+        raise refuse(_open_error(real, exc)) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise refuse(f"it is {file_kind(mode)}, not a regular file")
+    finally:
+        os.close(fd)
+        if created:
+            with contextlib.suppress(OSError):
+                os.unlink(real)
+
+
+def _open_target(path: Path) -> int:
+    """Open ``path`` for recording: refuse anything but a regular file (checked
+    on the open descriptor), then make it private and empty."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise RecordingError(f"cannot record to {path}: {_open_error(path, exc)}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise RecordingError(
+                f"cannot record to {path}: it is {file_kind(mode)}, not a regular file"
+            )
+        os.fchmod(fd, 0o600)  # an existing file keeps its old mode otherwise
+        os.ftruncate(fd, 0)
+        os.set_blocking(fd, True)
+    except OSError as exc:
+        os.close(fd)
+        raise RecordingError(f"cannot record to {path}: {exc.strerror}") from None
+    except RecordingError:
+        os.close(fd)
+        raise
+    return fd
+
+
+class WriteFailed(Exception):
+    """A write error; the file ends with a whole line (``torn`` if even the
+    truncation back to it failed)."""
+
+    def __init__(self, error: OSError, torn: bool) -> None:
+        super().__init__(error.strerror or str(error))
+        self.error = error
+        self.torn = torn
+
+
+class LineFile:
+    """An append-only file of whole lines: ``write_lines`` either writes
+    every line or leaves the file ending at the last whole line it wrote.
+
+    Blocking; the recorder calls it in a worker thread.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.offset = 0  # end of the last whole line
+        self.lines = 0
+
+    def write_lines(self, data: bytes) -> None:
+        """Write ``data`` (whole lines, each ending in a newline)."""
+        view = memoryview(data)
+        done = 0
+        try:
+            while done < len(data):
+                n = os.write(self.fd, view[done:])
+                if n <= 0:  # a regular file never does this; do not spin
+                    raise OSError(5, "write returned 0")
+                done += n
+        except OSError as exc:
+            whole = data.rfind(b"\n", 0, done) + 1  # bytes of whole lines written
+            self.lines += data.count(b"\n", 0, whole)
+            self.offset += whole
+            torn = False
+            if whole != done:
+                try:
+                    os.ftruncate(self.fd, self.offset)
+                    os.lseek(self.fd, self.offset, os.SEEK_SET)
+                except OSError:
+                    torn = True
+            raise WriteFailed(exc, torn) from exc
+        self.offset += done
+        self.lines += data.count(b"\n")
+
+    def sync_and_close(self) -> None:
+        try:
+            os.fsync(self.fd)
+        finally:
+            os.close(self.fd)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
 class Recorder:
     """Writes one session to a JSON Lines file while the hub runs."""
 
-    def __init__(self, path: str | os.PathLike[str], hub: Hub, command: list[str]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        hub: Hub,
+        command: list[str],
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
         self.path = Path(path)
         self.hub = hub
         self.command = command
+        self.on_error = on_error
+        self.failure: str | None = None
         self._sub: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
-        self._file: Any = None
-        self.lines_written = 0
+        self._file: LineFile | None = None
         self._skip_announce: set[str] = set()
+        self._lines_at_close = 0
 
-    @staticmethod
-    def check_path(path: str | os.PathLike[str]) -> None:
-        """Raise RecordingError unless ``path`` can be created or overwritten."""
-        p = Path(path)
-        if p.is_dir():
-            raise RecordingError(f"cannot record to {p}: it is a directory")
-        parent = p.parent if str(p.parent) else Path(".")
-        if not parent.is_dir():
-            raise RecordingError(f"cannot record to {p}: directory {parent} does not exist")
-        if p.exists():
-            if not os.access(p, os.W_OK):
-                raise RecordingError(f"cannot record to {p}: permission denied")
-        elif not os.access(parent, os.W_OK | os.X_OK):
-            raise RecordingError(f"cannot record to {p}: directory {parent} is not writable")
+    check_path = staticmethod(check_target)
+
+    @property
+    def lines_written(self) -> int:
+        """Whole lines in the file so far."""
+        return self._file.lines if self._file is not None else self._lines_at_close
 
     def _t(self, t_ns: int) -> float:
         return round((t_ns - self.hub.started_ns) / 1e9, 6)
 
     def encode(self, record: Record) -> dict[str, Any]:
-        """The JSON object of one record line."""
+        """The JSON object of one record line (the layout is codec.py's)."""
         return encode_record(record, self.hub.started_ns)
 
+    @staticmethod
+    def _line(obj: dict[str, Any]) -> bytes:
+        return dump_line(obj).encode("utf-8")
+
     async def start(self) -> None:
-        """Open the file, write the header, and start draining the hub."""
+        """Open the file, write the header, and start draining the hub.
+
+        RecordingError if the target is refused or the header cannot be
+        written (nothing is subscribed then)."""
         self.check_path(self.path)
-        try:
-            self._file = await aiofiles.open(
-                self.path,
-                "w",
-                encoding="utf-8",
-                opener=lambda p, f: _open_private(p, f | os.O_CREAT | os.O_TRUNC),
-            )
-        except OSError as exc:
-            raise RecordingError(f"cannot record to {self.path}: {exc.strerror}") from exc
+        fd = await asyncio.to_thread(_open_target, self.path)
+        self._file = LineFile(fd)
         header = {
             "type": "header",
             "format": FORMAT_NAME,
@@ -102,49 +380,99 @@ class Recorder:
             "host": host_facts(),
             "probes": list(self.hub.descriptions.values()),
         }
-        await self._write(header)
-        await self._file.flush()
+        try:
+            await asyncio.to_thread(self._file.write_lines, self._line(header))
+        except WriteFailed as exc:
+            self._file.close()
+            self._file = None
+            raise RecordingError(f"cannot record to {self.path}: {exc}") from None
         # Probes already known went into the header; the subscription would
         # announce them again, so skip those first announcements.
         self._skip_announce = set(self.hub.descriptions)
         self._sub = self.hub.subscribe(lossless=True)
         self._task = asyncio.get_running_loop().create_task(self._drain(), name="recorder")
 
-    async def _write(self, obj: dict[str, Any]) -> None:
-        await self._file.write(dump_line(obj))
-        self.lines_written += 1
-
-    async def _write_records(self, records: list[Record]) -> None:
+    def _encode_records(self, records: Iterable[Record]) -> bytes:
+        out = []
         for record in records:
             if isinstance(record, Announce) and record.probe in self._skip_announce:
                 self._skip_announce.discard(record.probe)
                 continue
-            await self._write(self.encode(record))
+            out.append(self._line(self.encode(record)))
+        return b"".join(out)
+
+    async def _write(self, data: bytes) -> bool:
+        """Write whole lines; on an error stop the recording. True if written."""
+        if self._file is None or self.failure is not None:
+            return False
+        if not data:
+            return True
+        try:
+            await asyncio.to_thread(self._file.write_lines, data)
+        except WriteFailed as exc:
+            self._fail(str(exc), torn=exc.torn)
+            return False
+        return True
+
+    def _fail(self, reason: str, *, torn: bool = False) -> None:
+        """Stop recording after an error: no more records are queued for it."""
+        if self.failure is not None:
+            return
+        kept = self.lines_written
+        tail = (
+            "its last line may be cut (the file could not be truncated)"
+            if torn
+            else f"it keeps the {kept} whole lines written before"
+        )
+        self.failure = f"recording to {self.path} stopped: {reason}; {tail}, with no footer"
+        if self._sub is not None:
+            self._sub.close()
+            self.hub.unsubscribe(self._sub)
+        if self._file is not None:
+            self._lines_at_close = self._file.lines
+            self._file.close()
+            self._file = None
+        if self.on_error is not None:
+            self.on_error(self.failure)
 
     async def _drain(self) -> None:
         assert self._sub is not None
-        while not self._sub.closed:
-            records = await self._sub.wait(timeout=FLUSH_EVERY_S)
-            if records:
-                await self._write_records(records)
-                await self._file.flush()
+        sub = self._sub
+        try:
+            while not sub.closed and self.failure is None:
+                records = await sub.wait(timeout=FLUSH_EVERY_S)
+                if records and not await self._write(self._encode_records(records)):
+                    return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a record that cannot be encoded: say so, never silently
+            self._fail(f"{type(exc).__name__}: {exc}")
 
     async def close(self, reason: str = "completed") -> None:
         """Write what is queued, then the footer with summaries, and close.
 
-        Call after ``hub.stop()`` so the summaries are final. Safe to call twice.
+        Call after ``hub.stop()`` so the summaries are final. Safe to call
+        twice. A write error here sets ``failure`` (and calls ``on_error``)
+        instead of raising.
         """
-        if self._file is None:
-            return
         if self._task is not None:
             # Closing the subscription ends _drain after it writes what it has
             # already drained; cancelling it mid-write lost those records.
             if self._sub is not None:
                 self._sub.close()
             await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        if self._file is None:
+            return
         if self._sub is not None:
-            await self._write_records(self._sub.drain())
+            try:
+                pending = self._encode_records(self._sub.drain())
+            except Exception as exc:
+                self._fail(f"{type(exc).__name__}: {exc}")
+                return
             self.hub.unsubscribe(self._sub)
+            if not await self._write(pending):
+                return
         footer = {
             "type": "footer",
             "ended_at": _wall_now(),
@@ -153,10 +481,15 @@ class Recorder:
             "summaries": {pid: dict(s) for pid, s in self.hub.summaries.items()},
             "errors": dict(self.hub.errors),
         }
-        await self._write(footer)
-        await self._file.flush()
-        await self._file.close()
-        self._file = None
+        if not await self._write(self._line(footer)):
+            return
+        file, self._file = self._file, None
+        self._lines_at_close = file.lines
+        try:
+            await asyncio.to_thread(file.sync_and_close)
+        except OSError as exc:  # EIO on writeback: the data may not be on disk
+            self._file = None
+            self._fail(f"{exc.strerror or exc} while saving it to disk", torn=False)
 
 
 def schema_path() -> Path:

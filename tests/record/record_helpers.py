@@ -1,0 +1,185 @@
+"""Real targets for the recording tests: small tmpfs mounts, loop devices,
+an unprivileged user. Everything created here is removed again."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
+NOBODY = 65534
+SYSTEM_PYTHON = "/usr/bin/python3"
+EXT4_IOC_SHUTDOWN = 0x8004587D  # _IOR('X', 125, __u32): xfstests' "godown"
+EXT4_GOING_FLAGS_DEFAULT = 0  # sync everything, then fail every operation with EIO
+
+
+def need_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root (mounts a tmpfs, switches to nobody)")
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str = "1m", *, options: str = "") -> Iterator[Path]:
+    """A private tmpfs of ``size`` mounted on ``where`` (created), unmounted after."""
+    need_root()
+    where.mkdir(parents=True, exist_ok=True)
+    opts = f"size={size},mode=0777" + (f",{options}" if options else "")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(where)], check=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def fill(mount: Path, leave_bytes: int) -> None:
+    """Fill the filesystem at ``mount`` with a ballast file (ours) until only
+    about ``leave_bytes`` are free."""
+    st = os.statvfs(mount)
+    free = st.f_bavail * st.f_frsize
+    with (mount / "ballast").open("wb") as f:
+        f.write(b"\0" * max(0, free - leave_bytes))
+
+
+def free_bytes(mount: Path) -> int:
+    st = os.statvfs(mount)
+    return st.f_bavail * st.f_frsize
+
+
+@contextlib.contextmanager
+def ext4_on_loop(image: Path, where: Path, size_mib: int = 32) -> Iterator[tuple[Path, str]]:
+    """An ext4 filesystem in ``image`` (a file we create) mounted on ``where``
+    through a loop device, detached again after. Yields (mount point, device)."""
+    need_root()
+    for tool in ("losetup", "mkfs.ext4"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed")
+    with image.open("wb") as f:
+        f.truncate(size_mib << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True, capture_output=True)
+    dev = subprocess.run(
+        ["losetup", "--find", "--show", str(image)], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["mount", dev, str(where)], check=True)
+        try:
+            yield where, dev
+        finally:
+            subprocess.run(["umount", str(where)], check=False)
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+
+
+def shut_down_ext4(mount: Path) -> None:
+    """Make every later operation on the ext4 at ``mount`` fail with EIO
+    (after syncing what was written: a disk that died)."""
+    import fcntl
+    import struct
+
+    fd = os.open(mount, os.O_RDONLY)
+    try:
+        fcntl.ioctl(fd, EXT4_IOC_SHUTDOWN, struct.pack("I", EXT4_GOING_FLAGS_DEFAULT))
+    finally:
+        os.close(fd)
+
+
+def as_nobody(func, *args):  # type: ignore[no-untyped-def]
+    """Run ``func(*args)`` in a forked child that is really uid/gid nobody;
+    returns what it returned or the message of the exception it raised, as
+    ("ok", value) or (exception class name, message)."""
+    need_root()
+    import pickle
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        os.close(read)
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            try:
+                result: tuple[str, object] = ("ok", func(*args))
+            except BaseException as exc:
+                result = (type(exc).__name__, str(exc))
+            os.write(write, pickle.dumps(result))
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    return pickle.loads(data)
+
+
+def nobody_cli(args: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``probetop args`` as the unprivileged user nobody.
+
+    This venv's interpreter may live under /root (not readable by nobody);
+    the system Python of the same version runs the same installed code."""
+    need_root()
+    if shutil.which("runuser") is None or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip("needs runuser and /usr/bin/python3")
+    version = subprocess.run(
+        [SYSTEM_PYTHON, "-c", "import sys; print(sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    if version != str(sys.version_info[:2]):
+        pytest.skip(f"/usr/bin/python3 is {version}, not this Python's version")
+    site = next(p for p in sys.path if p.endswith("site-packages"))
+    code = (
+        "import site, sys; site.addsitedir(sys.argv.pop(1)); "
+        "from probetop.tui.main import main; sys.exit(main(sys.argv[1:]))"
+    )
+    return subprocess.run(
+        ["runuser", "-u", "nobody", "--", SYSTEM_PYTHON, "-c", code, site, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd="/",
+    )
+
+
+def run_in_pty(args: list[str]) -> tuple[subprocess.Popen[bytes], int, bytearray]:
+    """The dashboard in a real 120x40 pty; (process, master fd, output so far)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    import threading
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
+    proc = subprocess.Popen(
+        [*PROBETOP, *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+    )
+    os.close(slave)
+    output = bytearray()
+
+    def drain() -> None:  # a full pty would block the app's writes
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            output.extend(chunk)
+
+    threading.Thread(target=drain, daemon=True).start()
+    return proc, master, output
