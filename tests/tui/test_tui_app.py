@@ -446,3 +446,28 @@ async def test_every_demo_pane_is_on_screen_and_compact_when_small() -> None:
         await pilot.resize_terminal(120, 40)
         await pilot.pause()
         assert not app.compact and all(p.display for p in app.panes.values())
+
+
+async def test_replay_of_a_hand_edited_recording_with_wrongly_typed_params(tmp_path) -> None:
+    """Every probe's params replaced by values of the wrong type: the replay
+    still opens and plays (a pane that cannot read them falls back to the
+    generic pane), no exception reaches the user."""
+    import json
+
+    from probetop.probes.record import load_session
+    from probetop.tui.app import make_app
+    from probetop.tui.config import AppConfig
+    from tui_fixtures import DEMO_FILE
+
+    rows = DEMO_FILE.read_text().splitlines()
+    header = json.loads(rows[0])
+    for probe in header["probes"]:
+        probe["params"] = {k: ("abc" if i % 2 else 5) for i, k in enumerate(probe["params"])}
+        probe["params"].update({"labels": 5, "percentile": "abc", "urls": 7})
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("\n".join([json.dumps(header), *rows[1:]]) + "\n")
+    app = make_app(AppConfig(session=load_session(edited), extra={"speed": "max"}))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(1.0)
+        assert len(app.panes) == len(header["probes"])
+        await pilot.press("q")

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from probetop.tui.widgets.generic_pane import GenericPane
 from probetop.tui.widgets.pane import ProbePane
 
 log = logging.getLogger(__name__)
@@ -31,8 +32,6 @@ PANE_CLASSES: dict[str, str] = {
 
 def pane_class(kind: str) -> type[ProbePane]:
     """The pane class for a probe kind (GenericPane when none is registered)."""
-    from probetop.tui.widgets.generic_pane import GenericPane
-
     target = PANE_CLASSES.get(kind)
     if target is None:
         return GenericPane
@@ -48,5 +47,20 @@ def pane_class(kind: str) -> type[ProbePane]:
 
 
 def pane_for(info: Mapping[str, Any]) -> ProbePane:
-    """A new pane for an announced probe (``Announce.info``)."""
-    return pane_class(str(info.get("kind", "")))(info)
+    """A new pane for an announced probe (``Announce.info``).
+
+    A description a pane cannot read (a hand-edited recording: a parameter of
+    the wrong type) gets the generic pane, built from the metric specs, rather
+    than a traceback that ends the replay; the reason is logged."""
+    cls = pane_class(str(info.get("kind", "")))
+    try:
+        return cls(info)
+    except Exception as exc:
+        if cls is not GenericPane:
+            log.warning("pane %s cannot read %r (%s); using GenericPane", cls, info.get("id"), exc)
+            try:
+                return GenericPane(info)
+            except Exception:  # pragma: no cover - the generic pane reads only metric specs
+                pass
+        safe = {"id": str(info.get("id", "?")), "kind": str(info.get("kind", "?")), "metrics": []}
+        return GenericPane(safe)
