@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from probetop.probes.core.base import ProbeError
-from probetop.probes.disk.lock import TargetBusy, TargetLock
+from probetop.probes.core.targetlock import TargetBusy, TargetLock
 
 FORMAT = "probetop-warmup-checkpoint"
 MAGIC = b'{"format":"' + FORMAT.encode() + b'"'

@@ -47,10 +47,11 @@ from typing import Any
 
 from probetop.probes.core.base import ConfirmationRequired, Emit, ProbeError
 from probetop.probes.core.sample import Status, now_ns
+from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.core.ticker import Ticker
 from probetop.probes.disk import capacity
+from probetop.probes.disk.blockdev import lock_devices
 from probetop.probes.disk.capacity import human
-from probetop.probes.disk.lock import TargetLock
 from probetop.probes.disk.records import (
     DIRECTIONS,
     FIO_PERCENTILES,
@@ -162,7 +163,7 @@ class IopsProbe:
         self.notes = list(self.target.notes) + kernel_notes()
         # Another probetop on this target is named by PID before anything else
         # (its O_EXCL would otherwise show up below as "the kernel reports it busy").
-        self._lock = TargetLock.for_target(s.target, self.kind)
+        self._lock = TargetLock.for_target(s.target, self.kind, lock_devices)
         self._lock.check()
         exists = self.target.identity is not None
         if exists and (s.writes or self.target.create):
@@ -337,9 +338,9 @@ class IopsProbe:
                 + (f" ({self._layout_undone})" if self._layout_undone else "")
             ) from None
         # The file exists now: hold its inode too (hard links are the same file).
-        from probetop.probes.disk.lock import target_keys
+        from probetop.probes.core.targetlock import target_keys
 
-        self._lock.add(target_keys(self.target_path))
+        self._lock.add(target_keys(self.target_path, lock_devices))
 
     async def _measure(self, engine: Engine, emit: Emit) -> None:
         start = now_ns()

@@ -41,6 +41,7 @@ from typing import Any
 from probetop.probes import __version__
 from probetop.probes.core.hub import Hub, Subscription
 from probetop.probes.core.sample import Announce, Record, now_ns
+from probetop.probes.core.targetlock import TargetBusy, TargetLock
 from probetop.probes.record.codec import (
     FORMAT_NAME,
     SCHEMA_VERSION,
@@ -166,6 +167,14 @@ def check_target(path: str | os.PathLike[str]) -> None:
 
     def refuse(why: str) -> RecordingError:
         return RecordingError(f"cannot record to {name}: {why}")
+
+    # A file another probetop is using (its recording, an IOPS or warm-up
+    # target, a checkpoint) is never written over: the same lock as the disk
+    # probes', keyed by the file's identity.
+    try:
+        TargetLock.for_target(real, "record").check()
+    except TargetBusy as exc:
+        raise refuse(str(exc)) from None
 
     try:
         st: os.stat_result | None = os.stat(real)
@@ -341,6 +350,7 @@ class Recorder:
         self._sub: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
         self._file: LineFile | None = None
+        self._lock: TargetLock | None = None
         self._skip_announce: set[str] = set()
         self._lines_at_close = 0
 
@@ -368,6 +378,12 @@ class Recorder:
         RecordingError if the target is refused or the header cannot be
         written (nothing is subscribed then)."""
         self.check_path(self.path)
+        lock = TargetLock.for_target(os.path.realpath(self.path), "record")
+        try:
+            lock.acquire()  # held until close: no other probetop writes this file
+        except TargetBusy as exc:
+            raise RecordingError(f"cannot record to {self.path}: {exc}") from None
+        self._lock = lock
         fd = await asyncio.to_thread(_open_target, self.path)
         self._file = LineFile(fd)
         header = {
@@ -385,6 +401,7 @@ class Recorder:
         except WriteFailed as exc:
             self._file.close()
             self._file = None
+            self._release_lock()
             raise RecordingError(f"cannot record to {self.path}: {exc}") from None
         # Probes already known went into the header; the subscription would
         # announce them again, so skip those first announcements.
@@ -432,6 +449,7 @@ class Recorder:
             self._lines_at_close = self._file.lines
             self._file.close()
             self._file = None
+        self._release_lock()
         if self.on_error is not None:
             self.on_error(self.failure)
 
@@ -490,6 +508,13 @@ class Recorder:
         except OSError as exc:  # EIO on writeback: the data may not be on disk
             self._file = None
             self._fail(f"{exc.strerror or exc} while saving it to disk", torn=False)
+        finally:
+            self._release_lock()
+
+    def _release_lock(self) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.release()
 
 
 def schema_path() -> Path:

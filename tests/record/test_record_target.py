@@ -423,3 +423,38 @@ def test_kill_9_at_random_moments_leaves_a_readable_file(tmp_path: Path) -> None
         assert all("no footer" in w or "torn last line" in w for w in session.warnings), (
             session.warnings
         )
+
+
+def test_a_recording_in_use_by_another_probetop_is_never_written_over(tmp_path: Path) -> None:
+    """Class 2 for recordings: the file another probetop is recording to is
+    refused, by PID, to a second recording and to an iops write."""
+    import subprocess
+    import sys
+    import time
+
+    probetop = [sys.executable, "-m", "probetop.tui.main"]
+    target = tmp_path / "busy.jsonl"
+    first = subprocess.Popen(
+        [*probetop, "--headless", "--time", "6", "--interval", "0.2", "--record", str(target)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (target.exists() and target.stat().st_size > 0):
+            assert time.monotonic() < deadline and first.poll() is None
+            time.sleep(0.05)
+        size = target.stat().st_size
+        for args in (
+            ["--headless", "--time", "0.2", "--record", str(target)],
+            ["iops", str(target), "--rw", "write", "--time", "0.5", "--headless"],
+        ):
+            out = subprocess.run([*probetop, *args], capture_output=True, text=True, timeout=60)
+            assert out.returncode == 2, out.stderr
+            assert f"in use by probetop PID {first.pid}" in out.stderr
+        assert target.stat().st_size >= size  # only the first run wrote to it
+    finally:
+        first.terminate()
+        first.wait(timeout=30)
+    assert first.returncode == 0, first.stderr.read() if first.stderr else ""

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from probetop.probes.core.base import TargetProbeError
+from probetop.probes.core.targetlock import TargetBusy, TargetLock
 from probetop.probes.disk.checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -47,7 +48,6 @@ from probetop.probes.disk.checkpoint import (
     restart_advice,
     write_atomic,
 )
-from probetop.probes.disk.lock import TargetBusy, TargetLock
 from probetop.probes.disk.settings import WarmupSettings
 from probetop.probes.disk.target import Target, target_errors
 

@@ -22,8 +22,8 @@ from typing import Any
 
 from probetop.probes.core.base import Emit, ProbeError
 from probetop.probes.core.sample import Status, now_ns
+from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.disk.checkpoint import Checkpoint
-from probetop.probes.disk.lock import TargetLock
 from probetop.probes.disk.records import (
     WARMUP_KIND,
     WARMUP_METRICS,

@@ -22,9 +22,9 @@ runs).
 from __future__ import annotations
 
 from probetop.probes.core.base import ConfirmationRequired, ProbeError
+from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.disk import capacity
-from probetop.probes.disk.blockdev import data_signatures, write_refusals
-from probetop.probes.disk.lock import TargetLock
+from probetop.probes.disk.blockdev import data_signatures, lock_devices, write_refusals
 from probetop.probes.disk.settings import WarmupSettings
 from probetop.probes.disk.target import Target, allocation_needed, check_room, resolve
 
@@ -47,7 +47,7 @@ def check_target(settings: WarmupSettings) -> tuple[Target, TargetLock]:
     assert target.identity is not None  # an existing target: identified
     # Another probetop on this target is named by PID before anything else
     # (its O_EXCL would otherwise show up below as "the kernel reports it busy").
-    lock = TargetLock.for_target(path, "warmup")
+    lock = TargetLock.for_target(path, "warmup", lock_devices)
     lock.check()
     if settings.writes:
         refusals = write_refusals(path)

@@ -49,6 +49,7 @@ import os
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,24 +94,30 @@ def _block_key(majmin: str, label: str, shared: bool = False) -> LockKey:
     return LockKey(f"blk-{majmin.replace(':', '-')}", shared, label)
 
 
-def target_keys(path: str) -> list[LockKey]:
-    """The keys a run on ``path`` holds (see the module docstring)."""
-    from probetop.probes.disk.blockdev import lock_devices
+BlockDevices = Callable[[str], tuple[str, "str | None", "str | None"]]
+"""For a block device path: (its MAJ:MIN, its whole disk's MAJ:MIN when it is
+a partition, its loop backing file or device). The disk family passes its
+sysfs reader; without one a device is keyed by its own number only."""
 
+
+def target_keys(path: str, block_devices: BlockDevices | None = None) -> list[LockKey]:
+    """The keys a run on ``path`` holds (see the module docstring)."""
     try:
         st = os.stat(path)
     except OSError:
         return _file_keys(path, path)  # a file this run creates
     if not stat.S_ISBLK(st.st_mode):
         return _file_keys(path, path)
-    dev, disk, backing = lock_devices(path)
+    if block_devices is None:
+        return [_block_key(f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}", path)]
+    dev, disk, backing = block_devices(path)
     keys = [_block_key(dev, path)]
     if disk is not None:
         keys.append(_block_key(disk, path, shared=True))
     if backing and backing.startswith("/") and not backing.endswith(" (deleted)"):
         with contextlib.suppress(OSError, TargetProbeError):
             if stat.S_ISBLK(os.stat(backing).st_mode):
-                keys.append(_block_key(lock_devices(backing)[0], path))
+                keys.append(_block_key(block_devices(backing)[0], path))
             else:
                 keys += _file_keys(backing, path)
     return keys
@@ -250,8 +257,10 @@ class TargetLock:
         self._paths: dict[str, tuple[Path, bool]] = {}
 
     @classmethod
-    def for_target(cls, path: str, command: str) -> TargetLock:
-        return cls(target_keys(path), f"{command} {path}")
+    def for_target(
+        cls, path: str, command: str, block_devices: BlockDevices | None = None
+    ) -> TargetLock:
+        return cls(target_keys(path, block_devices), f"{command} {path}")
 
     @classmethod
     def for_path(cls, path: str, command: str, label: str) -> TargetLock:
