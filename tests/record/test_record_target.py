@@ -408,7 +408,7 @@ def test_kill_9_at_random_moments_leaves_a_readable_file(tmp_path: Path) -> None
     for attempt in range(6):
         out = tmp_path / f"k{attempt}.jsonl"
         proc = subprocess.Popen(
-            [*PROBETOP, "--headless", "--interval", "0.01", "--record", str(out)],
+            [*PROBETOP, "--headless", "--interval", "0.05", "--record", str(out)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
