@@ -54,26 +54,44 @@ class Run:
     maxrss_mb: float
 
 
+# The child reports its own peak RSS (VmHWM) at exit. ru_maxrss from wait4
+# would not do: Linux carries the forking process's high-water mark into the
+# child across exec, so a pytest process grown past the limit made every
+# child look that big.
+PEAK_WRAPPER = (
+    "import os, sys\nfrom probetop.tui.main import main\ncode = 2\n"
+    "try:\n    code = main(sys.argv[1:])\n"
+    "finally:\n"
+    "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
+    "    with open(os.environ['PROBETOP_PEAK_FILE'], 'w') as f:\n"
+    "        f.write(hwm.split()[1])\n"
+    "sys.exit(code)"
+)
+
+
 def run_cli(args: Sequence[str | bytes], stdin: Any = subprocess.DEVNULL) -> Run:
     """`probetop http ARGS` in a child process: exit code, output and the
-    child's own peak RSS (os.wait4)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "probetop.tui.main", "http", *args],
+    child's own peak RSS (its VmHWM)."""
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.NamedTemporaryFile() as peak,
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-c", PEAK_WRAPPER, "http", *args],
             stdin=stdin,
             stdout=out,
             stderr=err,
-            env=ENV,
+            env={**ENV, "PROBETOP_PEAK_FILE": peak.name},
         )
-        _pid, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
+        text = Path(peak.name).read_text().strip()
         return Run(
             proc.returncode,
             out.read(),
             err.read().decode("utf-8", "replace"),
-            usage.ru_maxrss / 1024,  # KiB on Linux
+            int(text) / 1024 if text else float("nan"),  # kB
         )
 
 
