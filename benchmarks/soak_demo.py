@@ -90,20 +90,26 @@ def main() -> int:
 
     session = load_session(record)
     size = os.path.getsize(record)
-    per_probe: dict[str, int] = {}
+    per_probe: dict[str, list[float]] = {}
     for line in session.samples():
-        per_probe[line["probe"]] = per_probe.get(line["probe"], 0) + 1
-    expected = session.duration_s  # the demo samples once a second
-    short = {pid: n for pid, n in per_probe.items() if n < 0.95 * expected - 2}
+        per_probe.setdefault(line["probe"], []).append(float(line["t"]))
+    # Complete = no gap: consecutive samples of a probe at most 3 intervals
+    # apart (the demo samples once a second). A probe that ends by itself
+    # (the warm-up's pass completes) stops sending; that is not a gap.
+    short = {
+        pid: sum(1 for a, b in zip(ts, ts[1:], strict=False) if b - a > 3.0)
+        for pid, ts in per_probe.items()
+    }
+    short = {pid: n for pid, n in short.items() if n}
     valid = session.footer is not None and not session.warnings and not short
     print(
         f"recording: {size / 1e6:.2f} MB, {session.duration_s:.0f} s, "
-        f"{sum(per_probe.values())} samples from {len(per_probe)} probes, "
+        f"{sum(len(ts) for ts in per_probe.values())} samples from {len(per_probe)} probes, "
         f"footer {'present' if session.footer else 'MISSING'}, "
         f"warnings {session.warnings or 'none'}"
     )
     if short:
-        print(f"probes with missing samples: {short}")
+        print(f"probes with gaps in their samples (count of gaps > 3 s): {short}")
     print(f"recording valid: {'yes' if valid else 'NO'}")
     print(f"size per hour: {size / max(session.duration_s, 1) * 3600 / 1e6:.1f} MB/h")
     print(f"wall time {wall:.0f} s; recording kept at {record}")

@@ -70,6 +70,10 @@ def run_headless_plan(plan: RunPlan[Any], probes: list[Probe], module: ModuleTyp
             duration_s=deadline_s(plan, module),
             record=record,
             command=list(plan.common.argv),
+            # Reports read summaries and running stats, never the samples:
+            # keeping every sample grew a headless run by ~55 MiB an hour
+            # (benchmarks/soak_demo.py), without bound over days.
+            keep_samples=False,
         )
     )
     report = getattr(module, "report", None)
