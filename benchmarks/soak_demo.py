@@ -17,6 +17,7 @@ Usage: .venv/bin/python benchmarks/soak_demo.py [--seconds 3600] [--every 10] [-
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import signal
 import statistics
@@ -97,7 +98,7 @@ def main() -> int:
     # apart (the demo samples once a second). A probe that ends by itself
     # (the warm-up's pass completes) stops sending; that is not a gap.
     short = {
-        pid: sum(1 for a, b in zip(ts, ts[1:], strict=False) if b - a > 3.0)
+        pid: sum(1 for a, b in itertools.pairwise(ts) if b - a > 3.0)
         for pid, ts in per_probe.items()
     }
     short = {pid: n for pid, n in short.items() if n}
