@@ -47,7 +47,13 @@ from probetop.probes.record.codec import (
 from probetop.probes.record.writer import PSEUDO_FILESYSTEMS, file_kind, filesystem_type
 
 MAX_LINE_BYTES = 1 << 20
-"""Longest line read (1 MiB): the longest real line is a few KiB."""
+"""Longest line read (1 MiB): a sample or status line is a few KiB."""
+MAX_FOOTER_BYTES = 64 << 20
+"""Longest footer line: the footer holds every probe's summary, which grows
+with the run (per-interval rows: 2.4 MB after an hour of `probetop demo`);
+64 MiB is over a day of it. Only a line that starts as a footer may be this
+long, so a hostile file still costs at most 1 MiB per line until then."""
+_FOOTER_START = b'{"type":"footer"'
 MAX_FILE_BYTES = 256 << 20
 """Largest recording read (256 MiB: about 9 hours of `probetop demo`)."""
 MAX_WEIGHT = 20_000_000
@@ -391,6 +397,23 @@ def _rows(f: IO[bytes], p: Path) -> Iterator[tuple[int, bytes, bool]]:
             raise RecordingError(_too_big(p, None))
         if raw.endswith(b"\n"):
             yield number, raw[:-1], True
+        elif len(raw) > MAX_LINE_BYTES and raw.startswith(_FOOTER_START):
+            try:
+                rest = f.readline(MAX_FOOTER_BYTES - len(raw) + 1)
+            except OSError as exc:
+                raise RecordingError(f"{p}: cannot read line {number}: {exc.strerror}") from None
+            raw += rest
+            total += len(rest)
+            if total > MAX_FILE_BYTES:
+                raise RecordingError(_too_big(p, None))
+            if raw.endswith(b"\n"):
+                yield number, raw[:-1], True
+            elif len(raw) > MAX_FOOTER_BYTES:
+                raise RecordingError(
+                    f"{p}: line {number} (the footer) is longer than {_size(MAX_FOOTER_BYTES)}"
+                )
+            else:
+                yield number, raw, False
         elif len(raw) > MAX_LINE_BYTES:
             raise RecordingError(
                 f"{p}: line {number} is longer than {_size(MAX_LINE_BYTES)} "

@@ -301,3 +301,29 @@ def test_limits_are_what_the_docs_say() -> None:
     assert reader.MAX_LINE_BYTES == 1 << 20
     assert reader.MAX_FILE_BYTES == 256 << 20
     assert reader.MAX_WEIGHT == 20_000_000
+
+
+def test_a_long_runs_footer_over_the_line_cap_is_read(tmp_path: Path) -> None:
+    """The footer grows with the run (an hour of demo: 2.4 MB); only a footer
+    may pass the 1 MiB line cap, up to MAX_FOOTER_BYTES."""
+    rows = (Path(__file__).resolve().parents[1] / "data" / "demo_session.jsonl").read_text()
+    lines = rows.splitlines()
+    footer = json.loads(lines[-1])
+    footer["summaries"]["cpu"] = {"intervals": [{"t": i, "eps": 2900.5} for i in range(60_000)]}
+    text = json.dumps(footer, separators=(",", ":"))
+    assert len(text) > reader.MAX_LINE_BYTES
+    big = tmp_path / "long.jsonl"
+    big.write_text("\n".join([*lines[:-1], text]) + "\n")
+    session = load_session(big)
+    assert (
+        session.footer is not None
+        and len(session.footer["summaries"]["cpu"]["intervals"]) == 60_000
+    )
+    # the same size as a sample line is still refused
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        "\n".join([lines[0], text.replace('"type":"footer"', '"type":"sample"', 1), lines[-1]])
+        + "\n"
+    )
+    with pytest.raises(RecordingError, match="longer than 1 MiB"):
+        load_session(bad)
