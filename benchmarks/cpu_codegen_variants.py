@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
 """Where a JIT's gap to sysbench comes from: codegen variants vs sysbench, one run.
 
-Builds the event four ways (LLVM's 64->32-bit divide bypass on/off x the
-first divisor l = 2 peeled into a bit test or not, as gcc -O2 does) and
+First, without running anything: the divide loop of sysbench's binary beside
+the loop LLVM makes of the event's IR for each x86-64 CPU model (cross-
+compiled, read back with objdump): the IR's loop changes with the CPU,
+sysbench's never does (the reason the shipped x86-64 event is sysbench's own
+loop). Then it builds the event several ways (sysbench's x86-64 loop, as
+shipped; the IR for this CPU with LLVM's 64->32-bit divide bypass on/off and
+the first divisor l = 2 peeled into a bit test or not, as gcc -O2 does) and
 measures each against ``sysbench cpu --threads=1`` in alternation, as events
 per CPU-second the thread got (robust on a busy machine; wall figures are in
 cpu_vs_sysbench.py). Then the per-event bookkeeping cost (two clock reads,
@@ -14,6 +19,8 @@ Usage: .venv/bin/python benchmarks/cpu_codegen_variants.py [--time 3] [--rounds 
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import re
 import resource
 import shutil
@@ -23,14 +30,79 @@ import sys
 import threading
 import time
 
-from probetop.probes.cpu.engine import NativeEngine, SharedRun, ThreadJob
+from cpu_sched import cpu_model
+from probetop.probes.cpu.engine import (
+    EVENT_IR,
+    EVENT_SYSBENCH_X86_64,
+    NativeEngine,
+    SharedRun,
+    ThreadJob,
+    event_ir,
+)
+from probetop.probes.cpu.machine_code import (
+    MachineCodeUnavailable,
+    describe,
+    engine_event_loop,
+    object_event_loop,
+    sysbench_event_loop,
+)
 
-VARIANTS = {
-    "naive JIT (bypass on, no peel)": {"feature_overrides": ("+idivq-to-divl",), "peel": False},
-    "bypass off, no peel": {"feature_overrides": ("-idivq-to-divl",), "peel": False},
-    "bypass on, peeled": {"feature_overrides": ("+idivq-to-divl",), "peel": True},
-    "shipped: bypass off, peeled": {"feature_overrides": ("-idivq-to-divl",), "peel": True},
+SHIPPED = "shipped: sysbench's x86-64 loop"
+VARIANTS: dict[str, dict[str, object]] = {
+    SHIPPED: {"event_code": EVENT_SYSBENCH_X86_64},
+    "IR, host CPU, bypass off, peeled": {"event_code": EVENT_IR},
+    "IR, host CPU, bypass off, no peel": {"event_code": EVENT_IR, "peel": False},
+    "IR, host CPU, bypass on (numba)": {
+        "event_code": EVENT_IR,
+        "feature_overrides": ("+idivq-to-divl",),
+        "peel": False,
+    },
 }
+
+# x86-64 CPU models LLVM knows (Intel, AMD), for the cross-compiled table.
+TARGETS = (
+    "x86-64",
+    "haswell",
+    "skylake",
+    "cascadelake",
+    "icelake-server",
+    "sapphirerapids",
+    "znver1",
+    "znver2",
+    "znver3",
+    "znver4",
+    "znver5",
+)
+
+
+def ir_loop_for(cpu: str) -> str:
+    """The IR's divide loop as LLVM compiles it for ``cpu`` (not run)."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    triple = "x86_64-unknown-linux-gnu"
+    tm = llvm.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features="-idivq-to-divl", opt=2, jit=True
+    )
+    module = llvm.parse_assembly(event_ir(True, EVENT_IR))
+    module.triple = triple
+    module.data_layout = str(tm.target_data)
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=2))
+    pb.getModulePassManager().run(module, pb)
+    return describe(object_event_loop(bytes(tm.emit_object(module))))
+
+
+def print_loops(engines: dict[str, NativeEngine]) -> None:
+    try:
+        print(f"# sysbench ({shutil.which('sysbench')}): {describe(sysbench_event_loop())}")
+        for name, engine in engines.items():
+            print(f"# {name}: {describe(engine_event_loop(engine))}")
+        print("# the event's IR as LLVM compiles it for each CPU model (bypass off; not run):")
+        for cpu in TARGETS:
+            print(f"#   {cpu:<15} {ir_loop_for(cpu)}")
+    except MachineCodeUnavailable as exc:
+        print(f"# (no machine code comparison: {exc})")
 
 
 def sysbench_per_cpu_s(max_prime: int, seconds: float) -> float:
@@ -81,15 +153,17 @@ def main() -> int:
         print("sysbench is not installed", file=sys.stderr)
         return 2
     engines = {
-        name: NativeEngine(feature_overrides=v["feature_overrides"], peel_first_divisor=v["peel"])  # type: ignore[arg-type]
+        name: NativeEngine(
+            event_code=str(v["event_code"]),
+            feature_overrides=v.get("feature_overrides", ("-idivq-to-divl",)),  # type: ignore[arg-type]
+            peel_first_divisor=bool(v.get("peel", True)),
+        )
         for name, v in VARIANTS.items()
+        if v["event_code"] == EVENT_IR or platform.machine() == "x86_64"
     }
-    for name, engine in engines.items():
-        asm = engine.asm()
-        body = asm[asm.index("prime_event:") : asm.index(".Lfunc_end0")]
-        divs = sorted({m for m in re.findall(r"\bdiv[lq]\b", body)})
-        print(f"# {name}: divides in prime_event: {', '.join(divs)}")
-    print(f"{'max-prime':>9}  {'variant':<32} {'ratio vs sysbench (events per CPU-s)':>36}")
+    print(f"# CPU: {cpu_model()} ({platform.machine()}, {os.cpu_count()} CPUs)")
+    print_loops(engines)
+    print(f"{'max-prime':>9}  {'variant':<34} {'ratio vs sysbench (events per CPU-s)':>36}")
     for max_prime in args.max_prime:
         ratios: dict[str, list[float]] = {name: [] for name in engines}
         for _ in range(args.rounds):
@@ -99,9 +173,9 @@ def main() -> int:
                 ratios[name].append(ours / ref)
         for name, values in ratios.items():
             pairs = " ".join(f"{x:.3f}" for x in values)
-            print(f"{max_prime:>9}  {name:<32} {statistics.median(values):>8.3f}   ({pairs})")
+            print(f"{max_prime:>9}  {name:<34} {statistics.median(values):>8.3f}   ({pairs})")
     # Per-event bookkeeping: at --max-prime 3 the event does no work at all.
-    shipped = engines["shipped: bypass off, peeled"]
+    shipped = NativeEngine()
     ours = statistics.median(engine_per_cpu_s(shipped, 3, 1.0) for _ in range(3))
     ref = statistics.median(sysbench_per_cpu_s(3, 1.0) for _ in range(3))
     print(

@@ -70,3 +70,21 @@ def autogroup_line() -> str:
             return f.read().strip()
     except OSError:
         return "autogroup: unknown"
+
+
+def cpu_model() -> str:
+    """The CPU model line of /proc/cpuinfo (x86 "model name", Arm "CPU part")."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        return "unknown"
+    if "model name" in fields:
+        ids = [f"{k} {fields[k]}" for k in ("cpu family", "model", "stepping") if k in fields]
+        avx512 = "avx512f" in fields.get("flags", "").split()
+        return f"{fields['model name']} ({', '.join(ids)}{', AVX-512' if avx512 else ''})"
+    parts = [f"{k} {fields[k]}" for k in ("CPU implementer", "CPU part") if k in fields]
+    return ", ".join(parts) or "unknown"

@@ -88,6 +88,9 @@ def main() -> int:
         f"{max(r for _t, r in samples) / 2**20:.1f} MiB"
     )
     print(f"memory flat within 10 %: {'yes' if abs(growth) <= 0.10 else 'NO'}")
+    # The trajectory says what one ratio cannot: levelling off or still climbing.
+    marks = [samples[min(i * tenth, len(samples) - 1)] for i in range(11)]
+    print("RSS by tenth: " + ", ".join(f"{t:.0f}s {r / 2**20:.1f}" for t, r in marks) + " (MiB)")
 
     session = load_session(record)
     size = os.path.getsize(record)

@@ -246,6 +246,8 @@ class ProbetopApp(App[int]):
             command=self.config.command or ["probetop"],
             notify=self._notify,
             on_change=self._update_status,
+            footer_fields=self.config.footer_fields,
+            metrics=self.config.metrics,
         )
         self.feed = await self.session.start()
         self.session.install_signal_handlers(self._on_signal)
@@ -341,7 +343,8 @@ class ProbetopApp(App[int]):
         self.call_after_refresh(self._render_if_shown)
         self.call_after_refresh(self.relayout)
         focus_kind = self.config.focus
-        if focus_kind and pane.kind == focus_kind:
+        # A family's kinds share its focus: "http" also focuses "http.load".
+        if focus_kind and (pane.kind == focus_kind or pane.kind.startswith(focus_kind + ".")):
             self.pane_box.mount(pane, before=0 if self.pane_box.children else None)
             self.call_after_refresh(pane.focus)
         else:

@@ -26,6 +26,7 @@ from typing import Any
 from probetop.probes import __version__
 from probetop.probes.core.options import CommandSpec, Option, OptionValueError
 from probetop.tui import commands
+from probetop.tui.analysis.assertions import resolve
 from probetop.tui.plan import COMMON_OPTIONS, CommonOptions, NoSettings, RunPlan
 
 MAIN_DESCRIPTION = """\
@@ -41,6 +42,8 @@ examples:
   probetop --record s.jsonl --time 60 --headless   record a minute, no UI
   probetop replay s.jsonl           play a recording in the same panes
   probetop report s.jsonl           text summary and charts of a recording
+  probetop compare a.jsonl b.jsonl  what changed between two recordings, and is it significant
+  probetop cpu --time 10 --assert 'cpu.events_per_second>2900'   exit 99 if not
 
 Run `probetop COMMAND --help` for a command's options.
 """
@@ -199,6 +202,7 @@ def make_plan(namespace: argparse.Namespace, argv: Sequence[str] = ()) -> RunPla
     values = dict(vars(namespace))
     name = values.pop("command", None)
     common = CommonOptions.from_values(values, tuple(argv))
+    resolve(common.assertions, name)  # --assert: known metric, fitting unit (exit 2 otherwise)
     if name is None:
         return RunPlan(None, common, NoSettings())
     module = commands.load(name)

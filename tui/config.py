@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from probetop.probes.core.base import Probe
-    from probetop.probes.record import Session
+    from probetop.probes.record import FooterFields, Session
+    from probetop.tui.metrics.live import MetricsExporter
 
 
 @dataclass
@@ -24,6 +25,10 @@ class AppConfig:
     - ``record``: a path to record the live session to (checked writable).
     - ``focus``: the probe kind whose pane gets focus first ("cpu", ...).
     - ``duration_s``: stop the probes (not the UI) after this many seconds.
+    - ``footer_fields``: extra fields for the recording's footer (the
+      ``--assert`` outcomes), passed to the session's recorder.
+    - ``metrics``: the opened ``--metrics``/``--textfile`` exporter the
+      session feeds (``tui.launch.open_metrics``).
     """
 
     probes: list[Probe] = field(default_factory=list)
@@ -36,3 +41,5 @@ class AppConfig:
     command: list[str] = field(default_factory=list)
     title: str = "probetop"
     extra: dict[str, Any] = field(default_factory=dict)
+    footer_fields: FooterFields | None = None
+    metrics: MetricsExporter | None = None

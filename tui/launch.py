@@ -17,7 +17,9 @@ from typing import Any
 from probetop.probes.core.base import Probe
 from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, Recorder
 from probetop.probes.system import passive_probes
+from probetop.tui.analysis.assertions import exit_status, print_outcomes, run_assertions
 from probetop.tui.config import AppConfig
+from probetop.tui.metrics.live import MetricsExporter
 from probetop.tui.plan import RunPlan
 from probetop.tui.runner import generic_report, run_headless
 
@@ -53,6 +55,19 @@ def prepare(plan: RunPlan[Any], probes: list[Probe]) -> Path | None:
     return record
 
 
+def open_metrics(plan: RunPlan[Any]) -> MetricsExporter | None:
+    """``--metrics`` / ``--textfile``: the endpoint bound and the directory
+    written once, after the probes' checks and before any probe starts
+    (MetricsError, exit 2: port in use, address not local, directory not
+    writable). None when neither is asked."""
+    common = plan.common
+    if common.metrics is None and common.textfile is None:
+        return None
+    exporter = MetricsExporter(common.metrics, common.textfile, interval_s=common.interval_s)
+    exporter.open()
+    return exporter
+
+
 def run_headless_plan(plan: RunPlan[Any], probes: list[Probe], module: ModuleType | None) -> int:
     """Run without a UI, then print the command's report (or the generic one)."""
     if plan.common.theme:
@@ -64,6 +79,8 @@ def run_headless_plan(plan: RunPlan[Any], probes: list[Probe], module: ModuleTyp
             file=sys.stderr,
         )
     record = prepare(plan, probes)
+    checks = run_assertions(plan.common.assertions, plan.command)  # --assert
+    metrics = open_metrics(plan)
     result = asyncio.run(
         run_headless(
             probes,
@@ -74,6 +91,8 @@ def run_headless_plan(plan: RunPlan[Any], probes: list[Probe], module: ModuleTyp
             # keeping every sample grew a headless run by ~55 MiB an hour
             # (benchmarks/soak_demo.py), without bound over days.
             keep_samples=False,
+            footer_fields=checks,
+            metrics=metrics,
         )
     )
     report = getattr(module, "report", None)
@@ -81,6 +100,13 @@ def run_headless_plan(plan: RunPlan[Any], probes: list[Probe], module: ModuleTyp
         code = int(report(plan, result))
     else:
         code = generic_report(result, as_json=plan.common.json)
+    if checks is not None:
+        # Checked against the same summaries the footer stores; after a
+        # --json report they go to stderr, so stdout stays one JSON document.
+        described = {p.id: {"kind": p.kind} for p in result.probes}
+        outcomes = checks.outcomes(result.summaries, described)
+        print_outcomes(outcomes, sys.stderr if plan.common.json else sys.stdout)
+        code = exit_status(code, outcomes)
     return recording_status(result.recording_failures, code)
 
 
@@ -104,6 +130,7 @@ def dashboard_config(
 ) -> AppConfig:
     """What the dashboard shows for this plan (probes prepared, record checked)."""
     record = prepare(plan, probes)
+    metrics = open_metrics(plan)
     interval = plan.common.interval_s
     if with_passive and getattr(module, "WITH_PASSIVE", True):
         have = {p.id for p in probes}
@@ -116,4 +143,6 @@ def dashboard_config(
         focus=getattr(module, "FOCUS", None),
         duration_s=deadline_s(plan, module),
         command=list(plan.common.argv),
+        footer_fields=run_assertions(plan.common.assertions, plan.command),
+        metrics=metrics,
     )

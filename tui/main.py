@@ -25,6 +25,7 @@ from typing import Any
 from probetop.probes.core.base import ConfirmationRequired, ProbeError
 from probetop.probes.record import RecordingError
 from probetop.probes.system import passive_probes
+from probetop.tui.analysis.assertions import RunAssertions, exit_status, print_outcomes
 from probetop.tui.cli import build_parser, command_module, make_plan, parse_args
 from probetop.tui.config import AppConfig
 from probetop.tui.launch import dashboard_config, fail, recording_status, run_headless_plan
@@ -103,6 +104,13 @@ def run_app(config: AppConfig) -> int:
         return fail(str(exc), exc.exit_code)
     app.run()
     code = int(app.return_code or 0)
+    checks = config.footer_fields
+    if isinstance(checks, RunAssertions) and app.session is not None:
+        # --assert in the dashboard: checked at quit, printed once the screen is gone.
+        hub = app.session.hub
+        outcomes = checks.outcomes(hub.summaries, hub.descriptions)
+        print_outcomes(outcomes, sys.stdout)
+        code = exit_status(code, outcomes)
     # A recording a write error stopped: said again now the terminal is back, exit 74.
     failures = app.session.recording_failures if app.session is not None else []
     return recording_status(failures, code)

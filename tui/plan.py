@@ -20,6 +20,12 @@ from typing import Any, Generic, TypeVar
 
 from probetop.probes.core.limits import MAX_SECONDS, check_interval, check_seconds
 from probetop.probes.core.options import Option, number
+from probetop.tui.analysis.assertions import Assertion, parse_assertion
+from probetop.tui.metrics.address import (
+    MetricsAddress,
+    parse_metrics_address,
+    parse_textfile_dir,
+)
 
 COMMON_OPTIONS: tuple[Option, ...] = (
     Option(("--record",), "record the session to FILE (JSON Lines, mode 0600)", metavar="FILE"),
@@ -55,6 +61,30 @@ COMMON_OPTIONS: tuple[Option, ...] = (
         "dashboard theme (probetop-dark, probetop-light, probetop-contrast, or any Textual theme)",
         metavar="NAME",
     ),
+    Option(
+        ("--assert",),
+        "fail the run (exit 99) unless METRIC OP VALUE holds at the end, e.g. "
+        "'http.p95<200ms', 'icmp.loss<0.1%%', 'cpu.events_per_second>2900' (repeatable; "
+        "docs/usage.md#assertions)",
+        parse=parse_assertion,
+        action="append",
+        dest="assertions",
+        metavar="EXPR",
+    ),
+    Option(
+        ("--metrics",),
+        "serve Prometheus metrics on http://[ADDR:]PORT/metrics (127.0.0.1 unless ADDR "
+        "is given; docs/metrics.md)",
+        parse=parse_metrics_address,
+        metavar="[ADDR:]PORT",
+    ),
+    Option(
+        ("--textfile",),
+        "write the same metrics to DIR/probetop.prom every interval, for node_exporter's "
+        "textfile collector",
+        parse=parse_textfile_dir,
+        metavar="DIR",
+    ),
 )
 
 
@@ -71,6 +101,10 @@ class CommonOptions:
     interval_s: float = 1.0
     theme: str | None = None
     argv: tuple[str, ...] = ()
+    # --assert, read but not yet checked against the command (cli.make_plan does)
+    assertions: tuple[Assertion, ...] = ()
+    metrics: MetricsAddress | None = None
+    textfile: Path | None = None
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any], argv: tuple[str, ...]) -> CommonOptions:
@@ -86,6 +120,9 @@ class CommonOptions:
             interval_s=float(interval) if isinstance(interval, (int, float)) else 1.0,
             theme=values.get("theme"),
             argv=argv,
+            assertions=tuple(values.get("assertions") or ()),
+            metrics=values.get("metrics"),
+            textfile=values.get("textfile"),
         )
         common.validate()
         return common

@@ -22,12 +22,16 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import Probe
 from probetop.probes.core.sample import Sample, now_ns, split_key
 from probetop.probes.core.stats import RunningStats
+from probetop.probes.record import FooterFields
 from probetop.tui.session import LiveSession
+
+if TYPE_CHECKING:
+    from probetop.tui.metrics.live import MetricsExporter
 
 
 @dataclass
@@ -56,9 +60,19 @@ async def run_headless(
     record: Path | None = None,
     command: list[str] | None = None,
     keep_samples: bool = True,
+    footer_fields: FooterFields | None = None,
+    metrics: MetricsExporter | None = None,
 ) -> RunResult:
-    """Run probes without a UI. See the module docstring."""
-    session = LiveSession(probes, record=record, command=command or [], notify=_stderr_notify)
+    """Run probes without a UI. See the module docstring. ``metrics``: an
+    opened ``--metrics``/``--textfile`` exporter the session feeds."""
+    session = LiveSession(
+        probes,
+        record=record,
+        command=command or [],
+        notify=_stderr_notify,
+        footer_fields=footer_fields,
+        metrics=metrics,
+    )
     collect = await session.start(lossless=True, strict=True)
     hub = session.hub
     stop = asyncio.Event()

@@ -39,12 +39,15 @@ import select
 import signal
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from probetop.probes.core.base import ConfirmationRequired, Probe, ProbeError
 from probetop.probes.core.hub import Hub, Subscription
-from probetop.probes.record import Recorder, RecordingError
+from probetop.probes.record import FooterFields, Recorder, RecordingError
 from probetop.tui.cli import CommandLineError, parse_command_line
+
+if TYPE_CHECKING:
+    from probetop.tui.metrics.live import MetricsExporter
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -98,8 +101,14 @@ class LiveSession:
         command: list[str] | None = None,
         notify: Notify = _ignore,
         on_change: Callable[[], None] | None = None,
+        footer_fields: FooterFields | None = None,
+        metrics: MetricsExporter | None = None,
     ) -> None:
         self.probes = list(probes)
+        self.footer_fields = footer_fields  # extra footer fields (--assert outcomes)
+        # --metrics / --textfile (opened by tui.launch): fed from the hub.
+        self.metrics = metrics
+        self._metrics_task: asyncio.Task[None] | None = None
         self.record_path = record
         self.command = list(command or ["probetop"])
         self.notify = notify
@@ -129,6 +138,10 @@ class LiveSession:
                     raise
                 self.notify(str(exc), title=f"{probe.id} not started", severity="error")
         feed = self.hub.subscribe(lossless=lossless)
+        if self.metrics is not None:
+            self._metrics_task = self.metrics.attach(self.hub)
+            if self.metrics.url:
+                self.notify(f"serving metrics on {self.metrics.url}", title="--metrics")
         if self.record_path is not None:
             if strict:
                 self.recorder = await self._open_recorder(self.record_path)
@@ -168,6 +181,18 @@ class LiveSession:
         recorder, self.recorder = self.recorder, None
         if recorder is not None:
             await recorder.close(reason)
+        await self._close_metrics()
+
+    async def _close_metrics(self) -> None:
+        """The last intervals into the metrics, the textfile's final write,
+        the endpoint closed."""
+        task, self._metrics_task = self._metrics_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self.metrics is not None:
+            await self.metrics.close()
 
     # -- probes ----------------------------------------------------------
     def add_probe_line(self, line: str | None) -> bool:
@@ -211,7 +236,9 @@ class LiveSession:
         def failed(message: str) -> None:
             self._recording_failed(recorder, message)
 
-        recorder = Recorder(path, self.hub, self.command, on_error=failed)
+        recorder = Recorder(
+            path, self.hub, self.command, on_error=failed, footer_fields=self.footer_fields
+        )
         await recorder.start()
         return recorder
 

@@ -1,13 +1,15 @@
-"""Native engines for the sysbench ``cpu`` event, compiled at run time from LLVM IR.
+"""Native engines for the sysbench ``cpu`` event, built at run time by LLVM
+(on x86-64 from sysbench's own loop as assembly, elsewhere from LLVM IR).
 
 Contract:
 - ``load_engine(kind)`` returns an engine or raises ``EngineUnavailable``;
   ``best_engine()`` returns the native engine, else the Python one (whose
   figures are labelled "not comparable with sysbench" by every output).
 - ``engine.prime_event(max_prime)`` runs one event and returns its prime count
-  (the count proves the work was done; sysbench discards it). Inside
-  ``run_events`` the event also polls the stop flag every 4096 values of c
-  and, when set, ends early without being counted.
+  (the count proves the work was done; sysbench discards it); with
+  ``stop`` (a c_int32) set it returns -1. The event reads the stop flag
+  every 4096 values of c and, when set, ends early (not counted in
+  ``run_events``).
 - ``engine.run_events(...)`` runs events back to back in the calling thread until
   the stop flag, the deadline or the shared event budget says stop, timing each
   event with CLOCK_MONOTONIC and updating that thread's counters and
@@ -27,13 +29,22 @@ Contract:
   itself frees nothing: see ``_PThreads``).
   ``PythonEngine`` has no ``spawn``: its workers are Python threads.
 
-Why hand-written IR and not numba: the figure must mean sysbench's figure, so
-the machine code must do what gcc -O2 does for sysbench's loop. Two things
-decide it (measured, see docs/cpu.md): the division must stay a full 64-bit
-``div`` (LLVM's x86 ``idivq-to-divl`` bypass turns it into a 32-bit divide when
-operands fit, ~45 % faster than sysbench), and nothing else may be added to
-the loop. Writing the IR pins both, independent of numba's version and flags;
-llvmlite (numba's code generator, a wheel) needs no compiler on the machine.
+Why not numba: the figure must mean sysbench's figure, so the machine code
+must be what gcc -O2 made of sysbench's loop. On x86-64 the event is exactly
+that: sysbench 1.0.20's ``cpu_execute_event`` loop as gcc 12 -O2 emits it
+(the loop in the distribution's binary, ``objdump -d $(which sysbench)``),
+instruction for instruction, in ``module asm`` that LLVM's assembler builds
+(``_SB_EVENT_X86_64``): baseline x86-64 (SSE2), like the distribution's
+build, so the same instructions run on every x86-64 CPU and cost there what
+sysbench's cost. Compiling the C-like IR for the host instead gave machine code
+that changed with the CPU (AVX-512: one ``vcvtusi2sd`` per divide; AVX2: a
+5-instruction magic-number conversion; plus an extra ``mov`` per divide),
+while sysbench's never does, so the ratio to sysbench moved with the CPU
+(1.01 on the Xeon where it was tuned, 1.06-1.11 on an AMD EPYC): docs/cpu.md.
+Elsewhere (aarch64, ...) the event is the IR below compiled by LLVM: gcc and
+LLVM emit the same instructions per divide there (``udiv`` + ``msub``,
+``ucvtf``, ``fcmp``; ``fsqrt`` per c). ``machine_code`` compares the loops. llvmlite
+(numba's code generator, a wheel) needs no compiler on the machine.
 """
 
 from __future__ import annotations
@@ -87,7 +98,7 @@ class Engine(Protocol):
     name: str
     comparable: bool  # True when the codegen matches sysbench's (native engines)
 
-    def prime_event(self, max_prime: int) -> int: ...
+    def prime_event(self, max_prime: int, stop: Any = None) -> int: ...
 
     def run_events(self, job: ThreadJob) -> int: ...
 
@@ -230,8 +241,9 @@ aborted:
   ret i64 -1
 
 compute:
-  ; t = sqrt((double)c): c is unsigned long long in sysbench
-  %cf = uitofp i64 %c to double
+  ; t = sqrt((double)c): c is unsigned long long in sysbench, but below
+  ; max_prime, an int: gcc converts it signed (x86 cvtsi2sd, aarch64 scvtf)
+  %cf = sitofp i64 %c to double
   %t = call double @llvm.sqrt.f64(double %cf)
   br label %{first}
 
@@ -264,14 +276,16 @@ step:
   br label %inner
 
 prime:
+  ; n + 1 on the prime exit only: a phi of constants (1 / 0) would make LLVM
+  ; set a register inside the divide loop (one more instruction per divide)
+  %n.prime = add i64 %n, 1
   br label %next
 
 composite:
   br label %next
 
 next:
-  %inc = phi i64 [ 1, %prime ], [ 0, %composite ]
-  %n.next = add i64 %n, %inc
+  %n.next = phi i64 [ %n.prime, %prime ], [ %n, %composite ]
   %c.next = add i64 %c, 1
   br label %outer
 
@@ -286,10 +300,137 @@ declare double @llvm.sqrt.f64(double)
 """
 
 
-def event_ir(peel_first_divisor: bool = True) -> str:
-    """The event's IR; without the peel, l starts at 2 and c % 2 is a real divide."""
-    ir = _EVENT_IR_TEMPLATE.replace("{first}", "peel" if peel_first_divisor else "noop")
-    return ir
+# sysbench 1.0.20's event loop on x86-64, as gcc 12 -O2 compiled it into the
+# distribution's binary (Debian bookworm / Ubuntu: objdump -d $(which sysbench),
+# the function with the sqrtsd and the div; ``gcc -O2 -S`` of the C loop gives
+# the same): the same instructions in the same order, with the same registers
+# and encodings, both loops at the same offsets in a 64-byte line (outer 0x10,
+# inner 0x38), baseline x86-64 (SSE2), so it costs on every x86-64 CPU what
+# sysbench's event costs there. Two things are added, none in the divide loop:
+# - the stop flag is read once per chunk of 4096 c (an outer loop; the per-c
+#   exit test compares c with the chunk's end instead of max_prime), so
+#   Ctrl-C ends even a --max-prime 2^31 event at once;
+# - the prime count (r9) is incremented on the prime exit (one add per prime,
+#   ~1 instruction in 1000; sysbench discards n and gcc dropped it): the proof
+#   the work was done.
+# c < 2^31 (max_prime is an int, as in sysbench), so c converts signed, as gcc
+# does; l converts unsigned: the jns falls through only for l >= 2^63 (never;
+# that path uses r10 where gcc used rsi, which holds our stop flag pointer).
+# gcc's `call sqrt` for a negative argument (errno) cannot happen (c >= 3): its
+# compare and branch are kept, the branch goes to an inline sqrtsd.
+_SB_EVENT_X86_64 = r"""
+	.text
+	.globl	prime_event
+	.p2align	6, 0x90
+	.type	prime_event,@function
+prime_event:
+	pushq	%rbp
+	pushq	%rbx
+	subq	$8, %rsp
+	xorl	%r9d, %r9d
+	cmpq	$3, %rdi
+	jbe	.Ldone
+	movabsq	$0x4000000000000000, %rax
+	movq	%rax, %xmm2
+	movl	$3, %ebx
+	pxor	%xmm3, %xmm3
+.Lchunk:
+	movl	(%rsi), %eax
+	testl	%eax, %eax
+	jne	.Laborted
+	leaq	4096(%rbx), %rbp
+	cmpq	%rdi, %rbp
+	cmovaq	%rdi, %rbp
+	.p2align	6
+	.nops	16
+.Louter:
+	pxor	%xmm0, %xmm0
+	cvtsi2sdq	%rbx, %xmm0
+	ucomisd	%xmm0, %xmm3
+	ja	.Lnegative
+	sqrtsd	%xmm0, %xmm0
+.Lhave_t:
+	comisd	%xmm2, %xmm0
+	jb	.Lprime
+	testb	$1, %bl
+	je	.Lnext
+	movl	$2, %ecx
+	jmp	.Lstep
+	.p2align	4,,10
+	.p2align	3
+.Linner:
+	pxor	%xmm1, %xmm1
+	cvtsi2sdq	%rcx, %xmm1
+	comisd	%xmm1, %xmm0
+	jb	.Lprime
+.Ldivide:
+	movq	%rbx, %rax
+	xorl	%edx, %edx
+	divq	%rcx
+	testq	%rdx, %rdx
+	je	.Lnext
+.Lstep:
+	addq	$1, %rcx
+	jns	.Linner
+	movq	%rcx, %r10
+	movq	%rcx, %rdx
+	pxor	%xmm1, %xmm1
+	shrq	%r10
+	andl	$1, %edx
+	orq	%rdx, %r10
+	cvtsi2sdq	%r10, %xmm1
+	addsd	%xmm1, %xmm1
+	comisd	%xmm1, %xmm0
+	jae	.Ldivide
+.Lprime:
+	addq	$1, %r9
+.Lnext:
+	addq	$1, %rbx
+	cmpq	%rbp, %rbx
+	jne	.Louter
+	cmpq	%rdi, %rbx
+	jb	.Lchunk
+.Ldone:
+	movq	%r9, %rax
+.Lreturn:
+	addq	$8, %rsp
+	popq	%rbx
+	popq	%rbp
+	retq
+.Lnegative:
+	sqrtsd	%xmm0, %xmm0
+	jmp	.Lhave_t
+.Laborted:
+	movq	$-1, %rax
+	jmp	.Lreturn
+.Lprime_event_end:
+	.size	prime_event, .Lprime_event_end-prime_event
+"""
+
+# Which code the event is: sysbench's gcc loop as x86-64 assembly, or the IR.
+EVENT_SYSBENCH_X86_64 = "sysbench-x86-64"
+EVENT_IR = "ir"
+
+
+def default_event_code(triple: str) -> str:
+    """The x86-64 assembly on x86-64 ELF systems (Linux, the BSDs: its
+    directives are ELF's), the IR compiled by LLVM elsewhere."""
+    elf = not any(os_ in triple for os_ in ("darwin", "macos", "windows", "mingw", "cygwin"))
+    return EVENT_SYSBENCH_X86_64 if triple.startswith("x86_64") and elf else EVENT_IR
+
+
+def event_ir(peel_first_divisor: bool = True, code: str = EVENT_IR) -> str:
+    """The event as a module: the IR (without the peel, l starts at 2 and
+    c % 2 is a real divide), or sysbench's x86-64 loop as ``module asm``."""
+    if code == EVENT_SYSBENCH_X86_64:
+        lines = _SB_EVENT_X86_64.strip("\n").splitlines()
+        quoted = "\n".join(
+            'module asm "' + line.replace("\\", "\\5C").replace('"', "\\22") + '"' for line in lines
+        )
+        return quoted + "\n\ndeclare i64 @prime_event(i64, ptr)\n"
+    if code != EVENT_IR:
+        raise ValueError(f"unknown event code {code!r}")
+    return _EVENT_IR_TEMPLATE.replace("{first}", "peel" if peel_first_divisor else "noop")
 
 
 _RUN_IR = """
@@ -638,6 +779,7 @@ class NativeEngine:
         *,
         feature_overrides: tuple[str, ...] = NATIVE_FEATURE_OVERRIDES,
         peel_first_divisor: bool = True,
+        event_code: str | None = None,
     ) -> None:
         try:
             import llvmlite.binding as llvm
@@ -645,6 +787,7 @@ class NativeEngine:
             raise EngineUnavailable(f"llvmlite is not installed ({exc})") from exc
         self.feature_overrides = feature_overrides
         self.peel_first_divisor = peel_first_divisor
+        self.event_code = event_code or default_event_code(llvm.get_process_triple())
         self.name = "llvm"
         try:
             self._build(llvm)
@@ -654,6 +797,7 @@ class NativeEngine:
     def _build(self, llvm: Any) -> None:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
+        llvm.initialize_native_asmparser()  # the event's module asm
         libc = ctypes.CDLL(None)
         libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
         llvm.add_symbol("clock_gettime", ctypes.cast(libc.clock_gettime, ctypes.c_void_p).value)
@@ -676,7 +820,7 @@ class NativeEngine:
             )
         self.cpu, self.features = cpu, features
         tm = target.create_target_machine(cpu=cpu, features=features, opt=2, jit=True)
-        module = llvm.parse_assembly(event_ir(self.peel_first_divisor) + _RUN_IR)
+        module = llvm.parse_assembly(event_ir(self.peel_first_divisor, self.event_code) + _RUN_IR)
         module.triple = triple
         module.data_layout = str(tm.target_data)
         module.verify()
@@ -699,11 +843,21 @@ class NativeEngine:
         return {f[1:] for f in self.feature_overrides}
 
     def asm(self) -> str:
-        """The machine code of the event, for docs and for checking the divide."""
+        """The module's assembly text (the event's module asm comes first)."""
         return str(self.target_machine.emit_assembly(self.module))
 
-    def prime_event(self, max_prime: int) -> int:
-        return int(self._event(max_prime, ctypes.addressof(self._never_stop)))
+    def object_code(self) -> bytes:
+        """The module as an ELF object, as the JIT built it (for objdump)."""
+        return bytes(self.target_machine.emit_object(self.module))
+
+    def event_address(self) -> int:
+        """Where the JIT put the event's machine code."""
+        return int(self.engine.get_function_address("prime_event"))
+
+    def prime_event(self, max_prime: int, stop: Any = None) -> int:
+        """One event; -1 when ``stop`` (a c_int32) is set (read per 4096 c)."""
+        flag = self._never_stop if stop is None else stop
+        return int(self._event(max_prime, ctypes.addressof(flag)))
 
     def spawn(self, job: ThreadJob, exited: Any, *, idle: bool, stacks: Stacks, index: int) -> int:
         """Run ``job`` in a new native thread (joinable, named probetop-cpu,

@@ -19,10 +19,25 @@ behind it:
   ``pycurlb_document`` (one-off ``--json``), ``render_report`` and
   ``json_report`` (the repeated-mode report, text or ``--json``)
 
+- load mode (``--rate``, docs/http-load.md): ``HttpLoadProbe``,
+  ``LoadInterval``, ``LoadParams``, ``LOAD_KIND``, ``LOAD_METRICS``,
+  ``LoadSettings``, ``render_load_report`` / ``load_json_report``
+
 Importing this package is cheap: pycurl loads when a request is made.
 """
 
 from probetop.probes.http.inputs import HttpUrlError
+from probetop.probes.http.load_probe import HttpLoadProbe
+from probetop.probes.http.load_records import (
+    LOAD_KIND,
+    LOAD_METRICS,
+    PCT_KEYS,
+    ClassLatency,
+    LoadInterval,
+    LoadParams,
+)
+from probetop.probes.http.load_report import load_json_report, render_load_report
+from probetop.probes.http.load_settings import MAX_RATE, LoadSettings
 from probetop.probes.http.probe import HttpProbe
 from probetop.probes.http.records import (
     ERRORS,
@@ -60,27 +75,38 @@ __all__ = [
     "EXIT_CODES",
     "HTTP_CODE",
     "KIND",
+    "LOAD_KIND",
+    "LOAD_METRICS",
+    "MAX_RATE",
     "METRICS",
+    "PCT_KEYS",
     "PHASES",
     "REQUESTS",
     "SPEC",
     "TOTAL_MS",
     "TTFB_MS",
+    "ClassLatency",
     "Exchange",
     "HttpInterval",
+    "HttpLoadProbe",
     "HttpParams",
     "HttpProbe",
     "HttpRequest",
     "HttpSettings",
     "HttpUrlError",
+    "LoadInterval",
+    "LoadParams",
+    "LoadSettings",
     "UrlInterval",
     "check_http_version",
     "check_url",
     "fetch",
     "json_report",
+    "load_json_report",
     "phase_metric",
     "pycurlb_document",
     "render_exchange",
+    "render_load_report",
     "render_report",
     "unsupported_message",
     "use_colour",

@@ -30,6 +30,7 @@ from probetop.probes.http.inputs import (
     check_header,
     read_at_file,
 )
+from probetop.probes.http.load_settings import LOAD_OPTIONS, LoadSettings, load_from_options
 from probetop.probes.http.request import DEFAULT_MAX_REDIRS, HttpRequest
 from probetop.probes.record import KEEP_BODY_FLAG
 
@@ -280,6 +281,7 @@ SPEC = CommandSpec(
             hidden=True,
         ),
         *_unsupported_options(),
+        *LOAD_OPTIONS,  # --rate, --connections (load_settings.py)
         Option(
             (KEEP_BODY_FLAG,),
             "keep the request body (-d/--data*) in --json output and recordings; "
@@ -339,6 +341,7 @@ class HttpSettings:
     fresh: bool = True
     watch: bool = False
     one_off: bool = False
+    load: LoadSettings | None = None  # --rate: load mode (load_settings.py)
 
     def __post_init__(self) -> None:
         if not isinstance(self.urls, tuple):
@@ -381,8 +384,9 @@ class HttpSettings:
         # --time given (even --time 0: no time limit, as in every command) asks
         # for repeated sampling, like --count, --watch and --interval.
         timed = time_s is not None
-        repeated = count is not None or watch or interval_given or timed or recording
-        if repeated and count is None and not watch and not timed and not interval_given:
+        load = load_from_options(values, time_s=time_s, interval_s=interval_s)
+        repeated = count is not None or watch or interval_given or timed or recording or bool(load)
+        if repeated and count is None and not (watch or timed or interval_given or load):
             count = 1  # `http URL --record f`: record the one request, not sample forever
         settings = cls(
             urls=tuple(values.get("urls") or ()),
@@ -392,6 +396,7 @@ class HttpSettings:
             fresh=not values.get("reuse", False),
             watch=watch,
             one_off=not repeated,
+            load=load,
         )
         settings.validate()
         if values.get("max_redirs") is not None and not values.get("location"):

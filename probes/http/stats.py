@@ -21,7 +21,7 @@ from probetop.probes.core.stats import percentile, population_stddev
 from probetop.probes.http.transfer import PHASES, status_kind
 
 SERIES = (*PHASES, "ttfb", "total")
-PCTS = (50.0, 90.0, 99.0)
+PCTS = (50.0, 90.0, 95.0, 99.0)  # p95: --assert http.p95 (docs/usage.md)
 
 
 def distribution(values: Sequence[float]) -> dict[str, float | int | None]:

@@ -1,7 +1,10 @@
 """The recording format's front door: write, read and check probetop sessions.
 
-- ``Recorder``: writes a live session (JSON Lines, 0600, flushed twice a second)
+- ``Recorder``: writes a live session (JSON Lines, 0600, flushed twice a second);
+  ``FooterFields``: the type of its hook that adds fields to the footer
 - ``load_session`` / ``Session``: reads one back (torn last line tolerated)
+- ``stream_session`` / ``SessionStream``: the same checks, one line at a time
+  (one pass over a long recording in constant memory)
 - ``RecordingError``: any failure to write or read, with a message for the user
 - ``FORMAT_NAME``, ``SCHEMA_VERSION``, ``schema_path()``: versioning and the
   JSON Schema every line validates against
@@ -14,7 +17,7 @@ The layout of each line is defined once, in ``codec.py``.
 """
 
 from probetop.probes.record.codec import FORMAT_NAME, SCHEMA_VERSION, RecordingError
-from probetop.probes.record.reader import Session, load_session
+from probetop.probes.record.reader import Session, SessionStream, load_session, stream_session
 from probetop.probes.record.redaction import (
     KEEP_BODY_FLAG,
     REDACTED,
@@ -25,7 +28,12 @@ from probetop.probes.record.redaction import (
     redact_text,
     redact_url,
 )
-from probetop.probes.record.writer import RECORDING_INCOMPLETE_EXIT, Recorder, schema_path
+from probetop.probes.record.writer import (
+    RECORDING_INCOMPLETE_EXIT,
+    FooterFields,
+    Recorder,
+    schema_path,
+)
 
 __all__ = [
     "FORMAT_NAME",
@@ -33,9 +41,11 @@ __all__ = [
     "RECORDING_INCOMPLETE_EXIT",
     "REDACTED",
     "SCHEMA_VERSION",
+    "FooterFields",
     "Recorder",
     "RecordingError",
     "Session",
+    "SessionStream",
     "body_digest",
     "load_session",
     "redact",
@@ -44,4 +54,5 @@ __all__ = [
     "redact_text",
     "redact_url",
     "schema_path",
+    "stream_session",
 ]

@@ -103,6 +103,11 @@ class Session:
         return found
 
     @property
+    def assertions(self) -> list[dict[str, Any]]:
+        """The ``--assert`` outcomes the footer stores (none in older recordings)."""
+        return list((self.footer or {}).get("assertions", []))
+
+    @property
     def duration_s(self) -> float:
         if self.footer and self.footer.get("duration_s") is not None:
             return float(self.footer["duration_s"])
@@ -203,6 +208,23 @@ def _probe_description(info: dict[str, Any]) -> None:
             raise LineError("a metric's 'primary' is not true or false")
 
 
+def _assertions(footer: dict[str, Any]) -> None:
+    """The footer's optional ``assertions`` (the --assert outcomes; older
+    footers have none, and still load)."""
+    items = footer.get("assertions", [])
+    if not isinstance(items, list):
+        raise LineError("'assertions' is not an array")
+    for item in items:
+        if not isinstance(item, dict):
+            raise LineError("an item of 'assertions' is not an object")
+        _text(item, "expr", nullable=False)
+        _text(item, "metric", nullable=False)
+        if "passed" in item and not isinstance(item["passed"], bool):
+            raise LineError("an assertion's 'passed' is not true or false")
+        if item.get("measured") is not None and not _is_number(item["measured"]):
+            raise LineError("an assertion's 'measured' is not a finite number or null")
+
+
 def _check_header(header: Any) -> dict[str, Any]:
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
         raise LineError(f"not a probetop recording (no {FORMAT_NAME} header)")
@@ -265,6 +287,7 @@ def _check_line(line: Any) -> str:
         for pid, error in _mapping(line, "errors").items():
             if error is not None and not isinstance(error, str):
                 raise LineError(f"errors[{pid[:40]!r}] is not a string")
+        _assertions(line)
     elif kind == "header":
         raise LineError("is a second header (two recordings joined into one file?)")
     else:
@@ -489,3 +512,110 @@ def _read(f: IO[bytes], p: Path) -> Session:
     if session.footer is None:
         session.warnings.append(f"{p}: no footer; the session ended without closing the file")
     return session
+
+
+# -- streaming ---------------------------------------------------------------
+
+
+class SessionStream:
+    """A recording read one line at a time, for a consumer that needs one
+    pass and no history (``probetop export``): memory stays one line,
+    whatever the recording's length. The same checks as ``load_session``
+    (header, every line, torn last line skipped with a warning), without
+    its in-memory weight limit. Use as a context manager; ``header`` is read
+    on entry, ``footer`` and ``warnings`` are known once ``records()`` is
+    exhausted."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.header: dict[str, Any] = {}
+        self.footer: dict[str, Any] | None = None
+        self.warnings: list[str] = []
+        self._file: IO[bytes] | None = None
+        self._rows: Iterator[tuple[int, bytes, bool]] | None = None
+
+    def __enter__(self) -> SessionStream:
+        p = self.path
+        self._file = _open(p)
+        try:
+            self._rows = _rows(self._file, p)
+            first = next(self._rows, None)
+            if first is None or not first[1].strip():
+                raise RecordingError(f"{p}: empty file, not a probetop recording")
+            try:
+                self.header = _check_header(_parse(first[1]))
+                _weight(self.header, MAX_WEIGHT)
+            except NotJson:
+                raise RecordingError(
+                    f"{p}: not a probetop recording (first line is not JSON)"
+                ) from None
+            except LineError as exc:
+                raise RecordingError(f"{p}: line 1: {exc}") from None
+            except RecordingError as exc:
+                raise RecordingError(f"{p}: {exc}") from None
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        f, self._file = self._file, None
+        if f is not None:
+            f.close()
+
+    def header_probes(self) -> dict[str, dict[str, Any]]:
+        return {p["id"]: p for p in self.header.get("probes", [])}
+
+    def records(self) -> Iterator[tuple[float, Record]]:
+        """(t seconds, record) in file order, header probes announced at t=0.
+        Raises RecordingError (naming the line) at the first bad line."""
+        if self._rows is None:
+            raise RecordingError(f"{self.path}: the stream is not open")
+        p = self.path
+        for pid, info in self.header_probes().items():
+            yield 0.0, Announce(pid, 0, info)
+        probes = set(self.header_probes())
+        skipped = 0
+        rows = self._rows
+        row = next(rows, None)
+        while row is not None:
+            number, raw, _ended = row
+            following = next(rows, None)
+            try:
+                if self.footer is not None:
+                    raise LineError("follows the footer (the footer is the last line)")
+                line = _parse(raw)
+                kind = _check_line(line)
+                _weight(line, MAX_WEIGHT)
+            except LineError as exc:
+                if following is None and isinstance(exc, NotJson):
+                    self.warnings.append(
+                        f"{p}: skipped a torn last line (line {number}); the recording was cut off"
+                    )
+                    break
+                raise RecordingError(f"{p}: line {number}: {exc}") from None
+            if kind == "footer":
+                self.footer = line
+            elif kind:
+                if kind == "probe":
+                    probes.add(line["id"])
+                    if len(probes) > MAX_PROBES:
+                        raise RecordingError(f"{p}: line {number}: more than {MAX_PROBES} probes")
+                record = decode_record(line)
+                if record is not None:
+                    yield float(line.get("t", 0.0)), record
+            else:
+                skipped += 1
+            row = following
+        if skipped:
+            self.warnings.append(f"{p}: skipped {skipped} lines of a type this probetop ignores")
+        if self.footer is None:
+            self.warnings.append(f"{p}: no footer; the session ended without closing the file")
+
+
+def stream_session(path: str | Path) -> SessionStream:
+    """A ``SessionStream`` over ``path`` (enter it to open and check the header)."""
+    return SessionStream(path)

@@ -34,7 +34,7 @@ import contextlib
 import datetime as dt
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,10 @@ from probetop.probes.record.codec import (
 from probetop.probes.record.hostinfo import host_facts
 
 FLUSH_EVERY_S = 0.5
+
+FooterFields = Callable[[Mapping[str, Any], Mapping[str, Mapping[str, Any]]], Mapping[str, Any]]
+"""``Recorder(footer_fields=...)``: (summaries, probe descriptions by id) ->
+fields added to the footer (``assertions``: the ``--assert`` outcomes)."""
 
 RECORDING_INCOMPLETE_EXIT = 74
 """Exit status of a run whose recording could not be completed (a write
@@ -341,8 +345,12 @@ class Recorder:
         hub: Hub,
         command: list[str],
         on_error: Callable[[str], None] | None = None,
+        footer_fields: FooterFields | None = None,
     ) -> None:
         self.path = Path(path)
+        # Extra footer fields from the final summaries and probe descriptions
+        # (the CLI's --assert outcomes); a failure there never loses the footer.
+        self.footer_fields = footer_fields
         self.hub = hub
         self.command = command
         self.on_error = on_error
@@ -491,14 +499,21 @@ class Recorder:
             self.hub.unsubscribe(self._sub)
             if not await self._write(pending):
                 return
-        footer = {
+        summaries = {pid: dict(s) for pid, s in self.hub.summaries.items()}
+        footer: dict[str, Any] = {
             "type": "footer",
             "ended_at": _wall_now(),
             "duration_s": self._t(now_ns()),
             "reason": reason,
-            "summaries": {pid: dict(s) for pid, s in self.hub.summaries.items()},
+            "summaries": summaries,
             "errors": dict(self.hub.errors),
         }
+        if self.footer_fields is not None:
+            try:
+                extra = self.footer_fields(summaries, dict(self.hub.descriptions))
+            except Exception as exc:
+                extra = {"footer_fields_error": f"{type(exc).__name__}: {exc}"}
+            footer.update({k: v for k, v in extra.items() if k not in footer})
         if not await self._write(self._line(footer)):
             return
         file, self._file = self._file, None

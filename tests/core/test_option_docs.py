@@ -23,6 +23,8 @@ PAGE = {
     "demo": "usage.md",
     "replay": "usage.md",
     "report": "usage.md",
+    "export": "metrics.md",
+    "compare": "compare.md",
 }
 
 

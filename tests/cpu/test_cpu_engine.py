@@ -9,6 +9,7 @@ import sys
 
 import pytest
 from probetop.probes.cpu.engine import (
+    EVENT_SYSBENCH_X86_64,
     HIST_SIZE,
     STAT_EVENTS,
     STAT_PRIMES,
@@ -17,6 +18,7 @@ from probetop.probes.cpu.engine import (
     SharedRun,
     ThreadJob,
     bucket_of,
+    event_ir,
     load_engine,
 )
 from probetop.probes.cpu.hist import bucket_value_ms, histogram_of, percentile_ms
@@ -59,7 +61,7 @@ def test_native_event_small_limits(native: NativeEngine) -> None:
 
 def test_unpeeled_variant_counts_the_same() -> None:
     """The study variant (l starts at 2, as the C source reads) is the same event."""
-    plain = NativeEngine(peel_first_divisor=False)
+    plain = NativeEngine(event_code="ir", peel_first_divisor=False)
     for max_prime in (3, 4, 5, 6, 7, 8, 9, 10, 11, 1000, 10000):
         assert plain.prime_event(max_prime) == sieve_count(max_prime), max_prime
 
@@ -71,23 +73,57 @@ def test_python_engine_counts_the_same() -> None:
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="checks x86 machine code")
-def test_native_code_keeps_the_64_bit_divide(native: NativeEngine) -> None:
-    """sysbench's gcc build divides with a 64-bit div; LLVM's idivq-to-divl
-    bypass would add a 32-bit divl fast path (~45 % faster, not comparable)."""
-    asm = native.asm()
+def test_x86_event_is_sysbench_gcc_loop_on_every_cpu(native: NativeEngine) -> None:
+    """On x86-64 the event is sysbench's assembly, whatever the host CPU."""
+    assert native.event_code == EVENT_SYSBENCH_X86_64
+    assert "module asm" in event_ir(code=EVENT_SYSBENCH_X86_64)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="checks x86 machine code")
+def test_ir_variant_keeps_the_64_bit_divide() -> None:
+    """The IR (the study variant on x86, the event elsewhere) divides with a
+    64-bit divq: LLVM's idivq-to-divl bypass is switched off."""
+    ir = NativeEngine(event_code="ir")
+    asm = ir.asm()
     event = asm[asm.index("prime_event:") : asm.index(".Lfunc_end0")]
     assert "divq" in event
     assert "divl" not in event
-    assert "-idivq-to-divl" in native.features
+    assert "-idivq-to-divl" in ir.features
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="checks x86 machine code")
 def test_bypass_on_would_add_a_32_bit_divide() -> None:
     """The flag we clear is the one that matters: with it on, divl appears."""
-    fast = NativeEngine(feature_overrides=("+idivq-to-divl",))
+    fast = NativeEngine(event_code="ir", feature_overrides=("+idivq-to-divl",))
     asm = fast.asm()
     event = asm[asm.index("prime_event:") : asm.index(".Lfunc_end0")]
     assert "divl" in event
+
+
+@pytest.mark.parametrize("max_prime", [3, 4, 5, 4097, 4098, 8193, 10000, 64000])
+def test_ir_and_shipped_event_agree(native: NativeEngine, max_prime: int) -> None:
+    """Chunk edges of the stop-flag poll (every 4096 c) lose no c."""
+    ir = load_ir_engine()
+    assert native.prime_event(max_prime) == ir.prime_event(max_prime) == sieve_count(max_prime)
+
+
+_ir_engine: list[NativeEngine] = []
+
+
+def load_ir_engine() -> NativeEngine:
+    if not _ir_engine:
+        _ir_engine.append(NativeEngine(event_code="ir"))
+    return _ir_engine[0]
+
+
+def test_prime_event_stops_on_the_flag(native: NativeEngine) -> None:
+    """The shipped event polls the stop flag (per 4096 c chunk) and returns -1."""
+    import ctypes
+
+    stop = ctypes.c_int32(1)
+    assert native.prime_event(10000, stop) == -1
+    stop.value = 0
+    assert native.prime_event(10000, stop) == 1228
 
 
 def test_run_events_honours_the_event_budget(native: NativeEngine) -> None:
@@ -139,3 +175,11 @@ def test_cpu_probe_module_imports_no_llvm_until_used() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False", "False"]
+
+
+def test_event_code_by_platform() -> None:
+    from probetop.probes.cpu.engine import EVENT_IR, default_event_code
+
+    assert default_event_code("x86_64-unknown-linux-gnu") == EVENT_SYSBENCH_X86_64
+    assert default_event_code("aarch64-unknown-linux-gnu") == EVENT_IR
+    assert default_event_code("x86_64-apple-darwin23.0.0") == EVENT_IR  # Mach-O: no .type/.size

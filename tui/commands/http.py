@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from probetop.probes import http
-from probetop.probes.core.base import Probe
+from probetop.probes.core.base import Probe, UsageProbeError
 from probetop.probes.http import HttpProbe, HttpSettings
 from probetop.probes.record import redact_text
 from probetop.tui.launch import run_headless_plan
@@ -40,12 +40,17 @@ def settings(values: Mapping[str, Any], common: CommonOptions) -> HttpSettings:
 
 
 def build_probes(plan: RunPlan[HttpSettings]) -> list[Probe]:
+    if plan.settings.load is not None:
+        return [http.HttpLoadProbe(plan.settings)]  # --rate: load mode
     return [HttpProbe(plan.settings)]
 
 
 def deadline_s(plan: RunPlan[HttpSettings]) -> float | None:
     """--time (0: no time limit, as in cpu); the probe also ends itself after
-    --count requests per URL."""
+    --count requests per URL. Load mode ends itself after --time (its worker
+    lets the requests in flight finish), so no deadline cuts it."""
+    if plan.settings.load is not None:
+        return None
     return plan.common.time_limit_s
 
 
@@ -64,6 +69,11 @@ def run(plan: RunPlan[HttpSettings]) -> int | None:
         return None
     if not plan.settings.one_off:
         return run_headless_plan(plan, build_probes(plan), sys.modules[__name__])
+    if plan.common.assertions:  # one request has no distribution to assert on
+        raise UsageProbeError(
+            "--assert needs repeated requests: add --count N or --interval S "
+            "(one-off mode prints a single exchange)"
+        )
     return one_off(plan.settings, as_json=plan.common.json)
 
 
@@ -101,6 +111,8 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
 
 def report(plan: RunPlan[HttpSettings], result: RunResult) -> int:
     """Per URL and phase: min, p50, p90, p99, max, mean, stddev; errors by kind."""
+    if plan.settings.load is not None:
+        return load_report(plan, result)
     if plan.common.json:
         doc = http.json_report(result.summaries, result.duration_s, result.reason, result.errors)
         json.dump(doc, sys.stdout, indent=2)
@@ -113,3 +125,24 @@ def report(plan: RunPlan[HttpSettings], result: RunResult) -> int:
         for pid, err in result.errors.items():
             print(f"probetop: error: {pid}: {redact_text(err)}", file=sys.stderr)
     return 1 if result.errors else 0
+
+
+def load_report(plan: RunPlan[HttpSettings], result: RunResult) -> int:
+    """Load mode: rates, latency by status class (corrected and service),
+    the generator's own figures. Exit 130 when interrupted, 1 on probe errors."""
+    if plan.common.json:
+        doc = http.load_json_report(
+            result.summaries, result.duration_s, result.reason, result.errors
+        )
+        json.dump(doc, sys.stdout, indent=2, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        colour = http.use_colour(sys.stdout)
+        sys.stdout.write(
+            http.render_load_report(result.summaries, result.duration_s, result.reason, colour)
+        )
+        for pid, err in result.errors.items():
+            print(f"probetop: error: {pid}: {redact_text(err)}", file=sys.stderr)
+    if result.errors:
+        return 1
+    return 130 if result.interrupted else 0

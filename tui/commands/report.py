@@ -19,6 +19,7 @@ from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.core.sample import split_key
 from probetop.probes.core.stats import RunningStats, percentile
 from probetop.probes.record import Session, load_session
+from probetop.tui.analysis.assertions import exit_status, print_outcomes, run_assertions
 from probetop.tui.plan import CommonOptions, RunPlan
 from probetop.tui.runner import stats_table
 
@@ -194,9 +195,17 @@ def run(plan: RunPlan[ReportSettings]) -> int:
     session = load_session(plan.settings.file)  # RecordingError: exit 2 with its message
     for warning in session.warnings:
         print(f"probetop: warning: {warning}", file=sys.stderr)
-    return print_report(
+    code = print_report(
         session,
         charts=plan.settings.charts,
         all_charts=plan.settings.all_charts,
         as_json=plan.common.json,
     )
+    checks = run_assertions(plan.common.assertions, "report")
+    if checks is None:
+        return code
+    # --assert against the recording's footer: the summaries the run ended with.
+    summaries = (session.footer or {}).get("summaries", {})
+    outcomes = checks.outcomes(summaries, session.probes)
+    print_outcomes(outcomes, sys.stderr if plan.common.json else sys.stdout)
+    return exit_status(code, outcomes)

@@ -24,6 +24,7 @@ PANE_CLASSES: dict[str, str] = {
     "system.net": "probetop.tui.panes.system:NetPane",
     "cpu": "probetop.tui.panes.cpu:CpuBenchPane",
     "http": "probetop.tui.panes.http:HttpPane",
+    "http.load": "probetop.tui.panes.httpload:HttpLoadPane",
     "icmp": "probetop.tui.panes.icmp:IcmpPane",
     "iops": "probetop.tui.panes.disk:IopsPane",
     "warmup": "probetop.tui.panes.disk:WarmupPane",

@@ -1,0 +1,131 @@
+"""Load mode's options and settings: ``probetop http URL --rate R
+[--connections C] [--time S]``.
+
+Contract:
+- ``LOAD_OPTIONS`` are spliced into the http ``SPEC`` (one declaration for
+  the CLI, the prompt and the docs test; documented in docs/http-load.md).
+- ``load_from_options(values, time_s=...)`` gives ``LoadSettings`` when
+  ``--rate`` is given, None otherwise; it raises ``UsageProbeError`` (exit 2,
+  the message names the option) for a rate or connection count out of range
+  and for options that do not go with load mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from probetop.probes.core.base import UsageProbeError
+from probetop.probes.core.limits import UnitCost, check_capacity
+from probetop.probes.core.options import Option, number, whole_number
+
+LOAD = "load mode (probetop; docs/http-load.md)"
+
+#: The highest --rate accepted. One generator process sends about 20,000
+#: requests/s to a loopback nginx on a 2-core machine (docs/http-load.md);
+#: the cap keeps the schedule's arithmetic and a typo (a rate of 1e9) sane;
+#: below it the generator-limited warning says when the rate is not kept.
+MAX_RATE = 100_000.0
+#: The most --connections: each is a libcurl handle and a socket.
+MAX_CONNECTIONS = 10_000
+#: wrk's and wrk2's default.
+DEFAULT_CONNECTIONS = 10
+#: How long requests still in flight get after the schedule ends (--time).
+DRAIN_S = 1.0
+
+# One connection: a libcurl easy handle with its buffers, and one socket.
+CONNECTION_COST = UnitCost(
+    "connection",
+    tasks=0,
+    files=1,
+    resident_bytes=200_000,
+    detail="a libcurl handle and its buffers",
+)
+
+LOAD_OPTIONS: tuple[Option, ...] = (
+    Option(
+        ("--rate",),
+        "load mode: send R requests/s on a fixed schedule (open model, latency from "
+        f"each scheduled send time); 0 < R <= {MAX_RATE:,.0f}",
+        number(positive=True),
+        metavar="R",
+        group=LOAD,
+    ),
+    Option(
+        ("--connections",),
+        f"load mode: at most C requests in flight, one connection each "
+        f"(default {DEFAULT_CONNECTIONS}; 1..{MAX_CONNECTIONS})",
+        whole_number(),
+        metavar="C",
+        group=LOAD,
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSettings:
+    """One load run: ``rate`` requests/s, at most ``connections`` in flight,
+    for ``time_s`` seconds (None: until stopped), reported every
+    ``interval_s``; ``fresh`` opens a new connection per request (default:
+    keep-alive, as wrk and a browser)."""
+
+    rate: float
+    connections: int = DEFAULT_CONNECTIONS
+    time_s: float | None = None
+    interval_s: float = 1.0
+    fresh: bool = False
+
+    @property
+    def connection(self) -> str:
+        return "fresh" if self.fresh else "reuse"
+
+    def validate(self) -> None:
+        if not (0 < self.rate <= MAX_RATE):
+            raise UsageProbeError(
+                f"--rate must be above 0 and at most {MAX_RATE:,.0f} requests/s, got {self.rate:g}"
+            )
+        if not (1 <= self.connections <= MAX_CONNECTIONS):
+            raise UsageProbeError(
+                f"--connections must be within 1..{MAX_CONNECTIONS}, got {self.connections}"
+            )
+        check_capacity("--connections", self.connections, CONNECTION_COST)
+
+
+# Options of repeated or one-off mode that load mode has no use for, and why.
+_NOT_WITH_RATE: tuple[tuple[str, str, str], ...] = (
+    ("count", "--count", "load mode runs for --time S (or until Ctrl-C), not a request count"),
+    ("reuse", "--reuse", "load mode keeps connections alive already (--fresh for one per request)"),
+)
+
+
+def load_from_options(
+    values: Mapping[str, Any], *, time_s: float | None, interval_s: float = 1.0
+) -> LoadSettings | None:
+    """Load settings when ``--rate`` is given (None otherwise), validated."""
+    rate = values.get("rate")
+    connections = values.get("connections")
+    if rate is None:
+        if connections is not None:
+            raise UsageProbeError(
+                "--connections is a load-mode option: give --rate R too (docs/http-load.md)"
+            )
+        return None
+    for name, flag, why in _NOT_WITH_RATE:
+        given = values.get(name)
+        if given is not None and given is not False:
+            raise UsageProbeError(f"{flag} does not go with --rate: {why}")
+    urls = values.get("urls") or ()
+    if len(urls) != 1:
+        raise UsageProbeError(
+            f"--rate takes exactly one URL (got {len(urls)}): run one probetop per URL"
+        )
+    settings = LoadSettings(
+        rate=float(rate),
+        connections=DEFAULT_CONNECTIONS if connections is None else int(connections),
+        time_s=time_s or None,
+        interval_s=float(interval_s),
+        fresh=bool(values.get("fresh", False)),
+    )
+    settings.validate()
+    return settings

@@ -1,0 +1,178 @@
+"""Load mode against real local servers: status classes, transport errors,
+the rate kept, stop and Ctrl-C within 2 s, the recording, the text report."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from probetop.probes.core.sample import Sample, Status
+from probetop.probes.http import HttpLoadProbe, HttpSettings, LoadInterval, LoadSettings
+from probetop.probes.http.status import StatusClass
+from probetop.probes.record import load_session
+from probetop.probes.record.codec import decode_record
+from test_load_stall import StallServer, run_probetop
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_status_classes_are_counted_apart_and_errors_get_the_marker() -> None:
+    """Every 10th response is a 500: 10 % errors, counted in 5xx, with their
+    own percentiles; the 2xx/3xx percentiles hold only successes."""
+    with StallServer(status_every=10, status=500) as server:
+        proc = run_probetop(server.url, "--rate", "200", "--time", "2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (s,) = json.loads(proc.stdout)["probes"].values()
+    classes = s["classes"]
+    assert s["sent"] == s["scheduled"] == 400
+    # Requests still in flight after the 1 s drain (a very busy machine) are
+    # counted apart; the server answered 500 to every 10th it received.
+    done = s["done"]
+    assert done + s["unfinished"] == 400 and done >= 390
+    fives = classes["5xx"]["count"]
+    assert fives in (done // 10, done // 10 + 1) and classes["2xx_3xx"]["count"] == done - fives
+    assert "4xx" not in classes and "transport" not in classes
+    assert s["codes"] == {"200": done - fives, "500": fives}
+    assert s["errors"] == {"http_5xx": fives}
+    assert s["error_share"] == pytest.approx(fives / done) and s["error_marker"] is True
+    for cls in ("2xx_3xx", "5xx"):
+        for table in ("corrected_ms", "service_ms"):
+            assert set(classes[cls][table]) == {"p50", "p90", "p99", "p99.9", "max"}
+    assert 0.95 * 200 <= s["sent_rps"] <= 1.05 * 200
+
+
+def test_text_report_says_classes_marker_and_reference(tmp_path: Path) -> None:
+    with StallServer(status_every=4, status=404) as server:
+        proc = run_probetop(server.url, "--rate", "100", "--time", "1", "--headless")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "target 100 req/s" in out
+    assert "status: 2xx/3xx 75   4xx 25   5xx 0   transport 0   (errors 25.00 %)" in out
+    assert "!! errors above 1 % of requests" in out
+    assert "corrected 2xx/3xx" in out and "service 4xx" in out
+    assert "reference: wrk2: wrk -t1 -c10 -R100 --latency -d1s" in out
+    assert "t, s" in out  # per-interval rows for a short run
+
+
+def test_transport_errors_are_a_class_and_the_run_goes_on() -> None:
+    port = free_port()  # nothing listens: connection refused
+    proc = run_probetop(f"http://127.0.0.1:{port}/", "--rate", "100", "--time", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (s,) = json.loads(proc.stdout)["probes"].values()
+    assert s["classes"]["transport"]["count"] == s["done"] == 100
+    assert s["errors"] == {"refused": 100}
+    assert "2xx_3xx" not in s["classes"]
+    assert s["last_error"]
+
+
+async def _run_then_cancel(probe: HttpLoadProbe, samples: int) -> tuple[list[Any], float]:
+    """Run until ``samples`` intervals came (the worker may take a while to
+    start on a busy machine), then cancel; the records and how long the stop took."""
+    records: list[Any] = []
+    probe.prepare()
+    task = asyncio.create_task(probe.run(records.append))
+    deadline = time.monotonic() + 20
+    while sum(isinstance(r, Sample) for r in records) < samples and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.2)  # mid-interval
+    t0 = time.monotonic()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return records, time.monotonic() - t0
+
+
+def test_stop_ends_the_worker_within_2_s_with_a_last_interval() -> None:
+    with StallServer() as server:
+        settings = HttpSettings(
+            urls=(server.url,), load=LoadSettings(rate=300.0, connections=4, interval_s=0.5)
+        )
+        probe = HttpLoadProbe(settings)
+        records, stop_s = asyncio.run(_run_then_cancel(probe, 2))
+    assert stop_s < 2.0
+    assert probe.worker_pid is None
+    samples = [LoadInterval.from_sample(r) for r in records if isinstance(r, Sample)]
+    assert len(samples) >= 3
+    assert samples[-1].final and not any(s.final for s in samples[:-1])
+    summary = probe.summary()
+    assert summary["sent"] == sum(s.sent for s in samples)
+    assert summary["done"] + summary["unfinished"] == summary["sent"]
+    # Stopped mid-run: the run's rate is what was asked.
+    assert summary["sent_rps"] == pytest.approx(300.0, rel=0.05)
+
+
+def test_ctrl_c_prints_the_report_and_exits_130() -> None:
+    with StallServer() as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "probetop.tui.main", "http", server.url, "--rate", "100"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        )
+        time.sleep(2.5)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+        took = time.monotonic() - t0
+    assert proc.returncode == 130, err
+    assert took < 2.0
+    assert "probetop http load: ran" in out and "interrupted (SIGINT)" in out
+    assert "status: 2xx/3xx" in out
+
+
+def test_the_recording_replays_as_load_intervals(tmp_path: Path) -> None:
+    record = tmp_path / "load.jsonl"
+    with StallServer() as server:
+        proc = run_probetop(
+            server.url, "--rate", "100", "--time", "2", "--record", str(record), "--headless"
+        )
+    assert proc.returncode == 0, proc.stderr
+    session = load_session(record)
+    ((pid, info),) = [(p, i) for p, i in session.probes.items() if i.get("kind") == "http.load"]
+    assert info["params"]["rate"] == 100.0 and info["params"]["connections"] == 10
+    assert info["reference_command"].startswith("wrk2: wrk -t1 -c10 -R100")
+    intervals = []
+    for line in session.samples(pid):
+        record_ = decode_record(line)
+        assert isinstance(record_, Sample)
+        intervals.append(LoadInterval.from_sample(record_))
+    assert sum(i.sent for i in intervals) == 200
+    assert sum(i.success().count for i in intervals) == 200
+    assert intervals[-1].run[StatusClass.SUCCESS].count == 200
+    assert session.footer is not None
+    footer_summary = session.footer["summaries"][pid]
+    assert footer_summary["classes"]["2xx_3xx"]["count"] == 200
+
+
+def test_generator_warning_is_a_status(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When an interval turns generator-limited the probe says so once (a
+    warning Status), and once more when it recovers."""
+    settings = HttpSettings(urls=("http://127.0.0.1:9/",), load=LoadSettings(rate=100.0))
+    probe = HttpLoadProbe(settings)
+    out: list[Any] = []
+
+    def line(busy: float, final: bool = False) -> dict[str, Any]:
+        return {"seconds": 1.0, "sent": 100, "scheduled": 100, "done": 100, "busy": busy,
+                "cpu_s": 0.1, "final": final, "t_ns": 1}  # fmt: skip
+
+    for busy in (0.1, 0.95, 0.97, 0.2, 0.2):
+        interval = probe.run_stats.add(line(busy))
+        probe._say_limited(interval, 1, out.append)
+    levels = [s.level for s in out if isinstance(s, Status)]
+    assert levels == ["warning", "info"]
+    assert "generator-limited" in out[0].message and "not the server's" in out[0].message
+    assert probe.summary()["generator_limited_intervals"] == 2

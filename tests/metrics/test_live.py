@@ -1,0 +1,284 @@
+"""--metrics and --textfile against real probes: a CPU run, an HTTP probe of
+a loopback server, ICMP to 127.0.0.1. The endpoint is scraped with urllib
+while the probe runs and parsed with prometheus_client's own parsers (the
+Prometheus text format and OpenMetrics); the final textfile is compared with
+the probe's own --json report, which is what the reference tools print."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from metrics_fixtures import (
+    PROBETOP,
+    LoopbackHttp,
+    assert_never_backwards,
+    free_port,
+    parse,
+    run_and_scrape,
+    samples,
+    value,
+    wait_for,
+)
+
+
+def _textfile(directory: Path) -> dict:
+    path = directory / "probetop.prom"
+    assert path.is_file(), "no probetop.prom in the --textfile directory"
+    assert oct(path.stat().st_mode & 0o777) in ("0o644", "0o664", "0o600", "0o640")
+    return parse(path.read_text())
+
+
+def test_cpu_endpoint_counts_what_the_report_counts(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/metrics"
+    argv = ["cpu", "--threads", "1", "--time", "3", "--interval", "0.5", "--json"]
+    argv += ["--metrics", str(port), "--textfile", str(tmp_path)]
+    scrapes, result = run_and_scrape(argv, url, every_s=0.25)
+    assert result.returncode == 0, result.stderr
+    assert f"serving metrics on {url}" in result.stderr
+    report = json.loads(result.stdout)
+
+    assert len(scrapes) >= 4
+    assert assert_never_backwards(scrapes) >= 3
+    events = [s.value for f in scrapes for s in samples(f, "probetop_cpu_events_total")]
+    assert len(set(events)) >= 3, f"the counter did not move while the probe ran: {events}"
+
+    last = scrapes[-1]
+    assert last["probetop_cpu_events"].type == "counter"
+    assert last["probetop_cpu_event_latency_seconds"].type == "summary"
+    assert last["probetop_cpu_threads"].type == "gauge"
+    (quantile,) = samples(last, "probetop_cpu_event_latency_seconds")
+    assert quantile.labels == {"probe": "cpu", "quantile": "0.95"}
+    assert 1e-6 < quantile.value < 1.0  # seconds, not milliseconds
+    (info,) = samples(last, "probetop_cpu_info")
+    assert info.labels["engine"] == report["engine"]
+    assert info.labels["threads"] == "1" and info.labels["max_prime"] == "10000"
+    assert value(last, "probetop_build_info")  # version label, value 1
+
+    # The textfile's final write holds the last interval too: exactly the report's totals.
+    final = _textfile(tmp_path)
+    assert value(final, "probetop_cpu_events_total", probe="cpu") == report["total_events"]
+    count = value(final, "probetop_cpu_event_latency_seconds_count", probe="cpu")
+    total = value(final, "probetop_cpu_event_latency_seconds_sum", probe="cpu")
+    assert count <= report["total_events"]
+    if count == report["total_events"]:  # no sliver interval left out
+        assert total == pytest.approx(report["latency_ms"]["sum"] / 1e3, rel=1e-6)
+
+
+def test_http_endpoint_uses_blackbox_names(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/metrics"
+    with LoopbackHttp() as target:
+        ok, down = f"{target.url}/", f"{target.url}/fail"
+        argv = ["http", ok, down, "--interval", "0.25", "--time", "2.5", "--headless"]
+        argv += ["--metrics", f"127.0.0.1:{port}", "--textfile", str(tmp_path)]
+        scrapes, result = run_and_scrape(argv, url, openmetrics=True)
+    assert result.returncode in (0, 1), result.stderr  # the 503 URL may set 1
+    assert len(scrapes) >= 3
+    assert_never_backwards(scrapes)
+    last = scrapes[-1]
+
+    for name, type_, unit in (
+        ("probe_success", "gauge", ""),
+        ("probe_duration_seconds", "gauge", "seconds"),
+        ("probe_http_duration_seconds", "gauge", "seconds"),
+        ("probe_http_status_code", "gauge", ""),
+        ("probetop_http_request_duration_seconds", "histogram", "seconds"),
+        ("probetop_http_ttfb_seconds", "histogram", "seconds"),
+        ("probetop_http_requests", "counter", ""),
+    ):
+        assert last[name].type == type_, name
+        assert last[name].unit == unit, name
+
+    labels_ok = {"url": ok}
+    labels_down = {"url": down}
+    assert value(last, "probe_success", **labels_ok) == 1
+    assert value(last, "probe_success", **labels_down) == 0
+    assert value(last, "probe_http_status_code", **labels_ok) == 200
+    assert value(last, "probe_http_status_code", **labels_down) == 503
+    phases = {s.labels["phase"] for s in samples(last, "probe_http_duration_seconds")}
+    assert {"resolve", "connect", "processing", "transfer"} <= phases
+    for s in samples(last, "probe_http_duration_seconds"):
+        assert 0 <= s.value < 1.0  # loopback: well under a second, in seconds
+    assert 0 < value(last, "probe_duration_seconds", **labels_ok) < 1.0
+
+    final = _textfile(tmp_path)
+    for target_url in (ok, down):
+        requests = value(final, "probetop_http_requests_total", url=target_url)
+        assert requests >= 5  # 2.5 s at one request per 0.25 s
+        count = value(final, "probetop_http_request_duration_seconds_count", url=target_url)
+        assert count == requests
+        buckets = [
+            s
+            for s in samples(final, "probetop_http_request_duration_seconds_bucket")
+            if s.labels["url"] == target_url
+        ]
+        les = [float(s.labels["le"]) for s in buckets]
+        assert les == sorted(les) and les[-1] == float("inf") and les[0] <= 1e-3
+        counts = [s.value for s in buckets]
+        assert counts == sorted(counts) and counts[-1] == count
+        assert (
+            value(final, "probetop_http_request_duration_seconds_bucket", url=target_url, le="1.0")
+            == count
+        )
+
+
+def _icmp_allowed() -> bool:
+    if os.geteuid() == 0:
+        return True
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP).close()
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _icmp_allowed(), reason="ICMP sockets need root or ping_group_range")
+def test_icmp_endpoint_uses_smokeping_histogram(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/metrics"
+    argv = ["icmp", "127.0.0.1", "--rate", "400", "--time", "2.5", "--sample-interval", "0.5"]
+    argv += ["--json", "--metrics", str(port), "--textfile", str(tmp_path)]
+    scrapes, result = run_and_scrape(argv, url)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert len(scrapes) >= 3
+    assert assert_never_backwards(scrapes) > 0
+    last = scrapes[-1]
+    assert last["smokeping_requests"].type == "counter"
+    assert last["smokeping_response_duration_seconds"].type == "histogram"
+    (success,) = samples(last, "probe_success")
+    assert success.labels == {"probe": "icmp:127.0.0.1", "host": "127.0.0.1", "ip": "127.0.0.1"}
+    assert success.value == 1
+    (rtt,) = samples(last, "probe_icmp_duration_seconds")
+    assert rtt.labels["phase"] == "rtt" and 0 < rtt.value < 1e-3  # loopback, in seconds
+
+    final = _textfile(tmp_path)
+    labels = {"host": "127.0.0.1"}
+    assert value(final, "smokeping_requests_total", **labels) == report["sent"]
+    assert value(final, "smokeping_response_duration_seconds_count", **labels) == report["received"]
+    assert value(final, "probetop_icmp_lost_total", **labels) == report["lost"]
+    mean = value(final, "smokeping_response_duration_seconds_sum", **labels) / report["received"]
+    assert mean == pytest.approx(report["rtt_us"]["avg"] / 1e6, rel=0.02)
+    # Sub-millisecond buckets: loopback replies land below 1 ms, not in one bucket.
+    buckets = {
+        float(s.labels["le"]): s.value
+        for s in samples(final, "smokeping_response_duration_seconds_bucket")
+    }
+    below_ms = [le for le in buckets if le < 1e-3]
+    assert len(below_ms) >= 6
+    assert buckets[max(below_ms)] >= 0.9 * report["received"]
+    # The bucket holding the median agrees with the probe's own p50 (its
+    # buckets are < 3.2 % wide; ours are powers of two of nanoseconds).
+    half = report["received"] / 2
+    le_median = min(le for le, n in buckets.items() if n >= half)
+    assert le_median / 2 <= report["rtt_us"]["p50"] / 1e6 <= le_median * 1.04
+
+
+def _run(argv: list[str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*PROBETOP, *argv], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize(
+    ("value_", "message"),
+    [
+        ("abc", "not a port"),
+        ("70000", "out of range"),
+        (":9100", "no address before the port"),
+        ("::1:9100", "IPv6 address goes in brackets"),
+        ("[::1", "not an address"),
+    ],
+)
+def test_bad_metrics_value_is_a_usage_error(value_: str, message: str) -> None:
+    result = _run(["cpu", "--time", "1", "--headless", f"--metrics={value_}"])
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_port_in_use_exits_2_before_probes_start() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        started = time.monotonic()
+        result = _run(["cpu", "--time", "10", "--headless", "--metrics", str(port)])
+        elapsed = time.monotonic() - started
+    assert result.returncode == 2
+    assert "already in use" in result.stderr and str(port) in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "events per second" not in result.stdout  # the probe never ran
+    assert elapsed < 8
+
+
+def test_address_of_another_machine_is_refused() -> None:
+    result = _run(["cpu", "--time", "5", "--headless", "--metrics", "192.0.2.1:9100"])
+    assert result.returncode == 2
+    assert "not an address of this machine" in result.stderr
+
+
+def test_textfile_directory_must_exist(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    result = _run(["cpu", "--time", "5", "--headless", "--textfile", str(missing)])
+    assert result.returncode == 2
+    assert "does not exist" in result.stderr
+    afile = tmp_path / "file"
+    afile.write_text("")
+    result = _run(["cpu", "--time", "5", "--headless", "--textfile", str(afile)])
+    assert result.returncode == 2 and "is not a directory" in result.stderr
+
+
+def test_sigint_still_writes_the_final_textfile(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/metrics"
+    proc = subprocess.Popen(
+        [
+            *PROBETOP,
+            "cpu",
+            "--threads",
+            "1",
+            "--time",
+            "30",
+            "--headless",
+            "--interval",
+            "0.5",
+            "--metrics",
+            str(port),
+            "--textfile",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(url, proc)
+        time.sleep(1.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode in (0, 130), err
+    assert "total number of events" in out
+    total = int(out.split("total number of events:")[1].split()[0])
+    assert value(_textfile(tmp_path), "probetop_cpu_events_total") == total
+
+
+def test_version_does_not_load_prometheus_client() -> None:
+    result = subprocess.run(
+        [*PROBETOP[:1], "-X", "importtime", *PROBETOP[1:], "--version"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 0
+    assert "probetop.tui.metrics" in result.stderr  # the export command's module is there
+    assert "prometheus_client" not in result.stderr  # but the library is not loaded

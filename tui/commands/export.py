@@ -1,0 +1,129 @@
+"""`probetop export REC -O openmetrics|csv|json [--out FILE]`: a recording as
+the metrics a live ``--metrics`` endpoint serves, with their timestamps
+(docs/metrics.md). The work is in ``tui/metrics/export.py``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from probetop.probes.core.options import CommandSpec, Option
+from probetop.tui.metrics.export import FORMATS, ExportError, export
+from probetop.tui.plan import CommonOptions, RunPlan
+
+SPEC = CommandSpec(
+    name="export",
+    help="a recording as metrics: OpenMetrics (for promtool backfill), CSV or JSON",
+    description="""\
+Turn a recording made with --record into the metrics the live --metrics
+endpoint serves, with the recording's timestamps:
+
+  openmetrics  text for `promtool tsdb create-blocks-from openmetrics FILE DIR`
+               (backfill a past session into Prometheus)
+  csv          one column per series, one row per sampling interval
+  json         one JSON document
+
+The recording is streamed, so an hour-long one is not held in memory.
+""",
+    epilog="""\
+examples:
+  probetop export s.jsonl -O openmetrics --out s.om
+  promtool tsdb create-blocks-from openmetrics s.om ./data
+  probetop export s.jsonl -O csv --out s.csv
+""",
+    options=(
+        Option(("file",), "a recording (JSON Lines) made with --record", metavar="REC"),
+        Option(
+            ("-O", "--format"),
+            "output format (default openmetrics)",
+            choices=FORMATS,
+            default="openmetrics",
+            metavar="FORMAT",
+        ),
+        Option(
+            ("--out",),
+            "write to FILE (mode 0600, replaced whole at the end) instead of stdout",
+            metavar="FILE",
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ExportSettings:
+    file: Path
+    format: str = "openmetrics"
+    out: Path | None = None
+
+
+def settings(values: Mapping[str, Any], common: CommonOptions) -> ExportSettings:
+    out = values.get("out")
+    return ExportSettings(
+        file=Path(values["file"]).expanduser(),
+        format=values.get("format") or "openmetrics",
+        out=Path(out).expanduser() if out else None,
+    )
+
+
+def run(plan: RunPlan[ExportSettings]) -> int:
+    s = plan.settings
+    if plan.common.metrics is not None or plan.common.textfile is not None:
+        print(
+            "probetop: note: --metrics and --textfile serve live probes; export writes "
+            "the recording's metrics to --out or stdout",
+            file=sys.stderr,
+        )
+    with _output(s.file, s.out) as out:
+        result = export(s.file, s.format, out)
+    for warning in result.warnings:
+        print(f"probetop: warning: {warning}", file=sys.stderr)
+    if s.out is not None:
+        print(
+            f"probetop: wrote {s.out}: {result.series} series, {result.points} "
+            f"{'rows' if s.format == 'csv' else 'points'} from {result.samples} samples",
+            file=sys.stderr,
+        )
+    return 0
+
+
+@contextlib.contextmanager
+def _output(recording: Path, out: Path | None) -> Iterator[TextIO]:
+    """stdout, or a temporary file beside ``out`` renamed over it at the end
+    (a failed export leaves no half file); never the recording itself."""
+    if out is None:
+        yield sys.stdout
+        return
+    if _same_file(recording, out):
+        raise ExportError(f"--out {out} is the recording itself; choose another file")
+    if out.is_dir():
+        raise ExportError(f"--out {out} is a directory; give a file name")
+    directory = out.parent if str(out.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=directory)
+    except OSError as exc:
+        raise ExportError(f"--out {out}: cannot write in {directory}: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            yield f
+        os.replace(tmp, out)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise ExportError(f"--out {out}: cannot write: {exc.strerror}") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return a.resolve() == b.resolve()

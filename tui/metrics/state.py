@@ -1,0 +1,52 @@
+"""The metrics of a session as it goes: one tracker per probe, fed the hub's
+records (live) or a recording's (export), in order."""
+
+from __future__ import annotations
+
+from probetop.probes import __version__
+from probetop.probes.core.sample import Announce, Record, Sample
+from probetop.tui.metrics.catalog import BUILD_INFO, TRACKERS, Tracker
+from probetop.tui.metrics.model import Point
+
+
+class MetricsState:
+    """Trackers by probe id. ``feed`` returns True when the points changed."""
+
+    def __init__(self, version: str = __version__) -> None:
+        self.version = version
+        self.trackers: dict[str, Tracker] = {}
+
+    def feed(self, record: Record) -> bool:
+        if isinstance(record, Announce):
+            tracker = self.trackers.get(record.probe)
+            if tracker is not None:
+                tracker.announce(record.info)
+                return True
+            kind = record.info.get("kind")
+            cls = TRACKERS.get(kind) if isinstance(kind, str) else None
+            if cls is None:
+                return False
+            self.trackers[record.probe] = cls(record.probe, record.info)
+            return True
+        if isinstance(record, Sample):
+            tracker = self.trackers.get(record.probe)
+            if tracker is None:
+                return False
+            tracker.observe(record)
+            return True
+        return False
+
+    def probe_points(self, probe_id: str) -> list[Point]:
+        tracker = self.trackers.get(probe_id)
+        return tracker.points() if tracker is not None else []
+
+    def build_point(self) -> Point:
+        """``probetop_build_info{version=...}``."""
+        return Point(BUILD_INFO, (), {"version": self.version})
+
+    def points(self) -> list[Point]:
+        """Every series now: the build info, then each probe's, grouped by metric."""
+        out = [self.build_point()]
+        for tracker in self.trackers.values():
+            out.extend(tracker.points())
+        return out
