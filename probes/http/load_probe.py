@@ -76,6 +76,7 @@ class LoadRun:
         self.in_flight_max = 0
         self.cpu_s = 0.0
         self.busy_s = 0.0  # seconds the generator's loop was not waiting
+        self.wait_s = 0.0  # seconds the generator waited for a CPU (run-queue delay)
         self.errors: dict[str, int] = {}
         self.codes: dict[str, int] = {}
         self.intervals = 0
@@ -112,11 +113,17 @@ class LoadRun:
         cpu_share = cpu_s / seconds if seconds >= 0.05 else None
         busy = line.get("busy")
         busy_share = float(busy) if isinstance(busy, (int, float)) and seconds >= 0.05 else None
+        wait = line.get("run_wait")
+        wait_share = float(wait) if isinstance(wait, (int, float)) and seconds >= 0.05 else None
         ok = classes.get(StatusClass.SUCCESS)
         ok_p99_ms = ok.corrected_ms.get("p99") if ok else None
         lag_p99 = lag.percentile(99.0)
         limit = generator_limit(
-            lag_p99, None if ok_p99_ms is None else ok_p99_ms * 1000.0, cpu_share, busy_share
+            lag_p99,
+            None if ok_p99_ms is None else ok_p99_ms * 1000.0,
+            cpu_share,
+            busy_share,
+            wait_share,
         )
         limited = limit is not None
         self.seconds += seconds
@@ -128,6 +135,8 @@ class LoadRun:
         self.cpu_s += cpu_s
         if busy_share is not None:
             self.busy_s += busy_share * seconds
+        if wait_share is not None:
+            self.wait_s += wait_share * seconds
         self.in_flight_max = max(self.in_flight_max, int(line.get("in_flight_max") or 0))
         for kind, n in (line.get("errors") or {}).items():
             self.errors[kind] = self.errors.get(kind, 0) + int(n)
@@ -163,6 +172,7 @@ class LoadRun:
             gen_lag_p99_ms=_ms(lag_p99),
             gen_cpu_pct=None if cpu_share is None else round(100.0 * cpu_share, 1),
             gen_busy_pct=None if busy_share is None else round(100.0 * busy_share, 1),
+            gen_wait_pct=None if wait_share is None else round(100.0 * wait_share, 1),
             generator_limited=limited,
             final=final,
             unfinished=int(line.get("unfinished") or 0),
@@ -187,6 +197,7 @@ class LoadRun:
         ok_p99 = ok.percentile(99.0) if ok else None
         cpu_share = self.cpu_s / self.seconds if self.seconds > 0 else None
         busy_share = self.busy_s / self.seconds if self.seconds > 0 else None
+        wait_share = self.wait_s / self.seconds if self.seconds > 0 else None
         return {
             "mode": "load",
             "rate": s.rate,
@@ -217,8 +228,9 @@ class LoadRun:
             "gen_lag_ms": pct_table(self.gen_lag),
             "gen_cpu_pct": None if cpu_share is None else round(100.0 * cpu_share, 1),
             "gen_busy_pct": None if busy_share is None else round(100.0 * busy_share, 1),
+            "gen_wait_pct": None if wait_share is None else round(100.0 * wait_share, 1),
             "generator_limited": is_generator_limited(
-                self.gen_lag.percentile(99.0), ok_p99, cpu_share, busy_share
+                self.gen_lag.percentile(99.0), ok_p99, cpu_share, busy_share, wait_share
             ),
             "intervals": self.intervals,
             "generator_limited_intervals": self.limited_intervals,

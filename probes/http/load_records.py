@@ -47,11 +47,13 @@ PCT_KEYS: tuple[str, ...] = (*tuple(f"p{p:g}" for p in LOAD_PCTS), "max")
 #: Generator-limited when its p99 lateness passes this (us) and is a large
 #: part of the corrected p99 (``GEN_LAG_SHARE``), when its loop is busy
 #: (not waiting for the network or the next send) this share of the time,
-#: or when it uses this much of a CPU.
+#: when it uses this much of a CPU, or when it waited for a CPU (runnable,
+#: not running: the kernel's run-queue delay) this share of the interval.
 GEN_LAG_FLOOR_US = 1000.0
 GEN_LAG_SHARE = 0.25
 GEN_BUSY_LIMIT = 0.8
 GEN_CPU_LIMIT = 0.9
+GEN_WAIT_LIMIT = 0.2
 
 TARGET_RPS = "target_rps"
 SENT_RPS = "sent_rps"
@@ -66,6 +68,7 @@ CONNECTS = "connects"
 GEN_LAG_P99_MS = "gen_lag_p99_ms"
 GEN_CPU_PCT = "gen_cpu_pct"
 GEN_BUSY_PCT = "gen_busy_pct"
+GEN_WAIT_PCT = "gen_wait_pct"
 GENERATOR_LIMITED = "generator_limited"
 
 
@@ -106,6 +109,7 @@ LOAD_METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(GEN_LAG_P99_MS, "ms", "p99 of the generator's own lateness in sending"),
     MetricSpec(GEN_CPU_PCT, "%", "CPU the generator process used"),
     MetricSpec(GEN_BUSY_PCT, "%", "share of the time the generator's loop was not waiting"),
+    MetricSpec(GEN_WAIT_PCT, "%", "share of the time the generator waited for a CPU"),
     MetricSpec(GENERATOR_LIMITED, "", "1: the generator, not the server, limited this interval"),
 )
 
@@ -158,10 +162,12 @@ def generator_limit(
     corrected_p99_us: float | None,
     cpu_share: float | None,
     busy_share: float | None = None,
+    wait_share: float | None = None,
 ) -> tuple[str, str] | None:
     """Why the generator (not the server) limits an interval, or None: a
-    kind (``cpu``, ``busy``: it cannot keep up; ``late``: it keeps up but
-    sends late) and a sentence.
+    kind (``cpu``, ``busy``: it cannot keep up; ``starved``: the machine
+    does not give it a CPU; ``late``: it keeps up but sends late) and a
+    sentence.
 
     - its process used at least ``GEN_CPU_LIMIT`` of a CPU, or its loop was
       busy (not waiting for the network or the next send) at least
@@ -169,12 +175,17 @@ def generator_limit(
       libcurl's clocks run on meanwhile, so even the service time grows;
     - its p99 lateness in sending is over ``GEN_LAG_FLOOR_US`` and at least
       ``GEN_LAG_SHARE`` of the corrected p99: that much of the tail is its
-      own delay (or this machine's: a busy host runs it late).
+      own delay (or this machine's: a busy host runs it late);
+    - it waited for a CPU (runnable, not running) at least ``GEN_WAIT_LIMIT``
+      of the interval: it then notices responses late, and frees handles
+      late, which looks like a slow server to every other figure.
     """
     if cpu_share is not None and cpu_share >= GEN_CPU_LIMIT:
         return "cpu", f"its process uses {100 * cpu_share:.0f} % of a CPU"
     if busy_share is not None and busy_share >= GEN_BUSY_LIMIT:
         return "busy", f"its loop is busy {100 * busy_share:.0f} % of the time"
+    if wait_share is not None and wait_share >= GEN_WAIT_LIMIT:
+        return "starved", f"it waited for a CPU {100 * wait_share:.0f} % of the time"
     if gen_lag_p99_us is None or gen_lag_p99_us <= GEN_LAG_FLOOR_US:
         return None
     if corrected_p99_us is None or corrected_p99_us <= 0:
@@ -192,9 +203,11 @@ def is_generator_limited(
     corrected_p99_us: float | None,
     cpu_share: float | None,
     busy_share: float | None = None,
+    wait_share: float | None = None,
 ) -> bool:
     """True when ``generator_limit`` gives a reason."""
-    return generator_limit(gen_lag_p99_us, corrected_p99_us, cpu_share, busy_share) is not None
+    found = generator_limit(gen_lag_p99_us, corrected_p99_us, cpu_share, busy_share, wait_share)
+    return found is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +235,7 @@ class LoadInterval:
     gen_lag_p99_ms: float | None = None
     gen_cpu_pct: float | None = None
     gen_busy_pct: float | None = None
+    gen_wait_pct: float | None = None
     generator_limited: bool = False
     final: bool = False
     unfinished: int = 0
@@ -272,6 +286,7 @@ class LoadInterval:
             None if p99 is None else p99 * 1000.0,
             None if self.gen_cpu_pct is None else self.gen_cpu_pct / 100.0,
             None if self.gen_busy_pct is None else self.gen_busy_pct / 100.0,
+            None if self.gen_wait_pct is None else self.gen_wait_pct / 100.0,
         )
         return found[1] if found else "its own figures passed the limits"
 
@@ -305,6 +320,7 @@ class LoadInterval:
         values[GEN_LAG_P99_MS] = self.gen_lag_p99_ms
         values[GEN_CPU_PCT] = self.gen_cpu_pct
         values[GEN_BUSY_PCT] = self.gen_busy_pct
+        values[GEN_WAIT_PCT] = self.gen_wait_pct
         values[GENERATOR_LIMITED] = 1.0 if self.generator_limited else 0.0
         extra: dict[str, Any] = {
             "scheduled": self.scheduled,
@@ -356,6 +372,7 @@ class LoadInterval:
             gen_lag_p99_ms=lag,
             gen_cpu_pct=_number(values.get(GEN_CPU_PCT)),
             gen_busy_pct=_number(values.get(GEN_BUSY_PCT)),
+            gen_wait_pct=_number(values.get(GEN_WAIT_PCT)),
             generator_limited=bool(_number(values.get(GENERATOR_LIMITED))),
             final=extra.get("final") is True,
             unfinished=_int(extra.get("unfinished")),

@@ -127,7 +127,7 @@ def _one(s: Mapping[str, Any], colour: bool) -> list[str]:
     out.append(
         f"   generator: lag p50 {_num(lag.get('p50'))} ms, p99 {_num(lag.get('p99'))} ms, "
         f"max {_num(lag.get('max'))} ms; loop busy {_num(s.get('gen_busy_pct'))} %, "
-        f"CPU {_num(s.get('gen_cpu_pct'))} %; "
+        f"CPU {_num(s.get('gen_cpu_pct'))} %, waiting for a CPU {_num(s.get('gen_wait_pct'))} %; "
         f"limited in {s.get('generator_limited_intervals', 0)} of {s.get('intervals', 0)} intervals"
     )
     limits = s.get("generator_limits") or {}

@@ -29,7 +29,10 @@ connection):
   (in select or sleep): near 1 the generator has no time left to notice
   responses and send on time (whether its CPU ran out or the machine did
   not give it one). When either grows the parent flags the interval as
-  generator-limited.
+  generator-limited. ``run_wait`` is the share of the interval the process
+  was runnable but waiting for a CPU (the kernel's run-queue delay,
+  /proc/self/schedstat): a starved generator sleeps in no call of its own,
+  so neither ``busy`` nor ``gen_lag`` sees it, but the kernel does.
 
 Contract:
 - Config: ``{"url", "request": HttpRequest.to_dict(), "rate": R,
@@ -41,7 +44,8 @@ Contract:
   hist, "service": hist}}, "phases": {phase: hist}, "errors": {kind: n},
   "codes": {code: n}, "in_flight_max", "in_flight_mean", "backlog",
   "waited", "gen_lag": hist, "connects", "busy" (share of the interval the
-  loop was not waiting), "cpu_s", "final", "unfinished",
+  loop was not waiting), "run_wait" (share waiting for a CPU, or null where
+  the kernel does not keep schedstat), "cpu_s", "final", "unfinished",
   "unsent", "last_error"}`` with histograms in ``Histogram.to_list`` form
   (microseconds). The last line has ``"final": true``; ``unfinished`` are
   requests still in flight then, ``unsent`` requests due but never sent.
@@ -113,6 +117,16 @@ class _Interval:
         }
 
 
+def run_delay_ns() -> int | None:
+    """The kernel's run-queue delay of this thread so far (ns), or None when
+    /proc/self/schedstat is missing (a kernel without CONFIG_SCHED_INFO)."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as f:
+            return int(f.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
     import pycurl
 
@@ -176,18 +190,24 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
     running = 0
     last_change_ns = start_ns
     cpu0 = time.process_time()
+    delay0 = run_delay_ns()
     report_ns = start_ns + interval_ns
     interval = _Interval(start_ns, 0)
     due_reported = 0
 
     def flush(now_ns: int, *, final: bool) -> None:
-        nonlocal interval, due_reported, cpu0, last_change_ns
+        nonlocal interval, due_reported, cpu0, last_change_ns, delay0
         interval.flight_area += running * (now_ns - last_change_ns)
         last_change_ns = now_ns
         due = due_by(min(now_ns, end_ns) if end_ns is not None else now_ns)
         doc = interval.to_dict(now_ns, due - due_reported, due - next_k)
         cpu = time.process_time()
         doc["cpu_s"] = cpu - cpu0
+        delay = run_delay_ns()
+        doc["run_wait"] = (
+            None if delay is None or delay0 is None else (delay - delay0) / 1e9 / doc["seconds"]
+        )
+        delay0 = delay
         doc["final"] = final
         doc["unfinished"] = running if final else 0
         doc["unsent"] = due - next_k if final else 0

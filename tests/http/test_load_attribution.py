@@ -66,7 +66,13 @@ def test_a_starved_generator_flags_itself() -> None:
     intervals = [LoadInterval.from_sample(r) for r in records if isinstance(r, Sample)]
     starved = intervals[-5:-1]  # the full intervals while the hogs ran
     assert any(i.generator_limited for i in starved), [
-        (i.sent_rps, i.gen_lag_p99_ms, i.gen_busy_pct, i.success().corrected_ms.get("p99"))
+        (
+            i.sent_rps,
+            i.gen_lag_p99_ms,
+            i.gen_busy_pct,
+            i.gen_wait_pct,
+            i.success().corrected_ms.get("p99"),
+        )
         for i in intervals
     ]
     warnings = [r for r in records if isinstance(r, Status) and r.level == "warning"]

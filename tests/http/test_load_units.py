@@ -146,18 +146,20 @@ def test_pct_keys_go_to_p99_9() -> None:
 
 
 @pytest.mark.parametrize(
-    ("lag_us", "p99_us", "cpu", "busy", "limited"),
+    ("lag_us", "p99_us", "cpu", "busy", "wait", "limited"),
     [
-        (100.0, 5_000.0, 0.2, 0.2, False),  # on time, idle: the server's figures
-        (3_000.0, 4_000.0, 0.2, 0.2, True),  # 3 ms late of a 4 ms tail: the generator's
-        (3_000.0, 900_000.0, 0.2, 0.2, False),  # 3 ms late under a 900 ms stall: the server's
-        (100.0, 5_000.0, 0.95, 0.5, True),  # its CPU ran out
-        (100.0, 5_000.0, 0.5, 0.85, True),  # its loop never waits
-        (None, None, None, None, False),
+        (100.0, 5_000.0, 0.2, 0.2, 0.01, False),  # on time, idle: the server's figures
+        (3_000.0, 4_000.0, 0.2, 0.2, 0.0, True),  # 3 ms late of a 4 ms tail: the generator's
+        (3_000.0, 900_000.0, 0.2, 0.2, 0.0, False),  # 3 ms late under a 900 ms stall
+        (100.0, 5_000.0, 0.95, 0.5, 0.0, True),  # its CPU ran out
+        (100.0, 5_000.0, 0.5, 0.85, 0.0, True),  # its loop never waits
+        (100.0, 900_000.0, 0.01, 0.01, 0.6, True),  # starved: idle-looking, but no CPU
+        (100.0, 5_000.0, 0.2, 0.2, None, False),  # no schedstat on this kernel
+        (None, None, None, None, None, False),
     ],
 )
-def test_generator_limited_rule(lag_us, p99_us, cpu, busy, limited) -> None:
-    assert is_generator_limited(lag_us, p99_us, cpu, busy) is limited
+def test_generator_limited_rule(lag_us, p99_us, cpu, busy, wait, limited) -> None:
+    assert is_generator_limited(lag_us, p99_us, cpu, busy, wait) is limited
 
 
 # -- options --------------------------------------------------------------------

@@ -123,6 +123,7 @@ class HttpLoadPane(ProbePane):
         lines.append(
             f"generator: lag p99 {fmt_value(now.gen_lag_p99_ms, 'ms')} ms   busy "
             f"{fmt_value(now.gen_busy_pct, '%')} %   CPU {fmt_value(now.gen_cpu_pct, '%')} %   "
+            f"waiting for a CPU {fmt_value(now.gen_wait_pct, '%')} %   "
             f"limited {self.limited_intervals} of {self.intervals} intervals"
         )
         if now.final and (now.unfinished or now.unsent):
