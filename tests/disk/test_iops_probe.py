@@ -141,9 +141,11 @@ def test_probe_counts_agree_with_the_kernel_on_a_loop_device():
     ours = probe.summary()["read"]
     assert ours["total_ios"] > 1000
     # Every byte we count was read from the device (O_DIRECT). The kernel may
-    # see a little more: udev's blkid probes a new loop device when it likes.
+    # see a little more: udev's blkid probes a new loop device when it likes
+    # (seen: 11 MB more in a 1.5 GB run while other loop devices came and
+    # went on the machine), so the margin is 1 MiB + 1 %.
     kernel_bytes = (after[1] - before[1]) * 512
-    assert ours["io_bytes"] <= kernel_bytes <= ours["io_bytes"] + (1 << 20)
+    assert ours["io_bytes"] <= kernel_bytes <= ours["io_bytes"] * 1.01 + (1 << 20)
     assert sum(r["read_iops"] * 0.25 for r in probe.intervals) == pytest.approx(
         ours["total_ios"], rel=0.1
     )
