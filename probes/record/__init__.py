@@ -34,6 +34,7 @@ from probetop.probes.record.writer import (
     Recorder,
     schema_path,
 )
+from probetop.probes.record.writer import check_target as check_output
 
 __all__ = [
     "FORMAT_NAME",
@@ -47,6 +48,7 @@ __all__ = [
     "Session",
     "SessionStream",
     "body_digest",
+    "check_output",
     "load_session",
     "redact",
     "redact_argv",

@@ -159,18 +159,24 @@ def filesystem_type(directory: str) -> str | None:
     return best[1] if best is not None else None
 
 
-def check_target(path: str | os.PathLike[str]) -> None:
+def check_target(path: str | os.PathLike[str], *, verb: str = "record to") -> str:
     """Raise RecordingError unless ``path`` can be recorded to (see the
-    module docstring). Creates nothing that stays, truncates nothing."""
+    module docstring). Creates nothing that stays, truncates nothing.
+    Returns the real path (through symlinks): the file to write.
+
+    Every file probetop writes at a user's word (``--record``, ``export
+    --out``, ``compare --plot``) passes this one check, with ``verb`` naming
+    the act in the message: a device, FIFO, socket, kernel filesystem or a
+    file another probetop holds is never written, let alone replaced."""
     p = Path(path)
     name = str(p)
     if not name:
-        raise RecordingError("cannot record to an empty path")
+        raise RecordingError(f"cannot {verb} an empty path")
     real = os.path.realpath(p)  # through symlinks, dangling ones included
     directory = os.path.dirname(real) or "."
 
     def refuse(why: str) -> RecordingError:
-        return RecordingError(f"cannot record to {name}: {why}")
+        return RecordingError(f"cannot {verb} {name}: {why}")
 
     # A file another probetop is using (its recording, an IOPS or warm-up
     # target, a checkpoint) is never written over: the same lock as the disk
@@ -205,13 +211,14 @@ def check_target(path: str | os.PathLike[str]) -> None:
     try:
         vfs = os.statvfs(directory)
     except OSError:
-        return
+        return real
     free = (vfs.f_bfree if os.geteuid() == 0 else vfs.f_bavail) * vfs.f_frsize
     if vfs.f_blocks and free < MIN_FREE_BYTES:
         raise refuse(
             f"the filesystem of {directory} is full ({free // 1024} KiB free; "
-            f"a recording needs at least {MIN_FREE_BYTES // 1024} KiB to start)"
+            f"at least {MIN_FREE_BYTES // 1024} KiB are needed to start)"
         )
+    return real
 
 
 def _open_error(path: str | os.PathLike[str], exc: OSError) -> str:

@@ -10,8 +10,10 @@ import csv
 import itertools
 import json
 import math
+import os
 import re
 import shutil
+import stat
 import subprocess
 import tracemalloc
 from collections import defaultdict
@@ -327,3 +329,51 @@ def test_export_streams_a_long_recording(tmp_path: Path) -> None:
     print(f"{size_mib:.1f} MiB recording: export {streamed:.1f} MiB, load_session {whole:.1f} MiB")
     assert streamed < 2.0
     assert whole > size_mib > streamed  # the measure sees a whole load
+
+
+def test_out_is_never_a_device_fifo_or_kernel_file(tmp_path: Path) -> None:
+    """--out passes the same check as --record: nothing but a regular file is
+    written, and a device is never replaced by a file (this once turned
+    /dev/full into a CSV file)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to make a device node")
+    null = tmp_path / "null"
+    os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for target in (null, fifo, Path("/proc/probetop-export")):
+        result = export(str(DEMO), "-O", "csv", "--out", str(target))
+        assert result.returncode == 2, (target, result.stderr)
+        assert result.stderr.startswith("probetop: error: --out: cannot write"), result.stderr
+        assert "Traceback" not in result.stderr
+    assert stat.S_ISCHR(os.stat(null).st_mode) and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "null"]  # no temp file left
+
+
+def test_out_through_a_symlink_replaces_the_file_not_the_link(tmp_path: Path) -> None:
+    real = tmp_path / "real.csv"
+    real.write_text("old\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    assert export(str(DEMO), "-O", "csv", "--out", str(link)).returncode == 0
+    assert link.is_symlink() and real.read_text().startswith("timestamp,")
+
+
+def test_a_full_filesystem_leaves_the_old_file_whole(tmp_path: Path) -> None:
+    """ENOSPC while exporting: exit 2 with the reason, the previous --out file
+    intact, no temporary file left behind."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a tmpfs")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", str(mount)], check=True)
+    try:
+        out = mount / "out.json"
+        out.write_text("previous\n")
+        result = export(str(DEMO), "-O", "json", "--out", str(out))
+        assert result.returncode == 2, result.stderr
+        assert "No space left on device" in result.stderr
+        assert out.read_text() == "previous\n"
+        assert [p.name for p in mount.iterdir()] == ["out.json"]
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.options import CommandSpec, Option, OptionValueError
 from probetop.probes.core.sample import split_key
-from probetop.probes.record import Session, load_session
+from probetop.probes.record import RecordingError, Session, check_output, load_session
 from probetop.tui.analysis.assertions import evaluate, exit_status, print_outcomes, resolve
 from probetop.tui.analysis.compare import (
     DEFAULT_ALPHA,
@@ -313,6 +313,15 @@ def _pair_ids(c: Comparison, label: str) -> tuple[str, str]:
     raise KeyError(label)
 
 
+def check_plot(path: Path) -> str:
+    """The real file ``--plot`` writes, after the check every user-named
+    output passes (no device, FIFO, kernel file or file in use); exit 2."""
+    try:
+        return check_output(path, verb="write")
+    except RecordingError as exc:
+        raise UsageProbeError(f"--plot: {exc}") from None
+
+
 def write_plot(path: Path, c: Comparison, a: Session, b: Session, wanted: bool) -> None:
     panels = []
     for m in _charted(c, wanted):
@@ -329,7 +338,7 @@ def write_plot(path: Path, c: Comparison, a: Session, b: Session, wanted: bool) 
         )
     doc = overlay_svg(panels, title=f"probetop compare: A {a.path}  B {b.path}")
     try:
-        path.write_text(doc, encoding="utf-8")
+        Path(check_plot(path)).write_text(doc, encoding="utf-8")
     except OSError as exc:
         raise UsageProbeError(f"--plot {path}: cannot write: {exc.strerror or exc}") from None
 
@@ -342,6 +351,8 @@ def run(plan: RunPlan[CompareSettings], out: TextIO | None = None) -> int:
     s = plan.settings
     _SERIES.clear()  # keyed by id(session): never across runs
     checks = resolve(plan.common.assertions, "compare")  # exit 2 on a bad --assert
+    if s.plot is not None:
+        check_plot(s.plot)  # before the work: a bad --plot is known at once
     a = load_session(s.a)  # RecordingError: exit 2 with its message
     b = load_session(s.b)
     for warning in (*a.warnings, *b.warnings):
