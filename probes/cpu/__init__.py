@@ -7,6 +7,8 @@ behind it:
 - ``CpuSettings``: what one probe runs with (frozen, validated)
 - ``CpuProbe``: the probe (native engine in GIL-free threads)
 - ``CpuInterval``, ``METRICS``: what a CPU sample carries, typed
+  (``sparse_counts`` reads its latency histogram; ``bucket_upper_ms`` and
+  ``HIST_SIZE`` give sysbench's bucket edges)
 - ``format_report``, ``json_document``, ``parse_report``: sysbench's report
 - ``logical_cpus``, ``EVENT_EXPLAINED``, ``PYTHON_ENGINE_LABEL``
 
@@ -14,6 +16,7 @@ Importing this package is cheap: the engine (llvmlite) loads when a probe
 prepares.
 """
 
+from probetop.probes.cpu.hist import HIST_SIZE, bucket_upper_ms
 from probetop.probes.cpu.probe import CpuProbe, logical_cpus, sweep_thread_counts
 from probetop.probes.cpu.records import (
     EPS,
@@ -26,6 +29,7 @@ from probetop.probes.cpu.records import (
     THREAD_EVENTS,
     THREADS,
     CpuInterval,
+    sparse_counts,
 )
 from probetop.probes.cpu.report import format_report, json_document, parse_report
 from probetop.probes.cpu.settings import DEFAULT_TIME_S, SPEC, CpuSettings
@@ -34,6 +38,7 @@ __all__ = [
     "DEFAULT_TIME_S",
     "EPS",
     "EVENT_EXPLAINED",
+    "HIST_SIZE",
     "KIND",
     "LAT_AVG_MS",
     "LAT_PCT_MS",
@@ -45,9 +50,11 @@ __all__ = [
     "CpuInterval",
     "CpuProbe",
     "CpuSettings",
+    "bucket_upper_ms",
     "format_report",
     "json_document",
     "logical_cpus",
     "parse_report",
+    "sparse_counts",
     "sweep_thread_counts",
 ]

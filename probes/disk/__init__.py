@@ -13,7 +13,8 @@ behind it:
 - ``IopsInterval``, ``WarmupInterval`` (+ ``DirectionRates``, ``Plateau``),
   ``IopsParams``, ``WarmupParams``: what a sample and a probe's parameters
   carry, typed; ``IOPS_METRICS``, ``WARMUP_METRICS``, ``DIRECTION_METRICS``
-  and the metric name constants
+  and the metric name constants; ``clat_bucket_range_ns`` (the latency
+  histogram's bucket edges) and ``sparse_counts`` read a sample's histogram
 - ``iops_document``, ``format_iops_report``, ``iops_exit_code`` and the
   ``warmup_*`` equivalents: the headless reports
 - ``parse_size``, ``format_size``, ``parse_range``, ``make_data_file``
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from probetop.probes.disk.capacity import MIN_INTERVAL_S
 from probetop.probes.disk.records import (
+    CLAT_HIST_BUCKETS,
     DIRECTION_METRICS,
     DIRECTIONS,
     DONE_BYTES,
@@ -62,7 +64,9 @@ from probetop.probes.disk.records import (
     WarmupInterval,
     WarmupParams,
     active_directions,
+    clat_bucket_range_ns,
     pct_key,
+    sparse_counts,
 )
 from probetop.probes.disk.report import (
     format_iops_report,
@@ -104,6 +108,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CLAT_HIST_BUCKETS",
     "DIRECTIONS",
     "DIRECTION_METRICS",
     "DONE_BYTES",
@@ -139,6 +144,7 @@ __all__ = [
     "WarmupProbe",
     "WarmupSettings",
     "active_directions",
+    "clat_bucket_range_ns",
     "format_iops_report",
     "format_size",
     "format_warmup_report",
@@ -149,6 +155,7 @@ __all__ = [
     "parse_range",
     "parse_size",
     "pct_key",
+    "sparse_counts",
     "warmup_document",
     "warmup_exit_code",
 ]
