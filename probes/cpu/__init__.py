@@ -7,8 +7,7 @@ behind it:
 - ``CpuSettings``: what one probe runs with (frozen, validated)
 - ``CpuProbe``: the probe (native engine in GIL-free threads)
 - ``CpuInterval``, ``METRICS``: what a CPU sample carries, typed
-  (``sparse_counts`` reads its latency histogram; ``bucket_upper_ms`` and
-  ``HIST_SIZE`` give sysbench's bucket edges)
+  (``bucket_upper_ms`` and ``HIST_SIZE``: sysbench's latency bucket edges)
 - ``format_report``, ``json_document``, ``parse_report``: sysbench's report
 - ``logical_cpus``, ``EVENT_EXPLAINED``, ``PYTHON_ENGINE_LABEL``
 
@@ -29,7 +28,6 @@ from probetop.probes.cpu.records import (
     THREAD_EVENTS,
     THREADS,
     CpuInterval,
-    sparse_counts,
 )
 from probetop.probes.cpu.report import format_report, json_document, parse_report
 from probetop.probes.cpu.settings import DEFAULT_TIME_S, SPEC, CpuSettings
@@ -55,6 +53,5 @@ __all__ = [
     "json_document",
     "logical_cpus",
     "parse_report",
-    "sparse_counts",
     "sweep_thread_counts",
 ]

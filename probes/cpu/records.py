@@ -10,9 +10,9 @@ Contract:
   carries ``thread_events@tN`` for the first ``MAX_THREAD_METRICS`` threads;
   ``extra["per_thread_events"]`` always lists every thread.
 - ``extra["lat_hist"]`` (optional: absent in recordings made before it)
-  holds the interval's events in sysbench's latency histogram, sparse:
-  ``[[bucket index, events], ...]`` for the non-empty buckets, ascending;
-  ``extra["lat_sum_ms"]`` the interval's summed event latency.
+  holds the interval's events in sysbench's latency histogram as runs of
+  buckets (``probes.core.buckets``); ``extra["lat_sum_ms"]`` the
+  interval's summed event latency.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.base import MetricSpec
+from probetop.probes.core.buckets import decode_runs, encode_runs
 from probetop.probes.core.sample import Sample, metric_key, split_key
 
 KIND = "cpu"
@@ -114,7 +115,7 @@ class CpuInterval:
         if self.phase_summary is not None:
             extra["phase_summary"] = dict(self.phase_summary)
         if self.lat_hist is not None:
-            extra["lat_hist"] = [[i, n] for i, n in self.lat_hist]
+            extra["lat_hist"] = encode_runs(self.lat_hist)
             extra["lat_sum_ms"] = self.lat_sum_ms
         return Sample(probe_id, t_ns, interval_s, values, extra)
 
@@ -144,27 +145,9 @@ class CpuInterval:
             engine=extra.get("engine") if isinstance(extra.get("engine"), str) else None,
             phase=phase if isinstance(phase, int) else None,
             phase_summary=summary if isinstance(summary, Mapping) else None,
-            lat_hist=sparse_counts(extra.get("lat_hist")),
+            lat_hist=decode_runs(extra.get("lat_hist")),
             lat_sum_ms=_number(extra.get("lat_sum_ms")),
         )
-
-
-def sparse_counts(value: Any) -> tuple[tuple[int, int], ...] | None:
-    """``[[index, count], ...]`` read back: None when absent or not a list;
-    malformed pairs and non-positive counts are skipped, never raise."""
-    if not isinstance(value, list):
-        return None
-    out: list[tuple[int, int]] = []
-    for pair in value:
-        if (
-            isinstance(pair, list)
-            and len(pair) == 2
-            and all(isinstance(x, int) and not isinstance(x, bool) for x in pair)
-            and pair[0] >= 0
-            and pair[1] > 0
-        ):
-            out.append((pair[0], pair[1]))
-    return tuple(sorted(out))
 
 
 def _number(value: Any) -> float | None:

@@ -13,8 +13,8 @@ behind it:
 - ``IopsInterval``, ``WarmupInterval`` (+ ``DirectionRates``, ``Plateau``),
   ``IopsParams``, ``WarmupParams``: what a sample and a probe's parameters
   carry, typed; ``IOPS_METRICS``, ``WARMUP_METRICS``, ``DIRECTION_METRICS``
-  and the metric name constants; ``clat_bucket_range_ns`` (the latency
-  histogram's bucket edges) and ``sparse_counts`` read a sample's histogram
+  and the metric name constants, and ``clat_bucket_range_ns``: the
+  latency histogram's bucket edges
 - ``iops_document``, ``format_iops_report``, ``iops_exit_code`` and the
   ``warmup_*`` equivalents: the headless reports
 - ``parse_size``, ``format_size``, ``parse_range``, ``make_data_file``
@@ -66,7 +66,6 @@ from probetop.probes.disk.records import (
     active_directions,
     clat_bucket_range_ns,
     pct_key,
-    sparse_counts,
 )
 from probetop.probes.disk.report import (
     format_iops_report,
@@ -155,7 +154,6 @@ __all__ = [
     "parse_range",
     "parse_size",
     "pct_key",
-    "sparse_counts",
     "warmup_document",
     "warmup_exit_code",
 ]

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probetop.probes.core.base import MetricSpec
+from probetop.probes.core.buckets import decode_runs, encode_runs
 from probetop.probes.core.sample import Sample
 
 IOPS_KIND = "iops"
@@ -82,7 +83,8 @@ class DirectionRates:
     with no I/O behind them are left out. ``clat_hist`` holds the interval's
     I/Os in the fio-layout latency histogram, sparse ((bucket index, I/Os),
     ... for the non-empty buckets, ascending; ``clat_bucket_range_ns`` gives
-    a bucket's edges); None in recordings made before it."""
+    a bucket's edges; ``extra["clat_hist"][direction]`` in JSON, as runs:
+    ``probes.core.buckets``); None in recordings made before it."""
 
     iops: float | None
     bps: float | None
@@ -127,7 +129,7 @@ class IopsInterval:
             values[keys.clat_mean_us] = rates.clat_mean_us
             clat[name] = dict(rates.clat_us)
             if rates.clat_hist is not None:
-                hists[name] = [[i, n] for i, n in rates.clat_hist]
+                hists[name] = encode_runs(rates.clat_hist)
         values[IOPS_ERRORS] = self.errors_per_s
         extra: dict[str, Any] = {
             "clat_us": clat,
@@ -161,7 +163,7 @@ class IopsInterval:
                 clat_p99_us=_number(values.get(keys.clat_p99_us)),
                 clat_mean_us=_number(values.get(keys.clat_mean_us)),
                 clat_us={str(k): float(v) for k, v in pct.items() if _number(v) is not None},
-                clat_hist=sparse_counts(hists.get(name)),
+                clat_hist=decode_runs(hists.get(name)),
             )
         percentiles = extra.get("percentiles")
         return cls(
@@ -194,24 +196,6 @@ def clat_bucket_range_ns(index: int) -> tuple[int, int]:
     if index >= CLAT_HIST_BUCKETS - 1:
         return low, 1 << 62
     return low, low + (1 << error_bits)
-
-
-def sparse_counts(value: Any) -> tuple[tuple[int, int], ...] | None:
-    """``[[index, count], ...]`` read back: None when absent or not a list;
-    malformed pairs and non-positive counts are skipped, never raise."""
-    if not isinstance(value, list):
-        return None
-    out: list[tuple[int, int]] = []
-    for pair in value:
-        if (
-            isinstance(pair, list)
-            and len(pair) == 2
-            and all(isinstance(x, int) and not isinstance(x, bool) for x in pair)
-            and pair[0] >= 0
-            and pair[1] > 0
-        ):
-            out.append((pair[0], pair[1]))
-    return tuple(sorted(out))
 
 
 def active_directions(rw: str) -> tuple[str, ...]:

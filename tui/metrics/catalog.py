@@ -664,7 +664,7 @@ IOPS_RAMP = _def(
     "probetop_iops_ramp",
     "gauge",
     "",
-    "1 while in --ramp (not counted in the latency summary), else 0",
+    "1 while in --ramp (not counted in the latency histogram), else 0",
     ("probe", "target"),
 )
 IOPS_INFO = _def(
