@@ -6,12 +6,16 @@ CPU report's sysbench histogram) and its reported percentiles."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from metrics_fixtures import assert_never_backwards, free_port, parse, run_and_scrape, samples
@@ -26,21 +30,6 @@ from probetop.tui.metrics.catalog import (
     cpu_slot,
     iops_slot,
 )
-
-
-@pytest.fixture
-def shm_dir(tmp_path: Path) -> Iterator[Path]:
-    """A scratch directory on tmpfs (falls back to tmp_path without /dev/shm)."""
-    import shutil
-
-    if not Path("/dev/shm").is_dir() or not os.access("/dev/shm", os.W_OK):
-        yield tmp_path
-        return
-    path = Path(tempfile.mkdtemp(prefix="probetop-hist-", dir="/dev/shm"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def _buckets(families: dict, name: str, **labels: str) -> list[tuple[float, float]]:
@@ -172,19 +161,46 @@ def test_cpu_latency_histogram_is_sysbench_histogram(tmp_path: Path) -> None:
     assert gauge.labels["quantile"] == "0.95" and 1e-6 < gauge.value < 10
 
 
-def test_iops_latency_histogram_is_the_probe_histogram(tmp_path: Path, shm_dir: Path) -> None:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/metrics"
-    rec = tmp_path / "iops.jsonl"
-    target = shm_dir / "iops.img"
-    argv = ["iops", str(target), "--size", "8M", "--rw", "randrw", "--time", "2"]
-    argv += ["--interval", "0.5", "--json", "--metrics", str(port)]
-    argv += ["--textfile", str(tmp_path), "--record", str(rec)]
-    scrapes, result = run_and_scrape(argv, url, every_s=0.3)
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+@dataclass
+class IopsRun:
+    dir: Path
+    recording: Path
+    report: dict[str, Any]
+    scrapes: list[dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def iops_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IopsRun]:
+    """A 2 s randrw iops run on a file in /dev/shm (tmp without it), with
+    --metrics scraped, --textfile and --record."""
+    import shutil
+
+    tmp = tmp_path_factory.mktemp("iops")
+    shm = Path("/dev/shm")
+    scratch = (
+        Path(tempfile.mkdtemp(prefix="probetop-hist-", dir=shm))
+        if shm.is_dir() and os.access(shm, os.W_OK)
+        else tmp
+    )
+    try:
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/metrics"
+        rec = tmp / "iops.jsonl"
+        argv = ["iops", str(scratch / "iops.img"), "--size", "8M", "--rw", "randrw"]
+        argv += ["--time", "2", "--interval", "0.5", "--json", "--metrics", str(port)]
+        argv += ["--textfile", str(tmp), "--record", str(rec)]
+        scrapes, result = run_and_scrape(argv, url, every_s=0.3)
+        assert result.returncode == 0, result.stderr
+        yield IopsRun(tmp, rec, json.loads(result.stdout), scrapes)
+    finally:
+        if scratch != tmp:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_iops_latency_histogram_is_the_probe_histogram(iops_run: IopsRun) -> None:
+    report, rec = iops_run.report, iops_run.recording
     name = "probetop_iops_completion_latency_seconds"
-    assert_never_backwards(scrapes)
+    assert_never_backwards(iops_run.scrapes)
 
     # the recording's per-interval native histograms, summed and regrouped
     native: dict[str, list[int]] = {d: [0] * (len(IOPS_BUCKETS_S) + 1) for d in disk.DIRECTIONS}
@@ -202,7 +218,7 @@ def test_iops_latency_histogram_is_the_probe_histogram(tmp_path: Path, shm_dir: 
             for index, n in rates.clat_hist:
                 native[d][iops_slot(index)] += n
 
-    final = parse((tmp_path / "probetop.prom").read_text())
+    final = parse((iops_run.dir / "probetop.prom").read_text())
     assert final[name].type == "histogram"
     for d in ("read", "write"):
         fio = report[d]
@@ -236,3 +252,63 @@ def test_iops_latency_histogram_is_the_probe_histogram(tmp_path: Path, shm_dir: 
             if s.labels["direction"] == d
         }
         assert {"0.5", "0.99", "0.9999"} <= quantiles
+
+
+def test_iops_histogram_exports_to_openmetrics_csv_json(iops_run: IopsRun) -> None:
+    """`probetop export` of the recording: the same histogram, promtool loads it."""
+    import shutil
+    import subprocess
+
+    from metrics_fixtures import PROBETOP
+
+    name = "probetop_iops_completion_latency_seconds"
+    final = parse((iops_run.dir / "probetop.prom").read_text())
+
+    def export(fmt: str) -> str:
+        result = subprocess.run(
+            [*PROBETOP, "export", str(iops_run.recording), "-O", fmt],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    doc = json.loads(export("json"))
+    last: dict[str, Any] = {}
+    for sample in doc["samples"]:
+        for series in sample["series"]:
+            if series["metric"] == name:
+                last[series["labels"]["direction"]] = series["histogram"]
+    assert set(last) == {"read", "write"}
+    for d, hist in last.items():
+        assert hist["count"] == _one(final, f"{name}_count", direction=d)
+        exported = [[float(le), float(n)] for le, n in hist["buckets"]]
+        textfile = [[le, n] for le, n in _buckets(final, name, direction=d)]
+        assert exported == textfile[: len(exported)] and len(exported) >= len(IOPS_BUCKETS_S)
+
+    header = next(csv.reader(io.StringIO(export("csv"))))
+    assert any(c.startswith(f"{name}_count{{") for c in header)
+    assert not any(c.startswith(f"{name}_bucket") for c in header)
+
+    text = export("openmetrics")
+    assert f"# TYPE {name} histogram" in text and f'{name}_bucket{{direction="read"' in text
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool is not installed (apt-get install prometheus provides it)")
+    source = iops_run.dir / "iops.om"
+    source.write_text(text)
+    result = subprocess.run(
+        [
+            promtool,
+            "tsdb",
+            "create-blocks-from",
+            "openmetrics",
+            str(source),
+            str(iops_run.dir / "db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
