@@ -157,7 +157,7 @@ def test_cpu_latency_histogram_is_sysbench_histogram(tmp_path: Path) -> None:
         rank = max(1, math.floor(count * pct / 100 + 0.5))
         assert _bucket_of(buckets, reported_s) in _possible_buckets(buckets, rank, 0), pct
 
-    (gauge,) = samples(final, "probetop_cpu_event_latency_percentile_seconds")
+    (gauge,) = samples(final, "probetop_cpu_event_latency_quantile_seconds")
     assert gauge.labels["quantile"] == "0.95" and 1e-6 < gauge.value < 10
 
 
@@ -248,7 +248,7 @@ def test_iops_latency_histogram_is_the_probe_histogram(iops_run: IopsRun) -> Non
             assert _bucket_of(buckets, reported_s) in allowed, (d, key, reported_s, allowed)
         quantiles = {
             s.labels["quantile"]
-            for s in samples(final, "probetop_iops_completion_latency_percentile_seconds")
+            for s in samples(final, "probetop_iops_completion_latency_quantile_seconds")
             if s.labels["direction"] == d
         }
         assert {"0.5", "0.99", "0.9999"} <= quantiles

@@ -54,7 +54,7 @@ def test_cpu_endpoint_counts_what_the_report_counts(tmp_path: Path) -> None:
     assert last["probetop_cpu_events"].type == "counter"
     assert last["probetop_cpu_event_latency_seconds"].type == "histogram"
     assert last["probetop_cpu_threads"].type == "gauge"
-    (quantile,) = samples(last, "probetop_cpu_event_latency_percentile_seconds")
+    (quantile,) = samples(last, "probetop_cpu_event_latency_quantile_seconds")
     assert quantile.labels == {"probe": "cpu", "quantile": "0.95"}
     assert 1e-6 < quantile.value < 1.0  # seconds, not milliseconds
     (info,) = samples(last, "probetop_cpu_info")

@@ -532,7 +532,7 @@ CPU_LATENCY = _def(
     _CPU_LABELS,
 )
 CPU_LATENCY_PCT = _def(
-    "probetop_cpu_event_latency_percentile_seconds",
+    "probetop_cpu_event_latency_quantile_seconds",
     "gauge",
     "seconds",
     "the --percentile of the latest interval's event times, as sysbench reports it "
@@ -650,7 +650,7 @@ IOPS_CLAT = _def(
     _IOPS_LABELS,
 )
 IOPS_CLAT_PCT = _def(
-    "probetop_iops_completion_latency_percentile_seconds",
+    "probetop_iops_completion_latency_quantile_seconds",
     "gauge",
     "seconds",
     "fio's completion-latency percentiles (1 ... 99.99) of the latest interval "
