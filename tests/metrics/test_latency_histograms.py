@@ -114,6 +114,13 @@ def test_runs_round_trip_and_tolerate_garbage() -> None:
     assert decode_runs(runs) == counts
     assert decode_runs(None) is None and decode_runs({"3": 1}) is None
     assert decode_runs([[1], "x", [2, True], [-1, 3], [5, 2, -1, 1]]) == ((5, 2), (7, 1))
+    # through a recording's JSON and back, typed
+    read = disk.DirectionRates(1.0, 2.0, 3.0, 4.0, 5.0, {"50.000000": 3.0}, clat_hist=counts)
+    sample = disk.IopsInterval(read, None, 0.0).to_sample("iops:x", 1, 1.0)
+    doc = json.loads(json.dumps(sample.extra))
+    assert doc["clat_hist"] == {"read": runs}
+    again = disk.IopsInterval.from_sample(Sample("iops:x", 1, 1.0, sample.values, doc))
+    assert again.read == read
     # an old sample (no histogram) reads as None: the tracker leaves the histogram out
     old = Sample("cpu", 0, 1.0, {"eps": 1.0}, {"per_thread_events": [1]})
     assert cpu.CpuInterval.from_sample(old).lat_hist is None
