@@ -7,6 +7,7 @@ behind it:
 - ``CpuSettings``: what one probe runs with (frozen, validated)
 - ``CpuProbe``: the probe (native engine in GIL-free threads)
 - ``CpuInterval``, ``METRICS``: what a CPU sample carries, typed
+  (``bucket_upper_ms`` and ``HIST_SIZE``: sysbench's latency bucket edges)
 - ``format_report``, ``json_document``, ``parse_report``: sysbench's report
 - ``logical_cpus``, ``EVENT_EXPLAINED``, ``PYTHON_ENGINE_LABEL``
 
@@ -14,6 +15,7 @@ Importing this package is cheap: the engine (llvmlite) loads when a probe
 prepares.
 """
 
+from probetop.probes.cpu.hist import HIST_SIZE, bucket_upper_ms
 from probetop.probes.cpu.probe import CpuProbe, logical_cpus, sweep_thread_counts
 from probetop.probes.cpu.records import (
     EPS,
@@ -34,6 +36,7 @@ __all__ = [
     "DEFAULT_TIME_S",
     "EPS",
     "EVENT_EXPLAINED",
+    "HIST_SIZE",
     "KIND",
     "LAT_AVG_MS",
     "LAT_PCT_MS",
@@ -45,6 +48,7 @@ __all__ = [
     "CpuInterval",
     "CpuProbe",
     "CpuSettings",
+    "bucket_upper_ms",
     "format_report",
     "json_document",
     "logical_cpus",

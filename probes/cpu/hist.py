@@ -19,6 +19,7 @@ from probetop.probes.cpu.engine import HIST_DEDUCT, HIST_MULT, HIST_SIZE, bucket
 __all__ = [
     "HIST_SIZE",
     "bucket_of",
+    "bucket_upper_ms",
     "bucket_value_ms",
     "from_sparse",
     "histogram_of",
@@ -31,6 +32,15 @@ __all__ = [
 def bucket_value_ms(index: int) -> float:
     """The latency (ms) sysbench reports for bucket ``index``."""
     return math.exp(index / HIST_MULT + HIST_DEDUCT)
+
+
+def bucket_upper_ms(index: int) -> float:
+    """The upper edge (ms) of bucket ``index``: ``bucket_of`` files a latency
+    below it in ``index`` or lower, one at or above it higher (the last
+    bucket also takes everything past 100000 ms: its edge is infinite)."""
+    if index >= HIST_SIZE - 1:
+        return math.inf
+    return math.exp((index + 0.5) / HIST_MULT + HIST_DEDUCT)
 
 
 def percentile_ms(counts: Sequence[int], pct: float) -> float | None:

@@ -510,6 +510,8 @@ class CpuProbe:
             engine=self.engine.name if self.engine else None,
             phase=phase_index,
             phase_summary=None if full else phase.as_dict(self.percentile),
+            lat_hist=tuple((i, n) for i, n in enumerate(hist) if n),
+            lat_sum_ms=lat_ns / 1e6,
         )
         emit(record.to_sample(self.id, t1, seconds))
 

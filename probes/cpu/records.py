@@ -9,6 +9,10 @@ Contract:
 - ``METRICS`` declares every metric name a CPU sample may hold. A sample
   carries ``thread_events@tN`` for the first ``MAX_THREAD_METRICS`` threads;
   ``extra["per_thread_events"]`` always lists every thread.
+- ``extra["lat_hist"]`` (optional: absent in recordings made before it)
+  holds the interval's events in sysbench's latency histogram as runs of
+  buckets (``probes.core.buckets``); ``extra["lat_sum_ms"]`` the
+  interval's summed event latency.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.base import MetricSpec
+from probetop.probes.core.buckets import decode_runs, encode_runs
 from probetop.probes.core.sample import Sample, metric_key, split_key
 
 KIND = "cpu"
@@ -77,6 +82,8 @@ class CpuInterval:
     engine: str | None
     phase: int | None = None
     phase_summary: Mapping[str, Any] | None = None
+    lat_hist: tuple[tuple[int, int], ...] | None = None
+    lat_sum_ms: float | None = None
 
     @property
     def final(self) -> bool:
@@ -107,6 +114,9 @@ class CpuInterval:
             extra["final"] = True
         if self.phase_summary is not None:
             extra["phase_summary"] = dict(self.phase_summary)
+        if self.lat_hist is not None:
+            extra["lat_hist"] = encode_runs(self.lat_hist)
+            extra["lat_sum_ms"] = self.lat_sum_ms
         return Sample(probe_id, t_ns, interval_s, values, extra)
 
     @classmethod
@@ -135,6 +145,8 @@ class CpuInterval:
             engine=extra.get("engine") if isinstance(extra.get("engine"), str) else None,
             phase=phase if isinstance(phase, int) else None,
             phase_summary=summary if isinstance(summary, Mapping) else None,
+            lat_hist=decode_runs(extra.get("lat_hist")),
+            lat_sum_ms=_number(extra.get("lat_sum_ms")),
         )
 
 

@@ -13,7 +13,8 @@ behind it:
 - ``IopsInterval``, ``WarmupInterval`` (+ ``DirectionRates``, ``Plateau``),
   ``IopsParams``, ``WarmupParams``: what a sample and a probe's parameters
   carry, typed; ``IOPS_METRICS``, ``WARMUP_METRICS``, ``DIRECTION_METRICS``
-  and the metric name constants
+  and the metric name constants, and ``clat_bucket_range_ns``: the
+  latency histogram's bucket edges
 - ``iops_document``, ``format_iops_report``, ``iops_exit_code`` and the
   ``warmup_*`` equivalents: the headless reports
 - ``parse_size``, ``format_size``, ``parse_range``, ``make_data_file``
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from probetop.probes.disk.capacity import MIN_INTERVAL_S
 from probetop.probes.disk.records import (
+    CLAT_HIST_BUCKETS,
     DIRECTION_METRICS,
     DIRECTIONS,
     DONE_BYTES,
@@ -62,6 +64,7 @@ from probetop.probes.disk.records import (
     WarmupInterval,
     WarmupParams,
     active_directions,
+    clat_bucket_range_ns,
     pct_key,
 )
 from probetop.probes.disk.report import (
@@ -104,6 +107,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CLAT_HIST_BUCKETS",
     "DIRECTIONS",
     "DIRECTION_METRICS",
     "DONE_BYTES",
@@ -139,6 +143,7 @@ __all__ = [
     "WarmupProbe",
     "WarmupSettings",
     "active_directions",
+    "clat_bucket_range_ns",
     "format_iops_report",
     "format_size",
     "format_warmup_report",

@@ -400,6 +400,7 @@ class IopsProbe:
                 clat_p99_us=pct[99] / 1000.0 if pct[99] is not None else None,
                 clat_mean_us=mean / 1000.0 if mean is not None else None,
                 clat_us={pct_key(p): v / 1000.0 for p, v in pct.items() if v is not None},
+                clat_hist=tuple((int(i), int(delta.hist[i])) for i in delta.hist.nonzero()[0]),
             )
             row[f"{name}_iops"] = round(iops, 1)
             row[f"{name}_bw_bytes"] = round(delta.bytes / seconds)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probetop.probes.core.base import MetricSpec
+from probetop.probes.core.buckets import decode_runs, encode_runs
 from probetop.probes.core.sample import Sample
 
 IOPS_KIND = "iops"
@@ -79,7 +80,11 @@ class DirectionRates:
     """One direction of one interval: rates and completion latency (µs).
 
     ``clat_us`` maps fio's percentile keys ("99.000000") to µs; percentiles
-    with no I/O behind them are left out."""
+    with no I/O behind them are left out. ``clat_hist`` holds the interval's
+    I/Os in the fio-layout latency histogram, sparse ((bucket index, I/Os),
+    ... for the non-empty buckets, ascending; ``clat_bucket_range_ns`` gives
+    a bucket's edges; ``extra["clat_hist"][direction]`` in JSON, as runs:
+    ``probes.core.buckets``); None in recordings made before it."""
 
     iops: float | None
     bps: float | None
@@ -87,6 +92,7 @@ class DirectionRates:
     clat_p99_us: float | None
     clat_mean_us: float | None
     clat_us: Mapping[str, float] = field(default_factory=dict)
+    clat_hist: tuple[tuple[int, int], ...] | None = None
 
     def percentile_us(self, p: float) -> float | None:
         return self.clat_us.get(pct_key(p))
@@ -110,6 +116,7 @@ class IopsInterval:
     def to_sample(self, probe_id: str, t_ns: int, interval_s: float) -> Sample:
         values: dict[str, float | None] = {}
         clat: dict[str, dict[str, float]] = {}
+        hists: dict[str, list[list[int]]] = {}
         for name in DIRECTIONS:
             rates = self.direction(name)
             if rates is None:
@@ -121,8 +128,16 @@ class IopsInterval:
             values[keys.clat_p99_us] = rates.clat_p99_us
             values[keys.clat_mean_us] = rates.clat_mean_us
             clat[name] = dict(rates.clat_us)
+            if rates.clat_hist is not None:
+                hists[name] = encode_runs(rates.clat_hist)
         values[IOPS_ERRORS] = self.errors_per_s
-        extra = {"clat_us": clat, "ramp": self.ramp, "percentiles": list(self.percentiles)}
+        extra: dict[str, Any] = {
+            "clat_us": clat,
+            "ramp": self.ramp,
+            "percentiles": list(self.percentiles),
+        }
+        if hists:
+            extra["clat_hist"] = hists
         return Sample(probe_id, t_ns, interval_s, values, extra)
 
     @classmethod
@@ -131,6 +146,8 @@ class IopsInterval:
         values, extra = sample.values, sample.extra or {}
         clat = extra.get("clat_us")
         clat = clat if isinstance(clat, Mapping) else {}
+        hists = extra.get("clat_hist")
+        hists = hists if isinstance(hists, Mapping) else {}
         rates: dict[str, DirectionRates | None] = {}
         for name in DIRECTIONS:
             keys = DIRECTION_METRICS[name]
@@ -146,6 +163,7 @@ class IopsInterval:
                 clat_p99_us=_number(values.get(keys.clat_p99_us)),
                 clat_mean_us=_number(values.get(keys.clat_mean_us)),
                 clat_us={str(k): float(v) for k, v in pct.items() if _number(v) is not None},
+                clat_hist=decode_runs(hists.get(name)),
             )
         percentiles = extra.get("percentiles")
         return cls(
@@ -159,6 +177,25 @@ class IopsInterval:
                 else FIO_PERCENTILES
             ),
         )
+
+
+# The fio-layout latency histogram (workers.py counts into it): integer ns;
+# below 2 * 64 ns one bucket per ns, then each power of two split in 64.
+CLAT_HIST_BITS = 6
+CLAT_HIST_BUCKETS = 29 << CLAT_HIST_BITS
+
+
+def clat_bucket_range_ns(index: int) -> tuple[int, int]:
+    """The whole-ns latencies ``[low, high)`` the histogram files in bucket
+    ``index`` (the last bucket also takes everything above: high is 2**62)."""
+    val = 1 << CLAT_HIST_BITS
+    if index < 2 * val:
+        return index, index + 1
+    error_bits = (index >> CLAT_HIST_BITS) - 1
+    low = (val + (index & (val - 1))) << error_bits
+    if index >= CLAT_HIST_BUCKETS - 1:
+        return low, 1 << 62
+    return low, low + (1 << error_bits)
 
 
 def active_directions(rw: str) -> tuple[str, ...]:

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from probetop.probes import cpu, disk, http, icmp
 from probetop.probes.core.sample import Sample
-from probetop.tui.metrics.model import Histogram, MetricDef, Point, Summary
+from probetop.tui.metrics.model import Histogram, MetricDef, Point
 
 # -- buckets -----------------------------------------------------------------
 
@@ -59,6 +59,38 @@ The probe's own histogram (``IcmpInterval.rtt_hist``) has four buckets per
 power of two of nanoseconds, so every one of its buckets falls wholly under
 one of these bounds: the counts are exact, not interpolated."""
 ICMP_BUCKETS_S: tuple[float, ...] = tuple(ns / 1e9 for ns in ICMP_BUCKETS_NS)
+
+CPU_BOUND_BUCKETS: tuple[int, ...] = tuple(range(0, 897, 16))
+"""CPU event times: the upper edges of every 16th of sysbench's 1024 log
+buckets (127.9 per decade), from bucket 0 (edge 1.009 µs) to bucket 896
+(10.25 s): 57 bounds, 8 per decade (each 1.334 times the one before). A
+sample's native bucket ``i`` lies wholly under the first bound whose bucket
+is >= ``i``: the counts are exact, not interpolated."""
+CPU_BUCKETS_S: tuple[float, ...] = tuple(cpu.bucket_upper_ms(i) / 1e3 for i in CPU_BOUND_BUCKETS)
+
+IOPS_BUCKETS_NS: tuple[int, ...] = tuple(
+    sorted([(1 << n) - 1 for n in range(9, 34)] + [(3 << (n - 1)) - 1 for n in range(9, 33)])
+)
+"""Disk completion latencies: 2**n and 1.5 * 2**n ns, 512 ns to 8.6 s (49
+bounds, two per power of two), each minus 1 ns: fio's histogram counts whole
+ns, and every 2**n and 1.5 * 2**n (n >= 7) is an edge of its buckets, so
+``le = edge - 1 ns`` is the largest latency the bucket below the edge holds
+and every native bucket lies wholly under one bound: exact counts."""
+IOPS_BUCKETS_S: tuple[float, ...] = tuple(ns / 1e9 for ns in IOPS_BUCKETS_NS)
+
+
+def cpu_slot(index: int) -> int:
+    """The Prometheus bucket (index into ``CPU_BUCKETS_S``; its length: +Inf)
+    holding sysbench's native bucket ``index``."""
+    return bisect.bisect_left(CPU_BOUND_BUCKETS, index)
+
+
+def iops_slot(index: int) -> int:
+    """The Prometheus bucket (index into ``IOPS_BUCKETS_S``; its length:
+    +Inf) holding the fio-layout native bucket ``index``: the first bound
+    at or above the largest whole-ns latency the bucket holds."""
+    high = disk.clat_bucket_range_ns(index)[1]
+    return bisect.bisect_left(IOPS_BUCKETS_NS, high - 1)
 
 
 class BucketCounter:
@@ -96,6 +128,11 @@ def _count(rate: float | None, interval_s: float) -> int:
     if rate is None or not math.isfinite(rate) or interval_s <= 0:
         return 0
     return max(0, round(rate * interval_s))
+
+
+def _float_label(value: float) -> str:
+    """A quantile as a label value, as summaries spell it (0.95, 0.9999)."""
+    return format(value, "g")
 
 
 def _label(value: Any) -> str:
@@ -488,11 +525,19 @@ CPU_EPS = _def(
 )
 CPU_LATENCY = _def(
     "probetop_cpu_event_latency_seconds",
-    "summary",
+    "histogram",
     "seconds",
-    "time per event: the --percentile of the latest interval as the quantile, "
-    "count and sum over the run",
+    "time per event over the run, from sysbench's own latency histogram (bounds: "
+    "edges of its log buckets, 8 per decade)",
     _CPU_LABELS,
+)
+CPU_LATENCY_PCT = _def(
+    "probetop_cpu_event_latency_quantile_seconds",
+    "gauge",
+    "seconds",
+    "the --percentile of the latest interval's event times, as sysbench reports it "
+    "(quantile: 0.95 for the 95th)",
+    (*_CPU_LABELS, "quantile"),
 )
 CPU_THREADS = _def("probetop_cpu_threads", "gauge", "", "worker threads running", _CPU_LABELS)
 CPU_INFO = _def(
@@ -507,15 +552,15 @@ CPU_INFO = _def(
 class CpuTracker(Tracker):
     KIND = cpu.KIND
     COMMAND = "cpu"
-    DEFS = (CPU_EVENTS, CPU_EPS, CPU_LATENCY, CPU_THREADS, CPU_INFO)
+    DEFS = (CPU_EVENTS, CPU_EPS, CPU_LATENCY, CPU_LATENCY_PCT, CPU_THREADS, CPU_INFO)
 
     def __init__(self, probe_id: str, info: Mapping[str, Any]) -> None:
         self.events = 0
         self.eps: float | None = None
         self.threads: int | None = None
         self.quantile: tuple[float, float] | None = None
-        self.lat_count = 0
-        self.lat_sum = 0.0
+        # None until a sample carries its histogram (older recordings do not)
+        self.latency: BucketCounter | None = None
         self.engine = ""
         self.max_prime = ""
         super().__init__(probe_id, info)
@@ -532,9 +577,17 @@ class CpuTracker(Tracker):
         if iv.eps is not None:
             self.eps = iv.eps
         self.threads = iv.threads
-        if iv.lat_avg_ms is not None and events:
-            self.lat_count += events
-            self.lat_sum += iv.lat_avg_ms / 1e3 * events
+        if iv.lat_hist is not None:
+            if self.latency is None:
+                self.latency = BucketCounter(CPU_BUCKETS_S)
+            in_hist = 0
+            for index, n in iv.lat_hist:
+                self.latency.add_to(cpu_slot(index), n, 0.0)
+                in_hist += n
+            if iv.lat_sum_ms is not None:
+                self.latency.sum += iv.lat_sum_ms / 1e3
+            elif iv.lat_avg_ms is not None:
+                self.latency.sum += iv.lat_avg_ms / 1e3 * in_hist
         if iv.lat_pct_ms is not None:
             self.quantile = (iv.percentile / 100.0, iv.lat_pct_ms / 1e3)
         if iv.engine:
@@ -545,8 +598,11 @@ class CpuTracker(Tracker):
         out = [Point(CPU_EVENTS, labels, float(self.events))]
         if self.eps is not None:
             out.append(Point(CPU_EPS, labels, self.eps))
-        quantiles = (self.quantile,) if self.quantile is not None else ()
-        out.append(Point(CPU_LATENCY, labels, Summary(quantiles, self.lat_count, self.lat_sum)))
+        if self.latency is not None:
+            out.append(Point(CPU_LATENCY, labels, self.latency.snapshot()))
+        if self.quantile is not None:
+            q, seconds = self.quantile
+            out.append(Point(CPU_LATENCY_PCT, (*labels, _float_label(q)), seconds))
         if self.threads is not None:
             out.append(Point(CPU_THREADS, labels, float(self.threads)))
             out.append(
@@ -587,11 +643,19 @@ IOPS_BW = _def(
 )
 IOPS_CLAT = _def(
     "probetop_iops_completion_latency_seconds",
-    "summary",
+    "histogram",
     "seconds",
-    "completion latency (fio's clat): fio's percentiles of the latest interval "
-    "as quantiles, count and sum over the run outside --ramp",
+    "completion latency (fio's clat) over the run outside --ramp, from the probe's "
+    "fio-layout histogram (bounds: 2**n and 1.5*2**n ns minus 1 ns)",
     _IOPS_LABELS,
+)
+IOPS_CLAT_PCT = _def(
+    "probetop_iops_completion_latency_quantile_seconds",
+    "gauge",
+    "seconds",
+    "fio's completion-latency percentiles (1 ... 99.99) of the latest interval "
+    "(quantile: 0.99 for the 99th)",
+    (*_IOPS_LABELS, "quantile"),
 )
 IOPS_ERRORS = _def(
     "probetop_iops_errors", "counter", "", "failed or short I/Os", ("probe", "target")
@@ -600,7 +664,7 @@ IOPS_RAMP = _def(
     "probetop_iops_ramp",
     "gauge",
     "",
-    "1 while in --ramp (not counted in the latency summary), else 0",
+    "1 while in --ramp (not counted in the latency histogram), else 0",
     ("probe", "target"),
 )
 IOPS_INFO = _def(
@@ -619,14 +683,24 @@ class _Direction:
         self.rate: float | None = None
         self.bw: float | None = None
         self.quantiles: tuple[tuple[float, float], ...] = ()
-        self.lat_count = 0
-        self.lat_sum = 0.0
+        # None until a sample carries its histogram (older recordings do not)
+        self.latency: BucketCounter | None = None
 
 
 class IopsTracker(Tracker):
     KIND = disk.IOPS_KIND
     COMMAND = "iops"
-    DEFS = (IOPS_IOS, IOPS_BYTES, IOPS_RATE, IOPS_BW, IOPS_CLAT, IOPS_ERRORS, IOPS_RAMP, IOPS_INFO)
+    DEFS = (
+        IOPS_IOS,
+        IOPS_BYTES,
+        IOPS_RATE,
+        IOPS_BW,
+        IOPS_CLAT,
+        IOPS_CLAT_PCT,
+        IOPS_ERRORS,
+        IOPS_RAMP,
+        IOPS_INFO,
+    )
 
     def __init__(self, probe_id: str, info: Mapping[str, Any]) -> None:
         self.directions: dict[str, _Direction] = {}
@@ -650,9 +724,16 @@ class IopsTracker(Tracker):
             state.ios += ios
             state.bytes += _count(rates.bps, seconds)
             state.rate, state.bw = rates.iops, rates.bps
-            if not iv.ramp and ios and rates.clat_mean_us is not None:
-                state.lat_count += ios
-                state.lat_sum += rates.clat_mean_us / 1e6 * ios
+            if rates.clat_hist is not None:
+                if state.latency is None:
+                    state.latency = BucketCounter(IOPS_BUCKETS_S)
+                if not iv.ramp:
+                    in_hist = 0
+                    for index, n in rates.clat_hist:
+                        state.latency.add_to(iops_slot(index), n, 0.0)
+                        in_hist += n
+                    if rates.clat_mean_us is not None:
+                        state.latency.sum += rates.clat_mean_us / 1e6 * in_hist
             if rates.clat_us:
                 state.quantiles = tuple(
                     sorted((float(p) / 100.0, us / 1e6) for p, us in rates.clat_us.items())
@@ -672,7 +753,10 @@ class IopsTracker(Tracker):
                 out.append(Point(IOPS_RATE, labels, d.rate))
             if d.bw is not None:
                 out.append(Point(IOPS_BW, labels, d.bw))
-            out.append(Point(IOPS_CLAT, labels, Summary(d.quantiles, d.lat_count, d.lat_sum)))
+            if d.latency is not None:
+                out.append(Point(IOPS_CLAT, labels, d.latency.snapshot()))
+            for q, seconds in d.quantiles:
+                out.append(Point(IOPS_CLAT_PCT, (*labels, _float_label(q)), seconds))
         out.append(Point(IOPS_ERRORS, base, float(self.errors)))
         if self.ramp is not None:
             out.append(Point(IOPS_RAMP, base, 1.0 if self.ramp else 0.0))
