@@ -103,12 +103,7 @@ class PassTotals:
             "total_ios": self.ios,
             "done_bytes": self.done_bytes,
             "range_bytes": self.range_bytes,
-            "plateau": {
-                "criterion": p.criterion if p else None,
-                "reached_at_s": p.reached_at_s if p else None,
-                "reached_at_bytes": p.reached_at_bytes if p else None,
-                "left_at_s": p.left_at_s if p else None,
-            },
+            "plateau": _plateau_dict(p) if p is not None else None,
         }
 
     @classmethod
@@ -192,12 +187,7 @@ class WarmupSummary:
             "total_ios": t.ios,
             "complete": t.completed,
             "resumed_from": self.resumed_from,
-            "plateau": {
-                "criterion": p.criterion if p else None,
-                "reached_at_s": p.reached_at_s if p else None,
-                "reached_at_bytes": p.reached_at_bytes if p else None,
-                "left_at_s": p.left_at_s if p else None,
-            },
+            "plateau": _plateau_dict(p if p is not None else Plateau.from_dict({})),
             "checkpoint": self.checkpoint,
             "passes": [row.as_dict() for row in self.passes],
             "notes": list(self.notes),
@@ -223,6 +213,12 @@ class WarmupSummary:
             if isinstance(rows, list)
             else []
         )
+        old = isinstance(rows, list) and not any(
+            isinstance(r, Mapping) and "bytes" in r for r in rows
+        )  # probetop 0.1: pass rows without figures; one pass had the run's
+        if old and len(passes) == 1:
+            passes = []
+        plateau = d.get("plateau")
         if not passes:  # an old footer or a run that never started a pass
             name = _str(d.get("pass")) or "?"
             row = PassTotals(
@@ -233,9 +229,9 @@ class WarmupSummary:
                 seconds=_float(d.get("seconds")),
                 done_bytes=_int(d.get("done_bytes")),
                 outcome="completed" if d.get("complete") else "stopped",
+                plateau=Plateau.from_dict(plateau) if isinstance(plateau, Mapping) else None,
             )
             passes = [row]
-        plateau = d.get("plateau")
         verify = d.get("verify")
         notes = d.get("notes")
         intervals = d.get("intervals")
@@ -258,6 +254,16 @@ class WarmupSummary:
             ),
             error=_str(d.get("error")),
         )
+
+
+def _plateau_dict(p: Plateau) -> dict[str, Any]:
+    """The plateau as the summary has always written it."""
+    return {
+        "criterion": p.criterion,
+        "reached_at_s": p.reached_at_s,
+        "reached_at_bytes": p.reached_at_bytes,
+        "left_at_s": p.left_at_s,
+    }
 
 
 def _outcome(v: Any, complete: bool) -> Outcome:
