@@ -239,7 +239,12 @@ class IopsProbe:
             args.append(f"--rwmixread={s.rwmixread}")
         if s.sync:
             args.append("--sync=1")
-        if s.rate_iops:
+        if s.rate_iops and s.rw in ("randrw", "rw"):
+            # fio caps each direction at a single rate_iops value; probetop caps
+            # the job: split the cap by the mix (reads, writes).
+            reads = round(s.rate_iops * s.readpct / 100)
+            args.append(f"--rate_iops={reads},{s.rate_iops - reads}")
+        elif s.rate_iops:
             args.append(f"--rate_iops={s.rate_iops}")
         if s.offset:
             args.append(f"--offset={s.offset}")

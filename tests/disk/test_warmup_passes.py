@@ -42,7 +42,7 @@ def test_write_read_keeps_the_passes_apart(fast_dir: Path) -> None:
     assert doc["outcome"] == "completed" and doc["complete"] is True
     # The text report: a row per pass and the total, in fio's units.
     (fast_dir / "c.json").unlink()
-    text = run_cli(args + ["--headless"])
+    text = run_cli([*args, "--headless"])
     assert text.returncode == 0, text.stderr
     lines = {ln.split()[0]: ln for ln in text.stdout.splitlines() if ln.startswith("  ")}
     assert "8,388,608" in lines["write"] and lines["write"].endswith("completed")
