@@ -271,7 +271,10 @@ class WarmupPane(ProbePane):
         for row in rows:
             total.add(row.bytes, row.ios, row.seconds)
         total.outcome = overall_outcome(rows)
-        lines = [f"{'pass':<6} {'bytes':>8} {'time':>8} {'bandwidth':>10} {'IOPS':>6}  plateau"]
+        lines = [
+            f"{'pass':<6} {'bytes':>8} {'time':>8} {'bandwidth':>10} {'IOPS':>6}  "
+            f"{'plateau':<12} outcome"
+        ]
         for row in [*rows, total]:
             p = row.plateau
             plateau = (
