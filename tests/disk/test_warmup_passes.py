@@ -25,9 +25,13 @@ def test_write_read_keeps_the_passes_apart(fast_dir: Path) -> None:
     target.write_bytes(b"\1" * (8 << 20))
     args = ["warmup", str(target), "--write", "--read", "--bs", "64k", "--iodepth", "4",
             f"--yes-destroy-data={target}", "--checkpoint", str(fast_dir / "c.json")]  # fmt: skip
-    proc = run_cli([*args, "--json"])
+    rec = fast_dir / "rec.jsonl"
+    proc = run_cli([*args, "--record", str(rec), "--json"])
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
+    # The recording footer carries the same document (rows and total).
+    footer = json.loads(rec.read_text().splitlines()[-1])
+    assert footer["summaries"][f"warmup:{target}"]["passes"] == doc["passes"]
     rows = doc["passes"]
     assert [r["pass"] for r in rows] == ["write", "read"]
     for r in rows:
