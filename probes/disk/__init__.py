@@ -16,7 +16,11 @@ behind it:
   and the metric name constants, and ``clat_bucket_range_ns``: the
   latency histogram's bucket edges
 - ``iops_document``, ``format_iops_report``, ``iops_exit_code`` and the
-  ``warmup_*`` equivalents: the headless reports
+  ``warmup_*`` equivalents: the headless reports; ``PassTotals``,
+  ``WarmupSummary``, ``Outcome``, ``overall_outcome``: the warm-up's
+  per-pass figures and summary, typed
+- ``num2str``, ``fio_bandwidth``, ``fio_count``, ``fio_size``: fio's units
+  and rounding (``units.py``), for every disk report and pane
 - ``parse_size``, ``format_size``, ``parse_range``, ``make_data_file``
 - ``MIN_INTERVAL_S``: the shortest --interval the disk probes keep (0.1 s)
 
@@ -36,6 +40,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.disk.capacity import MIN_INTERVAL_S
+from probetop.probes.disk.passes import (
+    OUTCOMES,
+    Outcome,
+    PassTotals,
+    WarmupSummary,
+    overall_outcome,
+)
 from probetop.probes.disk.records import (
     CLAT_HIST_BUCKETS,
     DIRECTION_METRICS,
@@ -85,6 +96,10 @@ from probetop.probes.disk.settings import (
     names_target,
 )
 from probetop.probes.disk.target import format_size, make_data_file, parse_range, parse_size
+from probetop.probes.disk.units import bandwidth as fio_bandwidth
+from probetop.probes.disk.units import count as fio_count
+from probetop.probes.disk.units import num2str
+from probetop.probes.disk.units import size as fio_size
 
 if TYPE_CHECKING:
     from probetop.probes.disk.iops import IopsProbe
@@ -119,6 +134,7 @@ __all__ = [
     "IOPS_METRICS",
     "IOPS_SPEC",
     "MIN_INTERVAL_S",
+    "OUTCOMES",
     "PASSES",
     "PROGRESS_PCT",
     "READ_IOPS",
@@ -137,13 +153,19 @@ __all__ = [
     "IopsParams",
     "IopsProbe",
     "IopsSettings",
+    "Outcome",
+    "PassTotals",
     "Plateau",
     "WarmupInterval",
     "WarmupParams",
     "WarmupProbe",
     "WarmupSettings",
+    "WarmupSummary",
     "active_directions",
     "clat_bucket_range_ns",
+    "fio_bandwidth",
+    "fio_count",
+    "fio_size",
     "format_iops_report",
     "format_size",
     "format_warmup_report",
@@ -151,6 +173,8 @@ __all__ = [
     "iops_exit_code",
     "make_data_file",
     "names_target",
+    "num2str",
+    "overall_outcome",
     "parse_range",
     "parse_size",
     "pct_key",

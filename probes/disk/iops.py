@@ -87,14 +87,20 @@ from probetop.probes.disk.workers import (
 
 
 def fio_direction(d: DirectionTotals, runtime_s: float) -> dict[str, Any]:
-    """One direction in fio's JSON shape (bandwidths in bytes/s, latency in ns)."""
+    """One direction in fio's JSON shape: fio's field names, types and units
+    (``io_bytes``, ``io_kbytes``, ``bw_bytes`` B/s, ``bw`` KiB/s, ``iops``,
+    ``runtime`` ms, ``total_ios``, ``clat_ns`` in ns with fio's percentile
+    keys); ``runtime_ms`` and ``errors`` are probetop's own."""
     pct = hist_percentiles(d.hist, FIO_PERCENTILES) if d.ios else {}
+    runtime_ms = round(runtime_s * 1000)
     return {
         "io_bytes": d.bytes,
+        "io_kbytes": d.bytes >> 10,  # KiB, as fio
         "bw_bytes": round(d.bytes / runtime_s) if runtime_s > 0 else 0,
         "bw": round(d.bytes / 1024 / runtime_s) if runtime_s > 0 else 0,  # KiB/s, as fio
         "iops": d.ios / runtime_s if runtime_s > 0 else 0.0,
-        "runtime_ms": round(runtime_s * 1000),
+        "runtime": runtime_ms,  # fio's name (ms)
+        "runtime_ms": runtime_ms,  # probetop 0.1's name, kept for old readers
         "total_ios": d.ios,
         "errors": d.errors,
         "clat_ns": {
@@ -233,7 +239,12 @@ class IopsProbe:
             args.append(f"--rwmixread={s.rwmixread}")
         if s.sync:
             args.append("--sync=1")
-        if s.rate_iops:
+        if s.rate_iops and s.rw in ("randrw", "rw"):
+            # fio caps each direction at a single rate_iops value; probetop caps
+            # the job: split the cap by the mix (reads, writes).
+            reads = round(s.rate_iops * s.readpct / 100)
+            args.append(f"--rate_iops={reads},{s.rate_iops - reads}")
+        elif s.rate_iops:
             args.append(f"--rate_iops={s.rate_iops}")
         if s.offset:
             args.append(f"--offset={s.offset}")

@@ -7,14 +7,21 @@ Contract:
 - ``format_iops_report`` / ``format_warmup_report`` turn the same document into
   the text report (no trailing newline). A run stopped before it measured
   (during the file's layout) says how far the layout got and what was undone.
-- ``iops_exit_code`` / ``warmup_exit_code``: 2 when the probe failed; for the
-  warm-up 1 when ``--verify`` found bad sectors; else 0.
+- ``iops_exit_code`` / ``warmup_exit_code``: 2 when the probe failed (for the
+  warm-up also when a pass failed); for the warm-up 1 when ``--verify`` found
+  bad sectors; 130 when a signal interrupted the run (the partial report is
+  printed first); else 0.
+- Every figure with a unit is written by ``units`` (fio's choice of unit and
+  rounding: ``BW=1B/s``, never ``0.0MB/s``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from probetop.probes.disk import units
+from probetop.probes.disk.passes import PassTotals, WarmupSummary
 
 
 def iops_document(summary: Mapping[str, Any], error: str | None) -> dict[str, Any]:
@@ -26,19 +33,30 @@ def iops_document(summary: Mapping[str, Any], error: str | None) -> dict[str, An
 
 
 def _direction_lines(name: str, d: Mapping[str, Any]) -> list[str]:
+    """fio's block for one direction: ``IOPS=``, ``BW=`` and ``io/runtime`` in
+    fio's units (``units``), then clat and its percentiles in fio's scale."""
+    runtime_ms = int(d.get("runtime") or d.get("runtime_ms") or 0)
+    bw = units.rates_per_runtime(int(d["io_bytes"]), runtime_ms)
+    iops = units.rates_per_runtime(int(d["total_ios"]), runtime_ms)
     clat = d["clat_ns"]
-    pct = clat["percentile"]
     lines = [
-        f"  {name}: IOPS={d['iops']:,.0f}, BW={d['bw_bytes'] / 1e6:,.1f}MB/s "
-        f"({d['io_bytes'] / 1e6:,.1f}MB/{d['runtime_ms']}msec), ios={d['total_ios']}"
+        f"  {name}: IOPS={units.count(iops)}, BW={units.bandwidth(bw)}"
+        f"({units.size(d['io_bytes'])}/{runtime_ms}msec), ios={d['total_ios']}"
         + (f", errors={d['errors']}" if d.get("errors") else ""),
-        f"    clat (usec): min={clat['min'] / 1e3:.2f}, max={clat['max'] / 1e3:.2f}, "
-        f"avg={clat['mean'] / 1e3:.2f}, stdev={clat['stddev'] / 1e3:.2f}",
     ]
+    if clat.get("N"):
+        scale = units.LatencyScale.for_summary(clat["min"], clat["max"], clat["stddev"])
+        lines.append(
+            f"    clat ({scale.name}): min={units.num2str(scale.truncate(clat['min']), 6)}, "
+            f"max={units.num2str(scale.truncate(clat['max']), 6)}, "
+            f"avg={scale.scale(clat['mean']):5.02f}, stdev={scale.scale(clat['stddev']):5.02f}"
+        )
+    pct = clat.get("percentile") or {}
     if pct:
-        cells = [f"{float(k):g}th={v / 1e3:.1f}" for k, v in pct.items()]
-        lines.append("    clat percentiles (usec): " + ", ".join(cells[:9]))
-        lines.append("                             " + ", ".join(cells[9:]))
+        pscale = units.LatencyScale.for_values([int(v) for v in pct.values()])
+        cells = [f"{float(k):.2f}th=[{pscale.round_up(int(v))}]" for k, v in pct.items()]
+        lines.append(f"    clat percentiles ({pscale.name}): " + ", ".join(cells[:9]))
+        lines.append(" " * 30 + ", ".join(cells[9:]))
     return lines
 
 
@@ -67,8 +85,12 @@ def format_iops_report(
     return "\n".join(out)
 
 
-def iops_exit_code(error: str | None) -> int:
-    return 2 if error else 0
+def iops_exit_code(error: str | None, *, interrupted: bool = False) -> int:
+    """2 when the probe failed, else 130 when a signal stopped the run (the
+    partial report is printed, as ``cpu`` and ``http`` do), else 0."""
+    if error:
+        return 2
+    return 130 if interrupted else 0
 
 
 def warmup_document(summary: Mapping[str, Any], error: str | None) -> dict[str, Any]:
@@ -80,43 +102,81 @@ def warmup_document(summary: Mapping[str, Any], error: str | None) -> dict[str, 
     return doc
 
 
-def format_warmup_report(doc: Mapping[str, Any], *, reason: str) -> str:
-    """Text: progress, this run's rate, plateau, verify, checkpoint, fio's command."""
-    total = doc.get("total_bytes") or 0
-    done = doc.get("done_bytes") or 0
-    pct = 100.0 * done / total if total else 0.0
-    plateau = doc.get("plateau", {})
-    lines = [
-        f"probetop warmup {doc.get('target')}: {doc.get('pass')} pass, {reason}",
-        f"  done: {done:,} of {total:,} bytes ({pct:.1f} %), complete: {doc.get('complete')}",
-        f"  this run: {doc.get('bytes', 0):,} bytes in {doc.get('seconds', 0):.1f} s, "
-        f"{doc.get('bw_bytes', 0) / 1e6:,.1f} MB/s, {doc.get('iops', 0):,.0f} IOPS",
-    ]
-    if doc.get("resumed_from") is not None:
-        lines.append(f"  resumed from {doc['resumed_from']:,} bytes done")
-    if plateau.get("reached_at_s") is not None:
-        lines.append(
-            f"  plateau ({plateau['criterion']}): reached at {plateau['reached_at_s']:.0f} s "
-            f"after {plateau['reached_at_bytes']:,} bytes"
-            + (f", left at {plateau['left_at_s']:.0f} s" if plateau.get("left_at_s") else "")
+def _pass_row(row: PassTotals) -> str:
+    plateau = row.plateau
+    if row.pass_name == "total":
+        reached = ""
+    elif plateau is not None and plateau.reached_at_s is not None:
+        reached = f"at {plateau.reached_at_s:.0f} s" + (
+            f", left {plateau.left_at_s:.0f} s" if plateau.left_at_s is not None else ""
         )
     else:
-        lines.append(f"  plateau ({plateau.get('criterion')}): not reached")
-    if "verify" in doc:
-        v = doc["verify"]
-        lines.append(f"  verify: {v['bad_sectors']} bad sectors" + (" (ok)" if v["ok"] else ""))
-    for note in doc.get("notes", []):
+        reached = "not reached" if row.outcome != "not started" else "-"
+    seconds = units.per_second  # fio's integer rates over a ms runtime
+    outcome = row.outcome + (f": {row.reason}" if row.reason else "")
+    return (
+        f"  {row.pass_name:<10} {row.bytes:>17,} {row.seconds:>8.3f} s "
+        f"{units.bandwidth(seconds(row.bytes, row.seconds)):>22} "
+        f"{units.count(seconds(row.ios, row.seconds)):>6} {reached:<20} {outcome}"
+    )
+
+
+def format_warmup_report(doc: Mapping[str, Any], *, reason: str) -> str:
+    """Text: the outcome, progress, a row per pass and the total (bytes, time,
+    bandwidth and IOPS in fio's units, plateau, outcome), verify, checkpoint,
+    fio's command. The headline never says "completed" for a run whose passes
+    did not complete: a run that ended by itself shows its passes' outcome."""
+    s = WarmupSummary.from_dict(doc)
+    total = s.total
+    said = total.outcome if reason == "completed" else reason
+    lines = [f"probetop warmup {s.target}: {s.pass_name} pass, {said}"]
+    if s.time_based:
+        lines.append(
+            f"  written: {total.bytes:,} bytes at random over {s.total_bytes:,} "
+            f"(time-based), complete: {total.completed}"
+        )
+    else:
+        pct = 100.0 * s.done_bytes / s.total_bytes if s.total_bytes else 0.0
+        lines.append(
+            f"  done: {s.done_bytes:,} of {s.total_bytes:,} bytes ({pct:.1f} %), "
+            f"complete: {total.completed}"
+        )
+    lines.append(
+        f"  {'pass':<10} {'bytes':>17} {'time':>10} {'bandwidth':>22} {'IOPS':>6} "
+        f"{'plateau':<20} outcome"
+    )
+    lines += [_pass_row(row) for row in s.passes]
+    if len(s.passes) > 1:
+        lines.append(_pass_row(total))
+    if s.resumed_from is not None:
+        lines.append(f"  resumed from {s.resumed_from:,} bytes done")
+    criterion = s.plateau.criterion if s.plateau else None
+    lines.append(f"  plateau criterion: {criterion} (fio --steadystate), detected afresh per pass")
+    if s.verify is not None:
+        bad, _first = s.verify
+        ok = bad == 0 and total.completed
+        lines.append(f"  verify: {bad} bad sectors" + (" (ok)" if ok else ""))
+    for note in s.notes:
         lines.append(f"  note: {note}")
-    if doc.get("checkpoint"):
-        lines.append(f"  checkpoint: {doc['checkpoint']}")
-    lines.append(f"  same pass in fio: {doc.get('fio_command')}")
-    if doc.get("error"):
-        lines.append(f"  error: {doc['error']}")
+    if s.checkpoint:
+        lines.append(f"  checkpoint: {s.checkpoint}")
+    lines.append(f"  same pass in fio: {s.fio_command}")
+    if s.error:
+        lines.append(f"  error: {s.error}")
     return "\n".join(lines)
 
 
-def warmup_exit_code(doc: Mapping[str, Any], error: str | None) -> int:
+def warmup_exit_code(
+    doc: Mapping[str, Any], error: str | None, *, interrupted: bool = False
+) -> int:
+    """2 when the probe failed or a pass failed (e.g. randwrite completed no
+    I/O), 1 when ``--verify`` found bad sectors, 130 when a signal stopped
+    the run, else 0."""
     if error:
         return 2
-    verify = doc.get("verify")
-    return 1 if verify and verify["bad_sectors"] else 0
+    s = WarmupSummary.from_dict(doc)
+    if s.total.outcome == "failed":
+        return 2
+    if s.verify is not None and s.verify[0]:
+        return 1
+    return 130 if interrupted else 0

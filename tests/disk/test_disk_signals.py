@@ -147,7 +147,7 @@ def test_a_long_layout_stops_on_a_signal_and_is_undone(disk_dir: Path, sig: int)
     )  # fmt: skip
     name = signal.Signals(sig).name
     assert latency <= STOP_WITHIN_S, (latency, out, err)
-    assert rc == 0 and "Traceback" not in err, err
+    assert rc == 130 and "Traceback" not in err, err
     # The partial report: what happened, how far the layout got, what was undone.
     assert f"interrupted ({name})" in out
     assert "layout undone" in out and "was removed" in out and "nothing was measured" in out
@@ -189,7 +189,7 @@ def test_iops_with_extreme_options_stops_on_a_signal(fast_dir: Path, sig: int) -
     )  # fmt: skip
     name = signal.Signals(sig).name
     assert latency <= STOP_WITHIN_S, (latency, out, err)
-    assert rc == 0, err
+    assert rc == 130, err
     assert f"interrupted ({name})" in out and "read: IOPS=" in out
     assert_recording(rec, f"interrupted ({name})")
 
@@ -207,7 +207,7 @@ def test_warmup_with_extreme_options_stops_and_resumes(fast_dir: Path, sig: int)
     )  # fmt: skip
     name = signal.Signals(sig).name
     assert latency <= STOP_WITHIN_S, (latency, out, err)
-    assert rc == 0, err
+    assert rc == 130, err
     assert f"read pass, interrupted ({name})" in out and "complete: False" in out
     assert_recording(rec, f"interrupted ({name})")
     saved = Checkpoint.load(ckpt)  # valid, and holds what the report says
@@ -249,7 +249,7 @@ def test_a_stop_during_the_first_compilation_does_not_wait_for_it(
             proc.kill()
             proc.wait()
     assert latency <= STOP_WITHIN_S, (latency, err)
-    assert proc.returncode == 0 and "Traceback" not in err and "Fatal" not in err, err
+    assert proc.returncode == 130 and "Traceback" not in err and "Fatal" not in err, err
     assert "interrupted (SIGINT)" in out
     assert_recording(rec, "interrupted (SIGINT)")
 
@@ -264,7 +264,7 @@ def test_a_paced_pass_stops_without_waiting_for_its_next_slot(fast_dir: Path) ->
         signal.SIGINT,
         checkpoint_has_progress(ckpt),
     )  # fmt: skip
-    assert latency <= STOP_WITHIN_S and rc == 0, (latency, err)
+    assert latency <= STOP_WITHIN_S and rc == 130, (latency, err)
     assert Checkpoint.load(ckpt).done_bytes >= 4096
 
 

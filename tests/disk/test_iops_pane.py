@@ -113,3 +113,36 @@ async def test_warmup_pane_shows_the_kernel_view_of_the_device(tmp_path) -> None
             await pilot.pause()
             pane.render_frame()
             assert f"kernel {name}:" in pane.progress.text
+
+
+async def test_warmup_pane_shows_a_row_per_pass_and_a_total(tmp_path) -> None:
+    """--write --read: the pane adds the passes up from the samples, each row
+    with its outcome from the bytes done, and a total row."""
+    await asyncio.to_thread(warm_up_kernels)
+    target = tmp_path / "vol.img"
+    with open(target, "wb") as f:
+        f.truncate(8 << 20)
+    settings = WarmupSettings(
+        str(target), pass_name="write+read", bs=65536, iodepth=1, rate_iops=200,
+        interval_s=0.25, checkpoint=str(tmp_path / "c.json"), direct=False, confirmed=True,
+    )  # fmt: skip
+    app = make_app(AppConfig(probes=[WarmupProbe(settings)], interval_s=0.25, focus="warmup"))
+    async with app.run_test(size=(120, 50)) as pilot:
+        pane = await _wait_for(
+            app,
+            WarmupPane,
+            lambda p: "read" in p.pass_rows and p.last_status and p.last_status.level == "stopped",
+            tries=600,
+        )
+        await pilot.pause()
+        pane.render_frame()
+        lines = pane.pass_block.text.splitlines()
+        rows = {line.split()[0]: line for line in lines[1:]}
+        assert set(rows) == {"write", "read", "total"}, lines
+        assert rows["write"].rstrip().endswith("completed"), lines
+        assert rows["read"].rstrip().endswith("completed"), lines
+        assert rows["total"].rstrip().endswith("completed"), lines
+        # both passes covered the 8 MiB (added up from the interval rates)
+        for name in ("write", "read"):
+            assert abs(pane.pass_rows[name].bytes - (8 << 20)) <= (8 << 20) * 0.02
+        assert "16.0MiB" in rows["total"] or "15.9MiB" in rows["total"], lines

@@ -170,7 +170,7 @@ def test_disk_full_while_writing_a_file_exits_2_and_keeps_the_checkpoint(tmp_pat
             with open(where / "filler", "wb", buffering=0) as f, pytest.raises(OSError):
                 while True:
                     f.write(b"\0" * 65536)
-            _out, err = proc.communicate(timeout=60)
+            out, err = proc.communicate(timeout=60)
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -179,6 +179,10 @@ def test_disk_full_while_writing_a_file_exits_2_and_keeps_the_checkpoint(tmp_pat
         assert "disk full" in err and "--resume" in err and "Traceback" not in err
         saved = Checkpoint.load(checkpoint)
         assert 0 < saved.done_bytes < 2 << 20
+        # The pass's row: failed, with the reason, and the bytes it did do.
+        (row,) = json.loads(out)["passes"]
+        assert row["outcome"] == "failed" and "disk full" in row["reason"], row
+        assert row["done_bytes"] == saved.done_bytes and row["bytes"] > 0
 
 
 def test_randwrite_pattern_reports_the_plateau(fast_dir):

@@ -12,7 +12,11 @@ IopsPane:
 
 WarmupPane: a progress bar with bytes done, ETA and elapsed time (and the
 kernel's MB/s and IO/s for the same disk), MB/s and IOPS sparklines, the map
-of done regions and the plateau state.
+of done regions and the plateau state. A run of several passes (``--write
+--read``) adds a row per pass and a total (bytes, time, bandwidth, IOPS in
+fio's units, plateau, outcome), added up from the samples with the same
+``PassTotals`` the report uses; a pass's outcome comes from its bytes done
+(``running`` while it runs).
 
 Samples are read through the family's typed records (``IopsInterval``,
 ``WarmupInterval``) and parameters through ``IopsParams``/``WarmupParams``.
@@ -31,8 +35,13 @@ from probetop.probes.disk import (
     WARMUP_IOPS,
     IopsInterval,
     IopsParams,
+    PassTotals,
     WarmupInterval,
     WarmupParams,
+    fio_count,
+    fio_size,
+    num2str,
+    overall_outcome,
 )
 from probetop.tui.widgets.bars import hbar, log_fraction, value_bar
 from probetop.tui.widgets.generic_pane import SPARK_POINTS, SparkRow
@@ -210,6 +219,9 @@ class WarmupPane(ProbePane):
         self.interval: WarmupInterval | None = None
         self.device: str | None = params.backing_device
         self.kernel: DiskCounters | None = None
+        self.multi_pass = "+" in params.pass_name  # write+read
+        self.pass_rows: dict[str, PassTotals] = {}
+        self.pass_block = TextBlock([""])
 
     def compose(self) -> ComposeResult:
         yield self.progress
@@ -217,10 +229,65 @@ class WarmupPane(ProbePane):
         yield self.iops_row
         yield self.map_block
         yield self.plateau_block
+        if self.multi_pass:
+            yield self.pass_block
 
     def add_sample(self, sample: Sample) -> None:
         super().add_sample(sample)
-        self.interval = WarmupInterval.from_sample(sample)
+        w = self.interval = WarmupInterval.from_sample(sample)
+        row = self.pass_rows.get(w.pass_name)
+        if row is None:
+            row = self.pass_rows[w.pass_name] = PassTotals(
+                w.pass_name, range_bytes=int(w.total_bytes or 0)
+            )
+        s = sample.interval_s
+        row.add(round((w.bw_bps or 0.0) * s), round((w.iops or 0.0) * s), s)
+        row.done_bytes = int(w.done_bytes or 0)
+        row.plateau = w.plateau_view
+
+    def pass_totals(self) -> list[PassTotals]:
+        """A row per pass seen, outcome from its bytes done; the last one is
+        ``running`` until the probe stops."""
+        ended = self.last_status is not None and self.last_status.level in ("stopped", "error")
+        rows = []
+        names = list(self.pass_rows)
+        for i, name in enumerate(names):
+            seen = self.pass_rows[name]
+            row = PassTotals(
+                name, seen.range_bytes, seen.bytes, seen.ios, seen.seconds, plateau=seen.plateau
+            )
+            if i == len(names) - 1 and not ended:
+                row.done_bytes = seen.done_bytes
+            else:
+                row.finish(done_bytes=None if row.time_based else seen.done_bytes, ran_to_end=False)
+            rows.append(row)
+        return rows
+
+    def pass_lines(self) -> list[str]:
+        rows = self.pass_totals()
+        if not rows:
+            return [""]
+        total = PassTotals("total")
+        for row in rows:
+            total.add(row.bytes, row.ios, row.seconds)
+        total.outcome = overall_outcome(rows)
+        lines = [
+            f"{'pass':<6} {'bytes':>8} {'time':>8} {'bandwidth':>10} {'IOPS':>6}  "
+            f"{'plateau':<12} outcome"
+        ]
+        for row in [*rows, total]:
+            p = row.plateau
+            plateau = (
+                f"at {p.reached_at_s:.0f} s"
+                if p is not None and p.reached_at_s is not None
+                else ("" if row is total else "not reached")
+            )
+            bw = num2str(row.bw_bytes, pow2=True, unit="B/s")
+            lines.append(
+                f"{row.pass_name:<6} {fio_size(row.bytes):>8} {row.seconds:>6.1f} s "
+                f"{bw:>10} {fio_count(row.iops):>6}  {plateau:<12} {row.outcome}"
+            )
+        return lines
 
     def observe(self, sample: Sample) -> None:
         if self.device:
@@ -284,6 +351,8 @@ class WarmupPane(ProbePane):
         cells = self.interval.done_map if self.interval else None
         self.map_block.set_lines(["done map " + map_line(cells)] if cells else [""])
         self.plateau_block.set_lines(self.plateau_lines())
+        if self.multi_pass:
+            self.pass_block.set_lines(self.pass_lines())
 
     def chart_series(self) -> dict[str, list[tuple[float, float]]]:
         """The primary metrics (bytes/s and IO/s), labelled for people."""

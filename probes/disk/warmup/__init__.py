@@ -20,8 +20,12 @@ Contract (``WarmupProbe(settings)``, settings: ``disk.settings.WarmupSettings``)
   criteria).
 - In-pass I/O errors stop the pass: the checkpoint is saved, then a
   ProbeError says what happened (disk full, I/O error) and what to do.
-- ``summary()``: target, pass, bytes, total_bytes, seconds, bw_bytes, iops,
-  complete, resumed_from, plateau, intervals, fio_command (docs/warmup.md).
+- ``summary()``: the total (target, pass, outcome, bytes, total_bytes,
+  seconds, bw_bytes, iops, complete, resumed_from, plateau, intervals,
+  fio_command) and a row per pass (``passes``: the same figures for one
+  pass, its plateau and an outcome derived from the bytes it did:
+  probes/disk/passes.py), docs/warmup.md; ``run_summary()`` the typed
+  ``WarmupSummary``.
 
 How the code is split: one module per job, each with one public entry, and
 ``probe.WarmupProbe`` a thin coordinator that runs them in order:
@@ -35,7 +39,8 @@ How the code is split: one module per job, each with one public entry, and
 - ``checkpointing.CheckpointKeeper``: which checkpoint file, resume or refuse
   to clobber, saves;
 - ``plateau.PlateauWatch``: fio's steady-state detection, afresh per pass;
-- ``summary.RunTotals``: what the run adds up to (the report's figures).
+- ``summary.RunTotals``: what the run adds up to, per pass and in total
+  (the report's figures).
 """
 
 from probetop.probes.disk.warmup.probe import WarmupProbe

@@ -24,6 +24,7 @@ from probetop.probes.core.base import Emit, ProbeError
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.disk.checkpoint import Checkpoint
+from probetop.probes.disk.passes import PassTotals, WarmupSummary
 from probetop.probes.disk.records import (
     WARMUP_KIND,
     WARMUP_METRICS,
@@ -145,6 +146,8 @@ class WarmupProbe:
         self._deadline = self._t_start + int(time_s * 1e9) if time_s else None
         passes = self.settings.passes
         first = passes.index(self.current_pass) if self.current_pass in passes else 0
+        for pass_name in passes[:first]:  # the checkpoint moved past it: done before
+            self.totals.skip_pass(pass_name, self.total_bytes, "completed", "in an earlier run")
         for i, pass_name in enumerate(passes[first:]):
             if i:  # a new pass is a new curve: detect its plateau afresh
                 self.plateau.restart()
@@ -153,8 +156,12 @@ class WarmupProbe:
                 return
 
     def summary(self) -> Mapping[str, Any]:
+        return self.run_summary().as_dict()
+
+    def run_summary(self) -> WarmupSummary:
+        """The typed summary; passes the run never reached are "not started"."""
         keeper = self.checkpoints
-        return self.totals.summary(
+        summary = self.totals.summary(
             self.settings,
             done_bytes=keeper.done_bytes if keeper else 0,
             total_bytes=self.total_bytes,
@@ -164,21 +171,49 @@ class WarmupProbe:
             notes=self.notes,
             fio_command=self.reference_command(),
         )
+        seen = {row.pass_name for row in summary.passes}
+        summary.passes += [
+            PassTotals(name, range_bytes=self.total_bytes, outcome="not started")
+            for name in self.settings.passes
+            if name not in seen
+        ]
+        return summary
 
     # -- one pass --
     async def _run_pass(self, pass_name: str, emit: Emit) -> bool:
-        """Run one pass; True when it completed (go on to the next pass)."""
-        assert self.target is not None
+        """Run one pass; True when it completed (go on to the next pass). The
+        pass's row in the totals is closed whatever happens (its outcome
+        comes from the bytes done, see ``passes.PassTotals.finish``)."""
+        self.totals.start_pass(pass_name, self.total_bytes)
         cp: Checkpoint | None = None
-        if pass_name == "randwrite":
-            extents = [(self.target.start, self.target.end)]
-        else:
+        if pass_name != "randwrite":
             assert self.checkpoints is not None
             cp = self.checkpoints.for_pass(pass_name)
+        ran_to_end = False
+        error: str | None = None
+        try:
+            ran_to_end = await self._drive_pass(pass_name, cp, emit)
+        except ProbeError as exc:
+            error = str(exc)
+            raise
+        finally:
+            row = self.totals.finish_pass(
+                done_bytes=int(cp.done_bytes) if cp is not None else None,
+                ran_to_end=ran_to_end,
+                plateau=self.plateau.summary(),
+                error=error,
+            )
+        return row.completed
+
+    async def _drive_pass(self, pass_name: str, cp: Checkpoint | None, emit: Emit) -> bool:
+        """The pass's I/O; True when it ran to its end (the whole range, or
+        randwrite's --time), False when the deadline or a stop came first."""
+        assert self.target is not None
+        if cp is None:
+            extents = [(self.target.start, self.target.end)]
+        else:
             extents = list(cp.remaining())
             if not extents:
-                self.totals.complete = True
-                self._finish_pass(pass_name, cp)
                 return True
         engine = PassEngine(self.layout.engine_plan(pass_name, extents), pass_name)
         try:
@@ -196,7 +231,6 @@ class WarmupProbe:
                 + (f", resumed at {resumed:,} bytes done" if resumed else ""),
             )
         )
-        self.totals.start_pass()
         saving = cp
 
         def on_tick() -> None:
@@ -234,13 +268,10 @@ class WarmupProbe:
             raise ProbeError(self.totals.error)
         if engine.failures:
             raise ProbeError("I/O worker failed: " + "; ".join(engine.failures))
-        if not finished:
-            return False
-        if cp is not None:
-            self.totals.complete = not cp.remaining()
-            self._finish_pass(pass_name, cp)
-            return self.totals.complete
-        return True
+        if cp is None:
+            # randwrite has no end but --time: reaching the deadline is its end.
+            return not finished
+        return finished
 
     def _interval(self, pass_name: str, step: Step, cp: Checkpoint | None, emit: Emit) -> None:
         """Count one interval, feed the plateau detector, emit the sample."""
@@ -284,11 +315,6 @@ class WarmupProbe:
         problem = self.checkpoints.save(cp, engine.done_extents(), force=force)
         if problem:
             emit(Status(self.id, now_ns(), "error", problem))
-
-    def _finish_pass(self, pass_name: str, cp: Checkpoint) -> None:
-        self.totals.finish_pass(
-            pass_name, not cp.remaining(), int(cp.done_bytes), self.plateau.summary()
-        )
 
 
 def _warm_up(stop: object) -> None:

@@ -1,12 +1,16 @@
-"""Warm-up job: the report's figures. What this run adds up to, over all passes.
+"""Warm-up job: the report's figures. What this run adds up to, per pass and
+over all passes.
 
-``RunTotals`` counts each interval (``add_interval``: this interval's MB/s,
-IOPS, bytes done and ETA at the rate of the last 5 intervals) and the I/O
-completed after the last one (``add_tail``), keeps the rows of ``intervals``
-and ``passes``, and builds ``summary()``: the warm-up's JSON document
-(docs/warmup.md). ``bytes`` and ``io_seconds`` cover this run's I/O only
-(from the moment the workers start to the last completion), so
-``bw_bytes = bytes / seconds`` compares with fio's.
+``RunTotals`` keeps one ``passes.PassTotals`` per pass (``start_pass``),
+counts each interval into the current one (``add_interval``: this
+interval's MB/s, IOPS, bytes done and ETA at the rate of the last 5
+intervals) and the I/O completed after the last one (``add_tail``), closes
+a pass with its outcome derived from the bytes done (``finish_pass``), keeps
+the rows of ``intervals`` and builds ``summary()``: a
+``passes.WarmupSummary`` (docs/warmup.md). A pass's ``bytes`` and
+``seconds`` cover this run's I/O in it only (from the moment its workers
+start to the last completion), so ``bw_bytes = bytes / seconds`` compares
+with fio's; the total is the sum of the passes.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from probetop.probes.disk.passes import Outcome, PassTotals, WarmupSummary
+from probetop.probes.disk.records import Plateau
 from probetop.probes.disk.settings import WarmupSettings
 from probetop.probes.disk.warmup.pass_engine import Step
 
@@ -34,20 +40,38 @@ class RunTotals:
     """See the module docstring. ``seconds`` is the wall time of the run at
     the last interval; ``error`` the message that stopped it."""
 
-    bytes: int = 0
-    ios: int = 0
-    io_seconds: float = 0.0
+    passes: list[PassTotals] = field(default_factory=list)
     seconds: float = 0.0
     bad_sectors: int = 0
     first_bad_offset: int | None = None
-    complete: bool = False
     error: str | None = None
     intervals: list[dict[str, Any]] = field(default_factory=list)
-    passes: list[dict[str, Any]] = field(default_factory=list)
     _recent: list[tuple[float, int]] = field(default_factory=list)
 
-    def start_pass(self) -> None:
+    @property
+    def current(self) -> PassTotals | None:
+        return self.passes[-1] if self.passes else None
+
+    @property
+    def bytes(self) -> int:
+        return sum(p.bytes for p in self.passes)
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.passes) and all(p.completed for p in self.passes)
+
+    def start_pass(self, pass_name: str, range_bytes: int) -> PassTotals:
         self._recent = []
+        row = PassTotals(pass_name, range_bytes=range_bytes)
+        self.passes.append(row)
+        return row
+
+    def skip_pass(self, pass_name: str, range_bytes: int, outcome: Outcome, reason: str) -> None:
+        """A pass this run did not run: done in an earlier run, or never reached."""
+        row = PassTotals(pass_name, range_bytes=range_bytes, outcome=outcome, reason=reason)
+        if outcome == "completed":
+            row.done_bytes = range_bytes
+        self.passes.append(row)
 
     def add_interval(
         self,
@@ -60,20 +84,20 @@ class RunTotals:
     ) -> IntervalFigures | None:
         """Count one interval; None if it has no length. ``checkpoint_done``:
         the bytes the checkpoint holds (None without one: then done is what
-        this run did, and there is no ETA)."""
-        self.io_seconds += step.seconds
+        this pass did in this run, and there is no ETA)."""
+        row = self.current
+        assert row is not None and row.pass_name == pass_name, "start_pass first"
+        delta = step.delta
+        row.add(delta.bytes, delta.ios, step.seconds)
         if step.seconds <= 0:
             return None
-        delta = step.delta
-        self.bytes += delta.bytes
-        self.ios += delta.ios
         self.seconds = elapsed_s
         self.bad_sectors = step.bad_sectors
         bw = delta.bytes / step.seconds
         iops = delta.ios / step.seconds
         self._recent.append((step.seconds, delta.bytes))
         del self._recent[:-ETA_INTERVALS]
-        done = checkpoint_done if checkpoint_done is not None else self.bytes
+        done = checkpoint_done if checkpoint_done is not None else row.bytes
         rate = sum(b for _, b in self._recent) / max(1e-9, sum(s for s, _ in self._recent))
         eta = (total - done) / rate if checkpoint_done is not None and rate > 0 else None
         self.intervals.append(
@@ -90,26 +114,29 @@ class RunTotals:
 
     def add_tail(self, step: Step) -> None:
         """I/O completed after the last interval (stop, Ctrl-C) counts too."""
-        if step.delta.ios or step.delta.bytes:
-            self.bytes += step.delta.bytes
-            self.ios += step.delta.ios
-            self.io_seconds += step.seconds
+        row = self.current
+        if row is not None and (step.delta.ios or step.delta.bytes):
+            row.add(step.delta.bytes, step.delta.ios, step.seconds)
 
     def note_bad_offset(self, offset: int | None) -> None:
         if offset is not None and (self.first_bad_offset is None or offset < self.first_bad_offset):
             self.first_bad_offset = offset
 
     def finish_pass(
-        self, pass_name: str, complete: bool, done_bytes: int, plateau: Mapping[str, Any]
-    ) -> None:
-        self.passes.append(
-            {
-                "pass": pass_name,
-                "complete": complete,
-                "done_bytes": done_bytes,
-                "plateau": dict(plateau),
-            }
-        )
+        self,
+        *,
+        done_bytes: int | None,
+        ran_to_end: bool,
+        plateau: Mapping[str, Any],
+        error: str | None = None,
+    ) -> PassTotals:
+        """Close the current pass: its outcome from the bytes done (see
+        ``PassTotals.finish``) and its plateau."""
+        row = self.current
+        assert row is not None, "start_pass first"
+        row.plateau = Plateau.from_dict(plateau)
+        row.finish(done_bytes=done_bytes, ran_to_end=ran_to_end, error=error)
+        return row
 
     def summary(
         self,
@@ -122,33 +149,19 @@ class RunTotals:
         checkpoint: str | None,
         notes: list[str],
         fio_command: str,
-    ) -> dict[str, Any]:
-        seconds = self.io_seconds
-        out: dict[str, Any] = {
-            "target": settings.target,
-            "pass": settings.pass_name,
-            "bytes": self.bytes,
-            "done_bytes": done_bytes,
-            "total_bytes": total_bytes,
-            "seconds": round(seconds, 6),
-            "bw_bytes": round(self.bytes / seconds) if seconds > 0 else 0,
-            "iops": self.ios / seconds if seconds > 0 else 0.0,
-            "total_ios": self.ios,
-            "complete": self.complete,
-            "resumed_from": resumed_from,
-            "plateau": dict(plateau),
-            "checkpoint": checkpoint,
-            "passes": self.passes,
-            "notes": notes,
-            "intervals": self.intervals,
-            "fio_command": fio_command,
-        }
-        if settings.verify:
-            out["verify"] = {
-                "bad_sectors": self.bad_sectors,
-                "first_bad_offset": self.first_bad_offset,
-                "ok": self.bad_sectors == 0 and self.complete,
-            }
-        if self.error:
-            out["error"] = self.error
-        return out
+    ) -> WarmupSummary:
+        return WarmupSummary(
+            target=settings.target,
+            pass_name=settings.pass_name,
+            passes=list(self.passes),
+            done_bytes=done_bytes,
+            total_bytes=total_bytes,
+            resumed_from=resumed_from,
+            plateau=Plateau.from_dict(plateau),
+            checkpoint=checkpoint,
+            notes=list(notes),
+            intervals=self.intervals,
+            fio_command=fio_command,
+            verify=(self.bad_sectors, self.first_bad_offset) if settings.verify else None,
+            error=self.error,
+        )

@@ -1,0 +1,95 @@
+"""Drop-in parity with fio's JSON: the same job run by fio and by probetop in
+the same test, on a file in /dev/shm (buffered: tmpfs has no O_DIRECT).
+
+The shape (field names, JSON types, units: probes/disk/fio_parity.py) must
+match exactly, on fio's output as on ours; the values must agree within
+generous margins (the machine is shared, and fio and probetop run one after
+the other, not at once).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import disk_fixtures
+import pytest
+from disk_fixtures import run_cli
+from probetop.probes.disk.fio_parity import FIO_FIELDS, get, ratios, shape_problems
+
+fast_dir = disk_fixtures.fast_dir
+SECONDS = 2  # whole seconds: fio reads --runtime=1.5 as 1
+pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
+
+
+def _fio(path: Path, rw: str) -> dict:
+    out = subprocess.run(
+        ["fio", "--name=parity", f"--filename={path}", f"--rw={rw}", "--bs=4k",
+         "--ioengine=psync", "--iodepth=1", "--numjobs=1", "--direct=0",
+         # probetop caps the job; fio caps each direction (its fio_command splits it)
+         f"--rate_iops={'2000' if rw == 'randread' else '1000,1000'}", "--time_based",
+         f"--runtime={SECONDS:g}", "--group_reporting",
+         "--output-format=json"],
+        check=True, capture_output=True, text=True, timeout=60,
+    ).stdout  # fmt: skip
+    return json.loads(out[out.index("{") :])["jobs"][0]
+
+
+def _ours(path: Path, rw: str) -> dict:
+    proc = run_cli(
+        ["iops", str(path), "--rw", rw, "--bs", "4k", "--buffered", "--rate-iops", "2000",
+         "--time", f"{SECONDS:g}", "--json"]
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("rw", ["randread", "randrw"])
+def test_fio_json_fields_match_and_values_agree(fast_dir: Path, rw: str) -> None:
+    target = fast_dir / "parity.img"
+    target.write_bytes(b"\x5a" * (16 << 20))
+    ours = _ours(target, rw)
+    fio = _fio(target, rw)
+    directions = ["read"] if rw == "randread" else ["read", "write"]
+    for d in directions:
+        theirs, mine = fio[d], ours[d]
+        # Shape: fio's own output passes the contract (so the contract is
+        # fio's), and ours passes it too; same types field by field.
+        assert shape_problems(theirs) == [], theirs
+        assert shape_problems(mine) == [], mine
+        for path, spec in FIO_FIELDS.items():
+            assert isinstance(
+                get(mine, path), spec.kind if spec.kind is not float else (int, float)
+            )
+        assert set(mine["clat_ns"]["percentile"]) == set(theirs["clat_ns"]["percentile"])
+        # Units: a 2 s run is ~2000 ms in both; latencies are ns in both
+        # (a 4k buffered I/O on tmpfs takes 0.3-500 us, never ms or s).
+        for block in (theirs, mine):
+            assert 1600 <= block["runtime"] <= 3000, block["runtime"]
+            assert 300 <= block["clat_ns"]["percentile"]["50.000000"] <= 500_000
+        # Values, within generous margins: both are held to 2000 IO/s per job
+        # by the rate cap, so IOPS must agree closely unless the machine stalls.
+        r = ratios(theirs, mine)
+        assert r["iops"] is not None and 0.5 <= r["iops"] <= 2.0, r
+        assert r["bw_bytes"] is not None and 0.5 <= r["bw_bytes"] <= 2.0, r
+        p50 = r["clat_ns.percentile.50.000000"]
+        assert p50 is not None and 0.2 <= p50 <= 5.0, r
+
+
+def test_the_contract_rejects_what_is_not_fios_shape() -> None:
+    """The check can fail: a block in MB/s, a string, a missing field."""
+    good = {
+        "io_bytes": 4096000, "io_kbytes": 4000, "bw_bytes": 2048000, "bw": 2000,
+        "iops": 500.0, "runtime": 2000, "total_ios": 1000,
+        "clat_ns": {"min": 1000, "max": 90000, "mean": 5000.0, "stddev": 10.0, "N": 1000,
+                    "percentile": {"50.000000": 4992}},
+    }  # fmt: skip
+    assert shape_problems(good) == []
+    assert shape_problems({**good, "bw": 2.0}) != []  # MB/s, not KiB/s
+    assert shape_problems({**good, "bw_bytes": 2048}) != []  # per ms
+    assert shape_problems({**good, "runtime": 2.0}) != []  # seconds as float
+    assert shape_problems({k: v for k, v in good.items() if k != "io_kbytes"}) != []
+    bad_pct = {**good, "clat_ns": {**good["clat_ns"], "percentile": {"50": 4992}}}
+    assert shape_problems(bad_pct) != []
