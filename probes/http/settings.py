@@ -319,6 +319,23 @@ SPEC = CommandSpec(
             default=False,
             group=REPEATED,
         ),
+        Option(
+            ("--warmup",),
+            "discard the first N requests per URL before any statistics (counted and shown "
+            "as discarded; --count N then counts the N after them)",
+            whole_number(0),
+            None,
+            "N",
+            group=REPEATED,
+        ),
+        Option(
+            ("--include-errors",),
+            "latency statistics over 4xx/5xx responses too (default: 2xx/3xx only; "
+            "transport errors never have timings)",
+            action="store_true",
+            default=False,
+            group=REPEATED,
+        ),
     ),
 )
 
@@ -330,7 +347,9 @@ class HttpSettings:
     ``request`` is the same for every URL. ``interval_s`` and ``count``
     (requests per URL; None: until stopped or --time) drive repeated
     sampling; ``fresh`` is a new connection and a cold DNS cache per request
-    (False: keep-alive, ``--reuse``). ``one_off`` is the default mode (one
+    (False: keep-alive, ``--reuse``); ``warmup`` requests per URL are
+    discarded first; ``include_errors`` puts 4xx/5xx responses into the
+    latency statistics (default: successes only). ``one_off`` is the default mode (one
     request per URL, a waterfall); ``watch`` asks for the dashboard.
     """
 
@@ -342,6 +361,8 @@ class HttpSettings:
     watch: bool = False
     one_off: bool = False
     load: LoadSettings | None = None  # --rate: load mode (load_settings.py)
+    warmup: int = 0  # --warmup: requests per URL discarded before statistics
+    include_errors: bool = False  # --include-errors: 4xx/5xx in the latency statistics
 
     def __post_init__(self) -> None:
         if not isinstance(self.urls, tuple):
@@ -385,6 +406,13 @@ class HttpSettings:
         # for repeated sampling, like --count, --watch and --interval.
         timed = time_s is not None
         load = load_from_options(values, time_s=time_s, interval_s=interval_s)
+        warmup = values.get("warmup")
+        include_errors = bool(values.get("include_errors", False))
+        if load is not None and (warmup is not None or include_errors):
+            raise UsageProbeError(
+                "--warmup and --include-errors are repeated-mode options; load mode "
+                "(--rate) reports every status class on its own already (docs/http-load.md)"
+            )
         repeated = count is not None or watch or interval_given or timed or recording or bool(load)
         if repeated and count is None and not (watch or timed or interval_given or load):
             count = 1  # `http URL --record f`: record the one request, not sample forever
@@ -397,7 +425,14 @@ class HttpSettings:
             watch=watch,
             one_off=not repeated,
             load=load,
+            warmup=0 if warmup is None else int(warmup),
+            include_errors=include_errors,
         )
+        if settings.one_off and (warmup is not None or include_errors):
+            raise UsageProbeError(
+                "--warmup and --include-errors need repeated requests: add --count N "
+                "or --interval S (one-off mode makes one request per URL)"
+            )
         settings.validate()
         if values.get("max_redirs") is not None and not values.get("location"):
             raise UsageProbeError(
@@ -420,6 +455,8 @@ class HttpSettings:
             raise UsageProbeError(f"--count must be at least 1, got {self.count}")
         if not self.interval_s > 0:
             raise UsageProbeError("--interval must be positive")
+        if self.warmup < 0:
+            raise UsageProbeError(f"--warmup must be 0 or more, got {self.warmup}")
 
 
 def _check_shapes(values: Mapping[str, Any]) -> None:
