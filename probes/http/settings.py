@@ -97,7 +97,21 @@ _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("-n", "--netrc", "-Z", "--parallel", "-N", "--no-buffer", "-R", "--remote-time"), False, ""),
     (("--http2-prior-knowledge", "--http3-only", "--http0.9"), False, "use --http2 / --http3"),
     (("--tcp-nodelay", "--tcp-fastopen", "--no-keepalive", "--path-as-is"), False, ""),
-    (("-g", "--globoff", "-j", "--junk-session-cookies", "--raw", "--tr-encoding"), False, ""),
+    (("-j", "--junk-session-cookies", "--raw", "--tr-encoding"), False, ""),
+    # pycurlb's options probetop refuses (docs/http.md, "pycurlb's options").
+    (
+        ("-g", "--globoff"),
+        False,
+        "pycurlb's -g means --get and curl's means --globoff: probetop never globs URLs, "
+        "and for a GET with a query put the query in the URL",
+    ),
+    (
+        ("--expect100-timeout", "--expect100-timeout-ms"),
+        True,
+        "Expect: 100-continue tuning; libcurl's default (1 s) applies",
+    ),
+    (("--ignore-content-length",), False, "the body is always read as the server framed it"),
+    (("-V", "--version"), False, "use `probetop --version`"),
 )
 # Why each unsupported option is refused (and what to do instead), by flag.
 UNSUPPORTED_WHY: Mapping[str, str] = {
@@ -210,7 +224,21 @@ SPEC = CommandSpec(
             group=CURL,
         ),
         Option(("-m", "--max-time"), "timeout per request", number(), metavar="S", group=CURL),
+        Option(
+            ("--max-time-ms",),
+            "timeout per request in milliseconds (pycurlb's option)",
+            number(),
+            metavar="MS",
+            group=CURL,
+        ),
         Option(("--connect-timeout",), "connect timeout", number(), metavar="S", group=CURL),
+        Option(
+            ("--connect-timeout-ms",),
+            "connect timeout in milliseconds (pycurlb's option)",
+            number(),
+            metavar="MS",
+            group=CURL,
+        ),
         Option(
             ("--resolve",),
             "use ADDR for HOST:PORT, no DNS (repeatable)",
@@ -243,7 +271,7 @@ SPEC = CommandSpec(
         ),
         *(
             Option(
-                (f"--http{version}",),
+                ("-0", "--http1.0") if version == "1.0" else (f"--http{version}",),
                 f"use HTTP/{version}",
                 action="store_const",
                 const=version,
@@ -491,6 +519,10 @@ def request_from_options(values: Mapping[str, Any]) -> HttpRequest:
                 )
         data = os.fsdecode(b"&".join(parts))
     max_redirs = values.get("max_redirs")
+    timeout_s = _seconds(values, "max_time", "max_time_ms", "-m/--max-time")
+    connect_timeout_s = _seconds(
+        values, "connect_timeout", "connect_timeout_ms", "--connect-timeout"
+    )
     return HttpRequest(
         method=values.get("method"),
         headers=tuple(_headers(values.get("headers") or ())),
@@ -503,8 +535,8 @@ def request_from_options(values: Mapping[str, Any]) -> HttpRequest:
         cacert=values.get("cacert"),
         follow=bool(values.get("location", False)),
         max_redirs=DEFAULT_MAX_REDIRS if max_redirs is None else max_redirs,
-        timeout_s=values.get("max_time"),
-        connect_timeout_s=values.get("connect_timeout"),
+        timeout_s=timeout_s,
+        connect_timeout_s=connect_timeout_s,
         resolve=tuple(values.get("resolve") or ()),
         connect_to=tuple(values.get("connect_to") or ()),
         ip_version=values.get("ip_version"),
@@ -515,6 +547,17 @@ def request_from_options(values: Mapping[str, Any]) -> HttpRequest:
         proxy=values.get("proxy"),
         record_body=bool(values.get("record_body", False)),
     )
+
+
+def _seconds(values: Mapping[str, Any], name: str, ms_name: str, flag: str) -> float | None:
+    """A timeout given in seconds (curl's option) or milliseconds (pycurlb's
+    ``*-ms`` option), never both."""
+    seconds, ms = values.get(name), values.get(ms_name)
+    if ms is None:
+        return seconds  # type: ignore[no-any-return]
+    if seconds is not None:
+        raise UsageProbeError(f"give {flag} or {flag.split('/')[-1]}-ms, not both")
+    return float(ms) / 1000.0
 
 
 _DATA_FLAGS = {"d": "-d", "b": "--data-binary", "r": "--data-raw", "u": "--data-urlencode"}
