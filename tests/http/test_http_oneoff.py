@@ -154,7 +154,10 @@ def test_json_has_pycurlb_keys_and_meanings(server, capsys):
     assert doc["probetop"]["phases_us"]["server"] == round(
         (doc["starttransfer_time"] - doc["pretransfer_time"]) * 1e6
     )
-    assert doc["probetop"]["http_version"] == "1.1" and doc["probetop"]["redirects"][0]["http_code"] == 200
+    assert (
+        doc["probetop"]["http_version"] == "1.1"
+        and doc["probetop"]["redirects"][0]["http_code"] == 200
+    )
 
 
 # -- curl semantics (where pycurlb differs from curl) -----------------------

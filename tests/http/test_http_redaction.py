@@ -88,9 +88,13 @@ def test_one_off_json_and_waterfall(loaded_args):
     assert secrets_in(out.stdout + out.stderr) == []
     doc = json.loads(out.stdout)
     assert (
-        "visible-param" in doc["probetop"]["url"] and "X-Visible: visible-header" in doc["probetop"]["request"]["headers"]
+        "visible-param" in doc["probetop"]["url"]
+        and "X-Visible: visible-header" in doc["probetop"]["request"]["headers"]
     )
-    assert doc["probetop"]["request"]["data"].startswith("<") and "sha256:" in doc["probetop"]["request"]["data"]
+    assert (
+        doc["probetop"]["request"]["data"].startswith("<")
+        and "sha256:" in doc["probetop"]["request"]["data"]
+    )
     assert doc["probetop"]["request"]["user"] == "***"
     text = cli(*loaded_args)
     assert text.returncode == 0, text.stderr

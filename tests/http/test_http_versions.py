@@ -35,7 +35,9 @@ def test_nginx_http2_over_tls(nginx, cert, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert code == 0, doc["probetop"]["error_message"]
     assert doc["probetop"]["http_version"] == "2"
-    assert doc["probetop"]["phases_us"]["tls"] > 0 and doc["probetop"]["tls"]["version"].startswith("TLSv1.")
+    assert doc["probetop"]["phases_us"]["tls"] > 0 and doc["probetop"]["tls"]["version"].startswith(
+        "TLSv1."
+    )
     assert doc["size_download"] == 1_000_000
     assert doc["probetop"]["phases_us"]["transfer"] > 0
 
