@@ -65,6 +65,7 @@ from probetop.probes.http.request import (
 )
 from probetop.probes.http.settings import SPEC, HttpSettings, unsupported_message
 from probetop.probes.http.status import (
+    CLASS_LABELS,
     ERROR_MARKER_SHARE,
     STATUS_CLASSES,
     StatusClass,
@@ -80,6 +81,7 @@ from probetop.probes.http.transfer import (
 from probetop.probes.http.waterfall import render_exchange, use_colour
 
 __all__ = [
+    "CLASS_LABELS",
     "ERRORS",
     "ERROR_KINDS",
     "ERROR_MARKER_SHARE",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes.http.status import ERROR_MARKER_SHARE, STATUS_CLASSES
+from probetop.probes.http.status import CLASS_LABELS, ERROR_MARKER_SHARE, STATUS_CLASSES
 from probetop.probes.http.waterfall import paint
 
 # The module, not ``from ... import redact``: ``redact`` is also the name of a
@@ -23,8 +23,8 @@ from probetop.probes.http.waterfall import paint
 from probetop.probes.record import redact
 
 _STAT_COLS = ("min", "p50", "p90", "p99", "max", "mean", "stddev")
-#: How the text report names each status class.
-CLASS_NAMES = {"2xx_3xx": "2xx/3xx", "4xx": "4xx", "5xx": "5xx", "transport": "transport"}
+#: How the text report names each status class, by its JSON key.
+CLASS_NAMES = {c.value: label for c, label in CLASS_LABELS.items()}
 
 
 def http_summaries(summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:

@@ -26,6 +26,7 @@ from typing import Any
 from probetop.probes.core.sample import Sample
 from probetop.probes.core.stats import percentile
 from probetop.probes.http import (
+    CLASS_LABELS,
     ERROR_MARKER_SHARE,
     PHASES,
     STATUS_CLASSES,
@@ -33,6 +34,7 @@ from probetop.probes.http import (
     TTFB_MS,
     HttpInterval,
     HttpParams,
+    StatusClass,
     UrlRun,
 )
 from probetop.tui.widgets.bars import column_rows
@@ -47,7 +49,8 @@ GLYPHS = {"dns": "·", "tcp": "▒", "tls": "▓", "server": "█", "transfer": 
 WINDOW = 600  # requests per URL kept for percentiles and sparklines
 CHART_URLS = 8  # URLs drawn in the maximised chart
 LABEL_W, BAR_W, SPARK_W = 24, 16, 12
-_CLASS_NAMES = {"2xx_3xx": "2xx/3xx", "4xx": "4xx", "5xx": "5xx", "transport": "transport"}
+_CLASS_NAMES = {c.value: label for c, label in CLASS_LABELS.items()}
+_SUCCESS = StatusClass.SUCCESS.value
 
 
 def stacked_bar(phases_ms: Mapping[str, float | None], scale_ms: float, width: int) -> str:
@@ -90,7 +93,7 @@ class UrlRow:
         if self.run is None:
             return ""
         total = sum(self.run.classes.values())
-        errors = total - self.run.classes.get(STATUS_CLASSES[0].value, 0)
+        errors = total - self.run.classes.get(_SUCCESS, 0)
         if not total or errors / total <= ERROR_MARKER_SHARE:
             return ""
         return f"!!{100 * errors / total:.1f}% "
@@ -134,7 +137,7 @@ class HttpPane(ProbePane):
         counts = {c.value: sum(r.classes.get(c.value, 0) for r in runs) for c in STATUS_CLASSES}
         text = "  ".join(f"{_CLASS_NAMES[c.value]} {counts[c.value]}" for c in STATUS_CLASSES)
         total = sum(counts.values())
-        errors = total - counts[STATUS_CLASSES[0].value]
+        errors = total - counts[_SUCCESS]
         if total and errors / total > ERROR_MARKER_SHARE:
             text = f"!! errors {100 * errors / total:.1f} %   " + text
         discarded = sum(r.discarded for r in runs)
