@@ -287,9 +287,7 @@ class HttpProbe:
             classes=stats.class_counts(),
             discarded=stats.discarded,
             skipped=stats.skipped,
-            jitter_mean_ms=(
-                round(cont.jitter_sum_ms / cont.jitter_pairs, 3) if cont.jitter_pairs else None
-            ),
+            jitter_mean_ms=cont.jitter_mean_ms,
             jitter_max_ms=None if cont.jitter_max_ms is None else round(cont.jitter_max_ms, 3),
             outage_s=round(cont.current_outage_s(), 6),
         )

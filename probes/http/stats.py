@@ -129,6 +129,11 @@ class Continuity:
         self._down_since_s = self._down_until_s = None
 
     @property
+    def jitter_mean_ms(self) -> float | None:
+        """Mean step between consecutive successes (ms, µs-rounded); None before two."""
+        return _us(self.jitter_sum_ms / self.jitter_pairs) if self.jitter_pairs else None
+
+    @property
     def down(self) -> bool:
         """True while the latest requests failed (an outage still open)."""
         return self._down_since_s is not None
@@ -143,7 +148,7 @@ class Continuity:
         open_span = self.current_outage_s() - self.outage_s
         return {
             "jitter_ms": {
-                "mean": _us(self.jitter_sum_ms / self.jitter_pairs) if self.jitter_pairs else None,
+                "mean": self.jitter_mean_ms,
                 "max": _us(self.jitter_max_ms),
                 "pairs": self.jitter_pairs,
             },
