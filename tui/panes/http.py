@@ -132,8 +132,11 @@ class HttpPane(ProbePane):
         )
 
     def status_line(self) -> str:
-        """The run's requests by status class, discarded and skipped, all URLs."""
+        """The run's requests by status class, discarded and skipped, all URLs
+        ('' when the samples carry no run figures: an older recording)."""
         runs = [row.run for row in self.rows.values() if row.run is not None]
+        if not runs:
+            return ""  # a recording made before status classes: nothing to count
         counts = {c.value: sum(r.classes.get(c.value, 0) for r in runs) for c in STATUS_CLASSES}
         text = "  ".join(f"{_CLASS_NAMES[c.value]} {counts[c.value]}" for c in STATUS_CLASSES)
         total = sum(counts.values())
