@@ -10,8 +10,11 @@ behind it:
 - ``HttpSettings``: what one run is made of (frozen, validated), including
   the ``HttpRequest`` (the curl options of every request)
 - ``HttpProbe``: repeated sampling (a worker process, one libcurl multi handle)
-- ``HttpInterval``, ``UrlInterval``, ``HttpParams``, ``METRICS``, the metric
-  names: what an http sample and an http probe's announcement carry, typed
+- ``HttpInterval``, ``UrlInterval``, ``UrlRun``, ``HttpParams``, ``METRICS``,
+  the metric names: what an http sample and an http probe's announcement
+  carry, typed
+- ``StatusClass``, ``STATUS_CLASSES``, ``classify``, ``ERROR_MARKER_SHARE``:
+  the split of outcomes every HTTP statistic uses (status.py)
 - one-off mode: ``check_url`` / ``HttpUrlError`` (exit 3 or 4),
   ``check_http_version``, ``fetch`` (one exchange, hop by hop) giving an
   ``Exchange`` with its ``exit_code`` and ``message()``; ``EXIT_CODES``
@@ -51,6 +54,7 @@ from probetop.probes.http.records import (
     HttpInterval,
     HttpParams,
     UrlInterval,
+    UrlRun,
     phase_metric,
 )
 from probetop.probes.http.report import json_report, render_report
@@ -60,6 +64,13 @@ from probetop.probes.http.request import (
     check_url,
 )
 from probetop.probes.http.settings import SPEC, HttpSettings, unsupported_message
+from probetop.probes.http.status import (
+    CLASS_LABELS,
+    ERROR_MARKER_SHARE,
+    STATUS_CLASSES,
+    StatusClass,
+    classify,
+)
 from probetop.probes.http.transfer import (
     ERROR_KINDS,
     EXIT_CODES,
@@ -70,8 +81,10 @@ from probetop.probes.http.transfer import (
 from probetop.probes.http.waterfall import render_exchange, use_colour
 
 __all__ = [
+    "CLASS_LABELS",
     "ERRORS",
     "ERROR_KINDS",
+    "ERROR_MARKER_SHARE",
     "EXIT_CODES",
     "HTTP_CODE",
     "KIND",
@@ -83,6 +96,7 @@ __all__ = [
     "PHASES",
     "REQUESTS",
     "SPEC",
+    "STATUS_CLASSES",
     "TOTAL_MS",
     "TTFB_MS",
     "ClassLatency",
@@ -97,9 +111,12 @@ __all__ = [
     "LoadInterval",
     "LoadParams",
     "LoadSettings",
+    "StatusClass",
     "UrlInterval",
+    "UrlRun",
     "check_http_version",
     "check_url",
+    "classify",
     "fetch",
     "json_report",
     "load_json_report",

@@ -27,18 +27,15 @@ from typing import Any
 from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.sample import Sample, metric_key, split_key
 from probetop.probes.http.load_hist import Histogram
-from probetop.probes.http.status import ERROR_MARKER_SHARE, STATUS_CLASSES, StatusClass
+from probetop.probes.http.status import (
+    CLASS_LABELS,
+    ERROR_MARKER_SHARE,
+    STATUS_CLASSES,
+    StatusClass,
+)
 from probetop.probes.http.transfer import PHASES
 
 LOAD_KIND = "http.load"
-
-#: How reports and the pane name each status class.
-CLASS_LABELS: Mapping[StatusClass, str] = {
-    StatusClass.SUCCESS: "2xx/3xx",
-    StatusClass.CLIENT_ERROR: "4xx",
-    StatusClass.SERVER_ERROR: "5xx",
-    StatusClass.TRANSPORT: "transport",
-}
 
 #: The percentiles every latency table shows (ms), plus the exact maximum.
 LOAD_PCTS: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9)

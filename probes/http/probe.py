@@ -5,10 +5,15 @@ Contract:
   ``settings.interval_s`` (``settings.count`` times each, or until stopped)
   through the worker process in ``worker.py`` and emits one Sample per
   interval, laid out by ``records.HttpInterval`` (see there for the keys).
-- In-interval failures (DNS, refused, timeout, TLS, 4xx/5xx) are counted and
-  sampling goes on. ``prepare`` raises ProbeError only for what cannot start.
-- ``summary()`` gives per URL label every phase's distribution
-  (``stats.UrlStats.as_dict``), read by ``report.py``.
+- In-interval failures (DNS, refused, timeout, TLS, 4xx/5xx) are counted by
+  status class and sampling goes on. ``prepare`` raises ProbeError only for
+  what cannot start.
+- The first ``settings.warmup`` requests of each URL are discarded (counted
+  as such); ``settings.count`` counts the requests after them.
+- ``summary()`` gives per URL label its status classes, every phase's
+  distribution over the requests the statistics cover (successes only
+  unless ``include_errors``), jitter and outage (``stats.UrlStats.as_dict``),
+  read by ``report.py``.
 - Cancellation kills the worker process and waits for it.
 """
 
@@ -34,6 +39,7 @@ from probetop.probes.http.records import (
     HttpInterval,
     HttpParams,
     UrlInterval,
+    UrlRun,
 )
 from probetop.probes.http.request import (
     check_http_version,
@@ -41,7 +47,8 @@ from probetop.probes.http.request import (
     curl_command,
 )
 from probetop.probes.http.settings import HttpSettings
-from probetop.probes.http.stats import UrlStats
+from probetop.probes.http.stats import Outcome, UrlStats
+from probetop.probes.http.status import StatusClass
 from probetop.probes.http.transfer import phases_us
 from probetop.probes.record import redact_url
 
@@ -99,6 +106,8 @@ class HttpProbe:
         self.interval_s = s.interval_s
         self.count = s.count
         self.fresh = s.fresh
+        self.warmup = s.warmup
+        self.include_errors = s.include_errors
         self.id = probe_id or default_probe_id(self.urls)
         self.labels: dict[str, str] = {}
         self.stats: dict[str, UrlStats] = {}
@@ -115,7 +124,12 @@ class HttpProbe:
         self.urls = [check_url(u) for u in self.urls]
         check_http_version(self.request.http_version)
         self.labels = url_labels(self.urls)
-        self.stats = {self.labels[u]: UrlStats(redact_url(u)) for u in self.urls}
+        self.stats = {
+            self.labels[u]: UrlStats(
+                redact_url(u), warmup=self.warmup, include_errors=self.include_errors
+            )
+            for u in self.urls
+        }
 
     def params(self) -> Mapping[str, Any]:
         return HttpParams(
@@ -125,6 +139,8 @@ class HttpProbe:
             count=self.count,
             connection=self.settings.connection,
             request=self.request.redacted(),
+            warmup=self.warmup,
+            include_errors=self.include_errors,
         ).to_dict()
 
     def reference_command(self) -> str | None:
@@ -137,6 +153,8 @@ class HttpProbe:
             "interval_s": self.interval_s,
             "connection": self.settings.connection,
             "skipped_turns": self.skipped,
+            "warmup": self.warmup,
+            "include_errors": self.include_errors,
             "reference_command": self.reference_command(),
             "urls": {label: s.as_dict() for label, s in self.stats.items()},
         }
@@ -173,7 +191,8 @@ class HttpProbe:
             "urls": self.urls,
             "request": self.request.to_dict(),
             "interval_s": self.interval_s,
-            "count": self.count,
+            # Warm-up requests come first and do not count towards --count.
+            "count": None if self.count is None else self.count + self.warmup,
             "fresh": self.fresh,
             "origin_ns": origin_ns,
         }
@@ -221,33 +240,57 @@ class HttpProbe:
         ttfbs: list[float] = []
         totals: list[float] = []
         errors = 0
+        counted = 0
+        touched: set[str] = set()
         for result in batch:
             label = self.labels[self.urls[result["i"]]]
             stats = self.stats[label]
+            touched.add(label)
             phases = phases_us(
                 result["stamps_us"],
                 failed=result["error"] or None,
                 got_response=result["http_code"] > 0,
             )
-            failed = stats.add(result, phases) is not None
+            outcome = stats.add(result, phases)
+            if outcome.discarded:
+                continue  # warm-up: in ``run`` only
+            counted += 1
+            failed = outcome.kind is not None
             errors += failed
             per_url.setdefault(label, _UrlBatch()).add(
-                phases, stats.last_ttfb_ms, stats.last_total_ms, int(result["http_code"]), failed
+                phases, outcome, int(result["http_code"]), failed, result["stamps_us"]
             )
-            if stats.last_ttfb_ms is not None:
-                ttfbs.append(stats.last_ttfb_ms)
-            if stats.last_total_ms is not None:
-                totals.append(stats.last_total_ms)
+            if outcome.ttfb_ms is not None:
+                ttfbs.append(outcome.ttfb_ms)
+            if outcome.total_ms is not None:
+                totals.append(outcome.total_ms)
         self.skipped = sum(s.skipped for s in self.stats.values())
         interval = HttpInterval(
             urls=tuple(url.record(label) for label, url in per_url.items()),
             ttfb_ms=statistics.median(ttfbs) if ttfbs else None,
             total_ms=statistics.median(totals) if totals else None,
-            requests=len(batch),
+            requests=counted,
             errors=errors,
             error_counts={lb: dict(s.errors) for lb, s in self.stats.items() if s.errors},
+            run={
+                label: self._run(self.stats[label])
+                for label in self.labels.values()
+                if label in touched or self.stats[label].requests
+            },
         )
         return interval.to_sample(self.id, t_ns, seconds)
+
+    @staticmethod
+    def _run(stats: UrlStats) -> UrlRun:
+        cont = stats.continuity
+        return UrlRun(
+            classes=stats.class_counts(),
+            discarded=stats.discarded,
+            skipped=stats.skipped,
+            jitter_mean_ms=cont.jitter_mean_ms,
+            jitter_max_ms=None if cont.jitter_max_ms is None else round(cont.jitter_max_ms, 3),
+            outage_s=round(cont.current_outage_s(), 6),
+        )
 
 
 class _UrlBatch:
@@ -261,28 +304,35 @@ class _UrlBatch:
         self.errors = 0
         self.every_ttfb_ms: list[float | None] = []
         self.every_total_ms: list[float | None] = []
+        self.latest_ttfb_ms: float | None = None
+        self.latest_total_ms: float | None = None
 
     def add(
         self,
         phases_us: Mapping[str, int | None],
-        ttfb_ms: float | None,
-        total_ms: float | None,
+        outcome: Outcome,
         http_code: int,
         failed: bool,
+        stamps_us: Mapping[str, int],
     ) -> None:
+        """One request; the latest one's figures are its own, whatever its
+        class; the every-request lists hold what the statistics cover."""
         self.phases_ms = {p: _ms(phases_us[p]) for p in PHASES}
         self.http_code = http_code
         self.requests += 1
         self.errors += failed
-        self.every_ttfb_ms.append(ttfb_ms)
-        self.every_total_ms.append(total_ms)
+        self.every_ttfb_ms.append(outcome.ttfb_ms)
+        self.every_total_ms.append(outcome.total_ms)
+        got_response = outcome.status is not None and outcome.status is not StatusClass.TRANSPORT
+        self.latest_ttfb_ms = stamps_us.get("starttransfer", 0) / 1000.0 if got_response else None
+        self.latest_total_ms = stamps_us.get("total", 0) / 1000.0 if got_response else None
 
     def record(self, label: str) -> UrlInterval:
         return UrlInterval(
             label=label,
             phases_ms=self.phases_ms,
-            ttfb_ms=self.every_ttfb_ms[-1],
-            total_ms=self.every_total_ms[-1],
+            ttfb_ms=self.latest_ttfb_ms,
+            total_ms=self.latest_total_ms,
             http_code=self.http_code,
             requests=self.requests,
             errors=self.errors,

@@ -18,7 +18,12 @@ per URL that finished a request in the interval, the latest request's
 an entity the interval's median ``ttfb_ms``/``total_ms`` and its ``requests``
 and ``errors``. ``extra``: ``errors`` (cumulative counts by error kind per
 URL label), ``ttfb_ms``/``total_ms`` (every request's value of the interval
-per label, None for a failed one: exact percentiles downstream).
+per label, None for a failed one and, unless ``--include-errors``, for a
+4xx/5xx response: the values the latency statistics cover, exact
+percentiles downstream), ``run`` (per label, the run so far: ``UrlRun``).
+The URL-wide medians cover the same values; the latest request's per-URL
+phases, TTFB, total and status are that request's, whatever its class.
+Warm-up requests (``--warmup``) appear in no value, only in ``run``.
 """
 
 from __future__ import annotations
@@ -67,6 +72,49 @@ METRICS: tuple[MetricSpec, ...] = (
 _EXTRA_ERRORS = "errors"
 _EXTRA_TTFB = "ttfb_ms"
 _EXTRA_TOTAL = "total_ms"
+_EXTRA_RUN = "run"
+
+
+@dataclass(frozen=True, slots=True)
+class UrlRun:
+    """One URL's run so far (cumulative): requests per status class (keys:
+    ``StatusClass`` values), warm-up requests discarded, skipped turns,
+    jitter (mean and max, ms, None before two successes) and outage time (s).
+    """
+
+    classes: Mapping[str, int] = field(default_factory=dict)
+    discarded: int = 0
+    skipped: int = 0
+    jitter_mean_ms: float | None = None
+    jitter_max_ms: float | None = None
+    outage_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "classes": dict(self.classes),
+            "discarded": self.discarded,
+            "skipped": self.skipped,
+            "jitter_mean_ms": self.jitter_mean_ms,
+            "jitter_max_ms": self.jitter_max_ms,
+            "outage_s": self.outage_s,
+        }
+
+    @classmethod
+    def from_mapping(cls, raw: Any) -> UrlRun | None:
+        """Read one back; None when malformed (a hand-edited recording)."""
+        if not isinstance(raw, Mapping):
+            return None
+        classes = raw.get("classes")
+        return cls(
+            classes={str(k): int(_number(v) or 0) for k, v in classes.items()}
+            if isinstance(classes, Mapping)
+            else {},
+            discarded=int(_number(raw.get("discarded")) or 0),
+            skipped=int(_number(raw.get("skipped")) or 0),
+            jitter_mean_ms=_number(raw.get("jitter_mean_ms")),
+            jitter_max_ms=_number(raw.get("jitter_max_ms")),
+            outage_s=_number(raw.get("outage_s")) or 0.0,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +153,7 @@ class HttpInterval:
     requests: int
     errors: int
     error_counts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    run: Mapping[str, UrlRun] = field(default_factory=dict)
 
     def url_wide(self) -> dict[str, float | None]:
         """The figures without an entity, by metric name (for a history)."""
@@ -132,6 +181,8 @@ class HttpInterval:
             _EXTRA_TTFB: {url.label: list(url.every_ttfb_ms) for url in self.urls},
             _EXTRA_TOTAL: {url.label: list(url.every_total_ms) for url in self.urls},
         }
+        if self.run:
+            extra[_EXTRA_RUN] = {label: run.to_dict() for label, run in self.run.items()}
         return Sample(probe_id, t_ns, interval_s, values, extra)
 
     @classmethod
@@ -178,6 +229,7 @@ class HttpInterval:
             requests=int(_number(values.get(REQUESTS)) or 0),
             errors=int(_number(values.get(ERRORS)) or 0),
             error_counts=_error_counts(extra.get(_EXTRA_ERRORS)),
+            run=_runs(extra.get(_EXTRA_RUN)),
         )
 
 
@@ -186,8 +238,9 @@ class HttpParams:
     """What an http probe announces: its URLs (passwords redacted), their
     labels (the sample entities, None before ``prepare``), the sampling
     interval, ``count`` (requests per URL, None: until stopped), the
-    connection policy (``fresh`` or ``reuse``) and the request options
-    (credentials redacted)."""
+    connection policy (``fresh`` or ``reuse``), the request options
+    (credentials redacted), ``warmup`` (requests per URL discarded first) and
+    ``include_errors`` (latency statistics over 4xx/5xx responses too)."""
 
     urls: tuple[str, ...] = ()
     labels: tuple[str | None, ...] = ()
@@ -195,6 +248,8 @@ class HttpParams:
     count: int | None = None
     connection: str = "fresh"
     request: Mapping[str, Any] = field(default_factory=dict)
+    warmup: int = 0
+    include_errors: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -204,6 +259,8 @@ class HttpParams:
             "count": self.count,
             "connection": self.connection,
             "request": dict(self.request),
+            "warmup": self.warmup,
+            "include_errors": self.include_errors,
         }
 
     @classmethod
@@ -223,6 +280,8 @@ class HttpParams:
             count=count if isinstance(count, int) and not isinstance(count, bool) else None,
             connection=str(params.get("connection") or "fresh"),
             request=request if isinstance(request, Mapping) else {},
+            warmup=int(_number(params.get("warmup")) or 0),
+            include_errors=params.get("include_errors") is True,
         )
 
 
@@ -240,6 +299,17 @@ def _series_map(raw: Any) -> dict[str, tuple[float | None, ...]]:
     for label, series in raw.items():
         if isinstance(series, Sequence) and not isinstance(series, str):
             out[str(label)] = tuple(_number(v) for v in series)
+    return out
+
+
+def _runs(raw: Any) -> dict[str, UrlRun]:
+    if not isinstance(raw, Mapping):
+        return {}
+    out: dict[str, UrlRun] = {}
+    for label, value in raw.items():
+        run = UrlRun.from_mapping(value)
+        if run is not None:
+            out[str(label)] = run
     return out
 
 

@@ -97,7 +97,21 @@ _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("-n", "--netrc", "-Z", "--parallel", "-N", "--no-buffer", "-R", "--remote-time"), False, ""),
     (("--http2-prior-knowledge", "--http3-only", "--http0.9"), False, "use --http2 / --http3"),
     (("--tcp-nodelay", "--tcp-fastopen", "--no-keepalive", "--path-as-is"), False, ""),
-    (("-g", "--globoff", "-j", "--junk-session-cookies", "--raw", "--tr-encoding"), False, ""),
+    (("-j", "--junk-session-cookies", "--raw", "--tr-encoding"), False, ""),
+    # pycurlb's options probetop refuses (docs/http.md, "pycurlb's options").
+    (
+        ("-g", "--globoff"),
+        False,
+        "pycurlb's -g means --get and curl's means --globoff: probetop never globs URLs, "
+        "and for a GET with a query put the query in the URL",
+    ),
+    (
+        ("--expect100-timeout", "--expect100-timeout-ms"),
+        True,
+        "Expect: 100-continue tuning; libcurl's default (1 s) applies",
+    ),
+    (("--ignore-content-length",), False, "the body is always read as the server framed it"),
+    (("-V", "--version"), False, "use `probetop --version`"),
 )
 # Why each unsupported option is refused (and what to do instead), by flag.
 UNSUPPORTED_WHY: Mapping[str, str] = {
@@ -210,7 +224,21 @@ SPEC = CommandSpec(
             group=CURL,
         ),
         Option(("-m", "--max-time"), "timeout per request", number(), metavar="S", group=CURL),
+        Option(
+            ("--max-time-ms",),
+            "timeout per request in milliseconds (pycurlb's option)",
+            number(),
+            metavar="MS",
+            group=CURL,
+        ),
         Option(("--connect-timeout",), "connect timeout", number(), metavar="S", group=CURL),
+        Option(
+            ("--connect-timeout-ms",),
+            "connect timeout in milliseconds (pycurlb's option)",
+            number(),
+            metavar="MS",
+            group=CURL,
+        ),
         Option(
             ("--resolve",),
             "use ADDR for HOST:PORT, no DNS (repeatable)",
@@ -243,7 +271,7 @@ SPEC = CommandSpec(
         ),
         *(
             Option(
-                (f"--http{version}",),
+                ("-0", "--http1.0") if version == "1.0" else (f"--http{version}",),
                 f"use HTTP/{version}",
                 action="store_const",
                 const=version,
@@ -319,6 +347,23 @@ SPEC = CommandSpec(
             default=False,
             group=REPEATED,
         ),
+        Option(
+            ("--warmup",),
+            "discard the first N requests per URL before any statistics (counted and shown "
+            "as discarded; --count N then counts the N after them)",
+            whole_number(0),
+            None,
+            "N",
+            group=REPEATED,
+        ),
+        Option(
+            ("--include-errors",),
+            "latency statistics over 4xx/5xx responses too (default: 2xx/3xx only; "
+            "transport errors never have timings)",
+            action="store_true",
+            default=False,
+            group=REPEATED,
+        ),
     ),
 )
 
@@ -330,7 +375,9 @@ class HttpSettings:
     ``request`` is the same for every URL. ``interval_s`` and ``count``
     (requests per URL; None: until stopped or --time) drive repeated
     sampling; ``fresh`` is a new connection and a cold DNS cache per request
-    (False: keep-alive, ``--reuse``). ``one_off`` is the default mode (one
+    (False: keep-alive, ``--reuse``); ``warmup`` requests per URL are
+    discarded first; ``include_errors`` puts 4xx/5xx responses into the
+    latency statistics (default: successes only). ``one_off`` is the default mode (one
     request per URL, a waterfall); ``watch`` asks for the dashboard.
     """
 
@@ -342,6 +389,8 @@ class HttpSettings:
     watch: bool = False
     one_off: bool = False
     load: LoadSettings | None = None  # --rate: load mode (load_settings.py)
+    warmup: int = 0  # --warmup: requests per URL discarded before statistics
+    include_errors: bool = False  # --include-errors: 4xx/5xx in the latency statistics
 
     def __post_init__(self) -> None:
         if not isinstance(self.urls, tuple):
@@ -385,6 +434,13 @@ class HttpSettings:
         # for repeated sampling, like --count, --watch and --interval.
         timed = time_s is not None
         load = load_from_options(values, time_s=time_s, interval_s=interval_s)
+        warmup = values.get("warmup")
+        include_errors = bool(values.get("include_errors", False))
+        if load is not None and (warmup is not None or include_errors):
+            raise UsageProbeError(
+                "--warmup and --include-errors are repeated-mode options; load mode "
+                "(--rate) reports every status class on its own already (docs/http-load.md)"
+            )
         repeated = count is not None or watch or interval_given or timed or recording or bool(load)
         if repeated and count is None and not (watch or timed or interval_given or load):
             count = 1  # `http URL --record f`: record the one request, not sample forever
@@ -397,7 +453,14 @@ class HttpSettings:
             watch=watch,
             one_off=not repeated,
             load=load,
+            warmup=0 if warmup is None else int(warmup),
+            include_errors=include_errors,
         )
+        if settings.one_off and (warmup is not None or include_errors):
+            raise UsageProbeError(
+                "--warmup and --include-errors need repeated requests: add --count N "
+                "or --interval S (one-off mode makes one request per URL)"
+            )
         settings.validate()
         if values.get("max_redirs") is not None and not values.get("location"):
             raise UsageProbeError(
@@ -420,6 +483,8 @@ class HttpSettings:
             raise UsageProbeError(f"--count must be at least 1, got {self.count}")
         if not self.interval_s > 0:
             raise UsageProbeError("--interval must be positive")
+        if self.warmup < 0:
+            raise UsageProbeError(f"--warmup must be 0 or more, got {self.warmup}")
 
 
 def _check_shapes(values: Mapping[str, Any]) -> None:
@@ -454,6 +519,10 @@ def request_from_options(values: Mapping[str, Any]) -> HttpRequest:
                 )
         data = os.fsdecode(b"&".join(parts))
     max_redirs = values.get("max_redirs")
+    timeout_s = _seconds(values, "max_time", "max_time_ms", "-m/--max-time")
+    connect_timeout_s = _seconds(
+        values, "connect_timeout", "connect_timeout_ms", "--connect-timeout"
+    )
     return HttpRequest(
         method=values.get("method"),
         headers=tuple(_headers(values.get("headers") or ())),
@@ -466,8 +535,8 @@ def request_from_options(values: Mapping[str, Any]) -> HttpRequest:
         cacert=values.get("cacert"),
         follow=bool(values.get("location", False)),
         max_redirs=DEFAULT_MAX_REDIRS if max_redirs is None else max_redirs,
-        timeout_s=values.get("max_time"),
-        connect_timeout_s=values.get("connect_timeout"),
+        timeout_s=timeout_s,
+        connect_timeout_s=connect_timeout_s,
         resolve=tuple(values.get("resolve") or ()),
         connect_to=tuple(values.get("connect_to") or ()),
         ip_version=values.get("ip_version"),
@@ -478,6 +547,17 @@ def request_from_options(values: Mapping[str, Any]) -> HttpRequest:
         proxy=values.get("proxy"),
         record_body=bool(values.get("record_body", False)),
     )
+
+
+def _seconds(values: Mapping[str, Any], name: str, ms_name: str, flag: str) -> float | None:
+    """A timeout given in seconds (curl's option) or milliseconds (pycurlb's
+    ``*-ms`` option), never both."""
+    seconds, ms = values.get(name), values.get(ms_name)
+    if ms is None:
+        return seconds  # type: ignore[no-any-return]
+    if seconds is not None:
+        raise UsageProbeError(f"give {flag} or {flag.split('/')[-1]}-ms, not both")
+    return float(ms) / 1000.0
 
 
 _DATA_FLAGS = {"d": "-d", "b": "--data-binary", "r": "--data-raw", "u": "--data-urlencode"}

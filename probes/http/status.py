@@ -29,6 +29,14 @@ class StatusClass(str, Enum):
 #: Display order (pane, report, JSON).
 STATUS_CLASSES: tuple[StatusClass, ...] = tuple(StatusClass)
 
+#: How reports and panes name each status class.
+CLASS_LABELS: dict[StatusClass, str] = {
+    StatusClass.SUCCESS: "2xx/3xx",
+    StatusClass.CLIENT_ERROR: "4xx",
+    StatusClass.SERVER_ERROR: "5xx",
+    StatusClass.TRANSPORT: "transport",
+}
+
 #: Above this share of error responses a run's latency figures get a loud marker.
 ERROR_MARKER_SHARE = 0.01
 

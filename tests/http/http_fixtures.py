@@ -54,6 +54,10 @@ def make_cert(directory: Path) -> tuple[Path, Path]:
     return cert, key
 
 
+CYCLE_LOCK = threading.Lock()
+CYCLE_TURNS: dict[str, list[int]] = {}
+
+
 class Handler(BaseHTTPRequestHandler):
     server_version = "probetop-test/1"
     protocol_version = "HTTP/1.1"
@@ -99,6 +103,17 @@ class Handler(BaseHTTPRequestHandler):
             self._reply(200, b"delayed\n")
         elif path == "/status":
             self._reply(int(q.get("code", "500")), b"status\n")
+        elif path == "/cycle":
+            # /cycle?seq=200:30,404:0,500:0: answers in turn, each CODE after
+            # waiting MS (a fast 404 beside a slow 200); one turn counter per
+            # query string, shared by every connection.
+            steps = [item.split(":") for item in q.get("seq", "200:0").split(",")]
+            with CYCLE_LOCK:
+                turns = CYCLE_TURNS.setdefault(url.query, [0])
+                code, ms = steps[turns[0] % len(steps)]
+                turns[0] += 1
+            time.sleep(float(ms) / 1000.0)
+            self._reply(int(code), b"cycle\n")
         elif path == "/redirect":
             # /redirect?n=K: K more hops to /redirect?n=K-1, then /delay
             n = int(q.get("n", "1"))

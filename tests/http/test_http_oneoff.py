@@ -151,10 +151,13 @@ def test_json_has_pycurlb_keys_and_meanings(server, capsys):
     assert isinstance(doc["starttransfer_time"], float)
     assert 0.020 <= doc["starttransfer_time"] < 0.1
     # phases_us agree with the float stamps, to the microsecond
-    assert doc["phases_us"]["server"] == round(
+    assert doc["probetop"]["phases_us"]["server"] == round(
         (doc["starttransfer_time"] - doc["pretransfer_time"]) * 1e6
     )
-    assert doc["http_version"] == "1.1" and doc["redirects"][0]["http_code"] == 200
+    assert (
+        doc["probetop"]["http_version"] == "1.1"
+        and doc["probetop"]["redirects"][0]["http_code"] == 200
+    )
 
 
 # -- curl semantics (where pycurlb differs from curl) -----------------------
@@ -202,7 +205,7 @@ def test_user_is_sent(server, capsys):
 def test_location_gives_one_row_per_hop_with_its_own_phases(server, capsys):
     code, doc = run_json(capsys, "-L", f"{server.url}/redirect?n=3&to=/delay?ms=30")
     assert code == 0
-    hops = doc["redirects"]
+    hops = doc["probetop"]["redirects"]
     assert [h["http_code"] for h in hops] == [302, 302, 302, 200]
     assert doc["redirect_count"] == 3 and doc["http_code"] == 200
     # Each hop has its own numbers: only the last waits 30 ms for the server.
@@ -235,10 +238,10 @@ def test_max_redirs(server, capsys):
 def test_https_with_cacert_shows_tls_phase_version_cipher_and_expiry(tls_server, cert, capsys):
     code, doc = run_json(capsys, "--cacert", str(cert[0]), f"{tls_server.url}/delay?ms=5")
     assert code == 0
-    assert doc["phases_us"]["tls"] > 0 and doc["appconnect_time"] > doc["connect_time"]
-    assert doc["tls"]["version"].startswith("TLSv1.")
-    assert doc["tls"]["cipher"]
-    assert doc["tls"]["cert_expiry"]  # "Nov 24 05:00:00 2026 GMT"
+    assert doc["probetop"]["phases_us"]["tls"] > 0 and doc["appconnect_time"] > doc["connect_time"]
+    assert doc["probetop"]["tls"]["version"].startswith("TLSv1.")
+    assert doc["probetop"]["tls"]["cipher"]
+    assert doc["probetop"]["tls"]["cert_expiry"]  # "Nov 24 05:00:00 2026 GMT"
     code = main(["http", "--cacert", str(cert[0]), f"{tls_server.url}/"])
     out = capsys.readouterr().out
     assert code == 0 and "certificate expires" in out and "TLS TLSv1." in out

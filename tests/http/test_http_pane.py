@@ -56,6 +56,12 @@ async def test_pane_shows_a_row_per_url_with_percentiles_and_errors(server) -> N
         assert "█" in ok_row  # the server phase dominates the stacked bar
         assert " 200 " in ok_row
         assert "http_5xx 6" in text and "refused 6" in text
+        # errors are not latencies: the failing URLs carry the loud marker
+        err_row = next(line for line in lines if "/status?" in line)
+        assert "!!100.0% http_5xx 6" in err_row and "!!" not in ok_row
+        status = pane.status.text
+        assert "!! errors 66.7 %" in status and "2xx/3xx 6  4xx 0  5xx 6  transport 6" in status
+        assert "skipped turns " in status and "discarded (warm-up) 0" in status
         row = pane.rows[probe.labels[urls[0]]]
         p50, p90, p99 = row.percentiles
         assert p50 is not None and 15.0 <= p50 <= p90 <= p99  # type: ignore[operator]

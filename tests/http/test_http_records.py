@@ -31,9 +31,13 @@ def stamps(base: int) -> dict[str, int]:
     }
 
 
-def interval_sample() -> Sample:
+def interval_sample(*, include_errors: bool = False) -> Sample:
     """Three worker results in one interval, as the probe aggregates them."""
-    probe = HttpProbe(HttpSettings(urls=(f"http://{A}", f"http://{B}"), interval_s=0.5))
+    probe = HttpProbe(
+        HttpSettings(
+            urls=(f"http://{A}", f"http://{B}"), interval_s=0.5, include_errors=include_errors
+        )
+    )
     probe.prepare()
     batch = [
         {"i": 1, "stamps_us": stamps(10), "http_code": 200, "error": None, "message": None},
@@ -46,6 +50,8 @@ def interval_sample() -> Sample:
 # The layout probetop 0.1 wrote for that interval, key order included (the
 # recording is JSON with keys in insertion order): URLs in the order of their
 # first result, each URL's latest request, then per-URL counts, then URL-wide.
+# Since errors stopped being latencies, the URL-wide medians and the
+# every-request series leave the 503 out (None); --include-errors keeps it.
 LAYOUT_0_1 = {
     f"dns_ms@{B}": 0.02,
     f"tcp_ms@{B}": 0.1,
@@ -67,15 +73,31 @@ LAYOUT_0_1 = {
     f"errors@{B}": 1.0,
     f"requests@{A}": 1.0,
     f"errors@{A}": 1.0,
-    "ttfb_ms": 5.015,
-    "total_ms": 6.015,
+    "ttfb_ms": 5.01,
+    "total_ms": 6.01,
     "requests": 3.0,
     "errors": 2.0,
 }
+
+
+def _run(classes: dict[str, int], outage_s: float) -> dict[str, object]:
+    return {
+        "classes": {"2xx_3xx": 0, "4xx": 0, "5xx": 0, "transport": 0, **classes},
+        "discarded": 0,
+        "skipped": 0,
+        "jitter_mean_ms": None,
+        "jitter_max_ms": None,
+        "outage_s": outage_s,
+    }
+
+
 EXTRA_0_1 = {
     "errors": {A: {"refused": 1}, B: {"http_5xx": 1}},
-    "ttfb_ms": {B: [5.01, 5.02], A: [None]},
-    "total_ms": {B: [6.01, 6.02], A: [None]},
+    "ttfb_ms": {B: [5.01, None], A: [None]},
+    "total_ms": {B: [6.01, None], A: [None]},
+    # The run so far per URL (added with status classes; absent in 0.1 recordings);
+    # each URL is down since its failed request was sent (6 ms before it ended).
+    "run": {A: _run({"transport": 1}, 0.006), B: _run({"2xx_3xx": 1, "5xx": 1}, 0.00602)},
 }
 
 
@@ -94,12 +116,20 @@ def test_from_sample_reads_what_to_sample_wrote():
     b, a = interval.urls
     assert b.http_code == 503 and b.requests == 2 and b.errors == 1
     assert b.phases_ms == {"dns": 0.02, "tcp": 0.1, "tls": 0.0, "server": 4.7, "transfer": 1.0}
-    assert b.every_ttfb_ms == (5.01, 5.02) and b.ttfb_ms == 5.02
+    # The 503 is the latest request (its own figures) but not a latency.
+    assert b.every_ttfb_ms == (5.01, None) and b.ttfb_ms == 5.02
     assert a.http_code == 0 and a.ttfb_ms is None and a.phases_ms["tcp"] is None
-    assert interval.ttfb_ms == 5.015 and interval.requests == 3 and interval.errors == 2
+    assert interval.ttfb_ms == 5.01 and interval.requests == 3 and interval.errors == 2
+    assert interval.run[B].classes == {"2xx_3xx": 1, "4xx": 0, "5xx": 1, "transport": 0}
     assert interval.error_counts == {A: {"refused": 1}, B: {"http_5xx": 1}}
     again = interval.to_sample(sample.probe, sample.t_ns, sample.interval_s)
     assert json.dumps([again.values, again.extra]) == json.dumps([sample.values, sample.extra])
+
+
+def test_include_errors_keeps_error_responses_in_the_series():
+    interval = HttpInterval.from_sample(interval_sample(include_errors=True))
+    b, _a = interval.urls
+    assert b.every_ttfb_ms == (5.01, 5.02) and interval.ttfb_ms == 5.015
 
 
 def test_from_sample_tolerates_an_old_or_partial_sample():
@@ -110,15 +140,25 @@ def test_from_sample_tolerates_an_old_or_partial_sample():
     assert url.every_ttfb_ms == (4.0,) and url.every_total_ms == (None,)
     assert url.http_code is None and url.phases_ms == {"dns": 1.0}
     assert interval.ttfb_ms is None and interval.requests == 0 and interval.error_counts == {}
-    junk = Sample("http", 1, 1.0, {TTFB_MS: "x"}, {"errors": [1], "ttfb_ms": "nope"})  # type: ignore[dict-item]
+    junk = Sample("http", 1, 1.0, {TTFB_MS: "x"}, {"errors": [1], "ttfb_ms": "nope", "run": {A: 3}})  # type: ignore[dict-item]
     assert HttpInterval.from_sample(junk).ttfb_ms is None
+    assert HttpInterval.from_sample(junk).run == {}
 
 
 def test_params_round_trip_and_defaults():
     probe = HttpProbe(HttpSettings(urls=("http://u:pw@127.0.0.1:8080/a",), count=3, fresh=False))
     probe.prepare()
     params = probe.params()
-    assert list(params) == ["urls", "labels", "interval_s", "count", "connection", "request"]
+    assert list(params) == [
+        "urls",
+        "labels",
+        "interval_s",
+        "count",
+        "connection",
+        "request",
+        "warmup",
+        "include_errors",
+    ]
     assert "pw" not in json.dumps(params)
     typed = HttpParams.from_mapping(params)
     assert typed.labels == ("127.0.0.1:8080/a",) and typed.connection == "reuse"

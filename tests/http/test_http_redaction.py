@@ -88,10 +88,14 @@ def test_one_off_json_and_waterfall(loaded_args):
     assert secrets_in(out.stdout + out.stderr) == []
     doc = json.loads(out.stdout)
     assert (
-        "visible-param" in doc["url"] and "X-Visible: visible-header" in doc["request"]["headers"]
+        "visible-param" in doc["probetop"]["url"]
+        and "X-Visible: visible-header" in doc["probetop"]["request"]["headers"]
     )
-    assert doc["request"]["data"].startswith("<") and "sha256:" in doc["request"]["data"]
-    assert doc["request"]["user"] == "***"
+    assert (
+        doc["probetop"]["request"]["data"].startswith("<")
+        and "sha256:" in doc["probetop"]["request"]["data"]
+    )
+    assert doc["probetop"]["request"]["user"] == "***"
     text = cli(*loaded_args)
     assert text.returncode == 0, text.stderr
     assert secrets_in(text.stdout + text.stderr) == []
@@ -126,7 +130,7 @@ def test_redirect_locations_with_credentials(server, tmp_path):
     one = cli("--json", "-L", url)
     assert one.returncode == 0, one.stderr
     doc = json.loads(one.stdout)
-    assert len(doc["redirects"]) == 3
+    assert len(doc["probetop"]["redirects"]) == 3
     assert secrets_in(one.stdout + one.stderr) == []
     assert doc["effective_url"].endswith("/echo?token=***&x=1")
     text = cli("-L", url)
@@ -145,7 +149,7 @@ def test_record_body_is_the_opt_in_for_bodies_only(loaded_args, tmp_path):
     bodies = {"zqbodyqz", "zqurlencodedqz", "zqbinarybodyqz"}
     assert set(secrets_in(raw)) == bodies  # the bodies, nothing else
     doc = json.loads(cli("--json", "--record-body", *loaded_args).stdout)
-    assert "zqbodyqz" in doc["request"]["data_as_sent"]
+    assert "zqbodyqz" in doc["probetop"]["request"]["data_as_sent"]
     assert set(secrets_in(json.dumps(doc))) == bodies
 
 

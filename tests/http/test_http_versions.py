@@ -25,7 +25,7 @@ def nginx(tmp_path_factory, cert):
 def test_nginx_http11_plain(nginx, capsys):
     code = main(["http", "--json", f"http://127.0.0.1:{nginx.plain_port}/index.html"])
     doc = json.loads(capsys.readouterr().out)
-    assert code == 0 and doc["http_code"] == 200 and doc["http_version"] == "1.1"
+    assert code == 0 and doc["http_code"] == 200 and doc["probetop"]["http_version"] == "1.1"
     assert doc["size_download"] == len("hello from nginx\n")
 
 
@@ -33,11 +33,13 @@ def test_nginx_http2_over_tls(nginx, cert, capsys):
     url = f"https://127.0.0.1:{nginx.port}/big.bin"
     code = main(["http", "--json", "--http2", "--cacert", str(cert[0]), url])
     doc = json.loads(capsys.readouterr().out)
-    assert code == 0, doc["error_message"]
-    assert doc["http_version"] == "2"
-    assert doc["phases_us"]["tls"] > 0 and doc["tls"]["version"].startswith("TLSv1.")
+    assert code == 0, doc["probetop"]["error_message"]
+    assert doc["probetop"]["http_version"] == "2"
+    assert doc["probetop"]["phases_us"]["tls"] > 0 and doc["probetop"]["tls"]["version"].startswith(
+        "TLSv1."
+    )
     assert doc["size_download"] == 1_000_000
-    assert doc["phases_us"]["transfer"] > 0
+    assert doc["probetop"]["phases_us"]["transfer"] > 0
 
 
 def test_nginx_redirect_hops_and_repeated_reuse(nginx, cert):
@@ -70,8 +72,8 @@ def test_http3_against_a_local_quic_server(cert, capsys):
     with QuicServer(*cert, delay_ms=20) as h3:
         code = main(["http", "--json", "--http3", "--cacert", str(cert[0]), f"{h3.url}/"])
         doc = json.loads(capsys.readouterr().out)
-    assert code == 0, doc["error_message"]
-    assert doc["http_version"] == "3"
-    phases = doc["phases_us"]
+    assert code == 0, doc["probetop"]["error_message"]
+    assert doc["probetop"]["http_version"] == "3"
+    phases = doc["probetop"]["phases_us"]
     assert phases["server"] >= 20_000  # the server's 20 ms wait, measured over QUIC
     assert doc["appconnect_time"] > 0  # the QUIC handshake (TLS 1.3 inside QUIC)

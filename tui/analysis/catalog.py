@@ -76,7 +76,8 @@ def _at(
     return Assertable(name, kind, Unit.of(unit), _path(*keys, scale=scale), help or ".".join(keys))
 
 
-# -- http: one probe may sample several URLs; latency is the worst URL's, counts the sum
+# -- http: one probe may sample several URLs; latency is the worst URL's, counts the sum.
+# Latencies cover successful responses (2xx/3xx) unless the run had --include-errors.
 
 
 def _http_urls(summary: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -108,6 +109,29 @@ def _http_errors(summary: Mapping[str, Any]) -> float | None:
         if isinstance(errors, Mapping):
             total += sum(_number(v) or 0.0 for v in errors.values())
     return total
+
+
+def _http_sum(*keys: str) -> Reader:
+    """A count summed over every URL (None without URLs)."""
+
+    def read(summary: Mapping[str, Any]) -> float | None:
+        urls = _http_urls(summary)
+        if not urls:
+            return None
+        return float(sum(_number(_dig(u, keys)) or 0.0 for u in urls))
+
+    return read
+
+
+def _http_worst(*keys: str) -> Reader:
+    """The worst (largest) URL's value; None when no URL has one."""
+
+    def read(summary: Mapping[str, Any]) -> float | None:
+        found = [_number(_dig(u, keys)) for u in _http_urls(summary)]
+        values = [v for v in found if v is not None]
+        return max(values) if values else None
+
+    return read
 
 
 def _http_error_rate(summary: Mapping[str, Any]) -> float | None:
@@ -208,6 +232,51 @@ def _entries() -> list[Assertable]:
         Assertable("http.requests", HT, Unit.of(""), _http_requests, "requests, all URLs"),
         Assertable("http.errors", HT, Unit.of(""), _http_errors, "failed requests, all URLs"),
         Assertable("http.error_rate", HT, Unit.of("%"), _http_error_rate, "errors / requests"),
+        *(
+            Assertable(
+                f"http.class.{c.value}",
+                HT,
+                Unit.of(""),
+                _http_sum("classes", c.value),
+                f"requests with status class {c.value}, all URLs",
+            )
+            for c in http.STATUS_CLASSES
+        ),
+        Assertable(
+            "http.jitter",
+            HT,
+            Unit.of("ms"),
+            _http_worst("jitter_ms", "mean"),
+            "mean |total difference| of consecutive successes, worst URL",
+        ),
+        Assertable(
+            "http.jitter.max",
+            HT,
+            Unit.of("ms"),
+            _http_worst("jitter_ms", "max"),
+            "largest |total difference| of consecutive successes, worst URL",
+        ),
+        Assertable(
+            "http.outage",
+            HT,
+            Unit.of("s"),
+            _http_worst("outage", "seconds"),
+            "seconds with no successful response, worst URL",
+        ),
+        Assertable(
+            "http.skipped_turns",
+            HT,
+            Unit.of(""),
+            _http_sum("skipped_turns"),
+            "turns skipped: the previous request still running, all URLs",
+        ),
+        Assertable(
+            "http.discarded",
+            HT,
+            Unit.of(""),
+            _http_sum("discarded"),
+            "warm-up requests discarded (--warmup), all URLs",
+        ),
     ]
     return out
 

@@ -110,7 +110,8 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
 
 
 def report(plan: RunPlan[HttpSettings], result: RunResult) -> int:
-    """Per URL and phase: min, p50, p90, p99, max, mean, stddev; errors by kind."""
+    """Per URL: status classes, per phase min, p50, p90, p99, max, mean,
+    stddev over successes, jitter, outage; exit 130 when interrupted."""
     if plan.settings.load is not None:
         return load_report(plan, result)
     if plan.common.json:
@@ -124,7 +125,11 @@ def report(plan: RunPlan[HttpSettings], result: RunResult) -> int:
         )
         for pid, err in result.errors.items():
             print(f"probetop: error: {pid}: {redact_text(err)}", file=sys.stderr)
-    return 1 if result.errors else 0
+    if result.errors:
+        return 1
+    # Ctrl-C (or SIGTERM): the partial report is out, and the exit status says
+    # the run did not finish, as in load mode.
+    return 130 if result.interrupted else 0
 
 
 def load_report(plan: RunPlan[HttpSettings], result: RunResult) -> int:

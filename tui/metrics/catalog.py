@@ -214,14 +214,16 @@ HTTP_REQUEST_SECONDS = _def(
     "probetop_http_request_duration_seconds",
     "histogram",
     "seconds",
-    "every finished request's whole time (libcurl total)",
+    "every successful (2xx/3xx) request's whole time (libcurl total); 4xx/5xx too "
+    "with --include-errors",
     _HTTP_LABELS,
 )
 HTTP_TTFB_SECONDS = _def(
     "probetop_http_ttfb_seconds",
     "histogram",
     "seconds",
-    "every finished request's time to first byte (libcurl starttransfer)",
+    "every successful (2xx/3xx) request's time to first byte (libcurl starttransfer); "
+    "4xx/5xx too with --include-errors",
     _HTTP_LABELS,
 )
 HTTP_REQUESTS = _def(

@@ -3,8 +3,12 @@
 Each row: the URL label, the latest request's phases as a stacked bar (one
 character per phase kind, so the row stays one colour and cheap to redraw
 over SSH), text sparklines of TTFB and total, the latest TTFB, p50/p90/p99
-of TTFB over the last ``WINDOW`` requests, and error counts by kind. Above
-the rows, full-width sparklines of the median TTFB and total over all URLs.
+of TTFB over the last ``WINDOW`` requests the statistics cover (2xx/3xx
+unless ``--include-errors``), jitter (mean, ms), outage time (s), and the
+errors: ``!!`` with the error share when it passes 1 %, then counts by kind.
+Above the rows, full-width sparklines of the median TTFB and total over all
+URLs; below them, the run's requests by status class, warm-up requests
+discarded and skipped turns.
 
 Memory stays bounded with 100 URLs: only the URL-wide series go into the
 base class's history; per URL the pane keeps short windows.
@@ -21,7 +25,18 @@ from typing import Any
 
 from probetop.probes.core.sample import Sample
 from probetop.probes.core.stats import percentile
-from probetop.probes.http import PHASES, TOTAL_MS, TTFB_MS, HttpInterval, HttpParams
+from probetop.probes.http import (
+    CLASS_LABELS,
+    ERROR_MARKER_SHARE,
+    PHASES,
+    STATUS_CLASSES,
+    TOTAL_MS,
+    TTFB_MS,
+    HttpInterval,
+    HttpParams,
+    StatusClass,
+    UrlRun,
+)
 from probetop.tui.widgets.bars import column_rows
 from probetop.tui.widgets.generic_pane import SparkRow
 from probetop.tui.widgets.history import fmt_value
@@ -34,6 +49,8 @@ GLYPHS = {"dns": "·", "tcp": "▒", "tls": "▓", "server": "█", "transfer": 
 WINDOW = 600  # requests per URL kept for percentiles and sparklines
 CHART_URLS = 8  # URLs drawn in the maximised chart
 LABEL_W, BAR_W, SPARK_W = 24, 16, 12
+_CLASS_NAMES = {c.value: label for c, label in CLASS_LABELS.items()}
+_SUCCESS = StatusClass.SUCCESS.value
 
 
 def stacked_bar(phases_ms: Mapping[str, float | None], scale_ms: float, width: int) -> str:
@@ -68,7 +85,18 @@ class UrlRow:
         self.code: int | None = None
         self.errors: dict[str, int] = {}
         self.percentiles: tuple[float | None, float | None, float | None] = (None, None, None)
+        self.run: UrlRun | None = None
         self.dirty = False
+
+    def marker(self) -> str:
+        """``!!12.5%`` when this URL's errors pass ERROR_MARKER_SHARE, else ''."""
+        if self.run is None:
+            return ""
+        total = sum(self.run.classes.values())
+        errors = total - self.run.classes.get(_SUCCESS, 0)
+        if not total or errors / total <= ERROR_MARKER_SHARE:
+            return ""
+        return f"!!{100 * errors / total:.1f}% "
 
     def update_percentiles(self) -> None:
         ordered = sorted(v for v in self.ttfb if v is not None)
@@ -91,16 +119,39 @@ class HttpPane(ProbePane):
         self.ttfb_row = SparkRow(TTFB_MS)
         self.total_row = SparkRow(TOTAL_MS)
         self.table = TextBlock(["waiting for the first response..."], header_rows=1)
+        self.include_errors = params.include_errors
         self.legend = TextBlock([self._legend()])
+        self.status = TextBlock([""])
 
     def _legend(self) -> str:
         glyphs = "  ".join(f"{GLYPHS[p]} {p}" for p in PHASES)
-        return f"phases: {glyphs}   connections: {self.connection}   times in ms, libcurl's clocks"
+        covers = "every response" if self.include_errors else "2xx/3xx only"
+        return (
+            f"phases: {glyphs}   connections: {self.connection}   times in ms, libcurl's "
+            f"clocks; percentiles over {covers}"
+        )
+
+    def status_line(self) -> str:
+        """The run's requests by status class, discarded and skipped, all URLs
+        ('' when the samples carry no run figures: an older recording)."""
+        runs = [row.run for row in self.rows.values() if row.run is not None]
+        if not runs:
+            return ""  # a recording made before status classes: nothing to count
+        counts = {c.value: sum(r.classes.get(c.value, 0) for r in runs) for c in STATUS_CLASSES}
+        text = "  ".join(f"{_CLASS_NAMES[c.value]} {counts[c.value]}" for c in STATUS_CLASSES)
+        total = sum(counts.values())
+        errors = total - counts[_SUCCESS]
+        if total and errors / total > ERROR_MARKER_SHARE:
+            text = f"!! errors {100 * errors / total:.1f} %   " + text
+        discarded = sum(r.discarded for r in runs)
+        skipped = sum(r.skipped for r in runs)
+        return f"{text}   discarded (warm-up) {discarded}   skipped turns {skipped}"
 
     def compose(self) -> ComposeResult:
         yield self.ttfb_row
         yield self.total_row
         yield self.table
+        yield self.status
         yield self.legend
 
     # -- storing ------------------------------------------------------------
@@ -127,13 +178,16 @@ class HttpPane(ProbePane):
         for label, kinds in interval.error_counts.items():
             if label in self.rows:
                 self.rows[label].errors = dict(kinds)
+        for label, run in interval.run.items():
+            if label in self.rows:
+                self.rows[label].run = run
 
     # -- drawing ------------------------------------------------------------
     def table_lines(self) -> list[str]:
         head = (
             f"{'URL':<{LABEL_W}} {'latest phases':<{BAR_W}} {'TTFB, ms':<{SPARK_W}} "
             f"{'total, ms':<{SPARK_W}} {'TTFB ms':>8} {'p50 ms':>8} {'p90 ms':>8} "
-            f"{'p99 ms':>8} HTTP errors"
+            f"{'p99 ms':>8} {'jit ms':>7} {'out s':>6} HTTP errors"
         )
         lines = [head]
         scale = max(
@@ -148,7 +202,11 @@ class HttpPane(ProbePane):
             latest = row.ttfb[-1] if row.ttfb else None
             p50, p90, p99 = row.percentiles
             errors = " ".join(f"{k} {n}" for k, n in sorted(row.errors.items())) or "-"
+            errors = row.marker() + errors
             cells = " ".join(fmt_value(v, "ms", 8) for v in (latest, p50, p90, p99))
+            run = row.run
+            cells += " " + fmt_value(run.jitter_mean_ms if run else None, "ms", 7)
+            cells += " " + fmt_value(run.outage_s if run else None, "s", 6)
             lines.append(
                 f"{fit_label(label):<{LABEL_W}} {stacked_bar(row.phases, scale, BAR_W)} "
                 f"{column_rows(list(row.ttfb), SPARK_W, 1, None)[0]} "
@@ -170,6 +228,7 @@ class HttpPane(ProbePane):
             spark_row.spark.set_values(hist.recent(max(spark_row.spark.size.width, 1)))
         if self.rows and self.samples_seen:
             self.table.set_lines(self.table_lines(), header_rows=1)
+            self.status.set_lines([self.status_line()])
 
     def chart_series(self) -> dict[str, list[tuple[float, float]]]:
         series = {f"TTFB {label} (ms)": list(self.rows[label].chart) for label in self.order}
