@@ -50,6 +50,7 @@ from probetop.probes.icmp.settings import (
 # How long ending streams get to leave their native loop (they re-read the
 # control word at least every CONTROL_POLL_NS = 20 ms).
 STREAM_EXIT_WAIT_S = 0.5
+DRAIN_MARGIN_S = 0.05
 
 if TYPE_CHECKING:
     from probetop.probes.icmp.sockets import Target
@@ -291,9 +292,11 @@ class IcmpProbe:
             self.stopped_by = "stopped"
             for s in self._streams:
                 s.drain()
-            # Replies in flight get at most min(--grace, STOP_DRAIN_S); then
-            # the streams abort and what is unanswered stays "in flight".
-            drain_s = min(self.settings.grace_s, STOP_DRAIN_S)
+            # Replies in flight get at most min(--grace + a margin, STOP_DRAIN_S);
+            # then the streams abort and what is unanswered stays "in flight".
+            # The margin lets a grace below STOP_DRAIN_S resolve every request
+            # (the last one was sent a moment before the drain began).
+            drain_s = min(self.settings.grace_s + DRAIN_MARGIN_S, STOP_DRAIN_S)
             collector = asyncio.ensure_future(self._collect(emit))
             try:
                 # asyncio.wait, not wait_for: bounded whatever the collector does
