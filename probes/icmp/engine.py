@@ -90,9 +90,11 @@ S_RETURNED = 6
 S_SEND_END = 7
 # The previous reply's RTT (ns, -1 before the first): jitter is |rtt - previous|.
 S_LAST_RTT = 8
-# Outcome of the last request the sweep resolved: 1 replied, 0 lost, -1 none yet.
-S_PREV_OUTCOME = 9
-N_STATE = 10
+# Outcome of the last request the sweep resolved (1 replied, 0 lost, -1 none
+# yet), how many in a row had it, and whether the first run (which holds a
+# rate limiter's initial burst) has been left out yet.
+S_PREV_OUTCOME, S_RUN_LEN, S_FIRST_RUN_DONE = 9, 10, 11
+N_STATE = 12
 
 # -- interval counters (int64 array, zeroed by the caller each interval) --------
 K_SENT, K_RECEIVED, K_DUPS, K_REORDERED, K_LOST, K_LATE, K_WRAPPED = range(7)
@@ -100,13 +102,15 @@ K_SEND_ERRS, K_RECV_ERRS, K_ICMP_ERRS, K_STRAY, K_RTT_MIN, K_RTT_MAX = range(7, 
 K_MISSED = 13  # paced sends skipped after a stall longer than MAX_BACKLOG_NS
 # Jitter (as trippy/smokeping): |rtt - previous rtt| over consecutive replies.
 K_JITTER_N, K_JITTER_MAX = 14, 15
-# The loss pattern, in send order, as the sweep resolves requests: how many
-# requests followed a replied one, and how many of those were replied too.
-# Independent loss: P(reply | previous replied) = P(reply). A token bucket
-# (a target's ICMP rate limit) spaces replies out, so a reply is rarely
-# followed by another: the ratio falls far below 1.
-K_AFTER_REPLY, K_REPLY_AFTER_REPLY = 16, 17
-N_COUNTERS = 18
+# The loss pattern, in send order, as the sweep resolves requests: runs of
+# replied and of lost requests (count, sum and sum of squares of their
+# lengths; the first run of the stream is left out). Independent loss makes
+# run lengths geometric (coefficient of variation sqrt(p) >= 0.7 for the more
+# common outcome); a token bucket (a target's ICMP rate limit) makes them
+# nearly constant. stats.rate_limit_hint reads them.
+K_REPLY_RUNS, K_REPLY_RUN_SUM, K_REPLY_RUN_SUMSQ = 16, 17, 18
+K_LOSS_RUNS, K_LOSS_RUN_SUM, K_LOSS_RUN_SUMSQ = 19, 20, 21
+N_COUNTERS = 22
 COUNTER_NAMES = (
     "sent",
     "received",
@@ -124,8 +128,12 @@ COUNTER_NAMES = (
     "missed",
     "jitter_n",
     "jitter_max_ns",
-    "after_reply",
-    "reply_after_reply",
+    "reply_runs",
+    "reply_run_sum",
+    "reply_run_sumsq",
+    "loss_runs",
+    "loss_run_sum",
+    "loss_run_sumsq",
 )
 # float64 sums: RTT sum and sum of squares (ns, ns^2) for mean and ping's mdev,
 # and the sum of |rtt - previous rtt| (ns) for the mean jitter.
@@ -184,12 +192,25 @@ def _errno(scratch: Any) -> int:
 
 @numba.njit(nogil=True, cache=CACHE)
 def _resolved(st: Any, ctr: Any, replied: bool) -> None:
-    """Count the loss pattern as requests resolve in send order (K_AFTER_REPLY)."""
-    if st[S_PREV_OUTCOME] == 1:
-        ctr[K_AFTER_REPLY] += 1
-        if replied:
-            ctr[K_REPLY_AFTER_REPLY] += 1
-    st[S_PREV_OUTCOME] = 1 if replied else 0
+    """Count the loss pattern as requests resolve in send order (K_REPLY_RUNS...)."""
+    outcome = 1 if replied else 0
+    if st[S_PREV_OUTCOME] == outcome:
+        st[S_RUN_LEN] += 1
+        return
+    if st[S_PREV_OUTCOME] >= 0:
+        n = st[S_RUN_LEN]
+        if st[S_FIRST_RUN_DONE] == 0:
+            st[S_FIRST_RUN_DONE] = 1
+        elif st[S_PREV_OUTCOME] == 1:
+            ctr[K_REPLY_RUNS] += 1
+            ctr[K_REPLY_RUN_SUM] += n
+            ctr[K_REPLY_RUN_SUMSQ] += n * n
+        else:
+            ctr[K_LOSS_RUNS] += 1
+            ctr[K_LOSS_RUN_SUM] += n
+            ctr[K_LOSS_RUN_SUMSQ] += n * n
+    st[S_PREV_OUTCOME] = outcome
+    st[S_RUN_LEN] = 1
 
 
 @numba.njit(nogil=True, cache=CACHE)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,12 +164,7 @@ class IntervalTotals:
 
     def rate_limit_hint(self) -> RateLimitHint | None:
         """The loss pattern of a target that rate-limits its echo replies, or None."""
-        return rate_limit_hint(
-            self.counters["received"],
-            self.counters["lost"],
-            self.counters["after_reply"],
-            self.counters["reply_after_reply"],
-        )
+        return rate_limit_hint(self.counters)
 
     def rtt(self) -> RttStats:
         """min/avg/max/mdev (ping's: sqrt(E[x^2] - E[x]^2)) and p50/p90/p99, in µs."""
@@ -238,44 +234,49 @@ class IntervalTotals:
 
 # A target rate-limits its echo replies (Linux: a token bucket per peer,
 # net.ipv4.icmp_ratelimit ms per reply when bit 0 of net.ipv4.icmp_ratemask is
-# set, and the host-wide net.ipv4.icmp_msgs_per_sec): replies come back spread
-# out, so a reply is rarely followed by another one, whereas independent loss
-# (a lossy link, a random drop) answers a request after a replied one as often
-# as any other. Only said with enough requests resolved and real loss.
-RATE_LIMIT_MIN_RESOLVED = 200
-RATE_LIMIT_MIN_LOSS = 0.05
-RATE_LIMIT_RATIO = 0.5  # P(reply | previous replied) / P(reply) below this
+# set, and the host-wide net.ipv4.icmp_msgs_per_sec). Independent loss (a
+# lossy link, a random drop) makes the runs of replied and of lost requests
+# geometric: the runs of the more common outcome have a coefficient of
+# variation of sqrt(its probability) >= 0.7. A token bucket lets replies
+# through at a steady pace, so those runs are nearly constant. Said only with
+# real loss and enough runs (the engine leaves out the first run, which holds
+# the bucket's initial burst).
+RATE_LIMIT_MIN_LOSS = 0.02
+RATE_LIMIT_MIN_RUNS = 12
+RATE_LIMIT_MAX_CV = 0.35
 
 
 @dataclass(frozen=True, slots=True)
 class RateLimitHint:
     """Why the replies stopped matching the requests: the target limits them."""
 
-    reply_fraction: float  # P(reply)
-    reply_after_reply: float  # P(reply | the previous request was replied)
+    loss_fraction: float
+    run_cv: float  # coefficient of variation of the more common outcome's runs
+    mean_run: float
 
     @property
     def text(self) -> str:
         return (
-            "replies look rate-limited by the target: a reply is followed by another "
-            f"{100 * self.reply_after_reply:.0f} % of the time against "
-            f"{100 * self.reply_fraction:.0f} % overall (Linux: net.ipv4.icmp_ratelimit "
-            "with echo-reply bit 0 set in net.ipv4.icmp_ratemask, or "
-            "net.ipv4.icmp_msgs_per_sec)"
+            "replies look rate-limited by the target: replies and losses come in "
+            f"regular runs (CV {self.run_cv:.2f}; random loss gives >= 0.7). Linux: "
+            "net.ipv4.icmp_ratelimit (ms per reply) applies to echo replies when "
+            "bit 0 of net.ipv4.icmp_ratemask is set; also net.ipv4.icmp_msgs_per_sec"
         )
 
 
-def rate_limit_hint(
-    received: int, lost: int, after_reply: int, reply_after_reply: int
-) -> RateLimitHint | None:
+def rate_limit_hint(counters: Mapping[str, int]) -> RateLimitHint | None:
     """The hint when the loss pattern is a rate limiter's (see above), else None."""
+    received, lost = counters["received"], counters["lost"]
     resolved = received + lost
-    if resolved < RATE_LIMIT_MIN_RESOLVED or after_reply < 20:
+    if resolved == 0 or lost / resolved < RATE_LIMIT_MIN_LOSS:
         return None
-    p_reply = received / resolved
-    if 1.0 - p_reply < RATE_LIMIT_MIN_LOSS:
+    kind = "loss" if lost >= received else "reply"
+    runs = counters[f"{kind}_runs"]
+    if runs < RATE_LIMIT_MIN_RUNS:
         return None
-    p_after = reply_after_reply / after_reply
-    if p_after >= RATE_LIMIT_RATIO * p_reply:
+    mean = counters[f"{kind}_run_sum"] / runs
+    var = max(0.0, counters[f"{kind}_run_sumsq"] / runs - mean * mean)
+    cv = math.sqrt(var) / mean
+    if cv >= RATE_LIMIT_MAX_CV:
         return None
-    return RateLimitHint(p_reply, p_after)
+    return RateLimitHint(lost / resolved, cv, mean)
