@@ -126,7 +126,10 @@ class Namespace:
 
 
 def run_ping(addr: str, size: int, seconds: float) -> float:
-    out = sh("ping", "-q", "-f", "-s", str(size), "-w", f"{seconds:g}", addr, check=False)
+    # ping -w takes whole seconds.
+    out = sh(
+        "ping", "-q", "-f", "-s", str(size), "-w", str(max(1, round(seconds))), addr, check=False
+    )
     m = re.search(r"(\d+) packets transmitted, (\d+) received.*time (\d+)ms", out)
     if not m:
         raise SystemExit(f"cannot parse ping output:\n{out}")
@@ -151,7 +154,9 @@ def run_probetop(addr: str, size: int, seconds: float, grace: float) -> dict:
     try:
         return json.loads(out.stdout)
     except json.JSONDecodeError:
-        raise SystemExit(f"probetop failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+        raise SystemExit(
+            f"probetop failed ({out.returncode}):\n{out.stdout}\n{out.stderr}"
+        ) from None
 
 
 def main() -> int:

@@ -97,6 +97,9 @@ def test_icmp_ratelimit_in_namespace_is_seen(icmp_peer: Peer) -> None:  # noqa: 
     assert s["sent"] > 1000
     assert 5 <= s["replies_per_second"] <= 60, s["replies_per_second"]
     assert s["loss_pct"] > 90
+    # The report names the sysctls that explain it.
+    assert "net.ipv4.icmp_ratelimit" in s["rate_limit"]
+    assert "net.ipv4.icmp_ratemask" in s["rate_limit"]
 
 
 def test_destination_unreachable_names_the_router(icmp_peer: Peer) -> None:  # noqa: F811
