@@ -15,6 +15,13 @@ command that can destroy data.
 
 from __future__ import annotations
 
+# ruff: noqa: E402 (the stop-signal handler goes in before the other imports)
+# Before anything heavy loads: a stop signal during start-up is never lost
+# (an inherited SIG_IGN, as `probetop ... &` in a script leaves SIGINT, lost it).
+from probetop.probes.core import stopsignals
+
+stopsignals.install()
+
 import contextlib
 import os
 import sys
@@ -34,6 +41,9 @@ from probetop.tui.plan import RunPlan
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``probetop`` console script."""
+    if stopsignals.pending():  # a signal during the imports: nothing started yet
+        return stopsignals.exit_status()
+    stopsignals.interrupt_from_now()
     parser = build_parser()
     namespace = parse_args(parser, sys.argv[1:] if argv is None else argv)
     try:
@@ -42,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ProbeError, RecordingError) as exc:
         return fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
-        return 130
+        return stopsignals.exit_status()
     except BrokenPipeError:
         # `probetop report x | head`: the reader left; stay quiet like other Unix tools.
         devnull = os.open(os.devnull, os.O_WRONLY)
