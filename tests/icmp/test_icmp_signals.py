@@ -88,7 +88,7 @@ def test_signal_during_startup_stops_even_when_inherited_ignored(
         time.sleep(delay_s)
         sent = time.monotonic()
         proc.send_signal(sig)
-        out, err = proc.communicate(timeout=30)
+        _out, err = proc.communicate(timeout=30)
         took = time.monotonic() - sent
     finally:
         if proc.poll() is None:
