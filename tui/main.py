@@ -44,9 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if stopsignals.pending():  # a signal during the imports: nothing started yet
         return stopsignals.exit_status()
     stopsignals.interrupt_from_now()
-    parser = build_parser()
-    namespace = parse_args(parser, sys.argv[1:] if argv is None else argv)
     try:
+        parser = build_parser()
+        namespace = parse_args(parser, sys.argv[1:] if argv is None else argv)
         plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *argv])
         return run_plan(plan)
     except (ProbeError, RecordingError) as exc:
