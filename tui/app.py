@@ -35,6 +35,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from probetop.probes.core import stopsignals
 from probetop.probes.core.hub import Hub, Subscription
 from probetop.probes.core.sample import Announce, Record, Sample, Status
 from probetop.probes.record import Recorder
@@ -251,6 +252,8 @@ class ProbetopApp(App[int]):
         )
         self.feed = await self.session.start()
         self.session.install_signal_handlers(self._on_signal)
+        if (early := stopsignals.pending()) is not None:  # sent during start-up
+            self._on_signal(early)
         self.set_interval(frame_seconds(self.config.interval_s), self._live_frame)
         if self.config.duration_s is not None:
             self.set_timer(self.config.duration_s, self._time_up)

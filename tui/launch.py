@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from probetop.probes.core import stopsignals
 from probetop.probes.core.base import Probe
 from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, Recorder
 from probetop.probes.system import passive_probes
@@ -52,6 +53,8 @@ def prepare(plan: RunPlan[Any], probes: list[Probe]) -> Path | None:
     record = check_record(plan)
     for probe in probes:
         probe.prepare()
+        # A signal raised inside a callback (numba's compile) is only recorded.
+        stopsignals.check()
     return record
 
 

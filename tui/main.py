@@ -15,6 +15,13 @@ command that can destroy data.
 
 from __future__ import annotations
 
+# ruff: noqa: E402 (the stop-signal handler goes in before the other imports)
+# Before anything heavy loads: a stop signal during start-up is never lost
+# (an inherited SIG_IGN, as `probetop ... &` in a script leaves SIGINT, lost it).
+from probetop.probes.core import stopsignals
+
+stopsignals.install()
+
 import contextlib
 import os
 import sys
@@ -34,15 +41,18 @@ from probetop.tui.plan import RunPlan
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``probetop`` console script."""
-    parser = build_parser()
-    namespace = parse_args(parser, sys.argv[1:] if argv is None else argv)
+    if stopsignals.pending():  # a signal during the imports: nothing started yet
+        return stopsignals.exit_status()
+    stopsignals.interrupt_from_now()
     try:
+        parser = build_parser()
+        namespace = parse_args(parser, sys.argv[1:] if argv is None else argv)
         plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *argv])
         return run_plan(plan)
     except (ProbeError, RecordingError) as exc:
         return fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
-        return 130
+        return stopsignals.exit_status()
     except BrokenPipeError:
         # `probetop report x | head`: the reader left; stay quiet like other Unix tools.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from probetop.probes.core import stopsignals
 from probetop.probes.core.base import Probe
 from probetop.probes.core.sample import Sample, now_ns, split_key
 from probetop.probes.core.stats import RunningStats
@@ -86,6 +87,8 @@ async def run_headless(
         collect.wake()  # end the wait now, not at its next 0.25 s poll
 
     session.install_signal_handlers(on_signal)
+    if (early := stopsignals.pending()) is not None:  # sent during start-up
+        on_signal(early)
     samples: dict[str, list[Sample]] = {p.id: [] for p in probes}
     stats: dict[str, dict[str, RunningStats]] = {p.id: {} for p in probes}
     foreground = [p.id for p in probes if not getattr(p, "background", False)]

@@ -85,13 +85,32 @@ S_HEAD, S_TAIL, S_NEXT_SEND, S_LAST_SEND, S_IN_FLIGHT, S_MAX_RX = range(6)
 # When the loop last returned: the edge of an interval's counts (the caller may
 # then wait for the GIL, while packets due keep their deadlines).
 S_RETURNED = 6
-N_STATE = 7
+# When sending stopped (drain seen, or --count reached); 0 while sending. Rates
+# are per second of sending, so the wait for the last replies does not dilute them.
+S_SEND_END = 7
+# The previous reply's RTT (ns, -1 before the first): jitter is |rtt - previous|.
+S_LAST_RTT = 8
+# Outcome of the last request the sweep resolved (1 replied, 0 lost, -1 none
+# yet), how many in a row had it, and whether the first run (which holds a
+# rate limiter's initial burst) has been left out yet.
+S_PREV_OUTCOME, S_RUN_LEN, S_FIRST_RUN_DONE = 9, 10, 11
+N_STATE = 12
 
 # -- interval counters (int64 array, zeroed by the caller each interval) --------
 K_SENT, K_RECEIVED, K_DUPS, K_REORDERED, K_LOST, K_LATE, K_WRAPPED = range(7)
 K_SEND_ERRS, K_RECV_ERRS, K_ICMP_ERRS, K_STRAY, K_RTT_MIN, K_RTT_MAX = range(7, 13)
 K_MISSED = 13  # paced sends skipped after a stall longer than MAX_BACKLOG_NS
-N_COUNTERS = 14
+# Jitter (as trippy/smokeping): |rtt - previous rtt| over consecutive replies.
+K_JITTER_N, K_JITTER_MAX = 14, 15
+# The loss pattern, in send order, as the sweep resolves requests: runs of
+# replied and of lost requests (count, sum and sum of squares of their
+# lengths; the first run of the stream is left out). Independent loss makes
+# run lengths geometric (coefficient of variation sqrt(p) >= 0.7 for the more
+# common outcome); a token bucket (a target's ICMP rate limit) makes them
+# nearly constant. stats.rate_limit_hint reads them.
+K_REPLY_RUNS, K_REPLY_RUN_SUM, K_REPLY_RUN_SUMSQ = 16, 17, 18
+K_LOSS_RUNS, K_LOSS_RUN_SUM, K_LOSS_RUN_SUMSQ = 19, 20, 21
+N_COUNTERS = 22
 COUNTER_NAMES = (
     "sent",
     "received",
@@ -107,9 +126,19 @@ COUNTER_NAMES = (
     "rtt_min_ns",
     "rtt_max_ns",
     "missed",
+    "jitter_n",
+    "jitter_max_ns",
+    "reply_runs",
+    "reply_run_sum",
+    "reply_run_sumsq",
+    "loss_runs",
+    "loss_run_sum",
+    "loss_run_sumsq",
 )
-# float64 sums: RTT sum and sum of squares (ns, ns^2) for mean and ping's mdev.
-R_SUM, R_SUMSQ = 0, 1
+# float64 sums: RTT sum and sum of squares (ns, ns^2) for mean and ping's mdev,
+# and the sum of |rtt - previous rtt| (ns) for the mean jitter.
+R_SUM, R_SUMSQ, R_JITTER = 0, 1, 2
+N_SUMS = 3
 
 # -- RTT histogram: exact below 64 ns, then 32 buckets per power of two (< 3.2 %) --
 HIST_SUB_BITS = 5
@@ -162,6 +191,29 @@ def _errno(scratch: Any) -> int:
 
 
 @numba.njit(nogil=True, cache=CACHE)
+def _resolved(st: Any, ctr: Any, replied: bool) -> None:
+    """Count the loss pattern as requests resolve in send order (K_REPLY_RUNS...)."""
+    outcome = 1 if replied else 0
+    if st[S_PREV_OUTCOME] == outcome:
+        st[S_RUN_LEN] += 1
+        return
+    if st[S_PREV_OUTCOME] >= 0:
+        n = st[S_RUN_LEN]
+        if st[S_FIRST_RUN_DONE] == 0:
+            st[S_FIRST_RUN_DONE] = 1
+        elif st[S_PREV_OUTCOME] == 1:
+            ctr[K_REPLY_RUNS] += 1
+            ctr[K_REPLY_RUN_SUM] += n
+            ctr[K_REPLY_RUN_SUMSQ] += n * n
+        else:
+            ctr[K_LOSS_RUNS] += 1
+            ctr[K_LOSS_RUN_SUM] += n
+            ctr[K_LOSS_RUN_SUMSQ] += n * n
+    st[S_PREV_OUTCOME] = outcome
+    st[S_RUN_LEN] = 1
+
+
+@numba.njit(nogil=True, cache=CACHE)
 def _sweep(now: int, cfg: Any, st: Any, slot_state: Any, slot_sent: Any, ctr: Any) -> None:
     """Resolve the oldest requests: replied ones leave, unanswered ones past grace are lost."""
     grace = cfg[C_GRACE]
@@ -174,6 +226,9 @@ def _sweep(now: int, cfg: Any, st: Any, slot_state: Any, slot_sent: Any, ctr: An
             slot_state[slot] = LOST
             ctr[K_LOST] += 1
             st[S_IN_FLIGHT] -= 1
+            _resolved(st, ctr, False)
+        else:
+            _resolved(st, ctr, state == REPLIED)
         st[S_TAIL] += 1
 
 
@@ -259,6 +314,13 @@ def _on_packet(
         f = np.float64(rtt)
         rtt_sums[R_SUM] += f
         rtt_sums[R_SUMSQ] += f * f
+        if st[S_LAST_RTT] >= 0:
+            jitter = abs(rtt - st[S_LAST_RTT])
+            ctr[K_JITTER_N] += 1
+            rtt_sums[R_JITTER] += np.float64(jitter)
+            if jitter > ctr[K_JITTER_MAX]:
+                ctr[K_JITTER_MAX] = jitter
+        st[S_LAST_RTT] = rtt
         hist[hist_index(rtt)] += 1
         if seq < st[S_MAX_RX]:
             ctr[K_REORDERED] += 1
@@ -323,6 +385,12 @@ def run_slice(
             return SLICE_DEADLINE
         _sweep(now, cfg, st, slot_state, slot_sent, ctr)
         sending = command != DRAIN and (count <= 0 or st[S_HEAD] < count)
+        if not sending and st[S_SEND_END] == 0:
+            # --count reached: sending ended one period after the last request
+            # (ping -c N -i P takes N x P); a drain: now.
+            st[S_SEND_END] = now
+            if command != DRAIN and paced and st[S_HEAD] > 0:
+                st[S_SEND_END] = st[S_LAST_SEND] + period
         if not sending and st[S_IN_FLIGHT] == 0:
             st[S_RETURNED] = now
             return SLICE_DONE
@@ -331,7 +399,13 @@ def run_slice(
             if paced:
                 due = now >= st[S_NEXT_SEND]
             else:
-                due = st[S_IN_FLIGHT] < preload or now - st[S_LAST_SEND] >= FLOOD_IDLE_NS
+                # ping -f (iputils): the window is the requests sent after the
+                # newest one answered, so a lost request stops holding it as
+                # soon as a later one is answered (it stays in the slot table
+                # until the grace decides it, and a late reply still matches);
+                # with the window full, a request goes out after 10 ms anyway.
+                window = st[S_HEAD] - 1 - st[S_MAX_RX]
+                due = window < preload or now - st[S_LAST_SEND] >= FLOOD_IDLE_NS
             if due:
                 head = st[S_HEAD]
                 if head - st[S_TAIL] >= SLOTS:
@@ -342,6 +416,9 @@ def run_slice(
                         ctr[K_LOST] += 1
                         ctr[K_WRAPPED] += 1
                         st[S_IN_FLIGHT] -= 1
+                        _resolved(st, ctr, False)
+                    else:
+                        _resolved(st, ctr, slot_state[old] == REPLIED)
                     st[S_TAIL] += 1
                 seq16 = head & (SLOTS - 1)
                 packet[6] = seq16 >> 8
@@ -435,7 +512,7 @@ class IntervalArrays:
     """What one stream's loop adds to during an interval; ``take`` snapshots and zeroes."""
 
     counters: np.ndarray = field(default_factory=lambda: _fresh_counters())
-    rtt_sums: np.ndarray = field(default_factory=lambda: np.zeros(2, np.float64))
+    rtt_sums: np.ndarray = field(default_factory=lambda: np.zeros(N_SUMS, np.float64))
     histogram: np.ndarray = field(default_factory=lambda: np.zeros(HIST_SIZE, np.int64))
     send_errnos: np.ndarray = field(default_factory=lambda: np.zeros(256, np.int64))
     recv_errnos: np.ndarray = field(default_factory=lambda: np.zeros(256, np.int64))
@@ -492,6 +569,8 @@ class LoopState:
         self.state[S_NEXT_SEND] = start_ns
         self.state[S_LAST_SEND] = start_ns - FLOOD_IDLE_NS
         self.state[S_MAX_RX] = -1
+        self.state[S_LAST_RTT] = -1
+        self.state[S_PREV_OUTCOME] = -1
         self.packet = np.frombuffer(bytearray(packet), np.uint8).copy()
         self.addr = np.zeros(ADDR_BYTES, np.uint8)
         self.addr[: len(addr)] = np.frombuffer(addr, np.uint8)
@@ -548,6 +627,17 @@ class LoopState:
     @property
     def in_flight(self) -> int:
         return int(self.state[S_IN_FLIGHT])
+
+    @property
+    def send_end_ns(self) -> int:
+        """When sending stopped (0 while it goes on)."""
+        return int(self.state[S_SEND_END])
+
+    @property
+    def resolved(self) -> int:
+        """Requests resolved in send order: every request before the oldest
+        one still in flight was answered or counted lost."""
+        return int(self.state[S_TAIL])
 
 
 def make_config(

@@ -24,6 +24,7 @@ import asyncio
 import random
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import Emit, ProbeError
@@ -37,6 +38,7 @@ from probetop.probes.icmp.records import (
     IcmpTotals,
     IntervalRow,
     ResolvedTarget,
+    StreamTotals,
 )
 from probetop.probes.icmp.settings import (
     STOP_DRAIN_S,
@@ -48,10 +50,20 @@ from probetop.probes.icmp.settings import (
 # How long ending streams get to leave their native loop (they re-read the
 # control word at least every CONTROL_POLL_NS = 20 ms).
 STREAM_EXIT_WAIT_S = 0.5
+DRAIN_MARGIN_S = 0.05
 
 if TYPE_CHECKING:
     from probetop.probes.icmp.sockets import Target
     from probetop.probes.icmp.stats import IntervalTotals
+
+
+@dataclass(frozen=True, slots=True)
+class StreamProgress:
+    """Where one stream's loop stood when it handed over an interval."""
+
+    in_flight: int = 0
+    resolved: int = 0  # requests resolved in send order (engine.LoopState.resolved)
+    send_end_ns: int = 0  # when sending stopped; 0 while it goes on
 
 
 class _Stream(threading.Thread):
@@ -127,14 +139,15 @@ class _Stream(threading.Thread):
                 t_snap = loop.returned_ns if loop.returned_ns > t_prev else now_ns()
                 snap = loop.interval.take()
                 errs = self._read_error_queue() if p.mode == "datagram" else []
-                p._deliver(self.index, k, (t_prev, t_snap), snap, loop.in_flight, errs, done)
+                progress = StreamProgress(loop.in_flight, loop.resolved, loop.send_end_ns)
+                p._deliver(self.index, k, (t_prev, t_snap), snap, progress, errs, done)
                 t_prev = t_snap
                 if done:
                     return
                 k += 1
         except BaseException as exc:  # reported by run(); the thread must never die silently
             self.error = exc
-            p._deliver(self.index, -1, (now_ns(), now_ns()), None, 0, [], True)
+            p._deliver(self.index, -1, (now_ns(), now_ns()), None, StreamProgress(), [], True)
         finally:
             self.sock.close()
 
@@ -188,6 +201,8 @@ class IcmpProbe:
         self.start_ns = 0
         self.totals: IntervalTotals | None = None
         self.interval_rows: list[IntervalRow] = []
+        self.stream_totals: list[IntervalTotals] = []
+        self.progress: dict[int, StreamProgress] = {}
         self.elapsed_s = 0.0
         self.stopped_by = "finished"
         self._queue: asyncio.Queue[tuple[Any, ...]] | None = None
@@ -241,6 +256,8 @@ class IcmpProbe:
         self._queue = asyncio.Queue()
         self.totals = IntervalTotals()
         self.interval_rows = []
+        self.stream_totals = [IntervalTotals() for _ in range(self.settings.streams)]
+        self.progress = {}
         counts = _split(self.settings.count or 0, self.settings.streams)
         self._streams = []
         try:
@@ -275,9 +292,11 @@ class IcmpProbe:
             self.stopped_by = "stopped"
             for s in self._streams:
                 s.drain()
-            # Replies in flight get at most min(--grace, STOP_DRAIN_S); then
-            # the streams abort and what is unanswered stays "in flight".
-            drain_s = min(self.settings.grace_s, STOP_DRAIN_S)
+            # Replies in flight get at most min(--grace + a margin, STOP_DRAIN_S);
+            # then the streams abort and what is unanswered stays "in flight".
+            # The margin lets a grace below STOP_DRAIN_S resolve every request
+            # (the last one was sent a moment before the drain began).
+            drain_s = min(self.settings.grace_s + DRAIN_MARGIN_S, STOP_DRAIN_S)
             collector = asyncio.ensure_future(self._collect(emit))
             try:
                 # asyncio.wait, not wait_for: bounded whatever the collector does
@@ -303,8 +322,11 @@ class IcmpProbe:
         totals = None
         if t is not None:
             c = t.counters
-            secs = self.elapsed_s
-            replies_ps = c["received"] / secs if secs > 0 else None
+            secs = self.sending_s
+            per_s = (lambda n: n / secs) if secs > 0 else (lambda n: None)
+            replies_ps = per_s(c["received"])
+            jitter_avg, jitter_max = t.jitter_us()
+            hint = t.rate_limit_hint()
             totals = IcmpTotals(
                 sent=c["sent"],
                 received=c["received"],
@@ -315,9 +337,9 @@ class IcmpProbe:
                 lost_early_by_wrap=c["wrapped"],
                 pacing_missed=c["missed"],
                 in_flight_at_end=t.in_flight,
-                loss_pct=t.loss_pct,
+                loss_pct=self._loss_pct(c["lost"], c["received"], self.progress.values()),
                 replies_per_second=replies_ps,
-                requests_per_second=c["sent"] / secs if secs > 0 else None,
+                requests_per_second=per_s(c["sent"]),
                 pps=None if replies_ps is None else 2.0 * replies_ps,
                 rtt=t.rtt(),
                 errors=t.errors(),
@@ -327,6 +349,12 @@ class IcmpProbe:
                 streams=opts.streams,
                 intervals=tuple(self.interval_rows),
                 stopped_by=self.stopped_by,
+                jitter_avg_us=jitter_avg,
+                jitter_max_us=jitter_max,
+                outage_s=t.outage_s(self._request_interval_s(c["sent"], secs)),
+                drain_s=max(0.0, self.elapsed_s - secs),
+                rate_limit=None if hint is None else hint.text,
+                per_stream=self._per_stream(secs) if opts.streams > 1 else None,
             )
         return IcmpSummary(
             target=opts.host,
@@ -337,6 +365,60 @@ class IcmpProbe:
             idle_reason=self.idle_reason,
             totals=totals,
         )
+
+    @property
+    def sending_s(self) -> float:
+        """Seconds from the start until every stream stopped sending (the
+        rates' denominator); the run so far while any stream still sends."""
+        ends = [p.send_end_ns for p in self.progress.values()]
+        if not ends or 0 in ends or len(ends) < len(self._streams):
+            return self.elapsed_s
+        return max(0.0, min(self.elapsed_s, (max(ends) - self.start_ns) / 1e9))
+
+    def _request_interval_s(self, sent: int, sending_s: float) -> float | None:
+        """Time between requests to the target (fping's interval, for the
+        outage time): the set period, or a flood's mean."""
+        rate = self.settings.total_rate
+        if rate is not None:
+            return 1.0 / rate
+        return sending_s / sent if sent else None
+
+    @staticmethod
+    def _loss_pct(lost: int, received: int, progress: Any) -> float | None:
+        """Lost / resolved, where resolved counts requests in send order up to
+        the oldest one still in flight: replies to later requests are left out,
+        else a stop would count their answered neighbours and not their lost
+        ones, and under-state loss. Equal to lost / (lost + received) once
+        nothing is in flight."""
+        resolved = sum(p.resolved for p in progress)
+        if resolved <= 0:
+            resolved = lost + received
+        return 100.0 * lost / resolved if resolved else None
+
+    def _per_stream(self, secs: float) -> tuple[StreamTotals, ...]:
+        from probetop.probes.icmp.settings import stream_settings
+
+        address = self.target.address if self.target else None
+        rows = []
+        for i, (t, alone) in enumerate(
+            zip(self.stream_totals, stream_settings(self.settings), strict=True)
+        ):
+            c = t.counters
+            progress = [self.progress[i]] if i in self.progress else []
+            rows.append(
+                StreamTotals(
+                    stream=i,
+                    sent=c["sent"],
+                    received=c["received"],
+                    lost=c["lost"],
+                    loss_pct=self._loss_pct(c["lost"], c["received"], progress),
+                    replies_per_second=c["received"] / secs if secs > 0 else None,
+                    rtt_avg_us=t.rtt().avg_us,
+                    jitter_avg_us=t.jitter_us()[0],
+                    reference_command=reference_command(alone, address),
+                )
+            )
+        return tuple(rows)
 
     # -- internals ---------------------------------------------------------
     def _open(self, index: int) -> tuple[Any, int]:
@@ -376,12 +458,14 @@ class IcmpProbe:
         active, pending = self._active, self._pending
         while active:
             index, k, t_ns, snap, in_flight, errs, done = await self._queue.get()
+            assert isinstance(in_flight, StreamProgress)
             stream = self._streams[index]
             if snap is None:  # the thread failed
                 active.discard(index)
                 emit(Status(self.id, now_ns(), "error", f"stream {index} failed: {stream.error}"))
                 continue
             pending.setdefault(k, {})[index] = (t_ns, snap, in_flight, errs)
+            self.progress[index] = in_flight
             if done:
                 active.discard(index)
             for kk in sorted(pending):
@@ -393,9 +477,13 @@ class IcmpProbe:
                 t_end = 0
                 spans: list[int] = []
                 dissect: list[tuple[Any, int]] = []
-                for (t_from_i, t_to_i), snap_i, in_flight_i, errs_i in got.values():
+                for i, ((t_from_i, t_to_i), snap_i, progress_i, errs_i) in got.items():
                     interval.add_snapshot(snap_i, v6)
-                    interval.in_flight += in_flight_i
+                    interval.in_flight += progress_i.in_flight
+                    own = IntervalTotals()
+                    own.add_snapshot(snap_i, v6, detail=False)
+                    own.in_flight = progress_i.in_flight
+                    self.stream_totals[i].merge(own)
                     interval.add_routers(errs_i)
                     for d in errs_i:  # datagram sockets: errors come from the error queue
                         interval.icmp_errors[d["name"]] = interval.icmp_errors.get(d["name"], 0) + 1
@@ -409,7 +497,13 @@ class IcmpProbe:
                 seconds = max(1e-9, sum(spans) / len(spans) / 1e9)
                 self.elapsed_s = (t_end - self.start_ns) / 1e9
                 self.totals.merge(interval)
-                record = interval.record(seconds, self.mode)
+                period = self.settings.total_rate
+                record = interval.record(
+                    seconds,
+                    self.mode,
+                    request_interval_s=None if period is None else 1.0 / period,
+                    rate_limit=self.totals.rate_limit_hint(),
+                )
                 self.interval_rows.append(IntervalRow(round(self.elapsed_s, 6), record))
                 emit(record.to_sample(self.id, t_end, seconds))
 

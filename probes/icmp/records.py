@@ -41,6 +41,9 @@ ICMP_ERRORS = "icmp_errors"
 SEND_ERRORS = "send_errors"
 IN_FLIGHT = "in_flight"
 MISSED = "missed"
+JITTER_AVG_US = "jitter_avg_us"
+JITTER_MAX_US = "jitter_max_us"
+OUTAGE_S = "outage_s"
 RTT_KEYS = ("min", "avg", "max", "mdev", "p50", "p90", "p99")
 RTT_MIN_US, RTT_AVG_US, RTT_MAX_US, RTT_MDEV_US, RTT_P50_US, RTT_P90_US, RTT_P99_US = (
     f"rtt_{k}_us" for k in RTT_KEYS
@@ -68,6 +71,9 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(RTT_P50_US, "µs", "median round-trip time (histogram bucket, < 3.2 % wide)"),
     MetricSpec(RTT_P90_US, "µs", "90th percentile round-trip time"),
     MetricSpec(RTT_P99_US, "µs", "99th percentile round-trip time"),
+    MetricSpec(JITTER_AVG_US, "µs", "mean |rtt - previous rtt| over consecutive replies"),
+    MetricSpec(JITTER_MAX_US, "µs", "largest |rtt - previous rtt| over consecutive replies"),
+    MetricSpec(OUTAGE_S, "s", "fping's outage time: lost requests x the time between requests"),
 )
 
 SOCKET_LABELS = {"raw": "raw socket", "datagram": "datagram socket (unprivileged)"}
@@ -153,6 +159,12 @@ class IcmpInterval:
     rtt_hist: tuple[RttBucket, ...] | None = None
     errors: ErrorCounts = field(default_factory=dict)
     error_routers: ErrorRouters = field(default_factory=dict)
+    # Since 0.2 (absent from older recordings, then None): jitter as trippy and
+    # smokeping show it, fping's outage time, and the rate-limit hint.
+    jitter_avg_us: float | None = None
+    jitter_max_us: float | None = None
+    outage_s: float | None = None
+    rate_limit: str | None = None
 
     def values(self) -> dict[str, float | None]:
         """The metric values, in probetop 0.1's order (counts as floats)."""
@@ -172,6 +184,14 @@ class IcmpInterval:
         }
         for key, value in zip(RTT_KEYS, self.rtt.as_tuple(), strict=True):
             out[f"rtt_{key}_us"] = value
+        # Newer metrics only when known: an old recording lays out as it was.
+        for key, value in (
+            (JITTER_AVG_US, self.jitter_avg_us),
+            (JITTER_MAX_US, self.jitter_max_us),
+            (OUTAGE_S, self.outage_s),
+        ):
+            if value is not None:
+                out[key] = value
         return out
 
     def to_sample(self, probe_id: str, t_ns: int, interval_s: float) -> Sample:
@@ -182,6 +202,8 @@ class IcmpInterval:
             extra["errors"] = dict(self.errors)
         if self.error_routers:
             extra["error_routers"] = {k: dict(v) for k, v in self.error_routers.items()}
+        if self.rate_limit:
+            extra["rate_limit"] = self.rate_limit
         return Sample(probe_id, t_ns, interval_s, self.values(), extra)
 
     @classmethod
@@ -210,6 +232,10 @@ class IcmpInterval:
             rtt_hist=_buckets(extra.get("rtt_hist_us")),
             errors=_error_counts(extra.get("errors")),
             error_routers=_error_routers(extra.get("error_routers")),
+            jitter_avg_us=_number(values.get(JITTER_AVG_US)),
+            jitter_max_us=_number(values.get(JITTER_MAX_US)),
+            outage_s=_number(values.get(OUTAGE_S)),
+            rate_limit=_text(extra.get("rate_limit")),
         )
 
     @classmethod
@@ -302,6 +328,51 @@ class IcmpParams:
 
 
 @dataclass(frozen=True, slots=True)
+class StreamTotals:
+    """One stream's share of a run (``--streams N``): its echo id, counts and
+    rates over the sending time, and the equivalent command for it alone."""
+
+    stream: int
+    sent: int
+    received: int
+    lost: int
+    loss_pct: float | None
+    replies_per_second: float | None
+    rtt_avg_us: float | None
+    jitter_avg_us: float | None
+    reference_command: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stream": self.stream,
+            "sent": self.sent,
+            "received": self.received,
+            "lost": self.lost,
+            "loss_pct": self.loss_pct,
+            "replies_per_second": self.replies_per_second,
+            "rtt_avg_us": self.rtt_avg_us,
+            "jitter_avg_us": self.jitter_avg_us,
+            "reference_command": self.reference_command,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any) -> StreamTotals | None:
+        if not isinstance(d, Mapping):
+            return None
+        return cls(
+            stream=_count(d.get("stream")) or 0,
+            sent=_count(d.get("sent")) or 0,
+            received=_count(d.get("received")) or 0,
+            lost=_count(d.get("lost")) or 0,
+            loss_pct=_number(d.get("loss_pct")),
+            replies_per_second=_number(d.get("replies_per_second")),
+            rtt_avg_us=_number(d.get("rtt_avg_us")),
+            jitter_avg_us=_number(d.get("jitter_avg_us")),
+            reference_command=_text(d.get("reference_command")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class IcmpTotals:
     """The whole run's counts and figures (what a run that started adds to
     the summary)."""
@@ -327,6 +398,15 @@ class IcmpTotals:
     streams: int
     intervals: tuple[IntervalRow, ...]
     stopped_by: str
+    # Since 0.2 (None in older summaries): jitter, outage, the time spent
+    # waiting for the last replies after sending stopped (``duration_s`` is
+    # the sending time since then), the rate-limit hint, per-stream figures.
+    jitter_avg_us: float | None = None
+    jitter_max_us: float | None = None
+    outage_s: float | None = None
+    drain_s: float | None = None
+    rate_limit: str | None = None
+    per_stream: tuple[StreamTotals, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,15 +451,25 @@ class IcmpSummary:
                 "requests_per_second": t.requests_per_second,
                 "pps": t.pps,
                 "rtt_us": t.rtt.to_dict(),
-                "errors": dict(t.errors),
-                "error_routers": {k: dict(v) for k, v in t.error_routers.items()},
-                "duration_s": t.duration_s,
-                "grace_s": t.grace_s,
-                "streams": t.streams,
-                "intervals": [row.to_dict() for row in t.intervals],
-                "stopped_by": t.stopped_by,
             }
         )
+        if t.jitter_avg_us is not None or t.jitter_max_us is not None:
+            d["jitter_us"] = {"avg": t.jitter_avg_us, "max": t.jitter_max_us}
+        if t.outage_s is not None:
+            d["outage_s"] = t.outage_s
+        d["errors"] = dict(t.errors)
+        d["error_routers"] = {k: dict(v) for k, v in t.error_routers.items()}
+        if t.rate_limit is not None:
+            d["rate_limit"] = t.rate_limit
+        d["duration_s"] = t.duration_s
+        if t.drain_s is not None:
+            d["drain_s"] = t.drain_s
+        d["grace_s"] = t.grace_s
+        d["streams"] = t.streams
+        if t.per_stream is not None:
+            d["per_stream"] = [row.to_dict() for row in t.per_stream]
+        d["intervals"] = [row.to_dict() for row in t.intervals]
+        d["stopped_by"] = t.stopped_by
         return d
 
     @classmethod
@@ -390,6 +480,9 @@ class IcmpSummary:
         totals = None
         if "sent" in s:
             rows = s.get("intervals")
+            jitter = s.get("jitter_us")
+            jitter = jitter if isinstance(jitter, Mapping) else {}
+            per_stream = s.get("per_stream")
             totals = IcmpTotals(
                 sent=_count(s.get("sent")) or 0,
                 received=_count(s.get("received")) or 0,
@@ -416,6 +509,16 @@ class IcmpSummary:
                     if row is not None
                 ),
                 stopped_by=_text(s.get("stopped_by")) or "",
+                jitter_avg_us=_number(jitter.get("avg")),
+                jitter_max_us=_number(jitter.get("max")),
+                outage_s=_number(s.get("outage_s")),
+                drain_s=_number(s.get("drain_s")),
+                rate_limit=_text(s.get("rate_limit")),
+                per_stream=None
+                if not isinstance(per_stream, list)
+                else tuple(
+                    row for row in map(StreamTotals.from_dict, per_stream) if row is not None
+                ),
             )
         return cls(
             target=_text(s.get("target")),

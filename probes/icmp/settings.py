@@ -16,6 +16,7 @@ Contract:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shlex
 from collections.abc import Mapping
@@ -318,7 +319,32 @@ class IcmpSettings:
 
 
 def reference_command(settings: IcmpSettings, address: str | None = None) -> str:
-    """The ping (flood, or up to 100/s) or hping3 (faster fixed rates) equivalent."""
+    """The ping (flood, or up to 100/s) or hping3 (faster fixed rates) equivalent;
+    with ``--streams N``, N of them started together (one per stream, each
+    with its share of the rate and count) as one shell line."""
+    if settings.streams <= 1:
+        return _one_command(settings, address)
+    cmds = [_one_command(s, address) for s in stream_settings(settings)]
+    return "(" + " & ".join(cmds) + " & wait)"
+
+
+def stream_settings(settings: IcmpSettings) -> list[IcmpSettings]:
+    """What each of ``settings.streams`` streams runs alone: its share of the
+    rate and of the count (as the probe splits them)."""
+    n = max(1, settings.streams)
+    base, extra = divmod(settings.count or 0, n)
+    out = []
+    for i in range(n):
+        count = (base + (1 if i < extra else 0)) if settings.count else None
+        rate = None if settings.rate is None else settings.rate / n
+        period = None if settings.period_s is None else settings.period_s * n
+        out.append(
+            dataclasses.replace(settings, streams=1, count=count, rate=rate, period_s=period)
+        )
+    return out
+
+
+def _one_command(settings: IcmpSettings, address: str | None) -> str:
     o = settings
     host = address or o.host
     fam = ["-6"] if o.family == 6 else (["-4"] if o.family == 4 else [])

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,7 @@ class IntervalTotals:
     rtt_max_ns: int | None = None
     rtt_sum: float = 0.0
     rtt_sumsq: float = 0.0
+    jitter_sum: float = 0.0  # ns: sum of |rtt - previous rtt| over consecutive replies
     histogram: np.ndarray = field(default_factory=lambda: np.zeros(eng.HIST_SIZE, np.int64))
     icmp_errors: dict[str, int] = field(default_factory=dict)
     send_errors: dict[str, int] = field(default_factory=dict)
@@ -75,10 +77,14 @@ class IntervalTotals:
     routers: dict[str, dict[str, int]] = field(default_factory=dict)  # error name -> router -> n
     in_flight: int = 0
 
-    def add_snapshot(self, snap: eng.IntervalArrays, v6: bool) -> None:
+    def add_snapshot(self, snap: eng.IntervalArrays, v6: bool, *, detail: bool = True) -> None:
+        """Add one stream's interval; ``detail=False`` leaves out the RTT
+        histogram and the error tables (a stream's own totals: cheap)."""
         c = snap.counters
         for i, name in enumerate(eng.COUNTER_NAMES):
-            if name not in ("rtt_min_ns", "rtt_max_ns"):
+            if name == "jitter_max_ns":
+                self.counters[name] = max(self.counters[name], int(c[i]))
+            elif name not in ("rtt_min_ns", "rtt_max_ns"):
                 self.counters[name] += int(c[i])
         if c[eng.K_RTT_MIN] >= 0:
             lo, hi = int(c[eng.K_RTT_MIN]), int(c[eng.K_RTT_MAX])
@@ -86,6 +92,9 @@ class IntervalTotals:
             self.rtt_max_ns = hi if self.rtt_max_ns is None else max(self.rtt_max_ns, hi)
         self.rtt_sum += float(snap.rtt_sums[eng.R_SUM])
         self.rtt_sumsq += float(snap.rtt_sums[eng.R_SUMSQ])
+        self.jitter_sum += float(snap.rtt_sums[eng.R_JITTER])
+        if not detail:
+            return
         self.histogram += snap.histogram
         for t in np.nonzero(snap.icmp_types)[0]:
             name = error_name(int(t), v6)
@@ -106,7 +115,10 @@ class IntervalTotals:
 
     def merge(self, other: IntervalTotals) -> None:
         for k, v in other.counters.items():
-            self.counters[k] += v
+            if k == "jitter_max_ns":
+                self.counters[k] = max(self.counters[k], v)
+            else:
+                self.counters[k] += v
         for attr, pick in (("rtt_min_ns", min), ("rtt_max_ns", max)):
             theirs = getattr(other, attr)
             if theirs is not None:
@@ -114,6 +126,7 @@ class IntervalTotals:
                 setattr(self, attr, theirs if mine is None else pick(mine, theirs))
         self.rtt_sum += other.rtt_sum
         self.rtt_sumsq += other.rtt_sumsq
+        self.jitter_sum += other.jitter_sum
         self.histogram += other.histogram
         for mine, theirs in (
             (self.icmp_errors, other.icmp_errors),
@@ -134,6 +147,24 @@ class IntervalTotals:
         lost = self.counters["lost"]
         resolved = lost + self.counters["received"]
         return 100.0 * lost / resolved if resolved else None
+
+    def jitter_us(self) -> tuple[float | None, float | None]:
+        """(mean, max) |rtt - previous rtt| over consecutive replies, in µs
+        (trippy's and smokeping's jitter); None before two replies."""
+        n = self.counters["jitter_n"]
+        if n == 0:
+            return None, None
+        return self.jitter_sum / n / 1000.0, self.counters["jitter_max_ns"] / 1000.0
+
+    def outage_s(self, request_interval_s: float | None) -> float | None:
+        """fping's outage time: lost requests x the time between requests."""
+        if request_interval_s is None:
+            return None
+        return self.counters["lost"] * request_interval_s
+
+    def rate_limit_hint(self) -> RateLimitHint | None:
+        """The loss pattern of a target that rate-limits its echo replies, or None."""
+        return rate_limit_hint(self.counters)
 
     def rtt(self) -> RttStats:
         """min/avg/max/mdev (ping's: sqrt(E[x^2] - E[x]^2)) and p50/p90/p99, in µs."""
@@ -156,14 +187,26 @@ class IntervalTotals:
             out[f"receive {k}"] = v
         return out
 
-    def record(self, seconds: float, mode: str | None) -> IcmpInterval:
-        """One interval's typed record (its Sample layout: records.py)."""
+    def record(
+        self,
+        seconds: float,
+        mode: str | None,
+        *,
+        request_interval_s: float | None = None,
+        rate_limit: RateLimitHint | None = None,
+    ) -> IcmpInterval:
+        """One interval's typed record (its Sample layout: records.py).
+        ``request_interval_s`` is the time between requests (for the outage
+        time): the set period, or for a flood this interval's mean."""
         c = self.counters
         per_s = (lambda n: n / seconds) if seconds > 0 else (lambda n: None)
         replies = per_s(c["received"])
         hist = None
         if c["received"]:
             hist = tuple(RttBucket(*b) for b in coarse_histogram(self.histogram))
+        if request_interval_s is None and c["sent"]:
+            request_interval_s = seconds / c["sent"]
+        jitter_avg, jitter_max = self.jitter_us()
         return IcmpInterval(
             requests_per_s=per_s(c["sent"]),
             replies_per_s=replies,
@@ -182,4 +225,58 @@ class IntervalTotals:
             rtt_hist=hist,
             errors=self.errors(),
             error_routers={name: dict(per) for name, per in self.routers.items()},
+            jitter_avg_us=jitter_avg,
+            jitter_max_us=jitter_max,
+            outage_s=self.outage_s(request_interval_s),
+            rate_limit=None if rate_limit is None else rate_limit.text,
         )
+
+
+# A target rate-limits its echo replies (Linux: a token bucket per peer,
+# net.ipv4.icmp_ratelimit ms per reply when bit 0 of net.ipv4.icmp_ratemask is
+# set, and the host-wide net.ipv4.icmp_msgs_per_sec). Independent loss (a
+# lossy link, a random drop) makes the runs of replied and of lost requests
+# geometric: the runs of the more common outcome have a coefficient of
+# variation of sqrt(its probability) >= 0.7. A token bucket lets replies
+# through at a steady pace, so those runs are nearly constant. Said only with
+# real loss and enough runs (the engine leaves out the first run, which holds
+# the bucket's initial burst).
+RATE_LIMIT_MIN_LOSS = 0.02
+RATE_LIMIT_MIN_RUNS = 12
+RATE_LIMIT_MAX_CV = 0.35
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitHint:
+    """Why the replies stopped matching the requests: the target limits them."""
+
+    loss_fraction: float
+    run_cv: float  # coefficient of variation of the more common outcome's runs
+    mean_run: float
+
+    @property
+    def text(self) -> str:
+        return (
+            "replies look rate-limited by the target: replies and losses come in "
+            f"regular runs (CV {self.run_cv:.2f}; random loss gives >= 0.7). Linux: "
+            "net.ipv4.icmp_ratelimit (ms per reply) applies to echo replies when "
+            "bit 0 of net.ipv4.icmp_ratemask is set; also net.ipv4.icmp_msgs_per_sec"
+        )
+
+
+def rate_limit_hint(counters: Mapping[str, int]) -> RateLimitHint | None:
+    """The hint when the loss pattern is a rate limiter's (see above), else None."""
+    received, lost = counters["received"], counters["lost"]
+    resolved = received + lost
+    if resolved == 0 or lost / resolved < RATE_LIMIT_MIN_LOSS:
+        return None
+    kind = "loss" if lost >= received else "reply"
+    runs = counters[f"{kind}_runs"]
+    if runs < RATE_LIMIT_MIN_RUNS:
+        return None
+    mean = counters[f"{kind}_run_sum"] / runs
+    var = max(0.0, counters[f"{kind}_run_sumsq"] / runs - mean * mean)
+    cv = math.sqrt(var) / mean
+    if cv >= RATE_LIMIT_MAX_CV:
+        return None
+    return RateLimitHint(lost / resolved, cv, mean)

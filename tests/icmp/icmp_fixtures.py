@@ -77,7 +77,7 @@ def icmp_peer() -> Iterator[Peer]:
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed (apt-get install iproute2 nftables)")
     tag = secrets.token_hex(3)
-    peer = Peer(f"ptic-{tag}", f"pti{tag}h", f"pti{tag}p", *_unique_subnet())
+    peer = Peer(f"icmp-{tag}", f"pti{tag}h", f"pti{tag}p", *_unique_subnet())
     _run("ip", "netns", "add", peer.ns)
     try:
         _run("ip", "link", "add", peer.host_if, "type", "veth", "peer", "name", peer.peer_if)
@@ -115,7 +115,7 @@ class Routed:
 @pytest.fixture
 def icmp_routed(icmp_peer: Peer) -> Iterator[Routed]:
     tag = secrets.token_hex(3)
-    ns = f"ptit-{tag}"
+    ns = f"icmp-t-{tag}"
     router_if, target_if = f"ptr{tag}a", f"ptr{tag}b"
     router_addr, target_addr = _unique_subnet()
     subnet = str(ipaddress.ip_network(f"{target_addr}/30", strict=False))

@@ -95,7 +95,9 @@ def test_old_recording_reads_through_the_typed_records() -> None:
     for sample in samples:
         pane.add_sample(sample)
     lines = pane.table_lines()
-    assert lines[0] == "raw socket · 100 req/s · 10.77.88.2 via ptirech · 56 B payload"
+    assert lines[0] == (
+        "raw socket · 100 req/s · 10.77.88.2 via ptirech · 56 B payload · grace 0.3 s"
+    )
     assert lines[1] == "requests 31.2/s  replies 28.1/s  56.2 pps  loss 43.8 %"
     assert lines[2] == "lost 7  duplicates 0  reordered 0  late 0  in flight 0"
     assert lines[3] == "RTT µs min/avg/max/mdev 5.77/28.5/62.4/21.3  p50/p90/p99 18.2/62.0/62.0"

@@ -56,7 +56,15 @@ def test_count_is_exact_over_streams_on_ipv6() -> None:
     s, _ = run(host="::1", rate=2000.0, count=301, streams=3, family=6)
     assert s["sent"] == 301 and s["received"] == 301
     assert s["loss_pct"] == 0.0
-    assert s["reference_command"].startswith("ping -q -6 -i 0.0005")
+    # One ping per stream, each with its share of the rate and count, run together.
+    one = "ping -q -6 -i 0.0015 -s 56 -c {} ::1"
+    assert s["reference_command"] == (
+        f"({one.format(101)} & {one.format(100)} & {one.format(100)} & wait)"
+    )
+    rows = s["per_stream"]
+    assert [r["sent"] for r in rows] == [101, 100, 100]
+    assert [r["reference_command"] for r in rows] == [one.format(n) for n in (101, 100, 100)]
+    assert sum(r["received"] for r in rows) == s["received"]
 
 
 def test_fixed_rate_holds_within_two_percent() -> None:
@@ -89,6 +97,9 @@ def test_icmp_ratelimit_in_namespace_is_seen(icmp_peer: Peer) -> None:  # noqa: 
     assert s["sent"] > 1000
     assert 5 <= s["replies_per_second"] <= 60, s["replies_per_second"]
     assert s["loss_pct"] > 90
+    # The report names the sysctls that explain it.
+    assert "net.ipv4.icmp_ratelimit" in s["rate_limit"]
+    assert "net.ipv4.icmp_ratemask" in s["rate_limit"]
 
 
 def test_destination_unreachable_names_the_router(icmp_peer: Peer) -> None:  # noqa: F811

@@ -111,3 +111,46 @@ def test_malformed_records_read_as_unknown() -> None:
     assert params.settings.host == "?" and params.settings.rate is None
     assert params.settings.streams == 1 and params.target is None
     assert IcmpSummary.from_summary(None).totals is None
+
+
+def test_new_fields_round_trip_and_report() -> None:
+    """0.2's summary fields (jitter, outage, drain, rate limit, per stream)
+    read back key for key; the report shows them."""
+    summary = lines()[-1]["summaries"][PROBE_ID]
+    keys = list(summary)
+    new = dict(summary)
+    new.update(
+        {
+            "jitter_us": {"avg": 1.5, "max": 9.0},
+            "outage_s": 0.54,
+            "rate_limit": "replies look rate-limited by the target: net.ipv4.icmp_ratelimit",
+            "drain_s": 0.3,
+            "per_stream": [
+                {
+                    "stream": i,
+                    "sent": 105,
+                    "received": 78,
+                    "lost": 27,
+                    "loss_pct": 25.7,
+                    "replies_per_second": 33.5,
+                    "rtt_avg_us": 50.0,
+                    "jitter_avg_us": 1.5,
+                    "reference_command": "ping -q -i 0.02 -s 56 10.77.88.2",
+                }
+                for i in range(2)
+            ],
+        }
+    )
+    # The layout the writer uses: the new keys at their places.
+    order = [*keys[: keys.index("errors")], "jitter_us", "outage_s", "errors", "error_routers"]
+    order += ["rate_limit", "duration_s", "drain_s", "grace_s", "streams", "per_stream"]
+    order += ["intervals", "stopped_by"]
+    new = {k: new[k] for k in order}
+    typed = IcmpSummary.from_summary(new)
+    assert ordered(typed.to_dict()) == ordered(new)
+    text = format_report(new)
+    assert "time 2.32 s sending (+0.30 s waiting for replies, grace 0.3 s)" in text
+    assert "jitter avg/max = 1.5/9.0 µs, outage 0.540 s" in text
+    assert "note: replies look rate-limited" in text
+    assert "stream 1: 105 sent, 78 received, 27 lost (25.700% loss)" in text
+    assert text.count("  ping -q -i 0.02 -s 56 10.77.88.2 &") == 2

@@ -62,3 +62,38 @@ def test_time_zero_means_no_time_limit() -> None:
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["sent"] == 3 and doc["received"] == 3, doc
+
+
+@needs_root
+@pytest.mark.parametrize(("sig", "delay_s"), [(signal.SIGINT, 0.3), (signal.SIGINT, 1.5)])
+def test_signal_during_startup_stops_even_when_inherited_ignored(
+    tmp_path: Path, sig: int, delay_s: float
+) -> None:
+    """A script's `probetop ... &` starts it with SIGINT ignored. A SIGINT sent
+    during start-up (imports, then compiling the native loop: a fresh numba
+    cache makes that seconds long) was lost, and the flood, with no --time,
+    ran on (once for ~10 minutes). Now it is caught from the first import."""
+    import time
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    proc = subprocess.Popen(
+        [*PROBETOP, "icmp", "127.0.0.1", "--flood", "--size", "1", "--headless"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        time.sleep(delay_s)
+        sent = time.monotonic()
+        proc.send_signal(sig)
+        _out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert took < STOP_WITHIN_S, (took, err)
+    assert proc.returncode in (0, 128 + sig), (proc.returncode, err)  # 0: it had started
+    assert "Traceback" not in err and "Exception ignored" not in err, err

@@ -94,3 +94,40 @@ def test_cli_import_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def _runs(outcomes: list[bool]) -> dict[str, int]:
+    """The engine's run counters for a sequence of outcomes (True: replied),
+    the first run left out as the engine does."""
+    counters = dict.fromkeys(eng.COUNTER_NAMES, 0)
+    counters["received"] = sum(outcomes)
+    counters["lost"] = len(outcomes) - sum(outcomes)
+    runs: list[tuple[bool, int]] = []
+    for o in outcomes:
+        if runs and runs[-1][0] == o:
+            runs[-1] = (o, runs[-1][1] + 1)
+        else:
+            runs.append((o, 1))
+    for o, n in runs[1:-1]:  # the first run is left out, the last is still open
+        kind = "reply" if o else "loss"
+        counters[f"{kind}_runs"] += 1
+        counters[f"{kind}_run_sum"] += n
+        counters[f"{kind}_run_sumsq"] += n * n
+    return counters
+
+
+def test_rate_limit_hint_tells_a_token_bucket_from_random_loss() -> None:
+    from probetop.probes.icmp.stats import rate_limit_hint
+
+    rng = random.Random(7)
+    # A burst of 6, then one reply every 10 requests: a token bucket.
+    bucket = [True] * 6 + ([False] * 9 + [True]) * 40
+    hint = rate_limit_hint(_runs(bucket))
+    assert hint is not None and "net.ipv4.icmp_ratelimit" in hint.text
+    assert "net.ipv4.icmp_ratemask" in hint.text
+    # Slightly over the limit: long regular runs of replies, one loss each.
+    assert rate_limit_hint(_runs(([True] * 19 + [False]) * 30)) is not None
+    for p in (0.02, 0.1, 0.5, 0.9):  # independent loss never looks like one
+        outcomes = [rng.random() >= p for _ in range(20_000)]
+        assert rate_limit_hint(_runs(outcomes)) is None, p
+    assert rate_limit_hint(_runs([True] * 1000)) is None  # no loss

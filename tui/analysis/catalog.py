@@ -216,6 +216,9 @@ def _entries() -> list[Assertable]:
         *(_at(IC, f"icmp.{k}", "", k) for k in _ICMP_COUNTS),
         _at(IC, "icmp.replies_per_second", "/s", "replies_per_second"),
         _at(IC, "icmp.pps", "/s", "pps", help="packets through the target per second"),
+        _at(IC, "icmp.jitter", "us", "jitter_us", "avg", help="mean |rtt - previous rtt|"),
+        _at(IC, "icmp.jitter.max", "us", "jitter_us", "max", help="largest |rtt - previous rtt|"),
+        _at(IC, "icmp.outage", "s", "outage_s", help="lost requests x the time between requests"),
     ]
     for s in _HTTP_STATS:  # http.p95: the whole request (total), the worst URL's
         out.append(

@@ -6,9 +6,10 @@ passive ``system.net`` probe, read through ``NicCounters`` in ``observe``: on
 ``lo`` each echo exchange is two packets each way, so its tx pps should track
 the probe's pps). Below: the socket mode and pacing, rates, counters (lost,
 duplicates, reordered, late, in flight), RTT min/avg/max/mdev and
-p50/p90/p99 (in µs, or ms once the median RTT reaches a millisecond), the
-last interval's RTT distribution as one bar row, and errors with the
-reporting router. When ICMP is not allowed (the demo without privileges)
+p50/p90/p99 (in µs, or ms once the median RTT reaches a millisecond), jitter
+and outage time, the last interval's RTT distribution as one bar row, a
+warning naming the sysctls when the target rate-limits its replies, and
+errors with the reporting router. When ICMP is not allowed (the demo without privileges)
 the pane says why.
 
 Samples are read through the family's typed records (``IcmpInterval``,
@@ -150,7 +151,7 @@ class IcmpPane(ProbePane):
         address = p.target.address if p.target is not None else s.host
         return (
             f"{p.mode_label} · {pace}{streams} · {address} via {self.interface or '?'} · "
-            f"{s.size} B payload"
+            f"{s.size} B payload · grace {s.grace_s:g} s"
         )
 
     def table_lines(self) -> list[str]:
@@ -171,7 +172,14 @@ class IcmpPane(ProbePane):
             f"in flight {_count(i.in_flight)}"
         )
         lines.append(rtt_line(i.rtt))
+        if i.jitter_avg_us is not None or i.outage_s is not None:
+            lines.append(
+                f"jitter avg/max {fmt_rtt(i.jitter_avg_us)}/{fmt_rtt(i.jitter_max_us)}  "
+                f"outage {fmt_value(i.outage_s, 's')} s"
+            )
         lines.append(rtt_distribution(i.rtt_hist or ()))
+        if i.rate_limit:
+            lines.append(f"⚠ {i.rate_limit}")
         if i.errors:
             parts = []
             for name, n in i.errors.items():

@@ -1,0 +1,88 @@
+"""Stop signals that arrive before a run installs its own handlers (process-wide:
+the console script installs the handler, the runners read what it recorded).
+
+A run routes SIGINT, SIGTERM and SIGHUP to its event loop once it has
+started (``LiveSession.install_signal_handlers``). Before that -- imports,
+parsing, resolving the target, compiling a native loop (seconds on a cold
+cache) -- the process had the dispositions it inherited, and a parent that
+starts probetop in the background of a script (``probetop ... &``) leaves
+SIGINT *ignored*: a Ctrl-C or ``kill -INT`` sent during start-up was lost,
+and a flood without ``--time`` then ran until something killed it.
+
+Contract:
+- ``install()`` (first thing in the console script, before heavy imports):
+  SIGINT, SIGTERM and SIGHUP are caught from then on, whatever was
+  inherited; each one is recorded (``pending()``), never lost.
+- ``interrupt_from_now()``: a signal also raises ``KeyboardInterrupt`` in the
+  main thread, so a long start-up step ends at once (the console script
+  exits 128 + the signal number, no traceback). Before that call (during
+  imports, where an exception would print a traceback) it is only recorded,
+  and ``main`` checks ``pending()`` as it starts.
+- ``check()``: raise ``KeyboardInterrupt`` if a signal is pending (for the
+  steps that may swallow an exception raised inside them, e.g. a ctypes
+  callback during numba's compile); runners call ``pending()`` right after
+  installing their own handlers, so a signal from start-up stops the run.
+- ``exit_status()``: 128 + the pending signal's number (130 for SIGINT).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from types import FrameType
+from typing import Any
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+_pending: list[int] = []
+_raise = False
+
+
+def _handler(signum: int, _frame: FrameType | None) -> None:
+    _pending.append(signum)
+    if _raise:
+        raise KeyboardInterrupt
+
+
+def _quiet_unraisable(hook: Any) -> Any:
+    """A KeyboardInterrupt raised inside a callback Python cannot propagate
+    from (ctypes, during numba's compile) is pending, not a traceback."""
+
+    def unraisable(info: Any) -> None:
+        if isinstance(info.exc_value, KeyboardInterrupt) and _pending:
+            return
+        hook(info)
+
+    return unraisable
+
+
+def install() -> None:
+    """Catch the stop signals from now on (see the module docstring)."""
+    for sig in SIGNALS:
+        try:
+            signal.signal(sig, _handler)
+        except (OSError, RuntimeError, ValueError):  # not the main thread, or no such signal
+            continue
+    sys.unraisablehook = _quiet_unraisable(sys.unraisablehook)
+
+
+def interrupt_from_now() -> None:
+    """From now on a signal also raises KeyboardInterrupt in the main thread."""
+    global _raise
+    _raise = True
+
+
+def pending() -> str | None:
+    """The name of the first stop signal received so far, or None."""
+    return signal.Signals(_pending[0]).name if _pending else None
+
+
+def check() -> None:
+    """Raise KeyboardInterrupt if a stop signal is pending."""
+    if _pending:
+        raise KeyboardInterrupt
+
+
+def exit_status(default: int = 130) -> int:
+    """128 + the pending signal's number (``default`` when none is)."""
+    return 128 + _pending[0] if _pending else default
