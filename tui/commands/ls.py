@@ -53,7 +53,14 @@ def _started(info: SessionInfo) -> str:
 
 
 def _command(info: SessionInfo) -> str:
-    argv = [a for a in info.command[1:] if a not in ("--detach",)]
+    argv, skip = [], False
+    for arg in info.command[1:]:
+        if skip or arg == "--detach" or arg.startswith("--name="):
+            skip = False
+            continue
+        skip = arg == "--name"
+        if not skip:
+            argv.append(arg)
     return shlex.join(argv) or "(passive panes)"
 
 
