@@ -71,6 +71,7 @@ MIN_WIDTH, MIN_HEIGHT = 60, 16
 WIDE_COLUMNS = 180  # from this width panes go in two columns at least
 CHROME_ROWS = 2  # the status line and the footer
 REPLAY_FRAME_S = 0.25
+HISTORY_SLICE = 2 << 20  # bytes of a long history an attached view reads per frame
 HANGUP_EXIT_S = 3.0  # after a SIGHUP, exit this long after the recording is closed
 NOTIFY_S = {"error": 8.0, "warning": 10.0}
 
@@ -136,6 +137,7 @@ class ProbetopApp(App[int]):
         self.feed: Subscription | None = None
         self.player: ReplayPlayer | None = None
         self.live = True  # attached: showing the newest records as they come
+        self.loading_history = False  # attached: a long history is still being read
         self.display_paused = False
         self.show_hidden = False
         self.too_small = False
@@ -183,7 +185,7 @@ class ProbetopApp(App[int]):
         self.index.display = False
         self._check_size()
         if self.config.attached is not None:
-            self._start_attached()
+            await self._start_attached()
         elif self.replay:
             self._start_replay()
         else:
@@ -433,20 +435,40 @@ class ProbetopApp(App[int]):
             self._update_status()
 
     # -- attached to a detached session -------------------------------
-    def _start_attached(self) -> None:
+    async def _start_attached(self) -> None:
+        """A short history is shown in the first frame. A long one: its newest
+        minutes first (``preview``), then it loads a slice per frame and the
+        panes are rebuilt from the start once it is all in."""
+        assert self.config.attached is not None
         self.player = ReplayPlayer([])
         self.live = True
-        self._attached_frame()  # the whole history, in one frame
+        try:
+            preview = self.config.attached.preview()
+        except RecordingError:
+            preview = []  # said by the first poll
+        self.loading_history = bool(preview)
+        if preview:
+            self.route([record for _t, record in preview])
+        await self._attached_frame()
         self.set_interval(REPLAY_FRAME_S, self._attached_frame)
 
-    def _attached_frame(self) -> None:
+    async def _attached_frame(self) -> None:
         attached, player = self.config.attached, self.player
         if attached is None or player is None:
             return
         try:
-            player.extend(attached.poll())
+            player.extend(attached.poll(HISTORY_SLICE if self.loading_history else None))
         except RecordingError as exc:
             self.notify(str(exc), title="recording", severity="error", timeout=10)
+            self.loading_history = False
+        if self.loading_history:
+            if not attached.caught_up:
+                self._update_status()
+                return
+            self.loading_history = False  # all in: the panes from the session's start
+            await self.rebuild_panes(player.follow())
+            self._update_status()
+            return
         if not self.live and not player.paused and player.at_end:
             self.live = True  # played up to the newest record
         records = player.follow() if self.live else player.tick(time.monotonic())
@@ -525,6 +547,9 @@ class ProbetopApp(App[int]):
 
     async def _seek(self, t: float) -> None:
         assert self.player is not None
+        if self.loading_history:
+            self.notify("the session's history is still loading")
+            return
         rebuild, records = self.player.seek(t)
         if self.config.attached is not None:
             self.live = self.player.position_s >= self.player.duration_s
@@ -573,7 +598,9 @@ class ProbetopApp(App[int]):
         if self.player is not None and attached is not None:
             parts.append(f"attached {attached.name} ({attached.state})")
             end = fmt_clock(self.player.duration_s)
-            if self.live:
+            if self.loading_history:
+                parts.append(f"newest records shown; reading the history: {end}")
+            elif self.live:
                 parts.append(f"live {end}  d: detach")
             else:
                 state = "paused" if self.player.paused else "playing"

@@ -9,8 +9,11 @@ Contract:
 - Every line passes the reader's checks (``reader._check_header`` /
   ``_check_line``); a bad whole line raises RecordingError naming it.
 - ``footer`` is set once the footer line arrived: the session ended.
-- Reads at most ``MAX_POLL_BYTES`` per call, so one call stays short even on
-  a long history; call again until ``caught_up``.
+- Reads at most ``max_bytes`` (default ``MAX_POLL_BYTES``) per call, so one
+  call stays short even on a long history; call again until ``caught_up``.
+- ``tail(max_bytes)`` reads, without moving the follower, the header's
+  probes and the whole lines in the file's last ``max_bytes``: a quick
+  picture of the newest records for a first frame.
 """
 
 from __future__ import annotations
@@ -48,14 +51,14 @@ class RecordingFollower:
     def close(self) -> None:
         self._file.close()
 
-    def poll(self) -> list[tuple[float, Record]]:
+    def poll(self, max_bytes: int = MAX_POLL_BYTES) -> list[tuple[float, Record]]:
         """Records of the whole lines written since the last call (see above)."""
         try:
-            chunk = self._file.read(MAX_POLL_BYTES)
+            chunk = self._file.read(max_bytes)
         except OSError as exc:
             raise RecordingError(f"{self.path}: cannot read: {exc.strerror}") from None
         chunk = chunk or b""
-        self.caught_up = len(chunk) < MAX_POLL_BYTES
+        self.caught_up = len(chunk) < max_bytes
         data = self._partial + chunk
         cut = data.rfind(b"\n") + 1
         self._partial = data[cut:]
@@ -85,6 +88,27 @@ class RecordingFollower:
             return []
         record = decode_record(line) if kind else None
         return [] if record is None else [(float(line.get("t", 0.0)), record)]
+
+    def tail(self, max_bytes: int) -> list[tuple[float, Record]]:
+        """The header's probes and the records of the last ``max_bytes`` (see above)."""
+        peek = RecordingFollower(self.path)
+        try:
+            f = peek._file
+            header = f.readline(MAX_LINE_BYTES + 1)
+            start = f.tell()
+            end = os.fstat(f.fileno()).st_size
+            if end - max_bytes > start:
+                f.seek(end - max_bytes - 1)
+                f.readline()  # the rest of a line cut by the seek
+            body = f.read(max(0, end - f.tell()))
+            body = body[: body.rfind(b"\n") + 1]
+            out = peek._line(header.rstrip(b"\n"))
+            for raw in body.split(b"\n")[:-1]:
+                if not raw.startswith(b'{"type":"footer"'):
+                    out.extend(peek._line(raw))
+            return out
+        finally:
+            peek.close()
 
     @property
     def size(self) -> int:

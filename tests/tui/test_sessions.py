@@ -259,3 +259,23 @@ def test_two_views_attach_detach_and_stop(env: dict[str, str]) -> None:
         assert load_session(recording).footer is not None
     finally:
         _tmux(sock, "kill-server")
+
+
+def test_follower_tail_reads_only_the_newest_whole_lines(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    info = {"id": "x", "kind": "cpu", "metrics": []}
+    header = {"type": "header", "format": "probetop-session", "schema": 1, "probes": [info]}
+    lines = [json.dumps(header)]
+    lines += [
+        json.dumps({"type": "sample", "probe": "x", "t": float(i), "values": {}})
+        for i in range(1000)
+    ]
+    path.write_text("\n".join(lines) + "\n" + '{"type":"sam')  # a torn last line
+    follower = RecordingFollower(path)
+    tail = follower.tail(2000)
+    assert isinstance(tail[0][1], Announce) and tail[0][1].probe == "x"
+    times = [t for t, r in tail if isinstance(r, Sample)]
+    assert times[-1] == 999.0 and 0 < len(times) < 60
+    assert times == [float(t) for t in range(int(times[0]), 1000)]  # whole lines, in order
+    assert len([r for _t, r in follower.poll() if isinstance(r, Sample)]) == 1000  # not moved
+    follower.close()

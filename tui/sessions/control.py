@@ -139,7 +139,10 @@ def request(path: str | Path, op: str, timeout_s: float = TIMEOUT_S) -> dict[str
     sock.settimeout(timeout_s)
     try:
         sock.connect(str(path))
-        _send(sock, {"op": op})
+        # A refused peer is answered and closed before its request is read:
+        # the write then fails (EPIPE) but the refusal is there to read.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            _send(sock, {"op": op})
         answer = json.loads(_read_line(sock) or b"{}")
     except (OSError, ValueError) as exc:
         raise SessionError(f"no answer on {path}: {exc}") from None
