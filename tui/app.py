@@ -463,6 +463,7 @@ class ProbetopApp(App[int]):
             self.loading_history = False
         if self.loading_history:
             if not attached.caught_up:
+                self.render_dirty()  # preview panes mounted since the last frame
                 self._update_status()
                 return
             self.loading_history = False  # all in: the panes from the session's start

@@ -236,10 +236,10 @@ def test_two_views_attach_detach_and_stop(env: dict[str, str]) -> None:
         + [sys.executable, "-m", "probetop.tui.main", "attach", "v1"]
     )
     try:
-        for view in ("one", "two"):
+        for view in ("one", "two", "three"):
             args = ["-x", "120", "-y", "40", "-s", view]
             _tmux(sock, "new-session", "-d", *args, f"env TERM=xterm-256color {command}")
-        for view in ("one", "two"):
+        for view in ("one", "two", "three"):
             wait_for(lambda v=view: "attached v1 (running)" in _screen(sock, v), what=view)
             wait_for(lambda v=view: "events/s" in _screen(sock, v), what=f"{view} cpu pane")
         # Seek to the start: the history from before attaching is there.
@@ -250,7 +250,12 @@ def test_two_views_attach_detach_and_stop(env: dict[str, str]) -> None:
         # d detaches view one; the session and view two go on.
         _tmux(sock, "send-keys", "-t", "one", "d")
         wait_for(lambda: "one" not in _tmux(sock, "ls"), what="view one closed")
+        # A view killed with its terminal (SIGHUP) changes nothing either.
+        _tmux(sock, "kill-session", "-t", "three")
+        before = sample_lines(recording)
+        wait_for(lambda: sample_lines(recording) > before, what="samples after the views left")
         assert sessions(env)["v1"]["state"] == "running"
+        assert "live" in _screen(sock, "two").splitlines()[0]
         # q in view two asks; y stops the session.
         _tmux(sock, "send-keys", "-t", "two", "q")
         wait_for(lambda: "Stop session v1?" in _screen(sock, "two"), what="question")
