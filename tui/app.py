@@ -22,12 +22,17 @@ Contract:
   0 (or 1 if a probe failed).
 - Replay (``config.session``): the same panes fed by ``ReplayPlayer`` from the
   records' time stamps; space / s / left / right / home / end.
+- Attached (``config.attached``, ``probetop attach``): the same player over
+  a detached session's recording, read from its start and followed live;
+  seeking back leaves live, end returns to it; d detaches (the session goes
+  on), q asks whether to stop the session. Nothing runs probes here.
 - No clock, no animation, no per-record refresh: the screen changes only when
   data arrived, so an idle dashboard writes nothing to the terminal.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import threading
@@ -38,7 +43,7 @@ from pathlib import Path
 from probetop.probes.core import stopsignals
 from probetop.probes.core.hub import Hub, Subscription
 from probetop.probes.core.sample import Announce, Record, Sample, Status
-from probetop.probes.record import Recorder
+from probetop.probes.record import Recorder, RecordingError
 from probetop.themes import DEFAULT_THEME, check_theme_name, probetop_themes
 from probetop.tui.config import AppConfig
 from probetop.tui.player import ReplayPlayer, parse_speed, speed_label
@@ -46,7 +51,9 @@ from probetop.tui.screens.help import HelpScreen
 from probetop.tui.screens.maximised import MaximisedScreen
 from probetop.tui.screens.palette import dashboard_commands
 from probetop.tui.screens.prompt import add_probe_prompt, record_prompt
+from probetop.tui.screens.stop_session import StopSessionScreen
 from probetop.tui.session import LiveSession, detach_from_dead_terminal, terminal_hung_up
+from probetop.tui.sessions.registry import SessionError
 from probetop.tui.widgets.pane import ProbePane
 from probetop.tui.widgets.panegrid import GridPlan, PaneIndex, PaneLayout
 from probetop.tui.widgets.registry import pane_for
@@ -65,6 +72,7 @@ MIN_WIDTH, MIN_HEIGHT = 60, 16
 WIDE_COLUMNS = 180  # from this width panes go in two columns at least
 CHROME_ROWS = 2  # the status line and the footer
 REPLAY_FRAME_S = 0.25
+HISTORY_SLICE = 2 << 20  # bytes of a long history an attached view reads per frame
 HANGUP_EXIT_S = 3.0  # after a SIGHUP, exit this long after the recording is closed
 NOTIFY_S = {"error": 8.0, "warning": 10.0}
 
@@ -99,6 +107,7 @@ class ProbetopApp(App[int]):
         Binding("p", "pause_display", "Pause"),
         Binding("a", "add_probe", "Add probe"),
         Binding("r", "toggle_record", "Record"),
+        Binding("d", "detach", "Detach"),
         Binding("i", "toggle_hidden", "Idle devs"),
         Binding("space", "play_pause", "Play/pause"),
         Binding("s", "cycle_speed", "Speed"),
@@ -116,6 +125,7 @@ class ProbetopApp(App[int]):
 
     LIVE_ONLY = {"add_probe", "toggle_record"}
     REPLAY_ONLY = {"play_pause", "cycle_speed", "speed", "seek", "seek_to"}
+    ATTACHED_ONLY = {"detach"}
 
     def __init__(self, config: AppConfig) -> None:
         super().__init__()
@@ -127,6 +137,8 @@ class ProbetopApp(App[int]):
         self.session: LiveSession | None = None
         self.feed: Subscription | None = None
         self.player: ReplayPlayer | None = None
+        self.live = True  # attached: showing the newest records as they come
+        self.loading_history = False  # attached: a long history is still being read
         self.display_paused = False
         self.show_hidden = False
         self.too_small = False
@@ -143,7 +155,8 @@ class ProbetopApp(App[int]):
 
     @property
     def replay(self) -> bool:
-        return self.config.session is not None
+        """Records come from a recording (replay, or attached to a session)."""
+        return self.config.session is not None or self.config.attached is not None
 
     @property
     def hub(self) -> Hub | None:
@@ -172,7 +185,9 @@ class ProbetopApp(App[int]):
     async def on_mount(self) -> None:
         self.index.display = False
         self._check_size()
-        if self.replay:
+        if self.config.attached is not None:
+            await self._start_attached()
+        elif self.replay:
             self._start_replay()
         else:
             await self._start_live()
@@ -236,6 +251,8 @@ class ProbetopApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.LIVE_ONLY and self.replay:
+            return False
+        if action in self.ATTACHED_ONLY and self.config.attached is None:
             return False
         return not (action in self.REPLAY_ONLY and not self.replay)
 
@@ -420,6 +437,72 @@ class ProbetopApp(App[int]):
         if not self.player.paused or records:
             self._update_status()
 
+    # -- attached to a detached session -------------------------------
+    async def _start_attached(self) -> None:
+        """A short history is shown in the first frame. A long one: its newest
+        minutes first (``preview``), then it loads a slice per frame and the
+        panes are rebuilt from the start once it is all in."""
+        assert self.config.attached is not None
+        self.player = ReplayPlayer([])
+        self.live = True
+        try:
+            preview = self.config.attached.preview()
+        except RecordingError:
+            preview = []  # said by the first poll
+        self.loading_history = bool(preview)
+        if preview:
+            self.route([record for _t, record in preview])
+        await self._attached_frame()
+        self.set_interval(REPLAY_FRAME_S, self._attached_frame)
+
+    async def _attached_frame(self) -> None:
+        attached, player = self.config.attached, self.player
+        if attached is None or player is None:
+            return
+        try:
+            player.extend(attached.poll(HISTORY_SLICE if self.loading_history else None))
+        except RecordingError as exc:
+            self.notify(str(exc), title="recording", severity="error", timeout=10)
+            self.loading_history = False
+        if self.loading_history:
+            if not attached.caught_up:
+                self.render_dirty()  # preview panes mounted since the last frame
+                self._update_status()
+                return
+            self.loading_history = False  # all in: the panes from the session's start
+            await self.rebuild_panes(player.follow())
+            self._update_status()
+            return
+        if not self.live and not player.paused and player.at_end:
+            self.live = True  # played up to the newest record
+        records = player.follow() if self.live else player.tick(time.monotonic())
+        if records:
+            self.route(records)
+        self._update_status()
+
+    def action_detach(self) -> None:
+        """Leave the attached session running and close this view."""
+        self.exit(0, return_code=0)
+
+    def _quit_answered(self, answer: bool | None) -> None:
+        if answer is None:
+            return
+        if answer is False:
+            self.action_detach()
+            return
+        self.run_worker(self._stop_attached(), exclusive=True)
+
+    async def _stop_attached(self) -> None:
+        attached = self.config.attached
+        assert attached is not None
+        self.notify(f"stopping {attached.name}...")
+        try:
+            await asyncio.to_thread(attached.stop)
+        except SessionError as exc:
+            self.notify(str(exc), title="not stopped", severity="error", timeout=10)
+            return
+        self.exit(0, return_code=0)
+
     async def rebuild_panes(self, records: list[Record]) -> None:
         """Drop every pane and feed ``records`` from the start (seek backwards)."""
         if isinstance(self.screen, MaximisedScreen):
@@ -440,6 +523,9 @@ class ProbetopApp(App[int]):
 
     def action_play_pause(self) -> None:
         if self.player is not None:
+            if self.live and self.config.attached is not None:
+                self.live = False  # pausing an attached view holds it where it is
+                self.player.paused = False
             self.player.toggle_pause()
             self.player.start_clock(time.monotonic())
             self._update_status()
@@ -465,7 +551,13 @@ class ProbetopApp(App[int]):
 
     async def _seek(self, t: float) -> None:
         assert self.player is not None
+        if self.loading_history:
+            self.notify("the session's history is still loading")
+            return
         rebuild, records = self.player.seek(t)
+        if self.config.attached is not None:
+            self.live = self.player.position_s >= self.player.duration_s
+            self.player.start_clock(time.monotonic())
         if rebuild:
             await self.rebuild_panes(records)
         else:
@@ -506,7 +598,18 @@ class ProbetopApp(App[int]):
 
     def _update_status(self) -> None:
         parts = ["probetop"]
-        if self.player is not None and self.config.session is not None:
+        attached = self.config.attached
+        if self.player is not None and attached is not None:
+            parts.append(f"attached {attached.name} ({attached.state})")
+            end = fmt_clock(self.player.duration_s)
+            if self.loading_history:
+                parts.append(f"newest records shown; reading the history: {end}")
+            elif self.live:
+                parts.append(f"live {end}  d: detach")
+            else:
+                state = "paused" if self.player.paused else "playing"
+                parts.append(f"{state} {fmt_clock(self.player.position_s)} / {end}  end: live")
+        elif self.player is not None and self.config.session is not None:
             state = "paused" if self.player.paused else "ended" if self.player.at_end else "playing"
             parts.append(f"replay {self.config.session.path.name}")
             parts.append(
@@ -555,6 +658,11 @@ class ProbetopApp(App[int]):
         self.exit(1 if failed else 0, return_code=1 if failed else 0)
 
     async def action_quit(self) -> None:
+        attached = self.config.attached
+        if attached is not None and attached.state == "running":
+            if not isinstance(self.screen, StopSessionScreen):
+                self.push_screen(StopSessionScreen(attached.name), self._quit_answered)
+            return
         await self.shutdown("completed")
 
     async def on_unmount(self) -> None:
@@ -563,6 +671,8 @@ class ProbetopApp(App[int]):
         if self.session is not None:
             await self.session.shutdown("completed" if self._shutting_down else "aborted")
             self.session.remove_signal_handlers()
+        if self.config.attached is not None:
+            self.config.attached.close()
 
 
 def make_app(config: AppConfig) -> ProbetopApp:

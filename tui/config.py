@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from probetop.probes.core.base import Probe
     from probetop.probes.record import FooterFields, Session
     from probetop.tui.metrics.live import MetricsExporter
+    from probetop.tui.sessions.attach import AttachedSession
 
 
 @dataclass
@@ -29,6 +30,8 @@ class AppConfig:
       ``--assert`` outcomes), passed to the session's recorder.
     - ``metrics``: the opened ``--metrics``/``--textfile`` exporter the
       session feeds (``tui.launch.open_metrics``).
+    - ``attached``: a detached session to show (``probetop attach``): its
+      recording is read from the start, then followed as it grows.
     """
 
     probes: list[Probe] = field(default_factory=list)
@@ -43,3 +46,4 @@ class AppConfig:
     extra: dict[str, Any] = field(default_factory=dict)
     footer_fields: FooterFields | None = None
     metrics: MetricsExporter | None = None
+    attached: AttachedSession | None = None

@@ -37,6 +37,7 @@ from probetop.tui.cli import build_parser, command_module, make_plan, parse_args
 from probetop.tui.config import AppConfig
 from probetop.tui.launch import dashboard_config, fail, recording_status, run_headless_plan
 from probetop.tui.plan import RunPlan
+from probetop.tui.sessions.registry import SessionError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         namespace = parse_args(parser, sys.argv[1:] if argv is None else argv)
         plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *argv])
         return run_plan(plan)
-    except (ProbeError, RecordingError) as exc:
+    except (ProbeError, RecordingError, SessionError) as exc:
         return fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         return stopsignals.exit_status()
@@ -62,6 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_plan(plan: RunPlan[Any]) -> int:
     """Run one plan to its exit code."""
+    if plan.common.detach:  # --detach: the same plan, headless, in a background session
+        from probetop.tui.sessions.daemon import detach
+
+        return detach(plan, _run_in_session)
     module = command_module(plan)
     if module is None:  # bare `probetop`: the passive panes
         probes = passive_probes(plan.common.interval_s)
@@ -83,6 +88,14 @@ def run_plan(plan: RunPlan[Any]) -> int:
         if not ask_confirmation(exc):
             return fail(f"{exc.action} not confirmed: nothing was written", 1)
         return _run_probes(module.confirmed(plan), module)
+
+
+def _run_in_session(plan: RunPlan[Any]) -> int:
+    """A detached session's run: ``run_plan`` with ``main``'s error handling."""
+    try:
+        return run_plan(plan)
+    except (ProbeError, RecordingError, SessionError) as exc:
+        return fail(str(exc), exc.exit_code)
 
 
 def _run_probes(plan: RunPlan[Any], module: ModuleType) -> int:

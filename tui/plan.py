@@ -79,6 +79,18 @@ COMMON_OPTIONS: tuple[Option, ...] = (
         metavar="[ADDR:]PORT",
     ),
     Option(
+        ("--detach",),
+        "run as a background session that outlives the terminal; prints its name "
+        "(`probetop attach NAME`, `probetop stop NAME`; docs/sessions.md)",
+        action="store_true",
+        default=False,
+    ),
+    Option(
+        ("--name",),
+        "the detached session's name (default COMMAND-YYYYMMDD-HHMMSS)",
+        metavar="NAME",
+    ),
+    Option(
         ("--textfile",),
         "write the same metrics to DIR/probetop.prom every interval, for node_exporter's "
         "textfile collector",
@@ -105,6 +117,8 @@ class CommonOptions:
     assertions: tuple[Assertion, ...] = ()
     metrics: MetricsAddress | None = None
     textfile: Path | None = None
+    detach: bool = False  # --detach: run as a background session (tui.sessions)
+    name: str | None = None  # --name: the detached session's name
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any], argv: tuple[str, ...]) -> CommonOptions:
@@ -123,6 +137,8 @@ class CommonOptions:
             assertions=tuple(values.get("assertions") or ()),
             metrics=values.get("metrics"),
             textfile=values.get("textfile"),
+            detach=bool(values.get("detach", False)),
+            name=values.get("name"),
         )
         common.validate()
         return common

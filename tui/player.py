@@ -14,6 +14,9 @@ Contract:
   ``rebuild`` is True and ``records`` are everything from the start up to
   ``t`` (the caller clears its panes and feeds them again); forwards,
   ``records`` are the ones skipped over.
+- A session still being written (``probetop attach``): ``extend`` appends
+  the records that arrived since; ``follow`` returns every record not
+  delivered yet and puts the position at the end (live).
 """
 
 from __future__ import annotations
@@ -96,6 +99,20 @@ class ReplayPlayer:
             return out
         self.position_s = min(self.duration_s, self.position_s + wall_dt * self.speed)
         return self._take_until(self.position_s)
+
+    def extend(self, records: Iterable[tuple[float, Record]]) -> None:
+        """Append records that arrived after the player was made (in file order)."""
+        for t, record in records:
+            self.records.append((t, record))
+            self.times.append(t)
+            self.duration_s = max(self.duration_s, t)
+
+    def follow(self) -> list[Record]:
+        """Every record not delivered yet; the position is the end (live)."""
+        out = [r for _t, r in self.records[self.index :]]
+        self.index = len(self.records)
+        self.position_s = self.duration_s
+        return out
 
     def seek(self, t: float) -> tuple[bool, list[Record]]:
         """Jump to ``t`` seconds (clamped). See the module docstring."""

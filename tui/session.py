@@ -50,6 +50,15 @@ if TYPE_CHECKING:
     from probetop.tui.metrics.live import MetricsExporter
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_hangup_ignored = False
+
+
+def ignore_hangup() -> None:
+    """A detached session (``tui.sessions.daemon``) has no terminal to lose:
+    from now on SIGHUP is ignored instead of stopping the probes."""
+    global _hangup_ignored
+    _hangup_ignored = True
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
 
 class Notify(Protocol):
@@ -278,6 +287,8 @@ class LiveSession:
         """SIGINT, SIGTERM and SIGHUP call ``on_signal(name)`` in the event loop."""
         loop = asyncio.get_running_loop()
         for sig in SIGNALS:
+            if sig == signal.SIGHUP and _hangup_ignored:
+                continue
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, on_signal, sig.name)
                 self._signals.append(sig)

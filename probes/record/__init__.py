@@ -5,6 +5,8 @@
 - ``load_session`` / ``Session``: reads one back (torn last line tolerated)
 - ``stream_session`` / ``SessionStream``: the same checks, one line at a time
   (one pass over a long recording in constant memory)
+- ``RecordingFollower``: the same checks over a recording still being
+  written, new whole lines at each ``poll`` (``probetop attach``)
 - ``RecordingError``: any failure to write or read, with a message for the user
 - ``FORMAT_NAME``, ``SCHEMA_VERSION``, ``schema_path()``: versioning and the
   JSON Schema every line validates against
@@ -17,6 +19,7 @@ The layout of each line is defined once, in ``codec.py``.
 """
 
 from probetop.probes.record.codec import FORMAT_NAME, SCHEMA_VERSION, RecordingError
+from probetop.probes.record.follow import RecordingFollower
 from probetop.probes.record.reader import Session, SessionStream, load_session, stream_session
 from probetop.probes.record.redaction import (
     KEEP_BODY_FLAG,
@@ -45,6 +48,7 @@ __all__ = [
     "FooterFields",
     "Recorder",
     "RecordingError",
+    "RecordingFollower",
     "Session",
     "SessionStream",
     "body_digest",

@@ -1,0 +1,101 @@
+"""`probetop ls`: the detached sessions, running, finished and died."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shlex
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from probetop.probes.core.options import CommandSpec
+from probetop.tui.plan import CommonOptions, RunPlan
+from probetop.tui.sessions.registry import SessionInfo, list_sessions, state_dir
+
+SPEC = CommandSpec(
+    name="ls",
+    help="list the detached sessions (running, finished, died)",
+    description="""\
+List the sessions started with --detach: name, command, start time, state
+(running; finished: it ended and wrote its report; died: its process is gone
+without one, e.g. SIGKILL), PID and recording size. With --json, one JSON
+document. Sessions live in $XDG_STATE_HOME/probetop (docs/sessions.md).
+""",
+    options=(),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LsSettings:
+    """`ls` takes no options of its own."""
+
+
+def settings(values: Mapping[str, Any], common: CommonOptions) -> LsSettings:
+    return LsSettings()
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _started(info: SessionInfo) -> str:
+    try:
+        when = dt.datetime.fromisoformat(info.started_at).astimezone()
+    except ValueError:
+        return info.started_at
+    return f"{when:%Y-%m-%d %H:%M:%S}"
+
+
+def _command(info: SessionInfo) -> str:
+    argv, skip = [], False
+    for arg in info.command[1:]:
+        if skip or arg == "--detach" or arg.startswith("--name="):
+            skip = False
+            continue
+        skip = arg == "--name"
+        if not skip:
+            argv.append(arg)
+    return shlex.join(argv) or "(passive panes)"
+
+
+def rows(sessions: list[SessionInfo]) -> list[dict[str, Any]]:
+    """One mapping per session, as ``--json`` prints them."""
+    return [
+        {
+            "name": s.name,
+            "command": s.command,
+            "started_at": s.started_at,
+            "state": s.state,
+            "pid": s.pid,
+            "recording": s.recording,
+            "recording_bytes": s.recording_size,
+            "exit_code": s.exit_code,
+            "ended_at": s.ended_at,
+        }
+        for s in sessions
+    ]
+
+
+def run(plan: RunPlan[LsSettings]) -> int:
+    sessions = list_sessions()
+    if plan.common.json:
+        json.dump({"sessions": rows(sessions)}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    if not sessions:
+        print(f"no sessions in {state_dir()} (start one with --detach)")
+        return 0
+    table = [("NAME", "STATE", "PID", "STARTED", "SIZE", "COMMAND")]
+    for s in sessions:
+        state = s.state if s.exit_code in (None, 0) else f"{s.state} ({s.exit_code})"
+        table.append((s.name, state, str(s.pid), _started(s), _size(s.recording_size), _command(s)))
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
+    for r in table:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+    return 0
