@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from probetop.probes.core import stopsignals
 from probetop.probes.core.base import ConfirmationRequired, Probe, ProbeError
 from probetop.probes.core.hub import Hub, Subscription
 from probetop.probes.record import FooterFields, Recorder, RecordingError
@@ -59,6 +60,7 @@ def ignore_hangup() -> None:
     global _hangup_ignored
     _hangup_ignored = True
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    stopsignals.forget(signal.SIGHUP)  # one caught during start-up is void too
 
 
 class Notify(Protocol):

@@ -72,6 +72,12 @@ def interrupt_from_now() -> None:
     _raise = True
 
 
+def forget(sig: int) -> None:
+    """Drop ``sig`` from the pending signals (a detached session ignores
+    SIGHUP: one that came while it started must not stop it either)."""
+    _pending[:] = [s for s in _pending if s != sig]
+
+
 def pending() -> str | None:
     """The name of the first stop signal received so far, or None."""
     return signal.Signals(_pending[0]).name if _pending else None
