@@ -103,7 +103,7 @@ class RecordingFollower:
                 if total > MAX_POLL_BYTES:
                     raise RecordingError(f"{self.path}: more than 64 MiB in one poll")
         except ZstdCorrupt as exc:
-            raise RecordingError(f"{self.path}: {exc} (after line {self._line_no})") from None
+            raise RecordingError(f"{self.path}: {exc}") from None
         return b"".join(out)
 
     def _line(self, raw: bytes) -> list[tuple[float, Record]]:

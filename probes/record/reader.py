@@ -442,7 +442,7 @@ def _rows(f: _Lines, p: Path) -> Iterator[tuple[int, bytes, bool]]:
         except OSError as exc:
             raise RecordingError(f"{p}: cannot read line {number + 1}: {exc.strerror}") from None
         except ZstdCorrupt as exc:
-            raise RecordingError(f"{p}: {exc} (after line {number})") from None
+            raise RecordingError(f"{p}: {exc}") from None
         if not raw:
             return
         number += 1
@@ -457,7 +457,7 @@ def _rows(f: _Lines, p: Path) -> Iterator[tuple[int, bytes, bool]]:
             except OSError as exc:
                 raise RecordingError(f"{p}: cannot read line {number}: {exc.strerror}") from None
             except ZstdCorrupt as exc:
-                raise RecordingError(f"{p}: {exc} (in line {number})") from None
+                raise RecordingError(f"{p}: {exc}") from None
             raw += rest
             total += len(rest)
             if total > MAX_FILE_BYTES:

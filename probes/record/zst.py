@@ -13,7 +13,7 @@ Contract:
   input (a small "zst bomb" costs no memory; the reader caps the total).
   Bytes that cannot be a frame (bad magic, reserved block type, a block that
   does not decode, a checksum mismatch) raise ``ZstdCorrupt`` naming the
-  byte offset of the frame. ``cut_frame`` is the offset of a frame that the
+  byte offset of the block (or frame header) where decoding failed. ``cut_frame`` is the offset of a frame that the
   input ended inside (a kill -9 mid-run): its whole blocks were decoded.
 - ``FrameLines`` is the reader's view of a ``.zst`` file: ``readline(limit)``
   as on a binary file; ``truncated_at`` holds ``cut_frame`` at the end.
@@ -31,10 +31,11 @@ _READ = 1 << 16
 
 
 class ZstdCorrupt(Exception):
-    """Bytes that cannot be zstandard data; ``offset`` is where the frame starts."""
+    """Bytes that cannot be zstandard data; ``offset`` is the file offset of
+    the frame header or block where decoding failed."""
 
     def __init__(self, offset: int, why: str) -> None:
-        super().__init__(f"corrupted zstd frame at byte {offset}: {why}")
+        super().__init__(f"corrupted zstd data at byte {offset}: {why}")
         self.offset = offset
 
 
@@ -76,17 +77,17 @@ class ZstdStream:
         self._in += data
 
     def _fail(self, why: str) -> ZstdCorrupt:
-        at = self._frame_at if self._frame_at is not None else self._base + self._pos
-        return ZstdCorrupt(at, why)
+        return ZstdCorrupt(self._base + self._pos, why)
 
     def _push(self, end: int) -> bytes:
         """Feed self._in[self._pos:end] to the frame's decoder."""
         chunk = bytes(self._in[self._pos : end])
-        self._pos = end
         try:
-            return bytes(self._dobj.decompress(chunk))
+            out = bytes(self._dobj.decompress(chunk))
         except Exception as exc:  # zstandard.ZstdError
             raise self._fail(str(exc) or type(exc).__name__) from None
+        self._pos = end
+        return out
 
     def decode(self, limit: int = 1 << 20) -> bytes:
         """Decompressed bytes of the whole blocks fed so far, stopping once
@@ -146,12 +147,13 @@ class ZstdStream:
                 end += 4
             if end > n:
                 break
+            block_at = self._base + self._pos
             data = self._push(end)
             made += len(data)
             out.append(data)
             if last:
                 if not self._dobj.eof:
-                    raise self._fail("the frame does not end after its last block")
+                    raise ZstdCorrupt(block_at, "the frame does not end after its last block")
                 self._frame_at = None
                 self._dobj = None
         return b"".join(out)

@@ -100,7 +100,7 @@ def test_corrupted_block_in_the_middle_is_an_error_naming_the_offset(
     raw[len(raw) // 2] ^= 0xFF
     raw[len(raw) // 2 + 1] ^= 0x5A
     bad.write_bytes(bytes(raw))
-    with pytest.raises(RecordingError, match=r"(corrupted zstd frame at byte \d+|line \d+)"):
+    with pytest.raises(RecordingError, match=r"(corrupted zstd data at byte \d+|line \d+)"):
         load_session(bad)
     for command in (["report"], ["replay", "--headless"], ["export", "-O", "csv"]):
         proc = run(*command, str(bad))
@@ -108,6 +108,7 @@ def test_corrupted_block_in_the_middle_is_an_error_naming_the_offset(
         assert "Traceback" not in proc.stderr
         assert str(bad) in proc.stderr
         assert "byte" in proc.stderr or "line" in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
     # Garbage appended after whole frames is not mistaken for a cut-off frame.
     junk = tmp_path / "junk.jsonl.zst"
     junk.write_bytes(recorded.read_bytes() + b"not zstd at all, and long enough")

@@ -34,8 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from probetop.probes.record import Recorder
-from probetop.probes.record.zst import is_zstd
+from probetop.probes.record import Recorder, is_zstd
 from probetop.tui import commands
 from probetop.tui.plan import RunPlan
 from probetop.tui.session import ignore_hangup
