@@ -13,8 +13,9 @@ Contract:
   input (a small "zst bomb" costs no memory; the reader caps the total).
   Bytes that cannot be a frame (bad magic, reserved block type, a block that
   does not decode, a checksum mismatch) raise ``ZstdCorrupt`` naming the
-  byte offset of the block (or frame header) where decoding failed. ``cut_frame`` is the offset of a frame that the
-  input ended inside (a kill -9 mid-run): its whole blocks were decoded.
+  byte offset of the block (or frame header) where decoding failed.
+  ``cut_frame`` is the offset of a frame that the input ended inside (a
+  kill -9 mid-run): its whole blocks were decoded.
 - ``FrameLines`` is the reader's view of a ``.zst`` file: ``readline(limit)``
   as on a binary file; ``truncated_at`` holds ``cut_frame`` at the end.
 """
