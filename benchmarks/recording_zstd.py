@@ -82,7 +82,8 @@ def main() -> None:
         print(f"size      plain {raw:>9} B   zst {zst.stat().st_size:>9} B   "
               f"ratio {raw / zst.stat().st_size:.2f}x (target >= 5x)")  # fmt: skip
         print(f"write CPU plain {w_plain / samples * 1e6:7.2f} us/sample   "
-              f"zst {w_zst / samples * 1e6:7.2f} us/sample   ratio {w_zst / w_plain:.2f}x")  # fmt: skip
+              f"zst {w_zst / samples * 1e6:7.2f} us/sample   "
+              f"ratio {w_zst / w_plain:.2f}x")  # fmt: skip
         print(f"read      plain {mb / r_plain:7.1f} MB/s   zst {mb / r_zst:7.1f} MB/s "
               f"(decompressed JSONL, load_session)   ratio {r_plain / r_zst:.2f}x")  # fmt: skip
 
