@@ -28,7 +28,11 @@ from probetop.tui.metrics.address import (
 )
 
 COMMON_OPTIONS: tuple[Option, ...] = (
-    Option(("--record",), "record the session to FILE (JSON Lines, mode 0600)", metavar="FILE"),
+    Option(
+        ("--record",),
+        "record the session to FILE (JSON Lines, mode 0600; zstandard if it ends in .zst)",
+        metavar="FILE",
+    ),
     Option(
         ("--headless",),
         "run without the dashboard and print a report at the end",

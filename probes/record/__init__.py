@@ -15,6 +15,8 @@
   ``KEEP_BODY_FLAG``: what never reaches the disk or a report (credentials,
   request bodies), one set of rules in ``redaction.py``
 
+- ``is_zstd``: whether a file's first bytes are a zstandard (``.zst``) recording's
+
 The layout of each line is defined once, in ``codec.py``.
 """
 
@@ -38,6 +40,7 @@ from probetop.probes.record.writer import (
     schema_path,
 )
 from probetop.probes.record.writer import check_target as check_output
+from probetop.probes.record.zst import is_zstd
 
 __all__ = [
     "FORMAT_NAME",
@@ -53,6 +56,7 @@ __all__ = [
     "SessionStream",
     "body_digest",
     "check_output",
+    "is_zstd",
     "load_session",
     "redact",
     "redact_argv",

@@ -14,11 +14,18 @@ Contract:
 - ``tail(max_bytes)`` reads, without moving the follower, the header's
   probes and the whole lines in the file's last ``max_bytes``: a quick
   picture of the newest records for a first frame.
+- A ``.zst`` recording (told by its magic number) is followed the same way
+  over its decompressed lines: every whole block is decoded as it arrives
+  (the writer ends one per flush), ``max_bytes`` counts compressed bytes, a
+  poll decompresses at most ``MAX_POLL_BYTES`` per call's worth of whole
+  blocks, and a corrupted block raises RecordingError naming its offset.
+  ``tail`` decodes the whole file (blocks cannot be entered mid-frame).
 """
 
 from __future__ import annotations
 
 import os
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +39,7 @@ from probetop.probes.record.reader import (
     _open,
     _parse,
 )
+from probetop.probes.record.zst import ZstdCorrupt, ZstdStream, is_zstd
 
 MAX_POLL_BYTES = 64 << 20
 
@@ -47,6 +55,8 @@ class RecordingFollower:
         self._file = _open(self.path)  # a regular file on storage, or RecordingError
         self._partial = b""
         self._line_no = 0
+        self._zstd: ZstdStream | None = None
+        self._kind_known = False
 
     def close(self) -> None:
         self._file.close()
@@ -59,6 +69,7 @@ class RecordingFollower:
             raise RecordingError(f"{self.path}: cannot read: {exc.strerror}") from None
         chunk = chunk or b""
         self.caught_up = len(chunk) < max_bytes
+        chunk = self._decompress(chunk)
         data = self._partial + chunk
         cut = data.rfind(b"\n") + 1
         self._partial = data[cut:]
@@ -70,6 +81,30 @@ class RecordingFollower:
             self._line_no += 1
             out.extend(self._line(raw))
         return out
+
+    def _decompress(self, chunk: bytes) -> bytes:
+        """``chunk`` as lines: itself, or the whole blocks of a .zst recording."""
+        if not self._kind_known:
+            if self._file.tell() - len(chunk) == 0 and len(chunk) < 4:
+                self._file.seek(0)  # too short to tell yet: read it again next time
+                return b""
+            self._kind_known = True
+            if is_zstd(chunk[:4]):
+                self._zstd = ZstdStream()
+        if self._zstd is None:
+            return chunk
+        self._zstd.feed(chunk)
+        out = []
+        total = 0
+        try:
+            while data := self._zstd.decode():
+                out.append(data)
+                total += len(data)
+                if total > MAX_POLL_BYTES:
+                    raise RecordingError(f"{self.path}: more than 64 MiB in one poll")
+        except ZstdCorrupt as exc:
+            raise RecordingError(f"{self.path}: {exc}") from None
+        return b"".join(out)
 
     def _line(self, raw: bytes) -> list[tuple[float, Record]]:
         where = f"{self.path}: line {self._line_no}"
@@ -94,6 +129,8 @@ class RecordingFollower:
         peek = RecordingFollower(self.path)
         try:
             f = peek._file
+            if is_zstd(f.peek(4)[:4]):  # type: ignore[attr-defined]
+                return self._zstd_tail(peek, max_bytes)
             header = f.readline(MAX_LINE_BYTES + 1)
             start = f.tell()
             end = os.fstat(f.fileno()).st_size
@@ -109,6 +146,39 @@ class RecordingFollower:
             return out
         finally:
             peek.close()
+
+    @staticmethod
+    def _zstd_tail(peek: RecordingFollower, max_bytes: int) -> list[tuple[float, Record]]:
+        """``tail`` of a .zst recording: decode it all, keep the last lines."""
+        kept: deque[bytes] = deque()
+        size = 0
+        header: bytes | None = None
+        partial = b""
+        while True:
+            chunk = peek._file.read(1 << 20)
+            data = partial + peek._decompress(chunk or b"")
+            cut = data.rfind(b"\n") + 1
+            partial = data[cut:]
+            if len(partial) > MAX_LINE_BYTES and not partial.startswith(b'{"type":"footer"'):
+                raise RecordingError(f"{peek.path}: a line is too long")
+            for raw in data[:cut].split(b"\n")[:-1]:
+                if header is None:
+                    header = raw
+                    continue
+                if raw.startswith(b'{"type":"footer"'):
+                    continue
+                kept.append(raw)
+                size += len(raw) + 1
+                while size > max_bytes and kept:
+                    size -= len(kept.popleft()) + 1
+            if not chunk:
+                break
+        if header is None:
+            return []
+        out = peek._line(header)
+        for raw in kept:
+            out.extend(peek._line(raw))
+        return out
 
     @property
     def size(self) -> int:

@@ -34,7 +34,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from probetop.probes.core.sample import Announce, Record
 from probetop.probes.record.codec import (
@@ -45,6 +45,7 @@ from probetop.probes.record.codec import (
     probe_info,
 )
 from probetop.probes.record.writer import PSEUDO_FILESYSTEMS, file_kind, filesystem_type
+from probetop.probes.record.zst import FrameLines, ZstdCorrupt, is_zstd
 
 MAX_LINE_BYTES = 1 << 20
 """Longest line read (1 MiB): a sample or status line is a few KiB."""
@@ -390,6 +391,34 @@ def _open(p: Path) -> IO[bytes]:
         raise
 
 
+class _Lines(Protocol):
+    """What ``_rows`` reads: a binary file, or ``FrameLines`` over a .zst one."""
+
+    def readline(self, limit: int = -1, /) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+def _open_lines(p: Path) -> IO[bytes] | FrameLines:
+    """The recording's lines: plain, or decompressed when the file starts
+    with the zstandard magic number (whatever its name)."""
+    f = _open(p)
+    try:
+        head = f.peek(4)[:4]  # type: ignore[attr-defined]
+    except OSError as exc:
+        f.close()
+        raise RecordingError(f"{p}: cannot read: {exc.strerror}") from None
+    return FrameLines(f) if is_zstd(head) else f
+
+
+def _cut_warning(f: _Lines, p: Path) -> list[str]:
+    """The warning for a .zst recording whose last frame was cut off."""
+    at = getattr(f, "truncated_at", None)
+    if at is None:
+        return []
+    return [f"{p}: skipped a truncated last zstd frame (at byte {at}); the recording was cut off"]
+
+
 def _size(n: float) -> str:
     return f"{n / (1 << 20):,.0f} MiB" if n >= 1 << 20 else f"{n / 1024:,.0f} KiB"
 
@@ -402,9 +431,9 @@ def _too_big(p: Path, size: int | None) -> str:
     )
 
 
-def _rows(f: IO[bytes], p: Path) -> Iterator[tuple[int, bytes, bool]]:
+def _rows(f: _Lines, p: Path) -> Iterator[tuple[int, bytes, bool]]:
     """(line number, bytes without the newline, ended by a newline), with
-    every line and the file's total size capped while reading."""
+    every line and the file's total (decompressed) size capped while reading."""
     number = 0
     total = 0
     while True:
@@ -412,6 +441,8 @@ def _rows(f: IO[bytes], p: Path) -> Iterator[tuple[int, bytes, bool]]:
             raw = f.readline(MAX_LINE_BYTES + 1)
         except OSError as exc:
             raise RecordingError(f"{p}: cannot read line {number + 1}: {exc.strerror}") from None
+        except ZstdCorrupt as exc:
+            raise RecordingError(f"{p}: {exc}") from None
         if not raw:
             return
         number += 1
@@ -425,6 +456,8 @@ def _rows(f: IO[bytes], p: Path) -> Iterator[tuple[int, bytes, bool]]:
                 rest = f.readline(MAX_FOOTER_BYTES - len(raw) + 1)
             except OSError as exc:
                 raise RecordingError(f"{p}: cannot read line {number}: {exc.strerror}") from None
+            except ZstdCorrupt as exc:
+                raise RecordingError(f"{p}: {exc}") from None
             raw += rest
             total += len(rest)
             if total > MAX_FILE_BYTES:
@@ -449,11 +482,14 @@ def _rows(f: IO[bytes], p: Path) -> Iterator[tuple[int, bytes, bool]]:
 def load_session(path: str | Path) -> Session:
     """Read and check a recording. See the module docstring for the rules."""
     p = Path(path)
-    with _open(p) as f:
+    f = _open_lines(p)
+    try:
         return _read(f, p)
+    finally:
+        f.close()
 
 
-def _read(f: IO[bytes], p: Path) -> Session:
+def _read(f: _Lines, p: Path) -> Session:
     rows = _rows(f, p)
     first = next(rows, None)
     if first is None or not first[1].strip():
@@ -509,6 +545,7 @@ def _read(f: IO[bytes], p: Path) -> Session:
         row = following
     if skipped:
         session.warnings.append(f"{p}: skipped {skipped} lines of a type this probetop ignores")
+    session.warnings.extend(_cut_warning(f, p))
     if session.footer is None:
         session.warnings.append(f"{p}: no footer; the session ended without closing the file")
     return session
@@ -531,12 +568,12 @@ class SessionStream:
         self.header: dict[str, Any] = {}
         self.footer: dict[str, Any] | None = None
         self.warnings: list[str] = []
-        self._file: IO[bytes] | None = None
+        self._file: _Lines | None = None
         self._rows: Iterator[tuple[int, bytes, bool]] | None = None
 
     def __enter__(self) -> SessionStream:
         p = self.path
-        self._file = _open(p)
+        self._file = _open_lines(p)
         try:
             self._rows = _rows(self._file, p)
             first = next(self._rows, None)
@@ -612,6 +649,8 @@ class SessionStream:
             row = following
         if skipped:
             self.warnings.append(f"{p}: skipped {skipped} lines of a type this probetop ignores")
+        if self._file is not None:
+            self.warnings.extend(_cut_warning(self._file, p))
         if self.footer is None:
             self.warnings.append(f"{p}: no footer; the session ended without closing the file")
 

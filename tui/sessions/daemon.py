@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from probetop.probes.record import Recorder
+from probetop.probes.record import Recorder, is_zstd
 from probetop.tui import commands
 from probetop.tui.plan import RunPlan
 from probetop.tui.session import ignore_hangup
@@ -194,7 +194,9 @@ class _Ready:
                 with contextlib.suppress(OSError):
                     if os.stat(recording).st_mtime_ns >= since:
                         with open(recording, "rb") as f:
-                            if f.readline().endswith(b"\n"):
+                            # the header line, or (a .zst recording) its first block
+                            head = f.readline()
+                            if head.endswith(b"\n") or (is_zstd(head) and len(head) > 12):
                                 self.send()
                                 return
                 time.sleep(0.05)
