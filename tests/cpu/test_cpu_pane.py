@@ -42,7 +42,17 @@ async def test_pane_shows_rates_fairness_cores_and_sweep() -> None:
             if panes and len(panes[0].sweep) == 2:
                 pane = panes[0]
                 break
-        assert pane is not None, "the sweep never finished in the pane"
+        if pane is None:  # say what state it was in (failed once in CI, never locally)
+            found = list(app.query(CpuBenchPane))
+            sweep = found[0].sweep if found else None
+            try:
+                summary = probes[1].summary()
+            except Exception as exc:  # noqa: BLE001 - diagnostics only
+                summary = repr(exc)
+            raise AssertionError(
+                f"the sweep never finished in the pane: panes={len(found)} sweep={sweep!r} "
+                f"summary={summary!r}"
+            )
         await pilot.pause()
         pane.render_frame()
         columns = pane.columns.text
