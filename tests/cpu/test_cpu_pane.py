@@ -47,7 +47,7 @@ async def test_pane_shows_rates_fairness_cores_and_sweep() -> None:
             sweep = found[0].sweep if found else None
             try:
                 summary = probes[1].summary()
-            except Exception as exc:  # noqa: BLE001 - diagnostics only
+            except Exception as exc:  # diagnostics only
                 summary = repr(exc)
             raise AssertionError(
                 f"the sweep never finished in the pane: panes={len(found)} sweep={sweep!r} "
