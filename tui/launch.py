@@ -12,7 +12,7 @@ import asyncio
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core import stopsignals
 from probetop.probes.core.base import Probe
@@ -20,9 +20,11 @@ from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, Recorder
 from probetop.probes.system import passive_probes
 from probetop.tui.analysis.assertions import exit_status, print_outcomes, run_assertions
 from probetop.tui.config import AppConfig
-from probetop.tui.metrics.live import MetricsExporter
 from probetop.tui.plan import RunPlan
 from probetop.tui.runner import generic_report, run_headless
+
+if TYPE_CHECKING:  # the exporter (prometheus_client) loads only for --metrics/--textfile
+    from probetop.tui.metrics.live import MetricsExporter
 
 
 def fail(message: str, code: int = 2) -> int:
@@ -66,6 +68,8 @@ def open_metrics(plan: RunPlan[Any]) -> MetricsExporter | None:
     common = plan.common
     if common.metrics is None and common.textfile is None:
         return None
+    from probetop.tui.metrics.live import MetricsExporter
+
     exporter = MetricsExporter(common.metrics, common.textfile, interval_s=common.interval_s)
     exporter.open()
     return exporter
