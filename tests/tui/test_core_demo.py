@@ -7,21 +7,23 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 from probetop.probes.core.privileges import has_net_raw, ping_group_allows
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
-def test_demo_headless_runs_every_probe_and_removes_its_scratch_dir():
-    pattern = os.path.join(tempfile.gettempdir(), "probetop-demo-*")
+def test_demo_headless_runs_every_probe_and_removes_its_scratch_dir(tmp_path):
+    # A private TMPDIR: another demo running on the machine (a developer's, a
+    # parallel test) creates scratch directories of its own in /tmp.
+    pattern = os.path.join(str(tmp_path), "probetop-demo-*")
     before = set(glob.glob(pattern))
     out = subprocess.run(
         [*PROBETOP, "demo", "--json", "--time", "20"],
         capture_output=True,
         text=True,
         timeout=120,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
     )
     assert out.returncode == 0, out.stderr[-2000:]
     doc = json.loads(out.stdout)
