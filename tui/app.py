@@ -53,6 +53,7 @@ from probetop.tui.screens.palette import dashboard_commands
 from probetop.tui.screens.prompt import add_probe_prompt, record_prompt
 from probetop.tui.screens.stop_session import StopSessionScreen
 from probetop.tui.session import LiveSession, detach_from_dead_terminal, terminal_hung_up
+from probetop.tui.sessions.foreground import DetachedSession, detach_session
 from probetop.tui.sessions.registry import SessionError
 from probetop.tui.widgets.pane import ProbePane
 from probetop.tui.widgets.panegrid import GridPlan, PaneIndex, PaneLayout
@@ -125,7 +126,6 @@ class ProbetopApp(App[int]):
 
     LIVE_ONLY = {"add_probe", "toggle_record"}
     REPLAY_ONLY = {"play_pause", "cycle_speed", "speed", "seek", "seek_to"}
-    ATTACHED_ONLY = {"detach"}
 
     def __init__(self, config: AppConfig) -> None:
         super().__init__()
@@ -135,6 +135,8 @@ class ProbetopApp(App[int]):
         self.theme = check_theme_name(config.theme) if config.theme else DEFAULT_THEME
         self.panes: dict[str, ProbePane] = {}
         self.session: LiveSession | None = None
+        # Set when d detached this live dashboard: the session goes on after it.
+        self.detached: DetachedSession | None = None
         self.feed: Subscription | None = None
         self.player: ReplayPlayer | None = None
         self.live = True  # attached: showing the newest records as they come
@@ -252,8 +254,8 @@ class ProbetopApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.LIVE_ONLY and self.replay:
             return False
-        if action in self.ATTACHED_ONLY and self.config.attached is None:
-            return False
+        if action == "detach" and self.config.session is not None:
+            return False  # a replay has nothing running to leave behind
         return not (action in self.REPLAY_ONLY and not self.replay)
 
     # -- live ----------------------------------------------------------
@@ -266,6 +268,8 @@ class ProbetopApp(App[int]):
             on_change=self._update_status,
             footer_fields=self.config.footer_fields,
             metrics=self.config.metrics,
+            # d detaches this dashboard: every record since the start is kept.
+            keep_history=self.config.foreground is not None,
         )
         self.feed = await self.session.start()
         self.session.install_signal_handlers(self._on_signal)
@@ -480,15 +484,41 @@ class ProbetopApp(App[int]):
             self.route(records)
         self._update_status()
 
-    def action_detach(self) -> None:
-        """Leave the attached session running and close this view."""
+    async def action_detach(self) -> None:
+        """Attached: leave the session running and close this view. Live:
+        turn this run into a background session (tui.sessions.foreground)
+        and give the terminal back; the probes never stop."""
+        if self.config.attached is not None:
+            self.exit(0, return_code=0)
+            return
+        if self.session is None or self._shutting_down or self.detached is not None:
+            return
+        link = self.config.foreground
+        if link is None:
+            why = self.config.foreground_unavailable or "not available here"
+            self.notify(f"cannot detach: {why}", title="detach", severity="warning")
+            return
+        try:
+            self.detached = await detach_session(
+                self.session,
+                link,
+                command=self.config.command or ["probetop"],
+                command_name=self.config.command_name,
+                name=self.config.name,
+            )
+        except (SessionError, RecordingError) as exc:
+            self.notify(str(exc), title="not detached", severity="error", timeout=10)
+            return
+        if self.feed is not None:  # nobody draws any more
+            self.session.hub.unsubscribe(self.feed)
+            self.feed = None
         self.exit(0, return_code=0)
 
     def _quit_answered(self, answer: bool | None) -> None:
         if answer is None:
             return
-        if answer is False:
-            self.action_detach()
+        if answer is False:  # d at the question: leave the session running
+            self.exit(0, return_code=0)
             return
         self.run_worker(self._stop_attached(), exclusive=True)
 
@@ -668,7 +698,7 @@ class ProbetopApp(App[int]):
     async def on_unmount(self) -> None:
         # Reached also when the app exits another way (an exception): never
         # leave probe threads running or a recording without its footer.
-        if self.session is not None:
+        if self.session is not None and self.detached is None:
             await self.session.shutdown("completed" if self._shutting_down else "aborted")
             self.session.remove_signal_handlers()
         if self.config.attached is not None:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from probetop.probes.record import FooterFields, Session
     from probetop.tui.metrics.live import MetricsExporter
     from probetop.tui.sessions.attach import AttachedSession
+    from probetop.tui.sessions.foreground import ForegroundLink
 
 
 @dataclass
@@ -32,6 +33,10 @@ class AppConfig:
       session feeds (``tui.launch.open_metrics``).
     - ``attached``: a detached session to show (``probetop attach``): its
       recording is read from the start, then followed as it grows.
+    - ``foreground``: the link to the waiter process that lets ``d`` detach
+      this live dashboard into a background session
+      (``tui.sessions.foreground``); ``foreground_unavailable`` says why
+      there is none. ``command_name`` and ``name`` name that session.
     """
 
     probes: list[Probe] = field(default_factory=list)
@@ -47,3 +52,7 @@ class AppConfig:
     footer_fields: FooterFields | None = None
     metrics: MetricsExporter | None = None
     attached: AttachedSession | None = None
+    foreground: ForegroundLink | None = None
+    foreground_unavailable: str | None = None
+    command_name: str | None = None
+    name: str | None = None

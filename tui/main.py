@@ -22,7 +22,9 @@ from probetop.probes.core import stopsignals
 
 stopsignals.install()
 
+import asyncio
 import contextlib
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -37,6 +39,7 @@ from probetop.tui.cli import build_parser, command_module, make_plan, parse_args
 from probetop.tui.config import AppConfig
 from probetop.tui.launch import dashboard_config, fail, recording_status, run_headless_plan
 from probetop.tui.plan import RunPlan
+from probetop.tui.runner import RunResult, generic_report
 from probetop.tui.sessions.registry import SessionError
 
 
@@ -72,7 +75,8 @@ def run_plan(plan: RunPlan[Any]) -> int:
         probes = passive_probes(plan.common.interval_s)
         if plan.common.wants_headless:
             return run_headless_plan(plan, list(probes), None)
-        return run_app(dashboard_config(plan, list(probes), None, with_passive=False))
+        config = dashboard_config(plan, list(probes), None, with_passive=False)
+        return run_app(config, plan=plan)
     run = getattr(module, "run", None)
     if run is not None:
         outcome = run(plan)
@@ -106,7 +110,8 @@ def _run_probes(plan: RunPlan[Any], module: ModuleType) -> int:
         if plan.common.wants_headless:
             return run_headless_plan(plan, probes, module)
         with_passive = getattr(module, "WITH_PASSIVE", True)
-        return run_app(dashboard_config(plan, probes, module, with_passive=with_passive))
+        config = dashboard_config(plan, probes, module, with_passive=with_passive)
+        return run_app(config, plan=plan, module=module)
 
 
 def ask_confirmation(request: ConfirmationRequired) -> bool:
@@ -116,16 +121,36 @@ def ask_confirmation(request: ConfirmationRequired) -> bool:
     return ask_destroy_confirmation(request.target, request.action, list(request.signatures))
 
 
-def run_app(config: AppConfig) -> int:
-    """Show the dashboard until the user quits; return its exit code."""
+def run_app(
+    config: AppConfig, *, plan: RunPlan[Any] | None = None, module: ModuleType | None = None
+) -> int:
+    """Show the dashboard until the user quits; return its exit code.
+
+    A live dashboard of ``plan`` can be detached into a background session
+    (``d``): the process splits first (``tui.sessions.foreground``), and if
+    the user detaches, this returns when that session ends, after writing the
+    command's headless report (``module.report``) to the session's log."""
     from probetop.themes import UnknownThemeError
     from probetop.tui.app import make_app  # Textual loads only here
 
+    if plan is not None and config.probes and config.attached is None and config.session is None:
+        from probetop.tui.sessions.foreground import start_waiter
+
+        link, why = start_waiter()  # the parent waits here for good; the child goes on
+        config = dataclasses.replace(
+            config,
+            foreground=link,
+            foreground_unavailable=why,
+            command_name=plan.command,
+            name=plan.common.name,
+        )
     try:
         app = make_app(config)  # validates --theme before the UI opens
     except UnknownThemeError as exc:
         return fail(str(exc), exc.exit_code)
-    app.run()
+    detached_code = asyncio.run(_show(app, config, plan, module))
+    if detached_code is not None:
+        return detached_code
     code = int(app.return_code or 0)
     checks = config.footer_fields
     if isinstance(checks, RunAssertions) and app.session is not None:
@@ -137,6 +162,37 @@ def run_app(config: AppConfig) -> int:
     # A recording a write error stopped: said again now the terminal is back, exit 74.
     failures = app.session.recording_failures if app.session is not None else []
     return recording_status(failures, code)
+
+
+async def _show(
+    app: Any, config: AppConfig, plan: RunPlan[Any] | None, module: ModuleType | None
+) -> int | None:
+    """Run the app; if ``d`` detached it, carry its session on in this same
+    event loop (the hub's tasks live here) and return that session's exit
+    status; None when the user simply quit."""
+    await app.run_async()
+    if app.detached is None or app.session is None or plan is None:
+        return None
+    from probetop.tui.sessions.foreground import run_detached
+
+    def report(result: RunResult) -> int:
+        own = getattr(module, "report", None)
+        code = (
+            int(own(plan, result))
+            if own is not None
+            else generic_report(result, as_json=plan.common.json)
+        )
+        checks = config.footer_fields
+        if isinstance(checks, RunAssertions):
+            described = {p.id: {"kind": p.kind} for p in result.probes}
+            outcomes = checks.outcomes(result.summaries, described)
+            print_outcomes(outcomes, sys.stdout)
+            code = exit_status(code, outcomes)
+        return recording_status(result.recording_failures, code)
+
+    return await run_detached(
+        app.detached, app.session, duration_s=config.duration_s, report=report
+    )
 
 
 def entry() -> None:

@@ -20,6 +20,14 @@ recording; its message goes to ``notify`` (severity "error") and to
 (``RECORDING_INCOMPLETE_EXIT``). ``--record`` that cannot start at all is
 raised (``strict``) or notified and counted there too.
 
+History (``keep_history=True``, the dashboard): when nothing records the
+session from its start (no ``--record``), an in-memory compressed recording
+of it is kept (``Recorder.in_memory``), so that ``keep_recording(path)`` can
+turn it into a recording file holding every record since the start: what a
+foreground dashboard needs to detach into a background session without
+losing a sample. It costs what ``--record`` costs, without disk I/O, and
+stops quietly past ``MEMORY_CAP_BYTES`` (about 70 hours of the demo).
+
 Signals: ``install_signal_handlers(on_signal)`` routes SIGINT, SIGTERM and
 SIGHUP to the host (which decides what to do: the app quits, the runner ends
 its loop); ``remove_signal_handlers`` restores the process's handling.
@@ -114,8 +122,11 @@ class LiveSession:
         on_change: Callable[[], None] | None = None,
         footer_fields: FooterFields | None = None,
         metrics: MetricsExporter | None = None,
+        keep_history: bool = False,
     ) -> None:
         self.probes = list(probes)
+        self.keep_history = keep_history
+        self.history: Recorder | None = None  # see "History" above
         self.footer_fields = footer_fields  # extra footer fields (--assert outcomes)
         # --metrics / --textfile (opened by tui.launch): fed from the hub.
         self.metrics = metrics
@@ -153,6 +164,8 @@ class LiveSession:
             self._metrics_task = self.metrics.attach(self.hub)
             if self.metrics.url:
                 self.notify(f"serving metrics on {self.metrics.url}", title="--metrics")
+        if self.keep_history and self.record_path is None:
+            await self._start_history()
         if self.record_path is not None:
             if strict:
                 self.recorder = await self._open_recorder(self.record_path)
@@ -189,9 +202,10 @@ class LiveSession:
         self.finished = True
         await self.hub.stop()
         self.probes_stopped = True
-        recorder, self.recorder = self.recorder, None
-        if recorder is not None:
-            await recorder.close(reason)
+        for recorder in (self.recorder, self.history):
+            if recorder is not None:
+                await recorder.close(reason)  # an unmoved history just frees its memory
+        self.recorder = self.history = None
         await self._close_metrics()
 
     async def _close_metrics(self) -> None:
@@ -243,6 +257,49 @@ class LiveSession:
         self.notify(f"stopped {probe_id}")
 
     # -- recording -------------------------------------------------------
+    async def _start_history(self) -> None:
+        def lost(message: str) -> None:  # not the user's recording: no exit status
+            self.history = None
+
+        try:
+            history = Recorder.in_memory(
+                self.hub, self.command, on_error=lost, footer_fields=self.footer_fields
+            )
+            await history.start()
+        except (OSError, RecordingError):
+            return  # no memfd here: detaching will say the history is missing
+        self.history = history
+
+    def history_missing(self) -> str | None:
+        """Why ``keep_recording`` could not give a recording of every record
+        since the start, or None when it can."""
+        if self.history is not None:
+            return None
+        if self.record_path is not None and self.recorder is not None:
+            return None if self.recorder.failure is None else self.recorder.failure
+        return "no history was kept (no memory file here, or it passed its cap)"
+
+    async def keep_recording(self, path: Path) -> Path:
+        """A recording file holding this session from its start, written on
+        until the end: the in-memory history moved to ``path``, or (with
+        ``--record``) the recording already being made. RecordingError."""
+        history, self.history = self.history, None
+        if history is not None:
+            try:
+                await history.move_to(path)
+            except RecordingError:
+                self.history = history
+                raise
+            if self.recorder is None:
+                self.recorder = history
+            else:  # the user's own recording goes on beside it; both get footers
+                self.history = history
+            self.on_change()
+            return path
+        if self.recorder is not None and self.recorder.failure is None:
+            return self.recorder.path
+        raise RecordingError("nothing records this session: it cannot be detached")
+
     async def _open_recorder(self, path: Path) -> Recorder:
         def failed(message: str) -> None:
             self._recording_failed(recorder, message)

@@ -32,6 +32,15 @@ Contract:
   one-line message and ``on_error(message)`` is called once, in the event
   loop. The probes are not affected. A recording that failed has no footer;
   the host reports it and exits with ``RECORDING_INCOMPLETE_EXIT``.
+- ``Recorder.in_memory(hub, command)`` records the same lines, compressed,
+  into an anonymous memory file (memfd: no disk I/O on the machine being
+  measured, no path, no lock) with a slower flush (``MEMORY_FLUSH_EVERY_S``).
+  ``await move_to(path)`` later copies what it holds to a new file at
+  ``path`` (checked and locked like any target, created, never an existing
+  file) and goes on writing there at the normal flush rate: the file holds
+  every line since the header, nothing lost or repeated, as if it had been
+  recorded there from the start. The dashboard keeps such a history so a
+  foreground run can be detached into a session (tui/sessions/foreground.py).
 """
 
 from __future__ import annotations
@@ -60,6 +69,10 @@ from probetop.probes.record.codec import (
 from probetop.probes.record.hostinfo import host_facts
 
 FLUSH_EVERY_S = 0.5
+MEMORY_FLUSH_EVERY_S = 5.0
+"""An in-memory recording needs no durability: fewer, larger compressed blocks."""
+MEMORY_CAP_BYTES = 256 << 20
+"""An in-memory recording stops (quietly, ``failure`` set) past this size."""
 
 FooterFields = Callable[[Mapping[str, Any], Mapping[str, Mapping[str, Any]]], Mapping[str, Any]]
 """``Recorder(footer_fields=...)``: (summaries, probe descriptions by id) ->
@@ -471,8 +484,72 @@ class Recorder:
         self._lock: TargetLock | None = None
         self._skip_announce: set[str] = set()
         self._lines_at_close = 0
+        self.flush_every_s = FLUSH_EVERY_S
+        self.memory_fd: int | None = None  # set while recording into memory
+        # One write at a time: move_to swaps the file between two writes.
+        self._io = asyncio.Lock()
 
     check_path = staticmethod(check_target)
+
+    @classmethod
+    def in_memory(
+        cls,
+        hub: Hub,
+        command: list[str],
+        on_error: Callable[[str], None] | None = None,
+        footer_fields: FooterFields | None = None,
+    ) -> Recorder:
+        """A recorder into an anonymous memory file (see the module docstring);
+        ``start()`` it as any other. OSError where memfd is unavailable."""
+        recorder = cls("memory.jsonl.zst", hub, command, on_error, footer_fields)
+        recorder.memory_fd = os.memfd_create("probetop-history", os.MFD_CLOEXEC)
+        recorder.flush_every_s = MEMORY_FLUSH_EVERY_S
+        return recorder
+
+    @property
+    def in_memory_bytes(self) -> int:
+        """Bytes held in memory (0 once moved to a file)."""
+        return self._file.offset if self.memory_fd is not None and self._file else 0
+
+    async def move_to(self, path: str | os.PathLike[str]) -> None:
+        """Copy an in-memory recording to a new file at ``path`` and go on
+        writing there (module docstring). RecordingError if ``path`` is refused
+        or exists, or if this recording is not in memory or has failed."""
+        target = Path(path)
+        if self.memory_fd is None or self._file is None or self.failure is not None:
+            raise RecordingError(f"cannot move the recording to {target}: it is not in memory")
+        self.check_path(target)
+        lock = TargetLock.for_target(os.path.realpath(target), "record")
+        try:
+            lock.acquire()
+        except TargetBusy as exc:
+            raise RecordingError(f"cannot record to {target}: {exc}") from None
+        async with self._io:  # no write in flight: the memory file is whole
+            file = self._file
+            assert file is not None
+            try:
+                fd = os.open(target, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
+            except OSError as exc:
+                lock.release()
+                raise RecordingError(
+                    f"cannot record to {target}: {_open_error(target, exc)}"
+                ) from None
+            try:
+                os.set_blocking(fd, True)
+                await asyncio.to_thread(_copy_all, file.fd, fd, file.offset)
+                os.fsync(fd)
+                os.dup2(fd, file.fd)  # the writer's descriptor now names the file
+            except OSError as exc:
+                os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.unlink(target)
+                lock.release()
+                raise RecordingError(f"cannot record to {target}: {exc.strerror}") from None
+            os.close(fd)
+            self.memory_fd = None
+            self.path = target
+            self._lock = lock
+            self.flush_every_s = FLUSH_EVERY_S
 
     @property
     def lines_written(self) -> int:
@@ -495,14 +572,17 @@ class Recorder:
 
         RecordingError if the target is refused or the header cannot be
         written (nothing is subscribed then)."""
-        self.check_path(self.path)
-        lock = TargetLock.for_target(os.path.realpath(self.path), "record")
-        try:
-            lock.acquire()  # held until close: no other probetop writes this file
-        except TargetBusy as exc:
-            raise RecordingError(f"cannot record to {self.path}: {exc}") from None
-        self._lock = lock
-        fd = await asyncio.to_thread(_open_target, self.path)
+        if self.memory_fd is not None:
+            fd = self.memory_fd  # anonymous: no path to check, nothing to lock
+        else:
+            self.check_path(self.path)
+            lock = TargetLock.for_target(os.path.realpath(self.path), "record")
+            try:
+                lock.acquire()  # held until close: no other probetop writes this file
+            except TargetBusy as exc:
+                raise RecordingError(f"cannot record to {self.path}: {exc}") from None
+            self._lock = lock
+            fd = await asyncio.to_thread(_open_target, self.path)
         try:
             self._file = ZstdLineFile(fd) if is_zstd_path(self.path) else LineFile(fd)
         except ImportError:
@@ -549,11 +629,18 @@ class Recorder:
             return False
         if not data:
             return True
-        try:
-            await asyncio.to_thread(self._file.write_lines, data)
-        except WriteFailed as exc:
-            self._fail(str(exc), torn=exc.torn)
-            return False
+        async with self._io:
+            file = self._file
+            if file is None:
+                return False
+            if self.memory_fd is not None and file.offset > MEMORY_CAP_BYTES:
+                self._fail(f"the in-memory history passed {MEMORY_CAP_BYTES >> 20} MiB")
+                return False
+            try:
+                await asyncio.to_thread(file.write_lines, data)
+            except WriteFailed as exc:
+                self._fail(str(exc), torn=exc.torn)
+                return False
         return True
 
     def _fail(self, reason: str, *, torn: bool = False) -> None:
@@ -583,7 +670,7 @@ class Recorder:
         sub = self._sub
         try:
             while not sub.closed and self.failure is None:
-                records = await sub.wait(timeout=FLUSH_EVERY_S)
+                records = await sub.wait(timeout=self.flush_every_s)
                 if records and not await self._write(self._encode_records(records)):
                     return
         except asyncio.CancelledError:
@@ -647,6 +734,20 @@ class Recorder:
         lock, self._lock = self._lock, None
         if lock is not None:
             lock.release()
+
+
+def _copy_all(src: int, dst: int, size: int) -> None:
+    """Copy the first ``size`` bytes of ``src`` to ``dst`` (at its offset)."""
+    done = 0
+    while done < size:
+        chunk = os.pread(src, min(1 << 20, size - done), done)
+        if not chunk:
+            raise OSError(5, "the in-memory recording is shorter than written")
+        view = memoryview(chunk)
+        while view:
+            n = os.write(dst, view)
+            view = view[n:]
+        done += len(chunk)
 
 
 def schema_path() -> Path:

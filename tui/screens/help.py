@@ -21,6 +21,8 @@ GENERAL = """\
                     and loop devices: hidden by default, the pane names them)
   a                 add a probe: type a probetop command line, e.g. cpu --threads 1
   r                 start / stop recording to a file
+  d                 detach: the run goes on as a background session and the shell
+                    gets its terminal back (probetop attach NAME to come back)
   ctrl+p            command palette: every action, stop a probe, change theme
   ? or f1           this help;  q or ctrl+c: quit (the recording is closed properly)
 [b]Replay[/b]

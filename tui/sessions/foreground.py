@@ -1,0 +1,312 @@
+"""Detach a foreground dashboard into a background session (the ``d`` key).
+
+The probes of a live dashboard run in its process, in threads, so a fork
+when the key is pressed could not carry them. Instead the split is made
+before anything starts:
+
+- ``start_waiter()`` (called by ``tui.main`` just before a live dashboard
+  opens, while the process still has one thread) forks once. The PARENT, the
+  process the shell waits for, becomes a waiter: no threads, blocked reading
+  a pipe; SIGINT, SIGTERM and SIGHUP sent to it are passed to the child; it
+  exits with the child's exit status (128+N if a signal killed it). The
+  CHILD returns and runs the dashboard as before, on the same terminal, with
+  ``PR_SET_PDEATHSIG`` = SIGTERM so that it stops cleanly if the waiter is
+  killed (the shell would otherwise share the terminal with it).
+- When the key is pressed, ``detach_session()`` (in the dashboard's event
+  loop) turns the run into a session like ``--detach`` makes: a free name
+  (``--name`` or ``COMMAND-YYYYMMDD-HHMMSS``), a recording holding every
+  record since the start (``LiveSession.keep_recording``: the in-memory
+  history moved to ``NAME.jsonl.zst`` in the state directory, or the
+  ``--record`` file), the control socket, ``NAME.session.json``. Nothing is
+  stopped; a refusal is a SessionError / RecordingError the dashboard shows.
+- The dashboard then exits (Textual restores the terminal) and
+  ``run_detached()`` goes on in the same event loop with the same hub: the
+  waiter is told what to print (name, PID, how to attach and stop) and
+  exits 0, giving the shell its terminal back; the child leaves the
+  terminal (``setsid``: it is not a process group leader, so it can), reads
+  /dev/null, writes to ``NAME.log``, ignores SIGHUP, and runs as a detached
+  session does until ``--time``, its probes' end, SIGINT/SIGTERM or
+  ``probetop stop``: then the command's headless report goes to the log
+  (statistics read back from the recording, so they cover the whole run)
+  and its exit status to the metadata.
+
+Not available (the key says why): replay and attach views, headless runs,
+and a process that already runs threads when the dashboard opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import datetime as dt
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+from probetop.probes.core.sample import Sample, now_ns
+from probetop.probes.core.stats import RunningStats
+from probetop.probes.record import RecordingError, stream_session
+from probetop.tui.runner import RunResult
+from probetop.tui.session import LiveSession, ignore_hangup
+from probetop.tui.sessions.control import ControlServer
+from probetop.tui.sessions.registry import (
+    SessionError,
+    SessionInfo,
+    check_name,
+    default_name,
+    meta_path,
+    process_start_ticks,
+    read_info,
+    session_paths,
+    state_dir,
+    write_info,
+)
+
+_PR_SET_PDEATHSIG = 1
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@dataclass(frozen=True)
+class ForegroundLink:
+    """The dashboard's side of the waiter: its PID and the pipe to it."""
+
+    waiter_pid: int
+    pipe_w: int
+
+
+@dataclass
+class DetachedSession:
+    """What ``detach_session`` set up; ``run_detached`` carries it on."""
+
+    info: SessionInfo
+    server: ControlServer
+    link: ForegroundLink
+
+
+def _set_parent_death_signal(sig: int) -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+
+
+def start_waiter() -> tuple[ForegroundLink | None, str | None]:
+    """Fork the waiter (module docstring). In the child: (link, None). When
+    the split cannot be made: (None, why); nothing forked."""
+    if threading.active_count() != 1:
+        return None, "the process already runs threads (--metrics?), so it cannot split"
+    pipe_r, pipe_w = os.pipe()  # not inherited across exec (PEP 446)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    waiter = os.getpid()
+    try:
+        child = os.fork()
+    except OSError as exc:
+        os.close(pipe_r)
+        os.close(pipe_w)
+        return None, f"fork failed: {exc.strerror}"
+    if child != 0:
+        os.close(pipe_w)
+        _wait(child, pipe_r)
+    os.close(pipe_r)
+    _set_parent_death_signal(signal.SIGTERM)
+    if os.getppid() != waiter:  # the waiter died before the line above
+        os._exit(128 + signal.SIGTERM)
+    return ForegroundLink(waiter, pipe_w), None
+
+
+def _wait(child: int, pipe_r: int) -> NoReturn:
+    """The waiter: pass stop signals on, print the detach message, or exit
+    with the child's status."""
+
+    def forward(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signum)
+
+    for sig in FORWARDED:
+        signal.signal(sig, forward)
+    message = b""
+    while True:
+        try:
+            data = os.read(pipe_r, 65536)
+        except InterruptedError:  # pragma: no cover - PEP 475 retries
+            continue
+        if not data:
+            break
+        message += data
+    if message:  # the child detached: its session goes on without us
+        with contextlib.suppress(OSError):
+            os.write(1, message)
+        os._exit(0)
+    while True:
+        try:
+            _pid, status = os.waitpid(child, 0)
+            break
+        except InterruptedError:  # pragma: no cover
+            continue
+        except ChildProcessError:
+            os._exit(1)
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(code if code >= 0 else 128 - code)
+
+
+def _taken(name: str) -> None:
+    old = read_info(meta_path(name))
+    if old is not None:
+        what = "is running" if old.state == "running" else f"{old.state}; its files are kept"
+        raise SessionError(f"a session named {name!r} {what}: pick another --name")
+
+
+async def detach_session(
+    session: LiveSession,
+    link: ForegroundLink,
+    *,
+    command: list[str],
+    command_name: str | None,
+    name: str | None,
+) -> DetachedSession:
+    """Make the running ``session`` a named background session (module
+    docstring). SessionError / RecordingError: nothing changed."""
+    if session.finished:
+        raise SessionError("the session has ended: nothing left to detach")
+    missing = session.history_missing()
+    if missing is not None:
+        raise SessionError(f"cannot detach without losing samples: {missing}")
+    name = check_name(name or default_name(command_name))
+    _taken(name)
+    _recording, sock, log = session_paths(name, None)
+    recording = await session.keep_recording(state_dir() / f"{name}.jsonl.zst")
+    info = SessionInfo(
+        name=name,
+        command=list(command),
+        started_at=_started_at(session),
+        pid=os.getpid(),
+        start_ticks=process_start_ticks(os.getpid()),
+        recording=str(Path(recording).absolute()),
+        socket=str(sock),
+        log=str(log),
+        extra={"detached_from": "foreground"},
+    )
+    server = ControlServer(
+        sock,
+        status=lambda: {"name": name, "pid": os.getpid(), "recording": info.recording},
+        on_stop=lambda: os.kill(os.getpid(), signal.SIGTERM),
+    )
+    server.start()
+    write_info(info)
+    return DetachedSession(info, server, link)
+
+
+def _started_at(session: LiveSession) -> str:
+    """Wall time of the session's start (the hub's monotonic start, mapped)."""
+    age_s = (now_ns() - session.hub.started_ns) / 1e9 if session.hub.started_ns else 0.0
+    start = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=age_s)
+    return start.isoformat(timespec="seconds")
+
+
+def _leave_terminal(detached: DetachedSession) -> None:
+    """Tell the waiter to go, then drop the terminal (module docstring)."""
+    info = detached.info
+    text = (
+        f"probetop: detached into session {info.name} (PID {info.pid})\n"
+        f"  recording  {info.recording}\n"
+        f"  attach     probetop attach {info.name}\n"
+        f"  stop       probetop stop {info.name}\n"
+    )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    _set_parent_death_signal(0)  # the waiter is about to exit: that is no reason to stop
+    with contextlib.suppress(OSError):
+        os.write(detached.link.pipe_w, text.encode())
+    with contextlib.suppress(OSError):
+        os.close(detached.link.pipe_w)
+    with contextlib.suppress(OSError):
+        os.setsid()
+    os.umask(0o077)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    fd = os.open(info.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    ignore_hangup()
+
+
+async def run_detached(
+    detached: DetachedSession,
+    session: LiveSession,
+    *,
+    duration_s: float | None,
+    report: Callable[[RunResult], int],
+) -> int:
+    """Carry a detached dashboard's session on to its end; its exit status
+    (also written to its metadata). See the module docstring."""
+    _leave_terminal(detached)
+    stop = asyncio.Event()
+    reason = "time" if session.probes_stopped else "completed"
+
+    def on_signal(signame: str) -> None:
+        nonlocal reason
+        reason = f"interrupted ({signame})"
+        stop.set()
+
+    session.remove_signal_handlers()
+    session.install_signal_handlers(on_signal)
+    hub = session.hub
+    foreground = [p.id for p in session.probes if not getattr(p, "background", False)]
+    deadline_ns = None if duration_s is None else hub.started_ns + int(duration_s * 1e9)
+    code = 1
+    try:
+        while not stop.is_set() and not session.probes_stopped:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=0.25)
+            if deadline_ns is not None and now_ns() >= deadline_ns:
+                reason = "time"
+                break
+            if foreground and not any(pid in session.running() for pid in foreground):
+                break
+        await session.shutdown(reason)
+        # The command's own probes first (its report reads probes[0]), the
+        # passive panes the dashboard added after them.
+        probes = sorted(session.probes, key=lambda p: bool(getattr(p, "background", False)))
+        result = RunResult(
+            probes=probes,
+            summaries=dict(hub.summaries),
+            errors=dict(hub.errors),
+            samples={},
+            duration_s=(now_ns() - hub.started_ns) / 1e9,
+            reason=reason,
+            stats=_stats_from(Path(detached.info.recording)),
+            recording_failures=list(session.recording_failures),
+        )
+        code = report(result)
+    finally:
+        session.remove_signal_handlers()
+        detached.server.close()
+        write_info(detached.info.finished(code))
+        sys.stdout.flush()
+        sys.stderr.flush()
+    return code
+
+
+def _stats_from(recording: Path) -> dict[str, dict[str, RunningStats]]:
+    """min/mean/max of every metric over the whole run, read back from the
+    recording (the dashboard kept no running statistics)."""
+    stats: dict[str, dict[str, RunningStats]] = {}
+    try:
+        with stream_session(recording) as stream:
+            for _t, record in stream.records():
+                if isinstance(record, Sample):
+                    per = stats.setdefault(record.probe, {})
+                    for key, value in record.values.items():
+                        if value is not None:
+                            per.setdefault(key, RunningStats()).add(float(value))
+    except RecordingError as exc:
+        print(f"probetop: warning: statistics incomplete: {exc}", file=sys.stderr)
+    return stats
