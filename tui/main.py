@@ -66,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_plan(plan: RunPlan[Any]) -> int:
     """Run one plan to its exit code."""
+    if plan.common.remote is not None:  # --remote HOST: probes there, panes here
+        from probetop.tui.sessions.remote import run_remote_plan
+
+        return run_remote_plan(plan, run_app)
     if plan.common.detach:  # --detach: the same plan, headless, in a background session
         from probetop.tui.sessions.daemon import detach
 

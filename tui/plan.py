@@ -95,6 +95,12 @@ COMMON_OPTIONS: tuple[Option, ...] = (
         metavar="NAME",
     ),
     Option(
+        ("--remote",),
+        "run on [USER@]HOST over ssh and show it here: probe commands start there as a "
+        "detached session; ls, stop, attach NAME, follow act there (docs/sessions.md)",
+        metavar="[USER@]HOST",
+    ),
+    Option(
         ("--textfile",),
         "write the same metrics to DIR/probetop.prom every interval, for node_exporter's "
         "textfile collector",
@@ -123,6 +129,7 @@ class CommonOptions:
     textfile: Path | None = None
     detach: bool = False  # --detach: run as a background session (tui.sessions)
     name: str | None = None  # --name: the detached session's name
+    remote: str | None = None  # --remote: [USER@]HOST the command runs on (tui.sessions.remote)
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any], argv: tuple[str, ...]) -> CommonOptions:
@@ -143,6 +150,7 @@ class CommonOptions:
             textfile=values.get("textfile"),
             detach=bool(values.get("detach", False)),
             name=values.get("name"),
+            remote=values.get("remote"),
         )
         common.validate()
         return common

@@ -5,6 +5,8 @@
 - ``load_session`` / ``Session``: reads one back (torn last line tolerated)
 - ``stream_session`` / ``SessionStream``: the same checks, one line at a time
   (one pass over a long recording in constant memory)
+- ``decode_line`` / ``DecodedLine``: one line's checks and records, for a
+  reader that gets the lines another way (a remote view over SSH)
 - ``RecordingFollower``: the same checks over a recording still being
   written, new whole lines at each ``poll`` (``probetop attach``)
 - ``RecordingError``: any failure to write or read, with a message for the user
@@ -21,7 +23,7 @@ The layout of each line is defined once, in ``codec.py``.
 """
 
 from probetop.probes.record.codec import FORMAT_NAME, SCHEMA_VERSION, RecordingError
-from probetop.probes.record.follow import RecordingFollower
+from probetop.probes.record.follow import DecodedLine, RecordingFollower, decode_line
 from probetop.probes.record.reader import Session, SessionStream, load_session, stream_session
 from probetop.probes.record.redaction import (
     KEEP_BODY_FLAG,
@@ -48,6 +50,7 @@ __all__ = [
     "RECORDING_INCOMPLETE_EXIT",
     "REDACTED",
     "SCHEMA_VERSION",
+    "DecodedLine",
     "FooterFields",
     "Recorder",
     "RecordingError",
@@ -56,6 +59,7 @@ __all__ = [
     "SessionStream",
     "body_digest",
     "check_output",
+    "decode_line",
     "is_zstd",
     "load_session",
     "redact",

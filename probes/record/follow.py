@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,41 @@ from probetop.probes.record.reader import (
 from probetop.probes.record.zst import ZstdCorrupt, ZstdStream, is_zstd
 
 MAX_POLL_BYTES = 64 << 20
+
+
+@dataclass
+class DecodedLine:
+    """What one line added: its records, and the header/footer known after it."""
+
+    records: list[tuple[float, Record]]
+    header: dict[str, Any] | None
+    footer: dict[str, Any] | None
+
+
+def decode_line(
+    raw: bytes, header: dict[str, Any] | None, footer: dict[str, Any] | None, where: str
+) -> DecodedLine:
+    """Check and decode one raw line of a recording read in order: the first
+    is the header (its probes announced at t=0), nothing may follow the
+    footer. RecordingError naming ``where`` for a bad line."""
+    try:
+        if len(raw) > MAX_LINE_BYTES and not raw.startswith(b'{"type":"footer"'):
+            raise LineError("is too long")
+        line = _parse(raw)
+        if header is None:
+            header = _check_header(line)
+            announced = [(0.0, Announce(p["id"], 0, p)) for p in header.get("probes", [])]
+            return DecodedLine(announced, header, footer)
+        if footer is not None:
+            raise LineError("follows the footer (the footer is the last line)")
+        kind = _check_line(line)
+    except LineError as exc:
+        raise RecordingError(f"{where}: {exc}") from None
+    if kind == "footer":
+        return DecodedLine([], header, line)
+    record = decode_record(line) if kind else None
+    records = [] if record is None else [(float(line.get("t", 0.0)), record)]
+    return DecodedLine(records, header, footer)
 
 
 class RecordingFollower:
@@ -63,6 +99,16 @@ class RecordingFollower:
 
     def poll(self, max_bytes: int = MAX_POLL_BYTES) -> list[tuple[float, Record]]:
         """Records of the whole lines written since the last call (see above)."""
+        out: list[tuple[float, Record]] = []
+        for raw in self.poll_lines(max_bytes):
+            self._line_no += 1
+            out.extend(self._line(raw))
+        return out
+
+    def poll_lines(self, max_bytes: int = MAX_POLL_BYTES) -> list[bytes]:
+        """The raw whole lines (without their newline, decompressed, not yet
+        checked) written since the last call: what ``probetop follow`` sends
+        to a remote view, which checks them with a ``LineDecoder``."""
         try:
             chunk = self._file.read(max_bytes)
         except OSError as exc:
@@ -76,11 +122,7 @@ class RecordingFollower:
         footer = self._partial.startswith(b'{"type":"footer"')
         if len(self._partial) > MAX_LINE_BYTES and not footer:
             raise RecordingError(f"{self.path}: line {self._line_no + 1} is too long")
-        out: list[tuple[float, Record]] = []
-        for raw in data[:cut].split(b"\n")[:-1]:
-            self._line_no += 1
-            out.extend(self._line(raw))
-        return out
+        return data[:cut].split(b"\n")[:-1]
 
     def _decompress(self, chunk: bytes) -> bytes:
         """``chunk`` as lines: itself, or the whole blocks of a .zst recording."""
@@ -107,22 +149,9 @@ class RecordingFollower:
         return b"".join(out)
 
     def _line(self, raw: bytes) -> list[tuple[float, Record]]:
-        where = f"{self.path}: line {self._line_no}"
-        try:
-            line = _parse(raw)
-            if self.header is None:
-                self.header = _check_header(line)
-                return [(0.0, Announce(p["id"], 0, p)) for p in self.header.get("probes", [])]
-            if self.footer is not None:
-                raise LineError("follows the footer (the footer is the last line)")
-            kind = _check_line(line)
-        except LineError as exc:
-            raise RecordingError(f"{where}: {exc}") from None
-        if kind == "footer":
-            self.footer = line
-            return []
-        record = decode_record(line) if kind else None
-        return [] if record is None else [(float(line.get("t", 0.0)), record)]
+        out = decode_line(raw, self.header, self.footer, f"{self.path}: line {self._line_no}")
+        self.header, self.footer = out.header, out.footer
+        return out.records
 
     def tail(self, max_bytes: int) -> list[tuple[float, Record]]:
         """The header's probes and the records of the last ``max_bytes`` (see above)."""

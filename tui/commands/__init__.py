@@ -38,7 +38,17 @@ from types import ModuleType
 
 # Order = order in --help and in the demo.
 PROBE_COMMANDS = ("cpu", "iops", "warmup", "icmp", "http")
-OTHER_COMMANDS = ("demo", "replay", "report", "compare", "export", "ls", "attach", "stop")
+OTHER_COMMANDS = (
+    "demo",
+    "replay",
+    "report",
+    "compare",
+    "export",
+    "ls",
+    "attach",
+    "stop",
+    "follow",
+)
 
 
 def load(name: str) -> ModuleType | None:

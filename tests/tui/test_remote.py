@@ -1,0 +1,182 @@
+"""Remote views over a real sshd on loopback (tests/tui/sshd_fixture.py).
+
+The "remote" host is this machine through sshd, with its own state
+directory, so the session, its recording and ``ls`` on the far side are
+real; the link is real ssh, and dropping it means killing the ssh client.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from probetop.probes.core.sample import Sample
+from probetop.probes.record import load_session
+from probetop.tui.sessions.remote import RemoteFollower
+from sshd_fixture import Sshd, Unavailable, start_sshd
+from test_sessions import _screen, _tmux, wait_for
+
+START_S = 60.0
+
+
+@pytest.fixture
+def remote(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Sshd, Path]]:
+    """(sshd, the far side's state directory); local state elsewhere."""
+    base = Path(tempfile.mkdtemp(prefix="ptr-", dir="/tmp"))
+    far_state, far_run = base / "far", base / "farrun"
+    far_run.mkdir(mode=0o700)
+    keys = base / "keys"
+    keys.mkdir()
+    try:
+        sshd = start_sshd(keys, far_state, far_run)
+    except Unavailable as exc:
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.skip(str(exc))
+    for key, value in sshd.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("XDG_STATE_HOME", str(base / "near"))
+    yield sshd, far_state / "probetop"
+    for meta in (far_state / "probetop").glob("*.session.json"):  # never leave one running
+        subprocess.run(
+            [sys.executable, "-m", "probetop.tui.main", "stop", meta.name.split(".")[0]],
+            env=dict(os.environ, XDG_STATE_HOME=str(far_state), XDG_RUNTIME_DIR=str(far_run)),
+            capture_output=True,
+            timeout=60,
+        )
+    sshd.stop()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def probetop(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "probetop.tui.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=START_S,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+
+
+def start_remote(name: str, *extra: str) -> None:
+    out = probetop("--remote", "ptest", "cpu", "--interval", "0.5", *extra, "--detach",
+                   "--name", name)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert f"session {name} started" in out.stdout
+
+
+def sample_times(records: list[tuple[float, object]]) -> list[tuple[str, float]]:
+    return [(r.probe, t) for t, r in records if isinstance(r, Sample)]
+
+
+def test_ls_stop_and_headless_run_through_ssh(remote: tuple[Sshd, Path]) -> None:
+    _sshd, far = remote
+    start_remote("r1")
+    listed = probetop("ls", "--remote", "ptest")
+    assert listed.returncode == 0, listed.stderr
+    assert "r1" in listed.stdout and "running" in listed.stdout
+    assert (far / "r1.jsonl").exists()  # the session is on the far side
+    assert not (Path(os.environ["XDG_STATE_HOME"]) / "probetop" / "r1.jsonl").exists()
+    stopped = probetop("stop", "--remote", "ptest", "r1")
+    assert stopped.returncode == 0, stopped.stderr
+    assert "events per second:" in stopped.stdout
+    headless = probetop("--remote", "ptest", "cpu", "--time", "1", "--headless")
+    assert headless.returncode == 0, headless.stderr
+    assert "events per second:" in headless.stdout
+
+
+def test_failures_are_one_line(remote: tuple[Sshd, Path]) -> None:
+    sshd, _far = remote
+    missing = probetop("ls", "--remote", "ptest", env=dict(os.environ, PROBETOP_REMOTE="/nope/pt"))
+    assert missing.returncode == 2
+    assert "was not found on ptest" in missing.stderr
+    assert "pip install" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    sshd.stop()  # nothing listens any more
+    down = probetop("ls", "--remote", "ptest")
+    assert down.returncode == 2
+    assert "ssh ptest failed" in down.stderr and "Traceback" not in down.stderr
+    for bad in ("-oProxyCommand=x", "a b", ""):
+        out = probetop("ls", "--remote", bad)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, (bad, out.stderr)
+    local = probetop("replay", "x.jsonl", "--remote", "ptest")
+    assert local.returncode == 2 and "reads a file on this machine" in local.stderr
+
+
+def _ssh_of(follower: RemoteFollower) -> int:
+    assert follower._proc is not None
+    return follower._proc.pid
+
+
+def test_link_drop_resumes_without_gap_or_duplicate(remote: tuple[Sshd, Path]) -> None:
+    _sshd, far = remote
+    start_remote("r2", "--time", "12")
+    views = [RemoteFollower("ptest", "r2"), RemoteFollower("ptest", "r2")]  # two at once
+    got: list[list[tuple[float, object]]] = [[], []]
+    drops = 0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not all(v.footer for v in views):
+        for i, view in enumerate(views):
+            got[i].extend(view.poll())
+        n = len(sample_times(got[0]))
+        if drops == 0 and n >= 6 or drops == 1 and n >= 14:
+            os.kill(_ssh_of(views[0]), signal.SIGKILL)  # the link of view 0 drops
+            drops += 1
+        time.sleep(0.1)
+    for view in views:
+        view.close()
+    assert drops == 2
+    assert views[0].reconnects >= 2
+    assert all(v.footer is not None for v in views), "both views saw the session end"
+    recorded = load_session(far / "r2.jsonl")
+    assert recorded.footer is not None
+    expected = [(line["probe"], float(line["t"])) for line in recorded.samples()]
+    for records in got:
+        seen = sample_times(records)
+        assert seen == expected  # every sample once, in order: no gap, no duplicate
+    cpu = [t for probe, t in expected if probe == "cpu"]
+    assert max(b - a for a, b in itertools.pairwise(cpu)) < 1.5
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_remote_view_in_a_terminal_reconnects_and_stops(remote: tuple[Sshd, Path]) -> None:
+    _sshd, far = remote
+    sock = f"ptrv-{os.getpid()}"
+    env = " ".join(
+        f"{k}='{os.environ[k]}'" for k in ("PROBETOP_SSH", "PROBETOP_REMOTE", "XDG_STATE_HOME")
+    )
+    cmd = f"{sys.executable} -m probetop.tui.main --remote ptest cpu --interval 0.5 --name rv"
+    try:
+        _tmux(sock, "new-session", "-d", "-x", "120", "-y", "40", "-s", "w", "bash --norc")
+        _tmux(sock, "send-keys", "-t", "w", f"export {env} TERM=xterm-256color; {cmd}; "
+              "echo EXIT=$?", "Enter")  # fmt: skip
+        wait_for(lambda: "attached rv on ptest (running)" in _screen(sock, "w"), timeout=60,
+                 what="remote view")  # fmt: skip
+        wait_for(lambda: "events/s" in _screen(sock, "w"), what="cpu pane")
+        ssh = subprocess.run(["pgrep", "-f", "-n", "ssh .*follow rv"], capture_output=True,
+                             text=True).stdout.split()  # fmt: skip
+        assert ssh, "the view's ssh link"
+        os.kill(int(ssh[0]), signal.SIGKILL)
+        wait_for(lambda: "reconnecting" in _screen(sock, "w"), what="reconnecting")
+        wait_for(lambda: "(running)" in _screen(sock, "w"), what="back")
+        # The history from before the drop is still there: seek to the start.
+        _tmux(sock, "send-keys", "-t", "w", "Home")
+        wait_for(lambda: "playing 00:0" in _screen(sock, "w"), what="seek to start")
+        _tmux(sock, "send-keys", "-t", "w", "q")
+        wait_for(lambda: "Stop session rv on ptest?" in _screen(sock, "w"), what="question")
+        _tmux(sock, "send-keys", "-t", "w", "y")
+        wait_for(lambda: "EXIT=0" in _screen(sock, "w"), what="view closed")
+        session = load_session(far / "rv.jsonl")
+        assert session.footer is not None  # stopped cleanly, report in its log
+        assert "events per second:" in (far / "rv.log").read_text()
+    finally:
+        _tmux(sock, "kill-server")

@@ -1,0 +1,113 @@
+"""`probetop follow NAME [--from-line N]`: a session's recording on stdout, followed.
+
+The transport of the remote views (``--remote``, ``attach --remote``): run
+over SSH on the session's host, it sends the recording's lines (plain JSON
+Lines, decompressed if the recording is ``.zst``), then each new whole line
+as the session writes it, until the footer or the session's end. Only
+sample lines travel, never screen updates. ``--from-line N`` skips the first
+N lines, so a view that lost its link resumes exactly after the last line
+it has: no gap, no duplicate. While nothing new arrives it writes an empty
+line every ``KEEPALIVE_S``, so the view can tell a quiet session from a dead
+link. Also handy by hand: ``probetop follow NAME | jq``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from probetop.probes.core.options import CommandSpec, Option
+from probetop.probes.record import RecordingError, RecordingFollower
+from probetop.tui.argtypes import whole_number
+from probetop.tui.plan import CommonOptions, RunPlan
+from probetop.tui.sessions.registry import find, meta_path, read_info
+
+POLL_S = 0.25
+KEEPALIVE_S = 2.0
+
+SPEC = CommandSpec(
+    name="follow",
+    help="print a session's recording as JSON Lines and follow it (the remote views' transport)",
+    description="""\
+Print the recording of a session (started with --detach) as JSON Lines on
+stdout, decompressed, then every new line as the session writes it, until
+the session ends. --from-line N skips the first N lines (a view that lost
+its link resumes after the last line it has). While nothing new arrives, an
+empty line every 2 s shows the link is alive. `probetop --remote HOST` and
+`probetop attach --remote HOST NAME` run it on HOST over ssh.
+""",
+    options=(
+        Option(("session",), "the session's name (`probetop ls`)", metavar="NAME", nargs="?"),
+        Option(
+            ("--from-line",),
+            "skip the first N lines of the recording (default 0: from its header)",
+            parse=whole_number(minimum=0),
+            default=0,
+            metavar="N",
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FollowSettings:
+    session: str | None
+    from_line: int = 0
+
+
+def settings(values: Mapping[str, Any], common: CommonOptions) -> FollowSettings:
+    return FollowSettings(
+        session=values.get("session"), from_line=int(values.get("from_line") or 0)
+    )
+
+
+def _write(data: bytes) -> bool:
+    """Write all of ``data`` to stdout; False once the reader is gone."""
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(1, view) :]
+    except (BrokenPipeError, OSError):
+        return False
+    return True
+
+
+def run(plan: RunPlan[FollowSettings]) -> int:
+    info = find(plan.settings.session)
+    skip = plan.settings.from_line
+    try:
+        follower = RecordingFollower(info.recording)
+    except RecordingError as exc:
+        raise RecordingError(f"session {info.name}: {exc}") from None
+    sent_at = time.monotonic()
+    last_round = False  # the session ended: one more read for what it wrote last
+    with follower:
+        while True:
+            lines = follower.poll_lines()
+            out = []
+            ended = False
+            for raw in lines:
+                if skip:
+                    skip -= 1
+                else:
+                    out.append(raw + b"\n")
+                ended = ended or raw.startswith(b'{"type":"footer"')
+            if out:
+                if not _write(b"".join(out)):
+                    return 0  # the view left
+                sent_at = time.monotonic()
+            if ended or (last_round and follower.caught_up):
+                return 0
+            if follower.caught_up and not lines:
+                current = read_info(meta_path(info.name))
+                if current is None or current.state != "running":
+                    last_round = True  # died or finished: read once more, then stop
+                    continue
+                if time.monotonic() - sent_at >= KEEPALIVE_S:
+                    if not _write(b"\n"):
+                        return 0
+                    sent_at = time.monotonic()
+                time.sleep(POLL_S)
