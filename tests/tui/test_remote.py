@@ -128,7 +128,7 @@ def test_link_drop_resumes_without_gap_or_duplicate(remote: tuple[Sshd, Path]) -
         for i, view in enumerate(views):
             got[i].extend(view.poll())
         n = len(sample_times(got[0]))
-        if drops == 0 and n >= 6 or drops == 1 and n >= 14:
+        if (drops == 0 and n >= 6) or (drops == 1 and n >= 14):
             os.kill(_ssh_of(views[0]), signal.SIGKILL)  # the link of view 0 drops
             drops += 1
         time.sleep(0.1)
