@@ -16,6 +16,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -201,6 +202,8 @@ def test_control_socket_checks_the_peer(tmp_path: Path, monkeypatch: pytest.Monk
 
         def other_user(conn):  # type: ignore[no-untyped-def]
             uid = real(conn)  # the real SO_PEERCRED answer: this test's user
+            if threading.current_thread().name != "control":
+                return uid  # the client's check of the server: the same user
             seen.append(uid)
             return uid + 1
 

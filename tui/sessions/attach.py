@@ -75,7 +75,7 @@ class AttachedSession:
         if now - self._checked >= 1.0:
             self._checked = now
             info = read_info(meta_path(self.info.name))
-            if info is not None:
+            if isinstance(info, SessionInfo):
                 self.info = info
                 self._state = info.state
         return self._state
