@@ -13,6 +13,7 @@ from probetop.tui.plan import CommonOptions, RunPlan
 from probetop.tui.sessions.control import stop_session
 from probetop.tui.sessions.registry import SessionError, SessionInfo, find
 
+
 def _wait_seconds(text: str) -> float:
     """--wait: a finite number of seconds within 0.1..86400 (never inf, nan or 0)."""
     try:
@@ -54,7 +55,8 @@ class StopSettings:
 
 
 def settings(values: Mapping[str, Any], common: CommonOptions) -> StopSettings:
-    return StopSettings(session=values.get("session"), wait_s=float(values.get("wait", 30.0) or 30.0))
+    wait = values.get("wait")
+    return StopSettings(session=values.get("session"), wait_s=30.0 if wait is None else float(wait))
 
 
 def run(plan: RunPlan[StopSettings]) -> int:
