@@ -123,6 +123,8 @@ class MetricsExporter:
             raise MetricsError(
                 f"--metrics {address}: cannot resolve {address.host!r}: {exc.strerror}"
             ) from None
+        except (UnicodeError, ValueError) as exc:  # the parser refuses these first
+            raise MetricsError(f"--metrics {address}: not a host name ({exc})") from None
 
         class Server(ThreadingWSGIServer):
             address_family = infos[0][0]
