@@ -48,7 +48,7 @@ examples:
         ),
         Option(
             ("--out",),
-            "write to FILE (mode 0600, replaced whole at the end) instead of stdout",
+            "write to FILE (mode 0600, replaced whole at the end) instead of stdout (-)",
             metavar="FILE",
         ),
     ),
@@ -64,21 +64,17 @@ class ExportSettings:
 
 def settings(values: Mapping[str, Any], common: CommonOptions) -> ExportSettings:
     out = values.get("out")
+    if out == "":  # was stdout, silently
+        raise ExportError("--out: an empty file name (leave --out out, or give -, for stdout)")
     return ExportSettings(
         file=Path(values["file"]).expanduser(),
         format=values.get("format") or "openmetrics",
-        out=Path(out).expanduser() if out else None,
+        out=Path(out).expanduser() if out not in (None, "-") else None,  # "-": stdout
     )
 
 
 def run(plan: RunPlan[ExportSettings]) -> int:
-    s = plan.settings
-    if plan.common.metrics is not None or plan.common.textfile is not None:
-        print(
-            "probetop: note: --metrics and --textfile serve live probes; export writes "
-            "the recording's metrics to --out or stdout",
-            file=sys.stderr,
-        )
+    s = plan.settings  # --metrics/--textfile: refused by cli.refuse_ignored (no live probes)
     with _output(s.file, s.out) as out:
         result = export(s.file, s.format, out)
     for warning in result.warnings:
