@@ -86,7 +86,8 @@ class LoadSettings:
     def validate(self) -> None:
         if not (MIN_RATE <= self.rate <= MAX_RATE):
             raise UsageProbeError(
-                f"--rate must be within {MIN_RATE:g}..{MAX_RATE:,.0f} requests/s, got {self.rate:g}"
+                f"--rate must be at least {MIN_RATE:g} and at most {MAX_RATE:,.0f} requests/s, "
+                f"got {self.rate:g}"
             )
         if not (1 <= self.connections <= MAX_CONNECTIONS):
             raise UsageProbeError(
