@@ -27,7 +27,7 @@ from probetop.probes.record import RecordingFollower, load_session
 from probetop.tui.sessions import control
 from probetop.tui.sessions.attach import AttachedSession
 from probetop.tui.sessions.control import ControlServer, request
-from probetop.tui.sessions.registry import SessionError, find
+from probetop.tui.sessions.registry import SessionError, SessionInfo, find, read_info
 
 START_S = 60.0  # a cold numba cache on a loaded machine
 
@@ -45,9 +45,12 @@ def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     yield environ
     for meta in (state / "probetop").glob("*.session.json"):  # never leave a session behind
         with contextlib.suppress(Exception):
-            pid = json.loads(meta.read_text())["pid"]
-            if json.loads(meta.read_text()).get("exit_code") is None:
-                os.kill(pid, signal.SIGKILL)
+            # Only a live session of this test, read through the registry's own
+            # checks: a hand-written (damaged) file may say pid -1 or 1, and
+            # kill(-1, SIGKILL) as root ends every process on the machine.
+            info = read_info(meta)
+            if isinstance(info, SessionInfo) and info.pid > 1 and info.state == "running":
+                os.kill(info.pid, signal.SIGKILL)
     shutil.rmtree(base, ignore_errors=True)
 
 

@@ -67,7 +67,8 @@ def detach(plan: RunPlan[Any], run: Callable[[RunPlan[Any]], int]) -> int:
             f"--detach runs probes in the background; `{plan.command}` has none to run "
             f"(detachable: {', '.join(DETACHABLE)}, or no command for the passive panes)"
         )
-    name = check_name(plan.common.name or default_name(plan.command))
+    given = plan.common.name  # "" is refused by check_name, never the default
+    name = check_name(default_name(plan.command) if given is None else given)
     old = read_session(name)  # a damaged metadata file keeps its name taken too
     if old is not None:
         what = "is running" if old.state == "running" else f"{old.state}; its files are kept"

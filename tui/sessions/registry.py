@@ -177,6 +177,8 @@ class SessionInfo:
                 raise ValueError(f"{key!r} is {type(value).__name__}")
         if not all(isinstance(a, str) for a in data["command"]):
             raise ValueError("'command' holds a non-string")
+        if data["pid"] < 2:  # kill(-1) or kill(0) would reach far more than a session
+            raise ValueError(f"'pid' {data['pid']} is not a session's process")
         if not NAME_RE.match(data["name"]):
             raise ValueError(f"'name' {data['name']!r} is not a session name")
         return cls(**data)
