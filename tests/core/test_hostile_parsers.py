@@ -25,9 +25,7 @@ from probetop.tui.metrics.address import parse_metrics_address
 from probetop.tui.sessions.registry import SessionInfo
 
 EXAMPLES = int(os.environ.get("PROBETOP_HYPOTHESIS_EXAMPLES", "400"))
-SETTINGS = settings(
-    max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck)
-)
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 
 _ADDRESSISH = st.from_regex(r"\[?[0-9a-fA-F:.%lo]{0,24}\]?:?[0-9]{0,7}", fullmatch=True)
 _HOSTISH = st.from_regex(r"[a-z0-9.\-]{0,70}:[0-9]{1,5}", fullmatch=True)
@@ -53,8 +51,9 @@ _METRICS = st.sampled_from(
 _OPS = st.sampled_from(["<", "<=", ">", ">=", "==", "!=", "=<", "<<", "=", ""])
 _VALUES = st.one_of(
     st.text(max_size=16),
-    st.from_regex(r"-?[0-9.eE+\-]{0,14}(ms|s|us|ns|%|k|M|G|/s|B|KiB|MiB|GB|x|parsecs)?",
-                  fullmatch=True),  # fmt: skip
+    st.from_regex(
+        r"-?[0-9.eE+\-]{0,14}(ms|s|us|ns|%|k|M|G|/s|B|KiB|MiB|GB|x|parsecs)?", fullmatch=True
+    ),
 )
 _COMMANDS = st.sampled_from([None, "cpu", "http", "icmp", "iops", "warmup", "compare", "demo"])
 
