@@ -305,3 +305,26 @@ def test_ls_on_a_session_that_was_killed_mid_frame(env: dict[str, str]) -> None:
         assert out.returncode == 0 and "no footer" in out.stderr, out.stderr
     one_error(probetop(env, "stop", "k9"), "not running (died)")
     one_error(probetop(env, "cpu", "--time", "1", "--detach", "--name", "k9"), "died")
+
+
+# -- class 1: a detached session under load stops when asked ------------------
+
+
+def test_stop_ends_a_loaded_session_promptly(env: dict[str, str], http_server: str) -> None:
+    """http load at 5000/s with 500 connections, detached: `stop` returns with
+    the report within 2 s plus its own start-up (the stop command's Python
+    and imports, measured alone below)."""
+    started = probetop(env, "http", f"http://{http_server}/", "--rate", "5000",
+                       "--connections", "500", "--detach", "--name", "load")  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    time.sleep(2)
+    t0 = time.monotonic()
+    assert probetop(env, "ls").returncode == 0
+    startup = time.monotonic() - t0
+    t0 = time.monotonic()
+    stopped = probetop(env, "stop", "load")
+    took = time.monotonic() - t0
+    assert stopped.returncode == 0, stopped.stderr
+    assert "in flight" in stopped.stdout and "Traceback" not in stopped.stderr
+    assert took - startup < 2.0, (took, startup)
+    assert sessions(env)["load"]["state"] == "finished"
