@@ -73,13 +73,14 @@ class RecordingFollower:
         data = self._partial + chunk
         cut = data.rfind(b"\n") + 1
         self._partial = data[cut:]
-        footer = self._partial.startswith(b'{"type":"footer"')
-        if len(self._partial) > MAX_LINE_BYTES and not footer:
-            raise RecordingError(f"{self.path}: line {self._line_no + 1} is too long")
         out: list[tuple[float, Record]] = []
         for raw in data[:cut].split(b"\n")[:-1]:
             self._line_no += 1
             out.extend(self._line(raw))
+        footer = self._partial.startswith(b'{"type":"footer"')
+        if len(self._partial) > MAX_LINE_BYTES and not footer:
+            # numbered after the whole lines before it (was: the first of this read)
+            raise RecordingError(f"{self.path}: line {self._line_no + 1} is too long")
         return out
 
     def _decompress(self, chunk: bytes) -> bytes:
