@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import Any
 
 from probetop.probes import __version__
+from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.options import CommandSpec, Option, OptionValueError
 from probetop.tui import commands
 from probetop.tui.analysis.assertions import resolve
@@ -202,12 +203,39 @@ def make_plan(namespace: argparse.Namespace, argv: Sequence[str] = ()) -> RunPla
     values = dict(vars(namespace))
     name = values.pop("command", None)
     common = CommonOptions.from_values(values, tuple(argv))
+    refuse_ignored(name, values)
     resolve(common.assertions, name)  # --assert: known metric, fitting unit (exit 2 otherwise)
     if name is None:
         return RunPlan(None, common, NoSettings())
     module = commands.load(name)
     assert module is not None
     return RunPlan(name, common, module.settings(values, common))
+
+
+LIVE_RUN_OPTIONS = (
+    ("record", "--record"),
+    ("time", "--time"),
+    ("interval", "--interval"),
+    ("metrics", "--metrics"),
+    ("textfile", "--textfile"),
+    ("name", "--name"),
+)
+"""Common options that only a run of probes reads (dest, flag)."""
+
+
+def refuse_ignored(command: str | None, values: dict[str, Any]) -> None:
+    """UsageProbeError (exit 2) when a command that runs no probes (replay,
+    report, compare, export, ls, attach, stop) is given an option only a live
+    run reads: the CLI says what it would ignore (`compare A B --record C`
+    recorded nothing; `export --metrics` served nothing)."""
+    if command is None or command in commands.PROBE_COMMANDS or command == "demo":
+        return
+    given = [flag for dest, flag in LIVE_RUN_OPTIONS if values.get(dest) is not None]
+    if given:
+        raise UsageProbeError(
+            f"{command} runs no probes, so {', '.join(given)} would be ignored; "
+            f"{'they apply' if len(given) > 1 else 'it applies'} to probe commands and demo"
+        )
 
 
 def command_module(plan: RunPlan[Any]) -> ModuleType | None:

@@ -27,6 +27,9 @@ LOAD = "load mode (probetop; docs/http-load.md)"
 #: the cap keeps the schedule's arithmetic and a typo (a rate of 1e9) sane;
 #: below it the generator-limited warning says when the rate is not kept.
 MAX_RATE = 100_000.0
+MIN_RATE = 1e-6
+"""One request in about 11.6 days; below, the schedule's nanosecond arithmetic
+overflowed (--rate 1e-300: the worker failed on a NaN)."""
 #: The most --connections: each is a libcurl handle and a socket.
 MAX_CONNECTIONS = 10_000
 #: wrk's and wrk2's default.
@@ -47,7 +50,7 @@ LOAD_OPTIONS: tuple[Option, ...] = (
     Option(
         ("--rate",),
         "load mode: send R requests/s on a fixed schedule (open model, latency from "
-        f"each scheduled send time); 0 < R <= {MAX_RATE:,.0f}",
+        f"each scheduled send time); {MIN_RATE:g} <= R <= {MAX_RATE:,.0f}",
         number(positive=True),
         metavar="R",
         group=LOAD,
@@ -81,9 +84,10 @@ class LoadSettings:
         return "fresh" if self.fresh else "reuse"
 
     def validate(self) -> None:
-        if not (0 < self.rate <= MAX_RATE):
+        if not (MIN_RATE <= self.rate <= MAX_RATE):
             raise UsageProbeError(
-                f"--rate must be above 0 and at most {MAX_RATE:,.0f} requests/s, got {self.rate:g}"
+                f"--rate must be at least {MIN_RATE:g} and at most {MAX_RATE:,.0f} requests/s, "
+                f"got {self.rate:g}"
             )
         if not (1 <= self.connections <= MAX_CONNECTIONS):
             raise UsageProbeError(

@@ -24,6 +24,7 @@ The layout of each line is defined once, in ``codec.py``.
 
 from probetop.probes.record.codec import FORMAT_NAME, SCHEMA_VERSION, RecordingError
 from probetop.probes.record.follow import DecodedLine, RecordingFollower, decode_line
+from probetop.probes.record.output import replace_file
 from probetop.probes.record.reader import Session, SessionStream, load_session, stream_session
 from probetop.probes.record.redaction import (
     KEEP_BODY_FLAG,
@@ -67,6 +68,7 @@ __all__ = [
     "redact_header",
     "redact_text",
     "redact_url",
+    "replace_file",
     "schema_path",
     "stream_session",
 ]

@@ -119,10 +119,12 @@ class RecordingFollower:
         data = self._partial + chunk
         cut = data.rfind(b"\n") + 1
         self._partial = data[cut:]
+        lines = data[:cut].split(b"\n")[:-1]
         footer = self._partial.startswith(b'{"type":"footer"')
         if len(self._partial) > MAX_LINE_BYTES and not footer:
-            raise RecordingError(f"{self.path}: line {self._line_no + 1} is too long")
-        return data[:cut].split(b"\n")[:-1]
+            # numbered after the whole lines before it (was: the first of this read)
+            raise RecordingError(f"{self.path}: line {self._line_no + len(lines) + 1} is too long")
+        return lines
 
     def _decompress(self, chunk: bytes) -> bytes:
         """``chunk`` as lines: itself, or the whole blocks of a .zst recording."""

@@ -424,7 +424,8 @@ def _size(n: float) -> str:
 
 
 def _too_big(p: Path, size: int | None) -> str:
-    what = _size(size) if size is not None else "larger than that"
+    # size None: found while reading (a .zst's decompressed lines, a growing file)
+    what = _size(size) if size is not None else f"more than {_size(MAX_FILE_BYTES)} of lines"
     return (
         f"{p}: is {what}; probetop reads recordings up to {_size(MAX_FILE_BYTES)} "
         "(split it with `split -l`, keeping line 1, the header, at the top of each part)"

@@ -49,3 +49,24 @@ def test_demo_stops_within_2s_with_its_report(tmp_path: Path, sig: int) -> None:
     assert "probetop: ran" in stopped.stdout, stopped.describe()
     assert_recording_closed(stopped, sig, "cpu")
     assert len(stopped.session.footer["summaries"]) >= 5  # type: ignore[index]
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_http_load_at_5000_per_s_and_500_connections_stops_within_2s(
+    tmp_path: Path, sig: int
+) -> None:
+    """Load mode at a rate no loopback server here holds, 500 connections in
+    flight: the stop must not wait for them (the report counts them in flight)."""
+    with LocalServer() as server:
+        url = f"{server.url}/delay?ms=50"
+        probe = f"http.load:{url.split('://', 1)[1]}"
+        stopped = stop_headless(
+            ["http", url, "--rate", "5000", "--connections", "500"],
+            tmp_path / "load.jsonl",
+            sig,
+            probe=probe,
+        )
+    assert stopped.stop_s < STOP_WITHIN_S, stopped.describe()
+    assert "Traceback" not in stopped.stderr
+    assert "in flight" in stopped.stdout, stopped.describe()  # the partial report
+    assert_recording_closed(stopped, sig, probe)

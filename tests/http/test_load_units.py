@@ -191,6 +191,7 @@ def test_rate_asks_for_load_mode_with_keep_alive_by_default(parser) -> None:
         (["--rate", "0"], "--rate"),
         (["--rate", "-5"], "--rate"),
         (["--rate", str(MAX_RATE * 2)], "at most 100,000"),
+        (["--rate", "1e-300"], "at least 1e-06"),
         (["--rate", "10", "--connections", "0"], "--connections must be within 1..10000"),
         (["--rate", "10", "--connections", "20000"], "--connections"),
         (["--connections", "5"], "give --rate R too"),

@@ -24,7 +24,13 @@ from typing import Any, TextIO
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.options import CommandSpec, Option, OptionValueError
 from probetop.probes.core.sample import split_key
-from probetop.probes.record import RecordingError, Session, check_output, load_session
+from probetop.probes.record import (
+    RecordingError,
+    Session,
+    check_output,
+    load_session,
+    replace_file,
+)
 from probetop.tui.analysis.assertions import evaluate, exit_status, print_outcomes, resolve
 from probetop.tui.analysis.compare import (
     DEFAULT_ALPHA,
@@ -337,10 +343,11 @@ def write_plot(path: Path, c: Comparison, a: Session, b: Session, wanted: bool) 
             )
         )
     doc = overlay_svg(panels, title=f"probetop compare: A {a.path}  B {b.path}")
-    try:
-        Path(check_plot(path)).write_text(doc, encoding="utf-8")
-    except OSError as exc:
-        raise UsageProbeError(f"--plot {path}: cannot write: {exc.strerror or exc}") from None
+    try:  # whole or not at all: a full disk leaves the old file as it was
+        with replace_file(path, verb="write") as f:
+            f.write(doc)
+    except RecordingError as exc:
+        raise UsageProbeError(f"--plot: {exc}") from None
 
 
 # -- the command -----------------------------------------------------------

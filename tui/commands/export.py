@@ -7,14 +7,13 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from probetop.probes.core.options import CommandSpec, Option
-from probetop.probes.record import RecordingError, check_output
+from probetop.probes.record import RecordingError, replace_file
 from probetop.tui.metrics.export import FORMATS, ExportError, export
 from probetop.tui.plan import CommonOptions, RunPlan
 
@@ -49,7 +48,7 @@ examples:
         ),
         Option(
             ("--out",),
-            "write to FILE (mode 0600, replaced whole at the end) instead of stdout",
+            "write to FILE (mode 0600, replaced whole at the end) instead of stdout (-)",
             metavar="FILE",
         ),
     ),
@@ -65,21 +64,17 @@ class ExportSettings:
 
 def settings(values: Mapping[str, Any], common: CommonOptions) -> ExportSettings:
     out = values.get("out")
+    if out == "":  # was stdout, silently
+        raise ExportError("--out: an empty file name (leave --out out, or give -, for stdout)")
     return ExportSettings(
         file=Path(values["file"]).expanduser(),
         format=values.get("format") or "openmetrics",
-        out=Path(out).expanduser() if out else None,
+        out=Path(out).expanduser() if out not in (None, "-") else None,  # "-": stdout
     )
 
 
 def run(plan: RunPlan[ExportSettings]) -> int:
-    s = plan.settings
-    if plan.common.metrics is not None or plan.common.textfile is not None:
-        print(
-            "probetop: note: --metrics and --textfile serve live probes; export writes "
-            "the recording's metrics to --out or stdout",
-            file=sys.stderr,
-        )
+    s = plan.settings  # --metrics/--textfile: refused by cli.refuse_ignored (no live probes)
     with _output(s.file, s.out) as out:
         result = export(s.file, s.format, out)
     for warning in result.warnings:
@@ -104,31 +99,14 @@ def _output(recording: Path, out: Path | None) -> Iterator[TextIO]:
         raise ExportError(f"--out {out} is the recording itself; choose another file")
     if out.is_dir():
         raise ExportError(f"--out {out} is a directory; give a file name")
+    # The one way every file probetop writes at a user's word is written: a
+    # device, FIFO or kernel file is refused, never replaced by ours; the old
+    # file stays whole until the new one is complete.
     try:
-        # The one check of every file probetop writes at a user's word: a
-        # device, FIFO or kernel file is refused, never replaced by ours.
-        real = Path(check_output(out, verb="write"))
+        with replace_file(out, verb="write") as f:
+            yield f
     except RecordingError as exc:
         raise ExportError(f"--out: {exc}") from None
-    directory = real.parent
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", dir=directory)
-    except OSError as exc:
-        raise ExportError(f"--out {out}: cannot write in {directory}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())  # ENOSPC/EIO surface here, before the rename
-        os.replace(tmp, real)  # through a symlink: the link stays, its file is replaced
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise ExportError(f"--out {out}: cannot write: {exc.strerror}") from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _same_file(a: Path, b: Path) -> bool:

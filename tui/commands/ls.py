@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.options import CommandSpec
+from probetop.probes.record import redact_argv
 from probetop.tui.plan import CommonOptions, RunPlan
-from probetop.tui.sessions.registry import SessionInfo, list_sessions, state_dir
+from probetop.tui.sessions.registry import SessionInfo, scan_sessions, state_dir
 
 SPEC = CommandSpec(
     name="ls",
@@ -54,7 +55,7 @@ def _started(info: SessionInfo) -> str:
 
 def _command(info: SessionInfo) -> str:
     argv, skip = [], False
-    for arg in info.command[1:]:
+    for arg in redact_argv(info.command)[1:]:
         if skip or arg == "--detach" or arg.startswith("--name="):
             skip = False
             continue
@@ -69,7 +70,7 @@ def rows(sessions: list[SessionInfo]) -> list[dict[str, Any]]:
     return [
         {
             "name": s.name,
-            "command": s.command,
+            "command": redact_argv(s.command),  # files written before it was redacted
             "started_at": s.started_at,
             "state": s.state,
             "pid": s.pid,
@@ -83,7 +84,9 @@ def rows(sessions: list[SessionInfo]) -> list[dict[str, Any]]:
 
 
 def run(plan: RunPlan[LsSettings]) -> int:
-    sessions = list_sessions()
+    sessions, damaged = scan_sessions()
+    for d in damaged:  # listed, never a traceback, never silently skipped
+        print(f"probetop: warning: {d.path}: damaged session metadata ({d.why})", file=sys.stderr)
     if plan.common.json:
         json.dump({"sessions": rows(sessions)}, sys.stdout, indent=2)
         sys.stdout.write("\n")

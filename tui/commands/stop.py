@@ -8,10 +8,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from probetop.probes.core.options import CommandSpec, Option
+from probetop.probes.core.options import CommandSpec, Option, OptionValueError
 from probetop.tui.plan import CommonOptions, RunPlan
 from probetop.tui.sessions.control import stop_session
-from probetop.tui.sessions.registry import SessionError, find
+from probetop.tui.sessions.registry import SessionError, SessionInfo, find
+
+
+def _wait_seconds(text: str) -> float:
+    """--wait: a finite number of seconds within 0.1..86400 (never inf, nan or 0)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise OptionValueError(f"not a number of seconds: {text!r}") from None
+    if not 0.1 <= value <= 86400:  # also false for nan
+        raise OptionValueError(f"must be within 0.1..86400 seconds, got {text}")
+    return value
+
 
 SPEC = CommandSpec(
     name="stop",
@@ -20,14 +32,15 @@ SPEC = CommandSpec(
 Stop a session started with --detach, as SIGTERM stops a headless run: the
 probes stop, the recording gets its footer, and the session's report (what
 --headless would have printed) is shown here. Without NAME, the only running
-session.
+session. Exit status 0 when it ended as asked, else the session's own (74: its
+recording could not be completed; 99: an --assert failed).
 """,
     options=(
         Option(("session",), "the session's name (`probetop ls`)", metavar="NAME", nargs="?"),
         Option(
             ("--wait",),
-            "seconds to wait for the session to finish (default 30)",
-            parse=float,
+            "seconds to wait for the session to finish (default 30; 0.1 to 86400)",
+            parse=_wait_seconds,
             default=30.0,
             metavar="S",
         ),
@@ -42,7 +55,8 @@ class StopSettings:
 
 
 def settings(values: Mapping[str, Any], common: CommonOptions) -> StopSettings:
-    return StopSettings(session=values.get("session"), wait_s=float(values.get("wait") or 30.0))
+    wait = values.get("wait")
+    return StopSettings(session=values.get("session"), wait_s=30.0 if wait is None else float(wait))
 
 
 def run(plan: RunPlan[StopSettings]) -> int:
@@ -55,4 +69,18 @@ def run(plan: RunPlan[StopSettings]) -> int:
     except OSError as exc:
         print(f"probetop: warning: cannot read {done.log}: {exc.strerror}", file=sys.stderr)
     print(f"probetop: session {done.name} {done.state}; recording: {done.recording}")
-    return 0 if done.state == "finished" else 1
+    return exit_status(done)
+
+
+STOPPED_AS_ASKED = (0, 128 + 1, 128 + 2, 128 + 15)
+"""A session's exit status when it ended as `stop` asked (SIGTERM's 143; a
+command that reports an interrupted run as 130 or 129)."""
+
+
+def exit_status(done: SessionInfo) -> int:
+    """0 when the session ended as asked; else its own status, so a recording
+    that could not be completed (74), a failed --assert (99) or an error is
+    never hidden behind a successful `stop`. 1 if it died without one."""
+    if done.state != "finished" or done.exit_code is None:
+        return 1
+    return 0 if done.exit_code in STOPPED_AS_ASKED else done.exit_code

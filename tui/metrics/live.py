@@ -14,7 +14,14 @@ Contract:
   numbers); the families are rebuilt then and swapped in whole, so a scrape,
   served by prometheus-client's WSGI app in the server's own thread, only
   formats what was published. The textfile is rewritten at most once per
-  sampling interval (temp file + rename, in a worker thread).
+  sampling interval (``replace_file``: checked like every output, a private
+  temporary file with a random name, synced, renamed; in a worker thread).
+- One run per textfile: ``open()`` takes a lock on ``DIR/probetop.prom``
+  (the disk probes' ``TargetLock``) held until ``close()``; a second run
+  writing the same file is refused naming the first one's PID (two writers
+  would make every series flap between them). A kernel filesystem
+  (``--textfile /dev``, ``/proc``) or a device/FIFO at the file's name is
+  refused like a recording target.
 - ``close()`` folds what is left, writes the textfile a last time (the
   final counters) and stops the server (its thread ends within 0.1 s).
 """
@@ -24,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import os
 import socket
 import sys
 import threading
@@ -31,7 +39,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from probetop.probes.core.base import ProbeError
 from probetop.probes.core.hub import Hub, Subscription
+from probetop.probes.core.targetlock import TargetLock
+from probetop.probes.record import RecordingError, replace_file
 from probetop.tui.metrics.address import MetricsAddress, MetricsError
 from probetop.tui.metrics.families import StaticCollector, build_families, make_registry
 from probetop.tui.metrics.state import MetricsState
@@ -62,6 +73,7 @@ class MetricsExporter:
         self._last_write = 0.0
         self._written = True
         self._failed = False
+        self._lock: TargetLock | None = None
         self.url: str | None = None
 
     # -- set-up, before the probes start ----------------------------------
@@ -80,10 +92,20 @@ class MetricsExporter:
         if not directory.is_dir():
             what = "does not exist" if not directory.exists() else "is not a directory"
             raise MetricsError(f"--textfile {directory}: {what}")
+        # Keyed by the file's real path plus a suffix: the file's own key is
+        # what `replace_file` checks before each write (it must stay free).
+        key = f"{os.path.realpath(self.textfile)}#textfile"
+        lock = TargetLock.for_path(key, "textfile", str(self.textfile))
+        try:
+            lock.acquire()
+        except ProbeError as exc:
+            raise MetricsError(f"--textfile {directory}: {exc}") from None
+        self._lock = lock
         try:
             self._write_textfile()
-        except OSError as exc:
-            raise MetricsError(f"--textfile {directory}: cannot write: {exc.strerror}") from None
+        except (OSError, RecordingError) as exc:
+            self._release()
+            raise MetricsError(f"--textfile {directory}: {_why(exc)}") from None
 
     def _serve(self, address: MetricsAddress) -> None:
         from wsgiref.simple_server import WSGIRequestHandler, make_server
@@ -101,6 +123,8 @@ class MetricsExporter:
             raise MetricsError(
                 f"--metrics {address}: cannot resolve {address.host!r}: {exc.strerror}"
             ) from None
+        except (UnicodeError, ValueError) as exc:  # the parser refuses these first
+            raise MetricsError(f"--metrics {address}: not a host name ({exc})") from None
 
         class Server(ThreadingWSGIServer):
             address_family = infos[0][0]
@@ -166,18 +190,27 @@ class MetricsExporter:
         self.collector.publish(build_families(self.state.points()))
 
     def _write_textfile(self) -> None:
-        from prometheus_client import write_to_textfile
+        from prometheus_client import generate_latest
 
         assert self.textfile is not None
         self._last_write = time.monotonic()
         self._written = True
-        write_to_textfile(str(self.textfile), self.registry)
+        data = generate_latest(self.registry).decode("utf-8")
+        # 0644: node_exporter reads it, usually as another user (the labels
+        # are redacted like every recorded URL).
+        with replace_file(self.textfile, verb="write", mode=0o644) as f:
+            f.write(data)
 
     def _write_quietly(self) -> None:
         try:
             self._write_textfile()
-        except OSError as exc:
-            print(f"probetop: warning: --textfile: {exc}", file=sys.stderr, flush=True)
+        except (OSError, RecordingError) as exc:
+            print(f"probetop: warning: --textfile: {_why(exc)}", file=sys.stderr, flush=True)
+
+    def _release(self) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.release()
 
     # -- the end ----------------------------------------------------------------
     async def close(self) -> None:
@@ -187,8 +220,9 @@ class MetricsExporter:
             self._fold(sub.drain())
             if self._hub is not None:
                 self._hub.unsubscribe(sub)
-        if self.textfile is not None and self.registry is not None:
+        if self.textfile is not None and self.registry is not None and self._lock is not None:
             await asyncio.to_thread(self._write_quietly)
+        self._release()
         self.stop_server()
 
     def stop_server(self) -> None:
@@ -229,3 +263,10 @@ def exporter_for(
     if address is None and textfile_dir is None:
         return None
     return MetricsExporter(address, textfile_dir, interval_s=interval_s)
+
+
+def _why(exc: OSError | RecordingError) -> str:
+    """The reason in a write error, without repeating the path."""
+    if isinstance(exc, OSError):
+        return f"cannot write: {exc.strerror or exc}"
+    return str(exc)

@@ -10,6 +10,10 @@ Contract:
 - ``preview()`` is the newest ``PREVIEW_BYTES`` of the recording (the panes'
   first frame while the whole history loads), or [] when the recording is
   small enough to load at once.
+- A recording that turns out unreadable (a damaged line, a .zst bomb)
+  raises RecordingError from ``poll`` once; later polls return nothing
+  (``failed`` keeps the message): the follower's place in a damaged file
+  means nothing, and one message is enough (not one per frame).
 - ``state`` is "running", "finished" or "died", re-read from the session's
   metadata at most once a second; a footer in the recording means finished.
 - ``stop()`` stops the session (``control.stop_session``); blocking, so the
@@ -23,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 
 from probetop.probes.core.sample import Record
-from probetop.probes.record import RecordingFollower
+from probetop.probes.record import RecordingError, RecordingFollower
 from probetop.tui.sessions.control import stop_session
 from probetop.tui.sessions.registry import SessionInfo, meta_path, read_info
 
@@ -39,6 +43,7 @@ class AttachedSession:
     follower: RecordingFollower
     _state: str = "running"
     _checked: float = field(default=0.0)
+    failed: str | None = None
 
     @classmethod
     def open(cls, info: SessionInfo) -> AttachedSession:
@@ -50,7 +55,7 @@ class AttachedSession:
 
     @property
     def caught_up(self) -> bool:
-        return self.follower.caught_up
+        return self.failed is not None or self.follower.caught_up
 
     def preview(self) -> list[tuple[float, Record]]:
         if self.follower.size or os.stat(self.info.recording).st_size <= 2 * PREVIEW_BYTES:
@@ -58,14 +63,20 @@ class AttachedSession:
         return self.follower.tail(PREVIEW_BYTES)
 
     def poll(self, max_bytes: int | None = None) -> list[tuple[float, Record]]:
-        if max_bytes is not None:
-            return self.follower.poll(max_bytes)
-        out: list[tuple[float, Record]] = []
-        for _ in range(MAX_POLLS):
-            out.extend(self.follower.poll())
-            if self.follower.caught_up:
-                break
-        return out
+        if self.failed is not None:
+            return []
+        try:
+            if max_bytes is not None:
+                return self.follower.poll(max_bytes)
+            out: list[tuple[float, Record]] = []
+            for _ in range(MAX_POLLS):
+                out.extend(self.follower.poll())
+                if self.follower.caught_up:
+                    break
+            return out
+        except RecordingError as exc:
+            self.failed = str(exc)
+            raise
 
     @property
     def state(self) -> str:
@@ -75,7 +86,7 @@ class AttachedSession:
         if now - self._checked >= 1.0:
             self._checked = now
             info = read_info(meta_path(self.info.name))
-            if info is not None:
+            if isinstance(info, SessionInfo):
                 self.info = info
                 self._state = info.state
         return self._state

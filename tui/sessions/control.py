@@ -13,7 +13,9 @@ Contract:
   ``{"ok": true, ...status()}``; ``{"op": "stop"}`` calls ``on_stop()`` and
   answers ``{"ok": true}`` (the session then stops as on SIGTERM).
 - ``request(path, op)`` is the client: the answer as a dict, or SessionError
-  when nothing answers. ``stop_session(info)`` asks a session to stop and
+  when nothing answers or the socket is served by another user (checked
+  with ``SO_PEERCRED`` before anything is sent: a socket planted at the
+  path cannot answer for a session). ``stop_session(info)`` asks a session to stop and
   waits until it wrote its exit status.
 """
 
@@ -139,6 +141,9 @@ def request(path: str | Path, op: str, timeout_s: float = TIMEOUT_S) -> dict[str
     sock.settimeout(timeout_s)
     try:
         sock.connect(str(path))
+        uid = peer_uid(sock)
+        if uid != os.getuid():
+            raise SessionError(f"{path} is served by uid {uid}, not by you: not a session of yours")
         # A refused peer is answered and closed before its request is read:
         # the write then fails (EPIPE) but the refusal is there to read.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
@@ -168,7 +173,7 @@ def stop_session(info: SessionInfo, wait_s: float = 30.0) -> SessionInfo:
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         now = read_info(meta_path(info.name))
-        if now is not None and now.state != "running":
+        if isinstance(now, SessionInfo) and now.state != "running":
             return now
         time.sleep(0.1)
     raise SessionError(f"session {info.name} did not stop within {wait_s:g} s (PID {info.pid})")

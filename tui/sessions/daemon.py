@@ -43,10 +43,12 @@ from probetop.tui.sessions.registry import (
     SessionError,
     SessionInfo,
     check_name,
+    claim,
     default_name,
     meta_path,
     process_start_ticks,
     read_info,
+    read_session,
     session_paths,
     write_info,
 )
@@ -65,13 +67,18 @@ def detach(plan: RunPlan[Any], run: Callable[[RunPlan[Any]], int]) -> int:
             f"--detach runs probes in the background; `{plan.command}` has none to run "
             f"(detachable: {', '.join(DETACHABLE)}, or no command for the passive panes)"
         )
-    name = check_name(plan.common.name or default_name(plan.command))
-    old = read_info(meta_path(name))
+    given = plan.common.name  # "" is refused by check_name, never the default
+    name = check_name(default_name(plan.command) if given is None else given)
+    old = read_session(name)  # a damaged metadata file keeps its name taken too
     if old is not None:
         what = "is running" if old.state == "running" else f"{old.state}; its files are kept"
         raise SessionError(f"a session named {name!r} {what}: pick another --name")
     recording, sock, log = session_paths(name, plan.common.record)
     Recorder.check_path(recording)
+    # The name is taken here, atomically, before anything starts: of two
+    # `--detach --name X` started together exactly one gets X. The session
+    # process rewrites this file with its own PID before it says "ready".
+    claim(_info(name, plan.common.argv, recording, sock, log))
     common = dataclasses.replace(
         plan.common, record=recording, headless=True, detach=False, name=name
     )
@@ -87,7 +94,9 @@ def detach(plan: RunPlan[Any], run: Callable[[RunPlan[Any]], int]) -> int:
             if os.fork() != 0:
                 os._exit(0)
             code = _session_process(name, session_plan, run, ready_w, sock, log)
-        except BaseException:  # never return into the caller's code in a child
+        except BaseException as exc:  # never return into the caller's code in a child
+            with contextlib.suppress(Exception):  # the terminal, or the log once redirected
+                print(f"probetop: error: session {name}: {exc}", file=sys.stderr, flush=True)
             code = 1
         os._exit(code)
     os.close(ready_w)
@@ -105,7 +114,8 @@ def _wait_ready(name: str, ready_r: int, log: os.PathLike[str] | str) -> int:
             if readable:
                 answer = pipe.read(64) or b""
                 break
-    info = read_info(meta_path(name))
+    found = read_info(meta_path(name))
+    info = found if isinstance(found, SessionInfo) else None
     if answer.startswith(b"ready") and info is not None:
         print(f"probetop: session {name} started (PID {info.pid})")
         print(f"  recording  {info.recording}")
@@ -114,6 +124,11 @@ def _wait_ready(name: str, ready_r: int, log: os.PathLike[str] | str) -> int:
         return 0
     with contextlib.suppress(OSError):
         sys.stderr.write(Path(log).read_text())  # the session's own error message
+    if info is not None and info.pid == os.getpid():
+        # The session process never wrote its metadata: free the name claimed.
+        with contextlib.suppress(OSError):
+            os.unlink(meta_path(name))
+        return 1
     if info is not None and info.exit_code is not None:
         return info.exit_code or 1
     if answer == b"":
@@ -127,7 +142,9 @@ def _redirect(log: os.PathLike[str] | str) -> None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    # O_NOFOLLOW: a link planted at NAME.log never makes the session write elsewhere.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+    fd = os.open(log, flags, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
@@ -147,16 +164,7 @@ def _session_process(
     ignore_hangup()
     assert plan.common.record is not None
     recording = plan.common.record
-    info = SessionInfo(
-        name=name,
-        command=list(plan.common.argv),
-        started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        pid=os.getpid(),
-        start_ticks=process_start_ticks(os.getpid()),
-        recording=str(recording),
-        socket=str(sock),
-        log=str(log),
-    )
+    info = _info(name, plan.common.argv, recording, sock, log)
     write_info(info)
     server = ControlServer(
         Path(sock),
@@ -176,6 +184,21 @@ def _session_process(
         sys.stdout.flush()
         sys.stderr.flush()
     return code
+
+
+def _info(name: str, argv: Any, recording: Path, sock: Path, log: Path) -> SessionInfo:
+    """This process's metadata for session ``name`` (the command is redacted
+    when written)."""
+    return SessionInfo(
+        name=name,
+        command=list(argv),
+        started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        pid=os.getpid(),
+        start_ticks=process_start_ticks(os.getpid()),
+        recording=str(recording),
+        socket=str(sock),
+        log=str(log),
+    )
 
 
 class _Ready:

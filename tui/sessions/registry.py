@@ -11,18 +11,34 @@ Contract:
   same process (its start time in ``/proc`` matches), "finished" once the
   session wrote its exit status, "died" when the process is gone without
   writing it (SIGKILL, OOM killer, power loss).
-- Metadata files are replaced atomically (write, fsync, rename), mode 0600.
+- Both directories must be private: owned by this user and writable by no
+  one else (a symlink to such a directory is fine). Anything else is refused
+  with a SessionError naming the owner and mode: another user who can write
+  there could plant metadata that points ``stop`` at any process, or a
+  socket that answers for a session.
+- Metadata files are replaced atomically (write, fsync, rename), mode 0600;
+  ``claim`` creates one only if the name is free (``link``: atomic, so two
+  ``--detach --name X`` started together cannot both get X).
+- ``read_info`` checks every field's type and that the file's name is the
+  session's: a damaged file is a ``DamagedInfo`` (its path and why), never an
+  exception later; ``ls`` reports it, ``find`` and ``--detach`` refuse the name.
+- The command line is stored redacted (``redact_argv``): ``ls`` and
+  ``ls --json`` show it, and it must not carry a URL's password or a token.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
 import re
+import stat
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from probetop.probes.record import redact_argv
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 META_SUFFIX = ".session.json"
@@ -35,7 +51,22 @@ class SessionError(Exception):
 
 
 def _private_dir(path: Path) -> Path:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """``path``, created 0700 if missing; SessionError unless it is a
+    directory owned by this user that no one else can write."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.stat(path)  # through a symlink: the directory that is used
+    except OSError as exc:
+        raise SessionError(f"session directory {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise SessionError(f"session directory {path} is not a directory")
+    mode = stat.S_IMODE(st.st_mode)
+    if st.st_uid != os.geteuid() or mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise SessionError(
+            f"session directory {path} is not private (owner uid {st.st_uid}, mode "
+            f"{mode:04o}; it must be yours and writable by no one else): "
+            f"`chmod 700` it if it is yours, or set XDG_STATE_HOME / XDG_RUNTIME_DIR"
+        )
     return path
 
 
@@ -128,48 +159,156 @@ class SessionInfo:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: Any) -> SessionInfo:
+        """The metadata in ``data``; ValueError saying which field is wrong."""
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        unknown = set(data) - _FIELD_TYPES.keys()
+        if unknown:
+            raise ValueError(f"unknown field {sorted(unknown)[0]!r}")
+        for key, (kinds, required) in _FIELD_TYPES.items():
+            if key not in data:
+                if required:
+                    raise ValueError(f"no {key!r}")
+                continue
+            value = data[key]
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                raise ValueError(f"{key!r} is {type(value).__name__}")
+        if not all(isinstance(a, str) for a in data["command"]):
+            raise ValueError("'command' holds a non-string")
+        if data["pid"] < 2:  # kill(-1) or kill(0) would reach far more than a session
+            raise ValueError(f"'pid' {data['pid']} is not a session's process")
+        if not NAME_RE.match(data["name"]):
+            raise ValueError(f"'name' {data['name']!r} is not a session name")
+        return cls(**data)
+
+
+_STR, _INT, _NONE = (str,), (int,), (type(None),)
+_FIELD_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
+    "name": (_STR, True),
+    "command": ((list,), True),
+    "started_at": (_STR, True),
+    "pid": (_INT, True),
+    "start_ticks": (_INT + _NONE, True),
+    "recording": (_STR, True),
+    "socket": (_STR, True),
+    "log": (_STR, True),
+    "ended_at": (_STR + _NONE, False),
+    "exit_code": (_INT + _NONE, False),
+    "extra": ((dict,), False),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DamagedInfo:
+    """A metadata file that cannot be read as one: where, and why."""
+
+    path: Path
+    why: str
+
+    @property
+    def name(self) -> str:
+        return self.path.name[: -len(META_SUFFIX)]
+
+    def error(self) -> SessionError:
+        return SessionError(
+            f"the metadata of session {self.name!r} is damaged ({self.path}: {self.why}); "
+            "remove it (and its .jsonl/.log if unwanted) to reuse the name"
+        )
+
 
 def meta_path(name: str) -> Path:
     return state_dir() / f"{name}{META_SUFFIX}"
 
 
-def write_info(info: SessionInfo) -> None:
-    """Replace ``NAME.session.json`` atomically (mode 0600)."""
+def _write_tmp(info: SessionInfo) -> tuple[Path, Path]:
+    """(the metadata's path, a new private temporary file beside it holding
+    ``info``, synced)."""
     path = meta_path(info.name)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # left by a crashed writer with our PID; O_EXCL below
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp, flags, 0o600)
+    data = {**info.as_dict(), "command": redact_argv(info.command)}
     with os.fdopen(fd, "w") as f:
-        json.dump(info.as_dict(), f, indent=1)
+        json.dump(data, f, indent=1)
         f.write("\n")
         f.flush()
         os.fsync(f.fileno())
+    return path, tmp
+
+
+def write_info(info: SessionInfo) -> None:
+    """Replace ``NAME.session.json`` atomically (mode 0600)."""
+    path, tmp = _write_tmp(info)
     os.replace(tmp, path)
 
 
-def read_info(path: Path) -> SessionInfo | None:
-    """The metadata in ``path``, or None if it is unreadable or not one."""
+def claim(info: SessionInfo) -> None:
+    """Create ``NAME.session.json`` holding ``info`` if no file has that name
+    (atomically: ``link`` fails if it exists); SessionError if taken."""
+    path, tmp = _write_tmp(info)
     try:
-        data = json.loads(path.read_text())
-        return SessionInfo(**data)
-    except (OSError, ValueError, TypeError):
+        os.link(tmp, path)
+    except FileExistsError:
+        raise SessionError(
+            f"a session named {info.name!r} exists (`probetop ls`): pick another --name"
+        ) from None
+    finally:
+        os.unlink(tmp)
+
+
+def read_info(path: Path) -> SessionInfo | DamagedInfo | None:
+    """The metadata in ``path``; None if there is no such file; DamagedInfo
+    if it is not readable as one (see the module docstring)."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(1 << 20)
+    except FileNotFoundError:
         return None
+    except OSError as exc:
+        return DamagedInfo(path, exc.strerror or str(exc))
+    try:
+        info = SessionInfo.from_dict(json.loads(raw))
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        return DamagedInfo(path, str(exc).splitlines()[0][:200])
+    if path.name != f"{info.name}{META_SUFFIX}":
+        return DamagedInfo(path, f"it names session {info.name!r}")
+    return info
+
+
+def read_session(name: str) -> SessionInfo | None:
+    """Session ``name``'s metadata, None if there is none; SessionError if damaged."""
+    info = read_info(meta_path(name))
+    if isinstance(info, DamagedInfo):
+        raise info.error()
+    return info
+
+
+def scan_sessions() -> tuple[list[SessionInfo], list[DamagedInfo]]:
+    """Every session with a metadata file, oldest first; and the damaged files."""
+    found, damaged = [], []
+    for path in sorted(state_dir().glob(f"*{META_SUFFIX}")):
+        info = read_info(path)
+        if isinstance(info, SessionInfo):
+            found.append(info)
+        elif info is not None:
+            damaged.append(info)
+    return sorted(found, key=lambda i: (i.started_at, i.name)), damaged
 
 
 def list_sessions() -> list[SessionInfo]:
-    """Every session with a metadata file, oldest first."""
-    found = []
-    for path in state_dir().glob(f"*{META_SUFFIX}"):
-        info = read_info(path)
-        if info is not None:
-            found.append(info)
-    return sorted(found, key=lambda i: (i.started_at, i.name))
+    """Every session with a readable metadata file, oldest first."""
+    return scan_sessions()[0]
 
 
 def find(name: str | None) -> SessionInfo:
     """The session called ``name``; with no name, the only running one.
     SessionError naming the candidates otherwise."""
     if name is not None:
-        info = read_info(meta_path(check_name(name)))
+        info = read_session(check_name(name))
         if info is None:
             raise SessionError(f"no session named {name!r} (`probetop ls` lists them)")
         return info
