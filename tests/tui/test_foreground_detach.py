@@ -80,7 +80,7 @@ def test_d_detaches_the_dashboard_without_losing_a_sample(env: dict[str, str]) -
         assert session.footer is not None
         assert session.footer["reason"].startswith("interrupted")
         samples, gap = _interval_gaps(recording, "cpu")
-        assert samples >= 10
+        assert samples >= before + 4
         assert gap < 1.5, f"a gap of {gap:.2f} s in 0.5 s intervals"
         _n, passive_gap = _interval_gaps(recording, "system.cpu")
         assert passive_gap < 1.5
