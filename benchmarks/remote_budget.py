@@ -1,0 +1,121 @@
+"""Remote view over SSH: bytes per second on the link, next to the TUI over ssh.
+
+Issue 13's budget: a remote view (`probetop --remote HOST`, the passive
+panes at 1 Hz) must carry fewer bytes over the SSH link than running the
+dashboard itself over ssh (measured earlier: about 673 B/s at 120x40).
+
+A real sshd on a free loopback port (tests/tui/sshd_fixture.py: throwaway
+keys, private state directory) is the "remote host". Three ways to watch
+the same passive panes, each in a real terminal (tmux, 120x40), one after
+the other, ROUNDS times in alternation:
+
+  view     probetop --remote ptest              (only recording lines travel)
+  tui      ssh -t ptest probetop                (the dashboard over ssh)
+  tui -C   ssh -C -t ptest probetop             (the same, ssh compression on)
+
+For each, after --settle seconds (the view's first read of the history is
+left out), the bytes the ssh client received from sshd over --window
+seconds are read from the kernel (`ss -tin`, bytes_received of every
+connection to the server's port). Prints B/s per way (median over rounds)
+and the ratio view / tui.
+
+Usage: .venv/bin/python benchmarks/remote_budget.py [--window 30] [--settle 10] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "tui"))
+from sshd_fixture import Sshd, start_sshd
+
+TMUX = "ptremote-bench"
+
+
+def received(port: int) -> int:
+    """Bytes received by every client connection to ``port`` (ss -tin)."""
+    out = subprocess.run(
+        ["ss", "-tinH", f"dport = :{port}"], capture_output=True, text=True, check=True
+    ).stdout
+    return sum(int(m) for m in re.findall(r"bytes_received:(\d+)", out))
+
+
+def tmux(*args: str) -> None:
+    subprocess.run(["tmux", "-L", TMUX, *args], capture_output=True, timeout=10)
+
+
+def measure(command: str, env: dict[str, str], port: int, settle: float, window: float) -> float:
+    """B/s received from sshd while ``command`` runs in a 120x40 terminal."""
+    exports = " ".join(f"{k}='{v}'" for k, v in env.items())
+    tmux("new-session", "-d", "-x", "120", "-y", "40", "-s", "b",
+         f"env {exports} TERM=xterm-256color {command}")  # fmt: skip
+    try:
+        time.sleep(settle)
+        start = received(port)
+        time.sleep(window)
+        return (received(port) - start) / window
+    finally:
+        tmux("kill-server")
+        time.sleep(1.0)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--window", type=float, default=30.0)
+    ap.add_argument("--settle", type=float, default=10.0)
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    if shutil.which("tmux") is None or shutil.which("ss") is None:
+        print("needs tmux and ss (iproute2)")
+        return 1
+    base = Path(tempfile.mkdtemp(prefix="ptrb-", dir="/tmp"))
+    (base / "keys").mkdir()
+    (base / "run").mkdir(mode=0o700)
+    sshd: Sshd = start_sshd(base / "keys", base / "far", base / "run")
+    env = {k: sshd.env[k] for k in ("PROBETOP_SSH", "PROBETOP_REMOTE")}
+    env["XDG_STATE_HOME"] = str(base / "near")
+    py = sys.executable
+    ssh = f"ssh -F {sshd.config}"
+    remote = sshd.env["PROBETOP_REMOTE"]
+    ways = {
+        "view": f"{py} -m probetop.tui.main --remote ptest",
+        "tui": f"{ssh} -t ptest {remote}",
+        "tui -C": f"{ssh} -C -t ptest {remote}",
+    }
+    results: dict[str, list[float]] = {w: [] for w in ways}
+    try:
+        for r in range(args.rounds):
+            for way, command in ways.items():
+                rate = measure(command, env, sshd.port, args.settle, args.window)
+                results[way].append(rate)
+                print(f"round {r + 1}  {way:7s} {rate:8.0f} B/s", flush=True)
+    finally:  # the sessions the views started keep running on the far side: stop them
+        far = dict(os.environ, XDG_STATE_HOME=str(base / "far"), XDG_RUNTIME_DIR=str(base / "run"))
+        for meta in (base / "far" / "probetop").glob("*.session.json"):
+            subprocess.run([py, "-m", "probetop.tui.main", "stop", meta.name.split(".")[0]],
+                           env=far, capture_output=True, timeout=60)  # fmt: skip
+        sshd.stop()
+        shutil.rmtree(base, ignore_errors=True)
+    med = {w: statistics.median(v) for w, v in results.items()}
+    load = os.getloadavg()[0]
+    print(f"\nmedian over {args.rounds} rounds of {args.window:g} s (load average {load:.1f}):")
+    for way, value in med.items():
+        print(f"  {way:7s} {value:8.0f} B/s")
+    if med["tui"]:
+        print(f"  view / tui    = {med['view'] / med['tui']:.2f}")
+    if med["tui -C"]:
+        print(f"  view / tui -C = {med['view'] / med['tui -C']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
