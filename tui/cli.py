@@ -204,6 +204,12 @@ def make_plan(namespace: argparse.Namespace, argv: Sequence[str] = ()) -> RunPla
     name = values.pop("command", None)
     common = CommonOptions.from_values(values, tuple(argv))
     refuse_ignored(name, values)
+    named_nothing = not common.detach and common.remote is None and common.wants_headless
+    if common.name is not None and named_nothing:
+        raise UsageProbeError(
+            "--name names a session: use it with --detach (or --remote), or in the "
+            "dashboard, where d detaches the run under that name; a headless run has none"
+        )
     resolve(common.assertions, name)  # --assert: known metric, fitting unit (exit 2 otherwise)
     if name is None:
         return RunPlan(None, common, NoSettings())

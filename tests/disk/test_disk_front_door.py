@@ -216,7 +216,7 @@ def test_the_dashboard_asks_once_then_builds_confirmed_probes(
     shown: list[Any] = []
     monkeypatch.setattr(CommonOptions, "wants_headless", property(lambda self: False))
     monkeypatch.setattr(tui_main, "ask_confirmation", lambda r: asked.append(r) or answer)
-    monkeypatch.setattr(tui_main, "run_app", lambda config: shown.append(config) or 0)
+    monkeypatch.setattr(tui_main, "run_app", lambda config, **_: shown.append(config) or 0)
     argv = ["warmup", str(target), "--write", "--checkpoint", str(tmp_path / "c.json")]
     code = tui_main.main(argv)
     assert [(r.target, r.action) for r in asked] == [(str(target), "write pass")]
