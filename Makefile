@@ -23,13 +23,13 @@ demo: setup
 system-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  missing=""; \
-	  for t in sysbench fio ping hping3 nginx tmux curl ip nft losetup mkfs.ext4 ssh /usr/sbin/sshd; do \
+	  for t in sysbench fio ping hping3 nginx tmux curl ip nft losetup mkfs.ext4 ssh /usr/sbin/sshd promtool wrk; do \
 	    command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	  if [ -n "$$missing" ]; then \
 	    echo "installing reference tools (missing:$$missing)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	      sysbench fio iputils-ping hping3 nginx tmux curl iproute2 nftables \
-	      util-linux e2fsprogs openssh-client openssh-server >/dev/null || echo "apt-get failed: tests needing these tools will skip"; \
+	      util-linux e2fsprogs openssh-client openssh-server prometheus wrk >/dev/null || echo "apt-get failed: tests needing these tools will skip"; \
 	  fi; \
 	else echo "not root or no apt-get: tests needing reference tools may skip"; fi
 

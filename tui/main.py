@@ -29,18 +29,25 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import ConfirmationRequired, ProbeError
 from probetop.probes.record import RecordingError
 from probetop.probes.system import passive_probes
+from probetop.tui import commands
 from probetop.tui.analysis.assertions import RunAssertions, exit_status, print_outcomes
 from probetop.tui.cli import build_parser, command_module, make_plan, parse_args
 from probetop.tui.config import AppConfig
 from probetop.tui.launch import dashboard_config, fail, recording_status, run_headless_plan
 from probetop.tui.plan import RunPlan
 from probetop.tui.runner import RunResult, generic_report
+
+Foreground = tuple["ForegroundLink | None", str | None]
+"""``start_waiter()``'s answer: (the link to the waiter or None, why not)."""
 from probetop.tui.sessions.registry import SessionError
+
+if TYPE_CHECKING:
+    from probetop.tui.sessions.foreground import ForegroundLink
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -74,13 +81,14 @@ def run_plan(plan: RunPlan[Any]) -> int:
         from probetop.tui.sessions.daemon import detach
 
         return detach(plan, _run_in_session)
+    fg = _split_for_detach(plan)
     module = command_module(plan)
     if module is None:  # bare `probetop`: the passive panes
         probes = passive_probes(plan.common.interval_s)
         if plan.common.wants_headless:
             return run_headless_plan(plan, list(probes), None)
         config = dashboard_config(plan, list(probes), None, with_passive=False)
-        return run_app(config, plan=plan)
+        return run_app(config, plan=plan, foreground=fg)
     run = getattr(module, "run", None)
     if run is not None:
         outcome = run(plan)
@@ -89,13 +97,26 @@ def run_plan(plan: RunPlan[Any]) -> int:
         if outcome is not None:
             return int(outcome)
     try:
-        return _run_probes(plan, module)
+        return _run_probes(plan, module, fg)
     except ConfirmationRequired as exc:
         if plan.common.wants_headless:
             raise
         if not ask_confirmation(exc):
             return fail(f"{exc.action} not confirmed: nothing was written", 1)
-        return _run_probes(module.confirmed(plan), module)
+        return _run_probes(module.confirmed(plan), module, fg)
+
+
+def _split_for_detach(plan: RunPlan[Any]) -> Foreground | None:
+    """Before anything starts a thread (a demo's targets, --metrics, numba):
+    split into waiter and dashboard when this plan may show a live dashboard
+    that ``d`` can detach (tui.sessions.foreground). None when it cannot."""
+    if plan.common.wants_headless:
+        return None
+    if plan.command is not None and plan.command not in (*commands.PROBE_COMMANDS, "demo"):
+        return None
+    from probetop.tui.sessions.foreground import start_waiter
+
+    return start_waiter()  # the parent waits there for good; the child goes on
 
 
 def _run_in_session(plan: RunPlan[Any]) -> int:
@@ -106,7 +127,7 @@ def _run_in_session(plan: RunPlan[Any]) -> int:
         return fail(str(exc), exc.exit_code)
 
 
-def _run_probes(plan: RunPlan[Any], module: ModuleType) -> int:
+def _run_probes(plan: RunPlan[Any], module: ModuleType, fg: Foreground | None = None) -> int:
     opener = getattr(module, "open_probes", None)
     context = opener(plan) if opener is not None else contextlib.nullcontext(None)
     with context as opened:
@@ -115,7 +136,7 @@ def _run_probes(plan: RunPlan[Any], module: ModuleType) -> int:
             return run_headless_plan(plan, probes, module)
         with_passive = getattr(module, "WITH_PASSIVE", True)
         config = dashboard_config(plan, probes, module, with_passive=with_passive)
-        return run_app(config, plan=plan, module=module)
+        return run_app(config, plan=plan, module=module, foreground=fg)
 
 
 def ask_confirmation(request: ConfirmationRequired) -> bool:
@@ -126,21 +147,24 @@ def ask_confirmation(request: ConfirmationRequired) -> bool:
 
 
 def run_app(
-    config: AppConfig, *, plan: RunPlan[Any] | None = None, module: ModuleType | None = None
+    config: AppConfig,
+    *,
+    plan: RunPlan[Any] | None = None,
+    module: ModuleType | None = None,
+    foreground: Foreground | None = None,
 ) -> int:
     """Show the dashboard until the user quits; return its exit code.
 
     A live dashboard of ``plan`` can be detached into a background session
-    (``d``): the process splits first (``tui.sessions.foreground``), and if
-    the user detaches, this returns when that session ends, after writing the
-    command's headless report (``module.report``) to the session's log."""
+    (``d``) when ``run_plan`` split the process first (``foreground``: the
+    link to the waiter, or why there is none; ``tui.sessions.foreground``).
+    If the user detaches, this returns when that session ends, after writing
+    the command's headless report (``module.report``) to the session's log."""
     from probetop.themes import UnknownThemeError
     from probetop.tui.app import make_app  # Textual loads only here
 
-    if plan is not None and config.probes and config.attached is None and config.session is None:
-        from probetop.tui.sessions.foreground import start_waiter
-
-        link, why = start_waiter()  # the parent waits here for good; the child goes on
+    if plan is not None and foreground is not None and config.probes:
+        link, why = foreground
         config = dataclasses.replace(
             config,
             foreground=link,

@@ -60,7 +60,14 @@ FLAGS_0_1 = {
     *("--sample-interval", "-s", "--size", "--streams", "-c", "--count", "-t", "--ttl"),
     *("-4", "-6", "--source", "--broadcast", "-l", "--preload", "--grace", "--socket"),
     *("--record", "--headless", "--json", "--time", "--theme"),
-    *("--assert", "--metrics", "--textfile", "--detach", "--name", "--remote"),  # common to every command
+    *(
+        "--assert",
+        "--metrics",
+        "--textfile",
+        "--detach",
+        "--name",
+        "--remote",
+    ),  # common to every command
 }
 
 

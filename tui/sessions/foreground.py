@@ -4,8 +4,9 @@ The probes of a live dashboard run in its process, in threads, so a fork
 when the key is pressed could not carry them. Instead the split is made
 before anything starts:
 
-- ``start_waiter()`` (called by ``tui.main`` just before a live dashboard
-  opens, while the process still has one thread) forks once. The PARENT, the
+- ``start_waiter()`` (called by ``tui.main`` when a plan may show a live
+  dashboard, before its targets, probes or ``--metrics`` start any thread)
+  forks once. The PARENT, the
   process the shell waits for, becomes a waiter: no threads, blocked reading
   a pipe; SIGINT, SIGTERM and SIGHUP sent to it are passed to the child; it
   exits with the child's exit status (128+N if a signal killed it). The
@@ -30,8 +31,9 @@ before anything starts:
   (statistics read back from the recording, so they cover the whole run)
   and its exit status to the metadata.
 
-Not available (the key says why): replay and attach views, headless runs,
-and a process that already runs threads when the dashboard opens.
+Not available: replay and attach views (``d`` there closes the view),
+headless runs (nothing forked); the key says why when the process already
+ran a thread at the split (nothing forked then either).
 """
 
 from __future__ import annotations
