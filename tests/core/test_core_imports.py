@@ -81,3 +81,21 @@ def test_building_the_parser_loads_no_heavy_library():
     loaded = _loaded_after("from probetop.tui.cli import build_parser\nbuild_parser()")
     heavy = sorted(m for m in loaded if m.split(".")[0] in (*UI_MODULES, "pycurl"))
     assert heavy == [], heavy
+
+
+def test_the_passive_dashboard_loads_no_probe_library() -> None:
+    """The dashboard's own code, the passive probes and their panes: none of
+    the libraries only one probe needs (README: what the install weighs)."""
+    code = (
+        "from probetop.tui.app import make_app\n"
+        "from probetop.tui.config import AppConfig\n"
+        "from probetop.probes.system import passive_probes\n"
+        "from probetop.tui.widgets.registry import pane_for\n"
+        "from probetop.probes.core.base import describe\n"
+        "app = make_app(AppConfig(probes=list(passive_probes(1.0))))\n"
+        "for p in app.config.probes:\n"
+        "    pane_for(describe(p))\n"
+    )
+    loaded = _loaded_after(code)
+    heavy = {"numba", "numpy", "scapy", "pycurl", "plotext", "prometheus_client", "llvmlite"}
+    assert not heavy & {m.split(".")[0] for m in loaded}
