@@ -104,7 +104,7 @@ class IcmpPane(ProbePane):
         self.nic_tx: deque[float | None] = deque(maxlen=NIC_KEEP)
         self.nic_chart: deque[tuple[float, float]] = deque(maxlen=NIC_KEEP)
         self.nic_seen = False
-        self.last: IcmpInterval | None = None
+        self._last: IcmpInterval | None = None  # parsed from last_sample when drawn
         self.pps_row = SparkRow(PPS)
         self.loss_row = SparkRow(LOSS_PCT, max_value=100.0)
         self.nic_row = SparkRow("nic")
@@ -124,7 +124,14 @@ class IcmpPane(ProbePane):
     # -- storing ------------------------------------------------------------
     def add_sample(self, sample: Sample) -> None:
         super().add_sample(sample)
-        self.last = IcmpInterval.from_sample(sample)
+        self._last = None  # parsed when drawn: a seek feeds thousands of samples at once
+
+    @property
+    def last(self) -> IcmpInterval | None:
+        """The latest interval, parsed once from ``last_sample``."""
+        if self._last is None and self.last_sample is not None:
+            self._last = IcmpInterval.from_sample(self.last_sample)
+        return self._last
 
     def observe(self, sample: Sample) -> None:
         if self.interface is None:

@@ -289,7 +289,7 @@ class CpuPane(ProbePane):
         self.busy_row = SparkRow(BUSY_PCT, max_value=100.0)
         self.summary = TextBlock(["waiting for the first sample..."])
         self.cores = TextBlock([""])
-        self.load: CpuLoadInterval | None = None
+        self._load: CpuLoadInterval | None = None  # parsed from last_sample when drawn
 
     def compose(self) -> ComposeResult:
         yield self.busy_row
@@ -298,7 +298,14 @@ class CpuPane(ProbePane):
 
     def add_sample(self, sample: Sample) -> None:
         super().add_sample(sample)
-        self.load = CpuLoadInterval.from_sample(sample)
+        self._load = None  # parsed when drawn: a seek feeds thousands of samples at once
+
+    @property
+    def load(self) -> CpuLoadInterval | None:
+        """The latest interval, parsed once from ``last_sample``."""
+        if self._load is None and self.last_sample is not None:
+            self._load = CpuLoadInterval.from_sample(self.last_sample)
+        return self._load
 
     def core_names(self) -> list[str]:
         names = self.load.cores if self.load is not None else {}
