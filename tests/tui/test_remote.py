@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from probetop.probes.core.sample import Sample
-from probetop.probes.record import load_session
+from probetop.probes.record import RecordingError, load_session
 from probetop.tui.sessions.remote import RemoteFollower
 from sshd_fixture import Sshd, Unavailable, start_sshd
 from test_sessions import _screen, _tmux, wait_for
@@ -180,3 +180,16 @@ def test_remote_view_in_a_terminal_reconnects_and_stops(remote: tuple[Sshd, Path
         assert "events per second:" in (far / "rv.log").read_text()
     finally:
         _tmux(sock, "kill-server")
+
+
+def test_a_refusal_on_the_far_side_is_said_once_not_retried(remote: tuple[Sshd, Path]) -> None:
+    follower = RemoteFollower("ptest", "no-such-session")
+    try:
+        deadline = time.monotonic() + 30
+        with pytest.raises(RecordingError, match="no session named 'no-such-session'"):
+            while time.monotonic() < deadline:
+                follower.poll()
+                time.sleep(0.1)
+        assert follower.link == "ended" and follower.reconnects == 0
+    finally:
+        follower.close()

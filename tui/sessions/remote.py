@@ -74,6 +74,7 @@ PASSTHROUGH = ("ls", "stop", "follow")
 LOCAL_ONLY = ("replay", "report", "compare", "export")
 SSH_FAILED = 255  # ssh's own exit status for a connection or authentication failure
 NOT_FOUND = 127  # a shell's "command not found"
+USAGE_EXIT = 2  # probetop's own refusal (bad input, no such session)
 
 
 def check_host(host: str) -> str:
@@ -271,10 +272,13 @@ class RemoteFollower:
             self.link = "ended"  # the session ended (its footer, or it died there)
             return
         error = _failure(self.host, code, text)
-        if error is not None and "not found" in str(error) and self.lines == 0:
-            self.link = "ended"
-            raise RecordingError(str(error))
         said = text.strip().splitlines()
+        if code == USAGE_EXIT or (error is not None and "not found" in str(error)):
+            # probetop there refused (no such session, a probetop without
+            # `follow`) or is missing: retrying cannot help
+            self.link = "ended"
+            reason = str(error) if error is not None else (said[-1] if said else f"exit {code}")
+            raise RecordingError(f"{self.host}: {reason}")
         self.last_error = f"link lost ({said[-1] if said else f'ssh exit {code}'})"
         self._schedule()
 
