@@ -137,6 +137,7 @@ class ProbetopApp(App[int]):
         self.session: LiveSession | None = None
         # Set when d detached this live dashboard: the session goes on after it.
         self.detached: DetachedSession | None = None
+        self._detaching = False
         self.feed: Subscription | None = None
         self.player: ReplayPlayer | None = None
         self.live = True  # attached: showing the newest records as they come
@@ -491,13 +492,14 @@ class ProbetopApp(App[int]):
         if self.config.attached is not None:
             self.exit(0, return_code=0)
             return
-        if self.session is None or self._shutting_down or self.detached is not None:
+        if self.session is None or self._shutting_down or self._detaching:
             return
         link = self.config.foreground
         if link is None:
             why = self.config.foreground_unavailable or "not available here"
             self.notify(f"cannot detach: {why}", title="detach", severity="warning")
             return
+        self._detaching = True  # a second d while this one awaits does nothing
         try:
             self.detached = await detach_session(
                 self.session,
@@ -507,6 +509,7 @@ class ProbetopApp(App[int]):
                 name=self.config.name,
             )
         except (SessionError, RecordingError) as exc:
+            self._detaching = False
             self.notify(str(exc), title="not detached", severity="error", timeout=10)
             return
         if self.feed is not None:  # nobody draws any more
@@ -688,6 +691,8 @@ class ProbetopApp(App[int]):
         self.exit(1 if failed else 0, return_code=1 if failed else 0)
 
     async def action_quit(self) -> None:
+        if self._detaching:
+            return  # d is turning this run into a session: it must not stop now
         attached = self.config.attached
         if attached is not None and attached.state == "running":
             if not isinstance(self.screen, StopSessionScreen):
