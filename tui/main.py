@@ -110,8 +110,8 @@ def _split_for_detach(plan: RunPlan[Any]) -> Foreground | None:
     """Before anything starts a thread (a demo's targets, --metrics, numba):
     split into waiter and dashboard when this plan may show a live dashboard
     that ``d`` can detach (tui.sessions.foreground). None when it cannot."""
-    if plan.common.wants_headless:
-        return None
+    if plan.common.wants_headless or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return None  # no terminal, no dashboard (a caller may have said otherwise)
     if plan.command is not None and plan.command not in (*commands.PROBE_COMMANDS, "demo"):
         return None
     from probetop.tui.sessions.foreground import start_waiter
