@@ -130,3 +130,22 @@ def test_a_detached_dashboard_keeps_serving_its_metrics(env: dict[str, str]) -> 
         assert stopped.returncode == 0, stopped.stderr
     finally:
         _tmux(sock, "kill-server")
+
+
+def test_d_with_a_taken_name_says_so_and_the_dashboard_goes_on(env: dict[str, str]) -> None:
+    started = probetop(env, "cpu", "--time", "30", "--detach", "--name", "taken")
+    assert started.returncode == 0, started.stderr
+    sock = f"ptft-{os.getpid()}"
+    try:
+        _shell(sock, env, f"{sys.executable} -m probetop.tui.main cpu --time 30 --name taken")
+        wait_for(lambda: "events/s" in _screen(sock, "w"), timeout=60, what="cpu pane")
+        _tmux(sock, "send-keys", "-t", "w", "d")
+        wait_for(lambda: "not detached" in _screen(sock, "w"), what="the refusal")
+        assert "EXIT=" not in _screen(sock, "w")  # still the dashboard
+        listed = sessions(env)
+        assert list(listed) == ["taken"] and listed["taken"]["pid"] != 0
+        _tmux(sock, "send-keys", "-t", "w", "q")
+        wait_for(lambda: "EXIT=0" in _screen(sock, "w"), what="quit")
+    finally:
+        _tmux(sock, "kill-server")
+        probetop(env, "stop", "taken")

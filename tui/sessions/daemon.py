@@ -137,7 +137,7 @@ def _wait_ready(name: str, ready_r: int, log: os.PathLike[str] | str) -> int:
     return 1
 
 
-def _redirect(log: os.PathLike[str] | str) -> None:
+def redirect_to_log(log: os.PathLike[str] | str) -> None:
     """stdin from /dev/null; stdout and stderr to the session's log (0600)."""
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -160,7 +160,7 @@ def _session_process(
 ) -> int:
     """The background session itself (the grandchild); its exit status."""
     os.umask(0o077)
-    _redirect(log)
+    redirect_to_log(log)
     ignore_hangup()
     assert plan.common.record is not None
     recording = plan.common.record

@@ -47,7 +47,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NoReturn
 
@@ -57,14 +57,15 @@ from probetop.probes.record import RecordingError, stream_session
 from probetop.tui.runner import RunResult
 from probetop.tui.session import LiveSession, ignore_hangup
 from probetop.tui.sessions.control import ControlServer
+from probetop.tui.sessions.daemon import redirect_to_log
 from probetop.tui.sessions.registry import (
     SessionError,
     SessionInfo,
     check_name,
+    claim,
     default_name,
     meta_path,
     process_start_ticks,
-    read_info,
     session_paths,
     state_dir,
     write_info,
@@ -157,13 +158,6 @@ def _wait(child: int, pipe_r: int) -> NoReturn:
     os._exit(code if code >= 0 else 128 - code)
 
 
-def _taken(name: str) -> None:
-    old = read_info(meta_path(name))
-    if old is not None:
-        what = "is running" if old.state == "running" else f"{old.state}; its files are kept"
-        raise SessionError(f"a session named {name!r} {what}: pick another --name")
-
-
 async def detach_session(
     session: LiveSession,
     link: ForegroundLink,
@@ -180,20 +174,27 @@ async def detach_session(
     if missing is not None:
         raise SessionError(f"cannot detach without losing samples: {missing}")
     name = check_name(name or default_name(command_name))
-    _taken(name)
     _recording, sock, log = session_paths(name, None)
-    recording = await session.keep_recording(state_dir() / f"{name}.jsonl.zst")
+    target = state_dir() / f"{name}.jsonl.zst"
     info = SessionInfo(
         name=name,
         command=list(command),
         started_at=_started_at(session),
         pid=os.getpid(),
         start_ticks=process_start_ticks(os.getpid()),
-        recording=str(Path(recording).absolute()),
+        recording=str(target),
         socket=str(sock),
         log=str(log),
         extra={"detached_from": "foreground"},
     )
+    claim(info)  # atomically, as --detach does: SessionError if the name is taken
+    try:
+        recording = await session.keep_recording(target)
+    except RecordingError:
+        meta_path(name).unlink(missing_ok=True)  # nothing changed: the name is free again
+        raise
+    if Path(recording) != target:  # --record: that file already holds everything
+        info = replace(info, recording=str(Path(recording).absolute()))
     server = ControlServer(
         sock,
         status=lambda: {"name": name, "pid": os.getpid(), "recording": info.recording},
@@ -230,13 +231,7 @@ def _leave_terminal(detached: DetachedSession) -> None:
     with contextlib.suppress(OSError):
         os.setsid()
     os.umask(0o077)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    fd = os.open(info.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
+    redirect_to_log(info.log)
     ignore_hangup()
 
 
