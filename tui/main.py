@@ -69,6 +69,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+    except Exception:
+        if stopsignals.pending() is not None:
+            # A stop signal raised KeyboardInterrupt inside a library that
+            # could not unwind (numba's compiler, mid-JIT) and it failed
+            # later with an error of its own: the user asked to stop, and
+            # nothing had started (start-up is where that happens).
+            return stopsignals.exit_status()
+        raise
 
 
 def run_plan(plan: RunPlan[Any]) -> int:

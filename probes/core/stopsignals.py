@@ -23,14 +23,25 @@ Contract:
   callback during numba's compile); runners call ``pending()`` right after
   installing their own handlers, so a signal from start-up stops the run.
 - ``exit_status()``: 128 + the pending signal's number (130 for SIGINT).
+- ``run_stoppable(step)``: run a long start-up step (numba's JIT: seconds
+  on a cold cache) in a daemon thread while the main thread waits, checking
+  for a stop signal every 50 ms: a signal raises ``KeyboardInterrupt`` at
+  once instead of inside the compiler, which can swallow it (the stop then
+  waited for the whole compile, over 3 s) or fail later with an error of its
+  own. The abandoned step dies with the process (the console script exits
+  with ``os._exit``). Called off the main thread, it just runs the step.
 """
 
 from __future__ import annotations
 
 import signal
 import sys
+import threading
+from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -92,3 +103,28 @@ def check() -> None:
 def exit_status(default: int = 130) -> int:
     """128 + the pending signal's number (``default`` when none is)."""
     return 128 + _pending[0] if _pending else default
+
+
+def run_stoppable(step: Callable[[], T]) -> T:
+    """``step()``, stoppable by a signal while it runs (see the module docstring)."""
+    if threading.current_thread() is not threading.main_thread():
+        return step()
+    result: list[T] = []
+    error: list[BaseException] = []
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            result.append(step())
+        except BaseException as exc:  # handed to the waiting thread
+            error.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="startup-step", daemon=True).start()
+    while not done.wait(0.05):
+        check()
+    check()
+    if error:
+        raise error[0]
+    return result[0]

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from probetop.probes.core import stopsignals
 from probetop.probes.core.base import Emit, ProbeError
 from probetop.probes.core.limits import thread_stack
 from probetop.probes.core.sample import Status, now_ns
@@ -563,7 +564,12 @@ _warmed = False
 
 
 def warm_up_engine() -> None:
-    """Import and compile the native loop once (cached on disk by numba after the first run)."""
+    """Import and compile the native loop once (cached on disk by numba after
+    the first run); a stop signal ends the wait at once (``run_stoppable``)."""
+    stopsignals.run_stoppable(_warm_up_engine)
+
+
+def _warm_up_engine() -> None:
     global _warmed
     with _warm:
         if _warmed:
