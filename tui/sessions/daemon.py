@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from probetop.probes.record import Recorder, is_zstd
+from probetop.probes.record import Recorder, RecordingError, is_zstd
 from probetop.tui import commands
 from probetop.tui.plan import RunPlan
 from probetop.tui.session import ignore_hangup
@@ -74,11 +74,16 @@ def detach(plan: RunPlan[Any], run: Callable[[RunPlan[Any]], int]) -> int:
         what = "is running" if old.state == "running" else f"{old.state}; its files are kept"
         raise SessionError(f"a session named {name!r} {what}: pick another --name")
     recording, sock, log = session_paths(name, plan.common.record)
-    Recorder.check_path(recording)
-    # The name is taken here, atomically, before anything starts: of two
-    # `--detach --name X` started together exactly one gets X. The session
+    # The name is taken here, atomically, before anything else is checked:
+    # of two `--detach --name X` started together exactly one gets X, and
+    # the other is told so (not that X's recording is in use). The session
     # process rewrites this file with its own PID before it says "ready".
     claim(_info(name, plan.common.argv, recording, sock, log))
+    try:
+        Recorder.check_path(recording)
+    except RecordingError:
+        meta_path(name).unlink(missing_ok=True)  # refused: the name is free again
+        raise
     common = dataclasses.replace(
         plan.common, record=recording, headless=True, detach=False, name=name
     )
