@@ -191,6 +191,10 @@ class DiskProbe(_PassiveProbe):
             if getattr(a, "busy_time", None) is not None and seconds > 0:
                 busy_pct = (a.busy_time - b.busy_time) / (seconds * 1000.0) * 100.0
                 busy = max(0.0, min(100.0, busy_pct))
+            # Time each completed read and write spent in flight, summed (ms),
+            # over the interval: the average queue depth (iostat's aqu-sz).
+            in_flight_ms = (a.read_time - b.read_time) + (a.write_time - b.write_time)
+            depth = in_flight_ms / (seconds * 1000.0) if seconds > 0 else None
             disks[name] = DiskCounters(
                 device=name,
                 read_iops=rate(reads, seconds),
@@ -200,6 +204,7 @@ class DiskProbe(_PassiveProbe):
                 read_lat_ms=(a.read_time - b.read_time) / reads if reads > 0 else None,
                 write_lat_ms=(a.write_time - b.write_time) / writes if writes > 0 else None,
                 busy_pct=busy,
+                queue_depth=max(0.0, depth) if depth is not None else None,
             )
         return DiskInterval(disks)
 
