@@ -9,12 +9,15 @@ recompiling for seconds. The cache lives in a per-user directory chosen by
 Layout constants (counter slots, histogram shape) come from workers.py; see
 its docstring for the contract.
 
-Stop latency: every loop reads its stop word at least every 100 ms: after
-each I/O (sync), between ``io_submit`` calls of at most 32 iocbs and at each
-``io_getevents`` wake-up (100 ms timeout) (AIO), and while pacing
-``--rate-iops`` (sleeps are cut in 100 ms slices). A single I/O in
-the kernel cannot be interrupted: the block size cap (settings.MAX_BS) keeps
-it short.
+Stop latency: every loop reads its stop word after each I/O (sync), between
+``io_submit`` calls of at most 32 iocbs and after each completion (AIO,
+io_uring), and while pacing ``--rate-iops`` (sleeps are cut in 100 ms
+slices). Once stopped, a loop submits nothing more and returns when the I/Os
+in flight have completed; an I/O in the kernel cannot be interrupted (the
+block size cap, settings.MAX_BS, keeps it short; a hung device leaves the
+worker to ``Engine.join``'s timeout). The asynchronous loops wait for
+completions without a timeout (an armed timer per wait cost measurable
+throughput in a VM), except when pacing: then until the next I/O is due.
 """
 
 from __future__ import annotations
@@ -367,8 +370,7 @@ def aio_loop(
         ptrs[i] = iocb_base + i * 64
         free[i] = i
     nfree = depth
-    timeout = np.zeros(2, dtype=np.int64)
-    timeout[1] = 100_000_000  # wake every 100 ms to see the stop flag
+    timeout = np.zeros(2, dtype=np.int64)  # used when pacing: wake when the next I/O is due
     pos = lo
     inflight = 0
     finished = False
@@ -454,9 +456,13 @@ def aio_loop(
             if finished or ctl[K_STOP] != 0:
                 break
             continue
-        got = _syscall(
-            SYS_IO_GETEVENTS, ctx[0], 1, depth, events.ctypes.data, timeout.ctypes.data, 0
-        )
+        timeout_addr = 0
+        if gap_ns > 0 and nfree > 0 and not finished:
+            wait = max(due - now_ns(ts_addr, ts), 1000)
+            timeout[0] = wait // 1_000_000_000
+            timeout[1] = wait % 1_000_000_000
+            timeout_addr = timeout.ctypes.data
+        got = _syscall(SYS_IO_GETEVENTS, ctx[0], 1, depth, events.ctypes.data, timeout_addr, 0)
         if got < 0:
             continue  # EINTR
         t_done = now_ns(ts_addr, ts)
@@ -513,8 +519,8 @@ def uring_loop(
     """The io_uring engine (fio --ioengine=io_uring): one ring per job (probes/
     disk/uring.py), IORING_OP_READ/WRITE; free slots are filled and submitted
     in one io_uring_enter call, a second waits for at least one completion
-    (100 ms at most where the kernel has EXT_ARG, 5.11+), then every
-    completion ready is reaped. Same accounting as ``aio_loop``."""
+    (when pacing, only until the next I/O is due, where the kernel has
+    EXT_ARG, 5.11+), then every completion ready is reaped. Same accounting as ``aio_loop``."""
     ts = np.zeros(2, dtype=np.int64)
     ts_addr = ts.ctypes.data
     errno = numba.carray(_errno_location(), 1, np.int32)
@@ -539,18 +545,11 @@ def uring_loop(
         free[i] = i
     nfree = depth
     # io_uring_getevents_arg {u64 sigmask; u32 sigmask_sz, pad; u64 ts} and
-    # the 100 ms timeout it points to: the loop wakes to see the stop word.
+    # the timeout it points to: used when pacing, where the kernel has EXT_ARG.
     timeout = np.zeros(2, dtype=np.int64)
-    timeout[1] = 100_000_000
     wait_arg = np.zeros(3, dtype=np.int64)
     wait_arg[2] = timeout.ctypes.data
-    enter_flags = ENTER_GETEVENTS
-    enter_arg = np.int64(0)
-    enter_argsz = 0
-    if layout[L_EXT_ARG] != 0:
-        enter_flags |= ENTER_EXT_ARG
-        enter_arg = np.int64(wait_arg.ctypes.data)
-        enter_argsz = 24
+    timed_waits = layout[L_EXT_ARG] != 0 and gap_ns > 0
     tail = np.int64(sq[sq_tail_i])
     pos = lo
     inflight = 0  # submitted, not completed
@@ -642,9 +641,18 @@ def uring_loop(
                 if stop_on_error:
                     finished = True
         if inflight > 0:
-            # EINTR or the 100 ms timeout (ETIME) just loop: the stop word is
-            # read above; completions ready are reaped below either way.
-            _syscall(SYS_IO_URING_ENTER, ring_fd, 0, 1, enter_flags, enter_arg, enter_argsz)
+            # EINTR or a pacing timeout (ETIME) just loop; completions ready
+            # are reaped below either way.
+            if timed_waits and nfree > 0 and not finished:
+                wait = max(due - now_ns(ts_addr, ts), 1000)
+                timeout[0] = wait // 1_000_000_000
+                timeout[1] = wait % 1_000_000_000
+                _syscall(
+                    SYS_IO_URING_ENTER, ring_fd, 0, 1, ENTER_GETEVENTS | ENTER_EXT_ARG,
+                    wait_arg.ctypes.data, 24,
+                )  # fmt: skip
+            else:
+                _syscall(SYS_IO_URING_ENTER, ring_fd, 0, 1, ENTER_GETEVENTS, 0, 0)
         head = np.int64(cq32[cq_head_i])
         ctail = np.int64(cq32[cq_tail_i])
         if head != ctail:

@@ -150,3 +150,29 @@ def test_the_cli_refuses_psync_with_a_queue(data_file):
     proc = run_cli(["iops", data_file, "--ioengine", "psync", "--iodepth", "8", "--time", "1"])
     assert proc.returncode == 2
     assert "psync is synchronous" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("engine", ASYNC_ENGINES)
+def test_rate_iops_caps_each_job_with_a_queue(data_file, engine):
+    need_engine(engine)
+    plan = EnginePlan(
+        path=data_file, bs=4096, extents=[(0, 4 << 20)], jobs=2, iodepth=4, ioengine=engine,
+        direct=False, rate_iops=400,
+    )  # fmt: skip
+    snap, seconds = run_blocking(plan, 1.0)
+    rate = snap.dirs[0].ios / seconds
+    assert 0.8 * 800 <= rate <= 1.05 * 800
+
+
+@pytest.mark.parametrize("engine", ASYNC_ENGINES)
+def test_stop_returns_promptly_with_a_deep_queue(engine):
+    need_engine(engine)
+    with loop_device(32 << 20) as dev:
+        plan = EnginePlan(path=dev, bs=65536, extents=[(0, 32 << 20)], iodepth=64, ioengine=engine)
+        engine_ = Engine(plan)
+        engine_.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        engine_.stop()
+        assert engine_.join(5)
+        assert time.monotonic() - t0 < 0.5
