@@ -8,14 +8,20 @@ objects, so a rule the fast path misses fails here.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from probetop.probes.record import RecordingError, load_session, reader
 from probetop.probes.record.codec import _fast_line, _stdlib_line, dump_line_bytes
+from probetop.probes.record.fastpath import LazyExtra
+from test_record_properties import recordings, small_caps
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -74,3 +80,82 @@ def test_a_real_recording_takes_the_fast_path_byte_for_byte() -> None:
         fast += out is not None
         assert dump_line_bytes(obj) == line
     assert fast >= len(lines) - 2
+
+
+# -- reading -------------------------------------------------------------------------------
+def _outcome(path: Path) -> tuple[str, Any]:
+    """What load_session makes of ``path``: its error, or the session's content
+    (every LazyExtra parsed: compared as plain objects)."""
+    try:
+        session = load_session(path)
+    except RecordingError as exc:
+        return "error", str(exc)
+    lines = [
+        {k: (dict(v) if isinstance(v, LazyExtra) else v) for k, v in line.items()}
+        for line in session.lines
+    ]
+    return "session", (session.header, lines, session.footer, session.warnings)
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=recordings())
+def test_the_fast_reader_agrees_with_the_reference_reader(data: bytes) -> None:
+    """Generated recordings, most with a damaged line: the same session, or the
+    same one-line error naming the same line, with the fast paths and without."""
+    with tempfile.TemporaryDirectory() as tmp, small_caps():
+        path = Path(tmp) / "rec.jsonl"
+        path.write_bytes(data)
+        fast = _outcome(path)
+        with reference_only():
+            reference = _outcome(path)
+    assert fast == reference
+
+
+@contextlib.contextmanager
+def reference_only() -> Iterator[None]:
+    """load_session with its fast paths turned off: every line on json."""
+    saved = reader.decode_batch, reader._fast_line
+    reader.decode_batch = lambda raws: None  # type: ignore[assignment]
+    reader._fast_line = lambda raw: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        reader.decode_batch, reader._fast_line = saved
+
+
+HOSTILE_NUMBERS = [
+    "1e999", "-1E+400", "1e-999", "18446744073709551616", "-9223372036854775809",
+    "12345678901234567890.5", "0.0011950836098879379", "1e99", "1.7976931348623157e308",
+    "NaN", "Infinity", "01", "1.", '"\\ud800"', '"\\u00e9"', '"\x01"', "[]", "{}",
+]  # fmt: skip
+
+
+def test_hostile_numbers_in_extra_get_the_reference_verdict(tmp_path: Path) -> None:
+    """Numbers the fast checks cannot read as json does go to the reference
+    path: the verdict (and message) is the same with and without it."""
+    header = (DATA / "tui_session.jsonl").read_bytes().splitlines()[0]
+    sample = b'{"type":"sample","probe":"p","t":1,"interval":1,"values":{"a":1},"extra":{"x":%s}}'
+    for number in HOSTILE_NUMBERS:
+        for extra_at in (0, 70):  # alone, and inside a full batch
+            rows = [header] + [sample % b"1"] * extra_at + [sample % number.encode("utf-8")]
+            rows += [sample % b"2"] * 3
+            path = tmp_path / "rec.jsonl"
+            path.write_bytes(b"\n".join(rows) + b"\n")
+            fast = _outcome(path)
+            with reference_only():
+                assert fast == _outcome(path), number
+
+
+def test_a_demo_recording_reads_the_same_both_ways(tmp_path: Path) -> None:
+    path = DATA / "demo_session.jsonl"
+    fast = _outcome(path)
+    with reference_only():
+        assert fast == _outcome(path)
+    session = load_session(path)
+    extras = [line["extra"] for line in session.lines if "extra" in line]
+    lazy = sum(isinstance(e, LazyExtra) for e in extras)
+    assert lazy > len(extras) / 2  # the batch path took most (the footer's batch goes line by line)
