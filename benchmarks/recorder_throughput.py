@@ -140,6 +140,17 @@ def tmux(*args: str) -> str:
     ).stdout
 
 
+@contextlib.contextmanager
+def tmux_server() -> Iterator[None]:
+    """A private tmux server kept up by an idle session: a server whose last
+    session just ended is still exiting when the next new-session comes."""
+    tmux("new-session", "-d", "-s", "keep", "-x", "120", "-y", "40", "sleep 3600")
+    try:
+        yield
+    finally:
+        subprocess.run(["tmux", "-L", TMUX, "kill-server"], capture_output=True)
+
+
 def replay_first_frame(command: list[str], name: str) -> float:
     """Seconds from starting ``command`` in a 120x40 tmux pane until the
     replay's status line and its first pane are on the screen."""
@@ -264,13 +275,11 @@ def main() -> None:
         # first frames, in real processes
         ours_cmd = [*PROBETOP, "replay", str(hour)]
         base_cmd = [sys.executable, "-c", BASELINE, "replay", str(hour)]
-        try:
+        with tmux_server():
             frames = rounds({
                 "ours": lambda: replay_first_frame(ours_cmd, "ours"),
                 "json": lambda: replay_first_frame(base_cmd, "json"),
             })  # fmt: skip
-        finally:
-            subprocess.run(["tmux", "-L", TMUX, "kill-server"], capture_output=True)
         print("\nfirst frame on the 1-hour recording (wall seconds, a real process each)")
         show("replay: first frame (tmux 120x40)", frames["ours"], frames["json"], "s",
              higher=False)  # fmt: skip

@@ -31,10 +31,10 @@ import json
 import math
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, overload
 
 import orjson
 from probetop.probes.core.sample import Announce, Record
@@ -108,17 +108,60 @@ class Session:
             if line.get("type") == "sample" and (probe_id is None or line["probe"] == probe_id)
         ]
 
-    def records(self) -> Iterator[tuple[float, Record]]:
-        """(t seconds, record) in file order; header probes are announced at t=0."""
-        for pid, info in self.header_probes().items():
-            yield 0.0, Announce(pid, 0, info)
-        for line in self.lines:  # validated when read (see below)
-            record = decode_record(line)
-            if record is not None:
-                yield float(line.get("t", 0.0)), record
+    def records(self) -> RecordSequence:
+        """(t seconds, record) in file order; header probes are announced at t=0.
+        A sequence whose records are made when they are read (a replay's
+        first frame needs the first few of an hour's)."""
+        announced = [(0.0, Announce(pid, 0, info)) for pid, info in self.header_probes().items()]
+        return RecordSequence(announced, self.lines)
 
     def header_probes(self) -> dict[str, dict[str, Any]]:
         return {p["id"]: p for p in self.header.get("probes", [])}
+
+
+class RecordSequence(Sequence[tuple[float, Record]]):
+    """``Session.records()``: the header's announcements, then one record
+    per kept line (every kept line makes one: validated when read), each
+    made from its line when it is read. ``times`` are all the time stamps,
+    without making any record."""
+
+    def __init__(self, announced: list[tuple[float, Record]], lines: list[dict[str, Any]]) -> None:
+        self._announced = announced
+        self._lines = lines
+
+    @property
+    def times(self) -> list[float]:
+        return [t for t, _r in self._announced] + [float(x.get("t", 0.0)) for x in self._lines]
+
+    def __len__(self) -> int:
+        return len(self._announced) + len(self._lines)
+
+    def _make(self, i: int) -> tuple[float, Record]:
+        if i < len(self._announced):
+            return self._announced[i]
+        line = self._lines[i - len(self._announced)]
+        record = decode_record(line)
+        assert record is not None  # only sample/status/probe lines are kept
+        return float(line.get("t", 0.0)), record
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[float, Record]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[float, Record]]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self._make(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._make(index)
+
+    def __iter__(self) -> Iterator[tuple[float, Record]]:
+        for i in range(len(self)):
+            yield self._make(i)
 
 
 # -- validation ------------------------------------------------------------
