@@ -21,6 +21,7 @@ them (benchmarks/recorder_throughput.py).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
@@ -123,7 +124,10 @@ class LazyExtra(Mapping[str, Any]):
         """The parsed object (parsed now if it was not yet)."""
         if self._data is None:
             assert self._raw is not None
-            self._data = orjson.loads(self._raw)
+            try:
+                self._data = orjson.loads(self._raw)
+            except orjson.JSONDecodeError:  # not expected: json reads all the checks pass
+                self._data = json.loads(self._raw)
             self._raw = None  # the objects replace the bytes
         return self._data
 
