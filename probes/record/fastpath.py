@@ -21,13 +21,11 @@ them (benchmarks/recorder_throughput.py).
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
 import msgspec
-import orjson
+from probetop.probes.record.lazyextra import LazyExtra
 from probetop.probes.record.limits import MAX_NAME, MAX_T, MAX_VALUE
 
 _Name = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_NAME)]
@@ -105,56 +103,6 @@ def _long_integer(shape: bytes) -> bool:
             end += 1
         at = shape.find(_ZEROS, end)
     return False
-
-
-class LazyExtra(Mapping[str, Any]):
-    """A sample's ``extra`` object, already checked, parsed on first use.
-
-    A read-only mapping; ``dict(extra)`` or any lookup parses it (orjson;
-    the checks guarantee it parses to what ``json`` would give)."""
-
-    __slots__ = ("_data", "_raw")
-
-    def __init__(self, raw: bytes) -> None:
-        self._raw: bytes | None = raw
-        self._data: dict[str, Any] | None = None
-
-    @property
-    def data(self) -> dict[str, Any]:
-        """The parsed object (parsed now if it was not yet)."""
-        if self._data is None:
-            assert self._raw is not None
-            try:
-                self._data = orjson.loads(self._raw)
-            except orjson.JSONDecodeError:  # not expected: json reads all the checks pass
-                self._data = json.loads(self._raw)
-            self._raw = None  # the objects replace the bytes
-        return self._data
-
-    def __getitem__(self, key: str) -> Any:
-        return self.data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.data)
-
-    def __len__(self) -> int:
-        return len(self.data)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.data
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.data.get(key, default)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, LazyExtra):
-            other = other.data
-        return self.data == other
-
-    __hash__ = None  # type: ignore[assignment]  # a mapping: unhashable, as a dict
-
-    def __repr__(self) -> str:
-        return f"LazyExtra({self.data!r})"
 
 
 def weight_bound(data: bytes) -> int:

@@ -45,7 +45,7 @@ from probetop.probes.record.codec import (
     decode_record,
     probe_info,
 )
-from probetop.probes.record.fastpath import LazyExtra, decode_batch
+from probetop.probes.record.lazyextra import LazyExtra
 from probetop.probes.record.limits import (
     _FOOTER_START,
     MAX_FILE_BYTES,
@@ -620,6 +620,14 @@ def load_session(path: str | Path) -> Session:
 
 BATCH_LINES = 64
 """Body lines checked together by the fast path (``fastpath.decode_batch``)."""
+
+
+def decode_batch(raws: list[bytes]) -> tuple[list[dict[str, Any]], int] | None:
+    """``fastpath.decode_batch``, imported when a recording is first read
+    (msgspec and its decoder cost 12 ms that ``--version`` need not pay)."""
+    from probetop.probes.record import fastpath
+
+    return fastpath.decode_batch(raws)
 
 
 class _Loader:

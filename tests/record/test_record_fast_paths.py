@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from probetop.probes.record import RecordingError, load_session, reader
 from probetop.probes.record.codec import _fast_line, _stdlib_line, dump_line_bytes
-from probetop.probes.record.fastpath import LazyExtra
+from probetop.probes.record.lazyextra import LazyExtra
 from test_record_properties import recordings, small_caps
 
 DATA = Path(__file__).resolve().parent.parent / "data"
