@@ -10,8 +10,9 @@ alternated; medians and ranges):
   one metric of one probe in one interval (one sparkline point: an entry of
   a sample line's ``values``, null included); records are lines.
 - decode: ``load_session`` MB/s of JSONL vs the same reader with its fast
-  paths turned off (every line through ``json`` and the reference checks:
-  the reader before this change); also ``json.loads`` alone, no checks.
+  paths (and its garbage-collector pause) turned off: every line through
+  ``json`` and the reference checks, the reader before this change; also
+  ``json.loads`` alone, no checks.
 - first frame: ``probetop replay REC`` in a real terminal (a private tmux
   server, 120x40) until the dashboard shows its panes, and ``probetop
   report REC`` until its first byte and until it exits (the report needs
@@ -54,7 +55,8 @@ HOUR_S = 3600.0
 # The same command with the reader's fast paths off (every line through json).
 BASELINE = (
     "import sys; from probetop.probes.record import reader; "
-    "reader.decode_batch = lambda raws: None; reader._fast_line = lambda raw: None; "
+    "import contextlib; reader.decode_batch = lambda raws: None; "
+    "reader._fast_line = lambda raw: None; reader._gc_paused = contextlib.nullcontext; "
     "from probetop.tui.main import entry; sys.argv[0] = 'probetop'; entry()"
 )
 TMUX = f"recperf-bench-{os.getpid()}"
@@ -125,13 +127,14 @@ def show(label: str, ours: list[float], base: list[float], unit: str, *, higher:
 
 @contextlib.contextmanager
 def reference_reader() -> Iterator[None]:
-    saved = reader.decode_batch, reader._fast_line
+    saved = reader.decode_batch, reader._fast_line, reader._gc_paused
     reader.decode_batch = lambda raws: None  # type: ignore[assignment]
     reader._fast_line = lambda raw: None  # type: ignore[assignment]
+    reader._gc_paused = contextlib.nullcontext  # type: ignore[assignment]
     try:
         yield
     finally:
-        reader.decode_batch, reader._fast_line = saved
+        reader.decode_batch, reader._fast_line, reader._gc_paused = saved
 
 
 def tmux(*args: str) -> str:
