@@ -22,7 +22,13 @@ Contract:
   it means the file was edited or corrupted, not interrupted.
 - ``Session.records()`` rebuilds ``Announce``/``Sample``/``Status`` records with
   ``t_ns`` relative to the session start, so panes built for live data show a
-  replay unchanged.
+  replay unchanged. It is a ``RecordSequence``: each record is made when read.
+- Two paths, one verdict: batches of sample and status lines go through
+  ``fastpath.decode_batch`` (msgspec, checked in C; ``extra`` kept as a
+  checked ``LazyExtra``), other lines through orjson; whatever those cannot
+  vouch for is read by the reference path here (``json``, ``_check_line``,
+  ``_weight``), which names the bad line. Both accept the same lines with
+  the same content (tests/record/test_record_fast_paths.py).
 """
 
 from __future__ import annotations
@@ -121,15 +127,20 @@ class Session:
         return {p["id"]: p for p in self.header.get("probes", [])}
 
 
+_RECORD_TYPES = frozenset({"sample", "status", "probe"})
+
+
 class RecordSequence(Sequence[tuple[float, Record]]):
     """``Session.records()``: the header's announcements, then one record
-    per kept line (every kept line makes one: validated when read), each
-    made from its line when it is read. ``times`` are all the time stamps,
+    per sample, status or probe line (validated when read), each made from
+    its line when it is read. ``times`` are all the time stamps,
     without making any record."""
 
     def __init__(self, announced: list[tuple[float, Record]], lines: list[dict[str, Any]]) -> None:
         self._announced = announced
-        self._lines = lines
+        # load_session keeps only these; a Session made by hand may hold others,
+        # which (as decode_record says) make no record.
+        self._lines = [line for line in lines if line.get("type") in _RECORD_TYPES]
 
     @property
     def times(self) -> list[float]:
@@ -143,7 +154,7 @@ class RecordSequence(Sequence[tuple[float, Record]]):
             return self._announced[i]
         line = self._lines[i - len(self._announced)]
         record = decode_record(line)
-        assert record is not None  # only sample/status/probe lines are kept
+        assert record is not None  # a sample, status or probe line makes one
         return float(line.get("t", 0.0)), record
 
     @overload
