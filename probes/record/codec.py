@@ -158,7 +158,10 @@ def _fast_line(obj: Mapping[str, Any]) -> bytes | None:
     - any string, key or value, that redaction could change
       (``unchanged_by_redaction``): then ``redact`` would change the line.
     Plain-typed lines whose strings are all unchanged by redaction are
-    exactly what ``redact(finite(obj))`` leaves as it was."""
+    exactly what ``redact(finite(obj))`` leaves as it was. One type orjson
+    writes without asking ``default``: a plain ``Enum`` member (neither str
+    nor int), written as its value where ``json`` would write ``str(member)``;
+    no record holds one (probetop's enums are ``str`` enums: subclasses)."""
     try:
         out = orjson.dumps(obj, default=_not_plain, option=_FAST_OPTIONS)
     except (_NotPlain, TypeError):  # orjson.JSONEncodeError is a TypeError
