@@ -107,6 +107,7 @@ class IopsPane(ProbePane):
             f"{params.engine} {'direct' if params.direct else 'buffered'}"
         )
         self.queue_asked = params.jobs * params.iodepth
+        self.engine = params.engine  # in the title too, but a narrow title drops it
         self.border_title = f"iops  {params.target}  {desc}"
 
     def compose(self) -> ComposeResult:
@@ -141,11 +142,11 @@ class IopsPane(ProbePane):
             kernel_us = k_lat_ms * 1000 if k_lat_ms is not None else None
             kernel = f"{fmt_value(kernel_us, 'us', 19)} µs" if self.device else ""
             lines.append(f"{d + ' mean lat':<16} {fmt_value(mean, 'us', 7)} µs {kernel}")
-        # In flight: what the jobs keep queued, beside what the device saw
-        # (iostat's aqu-sz): lower means the engine or the CPU cannot keep up.
+        # The engine and what its jobs keep queued, beside the queue the device
+        # saw (iostat's aqu-sz): lower means the engine or the CPU cannot keep up.
         seen = self.kernel.queue_depth if self.kernel is not None else None
         kernel = fmt_value(seen, "", 22) if self.device else ""
-        lines.append(f"{'in flight':<16} {self.queue_asked:>10} {kernel}")
+        lines.append(f"{'queue ' + self.engine:<16} {self.queue_asked:>10} {kernel}")
         return lines
 
     def latency_lines(self) -> list[str]:
