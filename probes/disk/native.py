@@ -16,8 +16,9 @@ slices). Once stopped, a loop submits nothing more and returns when the I/Os
 in flight have completed; an I/O in the kernel cannot be interrupted (the
 block size cap, settings.MAX_BS, keeps it short; a hung device leaves the
 worker to ``Engine.join``'s timeout). The asynchronous loops wait for
-completions without a timeout (an armed timer per wait cost measurable
-throughput in a VM), except when pacing: then until the next I/O is due.
+completions without a timeout (a periodic wake-up bought nothing: a stopped
+loop drains what is in flight either way), except when pacing: then until
+the next I/O is due.
 """
 
 from __future__ import annotations
