@@ -274,7 +274,8 @@ def main() -> int:
         f"demo main thread < {BUDGET.demo_main_pct}%; <= {BUDGET.bytes_per_s:g} B/s"
     )
     print(
-        f"{'run':<16} {'cpu %':>7} {'main %':>7} {'wakeup/s':>8} {'bytes/s':>9} {'RSS MB':>7}  verdict"
+        f"{'run':<16} {'cpu %':>7} {'main %':>7} {'wakeup/s':>8} {'bytes/s':>9} "
+        f"{'RSS MB':>7}  verdict"
     )
     results: dict[str, list[Result]] = {}
     failed = False

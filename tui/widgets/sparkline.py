@@ -23,17 +23,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from probetop.tui.widgets.bars import column_rows
+from probetop.tui.widgets.linewidget import LineWidget
 from probetop.tui.widgets.textblock import changed_span
 from rich.cells import set_cell_size
 from rich.segment import Segment
 from textual.geometry import Region
 from textual.strip import Strip
-from textual.widget import Widget
 
 KEEP = 512  # values kept: wider than any sparkline we draw
 
 
-class Sparkline(Widget):
+class Sparkline(LineWidget):
     """One-colour sparkline. See the module docstring."""
 
     COMPONENT_CLASSES = {"sparkline--bar"}
@@ -95,6 +95,6 @@ class Sparkline(Widget):
             self._rows = self._draw(width, height)
         if y >= len(self._rows):
             return Strip.blank(width)
-        style = self.get_component_rich_style("sparkline--bar")
+        style = self.part_style("sparkline--bar")
         segments = [Segment(set_cell_size(self._rows[y], width), style)]
         return Strip(segments, width)

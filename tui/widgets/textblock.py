@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from probetop.tui.widgets.linewidget import LineWidget
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from textual.geometry import Region
 from textual.strip import Strip
-from textual.widget import Widget
 
 
 def changed_span(before: str, after: str) -> tuple[int, int] | None:
@@ -41,7 +41,7 @@ def changed_span(before: str, after: str) -> tuple[int, int] | None:
     return x0, max(cell_len(after[:end]), x0 + 1)
 
 
-class TextBlock(Widget):
+class TextBlock(LineWidget):
     """Fixed lines of text; see the module docstring."""
 
     COMPONENT_CLASSES = {"textblock--header", "textblock--body"}
@@ -107,7 +107,7 @@ class TextBlock(Widget):
         if y >= len(self.lines):
             return Strip.blank(width)
         part = "textblock--header" if y < self.header_rows else "textblock--body"
-        style = self.get_component_rich_style(part)
+        style = self.part_style(part)
         # Pad/crop the text itself: one segment per row, the cheapest redraw.
         segments = [Segment(set_cell_size(self.lines[y], width), style)]
         return Strip(segments, width)
