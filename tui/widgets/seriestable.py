@@ -119,10 +119,13 @@ class SeriesTable(LineWidget):
         if len(old) != len(self._drawn):
             self.refresh()
             return
+        regions = []
         for y, (before, after) in enumerate(zip(old, self._drawn, strict=True)):
             span = changed_span(before[0] + before[1], after[0] + after[1])
             if span is not None:  # only the changed cells of the row
-                self.refresh(Region(span[0], y, span[1] - span[0], 1))
+                regions.append(Region(span[0], y, span[1] - span[0], 1))
+        if regions:
+            self.refresh(*regions)
 
     # -- drawing ---------------------------------------------------------
     def _draw(self, width: int) -> list[tuple[str, str]]:

@@ -78,10 +78,13 @@ class Sparkline(LineWidget):
         if old is None or len(old) != len(rows):
             self.refresh()
             return
+        regions = []
         for y, (before, after) in enumerate(zip(old, rows, strict=True)):
             span = changed_span(before, after)
             if span is not None:  # only the changed cells: a filling line costs one
-                self.refresh(Region(span[0], y, span[1] - span[0], 1))
+                regions.append(Region(span[0], y, span[1] - span[0], 1))
+        if regions:
+            self.refresh(*regions)
 
     def _draw(self, width: int, height: int) -> list[str]:
         return column_rows(self._values, width, height, self.max_value, align=self.align)

@@ -96,11 +96,14 @@ class TextBlock(LineWidget):
         # Same shape: repaint only the rows that changed, and each only up to
         # its last changed cell: one new number costs part of one line.
         width = self.size.width
+        regions = []
         for y, (before, after) in enumerate(zip(old, lines, strict=False)):
             span = changed_span(before, after)
             if span is not None:
                 x0, x1 = span[0], max(span[0] + 1, min(span[1], width))
-                self.refresh(Region(x0, y, x1 - x0, 1))
+                regions.append(Region(x0, y, x1 - x0, 1))
+        if regions:  # one refresh call: each costs Textual a dirty-set update and a message
+            self.refresh(*regions)
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
