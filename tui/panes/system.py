@@ -363,8 +363,7 @@ class CpuPane(ProbePane):
         if busy is None:
             return
         label = f"{'all cores':<13} {fmt_value(busy.latest, '%', 6)} %"
-        self.busy_row.label.set_lines([label])
-        self.busy_row.spark.set_values(busy.recent(SPARK_POINTS))
+        self.busy_row.set(label, busy.recent(SPARK_POINTS))
         width = self.content_size.width or 80
         self.summary.set_lines([self.summary_line(width)])
         self.cores.set_lines(self.core_lines(width))

@@ -18,15 +18,17 @@ dashboard's profile:
   lines instead: exactly what that pipeline would have produced from
   ``render_line``. Anything else takes Textual's path.
 
-Contract for subclasses: implement ``render_line(y)`` (a full-width Strip)
-and call ``refresh()`` / ``refresh(region)`` for what changed (the lines
-cached for those rows are dropped). ``part_style(name)`` is
+Contract for subclasses: implement ``render_line(y)`` (a full-width Strip;
+``line_width`` cells, which is cheaper to ask than ``size``) and call
+``refresh()`` / ``refresh(region)`` for what changed (the lines cached for
+those rows are dropped). ``part_style(name)`` is
 ``get_component_rich_style(name)``, cached until the next style update.
 """
 
 from __future__ import annotations
 
 from rich.style import Style
+from textual.color import Color
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
@@ -44,6 +46,7 @@ class LineWidget(Widget):
         self._plain: bool | None = None  # None: not checked since the last style update
         self._strips: dict[int, Strip] = {}  # y -> drawn line, while the row is unchanged
         self._strips_width = -1
+        self._filter_background: Color | None = None
         super().__init__(name=name, id=id, classes=classes)
 
     def part_style(self, part: str) -> Style:
@@ -53,9 +56,18 @@ class LineWidget(Widget):
             style = self._part_styles[part] = self.get_component_rich_style(part)
         return style
 
+    @property
+    def line_width(self) -> int:
+        """Cells in a line. ``size`` asks the screen's compositor for the
+        widget's region each time (the largest cost of drawing these lines,
+        profiled); a plain widget's lines are its outer width, which Textual
+        stores on the widget."""
+        return self.outer_size.width if self.is_plain() else self.size.width
+
     def notify_style_update(self) -> None:
         self._part_styles.clear()
         self._plain = None
+        self._filter_background = None
         self._strips.clear()
         super().notify_style_update()
 
@@ -93,7 +105,7 @@ class LineWidget(Widget):
     def render_lines(self, crop: Region) -> list[Strip]:
         if not self.is_plain():
             return super().render_lines(crop)
-        width = self.size.width
+        width = self.outer_size.width
         if width != self._strips_width:
             self._strips.clear()
             self._strips_width = width
@@ -103,9 +115,11 @@ class LineWidget(Widget):
             if strip is None:
                 strip = self._strips[y] = self.render_line(y)
             strips.append(strip)
-        filters = self.app.get_line_filters()  # NO_COLOR, ANSI dimming: rare
+        filters = self.app.get_line_filters()  # ANSI colours to truecolor, NO_COLOR...
         if filters:
-            background = self.background_colors[1]
+            if self._filter_background is None:  # it walks every ancestor's styles
+                self._filter_background = self.background_colors[1]
+            background = self._filter_background
             for line_filter in filters:
                 strips = [strip.apply_filter(line_filter, background) for strip in strips]
         x1, x2 = crop.column_span

@@ -115,7 +115,7 @@ class SeriesTable(LineWidget):
             self._drawn = []
             self.refresh()
             return
-        old, self._drawn = self._drawn, self._draw(self.size.width)
+        old, self._drawn = self._drawn, self._draw(self.line_width)
         if len(old) != len(self._drawn):
             self.refresh()
             return
@@ -149,7 +149,7 @@ class SeriesTable(LineWidget):
         self._drawn = []
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self.line_width
         if len(self._drawn) != len(self.rows) or (
             self._drawn and cell_len(self._drawn[0][0]) + len(self._drawn[0][1]) != width
         ):

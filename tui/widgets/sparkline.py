@@ -67,7 +67,7 @@ class Sparkline(LineWidget):
         """Store the newest values (oldest first); redraw only the rows whose
         characters changed (a flat or saturated line that shifts costs nothing)."""
         self._values = list(values[-KEEP:])
-        width, height = self.size
+        width, height = self.line_width, self.size.height
         if width <= 0 or height <= 0:
             self._rows = None
             self.refresh()
@@ -93,7 +93,7 @@ class Sparkline(LineWidget):
         self._rows = None
 
     def render_line(self, y: int) -> Strip:
-        width, height = self.size
+        width, height = self.line_width, self.size.height
         if self._rows is None or len(self._rows) != height or len(self._rows[0]) != width:
             self._rows = self._draw(width, height)
         if y >= len(self._rows):

@@ -7,9 +7,12 @@ changed), and the demo shows fourteen of these rows; now each is one
 widget whose line is one label segment and one bar segment.
 
 Contract:
-- ``label.set_lines([text])`` / ``label.text``: the label, drawn in the
+- ``set(label, values)``: both parts with one repaint (either may be None:
+  unchanged); ``label.set_lines([text])`` and ``spark.set_values(values)``
+  set one part each (the API of the two widgets this row replaced).
+- ``label.text``: the label, drawn in the
   first ``LABEL_CELLS`` cells (cut or padded), component ``sparkrow--label``.
-- ``spark.set_values(values)``: the series (oldest first) drawn in the rest
+- ``spark.values``: the series (oldest first) drawn in the rest
   of the row as ``Sparkline`` draws it (``bars.column_rows``; None and zero
   draw nothing; scale 0..``max_value`` or the largest visible value),
   component ``sparkrow--bar``; ``spark.size.width`` is the cells it has.
@@ -45,10 +48,7 @@ class _Label:
         return [self.text]
 
     def set_lines(self, lines: Sequence[str]) -> None:
-        text = lines[0] if lines else ""
-        if text != self.text:
-            self.text = text
-            self._row.redraw()
+        self._row.set(lines[0] if lines else "", None)
 
 
 class _Spark:
@@ -61,11 +61,10 @@ class _Spark:
 
     @property
     def size(self) -> Size:
-        return Size(max(0, self._row.size.width - LABEL_CELLS), 1)
+        return Size(max(0, self._row.line_width - LABEL_CELLS), 1)
 
     def set_values(self, values: Sequence[float | None]) -> None:
-        self.values = list(values[-KEEP:])
-        self._row.redraw()
+        self._row.set(None, values)
 
     def draw(self) -> str:
         width = self.size.width
@@ -99,14 +98,25 @@ class SparkRow(LineWidget):
         self.spark = _Spark(self, max_value)
         self._drawn: tuple[str, str] | None = None  # (label cells, bar) as last drawn
 
+    def set(self, label: str | None, values: Sequence[float | None] | None) -> None:
+        """New label and/or values (None: unchanged); one repaint for both."""
+        changed = values is not None
+        if values is not None:
+            self.spark.values = list(values[-KEEP:])
+        if label is not None and label != self.label.text:
+            self.label.text = label
+            changed = True
+        if changed:
+            self.redraw()
+
     def _draw(self) -> tuple[str, str]:
-        width = self.size.width
+        width = self.line_width
         label = set_cell_size(self.label.text, min(LABEL_CELLS, width))
         return label, self.spark.draw()
 
     def redraw(self) -> None:
         """Repaint the cells that changed since the last frame (none: nothing)."""
-        if not self.is_mounted or self.size.width <= 0:
+        if not self.is_mounted or self.line_width <= 0:
             self._drawn = None
             return
         old, new = self._drawn, self._draw()
@@ -122,7 +132,7 @@ class SparkRow(LineWidget):
         self._drawn = None
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self.line_width
         if y != 0:
             return Strip.blank(width)
         if self._drawn is None:

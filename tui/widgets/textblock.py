@@ -95,7 +95,7 @@ class TextBlock(LineWidget):
             return
         # Same shape: repaint only the rows that changed, and each only up to
         # its last changed cell: one new number costs part of one line.
-        width = self.size.width
+        width = self.line_width
         regions = []
         for y, (before, after) in enumerate(zip(old, lines, strict=False)):
             span = changed_span(before, after)
@@ -106,7 +106,7 @@ class TextBlock(LineWidget):
             self.refresh(*regions)
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self.line_width
         if y >= len(self.lines):
             return Strip.blank(width)
         part = "textblock--header" if y < self.header_rows else "textblock--body"
