@@ -53,7 +53,14 @@ class LineWidget(Widget):
         """The rich style of component class ``part`` (cached; see the module docstring)."""
         style = self._part_styles.get(part)
         if style is None:
-            style = self._part_styles[part] = self.get_component_rich_style(part)
+            try:
+                style = self.get_component_rich_style(part)
+            except KeyError:
+                # No styles applied: a widget being removed that the compositor
+                # still draws once (Textual's own path drew it from its line
+                # cache). Nothing of it stays on screen; not cached.
+                return Style()
+            self._part_styles[part] = style
         return style
 
     @property
