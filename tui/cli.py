@@ -5,7 +5,8 @@ Contract:
 - ``build_parser()`` renders ``COMMON_OPTIONS`` and every command's
   ``CommandSpec`` into argparse (``build_parser(commands_needed(argv))``:
   only the commands ``argv`` names, the others as bare names). Value errors
-  from a spec's parsers become argparse usage errors (exit 2, ``argument --jobs: must be at least 1``).
+  from a spec's parsers become argparse usage errors (exit 2,
+  ``argument --jobs: must be at least 1``).
 - ``make_plan(namespace)`` reads the parsed namespace exactly once into a
   frozen ``RunPlan``; nothing downstream sees the namespace.
 - ``parse_command_line(line)`` does both for the dashboard's add-probe prompt
