@@ -122,3 +122,25 @@ def test_proc_file_grows_its_buffer_and_counters_never_go_negative(tmp_path: Pat
     reader.close()
     assert procfs.counter_delta(15, 10) == 5
     assert procfs.counter_delta(3, 4_000_000_000) == 3  # restarted or wrapped: no spike
+
+
+async def test_compact_list_of_many_panes_keeps_status_and_selection_in_view() -> None:
+    from probetop.probes.core.sample import Announce
+    from probetop.tui.app import make_app
+    from probetop.tui.config import AppConfig
+    from tui_fixtures import screen_text
+
+    info = {"kind": "fake", "params": {}, "metrics": [{"name": "ops", "unit": "op/s"}]}
+    app = make_app(AppConfig(probes=[]))
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.route([Announce(f"fake:{i}", 0, {**info, "id": f"fake:{i}"}) for i in range(50)])
+        await pilot.pause(0.3)
+        assert app.compact
+        room = 30 - 2 - 8  # chrome rows, the selected pane's least share
+        assert 0 < len(app.index.lines) <= room
+        assert screen_text(app).splitlines()[0].startswith("probetop")  # not scrolled away
+        for _ in range(40):  # tab far down the list: the selection stays listed
+            await pilot.press("tab")
+        await pilot.pause(0.2)
+        assert any(line.startswith("▸") for line in app.index.lines)
+        assert screen_text(app).splitlines()[0].startswith("probetop")
