@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from probetop.probes.core.sample import Record
+from probetop.probes.record import RecordSequence
 
 SPEEDS: tuple[float, ...] = (1.0, 10.0, math.inf)
 MAX_BATCH = 5000
@@ -44,8 +45,14 @@ class ReplayPlayer:
     """Position, speed and pause state over a list of (t seconds, record)."""
 
     def __init__(self, records: Iterable[tuple[float, Record]], duration_s: float = 0.0) -> None:
-        self.records = list(records)
-        self.times = [t for t, _r in self.records]
+        # A recording's RecordSequence stays lazy: a record is made when it is
+        # delivered, so the first frame of a long replay waits for none of the rest.
+        self.records: Sequence[tuple[float, Record]]
+        if isinstance(records, RecordSequence):
+            self.records, self.times = records, records.times
+        else:
+            self.records = list(records)
+            self.times = [t for t, _r in self.records]
         last = self.times[-1] if self.times else 0.0
         self.duration_s = max(duration_s, last)
         self.index = 0  # next record to deliver
@@ -102,6 +109,8 @@ class ReplayPlayer:
 
     def extend(self, records: Iterable[tuple[float, Record]]) -> None:
         """Append records that arrived after the player was made (in file order)."""
+        if not isinstance(self.records, list):
+            self.records = list(self.records)
         for t, record in records:
             self.records.append((t, record))
             self.times.append(t)

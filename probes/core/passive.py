@@ -32,6 +32,7 @@ READ_IOPS, WRITE_IOPS = "read_iops", "write_iops"
 READ_BPS, WRITE_BPS = "read_Bps", "write_Bps"
 READ_LAT_MS, WRITE_LAT_MS = "read_lat_ms", "write_lat_ms"
 DISK_BUSY_PCT = "busy_pct"
+DISK_QUEUE_DEPTH = "aqu_sz"
 # system.net (per interface)
 RX_PPS, TX_PPS = "rx_pps", "tx_pps"
 RX_BPS, TX_BPS = "rx_Bps", "tx_Bps"
@@ -76,6 +77,7 @@ class DiskCounters:
     read_lat_ms: float | None
     write_lat_ms: float | None
     busy_pct: float | None
+    queue_depth: float | None = None  # iostat's aqu-sz: I/Os in flight, on average
 
     @classmethod
     def all_from_sample(cls, sample: Sample) -> dict[str, DiskCounters]:
@@ -92,6 +94,7 @@ class DiskCounters:
                 m.get(READ_LAT_MS),
                 m.get(WRITE_LAT_MS),
                 m.get(DISK_BUSY_PCT),
+                m.get(DISK_QUEUE_DEPTH),
             )
             for device, m in per_entity(sample).items()
         }

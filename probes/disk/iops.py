@@ -2,8 +2,8 @@
 
 Contract:
 - Measures what ``fio`` measures for the same job (``reference_command``):
-  ``--iodepth 1`` runs fio's psync pattern (one pread/pwrite at a time per
-  job), a deeper queue runs kernel AIO like ``--ioengine=libaio``; O_DIRECT
+  ``--ioengine`` psync (one pread/pwrite at a time per job), libaio or
+  io_uring, as fio's engines (default: probes/disk/ioengines.py); O_DIRECT
   unless buffered I/O is asked for or impossible (then a status says so).
 - One Sample per interval with per-interval (not cumulative) IOPS and bytes/s
   per direction and completion-latency percentiles (fio's list, in µs, as
@@ -49,7 +49,7 @@ from probetop.probes.core.base import ConfirmationRequired, Emit, ProbeError
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.core.ticker import Ticker
-from probetop.probes.disk import capacity
+from probetop.probes.disk import capacity, ioengines
 from probetop.probes.disk.blockdev import lock_devices
 from probetop.probes.disk.capacity import human
 from probetop.probes.disk.records import (
@@ -141,6 +141,9 @@ class IopsProbe:
         self._final: tuple[Snapshot, Snapshot] | None = None
         self.notes: list[str] = []
         self.errors: list[str] = []
+        # What runs: settled by prepare (ioengines.resolve, which checks that
+        # io_uring works here); until then what was asked for, or the default.
+        self.engine = settings.ioengine or ("psync" if settings.iodepth == 1 else "libaio")
         self.layout: Layout | None = None
         self._layout_undone: str | None = None
         self._lock: TargetLock | None = None
@@ -157,6 +160,7 @@ class IopsProbe:
 
         s = self.settings
         capacity.check(jobs=s.jobs, iodepth=s.iodepth, bs=s.bs)
+        self.engine, engine_note = ioengines.resolve(s.ioengine, s.iodepth)
         self.target = resolve(
             s.target,
             write=s.writes,
@@ -167,6 +171,8 @@ class IopsProbe:
             may_create=True,
         )
         self.notes = list(self.target.notes) + kernel_notes()
+        if engine_note:
+            self.notes.append(engine_note)
         # Another probetop on this target is named by PID before anything else
         # (its O_EXCL would otherwise show up below as "the kernel reports it busy").
         self._lock = TargetLock.for_target(s.target, self.kind, lock_devices)
@@ -215,7 +221,7 @@ class IopsProbe:
             ramp_s=s.ramp_s,
             rate_iops=s.rate_iops or None,
             interval_s=s.interval_s,
-            engine="libaio" if s.iodepth > 1 else "psync",
+            engine=self.engine,
             backing_device=t.backing if t else None,
         )
 
@@ -230,7 +236,7 @@ class IopsProbe:
             f"--filename={s.target}",
             f"--rw={s.rw}",
             f"--bs={format_size(s.bs)}",
-            f"--ioengine={'libaio' if s.iodepth > 1 else 'psync'}",
+            f"--ioengine={self.engine}",
             f"--iodepth={s.iodepth}",
             f"--numjobs={s.jobs}",
             f"--direct={int(t.direct if t else s.direct is not False)}",
@@ -274,6 +280,7 @@ class IopsProbe:
             sync=s.sync,
             rate_iops=s.rate_iops,
             exclusive=s.writes and self.target.kind == "block",
+            ioengine=self.engine,
         )
 
     async def run(self, emit: Emit) -> None:

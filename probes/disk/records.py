@@ -409,6 +409,7 @@ class WarmupParams:
     bs: int
     jobs: int
     iodepth: int
+    engine: str
     range: tuple[int | None, int | None]
     direct: bool | None
     resume: bool
@@ -429,6 +430,7 @@ class WarmupParams:
             "bs": self.bs,
             "jobs": self.jobs,
             "iodepth": self.iodepth,
+            "engine": self.engine,
             "range": list(self.range),
             "direct": self.direct,
             "resume": self.resume,
@@ -455,6 +457,8 @@ class WarmupParams:
             bs=_int(p.get("bs")) or 0,
             jobs=_int(p.get("jobs")) or 1,
             iodepth=_int(p.get("iodepth")) or 1,
+            engine=_str(p.get("engine"))
+            or ("libaio" if (_int(p.get("iodepth")) or 1) > 1 else "psync"),
             range=(_int(start), _int(end)),
             direct=p.get("direct") if isinstance(p.get("direct"), bool) else None,
             resume=bool(p.get("resume", False)),

@@ -34,6 +34,7 @@ from probetop.probes.core.options import (
     number,
     whole_number,
 )
+from probetop.probes.disk import ioengines
 from probetop.probes.disk.capacity import check_bs, check_interval, check_seconds
 from probetop.probes.disk.steady import DEFAULT_SPEC, SteadyState
 from probetop.probes.disk.target import parse_range
@@ -69,6 +70,12 @@ TARGET = Option(("target",), "regular file or block device", metavar="TARGET")
 BS = Option(("--bs",), "block size: 1, 512, 4k, 1M...", byte_size(), 4096, "SIZE")
 JOBS = Option(("--jobs",), "parallel jobs", _AT_LEAST_ONE, 1, "N")
 IODEPTH = Option(("--iodepth",), "I/Os in flight per job", _AT_LEAST_ONE, 1, "N")
+IOENGINE = Option(
+    ("--ioengine",),
+    "I/O engine, as fio's (default: psync at --iodepth 1, else libaio)",
+    default=None,
+    choices=ioengines.IOENGINES,
+)
 RATE_IOPS = Option(
     ("--rate-iops",),
     "cap each job at N I/Os per second (fio --rate_iops)",
@@ -122,9 +129,8 @@ IOPS_SPEC = CommandSpec(
         Option(("--rwmixread",), "reads in %% for randrw/rw", whole_number(), 50, "PCT"),
         BS,
         JOBS,
-        replace(
-            IODEPTH, help="I/Os in flight per job (1 = psync, more = kernel AIO like fio's libaio)"
-        ),
+        IODEPTH,
+        IOENGINE,
         Option(("--size",), "area to use (file: create it)", byte_size(), None, "SIZE"),
         Option(("--offset",), "start of the area", byte_size(), 0, "OFF"),
         Option(
@@ -159,6 +165,7 @@ class IopsSettings:
     bs: int = 4096  # --bs
     jobs: int = 1  # --numjobs
     iodepth: int = 1  # --iodepth
+    ioengine: str | None = None  # --ioengine; None: ioengines.resolve picks
     size: int | None = None  # --size
     offset: int = 0  # --offset
     direct: bool | None = None  # --direct
@@ -185,6 +192,7 @@ class IopsSettings:
             bs=values.get("bs", 4096),
             jobs=values.get("jobs", 1),
             iodepth=values.get("iodepth", 1),
+            ioengine=values.get("ioengine"),
             size=values.get("size"),
             offset=values.get("offset", 0),
             direct=values.get("direct"),
@@ -229,6 +237,7 @@ class IopsSettings:
             raise UsageProbeError(f"--jobs must be 1..{MAX_JOBS}")
         if self.iodepth < 1 or self.iodepth > MAX_IODEPTH:
             raise UsageProbeError(f"--iodepth must be 1..{MAX_IODEPTH}")
+        ioengines.check(self.ioengine, self.iodepth)
         _check_bytes(bs=self.bs, size=self.size, offset=self.offset)
         check_interval(self.interval_s)
         check_seconds("--time", self.time_s)
@@ -283,6 +292,7 @@ WARMUP_SPEC = CommandSpec(
         replace(BS, help="block size (1M; 4k for randwrite)", default=None),
         JOBS,
         replace(IODEPTH, default=32),
+        IOENGINE,
         Option(("--range",), "bytes to cover", _byte_range, (None, None), "START-END"),
         Option(("--resume",), "continue from the checkpoint", action="store_true", default=False),
         Option(
@@ -338,6 +348,7 @@ class WarmupSettings:
     bs: int = SEQ_BS
     jobs: int = 1
     iodepth: int = 32
+    ioengine: str | None = None  # --ioengine; None: ioengines.resolve picks
     range_start: int | None = None
     range_end: int | None = None
     resume: bool = False
@@ -373,6 +384,7 @@ class WarmupSettings:
             bs=values.get("bs") or (RANDWRITE_BS if name == "randwrite" else SEQ_BS),
             jobs=values.get("jobs", 1),
             iodepth=values.get("iodepth", 32),
+            ioengine=values.get("ioengine"),
             range_start=start,
             range_end=end,
             resume=bool(values.get("resume", False)),
@@ -419,6 +431,7 @@ class WarmupSettings:
             raise UsageProbeError(f"unknown pass {self.pass_name!r}: one of {', '.join(PASSES)}")
         if not (1 <= self.jobs <= MAX_JOBS and 1 <= self.iodepth <= MAX_IODEPTH):
             raise UsageProbeError(f"--jobs must be 1..{MAX_JOBS} and --iodepth 1..{MAX_IODEPTH}")
+        ioengines.check(self.ioengine, self.iodepth)
         _check_bytes(bs=self.bs, offset=self.range_start, end=self.range_end)
         if (
             self.range_start is not None

@@ -173,6 +173,7 @@ def _build_kernels() -> dict[str, Any]:
         "aio_setup": native.aio_setup,
         "aio_destroy": native.aio_destroy,
         "aio_supported": native.AIO_SUPPORTED,
+        "uring": native.uring_loop,
     }
 
 
@@ -217,8 +218,13 @@ def _self_test() -> None:
             stamp=True,
             verify=True,
         )
-        for depth in (1, 2):
-            plan.iodepth = depth
+        from probetop.probes.disk import uring
+
+        engines = [("psync", 1), ("libaio", 2)]
+        if uring.probe() is None:
+            engines.append(("io_uring", 2))
+        for engine, depth in engines:
+            plan.ioengine, plan.iodepth = engine, depth
             eng = Engine(plan)
             eng.start()
             eng.finished.wait(600)
@@ -252,6 +258,12 @@ class EnginePlan:
     rate_iops: int = 0  # per job, as fio's --rate_iops; 0 = as fast as possible
     seed: int = 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF
     exclusive: bool = False  # O_EXCL on the first descriptor (block device writes)
+    ioengine: str = ""  # psync, libaio or io_uring; "": psync at iodepth 1, else libaio
+
+    @property
+    def engine(self) -> str:
+        """The engine the loops run (fio's name)."""
+        return self.ioengine or ("psync" if self.iodepth == 1 else "libaio")
 
     @property
     def writes(self) -> bool:
@@ -415,8 +427,10 @@ class Engine:
     def _start(self) -> None:
         kernels = compile_kernels()
         plan = self.plan
-        if plan.iodepth > 1 and not kernels["aio_supported"]:
+        if plan.engine == "libaio" and not kernels["aio_supported"]:
             raise OSError(f"kernel AIO syscalls are not mapped for {platform.machine()}")
+        if plan.engine == "psync" and plan.iodepth > 1:
+            raise ValueError("psync is synchronous: iodepth must be 1")
         if not plan.wrap:
             total = sum(e - s for s, e in plan.extents)
             size = plan.chunk_bytes or max(plan.bs * plan.iodepth * 4, -(-total // (plan.jobs * 4)))
@@ -465,11 +479,16 @@ class Engine:
     def _work(self, job: int, kernels: dict[str, Any]) -> None:
         plan = self.plan
         ctx_id = 0
+        ring: Any = None
         _yield_to_control(plan.jobs)
         try:
             if self.ctl[job, K_STOP]:  # stopped while the threads were being started
                 return
-            if plan.iodepth > 1:
+            if plan.engine == "io_uring":
+                from probetop.probes.disk import uring
+
+                ring = uring.Ring.open(plan.iodepth)  # in this thread: it submits
+            elif plan.engine == "libaio":
                 ctx_id = kernels["aio_setup"](plan.iodepth)
                 if ctx_id <= 0:
                     raise OSError(
@@ -511,7 +530,18 @@ class Engine:
                     self.flt[job],
                     self.hist[job],
                 )
-                if plan.iodepth > 1:
+                if ring is not None:
+                    kernels["uring"](
+                        *args[:4],
+                        plan.iodepth,
+                        ring.layout,
+                        ring.sq32,
+                        ring.sqe64,
+                        ring.cq32,
+                        ring.cq64,
+                        *args[4:],
+                    )
+                elif plan.engine == "libaio":
                     kernels["aio"](*args[:4], plan.iodepth, ctx_id, *args[4:])
                 else:
                     kernels["sync"](*args)
@@ -534,6 +564,8 @@ class Engine:
         finally:
             if ctx_id > 0:
                 kernels["aio_destroy"](ctx_id)
+            if ring is not None:
+                ring.close()
             with self._lock:
                 self._running -= 1
                 last = self._running == 0

@@ -2,7 +2,8 @@
 
 - ``Recorder``: writes a live session (JSON Lines, 0600, flushed twice a second);
   ``FooterFields``: the type of its hook that adds fields to the footer
-- ``load_session`` / ``Session``: reads one back (torn last line tolerated)
+- ``load_session`` / ``Session``: reads one back (torn last line tolerated);
+  ``RecordSequence``: its records, each made when read
 - ``stream_session`` / ``SessionStream``: the same checks, one line at a time
   (one pass over a long recording in constant memory)
 - ``decode_line`` / ``DecodedLine``: one line's checks and records, for a
@@ -25,7 +26,13 @@ The layout of each line is defined once, in ``codec.py``.
 from probetop.probes.record.codec import FORMAT_NAME, SCHEMA_VERSION, RecordingError
 from probetop.probes.record.follow import DecodedLine, RecordingFollower, decode_line
 from probetop.probes.record.output import replace_file
-from probetop.probes.record.reader import Session, SessionStream, load_session, stream_session
+from probetop.probes.record.reader import (
+    RecordSequence,
+    Session,
+    SessionStream,
+    load_session,
+    stream_session,
+)
 from probetop.probes.record.redaction import (
     KEEP_BODY_FLAG,
     REDACTED,
@@ -53,6 +60,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "DecodedLine",
     "FooterFields",
+    "RecordSequence",
     "Recorder",
     "RecordingError",
     "RecordingFollower",

@@ -6,7 +6,10 @@ Contract (docs/recording-format.md, probes/record/schema/):
 - ``encode_record`` / ``decode_record`` are the only translation between the
   in-memory records (``Sample``, ``Status``, ``Announce``) and line objects;
   ``dump_line`` is the only serialiser (redaction first, NaN/inf as null,
-  compact separators, one trailing newline).
+  compact separators, ASCII with ``\\uXXXX`` escapes, Python's float
+  spelling, one trailing newline). ``dump_line_bytes`` is the same line as
+  UTF-8 bytes, byte for byte, made by orjson when that provably gives the
+  stdlib's bytes (see ``_fast_line``) and by the stdlib path otherwise.
 - The reader (``reader.py``) validates every line before ``decode_record``
   sees it and refuses a header whose schema is newer than
   ``SCHEMA_VERSION``. Older versions are read as they are (version 1 is the
@@ -21,8 +24,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
 from probetop.probes.core.sample import Announce, Record, Sample, Status
-from probetop.probes.record.redaction import redact
+from probetop.probes.record.redaction import redact, unchanged_by_redaction
 
 FORMAT_NAME = "probetop-session"
 SCHEMA_VERSION = 1
@@ -109,7 +113,74 @@ def _jsonable(obj: Any) -> Any:
 
 def dump_line(obj: Mapping[str, Any]) -> str:
     """One line of the file: redacted, finite, compact JSON, newline-terminated."""
+    return dump_line_bytes(obj).decode("ascii")
+
+
+def _stdlib_line(obj: Mapping[str, Any]) -> bytes:
+    """The reference serialiser: what every line is, byte for byte."""
     text = json.dumps(
         redact(finite(obj)), separators=(",", ":"), allow_nan=False, default=_jsonable
     )
-    return text + "\n"
+    return (text + "\n").encode("ascii")
+
+
+class _NotPlain(Exception):
+    """A value orjson would write differently from ``json`` (see ``_fast_line``)."""
+
+
+def _not_plain(obj: Any) -> Any:
+    raise _NotPlain
+
+
+_FAST_OPTIONS = (
+    orjson.OPT_APPEND_NEWLINE
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+)
+# "0" stays, other digits become "1", the characters of a float's spelling
+# stay, all else is a blank: "1e-07" -> "1e-01", "0.00001" -> "0.00001".
+_NUMBER_SHAPE = bytes(
+    i if chr(i) in "0.e-" else ord("1") if chr(i) in "123456789" else ord(" ") for i in range(256)
+)
+
+
+def _fast_line(obj: Mapping[str, Any]) -> bytes | None:
+    """The line by orjson when it is provably the stdlib's bytes, else None.
+
+    orjson writes compact JSON in insertion order with NaN/inf as null, as
+    the stdlib path does after ``finite``; it differs only where these
+    checks send the line back to that path:
+    - any type beyond dict/list/tuple/str/int/float/bool/None (a subclass,
+      a dataclass, a numpy scalar: ``default`` raises);
+    - non-ASCII (the stdlib escapes it) and any escape sequence;
+    - a float below 1e-4 (Python writes ``1e-05``, orjson ``0.00001``);
+    - any string, key or value, that redaction could change
+      (``unchanged_by_redaction``): then ``redact`` would change the line.
+    Plain-typed lines whose strings are all unchanged by redaction are
+    exactly what ``redact(finite(obj))`` leaves as it was. One type orjson
+    writes without asking ``default``: a plain ``Enum`` member (neither str
+    nor int), written as its value where ``json`` would write ``str(member)``;
+    no record holds one (probetop's enums are ``str`` enums: subclasses)."""
+    try:
+        out = orjson.dumps(obj, default=_not_plain, option=_FAST_OPTIONS)
+    except (_NotPlain, TypeError):  # orjson.JSONEncodeError is a TypeError
+        return None
+    if not out.isascii() or b"\\" in out:
+        return None
+    # Without escapes, the strings of the line are its odd '"'-separated
+    # parts, and the numbers are in the even ones.
+    parts = out.split(b'"')
+    if b"e-" in out or b"0.0000" in out:  # a cheap filter first
+        shape = b" " + b" ".join(parts[0::2]).translate(_NUMBER_SHAPE)
+        if b"0e-" in shape or b"1e-" in shape or b" 0.0000" in shape or b"-0.0000" in shape:
+            return None
+    if not unchanged_by_redaction(parts[1::2]):
+        return None
+    return out
+
+
+def dump_line_bytes(obj: Mapping[str, Any]) -> bytes:
+    """``dump_line`` as UTF-8 bytes (the recorder's hot path)."""
+    fast = _fast_line(obj)
+    return fast if fast is not None else _stdlib_line(obj)

@@ -36,7 +36,7 @@ from probetop.probes.record.reader import (
     MAX_LINE_BYTES,
     LineError,
     _check_header,
-    _check_line,
+    _decode_body,
     _open,
     _parse,
 )
@@ -63,14 +63,13 @@ def decode_line(
     try:
         if len(raw) > MAX_LINE_BYTES and not raw.startswith(b'{"type":"footer"'):
             raise LineError("is too long")
-        line = _parse(raw)
         if header is None:
-            header = _check_header(line)
+            header = _check_header(_parse(raw))
             announced = [(0.0, Announce(p["id"], 0, p)) for p in header.get("probes", [])]
             return DecodedLine(announced, header, footer)
         if footer is not None:
             raise LineError("follows the footer (the footer is the last line)")
-        kind = _check_line(line)
+        line, kind, _counted = _decode_body(raw)
     except LineError as exc:
         raise RecordingError(f"{where}: {exc}") from None
     if kind == "footer":

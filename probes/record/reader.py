@@ -22,20 +22,29 @@ Contract:
   it means the file was edited or corrupted, not interrupted.
 - ``Session.records()`` rebuilds ``Announce``/``Sample``/``Status`` records with
   ``t_ns`` relative to the session start, so panes built for live data show a
-  replay unchanged.
+  replay unchanged. It is a ``RecordSequence``: each record is made when read.
+- Two paths, one verdict: batches of sample and status lines go through
+  ``fastpath.decode_batch`` (msgspec, checked in C; ``extra`` kept as a
+  checked ``LazyExtra``), other lines through orjson; whatever those cannot
+  vouch for is read by the reference path here (``json``, ``_check_line``,
+  ``_weight``), which names the bad line. Both accept the same lines with
+  the same content (tests/record/test_record_fast_paths.py).
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import math
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, overload
 
+import orjson
 from probetop.probes.core.sample import Announce, Record
 from probetop.probes.record.codec import (
     FORMAT_NAME,
@@ -44,34 +53,20 @@ from probetop.probes.record.codec import (
     decode_record,
     probe_info,
 )
+from probetop.probes.record.lazyextra import LazyExtra
+from probetop.probes.record.limits import (
+    _FOOTER_START,
+    MAX_FILE_BYTES,
+    MAX_FOOTER_BYTES,
+    MAX_LINE_BYTES,
+    MAX_NAME,
+    MAX_PROBES,
+    MAX_T,
+    MAX_VALUE,
+    MAX_WEIGHT,
+)
 from probetop.probes.record.writer import PSEUDO_FILESYSTEMS, file_kind, filesystem_type
 from probetop.probes.record.zst import FrameLines, ZstdCorrupt, is_zstd
-
-MAX_LINE_BYTES = 1 << 20
-"""Longest line read (1 MiB): a sample or status line is a few KiB."""
-MAX_FOOTER_BYTES = 64 << 20
-"""Longest footer line: the footer holds every probe's summary, which grows
-with the run (per-interval rows: 2.4 MB after an hour of `probetop demo`);
-64 MiB is over a day of it. Only a line that starts as a footer may be this
-long, so a hostile file still costs at most 1 MiB per line until then."""
-_FOOTER_START = b'{"type":"footer"'
-MAX_FILE_BYTES = 256 << 20
-"""Largest recording read (256 MiB: about 9 hours of `probetop demo`)."""
-MAX_WEIGHT = 20_000_000
-"""What the kept lines may weigh in all, counting each JSON number, string
-and object key 1 and each object or array 3 (about 40 bytes of memory per
-unit): this, not the byte size, bounds the memory of a hostile file
-(``{}`` is 2 bytes on disk and 64 in memory)."""
-MAX_NAME = 256
-"""Longest probe id, kind, metric name or value key."""
-MAX_PROBES = 1024
-"""Most distinct probes in one recording (each is a pane in a replay)."""
-MAX_T = 1e10
-"""Largest time stamp, in seconds since the session start (317 years)."""
-MAX_VALUE = 1e100
-"""Largest metric value magnitude: far above any real metric, small enough
-that the report's sums and squares of them stay finite."""
-
 
 _MAX_INT = 1 << 64
 
@@ -121,17 +116,65 @@ class Session:
             if line.get("type") == "sample" and (probe_id is None or line["probe"] == probe_id)
         ]
 
-    def records(self) -> Iterator[tuple[float, Record]]:
-        """(t seconds, record) in file order; header probes are announced at t=0."""
-        for pid, info in self.header_probes().items():
-            yield 0.0, Announce(pid, 0, info)
-        for line in self.lines:  # validated when read (see below)
-            record = decode_record(line)
-            if record is not None:
-                yield float(line.get("t", 0.0)), record
+    def records(self) -> RecordSequence:
+        """(t seconds, record) in file order; header probes are announced at t=0.
+        A sequence whose records are made when they are read (a replay's
+        first frame needs the first few of an hour's)."""
+        announced = [(0.0, Announce(pid, 0, info)) for pid, info in self.header_probes().items()]
+        return RecordSequence(announced, self.lines)
 
     def header_probes(self) -> dict[str, dict[str, Any]]:
         return {p["id"]: p for p in self.header.get("probes", [])}
+
+
+_RECORD_TYPES = frozenset({"sample", "status", "probe"})
+
+
+class RecordSequence(Sequence[tuple[float, Record]]):
+    """``Session.records()``: the header's announcements, then one record
+    per sample, status or probe line (validated when read), each made from
+    its line when it is read. ``times`` are all the time stamps,
+    without making any record."""
+
+    def __init__(self, announced: list[tuple[float, Record]], lines: list[dict[str, Any]]) -> None:
+        self._announced = announced
+        # load_session keeps only these; a Session made by hand may hold others,
+        # which (as decode_record says) make no record.
+        self._lines = [line for line in lines if line.get("type") in _RECORD_TYPES]
+
+    @property
+    def times(self) -> list[float]:
+        return [t for t, _r in self._announced] + [float(x.get("t", 0.0)) for x in self._lines]
+
+    def __len__(self) -> int:
+        return len(self._announced) + len(self._lines)
+
+    def _make(self, i: int) -> tuple[float, Record]:
+        if i < len(self._announced):
+            return self._announced[i]
+        line = self._lines[i - len(self._announced)]
+        record = decode_record(line)
+        assert record is not None  # a sample, status or probe line makes one
+        return float(line.get("t", 0.0)), record
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[float, Record]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[float, Record]]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self._make(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._make(index)
+
+    def __iter__(self) -> Iterator[tuple[float, Record]]:
+        for i in range(len(self)):
+            yield self._make(i)
 
 
 # -- validation ------------------------------------------------------------
@@ -307,6 +350,9 @@ def _weight(obj: Any, budget: int) -> int:
     while stack:
         item = stack.pop()
         kind = type(item)
+        if kind is LazyExtra:  # a checked extra (fastpath.py): weigh its objects
+            item = item.data
+            kind = dict
         if kind is dict:
             count += 3 + len(item)  # the object and its keys
             stack.extend(item.values())
@@ -358,6 +404,101 @@ def _parse(raw: bytes, keys: _Keys | None = None) -> Any:
         raise NotJson("is not valid JSON (nested too deeply)") from None
     except ValueError:  # JSONDecodeError, NaN/Infinity, an integer too long to read
         raise NotJson("is not valid JSON") from None
+
+
+# -- the fast path ------------------------------------------------------------
+#
+# ``_decode_body`` first tries orjson and a check of sample lines written
+# for speed (``_fast_sample``); whatever that path cannot prove valid goes
+# through the reference path above (``json``, ``_check_line``, ``_weight``),
+# which accepts the same lines and names what is wrong with the others. So a
+# good line costs the fast path only, and a bad one gets the same message as
+# before. tests/record/test_record_fast_paths.py checks they agree.
+
+_NONE = type(None)
+_NUMBER_TYPES = frozenset({int, float, _NONE})
+# Digits become "0", everything but a decimal point a blank: an integer of
+# 19 digits or more (one that may not fit 64 bits, which orjson would read
+# as a float where ``json`` keeps it an int) shows as " 000...".
+_INT_SHAPE = bytes(
+    ord("0") if chr(i) in "0123456789" else ord(".") if chr(i) == "." else ord(" ")
+    for i in range(256)
+)
+_LONG_INT = b" " + b"0" * 19
+
+
+def _weight_bound(raw: bytes) -> int:
+    """At least ``_weight`` of the line ``raw`` is (equal for a line without
+    empty containers or ``{[:,`` inside strings), from byte counts alone.
+
+    Each container weighs 3; each key 1 (one ':' each); every value but the
+    root is a container's element, and a container holds one more element
+    than it has ',' when it is not empty: weight = 2C + K + commas + nonempty
+    + 1 <= 3C + K + commas + 1, where counting ``{[:,`` inside strings too
+    only raises the bound."""
+    return 3 * (raw.count(b"{") + raw.count(b"[")) + raw.count(b":") + raw.count(b",") + 1
+
+
+def _fast_sample(line: dict[str, Any]) -> bool:
+    """True when the sample line passes ``_check_line``'s sample checks; False
+    when it may not (then the reference path decides). Same rules, done with
+    whole-container operations instead of a Python loop per value."""
+    probe = line.get("probe")
+    if type(probe) is not str or not 0 < len(probe) <= MAX_NAME:
+        return False
+    t = line.get("t")
+    if (type(t) is not float and type(t) is not int) or not 0 <= t <= MAX_T:
+        return False
+    if "interval" in line:
+        t = line["interval"]
+        if (type(t) is not float and type(t) is not int) or not 0 <= t <= MAX_T:
+            return False
+    values = line.get("values", {})
+    if type(values) is not dict or type(line.get("extra", {})) is not dict:
+        return False
+    if values:
+        if "" in values or max(map(len, values)) > MAX_NAME:
+            return False
+        numbers: Any = values.values()
+        kinds = set(map(type, numbers))
+        if not kinds <= _NUMBER_TYPES:
+            return False
+        if _NONE in kinds:
+            numbers = [v for v in numbers if v is not None]
+        if numbers and (max(numbers) > MAX_VALUE or min(numbers) < -MAX_VALUE):
+            return False
+    return True
+
+
+def _fast_line(raw: bytes) -> tuple[dict[str, Any], str] | None:
+    """(line, kind) of a body line that is certainly valid, or None."""
+    if _LONG_INT in raw.translate(_INT_SHAPE):
+        return None
+    try:
+        # orjson refuses invalid UTF-8, NaN/Infinity and 1e999 (json reads
+        # the last as infinity: the reference path names it).
+        line = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if type(line) is not dict:
+        return None
+    kind = line.get("type")
+    if kind == "sample":
+        return (line, kind) if _fast_sample(line) else None
+    try:
+        return line, _check_line(line)
+    except LineError:
+        return None
+
+
+def _decode_body(raw: bytes, keys: _Keys | None = None) -> tuple[dict[str, Any], str, bool]:
+    """(line, kind, exact) of one body line; ``exact`` False when the fast
+    path read it (its weight is then ``_weight_bound``). LineError if bad."""
+    fast = _fast_line(raw)
+    if fast is not None:
+        return fast[0], fast[1], False
+    line = _parse(raw, keys)
+    return line, _check_line(line), True
 
 
 # -- reading ---------------------------------------------------------------
@@ -485,9 +626,122 @@ def load_session(path: str | Path) -> Session:
     p = Path(path)
     f = _open_lines(p)
     try:
-        return _read(f, p)
+        with _gc_paused():
+            return _read(f, p)
     finally:
         f.close()
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a recording is read: the lines
+    make no cycles, so its passes over the growing heap (a sixth of the
+    time) would free nothing."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+BATCH_LINES = 64
+"""Body lines checked together by the fast path (``fastpath.decode_batch``)."""
+
+
+def decode_batch(raws: list[bytes]) -> tuple[list[dict[str, Any]], int] | None:
+    """``fastpath.decode_batch``, imported when a recording is first read
+    (msgspec and its decoder cost 12 ms that ``--version`` need not pay)."""
+    from probetop.probes.record import fastpath
+
+    return fastpath.decode_batch(raws)
+
+
+class _Loader:
+    """The body lines of one recording read into a ``Session`` (``_read``):
+    a batch at a time on the fast path, a line at a time on the reference
+    path when the fast path cannot vouch for a batch."""
+
+    def __init__(self, p: Path, header: dict[str, Any]) -> None:
+        self.p = p
+        self.header = header
+        self.session = Session(path=p, header=header, lines=[], footer=None)
+        try:
+            self.budget = MAX_WEIGHT - _weight(header, MAX_WEIGHT)
+        except LineError as exc:
+            raise RecordingError(f"{p}: line 1: {exc}") from None
+        self.exact = False  # True once the bounds ran out: every weight counted exactly
+        self.keys = _Keys()
+        self.probes = {info["id"] for info in header.get("probes", [])}
+        self.skipped = 0
+        self.done = False  # a torn last line was skipped
+
+    def batch(self, rows: list[tuple[int, bytes, bool]], *, last: bool) -> None:
+        """Read ``rows``; ``last``: they end the file."""
+        if not self.exact and self.session.footer is None:
+            fast = decode_batch([raw for _n, raw, _e in rows])
+            if fast is not None:
+                lines, bound = fast
+                if self.budget - bound >= 0:
+                    self.budget -= bound
+                    self.session.lines.extend(lines)
+                    return
+                self._count_exactly()  # then the lines below name the one over
+        for i, row in enumerate(rows):
+            self.one(row, last=last and i == len(rows) - 1)
+            if self.done:
+                return
+
+    def _count_exactly(self) -> None:
+        """From now on weigh every line exactly; the bounds so far may have
+        overstated, so weigh what is kept again."""
+        self.exact = True
+        budget = MAX_WEIGHT - _weight(self.header, MAX_WEIGHT)
+        for kept in self.session.lines:
+            if budget < 0:
+                break
+            budget -= _weight(kept, budget)
+        self.budget = budget
+
+    def one(self, row: tuple[int, bytes, bool], *, last: bool) -> None:
+        """Read one line (the reference path, or ``_decode_body``'s fast one)."""
+        p, session = self.p, self.session
+        number, raw, _ended = row
+        try:
+            if session.footer is not None:
+                raise LineError("follows the footer (the footer is the last line)")
+            line, kind, counted = _decode_body(raw, self.keys)
+            if counted or self.exact:
+                self.budget -= _weight(line, self.budget)
+            else:
+                self.budget -= _weight_bound(raw)
+                if self.budget < 0:  # the bounds may overstate: count exactly
+                    self._count_exactly()
+                    self.budget -= _weight(line, self.budget)
+        except LineError as exc:
+            if last and isinstance(exc, NotJson):
+                session.warnings.append(
+                    f"{p}: skipped a torn last line (line {number}); the recording was cut off"
+                )
+                self.done = True
+                return
+            raise RecordingError(f"{p}: line {number}: {exc}") from None
+        if self.budget < 0:
+            raise RecordingError(
+                f"{p}: line {number}: the recording holds more data than probetop keeps "
+                f"in memory (a weight of {MAX_WEIGHT:,}: JSON values, objects count 3)"
+            )
+        if kind == "footer":
+            session.footer = line
+        elif kind:
+            if kind == "probe":
+                self.probes.add(line["id"])
+                if len(self.probes) > MAX_PROBES:
+                    raise RecordingError(f"{p}: line {number}: more than {MAX_PROBES} probes")
+            session.lines.append(line)
+        else:
+            self.skipped += 1
 
 
 def _read(f: _Lines, p: Path) -> Session:
@@ -503,49 +757,19 @@ def _read(f: _Lines, p: Path) -> Session:
         raise RecordingError(f"{p}: line 1: {exc}") from None
     except RecordingError as exc:
         raise RecordingError(f"{p}: {exc}") from None
-    session = Session(path=p, header=header, lines=[], footer=None)
-    try:
-        budget = MAX_WEIGHT - _weight(header, MAX_WEIGHT)
-    except LineError as exc:
-        raise RecordingError(f"{p}: line 1: {exc}") from None
-    keys = _Keys()
-    probes = {info["id"] for info in header.get("probes", [])}
-    skipped = 0
-    row = next(rows, None)
-    while row is not None:
-        number, raw, _ended = row
-        following = next(rows, None)  # one line ahead: is this one the last?
-        try:
-            if session.footer is not None:
-                raise LineError("follows the footer (the footer is the last line)")
-            line = _parse(raw, keys)
-            kind = _check_line(line)
-            budget -= _weight(line, budget)
-        except LineError as exc:
-            if following is None and isinstance(exc, NotJson):
-                session.warnings.append(
-                    f"{p}: skipped a torn last line (line {number}); the recording was cut off"
-                )
-                break
-            raise RecordingError(f"{p}: line {number}: {exc}") from None
-        if budget < 0:
-            raise RecordingError(
-                f"{p}: line {number}: the recording holds more data than probetop keeps "
-                f"in memory (a weight of {MAX_WEIGHT:,}: JSON values, objects count 3)"
-            )
-        if kind == "footer":
-            session.footer = line
-        elif kind:
-            if kind == "probe":
-                probes.add(line["id"])
-                if len(probes) > MAX_PROBES:
-                    raise RecordingError(f"{p}: line {number}: more than {MAX_PROBES} probes")
-            session.lines.append(line)
-        else:
-            skipped += 1
-        row = following
-    if skipped:
-        session.warnings.append(f"{p}: skipped {skipped} lines of a type this probetop ignores")
+    loader = _Loader(p, header)
+    pending: list[tuple[int, bytes, bool]] = []
+    for row in rows:
+        pending.append(row)
+        if len(pending) > BATCH_LINES:  # one held back: is it the last line?
+            loader.batch(pending[:-1], last=False)
+            del pending[:-1]
+    loader.batch(pending, last=True)
+    session = loader.session
+    if loader.skipped:
+        session.warnings.append(
+            f"{p}: skipped {loader.skipped} lines of a type this probetop ignores"
+        )
     session.warnings.extend(_cut_warning(f, p))
     if session.footer is None:
         session.warnings.append(f"{p}: no footer; the session ended without closing the file")
@@ -625,9 +849,9 @@ class SessionStream:
             try:
                 if self.footer is not None:
                     raise LineError("follows the footer (the footer is the last line)")
-                line = _parse(raw)
-                kind = _check_line(line)
-                _weight(line, MAX_WEIGHT)
+                line, kind, counted = _decode_body(raw)
+                if counted:
+                    _weight(line, MAX_WEIGHT)  # numbers too large
             except LineError as exc:
                 if following is None and isinstance(exc, NotJson):
                     self.warnings.append(

@@ -473,3 +473,39 @@ def redact(obj: Any) -> Any:
     if isinstance(obj, str):
         return redact_text(obj)
     return obj
+
+
+# -- the recorder's fast path ----------------------------------------------------
+# Strings (as UTF-8 bytes) known to pass every rule unchanged, as a key and as
+# a value: the same few hundred names, ids and units come back on every line.
+_UNCHANGED: set[bytes] = set()
+_UNCHANGED_CAP = 1 << 16  # a hostile stream of new strings does not grow it further
+
+
+def _string_unchanged(raw: bytes) -> bool:
+    """True when no rule touches this string, wherever it stands: as a key
+    it is a plain field whose name stays; as a value ``redact_text`` keeps
+    it; it cannot make a list look like a command line (``-x``)."""
+    text = raw.decode("utf-8", "surrogateescape")
+    if text.startswith("-") and len(text) > 1:
+        return False
+    return _field_kind(text) == (_PLAIN, text) and redact_text(text) == text
+
+
+def unchanged_by_redaction(strings: list[bytes]) -> bool:
+    """True when ``redact`` returns a structure unchanged because every key
+    and string value in it (``strings``, as found in its JSON text) is
+    ``_string_unchanged``: no field is named like a credential, body,
+    header or command line, no string holds a URL secret, no list looks
+    like a command line. Numbers, booleans and null are never redacted."""
+    known = _UNCHANGED
+    if known.issuperset(strings):
+        return True
+    for raw in strings:
+        if raw in known:
+            continue
+        if not _string_unchanged(raw):
+            return False
+        if len(known) < _UNCHANGED_CAP:
+            known.add(raw)
+    return True

@@ -63,7 +63,7 @@ from probetop.probes.record.codec import (
     FORMAT_NAME,
     SCHEMA_VERSION,
     RecordingError,
-    dump_line,
+    dump_line_bytes,
     encode_record,
 )
 from probetop.probes.record.hostinfo import host_facts
@@ -565,7 +565,7 @@ class Recorder:
 
     @staticmethod
     def _line(obj: dict[str, Any]) -> bytes:
-        return dump_line(obj).encode("utf-8")
+        return dump_line_bytes(obj)
 
     async def start(self) -> None:
         """Open the file, write the header, and start draining the hub.

@@ -204,6 +204,9 @@ class DiskProbe(_PassiveProbe):
                 busy = max(0.0, min(100.0, busy_ms / (seconds * 1000.0) * 100.0))
             read_ms = counter_delta(a.read_time, b.read_time)
             write_ms = counter_delta(a.write_time, b.write_time)
+            # Time each completed read and write spent in flight, summed (ms),
+            # over the interval: the average queue depth (iostat's aqu-sz).
+            depth = (read_ms + write_ms) / (seconds * 1000.0) if seconds > 0 else None
             disks[name] = DiskCounters(
                 device=name,
                 read_iops=rate(reads, seconds),
@@ -213,6 +216,7 @@ class DiskProbe(_PassiveProbe):
                 read_lat_ms=read_ms / reads if reads > 0 else None,
                 write_lat_ms=write_ms / writes if writes > 0 else None,
                 busy_pct=busy,
+                queue_depth=max(0.0, depth) if depth is not None else None,
             )
         return DiskInterval(disks)
 

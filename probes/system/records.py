@@ -27,6 +27,7 @@ from probetop.probes.core.passive import (
     CPU_PROBE_ID,
     DISK_BUSY_PCT,
     DISK_PROBE_ID,
+    DISK_QUEUE_DEPTH,
     LOAD1,
     LOAD5,
     LOAD15,
@@ -67,6 +68,11 @@ DISK_METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(READ_LAT_MS, "ms", "average time per read completed in the interval"),
     MetricSpec(WRITE_LAT_MS, "ms", "average time per write completed in the interval"),
     MetricSpec(DISK_BUSY_PCT, "%", "share of the interval with I/O in flight (iostat %util)"),
+    MetricSpec(
+        DISK_QUEUE_DEPTH,
+        "",
+        "reads and writes in flight, on average over the interval (iostat aqu-sz)",
+    ),
 )
 NET_METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(RX_PPS, "pkt/s", "packets received per second", True),
@@ -138,6 +144,8 @@ class DiskInterval:
             values[metric_key(WRITE_LAT_MS, name)] = d.write_lat_ms
             if d.busy_pct is not None:  # absent where the kernel has no busy time
                 values[metric_key(DISK_BUSY_PCT, name)] = d.busy_pct
+            if d.queue_depth is not None:
+                values[metric_key(DISK_QUEUE_DEPTH, name)] = d.queue_depth
         return Sample(DISK_PROBE_ID, t_ns, interval_s, values)
 
     @classmethod

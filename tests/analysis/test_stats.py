@@ -144,3 +144,11 @@ def test_incomplete_beta_and_t_distribution() -> None:
     # Large df: the normal distribution.
     assert t_sf_two_sided(1.959964, 1e7) == pytest.approx(0.05, abs=1e-5)
     assert t_sf_two_sided(math.inf, 3) == 0.0
+
+
+def test_min_p_value_of_long_recordings_is_a_number_not_an_overflow() -> None:
+    from probetop.tui.analysis.stats import min_p_value
+
+    assert min_p_value(3, 3) == pytest.approx(0.1)  # 2 / C(6, 3)
+    assert min_p_value(3600, 600) == 0.0  # C(4200, 600) is far beyond a float
+    assert min_p_value(0, 5) == 1.0

@@ -22,7 +22,7 @@ import os
 import re
 import tempfile
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -180,7 +180,9 @@ def check_session(session: Session) -> None:
             assert all(
                 isinstance(k, str) and (v is None or is_number(v)) for k, v in record.values.items()
             )
-            assert isinstance(record.extra, dict)
+            # A Mapping (Sample's type); load_session's is a LazyExtra, parsed here.
+            assert isinstance(record.extra, Mapping)
+            assert isinstance(dict(record.extra), dict)
         elif isinstance(record, Status):
             assert isinstance(record.level, str) and isinstance(record.message, str)
         else:

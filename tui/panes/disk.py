@@ -103,9 +103,11 @@ class IopsPane(ProbePane):
         self.kernel: DiskCounters | None = None
         self.interval: IopsInterval | None = None
         desc = (
-            f"{params.rw} bs={params.bs} jobs={params.jobs} "
-            f"iodepth={params.iodepth} {'direct' if params.direct else 'buffered'}"
+            f"{params.rw} bs={params.bs} jobs={params.jobs} iodepth={params.iodepth} "
+            f"{params.engine} {'direct' if params.direct else 'buffered'}"
         )
+        self.queue_asked = params.jobs * params.iodepth
+        self.engine = params.engine  # in the title too, but a narrow title drops it
         self.border_title = f"iops  {params.target}  {desc}"
 
     def compose(self) -> ComposeResult:
@@ -140,6 +142,11 @@ class IopsPane(ProbePane):
             kernel_us = k_lat_ms * 1000 if k_lat_ms is not None else None
             kernel = f"{fmt_value(kernel_us, 'us', 19)} µs" if self.device else ""
             lines.append(f"{d + ' mean lat':<16} {fmt_value(mean, 'us', 7)} µs {kernel}")
+        # The engine and what its jobs keep queued, beside the queue the device
+        # saw (iostat's aqu-sz): lower means the engine or the CPU cannot keep up.
+        seen = self.kernel.queue_depth if self.kernel is not None else None
+        kernel = fmt_value(seen, "", 22) if self.device else ""
+        lines.append(f"{'queue ' + self.engine:<16} {self.queue_asked:>10} {kernel}")
         return lines
 
     def latency_lines(self) -> list[str]:
@@ -208,7 +215,7 @@ class WarmupPane(ProbePane):
         params = WarmupParams.from_info(info)
         self.border_title = (
             f"warmup  {params.target}  {params.pass_name} pass  "
-            f"bs={params.bs} jobs={params.jobs} iodepth={params.iodepth}"
+            f"bs={params.bs} jobs={params.jobs} iodepth={params.iodepth} {params.engine}"
         )
         self.bw_row = SparkRow(WARMUP_BW)
         self.iops_row = SparkRow(WARMUP_IOPS)
@@ -301,7 +308,12 @@ class WarmupPane(ProbePane):
             return ""
         writes = self.interval is not None and self.interval.writes
         iops, bps, _lat = kernel_rates(self.kernel, "write" if writes else "read")
-        return f"  kernel {self.device}: {fmt_value(bps, 'B/s')}B/s {fmt_value(iops, 'IO/s')} IO/s"
+        depth = self.kernel.queue_depth
+        queue = f" aqu-sz {fmt_value(depth, '')}" if depth is not None else ""
+        return (
+            f"  kernel {self.device}: {fmt_value(bps, 'B/s')}B/s {fmt_value(iops, 'IO/s')} IO/s"
+            f"{queue}"
+        )
 
     def progress_lines(self) -> list[str]:
         w = self.interval

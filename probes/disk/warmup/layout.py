@@ -29,9 +29,16 @@ FIO_RW = {"read": "read", "write": "write", "write+read": "write", "randwrite": 
 class PassLayout:
     """See the module docstring."""
 
-    def __init__(self, settings: WarmupSettings, target: Target | None = None) -> None:
+    def __init__(
+        self, settings: WarmupSettings, target: Target | None = None, engine: str | None = None
+    ) -> None:
         self.settings = settings
         self.target = target
+        # The resolved engine (ioengines.resolve, in prepare); before that what
+        # was asked for, or the default.
+        self.engine = (
+            engine or settings.ioengine or ("psync" if settings.iodepth == 1 else "libaio")
+        )
 
     def engine_plan(self, pass_name: str, extents: list[tuple[int, int]]) -> EnginePlan:
         assert self.target is not None, "prepare() first"
@@ -50,6 +57,7 @@ class PassLayout:
             verify=s.verify and pass_name == "read",
             stop_on_error=pass_name != "randwrite",
             rate_iops=s.rate_iops,
+            ioengine=self.engine,
         )
 
     def done_map(self, extents: list[tuple[int, int]]) -> tuple[float, ...]:
@@ -66,7 +74,7 @@ class PassLayout:
             f"--rw={FIO_RW[s.pass_name]}",
             f"--bs={format_size(s.bs)}",
             f"--iodepth={s.iodepth}",
-            f"--ioengine={'libaio' if s.iodepth > 1 else 'psync'}",
+            f"--ioengine={self.engine}",
             f"--direct={int(t.direct if t else True)}",
         ]
         length = (end - start) if end is not None else None

@@ -23,6 +23,7 @@ from typing import Any
 from probetop.probes.core.base import Emit, ProbeError
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.targetlock import TargetLock
+from probetop.probes.disk import ioengines
 from probetop.probes.disk.checkpoint import Checkpoint
 from probetop.probes.disk.passes import PassTotals, WarmupSummary
 from probetop.probes.disk.records import (
@@ -79,10 +80,13 @@ class WarmupProbe:
             self._prepare()
 
     def _prepare(self) -> None:
+        engine, engine_note = ioengines.resolve(self.settings.ioengine, self.settings.iodepth)
         self.target, self._lock = check_target(self.settings)
         assert self.target.identity is not None
         self.notes = list(self.target.notes) + kernel_notes()
-        self.layout = PassLayout(self.settings, self.target)
+        if engine_note:
+            self.notes.append(engine_note)
+        self.layout = PassLayout(self.settings, self.target, engine)
         if self.settings.sequential:
             identity = self.target.identity.as_dict()
             self.checkpoints = CheckpointKeeper(self.settings, self.target, identity)
@@ -97,6 +101,7 @@ class WarmupProbe:
             bs=s.bs,
             jobs=s.jobs,
             iodepth=s.iodepth,
+            engine=self.layout.engine,
             range=(t.start, t.end) if t else (s.range_start, s.range_end),
             direct=t.direct if t else s.direct,
             resume=s.resume,
