@@ -144,3 +144,21 @@ async def test_compact_list_of_many_panes_keeps_status_and_selection_in_view() -
         await pilot.pause(0.2)
         assert any(line.startswith("▸") for line in app.index.lines)
         assert screen_text(app).splitlines()[0].startswith("probetop")
+
+
+async def test_pane_border_served_from_cache_follows_focus() -> None:
+    from textual.geometry import Region
+
+    app = live_app(0.2)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await wait_for(pilot, lambda: has_samples(app, 2))
+        first, second = list(app.panes.values())[:2]
+        top = Region(0, 0, first.outer_size.width, 1)
+        first.focus()
+        await pilot.pause(0.3)
+        focused = first.render_lines(top)[0]
+        second.focus()  # the first pane's border colour changes back
+        await pilot.pause(0.3)
+        blurred = first.render_lines(top)[0]
+        assert blurred != focused
+        assert blurred == first._styles_cache.render_widget(first, top)[0]  # Textual's path
