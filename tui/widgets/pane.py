@@ -7,7 +7,7 @@ The app drains the hub's lossy feed at a fixed frame rate and, per frame:
 2. routes every OTHER probe's ``Sample`` to ``observe`` (default: ignore), so
    a pane can show e.g. the per-disk counters of the disk it benchmarks;
 3. calls ``render_frame`` once, only if 1. or 2. delivered something; this is
-   where child widgets are updated (``Sparkline.set_values``,
+   where child widgets are updated (``SparkRow.set``,
    ``TextBlock.set_lines``), never a layout pass unless the shape changed.
 
 ``chart_series`` gives the longer history drawn by the maximised chart;

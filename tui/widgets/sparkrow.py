@@ -12,9 +12,10 @@ Contract:
   set one part each (the API of the two widgets this row replaced).
 - ``label.text``: the label, drawn in the
   first ``LABEL_CELLS`` cells (cut or padded), component ``sparkrow--label``.
-- ``spark.values``: the series (oldest first) drawn in the rest
-  of the row as ``Sparkline`` draws it (``bars.column_rows``; None and zero
-  draw nothing; scale 0..``max_value`` or the largest visible value),
+- ``spark.values``: the series (oldest first) drawn in the rest of the row
+  with ``bars.column_rows`` in one style (each changed cell then costs no
+  escape sequence of its own; None and zero draw nothing; scale
+  0..``max_value`` or the largest visible value),
   component ``sparkrow--bar``; ``spark.size.width`` is the cells it has.
 - A change repaints the row only up to its last changed cell; never a
   layout pass (the row is one line high).
