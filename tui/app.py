@@ -47,6 +47,7 @@ from probetop.probes.record import Recorder, RecordingError
 from probetop.themes import DEFAULT_THEME, check_theme_name, probetop_themes
 from probetop.tui.config import AppConfig
 from probetop.tui.player import ReplayPlayer, parse_speed, speed_label
+from probetop.tui.quietdriver import quiet_driver_class
 from probetop.tui.screens.help import HelpScreen
 from probetop.tui.screens.maximised import MaximisedScreen
 from probetop.tui.screens.palette import dashboard_commands
@@ -64,6 +65,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.await_complete import AwaitComplete
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.driver import Driver
 from textual.geometry import Size
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -126,6 +128,10 @@ class ProbetopApp(App[int]):
 
     LIVE_ONLY = {"add_probe", "toggle_record"}
     REPLAY_ONLY = {"play_pause", "cycle_speed", "speed", "seek", "seek_to"}
+
+    def get_driver_class(self) -> type[Driver]:
+        # An input thread that sleeps until a key comes (tui/quietdriver.py).
+        return quiet_driver_class(super().get_driver_class())
 
     def __init__(self, config: AppConfig) -> None:
         super().__init__()

@@ -3,8 +3,10 @@ specs) and the run plan built from it.
 
 Contract:
 - ``build_parser()`` renders ``COMMON_OPTIONS`` and every command's
-  ``CommandSpec`` into argparse. Value errors from a spec's parsers become
-  argparse usage errors (exit 2, ``argument --jobs: must be at least 1``).
+  ``CommandSpec`` into argparse (``build_parser(commands_needed(argv))``:
+  only the commands ``argv`` names, the others as bare names). Value errors
+  from a spec's parsers become argparse usage errors (exit 2,
+  ``argument --jobs: must be at least 1``).
 - ``make_plan(namespace)`` reads the parsed namespace exactly once into a
   frozen ``RunPlan``; nothing downstream sees the namespace.
 - ``parse_command_line(line)`` does both for the dashboard's add-probe prompt
@@ -129,7 +131,20 @@ def add_common(
             add_option(group, option, suppress_default=suppress)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def commands_needed(argv: Sequence[str]) -> set[str] | None:
+    """The command modules parsing ``argv`` needs: those it names (bare
+    ``probetop``: none), or None (all) when it asks for help. Loading every
+    command module (and its family's front door) cost a fifth of the
+    dashboard's start-up (profiled), for a parser that uses one of them."""
+    if any(arg in ("-h", "--help") for arg in argv):
+        return None
+    names = set(commands.PROBE_COMMANDS + commands.OTHER_COMMANDS)
+    return {arg for arg in argv if arg in names}  # an option value named so costs a load
+
+
+def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``only``, the other commands are names without
+    options (enough to parse a command line naming none of them)."""
     parser = argparse.ArgumentParser(
         prog="probetop",
         description=MAIN_DESCRIPTION,
@@ -139,7 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"probetop {__version__}")
     add_common(parser, suppress=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module in commands.available():
+    if only is not None:
+        for name in commands.PROBE_COMMANDS + commands.OTHER_COMMANDS:
+            if name not in only:
+                sub.add_parser(name)
+    for name, module in commands.available(only):
         spec: CommandSpec = module.SPEC
         p = sub.add_parser(
             name,

@@ -36,7 +36,13 @@ from probetop.probes.record import RecordingError
 from probetop.probes.system import passive_probes
 from probetop.tui import commands
 from probetop.tui.analysis.assertions import RunAssertions, exit_status, print_outcomes
-from probetop.tui.cli import build_parser, command_module, make_plan, parse_args
+from probetop.tui.cli import (
+    build_parser,
+    command_module,
+    commands_needed,
+    make_plan,
+    parse_args,
+)
 from probetop.tui.config import AppConfig
 from probetop.tui.launch import dashboard_config, fail, recording_status, run_headless_plan
 from probetop.tui.plan import RunPlan
@@ -56,8 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return stopsignals.exit_status()
     stopsignals.interrupt_from_now()
     try:
-        parser = build_parser()
-        namespace = parse_args(parser, sys.argv[1:] if argv is None else argv)
+        args = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(commands_needed(args))
+        namespace = parse_args(parser, args)
         plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *argv])
         return run_plan(plan)
     except (ProbeError, RecordingError, SessionError) as exc:

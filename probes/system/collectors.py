@@ -1,8 +1,9 @@
-"""Passive system probes: per-core CPU, per-disk I/O, per-NIC packets (psutil).
+"""Passive system probes: per-core CPU, per-disk I/O, per-NIC packets (/proc).
 
-Each is cheap (a few /proc reads per interval, well under 0.5% of a core at
-1 Hz) and reports per-interval rates computed from counter deltas over the
-measured monotonic interval, never cumulative totals.
+Each is cheap (one ``pread`` of a kept-open /proc file per interval, see
+``procfs.py``; about 30 µs a probe) and reports per-interval rates computed
+from counter deltas over the measured monotonic interval, never cumulative
+totals.
 
 Metric keys carry the entity: ``core_busy_pct@cpu0``, ``read_iops@vda``,
 ``rx_pps@eth0``. Each probe builds its interval as a typed record
@@ -15,7 +16,6 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-import psutil
 from probetop.probes.core.base import Emit, MetricSpec
 from probetop.probes.core.passive import (
     CPU_PROBE_ID,
@@ -27,6 +27,16 @@ from probetop.probes.core.passive import (
 from probetop.probes.core.sample import Sample, now_ns
 from probetop.probes.core.stats import rate
 from probetop.probes.core.ticker import Ticker
+from probetop.probes.system.procfs import (
+    CpuFreq,
+    CpuTicks,
+    DiskTicks,
+    NicTicks,
+    counter_delta,
+    cpu_ticks,
+    disk_counters,
+    nic_counters,
+)
 from probetop.probes.system.records import (
     CPU_METRICS,
     DISK_METRICS,
@@ -95,36 +105,35 @@ class CpuLoadProbe(_PassiveProbe):
     id = CPU_PROBE_ID
     metrics = CPU_METRICS
 
-    def read(self) -> list[Any]:
-        return psutil.cpu_times(percpu=True)
+    def __init__(self, interval_s: float = 1.0) -> None:
+        super().__init__(interval_s)
+        self._freq: CpuFreq | None = None
+
+    def read(self) -> dict[int, CpuTicks]:
+        return cpu_ticks()
 
     @staticmethod
-    def _total(t: Any) -> float:
-        # Linux counts guest time inside user/nice too; psutil's cpu_percent
-        # subtracts it, and so do we, to agree with top and psutil.
-        return sum(t) - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)
-
-    @classmethod
-    def _busy(cls, before: Any, after: Any) -> float | None:
-        idle = (after.idle - before.idle) + (
-            getattr(after, "iowait", 0) - getattr(before, "iowait", 0)
-        )
-        total = cls._total(after) - cls._total(before)
+    def _busy(before: CpuTicks | None, after: CpuTicks) -> float | None:
+        # Guest time is inside user/nice too: counted once, as top and psutil do.
+        if before is None:
+            return None
+        total = counter_delta(after.total, before.total)
         if total <= 0:
             return None
+        idle = counter_delta(after.idle_all, before.idle_all)
         return max(0.0, min(100.0, round(100.0 * (total - idle) / total, 3)))
 
-    def interval(self, before: Any, after: Any, seconds: float) -> CpuLoadInterval:
-        busy = [self._busy(b, a) for b, a in zip(before, after, strict=False)]
-        try:
-            freqs = psutil.cpu_freq(percpu=True) or []
-        except (OSError, NotImplementedError):
-            freqs = []
-        mhz = [float(f.current) if f is not None and f.current else None for f in freqs]
-        cores = {
-            f"cpu{i}": CoreReading(b, mhz[i] if i < len(mhz) else None) for i, b in enumerate(busy)
-        }
-        known = [b for b in busy if b is not None]
+    def interval(
+        self, before: dict[int, CpuTicks], after: dict[int, CpuTicks], seconds: float
+    ) -> CpuLoadInterval:
+        if self._freq is None:
+            self._freq = CpuFreq()
+        mhz = self._freq.read()
+        cores = {}
+        for cpu, ticks in after.items():
+            freq = mhz.get(cpu)
+            cores[f"cpu{cpu}"] = CoreReading(self._busy(before.get(cpu), ticks), freq or None)
+        known = [c.busy_pct for c in cores.values() if c.busy_pct is not None]
         load1, load5, load15 = os.getloadavg()
         mean = sum(known) / len(known) if known else None
         return CpuLoadInterval(mean, cores, load1, load5, load15)
@@ -168,8 +177,8 @@ class DiskProbe(_PassiveProbe):
         self._disks_cache: set[str] | None = None
         self._disks_checked = 0
 
-    def read(self) -> dict[str, Any]:
-        counters = psutil.disk_io_counters(perdisk=True, nowrap=True) or {}
+    def read(self) -> dict[str, DiskTicks]:
+        counters = disk_counters()
         if self.devices:
             return {k: v for k, v in counters.items() if k in self.devices}
         # Re-list /sys/block every 10 reads: loop devices come and go.
@@ -179,30 +188,33 @@ class DiskProbe(_PassiveProbe):
         disks = self._disks_cache
         return {k: v for k, v in counters.items() if disks is None or k in disks}
 
-    def interval(self, before: Any, after: Any, seconds: float) -> DiskInterval:
+    def interval(
+        self, before: dict[str, DiskTicks], after: dict[str, DiskTicks], seconds: float
+    ) -> DiskInterval:
         disks: dict[str, DiskCounters] = {}
         for name, a in after.items():
             b = before.get(name)
             if b is None:
                 continue
-            reads = a.read_count - b.read_count
-            writes = a.write_count - b.write_count
+            reads = counter_delta(a.read_count, b.read_count)
+            writes = counter_delta(a.write_count, b.write_count)
             busy = None
-            if getattr(a, "busy_time", None) is not None and seconds > 0:
-                busy_pct = (a.busy_time - b.busy_time) / (seconds * 1000.0) * 100.0
-                busy = max(0.0, min(100.0, busy_pct))
+            if a.busy_time is not None and b.busy_time is not None and seconds > 0:
+                busy_ms = counter_delta(a.busy_time, b.busy_time)
+                busy = max(0.0, min(100.0, busy_ms / (seconds * 1000.0) * 100.0))
+            read_ms = counter_delta(a.read_time, b.read_time)
+            write_ms = counter_delta(a.write_time, b.write_time)
             # Time each completed read and write spent in flight, summed (ms),
             # over the interval: the average queue depth (iostat's aqu-sz).
-            in_flight_ms = (a.read_time - b.read_time) + (a.write_time - b.write_time)
-            depth = in_flight_ms / (seconds * 1000.0) if seconds > 0 else None
+            depth = (read_ms + write_ms) / (seconds * 1000.0) if seconds > 0 else None
             disks[name] = DiskCounters(
                 device=name,
                 read_iops=rate(reads, seconds),
                 write_iops=rate(writes, seconds),
-                read_bps=rate(a.read_bytes - b.read_bytes, seconds),
-                write_bps=rate(a.write_bytes - b.write_bytes, seconds),
-                read_lat_ms=(a.read_time - b.read_time) / reads if reads > 0 else None,
-                write_lat_ms=(a.write_time - b.write_time) / writes if writes > 0 else None,
+                read_bps=rate(counter_delta(a.read_bytes, b.read_bytes), seconds),
+                write_bps=rate(counter_delta(a.write_bytes, b.write_bytes), seconds),
+                read_lat_ms=read_ms / reads if reads > 0 else None,
+                write_lat_ms=write_ms / writes if writes > 0 else None,
                 busy_pct=busy,
                 queue_depth=max(0.0, depth) if depth is not None else None,
             )
@@ -220,13 +232,15 @@ class NetProbe(_PassiveProbe):
         super().__init__(interval_s)
         self.nics = nics
 
-    def read(self) -> dict[str, Any]:
-        counters = psutil.net_io_counters(pernic=True, nowrap=True) or {}
+    def read(self) -> dict[str, NicTicks]:
+        counters = nic_counters()
         if self.nics:
             return {k: v for k, v in counters.items() if k in self.nics}
         return counters
 
-    def interval(self, before: Any, after: Any, seconds: float) -> NetInterval:
+    def interval(
+        self, before: dict[str, NicTicks], after: dict[str, NicTicks], seconds: float
+    ) -> NetInterval:
         nics: dict[str, NicCounters] = {}
         for name, a in after.items():
             b = before.get(name)
@@ -234,14 +248,14 @@ class NetProbe(_PassiveProbe):
                 continue
             nics[name] = NicCounters(
                 interface=name,
-                rx_pps=rate(a.packets_recv - b.packets_recv, seconds),
-                tx_pps=rate(a.packets_sent - b.packets_sent, seconds),
-                rx_bps=rate(a.bytes_recv - b.bytes_recv, seconds),
-                tx_bps=rate(a.bytes_sent - b.bytes_sent, seconds),
-                rx_errors=rate(a.errin - b.errin, seconds),
-                tx_errors=rate(a.errout - b.errout, seconds),
-                rx_drops=rate(a.dropin - b.dropin, seconds),
-                tx_drops=rate(a.dropout - b.dropout, seconds),
+                rx_pps=rate(counter_delta(a.packets_recv, b.packets_recv), seconds),
+                tx_pps=rate(counter_delta(a.packets_sent, b.packets_sent), seconds),
+                rx_bps=rate(counter_delta(a.bytes_recv, b.bytes_recv), seconds),
+                tx_bps=rate(counter_delta(a.bytes_sent, b.bytes_sent), seconds),
+                rx_errors=rate(counter_delta(a.errin, b.errin), seconds),
+                tx_errors=rate(counter_delta(a.errout, b.errout), seconds),
+                rx_drops=rate(counter_delta(a.dropin, b.dropin), seconds),
+                tx_drops=rate(counter_delta(a.dropout, b.dropout), seconds),
             )
         return NetInterval(nics)
 

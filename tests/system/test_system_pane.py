@@ -112,8 +112,8 @@ async def test_cpu_pane_reads_its_record_and_fits_the_summary() -> None:
         assert isinstance(pane, CpuPane)
         assert pane.core_names() == ["cpu0", "cpu1", "cpu2", "cpu3"]
         width = pane.content_size.width
-        assert all(len(line) <= width for line in pane.cores.lines)
-        assert len(pane.cores.lines) == 2  # two cores a line: MHz left out to fit
-        assert pane.summary.text.startswith("load avg 1.50 1.00 0.50")
-        assert len(pane.summary.text) <= width
+        assert all(len(line) <= width for line in pane.table.lines[2:])
+        assert len(pane.table.lines[2:]) == 2  # two cores a line: MHz left out to fit
+        assert pane.table.lines[1].startswith("load avg 1.50 1.00 0.50")
+        assert len(pane.table.lines[1]) <= width
         assert pane.headline_text() == "busy 15.0 %  load 1.50  4 cores"

@@ -100,15 +100,15 @@ async def test_pause_display_freezes_panes_but_keeps_data() -> None:
         assert app.display_paused
         assert "DISPLAY PAUSED" in app.status_bar.text
         cpu = app.panes["system.cpu"]
-        shown = list(cpu.busy_row.spark._values)
+        shown = list(cpu.table.rows[0].values)
         seen = cpu.samples_seen
         assert await wait_for(pilot, lambda: cpu.samples_seen > seen)  # data still arrives
-        assert cpu.busy_row.spark._values == shown  # but the screen is frozen
+        assert list(cpu.table.rows[0].values) == shown  # but the screen is frozen
         await pilot.press("p")
         await pilot.pause()
         await pilot.pause()
         assert not app.display_paused
-        assert len(cpu.busy_row.spark._values) > len(shown)
+        assert len(cpu.table.rows[0].values) > len(shown)
 
 
 async def test_theme_switch_and_validation() -> None:
@@ -119,10 +119,10 @@ async def test_theme_switch_and_validation() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause(0.3)
         assert app.current_theme.name == "probetop-light"
-        before = app.panes["system.cpu"].busy_row.spark.get_component_rich_style("sparkline--bar")
+        before = app.panes["system.cpu"].table.part_style("seriestable--bar")
         app.theme = "probetop-contrast"
         await pilot.pause()
-        after = app.panes["system.cpu"].busy_row.spark.get_component_rich_style("sparkline--bar")
+        after = app.panes["system.cpu"].table.part_style("seriestable--bar")
         assert before.color != after.color
 
 

@@ -62,10 +62,12 @@ def load(name: str) -> ModuleType | None:
         raise
 
 
-def available() -> list[tuple[str, ModuleType]]:
-    """Every command module that exists, probe commands first."""
+def available(only: set[str] | None = None) -> list[tuple[str, ModuleType]]:
+    """Every command module that exists (or those of ``only``), probe commands first."""
     out = []
     for name in PROBE_COMMANDS + OTHER_COMMANDS:
+        if only is not None and name not in only:
+            continue
         module = load(name)
         if module is not None:
             out.append((name, module))

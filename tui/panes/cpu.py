@@ -163,13 +163,11 @@ class CpuBenchPane(ProbePane):
         eps = self.metric(EPS)
         lat = self.metric(LAT_PCT_MS)
         if eps is not None:
-            self.eps_row.label.set_lines([f"events/s      {fmt_value(eps.latest, '', 8)}"])
-            self.eps_row.spark.set_values(eps.recent(SPARK_POINTS))
+            label = f"events/s      {fmt_value(eps.latest, '', 8)}"
+            self.eps_row.set(label, eps.recent(SPARK_POINTS))
         if lat is not None:
-            self.lat_row.label.set_lines(
-                [f"lat p{self.percentile:g} ms {fmt_value(lat.latest, 'ms', 7)}"]
-            )
-            self.lat_row.spark.set_values(lat.recent(SPARK_POINTS))
+            label = f"lat p{self.percentile:g} ms {fmt_value(lat.latest, 'ms', 7)}"
+            self.lat_row.set(label, lat.recent(SPARK_POINTS))
         self.headline.set_lines(self.headline_lines())
         left, right = self.fairness_lines(), self.core_lines()
         rows = max(len(left), len(right))

@@ -224,8 +224,10 @@ class HttpPane(ProbePane):
             hist = self.history.get(key)
             if hist is None:
                 continue
-            spark_row.label.set_lines([f"{title:<14} {fmt_value(hist.latest, 'ms', 7)} ms"])
-            spark_row.spark.set_values(hist.recent(max(spark_row.spark.size.width, 1)))
+            spark_row.set(
+                f"{title:<14} {fmt_value(hist.latest, 'ms', 7)} ms",
+                hist.recent(max(spark_row.spark.size.width, 1)),
+            )
         if self.rows and self.samples_seen:
             self.table.set_lines(self.table_lines(), header_rows=1)
             self.status.set_lines([self.status_line()])

@@ -158,8 +158,10 @@ class HttpLoadPane(ProbePane):
             hist = self.history.get(key)
             if hist is None:
                 continue
-            row.label.set_lines([f"{title:<18} {fmt_value(hist.latest, '', 8)}"])
-            row.spark.set_values(hist.recent(max(row.spark.size.width, 1)))
+            row.set(
+                f"{title:<18} {fmt_value(hist.latest, '', 8)}",
+                hist.recent(max(row.spark.size.width, 1)),
+            )
         if self.samples_seen:
             self.table.set_lines(self.table_lines(), header_rows=0)
             loud = self.loud_lines()

@@ -207,14 +207,14 @@ class IcmpPane(ProbePane):
             hist = self.metric(key)
             if hist is None:
                 continue
-            row.label.set_lines([self._spark_label(title, hist.latest, unit, key_unit)])
-            row.spark.set_values(hist.recent(max(row.spark.size.width, 1)))
+            label = self._spark_label(title, hist.latest, unit, key_unit)
+            row.set(label, hist.recent(max(row.spark.size.width, 1)))
         if self.nic_seen:
             latest = self.nic_tx[-1] if self.nic_tx else None
             title = f"kernel {self.interface} tx"
-            self.nic_row.label.set_lines([self._spark_label(title, latest, "pps", "pkt/s")])
-            self.nic_row.spark.set_values(
-                list(self.nic_tx)[-max(self.nic_row.spark.size.width, 1) :]
+            self.nic_row.set(
+                self._spark_label(title, latest, "pps", "pkt/s"),
+                list(self.nic_tx)[-max(self.nic_row.spark.size.width, 1) :],
             )
         elif self.interface is None:
             self.nic_row.label.set_lines(["kernel: interface ?"])

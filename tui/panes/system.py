@@ -51,11 +51,11 @@ from probetop.probes.system import (
     is_virtual_nic,
 )
 from probetop.tui.widgets.bars import value_bar
-from probetop.tui.widgets.generic_pane import SPARK_POINTS, SparkRow
+from probetop.tui.widgets.generic_pane import SPARK_POINTS
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane, headline_part
 from probetop.tui.widgets.seriestable import GAP, SeriesRow, SeriesTable
-from probetop.tui.widgets.textblock import TextBlock
+from probetop.tui.widgets.sparkrow import LABEL_CELLS
 from probetop.tui.widgets.units import fit_fields
 from textual.app import ComposeResult
 
@@ -286,15 +286,15 @@ class CpuPane(ProbePane):
 
     def __init__(self, info: Mapping[str, Any], **kw: Any) -> None:
         super().__init__(info, **kw)
-        self.busy_row = SparkRow(BUSY_PCT, max_value=100.0)
-        self.summary = TextBlock(["waiting for the first sample..."])
-        self.cores = TextBlock([""])
+        # ONE widget for the pane (the busy % row with its sparkline, the
+        # summary, the core lines): each widget costs Textual per frame.
+        self.table = SeriesTable(
+            [SeriesRow(BUSY_PCT), SeriesRow("waiting for the first sample..."), SeriesRow("")]
+        )
         self._load: CpuLoadInterval | None = None  # parsed from last_sample when drawn
 
     def compose(self) -> ComposeResult:
-        yield self.busy_row
-        yield self.summary
-        yield self.cores
+        yield self.table
 
     def add_sample(self, sample: Sample) -> None:
         super().add_sample(sample)
@@ -363,11 +363,14 @@ class CpuPane(ProbePane):
         if busy is None:
             return
         label = f"{'all cores':<13} {fmt_value(busy.latest, '%', 6)} %"
-        self.busy_row.label.set_lines([label])
-        self.busy_row.spark.set_values(busy.recent(SPARK_POINTS))
         width = self.content_size.width or 80
-        self.summary.set_lines([self.summary_line(width)])
-        self.cores.set_lines(self.core_lines(width))
+        rows = [
+            SeriesRow(label, busy.recent(SPARK_POINTS), 100.0),
+            SeriesRow(self.summary_line(width)),
+            *(SeriesRow(line) for line in self.core_lines(width)),
+        ]
+        # The sparkline starts where a SparkRow's does (its label cells).
+        self.table.set_rows(rows, header_rows=0, text_width=LABEL_CELLS - GAP)
 
     def on_resize(self) -> None:
         if self.history.keys:

@@ -7,8 +7,8 @@ per entity (``vda:`` and its metrics). The rows of primary metrics
 (``MAX_SPARKLINES`` at most) end in their sparkline, which takes the free
 width of the pane; no series is shown twice.
 
-Also here: ``SparkRow`` (``label [sparkline]`` on one row), the shared row of
-the family panes.
+``SparkRow`` (``label [sparkline]`` on one row, the shared row of the family
+panes) lives in ``sparkrow.py``; it is re-exported here for the panes.
 """
 
 from __future__ import annotations
@@ -19,33 +19,14 @@ from typing import Any
 from probetop.probes.core.sample import split_key
 from probetop.tui.widgets.pane import ProbePane
 from probetop.tui.widgets.seriestable import SeriesRow, SeriesTable
-from probetop.tui.widgets.sparkline import Sparkline
-from probetop.tui.widgets.textblock import TextBlock
+from probetop.tui.widgets.sparkrow import SparkRow
 from textual.app import ComposeResult
-from textual.containers import Horizontal
 
 MAX_SPARKLINES = 6
 SPARK_POINTS = 300  # more than the widest sparkline: the widget keeps the newest it can draw
-LABEL_WIDTH = 28  # SparkRow labels; the generic table's labels are cut here too
+LABEL_WIDTH = 28  # as SparkRow's label cells; the generic table's labels are cut here too
 
-
-class SparkRow(Horizontal):
-    """``label latest [sparkline]`` on one row."""
-
-    DEFAULT_CSS = """
-    SparkRow { height: 1; }
-    SparkRow > TextBlock { width: 28; }
-    """
-
-    def __init__(self, key: str, max_value: float | None = None) -> None:
-        super().__init__()
-        self.key = key
-        self.label = TextBlock([key])
-        self.spark = Sparkline(max_value)
-
-    def compose(self) -> ComposeResult:
-        yield self.label
-        yield self.spark
+__all__ = ["SPARK_POINTS", "GenericPane", "SparkRow"]
 
 
 class GenericPane(ProbePane):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Iterable, Mapping
+from itertools import islice
 
 from probetop.probes.core.sample import split_key
 from probetop.probes.core.stats import RunningStats, percentile
@@ -47,13 +48,15 @@ class MetricHistory:
         """The last ``n`` values, oldest first (gaps stay None)."""
         if n <= 0:
             return []
-        start = max(0, len(self.points) - n)
-        return [v for i, (_t, v) in enumerate(self.points) if i >= start]
+        # From the right end: a frame costs n steps, not the whole hour kept.
+        tail = [v for _t, v in islice(reversed(self.points), n)]
+        tail.reverse()
+        return tail
 
     @property
     def p99(self) -> float | None:
         if self._p99 is None:
-            window = [v for _t, v in list(self.points)[-P99_WINDOW:] if v is not None]
+            window = [v for _t, v in islice(reversed(self.points), P99_WINDOW) if v is not None]
             self._p99 = percentile(sorted(window), 99.0) if window else None
         return self._p99
 

@@ -7,7 +7,7 @@ The app drains the hub's lossy feed at a fixed frame rate and, per frame:
 2. routes every OTHER probe's ``Sample`` to ``observe`` (default: ignore), so
    a pane can show e.g. the per-disk counters of the disk it benchmarks;
 3. calls ``render_frame`` once, only if 1. or 2. delivered something; this is
-   where child widgets are updated (``Sparkline.set_values``,
+   where child widgets are updated (``SparkRow.set``,
    ``TextBlock.set_lines``), never a layout pass unless the shape changed.
 
 ``chart_series`` gives the longer history drawn by the maximised chart;
@@ -48,6 +48,9 @@ from probetop.tui.widgets.units import (
 )
 from rich.cells import cell_len
 from rich.markup import escape
+from textual.color import Color
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widget import Widget
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -146,6 +149,21 @@ class ProbePane(Widget, can_focus=True):
         self.border_title = title_for(self.kind, self.probe_id)
         self.full_title = ""  # the unfitted title; see fit_border_title
         self._fitted_title = ""
+
+    # -- drawing the border -----------------------------------------------
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The pane's own lines (border, blank padding) from Textual's line
+        cache when none of them changed. Textual's pipeline works out the
+        pane's backgrounds and its border title's styles before it looks at
+        that cache, for every frame in which one of the pane's rows changed
+        (a frame's dirty rectangle crosses every pane it spans); here that
+        happens only when a line must really be drawn again."""
+        strips = _cached_lines(self, crop)
+        return strips if strips is not None else super().render_lines(crop)
+
+    def notify_style_update(self) -> None:
+        self._filter_background: Color | None = None
+        super().notify_style_update()
 
     # -- the contract --------------------------------------------------
     def add_sample(self, sample: Sample) -> None:
@@ -339,6 +357,38 @@ class ProbePane(Widget, can_focus=True):
             label = label_with_unit(name, str(spec.get("unit") or ""))
             lines.append(escape(f"  {label} ({name}): {spec.get('description', '')}"))
         return "\n".join(lines)
+
+
+def _cached_lines(widget: ProbePane, crop: Region) -> list[Strip] | None:
+    """``crop`` of ``widget`` as Textual's styles cache holds it (line
+    filters applied, as its ``render`` does), or None when a line is missing
+    or dirty, or this Textual keeps its cache otherwise: then the caller
+    takes Textual's own path."""
+    cache = widget._styles_cache
+    try:
+        lines, dirty, width = cache._cache, cache._dirty_lines, cache._width
+    except AttributeError:
+        return None
+    if width != widget.outer_size.width:
+        return None
+    ys = crop.line_range
+    if dirty and not dirty.isdisjoint(ys):
+        return None
+    strips = [lines.get(y) for y in ys]
+    if any(strip is None for strip in strips):
+        return None
+    out: list[Strip] = [strip for strip in strips if strip is not None]
+    filters = widget.app.get_line_filters()
+    if filters:
+        background = getattr(widget, "_filter_background", None)
+        if background is None:
+            background = widget._filter_background = widget.background_colors[1]
+        for line_filter in filters:
+            out = [strip.apply_filter(line_filter, background) for strip in out]
+    x1, x2 = crop.column_span
+    if (x1, x2) != (0, width):
+        out = [strip.crop(x1, x2) for strip in out]
+    return out
 
 
 def headline_part(label: str, value: float | None, unit: str) -> str:

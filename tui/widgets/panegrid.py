@@ -122,13 +122,24 @@ class PaneIndex(TextBlock):
             self.index = index
 
     TITLE_WIDTH = 24
+    first = 0  # the entry on the list's first line (it scrolls with the selection)
 
-    def show(self, entries: Sequence[tuple[str, str]], selected: int) -> None:
-        """``entries``: (title, headline) per pane, in pane order."""
+    def show(
+        self, entries: Sequence[tuple[str, str]], selected: int, max_lines: int | None = None
+    ) -> None:
+        """``entries``: (title, headline) per pane, in pane order; at most
+        ``max_lines`` of them, a window that keeps ``selected`` in view (50
+        ICMP panes made the list taller than the terminal, which scrolled
+        the status line and the selected pane out of sight)."""
         width = self.size.width or 80
         title_w = min(self.TITLE_WIDTH, max((cell_len(t) for t, _h in entries), default=0))
+        shown = len(entries) if max_lines is None else max(1, min(max_lines, len(entries)))
+        first = min(max(0, self.first), len(entries) - shown)
+        if selected >= 0 and not first <= selected < first + shown:
+            first = max(0, min(selected - shown // 2, len(entries) - shown))
+        self.first = first
         lines = []
-        for i, (title, headline) in enumerate(entries):
+        for i, (title, headline) in enumerate(entries[first : first + shown], start=first):
             mark = "▸" if i == selected else " "
             text = f"{mark} {set_cell_size(fit_title(title, title_w), title_w)}  {headline}"
             lines.append(fit_fields(text, width))
@@ -136,7 +147,7 @@ class PaneIndex(TextBlock):
 
     def on_click(self, event: events.Click) -> None:
         if 0 <= event.y < len(self.lines):
-            self.post_message(self.Selected(event.y))
+            self.post_message(self.Selected(self.first + event.y))
 
 
 class PaneLayout:
@@ -184,7 +195,8 @@ class PaneLayout:
             apply_plan(plan, self.box, panes, self.index, selected)
         if plan.compact:
             entries = [(p.full_title or str(p.border_title), p.headline_text()) for p in panes]
-            self.index.show(entries, selected)
+            room = height - self.chrome_rows - MIN_DETAIL_HEIGHT  # the selected pane's share
+            self.index.show(entries, selected, max_lines=room)
         return changed
 
     def select(self, pane_id: str) -> None:

@@ -24,12 +24,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from probetop.tui.widgets.bars import column_rows
+from probetop.tui.widgets.linewidget import LineWidget
 from probetop.tui.widgets.textblock import changed_span
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from textual.geometry import Region
 from textual.strip import Strip
-from textual.widget import Widget
 
 MIN_SPARK = 8
 KEEP = 512  # values kept per row: wider than any sparkline drawn
@@ -45,7 +45,7 @@ class SeriesRow:
     max_value: float | None = None
 
 
-class SeriesTable(Widget):
+class SeriesTable(LineWidget):
     """Rows of text, each with its sparkline in the free width. See the module docstring."""
 
     COMPONENT_CLASSES = {"seriestable--header", "seriestable--body", "seriestable--bar"}
@@ -115,14 +115,17 @@ class SeriesTable(Widget):
             self._drawn = []
             self.refresh()
             return
-        old, self._drawn = self._drawn, self._draw(self.size.width)
+        old, self._drawn = self._drawn, self._draw(self.line_width)
         if len(old) != len(self._drawn):
             self.refresh()
             return
+        regions = []
         for y, (before, after) in enumerate(zip(old, self._drawn, strict=True)):
             span = changed_span(before[0] + before[1], after[0] + after[1])
             if span is not None:  # only the changed cells of the row
-                self.refresh(Region(span[0], y, span[1] - span[0], 1))
+                regions.append(Region(span[0], y, span[1] - span[0], 1))
+        if regions:
+            self.refresh(*regions)
 
     # -- drawing ---------------------------------------------------------
     def _draw(self, width: int) -> list[tuple[str, str]]:
@@ -146,7 +149,7 @@ class SeriesTable(Widget):
         self._drawn = []
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self.line_width
         if len(self._drawn) != len(self.rows) or (
             self._drawn and cell_len(self._drawn[0][0]) + len(self._drawn[0][1]) != width
         ):
@@ -155,7 +158,7 @@ class SeriesTable(Widget):
             return Strip.blank(width)
         text, bar = self._drawn[y]
         part = "seriestable--header" if y < self.header_rows else "seriestable--body"
-        segments = [Segment(text, self.get_component_rich_style(part))]
+        segments = [Segment(text, self.part_style(part))]
         if bar:
-            segments.append(Segment(bar, self.get_component_rich_style("seriestable--bar")))
+            segments.append(Segment(bar, self.part_style("seriestable--bar")))
         return Strip(segments, width)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from probetop.tui.widgets.linewidget import LineWidget
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from textual.geometry import Region
 from textual.strip import Strip
-from textual.widget import Widget
 
 
 def changed_span(before: str, after: str) -> tuple[int, int] | None:
@@ -41,7 +41,7 @@ def changed_span(before: str, after: str) -> tuple[int, int] | None:
     return x0, max(cell_len(after[:end]), x0 + 1)
 
 
-class TextBlock(Widget):
+class TextBlock(LineWidget):
     """Fixed lines of text; see the module docstring."""
 
     COMPONENT_CLASSES = {"textblock--header", "textblock--body"}
@@ -95,19 +95,22 @@ class TextBlock(Widget):
             return
         # Same shape: repaint only the rows that changed, and each only up to
         # its last changed cell: one new number costs part of one line.
-        width = self.size.width
+        width = self.line_width
+        regions = []
         for y, (before, after) in enumerate(zip(old, lines, strict=False)):
             span = changed_span(before, after)
             if span is not None:
                 x0, x1 = span[0], max(span[0] + 1, min(span[1], width))
-                self.refresh(Region(x0, y, x1 - x0, 1))
+                regions.append(Region(x0, y, x1 - x0, 1))
+        if regions:  # one refresh call: each costs Textual a dirty-set update and a message
+            self.refresh(*regions)
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self.line_width
         if y >= len(self.lines):
             return Strip.blank(width)
         part = "textblock--header" if y < self.header_rows else "textblock--body"
-        style = self.get_component_rich_style(part)
+        style = self.part_style(part)
         # Pad/crop the text itself: one segment per row, the cheapest redraw.
         segments = [Segment(set_cell_size(self.lines[y], width), style)]
         return Strip(segments, width)

@@ -1,0 +1,125 @@
+"""A terminal driver whose input thread sleeps until there is something to read.
+
+Textual's ``LinuxDriver`` waits for keys with a 0.1 s ``select`` timeout: ten
+wake-ups a second for the life of the dashboard, which mostly receives no
+key at all (measured: about half of an idle dashboard's wake-ups). Here the
+input thread blocks until a key arrives, until the key parser's own
+timeout is due (a lone ESC is told from an escape sequence after a short
+wait), or until the driver stops: the driver's exit event also writes a
+byte to a wake-up pipe the thread watches.
+
+Contract: behaves as ``LinuxDriver`` (keys, mouse, paste, resize, suspend);
+only the input loop differs. ``quiet_driver_class(cls)`` gives this driver
+where Textual would use ``LinuxDriver`` itself, else ``cls`` unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import threading
+from codecs import getincrementaldecoder
+from typing import TYPE_CHECKING, Any
+
+from textual._parser import ParseError
+from textual._time import get_time
+from textual._xterm_parser import XTermParser
+from textual.driver import Driver
+from textual.drivers.linux_driver import LinuxDriver
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+FALLBACK_POLL_S = 0.1  # if the parser's deadline cannot be read: Textual's own poll
+_MISSING = object()
+
+
+class _WakingEvent(threading.Event):
+    """An Event whose ``set`` also wakes a thread blocked in select()."""
+
+    def __init__(self, wake_fd: int) -> None:
+        super().__init__()
+        self.wake_fd = wake_fd
+
+    def set(self) -> None:
+        super().set()
+        with contextlib.suppress(OSError):  # full pipe: a wake-up is pending anyway
+            os.write(self.wake_fd, b"\0")
+
+
+def _parser_timeout(parser: XTermParser) -> float | None:
+    """Seconds until the parser's pending timeout (None: nothing pending)."""
+    deadline = getattr(parser, "_timeout_time", _MISSING)
+    if deadline is None:
+        return None
+    if not isinstance(deadline, (int, float)):  # a Textual without it: poll as it does
+        return FALLBACK_POLL_S
+    return max(0.0, deadline - get_time())
+
+
+class QuietLinuxDriver(LinuxDriver):
+    """``LinuxDriver`` with a blocking input thread; see the module docstring."""
+
+    def __init__(self, app: App[Any], **kwargs: Any) -> None:
+        super().__init__(app, **kwargs)
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self.exit_event = _WakingEvent(self._wake_w)
+
+    def run_input_thread(self) -> None:
+        parser = XTermParser(self._debug)
+        decode = getincrementaldecoder("utf-8")().decode
+        selector = selectors.SelectSelector()  # as Textual: works on every tty
+        selector.register(self.fileno, selectors.EVENT_READ)
+        selector.register(self._wake_r, selectors.EVENT_READ)
+        try:
+            while not self.exit_event.is_set():
+                ready = selector.select(_parser_timeout(parser))
+                if not self._handle(ready, selector, parser, decode, final=False):
+                    break
+            selector.unregister(self._wake_r)
+            if self.fileno in selector.get_map():  # keys typed just before the stop
+                self._handle(selector.select(0), selector, parser, decode, final=True)
+        finally:
+            selector.close()
+            with contextlib.suppress(EOFError, ParseError):
+                for _event in parser.feed(""):
+                    pass
+
+    def _handle(
+        self,
+        ready: list[tuple[selectors.SelectorKey, int]],
+        selector: selectors.BaseSelector,
+        parser: XTermParser,
+        decode: Any,
+        final: bool,
+    ) -> bool:
+        """Feed what is readable to the parser; False once stdin has ended."""
+        for key, _mask in ready:
+            if key.fd == self._wake_r:
+                with contextlib.suppress(OSError):
+                    while os.read(self._wake_r, 512):
+                        pass
+                continue
+            data = os.read(self.fileno, 4096)
+            if not data:  # end of input (a pipe): nothing more will come
+                selector.unregister(self.fileno)
+                return False
+            for event in parser.feed(decode(data, final=final)):
+                self.process_message(event)
+        for event in parser.tick():
+            self.process_message(event)
+        return True
+
+    def close(self) -> None:
+        super().close()
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def quiet_driver_class(cls: type[Driver]) -> type[Driver]:
+    """``QuietLinuxDriver`` in place of ``LinuxDriver`` itself; others unchanged."""
+    return QuietLinuxDriver if cls is LinuxDriver else cls
