@@ -40,6 +40,8 @@ class Subscription:
         self.lossless = lossless
         self._items: deque[Record] = deque(maxlen=None if lossless else maxsize)
         self._ready = asyncio.Event()
+        self._closed = asyncio.Event()
+        self._last_batch = -float("inf")
         self.dropped = 0
         self.closed = False
 
@@ -71,6 +73,27 @@ class Subscription:
                 waiter.cancel()
         return self.drain()
 
+    async def wait_batch(self, period: float) -> list[Record]:
+        """What is queued, handed over at most once per ``period`` seconds:
+        a consumer that writes in batches (the recorder) wakes once per
+        period, not once per record. Returns at once on close (with what is
+        queued); never returns an empty list otherwise."""
+        loop = asyncio.get_running_loop()
+        while not self.closed:
+            if not self._items:
+                self._ready.clear()  # a wake() with nothing queued is no reason to return
+            wait_for = self._closed if self._items else self._ready
+            timeout = self._last_batch + period - loop.time() if self._items else None
+            if timeout is not None and timeout <= 0:
+                break
+            waiter = asyncio.ensure_future(wait_for.wait())
+            try:
+                await asyncio.wait({waiter}, timeout=timeout)
+            finally:
+                waiter.cancel()
+        self._last_batch = loop.time()
+        return self.drain()
+
     def wake(self) -> None:
         """End a pending ``wait`` now (it returns what is queued, maybe
         nothing): a consumer that also waits for a stop request calls this
@@ -80,6 +103,7 @@ class Subscription:
     def close(self) -> None:
         self.closed = True
         self._ready.set()
+        self._closed.set()
 
 
 class Hub:

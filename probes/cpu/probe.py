@@ -96,6 +96,7 @@ STOP_WAIT_S = 1.0
 BACKGROUND_STOP_WAIT_S = 0.2  # the same for SCHED_IDLE workers (see _run_phase)
 END_GRACE_S = 0.25  # how far past --time a phase may run before it is stopped
 DONE_POLL_S = 0.01  # how often a waiting sampler looks at the threads' done flags
+WATCH_AHEAD_NS = 50_000_000  # ... from this long before the --time deadline
 THREAD_EXIT_WAIT_S = 0.2  # then how long it lets finished threads vanish
 ARRIVE_WAIT_S = 5.0  # at most this long for started threads to reach the gate
 
@@ -384,8 +385,9 @@ class CpuProbe:
                 emit(Status(self.id, now_ns(), "info", SCHED_IDLE_NOTE))
             await crew.start(self._work, jobs, background)
             start = prev_t = phase.start_ns = now_ns()
-            if self.time_s > 0:
-                shared.set_deadline(start + int(self.time_s * 1e9))
+            deadline_ns = start + int(self.time_s * 1e9) if self.time_s > 0 else 0
+            if deadline_ns:
+                shared.set_deadline(deadline_ns)
             gate.open()
             # --time is kept even when a thread cannot see it: the engine
             # checks the deadline between events, so one --max-prime 2**31
@@ -402,7 +404,15 @@ class CpuProbe:
                 next_ns = start + tick * interval_ns
                 if hard_end and hard_end < next_ns:
                     next_ns = hard_end
-                await crew.wait(max(0.0, (next_ns - now_ns()) / 1e9))  # always yields
+                t = now_ns()
+                # Workers end by themselves only at the --time deadline or
+                # with --events: watch their done flags near the deadline
+                # (or always with --events); else sleep to the tick (a
+                # 10 ms poll was most of the demo's event-loop CPU).
+                watch_from = (
+                    0 if self.events else (deadline_ns - WATCH_AHEAD_NS if deadline_ns else next_ns)
+                )
+                await crew.wait(max(0.0, (next_ns - t) / 1e9), max(0.0, (watch_from - t) / 1e9))
                 if crew.all_done():
                     break
                 now = now_ns()
@@ -616,9 +626,14 @@ class _Crew:
     def all_done(self) -> bool:
         return bool((self.stats[:, STAT_DONE] != 0).all())
 
-    async def wait(self, timeout: float) -> None:
-        """Until every worker is done or ``timeout``; yields even when 0."""
+    async def wait(self, timeout: float, watch_after: float = 0.0) -> None:
+        """Until every worker is done or ``timeout``; yields even when 0.
+        The done flags are polled (every ``DONE_POLL_S``) only after
+        ``watch_after`` seconds: before that the workers cannot be done (no
+        --time deadline, no --events limit near), so the event loop sleeps."""
         deadline = time.monotonic() + timeout
+        if watch_after > 0:
+            await asyncio.sleep(max(0.0, min(timeout, watch_after)))
         while True:
             left = deadline - time.monotonic()
             await asyncio.sleep(min(DONE_POLL_S, max(0.0, left)))

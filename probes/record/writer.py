@@ -670,7 +670,9 @@ class Recorder:
         sub = self._sub
         try:
             while not sub.closed and self.failure is None:
-                records = await sub.wait(timeout=self.flush_every_s)
+                # One write per flush period (0.5 s to a file, 5 s in memory),
+                # not one per record: the demo's history woke for every sample.
+                records = await sub.wait_batch(self.flush_every_s)
                 if records and not await self._write(self._encode_records(records)):
                     return
         except asyncio.CancelledError:

@@ -223,3 +223,35 @@ async def test_wake_ends_a_pending_wait_at_once():
     assert loop.time() - t0 < 1.0
     sub.put(Status("x", now_ns(), "info", "later"))  # still open: records still flow
     assert len(await sub.wait(timeout=1.0)) == 1
+
+
+async def test_wait_batch_hands_over_once_per_period_and_at_once_on_close() -> None:
+    import time as _time
+
+    from probetop.probes.core.hub import Subscription
+    from probetop.probes.core.sample import Status
+
+    sub = Subscription(lossless=True)
+
+    def status(i: int) -> Status:
+        return Status("p", i, "info", str(i))
+
+    sub.put(status(0))
+    assert len(await sub.wait_batch(0.3)) == 1  # the first batch: at once
+    t0 = _time.monotonic()
+
+    async def feed() -> None:
+        for i in range(1, 6):
+            sub.put(status(i))
+            await asyncio.sleep(0.02)
+
+    task = asyncio.create_task(feed())
+    batch = await sub.wait_batch(0.3)
+    await task
+    assert _time.monotonic() - t0 >= 0.25  # held until the period passed ...
+    assert len(batch) == 5  # ... so every record of it came in one batch
+    sub.put(status(9))
+    t1 = _time.monotonic()
+    asyncio.get_running_loop().call_later(0.05, sub.close)
+    assert len(await sub.wait_batch(5.0)) == 1
+    assert _time.monotonic() - t1 < 1.0  # close does not wait for the period
