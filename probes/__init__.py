@@ -7,9 +7,22 @@ contract hold this line.
 
 from __future__ import annotations
 
-from importlib import metadata
+from functools import cache
 
-try:
-    __version__ = metadata.version("probetop")
-except metadata.PackageNotFoundError:  # running from a source tree without install
-    __version__ = "0+unknown"
+
+@cache
+def version() -> str:
+    """The installed distribution's version ("0+unknown" from a bare source
+    tree). Looked up on first use: importlib.metadata costs ~25 ms at start-up."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("probetop")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def __getattr__(name: str) -> str:
+    if name == "__version__":
+        return version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

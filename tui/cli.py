@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from probetop.probes import __version__
+from probetop.probes import version
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.options import CommandSpec, Option, OptionValueError
 from probetop.tui import commands
@@ -142,6 +142,17 @@ def commands_needed(argv: Sequence[str]) -> set[str] | None:
     return {arg for arg in argv if arg in names}  # an option value named so costs a load
 
 
+class _VersionAction(argparse.Action):
+    """--version, looking the version up only when asked (see probes.version)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kw: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object, **_kw: object) -> None:
+        print(f"probetop {version()}")  # stdout, as argparse's own version action
+        parser.exit()
+
+
 def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser; with ``only``, the other commands are names without
     options (enough to parse a command line naming none of them)."""
@@ -151,7 +162,7 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
         epilog=MAIN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"probetop {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     add_common(parser, suppress=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     if only is not None:

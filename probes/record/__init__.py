@@ -20,19 +20,15 @@
 
 - ``is_zstd``: whether a file's first bytes are a zstandard (``.zst``) recording's
 
-The layout of each line is defined once, in ``codec.py``.
+The layout of each line is defined once, in ``codec.py``. The readers
+(``reader.py``, ``follow.py``) load on first use of one of their names: a
+live dashboard that never reads a recording does not pay for them at start-up.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from probetop.probes.record.codec import FORMAT_NAME, SCHEMA_VERSION, RecordingError
-from probetop.probes.record.follow import DecodedLine, RecordingFollower, decode_line
 from probetop.probes.record.output import replace_file
-from probetop.probes.record.reader import (
-    RecordSequence,
-    Session,
-    SessionStream,
-    load_session,
-    stream_session,
-)
 from probetop.probes.record.redaction import (
     KEEP_BODY_FLAG,
     REDACTED,
@@ -80,3 +76,36 @@ __all__ = [
     "schema_path",
     "stream_session",
 ]
+
+
+if TYPE_CHECKING:
+    from probetop.probes.record.follow import DecodedLine, RecordingFollower, decode_line
+    from probetop.probes.record.reader import (
+        RecordSequence,
+        Session,
+        SessionStream,
+        load_session,
+        stream_session,
+    )
+
+_LAZY = {
+    "DecodedLine": "follow",
+    "RecordingFollower": "follow",
+    "decode_line": "follow",
+    "RecordSequence": "reader",
+    "Session": "reader",
+    "SessionStream": "reader",
+    "load_session": "reader",
+    "stream_session": "reader",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

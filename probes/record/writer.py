@@ -55,7 +55,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from probetop.probes import __version__
+from probetop.probes import version
 from probetop.probes.core.hub import Hub, Subscription
 from probetop.probes.core.sample import Announce, Record, now_ns
 from probetop.probes.core.targetlock import TargetBusy, TargetLock
@@ -595,7 +595,7 @@ class Recorder:
             "type": "header",
             "format": FORMAT_NAME,
             "schema": SCHEMA_VERSION,
-            "probetop": __version__,
+            "probetop": version(),
             "started_at": _wall_now(),
             "command": self.command,
             "host": host_facts(),
