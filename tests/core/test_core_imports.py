@@ -99,3 +99,23 @@ def test_the_passive_dashboard_loads_no_probe_library() -> None:
     loaded = _loaded_after(code)
     heavy = {"numba", "numpy", "scapy", "pycurl", "plotext", "prometheus_client", "llvmlite"}
     assert not heavy & {m.split(".")[0] for m in loaded}
+
+
+def test_a_plan_without_assertions_loads_no_probe_family() -> None:
+    """The --assert catalog loads every family's front door: a dashboard
+    started without --assert must not pay for it (start-up, issue 15)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from probetop.tui.cli import build_parser, commands_needed, make_plan\n"
+        "argv = ['--interval', '1']\n"
+        "make_plan(build_parser(commands_needed(argv)).parse_args(argv), argv)\n"
+        "loaded = sorted(m for m in sys.modules if m in ('probetop.tui.analysis.catalog',"
+        " 'probetop.probes.http', 'probetop.probes.icmp', 'probetop.probes.disk',"
+        " 'probetop.probes.cpu'))\n"
+        "print(','.join(loaded))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

@@ -163,10 +163,10 @@ def known_metrics(command: str | None) -> list[str]:
 
 def resolve(assertions: Sequence[Assertion], command: str | None) -> tuple[Check, ...]:
     """Check names and units against the command (AssertionUsageError, exit 2)."""
+    if not assertions:
+        return ()  # before the catalog: it loads every probe family (start-up)
     from probetop.tui.analysis.catalog import CATALOG
 
-    if not assertions:
-        return ()
     if command is not None and command not in checked_by():
         raise AssertionUsageError(
             f"--assert is not checked by probetop {command}; it is checked by the probe "
