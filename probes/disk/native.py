@@ -257,6 +257,17 @@ def settle(
     return False
 
 
+@numba.njit(nogil=True, inline="always", cache=CACHE)
+def done_below(pos: int, slot_off: Any) -> int:
+    """A sequential pass's progress with I/Os in flight: everything below the
+    lowest offset still in flight (``slot_off`` -1: a free slot) is done."""
+    low = pos
+    for s in range(slot_off.size):
+        if slot_off[s] >= 0 and slot_off[s] < low:
+            low = slot_off[s]
+    return low
+
+
 @numba.njit(nogil=True, cache=CACHE)
 def sync_loop(
     fd: int,
@@ -479,14 +490,8 @@ def aio_loop(
             nfree += 1
             inflight -= 1
             done += 1
-        if seq:
-            # Everything below the lowest offset still in flight is done.
-            low = pos
-            for s in range(depth):
-                if slot_off[s] >= 0 and slot_off[s] < low:
-                    low = slot_off[s]
-            if not (stop_on_error and finished and ctl[K_ERRNO] != 0):
-                ctl[K_PROGRESS] = low
+        if seq and not (stop_on_error and finished and ctl[K_ERRNO] != 0):
+            ctl[K_PROGRESS] = done_below(pos, slot_off)
     return done
 
 
@@ -676,13 +681,8 @@ def uring_loop(
                 done += 1
                 head = (head + 1) & 0xFFFFFFFF
             cq32[cq_head_i] = head
-        if seq:
-            low = pos
-            for s in range(depth):
-                if slot_off[s] >= 0 and slot_off[s] < low:
-                    low = slot_off[s]
-            if not (stop_on_error and finished and ctl[K_ERRNO] != 0):
-                ctl[K_PROGRESS] = low
+        if seq and not (stop_on_error and finished and ctl[K_ERRNO] != 0):
+            ctl[K_PROGRESS] = done_below(pos, slot_off)
     return done
 
 
