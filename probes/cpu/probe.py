@@ -421,6 +421,12 @@ class CpuProbe:
                     overran = True
                     break
                 cur = Snapshot.take(stats, hist)
+                if crew.all_done():
+                    # They ended meanwhile (a tick on the --time deadline):
+                    # the final interval covers it and carries the phase's
+                    # summary; emitted here, it left the final one empty, and
+                    # an empty interval is not emitted (the summary was lost).
+                    break
                 self._emit_interval(emit, phase, phase_index, prev, cur, prev_t, now, True)
                 prev, prev_t = cur, now
                 phase.snapshot = cur

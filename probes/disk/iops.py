@@ -161,6 +161,11 @@ class IopsProbe:
         s = self.settings
         capacity.check(jobs=s.jobs, iodepth=s.iodepth, bs=s.bs)
         self.engine, engine_note = ioengines.resolve(s.ioengine, s.iodepth)
+        # Another probetop on this target is named by PID before anything about
+        # the target itself (its size while the other run grows it, its O_EXCL,
+        # which would show up below as "the kernel reports it busy").
+        self._lock = TargetLock.for_target(s.target, self.kind, lock_devices)
+        self._lock.check()
         self.target = resolve(
             s.target,
             write=s.writes,
@@ -173,10 +178,6 @@ class IopsProbe:
         self.notes = list(self.target.notes) + kernel_notes()
         if engine_note:
             self.notes.append(engine_note)
-        # Another probetop on this target is named by PID before anything else
-        # (its O_EXCL would otherwise show up below as "the kernel reports it busy").
-        self._lock = TargetLock.for_target(s.target, self.kind, lock_devices)
-        self._lock.check()
         exists = self.target.identity is not None
         if exists and (s.writes or self.target.create):
             refusals = write_refusals(s.target)

@@ -413,7 +413,11 @@ def test_kill_9_at_random_moments_leaves_a_readable_file(tmp_path: Path) -> None
             stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not (out.exists() and out.stat().st_size > 4096):
+        # Past the header and the first batch of samples (the recorder writes
+        # one batch per 0.5 s flush period), however loaded the machine.
+        while time.monotonic() < deadline and not (
+            out.exists() and out.stat().st_size > 4096 and b'"type":"sample"' in out.read_bytes()
+        ):
             time.sleep(0.02)
         time.sleep(rng.uniform(0.0, 0.7))
         proc.send_signal(signal.SIGKILL)

@@ -36,6 +36,11 @@ def check_target(settings: WarmupSettings) -> tuple[Target, TargetLock]:
     raises ProbeError (or ConfirmationRequired) as the module docstring says."""
     path = settings.target
     capacity.check(jobs=settings.jobs, iodepth=settings.iodepth, bs=settings.bs)
+    # Another probetop on this target is named by PID before anything about
+    # the target itself (its size while the other run grows it, its O_EXCL,
+    # which would show up below as "the kernel reports it busy").
+    lock = TargetLock.for_target(path, "warmup", lock_devices)
+    lock.check()
     target = resolve(
         path,
         write=settings.writes,
@@ -45,10 +50,6 @@ def check_target(settings: WarmupSettings) -> tuple[Target, TargetLock]:
         direct=settings.direct,
     )
     assert target.identity is not None  # an existing target: identified
-    # Another probetop on this target is named by PID before anything else
-    # (its O_EXCL would otherwise show up below as "the kernel reports it busy").
-    lock = TargetLock.for_target(path, "warmup", lock_devices)
-    lock.check()
     if settings.writes:
         refusals = write_refusals(path)
         if refusals:
