@@ -420,6 +420,8 @@ class CpuProbe:
                     shared.request_stop()
                     overran = True
                     break
+                if deadline_ns and now >= deadline_ns:
+                    continue  # the workers are ending: the final interval covers it
                 cur = Snapshot.take(stats, hist)
                 if crew.all_done():
                     # They ended meanwhile (a tick on the --time deadline):
@@ -467,7 +469,10 @@ class CpuProbe:
                 else:
                     phase.stopped_by = _stopped_by([int(c) for c in stats[:, STAT_DONE].tolist()])
                 if final.total_events > prev.total_events or not cancelled:
-                    t_end = max(end, prev_t)
+                    # Never empty: the final interval carries the phase's
+                    # summary (a last thread that ended just before the last
+                    # tick leaves nothing after it: a 1 µs sliver then).
+                    t_end = max(end, prev_t + 1_000)
                     self._emit_interval(emit, phase, phase_index, prev, final, prev_t, t_end, False)
                 self.phases.append(phase)
                 self._current = None
