@@ -24,14 +24,6 @@ def need_engine(engine: str) -> None:
         pytest.skip(why)
 
 
-@pytest.fixture
-def data_file(tmp_path):
-    path = tmp_path / "data.img"
-    with open(path, "wb") as f:
-        f.write(os.urandom(4 << 20))
-    return str(path)
-
-
 @pytest.mark.parametrize("engine", ASYNC_ENGINES)
 @pytest.mark.parametrize("depth", [1, 8])
 def test_each_engine_counts_every_io_once(data_file, engine, depth):

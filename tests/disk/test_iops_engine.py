@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
@@ -17,14 +16,6 @@ from probetop.probes.disk.workers import (
     hist_percentiles,
     run_blocking,
 )
-
-
-@pytest.fixture
-def data_file(tmp_path):
-    path = tmp_path / "data.img"
-    with open(path, "wb") as f:
-        f.write(os.urandom(4 << 20))
-    return str(path)
 
 
 def _io_threads() -> list[threading.Thread]:
