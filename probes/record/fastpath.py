@@ -1,8 +1,9 @@
 """The reader's fast path: a batch of body lines checked in one typed decode.
 
 Contract:
-- ``decode_batch(raws)`` returns the line objects of ``raws`` (each a body
-  line without its newline) when every one is a sample or status line that
+- ``decode_block(data, count)`` returns the line objects of the ``count``
+  body lines in ``data`` (joined by newlines) when every one is a sample or
+  status line that
   certainly passes the reader's checks (``reader._check_line`` and the
   number rules of ``reader._weight``); otherwise None, and the reader checks
   those lines one at a time on its reference path, which names the bad one.
@@ -10,8 +11,9 @@ Contract:
   ``json.loads`` gives, except that a sample's ``extra`` is a ``LazyExtra``:
   checked now (valid JSON, an object, no number ``json`` would read
   differently), turned into Python objects on first use.
-- ``weight_bound(data)``: an upper bound of ``reader._weight`` for the lines
-  in ``data``, from byte counts.
+  With them, an upper bound of ``reader._weight`` of those lines: exact for
+  everything but the ``extra`` objects, which are bounded from byte counts
+  (``weight_bound``).
 
 Why: turning every number of every ``extra`` (histograms, percentile tables:
 most of a recording's bytes) into Python objects is what made reading slow,
@@ -55,7 +57,7 @@ class _Status(msgspec.Struct, tag_field="type", tag="status", forbid_unknown_fie
     message: str
 
 
-_DECODER = msgspec.json.Decoder(list[_Sample | _Status])
+_DECODER = msgspec.json.Decoder(_Sample | _Status)
 
 # The shape of a batch's bytes, for the checks of ``decode_batch``: digits
 # become "0", exponent marks "e"/"+", a decimal point stays, "{[" become "{"
@@ -82,6 +84,8 @@ _ZEROS = b"0" * 19
 # A digit, then e or e+ and 3 digits: a literal prefix the regex engine finds
 # faster than bytes.find finds "e0" among so many zeros.
 _BIG_EXPONENT = re.compile(rb"0e\+?000")
+# An extra that does not start with "{" (each one follows a newline once joined).
+_NOT_AN_OBJECT = re.compile(rb"\n[^{]")
 _DOT = ord(".")
 _ZERO = ord("0")
 
@@ -118,24 +122,35 @@ def weight_bound(data: bytes) -> int:
     return 3 * (data.count(b"{") + data.count(b"[")) + data.count(b":") + data.count(b",") + 1
 
 
-def decode_batch(raws: list[bytes]) -> tuple[list[dict[str, Any]], int] | None:
-    """(line objects, their summed ``weight_bound``) of ``raws``, or None when
-    one of them may not pass the reference checks (see the module docstring)."""
-    data = b"[" + b",".join(raws) + b"]"
-    if not data.isascii():  # the writer escapes non-ASCII; UTF-8 is checked there
-        return None
-    shape = data.translate(_SHAPE)
-    if _BIG_EXPONENT.search(shape) or _long_integer(shape):
-        return None
+def decode_block(
+    raws: list[bytes], data: bytes | None = None
+) -> tuple[list[dict[str, Any]], int] | None:
+    """(line objects, an upper bound of their summed ``reader._weight``) of the
+    body lines ``raws`` (each without its newline), or None when one of them
+    may not pass the reference checks (see the module docstring). ``data``:
+    the same lines joined by newlines, when the caller has it (it is looked
+    at whole, once, instead of line by line).
+
+    One typed decode per line (each line must be exactly one JSON value, so
+    they are not joined into one array: a line cut in two could be read as
+    part of its neighbour); the byte screens then look only at the ``extra``
+    objects, the one part the decode does not check number by number (``t``,
+    ``interval`` and ``values`` are checked by their types)."""
+    if not (data.isascii() if data is not None else all(raw.isascii() for raw in raws)):
+        return None  # the writer escapes non-ASCII; UTF-8 is checked there
+    decode = _DECODER.decode
     try:
-        decoded = _DECODER.decode(data)
+        decoded = [decode(raw) for raw in raws]
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    if len(decoded) != len(raws):  # a line that was not one value ("1,2")
         return None
     lines: list[dict[str, Any]] = []
     append = lines.append
+    extras: list[msgspec.Raw] = []
+    keep = extras.append
     unset = _UNSET
+    # The weight of each line but its extra, exactly as reader._weight counts:
+    # 3 for the object, 1 per key, 1 per value that is not a container.
+    weight = 0
     item: Any  # _Sample | _Status, told apart by type() (isinstance is slower)
     for item in decoded:
         if type(item) is _Status:
@@ -148,14 +163,11 @@ def decode_batch(raws: list[bytes]) -> tuple[list[dict[str, Any]], int] | None:
                     "message": item.message,
                 }
             )
+            weight += 13  # 5 keys, 5 strings and numbers
             continue
         interval, values, extra = item.interval, item.values, item.extra
-        if extra is not unset:
-            raw = bytes(extra)
-            if raw[:1] != b"{":
-                return None  # not an object: the reference path says so
-            extra = LazyExtra(raw)
         if interval is not unset and values is not unset and extra is not unset:
+            keep(extra)
             append(
                 {
                     "type": "sample",
@@ -163,18 +175,33 @@ def decode_batch(raws: list[bytes]) -> tuple[list[dict[str, Any]], int] | None:
                     "t": item.t,
                     "interval": interval,
                     "values": values,
-                    "extra": extra,
+                    "extra": LazyExtra(extra),
                 }
             )
+            weight += 16 + 2 * len(values)  # 6 keys, 4 scalars; values 3 + 2 per item
             continue
         line: dict[str, Any] = {"type": "sample", "probe": item.probe, "t": item.t}
+        weight += 9
         if interval is not unset:
             line["interval"] = interval
+            weight += 2
         if values is not unset:
             line["values"] = values
+            weight += 4 + 2 * len(values)
         if extra is not unset:
-            line["extra"] = extra
+            keep(extra)
+            line["extra"] = LazyExtra(extra)
+            weight += 1
         append(line)
-    # weight_bound(data) from the shape: 3 per "{[", 1 per ":,", less the
-    # batch's own brackets and commas (see weight_bound).
-    return lines, 3 * shape.count(b"{") + shape.count(b",") + 1 - 3
+    if extras:
+        # Raw JSON holds no newline once the lines are split: joined by one,
+        # each extra starts after one, and no number runs into the next.
+        joined = b"\n".join(extras)
+        if joined[:1] != b"{" or _NOT_AN_OBJECT.search(joined):
+            return None  # an extra that is not an object: the reference path says so
+        shape = joined.translate(_SHAPE)
+        if _BIG_EXPONENT.search(shape) or _long_integer(shape):
+            return None
+        # weight_bound of each extra ("{[" became "{", ":," became ","), summed.
+        weight += 3 * shape.count(b"{") + shape.count(b",") + len(extras)
+    return lines, weight

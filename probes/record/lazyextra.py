@@ -1,7 +1,10 @@
 """A sample's ``extra``, checked when the recording was read, parsed when used.
 
 Contract: ``LazyExtra(raw)`` holds the bytes of a JSON object that the
-reader's checks passed (``fastpath.decode_batch``); it is a read-only
+reader's checks passed (``fastpath.decode_block``): ``bytes``, or the
+``msgspec.Raw`` the decode gave, which keeps the block it was read from in
+memory until the extra is parsed (at most the recording's size). It is a
+read-only
 ``Mapping`` (the type ``Sample.extra`` has) whose first lookup parses the
 bytes (orjson; ``json`` if orjson ever refused them) and drops them. Equal
 to any mapping with the same items.
@@ -11,9 +14,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    import msgspec
 
 
 class LazyExtra(Mapping[str, Any]):
@@ -24,8 +30,8 @@ class LazyExtra(Mapping[str, Any]):
 
     __slots__ = ("_data", "_raw")
 
-    def __init__(self, raw: bytes) -> None:
-        self._raw: bytes | None = raw
+    def __init__(self, raw: bytes | msgspec.Raw) -> None:
+        self._raw: bytes | msgspec.Raw | None = raw
         self._data: dict[str, Any] | None = None
 
     @property
@@ -33,10 +39,11 @@ class LazyExtra(Mapping[str, Any]):
         """The parsed object (parsed now if it was not yet)."""
         if self._data is None:
             assert self._raw is not None
+            raw = memoryview(self._raw)  # what orjson takes of a msgspec.Raw
             try:
-                self._data = orjson.loads(self._raw)
+                self._data = orjson.loads(raw)
             except orjson.JSONDecodeError:  # not expected: json reads all the checks pass
-                self._data = json.loads(self._raw)
+                self._data = json.loads(raw.tobytes())
             self._raw = None  # the objects replace the bytes
         return self._data
 

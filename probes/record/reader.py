@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import io
 import json
 import math
 import os
@@ -573,11 +574,13 @@ def _too_big(p: Path, size: int | None) -> str:
     )
 
 
-def _rows(f: _Lines, p: Path) -> Iterator[tuple[int, bytes, bool]]:
-    """(line number, bytes without the newline, ended by a newline), with
+Row = tuple[int, bytes, bool]
+"""(line number, bytes without the newline, ended by a newline)."""
+
+
+def _rows(f: _Lines, p: Path, number: int = 0, total: int = 0) -> Iterator[Row]:
+    """The lines after the first ``number`` (``total`` bytes) as rows, with
     every line and the file's total (decompressed) size capped while reading."""
-    number = 0
-    total = 0
     while True:
         try:
             raw = f.readline(MAX_LINE_BYTES + 1)
@@ -621,15 +624,108 @@ def _rows(f: _Lines, p: Path) -> Iterator[tuple[int, bytes, bool]]:
             yield number, raw, False
 
 
+class _Rest:
+    """``readline`` over bytes already read (``buf``), then the rest of ``f``:
+    where the block reader hands a file over to ``_rows``."""
+
+    def __init__(self, buf: bytes, f: IO[bytes]) -> None:
+        self.buf = buf
+        self.f = f
+
+    def readline(self, limit: int = -1, /) -> bytes:
+        buf = self.buf
+        if not buf:
+            return self.f.readline(limit)
+        cut = buf.find(b"\n", 0, limit if limit >= 0 else len(buf))
+        if cut >= 0:
+            self.buf = buf[cut + 1 :]
+            return buf[: cut + 1]
+        if 0 <= limit <= len(buf):
+            self.buf = buf[limit:]
+            return buf[:limit]
+        self.buf = b""
+        return buf + self.f.readline(limit - len(buf) if limit >= 0 else -1)
+
+    def close(self) -> None:
+        self.f.close()
+
+
+BLOCK_BYTES = 1 << 18
+"""Bytes read at a time by the block reader; at most MAX_LINE_BYTES, so that
+a line inside one block is never too long."""
+BATCH_LINES = 64
+"""Lines checked together when a block could not be (``_Loader.block``)."""
+
+
+@dataclass
+class _Block:
+    """Whole lines (``raws``, without their newlines), none of them the
+    file's last line and none longer than MAX_LINE_BYTES; ``data`` holds
+    them (and maybe more), for checks made on the whole at once."""
+
+    first: int  # the first line's number
+    raws: list[bytes]
+    data: bytes
+
+    def rows(self) -> list[Row]:
+        first = self.first
+        return [(first + i, raw, True) for i, raw in enumerate(self.raws)]
+
+
+def _chunks(f: _Lines, p: Path, header_bytes: int) -> Iterator[_Block | tuple[list[Row], bool]]:
+    """The body of a recording whose header (``header_bytes`` long) was read:
+    ``_Block``s while the lines are plain (a read per BLOCK_BYTES, no Python
+    work per line), then batches of rows from ``_rows``, with True for the
+    one that ends the file.
+
+    Rows take over for the end of the file (its last line may be torn) and
+    for whatever is not plain: a long line (the footer may be one), a file
+    about to pass MAX_FILE_BYTES (``_rows`` says where), a ``.zst`` one.
+    Together they give exactly the rows ``_rows`` would give."""
+    number, total = 1, header_bytes  # lines and bytes given so far
+    if isinstance(f, io.BufferedReader):
+        buf = b""
+        while True:
+            try:
+                chunk = f.read(BLOCK_BYTES)
+            except OSError as exc:
+                raise RecordingError(f"{p}: cannot read line {number + 1}: {exc.strerror}") from None
+            if not chunk:
+                break
+            buf = buf + chunk if buf else chunk
+            if total + len(buf) > MAX_FILE_BYTES:
+                break
+            end = buf.rfind(b"\n")
+            # Hold the last whole line back: it may be the file's last.
+            cut = buf.rfind(b"\n", 0, end) if end > 0 else -1
+            if cut < 0:
+                if len(buf) > MAX_LINE_BYTES:
+                    break  # a long line: _rows refuses it or reads it as the footer
+                continue
+            first_end = buf.find(b"\n")
+            if first_end > MAX_LINE_BYTES or cut - first_end - 1 > MAX_LINE_BYTES:
+                break  # the block may hold a long line
+            raws = buf.split(b"\n")
+            held = raws[-2:]  # the whole line held back, and the start of the next
+            del raws[-2:]
+            yield _Block(number + 1, raws, buf)
+            number += len(raws)
+            total += cut + 1
+            buf = b"\n".join(held)
+        f = _Rest(buf, f)
+    pending: list[Row] = []
+    for row in _rows(f, p, number, total):
+        pending.append(row)
+        if len(pending) > BATCH_LINES:  # one held back: is it the last line?
+            yield pending[:-1], False
+            del pending[:-1]
+    yield pending, True
+
+
 def load_session(path: str | Path) -> Session:
     """Read and check a recording. See the module docstring for the rules."""
-    p = Path(path)
-    f = _open_lines(p)
-    try:
-        with _gc_paused():
-            return _read(f, p)
-    finally:
-        f.close()
+    with SessionLoader(path) as loader:
+        return loader.finish()
 
 
 @contextlib.contextmanager
@@ -646,22 +742,21 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-BATCH_LINES = 64
-"""Body lines checked together by the fast path (``fastpath.decode_batch``)."""
-
-
-def decode_batch(raws: list[bytes]) -> tuple[list[dict[str, Any]], int] | None:
-    """``fastpath.decode_batch``, imported when a recording is first read
+def decode_block(
+    raws: list[bytes], data: bytes | None = None
+) -> tuple[list[dict[str, Any]], int] | None:
+    """``fastpath.decode_block``, imported when a recording is first read
     (msgspec and its decoder cost 12 ms that ``--version`` need not pay)."""
     from probetop.probes.record import fastpath
 
-    return fastpath.decode_batch(raws)
+    return fastpath.decode_block(raws, data)
 
 
 class _Loader:
-    """The body lines of one recording read into a ``Session`` (``_read``):
-    a batch at a time on the fast path, a line at a time on the reference
-    path when the fast path cannot vouch for a batch."""
+    """The body lines of one recording read into a ``Session``: a block at a
+    time on the fast path, then (for a block it cannot vouch for) a batch at
+    a time, and a line at a time on the reference path for a batch that
+    still fails, which names the bad line."""
 
     def __init__(self, p: Path, header: dict[str, Any]) -> None:
         self.p = p
@@ -677,22 +772,37 @@ class _Loader:
         self.skipped = 0
         self.done = False  # a torn last line was skipped
 
-    def batch(self, rows: list[tuple[int, bytes, bool]], *, last: bool) -> None:
+    def _fast(self, raws: list[bytes], data: bytes | None = None) -> bool:
+        """Keep ``raws`` if the fast path vouches for them all; False if not."""
+        if self.exact or self.session.footer is not None:
+            return False
+        fast = decode_block(raws, data)
+        if fast is None:
+            return False
+        lines, bound = fast
+        if self.budget - bound < 0:
+            self._count_exactly()  # then the lines are read again, one at a time
+            return False
+        self.budget -= bound
+        self.session.lines.extend(lines)
+        return True
+
+    def block(self, block: _Block) -> None:
+        """Read a block of lines (none of them the file's last)."""
+        if self._fast(block.raws, block.data):
+            return
+        rows = block.rows()
+        for at in range(0, len(rows), BATCH_LINES):
+            self.batch(rows[at : at + BATCH_LINES], last=False)
+
+    def batch(self, rows: list[Row], *, last: bool) -> None:
         """Read ``rows``; ``last``: they end the file."""
-        if not self.exact and self.session.footer is None:
-            fast = decode_batch([raw for _n, raw, _e in rows])
-            if fast is not None:
-                lines, bound = fast
-                if self.budget - bound >= 0:
-                    self.budget -= bound
-                    self.session.lines.extend(lines)
-                    return
-                self._count_exactly()  # then the lines below name the one over
+        if self._fast([raw for _n, raw, _e in rows]):
+            return
         for i, row in enumerate(rows):
             self.one(row, last=last and i == len(rows) - 1)
             if self.done:
                 return
-
     def _count_exactly(self) -> None:
         """From now on weigh every line exactly; the bounds so far may have
         overstated, so weigh what is kept again."""
@@ -744,9 +854,9 @@ class _Loader:
             self.skipped += 1
 
 
-def _read(f: _Lines, p: Path) -> Session:
-    rows = _rows(f, p)
-    first = next(rows, None)
+def _read_header(f: _Lines, p: Path) -> tuple[dict[str, Any], int]:
+    """The checked header (line 1) and its size in bytes, newline included."""
+    first = next(_rows(f, p), None)
     if first is None or not first[1].strip():
         raise RecordingError(f"{p}: empty file, not a probetop recording")
     try:
@@ -757,23 +867,99 @@ def _read(f: _Lines, p: Path) -> Session:
         raise RecordingError(f"{p}: line 1: {exc}") from None
     except RecordingError as exc:
         raise RecordingError(f"{p}: {exc}") from None
-    loader = _Loader(p, header)
-    pending: list[tuple[int, bytes, bool]] = []
-    for row in rows:
-        pending.append(row)
-        if len(pending) > BATCH_LINES:  # one held back: is it the last line?
-            loader.batch(pending[:-1], last=False)
-            del pending[:-1]
-    loader.batch(pending, last=True)
-    session = loader.session
-    if loader.skipped:
-        session.warnings.append(
-            f"{p}: skipped {loader.skipped} lines of a type this probetop ignores"
-        )
-    session.warnings.extend(_cut_warning(f, p))
-    if session.footer is None:
-        session.warnings.append(f"{p}: no footer; the session ended without closing the file")
-    return session
+    return header, len(first[1]) + first[2]
+
+
+STEP_BYTES = 4 << 20
+"""What ``SessionLoader.step`` reads by default: about 20 ms of work."""
+
+
+class SessionLoader:
+    """A recording read into a ``Session`` a step at a time, with the same
+    checks and messages as ``load_session`` (which is this, run to the end).
+
+    Opening it reads and checks the header (RecordingError as
+    ``load_session``). ``session`` is the lines read so far: each one checked
+    before it is added, so what it holds is never wrong, only not all there
+    yet. ``step()`` reads some more and returns how many lines it added;
+    RecordingError names the first bad line as ``load_session`` would (the
+    file is closed then). Once ``done``, ``session`` is what
+    ``load_session`` returns (footer and warnings included) and the file is
+    closed. A replay shows the head of a long recording while the rest is
+    read (``tui/app.py``). Use as a context manager, or ``close()``."""
+
+    def __init__(self, path: str | Path) -> None:
+        p = self.path = Path(path)
+        self.done = False
+        self._file: _Lines | None = _open_lines(p)
+        try:
+            header, size = _read_header(self._file, p)
+            self._loader = _Loader(p, header)
+            self._chunks = _chunks(self._file, p, size)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def session(self) -> Session:
+        return self._loader.session
+
+    def __enter__(self) -> SessionLoader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        f, self._file = self._file, None
+        if f is not None:
+            f.close()
+
+    def step(self, nbytes: int = STEP_BYTES) -> int:
+        """Read about ``nbytes`` more of the file (at least a block); the
+        number of lines added to ``session``."""
+        if self.done:
+            return 0
+        loader = self._loader
+        before = len(loader.session.lines)
+        try:
+            with _gc_paused():
+                while nbytes > 0:
+                    chunk = next(self._chunks, None)
+                    if chunk is None:
+                        self._finish()
+                        break
+                    if isinstance(chunk, _Block):
+                        loader.block(chunk)
+                        nbytes -= len(chunk.data)  # about: it holds the next line too
+                    else:
+                        rows, last = chunk
+                        loader.batch(rows, last=last)
+                        nbytes -= sum(len(raw) for _n, raw, _e in rows)
+        except BaseException:
+            self.close()
+            raise
+        return len(loader.session.lines) - before
+
+    def finish(self) -> Session:
+        """Read the rest; the whole ``Session``."""
+        while not self.done:
+            self.step(1 << 62)
+        return self.session
+
+    def _finish(self) -> None:
+        loader, p, f = self._loader, self.path, self._file
+        session = loader.session
+        if loader.skipped:
+            session.warnings.append(
+                f"{p}: skipped {loader.skipped} lines of a type this probetop ignores"
+            )
+        if f is not None:
+            session.warnings.extend(_cut_warning(f, p))
+        if session.footer is None:
+            session.warnings.append(f"{p}: no footer; the session ended without closing the file")
+        self.done = True
+        self.close()
 
 
 # -- streaming ---------------------------------------------------------------

@@ -102,11 +102,12 @@ def _outcome(path: Path) -> tuple[str, Any]:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(data=recordings())
-def test_the_fast_reader_agrees_with_the_reference_reader(data: bytes) -> None:
+@given(data=recordings(), block=st.sampled_from([1, 40, 300, reader.BLOCK_BYTES]))
+def test_the_fast_reader_agrees_with_the_reference_reader(data: bytes, block: int) -> None:
     """Generated recordings, most with a damaged line: the same session, or the
-    same one-line error naming the same line, with the fast paths and without."""
-    with tempfile.TemporaryDirectory() as tmp, small_caps():
+    same one-line error naming the same line, with the fast paths and without,
+    whatever the size of the blocks the file is read in."""
+    with tempfile.TemporaryDirectory() as tmp, small_caps(), block_bytes(block):
         path = Path(tmp) / "rec.jsonl"
         path.write_bytes(data)
         fast = _outcome(path)
@@ -118,13 +119,24 @@ def test_the_fast_reader_agrees_with_the_reference_reader(data: bytes) -> None:
 @contextlib.contextmanager
 def reference_only() -> Iterator[None]:
     """load_session with its fast paths turned off: every line on json."""
-    saved = reader.decode_batch, reader._fast_line
-    reader.decode_batch = lambda raws: None  # type: ignore[assignment]
+    saved = reader.decode_block, reader._fast_line
+    reader.decode_block = lambda raws, data=None: None  # type: ignore[assignment]
     reader._fast_line = lambda raw: None  # type: ignore[assignment]
     try:
         yield
     finally:
-        reader.decode_batch, reader._fast_line = saved
+        reader.decode_block, reader._fast_line = saved
+
+
+@contextlib.contextmanager
+def block_bytes(n: int) -> Iterator[None]:
+    """The block reader reading ``n`` bytes at a time (lines cut anywhere)."""
+    saved = reader.BLOCK_BYTES
+    reader.BLOCK_BYTES = n
+    try:
+        yield
+    finally:
+        reader.BLOCK_BYTES = saved
 
 
 HOSTILE_NUMBERS = [
