@@ -39,6 +39,7 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from probetop.probes.core import stopsignals
 from probetop.probes.core.hub import Hub, Subscription
@@ -70,12 +71,17 @@ from textual.geometry import Size
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+if TYPE_CHECKING:  # replay only: the reader loads with the recording (tui/commands/replay.py)
+    from probetop.probes.record import Session
+    from probetop.probes.record.reader import SessionLoader
+
 CSS_FILE = Path(__file__).resolve().parent.parent / "themes" / "probetop.tcss"
 MIN_WIDTH, MIN_HEIGHT = 60, 16
 WIDE_COLUMNS = 180  # from this width panes go in two columns at least
 CHROME_ROWS = 2  # the status line and the footer
 REPLAY_FRAME_S = 0.25
 HISTORY_SLICE = 2 << 20  # bytes of a long history an attached view reads per frame
+READ_STEP_BYTES = 1 << 20  # bytes of a replayed recording read between two screen updates
 HANGUP_EXIT_S = 3.0  # after a SIGHUP, exit this long after the recording is closed
 NOTIFY_S = {"error": 8.0, "warning": 10.0}
 
@@ -429,15 +435,47 @@ class ProbetopApp(App[int]):
 
     # -- replay --------------------------------------------------------
     def _start_replay(self) -> None:
+        """Replay ``config.session``; when ``config.extra["loader"]`` (a
+        ``SessionLoader``) has not read all of it yet, the rest is read after
+        the first frame (``_read_rest``)."""
         session = self.config.session
         assert session is not None
         self.player = ReplayPlayer(session.records(), session.duration_s)
         self.player.set_speed(parse_speed(str(self.config.extra.get("speed", "1"))))
-        for warning in session.warnings:
-            self.notify(warning, title="recording", severity="warning", timeout=10)
+        loader: SessionLoader | None = self.config.extra.get("loader")
+        if loader is not None and not loader.done:
+            self.player.loading = True
+            self.call_after_refresh(lambda: self.run_worker(self._read_rest(loader)))
+        else:
+            self._replay_loaded(session)
         self.player.start_clock(time.monotonic())
         self.set_interval(REPLAY_FRAME_S, self._replay_frame)
         self._replay_frame()
+
+    async def _read_rest(self, loader: SessionLoader) -> None:
+        """Read the recording a step at a time, yielding to the screen between
+        steps; the player gets each step's records. A bad line ends the app
+        with exit 2 (``tui/commands/replay.py`` prints its message)."""
+        assert self.player is not None
+        lines = loader.session.lines
+        have = len(lines)
+        while not loader.done:
+            try:
+                loader.step(READ_STEP_BYTES)
+            except RecordingError:
+                self.exit(return_code=2)
+                return
+            self.player.grow(lines[have:])
+            have = len(lines)
+            await asyncio.sleep(0)
+        self._replay_loaded(loader.session)
+
+    def _replay_loaded(self, session: Session) -> None:
+        assert self.player is not None
+        self.player.loaded(session.duration_s)
+        for warning in session.warnings:
+            self.notify(warning, title="recording", severity="warning", timeout=10)
+        self._update_status()
 
     def _replay_frame(self) -> None:
         if self.player is None:
@@ -593,6 +631,9 @@ class ProbetopApp(App[int]):
         if self.loading_history:
             self.notify("the session's history is still loading")
             return
+        if self.player.loading:  # a replay's recording is still being read
+            self.notify("still reading the recording: seeking works once it is read")
+            return
         rebuild, records = self.player.seek(t)
         if self.config.attached is not None:
             self.live = self.player.position_s >= self.player.duration_s
@@ -651,9 +692,10 @@ class ProbetopApp(App[int]):
         elif self.player is not None and self.config.session is not None:
             state = "paused" if self.player.paused else "ended" if self.player.at_end else "playing"
             parts.append(f"replay {self.config.session.path.name}")
+            end = "reading..." if self.player.loading else fmt_clock(self.player.duration_s)
             parts.append(
                 f"{state} {speed_label(self.player.speed)}  "
-                f"{fmt_clock(self.player.position_s)} / {fmt_clock(self.player.duration_s)}"
+                f"{fmt_clock(self.player.position_s)} / {end}"
             )
         elif self.session is not None:
             parts.append("probes stopped" if self.session.probes_stopped else "live")

@@ -17,6 +17,10 @@ Contract:
 - A session still being written (``probetop attach``): ``extend`` appends
   the records that arrived since; ``follow`` returns every record not
   delivered yet and puts the position at the end (live).
+- A recording still being read (a replay shows the head of a long one
+  first): ``loading`` is True until ``loaded``; ``grow`` adds the lines read
+  since. Meanwhile ``duration_s`` is the last time stamp read so far, the
+  position never passes it, and ``at_end`` is False.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from probetop.probes.core.sample import Record
 from probetop.probes.record import RecordSequence
@@ -59,11 +64,26 @@ class ReplayPlayer:
         self.position_s = 0.0
         self.speed = SPEEDS[0]
         self.paused = False
+        self.loading = False  # more of the recording is being read (grow, loaded)
         self._clock = 0.0  # wall time of the last tick
 
     @property
     def at_end(self) -> bool:
-        return self.index >= len(self.records)
+        return not self.loading and self.index >= len(self.records)
+
+    def grow(self, lines: list[dict[str, Any]]) -> None:
+        """The records of ``lines``, read after the player was made, appended
+        (a recording being read: ``probes.record.reader.SessionLoader``)."""
+        assert isinstance(self.records, RecordSequence)
+        times = self.records.add(lines)
+        self.times.extend(times)
+        if times:
+            self.duration_s = max(self.duration_s, max(times))
+
+    def loaded(self, duration_s: float) -> None:
+        """The whole recording is read; ``duration_s`` is its length."""
+        self.loading = False
+        self.duration_s = max(self.duration_s, duration_s)
 
     def start_clock(self, now: float) -> None:
         """Count wall time from ``now`` (after a pause nothing is skipped)."""

@@ -139,9 +139,17 @@ class RecordSequence(Sequence[tuple[float, Record]]):
 
     def __init__(self, announced: list[tuple[float, Record]], lines: list[dict[str, Any]]) -> None:
         self._announced = announced
+        self._lines: list[dict[str, Any]] = []
+        self.add(lines)
+
+    def add(self, lines: list[dict[str, Any]]) -> list[float]:
+        """Append the records of more lines (a recording still being read,
+        ``SessionLoader``); their time stamps."""
         # load_session keeps only these; a Session made by hand may hold others,
         # which (as decode_record says) make no record.
-        self._lines = [line for line in lines if line.get("type") in _RECORD_TYPES]
+        kept = [line for line in lines if line.get("type") in _RECORD_TYPES]
+        self._lines.extend(kept)
+        return [float(x.get("t", 0.0)) for x in kept]
 
     @property
     def times(self) -> list[float]:
@@ -689,7 +697,8 @@ def _chunks(f: _Lines, p: Path, header_bytes: int) -> Iterator[_Block | tuple[li
             try:
                 chunk = f.read(BLOCK_BYTES)
             except OSError as exc:
-                raise RecordingError(f"{p}: cannot read line {number + 1}: {exc.strerror}") from None
+                why = exc.strerror
+                raise RecordingError(f"{p}: cannot read line {number + 1}: {why}") from None
             if not chunk:
                 break
             buf = buf + chunk if buf else chunk
@@ -803,6 +812,7 @@ class _Loader:
             self.one(row, last=last and i == len(rows) - 1)
             if self.done:
                 return
+
     def _count_exactly(self) -> None:
         """From now on weigh every line exactly; the bounds so far may have
         overstated, so weigh what is kept again."""
@@ -883,7 +893,7 @@ class SessionLoader:
     before it is added, so what it holds is never wrong, only not all there
     yet. ``step()`` reads some more and returns how many lines it added;
     RecordingError names the first bad line as ``load_session`` would (the
-    file is closed then). Once ``done``, ``session`` is what
+    file is closed then, and ``error`` holds it). Once ``done``, ``session`` is what
     ``load_session`` returns (footer and warnings included) and the file is
     closed. A replay shows the head of a long recording while the rest is
     read (``tui/app.py``). Use as a context manager, or ``close()``."""
@@ -891,6 +901,7 @@ class SessionLoader:
     def __init__(self, path: str | Path) -> None:
         p = self.path = Path(path)
         self.done = False
+        self.error: RecordingError | None = None  # what step() raised, if it did
         self._file: _Lines | None = _open_lines(p)
         try:
             header, size = _read_header(self._file, p)
@@ -936,6 +947,10 @@ class SessionLoader:
                         rows, last = chunk
                         loader.batch(rows, last=last)
                         nbytes -= sum(len(raw) for _n, raw, _e in rows)
+        except RecordingError as exc:
+            self.error = exc
+            self.close()
+            raise
         except BaseException:
             self.close()
             raise

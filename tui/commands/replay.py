@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.options import CommandSpec, Option
-from probetop.probes.record import load_session
+from probetop.probes.record.reader import SessionLoader
 from probetop.tui.commands.report import print_report
 from probetop.tui.config import AppConfig
+from probetop.tui.launch import fail
 from probetop.tui.plan import CommonOptions, RunPlan
 
 SPEC = CommandSpec(
@@ -39,17 +40,34 @@ def settings(values: Mapping[str, Any], common: CommonOptions) -> ReplaySettings
     return ReplaySettings(file=values["file"], speed=values.get("speed", "1"))
 
 
-def run(plan: RunPlan[ReplaySettings]) -> int | AppConfig:
-    """Headless: the report's summary. Otherwise the dashboard, replaying."""
-    session = load_session(plan.settings.file)  # RecordingError: exit 2 with its message
-    if plan.common.wants_headless:
-        for warning in session.warnings:
-            print(f"probetop: warning: {warning}", file=sys.stderr)
-        return print_report(session, charts=False, as_json=plan.common.json)
-    return AppConfig(
-        session=session,
-        theme=plan.common.theme,
-        command=list(plan.common.argv),
-        title=f"probetop replay {plan.settings.file}",
-        extra={"speed": plan.settings.speed},
-    )
+HEAD_BYTES = 1 << 18
+"""Read before the dashboard opens: minutes of a demo recording, milliseconds
+of work. The rest is read while the first frame is on the screen."""
+
+
+def run(plan: RunPlan[ReplaySettings]) -> int:
+    """Headless: the report's summary. Otherwise the dashboard, replaying: it
+    opens on the recording's head and reads the rest while it shows it; a
+    bad line found then ends the dashboard and is reported exactly as one
+    found before it opened (exit 2, the same message)."""
+    loader = SessionLoader(plan.settings.file)  # RecordingError: exit 2 with its message
+    with loader:
+        if plan.common.wants_headless:
+            session = loader.finish()
+            for warning in session.warnings:
+                print(f"probetop: warning: {warning}", file=sys.stderr)
+            return print_report(session, charts=False, as_json=plan.common.json)
+        loader.step(HEAD_BYTES)
+        config = AppConfig(
+            session=loader.session,
+            theme=plan.common.theme,
+            command=list(plan.common.argv),
+            title=f"probetop replay {plan.settings.file}",
+            extra={"speed": plan.settings.speed, "loader": loader},
+        )
+        from probetop.tui.main import run_app  # Textual loads only here
+
+        code = run_app(config)
+    if loader.error is not None:
+        return fail(str(loader.error), loader.error.exit_code)
+    return code

@@ -1,0 +1,127 @@
+"""A replay that opens on the head of a long recording and reads the rest
+while it shows it: the player grows, nothing shown is wrong, seeking waits
+for the end of the reading, and a bad line found late ends the dashboard with
+the same message and exit code as one found before it opened (a real
+terminal, tmux)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from probetop.probes.record import RecordingError, load_session
+from probetop.probes.record.reader import SessionLoader
+from probetop.tui.app import make_app
+from probetop.tui.config import AppConfig
+from probetop.tui.player import ReplayPlayer
+from tui_fixtures import DEMO_FILE, wait_for
+
+COPIES = 16  # the 16 s demo recording repeated: 4.3 min, five 256 KiB blocks
+
+
+def long_recording(path: Path, bad_line_from_end: int | None = None) -> int:
+    """The demo recording repeated COPIES times, time stamps shifted; one line
+    replaced by a bad one when asked. Its number of lines."""
+    rows = DEMO_FILE.read_bytes().splitlines()
+    header, body, footer = rows[0], rows[1:-1], json.loads(rows[-1])
+    out = [header]
+    for copy in range(COPIES):
+        for row in body:
+            line = json.loads(row)
+            if copy and line["type"] == "probe":
+                continue
+            line["t"] = round(line["t"] + 16.5 * copy, 6)
+            out.append(json.dumps(line, separators=(",", ":")).encode())
+    footer["duration_s"] = 16.5 * COPIES
+    out.append(json.dumps(footer, separators=(",", ":")).encode())
+    if bad_line_from_end is not None:
+        out[-bad_line_from_end] = b'{"type":"sample","probe":"cpu","t":"late"}'
+    path.write_bytes(b"\n".join(out) + b"\n")
+    return len(out)
+
+
+def test_the_player_grows_and_is_not_at_its_end_while_loading(tmp_path: Path) -> None:
+    path = tmp_path / "long.jsonl"
+    long_recording(path)
+    with SessionLoader(path) as loader:
+        loader.step(100_000)
+        session = loader.session
+        player = ReplayPlayer(session.records(), session.duration_s)
+        player.loading = True
+        player.set_speed(float("inf"))
+        head = len(player.records)
+        delivered = player.advance(1.0)
+        assert len(delivered) == head and not player.at_end
+        assert player.seek(player.duration_s)[1] == []  # nothing beyond what is read
+        have = len(session.lines)
+        loader.finish()
+        player.grow(session.lines[have:])
+        player.loaded(session.duration_s)
+    delivered += player.advance(1.0)
+    while not player.at_end:
+        delivered += player.advance(1.0)
+    whole = load_session(path)
+    assert [r for _t, r in whole.records()] == delivered
+    assert player.duration_s == whole.duration_s == 16.5 * COPIES
+
+
+async def test_the_dashboard_opens_on_the_head_and_reads_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "long.jsonl"
+    long_recording(path)
+    loader = SessionLoader(path)
+    loader.step(100_000)
+    app = make_app(AppConfig(session=loader.session, extra={"loader": loader, "speed": "max"}))
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert app.player is not None
+        assert app.player.loading and "/ reading..." in app.status_bar.text
+        await app.action_seek_to(-1)  # end, while reading: refused, said
+        await pilot.pause()
+        notes = [n.message for n in app._notifications]
+        assert any("still reading the recording" in m for m in notes)
+        assert await wait_for(pilot, lambda: app.player is not None and app.player.at_end, 20)
+        assert loader.done and "ended max" in app.status_bar.text
+        assert "04:24 / 04:24" in app.status_bar.text
+        seen = app.panes["cpu"].samples_seen
+        assert seen == len(load_session(path).samples("cpu"))
+        await pilot.press("space", "home")  # once read, seeking works (paused: it stays)
+        await pilot.pause()
+        await pilot.pause()
+        assert app.panes["cpu"].samples_seen < seen
+
+
+def _tmux(socket: str, *args: str) -> str:
+    out = subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=10)
+    return out.stdout
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_a_bad_line_found_after_the_first_frame_is_reported_as_before(tmp_path: Path) -> None:
+    """In a real terminal: the dashboard opened on the head, the bad line near
+    the end ends it, and the user gets load_session's message, exit 2."""
+    path = tmp_path / "bad.jsonl"
+    n = long_recording(path, bad_line_from_end=20)
+    with pytest.raises(RecordingError) as caught:
+        load_session(path)
+    expected = f"probetop: error: {caught.value}"
+    assert f": line {n - 19}: " in expected
+    err, code = tmp_path / "err", tmp_path / "code"
+    command = (
+        f"{sys.executable} -m probetop.tui.main replay {path} 2>{err}; echo $? >{code}; sleep 30"
+    )
+    sock = f"recread-test-{time.monotonic_ns()}"
+    try:
+        _tmux(
+            sock, "new-session", "-d", "-x", "120", "-y", "40", f"env TERM=xterm-256color {command}"
+        )
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not code.exists():
+            time.sleep(0.05)
+        assert code.read_text().strip() == "2"
+        assert err.read_text().rstrip().endswith(expected)  # after the UI (on stderr too)
+    finally:
+        subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
