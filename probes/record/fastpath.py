@@ -46,7 +46,10 @@ class _Sample(msgspec.Struct, tag_field="type", tag="sample", forbid_unknown_fie
     probe: _Name
     t: _Time
     interval: _Time | msgspec.UnsetType = _UNSET
-    values: dict[_Name, _Value] | msgspec.UnsetType = _UNSET
+    # Plain str keys: msgspec shares the objects of short repeated keys (a
+    # constrained key type turns that off: a fifth slower, and more memory);
+    # their lengths are checked in decode_block.
+    values: dict[str, _Value] | msgspec.UnsetType = _UNSET
     extra: msgspec.Raw | msgspec.UnsetType = _UNSET
 
 
@@ -59,13 +62,14 @@ class _Status(msgspec.Struct, tag_field="type", tag="status", forbid_unknown_fie
 
 _DECODER = msgspec.json.Decoder(_Sample | _Status)
 
-# The shape of a batch's bytes, for the checks of ``decode_batch``: digits
+# The shape of the extras' bytes, for the checks of ``decode_block``: digits
 # become "0", exponent marks "e"/"+", a decimal point stays, "{[" become "{"
-# and ":," become ",", all else is a blank. An integer of 19 digits or more
-# (it may not fit 64 bits: the reference path decides) shows as 19 zeros;
-# a float with a positive 3-digit exponent (it may overflow to infinity,
-# which ``json`` reads and the reference path refuses by name) as "e000" or
-# "e+000".
+# and ":," become ",", all else is a blank (deleting it instead would make
+# the shape shorter, but join "bytes?n=100000" into an exponent). An integer
+# of 19 digits or more (it may not fit 64 bits: the reference path decides)
+# shows as 19 zeros not after a "."; a float with a positive 3-digit
+# exponent (it may overflow to infinity, which ``json`` reads and the
+# reference path refuses by name) as "0e000" or "0e+000".
 _SHAPE = bytes(
     ord("0")
     if chr(i) in "0123456789"
@@ -147,6 +151,8 @@ def decode_block(
     append = lines.append
     extras: list[msgspec.Raw] = []
     keep = extras.append
+    values_seen: list[dict[str, Any]] = []
+    tables = values_seen.append
     unset = _UNSET
     # The weight of each line but its extra, exactly as reader._weight counts:
     # 3 for the object, 1 per key, 1 per value that is not a container.
@@ -179,6 +185,7 @@ def decode_block(
                 }
             )
             weight += 16 + 2 * len(values)  # 6 keys, 4 scalars; values 3 + 2 per item
+            tables(values)
             continue
         line: dict[str, Any] = {"type": "sample", "probe": item.probe, "t": item.t}
         weight += 9
@@ -188,11 +195,17 @@ def decode_block(
         if values is not unset:
             line["values"] = values
             weight += 4 + 2 * len(values)
+            tables(values)
         if extra is not unset:
             keep(extra)
             line["extra"] = LazyExtra(extra)
             weight += 1
         append(line)
+    # The keys of every values object: the same few names over and over, so
+    # their set is small and checked at once.
+    names = set().union(*values_seen)
+    if names and ("" in names or max(map(len, names)) > MAX_NAME):
+        return None
     if extras:
         # Raw JSON holds no newline once the lines are split: joined by one,
         # each extra starts after one, and no number runs into the next.

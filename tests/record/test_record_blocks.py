@@ -109,6 +109,8 @@ def test_a_long_recording_is_read_in_blocks_and_reads_the_same(
         (5, b'{"type":"sample","probe":"cpu","t":1,"extra":{"n":1e999}}'),  # infinity
         (5, b'{"type":"sample","probe":"cpu","t":1,"extra":{"n":123456789012345678901}}'),
         (5, b'{"type":"sample","probe":"cpu","t":1,"extra":{"a":1'),  # cut: joins no neighbour
+        (5, b'{"type":"sample","probe":"cpu","t":1,"values":{"":1}}'),  # an empty key
+        (5, b'{"type":"sample","probe":"cpu","t":1,"values":{"%s":1}}' % (b"k" * 300)),
         (5, b""),  # a blank line
         (5, b'{"type":"status","probe":"cpu","t":1} {"type":"status"}'),  # two values
         (-60, b'{"type":"sample","probe":"cpu","t":1e999}'),  # the last block
