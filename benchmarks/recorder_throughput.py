@@ -9,15 +9,18 @@ alternated; medians and ranges):
   ``json`` path, on one core (process CPU time). A *sample* is one value of
   one metric of one probe in one interval (one sparkline point: an entry of
   a sample line's ``values``, null included); records are lines.
-- decode: ``load_session`` MB/s of JSONL vs the same reader with its fast
+- decode: ``load_session`` MB/s of JSONL (CPU time: decode + every check +
+  the ``Session`` built; not freeing it) vs the same reader with its fast
   paths (and its garbage-collector pause) turned off: every line through
-  ``json`` and the reference checks, the reader before this change; also
-  ``json.loads`` alone, no checks.
+  ``json`` and the reference checks; also ``json.loads`` alone, no checks,
+  and where the time goes (parts of the fast path left out).
 - first frame: ``probetop replay REC`` in a real terminal (a private tmux
-  server, 120x40) until the dashboard shows its panes, and ``probetop
-  report REC`` until its first byte and until it exits (the report needs
-  every sample: totals), on a 1-hour recording; the baseline runs the same
-  command with the reader's fast paths turned off.
+  server, 120x40) until the dashboard shows its panes (it opens on the
+  recording's head and reads the rest behind the first frame), and
+  ``probetop report REC`` until its first byte and until it exits (the
+  report needs every sample: totals), on a 1-hour recording; the baseline
+  runs the same command with the reader's fast paths turned off and, for
+  replay, the whole file read before the dashboard opens (as before).
 - zstd: the size ratio of the recording written through the ``.zst``
   writer (the bytes are the same with either encoder).
 
@@ -52,14 +55,23 @@ REPO = Path(__file__).resolve().parent.parent
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 ROUNDS = 3
 HOUR_S = 3600.0
-# The same command with the reader's fast paths off (every line through json).
+# The same command with the reader's fast paths off (every line through json)
+# and, for replay, the whole recording read before the dashboard opens (as
+# before it streamed).
 BASELINE = (
     "import sys; from probetop.probes.record import reader; "
-    "import contextlib; reader.decode_batch = lambda raws: None; "
+    "import contextlib; reader.decode_block = lambda raws, data=None: None; "
     "reader._fast_line = lambda raw: None; reader._gc_paused = contextlib.nullcontext; "
+    "from probetop.tui.commands import replay; replay.HEAD_BYTES = 1 << 62; "
     "from probetop.tui.main import entry; sys.argv[0] = 'probetop'; entry()"
 )
-TMUX = f"recperf-bench-{os.getpid()}"
+# Ours, but the whole recording read before the dashboard opens: what the
+# streaming replay saves, apart from the faster reader.
+WHOLE_FIRST = (
+    "import sys; from probetop.tui.commands import replay; replay.HEAD_BYTES = 1 << 62; "
+    "from probetop.tui.main import entry; sys.argv[0] = 'probetop'; entry()"
+)
+TMUX = f"recread-bench-{os.getpid()}"
 
 
 # -- inputs ----------------------------------------------------------------------
@@ -111,9 +123,13 @@ def rounds(cases: dict[str, Callable[[], float]]) -> dict[str, list[float]]:
 
 
 def cpu(fn: Callable[[], object]) -> float:
+    """Process CPU seconds of ``fn()``; what it returns is freed after the
+    clock stops (freeing a session is not reading it)."""
     t0 = time.process_time()
-    fn()
-    return time.process_time() - t0
+    kept = fn()
+    spent = time.process_time() - t0
+    del kept
+    return spent
 
 
 def show(label: str, ours: list[float], base: list[float], unit: str, *, higher: bool) -> None:
@@ -127,14 +143,58 @@ def show(label: str, ours: list[float], base: list[float], unit: str, *, higher:
 
 @contextlib.contextmanager
 def reference_reader() -> Iterator[None]:
-    saved = reader.decode_batch, reader._fast_line, reader._gc_paused
-    reader.decode_batch = lambda raws: None  # type: ignore[assignment]
+    saved = reader.decode_block, reader._fast_line, reader._gc_paused
+    reader.decode_block = lambda raws, data=None: None  # type: ignore[assignment]
     reader._fast_line = lambda raw: None  # type: ignore[assignment]
     reader._gc_paused = contextlib.nullcontext  # type: ignore[assignment]
     try:
         yield
     finally:
-        reader.decode_batch, reader._fast_line, reader._gc_paused = saved
+        reader.decode_block, reader._fast_line, reader._gc_paused = saved
+
+
+@contextlib.contextmanager
+def decode_block_as(fn: Callable[..., object]) -> Iterator[None]:
+    saved = reader.decode_block
+    reader.decode_block = fn  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        reader.decode_block = saved
+
+
+def where_the_time_goes(hour: Path, size: int) -> None:
+    """load_session with parts of decode_block left out, in one run (best of
+    ROUNDS; CPU ms): what reading the blocks costs, what msgspec's typed
+    decode alone costs, and the rest (building the lines, the byte screens,
+    the weights)."""
+    from probetop.probes.record import fastpath
+
+    def read_only(raws: list[bytes], data: bytes | None = None) -> object:
+        return [], 0
+
+    def decode_only(raws: list[bytes], data: bytes | None = None) -> object:
+        decode = fastpath._DECODER.decode
+        try:
+            return [decode(raw) for raw in raws] and ([], 0)
+        except Exception:
+            return None
+
+    def best(fn: Callable[..., object] | None) -> float:
+        runs = []
+        for _ in range(ROUNDS):
+            if fn is None:
+                runs.append(cpu(lambda: load_session(hour)))
+            else:
+                with decode_block_as(fn):
+                    runs.append(cpu(lambda: load_session(hour)))
+        return min(runs) * 1000
+
+    whole, read, decoded = best(None), best(read_only), best(decode_only)
+    print(f"{'':34s} where the time goes (best of {ROUNDS}, CPU ms): "
+          f"read + split into lines {read:.0f}, msgspec typed decode {decoded - read:.0f}, "
+          f"lines built + extras screened + weighed {whole - decoded:.0f}; "
+          f"all {whole:.0f} ms = {size / 1e6 / whole * 1000:.0f} MB/s")  # fmt: skip
 
 
 def tmux(*args: str) -> str:
@@ -258,6 +318,7 @@ def main() -> None:
              [size / 1e6 / s for s in dec["json"]], "MB/s", higher=True)  # fmt: skip
         loads = statistics.median(size / 1e6 / s for s in dec["loads"])
         print(f"{'':34s} (json.loads alone, no checks: {loads:,.1f} MB/s)")
+        where_the_time_goes(hour, size)
 
         # zstd
         zst = tmp / "hour.jsonl.zst"
@@ -278,6 +339,7 @@ def main() -> None:
         # first frames, in real processes
         ours_cmd = [*PROBETOP, "replay", str(hour)]
         base_cmd = [sys.executable, "-c", BASELINE, "replay", str(hour)]
+        whole_cmd = [sys.executable, "-c", WHOLE_FIRST, "replay", str(hour)]
         # The dashboard's own start-up, measured the same way on a 10 s recording.
         short = tmp / "short.jsonl"
         rows = source.read_bytes().splitlines(keepends=True)
@@ -289,13 +351,16 @@ def main() -> None:
                 "ours": lambda: replay_first_frame(ours_cmd, "ours"),
                 "json": lambda: replay_first_frame(base_cmd, "json"),
                 "short": lambda: replay_first_frame([*PROBETOP, "replay", str(short)], "short"),
+                "whole": lambda: replay_first_frame(whole_cmd, "whole"),
             })  # fmt: skip
         print("\nfirst frame on the 1-hour recording (wall seconds, a real process each)")
         show("replay: first frame (tmux 120x40)", frames["ours"], frames["json"], "s",
              higher=False)  # fmt: skip
-        floor = frames["short"]
+        floor, whole = frames["short"], frames["whole"]
         print(f"{'':34s} (the same on a 10 s recording, the dashboard's start-up: "
-              f"{statistics.median(floor):.2f} s [{min(floor):.2f}..{max(floor):.2f}])"
+              f"{statistics.median(floor):.2f} s [{min(floor):.2f}..{max(floor):.2f}]; "
+              f"ours reading the whole hour first, not streaming: "
+              f"{statistics.median(whole):.2f} s [{min(whole):.2f}..{max(whole):.2f}])"
               )  # fmt: skip
         for flag in ([], ["--no-charts"]):
             rep = rounds({

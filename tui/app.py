@@ -47,6 +47,7 @@ from probetop.probes.core.sample import Announce, Record, Sample, Status
 from probetop.probes.record import Recorder, RecordingError
 from probetop.themes import DEFAULT_THEME, check_theme_name, probetop_themes
 from probetop.tui.config import AppConfig
+from probetop.tui.launch import fail
 from probetop.tui.player import ReplayPlayer, parse_speed, speed_label
 from probetop.tui.quietdriver import quiet_driver_class
 from probetop.tui.screens.help import HelpScreen
@@ -72,8 +73,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 if TYPE_CHECKING:  # replay only: the reader loads with the recording (tui/commands/replay.py)
-    from probetop.probes.record import Session
-    from probetop.probes.record.reader import SessionLoader
+    from probetop.probes.record import Session, SessionLoader
+    from rich.console import Console, ConsoleOptions, RenderResult
 
 CSS_FILE = Path(__file__).resolve().parent.parent / "themes" / "probetop.tcss"
 MIN_WIDTH, MIN_HEIGHT = 60, 16
@@ -99,6 +100,19 @@ def fmt_clock(seconds: float) -> str:
     h, rest = divmod(seconds, 3600)
     m, s = divmod(rest, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+class _ErrorLine:
+    """``probetop: error: MESSAGE`` on stderr, as main prints a RecordingError,
+    once the terminal is restored (an ``App.exit`` message). Written as is:
+    rich would crop a line longer than the terminal."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        fail(self.message)
+        return ()
 
 
 class ProbetopApp(App[int]):
@@ -462,8 +476,8 @@ class ProbetopApp(App[int]):
         while not loader.done:
             try:
                 loader.step(READ_STEP_BYTES)
-            except RecordingError:
-                self.exit(return_code=2)
+            except RecordingError as exc:
+                self.exit(return_code=exc.exit_code, message=_ErrorLine(str(exc)))
                 return
             self.player.grow(lines[have:])
             have = len(lines)

@@ -4,6 +4,7 @@
   ``FooterFields``: the type of its hook that adds fields to the footer
 - ``load_session`` / ``Session``: reads one back (torn last line tolerated);
   ``RecordSequence``: its records, each made when read
+- ``SessionLoader``: the same, a step at a time (a replay's first frame)
 - ``stream_session`` / ``SessionStream``: the same checks, one line at a time
   (one pass over a long recording in constant memory)
 - ``decode_line`` / ``DecodedLine``: one line's checks and records, for a
@@ -61,6 +62,7 @@ __all__ = [
     "RecordingError",
     "RecordingFollower",
     "Session",
+    "SessionLoader",
     "SessionStream",
     "body_digest",
     "check_output",
@@ -83,6 +85,7 @@ if TYPE_CHECKING:
     from probetop.probes.record.reader import (
         RecordSequence,
         Session,
+        SessionLoader,
         SessionStream,
         load_session,
         stream_session,
@@ -94,6 +97,7 @@ _LAZY = {
     "decode_line": "follow",
     "RecordSequence": "reader",
     "Session": "reader",
+    "SessionLoader": "reader",
     "SessionStream": "reader",
     "load_session": "reader",
     "stream_session": "reader",

@@ -8,9 +8,10 @@ Contract:
   ``/dev/urandom``), a socket, a directory or a kernel file (``/proc``,
   ``/sys``: reading ``/proc/kmsg`` would take the kernel's messages from
   syslog) is refused before a byte is read.
-- Memory is bounded whatever the input: the file is streamed line by line,
-  a line longer than ``MAX_LINE_BYTES`` is refused as soon as that many bytes
-  have been read, a file larger than ``MAX_FILE_BYTES`` is refused, and the
+- Memory is bounded whatever the input: the file is read in blocks of
+  whole lines (``_chunks``; the line reader ``_rows`` where that cannot be
+  done), a line longer than ``MAX_LINE_BYTES`` is refused as soon as that
+  many bytes have been read, a file larger than ``MAX_FILE_BYTES`` is refused, and the
   parsed lines kept may hold at most ``MAX_NODES`` JSON values in all.
 - Every line is validated: the types of every field the reader, the report
   and the panes use (``t`` a finite number, ``values`` a mapping of strings to
@@ -23,12 +24,16 @@ Contract:
 - ``Session.records()`` rebuilds ``Announce``/``Sample``/``Status`` records with
   ``t_ns`` relative to the session start, so panes built for live data show a
   replay unchanged. It is a ``RecordSequence``: each record is made when read.
-- Two paths, one verdict: batches of sample and status lines go through
-  ``fastpath.decode_batch`` (msgspec, checked in C; ``extra`` kept as a
-  checked ``LazyExtra``), other lines through orjson; whatever those cannot
-  vouch for is read by the reference path here (``json``, ``_check_line``,
-  ``_weight``), which names the bad line. Both accept the same lines with
-  the same content (tests/record/test_record_fast_paths.py).
+- Two paths, one verdict: blocks (then 64-line batches) of sample and
+  status lines go through ``fastpath.decode_block`` (msgspec, checked in C;
+  ``extra`` kept as a checked ``LazyExtra``), other lines through orjson;
+  whatever those cannot vouch for is read by the reference path here
+  (``json``, ``_check_line``, ``_weight``), which names the bad line. Both
+  accept the same lines with the same content
+  (tests/record/test_record_fast_paths.py, test_record_blocks.py).
+- ``SessionLoader`` reads a recording a step at a time with the same checks
+  (a replay shows a long recording's head while it reads the rest);
+  ``load_session`` is one run of it to the end.
 """
 
 from __future__ import annotations

@@ -8,10 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.options import CommandSpec, Option
-from probetop.probes.record.reader import SessionLoader
+from probetop.probes.record import SessionLoader
 from probetop.tui.commands.report import print_report
 from probetop.tui.config import AppConfig
-from probetop.tui.launch import fail
 from probetop.tui.plan import CommonOptions, RunPlan
 
 SPEC = CommandSpec(
@@ -45,29 +44,23 @@ HEAD_BYTES = 1 << 18
 of work. The rest is read while the first frame is on the screen."""
 
 
-def run(plan: RunPlan[ReplaySettings]) -> int:
+def run(plan: RunPlan[ReplaySettings]) -> int | AppConfig:
     """Headless: the report's summary. Otherwise the dashboard, replaying: it
     opens on the recording's head and reads the rest while it shows it; a
-    bad line found then ends the dashboard and is reported exactly as one
-    found before it opened (exit 2, the same message)."""
+    bad line found then ends the dashboard (exit 2) and is reported exactly
+    as one found before it opened (``ProbetopApp._read_rest``)."""
     loader = SessionLoader(plan.settings.file)  # RecordingError: exit 2 with its message
-    with loader:
-        if plan.common.wants_headless:
+    if plan.common.wants_headless:
+        with loader:
             session = loader.finish()
-            for warning in session.warnings:
-                print(f"probetop: warning: {warning}", file=sys.stderr)
-            return print_report(session, charts=False, as_json=plan.common.json)
-        loader.step(HEAD_BYTES)
-        config = AppConfig(
-            session=loader.session,
-            theme=plan.common.theme,
-            command=list(plan.common.argv),
-            title=f"probetop replay {plan.settings.file}",
-            extra={"speed": plan.settings.speed, "loader": loader},
-        )
-        from probetop.tui.main import run_app  # Textual loads only here
-
-        code = run_app(config)
-    if loader.error is not None:
-        return fail(str(loader.error), loader.error.exit_code)
-    return code
+        for warning in session.warnings:
+            print(f"probetop: warning: {warning}", file=sys.stderr)
+        return print_report(session, charts=False, as_json=plan.common.json)
+    loader.step(HEAD_BYTES)  # a bad line there: RecordingError (it closes the file)
+    return AppConfig(
+        session=loader.session,
+        theme=plan.common.theme,
+        command=list(plan.common.argv),
+        title=f"probetop replay {plan.settings.file}",
+        extra={"speed": plan.settings.speed, "loader": loader},
+    )
