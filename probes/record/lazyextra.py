@@ -2,8 +2,8 @@
 
 Contract: ``LazyExtra(raw)`` holds the bytes of a JSON object that the
 reader's checks passed (``fastpath.decode_block``): ``bytes``, or the
-``msgspec.Raw`` the decode gave, which keeps the block it was read from in
-memory until the extra is parsed (at most the recording's size). It is a
+``msgspec.Raw`` the decode gave, which keeps the bytes of its line in
+memory until the extra is parsed (at most the recording's size in all). It is a
 read-only
 ``Mapping`` (the type ``Sample.extra`` has) whose first lookup parses the
 bytes (orjson; ``json`` if orjson ever refused them) and drops them. Equal
