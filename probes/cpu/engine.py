@@ -440,9 +440,10 @@ declare i32 @clock_gettime(i32, ptr)
 declare double @log(double)
 declare double @llvm.floor.f64(double)
 
-define internal i64 @now_ns() nounwind {
+; A clock in ns: 1 CLOCK_MONOTONIC, 3 CLOCK_THREAD_CPUTIME_ID.
+define internal i64 @clock_ns(i32 %clock) nounwind {
   %ts = alloca %timespec, align 8
-  %rc = call i32 @clock_gettime(i32 1, ptr %ts)
+  %rc = call i32 @clock_gettime(i32 %clock, ptr %ts)
   %sp = getelementptr %timespec, ptr %ts, i32 0, i32 0
   %np = getelementptr %timespec, ptr %ts, i32 0, i32 1
   %s = load i64, ptr %sp
@@ -472,7 +473,7 @@ loop:
   br i1 %flagged, label %by_flag, label %check_time
 
 check_time:
-  %t0 = call i64 @now_ns()
+  %t0 = call i64 @clock_ns(i32 1)
   %has_deadline = icmp sgt i64 %deadline, 0
   %late = icmp sge i64 %t0, %deadline
   %over = and i1 %has_deadline, %late
@@ -489,7 +490,7 @@ take_ticket:
 
 work:
   %n = call i64 @prime_event(i64 %max_prime, ptr %stop)
-  %t1 = call i64 @now_ns()
+  %t1 = call i64 @clock_ns(i32 1)
   ; an event cut short by the stop flag is not an event: do not count it
   %cut = icmp slt i64 %n, 0
   br i1 %cut, label %by_flag, label %account
@@ -550,18 +551,6 @@ by_budget:
 declare i32 @pthread_rwlock_rdlock(ptr)
 declare i32 @pthread_rwlock_unlock(ptr)
 
-define internal i64 @thread_cpu_ns() nounwind {
-  %ts = alloca %timespec, align 8
-  %rc = call i32 @clock_gettime(i32 3, ptr %ts)
-  %sp = getelementptr %timespec, ptr %ts, i32 0, i32 0
-  %np = getelementptr %timespec, ptr %ts, i32 0, i32 1
-  %s = load i64, ptr %sp
-  %ns = load i64, ptr %np
-  %s9 = mul i64 %s, 1000000000
-  %t = add i64 %s9, %ns
-  ret i64 %t
-}
-
 ; After the run: when it stopped, the CPU time used, and why (stored last,
 ; release order: a reader that sees the code also sees the rest).
 define i64 @run_gated(ptr %gate, ptr %deadline.p, i64 %max_prime, i64 %max_events,
@@ -574,12 +563,12 @@ entry:
   %locked = call i32 @pthread_rwlock_rdlock(ptr %gate)
   %unlocked = call i32 @pthread_rwlock_unlock(ptr %gate)
   %deadline = load atomic i64, ptr %deadline.p acquire, align 8
-  %cpu0 = call i64 @thread_cpu_ns()
+  %cpu0 = call i64 @clock_ns(i32 3)
   %why = call i64 @run_events(i64 %max_prime, i64 %max_events, i64 %deadline, ptr %stop,
                               ptr %ticket, ptr %stats, ptr %hist,
                               double %deduct, double %mult, i64 %hsize)
-  %end = call i64 @now_ns()
-  %cpu1 = call i64 @thread_cpu_ns()
+  %end = call i64 @clock_ns(i32 1)
+  %cpu1 = call i64 @clock_ns(i32 3)
   %cpu = sub i64 %cpu1, %cpu0
   %p.end = getelementptr i64, ptr %stats, i64 5
   %p.cpu = getelementptr i64, ptr %stats, i64 6

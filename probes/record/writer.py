@@ -316,6 +316,15 @@ class WriteFailed(Exception):
         self.torn = torn
 
 
+class _PartialWrite(Exception):
+    """``LineFile._write_all`` failed after ``done`` bytes."""
+
+    def __init__(self, error: OSError, done: int) -> None:
+        super().__init__(error)
+        self.error = error
+        self.done = done
+
+
 class LineFile:
     """An append-only file of whole lines: ``write_lines`` either writes
     every line or leaves the file ending at the last whole line it wrote.
@@ -330,28 +339,40 @@ class LineFile:
 
     def write_lines(self, data: bytes) -> None:
         """Write ``data`` (whole lines, each ending in a newline)."""
-        view = memoryview(data)
+        try:
+            self._write_all(data)
+        except _PartialWrite as partial:
+            whole = data.rfind(b"\n", 0, partial.done) + 1  # bytes of whole lines written
+            self.lines += data.count(b"\n", 0, whole)
+            self.offset += whole
+            raise self._cut_back(partial, whole != partial.done) from partial.error
+        self.offset += len(data)
+        self.lines += data.count(b"\n")
+
+    def _write_all(self, blob: bytes) -> None:
+        """Write all of ``blob``; on an error, ``_PartialWrite`` says how much went."""
+        view = memoryview(blob)
         done = 0
         try:
-            while done < len(data):
+            while done < len(blob):
                 n = os.write(self.fd, view[done:])
                 if n <= 0:  # a regular file never does this; do not spin
                     raise OSError(5, "write returned 0")
                 done += n
         except OSError as exc:
-            whole = data.rfind(b"\n", 0, done) + 1  # bytes of whole lines written
-            self.lines += data.count(b"\n", 0, whole)
-            self.offset += whole
-            torn = False
-            if whole != done:
-                try:
-                    os.ftruncate(self.fd, self.offset)
-                    os.lseek(self.fd, self.offset, os.SEEK_SET)
-                except OSError:
-                    torn = True
-            raise WriteFailed(exc, torn) from exc
-        self.offset += done
-        self.lines += data.count(b"\n")
+            raise _PartialWrite(exc, done) from exc
+
+    def _cut_back(self, partial: _PartialWrite, needed: bool) -> WriteFailed:
+        """After a failed write, truncate the file back to ``offset`` if
+        ``needed`` (a torn part was written); the error to raise."""
+        torn = False
+        if needed:
+            try:
+                os.ftruncate(self.fd, self.offset)
+                os.lseek(self.fd, self.offset, os.SEEK_SET)
+            except OSError:
+                torn = True
+        return WriteFailed(partial.error, torn)
 
     def sync_and_close(self) -> None:
         try:
@@ -429,24 +450,11 @@ class ZstdLineFile(LineFile):
 
     def _write_whole(self, blob: bytes) -> None:
         """Write ``blob`` or truncate back to ``offset`` (see the class docstring)."""
-        view = memoryview(blob)
-        done = 0
         try:
-            while done < len(blob):
-                n = os.write(self.fd, view[done:])
-                if n <= 0:  # a regular file never does this; do not spin
-                    raise OSError(5, "write returned 0")
-                done += n
-        except OSError as exc:
+            self._write_all(blob)
+        except _PartialWrite as partial:
             self._obj = None  # its state holds what was not written: never reuse it
-            torn = False
-            if done:
-                try:
-                    os.ftruncate(self.fd, self.offset)
-                    os.lseek(self.fd, self.offset, os.SEEK_SET)
-                except OSError:
-                    torn = True
-            raise WriteFailed(exc, torn) from exc
+            raise self._cut_back(partial, partial.done > 0) from partial.error
         self.offset += len(blob)
 
     def sync_and_close(self) -> None:

@@ -6,14 +6,7 @@ recording, the dashboard (checked at quit, printed after it closes)."""
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
-import os
-import pty
-import struct
-import subprocess
-import sys
-import termios
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +18,7 @@ from analysis_helpers import probetop
 from probetop.probes.record import load_session, schema_path
 from probetop.probes.system import passive_probes
 from probetop.tui.runner import run_headless
+from pty_session import PtySession
 
 DATA = Path(__file__).resolve().parents[1]
 CPU = ["cpu", "--time", "1", "--headless"]
@@ -148,39 +142,9 @@ def test_a_malformed_assertions_field_is_refused(tmp_path: Path) -> None:
         load_session(bad)
 
 
-def _run_in_pty(args: list[str]) -> tuple[subprocess.Popen[bytes], int, bytearray]:
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "probetop.tui.main", *args],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env=env,
-        start_new_session=True,
-        close_fds=True,
-    )
-    os.close(slave)
-    output = bytearray()
-
-    def drain() -> None:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            output.extend(chunk)
-
-    threading.Thread(target=drain, daemon=True).start()
-    return proc, master, output
-
-
 def test_dashboard_checks_at_quit_and_prints_after_it_closes(tmp_path: Path) -> None:
     rec = tmp_path / "dash.jsonl"
-    proc, master, output = _run_in_pty(
+    app = PtySession.start(
         ["cpu", "--time", "1", "--record", str(rec), "--assert", "cpu.events_per_second>1M"]
     )
     try:
@@ -190,17 +154,13 @@ def test_dashboard_checks_at_quit_and_prints_after_it_closes(tmp_path: Path) -> 
             rec.exists() and '"level":"stopped"' in rec.read_text()
         ):
             time.sleep(0.2)
-        assert proc.poll() is None, bytes(output)[-500:]
-        os.write(master, b"q")
-        rc = proc.wait(timeout=20)
+        assert app.proc.poll() is None, bytes(app.output)[-500:]
+        app.type(b"q")
+        rc = app.proc.wait(timeout=20)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        time.sleep(0.2)
-        os.close(master)
+        app.close()
     assert rc == 99
-    text = bytes(output).decode("utf-8", "replace")
+    text = app.text
     tail = text[text.rfind("assertions:") :]
     assert "assertions: 0 passed, 1 failed" in tail
     assert "FAIL cpu.events_per_second>1M (cpu): measured" in tail

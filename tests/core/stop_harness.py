@@ -10,20 +10,17 @@ recording (read back with ``load_session``).
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
 import signal
-import struct
 import subprocess
 import sys
-import termios
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from probetop.probes.record.reader import Session, load_session
+from pty_session import PtySession
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 STOP_WITHIN_S = 2.0  # the guarantee
@@ -85,14 +82,7 @@ def stop_headless(
     for reader in readers:
         reader.start()
     try:
-        _wait_for_samples(record, probe, samples, proc)
-        sent = time.monotonic()
-        proc.send_signal(sig)
-        try:
-            rc = proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"no exit within 30 s of {signal.Signals(sig).name}") from None
-        stop_s = time.monotonic() - sent
+        rc, stop_s = _signal_and_time(proc, record, probe, samples, sig)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -108,55 +98,32 @@ def stop_headless(
     )
 
 
+def _signal_and_time(
+    proc: subprocess.Popen[bytes], record: Path, probe: str, samples: int, sig: int
+) -> tuple[int, float]:
+    """Once ``record`` holds ``samples`` of ``probe``, send ``sig``; (exit
+    code, seconds from the signal to the exit)."""
+    _wait_for_samples(record, probe, samples, proc)
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    try:
+        rc = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"no exit within 30 s of {signal.Signals(sig).name}") from None
+    return rc, time.monotonic() - sent
+
+
 def stop_dashboard(
     args: list[str], record: Path, sig: int, *, probe: str, samples: int = 1
 ) -> Stopped:
     """The same through the dashboard, in a pty that is the child's
     controlling terminal (as sshd does)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
-    proc = subprocess.Popen(
-        [*PROBETOP, "--record", str(record), *args],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env=env,
-        start_new_session=True,
-        close_fds=True,
-        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
-    )
-    os.close(slave)
-    screen = bytearray()
-
-    def drain() -> None:  # a full pty would block the app's writes
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            screen.extend(chunk)
-
-    threading.Thread(target=drain, daemon=True).start()
+    app = PtySession.start(["--record", str(record), *args], controlling=True)
     try:
-        _wait_for_samples(record, probe, samples, proc)
-        sent = time.monotonic()
-        proc.send_signal(sig)
-        try:
-            rc = proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"no exit within 30 s of {signal.Signals(sig).name}") from None
-        stop_s = time.monotonic() - sent
+        rc, stop_s = _signal_and_time(app.proc, record, probe, samples, sig)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        time.sleep(0.1)
-        os.close(master)
-    text = bytes(screen).decode(errors="replace")
-    return Stopped(rc, stop_s, text, "", load_session(record))
+        app.close()
+    return Stopped(rc, stop_s, app.text, "", load_session(record))
 
 
 def log_stop(name: str, stopped: Stopped) -> None:

@@ -11,15 +11,11 @@ stop), the warm-ups on sparse files (reading holes costs no disk space).
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import os
-import pty
 import shutil
 import signal
-import struct
 import subprocess
-import termios
 import threading
 import time
 import uuid
@@ -32,6 +28,7 @@ from disk_fixtures import PROBETOP
 from probetop.probes.disk import IopsProbe, IopsSettings, WarmupProbe, WarmupSettings
 from probetop.probes.disk.checkpoint import Checkpoint, CheckpointError
 from probetop.probes.record import load_session
+from pty_session import PtySession
 
 STOP_WITHIN_S = 2.0
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
@@ -318,58 +315,24 @@ async def test_cancelling_a_warmup_saves_a_valid_checkpoint(fast_dir: Path) -> N
 # ----------------------------------------------------------------- the dashboard
 
 
-def _dashboard(args: list[str]) -> tuple[subprocess.Popen[bytes], int, bytearray]:
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
-    proc = subprocess.Popen(
-        [*PROBETOP, *args],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env=env,
-        start_new_session=True,
-        close_fds=True,
-    )
-    os.close(slave)
-    output = bytearray()
-
-    def drain() -> None:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            output.extend(chunk)
-
-    threading.Thread(target=drain, daemon=True).start()
-    return proc, master, output
-
-
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
 def test_the_dashboard_stops_a_layout_on_a_signal(disk_dir: Path, sig: int) -> None:
     target, rec = disk_dir / "big.img", disk_dir / "rec.jsonl"
-    proc, master, output = _dashboard(
+    app = PtySession.start(
         ["iops", str(target), "--size", big_size(disk_dir), "--rw", "write", "--record", str(rec)]
     )
     try:
-        wait_until(lambda: file_bigger_than(target, 64 << 20)() or proc.poll() is not None)
-        assert proc.poll() is None, bytes(output)[-800:]
+        wait_until(lambda: file_bigger_than(target, 64 << 20)() or app.proc.poll() is not None)
+        assert app.proc.poll() is None, bytes(app.output)[-800:]
         t0 = time.monotonic()
-        proc.send_signal(sig)
-        proc.wait(timeout=30)
+        app.proc.send_signal(sig)
+        app.proc.wait(timeout=30)
         latency = time.monotonic() - t0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        time.sleep(0.1)
-        os.close(master)
+        app.close()
     assert latency <= STOP_WITHIN_S, latency
     assert not target.exists()
-    assert b"Traceback" not in output
+    assert b"Traceback" not in app.output
     assert_recording(rec, f"interrupted ({signal.Signals(sig).name})")
 
 
@@ -377,23 +340,19 @@ def test_the_dashboard_stops_a_warmup_and_keeps_its_checkpoint(fast_dir: Path) -
     target, rec, ckpt = fast_dir / "vol.img", fast_dir / "rec.jsonl", fast_dir / "c.json"
     with open(target, "wb") as f:
         f.truncate(1 << 40)
-    proc, master, output = _dashboard(
+    app = PtySession.start(
         ["warmup", str(target), "--jobs", "16", "--iodepth", "256", "--bs", "4k",
          "--checkpoint", str(ckpt), "--record", str(rec)]
     )  # fmt: skip
     try:
-        wait_until(lambda: checkpoint_has_progress(ckpt)() or proc.poll() is not None)
-        assert proc.poll() is None, bytes(output)[-800:]
+        wait_until(lambda: checkpoint_has_progress(ckpt)() or app.proc.poll() is not None)
+        assert app.proc.poll() is None, bytes(app.output)[-800:]
         t0 = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        app.proc.send_signal(signal.SIGTERM)
+        app.proc.wait(timeout=30)
         latency = time.monotonic() - t0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        time.sleep(0.1)
-        os.close(master)
+        app.close()
     assert latency <= STOP_WITHIN_S, latency
     assert Checkpoint.load(ckpt).done_bytes > 0
     assert_recording(rec, "interrupted (SIGTERM)")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 
+import disk_fixtures
+import pytest
 from disk_fixtures import loop_device
 from probetop.probes.disk import IopsProbe, IopsSettings, WarmupProbe, WarmupSettings
 from probetop.probes.disk.workers import warm_up_kernels
@@ -20,6 +22,8 @@ from probetop.tui.panes.disk import (
 )
 from probetop.tui.screens.confirm import ConfirmDestroyApp
 from probetop.tui.widgets.registry import pane_class
+
+fast_dir = disk_fixtures.fast_dir
 
 
 def test_registry_and_drawing_helpers() -> None:
@@ -64,6 +68,24 @@ async def test_iops_pane_shows_the_kernel_view_beside_the_probe() -> None:
             assert f"kernel {name}" in compare and "read IOPS" in compare
             assert "read p99" in pane.latency.text and "█" in pane.latency.text
             assert pane.directions == ["read"]
+
+
+async def test_iops_pane_on_a_file_without_a_block_device_says_so_whole(fast_dir) -> None:
+    """tmpfs has no block device: the kernel column's heading says so in full
+    (it was cut to 'kernel no block devic')."""
+    if not str(fast_dir).startswith("/dev/shm/"):
+        pytest.skip("needs a tmpfs (/dev/shm)")
+    await asyncio.to_thread(warm_up_kernels)
+    probes = [IopsProbe(IopsSettings(str(fast_dir / "f.img"), size=8 << 20, time_s=2,
+                                     interval_s=0.25))]  # fmt: skip
+    app = make_app(AppConfig(probes=probes, interval_s=0.25, focus="iops"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = await _wait_for(app, IopsPane, lambda p: p.samples_seen > 0)
+        await pilot.pause()
+        pane.render_frame()
+        heading = pane.compare.text.splitlines()[0]
+        assert heading.rstrip().endswith("kernel: none (tmpfs?)"), heading
+        assert "queue psync" in pane.compare.text
 
 
 async def test_warmup_pane_shows_progress_map_and_plateau(tmp_path) -> None:

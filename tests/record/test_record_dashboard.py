@@ -5,8 +5,6 @@ real pty."""
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from pathlib import Path
 
@@ -14,7 +12,8 @@ from probetop.probes.record.writer import RECORDING_INCOMPLETE_EXIT
 from probetop.probes.system import passive_probes
 from probetop.tui.app import make_app
 from probetop.tui.config import AppConfig
-from record_helpers import fill, run_in_pty, tmpfs
+from pty_session import PtySession
+from record_helpers import fill, tmpfs
 
 
 async def test_status_bar_and_one_notification(tmp_path: Path) -> None:
@@ -45,23 +44,19 @@ def test_dashboard_exits_74_and_says_why(tmp_path: Path) -> None:
     with tmpfs(tmp_path / "small", "1m") as small:
         fill(small, 72 * 1024)
         path = small / "rec.jsonl"
-        proc, master, output = run_in_pty(["--record", str(path), "--interval", "0.05"])
+        app = PtySession.start(["--record", str(path), "--interval", "0.05"])
         try:
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and b"RECORDING FAILED" not in output:
+            while time.monotonic() < deadline and b"RECORDING FAILED" not in app.output:
                 time.sleep(0.1)
-            assert b"RECORDING FAILED" in output, bytes(output)[-800:]
-            assert proc.poll() is None  # the dashboard goes on
-            os.write(master, b"q")
-            rc = proc.wait(timeout=20)
+            assert b"RECORDING FAILED" in app.output, bytes(app.output)[-800:]
+            assert app.proc.poll() is None  # the dashboard goes on
+            app.type(b"q")
+            rc = app.proc.wait(timeout=20)
         finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGKILL)
-                proc.wait()
-            time.sleep(0.2)
-            os.close(master)
+            app.close()
         assert rc == RECORDING_INCOMPLETE_EXIT
-        tail = bytes(output).split(b"\x1b[?1049l")[-1].decode(errors="replace")
+        tail = bytes(app.output).split(b"\x1b[?1049l")[-1].decode(errors="replace")
         assert "probetop: error: the recording is incomplete" in tail, tail
         assert "No space left on device" in tail and "Traceback" not in tail
         assert path.read_bytes().endswith(b"\n")

@@ -126,8 +126,9 @@ class IopsPane(ProbePane):
                 self.kernel = counters
 
     def compare_lines(self) -> list[str]:
-        dev = self.device or "no block device (tmpfs/NFS?)"
-        lines = [f"{'this interval':<16} {'probe':>10} {'kernel ' + dev[:14]:>22}"]
+        # 22 columns: a device name is cut to fit; without one, say why whole.
+        kernel_head = f"kernel {self.device[:15]}" if self.device else "kernel: none (tmpfs?)"
+        lines = [f"{'this interval':<16} {'probe':>10} {kernel_head:>22}"]
         for d in self.directions:
             ours = self.interval.direction(d) if self.interval else None
             k_iops, k_bps, k_lat_ms = kernel_rates(self.kernel, d)
