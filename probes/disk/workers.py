@@ -3,12 +3,9 @@
 Contract:
 - ``Engine(plan)`` runs ``plan.jobs`` worker threads. Each thread calls a
   numba ``nogil`` loop that issues pread/pwrite through libc (``iodepth`` 1,
-  like fio's psync engine), kernel AIO through raw ``syscall``
+  like fio's psync engine) or kernel AIO through raw ``syscall``
   (io_setup/io_submit/io_getevents, like fio's libaio engine, no libaio.so
-  needed) or io_uring (probes/disk/uring.py). No Python code runs per I/O,
-  so jobs scale past the GIL. A loop's parameters travel as the ``J_*``
-  words (``job_words``); it writes only its ``K_*`` control words, counters
-  and histogram.
+  needed). No Python code runs per I/O, so jobs scale past the GIL.
 - Every completed I/O updates, inside the native loop, per-job cumulative
   counters (ios, bytes, errors, min/max/sum/sum of squares of completion
   latency in ns) and a fio-style log-linear latency histogram. Callers read
@@ -78,12 +75,6 @@ F_LAT_SUM, F_LAT_SUMSQ = range(2)
 # Per job control words (int64): written by Python (stop) or the loop (the rest).
 K_STOP, K_PROGRESS, K_ERRNO, K_ERR_OFFSET, K_ERR_DIR, K_FIRST_BAD = range(6)
 N_CONTROL = 6
-# A loop's parameters (int64 words, read-only to the loop; ``job_words``).
-(
-    J_FD, J_BUF, J_BS, J_DEPTH, J_LO, J_HI, J_SEQ, J_WRAP, J_READPCT,
-    J_STAMP, J_VERIFY, J_STOP_ON_ERROR, J_GAP_NS, J_SEED,
-) = range(14)  # fmt: skip
-N_JOB_WORDS = 14
 
 # An I/O failing with one of these means the target is full, read-only or gone.
 FATAL_ERRNOS = {
@@ -506,7 +497,8 @@ class Engine:
                     )
             m = self._maps[job]
             buf_addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
-            buf64 = np.frombuffer(m, dtype=np.uint64, count=len(m) // 8)
+            words = len(m) // 8
+            buf64 = np.frombuffer(m, dtype=np.uint64, count=words)
             seed = (plan.seed + job * 0x632BE59BD9B4E019) & 0x7FFFFFFFFFFFFFFF
             while self.ctl[job, K_STOP] == 0:
                 if plan.wrap:
@@ -518,17 +510,41 @@ class Engine:
                         extent = self._queue.pop()
                         self._current[job] = extent
                         self.ctl[job, K_PROGRESS] = extent[0]
-                params = job_words(plan, self._fds[job], buf_addr, extent, seed)
-                counters = (self.ctl[job], self.cnt[job], self.flt[job], self.hist[job])
+                args = (
+                    self._fds[job],
+                    buf_addr,
+                    buf64,
+                    plan.bs,
+                    extent[0],
+                    extent[1],
+                    plan.seq,
+                    plan.wrap,
+                    plan.readpct,
+                    plan.stamp,
+                    plan.verify,
+                    plan.stop_on_error,
+                    1_000_000_000 // plan.rate_iops if plan.rate_iops > 0 else 0,
+                    seed,
+                    self.ctl[job],
+                    self.cnt[job],
+                    self.flt[job],
+                    self.hist[job],
+                )
                 if ring is not None:
                     kernels["uring"](
-                        params, ring.layout, ring.sq32, ring.sqe64, ring.cq32, ring.cq64,
-                        buf64, *counters,
-                    )  # fmt: skip
+                        *args[:4],
+                        plan.iodepth,
+                        ring.layout,
+                        ring.sq32,
+                        ring.sqe64,
+                        ring.cq32,
+                        ring.cq64,
+                        *args[4:],
+                    )
                 elif plan.engine == "libaio":
-                    kernels["aio"](params, ctx_id, buf64, *counters)
+                    kernels["aio"](*args[:4], plan.iodepth, ctx_id, *args[4:])
                 else:
-                    kernels["sync"](params, buf64, *counters)
+                    kernels["sync"](*args)
                 self._loop_end[job] = time.monotonic_ns()
                 if plan.wrap:
                     break
@@ -673,27 +689,6 @@ class Engine:
     def first_bad_offset(self) -> int | None:
         bad = [int(x) for x in self.ctl[:, K_FIRST_BAD] if x >= 0]
         return min(bad) if bad else None
-
-
-def job_words(
-    plan: EnginePlan, fd: int, buf_addr: int, extent: tuple[int, int], seed: int
-) -> np.ndarray:
-    """The parameters of one loop call (the ``J_*`` words) for ``extent``."""
-    words = np.zeros(N_JOB_WORDS, dtype=np.int64)
-    words[J_FD] = fd
-    words[J_BUF] = buf_addr
-    words[J_BS] = plan.bs
-    words[J_DEPTH] = plan.iodepth
-    words[J_LO], words[J_HI] = extent
-    words[J_SEQ] = plan.seq
-    words[J_WRAP] = plan.wrap
-    words[J_READPCT] = plan.readpct
-    words[J_STAMP] = plan.stamp
-    words[J_VERIFY] = plan.verify
-    words[J_STOP_ON_ERROR] = plan.stop_on_error
-    words[J_GAP_NS] = 1_000_000_000 // plan.rate_iops if plan.rate_iops > 0 else 0
-    words[J_SEED] = seed
-    return words
 
 
 def run_blocking(plan: EnginePlan, seconds: float) -> tuple[Snapshot, float]:
