@@ -8,11 +8,19 @@ probetop, alternated run by run with ours):
 - time to the first frame of ``probetop`` (the passive panes) and of
   ``probetop demo``: the command is started in a detached tmux pane (a
   private tmux server) and the pane is polled with ``capture-pane`` every
-  10 ms until every pane's title is on screen (system.cpu, system.disk and
-  system.net; for the demo its eight panes). "warm": right after another
+  10 ms until the whole first frame is on screen: the status line, every
+  pane's title (system.cpu, system.disk and system.net; for the demo its
+  eight panes) and the footer's key bindings. "warm": right after another
   run (page cache and numba's JIT cache warm); "cold": after
   ``sync; echo 3 > /proc/sys/vm/drop_caches`` (root only; the JIT cache on
   disk stays, as the issue asks: "with a warm JIT cache");
+- bytecode: Python's compiled modules (``.pyc``) are what an installed
+  probetop has (pip compiles them at install; an editable install writes
+  them on its first run). A shell with ``PYTHONDONTWRITEBYTECODE=1`` (this
+  VM's) never writes them, and every start would compile our sources again
+  (~0.1 s). So each build runs with its own ``PYTHONPYCACHEPREFIX`` (a
+  private directory, nothing written in the builds' trees) and the variable
+  unset; ``--no-bytecode`` measures the other case instead;
 - which heavy modules the passive dashboard imports (numba, scapy, pycurl,
   numpy, plotext, prometheus_client: none should be), and the largest
   imports on its path (``python -X importtime``, best of 3).
@@ -20,7 +28,8 @@ probetop, alternated run by run with ours):
 Targets (issue 15): first frame of ``probetop`` < 0.5 s, of ``probetop
 demo`` < 2 s (warm JIT cache).
 
-usage: benchmarks/startup.py [--repeat 3] [--no-cold] [--no-demo] [--reference PATH]
+usage: benchmarks/startup.py [--repeat 3] [--no-cold] [--no-demo] [--no-bytecode]
+                             [--reference PATH]
 """
 
 from __future__ import annotations
@@ -38,8 +47,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PROBETOP = str(REPO / ".venv" / "bin" / "probetop")
 SOCKET = f"probetop-startup-{os.getpid()}"
-PASSIVE_TITLES = ("system.cpu", "system.disk", "system.net")
+# The complete first frame: status line, panes, and the footer's first and
+# last key bindings (the footer is drawn in one piece).
+CHROME = ("probetop  |  live", " q Quit", "i Idle devs")
+PASSIVE_TITLES = (*CHROME, "system.cpu", "system.disk", "system.net")
 DEMO_TITLES = (*PASSIVE_TITLES, "─ cpu", "─ iops", "─ warmup", "─ icmp", "─ http")
+PYC_DIR = Path(f"/tmp/probetop-startup-pyc-{os.getuid()}")
 HEAVY = ("numba", "scapy", "pycurl", "numpy", "plotext", "prometheus_client")
 TIMEOUT_S = 30.0
 TARGET_S = {"probetop": 0.5, "demo": 2.0}
@@ -59,6 +72,13 @@ def drop_caches() -> bool:
         return True
     except OSError:
         return False
+
+
+def bytecode_env(build: str, bytecode: bool) -> list[str]:
+    """``env`` arguments: a private bytecode cache per build, or none at all."""
+    if not bytecode:
+        return ["env", "PYTHONDONTWRITEBYTECODE=1"]
+    return ["env", "-u", "PYTHONDONTWRITEBYTECODE", f"PYTHONPYCACHEPREFIX={PYC_DIR / build}"]
 
 
 def first_frame(command: list[str], titles: tuple[str, ...]) -> float | None:
@@ -82,9 +102,9 @@ def first_frame(command: list[str], titles: tuple[str, ...]) -> float | None:
         tmux("kill-server")
 
 
-def version_s(exe: str) -> float:
+def version_s(env: list[str], exe: str) -> float:
     t0 = time.monotonic()
-    subprocess.run([exe, "--version"], capture_output=True, check=True)
+    subprocess.run([*env, exe, "--version"], capture_output=True, check=True)
     return time.monotonic() - t0
 
 
@@ -138,6 +158,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-cold", action="store_true")
     parser.add_argument("--no-demo", action="store_true")
+    parser.add_argument(
+        "--no-bytecode", action="store_true", help="no .pyc cache (PYTHONDONTWRITEBYTECODE=1)"
+    )
     parser.add_argument("--probetop", default=PROBETOP)
     parser.add_argument("--reference", help="another build's probetop, alternated with ours")
     args = parser.parse_args()
@@ -149,18 +172,20 @@ def main() -> int:
     results: dict[tuple[str, str, str], list[float]] = {}
     for _ in range(args.repeat):
         for build, exe in builds:
-            results.setdefault((build, "--version", "warm"), []).append(version_s(exe))
+            env = bytecode_env(build, not args.no_bytecode)
+            results.setdefault((build, "--version", "warm"), []).append(version_s(env, exe))
             for name, extra, titles in runs:
                 for state in ("cold", "warm") if cold_ok else ("warm",):
                     if state == "cold":
                         drop_caches()
                     else:
-                        first_frame([exe, *extra], titles)  # warms what the cold run read
-                    took = first_frame([exe, *extra], titles)
+                        first_frame([*env, exe, *extra], titles)  # warms what the cold run read
+                    took = first_frame([*env, exe, *extra], titles)
                     if took is not None:
                         results.setdefault((build, name, state), []).append(took)
     failed = False
-    print("time to first frame, 120x40 terminal (tmux), median (range):")
+    cache = "no bytecode cache" if args.no_bytecode else "bytecode cached (.pyc)"
+    print(f"time to first frame, 120x40 terminal (tmux), {cache}, median (range):")
     for (build, name, state), values in sorted(results.items()):
         target = TARGET_S.get(name)
         verdict = ""
