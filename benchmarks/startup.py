@@ -21,6 +21,11 @@ probetop, alternated run by run with ours):
   (~0.1 s). So each build runs with its own ``PYTHONPYCACHEPREFIX`` (a
   private directory, nothing written in the builds' trees) and the variable
   unset; ``--no-bytecode`` measures the other case instead;
+- ``--phases``: where the passive dashboard's start-up goes, phase by phase
+  (median of --repeat runs in the same tmux pane, bytecode cached): the
+  dashboard is run under a small wrapper that notes the time at each phase
+  boundary (no profiler, so no profiler's overhead) and stops at the first
+  frame written to the terminal that holds the panes and the footer;
 - which heavy modules the passive dashboard imports (numba, scapy, pycurl,
   numpy, plotext, prometheus_client: none should be), and the largest
   imports on its path (``python -X importtime``, best of 3).
@@ -29,18 +34,20 @@ Targets (issue 15): first frame of ``probetop`` < 0.5 s, of ``probetop
 demo`` < 2 s (warm JIT cache).
 
 usage: benchmarks/startup.py [--repeat 3] [--no-cold] [--no-demo] [--no-bytecode]
-                             [--reference PATH]
+                             [--reference PATH] [--phases]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -100,6 +107,82 @@ def first_frame(command: list[str], titles: tuple[str, ...]) -> float | None:
         while time.monotonic() < deadline and tmux("list-sessions"):
             time.sleep(0.05)
         tmux("kill-server")
+
+
+# Run as `python -c PHASES_WRAPPER OUT`: the passive dashboard, with the time
+# noted at each phase boundary (seconds since the process started); it exits
+# at the first complete frame (the wrapper's own cost: a few wrapped calls).
+PHASES_WRAPPER = r"""
+import os, sys, time, json, re
+def since_start():
+    ticks = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])
+    return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+base = time.perf_counter() - since_start()
+out_path = sys.argv[1]
+marks = {"python started, site imported": time.perf_counter() - base}
+def mark(name): marks.setdefault(name, time.perf_counter() - base)
+import probetop.tui.main as main
+mark("CLI layer imported (tui.main: parser, plan, probes, recorder, asyncio)")
+def wrap(obj, name, before=None, after=None):
+    fn = getattr(obj, name)
+    def wrapped(*a, **k):
+        if before: mark(before)
+        out = fn(*a, **k)
+        if after: mark(after)
+        return out
+    setattr(obj, name, wrapped)
+wrap(main, "_split_for_detach", after="command line parsed, process split (d: detach)")
+run_app = main.run_app
+def patched_run_app(*a, **k):
+    import probetop.tui.app as app_module
+    mark("Textual and the app imported")
+    from probetop.tui.session import LiveSession
+    start = LiveSession.start
+    async def timed_start(self, *sa, **sk):
+        mark("app built, Textual started: CSS, compose, mount")
+        out = await start(self, *sa, **sk)
+        mark("session started: hub, probes, history recorder")
+        return out
+    LiveSession.start = timed_start
+    from textual.drivers.linux_driver import LinuxDriver
+    write, seen = LinuxDriver.write, []
+    def timed_write(self, data):
+        write(self, data)
+        seen.append(data)
+        text = re.sub(r"\[[0-9;?<>=]*[a-zA-Z]", "", "".join(seen))
+        if all(t in text for t in ("system.cpu", "system.disk", "system.net", "Quit")):
+            mark("first frame written: panes mounted, laid out, drawn")
+            json.dump(marks, open(out_path, "w"))
+            os._exit(0)
+    LinuxDriver.write = timed_write
+    return run_app(*a, **k)
+main.run_app = patched_run_app
+sys.argv = ["probetop"]
+main.entry()
+"""
+
+
+def phases(exe: str, repeat: int) -> list[tuple[str, float]]:
+    """(phase, median seconds since the process started) of the passive
+    dashboard's start-up; see PHASES_WRAPPER."""
+    python = str(Path(exe).parent / "python")
+    runs: list[dict[str, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "phases.json"
+        for _ in range(repeat + 1):  # the first one warms the caches
+            out.unlink(missing_ok=True)
+            command = [*bytecode_env("phases", True), python, "-c", PHASES_WRAPPER, str(out)]
+            tmux("new-session", "-d", "-s", "p", "-x", "120", "-y", "40", shlex.join(command))
+            deadline = time.monotonic() + TIMEOUT_S
+            while not out.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.1)  # the file written whole
+            tmux("kill-server")
+            if out.exists():
+                runs.append(json.loads(out.read_text()))
+    runs = runs[1:]
+    names = list(runs[0]) if runs else []
+    return [(n, statistics.median(r[n] for r in runs if n in r)) for n in names]
 
 
 def version_s(env: list[str], exe: str) -> float:
@@ -163,7 +246,18 @@ def main() -> int:
     )
     parser.add_argument("--probetop", default=PROBETOP)
     parser.add_argument("--reference", help="another build's probetop, alternated with ours")
+    parser.add_argument("--phases", action="store_true", help="only: where the start-up goes")
     args = parser.parse_args()
+    if args.phases:
+        for build, exe in [("ours", args.probetop)] + (
+            [("ref", args.reference)] if args.reference else []
+        ):
+            print(f"{build}: passive dashboard start-up, median of {args.repeat} (s since start):")
+            last = 0.0
+            for name, at in phases(exe, args.repeat):
+                print(f"  {at:6.3f}  (+{(at - last) * 1000:4.0f} ms)  {name}")
+                last = at
+        return 0
     builds = [("ours", args.probetop)] + ([("ref", args.reference)] if args.reference else [])
     runs = [("probetop", [], PASSIVE_TITLES)]
     if not args.no_demo:
