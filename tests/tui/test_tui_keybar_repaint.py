@@ -59,6 +59,12 @@ async def test_keybar_follows_bindings_and_a_click_presses_the_key() -> None:
         # Replay: no add-probe / record (check_action hides them), play keys shown.
         assert "Play/pause" in bar.text and "Add probe" not in bar.text
         x = bar.text.index("? Help")
+        await pilot.hover(KeyBar, offset=(x + 1, 0))
+        await pilot.pause()
+        assert bar.hover == 1  # the entry under the mouse: highlighted
+        hovered = bar.render_line(0)
+        bar._set_hover(-1)
+        assert hovered.text == bar.render_line(0).text and hovered != bar.render_line(0)
         await pilot.click(KeyBar, offset=(x + 1, 0))
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
@@ -82,6 +88,37 @@ async def test_sparkrow_drawn_for_one_width_is_never_drawn_at_another() -> None:
         narrow = row.render_line(0)
         assert sum(cell_len(s.text) for s in narrow) == narrow.cell_length == 70
         assert narrow.text == row._draw(70)[1] + row._draw(70)[2]
+
+
+async def _footer_row(footer: type, size: tuple[int, int], theme: str) -> list[tuple[str, str]]:
+    """The bottom screen row, cell by cell (character, style), of a replay
+    whose footer is ``footer``."""
+    app = replay_app()
+    if footer is not KeyBar:
+        compose = type(app).compose
+
+        def with_footer(self):  # type: ignore[no-untyped-def]
+            for widget in compose(self):
+                yield footer() if isinstance(widget, KeyBar) else widget
+
+        app.compose = with_footer.__get__(app)  # type: ignore[method-assign]
+    async with app.run_test(size=size) as pilot:
+        app.theme = theme
+        await pilot.pause()
+        app.set_focus(None)
+        await pilot.pause(0.2)
+        row = app.screen._compositor.render_strips()[-1]
+        return [(ch, str(seg.style)) for seg in row for ch in seg.text]
+
+
+@pytest.mark.parametrize(
+    ("size", "theme"), [((120, 40), "probetop-dark"), ((100, 30), "probetop-light")]
+)
+async def test_keybar_draws_what_textuals_footer_drew(size: tuple[int, int], theme: str) -> None:
+    """Same characters in the same styles where Textual's footer fitted."""
+    from textual.widgets import Footer
+
+    assert await _footer_row(KeyBar, size, theme) == await _footer_row(Footer, size, theme)
 
 
 @contextmanager
