@@ -8,11 +8,24 @@ probetop, alternated run by run with ours):
 - time to the first frame of ``probetop`` (the passive panes) and of
   ``probetop demo``: the command is started in a detached tmux pane (a
   private tmux server) and the pane is polled with ``capture-pane`` every
-  10 ms until every pane's title is on screen (system.cpu, system.disk and
-  system.net; for the demo its eight panes). "warm": right after another
+  10 ms until the whole first frame is on screen: the status line, every
+  pane's title (system.cpu, system.disk and system.net; for the demo its
+  eight panes) and the footer's key bindings. "warm": right after another
   run (page cache and numba's JIT cache warm); "cold": after
   ``sync; echo 3 > /proc/sys/vm/drop_caches`` (root only; the JIT cache on
   disk stays, as the issue asks: "with a warm JIT cache");
+- bytecode: Python's compiled modules (``.pyc``) are what an installed
+  probetop has (pip compiles them at install; an editable install writes
+  them on its first run). A shell with ``PYTHONDONTWRITEBYTECODE=1`` (this
+  VM's) never writes them, and every start would compile our sources again
+  (~0.1 s). So each build runs with its own ``PYTHONPYCACHEPREFIX`` (a
+  private directory, nothing written in the builds' trees) and the variable
+  unset; ``--no-bytecode`` measures the other case instead;
+- ``--phases``: where the passive dashboard's start-up goes, phase by phase
+  (median of --repeat runs in the same tmux pane, bytecode cached): the
+  dashboard is run under a small wrapper that notes the time at each phase
+  boundary (no profiler, so no profiler's overhead) and stops at the first
+  frame written to the terminal that holds the panes and the footer;
 - which heavy modules the passive dashboard imports (numba, scapy, pycurl,
   numpy, plotext, prometheus_client: none should be), and the largest
   imports on its path (``python -X importtime``, best of 3).
@@ -20,26 +33,33 @@ probetop, alternated run by run with ours):
 Targets (issue 15): first frame of ``probetop`` < 0.5 s, of ``probetop
 demo`` < 2 s (warm JIT cache).
 
-usage: benchmarks/startup.py [--repeat 3] [--no-cold] [--no-demo] [--reference PATH]
+usage: benchmarks/startup.py [--repeat 3] [--no-cold] [--no-demo] [--no-bytecode]
+                             [--reference PATH] [--phases]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PROBETOP = str(REPO / ".venv" / "bin" / "probetop")
 SOCKET = f"probetop-startup-{os.getpid()}"
-PASSIVE_TITLES = ("system.cpu", "system.disk", "system.net")
+# The complete first frame: status line, panes, and the footer's first and
+# last key bindings (the footer is drawn in one piece).
+CHROME = ("probetop  |  live", " q Quit", "i Idle devs")
+PASSIVE_TITLES = (*CHROME, "system.cpu", "system.disk", "system.net")
 DEMO_TITLES = (*PASSIVE_TITLES, "─ cpu", "─ iops", "─ warmup", "─ icmp", "─ http")
+PYC_DIR = Path(f"/tmp/probetop-startup-pyc-{os.getuid()}")
 HEAVY = ("numba", "scapy", "pycurl", "numpy", "plotext", "prometheus_client")
 TIMEOUT_S = 30.0
 TARGET_S = {"probetop": 0.5, "demo": 2.0}
@@ -59,6 +79,13 @@ def drop_caches() -> bool:
         return True
     except OSError:
         return False
+
+
+def bytecode_env(build: str, bytecode: bool) -> list[str]:
+    """``env`` arguments: a private bytecode cache per build, or none at all."""
+    if not bytecode:
+        return ["env", "PYTHONDONTWRITEBYTECODE=1"]
+    return ["env", "-u", "PYTHONDONTWRITEBYTECODE", f"PYTHONPYCACHEPREFIX={PYC_DIR / build}"]
 
 
 def first_frame(command: list[str], titles: tuple[str, ...]) -> float | None:
@@ -82,9 +109,85 @@ def first_frame(command: list[str], titles: tuple[str, ...]) -> float | None:
         tmux("kill-server")
 
 
-def version_s(exe: str) -> float:
+# Run as `python -c PHASES_WRAPPER OUT`: the passive dashboard, with the time
+# noted at each phase boundary (seconds since the process started); it exits
+# at the first complete frame (the wrapper's own cost: a few wrapped calls).
+PHASES_WRAPPER = r"""
+import os, sys, time, json, re
+def since_start():
+    ticks = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])
+    return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+base = time.perf_counter() - since_start()
+out_path = sys.argv[1]
+marks = {"python started, site imported": time.perf_counter() - base}
+def mark(name): marks.setdefault(name, time.perf_counter() - base)
+import probetop.tui.main as main
+mark("CLI layer imported (tui.main: parser, plan, probes, recorder, asyncio)")
+def wrap(obj, name, before=None, after=None):
+    fn = getattr(obj, name)
+    def wrapped(*a, **k):
+        if before: mark(before)
+        out = fn(*a, **k)
+        if after: mark(after)
+        return out
+    setattr(obj, name, wrapped)
+wrap(main, "_split_for_detach", after="command line parsed, process split (d: detach)")
+run_app = main.run_app
+def patched_run_app(*a, **k):
+    import probetop.tui.app as app_module
+    mark("Textual and the app imported")
+    from probetop.tui.session import LiveSession
+    start = LiveSession.start
+    async def timed_start(self, *sa, **sk):
+        mark("app built, Textual started: CSS, compose, mount")
+        out = await start(self, *sa, **sk)
+        mark("session started: hub, probes, history recorder")
+        return out
+    LiveSession.start = timed_start
+    from textual.drivers.linux_driver import LinuxDriver
+    write, seen = LinuxDriver.write, []
+    def timed_write(self, data):
+        write(self, data)
+        seen.append(data)
+        text = re.sub(r"\[[0-9;?<>=]*[a-zA-Z]", "", "".join(seen))
+        if all(t in text for t in ("system.cpu", "system.disk", "system.net", "Quit")):
+            mark("first frame written: panes mounted, laid out, drawn")
+            json.dump(marks, open(out_path, "w"))
+            os._exit(0)
+    LinuxDriver.write = timed_write
+    return run_app(*a, **k)
+main.run_app = patched_run_app
+sys.argv = ["probetop"]
+main.entry()
+"""
+
+
+def phases(exe: str, repeat: int) -> list[tuple[str, float]]:
+    """(phase, median seconds since the process started) of the passive
+    dashboard's start-up; see PHASES_WRAPPER."""
+    python = str(Path(exe).parent / "python")
+    runs: list[dict[str, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "phases.json"
+        for _ in range(repeat + 1):  # the first one warms the caches
+            out.unlink(missing_ok=True)
+            command = [*bytecode_env("phases", True), python, "-c", PHASES_WRAPPER, str(out)]
+            tmux("new-session", "-d", "-s", "p", "-x", "120", "-y", "40", shlex.join(command))
+            deadline = time.monotonic() + TIMEOUT_S
+            while not out.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.1)  # the file written whole
+            tmux("kill-server")
+            if out.exists():
+                runs.append(json.loads(out.read_text()))
+    runs = runs[1:]
+    names = list(runs[0]) if runs else []
+    return [(n, statistics.median(r[n] for r in runs if n in r)) for n in names]
+
+
+def version_s(env: list[str], exe: str) -> float:
     t0 = time.monotonic()
-    subprocess.run([exe, "--version"], capture_output=True, check=True)
+    subprocess.run([*env, exe, "--version"], capture_output=True, check=True)
     return time.monotonic() - t0
 
 
@@ -138,9 +241,23 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-cold", action="store_true")
     parser.add_argument("--no-demo", action="store_true")
+    parser.add_argument(
+        "--no-bytecode", action="store_true", help="no .pyc cache (PYTHONDONTWRITEBYTECODE=1)"
+    )
     parser.add_argument("--probetop", default=PROBETOP)
     parser.add_argument("--reference", help="another build's probetop, alternated with ours")
+    parser.add_argument("--phases", action="store_true", help="only: where the start-up goes")
     args = parser.parse_args()
+    if args.phases:
+        for build, exe in [("ours", args.probetop)] + (
+            [("ref", args.reference)] if args.reference else []
+        ):
+            print(f"{build}: passive dashboard start-up, median of {args.repeat} (s since start):")
+            last = 0.0
+            for name, at in phases(exe, args.repeat):
+                print(f"  {at:6.3f}  (+{(at - last) * 1000:4.0f} ms)  {name}")
+                last = at
+        return 0
     builds = [("ours", args.probetop)] + ([("ref", args.reference)] if args.reference else [])
     runs = [("probetop", [], PASSIVE_TITLES)]
     if not args.no_demo:
@@ -149,18 +266,20 @@ def main() -> int:
     results: dict[tuple[str, str, str], list[float]] = {}
     for _ in range(args.repeat):
         for build, exe in builds:
-            results.setdefault((build, "--version", "warm"), []).append(version_s(exe))
+            env = bytecode_env(build, not args.no_bytecode)
+            results.setdefault((build, "--version", "warm"), []).append(version_s(env, exe))
             for name, extra, titles in runs:
                 for state in ("cold", "warm") if cold_ok else ("warm",):
                     if state == "cold":
                         drop_caches()
                     else:
-                        first_frame([exe, *extra], titles)  # warms what the cold run read
-                    took = first_frame([exe, *extra], titles)
+                        first_frame([*env, exe, *extra], titles)  # warms what the cold run read
+                    took = first_frame([*env, exe, *extra], titles)
                     if took is not None:
                         results.setdefault((build, name, state), []).append(took)
     failed = False
-    print("time to first frame, 120x40 terminal (tmux), median (range):")
+    cache = "no bytecode cache" if args.no_bytecode else "bytecode cached (.pyc)"
+    print(f"time to first frame, 120x40 terminal (tmux), {cache}, median (range):")
     for (build, name, state), values in sorted(results.items()):
         target = TARGET_S.get(name)
         verdict = ""

@@ -58,6 +58,7 @@ from probetop.tui.screens.stop_session import StopSessionScreen
 from probetop.tui.session import LiveSession, detach_from_dead_terminal, terminal_hung_up
 from probetop.tui.sessions.foreground import DetachedSession, detach_session
 from probetop.tui.sessions.registry import SessionError
+from probetop.tui.widgets.keybar import KeyBar
 from probetop.tui.widgets.pane import ProbePane
 from probetop.tui.widgets.panegrid import GridPlan, PaneIndex, PaneLayout
 from probetop.tui.widgets.registry import pane_for
@@ -70,7 +71,8 @@ from textual.containers import VerticalScroll
 from textual.driver import Driver
 from textual.geometry import Size
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widget import AwaitMount
+from textual.widgets import Static
 
 if TYPE_CHECKING:  # replay only: the reader loads with the recording (tui/commands/replay.py)
     from probetop.probes.record import Session, SessionLoader
@@ -175,12 +177,14 @@ class ProbetopApp(App[int]):
         self._chart_dirty: set[str] = set()  # got samples since the maximised view was drawn
         self._shutting_down = False
         self._started = False  # panes announced after this are focused (added at runtime)
+        self._first_mounts: list[AwaitMount] = []  # the first panes' mounts (see _start_live)
         self._status_text = ""
         self.status_bar = TextBlock([""], id="status-bar")
         self.index = PaneIndex([""], id="pane-index")
         self.pane_box = VerticalScroll(id="panes")
         self.layout = PaneLayout(self.pane_box, self.index, CHROME_ROWS, WIDE_COLUMNS)
         self.too_small_msg = Static("", id="too-small")
+        self.footer = KeyBar(id="footer")  # one widget, not one per binding (start-up)
 
     @property
     def replay(self) -> bool:
@@ -209,7 +213,7 @@ class ProbetopApp(App[int]):
         yield self.index
         yield self.pane_box
         yield self.too_small_msg
-        yield Footer()
+        yield self.footer
 
     async def on_mount(self) -> None:
         self.index.display = False
@@ -221,6 +225,10 @@ class ProbetopApp(App[int]):
         else:
             await self._start_live()
         self._update_status()
+        # Textual drops what it draws while the app mounts (a batched update)
+        # and only what changes after it is written: the status line and the
+        # panes are, the footer was not (it came a frame later, 20 ms).
+        self.footer.refresh()
 
     def on_resize(self, event: events.Resize) -> None:
         self._check_size(event.size)
@@ -306,6 +314,12 @@ class ProbetopApp(App[int]):
         if self.config.duration_s is not None:
             self.set_timer(self.config.duration_s, self._time_up)
         self._live_frame()  # announces: create the panes now, not a frame later
+        # Mounted before on_mount returns: the first frame drawn holds the panes
+        # (was one frame of status line and blank panes area, then a second full frame).
+        mounts, self._first_mounts = self._first_mounts, []
+        for mount in mounts:
+            await mount
+        self.relayout()  # their grid, in that same frame
         self._started = True
 
     def _notify(self, message: str, *, title: str = "", severity: str = "information") -> None:
@@ -396,15 +410,17 @@ class ProbetopApp(App[int]):
         focus_kind = self.config.focus
         # A family's kinds share its focus: "http" also focuses "http.load".
         if focus_kind and (pane.kind == focus_kind or pane.kind.startswith(focus_kind + ".")):
-            self.pane_box.mount(pane, before=0 if self.pane_box.children else None)
+            mount = self.pane_box.mount(pane, before=0 if self.pane_box.children else None)
             self.call_after_refresh(pane.focus)
         else:
-            self.pane_box.mount(pane)
+            mount = self.pane_box.mount(pane)
             if (len(self.panes) == 1 and not focus_kind) or self._started:
                 # The first pane, or one added at runtime: show it.
                 self.call_after_refresh(pane.focus)
         if self._started:
             self.layout.select(pane.probe_id)  # compact mode: show the new pane
+        elif self.session is not None:
+            self._first_mounts.append(mount)
 
     # -- recording -----------------------------------------------------
     async def _start_recording(self, path: Path) -> bool:

@@ -17,12 +17,13 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+from probetop.tui.widgets.keybar import KeyBar
 from probetop.tui.widgets.textblock import TextBlock
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 if TYPE_CHECKING:
     from probetop.tui.widgets.pane import ProbePane
@@ -96,7 +97,7 @@ class MaximisedScreen(Screen[None]):
         yield Static(Text(title), id="max-title")
         yield self.chart
         yield self.table
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.refresh_chart(force=True)

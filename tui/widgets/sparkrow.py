@@ -67,8 +67,10 @@ class _Spark:
     def set_values(self, values: Sequence[float | None]) -> None:
         self._row.set(None, values)
 
-    def draw(self) -> str:
-        width = self.size.width
+    def draw(self, width: int | None = None) -> str:
+        """The bar in ``width`` cells (default: the cells it has now)."""
+        if width is None:
+            width = self.size.width
         if width <= 0:
             return ""
         return column_rows(self.values, width, 1, self.max_value, align="left")[0]
@@ -97,7 +99,10 @@ class SparkRow(LineWidget):
         self.key = key
         self.label = _Label(self, key)
         self.spark = _Spark(self, max_value)
-        self._drawn: tuple[str, str] | None = None  # (label cells, bar) as last drawn
+        # (width, label cells, bar) as last drawn. Keyed by the width it was
+        # drawn for: a row drawn from the cells of another width has the wrong
+        # length, and Textual places the rest of the screen row after it.
+        self._drawn: tuple[int, str, str] | None = None
 
     def set(self, label: str | None, values: Sequence[float | None] | None) -> None:
         """New label and/or values (None: unchanged); one repaint for both."""
@@ -110,36 +115,36 @@ class SparkRow(LineWidget):
         if changed:
             self.redraw()
 
-    def _draw(self) -> tuple[str, str]:
-        width = self.line_width
+    def _draw(self, width: int) -> tuple[int, str, str]:
+        """The row for ``width`` cells: label and bar are exactly that long together."""
         label = set_cell_size(self.label.text, min(LABEL_CELLS, width))
-        return label, self.spark.draw()
+        return width, label, self.spark.draw(width - LABEL_CELLS)
 
     def redraw(self) -> None:
         """Repaint the cells that changed since the last frame (none: nothing)."""
-        if not self.is_mounted or self.line_width <= 0:
+        width = self.line_width
+        if not self.is_mounted or width <= 0:
             self._drawn = None
             return
-        old, new = self._drawn, self._draw()
+        old, new = self._drawn, self._draw(width)
         self._drawn = new
-        if old is None:
+        if old is None or old[0] != width:  # never drawn, or drawn for another width
             self.refresh()
             return
-        span = changed_span(old[0] + old[1], new[0] + new[1])
+        span = changed_span(old[1] + old[2], new[1] + new[2])
         if span is not None:
             self.refresh(Region(span[0], 0, span[1] - span[0], 1))
-
-    def on_resize(self) -> None:
-        self._drawn = None
 
     def render_line(self, y: int) -> Strip:
         width = self.line_width
         if y != 0:
             return Strip.blank(width)
-        if self._drawn is None:
-            self._drawn = self._draw()
-        label, bar = self._drawn
+        if self._drawn is None or self._drawn[0] != width:
+            # The width changed since the last draw (a new layout is drawn
+            # before the Resize event reaches this widget): draw for this one.
+            self._drawn = self._draw(width)
+        _width, label, bar = self._drawn
         segments = [Segment(label, self.part_style("sparkrow--label"))]
         if bar:
             segments.append(Segment(bar, self.part_style("sparkrow--bar")))
-        return Strip(segments, width).adjust_cell_length(width)
+        return Strip(segments, width)  # exactly ``width`` cells (``_draw``)
