@@ -9,7 +9,8 @@ wait), or until the driver stops: the driver's exit event also writes a
 byte to a wake-up pipe the thread watches.
 
 Contract: behaves as ``LinuxDriver`` (keys, mouse, paste, resize, suspend);
-only the input loop differs. ``quiet_driver_class(cls)`` gives this driver
+only the input loop differs, and the size comes from the terminal itself,
+never from $COLUMNS/$LINES. ``quiet_driver_class(cls)`` gives this driver
 where Textual would use ``LinuxDriver`` itself, else ``cls`` unchanged.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
+import sys
 import threading
 from codecs import getincrementaldecoder
 from typing import TYPE_CHECKING, Any
@@ -67,6 +69,22 @@ class QuietLinuxDriver(LinuxDriver):
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self.exit_event = _WakingEvent(self._wake_w)
+
+    def _get_terminal_size(self) -> tuple[int, int]:
+        """The terminal's own size (TIOCGWINSZ). Textual asks ``shutil``,
+        which takes $COLUMNS/$LINES first: with those in the environment (a
+        shell or script that exports them) every resize was ignored and the
+        dashboard stayed at that size."""
+        for stream in (self._file, sys.__stdin__):
+            if stream is None:
+                continue
+            try:
+                columns, lines = os.get_terminal_size(stream.fileno())
+            except (AttributeError, ValueError, OSError):
+                continue
+            if columns > 0 and lines > 0:
+                return columns, lines
+        return super()._get_terminal_size()
 
     def run_input_thread(self) -> None:
         parser = XTermParser(self._debug)

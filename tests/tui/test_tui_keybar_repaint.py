@@ -122,15 +122,17 @@ async def test_keybar_draws_what_textuals_footer_drew(size: tuple[int, int], the
 
 
 @contextmanager
-def tmux_session(command: list[str], width: int, height: int) -> Iterator:  # type: ignore[type-arg]
+def tmux_session(
+    command: list[str], width: int, height: int, size_env: tuple[str, ...] = ()
+) -> Iterator:  # type: ignore[type-arg]
+    """``command`` in a private tmux server's WIDTHxHEIGHT window; ``size_env``
+    (``COLUMNS=..``, ``LINES=..``) in its environment, else neither."""
     server = f"probetop-test-{os.getpid()}"
 
     def tmux(*args: str) -> str:
         return subprocess.run(["tmux", "-L", server, *args], capture_output=True, text=True).stdout
 
-    # Without COLUMNS / LINES: a test run may have them set, and Textual takes
-    # the terminal's size from them (it would never see the resize).
-    run = shlex.join(["env", "-u", "COLUMNS", "-u", "LINES", *command])
+    run = shlex.join(["env", "-u", "COLUMNS", "-u", "LINES", *size_env, *command])
     tmux("new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height), run)
     try:
         yield tmux
@@ -199,3 +201,30 @@ def test_rows_redrawn_at_a_new_width_keep_their_length() -> None:
                     assert line[-2] == " ", line
             tmux("resize-window", "-t", "t", "-x", "80", "-y", "24")
             wait_screen(tmux, "compact")
+
+
+@needs_tmux
+def test_columns_and_lines_in_the_environment_do_not_freeze_the_size() -> None:
+    """A shell that exports COLUMNS/LINES: Textual took the size from them
+    (shutil.get_terminal_size), so the dashboard kept that size and ignored
+    every resize. The driver asks the terminal itself."""
+    size_env = ("COLUMNS=100", "LINES=30")
+    with tmux_session([EXE, "--interval", "0.5"], 120, 40, size_env) as tmux:
+        screen = wait_screen(tmux, "system.cpu")
+        border = next(line for line in screen.splitlines() if "system.cpu" in line)
+        deadline = time.monotonic() + 10
+        while not border.rstrip().endswith("╮") or cell_len(border.rstrip()) < 120:
+            assert time.monotonic() < deadline, f"not 120 wide:\n{screen}"
+            time.sleep(0.1)
+            screen = tmux("capture-pane", "-p", "-t", "t")
+            border = next(line for line in screen.splitlines() if "system.cpu" in line)
+        tmux("resize-window", "-t", "t", "-x", "80", "-y", "24")
+        deadline = time.monotonic() + 10
+        while True:
+            screen = tmux("capture-pane", "-p", "-t", "t")
+            rows = screen.splitlines()
+            border = next((line for line in rows if "system.cpu" in line), "")
+            if cell_len(border.rstrip()) == 80 and border.rstrip().endswith("╮"):
+                break
+            assert time.monotonic() < deadline, f"not redrawn at 80x24:\n{screen}"
+            time.sleep(0.1)
