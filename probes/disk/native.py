@@ -401,7 +401,7 @@ def aio_loop(
     sl = np.zeros(2, dtype=np.int64)
     due = now_ns(ts_addr, ts)
     while True:
-        # Fill free slots, then submit them in one call.
+        # Fill free slots, then submit them, SUBMIT_BATCH per call.
         nsub = 0
         while nfree > 0 and not finished and ctl[K_STOP] == 0:
             if gap_ns > 0:
@@ -439,8 +439,9 @@ def aio_loop(
             ptrs[nsub] = iocb_base + s * 64
             nsub += 1
         if nsub > 0:
-            # In batches: io_submit can do the I/O itself (buffered AIO, some
-            # filesystems), so one call for 1024 slots could outlast a stop.
+            # SUBMIT_BATCH per call (fio's default, 1); small batches also
+            # keep a stop prompt: io_submit can do the I/O itself (buffered
+            # AIO, some filesystems).
             sent = 0
             failed = False
             while sent < nsub:
@@ -534,10 +535,11 @@ def uring_loop(
     hist: Any,
 ) -> int:
     """The io_uring engine (fio --ioengine=io_uring): one ring per job (probes/
-    disk/uring.py), IORING_OP_READ/WRITE; free slots are filled and submitted
-    in one io_uring_enter call, a second waits for at least one completion
-    (when pacing, only until the next I/O is due, where the kernel has
-    EXT_ARG, 5.11+), then every completion ready is reaped. Same accounting as ``aio_loop``."""
+    disk/uring.py), IORING_OP_READ/WRITE; free slots are filled, then
+    submitted SUBMIT_BATCH per io_uring_enter call; a separate call waits
+    for at least one completion (when pacing, only until the next I/O is
+    due, where the kernel has EXT_ARG, 5.11+), then every completion ready
+    is reaped. Same accounting as ``aio_loop``."""
     ts = np.zeros(2, dtype=np.int64)
     ts_addr = ts.ctypes.data
     errno = numba.carray(_errno_location(), 1, np.int32)
