@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from probetop.probes.record import reader
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 NOBODY = 65534
@@ -146,3 +147,15 @@ def nobody_cli(args: list[str], timeout: float = 60) -> subprocess.CompletedProc
         timeout=timeout,
         cwd="/",
     )
+
+
+@contextlib.contextmanager
+def reference_only() -> Iterator[None]:
+    """load_session with its fast paths turned off: every line on json."""
+    saved = reader.decode_block, reader._fast_line
+    reader.decode_block = lambda raws, data=None: None  # type: ignore[assignment]
+    reader._fast_line = lambda raw: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        reader.decode_block, reader._fast_line = saved

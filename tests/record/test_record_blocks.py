@@ -10,9 +10,7 @@ line that the block reader hands back to the line reader.
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ import pytest
 from probetop.probes.record import RecordingError, load_session, reader
 from probetop.probes.record.lazyextra import LazyExtra
 from probetop.probes.record.reader import SessionLoader
+from record_helpers import reference_only
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 COPIES = 16  # 16 x 80 KB: five blocks
@@ -40,18 +39,6 @@ def long_recording() -> list[bytes]:
             line["t"] = round(line["t"] + 20.0 * copy, 6)
             out.append(json.dumps(line, separators=(",", ":")).encode() + b"\n")
     return [*out, footer + b"\n"]
-
-
-@contextlib.contextmanager
-def reference_only() -> Iterator[None]:
-    """load_session with its fast paths turned off: every line on json."""
-    saved = reader.decode_block, reader._fast_line
-    reader.decode_block = lambda raws, data=None: None  # type: ignore[assignment]
-    reader._fast_line = lambda raw: None  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        reader.decode_block, reader._fast_line = saved
 
 
 def outcome(path: Path) -> tuple[str, Any]:

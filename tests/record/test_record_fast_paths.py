@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from probetop.probes.record import RecordingError, load_session, reader
 from probetop.probes.record.codec import _fast_line, _stdlib_line, dump_line_bytes
 from probetop.probes.record.lazyextra import LazyExtra
+from record_helpers import reference_only
 from test_record_properties import recordings, small_caps
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -114,18 +115,6 @@ def test_the_fast_reader_agrees_with_the_reference_reader(data: bytes, block: in
         with reference_only():
             reference = _outcome(path)
     assert fast == reference
-
-
-@contextlib.contextmanager
-def reference_only() -> Iterator[None]:
-    """load_session with its fast paths turned off: every line on json."""
-    saved = reader.decode_block, reader._fast_line
-    reader.decode_block = lambda raws, data=None: None  # type: ignore[assignment]
-    reader._fast_line = lambda raw: None  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        reader.decode_block, reader._fast_line = saved
 
 
 @contextlib.contextmanager
