@@ -372,7 +372,11 @@ class ProbetopApp(App[int]):
     def render_dirty(self) -> None:
         """Render panes that got data; while another screen covers them, only
         the maximised view is updated and the panes stay dirty until it closes
-        (updating hidden widgets made Textual repaint the whole top screen)."""
+        (updating hidden widgets made Textual repaint the whole top screen).
+        Does nothing once the app is closing: its frame timer can still tick
+        after Textual has removed the last screen."""
+        if not self.screen_stack:
+            return
         screen = self.screen
         if isinstance(screen, MaximisedScreen) and screen.pane.probe_id in self._chart_dirty:
             screen.refresh_chart()

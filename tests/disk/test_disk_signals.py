@@ -25,6 +25,7 @@ from pathlib import Path
 import disk_fixtures
 import pytest
 from disk_fixtures import PROBETOP
+from file_size import size_of
 from probetop.probes.disk import IopsProbe, IopsSettings, WarmupProbe, WarmupSettings
 from probetop.probes.disk.checkpoint import Checkpoint, CheckpointError
 from probetop.probes.record import load_session
@@ -81,7 +82,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 90.0) -> None:
 
 
 def file_bigger_than(path: Path, size: int) -> Callable[[], bool]:
-    return lambda: path.exists() and path.stat().st_size > size
+    return lambda: size_of(path) > size
 
 
 def checkpoint_has_progress(path: Path) -> Callable[[], bool]:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from file_size import size_of
 from probetop.probes.core.sample import Sample
 from probetop.probes.record.reader import load_session
 from probetop.probes.record.writer import (
@@ -277,7 +278,7 @@ def test_dying_disk_eio_mid_run(tmp_path: Path) -> None:
         try:
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline:
-                if out.exists() and out.stat().st_size > 20_000:
+                if size_of(out) > 20_000:
                     break
                 time.sleep(0.05)
             shut_down_ext4(mnt)
@@ -397,6 +398,18 @@ def test_recorder_start_on_a_full_filesystem_raises(tmp_path: Path) -> None:
         assert (small / "rec.jsonl").read_bytes() == b""
 
 
+def _holds_a_sample_batch(path: Path) -> bool:
+    """Whether ``path`` holds the header and a first batch of samples. The
+    file can vanish between two looks: before recording, the start-up check
+    creates the target and removes it again (CI, load 59: exists() then
+    FileNotFoundError)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return False
+    return len(data) > 4096 and b'"type":"sample"' in data
+
+
 def test_kill_9_at_random_moments_leaves_a_readable_file(tmp_path: Path) -> None:
     """Lines are written whole with one write each batch: whatever moment a
     kill -9 lands, the reader gets every complete line (a cut last line is
@@ -415,9 +428,8 @@ def test_kill_9_at_random_moments_leaves_a_readable_file(tmp_path: Path) -> None
         deadline = time.monotonic() + 20
         # Past the header and the first batch of samples (the recorder writes
         # one batch per 0.5 s flush period), however loaded the machine.
-        while time.monotonic() < deadline and not (
-            out.exists() and out.stat().st_size > 4096 and b'"type":"sample"' in out.read_bytes()
-        ):
+        while time.monotonic() < deadline and not _holds_a_sample_batch(out):
+            assert proc.poll() is None, f"probetop exited {proc.returncode} before recording"
             time.sleep(0.02)
         time.sleep(rng.uniform(0.0, 0.7))
         proc.send_signal(signal.SIGKILL)
@@ -446,7 +458,7 @@ def test_a_recording_in_use_by_another_probetop_is_never_written_over(tmp_path: 
     )
     try:
         deadline = time.monotonic() + 30
-        while not (target.exists() and target.stat().st_size > 0):
+        while size_of(target) <= 0:
             assert time.monotonic() < deadline and first.poll() is None
             time.sleep(0.05)
         size = target.stat().st_size

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import zstandard
+from file_size import size_of
 from probetop.probes.record.follow import RecordingFollower
 from probetop.probes.record.reader import MAX_FILE_BYTES, load_session, stream_session
 from probetop.probes.record.writer import RecordingError
@@ -147,7 +148,7 @@ def test_kill_9_loses_at_most_the_last_second(tmp_path: Path):
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            if out.exists() and out.stat().st_size > 0:
+            if size_of(out) > 0:
                 with RecordingFollower(out) as f:
                     if sum(1 for _ in f.poll()) >= 8:
                         break

@@ -46,6 +46,19 @@ async def test_live_panes_fill_and_route() -> None:
     assert set(threading.enumerate()) <= threads_before | {threading.current_thread()}
 
 
+async def test_a_frame_after_the_last_screen_is_gone_is_a_no_op() -> None:
+    """The frame timer can tick while Textual closes the app, after it has
+    removed the last screen (CI: ScreenStackError from render_dirty): the
+    records are still stored, nothing is drawn, nothing raises."""
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await wait_for(pilot, lambda: has_samples(app))
+    assert not app.screen_stack
+    app._dirty.add("system.cpu")
+    app.route([], render=True)
+    app.render_dirty()
+
+
 async def test_maximise_and_restore() -> None:
     app = live_app()
     async with app.run_test(size=(120, 40)) as pilot:

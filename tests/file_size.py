@@ -1,0 +1,15 @@
+"""Polling a file another process creates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def size_of(path: Path) -> int:
+    """Size of ``path`` in bytes, -1 while it does not exist. One stat, not
+    exists() then stat(): a file can vanish between the two (probetop's
+    start-up check creates a new target and removes it again)."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return -1
