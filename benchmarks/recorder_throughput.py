@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from probetop.probes.core.sample import Record, Sample
-from probetop.probes.record import load_session, reader
+from probetop.probes.record import linecheck, load_session, reader
 from probetop.probes.record.codec import _stdlib_line, decode_record, dump_line_bytes, encode_record
 from probetop.probes.record.writer import FLUSH_EVERY_S, ZstdLineFile
 
@@ -59,9 +59,9 @@ HOUR_S = 3600.0
 # and, for replay, the whole recording read before the dashboard opens (as
 # before it streamed).
 BASELINE = (
-    "import sys; from probetop.probes.record import reader; "
+    "import sys; from probetop.probes.record import linecheck, reader; "
     "import contextlib; reader.decode_block = lambda raws, data=None: None; "
-    "reader._fast_line = lambda raw: None; reader._gc_paused = contextlib.nullcontext; "
+    "linecheck._fast_line = lambda raw: None; reader._gc_paused = contextlib.nullcontext; "
     "from probetop.tui.commands import replay; replay.HEAD_BYTES = 1 << 62; "
     "from probetop.tui.main import entry; sys.argv[0] = 'probetop'; entry()"
 )
@@ -143,14 +143,14 @@ def show(label: str, ours: list[float], base: list[float], unit: str, *, higher:
 
 @contextlib.contextmanager
 def reference_reader() -> Iterator[None]:
-    saved = reader.decode_block, reader._fast_line, reader._gc_paused
+    saved = reader.decode_block, linecheck._fast_line, reader._gc_paused
     reader.decode_block = lambda raws, data=None: None  # type: ignore[assignment]
-    reader._fast_line = lambda raw: None  # type: ignore[assignment]
+    linecheck._fast_line = lambda raw: None  # type: ignore[assignment]
     reader._gc_paused = contextlib.nullcontext  # type: ignore[assignment]
     try:
         yield
     finally:
-        reader.decode_block, reader._fast_line, reader._gc_paused = saved
+        reader.decode_block, linecheck._fast_line, reader._gc_paused = saved
 
 
 @contextlib.contextmanager

@@ -4,14 +4,14 @@ Contract:
 - ``decode_block(data, count)`` returns the line objects of the ``count``
   body lines in ``data`` (joined by newlines) when every one is a sample or
   status line that
-  certainly passes the reader's checks (``reader._check_line`` and the
-  number rules of ``reader._weight``); otherwise None, and the reader checks
+  certainly passes the reader's checks (``linecheck._check_line`` and the
+  number rules of ``linecheck._weight``); otherwise None, and the reader checks
   those lines one at a time on its reference path, which names the bad one.
   It never accepts a line that path refuses, and its objects equal what
   ``json.loads`` gives, except that a sample's ``extra`` is a ``LazyExtra``:
   checked now (valid JSON, an object, no number ``json`` would read
   differently), turned into Python objects on first use.
-  With them, an upper bound of ``reader._weight`` of those lines: exact for
+  With them, an upper bound of ``linecheck._weight`` of those lines: exact for
   everything but the ``extra`` objects, which are bounded from byte counts
   (``weight_bound``).
 
@@ -114,7 +114,7 @@ def _long_integer(shape: bytes) -> bool:
 
 
 def weight_bound(data: bytes) -> int:
-    """At least ``reader._weight`` of the JSON value ``data`` (equal for one
+    """At least ``linecheck._weight`` of the JSON value ``data`` (equal for one
     without empty containers or ``{[:,`` inside strings), from byte counts.
 
     Each container weighs 3, each key 1 (one ':' each); every value but the
@@ -129,7 +129,7 @@ def weight_bound(data: bytes) -> int:
 def decode_block(
     raws: list[bytes], data: bytes | None = None
 ) -> tuple[list[dict[str, Any]], int] | None:
-    """(line objects, an upper bound of their summed ``reader._weight``) of the
+    """(line objects, an upper bound of their summed ``linecheck._weight``) of the
     body lines ``raws`` (each without its newline), or None when one of them
     may not pass the reference checks (see the module docstring). ``data``:
     the same lines joined by newlines, when the caller has it (it is looked
@@ -154,7 +154,7 @@ def decode_block(
     values_seen: list[dict[str, Any]] = []
     tables = values_seen.append
     unset = _UNSET
-    # The weight of each line but its extra, exactly as reader._weight counts:
+    # The weight of each line but its extra, exactly as linecheck._weight counts:
     # 3 for the object, 1 per key, 1 per value that is not a container.
     weight = 0
     item: Any  # _Sample | _Status, told apart by type() (isinstance is slower)

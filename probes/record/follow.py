@@ -6,7 +6,7 @@ Contract:
   header's probes (announced at t=0) and everything written so far. A line
   without its newline yet is kept back until the writer finishes it, so a
   record is never returned twice nor cut.
-- Every line passes the reader's checks (``reader._check_header`` /
+- Every line passes the reader's checks (``linecheck._check_header`` /
   ``_check_line``); a bad whole line raises RecordingError naming it.
 - ``footer`` is set once the footer line arrived: the session ended.
 - Reads at most ``max_bytes`` (default ``MAX_POLL_BYTES``) per call, so one
@@ -32,14 +32,9 @@ from typing import Any
 
 from probetop.probes.core.sample import Announce, Record
 from probetop.probes.record.codec import RecordingError, decode_record
-from probetop.probes.record.reader import (
-    MAX_LINE_BYTES,
-    LineError,
-    _check_header,
-    _decode_body,
-    _open,
-    _parse,
-)
+from probetop.probes.record.limits import MAX_LINE_BYTES
+from probetop.probes.record.linecheck import LineError, _check_header, _decode_body, _parse
+from probetop.probes.record.reader import _open
 from probetop.probes.record.zst import ZstdCorrupt, ZstdStream, is_zstd
 
 MAX_POLL_BYTES = 64 << 20

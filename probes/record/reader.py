@@ -1,4 +1,7 @@
-"""Reading recordings back: validation, torn-line tolerance, and a player.
+"""Reading recordings back: the file, its blocks and lines, torn-line tolerance.
+
+The checks of one line are in ``linecheck``; the ``Session`` read is in
+``session``.
 
 Contract:
 - ``load_session(path)`` returns a ``Session`` or raises RecordingError with a
@@ -12,7 +15,7 @@ Contract:
   whole lines (``_chunks``; the line reader ``_rows`` where that cannot be
   done), a line longer than ``MAX_LINE_BYTES`` is refused as soon as that
   many bytes have been read, a file larger than ``MAX_FILE_BYTES`` is refused, and the
-  parsed lines kept may hold at most ``MAX_NODES`` JSON values in all.
+  parsed lines kept may weigh at most ``MAX_WEIGHT`` in all.
 - Every line is validated: the types of every field the reader, the report
   and the panes use (``t`` a finite number, ``values`` a mapping of strings to
   finite numbers or null, ``probe`` / ``level`` / ``message`` strings,
@@ -21,14 +24,12 @@ Contract:
 - A torn last line (a kill -9 or a full disk mid-write) is skipped and
   reported in ``Session.warnings``; a bad line elsewhere is an error, because
   it means the file was edited or corrupted, not interrupted.
-- ``Session.records()`` rebuilds ``Announce``/``Sample``/``Status`` records with
-  ``t_ns`` relative to the session start, so panes built for live data show a
-  replay unchanged. It is a ``RecordSequence``: each record is made when read.
 - Two paths, one verdict: blocks (then 64-line batches) of sample and
   status lines go through ``fastpath.decode_block`` (msgspec, checked in C;
   ``extra`` kept as a checked ``LazyExtra``), other lines through orjson;
-  whatever those cannot vouch for is read by the reference path here
-  (``json``, ``_check_line``, ``_weight``), which names the bad line. Both
+  whatever those cannot vouch for is read by the reference path
+  (``linecheck``: ``json``, ``_check_line``, ``_weight``), which names the
+  bad line. Both
   accept the same lines with the same content
   (tests/record/test_record_fast_paths.py, test_record_blocks.py).
 - ``SessionLoader`` reads a recording a step at a time with the same checks
@@ -41,478 +42,48 @@ from __future__ import annotations
 import contextlib
 import gc
 import io
-import json
-import math
 import os
 import stat
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol, overload
+from typing import IO, Any, Protocol
 
-import orjson
 from probetop.probes.core.sample import Announce, Record
 from probetop.probes.record.codec import (
-    FORMAT_NAME,
-    SCHEMA_VERSION,
     RecordingError,
     decode_record,
-    probe_info,
 )
-from probetop.probes.record.lazyextra import LazyExtra
 from probetop.probes.record.limits import (
     _FOOTER_START,
     MAX_FILE_BYTES,
     MAX_FOOTER_BYTES,
     MAX_LINE_BYTES,
-    MAX_NAME,
     MAX_PROBES,
-    MAX_T,
-    MAX_VALUE,
     MAX_WEIGHT,
 )
+from probetop.probes.record.linecheck import (
+    LineError,
+    NotJson,
+    _check_header,
+    _decode_body,
+    _Keys,
+    _parse,
+    _weight,
+    _weight_bound,
+)
+from probetop.probes.record.session import RecordSequence, Session
 from probetop.probes.record.writer import PSEUDO_FILESYSTEMS, file_kind, filesystem_type
 from probetop.probes.record.zst import FrameLines, ZstdCorrupt, is_zstd
 
-_MAX_INT = 1 << 64
-
-
-class LineError(Exception):
-    """What is wrong with one line (the reader adds the file and line number)."""
-
-
-class NotJson(LineError):
-    """The line is not UTF-8 JSON: as the last line, a torn write."""
-
-
-@dataclass
-class Session:
-    """A recording read into memory."""
-
-    path: Path
-    header: dict[str, Any]
-    lines: list[dict[str, Any]]
-    footer: dict[str, Any] | None
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def probes(self) -> dict[str, dict[str, Any]]:
-        """Probe descriptions by id: the header's, then any added later."""
-        found = self.header_probes()
-        for line in self.lines:
-            if line.get("type") == "probe":
-                found[line["id"]] = probe_info(line)
-        return found
-
-    @property
-    def assertions(self) -> list[dict[str, Any]]:
-        """The ``--assert`` outcomes the footer stores (none in older recordings)."""
-        return list((self.footer or {}).get("assertions", []))
-
-    @property
-    def duration_s(self) -> float:
-        if self.footer and self.footer.get("duration_s") is not None:
-            return float(self.footer["duration_s"])
-        return max((float(line.get("t", 0.0)) for line in self.lines), default=0.0)
-
-    def samples(self, probe_id: str | None = None) -> list[dict[str, Any]]:
-        return [
-            line
-            for line in self.lines
-            if line.get("type") == "sample" and (probe_id is None or line["probe"] == probe_id)
-        ]
-
-    def records(self) -> RecordSequence:
-        """(t seconds, record) in file order; header probes are announced at t=0.
-        A sequence whose records are made when they are read (a replay's
-        first frame needs the first few of an hour's)."""
-        announced = [(0.0, Announce(pid, 0, info)) for pid, info in self.header_probes().items()]
-        return RecordSequence(announced, self.lines)
-
-    def header_probes(self) -> dict[str, dict[str, Any]]:
-        return {p["id"]: p for p in self.header.get("probes", [])}
-
-
-_RECORD_TYPES = frozenset({"sample", "status", "probe"})
-
-
-class RecordSequence(Sequence[tuple[float, Record]]):
-    """``Session.records()``: the header's announcements, then one record
-    per sample, status or probe line (validated when read), each made from
-    its line when it is read. ``times`` are all the time stamps,
-    without making any record."""
-
-    def __init__(self, announced: list[tuple[float, Record]], lines: list[dict[str, Any]]) -> None:
-        self._announced = announced
-        self._lines: list[dict[str, Any]] = []
-        self.add(lines)
-
-    def add(self, lines: list[dict[str, Any]]) -> list[float]:
-        """Append the records of more lines (a recording still being read,
-        ``SessionLoader``); their time stamps."""
-        # load_session keeps only these; a Session made by hand may hold others,
-        # which (as decode_record says) make no record.
-        kept = [line for line in lines if line.get("type") in _RECORD_TYPES]
-        self._lines.extend(kept)
-        return [float(x.get("t", 0.0)) for x in kept]
-
-    @property
-    def times(self) -> list[float]:
-        return [t for t, _r in self._announced] + [float(x.get("t", 0.0)) for x in self._lines]
-
-    def __len__(self) -> int:
-        return len(self._announced) + len(self._lines)
-
-    def _make(self, i: int) -> tuple[float, Record]:
-        if i < len(self._announced):
-            return self._announced[i]
-        line = self._lines[i - len(self._announced)]
-        record = decode_record(line)
-        assert record is not None  # a sample, status or probe line makes one
-        return float(line.get("t", 0.0)), record
-
-    @overload
-    def __getitem__(self, index: int) -> tuple[float, Record]: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[tuple[float, Record]]: ...
-
-    def __getitem__(self, index: int | slice) -> Any:
-        if isinstance(index, slice):
-            return [self._make(i) for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        return self._make(index)
-
-    def __iter__(self) -> Iterator[tuple[float, Record]]:
-        for i in range(len(self)):
-            yield self._make(i)
-
-
-# -- validation ------------------------------------------------------------
-
-
-def _is_number(value: Any) -> bool:
-    """A finite JSON number (not a bool; a huge integer is not finite)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
-
-
-def _name(line: dict[str, Any], key: str, *, required: bool = True) -> None:
-    value = line.get(key)
-    if value is None and not required:
-        return
-    if not isinstance(value, str) or not value:
-        raise LineError(f"{key!r} is not a non-empty string")
-    if len(value) > MAX_NAME:
-        raise LineError(f"{key!r} is longer than {MAX_NAME} characters")
-
-
-def _text(obj: dict[str, Any], key: str, *, nullable: bool = True) -> None:
-    if key in obj and not (isinstance(obj[key], str) or (nullable and obj[key] is None)):
-        raise LineError(f"{key!r} is not a string")
-
-
-def _mapping(obj: dict[str, Any], key: str) -> dict[str, Any]:
-    value = obj.get(key, {})
-    if not isinstance(value, dict):
-        raise LineError(f"{key!r} is not an object")
-    return value
-
-
-def _time(obj: dict[str, Any], key: str, *, required: bool = True) -> None:
-    if key not in obj and not required:
-        return
-    value: Any = obj.get(key)
-    if not _is_number(value):
-        raise LineError(f"{key!r} is not a finite number")
-    if not 0 <= float(value) <= MAX_T:
-        raise LineError(f"{key!r} is out of range (0..{MAX_T:g} seconds)")
-
-
-def _values(line: dict[str, Any]) -> None:
-    values = _mapping(line, "values")
-    for key, value in values.items():
-        if not key or len(key) > MAX_NAME:
-            raise LineError(f"a key of 'values' is empty or longer than {MAX_NAME} characters")
-        if value is not None and not _is_number(value):
-            raise LineError(f"values[{key[:40]!r}] is not a finite number or null")
-        if value is not None and abs(value) > MAX_VALUE:
-            raise LineError(f"values[{key[:40]!r}] is out of range (beyond ±{MAX_VALUE:g})")
-
-
-def _probe_description(info: dict[str, Any]) -> None:
-    """A probe description (header ``probes`` item or ``probe`` line)."""
-    _name(info, "id")
-    _name(info, "kind")
-    _mapping(info, "params")
-    _text(info, "reference_command")
-    metrics = info.get("metrics", [])
-    if not isinstance(metrics, list):
-        raise LineError("'metrics' is not an array")
-    for metric in metrics:
-        if not isinstance(metric, dict):
-            raise LineError("an item of 'metrics' is not an object")
-        _name(metric, "name")
-        _text(metric, "unit", nullable=False)
-        _text(metric, "description", nullable=False)
-        if "primary" in metric and not isinstance(metric["primary"], bool):
-            raise LineError("a metric's 'primary' is not true or false")
-
-
-def _assertions(footer: dict[str, Any]) -> None:
-    """The footer's optional ``assertions`` (the --assert outcomes; older
-    footers have none, and still load)."""
-    items = footer.get("assertions", [])
-    if not isinstance(items, list):
-        raise LineError("'assertions' is not an array")
-    for item in items:
-        if not isinstance(item, dict):
-            raise LineError("an item of 'assertions' is not an object")
-        _text(item, "expr", nullable=False)
-        _text(item, "metric", nullable=False)
-        if "passed" in item and not isinstance(item["passed"], bool):
-            raise LineError("an assertion's 'passed' is not true or false")
-        if item.get("measured") is not None and not _is_number(item["measured"]):
-            raise LineError("an assertion's 'measured' is not a finite number or null")
-
-
-def _check_header(header: Any) -> dict[str, Any]:
-    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
-        raise LineError(f"not a probetop recording (no {FORMAT_NAME} header)")
-    schema = header.get("schema")
-    if isinstance(schema, bool) or not isinstance(schema, int) or schema < 1:
-        raise LineError(f"'schema' is {json.dumps(schema)[:40]}, not a schema number (1, 2...)")
-    if schema > SCHEMA_VERSION:
-        raise RecordingError(
-            f"recording schema {schema} is newer than this probetop reads "
-            f"({SCHEMA_VERSION}); upgrade probetop"
-        )
-    _text(header, "started_at")
-    _text(header, "probetop")
-    command = header.get("command", [])
-    if not isinstance(command, list) or not all(isinstance(a, str) for a in command):
-        raise LineError("'command' is not an array of strings")
-    _mapping(header, "host")
-    probes = header.get("probes", [])
-    if not isinstance(probes, list):
-        raise LineError("'probes' is not an array")
-    if len(probes) > MAX_PROBES:
-        raise LineError(f"more than {MAX_PROBES} probes")
-    for info in probes:
-        if not isinstance(info, dict):
-            raise LineError("an item of 'probes' is not an object")
-        _probe_description(info)
-    return header
-
-
-def _check_line(line: Any) -> str:
-    """Validate one body line; its type (or "" for a type this reader skips)."""
-    if not isinstance(line, dict):
-        raise LineError(f"is a JSON {type(line).__name__}, not an object")
-    kind = line.get("type")
-    if not isinstance(kind, str):
-        raise LineError("has no 'type'")
-    if kind == "sample":
-        _name(line, "probe")
-        _time(line, "t")
-        _time(line, "interval", required=False)
-        _values(line)
-        _mapping(line, "extra")
-    elif kind == "status":
-        _name(line, "probe")
-        _time(line, "t")
-        for key in ("level", "message"):
-            if not isinstance(line.get(key), str):
-                raise LineError(f"{key!r} is not a string")
-    elif kind == "probe":
-        _time(line, "t")
-        _probe_description(line)
-    elif kind == "footer":
-        if line.get("duration_s") is not None:
-            _time(line, "duration_s")
-        _text(line, "reason")
-        _text(line, "ended_at")
-        for pid, summary in _mapping(line, "summaries").items():
-            if summary is not None and not isinstance(summary, dict):
-                raise LineError(f"summaries[{pid[:40]!r}] is not an object")
-        for pid, error in _mapping(line, "errors").items():
-            if error is not None and not isinstance(error, str):
-                raise LineError(f"errors[{pid[:40]!r}] is not a string")
-        _assertions(line)
-    elif kind == "header":
-        raise LineError("is a second header (two recordings joined into one file?)")
-    else:
-        return ""
-    return kind
-
-
-def _weight(obj: Any, budget: int) -> int:
-    """The weight of ``obj`` (see MAX_WEIGHT); stops counting past ``budget``.
-
-    LineError for a number too big anywhere in it: ``1e999`` reads as
-    infinity, which no report, chart or JSON output can carry, and an
-    integer beyond 64 bits fails wherever it is turned into a float."""
-    count = 0
-    stack = [obj]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is LazyExtra:  # a checked extra (fastpath.py): weigh its objects
-            item = item.data
-            kind = dict
-        if kind is dict:
-            count += 3 + len(item)  # the object and its keys
-            stack.extend(item.values())
-        elif kind is list:
-            count += 3
-            stack.extend(item)
-        else:
-            count += 1
-            if kind is float and item - item != 0.0:  # inf (NaN cannot be read)
-                raise LineError("holds a number too large for a float")
-            if kind is int and not -_MAX_INT <= item <= _MAX_INT:
-                raise LineError("holds an integer too large (beyond 64 bits)")
-        if count > budget:
-            break
-    return count
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-class _Keys:
-    """One str object per distinct object key across the whole file (json
-    shares them only within one line): a third less memory for a recording."""
-
-    LIMIT = 1 << 16  # a real recording has a few thousand distinct keys
-
-    def __init__(self) -> None:
-        self.known: dict[str, str] = {}
-
-    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        known = self.known
-        if len(known) >= self.LIMIT:  # a hostile file: do not grow the table too
-            get = known.get
-            return {get(key, key): value for key, value in pairs}
-        add = known.setdefault
-        return {add(key, key): value for key, value in pairs}
-
-
-def _parse(raw: bytes, keys: _Keys | None = None) -> Any:
-    """A line's JSON value. LineError if it is not UTF-8 JSON."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise NotJson("is not UTF-8 text") from None
-    try:
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=keys)
-    except RecursionError:
-        raise NotJson("is not valid JSON (nested too deeply)") from None
-    except ValueError:  # JSONDecodeError, NaN/Infinity, an integer too long to read
-        raise NotJson("is not valid JSON") from None
-
-
-# -- the fast path ------------------------------------------------------------
-#
-# ``_decode_body`` first tries orjson and a check of sample lines written
-# for speed (``_fast_sample``); whatever that path cannot prove valid goes
-# through the reference path above (``json``, ``_check_line``, ``_weight``),
-# which accepts the same lines and names what is wrong with the others. So a
-# good line costs the fast path only, and a bad one gets the same message as
-# before. tests/record/test_record_fast_paths.py checks they agree.
-
-_NONE = type(None)
-_NUMBER_TYPES = frozenset({int, float, _NONE})
-# Digits become "0", everything but a decimal point a blank: an integer of
-# 19 digits or more (one that may not fit 64 bits, which orjson would read
-# as a float where ``json`` keeps it an int) shows as " 000...".
-_INT_SHAPE = bytes(
-    ord("0") if chr(i) in "0123456789" else ord(".") if chr(i) == "." else ord(" ")
-    for i in range(256)
-)
-_LONG_INT = b" " + b"0" * 19
-
-
-def _weight_bound(raw: bytes) -> int:
-    """At least ``_weight`` of the line ``raw`` is (equal for a line without
-    empty containers or ``{[:,`` inside strings), from byte counts alone.
-
-    Each container weighs 3; each key 1 (one ':' each); every value but the
-    root is a container's element, and a container holds one more element
-    than it has ',' when it is not empty: weight = 2C + K + commas + nonempty
-    + 1 <= 3C + K + commas + 1, where counting ``{[:,`` inside strings too
-    only raises the bound."""
-    return 3 * (raw.count(b"{") + raw.count(b"[")) + raw.count(b":") + raw.count(b",") + 1
-
-
-def _fast_sample(line: dict[str, Any]) -> bool:
-    """True when the sample line passes ``_check_line``'s sample checks; False
-    when it may not (then the reference path decides). Same rules, done with
-    whole-container operations instead of a Python loop per value."""
-    probe = line.get("probe")
-    if type(probe) is not str or not 0 < len(probe) <= MAX_NAME:
-        return False
-    t = line.get("t")
-    if (type(t) is not float and type(t) is not int) or not 0 <= t <= MAX_T:
-        return False
-    if "interval" in line:
-        t = line["interval"]
-        if (type(t) is not float and type(t) is not int) or not 0 <= t <= MAX_T:
-            return False
-    values = line.get("values", {})
-    if type(values) is not dict or type(line.get("extra", {})) is not dict:
-        return False
-    if values:
-        if "" in values or max(map(len, values)) > MAX_NAME:
-            return False
-        numbers: Any = values.values()
-        kinds = set(map(type, numbers))
-        if not kinds <= _NUMBER_TYPES:
-            return False
-        if _NONE in kinds:
-            numbers = [v for v in numbers if v is not None]
-        if numbers and (max(numbers) > MAX_VALUE or min(numbers) < -MAX_VALUE):
-            return False
-    return True
-
-
-def _fast_line(raw: bytes) -> tuple[dict[str, Any], str] | None:
-    """(line, kind) of a body line that is certainly valid, or None."""
-    if _LONG_INT in raw.translate(_INT_SHAPE):
-        return None
-    try:
-        # orjson refuses invalid UTF-8, NaN/Infinity and 1e999 (json reads
-        # the last as infinity: the reference path names it).
-        line = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    if type(line) is not dict:
-        return None
-    kind = line.get("type")
-    if kind == "sample":
-        return (line, kind) if _fast_sample(line) else None
-    try:
-        return line, _check_line(line)
-    except LineError:
-        return None
-
-
-def _decode_body(raw: bytes, keys: _Keys | None = None) -> tuple[dict[str, Any], str, bool]:
-    """(line, kind, exact) of one body line; ``exact`` False when the fast
-    path read it (its weight is then ``_weight_bound``). LineError if bad."""
-    fast = _fast_line(raw)
-    if fast is not None:
-        return fast[0], fast[1], False
-    line = _parse(raw, keys)
-    return line, _check_line(line), True
+__all__ = [
+    "RecordSequence",
+    "Session",
+    "SessionLoader",
+    "SessionStream",
+    "load_session",
+    "stream_session",
+]
 
 
 # -- reading ---------------------------------------------------------------

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from probetop.probes.record import reader
+from probetop.probes.record import linecheck, reader
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 NOBODY = 65534
@@ -152,10 +152,10 @@ def nobody_cli(args: list[str], timeout: float = 60) -> subprocess.CompletedProc
 @contextlib.contextmanager
 def reference_only() -> Iterator[None]:
     """load_session with its fast paths turned off: every line on json."""
-    saved = reader.decode_block, reader._fast_line
+    saved = reader.decode_block, linecheck._fast_line
     reader.decode_block = lambda raws, data=None: None  # type: ignore[assignment]
-    reader._fast_line = lambda raw: None  # type: ignore[assignment]
+    linecheck._fast_line = lambda raw: None  # type: ignore[assignment]
     try:
         yield
     finally:
-        reader.decode_block, reader._fast_line = saved
+        reader.decode_block, linecheck._fast_line = saved

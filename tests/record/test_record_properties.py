@@ -29,7 +29,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from probetop.probes.core.sample import Announce, Sample, Status
-from probetop.probes.record import reader
+from probetop.probes.record import limits, reader
 from probetop.probes.record.reader import Session, load_session
 from probetop.probes.record.writer import LineFile, RecordingError, WriteFailed
 from probetop.tui.commands.report import print_report
@@ -173,7 +173,7 @@ def is_number(value: Any) -> bool:
 def check_session(session: Session) -> None:
     """Every record has the types the panes and the report rely on."""
     for t, record in session.records():
-        assert is_number(t) and 0 <= t <= reader.MAX_T
+        assert is_number(t) and 0 <= t <= limits.MAX_T
         if isinstance(record, Sample):
             assert isinstance(record.probe, str) and record.probe
             assert is_number(record.interval_s)
