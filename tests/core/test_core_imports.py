@@ -75,6 +75,22 @@ def test_version_is_fast():
     assert took < 5, f"--version took {took:.2f} s"
 
 
+def test_the_version_is_the_installed_distributions_and_costs_no_metadata_lookup():
+    """pyproject.toml reads the version from probes/__init__.py: one place,
+    and a start-up that never imports importlib.metadata (15-25 ms)."""
+    from importlib import metadata
+
+    import probetop.probes
+
+    assert probetop.probes.version() == metadata.version("probetop")
+    script = (
+        "import sys; from probetop.probes import version; version(); "
+        "print('importlib.metadata' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
+
+
 def test_building_the_parser_loads_no_heavy_library():
     # --help and --version import every command module: they must keep
     # numba, scapy, pycurl and Textual imports inside functions.
