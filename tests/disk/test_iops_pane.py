@@ -168,3 +168,28 @@ async def test_warmup_pane_shows_a_row_per_pass_and_a_total(tmp_path) -> None:
         for name in ("write", "read"):
             assert abs(pane.pass_rows[name].bytes - (8 << 20)) <= (8 << 20) * 0.02
         assert "16.0MiB" in rows["total"] or "15.9MiB" in rows["total"], lines
+
+
+def test_a_spark_label_always_leaves_a_blank_before_the_bars() -> None:
+    """The row cuts its label at LABEL_CELLS: every label leaves the last of
+    them blank ("read IOPS  1013 IO/s" filled all 28 and ran into the bars),
+    keeps its whole unit, and a long latency reads in ms or s, never with an
+    SI prefix on µs ("12.3k µs")."""
+    from probetop.tui.panes.disk import spark_label
+    from probetop.tui.widgets.sparkrow import LABEL_CELLS
+
+    rows = [  # the IOPS and warm-up panes' sparkline rows
+        *((f"{d} IOPS", "IO/s") for d in ("read", "write")),
+        *((f"p99 {d} latency", "µs") for d in ("read", "write")),
+        ("throughput", "B/s"),
+        ("IOPS", "IO/s"),
+    ]
+    for label, unit in rows:
+        for value in (None, 0, 7.5, 99.9, 1013, 99_999, 123_456_789):
+            text = spark_label(label, value, unit)
+            assert len(text) <= LABEL_CELLS - 1, text
+            units = ("µs", " ms", " s") if unit == "µs" else (unit,)
+            assert text.startswith(label + " ") and text.endswith(units), text
+    assert spark_label("p99 write latency", 9_999, "µs").endswith(" 9999 µs")
+    assert spark_label("p99 write latency", 12_345, "µs").endswith(" 12.3 ms")
+    assert spark_label("p99 write latency", 123_456_789, "µs").endswith(" 123 s")

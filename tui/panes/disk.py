@@ -47,6 +47,7 @@ from probetop.tui.widgets.bars import hbar, log_fraction, value_bar
 from probetop.tui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane
+from probetop.tui.widgets.sparkrow import LABEL_CELLS
 from probetop.tui.widgets.textblock import TextBlock
 from textual.app import ComposeResult
 
@@ -66,9 +67,17 @@ def log_bar(value: float, low: float, high: float, width: int = BAR) -> str:
 def spark_label(label: str, value: float | None, unit: str) -> str:
     """A sparkline's label: what, the latest value and its unit (``B/s`` gets
     its SI prefix in front: "123MB/s")."""
-    if unit == "B/s":
-        return f"{label:<{LABEL}}{fmt_value(value, unit, 6)}B/s"
-    return f"{label:<{LABEL}}{fmt_value(value, unit, 6)} {unit}"
+    if unit == "µs":  # a stalled device's p99: "12.3 s", not "12345678 µs"
+        for bigger in ("ms", "s"):
+            if value is None or abs(value) < 10_000:
+                break
+            value, unit = value / 1000.0, bigger
+    right = fmt_value(value, unit, 6) + ("B/s" if unit == "B/s" else f" {unit}")
+    # At most LABEL_CELLS - 1 cells, so a blank always parts the text from the
+    # bars ("read IOPS  1013 IO/s" filled all 28 and ran into them): a long
+    # unit takes its cell from the label's padding.
+    pad = max(len(label) + 1, min(LABEL, LABEL_CELLS - 1 - len(right)))
+    return f"{label:<{pad}}{right}"
 
 
 def kernel_rates(

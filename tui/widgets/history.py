@@ -102,7 +102,7 @@ def fmt_value(value: float | None, unit: str = "", width: int = 0, si: bool = Tr
     else:
         prefix = ""
         scaled = value
-        if si and unit not in ("%", "ms", "us", "s", "MHz") and abs(value) >= 10_000:
+        if si and unit not in ("%", "ms", "us", "µs", "s", "MHz") and abs(value) >= 10_000:
             for factor, p in _SI:
                 if abs(value) >= factor:
                     scaled, prefix = value / factor, p
