@@ -334,8 +334,13 @@ class ProbetopApp(App[int]):
             detach_from_dead_terminal()
         self.run_worker(self.shutdown(f"interrupted ({signame})"), exclusive=False)
 
+    def _screens_gone(self) -> bool:
+        """True once Textual has removed the last screen: the frame timers can
+        still tick then (CI: ScreenStackError), and there is nothing to draw."""
+        return not self.screen_stack
+
     def _live_frame(self) -> None:
-        if self.feed is None:
+        if self.feed is None or self._screens_gone():
             return
         self.route(self.feed.drain())
         if self.feed.dropped:
@@ -373,9 +378,8 @@ class ProbetopApp(App[int]):
         """Render panes that got data; while another screen covers them, only
         the maximised view is updated and the panes stay dirty until it closes
         (updating hidden widgets made Textual repaint the whole top screen).
-        Does nothing once the app is closing: its frame timer can still tick
-        after Textual has removed the last screen."""
-        if not self.screen_stack:
+        Does nothing once the app is closing (``_screens_gone``)."""
+        if self._screens_gone():
             return
         screen = self.screen
         if isinstance(screen, MaximisedScreen) and screen.pane.probe_id in self._chart_dirty:
@@ -512,7 +516,7 @@ class ProbetopApp(App[int]):
         self._update_status()
 
     def _replay_frame(self) -> None:
-        if self.player is None:
+        if self.player is None or self._screens_gone():
             return
         records = self.player.tick(time.monotonic())
         if records:
@@ -540,7 +544,7 @@ class ProbetopApp(App[int]):
 
     async def _attached_frame(self) -> None:
         attached, player = self.config.attached, self.player
-        if attached is None or player is None:
+        if attached is None or player is None or self._screens_gone():
             return
         try:
             player.extend(attached.poll(HISTORY_SLICE if self.loading_history else None))

@@ -57,6 +57,13 @@ async def test_a_frame_after_the_last_screen_is_gone_is_a_no_op() -> None:
     app._dirty.add("system.cpu")
     app.route([], render=True)
     app.render_dirty()
+    app._live_frame()
+
+    replay = replay_app()
+    async with replay.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.2)
+    assert not replay.screen_stack
+    replay._replay_frame()
 
 
 async def test_maximise_and_restore() -> None:
