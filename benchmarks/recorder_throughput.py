@@ -166,8 +166,8 @@ def decode_block_as(fn: Callable[..., object]) -> Iterator[None]:
 def where_the_time_goes(hour: Path, size: int) -> None:
     """load_session with parts of decode_block left out, in one run (best of
     ROUNDS; CPU ms): what reading the blocks costs, what msgspec's typed
-    decode alone costs, and the rest (building the lines, the byte screens,
-    the weights)."""
+    decode alone costs (its objects dropped), and the rest (keeping them as
+    the lines, the byte screens, the weights)."""
     from probetop.probes.record import fastpath
 
     def read_only(raws: list[bytes], data: bytes | None = None) -> object:
@@ -193,7 +193,7 @@ def where_the_time_goes(hour: Path, size: int) -> None:
     whole, read, decoded = best(None), best(read_only), best(decode_only)
     print(f"{'':34s} where the time goes (best of {ROUNDS}, CPU ms): "
           f"read + split into lines {read:.0f}, msgspec typed decode {decoded - read:.0f}, "
-          f"lines built + extras screened + weighed {whole - decoded:.0f}; "
+          f"lines kept + extras screened + weighed {whole - decoded:.0f}; "
           f"all {whole:.0f} ms = {size / 1e6 / whole * 1000:.0f} MB/s")  # fmt: skip
 
 

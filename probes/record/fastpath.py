@@ -1,16 +1,18 @@
 """The reader's fast path: a batch of body lines checked in one typed decode.
 
 Contract:
-- ``decode_block(data, count)`` returns the line objects of the ``count``
-  body lines in ``data`` (joined by newlines) when every one is a sample or
-  status line that
-  certainly passes the reader's checks (``linecheck._check_line`` and the
-  number rules of ``linecheck._weight``); otherwise None, and the reader checks
-  those lines one at a time on its reference path, which names the bad one.
-  It never accepts a line that path refuses, and its objects equal what
-  ``json.loads`` gives, except that a sample's ``extra`` is a ``LazyExtra``:
-  checked now (valid JSON, an object, no number ``json`` would read
-  differently), turned into Python objects on first use.
+- ``decode_block(raws, data)`` returns the line objects of the body lines
+  ``raws`` when every one is a sample or status line that certainly passes
+  the reader's checks (``linecheck._check_line`` and the number rules of
+  ``linecheck._weight``); otherwise None, and the reader checks those lines
+  in smaller batches, then one at a time on its reference path, which names
+  the bad one. It never accepts a line that path refuses.
+  Its objects are the msgspec objects of the decode (``_Sample``,
+  ``_Status``), read-only ``Mapping``s equal to the dicts ``json.loads``
+  gives (the same keys and values; keys iterate in the writer's order),
+  except that a sample's ``extra`` is a ``LazyExtra``: checked now (valid
+  JSON, an object, no number ``json`` would read differently), turned into
+  Python objects on first use.
   With them, an upper bound of ``linecheck._weight`` of those lines: exact for
   everything but the ``extra`` objects, which are bounded from byte counts
   (``weight_bound``).
@@ -18,13 +20,15 @@ Contract:
 Why: turning every number of every ``extra`` (histograms, percentile tables:
 most of a recording's bytes) into Python objects is what made reading slow,
 and the report never looks at them; msgspec checks them without building
-them (benchmarks/recorder_throughput.py).
+them. Keeping the decoded objects instead of a dict per line is a fifth
+less time and a tenth less memory per line (benchmarks/recorder_throughput.py).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
+from typing import Annotated, Any, ClassVar
 
 import msgspec
 from probetop.probes.record.lazyextra import LazyExtra
@@ -40,36 +44,133 @@ _Time = (
     | Annotated[float, msgspec.Meta(ge=0, le=MAX_T)]
 )
 _UNSET = msgspec.UNSET
+_RAW = msgspec.Raw
 
 
-class _Sample(msgspec.Struct, tag_field="type", tag="sample", forbid_unknown_fields=True):
+class _Line(msgspec.Struct, tag_field="type", forbid_unknown_fields=True, gc=False):
+    """A body line as msgspec decoded it, read as the read-only mapping
+    ``json.loads`` would give (``"type"`` from the tag; a field never
+    written is no key): building a dict per line was a fifth of reading.
+    ``extra`` (kept as the checked ``msgspec.Raw``) is a ``LazyExtra``,
+    made on first use and kept. Not tracked by the garbage collector (16
+    bytes less each): a line holds no container that could refer back to it."""
+
+    kind: ClassVar[str]  # the line's "type"
+    # Its keys, and the attribute of each: "type" is ``kind``, a sample's
+    # "values" is field ``numbers`` (``values`` is the mapping's method).
+    fields: ClassVar[dict[str, str]]
+
+    # get / [] / in are called for every line by the report and the replay:
+    # each is one method, no call of another.
+    def get(self, key: str, default: Any = None) -> Any:
+        name = self.fields.get(key)
+        if name is None:
+            return default
+        value = getattr(self, name)
+        if value is _UNSET:
+            return default
+        if type(value) is _RAW:
+            value = self.extra = LazyExtra(value)  # type: ignore[attr-defined]
+        return value
+
+    def __getitem__(self, key: str) -> Any:
+        name = self.fields.get(key)
+        if name is not None:
+            value = getattr(self, name)
+            if value is not _UNSET:
+                if type(value) is _RAW:
+                    value = self.extra = LazyExtra(value)  # type: ignore[attr-defined]
+                return value
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        name = self.fields.get(key)  # type: ignore[call-overload]
+        return name is not None and getattr(self, name) is not _UNSET
+
+    def __iter__(self) -> Iterator[str]:
+        for key, name in self.fields.items():
+            if getattr(self, name) is not _UNSET:
+                yield key
+
+    def __len__(self) -> int:
+        return sum(1 for _key in self)
+
+    # Views as a dict's (a _Line is a registered Mapping; msgspec classes
+    # cannot inherit its mixin methods).
+    def keys(self) -> KeysView[str]:
+        return KeysView(self)  # type: ignore[arg-type]
+
+    def items(self) -> ItemsView[str, Any]:
+        return ItemsView(self)  # type: ignore[arg-type]
+
+    def values(self) -> ValuesView[Any]:
+        return ValuesView(self)  # type: ignore[arg-type]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The line as the dict ``json.loads`` gives (``extra`` a LazyExtra)."""
+        return {key: self[key] for key in self}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return self.as_dict() == dict(other.items())
+
+    def __ne__(self, other: object) -> bool:  # msgspec's own would compare as Structs
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]  # a mapping: unhashable, as a dict
+
+    def __repr__(self) -> str:
+        return repr(self.as_dict())
+
+
+class _Sample(_Line, tag="sample"):
     probe: _Name
     t: _Time
     interval: _Time | msgspec.UnsetType = _UNSET
     # Plain str keys: msgspec shares the objects of short repeated keys (a
     # constrained key type turns that off: a fifth slower, and more memory);
     # their lengths are checked in decode_block.
-    values: dict[str, _Value] | msgspec.UnsetType = _UNSET
+    numbers: dict[str, _Value] | msgspec.UnsetType = msgspec.field(default=_UNSET, name="values")
     extra: msgspec.Raw | msgspec.UnsetType = _UNSET
 
+    kind = "sample"
+    fields = {
+        "type": "kind",
+        "probe": "probe",
+        "t": "t",
+        "interval": "interval",
+        "values": "numbers",
+        "extra": "extra",
+    }
 
-class _Status(msgspec.Struct, tag_field="type", tag="status", forbid_unknown_fields=True):
+
+class _Status(_Line, tag="status"):
     probe: _Name
     t: _Time
     level: str
     message: str
 
+    kind = "status"
+    fields = {"type": "kind"} | {k: k for k in ("probe", "t", "level", "message")}
+
+
+for _kind in (_Sample, _Status):
+    Mapping.register(_kind)
 
 _DECODER = msgspec.json.Decoder(_Sample | _Status)
 
 # The shape of the extras' bytes, for the checks of ``decode_block``: digits
-# become "0", exponent marks "e"/"+", a decimal point stays, "{[" become "{"
-# and ":," become ",", all else is a blank (deleting it instead would make
-# the shape shorter, but join "bytes?n=100000" into an exponent). An integer
-# of 19 digits or more (it may not fit 64 bits: the reference path decides)
-# shows as 19 zeros not after a "."; a float with a positive 3-digit
-# exponent (it may overflow to infinity, which ``json`` reads and the
-# reference path refuses by name) as "0e000" or "0e+000".
+# become "0", exponent marks "e", a decimal point stays, "{[" become "{"
+# and ":," become ",", "+" is deleted (_NO_PLUS), all else is a blank
+# (deleting it too would make the shape shorter, but join "bytes?n=100000"
+# into an exponent). An integer of 19 digits or more (it may not fit 64
+# bits: the reference path decides) shows as 19 zeros not after a "."; a
+# float with a positive 3-digit exponent (it may overflow to infinity,
+# which ``json`` reads and the reference path refuses by name) as "0e000".
+# Deleting "+" only joins runs, so it can add hits (a string "7+e123"),
+# never hide one.
 _SHAPE = bytes(
     ord("0")
     if chr(i) in "0123456789"
@@ -80,18 +181,27 @@ _SHAPE = bytes(
     else ord(",")
     if chr(i) in ":,"
     else i
-    if chr(i) in "+."
+    if chr(i) in "."
     else ord(" ")
     for i in range(256)
 )
+_NO_PLUS = b"+"
 _ZEROS = b"0" * 19
-# A digit, then e or e+ and 3 digits: a literal prefix the regex engine finds
-# faster than bytes.find finds "e0" among so many zeros.
-_BIG_EXPONENT = re.compile(rb"0e\+?000")
+# "e" and 3 digits, the digit before it checked on a hit (_big_exponent): the
+# regex engine finds a rare first letter faster than it finds "0e" among
+# so many zeros, and bytes.find ends on a "0" (its skips are short).
+_EXPONENT = re.compile(rb"e000")
 # An extra that does not start with "{" (each one follows a newline once joined).
 _NOT_AN_OBJECT = re.compile(rb"\n[^{]")
 _DOT = ord(".")
 _ZERO = ord("0")
+
+
+def _big_exponent(shape: bytes) -> bool:
+    """Whether the shaped bytes hold "0e000": a number with a positive
+    exponent of 3 digits or more. "e000" without a digit before it (a
+    string "size1000") is looked at and passed over."""
+    return any(m.start() and shape[m.start() - 1] == _ZERO for m in _EXPONENT.finditer(shape))
 
 
 def _long_integer(shape: bytes) -> bool:
@@ -128,7 +238,7 @@ def weight_bound(data: bytes) -> int:
 
 def decode_block(
     raws: list[bytes], data: bytes | None = None
-) -> tuple[list[dict[str, Any]], int] | None:
+) -> tuple[list[Mapping[str, Any]], int] | None:
     """(line objects, an upper bound of their summed ``linecheck._weight``) of the
     body lines ``raws`` (each without its newline), or None when one of them
     may not pass the reference checks (see the module docstring). ``data``:
@@ -144,11 +254,9 @@ def decode_block(
         return None  # the writer escapes non-ASCII; UTF-8 is checked there
     decode = _DECODER.decode
     try:
-        decoded = [decode(raw) for raw in raws]
+        lines: list[Any] = list(map(decode, raws))  # _Sample | _Status
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    lines: list[dict[str, Any]] = []
-    append = lines.append
     extras: list[msgspec.Raw] = []
     keep = extras.append
     values_seen: list[dict[str, Any]] = []
@@ -157,50 +265,21 @@ def decode_block(
     # The weight of each line but its extra, exactly as linecheck._weight counts:
     # 3 for the object, 1 per key, 1 per value that is not a container.
     weight = 0
-    item: Any  # _Sample | _Status, told apart by type() (isinstance is slower)
-    for item in decoded:
+    for item in lines:
         if type(item) is _Status:
-            append(
-                {
-                    "type": "status",
-                    "probe": item.probe,
-                    "t": item.t,
-                    "level": item.level,
-                    "message": item.message,
-                }
-            )
             weight += 13  # 5 keys, 5 strings and numbers
             continue
-        interval, values, extra = item.interval, item.values, item.extra
-        if interval is not unset and values is not unset and extra is not unset:
-            keep(extra)
-            append(
-                {
-                    "type": "sample",
-                    "probe": item.probe,
-                    "t": item.t,
-                    "interval": interval,
-                    "values": values,
-                    "extra": LazyExtra(extra),
-                }
-            )
-            weight += 16 + 2 * len(values)  # 6 keys, 4 scalars; values 3 + 2 per item
-            tables(values)
-            continue
-        line: dict[str, Any] = {"type": "sample", "probe": item.probe, "t": item.t}
-        weight += 9
-        if interval is not unset:
-            line["interval"] = interval
+        weight += 9  # type, probe, t
+        if item.interval is not unset:
             weight += 2
+        values = item.numbers
         if values is not unset:
-            line["values"] = values
-            weight += 4 + 2 * len(values)
+            weight += 4 + 2 * len(values)  # 3 + 1 for the key, 2 per item
             tables(values)
+        extra = item.extra
         if extra is not unset:
             keep(extra)
-            line["extra"] = LazyExtra(extra)
             weight += 1
-        append(line)
     # The keys of every values object: the same few names over and over, so
     # their set is small and checked at once.
     names = set().union(*values_seen)
@@ -212,8 +291,8 @@ def decode_block(
         joined = b"\n".join(extras)
         if joined[:1] != b"{" or _NOT_AN_OBJECT.search(joined):
             return None  # an extra that is not an object: the reference path says so
-        shape = joined.translate(_SHAPE)
-        if _BIG_EXPONENT.search(shape) or _long_integer(shape):
+        shape = joined.translate(_SHAPE, _NO_PLUS)
+        if _big_exponent(shape) or _long_integer(shape):
             return None
         # weight_bound of each extra ("{[" became "{", ":," became ","), summed.
         weight += 3 * shape.count(b"{") + shape.count(b",") + len(extras)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -220,6 +221,10 @@ def _weight(obj: Any, budget: int) -> int:
         if kind is LazyExtra:  # a checked extra (fastpath.py): weigh its objects
             item = item.data
             kind = dict
+        elif kind not in _JSON_TYPES and isinstance(item, Mapping):
+            # a line the fast path kept as a read-only mapping (fastpath._Line)
+            item = dict(item.items())
+            kind = dict
         if kind is dict:
             count += 3 + len(item)  # the object and its keys
             stack.extend(item.values())
@@ -235,6 +240,10 @@ def _weight(obj: Any, budget: int) -> int:
         if count > budget:
             break
     return count
+
+
+# What json.loads makes: weighed as they are.
+_JSON_TYPES = frozenset({dict, list, str, int, float, bool, type(None)})
 
 
 def _reject_constant(name: str) -> Any:

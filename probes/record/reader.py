@@ -26,7 +26,8 @@ Contract:
   it means the file was edited or corrupted, not interrupted.
 - Two paths, one verdict: blocks (then 64-line batches) of sample and
   status lines go through ``fastpath.decode_block`` (msgspec, checked in C;
-  ``extra`` kept as a checked ``LazyExtra``), other lines through orjson;
+  the decoded objects kept as read-only mappings, ``extra`` as a checked
+  ``LazyExtra``), other lines through orjson;
   whatever those cannot vouch for is read by the reference path
   (``linecheck``: ``json``, ``_check_line``, ``_weight``), which names the
   bad line. Both
@@ -44,7 +45,7 @@ import gc
 import io
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -329,7 +330,7 @@ def _gc_paused() -> Iterator[None]:
 
 def decode_block(
     raws: list[bytes], data: bytes | None = None
-) -> tuple[list[dict[str, Any]], int] | None:
+) -> tuple[list[Mapping[str, Any]], int] | None:
     """``fastpath.decode_block``, imported when a recording is first read
     (msgspec and its decoder cost 12 ms that ``--version`` need not pay)."""
     from probetop.probes.record import fastpath

@@ -2,7 +2,9 @@
 
 Contract: ``Session`` holds the checked header, body lines and footer of one
 recording (``reader.load_session`` / ``SessionLoader`` build it; every line
-in it passed the reader's checks). ``Session.records()`` rebuilds
+in it passed the reader's checks). A body line is a read-only ``Mapping``
+equal to the dict ``json.loads`` gives (the fast path keeps its decoded
+objects: ``fastpath._Line``); do not change one. ``Session.records()`` rebuilds
 ``Announce``/``Sample``/``Status`` records with ``t_ns`` relative to the
 session start, so panes built for live data show a replay unchanged. It is a
 ``RecordSequence``: each record is made when read.
@@ -10,7 +12,7 @@ session start, so panes built for live data show a replay unchanged. It is a
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
@@ -28,7 +30,7 @@ class Session:
 
     path: Path
     header: dict[str, Any]
-    lines: list[dict[str, Any]]
+    lines: list[Mapping[str, Any]]
     footer: dict[str, Any] | None
     warnings: list[str] = field(default_factory=list)
 
@@ -52,7 +54,7 @@ class Session:
             return float(self.footer["duration_s"])
         return max((float(line.get("t", 0.0)) for line in self.lines), default=0.0)
 
-    def samples(self, probe_id: str | None = None) -> list[dict[str, Any]]:
+    def samples(self, probe_id: str | None = None) -> list[Mapping[str, Any]]:
         return [
             line
             for line in self.lines
@@ -79,12 +81,14 @@ class RecordSequence(Sequence[tuple[float, Record]]):
     its line when it is read. ``times`` are all the time stamps,
     without making any record."""
 
-    def __init__(self, announced: list[tuple[float, Record]], lines: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, announced: list[tuple[float, Record]], lines: list[Mapping[str, Any]]
+    ) -> None:
         self._announced = announced
-        self._lines: list[dict[str, Any]] = []
+        self._lines: list[Mapping[str, Any]] = []
         self.add(lines)
 
-    def add(self, lines: list[dict[str, Any]]) -> list[float]:
+    def add(self, lines: list[Mapping[str, Any]]) -> list[float]:
         """Append the records of more lines (a recording still being read,
         ``SessionLoader``); their time stamps."""
         # load_session keeps only these; a Session made by hand may hold others,

@@ -12,13 +12,14 @@ import contextlib
 import json
 import math
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from probetop.probes.record import RecordingError, load_session, reader
+from probetop.probes.record import RecordingError, fastpath, load_session, reader
 from probetop.probes.record.codec import _fast_line, _stdlib_line, dump_line_bytes
 from probetop.probes.record.lazyextra import LazyExtra
 from record_helpers import reference_only
@@ -132,6 +133,8 @@ HOSTILE_NUMBERS = [
     "1e999", "-1E+400", "1e-999", "18446744073709551616", "-9223372036854775809",
     "12345678901234567890.5", "0.0011950836098879379", "1e99", "1.7976931348623157e308",
     "NaN", "Infinity", "01", "1.", '"\\ud800"', '"\\u00e9"', '"\x01"', "[]", "{}",
+    "1E100", "1.5e+100", "-2E+308", "1e+99", '"node1000"', '"7+e123"', '"x\\"e100"',
+    "[1e100]", '{"e": 1e+100}', '{"a": 12345678901234567890}',
 ]  # fmt: skip
 
 
@@ -160,3 +163,57 @@ def test_a_demo_recording_reads_the_same_both_ways(tmp_path: Path) -> None:
     extras = [line["extra"] for line in session.lines if "extra" in line]
     lazy = sum(isinstance(e, LazyExtra) for e in extras)
     assert lazy > len(extras) / 2  # the batch path took most (the footer's batch goes line by line)
+
+
+def test_fast_lines_are_the_mappings_json_gives() -> None:
+    """A line the block reader keeps as a msgspec object reads as the dict
+    json.loads makes of it: items, order, lookups, views, equality both
+    ways; its extra is one LazyExtra, made once; nothing else is a key."""
+    rows = (DATA / "demo_session.jsonl").read_bytes().splitlines()[1:]
+    session = load_session(DATA / "demo_session.jsonl")
+    body = [json.loads(row) for row in rows if json.loads(row).get("type") != "footer"]
+    assert session.lines == body and body == session.lines
+    fast = [line for line in session.lines if type(line) is not dict]
+    assert {line["type"] for line in fast} == {"sample", "status"}
+    for line, expected in zip(session.lines, body, strict=True):
+        assert isinstance(line, Mapping)
+        assert list(line) == list(expected) and len(line) == len(expected)
+        assert list(line.keys()) == list(expected.keys())
+        assert list(line.items()) == list(expected.items())
+        assert list(line.values()) == list(expected.values())
+        assert {k: line[k] for k in expected} == expected
+        assert all(k in line and line.get(k) == v for k, v in expected.items())
+        for absent in ("numbers", "kind", "fields", "__class__", "interval" * 2, 3):
+            assert absent not in line and line.get(absent, "none") == "none"
+            with pytest.raises(KeyError):
+                line[absent]  # type: ignore[index]
+        assert not line != expected and not expected != line  # noqa: SIM202
+        assert line != {**expected, "x": 1} and line != [] and line != dict(expected, t=-1)
+        if "extra" in line:
+            assert line["extra"] is line.get("extra") and line["extra"] == expected["extra"]
+    assert fast and all(repr(line) == repr(dict(line)) for line in fast if "extra" not in line)
+
+
+def test_a_sample_without_optional_fields_has_no_such_keys(tmp_path: Path) -> None:
+    header = (DATA / "tui_session.jsonl").read_bytes().splitlines()[0]
+    rows = [
+        b'{"type":"sample","probe":"p","t":1}',
+        b'{"t":2,"probe":"p","type":"sample","values":{}}',  # keys in another order
+    ]
+    path = tmp_path / "rec.jsonl"
+    path.write_bytes(b"\n".join([header, *rows, rows[0]]) + b"\n")
+    lines = load_session(path).lines
+    assert [type(x) is not dict for x in lines[:2]] == [True, True]  # the block path took them
+    assert lines[0] == {"type": "sample", "probe": "p", "t": 1}
+    assert list(lines[0]) == ["type", "probe", "t"]
+    assert "values" not in lines[0] and lines[0].get("extra") is None
+    assert lines[1] == {"type": "sample", "probe": "p", "t": 2, "values": {}}
+    assert dict(lines[1]) == json.loads(rows[1])
+
+
+def test_strings_like_exponents_stay_on_the_fast_path() -> None:
+    """ "e" and 3 digits inside a string (a host name) is no number: the
+    block is still read in one decode; a digit before it is a possible one."""
+    line = b'{"type":"sample","probe":"p","t":1,"extra":{"host":"node1000","m":"a+e123"}}'
+    assert fastpath.decode_block([line, line]) is not None
+    assert fastpath.decode_block([line.replace(b"a+e123", b"7+e123")]) is None

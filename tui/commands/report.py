@@ -67,14 +67,20 @@ def metric_series(session: Session, probe_id: str) -> dict[str, list[tuple[float
 def all_series(session: Session) -> dict[str, dict[str, list[tuple[float, float]]]]:
     """``metric_series`` of every probe, in one pass over the recording."""
     out: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    # Four lookups a line: a line read by the fast path is a mapping whose
+    # lookups are Python calls (probes/record/fastpath.py).
     for line in session.lines:
         if line.get("type") != "sample":
             continue
-        series = out.get(line["probe"])
+        values = line.get("values")
+        if not values:
+            continue
+        probe = line["probe"]
+        series = out.get(probe)
         if series is None:
-            series = out[line["probe"]] = {}
+            series = out[probe] = {}
         t = float(line["t"])
-        for key, value in line.get("values", {}).items():
+        for key, value in values.items():
             if value is not None:
                 points = series.get(key)
                 if points is None:
