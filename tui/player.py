@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from probetop.probes.core.sample import Record
@@ -71,7 +71,7 @@ class ReplayPlayer:
     def at_end(self) -> bool:
         return not self.loading and self.index >= len(self.records)
 
-    def grow(self, lines: list[dict[str, Any]]) -> None:
+    def grow(self, lines: Sequence[Mapping[str, Any]]) -> None:
         """The records of ``lines``, read after the player was made, appended
         (a recording being read: ``probes.record.reader.SessionLoader``)."""
         assert isinstance(self.records, RecordSequence)

@@ -88,7 +88,7 @@ class RecordSequence(Sequence[tuple[float, Record]]):
         self._lines: list[Mapping[str, Any]] = []
         self.add(lines)
 
-    def add(self, lines: list[Mapping[str, Any]]) -> list[float]:
+    def add(self, lines: Sequence[Mapping[str, Any]]) -> list[float]:
         """Append the records of more lines (a recording still being read,
         ``SessionLoader``); their time stamps."""
         # load_session keeps only these; a Session made by hand may hold others,
