@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from probetop.probes.record import RecordingError, load_session
-from probetop.probes.record.reader import SessionLoader
+from probetop.probes.record.reader import STEP_BYTES, SessionLoader
 from probetop.tui.app import make_app
 from probetop.tui.config import AppConfig
 from probetop.tui.player import ReplayPlayer
@@ -70,11 +70,27 @@ def test_the_player_grows_and_is_not_at_its_end_while_loading(tmp_path: Path) ->
     assert player.duration_s == whole.duration_s == 16.5 * COPIES
 
 
+class HeldLoader(SessionLoader):
+    """A loader whose steps read nothing while ``held``: the test looks at the
+    dashboard while the reading is certainly not over. (Free, the app's reader
+    got the whole file before the test's first look on a loaded machine:
+    Textual's start-up waits let the event loop run its steps.)"""
+
+    held = False
+
+    def step(self, nbytes: int = STEP_BYTES) -> int:
+        if self.held:
+            time.sleep(0.001)  # the app's reader calls again at once: no busy loop
+            return 0
+        return super().step(nbytes)
+
+
 async def test_the_dashboard_opens_on_the_head_and_reads_the_rest(tmp_path: Path) -> None:
     path = tmp_path / "long.jsonl"
     long_recording(path)
-    loader = SessionLoader(path)
+    loader = HeldLoader(path)
     loader.step(100_000)
+    loader.held = True
     app = make_app(AppConfig(session=loader.session, extra={"loader": loader, "speed": "max"}))
     async with app.run_test(size=(120, 40)) as pilot:
         assert app.player is not None
@@ -83,6 +99,8 @@ async def test_the_dashboard_opens_on_the_head_and_reads_the_rest(tmp_path: Path
         await pilot.pause()
         notes = [n.message for n in app._notifications]
         assert any("still reading the recording" in m for m in notes)
+        assert not loader.done and not app.player.at_end
+        loader.held = False
         assert await wait_for(pilot, lambda: app.player is not None and app.player.at_end, 20)
         assert loader.done and "ended max" in app.status_bar.text
         assert "04:24 / 04:24" in app.status_bar.text
