@@ -101,7 +101,7 @@ async def test_the_dashboard_opens_on_the_head_and_reads_the_rest(tmp_path: Path
         assert any("still reading the recording" in m for m in notes)
         assert not loader.done and not app.player.at_end
         loader.held = False
-        assert await wait_for(pilot, lambda: app.player is not None and app.player.at_end, 20)
+        assert await wait_for(pilot, lambda: app.player is not None and app.player.at_end)
         assert loader.done and "ended max" in app.status_bar.text
         assert "04:24 / 04:24" in app.status_bar.text
         seen = app.panes["cpu"].samples_seen
