@@ -20,7 +20,7 @@ from probetop.tui.widgets.keybar import KeyBar, KeyEntry, layout_keys
 from probetop.tui.widgets.sparkrow import SparkRow
 from rich.cells import cell_len
 from textual.geometry import Size
-from tui_fixtures import DEMO_FILE, live_app, replay_app
+from tui_fixtures import DEMO_FILE, live_app, replay_app, wait_for
 
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 EXE = str(Path(sys.executable).parent / "probetop")
@@ -107,6 +107,15 @@ async def _footer_row(footer: type, size: tuple[int, int], theme: str) -> list[t
         await pilot.pause()
         app.set_focus(None)
         await pilot.pause(0.2)
+
+        def bottom_row() -> str:
+            return "".join(seg.text for seg in app.screen._compositor.render_strips()[-1])
+
+        # Textual's Footer composes its keys after a refresh that follows the
+        # bindings signal: on a loaded machine the row was still blank after
+        # the pause above. Both footers show the first key and the palette.
+        drawn = await wait_for(pilot, lambda: all(k in bottom_row() for k in ("q Quit", "palette")))
+        assert drawn, f"{footer.__name__} never drew its keys: {bottom_row()!r}"
         row = app.screen._compositor.render_strips()[-1]
         return [(ch, str(seg.style)) for seg in row for ch in seg.text]
 
