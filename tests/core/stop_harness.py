@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from file_size import text_of
 from probetop.probes.record.reader import Session, load_session
 from pty_session import PtySession
 
@@ -51,10 +52,9 @@ def _wait_for_samples(path: Path, probe: str, count: int, proc: subprocess.Popen
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"probetop exited by itself (rc={proc.returncode})")
-        if path.exists():
-            lines = path.read_text(errors="replace").splitlines()
-            if sum(1 for ln in lines if '"type":"sample"' in ln and needle in ln) >= count:
-                return
+        lines = text_of(path).splitlines()
+        if sum(1 for ln in lines if '"type":"sample"' in ln and needle in ln) >= count:
+            return
         time.sleep(0.05)
     raise AssertionError(f"no {probe} samples in {READY_TIMEOUT_S:.0f} s")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from file_size import text_of
 from probetop.probes.record.reader import load_session
 from probetop.probes.record.writer import SCHEMA_VERSION, Recorder, RecordingError, schema_path
 from probetop.probes.system.collectors import passive_probes
@@ -160,7 +161,7 @@ def _start_recording(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        if out.exists() and out.read_text().count('"type":"sample"') >= 6:
+        if text_of(out).count('"type":"sample"') >= 6:
             return proc, out
         time.sleep(0.1)
     proc.kill()

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from file_size import text_of
 from probetop.probes.record import RecordingError, load_session
 from probetop.probes.record.reader import STEP_BYTES, SessionLoader
 from probetop.tui.app import make_app
@@ -136,10 +137,11 @@ def test_a_bad_line_found_after_the_first_frame_is_reported_as_before(tmp_path: 
         _tmux(
             sock, "new-session", "-d", "-x", "120", "-y", "40", f"env TERM=xterm-256color {command}"
         )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not code.exists():
+        deadline = time.monotonic() + 60
+        # The shell creates the file, then writes it: wait for the whole line.
+        while time.monotonic() < deadline and not text_of(code).endswith("\n"):
             time.sleep(0.05)
-        assert code.read_text().strip() == "2"
+        assert text_of(code).strip() == "2", _tmux(sock, "capture-pane", "-p")
         assert err.read_text().rstrip().endswith(expected)  # after the UI (on stderr too)
     finally:
         subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from file_size import text_of
 from probetop.probes.record.reader import load_session
 from pty_session import PtySession
 
@@ -18,7 +19,7 @@ def _wait_for_samples(path: Path, count: int = 3, timeout: float = 20.0) -> bool
     """Wait until the recording holds ``count`` sample lines."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if path.exists() and path.read_text().count('"type":"sample"') >= count:
+        if text_of(path).count('"type":"sample"') >= count:
             return True
         time.sleep(0.1)
     return False
