@@ -45,7 +45,9 @@ class Stopped:
         )
 
 
-def _wait_for_samples(path: Path, probe: str, count: int, proc: subprocess.Popen[bytes]) -> None:
+def wait_for_samples(
+    path: Path, probe: str, count: int, proc: subprocess.Popen[bytes] | subprocess.Popen[str]
+) -> None:
     """Until the recording holds ``count`` samples of ``probe`` (it is measuring)."""
     needle = f'"probe":"{probe}"'
     deadline = time.monotonic() + READY_TIMEOUT_S
@@ -103,7 +105,7 @@ def _signal_and_time(
 ) -> tuple[int, float]:
     """Once ``record`` holds ``samples`` of ``probe``, send ``sig``; (exit
     code, seconds from the signal to the exit)."""
-    _wait_for_samples(record, probe, samples, proc)
+    wait_for_samples(record, probe, samples, proc)
     sent = time.monotonic()
     proc.send_signal(sig)
     try:
