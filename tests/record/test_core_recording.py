@@ -159,7 +159,7 @@ def _start_recording(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if text_of(out).count('"type":"sample"') >= 6:
             return proc, out

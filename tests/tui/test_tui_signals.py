@@ -15,7 +15,7 @@ from probetop.probes.record.reader import load_session
 from pty_session import PtySession
 
 
-def _wait_for_samples(path: Path, count: int = 3, timeout: float = 20.0) -> bool:
+def _wait_for_samples(path: Path, count: int = 3, timeout: float = 60.0) -> bool:
     """Wait until the recording holds ``count`` sample lines."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -60,7 +60,7 @@ def test_no_color_runs_without_hues() -> None:
         else:
             os.environ["NO_COLOR"] = env_backup
     try:
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline and b"load avg" not in app.output:
             time.sleep(0.1)
         assert app.proc.poll() is None, bytes(app.output)[-800:]
