@@ -48,8 +48,9 @@ class Stopped:
 def wait_for_samples(
     path: Path, probe: str, count: int, proc: subprocess.Popen[bytes] | subprocess.Popen[str]
 ) -> None:
-    """Until the recording holds ``count`` samples of ``probe`` (it is measuring)."""
-    needle = f'"probe":"{probe}"'
+    """Until the recording holds ``count`` samples of ``probe`` (it is
+    measuring); ``probe`` is a probe id or its start ("http:" for any URL)."""
+    needle = f'"probe":"{probe}'
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
