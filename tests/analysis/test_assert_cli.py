@@ -155,7 +155,7 @@ def test_dashboard_checks_at_quit_and_prints_after_it_closes(tmp_path: Path) -> 
             time.sleep(0.2)
         assert app.proc.poll() is None, bytes(app.output)[-500:]
         app.type(b"q")
-        rc = app.proc.wait(timeout=20)
+        rc = app.proc.wait(timeout=60)
     finally:
         app.close()
     assert rc == 99

@@ -289,7 +289,7 @@ def test_cli_ctrl_c_reports_what_ran_and_leaves_no_worker(tmp_path: Path) -> Non
         wait_for_samples(rec, "cpu", 2, proc)
         assert _threads_of(proc.pid) >= 3
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
+        out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -191,7 +191,7 @@ def test_ctrl_c_prints_the_partial_report_and_exits_130(server, tmp_path):
         # Requests answered before the signal (a fixed 1.5 s can still be start-up).
         wait_for_samples(rec, "http:", 3, proc)
         os.kill(proc.pid, signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=20)
+        stdout, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -265,7 +265,7 @@ def test_sigint_still_writes_the_final_textfile(tmp_path: Path) -> None:
         wait_for(url, proc)
         time.sleep(1.5)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=10)
+        out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -172,7 +172,7 @@ def _start_recording(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
 def test_signal_writes_footer_and_summary(tmp_path, sig):
     proc, out = _start_recording(tmp_path)
     proc.send_signal(sig)
-    stdout, stderr = proc.communicate(timeout=20)
+    stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
     lines = validate_file(out)
     assert lines[-1]["type"] == "footer"

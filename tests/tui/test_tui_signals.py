@@ -34,7 +34,7 @@ def test_signal_closes_recording_and_restores_terminal(tmp_path: Path, sig: int)
             pytest.fail(f"no samples recorded; screen: {bytes(app.output)[-500:]!r}")
         assert app.proc.poll() is None, "the dashboard exited by itself"
         app.proc.send_signal(sig)
-        rc = app.proc.wait(timeout=15)
+        rc = app.proc.wait(timeout=60)
     finally:
         app.close()
     assert rc == 0
@@ -67,7 +67,7 @@ def test_no_color_runs_without_hues() -> None:
         assert b"load avg" in app.output
     finally:
         app.proc.send_signal(signal.SIGTERM)
-        app.proc.wait(timeout=15)
+        app.proc.wait(timeout=60)
         app.close()
     text = app.text
     colours = re.findall(r"\x1b\[[0-9;]*?(?:38|48);5;(\d+)", text)
@@ -86,7 +86,7 @@ def test_terminal_hangup_closes_recording_and_exits(tmp_path: Path) -> None:
     try:
         assert _wait_for_samples(path)
         app.hangup()
-        rc = app.proc.wait(timeout=15)
+        rc = app.proc.wait(timeout=60)
     finally:
         app.close()
     assert rc == 0
