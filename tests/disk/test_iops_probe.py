@@ -75,7 +75,8 @@ async def test_cancel_leaves_no_worker_behind(fast_dir):
         assert asyncio.get_running_loop().time() < deadline, f"no sample in 60 s: {seen}"
         seen += await sub.wait(0.2)
     await hub.stop()
-    assert not [t for t in threading.enumerate() if t.name.startswith("probetop-io-")]
+    left = [t for t in threading.enumerate() if t.name.startswith("probetop-io-")]
+    assert not left, (left, hub.errors, probe.errors)
     summary = hub.summaries[probe.id]
     assert summary["read"]["total_ios"] > 0
 
