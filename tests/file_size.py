@@ -13,3 +13,12 @@ def size_of(path: Path) -> int:
         return path.stat().st_size
     except FileNotFoundError:
         return -1
+
+
+def text_of(path: Path) -> str:
+    """Text of ``path``, "" while it does not exist. One open, not exists()
+    then read_text(): the same start-up check can remove it between the two."""
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""

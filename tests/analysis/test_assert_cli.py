@@ -15,6 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from analysis_helpers import probetop
+from file_size import text_of
 from probetop.probes.record import load_session, schema_path
 from probetop.probes.system import passive_probes
 from probetop.tui.runner import run_headless
@@ -150,13 +151,11 @@ def test_dashboard_checks_at_quit_and_prints_after_it_closes(tmp_path: Path) -> 
     try:
         deadline = time.monotonic() + 30
         # The cpu probe ends itself after --time; the dashboard stays open.
-        while time.monotonic() < deadline and not (
-            rec.exists() and '"level":"stopped"' in rec.read_text()
-        ):
+        while time.monotonic() < deadline and '"level":"stopped"' not in text_of(rec):
             time.sleep(0.2)
         assert app.proc.poll() is None, bytes(app.output)[-500:]
         app.type(b"q")
-        rc = app.proc.wait(timeout=20)
+        rc = app.proc.wait(timeout=60)
     finally:
         app.close()
     assert rc == 99

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from file_size import text_of
 from probetop.probes.record.reader import Session, load_session
 from pty_session import PtySession
 
@@ -44,17 +45,19 @@ class Stopped:
         )
 
 
-def _wait_for_samples(path: Path, probe: str, count: int, proc: subprocess.Popen[bytes]) -> None:
-    """Until the recording holds ``count`` samples of ``probe`` (it is measuring)."""
-    needle = f'"probe":"{probe}"'
+def wait_for_samples(
+    path: Path, probe: str, count: int, proc: subprocess.Popen[bytes] | subprocess.Popen[str]
+) -> None:
+    """Until the recording holds ``count`` samples of ``probe`` (it is
+    measuring); ``probe`` is a probe id or its start ("http:" for any URL)."""
+    needle = f'"probe":"{probe}'
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"probetop exited by itself (rc={proc.returncode})")
-        if path.exists():
-            lines = path.read_text(errors="replace").splitlines()
-            if sum(1 for ln in lines if '"type":"sample"' in ln and needle in ln) >= count:
-                return
+        lines = text_of(path).splitlines()
+        if sum(1 for ln in lines if '"type":"sample"' in ln and needle in ln) >= count:
+            return
         time.sleep(0.05)
     raise AssertionError(f"no {probe} samples in {READY_TIMEOUT_S:.0f} s")
 
@@ -103,7 +106,7 @@ def _signal_and_time(
 ) -> tuple[int, float]:
     """Once ``record`` holds ``samples`` of ``probe``, send ``sig``; (exit
     code, seconds from the signal to the exit)."""
-    _wait_for_samples(record, probe, samples, proc)
+    wait_for_samples(record, probe, samples, proc)
     sent = time.monotonic()
     proc.send_signal(sig)
     try:

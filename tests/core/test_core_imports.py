@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
-import time
 
 HEADLESS_MODULES = [
     "probetop.probes",
@@ -62,17 +62,24 @@ def test_headless_run_never_loads_textual():
     assert out.stdout.strip().endswith("ok 0")
 
 
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def test_version_is_fast():
-    t0 = time.monotonic()
+    # CPU time, not wall time: what heavy imports cost, whatever else the
+    # machine runs (at a load average of 59 on 2 cores, wall time is ~30x).
+    before = _children_cpu_s()
     out = subprocess.run(
         [sys.executable, "-m", "probetop.tui.main", "--version"],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=300,
     )
-    took = time.monotonic() - t0
+    took = _children_cpu_s() - before
     assert out.returncode == 0 and out.stdout.startswith("probetop ")
-    assert took < 5, f"--version took {took:.2f} s"
+    assert took < 5, f"--version took {took:.2f} s of CPU"
 
 
 def test_the_version_is_the_installed_distributions_and_costs_no_metadata_lookup():

@@ -23,6 +23,9 @@ from probetop.probes.cpu.probe import CpuProbe, PhaseResult, ThreadSnapshot
 from probetop.probes.record.reader import load_session
 from probetop.tui.runner import run_headless
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "core"))
+from stop_harness import wait_for_samples
+
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
@@ -143,8 +146,10 @@ async def test_cancellation_stops_and_joins_every_worker() -> None:
     probe.prepare()
     records: list = []
     task = asyncio.get_running_loop().create_task(probe.run(records.append))
-    await asyncio.sleep(0.5)
-    assert len(cpu_threads()) == 3
+    deadline = time.monotonic() + 60  # measuring: a sample counted (slow under load)
+    while not any(isinstance(r, Sample) for r in records) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert len(cpu_threads()) == 3, records
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -269,22 +274,22 @@ def test_cli_json_has_the_issue_fields() -> None:
     assert doc["interrupted"] is False
 
 
-def test_cli_ctrl_c_reports_what_ran_and_leaves_no_worker() -> None:
+def test_cli_ctrl_c_reports_what_ran_and_leaves_no_worker(tmp_path: Path) -> None:
+    rec = tmp_path / "cpu.jsonl"
     proc = subprocess.Popen(
-        [*PROBETOP, "cpu", "--headless", "--threads", "2", "--time", "60"],
+        [*PROBETOP, "--record", str(rec), "cpu", "--headless", "--threads", "2", "--time", "60",
+         "--interval", "0.25"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
+    )  # fmt: skip
     try:
-        # Wait until both workers run (start-up is slow on a loaded machine),
-        # then let them work a moment before the Ctrl-C.
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and _threads_of(proc.pid) < 3:
-            time.sleep(0.1)
-        time.sleep(0.5)
+        # Wait until the workers have counted events (start-up is slow on a
+        # loaded machine: a fixed wait after the threads appeared was not enough).
+        wait_for_samples(rec, "cpu", 2, proc)
+        assert _threads_of(proc.pid) >= 3
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
+        out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -47,7 +47,7 @@ def one(args: list[str], ready: Callable[[], bool], sig: int) -> float:
 
 
 def samples_recorded(path: Path) -> Callable[[], bool]:
-    return lambda: path.exists() and path.read_text().count('"type":"sample"') >= 3
+    return lambda: _text(path).count('"type":"sample"') >= 3
 
 
 def checkpoint_progress(path: Path) -> Callable[[], bool]:
@@ -66,6 +66,14 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except FileNotFoundError:
         return -1
+
+
+def _text(path: Path) -> str:
+    """ "" while missing; one open (the start-up check creates and removes a new target)."""
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
 
 
 def main(rounds: int) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 import disk_fixtures
 import pytest
 from disk_fixtures import PROBETOP, Layers, as_nobody, loop_device, need_root, run_cli
+from file_size import text_of
 from probetop.probes.disk.checkpoint import Checkpoint
 
 layers = disk_fixtures.layers
@@ -162,6 +163,11 @@ def _wait(predicate: Callable[[], bool], proc: subprocess.Popen[str]) -> None:
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
     assert predicate()
+
+
+def _sampled(recording: Path) -> Callable[[], bool]:
+    """The run is measuring: its recording holds a sample."""
+    return lambda: '"type":"sample"' in text_of(recording)
 
 
 def _progress(path: Path) -> Callable[[], bool]:
@@ -379,9 +385,11 @@ def test_a_file_that_shrinks_during_the_run_stops_it(fast_dir: Path) -> None:
         target = fast_dir / "shrinks.img"
         target.write_bytes(b"\0" * (64 << 20))
         (fast_dir / "c.json").unlink(missing_ok=True)
+        rec = fast_dir / f"{command[0]}.jsonl"
         proc = _start([command[0], str(target), *command[1:], "--bs", "4k", "--iodepth", "1",
-                       "--rate-iops", "100", "--interval", "0.2", "--json"])  # fmt: skip
-        time.sleep(2)
+                       "--rate-iops", "100", "--interval", "0.2", "--json",
+                       "--record", str(rec)])  # fmt: skip
+        _wait(_sampled(rec), proc)  # measuring (a fixed 2 s can still be start-up under load)
         os.truncate(target, 1 << 20)
         out, err = proc.communicate(timeout=60)
         assert "Traceback" not in out + err
@@ -390,13 +398,14 @@ def test_a_file_that_shrinks_during_the_run_stops_it(fast_dir: Path) -> None:
         assert "shrank" in doc["error"] or "short I/O" in doc["error"], doc["error"]
 
 
-def test_a_loop_device_that_shrinks_during_the_run_stops_it(layers: Layers) -> None:
+def test_a_loop_device_that_shrinks_during_the_run_stops_it(layers: Layers, tmp_path: Path) -> None:
     need_root()
     image = layers.image(64 << 20)
     dev = layers.loop(image)
+    rec = tmp_path / "iops.jsonl"
     proc = _start(["iops", dev, "--rate-iops", "100", "--interval", "0.2", "--time", "20",
-                   "--json"])  # fmt: skip
-    time.sleep(2)
+                   "--json", "--record", str(rec)])  # fmt: skip
+    _wait(_sampled(rec), proc)  # measuring (a fixed 2 s can still be start-up under load)
     os.truncate(image, 1 << 20)
     subprocess.run(["losetup", "-c", dev], check=True)  # the kernel sees the new size
     out, err = proc.communicate(timeout=60)

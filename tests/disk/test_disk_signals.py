@@ -25,7 +25,7 @@ from pathlib import Path
 import disk_fixtures
 import pytest
 from disk_fixtures import PROBETOP
-from file_size import size_of
+from file_size import size_of, text_of
 from probetop.probes.disk import IopsProbe, IopsSettings, WarmupProbe, WarmupSettings
 from probetop.probes.disk.checkpoint import Checkpoint, CheckpointError
 from probetop.probes.record import load_session
@@ -183,7 +183,7 @@ def test_iops_with_extreme_options_stops_on_a_signal(fast_dir: Path, sig: int) -
         ["iops", str(target), "--jobs", "64", "--iodepth", "256", "--bs", "4k", "--buffered",
          "--interval", "0.1", "--record", str(rec)],
         sig,
-        lambda: rec.exists() and rec.read_text().count('"type":"sample"') >= 3,
+        lambda: text_of(rec).count('"type":"sample"') >= 3,
     )  # fmt: skip
     name = signal.Signals(sig).name
     assert latency <= STOP_WITHIN_S, (latency, out, err)
@@ -235,7 +235,7 @@ def test_a_stop_during_the_first_compilation_does_not_wait_for_it(
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     try:
-        wait_until(lambda: rec.exists() and "compiling the native" in rec.read_text())
+        wait_until(lambda: "compiling the native" in text_of(rec))
         time.sleep(0.3)  # well inside the compilation (seconds)
         assert proc.poll() is None
         t0 = time.monotonic()

@@ -10,10 +10,10 @@ import os
 import time
 
 import pytest
-from disk_fixtures import kernel_io, loop_device, run_cli
+from disk_fixtures import kernel_io, loop_device, promptly_scheduled, run_cli, run_until_ios
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.disk import ioengines, uring
-from probetop.probes.disk.workers import Engine, EnginePlan, run_blocking
+from probetop.probes.disk.workers import Engine, EnginePlan, run_blocking, warm_up_kernels
 from probetop.probes.system.collectors import DiskProbe
 
 ASYNC_ENGINES = ["libaio", "io_uring"]
@@ -70,7 +70,7 @@ def test_direct_reads_match_the_kernel_counters(engine):
         before = kernel_io(dev)
         plan = EnginePlan(path=dev, bs=4096, extents=[(0, 32 << 20)], jobs=2, iodepth=8,
                           ioengine=engine)  # fmt: skip
-        snap, _ = run_blocking(plan, 0.5)
+        snap = run_until_ios(plan, 1001)
         after = kernel_io(dev)
     reads = after[0] - before[0]
     assert snap.dirs[0].ios > 1000
@@ -151,9 +151,11 @@ def test_rate_iops_caps_each_job_with_a_queue(data_file, engine):
         path=data_file, bs=4096, extents=[(0, 4 << 20)], jobs=2, iodepth=4, ioengine=engine,
         direct=False, rate_iops=400,
     )  # fmt: skip
-    snap, seconds = run_blocking(plan, 1.0)
+    warm_up_kernels()  # compiled before the real-time priority: the JIT is CPU-bound
+    with promptly_scheduled():
+        snap, seconds = run_blocking(plan, 1.0)
     rate = snap.dirs[0].ios / seconds
-    assert 0.8 * 800 <= rate <= 1.05 * 800
+    assert 0.8 * 800 <= rate <= 1.05 * 800, (rate, snap.dirs[0].ios, seconds)
 
 
 @pytest.mark.parametrize("engine", ASYNC_ENGINES)

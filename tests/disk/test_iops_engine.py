@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 import pytest
-from disk_fixtures import kernel_io, loop_device, read_stamps
+from disk_fixtures import kernel_io, loop_device, promptly_scheduled, read_stamps, run_until_ios
 from probetop.probes.disk.workers import (
     BUCKET_VALUES_NS,
     HIST_BUCKETS,
@@ -15,6 +15,7 @@ from probetop.probes.disk.workers import (
     EnginePlan,
     hist_percentiles,
     run_blocking,
+    warm_up_kernels,
 )
 
 
@@ -132,7 +133,7 @@ def test_direct_random_reads_match_the_kernel_counters():
     with loop_device(32 << 20) as dev:
         before = kernel_io(dev)
         plan = EnginePlan(path=dev, bs=4096, extents=[(0, 32 << 20)], jobs=2, iodepth=4)
-        snap, _ = run_blocking(plan, 0.5)
+        snap = run_until_ios(plan, 1001)
         after = kernel_io(dev)
     reads = after[0] - before[0]
     assert snap.dirs[0].ios > 1000
@@ -149,6 +150,8 @@ def test_rate_iops_caps_each_job(data_file, depth):
         path=data_file, bs=4096, extents=[(0, 4 << 20)], jobs=2, iodepth=depth, direct=False,
         rate_iops=400,
     )  # fmt: skip
-    snap, seconds = run_blocking(plan, 1.0)
+    warm_up_kernels()  # compiled before the real-time priority: the JIT is CPU-bound
+    with promptly_scheduled():
+        snap, seconds = run_blocking(plan, 1.0)
     rate = snap.dirs[0].ios / seconds
-    assert 0.8 * 800 <= rate <= 1.05 * 800
+    assert 0.8 * 800 <= rate <= 1.05 * 800, (rate, snap.dirs[0].ios, seconds)

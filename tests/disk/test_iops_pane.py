@@ -34,7 +34,7 @@ def test_registry_and_drawing_helpers() -> None:
     assert log_bar(10, 1, 100, 10) == "█" * 5
 
 
-async def _wait_for(app, cls, ready, tries: int = 200):
+async def _wait_for(app, cls, ready, tries: int = 1200):
     for _ in range(tries):
         await asyncio.sleep(0.05)
         panes = list(app.query(cls))

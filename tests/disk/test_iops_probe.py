@@ -67,12 +67,16 @@ async def test_cancel_leaves_no_worker_behind(fast_dir):
     hub.add(probe)
     sub = hub.subscribe()
     hub.start()
-    for _ in range(100):  # until a sample arrives (after the JIT warm-up)
-        got = await sub.wait(0.2)
-        if any(getattr(r, "values", None) for r in got):
-            break
+    # Until a sample arrives (after the JIT warm-up): a deadline, not a number
+    # of wake-ups (status records wake the wait too).
+    deadline = asyncio.get_running_loop().time() + 60
+    seen: list = []
+    while not any(getattr(r, "values", None) for r in seen):
+        assert asyncio.get_running_loop().time() < deadline, f"no sample in 60 s: {seen}"
+        seen += await sub.wait(0.2)
     await hub.stop()
-    assert not [t for t in threading.enumerate() if t.name.startswith("probetop-io-")]
+    left = [t for t in threading.enumerate() if t.name.startswith("probetop-io-")]
+    assert not left, (left, hub.errors, probe.errors)
     summary = hub.summaries[probe.id]
     assert summary["read"]["total_ios"] > 0
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import disk_fixtures
 import pytest
 from disk_fixtures import PROBETOP, kernel_io, loop_device, read_stamps, run_cli
+from file_size import text_of
 from probetop.probes.core.base import ProbeError
 from probetop.probes.disk import WarmupProbe, WarmupSettings
 from probetop.probes.disk.checkpoint import Checkpoint
@@ -36,10 +37,10 @@ def _kill_after_first_progress(proc: subprocess.Popen[str], checkpoint: Path) ->
     started = None
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if checkpoint.exists():
+        if text := text_of(checkpoint):
             started = started or time.monotonic()
             try:
-                done = json.loads(checkpoint.read_text())["done_bytes"]
+                done = json.loads(text)["done_bytes"]
             except (ValueError, KeyError):
                 done = 0
             if done > 0:

@@ -295,7 +295,7 @@ http {{
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 err = self.proc.stderr.read().decode() if self.proc.stderr else ""
@@ -306,7 +306,7 @@ http {{
             except OSError:
                 time.sleep(0.05)
         self.__exit__()
-        pytest.skip("nginx did not start listening within 5 s")
+        pytest.skip("nginx did not start listening within 60 s")
 
     def __exit__(self, *exc: Any) -> None:
         if self.proc and self.proc.poll() is None:

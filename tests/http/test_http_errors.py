@@ -12,13 +12,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
+from pathlib import Path
 
 import pytest
 from http_fixtures import LocalServer
 from probetop.probes.http import HttpProbe, HttpSettings
 from probetop.probes.http.stats import Continuity
 from probetop.tui.runner import run_headless
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "core"))
+from stop_harness import wait_for_samples
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
@@ -174,18 +177,21 @@ def test_warmup_and_include_errors_need_repeated_mode(server):
     assert out.returncode == 2
 
 
-def test_ctrl_c_prints_the_partial_report_and_exits_130(server):
+def test_ctrl_c_prints_the_partial_report_and_exits_130(server, tmp_path):
+    rec = tmp_path / "http.jsonl"
     proc = subprocess.Popen(
-        [*PROBETOP, "http", "--interval", "0.05", "--headless", f"{server.url}/delay?ms=5"],
+        [*PROBETOP, "--record", str(rec), "http", "--interval", "0.05", "--headless",
+         f"{server.url}/delay?ms=5"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         text=True,
-    )
+    )  # fmt: skip
     try:
-        time.sleep(1.5)
+        # Requests answered before the signal (a fixed 1.5 s can still be start-up).
+        wait_for_samples(rec, "http:", 3, proc)
         os.kill(proc.pid, signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=20)
+        stdout, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -109,7 +109,7 @@ async def test_cancel_kills_the_worker_and_leaves_nothing(server):
     # A request that would take 30 s is in flight when the probe is cancelled.
     probe = HttpProbe(HttpSettings(urls=(f"{server.url}/delay?ms=30000",), interval_s=0.1))
     task = asyncio.create_task(probe.run(lambda record: None))
-    for _ in range(100):
+    for _ in range(3000):  # up to 60 s: the worker starts late under load
         await asyncio.sleep(0.02)
         if probe.worker_pid:
             break

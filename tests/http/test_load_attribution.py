@@ -35,7 +35,7 @@ async def _starve(probe: HttpLoadProbe) -> list[Any]:
     task = asyncio.create_task(probe.run(records.append))
     hogs: list[subprocess.Popen[bytes]] = []
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while not any(isinstance(r, Sample) for r in records) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         assert probe.worker_pid is not None

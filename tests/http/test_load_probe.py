@@ -22,6 +22,9 @@ from probetop.probes.record import load_session
 from probetop.probes.record.codec import decode_record
 from test_load_stall import StallServer, run_probetop
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "core"))
+from stop_harness import wait_for_samples
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -84,7 +87,7 @@ async def _run_then_cancel(probe: HttpLoadProbe, samples: int) -> tuple[list[Any
     records: list[Any] = []
     probe.prepare()
     task = asyncio.create_task(probe.run(records.append))
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while sum(isinstance(r, Sample) for r in records) < samples and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     await asyncio.sleep(0.2)  # mid-interval
@@ -113,20 +116,23 @@ def test_stop_ends_the_worker_within_2_s_with_a_last_interval() -> None:
     assert summary["sent_rps"] == pytest.approx(300.0, rel=0.05)
 
 
-def test_ctrl_c_prints_the_report_and_exits_130() -> None:
+def test_ctrl_c_prints_the_report_and_exits_130(tmp_path: Path) -> None:
+    rec = tmp_path / "load.jsonl"
     with StallServer() as server:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "probetop.tui.main", "http", server.url, "--rate", "100"],
+            [sys.executable, "-m", "probetop.tui.main", "--record", str(rec), "http", server.url,
+             "--rate", "100"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             stdin=subprocess.DEVNULL,
             env=dict(os.environ, PYTHONUNBUFFERED="1"),
-        )
-        time.sleep(2.5)
+        )  # fmt: skip
+        # Into the run (a fixed 2.5 s can still be start-up on a loaded machine).
+        wait_for_samples(rec, "http", 2, proc)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=10)
+        out, err = proc.communicate(timeout=60)
         took = time.monotonic() - t0
     assert proc.returncode == 130, err
     assert took < 2.0

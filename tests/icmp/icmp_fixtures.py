@@ -88,7 +88,7 @@ def icmp_peer() -> Iterator[Peer]:
         peer.exec("ip", "link", "set", peer.peer_if, "up")
         peer.exec("ip", "link", "set", "lo", "up")
         # Wait until the pair carries traffic (veth needs both ends up).
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             state = _run("ip", "-o", "link", "show", peer.host_if).stdout
             if "LOWER_UP" in state:

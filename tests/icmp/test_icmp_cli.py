@@ -9,11 +9,15 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from icmp_fixtures import Peer, icmp_peer  # noqa: F401 (fixture)
 from probetop.probes.icmp import IcmpSettings
 from probetop.tui.cli import build_parser, make_plan
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "core"))
+from stop_harness import wait_for_samples
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
@@ -139,14 +143,17 @@ def test_json_report_fields() -> None:
 
 
 @needs_root
-def test_ctrl_c_prints_the_summary_after_in_flight_replies() -> None:
+def test_ctrl_c_prints_the_summary_after_in_flight_replies(tmp_path: Path) -> None:
+    rec = tmp_path / "flood.jsonl"
     proc = subprocess.Popen(
-        [*PROBETOP, "icmp", "--flood", "-s", "1", "--headless", "127.0.0.1"],
+        [*PROBETOP, "--record", str(rec), "icmp", "--flood", "-s", "1", "--headless", "127.0.0.1"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(2.5)  # past import and JIT, into the flood
+    # Into the flood: two samples recorded (a fixed 2.5 s was still start-up
+    # on a loaded machine, and the summary said 0 requests).
+    wait_for_samples(rec, "icmp:127.0.0.1", 2, proc)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
@@ -252,14 +259,16 @@ def test_broadcast_needs_the_flag(icmp_peer: Peer) -> None:  # noqa: F811
 
 
 @needs_root
-def test_a_stalled_paced_sender_reports_what_it_missed() -> None:
+def test_a_stalled_paced_sender_reports_what_it_missed(tmp_path: Path) -> None:
+    rec = tmp_path / "paced.jsonl"
     proc = subprocess.Popen(
-        [*PROBETOP, "icmp", "--rate", "1000", "--time", "3.5", "--json", "127.0.0.1"],
+        [*PROBETOP, "--record", str(rec), "icmp", "--rate", "1000", "--time", "3.5", "--json",
+         "127.0.0.1"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    time.sleep(2.0)  # past start-up, into the paced run
+    )  # fmt: skip
+    wait_for_samples(rec, "icmp:127.0.0.1", 1, proc)  # into the paced run
     proc.send_signal(signal.SIGSTOP)
     time.sleep(0.4)  # longer than the 100 ms the sender may catch up
     proc.send_signal(signal.SIGCONT)

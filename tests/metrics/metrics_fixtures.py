@@ -44,7 +44,7 @@ def parse(text: str, *, openmetrics: bool = False) -> dict[str, Any]:
     return {f.name: f for f in text_string_to_metric_families(text)}
 
 
-def wait_for(url: str, proc: subprocess.Popen[str], deadline_s: float = 20.0) -> None:
+def wait_for(url: str, proc: subprocess.Popen[str], deadline_s: float = 60.0) -> None:
     """Until the endpoint answers (or the process ends: fail with its output)."""
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from file_size import text_of
 from probetop.probes.record.reader import load_session
 from probetop.probes.record.writer import SCHEMA_VERSION, Recorder, RecordingError, schema_path
 from probetop.probes.system.collectors import passive_probes
@@ -158,9 +159,9 @@ def _start_recording(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if out.exists() and out.read_text().count('"type":"sample"') >= 6:
+        if text_of(out).count('"type":"sample"') >= 6:
             return proc, out
         time.sleep(0.1)
     proc.kill()
@@ -171,7 +172,7 @@ def _start_recording(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
 def test_signal_writes_footer_and_summary(tmp_path, sig):
     proc, out = _start_recording(tmp_path)
     proc.send_signal(sig)
-    stdout, stderr = proc.communicate(timeout=20)
+    stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
     lines = validate_file(out)
     assert lines[-1]["type"] == "footer"

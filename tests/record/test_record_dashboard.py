@@ -52,7 +52,7 @@ def test_dashboard_exits_74_and_says_why(tmp_path: Path) -> None:
             assert b"RECORDING FAILED" in app.output, bytes(app.output)[-800:]
             assert app.proc.poll() is None  # the dashboard goes on
             app.type(b"q")
-            rc = app.proc.wait(timeout=20)
+            rc = app.proc.wait(timeout=60)
         finally:
             app.close()
         assert rc == RECORDING_INCOMPLETE_EXIT

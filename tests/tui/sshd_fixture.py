@@ -86,7 +86,7 @@ def start_sshd(tmp: Path, state: Path, runtime: Path) -> Sshd:
         PROBETOP_SSH=f"ssh -F {shlex.quote(str(config))}",
         PROBETOP_REMOTE=f"{shlex.quote(sys.executable)} -m probetop.tui.main",
     )
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise Unavailable(f"sshd exited: {(tmp / 'sshd.log').read_text()[-300:]}")

@@ -80,7 +80,7 @@ def sample_times(records: list[tuple[float, object]]) -> list[tuple[str, float]]
 
 def test_ls_stop_and_headless_run_through_ssh(remote: tuple[Sshd, Path]) -> None:
     _sshd, far = remote
-    start_remote("r1")
+    start_remote("r1", "--time", "300")  # running until the stop below, however slow the checks
     listed = probetop("ls", "--remote", "ptest")
     assert listed.returncode == 0, listed.stderr
     assert "r1" in listed.stdout and "running" in listed.stdout

@@ -14,8 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
+from file_size import text_of
 from probetop.probes.record import RecordingError, load_session
-from probetop.probes.record.reader import SessionLoader
+from probetop.probes.record.reader import STEP_BYTES, SessionLoader
 from probetop.tui.app import make_app
 from probetop.tui.config import AppConfig
 from probetop.tui.player import ReplayPlayer
@@ -70,11 +71,27 @@ def test_the_player_grows_and_is_not_at_its_end_while_loading(tmp_path: Path) ->
     assert player.duration_s == whole.duration_s == 16.5 * COPIES
 
 
+class HeldLoader(SessionLoader):
+    """A loader whose steps read nothing while ``held``: the test looks at the
+    dashboard while the reading is certainly not over. (Free, the app's reader
+    got the whole file before the test's first look on a loaded machine:
+    Textual's start-up waits let the event loop run its steps.)"""
+
+    held = False
+
+    def step(self, nbytes: int = STEP_BYTES) -> int:
+        if self.held:
+            time.sleep(0.001)  # the app's reader calls again at once: no busy loop
+            return 0
+        return super().step(nbytes)
+
+
 async def test_the_dashboard_opens_on_the_head_and_reads_the_rest(tmp_path: Path) -> None:
     path = tmp_path / "long.jsonl"
     long_recording(path)
-    loader = SessionLoader(path)
+    loader = HeldLoader(path)
     loader.step(100_000)
+    loader.held = True
     app = make_app(AppConfig(session=loader.session, extra={"loader": loader, "speed": "max"}))
     async with app.run_test(size=(120, 40)) as pilot:
         assert app.player is not None
@@ -83,7 +100,9 @@ async def test_the_dashboard_opens_on_the_head_and_reads_the_rest(tmp_path: Path
         await pilot.pause()
         notes = [n.message for n in app._notifications]
         assert any("still reading the recording" in m for m in notes)
-        assert await wait_for(pilot, lambda: app.player is not None and app.player.at_end, 20)
+        assert not loader.done and not app.player.at_end
+        loader.held = False
+        assert await wait_for(pilot, lambda: app.player is not None and app.player.at_end)
         assert loader.done and "ended max" in app.status_bar.text
         assert "04:24 / 04:24" in app.status_bar.text
         seen = app.panes["cpu"].samples_seen
@@ -118,10 +137,11 @@ def test_a_bad_line_found_after_the_first_frame_is_reported_as_before(tmp_path: 
         _tmux(
             sock, "new-session", "-d", "-x", "120", "-y", "40", f"env TERM=xterm-256color {command}"
         )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not code.exists():
+        deadline = time.monotonic() + 60
+        # The shell creates the file, then writes it: wait for the whole line.
+        while time.monotonic() < deadline and not text_of(code).endswith("\n"):
             time.sleep(0.05)
-        assert code.read_text().strip() == "2"
+        assert text_of(code).strip() == "2", _tmux(sock, "capture-pane", "-p")
         assert err.read_text().rstrip().endswith(expected)  # after the UI (on stderr too)
     finally:
         subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)

@@ -90,9 +90,13 @@ def sample_lines(path: Path) -> int:
 
 
 def detach_cpu(env: dict[str, str], name: str) -> dict[str, object]:
+    """A detached cpu session that runs until the test ends it: --time 300,
+    not cpu's default 10 s, which a loaded machine spent before the test's
+    `stop` (the session had finished: "not running")."""
     started = probetop(
-        env, "cpu", "--threads", "1", "--interval", "0.5", "--detach", "--name", name
-    )
+        env, "cpu", "--threads", "1", "--interval", "0.5", "--time", "300", "--detach",
+        "--name", name,
+    )  # fmt: skip
     assert started.returncode == 0, started.stderr
     assert f"session {name} started" in started.stdout
     assert f"probetop attach {name}" in started.stdout

@@ -293,7 +293,7 @@ def test_ls_on_a_session_that_was_killed_mid_frame(env: dict[str, str]) -> None:
     """kill -9 during a .zst frame: ls says died, the recording reads back with
     a warning, stop refuses with a message, the name stays taken."""
     rec = Path(env["XDG_RUNTIME_DIR"]) / "k.jsonl.zst"
-    started = probetop(env, "cpu", "--threads", "1", "--interval", "0.2",
+    started = probetop(env, "cpu", "--threads", "1", "--interval", "0.2", "--time", "300",
                        "--detach", "--name", "k9", "--record", str(rec))  # fmt: skip
     assert started.returncode == 0, started.stderr
     pid = int(str(sessions(env)["k9"]["pid"]))

@@ -263,7 +263,7 @@ async def test_too_small_terminal_shows_message() -> None:
 async def test_usable_at_80x24() -> None:
     app = live_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(30):  # a loaded CI machine may need a few frames
+        for _ in range(600):  # a loaded CI machine may need many frames (60 s)
             await pilot.pause(0.1)
             text = screen_text(app)
             if "all cores" in text and "Quit" in text:
@@ -383,10 +383,12 @@ async def test_generic_pane_groups_entities_and_draws_sparklines() -> None:
             records.append(Sample("fake:1", i * 10**9, 1.0, values))
         records.append(Status("fake:1", 6 * 10**9, "error", "target went away"))
         app.route(records)
-        await pilot.pause()
-        await pilot.pause()
         pane = app.panes["fake:1"]
         assert isinstance(pane, GenericPane)
+        # The pane renders at the first frame after it is mounted (render_dirty):
+        # two pauses were not always enough on a loaded machine.
+        rendered = await wait_for(pilot, lambda: pane.table.lines[0].startswith("metric"))
+        assert rendered, pane.table.lines
         lines = pane.table.lines
         assert lines[0].split()[:6] == ["metric", "latest", "min", "max", "mean", "p99*"]
         assert lines[1].split()[:5] == ["ops", "5.00", "1.00", "5.00", "3.00"]

@@ -14,6 +14,19 @@ from probetop.probes.system import CpuLoadProbe, NetProbe
 from probetop.tui.session import LiveSession
 
 
+async def first_sample(feed, timeout: float = 60.0) -> list:  # type: ignore[no-untyped-def]
+    """Drain ``feed`` until a Sample has come (a condition, not a fixed sleep: under
+    load the probe's first interval can come late); every record drained."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    got: list = []
+    while not any(isinstance(r, Sample) for r in got):
+        assert loop.time() < deadline, f"no sample in {timeout} s: {got}"
+        got += feed.drain()
+        await asyncio.sleep(0.02)
+    return got
+
+
 class Notes:
     def __init__(self) -> None:
         self.seen: list[tuple[str, str, str]] = []
@@ -42,12 +55,12 @@ async def test_time_up_stops_the_probes_and_closes_the_recording(tmp_path: Path)
     )
     feed = await session.start()
     assert session.recorder is not None and session.running() == ["system.cpu"]
-    await asyncio.sleep(0.3)
+    drained = await first_sample(feed)
     assert await session.time_up()
     assert session.probes_stopped and session.running() == [] and session.recorder is None
     assert not await session.time_up()  # once
     assert changes and ("information", "", f"recording saved: {path}") in notes.seen
-    assert any(isinstance(r, Sample) for r in feed.drain())
+    assert any(isinstance(r, Sample) for r in drained + feed.drain())
     await session.shutdown("completed")
     await session.shutdown("completed")  # safe twice
     rec = load_session(path)
@@ -87,12 +100,13 @@ async def test_add_probe_line_parses_with_the_cli_and_reports_errors(tmp_path: P
 async def test_recording_can_start_and_stop_at_runtime(tmp_path: Path) -> None:
     notes = Notes()
     session = LiveSession([CpuLoadProbe(0.05)], notify=notes)
-    await session.start()
+    feed = await session.start()
     assert not await session.start_recording(tmp_path / "no-such-dir" / "x.jsonl")
     assert notes.seen[-1][:2] == ("error", "recording not started")
     path = tmp_path / "r.jsonl"
     assert await session.start_recording(path)
-    await asyncio.sleep(0.2)
+    feed.drain()
+    await first_sample(feed)  # one sample since the recording started
     await session.stop_recording("stopped by user")
     await session.shutdown()
     rec = load_session(path)

@@ -10,15 +10,16 @@ import time
 from pathlib import Path
 
 import pytest
+from file_size import text_of
 from probetop.probes.record.reader import load_session
 from pty_session import PtySession
 
 
-def _wait_for_samples(path: Path, count: int = 3, timeout: float = 20.0) -> bool:
+def _wait_for_samples(path: Path, count: int = 3, timeout: float = 60.0) -> bool:
     """Wait until the recording holds ``count`` sample lines."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if path.exists() and path.read_text().count('"type":"sample"') >= count:
+        if text_of(path).count('"type":"sample"') >= count:
             return True
         time.sleep(0.1)
     return False
@@ -33,7 +34,7 @@ def test_signal_closes_recording_and_restores_terminal(tmp_path: Path, sig: int)
             pytest.fail(f"no samples recorded; screen: {bytes(app.output)[-500:]!r}")
         assert app.proc.poll() is None, "the dashboard exited by itself"
         app.proc.send_signal(sig)
-        rc = app.proc.wait(timeout=15)
+        rc = app.proc.wait(timeout=60)
     finally:
         app.close()
     assert rc == 0
@@ -59,14 +60,14 @@ def test_no_color_runs_without_hues() -> None:
         else:
             os.environ["NO_COLOR"] = env_backup
     try:
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline and b"load avg" not in app.output:
             time.sleep(0.1)
         assert app.proc.poll() is None, bytes(app.output)[-800:]
         assert b"load avg" in app.output
     finally:
         app.proc.send_signal(signal.SIGTERM)
-        app.proc.wait(timeout=15)
+        app.proc.wait(timeout=60)
         app.close()
     text = app.text
     colours = re.findall(r"\x1b\[[0-9;]*?(?:38|48);5;(\d+)", text)
@@ -85,7 +86,7 @@ def test_terminal_hangup_closes_recording_and_exits(tmp_path: Path) -> None:
     try:
         assert _wait_for_samples(path)
         app.hangup()
-        rc = app.proc.wait(timeout=15)
+        rc = app.proc.wait(timeout=60)
     finally:
         app.close()
     assert rc == 0

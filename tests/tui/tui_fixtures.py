@@ -37,8 +37,9 @@ def screen_text(app: ProbetopApp) -> str:
     return "\n".join("".join(seg.text for seg in strip) for strip in strips)
 
 
-async def wait_for(pilot, condition, timeout: float = 5.0) -> bool:  # type: ignore[no-untyped-def]
-    """Let the app run until ``condition()`` holds (a loaded CI box is slow)."""
+async def wait_for(pilot, condition, timeout: float = 30.0) -> bool:  # type: ignore[no-untyped-def]
+    """Let the app run until ``condition()`` holds (a loaded CI box is slow:
+    the deadline is generous, it costs time only when the condition never holds)."""
     import time
 
     deadline = time.monotonic() + timeout
