@@ -316,7 +316,7 @@ class IopsProbe:
             await self._measure(engine, emit)
         finally:
             engine.stop()
-            if not engine.join(GRACE_S):
+            if not engine.join_stopped(GRACE_S):
                 self.errors.append(
                     f"{engine.stuck} I/O worker(s) still blocked in the kernel after the stop "
                     "(the device is not answering); they end with the process"

@@ -19,10 +19,13 @@ Contract:
   clock starts: numba compiles them the first time (seconds) and caches them
   on disk; ``warm_up_kernels()`` also runs them once on a temp file.
 - ``stop()`` + ``join(timeout)`` end every worker thread: each loop looks at
-  its stop word at least every 100 ms (probes/disk/native.py). A worker
-  blocked in the kernel past the timeout (a hung device) is a daemon thread:
-  it never keeps the process alive, and its buffers stay mapped until it
-  ends (``join`` closes nothing while a worker lives).
+  its stop word at least every 100 ms (probes/disk/native.py). After a stop,
+  ``join_stopped(grace_s)`` waits ``grace_s``, and longer (up to
+  ``STARVED_CAP_S``) while a worker left is runnable: short of CPU on a
+  loaded machine is not "blocked by the device". A worker blocked in the
+  kernel past that (a hung device) is a daemon thread: it never keeps the
+  process alive, and its fds and buffers stay open until it ends; the last
+  worker to end then closes them (``join`` closes nothing while one lives).
 - A write plan on a block device opens it with ``O_EXCL`` (``exclusive``):
   while probetop writes, the kernel refuses to mount it or swapon it.
 - A failure to compile or load the native loops is a ``NativeCodeError``
@@ -319,6 +322,25 @@ class Snapshot:
 
 
 WORKER_NICE = 19  # I/O threads, when there are more of them than CPUs
+STARVED_CAP_S = 10.0
+"""How long after a stop ``Engine.join_stopped`` waits at most for workers
+that are still runnable (waiting for a CPU, not for the device): at a load
+average of 17 on 2 cores a stopped worker took over 1 s to be scheduled
+and end, and was reported as blocked by the device. Bounded: the callers
+wait on the event loop, and a stop must still end the run."""
+_STATE_POLL_S = 0.05
+
+
+def _runnable(thread: threading.Thread) -> bool:
+    """Whether ``thread`` is running or waiting for a CPU (state R in
+    /proc), as opposed to sleeping on I/O (S, D). False if unknown."""
+    try:
+        with open(f"/proc/self/task/{thread.native_id}/stat", "rb") as f:
+            stat_line = f.read()
+    except OSError:
+        return False
+    # "tid (comm) S ...": the name may hold spaces and parentheses.
+    return stat_line[stat_line.rfind(b")") + 2 : stat_line.rfind(b")") + 3] == b"R"
 
 
 def _cpus() -> int:
@@ -412,6 +434,7 @@ class Engine:
         self.finished_ns = 0
         self._loop_end = [0] * jobs
         self._running = 0
+        self._abandoned = False  # join_stopped gave up: the last worker closes fds/buffers
         self._start_began = False
         self._started_all = threading.Event()  # start() has started (or given up on) every thread
 
@@ -569,6 +592,9 @@ class Engine:
             with self._lock:
                 self._running -= 1
                 last = self._running == 0
+                close_now = last and self._abandoned
+            if close_now:
+                self._close()  # nobody joins an abandoned engine again
             if last:
                 # When the last I/O completed, not when the AIO context was gone.
                 self.finished_ns = max(self._loop_end) or time.monotonic_ns()
@@ -596,24 +622,49 @@ class Engine:
             self._close()
         return not alive
 
+    def join_stopped(self, grace_s: float, cap_s: float = STARVED_CAP_S) -> bool:
+        """After ``stop``: ``join(grace_s)``, then keep waiting while a worker
+        left is runnable (``_runnable``), ``cap_s`` in all at most. True if
+        all ended. If not, the workers left are ``stuck`` (blocked in the
+        kernel) and the last of them to end closes the fds and buffers."""
+        began = time.monotonic()
+        if self.join(grace_s):
+            return True
+        while time.monotonic() - began < cap_s:
+            if not any(_runnable(t) for t in self._threads if t.is_alive()):
+                break
+            if self.join(min(_STATE_POLL_S, max(0.0, cap_s - (time.monotonic() - began)))):
+                return True
+        with self._lock:
+            self._abandoned = True
+            # The last worker may have passed its end since the join, before
+            # the flag was set: then nobody else closes.
+            ended = self._running == 0 and self._started_all.is_set()
+        if ended:
+            self._close()
+        return ended
+
     @property
     def stuck(self) -> int:
         """Workers still alive (after ``stop`` and a timed-out ``join``)."""
         return sum(t.is_alive() for t in self._threads)
 
     def _close(self) -> None:
-        for fd in self._fds:
+        """Close the fds and buffers once (the lists are taken under the lock:
+        a joiner and the last worker may both get here)."""
+        with self._lock:
+            fds, self._fds = self._fds, []
+            maps, self._maps = self._maps, []
+        for fd in fds:
             try:
                 os.close(fd)
             except OSError:
                 pass
-        self._fds.clear()
-        for m in self._maps:
+        for m in maps:
             try:
                 m.close()
             except BufferError:  # a numpy view still alive: the GC frees it later
                 pass
-        self._maps.clear()
 
     @property
     def threads(self) -> list[threading.Thread]:

@@ -8,8 +8,9 @@
   its checkpoint there) and hands the caller one ``Step`` per interval (this
   pass's direction only), and at once when the last worker ends; True when
   the pass ran to its end, False when it stopped at the deadline (--time);
-- ``stop()`` stops and joins every worker (within ``steps.GRACE_S``: a
-  worker blocked in the kernel by a hung device is left behind, counted in
+- ``stop()`` stops and joins every worker (``Engine.join_stopped``: within
+  ``steps.GRACE_S``, longer while a worker is only short of CPU; a worker
+  blocked in the kernel by a hung device is left behind, counted in
   ``stuck``) and returns the ``Step`` after the last interval (I/O completed
   after it: Ctrl-C, deadline), never lost;
 - afterwards: ``done_extents()`` (exactly the completed bytes),
@@ -139,7 +140,7 @@ class PassEngine:
         """Stop and join the workers; the I/O done after the last interval."""
         engine, d = self.engine, self.direction
         engine.stop()
-        engine.join(GRACE_S)
+        engine.join_stopped(GRACE_S)
         last = self._last
         base = last.dirs[d] if last is not None else DirectionTotals()
         t0 = last.t_ns if last is not None else engine.started_ns
