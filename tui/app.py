@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import signal
 import threading
 import time
 from collections.abc import Iterable
@@ -55,7 +56,13 @@ from probetop.tui.screens.maximised import MaximisedScreen
 from probetop.tui.screens.palette import dashboard_commands
 from probetop.tui.screens.prompt import add_probe_prompt, record_prompt
 from probetop.tui.screens.stop_session import StopSessionScreen
-from probetop.tui.session import LiveSession, detach_from_dead_terminal, terminal_hung_up
+from probetop.tui.session import (
+    LiveSession,
+    add_stop_signal_handlers,
+    detach_from_dead_terminal,
+    remove_stop_signal_handlers,
+    terminal_hung_up,
+)
 from probetop.tui.sessions.foreground import DetachedSession, detach_session
 from probetop.tui.sessions.registry import SessionError
 from probetop.tui.widgets.keybar import KeyBar
@@ -176,6 +183,9 @@ class ProbetopApp(App[int]):
         self._dirty: set[str] = set()
         self._chart_dirty: set[str] = set()  # got samples since the maximised view was drawn
         self._shutting_down = False
+        # A replay's or an attached dashboard's own handlers (a live one's
+        # are its LiveSession's).
+        self._signals: list[signal.Signals] = []
         self._started = False  # panes announced after this are focused (added at runtime)
         self._first_mounts: list[AwaitMount] = []  # the first panes' mounts (see _start_live)
         self._status_text = ""
@@ -218,6 +228,10 @@ class ProbetopApp(App[int]):
     async def on_mount(self) -> None:
         self.index.display = False
         self._check_size()
+        if self.config.attached is not None or self.replay:
+            self._signals = add_stop_signal_handlers(self._on_signal)
+            if (early := stopsignals.pending()) is not None:  # sent during start-up
+                self._on_signal(early)
         if self.config.attached is not None:
             await self._start_attached()
         elif self.replay:
@@ -792,6 +806,7 @@ class ProbetopApp(App[int]):
         if self.session is not None and self.detached is None:
             await self.session.shutdown("completed" if self._shutting_down else "aborted")
             self.session.remove_signal_handlers()
+        remove_stop_signal_handlers(self._signals)
         if self.config.attached is not None:
             self.config.attached.close()
 

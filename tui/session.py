@@ -71,6 +71,33 @@ def ignore_hangup() -> None:
     stopsignals.forget(signal.SIGHUP)  # one caught during start-up is void too
 
 
+def add_stop_signal_handlers(on_signal: Callable[[str], None]) -> list[signal.Signals]:
+    """SIGINT, SIGTERM and SIGHUP (not once ``ignore_hangup``) call
+    ``on_signal(name)`` in the running event loop; the signals now handled.
+    Every dashboard needs them, not only a live one: without, a signal
+    raises KeyboardInterrupt wherever the main thread is, and Textual's exit
+    can then block writing to a hung-up terminal (a replay left running)."""
+    loop = asyncio.get_running_loop()
+    handled = []
+    for sig in SIGNALS:
+        if sig == signal.SIGHUP and _hangup_ignored:
+            continue
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, on_signal, sig.name)
+            handled.append(sig)
+    return handled
+
+
+def remove_stop_signal_handlers(handled: list[signal.Signals]) -> None:
+    """Leave the process's signal handling as it was before ``add_stop_signal_handlers``."""
+    with contextlib.suppress(RuntimeError):
+        loop = asyncio.get_running_loop()
+        for sig in handled:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(sig)
+    handled.clear()
+
+
 class Notify(Protocol):
     def __call__(self, message: str, *, title: str = "", severity: str = "information") -> None:
         """Tell the user something (a notification in the dashboard)."""
@@ -344,19 +371,8 @@ class LiveSession:
     # -- signals ---------------------------------------------------------
     def install_signal_handlers(self, on_signal: Callable[[str], None]) -> None:
         """SIGINT, SIGTERM and SIGHUP call ``on_signal(name)`` in the event loop."""
-        loop = asyncio.get_running_loop()
-        for sig in SIGNALS:
-            if sig == signal.SIGHUP and _hangup_ignored:
-                continue
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, on_signal, sig.name)
-                self._signals.append(sig)
+        self._signals += add_stop_signal_handlers(on_signal)
 
     def remove_signal_handlers(self) -> None:
         """Leave the process's signal handling as it was."""
-        with contextlib.suppress(RuntimeError):
-            loop = asyncio.get_running_loop()
-            for sig in self._signals:
-                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                    loop.remove_signal_handler(sig)
-        self._signals.clear()
+        remove_stop_signal_handlers(self._signals)

@@ -92,3 +92,29 @@ def test_terminal_hangup_closes_recording_and_exits(tmp_path: Path) -> None:
     assert rc == 0
     session = load_session(path)
     assert session.footer is not None and session.footer["reason"] == "interrupted (SIGHUP)"
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "hangup"])
+def test_a_replay_ends_cleanly_on_a_signal(how: str) -> None:
+    """A replay (and a dashboard attached to a session) handles the stop
+    signals in its event loop as a live one does: a SIGHUP once left a replay
+    running with no terminal (the signal's KeyboardInterrupt went wherever the
+    main thread was, and Textual's exit blocked on the dead terminal)."""
+    recording = Path(__file__).resolve().parents[1] / "data" / "demo_session.jsonl"
+    app = PtySession.start(["replay", str(recording)], controlling=True)
+    try:
+        deadline = time.monotonic() + 60
+        while b"replay" not in app.output or b"system.cpu" not in app.output:
+            assert time.monotonic() < deadline, bytes(app.output)[-800:]
+            assert app.proc.poll() is None, bytes(app.output)[-800:]
+            time.sleep(0.1)
+        if how == "hangup":
+            app.hangup()
+        else:
+            app.proc.send_signal(signal.Signals[how])
+        rc = app.proc.wait(timeout=60)
+    finally:
+        app.close()
+    assert rc == 0
+    if how != "hangup":
+        assert b"\x1b[?1049l" in app.output  # left the alternate screen
