@@ -340,7 +340,8 @@ def _runnable(thread: threading.Thread) -> bool:
     except OSError:
         return False
     # "tid (comm) S ...": the name may hold spaces and parentheses.
-    return stat_line[stat_line.rfind(b")") + 2 : stat_line.rfind(b")") + 3] == b"R"
+    state = stat_line.rfind(b")") + 2
+    return stat_line[state : state + 1] == b"R"
 
 
 def _cpus() -> int:
