@@ -90,6 +90,13 @@ MAX_SLEEP_NS = 100_000_000  # a paced loop looks at its stop word at least this 
 # 15-20 % fewer at depth 128 and on tmpfs files, still above fio there
 # (docs/iops.md). The stop word is read between calls.
 SUBMIT_BATCH = 1
+# Completions taken per reaping step: 1, fio's default
+# (iodepth_batch_complete_max defaults to iodepth_batch_complete_min, 1: fio
+# calls io_getevents(ctx, 1, 1) and submits the next I/O before reaping
+# another). Taking every ready completion at once and then refilling every
+# slot turns a queue into lock-step bursts: the device idles while the loop
+# reaps and refills (a loop device at depth 8: 0.70-0.77 x fio).
+REAP_BATCH = 1
 SYS_IO_SETUP, SYS_IO_DESTROY, SYS_IO_GETEVENTS, SYS_IO_SUBMIT = _AIO_SYSCALLS.get(
     platform.machine(), (-1, -1, -1, -1)
 )
@@ -486,7 +493,7 @@ def aio_loop(
             timeout[0] = wait // 1_000_000_000
             timeout[1] = wait % 1_000_000_000
             timeout_addr = timeout.ctypes.data
-        got = _syscall(SYS_IO_GETEVENTS, ctx[0], 1, depth, events.ctypes.data, timeout_addr, 0)
+        got = _syscall(SYS_IO_GETEVENTS, ctx[0], 1, REAP_BATCH, events.ctypes.data, timeout_addr, 0)
         if got < 0:
             continue  # EINTR
         t_done = now_ns(ts_addr, ts)
@@ -536,10 +543,11 @@ def uring_loop(
 ) -> int:
     """The io_uring engine (fio --ioengine=io_uring): one ring per job (probes/
     disk/uring.py), IORING_OP_READ/WRITE; free slots are filled, then
-    submitted SUBMIT_BATCH per io_uring_enter call; a separate call waits
-    for at least one completion (when pacing, only until the next I/O is
-    due, where the kernel has EXT_ARG, 5.11+), then every completion ready
-    is reaped. Same accounting as ``aio_loop``."""
+    submitted SUBMIT_BATCH per io_uring_enter call; when no completion is
+    in the ring, a separate call waits for one (when pacing, only until the
+    next I/O is due, where the kernel has EXT_ARG, 5.11+); then up to
+    REAP_BATCH completions are reaped before the next submission, as fio
+    does. Same accounting as ``aio_loop``."""
     ts = np.zeros(2, dtype=np.int64)
     ts_addr = ts.ctypes.data
     errno = numba.carray(_errno_location(), 1, np.int32)
@@ -629,9 +637,15 @@ def uring_loop(
         # Submit, then wait for a completion in a second call, as fio does:
         # measured here, one combined call (submit + wait) made the kernel
         # sleep right after queueing and was up to 25 % slower at depth 32.
+        # The submitting call has GETEVENTS with min_complete 0, as fio's:
+        # with DEFER_TASKRUN the kernel posts completions to the ring only
+        # inside such a call, so without it the ring looks empty and every
+        # step pays a wait call.
         ret = 0
         while pending > 0:
-            ret = _syscall(SYS_IO_URING_ENTER, ring_fd, min(pending, SUBMIT_BATCH), 0, 0, 0, 0)
+            ret = _syscall(
+                SYS_IO_URING_ENTER, ring_fd, min(pending, SUBMIT_BATCH), 0, ENTER_GETEVENTS, 0, 0
+            )
             if ret <= 0:
                 break
             pending -= ret
@@ -660,9 +674,10 @@ def uring_loop(
                 ctl[K_ERRNO] = err
                 if stop_on_error:
                     finished = True
-        if inflight > 0:
-            # EINTR or a pacing timeout (ETIME) just loop; completions ready
-            # are reaped below either way.
+        if inflight > 0 and np.int64(cq32[cq_head_i]) == np.int64(cq32[cq_tail_i]):
+            # Nothing ready yet: wait in the kernel (fio also looks at the
+            # ring first). EINTR or a pacing timeout (ETIME) just loop;
+            # completions ready are reaped below either way.
             if timed_waits and nfree > 0 and not finished:
                 wait = max(due - now_ns(ts_addr, ts), 1000)
                 timeout[0] = wait // 1_000_000_000
@@ -677,7 +692,9 @@ def uring_loop(
         ctail = np.int64(cq32[cq_tail_i])
         if head != ctail:
             t_done = now_ns(ts_addr, ts)
-            while head != ctail:
+            taken = 0
+            while head != ctail and taken < REAP_BATCH:
+                taken += 1
                 w = cqes_w + (head & cq_mask) * 2  # a CQE is 16 bytes = 2 words
                 s = np.int64(cq64[w])
                 res = np.int64(cq64[w + 1] & np.uint64(0xFFFFFFFF))
