@@ -4,6 +4,7 @@
 Usage (root):  .venv/bin/python benchmarks/ioengines_vs_fio.py [--rounds 1] [--seconds 3]
                [--engines libaio,io_uring] [--depths 1,8,32,128]
                [--workloads randread,randwrite,read,write] [--targets loop,file]
+               [--pin CPU]
 
 For every target x workload x engine x depth, fio and probetop run the same
 job (same device or file, same engine name, O_DIRECT, 1 job, time-based);
@@ -13,6 +14,11 @@ loop device over a /dev/shm file (filled with random data, so probetop's
 data-signature check lets it write); ``file`` is a regular file on /dev/shm
 (tmpfs takes O_DIRECT since Linux 6.6). Workloads: 4k randread, 4k randwrite,
 1M sequential read and write. Prints a Markdown table (docs/iops.md).
+
+``--pin CPU`` runs both tools' whole process on that one CPU. On a small VM
+the scheduler's placement of the submitting thread against the loop
+device's worker moves depth-1 results by 20-40 % from run to run; pinned,
+both tools get the same placement and the ratio is the engines' own.
 """
 
 from __future__ import annotations
@@ -37,8 +43,18 @@ WORKLOADS = {  # name: (fio --rw, block size)
 }
 
 
+PIN: set[int] | None = None  # --pin: the CPU both tools run on
+
+
+def _pinned() -> None:
+    if PIN is not None:
+        os.sched_setaffinity(0, PIN)
+
+
 def probetop_iops(args: list[str]) -> float:
-    proc = subprocess.run(PROBETOP + args + ["--json"], capture_output=True, text=True)
+    proc = subprocess.run(
+        PROBETOP + args + ["--json"], capture_output=True, text=True, preexec_fn=_pinned
+    )
     if proc.returncode != 0:
         sys.exit(f"probetop failed ({' '.join(args)}): {proc.stderr.strip()}")
     out = json.loads(proc.stdout)
@@ -48,7 +64,7 @@ def probetop_iops(args: list[str]) -> float:
 
 
 def fio_iops(args: list[str]) -> float:
-    job = fio_json(args)
+    job = fio_json(args, preexec_fn=_pinned)
     return float(job["read"]["iops"]) + float(job["write"]["iops"])
 
 
@@ -61,7 +77,10 @@ def main() -> None:
     parser.add_argument("--depths", default="1,8,32,128")
     parser.add_argument("--workloads", default="randread,randwrite,read,write")
     parser.add_argument("--targets", default="loop,file")
+    parser.add_argument("--pin", type=int, help="run both tools on this one CPU")
     args = parser.parse_args()
+    global PIN
+    PIN = None if args.pin is None else {args.pin}
     engines = args.engines.split(",")
     depths = [int(d) for d in args.depths.split(",")]
     workloads = args.workloads.split(",")
@@ -77,6 +96,7 @@ def main() -> None:
             paths = {"loop": dev, "file": image}
             print(
                 f"loop device {dev}, file {image}, {args.size_mb} MiB, {args.seconds:g} s per run"
+                + ("" if PIN is None else f", both tools pinned to CPU {args.pin}")
             )
             for target in targets:
                 path = paths[target]

@@ -21,7 +21,7 @@ import statistics
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 CASES = [  # (label, jobs, iodepth, target ratio)
@@ -53,9 +53,13 @@ def shm_loop_device(size: int) -> Iterator[str]:
         os.unlink(image)
 
 
-def fio_json(args: list[str]) -> dict:
+def fio_json(args: list[str], preexec_fn: Callable[[], None] | None = None) -> dict:
     out = subprocess.run(
-        ["fio", *args, "--output-format=json"], check=True, capture_output=True, text=True
+        ["fio", *args, "--output-format=json"],
+        check=True,
+        capture_output=True,
+        text=True,
+        preexec_fn=preexec_fn,
     ).stdout
     return json.loads(out[out.index("{") :])["jobs"][0]
 
