@@ -32,11 +32,13 @@ import time
 
 from cpu_sched import cpu_model
 from probetop.probes.cpu.engine import (
-    EVENT_IR,
-    EVENT_SYSBENCH_X86_64,
     NativeEngine,
     SharedRun,
     ThreadJob,
+)
+from probetop.probes.cpu.event_code import (
+    EVENT_IR,
+    EVENT_SYSBENCH_X86_64,
     event_ir,
 )
 from probetop.probes.cpu.machine_code import (

@@ -9,7 +9,6 @@ import sys
 
 import pytest
 from probetop.probes.cpu.engine import (
-    EVENT_SYSBENCH_X86_64,
     HIST_SIZE,
     STAT_EVENTS,
     STAT_PRIMES,
@@ -18,8 +17,11 @@ from probetop.probes.cpu.engine import (
     SharedRun,
     ThreadJob,
     bucket_of,
-    event_ir,
     load_engine,
+)
+from probetop.probes.cpu.event_code import (
+    EVENT_SYSBENCH_X86_64,
+    event_ir,
 )
 from probetop.probes.cpu.hist import bucket_value_ms, histogram_of, percentile_ms
 
@@ -178,7 +180,7 @@ def test_cpu_probe_module_imports_no_llvm_until_used() -> None:
 
 
 def test_event_code_by_platform() -> None:
-    from probetop.probes.cpu.engine import EVENT_IR, default_event_code
+    from probetop.probes.cpu.event_code import EVENT_IR, default_event_code
 
     assert default_event_code("x86_64-unknown-linux-gnu") == EVENT_SYSBENCH_X86_64
     assert default_event_code("aarch64-unknown-linux-gnu") == EVENT_IR

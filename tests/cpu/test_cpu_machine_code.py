@@ -202,7 +202,7 @@ def test_aarch64_ir_loop_is_gcc_loop_by_instruction(tmp_path: Path) -> None:
     if gcc is None or objdump is None:
         pytest.skip("no aarch64 cross gcc/objdump (apt-get install gcc-aarch64-linux-gnu)")
     import llvmlite.binding as llvm
-    from probetop.probes.cpu.engine import EVENT_IR, event_ir
+    from probetop.probes.cpu.event_code import EVENT_IR, event_ir
     from probetop.probes.cpu.machine_code import object_event_loop
 
     src = tmp_path / "sb_cpu.c"
