@@ -49,9 +49,10 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from probetop.probes.core.base import TargetProbeError
 
@@ -92,6 +93,29 @@ def _file_keys(path: str, label: str) -> list[LockKey]:
 
 def _block_key(majmin: str, label: str, shared: bool = False) -> LockKey:
     return LockKey(f"blk-{majmin.replace(':', '-')}", shared, label)
+
+
+@runtime_checkable
+class UsesFiles(Protocol):
+    """A probe that reads or writes files or devices (a target, a checkpoint).
+
+    ``target_locks()`` are the locks it takes on them, settled by its
+    ``prepare``: the host compares them with the files it writes itself
+    (``clash``) before opening any of those."""
+
+    def target_locks(self) -> Sequence[TargetLock]: ...
+
+
+def clash(a: TargetLock, b: TargetLock) -> LockKey | None:
+    """``b``'s key for a file or device ``a`` needs too (the same one by
+    identity: real path, inode, device number), or None. Two shared keys
+    (two partitions' common whole disk) are no clash."""
+    mine = {key.name: key for key in a.keys}
+    for key in b.keys:
+        other = mine.get(key.name)
+        if other is not None and not (other.shared and key.shared):
+            return key
+    return None
 
 
 BlockDevices = Callable[[str], tuple[str, "str | None", "str | None"]]
