@@ -187,24 +187,28 @@ _NEGATIVE_NUMBER = re.compile(r"^-\d|^-\.\d")
 
 
 def attach_negative_values(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
-    """``--time -1`` as ``--time=-1``, so the value reaches the option's own check.
+    """``--time -1`` as ``--time=-1`` and ``-c -1`` as ``-c-1``, so the value
+    reaches the option's own check.
 
     argparse reads ``-1`` as an option name whenever a command has options
     that look like negative numbers (``-4``/``-6``), and answers "expected one
     argument", which hides the real problem. Joining the value to its option
-    lets the option's parser say "must be at least 0, got -1" in every command.
+    (long and short spellings alike: ``icmp -c``, ``http -m``) lets the
+    option's parser say "must be at least 0, got -1" in every command.
     """
     takes_value: set[str] = set()
     for action in _all_actions(parser):
         if action.option_strings and action.nargs != 0:
-            takes_value.update(s for s in action.option_strings if s.startswith("--"))
+            takes_value.update(action.option_strings)
     out: list[str] = []
     items = list(argv)
     i = 0
     while i < len(items):
         token = items[i]
         if token in takes_value and i + 1 < len(items) and _NEGATIVE_NUMBER.match(items[i + 1]):
-            out.append(f"{token}={items[i + 1]}")
+            # A short option takes an attached value as is; a long one after "=".
+            joint = "=" if token.startswith("--") else ""
+            out.append(f"{token}{joint}{items[i + 1]}")
             i += 2
             continue
         out.append(token)
