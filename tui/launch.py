@@ -21,6 +21,7 @@ from probetop.probes.core.targetlock import TargetLock, UsesFiles, clash
 from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, Recorder, RecordingError
 from probetop.probes.system import passive_probes
 from probetop.tui.analysis.assertions import exit_status, print_outcomes, run_assertions
+from probetop.tui.cli import deadline_s
 from probetop.tui.config import AppConfig
 from probetop.tui.metrics.address import TEXTFILE_NAME
 from probetop.tui.plan import RunPlan
@@ -43,13 +44,6 @@ def check_record(plan: RunPlan[Any]) -> Path | None:
         return None
     Recorder.check_path(record)
     return record
-
-
-def deadline_s(plan: RunPlan[Any], module: ModuleType | None) -> float | None:
-    """When the generic runner stops the probes: --time, unless the command's
-    probes end themselves (``module.deadline_s``)."""
-    own = getattr(module, "deadline_s", None)
-    return own(plan) if own is not None else plan.common.time_limit_s
 
 
 def prepare(plan: RunPlan[Any], probes: list[Probe]) -> Path | None:
