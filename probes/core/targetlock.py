@@ -54,15 +54,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from probetop.probes.core.base import TargetProbeError
+from probetop.probes.core.base import ProbeError, TargetProbeError
 
 SHARED_DIR = Path("/run/lock/probetop")
 
 
 class TargetBusy(TargetProbeError):
-    """Another probetop holds the target (or checkpoint) this run needs."""
+    """Another probetop holds the target (or checkpoint) this run needs;
+    ``holder`` names it ("probetop PID 1234 (record s.jsonl)")."""
 
     code = "target-busy"
+    holder = "another probetop"
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +147,36 @@ def target_keys(path: str, block_devices: BlockDevices | None = None) -> list[Lo
             else:
                 keys += _file_keys(backing, path)
     return keys
+
+
+def holder(path: str) -> str | None:
+    """Who holds ``path`` now ("probetop PID 1234 (record s.jsonl)"), or None.
+
+    A look that takes, writes and creates nothing: each key's lock file, if
+    it exists, is tried shared and let go at once (a reader asking whether a
+    recording is still being written must never stand in a writer's way for
+    longer than that)."""
+    try:
+        directory = lock_dir()
+    except ProbeError:
+        return None
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    for key in target_keys(path):
+        try:
+            fd = os.open(directory / f"{key.name}.lock", flags)
+        except OSError:
+            continue  # no lock file: no holder
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                if not key.shared:
+                    return _describe(_holder_line(fd))
+                continue
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+    return None
 
 
 def lock_dir() -> Path:
@@ -337,12 +369,14 @@ class TargetLock:
             try:
                 fcntl.flock(fd, (fcntl.LOCK_SH if key.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
             except OSError:
-                line = _holder_line(fd)
+                holder = _describe(_holder_line(fd))
                 os.close(fd)
-                raise TargetBusy(
-                    f"{key.label} is in use by {_describe(line)}: one run per target; "
+                busy = TargetBusy(
+                    f"{key.label} is in use by {holder}: one run per target; "
                     "wait for it to end or stop it first"
-                ) from None
+                )
+                busy.holder = holder
+                raise busy from None
             if _same_file(fd, path):
                 break
             os.close(fd)  # its holder removed it as we opened it: take the new one

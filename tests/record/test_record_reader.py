@@ -327,3 +327,44 @@ def test_a_long_runs_footer_over_the_line_cap_is_read(tmp_path: Path) -> None:
     )
     with pytest.raises(RecordingError, match="longer than 1 MiB"):
         load_session(bad)
+
+
+@pytest.mark.parametrize("name", ["live.jsonl", "live.jsonl.zst"])
+def test_a_recording_still_being_written_is_not_called_cut_off(tmp_path: Path, name: str) -> None:
+    """Read while a real probetop records it, a file has no footer and maybe a
+    torn last line or an open zstd frame: that is where the writer has got
+    to, not an accident. It said "the session ended without closing the
+    file" of a session still running; now one note names the writer, and
+    the same file once finished reads without a warning."""
+    path = tmp_path / name
+    args = ["cpu", "--time", "30", "--interval", "0.1", "--headless", "--record", str(path)]
+    proc = subprocess.Popen(
+        [*PROBETOP, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if path.exists() and path.stat().st_size > 2000:
+                break
+            time.sleep(0.1)
+        for read in (
+            lambda: load_session(path).warnings,
+            lambda: _streamed_warnings(path),
+        ):
+            warnings = read()
+            assert len(warnings) == 1, warnings
+            assert f"still being recorded by probetop PID {proc.pid}" in warnings[0]
+            assert "ended without closing" not in warnings[0]
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 130
+    assert load_session(path).warnings == []
+
+
+def _streamed_warnings(path: Path) -> list[str]:
+    with reader.stream_session(path) as stream:
+        for _ in stream.records():
+            pass
+        return stream.warnings
