@@ -703,6 +703,12 @@ class ProbetopApp(App[int]):
             self.render_dirty()
         self._update_status()
 
+    def on_text_block_resized(self, _message: TextBlock.Resized) -> None:
+        """A pane's content grew or shrank between frames (``e`` in a paused
+        or ended replay showed nothing: its pane kept the height planned
+        before); plan the grid again (applied only if it changed)."""
+        self.relayout()
+
     def action_toggle_hidden(self) -> None:
         """Show / hide idle and virtual devices (NICs, loop devices)."""
         self.show_hidden = not self.show_hidden

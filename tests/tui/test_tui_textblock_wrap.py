@@ -76,3 +76,27 @@ async def test_a_table_block_still_crops() -> None:
         table.set_lines([RTT])
         await pilot.pause()
         assert table.rows == [RTT] and table.size.height == 1
+
+
+async def test_e_in_a_paused_replay_shows_the_explanation() -> None:
+    """A pane's content that grows between frames gets its rows: ``e`` in a
+    paused (or ended) replay showed nothing, the CPU pane kept the height
+    planned before the explanation was there."""
+    from probetop.tui.panes.cpu import CpuBenchPane
+    from tui_fixtures import demo_app
+
+    app = demo_app()
+    async with app.run_test(size=(200, 60)) as pilot:
+        app.player.paused = True  # type: ignore[union-attr]
+        await app._seek(12.0)
+        await pilot.pause()
+        (pane,) = [p for p in app.panes.values() if isinstance(p, CpuBenchPane)]
+        before = pane.size.height
+        pane.focus()
+        await pilot.pause()
+        await pilot.press("e")
+        await pilot.pause()
+        await pilot.pause()
+        rows = len(pane.explain_block.rows)
+        assert rows >= 2 and pane.size.height >= before + rows, (before, pane.size.height)
+        assert pane.explain_block.size.height == rows

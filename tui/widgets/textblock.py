@@ -24,6 +24,7 @@ from probetop.tui.widgets.linewidget import LineWidget
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from textual.geometry import Region
+from textual.message import Message
 from textual.strip import Strip
 
 _FIELD_END = re.compile(r" {2,}|(?<= ·) ")
@@ -79,6 +80,11 @@ def changed_span(before: str, after: str) -> tuple[int, int] | None:
 
 class TextBlock(LineWidget):
     """Fixed lines of text; see the module docstring."""
+
+    class Resized(Message):
+        """The block's number of rows changed outside a data frame too (a key
+        that shows an explanation, a paused replay): the panes' grid is planned
+        from their heights, so the app plans it again."""
 
     COMPONENT_CLASSES = {"textblock--header", "textblock--body"}
 
@@ -147,6 +153,8 @@ class TextBlock(LineWidget):
         if resized:
             self.styles.height = max(1, len(rows))  # triggers the one layout pass needed
             self.refresh()
+            if self.is_mounted:
+                self.post_message(self.Resized())
             return
         # Same shape: repaint only the rows that changed, and each only up to
         # its last changed cell: one new number costs part of one line.
