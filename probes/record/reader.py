@@ -47,6 +47,7 @@ import contextlib
 import gc
 import io
 import os
+import shlex
 import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -462,6 +463,28 @@ class _Loader:
             self.skipped += 1
 
 
+# Compressors probetop does not read, by their files' first bytes: named,
+# so `gzip s.jsonl; probetop report s.jsonl.gz` says what to do.
+_OTHER_COMPRESSION = (
+    (b"\x1f\x8b", "gzip", "gunzip"),
+    (b"\xfd7zXZ\x00", "xz", "unxz"),
+    (b"BZh", "bzip2", "bunzip2"),
+    (b"\x04\x22\x4d\x18", "lz4", "unlz4"),
+)
+
+
+def _not_json(p: Path, first: bytes) -> RecordingError:
+    """The error for a first line that is not JSON (a compressed file named)."""
+    for magic, name, undo in _OTHER_COMPRESSION:
+        if first.startswith(magic):
+            q = shlex.quote(str(p))
+            return RecordingError(
+                f"{p}: {name}-compressed; probetop reads plain or zstandard (.zst) "
+                f"recordings: `{undo} {q}` first (or `{undo} -c {q} | zstd -o FILE.zst`)"
+            )
+    return RecordingError(f"{p}: not a probetop recording (first line is not JSON)")
+
+
 def _read_header(f: _Lines, p: Path) -> tuple[dict[str, Any], int]:
     """The checked header (line 1) and its size in bytes, newline included."""
     first = next(_rows(f, p), None)
@@ -470,7 +493,7 @@ def _read_header(f: _Lines, p: Path) -> tuple[dict[str, Any], int]:
     try:
         header = _check_header(_parse(first[1]))
     except NotJson:
-        raise RecordingError(f"{p}: not a probetop recording (first line is not JSON)") from None
+        raise _not_json(p, first[1]) from None
     except LineError as exc:
         raise RecordingError(f"{p}: line 1: {exc}") from None
     except RecordingError as exc:
@@ -606,9 +629,7 @@ class SessionStream:
                 self.header = _check_header(_parse(first[1]))
                 _weight(self.header, MAX_WEIGHT)
             except NotJson:
-                raise RecordingError(
-                    f"{p}: not a probetop recording (first line is not JSON)"
-                ) from None
+                raise _not_json(p, first[1]) from None
             except LineError as exc:
                 raise RecordingError(f"{p}: line 1: {exc}") from None
             except RecordingError as exc:

@@ -368,3 +368,32 @@ def _streamed_warnings(path: Path) -> list[str]:
         for _ in stream.records():
             pass
         return stream.warnings
+
+
+@pytest.mark.parametrize(
+    ("suffix", "compressor", "name"),
+    [(".gz", "gzip", "gzip"), (".xz", "lzma", "xz"), (".bz2", "bz2", "bzip2")],
+)
+def test_a_recording_compressed_by_another_tool_is_named(
+    tmp_path: Path, suffix: str, compressor: str, name: str
+) -> None:
+    """`gzip s.jsonl; probetop report s.jsonl.gz` said "not a probetop
+    recording (first line is not JSON)"; it says which compressor and what
+    to run instead, in both readers (load_session and export's stream)."""
+    import importlib
+
+    compress = importlib.import_module(compressor).compress
+    recording = Path(__file__).parents[1] / "data" / "tui_session.jsonl"
+    path = tmp_path / f"my rec.jsonl{suffix}"
+    path.write_bytes(compress(recording.read_bytes()))
+
+    def streamed(p: Path) -> None:
+        with reader.stream_session(p) as stream:
+            list(stream.records())
+
+    for read in (load_session, streamed):
+        with pytest.raises(RecordingError) as caught:
+            read(path)
+        message = str(caught.value)
+        assert f"{name}-compressed" in message, message
+        assert f"'{path}'" in message, message  # quoted for the shell: the name has a space
