@@ -482,6 +482,11 @@ def _not_json(p: Path, first: bytes) -> RecordingError:
                 f"{p}: {name}-compressed; probetop reads plain or zstandard (.zst) "
                 f"recordings: `{undo} {q}` first (or `{undo} -c {q} | zstd -o FILE.zst`)"
             )
+    if first.startswith(b"\xef\xbb\xbf"):  # what some editors put first on saving
+        return RecordingError(
+            f"{p}: starts with a UTF-8 byte-order mark (an editor added it), so its first "
+            f"line is not JSON; remove it: sed -i '1s/^\\xEF\\xBB\\xBF//' {shlex.quote(str(p))}"
+        )
     return RecordingError(f"{p}: not a probetop recording (first line is not JSON)")
 
 

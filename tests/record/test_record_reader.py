@@ -397,3 +397,17 @@ def test_a_recording_compressed_by_another_tool_is_named(
         message = str(caught.value)
         assert f"{name}-compressed" in message, message
         assert f"'{path}'" in message, message  # quoted for the shell: the name has a space
+
+
+def test_a_byte_order_mark_is_named_with_its_remedy(tmp_path: Path) -> None:
+    """A recording saved by an editor that put a UTF-8 BOM first said only
+    "first line is not JSON"; the message names the mark and a command that
+    removes it, and that command gives back a readable recording."""
+    recording = Path(__file__).parents[1] / "data" / "tui_session.jsonl"
+    path = tmp_path / "edited.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + recording.read_bytes())
+    with pytest.raises(RecordingError, match="byte-order mark") as caught:
+        load_session(path)
+    command = str(caught.value).split("remove it: ", 1)[1]
+    subprocess.run(command, shell=True, check=True, cwd=tmp_path)
+    assert load_session(path).footer is not None
