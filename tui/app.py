@@ -70,6 +70,7 @@ from probetop.tui.widgets.pane import ProbePane
 from probetop.tui.widgets.panegrid import GridPlan, PaneIndex, PaneLayout
 from probetop.tui.widgets.registry import pane_for
 from probetop.tui.widgets.textblock import TextBlock
+from rich.cells import cell_len
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.await_complete import AwaitComplete
@@ -122,6 +123,20 @@ class _ErrorLine:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         fail(self.message)
         return ()
+
+
+STATUS_SEP = "  |  "
+
+
+def fit_status(parts: list[tuple[int, str]], width: int) -> str:
+    """The status line's ``(rank, text)`` parts joined in order, the
+    lowest-ranked dropped first (the first of equal ranks first) until the
+    line fits ``width``; a part is never cut, unless one alone is too wide."""
+    kept = list(parts)
+    while len(kept) > 1 and width > 0 and cell_len(STATUS_SEP.join(t for _r, t in kept)) > width:
+        lowest = min(range(len(kept)), key=lambda i: kept[i][0])
+        del kept[lowest]
+    return STATUS_SEP.join(text for _rank, text in kept)
 
 
 class ProbetopApp(App[int]):
@@ -247,6 +262,7 @@ class ProbetopApp(App[int]):
     def on_resize(self, event: events.Resize) -> None:
         self._check_size(event.size)
         self.relayout(event.size)
+        self._update_status()  # fitted to the width
 
     def _check_size(self, size: Size | None = None) -> None:
         width, height = size or self.size
@@ -703,6 +719,12 @@ class ProbetopApp(App[int]):
             self.render_dirty()
         self._update_status()
 
+    def on_text_block_resized(self, _message: TextBlock.Resized) -> None:
+        """A pane's content grew or shrank between frames (``e`` in a paused
+        or ended replay showed nothing: its pane kept the height planned
+        before); plan the grid again (applied only if it changed)."""
+        self.relayout()
+
     def action_toggle_hidden(self) -> None:
         """Show / hide idle and virtual devices (NICs, loop devices)."""
         self.show_hidden = not self.show_hidden
@@ -729,41 +751,47 @@ class ProbetopApp(App[int]):
             self.push_screen(MaximisedScreen(pane))
 
     def _update_status(self) -> None:
-        parts = ["probetop"]
+        # (rank, text): what the line must say first when it does not fit the
+        # width; shown in this order, the lowest ranks dropped first
+        # ("DISPLAY PAUSED (p)" was cut to "DISPLAY PAU" at 100 columns).
+        parts: list[tuple[int, str]] = [(0, "probetop")]
         attached = self.config.attached
         if self.player is not None and attached is not None:
-            parts.append(f"attached {attached.name} ({attached.state})")
+            parts.append((4, f"attached {attached.name} ({attached.state})"))
             end = fmt_clock(self.player.duration_s)
             if self.loading_history:
-                parts.append(f"newest records shown; reading the history: {end}")
+                parts.append((5, f"newest records shown; reading the history: {end}"))
             elif self.live:
-                parts.append(f"live {end}  d: detach")
+                parts.append((5, f"live {end}  d: detach"))
             else:
                 state = "paused" if self.player.paused else "playing"
-                parts.append(f"{state} {fmt_clock(self.player.position_s)} / {end}  end: live")
+                parts.append((5, f"{state} {fmt_clock(self.player.position_s)} / {end}  end: live"))
         elif self.player is not None and self.config.session is not None:
             state = "paused" if self.player.paused else "ended" if self.player.at_end else "playing"
-            parts.append(f"replay {self.config.session.path.name}")
+            parts.append((3, f"replay {self.config.session.path.name}"))
             end = "reading..." if self.player.loading else fmt_clock(self.player.duration_s)
             parts.append(
-                f"{state} {speed_label(self.player.speed)}  "
-                f"{fmt_clock(self.player.position_s)} / {end}"
+                (
+                    5,
+                    f"{state} {speed_label(self.player.speed)}  "
+                    f"{fmt_clock(self.player.position_s)} / {end}",
+                )
             )
         elif self.session is not None:
-            parts.append("probes stopped" if self.session.probes_stopped else "live")
+            parts.append((5, "probes stopped" if self.session.probes_stopped else "live"))
             if self.recorder is not None:
-                parts.append(f"REC {self.recorder.path}")
+                parts.append((4, f"REC {self.recorder.path}"))
             if self.session.recording_failures:
-                parts.append("RECORDING FAILED: write error (see notification)")
+                parts.append((6, "RECORDING FAILED: write error (see notification)"))
             if self.feed is not None and self.feed.dropped:
-                parts.append(f"{self.feed.dropped} records dropped by a slow display")
+                parts.append((3, f"{self.feed.dropped} records dropped by a slow display"))
         if self.compact:
-            parts.append("compact (tab)")
+            parts.append((1, "compact (tab)"))
         if self.show_hidden:
-            parts.append("idle devices shown (i)")
+            parts.append((2, "idle devices shown (i)"))
         if self.display_paused:
-            parts.append("DISPLAY PAUSED (p)")
-        text = "  |  ".join(parts)
+            parts.append((6, "DISPLAY PAUSED (p)"))
+        text = fit_status(parts, self.size.width)
         if text != self._status_text:
             self._status_text = text
             self.status_bar.set_lines([text])

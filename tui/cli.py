@@ -187,24 +187,28 @@ _NEGATIVE_NUMBER = re.compile(r"^-\d|^-\.\d")
 
 
 def attach_negative_values(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
-    """``--time -1`` as ``--time=-1``, so the value reaches the option's own check.
+    """``--time -1`` as ``--time=-1`` and ``-c -1`` as ``-c-1``, so the value
+    reaches the option's own check.
 
     argparse reads ``-1`` as an option name whenever a command has options
     that look like negative numbers (``-4``/``-6``), and answers "expected one
     argument", which hides the real problem. Joining the value to its option
-    lets the option's parser say "must be at least 0, got -1" in every command.
+    (long and short spellings alike: ``icmp -c``, ``http -m``) lets the
+    option's parser say "must be at least 0, got -1" in every command.
     """
     takes_value: set[str] = set()
     for action in _all_actions(parser):
         if action.option_strings and action.nargs != 0:
-            takes_value.update(s for s in action.option_strings if s.startswith("--"))
+            takes_value.update(action.option_strings)
     out: list[str] = []
     items = list(argv)
     i = 0
     while i < len(items):
         token = items[i]
         if token in takes_value and i + 1 < len(items) and _NEGATIVE_NUMBER.match(items[i + 1]):
-            out.append(f"{token}={items[i + 1]}")
+            # A short option takes an attached value as is; a long one after "=".
+            joint = "=" if token.startswith("--") else ""
+            out.append(f"{token}{joint}{items[i + 1]}")
             i += 2
             continue
         out.append(token)
@@ -279,6 +283,13 @@ def command_module(plan: RunPlan[Any]) -> ModuleType | None:
     return commands.load(plan.command) if plan.command else None
 
 
+def deadline_s(plan: RunPlan[Any], module: ModuleType | None) -> float | None:
+    """When the generic runner stops the probes: --time, unless the command's
+    probes end themselves (``module.deadline_s``)."""
+    own = getattr(module, "deadline_s", None)
+    return own(plan) if own is not None else plan.common.time_limit_s
+
+
 def command_help(line: str) -> str | None:
     """What the add-probe prompt shows under the line typed so far: the probe
     command's one-line help and its options, read from its spec; None until
@@ -314,7 +325,37 @@ def parse_command_line(line: str) -> tuple[ModuleType, RunPlan[Any]]:
     except SystemExit:
         lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
         raise CommandLineError(lines[-1] if lines else f"cannot parse {line!r}") from None
+    refuse_session_options(vars(namespace))
     plan = make_plan(namespace, ["probetop", *argv])
     module = command_module(plan)
     assert module is not None
     return module, plan
+
+
+SESSION_OPTIONS = (
+    ("record", "--record"),
+    ("headless", "--headless"),
+    ("json", "--json"),
+    ("theme", "--theme"),
+    ("assertions", "--assert"),
+    ("metrics", "--metrics"),
+    ("textfile", "--textfile"),
+    ("detach", "--detach"),
+    ("name", "--name"),
+    ("remote", "--remote"),
+)
+"""Common options that set up a whole run (dest, flag): a probe added to a
+running dashboard joins that run and has none of its own."""
+
+
+def refuse_session_options(values: dict[str, Any]) -> None:
+    """CommandLineError when a line typed into the add-probe prompt sets up a
+    whole run: said, not silently dropped (`cpu --record x.jsonl` added a
+    probe and recorded nothing)."""
+    given = [flag for dest, flag in SESSION_OPTIONS if values.get(dest) not in (None, False, [])]
+    if given:
+        raise CommandLineError(
+            f"{', '.join(given)} would be ignored here: "
+            f"{'they set' if len(given) > 1 else 'it sets'} up a whole run, on probetop's own "
+            "command line; in the dashboard r records and d detaches"
+        )

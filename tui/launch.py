@@ -9,6 +9,7 @@ message, and nothing here imports the UI.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -16,10 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core import stopsignals
 from probetop.probes.core.base import Probe
-from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, Recorder
+from probetop.probes.core.targetlock import TargetLock, UsesFiles, clash
+from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, Recorder, RecordingError
 from probetop.probes.system import passive_probes
 from probetop.tui.analysis.assertions import exit_status, print_outcomes, run_assertions
+from probetop.tui.cli import deadline_s
 from probetop.tui.config import AppConfig
+from probetop.tui.metrics.address import TEXTFILE_NAME
 from probetop.tui.plan import RunPlan
 from probetop.tui.runner import generic_report, run_headless
 
@@ -42,13 +46,6 @@ def check_record(plan: RunPlan[Any]) -> Path | None:
     return record
 
 
-def deadline_s(plan: RunPlan[Any], module: ModuleType | None) -> float | None:
-    """When the generic runner stops the probes: --time, unless the command's
-    probes end themselves (``module.deadline_s``)."""
-    own = getattr(module, "deadline_s", None)
-    return own(plan) if own is not None else plan.common.time_limit_s
-
-
 def prepare(plan: RunPlan[Any], probes: list[Probe]) -> Path | None:
     """Check the recording target and every probe before anything starts;
     raises RecordingError / ProbeError (exit 2 with their message)."""
@@ -57,7 +54,42 @@ def prepare(plan: RunPlan[Any], probes: list[Probe]) -> Path | None:
         probe.prepare()
         # A signal raised inside a callback (numba's compile) is only recorded.
         stopsignals.check()
+    check_outputs(plan, probes)
     return record
+
+
+def check_outputs(plan: RunPlan[Any], probes: list[Probe]) -> None:
+    """The files this run writes at the user's word (``--record``, and
+    ``--textfile``'s probetop.prom) are none of the files its probes use (an
+    IOPS or warm-up target, a checkpoint) nor each other; RecordingError
+    (exit 2) otherwise.
+
+    Why here: each is truncated or replaced as it is opened, which happens
+    before any probe takes its target's lock, so the lock alone noticed the
+    clash only after the target's data was gone."""
+    outputs: list[tuple[str, TargetLock]] = []
+    if plan.common.record is not None:
+        path = os.path.realpath(plan.common.record)
+        outputs.append((f"record to {plan.common.record}", TargetLock.for_target(path, "record")))
+    if plan.common.textfile is not None:
+        path = os.path.realpath(plan.common.textfile / TEXTFILE_NAME)
+        outputs.append((f"write --textfile {path}", TargetLock.for_target(path, "textfile")))
+    for i, (verb, lock) in enumerate(outputs):
+        for other_verb, other in outputs[:i]:
+            if clash(other, lock) is not None:
+                raise RecordingError(
+                    f"cannot {verb}: it is the file probetop would also {other_verb}; "
+                    "choose another file"
+                )
+        for probe in probes:
+            used = probe.target_locks() if isinstance(probe, UsesFiles) else ()
+            for target in used:
+                key = clash(lock, target)
+                if key is not None:
+                    raise RecordingError(
+                        f"cannot {verb}: the {probe.kind} probe uses it ({key.label}), "
+                        "and writing there would destroy it; choose another file"
+                    )
 
 
 def open_metrics(plan: RunPlan[Any]) -> MetricsExporter | None:

@@ -53,7 +53,7 @@ from probetop.probes.core import stopsignals
 from probetop.probes.core.base import ConfirmationRequired, Probe, ProbeError
 from probetop.probes.core.hub import Hub, Subscription
 from probetop.probes.record import FooterFields, Recorder, RecordingError
-from probetop.tui.cli import CommandLineError, parse_command_line
+from probetop.tui.cli import CommandLineError, deadline_s, parse_command_line
 
 if TYPE_CHECKING:
     from probetop.tui.metrics.live import MetricsExporter
@@ -167,6 +167,7 @@ class LiveSession:
         self.probes_stopped = False
         self.finished = False
         self._signals: list[signal.Signals] = []
+        self._deadline_tasks: set[asyncio.Task[None]] = set()  # added probes' --time
         # Recordings that could not be completed (write error mid-run): the
         # host shows them and exits with RECORDING_INCOMPLETE_EXIT.
         self.recording_failures: list[str] = []
@@ -276,7 +277,27 @@ class LiveSession:
             self.probes_stopped = False
             self.on_change()
         self.hub.start()  # idempotent: starts only the new ones
+        # --time as on the command line: the probes that do not end themselves
+        # (icmp, http) are stopped by their command's deadline, here as there.
+        deadline = deadline_s(plan, module)
+        if deadline is not None:
+            ids = [probe.id for probe in probes]
+            asyncio.get_running_loop().call_later(deadline, self._time_up, ids, deadline)
         return True
+
+    def _time_up(self, ids: list[str], after_s: float) -> None:
+        """Stop probes added with --time once it has passed (a task kept until done)."""
+
+        async def stop() -> None:
+            running = [probe_id for probe_id in ids if probe_id in self.hub.running()]
+            for probe_id in running:  # the others ended themselves (cpu, --count)
+                await self.hub.stop_probe(probe_id)
+            if running:
+                self.notify(f"{', '.join(running)} stopped after {after_s:g} s (--time)")
+
+        task = asyncio.get_running_loop().create_task(stop())
+        self._deadline_tasks.add(task)
+        task.add_done_callback(self._deadline_tasks.discard)
 
     async def stop_probe(self, probe_id: str) -> None:
         """Cancel one probe; its pane keeps the data."""

@@ -49,19 +49,22 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
-from probetop.probes.core.base import TargetProbeError
+from probetop.probes.core.base import ProbeError, TargetProbeError
 
 SHARED_DIR = Path("/run/lock/probetop")
 
 
 class TargetBusy(TargetProbeError):
-    """Another probetop holds the target (or checkpoint) this run needs."""
+    """Another probetop holds the target (or checkpoint) this run needs;
+    ``holder`` names it ("probetop PID 1234 (record s.jsonl)")."""
 
     code = "target-busy"
+    holder = "another probetop"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,29 @@ def _block_key(majmin: str, label: str, shared: bool = False) -> LockKey:
     return LockKey(f"blk-{majmin.replace(':', '-')}", shared, label)
 
 
+@runtime_checkable
+class UsesFiles(Protocol):
+    """A probe that reads or writes files or devices (a target, a checkpoint).
+
+    ``target_locks()`` are the locks it takes on them, settled by its
+    ``prepare``: the host compares them with the files it writes itself
+    (``clash``) before opening any of those."""
+
+    def target_locks(self) -> Sequence[TargetLock]: ...
+
+
+def clash(a: TargetLock, b: TargetLock) -> LockKey | None:
+    """``b``'s key for a file or device ``a`` needs too (the same one by
+    identity: real path, inode, device number), or None. Two shared keys
+    (two partitions' common whole disk) are no clash."""
+    mine = {key.name: key for key in a.keys}
+    for key in b.keys:
+        other = mine.get(key.name)
+        if other is not None and not (other.shared and key.shared):
+            return key
+    return None
+
+
 BlockDevices = Callable[[str], tuple[str, "str | None", "str | None"]]
 """For a block device path: (its MAJ:MIN, its whole disk's MAJ:MIN when it is
 a partition, its loop backing file or device). The disk family passes its
@@ -121,6 +147,36 @@ def target_keys(path: str, block_devices: BlockDevices | None = None) -> list[Lo
             else:
                 keys += _file_keys(backing, path)
     return keys
+
+
+def holder(path: str) -> str | None:
+    """Who holds ``path`` now ("probetop PID 1234 (record s.jsonl)"), or None.
+
+    A look that takes, writes and creates nothing: each key's lock file, if
+    it exists, is tried shared and let go at once (a reader asking whether a
+    recording is still being written must never stand in a writer's way for
+    longer than that)."""
+    try:
+        directory = lock_dir()
+    except ProbeError:
+        return None
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    for key in target_keys(path):
+        try:
+            fd = os.open(directory / f"{key.name}.lock", flags)
+        except OSError:
+            continue  # no lock file: no holder
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                if not key.shared:
+                    return _describe(_holder_line(fd))
+                continue
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+    return None
 
 
 def lock_dir() -> Path:
@@ -313,12 +369,14 @@ class TargetLock:
             try:
                 fcntl.flock(fd, (fcntl.LOCK_SH if key.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
             except OSError:
-                line = _holder_line(fd)
+                holder = _describe(_holder_line(fd))
                 os.close(fd)
-                raise TargetBusy(
-                    f"{key.label} is in use by {_describe(line)}: one run per target; "
+                busy = TargetBusy(
+                    f"{key.label} is in use by {holder}: one run per target; "
                     "wait for it to end or stop it first"
-                ) from None
+                )
+                busy.holder = holder
+                raise busy from None
             if _same_file(fd, path):
                 break
             os.close(fd)  # its holder removed it as we opened it: take the new one

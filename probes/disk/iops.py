@@ -229,6 +229,10 @@ class IopsProbe:
     def params(self) -> Mapping[str, Any]:
         return self.run_params().as_dict()
 
+    def target_locks(self) -> list[TargetLock]:
+        """The target's lock (``targetlock.UsesFiles``); empty before ``prepare``."""
+        return [self._lock] if self._lock is not None else []
+
     def reference_command(self) -> str:
         s, t = self.settings, self.target
         args = [

@@ -74,9 +74,16 @@ def format_size(n: int) -> str:
 def parse_range(text: str) -> tuple[int | None, int | None]:
     """(start, end) from "START-END"; either side may be empty (open)."""
     start, sep, end = text.partition("-")
-    if not sep:
-        raise ValueError(f"not a range: {text!r} (use START-END, e.g. 0-10G or 1G-)")
-    return (parse_size(start) if start.strip() else None, parse_size(end) if end.strip() else None)
+    usage = f"not a range: {text!r} (use START-END, sizes 0 or more, e.g. 0-10G or 1G-)"
+    if not sep or "-" in end:  # "-5-10", "1-2-3": a second dash is no size's
+        raise ValueError(usage)
+    try:
+        return (
+            parse_size(start) if start.strip() else None,
+            parse_size(end) if end.strip() else None,
+        )
+    except ValueError as exc:  # the size's own message, about the whole range
+        raise ValueError(f"{usage}: {exc}") from None
 
 
 @dataclass

@@ -22,8 +22,11 @@ Contract:
   ``extra`` / ``params`` mappings...). The first bad line is named by number:
   ``FILE: line N: 't' is not a finite number``.
 - A torn last line (a kill -9 or a full disk mid-write) is skipped and
-  reported in ``Session.warnings``; a bad line elsewhere is an error, because
-  it means the file was edited or corrupted, not interrupted.
+  reported in ``Session.warnings`` (with a truncated last zstd frame and a
+  missing footer; of a file a probetop is still recording, which it holds
+  the lock of, one note says so instead: ``_end_warnings``); a bad line
+  elsewhere is an error, because it means the file was edited or corrupted,
+  not interrupted.
 - Two paths, one verdict: blocks (then 64-line batches) of sample and
   status lines go through ``fastpath.decode_block`` (msgspec, checked in C;
   the decoded objects kept as read-only mappings, ``extra`` as a checked
@@ -44,6 +47,7 @@ import contextlib
 import gc
 import io
 import os
+import shlex
 import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -51,6 +55,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from probetop.probes.core.sample import Announce, Record
+from probetop.probes.core.targetlock import holder
 from probetop.probes.record.codec import (
     RecordingError,
     decode_record,
@@ -138,12 +143,30 @@ def _open_lines(p: Path) -> IO[bytes] | FrameLines:
     return FrameLines(f) if is_zstd(head) else f
 
 
-def _cut_warning(f: _Lines, p: Path) -> list[str]:
-    """The warning for a .zst recording whose last frame was cut off."""
-    at = getattr(f, "truncated_at", None)
-    if at is None:
+def _end_warnings(p: Path, f: _Lines | None, torn_line: int | None, footer: bool) -> list[str]:
+    """What the end of a recording tells: a torn last line or a truncated last
+    zstd frame skipped, no footer. While a probetop still writes the file
+    (it holds the file's lock) those are no accident, only where the writer
+    has got to, so one note says that instead: "the session ended without
+    closing the file" was said of a session still running."""
+    cut_at = getattr(f, "truncated_at", None) if f is not None else None
+    if footer and torn_line is None and cut_at is None:
         return []
-    return [f"{p}: skipped a truncated last zstd frame (at byte {at}); the recording was cut off"]
+    if not footer:
+        writer = holder(os.path.realpath(p))
+        if writer is not None:
+            return [f"{p}: still being recorded by {writer}; read as far as it has written"]
+    out = []
+    if torn_line is not None:
+        out.append(f"{p}: skipped a torn last line (line {torn_line}); the recording was cut off")
+    if cut_at is not None:
+        out.append(
+            f"{p}: skipped a truncated last zstd frame (at byte {cut_at}); "
+            "the recording was cut off"
+        )
+    if not footer:
+        out.append(f"{p}: no footer; the session ended without closing the file")
+    return out
 
 
 def _size(n: float) -> str:
@@ -357,6 +380,7 @@ class _Loader:
         self.probes = {info["id"] for info in header.get("probes", [])}
         self.skipped = 0
         self.done = False  # a torn last line was skipped
+        self.torn_line: int | None = None  # its number
 
     def _fast(self, raws: list[bytes], data: bytes | None = None) -> bool:
         """Keep ``raws`` if the fast path vouches for them all; False if not."""
@@ -418,9 +442,7 @@ class _Loader:
                     self.budget -= _weight(line, self.budget)
         except LineError as exc:
             if last and isinstance(exc, NotJson):
-                session.warnings.append(
-                    f"{p}: skipped a torn last line (line {number}); the recording was cut off"
-                )
+                self.torn_line = number  # said with the end's other warnings
                 self.done = True
                 return
             raise RecordingError(f"{p}: line {number}: {exc}") from None
@@ -441,6 +463,33 @@ class _Loader:
             self.skipped += 1
 
 
+# Compressors probetop does not read, by their files' first bytes: named,
+# so `gzip s.jsonl; probetop report s.jsonl.gz` says what to do.
+_OTHER_COMPRESSION = (
+    (b"\x1f\x8b", "gzip", "gunzip"),
+    (b"\xfd7zXZ\x00", "xz", "unxz"),
+    (b"BZh", "bzip2", "bunzip2"),
+    (b"\x04\x22\x4d\x18", "lz4", "unlz4"),
+)
+
+
+def _not_json(p: Path, first: bytes) -> RecordingError:
+    """The error for a first line that is not JSON (a compressed file named)."""
+    for magic, name, undo in _OTHER_COMPRESSION:
+        if first.startswith(magic):
+            q = shlex.quote(str(p))
+            return RecordingError(
+                f"{p}: {name}-compressed; probetop reads plain or zstandard (.zst) "
+                f"recordings: `{undo} {q}` first (or `{undo} -c {q} | zstd -o FILE.zst`)"
+            )
+    if first.startswith(b"\xef\xbb\xbf"):  # what some editors put first on saving
+        return RecordingError(
+            f"{p}: starts with a UTF-8 byte-order mark (an editor added it), so its first "
+            f"line is not JSON; remove it: sed -i '1s/^\\xEF\\xBB\\xBF//' {shlex.quote(str(p))}"
+        )
+    return RecordingError(f"{p}: not a probetop recording (first line is not JSON)")
+
+
 def _read_header(f: _Lines, p: Path) -> tuple[dict[str, Any], int]:
     """The checked header (line 1) and its size in bytes, newline included."""
     first = next(_rows(f, p), None)
@@ -449,7 +498,7 @@ def _read_header(f: _Lines, p: Path) -> tuple[dict[str, Any], int]:
     try:
         header = _check_header(_parse(first[1]))
     except NotJson:
-        raise RecordingError(f"{p}: not a probetop recording (first line is not JSON)") from None
+        raise _not_json(p, first[1]) from None
     except LineError as exc:
         raise RecordingError(f"{p}: line 1: {exc}") from None
     except RecordingError as exc:
@@ -546,10 +595,9 @@ class SessionLoader:
             session.warnings.append(
                 f"{p}: skipped {loader.skipped} lines of a type this probetop ignores"
             )
-        if f is not None:
-            session.warnings.extend(_cut_warning(f, p))
-        if session.footer is None:
-            session.warnings.append(f"{p}: no footer; the session ended without closing the file")
+        session.warnings.extend(
+            _end_warnings(p, f, loader.torn_line, footer=session.footer is not None)
+        )
         self.done = True
         self.close()
 
@@ -586,9 +634,7 @@ class SessionStream:
                 self.header = _check_header(_parse(first[1]))
                 _weight(self.header, MAX_WEIGHT)
             except NotJson:
-                raise RecordingError(
-                    f"{p}: not a probetop recording (first line is not JSON)"
-                ) from None
+                raise _not_json(p, first[1]) from None
             except LineError as exc:
                 raise RecordingError(f"{p}: line 1: {exc}") from None
             except RecordingError as exc:
@@ -619,6 +665,7 @@ class SessionStream:
             yield 0.0, Announce(pid, 0, info)
         probes = set(self.header_probes())
         skipped = 0
+        torn: int | None = None
         rows = self._rows
         row = next(rows, None)
         while row is not None:
@@ -632,9 +679,7 @@ class SessionStream:
                     _weight(line, MAX_WEIGHT)  # numbers too large
             except LineError as exc:
                 if following is None and isinstance(exc, NotJson):
-                    self.warnings.append(
-                        f"{p}: skipped a torn last line (line {number}); the recording was cut off"
-                    )
+                    torn = number  # said with the end's other warnings
                     break
                 raise RecordingError(f"{p}: line {number}: {exc}") from None
             if kind == "footer":
@@ -652,10 +697,7 @@ class SessionStream:
             row = following
         if skipped:
             self.warnings.append(f"{p}: skipped {skipped} lines of a type this probetop ignores")
-        if self._file is not None:
-            self.warnings.extend(_cut_warning(self._file, p))
-        if self.footer is None:
-            self.warnings.append(f"{p}: no footer; the session ended without closing the file")
+        self.warnings.extend(_end_warnings(p, self._file, torn, footer=self.footer is not None))
 
 
 def stream_session(path: str | Path) -> SessionStream:

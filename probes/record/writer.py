@@ -1,7 +1,8 @@
 """JSON Lines session recorder (format: docs/recording-format.md).
 
 Contract:
-- ``Recorder.check_path(path)`` (``check_target``) fails fast (RecordingError,
+- ``Recorder.check_path(path)`` (``check_recording_path``: ``check_target``,
+  and no name ending in another compressor's suffix) fails fast (RecordingError,
   exit 2) unless ``path`` is, or can be created as, a regular file on a
   storage filesystem that this process can write: devices (``/dev/full``,
   ``/dev/null``, a symlink to one), FIFOs (opening one for writing blocks
@@ -398,6 +399,24 @@ def is_zstd_path(path: str | os.PathLike[str]) -> bool:
     return os.fspath(path).lower().endswith(".zst")
 
 
+OTHER_COMPRESSED_SUFFIXES = (".gz", ".xz", ".bz2", ".lz4", ".zip", ".br")
+"""Names that promise a compression probetop does not write."""
+
+
+def check_recording_path(path: str | os.PathLike[str]) -> str:
+    """``check_target`` for a recording, which also refuses a name promising
+    another compression: ``--record s.jsonl.gz`` wrote plain JSON Lines under
+    a gzip name (zcat and gunzip then fail on it)."""
+    name = os.fspath(path)
+    suffix = next((x for x in OTHER_COMPRESSED_SUFFIXES if name.lower().endswith(x)), None)
+    if suffix is not None:
+        raise RecordingError(
+            f"cannot record to {name}: probetop writes plain JSON Lines, or zstandard when "
+            f"the name ends in .zst, never {suffix}; name it .jsonl or .jsonl.zst"
+        )
+    return check_target(path)
+
+
 class ZstdLineFile(LineFile):
     """A ``LineFile`` written as zstandard (format: probes/record/zst.py).
 
@@ -497,7 +516,7 @@ class Recorder:
         # One write at a time: move_to swaps the file between two writes.
         self._io = asyncio.Lock()
 
-    check_path = staticmethod(check_target)
+    check_path = staticmethod(check_recording_path)
 
     @classmethod
     def in_memory(

@@ -116,6 +116,27 @@ def test_settings_refusals_name_the_option(tmp_path: Path) -> None:
         disk.IopsProbe(IopsSettings(target, ramp_s=-1))
 
 
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("-5-10", "not a range: '-5-10'"),  # said "not a size: '5-10'"
+        ("1-2-3", "not a range: '1-2-3'"),  # said "not a size: '2-3'"
+        ("x-10", "not a size: 'x'"),
+    ],
+)
+def test_a_bad_range_is_quoted_whole(value: str, says: str, tmp_path: Path) -> None:
+    target = tmp_path / "v.img"
+    target.write_bytes(b"\0" * 65536)
+    out = subprocess.run(
+        [sys.executable, "-m", "probetop.tui.main", "warmup", str(target), f"--range={value}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and says in out.stderr, out.stderr
+    assert f"not a range: {value!r}" in out.stderr
+
+
 # -- records -----------------------------------------------------------------
 
 

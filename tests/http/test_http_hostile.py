@@ -297,7 +297,7 @@ CASES = [
     Case("--max-time tiny works", ["{url}/delay?ms=200", "-m", "1e-300"], 7, "timeout error"),
     Case("--max-redirs without -L (meaningless)", ["{url}/", "--max-redirs", "5"], 2,
          "only matters with -L"),
-    # -1 after a space is an option to argparse here (-4/-6 exist): "expected one argument".
+    # curl spells no limit --max-redirs -1; here it reaches the option's own check.
     Case("--max-redirs=-1 (curl: unlimited)", ["{url}/", "-L", "--max-redirs=-1"], 2,
          "0 or more"),
     Case("--max-redirs 10^20", ["{url}/", "-L", "--max-redirs", "1" + "0" * 20], 2, "at most"),

@@ -327,3 +327,87 @@ def test_a_long_runs_footer_over_the_line_cap_is_read(tmp_path: Path) -> None:
     )
     with pytest.raises(RecordingError, match="longer than 1 MiB"):
         load_session(bad)
+
+
+@pytest.mark.parametrize("name", ["live.jsonl", "live.jsonl.zst"])
+def test_a_recording_still_being_written_is_not_called_cut_off(tmp_path: Path, name: str) -> None:
+    """Read while a real probetop records it, a file has no footer and maybe a
+    torn last line or an open zstd frame: that is where the writer has got
+    to, not an accident. It said "the session ended without closing the
+    file" of a session still running; now one note names the writer, and
+    the same file once finished reads without a warning."""
+    path = tmp_path / name
+    args = ["cpu", "--time", "30", "--interval", "0.1", "--headless", "--record", str(path)]
+    proc = subprocess.Popen(
+        [*PROBETOP, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if path.exists() and path.stat().st_size > 2000:
+                break
+            time.sleep(0.1)
+        for read in (
+            lambda: load_session(path).warnings,
+            lambda: _streamed_warnings(path),
+        ):
+            warnings = read()
+            assert len(warnings) == 1, warnings
+            assert f"still being recorded by probetop PID {proc.pid}" in warnings[0]
+            assert "ended without closing" not in warnings[0]
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 130
+    assert load_session(path).warnings == []
+
+
+def _streamed_warnings(path: Path) -> list[str]:
+    with reader.stream_session(path) as stream:
+        for _ in stream.records():
+            pass
+        return stream.warnings
+
+
+@pytest.mark.parametrize(
+    ("suffix", "compressor", "name"),
+    [(".gz", "gzip", "gzip"), (".xz", "lzma", "xz"), (".bz2", "bz2", "bzip2")],
+)
+def test_a_recording_compressed_by_another_tool_is_named(
+    tmp_path: Path, suffix: str, compressor: str, name: str
+) -> None:
+    """`gzip s.jsonl; probetop report s.jsonl.gz` said "not a probetop
+    recording (first line is not JSON)"; it says which compressor and what
+    to run instead, in both readers (load_session and export's stream)."""
+    import importlib
+
+    compress = importlib.import_module(compressor).compress
+    recording = Path(__file__).parents[1] / "data" / "tui_session.jsonl"
+    path = tmp_path / f"my rec.jsonl{suffix}"
+    path.write_bytes(compress(recording.read_bytes()))
+
+    def streamed(p: Path) -> None:
+        with reader.stream_session(p) as stream:
+            list(stream.records())
+
+    for read in (load_session, streamed):
+        with pytest.raises(RecordingError) as caught:
+            read(path)
+        message = str(caught.value)
+        assert f"{name}-compressed" in message, message
+        assert f"'{path}'" in message, message  # quoted for the shell: the name has a space
+
+
+def test_a_byte_order_mark_is_named_with_its_remedy(tmp_path: Path) -> None:
+    """A recording saved by an editor that put a UTF-8 BOM first said only
+    "first line is not JSON"; the message names the mark and a command that
+    removes it, and that command gives back a readable recording."""
+    recording = Path(__file__).parents[1] / "data" / "tui_session.jsonl"
+    path = tmp_path / "edited.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + recording.read_bytes())
+    with pytest.raises(RecordingError, match="byte-order mark") as caught:
+        load_session(path)
+    command = str(caught.value).split("remove it: ", 1)[1]
+    subprocess.run(command, shell=True, check=True, cwd=tmp_path)
+    assert load_session(path).footer is not None

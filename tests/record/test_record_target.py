@@ -474,3 +474,13 @@ def test_a_recording_in_use_by_another_probetop_is_never_written_over(tmp_path: 
         first.terminate()
         first.wait(timeout=30)
     assert first.returncode == 0, first.stderr.read() if first.stderr else ""
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".xz", ".bz2", ".GZ"])
+def test_a_name_promising_another_compression_is_refused(tmp_path: Path, suffix: str) -> None:
+    """--record s.jsonl.gz wrote plain JSON Lines under a gzip name (zcat then
+    fails on it); refused before anything starts, naming what is written."""
+    target = tmp_path / f"s.jsonl{suffix}"
+    proc = run_cli(["cpu", "--time", "0.5", "--headless", "--record", str(target)])
+    refused(proc, suffix, ".jsonl.zst")
+    assert not target.exists()

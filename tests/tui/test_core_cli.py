@@ -81,6 +81,11 @@ def test_report_of_a_recording_prints_tables_and_charts(tmp_path):
         (["icmp", "127.0.0.1", "--count", "-1"], "must be at least 0, got -1"),
         (["cpu", "--time", "-1"], "must be zero or a positive number, got -1"),
         (["--time", "-2", "cpu"], "must be zero or a positive number, got -2"),
+        # The short spellings too (they said "expected one argument").
+        (["icmp", "127.0.0.1", "-c", "-1"], "must be at least 0, got -1"),
+        (["icmp", "127.0.0.1", "-s", "-5"], "must be at least 0, got -5"),
+        (["icmp", "127.0.0.1", "-t", "-1"], "must be at least 0, got -1"),
+        (["http", "http://127.0.0.1:9/", "-m", "-1"], "must be positive"),
     ],
 )
 def test_a_negative_value_reaches_the_options_own_check(argv: list[str], message: str) -> None:

@@ -328,3 +328,23 @@ def test_stop_ends_a_loaded_session_promptly(env: dict[str, str], http_server: s
     assert "in flight" in stopped.stdout and "Traceback" not in stopped.stderr
     assert took - startup < 2.0, (took, startup)
     assert sessions(env)["load"]["state"] == "finished"
+
+
+def test_relative_xdg_dirs_are_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The XDG spec: a relative XDG_STATE_HOME / XDG_RUNTIME_DIR is invalid.
+    Taken as is it named a new directory per working directory: a session
+    started in one was not listed, attached or stopped from another."""
+    from probetop.tui.sessions.registry import runtime_dir, state_dir
+
+    home = tmp_path / "home"
+    home.mkdir()
+    work = tmp_path / "work"
+    (work / "rel").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", "rel")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "rel")
+    monkeypatch.chdir(work)
+    expected = home / ".local" / "state" / "probetop"
+    assert state_dir() == expected
+    assert runtime_dir() == expected
+    assert list((work / "rel").iterdir()) == []  # nothing made under the working directory

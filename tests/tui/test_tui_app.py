@@ -493,3 +493,28 @@ async def test_replay_of_a_hand_edited_recording_with_wrongly_typed_params(tmp_p
         await pilot.pause(1.0)
         assert len(app.panes) == len(header["probes"])
         await pilot.press("q")
+
+
+def test_fit_status_drops_whole_parts_lowest_rank_first() -> None:
+    from probetop.tui.app import fit_status
+
+    parts = [(0, "probetop"), (3, "replay s.jsonl"), (5, "paused 1x"), (2, "idle (i)"), (6, "P!")]
+    assert fit_status(parts, 200) == "probetop  |  replay s.jsonl  |  paused 1x  |  idle (i)  |  P!"
+    assert fit_status(parts, 40) == "replay s.jsonl  |  paused 1x  |  P!"
+    assert fit_status(parts, 20) == "paused 1x  |  P!"
+    assert fit_status(parts, 3) == "P!"
+
+
+async def test_status_line_keeps_display_paused_whole_on_a_narrow_terminal() -> None:
+    """At 100 columns a replay with idle devices shown and the display paused
+    read '... |  DISPLAY PAU': the line was cropped at the edge."""
+    app = replay_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("i", "p")
+        await pilot.pause()
+        status = app.status_bar.rows[0]
+        assert status.endswith("DISPLAY PAUSED (p)") and len(status) <= 100, status
+        await pilot.resize_terminal(64, 20)
+        await pilot.pause()
+        status = app.status_bar.rows[0]
+        assert "DISPLAY PAUSED (p)" in status and len(status) <= 64, status

@@ -75,6 +75,9 @@ def test_human_labels_and_units() -> None:
     assert unit_family("pkt/s") == unit_family("/s") == "/s" != unit_family("B/s")
     assert unit_in_label("loss %") == "%" and unit_in_label("rtt p99 µs") == "µs"
     assert unit_in_label("probe pps") == "pkt/s" and unit_in_label("ttfb a/b") == ""
+    # A counted rate names its unit whole: the CPU pane's maximised chart was
+    # titled "/s" for events/s. Byte rates keep their family.
+    assert unit_in_label("events/s") == "events/s" and unit_in_label("x MB/s") == "B/s"
     assert fit_fields("a  bb  cc  dd", 9) == "a  bb  cc"
 
 

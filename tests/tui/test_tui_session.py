@@ -139,3 +139,63 @@ def test_the_session_is_cli_layer_and_never_loads_textual() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+async def test_added_probe_honours_time_where_its_command_line_does() -> None:
+    """`http URL --time 0.6` typed into the prompt stops after 0.6 s, as on
+    the command line (it ran on for good: only cpu/iops/warmup end themselves)."""
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    notes = Notes()
+    session = LiveSession([], notify=notes)
+    await session.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        assert session.add_probe_line(f"http {url} --time 0.6 --interval 0.1")
+        (probe_id,) = session.running()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while session.running() and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        assert session.running() == []
+        assert any("stopped after 0.6 s (--time)" in message for _s, _t, message in notes.seen)
+        assert probe_id in notes.seen[-1][2]
+    finally:
+        await session.shutdown("completed")
+        server.shutdown()
+        server.server_close()
+
+
+async def test_added_probe_refuses_options_of_a_whole_run(tmp_path: Path) -> None:
+    """--record, --json, --metrics... set up a run; typed into the prompt they
+    were dropped silently (`cpu --record x.jsonl` recorded nothing)."""
+    notes = Notes()
+    session = LiveSession([], notify=notes)
+    await session.start()
+    try:
+        for extra in (
+            f"--record {tmp_path / 'x.jsonl'}",
+            "--json",
+            "--headless",
+            "--metrics 0",
+            f"--textfile {tmp_path}",
+            "--assert 'cpu.eps>1'",
+            "--detach",
+            "--theme probetop-light",
+        ):
+            assert not session.add_probe_line(f"cpu --time 0.2 {extra}"), extra
+            severity, title, message = notes.seen[-1]
+            assert (severity, title) == ("error", "cannot add probe"), notes.seen[-1]
+            assert "would be ignored here" in message and extra.split()[0] in message, message
+        assert session.running() == []
+        assert not (tmp_path / "x.jsonl").exists()
+    finally:
+        await session.shutdown("completed")

@@ -15,6 +15,8 @@ from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.options import OptionValueError
 
 DEFAULT_HOST = "127.0.0.1"
+TEXTFILE_NAME = "probetop.prom"
+"""The file ``--textfile DIR`` writes in DIR."""
 
 
 class MetricsError(UsageProbeError):

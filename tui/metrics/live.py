@@ -43,11 +43,9 @@ from probetop.probes.core.base import ProbeError
 from probetop.probes.core.hub import Hub, Subscription
 from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.record import RecordingError, replace_file
-from probetop.tui.metrics.address import MetricsAddress, MetricsError
+from probetop.tui.metrics.address import TEXTFILE_NAME, MetricsAddress, MetricsError
 from probetop.tui.metrics.families import StaticCollector, build_families, make_registry
 from probetop.tui.metrics.state import MetricsState
-
-TEXTFILE_NAME = "probetop.prom"
 
 
 class MetricsExporter:

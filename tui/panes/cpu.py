@@ -58,10 +58,10 @@ class CpuBenchPane(ProbePane):
         self.percentile = float(params.get("percentile", 95) or 95)
         self.eps_row = SparkRow(EPS)
         self.lat_row = SparkRow(LAT_PCT_MS)
-        self.headline = TextBlock(["starting: compiling the event and warming up..."])
+        self.headline = TextBlock(["starting: compiling the event and warming up..."], wrap=True)
         self.columns = TextBlock([""])
         self.sweep_block = TextBlock([], classes="-sweep")
-        self.explain_block = TextBlock([])
+        self.explain_block = TextBlock([], wrap=True)
         self.show_explain = False
         self.per_thread: list[int] = []
         self.core_busy: dict[str, float | None] = {}

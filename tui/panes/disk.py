@@ -230,9 +230,9 @@ class WarmupPane(ProbePane):
         self.bw_row = SparkRow(WARMUP_BW)
         self.iops_row = SparkRow(WARMUP_IOPS)
         self.spark_specs = ((self.bw_row, "throughput", "B/s"), (self.iops_row, "IOPS", "IO/s"))
-        self.progress = TextBlock(["compiling the native I/O loop..."])
+        self.progress = TextBlock(["compiling the native I/O loop..."], wrap=True)
         self.map_block = TextBlock([""])  # [""]: TextBlock repaints [] -> 1 line only on resize
-        self.plateau_block = TextBlock([""])
+        self.plateau_block = TextBlock([""], wrap=True)
         self.interval: WarmupInterval | None = None
         self.device: str | None = params.backing_device
         self.kernel: DiskCounters | None = None

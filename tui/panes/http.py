@@ -120,8 +120,8 @@ class HttpPane(ProbePane):
         self.total_row = SparkRow(TOTAL_MS)
         self.table = TextBlock(["waiting for the first response..."], header_rows=1)
         self.include_errors = params.include_errors
-        self.legend = TextBlock([self._legend()])
-        self.status = TextBlock([""])
+        self.legend = TextBlock([self._legend()], wrap=True)
+        self.status = TextBlock([""], wrap=True)
 
     def _legend(self) -> str:
         glyphs = "  ".join(f"{GLYPHS[p]} {p}" for p in PHASES)

@@ -59,7 +59,7 @@ class HttpLoadPane(ProbePane):
         self.rate_row = SparkRow(SENT_RPS)
         self.p99_row = SparkRow(LAT_P99)
         self.table = TextBlock(["waiting for the first interval..."], header_rows=0)
-        self.loud = TextBlock([""])
+        self.loud = TextBlock([""], wrap=True)
         self.loud.add_class("-loud")
         self.loud.display = False
 

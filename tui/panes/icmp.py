@@ -108,7 +108,7 @@ class IcmpPane(ProbePane):
         self.pps_row = SparkRow(PPS)
         self.loss_row = SparkRow(LOSS_PCT, max_value=100.0)
         self.nic_row = SparkRow("nic")
-        self.table = TextBlock([self._waiting()])
+        self.table = TextBlock([self._waiting()], wrap=True)
 
     def _waiting(self) -> str:
         if self.idle_reason:

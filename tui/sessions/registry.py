@@ -2,11 +2,12 @@
 
 Contract:
 - ``state_dir()``: ``$XDG_STATE_HOME/probetop`` (``~/.local/state/probetop``
-  when unset), created 0700. It holds per session ``NAME.session.json`` (the
-  metadata), ``NAME.jsonl`` (the recording, unless ``--record`` names another
-  file) and ``NAME.log`` (the session's stdout and stderr: its report).
+  when unset or relative, as the XDG spec says), created 0700. It holds per
+  session ``NAME.session.json`` (the metadata), ``NAME.jsonl`` (the
+  recording, unless ``--record`` names another file) and ``NAME.log`` (the
+  session's stdout and stderr: its report).
 - ``runtime_dir()``: ``$XDG_RUNTIME_DIR/probetop`` (0700) when that variable
-  names a directory, the state directory otherwise; it holds ``NAME.sock``.
+  names a directory by an absolute path, the state directory otherwise; it holds ``NAME.sock``.
 - ``SessionInfo.state``: "running" while the recorded PID is alive and is the
   same process (its start time in ``/proc`` matches), "finished" once the
   session wrote its exit status, "died" when the process is gone without
@@ -72,14 +73,19 @@ def _private_dir(path: Path) -> Path:
 
 def state_dir() -> Path:
     """The directory of session metadata, recordings and logs (see above)."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    # The XDG spec: a relative path is invalid and ignored. Taken as is, it
+    # named a different directory from every working directory, so `ls`,
+    # `attach` and `stop` run elsewhere did not see the session.
+    base = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(base):
+        base = str(Path.home() / ".local" / "state")
     return _private_dir(Path(base) / "probetop")
 
 
 def runtime_dir() -> Path:
     """The directory of control sockets (see above)."""
-    run = os.environ.get("XDG_RUNTIME_DIR")
-    if run and os.path.isdir(run):
+    run = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(run) and os.path.isdir(run):  # relative: ignored, as above
         return _private_dir(Path(run) / "probetop")
     return state_dir()
 

@@ -5,17 +5,54 @@ a heavy model. Panes redraw once a second over SSH, so this widget takes a
 list of strings, repaints only the cells that changed, and asks for a layout
 pass only when the number of lines changes (its height follows the line count).
 The first ``header_rows`` lines use the ``textblock--header`` component style.
+
+Lines wider than the widget are cropped, which suits a table's rows (a
+wrapped row would leave its columns). A block of facts (``wrap=True``:
+"RTT µs min/avg/max/mdev ...  p50/p90/p99 ...") instead breaks such a line
+between its fields (runs of two or more spaces, or after " · ") onto
+indented continuation rows, so a narrow pane shows every figure rather than
+cutting the last ones off mid-word; its height follows the rows, and a
+resize that changes their number costs one layout pass.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from probetop.tui.widgets.linewidget import LineWidget
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from textual.geometry import Region
+from textual.message import Message
 from textual.strip import Strip
+
+_FIELD_END = re.compile(r" {2,}|(?<= ·) ")
+CONTINUATION = "  "
+"""Indent of a wrapped line's continuation rows."""
+
+
+def wrap_fields(line: str, width: int) -> list[str]:
+    """``line`` as rows of at most ``width`` cells, broken only between
+    fields (see the module docstring); a field wider than a row stays whole
+    (the row crops it). ``[line]`` when it fits or ``width`` is unknown."""
+    if width <= 0 or cell_len(line) <= width:
+        return [line]
+    fields: list[str] = []
+    start = 0
+    for gap in _FIELD_END.finditer(line):
+        fields.append(line[start : gap.end()])
+        start = gap.end()
+    fields.append(line[start:])
+    rows: list[str] = []
+    row = ""
+    for field in fields:
+        if row.strip() and cell_len((row + field).rstrip()) > width:
+            rows.append(row.rstrip())
+            row = CONTINUATION
+        row += field
+    rows.append(row.rstrip())
+    return rows
 
 
 def changed_span(before: str, after: str) -> tuple[int, int] | None:
@@ -44,6 +81,11 @@ def changed_span(before: str, after: str) -> tuple[int, int] | None:
 class TextBlock(LineWidget):
     """Fixed lines of text; see the module docstring."""
 
+    class Resized(Message):
+        """The block's number of rows changed outside a data frame too (a key
+        that shows an explanation, a paused replay): the panes' grid is planned
+        from their heights, so the app plans it again."""
+
     COMPONENT_CLASSES = {"textblock--header", "textblock--body"}
 
     DEFAULT_CSS = """
@@ -66,15 +108,24 @@ class TextBlock(LineWidget):
         *,
         header_rows: int = 0,
         fixed_height: int | None = None,
+        wrap: bool = False,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.lines: list[str] = list(lines)
+        self.wrap = wrap
+        self.rows: list[str] = list(self.lines)  # as drawn: ``lines`` wrapped to the width
         self.header_rows = header_rows
         self.fixed_height = fixed_height
-        self.styles.height = fixed_height if fixed_height is not None else max(1, len(self.lines))
+        self.styles.height = fixed_height if fixed_height is not None else max(1, len(self.rows))
+
+    def _rows(self, lines: Sequence[str]) -> list[str]:
+        if not self.wrap:
+            return list(lines)
+        width = self.line_width if self.is_mounted else 0
+        return [row for line in lines for row in wrap_fields(line, width)]
 
     @property
     def text(self) -> str:
@@ -87,17 +138,29 @@ class TextBlock(LineWidget):
             self.header_rows = header_rows
         if lines == self.lines:
             return
-        resized = self.fixed_height is None and max(1, len(lines)) != max(1, len(self.lines))
-        old, self.lines = self.lines, lines
+        self.lines = lines
+        self._show(self._rows(lines))
+
+    def on_resize(self) -> None:
+        if self.wrap:  # the same lines may need more or fewer rows now
+            self._show(self._rows(self.lines))
+
+    def _show(self, rows: list[str]) -> None:
+        """Draw ``rows``: a layout pass if their number changed, else only the
+        cells that changed."""
+        resized = self.fixed_height is None and max(1, len(rows)) != max(1, len(self.rows))
+        old, self.rows = self.rows, rows
         if resized:
-            self.styles.height = max(1, len(lines))  # triggers the one layout pass needed
+            self.styles.height = max(1, len(rows))  # triggers the one layout pass needed
             self.refresh()
+            if self.is_mounted:
+                self.post_message(self.Resized())
             return
         # Same shape: repaint only the rows that changed, and each only up to
         # its last changed cell: one new number costs part of one line.
         width = self.line_width
         regions = []
-        for y, (before, after) in enumerate(zip(old, lines, strict=False)):
+        for y, (before, after) in enumerate(zip(old, rows, strict=False)):
             span = changed_span(before, after)
             if span is not None:
                 x0, x1 = span[0], max(span[0] + 1, min(span[1], width))
@@ -107,10 +170,10 @@ class TextBlock(LineWidget):
 
     def render_line(self, y: int) -> Strip:
         width = self.line_width
-        if y >= len(self.lines):
+        if y >= len(self.rows):
             return Strip.blank(width)
         part = "textblock--header" if y < self.header_rows else "textblock--body"
         style = self.part_style(part)
         # Pad/crop the text itself: one segment per row, the cheapest redraw.
-        segments = [Segment(set_cell_size(self.lines[y], width), style)]
+        segments = [Segment(set_cell_size(self.rows[y], width), style)]
         return Strip(segments, width)

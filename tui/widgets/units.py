@@ -139,10 +139,15 @@ _LABEL_UNITS = (
 )
 
 
+_COUNT_RATE = re.compile(r"^[A-Za-z]+/s$")
+
+
 def unit_in_label(label: str) -> str:
     """The unit a free-text chart label names (``"loss %"`` -> ``"%"``,
     ``"probe pps"`` -> ``"pkt/s"``), or ``""`` when it names none."""
     for word in reversed(label.replace("(", " ").replace(")", " ").split()):
+        if _COUNT_RATE.match(word) and not word.endswith("B/s"):
+            return word  # "events/s", "req/s": the chart's axis says what is counted
         for suffix, unit in _LABEL_UNITS:
             if word == suffix or (suffix.startswith("/") and word.endswith(suffix)):
                 return unit

@@ -130,6 +130,11 @@ class CheckpointKeeper:
         self._last_save = 0.0
         self._reported: str | None = None
 
+    @property
+    def lock(self) -> TargetLock:
+        """The checkpoint file's lock (held from ``hold`` to ``close``)."""
+        return self._lock
+
     def open(self) -> str:
         """Check the checkpoint before anything starts; the pass to start with."""
         try:

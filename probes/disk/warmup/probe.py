@@ -66,6 +66,14 @@ class WarmupProbe:
         self._lock: TargetLock | None = None
         self._watch: TargetWatch | None = None
 
+    def target_locks(self) -> list[TargetLock]:
+        """The target's and the checkpoint's locks (``targetlock.UsesFiles``);
+        empty before ``prepare``."""
+        locks = [self._lock] if self._lock is not None else []
+        if self.checkpoints is not None:
+            locks.append(self.checkpoints.lock)
+        return locks
+
     @property
     def total_bytes(self) -> int:
         return self.target.size if self.target else 0
