@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import json
 import os
 import select
 import signal
@@ -206,6 +207,25 @@ def _info(name: str, argv: Any, recording: Path, sock: Path, log: Path) -> Sessi
     )
 
 
+HEADER_LIMIT = 1 << 20  # bytes of a first line looked at; a header is a few KB
+
+
+def is_header_line(line: bytes) -> bool:
+    """``line`` is a whole recording header (a JSON object of type "header").
+
+    Why parse it: any line used to do, so a file at ``--record`` that someone
+    had changed within the last second (an old file being overwritten, a
+    file the session's own probe refused to touch) said "ready" for a
+    session that then failed: the caller printed "session started", exit 0."""
+    if not line.endswith(b"\n"):
+        return False
+    try:
+        first = json.loads(line)
+    except ValueError:  # also not UTF-8
+        return False
+    return isinstance(first, dict) and first.get("type") == "header"
+
+
 class _Ready:
     """The pipe that tells the caller the probes are running."""
 
@@ -223,8 +243,8 @@ class _Ready:
                     if os.stat(recording).st_mtime_ns >= since:
                         with open(recording, "rb") as f:
                             # the header line, or (a .zst recording) its first block
-                            head = f.readline()
-                            if head.endswith(b"\n") or (is_zstd(head) and len(head) > 12):
+                            head = f.readline(HEADER_LIMIT)
+                            if is_header_line(head) or (is_zstd(head) and len(head) > 12):
                                 self.send()
                                 return
                 time.sleep(0.05)
