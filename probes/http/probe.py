@@ -246,6 +246,9 @@ class HttpProbe:
             label = self.labels[self.urls[result["i"]]]
             stats = self.stats[label]
             touched.add(label)
+            if "stamps_us" not in result:  # a skipped turn, no request (worker.py)
+                stats.skipped = max(stats.skipped, int(result.get("skipped") or 0))
+                continue
             phases = phases_us(
                 result["stamps_us"],
                 failed=result["error"] or None,

@@ -194,7 +194,7 @@ class UrlStats:
         self.last_error: str | None = None
 
     def add(self, result: Mapping[str, Any], phases: Mapping[str, int | None]) -> Outcome:
-        self.skipped = int(result.get("skipped") or 0)
+        self.skipped = max(self.skipped, int(result.get("skipped") or 0))
         code = int(result.get("http_code") or 0)
         transport = result.get("error") or None
         if self.discarded < self.warmup:

@@ -25,7 +25,10 @@ Contract:
   (counted in ``skipped``), so a slow URL never delays the others.
 - Each output line: ``{"i", "t_ns", "stamps_us", "http_code", "http_version",
   "error", "message", "size_download", "num_connects", "redirect_count",
-  "skipped"}``. The process exits 0 once every URL made ``count`` requests.
+  "skipped"}`` for a finished request, or ``{"i", "t_ns", "skipped"}`` (no
+  ``stamps_us``) the moment a turn is skipped: a request that hangs until
+  the run ends still shows in the skipped count. The process exits 0 once
+  every URL made ``count`` requests.
 """
 
 from __future__ import annotations
@@ -133,6 +136,11 @@ def run(config: dict[str, Any], out: Any) -> int:
             schedule(target, now)
             if target.busy:
                 target.skipped += 1
+                # Said now, not with the next finished request: that one may
+                # never finish before the run ends.
+                turn = {"i": target.index, "t_ns": now, "skipped": target.skipped}
+                out.write(json.dumps(turn, separators=(",", ":")) + "\n")
+                out.flush()
                 continue
             handle = target.handle
             handle.reset()

@@ -95,7 +95,9 @@ def test_usage_errors_exit_2_before_any_probe_starts(tmp_path: Path) -> None:
     assert syntax.returncode == 2 and "argument --assert" in syntax.stderr
     other = probetop(*CPU, "--assert", "http.p95<200ms")
     assert other.returncode == 2 and "not measured by probetop cpu" in other.stderr
-    for out in (unknown, unit, syntax, other):
+    huge = probetop(*CPU, "--assert", "cpu.latency.p95<1e400")
+    assert huge.returncode == 2 and "out of range" in huge.stderr
+    for out in (unknown, unit, syntax, other, huge):
         assert "Traceback" not in out.stderr
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from probetop.tui.analysis.assertions import (
     run_assertions,
 )
 from probetop.tui.analysis.catalog import CATALOG, COMMAND_KINDS, assertables, direction
-from probetop.tui.analysis.units import Unit, UnitError, parse_quantity
+from probetop.tui.analysis.units import Unit, UnitError, format_quantity, parse_quantity
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -58,6 +59,10 @@ def test_quantities(text: str, unit: str, value: float) -> None:
         ("3 parsecs", "ms", "unknown unit"),
         ("fast", "ms", "not a number"),
         ("1MB/s", "B", "byte rate"),
+        ("1e400", "ms", "out of range"),
+        ("1e308k", "", "out of range"),
+        ("1e308GiB", "B", "out of range"),
+        ("\uff12\uff10\uff10ms", "ms", "not a number"),  # fullwidth digits
     ],
 )
 def test_bad_units_say_what_the_metric_takes(text: str, unit: str, words: str) -> None:
@@ -207,3 +212,8 @@ def test_direction_of_compared_metrics() -> None:
     assert direction("iops", "read_iops", "IO/s") == 1
     assert direction("warmup", "progress_pct", "%") == 0
     assert direction("system.disk", "read_lat_ms", "ms") == 0  # passive: the machine, not B
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan, 1e300])
+def test_any_float_formats(value: float) -> None:
+    assert format_quantity(value, Unit.of("ms"))

@@ -257,3 +257,24 @@ def test_warmup_plateau_deltas_on_two_real_passes() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "plateau (read pass): A 6.0 s, B 7.0 s (+1.0 s); IOPS at the plateau:" in out.stdout
+
+
+def test_nothing_compared_fails_a_regression_gate(tmp_path: Path) -> None:
+    """Recordings with no sample in common (one cut after its header) compare
+    no metric: the regression is unknown, not 0 %, and a gate on it fails."""
+    demo = DATA / "data" / "demo_session.jsonl"
+    header_only = tmp_path / "header.jsonl"
+    header_only.write_text(demo.read_text().splitlines()[0] + "\n")
+    c = compare_sessions(load_session(header_only), load_session(demo))
+    assert not c.metrics and c.regression_pct is None and c.improvement_pct is None
+    assert c.to_dict()["regression_pct"] is None
+    out = probetop("compare", str(header_only), str(demo), "--no-charts")
+    assert out.returncode == 0 and "no metric has values in both recordings" in out.stdout
+    gate = probetop(
+        "compare", str(header_only), str(demo), "--no-charts", "--assert", "compare:regression<5%"
+    )
+    assert gate.returncode == 99, gate.stdout + gate.stderr
+    assert (
+        "FAIL compare:regression<5%: no value measured (no metric has values in both recordings)"
+        in gate.stdout
+    )

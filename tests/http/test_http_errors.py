@@ -146,6 +146,17 @@ def test_skipped_turns_are_in_the_text_report(server):
     assert "turn(s) skipped: the previous request was still running" in out.stdout
 
 
+def test_a_request_still_running_at_the_end_still_counts_its_skipped_turns(server):
+    """The run ends (--time) while the only request hangs: the turns it made
+    the URL skip are in the report, not lost with the request."""
+    out = cli("--time", "1.2", "--interval", "0.2", "--json", f"{server.url}/delay?ms=3000")
+    assert out.returncode == 0, out.stderr
+    (summary,) = json.loads(out.stdout)["probes"].values()
+    (stats,) = summary["urls"].values()
+    assert stats["requests"] == 0  # the one request never finished
+    assert stats["skipped_turns"] >= 3 and summary["skipped_turns"] == stats["skipped_turns"]
+
+
 def test_assertions_read_classes_jitter_and_outage(server):
     url = f"{server.url}/cycle?seq=200:0,404:0&t=assert"
     out = cli(

@@ -106,6 +106,15 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:
+        if self.path.startswith("/cut"):
+            # a 200 whose body stops short: the transfer fails after the status
+            self.send_response(200)
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            self.wfile.write(b"partial")
+            self.wfile.flush()
+            self.close_connection = True
+            return
         code = 503 if self.path.startswith("/fail") else 200
         body = b"ok\n" if code == 200 else b"down\n"
         self.send_response(code)
@@ -118,7 +127,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class LoopbackHttp:
-    """An HTTP server on 127.0.0.1 (``/`` answers 200, ``/fail`` 503)."""
+    """An HTTP server on 127.0.0.1 (``/`` answers 200, ``/fail`` 503, ``/cut`` a
+    200 whose body is cut short)."""
 
     def __init__(self) -> None:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)

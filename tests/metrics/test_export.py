@@ -241,6 +241,25 @@ def test_old_recordings_export(recording: Path, fmt: str, tmp_path: Path) -> Non
         json.loads(text)
 
 
+@pytest.mark.parametrize("fmt", ["openmetrics", "csv", "json"])
+def test_a_probe_kind_this_version_lacks_is_named_not_dropped_silently(
+    fmt: str, tmp_path: Path
+) -> None:
+    """A newer probetop's recording (same schema) with a kind this one has no
+    metrics for: the export still works, and says which probe it left out."""
+    newer = tmp_path / "newer-kind.jsonl"
+    newer.write_text(DEMO.read_text().replace('"kind":"cpu"', '"kind":"dns"'))
+    assert '"kind":"dns"' in newer.read_text()
+    result = export(str(newer), "-O", fmt, "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    warned = [ln for ln in result.stderr.splitlines() if "of kind 'dns'" in ln]
+    assert len(warned) == 1 and "probe cpu" in warned[0] and "not exported" in warned[0]
+    assert "system." not in result.stderr  # the passive probes are left out by design
+    if fmt == "json":
+        doc = json.loads((tmp_path / "out").read_text())
+        assert any("of kind 'dns'" in w for w in doc["warnings"])
+
+
 def test_bad_input_is_a_clear_error(tmp_path: Path) -> None:
     missing = export(str(tmp_path / "nope.jsonl"))
     assert missing.returncode == 2 and "no such file" in missing.stderr

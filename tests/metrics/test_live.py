@@ -131,6 +131,22 @@ def test_http_endpoint_uses_blackbox_names(tmp_path: Path) -> None:
         )
 
 
+def test_http_success_is_zero_when_a_2xx_body_is_cut(tmp_path: Path) -> None:
+    """A 200 whose body never arrives whole is a failed request: probe_success
+    says 0, as the probe's own error count and blackbox_exporter have it."""
+    with LoopbackHttp() as target:
+        ok, cut = f"{target.url}/", f"{target.url}/cut"
+        argv = [*PROBETOP, "http", ok, cut, "--count", "3", "--interval", "0.2"]
+        argv += ["--headless", "--textfile", str(tmp_path)]
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    final = _textfile(tmp_path)
+    assert value(final, "probe_success", url=ok) == 1
+    assert value(final, "probe_http_status_code", url=cut) == 200  # the status did come
+    assert value(final, "probetop_http_request_errors_total", url=cut, kind="other") == 3
+    assert value(final, "probe_success", url=cut) == 0
+
+
 def _icmp_allowed() -> bool:
     if os.geteuid() == 0:
         return True

@@ -246,6 +246,24 @@ def test_unknown_line_types_are_skipped_with_a_warning(tmp_path: Path) -> None:
     assert session.warnings == [f"{path}: skipped 1 lines of a type this probetop ignores"]
 
 
+def test_a_probe_without_samples_says_so_in_the_report(tmp_path: Path) -> None:
+    """A recording cut before its first sample (only the header, or no sample
+    lines) names each probe and says it recorded nothing."""
+    demo = Path(__file__).parent.parent / "data" / "demo_session.jsonl"
+    lines = demo.read_text().splitlines()
+    kept = [ln for ln in lines if json.loads(ln).get("type") != "sample"]
+    for rows in (lines[:1], kept):
+        path = _write(tmp_path / "nothing.jsonl", rows)
+        session = load_session(path)
+        assert not session.samples()
+        out = io.StringIO()
+        assert print_report(session, charts=True, out=out) == 0
+        text = out.getvalue()
+        sections = text.count("\n== ")
+        assert sections == len(session.probes) > 0
+        assert text.count("no samples: this probe recorded no measurement") == sections
+
+
 @pytest.mark.parametrize("path", OLD_RECORDINGS, ids=[p.name for p in OLD_RECORDINGS])
 def test_old_recordings_still_read(path: Path) -> None:
     session = load_session(path)

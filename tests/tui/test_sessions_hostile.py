@@ -25,7 +25,7 @@ from probetop.probes.record import RecordingError
 from probetop.tui.sessions.attach import AttachedSession
 from probetop.tui.sessions.control import request
 from probetop.tui.sessions.daemon import is_header_line
-from probetop.tui.sessions.registry import SessionError, SessionInfo
+from probetop.tui.sessions.registry import SessionError, SessionInfo, process_start_ticks
 from test_sessions import env, probetop, sessions, wait_for
 
 __all__ = ["env"]  # the fixture, used by name
@@ -378,3 +378,37 @@ def test_relative_xdg_dirs_are_ignored(tmp_path: Path, monkeypatch: pytest.Monke
     assert state_dir() == expected
     assert runtime_dir() == expected
     assert list((work / "rel").iterdir()) == []  # nothing made under the working directory
+
+
+def test_a_session_killed_but_not_yet_reaped_is_died_not_running() -> None:
+    """kill -9 leaves a zombie until the parent reaps it; its /proc entry and
+    start time are still there, but it runs nothing: ``ls`` says died, and
+    ``stop`` does not wait 30 s for a process that will never answer."""
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        ticks = process_start_ticks(child.pid)
+        assert ticks is not None
+        info = SessionInfo(
+            name="zombie",
+            command=["sleep", "60"],
+            started_at="2026-01-01T00:00:00+00:00",
+            pid=child.pid,
+            start_ticks=ticks,
+            recording="/nonexistent/r.jsonl",
+            socket="/nonexistent/s",
+            log="/nonexistent/l",
+        )
+        assert info.state == "running"
+        os.kill(child.pid, 9)  # our own child; not waited for, so a zombie
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with open(f"/proc/{child.pid}/stat", "rb") as f:
+                if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    break
+            time.sleep(0.02)
+        else:
+            pytest.fail("the killed child never became a zombie")
+        assert info.state == "died"
+    finally:
+        child.kill()
+        child.wait(10)

@@ -128,7 +128,12 @@ class Outcome:
         where = f" ({self.probe})" if self.probe else ""
         verdict = "ok  " if self.passed else "FAIL"
         if self.measured is None:
-            return f"{verdict} {self.expr}{where}: no value measured (the probe did not report it)"
+            why = (
+                "no metric has values in both recordings"
+                if self.metric.startswith("compare:")
+                else "the probe did not report it"
+            )
+            return f"{verdict} {self.expr}{where}: no value measured ({why})"
         return (
             f"{verdict} {self.expr}{where}: measured {format_quantity(self.measured, unit)}, "
             f"wanted {self.op} {format_quantity(self.threshold, unit)}"

@@ -9,7 +9,7 @@ Contract:
   returns a ``Comparison``: one ``MetricComparison`` per shared metric key,
   the warm-up plateau deltas, and the largest significant regression and
   improvement (``compare:regression`` / ``compare:improvement`` for
-  ``--assert``).
+  ``--assert``; None when no metric had values in both recordings).
 - The statistics are on per-interval values (one per sample line): the
   median, p95 and p99 of each side, the change of the median in percent of
   A's, and a two-sample test (Mann-Whitney U by default, Welch's t on
@@ -196,17 +196,23 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def regression_pct(self) -> float:
-        """The largest significant change for the worse, in percent (0: none)."""
-        return max(
-            (abs(m.change_pct or 0.0) for m in self.metrics if m.verdict == "worse"), default=0.0
-        )
+    def regression_pct(self) -> float | None:
+        """The largest significant change for the worse, in percent (0: none;
+        None when no metric had values on both sides: nothing was compared,
+        so ``--assert 'compare:regression<5%'`` fails instead of passing)."""
+        return self._largest("worse")
 
     @property
-    def improvement_pct(self) -> float:
-        """The largest significant change for the better, in percent (0: none)."""
+    def improvement_pct(self) -> float | None:
+        """The largest significant change for the better, in percent (0: none;
+        None when nothing was compared)."""
+        return self._largest("better")
+
+    def _largest(self, verdict: str) -> float | None:
+        if not self.metrics:
+            return None
         return max(
-            (abs(m.change_pct or 0.0) for m in self.metrics if m.verdict == "better"), default=0.0
+            (abs(m.change_pct or 0.0) for m in self.metrics if m.verdict == verdict), default=0.0
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -10,11 +10,14 @@ Contract:
   µs is 200000.0). A bare number is in the metric's own display unit
   (``cpu.events_per_second>2900``). ``k``, ``M``, ``G`` multiply by 10^3,
   10^6, 10^9 (``40k``, ``1.5M/s``). A unit of another dimension
-  (``200ms`` for a rate) raises ``UnitError`` naming what the metric takes.
+  (``200ms`` for a rate) raises ``UnitError`` naming what the metric takes;
+  so does a number of other digits than ASCII's or one that overflows.
+- ``format_quantity`` never raises, whatever float it is given.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -69,7 +72,8 @@ _EXAMPLES = {
     BYTE_RATE: "B/s, MB/s, MiB/s, GiB/s",
     COUNT: "a bare number (k, M suffixes)",
 }
-_NUMBER = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+# ASCII digits only: float() would also read fullwidth or Arabic-Indic digits.
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$", re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +106,7 @@ def parse_quantity(text: str, unit: Unit) -> float:
     value = float(match.group(1))
     rest = match.group(2)
     if not rest:
-        return value
+        return _finite(value, text)
     found = _UNITS.get(rest)
     multiplier = 1.0
     if found is None and rest[0] in _MULTIPLIERS:
@@ -121,13 +125,23 @@ def parse_quantity(text: str, unit: Unit) -> float:
             f"{text!r} is in {rest} ({dimension}), but this metric is in "
             f"{unit.describe()} ({unit.dimension}; write {_EXAMPLES[unit.dimension]})"
         )
-    return value * multiplier * factor / unit.factor
+    return _finite(value * multiplier * factor / unit.factor, text)
+
+
+def _finite(value: float, text: str) -> float:
+    # 1e400, or 1e308 times a k/M/G or unit factor, overflows to inf: a
+    # threshold no measurement can be compared with meaningfully.
+    if not math.isfinite(value):
+        raise UnitError(f"{text!r} is out of range (the largest threshold is about 1e308)")
+    return value
 
 
 def format_quantity(value: float | None, unit: Unit) -> str:
     """``value`` (in the unit's display scale) with its unit, for messages."""
     if value is None:
         return "no value"
+    if not math.isfinite(value):  # a recording may hold Infinity or NaN
+        return f"{value}" + (f" {unit.label}" if unit.label else "")
     if value == int(value) and abs(value) < 1e15:
         number = f"{int(value)}"
     elif abs(value) >= 100:

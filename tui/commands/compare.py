@@ -268,10 +268,13 @@ def format_comparison(c: Comparison, a: Session, b: Session) -> str:
     lines.append("")
     worse = [m for m in c.metrics if m.verdict == "worse"]
     better = [m for m in c.metrics if m.verdict == "better"]
-    lines.append(
-        f"regression: {c.regression_pct:.2f}% ({len(worse)} metric(s) significantly worse), "
-        f"improvement: {c.improvement_pct:.2f}% ({len(better)} significantly better)"
-    )
+    if c.regression_pct is None or c.improvement_pct is None:
+        lines.append("regression: -, improvement: - (no metric has values in both recordings)")
+    else:
+        lines.append(
+            f"regression: {c.regression_pct:.2f}% ({len(worse)} metric(s) significantly worse), "
+            f"improvement: {c.improvement_pct:.2f}% ({len(better)} significantly better)"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -248,6 +248,8 @@ def print_report(
         ]
         if rows:  # columns as wide as their longest cell: long metric@entity names align
             out.write(stats_table(rows, heads))
+        else:  # say so: a silent section reads as a report cut short
+            out.write("   no samples: this probe recorded no measurement\n")
         if charts:
             series = by_probe.get(pid, {})
             for key in sorted(series):

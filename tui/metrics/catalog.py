@@ -184,8 +184,8 @@ HTTP_PHASES = {
 
 SUCCESS_HELP = (
     "1 if the latest check succeeded, else 0 (http: the URL's latest request got a 2xx, "
-    "blackbox_exporter's default valid_status_codes; icmp: a reply came back in the "
-    "latest interval that resolved a request)"
+    "blackbox_exporter's default valid_status_codes, and its whole body; icmp: a reply "
+    "came back in the latest interval that resolved a request)"
 )
 HTTP_SUCCESS = _def("probe_success", "gauge", "", SUCCESS_HELP, _HTTP_LABELS)
 HTTP_DURATION = _def(
@@ -293,7 +293,12 @@ class HttpTracker(Tracker):
             if url.requests or url.http_code is not None:
                 code = url.http_code or 0
                 state.code = code
-                state.success = 1.0 if 200 <= code <= 299 else 0.0
+                # A 2xx whose transfer then failed (reset mid-body, chunked
+                # stream cut) is a failed request, as blackbox_exporter and
+                # the probe's own counts have it: the sample says so by
+                # leaving the latest request's total unset.
+                answered = url.total_ms is not None
+                state.success = 1.0 if answered and 200 <= code <= 299 else 0.0
                 state.total_s = url.total_ms / 1e3 if url.total_ms is not None else None
                 state.phases_s = {
                     phase: ms / 1e3

@@ -36,6 +36,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, TextIO
 
+from probetop.probes import __version__
 from probetop.probes.core.base import ProbeError
 from probetop.probes.core.sample import Sample
 from probetop.probes.record import SessionStream, stream_session
@@ -80,6 +81,16 @@ def start_time(stream: SessionStream) -> float | None:
 def _state(stream: SessionStream) -> MetricsState:
     version = stream.header.get("probetop")
     return MetricsState(version if isinstance(version, str) else "unknown")
+
+
+def _unexported(stream: SessionStream, state: MetricsState) -> list[str]:
+    """A warning per probe whose kind has no metrics in this probetop: an
+    export that leaves a probe out says so instead of looking complete."""
+    return [
+        f"{stream.path}: probe {probe} is of kind {kind!r}, which has no metrics in "
+        f"probetop {__version__}: not exported (a newer probetop exports it)"
+        for probe, kind in state.unexported.items()
+    ]
 
 
 def _samples(stream: SessionStream, state: MetricsState) -> Iterator[tuple[float, Sample]]:
@@ -176,6 +187,7 @@ def _openmetrics(path: Path, out: TextIO) -> ExportResult:
                     spool.writelines(lines.of(point, ts))
                     result.points += 1
             result.warnings.extend(stream.warnings)
+            result.warnings.extend(_unexported(stream, state))
         for name, keys in series_by_metric.items():
             out.write(_family_header(defs[name]))
             for key in keys:
@@ -275,6 +287,7 @@ def _csv(path: Path, out: TextIO) -> ExportResult:
         if result.samples:
             flush_until((row + 0.5) * step + step * 0.5)
         result.warnings.extend(stream.warnings)
+        result.warnings.extend(_unexported(stream, state))
     result.series = len(columns)
     return result
 
@@ -343,6 +356,7 @@ def _json(path: Path, out: TextIO) -> ExportResult:
             first = False
             result.points += len(points)
         result.warnings.extend(stream.warnings)
+        result.warnings.extend(_unexported(stream, state))
     metrics = [
         {
             "name": name,

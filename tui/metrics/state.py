@@ -10,11 +10,15 @@ from probetop.tui.metrics.model import Point
 
 
 class MetricsState:
-    """Trackers by probe id. ``feed`` returns True when the points changed."""
+    """Trackers by probe id. ``feed`` returns True when the points changed.
+    ``unexported`` names the probes announced with a kind that has no metrics
+    here (a newer probetop's kind; never the passive ``system.*`` ones, which
+    node_exporter covers): probe id -> kind, so an export can say so."""
 
     def __init__(self, version: str = __version__) -> None:
         self.version = version
         self.trackers: dict[str, Tracker] = {}
+        self.unexported: dict[str, str] = {}
 
     def feed(self, record: Record) -> bool:
         if isinstance(record, Announce):
@@ -25,6 +29,8 @@ class MetricsState:
             kind = record.info.get("kind")
             cls = TRACKERS.get(kind) if isinstance(kind, str) else None
             if cls is None:
+                if not str(kind).startswith("system."):
+                    self.unexported[record.probe] = str(kind)
                 return False
             self.trackers[record.probe] = cls(record.probe, record.info)
             return True

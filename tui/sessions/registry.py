@@ -108,7 +108,9 @@ def default_name(command: str | None, now: dt.datetime | None = None) -> str:
 
 def process_start_ticks(pid: int) -> int | None:
     """The process's start time (clock ticks since boot, ``/proc/PID/stat``
-    field 22), or None when there is no such process."""
+    field 22), or None when there is no such process or it has exited: a
+    zombie (state Z or X) keeps its /proc entry until its parent reaps it,
+    which after a ``kill -9`` may take long or never come."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
@@ -116,6 +118,8 @@ def process_start_ticks(pid: int) -> int | None:
         return None
     # The command name (field 2) may hold spaces and parentheses: split after it.
     fields = data[data.rfind(b")") + 2 :].split()
+    if not fields or fields[0] in (b"Z", b"X", b"x"):
+        return None
     try:
         return int(fields[19])
     except (IndexError, ValueError):
