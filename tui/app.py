@@ -204,6 +204,11 @@ class ProbetopApp(App[int]):
         self._started = False  # panes announced after this are focused (added at runtime)
         self._first_mounts: list[AwaitMount] = []  # the first panes' mounts (see _start_live)
         self._status_text = ""
+        # The terminal's width as the last Resize said (0: not known yet, use
+        # self.size). Why not self.size alone: inside on_resize it can still be
+        # the old size, and a status line fitted to it stayed too wide until
+        # the next frame redrew it.
+        self._width = 0
         self.status_bar = TextBlock([""], id="status-bar")
         self.index = PaneIndex([""], id="pane-index")
         self.pane_box = VerticalScroll(id="panes")
@@ -260,6 +265,7 @@ class ProbetopApp(App[int]):
         self.footer.refresh()
 
     def on_resize(self, event: events.Resize) -> None:
+        self._width = event.size.width
         self._check_size(event.size)
         self.relayout(event.size)
         self._update_status()  # fitted to the width
@@ -791,7 +797,7 @@ class ProbetopApp(App[int]):
             parts.append((2, "idle devices shown (i)"))
         if self.display_paused:
             parts.append((6, "DISPLAY PAUSED (p)"))
-        text = fit_status(parts, self.size.width)
+        text = fit_status(parts, self._width or self.size.width)
         if text != self._status_text:
             self._status_text = text
             self.status_bar.set_lines([text])
