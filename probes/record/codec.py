@@ -153,7 +153,8 @@ def _fast_line(obj: Mapping[str, Any]) -> bytes | None:
     checks send the line back to that path:
     - any type beyond dict/list/tuple/str/int/float/bool/None (a subclass,
       a dataclass, a numpy scalar: ``default`` raises);
-    - non-ASCII (the stdlib escapes it) and any escape sequence;
+    - non-ASCII and DEL (0x7f; the stdlib escapes both as \\uXXXX), and
+      any escape sequence;
     - a float below 1e-4 (Python writes ``1e-05``, orjson ``0.00001``);
     - any string, key or value, that redaction could change
       (``unchanged_by_redaction``): then ``redact`` would change the line.
@@ -166,7 +167,7 @@ def _fast_line(obj: Mapping[str, Any]) -> bytes | None:
         out = orjson.dumps(obj, default=_not_plain, option=_FAST_OPTIONS)
     except (_NotPlain, TypeError):  # orjson.JSONEncodeError is a TypeError
         return None
-    if not out.isascii() or b"\\" in out:
+    if not out.isascii() or b"\\" in out or b"\x7f" in out:
         return None
     # Without escapes, the strings of the line are its odd '"'-separated
     # parts, and the numbers are in the even ones.
