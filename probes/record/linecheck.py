@@ -80,6 +80,20 @@ def _mapping(obj: dict[str, Any], key: str) -> dict[str, Any]:
     return value
 
 
+def _objects(obj: dict[str, Any], key: str, limit: int | None = None) -> list[dict[str, Any]]:
+    """``obj[key]`` (default []) as an array of objects, at most ``limit`` long
+    (counted before the items are looked at)."""
+    items = obj.get(key, [])
+    if not isinstance(items, list):
+        raise LineError(f"{key!r} is not an array")
+    if limit is not None and len(items) > limit:
+        raise LineError(f"more than {limit} {key}")
+    for item in items:
+        if not isinstance(item, dict):
+            raise LineError(f"an item of {key!r} is not an object")
+    return items
+
+
 def _time(obj: dict[str, Any], key: str, *, required: bool = True) -> None:
     if key not in obj and not required:
         return
@@ -107,12 +121,7 @@ def _probe_description(info: dict[str, Any]) -> None:
     _name(info, "kind")
     _mapping(info, "params")
     _text(info, "reference_command")
-    metrics = info.get("metrics", [])
-    if not isinstance(metrics, list):
-        raise LineError("'metrics' is not an array")
-    for metric in metrics:
-        if not isinstance(metric, dict):
-            raise LineError("an item of 'metrics' is not an object")
+    for metric in _objects(info, "metrics"):
         _name(metric, "name")
         _text(metric, "unit", nullable=False)
         _text(metric, "description", nullable=False)
@@ -123,12 +132,7 @@ def _probe_description(info: dict[str, Any]) -> None:
 def _assertions(footer: dict[str, Any]) -> None:
     """The footer's optional ``assertions`` (the --assert outcomes; older
     footers have none, and still load)."""
-    items = footer.get("assertions", [])
-    if not isinstance(items, list):
-        raise LineError("'assertions' is not an array")
-    for item in items:
-        if not isinstance(item, dict):
-            raise LineError("an item of 'assertions' is not an object")
+    for item in _objects(footer, "assertions"):
         _text(item, "expr", nullable=False)
         _text(item, "metric", nullable=False)
         if "passed" in item and not isinstance(item["passed"], bool):
@@ -154,14 +158,7 @@ def _check_header(header: Any) -> dict[str, Any]:
     if not isinstance(command, list) or not all(isinstance(a, str) for a in command):
         raise LineError("'command' is not an array of strings")
     _mapping(header, "host")
-    probes = header.get("probes", [])
-    if not isinstance(probes, list):
-        raise LineError("'probes' is not an array")
-    if len(probes) > MAX_PROBES:
-        raise LineError(f"more than {MAX_PROBES} probes")
-    for info in probes:
-        if not isinstance(info, dict):
-            raise LineError("an item of 'probes' is not an object")
+    for info in _objects(header, "probes", limit=MAX_PROBES):
         _probe_description(info)
     return header
 
