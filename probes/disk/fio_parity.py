@@ -9,11 +9,12 @@ Contract:
 - ``shape_problems(block)``: what in one direction block breaks the contract
   (a field missing, of another type, or a unit relation broken: ``bw`` is
   ``bw_bytes // 1024`` KiB/s, ``io_kbytes`` is ``io_bytes >> 10``,
-  ``bw_bytes`` is ``io_bytes`` over ``runtime`` ms, percentile keys are
-  fio's spelling); empty when it holds. Applied to fio's own output too.
+  ``bw_bytes`` is ``io_bytes`` over ``runtime`` ms, each latency's mean lies
+  in its min..max, ``lat`` is ``slat`` + ``clat``, percentile keys are fio's
+  spelling); empty when it holds. Applied to fio's own output too.
 - ``ratios(fio_block, ours)``: probetop / fio for each value compared
-  (``iops``, ``bw_bytes``, ``clat_ns.mean``, ``clat_ns.percentile.P`` for
-  P in ``COMPARED_PERCENTILES``); None where fio's value is 0.
+  (``iops``, ``bw_bytes``, the three latencies' means, ``clat_ns.percentile.P``
+  for P in ``COMPARED_PERCENTILES``); None where fio's value is 0 (psync's slat).
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 COMPARED_PERCENTILES = ("1.000000", "50.000000", "90.000000", "99.000000", "99.900000")
+# fio's three latencies: submission (the submitting system call; no samples
+# for psync), completion (from there to the reap; psync: the whole call) and
+# their sum.
+LATENCIES = ("slat_ns", "clat_ns", "lat_ns")
+# lat is slat + clat per I/O, so per mean too, up to the clock reads between
+# them (fio's psync: lat mean 72 ns above clat mean).
+LAT_SUM_SLACK_NS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +47,17 @@ FIO_FIELDS: dict[str, FioField] = {
     "iops": FioField(float, "IO/s"),
     "runtime": FioField(int, "ms"),
     "total_ios": FioField(int, "I/Os"),
-    "clat_ns.min": FioField(int, "ns"),
-    "clat_ns.max": FioField(int, "ns"),
-    "clat_ns.mean": FioField(float, "ns"),
-    "clat_ns.stddev": FioField(float, "ns"),
-    "clat_ns.N": FioField(int, "I/Os"),
+    **{
+        f"{lat}.{stat}": field
+        for lat in LATENCIES
+        for stat, field in (
+            ("min", FioField(int, "ns")),
+            ("max", FioField(int, "ns")),
+            ("mean", FioField(float, "ns")),
+            ("stddev", FioField(float, "ns")),
+            ("N", FioField(int, "I/Os")),
+        )
+    },
     "clat_ns.percentile": FioField(dict, "ns by fio's percentile key"),
 }
 
@@ -89,6 +103,14 @@ def shape_problems(block: Mapping[str, Any]) -> list[str]:
         iops = 1000 * block["total_ios"] / runtime
         if abs(block["iops"] - iops) > max(0.01, 0.01 * iops):
             problems.append("iops is not total_ios / runtime (ms)")
+    for lat in LATENCIES:
+        stats = block[lat]
+        if stats["N"] and not stats["min"] <= stats["mean"] <= stats["max"]:
+            problems.append(f"{lat}: mean outside min..max")
+    if block["clat_ns"]["N"] and block["lat_ns"]["N"]:
+        parts = block["slat_ns"]["mean"] + block["clat_ns"]["mean"]
+        if abs(block["lat_ns"]["mean"] - parts) > max(LAT_SUM_SLACK_NS, 0.02 * parts):
+            problems.append("lat_ns.mean is not slat_ns.mean + clat_ns.mean")
     for key, value in block["clat_ns"]["percentile"].items():
         if f"{float(key):.6f}" != key or not _is(value, int):
             problems.append(f"clat_ns.percentile[{key!r}]: not fio's key spelling or not int ns")
@@ -96,7 +118,7 @@ def shape_problems(block: Mapping[str, Any]) -> list[str]:
 
 
 def compared_paths() -> list[str]:
-    return ["iops", "bw_bytes", "clat_ns.mean"] + [
+    return ["iops", "bw_bytes", "slat_ns.mean", "clat_ns.mean", "lat_ns.mean"] + [
         f"clat_ns.percentile.{p}" for p in COMPARED_PERCENTILES
     ]
 

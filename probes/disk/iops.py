@@ -33,9 +33,10 @@ Contract:
   read-only, device gone) ends the run with that message; the report of what
   was measured so far is kept.
 - ``summary()`` is fio-shaped per direction (``iops``, ``bw_bytes``,
-  ``io_bytes``, ``total_ios``, ``runtime_ms``, ``clat_ns`` with ``min``,
-  ``max``, ``mean``, ``stddev``, ``N``, ``percentile``) plus ``intervals`` and
-  the equivalent ``fio_command``.
+  ``io_bytes``, ``total_ios``, ``runtime_ms``, ``slat_ns``, ``clat_ns`` with
+  ``min``, ``max``, ``mean``, ``stddev``, ``N``, ``percentile``, ``lat_ns``:
+  fio's three latencies, clat from the end of the submitting call) plus
+  ``intervals`` and the equivalent ``fio_command``.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ from probetop.probes.disk.workers import (
     DirectionTotals,
     Engine,
     EnginePlan,
+    LatencyStats,
     Snapshot,
     hist_percentiles,
     kernel_notes,
@@ -86,11 +88,24 @@ from probetop.probes.disk.workers import (
 )
 
 
+def fio_latency(stats: LatencyStats) -> dict[str, Any]:
+    """fio's ``slat_ns``/``clat_ns``/``lat_ns`` figures (no percentiles); all
+    zero with no samples, as fio writes ``slat_ns`` for psync."""
+    return {
+        "min": stats.min_ns or 0,
+        "max": stats.max_ns or 0,
+        "mean": stats.mean_ns or 0.0,
+        "stddev": stats.stddev_ns or 0.0,
+        "N": stats.n,
+    }
+
+
 def fio_direction(d: DirectionTotals, runtime_s: float) -> dict[str, Any]:
     """One direction in fio's JSON shape: fio's field names, types and units
     (``io_bytes``, ``io_kbytes``, ``bw_bytes`` B/s, ``bw`` KiB/s, ``iops``,
-    ``runtime`` ms, ``total_ios``, ``clat_ns`` in ns with fio's percentile
-    keys); ``runtime_ms`` and ``errors`` are probetop's own."""
+    ``runtime`` ms, ``total_ios``, ``slat_ns``, ``clat_ns`` with fio's
+    percentile keys, ``lat_ns``, in ns); ``runtime_ms`` and ``errors`` are
+    probetop's own."""
     pct = hist_percentiles(d.hist, FIO_PERCENTILES) if d.ios else {}
     runtime_ms = round(runtime_s * 1000)
     return {
@@ -103,14 +118,12 @@ def fio_direction(d: DirectionTotals, runtime_s: float) -> dict[str, Any]:
         "runtime_ms": runtime_ms,  # probetop 0.1's name, kept for old readers
         "total_ios": d.ios,
         "errors": d.errors,
+        "slat_ns": fio_latency(d.slat),
         "clat_ns": {
-            "min": d.lat_min_ns or 0,
-            "max": d.lat_max_ns or 0,
-            "mean": d.lat_mean_ns or 0.0,
-            "stddev": d.lat_stddev_ns or 0.0,
-            "N": d.ios,
+            **fio_latency(d.clat),
             "percentile": {pct_key(p): round(v) for p, v in pct.items() if v is not None},
         },
+        "lat_ns": fio_latency(d.lat),
     }
 
 
@@ -415,7 +428,7 @@ class IopsProbe:
                 continue
             iops = delta.ios / seconds
             pct = hist_percentiles(delta.hist)
-            mean = delta.lat_mean_ns
+            mean = delta.clat.mean_ns
             r = rates[name] = DirectionRates(
                 iops=iops,
                 bps=delta.bytes / seconds,

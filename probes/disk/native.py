@@ -48,8 +48,17 @@ from probetop.probes.disk.workers import (  # noqa: E402
     C_IOS,
     C_LAT_MAX,
     C_LAT_MIN,
+    C_SLAT_MAX,
+    C_SLAT_MIN,
+    C_SLAT_N,
+    C_TLAT_MAX,
+    C_TLAT_MIN,
     F_LAT_SUM,
     F_LAT_SUMSQ,
+    F_SLAT_SUM,
+    F_SLAT_SUMSQ,
+    F_TLAT_SUM,
+    F_TLAT_SUMSQ,
     HIST_BITS,
     HIST_BUCKETS,
     HIST_VAL,
@@ -173,16 +182,42 @@ def bucket(v: int) -> int:
 
 
 @numba.njit(nogil=True, inline="always", cache=CACHE)
-def record(d: int, n: int, got: int, lat: int, cnt: Any, flt: Any, hist: Any) -> None:
+def record(d: int, got: int, clat: int, cnt: Any, flt: Any, hist: Any) -> None:
+    """Count one finished I/O of ``got`` bytes with completion latency ``clat``
+    (ns, into the histogram too); its total latency is ``clat`` unless
+    ``record_slat`` adds the submission part."""
     cnt[d, C_IOS] += 1
     cnt[d, C_BYTES] += got
-    if lat < cnt[d, C_LAT_MIN]:
-        cnt[d, C_LAT_MIN] = lat
-    if lat > cnt[d, C_LAT_MAX]:
-        cnt[d, C_LAT_MAX] = lat
-    flt[d, F_LAT_SUM] += lat
-    flt[d, F_LAT_SUMSQ] += float(lat) * float(lat)
-    hist[d, bucket(lat)] += 1
+    if clat < cnt[d, C_LAT_MIN]:
+        cnt[d, C_LAT_MIN] = clat
+    if clat > cnt[d, C_LAT_MAX]:
+        cnt[d, C_LAT_MAX] = clat
+    flt[d, F_LAT_SUM] += clat
+    flt[d, F_LAT_SUMSQ] += float(clat) * float(clat)
+    hist[d, bucket(clat)] += 1
+
+
+@numba.njit(nogil=True, inline="always", cache=CACHE)
+def record_total(d: int, lat: int, cnt: Any, flt: Any) -> None:
+    """fio's lat (ns): submission + completion (psync: the call, = clat)."""
+    if lat < cnt[d, C_TLAT_MIN]:
+        cnt[d, C_TLAT_MIN] = lat
+    if lat > cnt[d, C_TLAT_MAX]:
+        cnt[d, C_TLAT_MAX] = lat
+    flt[d, F_TLAT_SUM] += lat
+    flt[d, F_TLAT_SUMSQ] += float(lat) * float(lat)
+
+
+@numba.njit(nogil=True, inline="always", cache=CACHE)
+def record_slat(d: int, slat: int, cnt: Any, flt: Any) -> None:
+    """fio's slat (ns): the system call that submitted the I/O."""
+    cnt[d, C_SLAT_N] += 1
+    if slat < cnt[d, C_SLAT_MIN]:
+        cnt[d, C_SLAT_MIN] = slat
+    if slat > cnt[d, C_SLAT_MAX]:
+        cnt[d, C_SLAT_MAX] = slat
+    flt[d, F_SLAT_SUM] += slat
+    flt[d, F_SLAT_SUMSQ] += float(slat) * float(slat)
 
 
 @numba.njit(nogil=True, inline="always", cache=CACHE)
@@ -240,6 +275,7 @@ def settle(
     res: int,
     t_done: int,
     slot_start: Any,
+    slot_issue: Any,
     slot_off: Any,
     slot_dir: Any,
     slot_len: Any,
@@ -252,7 +288,10 @@ def settle(
     hist: Any,
 ) -> bool:
     """Account for the completion of slot ``s`` (``res``: bytes done, or
-    -errno) and free the slot's offset; True if the I/O failed."""
+    -errno) and free the slot's offset; True if the I/O failed. Latencies as
+    fio's: slat from ``slot_start`` (before the submitting call) to
+    ``slot_issue`` (after it returned), clat from there to ``t_done`` (after
+    the reaping call)."""
     d = slot_dir[s]
     n = slot_len[s]
     off = slot_off[s]
@@ -265,7 +304,9 @@ def settle(
         if res > 0:
             cnt[d, C_BYTES] += res
         return True
-    record(d, n, n, t_done - slot_start[s], cnt, flt, hist)
+    record(d, n, t_done - slot_issue[s], cnt, flt, hist)
+    record_slat(d, slot_issue[s] - slot_start[s], cnt, flt)
+    record_total(d, t_done - slot_start[s], cnt, flt)
     if d == READ and do_verify:
         bad = check(buf64, s * bs // 8, n, off)
         if bad > 0:
@@ -342,7 +383,8 @@ def sync_loop(
             if stop_on_error:
                 break
         else:
-            record(d, n, got, lat, cnt, flt, hist)
+            record(d, got, lat, cnt, flt, hist)
+            record_total(d, lat, cnt, flt)
             if d == READ and do_verify:
                 bad = check(buf64, 0, n, off)
                 if bad > 0:
@@ -388,7 +430,8 @@ def aio_loop(
     iocbs = np.zeros(depth * 8, dtype=np.uint64)
     ptrs = np.zeros(depth, dtype=np.uint64)
     events = np.zeros(depth * 4, dtype=np.int64)
-    slot_start = np.zeros(depth, dtype=np.int64)
+    slot_start = np.zeros(depth, dtype=np.int64)  # before the submitting call
+    slot_issue = np.zeros(depth, dtype=np.int64)  # after it returned
     slot_off = np.full(depth, -1, dtype=np.int64)
     slot_dir = np.zeros(depth, dtype=np.int64)
     slot_len = np.zeros(depth, dtype=np.int64)
@@ -462,6 +505,9 @@ def aio_loop(
                 if r <= 0:
                     failed = True
                     break
+                t_issue = now_ns(ts_addr, ts)
+                for k in range(sent, sent + r):
+                    slot_issue[(int(ptrs[k]) - iocb_base) // 64] = t_issue
                 sent += r
             inflight += sent
             if sent < nsub:
@@ -500,7 +546,7 @@ def aio_loop(
         for e in range(got):
             s = events[e * 4]
             failed = settle(
-                s, events[e * 4 + 2], t_done, slot_start, slot_off, slot_dir, slot_len,
+                s, events[e * 4 + 2], t_done, slot_start, slot_issue, slot_off, slot_dir, slot_len,
                 bs, buf64, do_verify, ctl, cnt, flt, hist,
             )  # fmt: skip
             if failed and stop_on_error:
@@ -562,7 +608,8 @@ def uring_loop(
     cqes_w = layout[L_CQES]
     sq_mask = np.int64(sq[layout[L_SQ_MASK]])
     cq_mask = np.int64(cq32[layout[L_CQ_MASK]])
-    slot_start = np.zeros(depth, dtype=np.int64)
+    slot_start = np.zeros(depth, dtype=np.int64)  # before the submitting call
+    slot_issue = np.zeros(depth, dtype=np.int64)  # after it returned
     slot_off = np.full(depth, -1, dtype=np.int64)
     slot_dir = np.zeros(depth, dtype=np.int64)
     slot_len = np.zeros(depth, dtype=np.int64)
@@ -648,6 +695,12 @@ def uring_loop(
             )
             if ret <= 0:
                 break
+            # The kernel took the oldest ``ret`` of the pending entries: they
+            # were issued now (fio's issue time: clat starts here).
+            t_issue = now_ns(ts_addr, ts)
+            first = (tail - pending) & 0xFFFFFFFF
+            for k in range(ret):
+                slot_issue[np.int64(sq[sq_array_i + ((first + k) & sq_mask)])] = t_issue
             pending -= ret
             inflight += ret
         if ret < 0:
@@ -701,7 +754,7 @@ def uring_loop(
                 if res >= 0x80000000:
                     res -= 0x100000000  # the low word is the signed 32-bit result
                 failed = settle(
-                    s, res, t_done, slot_start, slot_off, slot_dir, slot_len,
+                    s, res, t_done, slot_start, slot_issue, slot_off, slot_dir, slot_len,
                     bs, buf64, do_verify, ctl, cnt, flt, hist,
                 )  # fmt: skip
                 if failed and stop_on_error:

@@ -34,23 +34,28 @@ def iops_document(summary: Mapping[str, Any], error: str | None) -> dict[str, An
 
 def _direction_lines(name: str, d: Mapping[str, Any]) -> list[str]:
     """fio's block for one direction: ``IOPS=``, ``BW=`` and ``io/runtime`` in
-    fio's units (``units``), then clat and its percentiles in fio's scale."""
+    fio's units (``units``), then slat, clat, lat and clat's percentiles in
+    fio's scale."""
     runtime_ms = int(d.get("runtime") or d.get("runtime_ms") or 0)
     bw = units.rates_per_runtime(int(d["io_bytes"]), runtime_ms)
     iops = units.rates_per_runtime(int(d["total_ios"]), runtime_ms)
-    clat = d["clat_ns"]
     lines = [
         f"  {name}: IOPS={units.count(iops)}, BW={units.bandwidth(bw)}"
         f"({units.size(d['io_bytes'])}/{runtime_ms}msec), ios={d['total_ios']}"
         + (f", errors={d['errors']}" if d.get("errors") else ""),
     ]
-    if clat.get("N"):
-        scale = units.LatencyScale.for_summary(clat["min"], clat["max"], clat["stddev"])
-        lines.append(
-            f"    clat ({scale.name}): min={units.num2str(scale.truncate(clat['min']), 6)}, "
-            f"max={units.num2str(scale.truncate(clat['max']), 6)}, "
-            f"avg={scale.scale(clat['mean']):5.02f}, stdev={scale.scale(clat['stddev']):5.02f}"
-        )
+    # fio's order and labels; a latency with no samples (slat for psync) is
+    # left out, as fio does. Reports written before slat/lat existed have clat only.
+    for label, key in (("slat", "slat_ns"), ("clat", "clat_ns"), (" lat", "lat_ns")):
+        lat = d.get(key) or {}
+        if lat.get("N"):
+            scale = units.LatencyScale.for_summary(lat["min"], lat["max"], lat["stddev"])
+            lines.append(
+                f"    {label} ({scale.name}): min={units.num2str(scale.truncate(lat['min']), 6)}, "
+                f"max={units.num2str(scale.truncate(lat['max']), 6)}, "
+                f"avg={scale.scale(lat['mean']):5.02f}, stdev={scale.scale(lat['stddev']):5.02f}"
+            )
+    clat = d["clat_ns"]
     pct = clat.get("percentile") or {}
     if pct:
         pscale = units.LatencyScale.for_values([int(v) for v in pct.values()])

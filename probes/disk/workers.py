@@ -70,11 +70,31 @@ HIST_VAL = 1 << HIST_BITS
 HIST_GROUPS = 29
 HIST_BUCKETS = HIST_GROUPS * HIST_VAL
 
-# Per job, per direction counters (int64).
-C_IOS, C_BYTES, C_ERRORS, C_LAT_MIN, C_LAT_MAX, C_BAD_SECTORS = range(6)
-N_COUNTERS = 6
-# Per job, per direction float sums (float64): latency sum and sum of squares (ns).
-F_LAT_SUM, F_LAT_SUMSQ = range(2)
+# Per job, per direction counters (int64). Three latencies per I/O, fio's:
+# clat (C_LAT_*: completion, from the end of the submitting call to the reap;
+# the whole pread/pwrite for psync), slat (C_SLAT_*: the submitting call,
+# asynchronous engines only; C_SLAT_N counts them) and lat (C_TLAT_*: total,
+# slat + clat).
+(
+    C_IOS,
+    C_BYTES,
+    C_ERRORS,
+    C_LAT_MIN,
+    C_LAT_MAX,
+    C_BAD_SECTORS,
+    C_SLAT_N,
+    C_SLAT_MIN,
+    C_SLAT_MAX,
+    C_TLAT_MIN,
+    C_TLAT_MAX,
+) = range(11)
+N_COUNTERS = 11
+MIN_COUNTERS = (C_LAT_MIN, C_SLAT_MIN, C_TLAT_MIN)  # start at int64 max
+MAX_COUNTERS = (C_LAT_MAX, C_SLAT_MAX, C_TLAT_MAX)
+# Per job, per direction float sums (float64): sum and sum of squares (ns) of
+# clat, slat and lat; each sum of squares right after its sum (_latency relies on it).
+F_LAT_SUM, F_LAT_SUMSQ, F_SLAT_SUM, F_SLAT_SUMSQ, F_TLAT_SUM, F_TLAT_SUMSQ = range(6)
+N_FLOATS = 6
 # Per job control words (int64): written by Python (stop) or the loop (the rest).
 K_STOP, K_PROGRESS, K_ERRNO, K_ERR_OFFSET, K_ERR_DIR, K_FIRST_BAD = range(6)
 N_CONTROL = 6
@@ -273,18 +293,53 @@ class EnginePlan:
         return self.readpct < 100
 
 
+@dataclass(frozen=True)
+class LatencyStats:
+    """One latency's figures over some I/Os (ns): fio's ``min``, ``max``,
+    ``mean``, ``stddev`` and ``N``. ``min_ns``/``max_ns`` are None with no
+    samples; in a delta (``minus``) they stay the cumulative ones, as fio's."""
+
+    n: int = 0
+    min_ns: int | None = None
+    max_ns: int | None = None
+    sum_ns: float = 0.0
+    sumsq_ns: float = 0.0
+
+    def minus(self, before: LatencyStats) -> LatencyStats:
+        return LatencyStats(
+            n=self.n - before.n,
+            min_ns=self.min_ns,
+            max_ns=self.max_ns,
+            sum_ns=self.sum_ns - before.sum_ns,
+            sumsq_ns=self.sumsq_ns - before.sumsq_ns,
+        )
+
+    @property
+    def mean_ns(self) -> float | None:
+        return self.sum_ns / self.n if self.n else None
+
+    @property
+    def stddev_ns(self) -> float | None:
+        if not self.n:
+            return None
+        mean = self.sum_ns / self.n
+        return float(max(0.0, self.sumsq_ns / self.n - mean * mean) ** 0.5)
+
+
 @dataclass
 class DirectionTotals:
-    """Cumulative (or delta) figures for one direction."""
+    """Cumulative (or delta) figures for one direction. Latencies as fio's:
+    ``clat`` from the end of the submitting call to the reaping call (the
+    whole pread/pwrite for psync; ``hist`` is its histogram), ``slat`` the
+    submitting call (asynchronous engines; none for psync), ``lat`` both."""
 
     ios: int = 0
     bytes: int = 0
     errors: int = 0
     bad_sectors: int = 0
-    lat_min_ns: int | None = None
-    lat_max_ns: int | None = None
-    lat_sum_ns: float = 0.0
-    lat_sumsq_ns: float = 0.0
+    clat: LatencyStats = field(default_factory=LatencyStats)
+    slat: LatencyStats = field(default_factory=LatencyStats)
+    lat: LatencyStats = field(default_factory=LatencyStats)
     hist: np.ndarray = field(default_factory=lambda: np.zeros(HIST_BUCKETS, dtype=np.int64))
 
     def minus(self, before: DirectionTotals) -> DirectionTotals:
@@ -294,23 +349,27 @@ class DirectionTotals:
             bytes=self.bytes - before.bytes,
             errors=self.errors - before.errors,
             bad_sectors=self.bad_sectors - before.bad_sectors,
-            lat_min_ns=self.lat_min_ns,
-            lat_max_ns=self.lat_max_ns,
-            lat_sum_ns=self.lat_sum_ns - before.lat_sum_ns,
-            lat_sumsq_ns=self.lat_sumsq_ns - before.lat_sumsq_ns,
+            clat=self.clat.minus(before.clat),
+            slat=self.slat.minus(before.slat),
+            lat=self.lat.minus(before.lat),
             hist=self.hist - before.hist,
         )
 
-    @property
-    def lat_mean_ns(self) -> float | None:
-        return self.lat_sum_ns / self.ios if self.ios else None
 
-    @property
-    def lat_stddev_ns(self) -> float | None:
-        if not self.ios:
-            return None
-        mean = self.lat_sum_ns / self.ios
-        return float(max(0.0, self.lat_sumsq_ns / self.ios - mean * mean) ** 0.5)
+def _latency(
+    cnt: np.ndarray, flt: np.ndarray, n: int, lo: int, hi: int, total: int
+) -> LatencyStats:
+    """One latency summed over jobs (``cnt``/``flt``: per job, one direction);
+    ``total`` + 1 is its sum of squares."""
+    if not n:
+        return LatencyStats()
+    return LatencyStats(
+        n=n,
+        min_ns=int(cnt[:, lo].min()),
+        max_ns=int(cnt[:, hi].max()),
+        sum_ns=float(flt[:, total].sum()),
+        sumsq_ns=float(flt[:, total + 1].sum()),
+    )
 
 
 @dataclass
@@ -416,8 +475,8 @@ class Engine:
         self.plan = plan
         jobs = plan.jobs
         self.cnt = np.zeros((jobs, 2, N_COUNTERS), dtype=np.int64)
-        self.cnt[:, :, C_LAT_MIN] = np.iinfo(np.int64).max
-        self.flt = np.zeros((jobs, 2, 2), dtype=np.float64)
+        self.cnt[:, :, list(MIN_COUNTERS)] = np.iinfo(np.int64).max
+        self.flt = np.zeros((jobs, 2, N_FLOATS), dtype=np.float64)
         self.hist = np.zeros((jobs, 2, HIST_BUCKETS), dtype=np.int64)
         self.ctl = np.zeros((jobs, N_CONTROL), dtype=np.int64)
         self.ctl[:, K_FIRST_BAD] = -1
@@ -679,19 +738,17 @@ class Engine:
         hist = self.hist.sum(axis=0)
         dirs = []
         for d in (READ, WRITE):
-            lo = int(cnt[:, d, C_LAT_MIN].min())
-            hi = int(cnt[:, d, C_LAT_MAX].max())
             ios = int(cnt[:, d, C_IOS].sum())
+            slat_n = int(cnt[:, d, C_SLAT_N].sum())
             dirs.append(
                 DirectionTotals(
                     ios=ios,
                     bytes=int(cnt[:, d, C_BYTES].sum()),
                     errors=int(cnt[:, d, C_ERRORS].sum()),
                     bad_sectors=int(cnt[:, d, C_BAD_SECTORS].sum()),
-                    lat_min_ns=lo if ios else None,
-                    lat_max_ns=hi if ios else None,
-                    lat_sum_ns=float(flt[:, d, F_LAT_SUM].sum()),
-                    lat_sumsq_ns=float(flt[:, d, F_LAT_SUMSQ].sum()),
+                    clat=_latency(cnt[:, d], flt[:, d], ios, C_LAT_MIN, C_LAT_MAX, F_LAT_SUM),
+                    slat=_latency(cnt[:, d], flt[:, d], slat_n, C_SLAT_MIN, C_SLAT_MAX, F_SLAT_SUM),
+                    lat=_latency(cnt[:, d], flt[:, d], ios, C_TLAT_MIN, C_TLAT_MAX, F_TLAT_SUM),
                     hist=hist[d].copy(),
                 )
             )
@@ -700,8 +757,8 @@ class Engine:
     def reset_min_max(self) -> None:
         """Start min/max latency afresh (after a ramp). A race with the loop only
         loses one I/O's min/max update."""
-        self.cnt[:, :, C_LAT_MIN] = np.iinfo(np.int64).max
-        self.cnt[:, :, C_LAT_MAX] = 0
+        self.cnt[:, :, list(MIN_COUNTERS)] = np.iinfo(np.int64).max
+        self.cnt[:, :, list(MAX_COUNTERS)] = 0
 
     def done_extents(self) -> list[tuple[int, int]]:
         """[start, end) ranges whose I/O completed (sequential work lists only)."""

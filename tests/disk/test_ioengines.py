@@ -38,7 +38,7 @@ def test_each_engine_counts_every_io_once(data_file, engine, depth):
     for d in (read, write):
         assert d.bytes == d.ios * 4096 and d.errors == 0
         assert int(d.hist.sum()) == d.ios
-        assert 0 < d.lat_min_ns <= d.lat_mean_ns <= d.lat_max_ns
+        assert 0 < d.clat.min_ns <= d.clat.mean_ns <= d.clat.max_ns
     assert 0.25 < seconds < 2.0
 
 

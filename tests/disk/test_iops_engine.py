@@ -53,7 +53,7 @@ def test_random_reads_count_every_io_once(data_file, depth):
     assert read.bytes == read.ios * 4096
     assert read.errors == 0 and write.ios == 0
     assert int(read.hist.sum()) == read.ios
-    assert 0 < read.lat_min_ns <= read.lat_mean_ns <= read.lat_max_ns
+    assert 0 < read.clat.min_ns <= read.clat.mean_ns <= read.clat.max_ns
     assert 0.25 < seconds < 2.0
     assert not _io_threads()
 

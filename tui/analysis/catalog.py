@@ -188,8 +188,11 @@ def _entries() -> list[Assertable]:
             _at(IO, f"iops.{d}.bw", "B/s", d, "bw_bytes", help=f"{d} bandwidth"),
             _at(IO, f"iops.{d}.total_ios", "", d, "total_ios"),
             _at(IO, f"iops.{d}.errors", "", d, "errors"),
+            _at(IO, f"iops.{d}.slat.mean", "us", d, "slat_ns", "mean", scale=1e-3),
             _at(IO, f"iops.{d}.clat.mean", "us", d, "clat_ns", "mean", scale=1e-3),
             _at(IO, f"iops.{d}.clat.max", "us", d, "clat_ns", "max", scale=1e-3),
+            _at(IO, f"iops.{d}.lat.mean", "us", d, "lat_ns", "mean", scale=1e-3),
+            _at(IO, f"iops.{d}.lat.max", "us", d, "lat_ns", "max", scale=1e-3),
             *(
                 _at(IO, f"iops.{d}.clat.{name}", "us", d, "clat_ns", "percentile", key, scale=1e-3)
                 for name, key in _FIO_PCTS.items()
