@@ -24,9 +24,10 @@ Contract of ``detach(plan, run)``:
   prints the name, the PID and how to attach, and returns 0. On "failed" it
   prints the session's output verbatim on stderr and returns its status: the
   session removed its metadata (and its log) first, so a session that never
-  started is not listed. A session killed before it said anything is
-  removed by the caller, which says so and returns 1; one that says nothing
-  in time is left running (``ls`` shows it) and the caller returns 1.
+  started is not listed. A session killed before it said anything has its
+  metadata removed by the caller, which names its log and returns 1; one
+  that says nothing in time is left running (``ls`` shows it) and the
+  caller returns 1.
 """
 
 from __future__ import annotations
