@@ -1,7 +1,8 @@
 """The recording format's front door: write, read and check probetop sessions.
 
 - ``Recorder``: writes a live session (JSON Lines, 0600, flushed twice a second);
-  ``FooterFields``: the type of its hook that adds fields to the footer
+  ``FooterFields``: the type of its hook that adds fields to the footer;
+  ``on_header``: a hook called once a recording's header is in its file
 - ``load_session`` / ``Session``: reads one back (torn last line tolerated);
   ``RecordSequence``: its records, each made when read
 - ``SessionLoader``: the same, a step at a time (a replay's first frame)
@@ -44,6 +45,7 @@ from probetop.probes.record.writer import (
     RECORDING_INCOMPLETE_EXIT,
     FooterFields,
     Recorder,
+    on_header,
     schema_path,
 )
 from probetop.probes.record.writer import check_target as check_output
@@ -69,6 +71,7 @@ __all__ = [
     "decode_line",
     "is_zstd",
     "load_session",
+    "on_header",
     "redact",
     "redact_argv",
     "redact_header",

@@ -42,6 +42,12 @@ Contract:
   every line since the header, nothing lost or repeated, as if it had been
   recorded there from the start. The dashboard keeps such a history so a
   foreground run can be detached into a session (tui/sessions/foreground.py).
+- ``on_header(hook)``: ``hook(path)`` is called, in this process's event
+  loop, each time a ``Recorder`` here has written its header line to the
+  file at ``path`` (``start()``, not an in-memory recording): the whole line
+  is in the file then, readable by anyone. A detached session's process says
+  "ready" to its starter from there (tui/sessions/daemon.py). A hook must not
+  raise or block.
 """
 
 from __future__ import annotations
@@ -78,6 +84,20 @@ MEMORY_CAP_BYTES = 256 << 20
 FooterFields = Callable[[Mapping[str, Any], Mapping[str, Mapping[str, Any]]], Mapping[str, Any]]
 """``Recorder(footer_fields=...)``: (summaries, probe descriptions by id) ->
 fields added to the footer (``assertions``: the ``--assert`` outcomes)."""
+
+HeaderHook = Callable[[Path], None]
+"""``on_header(hook)``: called with the recording's path once its header is written."""
+
+_header_hooks: list[HeaderHook] = []
+
+
+def on_header(hook: HeaderHook) -> Callable[[], None]:
+    """Call ``hook(path)`` after each header a Recorder in this process
+    writes to a file (see the module docstring); returns the function that
+    removes the hook again."""
+    _header_hooks.append(hook)
+    return lambda: _header_hooks.remove(hook) if hook in _header_hooks else None
+
 
 RECORDING_INCOMPLETE_EXIT = 74
 """Exit status of a run whose recording could not be completed (a write
@@ -640,6 +660,9 @@ class Recorder:
         self._skip_announce = set(self.hub.descriptions)
         self._sub = self.hub.subscribe(lossless=True)
         self._task = asyncio.get_running_loop().create_task(self._drain(), name="recorder")
+        if self.memory_fd is None:  # the header is in the file: say so
+            for hook in list(_header_hooks):
+                hook(self.path)
 
     def _encode_records(self, records: Iterable[Record]) -> bytes:
         out = []

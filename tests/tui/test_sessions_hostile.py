@@ -24,7 +24,6 @@ import pytest
 from probetop.probes.record import RecordingError
 from probetop.tui.sessions.attach import AttachedSession
 from probetop.tui.sessions.control import request
-from probetop.tui.sessions.daemon import is_header_line
 from probetop.tui.sessions.registry import SessionError, SessionInfo, process_start_ticks
 from test_sessions import env, probetop, sessions, wait_for
 
@@ -214,6 +213,7 @@ def test_a_link_planted_at_the_log_is_never_followed(env: dict[str, str]) -> Non
     out = probetop(env, "cpu", "--time", "1", "--detach", "--name", "lnk")
     assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr
     assert victim.read_text() == "precious\n"
+    assert "precious" not in out.stderr  # nor read through it to print "the log"
     assert not (state / "lnk.session.json").exists()  # the name is free again
 
 
@@ -228,22 +228,6 @@ def test_a_session_failing_at_start_is_never_called_started(env: dict[str, str])
     assert "started" not in out.stdout, out.stdout
     assert "/nonexistent/dir" in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert old.read_text() == "a line\nanother\n"
-
-
-@pytest.mark.parametrize(
-    ("line", "header"),
-    [
-        (b'{"type":"header","format":"probetop-session"}\n', True),
-        (b'{"type": "header"}\n', True),
-        (b'{"type":"header"', False),  # not whole yet
-        (b'{"type":"sample"}\n', False),
-        (b"precious data\n", False),
-        (b"\xff\xfe junk\n", False),
-        (b"[1, 2]\n", False),
-    ],
-)
-def test_only_a_whole_header_line_says_ready(line: bytes, header: bool) -> None:
-    assert is_header_line(line) is header
 
 
 # -- class 3: a recording that could not be completed -----------------------

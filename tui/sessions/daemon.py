@@ -13,10 +13,21 @@ Contract of ``detach(plan, run)``:
   recording to ``NAME.jsonl`` (or ``--record``): the same path as
   ``--headless`` (same probes, same report, same exit status). At the end it
   writes its exit status into the metadata, which ``ls`` reads as "finished".
-- The caller returns once the recording holds its header (the probes are
-  running): it prints the name, the PID and how to attach, and returns 0. If
-  the session ended before that (a probe's ``prepare`` refused), the caller
-  prints the session's log on stderr and returns its exit status.
+- Readiness is said by the session process itself, on a pipe it inherits:
+  ``ready PID`` once its recorder has written the header to its recording
+  (``probes.record.on_header``: the probes start next), or, if it ends
+  before that (a probe's ``prepare`` refused, ``--record`` is a file the run
+  uses, the recording's lock is held), ``failed CODE LEN`` and the LEN bytes
+  it wrote to its log (its error). No file is polled: nothing but that
+  process can answer for it.
+- The caller waits for that message (``READY_TIMEOUT_S``). On "ready" it
+  prints the name, the PID and how to attach, and returns 0. On "failed" it
+  prints the session's output verbatim on stderr and returns its status: the
+  session removed its metadata (and its log) first, so a session that never
+  started is not listed. A session killed before it said anything has its
+  metadata removed by the caller, which names its log and returns 1; one
+  that says nothing in time is left running (``ls`` shows it) and the
+  caller returns 1.
 """
 
 from __future__ import annotations
@@ -24,18 +35,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import json
+import errno
 import os
 import select
 import signal
+import stat
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from probetop.probes.record import Recorder, RecordingError, is_zstd
+from probetop.probes.record import Recorder, RecordingError, on_header
 from probetop.tui import commands
 from probetop.tui.plan import RunPlan
 from probetop.tui.session import ignore_hangup
@@ -107,53 +118,131 @@ def detach(plan: RunPlan[Any], run: Callable[[RunPlan[Any]], int]) -> int:
         os._exit(code)
     os.close(ready_w)
     os.waitpid(first, 0)
-    return _wait_ready(name, ready_r, log)
+    return _wait_ready(name, ready_r, recording, log)
 
 
-def _wait_ready(name: str, ready_r: int, log: os.PathLike[str] | str) -> int:
+@dataclasses.dataclass(frozen=True, slots=True)
+class Answer:
+    """What the session process said on the ready pipe.
+
+    ``kind``: "ready" (its recording holds its header; ``pid``), "failed"
+    (it ended before that: ``code``, and ``text``, what it wrote), "none"
+    (the pipe closed without a message: it was killed, or never forked),
+    "timeout" (no word in ``READY_TIMEOUT_S``)."""
+
+    kind: str
+    pid: int = 0
+    code: int = 1
+    text: bytes = b""
+
+
+def parse_answer(data: bytes) -> Answer | None:
+    """The message in ``data`` (``ready PID\\n`` or ``failed CODE LEN\\n`` and
+    LEN bytes), None while it is incomplete; kind "none" if it is garbled."""
+    head, newline, rest = data.partition(b"\n")
+    if not newline:
+        return None
+    words = head.split()
+    try:
+        if len(words) == 2 and words[0] == b"ready":
+            return Answer("ready", pid=int(words[1]))
+        if len(words) == 3 and words[0] == b"failed":
+            code, size = int(words[1]), int(words[2])
+            return Answer("failed", code=code, text=rest[:size]) if len(rest) >= size else None
+    except ValueError:
+        pass
+    return Answer("none")
+
+
+def read_answer(fd: int, timeout_s: float) -> Answer:
+    """Wait on the ready pipe for the session's one message (see ``Answer``)."""
+    data = b""
+    deadline = time.monotonic() + timeout_s
+    while (answer := parse_answer(data)) is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return Answer("timeout")
+        readable, _w, _x = select.select([fd], [], [], left)
+        if readable:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return Answer("none")
+            data += chunk
+    return answer
+
+
+def _wait_ready(name: str, ready_r: int, recording: Path, log: Path) -> int:
     """The caller's side: wait for "ready" (or the session's end)."""
-    answer = b""
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    with os.fdopen(ready_r, "rb", buffering=0) as pipe:
-        while time.monotonic() < deadline:
-            readable, _w, _x = select.select([pipe], [], [], 0.5)
-            if readable:
-                answer = pipe.read(64) or b""
-                break
-    found = read_info(meta_path(name))
-    info = found if isinstance(found, SessionInfo) else None
-    if answer.startswith(b"ready") and info is not None:
-        print(f"probetop: session {name} started (PID {info.pid})")
-        print(f"  recording  {info.recording}")
+    try:
+        answer = read_answer(ready_r, READY_TIMEOUT_S)
+    finally:
+        os.close(ready_r)
+    if answer.kind == "ready":
+        print(f"probetop: session {name} started (PID {answer.pid})")
+        print(f"  recording  {recording}")
         print(f"  attach     probetop attach {name}")
         print(f"  stop       probetop stop {name}")
         return 0
+    if answer.kind == "failed":  # the session removed its metadata: nothing is listed
+        sys.stderr.write(answer.text.decode("utf-8", "replace"))
+        return answer.code or 1
+    found = read_info(meta_path(name))
+    info = found if isinstance(found, SessionInfo) else None
+    if answer.kind == "timeout":
+        state = f"still starting (PID {info.pid}): " if info is not None and info.alive else ""
+        print(f"probetop: error: session {name} did not say it was ready in "
+              f"{READY_TIMEOUT_S:g} s; {state}see {log}, `probetop ls`, `probetop stop {name}`",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    # No message: the session process was killed (or never forked) before
+    # its header was written. It never started, so it is not listed; its
+    # log (if it wrote one) is kept and named.
     with contextlib.suppress(OSError):
-        sys.stderr.write(Path(log).read_text())  # the session's own error message
-    if info is not None and info.pid == os.getpid():
-        # The session process never wrote its metadata: free the name claimed.
+        sys.stderr.write(read_log(log).decode("utf-8", "replace"))
+    if info is not None and (info.pid == os.getpid() or not info.alive):
         with contextlib.suppress(OSError):
             os.unlink(meta_path(name))
-        return 1
-    if info is not None and info.exit_code is not None:
-        return info.exit_code or 1
-    if answer == b"":
-        print(f"probetop: error: session {name} did not start in {READY_TIMEOUT_S:g} s; "
-              f"see {log}", file=sys.stderr)  # fmt: skip
+    print(f"probetop: error: session {name} ended before it started (log: {log})",
+          file=sys.stderr)  # fmt: skip
     return 1
 
 
-def redirect_to_log(log: os.PathLike[str] | str) -> None:
+def read_log(log: Path, offset: int = 0) -> bytes:
+    """The last ``ERROR_LIMIT`` bytes of the session's log from ``offset``:
+    OSError unless it is a regular file (never a link planted there)."""
+    fd = os.open(log, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        size = os.fstat(fd).st_size
+        f.seek(max(offset, size - ERROR_LIMIT))
+        return f.read(ERROR_LIMIT)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LogStart:
+    """Where this process's output begins in the log, and whether it made the file."""
+
+    offset: int
+    created: bool
+
+
+def redirect_to_log(log: os.PathLike[str] | str) -> LogStart:
     """stdin from /dev/null; stdout and stderr to the session's log (0600)."""
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
     # O_NOFOLLOW: a link planted at NAME.log never makes the session write elsewhere.
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
-    fd = os.open(log, flags, 0o600)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+    try:
+        fd, created = os.open(log, flags | os.O_CREAT | os.O_EXCL, 0o600), True
+    except FileExistsError:  # an older file of that name: appended to, never removed
+        fd, created = os.open(log, flags), False
+    start = LogStart(os.fstat(fd).st_size, created)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
+    return start
 
 
 def _session_process(
@@ -164,9 +253,15 @@ def _session_process(
     sock: Path,
     log: Path,
 ) -> int:
-    """The background session itself (the grandchild); its exit status."""
+    """The background session itself (the grandchild); its exit status.
+
+    It says "ready" on ``ready_w`` once its recorder wrote the header
+    (``on_header``). If it ends before that, it never started: it removes
+    its metadata (and its log, if it made it) and sends what it wrote there,
+    its error, with its exit status. Only when no one reads that (the
+    caller is gone) is it listed, as finished with no recording."""
     os.umask(0o077)
-    redirect_to_log(log)
+    log_start = redirect_to_log(log)
     ignore_hangup()
     assert plan.common.record is not None
     recording = plan.common.record
@@ -178,18 +273,48 @@ def _session_process(
         on_stop=lambda: os.kill(os.getpid(), signal.SIGTERM),
     )
     code = 1
-    ready = _Ready(ready_w)
+    ready = _Ready(ready_w, recording)
+    unhook = on_header(ready.header_written)
     try:
         server.start()
-        ready.when_recording(recording)
         code = run(plan)
+    except Exception as exc:  # said in the log, which the caller prints
+        print(f"probetop: error: session {name}: {exc}", file=sys.stderr)
+        code = getattr(exc, "exit_code", 1)
     finally:
+        unhook()
         server.close()
-        write_info(info.finished(code))
-        ready.close()  # the caller reads EOF: the session ended before it was ready
         sys.stdout.flush()
         sys.stderr.flush()
+        if ready.started:
+            write_info(info.finished(code))
+        else:
+            _never_started(info, code, ready, log, log_start)
+        ready.close()
     return code
+
+
+ERROR_LIMIT = 1 << 16
+"""Bytes of a failed session's output sent to the caller (the end of it)."""
+
+
+def _never_started(info: SessionInfo, code: int, ready: _Ready, log: Path, start: LogStart) -> None:
+    """The session ended before its header was written: no entry for it
+    stays, and its caller gets its output (see ``_session_process``)."""
+    try:
+        text = read_log(log, start.offset)
+    except OSError as exc:
+        text = f"probetop: error: session {info.name}: its log: {exc.strerror}\n".encode()
+    with contextlib.suppress(OSError):
+        os.unlink(meta_path(info.name))
+    if ready.fail(code, text):
+        if start.created:
+            with contextlib.suppress(OSError):
+                os.unlink(log)
+        return
+    # No one heard it: listed as finished with its status, no recording
+    # claimed (it never wrote one), its error in the log.
+    write_info(dataclasses.replace(info.finished(code), recording=""))
 
 
 def _info(name: str, argv: Any, recording: Path, sock: Path, log: Path) -> SessionInfo:
@@ -207,62 +332,38 @@ def _info(name: str, argv: Any, recording: Path, sock: Path, log: Path) -> Sessi
     )
 
 
-HEADER_LIMIT = 1 << 20  # bytes of a first line looked at; a header is a few KB
-
-
-def is_header_line(line: bytes) -> bool:
-    """``line`` is a whole recording header (a JSON object of type "header").
-
-    Why parse it: any line used to do, so a file at ``--record`` that someone
-    had changed within the last second (an old file being overwritten, a
-    file the session's own probe refused to touch) said "ready" for a
-    session that then failed: the caller printed "session started", exit 0."""
-    if not line.endswith(b"\n"):
-        return False
-    try:
-        first = json.loads(line)
-    except ValueError:  # also not UTF-8
-        return False
-    return isinstance(first, dict) and first.get("type") == "header"
-
-
 class _Ready:
-    """The pipe that tells the caller the probes are running."""
+    """The session's end of the ready pipe: one message, then closed."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, recording: Path) -> None:
         self._fd: int | None = fd
-        self._lock = threading.Lock()
+        self._recording = os.path.realpath(recording)
+        self.started = False  # this session's recording holds its header
 
-    def when_recording(self, recording: Path) -> None:
-        """Say "ready" once ``recording`` holds a header written by this session."""
-        since = time.time_ns() - 1_000_000_000  # an older file at --record is not ours
+    def header_written(self, path: Path) -> None:
+        """``on_header``'s hook: say "ready" once it is this session's recording."""
+        if self.started or os.path.realpath(path) != self._recording:
+            return
+        self.started = True
+        self._send(f"ready {os.getpid()}\n".encode())
+        self.close()
 
-        def watch() -> None:
-            while self._fd is not None:
-                with contextlib.suppress(OSError):
-                    if os.stat(recording).st_mtime_ns >= since:
-                        with open(recording, "rb") as f:
-                            # the header line, or (a .zst recording) its first block
-                            head = f.readline(HEADER_LIMIT)
-                            if is_header_line(head) or (is_zstd(head) and len(head) > 12):
-                                self.send()
-                                return
-                time.sleep(0.05)
+    def fail(self, code: int, text: bytes) -> bool:
+        """Send "failed" with ``code`` and ``text``; False if no one read it."""
+        return self._send(f"failed {code} {len(text)}\n".encode() + text)
 
-        threading.Thread(target=watch, name="ready", daemon=True).start()
-
-    def send(self) -> None:
-        with self._lock:
-            if self._fd is not None:
-                with contextlib.suppress(OSError):
-                    os.write(self._fd, b"ready\n")
-                self.close_locked()
+    def _send(self, message: bytes) -> bool:
+        if self._fd is None:
+            return False
+        view = memoryview(message)
+        try:
+            while view:  # blocking: the caller is reading (or gone: EPIPE)
+                view = view[os.write(self._fd, view) :]
+        except OSError:
+            return False
+        return True
 
     def close(self) -> None:
-        with self._lock:
-            self.close_locked()
-
-    def close_locked(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
             with contextlib.suppress(OSError):

@@ -1,0 +1,133 @@
+"""When `--detach` says "started", and what a session that cannot start leaves.
+
+Real processes (the command line in a subprocess, the double fork, the
+session's own recorder), a private XDG_STATE_HOME / XDG_RUNTIME_DIR per test
+(the ``env`` fixture of test_sessions.py). The session process itself says
+"ready" once its header is written, or sends its error: the caller prints
+exactly what `--headless` would have printed and exits with the same
+status, and a session that never started is not listed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from probetop.probes.record import load_session
+from probetop.tui.sessions.daemon import Answer, parse_answer
+from test_sessions import env, probetop, sessions
+
+__all__ = ["env"]  # the fixture, used by name
+
+
+def state_files(env: dict[str, str], name: str) -> list[str]:
+    """The files of session ``name`` in the state and runtime directories."""
+    found = []
+    for key in ("XDG_STATE_HOME", "XDG_RUNTIME_DIR"):
+        where = Path(env[key]) / "probetop"
+        if where.is_dir():
+            found += sorted(p.name for p in where.iterdir() if p.name.startswith(f"{name}."))
+    return found
+
+
+def refused_like_headless(env: dict[str, str], name: str, *args: str) -> str:
+    """`--detach` of ``args`` fails exactly as `--headless` does (same stderr,
+    same status, nothing on stdout), and leaves no session nor file; its stderr."""
+    headless = probetop(env, *args, "--headless")
+    assert headless.returncode != 0, headless.stdout
+    detached = probetop(env, *args, "--detach", "--name", name)
+    assert (detached.returncode, detached.stderr) == (headless.returncode, headless.stderr)
+    assert detached.stdout == ""
+    assert name not in sessions(env)
+    assert state_files(env, name) == []
+    return detached.stderr
+
+
+def test_a_probe_refused_at_start_is_reported_verbatim_and_not_listed(
+    env: dict[str, str],
+) -> None:
+    err = refused_like_headless(env, "bad", "iops", "/nonexistent/dir/x")
+    assert err.startswith("probetop: error: /nonexistent/dir/x") and "Traceback" not in err
+
+
+def test_record_onto_a_file_the_run_uses_is_refused_and_not_listed(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    data = tmp_path / "data.img"
+    data.write_bytes(os.urandom(1 << 20))
+    before = data.read_bytes()
+    err = refused_like_headless(
+        env, "clash", "iops", str(data), "--time", "1", "--record", str(data)
+    )
+    assert "the iops probe uses it" in err and err.count("\n") == 1
+    assert data.read_bytes() == before
+
+
+def test_a_recording_another_session_holds_is_refused_and_not_listed(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared.jsonl"
+    first = probetop(env, "cpu", "--threads", "1", "--time", "300", "--detach", "--name",
+                     "holder", "--record", str(shared))  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    second = probetop(env, "cpu", "--threads", "1", "--time", "300", "--detach", "--name",
+                      "second", "--record", str(shared))  # fmt: skip
+    assert second.returncode == 2 and second.stdout == "", second.stdout
+    errors = second.stderr.splitlines()
+    assert len(errors) == 1 and errors[0].startswith(f"probetop: error: cannot record to {shared}")
+    listed = sessions(env)
+    assert "second" not in listed and state_files(env, "second") == []
+    assert listed["holder"]["state"] == "running" and listed["holder"]["recording"] == str(shared)
+    stopped = probetop(env, "stop", "holder")
+    assert stopped.returncode == 0, stopped.stderr
+    assert load_session(shared).footer is not None  # the holder's recording, whole
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.zst"])
+def test_started_means_the_header_is_in_the_recording(
+    env: dict[str, str], tmp_path: Path, suffix: str
+) -> None:
+    recording = tmp_path / f"r{suffix}"
+    out = probetop(env, "cpu", "--threads", "1", "--time", "300", "--detach", "--name", "h",
+                   "--record", str(recording))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    # Read at once, before anything else: "started" was said after the write.
+    header = load_session(recording).header
+    assert header["type"] == "header" and "--detach" in header["command"]
+    info = sessions(env)["h"]
+    assert f"session h started (PID {info['pid']})" in out.stdout
+    assert f"recording  {recording}" in out.stdout
+    assert probetop(env, "stop", "h").returncode == 0
+
+
+def test_a_fresh_header_at_record_does_not_answer_for_a_failing_session(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A file at --record holding a whole header line, written just now (what
+    the old readiness check took for the session's): the session's own
+    failure is what the caller reports."""
+    old = tmp_path / "old.jsonl"
+    text = '{"type":"header","format":"probetop-session","schema":1,"probes":[]}\n'
+    old.write_text(text)
+    err = refused_like_headless(env, "fake", "iops", "/nonexistent/dir/x", "--record", str(old))
+    assert "/nonexistent/dir/x" in err
+    assert old.read_text() == text
+
+
+@pytest.mark.parametrize(
+    ("data", "answer"),
+    [
+        (b"", None),
+        (b"ready 42", None),  # not whole yet
+        (b"ready 42\n", Answer("ready", pid=42)),
+        (b"failed 2 6\nerror", None),  # 5 of 6 bytes
+        (b"failed 2 6\nerror\n", Answer("failed", code=2, text=b"error\n")),
+        (b"failed 2 0\n", Answer("failed", code=2)),
+        (b"ready\n", Answer("none")),
+        (b"a header line\n", Answer("none")),
+        (b"failed x 1\n1", Answer("none")),
+    ],
+)
+def test_the_ready_message(data: bytes, answer: Answer | None) -> None:
+    assert parse_answer(data) == answer
