@@ -3,8 +3,9 @@
 The app is the screen: layout, keys, focus, and routing records to panes.
 Running probes (hub, recorder, ``--time``, adding a probe from a command
 line, signals) is the ``LiveSession``'s job (``tui/session.py``), the same
-object the headless runner uses; replaying a recording is the
-``ReplayPlayer``'s (``tui/player.py``).
+object the headless runner uses; replaying a recording or following a
+detached session is ``Playback``'s (``tui/playback.py``, over the
+``ReplayPlayer`` of ``tui/player.py``).
 
 Contract:
 - Live (``config.probes``): the app drains the session's LOSSY feed once per
@@ -33,11 +34,9 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import signal
 import threading
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,7 +48,8 @@ from probetop.probes.record import Recorder, RecordingError
 from probetop.themes import DEFAULT_THEME, check_theme_name, probetop_themes
 from probetop.tui.config import AppConfig
 from probetop.tui.launch import fail
-from probetop.tui.player import ReplayPlayer, parse_speed, speed_label
+from probetop.tui.playback import REPLAY_FRAME_S, Playback
+from probetop.tui.player import ReplayPlayer
 from probetop.tui.quietdriver import quiet_driver_class
 from probetop.tui.screens.help import HelpScreen
 from probetop.tui.screens.maximised import MaximisedScreen
@@ -83,16 +83,13 @@ from textual.widget import AwaitMount
 from textual.widgets import Static
 
 if TYPE_CHECKING:  # replay only: the reader loads with the recording (tui/commands/replay.py)
-    from probetop.probes.record import Session, SessionLoader
+    from probetop.probes.record import SessionLoader
     from rich.console import Console, ConsoleOptions, RenderResult
 
 CSS_FILE = Path(__file__).resolve().parent.parent / "themes" / "probetop.tcss"
 MIN_WIDTH, MIN_HEIGHT = 60, 16
 WIDE_COLUMNS = 180  # from this width panes go in two columns at least
 CHROME_ROWS = 2  # the status line and the footer
-REPLAY_FRAME_S = 0.25
-HISTORY_SLICE = 2 << 20  # bytes of a long history an attached view reads per frame
-READ_STEP_BYTES = 1 << 20  # bytes of a replayed recording read between two screen updates
 HANGUP_EXIT_S = 3.0  # after a SIGHUP, exit this long after the recording is closed
 NOTIFY_S = {"error": 8.0, "warning": 10.0}
 
@@ -103,13 +100,6 @@ def frame_seconds(interval_s: float) -> float:
     Redrawing faster than data arrives only costs CPU and terminal bytes.
     """
     return max(0.2, min(1.0, interval_s))
-
-
-def fmt_clock(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
 class _ErrorLine:
@@ -189,9 +179,8 @@ class ProbetopApp(App[int]):
         self.detached: DetachedSession | None = None
         self._detaching = False
         self.feed: Subscription | None = None
-        self.player: ReplayPlayer | None = None
-        self.live = True  # attached: showing the newest records as they come
-        self.loading_history = False  # attached: a long history is still being read
+        # Replay and attached views (tui/playback.py); None when live.
+        self.playback: Playback | None = None
         self.display_paused = False
         self.show_hidden = False
         self.too_small = False
@@ -220,6 +209,10 @@ class ProbetopApp(App[int]):
     def replay(self) -> bool:
         """Records come from a recording (replay, or attached to a session)."""
         return self.config.session is not None or self.config.attached is not None
+
+    @property
+    def player(self) -> ReplayPlayer | None:
+        return self.playback.player if self.playback is not None else None
 
     @property
     def hub(self) -> Hub | None:
@@ -507,101 +500,46 @@ class ProbetopApp(App[int]):
         if self.session is not None:
             await self.session.stop_probe(probe_id)
 
-    # -- replay --------------------------------------------------------
+    # -- replay and attached (tui/playback.py) -------------------------
     def _start_replay(self) -> None:
         """Replay ``config.session``; when ``config.extra["loader"]`` (a
         ``SessionLoader``) has not read all of it yet, the rest is read after
-        the first frame (``_read_rest``)."""
+        the first frame."""
         session = self.config.session
         assert session is not None
-        self.player = ReplayPlayer(session.records(), session.duration_s)
-        self.player.set_speed(parse_speed(str(self.config.extra.get("speed", "1"))))
+        self.playback = Playback(self, ReplayPlayer(session.records(), session.duration_s))
         loader: SessionLoader | None = self.config.extra.get("loader")
-        if loader is not None and not loader.done:
-            self.player.loading = True
-            self.call_after_refresh(lambda: self.run_worker(self._read_rest(loader)))
-        else:
-            self._replay_loaded(session)
-        self.player.start_clock(time.monotonic())
+        if self.playback.start_replay(session, loader):
+            assert loader is not None
+            reader = self.playback.read_rest(loader)
+            self.call_after_refresh(lambda: self.run_worker(reader))
         self.set_interval(REPLAY_FRAME_S, self._replay_frame)
         self._replay_frame()
 
-    async def _read_rest(self, loader: SessionLoader) -> None:
-        """Read the recording a step at a time, yielding to the screen between
-        steps; the player gets each step's records. A bad line ends the app
-        with exit 2 (``tui/commands/replay.py`` prints its message)."""
-        assert self.player is not None
-        lines = loader.session.lines
-        have = len(lines)
-        while not loader.done:
-            try:
-                loader.step(READ_STEP_BYTES)
-            except RecordingError as exc:
-                self.exit(return_code=exc.exit_code, message=_ErrorLine(str(exc)))
-                return
-            self.player.grow(lines[have:])
-            have = len(lines)
-            await asyncio.sleep(0)
-        self._replay_loaded(loader.session)
-
-    def _replay_loaded(self, session: Session) -> None:
-        assert self.player is not None
-        self.player.loaded(session.duration_s)
-        for warning in session.warnings:
-            self.notify(warning, title="recording", severity="warning", timeout=10)
-        self._update_status()
-
     def _replay_frame(self) -> None:
-        if self.player is None or self._screens_gone():
-            return
-        records = self.player.tick(time.monotonic())
-        if records:
-            self.route(records)
-        if not self.player.paused or records:
-            self._update_status()
+        if self.playback is not None and not self._screens_gone():
+            self.playback.replay_frame()
 
-    # -- attached to a detached session -------------------------------
     async def _start_attached(self) -> None:
-        """A short history is shown in the first frame. A long one: its newest
-        minutes first (``preview``), then it loads a slice per frame and the
-        panes are rebuilt from the start once it is all in."""
-        assert self.config.attached is not None
-        self.player = ReplayPlayer([])
-        self.live = True
-        try:
-            preview = self.config.attached.preview()
-        except RecordingError:
-            preview = []  # said by the first poll
-        self.loading_history = bool(preview)
-        if preview:
-            self.route([record for _t, record in preview])
-        await self._attached_frame()
+        self.playback = Playback(self, ReplayPlayer([]))
+        await self.playback.start_attached()
         self.set_interval(REPLAY_FRAME_S, self._attached_frame)
 
     async def _attached_frame(self) -> None:
-        attached, player = self.config.attached, self.player
-        if attached is None or player is None or self._screens_gone():
-            return
-        try:
-            player.extend(attached.poll(HISTORY_SLICE if self.loading_history else None))
-        except RecordingError as exc:
-            self.notify(str(exc), title="recording", severity="error", timeout=10)
-            self.loading_history = False
-        if self.loading_history:
-            if not attached.caught_up:
-                self.render_dirty()  # preview panes mounted since the last frame
-                self._update_status()
-                return
-            self.loading_history = False  # all in: the panes from the session's start
-            await self.rebuild_panes(player.follow())
-            self._update_status()
-            return
-        if not self.live and not player.paused and player.at_end:
-            self.live = True  # played up to the newest record
-        records = player.follow() if self.live else player.tick(time.monotonic())
-        if records:
-            self.route(records)
+        if self.playback is not None and not self._screens_gone():
+            await self.playback.attached_frame()
+
+    def refresh_status(self) -> None:
+        """PlaybackHost: the status line says where the view stands."""
         self._update_status()
+
+    def say(self, message: str, *, title: str = "", severity: str = "information") -> None:
+        """PlaybackHost: a notification (errors and warnings stay longer)."""
+        self._notify(message, title=title, severity=severity)
+
+    def fail(self, error: RecordingError) -> None:
+        """PlaybackHost: the recording cannot be read; end with its exit status."""
+        self.exit(return_code=error.exit_code, message=_ErrorLine(str(error)))
 
     async def action_detach(self) -> None:
         """Attached: leave the session running and close this view. Live:
@@ -673,50 +611,30 @@ class ProbetopApp(App[int]):
         self.call_after_refresh(refocus)
 
     def action_play_pause(self) -> None:
-        if self.player is not None:
-            if self.live and self.config.attached is not None:
-                self.live = False  # pausing an attached view holds it where it is
-                self.player.paused = False
-            self.player.toggle_pause()
-            self.player.start_clock(time.monotonic())
-            self._update_status()
+        if self.playback is not None:
+            self.playback.play_pause()
 
     def action_speed(self, speed: float) -> None:
         """Set the replay speed; 0 means as fast as the display keeps up ("max")."""
-        if self.player is not None:
-            self.player.set_speed(math.inf if float(speed) <= 0 else float(speed))
-            self._update_status()
+        if self.playback is not None:
+            self.playback.set_speed(speed)
 
     def action_cycle_speed(self) -> None:
-        if self.player is not None:
-            self.player.cycle_speed()
-            self._update_status()
+        if self.playback is not None:
+            self.playback.cycle_speed()
 
     async def action_seek(self, delta: float) -> None:
-        if self.player is not None:
-            await self._seek(self.player.position_s + float(delta))
+        if self.playback is not None:
+            await self.playback.seek(self.playback.player.position_s + float(delta))
 
     async def action_seek_to(self, where: float) -> None:
-        if self.player is not None:
-            await self._seek(self.player.duration_s if float(where) < 0 else float(where))
+        if self.playback is not None:
+            player = self.playback.player
+            await self.playback.seek(player.duration_s if float(where) < 0 else float(where))
 
     async def _seek(self, t: float) -> None:
-        assert self.player is not None
-        if self.loading_history:
-            self.notify("the session's history is still loading")
-            return
-        if self.player.loading:  # a replay's recording is still being read
-            self.notify("still reading the recording: seeking works once it is read")
-            return
-        rebuild, records = self.player.seek(t)
-        if self.config.attached is not None:
-            self.live = self.player.position_s >= self.player.duration_s
-            self.player.start_clock(time.monotonic())
-        if rebuild:
-            await self.rebuild_panes(records)
-        else:
-            self.route(records)
-        self._update_status()
+        if self.playback is not None:
+            await self.playback.seek(t)
 
     # -- display -------------------------------------------------------
     def action_pause_display(self) -> None:
@@ -761,28 +679,8 @@ class ProbetopApp(App[int]):
         # width; shown in this order, the lowest ranks dropped first
         # ("DISPLAY PAUSED (p)" was cut to "DISPLAY PAU" at 100 columns).
         parts: list[tuple[int, str]] = [(0, "probetop")]
-        attached = self.config.attached
-        if self.player is not None and attached is not None:
-            parts.append((4, f"attached {attached.name} ({attached.state})"))
-            end = fmt_clock(self.player.duration_s)
-            if self.loading_history:
-                parts.append((5, f"newest records shown; reading the history: {end}"))
-            elif self.live:
-                parts.append((5, f"live {end}  d: detach"))
-            else:
-                state = "paused" if self.player.paused else "playing"
-                parts.append((5, f"{state} {fmt_clock(self.player.position_s)} / {end}  end: live"))
-        elif self.player is not None and self.config.session is not None:
-            state = "paused" if self.player.paused else "ended" if self.player.at_end else "playing"
-            parts.append((3, f"replay {self.config.session.path.name}"))
-            end = "reading..." if self.player.loading else fmt_clock(self.player.duration_s)
-            parts.append(
-                (
-                    5,
-                    f"{state} {speed_label(self.player.speed)}  "
-                    f"{fmt_clock(self.player.position_s)} / {end}",
-                )
-            )
+        if self.playback is not None:
+            parts += self.playback.status_parts()
         elif self.session is not None:
             parts.append((5, "probes stopped" if self.session.probes_stopped else "live"))
             if self.recorder is not None:
