@@ -2,10 +2,13 @@
 
 Contract:
 - ``run_slice(...)`` sends and receives on one socket until ``deadline_ns``
-  (monotonic) and returns ``SLICE_DEADLINE``, or returns ``SLICE_DONE`` once
-  sending has stopped (count reached, or ``control[0]`` set to ``DRAIN``) and
-  nothing is in flight, or at once when ``control[0]`` is ``ABORT``. Another
-  thread may write ``control`` at any time: the loop re-reads it every turn.
+  (monotonic), reads what is already queued on the socket (replies that
+  arrived in the interval count in it) and returns ``SLICE_DEADLINE``, or
+  returns ``SLICE_DONE`` once sending has stopped (count reached, or
+  ``control[0]`` set to ``DRAIN``) and nothing is in flight, or at once when
+  ``control[0]`` is ``ABORT``. Another thread may write ``control`` at any
+  time: the loop re-reads it every turn.
+  Every send is followed by a read, so sending can never starve receiving.
   It never holds the GIL, so several streams run on several cores, and it
   returns only at interval ends: each return must re-take the GIL, which a
   busy UI thread may hold for up to the 5 ms switch interval.
@@ -70,6 +73,9 @@ MAX_BACKLOG_NS = 100_000_000
 # Below this much waiting time the loop spins instead of sleeping in ppoll:
 # waking from ppoll costs tens of microseconds, which would blur the pacing.
 SPIN_NS = 60_000
+# At an interval's edge the loop reads what is already queued on the socket
+# (replies that arrived in the interval) before it returns: at most this many.
+EDGE_READS = 4096
 
 # -- slot states ---------------------------------------------------------------
 FREE, IN_FLIGHT, REPLIED, LOST, LATE = 0, 1, 2, 3, 4
@@ -375,6 +381,34 @@ def run_slice(
     now = _now(ts)
     while True:
         if now >= deadline_ns:
+            # Replies already queued on the socket arrived in this interval:
+            # count them here, not in the next one (bounded: strays cannot hold
+            # the loop past the edge for long).
+            for _ in range(EDGE_READS):
+                srclen[0] = src.shape[0]
+                n = _recvfrom(
+                    fd, buf.ctypes.data, bufsize, MSG_DONTWAIT, src.ctypes.data, srclen.ctypes.data
+                )
+                if n < 0:
+                    break
+                now = _now(ts)
+                _on_packet(
+                    now,
+                    n,
+                    buf,
+                    src,
+                    cfg,
+                    st,
+                    slot_state,
+                    slot_sent,
+                    ctr,
+                    rtt_sums,
+                    hist,
+                    icmp_types,
+                    err_ring,
+                    err_len,
+                    err_src,
+                )
             st[S_RETURNED] = now
             return SLICE_DEADLINE
         # An opaque copy, so the compiler cannot hoist the read out of the loop.
@@ -455,8 +489,10 @@ def run_slice(
                         ctr[K_MISSED] += (t_send - nxt) // period
                         nxt = t_send
                     st[S_NEXT_SEND] = nxt
-                now = _now(ts)
-                continue
+                # No `continue`: every send is followed by a read, so a sender
+                # that is always due (a paced rate above what the loop can send,
+                # a preload burst) cannot starve the receiver (issue: 0 replies/s
+                # in a flood's interval, replies dropped by a full socket buffer).
         # -- receive -----------------------------------------------------
         srclen[0] = src.shape[0]
         n = _recvfrom(
@@ -493,6 +529,8 @@ def run_slice(
         if sending:
             if paced:
                 wake = min(wake, st[S_NEXT_SEND])
+            elif st[S_HEAD] - 1 - st[S_MAX_RX] < preload:
+                wake = now  # the preload window has room: send on at once
             else:
                 wake = min(wake, st[S_LAST_SEND] + FLOOD_IDLE_NS)
         if st[S_TAIL] < st[S_HEAD]:

@@ -498,6 +498,11 @@ class IcmpProbe:
                 seconds = max(1e-9, sum(spans) / len(spans) / 1e9)
                 self.elapsed_s = (t_end - self.start_ns) / 1e9
                 self.totals.merge(interval)
+                if not active and not any(interval.counters.values()) and self.interval_rows:
+                    # The streams ended right after an edge and did nothing since
+                    # (the edge read counted the last replies): no sample of
+                    # nothing, which would read 0 replies/s.
+                    continue
                 period = self.settings.total_rate
                 record = interval.record(
                     seconds,

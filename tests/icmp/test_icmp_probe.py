@@ -52,6 +52,21 @@ def test_flood_loopback_counts_every_reply_and_leaves_nothing_behind() -> None:
     assert len(os.listdir("/proc/self/fd")) == fds_before
 
 
+def test_a_rate_beyond_the_loop_still_counts_replies_in_every_interval() -> None:
+    # 2M requests/s is more than one loop can send, so a send is always due: a
+    # loop that sends while anything is due never reads, and every interval
+    # showed 0 replies/s and 100 % loss while loopback answered everything.
+    s, result = run(duration=1.5, host="127.0.0.1", rate=2_000_000.0, size=1, grace_s=1.0)
+    first = result.samples["icmp:127.0.0.1"][0].values
+    assert first["requests_per_s"] > 10_000
+    # Each request's reply is queued before sendto returns (loopback): all but
+    # the last one are read in the interval that sent them.
+    assert first["replies_per_s"] == pytest.approx(first["requests_per_s"], rel=0.01)
+    assert first["lost"] == 0
+    assert s["received"] == s["sent"] and s["lost"] == 0
+    assert s["pacing_missed"] > 0  # the shortfall is shown as skipped sends
+
+
 def test_count_is_exact_over_streams_on_ipv6() -> None:
     s, _ = run(host="::1", rate=2000.0, count=301, streams=3, family=6)
     assert s["sent"] == 301 and s["received"] == 301
