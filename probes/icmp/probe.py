@@ -187,6 +187,15 @@ class _Stream(threading.Thread):
         return out
 
 
+def interval_seconds(spans_ns: list[int]) -> float:
+    """The length of an interval the streams counted over (each its own span,
+    snapshot to snapshot, ns): the longest, the interval's wall-clock length.
+    Not their mean: a stream that ended early in the interval (its count
+    reached) has a short span, and a mean of spans made the rate of every
+    packet in that interval read up to N x too high (N streams)."""
+    return max(1e-9, max(spans_ns, default=0) / 1e9)
+
+
 class IcmpProbe:
     """ICMP echo probe. See the module docstring."""
 
@@ -494,8 +503,7 @@ class IcmpProbe:
                     dissect.append((snap_i, int(snap_i.counters[eng.K_ICMP_ERRS])))
                 if interval.counters["icmp_errors"] and self.mode == "raw":
                     interval.add_routers(await asyncio.to_thread(_dissect_kept, dissect, v6))
-                # Each stream counted over its own span (snapshot to snapshot).
-                seconds = max(1e-9, sum(spans) / len(spans) / 1e9)
+                seconds = interval_seconds(spans)
                 self.elapsed_s = (t_end - self.start_ns) / 1e9
                 self.totals.merge(interval)
                 if not active and not any(interval.counters.values()) and self.interval_rows:

@@ -219,3 +219,14 @@ def test_rtt_means_what_ping_means(icmp_peer: Peer) -> None:  # noqa: F811
     assert rtt["min"] >= 20_000 and ping_min >= 20_000
     # Both are the same 20 ms delay plus scheduling noise of the user-space responder.
     assert abs(rtt["avg"] - ping_avg) < 3_000, (rtt, out)
+
+
+def test_an_interval_lasts_its_longest_stream_span() -> None:
+    """Two streams, one ended 1 ms into the interval (its count reached): the
+    interval still lasted 1 s of wall clock, so its packets are counted over
+    1 s, not over the mean span (0.5005 s: every rate nearly doubled)."""
+    from probetop.probes.icmp.probe import interval_seconds
+
+    assert interval_seconds([1_000_000_000, 1_000_000]) == 1.0
+    assert interval_seconds([250_000_000]) == 0.25
+    assert interval_seconds([]) > 0  # never a division by zero
