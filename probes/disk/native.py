@@ -184,8 +184,8 @@ def bucket(v: int) -> int:
 @numba.njit(nogil=True, inline="always", cache=CACHE)
 def record(d: int, got: int, clat: int, cnt: Any, flt: Any, hist: Any) -> None:
     """Count one finished I/O of ``got`` bytes with completion latency ``clat``
-    (ns, into the histogram too); its total latency is ``clat`` unless
-    ``record_slat`` adds the submission part."""
+    (ns; the histogram is clat's, as fio's percentiles); ``record_slat`` and
+    ``record_total`` count its other two latencies."""
     cnt[d, C_IOS] += 1
     cnt[d, C_BYTES] += got
     if clat < cnt[d, C_LAT_MIN]:
