@@ -9,8 +9,9 @@ I/O (tmpfs has no O_DIRECT). Each round runs fio and probetop on the same
 target with the same job, alternating who goes first, and checks both
 direction blocks against fio's JSON contract (probes/disk/fio_parity.py:
 field names, JSON types, units). It prints probetop / fio per field
-(``read.iops``, ``read.bw_bytes``, ``read.clat_ns.mean``,
-``read.clat_ns.percentile.P``, and the write equivalents) per round and the
+(``read.iops``, ``read.bw_bytes``, the means of ``read.slat_ns``,
+``read.clat_ns`` and ``read.lat_ns``, ``read.clat_ns.percentile.P``, and
+the write equivalents; psync has no slat) per round and the
 median over rounds. Exit 1 if a block breaks the contract; the ratios are
 reported, not judged (the machine may be shared).
 """
@@ -31,11 +32,15 @@ from collections.abc import Iterator
 from probetop.probes.disk.fio_parity import compared_paths, ratios, shape_problems
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
-JOBS = [  # (label, rw, jobs, iodepth)
-    ("4k randread psync", "randread", 1, 1),
-    ("4k randwrite psync", "randwrite", 1, 1),
-    ("4k randrw psync", "randrw", 1, 1),
-    ("4k randread iodepth 32", "randread", 1, 32),
+JOBS = [  # (label, rw, jobs, iodepth, ioengine)
+    ("4k randread psync", "randread", 1, 1, "psync"),
+    ("4k randwrite psync", "randwrite", 1, 1, "psync"),
+    ("4k randrw psync", "randrw", 1, 1, "psync"),
+    # Asynchronous engines: slat, clat and lat each mean what fio's do.
+    ("4k randread libaio iodepth 1", "randread", 1, 1, "libaio"),
+    ("4k randread io_uring iodepth 1", "randread", 1, 1, "io_uring"),
+    ("4k randread libaio iodepth 32", "randread", 1, 32, "libaio"),
+    ("4k randread io_uring iodepth 32", "randread", 1, 32, "io_uring"),
 ]
 
 
@@ -62,10 +67,12 @@ def target(size: int) -> Iterator[tuple[str, bool]]:
         os.unlink(image)
 
 
-def run_fio(path: str, rw: str, jobs: int, depth: int, seconds: float, direct: bool) -> dict:
+def run_fio(
+    path: str, rw: str, jobs: int, depth: int, engine: str, seconds: float, direct: bool
+) -> dict:
     args = [
         "fio", "--name=parity", f"--filename={path}", f"--rw={rw}", "--bs=4k",
-        f"--ioengine={'libaio' if depth > 1 else 'psync'}", f"--iodepth={depth}",
+        f"--ioengine={engine}", f"--iodepth={depth}",
         f"--numjobs={jobs}", f"--direct={int(direct)}", "--time_based",
         f"--runtime={seconds:g}", "--group_reporting", "--output-format=json",
     ]  # fmt: skip
@@ -73,9 +80,12 @@ def run_fio(path: str, rw: str, jobs: int, depth: int, seconds: float, direct: b
     return json.loads(out[out.index("{") :])["jobs"][0]
 
 
-def run_probetop(path: str, rw: str, jobs: int, depth: int, seconds: float, direct: bool) -> dict:
+def run_probetop(
+    path: str, rw: str, jobs: int, depth: int, engine: str, seconds: float, direct: bool
+) -> dict:
     args = [
         "iops", path, "--rw", rw, "--bs", "4k", "--jobs", str(jobs), "--iodepth", str(depth),
+        "--ioengine", engine,
         "--time", f"{seconds:g}", "--direct" if direct else "--buffered",
         *([f"--yes-destroy-data={path}"] if "write" in rw or "rw" in rw else []), "--json",
     ]  # fmt: skip
@@ -108,8 +118,8 @@ def main() -> None:
               f"{args.seconds:g} s per run, {os.cpu_count()} CPUs, "
               f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
         for rnd in range(args.rounds):
-            for label, rw, jobs, depth in JOBS:
-                job = (path, rw, jobs, depth, args.seconds, direct)
+            for label, rw, jobs, depth, engine in JOBS:
+                job = (path, rw, jobs, depth, engine, args.seconds, direct)
                 if rnd % 2 == 0:
                     fio, ours = run_fio(*job), run_probetop(*job)
                 else:
