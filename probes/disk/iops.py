@@ -53,6 +53,12 @@ from probetop.probes.core.ticker import Ticker
 from probetop.probes.disk import capacity, ioengines
 from probetop.probes.disk.blockdev import lock_devices
 from probetop.probes.disk.capacity import human
+from probetop.probes.disk.counters import (
+    DirectionTotals,
+    LatencyStats,
+    Snapshot,
+    hist_percentiles,
+)
 from probetop.probes.disk.records import (
     DIRECTIONS,
     FIO_PERCENTILES,
@@ -77,12 +83,8 @@ from probetop.probes.disk.target import (
     target_errors,
 )
 from probetop.probes.disk.workers import (
-    DirectionTotals,
     Engine,
     EnginePlan,
-    LatencyStats,
-    Snapshot,
-    hist_percentiles,
     kernel_notes,
     warm_up_kernels,
 )

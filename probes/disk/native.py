@@ -40,7 +40,7 @@ import numba  # noqa: E402
 import numpy as np  # noqa: E402
 from numba import types  # noqa: E402
 from probetop.probes.disk import uring  # noqa: E402
-from probetop.probes.disk.workers import (  # noqa: E402
+from probetop.probes.disk.counters import (  # noqa: E402
     _AIO_SYSCALLS,
     C_BAD_SECTORS,
     C_BYTES,

@@ -7,8 +7,9 @@ Contract:
   created ``SINGLE_ISSUER | DEFER_TASKRUN`` where the kernel has them (6.1+),
   which ties it to that thread and lets completions run only when the thread
   asks for them (cheaper; fio 3.33 sets them too, with ``CQSIZE`` and
-  ``COOP_TASKRUN``: strace). Older kernels get a plain ring. Raises ``OSError`` with the kernel's reason (io_uring disabled
-  by sysctl kernel.io_uring_disabled, seccomp in a container, ENOMEM for the
+  ``COOP_TASKRUN``: strace). Older kernels get a plain ring. Raises
+  ``OSError`` with the kernel's reason (io_uring disabled by sysctl
+  kernel.io_uring_disabled, seccomp in a container, ENOMEM for the
   locked-memory limit).
 - ``Ring.layout`` is the int64 array ``native.uring_loop`` reads its word
   offsets from (``L_*`` below); ``sq32``, ``sqe64``, ``cq32``, ``cq64`` are

@@ -7,9 +7,10 @@ Contract:
   (io_setup/io_submit/io_getevents, like fio's libaio engine, no libaio.so
   needed). No Python code runs per I/O, so jobs scale past the GIL.
 - Every completed I/O updates, inside the native loop, per-job cumulative
-  counters (ios, bytes, errors, min/max/sum/sum of squares of completion
-  latency in ns) and a fio-style log-linear latency histogram. Callers read
-  them with ``snapshot()`` once per interval and work with deltas.
+  counters (ios, bytes, errors, min/max/sum/sum of squares of fio's clat,
+  slat and lat in ns) and a fio-style log-linear histogram of clat: their
+  layout and the typed readings are ``probes/disk/counters.py``. Callers
+  read them with ``snapshot()`` once per interval and work with deltas.
 - Work is either time-based (``plan.wrap``: random or wrapping sequential
   offsets until ``stop()``) or a list of extents handed out in chunks
   (sequential passes: warm-up). ``done_extents()`` tells exactly which bytes
@@ -51,99 +52,47 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from probetop.probes.core.base import ProbeError
-from probetop.probes.disk.records import DIRECTIONS, FIO_PERCENTILES
-from probetop.probes.disk.steps import wait_threads
-
-READ, WRITE = 0, 1  # indexes into DIRECTIONS
-SECTOR = 512
-
-# Latency histogram: fio's layout (6 bits of precision per power of two, 29
-# groups, in ns): values below 128 ns have their own bucket, then each power
-# of two is split in 64 linear buckets. Worst-case error is 1/64 (1.6 %).
-HIST_BITS = 6
-HIST_VAL = 1 << HIST_BITS
-HIST_GROUPS = 29
-HIST_BUCKETS = HIST_GROUPS * HIST_VAL
-
-# Per job, per direction counters (int64). Three latencies per I/O, fio's:
-# clat (C_LAT_*: completion, from the end of the submitting call to the reap;
-# the whole pread/pwrite for psync), slat (C_SLAT_*: the submitting call,
-# asynchronous engines only; C_SLAT_N counts them) and lat (C_TLAT_*: total,
-# slat + clat).
-(
-    C_IOS,
+from probetop.probes.disk.counters import (
+    C_BAD_SECTORS,
     C_BYTES,
     C_ERRORS,
-    C_LAT_MIN,
+    C_IOS,
     C_LAT_MAX,
-    C_BAD_SECTORS,
-    C_SLAT_N,
-    C_SLAT_MIN,
+    C_LAT_MIN,
     C_SLAT_MAX,
-    C_TLAT_MIN,
+    C_SLAT_MIN,
+    C_SLAT_N,
     C_TLAT_MAX,
-) = range(11)
-N_COUNTERS = 11
-MIN_COUNTERS = (C_LAT_MIN, C_SLAT_MIN, C_TLAT_MIN)  # start at int64 max
-MAX_COUNTERS = (C_LAT_MAX, C_SLAT_MAX, C_TLAT_MAX)
-# Per job, per direction float sums (float64): sum and sum of squares (ns) of
-# clat, slat and lat; each sum of squares right after its sum (_latency relies on it).
-F_LAT_SUM, F_LAT_SUMSQ, F_SLAT_SUM, F_SLAT_SUMSQ, F_TLAT_SUM, F_TLAT_SUMSQ = range(6)
-N_FLOATS = 6
-# Per job control words (int64): written by Python (stop) or the loop (the rest).
-K_STOP, K_PROGRESS, K_ERRNO, K_ERR_OFFSET, K_ERR_DIR, K_FIRST_BAD = range(6)
-N_CONTROL = 6
-
-# An I/O failing with one of these means the target is full, read-only or gone.
-FATAL_ERRNOS = {
-    errno.ENOSPC: "the filesystem is full",
-    errno.EDQUOT: "disk quota exceeded",
-    errno.EROFS: "the target became read-only",
-    errno.ENXIO: "the device is gone",
-    errno.ENODEV: "the device is gone",
-    errno.EBADF: "the target was closed",
-}
-
-_AIO_SYSCALLS = {
-    # io_setup, io_destroy, io_getevents, io_submit
-    "x86_64": (206, 207, 208, 209),
-    "aarch64": (0, 1, 4, 2),
-}
-
-
-def bucket_value_ns(index: int) -> float:
-    """The value fio reports for a histogram bucket: the middle of its range."""
-    if index < 2 * HIST_VAL:
-        return float(index)
-    error_bits = (index >> HIST_BITS) - 1
-    low = (HIST_VAL + (index & (HIST_VAL - 1))) << error_bits
-    return low + ((1 << error_bits) - 1) / 2.0
-
-
-BUCKET_VALUES_NS = np.array([bucket_value_ns(i) for i in range(HIST_BUCKETS)], dtype=np.float64)
-
-
-def hist_percentiles(
-    hist: np.ndarray, pcts: Sequence[float] = FIO_PERCENTILES
-) -> dict[float, float | None]:
-    """Percentiles (ns) of a bucket-count histogram, the way fio computes them:
-    the first bucket whose cumulative count reaches pct % of the total."""
-    total = int(hist.sum())
-    if total <= 0:
-        return {p: None for p in pcts}
-    cum = np.cumsum(hist)
-    out: dict[float, float | None] = {}
-    for p in pcts:
-        need = max(1, int(np.ceil(total * p / 100.0)))
-        idx = int(np.searchsorted(cum, need, side="left"))
-        out[p] = float(BUCKET_VALUES_NS[min(idx, HIST_BUCKETS - 1)])
-    return out
-
+    C_TLAT_MIN,
+    F_LAT_SUM,
+    F_SLAT_SUM,
+    F_TLAT_SUM,
+    FATAL_ERRNOS,
+    HIST_BUCKETS,
+    K_ERR_DIR,
+    K_ERR_OFFSET,
+    K_ERRNO,
+    K_FIRST_BAD,
+    K_PROGRESS,
+    K_STOP,
+    MAX_COUNTERS,
+    MIN_COUNTERS,
+    N_CONTROL,
+    N_COUNTERS,
+    N_FLOATS,
+    READ,
+    WRITE,
+    DirectionTotals,
+    Snapshot,
+    latency_stats,
+)
+from probetop.probes.disk.records import DIRECTIONS
+from probetop.probes.disk.steps import wait_threads
 
 # -- the native loops -------------------------------------------------------
 
@@ -291,93 +240,6 @@ class EnginePlan:
     @property
     def writes(self) -> bool:
         return self.readpct < 100
-
-
-@dataclass(frozen=True)
-class LatencyStats:
-    """One latency's figures over some I/Os (ns): fio's ``min``, ``max``,
-    ``mean``, ``stddev`` and ``N``. ``min_ns``/``max_ns`` are None with no
-    samples; in a delta (``minus``) they stay the cumulative ones, as fio's."""
-
-    n: int = 0
-    min_ns: int | None = None
-    max_ns: int | None = None
-    sum_ns: float = 0.0
-    sumsq_ns: float = 0.0
-
-    def minus(self, before: LatencyStats) -> LatencyStats:
-        return LatencyStats(
-            n=self.n - before.n,
-            min_ns=self.min_ns,
-            max_ns=self.max_ns,
-            sum_ns=self.sum_ns - before.sum_ns,
-            sumsq_ns=self.sumsq_ns - before.sumsq_ns,
-        )
-
-    @property
-    def mean_ns(self) -> float | None:
-        return self.sum_ns / self.n if self.n else None
-
-    @property
-    def stddev_ns(self) -> float | None:
-        if not self.n:
-            return None
-        mean = self.sum_ns / self.n
-        return float(max(0.0, self.sumsq_ns / self.n - mean * mean) ** 0.5)
-
-
-@dataclass
-class DirectionTotals:
-    """Cumulative (or delta) figures for one direction. Latencies as fio's:
-    ``clat`` from the end of the submitting call to the reaping call (the
-    whole pread/pwrite for psync; ``hist`` is its histogram), ``slat`` the
-    submitting call (asynchronous engines; none for psync), ``lat`` both."""
-
-    ios: int = 0
-    bytes: int = 0
-    errors: int = 0
-    bad_sectors: int = 0
-    clat: LatencyStats = field(default_factory=LatencyStats)
-    slat: LatencyStats = field(default_factory=LatencyStats)
-    lat: LatencyStats = field(default_factory=LatencyStats)
-    hist: np.ndarray = field(default_factory=lambda: np.zeros(HIST_BUCKETS, dtype=np.int64))
-
-    def minus(self, before: DirectionTotals) -> DirectionTotals:
-        """The delta since ``before`` (min/max are kept from self: cumulative)."""
-        return DirectionTotals(
-            ios=self.ios - before.ios,
-            bytes=self.bytes - before.bytes,
-            errors=self.errors - before.errors,
-            bad_sectors=self.bad_sectors - before.bad_sectors,
-            clat=self.clat.minus(before.clat),
-            slat=self.slat.minus(before.slat),
-            lat=self.lat.minus(before.lat),
-            hist=self.hist - before.hist,
-        )
-
-
-def _latency(
-    cnt: np.ndarray, flt: np.ndarray, n: int, lo: int, hi: int, total: int
-) -> LatencyStats:
-    """One latency summed over jobs (``cnt``/``flt``: per job, one direction);
-    ``total`` + 1 is its sum of squares."""
-    if not n:
-        return LatencyStats()
-    return LatencyStats(
-        n=n,
-        min_ns=int(cnt[:, lo].min()),
-        max_ns=int(cnt[:, hi].max()),
-        sum_ns=float(flt[:, total].sum()),
-        sumsq_ns=float(flt[:, total + 1].sum()),
-    )
-
-
-@dataclass
-class Snapshot:
-    """All jobs' counters at one monotonic instant."""
-
-    t_ns: int
-    dirs: tuple[DirectionTotals, DirectionTotals]
 
 
 WORKER_NICE = 19  # I/O threads, when there are more of them than CPUs
@@ -740,15 +602,16 @@ class Engine:
         for d in (READ, WRITE):
             ios = int(cnt[:, d, C_IOS].sum())
             slat_n = int(cnt[:, d, C_SLAT_N].sum())
+            per_job, sums = cnt[:, d], flt[:, d]
             dirs.append(
                 DirectionTotals(
                     ios=ios,
                     bytes=int(cnt[:, d, C_BYTES].sum()),
                     errors=int(cnt[:, d, C_ERRORS].sum()),
                     bad_sectors=int(cnt[:, d, C_BAD_SECTORS].sum()),
-                    clat=_latency(cnt[:, d], flt[:, d], ios, C_LAT_MIN, C_LAT_MAX, F_LAT_SUM),
-                    slat=_latency(cnt[:, d], flt[:, d], slat_n, C_SLAT_MIN, C_SLAT_MAX, F_SLAT_SUM),
-                    lat=_latency(cnt[:, d], flt[:, d], ios, C_TLAT_MIN, C_TLAT_MAX, F_TLAT_SUM),
+                    clat=latency_stats(per_job, sums, ios, C_LAT_MIN, C_LAT_MAX, F_LAT_SUM),
+                    slat=latency_stats(per_job, sums, slat_n, C_SLAT_MIN, C_SLAT_MAX, F_SLAT_SUM),
+                    lat=latency_stats(per_job, sums, ios, C_TLAT_MIN, C_TLAT_MAX, F_TLAT_SUM),
                     hist=hist[d].copy(),
                 )
             )

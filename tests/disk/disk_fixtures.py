@@ -26,7 +26,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from probetop.probes.disk.workers import Engine, EnginePlan, Snapshot, warm_up_kernels
+from probetop.probes.disk.counters import (
+    Snapshot,
+)
+from probetop.probes.disk.workers import (
+    Engine,
+    EnginePlan,
+    warm_up_kernels,
+)
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 

@@ -20,7 +20,7 @@ from probetop.probes.disk.workers import Engine, EnginePlan, _runnable, warm_up_
 HOG_S = 2.5
 HOG = (
     "import os, time\nos.nice(-20)\nend = time.monotonic() + {s}\n"
-    "while time.monotonic() < end:\n    pass\n"
+    "print('spinning', flush=True)\nwhile time.monotonic() < end:\n    pass\n"
 )
 
 
@@ -50,9 +50,14 @@ def starved_engine(tmp: Path) -> Iterator[Engine]:
             subprocess.Popen(
                 [sys.executable, "-c", HOG.format(s=HOG_S)],
                 preexec_fn=lambda: os.sched_setaffinity(0, {0}),
+                stdout=subprocess.PIPE,
             )
             for _ in range(2)
         ]
+        # Running, not just started: on a loaded machine an interpreter takes
+        # more than a fixed pause to start (the workers were then not starved).
+        for hog in hogs:
+            assert hog.stdout is not None and hog.stdout.readline() == b"spinning\n"
         time.sleep(0.3)  # the hogs are running
         yield engine
     finally:

@@ -8,12 +8,14 @@ import time
 import numpy as np
 import pytest
 from disk_fixtures import kernel_io, loop_device, promptly_scheduled, read_stamps, run_until_ios
-from probetop.probes.disk.workers import (
+from probetop.probes.disk.counters import (
     BUCKET_VALUES_NS,
     HIST_BUCKETS,
+    hist_percentiles,
+)
+from probetop.probes.disk.workers import (
     Engine,
     EnginePlan,
-    hist_percentiles,
     run_blocking,
     warm_up_kernels,
 )

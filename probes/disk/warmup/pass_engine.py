@@ -28,15 +28,17 @@ from dataclasses import dataclass
 
 from probetop.probes.core.base import ProbeError
 from probetop.probes.core.sample import now_ns
-from probetop.probes.disk.steps import GRACE_S, run_step
-from probetop.probes.disk.target import describe_os_error
-from probetop.probes.disk.workers import (
+from probetop.probes.disk.counters import (
     READ,
     WRITE,
     DirectionTotals,
+    Snapshot,
+)
+from probetop.probes.disk.steps import GRACE_S, run_step
+from probetop.probes.disk.target import describe_os_error
+from probetop.probes.disk.workers import (
     Engine,
     EnginePlan,
-    Snapshot,
 )
 
 CHECKPOINT_EVERY_S = 0.5
