@@ -12,7 +12,8 @@ Modes (both by default):
   pane) renders while probetop measures; TTFB values come from the recording.
 
 Prints both medians, the difference and the ratio; the claim is
-|median difference| < 1 ms. Usage:
+|median difference| < 1 ms. ``--metric total`` compares the whole request
+(curl's %{time_total}, probetop's total_ms) instead of TTFB. Usage:
     .venv/bin/python benchmarks/http_ttfb_vs_curl.py [--rounds 60] [--interval 0.25]
 """
 
@@ -35,6 +36,9 @@ PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
 WARM_CURL = False  # set by --warm-curl
+# --metric: (curl's -w variable, the recording's extra key)
+METRICS = {"ttfb": ("%{time_starttransfer}", "ttfb_ms"), "total": ("%{time_total}", "total_ms")}
+METRIC = "ttfb"
 
 
 def curl_ttfbs(url: str, rounds: int, interval: float, start_at: float) -> list[float]:
@@ -51,7 +55,7 @@ def curl_ttfbs(url: str, rounds: int, interval: float, start_at: float) -> list[
     if WARM_CURL:
         per_minute = round(60.0 / interval)
         run = subprocess.run(
-            ["curl", "-s", "-o", "/dev/null", "-w", "%{time_starttransfer}\\n"]
+            ["curl", "-s", "-o", "/dev/null", "-w", METRICS[METRIC][0] + "\\n"]
             + ["-H", "Connection: close", "--rate", f"{per_minute}/m"]
             + [arg for _ in range(rounds) for arg in ("-o", "/dev/null", url)],
             capture_output=True,
@@ -67,7 +71,7 @@ def curl_ttfbs(url: str, rounds: int, interval: float, start_at: float) -> list[
         if delay > 0:
             time.sleep(delay)
         run = subprocess.run(
-            ["curl", "-s", "-o", "/dev/null", "-w", "%{time_starttransfer}", url],
+            ["curl", "-s", "-o", "/dev/null", "-w", METRICS[METRIC][0], url],
             capture_output=True,
             text=True,
             check=True,
@@ -112,7 +116,7 @@ def recorded_ttfbs(path: Path) -> list[float]:
         except ValueError:
             continue  # a torn last line
         if rec.get("type") == "sample" and rec.get("probe", "").startswith("http"):
-            for series in (rec.get("extra") or {}).get("ttfb_ms", {}).values():
+            for series in (rec.get("extra") or {}).get(METRICS[METRIC][1], {}).values():
                 values += [v for v in series if v is not None]
     return values
 
@@ -161,7 +165,7 @@ def report(name: str, ours: list[float], curl: list[float]) -> bool:
     # Noise floor: curl against itself (its odd rounds against its even rounds).
     floor = statistics.median(curl[1::2]) - statistics.median(curl[0::2])
     print(
-        f"{name:<10} probetop median TTFB {ours_med:8.3f} ms (n={len(ours):>3})   "
+        f"{name:<10} probetop median {METRIC} {ours_med:8.3f} ms (n={len(ours):>3})   "
         f"curl {curl_med:8.3f} ms (n={len(curl):>3})   diff {diff:+.3f} ms   "
         f"ratio {ours_med / curl_med:.4f}   {'OK (<1 ms)' if ok else 'FAIL (>=1 ms)'}"
     )
@@ -206,9 +210,11 @@ def main() -> int:
         action="store_true",
         help="one curl process for all rounds (--rate, Connection: close) instead of one per round",
     )
+    parser.add_argument("--metric", choices=tuple(METRICS), default="ttfb")
     args = parser.parse_args()
-    global WARM_CURL
+    global WARM_CURL, METRIC
     WARM_CURL = args.warm_curl
+    METRIC = args.metric
     if shutil.which("curl") is None:
         raise SystemExit("needs curl (apt-get install curl)")
     results = []

@@ -10,7 +10,7 @@ behind it:
 - ``HttpSettings``: what one run is made of (frozen, validated), including
   the ``HttpRequest`` (the curl options of every request)
 - ``HttpProbe``: repeated sampling (a worker process, one libcurl multi handle)
-- ``HttpInterval``, ``UrlInterval``, ``UrlRun``, ``HttpParams``, ``METRICS``,
+- ``HttpInterval``, ``UrlInterval``, ``UrlRun``, ``Slowest``, ``HttpParams``, ``METRICS``,
   the metric names: what an http sample and an http probe's announcement
   carry, typed
 - ``StatusClass``, ``STATUS_CLASSES``, ``classify``, ``ERROR_MARKER_SHARE``:
@@ -53,6 +53,7 @@ from probetop.probes.http.records import (
     TTFB_MS,
     HttpInterval,
     HttpParams,
+    Slowest,
     UrlInterval,
     UrlRun,
     phase_metric,
@@ -111,6 +112,7 @@ __all__ = [
     "LoadInterval",
     "LoadParams",
     "LoadSettings",
+    "Slowest",
     "StatusClass",
     "UrlInterval",
     "UrlRun",

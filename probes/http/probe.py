@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import statistics
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -237,8 +236,6 @@ class HttpProbe:
     def _sample(self, batch: list[dict[str, Any]], t_ns: int, seconds: float) -> Sample:
         """One interval's worker results as one Sample (``HttpInterval``)."""
         per_url: dict[str, _UrlBatch] = {}  # in the order of each URL's first result
-        ttfbs: list[float] = []
-        totals: list[float] = []
         errors = 0
         counted = 0
         touched: set[str] = set()
@@ -263,15 +260,9 @@ class HttpProbe:
             per_url.setdefault(label, _UrlBatch()).add(
                 phases, outcome, int(result["http_code"]), failed, result["stamps_us"]
             )
-            if outcome.ttfb_ms is not None:
-                ttfbs.append(outcome.ttfb_ms)
-            if outcome.total_ms is not None:
-                totals.append(outcome.total_ms)
         self.skipped = sum(s.skipped for s in self.stats.values())
         interval = HttpInterval(
             urls=tuple(url.record(label) for label, url in per_url.items()),
-            ttfb_ms=statistics.median(ttfbs) if ttfbs else None,
-            total_ms=statistics.median(totals) if totals else None,
             requests=counted,
             errors=errors,
             error_counts={lb: dict(s.errors) for lb, s in self.stats.items() if s.errors},

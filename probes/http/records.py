@@ -15,19 +15,26 @@ Layout of one sample (entity = the URL's label, e.g. ``127.0.0.1:8080/delay``):
 per URL that finished a request in the interval, the latest request's
 ``dns_ms``/``tcp_ms``/``tls_ms``/``server_ms``/``transfer_ms``, ``ttfb_ms``,
 ``total_ms``, ``http_code``, then per URL ``requests`` and ``errors``; without
-an entity the interval's median ``ttfb_ms``/``total_ms`` and its ``requests``
-and ``errors``. ``extra``: ``errors`` (cumulative counts by error kind per
-URL label), ``ttfb_ms``/``total_ms`` (every request's value of the interval
-per label, None for a failed one and, unless ``--include-errors``, for a
-4xx/5xx response: the values the latency statistics cover, exact
-percentiles downstream), ``run`` (per label, the run so far: ``UrlRun``).
-The URL-wide medians cover the same values; the latest request's per-URL
-phases, TTFB, total and status are that request's, whatever its class.
+an entity the slowest URL's median ``ttfb_ms``/``total_ms`` of the interval
+(``HttpInterval.slowest``) and the interval's ``requests`` and ``errors``.
+``extra``: ``errors`` (cumulative counts by error kind per URL label),
+``ttfb_ms``/``total_ms`` (every request's value of the interval per label,
+None for a failed one and, unless ``--include-errors``, for a 4xx/5xx
+response: the values the latency statistics cover, exact percentiles
+downstream), ``run`` (per label, the run so far: ``UrlRun``).
+The medians cover the same values, each over one URL's requests: a median
+pooled over URLs is a time no URL took (a 20 ms URL and a 1 ms one would
+read 10.5 ms). With one URL it is that URL's median, as probetop 0.1 wrote
+it; recordings made with several URLs before this pooled them, so
+``from_sample`` derives the figure from the per-URL series, never reads it.
+The latest request's per-URL phases, TTFB, total and status are that
+request's, whatever its class.
 Warm-up requests (``--warmup``) appear in no value, only in ``run``.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +63,7 @@ def phase_metric(phase: str) -> str:
 _PHASE_OF_METRIC = {phase_metric(p): p for p in PHASES}
 
 METRICS: tuple[MetricSpec, ...] = (
+    # Without an entity: the slowest URL's median of the interval (HttpInterval.slowest).
     MetricSpec(TTFB_MS, "ms", "time to first byte (libcurl starttransfer)", True),
     MetricSpec(TOTAL_MS, "ms", "whole request (libcurl total)", True),
     MetricSpec(phase_metric("dns"), "ms", "DNS: namelookup"),
@@ -139,21 +147,58 @@ class UrlInterval:
     every_ttfb_ms: tuple[float | None, ...] = ()
     every_total_ms: tuple[float | None, ...] = ()
 
+    def median_ms(self, metric: str) -> float | None:
+        """The median of ``every_ttfb_ms`` (``TTFB_MS``) or ``every_total_ms``
+        (``TOTAL_MS``) over the requests that have one; None without any."""
+        series = self.every_ttfb_ms if metric == TTFB_MS else self.every_total_ms
+        values = [v for v in series if v is not None]
+        return statistics.median(values) if values else None
+
+
+@dataclass(frozen=True, slots=True)
+class Slowest:
+    """The URL with the highest median of one interval, and that median (ms)."""
+
+    label: str
+    median_ms: float
+
 
 @dataclass(frozen=True, slots=True)
 class HttpInterval:
     """One interval of an http probe: per URL (in the order their first
-    request finished) and URL-wide (medians over every request of the
-    interval). ``error_counts`` are cumulative since the start, per URL label
-    (only URLs with errors), by error kind (``dns``, ``refused``, ...)."""
+    request finished) and URL-wide (the slowest URL's medians, the request
+    and error counts of all URLs). ``error_counts`` are cumulative since the
+    start, per URL label (only URLs with errors), by error kind (``dns``,
+    ``refused``, ...)."""
 
     urls: tuple[UrlInterval, ...]
-    ttfb_ms: float | None
-    total_ms: float | None
     requests: int
     errors: int
     error_counts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     run: Mapping[str, UrlRun] = field(default_factory=dict)
+
+    def slowest(self, metric: str) -> Slowest | None:
+        """Of the URLs that finished a request in the interval, the one whose
+        median ``metric`` (``TTFB_MS`` or ``TOTAL_MS``) is highest (the first
+        of equals); None when no URL has one. An interval in which a slow
+        URL finished nothing names a faster one: its own figure, still true.
+        Per URL, never pooled: curl -w and httpstat time one URL, and a
+        median over several URLs' requests is a time none of them took."""
+        found = [(u.label, u.median_ms(metric)) for u in self.urls]
+        known = [Slowest(label, ms) for label, ms in found if ms is not None]
+        return max(known, key=_median_of, default=None)
+
+    @property
+    def ttfb_ms(self) -> float | None:
+        """The slowest URL's median TTFB of the interval (``slowest``)."""
+        found = self.slowest(TTFB_MS)
+        return None if found is None else found.median_ms
+
+    @property
+    def total_ms(self) -> float | None:
+        """The slowest URL's median total of the interval (``slowest``)."""
+        found = self.slowest(TOTAL_MS)
+        return None if found is None else found.median_ms
 
     def url_wide(self) -> dict[str, float | None]:
         """The figures without an entity, by metric name (for a history)."""
@@ -222,10 +267,10 @@ class HttpInterval:
                     every_total_ms=every_total.get(label, ()) if every_total else (total,),
                 )
             )
+        # The URL-wide ttfb_ms/total_ms are not read: they follow from the
+        # per-URL series (and older recordings pooled them over URLs).
         return cls(
             urls=tuple(urls),
-            ttfb_ms=_number(values.get(TTFB_MS)),
-            total_ms=_number(values.get(TOTAL_MS)),
             requests=int(_number(values.get(REQUESTS)) or 0),
             errors=int(_number(values.get(ERRORS)) or 0),
             error_counts=_error_counts(extra.get(_EXTRA_ERRORS)),
@@ -283,6 +328,10 @@ class HttpParams:
             warmup=int(_number(params.get("warmup")) or 0),
             include_errors=params.get("include_errors") is True,
         )
+
+
+def _median_of(found: Slowest) -> float:
+    return found.median_ms
 
 
 def _number(value: Any) -> float | None:

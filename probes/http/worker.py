@@ -144,7 +144,9 @@ def run(config: dict[str, Any], out: Any) -> int:
                 continue
             handle = target.handle
             handle.reset()
-            configure(handle, request, target.url, fresh=fresh)
+            # Fresh connections stay open past libcurl's total stamp and
+            # are closed below, once no transfer is timing (configure).
+            configure(handle, request, target.url, fresh=fresh, keep_open=fresh)
             handle.setopt(pycurl.WRITEFUNCTION, _discard)
             if request.follow:
                 # Repeated mode lets libcurl follow redirects: its stamps then add
@@ -172,6 +174,14 @@ def run(config: dict[str, Any], out: Any) -> int:
                     finished(target, errno, message)
                 if not queued:
                     break
+            if fresh and not running:
+                # Close the finished requests' connections now, with no
+                # transfer timing: a new multi handle, an empty pool. While
+                # some transfer is always running, libcurl bounds the pool
+                # (4 connections per handle) and closes the oldest at a
+                # transfer's end, inside its total, as FORBID_REUSE would.
+                multi.close()
+                multi = pycurl.CurlMulti()
         pending = [t for t in targets if count is None or t.done < count]
         if not pending and not running:
             return 0

@@ -7,10 +7,10 @@ import os
 
 import pytest
 from http_fixtures import LocalServer
-from probetop.probes.http import HttpProbe, HttpSettings
+from probetop.probes.http import HttpInterval, HttpProbe, HttpSettings
 from probetop.tui.app import make_app
 from probetop.tui.config import AppConfig
-from probetop.tui.panes.http import HttpPane, stacked_bar
+from probetop.tui.panes.http import HttpPane, fit_label, stacked_bar
 from probetop.tui.runner import run_headless
 from probetop.tui.widgets.registry import pane_class
 
@@ -65,7 +65,10 @@ async def test_pane_shows_a_row_per_url_with_percentiles_and_errors(server) -> N
         row = pane.rows[probe.labels[urls[0]]]
         p50, p90, p99 = row.percentiles
         assert p50 is not None and 15.0 <= p50 <= p90 <= p99  # type: ignore[operator]
-        assert "TTFB median" in pane.ttfb_row.label.text
+        # Three URLs, one with latencies (errors are not): the headline is its.
+        assert "TTFB, slowest" in pane.ttfb_row.label.text
+        note = f"headline: slowest URL {fit_label(probe.labels[urls[0]], 36)}"
+        assert pane.legend.text.startswith(note + "\n")
         assert any(key.startswith("TTFB ") for key in pane.chart_series())
 
 
@@ -88,6 +91,44 @@ async def test_a_recording_replays_into_the_same_rows(server, tmp_path) -> None:
     lines = pane.table_lines()
     assert len(lines) == 3 and "refused 4" in lines[2]
     assert len(pane.rows[probe.labels[urls[0]]].ttfb) == 4
+
+
+async def test_headline_is_the_slowest_urls_median_never_pooled(server, tmp_path) -> None:
+    """A 20 ms URL and a fast one: a median pooled over both reads about
+    10.5 ms, a time no URL took; the headline is the 20 ms URL's, named."""
+    from probetop.probes.core.sample import Announce, Sample
+    from probetop.probes.record.reader import load_session
+
+    rec = tmp_path / "http.jsonl"
+    urls = [f"{server.url}/delay?ms=20", f"{server.url}/"]
+    probe = HttpProbe(HttpSettings(urls=tuple(urls), interval_s=0.1, count=5))
+    await run_headless([probe], record=rec)
+    pane: HttpPane | None = None
+    slow = probe.labels[urls[0]]
+    with_slow = 0  # intervals in which the 20 ms URL finished a request
+    for _t, record in load_session(rec).records():
+        if isinstance(record, Announce) and record.info.get("kind") == "http":
+            pane = HttpPane(record.info)
+        elif isinstance(record, Sample) and pane is not None and record.probe == pane.probe_id:
+            pane.add_sample(record)
+            if slow in {u.label for u in HttpInterval.from_sample(record).urls}:
+                with_slow += 1
+                # That interval's figure is the slow URL's, not a mix with the fast one.
+                assert (pane.latest("ttfb_ms") or 0.0) >= 20.0
+    assert pane is not None and with_slow >= 3
+    fast_p50 = pane.rows[probe.labels[urls[1]]]
+    fast_p50.update_percentiles()
+    assert fast_p50.percentiles[0] is not None and fast_p50.percentiles[0] < 10.0
+    for metric in ("ttfb_ms", "total_ms"):
+        assert (pane.latest(metric) or 0.0) >= 20.0
+        assert pane.slowest[metric] == slow
+        assert pane.headline_title(metric).endswith(", slowest")
+    assert pane.headline_note() == f"headline: slowest URL {fit_label(slow, 36)}"
+    assert pane.headline_text().endswith(f"slowest …{slow[-11:]}")
+    assert "TTFB median, slowest URL (ms)" in pane.chart_series()
+    # One URL: its own median, no name.
+    one = HttpPane({"id": "http", "params": {"labels": [slow]}})
+    assert one.headline_title("ttfb_ms") == "TTFB median" and one.headline_note() == ""
 
 
 async def test_add_probe_action_starts_an_http_pane(server) -> None:

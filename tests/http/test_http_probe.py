@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from http_fixtures import LocalServer
@@ -232,3 +233,43 @@ async def test_timeout_and_tls_errors_are_counted_while_sampling_goes_on(server,
     assert errors == {"slow": {"timeout": 3}, "tls": {"tls": 3}, "ok": {}}
     ok = next(iter(result.summaries["ok"]["urls"].values()))
     assert ok["phases_ms"]["tls"]["min"] > 0  # a handshake on every fresh request
+
+
+def test_fresh_connections_are_closed_after_each_request_outside_its_timing(server):
+    """--fresh keeps each connection open past libcurl's total stamp (a
+    FORBID_REUSE close would be timed in the transfer phase) and closes it
+    once no transfer runs: between requests the worker holds no socket to the
+    server, so nothing piles up."""
+    import psutil
+
+    config = {
+        "urls": [f"{server.url}/delay?ms=1"],
+        "request": HttpRequest().to_dict(),
+        "interval_s": 0.1,
+        "count": 6,
+        "fresh": True,
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "probetop.probes.http.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(config) + "\n")
+        proc.stdin.flush()
+        held = []
+        for _ in range(4):
+            line = json.loads(proc.stdout.readline())
+            assert line["error"] is None and line["num_connects"] == 1  # a new connection
+            # Half a slot later: the request is done, the next not yet due.
+            time.sleep(0.03)
+            conns = psutil.Process(proc.pid).net_connections(kind="tcp")
+            held.append(sum(1 for c in conns if c.raddr and c.raddr.port == server.port))
+        assert held == [0, 0, 0, 0]
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -9,11 +9,14 @@ from probetop.probes.core.sample import Sample
 from probetop.probes.http import (
     METRICS,
     PHASES,
+    TOTAL_MS,
     TTFB_MS,
     HttpInterval,
     HttpParams,
     HttpProbe,
     HttpSettings,
+    Slowest,
+    UrlInterval,
     phase_metric,
 )
 
@@ -139,10 +142,31 @@ def test_from_sample_tolerates_an_old_or_partial_sample():
     (url,) = interval.urls
     assert url.every_ttfb_ms == (4.0,) and url.every_total_ms == (None,)
     assert url.http_code is None and url.phases_ms == {"dns": 1.0}
-    assert interval.ttfb_ms is None and interval.requests == 0 and interval.error_counts == {}
+    # The URL-wide TTFB follows from the one URL's series: its latest, 4 ms.
+    assert interval.ttfb_ms == 4.0 and interval.requests == 0 and interval.error_counts == {}
     junk = Sample("http", 1, 1.0, {TTFB_MS: "x"}, {"errors": [1], "ttfb_ms": "nope", "run": {A: 3}})  # type: ignore[dict-item]
     assert HttpInterval.from_sample(junk).ttfb_ms is None
     assert HttpInterval.from_sample(junk).run == {}
+
+
+def test_url_wide_medians_are_the_slowest_urls_never_pooled():
+    # A 20 ms URL and a 1 ms one: pooled, the median of the four requests
+    # would read 10.5 ms, a time neither URL took.
+    slow = UrlInterval("slow", every_ttfb_ms=(20.0, 22.0), every_total_ms=(21.0, 23.0))
+    fast = UrlInterval("fast", every_ttfb_ms=(1.0, None, 1.0), every_total_ms=(1.5, None, 1.5))
+    interval = HttpInterval(urls=(fast, slow), requests=5, errors=1)
+    assert interval.slowest(TTFB_MS) == Slowest("slow", 21.0)
+    assert interval.slowest(TOTAL_MS) == Slowest("slow", 22.0)
+    assert interval.url_wide()[TTFB_MS] == 21.0 and interval.total_ms == 22.0
+    sample = interval.to_sample("http", 1, 1.0)
+    assert sample.values[TTFB_MS] == 21.0 and sample.values[TOTAL_MS] == 22.0
+    # A recording made before this pooled the figure; reading derives it again.
+    old = Sample("http", 1, 1.0, {**sample.values, TTFB_MS: 10.5}, sample.extra)
+    assert HttpInterval.from_sample(old).slowest(TTFB_MS) == Slowest("slow", 21.0)
+    # One URL: its own median, as before; no URL with a time: none.
+    assert HttpInterval(urls=(fast,), requests=3, errors=1).ttfb_ms == 1.0
+    failed = UrlInterval("down", every_ttfb_ms=(None,), every_total_ms=(None,))
+    assert HttpInterval(urls=(failed,), requests=1, errors=1).slowest(TTFB_MS) is None
 
 
 def test_params_round_trip_and_defaults():

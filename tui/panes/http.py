@@ -6,9 +6,12 @@ over SSH), text sparklines of TTFB and total, the latest TTFB, p50/p90/p99
 of TTFB over the last ``WINDOW`` requests the statistics cover (2xx/3xx
 unless ``--include-errors``), jitter (mean, ms), outage time (s), and the
 errors: ``!!`` with the error share when it passes 1 %, then counts by kind.
-Above the rows, full-width sparklines of the median TTFB and total over all
-URLs; below them, the run's requests by status class, warm-up requests
-discarded and skipped turns.
+Above the rows, full-width sparklines of the interval's median TTFB and
+total: one URL's own, or with several URLs the slowest URL's of that
+interval (named in the label; ``HttpInterval.slowest``, as ``--assert
+http.p95`` takes the worst URL's), never a median pooled over URLs, which
+is a time no URL took. Below them, the run's requests by status class,
+warm-up requests discarded and skipped turns.
 
 Memory stays bounded with 100 URLs: only the URL-wide series go into the
 base class's history; per URL the pane keeps short windows.
@@ -122,6 +125,8 @@ class HttpPane(ProbePane):
         self.include_errors = params.include_errors
         self.legend = TextBlock([self._legend()], wrap=True)
         self.status = TextBlock([""], wrap=True)
+        # The URL behind each headline median, as of the latest interval with one.
+        self.slowest: dict[str, str] = {}
 
     def _legend(self) -> str:
         glyphs = "  ".join(f"{GLYPHS[p]} {p}" for p in PHASES)
@@ -159,6 +164,10 @@ class HttpPane(ProbePane):
         interval = HttpInterval.from_sample(sample)
         # Only the URL-wide series go to the base history (bounded memory).
         self.history.add_values(sample.t_ns / 1e9, interval.url_wide())
+        for metric in (TTFB_MS, TOTAL_MS):
+            found = interval.slowest(metric)
+            if found is not None:
+                self.slowest[metric] = found.label
         self.last_sample = sample
         self.samples_seen += 1
         t_s = sample.t_ns / 1e9
@@ -215,25 +224,63 @@ class HttpPane(ProbePane):
             )
         return lines
 
+    def several(self) -> bool:
+        """True when the pane has more than one URL: the headline then names one."""
+        return len(self.rows) > 1
+
+    def headline_title(self, metric: str) -> str:
+        """``TTFB median`` with one URL; with several ``TTFB, slowest`` (the
+        sparkline label has 28 cells: the URL is named in ``headline_note``)."""
+        name = "TTFB" if metric == TTFB_MS else "total"
+        return f"{name}, slowest" if self.several() else f"{name} median"
+
+    def headline_note(self) -> str:
+        """Which URL the headline medians are ('' with one URL or none yet),
+        its label cut to 36 cells at the front, so the line fits a pane."""
+        if not self.several() or not self.slowest:
+            return ""
+        ttfb, total = self.slowest.get(TTFB_MS), self.slowest.get(TOTAL_MS)
+        if ttfb is not None and total is not None and ttfb != total:
+            return f"headline: TTFB of {fit_label(ttfb, 36)}, total of {fit_label(total, 36)}"
+        return f"headline: slowest URL {fit_label(ttfb or total or '', 36)}"
+
+    def headline_text(self) -> str:
+        """The compact list's line: the headline medians and, with several
+        URLs, the slowest URL they belong to (once when it is the same)."""
+        shown = [(m, n, self.latest(m)) for m, n in ((TTFB_MS, "TTFB"), (TOTAL_MS, "total"))]
+        shown = [(m, n, v) for m, n, v in shown if v is not None]
+        if not shown:
+            return "waiting for data" if not self.samples_seen else "-"
+        labels = {self.slowest[m] for m, _n, _v in shown if m in self.slowest}
+        parts = []
+        for metric, name, value in shown:
+            part = f"{name} {fmt_value(value, 'ms')} ms"
+            if self.several() and len(labels) > 1 and metric in self.slowest:
+                part += f" (slowest {fit_label(self.slowest[metric], 12)})"
+            parts.append(part)
+        if self.several() and len(labels) == 1:
+            parts.append(f"slowest {fit_label(labels.pop(), 12)}")
+        return "  ".join(parts)
+
     def render_frame(self) -> None:
         super().render_frame()
-        for spark_row, key, title in (
-            (self.ttfb_row, TTFB_MS, "TTFB median"),
-            (self.total_row, TOTAL_MS, "total median"),
-        ):
+        for spark_row, key in ((self.ttfb_row, TTFB_MS), (self.total_row, TOTAL_MS)):
             hist = self.history.get(key)
             if hist is None:
                 continue
             spark_row.set(
-                f"{title:<14} {fmt_value(hist.latest, 'ms', 7)} ms",
+                f"{self.headline_title(key):<14} {fmt_value(hist.latest, 'ms', 7)} ms",
                 hist.recent(max(spark_row.spark.size.width, 1)),
             )
         if self.rows and self.samples_seen:
             self.table.set_lines(self.table_lines(), header_rows=1)
             self.status.set_lines([self.status_line()])
+            note = self.headline_note()
+            self.legend.set_lines([note, self._legend()] if note else [self._legend()])
 
     def chart_series(self) -> dict[str, list[tuple[float, float]]]:
         series = {f"TTFB {label} (ms)": list(self.rows[label].chart) for label in self.order}
         out = dict(list(series.items())[:CHART_URLS])
-        out["TTFB median, all URLs (ms)"] = self.series(TTFB_MS)
+        name = "TTFB median, slowest URL (ms)" if self.several() else "TTFB median (ms)"
+        out[name] = self.series(TTFB_MS)
         return out
