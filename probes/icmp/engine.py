@@ -341,6 +341,40 @@ def _on_packet(
         ctr[K_STRAY] += 1
 
 
+@numba.njit(nogil=True, inline="always", cache=CACHE)
+def _receive(
+    fd: int,
+    ts: Any,
+    srclen: Any,
+    buf: Any,
+    src: Any,
+    cfg: Any,
+    st: Any,
+    slot_state: Any,
+    slot_sent: Any,
+    ctr: Any,
+    rtt_sums: Any,
+    hist: Any,
+    icmp_types: Any,
+    err_ring: Any,
+    err_len: Any,
+    err_src: Any,
+) -> tuple[int, int]:
+    """Read one datagram without waiting and account it (``_on_packet``);
+    (its length or -1 with errno set, the time read just after the call)."""
+    srclen[0] = src.shape[0]
+    n = _recvfrom(
+        fd, buf.ctypes.data, buf.shape[0], MSG_DONTWAIT, src.ctypes.data, srclen.ctypes.data
+    )
+    now = _now(ts)
+    if n >= 0:
+        _on_packet(
+            now, n, buf, src, cfg, st, slot_state, slot_sent, ctr, rtt_sums, hist,
+            icmp_types, err_ring, err_len, err_src,
+        )  # fmt: skip
+    return n, now
+
+
 @numba.njit(nogil=True, cache=CACHE)
 def run_slice(
     deadline_ns: int,
@@ -377,7 +411,6 @@ def run_slice(
     pktlen = cfg[C_PKTLEN]
     fix_checksum = cfg[C_RAW] != 0 and cfg[C_V6] == 0
     partial = cfg[C_CSUM_PARTIAL]
-    bufsize = buf.shape[0]
     now = _now(ts)
     while True:
         if now >= deadline_ns:
@@ -385,30 +418,13 @@ def run_slice(
             # count them here, not in the next one (bounded: strays cannot hold
             # the loop past the edge for long).
             for _ in range(EDGE_READS):
-                srclen[0] = src.shape[0]
-                n = _recvfrom(
-                    fd, buf.ctypes.data, bufsize, MSG_DONTWAIT, src.ctypes.data, srclen.ctypes.data
-                )
+                n, at = _receive(
+                    fd, ts, srclen, buf, src, cfg, st, slot_state, slot_sent, ctr, rtt_sums,
+                    hist, icmp_types, err_ring, err_len, err_src,
+                )  # fmt: skip
                 if n < 0:
                     break
-                now = _now(ts)
-                _on_packet(
-                    now,
-                    n,
-                    buf,
-                    src,
-                    cfg,
-                    st,
-                    slot_state,
-                    slot_sent,
-                    ctr,
-                    rtt_sums,
-                    hist,
-                    icmp_types,
-                    err_ring,
-                    err_len,
-                    err_src,
-                )
+                now = at
             st[S_RETURNED] = now
             return SLICE_DEADLINE
         # An opaque copy, so the compiler cannot hoist the read out of the loop.
@@ -494,29 +510,11 @@ def run_slice(
                 # a preload burst) cannot starve the receiver (issue: 0 replies/s
                 # in a flood's interval, replies dropped by a full socket buffer).
         # -- receive -----------------------------------------------------
-        srclen[0] = src.shape[0]
-        n = _recvfrom(
-            fd, buf.ctypes.data, bufsize, MSG_DONTWAIT, src.ctypes.data, srclen.ctypes.data
-        )
-        now = _now(ts)
+        n, now = _receive(
+            fd, ts, srclen, buf, src, cfg, st, slot_state, slot_sent, ctr, rtt_sums,
+            hist, icmp_types, err_ring, err_len, err_src,
+        )  # fmt: skip
         if n >= 0:
-            _on_packet(
-                now,
-                n,
-                buf,
-                src,
-                cfg,
-                st,
-                slot_state,
-                slot_sent,
-                ctr,
-                rtt_sums,
-                hist,
-                icmp_types,
-                err_ring,
-                err_len,
-                err_src,
-            )
             continue
         e = _errno(scratch)
         if e != EAGAIN and e != EINTR:
