@@ -54,11 +54,8 @@ from probetop.probes.disk.counters import (  # noqa: E402
     C_TLAT_MAX,
     C_TLAT_MIN,
     F_LAT_SUM,
-    F_LAT_SUMSQ,
     F_SLAT_SUM,
-    F_SLAT_SUMSQ,
     F_TLAT_SUM,
-    F_TLAT_SUMSQ,
     HIST_BITS,
     HIST_BUCKETS,
     HIST_VAL,
@@ -182,42 +179,40 @@ def bucket(v: int) -> int:
 
 
 @numba.njit(nogil=True, inline="always", cache=CACHE)
+def accumulate(d: int, v: int, lo: int, hi: int, total: int, cnt: Any, flt: Any) -> None:
+    """One latency sample ``v`` (ns) into its min (``cnt[d, lo]``), max
+    (``cnt[d, hi]``), sum (``flt[d, total]``) and sum of squares (the word
+    after it: probes/disk/counters.py)."""
+    if v < cnt[d, lo]:
+        cnt[d, lo] = v
+    if v > cnt[d, hi]:
+        cnt[d, hi] = v
+    flt[d, total] += v
+    flt[d, total + 1] += float(v) * float(v)
+
+
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def record(d: int, got: int, clat: int, cnt: Any, flt: Any, hist: Any) -> None:
     """Count one finished I/O of ``got`` bytes with completion latency ``clat``
     (ns; the histogram is clat's, as fio's percentiles); ``record_slat`` and
     ``record_total`` count its other two latencies."""
     cnt[d, C_IOS] += 1
     cnt[d, C_BYTES] += got
-    if clat < cnt[d, C_LAT_MIN]:
-        cnt[d, C_LAT_MIN] = clat
-    if clat > cnt[d, C_LAT_MAX]:
-        cnt[d, C_LAT_MAX] = clat
-    flt[d, F_LAT_SUM] += clat
-    flt[d, F_LAT_SUMSQ] += float(clat) * float(clat)
+    accumulate(d, clat, C_LAT_MIN, C_LAT_MAX, F_LAT_SUM, cnt, flt)
     hist[d, bucket(clat)] += 1
 
 
 @numba.njit(nogil=True, inline="always", cache=CACHE)
 def record_total(d: int, lat: int, cnt: Any, flt: Any) -> None:
     """fio's lat (ns): submission + completion (psync: the call, = clat)."""
-    if lat < cnt[d, C_TLAT_MIN]:
-        cnt[d, C_TLAT_MIN] = lat
-    if lat > cnt[d, C_TLAT_MAX]:
-        cnt[d, C_TLAT_MAX] = lat
-    flt[d, F_TLAT_SUM] += lat
-    flt[d, F_TLAT_SUMSQ] += float(lat) * float(lat)
+    accumulate(d, lat, C_TLAT_MIN, C_TLAT_MAX, F_TLAT_SUM, cnt, flt)
 
 
 @numba.njit(nogil=True, inline="always", cache=CACHE)
 def record_slat(d: int, slat: int, cnt: Any, flt: Any) -> None:
     """fio's slat (ns): the system call that submitted the I/O."""
     cnt[d, C_SLAT_N] += 1
-    if slat < cnt[d, C_SLAT_MIN]:
-        cnt[d, C_SLAT_MIN] = slat
-    if slat > cnt[d, C_SLAT_MAX]:
-        cnt[d, C_SLAT_MAX] = slat
-    flt[d, F_SLAT_SUM] += slat
-    flt[d, F_SLAT_SUMSQ] += float(slat) * float(slat)
+    accumulate(d, slat, C_SLAT_MIN, C_SLAT_MAX, F_SLAT_SUM, cnt, flt)
 
 
 @numba.njit(nogil=True, inline="always", cache=CACHE)
