@@ -533,9 +533,20 @@ class ProbetopApp(App[int]):
         """PlaybackHost: the status line says where the view stands."""
         self._update_status()
 
-    def say(self, message: str, *, title: str = "", severity: str = "information") -> None:
-        """PlaybackHost: a notification (errors and warnings stay longer)."""
-        self._notify(message, title=title, severity=severity)
+    def say(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: str = "information",
+        timeout: float | None = None,
+    ) -> None:
+        """PlaybackHost: a notification (errors and warnings stay longer;
+        ``timeout`` s when given)."""
+        if timeout is None:
+            self._notify(message, title=title, severity=severity)
+        else:
+            self.notify(message, title=title, severity=severity, timeout=timeout)  # type: ignore[arg-type]
 
     def fail(self, error: RecordingError) -> None:
         """PlaybackHost: the recording cannot be read; end with its exit status."""

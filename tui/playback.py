@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # the reader loads with the recording (tui/commands/replay.py
 REPLAY_FRAME_S = 0.25
 HISTORY_SLICE = 2 << 20  # bytes of a long history an attached view reads per frame
 READ_STEP_BYTES = 1 << 20  # bytes of a replayed recording read between two screen updates
+RECORDING_NOTE_S = 10.0  # how long a problem with the recording stays on screen
 
 
 def fmt_clock(seconds: float) -> str:
@@ -57,7 +58,14 @@ class PlaybackHost(Protocol):
     def render_dirty(self) -> None: ...
     async def rebuild_panes(self, records: list[Record]) -> None: ...
     def refresh_status(self) -> None: ...
-    def say(self, message: str, *, title: str = "", severity: str = "information") -> None: ...
+    def say(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: str = "information",
+        timeout: float | None = None,
+    ) -> None: ...
     def fail(self, error: RecordingError) -> None: ...
 
 
@@ -108,7 +116,7 @@ class Playback:
     def replay_loaded(self, session: Session) -> None:
         self.player.loaded(session.duration_s)
         for warning in session.warnings:
-            self.host.say(warning, title="recording", severity="warning")
+            self.host.say(warning, title="recording", severity="warning", timeout=RECORDING_NOTE_S)
         self.host.refresh_status()
 
     def replay_frame(self) -> None:
@@ -138,7 +146,7 @@ class Playback:
         try:
             player.extend(attached.poll(HISTORY_SLICE if self.loading_history else None))
         except RecordingError as exc:
-            self.host.say(str(exc), title="recording", severity="error")
+            self.host.say(str(exc), title="recording", severity="error", timeout=RECORDING_NOTE_S)
             self.loading_history = False
         if self.loading_history:
             if not attached.caught_up:
