@@ -3,6 +3,8 @@ and virtual devices hidden until ``i``, columns that fit the pane, headlines."""
 
 from __future__ import annotations
 
+import time
+
 from probetop.probes.core.base import describe
 from probetop.probes.core.passive import DiskCounters, NicCounters
 from probetop.probes.core.sample import Announce, Record
@@ -15,9 +17,10 @@ from probetop.probes.system import (
     NetInterval,
     NetProbe,
 )
-from probetop.tui.app import make_app
+from probetop.tui.app import ProbetopApp, make_app
 from probetop.tui.config import AppConfig
 from probetop.tui.panes.system import IDLE_WINDOW, CpuPane, DiskPane, NetPane
+from textual.pilot import Pilot
 
 
 def nic(name: str, pps: float) -> NicCounters:
@@ -26,6 +29,22 @@ def nic(name: str, pps: float) -> NicCounters:
 
 def disk(name: str, iops: float) -> DiskCounters:
     return DiskCounters(name, iops, 0.0, iops * 4096, 0.0, 0.1, None, 1.0)
+
+
+async def route_and_draw(app: ProbetopApp, pilot: Pilot[int], records: list[Record]) -> None:
+    """Route ``records`` and let the app run until every pane they reach is
+    mounted and drawn (one ``pilot.pause()`` was not always enough on a
+    loaded CI box: a pane mounted after the routing is drawn a refresh
+    later, and the net pane still read "waiting for the first sample")."""
+    app.route(records)
+    probes = {r.probe for r in records}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        await pilot.pause(0.02)
+        panes = [app.panes.get(p) for p in probes]
+        if all(p is not None and p.is_mounted for p in panes) and not probes & app._dirty:
+            return
+    raise AssertionError(f"panes {sorted(probes)} were not drawn in 30 s")
 
 
 def net_records(seconds: int, traffic: dict[str, list[float]]) -> list[Record]:
@@ -45,8 +64,7 @@ async def test_net_pane_hides_idle_and_virtual_interfaces_until_i() -> None:
             "ifb0": [0.0] * 3,  # virtual and idle: hidden
             "veth9": [7.0] + [0.0] * (IDLE_WINDOW + 5),  # virtual, idle for > a minute: hidden
         }
-        app.route(net_records(IDLE_WINDOW + 6, traffic))
-        await pilot.pause()
+        await route_and_draw(app, pilot, net_records(IDLE_WINDOW + 6, traffic))
         pane = app.panes["system.net"]
         assert isinstance(pane, NetPane)
         assert pane.shown_entities() == ["lo"]
@@ -73,8 +91,7 @@ async def test_disk_pane_keeps_idle_disks_and_hides_idle_loop_devices() -> None:
         for i in range(3):
             disks = {"vda": disk("vda", 0.0), "loop0": disk("loop0", 0.0), "sdb": disk("sdb", 50.0)}
             records.append(DiskInterval(disks).to_sample((i + 1) * 10**9, 1.0))
-        app.route(records)
-        await pilot.pause()
+        await route_and_draw(app, pilot, records)
         pane = app.panes["system.disk"]
         assert isinstance(pane, DiskPane)
         assert pane.shown_entities() == ["vda", "sdb"]
@@ -87,8 +104,7 @@ async def test_columns_left_out_in_a_narrow_pane_come_back_when_wide() -> None:
     async with app.run_test(size=(60, 30)) as pilot:
         records: list[Record] = [Announce("system.disk", 0, describe(DiskProbe()))]
         records.append(DiskInterval({"vda": disk("vda", 10.0)}).to_sample(10**9, 1.0))
-        app.route(records)
-        await pilot.pause()
+        await route_and_draw(app, pilot, records)
         pane = app.panes["system.disk"]
         narrow = pane.table.lines[0]
         assert "r IO/s" in narrow and "r ms" not in narrow  # latency goes first
@@ -106,8 +122,7 @@ async def test_cpu_pane_reads_its_record_and_fits_the_summary() -> None:
         cores = {f"cpu{i}": CoreReading(10.0 * i, 2600.0) for i in range(4)}
         for i in range(3):
             records.append(CpuLoadInterval(15.0, cores, 1.5, 1.0, 0.5).to_sample(i * 10**9, 1.0))
-        app.route(records)
-        await pilot.pause()
+        await route_and_draw(app, pilot, records)
         pane = app.panes["system.cpu"]
         assert isinstance(pane, CpuPane)
         assert pane.core_names() == ["cpu0", "cpu1", "cpu2", "cpu3"]
