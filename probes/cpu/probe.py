@@ -13,7 +13,7 @@ Contract:
   take hours), and on cancellation sets the stop flag and returns once every
   worker has stopped, waiting at most ``STOP_WAIT_S`` (SCHED_IDLE workers:
   ``BACKGROUND_STOP_WAIT_S``, the rest are left to end, ``workers_lingering``);
-  it never blocks the event loop (see ``_Crew``).
+  it never blocks the event loop (see ``Crew``).
 - The parameters are checked against what the machine and the event loop
   can hold in ``CpuSettings.validate`` (threads per CPU, memory and the
   kernel's limits, the interval floor): LimitProbeError, exit 2.
@@ -24,32 +24,23 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import threading
-import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from probetop.probes.core.base import Emit, ProbeError, UsageProbeError
+from probetop.probes.core.base import Emit, UsageProbeError
 from probetop.probes.core.limits import (
-    WORKER_STACK_BYTES,
     background_priority,
     oversubscribed,
-    thread_stack,
 )
 from probetop.probes.core.sample import Status, now_ns
-from probetop.probes.core.stats import population_stddev
+from probetop.probes.cpu.crew import Crew
 from probetop.probes.cpu.engine import (
     HIST_SIZE,
     INT64_MAX,
     STAT_CPU_NS,
     STAT_DONE,
     STAT_END_NS,
-    STAT_EVENTS,
-    STAT_LAT_MAX,
     STAT_LAT_MIN,
-    STAT_LAT_SUM,
     STAT_PRIMES,
     STAT_SLOTS,
     STOPPED_DEADLINE,
@@ -59,15 +50,14 @@ from probetop.probes.cpu.engine import (
     EngineUnavailable,
     Gate,
     SharedRun,
-    Stacks,
     ThreadJob,
     best_engine,
-    keep_forever,
     load_engine,
 )
-from probetop.probes.cpu.hist import percentile_ms, to_sparse
+from probetop.probes.cpu.hist import percentile_ms
 from probetop.probes.cpu.records import METRICS, PYTHON_ENGINE_LABEL, CpuInterval
 from probetop.probes.cpu.report import SCHED_IDLE_NOTE
+from probetop.probes.cpu.results import PhaseResult, Snapshot, ThreadSnapshot, sweep_rows
 from probetop.probes.cpu.settings import (
     CpuSettings,
     check_python_threads,
@@ -85,164 +75,14 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    import numpy as np
+    pass
 
-# Threads started per turn of the event loop: starting 1000s of threads in one
-# go would hold the loop (each start waits for the new thread to run).
-START_BATCH = 64
 # How long stopping waits for the workers to leave the native loop (they see
 # the stop flag within ~30 ms even at --max-prime 2**31; docs/cpu.md).
 STOP_WAIT_S = 1.0
 BACKGROUND_STOP_WAIT_S = 0.2  # the same for SCHED_IDLE workers (see _run_phase)
 END_GRACE_S = 0.25  # how far past --time a phase may run before it is stopped
-DONE_POLL_S = 0.01  # how often a waiting sampler looks at the threads' done flags
 WATCH_AHEAD_NS = 50_000_000  # ... from this long before the --time deadline
-THREAD_EXIT_WAIT_S = 0.2  # then how long it lets finished threads vanish
-ARRIVE_WAIT_S = 5.0  # at most this long for started threads to reach the gate
-
-
-@dataclass
-class ThreadSnapshot:
-    """One thread's counters (the per-thread form: tests and small runs)."""
-
-    events: int
-    lat_sum_ns: int
-    lat_min_ns: int
-    lat_max_ns: int
-    hist: list[int]
-
-
-@dataclass
-class Snapshot:
-    """Every thread's counters at one moment, vectorised: one entry per thread
-    and the histogram merged over threads. Taking one is a few numpy copies
-    and one sum over a threads x 1024 block (~2 ms at 5000 threads), so no
-    interval's bookkeeping holds the event loop for long."""
-
-    events: np.ndarray  # int64 per thread
-    lat_sum_ns: np.ndarray
-    lat_min_ns: np.ndarray
-    lat_max_ns: np.ndarray
-    hist: np.ndarray  # int64 x HIST_SIZE, summed over threads
-
-    @classmethod
-    def take(cls, stats: np.ndarray, hist: np.ndarray) -> Snapshot:
-        """Read the live blocks (threads x STAT_SLOTS, threads x HIST_SIZE)."""
-        # The engine stores the event count last (release order), so reading
-        # it first gives counts never ahead of the sums and histogram after it.
-        events = stats[:, STAT_EVENTS].copy()
-        return cls(
-            events=events,
-            lat_sum_ns=stats[:, STAT_LAT_SUM].copy(),
-            lat_min_ns=stats[:, STAT_LAT_MIN].copy(),
-            lat_max_ns=stats[:, STAT_LAT_MAX].copy(),
-            hist=hist.sum(axis=0),
-        )
-
-    @classmethod
-    def of_threads(cls, threads: Sequence[ThreadSnapshot]) -> Snapshot:
-        import numpy as np
-
-        merged = np.zeros(HIST_SIZE, np.int64)
-        for t in threads:
-            merged += np.asarray(t.hist, np.int64)
-        return cls(
-            events=np.array([t.events for t in threads], np.int64),
-            lat_sum_ns=np.array([t.lat_sum_ns for t in threads], np.int64),
-            lat_min_ns=np.array([t.lat_min_ns for t in threads], np.int64),
-            lat_max_ns=np.array([t.lat_max_ns for t in threads], np.int64),
-            hist=merged,
-        )
-
-    @property
-    def total_events(self) -> int:
-        return int(self.events.sum())
-
-
-@dataclass
-class PhaseResult:
-    """One run at one thread count: what sysbench's final report is made of.
-
-    The probe keeps the latest ``snapshot``; ``per_thread`` is the same in
-    per-thread form (used when no snapshot is set: tests, hand-built results).
-    """
-
-    threads: int
-    start_ns: int = 0
-    total_time_s: float = 0.0
-    per_thread: list[ThreadSnapshot] = field(default_factory=list)
-    stopped_by: str = "running"
-    primes: int | None = None
-    cpu_ns: list[int] = field(default_factory=list)
-    snapshot: Snapshot | None = None
-
-    def counters(self) -> Snapshot:
-        return self.snapshot if self.snapshot is not None else Snapshot.of_threads(self.per_thread)
-
-    @property
-    def total_events(self) -> int:
-        return self.counters().total_events
-
-    @property
-    def events_per_second(self) -> float:
-        return self.total_events / self.total_time_s if self.total_time_s > 0 else 0.0
-
-    def histogram(self) -> list[int]:
-        return [int(c) for c in self.counters().hist.tolist()]
-
-    def as_dict(self, percentile: float) -> dict[str, Any]:
-        snap = self.counters()
-        events = snap.total_events
-        lat_sum_ms = int(snap.lat_sum_ns.sum()) / 1e6
-        ran = snap.events > 0
-        mins = snap.lat_min_ns[ran]
-        maxs = snap.lat_max_ns[ran]
-        hist = [int(c) for c in snap.hist.tolist()]
-        per_thread_events = [float(e) for e in snap.events.tolist()]
-        per_thread_time = [ns / 1e9 for ns in snap.lat_sum_ns.tolist()]
-        n = max(1, self.threads)
-        latency: dict[str, float | None] = {
-            "min": int(mins.min()) / 1e6 if mins.size else None,
-            "avg": lat_sum_ms / events if events else None,
-            "max": int(maxs.max()) / 1e6 if maxs.size else None,
-            "p50": percentile_ms(hist, 50),
-            "p95": percentile_ms(hist, 95),
-            "p99": percentile_ms(hist, 99),
-            "sum": lat_sum_ms,
-        }
-        latency[percentile_key(percentile)] = percentile_ms(hist, percentile)
-        return {
-            "threads": self.threads,
-            "events_per_second": self.events_per_second,
-            "total_events": events,
-            "total_time": self.total_time_s,
-            "latency_ms": latency,
-            "fairness": {
-                "events_avg": events / n,
-                "events_stddev": population_stddev(per_thread_events),
-                # sysbench: execution time avg = latency sum / threads
-                "time_avg": lat_sum_ms / 1e3 / n,
-                "time_stddev": population_stddev(per_thread_time),
-            },
-            "per_thread": [
-                {
-                    "events": int(ev),
-                    "time_s": t_s,
-                    # CPU time the thread got: below time_s when the OS gave the
-                    # core to something else (steal, other load)
-                    "cpu_time_s": self.cpu_ns[i] / 1e9 if i < len(self.cpu_ns) else None,
-                }
-                for i, (ev, t_s) in enumerate(zip(per_thread_events, per_thread_time, strict=True))
-            ],
-            "histogram": to_sparse(hist),
-            "stopped_by": self.stopped_by,
-            "primes": self.primes,
-        }
-
-
-def percentile_key(pct: float) -> str:
-    """Key of a percentile in ``latency_ms``: 95 -> "p95", 99.9 -> "p99.9"."""
-    return f"p{pct:g}"
 
 
 class CpuProbe:
@@ -367,7 +207,7 @@ class CpuProbe:
         phase = PhaseResult(threads=threads)
         self._current = phase
         assert self.engine is not None
-        crew = _Crew(self.engine, gate, stats)
+        crew = Crew(self.engine, gate, stats)
         start = phase.start_ns = now_ns()
         prev = Snapshot.take(stats, hist)  # all zero: taken before any worker starts
         phase.snapshot = prev
@@ -561,147 +401,9 @@ class CpuProbe:
         return doc
 
 
-class _Crew:
-    """One phase's workers, started in batches (the loop keeps turning while
-    1000s start), waiting at the gate until all are there.
-
-    With the native engine each worker is a native thread that never enters
-    Python (``NativeEngine.spawn``): 1000s of them never queue for the GIL,
-    so they cannot stall this loop, not even while they end. The Python
-    engine's workers are Python threads (at most 2 per CPU: check_python_threads).
-    A worker is done when its STAT_DONE slot is set; gone when it counted
-    itself in ``exited``. Every wait here polls those, with a deadline."""
-
-    def __init__(self, engine: Engine, gate: Gate, stats: np.ndarray) -> None:
-        self.engine = engine
-        self.gate = gate  # workers wait at it until all are started
-        self.stats = stats
-        self.jobs: list[ThreadJob] = []  # what the workers use: shared state, counters
-        self.exited = ctypes.c_int64(0)  # workers that have ended (native: atomic add)
-        self.started = 0
-        self.stacks: Stacks | None = None
-        self.tids: list[int] = []  # native workers not reaped yet
-        self.background = False  # workers run SCHED_IDLE
-        self.python_threads: list[threading.Thread] = []
-
-    async def start(self, target: Any, jobs: list[ThreadJob], background: bool = False) -> None:
-        """Start one worker per job; raise ProbeError if the OS refuses one."""
-        spawn = getattr(self.engine, "spawn", None)
-        self.background = background
-        self.jobs = jobs
-        if spawn is not None:
-            self.stacks = Stacks(len(jobs), WORKER_STACK_BYTES)
-        for first in range(0, len(jobs), START_BATCH):
-            for i, job in enumerate(jobs[first : first + START_BATCH], first):
-                try:
-                    if spawn is not None:
-                        assert self.stacks is not None
-                        tid = spawn(job, self.exited, idle=background, stacks=self.stacks, index=i)
-                        self.tids.append(tid)
-                    else:
-                        with thread_stack():
-                            thread = threading.Thread(
-                                target=target,
-                                args=(job, background, self._python_exited),
-                                name=f"probetop-cpu-{i}",
-                                daemon=True,
-                            )
-                            thread.start()
-                        self.python_threads.append(thread)
-                except (OSError, RuntimeError) as exc:  # EAGAIN / "can't start new thread"
-                    job.shared.request_stop()
-                    self.stats[i:, STAT_DONE] = STOPPED_FLAG  # never started
-                    raise ProbeError(
-                        f"could not start CPU thread {i + 1} of {len(jobs)} ({exc}); "
-                        "a thread or memory limit was reached while starting"
-                    ) from exc
-                self.started += 1
-            await asyncio.sleep(0)
-        # Open only when every worker waits at the gate: one still starting
-        # when the others compute would wait a scheduler turn behind them.
-        deadline = time.monotonic() + ARRIVE_WAIT_S
-        while self.gate.arrived < self.started and time.monotonic() < deadline:
-            await asyncio.sleep(DONE_POLL_S)
-
-    def _reap(self) -> None:
-        """Free the native workers that have ended (the event loop's thread
-        does it, so an ending worker takes no lock: see engine._PThreads)."""
-        reap = getattr(self.engine, "reap", None)
-        if reap is not None and self.tids:
-            self.tids = [tid for tid in self.tids if not reap(tid)]
-
-    def _python_exited(self) -> None:
-        with _exit_lock:
-            self.exited.value += 1
-
-    def all_done(self) -> bool:
-        return bool((self.stats[:, STAT_DONE] != 0).all())
-
-    async def wait(self, timeout: float, watch_after: float = 0.0) -> None:
-        """Until every worker is done or ``timeout``; yields even when 0.
-        The done flags are polled (every ``DONE_POLL_S``) only after
-        ``watch_after`` seconds: before that the workers cannot be done (no
-        --time deadline, no --events limit near), so the event loop sleeps."""
-        deadline = time.monotonic() + timeout
-        if watch_after > 0:
-            await asyncio.sleep(max(0.0, min(timeout, watch_after)))
-        while True:
-            left = deadline - time.monotonic()
-            await asyncio.sleep(min(DONE_POLL_S, max(0.0, left)))
-            if left <= 0 or self.all_done():
-                return
-
-    async def stop(self, timeout: float) -> int:
-        """After the stop flag: open the gate (workers still waiting leave at
-        once), wait (bounded) until every worker is done, then (bounded) until
-        every worker has ended; return how many are not done."""
-        self.gate.open()
-        self.stats[self.started :, STAT_DONE] = STOPPED_FLAG  # cancelled while starting
-        await self.wait(timeout)
-        deadline = time.monotonic() + THREAD_EXIT_WAIT_S
-        while time.monotonic() < deadline:
-            self._reap()
-            if not self.tids and self.exited.value >= self.started:
-                break
-            await asyncio.sleep(0.002)
-        for thread in self.python_threads:  # leave Python too (microseconds)
-            thread.join(max(0.0, deadline - time.monotonic()))
-        if self.tids or self.exited.value < self.started:
-            # Its workers still use its memory (counters, gate, stop flag):
-            # never free it, not even at interpreter exit (a freed page would
-            # crash the process under a thread that is about to end).
-            keep_forever(self)
-        return int((self.stats[:, STAT_DONE] == 0).sum())
-
-
-_exit_lock = threading.Lock()
-
-
 def _stopped_by(codes: list[int]) -> str:
     if any(c == STOPPED_EVENTS for c in codes):
         return "events"
     if any(c == STOPPED_DEADLINE for c in codes):
         return "time"
     return "stop"
-
-
-def sweep_rows(phases: list[PhaseResult], percentile: float) -> list[dict[str, Any]]:
-    """events/s per thread count, with speedup and scaling efficiency vs 1 thread."""
-    base = next((p.events_per_second for p in phases if p.threads == 1), None)
-    rows = []
-    for p in phases:
-        eps = p.events_per_second
-        speedup = eps / base if base else None
-        rows.append(
-            {
-                "threads": p.threads,
-                "events_per_second": eps,
-                "total_events": p.total_events,
-                "total_time": p.total_time_s,
-                "latency_pct_ms": percentile_ms(p.histogram(), percentile),
-                "speedup": speedup,
-                "efficiency": speedup / p.threads if speedup is not None else None,
-                "stopped_by": p.stopped_by,
-            }
-        )
-    return rows
