@@ -28,7 +28,6 @@ This module imports numba and numpy at the top: import it lazily.
 
 from __future__ import annotations
 
-import errno as errno_mod
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +40,88 @@ CACHE = native_cache.enabled()
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 from numba import types  # noqa: E402
+from probetop.probes.icmp.layout import (  # noqa: E402
+    ABORT,
+    ADDR_BYTES,
+    C_ADDRLEN,
+    C_CHECK_IDENT,
+    C_COUNT,
+    C_CSUM_PARTIAL,
+    C_FD,
+    C_GRACE,
+    C_IDENT,
+    C_PACED,
+    C_PERIOD,
+    C_PKTLEN,
+    C_PRELOAD,
+    C_RAW,
+    C_V6,
+    CLOCK_MONOTONIC,
+    CONTROL_POLL_NS,
+    DRAIN,
+    EAGAIN,
+    EDGE_READS,
+    EINTR,
+    ERR_BYTES,
+    ERR_RING,
+    FLOOD_IDLE_NS,
+    HIST_LINEAR,
+    HIST_SIZE,
+    HIST_SUB,
+    HIST_SUB_BITS,
+    IN_FLIGHT,
+    K_DUPS,
+    K_ICMP_ERRS,
+    K_JITTER_MAX,
+    K_JITTER_N,
+    K_LATE,
+    K_LOSS_RUN_SUM,
+    K_LOSS_RUN_SUMSQ,
+    K_LOSS_RUNS,
+    K_LOST,
+    K_MISSED,
+    K_RECEIVED,
+    K_RECV_ERRS,
+    K_REORDERED,
+    K_REPLY_RUN_SUM,
+    K_REPLY_RUN_SUMSQ,
+    K_REPLY_RUNS,
+    K_RTT_MAX,
+    K_RTT_MIN,
+    K_SEND_ERRS,
+    K_SENT,
+    K_STRAY,
+    K_WRAPPED,
+    LATE,
+    LOST,
+    MAX_BACKLOG_NS,
+    MSG_DONTWAIT,
+    N_CONFIG,
+    N_COUNTERS,
+    N_STATE,
+    N_SUMS,
+    POLLIN,
+    R_JITTER,
+    R_SUM,
+    R_SUMSQ,
+    REPLIED,
+    S_FIRST_RUN_DONE,
+    S_HEAD,
+    S_IN_FLIGHT,
+    S_LAST_RTT,
+    S_LAST_SEND,
+    S_MAX_RX,
+    S_NEXT_SEND,
+    S_PREV_OUTCOME,
+    S_RETURNED,
+    S_RUN_LEN,
+    S_SEND_END,
+    S_TAIL,
+    SLICE_DEADLINE,
+    SLICE_DONE,
+    SLOTS,
+    SPIN_NS,
+)
 
 # -- libc, by symbol name: numba links the calls into the loop and, unlike ctypes
 # function pointers, can cache the compiled loop on disk (no JIT on later runs).
@@ -55,109 +136,6 @@ _ppoll: Any = types.ExternalFunction("ppoll", _int(_ptr, types.uint64, _ptr, _pt
 _errno_location: Any = types.ExternalFunction("__errno_location", _ptr())
 _memcpy: Any = types.ExternalFunction("memcpy", _ptr(_ptr, _ptr, _size))
 
-CLOCK_MONOTONIC = 1  # the clock time.monotonic_ns() reads
-MSG_DONTWAIT = 0x40
-POLLIN = 1
-EAGAIN = errno_mod.EAGAIN
-EINTR = errno_mod.EINTR
-
-SLICE_DEADLINE = 0
-SLICE_DONE = 1
-RUN, DRAIN, ABORT = 0, 1, 2  # control[0]
-
-# Idle flood sender: like ping -f, send anyway when no reply came for 10 ms.
-FLOOD_IDLE_NS = 10_000_000
-CONTROL_POLL_NS = 20_000_000
-# Paced senders catch up after a stall of at most this long (see run_slice).
-MAX_BACKLOG_NS = 100_000_000
-# Below this much waiting time the loop spins instead of sleeping in ppoll:
-# waking from ppoll costs tens of microseconds, which would blur the pacing.
-SPIN_NS = 60_000
-# At an interval's edge the loop reads what is already queued on the socket
-# (replies that arrived in the interval) before it returns: at most this many.
-EDGE_READS = 4096
-
-# -- slot states ---------------------------------------------------------------
-FREE, IN_FLIGHT, REPLIED, LOST, LATE = 0, 1, 2, 3, 4
-SLOTS = 1 << 16
-
-# -- config (int64 array, read-only for the loop) ------------------------------
-C_FD, C_V6, C_RAW, C_IDENT, C_PACED, C_PERIOD, C_PRELOAD, C_COUNT, C_GRACE = range(9)
-C_PKTLEN, C_CSUM_PARTIAL, C_CHECK_IDENT, C_ADDRLEN = range(9, 13)
-N_CONFIG = 13
-
-# -- persistent loop state (int64 array) ---------------------------------------
-S_HEAD, S_TAIL, S_NEXT_SEND, S_LAST_SEND, S_IN_FLIGHT, S_MAX_RX = range(6)
-# When the loop last returned: the edge of an interval's counts (the caller may
-# then wait for the GIL, while packets due keep their deadlines).
-S_RETURNED = 6
-# When sending stopped (drain seen, or --count reached); 0 while sending. Rates
-# are per second of sending, so the wait for the last replies does not dilute them.
-S_SEND_END = 7
-# The previous reply's RTT (ns, -1 before the first): jitter is |rtt - previous|.
-S_LAST_RTT = 8
-# Outcome of the last request the sweep resolved (1 replied, 0 lost, -1 none
-# yet), how many in a row had it, and whether the first run (which holds a
-# rate limiter's initial burst) has been left out yet.
-S_PREV_OUTCOME, S_RUN_LEN, S_FIRST_RUN_DONE = 9, 10, 11
-N_STATE = 12
-
-# -- interval counters (int64 array, zeroed by the caller each interval) --------
-K_SENT, K_RECEIVED, K_DUPS, K_REORDERED, K_LOST, K_LATE, K_WRAPPED = range(7)
-K_SEND_ERRS, K_RECV_ERRS, K_ICMP_ERRS, K_STRAY, K_RTT_MIN, K_RTT_MAX = range(7, 13)
-K_MISSED = 13  # paced sends skipped after a stall longer than MAX_BACKLOG_NS
-# Jitter (as trippy/smokeping): |rtt - previous rtt| over consecutive replies.
-K_JITTER_N, K_JITTER_MAX = 14, 15
-# The loss pattern, in send order, as the sweep resolves requests: runs of
-# replied and of lost requests (count, sum and sum of squares of their
-# lengths; the first run of the stream is left out). Independent loss makes
-# run lengths geometric (coefficient of variation sqrt(p) >= 0.7 for the more
-# common outcome); a token bucket (a target's ICMP rate limit) makes them
-# nearly constant. stats.rate_limit_hint reads them.
-K_REPLY_RUNS, K_REPLY_RUN_SUM, K_REPLY_RUN_SUMSQ = 16, 17, 18
-K_LOSS_RUNS, K_LOSS_RUN_SUM, K_LOSS_RUN_SUMSQ = 19, 20, 21
-N_COUNTERS = 22
-COUNTER_NAMES = (
-    "sent",
-    "received",
-    "duplicates",
-    "reordered",
-    "lost",
-    "late",
-    "wrapped",
-    "send_errors",
-    "recv_errors",
-    "icmp_errors",
-    "stray",
-    "rtt_min_ns",
-    "rtt_max_ns",
-    "missed",
-    "jitter_n",
-    "jitter_max_ns",
-    "reply_runs",
-    "reply_run_sum",
-    "reply_run_sumsq",
-    "loss_runs",
-    "loss_run_sum",
-    "loss_run_sumsq",
-)
-# float64 sums: RTT sum and sum of squares (ns, ns^2) for mean and ping's mdev,
-# and the sum of |rtt - previous rtt| (ns) for the mean jitter.
-R_SUM, R_SUMSQ, R_JITTER = 0, 1, 2
-N_SUMS = 3
-
-# -- RTT histogram: exact below 64 ns, then 32 buckets per power of two (< 3.2 %) --
-HIST_SUB_BITS = 5
-HIST_SUB = 1 << HIST_SUB_BITS
-HIST_LINEAR = 2 * HIST_SUB
-HIST_MAX_BITS = 42  # ~73 minutes in ns: beyond any grace period
-HIST_SIZE = HIST_LINEAR + (HIST_MAX_BITS - HIST_SUB_BITS - 1) * HIST_SUB
-
-# -- error packets kept for dissection (per interval) --------------------------
-ERR_RING = 16
-ERR_BYTES = 576  # IPv4 minimum MTU: a whole ICMP error fits
-ADDR_BYTES = 28  # sockaddr_in6
-
 
 @numba.njit(nogil=True, cache=CACHE)
 def hist_index(value: int) -> int:
@@ -170,18 +148,6 @@ def hist_index(value: int) -> int:
     sub = (value >> (bits - HIST_SUB_BITS)) & (HIST_SUB - 1)
     idx = HIST_LINEAR + (bits - HIST_SUB_BITS - 1) * HIST_SUB + sub
     return min(idx, HIST_SIZE - 1)
-
-
-def hist_bucket_bounds(idx: int) -> tuple[float, float]:
-    """[low, high) of a histogram bucket, in ns (Python side, for percentiles)."""
-    if idx < HIST_LINEAR:
-        return float(idx), float(idx + 1)
-    rel = idx - HIST_LINEAR
-    bits = rel // HIST_SUB + HIST_SUB_BITS + 1
-    sub = rel % HIST_SUB
-    shift = bits - HIST_SUB_BITS
-    low = (HIST_SUB + sub) << shift
-    return float(low), float(low + (1 << shift))
 
 
 @numba.njit(nogil=True, cache=CACHE)

@@ -1,7 +1,7 @@
 """ICMP accounting: merge per-stream interval snapshots into metrics and totals.
 
 Contract:
-- ``IntervalTotals`` adds up snapshots (from ``engine.IntervalArrays``) of
+- ``IntervalTotals`` adds up snapshots (``engine.IntervalArrays``, read via ``layout``) of
   any number of streams and intervals; ``record(seconds, mode)`` turns one
   interval's totals into the typed ``IcmpInterval`` (records.py) the probe
   emits; ``rtt()`` and ``loss_pct`` give the whole run's figures.
@@ -19,12 +19,15 @@ import errno
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from probetop.probes.icmp import engine as eng
+from probetop.probes.icmp import layout
 from probetop.probes.icmp.packet import error_name
 from probetop.probes.icmp.records import IcmpInterval, RttBucket, RttStats
+
+if TYPE_CHECKING:  # the loop's module loads numba: only its type here
+    from probetop.probes.icmp.engine import IntervalArrays
 
 PERCENTILES = (50.0, 90.0, 99.0)
 
@@ -37,7 +40,7 @@ def histogram_percentile(hist: np.ndarray, pct: float, lo: float, hi: float) -> 
     rank = max(1, math.ceil(pct / 100.0 * total))
     cumulative = np.cumsum(hist)
     idx = int(np.searchsorted(cumulative, rank))
-    low, high = eng.hist_bucket_bounds(idx)
+    low, high = layout.hist_bucket_bounds(idx)
     return min(max((low + high) / 2.0, lo), hi)
 
 
@@ -45,16 +48,16 @@ def coarse_histogram(hist: np.ndarray, per_octave: int = 4) -> list[list[float]]
     """[[low_us, high_us, count], ...] of the non-empty buckets, merged to
     ``per_octave`` buckets per power of two: small enough for every Sample."""
     out: dict[tuple[float, float], int] = {}
-    merge = eng.HIST_SUB // per_octave
+    merge = layout.HIST_SUB // per_octave
     for nz in np.nonzero(hist)[0]:
         idx = int(nz)
-        if idx < eng.HIST_LINEAR:
-            key = (0.0, eng.HIST_LINEAR / 1000.0)
+        if idx < layout.HIST_LINEAR:
+            key = (0.0, layout.HIST_LINEAR / 1000.0)
         else:
-            rel = idx - eng.HIST_LINEAR
-            first = eng.HIST_LINEAR + (rel // merge) * merge
-            low, _ = eng.hist_bucket_bounds(first)
-            _, high = eng.hist_bucket_bounds(first + merge - 1)
+            rel = idx - layout.HIST_LINEAR
+            first = layout.HIST_LINEAR + (rel // merge) * merge
+            low, _ = layout.hist_bucket_bounds(first)
+            _, high = layout.hist_bucket_bounds(first + merge - 1)
             key = (low / 1000.0, high / 1000.0)
         out[key] = out.get(key, 0) + int(hist[idx])
     return [[lo, hi, float(n)] for (lo, hi), n in sorted(out.items())]
@@ -64,35 +67,35 @@ def coarse_histogram(hist: np.ndarray, per_octave: int = 4) -> list[list[float]]
 class IntervalTotals:
     """Sums over streams (and, for the run totals, over intervals)."""
 
-    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(eng.COUNTER_NAMES, 0))
+    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(layout.COUNTER_NAMES, 0))
     rtt_min_ns: int | None = None
     rtt_max_ns: int | None = None
     rtt_sum: float = 0.0
     rtt_sumsq: float = 0.0
     jitter_sum: float = 0.0  # ns: sum of |rtt - previous rtt| over consecutive replies
-    histogram: np.ndarray = field(default_factory=lambda: np.zeros(eng.HIST_SIZE, np.int64))
+    histogram: np.ndarray = field(default_factory=lambda: np.zeros(layout.HIST_SIZE, np.int64))
     icmp_errors: dict[str, int] = field(default_factory=dict)
     send_errors: dict[str, int] = field(default_factory=dict)
     recv_errors: dict[str, int] = field(default_factory=dict)
     routers: dict[str, dict[str, int]] = field(default_factory=dict)  # error name -> router -> n
     in_flight: int = 0
 
-    def add_snapshot(self, snap: eng.IntervalArrays, v6: bool, *, detail: bool = True) -> None:
+    def add_snapshot(self, snap: IntervalArrays, v6: bool, *, detail: bool = True) -> None:
         """Add one stream's interval; ``detail=False`` leaves out the RTT
         histogram and the error tables (a stream's own totals: cheap)."""
         c = snap.counters
-        for i, name in enumerate(eng.COUNTER_NAMES):
+        for i, name in enumerate(layout.COUNTER_NAMES):
             if name == "jitter_max_ns":
                 self.counters[name] = max(self.counters[name], int(c[i]))
             elif name not in ("rtt_min_ns", "rtt_max_ns"):
                 self.counters[name] += int(c[i])
-        if c[eng.K_RTT_MIN] >= 0:
-            lo, hi = int(c[eng.K_RTT_MIN]), int(c[eng.K_RTT_MAX])
+        if c[layout.K_RTT_MIN] >= 0:
+            lo, hi = int(c[layout.K_RTT_MIN]), int(c[layout.K_RTT_MAX])
             self.rtt_min_ns = lo if self.rtt_min_ns is None else min(self.rtt_min_ns, lo)
             self.rtt_max_ns = hi if self.rtt_max_ns is None else max(self.rtt_max_ns, hi)
-        self.rtt_sum += float(snap.rtt_sums[eng.R_SUM])
-        self.rtt_sumsq += float(snap.rtt_sums[eng.R_SUMSQ])
-        self.jitter_sum += float(snap.rtt_sums[eng.R_JITTER])
+        self.rtt_sum += float(snap.rtt_sums[layout.R_SUM])
+        self.rtt_sumsq += float(snap.rtt_sums[layout.R_SUMSQ])
+        self.jitter_sum += float(snap.rtt_sums[layout.R_JITTER])
         if not detail:
             return
         self.histogram += snap.histogram

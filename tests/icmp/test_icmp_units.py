@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 from probetop.probes.core.options import OptionValueError
-from probetop.probes.icmp import SPEC, IcmpSettings, reference_command
+from probetop.probes.icmp import SPEC, IcmpSettings, layout, reference_command
 from probetop.probes.icmp import engine as eng
 from probetop.probes.icmp.packet import checksum_partial, echo_request, internet_checksum
 from probetop.probes.icmp.stats import histogram_percentile
@@ -42,23 +42,23 @@ def test_histogram_buckets_contain_their_values_and_are_narrow() -> None:
     values = np.concatenate([np.arange(0, 200), rng.integers(200, 10**12, 5000)])
     for v in values:
         idx = eng.hist_index(int(v))
-        low, high = eng.hist_bucket_bounds(idx)
+        low, high = layout.hist_bucket_bounds(idx)
         assert low <= v < high
-        if v >= eng.HIST_LINEAR:
-            assert (high - low) / low <= 1 / eng.HIST_SUB + 1e-12
+        if v >= layout.HIST_LINEAR:
+            assert (high - low) / low <= 1 / layout.HIST_SUB + 1e-12
 
 
 def test_histogram_percentiles_within_bucket_width_of_exact() -> None:
     rng = np.random.default_rng(7)
     rtts = rng.lognormal(mean=9.0, sigma=1.0, size=20_000).astype(np.int64)  # ~8 µs median
-    hist = np.zeros(eng.HIST_SIZE, np.int64)
+    hist = np.zeros(layout.HIST_SIZE, np.int64)
     for v in rtts:
         hist[eng.hist_index(int(v))] += 1
     ordered = np.sort(rtts)
     for p in (50, 90, 99):
         exact = ordered[int(np.ceil(p / 100 * len(ordered))) - 1]
         got = histogram_percentile(hist, p, float(ordered[0]), float(ordered[-1]))
-        assert got == pytest.approx(exact, rel=1 / eng.HIST_SUB)
+        assert got == pytest.approx(exact, rel=1 / layout.HIST_SUB)
 
 
 @pytest.mark.parametrize(
@@ -99,7 +99,7 @@ def test_cli_import_stays_light() -> None:
 def _runs(outcomes: list[bool]) -> dict[str, int]:
     """The engine's run counters for a sequence of outcomes (True: replied),
     the first run left out as the engine does."""
-    counters = dict.fromkeys(eng.COUNTER_NAMES, 0)
+    counters = dict.fromkeys(layout.COUNTER_NAMES, 0)
     counters["received"] = sum(outcomes)
     counters["lost"] = len(outcomes) - sum(outcomes)
     runs: list[tuple[bool, int]] = []

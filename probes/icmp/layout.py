@@ -1,0 +1,128 @@
+"""The ICMP loop's shared memory layout: what each slot of its arrays means.
+
+Contract: the native loop (engine.py) and the Python side that reads its
+arrays (stats.py, probe.py) index them only through these names. The module
+imports nothing heavy (no numba, no numpy), so reading the layout never
+loads the JIT. The RTT histogram is log-linear: exact below ``HIST_LINEAR`` ns,
+then ``HIST_SUB`` buckets per power of two (< 3.2 % wide);
+``hist_bucket_bounds`` is its inverse for percentiles.
+"""
+
+from __future__ import annotations
+
+import errno as errno_mod
+
+CLOCK_MONOTONIC = 1  # the clock time.monotonic_ns() reads
+MSG_DONTWAIT = 0x40
+POLLIN = 1
+EAGAIN = errno_mod.EAGAIN
+EINTR = errno_mod.EINTR
+
+SLICE_DEADLINE = 0
+SLICE_DONE = 1
+RUN, DRAIN, ABORT = 0, 1, 2  # control[0]
+
+# Idle flood sender: like ping -f, send anyway when no reply came for 10 ms.
+FLOOD_IDLE_NS = 10_000_000
+CONTROL_POLL_NS = 20_000_000
+# Paced senders catch up after a stall of at most this long (see run_slice).
+MAX_BACKLOG_NS = 100_000_000
+# Below this much waiting time the loop spins instead of sleeping in ppoll:
+# waking from ppoll costs tens of microseconds, which would blur the pacing.
+SPIN_NS = 60_000
+# At an interval's edge the loop reads what is already queued on the socket
+# (replies that arrived in the interval) before it returns: at most this many.
+EDGE_READS = 4096
+
+# -- slot states ---------------------------------------------------------------
+FREE, IN_FLIGHT, REPLIED, LOST, LATE = 0, 1, 2, 3, 4
+SLOTS = 1 << 16
+
+# -- config (int64 array, read-only for the loop) ------------------------------
+C_FD, C_V6, C_RAW, C_IDENT, C_PACED, C_PERIOD, C_PRELOAD, C_COUNT, C_GRACE = range(9)
+C_PKTLEN, C_CSUM_PARTIAL, C_CHECK_IDENT, C_ADDRLEN = range(9, 13)
+N_CONFIG = 13
+
+# -- persistent loop state (int64 array) ---------------------------------------
+S_HEAD, S_TAIL, S_NEXT_SEND, S_LAST_SEND, S_IN_FLIGHT, S_MAX_RX = range(6)
+# When the loop last returned: the edge of an interval's counts (the caller may
+# then wait for the GIL, while packets due keep their deadlines).
+S_RETURNED = 6
+# When sending stopped (drain seen, or --count reached); 0 while sending. Rates
+# are per second of sending, so the wait for the last replies does not dilute them.
+S_SEND_END = 7
+# The previous reply's RTT (ns, -1 before the first): jitter is |rtt - previous|.
+S_LAST_RTT = 8
+# Outcome of the last request the sweep resolved (1 replied, 0 lost, -1 none
+# yet), how many in a row had it, and whether the first run (which holds a
+# rate limiter's initial burst) has been left out yet.
+S_PREV_OUTCOME, S_RUN_LEN, S_FIRST_RUN_DONE = 9, 10, 11
+N_STATE = 12
+
+# -- interval counters (int64 array, zeroed by the caller each interval) --------
+K_SENT, K_RECEIVED, K_DUPS, K_REORDERED, K_LOST, K_LATE, K_WRAPPED = range(7)
+K_SEND_ERRS, K_RECV_ERRS, K_ICMP_ERRS, K_STRAY, K_RTT_MIN, K_RTT_MAX = range(7, 13)
+K_MISSED = 13  # paced sends skipped after a stall longer than MAX_BACKLOG_NS
+# Jitter (as trippy/smokeping): |rtt - previous rtt| over consecutive replies.
+K_JITTER_N, K_JITTER_MAX = 14, 15
+# The loss pattern, in send order, as the sweep resolves requests: runs of
+# replied and of lost requests (count, sum and sum of squares of their
+# lengths; the first run of the stream is left out). Independent loss makes
+# run lengths geometric (coefficient of variation sqrt(p) >= 0.7 for the more
+# common outcome); a token bucket (a target's ICMP rate limit) makes them
+# nearly constant. stats.rate_limit_hint reads them.
+K_REPLY_RUNS, K_REPLY_RUN_SUM, K_REPLY_RUN_SUMSQ = 16, 17, 18
+K_LOSS_RUNS, K_LOSS_RUN_SUM, K_LOSS_RUN_SUMSQ = 19, 20, 21
+N_COUNTERS = 22
+COUNTER_NAMES = (
+    "sent",
+    "received",
+    "duplicates",
+    "reordered",
+    "lost",
+    "late",
+    "wrapped",
+    "send_errors",
+    "recv_errors",
+    "icmp_errors",
+    "stray",
+    "rtt_min_ns",
+    "rtt_max_ns",
+    "missed",
+    "jitter_n",
+    "jitter_max_ns",
+    "reply_runs",
+    "reply_run_sum",
+    "reply_run_sumsq",
+    "loss_runs",
+    "loss_run_sum",
+    "loss_run_sumsq",
+)
+# float64 sums: RTT sum and sum of squares (ns, ns^2) for mean and ping's mdev,
+# and the sum of |rtt - previous rtt| (ns) for the mean jitter.
+R_SUM, R_SUMSQ, R_JITTER = 0, 1, 2
+N_SUMS = 3
+
+# -- RTT histogram: exact below 64 ns, then 32 buckets per power of two (< 3.2 %) --
+HIST_SUB_BITS = 5
+HIST_SUB = 1 << HIST_SUB_BITS
+HIST_LINEAR = 2 * HIST_SUB
+HIST_MAX_BITS = 42  # ~73 minutes in ns: beyond any grace period
+HIST_SIZE = HIST_LINEAR + (HIST_MAX_BITS - HIST_SUB_BITS - 1) * HIST_SUB
+
+# -- error packets kept for dissection (per interval) --------------------------
+ERR_RING = 16
+ERR_BYTES = 576  # IPv4 minimum MTU: a whole ICMP error fits
+ADDR_BYTES = 28  # sockaddr_in6
+
+
+def hist_bucket_bounds(idx: int) -> tuple[float, float]:
+    """[low, high) of a histogram bucket, in ns (Python side, for percentiles)."""
+    if idx < HIST_LINEAR:
+        return float(idx), float(idx + 1)
+    rel = idx - HIST_LINEAR
+    bits = rel // HIST_SUB + HIST_SUB_BITS + 1
+    sub = rel % HIST_SUB
+    shift = bits - HIST_SUB_BITS
+    low = (HIST_SUB + sub) << shift
+    return float(low), float(low + (1 << shift))
