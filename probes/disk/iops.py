@@ -12,7 +12,7 @@ Contract:
   ``time_s`` then measures that long and the probe ends by itself.
 - ``IopsProbe(settings)`` takes its ``IopsSettings`` (probes/disk/settings.py).
 - Writes to a block device are refused whatever the flags for a device in use
-  (``blockdev.write_refusals``) or one holding a partition table or
+  (``refusals.write_refusals``) or one holding a partition table or
   filesystem; past those refusals they need ``settings.confirmed``
   (``--yes-destroy-data=TARGET`` or the typed name in the dashboard), else
   ``prepare`` raises ``ConfirmationRequired``. A file needs no confirmation
@@ -51,7 +51,6 @@ from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.core.ticker import Ticker
 from probetop.probes.disk import capacity, ioengines
-from probetop.probes.disk.blockdev import lock_devices
 from probetop.probes.disk.capacity import human
 from probetop.probes.disk.counters import (
     DirectionTotals,
@@ -69,6 +68,7 @@ from probetop.probes.disk.records import (
     IopsParams,
     pct_key,
 )
+from probetop.probes.disk.refusals import lock_devices
 from probetop.probes.disk.settings import IopsSettings
 from probetop.probes.disk.steps import GRACE_S, run_step
 from probetop.probes.disk.target import (
@@ -171,7 +171,8 @@ class IopsProbe:
             self._prepare()
 
     def _prepare(self) -> None:
-        from probetop.probes.disk.blockdev import data_signatures, write_refusals
+        from probetop.probes.disk.refusals import write_refusals
+        from probetop.probes.disk.signatures import data_signatures
 
         s = self.settings
         capacity.check(jobs=s.jobs, iodepth=s.iodepth, bs=s.bs)

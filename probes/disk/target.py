@@ -42,14 +42,10 @@ from dataclasses import dataclass, field
 
 from probetop.probes.core.base import ProbeError, TargetProbeError, UsageProbeError
 from probetop.probes.core.options import parse_byte_size
-from probetop.probes.disk.blockdev import (
-    PSEUDO_FILESYSTEMS,
-    DeviceIdentity,
-    filesystem_of,
-    identify,
-    read_only_device,
-)
+from probetop.probes.disk.blockdev import DeviceIdentity, identify
 from probetop.probes.disk.capacity import human
+from probetop.probes.disk.mounts import PSEUDO_FILESYSTEMS, filesystem_of
+from probetop.probes.disk.refusals import read_only_device
 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 
@@ -285,7 +281,8 @@ def _refuse_pseudo(path: str) -> None:
 def _logical_block_size(ident: DeviceIdentity | None, path: str) -> int:
     if ident is not None and ident.logical_block_size:
         return ident.logical_block_size
-    from probetop.probes.disk.blockdev import SYS_CLASS_BLOCK, backing_device
+    from probetop.probes.disk.mounts import backing_device
+    from probetop.probes.disk.sysfs import SYS_CLASS_BLOCK
 
     holder = backing_device(_existing_dir(path))
     if holder:
@@ -326,7 +323,7 @@ def _resolve(
     direct: bool | None,
     may_create: bool,
 ) -> Target:
-    from probetop.probes.disk.blockdev import backing_device
+    from probetop.probes.disk.mounts import backing_device
 
     if bs <= 0:
         raise UsageProbeError("--bs must be at least 1 byte")

@@ -17,7 +17,7 @@ import disk_fixtures
 import pytest
 from disk_fixtures import IMAGE_BYTES, Layers, _mkfs_ext4, _run, _tool
 from probetop.probes.core.base import TargetProbeError
-from probetop.probes.disk import blockdev
+from probetop.probes.disk import blockdev, mounts, refusals, signatures, sysfs
 
 layers = disk_fixtures.layers  # the fixture, under the name tests ask for
 
@@ -116,8 +116,8 @@ def test_regular_file_identity_and_no_refusals(tmp_path: Path) -> None:
     assert ident.size_bytes == 8192
     assert ident.dev is None and ident.serial is None
     assert ident.real_path == os.path.realpath(target)
-    assert blockdev.write_refusals(target) == []
-    assert blockdev.data_signatures(target) == []
+    assert refusals.write_refusals(target) == []
+    assert signatures.data_signatures(target) == []
 
 
 def test_file_on_tmpfs_has_no_backing_disk() -> None:
@@ -126,7 +126,7 @@ def test_file_on_tmpfs_has_no_backing_disk() -> None:
     path = Path("/dev/shm") / f"probetop-blockdev-{uuid.uuid4().hex}"
     path.write_bytes(b"x")
     try:
-        assert blockdev.backing_device(path) is None
+        assert mounts.backing_device(path) is None
     finally:
         path.unlink()
 
@@ -139,13 +139,13 @@ def test_ext4_and_swap_signatures_in_image_files(tmp_path: Path) -> None:
     with open(ext4, "wb") as f:
         f.truncate(IMAGE_BYTES)
     _mkfs_ext4(ext4)
-    assert any(s.startswith("ext4 filesystem") for s in blockdev.data_signatures(ext4))
+    assert any(s.startswith("ext4 filesystem") for s in signatures.data_signatures(ext4))
 
     swap = tmp_path / "swap.img"
     with open(swap, "wb") as f:
         f.truncate(IMAGE_BYTES)
     _run(_tool("mkswap"), str(swap))
-    sigs = blockdev.data_signatures(swap)
+    sigs = signatures.data_signatures(swap)
     assert any("swap area" in s for s in sigs), sigs
 
 
@@ -154,7 +154,7 @@ def test_ext2_is_not_reported_as_ext4(tmp_path: Path) -> None:
     with open(image, "wb") as f:
         f.truncate(IMAGE_BYTES)
     _run(_tool("mkfs.ext2"), "-q", "-F", str(image))
-    assert any(s.startswith("ext2 filesystem") for s in blockdev.data_signatures(image))
+    assert any(s.startswith("ext2 filesystem") for s in signatures.data_signatures(image))
 
 
 @pytest.mark.parametrize(
@@ -172,21 +172,21 @@ def test_ext2_is_not_reported_as_ext4(tmp_path: Path) -> None:
     ],
 )
 def test_signature_offsets(offset: int, magic: bytes, expected: str) -> None:
-    buf = bytearray(blockdev.SIGNATURE_SCAN_BYTES)
+    buf = bytearray(signatures.SIGNATURE_SCAN_BYTES)
     buf[offset : offset + len(magic)] = magic
-    found = blockdev.signatures_in(bytes(buf))
+    found = signatures.signatures_in(bytes(buf))
     assert len(found) == 1 and found[0].startswith(expected), found
     # One byte off must not match: the offsets are the contract.
-    shifted = bytearray(blockdev.SIGNATURE_SCAN_BYTES)
+    shifted = bytearray(signatures.SIGNATURE_SCAN_BYTES)
     shifted[offset + 1 : offset + 1 + len(magic)] = magic
-    assert blockdev.signatures_in(bytes(shifted)) == []
+    assert signatures.signatures_in(bytes(shifted)) == []
 
 
 def test_fat_boot_sector_is_not_reported_as_a_partition_table() -> None:
     buf = bytearray(4096)
     buf[82:90] = b"FAT32   "
     buf[510:512] = b"\x55\xaa"
-    assert [s.split()[0] for s in blockdev.signatures_in(bytes(buf))] == ["vfat"]
+    assert [s.split()[0] for s in signatures.signatures_in(bytes(buf))] == ["vfat"]
 
 
 def test_scsi_vpd_serial_page() -> None:
@@ -200,7 +200,7 @@ def test_scsi_vpd_serial_page() -> None:
 def test_short_image_is_scanned_without_error(tmp_path: Path) -> None:
     tiny = tmp_path / "tiny"
     tiny.write_bytes(b"XFSB")
-    assert [s.split()[0] for s in blockdev.data_signatures(tiny)] == ["xfs"]
+    assert [s.split()[0] for s in signatures.data_signatures(tiny)] == ["xfs"]
 
 
 # ----------------------------------------------------------------- loop devices (root)
@@ -217,18 +217,18 @@ def test_clean_loop_device_is_allowed_and_identified(layers: Layers) -> None:
     assert ident.name == os.path.basename(dev)
     assert ident.logical_block_size == 512
     assert ident.dev == _run(_tool("lsblk"), "-dno", "MAJ:MIN", dev).strip()
-    assert blockdev.write_refusals(dev) == []
-    assert blockdev.data_signatures(dev) == []
-    assert blockdev.backing_device(dev) == os.path.basename(dev)
-    assert not blockdev._exclusively_claimed(dev)
+    assert refusals.write_refusals(dev) == []
+    assert signatures.data_signatures(dev) == []
+    assert mounts.backing_device(dev) == os.path.basename(dev)
+    assert not refusals._exclusively_claimed(dev)
 
 
 @requires_root
 def test_unmounted_ext4_loop_is_allowed_but_signed(layers: Layers) -> None:
     dev = layers.loop(layers.image())
     _mkfs_ext4(dev)
-    assert blockdev.write_refusals(dev) == []
-    sigs = blockdev.data_signatures(dev)
+    assert refusals.write_refusals(dev) == []
+    sigs = signatures.data_signatures(dev)
     assert any(s.startswith("ext4") for s in sigs), sigs
     assert _run(_tool("blkid"), "-o", "value", "-s", "TYPE", dev) == "ext4"
 
@@ -238,13 +238,13 @@ def test_mounted_loop_is_refused(layers: Layers) -> None:
     dev = layers.loop(layers.image())
     _mkfs_ext4(dev)
     point = layers.mount(dev)
-    reasons = blockdev.write_refusals(dev)
+    reasons = refusals.write_refusals(dev)
     assert any(f"mounted on {point}" in r for r in reasons), reasons
-    assert blockdev._exclusively_claimed(dev)
+    assert refusals._exclusively_claimed(dev)
     # A file inside the mounted filesystem is counted on that loop device.
     inside = point / "file"
     inside.write_bytes(b"x")
-    assert blockdev.backing_device(inside) == os.path.basename(dev)
+    assert mounts.backing_device(inside) == os.path.basename(dev)
 
 
 @requires_root
@@ -256,12 +256,12 @@ def test_mounted_partition_refuses_the_whole_disk(layers: Layers) -> None:
     _mkfs_ext4(part)
     point = layers.mount(part)
 
-    reasons = blockdev.write_refusals(dev)
+    reasons = refusals.write_refusals(dev)
     assert any(f"partition {os.path.basename(part)} is mounted on {point}" in r for r in reasons), (
         reasons
     )
-    assert any("mounted on" in r for r in blockdev.write_refusals(part))
-    assert any(s.startswith("dos (MBR)") for s in blockdev.data_signatures(dev))
+    assert any("mounted on" in r for r in refusals.write_refusals(part))
+    assert any(s.startswith("dos (MBR)") for s in signatures.data_signatures(dev))
 
     ident = blockdev.identify(part)
     assert ident.name == os.path.basename(part)
@@ -269,7 +269,7 @@ def test_mounted_partition_refuses_the_whole_disk(layers: Layers) -> None:
     assert ident.backing_file == str(image)  # a partition carries its disk's identity
     inside = point / "f"
     inside.write_bytes(b"x")
-    assert blockdev.backing_device(inside) == os.path.basename(dev)  # the whole disk
+    assert mounts.backing_device(inside) == os.path.basename(dev)  # the whole disk
 
 
 @requires_root
@@ -281,7 +281,7 @@ def test_device_mapper_holder_is_refused(layers: Layers) -> None:
         pytest.skip(f"device-mapper is not available in this kernel ({exc.strerror})")
     dev = layers.loop(layers.image())
     name = layers.dm_linear(dev, IMAGE_BYTES // 512)
-    reasons = blockdev.write_refusals(dev)
+    reasons = refusals.write_refusals(dev)
     assert any("held by dm-" in r and name in r for r in reasons), reasons
 
 
@@ -295,37 +295,37 @@ def test_holders_the_kernel_lists_are_refused(
     # holders/ directory is replaced, the rest of the check runs as is.
     dev = layers.loop(layers.image())
     name = os.path.basename(dev)
-    real_holders = blockdev._holders
+    real_holders = sysfs.holders
 
     def holders(sysdir: Path) -> list[str]:
         return ["dm-99"] if sysdir.name == name else real_holders(sysdir)
 
-    monkeypatch.setattr(blockdev, "_holders", holders)
-    reasons = blockdev.write_refusals(dev)
+    monkeypatch.setattr(sysfs, "holders", holders)
+    reasons = refusals.write_refusals(dev)
     assert any("held by dm-99" in r and "remove that first" in r for r in reasons), reasons
-    monkeypatch.setattr(blockdev, "_holders", real_holders)
-    assert blockdev.write_refusals(dev) == []
+    monkeypatch.setattr(sysfs, "holders", real_holders)
+    assert refusals.write_refusals(dev) == []
 
 
 @requires_root
 def test_active_swap_is_refused(layers: Layers) -> None:
     dev = layers.loop(layers.image())
     layers.swapon(dev)
-    reasons = blockdev.write_refusals(dev)
+    reasons = refusals.write_refusals(dev)
     assert any("active swap" in r for r in reasons), reasons
-    assert any("swap area" in s for s in blockdev.data_signatures(dev))
+    assert any("swap area" in s for s in signatures.data_signatures(dev))
 
 
 @requires_root
 def test_loop_over_a_block_device_links_both_ways(layers: Layers) -> None:
     lower = layers.loop(layers.image())
     upper = layers.loop(Path(lower))  # losetup over a block device: no holder link
-    reasons = blockdev.write_refusals(lower)
+    reasons = refusals.write_refusals(lower)
     assert any(f"backing device of loop device {os.path.basename(upper)}" in r for r in reasons)
-    assert blockdev.write_refusals(upper) == []
+    assert refusals.write_refusals(upper) == []
     _mkfs_ext4(lower)
     point = layers.mount(lower)  # now the upper loop would write a mounted filesystem
-    upper_reasons = blockdev.write_refusals(upper)
+    upper_reasons = refusals.write_refusals(upper)
     assert any("backing device" in r and f"mounted on {point}" in r for r in upper_reasons)
 
 
@@ -333,9 +333,9 @@ def test_root_device_is_refused() -> None:
     source = _run(_tool("findmnt"), "-no", "SOURCE", "/")
     if not source.startswith("/dev/") or not os.path.exists(source):
         pytest.skip(f"/ is not on a visible block device ({source})")
-    reasons = blockdev.write_refusals(source)
+    reasons = refusals.write_refusals(source)
     assert any("root filesystem" in r for r in reasons), reasons
     # ... and its whole disk when / is on a partition.
-    disk = blockdev.backing_device("/")
+    disk = mounts.backing_device("/")
     if disk and os.path.exists(f"/dev/{disk}"):
-        assert any("root filesystem" in r for r in blockdev.write_refusals(f"/dev/{disk}"))
+        assert any("root filesystem" in r for r in refusals.write_refusals(f"/dev/{disk}"))

@@ -4,7 +4,7 @@ Contract (``WarmupProbe(settings)``, settings: ``disk.settings.WarmupSettings``)
 - Passes: "read" (default; keeps data), "write" (destroys data), both in
   that order ("write+read"), and the time-based "randwrite" pattern (the
   fresh-SSD curve). A pass that writes is refused whatever the flags for a
-  device in use (``blockdev.write_refusals``); past those refusals it needs
+  device in use (``refusals.write_refusals``); past those refusals it needs
   ``settings.confirmed``, else ``prepare`` raises ``ConfirmationRequired``.
   ``verify`` makes the read pass check the offset stamp every write pass
   puts in each 512-byte sector.

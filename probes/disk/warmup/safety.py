@@ -6,7 +6,7 @@ be written.
 (probes/disk/target.py: kind, identity, the byte range, O_DIRECT or not)
 and, for a pass that writes, applies in this order:
 
-1. the refusals no flag overrides (``blockdev.write_refusals``: mounted, held
+1. the refusals no flag overrides (``refusals.write_refusals``: mounted, held
    by LVM/RAID/dm, active swap, the device holding /; a file that backs a
    loop device or is an active swap file): ``ProbeError``;
 2. free space, for a file whose holes the pass fills (``check_room``);
@@ -24,8 +24,9 @@ from __future__ import annotations
 from probetop.probes.core.base import ConfirmationRequired, ProbeError
 from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.disk import capacity
-from probetop.probes.disk.blockdev import data_signatures, lock_devices, write_refusals
+from probetop.probes.disk.refusals import lock_devices, write_refusals
 from probetop.probes.disk.settings import WarmupSettings
+from probetop.probes.disk.signatures import data_signatures
 from probetop.probes.disk.target import Target, allocation_needed, check_room, resolve
 
 ACTION = "write pass"  # what the confirmation dialog says is about to happen
