@@ -49,7 +49,8 @@ from pathlib import Path
 from probetop.probes.core.sample import Record, Sample
 from probetop.probes.record import linecheck, load_session, reader
 from probetop.probes.record.codec import _stdlib_line, decode_record, dump_line_bytes, encode_record
-from probetop.probes.record.writer import FLUSH_EVERY_S, ZstdLineFile
+from probetop.probes.record.writer import FLUSH_EVERY_S
+from probetop.probes.record.zstdfile import ZstdLineFile
 
 REPO = Path(__file__).resolve().parent.parent
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]

@@ -19,8 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from probetop.probes.record.linefile import LineFile
 from probetop.probes.record.reader import load_session
-from probetop.probes.record.writer import FLUSH_EVERY_S, LineFile, ZstdLineFile
+from probetop.probes.record.writer import FLUSH_EVERY_S
+from probetop.probes.record.zstdfile import ZstdLineFile
 
 
 def flushes(lines: list[bytes]) -> list[bytes]:

@@ -63,6 +63,7 @@ import sys
 import time
 from typing import Any
 
+from probetop.probes.http.closing import DeferredClose
 from probetop.probes.http.load_hist import Histogram
 from probetop.probes.http.request import HttpRequest, configure
 from probetop.probes.http.status import classify
@@ -142,16 +143,8 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
     total = math.ceil(float(time_s) * rate) if time_s else None  # requests in the schedule
 
     multi = pycurl.CurlMulti()
-    idle: list[Any] = []
-    for _ in range(connections):
-        handle = pycurl.Curl()
-        configure(handle, request, url, fresh=fresh)
-        handle.setopt(pycurl.WRITEFUNCTION, _discard)
-        if request.follow:
-            handle.setopt(pycurl.FOLLOWLOCATION, 1)
-            handle.setopt(pycurl.MAXREDIRS, request.max_redirs)
-        handle.free_ns = 0  # type: ignore[attr-defined]
-        idle.append(handle)
+    closer = DeferredClose()
+    idle = [new_handle(request, url, fresh=fresh, closer=closer) for _ in range(connections)]
 
     def info(handle: Any, option: int) -> int:
         try:
@@ -261,6 +254,9 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
                 finished(handle, errno, message)
             if not queued:
                 break
+        # The finished requests' times are read: their fresh connections
+        # can close now, outside every total (closing.py).
+        closer.close_pending()
 
     while True:
         now = time.monotonic_ns()
@@ -322,6 +318,25 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
             t0 = time.monotonic_ns()
             time.sleep(wait_s)
             interval.idle_ns += time.monotonic_ns() - t0
+
+
+def new_handle(request: HttpRequest, url: str, *, fresh: bool, closer: DeferredClose) -> Any:
+    """One easy handle of the generator, configured once for every request it
+    sends. ``fresh``: a new connection per request, closed by libcurl at the
+    transfer's end (FORBID_REUSE: no idle pool to bound while requests
+    overlap) but with the close(2) left to ``closer``, after the stamps."""
+    import pycurl
+
+    handle = pycurl.Curl()
+    configure(handle, request, url, fresh=fresh)
+    handle.setopt(pycurl.WRITEFUNCTION, _discard)
+    if request.follow:
+        handle.setopt(pycurl.FOLLOWLOCATION, 1)
+        handle.setopt(pycurl.MAXREDIRS, request.max_redirs)
+    if fresh:
+        closer.install(handle)
+    handle.free_ns = 0  # type: ignore[attr-defined]
+    return handle
 
 
 def _discard(data: bytes) -> None:

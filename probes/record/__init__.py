@@ -41,6 +41,7 @@ from probetop.probes.record.redaction import (
     redact_text,
     redact_url,
 )
+from probetop.probes.record.target import check_target as check_output
 from probetop.probes.record.writer import (
     RECORDING_INCOMPLETE_EXIT,
     FooterFields,
@@ -48,7 +49,6 @@ from probetop.probes.record.writer import (
     on_header,
     schema_path,
 )
-from probetop.probes.record.writer import check_target as check_output
 from probetop.probes.record.zst import is_zstd
 
 __all__ = [

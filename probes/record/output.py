@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TextIO
 
 from probetop.probes.record.codec import RecordingError
-from probetop.probes.record.writer import check_target
+from probetop.probes.record.target import check_target
 
 
 @contextlib.contextmanager

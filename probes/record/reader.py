@@ -79,7 +79,7 @@ from probetop.probes.record.linecheck import (
     _weight_bound,
 )
 from probetop.probes.record.session import RecordSequence, Session
-from probetop.probes.record.writer import PSEUDO_FILESYSTEMS, file_kind, filesystem_type
+from probetop.probes.record.target import PSEUDO_FILESYSTEMS, file_kind, filesystem_type
 from probetop.probes.record.zst import FrameLines, ZstdCorrupt, is_zstd
 
 __all__ = [

@@ -1,19 +1,10 @@
 """JSON Lines session recorder (format: docs/recording-format.md).
 
 Contract:
-- ``Recorder.check_path(path)`` (``check_recording_path``: ``check_target``,
-  and no name ending in another compressor's suffix) fails fast (RecordingError,
-  exit 2) unless ``path`` is, or can be created as, a regular file on a
-  storage filesystem that this process can write: devices (``/dev/full``,
-  ``/dev/null``, a symlink to one), FIFOs (opening one for writing blocks
-  until a reader comes), sockets, directories, kernel filesystems
-  (``/proc``, ``/sys``, ``/dev``...), read-only filesystems, directories
-  without permission and a full filesystem are all refused with one plain
-  message. It never truncates or leaves anything behind.
-- ``start()`` opens the target non-blocking and checks the open file again
-  (a FIFO or device swapped in after the check is refused, never written);
-  only then is it truncated. The file is mode 0600 (recordings may reveal
-  hosts and URLs).
+- ``Recorder.check_path(path)`` is ``target.check_recording_path``: a
+  target that cannot hold a recording is refused before anything starts.
+- ``start()`` opens the target with ``target.open_target`` (checked again
+  on the open descriptor, then truncated, mode 0600).
 - Line 1 is the header; then one line per record in arrival order; the last
   line is the footer with every probe's summary. Everything passes through
   ``redact`` first.
@@ -21,10 +12,8 @@ Contract:
   ``FLUSH_EVERY_S``: a kill -9 loses at most the last half second, and every
   line in the file is whole.
 - A target whose name ends in ``.zst`` is written as zstandard
-  (``ZstdLineFile``): every flush is one whole block of whole lines, written
-  in one go, and a frame (with a content checksum) ends at least every
-  ``ZSTD_FRAME_S``; a kill -9 loses at most the last flush (half a second),
-  and every whole block decodes to whole lines.
+  (``zstdfile.ZstdLineFile``), else as plain lines (``linefile.LineFile``):
+  either way a flush is whole lines, or whole blocks of them.
 - A write error (ENOSPC, EIO, EFBIG, EROFS...) never tears a line: the file
   is truncated back to the end of the last whole line (of a .zst one: the
   end of the last whole flush, so no torn block follows the earlier ones),
@@ -56,8 +45,6 @@ import asyncio
 import contextlib
 import datetime as dt
 import os
-import stat
-import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -74,6 +61,9 @@ from probetop.probes.record.codec import (
     encode_record,
 )
 from probetop.probes.record.hostinfo import host_facts
+from probetop.probes.record.linefile import LineFile, WriteFailed
+from probetop.probes.record.target import OPEN_FLAGS, check_recording_path, open_error, open_target
+from probetop.probes.record.zstdfile import ZstdLineFile, is_zstd_path
 
 FLUSH_EVERY_S = 0.5
 MEMORY_FLUSH_EVERY_S = 5.0
@@ -103,407 +93,9 @@ RECORDING_INCOMPLETE_EXIT = 74
 """Exit status of a run whose recording could not be completed (a write
 error mid-run). sysexits.h's EX_IOERR: apart from 0/1/2 and HTTP's 3..12."""
 
-MIN_FREE_BYTES = 64 * 1024
-"""A target filesystem with less free space than this is refused up front."""
-
-# Kernel interfaces, not storage: writing a recording there either fails
-# half-way or, worse, changes a kernel setting (/proc/sys/..., /sys/...).
-PSEUDO_FILESYSTEMS = frozenset(
-    {
-        "proc",
-        "sysfs",
-        "devtmpfs",
-        "devpts",
-        "cgroup",
-        "cgroup2",
-        "debugfs",
-        "tracefs",
-        "securityfs",
-        "pstore",
-        "bpf",
-        "configfs",
-        "fusectl",
-        "efivarfs",
-        "mqueue",
-        "binfmt_misc",
-        "selinuxfs",
-        "hugetlbfs",
-        "rpc_pipefs",
-        "nsfs",
-        "autofs",
-        "nfsd",
-    }
-)
-
-_OPEN_FLAGS = os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
-
 
 def _wall_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
-
-
-def file_kind(mode: int) -> str:
-    """What a stat mode is, in words ("a FIFO", "a character device"...)."""
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    return "not a regular file"
-
-
-def _unescape_mount(field: str) -> str:
-    r"""mountinfo escapes space, tab, newline and backslash as \040 etc."""
-    out, i = [], 0
-    while i < len(field):
-        if field[i] == "\\" and i + 3 < len(field) and field[i + 1 : i + 4].isdigit():
-            out.append(chr(int(field[i + 1 : i + 4], 8)))
-            i += 4
-        else:
-            out.append(field[i])
-            i += 1
-    return "".join(out)
-
-
-def filesystem_type(directory: str) -> str | None:
-    """The filesystem type that holds ``directory`` (Linux mountinfo), or None."""
-    try:
-        st = os.stat(directory)
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
-            rows = f.read().splitlines()
-    except OSError:
-        return None
-    want = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-    best: tuple[int, str] | None = None
-    by_dev: str | None = None
-    real = os.path.realpath(directory)
-    for row in rows:
-        left, sep, right = row.partition(" - ")
-        fields = left.split()
-        if not sep or len(fields) < 5 or not right.split():
-            continue
-        fstype = right.split()[0]
-        if fields[2] == want:
-            by_dev = fstype  # the last mount of this device wins, as in the kernel
-        mount = _unescape_mount(fields[4])
-        inside = real == mount or real.startswith(mount.rstrip("/") + "/")
-        if inside and (best is None or len(mount) >= best[0]):
-            best = (len(mount), fstype)
-    if by_dev is not None:
-        return by_dev
-    return best[1] if best is not None else None
-
-
-def check_target(path: str | os.PathLike[str], *, verb: str = "record to") -> str:
-    """Raise RecordingError unless ``path`` can be recorded to (see the
-    module docstring). Creates nothing that stays, truncates nothing.
-    Returns the real path (through symlinks): the file to write.
-
-    Every file probetop writes at a user's word (``--record``, ``export
-    --out``, ``compare --plot``) passes this one check, with ``verb`` naming
-    the act in the message: a device, FIFO, socket, kernel filesystem or a
-    file another probetop holds is never written, let alone replaced."""
-    p = Path(path)
-    name = str(p)
-    if not name:
-        raise RecordingError(f"cannot {verb} an empty path")
-    real = os.path.realpath(p)  # through symlinks, dangling ones included
-    directory = os.path.dirname(real) or "."
-
-    def refuse(why: str) -> RecordingError:
-        return RecordingError(f"cannot {verb} {name}: {why}")
-
-    # A file another probetop is using (its recording, an IOPS or warm-up
-    # target, a checkpoint) is never written over: the same lock as the disk
-    # probes', keyed by the file's identity.
-    try:
-        TargetLock.for_target(real, "record").check()
-    except TargetBusy as exc:
-        raise refuse(str(exc)) from None
-
-    try:
-        st: os.stat_result | None = os.stat(real)
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise refuse(exc.strerror or str(exc)) from None
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        target = "" if real == os.path.abspath(p) else f" (a link to {real})"
-        raise refuse(f"it is {file_kind(st.st_mode)}{target}, not a regular file")
-    if st is None:
-        try:
-            dst = os.stat(directory)
-        except FileNotFoundError:
-            raise refuse(f"directory {directory} does not exist") from None
-        except OSError as exc:
-            raise refuse(f"directory {directory}: {exc.strerror}") from None
-        if not stat.S_ISDIR(dst.st_mode):
-            raise refuse(f"{directory} is not a directory")
-    fstype = filesystem_type(directory)
-    if fstype in PSEUDO_FILESYSTEMS:
-        raise refuse(f"{directory} is on a {fstype} filesystem (a kernel interface, not storage)")
-    _try_open(real, exists=st is not None, refuse=refuse)
-    try:
-        vfs = os.statvfs(directory)
-    except OSError:
-        return real
-    free = (vfs.f_bfree if os.geteuid() == 0 else vfs.f_bavail) * vfs.f_frsize
-    if vfs.f_blocks and free < MIN_FREE_BYTES:
-        raise refuse(
-            f"the filesystem of {directory} is full ({free // 1024} KiB free; "
-            f"at least {MIN_FREE_BYTES // 1024} KiB are needed to start)"
-        )
-    return real
-
-
-def _open_error(path: str | os.PathLike[str], exc: OSError) -> str:
-    """Why ``path`` could not be opened for writing, in words: a FIFO with no
-    reader fails with ENXIO, which says nothing to a user."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return exc.strerror or str(exc)
-    if not stat.S_ISREG(mode):
-        return f"it is {file_kind(mode)}, not a regular file"
-    return exc.strerror or str(exc)
-
-
-def _try_open(real: str, *, exists: bool, refuse: Callable[[str], RecordingError]) -> None:
-    """Open the target for writing the way ``start`` will, without changing
-    it: an existing file is opened without truncation, a new one is created
-    and removed again."""
-    created = False
-    try:
-        if exists:
-            fd = os.open(real, _OPEN_FLAGS)
-        else:
-            try:
-                fd = os.open(real, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
-                created = True
-            except FileExistsError:  # appeared since the stat: check it as it is
-                fd = os.open(real, _OPEN_FLAGS)
-    except OSError as exc:
-        raise refuse(_open_error(real, exc)) from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise refuse(f"it is {file_kind(mode)}, not a regular file")
-    finally:
-        os.close(fd)
-        if created:
-            with contextlib.suppress(OSError):
-                os.unlink(real)
-
-
-def _open_target(path: Path) -> int:
-    """Open ``path`` for recording: refuse anything but a regular file (checked
-    on the open descriptor), then make it private and empty."""
-    try:
-        fd = os.open(path, _OPEN_FLAGS | os.O_CREAT, 0o600)
-    except OSError as exc:
-        raise RecordingError(f"cannot record to {path}: {_open_error(path, exc)}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise RecordingError(
-                f"cannot record to {path}: it is {file_kind(mode)}, not a regular file"
-            )
-        os.fchmod(fd, 0o600)  # an existing file keeps its old mode otherwise
-        os.ftruncate(fd, 0)
-        os.set_blocking(fd, True)
-    except OSError as exc:
-        os.close(fd)
-        raise RecordingError(f"cannot record to {path}: {exc.strerror}") from None
-    except RecordingError:
-        os.close(fd)
-        raise
-    return fd
-
-
-class WriteFailed(Exception):
-    """A write error; the file ends with a whole line (``torn`` if even the
-    truncation back to it failed)."""
-
-    def __init__(self, error: OSError, torn: bool) -> None:
-        super().__init__(error.strerror or str(error))
-        self.error = error
-        self.torn = torn
-
-
-class _PartialWrite(Exception):
-    """``LineFile._write_all`` failed after ``done`` bytes."""
-
-    def __init__(self, error: OSError, done: int) -> None:
-        super().__init__(error)
-        self.error = error
-        self.done = done
-
-
-class LineFile:
-    """An append-only file of whole lines: ``write_lines`` either writes
-    every line or leaves the file ending at the last whole line it wrote.
-
-    Blocking; the recorder calls it in a worker thread.
-    """
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.offset = 0  # end of the last whole line
-        self.lines = 0
-
-    def write_lines(self, data: bytes) -> None:
-        """Write ``data`` (whole lines, each ending in a newline)."""
-        try:
-            self._write_all(data)
-        except _PartialWrite as partial:
-            whole = data.rfind(b"\n", 0, partial.done) + 1  # bytes of whole lines written
-            self.lines += data.count(b"\n", 0, whole)
-            self.offset += whole
-            raise self._cut_back(partial, whole != partial.done) from partial.error
-        self.offset += len(data)
-        self.lines += data.count(b"\n")
-
-    def _write_all(self, blob: bytes) -> None:
-        """Write all of ``blob``; on an error, ``_PartialWrite`` says how much went."""
-        view = memoryview(blob)
-        done = 0
-        try:
-            while done < len(blob):
-                n = os.write(self.fd, view[done:])
-                if n <= 0:  # a regular file never does this; do not spin
-                    raise OSError(5, "write returned 0")
-                done += n
-        except OSError as exc:
-            raise _PartialWrite(exc, done) from exc
-
-    def _cut_back(self, partial: _PartialWrite, needed: bool) -> WriteFailed:
-        """After a failed write, truncate the file back to ``offset`` if
-        ``needed`` (a torn part was written); the error to raise."""
-        torn = False
-        if needed:
-            try:
-                os.ftruncate(self.fd, self.offset)
-                os.lseek(self.fd, self.offset, os.SEEK_SET)
-            except OSError:
-                torn = True
-        return WriteFailed(partial.error, torn)
-
-    def sync_and_close(self) -> None:
-        try:
-            os.fsync(self.fd)
-        finally:
-            os.close(self.fd)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-
-
-ZSTD_LEVEL = 9
-"""Compression level of ``.zst`` recordings (benchmarks/recording_zstd.py)."""
-ZSTD_FRAME_S = 60.0
-"""A ``.zst`` recording ends a frame (a unit ``zstdcat`` checks) at least this often."""
-ZSTD_FRAME_RAW = 4 << 20
-"""... and before its uncompressed content passes this many bytes."""
-
-
-def is_zstd_path(path: str | os.PathLike[str]) -> bool:
-    """A recording target written compressed: its name ends in ``.zst``."""
-    return os.fspath(path).lower().endswith(".zst")
-
-
-OTHER_COMPRESSED_SUFFIXES = (".gz", ".xz", ".bz2", ".lz4", ".zip", ".br")
-"""Names that promise a compression probetop does not write."""
-
-
-def check_recording_path(path: str | os.PathLike[str]) -> str:
-    """``check_target`` for a recording, which also refuses a name promising
-    another compression: ``--record s.jsonl.gz`` wrote plain JSON Lines under
-    a gzip name (zcat and gunzip then fail on it)."""
-    name = os.fspath(path)
-    suffix = next((x for x in OTHER_COMPRESSED_SUFFIXES if name.lower().endswith(x)), None)
-    if suffix is not None:
-        raise RecordingError(
-            f"cannot record to {name}: probetop writes plain JSON Lines, or zstandard when "
-            f"the name ends in .zst, never {suffix}; name it .jsonl or .jsonl.zst"
-        )
-    return check_target(path)
-
-
-class ZstdLineFile(LineFile):
-    """A ``LineFile`` written as zstandard (format: probes/record/zst.py).
-
-    Each ``write_lines`` call is compressed and written in one go ending a
-    block (``FLUSH_BLOCK``): it reaches the OS whole, and the reader decodes
-    it without the rest of its frame. A frame ends every ``ZSTD_FRAME_S``
-    or ``ZSTD_FRAME_RAW`` bytes, and at ``sync_and_close``. On a write error
-    the file is truncated back to the end of the last whole write (``offset``),
-    so no torn block is left; that frame stays unfinished, and the reader
-    keeps its whole blocks with a warning, as it skips a torn last line.
-    ``lines`` counts the lines of whole writes; ``raw_bytes`` their size."""
-
-    def __init__(self, fd: int, level: int = ZSTD_LEVEL) -> None:
-        super().__init__(fd)
-        import zstandard  # only a .zst recording needs it
-
-        self._zstd = zstandard
-        self._cctx = zstandard.ZstdCompressor(level=level, write_checksum=True)
-        self._obj: Any = None
-        self._frame_raw = 0
-        self._frame_start = 0.0
-        self.raw_bytes = 0
-
-    def _end_frame(self) -> bytes:
-        obj, self._obj = self._obj, None
-        self._frame_raw = 0
-        return bytes(obj.flush(self._zstd.COMPRESSOBJ_FLUSH_FINISH)) if obj is not None else b""
-
-    def write_lines(self, data: bytes) -> None:
-        if not data:
-            return
-        out = []
-        if self._frame_raw and self._frame_raw + len(data) > ZSTD_FRAME_RAW:
-            out.append(self._end_frame())
-        if self._obj is None:
-            self._obj = self._cctx.compressobj()
-            self._frame_start = time.monotonic()
-        out.append(self._obj.compress(data))
-        self._frame_raw += len(data)
-        if (
-            self._frame_raw >= ZSTD_FRAME_RAW
-            or time.monotonic() - self._frame_start >= ZSTD_FRAME_S
-        ):
-            out.append(self._end_frame())
-        else:
-            out.append(self._obj.flush(self._zstd.COMPRESSOBJ_FLUSH_BLOCK))
-        self._write_whole(b"".join(out))
-        self.lines += data.count(b"\n")
-        self.raw_bytes += len(data)
-
-    def _write_whole(self, blob: bytes) -> None:
-        """Write ``blob`` or truncate back to ``offset`` (see the class docstring)."""
-        try:
-            self._write_all(blob)
-        except _PartialWrite as partial:
-            self._obj = None  # its state holds what was not written: never reuse it
-            raise self._cut_back(partial, partial.done > 0) from partial.error
-        self.offset += len(blob)
-
-    def sync_and_close(self) -> None:
-        try:
-            if self._obj is not None:
-                self._write_whole(self._end_frame())
-        except WriteFailed as exc:
-            os.close(self.fd)
-            raise exc.error from None
-        super().sync_and_close()
 
 
 class Recorder:
@@ -575,11 +167,11 @@ class Recorder:
             file = self._file
             assert file is not None
             try:
-                fd = os.open(target, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
+                fd = os.open(target, OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
             except OSError as exc:
                 lock.release()
                 raise RecordingError(
-                    f"cannot record to {target}: {_open_error(target, exc)}"
+                    f"cannot record to {target}: {open_error(target, exc)}"
                 ) from None
             try:
                 os.set_blocking(fd, True)
@@ -629,7 +221,7 @@ class Recorder:
             except TargetBusy as exc:
                 raise RecordingError(f"cannot record to {self.path}: {exc}") from None
             self._lock = lock
-            fd = await asyncio.to_thread(_open_target, self.path)
+            fd = await asyncio.to_thread(open_target, self.path)
         try:
             self._file = ZstdLineFile(fd) if is_zstd_path(self.path) else LineFile(fd)
         except ImportError:

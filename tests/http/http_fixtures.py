@@ -5,7 +5,8 @@
 - ``LocalServer``: http.server in a thread, plain or TLS, with handlers that
   delay, redirect, stream a large body, fail, and echo the request.
   ``LocalServer.seen`` keeps the last requests as received (method, raw
-  path, header lines, body bytes), to check what was really sent.
+  path, header lines, body bytes), to check what was really sent;
+  ``LocalServer.accepted`` counts the TCP connections it accepted.
 - ``RawServer``: answers every connection with fixed bytes (a hostile
   server: non-UTF-8 Location, control characters in the status line ...).
 - ``NginxServer``: a real nginx on a loopback port with a temp config
@@ -163,12 +164,23 @@ class Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = handle_any
 
 
+class _CountingServer(ThreadingHTTPServer):
+    """Counts the TCP connections it accepts (``accepted``)."""
+
+    accepted = 0
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        conn = super().get_request()
+        self.accepted += 1  # only the serving thread accepts
+        return conn
+
+
 class LocalServer:
     """A threaded HTTP or HTTPS server on 127.0.0.1; use as a context manager."""
 
     def __init__(self, tls: tuple[Path, Path] | None = None) -> None:
         self.tls = tls
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _CountingServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.seen: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
         self.httpd.seen = self.seen  # type: ignore[attr-defined]
@@ -181,6 +193,11 @@ class LocalServer:
     @property
     def port(self) -> int:
         return int(self.httpd.server_address[1])
+
+    @property
+    def accepted(self) -> int:
+        """TCP connections accepted so far."""
+        return int(self.httpd.accepted)
 
     @property
     def url(self) -> str:
@@ -209,6 +226,11 @@ class RawServer:
         self.sock.settimeout(0.2)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def accepted(self) -> int:
+        """TCP connections accepted so far."""
+        return int(self.httpd.accepted)
 
     @property
     def url(self) -> str:
@@ -333,6 +355,11 @@ class QuicServer:
         self._loop: Any = None
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
+
+    @property
+    def accepted(self) -> int:
+        """TCP connections accepted so far."""
+        return int(self.httpd.accepted)
 
     @property
     def url(self) -> str:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from probetop.probes.core.options import OptionValueError
 from probetop.tui.metrics.address import MetricsAddress, parse_metrics_address
-from probetop.tui.metrics.catalog import BUILD_INFO, CATALOG, HTTP_BUCKETS_S, ICMP_BUCKETS_S
+from probetop.tui.metrics.buckets import HTTP_BUCKETS_S, ICMP_BUCKETS_S
+from probetop.tui.metrics.catalog import BUILD_INFO, CATALOG
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")

@@ -22,7 +22,7 @@ from metrics_fixtures import assert_never_backwards, free_port, parse, run_and_s
 from probetop.probes import cpu, disk
 from probetop.probes.core.buckets import decode_runs, encode_runs
 from probetop.probes.core.sample import Sample
-from probetop.tui.metrics.catalog import (
+from probetop.tui.metrics.buckets import (
     CPU_BOUND_BUCKETS,
     CPU_BUCKETS_S,
     IOPS_BUCKETS_NS,

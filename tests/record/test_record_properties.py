@@ -30,8 +30,9 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from probetop.probes.core.sample import Announce, Sample, Status
 from probetop.probes.record import limits, reader
+from probetop.probes.record.codec import RecordingError
+from probetop.probes.record.linefile import LineFile, WriteFailed
 from probetop.probes.record.reader import Session, load_session
-from probetop.probes.record.writer import LineFile, RecordingError, WriteFailed
 from probetop.tui.commands.report import print_report
 from probetop.tui.main import main
 

@@ -17,16 +17,11 @@ from pathlib import Path
 import pytest
 from file_size import size_of
 from probetop.probes.core.sample import Sample
+from probetop.probes.record.codec import RecordingError
+from probetop.probes.record.linefile import LineFile, WriteFailed
 from probetop.probes.record.reader import load_session
-from probetop.probes.record.writer import (
-    RECORDING_INCOMPLETE_EXIT,
-    LineFile,
-    Recorder,
-    RecordingError,
-    WriteFailed,
-    _open_target,
-    check_target,
-)
+from probetop.probes.record.target import check_target, open_target
+from probetop.probes.record.writer import RECORDING_INCOMPLETE_EXIT, Recorder
 from probetop.probes.system import passive_probes
 from probetop.tui.session import LiveSession
 from record_helpers import (
@@ -135,12 +130,12 @@ def test_opening_rechecks_the_descriptor(tmp_path: Path) -> None:
     for target, words in ((fifo, "FIFO"), (Path("/dev/full"), "character device")):
         started = time.monotonic()
         with pytest.raises(RecordingError, match=words):
-            _open_target(target)
+            open_target(target)
         assert time.monotonic() - started < 2
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO someone reads
     try:
         with pytest.raises(RecordingError, match="FIFO"):
-            _open_target(fifo)
+            open_target(fifo)
         with pytest.raises(RecordingError, match="FIFO"):
             check_target(fifo)
         assert os.read(reader, 100) == b""  # nothing was written into it

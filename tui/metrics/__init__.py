@@ -3,7 +3,11 @@
 
 - ``model``: ``MetricDef`` / ``Point`` / ``Histogram`` / ``Summary``, plain data
 - ``catalog``: per family, samples (read through each family's typed
-  records) to metrics; ``CATALOG`` lists every metric per command
+  records) to metrics; ``CATALOG`` lists every metric per command. Behind
+  it: ``tracker`` (the ``Tracker`` base, shared helpers), ``buckets``
+  (histogram bounds, ``BucketCounter``) and one module per family
+  (``http_metrics``, ``icmp_metrics``, ``cpu_metrics``, ``iops_metrics``,
+  ``warmup_metrics``)
 - ``state``: ``MetricsState``, one tracker per probe, fed records in order
 - ``families``: points as prometheus_client families (imported lazily)
 - ``address``: the option values (light: ``tui/plan.py`` imports it)

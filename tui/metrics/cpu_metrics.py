@@ -1,0 +1,135 @@
+"""CPU probe metrics: sysbench's events, events/s, event-latency histogram
+and percentile, threads, and what the probe runs.
+
+Contract: ``CpuTracker`` reads samples only through ``cpu.CpuInterval``;
+the latency histogram appears once a sample carries one (older recordings
+do not), with exact counts (``buckets.cpu_slot``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from probetop.probes import cpu
+from probetop.probes.core.sample import Sample
+from probetop.tui.metrics.buckets import CPU_BUCKETS_S, BucketCounter, cpu_slot
+from probetop.tui.metrics.model import Point
+from probetop.tui.metrics.tracker import (
+    Tracker,
+    by_metric,
+    label_text,
+    metric_def,
+    quantile_label,
+)
+
+_CPU_LABELS = ("probe",)
+
+CPU_EVENTS = metric_def(
+    "probetop_cpu_events",
+    "counter",
+    "",
+    "sysbench cpu events completed (one event: the prime test up to --max-prime)",
+    _CPU_LABELS,
+)
+CPU_EPS = metric_def(
+    "probetop_cpu_events_per_second",
+    "gauge",
+    "",
+    "events per second over the latest interval (sysbench's events/s)",
+    _CPU_LABELS,
+)
+CPU_LATENCY = metric_def(
+    "probetop_cpu_event_latency_seconds",
+    "histogram",
+    "seconds",
+    "time per event over the run, from sysbench's own latency histogram (bounds: "
+    "edges of its log buckets, 8 per decade)",
+    _CPU_LABELS,
+)
+CPU_LATENCY_PCT = metric_def(
+    "probetop_cpu_event_latency_quantile_seconds",
+    "gauge",
+    "seconds",
+    "the --percentile of the latest interval's event times, as sysbench reports it "
+    "(quantile: 0.95 for the 95th)",
+    (*_CPU_LABELS, "quantile"),
+)
+CPU_THREADS = metric_def("probetop_cpu_threads", "gauge", "", "worker threads running", _CPU_LABELS)
+CPU_INFO = metric_def(
+    "probetop_cpu",
+    "info",
+    "",
+    "what the CPU probe runs: engine, threads, max prime",
+    (*_CPU_LABELS, "engine", "threads", "max_prime"),
+)
+
+
+class CpuTracker(Tracker):
+    KIND = cpu.KIND
+    COMMAND = "cpu"
+    DEFS = (CPU_EVENTS, CPU_EPS, CPU_LATENCY, CPU_LATENCY_PCT, CPU_THREADS, CPU_INFO)
+
+    def __init__(self, probe_id: str, info: Mapping[str, Any]) -> None:
+        self.events = 0
+        self.eps: float | None = None
+        self.threads: int | None = None
+        self.quantile: tuple[float, float] | None = None
+        # None until a sample carries its histogram (older recordings do not)
+        self.latency: BucketCounter | None = None
+        self.engine = ""
+        self.max_prime = ""
+        super().__init__(probe_id, info)
+
+    def announce(self, info: Mapping[str, Any]) -> None:
+        params = info.get("params")
+        params = params if isinstance(params, Mapping) else {}
+        self.max_prime = label_text(params.get("max_prime"))
+
+    def observe(self, sample: Sample) -> None:
+        iv = cpu.CpuInterval.from_sample(sample)
+        events = sum(max(0, n) for n in iv.per_thread_events)
+        self.events += events
+        if iv.eps is not None:
+            self.eps = iv.eps
+        self.threads = iv.threads
+        if iv.lat_hist is not None:
+            if self.latency is None:
+                self.latency = BucketCounter(CPU_BUCKETS_S)
+            in_hist = 0
+            for index, n in iv.lat_hist:
+                self.latency.add_to(cpu_slot(index), n, 0.0)
+                in_hist += n
+            if iv.lat_sum_ms is not None:
+                self.latency.sum += iv.lat_sum_ms / 1e3
+            elif iv.lat_avg_ms is not None:
+                self.latency.sum += iv.lat_avg_ms / 1e3 * in_hist
+        if iv.lat_pct_ms is not None:
+            self.quantile = (iv.percentile / 100.0, iv.lat_pct_ms / 1e3)
+        if iv.engine:
+            self.engine = iv.engine
+
+    def points(self) -> list[Point]:
+        labels = (self.probe_id,)
+        out = [Point(CPU_EVENTS, labels, float(self.events))]
+        if self.eps is not None:
+            out.append(Point(CPU_EPS, labels, self.eps))
+        if self.latency is not None:
+            out.append(Point(CPU_LATENCY, labels, self.latency.snapshot()))
+        if self.quantile is not None:
+            q, seconds = self.quantile
+            out.append(Point(CPU_LATENCY_PCT, (*labels, quantile_label(q)), seconds))
+        if self.threads is not None:
+            out.append(Point(CPU_THREADS, labels, float(self.threads)))
+            out.append(
+                Point(
+                    CPU_INFO,
+                    labels,
+                    {
+                        "engine": self.engine,
+                        "threads": str(self.threads),
+                        "max_prime": self.max_prime,
+                    },
+                )
+            )
+        return by_metric(out, self.DEFS)

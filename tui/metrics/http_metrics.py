@@ -1,0 +1,183 @@
+"""HTTP (repeated mode) metrics: blackbox_exporter's ``probe_*`` gauges per
+URL, and probetop's request/TTFB histograms and counters.
+
+Contract: ``HttpTracker`` reads samples only through ``http.HttpInterval``
+and params through ``http.HttpParams``; counters never go backwards; URL
+labels are the family's (already redacted) URLs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from probetop.probes import http
+from probetop.probes.core.sample import Sample
+from probetop.tui.metrics.buckets import HTTP_BUCKETS_S, BucketCounter
+from probetop.tui.metrics.model import Point
+from probetop.tui.metrics.tracker import SUCCESS_HELP, Tracker, by_metric, metric_def
+
+_HTTP_LABELS = ("probe", "url")
+# blackbox_exporter's phases and the http family's (prober/http.go): resolve
+# = DNS, connect = TCP connect, tls = TLS handshake, processing = request
+# sent to first response byte (libcurl: starttransfer - pretransfer),
+# transfer = first byte to last.
+HTTP_PHASES = {
+    "resolve": "dns",
+    "connect": "tcp",
+    "tls": "tls",
+    "processing": "server",
+    "transfer": "transfer",
+}
+
+HTTP_SUCCESS = metric_def("probe_success", "gauge", "", SUCCESS_HELP, _HTTP_LABELS)
+HTTP_DURATION = metric_def(
+    "probe_duration_seconds",
+    "gauge",
+    "seconds",
+    "the URL's latest request: whole request time (libcurl total)",
+    _HTTP_LABELS,
+)
+HTTP_PHASE = metric_def(
+    "probe_http_duration_seconds",
+    "gauge",
+    "seconds",
+    "the URL's latest request by phase (blackbox_exporter's phases: resolve, "
+    "connect, tls, processing, transfer)",
+    (*_HTTP_LABELS, "phase"),
+)
+HTTP_STATUS = metric_def(
+    "probe_http_status_code",
+    "gauge",
+    "",
+    "HTTP status of the URL's latest response (0: no response)",
+    _HTTP_LABELS,
+)
+HTTP_REQUEST_SECONDS = metric_def(
+    "probetop_http_request_duration_seconds",
+    "histogram",
+    "seconds",
+    "every successful (2xx/3xx) request's whole time (libcurl total); 4xx/5xx too "
+    "with --include-errors",
+    _HTTP_LABELS,
+)
+HTTP_TTFB_SECONDS = metric_def(
+    "probetop_http_ttfb_seconds",
+    "histogram",
+    "seconds",
+    "every successful (2xx/3xx) request's time to first byte (libcurl starttransfer); "
+    "4xx/5xx too with --include-errors",
+    _HTTP_LABELS,
+)
+HTTP_REQUESTS = metric_def(
+    "probetop_http_requests",
+    "counter",
+    "",
+    "requests finished (as the http probe counts them: failed ones included)",
+    _HTTP_LABELS,
+)
+HTTP_FAILURES = metric_def(
+    "probetop_http_request_errors",
+    "counter",
+    "",
+    "requests that failed, by error kind (dns, refused, timeout, http ...)",
+    (*_HTTP_LABELS, "kind"),
+)
+
+
+class _UrlState:
+    def __init__(self) -> None:
+        self.success: float | None = None
+        self.total_s: float | None = None
+        self.phases_s: dict[str, float] = {}
+        self.code: int | None = None
+        self.requests = 0
+        self.total = BucketCounter(HTTP_BUCKETS_S)
+        self.ttfb = BucketCounter(HTTP_BUCKETS_S)
+        self.errors: dict[str, int] = {}
+
+
+class HttpTracker(Tracker):
+    KIND = http.KIND
+    COMMAND = "http"
+    DEFS = (
+        HTTP_SUCCESS,
+        HTTP_DURATION,
+        HTTP_PHASE,
+        HTTP_STATUS,
+        HTTP_REQUEST_SECONDS,
+        HTTP_TTFB_SECONDS,
+        HTTP_REQUESTS,
+        HTTP_FAILURES,
+    )
+
+    def __init__(self, probe_id: str, info: Mapping[str, Any]) -> None:
+        self.urls: dict[str, _UrlState] = {}
+        self.label_url: dict[str, str] = {}
+        super().__init__(probe_id, info)
+
+    def announce(self, info: Mapping[str, Any]) -> None:
+        params = http.HttpParams.from_mapping(info.get("params"))
+        if len(params.labels) == len(params.urls):
+            for label, url in zip(params.labels, params.urls, strict=True):
+                if label:
+                    self.label_url[label] = url  # already redacted by the family
+
+    def _url(self, label: str) -> _UrlState:
+        state = self.urls.get(label)
+        if state is None:
+            state = self.urls[label] = _UrlState()
+        return state
+
+    def observe(self, sample: Sample) -> None:
+        interval = http.HttpInterval.from_sample(sample)
+        for url in interval.urls:
+            state = self._url(url.label)
+            if url.requests or url.http_code is not None:
+                code = url.http_code or 0
+                state.code = code
+                # A 2xx whose transfer then failed (reset mid-body, chunked
+                # stream cut) is a failed request, as blackbox_exporter and
+                # the probe's own counts have it: the sample says so by
+                # leaving the latest request's total unset.
+                answered = url.total_ms is not None
+                state.success = 1.0 if answered and 200 <= code <= 299 else 0.0
+                state.total_s = url.total_ms / 1e3 if url.total_ms is not None else None
+                state.phases_s = {
+                    phase: ms / 1e3
+                    for phase, ms in url.phases_ms.items()
+                    if ms is not None and math.isfinite(ms)
+                }
+            state.requests += max(0, url.requests)
+            for ms in url.every_total_ms:
+                if ms is not None and math.isfinite(ms):
+                    state.total.add(ms / 1e3)
+            for ms in url.every_ttfb_ms:
+                if ms is not None and math.isfinite(ms):
+                    state.ttfb.add(ms / 1e3)
+        for label, kinds in interval.error_counts.items():
+            state = self._url(label)
+            for kind, n in kinds.items():
+                # cumulative in the sample; never let a counter go back
+                state.errors[kind] = max(state.errors.get(kind, 0), n)
+
+    def points(self) -> list[Point]:
+        out: list[Point] = []
+        for label, state in self.urls.items():
+            labels = (self.probe_id, self.label_url.get(label, label))
+            if state.success is not None:
+                out.append(Point(HTTP_SUCCESS, labels, state.success))
+            if state.total_s is not None:
+                out.append(Point(HTTP_DURATION, labels, state.total_s))
+            for ours_name, theirs in HTTP_PHASES.items():
+                if theirs in state.phases_s:
+                    out.append(Point(HTTP_PHASE, (*labels, ours_name), state.phases_s[theirs]))
+            if state.code is not None:
+                out.append(Point(HTTP_STATUS, labels, float(state.code)))
+            out.append(Point(HTTP_REQUEST_SECONDS, labels, state.total.snapshot()))
+            out.append(Point(HTTP_TTFB_SECONDS, labels, state.ttfb.snapshot()))
+            out.append(Point(HTTP_REQUESTS, labels, float(state.requests)))
+            for kind, n in sorted(state.errors.items()):
+                out.append(Point(HTTP_FAILURES, (*labels, kind), float(n)))
+        return by_metric(out, self.DEFS)

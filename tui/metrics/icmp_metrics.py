@@ -1,0 +1,196 @@
+"""ICMP metrics: smokeping_prober's ``smokeping_*`` counters and RTT
+histogram, blackbox_exporter's ``probe_success``, probetop's loss and
+ordering counters.
+
+Contract: ``IcmpTracker`` reads samples only through ``icmp.IcmpInterval``
+and params through ``icmp.IcmpParams``; counters never go backwards; the RTT
+histogram's counts are exact (``buckets.ICMP_BUCKETS_NS``).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping
+from typing import Any
+
+from probetop.probes import icmp
+from probetop.probes.core.sample import Sample
+from probetop.tui.metrics.buckets import ICMP_BUCKETS_NS, ICMP_BUCKETS_S, BucketCounter
+from probetop.tui.metrics.model import Point
+from probetop.tui.metrics.tracker import (
+    SUCCESS_HELP,
+    Tracker,
+    by_metric,
+    events_in,
+    metric_def,
+)
+
+_ICMP_LABELS = ("probe", "host", "ip")
+
+ICMP_SUCCESS = metric_def("probe_success", "gauge", "", SUCCESS_HELP, _ICMP_LABELS)
+ICMP_PHASE = metric_def(
+    "probe_icmp_duration_seconds",
+    "gauge",
+    "seconds",
+    'round-trip time by phase; phase="rtt": the mean RTT of the latest interval with '
+    "replies (resolve and setup happen once, before the first request, and are not timed)",
+    (*_ICMP_LABELS, "phase"),
+)
+ICMP_REQUESTS = metric_def(
+    "smokeping_requests",
+    "counter",
+    "",
+    "echo requests sent (smokeping_prober's smokeping_requests_total)",
+    _ICMP_LABELS,
+)
+ICMP_RTT = metric_def(
+    "smokeping_response_duration_seconds",
+    "histogram",
+    "seconds",
+    "round-trip time of every echo reply (smokeping_prober's histogram; bounds: "
+    "powers of two nanoseconds)",
+    _ICMP_LABELS,
+)
+ICMP_DUPLICATES = metric_def(
+    "smokeping_response_duplicates",
+    "counter",
+    "",
+    "extra replies to a request already answered",
+    _ICMP_LABELS,
+)
+ICMP_SEND_ERRORS = metric_def(
+    "smokeping_send_errors",
+    "counter",
+    "",
+    "local send/receive errors (errno)",
+    _ICMP_LABELS,
+)
+ICMP_LOST = metric_def(
+    "probetop_icmp_lost",
+    "counter",
+    "",
+    "requests unanswered for longer than the grace period",
+    _ICMP_LABELS,
+)
+ICMP_LOSS = metric_def(
+    "probetop_icmp_loss_ratio",
+    "gauge",
+    "ratio",
+    "lost / (lost + received) over the requests resolved in the latest interval that resolved any",
+    _ICMP_LABELS,
+)
+ICMP_REORDERED = metric_def(
+    "probetop_icmp_reordered",
+    "counter",
+    "",
+    "replies that arrived after a reply to a later request",
+    _ICMP_LABELS,
+)
+ICMP_LATE = metric_def(
+    "probetop_icmp_late",
+    "counter",
+    "",
+    "replies that arrived after their request was counted lost",
+    _ICMP_LABELS,
+)
+ICMP_ERRORS = metric_def(
+    "probetop_icmp_error_replies",
+    "counter",
+    "",
+    "ICMP errors about our requests (unreachable, time exceeded)",
+    _ICMP_LABELS,
+)
+
+
+class IcmpTracker(Tracker):
+    KIND = icmp.KIND
+    COMMAND = "icmp"
+    DEFS = (
+        ICMP_SUCCESS,
+        ICMP_PHASE,
+        ICMP_REQUESTS,
+        ICMP_RTT,
+        ICMP_DUPLICATES,
+        ICMP_SEND_ERRORS,
+        ICMP_LOST,
+        ICMP_LOSS,
+        ICMP_REORDERED,
+        ICMP_LATE,
+        ICMP_ERRORS,
+    )
+
+    def __init__(self, probe_id: str, info: Mapping[str, Any]) -> None:
+        self.host = ""
+        self.ip = ""
+        self.success: float | None = None
+        self.rtt_s: float | None = None
+        self.loss: float | None = None
+        self.counts = {
+            m.name: 0
+            for m in (
+                ICMP_REQUESTS,
+                ICMP_DUPLICATES,
+                ICMP_SEND_ERRORS,
+                ICMP_LOST,
+                ICMP_REORDERED,
+                ICMP_LATE,
+                ICMP_ERRORS,
+            )
+        }
+        self.rtt = BucketCounter(ICMP_BUCKETS_S)
+        super().__init__(probe_id, info)
+
+    def announce(self, info: Mapping[str, Any]) -> None:
+        params = icmp.IcmpParams.from_params(info.get("params"))
+        self.host = params.settings.host
+        if params.target is not None:
+            self.ip = params.target.address
+
+    def observe(self, sample: Sample) -> None:
+        iv = icmp.IcmpInterval.from_sample(sample)
+        self.counts[ICMP_REQUESTS.name] += events_in(iv.requests_per_s, sample.interval_s)
+        for metric, n in (
+            (ICMP_DUPLICATES, iv.duplicates),
+            (ICMP_SEND_ERRORS, iv.send_errors),
+            (ICMP_LOST, iv.lost),
+            (ICMP_REORDERED, iv.reordered),
+            (ICMP_LATE, iv.late),
+            (ICMP_ERRORS, iv.icmp_errors),
+        ):
+            self.counts[metric.name] += max(0, n or 0)
+        replies = 0
+        if iv.rtt_hist:
+            for bucket in iv.rtt_hist:
+                n = max(0, round(bucket.count))
+                # [low, high) µs; every bound is a power of two ns, and so is
+                # each bucket's high edge or lies past it: value < high <= le.
+                slot = bisect.bisect_left(ICMP_BUCKETS_NS, round(bucket.high_us * 1e3))
+                self.rtt.add_to(slot, n, 0.0)
+                replies += n
+            if iv.rtt.avg_us is not None:
+                self.rtt.sum += iv.rtt.avg_us / 1e6 * replies
+        else:
+            replies = events_in(iv.replies_per_s, sample.interval_s)
+        # An interval in which no request was resolved (ping -i 2 sampled
+        # each second) says nothing: the gauges keep the last answer.
+        if replies > 0 or (iv.lost or 0) > 0:
+            self.success = 1.0 if replies > 0 else 0.0
+        if iv.rtt.avg_us is not None:
+            self.rtt_s = iv.rtt.avg_us / 1e6
+        if iv.loss_pct is not None:
+            self.loss = iv.loss_pct / 100.0
+
+    def points(self) -> list[Point]:
+        labels = (self.probe_id, self.host, self.ip)
+        out: list[Point] = []
+        if self.success is not None:
+            out.append(Point(ICMP_SUCCESS, labels, self.success))
+        if self.rtt_s is not None:
+            out.append(Point(ICMP_PHASE, (*labels, "rtt"), self.rtt_s))
+        out.append(Point(ICMP_RTT, labels, self.rtt.snapshot()))
+        if self.loss is not None:
+            out.append(Point(ICMP_LOSS, labels, self.loss))
+        for metric in self.DEFS:
+            if metric.name in self.counts:
+                out.append(Point(metric, labels, float(self.counts[metric.name])))
+        return by_metric(out, self.DEFS)
