@@ -490,20 +490,29 @@ def _not_json(p: Path, first: bytes) -> RecordingError:
     return RecordingError(f"{p}: not a probetop recording (first line is not JSON)")
 
 
-def _read_header(f: _Lines, p: Path) -> tuple[dict[str, Any], int]:
-    """The checked header (line 1) and its size in bytes, newline included."""
-    first = next(_rows(f, p), None)
+def _header_of(first: Row | None, p: Path, *, weigh: bool = False) -> dict[str, Any]:
+    """The checked header from the file's first row (``weigh``: also within
+    MAX_WEIGHT); RecordingError naming what is wrong with it."""
     if first is None or not first[1].strip():
         raise RecordingError(f"{p}: empty file, not a probetop recording")
     try:
         header = _check_header(_parse(first[1]))
+        if weigh:
+            _weight(header, MAX_WEIGHT)
     except NotJson:
         raise _not_json(p, first[1]) from None
     except LineError as exc:
         raise RecordingError(f"{p}: line 1: {exc}") from None
     except RecordingError as exc:
         raise RecordingError(f"{p}: {exc}") from None
-    return header, len(first[1]) + first[2]
+    return header
+
+
+def _read_header(f: _Lines, p: Path) -> tuple[dict[str, Any], int]:
+    """The checked header (line 1) and its size in bytes, newline included."""
+    first = next(_rows(f, p), None)
+    header = _header_of(first, p)  # refuses an empty file: ``first`` is a row
+    return header, (len(first[1]) + first[2]) if first is not None else 0
 
 
 STEP_BYTES = 4 << 20
@@ -627,18 +636,7 @@ class SessionStream:
         self._file = _open_lines(p)
         try:
             self._rows = _rows(self._file, p)
-            first = next(self._rows, None)
-            if first is None or not first[1].strip():
-                raise RecordingError(f"{p}: empty file, not a probetop recording")
-            try:
-                self.header = _check_header(_parse(first[1]))
-                _weight(self.header, MAX_WEIGHT)
-            except NotJson:
-                raise _not_json(p, first[1]) from None
-            except LineError as exc:
-                raise RecordingError(f"{p}: line 1: {exc}") from None
-            except RecordingError as exc:
-                raise RecordingError(f"{p}: {exc}") from None
+            self.header = _header_of(next(self._rows, None), p, weigh=True)
         except BaseException:
             self.close()
             raise
