@@ -737,7 +737,7 @@ class ProbetopApp(App[int]):
         if self._detaching:
             return  # d is turning this run into a session: it must not stop now
         attached = self.config.attached
-        if attached is not None and attached.state == "running":
+        if attached is not None and attached.state in ("starting", "running"):
             if not isinstance(self.screen, StopSessionScreen):
                 self.push_screen(StopSessionScreen(attached.name), self._quit_answered)
             return

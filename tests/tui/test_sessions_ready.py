@@ -10,12 +10,19 @@ status, and a session that never started is not listed.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
-from probetop.probes.record import load_session
-from probetop.tui.sessions.daemon import Answer, parse_answer
+from probetop.probes.core.hub import Hub
+from probetop.probes.record import Recorder, load_session, on_header
+from probetop.probes.system import passive_probes
+from probetop.tui.sessions import daemon
+from probetop.tui.sessions.daemon import Answer, parse_answer, read_answer
+from probetop.tui.sessions.registry import find, process_start_ticks, write_info
 from test_sessions import env, probetop, sessions
 
 __all__ = ["env"]  # the fixture, used by name
@@ -96,9 +103,52 @@ def test_started_means_the_header_is_in_the_recording(
     header = load_session(recording).header
     assert header["type"] == "header" and "--detach" in header["command"]
     info = sessions(env)["h"]
+    assert info["state"] == "running"  # marked before "ready" was said: never "starting" now
     assert f"session h started (PID {info['pid']})" in out.stdout
     assert f"recording  {recording}" in out.stdout
     assert probetop(env, "stop", "h").returncode == 0
+
+
+def test_ls_says_starting_until_the_session_says_ready(env: dict[str, str], tmp_path: Path) -> None:
+    """From its claim until its recorder wrote the header, a session is
+    "starting" (it was "running" then, with nothing recorded yet); the same
+    hook that says "ready" on the pipe makes it "running", before saying it.
+    The session's process is a real one (``sleep``); its recorder is real."""
+    holder = subprocess.Popen(["sleep", "60"])
+    try:
+        recording = tmp_path / "s.jsonl"
+        made = daemon._info("st", ["probetop", "cpu"], recording, tmp_path / "s.sock",
+                            tmp_path / "s.log", starting=True)  # fmt: skip
+        info = dataclasses.replace(
+            made, pid=holder.pid, start_ticks=process_start_ticks(holder.pid)
+        )
+        write_info(info)
+        assert sessions(env)["st"]["state"] == "starting"
+        assert "st    starting" in probetop(env, "ls").stdout
+        assert find(None).name == "st"  # the only live session: `attach`/`stop` find it
+        ready_r, ready_w = os.pipe()
+        ready = daemon._Ready(ready_w, recording, lambda: daemon._mark_ready(info))
+        unhook = on_header(ready.header_written)
+        try:
+            asyncio.run(_record(recording))
+        finally:
+            unhook()
+        assert read_answer(ready_r, 5.0) == Answer("ready", pid=os.getpid())
+        os.close(ready_r)
+        assert sessions(env)["st"]["state"] == "running"
+    finally:
+        holder.kill()
+        holder.wait()
+    assert sessions(env)["st"]["state"] == "died"
+
+
+async def _record(path: Path) -> None:
+    hub = Hub()
+    for probe in passive_probes(1.0):
+        hub.add(probe)
+    recorder = Recorder(path, hub, ["probetop"])
+    await recorder.start()
+    await recorder.close()
 
 
 def test_a_fresh_header_at_record_does_not_answer_for_a_failing_session(

@@ -103,7 +103,7 @@ def run(plan: RunPlan[FollowSettings]) -> int:
                 return 0
             if follower.caught_up and not lines:
                 current = read_info(meta_path(info.name))
-                if current is None or current.state != "running":
+                if current is None or not current.live:
                     last_round = True  # died or finished: read once more, then stop
                     continue
                 if time.monotonic() - sent_at >= KEEPALIVE_S:

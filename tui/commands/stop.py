@@ -61,7 +61,7 @@ def settings(values: Mapping[str, Any], common: CommonOptions) -> StopSettings:
 
 def run(plan: RunPlan[StopSettings]) -> int:
     info = find(plan.settings.session)
-    if info.state != "running":
+    if not info.live:
         raise SessionError(f"session {info.name} is not running ({info.state})")
     done = stop_session(info, plan.settings.wait_s)
     try:

@@ -173,7 +173,7 @@ def stop_session(info: SessionInfo, wait_s: float = 30.0) -> SessionInfo:
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         now = read_info(meta_path(info.name))
-        if isinstance(now, SessionInfo) and now.state != "running":
+        if isinstance(now, SessionInfo) and not now.live:
             return now
         time.sleep(0.1)
     raise SessionError(f"session {info.name} did not stop within {wait_s:g} s (PID {info.pid})")

@@ -83,14 +83,14 @@ def detach(plan: RunPlan[Any], run: Callable[[RunPlan[Any]], int]) -> int:
     name = check_name(default_name(plan.command) if given is None else given)
     old = read_session(name)  # a damaged metadata file keeps its name taken too
     if old is not None:
-        what = "is running" if old.state == "running" else f"{old.state}; its files are kept"
+        what = f"is {old.state}" if old.live else f"{old.state}; its files are kept"
         raise SessionError(f"a session named {name!r} {what}: pick another --name")
     recording, sock, log = session_paths(name, plan.common.record)
     # The name is taken here, atomically, before anything else is checked:
     # of two `--detach --name X` started together exactly one gets X, and
     # the other is told so (not that X's recording is in use). The session
     # process rewrites this file with its own PID before it says "ready".
-    claim(_info(name, plan.common.argv, recording, sock, log))
+    claim(_info(name, plan.common.argv, recording, sock, log, starting=True))
     try:
         Recorder.check_path(recording)
     except RecordingError:
@@ -265,7 +265,7 @@ def _session_process(
     ignore_hangup()
     assert plan.common.record is not None
     recording = plan.common.record
-    info = _info(name, plan.common.argv, recording, sock, log)
+    info = _info(name, plan.common.argv, recording, sock, log, starting=True)
     write_info(info)
     server = ControlServer(
         Path(sock),
@@ -273,7 +273,7 @@ def _session_process(
         on_stop=lambda: os.kill(os.getpid(), signal.SIGTERM),
     )
     code = 1
-    ready = _Ready(ready_w, recording)
+    ready = _Ready(ready_w, recording, lambda: _mark_ready(info))
     unhook = on_header(ready.header_written)
     try:
         server.start()
@@ -317,10 +317,24 @@ def _never_started(info: SessionInfo, code: int, ready: _Ready, log: Path, start
     write_info(dataclasses.replace(info.finished(code), recording=""))
 
 
-def _info(name: str, argv: Any, recording: Path, sock: Path, log: Path) -> SessionInfo:
+def _mark_ready(info: SessionInfo) -> None:
+    """Rewrite the metadata as running (``ls`` said "starting" until now).
+    Never raises: a metadata write that fails (a full disk) is said in the
+    log, and the session runs on."""
+    try:
+        write_info(dataclasses.replace(info, starting=False))
+    except OSError as exc:
+        print(f"probetop: warning: session {info.name}: cannot mark it running in "
+              f"{meta_path(info.name)}: {exc.strerror or exc}", file=sys.stderr)  # fmt: skip
+
+
+def _info(
+    name: str, argv: Any, recording: Path, sock: Path, log: Path, *, starting: bool
+) -> SessionInfo:
     """This process's metadata for session ``name`` (the command is redacted
     when written)."""
     return SessionInfo(
+        starting=starting,
         name=name,
         command=list(argv),
         started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -335,9 +349,10 @@ def _info(name: str, argv: Any, recording: Path, sock: Path, log: Path) -> Sessi
 class _Ready:
     """The session's end of the ready pipe: one message, then closed."""
 
-    def __init__(self, fd: int, recording: Path) -> None:
+    def __init__(self, fd: int, recording: Path, mark_ready: Callable[[], None]) -> None:
         self._fd: int | None = fd
         self._recording = os.path.realpath(recording)
+        self._mark_ready = mark_ready
         self.started = False  # this session's recording holds its header
 
     def header_written(self, path: Path) -> None:
@@ -345,6 +360,7 @@ class _Ready:
         if self.started or os.path.realpath(path) != self._recording:
             return
         self.started = True
+        self._mark_ready()  # first: once the starter returns, `ls` says "running"
         self._send(f"ready {os.getpid()}\n".encode())
         self.close()
 

@@ -8,10 +8,13 @@ Contract:
   session's stdout and stderr: its report).
 - ``runtime_dir()``: ``$XDG_RUNTIME_DIR/probetop`` (0700) when that variable
   names a directory by an absolute path, the state directory otherwise; it holds ``NAME.sock``.
-- ``SessionInfo.state``: "running" while the recorded PID is alive and is the
-  same process (its start time in ``/proc`` matches), "finished" once the
-  session wrote its exit status, "died" when the process is gone without
-  writing it (SIGKILL, OOM killer, power loss).
+- ``SessionInfo.state``: "starting" from the name's claim until the session
+  process says it is ready (its recording holds its header; ``starting`` is
+  then rewritten False), "running" while the recorded PID is alive and is
+  the same process (its start time in ``/proc`` matches), "finished" once
+  the session wrote its exit status, "died" when the process is gone
+  without writing it (SIGKILL, OOM killer, power loss). ``live`` is
+  "starting" or "running": what ``stop``, ``follow`` and views wait on.
 - Both directories must be private: owned by this user and writable by no
   one else (a symlink to such a directory is fine). Anything else is refused
   with a SessionError naming the owner and mode: another user who can write
@@ -141,6 +144,7 @@ class SessionInfo:
     ended_at: str | None = None
     exit_code: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    starting: bool = False  # claimed, its process not yet ready (no header written)
 
     @property
     def alive(self) -> bool:
@@ -150,10 +154,17 @@ class SessionInfo:
 
     @property
     def state(self) -> str:
-        """ "running", "finished" or "died" (see the module docstring)."""
+        """ "starting", "running", "finished" or "died" (see the module docstring)."""
         if self.exit_code is not None:
             return "finished"
-        return "running" if self.alive else "died"
+        if not self.alive:
+            return "died"
+        return "starting" if self.starting else "running"
+
+    @property
+    def live(self) -> bool:
+        """Its process is there and has not ended: starting or running."""
+        return self.state in ("starting", "running")
 
     @property
     def recording_size(self) -> int:
@@ -164,10 +175,13 @@ class SessionInfo:
 
     def finished(self, exit_code: int) -> SessionInfo:
         now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        return replace(self, ended_at=now, exit_code=exit_code)
+        return replace(self, ended_at=now, exit_code=exit_code, starting=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if not self.starting:  # a ready session's file is what it was before the field
+            del data["starting"]
+        return data
 
     @classmethod
     def from_dict(cls, data: Any) -> SessionInfo:
@@ -183,7 +197,7 @@ class SessionInfo:
                     raise ValueError(f"no {key!r}")
                 continue
             value = data[key]
-            if isinstance(value, bool) or not isinstance(value, kinds):
+            if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
                 raise ValueError(f"{key!r} is {type(value).__name__}")
         if not all(isinstance(a, str) for a in data["command"]):
             raise ValueError("'command' holds a non-string")
@@ -207,6 +221,7 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
     "ended_at": (_STR + _NONE, False),
     "exit_code": (_INT + _NONE, False),
     "extra": ((dict,), False),
+    "starting": ((bool,), False),
 }
 
 
@@ -242,11 +257,16 @@ def _write_tmp(info: SessionInfo) -> tuple[Path, Path]:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(tmp, flags, 0o600)
     data = {**info.as_dict(), "command": redact_argv(info.command)}
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=1)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:  # a full disk: no half-written file left beside the metadata
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return path, tmp
 
 
@@ -322,7 +342,7 @@ def find(name: str | None) -> SessionInfo:
         if info is None:
             raise SessionError(f"no session named {name!r} (`probetop ls` lists them)")
         return info
-    live = [i for i in list_sessions() if i.state == "running"]
+    live = [i for i in list_sessions() if i.live]
     if len(live) == 1:
         return live[0]
     if not live:

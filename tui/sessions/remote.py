@@ -350,7 +350,7 @@ class RemoteAttachedSession(AttachedSession):
             wait = max(0.0, remote.next_try - time.monotonic())
             return f"reconnecting in {wait:.0f} s: {remote.last_error}"
         if remote.link == "ended":
-            return self._state if self._state != "running" else "ended"
+            return "ended" if self._state in ("starting", "running") else self._state
         return "running"
 
     def stop(self, wait_s: float = 30.0) -> SessionInfo:
