@@ -9,6 +9,8 @@ message, and nothing here imports the UI.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import os
 import sys
 from pathlib import Path
@@ -35,6 +37,24 @@ def fail(message: str, code: int = 2) -> int:
     """Print ``probetop: error: message`` on stderr and return ``code``."""
     print(f"probetop: error: {message}", file=sys.stderr)
     return code
+
+
+OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+"""Write errors that mean an output's storage failed, not a bug."""
+
+
+def output_failed(exc: OSError) -> int | None:
+    """The exit status for ``exc`` if it is a write the storage refused (the
+    report to a stdout on a full disk, a session's log there): said on stderr
+    when that can still be written, RECORDING_INCOMPLETE_EXIT (74, EX_IOERR:
+    what the run measured could not all be written), never a traceback.
+    None for any other error."""
+    if exc.errno not in OUTPUT_ERRNOS:
+        return None
+    where = f" ({exc.filename})" if exc.filename else ""
+    with contextlib.suppress(OSError):
+        fail(f"cannot write the output{where}: {exc.strerror}")
+    return RECORDING_INCOMPLETE_EXIT
 
 
 def check_record(plan: RunPlan[Any]) -> Path | None:

@@ -259,6 +259,63 @@ def test_stop_exits_74_when_the_session_lost_its_recording(env: dict[str, str]) 
         shutil.rmtree(mount, ignore_errors=True)
 
 
+@pytest.mark.root
+def test_a_session_that_fills_its_own_state_dir_still_ends_finished_74(
+    env: dict[str, str],
+) -> None:
+    """Metadata, log and recording on one full disk: the exit status is
+    written into space the session held from its start (it was "died" and
+    `stop` exited 1: the status write failed, and that failure killed it)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a tmpfs")
+    mount = Path(tempfile.mkdtemp(prefix="pts-full-", dir="/tmp"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=700", "tmpfs", str(mount)],
+                   check=True)  # fmt: skip
+    env = dict(env, XDG_STATE_HOME=str(mount))
+    try:
+        started = probetop(env, "cpu", "--threads", "1", "--interval", "0.1", "--time", "300",
+                           "--detach", "--name", "full")  # fmt: skip
+        assert started.returncode == 0, started.stderr
+        recording = mount / "probetop" / "full.jsonl"
+        subprocess.run(["dd", "if=/dev/zero", f"of={mount / 'filler'}", "bs=4k"],
+                       capture_output=True, check=False)  # fmt: skip
+        sizes = [-1]
+
+        def stopped_growing() -> bool:  # ten intervals without a line: the disk is full
+            sizes.append(recording.stat().st_size)
+            time.sleep(1.0)
+            return recording.stat().st_size == sizes[-1]
+
+        wait_for(stopped_growing, 60, "the recording to meet the full disk")
+        stopped = probetop(env, "stop", "full")
+        assert stopped.returncode == 74, (stopped.returncode, stopped.stdout, stopped.stderr)
+        assert "Traceback" not in stopped.stderr
+        listed = sessions(env)["full"]
+        assert (listed["state"], listed["exit_code"]) == ("finished", 74)
+        assert [p.name for p in (mount / "probetop").iterdir() if p.name.startswith(".")] == []
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+        shutil.rmtree(mount, ignore_errors=True)
+
+
+def test_a_report_that_cannot_be_written_exits_74_without_a_traceback(
+    env: dict[str, str],
+) -> None:
+    """stdout on a full disk (/dev/full): one error line, exit 74 (it was a
+    traceback and exit 1, and a detached session's log there was the same)."""
+    with open("/dev/full", "w") as full:
+        out = subprocess.run(
+            [sys.executable, "-m", "probetop.tui.main", "cpu", "--threads", "1", "--time", "1",
+             "--headless"],
+            env=env, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60,
+        )  # fmt: skip
+    assert out.returncode == 74, out.stderr
+    assert "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "probetop: error: cannot write the output: No space left on device"
+    ]
+
+
 def test_an_attached_view_says_a_damaged_recording_once(tmp_path: Path) -> None:
     rec = tmp_path / "r.jsonl"
     header = Path(__file__).parents[1] / "data" / "demo_session.jsonl"

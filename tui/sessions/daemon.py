@@ -52,6 +52,7 @@ from probetop.tui.plan import RunPlan
 from probetop.tui.session import ignore_hangup
 from probetop.tui.sessions.control import ControlServer
 from probetop.tui.sessions.registry import (
+    Reserve,
     SessionError,
     SessionInfo,
     check_name,
@@ -267,6 +268,7 @@ def _session_process(
     recording = plan.common.record
     info = _info(name, plan.common.argv, recording, sock, log, starting=True)
     write_info(info)
+    reserve = Reserve()  # its exit status is written even on a disk the run fills
     server = ControlServer(
         Path(sock),
         status=lambda: {"name": name, "pid": os.getpid(), "recording": str(recording)},
@@ -279,17 +281,19 @@ def _session_process(
         server.start()
         code = run(plan)
     except Exception as exc:  # said in the log, which the caller prints
-        print(f"probetop: error: session {name}: {exc}", file=sys.stderr)
         code = getattr(exc, "exit_code", 1)
+        with contextlib.suppress(OSError):  # a full disk: the log cannot say it
+            print(f"probetop: error: session {name}: {exc}", file=sys.stderr)
     finally:
         unhook()
         server.close()
-        sys.stdout.flush()
-        sys.stderr.flush()
+        with contextlib.suppress(OSError):  # a full disk: the exit status still follows
+            sys.stdout.flush()
+            sys.stderr.flush()
         if ready.started:
-            write_info(info.finished(code))
+            reserve.write(info.finished(code))
         else:
-            _never_started(info, code, ready, log, log_start)
+            _never_started(info, code, ready, log, log_start, reserve)
         ready.close()
     return code
 
@@ -298,7 +302,9 @@ ERROR_LIMIT = 1 << 16
 """Bytes of a failed session's output sent to the caller (the end of it)."""
 
 
-def _never_started(info: SessionInfo, code: int, ready: _Ready, log: Path, start: LogStart) -> None:
+def _never_started(
+    info: SessionInfo, code: int, ready: _Ready, log: Path, start: LogStart, reserve: Reserve
+) -> None:
     """The session ended before its header was written: no entry for it
     stays, and its caller gets its output (see ``_session_process``)."""
     try:
@@ -308,13 +314,14 @@ def _never_started(info: SessionInfo, code: int, ready: _Ready, log: Path, start
     with contextlib.suppress(OSError):
         os.unlink(meta_path(info.name))
     if ready.fail(code, text):
+        reserve.close()
         if start.created:
             with contextlib.suppress(OSError):
                 os.unlink(log)
         return
     # No one heard it: listed as finished with its status, no recording
     # claimed (it never wrote one), its error in the log.
-    write_info(dataclasses.replace(info.finished(code), recording=""))
+    reserve.write(dataclasses.replace(info.finished(code), recording=""))
 
 
 def _mark_ready(info: SessionInfo) -> None:

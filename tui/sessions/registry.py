@@ -21,6 +21,9 @@ Contract:
   there could plant metadata that points ``stop`` at any process, or a
   socket that answers for a session.
 - Metadata files are replaced atomically (write, fsync, rename), mode 0600;
+  a session holds ``Reserve(name)`` from its start: disk space for its last
+  write (its exit status), so a disk it filled cannot make a session that
+  ended "died" (no status written) or hide its status from ``stop``;
   ``claim`` creates one only if the name is free (``link``: atomic, so two
   ``--detach --name X`` started together cannot both get X).
 - ``read_info`` checks every field's type and that the file's name is the
@@ -247,20 +250,29 @@ def meta_path(name: str) -> Path:
     return state_dir() / f"{name}{META_SUFFIX}"
 
 
+def _encode(info: SessionInfo) -> bytes:
+    """The metadata file's bytes (the command redacted)."""
+    data = {**info.as_dict(), "command": redact_argv(info.command)}
+    return (json.dumps(data, indent=1) + "\n").encode()
+
+
+def _tmp_path(path: Path) -> Path:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # left by a crashed writer with our PID; O_EXCL / link below
+    return tmp
+
+
 def _write_tmp(info: SessionInfo) -> tuple[Path, Path]:
     """(the metadata's path, a new private temporary file beside it holding
     ``info``, synced)."""
     path = meta_path(info.name)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)  # left by a crashed writer with our PID; O_EXCL below
+    tmp = _tmp_path(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(tmp, flags, 0o600)
-    data = {**info.as_dict(), "command": redact_argv(info.command)}
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-            f.write("\n")
+        with os.fdopen(fd, "wb") as f:
+            f.write(_encode(info))
             f.flush()
             os.fsync(f.fileno())
     except BaseException:  # a full disk: no half-written file left beside the metadata
@@ -274,6 +286,85 @@ def write_info(info: SessionInfo) -> None:
     """Replace ``NAME.session.json`` atomically (mode 0600)."""
     path, tmp = _write_tmp(info)
     os.replace(tmp, path)
+
+
+RESERVE_BYTES = 64 << 10
+"""Disk space a session holds for its last metadata write (a few hundred
+bytes; a long redacted command line fits too)."""
+
+
+class Reserve:
+    """Disk space held in the state directory for one later metadata write.
+
+    Made at a session's start: an unnamed file (``O_TMPFILE``: nothing is
+    left behind if the process is killed) with ``RESERVE_BYTES`` allocated.
+    ``write(info)`` writes the metadata into those blocks, shrinks the file
+    to it (which needs no space), names it and renames it over the metadata:
+    the same atomic replace as ``write_info``, but one a full disk cannot
+    refuse. Where the reserve could not be made (a filesystem without
+    ``O_TMPFILE``, a disk already full) or the metadata outgrew it,
+    ``write`` is ``write_info``. OSError as ``write_info``."""
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+        try:
+            fd = os.open(state_dir(), os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return
+        try:
+            os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        except OSError:
+            os.close(fd)
+            return
+        self._fd = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def write(self, info: SessionInfo) -> None:
+        """Replace ``NAME.session.json`` with ``info``, in the reserved space;
+        the reserve is used up (later calls are ``write_info``)."""
+        fd, self._fd = self._fd, None
+        data = _encode(info)
+        if fd is None or len(data) > RESERVE_BYTES:
+            if fd is not None:
+                os.close(fd)
+            write_info(info)
+            return
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.pwrite(fd, view, len(data) - len(view)) :]
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+            path = meta_path(info.name)
+            tmp = _tmp_path(path)
+            _link_fd(fd, tmp)
+            os.replace(tmp, path)
+        except OSError:  # no /proc, an unusual filesystem: the ordinary write
+            write_info(info)
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        """Give the space back unused."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
+def _link_fd(fd: int, path: Path) -> None:
+    """Give the unnamed file open at ``fd`` the name ``path``."""
+    # linkat(AT_SYMLINK_FOLLOW) of /proc/self/fd/N names an O_TMPFILE file
+    # without CAP_DAC_READ_SEARCH (AT_EMPTY_PATH would need it). A src_dir_fd
+    # makes os.link call linkat with that flag: plain link() would try to
+    # link the /proc symlink itself (EXDEV).
+    proc_fd = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.link(str(fd), path, src_dir_fd=proc_fd, follow_symlinks=True)
+    finally:
+        os.close(proc_fd)
 
 
 def claim(info: SessionInfo) -> None:
