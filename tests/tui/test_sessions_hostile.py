@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from probetop.probes.record import RecordingError
+from probetop.probes.record import RecordingError, load_session
 from probetop.tui.sessions.attach import AttachedSession
 from probetop.tui.sessions.control import request
 from probetop.tui.sessions.registry import SessionError, SessionInfo, process_start_ticks
@@ -314,6 +314,43 @@ def test_a_report_that_cannot_be_written_exits_74_without_a_traceback(
     assert out.stderr.strip().splitlines() == [
         "probetop: error: cannot write the output: No space left on device"
     ]
+
+
+def test_a_recording_deleted_under_a_session_is_written_back(env: dict[str, str]) -> None:
+    """`rm` of a running session's recording: the session wrote on into the
+    unlinked file and `stop` said "finished", exit 0, naming a file that no
+    longer existed. Now the whole recording, footer included, is back at its
+    path when the session ends, and its log says so."""
+    started = probetop(env, "cpu", "--threads", "1", "--interval", "0.2", "--time", "300",
+                       "--detach", "--name", "gone")  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    state = Path(env["XDG_STATE_HOME"]) / "probetop"
+    recording = state / "gone.jsonl"
+    wait_for(lambda: recording.read_bytes().count(b'"type":"sample"') >= 2, 30, "samples")
+    recording.unlink()
+    stopped = probetop(env, "stop", "gone")
+    assert stopped.returncode == 0, stopped.stderr
+    assert "was deleted while it ran: written back" in stopped.stdout
+    session = load_session(recording)
+    assert session.footer is not None and session.warnings == []
+    assert sum(1 for _ in session.samples()) >= 2
+
+
+def test_a_recording_replaced_under_a_session_is_left_and_stop_says_74(
+    env: dict[str, str],
+) -> None:
+    started = probetop(env, "cpu", "--threads", "1", "--interval", "0.2", "--time", "300",
+                       "--detach", "--name", "swapped")  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    recording = Path(env["XDG_STATE_HOME"]) / "probetop" / "swapped.jsonl"
+    wait_for(lambda: recording.read_bytes().count(b'"type":"sample"') >= 1, 30, "a sample")
+    recording.unlink()
+    recording.write_text("someone else's file\n")
+    stopped = probetop(env, "stop", "swapped")
+    assert stopped.returncode == 74, (stopped.returncode, stopped.stderr)
+    assert "could not be written back: another file has taken its place" in stopped.stdout
+    assert recording.read_text() == "someone else's file\n"
+    assert sessions(env)["swapped"]["exit_code"] == 74
 
 
 def test_an_attached_view_says_a_damaged_recording_once(tmp_path: Path) -> None:

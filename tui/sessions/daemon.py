@@ -46,7 +46,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from probetop.probes.record import Recorder, RecordingError, on_header
+from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, Recorder, RecordingError, on_header
 from probetop.tui import commands
 from probetop.tui.plan import RunPlan
 from probetop.tui.session import ignore_hangup
@@ -291,11 +291,37 @@ def _session_process(
             sys.stdout.flush()
             sys.stderr.flush()
         if ready.started:
+            code = ready.keep_recording(code)
             reserve.write(info.finished(code))
         else:
             _never_started(info, code, ready, log, log_start, reserve)
         ready.close()
     return code
+
+
+def _say(message: str) -> None:
+    """A warning in the session's log (its stderr), if it can be written."""
+    with contextlib.suppress(OSError):
+        print(f"probetop: warning: session: {message}", file=sys.stderr, flush=True)
+
+
+def _copy_back(src: int, path: str, size: int) -> None:
+    """Write ``size`` bytes of the open file ``src`` to a new file at ``path``
+    (0600, never over an existing file), synced."""
+    out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        done = 0
+        while done < size:
+            sent = os.copy_file_range(src, out, size - done, done, done)
+            if sent == 0:
+                break
+            done += sent
+        os.fsync(out)
+    except OSError:
+        os.unlink(path)  # not a torn copy in its place
+        raise
+    finally:
+        os.close(out)
 
 
 ERROR_LIMIT = 1 << 16
@@ -354,12 +380,19 @@ def _info(
 
 
 class _Ready:
-    """The session's end of the ready pipe: one message, then closed."""
+    """The session's end of the ready pipe: one message, then closed.
+
+    Once ready it also holds the recording open (read-only): a recording
+    deleted while the session ran (``rm``, a cleaner of old files) is
+    written back at its path when the session ends (``keep_recording``)
+    instead of vanishing with its last descriptor, which `stop` reported as
+    a clean finish naming a file that no longer existed."""
 
     def __init__(self, fd: int, recording: Path, mark_ready: Callable[[], None]) -> None:
         self._fd: int | None = fd
         self._recording = os.path.realpath(recording)
         self._mark_ready = mark_ready
+        self._held: int | None = None  # the recording, open since it was ready
         self.started = False  # this session's recording holds its header
 
     def header_written(self, path: Path) -> None:
@@ -367,9 +400,41 @@ class _Ready:
         if self.started or os.path.realpath(path) != self._recording:
             return
         self.started = True
+        with contextlib.suppress(OSError):
+            self._held = os.open(self._recording, os.O_RDONLY | os.O_CLOEXEC)
         self._mark_ready()  # first: once the starter returns, `ls` says "running"
         self._send(f"ready {os.getpid()}\n".encode())
         self.close()
+
+    def keep_recording(self, code: int) -> int:
+        """``code``, once the recording is at its path. Deleted while the
+        session ran: its whole content (the recorder has closed it, footer
+        included) is written back there and the log says so; if that fails,
+        or another file took its place, the log says where it was and the
+        status is 74 (the recording could not be completed)."""
+        held, self._held = self._held, None
+        if held is None:
+            return code
+        try:
+            mine = os.fstat(held)
+            try:
+                there = os.stat(self._recording)
+            except FileNotFoundError:
+                there = None
+            if there is not None and (there.st_dev, there.st_ino) == (mine.st_dev, mine.st_ino):
+                return code
+            if there is not None:
+                raise FileExistsError(errno.EEXIST, "another file has taken its place")
+            _copy_back(held, self._recording, mine.st_size)
+        except OSError as exc:
+            _say(f"its recording {self._recording} was deleted while it ran and could not "
+                 f"be written back: {exc.strerror or exc}")  # fmt: skip
+            return RECORDING_INCOMPLETE_EXIT
+        finally:
+            os.close(held)
+        _say(f"its recording {self._recording} was deleted while it ran: written back "
+             f"({mine.st_size} bytes)")  # fmt: skip
+        return code
 
     def fail(self, code: int, text: bytes) -> bool:
         """Send "failed" with ``code`` and ``text``; False if no one read it."""
