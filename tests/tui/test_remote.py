@@ -182,6 +182,38 @@ def test_remote_view_in_a_terminal_reconnects_and_stops(remote: tuple[Sshd, Path
         _tmux(sock, "kill-server")
 
 
+def test_ctrl_c_while_the_session_starts_there_says_it_may_run_on(
+    remote: tuple[Sshd, Path],
+) -> None:
+    """Ctrl-C once HOST's `--detach` has claimed the name: ssh ends, the
+    session there starts on. The command said nothing and exited 130, and
+    the session ran on unnoticed; now it names it and how to stop it."""
+    _sshd, far = remote
+    sock = f"ptrc-{os.getpid()}"
+    env = " ".join(
+        f"{k}='{os.environ[k]}'" for k in ("PROBETOP_SSH", "PROBETOP_REMOTE", "XDG_STATE_HOME")
+    )
+    cmd = f"{sys.executable} -m probetop.tui.main --remote ptest cpu --threads 1 --name cc"
+    meta = far / "cc.session.json"
+    try:
+        _tmux(sock, "new-session", "-d", "-x", "120", "-y", "40", "-s", "w", "bash --norc")
+        _tmux(sock, "send-keys", "-t", "w", f"export {env} TERM=xterm-256color; {cmd}; "
+              "echo EXIT=$?", "Enter")  # fmt: skip
+        deadline = time.monotonic() + START_S
+        while not meta.exists() and time.monotonic() < deadline:  # claimed there
+            time.sleep(0.005)
+        assert meta.exists(), _screen(sock, "w")
+        _tmux(sock, "send-keys", "-t", "w", "C-c")
+        wait_for(lambda: "EXIT=" in _screen(sock, "w"), what="the command's end")
+        screen = " ".join(_screen(sock, "w").split())
+        assert "EXIT=130" in screen, screen
+        assert "session cc may have started on ptest" in screen, screen
+        assert "probetop stop --remote ptest cc" in screen, screen
+        assert "Traceback" not in screen
+    finally:
+        _tmux(sock, "kill-server")
+
+
 def test_a_refusal_on_the_far_side_is_said_once_not_retried(remote: tuple[Sshd, Path]) -> None:
     follower = RemoteFollower("ptest", "no-such-session")
     try:

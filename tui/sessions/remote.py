@@ -25,6 +25,10 @@ Contract:
   ssh again after ``BACKOFF_S`` (1, 2, 4, 8, 15, then every 30 s), from the
   line after the last whole line it has: no gap, no duplicate. The session
   on HOST is not affected: it never waits for a view.
+- Ctrl-C while a session is being started there or its view opened: the
+  command says the session may be running on HOST, with the commands to
+  see and stop it, and exits 130 (ssh ends; a session never stops because
+  a link did).
 - Failures are one line and exit 2: ssh's own error (unknown host, refused,
   authentication, host key), ``probetop`` missing on HOST (with the command
   that installs it there), a session that does not exist there.
@@ -404,13 +408,25 @@ def run_remote_plan(plan: RunPlan[Any], show: Callable[[AppConfig], int]) -> int
     name = check_name(plan.common.name or default_name(command))
     if not plan.common.name:
         args += ["--name", name]
-    started = run_remote(host, [*args, "--detach"])
-    if started.returncode != 0:
-        sys.stderr.write(started.stderr or "")
-        sys.stdout.write(started.stdout or "")
-        return started.returncode
-    code = _view(host, name, plan, show)
-    return code
+    try:
+        started = run_remote(host, [*args, "--detach"])
+        if started.returncode != 0:
+            sys.stderr.write(started.stderr or "")
+            sys.stdout.write(started.stdout or "")
+            return started.returncode
+        return _view(host, name, plan, show)
+    except KeyboardInterrupt:
+        # Ctrl-C ends ssh here, not the session there: once HOST's
+        # `--detach` has claimed the name, the session starts on without
+        # anyone watching. Nothing was said, and it ran on unnoticed.
+        said = (
+            f"probetop: interrupted; session {name} may have started on {host} and keeps "
+            f"running there\n  see        probetop ls --remote {host}\n"
+            f"  stop       probetop stop --remote {host} {name}"
+        )
+        with contextlib.suppress(OSError):  # a terminal that hung up
+            print(said, file=sys.stderr)
+        raise
 
 
 def _view(host: str, name: str, plan: RunPlan[Any], show: Callable[[AppConfig], int]) -> int:
