@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shlex
 import subprocess
@@ -310,6 +311,11 @@ class RemoteFollower:
                 if stream is not None:
                     stream.close()
 
+    @property
+    def trying(self) -> bool:
+        """A reconnection attempt is under way (ssh started, nothing back yet)."""
+        return self.link == "reconnecting" and self._proc is not None
+
     def tail(self, max_bytes: int) -> list[tuple[float, Record]]:
         return []
 
@@ -351,8 +357,10 @@ class RemoteAttachedSession(AttachedSession):
         if remote is None or remote.footer is not None:
             return "finished"
         if remote.link == "reconnecting":
-            wait = max(0.0, remote.next_try - time.monotonic())
-            return f"reconnecting in {wait:.0f} s: {remote.last_error}"
+            if remote.trying:  # ssh may wait up to ConnectTimeout: not "in 0 s" all along
+                return f"reconnecting now (attempt {remote.reconnects}): {remote.last_error}"
+            wait = max(1, math.ceil(remote.next_try - time.monotonic()))  # never "in 0 s"
+            return f"reconnecting in {wait} s: {remote.last_error}"
         if remote.link == "ended":
             return "ended" if self._state in ("starting", "running") else self._state
         return "running"
