@@ -14,6 +14,8 @@ import asyncio
 import dataclasses
 import os
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from probetop.probes.core.hub import Hub
 from probetop.probes.record import Recorder, load_session, on_header
 from probetop.probes.system import passive_probes
 from probetop.tui.sessions import daemon
+from probetop.tui.sessions.control import stop_session
 from probetop.tui.sessions.daemon import Answer, parse_answer, read_answer
 from probetop.tui.sessions.registry import find, process_start_ticks, write_info
 from test_sessions import env, probetop, sessions
@@ -140,6 +143,44 @@ def test_ls_says_starting_until_the_session_says_ready(env: dict[str, str], tmp_
         holder.kill()
         holder.wait()
     assert sessions(env)["st"]["state"] == "died"
+
+
+@pytest.mark.parametrize("after_s", [0.0, 0.03, 0.08])
+def test_stop_while_starting_stops_it_and_says_so(env: dict[str, str], after_s: float) -> None:
+    """`stop` the moment the name is claimed: the socket is not served yet
+    and the metadata may still name the `--detach` command. It sent SIGTERM
+    there, then waited for an exit status that a session stopped before its
+    start never writes (it removes its metadata): "did not stop within", exit
+    2, and the starter exited 1 saying nothing. Now `stop` retries the socket
+    and says what happened; the starter says the session was stopped."""
+    name = f"early{int(after_s * 1000)}"
+    starter = subprocess.Popen(
+        [*sys_python(), "cpu", "--threads", "1", "--time", "300", "--detach", "--name", name],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        meta = Path(env["XDG_STATE_HOME"]) / "probetop" / f"{name}.session.json"
+        deadline = time.monotonic() + 30
+        while not meta.exists() and time.monotonic() < deadline:
+            time.sleep(0.001)
+        time.sleep(after_s)
+        done = stop_session(find(name), 20.0)
+        out, err = starter.communicate(timeout=30)
+    finally:
+        if starter.poll() is None:
+            starter.kill()
+            starter.communicate()
+    if done is None:  # stopped before its probes started: not listed, the starter says so
+        assert starter.returncode == 143, (starter.returncode, out, err)
+        assert err == f"probetop: session {name} stopped (SIGTERM) before its probes started\n"
+        assert name not in sessions(env)
+    else:  # it was ready first: stopped as a running session
+        assert starter.returncode == 0, (starter.returncode, out, err)
+        assert (done.state, done.exit_code) == ("finished", 130)
+
+
+def sys_python() -> list[str]:
+    return [sys.executable, "-m", "probetop.tui.main"]
 
 
 async def _record(path: Path) -> None:

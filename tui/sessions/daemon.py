@@ -46,6 +46,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from probetop.probes.core import stopsignals
 from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, Recorder, RecordingError, on_header
 from probetop.tui import commands
 from probetop.tui.plan import RunPlan
@@ -280,6 +281,12 @@ def _session_process(
     try:
         server.start()
         code = run(plan)
+    except KeyboardInterrupt:  # a stop signal (`stop`, kill) before the run's own handlers
+        code = stopsignals.exit_status()
+        when = "while it ran" if ready.started else "before its probes started"
+        with contextlib.suppress(OSError):
+            print(f"probetop: session {name} stopped ({stopsignals.pending() or 'signal'}) "
+                  f"{when}", file=sys.stderr)  # fmt: skip
     except Exception as exc:  # said in the log, which the caller prints
         code = getattr(exc, "exit_code", 1)
         with contextlib.suppress(OSError):  # a full disk: the log cannot say it
