@@ -183,6 +183,37 @@ def sys_python() -> list[str]:
     return [sys.executable, "-m", "probetop.tui.main"]
 
 
+def test_follow_waits_for_a_starting_session_s_recording(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """`follow` (the remote views' transport; `attach` does the same) of a
+    session still starting, whose recording does not exist yet: it exited
+    2, "no such file". It waits until the session is ready, then follows."""
+    holder = subprocess.Popen(["sleep", "60"])
+    recording = tmp_path / "w.jsonl"
+    made = daemon._info("w", ["probetop", "cpu"], recording, tmp_path / "w.sock",
+                        tmp_path / "w.log", starting=True)  # fmt: skip
+    info = dataclasses.replace(made, pid=holder.pid, start_ticks=process_start_ticks(holder.pid))
+    write_info(info)
+    follow = subprocess.Popen([*sys_python(), "follow", "w"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        time.sleep(1.0)
+        assert follow.poll() is None, follow.communicate()  # waiting, not refused
+        data = (Path(__file__).parents[1] / "data" / "tui_session.jsonl").read_bytes()
+        recording.write_bytes(data)  # a whole recording, footer included: follow ends
+        write_info(dataclasses.replace(info, starting=False))
+        out, err = follow.communicate(timeout=30)
+    finally:
+        if follow.poll() is None:
+            follow.kill()
+            follow.communicate()
+        holder.kill()
+        holder.wait()
+    assert follow.returncode == 0, err
+    assert out == data
+
+
 async def _record(path: Path) -> None:
     hub = Hub()
     for probe in passive_probes(1.0):

@@ -41,6 +41,7 @@ import json
 import os
 import re
 import stat
+import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -440,6 +441,30 @@ def find(name: str | None) -> SessionInfo:
         raise SessionError("no running session (`probetop ls` lists them all)")
     names = ", ".join(i.name for i in live)
     raise SessionError(f"{len(live)} sessions are running ({names}): name one")
+
+
+STARTED_TIMEOUT_S = 60.0
+"""How long ``started`` waits (as `--detach` waits for "ready")."""
+
+
+def started(info: SessionInfo, timeout_s: float = STARTED_TIMEOUT_S) -> SessionInfo:
+    """``info`` once its session is past "starting" (its recording holds
+    its header: a view or ``follow`` can open it). SessionError if it ended
+    before it started (its metadata is removed) or is still starting after
+    ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while info.state == "starting":
+        if time.monotonic() >= deadline:
+            raise SessionError(
+                f"session {info.name} is still starting after {timeout_s:g} s "
+                f"(PID {info.pid}; its log: {info.log})"
+            )
+        time.sleep(0.05)
+        now = read_session(info.name)
+        if now is None:
+            raise SessionError(f"session {info.name} ended before its probes started")
+        info = now
+    return info
 
 
 def session_paths(name: str, record: Path | None) -> tuple[Path, Path, Path]:
