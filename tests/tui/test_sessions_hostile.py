@@ -298,6 +298,28 @@ def test_a_session_that_fills_its_own_state_dir_still_ends_finished_74(
         shutil.rmtree(mount, ignore_errors=True)
 
 
+@pytest.mark.root
+def test_detach_onto_a_full_state_dir_is_refused_in_one_line(env: dict[str, str]) -> None:
+    """No room for the metadata: exit 2 and one line naming the file (it
+    was a traceback), nothing started, nothing left behind."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a tmpfs")
+    mount = Path(tempfile.mkdtemp(prefix="pts-full-", dir="/tmp"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=700", "tmpfs", str(mount)],
+                   check=True)  # fmt: skip
+    try:
+        (mount / "probetop").mkdir(mode=0o700)
+        subprocess.run(["dd", "if=/dev/zero", f"of={mount / 'filler'}", "bs=4k"],
+                       capture_output=True, check=False)  # fmt: skip
+        out = probetop(dict(env, XDG_STATE_HOME=str(mount)), "cpu", "--time", "2", "--detach",
+                       "--name", "nf")  # fmt: skip
+        one_error(out, f"cannot write {mount}/probetop/nf.session.json", "No space left")
+        assert list((mount / "probetop").iterdir()) == []
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+        shutil.rmtree(mount, ignore_errors=True)
+
+
 def test_a_report_that_cannot_be_written_exits_74_without_a_traceback(
     env: dict[str, str],
 ) -> None:

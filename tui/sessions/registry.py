@@ -370,8 +370,14 @@ def _link_fd(fd: int, path: Path) -> None:
 
 def claim(info: SessionInfo) -> None:
     """Create ``NAME.session.json`` holding ``info`` if no file has that name
-    (atomically: ``link`` fails if it exists); SessionError if taken."""
-    path, tmp = _write_tmp(info)
+    (atomically: ``link`` fails if it exists); SessionError if taken or if
+    it cannot be written (a full disk: nothing is started)."""
+    try:
+        path, tmp = _write_tmp(info)
+    except OSError as exc:
+        raise SessionError(
+            f"cannot write {meta_path(info.name)}: {exc.strerror or exc}; nothing was started"
+        ) from None
     try:
         os.link(tmp, path)
     except FileExistsError:
