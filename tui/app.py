@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -57,6 +56,7 @@ from probetop.tui.screens.palette import dashboard_commands
 from probetop.tui.screens.prompt import add_probe_prompt, record_prompt
 from probetop.tui.screens.stop_session import StopSessionScreen
 from probetop.tui.session import (
+    HandledSignals,
     LiveSession,
     add_stop_signal_handlers,
     detach_from_dead_terminal,
@@ -189,7 +189,7 @@ class ProbetopApp(App[int]):
         self._shutting_down = False
         # A replay's or an attached dashboard's own handlers (a live one's
         # are its LiveSession's).
-        self._signals: list[signal.Signals] = []
+        self._signals: HandledSignals = []
         self._started = False  # panes announced after this are focused (added at runtime)
         self._first_mounts: list[AwaitMount] = []  # the first panes' mounts (see _start_live)
         self._status_text = ""
@@ -737,7 +737,7 @@ class ProbetopApp(App[int]):
         if self._detaching:
             return  # d is turning this run into a session: it must not stop now
         attached = self.config.attached
-        if attached is not None and attached.state == "running":
+        if attached is not None and attached.state in ("starting", "running"):
             if not isinstance(self.screen, StopSessionScreen):
                 self.push_screen(StopSessionScreen(attached.name), self._quit_answered)
             return

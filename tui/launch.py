@@ -9,7 +9,10 @@ message, and nothing here imports the UI.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import os
+import signal
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -26,6 +29,7 @@ from probetop.tui.config import AppConfig
 from probetop.tui.metrics.address import TEXTFILE_NAME
 from probetop.tui.plan import RunPlan
 from probetop.tui.runner import generic_report, run_headless
+from probetop.tui.session import terminal_hung_up
 
 if TYPE_CHECKING:  # the exporter (prometheus_client) loads only for --metrics/--textfile
     from probetop.tui.metrics.live import MetricsExporter
@@ -35,6 +39,30 @@ def fail(message: str, code: int = 2) -> int:
     """Print ``probetop: error: message`` on stderr and return ``code``."""
     print(f"probetop: error: {message}", file=sys.stderr)
     return code
+
+
+OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+"""Write errors that mean an output's storage failed, not a bug."""
+
+
+def output_failed(exc: OSError) -> int | None:
+    """The exit status for ``exc`` if it is a write the storage refused (the
+    report to a stdout on a full disk, a session's log there): said on stderr
+    when that can still be written, RECORDING_INCOMPLETE_EXIT (74, EX_IOERR:
+    what the run measured could not all be written), never a traceback.
+    None for any other error. A terminal that hung up (EIO) is the
+    hangup's status, 129, not 74."""
+    if exc.errno not in OUTPUT_ERRNOS:
+        return None
+    if exc.errno == errno.EIO and terminal_hung_up():
+        # A closed window, an SSH drop: the hangup's SIGHUP interrupted the
+        # run, its recording is whole, and no one is left to read the
+        # report. That is its status (129), not a storage failure.
+        return stopsignals.exit_status(128 + signal.SIGHUP)
+    where = f" ({exc.filename})" if exc.filename else ""
+    with contextlib.suppress(OSError):
+        fail(f"cannot write the output{where}: {exc.strerror}")
+    return RECORDING_INCOMPLETE_EXIT
 
 
 def check_record(plan: RunPlan[Any]) -> Path | None:

@@ -44,7 +44,13 @@ from probetop.tui.cli import (
     parse_args,
 )
 from probetop.tui.config import AppConfig
-from probetop.tui.launch import dashboard_config, fail, recording_status, run_headless_plan
+from probetop.tui.launch import (
+    dashboard_config,
+    fail,
+    output_failed,
+    recording_status,
+    run_headless_plan,
+)
 from probetop.tui.plan import RunPlan
 from probetop.tui.runner import RunResult, generic_report
 
@@ -76,6 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+    except OSError as exc:
+        code = output_failed(exc)
+        if code is None:
+            raise
+        return code
     except Exception:
         if stopsignals.pending() is not None:
             # A stop signal raised KeyboardInterrupt inside a library that
@@ -140,6 +151,11 @@ def _run_in_session(plan: RunPlan[Any]) -> int:
         return run_plan(plan)
     except (ProbeError, RecordingError, SessionError) as exc:
         return fail(str(exc), exc.exit_code)
+    except OSError as exc:  # its log on a full disk: `ls` shows finished (74)
+        code = output_failed(exc)
+        if code is None:
+            raise
+        return code
 
 
 def _run_probes(plan: RunPlan[Any], module: ModuleType, fg: Foreground | None = None) -> int:

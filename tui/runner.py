@@ -117,6 +117,7 @@ async def run_headless(
                 samples.setdefault(record_.probe, []).append(record_)
         await session.shutdown(reason)
         session.remove_signal_handlers()
+        stopsignals.spare_report()  # a second Ctrl-C must not lose the report that follows
     return RunResult(
         probes=probes,
         summaries=dict(hub.summaries),

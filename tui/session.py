@@ -47,7 +47,7 @@ import select
 import signal
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from probetop.probes.core import stopsignals
 from probetop.probes.core.base import ConfirmationRequired, Probe, ProbeError
@@ -71,30 +71,46 @@ def ignore_hangup() -> None:
     stopsignals.forget(signal.SIGHUP)  # one caught during start-up is void too
 
 
-def add_stop_signal_handlers(on_signal: Callable[[str], None]) -> list[signal.Signals]:
+HandledSignals = list[tuple[signal.Signals, Any]]
+"""What ``add_stop_signal_handlers`` took over: each signal and the handler
+it had before (``remove_stop_signal_handlers`` puts it back)."""
+
+
+def add_stop_signal_handlers(on_signal: Callable[[str], None]) -> HandledSignals:
     """SIGINT, SIGTERM and SIGHUP (not once ``ignore_hangup``) call
     ``on_signal(name)`` in the running event loop; the signals now handled.
     Every dashboard needs them, not only a live one: without, a signal
     raises KeyboardInterrupt wherever the main thread is, and Textual's exit
     can then block writing to a hung-up terminal (a replay left running)."""
     loop = asyncio.get_running_loop()
-    handled = []
+    handled: HandledSignals = []
     for sig in SIGNALS:
         if sig == signal.SIGHUP and _hangup_ignored:
             continue
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            previous = signal.getsignal(sig)
             loop.add_signal_handler(sig, on_signal, sig.name)
-            handled.append(sig)
+            handled.append((sig, previous))
     return handled
 
 
-def remove_stop_signal_handlers(handled: list[signal.Signals]) -> None:
-    """Leave the process's signal handling as it was before ``add_stop_signal_handlers``."""
+def remove_stop_signal_handlers(handled: HandledSignals) -> None:
+    """Leave the process's signal handling as it was before ``add_stop_signal_handlers``.
+
+    asyncio's ``remove_signal_handler`` leaves SIGINT at Python's default
+    (KeyboardInterrupt) and SIGTERM/SIGHUP at SIG_DFL (death), not at what
+    they were: a signal between the run's end and its report (a Ctrl-C
+    pressed twice) then lost the report, or killed the process with no exit
+    status of its own. The handler each had before is put back."""
     with contextlib.suppress(RuntimeError):
         loop = asyncio.get_running_loop()
-        for sig in handled:
+        for sig, _previous in handled:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(sig)
+    for sig, previous in reversed(handled):
+        if previous is not None:  # None: set outside Python, cannot be restored from here
+            with contextlib.suppress(OSError, RuntimeError, ValueError, TypeError):
+                signal.signal(sig, previous)
     handled.clear()
 
 
@@ -166,7 +182,7 @@ class LiveSession:
         self.recorder: Recorder | None = None
         self.probes_stopped = False
         self.finished = False
-        self._signals: list[signal.Signals] = []
+        self._signals: HandledSignals = []
         self._deadline_tasks: set[asyncio.Task[None]] = set()  # added probes' --time
         # Recordings that could not be completed (write error mid-run): the
         # host shows them and exits with RECORDING_INCOMPLETE_EXIT.

@@ -23,6 +23,11 @@ Contract:
   callback during numba's compile); runners call ``pending()`` right after
   installing their own handlers, so a signal from start-up stops the run.
 - ``exit_status()``: 128 + the pending signal's number (130 for SIGINT).
+- ``spare_report()``: a run has stopped and its report is next. The next
+  stop signal (a Ctrl-C pressed twice, a ``kill`` sent again) is recorded,
+  not raised: it can stop nothing more, and raising it lost the report that
+  says what ran. Any signal after that one raises as before, so a report
+  blocked on a stdout nobody reads still ends on a signal.
 - ``run_stoppable(step)``: run a long start-up step (numba's JIT: seconds
   on a cold cache) in a daemon thread while the main thread waits, checking
   for a stop signal every 50 ms: a signal raises ``KeyboardInterrupt`` at
@@ -47,10 +52,15 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 _pending: list[int] = []
 _raise = False
+_spared = 0  # signals still to record without raising (``spare_report``)
 
 
 def _handler(signum: int, _frame: FrameType | None) -> None:
+    global _spared
     _pending.append(signum)
+    if _spared:
+        _spared -= 1
+        return
     if _raise:
         raise KeyboardInterrupt
 
@@ -81,6 +91,13 @@ def interrupt_from_now() -> None:
     """From now on a signal also raises KeyboardInterrupt in the main thread."""
     global _raise
     _raise = True
+
+
+def spare_report() -> None:
+    """The run has stopped: the next stop signal does not interrupt its
+    report (see the module docstring)."""
+    global _spared
+    _spared = 1
 
 
 def forget(sig: int) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -20,11 +22,13 @@ from probetop.probes.core.limits import logical_cpus
 from probetop.probes.cpu.settings import MAX_THREADS_PER_CPU, interval_floor_s
 from probetop.probes.icmp.settings import sample_interval_floor_s
 from stop_harness import (
+    PROBETOP,
     STOP_WITHIN_S,
     assert_recording_closed,
     log_stop,
     stop_dashboard,
     stop_headless,
+    wait_for_samples,
 )
 
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
@@ -109,6 +113,68 @@ def test_passive_stops_within_2s_headless(tmp_path: Path, sig: int) -> None:
     assert stopped.returncode == 0, stopped.describe()
     assert "probetop: ran" in stopped.stdout and f"({signal.Signals(sig).name})" in stopped.stdout
     assert_recording_closed(stopped, sig, "system.cpu")
+
+
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
+def test_a_second_signal_does_not_lose_the_report(tmp_path: Path, second: int) -> None:
+    """Ctrl-C pressed twice: the second signal came after the run had
+    stopped, while its report was being made, and raised there (SIGINT:
+    exit 130, no report) or killed the process (SIGTERM: asyncio had left
+    SIG_DFL behind). Gaps from 2 to 64 ms land in both the shutdown and the
+    report; each must end as one signal does: exit 0 and the whole report."""
+    record = tmp_path / "twice.jsonl"
+    for gap_s in (0.002, 0.004, 0.008, 0.016, 0.032, 0.064):
+        record.unlink(missing_ok=True)
+        proc = subprocess.Popen(
+            [*PROBETOP, "--record", str(record), "--headless", "--interval", "0.05"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            wait_for_samples(record, "system.cpu", 3, proc)
+            proc.send_signal(signal.SIGINT)
+            time.sleep(gap_s)
+            if proc.poll() is None:
+                proc.send_signal(second)
+            out, err = proc.communicate(timeout=STOP_WITHIN_S + 5)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        said = f"gap {gap_s * 1000:g} ms: rc {proc.returncode}, stderr {err[-300:]!r}"
+        assert proc.returncode == 0, said
+        assert "probetop: ran" in out and ("(SIGINT)" in out or "(SIGTERM)" in out), said
+        assert "Traceback" not in err, said
+
+
+SPARED = """
+import asyncio, os, signal, time
+from probetop.probes.core import stopsignals
+stopsignals.install()
+stopsignals.interrupt_from_now()
+from probetop.probes.system import passive_probes
+from probetop.tui.runner import run_headless
+asyncio.run(run_headless(list(passive_probes(0.05)), duration_s=0.3))
+print([signal.getsignal(s) is stopsignals._handler for s in stopsignals.SIGNALS])
+os.kill(os.getpid(), signal.SIGINT)
+time.sleep(0.2)
+print("spared")
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(1.0)
+    print("not raised")
+except KeyboardInterrupt:
+    print("raised")
+"""
+
+
+def test_after_a_run_the_stop_handlers_are_back_and_one_signal_is_spared() -> None:
+    """The same, deterministically: once ``run_headless`` returned, SIGINT,
+    SIGTERM and SIGHUP are the console script's handler again (asyncio had
+    left Python's default and SIG_DFL), the next signal is only recorded
+    (the report comes next), and the one after it raises as before."""
+    out = subprocess.run([*PROBETOP[:1], "-c", SPARED], capture_output=True, text=True,
+                         timeout=60)  # fmt: skip
+    assert out.stdout.splitlines() == ["[True, True, True]", "spared", "raised"], out.stderr
 
 
 DASHBOARD_CASES = {

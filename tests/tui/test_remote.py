@@ -11,6 +11,7 @@ import itertools
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,8 @@ from pathlib import Path
 import pytest
 from probetop.probes.core.sample import Sample
 from probetop.probes.record import RecordingError, load_session
+from probetop.tui.sessions import remote as remote_mod
+from probetop.tui.sessions.registry import SessionInfo
 from probetop.tui.sessions.remote import RemoteFollower
 from sshd_fixture import Sshd, Unavailable, start_sshd
 from test_sessions import _screen, _tmux, wait_for
@@ -180,6 +183,72 @@ def test_remote_view_in_a_terminal_reconnects_and_stops(remote: tuple[Sshd, Path
         assert "events per second:" in (far / "rv.log").read_text()
     finally:
         _tmux(sock, "kill-server")
+
+
+def test_ctrl_c_while_the_session_starts_there_says_it_may_run_on(
+    remote: tuple[Sshd, Path],
+) -> None:
+    """Ctrl-C once HOST's `--detach` has claimed the name: ssh ends, the
+    session there starts on. The command said nothing and exited 130, and
+    the session ran on unnoticed; now it names it and how to stop it."""
+    _sshd, far = remote
+    sock = f"ptrc-{os.getpid()}"
+    env = " ".join(
+        f"{k}='{os.environ[k]}'" for k in ("PROBETOP_SSH", "PROBETOP_REMOTE", "XDG_STATE_HOME")
+    )
+    cmd = f"{sys.executable} -m probetop.tui.main --remote ptest cpu --threads 1 --name cc"
+    meta = far / "cc.session.json"
+    try:
+        _tmux(sock, "new-session", "-d", "-x", "120", "-y", "40", "-s", "w", "bash --norc")
+        _tmux(sock, "send-keys", "-t", "w", f"export {env} TERM=xterm-256color; {cmd}; "
+              "echo EXIT=$?", "Enter")  # fmt: skip
+        deadline = time.monotonic() + START_S
+        while not meta.exists() and time.monotonic() < deadline:  # claimed there
+            time.sleep(0.005)
+        assert meta.exists(), _screen(sock, "w")
+        _tmux(sock, "send-keys", "-t", "w", "C-c")
+        wait_for(lambda: "EXIT=" in _screen(sock, "w"), what="the command's end")
+        screen = " ".join(_screen(sock, "w").split())
+        assert "EXIT=130" in screen, screen
+        assert "session cc may have started on ptest" in screen, screen
+        assert "probetop stop --remote ptest cc" in screen, screen
+        assert "Traceback" not in screen
+    finally:
+        _tmux(sock, "kill-server")
+
+
+def test_the_status_says_when_a_reconnection_is_under_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server that accepts and never speaks (a link that is half there):
+    while ssh waits on it (up to ConnectTimeout, 10 s) the view said
+    "reconnecting in 0 s" all along; it says the attempt is under way."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    monkeypatch.setenv("PROBETOP_SSH", f"ssh -p {port} -o StrictHostKeyChecking=no "
+                       "-o UserKnownHostsFile=/dev/null")  # fmt: skip
+    monkeypatch.setattr(remote_mod, "STALL_S", 0.5)
+    follower = RemoteFollower("127.0.0.1", "s")
+    info = SessionInfo("s", [], "", 2, None, "", "", "")
+    view = remote_mod.RemoteAttachedSession(info, follower, "running", host="127.0.0.1",
+                                            _remote=follower)  # fmt: skip
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 6.0
+        while time.monotonic() < deadline and not any("now" in s for s in seen):
+            follower.poll()
+            state = view.state
+            if not seen or seen[-1] != state:
+                seen.append(state)
+            time.sleep(0.05)
+    finally:
+        follower.close()
+        listener.close()
+    assert "reconnecting in 1 s: link lost (no data for 0.5 s)" in seen, seen
+    assert seen[-1] == "reconnecting now (attempt 1): link lost (no data for 0.5 s)", seen
+    assert not any(s.startswith("reconnecting in 0 s") for s in seen), seen
 
 
 def test_a_refusal_on_the_far_side_is_said_once_not_retried(remote: tuple[Sshd, Path]) -> None:

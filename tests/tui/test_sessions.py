@@ -49,7 +49,7 @@ def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
             # checks: a hand-written (damaged) file may say pid -1 or 1, and
             # kill(-1, SIGKILL) as root ends every process on the machine.
             info = read_info(meta)
-            if isinstance(info, SessionInfo) and info.pid > 1 and info.state == "running":
+            if isinstance(info, SessionInfo) and info.pid > 1 and info.live:
                 os.kill(info.pid, signal.SIGKILL)
     shutil.rmtree(base, ignore_errors=True)
 

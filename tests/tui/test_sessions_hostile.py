@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from probetop.probes.record import RecordingError
+from probetop.probes.record import RecordingError, load_session
 from probetop.tui.sessions.attach import AttachedSession
 from probetop.tui.sessions.control import request
 from probetop.tui.sessions.registry import SessionError, SessionInfo, process_start_ticks
@@ -257,6 +257,122 @@ def test_stop_exits_74_when_the_session_lost_its_recording(env: dict[str, str]) 
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
         shutil.rmtree(mount, ignore_errors=True)
+
+
+@pytest.mark.root
+def test_a_session_that_fills_its_own_state_dir_still_ends_finished_74(
+    env: dict[str, str],
+) -> None:
+    """Metadata, log and recording on one full disk: the exit status is
+    written into space the session held from its start (it was "died" and
+    `stop` exited 1: the status write failed, and that failure killed it)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a tmpfs")
+    mount = Path(tempfile.mkdtemp(prefix="pts-full-", dir="/tmp"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=700", "tmpfs", str(mount)],
+                   check=True)  # fmt: skip
+    env = dict(env, XDG_STATE_HOME=str(mount))
+    try:
+        started = probetop(env, "cpu", "--threads", "1", "--interval", "0.1", "--time", "300",
+                           "--detach", "--name", "full")  # fmt: skip
+        assert started.returncode == 0, started.stderr
+        recording = mount / "probetop" / "full.jsonl"
+        subprocess.run(["dd", "if=/dev/zero", f"of={mount / 'filler'}", "bs=4k"],
+                       capture_output=True, check=False)  # fmt: skip
+        sizes = [-1]
+
+        def stopped_growing() -> bool:  # ten intervals without a line: the disk is full
+            sizes.append(recording.stat().st_size)
+            time.sleep(1.0)
+            return recording.stat().st_size == sizes[-1]
+
+        wait_for(stopped_growing, 60, "the recording to meet the full disk")
+        stopped = probetop(env, "stop", "full")
+        assert stopped.returncode == 74, (stopped.returncode, stopped.stdout, stopped.stderr)
+        assert "Traceback" not in stopped.stderr
+        listed = sessions(env)["full"]
+        assert (listed["state"], listed["exit_code"]) == ("finished", 74)
+        assert [p.name for p in (mount / "probetop").iterdir() if p.name.startswith(".")] == []
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+        shutil.rmtree(mount, ignore_errors=True)
+
+
+@pytest.mark.root
+def test_detach_onto_a_full_state_dir_is_refused_in_one_line(env: dict[str, str]) -> None:
+    """No room for the metadata: exit 2 and one line naming the file (it
+    was a traceback), nothing started, nothing left behind."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a tmpfs")
+    mount = Path(tempfile.mkdtemp(prefix="pts-full-", dir="/tmp"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=700", "tmpfs", str(mount)],
+                   check=True)  # fmt: skip
+    try:
+        (mount / "probetop").mkdir(mode=0o700)
+        subprocess.run(["dd", "if=/dev/zero", f"of={mount / 'filler'}", "bs=4k"],
+                       capture_output=True, check=False)  # fmt: skip
+        out = probetop(dict(env, XDG_STATE_HOME=str(mount)), "cpu", "--time", "2", "--detach",
+                       "--name", "nf")  # fmt: skip
+        one_error(out, f"cannot write {mount}/probetop/nf.session.json", "No space left")
+        assert list((mount / "probetop").iterdir()) == []
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+        shutil.rmtree(mount, ignore_errors=True)
+
+
+def test_a_report_that_cannot_be_written_exits_74_without_a_traceback(
+    env: dict[str, str],
+) -> None:
+    """stdout on a full disk (/dev/full): one error line, exit 74 (it was a
+    traceback and exit 1, and a detached session's log there was the same)."""
+    with open("/dev/full", "w") as full:
+        out = subprocess.run(
+            [sys.executable, "-m", "probetop.tui.main", "cpu", "--threads", "1", "--time", "1",
+             "--headless"],
+            env=env, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60,
+        )  # fmt: skip
+    assert out.returncode == 74, out.stderr
+    assert "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "probetop: error: cannot write the output: No space left on device"
+    ]
+
+
+def test_a_recording_deleted_under_a_session_is_written_back(env: dict[str, str]) -> None:
+    """`rm` of a running session's recording: the session wrote on into the
+    unlinked file and `stop` said "finished", exit 0, naming a file that no
+    longer existed. Now the whole recording, footer included, is back at its
+    path when the session ends, and its log says so."""
+    started = probetop(env, "cpu", "--threads", "1", "--interval", "0.2", "--time", "300",
+                       "--detach", "--name", "gone")  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    state = Path(env["XDG_STATE_HOME"]) / "probetop"
+    recording = state / "gone.jsonl"
+    wait_for(lambda: recording.read_bytes().count(b'"type":"sample"') >= 2, 30, "samples")
+    recording.unlink()
+    stopped = probetop(env, "stop", "gone")
+    assert stopped.returncode == 0, stopped.stderr
+    assert "was deleted while it ran: written back" in stopped.stdout
+    session = load_session(recording)
+    assert session.footer is not None and session.warnings == []
+    assert sum(1 for _ in session.samples()) >= 2
+
+
+def test_a_recording_replaced_under_a_session_is_left_and_stop_says_74(
+    env: dict[str, str],
+) -> None:
+    started = probetop(env, "cpu", "--threads", "1", "--interval", "0.2", "--time", "300",
+                       "--detach", "--name", "swapped")  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    recording = Path(env["XDG_STATE_HOME"]) / "probetop" / "swapped.jsonl"
+    wait_for(lambda: recording.read_bytes().count(b'"type":"sample"') >= 1, 30, "a sample")
+    recording.unlink()
+    recording.write_text("someone else's file\n")
+    stopped = probetop(env, "stop", "swapped")
+    assert stopped.returncode == 74, (stopped.returncode, stopped.stderr)
+    assert "could not be written back: another file has taken its place" in stopped.stdout
+    assert recording.read_text() == "someone else's file\n"
+    assert sessions(env)["swapped"]["exit_code"] == 74
 
 
 def test_an_attached_view_says_a_damaged_recording_once(tmp_path: Path) -> None:

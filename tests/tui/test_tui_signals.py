@@ -4,15 +4,19 @@ terminal (leave the alternate screen)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
 import signal
+import subprocess
+import termios
 import time
 from pathlib import Path
 
 import pytest
 from file_size import text_of
 from probetop.probes.record.reader import load_session
-from pty_session import PtySession
+from pty_session import PROBETOP, PtySession
 
 
 def _wait_for_samples(path: Path, count: int = 3, timeout: float = 60.0) -> bool:
@@ -92,6 +96,37 @@ def test_terminal_hangup_closes_recording_and_exits(tmp_path: Path) -> None:
     assert rc == 0
     session = load_session(path)
     assert session.footer is not None and session.footer["reason"] == "interrupted (SIGHUP)"
+
+
+def test_a_headless_run_whose_terminal_hangs_up_exits_129(tmp_path: Path) -> None:
+    """The same drop under a headless `--record` run (a closed tmux window):
+    the report then met a terminal that is gone (EIO) and the run ended in
+    a traceback, exit 1; the hangup's status is 129, the recording whole."""
+    path = tmp_path / "rec.jsonl"
+    # No PtySession: its drain thread, blocked in read() on the master while
+    # a headless run writes nothing, keeps the master open past close(), so
+    # the terminal never hangs up. Nothing reads here (the run writes less
+    # than a pty holds before its report).
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [*PROBETOP, "cpu", "--threads", "1", "--record", str(path), "--headless",
+         "--interval", "0.2", "--time", "60"],
+        stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+    )  # fmt: skip
+    os.close(slave)
+    try:
+        assert _wait_for_samples(path)
+        os.close(master)  # the window closes: the kernel sends SIGHUP
+        rc = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert rc == 128 + signal.SIGHUP
+    session = load_session(path)
+    assert session.footer is not None and session.footer["reason"] == "interrupted (SIGHUP)"
+    assert session.warnings == []
 
 
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "hangup"])

@@ -10,7 +10,7 @@ from probetop.probes.core.options import CommandSpec, Option
 from probetop.tui.config import AppConfig
 from probetop.tui.plan import CommonOptions, RunPlan
 from probetop.tui.sessions.attach import AttachedSession
-from probetop.tui.sessions.registry import SessionError, find
+from probetop.tui.sessions.registry import SessionError, find, started
 
 SPEC = CommandSpec(
     name="attach",
@@ -46,7 +46,7 @@ def run(plan: RunPlan[AttachSettings]) -> AppConfig:
             "`probetop ls` lists sessions, `probetop report FILE` summarises a recording"
         )
     return AppConfig(
-        attached=AttachedSession.open(info),
+        attached=AttachedSession.open(started(info)),  # a starting one has no recording yet
         theme=plan.common.theme,
         command=list(plan.common.argv),
         title=f"probetop attach {info.name}",

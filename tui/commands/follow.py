@@ -23,7 +23,7 @@ from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.record import RecordingError, RecordingFollower
 from probetop.tui.argtypes import whole_number
 from probetop.tui.plan import CommonOptions, RunPlan
-from probetop.tui.sessions.registry import find, meta_path, read_info
+from probetop.tui.sessions.registry import find, meta_path, read_info, started
 
 POLL_S = 0.25
 KEEPALIVE_S = 2.0
@@ -76,7 +76,7 @@ def _write(data: bytes) -> bool:
 
 
 def run(plan: RunPlan[FollowSettings]) -> int:
-    info = find(plan.settings.session)
+    info = started(find(plan.settings.session))  # a starting one has no recording yet
     skip = plan.settings.from_line
     try:
         follower = RecordingFollower(info.recording)
@@ -103,7 +103,7 @@ def run(plan: RunPlan[FollowSettings]) -> int:
                 return 0
             if follower.caught_up and not lines:
                 current = read_info(meta_path(info.name))
-                if current is None or current.state != "running":
+                if current is None or not current.live:
                     last_round = True  # died or finished: read once more, then stop
                     continue
                 if time.monotonic() - sent_at >= KEEPALIVE_S:

@@ -17,12 +17,13 @@ from probetop.tui.sessions.registry import SessionInfo, scan_sessions, state_dir
 
 SPEC = CommandSpec(
     name="ls",
-    help="list the detached sessions (running, finished, died)",
+    help="list the detached sessions (starting, running, finished, died)",
     description="""\
 List the sessions started with --detach: name, command, start time, state
-(running; finished: it ended and wrote its report; died: its process is gone
-without one, e.g. SIGKILL), PID and recording size. With --json, one JSON
-document. Sessions live in $XDG_STATE_HOME/probetop (docs/sessions.md).
+(starting: its probes are not started yet; running; finished: it ended and
+wrote its report; died: its process is gone without one, e.g. SIGKILL), PID
+and recording size. With --json, one JSON document. Sessions live in
+$XDG_STATE_HOME/probetop (docs/sessions.md).
 """,
     options=(),
 )

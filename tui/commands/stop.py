@@ -61,9 +61,13 @@ def settings(values: Mapping[str, Any], common: CommonOptions) -> StopSettings:
 
 def run(plan: RunPlan[StopSettings]) -> int:
     info = find(plan.settings.session)
-    if info.state != "running":
+    if not info.live:
         raise SessionError(f"session {info.name} is not running ({info.state})")
     done = stop_session(info, plan.settings.wait_s)
+    if done is None:  # stopped while starting: the command that started it said so
+        print(f"probetop: session {info.name} stopped before its probes started; "
+              "nothing was recorded and it is not listed")  # fmt: skip
+        return 0
     try:
         sys.stdout.write(Path(done.log).read_text())
     except OSError as exc:

@@ -92,9 +92,13 @@ class AttachedSession:
         return self._state
 
     def stop(self, wait_s: float = 30.0) -> SessionInfo:
-        self.info = stop_session(self.info, wait_s)
-        self._state = self.info.state
-        return self.info
+        done = stop_session(self.info, wait_s)
+        if done is None:  # it ended before it started: nothing is listed
+            self._state = "finished"
+            return self.info
+        self.info = done
+        self._state = done.state
+        return done
 
     def close(self) -> None:
         self.follower.close()

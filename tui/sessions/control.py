@@ -159,21 +159,46 @@ def request(path: str | Path, op: str, timeout_s: float = TIMEOUT_S) -> dict[str
     return answer
 
 
-def stop_session(info: SessionInfo, wait_s: float = 30.0) -> SessionInfo:
+def stop_session(info: SessionInfo, wait_s: float = 30.0) -> SessionInfo | None:
     """Ask ``info``'s session to stop (control socket; SIGTERM if the socket
     does not answer while the process lives) and wait until it wrote its
-    exit status; its metadata then. SessionError if it did not within
-    ``wait_s``."""
-    try:
-        request(info.socket, "stop")
-    except SessionError:
-        if not info.alive:
-            raise
-        os.kill(info.pid, signal.SIGTERM)  # our own session; its socket is gone
+    exit status; its metadata then, or None if it ended before it started
+    (a session that never started removes its metadata: nothing is listed).
+    SessionError if it did not within ``wait_s``.
+
+    A session still "starting" may not serve its socket yet, and its
+    metadata may still name the `--detach` command that claimed the name:
+    the request is retried until it answers (or the session is gone), never
+    replaced by a SIGTERM that could reach that command instead."""
     deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            request(info.socket, "stop")
+            break
+        except SessionError:
+            now = read_info(meta_path(info.name))
+            if now is None:
+                return None  # it ended before it started
+            if isinstance(now, SessionInfo):
+                info = now
+            if not info.alive:
+                if info.state == "finished":
+                    return info
+                raise
+            if info.state == "running":
+                os.kill(info.pid, signal.SIGTERM)  # our own session; its socket is gone
+                break
+            if time.monotonic() >= deadline:
+                raise SessionError(
+                    f"session {info.name} did not answer while starting in {wait_s:g} s "
+                    f"(PID {info.pid})"
+                ) from None
+            time.sleep(0.05)
     while time.monotonic() < deadline:
         now = read_info(meta_path(info.name))
-        if isinstance(now, SessionInfo) and now.state != "running":
+        if now is None:
+            return None
+        if isinstance(now, SessionInfo) and not now.live:
             return now
         time.sleep(0.1)
     raise SessionError(f"session {info.name} did not stop within {wait_s:g} s (PID {info.pid})")

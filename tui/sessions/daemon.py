@@ -46,12 +46,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from probetop.probes.record import Recorder, RecordingError, on_header
+from probetop.probes.core import stopsignals
+from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, Recorder, RecordingError, on_header
 from probetop.tui import commands
 from probetop.tui.plan import RunPlan
 from probetop.tui.session import ignore_hangup
 from probetop.tui.sessions.control import ControlServer
 from probetop.tui.sessions.registry import (
+    Reserve,
     SessionError,
     SessionInfo,
     check_name,
@@ -83,14 +85,14 @@ def detach(plan: RunPlan[Any], run: Callable[[RunPlan[Any]], int]) -> int:
     name = check_name(default_name(plan.command) if given is None else given)
     old = read_session(name)  # a damaged metadata file keeps its name taken too
     if old is not None:
-        what = "is running" if old.state == "running" else f"{old.state}; its files are kept"
+        what = f"is {old.state}" if old.live else f"{old.state}; its files are kept"
         raise SessionError(f"a session named {name!r} {what}: pick another --name")
     recording, sock, log = session_paths(name, plan.common.record)
     # The name is taken here, atomically, before anything else is checked:
     # of two `--detach --name X` started together exactly one gets X, and
     # the other is told so (not that X's recording is in use). The session
     # process rewrites this file with its own PID before it says "ready".
-    claim(_info(name, plan.common.argv, recording, sock, log))
+    claim(_info(name, plan.common.argv, recording, sock, log, starting=True))
     try:
         Recorder.check_path(recording)
     except RecordingError:
@@ -265,40 +267,77 @@ def _session_process(
     ignore_hangup()
     assert plan.common.record is not None
     recording = plan.common.record
-    info = _info(name, plan.common.argv, recording, sock, log)
+    info = _info(name, plan.common.argv, recording, sock, log, starting=True)
     write_info(info)
+    reserve = Reserve()  # its exit status is written even on a disk the run fills
     server = ControlServer(
         Path(sock),
         status=lambda: {"name": name, "pid": os.getpid(), "recording": str(recording)},
         on_stop=lambda: os.kill(os.getpid(), signal.SIGTERM),
     )
     code = 1
-    ready = _Ready(ready_w, recording)
+    ready = _Ready(ready_w, recording, lambda: _mark_ready(info))
     unhook = on_header(ready.header_written)
     try:
         server.start()
         code = run(plan)
+    except KeyboardInterrupt:  # a stop signal (`stop`, kill) before the run's own handlers
+        code = stopsignals.exit_status()
+        when = "while it ran" if ready.started else "before its probes started"
+        with contextlib.suppress(OSError):
+            print(f"probetop: session {name} stopped ({stopsignals.pending() or 'signal'}) "
+                  f"{when}", file=sys.stderr)  # fmt: skip
     except Exception as exc:  # said in the log, which the caller prints
-        print(f"probetop: error: session {name}: {exc}", file=sys.stderr)
         code = getattr(exc, "exit_code", 1)
+        with contextlib.suppress(OSError):  # a full disk: the log cannot say it
+            print(f"probetop: error: session {name}: {exc}", file=sys.stderr)
     finally:
         unhook()
         server.close()
-        sys.stdout.flush()
-        sys.stderr.flush()
+        with contextlib.suppress(OSError):  # a full disk: the exit status still follows
+            sys.stdout.flush()
+            sys.stderr.flush()
         if ready.started:
-            write_info(info.finished(code))
+            code = ready.keep_recording(code)
+            reserve.write(info.finished(code))
         else:
-            _never_started(info, code, ready, log, log_start)
+            _never_started(info, code, ready, log, log_start, reserve)
         ready.close()
     return code
+
+
+def _say(message: str) -> None:
+    """A warning in the session's log (its stderr), if it can be written."""
+    with contextlib.suppress(OSError):
+        print(f"probetop: warning: session: {message}", file=sys.stderr, flush=True)
+
+
+def _copy_back(src: int, path: str, size: int) -> None:
+    """Write ``size`` bytes of the open file ``src`` to a new file at ``path``
+    (0600, never over an existing file), synced."""
+    out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        done = 0
+        while done < size:
+            sent = os.copy_file_range(src, out, size - done, done, done)
+            if sent == 0:
+                break
+            done += sent
+        os.fsync(out)
+    except OSError:
+        os.unlink(path)  # not a torn copy in its place
+        raise
+    finally:
+        os.close(out)
 
 
 ERROR_LIMIT = 1 << 16
 """Bytes of a failed session's output sent to the caller (the end of it)."""
 
 
-def _never_started(info: SessionInfo, code: int, ready: _Ready, log: Path, start: LogStart) -> None:
+def _never_started(
+    info: SessionInfo, code: int, ready: _Ready, log: Path, start: LogStart, reserve: Reserve
+) -> None:
     """The session ended before its header was written: no entry for it
     stays, and its caller gets its output (see ``_session_process``)."""
     try:
@@ -308,19 +347,34 @@ def _never_started(info: SessionInfo, code: int, ready: _Ready, log: Path, start
     with contextlib.suppress(OSError):
         os.unlink(meta_path(info.name))
     if ready.fail(code, text):
+        reserve.close()
         if start.created:
             with contextlib.suppress(OSError):
                 os.unlink(log)
         return
     # No one heard it: listed as finished with its status, no recording
     # claimed (it never wrote one), its error in the log.
-    write_info(dataclasses.replace(info.finished(code), recording=""))
+    reserve.write(dataclasses.replace(info.finished(code), recording=""))
 
 
-def _info(name: str, argv: Any, recording: Path, sock: Path, log: Path) -> SessionInfo:
+def _mark_ready(info: SessionInfo) -> None:
+    """Rewrite the metadata as running (``ls`` said "starting" until now).
+    Never raises: a metadata write that fails (a full disk) is said in the
+    log, and the session runs on."""
+    try:
+        write_info(dataclasses.replace(info, starting=False))
+    except OSError as exc:
+        print(f"probetop: warning: session {info.name}: cannot mark it running in "
+              f"{meta_path(info.name)}: {exc.strerror or exc}", file=sys.stderr)  # fmt: skip
+
+
+def _info(
+    name: str, argv: Any, recording: Path, sock: Path, log: Path, *, starting: bool
+) -> SessionInfo:
     """This process's metadata for session ``name`` (the command is redacted
     when written)."""
     return SessionInfo(
+        starting=starting,
         name=name,
         command=list(argv),
         started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -333,11 +387,19 @@ def _info(name: str, argv: Any, recording: Path, sock: Path, log: Path) -> Sessi
 
 
 class _Ready:
-    """The session's end of the ready pipe: one message, then closed."""
+    """The session's end of the ready pipe: one message, then closed.
 
-    def __init__(self, fd: int, recording: Path) -> None:
+    Once ready it also holds the recording open (read-only): a recording
+    deleted while the session ran (``rm``, a cleaner of old files) is
+    written back at its path when the session ends (``keep_recording``)
+    instead of vanishing with its last descriptor, which `stop` reported as
+    a clean finish naming a file that no longer existed."""
+
+    def __init__(self, fd: int, recording: Path, mark_ready: Callable[[], None]) -> None:
         self._fd: int | None = fd
         self._recording = os.path.realpath(recording)
+        self._mark_ready = mark_ready
+        self._held: int | None = None  # the recording, open since it was ready
         self.started = False  # this session's recording holds its header
 
     def header_written(self, path: Path) -> None:
@@ -345,8 +407,41 @@ class _Ready:
         if self.started or os.path.realpath(path) != self._recording:
             return
         self.started = True
+        with contextlib.suppress(OSError):
+            self._held = os.open(self._recording, os.O_RDONLY | os.O_CLOEXEC)
+        self._mark_ready()  # first: once the starter returns, `ls` says "running"
         self._send(f"ready {os.getpid()}\n".encode())
         self.close()
+
+    def keep_recording(self, code: int) -> int:
+        """``code``, once the recording is at its path. Deleted while the
+        session ran: its whole content (the recorder has closed it, footer
+        included) is written back there and the log says so; if that fails,
+        or another file took its place, the log says where it was and the
+        status is 74 (the recording could not be completed)."""
+        held, self._held = self._held, None
+        if held is None:
+            return code
+        try:
+            mine = os.fstat(held)
+            try:
+                there = os.stat(self._recording)
+            except FileNotFoundError:
+                there = None
+            if there is not None and (there.st_dev, there.st_ino) == (mine.st_dev, mine.st_ino):
+                return code
+            if there is not None:
+                raise FileExistsError(errno.EEXIST, "another file has taken its place")
+            _copy_back(held, self._recording, mine.st_size)
+        except OSError as exc:
+            _say(f"its recording {self._recording} was deleted while it ran and could not "
+                 f"be written back: {exc.strerror or exc}")  # fmt: skip
+            return RECORDING_INCOMPLETE_EXIT
+        finally:
+            os.close(held)
+        _say(f"its recording {self._recording} was deleted while it ran: written back "
+             f"({mine.st_size} bytes)")  # fmt: skip
+        return code
 
     def fail(self, code: int, text: bytes) -> bool:
         """Send "failed" with ``code`` and ``text``; False if no one read it."""

@@ -59,6 +59,7 @@ from probetop.tui.session import LiveSession, ignore_hangup
 from probetop.tui.sessions.control import ControlServer
 from probetop.tui.sessions.daemon import redirect_to_log
 from probetop.tui.sessions.registry import (
+    Reserve,
     SessionError,
     SessionInfo,
     check_name,
@@ -90,6 +91,7 @@ class DetachedSession:
     info: SessionInfo
     server: ControlServer
     link: ForegroundLink
+    reserve: Reserve  # room for the exit status on a disk the run fills
 
 
 def _set_parent_death_signal(sig: int) -> None:
@@ -202,7 +204,7 @@ async def detach_session(
     )
     server.start()
     write_info(info)
-    return DetachedSession(info, server, link)
+    return DetachedSession(info, server, link, Reserve())
 
 
 def _started_at(session: LiveSession) -> str:
@@ -286,9 +288,10 @@ async def run_detached(
     finally:
         session.remove_signal_handlers()
         detached.server.close()
-        write_info(detached.info.finished(code))
-        sys.stdout.flush()
-        sys.stderr.flush()
+        detached.reserve.write(detached.info.finished(code))
+        with contextlib.suppress(OSError):  # the log on a full disk: the status is written
+            sys.stdout.flush()
+            sys.stderr.flush()
     return code
 
 

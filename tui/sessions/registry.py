@@ -8,16 +8,22 @@ Contract:
   session's stdout and stderr: its report).
 - ``runtime_dir()``: ``$XDG_RUNTIME_DIR/probetop`` (0700) when that variable
   names a directory by an absolute path, the state directory otherwise; it holds ``NAME.sock``.
-- ``SessionInfo.state``: "running" while the recorded PID is alive and is the
-  same process (its start time in ``/proc`` matches), "finished" once the
-  session wrote its exit status, "died" when the process is gone without
-  writing it (SIGKILL, OOM killer, power loss).
+- ``SessionInfo.state``: "starting" from the name's claim until the session
+  process says it is ready (its recording holds its header; ``starting`` is
+  then rewritten False), "running" while the recorded PID is alive and is
+  the same process (its start time in ``/proc`` matches), "finished" once
+  the session wrote its exit status, "died" when the process is gone
+  without writing it (SIGKILL, OOM killer, power loss). ``live`` is
+  "starting" or "running": what ``stop``, ``follow`` and views wait on.
 - Both directories must be private: owned by this user and writable by no
   one else (a symlink to such a directory is fine). Anything else is refused
   with a SessionError naming the owner and mode: another user who can write
   there could plant metadata that points ``stop`` at any process, or a
   socket that answers for a session.
 - Metadata files are replaced atomically (write, fsync, rename), mode 0600;
+  a session holds ``Reserve(name)`` from its start: disk space for its last
+  write (its exit status), so a disk it filled cannot make a session that
+  ended "died" (no status written) or hide its status from ``stop``;
   ``claim`` creates one only if the name is free (``link``: atomic, so two
   ``--detach --name X`` started together cannot both get X).
 - ``read_info`` checks every field's type and that the file's name is the
@@ -35,6 +41,7 @@ import json
 import os
 import re
 import stat
+import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -141,6 +148,7 @@ class SessionInfo:
     ended_at: str | None = None
     exit_code: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    starting: bool = False  # claimed, its process not yet ready (no header written)
 
     @property
     def alive(self) -> bool:
@@ -150,10 +158,17 @@ class SessionInfo:
 
     @property
     def state(self) -> str:
-        """ "running", "finished" or "died" (see the module docstring)."""
+        """ "starting", "running", "finished" or "died" (see the module docstring)."""
         if self.exit_code is not None:
             return "finished"
-        return "running" if self.alive else "died"
+        if not self.alive:
+            return "died"
+        return "starting" if self.starting else "running"
+
+    @property
+    def live(self) -> bool:
+        """Its process is there and has not ended: starting or running."""
+        return self.state in ("starting", "running")
 
     @property
     def recording_size(self) -> int:
@@ -164,10 +179,13 @@ class SessionInfo:
 
     def finished(self, exit_code: int) -> SessionInfo:
         now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        return replace(self, ended_at=now, exit_code=exit_code)
+        return replace(self, ended_at=now, exit_code=exit_code, starting=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if not self.starting:  # a ready session's file is what it was before the field
+            del data["starting"]
+        return data
 
     @classmethod
     def from_dict(cls, data: Any) -> SessionInfo:
@@ -183,7 +201,7 @@ class SessionInfo:
                     raise ValueError(f"no {key!r}")
                 continue
             value = data[key]
-            if isinstance(value, bool) or not isinstance(value, kinds):
+            if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
                 raise ValueError(f"{key!r} is {type(value).__name__}")
         if not all(isinstance(a, str) for a in data["command"]):
             raise ValueError("'command' holds a non-string")
@@ -207,6 +225,7 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
     "ended_at": (_STR + _NONE, False),
     "exit_code": (_INT + _NONE, False),
     "extra": ((dict,), False),
+    "starting": ((bool,), False),
 }
 
 
@@ -232,21 +251,35 @@ def meta_path(name: str) -> Path:
     return state_dir() / f"{name}{META_SUFFIX}"
 
 
+def _encode(info: SessionInfo) -> bytes:
+    """The metadata file's bytes (the command redacted)."""
+    data = {**info.as_dict(), "command": redact_argv(info.command)}
+    return (json.dumps(data, indent=1) + "\n").encode()
+
+
+def _tmp_path(path: Path) -> Path:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # left by a crashed writer with our PID; O_EXCL / link below
+    return tmp
+
+
 def _write_tmp(info: SessionInfo) -> tuple[Path, Path]:
     """(the metadata's path, a new private temporary file beside it holding
     ``info``, synced)."""
     path = meta_path(info.name)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)  # left by a crashed writer with our PID; O_EXCL below
+    tmp = _tmp_path(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(tmp, flags, 0o600)
-    data = {**info.as_dict(), "command": redact_argv(info.command)}
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=1)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(_encode(info))
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:  # a full disk: no half-written file left beside the metadata
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return path, tmp
 
 
@@ -256,10 +289,95 @@ def write_info(info: SessionInfo) -> None:
     os.replace(tmp, path)
 
 
+RESERVE_BYTES = 64 << 10
+"""Disk space a session holds for its last metadata write (a few hundred
+bytes; a long redacted command line fits too)."""
+
+
+class Reserve:
+    """Disk space held in the state directory for one later metadata write.
+
+    Made at a session's start: an unnamed file (``O_TMPFILE``: nothing is
+    left behind if the process is killed) with ``RESERVE_BYTES`` allocated.
+    ``write(info)`` writes the metadata into those blocks, shrinks the file
+    to it (which needs no space), names it and renames it over the metadata:
+    the same atomic replace as ``write_info``, but one a full disk cannot
+    refuse. Where the reserve could not be made (a filesystem without
+    ``O_TMPFILE``, a disk already full) or the metadata outgrew it,
+    ``write`` is ``write_info``. OSError as ``write_info``."""
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+        try:
+            fd = os.open(state_dir(), os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return
+        try:
+            os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        except OSError:
+            os.close(fd)
+            return
+        self._fd = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def write(self, info: SessionInfo) -> None:
+        """Replace ``NAME.session.json`` with ``info``, in the reserved space;
+        the reserve is used up (later calls are ``write_info``)."""
+        fd, self._fd = self._fd, None
+        data = _encode(info)
+        if fd is None or len(data) > RESERVE_BYTES:
+            if fd is not None:
+                os.close(fd)
+            write_info(info)
+            return
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.pwrite(fd, view, len(data) - len(view)) :]
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+            path = meta_path(info.name)
+            tmp = _tmp_path(path)
+            _link_fd(fd, tmp)
+            os.replace(tmp, path)
+        except OSError:  # no /proc, an unusual filesystem: the ordinary write
+            write_info(info)
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        """Give the space back unused."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
+def _link_fd(fd: int, path: Path) -> None:
+    """Give the unnamed file open at ``fd`` the name ``path``."""
+    # linkat(AT_SYMLINK_FOLLOW) of /proc/self/fd/N names an O_TMPFILE file
+    # without CAP_DAC_READ_SEARCH (AT_EMPTY_PATH would need it). A src_dir_fd
+    # makes os.link call linkat with that flag: plain link() would try to
+    # link the /proc symlink itself (EXDEV).
+    proc_fd = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.link(str(fd), path, src_dir_fd=proc_fd, follow_symlinks=True)
+    finally:
+        os.close(proc_fd)
+
+
 def claim(info: SessionInfo) -> None:
     """Create ``NAME.session.json`` holding ``info`` if no file has that name
-    (atomically: ``link`` fails if it exists); SessionError if taken."""
-    path, tmp = _write_tmp(info)
+    (atomically: ``link`` fails if it exists); SessionError if taken or if
+    it cannot be written (a full disk: nothing is started)."""
+    try:
+        path, tmp = _write_tmp(info)
+    except OSError as exc:
+        raise SessionError(
+            f"cannot write {meta_path(info.name)}: {exc.strerror or exc}; nothing was started"
+        ) from None
     try:
         os.link(tmp, path)
     except FileExistsError:
@@ -322,13 +440,37 @@ def find(name: str | None) -> SessionInfo:
         if info is None:
             raise SessionError(f"no session named {name!r} (`probetop ls` lists them)")
         return info
-    live = [i for i in list_sessions() if i.state == "running"]
+    live = [i for i in list_sessions() if i.live]
     if len(live) == 1:
         return live[0]
     if not live:
         raise SessionError("no running session (`probetop ls` lists them all)")
     names = ", ".join(i.name for i in live)
     raise SessionError(f"{len(live)} sessions are running ({names}): name one")
+
+
+STARTED_TIMEOUT_S = 60.0
+"""How long ``started`` waits (as `--detach` waits for "ready")."""
+
+
+def started(info: SessionInfo, timeout_s: float = STARTED_TIMEOUT_S) -> SessionInfo:
+    """``info`` once its session is past "starting" (its recording holds
+    its header: a view or ``follow`` can open it). SessionError if it ended
+    before it started (its metadata is removed) or is still starting after
+    ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while info.state == "starting":
+        if time.monotonic() >= deadline:
+            raise SessionError(
+                f"session {info.name} is still starting after {timeout_s:g} s "
+                f"(PID {info.pid}; its log: {info.log})"
+            )
+        time.sleep(0.05)
+        now = read_session(info.name)
+        if now is None:
+            raise SessionError(f"session {info.name} ended before its probes started")
+        info = now
+    return info
 
 
 def session_paths(name: str, record: Path | None) -> tuple[Path, Path, Path]:

@@ -25,6 +25,10 @@ Contract:
   ssh again after ``BACKOFF_S`` (1, 2, 4, 8, 15, then every 30 s), from the
   line after the last whole line it has: no gap, no duplicate. The session
   on HOST is not affected: it never waits for a view.
+- Ctrl-C while a session is being started there or its view opened: the
+  command says the session may be running on HOST, with the commands to
+  see and stop it, and exits 130 (ssh ends; a session never stops because
+  a link did).
 - Failures are one line and exit 2: ssh's own error (unknown host, refused,
   authentication, host key), ``probetop`` missing on HOST (with the command
   that installs it there), a session that does not exist there.
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shlex
 import subprocess
@@ -306,6 +311,11 @@ class RemoteFollower:
                 if stream is not None:
                     stream.close()
 
+    @property
+    def trying(self) -> bool:
+        """A reconnection attempt is under way (ssh started, nothing back yet)."""
+        return self.link == "reconnecting" and self._proc is not None
+
     def tail(self, max_bytes: int) -> list[tuple[float, Record]]:
         return []
 
@@ -347,10 +357,12 @@ class RemoteAttachedSession(AttachedSession):
         if remote is None or remote.footer is not None:
             return "finished"
         if remote.link == "reconnecting":
-            wait = max(0.0, remote.next_try - time.monotonic())
-            return f"reconnecting in {wait:.0f} s: {remote.last_error}"
+            if remote.trying:  # ssh may wait up to ConnectTimeout: not "in 0 s" all along
+                return f"reconnecting now (attempt {remote.reconnects}): {remote.last_error}"
+            wait = max(1, math.ceil(remote.next_try - time.monotonic()))  # never "in 0 s"
+            return f"reconnecting in {wait} s: {remote.last_error}"
         if remote.link == "ended":
-            return self._state if self._state != "running" else "ended"
+            return "ended" if self._state in ("starting", "running") else self._state
         return "running"
 
     def stop(self, wait_s: float = 30.0) -> SessionInfo:
@@ -404,13 +416,25 @@ def run_remote_plan(plan: RunPlan[Any], show: Callable[[AppConfig], int]) -> int
     name = check_name(plan.common.name or default_name(command))
     if not plan.common.name:
         args += ["--name", name]
-    started = run_remote(host, [*args, "--detach"])
-    if started.returncode != 0:
-        sys.stderr.write(started.stderr or "")
-        sys.stdout.write(started.stdout or "")
-        return started.returncode
-    code = _view(host, name, plan, show)
-    return code
+    try:
+        started = run_remote(host, [*args, "--detach"])
+        if started.returncode != 0:
+            sys.stderr.write(started.stderr or "")
+            sys.stdout.write(started.stdout or "")
+            return started.returncode
+        return _view(host, name, plan, show)
+    except KeyboardInterrupt:
+        # Ctrl-C ends ssh here, not the session there: once HOST's
+        # `--detach` has claimed the name, the session starts on without
+        # anyone watching. Nothing was said, and it ran on unnoticed.
+        said = (
+            f"probetop: interrupted; session {name} may have started on {host} and keeps "
+            f"running there\n  see        probetop ls --remote {host}\n"
+            f"  stop       probetop stop --remote {host} {name}"
+        )
+        with contextlib.suppress(OSError):  # a terminal that hung up
+            print(said, file=sys.stderr)
+        raise
 
 
 def _view(host: str, name: str, plan: RunPlan[Any], show: Callable[[AppConfig], int]) -> int:
