@@ -518,3 +518,38 @@ async def test_status_line_keeps_display_paused_whole_on_a_narrow_terminal() -> 
         await pilot.pause()
         status = app.status_bar.rows[0]
         assert "DISPLAY PAUSED (p)" in status and len(status) <= 64, status
+
+
+@pytest.mark.parametrize("width", [80, 60, 200])
+async def test_help_wraps_each_description_under_itself(width: int) -> None:
+    """The help is wrapped by the screen, at the dialog's width: a key's
+    description continues under the description, never at the left edge
+    (text broken by hand for a wide box was broken again at 80 columns:
+    'history); escape restores' and 'run;' stood alone at column 0)."""
+    app = live_app()
+    async with app.run_test(size=(width, 40)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        keys = app.screen.query_one("#help-keys")
+        lines = [keys.render_line(y).text.rstrip() for y in range(keys.size.height)]
+        text = "\n".join(lines)
+        assert "escape restores" in text and "cumulative counter" in text
+        body = lines[lines.index(next(x for x in lines if x.startswith("Keys"))) + 1 :]
+        headings = ("Replay", "Layout", "Tables")
+        for line in body:
+            assert not line or line.startswith(("  ", *headings)), line
+        # a wrapped description goes on in its own column, under its first word
+        desc_column = next(x for x in body if x.startswith("  m or enter")).index("maximise")
+        notes = next(i for i, x in enumerate(body) if x.startswith("Layout"))
+        keyed = [x for x in body[:notes] if x and not x.startswith("Replay")]
+        for line in keyed:
+            key_row = not line[2].isspace()
+            assert key_row or len(line) - len(line.lstrip()) == desc_column, line
+        # ...and so does each pane's number: no meaning continues at the edge.
+        panes = app.screen.query_one("#help-panes")
+        lines = [panes.render_line(y).text.rstrip() for y in range(panes.size.height)]
+        titles = {"Panes", *(str(p.border_title) for p in app.panes.values())}
+        assert "busy_pct" in "\n".join(lines)
+        for line in lines:
+            assert not line or line in titles or line.startswith("  "), line

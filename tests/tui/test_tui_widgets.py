@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 
 from probetop.probes.core.sample import Announce, Sample
@@ -86,9 +87,10 @@ def test_player_seek_back_rebuilds_from_start() -> None:
 
 
 def test_generic_pane_help_escapes_markup() -> None:
+    from probetop.tui.screens.help import panes_help
     from probetop.tui.widgets.generic_pane import GenericPane
     from probetop.tui.widgets.registry import pane_for
-    from rich.text import Text
+    from rich.console import Console
 
     info = {
         "id": "x:1",
@@ -98,5 +100,16 @@ def test_generic_pane_help_escapes_markup() -> None:
     }
     pane = pane_for(info)
     assert isinstance(pane, GenericPane)
-    text = Text.from_markup(pane.help_text()).plain
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(panes_help([pane.help_text()]))
+    text = console.export_text()
     assert "[ 1s ]" in text and "[opt]" in text
+
+
+def test_pane_help_names_the_panes_own_keys() -> None:
+    """The key line shows a focused pane's keys (the CPU pane's ``e``); the
+    help, which lists every key, names them too."""
+    from probetop.tui.panes.cpu import CpuBenchPane
+
+    rows = CpuBenchPane({"id": "cpu", "kind": "cpu", "params": {}}).help_text().rows
+    assert ("key e", "What is one event?") in rows

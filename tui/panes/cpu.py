@@ -31,7 +31,7 @@ from probetop.probes.cpu import (
 from probetop.tui.widgets.bars import value_bar
 from probetop.tui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.widgets.history import fmt_value
-from probetop.tui.widgets.pane import ProbePane
+from probetop.tui.widgets.pane import PaneHelp, ProbePane
 from probetop.tui.widgets.textblock import TextBlock
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -210,5 +210,6 @@ class CpuBenchPane(ProbePane):
             ]
         return series
 
-    def help_text(self) -> str:
-        return super().help_text() + "\n  one event: " + EVENT_EXPLAINED
+    def help_text(self) -> PaneHelp:
+        base = super().help_text()
+        return PaneHelp(base.title, (*base.rows, ("one event", EVENT_EXPLAINED)))

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.sample import Sample, Status, split_key
@@ -47,7 +48,6 @@ from probetop.tui.widgets.units import (
     with_unit,
 )
 from rich.cells import cell_len
-from rich.markup import escape
 from textual.color import Color
 from textual.geometry import Region
 from textual.strip import Strip
@@ -112,6 +112,17 @@ def content_rows(widget: Widget) -> int:
 def pane_dom_id(probe_id: str) -> str:
     """A valid Textual id for a probe id like ``icmp:127.0.0.1``."""
     return "pane-" + _ID_UNSAFE.sub("_", probe_id)
+
+
+@dataclass(frozen=True)
+class PaneHelp:
+    """A pane's part of the help screen: its title and (term, meaning) rows.
+
+    Plain text, not markup (probe-provided text such as "[ 1s ]" is shown as
+    it is); the help screen lays the rows out and wraps them at its width."""
+
+    title: str
+    rows: tuple[tuple[str, str], ...]
 
 
 class ProbePane(Widget, can_focus=True):
@@ -346,17 +357,21 @@ class ProbePane(Widget, can_focus=True):
             rows.append(f"{label[:label_width]:<{label_width}} {text}  {unit}".rstrip())
         return rows
 
-    def help_text(self) -> str:
+    def help_text(self) -> PaneHelp:
         """What this pane's numbers mean, for the help screen."""
-        # Rich markup: escape probe-provided text ("[ 1s ]" would be a tag).
-        lines = [f"[b]{escape(str(self.border_title))}[/b]"]
+        rows: list[tuple[str, str]] = []
+        # The pane's own keys, which the key line shows while it has focus.
+        for binding in self._bindings.key_to_bindings.values():
+            for b in binding:
+                if b.show and b.description:
+                    rows.append((f"key {b.key_display or b.key}", b.description))
         ref = self.info.get("reference_command")
         if ref:
-            lines.append(f"  reference: {escape(str(ref))}")
+            rows.append(("reference", str(ref)))
         for name, spec in self.specs.items():
             label = label_with_unit(name, str(spec.get("unit") or ""))
-            lines.append(escape(f"  {label} ({name}): {spec.get('description', '')}"))
-        return "\n".join(lines)
+            rows.append((f"{label} ({name})", str(spec.get("description", ""))))
+        return PaneHelp(str(self.border_title), tuple(rows))
 
 
 def _cached_lines(widget: ProbePane, crop: Region) -> list[Strip] | None:
