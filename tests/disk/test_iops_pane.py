@@ -175,8 +175,8 @@ def test_a_spark_label_always_leaves_a_blank_before_the_bars() -> None:
     them blank ("read IOPS  1013 IO/s" filled all 28 and ran into the bars),
     keeps its whole unit, and a long latency reads in ms or s, never with an
     SI prefix on µs ("12.3k µs")."""
-    from probetop.tui.panes.disk import spark_label
     from probetop.tui.widgets.sparkrow import LABEL_CELLS
+    from probetop.tui.widgets.sparkrow import value_label as spark_label
 
     rows = [  # the IOPS and warm-up panes' sparkline rows
         *((f"{d} IOPS", "IO/s") for d in ("read", "write")),

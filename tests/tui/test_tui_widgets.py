@@ -113,3 +113,25 @@ def test_pane_help_names_the_panes_own_keys() -> None:
 
     rows = CpuBenchPane({"id": "cpu", "kind": "cpu", "params": {}}).help_text().rows
     assert ("key e", "What is one event?") in rows
+
+
+def test_every_sparkline_row_says_what_it_is_before_its_first_value() -> None:
+    """Before a probe's first sample (the iops and warm-up panes wait seconds
+    while the native loop compiles) a row shows what it measures in words,
+    not the metric's name ('read_iops', 'read_clat_p99_us', 'bw_Bps')."""
+    import json
+
+    from probetop.tui.widgets.registry import pane_for
+    from probetop.tui.widgets.sparkrow import SparkRow
+    from tui_fixtures import DEMO_FILE
+
+    with DEMO_FILE.open() as f:
+        header = json.loads(f.readline())
+    kinds = set()
+    for info in header["probes"]:
+        pane = pane_for(info)
+        for row in pane.compose():
+            if isinstance(row, SparkRow):
+                kinds.add(info["kind"])
+                assert "_" not in row.label.text and row.label.text != row.key, info["kind"]
+    assert {"cpu", "iops", "warmup", "icmp", "http"} <= kinds

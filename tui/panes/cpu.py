@@ -32,6 +32,7 @@ from probetop.tui.widgets.bars import value_bar
 from probetop.tui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import PaneHelp, ProbePane
+from probetop.tui.widgets.sparkrow import value_label
 from probetop.tui.widgets.textblock import TextBlock
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -56,8 +57,8 @@ class CpuBenchPane(ProbePane):
         super().__init__(info, **kw)
         params = info.get("params", {}) or {}
         self.percentile = float(params.get("percentile", 95) or 95)
-        self.eps_row = SparkRow(EPS)
-        self.lat_row = SparkRow(LAT_PCT_MS)
+        self.eps_row = SparkRow(EPS, "events/s")
+        self.lat_row = SparkRow(LAT_PCT_MS, f"latency p{self.percentile:g}")
         self.headline = TextBlock(["starting: compiling the event and warming up..."], wrap=True)
         self.columns = TextBlock([""])
         self.sweep_block = TextBlock([], classes="-sweep")
@@ -163,10 +164,10 @@ class CpuBenchPane(ProbePane):
         eps = self.metric(EPS)
         lat = self.metric(LAT_PCT_MS)
         if eps is not None:
-            label = f"events/s      {fmt_value(eps.latest, '', 8)}"
+            label = value_label("events/s", eps.latest, "")
             self.eps_row.set(label, eps.recent(SPARK_POINTS))
         if lat is not None:
-            label = f"lat p{self.percentile:g} ms {fmt_value(lat.latest, 'ms', 7)}"
+            label = value_label(f"latency p{self.percentile:g}", lat.latest, "ms")
             self.lat_row.set(label, lat.recent(SPARK_POINTS))
         self.headline.set_lines(self.headline_lines())
         left, right = self.fairness_lines(), self.core_lines()

@@ -119,8 +119,8 @@ class HttpPane(ProbePane):
         self.order: list[str] = [lb for lb in params.labels if lb]
         self.connection = params.connection
         self.rows: dict[str, UrlRow] = {lb: UrlRow(lb) for lb in self.order}
-        self.ttfb_row = SparkRow(TTFB_MS)
-        self.total_row = SparkRow(TOTAL_MS)
+        self.ttfb_row = SparkRow(TTFB_MS, "TTFB ms")
+        self.total_row = SparkRow(TOTAL_MS, "total ms")
         self.table = TextBlock(["waiting for the first response..."], header_rows=1)
         self.include_errors = params.include_errors
         self.legend = TextBlock([self._legend()], wrap=True)

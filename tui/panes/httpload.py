@@ -56,8 +56,8 @@ class HttpLoadPane(ProbePane):
         self.latest: LoadInterval | None = None
         self.limited_intervals = 0
         self.intervals = 0
-        self.rate_row = SparkRow(SENT_RPS)
-        self.p99_row = SparkRow(LAT_P99)
+        self.rate_row = SparkRow(SENT_RPS, "sent/s")
+        self.p99_row = SparkRow(LAT_P99, "corrected p99 ms")
         self.table = TextBlock(["waiting for the first interval..."], header_rows=0)
         self.loud = TextBlock([""], wrap=True)
         self.loud.add_class("-loud")
