@@ -49,6 +49,7 @@ from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane
 from probetop.tui.widgets.sparkrow import value_label
 from probetop.tui.widgets.textblock import TextBlock
+from probetop.tui.widgets.units import scale_for
 from textual.app import ComposeResult
 
 SHOWN_PERCENTILES = (1.0, 50.0, 90.0, 99.0, 99.9, 99.99)
@@ -124,11 +125,16 @@ class IopsPane(ProbePane):
         for d in self.directions:
             ours = self.interval.direction(d) if self.interval else None
             k_iops, k_bps, k_lat_ms = kernel_rates(self.kernel, d)
-            rows = (
-                ("IOPS", "IO/s", ours.iops if ours else None, k_iops),
-                ("B/s", "B/s", ours.bps if ours else None, k_bps),
+            mine_bps = ours.bps if ours else None
+            # Bytes in one named unit for the row (kB/s, MB/s...), as the
+            # other panes show them, not a bare "6.99M" under a "B/s" label.
+            factor, bytes_unit = scale_for((mine_bps, k_bps), "B/s")
+            rows = (  # label, probe, kernel, divisor, unit for fmt_value's prefix
+                ("IOPS", ours.iops if ours else None, k_iops, 1.0, "IO/s"),
+                (bytes_unit, mine_bps, k_bps, factor, ""),
             )
-            for label, unit, mine, theirs in rows:
+            for label, mine, theirs, scale, unit in rows:
+                mine, theirs = (None if v is None else v / scale for v in (mine, theirs))
                 kernel = fmt_value(theirs, unit, 22) if self.device else ""
                 lines.append(f"{d + ' ' + label:<16} {fmt_value(mine, unit, 10)} {kernel}")
             mean = ours.clat_mean_us if ours else None
