@@ -38,6 +38,17 @@ def test_fmt_value_units() -> None:
     assert fmt_value(math.nan) == "-"
 
 
+def test_fmt_value_keeps_three_digits_across_a_rounding_boundary() -> None:
+    """99.96 pps was '100.0' beside '100' (the decimals were picked before
+    rounding); every value shows 3 significant digits."""
+    assert fmt_value(99.96, "pkt/s") == "100"
+    assert fmt_value(99.94, "pkt/s") == "99.9"
+    assert fmt_value(9.996) == "10.0"
+    assert fmt_value(-9.996) == "-10.0"
+    assert fmt_value(0.0999) == "0.10"
+    assert fmt_value(12_345.0, "IO/s") == "12.3k"
+
+
 def test_history_stats_and_gaps() -> None:
     h = MetricHistory()
     for i, v in enumerate([1.0, None, 3.0, 2.0]):
