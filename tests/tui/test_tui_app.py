@@ -553,3 +553,26 @@ async def test_help_wraps_each_description_under_itself(width: int) -> None:
         assert "busy_pct" in "\n".join(lines)
         for line in lines:
             assert not line or line in titles or line.startswith("  "), line
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+async def test_maximised_table_keeps_every_unit_on_screen(width: int) -> None:
+    """At 60 columns the maximised table's unit column was cut off at the
+    edge: '2596' and '62.0' with no MHz or % beside them. Columns go from
+    the right (p99* first); each row's unit stays."""
+    app = live_app()
+    async with app.run_test(size=(width, 24)) as pilot:
+        assert await wait_for(pilot, lambda: has_samples(app))
+        app.panes["system.cpu"].focus()
+        await pilot.press("m")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, MaximisedScreen)
+        table = app.screen.table
+        lines = [table.render_line(y).text.rstrip() for y in range(table.size.height)]
+        assert lines[0].startswith("metric") and lines[0].endswith("unit"), lines[0]
+        rows = [x for x in lines[1:] if x.startswith(("busy", "core"))]
+        assert rows
+        for row in rows:
+            assert row.endswith(("%", "MHz")), row
+        if width >= 120:
+            assert "p99*" in lines[0]

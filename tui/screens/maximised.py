@@ -113,7 +113,9 @@ class MaximisedScreen(Screen[None]):
         """
         keys = list(self.pane.history.keys)
         width = max([12, *(len(self.pane.label(k)) for k in keys)])
-        lines = self.pane.stats_lines(keys, label_width=min(width, 32))
+        lines = self.pane.stats_lines(
+            keys, label_width=min(width, 32), width=self.app.size.width - 1
+        )
         # Several chart panels need the room: the table gets less of the screen.
         share = 3 if len(self._panels) <= 1 else 4
         self.table.set_lines(lines[: max(2, self.app.size.height // share)], header_rows=1)

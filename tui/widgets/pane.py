@@ -331,19 +331,22 @@ class ProbePane(Widget, can_focus=True):
         return f"{label} {entity}" if entity else label
 
     def stats_lines(
-        self, keys: list[str], label_width: int = 18, labels: list[str] | None = None
+        self,
+        keys: list[str],
+        label_width: int = 18,
+        labels: list[str] | None = None,
+        width: int | None = None,
     ) -> list[str]:
         """A header and one row per key: latest/min/max/mean/p99 and unit.
 
         Labels are human (``label``) unless given; byte rates are scaled per
         row (MB/s). p99 is over the last ``history.P99_WINDOW`` samples (hence
-        ``p99*``); min/max/mean cover the whole run.
+        ``p99*``); min/max/mean cover the whole run. Within ``width`` cells
+        (None: no limit) columns are left out from the right (p99*, mean,
+        max, min; latest stays) rather than the unit: a number cut off from
+        its unit reads as a number in another unit.
         """
-        head = (
-            f"{'metric':<{label_width}} {'latest':>8} {'min':>8} {'max':>8} "
-            f"{'mean':>8} {'p99*':>8}  unit"
-        )
-        rows = [head]
+        body: list[tuple[str, list[float | None], str]] = []
         for i, key in enumerate(keys):
             label = labels[i] if labels is not None else self.label(key)
             hist = self.history.get(key)
@@ -353,7 +356,16 @@ class ProbePane(Widget, can_focus=True):
             cells = [hist.latest, s.min if s.count else None, s.max if s.count else None]
             cells += [s.mean, hist.p99]
             factor, unit = scale_for(cells, self.unit(key))
-            text = " ".join(fmt_value(None if v is None else v / factor, unit, 8) for v in cells)
+            body.append((label, [None if v is None else v / factor for v in cells], unit))
+        names = ["latest", "min", "max", "mean", "p99*"]
+        unit_cells = max([4, *(len(unit) for _label, _cells, unit in body)])
+        shown = len(names)
+        while width is not None and shown > 1 and label_width + 9 * shown + 2 + unit_cells > width:
+            shown -= 1
+        head = " ".join([f"{'metric':<{label_width}}", *(f"{n:>8}" for n in names[:shown])])
+        rows = [f"{head}  unit"]
+        for label, cells, unit in body:
+            text = " ".join(fmt_value(v, unit, 8) for v in cells[:shown])
             rows.append(f"{label[:label_width]:<{label_width}} {text}  {unit}".rstrip())
         return rows
 
