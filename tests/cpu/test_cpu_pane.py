@@ -96,3 +96,34 @@ async def test_pane_replays_a_recorded_cpu_session(tmp_path) -> None:
         assert "(2 threads)" in pane.headline.text
         assert "t1" in pane.columns.text and "cpu0" in pane.columns.text
         assert pane.series("eps")
+
+
+async def test_explain_key_shows_on_a_small_terminal() -> None:
+    """At 80x24 with the passive panes the CPU pane is squeezed (rows cut
+    from its bottom): the explanation `e` adds was drawn last, below the cut,
+    so the key seemed to do nothing. It comes right under the headline."""
+    from probetop.probes.system.collectors import DiskProbe, NetProbe
+
+    probes = [
+        CpuLoadProbe(0.25),
+        DiskProbe(0.25),
+        NetProbe(0.25),
+        CpuProbe(CpuSettings(time_s=30.0, max_prime=3000, interval_s=0.25)),
+    ]
+    app = make_app(AppConfig(probes=probes, interval_s=0.25, focus="cpu"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(1200):
+            await asyncio.sleep(0.05)
+            panes = list(app.query(CpuBenchPane))
+            if panes and panes[0].samples_seen >= 2:
+                break
+        pane = app.query_one(CpuBenchPane)
+        pane.focus()
+        await pilot.press("e")
+        await pilot.pause(0.3)
+        shown = pane.explain_block.region.intersection(pane.content_region)
+        assert shown.height >= 1, (pane.explain_block.region, pane.content_region)
+        text = "\n".join(
+            "".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips()
+        )
+        assert "one event =" in text

@@ -81,9 +81,11 @@ class CpuBenchPane(ProbePane):
         yield self.eps_row
         yield self.lat_row
         yield self.headline
+        # Right under the headline: what `e` asked for is the first detail, so
+        # a pane the layout squeezes (rows cut from the bottom) still shows it.
+        yield self.explain_block
         yield self.columns
         yield self.sweep_block
-        yield self.explain_block
 
     # -- storing ---------------------------------------------------------
     def add_sample(self, sample: Sample) -> None:
