@@ -146,3 +146,25 @@ def test_every_sparkline_row_says_what_it_is_before_its_first_value() -> None:
                 kinds.add(info["kind"])
                 assert "_" not in row.label.text and row.label.text != row.key, info["kind"]
     assert {"cpu", "iops", "warmup", "icmp", "http"} <= kinds
+
+
+def test_a_pane_without_samples_says_what_its_probe_last_said() -> None:
+    """The compact list read 'waiting for data' while the iops pane compiled
+    its loop, and would after the probe had failed: the probe's last word."""
+    import json
+
+    from probetop.probes.core.sample import Status
+    from probetop.tui.widgets.registry import pane_for
+    from tui_fixtures import DEMO_FILE
+
+    with DEMO_FILE.open() as f:
+        infos = {i["kind"]: i for i in json.loads(f.readline())["probes"]}
+    for kind in ("iops", "cpu", "icmp", "http", "system.cpu", "system.disk"):
+        pane = pane_for(infos[kind])
+        assert pane.headline_text() == "waiting for data", kind
+        pane.add_status(Status(pane.probe_id, 1, "started", f"{kind} started"))
+        assert pane.headline_text() == "waiting for data", kind
+        pane.add_status(Status(pane.probe_id, 2, "info", "compiling the native I/O loop"))
+        assert pane.headline_text() == "compiling the native I/O loop...", kind
+        pane.add_status(Status(pane.probe_id, 3, "error", "permission denied"))
+        assert pane.headline_text() == "error: permission denied", kind

@@ -250,7 +250,7 @@ class HttpPane(ProbePane):
         shown = [(m, n, self.latest(m)) for m, n in ((TTFB_MS, "TTFB"), (TOTAL_MS, "total"))]
         shown = [(m, n, v) for m, n, v in shown if v is not None]
         if not shown:
-            return "waiting for data" if not self.samples_seen else "-"
+            return self.waiting_text() if not self.samples_seen else "-"
         labels = {self.slowest[m] for m, _n, _v in shown if m in self.slowest}
         parts = []
         for metric, name, value in shown:

@@ -172,7 +172,7 @@ class HttpLoadPane(ProbePane):
     def headline_text(self) -> str:
         now = self.latest
         if now is None:
-            return "waiting for data"
+            return self.waiting_text()
         p99 = now.success().corrected_ms.get("p99")
         mark = "  GENERATOR-LIMITED" if now.generator_limited else ""
         return (

@@ -255,6 +255,18 @@ class ProbePane(Widget, can_focus=True):
         """Rows this pane wants to show everything: its content plus the border."""
         return content_rows(self) + 2
 
+    def waiting_text(self) -> str:
+        """The compact list's line for a pane with nothing to show yet: what
+        the probe last said (compiling its loop, an error that stopped it
+        before its first sample), else that it waits for data. A plain
+        "waiting for data" beside a probe that had failed read as forever."""
+        status = self.last_status
+        if status is None or status.level == "started" or not status.message:
+            return "waiting for data"
+        if status.level in ("error", "warning", "stopped"):
+            return f"{status.level}: {status.message}"
+        return f"{status.message}..." if status.level == "info" else status.message
+
     def headline_text(self) -> str:
         """The pane's headline figure on one line, for the compact list: the
         latest value of each primary metric (an entity metric is summed over
@@ -279,7 +291,7 @@ class ProbePane(Widget, can_focus=True):
                 value = sum(known) if rate else max(known)
             parts.append(headline_part(human_label(name, unit), value, unit))
         if not parts:
-            return "waiting for data" if not self.samples_seen else "-"
+            return self.waiting_text() if not self.samples_seen else "-"
         return "  ".join(parts)
 
     def show_hidden(self, show: bool) -> None:
