@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 
+import pytest
 from probetop.probes.core.sample import Announce, Sample
 from probetop.tui.player import MAX_BATCH, ReplayPlayer
 from probetop.tui.widgets.bars import column_rows
@@ -168,3 +169,19 @@ def test_a_pane_without_samples_says_what_its_probe_last_said() -> None:
         assert pane.headline_text() == "compiling the native I/O loop...", kind
         pane.add_status(Status(pane.probe_id, 3, "error", "permission denied"))
         assert pane.headline_text() == "error: permission denied", kind
+
+
+@pytest.mark.parametrize("height", [6, 9, 14])
+def test_a_flat_series_is_charted_on_an_axis_it_can_have(height: int) -> None:
+    """ICMP's loss of 0 % all run long was drawn on a row labelled 0.33,
+    above a -0.67 %: a flat series gets an axis from 0 with its ends
+    labelled, and the line sits on the row labelled 0."""
+    import re
+
+    from probetop.tui.screens.maximised import render_chart
+
+    text = render_chart([("%", {"loss %": [(float(t), 0.0) for t in range(5)]})], 60, height, False)
+    labels = re.findall(r"^\s*(-?[\d.]+)┤", text, re.M)
+    assert labels and all(float(v) >= 0 for v in labels), labels
+    line_row = next(x for x in text.splitlines() if "▄▄▄▄" in x or "▀▀▀▀" in x)
+    assert re.match(r"^\s*0(\.0+)?┤", line_row), line_row

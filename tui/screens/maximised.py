@@ -36,6 +36,21 @@ CHART_EVERY_S = 5.0
 Panels = list[tuple[str, dict[str, list[tuple[float, float]]]]]
 
 
+def flat_range(values: list[float]) -> tuple[float, float] | None:
+    """The y range for a panel whose values are all one number, else None
+    (plotext's own). Left to plotext, a flat series got an axis around it
+    (loss 0 % drawn on a row labelled 0.33, above a -0.67 that no
+    percentage can be); a flat value v >= 0 gets 0..2v (0..1 for 0), so it
+    sits on a row labelled with a value it can have."""
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite or min(finite) != max(finite):
+        return None
+    v = finite[0]
+    if v >= 0:
+        return 0.0, (2 * v if v > 0 else 1.0)
+    return 2 * v, 0.0
+
+
 def render_chart(panels: Panels, width: int, height: int, color: bool) -> str:
     """The panels as text, stacked, one y axis (and unit) each, the time axis
     shared (ANSI colours only when ``color``)."""
@@ -65,6 +80,10 @@ def render_chart(panels: Panels, width: int, height: int, color: bool) -> str:
         for key, points in series.items():
             xs = [t - t0 for t, _v in points] if by_time else [t for t, _v in points]
             plt.plot(xs, [v for _t, v in points], label=key)
+        flat = flat_range([v for points in series.values() for _t, v in points])
+        if flat is not None:
+            plt.ylim(*flat)
+            plt.yticks(list(flat))  # labels at the axis' ends, where the values are
         if roomy:  # short panels: the legend names the unit, the title would eat a row
             plt.title(unit or "value")
         if not by_time:
