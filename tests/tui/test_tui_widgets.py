@@ -134,6 +134,7 @@ def test_every_sparkline_row_says_what_it_is_before_its_first_value() -> None:
     import json
 
     from probetop.tui.widgets.registry import pane_for
+    from probetop.tui.widgets.seriestable import SeriesTable
     from probetop.tui.widgets.sparkrow import SparkRow
     from tui_fixtures import DEMO_FILE
 
@@ -142,11 +143,16 @@ def test_every_sparkline_row_says_what_it_is_before_its_first_value() -> None:
     kinds = set()
     for info in header["probes"]:
         pane = pane_for(info)
+        names = {m["name"] for m in info["metrics"]}
         for row in pane.compose():
             if isinstance(row, SparkRow):
                 kinds.add(info["kind"])
                 assert "_" not in row.label.text and row.label.text != row.key, info["kind"]
-    assert {"cpu", "iops", "warmup", "icmp", "http"} <= kinds
+            if isinstance(row, SeriesTable):  # the system panes' one widget
+                kinds.add(info["kind"])
+                for text in row.lines:
+                    assert not names & set(text.split()), (info["kind"], text)
+    assert {"cpu", "iops", "warmup", "icmp", "http", "system.cpu"} <= kinds
 
 
 def test_a_pane_without_samples_says_what_its_probe_last_said() -> None:

@@ -289,7 +289,7 @@ class CpuPane(ProbePane):
         # ONE widget for the pane (the busy % row with its sparkline, the
         # summary, the core lines): each widget costs Textual per frame.
         self.table = SeriesTable(
-            [SeriesRow(BUSY_PCT), SeriesRow("waiting for the first sample..."), SeriesRow("")]
+            [SeriesRow("all cores"), SeriesRow("waiting for the first sample..."), SeriesRow("")]
         )
         self._load: CpuLoadInterval | None = None  # parsed from last_sample when drawn
 
