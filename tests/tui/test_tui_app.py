@@ -576,3 +576,23 @@ async def test_maximised_table_keeps_every_unit_on_screen(width: int) -> None:
             assert row.endswith(("%", "MHz")), row
         if width >= 120:
             assert "p99*" in lines[0]
+
+
+async def test_maximised_table_says_how_many_rows_it_left_out() -> None:
+    """The table gets a share of the screen; rows beyond it were dropped
+    without a word (system.cpu at 80x24: the load averages were gone)."""
+    app = live_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert await wait_for(pilot, lambda: has_samples(app))
+        pane = app.panes["system.cpu"]
+        pane.focus()
+        await pilot.press("m")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, MaximisedScreen)
+        table = app.screen.table
+        lines = [table.render_line(y).text.rstrip() for y in range(table.size.height)]
+        metrics = len(pane.history.keys)
+        shown = len(lines) - 1  # the header
+        assert shown >= metrics or lines[-1].startswith("... "), lines
+        if lines[-1].startswith("... "):
+            assert int(lines[-1].split()[1]) == metrics - (shown - 1), lines

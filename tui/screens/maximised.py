@@ -51,6 +51,16 @@ def flat_range(values: list[float]) -> tuple[float, float] | None:
     return 2 * v, 0.0
 
 
+def fit_rows(lines: list[str], room: int) -> list[str]:
+    """The header and as many rows as ``room`` allows; rows left out are
+    counted on the last line, never dropped without a word (the table was
+    cut at a third of the screen, and the NICs below lo were simply gone)."""
+    if len(lines) <= room:
+        return lines
+    shown = max(1, room - 1)
+    return [*lines[:shown], f"... {len(lines) - shown} more rows: a taller terminal shows them"]
+
+
 def render_chart(panels: Panels, width: int, height: int, color: bool) -> str:
     """The panels as text, stacked, one y axis (and unit) each, the time axis
     shared (ANSI colours only when ``color``)."""
@@ -137,7 +147,7 @@ class MaximisedScreen(Screen[None]):
         )
         # Several chart panels need the room: the table gets less of the screen.
         share = 3 if len(self._panels) <= 1 else 4
-        self.table.set_lines(lines[: max(2, self.app.size.height // share)], header_rows=1)
+        self.table.set_lines(fit_rows(lines, max(2, self.app.size.height // share)), header_rows=1)
         now = time.monotonic()
         if not force and now - self._chart_drawn < CHART_EVERY_S:
             return
