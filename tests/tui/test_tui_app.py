@@ -505,6 +505,36 @@ def test_fit_status_drops_whole_parts_lowest_rank_first() -> None:
     assert fit_status(parts, 3) == "P!"
 
 
+def test_fit_status_shortens_a_part_before_dropping_it() -> None:
+    """A recording with a long path: the whole 'REC ...' part was dropped at
+    80 columns and the line said only 'live'. It shortens to the file name,
+    and what still does not fit goes by rank."""
+    from probetop.tui.app import fit_status
+
+    path = "/tmp/" + "a-rather-long-recording-file-name-for-the-status-line" * 2 + ".jsonl"
+    name = path.rsplit("/", 1)[1]
+    parts = [(0, "probetop"), (5, "live"), (4, f"REC {path}", "REC s.jsonl"), (2, "idle (i)")]
+    assert fit_status(parts, 500) == f"probetop  |  live  |  REC {path}  |  idle (i)"
+    assert fit_status(parts, 80) == "probetop  |  live  |  REC s.jsonl  |  idle (i)"
+    assert fit_status(parts, 20) == "live  |  REC s.jsonl"
+    assert name not in fit_status(parts, 80)
+
+
+async def test_a_recording_dashboard_says_so_at_80_columns(tmp_path) -> None:
+    """Through the app: REC and the file name stay on the line."""
+    name = "a-recording-file-name-long-enough-to-fill-the-status-line.jsonl"
+    deep = tmp_path / ("d" * 40)
+    deep.mkdir()
+    app = live_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert await wait_for(pilot, lambda: has_samples(app, 1))
+        assert app.session is not None
+        assert await app.session.start_recording(deep / name)
+        await pilot.pause(0.3)
+        app._update_status()
+        assert f"REC {name}" in app.status_bar.text, app.status_bar.text
+
+
 async def test_status_line_keeps_display_paused_whole_on_a_narrow_terminal() -> None:
     """At 100 columns a replay with idle devices shown and the display paused
     read '... |  DISPLAY PAU': the line was cropped at the edge."""
