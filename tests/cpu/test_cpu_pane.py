@@ -127,3 +127,18 @@ async def test_explain_key_shows_on_a_small_terminal() -> None:
             "".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips()
         )
         assert "one event =" in text
+
+
+def test_headline_names_the_percentile() -> None:
+    """The compact list read 'latency percentile 0.42 ms': which one? The
+    run's --percentile (95 by default), here and in the maximised table."""
+    import json
+    from pathlib import Path
+
+    demo = Path(__file__).parents[1] / "data" / "demo_session.jsonl"
+    with demo.open() as f:
+        info = next(p for p in json.loads(f.readline())["probes"] if p["kind"] == "cpu")
+    pane = CpuBenchPane(info)
+    pane.history.add_values(1.0, {"eps": 2684.0, "lat_pct_ms": 0.42})
+    assert "latency p95 0.42 ms" in pane.headline_text(), pane.headline_text()
+    assert pane.stats_lines(["lat_pct_ms"])[1].startswith("latency p95 ")

@@ -213,6 +213,13 @@ class CpuBenchPane(ProbePane):
             ]
         return series
 
+    def label(self, key: str) -> str:
+        """``latency p95`` for the latency percentile (which one is run's
+        ``--percentile``): "latency percentile" said neither."""
+        if key == LAT_PCT_MS:
+            return f"latency p{self.percentile:g}"
+        return super().label(key)
+
     def help_text(self) -> PaneHelp:
         base = super().help_text()
         return PaneHelp(base.title, (*base.rows, ("one event", EVENT_EXPLAINED)))

@@ -289,7 +289,7 @@ class ProbePane(Widget, can_focus=True):
                     continue
                 rate = unit_family(unit) == "/s" or unit.endswith("B/s")
                 value = sum(known) if rate else max(known)
-            parts.append(headline_part(human_label(name, unit), value, unit))
+            parts.append(headline_part(self.label(name), value, unit))
         if not parts:
             return self.waiting_text() if not self.samples_seen else "-"
         return "  ".join(parts)
