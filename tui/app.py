@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -118,15 +118,32 @@ class _ErrorLine:
 STATUS_SEP = "  |  "
 
 
-def fit_status(parts: list[tuple[int, str]], width: int) -> str:
-    """The status line's ``(rank, text)`` parts joined in order, the
-    lowest-ranked dropped first (the first of equal ranks first) until the
-    line fits ``width``; a part is never cut, unless one alone is too wide."""
-    kept = list(parts)
-    while len(kept) > 1 and width > 0 and cell_len(STATUS_SEP.join(t for _r, t in kept)) > width:
-        lowest = min(range(len(kept)), key=lambda i: kept[i][0])
-        del kept[lowest]
-    return STATUS_SEP.join(text for _rank, text in kept)
+def fit_status(parts: Sequence[tuple[int, str] | tuple[int, str, str]], width: int) -> str:
+    """The status line's ``(rank, text[, short])`` parts joined in order.
+
+    While the line is wider than ``width``: a part with a ``short`` form
+    takes it first (lowest rank first), then the lowest-ranked part is
+    dropped (the first of equal ranks first); a part is never cut, unless
+    one alone is too wide. The short forms keep what must show: a long
+    recording path had the whole "REC ..." part dropped, so at 80 columns a
+    recording dashboard did not say it was recording."""
+    # (rank, text, short form or None)
+    kept = [(p[0], p[1], p[2] if len(p) > 2 else None) for p in parts]
+
+    def line() -> str:
+        return STATUS_SEP.join(text for _rank, text, _short in kept)
+
+    while width > 0 and cell_len(line()) > width:
+        shortenable = [i for i, (_r, _t, short) in enumerate(kept) if short is not None]
+        if shortenable:
+            i = min(shortenable, key=lambda i: kept[i][0])
+            rank, _text, short = kept[i]
+            kept[i] = (rank, str(short), None)
+            continue
+        if len(kept) <= 1:
+            break
+        del kept[min(range(len(kept)), key=lambda i: kept[i][0])]
+    return line()
 
 
 class ProbetopApp(App[int]):
@@ -689,13 +706,14 @@ class ProbetopApp(App[int]):
         # (rank, text): what the line must say first when it does not fit the
         # width; shown in this order, the lowest ranks dropped first
         # ("DISPLAY PAUSED (p)" was cut to "DISPLAY PAU" at 100 columns).
-        parts: list[tuple[int, str]] = [(0, "probetop")]
+        parts: list[tuple[int, str] | tuple[int, str, str]] = [(0, "probetop")]
         if self.playback is not None:
             parts += self.playback.status_parts()
         elif self.session is not None:
             parts.append((5, "probes stopped" if self.session.probes_stopped else "live"))
             if self.recorder is not None:
-                parts.append((4, f"REC {self.recorder.path}"))
+                path = self.recorder.path
+                parts.append((4, f"REC {path}", f"REC {path.name}"))
             if self.session.recording_failures:
                 parts.append((6, "RECORDING FAILED: write error (see notification)"))
             if self.feed is not None and self.feed.dropped:

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -123,11 +124,19 @@ def add_spec(parser: argparse.ArgumentParser, spec: CommandSpec) -> None:
 
 
 def add_common(
-    parser: argparse.ArgumentParser, *, suppress: bool, skip: Sequence[str] = ()
+    parser: argparse.ArgumentParser,
+    *,
+    suppress: bool,
+    skip: Sequence[str] = (),
+    hidden: Collection[str] = (),
 ) -> None:
+    """The common options, but those in ``skip``; those in ``hidden`` are
+    parsed (so a command can refuse them by name) and left out of its help."""
     group = parser.add_argument_group("common options")
     for option in COMMON_OPTIONS:
         if option.flags[0] not in skip:
+            if option.flags[0] in hidden:
+                option = dataclasses.replace(option, hidden=True)
             add_option(group, option, suppress_default=suppress)
 
 
@@ -179,7 +188,11 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         add_spec(p, spec)
-        add_common(p, suppress=True, skip=spec.own_common)
+        # A command that runs no probes refuses the options only a live run
+        # reads (refuse_ignored, --detach): its --help does not offer them.
+        runs_probes = name in commands.PROBE_COMMANDS or name == "demo"
+        refused = () if runs_probes else (*(f for _d, f in LIVE_RUN_OPTIONS), "--detach")
+        add_common(p, suppress=True, skip=spec.own_common, hidden=refused)
     return parser
 
 

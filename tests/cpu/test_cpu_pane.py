@@ -96,3 +96,49 @@ async def test_pane_replays_a_recorded_cpu_session(tmp_path) -> None:
         assert "(2 threads)" in pane.headline.text
         assert "t1" in pane.columns.text and "cpu0" in pane.columns.text
         assert pane.series("eps")
+
+
+async def test_explain_key_shows_on_a_small_terminal() -> None:
+    """At 80x24 with the passive panes the CPU pane is squeezed (rows cut
+    from its bottom): the explanation `e` adds was drawn last, below the cut,
+    so the key seemed to do nothing. It comes right under the headline."""
+    from probetop.probes.system.collectors import DiskProbe, NetProbe
+
+    probes = [
+        CpuLoadProbe(0.25),
+        DiskProbe(0.25),
+        NetProbe(0.25),
+        CpuProbe(CpuSettings(time_s=30.0, max_prime=3000, interval_s=0.25)),
+    ]
+    app = make_app(AppConfig(probes=probes, interval_s=0.25, focus="cpu"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(1200):
+            await asyncio.sleep(0.05)
+            panes = list(app.query(CpuBenchPane))
+            if panes and panes[0].samples_seen >= 2:
+                break
+        pane = app.query_one(CpuBenchPane)
+        pane.focus()
+        await pilot.press("e")
+        await pilot.pause(0.3)
+        shown = pane.explain_block.region.intersection(pane.content_region)
+        assert shown.height >= 1, (pane.explain_block.region, pane.content_region)
+        text = "\n".join(
+            "".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips()
+        )
+        assert "one event =" in text
+
+
+def test_headline_names_the_percentile() -> None:
+    """The compact list read 'latency percentile 0.42 ms': which one? The
+    run's --percentile (95 by default), here and in the maximised table."""
+    import json
+    from pathlib import Path
+
+    demo = Path(__file__).parents[1] / "data" / "demo_session.jsonl"
+    with demo.open() as f:
+        info = next(p for p in json.loads(f.readline())["probes"] if p["kind"] == "cpu")
+    pane = CpuBenchPane(info)
+    pane.history.add_values(1.0, {"eps": 2684.0, "lat_pct_ms": 0.42})
+    assert "latency p95 0.42 ms" in pane.headline_text(), pane.headline_text()
+    assert pane.stats_lines(["lat_pct_ms"])[1].startswith("latency p95 ")

@@ -66,6 +66,10 @@ async def test_iops_pane_shows_the_kernel_view_beside_the_probe() -> None:
             pane.render_frame()
             compare = pane.compare.text
             assert f"kernel {name}" in compare and "read IOPS" in compare
+            # bytes/s in a named unit, as everywhere else: "read MB/s  6.99", not "read B/s 6.99M"
+            byte_row = next(x for x in compare.splitlines() if x.startswith("read ") and "B/s" in x)
+            assert byte_row.split()[1] in ("kB/s", "MB/s", "GB/s"), byte_row
+            assert not any(v[-1] in "kMGT" for v in byte_row.split()[2:]), byte_row
             assert "read p99" in pane.latency.text and "█" in pane.latency.text
             assert pane.directions == ["read"]
 
@@ -175,8 +179,8 @@ def test_a_spark_label_always_leaves_a_blank_before_the_bars() -> None:
     them blank ("read IOPS  1013 IO/s" filled all 28 and ran into the bars),
     keeps its whole unit, and a long latency reads in ms or s, never with an
     SI prefix on µs ("12.3k µs")."""
-    from probetop.tui.panes.disk import spark_label
     from probetop.tui.widgets.sparkrow import LABEL_CELLS
+    from probetop.tui.widgets.sparkrow import value_label as spark_label
 
     rows = [  # the IOPS and warm-up panes' sparkline rows
         *((f"{d} IOPS", "IO/s") for d in ("read", "write")),

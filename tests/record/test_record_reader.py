@@ -429,3 +429,13 @@ def test_a_byte_order_mark_is_named_with_its_remedy(tmp_path: Path) -> None:
     command = str(caught.value).split("remove it: ", 1)[1]
     subprocess.run(command, shell=True, check=True, cwd=tmp_path)
     assert load_session(path).footer is not None
+
+
+def test_report_large_numbers_are_never_in_scientific_notation() -> None:
+    """The report's table printed read_iops as '1.066e+04' beside '9107'
+    and '30,897,773': every large magnitude reads as a plain number."""
+    from probetop.tui.commands.report import _fmt
+
+    for value in (0.001234, 1.5, 9107.0, 9999.9, 10660.4, 99999.0, 1.2e5, 3.1e7, -2.5e12):
+        assert "e" not in _fmt(value), (value, _fmt(value))
+    assert _fmt(10660.4) == "10,660" and _fmt(9999.9) == "10,000" and _fmt(9107.0) == "9107"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -115,3 +116,45 @@ def test_theme_in_a_headless_run_is_said_to_be_ignored() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "--theme probetop-light is ignored: this run is headless" in out.stderr
+
+
+REFUSED_BY_NO_PROBE_COMMANDS = ("--record", "--time", "--interval", "--metrics", "--textfile")
+
+
+@pytest.mark.parametrize(
+    "command, args",
+    [
+        ("replay", ["x.jsonl"]),
+        ("report", ["x.jsonl"]),
+        ("compare", ["a.jsonl", "b.jsonl"]),
+        ("export", ["x.jsonl"]),
+        ("ls", []),
+        ("stop", ["x"]),
+    ],
+)
+def test_a_command_that_runs_no_probes_does_not_offer_what_it_refuses(
+    command: str, args: list[str]
+) -> None:
+    """`probetop report --help` listed --time ('stop the probes after S
+    seconds'), --record, --detach ... and the command then refused each with
+    exit 2: its help offers only what it takes; the refusal stays."""
+    from probetop.tui.cli import build_parser
+
+    parser = build_parser({command})
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]  # type: ignore[union-attr]
+    text = sub.format_help()
+    for flag in (*REFUSED_BY_NO_PROBE_COMMANDS, "--detach", "--name"):
+        offered = re.search(rf"^\s+{flag}\b", text, re.M) or f"[{flag}" in text
+        assert not offered, (command, flag)
+    assert "--help" in text
+    out = run(command, *args, "--time", "3")
+    assert out.returncode == 2 and "runs no probes" in out.stderr, out.stderr
+
+
+def test_a_probe_command_still_offers_the_common_options() -> None:
+    from probetop.tui.cli import build_parser
+
+    parser = build_parser({"cpu"})
+    text = next(a for a in parser._actions if a.dest == "command").choices["cpu"].format_help()  # type: ignore[union-attr]
+    for flag in (*REFUSED_BY_NO_PROBE_COMMANDS, "--detach", "--name"):
+        assert re.search(rf"^\s+{flag}\b", text, re.M), flag

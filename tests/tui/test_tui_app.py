@@ -505,6 +505,36 @@ def test_fit_status_drops_whole_parts_lowest_rank_first() -> None:
     assert fit_status(parts, 3) == "P!"
 
 
+def test_fit_status_shortens_a_part_before_dropping_it() -> None:
+    """A recording with a long path: the whole 'REC ...' part was dropped at
+    80 columns and the line said only 'live'. It shortens to the file name,
+    and what still does not fit goes by rank."""
+    from probetop.tui.app import fit_status
+
+    path = "/tmp/" + "a-rather-long-recording-file-name-for-the-status-line" * 2 + ".jsonl"
+    name = path.rsplit("/", 1)[1]
+    parts = [(0, "probetop"), (5, "live"), (4, f"REC {path}", "REC s.jsonl"), (2, "idle (i)")]
+    assert fit_status(parts, 500) == f"probetop  |  live  |  REC {path}  |  idle (i)"
+    assert fit_status(parts, 80) == "probetop  |  live  |  REC s.jsonl  |  idle (i)"
+    assert fit_status(parts, 20) == "live  |  REC s.jsonl"
+    assert name not in fit_status(parts, 80)
+
+
+async def test_a_recording_dashboard_says_so_at_80_columns(tmp_path) -> None:
+    """Through the app: REC and the file name stay on the line."""
+    name = "a-recording-file-name-long-enough-to-fill-the-status-line.jsonl"
+    deep = tmp_path / ("d" * 40)
+    deep.mkdir()
+    app = live_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert await wait_for(pilot, lambda: has_samples(app, 1))
+        assert app.session is not None
+        assert await app.session.start_recording(deep / name)
+        await pilot.pause(0.3)
+        app._update_status()
+        assert f"REC {name}" in app.status_bar.text, app.status_bar.text
+
+
 async def test_status_line_keeps_display_paused_whole_on_a_narrow_terminal() -> None:
     """At 100 columns a replay with idle devices shown and the display paused
     read '... |  DISPLAY PAU': the line was cropped at the edge."""
@@ -518,3 +548,81 @@ async def test_status_line_keeps_display_paused_whole_on_a_narrow_terminal() -> 
         await pilot.pause()
         status = app.status_bar.rows[0]
         assert "DISPLAY PAUSED (p)" in status and len(status) <= 64, status
+
+
+@pytest.mark.parametrize("width", [80, 60, 200])
+async def test_help_wraps_each_description_under_itself(width: int) -> None:
+    """The help is wrapped by the screen, at the dialog's width: a key's
+    description continues under the description, never at the left edge
+    (text broken by hand for a wide box was broken again at 80 columns:
+    'history); escape restores' and 'run;' stood alone at column 0)."""
+    app = live_app()
+    async with app.run_test(size=(width, 40)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        keys = app.screen.query_one("#help-keys")
+        lines = [keys.render_line(y).text.rstrip() for y in range(keys.size.height)]
+        text = "\n".join(lines)
+        assert "escape restores" in text and "cumulative counter" in text
+        body = lines[lines.index(next(x for x in lines if x.startswith("Keys"))) + 1 :]
+        headings = ("Replay", "Layout", "Tables")
+        for line in body:
+            assert not line or line.startswith(("  ", *headings)), line
+        # a wrapped description goes on in its own column, under its first word
+        desc_column = next(x for x in body if x.startswith("  m or enter")).index("maximise")
+        notes = next(i for i, x in enumerate(body) if x.startswith("Layout"))
+        keyed = [x for x in body[:notes] if x and not x.startswith("Replay")]
+        for line in keyed:
+            key_row = not line[2].isspace()
+            assert key_row or len(line) - len(line.lstrip()) == desc_column, line
+        # ...and so does each pane's number: no meaning continues at the edge.
+        panes = app.screen.query_one("#help-panes")
+        lines = [panes.render_line(y).text.rstrip() for y in range(panes.size.height)]
+        titles = {"Panes", *(str(p.border_title) for p in app.panes.values())}
+        assert "busy_pct" in "\n".join(lines)
+        for line in lines:
+            assert not line or line in titles or line.startswith("  "), line
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+async def test_maximised_table_keeps_every_unit_on_screen(width: int) -> None:
+    """At 60 columns the maximised table's unit column was cut off at the
+    edge: '2596' and '62.0' with no MHz or % beside them. Columns go from
+    the right (p99* first); each row's unit stays."""
+    app = live_app()
+    async with app.run_test(size=(width, 24)) as pilot:
+        assert await wait_for(pilot, lambda: has_samples(app))
+        app.panes["system.cpu"].focus()
+        await pilot.press("m")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, MaximisedScreen)
+        table = app.screen.table
+        lines = [table.render_line(y).text.rstrip() for y in range(table.size.height)]
+        assert lines[0].startswith("metric") and lines[0].endswith("unit"), lines[0]
+        rows = [x for x in lines[1:] if x.startswith(("busy", "core"))]
+        assert rows
+        for row in rows:
+            assert row.endswith(("%", "MHz")), row
+        if width >= 120:
+            assert "p99*" in lines[0]
+
+
+async def test_maximised_table_says_how_many_rows_it_left_out() -> None:
+    """The table gets a share of the screen; rows beyond it were dropped
+    without a word (system.cpu at 80x24: the load averages were gone)."""
+    app = live_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert await wait_for(pilot, lambda: has_samples(app))
+        pane = app.panes["system.cpu"]
+        pane.focus()
+        await pilot.press("m")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, MaximisedScreen)
+        table = app.screen.table
+        lines = [table.render_line(y).text.rstrip() for y in range(table.size.height)]
+        metrics = len(pane.history.keys)
+        shown = len(lines) - 1  # the header
+        assert shown >= metrics or lines[-1].startswith("... "), lines
+        if lines[-1].startswith("... "):
+            assert int(lines[-1].split()[1]) == metrics - (shown - 1), lines

@@ -78,7 +78,7 @@ async def test_sparkrow_drawn_for_one_width_is_never_drawn_at_another() -> None:
     app = live_app()
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.pause()
-        row = SparkRow("cpu")
+        row = SparkRow("cpu", "cpu")
         await app.mount(row, before=app.footer)
         row.set("busy 42 %", [float(v % 7) for v in range(200)])
         await pilot.pause()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import math
 
+import pytest
 from probetop.probes.core.sample import Announce, Sample
 from probetop.tui.player import MAX_BATCH, ReplayPlayer
 from probetop.tui.widgets.bars import column_rows
@@ -35,6 +37,17 @@ def test_fmt_value_units() -> None:
     assert fmt_value(25_000.0, "ms") == "25000"  # never k-prefixed milliseconds
     assert fmt_value(99.5, "%", 6) == "  99.5"
     assert fmt_value(math.nan) == "-"
+
+
+def test_fmt_value_keeps_three_digits_across_a_rounding_boundary() -> None:
+    """99.96 pps was '100.0' beside '100' (the decimals were picked before
+    rounding); every value shows 3 significant digits."""
+    assert fmt_value(99.96, "pkt/s") == "100"
+    assert fmt_value(99.94, "pkt/s") == "99.9"
+    assert fmt_value(9.996) == "10.0"
+    assert fmt_value(-9.996) == "-10.0"
+    assert fmt_value(0.0999) == "0.10"
+    assert fmt_value(12_345.0, "IO/s") == "12.3k"
 
 
 def test_history_stats_and_gaps() -> None:
@@ -86,9 +99,10 @@ def test_player_seek_back_rebuilds_from_start() -> None:
 
 
 def test_generic_pane_help_escapes_markup() -> None:
+    from probetop.tui.screens.help import panes_help
     from probetop.tui.widgets.generic_pane import GenericPane
     from probetop.tui.widgets.registry import pane_for
-    from rich.text import Text
+    from rich.console import Console
 
     info = {
         "id": "x:1",
@@ -98,5 +112,82 @@ def test_generic_pane_help_escapes_markup() -> None:
     }
     pane = pane_for(info)
     assert isinstance(pane, GenericPane)
-    text = Text.from_markup(pane.help_text()).plain
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(panes_help([pane.help_text()]))
+    text = console.export_text()
     assert "[ 1s ]" in text and "[opt]" in text
+
+
+def test_pane_help_names_the_panes_own_keys() -> None:
+    """The key line shows a focused pane's keys (the CPU pane's ``e``); the
+    help, which lists every key, names them too."""
+    from probetop.tui.panes.cpu import CpuBenchPane
+
+    rows = CpuBenchPane({"id": "cpu", "kind": "cpu", "params": {}}).help_text().rows
+    assert ("key e", "What is one event?") in rows
+
+
+def test_every_sparkline_row_says_what_it_is_before_its_first_value() -> None:
+    """Before a probe's first sample (the iops and warm-up panes wait seconds
+    while the native loop compiles) a row shows what it measures in words,
+    not the metric's name ('read_iops', 'read_clat_p99_us', 'bw_Bps')."""
+    import json
+
+    from probetop.tui.widgets.registry import pane_for
+    from probetop.tui.widgets.seriestable import SeriesTable
+    from probetop.tui.widgets.sparkrow import SparkRow
+    from tui_fixtures import DEMO_FILE
+
+    with DEMO_FILE.open() as f:
+        header = json.loads(f.readline())
+    kinds = set()
+    for info in header["probes"]:
+        pane = pane_for(info)
+        names = {m["name"] for m in info["metrics"]}
+        for row in pane.compose():
+            if isinstance(row, SparkRow):
+                kinds.add(info["kind"])
+                assert "_" not in row.label.text and row.label.text != row.key, info["kind"]
+            if isinstance(row, SeriesTable):  # the system panes' one widget
+                kinds.add(info["kind"])
+                for text in row.lines:
+                    assert not names & set(text.split()), (info["kind"], text)
+    assert {"cpu", "iops", "warmup", "icmp", "http", "system.cpu"} <= kinds
+
+
+def test_a_pane_without_samples_says_what_its_probe_last_said() -> None:
+    """The compact list read 'waiting for data' while the iops pane compiled
+    its loop, and would after the probe had failed: the probe's last word."""
+    import json
+
+    from probetop.probes.core.sample import Status
+    from probetop.tui.widgets.registry import pane_for
+    from tui_fixtures import DEMO_FILE
+
+    with DEMO_FILE.open() as f:
+        infos = {i["kind"]: i for i in json.loads(f.readline())["probes"]}
+    for kind in ("iops", "cpu", "icmp", "http", "system.cpu", "system.disk"):
+        pane = pane_for(infos[kind])
+        assert pane.headline_text() == "waiting for data", kind
+        pane.add_status(Status(pane.probe_id, 1, "started", f"{kind} started"))
+        assert pane.headline_text() == "waiting for data", kind
+        pane.add_status(Status(pane.probe_id, 2, "info", "compiling the native I/O loop"))
+        assert pane.headline_text() == "compiling the native I/O loop...", kind
+        pane.add_status(Status(pane.probe_id, 3, "error", "permission denied"))
+        assert pane.headline_text() == "error: permission denied", kind
+
+
+@pytest.mark.parametrize("height", [6, 9, 14])
+def test_a_flat_series_is_charted_on_an_axis_it_can_have(height: int) -> None:
+    """ICMP's loss of 0 % all run long was drawn on a row labelled 0.33,
+    above a -0.67 %: a flat series gets an axis from 0 with its ends
+    labelled, and the line sits on the row labelled 0."""
+    import re
+
+    from probetop.tui.screens.maximised import render_chart
+
+    text = render_chart([("%", {"loss %": [(float(t), 0.0) for t in range(5)]})], 60, height, False)
+    labels = re.findall(r"^\s*(-?[\d.]+)┤", text, re.M)
+    assert labels and all(float(v) >= 0 for v in labels), labels
+    line_row = next(x for x in text.splitlines() if "▄▄▄▄" in x or "▀▀▀▀" in x)
+    assert re.match(r"^\s*0(\.0+)?┤", line_row), line_row

@@ -113,9 +113,10 @@ def _fmt(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        if abs(value) >= 1e5:
-            return f"{value:,.0f}"
-        return f"{value:.4g}"
+        text = f"{value:.4g}"
+        # 4 significant digits cannot show 5 integer digits (nor 9999.9):
+        # .4g printed 1.066e+04 between 9107 and 30,897,773 in one column.
+        return f"{value:,.0f}" if "e+" in text else text
     return str(value)
 
 

@@ -31,7 +31,8 @@ from probetop.probes.cpu import (
 from probetop.tui.widgets.bars import value_bar
 from probetop.tui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.widgets.history import fmt_value
-from probetop.tui.widgets.pane import ProbePane
+from probetop.tui.widgets.pane import PaneHelp, ProbePane
+from probetop.tui.widgets.sparkrow import value_label
 from probetop.tui.widgets.textblock import TextBlock
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -56,8 +57,8 @@ class CpuBenchPane(ProbePane):
         super().__init__(info, **kw)
         params = info.get("params", {}) or {}
         self.percentile = float(params.get("percentile", 95) or 95)
-        self.eps_row = SparkRow(EPS)
-        self.lat_row = SparkRow(LAT_PCT_MS)
+        self.eps_row = SparkRow(EPS, "events/s")
+        self.lat_row = SparkRow(LAT_PCT_MS, f"latency p{self.percentile:g}")
         self.headline = TextBlock(["starting: compiling the event and warming up..."], wrap=True)
         self.columns = TextBlock([""])
         self.sweep_block = TextBlock([], classes="-sweep")
@@ -80,9 +81,11 @@ class CpuBenchPane(ProbePane):
         yield self.eps_row
         yield self.lat_row
         yield self.headline
+        # Right under the headline: what `e` asked for is the first detail, so
+        # a pane the layout squeezes (rows cut from the bottom) still shows it.
+        yield self.explain_block
         yield self.columns
         yield self.sweep_block
-        yield self.explain_block
 
     # -- storing ---------------------------------------------------------
     def add_sample(self, sample: Sample) -> None:
@@ -163,10 +166,10 @@ class CpuBenchPane(ProbePane):
         eps = self.metric(EPS)
         lat = self.metric(LAT_PCT_MS)
         if eps is not None:
-            label = f"events/s      {fmt_value(eps.latest, '', 8)}"
+            label = value_label("events/s", eps.latest, "")
             self.eps_row.set(label, eps.recent(SPARK_POINTS))
         if lat is not None:
-            label = f"lat p{self.percentile:g} ms {fmt_value(lat.latest, 'ms', 7)}"
+            label = value_label(f"latency p{self.percentile:g}", lat.latest, "ms")
             self.lat_row.set(label, lat.recent(SPARK_POINTS))
         self.headline.set_lines(self.headline_lines())
         left, right = self.fairness_lines(), self.core_lines()
@@ -210,5 +213,13 @@ class CpuBenchPane(ProbePane):
             ]
         return series
 
-    def help_text(self) -> str:
-        return super().help_text() + "\n  one event: " + EVENT_EXPLAINED
+    def label(self, key: str) -> str:
+        """``latency p95`` for the latency percentile (which one is run's
+        ``--percentile``): "latency percentile" said neither."""
+        if key == LAT_PCT_MS:
+            return f"latency p{self.percentile:g}"
+        return super().label(key)
+
+    def help_text(self) -> PaneHelp:
+        base = super().help_text()
+        return PaneHelp(base.title, (*base.rows, ("one event", EVENT_EXPLAINED)))

@@ -47,13 +47,13 @@ from probetop.tui.widgets.bars import hbar, log_fraction, value_bar
 from probetop.tui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane
-from probetop.tui.widgets.sparkrow import LABEL_CELLS
+from probetop.tui.widgets.sparkrow import value_label
 from probetop.tui.widgets.textblock import TextBlock
+from probetop.tui.widgets.units import scale_for
 from textual.app import ComposeResult
 
 SHOWN_PERCENTILES = (1.0, 50.0, 90.0, 99.0, 99.9, 99.99)
 BAR = 24
-LABEL = 17  # sparkline label column: "p99 write latency  48.4 µs" fits in 28
 
 
 def log_bar(value: float, low: float, high: float, width: int = BAR) -> str:
@@ -62,22 +62,6 @@ def log_bar(value: float, low: float, high: float, width: int = BAR) -> str:
     if value <= 0 or high <= low or low <= 0:
         return ""
     return value_bar(log_fraction(value, low, high), 1.0, width, at_least_one=True).rstrip()
-
-
-def spark_label(label: str, value: float | None, unit: str) -> str:
-    """A sparkline's label: what, the latest value and its unit (``B/s`` gets
-    its SI prefix in front: "123MB/s")."""
-    if unit == "µs":  # a stalled device's p99: "12.3 s", not "12345678 µs"
-        for bigger in ("ms", "s"):
-            if value is None or abs(value) < 10_000:
-                break
-            value, unit = value / 1000.0, bigger
-    right = fmt_value(value, unit, 6) + ("B/s" if unit == "B/s" else f" {unit}")
-    # At most LABEL_CELLS - 1 cells, so a blank always parts the text from the
-    # bars ("read IOPS  1013 IO/s" filled all 28 and ran into them): a long
-    # unit takes its cell from the label's padding.
-    pad = max(len(label) + 1, min(LABEL, LABEL_CELLS - 1 - len(right)))
-    return f"{label:<{pad}}{right}"
 
 
 def kernel_rates(
@@ -106,7 +90,7 @@ class IopsPane(ProbePane):
         self.spark_specs += [
             (DIRECTION_METRICS[d].clat_p99_us, f"p99 {d} latency", "µs") for d in self.directions
         ]
-        self.spark_rows = [SparkRow(key) for key, _label, _unit in self.spark_specs]
+        self.spark_rows = [SparkRow(key, label) for key, label, _unit in self.spark_specs]
         self.compare = TextBlock(["compiling the native I/O loop..."], header_rows=1)
         self.latency = TextBlock([""], header_rows=1)  # not []: see WarmupPane
         self.kernel: DiskCounters | None = None
@@ -141,11 +125,16 @@ class IopsPane(ProbePane):
         for d in self.directions:
             ours = self.interval.direction(d) if self.interval else None
             k_iops, k_bps, k_lat_ms = kernel_rates(self.kernel, d)
-            rows = (
-                ("IOPS", "IO/s", ours.iops if ours else None, k_iops),
-                ("B/s", "B/s", ours.bps if ours else None, k_bps),
+            mine_bps = ours.bps if ours else None
+            # Bytes in one named unit for the row (kB/s, MB/s...), as the
+            # other panes show them, not a bare "6.99M" under a "B/s" label.
+            factor, bytes_unit = scale_for((mine_bps, k_bps), "B/s")
+            rows = (  # label, probe, kernel, divisor, unit for fmt_value's prefix
+                ("IOPS", ours.iops if ours else None, k_iops, 1.0, "IO/s"),
+                (bytes_unit, mine_bps, k_bps, factor, ""),
             )
-            for label, unit, mine, theirs in rows:
+            for label, mine, theirs, scale, unit in rows:
+                mine, theirs = (None if v is None else v / scale for v in (mine, theirs))
                 kernel = fmt_value(theirs, unit, 22) if self.device else ""
                 lines.append(f"{d + ' ' + label:<16} {fmt_value(mine, unit, 10)} {kernel}")
             mean = ours.clat_mean_us if ours else None
@@ -185,7 +174,7 @@ class IopsPane(ProbePane):
             hist = self.history.get(key)
             if hist is None:
                 continue
-            row.label.set_lines([spark_label(label, hist.latest, unit)])
+            row.label.set_lines([value_label(label, hist.latest, unit)])
             row.spark.set_values(hist.recent(SPARK_POINTS))
         if self.samples_seen:
             self.compare.set_lines(self.compare_lines())
@@ -227,8 +216,8 @@ class WarmupPane(ProbePane):
             f"warmup  {params.target}  {params.pass_name} pass  "
             f"bs={params.bs} jobs={params.jobs} iodepth={params.iodepth} {params.engine}"
         )
-        self.bw_row = SparkRow(WARMUP_BW)
-        self.iops_row = SparkRow(WARMUP_IOPS)
+        self.bw_row = SparkRow(WARMUP_BW, "throughput")
+        self.iops_row = SparkRow(WARMUP_IOPS, "IOPS")
         self.spark_specs = ((self.bw_row, "throughput", "B/s"), (self.iops_row, "IOPS", "IO/s"))
         self.progress = TextBlock(["compiling the native I/O loop..."], wrap=True)
         self.map_block = TextBlock([""])  # [""]: TextBlock repaints [] -> 1 line only on resize
@@ -367,7 +356,7 @@ class WarmupPane(ProbePane):
             hist = self.history.get(row.key)
             if hist is None:
                 continue
-            row.label.set_lines([spark_label(label, hist.latest, unit)])
+            row.label.set_lines([value_label(label, hist.latest, unit)])
             row.spark.set_values(hist.recent(SPARK_POINTS))
         self.progress.set_lines(self.progress_lines())
         cells = self.interval.done_map if self.interval else None

@@ -119,8 +119,8 @@ class HttpPane(ProbePane):
         self.order: list[str] = [lb for lb in params.labels if lb]
         self.connection = params.connection
         self.rows: dict[str, UrlRow] = {lb: UrlRow(lb) for lb in self.order}
-        self.ttfb_row = SparkRow(TTFB_MS)
-        self.total_row = SparkRow(TOTAL_MS)
+        self.ttfb_row = SparkRow(TTFB_MS, "TTFB ms")
+        self.total_row = SparkRow(TOTAL_MS, "total ms")
         self.table = TextBlock(["waiting for the first response..."], header_rows=1)
         self.include_errors = params.include_errors
         self.legend = TextBlock([self._legend()], wrap=True)
@@ -250,7 +250,7 @@ class HttpPane(ProbePane):
         shown = [(m, n, self.latest(m)) for m, n in ((TTFB_MS, "TTFB"), (TOTAL_MS, "total"))]
         shown = [(m, n, v) for m, n, v in shown if v is not None]
         if not shown:
-            return "waiting for data" if not self.samples_seen else "-"
+            return self.waiting_text() if not self.samples_seen else "-"
         labels = {self.slowest[m] for m, _n, _v in shown if m in self.slowest}
         parts = []
         for metric, name, value in shown:

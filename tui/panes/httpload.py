@@ -56,8 +56,8 @@ class HttpLoadPane(ProbePane):
         self.latest: LoadInterval | None = None
         self.limited_intervals = 0
         self.intervals = 0
-        self.rate_row = SparkRow(SENT_RPS)
-        self.p99_row = SparkRow(LAT_P99)
+        self.rate_row = SparkRow(SENT_RPS, "sent/s")
+        self.p99_row = SparkRow(LAT_P99, "corrected p99 ms")
         self.table = TextBlock(["waiting for the first interval..."], header_rows=0)
         self.loud = TextBlock([""], wrap=True)
         self.loud.add_class("-loud")
@@ -172,7 +172,7 @@ class HttpLoadPane(ProbePane):
     def headline_text(self) -> str:
         now = self.latest
         if now is None:
-            return "waiting for data"
+            return self.waiting_text()
         p99 = now.success().corrected_ms.get("p99")
         mark = "  GENERATOR-LIMITED" if now.generator_limited else ""
         return (

@@ -105,9 +105,9 @@ class IcmpPane(ProbePane):
         self.nic_chart: deque[tuple[float, float]] = deque(maxlen=NIC_KEEP)
         self.nic_seen = False
         self._last: IcmpInterval | None = None  # parsed from last_sample when drawn
-        self.pps_row = SparkRow(PPS)
-        self.loss_row = SparkRow(LOSS_PCT, max_value=100.0)
-        self.nic_row = SparkRow("nic")
+        self.pps_row = SparkRow(PPS, "probe pps")
+        self.loss_row = SparkRow(LOSS_PCT, "loss %", max_value=100.0)
+        self.nic_row = SparkRow("nic", "kernel tx pps")
         self.table = TextBlock([self._waiting()], wrap=True)
 
     def _waiting(self) -> str:

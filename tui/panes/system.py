@@ -207,7 +207,7 @@ class EntityPane(ProbePane):
     def headline_text(self) -> str:
         shown = self.shown_entities()
         if not shown:
-            return "waiting for data" if not self.samples_seen else f"no {self.NOUN} active"
+            return self.waiting_text() if not self.samples_seen else f"no {self.NOUN} active"
         busiest = max(shown, key=lambda e: (self.sums[e][-1] or 0.0) if self.sums[e] else 0.0)
         series = self.sums[busiest]
         latest = series[-1] if series else None
@@ -289,7 +289,7 @@ class CpuPane(ProbePane):
         # ONE widget for the pane (the busy % row with its sparkline, the
         # summary, the core lines): each widget costs Textual per frame.
         self.table = SeriesTable(
-            [SeriesRow(BUSY_PCT), SeriesRow("waiting for the first sample..."), SeriesRow("")]
+            [SeriesRow("all cores"), SeriesRow("waiting for the first sample..."), SeriesRow("")]
         )
         self._load: CpuLoadInterval | None = None  # parsed from last_sample when drawn
 
@@ -378,7 +378,7 @@ class CpuPane(ProbePane):
 
     def headline_text(self) -> str:
         if self.load is None:
-            return "waiting for data"
+            return self.waiting_text()
         return (
             f"busy {fmt_value(self.load.busy_pct, '%')} %  "
             f"load {fmt_value(self.load.load1, '')}  {len(self.load.cores)} cores"

@@ -36,6 +36,31 @@ CHART_EVERY_S = 5.0
 Panels = list[tuple[str, dict[str, list[tuple[float, float]]]]]
 
 
+def flat_range(values: list[float]) -> tuple[float, float] | None:
+    """The y range for a panel whose values are all one number, else None
+    (plotext's own). Left to plotext, a flat series got an axis around it
+    (loss 0 % drawn on a row labelled 0.33, above a -0.67 that no
+    percentage can be); a flat value v >= 0 gets 0..2v (0..1 for 0), so it
+    sits on a row labelled with a value it can have."""
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite or min(finite) != max(finite):
+        return None
+    v = finite[0]
+    if v >= 0:
+        return 0.0, (2 * v if v > 0 else 1.0)
+    return 2 * v, 0.0
+
+
+def fit_rows(lines: list[str], room: int) -> list[str]:
+    """The header and as many rows as ``room`` allows; rows left out are
+    counted on the last line, never dropped without a word (the table was
+    cut at a third of the screen, and the NICs below lo were simply gone)."""
+    if len(lines) <= room:
+        return lines
+    shown = max(1, room - 1)
+    return [*lines[:shown], f"... {len(lines) - shown} more rows: a taller terminal shows them"]
+
+
 def render_chart(panels: Panels, width: int, height: int, color: bool) -> str:
     """The panels as text, stacked, one y axis (and unit) each, the time axis
     shared (ANSI colours only when ``color``)."""
@@ -65,6 +90,10 @@ def render_chart(panels: Panels, width: int, height: int, color: bool) -> str:
         for key, points in series.items():
             xs = [t - t0 for t, _v in points] if by_time else [t for t, _v in points]
             plt.plot(xs, [v for _t, v in points], label=key)
+        flat = flat_range([v for points in series.values() for _t, v in points])
+        if flat is not None:
+            plt.ylim(*flat)
+            plt.yticks(list(flat))  # labels at the axis' ends, where the values are
         if roomy:  # short panels: the legend names the unit, the title would eat a row
             plt.title(unit or "value")
         if not by_time:
@@ -113,10 +142,12 @@ class MaximisedScreen(Screen[None]):
         """
         keys = list(self.pane.history.keys)
         width = max([12, *(len(self.pane.label(k)) for k in keys)])
-        lines = self.pane.stats_lines(keys, label_width=min(width, 32))
+        lines = self.pane.stats_lines(
+            keys, label_width=min(width, 32), width=self.app.size.width - 1
+        )
         # Several chart panels need the room: the table gets less of the screen.
         share = 3 if len(self._panels) <= 1 else 4
-        self.table.set_lines(lines[: max(2, self.app.size.height // share)], header_rows=1)
+        self.table.set_lines(fit_rows(lines, max(2, self.app.size.height // share)), header_rows=1)
         now = time.monotonic()
         if not force and now - self._chart_drawn < CHART_EVERY_S:
             return

@@ -91,6 +91,16 @@ class HistoryStore:
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
 
+def _three_digits(value: float) -> str:
+    """``value`` with the decimals that leave 3 significant digits, chosen
+    after rounding: 99.96 is "100", not "100.0" (rounded at 1 decimal it had
+    become a 3-digit number given a decimal as if it were 2-digit)."""
+    for decimals, limit in ((2, 10.0), (1, 100.0)):
+        if abs(round(value, decimals)) < limit:
+            return f"{value:.{decimals}f}"
+    return f"{value:.0f}"
+
+
 def fmt_value(value: float | None, unit: str = "", width: int = 0, si: bool = True) -> str:
     """A short human number: 3 significant digits, SI prefix for big rates.
 
@@ -107,15 +117,7 @@ def fmt_value(value: float | None, unit: str = "", width: int = 0, si: bool = Tr
                 if abs(value) >= factor:
                     scaled, prefix = value / factor, p
                     break
-        if scaled == 0:
-            text = "0"
-        elif abs(scaled) >= 100:
-            text = f"{scaled:.0f}"
-        elif abs(scaled) >= 10:
-            text = f"{scaled:.1f}"
-        else:
-            text = f"{scaled:.2f}"
-        text += prefix
+        text = ("0" if scaled == 0 else _three_digits(scaled)) + prefix
     return text.rjust(width) if width else text
 
 

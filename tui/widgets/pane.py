@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.sample import Sample, Status, split_key
@@ -47,7 +48,6 @@ from probetop.tui.widgets.units import (
     with_unit,
 )
 from rich.cells import cell_len
-from rich.markup import escape
 from textual.color import Color
 from textual.geometry import Region
 from textual.strip import Strip
@@ -112,6 +112,17 @@ def content_rows(widget: Widget) -> int:
 def pane_dom_id(probe_id: str) -> str:
     """A valid Textual id for a probe id like ``icmp:127.0.0.1``."""
     return "pane-" + _ID_UNSAFE.sub("_", probe_id)
+
+
+@dataclass(frozen=True)
+class PaneHelp:
+    """A pane's part of the help screen: its title and (term, meaning) rows.
+
+    Plain text, not markup (probe-provided text such as "[ 1s ]" is shown as
+    it is); the help screen lays the rows out and wraps them at its width."""
+
+    title: str
+    rows: tuple[tuple[str, str], ...]
 
 
 class ProbePane(Widget, can_focus=True):
@@ -244,6 +255,18 @@ class ProbePane(Widget, can_focus=True):
         """Rows this pane wants to show everything: its content plus the border."""
         return content_rows(self) + 2
 
+    def waiting_text(self) -> str:
+        """The compact list's line for a pane with nothing to show yet: what
+        the probe last said (compiling its loop, an error that stopped it
+        before its first sample), else that it waits for data. A plain
+        "waiting for data" beside a probe that had failed read as forever."""
+        status = self.last_status
+        if status is None or status.level == "started" or not status.message:
+            return "waiting for data"
+        if status.level in ("error", "warning", "stopped"):
+            return f"{status.level}: {status.message}"
+        return f"{status.message}..." if status.level == "info" else status.message
+
     def headline_text(self) -> str:
         """The pane's headline figure on one line, for the compact list: the
         latest value of each primary metric (an entity metric is summed over
@@ -266,9 +289,9 @@ class ProbePane(Widget, can_focus=True):
                     continue
                 rate = unit_family(unit) == "/s" or unit.endswith("B/s")
                 value = sum(known) if rate else max(known)
-            parts.append(headline_part(human_label(name, unit), value, unit))
+            parts.append(headline_part(self.label(name), value, unit))
         if not parts:
-            return "waiting for data" if not self.samples_seen else "-"
+            return self.waiting_text() if not self.samples_seen else "-"
         return "  ".join(parts)
 
     def show_hidden(self, show: bool) -> None:
@@ -320,19 +343,22 @@ class ProbePane(Widget, can_focus=True):
         return f"{label} {entity}" if entity else label
 
     def stats_lines(
-        self, keys: list[str], label_width: int = 18, labels: list[str] | None = None
+        self,
+        keys: list[str],
+        label_width: int = 18,
+        labels: list[str] | None = None,
+        width: int | None = None,
     ) -> list[str]:
         """A header and one row per key: latest/min/max/mean/p99 and unit.
 
         Labels are human (``label``) unless given; byte rates are scaled per
         row (MB/s). p99 is over the last ``history.P99_WINDOW`` samples (hence
-        ``p99*``); min/max/mean cover the whole run.
+        ``p99*``); min/max/mean cover the whole run. Within ``width`` cells
+        (None: no limit) columns are left out from the right (p99*, mean,
+        max, min; latest stays) rather than the unit: a number cut off from
+        its unit reads as a number in another unit.
         """
-        head = (
-            f"{'metric':<{label_width}} {'latest':>8} {'min':>8} {'max':>8} "
-            f"{'mean':>8} {'p99*':>8}  unit"
-        )
-        rows = [head]
+        body: list[tuple[str, list[float | None], str]] = []
         for i, key in enumerate(keys):
             label = labels[i] if labels is not None else self.label(key)
             hist = self.history.get(key)
@@ -342,21 +368,34 @@ class ProbePane(Widget, can_focus=True):
             cells = [hist.latest, s.min if s.count else None, s.max if s.count else None]
             cells += [s.mean, hist.p99]
             factor, unit = scale_for(cells, self.unit(key))
-            text = " ".join(fmt_value(None if v is None else v / factor, unit, 8) for v in cells)
+            body.append((label, [None if v is None else v / factor for v in cells], unit))
+        names = ["latest", "min", "max", "mean", "p99*"]
+        unit_cells = max([4, *(len(unit) for _label, _cells, unit in body)])
+        shown = len(names)
+        while width is not None and shown > 1 and label_width + 9 * shown + 2 + unit_cells > width:
+            shown -= 1
+        head = " ".join([f"{'metric':<{label_width}}", *(f"{n:>8}" for n in names[:shown])])
+        rows = [f"{head}  unit"]
+        for label, cells, unit in body:
+            text = " ".join(fmt_value(v, unit, 8) for v in cells[:shown])
             rows.append(f"{label[:label_width]:<{label_width}} {text}  {unit}".rstrip())
         return rows
 
-    def help_text(self) -> str:
+    def help_text(self) -> PaneHelp:
         """What this pane's numbers mean, for the help screen."""
-        # Rich markup: escape probe-provided text ("[ 1s ]" would be a tag).
-        lines = [f"[b]{escape(str(self.border_title))}[/b]"]
+        rows: list[tuple[str, str]] = []
+        # The pane's own keys, which the key line shows while it has focus.
+        for binding in self._bindings.key_to_bindings.values():
+            for b in binding:
+                if b.show and b.description:
+                    rows.append((f"key {b.key_display or b.key}", b.description))
         ref = self.info.get("reference_command")
         if ref:
-            lines.append(f"  reference: {escape(str(ref))}")
+            rows.append(("reference", str(ref)))
         for name, spec in self.specs.items():
             label = label_with_unit(name, str(spec.get("unit") or ""))
-            lines.append(escape(f"  {label} ({name}): {spec.get('description', '')}"))
-        return "\n".join(lines)
+            rows.append((f"{label} ({name})", str(spec.get("description", ""))))
+        return PaneHelp(str(self.border_title), tuple(rows))
 
 
 def _cached_lines(widget: ProbePane, crop: Region) -> list[Strip] | None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from probetop.tui.widgets.bars import column_rows
+from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.linewidget import LineWidget
 from probetop.tui.widgets.textblock import changed_span
 from rich.cells import set_cell_size
@@ -34,7 +35,24 @@ from textual.geometry import Region, Size
 from textual.strip import Strip
 
 LABEL_CELLS = 28
+VALUE_COLUMN = 17  # where a value_label's value starts: "p99 write latency  48.4 µs" fits
 KEEP = 512  # values kept: wider than any sparkline drawn
+
+
+def value_label(label: str, value: float | None, unit: str) -> str:
+    """A sparkline's label: what, the latest value and its unit (``B/s`` gets
+    its SI prefix in front: "123MB/s")."""
+    if unit == "µs":  # a stalled device's p99: "12.3 s", not "12345678 µs"
+        for bigger in ("ms", "s"):
+            if value is None or abs(value) < 10_000:
+                break
+            value, unit = value / 1000.0, bigger
+    right = fmt_value(value, unit, 6) + ("B/s" if unit == "B/s" else f" {unit}")
+    # At most LABEL_CELLS - 1 cells, so a blank always parts the text from the
+    # bars ("read IOPS  1013 IO/s" filled all 28 and ran into them): a long
+    # unit takes its cell from the label's padding.
+    pad = max(len(label) + 1, min(VALUE_COLUMN, LABEL_CELLS - 1 - len(right)))
+    return f"{label:<{pad}}{right}"
 
 
 class _Label:
@@ -94,10 +112,12 @@ class SparkRow(LineWidget):
     }
     """
 
-    def __init__(self, key: str, max_value: float | None = None) -> None:
+    def __init__(self, key: str, caption: str, max_value: float | None = None) -> None:
         super().__init__()
         self.key = key
-        self.label = _Label(self, key)
+        # What the row shows until its first value: what it measures, in
+        # words (the metric's name is no label: "read_clat_p99_us").
+        self.label = _Label(self, caption)
         self.spark = _Spark(self, max_value)
         # (width, label cells, bar) as last drawn. Keyed by the width it was
         # drawn for: a row drawn from the cells of another width has the wrong
