@@ -101,17 +101,44 @@ def remove_stop_signal_handlers(handled: HandledSignals) -> None:
     (KeyboardInterrupt) and SIGTERM/SIGHUP at SIG_DFL (death), not at what
     they were: a signal between the run's end and its report (a Ctrl-C
     pressed twice) then lost the report, or killed the process with no exit
-    status of its own. The handler each had before is put back."""
-    with contextlib.suppress(RuntimeError):
-        loop = asyncio.get_running_loop()
-        for sig, _previous in handled:
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.remove_signal_handler(sig)
+    status of its own. The handler each had before is put back in one
+    swap, so there is no moment at SIG_DFL in between (a second signal 2 ms
+    after the first once landed in that moment and killed the process):
+    asyncio is told to forget the signal without touching its disposition
+    where it allows that."""
+    try:
+        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
     for sig, previous in reversed(handled):
+        swapped = False
         if previous is not None:  # None: set outside Python, cannot be restored from here
             with contextlib.suppress(OSError, RuntimeError, ValueError, TypeError):
                 signal.signal(sig, previous)
+                swapped = True
+        if loop is None or (swapped and _forget_in_loop(loop, sig)):
+            continue
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.remove_signal_handler(sig)  # resets it: SIGINT raises, the others SIG_DFL
+        if swapped:
+            with contextlib.suppress(OSError, RuntimeError, ValueError, TypeError):
+                signal.signal(sig, previous)
     handled.clear()
+
+
+def _forget_in_loop(loop: asyncio.AbstractEventLoop, sig: int) -> bool:
+    """Drop ``sig`` from the loop's handlers without resetting the signal's
+    disposition, as ``remove_signal_handler`` would (it sets SIG_DFL); False
+    where the loop keeps them elsewhere (the caller then removes it the
+    public way and puts the handler back after)."""
+    handlers = getattr(loop, "_signal_handlers", None)  # asyncio's Unix loop
+    if not isinstance(handlers, dict):
+        return False
+    handlers.pop(sig, None)
+    if not handlers:  # as remove_signal_handler does once none is left
+        with contextlib.suppress(ValueError, OSError):
+            signal.set_wakeup_fd(-1)
+    return True
 
 
 class Notify(Protocol):

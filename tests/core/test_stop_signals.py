@@ -201,3 +201,44 @@ def test_dashboard_stops_within_2s(tmp_path: Path, case: str, sig: int) -> None:
     assert "Traceback" not in stopped.stdout
     assert "\x1b[?1049l" in stopped.stdout  # left the alternate screen
     assert_recording_closed(stopped, sig, probe)
+
+
+def test_removing_the_run_handlers_never_leaves_a_signal_at_its_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a run its handlers go and the ones from before come back. asyncio's
+    ``remove_signal_handler`` sets SIG_DFL (SIGINT: KeyboardInterrupt) first;
+    a second Ctrl-C/kill in that moment killed the process before its report
+    (seen once in CI: rc -15 with a 2 ms gap). Every disposition the removal
+    sets is recorded: none may be a default, and the old handlers are back."""
+    import asyncio
+
+    from probetop.probes.core import stopsignals
+    from probetop.tui.session import add_stop_signal_handlers, remove_stop_signal_handlers
+
+    before = {sig: signal.getsignal(sig) for sig in stopsignals.SIGNALS}
+    set_to: list[tuple[int, object]] = []
+    real_signal = signal.signal
+
+    def recording(sig: int, handler: object) -> object:
+        set_to.append((sig, handler))
+        return real_signal(sig, handler)  # type: ignore[arg-type]
+
+    async def run() -> None:
+        handled = add_stop_signal_handlers(lambda name: None)
+        assert {sig for sig, _ in handled} >= {signal.SIGINT, signal.SIGTERM}
+        monkeypatch.setattr(signal, "signal", recording)
+        remove_stop_signal_handlers(handled)
+
+    for sig in stopsignals.SIGNALS:
+        real_signal(sig, lambda signum, frame: None)
+    previous = {sig: signal.getsignal(sig) for sig in stopsignals.SIGNALS}
+    try:
+        asyncio.run(run())
+        monkeypatch.setattr(signal, "signal", real_signal)
+        defaults = {signal.SIG_DFL, signal.default_int_handler}
+        assert [(s, h) for s, h in set_to if h in defaults] == []
+        assert {sig: signal.getsignal(sig) for sig in stopsignals.SIGNALS} == previous
+    finally:
+        for sig, handler in before.items():
+            real_signal(sig, handler)  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import signal
 import socket
@@ -207,7 +208,8 @@ def test_ctrl_c_while_the_session_starts_there_says_it_may_run_on(
             time.sleep(0.005)
         assert meta.exists(), _screen(sock, "w")
         _tmux(sock, "send-keys", "-t", "w", "C-c")
-        wait_for(lambda: "EXIT=" in _screen(sock, "w"), what="the command's end")
+        # EXIT=<digits>: the typed command line shows "EXIT=$?" at once
+        wait_for(lambda: re.search(r"EXIT=\d", _screen(sock, "w")), what="the command's end")
         screen = " ".join(_screen(sock, "w").split())
         assert "EXIT=130" in screen, screen
         assert "session cc may have started on ptest" in screen, screen
