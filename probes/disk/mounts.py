@@ -1,7 +1,7 @@
 """Which mount and which disk hold a path (/proc/self/mountinfo, sysfs).
 
 Contract: ``all_mounts()`` parses /proc/self/mountinfo (octal escapes undone);
-``filesystem_of(path)`` is the mount holding a path (for ``PSEUDO_FILESYSTEMS``:
+``filesystem_of(path)`` is the mount holding a path (for ``core.mountinfo.PSEUDO_FILESYSTEMS``:
 /proc, /sys ... are not storage); ``backing_device(path)`` is the kernel name of
 the disk whose /proc/diskstats counters describe a path (None for tmpfs, NFS
 ...). Pure reads; a vanished path gives None, never an exception.
@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from probetop.probes.core.mountinfo import unescape
 from probetop.probes.disk import sysfs
 
 MOUNTINFO = Path("/proc/self/mountinfo")
@@ -59,17 +60,6 @@ def mount_entries() -> Iterator[tuple[str, str, str]]:
         yield m.majmin, m.point, m.source
 
 
-# Kernel interfaces that look like files: reading them measures nothing and
-# writing them changes the running kernel (/proc/sys, /sys/power/state ...).
-PSEUDO_FILESYSTEMS = frozenset(
-    {
-        "proc", "sysfs", "debugfs", "tracefs", "securityfs", "cgroup", "cgroup2",
-        "configfs", "efivarfs", "bpf", "pstore", "fusectl", "binfmt_misc", "mqueue",
-        "autofs", "rpc_pipefs", "nsfs", "selinuxfs", "devpts", "hugetlbfs",
-    }
-)  # fmt: skip
-
-
 def filesystem_of(path: str | os.PathLike[str]) -> Mount | None:
     """The mount holding ``path`` (the deepest mount point above it with its
     device number), or None when /proc/self/mountinfo does not show it."""
@@ -88,21 +78,6 @@ def filesystem_of(path: str | os.PathLike[str]) -> Mount | None:
         if best is None or (inside and len(m.point) > len(best.point)):
             best = m
     return best
-
-
-def unescape(field: str) -> str:
-    """Undo the octal escapes (\\040 for space ...) of /proc/self/mountinfo and /proc/swaps."""
-    if "\\" not in field:
-        return field
-    out, i = [], 0
-    while i < len(field):
-        if field[i] == "\\" and field[i + 1 : i + 4].isdigit() and i + 3 < len(field):
-            out.append(chr(int(field[i + 1 : i + 4], 8)))
-            i += 4
-        else:
-            out.append(field[i])
-            i += 1
-    return "".join(out)
 
 
 def source_majmin(source: str) -> str | None:

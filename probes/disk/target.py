@@ -41,10 +41,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from probetop.probes.core.base import ProbeError, TargetProbeError, UsageProbeError
+from probetop.probes.core.mountinfo import PSEUDO_FILESYSTEMS
 from probetop.probes.core.options import parse_byte_size
 from probetop.probes.disk.blockdev import DeviceIdentity, identify
 from probetop.probes.disk.capacity import human
-from probetop.probes.disk.mounts import PSEUDO_FILESYSTEMS, filesystem_of
+from probetop.probes.disk.mounts import filesystem_of
 from probetop.probes.disk.refusals import read_only_device
 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from probetop.probes.core.mountinfo import PSEUDO_FILESYSTEMS
 from probetop.probes.core.sample import Announce, Record
 from probetop.probes.core.targetlock import holder
 from probetop.probes.record.codec import (
@@ -79,7 +80,7 @@ from probetop.probes.record.linecheck import (
     _weight_bound,
 )
 from probetop.probes.record.session import RecordSequence, Session
-from probetop.probes.record.target import PSEUDO_FILESYSTEMS, file_kind, filesystem_type
+from probetop.probes.record.target import file_kind, filesystem_type
 from probetop.probes.record.zst import FrameLines, ZstdCorrupt, is_zstd
 
 __all__ = [

@@ -16,8 +16,9 @@ Contract:
   descriptor again (a FIFO or device swapped in after the check is refused,
   never written); only then is it truncated and made mode 0600 (recordings
   may reveal hosts and URLs).
-- ``file_kind`` / ``filesystem_type`` / ``PSEUDO_FILESYSTEMS``: the words
-  and the mount lookup the checks use (the reader refuses the same kinds).
+- ``file_kind`` / ``filesystem_type``: the words and the mount lookup the
+  checks use, with ``core.mountinfo.PSEUDO_FILESYSTEMS`` (the reader refuses
+  the same kinds).
 """
 
 from __future__ import annotations
@@ -28,40 +29,12 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from probetop.probes.core.mountinfo import PSEUDO_FILESYSTEMS, unescape
 from probetop.probes.core.targetlock import TargetBusy, TargetLock
 from probetop.probes.record.codec import RecordingError
 
 MIN_FREE_BYTES = 64 * 1024
 """A target filesystem with less free space than this is refused up front."""
-
-# Kernel interfaces, not storage: writing a recording there either fails
-# half-way or, worse, changes a kernel setting (/proc/sys/..., /sys/...).
-PSEUDO_FILESYSTEMS = frozenset(
-    {
-        "proc",
-        "sysfs",
-        "devtmpfs",
-        "devpts",
-        "cgroup",
-        "cgroup2",
-        "debugfs",
-        "tracefs",
-        "securityfs",
-        "pstore",
-        "bpf",
-        "configfs",
-        "fusectl",
-        "efivarfs",
-        "mqueue",
-        "binfmt_misc",
-        "selinuxfs",
-        "hugetlbfs",
-        "rpc_pipefs",
-        "nsfs",
-        "autofs",
-        "nfsd",
-    }
-)
 
 OPEN_FLAGS = os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
 
@@ -81,19 +54,6 @@ def file_kind(mode: int) -> str:
     if stat.S_ISREG(mode):
         return "a regular file"
     return "not a regular file"
-
-
-def _unescape_mount(field: str) -> str:
-    r"""mountinfo escapes space, tab, newline and backslash as \040 etc."""
-    out, i = [], 0
-    while i < len(field):
-        if field[i] == "\\" and i + 3 < len(field) and field[i + 1 : i + 4].isdigit():
-            out.append(chr(int(field[i + 1 : i + 4], 8)))
-            i += 4
-        else:
-            out.append(field[i])
-            i += 1
-    return "".join(out)
 
 
 def filesystem_type(directory: str) -> str | None:
@@ -116,7 +76,7 @@ def filesystem_type(directory: str) -> str | None:
         fstype = right.split()[0]
         if fields[2] == want:
             by_dev = fstype  # the last mount of this device wins, as in the kernel
-        mount = _unescape_mount(fields[4])
+        mount = unescape(fields[4])
         inside = real == mount or real.startswith(mount.rstrip("/") + "/")
         if inside and (best is None or len(mount) >= best[0]):
             best = (len(mount), fstype)

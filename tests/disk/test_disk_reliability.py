@@ -10,6 +10,7 @@ never a traceback, never a hang (each run has a time limit).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -417,6 +418,11 @@ def test_a_loop_device_that_shrinks_during_the_run_stops_it(layers: Layers, tmp_
 # ----------------------------------------------------------------- class 4: bad input
 
 
+# A file probetop must never create: /dev is devtmpfs, the kernel's device
+# nodes, not storage (refused like /proc; the recorder refused it already).
+DEVTMPFS_NEW_FILE = f"/dev/probetop-hostile-{os.getpid()}"
+
+
 def _hostile_table(tmp: Path) -> list[tuple[str, list[str], list[str]]]:
     fifo = tmp / "fifo"
     os.mkfifo(fifo)
@@ -437,6 +443,8 @@ def _hostile_table(tmp: Path) -> list[tuple[str, list[str], list[str]]]:
         ("symlink loop", ["iops", str(tmp / "loop-a")], ["symbolic links"]),
         ("a file under /proc", ["iops", "/proc/self/status"], ["proc filesystem"]),
         ("a new file under /proc", ["iops", "/proc/sys/vm/probetop", "--size", "4k"], ["proc"]),
+        ("a new file in /dev (devtmpfs)", ["iops", DEVTMPFS_NEW_FILE, "--size", "4k"],
+         ["devtmpfs filesystem"]),
         ("a file under /sys write", ["iops", "/sys/kernel/mm/transparent_hugepage/enabled",
                                       "--rw", "write", "--size", "4k"], ["sysfs"]),
         ("a directory", ["iops", str(tmp)], ["is a directory"]),
@@ -470,6 +478,15 @@ def _hostile_table(tmp: Path) -> list[tuple[str, list[str], list[str]]]:
 
 def test_hostile_inputs_get_a_message_and_exit_2(tmp_path: Path) -> None:
     table = _hostile_table(tmp_path)
+    try:
+        _run_hostile_table(table)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(DEVTMPFS_NEW_FILE)  # created only by a probetop that failed this
+    assert (tmp_path / "img").stat().st_size == 4 << 20  # nothing was written
+
+
+def _run_hostile_table(table: list[tuple[str, list[str], list[str]]]) -> None:
     for label, args, needles in table:
         t0 = time.monotonic()
         proc = run_cli([*args, "--time", "1"] if "--time" not in args else args, timeout=60)
@@ -478,7 +495,6 @@ def test_hostile_inputs_get_a_message_and_exit_2(tmp_path: Path) -> None:
             expect_refusal(proc, *needles)
         except AssertionError as exc:
             raise AssertionError(f"{label}: {exc}") from None
-    assert (tmp_path / "img").stat().st_size == 4 << 20  # nothing was written
 
 
 def test_a_block_device_without_permission_is_one_line(fast_dir: Path) -> None:
