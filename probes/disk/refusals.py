@@ -59,20 +59,18 @@ def _root_devices() -> dict[str, str]:
     return result
 
 
-def _swap_devices() -> list[str]:
-    """MAJ:MIN of every block device in /proc/swaps (swap files are not devices)."""
+def _swap_paths() -> list[str]:
+    """The path of every active swap area in /proc/swaps (device or file)."""
     try:
         lines = SWAPS.read_text(encoding="utf-8", errors="replace").splitlines()[1:]
     except OSError:
         return []
-    found = []
-    for line in lines:
-        fields = line.split()
-        if fields:
-            mm = mounts.source_majmin(mounts.unescape(fields[0]))
-            if mm:
-                found.append(mm)
-    return found
+    return [mounts.unescape(fields[0]) for fields in map(str.split, lines) if fields]
+
+
+def _swap_devices() -> list[str]:
+    """MAJ:MIN of every block device in /proc/swaps (swap files are not devices)."""
+    return [mm for mm in map(mounts.source_majmin, _swap_paths()) if mm]
 
 
 def _loops_backed_by(family: dict[str, str]) -> list[str]:
@@ -142,17 +140,10 @@ def loops_over_file(path: str | os.PathLike[str]) -> list[str]:
 
 def _swap_files() -> list[tuple[int, int]]:
     """(st_dev, st_ino) of every regular file in /proc/swaps (swap files)."""
-    try:
-        lines = SWAPS.read_text(encoding="utf-8", errors="replace").splitlines()[1:]
-    except OSError:
-        return []
     found = []
-    for line in lines:
-        fields = line.split()
-        if not fields:
-            continue
+    for path in _swap_paths():
         try:
-            st = os.stat(mounts.unescape(fields[0]))
+            st = os.stat(path)
         except OSError:
             continue
         if stat.S_ISREG(st.st_mode):
