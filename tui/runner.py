@@ -53,6 +53,15 @@ class RunResult:
     def interrupted(self) -> bool:
         return self.reason.startswith("interrupted")
 
+    @property
+    def signal_status(self) -> int:
+        """The exit status the stop signal means (128 + its number: 130 for
+        SIGINT, 143 for SIGTERM, 129 for SIGHUP), 0 when no signal stopped
+        the run. The same status as a signal during start-up gives."""
+        if not self.interrupted:
+            return 0
+        return stopsignals.status_of(self.reason.removeprefix("interrupted (").rstrip(")"))
+
 
 async def run_headless(
     probes: list[Probe],

@@ -23,6 +23,9 @@ Contract:
   callback during numba's compile); runners call ``pending()`` right after
   installing their own handlers, so a signal from start-up stops the run.
 - ``exit_status()``: 128 + the pending signal's number (130 for SIGINT).
+- ``status_of(name)``: 128 + the named signal's number: the one exit status
+  a stop signal means, whether it came during start-up or while probes ran
+  (the shell's convention, and what fio and sysbench exit with when killed).
 - ``spare_report()``: a run has stopped and its report is next. The next
   stop signal (a Ctrl-C pressed twice, a ``kill`` sent again) is recorded,
   not raised: it can stop nothing more, and raising it lost the report that
@@ -120,6 +123,11 @@ def check() -> None:
 def exit_status(default: int = 130) -> int:
     """128 + the pending signal's number (``default`` when none is)."""
     return 128 + _pending[0] if _pending else default
+
+
+def status_of(signame: str) -> int:
+    """128 + the number of the signal called ``signame`` ("SIGTERM" -> 143)."""
+    return 128 + signal.Signals[signame]
 
 
 def run_stoppable(step: Callable[[], T]) -> T:

@@ -9,8 +9,9 @@ Contract:
   (during the file's layout) says how far the layout got and what was undone.
 - ``iops_exit_code`` / ``warmup_exit_code``: 2 when the probe failed (for the
   warm-up also when a pass failed); for the warm-up 1 when ``--verify`` found
-  bad sectors; 130 when a signal interrupted the run (the partial report is
-  printed first); else 0.
+  bad sectors; 128 + the signal's number when a signal interrupted the run
+  (130 for SIGINT, 143 for SIGTERM; the partial report is printed first);
+  else 0.
 - Every figure with a unit is written by ``units`` (fio's choice of unit and
   rounding: ``BW=1B/s``, never ``0.0MB/s``).
 """
@@ -90,12 +91,13 @@ def format_iops_report(
     return "\n".join(out)
 
 
-def iops_exit_code(error: str | None, *, interrupted: bool = False) -> int:
-    """2 when the probe failed, else 130 when a signal stopped the run (the
-    partial report is printed, as ``cpu`` and ``http`` do), else 0."""
+def iops_exit_code(error: str | None, *, signal_status: int = 0) -> int:
+    """2 when the probe failed, else ``signal_status`` (128 + the number of
+    the signal that stopped the run, 0 when none did: the partial report is
+    printed, as ``cpu`` and ``http`` do)."""
     if error:
         return 2
-    return 130 if interrupted else 0
+    return signal_status
 
 
 def warmup_document(summary: Mapping[str, Any], error: str | None) -> dict[str, Any]:
@@ -171,12 +173,10 @@ def format_warmup_report(doc: Mapping[str, Any], *, reason: str) -> str:
     return "\n".join(lines)
 
 
-def warmup_exit_code(
-    doc: Mapping[str, Any], error: str | None, *, interrupted: bool = False
-) -> int:
+def warmup_exit_code(doc: Mapping[str, Any], error: str | None, *, signal_status: int = 0) -> int:
     """2 when the probe failed or a pass failed (e.g. randwrite completed no
-    I/O), 1 when ``--verify`` found bad sectors, 130 when a signal stopped
-    the run, else 0."""
+    I/O), 1 when ``--verify`` found bad sectors, else ``signal_status`` (128 +
+    the number of the signal that stopped the run, 0 when none did)."""
     if error:
         return 2
     s = WarmupSummary.from_dict(doc)
@@ -184,4 +184,4 @@ def warmup_exit_code(
         return 2
     if s.verify is not None and s.verify[0]:
         return 1
-    return 130 if interrupted else 0
+    return signal_status

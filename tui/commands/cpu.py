@@ -63,4 +63,4 @@ def report(plan: RunPlan[CpuSettings], result: RunResult) -> int:
             sys.stdout.write(f"probetop: error: {error}\n")
     if error or summary.get("worker_errors"):
         return 1
-    return 130 if result.interrupted else 0
+    return result.signal_status

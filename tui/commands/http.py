@@ -111,7 +111,8 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
 
 def report(plan: RunPlan[HttpSettings], result: RunResult) -> int:
     """Per URL: status classes, per phase min, p50, p90, p99, max, mean,
-    stddev over successes, jitter, outage; exit 130 when interrupted."""
+    stddev over successes, jitter, outage; exit 128 + the signal's number when one
+    interrupted the run (130 for Ctrl-C)."""
     if plan.settings.load is not None:
         return load_report(plan, result)
     if plan.common.json:
@@ -129,12 +130,13 @@ def report(plan: RunPlan[HttpSettings], result: RunResult) -> int:
         return 1
     # Ctrl-C (or SIGTERM): the partial report is out, and the exit status says
     # the run did not finish, as in load mode.
-    return 130 if result.interrupted else 0
+    return result.signal_status
 
 
 def load_report(plan: RunPlan[HttpSettings], result: RunResult) -> int:
     """Load mode: rates, latency by status class (corrected and service),
-    the generator's own figures. Exit 130 when interrupted, 1 on probe errors."""
+    the generator's own figures. Exit 128 + the signal's
+    number when one interrupted the run, 1 on probe errors."""
     if plan.common.json:
         doc = http.load_json_report(
             result.summaries, result.duration_s, result.reason, result.errors
@@ -150,4 +152,4 @@ def load_report(plan: RunPlan[HttpSettings], result: RunResult) -> int:
             print(f"probetop: error: {pid}: {redact_text(err)}", file=sys.stderr)
     if result.errors:
         return 1
-    return 130 if result.interrupted else 0
+    return result.signal_status

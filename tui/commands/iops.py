@@ -58,7 +58,7 @@ def demo_probes(ctx: Any) -> list[Probe]:
 
 def report(plan: RunPlan[IopsSettings], result: RunResult) -> int:
     """fio-shaped JSON with --json; fio-like text otherwise. Exit 2 if it failed,
-    130 when interrupted (after the partial report)."""
+    128 + the signal's number when one interrupted the run (after the partial report)."""
     probe = result.probes[0]
     error = result.errors.get(probe.id)
     doc = iops_document(result.summaries.get(probe.id, {}), error)
@@ -70,4 +70,4 @@ def report(plan: RunPlan[IopsSettings], result: RunResult) -> int:
             doc, target=plan.settings.target, reason=result.reason, duration_s=result.duration_s
         )
         print(text)
-    return iops_exit_code(error, interrupted=result.interrupted)
+    return iops_exit_code(error, signal_status=result.signal_status)

@@ -64,7 +64,8 @@ def demo_probes(ctx: Any) -> list[Probe]:
 
 def report(plan: RunPlan[WarmupSettings], result: RunResult) -> int:
     """JSON (--json) or text. Exit 2 when a pass failed, 1 when --verify found
-    bad sectors, 130 when interrupted (after the partial report)."""
+    bad sectors, 128 + the signal's number when
+    one interrupted the run (after the partial report)."""
     probe = result.probes[0]
     error = result.errors.get(probe.id)
     doc = warmup_document(result.summaries.get(probe.id, {}), error)
@@ -75,4 +76,4 @@ def report(plan: RunPlan[WarmupSettings], result: RunResult) -> int:
         print(format_warmup_report(doc, reason=result.reason))
     if error:
         print(f"probetop: error: {error}", file=sys.stderr)
-    return warmup_exit_code(doc, error, interrupted=result.interrupted)
+    return warmup_exit_code(doc, error, signal_status=result.signal_status)
