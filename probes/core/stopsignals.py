@@ -15,7 +15,9 @@ Contract:
   inherited; each one is recorded (``pending()``), never lost.
 - ``interrupt_from_now()``: a signal also raises ``KeyboardInterrupt`` in the
   main thread, so a long start-up step ends at once (the console script
-  exits 128 + the signal number, no traceback). Before that call (during
+  exits 128 + the signal number, no traceback) -- but never inside a
+  finalizer or inside llvmlite/numba, whose state an exception between two
+  bytecodes can break; there it stays pending for the next ``check()``. Before that call (during
   imports, where an exception would print a traceback) it is only recorded,
   and ``main`` checks ``pending()`` as it starts.
 - ``check()``: raise ``KeyboardInterrupt`` if a signal is pending (for the
@@ -58,14 +60,36 @@ _raise = False
 _spared = 0  # signals still to record without raising (``spare_report``)
 
 
-def _handler(signum: int, _frame: FrameType | None) -> None:
+_NO_RAISE_IN = ("/llvmlite/", "/numba/")
+"""Code an exception raised between two of its bytecodes can leave broken:
+llvmlite takes its global lock and runs numba's callbacks in ``__enter__``/
+``__exit__``, so a KeyboardInterrupt there left the lock held or a library
+object half closed ("Exception ignored in: ObjectRef.__del__" on stderr,
+seen once in CI when ``stop`` hit a session during its start-up)."""
+
+
+def _handler(signum: int, frame: FrameType | None) -> None:
     global _spared
     _pending.append(signum)
     if _spared:
         _spared -= 1
         return
-    if _raise:
+    if _raise and _may_raise_in(frame):
         raise KeyboardInterrupt
+
+
+def _may_raise_in(frame: FrameType | None) -> bool:
+    """False while the main thread runs a finalizer (``__del__``: Python
+    swallows what it raises, and the stop with it) or inside llvmlite or
+    numba (``_NO_RAISE_IN``). The signal stays pending there: the waits of
+    start-up (``run_stoppable``, every 50 ms) and the run's own handlers act
+    on it."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "__del__" or any(part in code.co_filename for part in _NO_RAISE_IN):
+            return False
+        frame = frame.f_back
+    return True
 
 
 def _quiet_unraisable(hook: Any) -> Any:
