@@ -392,6 +392,11 @@ class IopsProbe:
         ticker = Ticker(self.interval_s)
         while True:
             t = await ticker.tick()
+            if engine.finished.is_set() and engine.finished_ns:
+                # The loops stopped on their own (a fatal errno): the run
+                # ends when its last I/O did, not at this tick, so the time
+                # after it is not runtime (fio's runtime ends at the error).
+                t = min(t, engine.finished_ns)
             snap = engine.snapshot(t)
             self._emit_interval(prev, snap, emit, ramping=self._base is None)
             prev = snap
@@ -407,13 +412,13 @@ class IopsProbe:
                 and t - self._measure_start_ns >= (self.time_s - self.interval_s / 4) * 1e9
             ):
                 return
-            if engine.finished.is_set():
-                if engine.failures:
-                    raise ProbeError("I/O worker failed: " + "; ".join(engine.failures))
-                return
+            if engine.finished.is_set() and engine.failures:
+                raise ProbeError("I/O worker failed: " + "; ".join(engine.failures))
             problem = (self._watch.problem() if self._watch else None) or engine.fatal_error()
             if problem:
                 raise ProbeError(problem)
+            if engine.finished.is_set():
+                return
 
     def _emit_interval(self, prev: Snapshot, snap: Snapshot, emit: Emit, ramping: bool) -> None:
         seconds = (snap.t_ns - prev.t_ns) / 1e9

@@ -66,7 +66,7 @@ from typing import Any
 from probetop.probes.http.closing import DeferredClose
 from probetop.probes.http.load_hist import Histogram
 from probetop.probes.http.request import HttpRequest, configure
-from probetop.probes.http.status import classify
+from probetop.probes.http.status import StatusClass, classify
 from probetop.probes.http.transfer import PHASES, error_kind, phases_us, printable, status_kind
 
 # Longest sleep of the loop: how soon a SIGTERM is noticed.
@@ -237,7 +237,9 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
         if counted:
             interval.errors[counted] = interval.errors.get(counted, 0) + 1
             interval.last_error = printable(str(message))[:200] if kind else f"HTTP {code}"
-        if not kind and code:
+        # Phases are the successes' (docs/http-load.md, as repeated mode): a
+        # fast 500 must not make the server phase look quick.
+        if outcome == StatusClass.SUCCESS.value:
             for phase, us in phases_us(stamps, failed=None, got_response=True).items():
                 if us is not None:
                     interval.phases[phase].record(us)

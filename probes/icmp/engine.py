@@ -62,6 +62,8 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     EAGAIN,
     EDGE_READS,
     EINTR,
+    ENOBUFS,
+    ENOMEM,
     ERR_BYTES,
     ERR_RING,
     FLOOD_IDLE_NS,
@@ -455,6 +457,17 @@ def run_slice(
                     if e != EINTR:
                         ctr[K_SEND_ERRS] += 1
                         send_errnos[min(e, send_errnos.shape[0] - 1)] += 1
+                    if e != EINTR and e != EAGAIN and e != ENOBUFS and e != ENOMEM:
+                        # A hard local error (no route, blackhole, EMSGSIZE,
+                        # firewall): as ping, the request counts as sent and
+                        # is lost at once, and it uses up one of --count, so
+                        # loss % and the duration mean what ping's do (before,
+                        # 10 of 30 unsendable requests read 0 % loss, 40 sends).
+                        slot_state[seq16] = LOST
+                        slot_sent[seq16] = t_send
+                        st[S_HEAD] = head + 1
+                        ctr[K_SENT] += 1
+                        ctr[K_LOST] += 1
                 else:
                     slot_state[seq16] = IN_FLIGHT
                     slot_sent[seq16] = t_send

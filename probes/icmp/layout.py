@@ -17,6 +17,10 @@ MSG_DONTWAIT = 0x40
 POLLIN = 1
 EAGAIN = errno_mod.EAGAIN
 EINTR = errno_mod.EINTR
+# sendto errors that say the local queue or memory is full, not the path: the
+# request was never made, so (as ping) it neither counts as sent nor lost.
+ENOBUFS = errno_mod.ENOBUFS
+ENOMEM = errno_mod.ENOMEM
 
 SLICE_DEADLINE = 0
 SLICE_DONE = 1

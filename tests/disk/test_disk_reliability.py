@@ -378,6 +378,41 @@ def test_a_layout_that_hits_a_full_filesystem_is_undone(layers: Layers) -> None:
         assert proc.returncode == 0, out + err
 
 
+def test_a_filesystem_that_fills_mid_run_stops_at_the_first_error_as_fio(
+    layers: Layers, tmp_path: Path
+) -> None:
+    """fio stops a job at its first error (err=28) and its runtime ends there.
+    The file's blocks are punched out and another writer takes the space, so
+    the next write into a hole fails with ENOSPC. Before, the loop went on
+    failing until the interval's end: ~1,000 errors at --rate-iops 1000, and
+    that dead time counted as runtime."""
+    need_root()
+    point = layers.tmpfs("16m")
+    target = point / "f.img"
+    rec = tmp_path / "iops.jsonl"
+    proc = _start(["iops", str(target), "--size", "8M", "--rw", "randwrite", "--bs", "4k",
+                   "--rate-iops", "1000", "--interval", "1", "--time", "30", "--json",
+                   "--record", str(rec)])  # fmt: skip
+    _wait(_sampled(rec), proc)
+    subprocess.run(["fallocate", "--punch-hole", "--offset", "0", "--length", "8M", str(target)],
+                   check=True)  # fmt: skip
+    with open(point / "filler", "wb", buffering=0) as f, pytest.raises(OSError):
+        for _ in range(1000):  # 16 MiB at most: the filesystem's size
+            f.write(b"\0" * 65536)
+    out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in out + err
+    assert proc.returncode == 2, out + err
+    doc = json.loads(out)
+    assert "the filesystem is full (ENOSPC)" in doc["error"], doc["error"]
+    write = doc["write"]
+    assert write["errors"] == 1, write
+    assert write["total_ios"] == write["clat_ns"]["N"]  # completed I/Os only
+    # The runtime ends at the failed write, well before the 30 s, and the last
+    # interval is cut there (its end is not on the 1 s grid).
+    assert write["runtime"] < 25_000
+    assert doc["intervals"][-1]["errors"] == 1
+
+
 # ----------------------------------------------------------------- targets changing mid-run
 
 

@@ -182,3 +182,15 @@ def test_generator_warning_is_a_status(monkeypatch: pytest.MonkeyPatch) -> None:
     assert levels == ["warning", "info"]
     assert "generator-limited" in out[0].message and "not the server's" in out[0].message
     assert probe.summary()["generator_limited_intervals"] == 2
+
+
+def test_phases_are_the_successes_only() -> None:
+    """Every response is a 500: no success, so no phase percentiles (the
+    report calls them 'phases 2xx/3xx'); before, the 500s filled them."""
+    with StallServer(status_every=1, status=500) as server:
+        proc = run_probetop(server.url, "--rate", "100", "--time", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (s,) = json.loads(proc.stdout)["probes"].values()
+    assert s["classes"]["5xx"]["count"] == s["done"] >= 90
+    assert "2xx_3xx" not in s["classes"]
+    assert s["phases_ms"] == {}

@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 from typing import Any
@@ -144,3 +145,49 @@ def test_jitter_is_consecutive_rtt_differences(icmp_peer: Peer) -> None:  # noqa
     # |a - b| of two RTTs within [min, max] is at most max - min.
     assert jitter["max"] <= rtt["max"] - rtt["min"] + 1e-6
     assert s["outage_s"] == 0
+
+
+def ping_counts(addr: str, count: int, interval: str) -> tuple[int, int]:
+    """(transmitted, received) from ``ping -c count -i interval addr``."""
+    out = subprocess.run(
+        ["ping", "-q", "-c", str(count), "-i", interval, "-W", "1", addr],
+        capture_output=True,
+        text=True,
+        timeout=count * 1.0 + 30,
+    ).stdout
+    m = re.search(r"(\d+) packets transmitted, (\d+) received", out)
+    assert m, out
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_an_unsendable_request_is_sent_and_lost_as_in_ping(icmp_peer: Peer) -> None:  # noqa: F811
+    # This host's own output filter refuses every third echo request to the
+    # peer: sendto fails with EPERM, a hard local error like a route turned
+    # unreachable or blackholed mid-run. ping counts such a request as
+    # transmitted and never received, and it uses up one of -c. Before the
+    # fix probetop sent 30 others (45 tries), and read 30/30 received, 0 % loss.
+    table = f"icmpout{secrets.token_hex(3)}"
+    subprocess.run(
+        [
+            "nft",
+            f"add table inet {table}; "
+            f"add chain inet {table} out {{ type filter hook output priority 0; }}; "
+            f"add rule inet {table} out ip daddr {icmp_peer.peer_addr} "
+            "icmp type echo-request numgen inc mod 3 == 0 drop",
+        ],
+        check=True,
+        timeout=30,
+    )
+    try:
+        s = run(host=icmp_peer.peer_addr, count=30, period_s=0.01, grace_s=0.3)
+        if shutil.which("ping") is not None:
+            # 30 is a multiple of 3: ping sees the same 10 refusals.
+            assert ping_counts(icmp_peer.peer_addr, 30, "0.01") == (30, 20)
+    finally:
+        subprocess.run(["nft", "delete", "table", "inet", table], timeout=30, check=False)
+    assert s["errors"] == {"send EPERM": 10}
+    assert (s["sent"], s["received"], s["lost"]) == (30, 20, 10)
+    assert s["loss_pct"] == pytest.approx(100 * 10 / 30)
+    assert s["in_flight_at_end"] == 0 and s["late"] == 0
+    # --count 30 at 10 ms: about 0.3 s of sending, not 0.45 s.
+    assert s["duration_s"] < 0.4
