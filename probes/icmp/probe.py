@@ -379,11 +379,15 @@ class IcmpProbe:
     @property
     def sending_s(self) -> float:
         """Seconds from the start until every stream stopped sending (the
-        rates' denominator); the run so far while any stream still sends."""
+        rates' denominator); the run so far while any stream still sends.
+        ``--count N`` at period P sends for N x P (the last request's period
+        is part of it), even when the last reply came back sooner and the
+        run ended before that period did: clamped to the run, ``-c 30 -i
+        0.1`` read 2.90 s and 10.3 requests/s."""
         ends = [p.send_end_ns for p in self.progress.values()]
         if not ends or 0 in ends or len(ends) < len(self._streams):
             return self.elapsed_s
-        return max(0.0, min(self.elapsed_s, (max(ends) - self.start_ns) / 1e9))
+        return max(0.0, (max(ends) - self.start_ns) / 1e9)
 
     def _request_interval_s(self, sent: int, sending_s: float) -> float | None:
         """Time between requests to the target (fping's interval, for the

@@ -90,6 +90,17 @@ def test_fixed_rate_holds_within_two_percent() -> None:
     assert s["reference_command"] == "hping3 -q --icmp -i u50 -d 56 127.0.0.1"
 
 
+def test_count_at_a_period_sends_for_count_times_the_period() -> None:
+    """``--count 30 -i 0.01``: 30 periods of sending, 100 requests/s, as the
+    options say. The run ends at the last reply, ~1 period sooner; the
+    sending time was clamped to it (0.29 s, 103 requests/s)."""
+    s, _ = run(host="127.0.0.1", count=30, period_s=0.01)
+    assert s["sent"] == s["received"] == 30
+    assert s["duration_s"] == pytest.approx(0.30, abs=0.004)
+    assert s["requests_per_second"] == pytest.approx(100.0, rel=0.015)
+    assert s["drain_s"] == 0.0
+
+
 def test_loss_from_random_drop_in_namespace(icmp_peer: Peer) -> None:  # noqa: F811
     icmp_peer.nft(
         "add table inet ptloss; "
