@@ -4,6 +4,9 @@ history) above its full statistics table. Escape (or m) restores.
 One unit per axis: the series are split into panels by unit
 (``ProbePane.chart_panels``), stacked one above the other on the same time
 axis, so packets/s, loss % and RTT µs are never drawn against one y scale.
+Each y axis is labelled by ``axis_ticks``: round steps written with the
+unit as the panes write it ("2.50 MB/s", "40 %", "1.5k pkt/s"), never
+plotext's raw floats ("1234567.0").
 
 plotext is imported lazily (about 115 ms): only when a pane is maximised.
 The table follows every frame with new data; the chart is redrawn at most
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from probetop.tui.widgets.keybar import KeyBar
 from probetop.tui.widgets.textblock import TextBlock
+from probetop.tui.widgets.units import scale_for, unit_family, with_unit
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -49,6 +53,53 @@ def flat_range(values: list[float]) -> tuple[float, float] | None:
     if v >= 0:
         return 0.0, (2 * v if v > 0 else 1.0)
     return 2 * v, 0.0
+
+
+_NICE_STEPS = (1.0, 2.0, 2.5, 5.0, 10.0)
+_SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+_NO_PREFIX = ("%", "ms", "us", "µs", "s", "MHz")  # "12.5 ms", never "0.0125 s"
+
+
+def nice_ticks(low: float, high: float, count: int) -> list[float]:
+    """About ``count`` (at least 2) round values from at or below ``low``
+    to at or above ``high``, evenly spaced by 1, 2, 2.5 or 5 times a power
+    of ten."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return [0.0, 1.0]
+    if high <= low:
+        high = low + (abs(low) or 1.0)
+    rough = (high - low) / max(1, count - 1)
+    power = 10.0 ** math.floor(math.log10(rough))
+    step = next(m * power for m in _NICE_STEPS if m * power >= rough * (1 - 1e-9))
+    first = math.floor(low / step + 1e-9) * step
+    ticks = [first]
+    while ticks[-1] < high - step * 1e-9 and len(ticks) < 4 * count:
+        ticks.append(first + len(ticks) * step)
+    return [0.0 if abs(t) < step * 1e-9 else t for t in ticks]
+
+
+def axis_ticks(values: list[float], unit: str, count: int) -> tuple[list[float], list[str]]:
+    """Round tick values spanning ``values`` and their labels with ``unit``:
+    bytes take one SI prefix on the unit ("2.50 MB/s"), other large numbers
+    a k/M suffix ("1.5k pkt/s"), times and percentages none; each label is
+    given the fewest decimals (the same for all) that write each tick
+    exactly."""
+    finite = [v for v in values if math.isfinite(v)]
+    flat = flat_range(finite)
+    low, high = flat if flat is not None else (min(finite, default=0.0), max(finite, default=1.0))
+    ticks = nice_ticks(low, high, count) if flat is None else [low, high]
+    factor, shown = scale_for(ticks, unit)
+    suffix = ""
+    top = max(abs(t) for t in ticks)
+    if factor == 1.0 and unit not in _NO_PREFIX and top >= 10_000:
+        factor, suffix = next((f, p) for f, p in _SI if top >= f)
+    scaled = [t / factor for t in ticks]
+    step = (scaled[-1] - scaled[0]) / max(1, len(scaled) - 1) or 1.0
+    decimals = next(
+        (d for d in range(12) if all(abs(round(v, d) - v) < step * 1e-6 for v in scaled)), 12
+    )
+    numbers = [f"{v:.{decimals}f}{suffix}" if v else "0" for v in scaled]
+    return ticks, [with_unit(n, shown) for n in numbers]
 
 
 def fit_rows(lines: list[str], room: int) -> list[str]:
@@ -90,10 +141,15 @@ def render_chart(panels: Panels, width: int, height: int, color: bool) -> str:
         for key, points in series.items():
             xs = [t - t0 for t, _v in points] if by_time else [t for t, _v in points]
             plt.plot(xs, [v for _t, v in points], label=key)
-        flat = flat_range([v for points in series.values() for _t, v in points])
-        if flat is not None:
-            plt.ylim(*flat)
-            plt.yticks(list(flat))  # labels at the axis' ends, where the values are
+        values = [v for points in series.values() for _t, v in points]
+        units = [u for u in unit.split(", ") if u] if by_time else []
+        axis_unit = units[0] if len(units) == 1 else unit_family(units[0]) if units else ""
+        rows = height // len(drawn)
+        # A flat series gets 0..2v with labels at the ends, where it can be
+        # (see flat_range); else round steps, a label every 3 rows or so.
+        ticks, labels = axis_ticks(values, axis_unit, max(2, min(6, rows // 3)))
+        plt.ylim(ticks[0], ticks[-1])
+        plt.yticks(ticks, labels)
         if roomy:  # short panels: the legend names the unit, the title would eat a row
             plt.title(unit or "value")
         if not by_time:
