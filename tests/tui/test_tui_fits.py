@@ -141,3 +141,35 @@ async def test_the_maximised_chart_writes_its_axis_in_the_unit() -> None:
         assert any(label.endswith(" MB/s") for label in axis), axis
         assert any(label.endswith(" IO/s") for label in axis), axis
         assert all(re.fullmatch(r"-?[\d.]+k? ?[kMG]?(B/s|IO/s)|0", a) for a in axis), axis
+
+
+def test_report_fits_80_columns_and_its_commands_still_paste() -> None:
+    """`probetop report` of the demo: params were one 650-cell line, the
+    fio command 206, metric@entity rows 88, charts 100 when piped."""
+    import io
+    import shlex
+
+    from probetop.probes.record.reader import load_session
+    from probetop.tui.commands.report import print_report
+    from tui_fixtures import DEMO_FILE
+
+    out = io.StringIO()
+    print_report(load_session(DEMO_FILE), charts=True, out=out)
+    lines = out.getvalue().splitlines()
+    wide = [line for line in lines if cell_len(line) > 80]
+    assert not wide, "\n".join(wide)
+    # A wrapped command, its continuations joined, is the recorded one.
+    session = load_session(DEMO_FILE)
+    for info in session.probes.values():
+        ref = info.get("reference_command")
+        if not ref:
+            continue
+        start = next(i for i, line in enumerate(lines) if line.startswith("   reference: "))
+        lines = lines[start:]
+        text = lines[0].removeprefix("   reference: ")
+        for line in lines[1:]:
+            if not text.endswith(" \\"):
+                break
+            text = text[:-2] + " " + line.strip()
+        assert shlex.split(text) == shlex.split(ref), (text, ref)
+        lines = lines[1:]
