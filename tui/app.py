@@ -50,7 +50,7 @@ from probetop.tui.launch import fail
 from probetop.tui.playback import REPLAY_FRAME_S, Playback
 from probetop.tui.player import ReplayPlayer
 from probetop.tui.quietdriver import quiet_driver_class
-from probetop.tui.screens.help import HelpScreen
+from probetop.tui.screens.help import KEY_ACTIONS, HelpScreen
 from probetop.tui.screens.maximised import MaximisedScreen
 from probetop.tui.screens.palette import dashboard_commands
 from probetop.tui.screens.prompt import add_probe_prompt, record_prompt
@@ -696,7 +696,14 @@ class ProbetopApp(App[int]):
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen(pane.help_text() for pane in self.panes.values()))
+        # Asked now, on the dashboard: with the help up, r and a are its letters.
+        working = {action for action in KEY_ACTIONS.values() if self.check_action(action, ())}
+        self.push_screen(
+            HelpScreen(
+                (pane.help_text() for pane in self.panes.values()),
+                available=working.__contains__,
+            )
+        )
 
     def focused_pane(self) -> ProbePane | None:
         if isinstance(self.focused, ProbePane):

@@ -173,3 +173,24 @@ def test_report_fits_80_columns_and_its_commands_still_paste() -> None:
             text = text[:-2] + " " + line.strip()
         assert shlex.split(text) == shlex.split(ref), (text, ref)
         lines = lines[1:]
+
+
+@pytest.mark.parametrize("mode", ["replay", "live"])
+async def test_help_lists_the_keys_that_work_here(mode: str) -> None:
+    """A replay's help offered a (add probe), r (record) and d (detach),
+    which do nothing there; a live run's offered the playback keys."""
+    from probetop.tui.screens.help import HelpScreen
+    from tui_fixtures import live_app
+
+    app = demo_app() if mode == "replay" else live_app()
+    async with app.run_test(size=(100, 60)) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = screen_text(app)
+        live_only = ("add a probe", "start / stop recording", "detach:")
+        replay_only = ("pause / resume playback", "seek 10 s", "jump to the start")
+        shown, hidden = (replay_only, live_only) if mode == "replay" else (live_only, replay_only)
+        assert all(t in text for t in shown), text
+        assert not any(t in text for t in hidden), text
