@@ -49,23 +49,3 @@ async def test_r_typed_in_a_dialog_is_text_not_a_second_dialog() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert len(app.screen_stack) == 1
-
-
-async def test_keys_that_reach_the_dialog_before_its_input_are_typed_into_it() -> None:
-    """A key Textual hands to the screen (no widget had focus yet) goes to
-    the Input, replacing the selected default like a key typed there."""
-    from textual import events
-
-    app = live_app()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
-        await pilot.press("r")
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, PromptScreen)
-        for key, char in (("x", "x"), ("full_stop", "."), ("j", "j"), ("backspace", None)):
-            screen.post_message(events.Key(key, char))
-        await pilot.pause()
-        field = screen.query_one("#prompt-input")
-        assert field.value == "x."  # type: ignore[attr-defined]
-        await pilot.press("escape")

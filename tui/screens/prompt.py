@@ -13,9 +13,8 @@ script) land whole and in order:
   each key comes, in turn with the characters. Textual runs them when the
   key has bubbled up to the app, after every character of the burst had
   been inserted: C-u then erased the path just typed;
-- a key that reaches the screen before the Input has focus is handed to it
-  (``on_key``); the default value is selected once at mount, not on focus,
-  so typing replaces it however the keys are split between the two.
+- the default value is selected (typing replaces it) by the Input's
+  select-on-focus, as before.
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
-from textual.widgets.input import Selection
 
 
 class PromptInput(Input):
@@ -72,37 +70,9 @@ class PromptScreen(ModalScreen[str | None]):
             yield PromptInput(
                 value=self.value,
                 placeholder=self.placeholder,
-                select_on_focus=False,  # selected once, in on_mount: see the module docstring
                 id="prompt-input",
             )
             yield Static(self.hint, id="prompt-hint", markup=False)
-
-    def on_mount(self) -> None:
-        field = self.query_one("#prompt-input", Input)
-        field.selection = Selection(0, len(field.value))  # typing replaces the default
-        field.focus()
-
-    async def on_key(self, event: events.Key) -> None:
-        """A key that reached the screen, not the Input (typed before the
-        Input had focus): the Input's, as if it had been typed there."""
-        fields = self.query("#prompt-input").results(Input)
-        field = next(fields, None)
-        if field is None:
-            return
-        # (A key the focused Input left alone, bubbling up, is neither: it
-        # takes every printable key and runs its own bindings.)
-        if event.is_printable and event.character is not None:
-            event.stop()
-            start, end = field.selection
-            if start == end:
-                field.insert_text_at_cursor(event.character)
-            else:
-                field.replace(event.character, *sorted((start, end)))
-            return
-        for binding in field._bindings.key_to_bindings.get(event.key, []):
-            event.stop()
-            await field.run_action(binding.action)
-            return
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if self.help_for is not None:
