@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from probetop.tui.analysis.axis import axis_ticks, nice_ticks
 from probetop.tui.panes.cpu import side_by_side
 from probetop.tui.panes.disk import map_line
-from probetop.tui.screens.maximised import axis_ticks, nice_ticks
 from probetop.tui.widgets.sparkrow import value_label
 from probetop.tui.widgets.textblock import TextBlock, column_cut
 from probetop.tui.widgets.units import fmt_with_unit
@@ -158,6 +158,10 @@ def test_report_fits_80_columns_and_its_commands_still_paste() -> None:
     lines = out.getvalue().splitlines()
     wide = [line for line in lines if cell_len(line) > 80]
     assert not wide, "\n".join(wide)
+    # The charts' y axes in the metric's unit, not raw floats ("1109791.6┤").
+    raw = re.findall(r"^ *(-?\d{5,}(?:\.\d+)?)┤", out.getvalue(), re.M)
+    assert not raw, raw
+    assert re.search(r"^ *[\d.]+ [kM]B/s┤", out.getvalue(), re.M)
     # A wrapped command, its continuations joined, is the recorded one.
     session = load_session(DEMO_FILE)
     for info in session.probes.values():

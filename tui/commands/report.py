@@ -21,6 +21,7 @@ from probetop.probes.core.sample import split_key
 from probetop.probes.core.stats import RunningStats, percentile
 from probetop.probes.record import Session, load_session
 from probetop.tui.analysis.assertions import exit_status, print_outcomes, run_assertions
+from probetop.tui.analysis.axis import axis_ticks
 from probetop.tui.plan import CommonOptions, RunPlan
 from probetop.tui.runner import REPORT_WIDTH, stats_table, wrap_words
 
@@ -170,7 +171,10 @@ def _chart(title: str, pts: list[tuple[float, float]], unit: str, color: bool) -
     plt.plot([t for t, _ in pts], [v for _, v in pts], marker="braille")
     plt.title(title)
     plt.xlabel("seconds")
-    plt.ylabel(unit)
+    # Round ticks written with the unit ("2.5 MB/s"), not raw floats ("1109791.6").
+    ticks, labels = axis_ticks([v for _, v in pts], unit, 5)
+    plt.ylim(ticks[0], ticks[-1])
+    plt.yticks(ticks, labels)
     plt.plotsize(width, 15)
     if not color:
         plt.theme("clear")
