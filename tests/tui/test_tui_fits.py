@@ -198,3 +198,14 @@ async def test_help_lists_the_keys_that_work_here(mode: str) -> None:
         shown, hidden = (replay_only, live_only) if mode == "replay" else (live_only, replay_only)
         assert all(t in text for t in shown), text
         assert not any(t in text for t in hidden), text
+
+
+def test_compare_chart_axis_in_the_unit_and_80_wide() -> None:
+    from probetop.tui.commands.compare import terminal_chart
+
+    a = [(float(t), 1.0e6 + 37_123.4 * t) for t in range(30)]
+    b = [(float(t), 1.1e6 - 11_017.9 * t) for t in range(30)]
+    text = terminal_chart("read bandwidth", "B/s", a, b, False)
+    assert not re.findall(r"^ *(-?\d{5,}(?:\.\d+)?)┤", text, re.M), text
+    assert re.search(r"^ *[\d.]+ MB/s┤", text, re.M), text
+    assert max(cell_len(line) for line in text.splitlines()) <= 80
