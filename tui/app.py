@@ -50,7 +50,7 @@ from probetop.tui.launch import fail
 from probetop.tui.playback import REPLAY_FRAME_S, Playback
 from probetop.tui.player import ReplayPlayer
 from probetop.tui.quietdriver import quiet_driver_class
-from probetop.tui.screens.help import HelpScreen
+from probetop.tui.screens.help import KEY_ACTIONS, HelpScreen
 from probetop.tui.screens.maximised import MaximisedScreen
 from probetop.tui.screens.palette import dashboard_commands
 from probetop.tui.screens.prompt import add_probe_prompt, record_prompt
@@ -78,7 +78,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.driver import Driver
 from textual.geometry import Size
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widget import AwaitMount
 from textual.widgets import Static
 
@@ -159,8 +159,13 @@ class ProbetopApp(App[int]):
         Binding("question_mark,f1", "help", "Help", key_display="?"),
         Binding("m,enter", "maximise", "Maximise", key_display="m"),
         Binding("p", "pause_display", "Pause"),
-        Binding("a", "add_probe", "Add probe"),
-        Binding("r", "toggle_record", "Record"),
+        # Priority: a dialog's key must open it when the key arrives, not when
+        # it has bubbled back from the focused pane: by then the rest of a
+        # burst ("r/tmp/x.jsonl<Enter>" typed by tmux) had gone to the pane
+        # and was lost, and the Enter recorded to the default path.
+        # check_action lets them fall through while a dialog is open.
+        Binding("a", "add_probe", "Add probe", priority=True),
+        Binding("r", "toggle_record", "Record", priority=True),
         Binding("d", "detach", "Detach"),
         Binding("i", "toggle_hidden", "Idle devs"),
         Binding("space", "play_pause", "Play/pause"),
@@ -178,6 +183,7 @@ class ProbetopApp(App[int]):
     ]
 
     LIVE_ONLY = {"add_probe", "toggle_record"}
+    DASHBOARD_ONLY = {"add_probe", "toggle_record"}  # priority keys: none while a modal is up
     REPLAY_ONLY = {"play_pause", "cycle_speed", "speed", "seek", "seek_to"}
 
     def get_driver_class(self) -> type[Driver]:
@@ -335,6 +341,8 @@ class ProbetopApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.LIVE_ONLY and self.replay:
             return False
+        if action in self.DASHBOARD_ONLY and isinstance(self.screen, ModalScreen):
+            return False  # a dialog, help or the palette is up: the key is typed there
         if action == "detach" and self.config.session is not None:
             return False  # a replay has nothing running to leave behind
         return not (action in self.REPLAY_ONLY and not self.replay)
@@ -688,7 +696,14 @@ class ProbetopApp(App[int]):
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen(pane.help_text() for pane in self.panes.values()))
+        # Asked now, on the dashboard: with the help up, r and a are its letters.
+        working = {action for action in KEY_ACTIONS.values() if self.check_action(action, ())}
+        self.push_screen(
+            HelpScreen(
+                (pane.help_text() for pane in self.panes.values()),
+                available=working.__contains__,
+            )
+        )
 
     def focused_pane(self) -> ProbePane | None:
         if isinstance(self.focused, ProbePane):

@@ -156,26 +156,62 @@ def _fmt(value: float | None) -> str:
     return f"{value:.3g}"
 
 
+REPORT_WIDTH = 80  # cells: every text report fits a classic terminal
+
+
 def stats_table(
-    rows: list[tuple[str, list[str], str]], heads: list[str], indent: str = "   "
+    rows: list[tuple[str, list[str], str]],
+    heads: list[str],
+    indent: str = "   ",
+    width: int = REPORT_WIDTH,
 ) -> str:
     """Lines of ``name  cell cell ...  unit``, every column as wide as its
-    longest cell, so long ``metric@entity`` names never push a row out of line."""
-    name_w = max([len("metric"), *(len(name) for name, _cells, _unit in rows)])
+    longest cell, so long ``metric@entity`` names never push a row out of
+    line. Within ``width`` cells: a name too long for the room the numbers
+    leave gets a line of its own, its numbers on the next, under the columns
+    (``metric@entity`` names made the report's rows 88 cells wide)."""
     widths = [
         max([len(h), *(len(cells[i]) for _n, cells, _u in rows)]) for i, h in enumerate(heads)
     ]
+    unit_w = max([len("unit"), *(len(unit) for _n, _c, unit in rows)])
+    room = width - len(indent) - sum(2 + w for w in widths) - 2 - unit_w
+    longest = max([len("metric"), *(len(name) for name, _cells, _unit in rows)])
+    name_w = max(len("metric"), min(longest, room))
     lines = [
         f"{indent}{'metric':<{name_w}}"
         + "".join(f"  {h:>{w}}" for h, w in zip(heads, widths, strict=True))
         + "  unit"
     ]
     for name, cells, unit in rows:
+        if len(name) > name_w:
+            lines.append(f"{indent}{name}")
+            name = ""
         line = f"{indent}{name:<{name_w}}" + "".join(
             f"  {c:>{w}}" for c, w in zip(cells, widths, strict=True)
         )
         lines.append(f"{line}  {unit}".rstrip())
     return "\n".join(lines) + "\n"
+
+
+def wrap_words(
+    head: str, words: list[str], width: int = REPORT_WIDTH, sep: str = " ", cont: str = ""
+) -> str:
+    """``head`` then ``words`` parted by ``sep``, as lines of at most
+    ``width`` cells (a word longer than a line keeps one of its own), the
+    lines after the first indented under the first word, every line but the
+    last ending in ``cont`` (" \\": a command that still pastes whole)."""
+    pieces = [w + sep.rstrip() for w in words[:-1]] + words[-1:]
+    indent = " " * len(head)
+    lines: list[str] = []
+    line, filled = head, False
+    for piece in pieces:
+        if filled and len(line) + 1 + len(piece) + len(cont) > width:
+            lines.append(line + cont)
+            line, filled = indent, False
+        line += (" " if filled else "") + piece
+        filled = True
+    lines.append(line)
+    return "\n".join(lines)
 
 
 def generic_report(result: RunResult, as_json: bool = False, out: Any = None) -> int:

@@ -187,7 +187,7 @@ def test_a_flat_series_is_charted_on_an_axis_it_can_have(height: int) -> None:
     from probetop.tui.screens.maximised import render_chart
 
     text = render_chart([("%", {"loss %": [(float(t), 0.0) for t in range(5)]})], 60, height, False)
-    labels = re.findall(r"^\s*(-?[\d.]+)┤", text, re.M)
+    labels = re.findall(r"^\s*(-?[\d.]+) %┤", text, re.M)
     assert labels and all(float(v) >= 0 for v in labels), labels
     line_row = next(x for x in text.splitlines() if "▄▄▄▄" in x or "▀▀▀▀" in x)
-    assert re.match(r"^\s*0(\.0+)?┤", line_row), line_row
+    assert re.match(r"^\s*0(\.0+)? %┤", line_row), line_row

@@ -32,6 +32,7 @@ from probetop.probes.record import (
     replace_file,
 )
 from probetop.tui.analysis.assertions import evaluate, exit_status, print_outcomes, resolve
+from probetop.tui.analysis.axis import axis_ticks
 from probetop.tui.analysis.compare import (
     DEFAULT_ALPHA,
     Comparison,
@@ -43,6 +44,7 @@ from probetop.tui.analysis.compare import (
 from probetop.tui.analysis.stats import TESTS
 from probetop.tui.analysis.svg import Panel, overlay_svg
 from probetop.tui.plan import CommonOptions, RunPlan
+from probetop.tui.runner import REPORT_WIDTH
 
 
 def _alpha(text: str) -> float:
@@ -302,13 +304,17 @@ def terminal_chart(
 ) -> str:
     import plotext as plt  # charts only; plotext loads lazily
 
+    plt.main()  # the whole figure: a chart drawn before may have left a subplot active
     plt.clear_figure()
     plt.plot([t for t, _ in a], [v for _, v in a], marker="braille", label="A")
     plt.plot([t for t, _ in b], [v for _, v in b], marker="braille", label="B")
     plt.title(title)
     plt.xlabel("seconds since the start")
-    plt.ylabel(unit)
-    plt.plotsize(min(shutil.get_terminal_size((100, 24)).columns, 120), 15)
+    # Round ticks in the unit ("2.5 MB/s"), as the report's and the dashboard's charts.
+    ticks, labels = axis_ticks([v for _, v in a + b], unit, 5)
+    plt.ylim(ticks[0], ticks[-1])
+    plt.yticks(ticks, labels)
+    plt.plotsize(min(shutil.get_terminal_size((REPORT_WIDTH, 24)).columns, REPORT_WIDTH), 15)
     if not color:
         plt.theme("clear")
     text = str(plt.build())

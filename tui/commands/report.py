@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Mapping
@@ -20,8 +21,9 @@ from probetop.probes.core.sample import split_key
 from probetop.probes.core.stats import RunningStats, percentile
 from probetop.probes.record import Session, load_session
 from probetop.tui.analysis.assertions import exit_status, print_outcomes, run_assertions
+from probetop.tui.analysis.axis import axis_ticks
 from probetop.tui.plan import CommonOptions, RunPlan
-from probetop.tui.runner import stats_table
+from probetop.tui.runner import REPORT_WIDTH, stats_table, wrap_words
 
 SPEC = CommandSpec(
     name="report",
@@ -148,16 +150,31 @@ def _value(point: tuple[float, float]) -> float:
     return point[1]
 
 
+def command_lines(head: str, command: str | list[str]) -> str:
+    """A command after ``head``, wrapped to the report's width with " \\"
+    continuations, split between shell words (quoted as the shell reads
+    them), so it still pastes whole; one line when it cannot be split."""
+    try:
+        words = command if isinstance(command, list) else shlex.split(command)
+    except ValueError:  # unbalanced quotes: not ours to re-quote
+        return head + str(command)
+    return wrap_words(head, [shlex.quote(w) for w in words], cont=" \\")
+
+
 def _chart(title: str, pts: list[tuple[float, float]], unit: str, color: bool) -> str:
     import plotext as plt  # charts only; plotext loads lazily
 
-    width = min(shutil.get_terminal_size((100, 24)).columns, 120)
+    width = min(shutil.get_terminal_size((REPORT_WIDTH, 24)).columns, REPORT_WIDTH)
     pts = envelope(pts, 2 * width)  # braille: 2 dots a cell
+    plt.main()  # the whole figure: a maximised pane's chart may have left a subplot active
     plt.clear_figure()
     plt.plot([t for t, _ in pts], [v for _, v in pts], marker="braille")
     plt.title(title)
     plt.xlabel("seconds")
-    plt.ylabel(unit)
+    # Round ticks written with the unit ("2.5 MB/s"), not raw floats ("1109791.6").
+    ticks, labels = axis_ticks([v for _, v in pts], unit, 5)
+    plt.ylim(ticks[0], ticks[-1])
+    plt.yticks(ticks, labels)
     plt.plotsize(width, 15)
     if not color:
         plt.theme("clear")
@@ -213,15 +230,32 @@ def print_report(
     host = doc["host"]
     out.write(f"recording  {session.path}\n")
     out.write(
-        f"started    {doc['started_at']}   duration {session.duration_s:.1f} s   "
-        f"ended: {doc['reason']}\n"
+        wrap_words(
+            "started    ",
+            [
+                str(doc["started_at"]),
+                f" duration {session.duration_s:.1f} s",
+                f" ended: {doc['reason']}",
+            ],
+            sep="  ",
+        )
+        + "\n"
     )
     out.write(
-        f"host       {host.get('hostname')}  {host.get('system')} {host.get('kernel')}  "
-        f"{host.get('cpu_model')}  {host.get('logical_cpus')} CPUs\n"
+        wrap_words(
+            "host       ",
+            [
+                f"{host.get('hostname')}",
+                f"{host.get('system')} {host.get('kernel')}",
+                f"{host.get('cpu_model')}",
+                f"{host.get('logical_cpus')} CPUs",
+            ],
+            sep="  ",
+        )
+        + "\n"
     )
     if doc["command"]:
-        out.write(f"command    {' '.join(doc['command'])}\n")
+        out.write(command_lines("command    ", [str(w) for w in doc["command"]]) + "\n")
     for warning in session.warnings:
         out.write(f"warning    {warning}\n")
     out.flush()
@@ -230,17 +264,25 @@ def print_report(
         units = {m["name"]: m.get("unit", "") for m in info.get("metrics", [])}
         primary = {m["name"] for m in info.get("metrics", []) if m.get("primary")}
         out.write(f"\n== {pid}  ({section['kind']})\n")
+        # Every line within REPORT_WIDTH: commands wrap between shell words,
+        # the rest between words (params were one 650-cell line).
         if section["reference_command"]:
-            out.write(f"   reference: {section['reference_command']}\n")
+            out.write(command_lines("   reference: ", section["reference_command"]) + "\n")
         if section["params"]:
-            params = ", ".join(f"{k}={v}" for k, v in section["params"].items())
-            out.write(f"   params: {params}\n")
+            # Parted at every ", ", inside a list or a dict too (a request's
+            # options were one 400-cell word).
+            params = ", ".join(f"{k}={v}" for k, v in section["params"].items()).split(", ")
+            out.write(wrap_words("   params: ", params, sep=", ") + "\n")
         if section["error"]:
-            out.write(f"   error: {section['error']}\n")
+            out.write(wrap_words("   error: ", str(section["error"]).split(" ")) + "\n")
         if section["summary"]:
             for key, value in section["summary"].items():
-                if not isinstance(value, (dict, list)):
-                    out.write(f"   {key}: {_fmt(value)}\n")
+                if isinstance(value, (dict, list)):
+                    continue
+                if key.endswith("command") and isinstance(value, str):
+                    out.write(command_lines(f"   {key}: ", value) + "\n")
+                else:
+                    out.write(wrap_words(f"   {key}: ", _fmt(value).split(" ")) + "\n")
         table = section["metrics"]
         heads = ["min", "mean", "max", "p99", "last"]
         rows = [

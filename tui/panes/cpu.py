@@ -3,8 +3,10 @@
 - events/s per interval and the latency percentile per interval, as one-colour
   sparklines (per-interval figures, as sysbench's ``--report-interval`` lines);
 - fairness bars: events each worker thread completed in the last interval;
-- beside them, every core's busy % from the passive ``system.cpu`` probe
-  (``observe``), so a core busy with something else shows at a glance;
+- beside them (under them when the pane is too narrow for both side by
+  side: ``side_by_side``), every core's busy % from the passive
+  ``system.cpu`` probe (``observe``), so a core busy with something else
+  shows at a glance;
 - with ``--sweep``, events/s per thread count as a bar chart with scaling
   efficiency against 1 thread;
 - ``e`` toggles what one event is.
@@ -34,11 +36,27 @@ from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import PaneHelp, ProbePane
 from probetop.tui.widgets.sparkrow import value_label
 from probetop.tui.widgets.textblock import TextBlock
+from rich.cells import cell_len, set_cell_size
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 
 BAR_WIDTH = 16
-COLUMN = 36  # width of the fairness column; the cores column follows
+GAP = 2  # cells between the fairness and the cores columns
+
+
+def side_by_side(left: list[str], right: list[str], width: int) -> list[str]:
+    """``right`` beside ``left`` (``GAP`` cells after its widest line) when
+    both fit in ``width`` cells (0: unknown, assume they do), else under it:
+    a column cut at the pane's edge lost its heading and its numbers."""
+    left_cells = max((cell_len(line) for line in left), default=0)
+    right_cells = max((cell_len(line) for line in right), default=0)
+    if width and left_cells + GAP + right_cells > width:
+        return [*left, *right]
+    rows = max(len(left), len(right))
+    left = left + [""] * (rows - len(left))
+    right = right + [""] * (rows - len(right))
+    pad = left_cells + GAP
+    return [f"{set_cell_size(a, pad)}{b}".rstrip() for a, b in zip(left, right, strict=True)]
 
 
 def text_bar(value: float, top: float, width: int = BAR_WIDTH) -> str:
@@ -127,7 +145,7 @@ class CpuBenchPane(ProbePane):
 
     def fairness_lines(self) -> list[str]:
         top = max(self.per_thread, default=0)
-        lines = ["events per thread (last interval)"]
+        lines = ["events per thread (interval)"]
         for i, n in enumerate(self.per_thread[:16]):
             lines.append(f"t{i:<3} {text_bar(n, top)} {n:>6}")
         if len(self.per_thread) > 16:
@@ -135,7 +153,7 @@ class CpuBenchPane(ProbePane):
         return lines
 
     def core_lines(self) -> list[str]:
-        lines = ["core busy % (all processes)"]
+        lines = ["busy % (all processes)"]
         for core in sorted(self.core_busy, key=lambda c: (len(c), c))[:16]:
             busy = self.core_busy[core]
             lines.append(f"{core:<5} {text_bar(busy or 0.0, 100.0, 12)} {fmt_value(busy, '%', 5)}%")
@@ -151,12 +169,16 @@ class CpuBenchPane(ProbePane):
             return []
         base = rates.get(1)
         top = max(rates.values()) or 1.0
-        lines = ["thread sweep: events/s by threads (efficiency vs 1 thread)"]
+        # The bar takes what the figures leave of the row ("  8 thr " bar
+        # " 12.3k  95%  (running)"): at 30 cells a 56-cell pane lost the rest.
+        room = self.sweep_block.line_width if self.sweep_block.is_mounted else 0
+        bar = max(6, min(30, room - 33)) if room else 30
+        lines = ["thread sweep: events/s (efficiency vs 1 thread)"]
         for t in sorted(rates):
             eff = f"{100 * rates[t] / (t * base):4.0f}%" if base else "    -"
             running = "" if t in self.sweep else "  (running)"
             lines.append(
-                f"{t:>3} thr {text_bar(rates[t], top, 30)} {fmt_value(rates[t], '', 7)} "
+                f"{t:>3} thr {text_bar(rates[t], top, bar)} {fmt_value(rates[t], '', 7)} "
                 f"{eff}{running}"
             )
         return lines
@@ -172,15 +194,21 @@ class CpuBenchPane(ProbePane):
             label = value_label(f"latency p{self.percentile:g}", lat.latest, "ms")
             self.lat_row.set(label, lat.recent(SPARK_POINTS))
         self.headline.set_lines(self.headline_lines())
-        left, right = self.fairness_lines(), self.core_lines()
-        rows = max(len(left), len(right))
-        left += [""] * (rows - len(left))
-        right += [""] * (rows - len(right))
-        self.columns.set_lines([f"{a:<{COLUMN}}  {b}" for a, b in zip(left, right, strict=True)])
+        self.draw_columns()
         sweep = self.sweep_lines()
         self.sweep_block.set_lines(sweep)
         if self.sweep_block.display != bool(sweep):  # a layout pass only when it changes
             self.sweep_block.display = bool(sweep)
+
+    def draw_columns(self) -> None:
+        width = self.columns.line_width if self.columns.is_mounted else 0
+        self.columns.set_lines(side_by_side(self.fairness_lines(), self.core_lines(), width))
+
+    def on_resize(self) -> None:
+        super().on_resize()
+        if self.samples_seen:  # side by side or stacked, bar lengths: they follow the width
+            self.draw_columns()
+            self.sweep_block.set_lines(self.sweep_lines())
 
     def headline_lines(self) -> list[str]:
         params = self.info.get("params", {}) or {}
@@ -195,8 +223,9 @@ class CpuBenchPane(ProbePane):
         if self.final is not None:
             f = self.final
             lines.append(
-                f"finished: {f['events_per_second']:.2f} events/s, {f['total_events']:,} events "
-                f"in {f['total_time']:.2f} s ({f['threads']} threads), stopped by {f['stopped_by']}"
+                # Fields parted by two spaces: a narrow pane wraps between them.
+                f"finished: {f['events_per_second']:.2f} events/s  {f['total_events']:,} events "
+                f"in {f['total_time']:.2f} s ({f['threads']} threads)  stopped by {f['stopped_by']}"
             )
         if self.engine == "python":
             lines.insert(0, f"WARNING: {PYTHON_ENGINE_LABEL}")

@@ -14,7 +14,7 @@ WarmupPane: a progress bar with bytes done, ETA and elapsed time (and the
 kernel's MB/s and IO/s for the same disk), MB/s and IOPS sparklines, the map
 of done regions and the plateau state. A run of several passes (``--write
 --read``) adds a row per pass and a total (bytes, time, bandwidth, IOPS in
-fio's units, plateau, outcome), added up from the samples with the same
+the units every pane writes, plateau, outcome), added up from the samples with the same
 ``PassTotals`` the report uses; a pass's outcome comes from its bytes done
 (``running`` while it runs).
 
@@ -38,9 +38,6 @@ from probetop.probes.disk import (
     PassTotals,
     WarmupInterval,
     WarmupParams,
-    fio_count,
-    fio_size,
-    num2str,
     overall_outcome,
 )
 from probetop.tui.widgets.bars import hbar, log_fraction, value_bar
@@ -49,7 +46,7 @@ from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.pane import ProbePane
 from probetop.tui.widgets.sparkrow import value_label
 from probetop.tui.widgets.textblock import TextBlock
-from probetop.tui.widgets.units import scale_for
+from probetop.tui.widgets.units import fmt_with_unit, scale_for
 from textual.app import ComposeResult
 
 SHOWN_PERCENTILES = (1.0, 50.0, 90.0, 99.0, 99.9, 99.99)
@@ -192,8 +189,15 @@ def progress_bar(fraction: float, width: int = PROGRESS_WIDTH) -> str:
     return "[" + hbar(max(0.0, min(1.0, fraction)), width, pad="·") + "]"
 
 
-def map_line(cells: tuple[float, ...] | list[float]) -> str:
-    """One character per region: █ done, ▒ partly done, · not yet."""
+def map_line(cells: tuple[float, ...] | list[float], width: int = 0) -> str:
+    """One character per region: █ done, ▒ partly done, · not yet. More
+    regions than ``width`` (0: no limit) characters are merged, neighbours
+    averaged, so the whole target shows (cropped, the map's end was cut off
+    and a finished run looked unfinished)."""
+    if width > 0 and len(cells) > width:
+        n = len(cells)
+        groups = [cells[i * n // width : (i + 1) * n // width] for i in range(width)]
+        cells = [sum(g) / len(g) for g in groups]
     return "".join("█" if c >= 0.999 else "▒" if c > 0 else "·" for c in cells)
 
 
@@ -288,10 +292,10 @@ class WarmupPane(ProbePane):
                 if p is not None and p.reached_at_s is not None
                 else ("" if row is total else "not reached")
             )
-            bw = num2str(row.bw_bytes, pow2=True, unit="B/s")
             lines.append(
-                f"{row.pass_name:<6} {fio_size(row.bytes):>8} {row.seconds:>6.1f} s "
-                f"{bw:>10} {fio_count(row.iops):>6}  {plateau:<12} {row.outcome}"
+                f"{row.pass_name:<6} {fmt_with_unit(row.bytes, 'B', 8)} {row.seconds:>6.1f} s "
+                f"{fmt_with_unit(row.bw_bytes, 'B/s', 10)} {fmt_value(row.iops, '', 6)}  "
+                f"{plateau:<12} {row.outcome}"
             )
         return lines
 
@@ -310,7 +314,7 @@ class WarmupPane(ProbePane):
         depth = self.kernel.queue_depth
         queue = f" aqu-sz {fmt_value(depth, '')}" if depth is not None else ""
         return (
-            f"  kernel {self.device}: {fmt_value(bps, 'B/s')}B/s {fmt_value(iops, 'IO/s')} IO/s"
+            f"  kernel {self.device}: {fmt_with_unit(bps, 'B/s')} {fmt_with_unit(iops, 'IO/s')}"
             f"{queue}"
         )
 
@@ -323,11 +327,11 @@ class WarmupPane(ProbePane):
         pct = w.progress_pct
         head = f"{w.pass_name} pass"
         if pct is None:  # time-based pattern: no end
-            return [f"{head}: {fmt_value(done, 'B')}B written, elapsed "
+            return [f"{head}: {fmt_with_unit(done, 'B')} written, elapsed "
                     f"{fmt_duration(w.elapsed_s)}"]  # fmt: skip
         return [
             f"{progress_bar(pct / 100.0)} {pct:5.1f} %  "
-            f"{fmt_value(done, 'B')}B / {fmt_value(total, 'B')}B",
+            f"{fmt_with_unit(done, 'B')} / {fmt_with_unit(total, 'B')}",
             f"{head}  ETA {fmt_duration(w.eta_s)}  elapsed "
             f"{fmt_duration(w.elapsed_s)}" + self.kernel_text(),
         ]
@@ -342,7 +346,7 @@ class WarmupPane(ProbePane):
         if plateau.reached_at_s is not None:
             line += (
                 f"; reached at {plateau.reached_at_s:.0f} s after "
-                f"{fmt_value(plateau.reached_at_bytes, 'B')}B"
+                f"{fmt_with_unit(plateau.reached_at_bytes, 'B')}"
             )
         if plateau.left_at_s is not None:
             line += f"; LEFT at {plateau.left_at_s:.0f} s"
@@ -359,11 +363,19 @@ class WarmupPane(ProbePane):
             row.label.set_lines([value_label(label, hist.latest, unit)])
             row.spark.set_values(hist.recent(SPARK_POINTS))
         self.progress.set_lines(self.progress_lines())
-        cells = self.interval.done_map if self.interval else None
-        self.map_block.set_lines(["done map " + map_line(cells)] if cells else [""])
+        self.draw_map()
         self.plateau_block.set_lines(self.plateau_lines())
         if self.multi_pass:
             self.pass_block.set_lines(self.pass_lines())
+
+    def draw_map(self) -> None:
+        cells = self.interval.done_map if self.interval else None
+        room = self.map_block.line_width - len("done map ") if self.map_block.is_mounted else 0
+        self.map_block.set_lines([f"done map {map_line(cells, max(0, room))}"] if cells else [""])
+
+    def on_resize(self) -> None:
+        super().on_resize()
+        self.draw_map()
 
     def chart_series(self) -> dict[str, list[tuple[float, float]]]:
         """The primary metrics (bytes/s and IO/s), labelled for people."""

@@ -133,7 +133,7 @@ class HttpPane(ProbePane):
         covers = "every response" if self.include_errors else "2xx/3xx only"
         return (
             f"phases: {glyphs}   connections: {self.connection}   times in ms, libcurl's "
-            f"clocks; percentiles over {covers}"
+            f"clocks  percentiles over {covers}"  # two spaces: a narrow pane wraps there
         )
 
     def status_line(self) -> str:

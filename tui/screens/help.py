@@ -1,8 +1,13 @@
-"""The help screen (``?`` / F1): every key, then what each pane's numbers mean."""
+"""The help screen (``?`` / F1): every key, then what each pane's numbers mean.
+
+Only the keys that work here are listed: ``HelpScreen(..., available=)``
+is asked for each key's action (the app's ``check_action``), so a replay
+lists its playback keys and not add-probe, record or detach (which do
+nothing in a replay), and a live run the reverse."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from probetop.tui.widgets.pane import PaneHelp
 from rich.console import Group, RenderableType
@@ -43,6 +48,16 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("? or f1", "this help"),
     ("q or ctrl+c", "quit (the recording is closed properly)"),
 )
+# The action behind a key that is not always there (tui/app.py's check_action).
+KEY_ACTIONS = {
+    "a": "add_probe",
+    "r": "toggle_record",
+    "d": "detach",
+    "space": "play_pause",
+    "s  (or 1 / 2 / 3)": "cycle_speed",
+    "left / right": "seek",
+    "home / end": "seek_to",
+}
 REPLAY_KEYS: tuple[tuple[str, str], ...] = (
     ("space", "pause / resume playback"),
     ("s  (or 1 / 2 / 3)", "speed 1x -> 10x -> max"),
@@ -97,20 +112,30 @@ def panes_help(panes: Iterable[PaneHelp]) -> Group:
     return Group(*parts)
 
 
-def general_help() -> Group:
-    """The keys and the notes on layout and tables, as one renderable."""
+def general_help(available: Callable[[str], bool] | None = None) -> Group:
+    """The keys (those whose action is ``available``; None: all) and the
+    notes on layout and tables, as one renderable."""
+
+    def shown(rows: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+        if available is None:
+            return rows
+        return tuple(r for r in rows if r[0] not in KEY_ACTIONS or available(KEY_ACTIONS[r[0]]))
+
+    keys, replay_keys = shown(KEYS), shown(REPLAY_KEYS)
     # One key column for both lists, so every description starts in one column.
-    width = max(len(key) for key, _text in KEYS + REPLAY_KEYS)
-    return Group(
+    width = max(len(key) for key, _text in keys + replay_keys)
+    parts: list[RenderableType] = [
         Text.from_markup(INTRO),
         Text(""),
         Text.from_markup("[b]Keys[/b]"),
-        Padding(key_table(KEYS, width), (0, 0, 0, 2)),
-        Text.from_markup("[b]Replay[/b]"),
-        Padding(key_table(REPLAY_KEYS, width), (0, 0, 0, 2)),
-        Text(""),
-        key_table(NOTES, bold_keys=True),
-    )
+        Padding(key_table(keys, width), (0, 0, 0, 2)),
+    ]
+    if replay_keys:
+        parts += [
+            Text.from_markup("[b]Replay[/b]"),
+            Padding(key_table(replay_keys, width), (0, 0, 0, 2)),
+        ]
+    return Group(*parts, Text(""), key_table(NOTES, bold_keys=True))
 
 
 class HelpScreen(ModalScreen[None]):
@@ -120,13 +145,16 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark,f1", "close", "Close"),
     ]
 
-    def __init__(self, pane_help: Iterable[PaneHelp]) -> None:
+    def __init__(
+        self, pane_help: Iterable[PaneHelp], available: Callable[[str], bool] | None = None
+    ) -> None:
         super().__init__()
         self.pane_help = list(pane_help)
+        self.available = available  # action name -> does its key work here
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
-            yield Static(general_help(), id="help-keys")
+            yield Static(general_help(self.available), id="help-keys")
             yield Static(panes_help(self.pane_help), id="help-panes")
 
     def action_close(self) -> None:

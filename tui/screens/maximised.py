@@ -4,6 +4,9 @@ history) above its full statistics table. Escape (or m) restores.
 One unit per axis: the series are split into panels by unit
 (``ProbePane.chart_panels``), stacked one above the other on the same time
 axis, so packets/s, loss % and RTT µs are never drawn against one y scale.
+Each y axis is labelled by ``axis_ticks``: round steps written with the
+unit as the panes write it ("2.50 MB/s", "40 %", "1.5k pkt/s"), never
+plotext's raw floats ("1234567.0").
 
 plotext is imported lazily (about 115 ms): only when a pane is maximised.
 The table follows every frame with new data; the chart is redrawn at most
@@ -17,8 +20,10 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+from probetop.tui.analysis.axis import axis_ticks
 from probetop.tui.widgets.keybar import KeyBar
 from probetop.tui.widgets.textblock import TextBlock
+from probetop.tui.widgets.units import unit_family
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -34,21 +39,6 @@ TITLED_PANEL_ROWS = 9  # a panel this tall or taller gets its unit as a title
 CHART_EVERY_S = 5.0
 
 Panels = list[tuple[str, dict[str, list[tuple[float, float]]]]]
-
-
-def flat_range(values: list[float]) -> tuple[float, float] | None:
-    """The y range for a panel whose values are all one number, else None
-    (plotext's own). Left to plotext, a flat series got an axis around it
-    (loss 0 % drawn on a row labelled 0.33, above a -0.67 that no
-    percentage can be); a flat value v >= 0 gets 0..2v (0..1 for 0), so it
-    sits on a row labelled with a value it can have."""
-    finite = [v for v in values if math.isfinite(v)]
-    if not finite or min(finite) != max(finite):
-        return None
-    v = finite[0]
-    if v >= 0:
-        return 0.0, (2 * v if v > 0 else 1.0)
-    return 2 * v, 0.0
 
 
 def fit_rows(lines: list[str], room: int) -> list[str]:
@@ -90,10 +80,15 @@ def render_chart(panels: Panels, width: int, height: int, color: bool) -> str:
         for key, points in series.items():
             xs = [t - t0 for t, _v in points] if by_time else [t for t, _v in points]
             plt.plot(xs, [v for _t, v in points], label=key)
-        flat = flat_range([v for points in series.values() for _t, v in points])
-        if flat is not None:
-            plt.ylim(*flat)
-            plt.yticks(list(flat))  # labels at the axis' ends, where the values are
+        values = [v for points in series.values() for _t, v in points]
+        units = [u for u in unit.split(", ") if u] if by_time else []
+        axis_unit = units[0] if len(units) == 1 else unit_family(units[0]) if units else ""
+        rows = height // len(drawn)
+        # A flat series gets 0..2v with labels at the ends, where it can be
+        # (see flat_range); else round steps, a label every 3 rows or so.
+        ticks, labels = axis_ticks(values, axis_unit, max(2, min(6, rows // 3)))
+        plt.ylim(ticks[0], ticks[-1])
+        plt.yticks(ticks, labels)
         if roomy:  # short panels: the legend names the unit, the title would eat a row
             plt.title(unit or "value")
         if not by_time:

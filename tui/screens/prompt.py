@@ -4,6 +4,17 @@
 text on Enter (stripped; empty counts as cancel) or ``None`` on Escape;
 ``record_prompt()`` and ``add_probe_prompt()`` are the dashboard's two; the
 add-probe one lists the typed command's options (its spec) under the line.
+
+Keys typed in one burst (``r``, C-u, a path and Enter sent by tmux or a
+script) land whole and in order:
+- the app opens the dialog when ``r`` arrives (tui/app.py), not once it
+  has bubbled back from the focused pane, by when the path had gone there;
+- ``PromptInput`` runs its own key bindings (C-u, backspace, Enter...) as
+  each key comes, in turn with the characters. Textual runs them when the
+  key has bubbled up to the app, after every character of the burst had
+  been inserted: C-u then erased the path just typed;
+- the default value is selected (typing replaces it) by the Input's
+  select-on-focus, as before.
 """
 
 from __future__ import annotations
@@ -11,11 +22,26 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from probetop.tui.cli import command_help
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
+
+
+class PromptInput(Input):
+    """An Input that runs its bindings in the order its keys come (see the
+    module docstring)."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        if not event.is_printable:
+            for binding in self._bindings.key_to_bindings.get(event.key, []):
+                event.stop()
+                event.prevent_default()
+                await self.run_action(binding.action)
+                return
+        await super()._on_key(event)
 
 
 class PromptScreen(ModalScreen[str | None]):
@@ -41,7 +67,11 @@ class PromptScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="prompt-box"):
             yield Label(self.title_text, id="prompt-title")
-            yield Input(value=self.value, placeholder=self.placeholder, id="prompt-input")
+            yield PromptInput(
+                value=self.value,
+                placeholder=self.placeholder,
+                id="prompt-input",
+            )
             yield Static(self.hint, id="prompt-hint", markup=False)
 
     def on_input_changed(self, event: Input.Changed) -> None:

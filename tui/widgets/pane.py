@@ -40,12 +40,12 @@ from typing import Any
 from probetop.probes.core.sample import Sample, Status, split_key
 from probetop.tui.widgets.history import HistoryStore, MetricHistory, fmt_value
 from probetop.tui.widgets.units import (
+    fmt_with_unit,
     human_label,
     label_with_unit,
     scale_for,
     unit_family,
     unit_in_label,
-    with_unit,
 )
 from rich.cells import cell_len
 from textual.color import Color
@@ -433,8 +433,6 @@ def _cached_lines(widget: ProbePane, crop: Region) -> list[Strip] | None:
 def headline_part(label: str, value: float | None, unit: str) -> str:
     """``read 2234 IO/s``, ``2684 events/s`` (a label that is its unit goes
     after the value), ``busy 37.2 %``, ``rx 9.20 MB/s``."""
-    factor, shown = scale_for([value], unit)
-    number = fmt_value(None if value is None else value / factor, shown)
-    if label.endswith(unit) and unit:
-        return f"{number} {label}"
-    return f"{label} {with_unit(number, shown)}"
+    if unit and label.endswith(unit) and scale_for([value], unit)[0] == 1.0:
+        return f"{fmt_value(value, unit)} {label}"
+    return f"{label} {fmt_with_unit(value, unit)}"

@@ -29,6 +29,7 @@ from probetop.tui.widgets.bars import column_rows
 from probetop.tui.widgets.history import fmt_value
 from probetop.tui.widgets.linewidget import LineWidget
 from probetop.tui.widgets.textblock import changed_span
+from probetop.tui.widgets.units import scale_for
 from rich.cells import set_cell_size
 from rich.segment import Segment
 from textual.geometry import Region, Size
@@ -40,14 +41,16 @@ KEEP = 512  # values kept: wider than any sparkline drawn
 
 
 def value_label(label: str, value: float | None, unit: str) -> str:
-    """A sparkline's label: what, the latest value and its unit (``B/s`` gets
-    its SI prefix in front: "123MB/s")."""
+    """A sparkline's label: what, the latest value and its unit (bytes get
+    their SI prefix on the unit, as ``fmt_with_unit`` writes them: "123 MB/s")."""
     if unit == "µs":  # a stalled device's p99: "12.3 s", not "12345678 µs"
         for bigger in ("ms", "s"):
             if value is None or abs(value) < 10_000:
                 break
             value, unit = value / 1000.0, bigger
-    right = fmt_value(value, unit, 6) + ("B/s" if unit == "B/s" else f" {unit}")
+    factor, shown = scale_for([value], unit)
+    number = fmt_value(None if value is None else value / factor, shown, 6)
+    right = number + (shown if shown.startswith("/") else f" {shown}")
     # At most LABEL_CELLS - 1 cells, so a blank always parts the text from the
     # bars ("read IOPS  1013 IO/s" filled all 28 and ran into them): a long
     # unit takes its cell from the label's padding.

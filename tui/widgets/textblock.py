@@ -7,7 +7,11 @@ pass only when the number of lines changes (its height follows the line count).
 The first ``header_rows`` lines use the ``textblock--header`` component style.
 
 Lines wider than the widget are cropped, which suits a table's rows (a
-wrapped row would leave its columns). A block of facts (``wrap=True``:
+wrapped row would leave its columns). A table (``header_rows``) whose header
+is wider than the widget is cropped at the end of its last header field that
+fits whole (``column_cut``), every row at the same cell: a column is shown
+with its heading or not at all ("TTFB, ms     t" over half a number said
+neither what nor how much). A block of facts (``wrap=True``:
 "RTT µs min/avg/max/mdev ...  p50/p90/p99 ...") instead breaks such a line
 between its fields (runs of two or more spaces, or after " · ") onto
 indented continuation rows, so a narrow pane shows every figure rather than
@@ -53,6 +57,24 @@ def wrap_fields(line: str, width: int) -> list[str]:
         row += field
     rows.append(row.rstrip())
     return rows
+
+
+_HEADER_FIELD_END = re.compile(r"\S(?= {2,}|$)")
+
+
+def column_cut(header: str, width: int) -> int:
+    """The cells a table with ``header`` shows in ``width``: all of them when
+    the header fits, else up to the end of the last header field (fields are
+    parted by two or more spaces) that fits whole; ``width`` when none does."""
+    if width <= 0 or cell_len(header) <= width:
+        return width
+    cut = 0
+    for end in _HEADER_FIELD_END.finditer(header):
+        cells = cell_len(header[: end.end()])
+        if cells > width:
+            break
+        cut = cells
+    return cut or width
 
 
 def changed_span(before: str, after: str) -> tuple[int, int] | None:
@@ -119,13 +141,15 @@ class TextBlock(LineWidget):
         self.rows: list[str] = list(self.lines)  # as drawn: ``lines`` wrapped to the width
         self.header_rows = header_rows
         self.fixed_height = fixed_height
+        self._cut_for: tuple[int, str] | None = None  # (width, header) _cut was found for
+        self._cut = 0
         self.styles.height = fixed_height if fixed_height is not None else max(1, len(self.rows))
 
     def _rows(self, lines: Sequence[str]) -> list[str]:
-        if not self.wrap:
-            return list(lines)
         width = self.line_width if self.is_mounted else 0
-        return [row for line in lines for row in wrap_fields(line, width)]
+        if self.wrap:
+            return [row for line in lines for row in wrap_fields(line, width)]
+        return list(lines)
 
     @property
     def text(self) -> str:
@@ -134,9 +158,10 @@ class TextBlock(LineWidget):
     def set_lines(self, lines: Sequence[str], header_rows: int | None = None) -> None:
         """Replace the text; redraw only if it changed, re-layout only if it grew/shrank."""
         lines = list(lines)
+        same_header = header_rows is None or header_rows == self.header_rows
         if header_rows is not None:
             self.header_rows = header_rows
-        if lines == self.lines:
+        if lines == self.lines and same_header:
             return
         self.lines = lines
         self._show(self._rows(lines))
@@ -156,6 +181,9 @@ class TextBlock(LineWidget):
             if self.is_mounted:
                 self.post_message(self.Resized())
             return
+        if self.header_rows and old[:1] != rows[:1]:
+            self.refresh()  # a table's new header may cut its columns elsewhere
+            return
         # Same shape: repaint only the rows that changed, and each only up to
         # its last changed cell: one new number costs part of one line.
         width = self.line_width
@@ -174,6 +202,13 @@ class TextBlock(LineWidget):
             return Strip.blank(width)
         part = "textblock--header" if y < self.header_rows else "textblock--body"
         style = self.part_style(part)
+        text = self.rows[y]
+        if self.header_rows:  # a table: cut at a column's end (see the module docstring)
+            key = (width, self.rows[0])
+            if self._cut_for != key:
+                self._cut_for, self._cut = key, column_cut(self.rows[0], width)
+            if self._cut < width:
+                text = set_cell_size(text, self._cut)
         # Pad/crop the text itself: one segment per row, the cheapest redraw.
-        segments = [Segment(set_cell_size(self.rows[y], width), style)]
+        segments = [Segment(set_cell_size(text, width), style)]
         return Strip(segments, width)

@@ -14,6 +14,10 @@ Contract:
   show it in its own column or after the value (``with_unit``).
 - ``scale_for(values, unit)`` picks one SI prefix for a group of byte
   values (a table row, an axis) so they read in one unit: ``(1e6, "MB/s")``.
+- ``fmt_with_unit(value, unit)`` is the one way a pane writes a single
+  number with its unit: bytes take their SI prefix on the unit and a space
+  before it ("12.0 MB", "8.04 MB/s", "512 B"), as ``scale_for`` scales a
+  table row; other units follow ``with_unit`` ("2841 IO/s", "3/s").
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import math
 import re
 from collections.abc import Iterable
 
+from probetop.tui.widgets.history import fmt_value
 from rich.cells import cell_len, set_cell_size
 
 # Tokens spelled out in labels.
@@ -111,6 +116,17 @@ def with_unit(text: str, unit: str) -> str:
     if unit.startswith("/"):
         return text + unit
     return f"{text} {unit}"
+
+
+def fmt_with_unit(value: float | None, unit: str, width: int = 0) -> str:
+    """``value`` and its unit as one text (right-aligned in ``width``); see
+    the module docstring. A byte size or rate is never written with its
+    prefix on the number ("12.0M" + "B"): that read "12.0MB" in one pane
+    and "12.0 MB" in the next."""
+    factor, shown = scale_for([value], unit)
+    number = fmt_value(None if value is None else value / factor, shown)
+    text = with_unit(number, shown)
+    return text.rjust(width) if width else text
 
 
 def unit_family(unit: str) -> str:
