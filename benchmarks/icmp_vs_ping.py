@@ -17,8 +17,14 @@ work done in the sender's context): a load-independent efficiency figure.
 probetop's start-up (interpreter, numpy/numba import, loading the cached
 loop) is measured once with ``-c 1`` and subtracted, since ping has none.
 
+``--baseline DIR`` also runs another copy of probetop (``DIR/probetop/...``,
+e.g. ``git archive`` of an older commit unpacked under ``DIR/probetop``,
+put first on PYTHONPATH) in every round, right after this one, and prints
+its replies/s and this / baseline: a before/after comparison in one run.
+
 Usage (root, or CAP_NET_RAW for both): .venv/bin/python benchmarks/icmp_vs_ping.py
     [--time 5] [--rounds 3] [--size 1] [--streams 2] [--host 127.0.0.1|::1]
+    [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -55,16 +61,28 @@ def ping_flood(host: str, size: int, seconds: float) -> tuple[float, float]:
     return received / (int(m.group(3)) / 1000.0), received / cpu
 
 
-def probetop_startup_cpu(host: str) -> float:
+def _env(baseline: str | None) -> dict[str, str] | None:
+    """The environment that runs the baseline copy of probetop (None: this one)."""
+    if baseline is None:
+        return None
+    return {**os.environ, "PYTHONPATH": os.path.abspath(baseline)}
+
+
+def probetop_startup_cpu(host: str, baseline: str | None = None) -> float:
     """CPU-seconds of a probetop run that sends one request: start-up and teardown."""
     cpu0 = _child_cpu_s()
     cmd = [*PROBETOP, "icmp", "-c", "1", "--json", host]
-    subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True)
+    subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True, env=_env(baseline))
     return _child_cpu_s() - cpu0
 
 
 def probetop_flood(
-    host: str, size: int, seconds: float, streams: int, startup_cpu: float
+    host: str,
+    size: int,
+    seconds: float,
+    streams: int,
+    startup_cpu: float,
+    baseline: str | None = None,
 ) -> tuple[float, float]:
     """(replies/s, replies per CPU-second of the flood itself)."""
     cmd = [
@@ -78,7 +96,9 @@ def probetop_flood(
         host,
     ]
     cpu0 = _child_cpu_s()
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
+    r = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=seconds + 60, env=_env(baseline)
+    )
     cpu = _child_cpu_s() - cpu0
     if r.returncode != 0:
         raise SystemExit(f"probetop failed ({r.returncode}): {r.stderr}")
@@ -93,6 +113,7 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=1)
     ap.add_argument("--streams", type=int, default=2, help="also measure N streams (1 = skip)")
     ap.add_argument("--host", default="127.0.0.1", choices=LOOPBACK)
+    ap.add_argument("--baseline", metavar="DIR", help="also run probetop from DIR (before/after)")
     args = ap.parse_args()
     if shutil.which("ping") is None:
         raise SystemExit("ping is not installed (apt-get install iputils-ping)")
@@ -100,6 +121,11 @@ def main() -> int:
     probetop_startup_cpu(args.host)  # the first run may compile the loop: not counted
     startup = min(probetop_startup_cpu(args.host) for _ in range(3))
     print(f"probetop start-up + teardown: {startup:.2f} CPU-s (subtracted from its CPU time)")
+    base_startup = 0.0
+    if args.baseline:
+        probetop_startup_cpu(args.host, args.baseline)
+        base_startup = min(probetop_startup_cpu(args.host, args.baseline) for _ in range(3))
+        print(f"baseline {args.baseline}: start-up + teardown {base_startup:.2f} CPU-s")
     print(f"host {args.host}, size {args.size}, {args.time:g} s per run, {args.rounds} rounds")
     print(
         f"{'round':>5} {'streams':>7} {'ping -f rps':>12} {'probetop rps':>13} {'ratio':>6}"
@@ -107,15 +133,31 @@ def main() -> int:
     )
     ratios: dict[int, list[float]] = {n: [] for n in variants}
     cpu_ratios: dict[int, list[float]] = {n: [] for n in variants}
+    vs_base: dict[int, list[float]] = {n: [] for n in variants}
+    vs_base_cpu: dict[int, list[float]] = {n: [] for n in variants}
     for rnd in range(args.rounds):
         for n in variants:
-            # ABBA order: which tool runs first alternates between rounds.
+            # ABBA order: which tool runs first alternates between rounds (with
+            # --baseline: ping, this, baseline; then baseline, this, ping).
+            base = None
             if rnd % 2 == 0:
                 ping = ping_flood(args.host, args.size, args.time)
                 ours = probetop_flood(args.host, args.size, args.time, n, startup)
-            else:
+            if args.baseline:
+                base = probetop_flood(
+                    args.host, args.size, args.time, n, base_startup, args.baseline
+                )
+            if rnd % 2 == 1:
                 ours = probetop_flood(args.host, args.size, args.time, n, startup)
                 ping = ping_flood(args.host, args.size, args.time)
+            if base is not None:
+                vs_base[n].append(ours[0] / base[0])
+                vs_base_cpu[n].append(ours[1] / base[1])
+                print(
+                    f"{rnd + 1:>5} {n:>7} baseline rps {base[0]:>10,.0f} this/baseline"
+                    f" {vs_base[n][-1]:.3f}; rep/cpu-s {base[1]:,.0f}"
+                    f" this/baseline {vs_base_cpu[n][-1]:.3f}"
+                )
             ratios[n].append(ours[0] / ping[0])
             cpu_ratios[n].append(ours[1] / ping[1])
             print(
@@ -128,6 +170,13 @@ def main() -> int:
             f"  (min {min(ratios[n]):.2f}, max {max(ratios[n]):.2f});"
             f" replies per CPU-second: {statistics.median(cpu_ratios[n]):.2f}"
         )
+    for n in variants:
+        if vs_base[n]:
+            print(
+                f"median ratio this/baseline, {n} stream(s): {statistics.median(vs_base[n]):.3f}"
+                f"  (min {min(vs_base[n]):.3f}, max {max(vs_base[n]):.3f});"
+                f" replies per CPU-second: {statistics.median(vs_base_cpu[n]):.3f}"
+            )
     print(f"# load average at the end {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -12,9 +12,16 @@ Contract:
   It never holds the GIL, so several streams run on several cores, and it
   returns only at interval ends: each return must re-take the GIL, which a
   busy UI thread may hold for up to the 5 ms switch interval.
-- Every per-packet cost (sendto, recvfrom, the clock, sequence bookkeeping,
+- Every per-packet cost (sendto, recvmsg, the clock, sequence bookkeeping,
   the RTT histogram) is native: libc is called through ctypes function
   pointers that numba compiles into the loop. No Python, no scapy, per packet.
+- RTT is ping's: from the CLOCK_MONOTONIC time just before sendto to the
+  kernel's receive timestamp of the reply (SO_TIMESTAMPNS, CLOCK_REALTIME,
+  converted with the realtime - monotonic offset read once per slice), so it
+  leaves out the receiver's wake-up. A reply without a plausible stamp (none,
+  or before its request or after recvmsg returned: a clock step) is timed by
+  the monotonic clock read after recvmsg, once, and counted in
+  ``S_USER_STAMPED``.
 - The loop only adds to the interval arrays (``counters``, ``rtt_sums``,
   ``histogram``, errno tallies, the error-packet ring); the calling thread
   copies and zeroes them between slices (``IntervalArrays.take``).
@@ -57,7 +64,9 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     C_RAW,
     C_V6,
     CLOCK_MONOTONIC,
+    CLOCK_REALTIME,
     CONTROL_POLL_NS,
+    CONTROL_WORDS,
     DRAIN,
     EAGAIN,
     EDGE_READS,
@@ -96,10 +105,17 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     K_WRAPPED,
     LATE,
     LOST,
+    M_CONTROL,
+    M_CONTROLLEN,
+    M_IOV,
+    M_IOVLEN,
+    M_NAME,
+    M_NAMELEN,
     MAX_BACKLOG_NS,
     MSG_DONTWAIT,
     N_CONFIG,
     N_COUNTERS,
+    N_MSGHDR,
     N_STATE,
     N_SUMS,
     POLLIN,
@@ -119,9 +135,12 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     S_RUN_LEN,
     S_SEND_END,
     S_TAIL,
+    S_USER_STAMPED,
+    SCM_TIMESTAMPNS,
     SLICE_DEADLINE,
     SLICE_DONE,
     SLOTS,
+    SOL_SOCKET,
     SPIN_NS,
 )
 
@@ -132,7 +151,7 @@ _ptr, _int, _size = types.intp, types.int32, types.uintp
 _sendto: Any = types.ExternalFunction(
     "sendto", types.intp(_int, _ptr, _size, _int, _ptr, types.uint32)
 )
-_recvfrom: Any = types.ExternalFunction("recvfrom", types.intp(_int, _ptr, _size, _int, _ptr, _ptr))
+_recvmsg: Any = types.ExternalFunction("recvmsg", types.intp(_int, _ptr, _int))
 _clock_gettime: Any = types.ExternalFunction("clock_gettime", _int(_int, _ptr))
 _ppoll: Any = types.ExternalFunction("ppoll", _int(_ptr, types.uint64, _ptr, _ptr))
 _errno_location: Any = types.ExternalFunction("__errno_location", _ptr())
@@ -156,6 +175,46 @@ def hist_index(value: int) -> int:
 def _now(ts: Any) -> int:
     _clock_gettime(CLOCK_MONOTONIC, ts.ctypes.data)
     return ts[0] * 1_000_000_000 + ts[1]
+
+
+@numba.njit(nogil=True, cache=CACHE)
+def _clock_offset(ts: Any) -> int:
+    """CLOCK_REALTIME - CLOCK_MONOTONIC (ns), the realtime read between two monotonic ones."""
+    before = _now(ts)
+    _clock_gettime(CLOCK_REALTIME, ts.ctypes.data)
+    real = ts[0] * 1_000_000_000 + ts[1]
+    after = _now(ts)
+    return real - (before + (after - before) // 2)
+
+
+@numba.njit(nogil=True, cache=CACHE)
+def kernel_stamp(msg: Any, cmsg: Any, offset: int) -> int:
+    """The SCM_TIMESTAMPNS cmsg of the last recvmsg as monotonic ns, or -1 if absent.
+
+    ``msg`` and ``cmsg`` are the int64 msghdr and control buffer
+    (layout.M_*); ``offset`` is realtime - monotonic (``_clock_offset``).
+    """
+    end = min(msg[M_CONTROLLEN], cmsg.shape[0] * 8)
+    w = 0
+    while w * 8 + 16 <= end:
+        length = cmsg[w]
+        if length < 16:
+            break  # malformed: the walk could not advance
+        kind = cmsg[w + 1]  # cmsg_level, then cmsg_type (little-endian int32s)
+        if (kind & 0xFFFFFFFF) == SOL_SOCKET and (kind >> 32) == SCM_TIMESTAMPNS:
+            if length < 32 or w * 8 + 32 > end:
+                return -1
+            return cmsg[w + 2] * 1_000_000_000 + cmsg[w + 3] - offset
+        w += (length + 7) >> 3  # CMSG_NXTHDR: headers are 8-byte aligned
+    return -1
+
+
+@numba.njit(nogil=True, cache=CACHE)
+def reply_time(sent: int, kernel: int, now: int) -> int:
+    """When a reply arrived: the kernel stamp if it lies in [sent, now], else ``now``."""
+    if kernel >= sent and kernel <= now:
+        return kernel
+    return now
 
 
 @numba.njit(nogil=True, cache=CACHE)
@@ -209,6 +268,7 @@ def _sweep(now: int, cfg: Any, st: Any, slot_state: Any, slot_sent: Any, ctr: An
 @numba.njit(nogil=True, cache=CACHE)
 def _on_packet(
     now: int,
+    kernel: int,
     n: int,
     buf: Any,
     src: Any,
@@ -224,7 +284,9 @@ def _on_packet(
     err_len: Any,
     err_src: Any,
 ) -> None:
-    """Account one received datagram (echo reply or ICMP error)."""
+    """Account one received datagram (echo reply or ICMP error); ``now`` is the
+    monotonic time after recvmsg returned, ``kernel`` the kernel's receive
+    stamp in the same clock (-1: none)."""
     v6 = cfg[C_V6] != 0
     off = 0
     if cfg[C_RAW] != 0 and not v6:
@@ -277,7 +339,11 @@ def _on_packet(
         return
     state = slot_state[seq16]
     if state == IN_FLIGHT:
-        rtt = now - slot_sent[seq16]
+        sent = slot_sent[seq16]
+        at = reply_time(sent, kernel, now)
+        if at != kernel:
+            st[S_USER_STAMPED] += 1
+        rtt = at - sent
         slot_state[seq16] = REPLIED
         st[S_IN_FLIGHT] -= 1
         ctr[K_RECEIVED] += 1
@@ -313,7 +379,9 @@ def _on_packet(
 def _receive(
     fd: int,
     ts: Any,
-    srclen: Any,
+    msg: Any,
+    cmsg: Any,
+    offset: int,
     buf: Any,
     src: Any,
     cfg: Any,
@@ -329,16 +397,17 @@ def _receive(
     err_src: Any,
 ) -> tuple[int, int]:
     """Read one datagram without waiting and account it (``_on_packet``);
-    (its length or -1 with errno set, the time read just after the call)."""
-    srclen[0] = src.shape[0]
-    n = _recvfrom(
-        fd, buf.ctypes.data, buf.shape[0], MSG_DONTWAIT, src.ctypes.data, srclen.ctypes.data
-    )
+    (its length or -1 with errno set, the time read just after the call).
+    ``msg`` already points at ``src``, ``buf`` (one iovec) and ``cmsg``."""
+    # The kernel rewrites the in/out lengths on every call.
+    msg[M_NAMELEN] = src.shape[0]
+    msg[M_CONTROLLEN] = cmsg.shape[0] * 8
+    n = _recvmsg(fd, msg.ctypes.data, MSG_DONTWAIT)
     now = _now(ts)
     if n >= 0:
         _on_packet(
-            now, n, buf, src, cfg, st, slot_state, slot_sent, ctr, rtt_sums, hist,
-            icmp_types, err_ring, err_len, err_src,
+            now, kernel_stamp(msg, cmsg, offset), n, buf, src, cfg, st, slot_state,
+            slot_sent, ctr, rtt_sums, hist, icmp_types, err_ring, err_len, err_src,
         )  # fmt: skip
     return n, now
 
@@ -354,7 +423,8 @@ def run_slice(
     addr: Any,
     buf: Any,
     src: Any,
-    srclen: Any,
+    msg: Any,
+    cmsg: Any,
     slot_state: Any,
     slot_sent: Any,
     ctr: Any,
@@ -379,6 +449,9 @@ def run_slice(
     pktlen = cfg[C_PKTLEN]
     fix_checksum = cfg[C_RAW] != 0 and cfg[C_V6] == 0
     partial = cfg[C_CSUM_PARTIAL]
+    # Once per slice: the clocks only drift apart by a step, which the
+    # plausibility check in _on_packet catches.
+    offset = _clock_offset(ts)
     now = _now(ts)
     while True:
         if now >= deadline_ns:
@@ -387,8 +460,8 @@ def run_slice(
             # the loop past the edge for long).
             for _ in range(EDGE_READS):
                 n, at = _receive(
-                    fd, ts, srclen, buf, src, cfg, st, slot_state, slot_sent, ctr, rtt_sums,
-                    hist, icmp_types, err_ring, err_len, err_src,
+                    fd, ts, msg, cmsg, offset, buf, src, cfg, st, slot_state, slot_sent, ctr,
+                    rtt_sums, hist, icmp_types, err_ring, err_len, err_src,
                 )  # fmt: skip
                 if n < 0:
                     break
@@ -490,8 +563,8 @@ def run_slice(
                 # in a flood's interval, replies dropped by a full socket buffer).
         # -- receive -----------------------------------------------------
         n, now = _receive(
-            fd, ts, srclen, buf, src, cfg, st, slot_state, slot_sent, ctr, rtt_sums,
-            hist, icmp_types, err_ring, err_len, err_src,
+            fd, ts, msg, cmsg, offset, buf, src, cfg, st, slot_state, slot_sent, ctr,
+            rtt_sums, hist, icmp_types, err_ring, err_len, err_src,
         )  # fmt: skip
         if n >= 0:
             continue
@@ -591,7 +664,14 @@ class LoopState:
         self.addr[: len(addr)] = np.frombuffer(addr, np.uint8)
         self.buf = np.zeros(max(ERR_BYTES, 1024), np.uint8)
         self.src = np.zeros(ADDR_BYTES, np.uint8)
-        self.srclen = np.zeros(1, np.uint32)
+        # recvmsg's msghdr and iovec point at these arrays: set once, kept alive here.
+        self.cmsg = np.zeros(CONTROL_WORDS, np.int64)
+        self.iov = np.array([self.buf.ctypes.data, self.buf.shape[0]], np.int64)
+        self.msg = np.zeros(N_MSGHDR, np.int64)
+        self.msg[M_NAME] = self.src.ctypes.data
+        self.msg[M_IOV] = self.iov.ctypes.data
+        self.msg[M_IOVLEN] = 1
+        self.msg[M_CONTROL] = self.cmsg.ctypes.data
         self.slot_state = np.zeros(SLOTS, np.uint8)
         self.slot_sent = np.zeros(SLOTS, np.int64)
         self.ts = np.zeros(2, np.int64)
@@ -616,7 +696,8 @@ class LoopState:
                 self.addr,
                 self.buf,
                 self.src,
-                self.srclen,
+                self.msg,
+                self.cmsg,
                 self.slot_state,
                 self.slot_sent,
                 iv.counters,
@@ -638,6 +719,11 @@ class LoopState:
     def returned_ns(self) -> int:
         """Monotonic time of the loop's last return (0 before the first call)."""
         return int(self.state[S_RETURNED])
+
+    @property
+    def user_stamped(self) -> int:
+        """Echo replies timed in user space (no plausible kernel stamp) so far."""
+        return int(self.state[S_USER_STAMPED])
 
     @property
     def in_flight(self) -> int:

@@ -12,8 +12,14 @@ from __future__ import annotations
 
 import errno as errno_mod
 
+CLOCK_REALTIME = 0  # the clock of the kernel's receive timestamps
 CLOCK_MONOTONIC = 1  # the clock time.monotonic_ns() reads
 MSG_DONTWAIT = 0x40
+# Kernel receive timestamps (as ping): SO_TIMESTAMPNS on the socket makes
+# recvmsg add a SOL_SOCKET / SCM_TIMESTAMPNS cmsg (a 64-bit struct timespec).
+SOL_SOCKET = 1
+SO_TIMESTAMPNS = 35
+SCM_TIMESTAMPNS = SO_TIMESTAMPNS
 POLLIN = 1
 EAGAIN = errno_mod.EAGAIN
 EINTR = errno_mod.EINTR
@@ -61,7 +67,10 @@ S_LAST_RTT = 8
 # yet), how many in a row had it, and whether the first run (which holds a
 # rate limiter's initial burst) has been left out yet.
 S_PREV_OUTCOME, S_RUN_LEN, S_FIRST_RUN_DONE = 9, 10, 11
-N_STATE = 12
+# Echo replies timed by the user-space clock after recvmsg because the kernel
+# stamp was missing or implausible (a clock step): a diagnostic, 0 normally.
+S_USER_STAMPED = 12
+N_STATE = 13
 
 # -- interval counters (int64 array, zeroed by the caller each interval) --------
 K_SENT, K_RECEIVED, K_DUPS, K_REORDERED, K_LOST, K_LATE, K_WRAPPED = range(7)
@@ -118,6 +127,15 @@ HIST_SIZE = HIST_LINEAR + (HIST_MAX_BITS - HIST_SUB_BITS - 1) * HIST_SUB
 ERR_RING = 16
 ERR_BYTES = 576  # IPv4 minimum MTU: a whole ICMP error fits
 ADDR_BYTES = 28  # sockaddr_in6
+
+# -- recvmsg's arguments, laid out once per stream in int64 arrays (64-bit Linux) --
+# struct msghdr, one word per field: name, namelen, iov, iovlen, control,
+# controllen, flags. The kernel rewrites namelen, controllen and flags.
+M_NAME, M_NAMELEN, M_IOV, M_IOVLEN, M_CONTROL, M_CONTROLLEN, M_FLAGS = range(7)
+N_MSGHDR = 7
+# The control buffer: room for the timestamp cmsg (16-byte header + timespec)
+# and another of the same size, should the kernel add one.
+CONTROL_WORDS = 8
 
 
 def hist_bucket_bounds(idx: int) -> tuple[float, float]:

@@ -13,6 +13,8 @@ Contract:
   filtering: raw sockets get ICMP_FILTER / ICMP6_FILTER (only echo replies
   and errors) and a BPF program that keeps only replies with our id, so N
   streams on N raw sockets do not each receive every stream's replies.
+  Every socket has SO_TIMESTAMPNS on: the loop times replies by the kernel's
+  receive stamp, as ping does (engine.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 import psutil
 from probetop.probes.core.base import PermissionProbeError, TargetProbeError
 from probetop.probes.core.privileges import has_net_raw, ping_group_allows
+from probetop.probes.icmp.layout import SO_TIMESTAMPNS
 
 # Linux socket option numbers the socket module does not export everywhere.
 SOL_RAW = 255
@@ -314,6 +317,7 @@ def open_icmp_socket(
                 sock.setsockopt(socket.IPPROTO_IP, socket.IP_TTL, ttl)
         if target.broadcast:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         try:
             sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RECV_BUFFER_BYTES)
         except OSError:

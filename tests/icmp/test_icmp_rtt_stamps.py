@@ -1,0 +1,195 @@
+"""RTT as ping measures it: the reply's kernel receive timestamp, not a user-space clock.
+
+The loop reads SO_TIMESTAMPNS from recvmsg's control data (engine.kernel_stamp)
+and falls back to the clock read after recvmsg only when the stamp is missing
+or implausible (engine.reply_time). Real sockets on loopback, raw and
+datagram, IPv4 and IPv6, paced and flood; the fallback on crafted input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from icmp_fixtures import Peer, icmp_peer  # noqa: F401 (fixtures)
+from probetop.probes.icmp import engine as eng
+from probetop.probes.icmp import layout
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
+
+# One stream's loop on a real socket, as the probe runs it: prints received,
+# the replies timed in user space, and min/max RTT (ns).
+LOOP = """
+import sys, time
+from probetop.probes.icmp import engine as eng, layout
+from probetop.probes.icmp.packet import checksum_partial, echo_request
+from probetop.probes.icmp.sockets import open_icmp_socket, resolve_target
+host, mode, period_ns, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+target = resolve_target(host)
+sock, ident = open_icmp_socket(target, mode, ident=0x5A17)
+packet, addr = echo_request(ident, 56, target.v6), target.sockaddr()
+cfg = eng.make_config(
+    fd=sock.fileno(), v6=target.v6, raw=mode == "raw", ident=ident, period_ns=period_ns,
+    preload=1, count=count, grace_ns=1_000_000_000, packet_len=len(packet),
+    checksum_partial=checksum_partial(packet), addr_len=len(addr),
+)
+start = time.monotonic_ns()
+loop = eng.LoopState(cfg, packet, addr, start)
+while time.monotonic_ns() - start < 20_000_000_000:  # bounded, whatever happens
+    if loop.run_slice(time.monotonic_ns() + 100_000_000) == eng.SLICE_DONE:
+        break
+c = loop.interval.counters
+print(c[layout.K_RECEIVED], loop.user_stamped, c[layout.K_RTT_MIN], c[layout.K_RTT_MAX])
+"""
+
+
+def run_loop(
+    host: str, mode: str, period_ns: int, count: int, prefix: tuple[str, ...] = ()
+) -> tuple[int, ...]:
+    out = subprocess.run(
+        [*prefix, sys.executable, "-c", LOOP, host, mode, str(period_ns), str(count)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    return tuple(int(x) for x in out.stdout.split())
+
+
+@needs_root
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+@pytest.mark.parametrize("period_ns", [1_000_000, 0], ids=["paced", "flood"])
+def test_every_reply_is_timed_by_the_kernel_raw(host: str, period_ns: int) -> None:
+    received, user_stamped, rtt_min, rtt_max = run_loop(host, "raw", period_ns, 300)
+    assert received == 300
+    assert user_stamped == 0
+    assert 0 < rtt_min <= rtt_max < 1_000_000_000
+
+
+@needs_root
+def test_every_reply_is_timed_by_the_kernel_datagram(icmp_peer: Peer) -> None:  # noqa: F811
+    icmp_peer.sysctl("net.ipv4.ping_group_range", "0 2147483647")
+    inside = ("ip", "netns", "exec", icmp_peer.ns)
+    for host in ("127.0.0.1", "::1"):
+        for period_ns in (1_000_000, 0):
+            received, user_stamped, rtt_min, _ = run_loop(host, "datagram", period_ns, 300, inside)
+            assert (received, user_stamped) == (300, 0), (host, period_ns)
+            assert rtt_min > 0
+
+
+def _msg_with(words: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    msg = np.zeros(layout.N_MSGHDR, np.int64)
+    cmsg = np.zeros(layout.CONTROL_WORDS, np.int64)
+    cmsg[: len(words)] = words
+    msg[layout.M_CONTROLLEN] = 8 * len(words)
+    return msg, cmsg
+
+
+def test_kernel_stamp_walks_the_control_data() -> None:
+    stamp = [32, layout.SOL_SOCKET | (layout.SCM_TIMESTAMPNS << 32), 7, 500]
+    msg, cmsg = _msg_with(stamp)
+    assert eng.kernel_stamp(msg, cmsg, 100) == 7_000_000_400  # realtime - offset
+    # Behind another cmsg (IP_TTL: 20 bytes, padded to 24).
+    msg, cmsg = _msg_with([20, 0 | (2 << 32), 64, *stamp])
+    assert eng.kernel_stamp(msg, cmsg, 0) == 7_000_000_500
+    # None, cut short by the kernel (MSG_CTRUNC), or another kind: no stamp.
+    assert eng.kernel_stamp(*_msg_with([]), 0) == -1
+    msg, cmsg = _msg_with(stamp)
+    msg[layout.M_CONTROLLEN] = 24
+    assert eng.kernel_stamp(msg, cmsg, 0) == -1
+    assert eng.kernel_stamp(*_msg_with([32, 1 | (29 << 32), 7, 500]), 0) == -1
+    assert eng.kernel_stamp(*_msg_with([0, 0, 0, 0]), 0) == -1  # malformed: no endless walk
+
+
+def _reply_once(kernel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Account one echo reply (datagram IPv4, seq 0 sent at 1000 ns, read at 5000 ns)."""
+    cfg = eng.make_config(
+        fd=-1, v6=False, raw=False, ident=0, period_ns=0, preload=1, count=0, grace_ns=10**9,
+        packet_len=8, checksum_partial=0, addr_len=16,
+    )  # fmt: skip
+    st = np.zeros(layout.N_STATE, np.int64)
+    st[layout.S_HEAD], st[layout.S_IN_FLIGHT], st[layout.S_MAX_RX] = 1, 1, -1
+    st[layout.S_LAST_RTT] = -1
+    slot_state = np.zeros(layout.SLOTS, np.uint8)
+    slot_sent = np.zeros(layout.SLOTS, np.int64)
+    slot_state[0], slot_sent[0] = layout.IN_FLIGHT, 1000
+    iv = eng.IntervalArrays()
+    buf = np.zeros(64, np.uint8)  # type 0 (echo reply), id 0, seq 0
+    src = np.zeros(layout.ADDR_BYTES, np.uint8)
+    for _ in range(2):  # the second is a duplicate
+        eng._on_packet(
+            5000, kernel, 16, buf, src, cfg, st, slot_state, slot_sent, iv.counters,
+            iv.rtt_sums, iv.histogram, iv.icmp_types, iv.err_ring, iv.err_len, iv.err_src,
+        )  # fmt: skip
+    return st, iv.counters, iv.rtt_sums
+
+
+@pytest.mark.parametrize(
+    ("kernel", "rtt", "user"),
+    [(3000, 2000, 0), (5000, 4000, 0), (-1, 4000, 1), (999, 4000, 1), (5001, 4000, 1)],
+    ids=["kernel", "kernel-at-read", "none", "before-send", "after-read"],
+)
+def test_an_implausible_stamp_falls_back_to_the_read_time_once(
+    kernel: int, rtt: int, user: int
+) -> None:
+    st, ctr, sums = _reply_once(kernel)
+    assert st[layout.S_USER_STAMPED] == user
+    assert ctr[layout.K_RECEIVED] == 1 and ctr[layout.K_DUPS] == 1
+    assert ctr[layout.K_RTT_MIN] == ctr[layout.K_RTT_MAX] == rtt
+    assert sums[layout.R_SUM] == rtt
+
+
+def _ping_avg_ms(host: str) -> float:
+    out = subprocess.run(
+        ["ping", "-q", "-c", "100", "-i", "0.01", host],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    m = re.search(r"= [\d.]+/([\d.]+)/", out)
+    assert m, out
+    return float(m.group(1))
+
+
+def _probetop_avg_ms(host: str) -> float:
+    cmd = [sys.executable, "-m", "probetop.tui.main", "icmp", host]
+    out = subprocess.run(
+        [*cmd, "--count", "100", "-i", "0.01", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["received"] == 100
+    return float(doc["rtt_us"]["avg"]) / 1000
+
+
+@needs_root
+def test_loopback_rtt_avg_reads_as_ping_does() -> None:
+    # ping's RTT ends at the reply's kernel receive stamp; probetop's ended at
+    # the clock read after recvfrom returned: on loopback the median of the
+    # paired ratios read 1.13-1.16 x ping's on a calm shared machine, 1.3-2.0
+    # under load (+36 % in the issue); now 0.9-1.0. Alternating rounds, so both
+    # see the same load; the median, since a shared machine's load swings.
+    if shutil.which("ping") is None:
+        pytest.skip("ping is not installed (apt-get install iputils-ping)")
+    ratios: list[float] = []
+    for rnd in range(7):
+        if rnd % 2 == 0:
+            ping = _ping_avg_ms("127.0.0.1")
+            ours = _probetop_avg_ms("127.0.0.1")
+        else:
+            ours = _probetop_avg_ms("127.0.0.1")
+            ping = _ping_avg_ms("127.0.0.1")
+        ratios.append(ours / ping)
+    # Within 25 % of ping's. It may read below: probetop's loop spins for the
+    # last ~30 us before a send, so its send path runs warm where ping's wakes.
+    assert 0.5 <= statistics.median(ratios) <= 1.25, ratios
