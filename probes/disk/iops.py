@@ -58,6 +58,7 @@ from probetop.probes.disk.counters import (
     Snapshot,
     hist_percentiles,
 )
+from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.records import (
     DIRECTIONS,
     FIO_PERCENTILES,
@@ -69,6 +70,7 @@ from probetop.probes.disk.records import (
     pct_key,
 )
 from probetop.probes.disk.refusals import lock_devices
+from probetop.probes.disk.selftest import warm_up_kernels
 from probetop.probes.disk.settings import IopsSettings
 from probetop.probes.disk.steps import GRACE_S, run_step
 from probetop.probes.disk.target import (
@@ -82,12 +84,7 @@ from probetop.probes.disk.target import (
     resolve,
     target_errors,
 )
-from probetop.probes.disk.workers import (
-    Engine,
-    EnginePlan,
-    kernel_notes,
-    warm_up_kernels,
-)
+from probetop.probes.disk.workers import Engine, kernel_notes
 
 
 def fio_latency(stats: LatencyStats) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from probetop.probes.disk.records import (
     WarmupInterval,
     WarmupParams,
 )
+from probetop.probes.disk.selftest import warm_up_kernels
 from probetop.probes.disk.settings import WarmupSettings
 from probetop.probes.disk.steps import GRACE_S, run_step
 from probetop.probes.disk.target import Target, TargetWatch, target_errors
@@ -41,7 +42,7 @@ from probetop.probes.disk.warmup.pass_engine import PassEngine, Step
 from probetop.probes.disk.warmup.plateau import PlateauWatch
 from probetop.probes.disk.warmup.safety import check_target
 from probetop.probes.disk.warmup.summary import RunTotals
-from probetop.probes.disk.workers import kernel_notes, warm_up_kernels
+from probetop.probes.disk.workers import kernel_notes
 
 
 class WarmupProbe:
