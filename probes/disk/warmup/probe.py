@@ -35,7 +35,9 @@ from probetop.probes.disk.records import (
 from probetop.probes.disk.selftest import warm_up_kernels
 from probetop.probes.disk.settings import WarmupSettings
 from probetop.probes.disk.steps import GRACE_S, run_step
-from probetop.probes.disk.target import Target, TargetWatch, target_errors
+from probetop.probes.disk.target import Target
+from probetop.probes.disk.targeterrors import target_errors
+from probetop.probes.disk.targetwatch import TargetWatch
 from probetop.probes.disk.warmup.checkpointing import CheckpointKeeper
 from probetop.probes.disk.warmup.layout import PassLayout
 from probetop.probes.disk.warmup.pass_engine import PassEngine, Step
