@@ -31,21 +31,19 @@ from probetop.probes.core import stopsignals
 from probetop.probes.core.base import Emit, ProbeError
 from probetop.probes.core.limits import thread_stack
 from probetop.probes.core.sample import Status, now_ns
-from probetop.probes.icmp.records import (
-    KIND,
-    METRICS,
-    IcmpParams,
-    IcmpSummary,
-    IcmpTotals,
-    IntervalRow,
-    ResolvedTarget,
-    StreamTotals,
-)
+from probetop.probes.icmp.records import KIND, METRICS, IntervalRow
 from probetop.probes.icmp.settings import (
     STOP_DRAIN_S,
     STREAM_STACK_BYTES,
     IcmpSettings,
     reference_command,
+)
+from probetop.probes.icmp.summary import (
+    IcmpParams,
+    IcmpSummary,
+    IcmpTotals,
+    ResolvedTarget,
+    StreamTotals,
 )
 
 # How long ending streams get to leave their native loop (they re-read the
