@@ -66,7 +66,8 @@ from probetop.probes.http.request import (
     check_http_version,
     check_url,
 )
-from probetop.probes.http.settings import SPEC, HttpSettings, unsupported_message
+from probetop.probes.http.settings import HttpSettings
+from probetop.probes.http.spec import SPEC, unsupported_message
 from probetop.probes.http.status import (
     CLASS_LABELS,
     ERROR_MARKER_SHARE,
