@@ -32,7 +32,7 @@ class StreamProgress:
     """Where one stream's loop stood when it handed over an interval."""
 
     in_flight: int = 0
-    resolved: int = 0  # requests resolved in send order (engine.LoopState.resolved)
+    resolved: int = 0  # requests resolved in send order (loopstate.LoopState.resolved)
     send_end_ns: int = 0  # when sending stopped; 0 while it goes on
 
 
@@ -66,6 +66,7 @@ class _Stream(threading.Thread):
 
     def run(self) -> None:
         from probetop.probes.icmp import engine as eng
+        from probetop.probes.icmp import loopstate
         from probetop.probes.icmp.packet import checksum_partial, echo_request
 
         p = self.probe
@@ -76,7 +77,7 @@ class _Stream(threading.Thread):
             period_ns = 0 if rate is None else max(1, round(1e9 * p.settings.streams / rate))
             packet = echo_request(self.echo_id, p.settings.size, target.v6)
             addr = target.sockaddr()
-            config = eng.make_config(
+            config = loopstate.make_config(
                 fd=self.sock.fileno(),
                 v6=target.v6,
                 raw=p.mode == "raw",
@@ -91,7 +92,7 @@ class _Stream(threading.Thread):
             )
             # Spread paced streams over one period so N streams are not N-packet bursts.
             offset = period_ns * self.index // max(1, p.settings.streams)
-            loop = eng.LoopState(config, packet, addr, p.start_ns + offset, self.control)
+            loop = loopstate.LoopState(config, packet, addr, p.start_ns + offset, self.control)
             interval_ns = int(p.settings.interval_s * 1e9)
             k = 1
             t_prev = p.start_ns
@@ -198,9 +199,9 @@ def _warm_up_engine() -> None:
     with _warm:
         if _warmed:
             return
-        from probetop.probes.icmp import engine as eng
+        from probetop.probes.icmp import loopstate
 
-        cfg = eng.make_config(
+        cfg = loopstate.make_config(
             fd=-1,
             v6=False,
             raw=True,
@@ -213,5 +214,5 @@ def _warm_up_engine() -> None:
             checksum_partial=0,
             addr_len=16,
         )
-        eng.LoopState(cfg, bytes(8), bytes(16), 0).run_slice(0)  # deadline passed: no I/O
+        loopstate.LoopState(cfg, bytes(8), bytes(16), 0).run_slice(0)  # deadline passed: no I/O
         _warmed = True
