@@ -11,6 +11,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from probetop.probes.core.readback import as_number
+
 
 def _fits(value: Any, types: tuple[type, ...]) -> bool:
     if isinstance(value, bool) and bool not in types:
@@ -18,14 +20,8 @@ def _fits(value: Any, types: tuple[type, ...]) -> bool:
     return isinstance(value, types)
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
 def _count(value: Any) -> int | None:
-    number = _number(value)
+    number = as_number(value)
     return None if number is None or not math.isfinite(number) else int(number)
 
 

@@ -26,8 +26,8 @@ from probetop.probes.icmp.readback import (
     _error_counts,
     _error_routers,
     _float,
-    _number,
     _text,
+    as_number,
 )
 
 KIND = "icmp"
@@ -118,12 +118,12 @@ class RttStats:
         """Read ``{"min": ..., ...}`` back (anything else: all None)."""
         if not isinstance(d, Mapping):
             return cls()
-        return cls(*(_number(d.get(k)) for k in RTT_KEYS))
+        return cls(*(as_number(d.get(k)) for k in RTT_KEYS))
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> RttStats:
         """Read the ``rtt_*_us`` metrics of a sample's values."""
-        return cls(*(_number(values.get(f"rtt_{k}_us")) for k in RTT_KEYS))
+        return cls(*(as_number(values.get(f"rtt_{k}_us")) for k in RTT_KEYS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,10 +218,10 @@ class IcmpInterval:
         extra = extra if isinstance(extra, Mapping) else {}
         mode = extra.get("mode")
         return cls(
-            requests_per_s=_number(values.get(REQUESTS_PER_S)),
-            replies_per_s=_number(values.get(REPLIES_PER_S)),
-            pps=_number(values.get(PPS)),
-            loss_pct=_number(values.get(LOSS_PCT)),
+            requests_per_s=as_number(values.get(REQUESTS_PER_S)),
+            replies_per_s=as_number(values.get(REPLIES_PER_S)),
+            pps=as_number(values.get(PPS)),
+            loss_pct=as_number(values.get(LOSS_PCT)),
             lost=_count(values.get(LOST)),
             duplicates=_count(values.get(DUPLICATES)),
             reordered=_count(values.get(REORDERED)),
@@ -235,9 +235,9 @@ class IcmpInterval:
             rtt_hist=_buckets(extra.get("rtt_hist_us")),
             errors=_error_counts(extra.get("errors")),
             error_routers=_error_routers(extra.get("error_routers")),
-            jitter_avg_us=_number(values.get(JITTER_AVG_US)),
-            jitter_max_us=_number(values.get(JITTER_MAX_US)),
-            outage_s=_number(values.get(OUTAGE_S)),
+            jitter_avg_us=as_number(values.get(JITTER_AVG_US)),
+            jitter_max_us=as_number(values.get(JITTER_MAX_US)),
+            outage_s=as_number(values.get(OUTAGE_S)),
             rate_limit=_text(extra.get("rate_limit")),
         )
 
@@ -262,7 +262,7 @@ class IntervalRow:
     def from_dict(cls, row: Any) -> IntervalRow | None:
         if not isinstance(row, Mapping):
             return None
-        return cls(_number(row.get("t_s")) or 0.0, IcmpInterval.from_values(row))
+        return cls(as_number(row.get("t_s")) or 0.0, IcmpInterval.from_values(row))
 
 
 def _buckets(value: Any) -> tuple[RttBucket, ...] | None:
@@ -271,7 +271,7 @@ def _buckets(value: Any) -> tuple[RttBucket, ...] | None:
     out = []
     for b in value:
         if isinstance(b, (list, tuple)) and len(b) == 3:
-            low, high, n = (_number(x) for x in b)
+            low, high, n = (as_number(x) for x in b)
             if low is not None and high is not None and n is not None:
                 out.append(RttBucket(low, high, n))
     return tuple(out)

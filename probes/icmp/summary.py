@@ -22,8 +22,8 @@ from probetop.probes.icmp.readback import (
     _error_routers,
     _fits,
     _int,
-    _number,
     _text,
+    as_number,
 )
 from probetop.probes.icmp.records import (
     SOCKET_LABELS,
@@ -155,10 +155,10 @@ class StreamTotals:
             sent=_count(d.get("sent")) or 0,
             received=_count(d.get("received")) or 0,
             lost=_count(d.get("lost")) or 0,
-            loss_pct=_number(d.get("loss_pct")),
-            replies_per_second=_number(d.get("replies_per_second")),
-            rtt_avg_us=_number(d.get("rtt_avg_us")),
-            jitter_avg_us=_number(d.get("jitter_avg_us")),
+            loss_pct=as_number(d.get("loss_pct")),
+            replies_per_second=as_number(d.get("replies_per_second")),
+            rtt_avg_us=as_number(d.get("rtt_avg_us")),
+            jitter_avg_us=as_number(d.get("jitter_avg_us")),
             reference_command=_text(d.get("reference_command")),
         )
 
@@ -284,15 +284,15 @@ class IcmpSummary:
                 lost_early_by_wrap=_count(s.get("lost_early_by_wrap")) or 0,
                 pacing_missed=_count(s.get("pacing_missed")) or 0,
                 in_flight_at_end=_count(s.get("in_flight_at_end")) or 0,
-                loss_pct=_number(s.get("loss_pct")),
-                replies_per_second=_number(s.get("replies_per_second")),
-                requests_per_second=_number(s.get("requests_per_second")),
-                pps=_number(s.get("pps")),
+                loss_pct=as_number(s.get("loss_pct")),
+                replies_per_second=as_number(s.get("replies_per_second")),
+                requests_per_second=as_number(s.get("requests_per_second")),
+                pps=as_number(s.get("pps")),
                 rtt=RttStats.from_dict(s.get("rtt_us")),
                 errors=_error_counts(s.get("errors")),
                 error_routers=_error_routers(s.get("error_routers")),
-                duration_s=_number(s.get("duration_s")) or 0.0,
-                grace_s=_number(s.get("grace_s")) or 0.0,
+                duration_s=as_number(s.get("duration_s")) or 0.0,
+                grace_s=as_number(s.get("grace_s")) or 0.0,
                 streams=_count(s.get("streams")) or 0,
                 intervals=tuple(
                     row
@@ -300,10 +300,10 @@ class IcmpSummary:
                     if row is not None
                 ),
                 stopped_by=_text(s.get("stopped_by")) or "",
-                jitter_avg_us=_number(jitter.get("avg")),
-                jitter_max_us=_number(jitter.get("max")),
-                outage_s=_number(s.get("outage_s")),
-                drain_s=_number(s.get("drain_s")),
+                jitter_avg_us=as_number(jitter.get("avg")),
+                jitter_max_us=as_number(jitter.get("max")),
+                outage_s=as_number(s.get("outage_s")),
+                drain_s=as_number(s.get("drain_s")),
                 rate_limit=_text(s.get("rate_limit")),
                 per_stream=None
                 if not isinstance(per_stream, list)
