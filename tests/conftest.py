@@ -42,8 +42,8 @@ def native_loops_compiled() -> None:
     child process given ``--time N`` spends its N seconds measuring. The first
     run in a fresh clone compiles them inside that clock: over 20 s on a 2-core
     machine at a load average of 8, and the demo's iops pane stayed empty."""
-    from probetop.probes.disk.workers import warm_up_kernels
-    from probetop.probes.icmp.probe import warm_up_engine
+    from probetop.probes.disk.selftest import warm_up_kernels
+    from probetop.probes.icmp.stream import warm_up_engine
 
     warm_up_kernels()
     warm_up_engine()

@@ -23,6 +23,7 @@ from typing import Any
 
 from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.buckets import decode_runs, encode_runs
+from probetop.probes.core.readback import as_number
 from probetop.probes.core.sample import Sample, metric_key, split_key
 
 KIND = "cpu"
@@ -134,23 +135,17 @@ class CpuInterval:
         phase = extra.get("phase")
         summary = extra.get("phase_summary")
         return cls(
-            eps=_number(values.get(EPS)),
-            lat_pct_ms=_number(values.get(LAT_PCT_MS)),
-            lat_avg_ms=_number(values.get(LAT_AVG_MS)),
-            threads=int(_number(values.get(THREADS)) or 0),
-            per_thread_events=tuple(int(_number(n) or 0) for n in per_thread),
-            percentile=_number(extra.get("percentile")) or 95.0,
+            eps=as_number(values.get(EPS)),
+            lat_pct_ms=as_number(values.get(LAT_PCT_MS)),
+            lat_avg_ms=as_number(values.get(LAT_AVG_MS)),
+            threads=int(as_number(values.get(THREADS)) or 0),
+            per_thread_events=tuple(int(as_number(n) or 0) for n in per_thread),
+            percentile=as_number(extra.get("percentile")) or 95.0,
             full=bool(extra.get("full", True)),
-            total_events=int(_number(extra.get("total_events")) or 0),
+            total_events=int(as_number(extra.get("total_events")) or 0),
             engine=extra.get("engine") if isinstance(extra.get("engine"), str) else None,
             phase=phase if isinstance(phase, int) else None,
             phase_summary=summary if isinstance(summary, Mapping) else None,
             lat_hist=decode_runs(extra.get("lat_hist")),
-            lat_sum_ms=_number(extra.get("lat_sum_ms")),
+            lat_sum_ms=as_number(extra.get("lat_sum_ms")),
         )
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)

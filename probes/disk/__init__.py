@@ -40,6 +40,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.disk.capacity import MIN_INTERVAL_S
+from probetop.probes.disk.filelayout import make_data_file
 from probetop.probes.disk.passes import (
     OUTCOMES,
     Outcome,
@@ -95,7 +96,7 @@ from probetop.probes.disk.settings import (
     WarmupSettings,
     names_target,
 )
-from probetop.probes.disk.target import format_size, make_data_file, parse_range, parse_size
+from probetop.probes.disk.sizes import format_size, parse_range, parse_size
 from probetop.probes.disk.units import bandwidth as fio_bandwidth
 from probetop.probes.disk.units import count as fio_count
 from probetop.probes.disk.units import num2str

@@ -10,9 +10,10 @@ Contract:
   latencies per I/O, fio's: clat (from the end of the submitting call to the
   reaping call; the whole pread/pwrite for psync), slat (the submitting call,
   asynchronous engines only) and lat (both).
-- ``Engine.snapshot()`` (``probes/disk/workers.py``) sums the jobs into a
-  ``Snapshot``: per direction a ``DirectionTotals`` with a ``LatencyStats``
-  per latency; deltas come from ``minus``.
+- ``sum_jobs`` (what ``Engine.snapshot()`` in ``probes/disk/workers.py``
+  returns) sums the jobs into a ``Snapshot``: per direction a
+  ``DirectionTotals`` with a ``LatencyStats`` per latency; deltas come from
+  ``minus``.
 - ``hist_percentiles`` reads percentiles from a histogram the way fio does;
   ``bucket_value_ns`` is the value fio reports for a bucket.
 """
@@ -197,3 +198,27 @@ class Snapshot:
 
     t_ns: int
     dirs: tuple[DirectionTotals, DirectionTotals]
+
+
+def sum_jobs(t_ns: int, cnt: np.ndarray, flt: np.ndarray, hist: np.ndarray) -> Snapshot:
+    """The ``Snapshot`` at ``t_ns`` of every job's counters summed: ``cnt`` and
+    ``flt`` (jobs, direction, slot) copies of the loops' arrays, ``hist`` the
+    histograms already summed over the jobs (direction, bucket)."""
+    dirs = []
+    for d in (READ, WRITE):
+        ios = int(cnt[:, d, C_IOS].sum())
+        slat_n = int(cnt[:, d, C_SLAT_N].sum())
+        per_job, sums = cnt[:, d], flt[:, d]
+        dirs.append(
+            DirectionTotals(
+                ios=ios,
+                bytes=int(cnt[:, d, C_BYTES].sum()),
+                errors=int(cnt[:, d, C_ERRORS].sum()),
+                bad_sectors=int(cnt[:, d, C_BAD_SECTORS].sum()),
+                clat=latency_stats(per_job, sums, ios, C_LAT_MIN, C_LAT_MAX, F_LAT_SUM),
+                slat=latency_stats(per_job, sums, slat_n, C_SLAT_MIN, C_SLAT_MAX, F_SLAT_SUM),
+                lat=latency_stats(per_job, sums, ios, C_TLAT_MIN, C_TLAT_MAX, F_TLAT_SUM),
+                hist=hist[d].copy(),
+            )
+        )
+    return Snapshot(t_ns, (dirs[0], dirs[1]))

@@ -58,6 +58,9 @@ from probetop.probes.disk.counters import (
     Snapshot,
     hist_percentiles,
 )
+from probetop.probes.disk.engineplan import EnginePlan
+from probetop.probes.disk.filelayout import Layout
+from probetop.probes.disk.freespace import allocation_needed, check_room
 from probetop.probes.disk.records import (
     DIRECTIONS,
     FIO_PERCENTILES,
@@ -69,25 +72,14 @@ from probetop.probes.disk.records import (
     pct_key,
 )
 from probetop.probes.disk.refusals import lock_devices
+from probetop.probes.disk.selftest import warm_up_kernels
 from probetop.probes.disk.settings import IopsSettings
+from probetop.probes.disk.sizes import format_size
 from probetop.probes.disk.steps import GRACE_S, run_step
-from probetop.probes.disk.target import (
-    Layout,
-    Target,
-    TargetWatch,
-    allocation_needed,
-    check_room,
-    describe_os_error,
-    format_size,
-    resolve,
-    target_errors,
-)
-from probetop.probes.disk.workers import (
-    Engine,
-    EnginePlan,
-    kernel_notes,
-    warm_up_kernels,
-)
+from probetop.probes.disk.target import Target, resolve
+from probetop.probes.disk.targeterrors import describe_os_error, target_errors
+from probetop.probes.disk.targetwatch import TargetWatch
+from probetop.probes.disk.workers import Engine, kernel_notes
 
 
 def fio_latency(stats: LatencyStats) -> dict[str, Any]:

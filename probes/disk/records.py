@@ -22,6 +22,7 @@ from typing import Any
 
 from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.buckets import decode_runs, encode_runs
+from probetop.probes.core.readback import as_number
 from probetop.probes.core.sample import Sample
 
 IOPS_KIND = "iops"
@@ -157,22 +158,22 @@ class IopsInterval:
             pct = clat.get(name)
             pct = pct if isinstance(pct, Mapping) else {}
             rates[name] = DirectionRates(
-                iops=_number(values.get(keys.iops)),
-                bps=_number(values.get(keys.bps)),
-                clat_p50_us=_number(values.get(keys.clat_p50_us)),
-                clat_p99_us=_number(values.get(keys.clat_p99_us)),
-                clat_mean_us=_number(values.get(keys.clat_mean_us)),
-                clat_us={str(k): float(v) for k, v in pct.items() if _number(v) is not None},
+                iops=as_number(values.get(keys.iops)),
+                bps=as_number(values.get(keys.bps)),
+                clat_p50_us=as_number(values.get(keys.clat_p50_us)),
+                clat_p99_us=as_number(values.get(keys.clat_p99_us)),
+                clat_mean_us=as_number(values.get(keys.clat_mean_us)),
+                clat_us={str(k): float(v) for k, v in pct.items() if as_number(v) is not None},
                 clat_hist=decode_runs(hists.get(name)),
             )
         percentiles = extra.get("percentiles")
         return cls(
             read=rates["read"],
             write=rates["write"],
-            errors_per_s=_number(values.get(IOPS_ERRORS)),
+            errors_per_s=as_number(values.get(IOPS_ERRORS)),
             ramp=bool(extra.get("ramp", False)),
             percentiles=(
-                tuple(float(p) for p in percentiles if _number(p) is not None)
+                tuple(float(p) for p in percentiles if as_number(p) is not None)
                 if isinstance(percentiles, list)
                 else FIO_PERCENTILES
             ),
@@ -268,10 +269,10 @@ class IopsParams:
             size=_int(p.get("size")),
             direct=p.get("direct") if isinstance(p.get("direct"), bool) else None,
             sync=bool(p.get("sync", False)),
-            time_s=_number(p.get("time_s")),
-            ramp_s=_number(p.get("ramp_s")) or 0.0,
+            time_s=as_number(p.get("time_s")),
+            ramp_s=as_number(p.get("ramp_s")) or 0.0,
             rate_iops=_int(p.get("rate_iops")),
-            interval_s=_number(p.get("interval_s")) or 1.0,
+            interval_s=as_number(p.get("interval_s")) or 1.0,
             engine=_str(p.get("engine")) or ("libaio" if iodepth > 1 else "psync"),
             backing_device=_str(p.get("backing_device")),
         )
@@ -317,11 +318,11 @@ class Plateau:
     def from_dict(cls, d: Mapping[str, Any]) -> Plateau:
         return cls(
             criterion=_str(d.get("criterion")),
-            window_s=_number(d.get("window_s")),
+            window_s=as_number(d.get("window_s")),
             state=_str(d.get("state")),
-            reached_at_s=_number(d.get("reached_at_s")),
-            reached_at_bytes=_number(d.get("reached_at_bytes")),
-            left_at_s=_number(d.get("left_at_s")),
+            reached_at_s=as_number(d.get("reached_at_s")),
+            reached_at_bytes=as_number(d.get("reached_at_bytes")),
+            left_at_s=as_number(d.get("left_at_s")),
         )
 
 
@@ -383,16 +384,18 @@ class WarmupInterval:
         cells = extra.get("map")
         plateau = extra.get("plateau")
         return cls(
-            bw_bps=_number(values.get(WARMUP_BW)),
-            iops=_number(values.get(WARMUP_IOPS)),
-            progress_pct=_number(values.get(PROGRESS_PCT)),
-            done_bytes=_number(values.get(DONE_BYTES)),
-            total_bytes=_number(values.get(TOTAL_BYTES)),
-            eta_s=_number(values.get(ETA_S)),
-            elapsed_s=_number(values.get(ELAPSED_S)),
-            errors=_number(values.get(WARMUP_ERRORS)),
+            bw_bps=as_number(values.get(WARMUP_BW)),
+            iops=as_number(values.get(WARMUP_IOPS)),
+            progress_pct=as_number(values.get(PROGRESS_PCT)),
+            done_bytes=as_number(values.get(DONE_BYTES)),
+            total_bytes=as_number(values.get(TOTAL_BYTES)),
+            eta_s=as_number(values.get(ETA_S)),
+            elapsed_s=as_number(values.get(ELAPSED_S)),
+            errors=as_number(values.get(WARMUP_ERRORS)),
             pass_name=_str(extra.get("pass")) or "",
-            done_map=(tuple(_number(c) or 0.0 for c in cells) if isinstance(cells, list) else None),
+            done_map=(
+                tuple(as_number(c) or 0.0 for c in cells) if isinstance(cells, list) else None
+            ),
             plateau=plateau if isinstance(plateau, Mapping) else {},
             plateau_state=_str(extra.get("plateau_state")),
             bad_sectors=_int(extra.get("bad_sectors")) or 0,
@@ -463,12 +466,12 @@ class WarmupParams:
             direct=p.get("direct") if isinstance(p.get("direct"), bool) else None,
             resume=bool(p.get("resume", False)),
             checkpoint=_str(p.get("checkpoint")),
-            time_s=_number(p.get("time_s")),
+            time_s=as_number(p.get("time_s")),
             rate_iops=_int(p.get("rate_iops")),
             steadystate=_str(p.get("steadystate")) or "",
-            ss_dur=_number(p.get("ss_dur")) or 0.0,
-            ss_ramp=_number(p.get("ss_ramp")) or 0.0,
-            interval_s=_number(p.get("interval_s")) or 1.0,
+            ss_dur=as_number(p.get("ss_dur")) or 0.0,
+            ss_ramp=as_number(p.get("ss_ramp")) or 0.0,
+            interval_s=as_number(p.get("interval_s")) or 1.0,
             backing_device=_str(p.get("backing_device")),
         )
 
@@ -479,12 +482,6 @@ class WarmupParams:
 def _params(info: Mapping[str, Any]) -> Mapping[str, Any]:
     params = info.get("params")
     return params if isinstance(params, Mapping) else {}
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
 
 
 def _int(value: Any) -> int | None:

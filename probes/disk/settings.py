@@ -36,8 +36,8 @@ from probetop.probes.core.options import (
 )
 from probetop.probes.disk import ioengines
 from probetop.probes.disk.capacity import check_bs, check_interval, check_seconds
+from probetop.probes.disk.sizes import parse_range
 from probetop.probes.disk.steady import DEFAULT_SPEC, SteadyState
-from probetop.probes.disk.target import parse_range
 
 RW_MODES = ("read", "write", "randread", "randwrite", "randrw", "rw")
 PASSES = ("read", "write", "write+read", "randwrite")

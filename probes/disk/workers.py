@@ -1,4 +1,8 @@
-"""The native I/O engine shared by the IOPS probe and the volume warm-up.
+"""The native I/O engine shared by the IOPS probe and the volume warm-up:
+its loops loaded, its worker threads run, stopped and read.
+
+What it runs is ``engineplan.EnginePlan``; the loops run once before any
+clock and a plan run in one call are ``selftest``.
 
 Contract:
 - ``Engine(plan)`` runs ``plan.jobs`` worker threads. Each thread calls a
@@ -18,12 +22,12 @@ Contract:
   checkpoint redoes at most the I/Os that were in flight.
 - ``compile_kernels()`` loads the loops (probes/disk/native.py) before any
   clock starts: numba compiles them the first time (seconds) and caches them
-  on disk; ``warm_up_kernels()`` also runs them once on a temp file.
+  on disk; ``selftest.warm_up_kernels()`` also runs them once on a temp file.
 - ``stop()`` + ``join(timeout)`` end every worker thread: each loop looks at
   its stop word at least every 100 ms (probes/disk/native.py). After a stop,
   ``join_stopped(grace_s)`` waits ``grace_s``, and longer (up to
-  ``STARVED_CAP_S``) while a worker left is runnable: short of CPU on a
-  loaded machine is not "blocked by the device". A worker blocked in the
+  ``STARVED_CAP_S``) while a worker left is runnable (``iothreads``): short
+  of CPU on a loaded machine is not "blocked by the device". A worker blocked in the
   kernel past that (a hung device) is a daemon thread: it never keeps the
   process alive, and its fds and buffers stay open until it ends; the last
   worker to end then closes them (``join`` closes nothing while one lives).
@@ -43,35 +47,19 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import fcntl
 import gc
 import mmap
 import os
 import platform
-import stat
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from probetop.probes.core.base import ProbeError
 from probetop.probes.disk.counters import (
-    C_BAD_SECTORS,
-    C_BYTES,
     C_ERRORS,
-    C_IOS,
-    C_LAT_MAX,
-    C_LAT_MIN,
-    C_SLAT_MAX,
-    C_SLAT_MIN,
-    C_SLAT_N,
-    C_TLAT_MAX,
-    C_TLAT_MIN,
-    F_LAT_SUM,
-    F_SLAT_SUM,
-    F_TLAT_SUM,
     FATAL_ERRNOS,
     HIST_BUCKETS,
     K_ERR_DIR,
@@ -85,11 +73,15 @@ from probetop.probes.disk.counters import (
     N_CONTROL,
     N_COUNTERS,
     N_FLOATS,
-    READ,
-    WRITE,
-    DirectionTotals,
     Snapshot,
-    latency_stats,
+    sum_jobs,
+)
+from probetop.probes.disk.engineplan import EnginePlan, _chunks, _open_target
+from probetop.probes.disk.iothreads import (
+    _STATE_POLL_S,
+    STARVED_CAP_S,
+    _runnable,
+    _yield_to_control,
 )
 from probetop.probes.disk.records import DIRECTIONS
 from probetop.probes.disk.steps import wait_threads
@@ -149,183 +141,7 @@ def _build_kernels() -> dict[str, Any]:
     }
 
 
-def warm_up_kernels() -> None:
-    """Compile and run both loops once on a tiny temp file, so no JIT happens
-    once a clock runs. Idempotent."""
-    if _KERNELS.get("warm"):
-        return
-    compile_kernels()
-    try:
-        _self_test()
-    except OSError as exc:
-        raise NativeCodeError(f"the native I/O loop failed its self-test: {exc}") from None
-    _KERNELS["warm"] = True
-
-
-def _scratch_file() -> Any:
-    """An 8 KiB scratch file for the self-test: in memory (memfd) when the kernel
-    has it, so no filesystem needs to be writable; else a temp file."""
-    import tempfile
-
-    memfd = getattr(os, "memfd_create", None)
-    if memfd is not None:
-        try:
-            return os.fdopen(memfd("probetop-selftest", os.MFD_CLOEXEC), "w+b")
-        except OSError:
-            pass
-    return tempfile.TemporaryFile()
-
-
-def _self_test() -> None:
-    with _scratch_file() as f:
-        f.truncate(8192)
-        plan = EnginePlan(
-            path=f"/proc/self/fd/{f.fileno()}",
-            bs=4096,
-            readpct=50,
-            seq=True,  # a finite pass: the loops run to the end, so they compile now
-            wrap=False,
-            extents=[(0, 8192)],
-            direct=False,
-            stamp=True,
-            verify=True,
-        )
-        from probetop.probes.disk import uring
-
-        engines = [("psync", 1), ("libaio", 2)]
-        if uring.probe() is None:
-            engines.append(("io_uring", 2))
-        for engine, depth in engines:
-            plan.ioengine, plan.iodepth = engine, depth
-            eng = Engine(plan)
-            eng.start()
-            eng.finished.wait(600)
-            eng.join(5.0)
-            if eng.failures:
-                raise OSError("; ".join(eng.failures))
-
-
-# -- Python side --------------------------------------------------------------
-
-
-@dataclass
-class EnginePlan:
-    """What to run. ``extents`` are [start, end) byte ranges: for time-based
-    runs (``wrap``) the first is the area I/O goes to; otherwise the work list."""
-
-    path: str
-    bs: int
-    extents: list[tuple[int, int]]
-    jobs: int = 1
-    iodepth: int = 1
-    readpct: int = 100  # share of reads in percent: 100 read, 0 write
-    seq: bool = False
-    wrap: bool = True
-    direct: bool = True
-    sync: bool = False
-    stamp: bool = False
-    verify: bool = False
-    stop_on_error: bool = False
-    chunk_bytes: int = 0  # 0: split the work evenly, a few chunks per job
-    rate_iops: int = 0  # per job, as fio's --rate_iops; 0 = as fast as possible
-    seed: int = 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF
-    exclusive: bool = False  # O_EXCL on the first descriptor (block device writes)
-    ioengine: str = ""  # psync, libaio or io_uring; "": psync at iodepth 1, else libaio
-
-    @property
-    def engine(self) -> str:
-        """The engine the loops run (fio's name)."""
-        return self.ioengine or ("psync" if self.iodepth == 1 else "libaio")
-
-    @property
-    def writes(self) -> bool:
-        return self.readpct < 100
-
-
-WORKER_NICE = 19  # I/O threads, when there are more of them than CPUs
-STARVED_CAP_S = 10.0
-"""How long after a stop ``Engine.join_stopped`` waits at most for workers
-that are still runnable (waiting for a CPU, not for the device): at a load
-average of 17 on 2 cores a stopped worker took over 1 s to be scheduled
-and end, and was reported as blocked by the device. Bounded: the callers
-wait on the event loop, and a stop must still end the run."""
-_STATE_POLL_S = 0.05
-
-
-def _runnable(thread: threading.Thread) -> bool:
-    """Whether ``thread`` is running or waiting for a CPU (state R in
-    /proc), as opposed to sleeping on I/O (S, D). False if unknown."""
-    try:
-        with open(f"/proc/self/task/{thread.native_id}/stat", "rb") as f:
-            stat_line = f.read()
-    except OSError:
-        return False
-    # "tid (comm) S ...": the name may hold spaces and parentheses.
-    state = stat_line.rfind(b")") + 2
-    return stat_line[state : state + 1] == b"R"
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _yield_to_control(jobs: int) -> None:
-    """With at least as many I/O threads as CPUs, this thread (an I/O worker)
-    lowers its own priority (nice 19), so the event loop thread (sampling,
-    the UI, a stop) always gets CPU: 64 spinning workers on 2 CPUs left it
-    ~3 % of a core, and a SIGINT took 5 s to act. Only CPU-bound runs are
-    affected (page cache, tmpfs, sparse files); a worker waiting on a device
-    sleeps whatever its priority."""
-    if jobs < _cpus():
-        return
-    try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid), WORKER_NICE))
-    except (AttributeError, OSError):
-        pass
-
-
-def _open_target(plan: EnginePlan, *, exclusive: bool) -> int:
-    """One descriptor on the target. Opened non-blocking and checked, so a path
-    swapped for a FIFO fails instead of hanging; O_EXCL when ``exclusive``."""
-    flags = _open_flags(plan) | os.O_NONBLOCK | (os.O_EXCL if exclusive else 0)
-    fd = os.open(plan.path, flags)
-    try:
-        st = os.fstat(fd)
-        if not (stat.S_ISREG(st.st_mode) or stat.S_ISBLK(st.st_mode)):
-            raise OSError(errno.EINVAL, f"{plan.path} is not a regular file or block device")
-        fl = fcntl.fcntl(fd, fcntl.F_GETFL)
-        fcntl.fcntl(fd, fcntl.F_SETFL, fl & ~os.O_NONBLOCK)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _open_flags(plan: EnginePlan) -> int:
-    flags = os.O_RDWR if plan.writes else os.O_RDONLY
-    if plan.direct:
-        flags |= os.O_DIRECT
-    if plan.sync:
-        flags |= os.O_SYNC
-    return flags | getattr(os, "O_CLOEXEC", 0)
-
-
-def _chunks(extents: Sequence[tuple[int, int]], size: int, bs: int) -> list[tuple[int, int]]:
-    out = []
-    for start, end in extents:
-        pos = start
-        while pos < end:
-            stop = min(end, pos + size)
-            # Keep chunk boundaries on block boundaries (relative to the extent).
-            if stop < end:
-                stop = start + ((stop - start) // bs) * bs or min(end, start + bs)
-            out.append((pos, stop))
-            pos = stop
-    return out
+# -- the engine ---------------------------------------------------------------
 
 
 class Engine:
@@ -595,27 +411,7 @@ class Engine:
     # -- readings --
     def snapshot(self, t_ns: int) -> Snapshot:
         """Sum every job's cumulative counters (a copy; the loops keep going)."""
-        cnt = self.cnt.copy()
-        flt = self.flt.copy()
-        hist = self.hist.sum(axis=0)
-        dirs = []
-        for d in (READ, WRITE):
-            ios = int(cnt[:, d, C_IOS].sum())
-            slat_n = int(cnt[:, d, C_SLAT_N].sum())
-            per_job, sums = cnt[:, d], flt[:, d]
-            dirs.append(
-                DirectionTotals(
-                    ios=ios,
-                    bytes=int(cnt[:, d, C_BYTES].sum()),
-                    errors=int(cnt[:, d, C_ERRORS].sum()),
-                    bad_sectors=int(cnt[:, d, C_BAD_SECTORS].sum()),
-                    clat=latency_stats(per_job, sums, ios, C_LAT_MIN, C_LAT_MAX, F_LAT_SUM),
-                    slat=latency_stats(per_job, sums, slat_n, C_SLAT_MIN, C_SLAT_MAX, F_SLAT_SUM),
-                    lat=latency_stats(per_job, sums, ios, C_TLAT_MIN, C_TLAT_MAX, F_TLAT_SUM),
-                    hist=hist[d].copy(),
-                )
-            )
-        return Snapshot(t_ns, (dirs[0], dirs[1]))
+        return sum_jobs(t_ns, self.cnt.copy(), self.flt.copy(), self.hist.sum(axis=0))
 
     def reset_min_max(self) -> None:
         """Start min/max latency afresh (after a ramp). A race with the loop only
@@ -661,19 +457,3 @@ class Engine:
     def first_bad_offset(self) -> int | None:
         bad = [int(x) for x in self.ctl[:, K_FIRST_BAD] if x >= 0]
         return min(bad) if bad else None
-
-
-def run_blocking(plan: EnginePlan, seconds: float) -> tuple[Snapshot, float]:
-    """Run ``plan`` in this thread for ``seconds`` (or until its work list ends);
-    return the final snapshot and the seconds it ran. For benchmarks and tests."""
-    warm_up_kernels()
-    engine = Engine(plan)
-    engine.start()
-    t0 = time.monotonic_ns()
-    try:
-        engine.finished.wait(seconds)
-    finally:
-        engine.stop()
-        engine.join()
-    t1 = engine.finished_ns or time.monotonic_ns()
-    return engine.snapshot(t1), (t1 - t0) / 1e9

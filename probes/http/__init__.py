@@ -29,6 +29,7 @@ behind it:
 Importing this package is cheap: pycurl loads when a request is made.
 """
 
+from probetop.probes.http.errorkinds import ERROR_KINDS, EXIT_CODES
 from probetop.probes.http.inputs import HttpUrlError
 from probetop.probes.http.load_probe import HttpLoadProbe
 from probetop.probes.http.load_records import (
@@ -42,6 +43,7 @@ from probetop.probes.http.load_records import (
 from probetop.probes.http.load_report import load_json_report, render_load_report
 from probetop.probes.http.load_settings import MAX_RATE, LoadSettings
 from probetop.probes.http.probe import HttpProbe
+from probetop.probes.http.pycurlb import pycurlb_document
 from probetop.probes.http.records import (
     ERRORS,
     HTTP_CODE,
@@ -64,7 +66,8 @@ from probetop.probes.http.request import (
     check_http_version,
     check_url,
 )
-from probetop.probes.http.settings import SPEC, HttpSettings, unsupported_message
+from probetop.probes.http.settings import HttpSettings
+from probetop.probes.http.spec import SPEC, unsupported_message
 from probetop.probes.http.status import (
     CLASS_LABELS,
     ERROR_MARKER_SHARE,
@@ -72,13 +75,7 @@ from probetop.probes.http.status import (
     StatusClass,
     classify,
 )
-from probetop.probes.http.transfer import (
-    ERROR_KINDS,
-    EXIT_CODES,
-    Exchange,
-    fetch,
-    pycurlb_document,
-)
+from probetop.probes.http.transfer import Exchange, fetch
 from probetop.probes.http.waterfall import render_exchange, use_colour
 
 __all__ = [

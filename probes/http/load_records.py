@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probetop.probes.core.base import MetricSpec
+from probetop.probes.core.readback import as_number
 from probetop.probes.core.sample import Sample, metric_key, split_key
 from probetop.probes.http.load_hist import Histogram
 from probetop.probes.http.status import (
@@ -138,7 +139,7 @@ class ClassLatency:
         if not isinstance(raw, Mapping):
             return cls()
         return cls(
-            count=int(_number(raw.get("count")) or 0),
+            count=int(as_number(raw.get("count")) or 0),
             corrected_ms=_table(raw.get("corrected_ms")),
             service_ms=_table(raw.get("service_ms")),
         )
@@ -343,34 +344,34 @@ class LoadInterval:
         for key, value in values.items():
             name, entity = split_key(key)
             if name == RESPONSES and entity is not None:
-                counts[entity] = int(_number(value) or 0)
+                counts[entity] = int(as_number(value) or 0)
         classes = _classes(extra.get("classes"))
         for name, n in counts.items():  # a sample without tables still has its counts
             cls_ = _status_class(name)
             if cls_ is not None and cls_ not in classes and n:
                 classes[cls_] = ClassLatency(count=n)
-        lag = _number(values.get(GEN_LAG_P99_MS))
+        lag = as_number(values.get(GEN_LAG_P99_MS))
         return cls(
-            target_rps=_number(values.get(TARGET_RPS)) or 0.0,
+            target_rps=as_number(values.get(TARGET_RPS)) or 0.0,
             seconds=seconds,
             scheduled=_int(extra.get("scheduled")),
-            sent=_int(extra.get("sent"), round((_number(values.get(SENT_RPS)) or 0) * seconds)),
-            done=_int(extra.get("done"), round((_number(values.get(DONE_RPS)) or 0) * seconds)),
+            sent=_int(extra.get("sent"), round((as_number(values.get(SENT_RPS)) or 0) * seconds)),
+            done=_int(extra.get("done"), round((as_number(values.get(DONE_RPS)) or 0) * seconds)),
             classes=classes,
             run=_classes(extra.get("run")),
             errors=_counts(extra.get("errors")),
             codes=_counts(extra.get("codes")),
             phases_ms=_phases(extra.get("phases_ms")),
             in_flight_max=_int(values.get(IN_FLIGHT)),
-            in_flight_mean=_number(values.get(IN_FLIGHT_MEAN)),
+            in_flight_mean=as_number(values.get(IN_FLIGHT_MEAN)),
             backlog=_int(values.get(BACKLOG)),
             waited=_int(values.get(WAITED)),
             connects=_int(values.get(CONNECTS)),
             gen_lag_p99_ms=lag,
-            gen_cpu_pct=_number(values.get(GEN_CPU_PCT)),
-            gen_busy_pct=_number(values.get(GEN_BUSY_PCT)),
-            gen_wait_pct=_number(values.get(GEN_WAIT_PCT)),
-            generator_limited=bool(_number(values.get(GENERATOR_LIMITED))),
+            gen_cpu_pct=as_number(values.get(GEN_CPU_PCT)),
+            gen_busy_pct=as_number(values.get(GEN_BUSY_PCT)),
+            gen_wait_pct=as_number(values.get(GEN_WAIT_PCT)),
+            generator_limited=bool(as_number(values.get(GENERATOR_LIMITED))),
             final=extra.get("final") is True,
             unfinished=_int(extra.get("unfinished")),
             unsent=_int(extra.get("unsent")),
@@ -415,10 +416,10 @@ class LoadParams:
         return cls(
             url=str(params.get("url") or ""),
             label=str(label) if label else None,
-            rate=_number(params.get("rate")) or 0.0,
+            rate=as_number(params.get("rate")) or 0.0,
             connections=_int(params.get("connections")),
-            time_s=_number(params.get("time_s")),
-            interval_s=_number(params.get("interval_s")) or 1.0,
+            time_s=as_number(params.get("time_s")),
+            interval_s=as_number(params.get("interval_s")) or 1.0,
             connection=str(params.get("connection") or "reuse"),
             request=request if isinstance(request, Mapping) else {},
         )
@@ -428,14 +429,8 @@ def _ms(us: float | None) -> float | None:
     return None if us is None else round(us / 1000.0, 3)
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
 def _int(value: Any, default: int = 0) -> int:
-    number = _number(value)
+    number = as_number(value)
     return default if number is None else int(number)
 
 
@@ -449,7 +444,7 @@ def _status_class(name: str) -> StatusClass | None:
 def _table(raw: Any) -> dict[str, float | None]:
     if not isinstance(raw, Mapping):
         return {}
-    return {str(k): _number(v) for k, v in raw.items()}
+    return {str(k): as_number(v) for k, v in raw.items()}
 
 
 def _counts(raw: Any) -> dict[str, int]:

@@ -64,10 +64,12 @@ import time
 from typing import Any
 
 from probetop.probes.http.closing import DeferredClose
+from probetop.probes.http.curlinfo import printable
+from probetop.probes.http.errorkinds import error_kind, status_kind
 from probetop.probes.http.load_hist import Histogram
 from probetop.probes.http.request import HttpRequest, configure
 from probetop.probes.http.status import StatusClass, classify
-from probetop.probes.http.transfer import PHASES, error_kind, phases_us, printable, status_kind
+from probetop.probes.http.transfer import PHASES, phases_us
 
 # Longest sleep of the loop: how soon a SIGTERM is noticed.
 MAX_WAIT_S = 0.05

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probetop.probes.core.base import MetricSpec
+from probetop.probes.core.readback import as_number
 from probetop.probes.core.sample import Sample, metric_key, split_key
 
 KIND = "http"
@@ -114,14 +115,14 @@ class UrlRun:
             return None
         classes = raw.get("classes")
         return cls(
-            classes={str(k): int(_number(v) or 0) for k, v in classes.items()}
+            classes={str(k): int(as_number(v) or 0) for k, v in classes.items()}
             if isinstance(classes, Mapping)
             else {},
-            discarded=int(_number(raw.get("discarded")) or 0),
-            skipped=int(_number(raw.get("skipped")) or 0),
-            jitter_mean_ms=_number(raw.get("jitter_mean_ms")),
-            jitter_max_ms=_number(raw.get("jitter_max_ms")),
-            outage_s=_number(raw.get("outage_s")) or 0.0,
+            discarded=int(as_number(raw.get("discarded")) or 0),
+            skipped=int(as_number(raw.get("skipped")) or 0),
+            jitter_mean_ms=as_number(raw.get("jitter_mean_ms")),
+            jitter_max_ms=as_number(raw.get("jitter_max_ms")),
+            outage_s=as_number(raw.get("outage_s")) or 0.0,
         )
 
 
@@ -243,17 +244,17 @@ class HttpInterval:
                 continue
             fields = found.setdefault(label, {"phases": {}})
             if name in _PHASE_OF_METRIC:
-                fields["phases"][_PHASE_OF_METRIC[name]] = _number(value)
+                fields["phases"][_PHASE_OF_METRIC[name]] = as_number(value)
             else:
                 fields[name] = value
         every_ttfb = _series_map(extra.get(_EXTRA_TTFB))
         every_total = _series_map(extra.get(_EXTRA_TOTAL))
         urls = []
         for label, fields in found.items():
-            ttfb, total = _number(fields.get(TTFB_MS)), _number(fields.get(TOTAL_MS))
+            ttfb, total = as_number(fields.get(TTFB_MS)), as_number(fields.get(TOTAL_MS))
             code: int | None = None
             if HTTP_CODE in fields:
-                code = int(_number(fields[HTTP_CODE]) or 0)
+                code = int(as_number(fields[HTTP_CODE]) or 0)
             urls.append(
                 UrlInterval(
                     label=label,
@@ -261,8 +262,8 @@ class HttpInterval:
                     ttfb_ms=ttfb,
                     total_ms=total,
                     http_code=code,
-                    requests=int(_number(fields.get(REQUESTS)) or 0),
-                    errors=int(_number(fields.get(ERRORS)) or 0),
+                    requests=int(as_number(fields.get(REQUESTS)) or 0),
+                    errors=int(as_number(fields.get(ERRORS)) or 0),
                     every_ttfb_ms=every_ttfb.get(label, ()) if every_ttfb else (ttfb,),
                     every_total_ms=every_total.get(label, ()) if every_total else (total,),
                 )
@@ -271,8 +272,8 @@ class HttpInterval:
         # per-URL series (and older recordings pooled them over URLs).
         return cls(
             urls=tuple(urls),
-            requests=int(_number(values.get(REQUESTS)) or 0),
-            errors=int(_number(values.get(ERRORS)) or 0),
+            requests=int(as_number(values.get(REQUESTS)) or 0),
+            errors=int(as_number(values.get(ERRORS)) or 0),
             error_counts=_error_counts(extra.get(_EXTRA_ERRORS)),
             run=_runs(extra.get(_EXTRA_RUN)),
         )
@@ -321,23 +322,17 @@ class HttpParams:
             labels=tuple(str(lb) if lb else None for lb in labels)
             if isinstance(labels, list)
             else (),
-            interval_s=_number(params.get("interval_s")) or 1.0,
+            interval_s=as_number(params.get("interval_s")) or 1.0,
             count=count if isinstance(count, int) and not isinstance(count, bool) else None,
             connection=str(params.get("connection") or "fresh"),
             request=request if isinstance(request, Mapping) else {},
-            warmup=int(_number(params.get("warmup")) or 0),
+            warmup=int(as_number(params.get("warmup")) or 0),
             include_errors=params.get("include_errors") is True,
         )
 
 
 def _median_of(found: Slowest) -> float:
     return found.median_ms
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
 
 
 def _series_map(raw: Any) -> dict[str, tuple[float | None, ...]]:
@@ -347,7 +342,7 @@ def _series_map(raw: Any) -> dict[str, tuple[float | None, ...]]:
     out: dict[str, tuple[float | None, ...]] = {}
     for label, series in raw.items():
         if isinstance(series, Sequence) and not isinstance(series, str):
-            out[str(label)] = tuple(_number(v) for v in series)
+            out[str(label)] = tuple(as_number(v) for v in series)
     return out
 
 
@@ -368,5 +363,5 @@ def _error_counts(raw: Any) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for label, kinds in raw.items():
         if isinstance(kinds, Mapping):
-            out[str(label)] = {str(k): int(_number(n) or 0) for k, n in kinds.items()}
+            out[str(label)] = {str(k): int(as_number(n) or 0) for k, n in kinds.items()}
     return out

@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.stats import percentile, population_stddev
+from probetop.probes.http.errorkinds import status_kind
 from probetop.probes.http.status import ERROR_MARKER_SHARE, STATUS_CLASSES, StatusClass, classify
-from probetop.probes.http.transfer import PHASES, status_kind
+from probetop.probes.http.transfer import PHASES
 
 SERIES = (*PHASES, "ttfb", "total")
 PCTS = (50.0, 90.0, 95.0, 99.0)  # p95: --assert http.p95 (docs/usage.md)

@@ -41,8 +41,9 @@ import sys
 import time
 from typing import Any
 
+from probetop.probes.http.curlinfo import printable, read_info
+from probetop.probes.http.errorkinds import error_kind
 from probetop.probes.http.request import HttpRequest, configure
-from probetop.probes.http.transfer import error_kind, printable, read_info
 
 
 def _die_with_parent() -> None:

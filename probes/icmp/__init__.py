@@ -40,11 +40,7 @@ from probetop.probes.icmp.records import (
     RTT_P99_US,
     SEND_ERRORS,
     IcmpInterval,
-    IcmpParams,
-    IcmpSummary,
-    IcmpTotals,
     IntervalRow,
-    ResolvedTarget,
     RttBucket,
     RttStats,
 )
@@ -56,6 +52,7 @@ from probetop.probes.icmp.settings import (
     IcmpSettings,
     reference_command,
 )
+from probetop.probes.icmp.summary import IcmpParams, IcmpSummary, IcmpTotals, ResolvedTarget
 
 __all__ = [
     "DUPLICATES",

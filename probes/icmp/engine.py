@@ -24,7 +24,8 @@ Contract:
   ``S_USER_STAMPED``.
 - The loop only adds to the interval arrays (``counters``, ``rtt_sums``,
   ``histogram``, errno tallies, the error-packet ring); the calling thread
-  copies and zeroes them between slices (``IntervalArrays.take``).
+  copies and zeroes them between slices (``loopstate.IntervalArrays.take``;
+  ``loopstate.LoopState`` holds every array and makes the call).
 - Sequence space: 16 bits on the wire, 64 bits in ``state``. A request is
   *in flight* until its reply arrives or ``grace_ns`` passes (then *lost*). If
   the 16-bit slot is needed again before that (65536 sends within the grace
@@ -35,7 +36,6 @@ This module imports numba and numpy at the top: import it lazily.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from probetop.probes.core import native_cache
@@ -49,7 +49,6 @@ import numpy as np  # noqa: E402
 from numba import types  # noqa: E402
 from probetop.probes.icmp.layout import (  # noqa: E402
     ABORT,
-    ADDR_BYTES,
     C_ADDRLEN,
     C_CHECK_IDENT,
     C_COUNT,
@@ -66,7 +65,6 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     CLOCK_MONOTONIC,
     CLOCK_REALTIME,
     CONTROL_POLL_NS,
-    CONTROL_WORDS,
     DRAIN,
     EAGAIN,
     EDGE_READS,
@@ -105,19 +103,10 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     K_WRAPPED,
     LATE,
     LOST,
-    M_CONTROL,
     M_CONTROLLEN,
-    M_IOV,
-    M_IOVLEN,
-    M_NAME,
     M_NAMELEN,
     MAX_BACKLOG_NS,
     MSG_DONTWAIT,
-    N_CONFIG,
-    N_COUNTERS,
-    N_MSGHDR,
-    N_STATE,
-    N_SUMS,
     POLLIN,
     R_JITTER,
     R_SUM,
@@ -593,182 +582,3 @@ def run_slice(
             pollfd[1] = POLLIN
             _ppoll(pollfd.ctypes.data, 1, ts.ctypes.data, 0)
             now = _now(ts)
-
-
-@dataclass
-class IntervalArrays:
-    """What one stream's loop adds to during an interval; ``take`` snapshots and zeroes."""
-
-    counters: np.ndarray = field(default_factory=lambda: _fresh_counters())
-    rtt_sums: np.ndarray = field(default_factory=lambda: np.zeros(N_SUMS, np.float64))
-    histogram: np.ndarray = field(default_factory=lambda: np.zeros(HIST_SIZE, np.int64))
-    send_errnos: np.ndarray = field(default_factory=lambda: np.zeros(256, np.int64))
-    recv_errnos: np.ndarray = field(default_factory=lambda: np.zeros(256, np.int64))
-    icmp_types: np.ndarray = field(default_factory=lambda: np.zeros(256, np.int64))
-    err_ring: np.ndarray = field(default_factory=lambda: np.zeros((ERR_RING, ERR_BYTES), np.uint8))
-    err_len: np.ndarray = field(default_factory=lambda: np.zeros(ERR_RING, np.int64))
-    err_src: np.ndarray = field(default_factory=lambda: np.zeros((ERR_RING, ADDR_BYTES), np.uint8))
-
-    def take(self) -> IntervalArrays:
-        """A copy of the arrays; the originals are zeroed for the next interval."""
-        snap = IntervalArrays(
-            self.counters.copy(),
-            self.rtt_sums.copy(),
-            self.histogram.copy(),
-            self.send_errnos.copy(),
-            self.recv_errnos.copy(),
-            self.icmp_types.copy(),
-            self.err_ring.copy(),
-            self.err_len.copy(),
-            self.err_src.copy(),
-        )
-        self.counters[:] = _fresh_counters()
-        for arr in (
-            self.rtt_sums,
-            self.histogram,
-            self.send_errnos,
-            self.recv_errnos,
-            self.icmp_types,
-            self.err_len,
-        ):
-            arr[:] = 0
-        return snap
-
-
-def _fresh_counters() -> np.ndarray:
-    counters = np.zeros(N_COUNTERS, np.int64)
-    counters[K_RTT_MIN] = -1  # "no reply yet"
-    return counters
-
-
-class LoopState:
-    """The arrays one stream's loop keeps across slices (besides the interval ones)."""
-
-    def __init__(
-        self,
-        config: np.ndarray,
-        packet: bytes,
-        addr: bytes,
-        start_ns: int,
-        control: np.ndarray | None = None,
-    ) -> None:
-        self.config = config
-        self.state = np.zeros(N_STATE, np.int64)
-        self.state[S_NEXT_SEND] = start_ns
-        self.state[S_LAST_SEND] = start_ns - FLOOD_IDLE_NS
-        self.state[S_MAX_RX] = -1
-        self.state[S_LAST_RTT] = -1
-        self.state[S_PREV_OUTCOME] = -1
-        self.packet = np.frombuffer(bytearray(packet), np.uint8).copy()
-        self.addr = np.zeros(ADDR_BYTES, np.uint8)
-        self.addr[: len(addr)] = np.frombuffer(addr, np.uint8)
-        self.buf = np.zeros(max(ERR_BYTES, 1024), np.uint8)
-        self.src = np.zeros(ADDR_BYTES, np.uint8)
-        # recvmsg's msghdr and iovec point at these arrays: set once, kept alive here.
-        self.cmsg = np.zeros(CONTROL_WORDS, np.int64)
-        self.iov = np.array([self.buf.ctypes.data, self.buf.shape[0]], np.int64)
-        self.msg = np.zeros(N_MSGHDR, np.int64)
-        self.msg[M_NAME] = self.src.ctypes.data
-        self.msg[M_IOV] = self.iov.ctypes.data
-        self.msg[M_IOVLEN] = 1
-        self.msg[M_CONTROL] = self.cmsg.ctypes.data
-        self.slot_state = np.zeros(SLOTS, np.uint8)
-        self.slot_sent = np.zeros(SLOTS, np.int64)
-        self.ts = np.zeros(2, np.int64)
-        self.pollfd = np.zeros(2, np.int32)
-        self.pollfd[0] = int(config[C_FD])
-        self.scratch = np.zeros(1, np.int32)
-        self.control = control if control is not None else np.zeros(1, np.int64)
-        self.control_copy = np.zeros(1, np.int64)
-        self.interval = IntervalArrays()
-
-    def run_slice(self, deadline_ns: int) -> int:
-        """Run until ``deadline_ns``; see the module docstring (``self.control``)."""
-        iv = self.interval
-        return int(
-            run_slice(
-                deadline_ns,
-                self.control,
-                self.control_copy,
-                self.config,
-                self.state,
-                self.packet,
-                self.addr,
-                self.buf,
-                self.src,
-                self.msg,
-                self.cmsg,
-                self.slot_state,
-                self.slot_sent,
-                iv.counters,
-                iv.rtt_sums,
-                iv.histogram,
-                iv.send_errnos,
-                iv.recv_errnos,
-                iv.icmp_types,
-                iv.err_ring,
-                iv.err_len,
-                iv.err_src,
-                self.ts,
-                self.pollfd,
-                self.scratch,
-            )
-        )
-
-    @property
-    def returned_ns(self) -> int:
-        """Monotonic time of the loop's last return (0 before the first call)."""
-        return int(self.state[S_RETURNED])
-
-    @property
-    def user_stamped(self) -> int:
-        """Echo replies timed in user space (no plausible kernel stamp) so far."""
-        return int(self.state[S_USER_STAMPED])
-
-    @property
-    def in_flight(self) -> int:
-        return int(self.state[S_IN_FLIGHT])
-
-    @property
-    def send_end_ns(self) -> int:
-        """When sending stopped (0 while it goes on)."""
-        return int(self.state[S_SEND_END])
-
-    @property
-    def resolved(self) -> int:
-        """Requests resolved in send order: every request before the oldest
-        one still in flight was answered or counted lost."""
-        return int(self.state[S_TAIL])
-
-
-def make_config(
-    *,
-    fd: int,
-    v6: bool,
-    raw: bool,
-    ident: int,
-    period_ns: int,
-    preload: int,
-    count: int,
-    grace_ns: int,
-    packet_len: int,
-    checksum_partial: int,
-    addr_len: int,
-) -> np.ndarray:
-    """The loop's config array. ``period_ns`` 0 = flood (send as replies arrive)."""
-    cfg = np.zeros(N_CONFIG, np.int64)
-    cfg[C_FD] = fd
-    cfg[C_V6] = int(v6)
-    cfg[C_RAW] = int(raw)
-    cfg[C_IDENT] = ident
-    cfg[C_PACED] = int(period_ns > 0)
-    cfg[C_PERIOD] = period_ns
-    cfg[C_PRELOAD] = preload
-    cfg[C_COUNT] = count
-    cfg[C_GRACE] = grace_ns
-    cfg[C_PKTLEN] = packet_len
-    cfg[C_CSUM_PARTIAL] = checksum_partial
-    # Datagram sockets: the kernel picks the id and only delivers our replies.
-    cfg[C_CHECK_IDENT] = int(raw)
-    cfg[C_ADDRLEN] = addr_len
-    return cfg

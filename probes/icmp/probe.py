@@ -6,8 +6,9 @@ Contract:
   (route, MTU, broadcast), picks the socket mode (datagram where
   ping_group_range allows, else raw) and compiles the native loop, or raises
   a ProbeError that says what to do.
-- ``run`` starts one thread per stream; each thread opens its own socket and
-  calls the nogil loop (probes/icmp/engine.py) once per interval.
+- ``run`` starts one thread per stream (``stream._Stream``); each thread
+  opens its own socket and calls the nogil loop (probes/icmp/engine.py) once
+  per interval.
   Every stream closes its intervals on the same absolute boundaries; ``run``
   merges them and emits one Sample per interval (an ``IcmpInterval``,
   records.py, which owns the Sample layout).
@@ -21,31 +22,33 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-import random
-import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from probetop.probes.core import stopsignals
 from probetop.probes.core.base import Emit, ProbeError
 from probetop.probes.core.limits import thread_stack
 from probetop.probes.core.sample import Status, now_ns
-from probetop.probes.icmp.records import (
-    KIND,
-    METRICS,
-    IcmpParams,
-    IcmpSummary,
-    IcmpTotals,
-    IntervalRow,
-    ResolvedTarget,
-    StreamTotals,
-)
+from probetop.probes.icmp.records import KIND, METRICS, IntervalRow
 from probetop.probes.icmp.settings import (
     STOP_DRAIN_S,
     STREAM_STACK_BYTES,
     IcmpSettings,
     reference_command,
+)
+from probetop.probes.icmp.stream import (
+    _RUN_IDENT,
+    StreamProgress,
+    _dissect_kept,
+    _Stream,
+    interval_seconds,
+    warm_up_engine,
+)
+from probetop.probes.icmp.summary import (
+    IcmpParams,
+    IcmpSummary,
+    IcmpTotals,
+    ResolvedTarget,
+    StreamTotals,
 )
 
 # How long ending streams get to leave their native loop (they re-read the
@@ -56,144 +59,6 @@ DRAIN_MARGIN_S = 0.05
 if TYPE_CHECKING:
     from probetop.probes.icmp.sockets import Target
     from probetop.probes.icmp.stats import IntervalTotals
-
-
-@dataclass(frozen=True, slots=True)
-class StreamProgress:
-    """Where one stream's loop stood when it handed over an interval."""
-
-    in_flight: int = 0
-    resolved: int = 0  # requests resolved in send order (engine.LoopState.resolved)
-    send_end_ns: int = 0  # when sending stopped; 0 while it goes on
-
-
-class _Stream(threading.Thread):
-    """One socket and one native loop; delivers (stream, interval k, snapshot, done)."""
-
-    def __init__(self, probe: IcmpProbe, index: int, sock: Any, ident: int, count: int) -> None:
-        super().__init__(name=f"icmp-stream-{index}", daemon=True)
-        self.probe = probe
-        self.index = index
-        self.sock = sock
-        self.echo_id = ident
-        self.count = count
-        import numpy as np
-
-        # Written by the event loop's thread, read by the native loop every turn.
-        self.control = np.zeros(1, np.int64)
-        self.error: BaseException | None = None
-
-    def drain(self) -> None:
-        """Stop sending; finish once nothing is in flight (at most the grace period)."""
-        self.control[0] = max(int(self.control[0]), 1)
-
-    def abort(self) -> None:
-        """Return from the native loop now."""
-        self.control[0] = 2
-
-    @property
-    def aborted(self) -> bool:
-        return int(self.control[0]) == 2
-
-    def run(self) -> None:
-        from probetop.probes.icmp import engine as eng
-        from probetop.probes.icmp.packet import checksum_partial, echo_request
-
-        p = self.probe
-        target = p.target
-        assert target is not None
-        try:
-            rate = p.settings.total_rate
-            period_ns = 0 if rate is None else max(1, round(1e9 * p.settings.streams / rate))
-            packet = echo_request(self.echo_id, p.settings.size, target.v6)
-            addr = target.sockaddr()
-            config = eng.make_config(
-                fd=self.sock.fileno(),
-                v6=target.v6,
-                raw=p.mode == "raw",
-                ident=self.echo_id,
-                period_ns=period_ns,
-                preload=p.settings.preload,
-                count=self.count,
-                grace_ns=int(p.settings.grace_s * 1e9),
-                packet_len=len(packet),
-                checksum_partial=checksum_partial(packet),
-                addr_len=len(addr),
-            )
-            # Spread paced streams over one period so N streams are not N-packet bursts.
-            offset = period_ns * self.index // max(1, p.settings.streams)
-            loop = eng.LoopState(config, packet, addr, p.start_ns + offset, self.control)
-            interval_ns = int(p.settings.interval_s * 1e9)
-            k = 1
-            t_prev = p.start_ns
-            while True:
-                boundary = p.start_ns + k * interval_ns
-                done = False
-                while not self.aborted and now_ns() < boundary:
-                    # One call per interval: each return has to re-take the GIL.
-                    if loop.run_slice(boundary) == eng.SLICE_DONE:
-                        done = True
-                        break
-                done = done or self.aborted
-                # The interval ends where the loop stopped counting, not where this
-                # thread got the GIL back (packets due meanwhile keep their deadlines).
-                t_snap = loop.returned_ns if loop.returned_ns > t_prev else now_ns()
-                snap = loop.interval.take()
-                errs = self._read_error_queue() if p.mode == "datagram" else []
-                progress = StreamProgress(loop.in_flight, loop.resolved, loop.send_end_ns)
-                p._deliver(self.index, k, (t_prev, t_snap), snap, progress, errs, done)
-                t_prev = t_snap
-                if done:
-                    return
-                k += 1
-        except BaseException as exc:  # reported by run(); the thread must never die silently
-            self.error = exc
-            p._deliver(self.index, -1, (now_ns(), now_ns()), None, StreamProgress(), [], True)
-        finally:
-            self.sock.close()
-
-    def _read_error_queue(self) -> list[dict[str, Any]]:
-        """Datagram sockets report ICMP errors on the error queue (IP_RECVERR)."""
-        import socket
-        import struct
-
-        from probetop.probes.icmp.packet import error_name, sockaddr_address
-
-        out: list[dict[str, Any]] = []
-        for _ in range(64):
-            try:
-                _data, ancdata, _flags, _addr = self.sock.recvmsg(
-                    64, 512, socket.MSG_ERRQUEUE | socket.MSG_DONTWAIT
-                )
-            except (BlockingIOError, InterruptedError):
-                break
-            except OSError:
-                break
-            for _level, _type, cdata in ancdata:
-                if len(cdata) < 16:
-                    continue
-                _ee_errno, origin, icmp_type, code = struct.unpack_from("=IBBB", cdata)
-                if origin not in (2, 3):  # SO_EE_ORIGIN_ICMP / ICMP6
-                    continue
-                v6 = origin == 3
-                out.append(
-                    {
-                        "type": icmp_type,
-                        "code": code,
-                        "name": error_name(icmp_type, v6),
-                        "router": sockaddr_address(cdata[16:]),
-                    }
-                )
-        return out
-
-
-def interval_seconds(spans_ns: list[int]) -> float:
-    """The length of an interval the streams counted over (each its own span,
-    snapshot to snapshot, ns): the longest, the interval's wall-clock length.
-    Not their mean: a stream that ended early in the interval (its count
-    reached) has a short span, and a mean of spans made the rate of every
-    packet in that interval read up to N x too high (N streams)."""
-    return max(1e-9, max(spans_ns, default=0) / 1e9)
 
 
 class IcmpProbe:
@@ -556,55 +421,3 @@ def _split(total: int, parts: int) -> list[int]:
         return [0] * parts
     base, extra = divmod(total, parts)
     return [base + (1 if i < extra else 0) for i in range(parts)]
-
-
-def _dissect_kept(kept: list[tuple[Any, int]], v6: bool) -> list[dict[str, Any]]:
-    """Dissect the error packets the loop kept (scapy; off the event loop)."""
-    from probetop.probes.icmp import engine as eng
-    from probetop.probes.icmp.packet import dissect_error
-
-    out = []
-    for snap, n_errors in kept:
-        for i in range(min(n_errors, eng.ERR_RING)):
-            data = bytes(snap.err_ring[i, : snap.err_len[i]])
-            src = bytes(snap.err_src[i])
-            try:
-                out.append(dissect_error(data, src, v6, has_ip_header=not v6))
-            except Exception as exc:  # a malformed packet is data, not a crash
-                out.append({"name": "undissectable", "router": None, "detail": str(exc)})
-    return out
-
-
-_RUN_IDENT = random.SystemRandom().randrange(0, 0x10000)
-_warm = threading.Lock()
-_warmed = False
-
-
-def warm_up_engine() -> None:
-    """Import and compile the native loop once (cached on disk by numba after
-    the first run); a stop signal ends the wait at once (``run_stoppable``)."""
-    stopsignals.run_stoppable(_warm_up_engine)
-
-
-def _warm_up_engine() -> None:
-    global _warmed
-    with _warm:
-        if _warmed:
-            return
-        from probetop.probes.icmp import engine as eng
-
-        cfg = eng.make_config(
-            fd=-1,
-            v6=False,
-            raw=True,
-            ident=0,
-            period_ns=0,
-            preload=1,
-            count=0,
-            grace_ns=1,
-            packet_len=8,
-            checksum_partial=0,
-            addr_len=16,
-        )
-        eng.LoopState(cfg, bytes(8), bytes(16), 0).run_slice(0)  # deadline passed: no I/O
-        _warmed = True

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes.icmp.records import IcmpSummary
+from probetop.probes.icmp.summary import IcmpSummary
 
 
 def _us(value: float | None) -> str:

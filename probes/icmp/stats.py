@@ -1,7 +1,7 @@
 """ICMP accounting: merge per-stream interval snapshots into metrics and totals.
 
 Contract:
-- ``IntervalTotals`` adds up snapshots (``engine.IntervalArrays``, read via ``layout``) of
+- ``IntervalTotals`` adds up snapshots (``loopstate.IntervalArrays``, read via ``layout``) of
   any number of streams and intervals; ``record(seconds, mode)`` turns one
   interval's totals into the typed ``IcmpInterval`` (records.py) the probe
   emits; ``rtt()`` and ``loss_pct`` give the whole run's figures.
@@ -27,7 +27,7 @@ from probetop.probes.icmp.packet import error_name
 from probetop.probes.icmp.records import IcmpInterval, RttBucket, RttStats
 
 if TYPE_CHECKING:  # the loop's module loads numba: only its type here
-    from probetop.probes.icmp.engine import IntervalArrays
+    from probetop.probes.icmp.loopstate import IntervalArrays
 
 PERCENTILES = (50.0, 90.0, 99.0)
 

@@ -23,7 +23,7 @@
 - ``is_zstd``: whether a file's first bytes are a zstandard (``.zst``) recording's
 
 The layout of each line is defined once, in ``codec.py``. The readers
-(``reader.py``, ``follow.py``) load on first use of one of their names: a
+(``reader.py``, ``stream.py``, ``follow.py``) load on first use of one of their names: a
 live dashboard that never reads a recording does not pay for them at start-up.
 """
 
@@ -89,10 +89,9 @@ if TYPE_CHECKING:
         RecordSequence,
         Session,
         SessionLoader,
-        SessionStream,
         load_session,
-        stream_session,
     )
+    from probetop.probes.record.stream import SessionStream, stream_session
 
 _LAZY = {
     "DecodedLine": "follow",
@@ -101,9 +100,9 @@ _LAZY = {
     "RecordSequence": "reader",
     "Session": "reader",
     "SessionLoader": "reader",
-    "SessionStream": "reader",
+    "SessionStream": "stream",
     "load_session": "reader",
-    "stream_session": "reader",
+    "stream_session": "stream",
 }
 
 

@@ -34,7 +34,7 @@ from probetop.probes.core.sample import Announce, Record
 from probetop.probes.record.codec import RecordingError, decode_record
 from probetop.probes.record.limits import MAX_LINE_BYTES
 from probetop.probes.record.linecheck import LineError, _check_header, _decode_body, _parse
-from probetop.probes.record.reader import _open
+from probetop.probes.record.rawlines import _open
 from probetop.probes.record.zst import ZstdCorrupt, ZstdStream, is_zstd
 
 MAX_POLL_BYTES = 64 << 20

@@ -29,11 +29,9 @@ import pytest
 from probetop.probes.disk.counters import (
     Snapshot,
 )
-from probetop.probes.disk.workers import (
-    Engine,
-    EnginePlan,
-    warm_up_kernels,
-)
+from probetop.probes.disk.engineplan import EnginePlan
+from probetop.probes.disk.selftest import warm_up_kernels
+from probetop.probes.disk.workers import Engine
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 

@@ -13,7 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from probetop.probes.disk.workers import Engine, EnginePlan, _runnable, warm_up_kernels
+from probetop.probes.disk.engineplan import EnginePlan
+from probetop.probes.disk.iothreads import _runnable
+from probetop.probes.disk.selftest import warm_up_kernels
+from probetop.probes.disk.workers import Engine
 
 # Busy for HOG_S at nice -20 on CPU 0: the engine's workers, pinned there too
 # (and at nice 19: more jobs than CPUs), get next to no CPU meanwhile.

@@ -13,7 +13,9 @@ import pytest
 from disk_fixtures import kernel_io, loop_device, promptly_scheduled, run_cli, run_until_ios
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.disk import ioengines, uring
-from probetop.probes.disk.workers import Engine, EnginePlan, run_blocking, warm_up_kernels
+from probetop.probes.disk.engineplan import EnginePlan
+from probetop.probes.disk.selftest import run_blocking, warm_up_kernels
+from probetop.probes.disk.workers import Engine
 from probetop.probes.system.collectors import DiskProbe
 
 ASYNC_ENGINES = ["libaio", "io_uring"]

@@ -13,12 +13,9 @@ from probetop.probes.disk.counters import (
     HIST_BUCKETS,
     hist_percentiles,
 )
-from probetop.probes.disk.workers import (
-    Engine,
-    EnginePlan,
-    run_blocking,
-    warm_up_kernels,
-)
+from probetop.probes.disk.engineplan import EnginePlan
+from probetop.probes.disk.selftest import run_blocking, warm_up_kernels
+from probetop.probes.disk.workers import Engine
 
 
 def _io_threads() -> list[threading.Thread]:

@@ -10,7 +10,7 @@ import disk_fixtures
 import pytest
 from disk_fixtures import loop_device
 from probetop.probes.disk import IopsProbe, IopsSettings, WarmupProbe, WarmupSettings
-from probetop.probes.disk.workers import warm_up_kernels
+from probetop.probes.disk.selftest import warm_up_kernels
 from probetop.probes.system.collectors import DiskProbe
 from probetop.tui.app import make_app
 from probetop.tui.config import AppConfig

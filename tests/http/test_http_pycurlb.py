@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from http_fixtures import LocalServer
-from probetop.probes.http.transfer import PROBETOP_KEY, PYCURLB_KEYS
+from probetop.probes.http.pycurlb import PROBETOP_KEY, PYCURLB_KEYS
 from probetop.tui.main import main
 
 SAMPLE = json.loads((Path(__file__).parent / "data" / "pycurlb-0.2.2.json").read_text())

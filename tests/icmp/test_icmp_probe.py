@@ -236,7 +236,7 @@ def test_an_interval_lasts_its_longest_stream_span() -> None:
     """Two streams, one ended 1 ms into the interval (its count reached): the
     interval still lasted 1 s of wall clock, so its packets are counted over
     1 s, not over the mean span (0.5005 s: every rate nearly doubled)."""
-    from probetop.probes.icmp.probe import interval_seconds
+    from probetop.probes.icmp.stream import interval_seconds
 
     assert interval_seconds([1_000_000_000, 1_000_000]) == 1.0
     assert interval_seconds([250_000_000]) == 0.25

@@ -28,7 +28,7 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP 
 # the replies timed in user space, and min/max RTT (ns).
 LOOP = """
 import sys, time
-from probetop.probes.icmp import engine as eng, layout
+from probetop.probes.icmp import layout, loopstate as eng
 from probetop.probes.icmp.packet import checksum_partial, echo_request
 from probetop.probes.icmp.sockets import open_icmp_socket, resolve_target
 host, mode, period_ns, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -43,7 +43,7 @@ cfg = eng.make_config(
 start = time.monotonic_ns()
 loop = eng.LoopState(cfg, packet, addr, start)
 while time.monotonic_ns() - start < 20_000_000_000:  # bounded, whatever happens
-    if loop.run_slice(time.monotonic_ns() + 100_000_000) == eng.SLICE_DONE:
+    if loop.run_slice(time.monotonic_ns() + 100_000_000) == layout.SLICE_DONE:
         break
 c = loop.interval.counters
 print(c[layout.K_RECEIVED], loop.user_stamped, c[layout.K_RTT_MIN], c[layout.K_RTT_MAX])

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from probetop.probes.record import RecordingError, load_session, reader
+from probetop.probes.record import RecordingError, load_session, rawlines, reader
 from probetop.probes.record.lazyextra import LazyExtra
 from probetop.probes.record.reader import SessionLoader
 from record_helpers import reference_only
@@ -70,7 +70,7 @@ def test_a_long_recording_is_read_in_blocks_and_reads_the_same(
 ) -> None:
     path = tmp_path / "long.jsonl"
     path.write_bytes(b"".join(lines))
-    assert path.stat().st_size > 4 * reader.BLOCK_BYTES
+    assert path.stat().st_size > 4 * rawlines.BLOCK_BYTES
     blocks = []
     decode = reader.decode_block
 
@@ -154,15 +154,15 @@ def test_the_size_cap_found_while_reading_is_reported_as_before(
     path = tmp_path / "big.jsonl"
     path.write_bytes(b"".join(lines))
     size = path.stat().st_size
-    opened, cap = reader._open, reader.MAX_FILE_BYTES
+    opened, cap = rawlines._open, rawlines.MAX_FILE_BYTES
 
     def open_then_cap(p: Path) -> Any:
-        monkeypatch.setattr(reader, "MAX_FILE_BYTES", cap)
+        monkeypatch.setattr(rawlines, "MAX_FILE_BYTES", cap)
         f = opened(p)
-        monkeypatch.setattr(reader, "MAX_FILE_BYTES", size // 2)
+        monkeypatch.setattr(rawlines, "MAX_FILE_BYTES", size // 2)
         return f
 
-    monkeypatch.setattr(reader, "_open", open_then_cap)
+    monkeypatch.setattr(rawlines, "_open", open_then_cap)
     kind, message = both_ways(path)
     assert kind == "error" and "of lines; probetop reads recordings up to" in message
 
@@ -172,7 +172,7 @@ def test_a_long_footer_after_the_blocks(lines: list[bytes], tmp_path: Path) -> N
     footer = json.loads(lines[-1])
     footer["summaries"]["padding"] = {"rows": list(range(300_000))}
     big = json.dumps(footer, separators=(",", ":")).encode() + b"\n"
-    assert len(big) > reader.MAX_LINE_BYTES
+    assert len(big) > rawlines.MAX_LINE_BYTES
     path = tmp_path / "footer.jsonl"
     path.write_bytes(b"".join(lines[:-1]) + big)
     kind, (_got, got_footer, warnings) = both_ways(path)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from probetop.probes.record import RecordingError, fastpath, load_session, reader
+from probetop.probes.record import RecordingError, fastpath, load_session, rawlines
 from probetop.probes.record.codec import _fast_line, _stdlib_line, dump_line_bytes
 from probetop.probes.record.lazyextra import LazyExtra
 from record_helpers import reference_only
@@ -106,7 +106,7 @@ def _outcome(path: Path) -> tuple[str, Any]:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(data=recordings(), block=st.sampled_from([1, 40, 300, reader.BLOCK_BYTES]))
+@given(data=recordings(), block=st.sampled_from([1, 40, 300, rawlines.BLOCK_BYTES]))
 def test_the_fast_reader_agrees_with_the_reference_reader(data: bytes, block: int) -> None:
     """Generated recordings, most with a damaged line: the same session, or the
     same one-line error naming the same line, with the fast paths and without,
@@ -123,12 +123,12 @@ def test_the_fast_reader_agrees_with_the_reference_reader(data: bytes, block: in
 @contextlib.contextmanager
 def block_bytes(n: int) -> Iterator[None]:
     """The block reader reading ``n`` bytes at a time (lines cut anywhere)."""
-    saved = reader.BLOCK_BYTES
-    reader.BLOCK_BYTES = n
+    saved = rawlines.BLOCK_BYTES
+    rawlines.BLOCK_BYTES = n
     try:
         yield
     finally:
-        reader.BLOCK_BYTES = saved
+        rawlines.BLOCK_BYTES = saved
 
 
 HOSTILE_NUMBERS = [

@@ -29,7 +29,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from probetop.probes.core.sample import Announce, Sample, Status
-from probetop.probes.record import limits, reader
+from probetop.probes.record import limits, rawlines, reader, stream
 from probetop.probes.record.codec import RecordingError
 from probetop.probes.record.linefile import LineFile, WriteFailed
 from probetop.probes.record.reader import Session, load_session
@@ -155,16 +155,19 @@ def recordings(draw: st.DrawFn) -> bytes:
 
 @contextlib.contextmanager
 def small_caps() -> Iterator[None]:
-    saved = reader.MAX_LINE_BYTES, reader.MAX_WEIGHT, reader.MAX_FILE_BYTES
-    reader.MAX_LINE_BYTES, reader.MAX_WEIGHT, reader.MAX_FILE_BYTES = (
+    saved = rawlines.MAX_LINE_BYTES, reader.MAX_WEIGHT, stream.MAX_WEIGHT, rawlines.MAX_FILE_BYTES
+    rawlines.MAX_LINE_BYTES, reader.MAX_WEIGHT, stream.MAX_WEIGHT, rawlines.MAX_FILE_BYTES = (
         SMALL_LINE,
+        SMALL_WEIGHT,
         SMALL_WEIGHT,
         SMALL_FILE,
     )
     try:
         yield
     finally:
-        reader.MAX_LINE_BYTES, reader.MAX_WEIGHT, reader.MAX_FILE_BYTES = saved
+        rawlines.MAX_LINE_BYTES, reader.MAX_WEIGHT, stream.MAX_WEIGHT, rawlines.MAX_FILE_BYTES = (
+            saved
+        )
 
 
 def is_number(value: Any) -> bool:

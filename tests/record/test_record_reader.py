@@ -13,8 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from probetop.probes.record import reader
-from probetop.probes.record.reader import MAX_FILE_BYTES, MAX_LINE_BYTES, load_session
+from probetop.probes.record import limits
+from probetop.probes.record.limits import MAX_FILE_BYTES, MAX_LINE_BYTES
+from probetop.probes.record.reader import load_session
+from probetop.probes.record.stream import stream_session
 from probetop.probes.record.writer import SCHEMA_VERSION, RecordingError
 from probetop.tui.commands.report import print_report
 from record_helpers import PROBETOP
@@ -316,9 +318,9 @@ def test_memory_of_hostile_files_is_bounded(tmp_path: Path) -> None:
 
 
 def test_limits_are_what_the_docs_say() -> None:
-    assert reader.MAX_LINE_BYTES == 1 << 20
-    assert reader.MAX_FILE_BYTES == 256 << 20
-    assert reader.MAX_WEIGHT == 20_000_000
+    assert limits.MAX_LINE_BYTES == 1 << 20
+    assert limits.MAX_FILE_BYTES == 256 << 20
+    assert limits.MAX_WEIGHT == 20_000_000
 
 
 def test_a_long_runs_footer_over_the_line_cap_is_read(tmp_path: Path) -> None:
@@ -329,7 +331,7 @@ def test_a_long_runs_footer_over_the_line_cap_is_read(tmp_path: Path) -> None:
     footer = json.loads(lines[-1])
     footer["summaries"]["cpu"] = {"intervals": [{"t": i, "eps": 2900.5} for i in range(60_000)]}
     text = json.dumps(footer, separators=(",", ":"))
-    assert len(text) > reader.MAX_LINE_BYTES
+    assert len(text) > limits.MAX_LINE_BYTES
     big = tmp_path / "long.jsonl"
     big.write_text("\n".join([*lines[:-1], text]) + "\n")
     session = load_session(big)
@@ -382,7 +384,7 @@ def test_a_recording_still_being_written_is_not_called_cut_off(tmp_path: Path, n
 
 
 def _streamed_warnings(path: Path) -> list[str]:
-    with reader.stream_session(path) as stream:
+    with stream_session(path) as stream:
         for _ in stream.records():
             pass
         return stream.warnings
@@ -406,7 +408,7 @@ def test_a_recording_compressed_by_another_tool_is_named(
     path.write_bytes(compress(recording.read_bytes()))
 
     def streamed(p: Path) -> None:
-        with reader.stream_session(p) as stream:
+        with stream_session(p) as stream:
             list(stream.records())
 
     for read in (load_session, streamed):

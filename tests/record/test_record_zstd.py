@@ -16,7 +16,9 @@ import pytest
 import zstandard
 from file_size import size_of
 from probetop.probes.record.follow import RecordingFollower
-from probetop.probes.record.reader import MAX_FILE_BYTES, load_session, stream_session
+from probetop.probes.record.limits import MAX_FILE_BYTES
+from probetop.probes.record.reader import load_session
+from probetop.probes.record.stream import stream_session
 from probetop.probes.record.writer import RecordingError
 from probetop.probes.record.zst import MAGIC
 

@@ -49,7 +49,8 @@ from probetop.probes.disk.checkpoint import (
     write_atomic,
 )
 from probetop.probes.disk.settings import WarmupSettings
-from probetop.probes.disk.target import Target, target_errors
+from probetop.probes.disk.target import Target
+from probetop.probes.disk.targeterrors import target_errors
 
 SAVE_EVERY_S = 0.5  # at most this often; the last save at the end of a pass
 

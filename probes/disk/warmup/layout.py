@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import shlex
 
+from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.settings import WarmupSettings
-from probetop.probes.disk.target import Target, format_size
-from probetop.probes.disk.workers import EnginePlan
+from probetop.probes.disk.sizes import format_size
+from probetop.probes.disk.target import Target
 
 MAP_CELLS = 64
 FIO_RW = {"read": "read", "write": "write", "write+read": "write", "randwrite": "randwrite"}

@@ -34,12 +34,10 @@ from probetop.probes.disk.counters import (
     DirectionTotals,
     Snapshot,
 )
+from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.steps import GRACE_S, run_step
-from probetop.probes.disk.target import describe_os_error
-from probetop.probes.disk.workers import (
-    Engine,
-    EnginePlan,
-)
+from probetop.probes.disk.targeterrors import describe_os_error
+from probetop.probes.disk.workers import Engine
 
 CHECKPOINT_EVERY_S = 0.5
 

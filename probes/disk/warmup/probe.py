@@ -32,16 +32,19 @@ from probetop.probes.disk.records import (
     WarmupInterval,
     WarmupParams,
 )
+from probetop.probes.disk.selftest import warm_up_kernels
 from probetop.probes.disk.settings import WarmupSettings
 from probetop.probes.disk.steps import GRACE_S, run_step
-from probetop.probes.disk.target import Target, TargetWatch, target_errors
+from probetop.probes.disk.target import Target
+from probetop.probes.disk.targeterrors import target_errors
+from probetop.probes.disk.targetwatch import TargetWatch
 from probetop.probes.disk.warmup.checkpointing import CheckpointKeeper
 from probetop.probes.disk.warmup.layout import PassLayout
 from probetop.probes.disk.warmup.pass_engine import PassEngine, Step
 from probetop.probes.disk.warmup.plateau import PlateauWatch
 from probetop.probes.disk.warmup.safety import check_target
 from probetop.probes.disk.warmup.summary import RunTotals
-from probetop.probes.disk.workers import kernel_notes, warm_up_kernels
+from probetop.probes.disk.workers import kernel_notes
 
 
 class WarmupProbe:

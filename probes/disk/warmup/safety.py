@@ -24,10 +24,11 @@ from __future__ import annotations
 from probetop.probes.core.base import ConfirmationRequired, ProbeError
 from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.disk import capacity
+from probetop.probes.disk.freespace import allocation_needed, check_room
 from probetop.probes.disk.refusals import lock_devices, write_refusals
 from probetop.probes.disk.settings import WarmupSettings
 from probetop.probes.disk.signatures import data_signatures
-from probetop.probes.disk.target import Target, allocation_needed, check_room, resolve
+from probetop.probes.disk.target import Target, resolve
 
 ACTION = "write pass"  # what the confirmation dialog says is about to happen
 

@@ -1,0 +1,92 @@
+"""What an ``Engine`` runs, and what its plan implies for the target.
+
+Contract: ``EnginePlan`` is the typed description of a run (target, block
+size, jobs, depth, mix, work list, engine). ``_open_target`` opens one
+descriptor on the target with the plan's flags (``_open_flags``), refusing
+anything but a regular file or a block device without blocking on it;
+``_chunks`` cuts a work list into block-aligned pieces the workers take in
+turn.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass
+class EnginePlan:
+    """What to run. ``extents`` are [start, end) byte ranges: for time-based
+    runs (``wrap``) the first is the area I/O goes to; otherwise the work list."""
+
+    path: str
+    bs: int
+    extents: list[tuple[int, int]]
+    jobs: int = 1
+    iodepth: int = 1
+    readpct: int = 100  # share of reads in percent: 100 read, 0 write
+    seq: bool = False
+    wrap: bool = True
+    direct: bool = True
+    sync: bool = False
+    stamp: bool = False
+    verify: bool = False
+    stop_on_error: bool = False
+    chunk_bytes: int = 0  # 0: split the work evenly, a few chunks per job
+    rate_iops: int = 0  # per job, as fio's --rate_iops; 0 = as fast as possible
+    seed: int = 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF
+    exclusive: bool = False  # O_EXCL on the first descriptor (block device writes)
+    ioengine: str = ""  # psync, libaio or io_uring; "": psync at iodepth 1, else libaio
+
+    @property
+    def engine(self) -> str:
+        """The engine the loops run (fio's name)."""
+        return self.ioengine or ("psync" if self.iodepth == 1 else "libaio")
+
+    @property
+    def writes(self) -> bool:
+        return self.readpct < 100
+
+
+def _open_target(plan: EnginePlan, *, exclusive: bool) -> int:
+    """One descriptor on the target. Opened non-blocking and checked, so a path
+    swapped for a FIFO fails instead of hanging; O_EXCL when ``exclusive``."""
+    flags = _open_flags(plan) | os.O_NONBLOCK | (os.O_EXCL if exclusive else 0)
+    fd = os.open(plan.path, flags)
+    try:
+        st = os.fstat(fd)
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISBLK(st.st_mode)):
+            raise OSError(errno.EINVAL, f"{plan.path} is not a regular file or block device")
+        fl = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fl & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_flags(plan: EnginePlan) -> int:
+    flags = os.O_RDWR if plan.writes else os.O_RDONLY
+    if plan.direct:
+        flags |= os.O_DIRECT
+    if plan.sync:
+        flags |= os.O_SYNC
+    return flags | getattr(os, "O_CLOEXEC", 0)
+
+
+def _chunks(extents: Sequence[tuple[int, int]], size: int, bs: int) -> list[tuple[int, int]]:
+    out = []
+    for start, end in extents:
+        pos = start
+        while pos < end:
+            stop = min(end, pos + size)
+            # Keep chunk boundaries on block boundaries (relative to the extent).
+            if stop < end:
+                stop = start + ((stop - start) // bs) * bs or min(end, start + bs)
+            out.append((pos, stop))
+            pos = stop
+    return out

@@ -1,0 +1,82 @@
+"""How an HTTP exchange failed: probetop's error kinds and exit codes.
+
+Contract: ``error_kind(curl_errno, url)`` maps a libcurl error number to an
+error kind (``ERROR_KINDS``); ``status_kind`` names an error status
+(``http_4xx`` / ``http_5xx``); ``EXIT_CODES`` maps each kind to the one-off
+exit code (documented in docs/http.md); ``_HINTS`` says what to do about a
+kind, in a one-line message.
+"""
+
+from __future__ import annotations
+
+from probetop.probes.http.request import (
+    SCHEMES,
+)
+
+# Exit codes of one-off mode, one per error kind (documented in docs/http.md).
+EXIT_CODES: dict[str, int] = {
+    "url": 3,  # malformed URL
+    "scheme": 4,  # unsupported scheme
+    "dns": 5,  # name did not resolve
+    "refused": 6,  # TCP connection refused / host unreachable
+    "timeout": 7,  # -m or --connect-timeout expired
+    "tls": 8,  # handshake or certificate verification failed
+    "http_4xx": 9,  # the server answered 4xx
+    "http_5xx": 10,  # the server answered 5xx
+    "redirects": 11,  # more than --max-redirs redirects
+    "other": 12,  # any other transfer error (empty reply, reset, ...)
+}
+ERROR_KINDS = tuple(EXIT_CODES)
+
+# libcurl error numbers (curl.h) grouped into probetop's error kinds.
+_CURL_ERROR_KINDS: dict[int, str] = {
+    1: "scheme",  # CURLE_UNSUPPORTED_PROTOCOL
+    3: "url",  # CURLE_URL_MALFORMAT
+    5: "dns",  # CURLE_COULDNT_RESOLVE_PROXY
+    6: "dns",  # CURLE_COULDNT_RESOLVE_HOST
+    7: "refused",  # CURLE_COULDNT_CONNECT
+    28: "timeout",  # CURLE_OPERATION_TIMEDOUT
+    35: "tls",  # CURLE_SSL_CONNECT_ERROR
+    47: "redirects",  # CURLE_TOO_MANY_REDIRECTS
+    51: "tls",  # CURLE_PEER_FAILED_VERIFICATION (old number)
+    53: "tls",  # CURLE_SSL_ENGINE_NOTFOUND
+    58: "tls",  # CURLE_SSL_CERTPROBLEM
+    59: "tls",  # CURLE_SSL_CIPHER
+    60: "tls",  # CURLE_PEER_FAILED_VERIFICATION
+    77: "tls",  # CURLE_SSL_CACERT_BADFILE
+    80: "tls",  # CURLE_SSL_SHUTDOWN_FAILED
+    82: "tls",  # CURLE_SSL_CRL_BADFILE
+    83: "tls",  # CURLE_SSL_ISSUER_ERROR
+    90: "tls",  # CURLE_SSL_PINNEDPUBKEYNOTMATCH
+    91: "tls",  # CURLE_SSL_INVALIDCERTSTATUS
+    96: "other",  # CURLE_QUIC_CONNECT_ERROR
+}
+
+_HINTS = {
+    "url": "check the URL's spelling",
+    "scheme": "use an http:// or https:// URL",
+    "dns": "check the host name (and --resolve / -4 / -6)",
+    "refused": "is a server listening on that address and port?",
+    "timeout": "the server did not answer in time (raise -m / --connect-timeout)",
+    "tls": "use --cacert FILE for a private CA, or -k to skip verification",
+    "redirects": "raise --max-redirs or check for a redirect loop",
+}
+
+
+def error_kind(curl_errno: int, url: str | None = None) -> str:
+    """The probetop error kind of a libcurl error number. On an http(s) URL,
+    libcurl's "unsupported protocol" is the server's fault (an HTTP/0.9 or
+    garbage reply), not the scheme's: ``other``."""
+    kind = _CURL_ERROR_KINDS.get(curl_errno, "other")
+    if kind == "scheme" and url is not None and url.split(":", 1)[0].lower() in SCHEMES:
+        return "other"
+    return kind
+
+
+def status_kind(http_code: int) -> str | None:
+    """``http_4xx`` / ``http_5xx`` for error statuses, else None."""
+    if 400 <= http_code < 500:
+        return "http_4xx"
+    if http_code >= 500:
+        return "http_5xx"
+    return None

@@ -1,0 +1,350 @@
+"""What ``probetop http`` accepts: one declarative spec of its options.
+
+Contract: ``SPEC`` is the supported curl options with curl's flags and
+meanings, probetop's repeated-sampling and load options, and the known curl
+options probetop does not implement (hidden; stored under
+``_UNSUPPORTED_DEST`` and refused with ``unsupported_message``, which names
+the option). The CLI, the add-probe prompt and docs/http.md all read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from probetop.probes.core.options import CommandSpec, Option, number, whole_number
+from probetop.probes.http.load_settings import LOAD_OPTIONS
+from probetop.probes.http.request import DEFAULT_MAX_REDIRS
+from probetop.probes.record import KEEP_BODY_FLAG
+
+DESCRIPTION = """\
+Request URL(s) with libcurl and show where the time went: DNS, TCP connect,
+TLS handshake, server (time to first byte after the request was sent) and
+transfer, each to the microsecond, from libcurl's own clocks.
+
+Without --count/--interval/--watch: one request per URL and a waterfall
+(with -L one row block per redirect hop, each with its own phases).
+With them: repeated requests and per-phase min/p50/p90/p99/max/mean/stddev.
+
+Options named like curl's behave like curl's. One deliberate difference:
+--json is probetop's output switch (a pycurlb-compatible JSON document), not
+curl's `--json <data>` body shortcut; send JSON bodies with
+--data-binary '{...}' -H 'Content-Type: application/json'.
+"""
+
+EPILOG = """\
+exit codes (one-off mode): 0 ok, 2 usage, 3 malformed URL, 4 unsupported
+scheme, 5 DNS failure, 6 connection refused, 7 timeout, 8 TLS failure,
+9 HTTP 4xx, 10 HTTP 5xx, 11 too many redirects, 12 other transfer error.
+(curl exits 0 on HTTP errors without -f; probetop tells them apart.)
+
+examples:
+  probetop http https://example.com/
+  probetop http -L -H 'Accept: text/html' http://127.0.0.1:8080/old
+  probetop http --json -d 'a=1&b=2' http://127.0.0.1:8080/form
+  probetop http --count 100 --interval 0.2 http://127.0.0.1:8080/
+  probetop http --watch --reuse URL1 URL2 URL3
+"""
+
+CURL = "curl options (same meaning as curl's)"
+REPEATED = "repeated sampling (probetop)"
+
+# curl options probetop knows but does not do: (option strings, takes a value, why/instead).
+_UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
+    (("-w", "--write-out"), True, "every -w timing is in the waterfall; use --json for fields"),
+    (("-v", "--verbose"), False, "the waterfall shows the exchange; use --json for every field"),
+    (("-i", "--include"), False, "the status line is in the waterfall; bodies are not shown"),
+    (("-f", "--fail", "--fail-with-body"), False, "HTTP errors already give exit codes 9/10"),
+    (("-F", "--form", "--form-string"), True, "multipart forms are not supported"),
+    (("-T", "--upload-file"), True, "uploads are not supported; use --data-binary @FILE"),
+    (("-c", "--cookie-jar"), True, "cookies are not saved"),
+    (("-D", "--dump-header"), True, "headers are not saved"),
+    (("-O", "--remote-name", "-J", "--remote-header-name"), False, "bodies are discarded"),
+    (("-G", "--get"), False, "put the query in the URL"),
+    (("-E", "--cert", "--key", "--cert-type", "--key-type"), True, "client certificates"),
+    (("--ciphers", "--tls-max", "--curves", "--tls13-ciphers"), True, "TLS tuning"),
+    (("--tlsv1", "--tlsv1.0", "--tlsv1.1", "--tlsv1.2", "--tlsv1.3"), False, "TLS tuning"),
+    (("-r", "--range", "-C", "--continue-at"), True, "ranges"),
+    (("--limit-rate", "--max-filesize", "-Y", "--speed-limit", "-y", "--speed-time"), True, ""),
+    (("--retry", "--retry-delay", "--retry-max-time"), True, "use --count for repetition"),
+    (("-U", "--proxy-user", "--noproxy", "--socks5", "--socks5-hostname"), True, "proxy auth"),
+    (("-p", "--proxytunnel", "--proxy-insecure"), False, "proxy tuning"),
+    (("--unix-socket", "--abstract-unix-socket"), True, "unix sockets"),
+    (("--oauth2-bearer", "--aws-sigv4"), True, "use -H 'Authorization: ...'"),
+    (("--digest", "--ntlm", "--negotiate", "--anyauth", "--basic"), False, "only basic -u"),
+    (("--pinnedpubkey", "--capath", "--crlfile", "--proto", "--proto-redir"), True, ""),
+    (("--local-port", "--dns-servers", "--doh-url", "--happy-eyeballs-timeout-ms"), True, ""),
+    (("-K", "--config", "-z", "--time-cond", "--trace", "--trace-ascii", "--stderr"), True, ""),
+    (("--url", "--request-target", "--variable", "--netrc-file", "-Q", "--quote"), True, ""),
+    (("--location-trusted", "--post301", "--post302", "--post303"), False, "redirect tuning"),
+    (("-n", "--netrc", "-Z", "--parallel", "-N", "--no-buffer", "-R", "--remote-time"), False, ""),
+    (("--http2-prior-knowledge", "--http3-only", "--http0.9"), False, "use --http2 / --http3"),
+    (("--tcp-nodelay", "--tcp-fastopen", "--no-keepalive", "--path-as-is"), False, ""),
+    (("-j", "--junk-session-cookies", "--raw", "--tr-encoding"), False, ""),
+    # pycurlb's options probetop refuses (docs/http.md, "pycurlb's options").
+    (
+        ("-g", "--globoff"),
+        False,
+        "pycurlb's -g means --get and curl's means --globoff: probetop never globs URLs, "
+        "and for a GET with a query put the query in the URL",
+    ),
+    (
+        ("--expect100-timeout", "--expect100-timeout-ms"),
+        True,
+        "Expect: 100-continue tuning; libcurl's default (1 s) applies",
+    ),
+    (("--ignore-content-length",), False, "the body is always read as the server framed it"),
+    (("-V", "--version"), False, "use `probetop --version`"),
+)
+# Why each unsupported option is refused (and what to do instead), by flag.
+UNSUPPORTED_WHY: Mapping[str, str] = {
+    flag: why for flags, _takes_value, why in _UNSUPPORTED for flag in flags
+}
+_UNSUPPORTED_DEST = "curl_unsupported"
+
+
+def unsupported_message(flag: str) -> str:
+    """What probetop says when a known curl option it does not implement is given."""
+    why = UNSUPPORTED_WHY.get(flag, "")
+    hint = f" ({why})" if why else ""
+    return (
+        f"curl option {flag} is not supported by probetop http{hint}; "
+        "the supported subset is listed in docs/http.md and `probetop http --help`"
+    )
+
+
+def _tagged(tag: str) -> Callable[[str], tuple[str, str]]:
+    """An option value parser that keeps which option gave the value:
+    ``-d a=1`` -> ``("d", "a=1")`` (curl joins -d/--data-* in command-line order)."""
+
+    def data(text: str) -> tuple[str, str]:
+        return (tag, text)
+
+    return data
+
+
+def _named(flag: str) -> Callable[[str], str]:
+    """The value of an unsupported option is dropped; its flag is kept (to refuse it)."""
+
+    def unsupported(_text: str) -> str:
+        return flag
+
+    return unsupported
+
+
+def _unsupported_options() -> tuple[Option, ...]:
+    """One hidden option per flag, so the refusal names the flag as typed.
+    Every one stores its flag in the same place; ``from_options`` refuses it."""
+    return tuple(
+        Option(
+            (flag,),
+            why,
+            _named(flag) if takes_value else None,
+            metavar="X" if takes_value else None,
+            action="store" if takes_value else "store_const",
+            const=None if takes_value else flag,
+            dest=_UNSUPPORTED_DEST,
+            group=CURL,
+            hidden=True,
+        )
+        for flags, takes_value, why in _UNSUPPORTED
+        for flag in flags
+    )
+
+
+_DATA_OPTIONS: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("-d", "--data", "--data-ascii"), "d", "POST data, form-encoded (@FILE: strip newlines)"),
+    (("--data-binary",), "b", "POST data as is (@FILE: raw bytes)"),
+    (("--data-raw",), "r", "POST data; @ is not special"),
+    (("--data-urlencode",), "u", "POST data, URL-encoded like curl ([name]=content, @FILE)"),
+)
+
+SPEC = CommandSpec(
+    name="http",
+    help="HTTP phase timings (DNS, TCP, TLS, server, transfer) like curl -w / httpstat",
+    description=DESCRIPTION,
+    epilog=EPILOG,
+    options=(
+        Option(("urls",), "http:// or https:// URL(s)", metavar="URL", nargs="+"),
+        Option(("-X", "--request"), "request method", metavar="METHOD", dest="method", group=CURL),
+        Option(
+            ("-H", "--header"),
+            "extra header 'Name: value' (repeatable; @FILE reads one per line)",
+            metavar="LINE",
+            action="append",
+            dest="headers",
+            group=CURL,
+        ),
+        *(
+            Option(
+                flags, text, _tagged(tag), metavar="DATA", action="append", dest="data", group=CURL
+            )
+            for flags, tag, text in _DATA_OPTIONS
+        ),
+        Option(("-u", "--user"), "basic authentication", metavar="USER:PASSWORD", group=CURL),
+        Option(("-A", "--user-agent"), "User-Agent header", metavar="NAME", group=CURL),
+        Option(("-e", "--referer"), "Referer header", metavar="URL", group=CURL),
+        Option(
+            ("-b", "--cookie"), "'n=v; n2=v2' or a cookie file", metavar="DATA|FILE", group=CURL
+        ),
+        Option(
+            ("-k", "--insecure"),
+            "skip TLS verification",
+            action="store_true",
+            default=False,
+            group=CURL,
+        ),
+        Option(("--cacert",), "CA bundle to verify the server with", metavar="FILE", group=CURL),
+        Option(
+            ("-L", "--location"), "follow redirects", action="store_true", default=False, group=CURL
+        ),
+        Option(
+            ("--max-redirs",),
+            f"with -L: at most N redirects (default {DEFAULT_MAX_REDIRS}; 0..1000)",
+            whole_number(),
+            None,
+            "N",
+            group=CURL,
+        ),
+        Option(("-m", "--max-time"), "timeout per request", number(), metavar="S", group=CURL),
+        Option(
+            ("--max-time-ms",),
+            "timeout per request in milliseconds (pycurlb's option)",
+            number(),
+            metavar="MS",
+            group=CURL,
+        ),
+        Option(("--connect-timeout",), "connect timeout", number(), metavar="S", group=CURL),
+        Option(
+            ("--connect-timeout-ms",),
+            "connect timeout in milliseconds (pycurlb's option)",
+            number(),
+            metavar="MS",
+            group=CURL,
+        ),
+        Option(
+            ("--resolve",),
+            "use ADDR for HOST:PORT, no DNS (repeatable)",
+            metavar="HOST:PORT:ADDR",
+            action="append",
+            group=CURL,
+        ),
+        Option(
+            ("--connect-to",),
+            "connect to H2:P2 for requests to H1:P1 (repeatable)",
+            metavar="H1:P1:H2:P2",
+            action="append",
+            group=CURL,
+        ),
+        Option(
+            ("-4", "--ipv4"),
+            "resolve names to IPv4 addresses only",
+            action="store_const",
+            const=4,
+            dest="ip_version",
+            group=CURL,
+        ),
+        Option(
+            ("-6", "--ipv6"),
+            "resolve names to IPv6 addresses only",
+            action="store_const",
+            const=6,
+            dest="ip_version",
+            group=CURL,
+        ),
+        *(
+            Option(
+                ("-0", "--http1.0") if version == "1.0" else (f"--http{version}",),
+                f"use HTTP/{version}",
+                action="store_const",
+                const=version,
+                dest="http_version",
+                group=CURL,
+            )
+            for version in ("1.0", "1.1", "2", "3")
+        ),
+        Option(("-I", "--head"), "HEAD request", action="store_true", default=False, group=CURL),
+        Option(
+            ("--compressed",),
+            "ask for a compressed body",
+            action="store_true",
+            default=False,
+            group=CURL,
+        ),
+        Option(("--interface",), "send from this interface/address", metavar="NAME", group=CURL),
+        Option(("-x", "--proxy"), "use this proxy", metavar="URL", group=CURL),
+        # Accepted for copy-pasted curl command lines; they change nothing here.
+        Option(
+            ("-s", "--silent", "-S", "--show-error", "--no-progress-meter"),
+            "accepted for pasted curl command lines; changes nothing",
+            action="store_true",
+            default=False,
+            dest="curl_quiet",
+            group=CURL,
+            hidden=True,
+        ),
+        Option(
+            ("-o", "--output"),
+            "accepted as -o /dev/null only (bodies are discarded)",
+            metavar="FILE",
+            dest="curl_output",
+            group=CURL,
+            hidden=True,
+        ),
+        *_unsupported_options(),
+        *LOAD_OPTIONS,  # --rate, --connections (load_settings.py)
+        Option(
+            (KEEP_BODY_FLAG,),
+            "keep the request body (-d/--data*) in --json output and recordings; "
+            "by default only its length and SHA-256 are kept",
+            action="store_true",
+            default=False,
+            group=CURL,
+        ),
+        Option(
+            ("--count",),
+            "N requests per URL, then a report",
+            whole_number(),
+            None,
+            "N",
+            group=REPEATED,
+        ),
+        Option(
+            ("--watch",),
+            "show the live dashboard pane",
+            action="store_true",
+            default=False,
+            group=REPEATED,
+        ),
+        Option(
+            ("--fresh",),
+            "new connection, cold DNS for every request (default: what each curl run sees)",
+            action="store_true",
+            default=False,
+            group=REPEATED,
+        ),
+        Option(
+            ("--reuse",),
+            "keep-alive: what a warm client sees",
+            action="store_true",
+            default=False,
+            group=REPEATED,
+        ),
+        Option(
+            ("--warmup",),
+            "discard the first N requests per URL before any statistics (counted and shown "
+            "as discarded; --count N then counts the N after them)",
+            whole_number(0),
+            None,
+            "N",
+            group=REPEATED,
+        ),
+        Option(
+            ("--include-errors",),
+            "latency statistics over 4xx/5xx responses too (default: 2xx/3xx only; "
+            "transport errors never have timings)",
+            action="store_true",
+            default=False,
+            group=REPEATED,
+        ),
+    ),
+)

@@ -1,0 +1,218 @@
+"""The ICMP probe's streams: a thread each that runs the native loop on its
+own socket, an interval at a time, and what they hand over.
+
+Contract: ``_Stream(probe, index, sock, ident, count)`` calls the nogil loop
+(probes/icmp/engine.py) once per interval, on the probe's absolute interval
+boundaries, and delivers (stream, interval k, span, snapshot,
+``StreamProgress``, error-queue entries, done) through ``probe._deliver``;
+``drain()`` stops sending (finishing within the grace period), ``abort()``
+returns from the loop now; a failure is delivered, never raised in the
+thread. ``interval_seconds`` is an interval's length from the streams'
+spans; ``_dissect_kept`` reads the error packets a raw loop kept.
+``warm_up_engine()`` compiles the loop once before any clock. Heavy imports
+(numpy, numba, scapy) happen inside functions, never at import.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from probetop.probes.core import stopsignals
+from probetop.probes.core.sample import now_ns
+
+if TYPE_CHECKING:
+    from probetop.probes.icmp.probe import IcmpProbe
+
+
+@dataclass(frozen=True, slots=True)
+class StreamProgress:
+    """Where one stream's loop stood when it handed over an interval."""
+
+    in_flight: int = 0
+    resolved: int = 0  # requests resolved in send order (loopstate.LoopState.resolved)
+    send_end_ns: int = 0  # when sending stopped; 0 while it goes on
+
+
+class _Stream(threading.Thread):
+    """One socket and one native loop; delivers (stream, interval k, snapshot, done)."""
+
+    def __init__(self, probe: IcmpProbe, index: int, sock: Any, ident: int, count: int) -> None:
+        super().__init__(name=f"icmp-stream-{index}", daemon=True)
+        self.probe = probe
+        self.index = index
+        self.sock = sock
+        self.echo_id = ident
+        self.count = count
+        import numpy as np
+
+        # Written by the event loop's thread, read by the native loop every turn.
+        self.control = np.zeros(1, np.int64)
+        self.error: BaseException | None = None
+
+    def drain(self) -> None:
+        """Stop sending; finish once nothing is in flight (at most the grace period)."""
+        self.control[0] = max(int(self.control[0]), 1)
+
+    def abort(self) -> None:
+        """Return from the native loop now."""
+        self.control[0] = 2
+
+    @property
+    def aborted(self) -> bool:
+        return int(self.control[0]) == 2
+
+    def run(self) -> None:
+        from probetop.probes.icmp import engine as eng
+        from probetop.probes.icmp import loopstate
+        from probetop.probes.icmp.packet import checksum_partial, echo_request
+
+        p = self.probe
+        target = p.target
+        assert target is not None
+        try:
+            rate = p.settings.total_rate
+            period_ns = 0 if rate is None else max(1, round(1e9 * p.settings.streams / rate))
+            packet = echo_request(self.echo_id, p.settings.size, target.v6)
+            addr = target.sockaddr()
+            config = loopstate.make_config(
+                fd=self.sock.fileno(),
+                v6=target.v6,
+                raw=p.mode == "raw",
+                ident=self.echo_id,
+                period_ns=period_ns,
+                preload=p.settings.preload,
+                count=self.count,
+                grace_ns=int(p.settings.grace_s * 1e9),
+                packet_len=len(packet),
+                checksum_partial=checksum_partial(packet),
+                addr_len=len(addr),
+            )
+            # Spread paced streams over one period so N streams are not N-packet bursts.
+            offset = period_ns * self.index // max(1, p.settings.streams)
+            loop = loopstate.LoopState(config, packet, addr, p.start_ns + offset, self.control)
+            interval_ns = int(p.settings.interval_s * 1e9)
+            k = 1
+            t_prev = p.start_ns
+            while True:
+                boundary = p.start_ns + k * interval_ns
+                done = False
+                while not self.aborted and now_ns() < boundary:
+                    # One call per interval: each return has to re-take the GIL.
+                    if loop.run_slice(boundary) == eng.SLICE_DONE:
+                        done = True
+                        break
+                done = done or self.aborted
+                # The interval ends where the loop stopped counting, not where this
+                # thread got the GIL back (packets due meanwhile keep their deadlines).
+                t_snap = loop.returned_ns if loop.returned_ns > t_prev else now_ns()
+                snap = loop.interval.take()
+                errs = self._read_error_queue() if p.mode == "datagram" else []
+                progress = StreamProgress(loop.in_flight, loop.resolved, loop.send_end_ns)
+                p._deliver(self.index, k, (t_prev, t_snap), snap, progress, errs, done)
+                t_prev = t_snap
+                if done:
+                    return
+                k += 1
+        except BaseException as exc:  # reported by run(); the thread must never die silently
+            self.error = exc
+            p._deliver(self.index, -1, (now_ns(), now_ns()), None, StreamProgress(), [], True)
+        finally:
+            self.sock.close()
+
+    def _read_error_queue(self) -> list[dict[str, Any]]:
+        """Datagram sockets report ICMP errors on the error queue (IP_RECVERR)."""
+        import socket
+        import struct
+
+        from probetop.probes.icmp.packet import error_name, sockaddr_address
+
+        out: list[dict[str, Any]] = []
+        for _ in range(64):
+            try:
+                _data, ancdata, _flags, _addr = self.sock.recvmsg(
+                    64, 512, socket.MSG_ERRQUEUE | socket.MSG_DONTWAIT
+                )
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                break
+            for _level, _type, cdata in ancdata:
+                if len(cdata) < 16:
+                    continue
+                _ee_errno, origin, icmp_type, code = struct.unpack_from("=IBBB", cdata)
+                if origin not in (2, 3):  # SO_EE_ORIGIN_ICMP / ICMP6
+                    continue
+                v6 = origin == 3
+                out.append(
+                    {
+                        "type": icmp_type,
+                        "code": code,
+                        "name": error_name(icmp_type, v6),
+                        "router": sockaddr_address(cdata[16:]),
+                    }
+                )
+        return out
+
+
+def interval_seconds(spans_ns: list[int]) -> float:
+    """The length of an interval the streams counted over (each its own span,
+    snapshot to snapshot, ns): the longest, the interval's wall-clock length.
+    Not their mean: a stream that ended early in the interval (its count
+    reached) has a short span, and a mean of spans made the rate of every
+    packet in that interval read up to N x too high (N streams)."""
+    return max(1e-9, max(spans_ns, default=0) / 1e9)
+
+
+def _dissect_kept(kept: list[tuple[Any, int]], v6: bool) -> list[dict[str, Any]]:
+    """Dissect the error packets the loop kept (scapy; off the event loop)."""
+    from probetop.probes.icmp import engine as eng
+    from probetop.probes.icmp.packet import dissect_error
+
+    out = []
+    for snap, n_errors in kept:
+        for i in range(min(n_errors, eng.ERR_RING)):
+            data = bytes(snap.err_ring[i, : snap.err_len[i]])
+            src = bytes(snap.err_src[i])
+            try:
+                out.append(dissect_error(data, src, v6, has_ip_header=not v6))
+            except Exception as exc:  # a malformed packet is data, not a crash
+                out.append({"name": "undissectable", "router": None, "detail": str(exc)})
+    return out
+
+
+_RUN_IDENT = random.SystemRandom().randrange(0, 0x10000)
+_warm = threading.Lock()
+_warmed = False
+
+
+def warm_up_engine() -> None:
+    """Import and compile the native loop once (cached on disk by numba after
+    the first run); a stop signal ends the wait at once (``run_stoppable``)."""
+    stopsignals.run_stoppable(_warm_up_engine)
+
+
+def _warm_up_engine() -> None:
+    global _warmed
+    with _warm:
+        if _warmed:
+            return
+        from probetop.probes.icmp import loopstate
+
+        cfg = loopstate.make_config(
+            fd=-1,
+            v6=False,
+            raw=True,
+            ident=0,
+            period_ns=0,
+            preload=1,
+            count=0,
+            grace_ns=1,
+            packet_len=8,
+            checksum_partial=0,
+            addr_len=16,
+        )
+        loopstate.LoopState(cfg, bytes(8), bytes(16), 0).run_slice(0)  # deadline passed: no I/O
+        _warmed = True
