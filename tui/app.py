@@ -46,6 +46,7 @@ from probetop.probes.core.sample import Announce, Record, Sample, Status
 from probetop.probes.record import Recorder, RecordingError
 from probetop.themes import DEFAULT_THEME, check_theme_name, probetop_themes
 from probetop.tui.config import AppConfig
+from probetop.tui.hardexit import hard_exit
 from probetop.tui.launch import fail
 from probetop.tui.playback import REPLAY_FRAME_S, Playback
 from probetop.tui.player import ReplayPlayer
@@ -91,6 +92,7 @@ MIN_WIDTH, MIN_HEIGHT = 60, 16
 WIDE_COLUMNS = 180  # from this width panes go in two columns at least
 CHROME_ROWS = 2  # the status line and the footer
 HANGUP_EXIT_S = 3.0  # after a SIGHUP, exit this long after the recording is closed
+TERMINAL_CHECK_S = 1.0  # how often the dashboard looks whether its terminal is gone
 NOTIFY_S = {"error": 8.0, "warning": 10.0}
 
 
@@ -264,6 +266,8 @@ class ProbetopApp(App[int]):
     async def on_mount(self) -> None:
         self.index.display = False
         self._check_size()
+        if os.isatty(1):
+            self.set_interval(TERMINAL_CHECK_S, self._check_terminal)
         if self.config.attached is not None or self.replay:
             self._signals = add_stop_signal_handlers(self._on_signal)
             if (early := stopsignals.pending()) is not None:  # sent during start-up
@@ -387,6 +391,15 @@ class ProbetopApp(App[int]):
         if signame == "SIGHUP" and terminal_hung_up():
             detach_from_dead_terminal()
         self.run_worker(self.shutdown(f"interrupted ({signame})"), exclusive=False)
+
+    def _check_terminal(self) -> None:
+        """A terminal can vanish without a SIGHUP reaching us: the shell
+        that owned it dies and forwards nothing (`sh -c 'probetop; ...'` in a
+        tmux window that is killed, an SSH drop under a wrapper script). The
+        dashboard then ran its probes on, unseen, until someone killed it.
+        A terminal found hung up is handled as its SIGHUP would be."""
+        if not self._shutting_down and terminal_hung_up():
+            self._on_signal("SIGHUP")
 
     def _screens_gone(self) -> bool:
         """True once Textual has removed the last screen: the frame timers can
@@ -760,7 +773,7 @@ class ProbetopApp(App[int]):
         if "SIGHUP" in reason:
             # Data is safe now (probes joined, footer written). Textual's own
             # exit can block writing to a hung-up terminal; never hang around.
-            watchdog = threading.Timer(HANGUP_EXIT_S, os._exit, args=(0,))
+            watchdog = threading.Timer(HANGUP_EXIT_S, hard_exit, args=(0,))
             watchdog.daemon = True
             watchdog.start()
         failed = self.session is not None and self.session.failed

@@ -15,12 +15,14 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import parse_qs, urlsplit
 
 from probetop.probes.core.privileges import has_net_raw, ping_group_allows
+from probetop.tui.hardexit import before_hard_exit
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -76,6 +78,7 @@ class DemoTargets:
         self.interval_s = interval_s  # the sampling interval demo probes should use
         self.http_server: ThreadingHTTPServer | None = None
         self.scratch: Path | None = None
+        self._unregister: Callable[[], None] = lambda: None
         self._thread: threading.Thread | None = None
 
     @property
@@ -95,7 +98,10 @@ class DemoTargets:
             target=self.http_server.serve_forever, name="demo-http", daemon=True
         )
         self._thread.start()
-        self.scratch = Path(tempfile.mkdtemp(prefix="probetop-demo-"))
+        scratch = Path(tempfile.mkdtemp(prefix="probetop-demo-"))
+        self.scratch = scratch
+        # Also when a hung-up dashboard leaves with os._exit (tui/hardexit.py).
+        self._unregister = before_hard_exit(lambda: shutil.rmtree(scratch, ignore_errors=True))
         return self
 
     def __exit__(
@@ -109,3 +115,4 @@ class DemoTargets:
             self.http_server.server_close()
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
+            self._unregister()

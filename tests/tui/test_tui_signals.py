@@ -98,6 +98,48 @@ def test_terminal_hangup_closes_recording_and_exits(tmp_path: Path) -> None:
     assert session.footer is not None and session.footer["reason"] == "interrupted (SIGHUP)"
 
 
+def test_a_terminal_gone_without_a_sighup_still_ends_the_dashboard(tmp_path: Path) -> None:
+    """The terminal can vanish with no SIGHUP for us: the shell that owned it
+    dies and forwards nothing (`sh -c 'probetop; ...'` in a tmux window that
+    is killed). The dashboard ran its probes on, unseen, until killed (or
+    left with os._exit and its demo scratch in /tmp). Here it has no
+    controlling terminal at all, so closing the master sends nothing: it
+    must notice the hang-up itself, close the recording and exit."""
+    path = tmp_path / "rec.jsonl"
+    app = PtySession.start(["--record", str(path), "--interval", "0.2"], controlling=False)
+    try:
+        assert _wait_for_samples(path)
+        app.hangup()
+        rc = app.proc.wait(timeout=30)
+    finally:
+        app.close()
+    assert rc == 0
+    session = load_session(path)
+    assert session.footer is not None and session.footer["reason"] == "interrupted (SIGHUP)"
+
+
+HARD_EXIT = """
+import pathlib, sys
+from probetop.tui.hardexit import before_hard_exit, hard_exit
+kept, removed = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+before_hard_exit(removed.unlink)
+unregister = before_hard_exit(kept.unlink)
+unregister()
+hard_exit(3)
+"""
+
+
+def test_a_hard_exit_runs_the_registered_clean_ups_first(tmp_path: Path) -> None:
+    """After a hang-up the dashboard leaves with os._exit if Textual's exit
+    blocks; the demo's scratch directory (~200 MB in /tmp) was left behind."""
+    kept, removed = tmp_path / "kept", tmp_path / "removed"
+    kept.touch()
+    removed.touch()
+    done = subprocess.run([*PROBETOP[:1], "-c", HARD_EXIT, str(kept), str(removed)], timeout=60)
+    assert done.returncode == 3
+    assert kept.exists() and not removed.exists()
+
+
 def test_a_headless_run_whose_terminal_hangs_up_exits_129(tmp_path: Path) -> None:
     """The same drop under a headless `--record` run (a closed tmux window):
     the report then met a terminal that is gone (EIO) and the run ended in

@@ -1,0 +1,48 @@
+"""Leaving the process at once without leaving its litter behind.
+
+After a hangup the dashboard exits with ``os._exit`` if Textual's own exit
+has not finished within a few seconds (it can block on a terminal that is
+gone): no ``finally`` and no ``with`` block runs after that. Clean-ups that
+must happen anyway (the demo's scratch directory of ~200 MB in /tmp) are
+registered here and run first.
+
+Contract:
+- ``before_hard_exit(cleanup)`` registers ``cleanup`` (quick, idempotent);
+  the function it returns unregisters it (call it once the normal path has
+  cleaned up).
+- ``hard_exit(code)`` runs every registered clean-up once, each error
+  ignored, then ``os._exit(code)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable
+
+_cleanups: list[Callable[[], None]] = []
+_lock = threading.Lock()
+
+
+def before_hard_exit(cleanup: Callable[[], None]) -> Callable[[], None]:
+    """Run ``cleanup`` before a hard exit; returns the call that unregisters it."""
+    with _lock:
+        _cleanups.append(cleanup)
+
+    def unregister() -> None:
+        with _lock, contextlib.suppress(ValueError):
+            _cleanups.remove(cleanup)
+
+    return unregister
+
+
+def hard_exit(code: int) -> None:
+    """The registered clean-ups, then ``os._exit(code)``."""
+    with _lock:
+        pending = list(_cleanups)
+        _cleanups.clear()
+    for cleanup in pending:
+        with contextlib.suppress(Exception):
+            cleanup()
+    os._exit(code)
