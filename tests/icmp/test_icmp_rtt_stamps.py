@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from icmp_fixtures import Peer, icmp_peer  # noqa: F401 (fixtures)
 from probetop.probes.icmp import engine as eng
-from probetop.probes.icmp import layout
+from probetop.probes.icmp import layout, loopstate
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
 
@@ -110,7 +110,7 @@ def test_kernel_stamp_walks_the_control_data() -> None:
 
 def _reply_once(kernel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Account one echo reply (datagram IPv4, seq 0 sent at 1000 ns, read at 5000 ns)."""
-    cfg = eng.make_config(
+    cfg = loopstate.make_config(
         fd=-1, v6=False, raw=False, ident=0, period_ns=0, preload=1, count=0, grace_ns=10**9,
         packet_len=8, checksum_partial=0, addr_len=16,
     )  # fmt: skip
@@ -120,7 +120,7 @@ def _reply_once(kernel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     slot_state = np.zeros(layout.SLOTS, np.uint8)
     slot_sent = np.zeros(layout.SLOTS, np.int64)
     slot_state[0], slot_sent[0] = layout.IN_FLIGHT, 1000
-    iv = eng.IntervalArrays()
+    iv = loopstate.IntervalArrays()
     buf = np.zeros(64, np.uint8)  # type 0 (echo reply), id 0, seq 0
     src = np.zeros(layout.ADDR_BYTES, np.uint8)
     for _ in range(2):  # the second is a duplicate
