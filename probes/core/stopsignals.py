@@ -13,13 +13,14 @@ Contract:
 - ``install()`` (first thing in the console script, before heavy imports):
   SIGINT, SIGTERM and SIGHUP are caught from then on, whatever was
   inherited; each one is recorded (``pending()``), never lost.
-- ``interrupt_from_now()``: a signal also raises ``KeyboardInterrupt`` in the
-  main thread, so a long start-up step ends at once (the console script
+- ``interrupt_from_now()``: a signal also raises ``KeyboardInterrupt`` in
+  the main thread, so a long start-up step ends at once (the console script
   exits 128 + the signal number, no traceback) -- but never inside a
   finalizer or inside llvmlite/numba, whose state an exception between two
-  bytecodes can break; there it stays pending for the next ``check()``. Before that call (during
-  imports, where an exception would print a traceback) it is only recorded,
-  and ``main`` checks ``pending()`` as it starts.
+  bytecodes can break; there it stays pending for the next ``check()``.
+  Before that call (during imports, where an exception would print a
+  traceback) it is only recorded, and ``main`` checks ``pending()`` as it
+  starts.
 - ``check()``: raise ``KeyboardInterrupt`` if a signal is pending (for the
   steps that may swallow an exception raised inside them, e.g. a ctypes
   callback during numba's compile); runners call ``pending()`` right after
