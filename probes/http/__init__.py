@@ -17,7 +17,8 @@ behind it:
   the split of outcomes every HTTP statistic uses (status.py)
 - one-off mode: ``check_url`` / ``HttpUrlError`` (exit 3 or 4),
   ``check_http_version``, ``fetch`` (one exchange, hop by hop) giving an
-  ``Exchange`` with its ``exit_code`` and ``message()``; ``EXIT_CODES``
+  ``Exchange`` with its curl exit code (``exit_status``) and ``message()``;
+  ``write_out`` / ``WriteOut`` (curl's ``-w`` format)
 - reports: ``render_exchange`` (the one-off waterfall, ``use_colour``),
   ``pycurlb_document`` (one-off ``--json``), ``render_report`` and
   ``json_report`` (the repeated-mode report, text or ``--json``)
@@ -29,7 +30,8 @@ behind it:
 Importing this package is cheap: pycurl loads when a request is made.
 """
 
-from probetop.probes.http.errorkinds import ERROR_KINDS, EXIT_CODES
+from probetop.probes.http.curlinfo import libcurl_version
+from probetop.probes.http.errorkinds import ERROR_KINDS, FAIL_EXIT
 from probetop.probes.http.inputs import HttpUrlError
 from probetop.probes.http.load_probe import HttpLoadProbe
 from probetop.probes.http.load_records import (
@@ -77,13 +79,14 @@ from probetop.probes.http.status import (
 )
 from probetop.probes.http.transfer import Exchange, fetch
 from probetop.probes.http.waterfall import render_exchange, use_colour
+from probetop.probes.http.writeout import Transfer, WriteOut
 
 __all__ = [
     "CLASS_LABELS",
     "ERRORS",
     "ERROR_KINDS",
     "ERROR_MARKER_SHARE",
-    "EXIT_CODES",
+    "FAIL_EXIT",
     "HTTP_CODE",
     "KIND",
     "LOAD_KIND",
@@ -111,13 +114,16 @@ __all__ = [
     "LoadSettings",
     "Slowest",
     "StatusClass",
+    "Transfer",
     "UrlInterval",
     "UrlRun",
+    "WriteOut",
     "check_http_version",
     "check_url",
     "classify",
     "fetch",
     "json_report",
+    "libcurl_version",
     "load_json_report",
     "phase_metric",
     "pycurlb_document",

@@ -74,8 +74,9 @@ class HttpUrlError(TargetProbeError):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
-        # One-off exit codes (transfer.EXIT_CODES): 3 malformed URL, 4 scheme.
-        self.exit_code = 3 if kind == "url" else 4
+        # curl's exit codes (errorkinds.KIND_EXIT): 3 CURLE_URL_MALFORMAT,
+        # 1 CURLE_UNSUPPORTED_PROTOCOL.
+        self.exit_code = 3 if kind == "url" else 1
 
 
 def arg_bytes(text: str) -> bytes:

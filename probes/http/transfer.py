@@ -14,8 +14,8 @@ Contract:
   transfer: libcurl stamps every socket event in C, and no Python code (UI or
   other) runs between an event and its timestamp.
 - An in-transfer failure is data: ``Hop.error`` names its kind
-  (``errorkinds.ERROR_KINDS``) and ``errorkinds.EXIT_CODES`` maps each kind
-  to the one-off exit code.
+  (``errorkinds.ERROR_KINDS``) and ``Hop.curl_code`` is libcurl's error
+  number, which ``Exchange.exit_status`` gives as curl's exit code.
 """
 
 from __future__ import annotations
@@ -26,7 +26,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from probetop.probes.http.curlinfo import printable, pycurlb_info, read_info
-from probetop.probes.http.errorkinds import _HINTS, EXIT_CODES, error_kind, status_kind
+from probetop.probes.http.errorkinds import (
+    _HINTS,
+    FAIL_EXIT,
+    KIND_EXIT,
+    error_kind,
+    status_kind,
+)
 from probetop.probes.http.records import PHASES
 from probetop.probes.http.request import (
     REDIRECT_CODES,
@@ -104,6 +110,10 @@ class Hop:
     tls: TlsInfo | None = None
     error: str | None = None  # an ERROR_KINDS name, or None
     message: str | None = None  # libcurl's message, or ours
+    curl_code: int = 0  # libcurl's CURLE_* number (curl's exit code), 0: none
+    # The final response's header lines (name, value) as received, in order
+    # (not the 1xx ones before it): curl's %{header_json}, %header{name}.
+    headers: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def phases_us(self) -> dict[str, int | None]:
@@ -135,14 +145,39 @@ class Exchange:
         return status_kind(self.final.http_code) if self.hops else None
 
     @property
-    def exit_code(self) -> int:
-        kind = self.error
-        return EXIT_CODES[kind] if kind else 0
+    def curl_code(self) -> int:
+        """libcurl's error number of the first failed hop (curl's exit code,
+        ``%{exitcode}``), 0 when every transfer completed (an HTTP error too)."""
+        for hop in self.hops:
+            if hop.error:
+                return hop.curl_code or KIND_EXIT.get(hop.error, 0)
+        return 0
 
-    def message(self) -> str | None:
-        """A one-line explanation of ``error`` that says what to do."""
+    def exit_status(self, *, fail: bool = False) -> int:
+        """curl's exit code: ``curl_code``, else 22 for a final status >= 400
+        with ``fail`` (-f/--fail), else 0 (an HTTP error without -f is a
+        completed transfer, as for curl)."""
+        code = self.curl_code
+        if code == 0 and fail and self.hops and self.final.http_code >= 400:
+            return FAIL_EXIT
+        return code
+
+    def curl_error(self, *, fail: bool = False) -> str | None:
+        """curl's %{errormsg}: libcurl's message for the failed hop, curl's
+        "The requested URL returned error: N" for an HTTP error with ``fail``,
+        None when the exit code is 0."""
+        hop = next((h for h in self.hops if h.error), None)
+        if hop is not None:
+            return hop.message or ""
+        if fail and self.hops and self.final.http_code >= 400:
+            return f"The requested URL returned error: {self.final.http_code}"
+        return None
+
+    def message(self, *, fail: bool = False) -> str | None:
+        """A one-line explanation of ``error`` that says what to do; for an
+        HTTP error status only with ``fail`` (curl says nothing without -f)."""
         kind = self.error
-        if kind is None:
+        if kind is None or (kind.startswith("http_") and not fail):
             return None
         hop = next((h for h in self.hops if h.error), self.final)
         url = _short(redact_url(hop.url))
@@ -182,6 +217,10 @@ def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
         def on_header(line: bytes) -> None:
             if line[:5] == b"HTTP/":
                 status.append(printable(line.decode("latin-1").strip()))
+                hop.headers.clear()  # a new response: the 1xx before it is not kept
+            elif b":" in line:
+                name, _, value = line.decode("utf-8", "surrogateescape").partition(":")
+                hop.headers.append((name, value.strip(" \t\r\n")))
 
         curl.setopt(pycurl.HEADERFUNCTION, on_header)
     curl.setopt(pycurl.WRITEFUNCTION, _discard)
@@ -190,6 +229,7 @@ def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
     except pycurl.error as exc:
         errno, message = exc.args[0], exc.args[1] if len(exc.args) > 1 else str(exc)
         hop.error = error_kind(errno, hop.url)
+        hop.curl_code = int(errno)
         text = message or curl.errstr() or f"curl error {errno}"
         hop.message = printable(text if isinstance(text, str) else repr(text))
     info = read_info(curl)
@@ -298,7 +338,7 @@ def fetch(request: HttpRequest, url: str, *, curl: Any = None, details: bool = T
                 break
             if len(exchange.hops) > request.max_redirs:
                 hop.error = "redirects"
-                hop.message = f"maximum ({request.max_redirs}) redirects followed"
+                hop.message = f"Maximum ({request.max_redirs}) redirects followed"  # curl's words
                 break
             scheme = hop.redirect_url.split(":", 1)[0].lower()
             if scheme not in SCHEMES:
