@@ -230,6 +230,8 @@ def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
         errno, message = exc.args[0], exc.args[1] if len(exc.args) > 1 else str(exc)
         hop.error = error_kind(errno, hop.url)
         hop.curl_code = int(errno)
+        if errno == FAIL_EXIT:  # -f: libcurl stopped at the error status, as curl does
+            hop.error = status_kind(int(_code(curl))) or hop.error
         text = message or curl.errstr() or f"curl error {errno}"
         hop.message = printable(text if isinstance(text, str) else repr(text))
     info = read_info(curl)
@@ -305,11 +307,29 @@ def next_hop(request: HttpRequest, hop: Hop, body: str | None) -> tuple[str, str
     return url, method, body
 
 
-def fetch(request: HttpRequest, url: str, *, curl: Any = None, details: bool = True) -> Exchange:
+def _code(curl: Any) -> int:
+    import pycurl
+
+    try:
+        return int(curl.getinfo(pycurl.RESPONSE_CODE) or 0)
+    except (pycurl.error, TypeError, ValueError):
+        return 0
+
+
+def fetch(
+    request: HttpRequest,
+    url: str,
+    *,
+    curl: Any = None,
+    details: bool = True,
+    fail: bool = False,
+) -> Exchange:
     """One exchange: the request, then each redirect hop when -L is on.
 
     Hops share one handle, so a redirect to the same host reuses the
-    connection exactly as curl -L does.
+    connection exactly as curl -L does. ``fail`` (-f): libcurl stops at a
+    status >= 400 before the body (CURLOPT_FAILONERROR) and the hop fails
+    with curl's error 22, as curl -f does.
     """
     import pycurl
 
@@ -330,6 +350,8 @@ def fetch(request: HttpRequest, url: str, *, curl: Any = None, details: bool = T
                 send_credentials=same_origin_host(url, hop_url),
                 fresh=False,
             )
+            if fail:
+                curl.setopt(pycurl.FAILONERROR, 1)
             hop = perform(curl, Hop(hop_url, method), details=details)
             exchange.hops.append(hop)
             if hop.error or not request.follow or hop.http_code not in REDIRECT_CODES:

@@ -100,7 +100,7 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
             print(f"probetop: error: {exc}", file=sys.stderr)
             code, errormsg = exc.exit_code, str(exc)
         else:
-            exchange = http.fetch(request, url)
+            exchange = http.fetch(request, url, fail=settings.fail)
             code = exchange.exit_status(fail=settings.fail)
             errormsg = exchange.curl_error(fail=settings.fail)
             message = exchange.message(fail=settings.fail)
