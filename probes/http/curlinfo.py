@@ -15,6 +15,8 @@ import re
 from typing import Any
 
 STAMPS = ("namelookup", "connect", "appconnect", "pretransfer", "starttransfer", "total")
+#: The phases made of them (transfer.phases_us), in time order.
+PHASES = ("dns", "tcp", "tls", "server", "transfer")
 
 _HTTP_VERSION_NAMES = {1: "1.0", 2: "1.1", 3: "2", 30: "3"}
 

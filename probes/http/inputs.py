@@ -45,7 +45,6 @@ Contract:
 
 from __future__ import annotations
 
-import encodings.idna
 import ipaddress
 import os
 import re
@@ -227,6 +226,8 @@ def idna_host(host: str) -> str:
         if label.isascii():
             out.append(label.lower())
             continue
+        import encodings.idna  # here: non-ASCII host names only (stringprep is slow to load)
+
         nfc = unicodedata.normalize("NFC", label)
         try:
             ascii_label = encodings.idna.ToASCII(nfc).decode("ascii")

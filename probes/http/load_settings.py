@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.core.limits import UnitCost, check_capacity
 from probetop.probes.core.options import Option, number, whole_number
 
 LOAD = "load mode (probetop; docs/http-load.md)"
@@ -39,14 +38,20 @@ DEFAULT_CONNECTIONS = 10
 #: How long requests still in flight get after the schedule ends (--time).
 DRAIN_S = 1.0
 
-# One connection: a libcurl easy handle with its buffers, and one socket.
-CONNECTION_COST = UnitCost(
-    "connection",
-    tasks=0,
-    files=1,
-    resident_bytes=200_000,
-    detail="a libcurl handle and its buffers",
-)
+
+def connection_cost() -> Any:
+    """One connection: a libcurl easy handle with its buffers, and one socket
+    (core.limits loads only in load mode: a one-off request does not pay for it)."""
+    from probetop.probes.core.limits import UnitCost
+
+    return UnitCost(
+        "connection",
+        tasks=0,
+        files=1,
+        resident_bytes=200_000,
+        detail="a libcurl handle and its buffers",
+    )
+
 
 LOAD_OPTIONS: tuple[Option, ...] = (
     Option(
@@ -97,7 +102,9 @@ class LoadSettings:
             raise UsageProbeError(
                 f"--connections must be within 1..{MAX_CONNECTIONS}, got {self.connections}"
             )
-        check_capacity("--connections", self.connections, CONNECTION_COST)
+        from probetop.probes.core.limits import check_capacity
+
+        check_capacity("--connections", self.connections, connection_cost())
 
 
 # Options of repeated or one-off mode that load mode has no use for, and why.

@@ -21,7 +21,6 @@ from probetop.probes.http.load_settings import LoadSettings, load_from_options
 from probetop.probes.http.request import HttpRequest
 from probetop.probes.http.requestopts import request_from_options
 from probetop.probes.http.spec import _UNSUPPORTED_DEST, SPEC, unsupported_message
-from probetop.probes.http.writeout import MAX_FORMAT_BYTES, read_format
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +112,8 @@ class HttpSettings:
                 "code); repeated and load mode report statistics: use --json or --assert"
             )
         if write_out is not None:
+            from probetop.probes.http.writeout import read_format  # -w only
+
             write_out = read_format(write_out, _read_format_file)
         settings = cls(
             urls=tuple(values.get("urls") or ()),
@@ -210,6 +211,8 @@ def _ordered(value: Any, seq: int) -> tuple[int, str]:
 
 
 def _read_format_file(name: str) -> bytes:
+    from probetop.probes.http.writeout import MAX_FORMAT_BYTES
+
     return read_at_file(name, "-w", MAX_FORMAT_BYTES)
 
 

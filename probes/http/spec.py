@@ -170,8 +170,11 @@ _DATA_OPTIONS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("--data-urlencode",), "u", "POST data, URL-encoded like curl ([name]=content, @FILE)"),
 )
 
+#: The family's name: its command, its probes' and records' kind.
+KIND = "http"
+
 SPEC = CommandSpec(
-    name="http",
+    name=KIND,
     help="HTTP phase timings (DNS, TCP, TLS, server, transfer) like curl -w / httpstat",
     description=DESCRIPTION,
     epilog=EPILOG,

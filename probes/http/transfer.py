@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from probetop.probes.http.curlinfo import printable, pycurlb_info, read_info
+from probetop.probes.http.curlinfo import PHASES, printable, pycurlb_info, read_info
 from probetop.probes.http.errorkinds import (
     _HINTS,
     FAIL_EXIT,
@@ -33,7 +33,6 @@ from probetop.probes.http.errorkinds import (
     error_kind,
     status_kind,
 )
-from probetop.probes.http.records import PHASES
 from probetop.probes.http.request import (
     REDIRECT_CODES,
     SCHEMES,
@@ -194,9 +193,10 @@ def _short(text: str, limit: int = 200) -> str:
 
 
 # libcurl's verbose lines carrying the negotiated TLS session and the certificate.
-_TLS_LINE = re.compile(r"SSL connection using (\S+) / (\S+)")
-_EXPIRE_LINE = re.compile(r"^\s*expire date: (.+?)\s*$")
-_SUBJECT_LINE = re.compile(r"^\s*subject: (.+?)\s*$")
+# (Patterns, compiled on first use by re's cache: plain http:// never needs them.)
+_TLS_LINE = r"SSL connection using (\S+) / (\S+)"
+_EXPIRE_LINE = r"^\s*expire date: (.+?)\s*$"
+_SUBJECT_LINE = r"^\s*subject: (.+?)\s*$"
 
 
 def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
@@ -255,11 +255,11 @@ def tls_details(request: HttpRequest, url: str) -> TlsInfo | None:
         if kind != pycurl.INFOTYPE_TEXT:
             return
         text = printable(data.decode("utf-8", "replace").rstrip("\r\n"))
-        if m := _TLS_LINE.search(text):
+        if m := re.search(_TLS_LINE, text):
             tls.version, tls.cipher = m.group(1), m.group(2)
-        elif m := _EXPIRE_LINE.match(text):
+        elif m := re.match(_EXPIRE_LINE, text):
             tls.cert_expiry = m.group(1)
-        elif m := _SUBJECT_LINE.match(text):
+        elif m := re.match(_SUBJECT_LINE, text):
             tls.cert_subject = m.group(1)
 
     curl = pycurl.Curl()

@@ -54,7 +54,6 @@ is not encryption).
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 import shlex
 from collections.abc import Callable, Sequence
@@ -186,6 +185,8 @@ def body_digest(data: bytes | str) -> str:
         raw = data.encode("utf-8", "surrogateescape")
     else:
         raw = bytes(data)
+    import hashlib  # here: loading OpenSSL's hashes costs every start otherwise
+
     return f"<{len(raw)} bytes, sha256:{hashlib.sha256(raw).hexdigest()}>"
 
 

@@ -14,15 +14,16 @@ import dataclasses
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probetop.probes import http
 from probetop.probes.core.base import Probe, UsageProbeError
-from probetop.probes.http import HttpProbe, HttpSettings
+from probetop.probes.http import HttpSettings
 from probetop.probes.record import redact_text
-from probetop.tui.launch import run_headless_plan
 from probetop.tui.plan import CommonOptions, RunPlan
-from probetop.tui.runner import RunResult
+
+if TYPE_CHECKING:  # the headless runner loads for repeated mode only (asyncio ...)
+    from probetop.tui.runner import RunResult
 
 SPEC = http.SPEC  # the family declares the options; this module runs them
 FOCUS = http.KIND
@@ -43,7 +44,7 @@ def settings(values: Mapping[str, Any], common: CommonOptions) -> HttpSettings:
 def build_probes(plan: RunPlan[HttpSettings]) -> list[Probe]:
     if plan.settings.load is not None:
         return [http.HttpLoadProbe(plan.settings)]  # --rate: load mode
-    return [HttpProbe(plan.settings)]
+    return [http.HttpProbe(plan.settings)]
 
 
 def deadline_s(plan: RunPlan[HttpSettings]) -> float | None:
@@ -59,7 +60,7 @@ def demo_probes(ctx: Any) -> list[Probe]:
     """Two local URLs on the demo server: a 20 ms wait and a 100 kB body."""
     base = ctx.http_url
     urls = (f"{base}/delay?ms=20", f"{base}/bytes?n=100000")
-    return [HttpProbe(HttpSettings(urls=urls, interval_s=1.0))]
+    return [http.HttpProbe(HttpSettings(urls=urls, interval_s=1.0))]
 
 
 def run(plan: RunPlan[HttpSettings]) -> int | None:
@@ -69,6 +70,8 @@ def run(plan: RunPlan[HttpSettings]) -> int | None:
     if plan.settings.watch:
         return None
     if not plan.settings.one_off:
+        from probetop.tui.launch import run_headless_plan
+
         return run_headless_plan(plan, build_probes(plan), sys.modules[__name__])
     if plan.common.assertions:  # one request has no distribution to assert on
         raise UsageProbeError(
