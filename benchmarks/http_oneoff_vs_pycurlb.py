@@ -71,7 +71,7 @@ def main() -> int:
             "pycurlb": [sys.executable, pycurlb.__file__, url],
             "probetop": [PROBETOP, "http", url],
         }
-        for name, argv in commands.items():  # warm the page cache and the .pyc files
+        for argv in commands.values():  # warm the page cache and the .pyc files
             timed(argv)
         for r in range(args.rounds):
             order = list(commands) if r % 2 == 0 else list(reversed(commands))
