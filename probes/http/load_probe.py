@@ -75,7 +75,7 @@ class LoadRun:
         # The run's own time and what finished in it (not the drain after --time):
         # what the rates divide, as wrk's Requests/sec does.
         self.run_seconds = 0.0
-        self.run_done = 0
+        self.run_done = self.run_sent = 0
         self.waited = self.connects = 0
         self.in_flight_max = 0
         self.cpu_s = 0.0
@@ -134,6 +134,7 @@ class LoadRun:
         if not line.get("drain"):
             self.run_seconds += seconds
             self.run_done += int(line.get("done") or 0)
+            self.run_sent += int(line.get("sent") or 0)
         self.scheduled += int(line.get("scheduled") or 0)
         self.sent += int(line.get("sent") or 0)
         self.done += int(line.get("done") or 0)
@@ -220,7 +221,7 @@ class LoadRun:
             "done_in_drain": self.done - self.run_done,
             # Over the run's own time (--time), not the drain after it: wrk's
             # Requests/sec counts what finished within the run's duration.
-            "sent_rps": _rate(self.sent, self.run_seconds),
+            "sent_rps": _rate(self.run_sent, self.run_seconds),
             "done_rps": _rate(self.run_done, self.run_seconds),
             "classes": {cls.value: c.to_dict() for cls, c in self.run_classes().items()},
             "errors": dict(self.errors),

@@ -41,11 +41,12 @@ Contract:
   ends (default 1)}``. ``rate`` null is wrk's closed loop: every free
   connection sends its next request at once (scheduled = sent, so the
   corrected latency is the service latency and nothing is ever late).
-- The run ends at ``time_s``: no request is sent after it (those due and
-  unsent are ``unsent``), one line closes the run's own time exactly there,
-  and the requests still in flight get ``drain_s`` more, reported in lines
-  with ``"drain": true`` (so a rate over the run divides by the run's time,
-  as wrk does, not by the drain after it).
+- The run ends at ``time_s``: one line closes the run's own time exactly
+  there; then the requests still in flight, and (open model) those due
+  within the run but not sent yet, get ``drain_s`` more, reported in lines
+  with ``"drain": true``, so a rate over the run divides by the run's time,
+  as wrk does, not by the drain after it. The closed loop sends nothing
+  after ``time_s``.
 - Every ``interval_s`` (from the schedule's start) one line: ``{"t_ns",
   "seconds", "scheduled", "sent", "done", "classes": {class: {"corrected":
   hist, "service": hist}}, "phases": {phase: hist}, "errors": {kind: n},
@@ -323,12 +324,8 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
         # whose time has come while a handle is free, and let libcurl send.
         if running:
             collect()
-        if ended:
-            due = next_k  # the run is over: nothing more is sent
-        elif closed:
-            due = next_k + len(idle)  # every free connection sends at once
-        else:
-            due = due_by(now)
+        # Closed loop: every free connection sends at once, until the run is over.
+        due = (next_k if ended else next_k + len(idle)) if closed else due_by(now)
         if next_k < due and idle:
             interval.flight_area += running * (now - last_change_ns)
             last_change_ns = now
@@ -350,14 +347,18 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
             collect()
         now = time.monotonic_ns()
         if end_ns is not None and now >= end_ns:
+            # Open model: requests due within the run and not sent yet go out in
+            # the drain (late, and their corrected latency says so).
+            all_sent = closed or (total is not None and next_k >= total)
+            over = (all_sent and not running) or now >= end_ns + drain_ns
             if not ended:
                 # The run's own time ends here: one line up to now, the rest is drain.
                 ended = True
-                flush(now, final=not running)
-                if not running:
+                flush(now, final=over)
+                if over:
                     return 0
                 report_ns = now + interval_ns
-            elif not running or now >= end_ns + drain_ns:
+            elif over:
                 flush(now, final=True)
                 return 0
         if now >= report_ns:

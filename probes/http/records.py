@@ -42,6 +42,7 @@ from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.readback import as_number
 from probetop.probes.core.sample import Sample, metric_key, split_key
 from probetop.probes.http.curlinfo import PHASES
+from probetop.probes.http.spec import KIND as KIND  # the records' kind (defined in spec.py)
 
 # The five phases of a request, in time order (httpstat's waterfall, except
 # TLS, which ends at appconnect): DNS, TCP, TLS, server, transfer.
