@@ -170,6 +170,19 @@ def test_every_binding_in_the_footer_at_80x24() -> None:
         footer = screen.splitlines()[-1]
         assert all(key in footer for key in LIVE_KEYS), footer
         assert footer.rstrip().endswith("▏^p"), footer
+        assert "…" not in footer, footer
+
+
+@needs_tmux
+def test_the_live_cpu_footer_fits_80x24_without_a_cut_label() -> None:
+    """With the cpu pane's own key too (e), the labels were cut to fit
+    ("e What … m Maxim… a Add p…"); now short words, every one whole."""
+    with tmux_session([EXE, "cpu", "--threads", "1", "--time", "60"], 80, 24) as tmux:
+        screen = wait_screen(tmux, "Event?")
+        footer = screen.splitlines()[-1]
+        assert "…" not in footer, footer
+        for label in ("e Event?", "q Quit", "? Help", "m Max", "a Add", "r Rec", "i Idle"):
+            assert label in footer, footer
 
 
 @needs_tmux
