@@ -191,6 +191,14 @@ class ProbetopApp(App[int]):
         Binding("right", "seek(10)", "+10s", show=False, priority=True),
         Binding("home", "seek_to(0)", "Start", show=False, priority=True),
         Binding("end", "seek_to(-1)", "End", show=False, priority=True),
+        # Arrows move the selection: in the grid, to the pane above, below or
+        # beside; in the compact list, up and down its ▸ cursor. Priority:
+        # the scrolling pane container binds them too (left / right seek in
+        # a replay: those bindings come first).
+        Binding("up", "move(-1, 0)", "Up", show=False, priority=True),
+        Binding("down", "move(1, 0)", "Down", show=False, priority=True),
+        Binding("left", "move(0, -1)", "Left", show=False, priority=True),
+        Binding("right", "move(0, 1)", "Right", show=False, priority=True),
     ]
 
     LIVE_ONLY = {"add_probe", "toggle_record"}
@@ -357,7 +365,27 @@ class ProbetopApp(App[int]):
         else:
             super().action_focus_previous()
 
+    def action_move(self, rows: int, columns: int) -> None:
+        """Select the pane ``rows`` grid rows and ``columns`` places away
+        (reading order); nothing at an edge."""
+        if self.compact:
+            self._show_in_compact(self.layout.step(rows or columns))
+            return
+        panes = self.ordered_panes()
+        if not panes:
+            return
+        current = self.focused if isinstance(self.focused, ProbePane) else None
+        if current is None or current not in panes:
+            panes[0].focus()
+            return
+        width = self.plan.columns if self.plan is not None else 1
+        target = panes.index(current) + rows * width + columns
+        if 0 <= target < len(panes):
+            panes[target].focus()
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "move" and (len(self.screen_stack) > 1 or not self.panes):
+            return False  # a dialog, help or a maximised pane: the arrows are theirs
         if action in self.LIVE_ONLY and self.replay:
             return False
         if action in self.DASHBOARD_ONLY and isinstance(self.screen, ModalScreen):
