@@ -194,7 +194,9 @@ async def detach_session(
         log=str(log),
         extra={"detached_from": "foreground"},
     )
-    claim(info)  # atomically, as --detach does: SessionError if the name is taken
+    # Atomically, as --detach does: SessionError if the name is taken (an
+    # ended session of that name is kept under another, as --detach says).
+    claim(info)
     try:
         recording = await session.keep_recording(target)
     except RecordingError:
