@@ -32,7 +32,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import ConfirmationRequired, ProbeError
-from probetop.probes.record import RecordingError
+from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, RecordingError
 from probetop.probes.system import passive_probes
 from probetop.tui import commands
 from probetop.tui.analysis.assertions import RunAssertions, exit_status, print_outcomes
@@ -211,6 +211,10 @@ def run_app(
     if detached_code is not None:
         return detached_code
     code = int(app.return_code or 0)
+    unclosed = app.session.recorder if app.session is not None else None
+    if unclosed is not None:  # the app ended before its shutdown closed it (a crash)
+        fail(f"the recording is incomplete: {unclosed.path} has no footer")
+        return RECORDING_INCOMPLETE_EXIT
     checks = config.footer_fields
     if isinstance(checks, RunAssertions) and app.session is not None:
         # --assert in the dashboard: checked at quit, printed once the screen is gone.

@@ -13,6 +13,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -74,6 +75,11 @@ def wait(tmux: Tmux, check: Callable[[str], bool], what: str, timeout: float = 6
             return text
         assert time.monotonic() < deadline, f"never {what}:\n{text}"
         time.sleep(0.1)
+
+
+def ended(text: str) -> bool:
+    """The shell printed the exit status (``echo RC=$?``; not the typed line)."""
+    return re.search(r"RC=\d", text) is not None
 
 
 def alternate(tmux: Tmux) -> bool:
@@ -162,13 +168,17 @@ def test_ctrl_z_fg_and_bg_as_in_vim_while_the_probes_record_on(tmp_path: Path) -
         wait(tmux, lambda s: f"{waiter} Stopped" in s, "jobs")
         assert not alternate(tmux)
         assert grows(rec)
+        tmux("set", "-t", "t", "window-size", "manual")
+        tmux("resize-window", "-t", "t", "-x", "90", "-y", "26")  # while suspended
         type_line(tmux, "fg")
         wait_alternate(tmux, True)
-        wait(tmux, lambda s: "events/s" in s and "probetop" in s.splitlines()[0], "redrawn")
+        text = wait(tmux, lambda s: "events/s" in s and "^p" in s.rstrip()[-12:], "redrawn")
+        rows = text.splitlines()
+        assert rows[0].startswith("probetop") and all(len(row) <= 90 for row in rows)
         tmux("send-keys", "-t", "t", "q")
         wait_alternate(tmux, False)
         type_line(tmux, "echo RC=$?")
-        text = wait(tmux, lambda s: "RC=" in s, "the exit status")
+        text = wait(tmux, ended, "the exit status")
         assert "RC=0" in text and "Traceback" not in text
     assert footer(rec)["reason"] == "completed"
 
@@ -238,7 +248,7 @@ def test_a_replay_suspends_and_resumes() -> None:
         tmux("send-keys", "-t", "t", "q")
         wait_alternate(tmux, False)
         type_line(tmux, "echo RC=$?")
-        assert "RC=0" in wait(tmux, lambda s: "RC=" in s, "the exit status")
+        assert "RC=0" in wait(tmux, ended, "the exit status")
 
 
 def test_no_suspend_where_no_shell_could_resume_it() -> None:
