@@ -18,6 +18,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -260,3 +261,54 @@ def test_no_suspend_where_no_shell_could_resume_it() -> None:
         tmux("send-keys", "-t", "t", "C-z")
         text = wait(tmux, lambda s: "not suspended" in s, "the notice")
         assert alternate(tmux) and "events/s" in text
+
+
+async def test_a_process_that_must_stop_itself_records_the_pause() -> None:
+    """Without a waiter (the split could not be made) a suspend stops the
+    whole process and its probes: each running probe's recording says so,
+    "paused" then "resumed after N s", rather than a silent gap."""
+    from probetop.probes.core.sample import Status
+    from tui_fixtures import live_app, wait_for
+
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await wait_for(pilot, lambda: app.hub is not None and len(app.hub.running()) == 3)
+        assert app.hub is not None
+        sub = app.hub.subscribe(lossless=True)
+        app._on_job_stop(True)
+        app._on_view_resumed()
+        statuses = [r for r in sub.drain() if isinstance(r, Status)]
+        assert sorted(s.probe for s in statuses if s.message.startswith("paused")) == sorted(
+            app.hub.running()
+        )
+        assert len([s for s in statuses if s.message.startswith("resumed after")]) == 3
+
+
+def test_an_attached_view_suspends_and_resumes(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = Path(tempfile.mkdtemp(prefix="ptj-", dir="/tmp"))  # short: socket paths
+    (base / "run").mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_STATE_HOME", str(base / "st"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base / "run"))
+    start = [EXE, "cpu", "--threads", "1", "--time", "120", "--detach", "--name", "jc"]
+    started = subprocess.run(start, capture_output=True, text=True, timeout=90)
+    assert started.returncode == 0, started.stderr
+    rec = base / "st" / "probetop" / "jc.jsonl"
+    try:
+        with shell() as tmux:
+            type_line(tmux, f"{EXE} attach jc")
+            wait(tmux, lambda s: "attached jc" in s and "events/s" in s, "the view")
+            tmux("send-keys", "-t", "t", "C-z")
+            wait(tmux, lambda s: "Stopped" in s, "stopped as a job")
+            assert not alternate(tmux) and grows(rec)
+            type_line(tmux, "fg")
+            wait_alternate(tmux, True)
+            wait(tmux, lambda s: "attached jc" in s and "events/s" in s, "redrawn")
+            tmux("send-keys", "-t", "t", "d")  # leave the session running
+            wait_alternate(tmux, False)
+            type_line(tmux, "echo RC=$?")
+            assert "RC=0" in wait(tmux, ended, "the exit status")
+        stopped = subprocess.run([EXE, "stop", "jc"], capture_output=True, timeout=60)
+        assert stopped.returncode == 0 and footer(rec)["reason"] == "interrupted (SIGTERM)"
+    finally:
+        subprocess.run([EXE, "stop", "jc"], capture_output=True, timeout=60)
+        shutil.rmtree(base, ignore_errors=True)
