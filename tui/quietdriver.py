@@ -25,7 +25,8 @@ the view with a full redraw if the terminal's foreground is ours again
 suspended and the job is stopped again, without a write or a ``tcsetattr``
 from the background (no SIGTTOU, no SIGTTIN). A dashboard that ends while
 suspended leaves the terminal alone (the shell owns it) and continues the
-waiter so it can exit.
+waiter so it can exit; once closed, the driver ignores SIGTSTP (the process
+is printing its report and exiting: no view to suspend or start again).
 """
 
 from __future__ import annotations
@@ -238,6 +239,11 @@ class QuietLinuxDriver(LinuxDriver):
             self._writer_thread = None
         if self.view_suspended:
             jobcontrol.continue_job()  # ended while suspended: the waiter collects us
+        # No view left to suspend or redraw: a Ctrl-Z while the report prints
+        # is ignored (the process is about to exit) rather than starting
+        # application mode again on SIGCONT.
+        signal.signal(signal.SIGTSTP, signal.SIG_IGN)
+        signal.signal(signal.SIGCONT, signal.SIG_DFL)
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)

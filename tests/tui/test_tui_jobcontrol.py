@@ -234,7 +234,9 @@ def test_the_terminal_closing_while_suspended_ends_the_run_whole(tmp_path: Path)
         wait(tmux, lambda s: "Stopped" in s, "stopped as a job")
         tmux("kill-window", "-t", "t")
         assert gone(waiter, child), (state(waiter), state(child))
-    assert "SIGHUP" in str(footer(rec)["reason"])
+    # tmux's SIGHUP, or a SIGTERM (tmux's, or the waiter's death signal)
+    # when the waiter went first: either way the run ended whole.
+    assert footer(rec)["reason"] in ("interrupted (SIGHUP)", "interrupted (SIGTERM)")
 
 
 def test_a_replay_suspends_and_resumes() -> None:
