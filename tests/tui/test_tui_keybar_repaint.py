@@ -202,10 +202,10 @@ def test_rows_redrawn_at_a_new_width_keep_their_length() -> None:
             for _ in range(10):  # Tab: the next pane below the list, until cpu's
                 tmux("send-keys", "-t", "t", "Tab")
                 time.sleep(0.15)
-                if "╭─ cpu ─" in tmux("capture-pane", "-p", "-t", "t"):
+                if "┏━ cpu ━" in tmux("capture-pane", "-p", "-t", "t"):  # focused: heavy
                     break
             tmux("send-keys", "-t", "t", "Tab")  # cpu's rows drawn at 80 cells: now hidden
-            wait_screen(tmux, "╭─ iops")
+            wait_screen(tmux, "┏━ iops")
             tmux("resize-window", "-t", "t", "-x", str(width), "-y", "40")
             deadline = time.monotonic() + 30
             while "compact" in (screen := tmux("capture-pane", "-p", "-t", "t")):
@@ -218,8 +218,8 @@ def test_rows_redrawn_at_a_new_width_keep_their_length() -> None:
             for line in rows:
                 # The right column ends at the terminal's edge: a border there,
                 # and a pane's own padding cell (blank) before a side border.
-                assert len(line) == width and line[-1] in "│╮╯", line
-                if line[-1] == "│":
+                assert len(line) == width and line[-1] in "│╮╯┃┓┛", line
+                if line[-1] in "│┃":
                     assert line[-2] == " ", line
             tmux("resize-window", "-t", "t", "-x", "80", "-y", "24")
             wait_screen(tmux, "compact")
@@ -235,7 +235,7 @@ def test_columns_and_lines_in_the_environment_do_not_freeze_the_size() -> None:
         screen = wait_screen(tmux, "system.cpu")
         border = next(line for line in screen.splitlines() if "system.cpu" in line)
         deadline = time.monotonic() + 30
-        while not border.rstrip().endswith("╮") or cell_len(border.rstrip()) < 120:
+        while not border.rstrip().endswith(("╮", "┓")) or cell_len(border.rstrip()) < 120:
             assert time.monotonic() < deadline, f"not 120 wide:\n{screen}"
             time.sleep(0.1)
             screen = tmux("capture-pane", "-p", "-t", "t")
@@ -246,7 +246,7 @@ def test_columns_and_lines_in_the_environment_do_not_freeze_the_size() -> None:
             screen = tmux("capture-pane", "-p", "-t", "t")
             rows = screen.splitlines()
             border = next((line for line in rows if "system.cpu" in line), "")
-            if cell_len(border.rstrip()) == 80 and border.rstrip().endswith("╮"):
+            if cell_len(border.rstrip()) == 80 and border.rstrip().endswith(("╮", "┓")):
                 break
             assert time.monotonic() < deadline, f"not redrawn at 80x24:\n{screen}"
             time.sleep(0.1)
