@@ -139,7 +139,7 @@ def state(pid: int) -> str:
         return "gone"
 
 
-def gone(*pids: int, timeout: float = 15.0) -> bool:
+def gone(*pids: int, timeout: float = 40.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if all(state(pid) in ("gone", "Z") for pid in pids):
