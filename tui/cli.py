@@ -90,8 +90,8 @@ def add_option(
             kwargs["nargs"] = option.nargs
     if option.action != "store":
         kwargs["action"] = option.action
-    if option.action == "store_const":
-        kwargs["const"] = option.const
+    if option.action == "store_const" or (option.nargs == "?" and option.const is not None):
+        kwargs["const"] = option.const  # nargs="?": the value of the bare flag
     if not option.positional:
         if option.dest:
             kwargs["dest"] = option.dest
