@@ -72,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser(commands_needed(args))
         namespace = parse_args(parser, args)
         plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *argv])
+        for hint in plan.hints:  # an old spelling, read as the new one
+            print(f"probetop: hint: {hint}", file=sys.stderr)
         return run_plan(plan)
     except (ProbeError, RecordingError, SessionError) as exc:
         return fail(str(exc), exc.exit_code)

@@ -102,7 +102,7 @@ EPILOG = """\
 (then give --events). With --sweep, --time is per thread count.
 
 examples:
-  probetop cpu                                  1 thread, 10 s, cpu-max-prime 10000 (sysbench defaults)
+  probetop cpu                          1 thread, 10 s, cpu-max-prime 10000 (sysbench defaults)
   probetop cpu --threads 2 --headless --report-interval 1
   probetop cpu --events 10000 --time 0 --json
   probetop cpu --sweep --cpu-max-prime 64000 --time 5 --headless   threads 1..2 x CPUs
@@ -204,13 +204,26 @@ class CpuSettings:
 
     @classmethod
     def from_options(
-        cls, values: Mapping[str, Any], *, time_s: float | None, interval_s: float
+        cls,
+        values: Mapping[str, Any],
+        *,
+        time_s: float | None,
+        interval_s: float,
+        interval_given: bool = False,
     ) -> CpuSettings:
-        """Settings from parsed ``SPEC`` values plus the common --time/--interval;
-        validated."""
+        """Settings from parsed ``SPEC`` values plus the common --time and
+        --sample-interval (``interval_given``: it was on the command line);
+        validated. ``--report-interval`` is cpu's (sysbench's) name for the
+        sampling period, which also prints the [ Ns ] lines: given with a
+        different --sample-interval it is refused, never silently overridden."""
         report_interval = values.get("report_interval")
         if report_interval is not None and report_interval <= 0:
             raise UsageProbeError(f"--report-interval must be positive, got {report_interval}")
+        if report_interval is not None and interval_given and report_interval != interval_s:
+            raise UsageProbeError(
+                f"--report-interval {report_interval:g} and --sample-interval {interval_s:g} "
+                "name the same period in cpu (sysbench's name and probetop's): give one"
+            )
         sweep = values.get("sweep")  # None: no sweep; (): the full sweep; else a list
         settings = cls(
             threads=values.get("threads", 1),

@@ -22,7 +22,7 @@ behind it:
 - ``num2str``, ``fio_bandwidth``, ``fio_count``, ``fio_size``: fio's units
   and rounding (``units.py``), for every disk report and pane
 - ``parse_size``, ``format_size``, ``parse_range``, ``make_data_file``
-- ``MIN_INTERVAL_S``: the shortest --interval the disk probes keep (0.1 s)
+- ``MIN_INTERVAL_S``: the shortest --sample-interval the disk probes keep (0.1 s)
 
 Reliability (docs/reliability-disk.md): every long step (layout, passes,
 checkpoint saves, the JIT warm-up) stops within 2 s of a signal, --time or

@@ -26,6 +26,7 @@ def require_tool(name: str) -> str:
         pytest.skip(f"{name} is not installed (apt-get install {name})")
     return path
 
+
 # -- a sysbench user's parser (kept apart from probetop's own) ---------------
 
 VERSION = re.compile(r"^sysbench (\d+\.\d+\.\d+) \((.*)\)$", re.M)
