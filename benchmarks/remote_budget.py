@@ -38,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "tui"))
 from sshd_fixture import Sshd, start_sshd
 
-TMUX = "ptremote-bench"
+TMUX = f"ptremote-bench-{os.getpid()}"
 
 
 def received(port: int) -> int:
@@ -73,6 +73,12 @@ def main() -> int:
     ap.add_argument("--window", type=float, default=30.0)
     ap.add_argument("--settle", type=float, default=10.0)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument(
+        "--command",
+        default="cpu --time 3600",
+        help="the probetop command watched three ways (default: cpu, which a local "
+        "dashboard shows beside system.cpu, disk and net); '' for the passive panes",
+    )
     args = ap.parse_args()
     if shutil.which("tmux") is None or shutil.which("ss") is None:
         print("needs tmux and ss (iproute2)")
@@ -86,10 +92,11 @@ def main() -> int:
     py = sys.executable
     ssh = f"ssh -F {sshd.config}"
     remote = sshd.env["PROBETOP_REMOTE"]
+    cmd = args.command
     ways = {
-        "view": f"{py} -m probetop.tui.main --remote ptest",
-        "tui": f"{ssh} -t ptest {remote}",
-        "tui -C": f"{ssh} -C -t ptest {remote}",
+        "view": f"{py} -m probetop.tui.main --remote ptest {cmd}",
+        "tui": f"{ssh} -t ptest {remote} {cmd}",
+        "tui -C": f"{ssh} -C -t ptest {remote} {cmd}",
     }
     results: dict[str, list[float]] = {w: [] for w in ways}
     try:

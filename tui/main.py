@@ -166,6 +166,10 @@ def _run_probes(plan: RunPlan[Any], module: ModuleType, fg: Foreground | None = 
     with context as opened:
         probes = list(opened) if opened is not None else list(module.build_probes(plan))
         if plan.common.wants_headless:
+            if plan.common.with_system and getattr(module, "WITH_PASSIVE", True):
+                # after the command's own probes: its report reads probes[0]
+                have = {p.id for p in probes}
+                probes += [p for p in passive_probes(plan.common.interval_s) if p.id not in have]
             return run_headless_plan(plan, probes, module)
         with_passive = getattr(module, "WITH_PASSIVE", True)
         config = dashboard_config(plan, probes, module, with_passive=with_passive)

@@ -114,6 +114,14 @@ COMMON_OPTIONS: tuple[Option, ...] = (
         metavar="[USER@]HOST",
     ),
     Option(
+        ("--with-system",),
+        "headless or detached: sample (and record) this machine's CPU, disk and network "
+        "too, the panes a dashboard shows beside the probe (a remote view asks it of the "
+        "session it starts)",
+        action="store_true",
+        default=False,
+    ),
+    Option(
         ("--textfile",),
         "write the same metrics to DIR/probetop.prom every interval, for node_exporter's "
         "textfile collector",
@@ -143,6 +151,7 @@ class CommonOptions:
     detach: bool = False  # --detach: run as a background session (tui.sessions)
     name: str | None = None  # --name: the detached session's name
     remote: str | None = None  # --remote: [USER@]HOST the command runs on (tui.sessions.remote)
+    with_system: bool = False  # --with-system: the passive panes' probes in a headless run too
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any], argv: tuple[str, ...]) -> CommonOptions:
@@ -163,6 +172,7 @@ class CommonOptions:
             detach=bool(values.get("detach", False)),
             name=values.get("name"),
             remote=values.get("remote"),
+            with_system=bool(values.get("with_system", False)),
         )
         common.validate()
         return common

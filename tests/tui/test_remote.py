@@ -72,14 +72,15 @@ def probetop(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
 
 
 def start_remote(name: str, *extra: str) -> None:
-    out = probetop("--remote", "ptest", "cpu", "--interval", "0.5", *extra, "--detach",
+    out = probetop("--remote", "ptest", "cpu", "--sample-interval", "0.5", *extra, "--detach",
                    "--name", name)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert f"session {name} started" in out.stdout
 
 
 def sample_times(records: list[tuple[float, object]]) -> list[tuple[str, float]]:
-    return [(r.probe, t) for t, r in records if isinstance(r, Sample)]
+    """(probe, t to the ms): the compact link carries times in ms."""
+    return [(r.probe, round(t, 3)) for t, r in records if isinstance(r, Sample)]
 
 
 def test_ls_stop_and_headless_run_through_ssh(remote: tuple[Sshd, Path]) -> None:
@@ -143,7 +144,7 @@ def test_link_drop_resumes_without_gap_or_duplicate(remote: tuple[Sshd, Path]) -
     assert all(v.footer is not None for v in views), "both views saw the session end"
     recorded = load_session(far / "r2.jsonl")
     assert recorded.footer is not None
-    expected = [(line["probe"], float(line["t"])) for line in recorded.samples()]
+    expected = [(line["probe"], round(float(line["t"]), 3)) for line in recorded.samples()]
     for records in got:
         seen = sample_times(records)
         assert seen == expected  # every sample once, in order: no gap, no duplicate
