@@ -20,6 +20,9 @@ connection to the server's port). Prints B/s per way (median over rounds)
 and the ratio view / tui.
 
 Usage: .venv/bin/python benchmarks/remote_budget.py [--window 30] [--settle 10] [--rounds 2]
+       [--command 'cpu --time 3600']   (the default: a probe beside the host's panes)
+
+Issue 27's budget: for `--command cpu`, the view at most 0.5 x `ssh -C -t`.
 """
 
 from __future__ import annotations
@@ -41,28 +44,33 @@ from sshd_fixture import Sshd, start_sshd
 TMUX = f"ptremote-bench-{os.getpid()}"
 
 
-def received(port: int) -> int:
-    """Bytes received by every client connection to ``port`` (ss -tin)."""
+def received(port: int) -> tuple[int, int]:
+    """Bytes and segments received by every client connection to ``port`` (ss -tin)."""
     out = subprocess.run(
         ["ss", "-tinH", f"dport = :{port}"], capture_output=True, text=True, check=True
     ).stdout
-    return sum(int(m) for m in re.findall(r"bytes_received:(\d+)", out))
+    nbytes = sum(int(m) for m in re.findall(r"bytes_received:(\d+)", out))
+    segs = sum(int(m) for m in re.findall(r"segs_in:(\d+)", out))
+    return nbytes, segs
 
 
 def tmux(*args: str) -> None:
     subprocess.run(["tmux", "-L", TMUX, *args], capture_output=True, timeout=10)
 
 
-def measure(command: str, env: dict[str, str], port: int, settle: float, window: float) -> float:
-    """B/s received from sshd while ``command`` runs in a 120x40 terminal."""
+def measure(
+    command: str, env: dict[str, str], port: int, settle: float, window: float
+) -> tuple[float, float]:
+    """B/s and segments/s received from sshd while ``command`` runs in a 120x40 terminal."""
     exports = " ".join(f"{k}='{v}'" for k, v in env.items())
     tmux("new-session", "-d", "-x", "120", "-y", "40", "-s", "b",
          f"env {exports} TERM=xterm-256color {command}")  # fmt: skip
     try:
         time.sleep(settle)
-        start = received(port)
+        start, start_segs = received(port)
         time.sleep(window)
-        return (received(port) - start) / window
+        end, end_segs = received(port)
+        return (end - start) / window, (end_segs - start_segs) / window
     finally:
         tmux("kill-server")
         time.sleep(1.0)
@@ -102,9 +110,11 @@ def main() -> int:
     try:
         for r in range(args.rounds):
             for way, command in ways.items():
-                rate = measure(command, env, sshd.port, args.settle, args.window)
+                rate, segs = measure(command, env, sshd.port, args.settle, args.window)
                 results[way].append(rate)
-                print(f"round {r + 1}  {way:7s} {rate:8.0f} B/s", flush=True)
+                print(
+                    f"round {r + 1}  {way:7s} {rate:8.0f} B/s  {segs:5.1f} segments/s", flush=True
+                )
     finally:  # the sessions the views started keep running on the far side: stop them
         far = dict(os.environ, XDG_STATE_HOME=str(base / "far"), XDG_RUNTIME_DIR=str(base / "run"))
         for meta in (base / "far" / "probetop").glob("*.session.json"):

@@ -159,7 +159,9 @@ def test_remote_view_in_a_terminal_reconnects_and_stops(remote: tuple[Sshd, Path
     env = " ".join(
         f"{k}='{os.environ[k]}'" for k in ("PROBETOP_SSH", "PROBETOP_REMOTE", "XDG_STATE_HOME")
     )
-    cmd = f"{sys.executable} -m probetop.tui.main --remote ptest cpu --interval 0.5 --name rv"
+    cmd = (
+        f"{sys.executable} -m probetop.tui.main --remote ptest cpu --sample-interval 0.5 --name rv"
+    )
     try:
         _tmux(sock, "new-session", "-d", "-x", "120", "-y", "40", "-s", "w", "bash --norc")
         _tmux(sock, "send-keys", "-t", "w", f"export {env} TERM=xterm-256color; {cmd}; "
@@ -182,6 +184,8 @@ def test_remote_view_in_a_terminal_reconnects_and_stops(remote: tuple[Sshd, Path
         wait_for(lambda: "EXIT=0" in _screen(sock, "w"), what="view closed")
         session = load_session(far / "rv.jsonl")
         assert session.footer is not None  # stopped cleanly, report in its log
+        # what a local `probetop cpu` shows: the host's panes beside the probe
+        assert set(session.probes) == {"cpu", "system.cpu", "system.disk", "system.net"}
         assert "events per second:" in (far / "rv.log").read_text()
     finally:
         _tmux(sock, "kill-server")

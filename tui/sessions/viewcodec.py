@@ -15,7 +15,7 @@ Contract:
 - Sample lines travel as ``S`` lines: the probe's value keys once (a ``K``
   line, again when they change), then per sample the time and interval in
   ms as differences, the values in that key order with ``VALUE_DIGITS``
-  significant digits (panes print 3 or 4) and an empty field for one
+  significant digits (as many as a pane prints) and an empty field for one
   unchanged since the probe's last sample, and the ``extra`` keys that
   changed. ``VIEW_OMITS`` (latency histograms and sums, read by the
   Prometheus exporters, never by a pane) stay on the host. Every other line
@@ -33,7 +33,7 @@ from typing import Any
 
 import zstandard
 
-VALUE_DIGITS = 5
+VALUE_DIGITS = 4  # panes print 3 (4 from 1000 to 9999, as "2942")
 VIEW_OMITS = frozenset({"lat_hist", "clat_hist", "lat_sum_ms"})
 ZSTD_LEVEL = 19  # ~1 ms per batch of a few KB: the compressor's time is not the budget
 SAMPLE_KEYS = frozenset({"type", "probe", "t", "interval", "values", "extra"})
@@ -52,9 +52,22 @@ def _token(value: Any) -> str | None:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float) and math.isfinite(value):
-        text = format(value, f".{VALUE_DIGITS}g")
-        return text if any(c in text for c in ".en") else text + "."  # stays a float
+        return _short_float(value)
     return None
+
+
+def _short_float(value: float) -> str:
+    """``value`` at VALUE_DIGITS significant digits in the fewest characters
+    that read back as a float: ``25730.`` , ``2.573e4``, ``2573e1``."""
+    text = format(value, f".{VALUE_DIGITS}g")
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}e{int(exponent)}"
+        if "." in mantissa:  # 1.054e8 as 1054e5
+            whole, frac = mantissa.split(".")
+            alt = f"{whole}{frac}e{int(exponent) - len(frac)}"
+            text = min(text, alt, key=len)
+    return text if any(c in text for c in ".en") else text + "."  # stays a float
 
 
 def _value(token: str) -> Any:
