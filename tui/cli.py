@@ -303,12 +303,13 @@ LIVE_RUN_OPTIONS = (
     ("record", "--record"),
     ("time", "--time"),
     ("interval", "--sample-interval"),
-    (OLD_INTERVAL, "--interval"),
     ("metrics", "--metrics"),
     ("textfile", "--textfile"),
     ("name", "--name"),
+    ("with_system", "--with-system"),
 )
-"""Common options that only a run of probes reads (dest, flag)."""
+"""Common options that only a run of probes reads (dest, flag); the old
+``--interval`` is read as ``--sample-interval`` before this check."""
 
 
 def refuse_ignored(command: str | None, values: dict[str, Any]) -> None:
@@ -318,7 +319,7 @@ def refuse_ignored(command: str | None, values: dict[str, Any]) -> None:
     recorded nothing; `export --metrics` served nothing)."""
     if command is None or command in commands.PROBE_COMMANDS or command == "demo":
         return
-    given = [flag for dest, flag in LIVE_RUN_OPTIONS if values.get(dest) is not None]
+    given = [flag for dest, flag in LIVE_RUN_OPTIONS if values.get(dest) not in (None, False)]
     if given:
         raise UsageProbeError(
             f"{command} runs no probes, so {', '.join(given)} would be ignored; "

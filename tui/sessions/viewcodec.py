@@ -83,11 +83,15 @@ def _value(token: str) -> Any:
 class _ProbeState:
     __slots__ = ("extra", "keys", "t_ms", "tokens")
 
-    def __init__(self, keys: tuple[str, ...]) -> None:
+    def __init__(self, keys: tuple[str, ...], before: _ProbeState | None = None) -> None:
+        """``before``: the probe's state under its previous keys (a device
+        came or went): the values of the keys kept carry over, so they
+        travel only when they change, and so do the time and extra."""
         self.keys = keys
-        self.tokens: list[str] = [""] * len(keys)
-        self.t_ms = 0
-        self.extra: dict[str, Any] = {}
+        old = dict(zip(before.keys, before.tokens, strict=True)) if before else {}
+        self.tokens: list[str] = [old.get(k, "") for k in keys]
+        self.t_ms = before.t_ms if before else 0
+        self.extra: dict[str, Any] = before.extra if before else {}
 
 
 class ViewEncoder:
@@ -138,7 +142,7 @@ class ViewEncoder:
         keys = tuple(values)
         state = self._probes.get(probe)
         if state is None or state.keys != keys:
-            state = self._probes[probe] = _ProbeState(keys)
+            state = self._probes[probe] = _ProbeState(keys, state)
             out += "K" + json.dumps([probe, keys], **_DUMP) + "\n"  # type: ignore[arg-type]
         fields = []
         for i, token in enumerate(tokens):
@@ -185,7 +189,7 @@ class ViewDecoder:
                 out.append(raw[1:])
             elif raw[:1] == b"K":
                 probe, keys = json.loads(raw[1:])
-                self._probes[probe] = _ProbeState(tuple(keys))
+                self._probes[probe] = _ProbeState(tuple(keys), self._probes.get(probe))
             elif raw[:1] == b"S":
                 out.append(self._sample(raw[1:].decode("utf-8")))
             else:
