@@ -90,7 +90,7 @@ class _ProbeState:
         self.keys = keys
         old = dict(zip(before.keys, before.tokens, strict=True)) if before else {}
         self.tokens: list[str] = [old.get(k, "") for k in keys]
-        self.t_ms = before.t_ms if before else 0
+        self.t_ms: int = before.t_ms if before else 0
         self.extra: dict[str, Any] = before.extra if before else {}
 
 
