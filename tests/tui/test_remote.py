@@ -159,8 +159,11 @@ def test_remote_view_in_a_terminal_reconnects_and_stops(remote: tuple[Sshd, Path
     env = " ".join(
         f"{k}='{os.environ[k]}'" for k in ("PROBETOP_SSH", "PROBETOP_REMOTE", "XDG_STATE_HOME")
     )
+    # --time 60: the session runs on while the link drops and comes back (cpu's
+    # default 10 s ended it first on a loaded machine: "(finished)", not "(running)")
     cmd = (
-        f"{sys.executable} -m probetop.tui.main --remote ptest cpu --sample-interval 0.5 --name rv"
+        f"{sys.executable} -m probetop.tui.main --remote ptest cpu --sample-interval 0.5 "
+        "--time 60 --name rv"
     )
     try:
         _tmux(sock, "new-session", "-d", "-x", "120", "-y", "40", "-s", "w", "bash --norc")
