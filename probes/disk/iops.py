@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -58,8 +59,10 @@ from probetop.probes.disk.counters import (
     Snapshot,
     hist_percentiles,
 )
+from probetop.probes.disk.diskutil import DiskStat, disk_util, read_diskstats
 from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.filelayout import Layout
+from probetop.probes.disk.jobusage import ThreadUsage, read_threads
 from probetop.probes.disk.freespace import allocation_needed, check_room
 from probetop.probes.disk.records import (
     DIRECTIONS,
@@ -102,15 +105,20 @@ def fio_direction(d: DirectionTotals, runtime_s: float) -> dict[str, Any]:
     probetop's own."""
     pct = hist_percentiles(d.hist, FIO_PERCENTILES) if d.ios else {}
     runtime_ms = round(runtime_s * 1000)
+    # fio's arithmetic (add_ddir_status_json): integer B/s over the whole-ms
+    # runtime, KiB/s from that, IOPS as a float over the same runtime.
+    bw_bytes = 1000 * d.bytes // runtime_ms if runtime_ms > 0 else 0
     return {
         "io_bytes": d.bytes,
         "io_kbytes": d.bytes >> 10,  # KiB, as fio
-        "bw_bytes": round(d.bytes / runtime_s) if runtime_s > 0 else 0,
-        "bw": round(d.bytes / 1024 / runtime_s) if runtime_s > 0 else 0,  # KiB/s, as fio
-        "iops": d.ios / runtime_s if runtime_s > 0 else 0.0,
+        "bw_bytes": bw_bytes,
+        "bw": bw_bytes // 1024,  # KiB/s, as fio
+        "iops": 1000.0 * d.ios / runtime_ms if runtime_ms > 0 else 0.0,
         "runtime": runtime_ms,  # fio's name (ms)
         "runtime_ms": runtime_ms,  # probetop 0.1's name, kept for old readers
         "total_ios": d.ios,
+        "short_ios": 0,  # the loops count a short transfer as an error, never short
+        "drop_ios": 0,
         "errors": d.errors,
         "slat_ns": fio_latency(d.slat),
         "clat_ns": {
@@ -155,6 +163,12 @@ class IopsProbe:
         self._layout_undone: str | None = None
         self._lock: TargetLock | None = None
         self._watch: TargetWatch | None = None
+        # fio's per-job and kernel views over the measured window (fiodoc.py)
+        self._usage_base: ThreadUsage | None = None
+        self._usage: ThreadUsage | None = None
+        self._disk_base: DiskStat | None = None
+        self._disk_util: list[dict[str, Any]] = []
+        self._run_began_ns = 0
 
     # -- Probe protocol --
     def prepare(self) -> None:
@@ -243,9 +257,10 @@ class IopsProbe:
 
     def reference_command(self) -> str:
         s, t = self.settings, self.target
+        # Everything but the job's name is a global option (before --name), so
+        # fio's JSON has the "global options" the --output-format json one has.
         args = [
             "fio",
-            "--name=probetop",
             f"--filename={s.target}",
             f"--rw={s.rw}",
             f"--bs={format_size(s.bs)}",
@@ -275,6 +290,7 @@ class IopsProbe:
         if s.time_s:
             args += ["--time_based", f"--runtime={s.time_s:g}"]
         args.append("--group_reporting")
+        args.append("--name=probetop")
         return shlex.join(args)
 
     def plan(self) -> EnginePlan:
@@ -314,6 +330,7 @@ class IopsProbe:
             await self._lay_out(emit)
         emit(Status(self.id, now_ns(), "info", "compiling the native I/O loop"))
         await run_step(_warm_up, name="probetop-jit", grace_s=0)
+        self._run_began_ns = now_ns()  # fio's "elapsed": the job's wall time, setup included
         self._watch = TargetWatch(self.target)
         engine = Engine(self.plan())
         try:
@@ -327,6 +344,7 @@ class IopsProbe:
                 ) from None
             await self._measure(engine, emit)
         finally:
+            self._mark_end(engine)  # the threads' counters vanish once they end
             engine.stop()
             if not engine.join_stopped(GRACE_S):
                 self.errors.append(
@@ -380,6 +398,7 @@ class IopsProbe:
         if self.ramp_s <= 0:
             self._base = engine.snapshot(start)
             self._measure_start_ns = start
+            self._mark_base(engine)
         prev = engine.snapshot(start)
         ticker = Ticker(self.interval_s)
         while True:
@@ -396,6 +415,7 @@ class IopsProbe:
                 engine.reset_min_max()
                 self._base = engine.snapshot(now_ns())
                 self._measure_start_ns = self._base.t_ns
+                self._mark_base(engine)
                 emit(Status(self.id, now_ns(), "info", "ramp done: totals start now"))
             if (
                 self.time_s
@@ -411,6 +431,22 @@ class IopsProbe:
                 raise ProbeError(problem)
             if engine.finished.is_set():
                 return
+
+    def _mark_base(self, engine: Engine) -> None:
+        """Where fio's job usage and disk_util start: the measured window."""
+        self._usage_base = read_threads(t.native_id for t in engine.threads)
+        backing = self.target.backing if self.target else None
+        self._disk_base = read_diskstats(backing) if backing else None
+
+    def _mark_end(self, engine: Engine) -> None:
+        if self._usage_base is None:
+            return
+        self._usage = read_threads(t.native_id for t in engine.threads).minus(self._usage_base)
+        backing = self.target.backing if self.target else None
+        end = read_diskstats(backing) if backing and self._disk_base else None
+        if backing and end is not None and self._disk_base is not None:
+            msec = max(1, (now_ns() - (self._measure_start_ns or now_ns())) // 1_000_000)
+            self._disk_util = [disk_util(backing, self._disk_base, end, msec)]
 
     def _emit_interval(self, prev: Snapshot, snap: Snapshot, emit: Emit, ramping: bool) -> None:
         seconds = (snap.t_ns - prev.t_ns) / 1e9
@@ -472,9 +508,25 @@ class IopsProbe:
         if self._final is not None:
             base, end = self._final
             runtime = (end.t_ns - base.t_ns) / 1e9
+            hists: dict[str, list[list[int]]] = {}
             for d, name in enumerate(DIRECTIONS):
-                out[name] = fio_direction(end.dirs[d].minus(base.dirs[d]), runtime)
+                delta = end.dirs[d].minus(base.dirs[d])
+                out[name] = fio_direction(delta, runtime)
+                hists[name] = [[int(i), int(delta.hist[i])] for i in delta.hist.nonzero()[0]]
             out["runtime_ms"] = round(runtime * 1000)
+            # fio's raw material for --output-format (fiodoc.py)
+            out["clat_hist"] = hists
+            usage = self._usage or ThreadUsage()
+            out["job_usage"] = {
+                "usr_ms": usage.usr_ms,
+                "sys_ms": usage.sys_ms,
+                "ctx": usage.ctx,
+                "majf": usage.majf,
+                "minf": usage.minf,
+            }
+            out["disk_util"] = self._disk_util
+            out["elapsed_s"] = round((end.t_ns - self._run_began_ns) / 1e9, 3)
+            out["finished_unix_ms"] = int(time.time() * 1000)
         if self.errors:
             out["errors"] = self.errors
         return out

@@ -40,6 +40,7 @@ from probetop.probes.disk.sizes import parse_range
 from probetop.probes.disk.steady import DEFAULT_SPEC, SteadyState
 
 RW_MODES = ("read", "write", "randread", "randwrite", "randrw", "rw")
+OUTPUT_FORMATS = ("normal", "terse", "json", "json+")  # fio's --output-format names
 PASSES = ("read", "write", "write+read", "randwrite")
 MAX_JOBS = 256
 MAX_IODEPTH = 1024
@@ -146,6 +147,13 @@ IOPS_SPEC = CommandSpec(
         RATE_IOPS,
         YES_DESTROY_DATA,
         Option(("--ramp",), "run S seconds before totals start", number(), 0.0, "S"),
+        Option(
+            ("--output-format",),
+            "headless report as fio writes it: normal (text), terse (fio's v3 line), "
+            "json or json+ (json with clat_ns.bins); --json is json",
+            default=None,
+            choices=OUTPUT_FORMATS,
+        ),
     ),
 )
 
@@ -176,6 +184,7 @@ class IopsSettings:
     interval_s: float = 1.0
     yes_destroy_data: str | None = None
     confirmed: bool = False
+    output_format: str | None = None  # --output-format; None: normal, or json with --json
 
     @classmethod
     def from_options(
@@ -203,6 +212,7 @@ class IopsSettings:
             interval_s=interval_s or 1.0,
             yes_destroy_data=yes,
             confirmed=names_target(yes, target),
+            output_format=values.get("output_format"),
         )
         settings.validate()
         return settings
