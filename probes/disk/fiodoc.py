@@ -65,9 +65,7 @@ def _sample_stats(values: Sequence[float]) -> tuple[int, int, float, float, int]
 
 def _samples(summary: Mapping[str, Any], name: str, key: str) -> list[float]:
     rows = summary.get("intervals") or []
-    return [
-        float(r[f"{name}_{key}"]) for r in rows if not r.get("ramp") and f"{name}_{key}" in r
-    ]
+    return [float(r[f"{name}_{key}"]) for r in rows if not r.get("ramp") and f"{name}_{key}" in r]
 
 
 def _hist(summary: Mapping[str, Any], name: str) -> list[tuple[int, int]]:
@@ -278,9 +276,7 @@ def terse_line(summary: Mapping[str, Any]) -> str:
     job = fio_job(summary, plus=False)
     out = f"{TERSE_VERSION};{FIO_VERSION};{job['jobname']};{job['groupid']};{job['error']}"
     out += _terse_direction(job["read"]) + _terse_direction(job["write"])
-    out += (
-        f";{job['usr_cpu']:f}%;{job['sys_cpu']:f}%;{job['ctx']};{job['majf']};{job['minf']}"
-    )
+    out += f";{job['usr_cpu']:f}%;{job['sys_cpu']:f}%;{job['ctx']};{job['majf']};{job['minf']}"
     out += "".join(f";{v:3.1f}%" for v in job["iodepth_level"].values())
     lat_u = list(job["latency_us"].values())
     # fio's stat_calc_lat_nu: the ns buckets are added to the first us bucket

@@ -41,6 +41,19 @@ from probetop.probes.disk.steady import DEFAULT_SPEC, SteadyState
 
 RW_MODES = ("read", "write", "randread", "randwrite", "randrw", "rw")
 OUTPUT_FORMATS = ("normal", "terse", "json", "json+")  # fio's --output-format names
+FILENAME_FORMAT = "$jobname.$jobnum.$filenum"  # fio's default name of a job's file
+JOB_NAME = "probetop"  # fio's --name in the equivalent command ($jobname)
+
+
+def job_file_name(fmt: str, jobnum: int, filenum: int = 0) -> str:
+    """fio's --filename_format expanded for one job's file ($jobname, $jobnum, $filenum)."""
+    return (
+        fmt.replace("$jobname", JOB_NAME)
+        .replace("$jobnum", str(jobnum))
+        .replace("$filenum", str(filenum))
+    )
+
+
 PASSES = ("read", "write", "write+read", "randwrite")
 MAX_JOBS = 256
 MAX_IODEPTH = 1024
@@ -148,6 +161,20 @@ IOPS_SPEC = CommandSpec(
         YES_DESTROY_DATA,
         Option(("--ramp",), "run S seconds before totals start", number(), 0.0, "S"),
         Option(
+            ("--filename-format",),
+            "TARGET is a directory: one file per job named so, as fio's --filename_format "
+            f"with --directory ($jobname, $jobnum, $filenum; default {FILENAME_FORMAT})",
+            default=None,
+            metavar="FMT",
+        ),
+        Option(
+            ("--nrfiles",),
+            "files per job (fio --nrfiles; probetop runs 1: use --jobs N for N files)",
+            _AT_LEAST_ONE,
+            1,
+            "N",
+        ),
+        Option(
             ("--output-format",),
             "headless report as fio writes it: normal (text), terse (fio's v3 line), "
             "json or json+ (json with clat_ns.bins); --json is json",
@@ -185,6 +212,8 @@ class IopsSettings:
     yes_destroy_data: str | None = None
     confirmed: bool = False
     output_format: str | None = None  # --output-format; None: normal, or json with --json
+    filename_format: str | None = None  # --filename_format; TARGET a directory: files per job
+    nrfiles: int = 1  # --nrfiles
 
     @classmethod
     def from_options(
@@ -213,6 +242,8 @@ class IopsSettings:
             yes_destroy_data=yes,
             confirmed=names_target(yes, target),
             output_format=values.get("output_format"),
+            filename_format=values.get("filename_format"),
+            nrfiles=values.get("nrfiles", 1),
         )
         settings.validate()
         return settings
@@ -229,6 +260,18 @@ class IopsSettings:
     @property
     def sequential(self) -> bool:
         return not self.rw.startswith("rand")
+
+    @property
+    def per_job_files(self) -> bool:
+        """TARGET is a directory: each job has its own file in it (fio's --directory)."""
+        return self.filename_format is not None or os.path.isdir(self.target)
+
+    def job_paths(self) -> list[str]:
+        """The file of each job (TARGET itself for every job unless ``per_job_files``)."""
+        if not self.per_job_files:
+            return [self.target] * self.jobs
+        fmt = self.filename_format or FILENAME_FORMAT
+        return [os.path.join(self.target, job_file_name(fmt, j)) for j in range(self.jobs)]
 
     @property
     def writes(self) -> bool:
@@ -252,6 +295,24 @@ class IopsSettings:
         check_interval(self.interval_s)
         check_seconds("--time", self.time_s)
         check_seconds("--ramp", self.ramp_s)
+        if self.nrfiles != 1:
+            raise UsageProbeError(
+                f"--nrfiles {self.nrfiles}: probetop runs one file per job; for "
+                f"{self.nrfiles * self.jobs} files give --jobs {self.nrfiles * self.jobs}"
+            )
+        if self.filename_format is not None and not os.path.isdir(self.target):
+            raise UsageProbeError(
+                f"--filename-format needs TARGET to be a directory (fio's --directory); "
+                f"{self.target} is not one"
+            )
+        if self.per_job_files:
+            fmt = self.filename_format or FILENAME_FORMAT
+            names = {job_file_name(fmt, j) for j in range(self.jobs)}
+            if len(names) < self.jobs or any("/" in n or n in ("", ".", "..") for n in names):
+                raise UsageProbeError(
+                    f"--filename-format {fmt!r} must name one plain file per job: "
+                    "include $jobnum (fio's default is $jobname.$jobnum.$filenum)"
+                )
 
 
 # -- probetop warmup ---------------------------------------------------------

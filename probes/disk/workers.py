@@ -200,7 +200,7 @@ class Engine:
             self._queue.reverse()  # pop() from the end = lowest offset first
         try:
             for job in range(plan.jobs):
-                self._fds.append(_open_target(plan, exclusive=plan.exclusive and job == 0))
+                self._fds.append(_open_target(plan, exclusive=plan.exclusive and job == 0, job=job))
             fill = np.random.default_rng(12345).integers(0, 256, plan.bs * plan.iodepth, np.uint8)
             for _job in range(plan.jobs):
                 m = mmap.mmap(-1, max(plan.bs * plan.iodepth, mmap.PAGESIZE))
