@@ -52,7 +52,7 @@ def test_text_report_and_buffered_one_byte_sync_writes(fast_dir):
     proc = run_cli(
         [
             "iops", str(target), "--size", "4k", "--rw", "write", "--bs", "1", "--sync",
-            "--jobs", "2", "--time", "1", "--headless",
+            "--buffered", "--jobs", "2", "--time", "1", "--headless",
         ]
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
