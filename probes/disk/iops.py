@@ -308,6 +308,8 @@ class IopsProbe:
             args.append(f"--rwmixread={s.rwmixread}")
         if s.sync:
             args.append("--sync=1")
+        if s.cpus_allowed:
+            args.append(f"--cpus_allowed={','.join(map(str, s.cpus_allowed))}")
         if s.rate_iops and s.rw in ("randrw", "rw"):
             # fio caps each direction at a single rate_iops value; probetop caps
             # the job: split the cap by the mix (reads, writes).
@@ -336,6 +338,7 @@ class IopsProbe:
             bs=s.bs,
             extents=[(self.target.start, self.target.end)],
             paths=tuple(t.path for t in self.targets) if s.per_job_files else (),
+            cpus_allowed=frozenset(s.cpus_allowed),
             jobs=s.jobs,
             iodepth=s.iodepth,
             readpct=s.readpct,

@@ -68,6 +68,23 @@ def names_target(given: str | None, target: str) -> bool:
     return given == target or os.path.realpath(given) == os.path.realpath(target)
 
 
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    """fio's --cpus_allowed list ("0", "0-3,6"), as sorted CPU numbers."""
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            low, _, high = part.strip().partition("-")
+            first, last = int(low), int(high) if high else int(low)
+            if first < 0 or last < first or last > 4095:
+                raise ValueError
+            cpus.update(range(first, last + 1))
+    except ValueError:
+        raise OptionValueError(
+            f"{text!r} is not a CPU list: CPU numbers and ranges, e.g. 0 or 0-3,6"
+        ) from None
+    return tuple(sorted(cpus))
+
+
 def _byte_range(text: str) -> tuple[int | None, int | None]:
     """``--range START-END`` (either end open) in bytes."""
     try:
@@ -103,6 +120,14 @@ BUFFERED = Option(
     action="store_false",
     dest="direct",
     default=None,
+)
+CPUS_ALLOWED = Option(
+    ("--cpus-allowed",),
+    "run the I/O threads on these CPUs only, as fio's --cpus_allowed (e.g. 1 or 0-3,6; "
+    "default: wherever the scheduler puts them)",
+    parse_cpu_list,
+    (),
+    "LIST",
 )
 YES_DESTROY_DATA = Option(
     ("--yes-destroy-data",),
@@ -158,6 +183,7 @@ IOPS_SPEC = CommandSpec(
         replace(BUFFERED, exclusive="io-mode"),
         Option(("--sync",), "open with O_SYNC (fio --sync=1)", action="store_true", default=False),
         RATE_IOPS,
+        CPUS_ALLOWED,
         YES_DESTROY_DATA,
         Option(("--ramp",), "run S seconds before totals start", number(), 0.0, "S"),
         Option(
@@ -214,6 +240,7 @@ class IopsSettings:
     output_format: str | None = None  # --output-format; None: normal, or json with --json
     filename_format: str | None = None  # --filename_format; TARGET a directory: files per job
     nrfiles: int = 1  # --nrfiles
+    cpus_allowed: tuple[int, ...] = ()  # --cpus_allowed; (): not pinned
 
     @classmethod
     def from_options(
@@ -244,6 +271,7 @@ class IopsSettings:
             output_format=values.get("output_format"),
             filename_format=values.get("filename_format"),
             nrfiles=values.get("nrfiles", 1),
+            cpus_allowed=tuple(values.get("cpus_allowed") or ()),
         )
         settings.validate()
         return settings
@@ -295,6 +323,7 @@ class IopsSettings:
         check_interval(self.interval_s)
         check_seconds("--time", self.time_s)
         check_seconds("--ramp", self.ramp_s)
+        check_cpus(self.cpus_allowed)
         if self.nrfiles != 1:
             raise UsageProbeError(
                 f"--nrfiles {self.nrfiles}: probetop runs one file per job; for "
@@ -531,6 +560,19 @@ def _check_bytes(
             raise UsageProbeError(f"{name} {value} is out of range: 0 to 4 EiB (2**62 bytes)")
     if size is not None and offset is not None and size + offset > MAX_BYTES:
         raise UsageProbeError("--offset + --size is beyond 4 EiB (2**62 bytes)")
+
+
+def check_cpus(cpus: tuple[int, ...]) -> None:
+    """--cpus-allowed names only CPUs this process may run on."""
+    if not cpus:
+        return
+    allowed = os.sched_getaffinity(0)
+    missing = [c for c in cpus if c not in allowed]
+    if missing:
+        raise UsageProbeError(
+            f"--cpus-allowed: CPU {missing[0]} is not one this process may run on "
+            f"(allowed: {', '.join(map(str, sorted(allowed)))})"
+        )
 
 
 def _check_confirmation(given: str | None, target: str) -> None:

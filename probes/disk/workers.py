@@ -245,6 +245,9 @@ class Engine:
         try:
             if self.ctl[job, K_STOP]:  # stopped while the threads were being started
                 return
+            if plan.cpus_allowed:
+                # fio's --cpus_allowed (policy "shared"): this thread only, before any I/O
+                os.sched_setaffinity(0, plan.cpus_allowed)
             if plan.engine == "io_uring":
                 from probetop.probes.disk import uring
 
