@@ -148,7 +148,7 @@ examples:
   probetop iops /dev/nvme0n1                     4k random reads, 1 job, queue depth 1
   probetop iops /dev/nvme0n1 --jobs 4 --iodepth 32 --time 30 --json
   probetop iops ./test.img --size 1G --rw randwrite
-  probetop iops /mnt/efs/f --size 1M --rw write --bs 1 --buffered --sync --jobs 20
+  probetop iops /mnt/efs/dir --jobs 20 --size 1 --rw write --bs 1 --direct --sync
 """
 
 IOPS_SPEC = CommandSpec(
@@ -157,7 +157,11 @@ IOPS_SPEC = CommandSpec(
     description=IOPS_DESCRIPTION,
     epilog=IOPS_EPILOG,
     options=(
-        TARGET,
+        replace(
+            TARGET,
+            help="regular file, block device, or a directory: one file per job in it "
+            "(fio's --directory)",
+        ),
         Option(
             ("--rw",),
             "I/O pattern, as fio's --rw (default randread)",
