@@ -90,7 +90,10 @@ def test_the_contract_rejects_what_is_not_fios_shape() -> None:
     """The check can fail: a block in MB/s, a string, a missing field."""
     good = {
         "io_bytes": 4096000, "io_kbytes": 4000, "bw_bytes": 2048000, "bw": 2000,
-        "iops": 500.0, "runtime": 2000, "total_ios": 1000,
+        "iops": 500.0, "runtime": 2000, "total_ios": 1000, "short_ios": 0, "drop_ios": 0,
+        "bw_min": 1900, "bw_max": 2100, "bw_agg": 100.0, "bw_mean": 2000.0, "bw_dev": 100.0,
+        "bw_samples": 2, "iops_min": 490, "iops_max": 510, "iops_mean": 500.0,
+        "iops_stddev": 10.0, "iops_samples": 2,
         "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0},
         "clat_ns": {"min": 1000, "max": 90000, "mean": 5000.0, "stddev": 10.0, "N": 1000,
                     "percentile": {"50.000000": 4992}},
@@ -104,6 +107,8 @@ def test_the_contract_rejects_what_is_not_fios_shape() -> None:
     bad_pct = {**good, "clat_ns": {**good["clat_ns"], "percentile": {"50": 4992}}}
     assert shape_problems(bad_pct) != []
     assert shape_problems({k: v for k, v in good.items() if k != "lat_ns"}) != []
+    assert shape_problems({**good, "bw_mean": 3000.0}) != []  # outside its samples
+    assert shape_problems({k: v for k, v in good.items() if k != "iops_samples"}) != []
     # lat is slat + clat: a total that is clat alone while slat has samples
     # (the meaning probetop's clat had before it split off slat) is refused.
     slat = {"min": 2000, "max": 30000, "mean": 9000.0, "stddev": 5.0, "N": 1000}
