@@ -226,8 +226,8 @@ class IopsProbe:
         ]
         self.target = self.targets[0]
         self.notes = list(self.target.notes) + kernel_notes()
-        mount = filesystem_of(s.target if os.path.exists(s.target) else os.path.dirname(
-            os.path.abspath(s.target)))  # fmt: skip
+        where = s.target if os.path.exists(s.target) else os.path.dirname(os.path.abspath(s.target))
+        mount = filesystem_of(where)
         self._nfs_point = mount.point if mount and mount.fstype in NFS_TYPES else None
         if engine_note:
             self.notes.append(engine_note)
