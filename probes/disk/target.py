@@ -242,8 +242,8 @@ def _resolve(
                 )
         if direct is True and not supported:
             raise TargetProbeError(
-                f"{path}: the kernel refuses O_DIRECT on this filesystem. "
-                "Use --buffered, or a target on a filesystem that supports it."
+                f"{path}: this filesystem does not support O_DIRECT (the kernel refuses "
+                "it here). Use --buffered, or a target on a filesystem that supports it."
             )
         if direct is True and not aligned:
             raise UsageProbeError(
