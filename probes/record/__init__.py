@@ -29,6 +29,7 @@ live dashboard that never reads a recording does not pay for them at start-up.
 
 from typing import TYPE_CHECKING, Any
 
+from probetop.probes.record.cmdline import hide_cmdline_secrets
 from probetop.probes.record.codec import FORMAT_NAME, SCHEMA_VERSION, RecordingError
 from probetop.probes.record.output import replace_file
 from probetop.probes.record.redaction import (
@@ -69,6 +70,7 @@ __all__ = [
     "body_digest",
     "check_output",
     "decode_line",
+    "hide_cmdline_secrets",
     "is_zstd",
     "load_session",
     "on_header",

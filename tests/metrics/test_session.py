@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from metrics_fixtures import LoopbackHttp, parse, scrape_text, value
 from probetop.probes.system import CpuLoadProbe, passive_probes
 from probetop.tui.app import make_app
@@ -100,8 +99,8 @@ async def test_one_writer_per_textfile_at_shutdown(
     write is slowed (0.3 s, then the real ``replace_file``) so that shutdown
     lands inside one: never two writers, and the file ends with what the
     exporter holds last."""
-    from prometheus_client import generate_latest
     from probetop.tui.metrics import live
+    from prometheus_client import generate_latest
 
     real = live.replace_file
     guard = threading.Lock()
