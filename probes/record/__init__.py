@@ -41,6 +41,7 @@ from probetop.probes.record.redaction import (
     redact_header,
     redact_text,
     redact_url,
+    set_body_key_loader,
 )
 from probetop.probes.record.target import check_target as check_output
 from probetop.probes.record.writer import (
@@ -81,6 +82,7 @@ __all__ = [
     "redact_url",
     "replace_file",
     "schema_path",
+    "set_body_key_loader",
     "stream_session",
 ]
 

@@ -172,3 +172,38 @@ def test_remote_sessions_get_their_options_over_stdin(remote: tuple[object, Path
     stop = [sys.executable, "-m", "probetop.tui.main", "stop", "--remote", "ptest", "rsec"]
     stopped = subprocess.run(stop, capture_output=True, text=True, timeout=60)
     assert stopped.returncode == 0, stopped.stderr
+
+
+def test_stored_bodies_are_keyed_by_a_private_per_install_secret(
+    env: dict[str, str], server: str, tmp_path: Path
+) -> None:
+    """A recording keeps a body's length and HMAC (key: 32 random bytes,
+    0600 in the private state directory), never its unsalted SHA-256;
+    ``--record-body`` keeps the body itself."""
+    import hashlib
+    import hmac
+    import json
+
+    body = "password=hunter2"
+    rec = tmp_path / "r.jsonl"
+    run = probetop(env, "http", "-d", body, f"{server}/", "--count", "2", "--interval", "0.2",
+                   "--headless", "--record", str(rec))  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    key_file = Path(env["XDG_STATE_HOME"]) / "probetop" / "body-hmac.key"
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    key = key_file.read_bytes()
+    assert len(key) == 32
+    text = rec.read_text()
+    assert hashlib.sha256(body.encode()).hexdigest() not in text
+    mac = hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
+    assert f"<{len(body)} bytes, hmac-sha256:{mac}>" in text
+    assert body not in text
+    again = tmp_path / "again.jsonl"  # the same install: the same digest, bodies compare
+    assert probetop(env, "http", "-d", body, f"{server}/", "--count", "1", "--headless",
+                    "--record", str(again)).returncode == 0  # fmt: skip
+    assert mac in again.read_text()
+    assert key_file.read_bytes() == key
+    kept = tmp_path / "kept.jsonl"
+    assert probetop(env, "http", "-d", body, f"{server}/", "--count", "1", "--headless",
+                    "--record-body", "--record", str(kept)).returncode == 0  # fmt: skip
+    assert any(body in json.dumps(json.loads(ln)) for ln in kept.read_text().splitlines())

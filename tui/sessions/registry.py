@@ -120,6 +120,48 @@ def runtime_dir() -> Path:
     return session_dirs()[1]
 
 
+BODY_KEY_NAME = "body-hmac.key"
+BODY_KEY_BYTES = 32
+
+
+def body_key() -> bytes:
+    """The per-install secret that keys request bodies' hashes
+    (``redaction.body_digest``): ``BODY_KEY_NAME`` in the private state
+    directory, 32 random bytes, mode 0600, made on first use (atomically:
+    of two processes making it at once, both use the one that was linked
+    first). OSError or SessionError when it cannot be had (an unsafe state
+    directory, a read-only home); the caller then keeps lengths only."""
+    path = state_dir() / BODY_KEY_NAME
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        pass
+    tmp = _tmp_path(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(os.urandom(BODY_KEY_BYTES))
+            f.flush()
+            os.fsync(f.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)
+    finally:
+        os.unlink(tmp)
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise SessionError(f"{path} is not a private file of yours (mode 0600)")
+        key = f.read(BODY_KEY_BYTES + 1)
+    if len(key) != BODY_KEY_BYTES:
+        raise SessionError(f"{path} does not hold a key of {BODY_KEY_BYTES} bytes")
+    return key
+
+
 def check_name(name: str) -> str:
     """``name`` if it can name files (letters, digits, ``.``, ``_``, ``-``)."""
     if not NAME_RE.match(name):
