@@ -71,6 +71,7 @@ FLAGS_0_1 = {
         "--detach",
         "--name",
         "--remote",
+        "--with-system",
     ),  # common to every command
 }
 
