@@ -110,6 +110,16 @@ if TYPE_CHECKING:
     from probetop.probes.disk.warmup import WarmupProbe
 
 
+def compile_native() -> None:
+    """Compile the native I/O loops into numba's per-user cache and run each
+    engine once on a scratch file (``probetop compile``, ``make setup``), so
+    the first IOPS or warm-up run starts at once. Idempotent; raises
+    ``ProbeError`` (exit 2) when the native code cannot be built."""
+    from probetop.probes.disk.selftest import warm_up_kernels
+
+    warm_up_kernels()
+
+
 def __getattr__(name: str) -> Any:
     """``IopsProbe`` / ``WarmupProbe`` on first use (numpy is not free)."""
     if name == "IopsProbe":
@@ -168,6 +178,7 @@ __all__ = [
     "WarmupSummary",
     "active_directions",
     "clat_bucket_range_ns",
+    "compile_native",
     "fio_bandwidth",
     "fio_count",
     "fio_size",
