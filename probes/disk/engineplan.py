@@ -16,6 +16,7 @@ import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass
@@ -41,6 +42,13 @@ class EnginePlan:
     seed: int = 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF
     exclusive: bool = False  # O_EXCL on the first descriptor (block device writes)
     ioengine: str = ""  # psync, libaio or io_uring; "": psync at iodepth 1, else libaio
+    # A blockmap.BlockMap the loops fill (every I/O: data, zeros or failed;
+    # reads counted in C_ZERO_BYTES when all zero); None: not looked at.
+    blockmap: Any = None
+
+    @property
+    def classify(self) -> bool:
+        return self.blockmap is not None
 
     @property
     def engine(self) -> str:

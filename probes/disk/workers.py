@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 from probetop.probes.core.base import ProbeError
+from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.counters import (
     C_ERRORS,
     FATAL_ERRNOS,
@@ -142,6 +143,8 @@ def _build_kernels() -> dict[str, Any]:
 
 
 # -- the engine ---------------------------------------------------------------
+
+_NO_MAP = BlockMap(0, 1, 1)  # what the loops get when a plan classifies nothing
 
 
 class Engine:
@@ -261,6 +264,7 @@ class Engine:
             words = len(m) // 8
             buf64 = np.frombuffer(m, dtype=np.uint64, count=words)
             seed = (plan.seed + job * 0x632BE59BD9B4E019) & 0x7FFFFFFFFFFFFFFF
+            bmap = plan.blockmap if plan.blockmap is not None else _NO_MAP
             while self.ctl[job, K_STOP] == 0:
                 if plan.wrap:
                     extent = plan.extents[0]
@@ -290,6 +294,10 @@ class Engine:
                     self.cnt[job],
                     self.flt[job],
                     self.hist[job],
+                    bmap.states,
+                    bmap.base,
+                    bmap.granule,
+                    plan.classify,
                 )
                 if ring is not None:
                     kernels["uring"](
@@ -436,6 +444,22 @@ class Engine:
             if self.cnt[job, :, C_ERRORS].sum() > 0:
                 return (
                     int(self.ctl[job, K_ERRNO]),
+                    int(self.ctl[job, K_ERR_OFFSET]),
+                    DIRECTIONS[int(self.ctl[job, K_ERR_DIR])],
+                )
+        return None
+
+    def halting_error(self) -> tuple[int, int, str] | None:
+        """(errno, offset, direction) of a failed I/O that ended a job by
+        itself (``native.halts``: full, read-only, gone, or a short transfer,
+        errno 0: the target ended early), or None."""
+        for job in range(self.plan.jobs):
+            if self.cnt[job, :, C_ERRORS].sum() <= 0:
+                continue
+            code = int(self.ctl[job, K_ERRNO])
+            if code == 0 or code in FATAL_ERRNOS:
+                return (
+                    code,
                     int(self.ctl[job, K_ERR_OFFSET]),
                     DIRECTIONS[int(self.ctl[job, K_ERR_DIR])],
                 )
