@@ -1,0 +1,261 @@
+"""Issue 26: a warm-up pass knows what it read, and says plainly when it did not warm.
+
+Real targets only: loop devices over new (sparse), partly written, fully
+written and random-filled files in /dev/shm, a plain sparse file, and
+device-mapper devices (linear: no hole map, so only what reads return can
+tell; error: failing sectors). The truth the never-written fraction is held
+to is the filesystem's own count of allocated blocks (``st_blocks``, what
+``du`` prints) and SEEK_DATA.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from disk_fixtures import PROBETOP, fast_dir, loop_device, need_root, run_cli
+
+__all__ = ["fast_dir"]  # the fixture, imported for pytest
+
+MIB = 1 << 20
+SIZE = 64 * MIB
+NOT_WARMED = 3  # probes/disk/report.NOT_WARMED_EXIT
+
+
+def allocated_fraction(path: str) -> float:
+    """What du says: allocated bytes / size."""
+    st = os.stat(path)
+    return min(1.0, st.st_blocks * 512 / st.st_size)
+
+
+def data_bytes(path: str) -> int:
+    """What SEEK_DATA says: bytes in data extents."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size, pos, total = os.fstat(fd).st_size, 0, 0
+        while pos < size:
+            try:
+                data = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError:
+                break
+            hole = os.lseek(fd, data, os.SEEK_HOLE)
+            total += hole - data
+            pos = hole
+        return total
+    finally:
+        os.close(fd)
+
+
+def backing_file(dev: str) -> str:
+    name = Path(dev).name
+    return Path(f"/sys/block/{name}/loop/backing_file").read_text().strip()
+
+
+def warmup(target: str, tmp: Path, *extra: str) -> tuple[int, dict]:
+    proc = run_cli(
+        ["warmup", target, "--json", "--checkpoint", str(tmp / f"{uuid.uuid4().hex}.json"), *extra]
+    )
+    assert proc.stdout, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def write_random(path: str, ranges: list[tuple[int, int]]) -> None:
+    with open(path, "r+b") as f:
+        for start, end in ranges:
+            f.seek(start)
+            f.write(os.urandom(end - start))
+
+
+def test_fresh_loop_device_is_not_warmed_by_a_read(tmp_path):
+    with loop_device(SIZE) as dev:
+        truth = 1.0 - data_bytes(backing_file(dev)) / SIZE
+        code, doc = warmup(dev, tmp_path)
+        assert doc["outcome"] == "completed"
+        assert doc["verdict"] == "not warmed" and doc["case"] == "fresh"
+        assert abs(doc["never_written_fraction"] - truth) <= 0.01
+        assert doc["never_written_source"] == "holes"
+        assert "--write --read" in doc["verdict_reason"]
+        assert doc["fix_command"].endswith(f"--yes-destroy-data={dev}")
+        assert any("too good to be true" in n for n in doc["notes"])
+        assert code == NOT_WARMED
+
+
+def test_fresh_loop_device_written_then_read_is_warmed(tmp_path):
+    with loop_device(SIZE) as dev:
+        code, doc = warmup(dev, tmp_path, "--write", "--read", f"--yes-destroy-data={dev}")
+        assert code == 0, doc
+        assert doc["verdict"] == "warmed" and doc["case"] == "written"
+        assert doc["never_written_bytes"] == 0
+        # Every block allocated, as du says, and the read found data everywhere.
+        assert allocated_fraction(backing_file(dev)) > 0.99
+        assert doc["zero_bytes"] == 0
+
+
+def test_sparse_file_counts_its_holes(fast_dir, tmp_path):
+    target = str(fast_dir / "sparse.img")
+    with open(target, "wb") as f:
+        f.truncate(SIZE)
+    write_random(target, [(5 * MIB, 13 * MIB), (40 * MIB, 41 * MIB), (60 * MIB, 62 * MIB)])
+    truth = 1.0 - allocated_fraction(target)
+    assert abs(truth - (1.0 - data_bytes(target) / SIZE)) < 0.01
+    code, doc = warmup(target, tmp_path)
+    assert abs(doc["never_written_fraction"] - truth) <= 0.01, (doc, truth)
+    assert doc["verdict"] == "not warmed" and doc["case"] == "fresh"
+    assert code == NOT_WARMED
+
+
+def test_half_written_file_is_mixed(fast_dir, tmp_path):
+    target = str(fast_dir / "half.img")
+    with open(target, "wb") as f:
+        f.truncate(SIZE)
+    write_random(target, [(0, 40 * MIB)])
+    truth = 1.0 - allocated_fraction(target)
+    code, doc = warmup(target, tmp_path)
+    assert abs(doc["never_written_fraction"] - truth) <= 0.01
+    assert doc["verdict"] == "not warmed" and doc["case"] == "mixed"
+    assert code == NOT_WARMED
+
+
+def test_fully_written_file_is_warmed_even_with_zeros(fast_dir, tmp_path):
+    """Written with zeros: allocated (du), so warmed; the zeros are reported,
+    not counted as never written, because the filesystem knows better."""
+    target = str(fast_dir / "zeros.img")
+    with open(target, "wb") as f:
+        for _ in range(SIZE // MIB):
+            f.write(bytes(MIB))
+        f.flush()
+        os.fsync(f.fileno())
+    assert allocated_fraction(target) > 0.99
+    code, doc = warmup(target, tmp_path)
+    assert code == 0, doc
+    assert doc["verdict"] == "warmed" and doc["case"] == "restored"
+    assert doc["never_written_bytes"] == 0
+    assert doc["zero_bytes"] == SIZE
+
+
+def test_snapshot_like_loop_device_keeps_the_read_pass(tmp_path):
+    """Data everywhere (a volume restored from a snapshot): the read pass is
+    the right job, and says which case it saw."""
+    with loop_device(SIZE) as dev:
+        write_random(backing_file(dev), [(0, SIZE)])
+        code, doc = warmup(dev, tmp_path)
+        assert code == 0, doc
+        assert doc["verdict"] == "warmed" and doc["case"] == "restored"
+        assert doc["never_written_fraction"] <= 0.01
+        assert doc["fix_command"] is None
+        proc = subprocess.run(
+            [*PROBETOP, "warmup", dev, "--headless", "--checkpoint", str(tmp_path / "t.json")],
+            capture_output=True,
+            text=True,
+        )
+        assert "verdict: warmed (restored)" in proc.stdout
+
+
+@pytest.fixture
+def dm(tmp_path):
+    """Create device-mapper devices from tables; removed afterwards."""
+    need_root()
+    names: list[str] = []
+
+    def make(table: str) -> str:
+        name = f"warmup-test-{uuid.uuid4().hex[:8]}"
+        proc = subprocess.run(
+            ["dmsetup", "create", name], input=table, capture_output=True, text=True
+        )
+        if proc.returncode != 0:
+            pytest.skip(f"dmsetup create failed: {proc.stderr.strip()}")
+        names.append(name)
+        return f"/dev/mapper/{name}"
+
+    yield make
+    for name in reversed(names):
+        subprocess.run(["dmsetup", "remove", "--retry", name], capture_output=True)
+
+
+def test_without_a_hole_map_zeros_decide(dm, tmp_path):
+    """dm-linear hides the file: only what the reads return tells."""
+    with loop_device(SIZE) as dev:
+        write_random(backing_file(dev), [(0, 24 * MIB)])
+        truth = 1.0 - data_bytes(backing_file(dev)) / SIZE
+        target = dm(f"0 {SIZE // 512} linear {dev} 0\n")
+        code, doc = warmup(target, tmp_path)
+        assert doc["never_written_source"] == "zeros"
+        assert abs(doc["never_written_fraction"] - truth) <= 0.01
+        assert doc["case"] == "mixed" and code == NOT_WARMED
+
+
+def test_failing_sectors_are_listed_and_the_pass_goes_on(dm, tmp_path):
+    with loop_device(SIZE, fill=b"\x5a") as dev:
+        bad_start, bad_len = 20 * MIB // 512, 8  # 4 KiB of failing sectors
+        rest = SIZE // 512 - bad_start - bad_len
+        target = dm(
+            f"0 {bad_start} linear {dev} 0\n"
+            f"{bad_start} {bad_len} error\n"
+            f"{bad_start + bad_len} {rest} linear {dev} {bad_start + bad_len}\n"
+        )
+        code, doc = warmup(target, tmp_path)
+        assert doc["outcome"] == "completed", doc
+        assert doc["done_bytes"] == SIZE
+        assert code == 1
+        assert doc["verdict"] == "not warmed"
+        ranges = doc["bad_ranges"]
+        assert len(ranges) == 1
+        start, end = ranges[0]
+        assert start <= bad_start * 512 and end >= (bad_start + bad_len) * 512
+        assert end - start <= MIB  # one block (the pass's --bs) around the bad sectors
+        proc = run_cli(["warmup", target, "--headless", "--checkpoint", str(tmp_path / "h.json")])
+        assert "bad ranges: 1" in proc.stdout and proc.returncode == 1
+
+
+def test_write_pass_stays_inside_its_target(dm, tmp_path):
+    """A write pass on a dm device in the middle of a loop device writes
+    nothing before or after it, even with failing sectors inside."""
+    with loop_device(SIZE, fill=b"\xff") as dev:
+        first, length = 16 * MIB // 512, 32 * MIB // 512
+        target = dm(
+            f"0 {length // 2} linear {dev} {first}\n"
+            f"{length // 2} 8 error\n"
+            f"{length // 2 + 8} {length // 2 - 8} linear {dev} {first + length // 2 + 8}\n"
+        )
+        code, doc = warmup(target, tmp_path, "--write", f"--yes-destroy-data={target}")
+        assert doc["outcome"] == "completed" and code == 1, doc
+        with open(backing_file(dev), "rb") as f:
+            data = f.read()
+        assert data[: first * 512] == b"\xff" * (first * 512)
+        after = (first + length) * 512
+        assert data[after:] == b"\xff" * (SIZE - after)
+        assert b"\xff" * 4096 not in data[first * 512 : first * 512 + 4 * MIB]
+
+
+def test_target_shrinking_mid_pass_stops_cleanly(tmp_path):
+    with loop_device(SIZE, fill=b"\x11") as dev:
+        ckpt = tmp_path / "shrink.json"
+        proc = subprocess.Popen(
+            [*PROBETOP, "warmup", dev, "--json", "--bs", "64k", "--iodepth", "1",
+             "--rate-iops", "100", "--checkpoint", str(ckpt)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while not ckpt.exists() and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.1)
+            os.truncate(backing_file(dev), 8 * MIB)
+            subprocess.run(["losetup", "-c", dev], check=True)
+            t0 = time.monotonic()
+            out, err = proc.communicate(timeout=30)
+            took = time.monotonic() - t0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 2, (out, err)
+        assert "Traceback" not in err
+        assert "shrank" in (out + err) or "short I/O" in (out + err)
+        assert took < 5
+        assert json.loads(out)["verdict"] == "not warmed"
