@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from probetop.probes.core.base import ConfirmationRequired, Emit, ProbeError
@@ -51,8 +51,11 @@ from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.core.ticker import Ticker
 from probetop.probes.disk import capacity, ioengines
+from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.capacity import human
 from probetop.probes.disk.counters import (
+    B_HOLE,
+    READ,
     DirectionTotals,
     LatencyStats,
     Snapshot,
@@ -61,6 +64,8 @@ from probetop.probes.disk.counters import (
 from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.filelayout import Layout
 from probetop.probes.disk.freespace import allocation_needed, check_room
+from probetop.probes.disk.holes import find_holes
+from probetop.probes.disk.kernelview import KernelView, buffered_note, rate_note, zeros_note
 from probetop.probes.disk.records import (
     DIRECTIONS,
     FIO_PERCENTILES,
@@ -186,6 +191,8 @@ class IopsProbe:
         self.notes = list(self.target.notes) + kernel_notes()
         if engine_note:
             self.notes.append(engine_note)
+        if s.direct is False:
+            self.notes.append(buffered_note())
         exists = self.target.identity is not None
         if exists and (s.writes or self.target.create):
             refusals = write_refusals(s.target)
@@ -294,7 +301,22 @@ class IopsProbe:
             rate_iops=s.rate_iops,
             exclusive=s.writes and self.target.kind == "block",
             ioengine=self.engine,
+            blockmap=self._zero_map(),
         )
+
+    def _zero_map(self) -> BlockMap | None:
+        """For reads: the map the loops count all-zero reads in (the file's
+        holes marked first, read without a scan), for the "too good to be
+        true" note."""
+        assert self.target is not None
+        if self.settings.readpct <= 0:
+            return None
+        t = self.target
+        blockmap = BlockMap(t.start, t.end, self.settings.bs)
+        holes = find_holes(self.settings.target, t.start, t.end)
+        if holes is not None:
+            blockmap.put_within(holes.extents, B_HOLE)
+        return blockmap
 
     async def run(self, emit: Emit) -> None:
         if self.target is None or self._lock is None:
@@ -316,6 +338,7 @@ class IopsProbe:
         await run_step(_warm_up, name="probetop-jit", grace_s=0)
         self._watch = TargetWatch(self.target)
         engine = Engine(self.plan())
+        view = KernelView(self.target_path)
         try:
             try:
                 await run_step(
@@ -337,8 +360,30 @@ class IopsProbe:
             end = engine.snapshot(engine.finished_ns or now_ns())
             if self._base is not None:
                 self._final = (self._base, end)
+                self._too_good_notes(end.dirs, self._base.dirs, end.t_ns - self._base.t_ns, view)
             if engine.failures:
                 self.errors.extend(engine.failures)
+
+    def _too_good_notes(
+        self,
+        end: Sequence[DirectionTotals],
+        base: Sequence[DirectionTotals],
+        ns: int,
+        view: KernelView,
+    ) -> None:
+        """Too good to be true: reads that came back all zero, and a rate far
+        above what the disk under the target did (whole run, kernel counters)."""
+        read = end[READ].minus(base[READ])
+        note = zeros_note(read.zero_bytes, read.bytes)
+        if note:
+            self.notes.append(note)
+        delta = view.delta()
+        for d, name in enumerate(DIRECTIONS):
+            ours = end[d].bytes - base[d].bytes
+            kernel = None if delta is None else delta[d]
+            note = rate_note(name, ours, ns / 1e9, view.device, kernel)
+            if note:
+                self.notes.append(note)
 
     async def _lay_out(self, emit: Emit) -> None:
         """Lay the file out in a stoppable step, bounded by --time; undo a
