@@ -67,7 +67,10 @@ F_LAT_SUM, F_LAT_SUMSQ, F_SLAT_SUM, F_SLAT_SUMSQ, F_TLAT_SUM, F_TLAT_SUMSQ = ran
 N_FLOATS = 6
 # Per job control words (int64): written by Python (stop) or the loop (the rest).
 K_STOP, K_PROGRESS, K_ERRNO, K_ERR_OFFSET, K_ERR_DIR, K_FIRST_BAD = range(6)
-N_CONTROL = 6
+# The zero check's state (native.looks_zero): blocks that looked zero so far,
+# and 1 once a block that looked zero was not (then every block is checked whole).
+K_ZERO_SEEN, K_ZERO_EXACT = 6, 7
+N_CONTROL = 8
 
 # An I/O failing with one of these means the target is full, read-only or gone.
 FATAL_ERRNOS = {

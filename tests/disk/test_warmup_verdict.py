@@ -259,3 +259,17 @@ def test_target_shrinking_mid_pass_stops_cleanly(tmp_path):
         assert "shrank" in (out + err) or "short I/O" in (out + err)
         assert took < 5
         assert json.loads(out)["verdict"] == "not warmed"
+
+
+def test_data_hiding_between_the_zero_check_samples_is_still_data(fast_dir, tmp_path):
+    """The zero check samples each 4 KiB page's first and last word and
+    checks whole blocks now and then: a target whose data sits between the
+    samples is found out and checked whole, never counted as never written."""
+    target = str(fast_dir / "tricky.img")
+    page = bytearray(4096)
+    page[100:200] = os.urandom(100)
+    with open(target, "wb") as f:
+        f.write(bytes(page) * (SIZE // 4096))
+    code, doc = warmup(target, tmp_path)
+    assert doc["zero_bytes"] == 0 and doc["never_written_bytes"] == 0
+    assert doc["verdict"] == "warmed" and code == 0
