@@ -166,7 +166,8 @@ def main() -> None:
         ),
     }
     print(
-        f"\nfresh loop devices over {args.dir}, {args.size_mb} MiB, medians over {args.rounds} rounds"
+        f"\nfresh loop devices over {args.dir}, {args.size_mb} MiB, "
+        f"medians over {args.rounds} rounds"
     )
     print("\n| fio --rw=write on a fresh device | MB/s |\n|---|---|")
     for key in (
