@@ -4,10 +4,14 @@
 Usage (root):  .venv/bin/python benchmarks/warmup_fresh.py [--rounds 3] [--size-mb 1024]
                [--dir /tmp]
 
-A fresh volume here is a loop device over a new (sparse) file in --dir: its
-never-written blocks read as zeros without being allocated, and the first
-write of each pays for its allocation, as on a fresh cloud volume (the
-method in docs/warmup.md). Every round makes a new fresh device per case and
+A fresh volume here is a loop device over a new (sparse) file in --dir,
+opened with direct I/O (`losetup --direct-io=on`, so no page cache of the
+file sits in between; --buffered-loop to leave it on): its never-written
+blocks read as zeros without being allocated, and the first write of each
+pays for the filesystem's allocation, as on a fresh cloud volume (the
+method in docs/warmup.md). With the buffered loop a read pass fills the
+file's page cache with zero pages, which alone speeds up later writes: not
+what a cloud volume does. Every round makes a new fresh device per case and
 measures fio's sequential write (`--rw=write --bs=1M --iodepth=32
 --ioengine=libaio --direct=1`, the article's command) on it:
 
@@ -41,6 +45,7 @@ from collections.abc import Iterator
 
 from iops_vs_fio import PROBETOP, fio_json
 
+BUFFERED_LOOP = False  # --buffered-loop
 FIO = ["--bs=1M", "--iodepth=32", "--ioengine=libaio", "--direct=1"]
 
 
@@ -50,8 +55,9 @@ def fresh_device(directory: str, size: int) -> Iterator[str]:
     image = os.path.join(directory, f"probetop-bench-fresh-{uuid.uuid4().hex[:8]}.img")
     with open(image, "wb") as f:
         f.truncate(size)
+    dio = [] if BUFFERED_LOOP else ["--direct-io=on"]
     dev = subprocess.run(
-        ["losetup", "--find", "--show", image], check=True, capture_output=True, text=True
+        ["losetup", "--find", "--show", *dio, image], check=True, capture_output=True, text=True
     ).stdout.strip()
     try:
         yield dev
@@ -140,7 +146,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--dir", default="/tmp", help="where the fresh devices' files live")
+    parser.add_argument("--buffered-loop", action="store_true", help="losetup without direct I/O")
     args = parser.parse_args()
+    global BUFFERED_LOOP
+    BUFFERED_LOOP = args.buffered_loop
     if os.geteuid() != 0:
         sys.exit("needs root: it creates loop devices")
     if shutil.which("fio") is None:
