@@ -137,6 +137,10 @@ async def test_warmup_pane_says_fresh_volume_at_once(tmp_path) -> None:
         assert f"probetop warmup {target} --write --read" in pane.fresh_block.text
         line = pane.map_block.text
         assert "○" in line and "█" in line, line
+        pane.focus()
+        await pilot.press("W")
+        await pilot.pause()
+        assert getattr(app, "switch_request", None) == "write+read"
     assert map_line([1.0, 1.0, 0.0], never=[0.0, 1.0, 0.0], bad=[0.0, 0.0, 0.5]) == "█○✗"
 
 

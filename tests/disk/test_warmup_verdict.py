@@ -273,3 +273,31 @@ def test_data_hiding_between_the_zero_check_samples_is_still_data(fast_dir, tmp_
     code, doc = warmup(target, tmp_path)
     assert doc["zero_bytes"] == 0 and doc["never_written_bytes"] == 0
     assert doc["verdict"] == "warmed" and code == 0
+
+
+def test_switching_a_fresh_read_to_write_then_read(fast_dir, tmp_path):
+    """The dashboard's switch (W): the same plan as write then read, behind
+    the typed confirmation; once confirmed, the unfinished read pass's
+    checkpoint is superseded instead of refusing the run."""
+    from probetop.tui.commands import warmup as command
+    from probetop.tui.plan import CommonOptions, RunPlan
+
+    target = str(fast_dir / "fresh.img")
+    with open(target, "wb") as f:
+        f.truncate(SIZE)
+    ckpt = str(tmp_path / "c.json")
+    read = ["warmup", target, "--checkpoint", ckpt, "--json", "--bs", "64k", "--iodepth", "1"]
+    proc = run_cli([*read, "--rate-iops", "50", "--time", "1"])
+    assert json.loads(proc.stdout)["outcome"] == "stopped"
+    settings = command.WarmupSettings(target, checkpoint=ckpt, bs=64 << 10, iodepth=1)
+    switched = command.switched_to_write(RunPlan("warmup", CommonOptions(), settings))
+    assert switched is not None and switched.settings.pass_name == "write+read"
+    assert not switched.settings.confirmed
+    # Unconfirmed (a read again): still refused; confirmed write: goes on.
+    assert "unfinished" in run_cli(read).stderr
+    proc = run_cli(
+        ["warmup", target, "--write", "--read", f"--yes-destroy-data={target}",
+         "--checkpoint", ckpt, "--json"]
+    )  # fmt: skip
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and doc["verdict"] == "warmed", (proc.stderr, doc)

@@ -25,7 +25,7 @@ Samples are read through the family's typed records (``IopsInterval``,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from probetop.probes.core.passive import DiskCounters
 from probetop.probes.core.sample import Sample
@@ -48,6 +48,7 @@ from probetop.tui.widgets.sparkrow import value_label
 from probetop.tui.widgets.textblock import TextBlock
 from probetop.tui.widgets.units import fmt_with_unit, scale_for
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 
 SHOWN_PERCENTILES = (1.0, 50.0, 90.0, 99.0, 99.9, 99.99)
 BAR = 24
@@ -238,7 +239,13 @@ def fmt_duration(seconds: float | None) -> str:
 
 
 class WarmupPane(ProbePane):
-    """See the module docstring."""
+    """See the module docstring. ``W`` after the fresh-volume banner: end
+    this run and start write then read on the same target, behind the
+    same typed confirmation as ``--write`` (``tui.main``)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("W", "write_then_read", "Write then read", show=False),
+    ]
 
     def __init__(self, info: Mapping[str, Any], **kw: Any) -> None:
         super().__init__(info, **kw)
@@ -413,8 +420,18 @@ class WarmupPane(ProbePane):
             "written (holes, all-zero blocks): the volume answers with zeros without "
             "allocating anything, so this rate is too good to be true and a read pass "
             "cannot warm it. Write then read does (destroys every byte; you type the name "
-            f"to confirm): probetop warmup {self.target} --write --read"
+            f"to confirm): probetop warmup {self.target} --write --read. Press W to "
+            "switch to it now."
         ]
+
+    def action_write_then_read(self) -> None:
+        """Only once the pane has called the volume fresh: ask the app to end
+        and run write then read (``switch_request``, read by ``tui.main``)."""
+        if self.fresh_lines() == [""]:
+            self.notify("W switches to write then read only after a fresh volume was seen")
+            return
+        self.app.switch_request = "write+read"  # type: ignore[attr-defined]
+        self.app.exit()
 
     def draw_map(self) -> None:
         w = self.interval
