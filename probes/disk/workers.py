@@ -40,7 +40,12 @@ Contract:
   ``verify`` read pass (or a test) can tell each sector was written where it
   belongs. Reads with ``verify`` count sectors whose stamp is wrong.
 - An error inside the loop is data: counted per direction, with the last
-  errno and offset kept. With ``stop_on_error`` the job ends at the first one.
+  errno and offset kept. With ``stop_on_error`` the job ends at the first one;
+  without, at one that makes going on pointless (full, read-only, gone, a
+  short transfer: ``halting_error``).
+- A plan with a ``blockmap`` (``blockmap.BlockMap``) has every finished I/O
+  classified into it (data, all zero, failed) and its all-zero reads counted
+  (``DirectionTotals.zero_bytes``): what a warm-up pass found.
 """
 
 from __future__ import annotations
