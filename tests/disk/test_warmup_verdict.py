@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -301,3 +302,69 @@ def test_switching_a_fresh_read_to_write_then_read(fast_dir, tmp_path):
     )  # fmt: skip
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0 and doc["verdict"] == "warmed", (proc.stderr, doc)
+
+
+@pytest.fixture
+def faulty_file(fast_dir, tmp_path):
+    """A file with 4 KiB of failing sectors at 20 MiB (EIO), served by
+    tests/disk/faultyfs.py over FUSE from a backing file of random data in
+    /dev/shm: dm-error's job where the kernel has no device-mapper. Yields
+    (path, backing file, failing range)."""
+    need_root()
+    pytest.importorskip("fuse", reason="needs fusepy (pip install fusepy) and libfuse2")
+    if not os.path.exists("/dev/fuse"):
+        pytest.skip("no /dev/fuse")
+    backing = fast_dir / "back.img"
+    backing.write_bytes(os.urandom(SIZE))
+    mount = tmp_path / "faulty"
+    mount.mkdir()
+    bad = (20 * MIB, 20 * MIB + 4096)
+    server = Path(__file__).with_name("faultyfs.py")
+    proc = subprocess.Popen(
+        [sys.executable, str(server), str(mount), str(backing), *map(str, bad)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    target = mount / "disk.img"
+    try:
+        deadline = time.monotonic() + 20
+        while not target.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not target.exists():
+            proc.kill()
+            pytest.skip(f"the FUSE server did not come up: {proc.communicate()[0][-300:]}")
+        yield str(target), str(backing), bad
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_failing_sectors_over_fuse_are_listed_and_the_pass_goes_on(faulty_file, tmp_path):
+    target, _backing, (lo, hi) = faulty_file
+    code, doc = warmup(target, tmp_path)
+    assert doc["outcome"] == "completed" and doc["done_bytes"] == SIZE, doc
+    assert code == 1 and doc["verdict"] == "not warmed"
+    assert doc["bad_ranges"] == [[20 * MIB, 21 * MIB]]  # the one --bs block holding them
+    assert lo >= doc["bad_ranges"][0][0] and hi <= doc["bad_ranges"][0][1]
+    proc = run_cli(["warmup", target, "--headless", "--checkpoint", str(tmp_path / "t.json")])
+    assert "bad ranges: 1 (1,048,576 bytes failed): 20,971,520-22,020,096" in proc.stdout
+    assert proc.returncode == 1
+
+
+def test_write_pass_over_failing_sectors_stays_inside_its_range(faulty_file, tmp_path):
+    target, backing, _bad = faulty_file
+    before = Path(backing).read_bytes()
+    code, doc = warmup(
+        target, tmp_path, "--write", f"--yes-destroy-data={target}", "--range", "16M-48M"
+    )
+    assert doc["outcome"] == "completed" and code == 1, doc
+    assert doc["bad_ranges"] == [[20 * MIB, 21 * MIB]]
+    after = Path(backing).read_bytes()
+    assert after[: 16 * MIB] == before[: 16 * MIB]
+    assert after[48 * MIB :] == before[48 * MIB :]
+    assert after[20 * MIB : 21 * MIB] == before[20 * MIB : 21 * MIB]  # the failed block
+    assert after[16 * MIB : 20 * MIB] != before[16 * MIB : 20 * MIB]  # written
