@@ -32,7 +32,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import ConfirmationRequired, ProbeError
-from probetop.probes.record import RecordingError
+from probetop.probes.record import RecordingError, hide_cmdline_secrets, set_body_key_loader
 from probetop.probes.system import passive_probes
 from probetop.tui import commands
 from probetop.tui.analysis.assertions import RunAssertions, exit_status, print_outcomes
@@ -56,7 +56,8 @@ from probetop.tui.runner import RunResult, generic_report
 
 Foreground = tuple["ForegroundLink | None", str | None]
 """``start_waiter()``'s answer: (the link to the waiter or None, why not)."""
-from probetop.tui.sessions.registry import SessionError
+from probetop.tui.sessions.registry import SessionError, body_key
+from probetop.tui.sessions.secretargs import ARGV_STDIN, read_argv_stdin
 
 if TYPE_CHECKING:
     from probetop.tui.sessions.foreground import ForegroundLink
@@ -67,7 +68,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if stopsignals.pending():  # a signal during the imports: nothing started yet
         return stopsignals.exit_status()
     stopsignals.interrupt_from_now()
+    if argv is None:
+        hide_cmdline_secrets()  # ps shows every user the command line: before any fork
+    set_body_key_loader(body_key)  # bodies' hashes keyed by the per-install secret
     try:
+        if argv is None and sys.argv[1:2] == [ARGV_STDIN]:  # --remote: options over ssh's stdin
+            sys.argv = [sys.argv[0], *read_argv_stdin()]
         args = sys.argv[1:] if argv is None else list(argv)
         parser = build_parser(commands_needed(args))
         namespace = parse_args(parser, args)

@@ -178,8 +178,15 @@ class CommonOptions:
 
     @property
     def wants_headless(self) -> bool:
-        """Headless when asked, when --json is asked, or when there is no terminal."""
-        return self.headless or self.json or not (sys.stdout.isatty() and sys.stdin.isatty())
+        """Headless when asked, when --json or --output-format is asked, or when
+        there is no terminal."""
+        return (
+            self.headless
+            or self.json
+            # iops --output-format: a report as fio writes it is headless too
+            or any(a.split("=")[0] == "--output-format" for a in self.argv)
+            or not (sys.stdout.isatty() and sys.stdin.isatty())
+        )
 
 
 SettingsT = TypeVar("SettingsT")

@@ -16,7 +16,8 @@ behind it:
   and the metric name constants, and ``clat_bucket_range_ns``: the
   latency histogram's bucket edges
 - ``iops_document``, ``format_iops_report``, ``iops_exit_code`` and the
-  ``warmup_*`` equivalents: the headless reports; ``PassTotals``,
+  ``warmup_*`` equivalents: the headless reports; ``iops_output`` and
+  ``OUTPUT_FORMATS``: the IOPS report in fio's --output-format names; ``PassTotals``,
   ``WarmupSummary``, ``Outcome``, ``overall_outcome``: the warm-up's
   per-pass figures and summary, typed
 - ``num2str``, ``fio_bandwidth``, ``fio_count``, ``fio_size``: fio's units
@@ -84,11 +85,13 @@ from probetop.probes.disk.report import (
     format_warmup_report,
     iops_document,
     iops_exit_code,
+    iops_output,
     warmup_document,
     warmup_exit_code,
 )
 from probetop.probes.disk.settings import (
     IOPS_SPEC,
+    OUTPUT_FORMATS,
     PASSES,
     RW_MODES,
     WARMUP_SPEC,
@@ -136,6 +139,7 @@ __all__ = [
     "IOPS_SPEC",
     "MIN_INTERVAL_S",
     "OUTCOMES",
+    "OUTPUT_FORMATS",
     "PASSES",
     "PROGRESS_PCT",
     "READ_IOPS",
@@ -172,6 +176,7 @@ __all__ = [
     "format_warmup_report",
     "iops_document",
     "iops_exit_code",
+    "iops_output",
     "make_data_file",
     "names_target",
     "num2str",

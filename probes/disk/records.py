@@ -110,6 +110,10 @@ class IopsInterval:
     errors_per_s: float | None
     ramp: bool = False
     percentiles: tuple[float, ...] = FIO_PERCENTILES
+    # An NFS target: the client's view per RPC op this interval, nfsiostat's
+    # figures ({"WRITE": {"ops_per_s": ..., "kb_per_op": ..., "avg_rtt_ms": ...,
+    # "avg_exe_ms": ...}}); None where the target is not on NFS.
+    nfs: Mapping[str, Mapping[str, float | int | None]] | None = None
 
     def direction(self, name: str) -> DirectionRates | None:
         return self.read if name == "read" else self.write if name == "write" else None
@@ -139,6 +143,8 @@ class IopsInterval:
         }
         if hists:
             extra["clat_hist"] = hists
+        if self.nfs is not None:
+            extra["nfs"] = {op: dict(v) for op, v in self.nfs.items()}
         return Sample(probe_id, t_ns, interval_s, values, extra)
 
     @classmethod
@@ -167,6 +173,7 @@ class IopsInterval:
                 clat_hist=decode_runs(hists.get(name)),
             )
         percentiles = extra.get("percentiles")
+        nfs = extra.get("nfs")
         return cls(
             read=rates["read"],
             write=rates["write"],
@@ -176,6 +183,11 @@ class IopsInterval:
                 tuple(float(p) for p in percentiles if as_number(p) is not None)
                 if isinstance(percentiles, list)
                 else FIO_PERCENTILES
+            ),
+            nfs=(
+                {str(op): v for op, v in nfs.items() if isinstance(v, Mapping)}
+                if isinstance(nfs, Mapping)
+                else None
             ),
         )
 

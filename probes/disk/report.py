@@ -7,6 +7,8 @@ Contract:
 - ``format_iops_report`` / ``format_warmup_report`` turn the same document into
   the text report (no trailing newline). A run stopped before it measured
   (during the file's layout) says how far the layout got and what was undone.
+- ``iops_output``: the IOPS report in one of fio's ``--output-format``
+  names (normal: the text above; terse, json, json+: ``fiodoc``).
 - ``iops_exit_code`` / ``warmup_exit_code``: 2 when the probe failed (for the
   warm-up also when a pass failed); for the warm-up 1 when ``--verify`` found
   bad sectors or I/Os failed (bad ranges), ``NOT_WARMED_EXIT`` (3) when a
@@ -35,6 +37,32 @@ def iops_document(summary: Mapping[str, Any], error: str | None) -> dict[str, An
     if error:
         doc["error"] = error
     return doc
+
+
+def iops_output(
+    summary: Mapping[str, Any],
+    error: str | None,
+    output_format: str,
+    *,
+    target: str,
+    reason: str,
+    duration_s: float,
+) -> str:
+    """The headless report in one of fio's ``--output-format`` names
+    (``settings.OUTPUT_FORMATS``): ``normal`` is ``format_iops_report``,
+    the others fio's documents (``fiodoc``). No trailing newline."""
+    import json
+
+    if output_format == "normal":
+        return format_iops_report(
+            iops_document(summary, error), target=target, reason=reason, duration_s=duration_s
+        )
+    from probetop.probes.disk import fiodoc  # numpy: only when asked for
+
+    if output_format == "terse":
+        return fiodoc.terse_line(summary)  # fio too says an error on stderr only
+    doc = fiodoc.fio_document(summary, plus=output_format == "json+", error=error)
+    return json.dumps(doc, indent=2, default=str)
 
 
 def _direction_lines(name: str, d: Mapping[str, Any]) -> list[str]:

@@ -208,7 +208,7 @@ class Engine:
             self._queue.reverse()  # pop() from the end = lowest offset first
         try:
             for job in range(plan.jobs):
-                self._fds.append(_open_target(plan, exclusive=plan.exclusive and job == 0))
+                self._fds.append(_open_target(plan, exclusive=plan.exclusive and job == 0, job=job))
             fill = np.random.default_rng(12345).integers(0, 256, plan.bs * plan.iodepth, np.uint8)
             for _job in range(plan.jobs):
                 m = mmap.mmap(-1, max(plan.bs * plan.iodepth, mmap.PAGESIZE))
@@ -253,6 +253,9 @@ class Engine:
         try:
             if self.ctl[job, K_STOP]:  # stopped while the threads were being started
                 return
+            if plan.cpus_allowed:
+                # fio's --cpus_allowed (policy "shared"): this thread only, before any I/O
+                os.sched_setaffinity(0, plan.cpus_allowed)
             if plan.engine == "io_uring":
                 from probetop.probes.disk import uring
 

@@ -230,3 +230,33 @@ def test_a_spark_label_always_leaves_a_blank_before_the_bars() -> None:
     assert spark_label("p99 write latency", 9_999, "µs").endswith(" 9999 µs")
     assert spark_label("p99 write latency", 12_345, "µs").endswith(" 12.3 ms")
     assert spark_label("p99 write latency", 123_456_789, "µs").endswith(" 123 s")
+
+
+def test_iops_pane_shows_the_nfs_clients_view_where_the_target_is_on_nfs() -> None:
+    """A target on NFS has no block device: the kernel column gives way to the
+    NFS client's per-op view (nfsiostat's figures) the sample carries, read
+    back through the recording layout."""
+    from probetop.probes.disk import IopsInterval, IopsParams
+
+    params = IopsParams(
+        target="/mnt/nfs/d", rw="write", rwmixread=None, bs=1, jobs=20, iodepth=1, offset=0,
+        size=1, direct=True, sync=True, time_s=30, ramp_s=0.0, rate_iops=None, interval_s=1.0,
+        engine="psync", backing_device=None,
+    )  # fmt: skip
+    info = {"id": "iops:/mnt/nfs/d", "kind": "iops", "params": params.as_dict()}
+    pane = IopsPane(info)
+    nfs = {
+        "WRITE": {"ops_per_s": 1812.0, "kb_per_op": 0.37, "avg_rtt_ms": 10.5, "avg_exe_ms": 10.9},
+        "GETATTR": {"ops_per_s": 2.0, "kb_per_op": 0.43, "avg_rtt_ms": 0.2, "avg_exe_ms": 0.3},
+    }
+    sample = IopsInterval(read=None, write=None, errors_per_s=0.0, nfs=nfs).to_sample(
+        pane.probe_id, 1, 1.0
+    )
+    pane.interval = IopsInterval.from_sample(sample)
+    text = "\n".join(pane.compare_lines())
+    assert "kernel: NFS (below)" in text.splitlines()[0]
+    rows = text.splitlines()
+    head = next(i for i, r in enumerate(rows) if r.startswith("NFS client"))
+    assert rows[head].split()[2:] == ["ops/s", "kB/op", "RTT", "ms", "exe", "ms"]
+    assert rows[head + 1].split() == ["write", "1812", "0.37", "10.5", "10.9"], rows[head + 1]
+    assert rows[head + 2].split()[0] == "getattr"  # busiest first

@@ -7,6 +7,8 @@ IopsPane:
   them beside the kernel's counters of the disk holding the target (the
   passive per-disk sample, read through ``DiskCounters`` in ``observe``), so a
   page cache hit (buffered I/O) or other I/O to the same disk shows as a gap;
+  a target on NFS (no block device) shows the NFS client's view per RPC op
+  instead (ops/s, kB/op, avg RTT and exe ms, as nfsiostat prints them);
 - the latency distribution of the last interval at fio's percentiles, with a
   log-scaled bar per percentile.
 
@@ -116,9 +118,34 @@ class IopsPane(ProbePane):
             if counters is not None:
                 self.kernel = counters
 
+    def nfs_lines(self) -> list[str]:
+        """A target on NFS: the client's view per RPC op this interval, the
+        figures nfsiostat prints (ops/s, kB/op, avg RTT and exe ms)."""
+        ops = self.interval.nfs if self.interval else None
+        if ops is None:
+            return []
+        lines = [f"{'NFS client':<16} {'ops/s':>8} {'kB/op':>8} {'RTT ms':>8} {'exe ms':>8}"]
+        shown = sorted(ops.items(), key=lambda kv: -float(kv[1].get("ops_per_s") or 0))[:4]
+        for op, v in shown:
+            lines.append(
+                f"{op.lower():<16} {fmt_value(v.get('ops_per_s'), '', 8)} "
+                f"{fmt_value(v.get('kb_per_op'), '', 8)} {fmt_value(v.get('avg_rtt_ms'), '', 8)} "
+                f"{fmt_value(v.get('avg_exe_ms'), '', 8)}"
+            )
+        if not shown:
+            lines.append("no NFS operations this interval")
+        return lines
+
     def compare_lines(self) -> list[str]:
         # 22 columns: a device name is cut to fit; without one, say why whole.
-        kernel_head = f"kernel {self.device[:15]}" if self.device else "kernel: none (tmpfs?)"
+        nfs = self.interval is not None and self.interval.nfs is not None
+        kernel_head = (
+            f"kernel {self.device[:15]}"
+            if self.device
+            else "kernel: NFS (below)"
+            if nfs
+            else "kernel: none (tmpfs?)"
+        )
         lines = [f"{'this interval':<16} {'probe':>10} {kernel_head:>22}"]
         for d in self.directions:
             ours = self.interval.direction(d) if self.interval else None
@@ -144,7 +171,7 @@ class IopsPane(ProbePane):
         seen = self.kernel.queue_depth if self.kernel is not None else None
         kernel = fmt_value(seen, "", 22) if self.device else ""
         lines.append(f"{'queue ' + self.engine:<16} {self.queue_asked:>10} {kernel}")
-        return lines
+        return lines + self.nfs_lines()
 
     def latency_lines(self) -> list[str]:
         per_direction = {

@@ -56,6 +56,7 @@ from probetop.tui.config import AppConfig
 from probetop.tui.plan import RunPlan
 from probetop.tui.sessions.attach import AttachedSession
 from probetop.tui.sessions.registry import SessionError, SessionInfo, check_name, default_name
+from probetop.tui.sessions.secretargs import private_args
 
 SSH_ENV = "PROBETOP_SSH"
 REMOTE_ENV = "PROBETOP_REMOTE"
@@ -103,6 +104,13 @@ def ssh_argv(host: str, args: list[str], *, tty: bool = False) -> list[str]:
     ]
 
 
+def _stdin(secret: bytes | None) -> dict[str, Any]:
+    """ssh's stdin: the arguments that hold secrets, or nothing."""
+    if secret is None:
+        return {"stdin": subprocess.DEVNULL}
+    return {"input": secret.decode()}
+
+
 def missing_message(host: str) -> str:
     remote = os.environ.get(REMOTE_ENV) or "probetop"
     return (
@@ -130,12 +138,14 @@ def _failure(host: str, code: int, stderr: str) -> SessionError | None:
 def run_remote(
     host: str, args: list[str], *, capture: bool = True
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``probetop ARGS`` on ``host``; SessionError for ssh's own failures."""
-    argv = ssh_argv(host, args)
+    """Run ``probetop ARGS`` on ``host``; SessionError for ssh's own failures.
+    Secrets in ARGS go over ssh's stdin, never on a command line (``secretargs``)."""
+    shown, secret = private_args(args)
+    argv = ssh_argv(host, shown)
     try:
         done = subprocess.run(
             argv,
-            stdin=subprocess.DEVNULL,
+            **_stdin(secret),
             capture_output=capture,
             stderr=None if capture else subprocess.PIPE,
             text=True,
@@ -455,9 +465,10 @@ def _view(host: str, name: str, plan: RunPlan[Any], show: Callable[[AppConfig], 
 
 def _passthrough(host: str, args: list[str]) -> int:
     """Run the command on ``host`` with its output here, as it comes."""
-    argv = ssh_argv(host, args)
+    shown, secret = private_args(args)
+    argv = ssh_argv(host, shown)
     try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        done = subprocess.run(argv, **_stdin(secret), stderr=subprocess.PIPE, text=True)
     except FileNotFoundError:
         raise SessionError(f"cannot run {argv[0]!r}: is the ssh client installed?") from None
     error = _failure(host, done.returncode, done.stderr or "")
