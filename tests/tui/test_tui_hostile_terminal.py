@@ -114,9 +114,9 @@ def _descendants(pid: int) -> list[int]:
 def test_what_ps_and_proc_show_of_the_processes_it_starts(tmp_path: Path) -> None:
     """The HTTP probe's worker gets its request (URL, headers, credentials)
     on a pipe: none of it in its command line; no process gets a secret in
-    its environment (the environment is the user's own, inherited). The
-    processes the user started carry the user's own command line (the
-    detached and remote cases are issue 29 Want 2)."""
+    its environment (the environment is the user's own, inherited); the
+    process the user started shows its command line redacted
+    (probes/record/cmdline.py)."""
     server = subprocess.Popen(
         [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"],
         stdout=subprocess.PIPE,
@@ -144,7 +144,7 @@ def test_what_ps_and_proc_show_of_the_processes_it_starts(tmp_path: Path) -> Non
                 environ = Path(f"/proc/{pid}/environ").read_bytes()
                 assert b"ecret" not in environ
                 assert stat.S_IMODE(os.stat(f"/proc/{pid}/environ").st_mode) == 0o400
-            for pid in workers:
+            for pid in [run.pid, *workers]:  # the user's own: redacted in place at start-up
                 assert "ecret" not in _cmdline(pid), _cmdline(pid)
         finally:
             run.terminate()
