@@ -20,6 +20,7 @@ from typing import Any
 import jc
 import pingparsing
 import pytest
+from icmp_fixtures import icmp_peer  # noqa: F401 (fixture)
 from probetop.probes.icmp import IcmpSettings
 from probetop.probes.icmp.pingtext import PingTotals, ms3, ping_ms, statistics_block
 from probetop.tui.cli import build_parser, make_plan
@@ -220,3 +221,23 @@ def test_bad_hping3_interval_exits_2(bad: str) -> None:
     )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "-i" in r.stderr
+
+
+@needs_root
+def test_lossy_path_reads_as_the_json(icmp_peer: Any, tmp_path: Path) -> None:  # noqa: F811
+    """A third of the requests dropped in a namespace (nft): the loss %, the
+    counts and the RTT the parsers read are the JSON's, and only the replies
+    that came back have a line."""
+    icmp_peer.nft(
+        "add table inet ping_drop; "
+        "add chain inet ping_drop input { type filter hook input priority 0; }; "
+        "add rule inet ping_drop input icmp type echo-request numgen random mod 3 == 0 drop"
+    )
+    text, s = run_probetop(["-c", "60", "-i", "0.005", "-W", "0.2", icmp_peer.peer_addr], tmp_path)
+    assert 5 < s["lost"] < 40 and s["in_flight_at_end"] == 0
+    by_jc, by_pp = parse_both(text)
+    assert by_jc["packet_loss_percent"] == pytest.approx(s["loss_pct"], abs=1e-4)
+    assert by_pp["packet_loss_rate"] == pytest.approx(s["loss_pct"], abs=1e-4)
+    assert (by_jc["packets_received"], by_pp["packet_receive"]) == (s["received"],) * 2
+    assert len([r for r in by_jc["responses"] if r["type"] == "reply"]) == s["received"]
+    assert by_jc["round_trip_ms_avg"] == pytest.approx(ms_truncated(s["rtt_us"]["avg"]))
