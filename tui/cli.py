@@ -270,6 +270,7 @@ LIVE_RUN_OPTIONS = (
     ("time", "--time"),
     ("interval", "--interval"),
     ("metrics", "--metrics"),
+    ("metrics_linger", "--metrics-linger"),
     ("textfile", "--textfile"),
     ("name", "--name"),
 )
@@ -352,6 +353,7 @@ SESSION_OPTIONS = (
     ("theme", "--theme"),
     ("assertions", "--assert"),
     ("metrics", "--metrics"),
+    ("metrics_linger", "--metrics-linger"),
     ("textfile", "--textfile"),
     ("detach", "--detach"),
     ("name", "--name"),

@@ -22,6 +22,7 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -408,6 +409,9 @@ class IcmpProbe:
                     request_interval_s=None if period is None else 1.0 / period,
                     rate_limit=self.totals.rate_limit_hint(),
                 )
+                ttls = [p.last_ttl for p in self.progress.values() if p.last_ttl is not None]
+                if ttls:
+                    record = dataclasses.replace(record, ttl=ttls[-1])
                 self.interval_rows.append(IntervalRow(round(self.elapsed_s, 6), record))
                 emit(record.to_sample(self.id, t_end, seconds))
 

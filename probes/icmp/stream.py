@@ -40,6 +40,7 @@ class StreamProgress:
     in_flight: int = 0
     resolved: int = 0  # requests resolved in send order (loopstate.LoopState.resolved)
     send_end_ns: int = 0  # when sending stopped; 0 while it goes on
+    last_ttl: int | None = None  # the last echo reply's TTL / hop limit (None: none yet)
 
 
 class _Stream(threading.Thread):
@@ -124,7 +125,9 @@ class _Stream(threading.Thread):
                 t_snap = loop.returned_ns if loop.returned_ns > t_prev else now_ns()
                 snap = loop.interval.take()
                 errs = self._read_error_queue() if p.mode == "datagram" else []
-                progress = StreamProgress(loop.in_flight, loop.resolved, loop.send_end_ns)
+                progress = StreamProgress(
+                    loop.in_flight, loop.resolved, loop.send_end_ns, loop.last_ttl
+                )
                 p._deliver(self.index, k, (t_prev, t_snap), snap, progress, errs, done)
                 t_prev = t_snap
                 if done:
