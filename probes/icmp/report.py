@@ -18,7 +18,7 @@ Contract:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from probetop.probes.icmp.pingtext import PingTotals, header_line, ms3, statistics_block
@@ -34,11 +34,12 @@ def _icmp_error_total(errors: Mapping[str, int]) -> int:
     return sum(n for name, n in errors.items() if not name.startswith(("send ", "receive ")))
 
 
-def extra_lines(s: IcmpSummary, error: str | None) -> list[str]:
+def extra_lines(s: IcmpSummary, error: str | None, notes: Sequence[str] = ()) -> list[str]:
     """probetop's lines of the report, beyond what ping prints."""
     lines = [f"{s.mode or '?'} socket, {s.pacing or '?'}"]
     if error:
         lines.append(f"error: {error}")
+    lines.extend(f"note: {note}" for note in notes)
     t = s.totals
     if t is not None:
         if t.replies_per_second is not None:
@@ -90,11 +91,16 @@ def extra_lines(s: IcmpSummary, error: str | None) -> list[str]:
 
 
 def format_report(
-    summary: Mapping[str, Any], *, error: str | None = None, header: bool = True
+    summary: Mapping[str, Any],
+    *,
+    error: str | None = None,
+    header: bool = True,
+    notes: Sequence[str] = (),
 ) -> str:
     """ping's statistics block of an ICMP summary, probetop's lines before
     its ``---`` line (see the module docstring); ``header``: ping's ``PING``
-    line first (False when it was printed as the run started)."""
+    line first (False when it was printed as the run started); ``notes``:
+    more probetop lines (``note: ...``), which do not change the exit code."""
     s = IcmpSummary.from_summary(summary)
     host = s.target or "?"
     address = s.address or host
@@ -115,7 +121,7 @@ def format_report(
         rtt_max_us=t.rtt.max_us if t else None,
         rtt_mdev_us=t.rtt.mdev_us if t else None,
     )
-    return out + statistics_block(totals, extra_lines(s, error))
+    return out + statistics_block(totals, extra_lines(s, error, notes))
 
 
 def _loss_pct(t: IcmpTotals | None) -> float | None:

@@ -87,10 +87,11 @@ def report(plan: RunPlan[IcmpSettings], result: RunResult) -> int:
     else:
         writer = probe.listener if isinstance(probe, IcmpProbe) else None
         started = isinstance(writer, PingWriter) and bool(writer.source)
+        notes = []
         if isinstance(writer, PingWriter) and writer.dropped:
-            error = (error + "; " if error else "") + (
-                f"{writer.dropped} reply lines not shown (over "
-                f"{REPLY_LOG_ROWS} in one interval: use -q at this rate)"
+            notes.append(
+                f"{writer.dropped} reply lines not shown (over {REPLY_LOG_ROWS} a stream "
+                "in one interval: use -q at this rate)"
             )
-        sys.stdout.write(format_report(summary, error=error, header=not started))
+        sys.stdout.write(format_report(summary, error=error, header=not started, notes=notes))
     return exit_code(summary, error)
