@@ -199,46 +199,45 @@ def _clock_offset(ts: Any) -> int:
 
 
 @numba.njit(nogil=True, cache=CACHE)
-def kernel_stamp(msg: Any, cmsg: Any, offset: int) -> int:
-    """The SCM_TIMESTAMPNS cmsg of the last recvmsg as monotonic ns, or -1 if absent.
-
-    ``msg`` and ``cmsg`` are the int64 msghdr and control buffer
-    (layout.M_*); ``offset`` is realtime - monotonic (``_clock_offset``).
-    """
+def _find_cmsg(msg: Any, cmsg: Any, level: int, kind: int, data_bytes: int) -> int:
+    """The word index of the data of the last recvmsg's (level, kind) cmsg,
+    or -1 if absent or shorter than ``data_bytes`` (cut short: MSG_CTRUNC)."""
     end = min(msg[M_CONTROLLEN], cmsg.shape[0] * 8)
     w = 0
     while w * 8 + 16 <= end:
         length = cmsg[w]
         if length < 16:
             break  # malformed: the walk could not advance
-        kind = cmsg[w + 1]  # cmsg_level, then cmsg_type (little-endian int32s)
-        if (kind & 0xFFFFFFFF) == SOL_SOCKET and (kind >> 32) == SCM_TIMESTAMPNS:
-            if length < 32 or w * 8 + 32 > end:
+        head = cmsg[w + 1]  # cmsg_level, then cmsg_type (little-endian int32s)
+        if (head & 0xFFFFFFFF) == level and (head >> 32) == kind:
+            if length < 16 + data_bytes or w * 8 + 16 + data_bytes > end:
                 return -1
-            return cmsg[w + 2] * 1_000_000_000 + cmsg[w + 3] - offset
+            return w + 2
         w += (length + 7) >> 3  # CMSG_NXTHDR: headers are 8-byte aligned
     return -1
 
 
 @numba.njit(nogil=True, cache=CACHE)
-def cmsg_ttl(msg: Any, cmsg: Any) -> int:
-    """The IP_TTL / IPV6_HOPLIMIT cmsg of the last recvmsg (an int), or -1 if absent."""
-    end = min(msg[M_CONTROLLEN], cmsg.shape[0] * 8)
-    w = 0
-    while w * 8 + 16 <= end:
-        length = cmsg[w]
-        if length < 16:
-            break
-        kind = cmsg[w + 1]
-        level, typ = kind & 0xFFFFFFFF, kind >> 32
-        if (level == IPPROTO_IP and typ == IP_TTL) or (
-            level == IPPROTO_IPV6 and typ == IPV6_HOPLIMIT
-        ):
-            if length < 20 or w * 8 + 24 > end:
-                return -1
-            return cmsg[w + 2] & 0xFF  # the int's low byte (TTL <= 255, little-endian)
-        w += (length + 7) >> 3
-    return -1
+def kernel_stamp(msg: Any, cmsg: Any, offset: int) -> int:
+    """The SCM_TIMESTAMPNS cmsg of the last recvmsg as monotonic ns, or -1 if absent.
+
+    ``msg`` and ``cmsg`` are the int64 msghdr and control buffer
+    (layout.M_*); ``offset`` is realtime - monotonic (``_clock_offset``).
+    """
+    w = _find_cmsg(msg, cmsg, SOL_SOCKET, SCM_TIMESTAMPNS, 16)
+    if w < 0:
+        return -1
+    return cmsg[w] * 1_000_000_000 + cmsg[w + 1] - offset
+
+
+@numba.njit(nogil=True, cache=CACHE)
+def cmsg_ttl(msg: Any, cmsg: Any, v6: bool) -> int:
+    """The IP_TTL (IPv4) / IPV6_HOPLIMIT cmsg of the last recvmsg, or -1 if absent."""
+    if v6:
+        w = _find_cmsg(msg, cmsg, IPPROTO_IPV6, IPV6_HOPLIMIT, 4)
+    else:
+        w = _find_cmsg(msg, cmsg, IPPROTO_IP, IP_TTL, 4)
+    return -1 if w < 0 else cmsg[w] & 0xFF  # the int's low byte (TTL <= 255)
 
 
 @numba.njit(nogil=True, cache=CACHE)
@@ -463,7 +462,7 @@ def _receive(
     if n >= 0:
         # Raw IPv4 replies carry their TTL in the header (_on_packet reads
         # it); other sockets get it as a cmsg, walked only for them.
-        ttl = -1 if cfg[C_RAW] != 0 and cfg[C_V6] == 0 else cmsg_ttl(msg, cmsg)
+        ttl = -1 if cfg[C_RAW] != 0 and cfg[C_V6] == 0 else cmsg_ttl(msg, cmsg, cfg[C_V6] != 0)
         _on_packet(
             now, kernel_stamp(msg, cmsg, offset), ttl, n, buf, src, cfg, st, slot_state,
             slot_sent, ctr, rtt_sums, hist, icmp_types, err_ring, err_len, err_src, log,
