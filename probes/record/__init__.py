@@ -29,6 +29,7 @@ live dashboard that never reads a recording does not pay for them at start-up.
 
 from typing import TYPE_CHECKING, Any
 
+from probetop.probes.record.cmdline import hide_cmdline_secrets
 from probetop.probes.record.redaction import (
     KEEP_BODY_FLAG,
     REDACTED,
@@ -38,6 +39,7 @@ from probetop.probes.record.redaction import (
     redact_header,
     redact_text,
     redact_url,
+    set_body_key_loader,
 )
 from probetop.probes.record.zst import is_zstd
 
@@ -59,6 +61,7 @@ __all__ = [
     "body_digest",
     "check_output",
     "decode_line",
+    "hide_cmdline_secrets",
     "is_zstd",
     "load_session",
     "on_header",
@@ -69,6 +72,7 @@ __all__ = [
     "redact_url",
     "replace_file",
     "schema_path",
+    "set_body_key_loader",
     "stream_session",
 ]
 

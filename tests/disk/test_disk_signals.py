@@ -24,7 +24,7 @@ from pathlib import Path
 
 import disk_fixtures
 import pytest
-from disk_fixtures import PROBETOP
+from disk_fixtures import PROBETOP, summary_of
 from file_size import size_of, text_of
 from probetop.probes.disk import IopsProbe, IopsSettings, WarmupProbe, WarmupSettings
 from probetop.probes.disk.checkpoint import Checkpoint, CheckpointError
@@ -163,7 +163,7 @@ def test_time_bounds_the_layout_too(disk_dir: Path) -> None:
     )  # fmt: skip
     elapsed = time.monotonic() - t0
     assert proc.returncode == 2, proc.stderr
-    doc = json.loads(proc.stdout)
+    doc = summary_of(proc.stdout)
     assert "--time 1 s ran out while laying out" in doc["error"]
     assert doc["layout"]["state"] == "undone" and doc["layout"]["bytes"] > 0
     assert not target.exists()

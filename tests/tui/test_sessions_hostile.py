@@ -181,6 +181,45 @@ def test_state_dir_must_be_private(env: dict[str, str]) -> None:
         shutil.rmtree(real, ignore_errors=True)
 
 
+SESSION_COMMANDS = (
+    ("ls",),
+    ("ls", "--json"),
+    ("stop", "x"),
+    ("stop",),
+    ("attach", "x"),
+    ("follow", "x"),
+    ("cpu", "--time", "1", "--detach"),
+)
+
+
+@pytest.mark.parametrize("which", ["state", "runtime"])
+@pytest.mark.parametrize("unsafe", ["0777", "0770", "0722", "nobody"])
+def test_every_session_command_refuses_an_unsafe_directory(
+    env: dict[str, str], which: str, unsafe: str
+) -> None:
+    """docs/sessions.md: a state or runtime directory that is group- or
+    world-writable, or another user's, is refused by every session command
+    (exit 2, naming it, its owner and mode). `ls` and `stop` once read an
+    unsafe runtime directory's sockets without a word."""
+    base = env["XDG_STATE_HOME"] if which == "state" else env["XDG_RUNTIME_DIR"]
+    where = Path(base) / "probetop"
+    where.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if unsafe == "nobody":
+        if os.geteuid() != 0:
+            pytest.skip("needs root to give the directory to another user")
+        os.chown(where, 65534, 65534)
+        says = "owner uid 65534"
+    else:
+        os.chmod(where, int(unsafe, 8))
+        says = f"mode {unsafe}"
+    for args in SESSION_COMMANDS:
+        out = probetop(env, *args)
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        one_error(out, str(where), "not private", says)
+        assert out.stdout == "", (args, out.stdout)
+    assert not list(Path(env["XDG_STATE_HOME"]).rglob("*.session.json"))
+
+
 def test_client_refuses_a_socket_served_by_another_user(tmp_path: Path) -> None:
     prefix = _setpriv_nobody()
     where = Path(tempfile.mkdtemp(prefix="pts-", dir="/tmp"))
@@ -421,7 +460,8 @@ def test_junk_session_values_get_one_line(env: dict[str, str], argv: list[str], 
 
 def test_ls_on_a_session_that_was_killed_mid_frame(env: dict[str, str]) -> None:
     """kill -9 during a .zst frame: ls says died, the recording reads back with
-    a warning, stop refuses with a message, the name stays taken."""
+    a warning, stop refuses with a message; its name is free again, the
+    session kept under a name of its own (its --record file where it was)."""
     rec = Path(env["XDG_RUNTIME_DIR"]) / "k.jsonl.zst"
     started = probetop(env, "cpu", "--threads", "1", "--interval", "0.2", "--time", "300",
                        "--detach", "--name", "k9", "--record", str(rec))  # fmt: skip
@@ -434,7 +474,11 @@ def test_ls_on_a_session_that_was_killed_mid_frame(env: dict[str, str]) -> None:
         out = probetop(env, *argv)
         assert out.returncode == 0 and "no footer" in out.stderr, out.stderr
     one_error(probetop(env, "stop", "k9"), "not running (died)")
-    one_error(probetop(env, "cpu", "--time", "1", "--detach", "--name", "k9"), "died")
+    again = probetop(env, "cpu", "--threads", "1", "--time", "1", "--detach", "--name", "k9")
+    assert again.returncode == 0 and "kept as k9-" in again.stderr, again.stderr
+    kept = [s for name, s in sessions(env).items() if name.startswith("k9-")]
+    assert len(kept) == 1 and kept[0]["state"] == "died", kept
+    assert kept[0]["recording"] == str(rec) and rec.exists()
 
 
 # -- class 1: a detached session under load stops when asked ------------------

@@ -58,11 +58,12 @@ class SessionError(Exception):
     exit_code = 2
 
 
-def _private_dir(path: Path) -> Path:
-    """``path``, created 0700 if missing; SessionError unless it is a
-    directory owned by this user that no one else can write."""
+def check_private(path: Path, *, create: bool = True) -> Path:
+    """``path`` (created 0700 if missing and ``create``); SessionError unless
+    it is a directory owned by this user that no one else can write."""
     try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if create:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = os.stat(path)  # through a symlink: the directory that is used
     except OSError as exc:
         raise SessionError(f"session directory {path}: {exc.strerror or exc}") from None
@@ -78,23 +79,87 @@ def _private_dir(path: Path) -> Path:
     return path
 
 
-def state_dir() -> Path:
-    """The directory of session metadata, recordings and logs (see above)."""
+def _state_path() -> Path:
     # The XDG spec: a relative path is invalid and ignored. Taken as is, it
     # named a different directory from every working directory, so `ls`,
     # `attach` and `stop` run elsewhere did not see the session.
     base = os.environ.get("XDG_STATE_HOME", "")
     if not os.path.isabs(base):
         base = str(Path.home() / ".local" / "state")
-    return _private_dir(Path(base) / "probetop")
+    return Path(base) / "probetop"
+
+
+def _runtime_path() -> Path | None:
+    run = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(run) and os.path.isdir(run):  # relative: ignored, as above
+        return Path(run) / "probetop"
+    return None
+
+
+def session_dirs() -> tuple[Path, Path]:
+    """(state directory, runtime directory), both checked private.
+
+    The one check every session command goes through (``ls``, ``stop``,
+    ``attach``, ``follow``, ``--detach``, ``d``): both directories at once,
+    since ``ls`` reads only the state directory but what it lists leads
+    ``stop`` to a socket in the runtime directory."""
+    state = check_private(_state_path())
+    run = _runtime_path()
+    return state, (check_private(run) if run is not None else state)
+
+
+def state_dir() -> Path:
+    """The directory of session metadata, recordings and logs (see above);
+    SessionError unless it and the runtime directory are private."""
+    return session_dirs()[0]
 
 
 def runtime_dir() -> Path:
-    """The directory of control sockets (see above)."""
-    run = os.environ.get("XDG_RUNTIME_DIR", "")
-    if os.path.isabs(run) and os.path.isdir(run):  # relative: ignored, as above
-        return _private_dir(Path(run) / "probetop")
-    return state_dir()
+    """The directory of control sockets (see above); SessionError unless it
+    and the state directory are private."""
+    return session_dirs()[1]
+
+
+BODY_KEY_NAME = "body-hmac.key"
+BODY_KEY_BYTES = 32
+
+
+def body_key() -> bytes:
+    """The per-install secret that keys request bodies' hashes
+    (``redaction.body_digest``): ``BODY_KEY_NAME`` in the private state
+    directory, 32 random bytes, mode 0600, made on first use (atomically:
+    of two processes making it at once, both use the one that was linked
+    first). OSError or SessionError when it cannot be had (an unsafe state
+    directory, a read-only home); the caller then keeps lengths only."""
+    path = state_dir() / BODY_KEY_NAME
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        pass
+    tmp = _tmp_path(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(os.urandom(BODY_KEY_BYTES))
+            f.flush()
+            os.fsync(f.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)
+    finally:
+        os.unlink(tmp)
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise SessionError(f"{path} is not a private file of yours (mode 0600)")
+        key = f.read(BODY_KEY_BYTES + 1)
+    if len(key) != BODY_KEY_BYTES:
+        raise SessionError(f"{path} does not hold a key of {BODY_KEY_BYTES} bytes")
+    return key
 
 
 def check_name(name: str) -> str:
@@ -368,10 +433,32 @@ def _link_fd(fd: int, path: Path) -> None:
         os.close(proc_fd)
 
 
-def claim(info: SessionInfo) -> None:
+def claim(info: SessionInfo) -> str | None:
     """Create ``NAME.session.json`` holding ``info`` if no file has that name
     (atomically: ``link`` fails if it exists); SessionError if taken or if
-    it cannot be written (a full disk: nothing is started)."""
+    it cannot be written (a full disk: nothing is started). A session of
+    that name that has ended (finished or died) gives the name up: its
+    files are kept under a name of their own (``archive``), returned."""
+    archived = None
+    for attempt in range(2):
+        try:
+            _link_new(info)
+            return archived
+        except FileExistsError:
+            old = read_info(meta_path(info.name))
+            if attempt == 0 and isinstance(old, SessionInfo) and not old.live:
+                archived = archive(old)
+                continue
+            state = old.state if isinstance(old, SessionInfo) else "unreadable"
+            raise SessionError(
+                f"a session named {info.name!r} is {state} (`probetop ls`; its files are"
+                f" in {state_dir()}): pick another --name"
+                + (f", or `probetop stop {info.name}`" if state in ("starting", "running") else "")
+            ) from None
+    return archived
+
+
+def _link_new(info: SessionInfo) -> None:
     try:
         path, tmp = _write_tmp(info)
     except OSError as exc:
@@ -380,12 +467,44 @@ def claim(info: SessionInfo) -> None:
         ) from None
     try:
         os.link(tmp, path)
-    except FileExistsError:
-        raise SessionError(
-            f"a session named {info.name!r} exists (`probetop ls`): pick another --name"
-        ) from None
     finally:
         os.unlink(tmp)
+
+
+def archive(info: SessionInfo) -> str:
+    """Keep an ended session's files under a free name of their own,
+    ``NAME-YYYYMMDD-HHMMSS`` (its start; ``-2``... if taken): its metadata,
+    and its recording and log when they are the state directory's
+    ``NAME.*`` files (a ``--record`` file elsewhere stays where it is).
+    ``probetop ls`` lists it under that name. Returns the name."""
+    stamp = re.sub(r"[^0-9]", "", info.started_at)[:14]
+    base = f"{info.name[: 64 - 19]}-{stamp[:8]}-{stamp[8:14]}".rstrip("-")
+    state = state_dir()
+    for n in range(1, 100):
+        name = base if n == 1 else f"{base[: 64 - 4]}-{n}"
+        if not meta_path(name).exists():
+            break
+    else:
+        raise SessionError(f"no free name to keep session {info.name!r} under; remove old ones")
+
+    def move(path: str) -> str:
+        old = Path(path)
+        if old.parent != state or not old.name.startswith(f"{info.name}."):
+            return path
+        new = state / (name + old.name[len(info.name) :])
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(old, new)
+        return str(new)
+
+    kept = replace(info, name=name, recording=move(info.recording), log=move(info.log))
+    try:
+        _link_new(kept)
+    except FileExistsError:  # taken meanwhile: the next claim tries again
+        raise SessionError(f"session {info.name!r} is being renamed by another command") from None
+    meta_path(info.name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        Path(info.socket).unlink()  # an ended session's socket answers no one
+    return name
 
 
 def read_info(path: Path) -> SessionInfo | DamagedInfo | None:
