@@ -135,7 +135,11 @@ def entry() -> None:
             stream.flush()
         except (OSError, ValueError):
             pass
-    os._exit(code)
+    from probetop.tui.hardexit import hard_exit  # light: os, threading
+
+    # Clean-ups still registered run first (the demo's scratch directory,
+    # made by a worker thread still joining its probes when the user quit).
+    hard_exit(code)
 
 
 if __name__ == "__main__":
