@@ -85,12 +85,14 @@ _AIO_SYSCALLS = {
 
 
 def bucket_value_ns(index: int) -> float:
-    """The value fio reports for a histogram bucket: the middle of its range."""
+    """The value fio reports for a histogram bucket (stat.c plat_idx_to_val):
+    its lowest value plus half its width, an integer (129 for 128-129 ns;
+    the middle of the integer range, 128.5, reported 128 after rounding)."""
     if index < 2 * HIST_VAL:
         return float(index)
     error_bits = (index >> HIST_BITS) - 1
     low = (HIST_VAL + (index & (HIST_VAL - 1))) << error_bits
-    return low + ((1 << error_bits) - 1) / 2.0
+    return float(low + (1 << (error_bits - 1)))
 
 
 BUCKET_VALUES_NS = np.array([bucket_value_ns(i) for i in range(HIST_BUCKETS)], dtype=np.float64)
