@@ -13,6 +13,11 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	@# What a fresh install's first run would otherwise do on screen: compile our
+	@# bytecode (an editable install has none) and the native disk/ICMP loops
+	@# into the per-user numba cache (15-25 s once; `probetop compile`).
+	$(BIN)/python -m compileall -q probes tui themes >/dev/null
+	$(BIN)/probetop compile
 	touch $(STAMP)
 
 demo: setup

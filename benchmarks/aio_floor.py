@@ -249,7 +249,7 @@ def main() -> None:
                 preexec_fn=pinned,
                 check=True,
             )
-            return float(json.loads(proc.stdout)[direction]["iops"])
+            return float(json.loads(proc.stdout)["jobs"][0][direction]["iops"])
 
         ready: list[float] = []
 

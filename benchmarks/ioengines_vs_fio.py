@@ -57,7 +57,7 @@ def probetop_iops(args: list[str]) -> float:
     )
     if proc.returncode != 0:
         sys.exit(f"probetop failed ({' '.join(args)}): {proc.stderr.strip()}")
-    out = json.loads(proc.stdout)
+    out = json.loads(proc.stdout)["jobs"][0]  # --json: the document fio writes
     return float(out.get("read", {}).get("iops", 0) or 0) + float(
         out.get("write", {}).get("iops", 0) or 0
     )

@@ -92,7 +92,7 @@ def run_probetop(
     proc = subprocess.run(PROBETOP + args, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"probetop failed: {proc.stderr}")
-    return json.loads(proc.stdout)
+    return json.loads(proc.stdout)["jobs"][0]  # --json: the document fio writes
 
 
 def directions(rw: str) -> list[str]:

@@ -34,13 +34,15 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from probetop.probes.core import stopsignals
+from probetop.probes.core.base import Probe, ProbeError
 from probetop.probes.core.hub import Hub, Subscription
 from probetop.probes.core.sample import Announce, Record, Sample, Status
 from probetop.probes.record import Recorder, RecordingError
@@ -379,6 +381,36 @@ class ProbetopApp(App[int]):
             await mount
         self.relayout()  # their grid, in that same frame
         self._started = True
+        if self.config.joining is not None:
+            self._join_later(self.config.joining)
+
+    def _join_later(self, joining: Callable[[], tuple[list[Probe], list[str]]]) -> None:
+        """Run ``joining`` (AppConfig) in a daemon thread and add what it
+        gives once the first frame is out. Not the loop's executor: a JIT
+        warm-up cannot be interrupted, and asyncio.run would wait for it at
+        exit."""
+        loop = asyncio.get_running_loop()
+
+        def deliver(outcome: tuple[list[Probe], list[str]] | ProbeError) -> None:
+            if isinstance(outcome, ProbeError):
+                self._notify(str(outcome), title="probes not started", severity="error")
+                return
+            probes, notes = outcome
+            for note in notes:
+                self._notify(note, title="skipped")
+            if self.session is not None:
+                self.session.add_probes(probes)
+
+        def work() -> None:
+            outcome: tuple[list[Probe], list[str]] | ProbeError
+            try:
+                outcome = joining()
+            except ProbeError as exc:
+                outcome = exc
+            with contextlib.suppress(RuntimeError):  # the loop closed: we quit meanwhile
+                loop.call_soon_threadsafe(deliver, outcome)
+
+        threading.Thread(target=work, name="probes-joining", daemon=True).start()
 
     def _notify(self, message: str, *, title: str = "", severity: str = "information") -> None:
         timeout = NOTIFY_S.get(severity)

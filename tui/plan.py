@@ -27,6 +27,8 @@ from probetop.tui.metrics.address import (
     parse_textfile_dir,
 )
 
+OLD_INTERVAL = "interval_old_spelling"  # where the common --interval lands (see cli.make_plan)
+
 COMMON_OPTIONS: tuple[Option, ...] = (
     Option(
         ("--record",),
@@ -52,13 +54,24 @@ COMMON_OPTIONS: tuple[Option, ...] = (
         metavar="S",
     ),
     Option(
-        ("--interval",),
-        "sampling interval in seconds (default 1)",
+        ("--sample-interval",),
+        "sampling period in seconds: one sample (pane update, recorded line, metrics "
+        "interval) every S (default 1); the same name in every command",
         parse=number(positive=True),
         # None in the parsed values means "not given" (CommonOptions reads it
-        # as 1 s): `http --interval 1 URL` asks for repeated sampling.
+        # as 1 s): `http --sample-interval 1 URL` asks for repeated sampling.
         default=None,
+        dest="interval",
         metavar="S",
+    ),
+    Option(
+        ("--interval",),
+        "the old spelling of --sample-interval (a hint says so; refused before icmp, "
+        "whose -i/--interval is ping's send interval)",
+        parse=number(positive=True),
+        dest=OLD_INTERVAL,
+        metavar="S",
+        hidden=True,
     ),
     Option(
         ("--theme",),
@@ -101,6 +114,14 @@ COMMON_OPTIONS: tuple[Option, ...] = (
         metavar="[USER@]HOST",
     ),
     Option(
+        ("--with-system",),
+        "headless or detached: sample (and record) this machine's CPU, disk and network "
+        "too, the panes a dashboard shows beside the probe (a remote view asks it of the "
+        "session it starts)",
+        action="store_true",
+        default=False,
+    ),
+    Option(
         ("--textfile",),
         "write the same metrics to DIR/probetop.prom every interval, for node_exporter's "
         "textfile collector",
@@ -113,8 +134,8 @@ COMMON_OPTIONS: tuple[Option, ...] = (
 @dataclass(frozen=True, slots=True)
 class CommonOptions:
     """The options every command takes, typed. ``interval_s`` is the sampling
-    interval (a command that owns ``--interval`` keeps its own meaning in its
-    settings and leaves this at its default)."""
+    period, ``--sample-interval`` in every command (cpu's ``--report-interval``
+    sets it too; icmp's ``-i/--interval`` is ping's send interval)."""
 
     record: Path | None = None
     headless: bool = False
@@ -130,6 +151,7 @@ class CommonOptions:
     detach: bool = False  # --detach: run as a background session (tui.sessions)
     name: str | None = None  # --name: the detached session's name
     remote: str | None = None  # --remote: [USER@]HOST the command runs on (tui.sessions.remote)
+    with_system: bool = False  # --with-system: the passive panes' probes in a headless run too
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any], argv: tuple[str, ...]) -> CommonOptions:
@@ -141,7 +163,6 @@ class CommonOptions:
             headless=bool(values.get("headless", False)),
             json=bool(values.get("json", False)),
             time_s=values.get("time"),
-            # A command that owns --interval (icmp) stores it elsewhere.
             interval_s=float(interval) if isinstance(interval, (int, float)) else 1.0,
             theme=values.get("theme"),
             argv=argv,
@@ -151,6 +172,7 @@ class CommonOptions:
             detach=bool(values.get("detach", False)),
             name=values.get("name"),
             remote=values.get("remote"),
+            with_system=bool(values.get("with_system", False)),
         )
         common.validate()
         return common
@@ -161,13 +183,7 @@ class CommonOptions:
         family may ask more of its own interval, with its own message)."""
         if self.time_s is not None:
             check_seconds("--time", self.time_s, maximum=MAX_SECONDS, zero_means="no time limit")
-        # icmp's sampling interval is --sample-interval (its --interval is ping's)
-        option = (
-            "--sample-interval"
-            if any(a.split("=")[0] == "--sample-interval" for a in self.argv)
-            else "--interval"
-        )
-        check_interval(option, self.interval_s)
+        check_interval("--sample-interval", self.interval_s)
 
     @property
     def time_limit_s(self) -> float | None:
@@ -178,8 +194,15 @@ class CommonOptions:
 
     @property
     def wants_headless(self) -> bool:
-        """Headless when asked, when --json is asked, or when there is no terminal."""
-        return self.headless or self.json or not (sys.stdout.isatty() and sys.stdin.isatty())
+        """Headless when asked, when --json or --output-format is asked, or when
+        there is no terminal."""
+        return (
+            self.headless
+            or self.json
+            # iops --output-format: a report as fio writes it is headless too
+            or any(a.split("=")[0] == "--output-format" for a in self.argv)
+            or not (sys.stdout.isatty() and sys.stdin.isatty())
+        )
 
 
 SettingsT = TypeVar("SettingsT")
@@ -199,3 +222,4 @@ class RunPlan(Generic[SettingsT]):
     common: CommonOptions
     settings: SettingsT
     extra: Mapping[str, Any] = field(default_factory=dict)
+    hints: tuple[str, ...] = ()  # one line each, printed to stderr before the run

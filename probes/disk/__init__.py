@@ -16,13 +16,14 @@ behind it:
   and the metric name constants, and ``clat_bucket_range_ns``: the
   latency histogram's bucket edges
 - ``iops_document``, ``format_iops_report``, ``iops_exit_code`` and the
-  ``warmup_*`` equivalents: the headless reports; ``PassTotals``,
+  ``warmup_*`` equivalents: the headless reports; ``iops_output`` and
+  ``OUTPUT_FORMATS``: the IOPS report in fio's --output-format names; ``PassTotals``,
   ``WarmupSummary``, ``Outcome``, ``overall_outcome``: the warm-up's
   per-pass figures and summary, typed
 - ``num2str``, ``fio_bandwidth``, ``fio_count``, ``fio_size``: fio's units
   and rounding (``units.py``), for every disk report and pane
 - ``parse_size``, ``format_size``, ``parse_range``, ``make_data_file``
-- ``MIN_INTERVAL_S``: the shortest --interval the disk probes keep (0.1 s)
+- ``MIN_INTERVAL_S``: the shortest --sample-interval the disk probes keep (0.1 s)
 
 Reliability (docs/reliability-disk.md): every long step (layout, passes,
 checkpoint saves, the JIT warm-up) stops within 2 s of a signal, --time or
@@ -84,11 +85,13 @@ from probetop.probes.disk.report import (
     format_warmup_report,
     iops_document,
     iops_exit_code,
+    iops_output,
     warmup_document,
     warmup_exit_code,
 )
 from probetop.probes.disk.settings import (
     IOPS_SPEC,
+    OUTPUT_FORMATS,
     PASSES,
     RW_MODES,
     WARMUP_SPEC,
@@ -105,6 +108,16 @@ from probetop.probes.disk.units import size as fio_size
 if TYPE_CHECKING:
     from probetop.probes.disk.iops import IopsProbe
     from probetop.probes.disk.warmup import WarmupProbe
+
+
+def compile_native() -> None:
+    """Compile the native I/O loops into numba's per-user cache and run each
+    engine once on a scratch file (``probetop compile``, ``make setup``), so
+    the first IOPS or warm-up run starts at once. Idempotent; raises
+    ``ProbeError`` (exit 2) when the native code cannot be built."""
+    from probetop.probes.disk.selftest import warm_up_kernels
+
+    warm_up_kernels()
 
 
 def __getattr__(name: str) -> Any:
@@ -136,6 +149,7 @@ __all__ = [
     "IOPS_SPEC",
     "MIN_INTERVAL_S",
     "OUTCOMES",
+    "OUTPUT_FORMATS",
     "PASSES",
     "PROGRESS_PCT",
     "READ_IOPS",
@@ -164,6 +178,7 @@ __all__ = [
     "WarmupSummary",
     "active_directions",
     "clat_bucket_range_ns",
+    "compile_native",
     "fio_bandwidth",
     "fio_count",
     "fio_size",
@@ -172,6 +187,7 @@ __all__ = [
     "format_warmup_report",
     "iops_document",
     "iops_exit_code",
+    "iops_output",
     "make_data_file",
     "names_target",
     "num2str",

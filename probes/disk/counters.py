@@ -42,7 +42,8 @@ HIST_BUCKETS = HIST_GROUPS * HIST_VAL
 # clat (C_LAT_*: completion, from the end of the submitting call to the reap;
 # the whole pread/pwrite for psync), slat (C_SLAT_*: the submitting call,
 # asynchronous engines only; C_SLAT_N counts them) and lat (C_TLAT_*: total,
-# slat + clat).
+# slat + clat). C_ZERO_BYTES: bytes read back all zero (a plan with
+# ``classify``): what a never-written block answers.
 (
     C_IOS,
     C_BYTES,
@@ -55,8 +56,9 @@ HIST_BUCKETS = HIST_GROUPS * HIST_VAL
     C_SLAT_MAX,
     C_TLAT_MIN,
     C_TLAT_MAX,
-) = range(11)
-N_COUNTERS = 11
+    C_ZERO_BYTES,
+) = range(12)
+N_COUNTERS = 12
 MIN_COUNTERS = (C_LAT_MIN, C_SLAT_MIN, C_TLAT_MIN)  # start at int64 max
 MAX_COUNTERS = (C_LAT_MAX, C_SLAT_MAX, C_TLAT_MAX)
 # Per job, per direction float sums (float64): sum and sum of squares (ns) of
@@ -65,7 +67,10 @@ F_LAT_SUM, F_LAT_SUMSQ, F_SLAT_SUM, F_SLAT_SUMSQ, F_TLAT_SUM, F_TLAT_SUMSQ = ran
 N_FLOATS = 6
 # Per job control words (int64): written by Python (stop) or the loop (the rest).
 K_STOP, K_PROGRESS, K_ERRNO, K_ERR_OFFSET, K_ERR_DIR, K_FIRST_BAD = range(6)
-N_CONTROL = 6
+# The zero check's state (native.looks_zero): blocks that looked zero so far,
+# and 1 once a block that looked zero was not (then every block is checked whole).
+K_ZERO_SEEN, K_ZERO_EXACT = 6, 7
+N_CONTROL = 8
 
 # An I/O failing with one of these means the target is full, read-only or gone.
 FATAL_ERRNOS = {
@@ -77,6 +82,14 @@ FATAL_ERRNOS = {
     errno.EBADF: "the target was closed",
 }
 
+# The block map a plan with ``classify`` fills (one uint8 per granule of the
+# range, ``blockmap.BlockMap``): what the pass found there. A failed I/O wins
+# over anything; data wins over zero (a granule of several blocks is "zero"
+# only when every block read in it was). B_HOLE: a hole of the file under
+# the target, known before the pass (``holes``): its reads are counted as
+# zeros without looking at them, so a sparse target costs no scan.
+B_UNSEEN, B_DATA, B_ZERO, B_BAD, B_HOLE = 0, 1, 2, 3, 4
+
 _AIO_SYSCALLS = {
     # io_setup, io_destroy, io_getevents, io_submit
     "x86_64": (206, 207, 208, 209),
@@ -84,35 +97,47 @@ _AIO_SYSCALLS = {
 }
 
 
-def bucket_value_ns(index: int) -> float:
-    """The value fio reports for a histogram bucket (stat.c plat_idx_to_val):
-    its lowest value plus half its width, an integer (129 for 128-129 ns;
-    the middle of the integer range, 128.5, reported 128 after rounding)."""
+def bucket_value_ns(index: int) -> int:
+    """The value fio reports for a histogram bucket (its ``plat_idx_to_val``):
+    the bucket's low edge plus half its width, in whole ns."""
     if index < 2 * HIST_VAL:
-        return float(index)
+        return index
     error_bits = (index >> HIST_BITS) - 1
     low = (HIST_VAL + (index & (HIST_VAL - 1))) << error_bits
-    return float(low + (1 << (error_bits - 1)))
+    return low + ((1 << error_bits) >> 1)
 
 
 BUCKET_VALUES_NS = np.array([bucket_value_ns(i) for i in range(HIST_BUCKETS)], dtype=np.float64)
 
 
+def percentile_rank_reached(cumulative: int, pct: float, total: int) -> bool:
+    """fio's rule (``calc_clat_percentiles``): a percentile is the first bucket
+    where the running count reaches ``pct / 100 * total``, compared in C's
+    long double (x86-64: 80-bit), so 99.9 % of 1000 I/Os needs the 1000th
+    (99.9 / 100 is a hair above 0.999 in long double), where exact decimal
+    arithmetic would stop at the 999th."""
+    threshold = np.longdouble(pct) / np.longdouble(100.0) * np.longdouble(total)
+    return bool(np.longdouble(cumulative) >= threshold)
+
+
 def hist_percentiles(
     hist: np.ndarray, pcts: Sequence[float] = FIO_PERCENTILES
 ) -> dict[float, float | None]:
-    """Percentiles (ns) of a bucket-count histogram, the way fio computes them:
-    the first bucket whose cumulative count reaches pct % of the total."""
+    """Percentiles (ns) of a bucket-count histogram, exactly as fio computes
+    them (``percentile_rank_reached``; ``bucket_value_ns``)."""
     total = int(hist.sum())
     if total <= 0:
         return {p: None for p in pcts}
     cum = np.cumsum(hist)
     out: dict[float, float | None] = {}
-    for p in pcts:
-        need = max(1, int(np.ceil(total * p / 100.0)))
-        idx = int(np.searchsorted(cum, need, side="left"))
+    for p in sorted(pcts):
+        # First index whose cumulative count reaches the threshold: a search
+        # on the float threshold, then fio's long double comparison around it.
+        idx = int(np.searchsorted(cum, total * p / 100.0 * (1 - 1e-12), side="left"))
+        while idx < HIST_BUCKETS - 1 and not percentile_rank_reached(int(cum[idx]), p, total):
+            idx += 1
         out[p] = float(BUCKET_VALUES_NS[min(idx, HIST_BUCKETS - 1)])
-    return out
+    return {p: out[p] for p in pcts}
 
 
 @dataclass(frozen=True)
@@ -159,6 +184,7 @@ class DirectionTotals:
     bytes: int = 0
     errors: int = 0
     bad_sectors: int = 0
+    zero_bytes: int = 0  # read back all zero (plans with ``classify`` only)
     clat: LatencyStats = field(default_factory=LatencyStats)
     slat: LatencyStats = field(default_factory=LatencyStats)
     lat: LatencyStats = field(default_factory=LatencyStats)
@@ -171,6 +197,7 @@ class DirectionTotals:
             bytes=self.bytes - before.bytes,
             errors=self.errors - before.errors,
             bad_sectors=self.bad_sectors - before.bad_sectors,
+            zero_bytes=self.zero_bytes - before.zero_bytes,
             clat=self.clat.minus(before.clat),
             slat=self.slat.minus(before.slat),
             lat=self.lat.minus(before.lat),
@@ -217,6 +244,7 @@ def sum_jobs(t_ns: int, cnt: np.ndarray, flt: np.ndarray, hist: np.ndarray) -> S
                 bytes=int(cnt[:, d, C_BYTES].sum()),
                 errors=int(cnt[:, d, C_ERRORS].sum()),
                 bad_sectors=int(cnt[:, d, C_BAD_SECTORS].sum()),
+                zero_bytes=int(cnt[:, d, C_ZERO_BYTES].sum()),
                 clat=latency_stats(per_job, sums, ios, C_LAT_MIN, C_LAT_MAX, F_LAT_SUM),
                 slat=latency_stats(per_job, sums, slat_n, C_SLAT_MIN, C_SLAT_MAX, F_SLAT_SUM),
                 lat=latency_stats(per_job, sums, ios, C_TLAT_MIN, C_TLAT_MAX, F_TLAT_SUM),

@@ -16,6 +16,7 @@ import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass
@@ -41,6 +42,19 @@ class EnginePlan:
     seed: int = 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF
     exclusive: bool = False  # O_EXCL on the first descriptor (block device writes)
     ioengine: str = ""  # psync, libaio or io_uring; "": psync at iodepth 1, else libaio
+    paths: tuple[str, ...] = ()  # one file per job (fio's --directory); (): every job on path
+    cpus_allowed: frozenset[int] = frozenset()  # fio's --cpus_allowed; empty: no pinning
+    # A blockmap.BlockMap the loops fill (every I/O: data, zeros or failed;
+    # reads counted in C_ZERO_BYTES when all zero); None: not looked at.
+    blockmap: Any = None
+
+    def job_path(self, job: int) -> str:
+        """The file or device job ``job`` does its I/O on."""
+        return self.paths[job] if self.paths else self.path
+
+    @property
+    def classify(self) -> bool:
+        return self.blockmap is not None
 
     @property
     def engine(self) -> str:
@@ -52,15 +66,16 @@ class EnginePlan:
         return self.readpct < 100
 
 
-def _open_target(plan: EnginePlan, *, exclusive: bool) -> int:
-    """One descriptor on the target. Opened non-blocking and checked, so a path
-    swapped for a FIFO fails instead of hanging; O_EXCL when ``exclusive``."""
+def _open_target(plan: EnginePlan, *, exclusive: bool, job: int = 0) -> int:
+    """One descriptor on job ``job``'s target. Opened non-blocking and checked,
+    so a path swapped for a FIFO fails instead of hanging; O_EXCL when ``exclusive``."""
     flags = _open_flags(plan) | os.O_NONBLOCK | (os.O_EXCL if exclusive else 0)
-    fd = os.open(plan.path, flags)
+    path = plan.job_path(job)
+    fd = os.open(path, flags)
     try:
         st = os.fstat(fd)
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISBLK(st.st_mode)):
-            raise OSError(errno.EINVAL, f"{plan.path} is not a regular file or block device")
+            raise OSError(errno.EINVAL, f"{path} is not a regular file or block device")
         fl = fcntl.fcntl(fd, fcntl.F_GETFL)
         fcntl.fcntl(fd, fcntl.F_SETFL, fl & ~os.O_NONBLOCK)
     except BaseException:

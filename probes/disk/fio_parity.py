@@ -5,7 +5,8 @@ with fio's name, type and unit, and how the two compare.
 
 Contract:
 - ``FIO_FIELDS``: dotted path -> ``FioField`` (JSON type, unit). These are
-  the fields a script written for fio may read from probetop unchanged.
+  the fields a script written for fio may read from probetop unchanged
+  (the whole document's key set and types: tests/disk/test_iops_fio_parity.py).
 - ``shape_problems(block)``: what in one direction block breaks the contract
   (a field missing, of another type, or a unit relation broken: ``bw`` is
   ``bw_bytes // 1024`` KiB/s, ``io_kbytes`` is ``io_bytes >> 10``,
@@ -47,6 +48,21 @@ FIO_FIELDS: dict[str, FioField] = {
     "iops": FioField(float, "IO/s"),
     "runtime": FioField(int, "ms"),
     "total_ios": FioField(int, "I/Os"),
+    "short_ios": FioField(int, "I/Os"),
+    "drop_ios": FioField(int, "I/Os"),
+    # per-sample statistics of the rate (fio: per job every 500 ms; probetop:
+    # per --interval, the whole job): bandwidth in KiB/s, bw_agg in %
+    "bw_min": FioField(int, "KiB/s"),
+    "bw_max": FioField(int, "KiB/s"),
+    "bw_agg": FioField(float, "%"),
+    "bw_mean": FioField(float, "KiB/s"),
+    "bw_dev": FioField(float, "KiB/s"),
+    "bw_samples": FioField(int, "samples"),
+    "iops_min": FioField(int, "IO/s"),
+    "iops_max": FioField(int, "IO/s"),
+    "iops_mean": FioField(float, "IO/s"),
+    "iops_stddev": FioField(float, "IO/s"),
+    "iops_samples": FioField(int, "samples"),
     **{
         f"{lat}.{stat}": field
         for lat in LATENCIES
@@ -107,6 +123,12 @@ def shape_problems(block: Mapping[str, Any]) -> list[str]:
         stats = block[lat]
         if stats["N"] and not stats["min"] <= stats["mean"] <= stats["max"]:
             problems.append(f"{lat}: mean outside min..max")
+    for rate in ("bw", "iops"):
+        # fio's min/max are whole numbers of the samples; the mean lies between
+        if block[f"{rate}_samples"] and not (
+            block[f"{rate}_min"] - 1 <= block[f"{rate}_mean"] <= block[f"{rate}_max"] + 1
+        ):
+            problems.append(f"{rate}_mean outside {rate}_min..{rate}_max")
     if block["clat_ns"]["N"] and block["lat_ns"]["N"]:
         parts = block["slat_ns"]["mean"] + block["clat_ns"]["mean"]
         if abs(block["lat_ns"]["mean"] - parts) > max(LAT_SUM_SLACK_NS, 0.02 * parts):

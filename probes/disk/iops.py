@@ -32,6 +32,10 @@ Contract:
   the reason) and an I/O error that makes going on pointless (disk full,
   read-only, device gone) ends the run with that message; the report of what
   was measured so far is kept.
+- On NFS, each interval carries the client's per-op view (``nfsstats``:
+  nfsiostat's ops/s, kB/op, avg RTT and exe ms) and the summary the whole
+  window's under ``nfs``; ``disk_util`` (fio's kernel view) and the worker
+  threads' CPU use are in the summary for ``fiodoc``.
 - ``summary()`` is fio-shaped per direction (``iops``, ``bw_bytes``,
   ``io_bytes``, ``total_ios``, ``runtime_ms``, ``slat_ns``, ``clat_ns`` with
   ``min``, ``max``, ``mean``, ``stddev``, ``N``, ``percentile``, ``lat_ns``:
@@ -42,25 +46,41 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from probetop.probes.core.base import ConfirmationRequired, Emit, ProbeError
+from probetop.probes.core.base import (
+    ConfirmationRequired,
+    Emit,
+    ProbeError,
+    UsageProbeError,
+)
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.core.ticker import Ticker
 from probetop.probes.disk import capacity, ioengines
+from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.capacity import human
 from probetop.probes.disk.counters import (
+    B_HOLE,
+    READ,
     DirectionTotals,
     LatencyStats,
     Snapshot,
     hist_percentiles,
 )
+from probetop.probes.disk.diskutil import DiskStat, disk_util, read_diskstats
 from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.filelayout import Layout
 from probetop.probes.disk.freespace import allocation_needed, check_room
+from probetop.probes.disk.holes import find_holes
+from probetop.probes.disk.jobusage import ThreadUsage, read_threads
+from probetop.probes.disk.kernelview import KernelView, buffered_note, rate_note, zeros_note
+from probetop.probes.disk.mounts import filesystem_of
+from probetop.probes.disk.nfsstats import NFS_TYPES, NfsMount, nfs_view, read_mount
 from probetop.probes.disk.records import (
     DIRECTIONS,
     FIO_PERCENTILES,
@@ -102,15 +122,20 @@ def fio_direction(d: DirectionTotals, runtime_s: float) -> dict[str, Any]:
     probetop's own."""
     pct = hist_percentiles(d.hist, FIO_PERCENTILES) if d.ios else {}
     runtime_ms = round(runtime_s * 1000)
+    # fio's arithmetic (add_ddir_status_json): integer B/s over the whole-ms
+    # runtime, KiB/s from that, IOPS as a float over the same runtime.
+    bw_bytes = 1000 * d.bytes // runtime_ms if runtime_ms > 0 else 0
     return {
         "io_bytes": d.bytes,
         "io_kbytes": d.bytes >> 10,  # KiB, as fio
-        "bw_bytes": round(d.bytes / runtime_s) if runtime_s > 0 else 0,
-        "bw": round(d.bytes / 1024 / runtime_s) if runtime_s > 0 else 0,  # KiB/s, as fio
-        "iops": d.ios / runtime_s if runtime_s > 0 else 0.0,
+        "bw_bytes": bw_bytes,
+        "bw": bw_bytes // 1024,  # KiB/s, as fio
+        "iops": 1000.0 * d.ios / runtime_ms if runtime_ms > 0 else 0.0,
         "runtime": runtime_ms,  # fio's name (ms)
         "runtime_ms": runtime_ms,  # probetop 0.1's name, kept for old readers
         "total_ios": d.ios,
+        "short_ios": 0,  # the loops count a short transfer as an error, never short
+        "drop_ios": 0,
         "errors": d.errors,
         "slat_ns": fio_latency(d.slat),
         "clat_ns": {
@@ -139,7 +164,8 @@ class IopsProbe:
         self.ramp_s = s.ramp_s
         self.interval_s = s.interval_s
         self.id = probe_id or f"iops:{s.target}"
-        self.target: Target | None = None
+        self.target: Target | None = None  # the first of ``targets``
+        self.targets: list[Target] = []  # one, or one file per job (fio's --directory)
         self.intervals: list[dict[str, Any]] = []
         self._base: Snapshot | None = None
         self._last: Snapshot | None = None
@@ -155,6 +181,17 @@ class IopsProbe:
         self._layout_undone: str | None = None
         self._lock: TargetLock | None = None
         self._watch: TargetWatch | None = None
+        # fio's per-job and kernel views over the measured window (fiodoc.py)
+        self._usage_base: ThreadUsage | None = None
+        self._usage: ThreadUsage | None = None
+        self._disk_base: DiskStat | None = None
+        self._disk_util: list[dict[str, Any]] = []
+        # A target on NFS: the client's per-op view (/proc/self/mountstats)
+        self._nfs_point: str | None = None
+        self._nfs_prev: NfsMount | None = None
+        self._nfs_base: NfsMount | None = None
+        self._nfs: dict[str, Any] | None = None
+        self._run_began_ns = 0
 
     # -- Probe protocol --
     def prepare(self) -> None:
@@ -174,27 +211,44 @@ class IopsProbe:
         # which would show up below as "the kernel reports it busy").
         self._lock = TargetLock.for_target(s.target, self.kind, lock_devices)
         self._lock.check()
-        self.target = resolve(
-            s.target,
-            write=s.writes,
-            bs=s.bs,
-            size=s.size,
-            offset=s.offset,
-            direct=s.direct,
-            may_create=True,
-        )
+        if s.per_job_files and not s.size and not all(map(os.path.exists, s.job_paths())):
+            raise UsageProbeError(
+                f"{s.target} is a directory: probetop makes one file per job in it "
+                "(fio's --directory); give --size for each file"
+            )
+        # One target, or one file per job (fio's --directory): each checked alike.
+        self.targets = [
+            resolve(
+                path,
+                write=s.writes,
+                bs=s.bs,
+                size=s.size,
+                offset=s.offset,
+                direct=s.direct,
+                may_create=True,
+            )
+            for path in (s.job_paths() if s.per_job_files else [s.target])
+        ]
+        self.target = self.targets[0]
         self.notes = list(self.target.notes) + kernel_notes()
+        where = s.target if os.path.exists(s.target) else os.path.dirname(os.path.abspath(s.target))
+        mount = filesystem_of(where)
+        self._nfs_point = mount.point if mount and mount.fstype in NFS_TYPES else None
         if engine_note:
             self.notes.append(engine_note)
-        exists = self.target.identity is not None
-        if exists and (s.writes or self.target.create):
-            refusals = write_refusals(s.target)
-            if refusals:
-                what = "write" if s.writes else "lay out (extend)"
-                raise ProbeError(f"refusing to {what}: " + "; ".join(refusals))
-        if self.target.kind == "file" and (s.writes or self.target.create):
-            need = allocation_needed(s.target, self.target.start, self.target.end)
-            check_room(s.target, need, "laying out" if self.target.create else "writing")
+        if s.direct is False:
+            self.notes.append(buffered_note())
+        for t in self.targets:
+            if t.identity is not None and (s.writes or t.create):
+                refusals = write_refusals(t.path)
+                if refusals:
+                    what = "write" if s.writes else "lay out (extend)"
+                    raise ProbeError(f"refusing to {what}: " + "; ".join(refusals))
+        growing = [t for t in self.targets if t.kind == "file" and (s.writes or t.create)]
+        if growing:
+            need = sum(allocation_needed(t.path, t.start, t.end) for t in growing)
+            creates = any(t.create for t in growing)
+            check_room(growing[0].path, need, "laying out" if creates else "writing")
         if s.writes and self.target.kind == "block":
             signatures = data_signatures(s.target)
             if signatures:
@@ -243,10 +297,11 @@ class IopsProbe:
 
     def reference_command(self) -> str:
         s, t = self.settings, self.target
+        # Everything but the job's name is a global option (before --name), so
+        # fio's JSON has the "global options" the --output-format json one has.
         args = [
             "fio",
-            "--name=probetop",
-            f"--filename={s.target}",
+            f"--directory={s.target}" if s.per_job_files else f"--filename={s.target}",
             f"--rw={s.rw}",
             f"--bs={format_size(s.bs)}",
             f"--ioengine={self.engine}",
@@ -254,10 +309,14 @@ class IopsProbe:
             f"--numjobs={s.jobs}",
             f"--direct={int(t.direct if t else s.direct is not False)}",
         ]
+        if s.filename_format:
+            args.append(f"--filename_format={s.filename_format}")
         if s.rw in ("randrw", "rw"):
             args.append(f"--rwmixread={s.rwmixread}")
         if s.sync:
             args.append("--sync=1")
+        if s.cpus_allowed:
+            args.append(f"--cpus_allowed={','.join(map(str, s.cpus_allowed))}")
         if s.rate_iops and s.rw in ("randrw", "rw"):
             # fio caps each direction at a single rate_iops value; probetop caps
             # the job: split the cap by the mix (reads, writes).
@@ -275,6 +334,7 @@ class IopsProbe:
         if s.time_s:
             args += ["--time_based", f"--runtime={s.time_s:g}"]
         args.append("--group_reporting")
+        args.append("--name=probetop")
         return shlex.join(args)
 
     def plan(self) -> EnginePlan:
@@ -284,6 +344,8 @@ class IopsProbe:
             path=s.target,
             bs=s.bs,
             extents=[(self.target.start, self.target.end)],
+            paths=tuple(t.path for t in self.targets) if s.per_job_files else (),
+            cpus_allowed=frozenset(s.cpus_allowed),
             jobs=s.jobs,
             iodepth=s.iodepth,
             readpct=s.readpct,
@@ -294,7 +356,24 @@ class IopsProbe:
             rate_iops=s.rate_iops,
             exclusive=s.writes and self.target.kind == "block",
             ioengine=self.engine,
+            blockmap=self._zero_map(),
         )
+
+    def _zero_map(self) -> BlockMap | None:
+        """For reads: the map the loops count all-zero reads in (the file's
+        holes marked first, read without a scan), for the "too good to be
+        true" note."""
+        assert self.target is not None
+        if self.settings.readpct <= 0:
+            return None
+        t = self.target
+        blockmap = BlockMap(t.start, t.end, self.settings.bs)
+        # One file per job: the jobs share the map's offsets, so no file's
+        # holes may stand for the others' (every block is looked at instead).
+        holes = None if self.settings.per_job_files else find_holes(t.path, t.start, t.end)
+        if holes is not None:
+            blockmap.put_within(holes.extents, B_HOLE)
+        return blockmap
 
     async def run(self, emit: Emit) -> None:
         if self.target is None or self._lock is None:
@@ -310,12 +389,15 @@ class IopsProbe:
         assert self.target is not None and self._lock is not None
         for note in self.notes:
             emit(Status(self.id, now_ns(), "warning", note))
-        if self.target.create:
-            await self._lay_out(emit)
+        for target in self.targets:
+            if target.create:
+                await self._lay_out(emit, target)
         emit(Status(self.id, now_ns(), "info", "compiling the native I/O loop"))
         await run_step(_warm_up, name="probetop-jit", grace_s=0)
+        self._run_began_ns = now_ns()  # fio's "elapsed": the job's wall time, setup included
         self._watch = TargetWatch(self.target)
         engine = Engine(self.plan())
+        view = KernelView(self.target_path)
         try:
             try:
                 await run_step(
@@ -327,7 +409,8 @@ class IopsProbe:
                 ) from None
             await self._measure(engine, emit)
         finally:
-            engine.stop()
+            engine.stop()  # first: a stop's 2 s budget is not spent on /proc reads
+            self._mark_end(engine)  # before the join: a thread's counters go with it
             if not engine.join_stopped(GRACE_S):
                 self.errors.append(
                     f"{engine.stuck} I/O worker(s) still blocked in the kernel after the stop "
@@ -337,16 +420,38 @@ class IopsProbe:
             end = engine.snapshot(engine.finished_ns or now_ns())
             if self._base is not None:
                 self._final = (self._base, end)
+                self._too_good_notes(end.dirs, self._base.dirs, end.t_ns - self._base.t_ns, view)
             if engine.failures:
                 self.errors.extend(engine.failures)
 
-    async def _lay_out(self, emit: Emit) -> None:
-        """Lay the file out in a stoppable step, bounded by --time; undo a
+    def _too_good_notes(
+        self,
+        end: Sequence[DirectionTotals],
+        base: Sequence[DirectionTotals],
+        ns: int,
+        view: KernelView,
+    ) -> None:
+        """Too good to be true: reads that came back all zero, and a rate far
+        above what the disk under the target did (whole run, kernel counters)."""
+        read = end[READ].minus(base[READ])
+        note = zeros_note(read.zero_bytes, read.bytes)
+        if note:
+            self.notes.append(note)
+        delta = view.delta()
+        for d, name in enumerate(DIRECTIONS):
+            ours = end[d].bytes - base[d].bytes
+            kernel = None if delta is None else delta[d]
+            note = rate_note(name, ours, ns / 1e9, view.device, kernel)
+            if note:
+                self.notes.append(note)
+
+    async def _lay_out(self, emit: Emit, target: Target) -> None:
+        """Lay a file out in a stoppable step, bounded by --time; undo a
         layout that does not finish."""
-        assert self.target is not None and self._lock is not None
-        layout = self.layout = Layout(self.target, fill=True)
-        size = human(self.target.end)
-        emit(Status(self.id, now_ns(), "info", f"laying out {self.target_path} ({size})"))
+        assert self._lock is not None
+        layout = self.layout = Layout(target, fill=True)
+        size = human(target.end)
+        emit(Status(self.id, now_ns(), "info", f"laying out {target.path} ({size})"))
         try:
             await asyncio.wait_for(
                 run_step(layout.run, name="probetop-layout"), timeout=self.time_s
@@ -354,7 +459,7 @@ class IopsProbe:
         except asyncio.TimeoutError:
             self._layout_undone = layout.undo()
             raise ProbeError(
-                f"--time {self.time_s:g} s ran out while laying out {self.target_path} "
+                f"--time {self.time_s:g} s ran out while laying out {target.path} "
                 f"({human(layout.done)} of {human(layout.total)} written; "
                 f"{self._layout_undone or 'nothing to undo'}): nothing was measured. "
                 "Give a longer --time, a smaller --size, or lay the file out first."
@@ -365,13 +470,13 @@ class IopsProbe:
         except OSError as exc:
             self._layout_undone = layout.undo()
             raise ProbeError(
-                f"{self.target_path}: cannot lay out the file: {describe_os_error(exc)}"
+                f"{target.path}: cannot lay out the file: {describe_os_error(exc)}"
                 + (f" ({self._layout_undone})" if self._layout_undone else "")
             ) from None
         # The file exists now: hold its inode too (hard links are the same file).
         from probetop.probes.core.targetlock import target_keys
 
-        self._lock.add(target_keys(self.target_path, lock_devices))
+        self._lock.add(target_keys(target.path, lock_devices))
 
     async def _measure(self, engine: Engine, emit: Emit) -> None:
         start = now_ns()
@@ -380,7 +485,9 @@ class IopsProbe:
         if self.ramp_s <= 0:
             self._base = engine.snapshot(start)
             self._measure_start_ns = start
+            self._mark_base(engine)
         prev = engine.snapshot(start)
+        self._nfs_prev = read_mount(self._nfs_point) if self._nfs_point else None
         ticker = Ticker(self.interval_s)
         while True:
             t = await ticker.tick()
@@ -396,6 +503,7 @@ class IopsProbe:
                 engine.reset_min_max()
                 self._base = engine.snapshot(now_ns())
                 self._measure_start_ns = self._base.t_ns
+                self._mark_base(engine)
                 emit(Status(self.id, now_ns(), "info", "ramp done: totals start now"))
             if (
                 self.time_s
@@ -411,6 +519,44 @@ class IopsProbe:
                 raise ProbeError(problem)
             if engine.finished.is_set():
                 return
+
+    def _nfs_interval(self, seconds: float) -> dict[str, dict[str, Any]] | None:
+        """This interval's NFS client view (nfsiostat's figures), or None."""
+        if not self._nfs_point:
+            return None
+        now = read_mount(self._nfs_point)
+        prev, self._nfs_prev = self._nfs_prev, now
+        if now is None or prev is None:
+            return {} if now is not None else None
+        return {op: r.as_dict() for op, r in nfs_view(prev, now, seconds).items()}
+
+    def _mark_base(self, engine: Engine) -> None:
+        """Where fio's job usage and disk_util start: the measured window."""
+        self._usage_base = read_threads(t.native_id for t in engine.threads)
+        backing = self.target.backing if self.target else None
+        self._disk_base = read_diskstats(backing) if backing else None
+        self._nfs_base = read_mount(self._nfs_point) if self._nfs_point else None
+
+    def _mark_end(self, engine: Engine) -> None:
+        if self._usage_base is None:
+            return
+        self._usage = read_threads(t.native_id for t in engine.threads).minus(self._usage_base)
+        backing = self.target.backing if self.target else None
+        end = read_diskstats(backing) if backing and self._disk_base else None
+        if backing and end is not None and self._disk_base is not None:
+            msec = max(1, (now_ns() - (self._measure_start_ns or now_ns())) // 1_000_000)
+            self._disk_util = [disk_util(backing, self._disk_base, end, msec)]
+        if self._nfs_point and self._nfs_base is not None:
+            now = read_mount(self._nfs_point)
+            if now is not None:
+                seconds = (now_ns() - (self._measure_start_ns or now_ns())) / 1e9
+                self._nfs = {
+                    "mount": self._nfs_point,
+                    "export": now.export,
+                    "ops": {
+                        op: r.as_dict() for op, r in nfs_view(self._nfs_base, now, seconds).items()
+                    },
+                }
 
     def _emit_interval(self, prev: Snapshot, snap: Snapshot, emit: Emit, ramping: bool) -> None:
         seconds = (snap.t_ns - prev.t_ns) / 1e9
@@ -451,6 +597,7 @@ class IopsProbe:
             errors_per_s=errors / seconds,
             ramp=ramping,
             percentiles=FIO_PERCENTILES,
+            nfs=self._nfs_interval(seconds),
         )
         emit(interval.to_sample(self.id, snap.t_ns, seconds))
 
@@ -472,9 +619,27 @@ class IopsProbe:
         if self._final is not None:
             base, end = self._final
             runtime = (end.t_ns - base.t_ns) / 1e9
+            hists: dict[str, list[list[int]]] = {}
             for d, name in enumerate(DIRECTIONS):
-                out[name] = fio_direction(end.dirs[d].minus(base.dirs[d]), runtime)
+                delta = end.dirs[d].minus(base.dirs[d])
+                out[name] = fio_direction(delta, runtime)
+                hists[name] = [[int(i), int(delta.hist[i])] for i in delta.hist.nonzero()[0]]
             out["runtime_ms"] = round(runtime * 1000)
+            # fio's raw material for --output-format (fiodoc.py)
+            out["clat_hist"] = hists
+            usage = self._usage or ThreadUsage()
+            out["job_usage"] = {
+                "usr_ms": usage.usr_ms,
+                "sys_ms": usage.sys_ms,
+                "ctx": usage.ctx,
+                "majf": usage.majf,
+                "minf": usage.minf,
+            }
+            out["disk_util"] = self._disk_util
+            if self._nfs is not None:
+                out["nfs"] = self._nfs
+            out["elapsed_s"] = round((end.t_ns - self._run_began_ns) / 1e9, 3)
+            out["finished_unix_ms"] = int(time.time() * 1000)
         if self.errors:
             out["errors"] = self.errors
         return out

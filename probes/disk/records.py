@@ -110,6 +110,10 @@ class IopsInterval:
     errors_per_s: float | None
     ramp: bool = False
     percentiles: tuple[float, ...] = FIO_PERCENTILES
+    # An NFS target: the client's view per RPC op this interval, nfsiostat's
+    # figures ({"WRITE": {"ops_per_s": ..., "kb_per_op": ..., "avg_rtt_ms": ...,
+    # "avg_exe_ms": ...}}); None where the target is not on NFS.
+    nfs: Mapping[str, Mapping[str, float | int | None]] | None = None
 
     def direction(self, name: str) -> DirectionRates | None:
         return self.read if name == "read" else self.write if name == "write" else None
@@ -139,6 +143,8 @@ class IopsInterval:
         }
         if hists:
             extra["clat_hist"] = hists
+        if self.nfs is not None:
+            extra["nfs"] = {op: dict(v) for op, v in self.nfs.items()}
         return Sample(probe_id, t_ns, interval_s, values, extra)
 
     @classmethod
@@ -167,6 +173,7 @@ class IopsInterval:
                 clat_hist=decode_runs(hists.get(name)),
             )
         percentiles = extra.get("percentiles")
+        nfs = extra.get("nfs")
         return cls(
             read=rates["read"],
             write=rates["write"],
@@ -176,6 +183,11 @@ class IopsInterval:
                 tuple(float(p) for p in percentiles if as_number(p) is not None)
                 if isinstance(percentiles, list)
                 else FIO_PERCENTILES
+            ),
+            nfs=(
+                {str(op): v for op, v in nfs.items() if isinstance(v, Mapping)}
+                if isinstance(nfs, Mapping)
+                else None
             ),
         )
 
@@ -348,6 +360,19 @@ class WarmupInterval:
     plateau: Mapping[str, Any]
     plateau_state: str | None
     bad_sectors: int
+    # The read pass so far: bytes read back never written (holes, all zero)
+    # and bytes read; per map cell the share never written and failed.
+    zero_bytes: int | None = None
+    read_bytes: int | None = None
+    never_map: tuple[float, ...] | None = None
+    bad_map: tuple[float, ...] | None = None
+
+    @property
+    def never_written_share(self) -> float | None:
+        """Share of the bytes read so far that came back never written."""
+        if not self.read_bytes or self.zero_bytes is None:
+            return None
+        return self.zero_bytes / self.read_bytes
 
     @property
     def writes(self) -> bool:
@@ -375,6 +400,13 @@ class WarmupInterval:
             "plateau_state": self.plateau_state,
             "bad_sectors": self.bad_sectors,
         }
+        if self.read_bytes is not None:  # keys absent before probetop 0.2: read as None
+            extra["zero_bytes"] = self.zero_bytes
+            extra["read_bytes"] = self.read_bytes
+        if self.never_map is not None:
+            extra["never_map"] = list(self.never_map)
+        if self.bad_map is not None and any(self.bad_map):
+            extra["bad_map"] = list(self.bad_map)
         return Sample(probe_id, t_ns, interval_s, values, extra)
 
     @classmethod
@@ -399,7 +431,15 @@ class WarmupInterval:
             plateau=plateau if isinstance(plateau, Mapping) else {},
             plateau_state=_str(extra.get("plateau_state")),
             bad_sectors=_int(extra.get("bad_sectors")) or 0,
+            zero_bytes=_int(extra.get("zero_bytes")),
+            read_bytes=_int(extra.get("read_bytes")),
+            never_map=_cells(extra.get("never_map")),
+            bad_map=_cells(extra.get("bad_map")),
         )
+
+
+def _cells(value: Any) -> tuple[float, ...] | None:
+    return tuple(as_number(c) or 0.0 for c in value) if isinstance(value, list) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,20 @@ from probetop.probes.disk.sizes import parse_range
 from probetop.probes.disk.steady import DEFAULT_SPEC, SteadyState
 
 RW_MODES = ("read", "write", "randread", "randwrite", "randrw", "rw")
+OUTPUT_FORMATS = ("normal", "terse", "json", "json+")  # fio's --output-format names
+FILENAME_FORMAT = "$jobname.$jobnum.$filenum"  # fio's default name of a job's file
+JOB_NAME = "probetop"  # fio's --name in the equivalent command ($jobname)
+
+
+def job_file_name(fmt: str, jobnum: int, filenum: int = 0) -> str:
+    """fio's --filename_format expanded for one job's file ($jobname, $jobnum, $filenum)."""
+    return (
+        fmt.replace("$jobname", JOB_NAME)
+        .replace("$jobnum", str(jobnum))
+        .replace("$filenum", str(filenum))
+    )
+
+
 PASSES = ("read", "write", "write+read", "randwrite")
 MAX_JOBS = 256
 MAX_IODEPTH = 1024
@@ -52,6 +66,23 @@ def names_target(given: str | None, target: str) -> bool:
     if not given:
         return False
     return given == target or os.path.realpath(given) == os.path.realpath(target)
+
+
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    """fio's --cpus_allowed list ("0", "0-3,6"), as sorted CPU numbers."""
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            low, _, high = part.strip().partition("-")
+            first, last = int(low), int(high) if high else int(low)
+            if first < 0 or last < first or last > 4095:
+                raise ValueError
+            cpus.update(range(first, last + 1))
+    except ValueError:
+        raise OptionValueError(
+            f"{text!r} is not a CPU list: CPU numbers and ranges, e.g. 0 or 0-3,6"
+        ) from None
+    return tuple(sorted(cpus))
 
 
 def _byte_range(text: str) -> tuple[int | None, int | None]:
@@ -90,6 +121,14 @@ BUFFERED = Option(
     dest="direct",
     default=None,
 )
+CPUS_ALLOWED = Option(
+    ("--cpus-allowed",),
+    "run the I/O threads on these CPUs only, as fio's --cpus_allowed (e.g. 1 or 0-3,6; "
+    "default: wherever the scheduler puts them)",
+    parse_cpu_list,
+    (),
+    "LIST",
+)
 YES_DESTROY_DATA = Option(
     ("--yes-destroy-data",),
     "confirm writes to a block device without the dashboard; must name TARGET",
@@ -109,7 +148,7 @@ examples:
   probetop iops /dev/nvme0n1                     4k random reads, 1 job, queue depth 1
   probetop iops /dev/nvme0n1 --jobs 4 --iodepth 32 --time 30 --json
   probetop iops ./test.img --size 1G --rw randwrite
-  probetop iops /mnt/efs/f --size 1M --rw write --bs 1 --buffered --sync --jobs 20
+  probetop iops /mnt/efs/dir --jobs 20 --size 1 --rw write --bs 1 --direct --sync
 """
 
 IOPS_SPEC = CommandSpec(
@@ -118,7 +157,11 @@ IOPS_SPEC = CommandSpec(
     description=IOPS_DESCRIPTION,
     epilog=IOPS_EPILOG,
     options=(
-        TARGET,
+        replace(
+            TARGET,
+            help="regular file, block device, or a directory: one file per job in it "
+            "(fio's --directory)",
+        ),
         Option(
             ("--rw",),
             "I/O pattern, as fio's --rw (default randread)",
@@ -144,8 +187,30 @@ IOPS_SPEC = CommandSpec(
         replace(BUFFERED, exclusive="io-mode"),
         Option(("--sync",), "open with O_SYNC (fio --sync=1)", action="store_true", default=False),
         RATE_IOPS,
+        CPUS_ALLOWED,
         YES_DESTROY_DATA,
         Option(("--ramp",), "run S seconds before totals start", number(), 0.0, "S"),
+        Option(
+            ("--filename-format",),
+            "TARGET is a directory: one file per job named so, as fio's --filename_format "
+            f"with --directory ($jobname, $jobnum, $filenum; default {FILENAME_FORMAT})",
+            default=None,
+            metavar="FMT",
+        ),
+        Option(
+            ("--nrfiles",),
+            "files per job (fio --nrfiles; probetop runs 1: use --jobs N for N files)",
+            _AT_LEAST_ONE,
+            1,
+            "N",
+        ),
+        Option(
+            ("--output-format",),
+            "headless report as fio writes it: normal (text), terse (fio's v3 line), "
+            "json or json+ (json with clat_ns.bins); --json is json",
+            default=None,
+            choices=OUTPUT_FORMATS,
+        ),
     ),
 )
 
@@ -176,13 +241,17 @@ class IopsSettings:
     interval_s: float = 1.0
     yes_destroy_data: str | None = None
     confirmed: bool = False
+    output_format: str | None = None  # --output-format; None: normal, or json with --json
+    filename_format: str | None = None  # --filename_format; TARGET a directory: files per job
+    nrfiles: int = 1  # --nrfiles
+    cpus_allowed: tuple[int, ...] = ()  # --cpus_allowed; (): not pinned
 
     @classmethod
     def from_options(
         cls, values: Mapping[str, Any], *, time_s: float | None, interval_s: float
     ) -> IopsSettings:
         """Settings from parsed ``IOPS_SPEC`` values plus the common
-        --time/--interval; validated."""
+        --time/--sample-interval; validated."""
         target = str(values["target"])
         yes = values.get("yes_destroy_data")
         settings = cls(
@@ -203,6 +272,10 @@ class IopsSettings:
             interval_s=interval_s or 1.0,
             yes_destroy_data=yes,
             confirmed=names_target(yes, target),
+            output_format=values.get("output_format"),
+            filename_format=values.get("filename_format"),
+            nrfiles=values.get("nrfiles", 1),
+            cpus_allowed=tuple(values.get("cpus_allowed") or ()),
         )
         settings.validate()
         return settings
@@ -219,6 +292,18 @@ class IopsSettings:
     @property
     def sequential(self) -> bool:
         return not self.rw.startswith("rand")
+
+    @property
+    def per_job_files(self) -> bool:
+        """TARGET is a directory: each job has its own file in it (fio's --directory)."""
+        return self.filename_format is not None or os.path.isdir(self.target)
+
+    def job_paths(self) -> list[str]:
+        """The file of each job (TARGET itself for every job unless ``per_job_files``)."""
+        if not self.per_job_files:
+            return [self.target] * self.jobs
+        fmt = self.filename_format or FILENAME_FORMAT
+        return [os.path.join(self.target, job_file_name(fmt, j)) for j in range(self.jobs)]
 
     @property
     def writes(self) -> bool:
@@ -242,6 +327,25 @@ class IopsSettings:
         check_interval(self.interval_s)
         check_seconds("--time", self.time_s)
         check_seconds("--ramp", self.ramp_s)
+        check_cpus(self.cpus_allowed)
+        if self.nrfiles != 1:
+            raise UsageProbeError(
+                f"--nrfiles {self.nrfiles}: probetop runs one file per job; for "
+                f"{self.nrfiles * self.jobs} files give --jobs {self.nrfiles * self.jobs}"
+            )
+        if self.filename_format is not None and not os.path.isdir(self.target):
+            raise UsageProbeError(
+                f"--filename-format needs TARGET to be a directory (fio's --directory); "
+                f"{self.target} is not one"
+            )
+        if self.per_job_files:
+            fmt = self.filename_format or FILENAME_FORMAT
+            names = {job_file_name(fmt, j) for j in range(self.jobs)}
+            if len(names) < self.jobs or any("/" in n or n in ("", ".", "..") for n in names):
+                raise UsageProbeError(
+                    f"--filename-format {fmt!r} must name one plain file per job: "
+                    "include $jobnum (fio's default is $jobname.$jobnum.$filenum)"
+                )
 
 
 # -- probetop warmup ---------------------------------------------------------
@@ -368,7 +472,7 @@ class WarmupSettings:
         cls, values: Mapping[str, Any], *, time_s: float | None, interval_s: float
     ) -> WarmupSettings:
         """Settings from parsed ``WARMUP_SPEC`` values plus the common
-        --time/--interval; validated."""
+        --time/--sample-interval; validated."""
         target = str(values["target"])
         name = pass_name(
             read=bool(values.get("read", False)),
@@ -460,6 +564,19 @@ def _check_bytes(
             raise UsageProbeError(f"{name} {value} is out of range: 0 to 4 EiB (2**62 bytes)")
     if size is not None and offset is not None and size + offset > MAX_BYTES:
         raise UsageProbeError("--offset + --size is beyond 4 EiB (2**62 bytes)")
+
+
+def check_cpus(cpus: tuple[int, ...]) -> None:
+    """--cpus-allowed names only CPUs this process may run on."""
+    if not cpus:
+        return
+    allowed = os.sched_getaffinity(0)
+    missing = [c for c in cpus if c not in allowed]
+    if missing:
+        raise UsageProbeError(
+            f"--cpus-allowed: CPU {missing[0]} is not one this process may run on "
+            f"(allowed: {', '.join(map(str, sorted(allowed)))})"
+        )
 
 
 def _check_confirmation(given: str | None, target: str) -> None:

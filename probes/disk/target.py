@@ -5,9 +5,11 @@ area to use and whether O_DIRECT is used. Every refusal is a ``ProbeError``
 whose message says what to do: missing path, permission denied, directory,
 character device, FIFO or socket, a file on a kernel pseudo filesystem
 (/proc, /sys ...), a write on a read-only filesystem or device, O_DIRECT not
-supported (tmpfs: falls back to buffered and says so in ``notes`` unless
+supported (falls back to buffered and says so in ``notes`` unless
 ``--direct`` was forced), area smaller than one block or beyond the end,
-unaligned direct I/O. Any other ``OSError`` while checking becomes a
+direct I/O not aligned as the kernel requires there (``dioalign``: statx's
+DIOALIGN, a device's logical block size, or what the kernel accepts: NFS
+takes 1-byte O_DIRECT). Any other ``OSError`` while checking becomes a
 ``TargetProbeError`` naming the path (``targeterrors.target_errors``): never
 a traceback.
 
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from probetop.probes.core.base import TargetProbeError, UsageProbeError
 from probetop.probes.core.mountinfo import PSEUDO_FILESYSTEMS
 from probetop.probes.disk.blockdev import DeviceIdentity, identify
+from probetop.probes.disk.dioalign import dio_alignment
 from probetop.probes.disk.freespace import _existing_dir
 from probetop.probes.disk.mounts import filesystem_of
 from probetop.probes.disk.refusals import read_only_device
@@ -208,9 +211,9 @@ def _resolve(
             f"{path}: the area to use ({area_end - offset} bytes) is smaller than the block "
             f"size ({bs} bytes). Give a smaller --bs or a bigger target/--size."
         )
+    probe_path = path if not create or os.path.exists(path) else os.path.dirname(path) or "."
     lbs = _logical_block_size(ident, path)
     aligned = bs % lbs == 0 and offset % lbs == 0 and (area_end - offset) % lbs == 0
-    probe_path = path if not create or os.path.exists(path) else os.path.dirname(path) or "."
     if direct is False:
         use_direct = False
     else:
@@ -220,21 +223,38 @@ def _resolve(
             supported = _direct_supported_in_dir(probe_path)
         elif os.path.exists(probe_path):
             supported = _direct_supported(probe_path, write and not create)
+        if supported:
+            # What the kernel checks, not a 512-byte guess: statx's DIOALIGN,
+            # a device's logical block size, or what an O_DIRECT read accepts
+            # (NFS: 1 byte), so --bs 1 --direct runs where the kernel allows it.
+            align = dio_alignment(
+                probe_path, ident.logical_block_size if kind == "block" and ident else None
+            )
+            if align is None:
+                supported = False
+            else:
+                lbs = align.offset
+                aligned = (
+                    bs % lbs == 0
+                    and offset % lbs == 0
+                    and (area_end - offset) % lbs == 0
+                    and bs % align.memory == 0
+                )
         if direct is True and not supported:
             raise TargetProbeError(
-                f"{path}: this filesystem does not support O_DIRECT (tmpfs does not). "
-                "Use --buffered, or a target on a real disk."
+                f"{path}: this filesystem does not support O_DIRECT (the kernel refuses "
+                "it here). Use --buffered, or a target on a filesystem that supports it."
             )
         if direct is True and not aligned:
             raise UsageProbeError(
-                f"O_DIRECT needs --bs, --offset and the area's length in multiples of the "
-                f"{lbs}-byte logical sector (got bs={bs}, offset={offset}, "
-                f"length={area_end - offset}). Use --buffered for unaligned I/O."
+                f"O_DIRECT on {path} needs --bs, --offset and the area's length in multiples "
+                f"of {lbs} bytes, the alignment the kernel requires there (got bs={bs}, "
+                f"offset={offset}, length={area_end - offset}). Use --buffered for unaligned I/O."
             )
         use_direct = supported and aligned
         if direct is None and not supported:
             notes.append(
-                "O_DIRECT is not supported here (tmpfs?): using buffered I/O, so the page "
+                "O_DIRECT is not supported here: using buffered I/O, so the page "
                 "cache is measured, not the device"
             )
         elif direct is None and not aligned:

@@ -54,6 +54,16 @@ from probetop.probes.icmp.settings import (
 )
 from probetop.probes.icmp.summary import IcmpParams, IcmpSummary, IcmpTotals, ResolvedTarget
 
+
+def compile_native() -> None:
+    """Compile the native send/receive loop into numba's per-user cache
+    (``probetop compile``, ``make setup``), so the first ICMP run starts at
+    once. Idempotent; needs no socket and sends nothing."""
+    from probetop.probes.icmp.stream import warm_up_engine
+
+    warm_up_engine()
+
+
 __all__ = [
     "DUPLICATES",
     "ICMP_ERRORS",
@@ -89,6 +99,7 @@ __all__ = [
     "ResolvedTarget",
     "RttBucket",
     "RttStats",
+    "compile_native",
     "exit_code",
     "format_report",
     "json_document",

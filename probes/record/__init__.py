@@ -29,6 +29,7 @@ live dashboard that never reads a recording does not pay for them at start-up.
 
 from typing import TYPE_CHECKING, Any
 
+from probetop.probes.record.cmdline import hide_cmdline_secrets
 from probetop.probes.record.codec import FORMAT_NAME, SCHEMA_VERSION, RecordingError
 from probetop.probes.record.output import replace_file
 from probetop.probes.record.redaction import (
@@ -40,6 +41,7 @@ from probetop.probes.record.redaction import (
     redact_header,
     redact_text,
     redact_url,
+    set_body_key_loader,
 )
 from probetop.probes.record.target import check_target as check_output
 from probetop.probes.record.writer import (
@@ -69,6 +71,7 @@ __all__ = [
     "body_digest",
     "check_output",
     "decode_line",
+    "hide_cmdline_secrets",
     "is_zstd",
     "load_session",
     "on_header",
@@ -79,6 +82,7 @@ __all__ = [
     "redact_url",
     "replace_file",
     "schema_path",
+    "set_body_key_loader",
     "stream_session",
 ]
 

@@ -15,7 +15,7 @@ Contract (docs/recording-format.md, "Secrets"):
   ``key``/``auth``/``sig``/``pwd``/``session``/``jwt``) has every string under
   it replaced by ``***``. A field named like a request body (``data``,
   ``body``, ``postfields``, ``post_data``, ``request_body``, ``form``) keeps
-  only the body's length and SHA-256 (``body_digest``). A field whose name
+  only the body's length and keyed hash (``body_digest``). A field whose name
   contains ``header`` holds header lines (rule below). The one exception is
   ``data_as_sent``, which the http family writes only when the user asked
   for it (``--record-body``): kept verbatim.
@@ -37,7 +37,7 @@ Contract (docs/recording-format.md, "Secrets"):
   value of ``-u``/``--user`` and the other credential options becomes
   ``***``; ``-H`` values follow the header rule; ``-b`` cookie strings become
   ``***``; request bodies (``-d``,
-  ``--data*``, ``-F``; curl's ``--json``) keep only length and SHA-256 unless
+  ``--data*``, ``-F``; curl's ``--json``) keep only length and keyed hash unless
   the same command line holds ``--record-body`` (the user's opt-in); URLs
   (also without a scheme: ``user:pw@host``) follow the URL rule. Attached
   values (``-ubob:pw``, ``--user=bob:pw``), grouped short options (``-sSu``)
@@ -46,15 +46,17 @@ Contract (docs/recording-format.md, "Secrets"):
   is returned unchanged (a deep copy).
 
 Limits (documented): a credential in a field, header, parameter or option
-whose *name* does not look like one is not recognised; the SHA-256 of a short,
-guessable body can be found by trying candidates (it tells bodies apart, it
-is not encryption).
+whose *name* does not look like one is not recognised. A body's hash is an
+HMAC with a per-install key (kept 0600 in the private state directory), so
+it tells bodies apart on this install; without the key no one can try
+candidate bodies against it.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import re
 import shlex
 from collections.abc import Callable, Sequence
@@ -173,20 +175,53 @@ def _field_kind(name: str) -> tuple[int, str]:
 
 
 # -- bodies ------------------------------------------------------------------
-_DIGEST = re.compile(r"^<\d+ bytes, sha256:[0-9a-f]{64}>$")
+# What body_digest writes (and, read back, leaves as it is): the length with a
+# keyed hash, the length alone, or the unsalted SHA-256 of older recordings.
+_DIGEST = re.compile(r"^<\d+ bytes(?:, (?:hmac-)?sha256:[0-9a-f]{64})?>$")
+BodyKeyLoader = Callable[[], "bytes | None"]
+_key_loader: BodyKeyLoader | None = None
+_key: bytes | None = None
+_key_loaded = False
+
+
+def set_body_key_loader(loader: BodyKeyLoader | None) -> None:
+    """Where ``body_digest`` gets its key: called once, at the first body
+    (the application reads, or creates, its per-install secret; None when it
+    cannot: bodies then keep their length only)."""
+    global _key_loader, _key, _key_loaded
+    _key_loader, _key, _key_loaded = loader, None, False
+
+
+def _body_key() -> bytes | None:
+    global _key, _key_loaded
+    if not _key_loaded:
+        _key_loaded = True
+        try:
+            _key = _key_loader() if _key_loader is not None else None
+        except Exception:  # a key that cannot be had costs the hash, never the run
+            _key = None
+    return _key
 
 
 def body_digest(data: bytes | str) -> str:
-    """``<N bytes, sha256:HEX>``: what a recording keeps of a request body.
-    A str is taken as the bytes it stands for (``os.fsencode`` rules: UTF-8,
-    undecodable bytes as surrogate escapes); a digest is returned as is."""
+    """``<N bytes, hmac-sha256:HEX>``: what a recording keeps of a request
+    body: its length and an HMAC-SHA256 keyed with a per-install secret
+    (``set_body_key_loader``), which tells bodies apart on this install
+    without letting anyone who reads the file try candidate bodies (an
+    unsalted SHA-256 of ``password=hunter2`` is found in a dictionary).
+    Without a key, ``<N bytes>``. A str is taken as the bytes it stands for
+    (``os.fsencode`` rules: UTF-8, undecodable bytes as surrogate escapes);
+    a digest is returned as is."""
     if isinstance(data, str):
         if _DIGEST.match(data):
             return data
         raw = data.encode("utf-8", "surrogateescape")
     else:
         raw = bytes(data)
-    return f"<{len(raw)} bytes, sha256:{hashlib.sha256(raw).hexdigest()}>"
+    key = _body_key()
+    if key is None:
+        return f"<{len(raw)} bytes>"
+    return f"<{len(raw)} bytes, hmac-sha256:{hmac.new(key, raw, hashlib.sha256).hexdigest()}>"
 
 
 # -- URLs and free text --------------------------------------------------------

@@ -217,3 +217,28 @@ def test_direction_of_compared_metrics() -> None:
 @pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan, 1e300])
 def test_any_float_formats(value: float) -> None:
     assert format_quantity(value, Unit.of("ms"))
+
+
+@pytest.mark.parametrize(
+    ("expr", "kind", "summary"),
+    [
+        # fio reports percentiles and means of 0 for a direction that did no I/O
+        (
+            "iops.write.clat.p99<1ms",
+            "iops",
+            {"write": {"total_ios": 0, "iops": 0.0, "clat_ns": {"mean": 0.0,
+                                                                "percentile": {"99.000000": 0}}}},
+        ),
+        ("iops.write.lat.mean<1ms", "iops", {"write": {"total_ios": 0, "lat_ns": {"mean": 0.0}}}),
+        ("cpu.latency.p95<1ms", "cpu", {"total_events": 0, "latency_ms": {"p95": 0.0}}),
+        ("cpu.events_per_second<1k", "cpu", {"total_events": 0, "events_per_second": 0.0}),
+        ("icmp.rtt.p99<1ms", "icmp", {"received": 0, "rtt_us": {"p99": 0.0}}),
+    ],
+)  # fmt: skip
+def test_a_statistic_of_no_observation_fails_never_passes(
+    expr: str, kind: str, summary: dict[str, object]
+) -> None:
+    checks = resolve([parse_assertion(expr)], kind)
+    (outcome,) = evaluate(checks, {"p": summary}, {"p": kind})
+    assert outcome.measured is None and not outcome.passed
+    assert "no value measured" in outcome.describe()

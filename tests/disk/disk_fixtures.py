@@ -279,3 +279,12 @@ def as_nobody(
     if "No module named" in proc.stderr or "error while loading shared libraries" in proc.stderr:
         pytest.skip("this Python or its venv is not readable by nobody")
     return proc
+
+
+def summary_of(stdout: str) -> dict:
+    """probetop's own summary of a --json report: under "probetop" in iops's
+    (the document fio writes), the document itself for the warm-up."""
+    import json
+
+    doc = json.loads(stdout)
+    return doc.get("probetop", doc)

@@ -11,7 +11,6 @@ never a traceback, never a hang (each run has a time limit).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import disk_fixtures
 import pytest
-from disk_fixtures import PROBETOP, Layers, as_nobody, loop_device, need_root, run_cli
+from disk_fixtures import PROBETOP, Layers, as_nobody, loop_device, need_root, run_cli, summary_of
 from file_size import text_of
 from probetop.probes.disk.checkpoint import Checkpoint
 
@@ -402,7 +401,7 @@ def test_a_filesystem_that_fills_mid_run_stops_at_the_first_error_as_fio(
     out, err = proc.communicate(timeout=60)
     assert "Traceback" not in out + err
     assert proc.returncode == 2, out + err
-    doc = json.loads(out)
+    doc = summary_of(out)
     assert "the filesystem is full (ENOSPC)" in doc["error"], doc["error"]
     write = doc["write"]
     assert write["errors"] == 1, write
@@ -430,7 +429,7 @@ def test_a_file_that_shrinks_during_the_run_stops_it(fast_dir: Path) -> None:
         out, err = proc.communicate(timeout=60)
         assert "Traceback" not in out + err
         assert proc.returncode == 2, out + err
-        doc = json.loads(out)
+        doc = summary_of(out)
         assert "shrank" in doc["error"] or "short I/O" in doc["error"], doc["error"]
 
 
@@ -447,7 +446,7 @@ def test_a_loop_device_that_shrinks_during_the_run_stops_it(layers: Layers, tmp_
     out, err = proc.communicate(timeout=60)
     assert "Traceback" not in out + err
     assert proc.returncode == 2, out + err
-    assert "shrank to 1,048,576 bytes" in json.loads(out)["error"]
+    assert "shrank to 1,048,576 bytes" in summary_of(out)["error"]
 
 
 # ----------------------------------------------------------------- class 4: bad input
@@ -492,7 +491,7 @@ def _hostile_table(tmp: Path) -> list[tuple[str, list[str], list[str]]]:
         ("--size 100000P", ["iops", i, "--size", "100000P"], ["out of range"]),
         ("--bs 0", ["iops", i, "--bs", "0"], ["at least 1 byte"]),
         ("--bs 100P", ["iops", i, "--bs", "100P"], ["larger than 64.0 MiB"]),
-        ("--bs unaligned, O_DIRECT", ["iops", i, "--bs", "1000", "--direct"], ["O_DIRECT needs"]),
+        ("--bs unaligned, O_DIRECT", ["iops", i, "--bs", "1000", "--direct"], ["needs --bs"]),
         ("--range reversed", ["warmup", i, "--range", "3M-1M"], ["START must be below END"]),
         ("--jobs x --iodepth x --bs memory", ["iops", i, "--jobs", "256", "--iodepth", "1024",
                                               "--bs", "1M"], ["MemAvailable"]),
@@ -547,7 +546,7 @@ def test_an_unprivileged_user_without_a_home_runs_iops(fast_dir: Path) -> None:
     target.chmod(0o644)
     proc = as_nobody(["iops", str(target), "--buffered", "--time", "1", "--json"])
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
-    assert json.loads(proc.stdout)["read"]["total_ios"] > 0
+    assert summary_of(proc.stdout)["read"]["total_ios"] > 0
     cache = Path("/tmp") / f"probetop-{disk_fixtures.NOBODY}" / "numba"
     assert cache.is_dir() and cache.stat().st_uid == disk_fixtures.NOBODY
     assert cache.stat().st_mode & 0o077 == 0
@@ -571,7 +570,7 @@ def test_a_planted_cache_directory_is_never_used(fast_dir: Path) -> None:
         private.chmod(0o777)  # planted by root, writable by all
         proc = as_nobody(["iops", str(target), "--buffered", "--time", "1", "--json"])
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
-        notes = json.loads(proc.stdout)["notes"]
+        notes = summary_of(proc.stdout)["notes"]
         assert any("numba's on-disk cache is off" in n for n in notes), notes
         assert list(private.iterdir()) == []  # nothing written into it
     finally:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import disk_fixtures
 import pytest
-from disk_fixtures import PROBETOP
+from disk_fixtures import PROBETOP, summary_of
 from file_size import size_of, text_of
 from probetop.probes.disk import IopsProbe, IopsSettings, WarmupProbe, WarmupSettings
 from probetop.probes.disk.checkpoint import Checkpoint, CheckpointError
@@ -167,7 +167,7 @@ def test_time_bounds_the_layout_too(disk_dir: Path) -> None:
     out, err = proc.communicate(timeout=60)
     elapsed = clock.stop()
     assert proc.returncode == 2, err
-    doc = json.loads(out)
+    doc = summary_of(out)
     assert "--time 1 s ran out while laying out" in doc["error"]
     assert doc["layout"]["state"] == "undone" and doc["layout"]["bytes"] > 0
     assert not target.exists()

@@ -5,12 +5,18 @@ matching what was asked, and the CLI saying what it ran."""
 from __future__ import annotations
 
 import errno
-import json
 import os
 import time
 
 import pytest
-from disk_fixtures import kernel_io, loop_device, promptly_scheduled, run_cli, run_until_ios
+from disk_fixtures import (
+    kernel_io,
+    loop_device,
+    promptly_scheduled,
+    run_cli,
+    run_until_ios,
+    summary_of,
+)
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.disk import ioengines, uring
 from probetop.probes.disk.engineplan import EnginePlan
@@ -135,7 +141,7 @@ def test_the_cli_runs_and_reports_the_engine(data_file, engine):
     proc = run_cli(["iops", data_file, "--ioengine", engine, "--iodepth", depth, "--time", "0.5",
                     "--buffered", "--json"])  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    out = summary_of(proc.stdout)
     assert out["read"]["total_ios"] > 0
     assert f"--ioengine={engine}" in out["fio_command"]
 

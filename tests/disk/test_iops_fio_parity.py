@@ -10,14 +10,21 @@ median of the pairs' ratios (IOPS within 10 %: both are rate-capped).
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
 import statistics
 import subprocess
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import disk_fixtures
+import numpy as np
 import pytest
 from disk_fixtures import run_cli
+from probetop.probes.disk.counters import HIST_BUCKETS, hist_percentiles
 from probetop.probes.disk.fio_parity import FIO_FIELDS, get, ratios, shape_problems
 
 fast_dir = disk_fixtures.fast_dir
@@ -39,12 +46,13 @@ def _fio(path: Path, rw: str) -> dict:
 
 
 def _ours(path: Path, rw: str) -> dict:
+    """jobs[0] of probetop's --json: the document fio writes."""
     proc = run_cli(
         ["iops", str(path), "--rw", rw, "--bs", "4k", "--buffered", "--rate-iops", "2000",
          "--time", f"{SECONDS:g}", "--json"]
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    return json.loads(proc.stdout)["jobs"][0]
 
 
 PAIRS = 3
@@ -95,7 +103,10 @@ def test_the_contract_rejects_what_is_not_fios_shape() -> None:
     """The check can fail: a block in MB/s, a string, a missing field."""
     good = {
         "io_bytes": 4096000, "io_kbytes": 4000, "bw_bytes": 2048000, "bw": 2000,
-        "iops": 500.0, "runtime": 2000, "total_ios": 1000,
+        "iops": 500.0, "runtime": 2000, "total_ios": 1000, "short_ios": 0, "drop_ios": 0,
+        "bw_min": 1900, "bw_max": 2100, "bw_agg": 100.0, "bw_mean": 2000.0, "bw_dev": 100.0,
+        "bw_samples": 2, "iops_min": 490, "iops_max": 510, "iops_mean": 500.0,
+        "iops_stddev": 10.0, "iops_samples": 2,
         "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0},
         "clat_ns": {"min": 1000, "max": 90000, "mean": 5000.0, "stddev": 10.0, "N": 1000,
                     "percentile": {"50.000000": 4992}},
@@ -109,6 +120,8 @@ def test_the_contract_rejects_what_is_not_fios_shape() -> None:
     bad_pct = {**good, "clat_ns": {**good["clat_ns"], "percentile": {"50": 4992}}}
     assert shape_problems(bad_pct) != []
     assert shape_problems({k: v for k, v in good.items() if k != "lat_ns"}) != []
+    assert shape_problems({**good, "bw_mean": 3000.0}) != []  # outside its samples
+    assert shape_problems({k: v for k, v in good.items() if k != "iops_samples"}) != []
     # lat is slat + clat: a total that is clat alone while slat has samples
     # (the meaning probetop's clat had before it split off slat) is refused.
     slat = {"min": 2000, "max": 30000, "mean": 9000.0, "stddev": 5.0, "N": 1000}
@@ -142,7 +155,7 @@ def test_async_latencies_mean_what_fios_do(fast_dir: Path) -> None:
          "libaio", "--iodepth", "1", "--time", f"{SECONDS:g}", "--json"]
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    ours = json.loads(proc.stdout)["read"]
+    ours = json.loads(proc.stdout)["jobs"][0]["read"]
     for block in (fio, ours):
         assert shape_problems(block) == [], block
         slat, clat, _ = _latency_means(block)
@@ -151,3 +164,207 @@ def test_async_latencies_mean_what_fios_do(fast_dir: Path) -> None:
     r = ratios(fio, ours)
     for path in ("slat_ns.mean", "lat_ns.mean"):
         assert r[path] is not None and 0.25 <= r[path] <= 4.0, r
+
+
+# -- the whole document: --output-format json / json+ / terse ----------------
+
+
+def shape(value: Any, path: str = "") -> dict[str, str]:
+    """The reader a script written for fio relies on: every key path and its
+    JSON type. Keys that are data (a percentile's or a bin's value) are not
+    paths: ``percentile`` keeps its key set (fio's list), ``bins`` is one ``*``."""
+    if isinstance(value, dict):
+        out = {path: "object"}
+        for key, item in value.items():
+            sub = f"{path}/{'*' if path.endswith('/bins') else key}"
+            out.update(shape(item, sub))
+        return out
+    if isinstance(value, list):
+        out = {path: "array"}
+        for item in value:
+            out.update(shape(item, f"{path}[]"))
+        return out
+    if isinstance(value, bool):
+        return {path: "bool"}
+    if isinstance(value, int):
+        return {path: "int"}
+    if isinstance(value, float):
+        return {path: "float"}
+    return {path: type(value).__name__}
+
+
+def _fio_run(fio_command: str, fmt: str) -> str:
+    return subprocess.run(
+        [*shlex.split(fio_command), f"--output-format={fmt}"],
+        check=True, capture_output=True, text=True, timeout=60,
+    ).stdout  # fmt: skip
+
+
+def _probetop_run(target: Path, fmt: str, *extra: str) -> str:
+    proc = run_cli(
+        ["iops", str(target), "--rw", "randrw", "--bs", "4k", "--rate-iops", "1000",
+         "--time", f"{SECONDS:g}", "--output-format", fmt, *extra]
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.fixture
+def disk_file() -> Iterator[Path]:
+    """A data file on a real block device (the disk under /var/tmp), so both
+    tools have a disk_util entry; O_DIRECT there."""
+    base = Path("/var/tmp")
+    path = base / f"probetop-test-parity-{uuid.uuid4().hex[:8]}.img"
+    path.write_bytes(b"\x5a" * (16 << 20))
+    try:
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def test_same_reader_gets_same_keys_and_types_from_fio_and_probetop(disk_file: Path) -> None:
+    """json+ of the same job (probetop's fio_command run by fio): every key
+    path and JSON type of fio's document is in probetop's, and probetop adds
+    only its own "probetop" key."""
+    ours = json.loads(_probetop_run(disk_file, "json+"))
+    theirs = json.loads(_fio_run(ours["probetop"]["fio_command"], "json+"))
+    mine = shape({k: v for k, v in ours.items() if k != "probetop"})
+    fios = shape(theirs)
+    missing = {k: v for k, v in fios.items() if k not in mine}
+    wrong = {k: (mine[k], v) for k, v in fios.items() if k in mine and mine[k] != v}
+    extra = {k: v for k, v in mine.items() if k not in fios}
+    assert not missing and not wrong and not extra, (missing, wrong, extra)
+    assert ours["global options"] == theirs["global options"]
+    assert ours["jobs"][0]["job options"] == theirs["jobs"][0]["job options"]
+    assert [d["name"] for d in ours["disk_util"]] == [d["name"] for d in theirs["disk_util"]]
+    # The kernel saw the direct I/O: at least the reads probetop counted.
+    job = ours["jobs"][0]
+    assert ours["disk_util"][0]["read_ios"] >= 0.9 * job["read"]["total_ios"]
+    for doc in (ours, theirs):
+        for d in ("read", "write"):
+            block = doc["jobs"][0][d]
+            assert shape_problems(block) == [], block
+            assert sum(block["clat_ns"]["bins"].values()) == block["clat_ns"]["N"]
+
+
+def _fio_bucket_value(index: int) -> int:
+    """fio's plat_idx_to_val, written out from fio's stat.c rule (the
+    bucket's low edge plus half its width; below 128 the index itself)."""
+    if index < 128:
+        return index
+    error_bits = (index >> 6) - 1
+    base = 1 << (error_bits + 6)
+    return int(base + ((index % 64) + 0.5) * (1 << error_bits))
+
+
+def test_bins_are_fios_bucket_values(fast_dir: Path) -> None:
+    """Every bin key, fio's and probetop's, is one of fio's bucket values."""
+    target = fast_dir / "bins.img"
+    target.write_bytes(b"\x5a" * (16 << 20))
+    values = {_fio_bucket_value(i) for i in range(29 * 64)}
+    ours = json.loads(_probetop_run(target, "json+", "--buffered"))
+    theirs = json.loads(_fio_run(ours["probetop"]["fio_command"], "json+"))
+    for doc in (ours, theirs):
+        bins = doc["jobs"][0]["read"]["clat_ns"]["bins"]
+        assert bins and {int(k) for k in bins} <= values
+
+
+def _clat2csv() -> str:
+    found = os.environ.get("FIO_JSONPLUS_CLAT2CSV") or shutil.which("fio_jsonplus_clat2csv")
+    if not found:
+        pytest.skip(
+            "fio's tools/fio_jsonplus_clat2csv is not installed (Debian's fio package "
+            "ships it in /usr/bin; or set FIO_JSONPLUS_CLAT2CSV to a copy of fio's script)"
+        )
+    return found
+
+
+def test_fio_jsonplus_clat2csv_reads_both(fast_dir: Path) -> None:
+    """fio's own json+ reader converts probetop's json+ as it does fio's, and
+    its --validate finds the CSV matches the bins."""
+    tool = _clat2csv()
+    target = fast_dir / "csv.img"
+    target.write_bytes(b"\x5a" * (16 << 20))
+    ours_text = _probetop_run(target, "json+", "--buffered")
+    fio_text = _fio_run(json.loads(ours_text)["probetop"]["fio_command"], "json+")
+    for name, text in (("ours", ours_text), ("fio", fio_text)):
+        src = fast_dir / f"{name}.json"
+        src.write_text(text)
+        dest = fast_dir / f"{name}.csv"
+        for extra in ([], ["--validate"]):
+            proc = subprocess.run(
+                [tool, str(src), str(dest), *extra], capture_output=True, text=True, timeout=60
+            )
+            if proc.returncode != 0 and "No module named 'six'" in proc.stderr:
+                pytest.skip("fio_jsonplus_clat2csv needs python3-six")
+            assert proc.returncode == 0, proc.stderr
+        rows = (fast_dir / f"{name}_job0.csv").read_text().strip().splitlines()
+        header = [c.strip() for c in rows[0].split(",")]
+        col = header.index("read_clat_ns_cumulative")
+        last = [r.split(",")[col].strip() for r in rows[1:] if r.split(",")[col].strip()][-1]
+        assert int(last) == json.loads(text)["jobs"][0]["read"]["clat_ns"]["N"]
+
+
+def test_terse_line_has_fios_fields(fast_dir: Path) -> None:
+    """The terse v3 line: as many ';' fields as fio's for the same job, the
+    same fixed fields (version, fio version, job name), and each numeric
+    field numeric where fio's is."""
+    target = fast_dir / "terse.img"
+    target.write_bytes(b"\x5a" * (16 << 20))
+    ours = _probetop_run(target, "terse", "--buffered").strip().split(";")
+    doc = json.loads(_probetop_run(target, "json", "--buffered"))
+    theirs = _fio_run(doc["probetop"]["fio_command"], "terse").strip().split(";")
+    assert len(ours) == len(theirs), (len(ours), len(theirs))
+    assert ours[:3] == theirs[:3] == ["3", "fio-3.33", "probetop"]
+
+    def kind(field: str) -> str:
+        if "=" in field:
+            return "pct=" + field.split("=")[0]
+        if field.endswith("%"):
+            return "percent"
+        try:
+            int(field)
+            return "int"
+        except ValueError:
+            pass
+        try:
+            float(field)
+            return "float"
+        except ValueError:
+            return "text"
+
+    assert [kind(f) for f in ours] == [kind(f) for f in theirs]
+
+
+def test_json_is_output_format_json_and_clashes_say_so(fast_dir: Path) -> None:
+    target = fast_dir / "alias.img"
+    target.write_bytes(b"\x5a" * (8 << 20))
+    proc = run_cli(["iops", str(target), "--buffered", "--time", "1", "--json"])
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["fio version"] == "fio-3.33" and doc["jobs"][0]["read"]["total_ios"] > 0
+    assert "bins" not in doc["jobs"][0]["read"]["clat_ns"]  # json, not json+
+    bad = run_cli(["iops", str(target), "--buffered", "--json", "--output-format", "terse"])
+    assert bad.returncode == 2 and "--output-format" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_percentile_rank_is_fios_long_double_rule() -> None:
+    """Hand-computed: 100 I/Os of 1, 2, ... 100 ns (one per bucket, below 128
+    a bucket is exact). fio's threshold is (long double) p / 100.0 * N: 30 %
+    of 100 in 80-bit long double is 30.000000000000000002, so the 30th I/O
+    does not reach it and fio reports the 31st (31 ns); 60 % likewise gives
+    61 ns; 50 %, 90 % and 99 % are exact (50, 90, 99 ns); 99.9 % is just
+    above 99.9 and needs the 100th. Checked against a C program doing fio's
+    arithmetic on x86-64. Exact decimal arithmetic (probetop before) gave
+    30 and 60."""
+    hist = np.zeros(HIST_BUCKETS, dtype=np.int64)
+    hist[1:101] = 1
+    pct = hist_percentiles(hist, (1, 30, 50, 60, 90, 99, 99.9))
+    if np.finfo(np.longdouble).nmant != 63:
+        pytest.skip("the hand-computed values are for x86-64's 80-bit long double")
+    assert pct == {1: 1.0, 30: 31.0, 50: 50.0, 60: 61.0, 90: 90.0, 99: 99.0, 99.9: 100.0}
+    # Bucket values above 127 ns are fio's (low edge + half width): 128..129 -> 129.
+    hist = np.zeros(HIST_BUCKETS, dtype=np.int64)
+    hist[128] = 1
+    assert hist_percentiles(hist, (50,)) == {50: 129.0}

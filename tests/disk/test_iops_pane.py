@@ -113,6 +113,37 @@ async def test_warmup_pane_shows_progress_map_and_plateau(tmp_path) -> None:
         assert "plateau iops_slope:0.01%" in pane.plateau_block.text
 
 
+async def test_warmup_pane_says_fresh_volume_at_once(tmp_path) -> None:
+    """Issue 26: a read pass over mostly never-written blocks is called out
+    while it runs (the banner, with the command that warms it), and the map
+    shows never-written regions with their own glyph."""
+    await asyncio.to_thread(warm_up_kernels)
+    target = tmp_path / "fresh.img"
+    with open(target, "wb") as f:
+        f.write(os.urandom(4 << 20))
+        f.truncate(64 << 20)
+    settings = WarmupSettings(
+        str(target), bs=1 << 20, iodepth=1, rate_iops=16, interval_s=0.25,
+        checkpoint=str(tmp_path / "c.json"),
+    )  # fmt: skip
+    app = make_app(AppConfig(probes=[WarmupProbe(settings)], interval_s=0.25, focus="warmup"))
+    async with app.run_test(size=(120, 50)) as pilot:
+        pane = await _wait_for(
+            app, WarmupPane, lambda p: p.interval and (p.interval.read_bytes or 0) >= 20 << 20
+        )
+        await pilot.pause()
+        pane.render_frame()
+        assert "FRESH VOLUME" in pane.fresh_block.text
+        assert f"probetop warmup {target} --write --read" in pane.fresh_block.text
+        line = pane.map_block.text
+        assert "○" in line and "█" in line, line
+        pane.focus()
+        await pilot.press("W")
+        await pilot.pause()
+        assert getattr(app, "switch_request", None) == "write+read"
+    assert map_line([1.0, 1.0, 0.0], never=[0.0, 1.0, 0.0], bad=[0.0, 0.0, 0.5]) == "█○✗"
+
+
 async def test_write_confirmation_needs_the_exact_name() -> None:
     for typed, expected in (("/dev/loop9", True), ("/dev/loop", False)):
         app = ConfirmDestroyApp("/dev/loop9", "write", ["ext4"])
@@ -199,3 +230,33 @@ def test_a_spark_label_always_leaves_a_blank_before_the_bars() -> None:
     assert spark_label("p99 write latency", 9_999, "µs").endswith(" 9999 µs")
     assert spark_label("p99 write latency", 12_345, "µs").endswith(" 12.3 ms")
     assert spark_label("p99 write latency", 123_456_789, "µs").endswith(" 123 s")
+
+
+def test_iops_pane_shows_the_nfs_clients_view_where_the_target_is_on_nfs() -> None:
+    """A target on NFS has no block device: the kernel column gives way to the
+    NFS client's per-op view (nfsiostat's figures) the sample carries, read
+    back through the recording layout."""
+    from probetop.probes.disk import IopsInterval, IopsParams
+
+    params = IopsParams(
+        target="/mnt/nfs/d", rw="write", rwmixread=None, bs=1, jobs=20, iodepth=1, offset=0,
+        size=1, direct=True, sync=True, time_s=30, ramp_s=0.0, rate_iops=None, interval_s=1.0,
+        engine="psync", backing_device=None,
+    )  # fmt: skip
+    info = {"id": "iops:/mnt/nfs/d", "kind": "iops", "params": params.as_dict()}
+    pane = IopsPane(info)
+    nfs = {
+        "WRITE": {"ops_per_s": 1812.0, "kb_per_op": 0.37, "avg_rtt_ms": 10.5, "avg_exe_ms": 10.9},
+        "GETATTR": {"ops_per_s": 2.0, "kb_per_op": 0.43, "avg_rtt_ms": 0.2, "avg_exe_ms": 0.3},
+    }
+    sample = IopsInterval(read=None, write=None, errors_per_s=0.0, nfs=nfs).to_sample(
+        pane.probe_id, 1, 1.0
+    )
+    pane.interval = IopsInterval.from_sample(sample)
+    text = "\n".join(pane.compare_lines())
+    assert "kernel: NFS (below)" in text.splitlines()[0]
+    rows = text.splitlines()
+    head = next(i for i, r in enumerate(rows) if r.startswith("NFS client"))
+    assert rows[head].split()[2:] == ["ops/s", "kB/op", "RTT", "ms", "exe", "ms"]
+    assert rows[head + 1].split() == ["write", "1812", "0.37", "10.5", "10.9"], rows[head + 1]
+    assert rows[head + 2].split()[0] == "getattr"  # busiest first

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 import subprocess
 import threading
 
 import disk_fixtures
 import pytest
-from disk_fixtures import kernel_io, loop_device, promptly_scheduled, run_cli
+from disk_fixtures import kernel_io, loop_device, promptly_scheduled, run_cli, summary_of
 from probetop.probes.core.base import ProbeError
 from probetop.probes.core.hub import Hub
 from probetop.probes.disk import FIO_PERCENTILES, IopsProbe, IopsSettings, pct_key
@@ -27,7 +26,7 @@ def test_json_is_fio_shaped_and_intervals_add_up(fast_dir):
         ]
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
+    doc = summary_of(proc.stdout)
     for name in ("read", "write"):
         d = doc[name]
         assert set(d) >= {"iops", "bw_bytes", "io_bytes", "total_ios", "runtime_ms", "clat_ns"}
@@ -43,7 +42,8 @@ def test_json_is_fio_shaped_and_intervals_add_up(fast_dir):
     # Per-interval rates x interval length add up to the totals (not cumulative values).
     summed = sum(r["read_iops"] * 0.5 for r in rows)
     assert summed == pytest.approx(doc["read"]["total_ios"], rel=0.15)
-    assert doc["fio_command"].startswith("fio --name=probetop")
+    assert doc["fio_command"].startswith("fio --filename=")
+    assert doc["fio_command"].endswith(" --group_reporting --name=probetop")
     assert "--rwmixread=70" in doc["fio_command"]
 
 
@@ -52,7 +52,7 @@ def test_text_report_and_buffered_one_byte_sync_writes(fast_dir):
     proc = run_cli(
         [
             "iops", str(target), "--size", "4k", "--rw", "write", "--bs", "1", "--sync",
-            "--jobs", "2", "--time", "1", "--headless",
+            "--buffered", "--jobs", "2", "--time", "1", "--headless",
         ]
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -201,5 +201,5 @@ def test_rate_iops_holds_the_rate_as_fio(fast_dir, engine):
             ]
         )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    iops = json.loads(proc.stdout)["write"]["iops"]
+    iops = summary_of(proc.stdout)["write"]["iops"]
     assert 0.9 * 2000 <= iops <= 1.01 * 2000, iops

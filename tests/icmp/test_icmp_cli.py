@@ -71,6 +71,7 @@ FLAGS_0_1 = {
         "--detach",
         "--name",
         "--remote",
+        "--with-system",
     ),  # common to every command
 }
 
@@ -102,8 +103,8 @@ def test_the_spec_renders_the_options_of_0_1() -> None:
         (("icmp", "--interval", "200ms", "h"), 1.0, 0.2),
         (("icmp", "--send-interval", "20us", "h"), 1.0, 20e-6),
         (("icmp", "--sample-interval", "0.25", "h"), 0.25, None),
-        (("--interval", "0.5", "icmp", "h"), 0.5, None),
-        (("--interval", "0.5", "icmp", "--sample-interval", "0.25", "h"), 0.25, None),
+        (("--sample-interval", "0.5", "icmp", "h"), 0.5, None),
+        (("--sample-interval", "0.5", "icmp", "--sample-interval", "0.25", "h"), 0.25, None),
     ],
 )
 def test_send_interval_and_sampling_interval(

@@ -11,7 +11,6 @@ import itertools
 import json
 import math
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -31,7 +30,6 @@ OLD_RECORDINGS = [
     REPO / "tests" / "disk" / "data" / "warmup-session-0.1.jsonl",
     REPO / "tests" / "icmp" / "data" / "icmp_session_0_1.jsonl",
 ]
-_TS = re.compile(r" (\d+(?:\.\d+)?)$")
 
 
 def export(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -43,37 +41,6 @@ def footer(path: Path) -> dict[str, Any]:
     return json.loads(last)["summaries"]
 
 
-def split_by_timestamp(text: str) -> dict[float, str]:
-    """One OpenMetrics document per timestamp (every family's header, then its
-    lines with that timestamp). prometheus_client's parser (0.26) drops the
-    second and later timestamped points of a histogram or summary group (its
-    duplicate guard keys on the series, not the series and the timestamp), so
-    each point is parsed on its own; promtool reads the whole file."""
-    headers: list[str] = []
-    by_ts: dict[float, list[tuple[int, str]]] = defaultdict(list)
-    family = -1
-    for line in text.splitlines():
-        if line == "# EOF":
-            continue
-        if line.startswith("# "):
-            if line.startswith("# HELP"):
-                family += 1
-                headers.append("")
-            headers[family] += line + "\n"
-            continue
-        match = _TS.search(line)
-        assert match, f"a sample without a timestamp: {line}"
-        by_ts[float(match.group(1))].append((family, line))
-    docs = {}
-    for ts, lines in sorted(by_ts.items()):
-        parts = []
-        for index, header in enumerate(headers):
-            parts.append(header)
-            parts.extend(line + "\n" for fam, line in lines if fam == index)
-        docs[ts] = "".join(parts) + "# EOF\n"
-    return docs
-
-
 @pytest.fixture(scope="module")
 def demo_openmetrics() -> str:
     result = export(str(DEMO), "-O", "openmetrics")
@@ -81,17 +48,38 @@ def demo_openmetrics() -> str:
     return result.stdout
 
 
-def test_openmetrics_parses_point_by_point_and_counters_grow(demo_openmetrics: str) -> None:
+def by_timestamp(families: dict[str, Any]) -> list[dict[str, Any]]:
+    """The parsed families, one dict per timestamp (what a scrape at that
+    moment would have shown), for ``assert_never_backwards``."""
+    from prometheus_client.metrics_core import Metric
+
+    moments: dict[float, dict[str, Any]] = defaultdict(dict)
+    for name, family in families.items():
+        kind = family.type
+        if kind == "unknown" and name.endswith(("_bucket", "_count", "_sum")):
+            kind = "histogram"  # a component series: cumulative, checked as such
+        for sample in family.samples:
+            at = float(sample.timestamp)
+            if name not in moments[at]:
+                moments[at][name] = Metric(family.name, family.documentation, kind)
+            moments[at][name].samples.append(sample)
+    return [moments[t] for t in sorted(moments)]
+
+
+def test_openmetrics_parses_whole_and_counters_grow(demo_openmetrics: str) -> None:
+    """The official parser takes the whole file and keeps every sample. It
+    refused it ("+Inf bucket missing": it keeps only the first sample of a
+    histogram's later points): histograms are written as their component
+    series, which a TSDB stores the same way."""
     text = demo_openmetrics
     assert text.endswith("# EOF\n")
-    docs = split_by_timestamp(text)
-    assert len(docs) >= 16
-    parsed = [parse(doc, openmetrics=True) for doc in docs.values()]
+    families = parse(text, openmetrics=True)
     sample_lines = sum(1 for ln in text.splitlines() if not ln.startswith("#"))
-    assert sum(len(f.samples) for p in parsed for f in p.values()) == sample_lines
-    assert assert_never_backwards(parsed) > 100
+    assert sum(len(f.samples) for f in families.values()) == sample_lines
+    moments = by_timestamp(families)
+    assert len(moments) >= 16
+    assert assert_never_backwards(moments) > 100
 
-    families = {name: f for p in parsed for name, f in p.items()}
     expected = {
         "probe_success": ("gauge", ""),
         "probe_duration_seconds": ("gauge", "seconds"),
@@ -99,7 +87,9 @@ def test_openmetrics_parses_point_by_point_and_counters_grow(demo_openmetrics: s
         "probe_http_status_code": ("gauge", ""),
         "probe_icmp_duration_seconds": ("gauge", "seconds"),
         "smokeping_requests": ("counter", ""),
-        "smokeping_response_duration_seconds": ("histogram", "seconds"),
+        "smokeping_response_duration_seconds_bucket": ("unknown", ""),
+        "smokeping_response_duration_seconds_count": ("unknown", ""),
+        "smokeping_response_duration_seconds_sum": ("unknown", ""),
         "probetop_cpu_events": ("counter", ""),
         "probetop_cpu_event_latency_quantile_seconds": ("gauge", "seconds"),
         "probetop_cpu": ("info", ""),
@@ -235,8 +225,9 @@ def test_old_recordings_export(recording: Path, fmt: str, tmp_path: Path) -> Non
     text = out.read_text()
     if fmt == "openmetrics":
         assert text.endswith("# EOF\n")
-        for doc in split_by_timestamp(text).values():
-            parse(doc, openmetrics=True)
+        families = parse(text, openmetrics=True)  # whole, every sample kept
+        lines = sum(1 for ln in text.splitlines() if not ln.startswith("#"))
+        assert sum(len(f.samples) for f in families.values()) == lines
     elif fmt == "json":
         json.loads(text)
 
@@ -396,3 +387,31 @@ def test_a_full_filesystem_leaves_the_old_file_whole(tmp_path: Path) -> None:
         assert [p.name for p in mount.iterdir()] == ["out.json"]
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_no_build_info_point_is_lost_to_rounding(tmp_path: Path) -> None:
+    """Samples 0.999 s apart at --interval 1 (timestamps rounded to the
+    millisecond): every one has its build info point; it lost one when it
+    waited a whole interval."""
+    lines = DEMO.read_text().splitlines()
+    head, out, t = json.loads(lines[0]), [lines[0]], 0.0
+    cpu = [json.loads(ln) for ln in lines if '"probe":"cpu"' in ln.replace(" ", "")]
+    samples = [r for r in cpu if r.get("type") == "sample"][:6]
+    assert len(samples) == 6
+    for rec in cpu:
+        if rec.get("type") == "sample" and rec in samples:
+            t += 0.999
+            rec["t"], rec["interval"] = round(t, 3), 1.0
+            out.append(json.dumps(rec))
+        elif rec.get("type") != "sample" and rec.get("type") not in ("footer",):
+            out.append(json.dumps(rec))
+    head["probes"] = [p for p in head["probes"] if p.get("id") == "cpu"]
+    out[0] = json.dumps(head)
+    src = tmp_path / "s.jsonl"
+    src.write_text("\n".join(out) + "\n")
+    result = export(str(src), "-O", "openmetrics")
+    assert result.returncode == 0, result.stderr
+    families = parse(result.stdout, openmetrics=True)
+    stamps = [float(s.timestamp) for s in families["probetop_build"].samples]
+    events = [float(s.timestamp) for s in families["probetop_cpu_events"].samples]
+    assert len(events) == 6 and stamps == events

@@ -9,6 +9,7 @@ recording that holds no secret (tests/data/tui_session.jsonl).
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import string
 import subprocess
@@ -28,6 +29,7 @@ from probetop.probes.record import (
     redact_header,
     redact_text,
     redact_url,
+    set_body_key_loader,
 )
 from probetop.probes.record.codec import dump_line
 from probetop.probes.record.redaction import secret_param_name
@@ -169,12 +171,27 @@ def test_credential_fields_and_bodies():
     assert out["password_len"] == 8
 
 
-def test_body_digest_is_length_and_sha256():
-    digest = body_digest("é=1")  # the bytes a str stands for: UTF-8
-    raw = "é=1".encode()
-    assert digest == f"<{len(raw)} bytes, sha256:{hashlib.sha256(raw).hexdigest()}>"
-    assert body_digest(digest) == digest  # idempotent
-    assert body_digest("\udcff") == body_digest(b"\xff")  # undecodable argv bytes
+def test_body_digest_is_length_and_keyed_hash():
+    """A keyed hash (HMAC-SHA256, the per-install key): an unsalted SHA-256
+    of a short body is reversed by trying candidates. No key: length only."""
+    key = b"k" * 32
+    set_body_key_loader(lambda: key)
+    try:
+        digest = body_digest("é=1")  # the bytes a str stands for: UTF-8
+        raw = "é=1".encode()
+        mac = hmac.new(key, raw, hashlib.sha256).hexdigest()
+        assert digest == f"<{len(raw)} bytes, hmac-sha256:{mac}>"
+        assert hashlib.sha256(raw).hexdigest() not in digest
+        assert body_digest(digest) == digest  # idempotent
+        assert body_digest("\udcff") == body_digest(b"\xff")  # undecodable argv bytes
+        set_body_key_loader(lambda: b"o" * 32)  # another install: another hash
+        assert body_digest("é=1") != digest
+    finally:
+        set_body_key_loader(None)
+    assert body_digest("é=1") == f"<{len(raw)} bytes>"
+    assert body_digest(f"<{len(raw)} bytes>") == f"<{len(raw)} bytes>"
+    old = f"<3 bytes, sha256:{hashlib.sha256(b'a=1').hexdigest()}>"
+    assert body_digest(old) == old  # older recordings: left as they are
 
 
 # -- command lines -------------------------------------------------------------------------

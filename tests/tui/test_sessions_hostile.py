@@ -181,6 +181,45 @@ def test_state_dir_must_be_private(env: dict[str, str]) -> None:
         shutil.rmtree(real, ignore_errors=True)
 
 
+SESSION_COMMANDS = (
+    ("ls",),
+    ("ls", "--json"),
+    ("stop", "x"),
+    ("stop",),
+    ("attach", "x"),
+    ("follow", "x"),
+    ("cpu", "--time", "1", "--detach"),
+)
+
+
+@pytest.mark.parametrize("which", ["state", "runtime"])
+@pytest.mark.parametrize("unsafe", ["0777", "0770", "0722", "nobody"])
+def test_every_session_command_refuses_an_unsafe_directory(
+    env: dict[str, str], which: str, unsafe: str
+) -> None:
+    """docs/sessions.md: a state or runtime directory that is group- or
+    world-writable, or another user's, is refused by every session command
+    (exit 2, naming it, its owner and mode). `ls` and `stop` once read an
+    unsafe runtime directory's sockets without a word."""
+    base = env["XDG_STATE_HOME"] if which == "state" else env["XDG_RUNTIME_DIR"]
+    where = Path(base) / "probetop"
+    where.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if unsafe == "nobody":
+        if os.geteuid() != 0:
+            pytest.skip("needs root to give the directory to another user")
+        os.chown(where, 65534, 65534)
+        says = "owner uid 65534"
+    else:
+        os.chmod(where, int(unsafe, 8))
+        says = f"mode {unsafe}"
+    for args in SESSION_COMMANDS:
+        out = probetop(env, *args)
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        one_error(out, str(where), "not private", says)
+        assert out.stdout == "", (args, out.stdout)
+    assert not list(Path(env["XDG_STATE_HOME"]).rglob("*.session.json"))
+
+
 def test_client_refuses_a_socket_served_by_another_user(tmp_path: Path) -> None:
     prefix = _setpriv_nobody()
     where = Path(tempfile.mkdtemp(prefix="pts-", dir="/tmp"))

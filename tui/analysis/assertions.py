@@ -47,6 +47,12 @@ OPERATORS: dict[str, Callable[[float, float], bool]] = {
 _EXPR = re.compile(r"^\s*([A-Za-z][\w.:-]*)\s*(<=|>=|==|!=|<|>)\s*(\S.*?)\s*$")
 
 COMPARE_PREFIX = "compare:"
+Test = Callable[[float, float], bool]
+CompareGate = Callable[[str, Test, float], tuple[float | None, str | None]]
+"""``Comparison.gate``: (verdict, the test, the threshold) -> (measured, why
+it cannot be decided or None)."""
+# The change each compare: metric measures: toward "worse" or "better".
+COMPARE_VERDICTS = {"compare:regression": "worse", "compare:improvement": "better"}
 COMPARE_METRICS: dict[str, tuple[Unit, str]] = {
     "compare:regression": (
         Unit.of("%"),
@@ -110,9 +116,11 @@ class Outcome:
     probe: str | None
     measured: float | None
     passed: bool
+    why: str | None = None  # set: it failed because the data cannot decide it
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            **({"why": self.why} if self.why is not None else {}),
             "expr": self.expr,
             "metric": self.metric,
             "op": self.op,
@@ -127,6 +135,8 @@ class Outcome:
         unit = Unit.of(self.unit)
         where = f" ({self.probe})" if self.probe else ""
         verdict = "ok  " if self.passed else "FAIL"
+        if self.why is not None:
+            return f"{verdict} {self.expr}{where}: {self.why}"
         if self.measured is None:
             why = (
                 "no metric has values in both recordings"
@@ -216,16 +226,20 @@ def evaluate(
     checks: Iterable[Check],
     summaries: Mapping[str, Mapping[str, Any]],
     kinds: Mapping[str, str],
-    compare_values: Mapping[str, float | None] | None = None,
+    compare_gate: CompareGate | None = None,
 ) -> list[Outcome]:
-    """Every check against every probe of its kind (probe id -> kind in ``kinds``)."""
+    """Every check against every probe of its kind (probe id -> kind in
+    ``kinds``); ``compare:`` metrics through ``compare_gate`` (a comparison's
+    ``gate``), which fails what the data cannot decide."""
     out: list[Outcome] = []
     for check in checks:
         a = check.assertion
         test = OPERATORS[a.op]
         if check.kind is None:
-            measured = (compare_values or {}).get(a.metric)
-            out.append(_outcome(check, None, measured, test))
+            measured, why = None, None
+            if compare_gate is not None:
+                measured, why = compare_gate(COMPARE_VERDICTS[a.metric], test, check.threshold)
+            out.append(_outcome(check, None, measured, test, why))
             continue
         probes = [pid for pid, kind in kinds.items() if kind == check.kind]
         if not probes:
@@ -238,12 +252,16 @@ def evaluate(
 
 
 def _outcome(
-    check: Check, probe: str | None, measured: float | None, test: Callable[[float, float], bool]
+    check: Check,
+    probe: str | None,
+    measured: float | None,
+    test: Callable[[float, float], bool],
+    why: str | None = None,
 ) -> Outcome:
     a = check.assertion
-    passed = measured is not None and bool(test(measured, check.threshold))
+    passed = measured is not None and why is None and bool(test(measured, check.threshold))
     return Outcome(
-        a.text, a.metric, a.op, check.threshold, check.unit.label, probe, measured, passed
+        a.text, a.metric, a.op, check.threshold, check.unit.label, probe, measured, passed, why
     )
 
 

@@ -71,9 +71,29 @@ def _path(*keys: str, scale: float = 1.0) -> Reader:
 
 
 def _at(
-    kind: str, name: str, unit: str, *keys: str, scale: float = 1.0, help: str = ""
+    kind: str,
+    name: str,
+    unit: str,
+    *keys: str,
+    scale: float = 1.0,
+    help: str = "",
+    basis: tuple[str, ...] = (),
 ) -> Assertable:
-    return Assertable(name, kind, Unit.of(unit), _path(*keys, scale=scale), help or ".".join(keys))
+    """One summary field. ``basis``: the count of observations the value is
+    a statistic of (events, I/Os, replies): with none, the value is None, so
+    an assertion on it fails instead of passing on nothing (fio reports
+    percentiles of 0 for a direction that did no I/O)."""
+    read = _path(*keys, scale=scale)
+    if basis:
+        read = _given(_path(*basis), read)
+    return Assertable(name, kind, Unit.of(unit), read, help or ".".join(keys))
+
+
+def _given(count: Reader, read: Reader) -> Reader:
+    def checked(summary: Mapping[str, Any]) -> float | None:
+        return read(summary) if (count(summary) or 0) > 0 else None
+
+    return checked
 
 
 # -- http: one probe may sample several URLs; latency is the worst URL's, counts the sum.
@@ -156,6 +176,13 @@ _HTTP_PHASES = ("dns", "tcp", "tls", "server", "transfer", "ttfb", "total")
 _RTT_STATS = ("min", "avg", "max", "mdev", "p50", "p90", "p99")
 _ICMP_COUNTS = ("sent", "received", "lost", "duplicates", "reordered", "late")
 _CPU_LATENCY = ("min", "avg", "max", "p50", "p95", "p99")
+_FIO_LATENCIES = (
+    ("slat.mean", "slat", "mean"),
+    ("clat.mean", "clat", "mean"),
+    ("clat.max", "clat", "max"),
+    ("lat.mean", "lat", "mean"),
+    ("lat.max", "lat", "max"),
+)
 _FIO_PCTS = {
     "p50": "50.000000",
     "p90": "90.000000",
@@ -174,27 +201,46 @@ def _entries() -> list[Assertable]:
             "/s",
             "events_per_second",
             help="events per second (sysbench)",
+            basis=("total_events",),
         ),
         _at(C, "cpu.total_events", "", "total_events", help="events completed"),
         *(
-            _at(C, f"cpu.latency.{s}", "ms", "latency_ms", s, help=f"event latency {s}")
+            _at(
+                C,
+                f"cpu.latency.{s}",
+                "ms",
+                "latency_ms",
+                s,
+                help=f"event latency {s}",
+                basis=("total_events",),
+            )
             for s in _CPU_LATENCY
         ),
         _at(C, "cpu.fairness.events_stddev", "", "fairness", "events_stddev"),
     ]
     for d in ("read", "write", "trim"):
+        ios = (d, "total_ios")
         out += [
             _at(IO, f"iops.{d}.iops", "/s", d, "iops", help=f"{d} IOPS (fio)"),
             _at(IO, f"iops.{d}.bw", "B/s", d, "bw_bytes", help=f"{d} bandwidth"),
             _at(IO, f"iops.{d}.total_ios", "", d, "total_ios"),
             _at(IO, f"iops.{d}.errors", "", d, "errors"),
-            _at(IO, f"iops.{d}.slat.mean", "us", d, "slat_ns", "mean", scale=1e-3),
-            _at(IO, f"iops.{d}.clat.mean", "us", d, "clat_ns", "mean", scale=1e-3),
-            _at(IO, f"iops.{d}.clat.max", "us", d, "clat_ns", "max", scale=1e-3),
-            _at(IO, f"iops.{d}.lat.mean", "us", d, "lat_ns", "mean", scale=1e-3),
-            _at(IO, f"iops.{d}.lat.max", "us", d, "lat_ns", "max", scale=1e-3),
             *(
-                _at(IO, f"iops.{d}.clat.{name}", "us", d, "clat_ns", "percentile", key, scale=1e-3)
+                _at(IO, f"iops.{d}.{name}", "us", d, f"{part}_ns", stat, scale=1e-3, basis=ios)
+                for name, part, stat in _FIO_LATENCIES
+            ),
+            *(
+                _at(
+                    IO,
+                    f"iops.{d}.clat.{name}",
+                    "us",
+                    d,
+                    "clat_ns",
+                    "percentile",
+                    key,
+                    scale=1e-3,
+                    basis=ios,
+                )
                 for name, key in _FIO_PCTS.items()
             ),
         ]
@@ -213,7 +259,15 @@ def _entries() -> list[Assertable]:
         ),
         _at(IC, "icmp.loss", "%", "loss_pct", help="lost / (lost + received)"),
         *(
-            _at(IC, f"icmp.rtt.{s}", "us", "rtt_us", s, help=f"round-trip time {s}")
+            _at(
+                IC,
+                f"icmp.rtt.{s}",
+                "us",
+                "rtt_us",
+                s,
+                help=f"round-trip time {s}",
+                basis=("received",),
+            )
             for s in _RTT_STATS
         ),
         *(_at(IC, f"icmp.{k}", "", k) for k in _ICMP_COUNTS),

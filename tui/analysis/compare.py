@@ -28,7 +28,8 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,7 @@ _VALUE_OPTIONS = {
     "--record",
     "--time",
     "--interval",
+    "--sample-interval",
     "--theme",
     "--assert",
     "--metrics",
@@ -208,6 +210,42 @@ class Comparison:
         None when nothing was compared)."""
         return self._largest("better")
 
+    def gate(
+        self, verdict: str, test: Callable[[float, float], bool], threshold: float
+    ) -> tuple[float | None, str | None]:
+        """An ``--assert`` on the largest change toward ``verdict`` ("worse":
+        ``compare:regression``, "better": ``compare:improvement``): (the
+        measured value, why it cannot be decided or None).
+
+        Never a pass on nothing: the measured value counts significant
+        changes only, so it is decided only if no other metric could flip
+        ``test(value, threshold)``. A metric whose test cannot reach alpha
+        (too few intervals; no p-value) could hide any change: undecided
+        unless no amount could flip it (a ``>`` gate that already passes).
+        A change that is not significant but would flip it (-78 % with
+        p = 0.1 against ``regression<5%``) is undecided too."""
+        measured = self._largest(verdict)
+        if measured is None or not test(measured, threshold):
+            return measured, None
+        sign = -1.0 if verdict == "worse" else 1.0
+        for m in self.metrics:
+            if m.significant or not m.direction or m.change_pct is None:
+                continue
+            amount = sign * m.change_pct * m.direction
+            where = f"{m.probe}: {m.key} {m.change_pct:+.2f}%, {_p_text(m)}"
+            if m.note is not None:  # nothing can be said: any change could hide here
+                if not test(math.inf, threshold):
+                    return measured, (
+                        f"cannot tell with n={m.a.n}+{m.b.n}; need at least "
+                        f"{_needed(self.test, self.alpha)} intervals on each side ({where})"
+                    )
+            elif amount > 0 and not test(max(measured, amount), threshold):
+                return measured, (
+                    f"cannot tell: a change beyond the threshold is not significant "
+                    f"at alpha {self.alpha:g} ({where}); record more intervals"
+                )
+        return measured, None
+
     def _largest(self, verdict: str) -> float | None:
         if not self.metrics:
             return None
@@ -343,6 +381,16 @@ def metric_matches(patterns: Sequence[str], kind: str, key: str) -> bool:
     return any(fnmatch.fnmatchcase(form, pat) for pat in patterns for form in forms)
 
 
+def _p_text(m: MetricComparison) -> str:
+    p = "-" if m.test.p_value is None else f"{m.test.p_value:.3f}"
+    return f"p={p} n={m.a.n}+{m.b.n}"
+
+
+def _needed(test: str, alpha: float) -> int:
+    """The fewest intervals per side with which ``test`` can decide at ``alpha``."""
+    return intervals_needed(alpha) if test == "mann-whitney" else 2
+
+
 def intervals_needed(alpha: float) -> int:
     """The fewest intervals per side for which Mann-Whitney can reach ``alpha``."""
     n = 1
@@ -368,7 +416,8 @@ def compare_metric(
     if test == "mann-whitney" and min_p_value(len(values_a), len(values_b)) > alpha:
         note = (
             f"too few intervals to detect a difference at alpha {alpha:g}: "
-            f"need {intervals_needed(alpha)} on each side (record longer, or a shorter --interval)"
+            f"need {intervals_needed(alpha)} on each side "
+            "(record longer, or a shorter --sample-interval)"
         )
     elif result.p_value is None:
         note = result.method or "no p-value"

@@ -277,6 +277,11 @@ def format_comparison(c: Comparison, a: Session, b: Session) -> str:
             f"regression: {c.regression_pct:.2f}% ({len(worse)} metric(s) significantly worse), "
             f"improvement: {c.improvement_pct:.2f}% ({len(better)} significantly better)"
         )
+        if undecided := [m for m in c.metrics if m.direction and m.note is not None]:
+            lines.append(
+                f"undecided: {len(undecided)} metric(s) whose test cannot decide (too "
+                "few intervals, or no p-value): a compare: gate fails on them"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -396,8 +401,7 @@ def run(plan: RunPlan[CompareSettings], out: TextIO | None = None) -> int:
         # compare: metrics from this comparison; the others from B's footer (the new run).
         kinds = {pid: str(info.get("kind", "")) for pid, info in b.probes.items()}
         summaries = (b.footer or {}).get("summaries", {})
-        values = {"compare:regression": c.regression_pct, "compare:improvement": c.improvement_pct}
-        outcomes = evaluate(checks, summaries, kinds, values)
+        outcomes = evaluate(checks, summaries, kinds, c.gate)
         print_outcomes(outcomes, sys.stderr if plan.common.json else out)
         code = exit_status(code, outcomes)
     return code

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from collections.abc import Mapping
 from typing import Any
 
 from probetop.probes import disk
-from probetop.probes.core.base import Probe
+from probetop.probes.core.base import Probe, UsageProbeError
 from probetop.probes.disk import (
     IopsSettings,
-    format_iops_report,
-    iops_document,
     iops_exit_code,
+    iops_output,
 )
 from probetop.tui.plan import CommonOptions, RunPlan
 from probetop.tui.runner import RunResult
@@ -24,7 +22,19 @@ FOCUS = "iops"
 
 
 def settings(values: Mapping[str, Any], common: CommonOptions) -> IopsSettings:
-    return IopsSettings.from_options(values, time_s=common.time_s, interval_s=common.interval_s)
+    s = IopsSettings.from_options(values, time_s=common.time_s, interval_s=common.interval_s)
+    if common.json and s.output_format not in (None, "json", "json+"):
+        raise UsageProbeError(
+            f"--json is --output-format json: it cannot be combined with "
+            f"--output-format {s.output_format}; give one of them"
+        )
+    return s
+
+
+def output_format(plan: RunPlan[IopsSettings]) -> str:
+    """fio's name of the report asked for: --output-format, else json for
+    --json, else normal (the text report)."""
+    return plan.settings.output_format or ("json" if plan.common.json else "normal")
 
 
 def build_probes(plan: RunPlan[IopsSettings]) -> list[Probe]:
@@ -57,17 +67,23 @@ def demo_probes(ctx: Any) -> list[Probe]:
 
 
 def report(plan: RunPlan[IopsSettings], result: RunResult) -> int:
-    """fio-shaped JSON with --json; fio-like text otherwise. Exit 2 if it failed,
-    128 + the signal's number when one interrupted the run (after the partial report)."""
+    """The report in fio's --output-format (``output_format``): json/json+ is
+    the document fio writes (probetop's own summary under "probetop"), terse
+    fio's v3 line, normal the fio-like text. Exit 2 if it failed, 128 + the
+    signal's number when one interrupted the run (after the partial report)."""
     probe = result.probes[0]
     error = result.errors.get(probe.id)
-    doc = iops_document(result.summaries.get(probe.id, {}), error)
-    if plan.common.json:
-        json.dump(doc, sys.stdout, indent=2, default=str)
-        sys.stdout.write("\n")
-    else:
-        text = format_iops_report(
-            doc, target=plan.settings.target, reason=result.reason, duration_s=result.duration_s
-        )
+    fmt = output_format(plan)
+    text = iops_output(
+        result.summaries.get(probe.id, {}),
+        error,
+        fmt,
+        target=plan.settings.target,
+        reason=result.reason,
+        duration_s=result.duration_s,
+    )
+    if text:
         print(text)
+    if error and fmt == "terse":
+        print(f"probetop iops: {error}", file=sys.stderr)
     return iops_exit_code(error, signal_status=result.signal_status)

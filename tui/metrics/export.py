@@ -3,15 +3,18 @@
 Contract:
 - The recording is streamed (``probes.record.stream_session``): one line in
   memory at a time, the metric state (a few numbers per series) and, for
-  OpenMetrics, each series' lines spooled to temporary files (a series'
-  points must be contiguous in OpenMetrics; the spools keep them on disk
-  past 64 KiB each, not in memory).
+  OpenMetrics, each series' lines spooled to one temporary file (a series'
+  points must be contiguous in OpenMetrics; ``_Spool`` keeps a few KiB per
+  series in memory).
 - The metrics are the live endpoint's (``MetricsState``, the same trackers),
   each series taking a point when its probe's sample arrives, stamped with
   the header's ``started_at`` plus the sample's ``t``: a series' timestamps
   only grow, counters never go back.
-- ``openmetrics``: accepted by ``promtool tsdb create-blocks-from
-  openmetrics`` (timestamps in seconds, ``# EOF`` at the end).
+- ``openmetrics``: accepted whole by prometheus_client's OpenMetrics parser
+  (every sample kept) and by ``promtool tsdb create-blocks-from
+  openmetrics`` (timestamps in seconds, ``# EOF`` at the end). Histograms
+  and summaries are written as their component series (``_component``: why).
+  The build info takes a point at least once per sampling interval.
   ``csv``: a ``timestamp`` and a ``t_s`` column, then one column per series
   (gauges, counters, histogram and summary ``_count``/``_sum``, summary
   quantiles; histogram buckets and info metrics are left out), one row per
@@ -45,7 +48,6 @@ from probetop.tui.metrics.model import Histogram, MetricDef, Point, Summary
 from probetop.tui.metrics.state import MetricsState
 
 FORMATS = ("openmetrics", "csv", "json")
-SPOOL_BYTES = 64 << 10
 
 
 class ExportError(ProbeError):
@@ -114,6 +116,11 @@ def export(path: Path, fmt: str, out: TextIO) -> ExportResult:
 # -- OpenMetrics -----------------------------------------------------------------
 
 
+SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
+"""One exported series: its sample name and labels."""
+_COMPOSITE = ("histogram", "summary")
+
+
 class _Lines:
     """OpenMetrics sample lines. Each series' name and labels are formatted
     once by prometheus_client's OpenMetrics exposition (its escaping, its
@@ -122,18 +129,20 @@ class _Lines:
     exposition spent 6 ms a sample escaping the same labels again."""
 
     def __init__(self) -> None:
-        self.prefixes: dict[tuple[str, tuple[tuple[str, str], ...]], str] = {}
+        self.prefixes: dict[SeriesKey, str] = {}
 
-    def of(self, point: Point, timestamp: float) -> list[str]:
+    def of(self, point: Point, timestamp: float) -> list[tuple[SeriesKey, str]]:
         from prometheus_client.utils import floatToGoString
 
+        composite = point.metric.type in _COMPOSITE
         out = []
         for name, labels, value in series_samples(point):
             key = (name, tuple(labels.items()))
             prefix = self.prefixes.get(key)
             if prefix is None:
-                prefix = self.prefixes[key] = _prefix(point.metric, name, labels)
-            out.append(f"{prefix} {floatToGoString(value)} {timestamp}\n")
+                metric = _component(point.metric, name) if composite else point.metric
+                prefix = self.prefixes[key] = _prefix(metric, name, labels)
+            out.append((key, f"{prefix} {floatToGoString(value)} {timestamp}\n"))
         return out
 
 
@@ -145,13 +154,78 @@ def _prefix(metric: MetricDef, name: str, labels: dict[str, str]) -> str:
     return line.rsplit(" ", 1)[0]
 
 
+def _component(metric: MetricDef, sample_name: str) -> MetricDef:
+    """The family of one component of a histogram or summary, as the export
+    writes it: its own name (``X_bucket``, ``X_count``, ``X_sum``, ``X`` for a
+    summary's quantiles), type unknown, no unit (the name does not end in it).
+
+    Why: a histogram with several timestamped points is valid OpenMetrics,
+    but prometheus_client's parser (0.26, the reference parser) keeps only the
+    first sample of each later point (its duplicate guard keys on the series
+    and the previous sample's timestamp, not on the point) and then refuses
+    the family ("+Inf bucket missing"). Written as components, every sample
+    parses, and a TSDB stores exactly the same series (``promtool tsdb
+    create-blocks-from openmetrics`` keys series by name and labels; it keeps
+    no type)."""
+    part = sample_name[len(metric.name) :] or " quantiles"
+    help_ = f"{metric.help} (the{part.replace('_', ' ', 1)} series of {metric.type} {metric.name})"
+    return MetricDef(sample_name, "unknown", "", help_, metric.labels)
+
+
+class _Spool:
+    """The lines of many series, each kept in order, in one temporary file.
+
+    OpenMetrics wants each series' points contiguous; a recording gives them
+    interleaved (one sample line per probe per interval). Lines are buffered
+    per series and written to the file in chunks of ``CHUNK`` bytes, so a
+    long recording with hundreds of series (a histogram's every bucket)
+    holds a few KiB per series in memory and one file descriptor."""
+
+    CHUNK = 16 << 10
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+        self._end = 0
+        self._chunks: dict[SeriesKey, list[tuple[int, int]]] = {}
+        self._pending: dict[SeriesKey, list[bytes]] = {}
+        self._sizes: dict[SeriesKey, int] = {}
+
+    def add(self, key: SeriesKey, line: str) -> None:
+        data = line.encode("utf-8")
+        pending = self._pending.setdefault(key, [])
+        pending.append(data)
+        size = self._sizes[key] = self._sizes.get(key, 0) + len(data)
+        if size >= self.CHUNK:
+            self._flush(key)
+
+    def _flush(self, key: SeriesKey) -> None:
+        data = b"".join(self._pending.pop(key, []))
+        self._sizes[key] = 0
+        if data:
+            self._file.seek(self._end)
+            self._file.write(data)
+            self._chunks.setdefault(key, []).append((self._end, len(data)))
+            self._end += len(data)
+
+    def write_series(self, key: SeriesKey, out: TextIO) -> None:
+        """Every line of ``key``, in the order added."""
+        for offset, size in self._chunks.get(key, []):
+            self._file.seek(offset)
+            out.write(self._file.read(size).decode("utf-8"))
+        out.write(b"".join(self._pending.get(key, [])).decode("utf-8"))
+
+    def close(self) -> None:
+        self._file.close()
+
+
 def _openmetrics(path: Path, out: TextIO) -> ExportResult:
     result = ExportResult()
-    spools: dict[tuple[str, tuple[str, ...]], IO[str]] = {}
+    spool = _Spool()
     lines = _Lines()
     last: dict[tuple[str, tuple[str, ...]], float] = {}
-    defs: dict[str, MetricDef] = {}
-    series_by_metric: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    last_build = -math.inf
+    headers: dict[str, str] = {}  # family name -> its HELP/TYPE/UNIT lines
+    series_of: dict[str, dict[SeriesKey, None]] = {}  # family name -> its series, in order
     try:
         with stream_session(path) as stream:
             t0 = start_time(stream)
@@ -165,41 +239,37 @@ def _openmetrics(path: Path, out: TextIO) -> ExportResult:
                 result.samples += 1
                 ts = round(t0 + t, 3)
                 points = state.probe_points(sample.probe)
-                build = state.build_point()
-                if ts - last.get(build.key, -math.inf) >= min(sample.interval_s, 1.0):
-                    points.insert(0, build)  # once an interval, not once per probe
-                fresh = []
+                # The build info once an interval, not once per probe: at most
+                # one point per half interval (a whole one, compared with
+                # timestamps rounded to the millisecond, dropped a point of
+                # samples 0.999 s apart at --interval 1).
+                if ts - last_build >= min(sample.interval_s, 1.0) / 2:
+                    points.insert(0, state.build_point())
+                    last_build = ts
                 for point in points:
-                    key = point.key
-                    if last.get(key, -math.inf) >= ts:
+                    if last.get(point.key, -math.inf) >= ts:
                         continue  # a series' timestamps must grow
-                    last[key] = ts
-                    fresh.append(point)
-                for point in fresh:
-                    key = point.key
-                    spool = spools.get(key)
-                    if spool is None:
-                        spool = spools[key] = tempfile.SpooledTemporaryFile(  # noqa: SIM115
-                            max_size=SPOOL_BYTES, mode="w+", encoding="utf-8"
-                        )
-                        defs.setdefault(point.metric.name, point.metric)
-                        series_by_metric.setdefault(point.metric.name, []).append(key)
-                    spool.writelines(lines.of(point, ts))
+                    last[point.key] = ts
+                    for key, line in lines.of(point, ts):
+                        family = key[0] if point.metric.type in _COMPOSITE else point.metric.name
+                        if family not in headers:
+                            metric = point.metric
+                            if metric.type in _COMPOSITE:
+                                metric = _component(metric, key[0])
+                            headers[family] = _family_header(metric)
+                        series_of.setdefault(family, {})[key] = None
+                        spool.add(key, line)
                     result.points += 1
             result.warnings.extend(stream.warnings)
             result.warnings.extend(_unexported(stream, state))
-        for name, keys in series_by_metric.items():
-            out.write(_family_header(defs[name]))
+        for family, keys in series_of.items():
+            out.write(headers[family])
             for key in keys:
-                spool = spools[key]
-                spool.seek(0)
-                while chunk := spool.read(1 << 16):
-                    out.write(chunk)
+                spool.write_series(key, out)
         out.write("# EOF\n")
-        result.series = len(spools)
+        result.series = len(last)
     finally:
-        for spool in spools.values():
-            spool.close()
+        spool.close()
     return result
 
 

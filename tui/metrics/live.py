@@ -22,6 +22,12 @@ Contract:
   would make every series flap between them). A kernel filesystem
   (``--textfile /dev``, ``/proc``) or a device/FIFO at the file's name is
   refused like a recording target.
+- One writer per file: every write of the textfile holds ``_write_lock``,
+  so a periodic write still running in its worker thread (its task
+  cancelled by the session's shutdown: a thread cannot be cancelled) is
+  finished before the final write starts, never beside it; and once the
+  final write is done, a periodic write that was still waiting for the
+  lock writes nothing (older counters never replace the final ones).
 - ``close()`` folds what is left, writes the textfile a last time (the
   final counters) and stops the server (its thread ends within 0.1 s).
 """
@@ -72,6 +78,8 @@ class MetricsExporter:
         self._written = True
         self._failed = False
         self._lock: TargetLock | None = None
+        self._write_lock = threading.Lock()  # one writer per file (see the contract)
+        self._final_written = False
         self.url: str | None = None
 
     # -- set-up, before the probes start ----------------------------------
@@ -187,21 +195,25 @@ class MetricsExporter:
     def _publish(self) -> None:
         self.collector.publish(build_families(self.state.points()))
 
-    def _write_textfile(self) -> None:
+    def _write_textfile(self, *, final: bool = False) -> None:
         from prometheus_client import generate_latest
 
         assert self.textfile is not None
-        self._last_write = time.monotonic()
-        self._written = True
-        data = generate_latest(self.registry).decode("utf-8")
-        # 0644: node_exporter reads it, usually as another user (the labels
-        # are redacted like every recorded URL).
-        with replace_file(self.textfile, verb="write", mode=0o644) as f:
-            f.write(data)
+        with self._write_lock:
+            if self._final_written:
+                return  # the final counters are there: nothing older goes over them
+            self._last_write = time.monotonic()
+            self._written = True
+            data = generate_latest(self.registry).decode("utf-8")
+            # 0644: node_exporter reads it, usually as another user (the labels
+            # are redacted like every recorded URL).
+            with replace_file(self.textfile, verb="write", mode=0o644) as f:
+                f.write(data)
+            self._final_written = final
 
-    def _write_quietly(self) -> None:
+    def _write_quietly(self, final: bool = False) -> None:
         try:
-            self._write_textfile()
+            self._write_textfile(final=final)
         except (OSError, RecordingError) as exc:
             print(f"probetop: warning: --textfile: {_why(exc)}", file=sys.stderr, flush=True)
 
@@ -219,7 +231,7 @@ class MetricsExporter:
             if self._hub is not None:
                 self._hub.unsubscribe(sub)
         if self.textfile is not None and self.registry is not None and self._lock is not None:
-            await asyncio.to_thread(self._write_quietly)
+            await asyncio.to_thread(self._write_quietly, True)
         self._release()
         self.stop_server()
 

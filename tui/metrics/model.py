@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-MetricType = Literal["gauge", "counter", "histogram", "summary", "info"]
+MetricType = Literal["gauge", "counter", "histogram", "summary", "info", "unknown"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,11 +58,12 @@ class SessionError(Exception):
     exit_code = 2
 
 
-def _private_dir(path: Path) -> Path:
-    """``path``, created 0700 if missing; SessionError unless it is a
-    directory owned by this user that no one else can write."""
+def check_private(path: Path, *, create: bool = True) -> Path:
+    """``path`` (created 0700 if missing and ``create``); SessionError unless
+    it is a directory owned by this user that no one else can write."""
     try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if create:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = os.stat(path)  # through a symlink: the directory that is used
     except OSError as exc:
         raise SessionError(f"session directory {path}: {exc.strerror or exc}") from None
@@ -78,23 +79,87 @@ def _private_dir(path: Path) -> Path:
     return path
 
 
-def state_dir() -> Path:
-    """The directory of session metadata, recordings and logs (see above)."""
+def _state_path() -> Path:
     # The XDG spec: a relative path is invalid and ignored. Taken as is, it
     # named a different directory from every working directory, so `ls`,
     # `attach` and `stop` run elsewhere did not see the session.
     base = os.environ.get("XDG_STATE_HOME", "")
     if not os.path.isabs(base):
         base = str(Path.home() / ".local" / "state")
-    return _private_dir(Path(base) / "probetop")
+    return Path(base) / "probetop"
+
+
+def _runtime_path() -> Path | None:
+    run = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(run) and os.path.isdir(run):  # relative: ignored, as above
+        return Path(run) / "probetop"
+    return None
+
+
+def session_dirs() -> tuple[Path, Path]:
+    """(state directory, runtime directory), both checked private.
+
+    The one check every session command goes through (``ls``, ``stop``,
+    ``attach``, ``follow``, ``--detach``, ``d``): both directories at once,
+    since ``ls`` reads only the state directory but what it lists leads
+    ``stop`` to a socket in the runtime directory."""
+    state = check_private(_state_path())
+    run = _runtime_path()
+    return state, (check_private(run) if run is not None else state)
+
+
+def state_dir() -> Path:
+    """The directory of session metadata, recordings and logs (see above);
+    SessionError unless it and the runtime directory are private."""
+    return session_dirs()[0]
 
 
 def runtime_dir() -> Path:
-    """The directory of control sockets (see above)."""
-    run = os.environ.get("XDG_RUNTIME_DIR", "")
-    if os.path.isabs(run) and os.path.isdir(run):  # relative: ignored, as above
-        return _private_dir(Path(run) / "probetop")
-    return state_dir()
+    """The directory of control sockets (see above); SessionError unless it
+    and the state directory are private."""
+    return session_dirs()[1]
+
+
+BODY_KEY_NAME = "body-hmac.key"
+BODY_KEY_BYTES = 32
+
+
+def body_key() -> bytes:
+    """The per-install secret that keys request bodies' hashes
+    (``redaction.body_digest``): ``BODY_KEY_NAME`` in the private state
+    directory, 32 random bytes, mode 0600, made on first use (atomically:
+    of two processes making it at once, both use the one that was linked
+    first). OSError or SessionError when it cannot be had (an unsafe state
+    directory, a read-only home); the caller then keeps lengths only."""
+    path = state_dir() / BODY_KEY_NAME
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        pass
+    tmp = _tmp_path(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(os.urandom(BODY_KEY_BYTES))
+            f.flush()
+            os.fsync(f.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)
+    finally:
+        os.unlink(tmp)
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise SessionError(f"{path} is not a private file of yours (mode 0600)")
+        key = f.read(BODY_KEY_BYTES + 1)
+    if len(key) != BODY_KEY_BYTES:
+        raise SessionError(f"{path} does not hold a key of {BODY_KEY_BYTES} bytes")
+    return key
 
 
 def check_name(name: str) -> str:

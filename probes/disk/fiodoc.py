@@ -1,0 +1,310 @@
+"""``probetop iops --output-format json|json+|terse``: the documents fio
+writes for the same job (fio 3.33's layout), made from an IOPS run's summary.
+
+Contract:
+- ``OUTPUT_FORMATS``: fio's names, ``normal`` (the text report), ``terse``,
+  ``json`` and ``json+``.
+- ``fio_document(summary, plus=...)``: fio's JSON document: ``fio version``
+  (the fio whose layout it follows), ``timestamp``, ``timestamp_ms``,
+  ``time``, ``global options`` (the equivalent fio command's options, as
+  strings), one ``jobs[]`` entry (the run is one group, as fio's
+  ``--group_reporting``) with fio's keys, JSON types and units per direction
+  (``read``, ``write``, ``trim``, ``sync``) and per job, ``disk_util[]``
+  (the kernel's view of the target's disk; absent where it has none, as in
+  fio), and probetop's own summary under ``probetop``. With ``plus``,
+  ``clat_ns.bins`` maps each non-empty histogram bucket's value (fio's
+  ``plat_idx_to_val``) to its count, as fio's json+.
+- ``terse_line(summary)``: fio's terse version 3 line (no trim fields).
+- Where probetop measures differently (docs/iops.md#fio-output-formats):
+  ``bw_*``/``iops_*`` samples are probetop's per-interval rates of the whole
+  job (fio: per 500 ms window, summed over jobs); ``iodepth_*`` come from the
+  configured depth (the loops keep it full); ``latency_*`` and the bins come
+  from the completion-latency histogram (fio's, 1/64 precision).
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from probetop.probes.disk.counters import BUCKET_VALUES_NS, HIST_BUCKETS
+from probetop.probes.disk.diskutil import terse_fields
+from probetop.probes.disk.records import FIO_PERCENTILES, pct_key
+
+OUTPUT_FORMATS = ("normal", "terse", "json", "json+")
+FIO_VERSION = "fio-3.33"  # the layout written; probetop's own version is under "probetop"
+TERSE_VERSION = 3
+FIO_PERCENTILE_SLOTS = 20  # fio's FIO_IO_U_LIST_MAX_LEN: terse always has 20 percentile fields
+LAT_EDGES = (2, 4, 10, 20, 50, 100, 250, 500, 750, 1000)  # fio's latency_ns/us labels
+LAT_MS_LABELS = (*map(str, LAT_EDGES), "2000", ">=2000")
+# Keys of a direction block, in fio's order (add_ddir_status_json).
+DIRECTION_KEYS = (
+    "io_bytes", "io_kbytes", "bw_bytes", "bw", "iops", "runtime", "total_ios",
+    "short_ios", "drop_ios", "slat_ns", "clat_ns", "lat_ns",
+)  # fmt: skip
+# Summary keys that are fio's raw material, not probetop's report.
+_RAW_KEYS = ("clat_hist",)
+
+
+def _zero_lat() -> dict[str, Any]:
+    return {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}
+
+
+def _sample_stats(values: Sequence[float]) -> tuple[int, int, float, float, int]:
+    """min, max, mean, stddev (fio's: n - 1) and count of per-interval samples."""
+    n = len(values)
+    if not n:
+        return 0, 0, 0.0, 0.0, 0
+    mean = sum(values) / n
+    dev = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    return int(min(values)), int(max(values)), mean, dev, n
+
+
+def _samples(summary: Mapping[str, Any], name: str, key: str) -> list[float]:
+    rows = summary.get("intervals") or []
+    return [float(r[f"{name}_{key}"]) for r in rows if not r.get("ramp") and f"{name}_{key}" in r]
+
+
+def _hist(summary: Mapping[str, Any], name: str) -> list[tuple[int, int]]:
+    """Non-empty (bucket index, count) of a direction's clat histogram."""
+    return [(int(i), int(c)) for i, c in (summary.get("clat_hist") or {}).get(name, []) if c]
+
+
+def _bins(hist: Sequence[tuple[int, int]]) -> dict[str, int]:
+    return {str(int(BUCKET_VALUES_NS[min(i, HIST_BUCKETS - 1)])): c for i, c in hist}
+
+
+def direction_block(summary: Mapping[str, Any], name: str, *, plus: bool) -> dict[str, Any]:
+    """One of ``read``/``write``/``trim`` as fio writes it."""
+    d = summary.get(name) or {}
+    block: dict[str, Any] = {}
+    for key in DIRECTION_KEYS:
+        if key in ("slat_ns", "clat_ns", "lat_ns"):
+            lat = dict(d.get(key) or _zero_lat())
+            if not lat.get("N"):
+                lat.pop("percentile", None)  # fio: no percentiles without samples
+            block[key] = lat
+        elif key == "iops":
+            block[key] = float(d.get(key, 0.0))
+        else:
+            block[key] = int(d.get(key, 0))
+    hist = _hist(summary, name)
+    if plus and block["clat_ns"].get("N") and hist:
+        block["clat_ns"]["bins"] = _bins(hist)
+    bw_kib = [v / 1024 for v in _samples(summary, name, "bw_bytes")]
+    bmin, bmax, bmean, bdev, bn = _sample_stats(bw_kib)
+    agg_kib = block["bw_bytes"] / 1024
+    block["bw_min"], block["bw_max"] = bmin, bmax
+    # fio's convert_agg_kbytes_percent: this job's mean over the group's, capped at 100
+    block["bw_agg"] = min(100.0, bmean * 100 / agg_kib) if bn and agg_kib else 0.0
+    block["bw_mean"], block["bw_dev"], block["bw_samples"] = bmean, bdev, bn
+    imin, imax, imean, idev, i_n = _sample_stats(_samples(summary, name, "iops"))
+    block["iops_min"], block["iops_max"] = imin, imax
+    block["iops_mean"], block["iops_stddev"], block["iops_samples"] = imean, idev, i_n
+    return block
+
+
+def _depth_levels(iodepth: int) -> tuple[dict[str, float], dict[str, float]]:
+    """fio's iodepth_level and iodepth_submit/complete at a full queue of ``iodepth``."""
+    level_labels = ("1", "2", "4", "8", "16", "32", ">=64")
+    level = {k: 0.0 for k in level_labels}
+    level[level_labels[min(6, max(0, iodepth.bit_length() - 1))]] = 100.0
+    submit_labels = ("0", "4", "8", "16", "32", "64", ">=64")
+    submit = {k: 0.0 for k in submit_labels}
+    # One I/O per submitting call (psync: each pread; the AIO loops refill as they reap).
+    submit["4"] = 100.0
+    return level, submit
+
+
+def _lat_buckets(summary: Mapping[str, Any]) -> tuple[list[float], list[float], list[float]]:
+    """fio's latency_ns/us/ms: % of all I/Os by completion latency (stat_calc_lat:
+    a non-empty bucket below 0.01 % shows 0.01)."""
+    counts_n, counts_u, counts_m = [0] * 10, [0] * 10, [0] * 12
+    total = 0
+    for name in ("read", "write"):
+        for i, c in _hist(summary, name):
+            ns = int(BUCKET_VALUES_NS[min(i, HIST_BUCKETS - 1)])
+            total += c
+            if ns < 1000:
+                counts_n[_edge_index(ns)] += c
+            elif ns < 1_000_000:
+                counts_u[_edge_index(ns // 1000)] += c
+            else:
+                ms = ns // 1_000_000
+                idx = 11 if ms >= 2000 else 10 if ms >= 1000 else _edge_index(ms)
+                counts_m[idx] += c
+
+    def pct(counts: list[int]) -> list[float]:
+        out = []
+        for c in counts:
+            v = 100.0 * c / total if total else 0.0
+            out.append(0.01 if c and v < 0.01 else v)
+        return out
+
+    return pct(counts_n), pct(counts_u), pct(counts_m)
+
+
+def _edge_index(value: int) -> int:
+    """fio's io_u_mark_lat_*: the first label above ``value`` (2: 0-1, 4: 2-3, ...)."""
+    for i, edge in enumerate(LAT_EDGES):
+        if value < edge:
+            return i
+    return len(LAT_EDGES) - 1
+
+
+def fio_options(fio_command: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(global options, job options) of an fio command line, as fio's JSON
+    lists them: options before the first --name are global; an option given
+    without a value (--time_based) is not listed (fio lists none such)."""
+    glob: dict[str, str] = {}
+    job: dict[str, str] = {}
+    current = glob
+    for arg in shlex.split(fio_command)[1:]:
+        if not arg.startswith("--") or "=" not in arg:
+            continue
+        key, value = arg[2:].split("=", 1)
+        if key == "name":
+            current = job
+        current[key] = value
+    return glob, job
+
+
+def fio_job(summary: Mapping[str, Any], *, plus: bool) -> dict[str, Any]:
+    params = summary.get("params") or {}
+    _glob, job_opts = fio_options(str(summary.get("fio_command") or "fio --name=probetop"))
+    usage = summary.get("job_usage") or {}
+    runtime_ms = int(summary.get("runtime_ms") or 0)
+    jobs = int(params.get("jobs") or 1)
+    job_runtime = runtime_ms * jobs  # fio sums each job's runtime in a group
+    level, submit = _depth_levels(int(params.get("iodepth") or 1))
+    lat_n, lat_u, lat_m = _lat_buckets(summary)
+    out: dict[str, Any] = {
+        "jobname": job_opts.get("name", "probetop"),
+        "groupid": 0,
+        "error": 0,
+        "eta": 0,
+        "elapsed": round(float(summary.get("elapsed_s") or runtime_ms / 1000)),
+        "job options": job_opts,
+        "read": direction_block(summary, "read", plus=plus),
+        "write": direction_block(summary, "write", plus=plus),
+        "trim": direction_block({}, "trim", plus=plus),
+        "sync": {"total_ios": 0, "lat_ns": _zero_lat()},
+        "job_runtime": job_runtime,
+        "usr_cpu": 100.0 * float(usage.get("usr_ms", 0.0)) / job_runtime if job_runtime else 0.0,
+        "sys_cpu": 100.0 * float(usage.get("sys_ms", 0.0)) / job_runtime if job_runtime else 0.0,
+        "ctx": int(usage.get("ctx", 0)),
+        "majf": int(usage.get("majf", 0)),
+        "minf": int(usage.get("minf", 0)),
+        "iodepth_level": level,
+        "iodepth_submit": submit,
+        "iodepth_complete": dict(submit),
+        "latency_ns": dict(zip(map(str, LAT_EDGES), lat_n, strict=True)),
+        "latency_us": dict(zip(map(str, LAT_EDGES), lat_u, strict=True)),
+        "latency_ms": dict(zip(LAT_MS_LABELS, lat_m, strict=True)),
+        # fio 3.33 always writes these four (latency_target is off: 0)
+        "latency_depth": int(params.get("iodepth") or 1),
+        "latency_target": 0,
+        "latency_percentile": 100.0,
+        "latency_window": 0,
+    }
+    return out
+
+
+def fio_document(
+    summary: Mapping[str, Any], *, plus: bool = False, error: str | None = None
+) -> dict[str, Any]:
+    """See the module docstring. ``summary`` is ``IopsProbe.summary()``
+    (empty when the run failed before it measured: then ``jobs`` is empty)."""
+    stamp_ms = int(summary.get("finished_unix_ms") or time.time() * 1000)
+    glob, _job = fio_options(str(summary.get("fio_command") or "fio"))
+    doc: dict[str, Any] = {
+        "fio version": FIO_VERSION,
+        "timestamp": stamp_ms // 1000,
+        "timestamp_ms": stamp_ms,
+        "time": time.ctime(stamp_ms // 1000),
+    }
+    if glob:
+        doc["global options"] = glob
+    measured = "read" in summary or "write" in summary
+    doc["jobs"] = [fio_job(summary, plus=plus)] if measured else []
+    if summary.get("disk_util"):
+        doc["disk_util"] = list(summary["disk_util"])
+    own = {k: v for k, v in summary.items() if k not in _RAW_KEYS}
+    if error:
+        own["error"] = error
+    doc["probetop"] = own
+    return doc
+
+
+def _terse_lat(lat: Mapping[str, Any]) -> str:
+    if not lat.get("N"):
+        return ";0;0;0.000000;0.000000"
+    return (
+        f";{int(lat['min']) // 1000};{int(lat['max']) // 1000};"
+        f"{float(lat['mean']) / 1000:f};{float(lat['stddev']) / 1000:f}"
+    )
+
+
+def _terse_direction(block: Mapping[str, Any]) -> str:
+    runtime = int(block["runtime"])
+    bw = (1000 * int(block["io_bytes"]) // runtime) // 1024 if runtime else 0
+    iops = (1000 * int(block["total_ios"])) // runtime if runtime else 0
+    out = f";{int(block['io_bytes']) >> 10};{bw};{iops};{runtime}"
+    out += _terse_lat(block["slat_ns"]) + _terse_lat(block["clat_ns"])
+    # fio lists its percentiles with 0 for a direction without samples
+    pct = block["clat_ns"].get("percentile") or {pct_key(p): 0 for p in FIO_PERCENTILES}
+    cells = [f";{float(k):f}%={int(v) // 1000}" for k, v in pct.items()]
+    cells += [";0%=0"] * (FIO_PERCENTILE_SLOTS - len(cells))
+    out += "".join(cells[:FIO_PERCENTILE_SLOTS]) + _terse_lat(block["lat_ns"])
+    if block["bw_samples"]:
+        out += (
+            f";{block['bw_min']};{block['bw_max']};{block['bw_agg']:f}%;"
+            f"{block['bw_mean']:f};{block['bw_dev']:f}"
+        )
+    else:
+        out += ";0;0;0.000000%;0.000000;0.000000"
+    return out
+
+
+def terse_line(summary: Mapping[str, Any]) -> str:
+    """fio's ``--output-format=terse`` line (version 3; ``--terse-version=3``)."""
+    if "read" not in summary and "write" not in summary:
+        return ""
+    job = fio_job(summary, plus=False)
+    out = f"{TERSE_VERSION};{FIO_VERSION};{job['jobname']};{job['groupid']};{job['error']}"
+    out += _terse_direction(job["read"]) + _terse_direction(job["write"])
+    out += f";{job['usr_cpu']:f}%;{job['sys_cpu']:f}%;{job['ctx']};{job['majf']};{job['minf']}"
+    out += "".join(f";{v:3.1f}%" for v in job["iodepth_level"].values())
+    lat_u = list(job["latency_us"].values())
+    # fio's stat_calc_lat_nu: the ns buckets are added to the first us bucket
+    lat_u[0] += 100.0 * sum(_ns_counts(summary)) / max(1, _total_ios(summary))
+    out += "".join(f";{v:3.2f}%" for v in lat_u)
+    out += "".join(f";{v:3.2f}%" for v in job["latency_ms"].values())
+    for entry in summary.get("disk_util") or []:
+        out += terse_fields(entry)
+    return out
+
+
+def _ns_counts(summary: Mapping[str, Any]) -> list[int]:
+    return [
+        c
+        for name in ("read", "write")
+        for i, c in _hist(summary, name)
+        if BUCKET_VALUES_NS[min(i, HIST_BUCKETS - 1)] < 1000
+    ]
+
+
+def _total_ios(summary: Mapping[str, Any]) -> int:
+    return sum(int((summary.get(n) or {}).get("total_ios", 0)) for n in ("read", "write"))
+
+
+__all__ = [
+    "OUTPUT_FORMATS",
+    "direction_block",
+    "fio_document",
+    "fio_options",
+    "terse_line",
+]
