@@ -277,10 +277,7 @@ class MemProbe:
     # -- results ---------------------------------------------------------
     def summary(self) -> Mapping[str, Any]:
         s = self.settings
-        if self._stats is None:
-            snap = None
-        else:
-            snap = _Snap.take(self._stats, self._hist)
+        snap = None if self._stats is None else _Snap.take(self._stats, self._hist)
         events = [int(x) for x in snap.events] if snap else [0] * s.threads
         sums = [int(x) for x in snap.lat_sums] if snap else [0] * s.threads
         total = sum(events)

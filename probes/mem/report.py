@@ -110,7 +110,7 @@ _PATTERNS = {
     "ops": rf"^Total operations: (\d+) \(\s*{_NUM} per second\)$",
     "mib": rf"^{_NUM} MiB transferred \({_NUM} MiB/sec\)$",
     "total_time": rf"total time:\s+{_NUM}s",
-    "total_events": rf"total number of events:\s+(\d+)",
+    "total_events": r"total number of events:\s+(\d+)",
     "lat_min": rf"^\s+min:\s+{_NUM}$",
     "lat_avg": rf"^\s+avg:\s+{_NUM}$",
     "lat_max": rf"^\s+max:\s+{_NUM}$",
