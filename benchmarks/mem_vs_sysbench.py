@@ -81,8 +81,9 @@ def main() -> int:
     if shutil.which("sysbench") is None:
         print("sysbench is not installed", file=sys.stderr)
         return 2
-    print(f"loadavg: {open('/proc/loadavg').read().strip()}  (ratios are paired, ABBA)")
-    print(f"{'configuration':<24} {'ops ratio':>10} {'MiB/s ratio':>12} {'spread':>16}  sysbench ops/s")
+    print(f"loadavg: {os.getloadavg()}  (ratios are paired, ABBA)")
+    head = f"{'configuration':<24} {'ops ratio':>10} {'MiB/s ratio':>12} {'spread':>16}"
+    print(f"{head}  sysbench ops/s")
     for name, opts in CONFIGS:
         if args.only and args.only not in name:
             continue

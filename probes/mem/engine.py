@@ -64,24 +64,36 @@ class EngineUnavailable(RuntimeError):
 # $(which sysbench)); ours do the same, or a 1-MiB seq read costs ~2x here.
 _ACCESS = {
     # (setup in entry, one access at word index %i{k} -> IR lines)
-    "seq_write": ("", "  %p{k} = getelementptr i64, i64* %buf, i64 %i{k}\n"
-                  "  %v{k} = sub i64 %words, %i{k}\n"
-                  "  store volatile i64 %v{k}, i64* %p{k}, align 8\n"),
-    "seq_read": ("", "  %p{k} = getelementptr i64, i64* %buf, i64 %i{k}\n"
-                 "  %v{k} = load volatile i64, i64* %p{k}, align 8\n"),
+    "seq_write": (
+        "",
+        "  %p{k} = getelementptr i64, i64* %buf, i64 %i{k}\n"
+        "  %v{k} = sub i64 %words, %i{k}\n"
+        "  store volatile i64 %v{k}, i64* %p{k}, align 8\n",
+    ),
+    "seq_read": (
+        "",
+        "  %p{k} = getelementptr i64, i64* %buf, i64 %i{k}\n"
+        "  %v{k} = load volatile i64, i64* %p{k}, align 8\n",
+    ),
     "seq_none": ("", '  call void asm sideeffect "", "~{{memory}}"()\n'),
-    "rnd_write": ("  %scale = uitofp i64 %words to double\n",
-                  "  %x{k} = call i64 @rnd_index(i64* %rng, double %scale)\n"
-                  "  %p{k} = getelementptr i64, i64* %buf, i64 %x{k}\n"
-                  "  %b{k} = shl i64 %i{k}, 3\n"
-                  "  store volatile i64 %b{k}, i64* %p{k}, align 8\n"),
-    "rnd_read": ("  %scale = uitofp i64 %words to double\n",
-                 "  %x{k} = call i64 @rnd_index(i64* %rng, double %scale)\n"
-                 "  %p{k} = getelementptr i64, i64* %buf, i64 %x{k}\n"
-                 "  %v{k} = load volatile i64, i64* %p{k}, align 8\n"),
-    "rnd_none": ("  %scale = uitofp i64 %words to double\n  %slot = alloca i64\n",
-                 "  %x{k} = call i64 @rnd_index(i64* %rng, double %scale)\n"
-                 "  store volatile i64 %x{k}, i64* %slot\n"),
+    "rnd_write": (
+        "  %scale = uitofp i64 %words to double\n",
+        "  %x{k} = call i64 @rnd_index(i64* %rng, double %scale)\n"
+        "  %p{k} = getelementptr i64, i64* %buf, i64 %x{k}\n"
+        "  %b{k} = shl i64 %i{k}, 3\n"
+        "  store volatile i64 %b{k}, i64* %p{k}, align 8\n",
+    ),
+    "rnd_read": (
+        "  %scale = uitofp i64 %words to double\n",
+        "  %x{k} = call i64 @rnd_index(i64* %rng, double %scale)\n"
+        "  %p{k} = getelementptr i64, i64* %buf, i64 %x{k}\n"
+        "  %v{k} = load volatile i64, i64* %p{k}, align 8\n",
+    ),
+    "rnd_none": (
+        "  %scale = uitofp i64 %words to double\n  %slot = alloca i64\n",
+        "  %x{k} = call i64 @rnd_index(i64* %rng, double %scale)\n"
+        "  store volatile i64 %x{k}, i64* %slot\n",
+    ),
 }
 UNROLL = 8
 
@@ -91,9 +103,7 @@ def _event_ir(name: str) -> str:
     (words is a power of two, so a multiple of UNROLL then)."""
     setup, access = _ACCESS[name]
     one = access.format(k="s").replace("%i{k}", "%is")
-    many = "".join(
-        f"  %i{k} = add i64 %u, {k}\n" + access.format(k=k) for k in range(UNROLL)
-    )
+    many = "".join(f"  %i{k} = add i64 %u, {k}\n" + access.format(k=k) for k in range(UNROLL))
     return f"""
 define internal void @ev_{name}(i64* %buf, i64 %words, i64* %rng) noinline {{
 entry:
