@@ -78,7 +78,7 @@ def test_seq_write_stores_end_minus_p_in_every_word(words: int) -> None:
 
 
 def test_rnd_write_stores_byte_indexes_at_random_words() -> None:
-    job, buf, hist = one_job("rnd", "write", 128, 50)
+    job, buf, _hist = one_job("rnd", "write", 128, 50)
     load_engine().run(job)
     values = set(buf.tolist()) - {0}
     assert values and all(v % 8 == 0 and v < 1024 for v in values)
@@ -87,7 +87,7 @@ def test_rnd_write_stores_byte_indexes_at_random_words() -> None:
 
 @pytest.mark.parametrize(("mode", "oper"), [("seq", "read"), ("seq", "none"), ("rnd", "read")])
 def test_read_and_none_leave_the_block_alone(mode: str, oper: str) -> None:
-    job, buf, hist = one_job(mode, oper, 64, 100)
+    job, buf, _hist = one_job(mode, oper, 64, 100)
     load_engine().run(job)
     assert not buf.any() and int(job.stats[0]) == 100
 
