@@ -20,6 +20,9 @@ connection to the server's port). Prints B/s per way (median over rounds)
 and the ratio view / tui.
 
 Usage: .venv/bin/python benchmarks/remote_budget.py [--window 30] [--settle 10] [--rounds 2]
+       [--command 'cpu --time 3600']   (the default: a probe beside the host's panes)
+
+Issue 27's budget: for `--command cpu`, the view at most 0.5 x `ssh -C -t`.
 """
 
 from __future__ import annotations
@@ -38,31 +41,36 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "tui"))
 from sshd_fixture import Sshd, start_sshd
 
-TMUX = "ptremote-bench"
+TMUX = f"ptremote-bench-{os.getpid()}"
 
 
-def received(port: int) -> int:
-    """Bytes received by every client connection to ``port`` (ss -tin)."""
+def received(port: int) -> tuple[int, int]:
+    """Bytes and segments received by every client connection to ``port`` (ss -tin)."""
     out = subprocess.run(
         ["ss", "-tinH", f"dport = :{port}"], capture_output=True, text=True, check=True
     ).stdout
-    return sum(int(m) for m in re.findall(r"bytes_received:(\d+)", out))
+    nbytes = sum(int(m) for m in re.findall(r"bytes_received:(\d+)", out))
+    segs = sum(int(m) for m in re.findall(r"segs_in:(\d+)", out))
+    return nbytes, segs
 
 
 def tmux(*args: str) -> None:
     subprocess.run(["tmux", "-L", TMUX, *args], capture_output=True, timeout=10)
 
 
-def measure(command: str, env: dict[str, str], port: int, settle: float, window: float) -> float:
-    """B/s received from sshd while ``command`` runs in a 120x40 terminal."""
+def measure(
+    command: str, env: dict[str, str], port: int, settle: float, window: float
+) -> tuple[float, float]:
+    """B/s and segments/s received from sshd while ``command`` runs in a 120x40 terminal."""
     exports = " ".join(f"{k}='{v}'" for k, v in env.items())
     tmux("new-session", "-d", "-x", "120", "-y", "40", "-s", "b",
          f"env {exports} TERM=xterm-256color {command}")  # fmt: skip
     try:
         time.sleep(settle)
-        start = received(port)
+        start, start_segs = received(port)
         time.sleep(window)
-        return (received(port) - start) / window
+        end, end_segs = received(port)
+        return (end - start) / window, (end_segs - start_segs) / window
     finally:
         tmux("kill-server")
         time.sleep(1.0)
@@ -73,6 +81,12 @@ def main() -> int:
     ap.add_argument("--window", type=float, default=30.0)
     ap.add_argument("--settle", type=float, default=10.0)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument(
+        "--command",
+        default="cpu --time 3600",
+        help="the probetop command watched three ways (default: cpu, which a local "
+        "dashboard shows beside system.cpu, disk and net); '' for the passive panes",
+    )
     args = ap.parse_args()
     if shutil.which("tmux") is None or shutil.which("ss") is None:
         print("needs tmux and ss (iproute2)")
@@ -86,18 +100,21 @@ def main() -> int:
     py = sys.executable
     ssh = f"ssh -F {sshd.config}"
     remote = sshd.env["PROBETOP_REMOTE"]
+    cmd = args.command
     ways = {
-        "view": f"{py} -m probetop.tui.main --remote ptest",
-        "tui": f"{ssh} -t ptest {remote}",
-        "tui -C": f"{ssh} -C -t ptest {remote}",
+        "view": f"{py} -m probetop.tui.main --remote ptest {cmd}",
+        "tui": f"{ssh} -t ptest {remote} {cmd}",
+        "tui -C": f"{ssh} -C -t ptest {remote} {cmd}",
     }
     results: dict[str, list[float]] = {w: [] for w in ways}
     try:
         for r in range(args.rounds):
             for way, command in ways.items():
-                rate = measure(command, env, sshd.port, args.settle, args.window)
+                rate, segs = measure(command, env, sshd.port, args.settle, args.window)
                 results[way].append(rate)
-                print(f"round {r + 1}  {way:7s} {rate:8.0f} B/s", flush=True)
+                print(
+                    f"round {r + 1}  {way:7s} {rate:8.0f} B/s  {segs:5.1f} segments/s", flush=True
+                )
     finally:  # the sessions the views started keep running on the far side: stop them
         far = dict(os.environ, XDG_STATE_HOME=str(base / "far"), XDG_RUNTIME_DIR=str(base / "run"))
         for meta in (base / "far" / "probetop").glob("*.session.json"):

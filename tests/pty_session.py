@@ -30,10 +30,12 @@ class PtySession:
     _reader: threading.Thread | None = None
 
     @classmethod
-    def start(cls, args: list[str], *, controlling: bool = False) -> PtySession:
+    def start(
+        cls, args: list[str], *, controlling: bool = False, env: dict[str, str] | None = None
+    ) -> PtySession:
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
+        env = dict(os.environ, **(env or {}), TERM="xterm-256color", COLUMNS="120", LINES="40")
         proc = subprocess.Popen(
             [*PROBETOP, *args],
             stdin=slave,

@@ -31,7 +31,13 @@ from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.options import CommandSpec, Option, OptionValueError
 from probetop.tui import commands
 from probetop.tui.analysis.assertions import resolve
-from probetop.tui.plan import COMMON_OPTIONS, CommonOptions, NoSettings, RunPlan
+from probetop.tui.plan import (
+    COMMON_OPTIONS,
+    OLD_INTERVAL,
+    CommonOptions,
+    NoSettings,
+    RunPlan,
+)
 
 MAIN_DESCRIPTION = """\
 A terminal dashboard of live probes that measure like fio, sysbench, ping -f
@@ -90,8 +96,8 @@ def add_option(
             kwargs["nargs"] = option.nargs
     if option.action != "store":
         kwargs["action"] = option.action
-    if option.action == "store_const":
-        kwargs["const"] = option.const
+    if option.action == "store_const" or (option.nargs == "?" and option.const is not None):
+        kwargs["const"] = option.const  # nargs="?": the value of the bare flag
     if not option.positional:
         if option.dest:
             kwargs["dest"] = option.dest
@@ -105,10 +111,9 @@ def add_spec(parser: argparse.ArgumentParser, spec: CommandSpec) -> None:
     """A command's own options, in the groups its spec names.
 
     Options sharing an ``exclusive`` name go into one mutually exclusive
-    group. An option that lands in a common option's place (icmp's
-    ``--sample-interval`` is the sampling ``--interval``) keeps its default
-    out of the namespace, so the common option given before the command
-    name still counts."""
+    group. An option that lands in a common option's place (icmp's own
+    ``--sample-interval``) keeps its default out of the namespace, so the
+    common option given before the command name still counts."""
     groups: dict[str | None, Any] = {None: parser}
     exclusive: dict[str, Any] = {}
     common = {option.name for option in COMMON_OPTIONS}
@@ -170,6 +175,10 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
         description=MAIN_DESCRIPTION,
         epilog=MAIN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        # argparse matches every option of the whole line against the top
+        # level's names by prefix, also after the command name: compare's
+        # --metric was refused as ambiguous (--metrics, --metrics-linger).
+        allow_abbrev=False,
     )
     parser.add_argument("--version", action=_VersionAction)
     add_common(parser, suppress=False)
@@ -192,7 +201,11 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
         # reads (refuse_ignored, --detach): its --help does not offer them.
         runs_probes = name in commands.PROBE_COMMANDS or name == "demo"
         refused = () if runs_probes else (*(f for _d, f in LIVE_RUN_OPTIONS), "--detach")
-        add_common(p, suppress=True, skip=spec.own_common, hidden=refused)
+        # A common option the spec declares itself (icmp's --sample-interval,
+        # its -i/--interval) is the spec's: the common copy is left out.
+        own = {flag for option in spec.options for flag in option.flags}
+        skip = (*spec.own_common, *(o.flags[0] for o in COMMON_OPTIONS if own & set(o.flags)))
+        add_common(p, suppress=True, skip=skip, hidden=refused)
     return parser
 
 
@@ -249,6 +262,7 @@ def make_plan(namespace: argparse.Namespace, argv: Sequence[str] = ()) -> RunPla
     Raises the command's ``ProbeError`` (exit 2) for values its settings refuse."""
     values = dict(vars(namespace))
     name = values.pop("command", None)
+    hints = old_interval_spelling(name, values)
     common = CommonOptions.from_values(values, tuple(argv))
     refuse_ignored(name, values)
     named_nothing = not common.detach and common.remote is None and common.wants_headless
@@ -259,21 +273,48 @@ def make_plan(namespace: argparse.Namespace, argv: Sequence[str] = ()) -> RunPla
         )
     resolve(common.assertions, name)  # --assert: known metric, fitting unit (exit 2 otherwise)
     if name is None:
-        return RunPlan(None, common, NoSettings())
+        return RunPlan(None, common, NoSettings(), hints=hints)
     module = commands.load(name)
     assert module is not None
-    return RunPlan(name, common, module.settings(values, common))
+    return RunPlan(name, common, module.settings(values, common), hints=hints)
+
+
+def old_interval_spelling(command: str | None, values: dict[str, Any]) -> tuple[str, ...]:
+    """The common ``--interval`` (before 2026-11 the sampling period) read as
+    ``--sample-interval``, with a one-line hint; UsageProbeError (exit 2)
+    where it would be ambiguous: before ``icmp``, whose ``-i/--interval`` is
+    ping's send interval, or beside ``--sample-interval``."""
+    old = values.pop(OLD_INTERVAL, None)
+    if old is None:
+        return ()
+    if command == "icmp":
+        raise UsageProbeError(
+            f"--interval before icmp is ambiguous: write --sample-interval {old:g} for the "
+            f"sampling period, or `icmp HOST -i {old:g}` for ping's send interval"
+        )
+    if values.get("interval") is not None:
+        raise UsageProbeError(
+            "--interval is the old spelling of --sample-interval: give --sample-interval only"
+        )
+    values["interval"] = old
+    return (
+        f"--interval is now --sample-interval (the sampling period); "
+        f"read as --sample-interval {old:g}",
+    )
 
 
 LIVE_RUN_OPTIONS = (
     ("record", "--record"),
     ("time", "--time"),
-    ("interval", "--interval"),
+    ("interval", "--sample-interval"),
     ("metrics", "--metrics"),
+    ("metrics_linger", "--metrics-linger"),
     ("textfile", "--textfile"),
     ("name", "--name"),
+    ("with_system", "--with-system"),
 )
-"""Common options that only a run of probes reads (dest, flag)."""
+"""Common options that only a run of probes reads (dest, flag); the old
+``--interval`` is read as ``--sample-interval`` before this check."""
 
 
 def refuse_ignored(command: str | None, values: dict[str, Any]) -> None:
@@ -283,7 +324,7 @@ def refuse_ignored(command: str | None, values: dict[str, Any]) -> None:
     recorded nothing; `export --metrics` served nothing)."""
     if command is None or command in commands.PROBE_COMMANDS or command == "demo":
         return
-    given = [flag for dest, flag in LIVE_RUN_OPTIONS if values.get(dest) is not None]
+    given = [flag for dest, flag in LIVE_RUN_OPTIONS if values.get(dest) not in (None, False)]
     if given:
         raise UsageProbeError(
             f"{command} runs no probes, so {', '.join(given)} would be ignored; "
@@ -352,6 +393,7 @@ SESSION_OPTIONS = (
     ("theme", "--theme"),
     ("assertions", "--assert"),
     ("metrics", "--metrics"),
+    ("metrics_linger", "--metrics-linger"),
     ("textfile", "--textfile"),
     ("detach", "--detach"),
     ("name", "--name"),

@@ -6,6 +6,7 @@ a screen is shown at all.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,11 @@ class AppConfig:
       this live dashboard into a background session
       (``tui.sessions.foreground``); ``foreground_unavailable`` says why
       there is none. ``command_name`` and ``name`` name that session.
+    - ``joining``: probes that join after the first frame: called once in a
+      worker thread when the dashboard is up, it returns them prepared, with
+      notes on any skipped (the demo's targets and JIT warm-ups take seconds
+      a user should not stare at a blank terminal for); a ``ProbeError`` it
+      raises is notified.
     """
 
     probes: list[Probe] = field(default_factory=list)
@@ -56,3 +62,4 @@ class AppConfig:
     foreground_unavailable: str | None = None
     command_name: str | None = None
     name: str | None = None
+    joining: Callable[[], tuple[list[Probe], list[str]]] | None = None

@@ -9,8 +9,9 @@ the UI never imports this. Textual is imported only when a screen is shown;
 Command module hooks it drives (see ``tui/commands/__init__.py``):
 ``run(plan)`` may finish the command (an exit code) or hand over a dashboard
 (an ``AppConfig``); ``open_probes(plan)`` / ``build_probes(plan)`` give the
-probes; a ``ConfirmationRequired`` from them is answered here, once, for every
-command that can destroy data.
+probes; ``join_probes(plan, stack)`` gives them after the dashboard's first
+frame (``demo``); a ``ConfirmationRequired`` from them is answered here, once,
+for every command that can destroy data.
 """
 
 from __future__ import annotations
@@ -27,12 +28,18 @@ import contextlib
 import dataclasses
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import ConfirmationRequired, ProbeError
-from probetop.probes.record import RecordingError, hide_cmdline_secrets, set_body_key_loader
+from probetop.probes.record import (
+    RECORDING_INCOMPLETE_EXIT,
+    RecordingError,
+    hide_cmdline_secrets,
+    set_body_key_loader,
+)
 from probetop.probes.system import passive_probes
 from probetop.tui import commands
 from probetop.tui.analysis.assertions import RunAssertions, exit_status, print_outcomes
@@ -44,6 +51,7 @@ from probetop.tui.cli import (
     parse_args,
 )
 from probetop.tui.config import AppConfig
+from probetop.tui.hardexit import hard_exit
 from probetop.tui.launch import (
     dashboard_config,
     fail,
@@ -78,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser(commands_needed(args))
         namespace = parse_args(parser, args)
         plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *argv])
+        for hint in plan.hints:  # an old spelling, read as the new one
+            print(f"probetop: hint: {hint}", file=sys.stderr)
         return run_plan(plan)
     except (ProbeError, RecordingError, SessionError) as exc:
         return fail(str(exc), exc.exit_code)
@@ -165,15 +175,89 @@ def _run_in_session(plan: RunPlan[Any]) -> int:
 
 
 def _run_probes(plan: RunPlan[Any], module: ModuleType, fg: Foreground | None = None) -> int:
+    if getattr(module, "join_probes", None) is not None and not plan.common.wants_headless:
+        return _run_joining(plan, module, fg)
     opener = getattr(module, "open_probes", None)
     context = opener(plan) if opener is not None else contextlib.nullcontext(None)
     with context as opened:
         probes = list(opened) if opened is not None else list(module.build_probes(plan))
         if plan.common.wants_headless:
+            if plan.common.with_system and getattr(module, "WITH_PASSIVE", True):
+                # after the command's own probes: its report reads probes[0]
+                have = {p.id for p in probes}
+                probes += [p for p in passive_probes(plan.common.interval_s) if p.id not in have]
             return run_headless_plan(plan, probes, module)
         with_passive = getattr(module, "WITH_PASSIVE", True)
         config = dashboard_config(plan, probes, module, with_passive=with_passive)
         return run_app(config, plan=plan, module=module, foreground=fg)
+
+
+class _Joining:
+    """``AppConfig.joining`` for a command with ``join_probes``: the passive
+    panes draw at once, the command's targets and probes are made in a
+    worker thread meanwhile (``__call__``). ``close`` (after the dashboard)
+    leaves the targets; a worker still inside a JIT warm-up then leaves
+    them itself as soon as it is out (nothing is left behind either way)."""
+
+    def __init__(self, plan: RunPlan[Any], module: ModuleType, have: set[str]) -> None:
+        self._plan, self._module, self._have = plan, module, have
+        self._stack = contextlib.ExitStack()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __call__(self) -> tuple[list[Any], list[str]]:
+        stack = contextlib.ExitStack()
+        try:
+            probes, notes = self._module.join_probes(self._plan, stack)
+            probes = [p for p in probes if p.id not in self._have]
+            for probe in probes:
+                probe.prepare()  # off the UI loop: the ICMP JIT warm-up takes ~1 s
+        except BaseException:
+            stack.close()
+            raise
+        with self._lock:
+            if not self._closed:
+                self._stack.push(stack.pop_all())
+                return probes, notes
+        stack.close()  # the dashboard is gone already
+        return [], []
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self._stack.close()
+
+
+def _run_joining(plan: RunPlan[Any], module: ModuleType, fg: Foreground | None) -> int:
+    """A dashboard whose probes join after its first frame (``_Joining``)."""
+    passive = list(passive_probes(plan.common.interval_s))
+    joining = _Joining(plan, module, {p.id for p in passive})
+    config = dashboard_config(plan, passive, module, with_passive=False)
+    try:
+        return run_app(dataclasses.replace(config, joining=joining), plan=plan, module=module,
+                       foreground=fg)  # fmt: skip
+    finally:
+        joining.close()
+
+
+def _switched_plan(app: Any, plan: RunPlan[Any] | None, module: ModuleType | None) -> Any:
+    """The plan a pane asked to switch to when it quit the dashboard
+    (``app.switch_request``: the warm-up's fresh-volume "write then read"),
+    or None."""
+    if getattr(app, "switch_request", None) is None or plan is None or module is None:
+        return None
+    switch = getattr(module, "switched_to_write", None)
+    return switch(plan) if switch is not None else None
+
+
+def _run_confirmed(plan: RunPlan[Any], module: ModuleType) -> int:
+    """Run ``plan`` behind the typed confirmation its probes ask for."""
+    try:
+        return _run_probes(plan, module)
+    except ConfirmationRequired as exc:
+        if not ask_confirmation(exc):
+            return fail(f"{exc.action} not confirmed: nothing was written", 1)
+        return _run_probes(module.confirmed(plan), module)
 
 
 def ask_confirmation(request: ConfirmationRequired) -> bool:
@@ -216,7 +300,14 @@ def run_app(
     detached_code = asyncio.run(_show(app, config, plan, module))
     if detached_code is not None:
         return detached_code
+    switched = _switched_plan(app, plan, module)
+    if switched is not None and module is not None:
+        return _run_confirmed(switched, module)
     code = int(app.return_code or 0)
+    unclosed = app.session.recorder if app.session is not None else None
+    if unclosed is not None:  # the app ended before its shutdown closed it (a crash)
+        fail(f"the recording is incomplete: {unclosed.path} has no footer")
+        return RECORDING_INCOMPLETE_EXIT
     checks = config.footer_fields
     if isinstance(checks, RunAssertions) and app.session is not None:
         # --assert in the dashboard: checked at quit, printed once the screen is gone.
@@ -274,7 +365,10 @@ def entry() -> None:
             stream.flush()
         except (OSError, ValueError):
             pass
-    os._exit(code)
+    # Clean-ups still registered (the demo's scratch directory, made by a
+    # worker thread that was still joining its probes when the user quit)
+    # run first: os._exit ends that thread where it stands.
+    hard_exit(code)
 
 
 if __name__ == "__main__":

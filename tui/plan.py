@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.limits import MAX_SECONDS, check_interval, check_seconds
 from probetop.probes.core.options import Option, number
 from probetop.tui.analysis.assertions import Assertion, parse_assertion
@@ -26,6 +27,9 @@ from probetop.tui.metrics.address import (
     parse_metrics_address,
     parse_textfile_dir,
 )
+
+MAX_LINGER_S = 3600.0  # --metrics-linger: an hour covers any scrape interval
+OLD_INTERVAL = "interval_old_spelling"  # where the common --interval lands (see cli.make_plan)
 
 COMMON_OPTIONS: tuple[Option, ...] = (
     Option(
@@ -52,13 +56,24 @@ COMMON_OPTIONS: tuple[Option, ...] = (
         metavar="S",
     ),
     Option(
-        ("--interval",),
-        "sampling interval in seconds (default 1)",
+        ("--sample-interval",),
+        "sampling period in seconds: one sample (pane update, recorded line, metrics "
+        "interval) every S (default 1); the same name in every command",
         parse=number(positive=True),
         # None in the parsed values means "not given" (CommonOptions reads it
-        # as 1 s): `http --interval 1 URL` asks for repeated sampling.
+        # as 1 s): `http --sample-interval 1 URL` asks for repeated sampling.
         default=None,
+        dest="interval",
         metavar="S",
+    ),
+    Option(
+        ("--interval",),
+        "the old spelling of --sample-interval (a hint says so; refused before icmp, "
+        "whose -i/--interval is ping's send interval)",
+        parse=number(positive=True),
+        dest=OLD_INTERVAL,
+        metavar="S",
+        hidden=True,
     ),
     Option(
         ("--theme",),
@@ -83,6 +98,14 @@ COMMON_OPTIONS: tuple[Option, ...] = (
         metavar="[ADDR:]PORT",
     ),
     Option(
+        ("--metrics-linger",),
+        "after a headless run ends, keep the --metrics endpoint up S seconds more (its "
+        "final counters served), so Prometheus scrapes the last interval",
+        parse=number(nonnegative=True),
+        metavar="S",
+        dest="metrics_linger",
+    ),
+    Option(
         ("--detach",),
         "run as a background session that outlives the terminal; prints its name "
         "(`probetop attach NAME`, `probetop stop NAME`; docs/sessions.md)",
@@ -101,6 +124,14 @@ COMMON_OPTIONS: tuple[Option, ...] = (
         metavar="[USER@]HOST",
     ),
     Option(
+        ("--with-system",),
+        "headless or detached: sample (and record) this machine's CPU, disk and network "
+        "too, the panes a dashboard shows beside the probe (a remote view asks it of the "
+        "session it starts)",
+        action="store_true",
+        default=False,
+    ),
+    Option(
         ("--textfile",),
         "write the same metrics to DIR/probetop.prom every interval, for node_exporter's "
         "textfile collector",
@@ -113,8 +144,8 @@ COMMON_OPTIONS: tuple[Option, ...] = (
 @dataclass(frozen=True, slots=True)
 class CommonOptions:
     """The options every command takes, typed. ``interval_s`` is the sampling
-    interval (a command that owns ``--interval`` keeps its own meaning in its
-    settings and leaves this at its default)."""
+    period, ``--sample-interval`` in every command (cpu's ``--report-interval``
+    sets it too; icmp's ``-i/--interval`` is ping's send interval)."""
 
     record: Path | None = None
     headless: bool = False
@@ -126,10 +157,12 @@ class CommonOptions:
     # --assert, read but not yet checked against the command (cli.make_plan does)
     assertions: tuple[Assertion, ...] = ()
     metrics: MetricsAddress | None = None
+    metrics_linger_s: float = 0.0  # --metrics-linger: the endpoint's time after a run
     textfile: Path | None = None
     detach: bool = False  # --detach: run as a background session (tui.sessions)
     name: str | None = None  # --name: the detached session's name
     remote: str | None = None  # --remote: [USER@]HOST the command runs on (tui.sessions.remote)
+    with_system: bool = False  # --with-system: the passive panes' probes in a headless run too
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any], argv: tuple[str, ...]) -> CommonOptions:
@@ -141,16 +174,17 @@ class CommonOptions:
             headless=bool(values.get("headless", False)),
             json=bool(values.get("json", False)),
             time_s=values.get("time"),
-            # A command that owns --interval (icmp) stores it elsewhere.
             interval_s=float(interval) if isinstance(interval, (int, float)) else 1.0,
             theme=values.get("theme"),
             argv=argv,
             assertions=tuple(values.get("assertions") or ()),
             metrics=values.get("metrics"),
+            metrics_linger_s=float(values.get("metrics_linger") or 0.0),
             textfile=values.get("textfile"),
             detach=bool(values.get("detach", False)),
             name=values.get("name"),
             remote=values.get("remote"),
+            with_system=bool(values.get("with_system", False)),
         )
         common.validate()
         return common
@@ -161,13 +195,13 @@ class CommonOptions:
         family may ask more of its own interval, with its own message)."""
         if self.time_s is not None:
             check_seconds("--time", self.time_s, maximum=MAX_SECONDS, zero_means="no time limit")
-        # icmp's sampling interval is --sample-interval (its --interval is ping's)
-        option = (
-            "--sample-interval"
-            if any(a.split("=")[0] == "--sample-interval" for a in self.argv)
-            else "--interval"
-        )
-        check_interval(option, self.interval_s)
+        check_seconds("--metrics-linger", self.metrics_linger_s, maximum=MAX_LINGER_S)
+        if self.metrics_linger_s and self.metrics is None:
+            raise UsageProbeError(
+                "--metrics-linger keeps the --metrics endpoint up after the run: "
+                "give --metrics [ADDR:]PORT too"
+            )
+        check_interval("--sample-interval", self.interval_s)
 
     @property
     def time_limit_s(self) -> float | None:
@@ -206,3 +240,4 @@ class RunPlan(Generic[SettingsT]):
     common: CommonOptions
     settings: SettingsT
     extra: Mapping[str, Any] = field(default_factory=dict)
+    hints: tuple[str, ...] = ()  # one line each, printed to stderr before the run

@@ -291,6 +291,18 @@ class LiveSession:
             await self.metrics.close()
 
     # -- probes ----------------------------------------------------------
+    def add_probes(self, probes: Iterable[Probe]) -> None:
+        """Add prepared probes to a running session and start them (the demo's,
+        joining after the first frame); one that cannot start is notified."""
+        if self.finished or self.probes_stopped:
+            return
+        for probe in probes:
+            try:
+                self.hub.add(probe)
+            except ProbeError as exc:
+                self.notify(str(exc), title=f"{probe.id} not started", severity="error")
+        self.hub.start()  # idempotent: starts only the new ones
+
     def add_probe_line(self, line: str | None) -> bool:
         """Parse a probe command line, build its probes, add and start them.
 

@@ -12,7 +12,7 @@ Contract:
   why it exists, so every family states the same kind of limit the same way.
 - ``check_interval(option, value, floor_s=..., why=...)``: a sampling
   interval a probe can keep: at least ``floor_s`` (default ``MIN_INTERVAL_S``,
-  the common ``--interval`` floor), at most ``MAX_INTERVAL_S``, finite.
+  the common ``--sample-interval`` floor), at most ``MAX_INTERVAL_S``, finite.
 - ``check_seconds`` / ``check_whole``: durations and counts within ranges the
   probe's arithmetic holds (no OverflowError, no int64 wrap in native code).
 - ``UnitCost`` says what one unit of a count option costs (OS threads, file
@@ -47,7 +47,7 @@ from pathlib import Path
 
 from probetop.probes.core.base import UsageProbeError
 
-# The common --interval floor: 20 samples/s. Every sample crosses the hub, the
+# The common --sample-interval floor: 20 samples/s. Every sample crosses the hub, the
 # recorder (one JSON line) and the dashboard's feed; below this the per-sample
 # Python work of the passive collectors alone takes a measurable share of the
 # event loop, and the dashboard draws at most 5 frames/s anyway.

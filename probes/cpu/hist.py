@@ -44,9 +44,10 @@ def bucket_upper_ms(index: int) -> float:
 
 
 def percentile_ms(counts: Sequence[int], pct: float) -> float | None:
-    """sysbench's percentile of a histogram; None when it holds no events."""
+    """sysbench's percentile of a histogram; None when it holds no events or
+    ``pct`` is 0 (sysbench's --percentile=0: disabled)."""
     total = sum(counts)
-    if total == 0:
+    if total == 0 or pct <= 0:
         return None
     wanted = math.floor(total * pct / 100.0 + 0.5)
     running = 0

@@ -356,6 +356,10 @@ class CpuProbe:
             "lat_pct_ms": pct,
             "events": events,
         }
+        if not full and phase.stopped_by == "time" and not sliver and self._deadline_on_grid():
+            # The last interval ends at --time, on the reporting grid: sysbench
+            # prints it as the run's last [ Ns ] line (5 lines at --time 5).
+            row["at_time"] = True
         if phase_index is not None:
             row["phase"] = phase_index
         self.intervals.append(row)
@@ -375,6 +379,11 @@ class CpuProbe:
             lat_sum_ms=lat_ns / 1e6,
         )
         emit(record.to_sample(self.id, t1, seconds))
+
+    def _deadline_on_grid(self) -> bool:
+        """--time is a whole number of intervals (--time 5, --report-interval 1)."""
+        ticks = self.time_s / self.interval_s
+        return self.time_s > 0 and abs(ticks - round(ticks)) < 1e-6
 
     # -- results ---------------------------------------------------------
     def summary(self) -> Mapping[str, Any]:

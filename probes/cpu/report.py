@@ -4,9 +4,11 @@ Contract:
 - ``format_report(summary, ...)`` prints the sections, names, widths and
   meanings of ``sysbench cpu run`` (CPU speed, General statistics, Latency
   (ms), Threads fairness; ``[ 1s ] thds: ... eps: ... lat (ms,95%): ...``
-  lines when interval lines are asked for), plus probetop's own lines
-  (engine, interrupted, sweep table and chart), each clearly outside the
-  sysbench sections.
+  lines when interval lines are asked for, the last one at --time), from
+  the ``sysbench 1.0.20 (using probetop X, ENGINE engine)`` banner to the
+  closing empty line; then probetop's own lines (interrupted, notes,
+  warnings), and for a sweep its table and chart before the last run's
+  block, each clearly outside the sysbench sections.
 - ``parse_report(text)`` reads the sysbench sections back, from our report
   or from real sysbench output, into the same keys as the JSON document.
 - ``json_document(summary, ...)`` is the ``--json`` output.
@@ -18,6 +20,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from probetop.probes import version
+
 SCHED_IDLE_NOTE = (
     "more threads than 2 per CPU: the workers ran as SCHED_IDLE threads, so the "
     "dashboard and Ctrl-C stayed responsive (same events/s on an otherwise idle "
@@ -26,6 +30,10 @@ SCHED_IDLE_NOTE = (
 LATENCY_WIDTH = 53  # sysbench right-aligns latency values to this column
 STAT_PREFIX = 41  # "    total time:" padded to this width
 FAIRNESS_PREFIX = 35
+PERCENTILE_DISABLED = "         percentile stats:               disabled"  # --percentile=0
+
+
+SYSBENCH_VERSION = "1.0.20"  # the sysbench whose cpu test and report this follows
 
 
 def _pct_label(pct: float) -> str:
@@ -69,7 +77,7 @@ def sysbench_block(s: Mapping[str, Any]) -> list[str]:
         _latency_line("min", lat.get("min")),
         _latency_line("avg", lat.get("avg")),
         _latency_line("max", lat.get("max")),
-        _latency_line(_pct_label(pct), pct_value),
+        _latency_line(_pct_label(pct), pct_value) if pct > 0 else PERCENTILE_DISABLED,
         _latency_line("sum", lat.get("sum")),
         "",
         "Threads fairness:",
@@ -103,30 +111,49 @@ def sweep_table(rows: list[Mapping[str, Any]], percentile: float) -> list[str]:
     return out
 
 
+def banner(summary: Mapping[str, Any]) -> str:
+    """sysbench's first line. The version is the sysbench whose method and
+    report this follows (a script's ``sysbench (\\d+)\\.`` check picks the 1.0
+    layout, which is the one printed); the parenthesis, where sysbench names
+    its Lua runtime, names what really ran (docs/cpu.md#output)."""
+    # The Python engine's label ("python engine: not comparable ...") says so here too.
+    engine = summary.get("label") or f"{summary.get('engine')} engine"
+    return f"sysbench {SYSBENCH_VERSION} (using probetop {version()}, {engine})"
+
+
 def format_report(
     summary: Mapping[str, Any],
     *,
     show_intervals: bool = False,
+    report_interval_s: float | None = None,
     reason: str | None = None,
 ) -> str:
-    """The headless text report. See the module docstring."""
+    """The headless text report, line for line as ``sysbench cpu run`` (see
+    the module docstring); ``report_interval_s`` prints sysbench's
+    "Report intermediate results" line."""
     pct = float(summary.get("percentile", 95))
     sweep = summary.get("sweep")
-    lines: list[str] = []
     label = summary.get("label")
-    if label:
-        lines += [f"WARNING: {label}", ""]
-    lines += [
-        f"probetop cpu: sysbench 1.0.20 cpu, engine {summary.get('engine')}",
-        "",
-        "Running the test with following options:",
+    lines = [banner(summary), "", "Running the test with following options:"]
+    lines.append(
         "Number of threads: "
         + (
-            f"1..{summary.get('threads')} (sweep: one run per thread count)"
+            f"{','.join(str(r['threads']) for r in sweep)} (sweep: one run per thread count)"
             if sweep
             else f"{summary.get('threads')}"
-        ),
+        )
+    )
+    if report_interval_s:
+        lines.append(f"Report intermediate results every {report_interval_s:g} second(s)")
+    lines += [
+        # sysbench prints this for every test (cpu draws no random numbers in
+        # either tool); kept so the report lines up with sysbench's.
+        "Initializing random number generator from current time",
+        "",
+        "",
         f"Prime numbers limit: {summary.get('max_prime')}",
+        "",
+        "Initializing worker threads...",
         "",
         "Threads started!",
         "",
@@ -137,7 +164,7 @@ def format_report(
             if sweep and row.get("phase") != phase:
                 phase = row.get("phase")
                 lines.append(f"-- {row['threads']} threads:")
-            if row.get("full"):
+            if row.get("full") or row.get("at_time"):
                 lines.append(interval_line(row, pct))
         if sweep:
             lines.append("")
@@ -146,16 +173,16 @@ def format_report(
         lines.append("")
         lines.append(f"Last run of the sweep ({summary.get('threads')} threads):")
     lines += sysbench_block(summary)
+    lines.append("")  # sysbench ends its report with an empty line
     if reason and reason.startswith("interrupted"):
         lines += [
-            "",
             f"INTERRUPTED {reason[len('interrupted') :].strip()}: this report covers the "
             f"{summary.get('total_time', 0.0):.2f} s that ran.",
         ]
     if summary.get("workers_sched_idle"):
-        lines += ["", f"NOTE: {SCHED_IDLE_NOTE}"]
+        lines.append(f"NOTE: {SCHED_IDLE_NOTE}")
     if label:
-        lines += ["", f"WARNING: {label}"]
+        lines.append(f"WARNING: {label}")
     return "\n".join(lines) + "\n"
 
 

@@ -28,7 +28,13 @@ from probetop.probes.core.limits import (
     check_whole,
     logical_cpus,
 )
-from probetop.probes.core.options import CommandSpec, Option, number, whole_number
+from probetop.probes.core.options import (
+    CommandSpec,
+    Option,
+    OptionValueError,
+    number,
+    whole_number,
+)
 
 DEFAULT_TIME_S = 10.0  # sysbench 1.0's --time default
 
@@ -52,6 +58,24 @@ TICK_COST_PER_THREAD_S = 2e-6
 TICK_SHARE = 0.05
 
 
+def thread_list(text: str) -> tuple[int, ...]:
+    """``--sweep 1,2,4,8``: distinct thread counts of 1 or more, run in the order given."""
+    counts: list[int] = []
+    for part in text.split(","):
+        try:
+            n = int(part.strip(), 10)
+        except ValueError:
+            raise OptionValueError(
+                f"not a list of thread counts: {text!r} (e.g. 1,2,4,8)"
+            ) from None
+        if n < 1:
+            raise OptionValueError(f"thread counts must be 1 or more, got {n}")
+        if n in counts:
+            raise OptionValueError(f"thread count {n} is listed twice")
+        counts.append(n)
+    return tuple(counts)
+
+
 def sweep_thread_counts(ncpu: int | None = None) -> list[int]:
     """The cloud benchmarkers' sweep: 1 .. 2 x logical CPUs."""
     return list(range(1, 2 * (ncpu or logical_cpus()) + 1))
@@ -66,7 +90,7 @@ DESCRIPTION = """\
 sysbench's `cpu` test, measured the way sysbench 1.0.20 measures it: each of
 --threads threads runs events back to back for --time seconds (or until
 --events events are done); one event is a trial-division prime search over
-3..--max-prime-1 with 64-bit integers. Reports events/s, latency (ms) from
+3..--cpu-max-prime-1 with 64-bit integers. Reports events/s, latency (ms) from
 sysbench's 1024-bucket histogram and thread fairness, with the same names
 and meanings as `sysbench cpu run`. The hot loop is native code (LLVM, via
 llvmlite) in GIL-free threads; figures agree with sysbench within a few
@@ -78,10 +102,13 @@ EPILOG = """\
 (then give --events). With --sweep, --time is per thread count.
 
 examples:
-  probetop cpu                                  1 thread, 10 s, max-prime 10000 (sysbench defaults)
+  probetop cpu                          1 thread, 10 s, cpu-max-prime 10000 (sysbench defaults)
   probetop cpu --threads 2 --headless --report-interval 1
   probetop cpu --events 10000 --time 0 --json
-  probetop cpu --sweep --max-prime 64000 --time 5 --headless   threads 1..2 x CPUs
+  probetop cpu --sweep --cpu-max-prime 64000 --time 5 --headless   threads 1..2 x CPUs
+  probetop cpu --sweep 1,2,4,8 --time 5 --headless                  these thread counts
+  probetop cpu --cpu-max-prime=20000 --threads=2 --time=5 --report-interval=1 run
+                                                sysbench's own command line, as is
 """
 
 # Range rules live in CpuSettings.validate (they need the other options);
@@ -101,27 +128,45 @@ SPEC = CommandSpec(
             "N",
         ),
         Option(
-            ("--max-prime",),
-            "search primes in 3..N-1 per event (sysbench --cpu-max-prime, default 10000)",
+            ("--cpu-max-prime", "--max-prime"),
+            "search primes in 3..N-1 per event (sysbench's name; default 10000)",
             whole_number(),
             10000,
             "N",
+            dest="max_prime",
         ),
         Option(
             ("--report-interval",),
-            "print per-interval lines every S seconds in the headless report "
-            "(per-interval, not cumulative; default: none, samples every --interval)",
+            "sample every S seconds and print sysbench's [ Ns ] lines in the headless "
+            "report (per-interval, not cumulative); cpu's name for --sample-interval",
             number(),
             None,
             "S",
         ),
-        Option(("--percentile",), "latency percentile to report (default 95)", number(), 95.0, "P"),
+        Option(
+            ("--percentile",),
+            "latency percentile to report (default 95; 0 disables, as in sysbench)",
+            number(),
+            95.0,
+            "P",
+        ),
         Option(
             ("--sweep",),
-            "run once per thread count 1..2 x logical CPUs (--time each) and "
-            "report events/s and scaling efficiency",
-            action="store_true",
-            default=False,
+            "one run per thread count (--time each) and report events/s and scaling "
+            "efficiency: bare, 1..2 x logical CPUs; or a list, e.g. --sweep 1,2,4,8",
+            parse=thread_list,
+            default=None,
+            metavar="LIST",
+            nargs="?",
+            const=(),
+        ),
+        Option(
+            ("sysbench_command",),
+            "sysbench's trailing command word, accepted so `sysbench cpu ... run` "
+            "lines work unchanged (only run)",
+            choices=("run",),
+            nargs="?",
+            metavar="run",
         ),
         Option(
             ("--engine",),
@@ -141,7 +186,8 @@ class CpuSettings:
     ``time_s`` 0 and ``events`` 0 mean "no limit" as in sysbench; both 0 is
     refused unless ``unbounded_ok`` (the demo's endless one-thread probe).
     ``interval_s`` is the sample (and report line) interval.
-    ``sweep_counts`` overrides the sweep's thread counts (tests).
+    ``sweep_counts`` are the sweep's thread counts (``--sweep 1,2,4,8``;
+    None: 1..2 x logical CPUs). ``percentile`` 0 disables it, as in sysbench.
     """
 
     threads: int = 1  # --threads
@@ -158,13 +204,27 @@ class CpuSettings:
 
     @classmethod
     def from_options(
-        cls, values: Mapping[str, Any], *, time_s: float | None, interval_s: float
+        cls,
+        values: Mapping[str, Any],
+        *,
+        time_s: float | None,
+        interval_s: float,
+        interval_given: bool = False,
     ) -> CpuSettings:
-        """Settings from parsed ``SPEC`` values plus the common --time/--interval;
-        validated."""
+        """Settings from parsed ``SPEC`` values plus the common --time and
+        --sample-interval (``interval_given``: it was on the command line);
+        validated. ``--report-interval`` is cpu's (sysbench's) name for the
+        sampling period, which also prints the [ Ns ] lines: given with a
+        different --sample-interval it is refused, never silently overridden."""
         report_interval = values.get("report_interval")
         if report_interval is not None and report_interval <= 0:
             raise UsageProbeError(f"--report-interval must be positive, got {report_interval}")
+        if report_interval is not None and interval_given and report_interval != interval_s:
+            raise UsageProbeError(
+                f"--report-interval {report_interval:g} and --sample-interval {interval_s:g} "
+                "name the same period in cpu (sysbench's name and probetop's): give one"
+            )
+        sweep = values.get("sweep")  # None: no sweep; (): the full sweep; else a list
         settings = cls(
             threads=values.get("threads", 1),
             time_s=DEFAULT_TIME_S if time_s is None else float(time_s),
@@ -172,9 +232,10 @@ class CpuSettings:
             max_prime=values.get("max_prime", 10000),
             interval_s=report_interval or interval_s,
             percentile=values.get("percentile", 95.0),
-            sweep=bool(values.get("sweep", False)),
+            sweep=sweep is not None,
             engine=values.get("engine", "auto"),
             report_intervals=report_interval is not None,
+            sweep_counts=tuple(sweep) if sweep else None,
         )
         settings.validate()
         return settings
@@ -193,10 +254,11 @@ class CpuSettings:
             raise UsageProbeError(f"--threads must be 1 or more, got {self.threads}")
         if not isinstance(self.max_prime, int) or self.max_prime < 3:
             raise UsageProbeError(
-                f"--max-prime must be 3 or more (primes are counted from 3), got {self.max_prime}"
+                "--cpu-max-prime must be 3 or more (primes are counted from 3), "
+                f"got {self.max_prime}"
             )
         if self.max_prime > 2**31 - 1:
-            raise UsageProbeError("--max-prime must fit in 31 bits, as in sysbench")
+            raise UsageProbeError("--cpu-max-prime must fit in 31 bits, as in sysbench")
         if self.time_s < 0 or not math.isfinite(self.time_s):
             raise UsageProbeError(f"--time must be 0 (no limit) or more seconds, got {self.time_s}")
         if self.events < 0:
@@ -208,8 +270,10 @@ class CpuSettings:
                 "--time 0 and --events 0 would run forever: give a time (--time 10) "
                 "or an event count (--events 10000)"
             )
-        if not 1 <= self.percentile <= 100:
-            raise UsageProbeError(f"--percentile must be within 1..100, got {self.percentile}")
+        if not (0 <= self.percentile <= 100):
+            raise UsageProbeError(
+                f"--percentile must be within 1..100 (0: disabled), got {self.percentile}"
+            )
         threads = self.max_threads()
         # What the machine can hold first: the count itself may be the problem.
         check_per_cpu(
@@ -227,7 +291,7 @@ class CpuSettings:
             check_python_threads(threads)
         floor = interval_floor_s(threads)
         check_interval(
-            "--interval" if not self.report_intervals else "--report-interval",
+            "--sample-interval" if not self.report_intervals else "--report-interval",
             self.interval_s,
             floor_s=floor,
             why=(

@@ -23,7 +23,7 @@ behind it:
 - ``num2str``, ``fio_bandwidth``, ``fio_count``, ``fio_size``: fio's units
   and rounding (``units.py``), for every disk report and pane
 - ``parse_size``, ``format_size``, ``parse_range``, ``make_data_file``
-- ``MIN_INTERVAL_S``: the shortest --interval the disk probes keep (0.1 s)
+- ``MIN_INTERVAL_S``: the shortest --sample-interval the disk probes keep (0.1 s)
 
 Reliability (docs/reliability-disk.md): every long step (layout, passes,
 checkpoint saves, the JIT warm-up) stops within 2 s of a signal, --time or
@@ -110,6 +110,16 @@ if TYPE_CHECKING:
     from probetop.probes.disk.warmup import WarmupProbe
 
 
+def compile_native() -> None:
+    """Compile the native I/O loops into numba's per-user cache and run each
+    engine once on a scratch file (``probetop compile``, ``make setup``), so
+    the first IOPS or warm-up run starts at once. Idempotent; raises
+    ``ProbeError`` (exit 2) when the native code cannot be built."""
+    from probetop.probes.disk.selftest import warm_up_kernels
+
+    warm_up_kernels()
+
+
 def __getattr__(name: str) -> Any:
     """``IopsProbe`` / ``WarmupProbe`` on first use (numpy is not free)."""
     if name == "IopsProbe":
@@ -168,6 +178,7 @@ __all__ = [
     "WarmupSummary",
     "active_directions",
     "clat_bucket_range_ns",
+    "compile_native",
     "fio_bandwidth",
     "fio_count",
     "fio_size",

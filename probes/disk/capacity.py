@@ -3,7 +3,7 @@
 Why: ``--jobs``, ``--iodepth`` and ``--bs`` multiply (each job is a thread
 with ``bs x iodepth`` bytes of I/O buffers and an AIO context of
 ``iodepth`` events); the product could exhaust memory, the user's process
-limit or the kernel's AIO limit, and a very short ``--interval`` makes the
+limit or the kernel's AIO limit, and a very short ``--sample-interval`` makes the
 probe spend its time summing histograms instead of letting the event loop
 run. Each is refused before anything starts, with the numbers and the limit.
 
@@ -18,7 +18,7 @@ Contract (``check(jobs=, iodepth=, bs=)`` raises ``CapacityError``, a
   ``memory.current`` when lower);
 - kernel AIO (``iodepth > 1``): ``jobs x iodepth`` events must fit in
   ``fs.aio-max-nr`` less ``fs.aio-nr``.
-- ``MIN_INTERVAL_S`` (0.1 s): the shortest --interval the disk probes keep.
+- ``MIN_INTERVAL_S`` (0.1 s): the shortest --sample-interval the disk probes keep.
   Each interval sums every job's latency histogram (2 x 1856 buckets per job,
   up to 256 jobs: a few ms) and, for the warm-up, builds the done map; at
   0.1 s that is at most a few % of one core, below it the event loop is not
@@ -43,7 +43,7 @@ from pathlib import Path
 from probetop.probes.core.base import UsageProbeError
 
 MIN_INTERVAL_S = 0.1
-MAX_SECONDS = 10**9  # --time, --interval, --ramp ...: nanosecond counts stay far below 2**63
+MAX_SECONDS = 10**9  # --time, --sample-interval, --ramp ...: nanosecond counts stay far below 2**63
 MAX_BS = 64 << 20
 PER_JOB_OVERHEAD = 1 << 20  # counters, histograms, AIO arrays, the thread's touched stack
 MEMORY_SHARE = 0.5  # use at most this share of the available memory
@@ -68,10 +68,10 @@ def human(n: float) -> str:
 def check_interval(interval_s: float) -> None:
     if not interval_s >= MIN_INTERVAL_S:
         raise CapacityError(
-            f"--interval {interval_s:g} is too short for the disk probes: the shortest they "
+            f"--sample-interval {interval_s:g} is too short for the disk probes: the shortest they "
             f"keep is {MIN_INTERVAL_S:g} s (each interval sums every job's latency histogram)"
         )
-    check_seconds("--interval", interval_s)
+    check_seconds("--sample-interval", interval_s)
 
 
 def check_seconds(option: str, seconds: float | None) -> None:

@@ -251,7 +251,7 @@ class IopsSettings:
         cls, values: Mapping[str, Any], *, time_s: float | None, interval_s: float
     ) -> IopsSettings:
         """Settings from parsed ``IOPS_SPEC`` values plus the common
-        --time/--interval; validated."""
+        --time/--sample-interval; validated."""
         target = str(values["target"])
         yes = values.get("yes_destroy_data")
         settings = cls(
@@ -472,7 +472,7 @@ class WarmupSettings:
         cls, values: Mapping[str, Any], *, time_s: float | None, interval_s: float
     ) -> WarmupSettings:
         """Settings from parsed ``WARMUP_SPEC`` values plus the common
-        --time/--interval; validated."""
+        --time/--sample-interval; validated."""
         target = str(values["target"])
         name = pass_name(
             read=bool(values.get("read", False)),

@@ -101,7 +101,7 @@ def _url_lines(url_stats: Mapping[str, Any], colour: bool) -> list[str]:
     if skipped:
         out.append(
             f"   !! {skipped} turn(s) skipped: the previous request was still running "
-            "when the next was due (a slow URL; raise --interval or -m)"
+            "when the next was due (a slow URL; raise --sample-interval or -m)"
         )
     out.append(f"   {_continuity(url_stats)}")
     covers = url_stats.get("latency_covers", "2xx_3xx")

@@ -65,7 +65,7 @@ class HttpSettings:
         recording: bool = False,
     ) -> HttpSettings:
         """Settings from parsed ``SPEC`` values plus the common options that
-        choose the mode: any of --count, --watch, --interval (given, even as
+        choose the mode: any of --count, --watch, --sample-interval (given, even as
         1), --time or --record means repeated sampling; --record alone
         records one request per URL. Validated; ``@FILE`` arguments are read
         here (UsageProbeError if they cannot be)."""
@@ -84,7 +84,7 @@ class HttpSettings:
         count = values.get("count")
         watch = bool(values.get("watch", False))
         # --time given (even --time 0: no time limit, as in every command) asks
-        # for repeated sampling, like --count, --watch and --interval.
+        # for repeated sampling, like --count, --watch and --sample-interval.
         timed = time_s is not None
         load = load_from_options(values, time_s=time_s, interval_s=interval_s)
         warmup = values.get("warmup")
@@ -112,7 +112,7 @@ class HttpSettings:
         if settings.one_off and (warmup is not None or include_errors):
             raise UsageProbeError(
                 "--warmup and --include-errors need repeated requests: add --count N "
-                "or --interval S (one-off mode makes one request per URL)"
+                "or --sample-interval S (one-off mode makes one request per URL)"
             )
         settings.validate()
         if values.get("max_redirs") is not None and not values.get("location"):
@@ -135,7 +135,7 @@ class HttpSettings:
         if self.count is not None and self.count < 1:
             raise UsageProbeError(f"--count must be at least 1, got {self.count}")
         if not self.interval_s > 0:
-            raise UsageProbeError("--interval must be positive")
+            raise UsageProbeError("--sample-interval must be positive")
         if self.warmup < 0:
             raise UsageProbeError(f"--warmup must be 0 or more, got {self.warmup}")
 

@@ -21,7 +21,7 @@ Request URL(s) with libcurl and show where the time went: DNS, TCP connect,
 TLS handshake, server (time to first byte after the request was sent) and
 transfer, each to the microsecond, from libcurl's own clocks.
 
-Without --count/--interval/--watch: one request per URL and a waterfall
+Without --count/--sample-interval/--watch: one request per URL and a waterfall
 (with -L one row block per redirect hop, each with its own phases).
 With them: repeated requests and per-phase min/p50/p90/p99/max/mean/stddev.
 
@@ -41,7 +41,7 @@ examples:
   probetop http https://example.com/
   probetop http -L -H 'Accept: text/html' http://127.0.0.1:8080/old
   probetop http --json -d 'a=1&b=2' http://127.0.0.1:8080/form
-  probetop http --count 100 --interval 0.2 http://127.0.0.1:8080/
+  probetop http --count 100 --sample-interval 0.2 http://127.0.0.1:8080/
   probetop http --watch --reuse URL1 URL2 URL3
 """
 

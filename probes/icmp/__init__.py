@@ -10,12 +10,14 @@ modules behind it:
   names: what an ICMP sample carries, typed; ``IcmpParams``: its header
   params; ``IcmpSummary``: its summary
 - ``format_report``, ``json_document``, ``exit_code``: the headless report
+- ``PingWriter``, ``ReplyListener``, ``Reply``: ping's live lines (headless text)
 - ``reference_command``: the equivalent ping / hping3 command line
 
 Importing this package is cheap: numpy, numba and scapy load when a probe
 prepares or runs.
 """
 
+from probetop.probes.icmp.pingtext import PingWriter, Reply, ReplyListener
 from probetop.probes.icmp.probe import IcmpProbe
 from probetop.probes.icmp.records import (
     DUPLICATES,
@@ -52,7 +54,18 @@ from probetop.probes.icmp.settings import (
     IcmpSettings,
     reference_command,
 )
+from probetop.probes.icmp.stream import REPLY_LOG_ROWS
 from probetop.probes.icmp.summary import IcmpParams, IcmpSummary, IcmpTotals, ResolvedTarget
+
+
+def compile_native() -> None:
+    """Compile the native send/receive loop into numba's per-user cache
+    (``probetop compile``, ``make setup``), so the first ICMP run starts at
+    once. Idempotent; needs no socket and sends nothing."""
+    from probetop.probes.icmp.stream import warm_up_engine
+
+    warm_up_engine()
+
 
 __all__ = [
     "DUPLICATES",
@@ -68,6 +81,7 @@ __all__ = [
     "PPS",
     "REORDERED",
     "REPLIES_PER_S",
+    "REPLY_LOG_ROWS",
     "REQUESTS_PER_S",
     "RTT_AVG_US",
     "RTT_MAX_US",
@@ -86,9 +100,13 @@ __all__ = [
     "IcmpSummary",
     "IcmpTotals",
     "IntervalRow",
+    "PingWriter",
+    "Reply",
+    "ReplyListener",
     "ResolvedTarget",
     "RttBucket",
     "RttStats",
+    "compile_native",
     "exit_code",
     "format_report",
     "json_document",

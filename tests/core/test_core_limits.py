@@ -189,7 +189,10 @@ def test_oversubscription_is_per_cpu():
     ("args", "expected"),
     [
         (("--interval", "0.0001", "--headless"), "shortest sampling interval this probe can"),
-        (("cpu", "--interval", "0.0001"), "--interval 0.0001: the shortest sampling interval"),
+        (
+            ("cpu", "--sample-interval", "0.0001"),
+            "--sample-interval 0.0001: the shortest sampling interval",
+        ),
         (("cpu", "--threads", "5000"), "logical CPUs (256 per CPU"),
         (
             ("icmp", "--rate", "100", "--streams", "64", "--sample-interval", "0.05", "::1"),
@@ -346,12 +349,10 @@ def test_time_zero_means_no_limit_for_every_command():
     assert CommonOptions.from_values({"time": 2.5}, ()).time_limit_s == 2.5
     with pytest.raises(LimitProbeError, match="--time must be within"):
         CommonOptions.from_values({"time": 1e300}, ())
-    with pytest.raises(LimitProbeError, match=r"--interval 0\.001: the shortest"):
-        CommonOptions.from_values({"interval": 0.001}, ("probetop", "--interval", "0.001"))
-    # icmp's sampling interval is --sample-interval: the message names it
-    argv = ("probetop", "icmp", "--sample-interval=0.001", "::1")
-    with pytest.raises(LimitProbeError, match=r"--sample-interval 0\.001: the shortest"):
-        CommonOptions.from_values({"interval": 0.001}, argv)
+    # the sampling period is --sample-interval in every command: the message names it
+    for argv in (("probetop", "cpu"), ("probetop", "icmp", "--sample-interval=0.001", "::1")):
+        with pytest.raises(LimitProbeError, match=r"--sample-interval 0\.001: the shortest"):
+            CommonOptions.from_values({"interval": 0.001}, argv)
 
 
 def test_cpu_and_icmp_read_time_zero_as_no_limit():

@@ -77,7 +77,7 @@ def test_fairness_is_population_stddev_and_time_avg_is_sum_over_threads() -> Non
         {"time_s": -1.0},
         {"time_s": 0.0, "events": 0},
         {"events": -5},
-        {"percentile": 0.0},
+        {"percentile": -1.0},  # 0 is sysbench's "disabled"
         {"percentile": 101.0},
     ],
 )
@@ -193,7 +193,7 @@ async def test_sweep_runs_each_thread_count_and_reports_efficiency() -> None:
     from probetop.probes.cpu.report import format_report, parse_report
 
     text = format_report(s, show_intervals=True)
-    assert "Number of threads: 1..3 (sweep" in text
+    assert "Number of threads: 1,2,3 (sweep" in text
     assert "Thread sweep" in text and "-- 2 threads:" in text
     table = text[text.index("Thread sweep") :].splitlines()[2:5]
     assert [int(line.split()[0]) for line in table] == [1, 2, 3]

@@ -118,7 +118,13 @@ def test_theme_in_a_headless_run_is_said_to_be_ignored() -> None:
     assert "--theme probetop-light is ignored: this run is headless" in out.stderr
 
 
-REFUSED_BY_NO_PROBE_COMMANDS = ("--record", "--time", "--interval", "--metrics", "--textfile")
+REFUSED_BY_NO_PROBE_COMMANDS = (
+    "--record",
+    "--time",
+    "--sample-interval",
+    "--metrics",
+    "--textfile",
+)
 
 
 @pytest.mark.parametrize(

@@ -5,10 +5,13 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 
 from probetop.probes.core.privileges import has_net_raw, ping_group_allows
+from pty_session import PtySession
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
@@ -42,3 +45,54 @@ def test_demo_headless_runs_every_probe_and_removes_its_scratch_dir(
         metrics = next(p["metrics"] for p in doc["probes"].values() if p["kind"] == kind)
         assert any(s["count"] > 0 for s in metrics.values()), (kind, out.stderr[-2000:])
     assert set(glob.glob(pattern)) == before, "demo left its scratch directory behind"
+
+
+CSI = re.compile(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]")
+
+
+def _wait_for(session, predicate, timeout_s: float) -> bool:
+    """``predicate`` of what the app wrote, escape sequences left out."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate(CSI.sub("", session.text)):
+            return True
+        if session.proc.poll() is not None:
+            return predicate(CSI.sub("", session.text))
+        time.sleep(0.05)
+    return False
+
+
+def _demo_env(tmp_path) -> dict[str, str]:
+    return {"TMPDIR": str(tmp_path)}
+
+
+def test_dashboard_demo_draws_first_and_its_probes_join(tmp_path, native_loops_compiled):
+    """The passive panes are drawn before the demo's targets exist; then every
+    demo pane joins the same dashboard, and q leaves no scratch directory."""
+    pattern = os.path.join(str(tmp_path), "probetop-demo-*")
+    session = PtySession.start(["demo"], env=_demo_env(tmp_path))
+    try:
+        assert _wait_for(session, lambda t: "system.net" in t and "Quit" in t, 60)
+        # Text only the joining panes draw (their titles and headers).
+        joined = ("max-prime", "read IOPS", "throughput", "TTFB")
+        assert _wait_for(session, lambda t: all(k in t for k in joined), 60), session.text[-3000:]
+        session.type(b"q")
+        assert session.proc.wait(timeout=30) == 0
+    finally:
+        session.close()
+    assert glob.glob(pattern) == [], "demo left its scratch directory behind"
+
+
+def test_quitting_while_the_demo_probes_join_leaves_nothing_behind(tmp_path, native_loops_compiled):
+    """q as soon as the first frame is out, while the worker thread is still
+    making the targets (a 128 MiB scratch file) and loading the native loops."""
+    pattern = os.path.join(str(tmp_path), "probetop-demo-*")
+    for _ in range(3):
+        session = PtySession.start(["demo"], env=_demo_env(tmp_path))
+        try:
+            assert _wait_for(session, lambda t: "Quit" in t, 60)
+            session.type(b"q")
+            assert session.proc.wait(timeout=30) == 0
+        finally:
+            session.close()
+        assert glob.glob(pattern) == [], "demo left its scratch directory behind"

@@ -72,14 +72,15 @@ def probetop(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
 
 
 def start_remote(name: str, *extra: str) -> None:
-    out = probetop("--remote", "ptest", "cpu", "--interval", "0.5", *extra, "--detach",
+    out = probetop("--remote", "ptest", "cpu", "--sample-interval", "0.5", *extra, "--detach",
                    "--name", name)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert f"session {name} started" in out.stdout
 
 
 def sample_times(records: list[tuple[float, object]]) -> list[tuple[str, float]]:
-    return [(r.probe, t) for t, r in records if isinstance(r, Sample)]
+    """(probe, t to the ms): the compact link carries times in ms."""
+    return [(r.probe, round(t, 3)) for t, r in records if isinstance(r, Sample)]
 
 
 def test_ls_stop_and_headless_run_through_ssh(remote: tuple[Sshd, Path]) -> None:
@@ -143,7 +144,7 @@ def test_link_drop_resumes_without_gap_or_duplicate(remote: tuple[Sshd, Path]) -
     assert all(v.footer is not None for v in views), "both views saw the session end"
     recorded = load_session(far / "r2.jsonl")
     assert recorded.footer is not None
-    expected = [(line["probe"], float(line["t"])) for line in recorded.samples()]
+    expected = [(line["probe"], round(float(line["t"]), 3)) for line in recorded.samples()]
     for records in got:
         seen = sample_times(records)
         assert seen == expected  # every sample once, in order: no gap, no duplicate
@@ -158,7 +159,12 @@ def test_remote_view_in_a_terminal_reconnects_and_stops(remote: tuple[Sshd, Path
     env = " ".join(
         f"{k}='{os.environ[k]}'" for k in ("PROBETOP_SSH", "PROBETOP_REMOTE", "XDG_STATE_HOME")
     )
-    cmd = f"{sys.executable} -m probetop.tui.main --remote ptest cpu --interval 0.5 --name rv"
+    # --time 60: the session runs on while the link drops and comes back (cpu's
+    # default 10 s ended it first on a loaded machine: "(finished)", not "(running)")
+    cmd = (
+        f"{sys.executable} -m probetop.tui.main --remote ptest cpu --sample-interval 0.5 "
+        "--time 60 --name rv"
+    )
     try:
         _tmux(sock, "new-session", "-d", "-x", "120", "-y", "40", "-s", "w", "bash --norc")
         _tmux(sock, "send-keys", "-t", "w", f"export {env} TERM=xterm-256color; {cmd}; "
@@ -181,6 +187,8 @@ def test_remote_view_in_a_terminal_reconnects_and_stops(remote: tuple[Sshd, Path
         wait_for(lambda: "EXIT=0" in _screen(sock, "w"), what="view closed")
         session = load_session(far / "rv.jsonl")
         assert session.footer is not None  # stopped cleanly, report in its log
+        # what a local `probetop cpu` shows: the host's panes beside the probe
+        assert set(session.probes) == {"cpu", "system.cpu", "system.disk", "system.net"}
         assert "events per second:" in (far / "rv.log").read_text()
     finally:
         _tmux(sock, "kill-server")

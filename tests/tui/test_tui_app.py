@@ -197,7 +197,7 @@ async def test_add_probe_prompt_lists_the_typed_commands_options_from_its_spec()
         await pilot.press(*"cpu ")
         await pilot.pause()
         shown = str(hint.render())
-        assert "--threads N" in shown and "--max-prime N" in shown
+        assert "--threads N" in shown and "--cpu-max-prime N" in shown
         await pilot.press("escape")
 
 

@@ -48,6 +48,7 @@ _VALUE_OPTIONS = {
     "--record",
     "--time",
     "--interval",
+    "--sample-interval",
     "--theme",
     "--assert",
     "--metrics",
@@ -415,7 +416,8 @@ def compare_metric(
     if test == "mann-whitney" and min_p_value(len(values_a), len(values_b)) > alpha:
         note = (
             f"too few intervals to detect a difference at alpha {alpha:g}: "
-            f"need {intervals_needed(alpha)} on each side (record longer, or a shorter --interval)"
+            f"need {intervals_needed(alpha)} on each side "
+            "(record longer, or a shorter --sample-interval)"
         )
     elif result.p_value is None:
         note = result.method or "no p-value"

@@ -48,6 +48,7 @@ OTHER_COMMANDS = (
     "attach",
     "stop",
     "follow",
+    "compile",
 )
 
 

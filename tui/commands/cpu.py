@@ -23,7 +23,12 @@ FOCUS = "cpu"
 
 
 def settings(values: Mapping[str, Any], common: CommonOptions) -> CpuSettings:
-    return CpuSettings.from_options(values, time_s=common.time_s, interval_s=common.interval_s)
+    return CpuSettings.from_options(
+        values,
+        time_s=common.time_s,
+        interval_s=common.interval_s,
+        interval_given=values.get("interval") is not None,
+    )
 
 
 def build_probes(plan: RunPlan[CpuSettings]) -> list[Probe]:
@@ -56,7 +61,12 @@ def report(plan: RunPlan[CpuSettings], result: RunResult) -> int:
     else:
         sys.stdout.write(
             format_report(
-                summary, show_intervals=plan.settings.report_intervals, reason=result.reason
+                summary,
+                show_intervals=plan.settings.report_intervals,
+                report_interval_s=plan.settings.interval_s
+                if plan.settings.report_intervals
+                else None,
+                reason=result.reason,
             )
         )
         if error:

@@ -71,9 +71,19 @@ def demo_probe_set(
     return probes, notes
 
 
+def join_probes(
+    plan: RunPlan[DemoSettings], stack: contextlib.ExitStack
+) -> tuple[list[Probe], list[str]]:
+    """The dashboard's way in (tui/main.py, after the first frame): the demo's
+    probes with their targets entered on ``stack`` (alive until it closes),
+    and notes on any probe skipped."""
+    ctx = stack.enter_context(DemoTargets(interval_s=plan.common.interval_s))
+    return demo_probe_set(ctx, plan.settings.only)
+
+
 @contextlib.contextmanager
 def open_probes(plan: RunPlan[DemoSettings]) -> Iterator[list[Probe]]:
-    """The demo's probes, with their targets alive until the run ends."""
+    """The demo's probes, with their targets alive until the run ends (headless)."""
     with DemoTargets(interval_s=plan.common.interval_s) as ctx:
         probes, notes = demo_probe_set(ctx, plan.settings.only)
         for note in notes:

@@ -24,9 +24,11 @@ from probetop.probes.record import RecordingError, RecordingFollower
 from probetop.tui.argtypes import whole_number
 from probetop.tui.plan import CommonOptions, RunPlan
 from probetop.tui.sessions.registry import find, meta_path, read_info, started
+from probetop.tui.sessions.viewcodec import ViewEncoder
 
 POLL_S = 0.25
 KEEPALIVE_S = 2.0
+BATCH_S = 1.0  # --compact: the panes redraw once a second
 
 SPEC = CommandSpec(
     name="follow",
@@ -48,6 +50,13 @@ empty line every 2 s shows the link is alive. `probetop --remote HOST` and
             default=0,
             metavar="N",
         ),
+        Option(
+            ("--compact",),
+            "the remote views' link: what the panes draw, schema- and delta-coded, as one "
+            "zstandard stream sent at most once a second (tui/sessions/viewcodec.py)",
+            action="store_true",
+            default=False,
+        ),
     ),
 )
 
@@ -56,12 +65,27 @@ empty line every 2 s shows the link is alive. `probetop --remote HOST` and
 class FollowSettings:
     session: str | None
     from_line: int = 0
+    compact: bool = False
 
 
 def settings(values: Mapping[str, Any], common: CommonOptions) -> FollowSettings:
     return FollowSettings(
-        session=values.get("session"), from_line=int(values.get("from_line") or 0)
+        session=values.get("session"),
+        from_line=int(values.get("from_line") or 0),
+        compact=bool(values.get("compact")),
     )
+
+
+class _Plain:
+    """The recording's lines as they are."""
+
+    batch_s = 0.0  # each poll's lines go out at once
+
+    def encode(self, lines: list[bytes]) -> bytes:
+        return b"".join(raw + b"\n" for raw in lines)
+
+    def keepalive(self) -> bytes:
+        return b"\n"
 
 
 def _write(data: bytes) -> bool:
@@ -82,24 +106,30 @@ def run(plan: RunPlan[FollowSettings]) -> int:
         follower = RecordingFollower(info.recording)
     except RecordingError as exc:
         raise RecordingError(f"session {info.name}: {exc}") from None
-    sent_at = time.monotonic()
+    codec = ViewEncoder() if plan.settings.compact else _Plain()
+    # --compact: a batch at most every BATCH_S; each costs an SSH packet (~50 B
+    # of headers and MAC) and a zstandard block, more than a sample's values.
+    batch_s = BATCH_S if plan.settings.compact else 0.0
+    sent_at = time.monotonic() - batch_s  # the history goes out at once
     last_round = False  # the session ended: one more read for what it wrote last
+    pending: list[bytes] = []
     with follower:
         while True:
             lines = follower.poll_lines()
-            out = []
             ended = False
             for raw in lines:
                 if skip:
                     skip -= 1
                 else:
-                    out.append(raw + b"\n")
+                    pending.append(raw)
                 ended = ended or raw.startswith(b'{"type":"footer"')
-            if out:
-                if not _write(b"".join(out)):
+            done = ended or (last_round and follower.caught_up)
+            if pending and (done or time.monotonic() - sent_at >= batch_s):
+                if not _write(codec.encode(pending)):
                     return 0  # the view left
+                pending = []
                 sent_at = time.monotonic()
-            if ended or (last_round and follower.caught_up):
+            if done and not pending:
                 return 0
             if follower.caught_up and not lines:
                 current = read_info(meta_path(info.name))
@@ -107,7 +137,7 @@ def run(plan: RunPlan[FollowSettings]) -> int:
                     last_round = True  # died or finished: read once more, then stop
                     continue
                 if time.monotonic() - sent_at >= KEEPALIVE_S:
-                    if not _write(b"\n"):
+                    if not _write(codec.keepalive()):
                         return 0
                     sent_at = time.monotonic()
                 time.sleep(POLL_S)

@@ -3,7 +3,7 @@
 One-off (the default): ``run`` makes one request per URL and prints a
 waterfall (or, with ``--json``, one pycurlb-compatible JSON document); the
 exit code tells the error kind (``http.EXIT_CODES``). Repeated (``--count``,
-``--interval``, ``--watch``, ``--time`` or ``--record``): without ``--watch``
+``--sample-interval``, ``--watch``, ``--time`` or ``--record``): without ``--watch``
 ``run`` samples headless and prints per-phase statistics (``report``); with
 ``--watch`` it returns None and the generic path opens the dashboard.
 """
@@ -28,8 +28,8 @@ FOCUS = http.KIND
 
 
 def settings(values: Mapping[str, Any], common: CommonOptions) -> HttpSettings:
-    # The common --interval has no default in the namespace (None: not given),
-    # so `--interval 1` still asks for repeated sampling.
+    # The common --sample-interval has no default in the namespace (None: not given),
+    # so `--sample-interval 1` still asks for repeated sampling.
     return HttpSettings.from_options(
         values,
         interval_s=common.interval_s,
@@ -71,7 +71,7 @@ def run(plan: RunPlan[HttpSettings]) -> int | None:
         return run_headless_plan(plan, build_probes(plan), sys.modules[__name__])
     if plan.common.assertions:  # one request has no distribution to assert on
         raise UsageProbeError(
-            "--assert needs repeated requests: add --count N or --interval S "
+            "--assert needs repeated requests: add --count N or --sample-interval S "
             "(one-off mode prints a single exchange)"
         )
     return one_off(plan.settings, as_json=plan.common.json)

@@ -48,6 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import zstandard
 from probetop.probes import __version__
 from probetop.probes.core.sample import Record
 from probetop.probes.record import RecordingError, decode_line
@@ -57,6 +58,7 @@ from probetop.tui.plan import RunPlan
 from probetop.tui.sessions.attach import AttachedSession
 from probetop.tui.sessions.registry import SessionError, SessionInfo, check_name, default_name
 from probetop.tui.sessions.secretargs import private_args
+from probetop.tui.sessions.viewcodec import ViewDecoder
 
 SSH_ENV = "PROBETOP_SSH"
 REMOTE_ENV = "PROBETOP_REMOTE"
@@ -90,13 +92,17 @@ def check_host(host: str) -> str:
     return host
 
 
-def ssh_argv(host: str, args: list[str], *, tty: bool = False) -> list[str]:
-    """The ssh command line that runs ``probetop ARGS`` on ``host``."""
+def ssh_argv(
+    host: str, args: list[str], *, tty: bool = False, compression: bool = True
+) -> list[str]:
+    """The ssh command line that runs ``probetop ARGS`` on ``host``
+    (``compression`` False: the stream is compressed already)."""
     ssh = shlex.split(os.environ.get(SSH_ENV) or "ssh")
     remote = shlex.split(os.environ.get(REMOTE_ENV) or "probetop")
+    options = SSH_OPTIONS if compression else (*SSH_OPTIONS[:-1], "Compression=no")
     return [
         *ssh,
-        *SSH_OPTIONS,
+        *options,
         *(["-t"] if tty else ["-T"]),
         "--",
         host,
@@ -205,10 +211,18 @@ class RemoteFollower:
         self._last_byte = 0.0
         self._attempt = 0
         self.next_try = 0.0
+        self.compact = True  # follow --compact (False: a probetop there without it)
+        self._decoder: ViewDecoder | None = None
         self._connect()
 
     def _connect(self) -> None:
-        argv = ssh_argv(self.host, ["follow", self.name, "--from-line", str(self.lines)])
+        args = ["follow", self.name, "--from-line", str(self.lines)]
+        if self.compact:
+            args.append("--compact")
+            self._decoder = ViewDecoder()  # one stream per connection
+        else:
+            self._decoder = None
+        argv = ssh_argv(self.host, args, compression=not self.compact)
         self._proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -253,12 +267,7 @@ class RemoteFollower:
         if got:
             self._last_byte = now
             self.size += got
-            data = self._buf + b"".join(chunks)
-            cut = data.rfind(b"\n") + 1
-            self._buf = data[cut:]
-            for raw in data[:cut].split(b"\n")[:-1]:
-                if not raw:
-                    continue  # the far side's keepalive
+            for raw in self._lines(b"".join(chunks), proc):
                 self.lines += 1
                 where = f"{self.host}:{self.name}: line {self.lines}"
                 decoded = decode_line(raw, self.header, self.footer, where)
@@ -274,6 +283,18 @@ class RemoteFollower:
             self._drop(proc)
         return out
 
+    def _lines(self, data: bytes, proc: subprocess.Popen[bytes]) -> list[bytes]:
+        """The whole recording lines ``data`` completes (keepalives dropped)."""
+        if self._decoder is not None:
+            try:
+                return self._decoder.feed(data)[0]
+            except (ValueError, KeyError, zstandard.ZstdError) as exc:
+                raise RecordingError(f"{self.host}:{self.name}: bad view stream: {exc}") from None
+        data = self._buf + data
+        cut = data.rfind(b"\n") + 1
+        self._buf = data[cut:]
+        return [raw for raw in data[:cut].split(b"\n")[:-1] if raw]
+
     def _ended(self, proc: subprocess.Popen[bytes]) -> None:
         code = proc.wait()
         err = b""
@@ -288,6 +309,11 @@ class RemoteFollower:
             return
         error = _failure(self.host, code, text)
         said = text.strip().splitlines()
+        if self.compact and code == USAGE_EXIT and "--compact" in text:
+            # A probetop there from before the compact link: the plain one, at once
+            self.compact = False
+            self._connect()
+            return
         if code == USAGE_EXIT or (error is not None and "not found" in str(error)):
             # probetop there refused (no such session, a probetop without
             # `follow`) or is missing: retrying cannot help
@@ -426,6 +452,8 @@ def run_remote_plan(plan: RunPlan[Any], show: Callable[[AppConfig], int]) -> int
     name = check_name(plan.common.name or default_name(command))
     if not plan.common.name:
         args += ["--name", name]
+    if command in commands.PROBE_COMMANDS and not plan.common.with_system:
+        args.append("--with-system")  # the panes a local dashboard shows beside the probe
     try:
         started = run_remote(host, [*args, "--detach"])
         if started.returncode != 0:

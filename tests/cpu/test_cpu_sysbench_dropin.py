@@ -1,0 +1,159 @@
+"""`probetop cpu` as a drop-in for `sysbench cpu run` (issue 27, want 4).
+
+The same sysbench command line runs under both tools, and one parser, written
+the way sysbench users parse its output (regexes on the report's lines, as in
+the shell and Python scripts that scrape it; not probetop's parse_report),
+reads both. The fields it finds, their types, the banner's version, the
+report's line skeleton and the [ Ns ] lines must agree.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
+
+
+def require_tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} is not installed (apt-get install {name})")
+    return path
+
+
+# -- a sysbench user's parser (kept apart from probetop's own) ---------------
+
+VERSION = re.compile(r"^sysbench (\d+\.\d+\.\d+) \((.*)\)$", re.M)
+FIELDS = {
+    "threads": re.compile(r"^Number of threads: (\d+)$", re.M),
+    "max_prime": re.compile(r"^Prime numbers limit: (\d+)$", re.M),
+    "eps": re.compile(r"events per second:\s+([\d.]+)"),
+    "total_time": re.compile(r"total time:\s+([\d.]+)s"),
+    "events": re.compile(r"total number of events:\s+(\d+)"),
+    "lat_min": re.compile(r"^\s+min:\s+([\d.]+)$", re.M),
+    "lat_avg": re.compile(r"^\s+avg:\s+([\d.]+)$", re.M),
+    "lat_max": re.compile(r"^\s+max:\s+([\d.]+)$", re.M),
+    "lat_pct": re.compile(r"^\s+(\d+)th percentile:\s+([\d.]+)$", re.M),
+    "lat_sum": re.compile(r"^\s+sum:\s+([\d.]+)$", re.M),
+    "fair_events": re.compile(r"events \(avg/stddev\):\s+([\d.]+)/([\d.]+)"),
+    "fair_time": re.compile(r"execution time \(avg/stddev\):\s+([\d.]+)/([\d.]+)"),
+}
+INTERVAL = re.compile(r"^\[ (\d+)s \] thds: (\d+) eps: ([\d.]+) lat \(ms,(\d+)%\): ([\d.]+)$", re.M)
+
+
+def parse(text: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    m = VERSION.search(text)
+    out["version"] = m.group(1) if m else None
+    for key, rx in FIELDS.items():
+        m = rx.search(text)
+        out[key] = tuple(float(g) for g in m.groups()) if m else None
+    out["intervals"] = [
+        (int(t), int(thds), float(eps), int(p), float(lat))
+        for t, thds, eps, p, lat in INTERVAL.findall(text)
+    ]
+    return out
+
+
+def skeleton(text: str) -> list[str]:
+    """The report's lines with every number (and the padding before it, which
+    varies with its width in sysbench too) blanked, and the interval lines
+    dropped (their count is compared apart): what a line-numbered script
+    depends on."""
+    lines = [ln for ln in text.splitlines() if not INTERVAL.match(ln)]
+    return [re.sub(r" *\d+(\.\d+)?", " #", ln) for ln in lines]
+
+
+def run(cmd: list[str]) -> str:
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+SYSBENCH_ARGS = [
+    "--threads=1",
+    "--time=3",
+    "--report-interval=1",
+    "--cpu-max-prime=3000",
+    "--percentile=99",
+]
+
+
+@pytest.fixture(scope="module")
+def both() -> tuple[str, str]:
+    sysbench = require_tool("sysbench")
+    theirs = run([sysbench, "cpu", *SYSBENCH_ARGS, "run"])
+    ours = run([*PROBETOP, "cpu", *SYSBENCH_ARGS, "run"])
+    return theirs, ours
+
+
+def test_one_parser_reads_the_same_fields_from_both(both: tuple[str, str]) -> None:
+    theirs, ours = parse(both[0]), parse(both[1])
+    assert theirs["version"] == ours["version"] == "1.0.20"
+    for key in FIELDS:
+        assert theirs[key] is not None, key
+        assert ours[key] is not None, (key, both[1])
+        assert len(theirs[key]) == len(ours[key])
+    assert ours["threads"] == theirs["threads"] == (1.0,)
+    assert ours["max_prime"] == theirs["max_prime"] == (3000.0,)
+    assert ours["lat_pct"][0] == theirs["lat_pct"][0] == 99.0
+    assert ours["events"][0] > 0 and abs(ours["total_time"][0] - 3.0) < 0.3
+
+
+def test_report_is_line_for_line_sysbench(both: tuple[str, str]) -> None:
+    theirs, ours = skeleton(both[0]), skeleton(both[1])
+    # The banner's parenthesis names what ran (sysbench: its Lua runtime).
+    assert VERSION.match(both[0].splitlines()[0]) and VERSION.match(both[1].splitlines()[0])
+    assert len(ours) == len(theirs) > 25
+    assert ours[0].endswith("engine)")
+    assert ours[1:] == theirs[1:]
+
+
+def test_interval_lines_end_at_time(both: tuple[str, str]) -> None:
+    """sysbench prints one [ Ns ] line per second, the last at --time when its
+    report thread wins the race with the end (on a busy machine it may not);
+    probetop always prints the last one, at exactly --time."""
+    theirs, ours = parse(both[0])["intervals"], parse(both[1])["intervals"]
+    assert [row[0] for row in ours] == [1, 2, 3]
+    assert [row[0] for row in theirs] == [1, 2, 3][: len(theirs)] and len(theirs) >= 2
+    assert {row[1] for row in ours} == {1} and {row[3] for row in ours} == {99}
+
+
+def test_events_mode_and_disabled_percentile_match_sysbench() -> None:
+    sysbench = require_tool("sysbench")
+    args = ["--events=500", "--time=0", "--percentile=0", "--cpu-max-prime=2000"]
+    theirs = run([sysbench, "cpu", *args, "run"])
+    ours = run([*PROBETOP, "cpu", *args])
+    assert skeleton(ours)[1:] == skeleton(theirs)[1:]
+    assert "percentile stats:               disabled" in ours
+    assert parse(ours)["events"] == parse(theirs)["events"] == (500.0,)
+
+
+def test_sweep_takes_a_list_of_thread_counts() -> None:
+    ours = run([*PROBETOP, "cpu", "--sweep", "1,3", "--time", "0.3", "--max-prime", "500"])
+    rows = re.findall(r"^\s+(\d+)\s+[\d.]+\s+(?:[\d.]+x|-)", ours, re.M)
+    assert rows == ["1", "3"]
+    assert "Number of threads: 1,3 (sweep" in ours
+    assert parse(ours)["threads"] is None  # a sweep is no single sysbench run
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--sweep", "1,x"], "not a list of thread counts"),
+        (["--sweep", "2,2"], "listed twice"),
+        (["--sweep", "0,1"], "must be 1 or more"),
+        (["stop"], "invalid choice"),
+    ],
+)
+def test_bad_sysbench_style_input_exits_2(args: list[str], message: str) -> None:
+    done = subprocess.run(
+        [*PROBETOP, "cpu", *args, "--headless"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and message in done.stderr, done.stderr
