@@ -99,13 +99,21 @@ SPEC = CommandSpec(
         ),
         Option(
             ("--report-interval",),
-            "print sysbench's per-interval lines every S seconds in the headless "
-            "report (default: none, samples every --interval)",
+            "sample every S seconds and print sysbench's [ Ns ] lines in the headless "
+            "report (per-interval); mem's name for --sample-interval",
             whole_number(),
             None,
             "S",
         ),
         Option(("--percentile",), "latency percentile to report (default 95)", number(), 95.0, "P"),
+        Option(
+            ("sysbench_command",),
+            "sysbench's trailing command word, accepted so `sysbench memory ... run` "
+            "lines work unchanged (only run)",
+            choices=("run",),
+            nargs="?",
+            metavar="run",
+        ),
     ),
 )
 
@@ -132,12 +140,26 @@ class MemSettings:
 
     @classmethod
     def from_options(
-        cls, values: Mapping[str, Any], *, time_s: float | None, interval_s: float
+        cls,
+        values: Mapping[str, Any],
+        *,
+        time_s: float | None,
+        interval_s: float,
+        interval_given: bool = False,
     ) -> MemSettings:
-        """Settings from parsed ``SPEC`` values plus the common --time/--interval."""
+        """Settings from parsed ``SPEC`` values plus the common --time and
+        --sample-interval (``interval_given``: it was on the command line).
+        ``--report-interval`` is sysbench's name for the sampling period, as
+        in ``probetop cpu``: given with a different --sample-interval it is
+        refused, never silently overridden."""
         report_interval = values.get("report_interval")
         if report_interval is not None and report_interval <= 0:
             raise UsageProbeError(f"--report-interval must be positive, got {report_interval}")
+        if report_interval is not None and interval_given and report_interval != interval_s:
+            raise UsageProbeError(
+                f"--report-interval {report_interval:g} and --sample-interval {interval_s:g} "
+                "name the same period in mem (sysbench's name and probetop's): give one"
+            )
         percentile = float(values.get("percentile", 95.0))
         settings = cls(
             threads=values.get("threads", 1),
@@ -188,7 +210,7 @@ class MemSettings:
         check_seconds("--time", self.time_s, zero_means="no limit")
         if self.time_s == 0 and self.total_size == 0 and not self.unbounded_ok:
             raise UsageProbeError(
-                "--time 0 and --memory-total-size 0 would run forever: give a time "
+                "--time 0 with --memory-total-size 0 would run forever: give a time "
                 "(--time 10) or a total size (--memory-total-size 10G)"
             )
         if not 1 <= self.percentile <= 100:

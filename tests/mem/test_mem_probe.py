@@ -178,14 +178,21 @@ async def test_cancel_keeps_what_ran() -> None:
     assert MemInterval.from_sample(samples[-1]).final
 
 
-def test_ctrl_c_prints_the_partial_report_and_exits_130() -> None:
+def test_ctrl_c_prints_the_partial_report_and_exits_130(tmp_path: Path) -> None:
+    rec = tmp_path / "mem.jsonl"
     proc = subprocess.Popen(
-        [PROBETOP, "mem", "--headless", "--time", "60"],
+        [PROBETOP, "mem", "--headless", "--time", "60", "--sample-interval", "0.2"]
+        + ["--record", str(rec)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(3)  # start-up (imports, JIT) on a loaded machine
+    # Signal once the run is measuring (its samples reach the recording), not
+    # after a fixed sleep: start-up takes seconds on a loaded machine.
+    deadline = time.monotonic() + 60
+    while not (rec.exists() and rec.read_text().count('"type":"sample"') >= 2):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

@@ -23,7 +23,12 @@ FOCUS = "mem"
 
 
 def settings(values: Mapping[str, Any], common: CommonOptions) -> MemSettings:
-    return MemSettings.from_options(values, time_s=common.time_s, interval_s=common.interval_s)
+    return MemSettings.from_options(
+        values,
+        time_s=common.time_s,
+        interval_s=common.interval_s,
+        interval_given=values.get("interval") is not None,
+    )
 
 
 def build_probes(plan: RunPlan[MemSettings]) -> list[Probe]:
