@@ -181,8 +181,17 @@ async def test_cancel_keeps_what_ran() -> None:
 def test_ctrl_c_prints_the_partial_report_and_exits_130(tmp_path: Path) -> None:
     rec = tmp_path / "mem.jsonl"
     proc = subprocess.Popen(
-        [PROBETOP, "mem", "--headless", "--time", "60", "--sample-interval", "0.2"]
-        + ["--record", str(rec)],
+        [
+            PROBETOP,
+            "mem",
+            "--headless",
+            "--time",
+            "60",
+            "--sample-interval",
+            "0.2",
+            "--record",
+            str(rec),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
