@@ -276,21 +276,33 @@ def check(buf64: Any, base_word: int, n: int, off: int) -> int:
 
 
 @numba.njit(nogil=True, inline="always", cache=CACHE)
-def all_zero(buf64: Any, base_word: int, n: int) -> bool:
-    """True if the ``n`` bytes at ``base_word`` are all zero (a trailing
-    ``n % 8`` bytes are not looked at). Sector by sector: the inner OR has no
-    branch, so it vectorises, and data is told from zeros within the first
-    sector (a written block costs ~nothing; a zero one one pass over it)."""
-    end = base_word + n // 8
-    w = base_word
-    while w < end:
-        stop = min(w + SECTOR // 8, end)
+def all_zero(buf64: Any, w0: int, w1: int) -> bool:
+    """True if the words [w0, w1) are all zero. Sector by sector: the inner
+    OR has no branch, so it vectorises, and data is told from zeros within
+    the first sector (a written block costs ~nothing; a zero one one pass
+    over it)."""
+    w = w0
+    while w < w1:
+        stop = min(w + SECTOR // 8, w1)
         acc = np.uint64(0)
         for i in range(w, stop):
             acc |= buf64[i]
         if acc != 0:
             return False
         w = stop
+    return True
+
+
+@numba.njit(nogil=True, inline="always", cache=CACHE)
+def bytes_zero(buf64: Any, lo: int, hi: int) -> bool:
+    """True if the bytes [lo, hi) of the buffer are all zero (the few bytes
+    of a block that do not fill a whole word)."""
+    if lo >= hi:
+        return True
+    b = buf64.view(np.uint8)
+    for i in range(lo, hi):  # noqa: SIM110 (numba)
+        if b[i] != 0:
+            return False
     return True
 
 
@@ -307,19 +319,28 @@ FULL_CHECK_EVERY = 16
 
 
 @numba.njit(nogil=True, inline="always", cache=CACHE)
-def looks_zero(buf64: Any, base_word: int, n: int, ctl: Any) -> bool:
-    """Whether a read block is all zero: sampled, checked whole when due
-    (see ``FULL_CHECK_EVERY``); a data block nearly always shows it in its
-    first sample, at the cost of one load."""
-    end = base_word + n // 8
-    for w in range(base_word, end, PAGE_WORDS):
-        if buf64[w] != 0 or buf64[min(w + PAGE_WORDS, end) - 1] != 0:
+def looks_zero(buf64: Any, start: int, n: int, ctl: Any) -> bool:
+    """Whether the ``n`` bytes read into the buffer at byte ``start`` are all
+    zero: sampled, checked whole when due (see ``FULL_CHECK_EVERY``); a data
+    block nearly always shows it in its first sample, at the cost of one
+    load. Any --bs: a slot starts at ``s * bs``, which need not be a word
+    boundary, so the bytes before the first and after the last whole word
+    are always checked one by one (at most 7 each side)."""
+    end = start + n
+    w0 = (start + 7) // 8
+    w1 = end // 8
+    if w1 <= w0:  # no whole word: a few bytes, checked exactly
+        return bytes_zero(buf64, start, end)
+    if not bytes_zero(buf64, start, w0 * 8) or not bytes_zero(buf64, w1 * 8, end):
+        return False
+    for w in range(w0, w1, PAGE_WORDS):
+        if buf64[w] != 0 or buf64[min(w + PAGE_WORDS, w1) - 1] != 0:
             return False
     seen = ctl[K_ZERO_SEEN]
     ctl[K_ZERO_SEEN] = seen + 1
     if ctl[K_ZERO_EXACT] == 0 and seen % FULL_CHECK_EVERY != 0:
         return True
-    if all_zero(buf64, base_word, n):
+    if all_zero(buf64, w0, w1):
         return True
     ctl[K_ZERO_EXACT] = 1
     return False
@@ -354,7 +375,7 @@ def in_hole(bmap: Any, bbase: int, bgran: int, off: int, n: int) -> bool:
 
 @numba.njit(nogil=True, inline="always", cache=CACHE)
 def classify(
-    buf64: Any, base_word: int, n: int, off: int, d: int, failed: bool,
+    buf64: Any, start: int, n: int, off: int, d: int, failed: bool,
     bmap: Any, bbase: int, bgran: int, cnt: Any, ctl: Any,
 ) -> None:  # fmt: skip
     """What one finished I/O says about its blocks (a plan with
@@ -365,7 +386,7 @@ def classify(
         mark(bmap, bbase, bgran, off, n, B_BAD)
     elif d == READ and in_hole(bmap, bbase, bgran, off, n):
         cnt[d, C_ZERO_BYTES] += n
-    elif d == READ and looks_zero(buf64, base_word, n, ctl):
+    elif d == READ and looks_zero(buf64, start, n, ctl):
         cnt[d, C_ZERO_BYTES] += n
         mark(bmap, bbase, bgran, off, n, B_ZERO)
     else:
@@ -692,7 +713,7 @@ def aio_loop(
                 finished = True
             elif do_classify:
                 classify(
-                    buf64, s * bs // 8, c_len, c_off, c_dir, failed, bmap, bbase, bgran, cnt, ctl
+                    buf64, s * bs, c_len, c_off, c_dir, failed, bmap, bbase, bgran, cnt, ctl
                 )
             free[nfree] = s
             nfree += 1
@@ -909,7 +930,7 @@ def uring_loop(
                     finished = True
                 elif do_classify:
                     classify(
-                        buf64, s * bs // 8, c_len, c_off, c_dir, failed,
+                        buf64, s * bs, c_len, c_off, c_dir, failed,
                         bmap, bbase, bgran, cnt, ctl,
                     )  # fmt: skip
                 free[nfree] = s

@@ -368,3 +368,27 @@ def test_write_pass_over_failing_sectors_stays_inside_its_range(faulty_file, tmp
     assert after[48 * MIB :] == before[48 * MIB :]
     assert after[20 * MIB : 21 * MIB] == before[20 * MIB : 21 * MIB]  # the failed block
     assert after[16 * MIB : 20 * MIB] != before[16 * MIB : 20 * MIB]  # written
+
+
+@pytest.mark.parametrize("bs", [1, 3, 7, 9, 4097])
+def test_zero_count_is_exact_at_any_block_size(fast_dir, tmp_path, bs):
+    """A slot's block starts at ``slot * bs``, not on a word boundary when bs
+    is not a multiple of 8, and may be shorter than a word: every byte of it
+    counts. Data with no zero byte: nothing zero; zeros: everything; zeros
+    with one data byte, the last of a block (past its last whole word): all
+    but that block."""
+    size = 64 << 10
+    odd = 40_000 // bs * bs + bs - 1
+    data = bytes(b or 1 for b in os.urandom(size))
+    lone = bytearray(size)
+    lone[odd] = 0x5A
+    for name, content, zero in [
+        ("data", data, 0),
+        ("zeros", bytes(size), size),
+        ("lone", bytes(lone), size - bs),
+    ]:
+        target = fast_dir / f"{name}.img"
+        target.write_bytes(content)
+        _, doc = warmup(str(target), tmp_path, "--bs", str(bs))
+        assert doc["outcome"] == "completed", doc
+        assert doc["zero_bytes"] == zero, (name, doc["zero_bytes"])
