@@ -712,9 +712,7 @@ def aio_loop(
             if failed and halts(stop_on_error, ctl[K_ERRNO]):
                 finished = True
             elif do_classify:
-                classify(
-                    buf64, s * bs, c_len, c_off, c_dir, failed, bmap, bbase, bgran, cnt, ctl
-                )
+                classify(buf64, s * bs, c_len, c_off, c_dir, failed, bmap, bbase, bgran, cnt, ctl)
             free[nfree] = s
             nfree += 1
             inflight -= 1
