@@ -254,6 +254,7 @@ class IopsSettings:
         --time/--sample-interval; validated."""
         target = str(values["target"])
         yes = values.get("yes_destroy_data")
+        bs = values.get("bs")  # 0 is a bad --bs (refused below), not "the default"
         settings = cls(
             target=target,
             rw=values.get("rw", "randread"),
@@ -481,11 +482,12 @@ class WarmupSettings:
         )
         start, end = values.get("range") or (None, None)
         yes = values.get("yes_destroy_data")
+        bs = values.get("bs")  # 0 is a bad --bs (refused below), not "the default"
         settings = cls(
             target=target,
             pass_name=name,
             verify=bool(values.get("verify", False)),
-            bs=values.get("bs") or (RANDWRITE_BS if name == "randwrite" else SEQ_BS),
+            bs=bs if bs is not None else (RANDWRITE_BS if name == "randwrite" else SEQ_BS),
             jobs=values.get("jobs", 1),
             iodepth=values.get("iodepth", 32),
             ioengine=values.get("ioengine"),

@@ -204,12 +204,14 @@ def _resolve(
     if area_end > dev_size or offset >= area_end:
         raise UsageProbeError(
             f"{path}: the area {offset}-{area_end} does not fit in its {dev_size} bytes: "
-            "give a smaller --size (or --range END)"
+            + ("give a smaller --range END" if end is not None else "give a smaller --size")
         )
     if area_end - offset < bs:
         raise TargetProbeError(
             f"{path}: the area to use ({area_end - offset} bytes) is smaller than the block "
-            f"size ({bs} bytes). Give a smaller --bs or a bigger target/--size."
+            f"size ({bs} bytes). Give a smaller --bs or a bigger "
+            + ("--range" if end is not None else "--size" if size is not None else "target")
+            + "."
         )
     probe_path = path if not create or os.path.exists(path) else os.path.dirname(path) or "."
     lbs = _logical_block_size(ident, path)

@@ -137,6 +137,7 @@ def test_fully_written_file_is_warmed_even_with_zeros(fast_dir, tmp_path):
     assert doc["verdict"] == "warmed" and doc["case"] == "restored"
     assert doc["never_written_bytes"] == 0
     assert doc["zero_bytes"] == SIZE
+    assert "all zeros" in doc["verdict_reason"] and "nearly everywhere" not in doc["verdict_reason"]
 
 
 def test_snapshot_like_loop_device_keeps_the_read_pass(tmp_path):

@@ -122,6 +122,15 @@ def judge(
                 f"never written ({how}): those stay unallocated until written; only a write "
                 f"pass allocates them, and it destroys the data: {fix}"
             )
+        elif zero > FRESH_FRACTION * range_bytes:
+            # Allocated (the hole map says so) yet read back zero: the reason
+            # must agree with zero_bytes, not claim data.
+            case = "restored"
+            reason = (
+                f"allocated but {100.0 * zero / range_bytes:.1f} % all zeros ({pct} never "
+                f"written, {how}): written with zeros, by this or an earlier pass, or "
+                "preallocated; the read pass read every block"
+            )
         else:
             case = "restored"
             reason = (
