@@ -4,15 +4,19 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+DEV_STAMP := $(VENV)/.dev-installed-stamp
 
-.PHONY: setup demo test lint format system-deps bench clean
+.PHONY: setup setup-dev demo test lint format system-deps bench clean
 
+# `setup`: the program and what it needs to run, nothing more (`make demo`);
+# `setup-dev`: also the test and lint tools (`make test`, `make lint`).
 setup: $(STAMP)
+setup-dev: $(DEV_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e .
 	@# What a fresh install's first run would otherwise do on screen: compile our
 	@# bytecode (an editable install has none) and the native disk/ICMP loops
 	@# into the per-user numba cache (15-25 s once; `probetop compile`).
@@ -20,7 +24,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/probetop compile
 	touch $(STAMP)
 
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(DEV_STAMP)
+
 demo: setup
+	@echo "probetop is installed in $(VENV)/bin: '. $(VENV)/bin/activate' puts it on PATH (or run $(VENV)/bin/probetop)"
 	$(BIN)/probetop demo
 
 # Reference tools and real targets the tests compare against (root + apt only;
@@ -38,20 +47,20 @@ system-deps:
 	  fi; \
 	else echo "not root or no apt-get: tests needing reference tools may skip"; fi
 
-lint: setup
+lint: setup-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy probes tui themes
 	$(BIN)/lint-imports
 
-format: setup
+format: setup-dev
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: setup system-deps lint
+test: setup-dev system-deps lint
 	$(BIN)/pytest -q -ra
 
-bench: setup system-deps
+bench: setup-dev system-deps
 	@# every script with a main (cpu_sched.py is a helper module); read the
 	@# ratios in the output: a missed target does not fail the run.
 	@for b in $$(grep -l '__main__' benchmarks/*.py); do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -21,6 +21,11 @@ Contract:
 - Quit (q, ctrl+c), SIGTERM and SIGHUP all stop the probes, close the
   recording (footer written) and restore the terminal; ``return_code`` is
   0 (or 1 if a probe failed).
+- Ctrl-Z / SIGTSTP suspends the view (terminal restored, job stopped),
+  ``fg`` / SIGCONT brings it back redrawn; the probes and the recording run
+  on meanwhile (``tui/jobcontrol.py``, ``tui/quietdriver.py``). Where the
+  whole process must stop (no waiter), each running probe's recording gets
+  a "paused" and a "resumed" status: a gap with its reason.
 - Replay (``config.session``): the same panes fed by ``ReplayPlayer`` from the
   records' time stamps; space / s / left / right / home / end.
 - Attached (``config.attached``, ``probetop attach``): the same player over
@@ -37,6 +42,7 @@ import asyncio
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,15 +50,16 @@ from typing import TYPE_CHECKING
 from probetop.probes.core import stopsignals
 from probetop.probes.core.base import Probe, ProbeError
 from probetop.probes.core.hub import Hub, Subscription
-from probetop.probes.core.sample import Announce, Record, Sample, Status
+from probetop.probes.core.sample import Announce, Record, Sample, Status, now_ns
 from probetop.probes.record import Recorder, RecordingError
 from probetop.themes import DEFAULT_THEME, check_theme_name, probetop_themes
 from probetop.tui.config import AppConfig
 from probetop.tui.hardexit import hard_exit
+from probetop.tui.jobcontrol import waiter_pid
 from probetop.tui.launch import fail
 from probetop.tui.playback import REPLAY_FRAME_S, Playback
 from probetop.tui.player import ReplayPlayer
-from probetop.tui.quietdriver import quiet_driver_class
+from probetop.tui.quietdriver import QuietLinuxDriver, quiet_driver_class
 from probetop.tui.screens.help import KEY_ACTIONS, HelpScreen
 from probetop.tui.screens.maximised import MaximisedScreen
 from probetop.tui.screens.palette import dashboard_commands
@@ -160,6 +167,8 @@ class ProbetopApp(App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        # Priority: suspends from a dialog's input too, as in vim's insert mode.
+        Binding("ctrl+z", "suspend_process", "Suspend", show=False, priority=True),
         Binding("question_mark,f1", "help", "Help", key_display="?"),
         Binding("m,enter", "maximise", "Maximise", key_display="m"),
         Binding("p", "pause_display", "Pause"),
@@ -184,6 +193,14 @@ class ProbetopApp(App[int]):
         Binding("right", "seek(10)", "+10s", show=False, priority=True),
         Binding("home", "seek_to(0)", "Start", show=False, priority=True),
         Binding("end", "seek_to(-1)", "End", show=False, priority=True),
+        # Arrows move the selection: in the grid, to the pane above, below or
+        # beside; in the compact list, up and down its ▸ cursor. Priority:
+        # the scrolling pane container binds them too (left / right seek in
+        # a replay: those bindings come first).
+        Binding("up", "move(-1, 0)", "Up", show=False, priority=True),
+        Binding("down", "move(1, 0)", "Down", show=False, priority=True),
+        Binding("left", "move(0, -1)", "Left", show=False, priority=True),
+        Binding("right", "move(0, 1)", "Right", show=False, priority=True),
     ]
 
     LIVE_ONLY = {"add_probe", "toggle_record"}
@@ -214,6 +231,7 @@ class ProbetopApp(App[int]):
         self._dirty: set[str] = set()
         self._chart_dirty: set[str] = set()  # got samples since the maximised view was drawn
         self._shutting_down = False
+        self._stopped_at_ns: int | None = None  # when Ctrl-Z / SIGTSTP stopped the job
         # A replay's or an attached dashboard's own handlers (a live one's
         # are its LiveSession's).
         self._signals: HandledSignals = []
@@ -267,6 +285,11 @@ class ProbetopApp(App[int]):
 
     async def on_mount(self) -> None:
         self.index.display = False
+        driver = self._driver
+        if isinstance(driver, QuietLinuxDriver):
+            driver.on_suspend = self._on_job_stop
+            driver.on_resume = self._on_view_resumed
+            driver.on_refused = self._on_suspend_refused
         self._check_size()
         if os.isatty(1):
             self.set_interval(TERMINAL_CHECK_S, self._check_terminal)
@@ -344,7 +367,27 @@ class ProbetopApp(App[int]):
         else:
             super().action_focus_previous()
 
+    def action_move(self, rows: int, columns: int) -> None:
+        """Select the pane ``rows`` grid rows and ``columns`` places away
+        (reading order); nothing at an edge."""
+        if self.compact:
+            self._show_in_compact(self.layout.step(rows or columns))
+            return
+        panes = self.ordered_panes()
+        if not panes:
+            return
+        current = self.focused if isinstance(self.focused, ProbePane) else None
+        if current is None or current not in panes:
+            panes[0].focus()
+            return
+        width = self.plan.columns if self.plan is not None else 1
+        target = panes.index(current) + rows * width + columns
+        if 0 <= target < len(panes):
+            panes[target].focus()
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "move" and (len(self.screen_stack) > 1 or not self.panes):
+            return False  # a dialog, help or a maximised pane: the arrows are theirs
         if action in self.LIVE_ONLY and self.replay:
             return False
         if action in self.DASHBOARD_ONLY and isinstance(self.screen, ModalScreen):
@@ -423,6 +466,40 @@ class ProbetopApp(App[int]):
         if signame == "SIGHUP" and terminal_hung_up():
             detach_from_dead_terminal()
         self.run_worker(self.shutdown(f"interrupted ({signame})"), exclusive=False)
+
+    def _on_job_stop(self, whole_process: bool) -> None:
+        """Before the job stops (signal handler, event-loop thread): when this
+        process itself stops, its probes stop measuring; say so in the
+        recording rather than leave a silent gap."""
+        self._stopped_at_ns = now_ns()
+        if whole_process and self.hub is not None:
+            for probe_id in self.hub.running():
+                message = "paused: the dashboard was suspended (Ctrl-Z / SIGTSTP)"
+                self.hub.publish(Status(probe_id, self._stopped_at_ns, "warning", message))
+
+    def _on_suspend_refused(self) -> None:
+        self.notify(
+            "not suspended: no shell with job control started this dashboard"
+            " (a tmux pane's command, setsid, script -c), so nothing could resume it",
+            severity="warning",
+        )
+
+    def _on_view_resumed(self) -> None:
+        """The view is back (fg / SIGCONT): redraw all of it."""
+        stopped_at, self._stopped_at_ns = self._stopped_at_ns, None
+        if stopped_at is not None and self.hub is not None and not _has_waiter():
+            away_s = (now_ns() - stopped_at) / 1e9
+            for probe_id in self.hub.running():
+                message = f"resumed after {away_s:.1f} s suspended"
+                self.hub.publish(Status(probe_id, now_ns(), "info", message))
+        if self.config.session is not None and self.playback is not None:
+            # A replay goes on from where it was shown, not from where the
+            # wall clock went while the job was stopped.
+            self.playback.player.start_clock(time.monotonic())
+        self.refresh(layout=True)
+        self.screen.refresh(layout=True)
+        self.footer.refresh()
+        self._update_status()
 
     def _check_terminal(self) -> None:
         """A terminal can vanish without a SIGHUP reaching us: the shell
@@ -830,6 +907,10 @@ class ProbetopApp(App[int]):
         remove_stop_signal_handlers(self._signals)
         if self.config.attached is not None:
             self.config.attached.close()
+
+
+def _has_waiter() -> bool:
+    return waiter_pid() is not None
 
 
 def make_app(config: AppConfig) -> ProbetopApp:

@@ -175,6 +175,10 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
         description=MAIN_DESCRIPTION,
         epilog=MAIN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        # argparse matches every option of the whole line against the top
+        # level's names by prefix, also after the command name: compare's
+        # --metric was refused as ambiguous (--metrics, --metrics-linger).
+        allow_abbrev=False,
     )
     parser.add_argument("--version", action=_VersionAction)
     add_common(parser, suppress=False)
@@ -304,6 +308,7 @@ LIVE_RUN_OPTIONS = (
     ("time", "--time"),
     ("interval", "--sample-interval"),
     ("metrics", "--metrics"),
+    ("metrics_linger", "--metrics-linger"),
     ("textfile", "--textfile"),
     ("name", "--name"),
     ("with_system", "--with-system"),
@@ -388,6 +393,7 @@ SESSION_OPTIONS = (
     ("theme", "--theme"),
     ("assertions", "--assert"),
     ("metrics", "--metrics"),
+    ("metrics_linger", "--metrics-linger"),
     ("textfile", "--textfile"),
     ("detach", "--detach"),
     ("name", "--name"),

@@ -148,6 +148,8 @@ def run_headless_plan(plan: RunPlan[Any], probes: list[Probe], module: ModuleTyp
     record = prepare(plan, probes)
     checks = run_assertions(plan.common.assertions, plan.command)  # --assert
     metrics = open_metrics(plan)
+    if metrics is not None:
+        metrics.linger_s = plan.common.metrics_linger_s  # served on after the report
     result = asyncio.run(
         run_headless(
             probes,
@@ -174,6 +176,10 @@ def run_headless_plan(plan: RunPlan[Any], probes: list[Probe], module: ModuleTyp
         outcomes = checks.outcomes(result.summaries, described)
         print_outcomes(outcomes, sys.stderr if plan.common.json else sys.stdout)
         code = exit_status(code, outcomes)
+    if metrics is not None:
+        with contextlib.suppress(OSError):
+            sys.stdout.flush()  # the report is out before the wait
+        metrics.linger()  # --metrics-linger: the final counters stay scrapeable
     return recording_status(result.recording_failures, code)
 
 

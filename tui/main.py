@@ -34,7 +34,12 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import ConfirmationRequired, ProbeError
-from probetop.probes.record import RecordingError, hide_cmdline_secrets, set_body_key_loader
+from probetop.probes.record import (
+    RECORDING_INCOMPLETE_EXIT,
+    RecordingError,
+    hide_cmdline_secrets,
+    set_body_key_loader,
+)
 from probetop.probes.system import passive_probes
 from probetop.tui import commands
 from probetop.tui.analysis.assertions import RunAssertions, exit_status, print_outcomes
@@ -235,6 +240,26 @@ def _run_joining(plan: RunPlan[Any], module: ModuleType, fg: Foreground | None) 
         joining.close()
 
 
+def _switched_plan(app: Any, plan: RunPlan[Any] | None, module: ModuleType | None) -> Any:
+    """The plan a pane asked to switch to when it quit the dashboard
+    (``app.switch_request``: the warm-up's fresh-volume "write then read"),
+    or None."""
+    if getattr(app, "switch_request", None) is None or plan is None or module is None:
+        return None
+    switch = getattr(module, "switched_to_write", None)
+    return switch(plan) if switch is not None else None
+
+
+def _run_confirmed(plan: RunPlan[Any], module: ModuleType) -> int:
+    """Run ``plan`` behind the typed confirmation its probes ask for."""
+    try:
+        return _run_probes(plan, module)
+    except ConfirmationRequired as exc:
+        if not ask_confirmation(exc):
+            return fail(f"{exc.action} not confirmed: nothing was written", 1)
+        return _run_probes(module.confirmed(plan), module)
+
+
 def ask_confirmation(request: ConfirmationRequired) -> bool:
     """Ask for the target's name before the dashboard opens; True if typed exactly."""
     from probetop.tui.screens.confirm import ask_destroy_confirmation
@@ -275,7 +300,14 @@ def run_app(
     detached_code = asyncio.run(_show(app, config, plan, module))
     if detached_code is not None:
         return detached_code
+    switched = _switched_plan(app, plan, module)
+    if switched is not None and module is not None:
+        return _run_confirmed(switched, module)
     code = int(app.return_code or 0)
+    unclosed = app.session.recorder if app.session is not None else None
+    if unclosed is not None:  # the app ended before its shutdown closed it (a crash)
+        fail(f"the recording is incomplete: {unclosed.path} has no footer")
+        return RECORDING_INCOMPLETE_EXIT
     checks = config.footer_fields
     if isinstance(checks, RunAssertions) and app.session is not None:
         # --assert in the dashboard: checked at quit, printed once the screen is gone.

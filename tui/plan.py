@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.limits import MAX_SECONDS, check_interval, check_seconds
 from probetop.probes.core.options import Option, number
 from probetop.tui.analysis.assertions import Assertion, parse_assertion
@@ -27,6 +28,7 @@ from probetop.tui.metrics.address import (
     parse_textfile_dir,
 )
 
+MAX_LINGER_S = 3600.0  # --metrics-linger: an hour covers any scrape interval
 OLD_INTERVAL = "interval_old_spelling"  # where the common --interval lands (see cli.make_plan)
 
 COMMON_OPTIONS: tuple[Option, ...] = (
@@ -96,6 +98,14 @@ COMMON_OPTIONS: tuple[Option, ...] = (
         metavar="[ADDR:]PORT",
     ),
     Option(
+        ("--metrics-linger",),
+        "after a headless run ends, keep the --metrics endpoint up S seconds more (its "
+        "final counters served), so Prometheus scrapes the last interval",
+        parse=number(nonnegative=True),
+        metavar="S",
+        dest="metrics_linger",
+    ),
+    Option(
         ("--detach",),
         "run as a background session that outlives the terminal; prints its name "
         "(`probetop attach NAME`, `probetop stop NAME`; docs/sessions.md)",
@@ -147,6 +157,7 @@ class CommonOptions:
     # --assert, read but not yet checked against the command (cli.make_plan does)
     assertions: tuple[Assertion, ...] = ()
     metrics: MetricsAddress | None = None
+    metrics_linger_s: float = 0.0  # --metrics-linger: the endpoint's time after a run
     textfile: Path | None = None
     detach: bool = False  # --detach: run as a background session (tui.sessions)
     name: str | None = None  # --name: the detached session's name
@@ -168,6 +179,7 @@ class CommonOptions:
             argv=argv,
             assertions=tuple(values.get("assertions") or ()),
             metrics=values.get("metrics"),
+            metrics_linger_s=float(values.get("metrics_linger") or 0.0),
             textfile=values.get("textfile"),
             detach=bool(values.get("detach", False)),
             name=values.get("name"),
@@ -183,6 +195,12 @@ class CommonOptions:
         family may ask more of its own interval, with its own message)."""
         if self.time_s is not None:
             check_seconds("--time", self.time_s, maximum=MAX_SECONDS, zero_means="no time limit")
+        check_seconds("--metrics-linger", self.metrics_linger_s, maximum=MAX_LINGER_S)
+        if self.metrics_linger_s and self.metrics is None:
+            raise UsageProbeError(
+                "--metrics-linger keeps the --metrics endpoint up after the run: "
+                "give --metrics [ADDR:]PORT too"
+            )
         check_interval("--sample-interval", self.interval_s)
 
     @property

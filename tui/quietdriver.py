@@ -8,10 +8,25 @@ timeout is due (a lone ESC is told from an escape sequence after a short
 wait), or until the driver stops: the driver's exit event also writes a
 byte to a wake-up pipe the thread watches.
 
-Contract: behaves as ``LinuxDriver`` (keys, mouse, paste, resize, suspend);
-only the input loop differs, and the size comes from the terminal itself,
-never from $COLUMNS/$LINES. ``quiet_driver_class(cls)`` gives this driver
-where Textual would use ``LinuxDriver`` itself, else ``cls`` unchanged.
+Contract: behaves as ``LinuxDriver`` (keys, mouse, paste, resize); only the
+input loop differs, the size comes from the terminal itself, never from
+$COLUMNS/$LINES, and job control differs (below). ``quiet_driver_class(cls)``
+gives this driver where Textual would use ``LinuxDriver`` itself, else
+``cls`` unchanged.
+
+Job control (``tui/jobcontrol.py``). Textual answers SIGTSTP by stopping the
+whole process: the probes and the recording stopped with the view, and its
+resume re-registered a closed wake-up pipe (a traceback). Here SIGTSTP (and
+the Ctrl-Z key) suspends only the VIEW: application mode ends (the terminal
+is restored, input stops, every later write is dropped) and the job is
+stopped (the waiter; or this process when there is none). SIGCONT resumes
+the view with a full redraw if the terminal's foreground is ours again
+(``fg``, or a SIGCONT where no shell took it); after ``bg`` the view stays
+suspended and the job is stopped again, without a write or a ``tcsetattr``
+from the background (no SIGTTOU, no SIGTTIN). A dashboard that ends while
+suspended leaves the terminal alone (the shell owns it) and continues the
+waiter so it can exit; once closed, the driver ignores SIGTSTP (the process
+is printing its report and exiting: no view to suspend or start again).
 """
 
 from __future__ import annotations
@@ -19,11 +34,15 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
+import signal
 import sys
 import threading
 from codecs import getincrementaldecoder
+from collections.abc import Callable
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from probetop.tui import jobcontrol
 from textual._parser import ParseError
 from textual._time import get_time
 from textual._xterm_parser import XTermParser
@@ -69,6 +88,89 @@ class QuietLinuxDriver(LinuxDriver):
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self.exit_event = _WakingEvent(self._wake_w)
+        # Between suspend and resume: nothing is written (the writer thread
+        # is stopped; its bounded queue would block the event loop).
+        self.view_suspended = False
+        # Told before the job stops (the app records a pause when the whole
+        # process is about to stop) and after the view is back.
+        self.on_suspend: Callable[[bool], None] | None = None
+        self.on_resume: Callable[[], None] | None = None
+        self.on_refused: Callable[[], None] | None = None  # no shell could resume us
+        signal.signal(signal.SIGTSTP, self._on_sigtstp)
+        signal.signal(signal.SIGCONT, self._on_sigcont)
+
+    # -- job control (module docstring) ---------------------------------
+    def _on_sigtstp(self, _signum: int, _frame: FrameType | None) -> None:
+        if not self.view_suspended and not jobcontrol.shell_can_resume():
+            if self.on_refused is not None:  # as the kernel ignores it there
+                self.on_refused()
+            return
+        if not self.view_suspended:
+            self.suspend_application_mode()
+            self._must_signal_resume = True
+        if self.on_suspend is not None:
+            self.on_suspend(jobcontrol.waiter_pid() is None)
+        jobcontrol.stop_job()
+
+    def _on_sigcont(self, _signum: int, _frame: FrameType | None) -> None:
+        if not self.view_suspended:
+            return  # a bare SIGSTOP/SIGCONT: the view never left
+        if not jobcontrol.in_foreground(self.fileno):
+            # `bg`: stopped again, the view stays away. A terminal that hung
+            # up (the shell continues its stopped jobs to deliver SIGHUP) is
+            # no foreground either: the hangup ends the run.
+            jobcontrol.stop_job()
+            return
+        self.resume_application_mode()
+        if not self.view_suspended:
+            jobcontrol.continue_job()
+            if self.on_resume is not None:
+                self.on_resume()
+
+    def suspend_application_mode(self) -> None:
+        """Restore the terminal and stop writing; the wake-up pipe stays
+        open for the next input thread (Textual's closed it here)."""
+        if self.view_suspended:
+            return
+        if self._writer_thread is not None:
+            self.stop_application_mode()
+            self._writer_thread.stop()
+            self._writer_thread = None
+        self.view_suspended = True
+
+    def resume_application_mode(self) -> None:
+        self.start_application_mode()
+
+    def start_application_mode(self) -> None:
+        """Application mode, only on a terminal whose foreground is ours
+        (started with ``&``: suspended until ``fg``)."""
+        if not jobcontrol.in_foreground(self.fileno):
+            self.view_suspended = True
+            jobcontrol.stop_job()
+            return
+        self.view_suspended = False
+        super().start_application_mode()
+        if self._writer_thread is None:  # Textual saw a SIGTTOU: put in the background
+            self.view_suspended = True
+            jobcontrol.stop_job()
+
+    def stop_application_mode(self) -> None:
+        if self.view_suspended:
+            return  # restored already, and the terminal may be the shell's now
+        super().stop_application_mode()
+
+    def disable_input(self) -> None:
+        if self.view_suspended:
+            return  # input stopped at the suspend; its tcflush from the background: SIGTTOU
+        super().disable_input()
+
+    def write(self, data: str) -> None:
+        writer = self._writer_thread
+        if self.view_suspended or writer is None or not writer.is_alive():
+            # A dead writer thread (its terminal gone: EIO) never empties its
+            # bounded queue: a write would block the event loop for good.
+            return
+        super().write(data)
 
     def _get_terminal_size(self) -> tuple[int, int]:
         """The terminal's own size (TIOCGWINSZ). Textual asks ``shutil``,
@@ -132,7 +234,16 @@ class QuietLinuxDriver(LinuxDriver):
         return True
 
     def close(self) -> None:
-        super().close()
+        if self._writer_thread is not None:
+            self._writer_thread.stop()
+            self._writer_thread = None
+        if self.view_suspended:
+            jobcontrol.continue_job()  # ended while suspended: the waiter collects us
+        # No view left to suspend or redraw: a Ctrl-Z while the report prints
+        # is ignored (the process is about to exit) rather than starting
+        # application mode again on SIGCONT.
+        signal.signal(signal.SIGTSTP, signal.SIG_IGN)
+        signal.signal(signal.SIGCONT, signal.SIG_DFL)
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)

@@ -5,7 +5,10 @@ recognises: it starts with ``{"format":"probetop-warmup-checkpoint"`` (the
 magic), holds the target's identity (``blockdev.DeviceIdentity.as_dict()``),
 the pass ("read", "write", ...), the block size, the byte range, the done
 extents as sorted, merged, half-open ``[start, end)`` pairs, and a
-``sha256`` of all that, so a damaged file is never trusted.
+``sha256`` of all that, so a damaged file is never trusted. Optional
+``found`` (since probetop 0.2, same version 1: older readers ignore it and
+its checksum still holds): what the pass found so far, ``{"zero": [[s, e],
+...], "bad": [...]}`` (blocks read back all zero; blocks whose I/O failed).
 
 - ``save()`` is atomic (``write_atomic``: temp file in the same directory,
   fsync, rename, fsync of the directory): after a crash or kill -9 the file
@@ -107,6 +110,8 @@ class Checkpoint:
         self._starts: list[int] = []
         self._ends: list[int] = []
         self._lock: TargetLock | None = None
+        # What the pass found so far ("zero", "bad" -> extents); see the docstring.
+        self.found: dict[str, list[tuple[int, int]]] = {}
         for start, end in done:
             self.mark_done(start, end)
 
@@ -221,6 +226,9 @@ class Checkpoint:
             "done": [[s, e] for s, e in self.done],
             "done_bytes": self.done_bytes,
         }
+        found = {k: [[a, b] for a, b in v] for k, v in sorted(self.found.items()) if v}
+        if found:
+            doc["found"] = found
         doc["sha256"] = _checksum(doc)
         return doc
 
@@ -280,6 +288,11 @@ class Checkpoint:
                     raise ValueError(f"extent {start}-{end} out of order")
                 previous_end = end
                 checkpoint.mark_done(start, end)
+            found = data.get("found") or {}
+            for key, pairs in _mapping(found).items():
+                checkpoint.found[_str(key)] = [
+                    (_int(a), _int(b)) for a, b in (tuple(pair) for pair in pairs)
+                ]
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptCheckpoint(f"checkpoint {p} is corrupt ({exc!s}); {advice}") from None
         return checkpoint

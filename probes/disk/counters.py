@@ -42,7 +42,8 @@ HIST_BUCKETS = HIST_GROUPS * HIST_VAL
 # clat (C_LAT_*: completion, from the end of the submitting call to the reap;
 # the whole pread/pwrite for psync), slat (C_SLAT_*: the submitting call,
 # asynchronous engines only; C_SLAT_N counts them) and lat (C_TLAT_*: total,
-# slat + clat).
+# slat + clat). C_ZERO_BYTES: bytes read back all zero (a plan with
+# ``classify``): what a never-written block answers.
 (
     C_IOS,
     C_BYTES,
@@ -55,8 +56,9 @@ HIST_BUCKETS = HIST_GROUPS * HIST_VAL
     C_SLAT_MAX,
     C_TLAT_MIN,
     C_TLAT_MAX,
-) = range(11)
-N_COUNTERS = 11
+    C_ZERO_BYTES,
+) = range(12)
+N_COUNTERS = 12
 MIN_COUNTERS = (C_LAT_MIN, C_SLAT_MIN, C_TLAT_MIN)  # start at int64 max
 MAX_COUNTERS = (C_LAT_MAX, C_SLAT_MAX, C_TLAT_MAX)
 # Per job, per direction float sums (float64): sum and sum of squares (ns) of
@@ -65,7 +67,10 @@ F_LAT_SUM, F_LAT_SUMSQ, F_SLAT_SUM, F_SLAT_SUMSQ, F_TLAT_SUM, F_TLAT_SUMSQ = ran
 N_FLOATS = 6
 # Per job control words (int64): written by Python (stop) or the loop (the rest).
 K_STOP, K_PROGRESS, K_ERRNO, K_ERR_OFFSET, K_ERR_DIR, K_FIRST_BAD = range(6)
-N_CONTROL = 6
+# The zero check's state (native.looks_zero): blocks that looked zero so far,
+# and 1 once a block that looked zero was not (then every block is checked whole).
+K_ZERO_SEEN, K_ZERO_EXACT = 6, 7
+N_CONTROL = 8
 
 # An I/O failing with one of these means the target is full, read-only or gone.
 FATAL_ERRNOS = {
@@ -76,6 +81,14 @@ FATAL_ERRNOS = {
     errno.ENODEV: "the device is gone",
     errno.EBADF: "the target was closed",
 }
+
+# The block map a plan with ``classify`` fills (one uint8 per granule of the
+# range, ``blockmap.BlockMap``): what the pass found there. A failed I/O wins
+# over anything; data wins over zero (a granule of several blocks is "zero"
+# only when every block read in it was). B_HOLE: a hole of the file under
+# the target, known before the pass (``holes``): its reads are counted as
+# zeros without looking at them, so a sparse target costs no scan.
+B_UNSEEN, B_DATA, B_ZERO, B_BAD, B_HOLE = 0, 1, 2, 3, 4
 
 _AIO_SYSCALLS = {
     # io_setup, io_destroy, io_getevents, io_submit
@@ -171,6 +184,7 @@ class DirectionTotals:
     bytes: int = 0
     errors: int = 0
     bad_sectors: int = 0
+    zero_bytes: int = 0  # read back all zero (plans with ``classify`` only)
     clat: LatencyStats = field(default_factory=LatencyStats)
     slat: LatencyStats = field(default_factory=LatencyStats)
     lat: LatencyStats = field(default_factory=LatencyStats)
@@ -183,6 +197,7 @@ class DirectionTotals:
             bytes=self.bytes - before.bytes,
             errors=self.errors - before.errors,
             bad_sectors=self.bad_sectors - before.bad_sectors,
+            zero_bytes=self.zero_bytes - before.zero_bytes,
             clat=self.clat.minus(before.clat),
             slat=self.slat.minus(before.slat),
             lat=self.lat.minus(before.lat),
@@ -229,6 +244,7 @@ def sum_jobs(t_ns: int, cnt: np.ndarray, flt: np.ndarray, hist: np.ndarray) -> S
                 bytes=int(cnt[:, d, C_BYTES].sum()),
                 errors=int(cnt[:, d, C_ERRORS].sum()),
                 bad_sectors=int(cnt[:, d, C_BAD_SECTORS].sum()),
+                zero_bytes=int(cnt[:, d, C_ZERO_BYTES].sum()),
                 clat=latency_stats(per_job, sums, ios, C_LAT_MIN, C_LAT_MAX, F_LAT_SUM),
                 slat=latency_stats(per_job, sums, slat_n, C_SLAT_MIN, C_SLAT_MAX, F_SLAT_SUM),
                 lat=latency_stats(per_job, sums, ios, C_TLAT_MIN, C_TLAT_MAX, F_TLAT_SUM),

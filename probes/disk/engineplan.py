@@ -16,6 +16,7 @@ import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass
@@ -43,10 +44,17 @@ class EnginePlan:
     ioengine: str = ""  # psync, libaio or io_uring; "": psync at iodepth 1, else libaio
     paths: tuple[str, ...] = ()  # one file per job (fio's --directory); (): every job on path
     cpus_allowed: frozenset[int] = frozenset()  # fio's --cpus_allowed; empty: no pinning
+    # A blockmap.BlockMap the loops fill (every I/O: data, zeros or failed;
+    # reads counted in C_ZERO_BYTES when all zero); None: not looked at.
+    blockmap: Any = None
 
     def job_path(self, job: int) -> str:
         """The file or device job ``job`` does its I/O on."""
         return self.paths[job] if self.paths else self.path
+
+    @property
+    def classify(self) -> bool:
+        return self.blockmap is not None
 
     @property
     def engine(self) -> str:

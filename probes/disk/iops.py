@@ -49,7 +49,7 @@ import asyncio
 import os
 import shlex
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from probetop.probes.core.base import (
@@ -62,8 +62,11 @@ from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.core.ticker import Ticker
 from probetop.probes.disk import capacity, ioengines
+from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.capacity import human
 from probetop.probes.disk.counters import (
+    B_HOLE,
+    READ,
     DirectionTotals,
     LatencyStats,
     Snapshot,
@@ -73,7 +76,9 @@ from probetop.probes.disk.diskutil import DiskStat, disk_util, read_diskstats
 from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.filelayout import Layout
 from probetop.probes.disk.freespace import allocation_needed, check_room
+from probetop.probes.disk.holes import find_holes
 from probetop.probes.disk.jobusage import ThreadUsage, read_threads
+from probetop.probes.disk.kernelview import KernelView, buffered_note, rate_note, zeros_note
 from probetop.probes.disk.mounts import filesystem_of
 from probetop.probes.disk.nfsstats import NFS_TYPES, NfsMount, nfs_view, read_mount
 from probetop.probes.disk.records import (
@@ -231,6 +236,8 @@ class IopsProbe:
         self._nfs_point = mount.point if mount and mount.fstype in NFS_TYPES else None
         if engine_note:
             self.notes.append(engine_note)
+        if s.direct is False:
+            self.notes.append(buffered_note())
         for t in self.targets:
             if t.identity is not None and (s.writes or t.create):
                 refusals = write_refusals(t.path)
@@ -349,7 +356,24 @@ class IopsProbe:
             rate_iops=s.rate_iops,
             exclusive=s.writes and self.target.kind == "block",
             ioengine=self.engine,
+            blockmap=self._zero_map(),
         )
+
+    def _zero_map(self) -> BlockMap | None:
+        """For reads: the map the loops count all-zero reads in (the file's
+        holes marked first, read without a scan), for the "too good to be
+        true" note."""
+        assert self.target is not None
+        if self.settings.readpct <= 0:
+            return None
+        t = self.target
+        blockmap = BlockMap(t.start, t.end, self.settings.bs)
+        # One file per job: the jobs share the map's offsets, so no file's
+        # holes may stand for the others' (every block is looked at instead).
+        holes = None if self.settings.per_job_files else find_holes(t.path, t.start, t.end)
+        if holes is not None:
+            blockmap.put_within(holes.extents, B_HOLE)
+        return blockmap
 
     async def run(self, emit: Emit) -> None:
         if self.target is None or self._lock is None:
@@ -373,6 +397,7 @@ class IopsProbe:
         self._run_began_ns = now_ns()  # fio's "elapsed": the job's wall time, setup included
         self._watch = TargetWatch(self.target)
         engine = Engine(self.plan())
+        view = KernelView(self.target_path)
         try:
             try:
                 await run_step(
@@ -395,8 +420,30 @@ class IopsProbe:
             end = engine.snapshot(engine.finished_ns or now_ns())
             if self._base is not None:
                 self._final = (self._base, end)
+                self._too_good_notes(end.dirs, self._base.dirs, end.t_ns - self._base.t_ns, view)
             if engine.failures:
                 self.errors.extend(engine.failures)
+
+    def _too_good_notes(
+        self,
+        end: Sequence[DirectionTotals],
+        base: Sequence[DirectionTotals],
+        ns: int,
+        view: KernelView,
+    ) -> None:
+        """Too good to be true: reads that came back all zero, and a rate far
+        above what the disk under the target did (whole run, kernel counters)."""
+        read = end[READ].minus(base[READ])
+        note = zeros_note(read.zero_bytes, read.bytes)
+        if note:
+            self.notes.append(note)
+        delta = view.delta()
+        for d, name in enumerate(DIRECTIONS):
+            ours = end[d].bytes - base[d].bytes
+            kernel = None if delta is None else delta[d]
+            note = rate_note(name, ours, ns / 1e9, view.device, kernel)
+            if note:
+                self.notes.append(note)
 
     async def _lay_out(self, emit: Emit, target: Target) -> None:
         """Lay a file out in a stoppable step, bounded by --time; undo a

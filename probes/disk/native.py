@@ -42,6 +42,11 @@ from numba import types  # noqa: E402
 from probetop.probes.disk import uring  # noqa: E402
 from probetop.probes.disk.counters import (  # noqa: E402
     _AIO_SYSCALLS,
+    B_BAD,
+    B_DATA,
+    B_HOLE,
+    B_UNSEEN,
+    B_ZERO,
     C_BAD_SECTORS,
     C_BYTES,
     C_ERRORS,
@@ -53,6 +58,7 @@ from probetop.probes.disk.counters import (  # noqa: E402
     C_SLAT_N,
     C_TLAT_MAX,
     C_TLAT_MIN,
+    C_ZERO_BYTES,
     F_LAT_SUM,
     F_SLAT_SUM,
     F_TLAT_SUM,
@@ -66,6 +72,8 @@ from probetop.probes.disk.counters import (  # noqa: E402
     K_FIRST_BAD,
     K_PROGRESS,
     K_STOP,
+    K_ZERO_EXACT,
+    K_ZERO_SEEN,
     READ,
     SECTOR,
     WRITE,
@@ -80,8 +88,10 @@ FATAL_CODES = np.array(sorted(FATAL_ERRNOS), dtype=np.int64)
 
 @numba.njit(nogil=True, inline="always", cache=CACHE)
 def halts(stop_on_error: bool, err: int) -> bool:
-    """True if a failed I/O with ``err`` (0: short transfer) ends the loop."""
-    if stop_on_error:
+    """True if a failed I/O with ``err`` (0: short transfer) ends the loop.
+    A short transfer always does: the target ended early (it shrank), and
+    every I/O past its new end would fail the same way."""
+    if stop_on_error or err == 0:
         return True
     for code in FATAL_CODES:  # noqa: SIM110 (numba: no any() over a generator)
         if err == code:
@@ -266,6 +276,103 @@ def check(buf64: Any, base_word: int, n: int, off: int) -> int:
 
 
 @numba.njit(nogil=True, inline="always", cache=CACHE)
+def all_zero(buf64: Any, base_word: int, n: int) -> bool:
+    """True if the ``n`` bytes at ``base_word`` are all zero (a trailing
+    ``n % 8`` bytes are not looked at). Sector by sector: the inner OR has no
+    branch, so it vectorises, and data is told from zeros within the first
+    sector (a written block costs ~nothing; a zero one one pass over it)."""
+    end = base_word + n // 8
+    w = base_word
+    while w < end:
+        stop = min(w + SECTOR // 8, end)
+        acc = np.uint64(0)
+        for i in range(w, stop):
+            acc |= buf64[i]
+        if acc != 0:
+            return False
+        w = stop
+    return True
+
+
+# The zero check samples two words per 4 KiB page (its first and last); a
+# block whose samples are all zero is checked whole once in FULL_CHECK_EVERY
+# such blocks, and always once one of those checks found data (the target
+# holds data with zeros where the samples fall). Why not check every zero
+# block whole: reading back 1 MiB of zeros costs as much as the kernel's copy
+# of it, which halved the pass rate of a memory-speed zero device (a loop
+# device over an allocated file of zeros: 1.3 vs 3.1 GB/s); a fresh cloud
+# volume answers at that kind of speed too.
+PAGE_WORDS = 4096 // 8
+FULL_CHECK_EVERY = 16
+
+
+@numba.njit(nogil=True, inline="always", cache=CACHE)
+def looks_zero(buf64: Any, base_word: int, n: int, ctl: Any) -> bool:
+    """Whether a read block is all zero: sampled, checked whole when due
+    (see ``FULL_CHECK_EVERY``); a data block nearly always shows it in its
+    first sample, at the cost of one load."""
+    end = base_word + n // 8
+    for w in range(base_word, end, PAGE_WORDS):
+        if buf64[w] != 0 or buf64[min(w + PAGE_WORDS, end) - 1] != 0:
+            return False
+    seen = ctl[K_ZERO_SEEN]
+    ctl[K_ZERO_SEEN] = seen + 1
+    if ctl[K_ZERO_EXACT] == 0 and seen % FULL_CHECK_EVERY != 0:
+        return True
+    if all_zero(buf64, base_word, n):
+        return True
+    ctl[K_ZERO_EXACT] = 1
+    return False
+
+
+@numba.njit(nogil=True, inline="always", cache=CACHE)
+def mark(bmap: Any, bbase: int, bgran: int, off: int, n: int, state: int) -> None:
+    """Put ``state`` on the block map's granules under [off, off + n): a
+    failure wins over anything, data over zero (counters.B_*)."""
+    first = max((off - bbase) // bgran, 0)
+    last = min((off + max(n, 1) - 1 - bbase) // bgran, bmap.size - 1)
+    for g in range(first, last + 1):
+        cur = bmap[g]
+        if (
+            state == B_BAD
+            or cur == B_UNSEEN
+            or (state == B_DATA and (cur == B_ZERO or cur == B_HOLE))  # noqa: SIM109 (numba)
+        ):
+            bmap[g] = state
+
+
+@numba.njit(nogil=True, inline="always", cache=CACHE)
+def in_hole(bmap: Any, bbase: int, bgran: int, off: int, n: int) -> bool:
+    """True if every granule under [off, off + n) is a known hole."""
+    first = max((off - bbase) // bgran, 0)
+    last = min((off + max(n, 1) - 1 - bbase) // bgran, bmap.size - 1)
+    for g in range(first, last + 1):  # noqa: SIM110 (numba: no all() over a generator)
+        if bmap[g] != B_HOLE:
+            return False
+    return True
+
+
+@numba.njit(nogil=True, inline="always", cache=CACHE)
+def classify(
+    buf64: Any, base_word: int, n: int, off: int, d: int, failed: bool,
+    bmap: Any, bbase: int, bgran: int, cnt: Any, ctl: Any,
+) -> None:  # fmt: skip
+    """What one finished I/O says about its blocks (a plan with
+    ``classify``): failed, data (a write, or a read with a non-zero byte) or
+    zero (a read of all zeros: never written, or written with zeros). A
+    read inside a known hole is counted as zeros unread: a hole has no data."""
+    if failed:
+        mark(bmap, bbase, bgran, off, n, B_BAD)
+    elif d == READ and in_hole(bmap, bbase, bgran, off, n):
+        cnt[d, C_ZERO_BYTES] += n
+    elif d == READ and looks_zero(buf64, base_word, n, ctl):
+        cnt[d, C_ZERO_BYTES] += n
+        mark(bmap, bbase, bgran, off, n, B_ZERO)
+    else:
+        mark(bmap, bbase, bgran, off, n, B_DATA)
+
+
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def next_io(
     lo: int, hi: int, bs: int, seq: bool, pos: int, readpct: int, state: Any
 ) -> tuple[int, int, int]:
@@ -366,6 +473,10 @@ def sync_loop(
     cnt: Any,
     flt: Any,
     hist: Any,
+    bmap: Any,
+    bbase: int,
+    bgran: int,
+    do_classify: bool,
 ) -> int:
     ts = np.zeros(2, dtype=np.int64)
     ts_addr = ts.ctypes.data
@@ -401,9 +512,13 @@ def sync_loop(
                 cnt[d, C_BYTES] += got
             if halts(stop_on_error, ctl[K_ERRNO]):
                 break
+            if do_classify:
+                classify(buf64, 0, n, off, d, True, bmap, bbase, bgran, cnt, ctl)
         else:
             record(d, got, lat, cnt, flt, hist)
             record_total(d, lat, cnt, flt)
+            if do_classify:
+                classify(buf64, 0, n, off, d, False, bmap, bbase, bgran, cnt, ctl)
             if d == READ and do_verify:
                 bad = check(buf64, 0, n, off)
                 if bad > 0:
@@ -439,6 +554,10 @@ def aio_loop(
     cnt: Any,
     flt: Any,
     hist: Any,
+    bmap: Any,
+    bbase: int,
+    bgran: int,
+    do_classify: bool,
 ) -> int:
     ts = np.zeros(2, dtype=np.int64)
     ts_addr = ts.ctypes.data
@@ -564,12 +683,17 @@ def aio_loop(
         t_done = now_ns(ts_addr, ts)
         for e in range(got):
             s = events[e * 4]
+            c_off, c_len, c_dir = slot_off[s], slot_len[s], slot_dir[s]
             failed = settle(
                 s, events[e * 4 + 2], t_done, slot_start, slot_issue, slot_off, slot_dir, slot_len,
                 bs, buf64, do_verify, ctl, cnt, flt, hist,
             )  # fmt: skip
             if failed and halts(stop_on_error, ctl[K_ERRNO]):
                 finished = True
+            elif do_classify:
+                classify(
+                    buf64, s * bs // 8, c_len, c_off, c_dir, failed, bmap, bbase, bgran, cnt, ctl
+                )
             free[nfree] = s
             nfree += 1
             inflight -= 1
@@ -605,6 +729,10 @@ def uring_loop(
     cnt: Any,
     flt: Any,
     hist: Any,
+    bmap: Any,
+    bbase: int,
+    bgran: int,
+    do_classify: bool,
 ) -> int:
     """The io_uring engine (fio --ioengine=io_uring): one ring per job (probes/
     disk/uring.py), IORING_OP_READ/WRITE; free slots are filled, then
@@ -772,12 +900,18 @@ def uring_loop(
                 res = np.int64(cq64[w + 1] & np.uint64(0xFFFFFFFF))
                 if res >= 0x80000000:
                     res -= 0x100000000  # the low word is the signed 32-bit result
+                c_off, c_len, c_dir = slot_off[s], slot_len[s], slot_dir[s]
                 failed = settle(
                     s, res, t_done, slot_start, slot_issue, slot_off, slot_dir, slot_len,
                     bs, buf64, do_verify, ctl, cnt, flt, hist,
                 )  # fmt: skip
                 if failed and halts(stop_on_error, ctl[K_ERRNO]):
                     finished = True
+                elif do_classify:
+                    classify(
+                        buf64, s * bs // 8, c_len, c_off, c_dir, failed,
+                        bmap, bbase, bgran, cnt, ctl,
+                    )  # fmt: skip
                 free[nfree] = s
                 nfree += 1
                 inflight -= 1

@@ -13,6 +13,8 @@ Contract:
   - an error that ended the pass makes it ``failed`` with that reason;
   - ``running`` until ``finish``; ``not started`` for a pass the run never
     reached.
+- ``Findings``: what the passes found (never-written bytes, bad ranges) and
+  the verdict, "warmed" or "not warmed" with its reason;
 - ``WarmupSummary``: the warm-up's ``summary()``/``--json`` document,
   typed: the per-pass rows, ``total`` (their sum), and the run's facts.
   ``as_dict`` writes it (docs/warmup.md; old top-level keys kept),
@@ -123,6 +125,83 @@ class PassTotals:
         )
 
 
+Verdict = Literal["warmed", "not warmed"]
+# What the run saw: "fresh" (more than half never written), "restored" (data
+# nearly everywhere: a snapshot's volume), "mixed", "written" (a write pass
+# covered the range), "unknown" (no pass looked at the whole range).
+Case = Literal["fresh", "restored", "mixed", "written", "unknown"]
+
+
+@dataclass
+class Findings:
+    """What the run's passes found on the volume, and the verdict (see
+    ``warmup.verdict.judge`` for the rules). ``never_written_bytes``: bytes
+    of the range never written as far as can be told: the holes of the file
+    under the target where the filesystem says (``never_written_source``
+    "holes"), else the blocks a read pass got back all zero ("zeros"), or
+    the bytes a stopped write pass did not reach ("not written")."""
+
+    verdict: Verdict
+    reason: str
+    case: Case
+    never_written_bytes: int
+    range_bytes: int
+    never_written_source: str
+    zero_bytes: int = 0
+    hole_bytes: int | None = None
+    bad_ranges: list[tuple[int, int]] = field(default_factory=list)
+    fix_command: str | None = None
+
+    @property
+    def never_written_fraction(self) -> float:
+        return self.never_written_bytes / self.range_bytes if self.range_bytes else 0.0
+
+    @property
+    def bad_bytes(self) -> int:
+        return sum(b - a for a, b in self.bad_ranges)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The summary's top-level keys for the findings (docs/warmup.md)."""
+        return {
+            "verdict": self.verdict,
+            "verdict_reason": self.reason,
+            "case": self.case,
+            "never_written_bytes": self.never_written_bytes,
+            "never_written_fraction": round(self.never_written_fraction, 6),
+            "never_written_source": self.never_written_source,
+            "zero_bytes": self.zero_bytes,
+            "hole_bytes": self.hole_bytes,
+            "bad_ranges": [[a, b] for a, b in self.bad_ranges],
+            "bad_bytes": self.bad_bytes,
+            "fix_command": self.fix_command,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Findings | None:
+        verdict = d.get("verdict")
+        if verdict not in ("warmed", "not warmed"):
+            return None  # a summary written before findings existed
+        case = d.get("case")
+        bad = d.get("bad_ranges")
+        hole = d.get("hole_bytes")
+        return cls(
+            verdict="warmed" if verdict == "warmed" else "not warmed",
+            reason=_str(d.get("verdict_reason")) or "",
+            case=case if case in ("fresh", "restored", "mixed", "written") else "unknown",
+            never_written_bytes=_int(d.get("never_written_bytes")),
+            range_bytes=_int(d.get("total_bytes")),
+            never_written_source=_str(d.get("never_written_source")) or "",
+            zero_bytes=_int(d.get("zero_bytes")),
+            hole_bytes=_int(hole) if isinstance(hole, int) else None,
+            bad_ranges=[
+                (_int(r[0]), _int(r[1]))
+                for r in (bad if isinstance(bad, list) else [])
+                if isinstance(r, list) and len(r) == 2
+            ],
+            fix_command=_str(d.get("fix_command")),
+        )
+
+
 def overall_outcome(passes: list[PassTotals]) -> Outcome:
     """The run's outcome: failed if a pass failed, completed if every pass
     completed, else stopped (running while one still runs)."""
@@ -152,6 +231,7 @@ class WarmupSummary:
     fio_command: str = ""
     verify: tuple[int, int | None] | None = None  # (bad sectors, first bad offset)
     error: str | None = None
+    findings: Findings | None = None  # None for summaries written before it existed
 
     @property
     def total(self) -> PassTotals:
@@ -201,6 +281,8 @@ class WarmupSummary:
                 "first_bad_offset": first,
                 "ok": bad == 0 and t.completed,
             }
+        if self.findings is not None:
+            out.update(self.findings.as_dict())
         if self.error:
             out["error"] = self.error
         return out
@@ -253,6 +335,7 @@ class WarmupSummary:
                 else None
             ),
             error=_str(d.get("error")),
+            findings=Findings.from_dict(d),
         )
 
 

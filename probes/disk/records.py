@@ -360,6 +360,19 @@ class WarmupInterval:
     plateau: Mapping[str, Any]
     plateau_state: str | None
     bad_sectors: int
+    # The read pass so far: bytes read back never written (holes, all zero)
+    # and bytes read; per map cell the share never written and failed.
+    zero_bytes: int | None = None
+    read_bytes: int | None = None
+    never_map: tuple[float, ...] | None = None
+    bad_map: tuple[float, ...] | None = None
+
+    @property
+    def never_written_share(self) -> float | None:
+        """Share of the bytes read so far that came back never written."""
+        if not self.read_bytes or self.zero_bytes is None:
+            return None
+        return self.zero_bytes / self.read_bytes
 
     @property
     def writes(self) -> bool:
@@ -387,6 +400,13 @@ class WarmupInterval:
             "plateau_state": self.plateau_state,
             "bad_sectors": self.bad_sectors,
         }
+        if self.read_bytes is not None:  # keys absent before probetop 0.2: read as None
+            extra["zero_bytes"] = self.zero_bytes
+            extra["read_bytes"] = self.read_bytes
+        if self.never_map is not None:
+            extra["never_map"] = list(self.never_map)
+        if self.bad_map is not None and any(self.bad_map):
+            extra["bad_map"] = list(self.bad_map)
         return Sample(probe_id, t_ns, interval_s, values, extra)
 
     @classmethod
@@ -411,7 +431,15 @@ class WarmupInterval:
             plateau=plateau if isinstance(plateau, Mapping) else {},
             plateau_state=_str(extra.get("plateau_state")),
             bad_sectors=_int(extra.get("bad_sectors")) or 0,
+            zero_bytes=_int(extra.get("zero_bytes")),
+            read_bytes=_int(extra.get("read_bytes")),
+            never_map=_cells(extra.get("never_map")),
+            bad_map=_cells(extra.get("bad_map")),
         )
+
+
+def _cells(value: Any) -> tuple[float, ...] | None:
+    return tuple(as_number(c) or 0.0 for c in value) if isinstance(value, list) else None
 
 
 @dataclass(frozen=True, slots=True)

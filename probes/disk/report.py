@@ -11,9 +11,11 @@ Contract:
   names (normal: the text above; terse, json, json+: ``fiodoc``).
 - ``iops_exit_code`` / ``warmup_exit_code``: 2 when the probe failed (for the
   warm-up also when a pass failed); for the warm-up 1 when ``--verify`` found
-  bad sectors; 128 + the signal's number when a signal interrupted the run
-  (130 for SIGINT, 143 for SIGTERM; the partial report is printed first);
-  else 0.
+  bad sectors or I/Os failed (bad ranges), ``NOT_WARMED_EXIT`` (3) when a
+  whole read pass left the volume "not warmed" (never-written blocks a read
+  cannot allocate); 128 + the signal's number when a signal interrupted the
+  run (130 for SIGINT, 143 for SIGTERM; the partial report is printed
+  first); else 0.
 - Every figure with a unit is written by ``units`` (fio's choice of unit and
   rounding: ``BW=1B/s``, never ``0.0MB/s``).
 """
@@ -24,7 +26,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from probetop.probes.disk import units
-from probetop.probes.disk.passes import PassTotals, WarmupSummary
+from probetop.probes.disk.passes import Findings, PassTotals, WarmupSummary
+
+NOT_WARMED_EXIT = 3  # a read pass ran to its end and the volume is not warmed
 
 
 def iops_document(summary: Mapping[str, Any], error: str | None) -> dict[str, Any]:
@@ -191,6 +195,8 @@ def format_warmup_report(doc: Mapping[str, Any], *, reason: str) -> str:
         bad, _first = s.verify
         ok = bad == 0 and total.completed
         lines.append(f"  verify: {bad} bad sectors" + (" (ok)" if ok else ""))
+    if s.findings is not None:
+        lines += _findings_lines(s.findings)
     for note in s.notes:
         lines.append(f"  note: {note}")
     if s.checkpoint:
@@ -201,10 +207,30 @@ def format_warmup_report(doc: Mapping[str, Any], *, reason: str) -> str:
     return "\n".join(lines)
 
 
+def _findings_lines(f: Findings) -> list[str]:
+    """The verdict, what it rests on, and the bad ranges (the first ten)."""
+    pct = 100.0 * f.never_written_fraction
+    lines = [
+        f"  verdict: {f.verdict} ({f.case}): {f.reason}",
+        f"  never written: {f.never_written_bytes:,} of {f.range_bytes:,} bytes ({pct:.1f} %, "
+        f"{f.never_written_source})"
+        + (f"; read back all zero: {f.zero_bytes:,} bytes" if f.zero_bytes else ""),
+    ]
+    if f.bad_ranges:
+        shown = ", ".join(f"{a:,}-{b:,}" for a, b in f.bad_ranges[:10])
+        more = f" and {len(f.bad_ranges) - 10} more" if len(f.bad_ranges) > 10 else ""
+        lines.append(
+            f"  bad ranges: {len(f.bad_ranges)} ({f.bad_bytes:,} bytes failed): {shown}{more}"
+        )
+    return lines
+
+
 def warmup_exit_code(doc: Mapping[str, Any], error: str | None, *, signal_status: int = 0) -> int:
     """2 when the probe failed or a pass failed (e.g. randwrite completed no
     I/O), 1 when ``--verify`` found bad sectors, else ``signal_status`` (128 +
-    the number of the signal that stopped the run, 0 when none did)."""
+    the number of the signal that stopped the run) when one did; then 1 when
+    I/Os failed (bad ranges), ``NOT_WARMED_EXIT`` when a read-only run's
+    whole read pass left the volume not warmed; else 0."""
     if error:
         return 2
     s = WarmupSummary.from_dict(doc)
@@ -212,4 +238,13 @@ def warmup_exit_code(doc: Mapping[str, Any], error: str | None, *, signal_status
         return 2
     if s.verify is not None and s.verify[0]:
         return 1
-    return signal_status
+    if signal_status:
+        return signal_status
+    f = s.findings
+    if f is not None and f.bad_ranges:
+        return 1
+    read = [p for p in s.passes if p.pass_name == "read"]
+    wrote = any(p.pass_name != "read" for p in s.passes)
+    if f is not None and f.verdict == "not warmed" and read and read[0].completed and not wrote:
+        return NOT_WARMED_EXIT
+    return 0

@@ -40,7 +40,12 @@ Contract:
   ``verify`` read pass (or a test) can tell each sector was written where it
   belongs. Reads with ``verify`` count sectors whose stamp is wrong.
 - An error inside the loop is data: counted per direction, with the last
-  errno and offset kept. With ``stop_on_error`` the job ends at the first one.
+  errno and offset kept. With ``stop_on_error`` the job ends at the first one;
+  without, at one that makes going on pointless (full, read-only, gone, a
+  short transfer: ``halting_error``).
+- A plan with a ``blockmap`` (``blockmap.BlockMap``) has every finished I/O
+  classified into it (data, all zero, failed) and its all-zero reads counted
+  (``DirectionTotals.zero_bytes``): what a warm-up pass found.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ from typing import Any
 
 import numpy as np
 from probetop.probes.core.base import ProbeError
+from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.counters import (
     C_ERRORS,
     FATAL_ERRNOS,
@@ -142,6 +148,8 @@ def _build_kernels() -> dict[str, Any]:
 
 
 # -- the engine ---------------------------------------------------------------
+
+_NO_MAP = BlockMap(0, 1, 1)  # what the loops get when a plan classifies nothing
 
 
 class Engine:
@@ -264,6 +272,7 @@ class Engine:
             words = len(m) // 8
             buf64 = np.frombuffer(m, dtype=np.uint64, count=words)
             seed = (plan.seed + job * 0x632BE59BD9B4E019) & 0x7FFFFFFFFFFFFFFF
+            bmap = plan.blockmap if plan.blockmap is not None else _NO_MAP
             while self.ctl[job, K_STOP] == 0:
                 if plan.wrap:
                     extent = plan.extents[0]
@@ -293,6 +302,10 @@ class Engine:
                     self.cnt[job],
                     self.flt[job],
                     self.hist[job],
+                    bmap.states,
+                    bmap.base,
+                    bmap.granule,
+                    plan.classify,
                 )
                 if ring is not None:
                     kernels["uring"](
@@ -439,6 +452,22 @@ class Engine:
             if self.cnt[job, :, C_ERRORS].sum() > 0:
                 return (
                     int(self.ctl[job, K_ERRNO]),
+                    int(self.ctl[job, K_ERR_OFFSET]),
+                    DIRECTIONS[int(self.ctl[job, K_ERR_DIR])],
+                )
+        return None
+
+    def halting_error(self) -> tuple[int, int, str] | None:
+        """(errno, offset, direction) of a failed I/O that ended a job by
+        itself (``native.halts``: full, read-only, gone, or a short transfer,
+        errno 0: the target ended early), or None."""
+        for job in range(self.plan.jobs):
+            if self.cnt[job, :, C_ERRORS].sum() <= 0:
+                continue
+            code = int(self.ctl[job, K_ERRNO])
+            if code == 0 or code in FATAL_ERRNOS:
+                return (
+                    code,
                     int(self.ctl[job, K_ERR_OFFSET]),
                     DIRECTIONS[int(self.ctl[job, K_ERR_DIR])],
                 )

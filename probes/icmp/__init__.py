@@ -10,12 +10,14 @@ modules behind it:
   names: what an ICMP sample carries, typed; ``IcmpParams``: its header
   params; ``IcmpSummary``: its summary
 - ``format_report``, ``json_document``, ``exit_code``: the headless report
+- ``PingWriter``, ``ReplyListener``, ``Reply``: ping's live lines (headless text)
 - ``reference_command``: the equivalent ping / hping3 command line
 
 Importing this package is cheap: numpy, numba and scapy load when a probe
 prepares or runs.
 """
 
+from probetop.probes.icmp.pingtext import PingWriter, Reply, ReplyListener
 from probetop.probes.icmp.probe import IcmpProbe
 from probetop.probes.icmp.records import (
     DUPLICATES,
@@ -52,6 +54,7 @@ from probetop.probes.icmp.settings import (
     IcmpSettings,
     reference_command,
 )
+from probetop.probes.icmp.stream import REPLY_LOG_ROWS
 from probetop.probes.icmp.summary import IcmpParams, IcmpSummary, IcmpTotals, ResolvedTarget
 
 
@@ -78,6 +81,7 @@ __all__ = [
     "PPS",
     "REORDERED",
     "REPLIES_PER_S",
+    "REPLY_LOG_ROWS",
     "REQUESTS_PER_S",
     "RTT_AVG_US",
     "RTT_MAX_US",
@@ -96,6 +100,9 @@ __all__ = [
     "IcmpSummary",
     "IcmpTotals",
     "IntervalRow",
+    "PingWriter",
+    "Reply",
+    "ReplyListener",
     "ResolvedTarget",
     "RttBucket",
     "RttStats",

@@ -26,6 +26,12 @@ Contract:
   ``histogram``, errno tallies, the error-packet ring); the calling thread
   copies and zeroes them between slices (``loopstate.IntervalArrays.take``;
   ``loopstate.LoopState`` holds every array and makes the call).
+- With the reply log on (``cfg[C_LOG]`` rows, headless text without -q),
+  each echo reply and duplicate is logged (seq, TTL, ICMP bytes, RTT,
+  arrival: layout.L_*) for ping's per-reply lines; with ``C_LOG_RETURN``
+  the loop returns ``SLICE_REPLY`` after each, so the line is printed as the
+  reply arrives. ``state[S_LAST_TTL]`` is the last reply's TTL: a raw IPv4
+  reply's header byte, else the IP_TTL / IPV6_HOPLIMIT cmsg.
 - Sequence space: 16 bits on the wire, 64 bits in ``state``. A request is
   *in flight* until its reply arrives or ``grace_ns`` passes (then *lost*). If
   the 16-bit slot is needed again before that (65536 sends within the grace
@@ -56,6 +62,8 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     C_FD,
     C_GRACE,
     C_IDENT,
+    C_LOG,
+    C_LOG_RETURN,
     C_PACED,
     C_PERIOD,
     C_PKTLEN,
@@ -79,6 +87,10 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     HIST_SUB,
     HIST_SUB_BITS,
     IN_FLIGHT,
+    IP_TTL,
+    IPPROTO_IP,
+    IPPROTO_IPV6,
+    IPV6_HOPLIMIT,
     K_DUPS,
     K_ICMP_ERRS,
     K_JITTER_MAX,
@@ -101,6 +113,12 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     K_SENT,
     K_STRAY,
     K_WRAPPED,
+    L_AT,
+    L_BYTES,
+    L_DUP,
+    L_RTT,
+    L_SEQ,
+    L_TTL,
     LATE,
     LOST,
     M_CONTROLLEN,
@@ -117,6 +135,9 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     S_IN_FLIGHT,
     S_LAST_RTT,
     S_LAST_SEND,
+    S_LAST_TTL,
+    S_LOG_DROPPED,
+    S_LOG_N,
     S_MAX_RX,
     S_NEXT_SEND,
     S_PREV_OUTCOME,
@@ -128,6 +149,7 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     SCM_TIMESTAMPNS,
     SLICE_DEADLINE,
     SLICE_DONE,
+    SLICE_REPLY,
     SLOTS,
     SOL_SOCKET,
     SPIN_NS,
@@ -177,25 +199,45 @@ def _clock_offset(ts: Any) -> int:
 
 
 @numba.njit(nogil=True, cache=CACHE)
-def kernel_stamp(msg: Any, cmsg: Any, offset: int) -> int:
-    """The SCM_TIMESTAMPNS cmsg of the last recvmsg as monotonic ns, or -1 if absent.
-
-    ``msg`` and ``cmsg`` are the int64 msghdr and control buffer
-    (layout.M_*); ``offset`` is realtime - monotonic (``_clock_offset``).
-    """
+def _find_cmsg(msg: Any, cmsg: Any, level: int, kind: int, data_bytes: int) -> int:
+    """The word index of the data of the last recvmsg's (level, kind) cmsg,
+    or -1 if absent or shorter than ``data_bytes`` (cut short: MSG_CTRUNC)."""
     end = min(msg[M_CONTROLLEN], cmsg.shape[0] * 8)
     w = 0
     while w * 8 + 16 <= end:
         length = cmsg[w]
         if length < 16:
             break  # malformed: the walk could not advance
-        kind = cmsg[w + 1]  # cmsg_level, then cmsg_type (little-endian int32s)
-        if (kind & 0xFFFFFFFF) == SOL_SOCKET and (kind >> 32) == SCM_TIMESTAMPNS:
-            if length < 32 or w * 8 + 32 > end:
+        head = cmsg[w + 1]  # cmsg_level, then cmsg_type (little-endian int32s)
+        if (head & 0xFFFFFFFF) == level and (head >> 32) == kind:
+            if length < 16 + data_bytes or w * 8 + 16 + data_bytes > end:
                 return -1
-            return cmsg[w + 2] * 1_000_000_000 + cmsg[w + 3] - offset
+            return w + 2
         w += (length + 7) >> 3  # CMSG_NXTHDR: headers are 8-byte aligned
     return -1
+
+
+@numba.njit(nogil=True, cache=CACHE)
+def kernel_stamp(msg: Any, cmsg: Any, offset: int) -> int:
+    """The SCM_TIMESTAMPNS cmsg of the last recvmsg as monotonic ns, or -1 if absent.
+
+    ``msg`` and ``cmsg`` are the int64 msghdr and control buffer
+    (layout.M_*); ``offset`` is realtime - monotonic (``_clock_offset``).
+    """
+    w = _find_cmsg(msg, cmsg, SOL_SOCKET, SCM_TIMESTAMPNS, 16)
+    if w < 0:
+        return -1
+    return cmsg[w] * 1_000_000_000 + cmsg[w + 1] - offset
+
+
+@numba.njit(nogil=True, cache=CACHE)
+def cmsg_ttl(msg: Any, cmsg: Any, v6: bool) -> int:
+    """The IP_TTL (IPv4) / IPV6_HOPLIMIT cmsg of the last recvmsg, or -1 if absent."""
+    if v6:
+        w = _find_cmsg(msg, cmsg, IPPROTO_IPV6, IPV6_HOPLIMIT, 4)
+    else:
+        w = _find_cmsg(msg, cmsg, IPPROTO_IP, IP_TTL, 4)
+    return -1 if w < 0 else cmsg[w] & 0xFF  # the int's low byte (TTL <= 255)
 
 
 @numba.njit(nogil=True, cache=CACHE)
@@ -258,6 +300,7 @@ def _sweep(now: int, cfg: Any, st: Any, slot_state: Any, slot_sent: Any, ctr: An
 def _on_packet(
     now: int,
     kernel: int,
+    ttl: int,
     n: int,
     buf: Any,
     src: Any,
@@ -272,10 +315,13 @@ def _on_packet(
     err_ring: Any,
     err_len: Any,
     err_src: Any,
+    log: Any,
 ) -> None:
     """Account one received datagram (echo reply or ICMP error); ``now`` is the
     monotonic time after recvmsg returned, ``kernel`` the kernel's receive
-    stamp in the same clock (-1: none)."""
+    stamp in the same clock (-1: none), ``ttl`` the reply's TTL (-1: unknown
+    yet; a raw IPv4 reply carries it in its header). With the reply log on
+    (``cfg[C_LOG]`` rows), each echo reply and duplicate is logged."""
     v6 = cfg[C_V6] != 0
     off = 0
     if cfg[C_RAW] != 0 and not v6:
@@ -327,6 +373,25 @@ def _on_packet(
         ctr[K_STRAY] += 1
         return
     state = slot_state[seq16]
+    if off > 0:
+        ttl = buf[8]  # the IPv4 header's TTL
+    if state == IN_FLIGHT or state == REPLIED:  # noqa: SIM109 (numba: plain compares)
+        st[S_LAST_TTL] = ttl
+        if cfg[C_LOG] > 0:
+            # ping's per-reply line: seq, ttl, ICMP bytes, rtt, arrival (and DUP!)
+            sent = slot_sent[seq16]
+            at = reply_time(sent, kernel, now)
+            row = st[S_LOG_N]
+            if row < cfg[C_LOG]:
+                log[row, L_SEQ] = seq
+                log[row, L_TTL] = ttl
+                log[row, L_BYTES] = n - off
+                log[row, L_RTT] = at - sent
+                log[row, L_AT] = at
+                log[row, L_DUP] = 1 if state == REPLIED else 0
+                st[S_LOG_N] = row + 1
+            else:
+                st[S_LOG_DROPPED] += 1
     if state == IN_FLIGHT:
         sent = slot_sent[seq16]
         at = reply_time(sent, kernel, now)
@@ -384,6 +449,7 @@ def _receive(
     err_ring: Any,
     err_len: Any,
     err_src: Any,
+    log: Any,
 ) -> tuple[int, int]:
     """Read one datagram without waiting and account it (``_on_packet``);
     (its length or -1 with errno set, the time read just after the call).
@@ -394,9 +460,12 @@ def _receive(
     n = _recvmsg(fd, msg.ctypes.data, MSG_DONTWAIT)
     now = _now(ts)
     if n >= 0:
+        # Raw IPv4 replies carry their TTL in the header (_on_packet reads
+        # it); other sockets get it as a cmsg, walked only for them.
+        ttl = -1 if cfg[C_RAW] != 0 and cfg[C_V6] == 0 else cmsg_ttl(msg, cmsg, cfg[C_V6] != 0)
         _on_packet(
-            now, kernel_stamp(msg, cmsg, offset), n, buf, src, cfg, st, slot_state,
-            slot_sent, ctr, rtt_sums, hist, icmp_types, err_ring, err_len, err_src,
+            now, kernel_stamp(msg, cmsg, offset), ttl, n, buf, src, cfg, st, slot_state,
+            slot_sent, ctr, rtt_sums, hist, icmp_types, err_ring, err_len, err_src, log,
         )  # fmt: skip
     return n, now
 
@@ -425,6 +494,7 @@ def run_slice(
     err_ring: Any,
     err_len: Any,
     err_src: Any,
+    log: Any,
     ts: Any,
     pollfd: Any,
     scratch: Any,
@@ -438,6 +508,7 @@ def run_slice(
     pktlen = cfg[C_PKTLEN]
     fix_checksum = cfg[C_RAW] != 0 and cfg[C_V6] == 0
     partial = cfg[C_CSUM_PARTIAL]
+    log_return = cfg[C_LOG_RETURN] != 0
     # Once per slice: the clocks only drift apart by a step, which the
     # plausibility check in _on_packet catches.
     offset = _clock_offset(ts)
@@ -450,7 +521,7 @@ def run_slice(
             for _ in range(EDGE_READS):
                 n, at = _receive(
                     fd, ts, msg, cmsg, offset, buf, src, cfg, st, slot_state, slot_sent, ctr,
-                    rtt_sums, hist, icmp_types, err_ring, err_len, err_src,
+                    rtt_sums, hist, icmp_types, err_ring, err_len, err_src, log,
                 )  # fmt: skip
                 if n < 0:
                     break
@@ -553,9 +624,12 @@ def run_slice(
         # -- receive -----------------------------------------------------
         n, now = _receive(
             fd, ts, msg, cmsg, offset, buf, src, cfg, st, slot_state, slot_sent, ctr,
-            rtt_sums, hist, icmp_types, err_ring, err_len, err_src,
+            rtt_sums, hist, icmp_types, err_ring, err_len, err_src, log,
         )  # fmt: skip
         if n >= 0:
+            if log_return and st[S_LOG_N] > 0:
+                st[S_RETURNED] = now
+                return SLICE_REPLY
             continue
         e = _errno(scratch)
         if e != EAGAIN and e != EINTR:

@@ -30,6 +30,9 @@ ENOMEM = errno_mod.ENOMEM
 
 SLICE_DEADLINE = 0
 SLICE_DONE = 1
+# A paced loop with a reply log that returns at each logged reply (C_LOG_RETURN),
+# so the caller prints ping's per-reply line as the reply arrives.
+SLICE_REPLY = 2
 RUN, DRAIN, ABORT = 0, 1, 2  # control[0]
 
 # Idle flood sender: like ping -f, send anyway when no reply came for 10 ms.
@@ -51,7 +54,10 @@ SLOTS = 1 << 16
 # -- config (int64 array, read-only for the loop) ------------------------------
 C_FD, C_V6, C_RAW, C_IDENT, C_PACED, C_PERIOD, C_PRELOAD, C_COUNT, C_GRACE = range(9)
 C_PKTLEN, C_CSUM_PARTIAL, C_CHECK_IDENT, C_ADDRLEN = range(9, 13)
-N_CONFIG = 13
+# The reply log (ping's per-reply lines): rows it holds per slice (0: off),
+# and whether the loop returns at each logged reply (SLICE_REPLY).
+C_LOG, C_LOG_RETURN = 13, 14
+N_CONFIG = 15
 
 # -- persistent loop state (int64 array) ---------------------------------------
 S_HEAD, S_TAIL, S_NEXT_SEND, S_LAST_SEND, S_IN_FLIGHT, S_MAX_RX = range(6)
@@ -70,7 +76,18 @@ S_PREV_OUTCOME, S_RUN_LEN, S_FIRST_RUN_DONE = 9, 10, 11
 # Echo replies timed by the user-space clock after recvmsg because the kernel
 # stamp was missing or implausible (a clock step): a diagnostic, 0 normally.
 S_USER_STAMPED = 12
-N_STATE = 13
+# The last echo reply's IP TTL / hop limit (-1 before the first or unknown),
+# the rows in the reply log, and replies the full log left out.
+S_LAST_TTL, S_LOG_N, S_LOG_DROPPED = 13, 14, 15
+N_STATE = 16
+
+# -- the reply log (int64 rows; the caller takes and empties it each return) ---
+L_SEQ, L_TTL, L_BYTES, L_RTT, L_AT, L_DUP = range(6)
+N_LOG = 6
+# Where a reply's TTL is when the IP header is not delivered (datagram and
+# IPv6 sockets): an IP_TTL / IPV6_HOPLIMIT cmsg (IP_RECVTTL, IPV6_RECVHOPLIMIT).
+IPPROTO_IP, IP_TTL, IP_RECVTTL = 0, 2, 12
+IPPROTO_IPV6, IPV6_HOPLIMIT, IPV6_RECVHOPLIMIT = 41, 52, 51
 
 # -- interval counters (int64 array, zeroed by the caller each interval) --------
 K_SENT, K_RECEIVED, K_DUPS, K_REORDERED, K_LOST, K_LATE, K_WRAPPED = range(7)
@@ -133,9 +150,9 @@ ADDR_BYTES = 28  # sockaddr_in6
 # controllen, flags. The kernel rewrites namelen, controllen and flags.
 M_NAME, M_NAMELEN, M_IOV, M_IOVLEN, M_CONTROL, M_CONTROLLEN, M_FLAGS = range(7)
 N_MSGHDR = 7
-# The control buffer: room for the timestamp cmsg (16-byte header + timespec)
-# and another of the same size, should the kernel add one.
-CONTROL_WORDS = 8
+# The control buffer: room for the timestamp cmsg (16-byte header + timespec),
+# the TTL cmsg (16 + 8) and another of the largest size, should the kernel add one.
+CONTROL_WORDS = 12
 
 
 def hist_bucket_bounds(idx: int) -> tuple[float, float]:

@@ -25,6 +25,8 @@ from probetop.probes.icmp.layout import (
     C_FD,
     C_GRACE,
     C_IDENT,
+    C_LOG,
+    C_LOG_RETURN,
     C_PACED,
     C_PERIOD,
     C_PKTLEN,
@@ -43,12 +45,16 @@ from probetop.probes.icmp.layout import (
     M_NAME,
     N_CONFIG,
     N_COUNTERS,
+    N_LOG,
     N_MSGHDR,
     N_STATE,
     N_SUMS,
     S_IN_FLIGHT,
     S_LAST_RTT,
     S_LAST_SEND,
+    S_LAST_TTL,
+    S_LOG_DROPPED,
+    S_LOG_N,
     S_MAX_RX,
     S_NEXT_SEND,
     S_PREV_OUTCOME,
@@ -123,6 +129,7 @@ class LoopState:
         self.state[S_LAST_SEND] = start_ns - FLOOD_IDLE_NS
         self.state[S_MAX_RX] = -1
         self.state[S_LAST_RTT] = -1
+        self.state[S_LAST_TTL] = -1
         self.state[S_PREV_OUTCOME] = -1
         self.packet = np.frombuffer(bytearray(packet), np.uint8).copy()
         self.addr = np.zeros(ADDR_BYTES, np.uint8)
@@ -146,6 +153,7 @@ class LoopState:
         self.control = control if control is not None else np.zeros(1, np.int64)
         self.control_copy = np.zeros(1, np.int64)
         self.interval = IntervalArrays()
+        self.log = np.zeros((max(1, int(config[C_LOG])), N_LOG), np.int64)
 
     def run_slice(self, deadline_ns: int) -> int:
         """Run until ``deadline_ns``; see the module docstring (``self.control``)."""
@@ -174,11 +182,28 @@ class LoopState:
                 iv.err_ring,
                 iv.err_len,
                 iv.err_src,
+                self.log,
                 self.ts,
                 self.pollfd,
                 self.scratch,
             )
         )
+
+    def take_log(self) -> tuple[np.ndarray, int]:
+        """The reply log's rows since the last take (a copy; layout.L_*) and
+        how many replies a full log left out; both are emptied."""
+        n = int(self.state[S_LOG_N])
+        dropped = int(self.state[S_LOG_DROPPED])
+        rows = self.log[:n].copy()
+        self.state[S_LOG_N] = 0
+        self.state[S_LOG_DROPPED] = 0
+        return rows, dropped
+
+    @property
+    def last_ttl(self) -> int | None:
+        """The last echo reply's IP TTL / hop limit (None before one, or unknown)."""
+        ttl = int(self.state[S_LAST_TTL])
+        return ttl if ttl >= 0 else None
 
     @property
     def returned_ns(self) -> int:
@@ -219,8 +244,12 @@ def make_config(
     packet_len: int,
     checksum_partial: int,
     addr_len: int,
+    log_rows: int = 0,
+    log_return: bool = False,
 ) -> np.ndarray:
-    """The loop's config array. ``period_ns`` 0 = flood (send as replies arrive)."""
+    """The loop's config array. ``period_ns`` 0 = flood (send as replies arrive).
+    ``log_rows`` > 0 turns the reply log on (rows per slice); ``log_return``
+    makes the loop return at each logged reply."""
     cfg = np.zeros(N_CONFIG, np.int64)
     cfg[C_FD] = fd
     cfg[C_V6] = int(v6)
@@ -236,4 +265,6 @@ def make_config(
     # Datagram sockets: the kernel picks the id and only delivers our replies.
     cfg[C_CHECK_IDENT] = int(raw)
     cfg[C_ADDRLEN] = addr_len
+    cfg[C_LOG] = log_rows
+    cfg[C_LOG_RETURN] = int(log_return and log_rows > 0)
     return cfg

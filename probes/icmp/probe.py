@@ -22,6 +22,7 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,7 @@ STREAM_EXIT_WAIT_S = 0.5
 DRAIN_MARGIN_S = 0.05
 
 if TYPE_CHECKING:
+    from probetop.probes.icmp.pingtext import ReplyListener
     from probetop.probes.icmp.sockets import Target
     from probetop.probes.icmp.stats import IntervalTotals
 
@@ -67,8 +69,16 @@ class IcmpProbe:
     kind = KIND
     metrics = METRICS
 
-    def __init__(self, settings: IcmpSettings, *, idle_reason: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: IcmpSettings,
+        *,
+        idle_reason: str | None = None,
+        listener: ReplyListener | None = None,
+    ) -> None:
         self.settings = settings
+        # ping's live text (headless): told the target, each reply, each interval.
+        self.listener = listener
         self.id = f"{KIND}:{settings.host}"
         self.idle_reason = idle_reason
         self.target: Target | None = None
@@ -87,6 +97,12 @@ class IcmpProbe:
         self._pending: dict[int, dict[int, tuple[Any, ...]]] = {}
         # The demo's idle pane: nothing to run, so never keep a headless run alive.
         self.background = idle_reason is not None
+
+    @property
+    def logs_replies(self) -> bool:
+        """Whether the loop logs each reply: ping's per-reply lines (not with
+        -q, not for a flood, whose ping -f prints dots instead)."""
+        return self.listener is not None and not self.settings.quiet and not self.settings.flood
 
     # -- Probe protocol --------------------------------------------------
     def prepare(self) -> None:
@@ -145,6 +161,9 @@ class IcmpProbe:
             raise
         self._active = {s.index for s in self._streams}
         self._pending = {}
+        if self.listener is not None:
+            t = self.target
+            self.listener.started(self.settings.host, t.address, self.settings.size, t.v6)
         self.start_ns = now_ns()
         with thread_stack(STREAM_STACK_BYTES):
             for s in self._streams:
@@ -373,6 +392,9 @@ class IcmpProbe:
                 if interval.counters["icmp_errors"] and self.mode == "raw":
                     interval.add_routers(await asyncio.to_thread(_dissect_kept, dissect, v6))
                 seconds = interval_seconds(spans)
+                if self.listener is not None and self.settings.flood:
+                    c = interval.counters
+                    self.listener.interval(c["sent"], c["received"], c["lost"], c["late"])
                 self.elapsed_s = (t_end - self.start_ns) / 1e9
                 self.totals.merge(interval)
                 if not active and not any(interval.counters.values()) and self.interval_rows:
@@ -387,6 +409,9 @@ class IcmpProbe:
                     request_interval_s=None if period is None else 1.0 / period,
                     rate_limit=self.totals.rate_limit_hint(),
                 )
+                ttls = [p.last_ttl for p in self.progress.values() if p.last_ttl is not None]
+                if ttls:
+                    record = dataclasses.replace(record, ttl=ttls[-1])
                 self.interval_rows.append(IntervalRow(round(self.elapsed_s, 6), record))
                 emit(record.to_sample(self.id, t_end, seconds))
 

@@ -5,7 +5,8 @@ tolerant readers of single values, ``readback``.
 Contract:
 - ``IcmpInterval.to_sample`` is the only place that lays an ICMP interval out
   as a ``Sample`` (metric keys in ``values``; ``mode``, ``rtt_hist_us``,
-  ``errors``, ``error_routers`` in ``extra``), and ``IcmpInterval.from_sample``
+  ``errors``, ``error_routers``, ``rate_limit``, ``ttl`` in ``extra``), and
+  ``IcmpInterval.from_sample``
   the only place that reads one back.
 - Every layout is probetop 0.1's, key for key and in the same order, so old
   recordings replay and the JSON stays the same. Readers are tolerant:
@@ -168,6 +169,8 @@ class IcmpInterval:
     jitter_max_us: float | None = None
     outage_s: float | None = None
     rate_limit: str | None = None
+    # Since 0.3: the last echo reply's IP TTL / hop limit (smokeping_response_ttl).
+    ttl: int | None = None
 
     def values(self) -> dict[str, float | None]:
         """The metric values, in probetop 0.1's order (counts as floats)."""
@@ -207,6 +210,8 @@ class IcmpInterval:
             extra["error_routers"] = {k: dict(v) for k, v in self.error_routers.items()}
         if self.rate_limit:
             extra["rate_limit"] = self.rate_limit
+        if self.ttl is not None:
+            extra["ttl"] = self.ttl
         return Sample(probe_id, t_ns, interval_s, self.values(), extra)
 
     @classmethod
@@ -239,6 +244,7 @@ class IcmpInterval:
             jitter_max_us=as_number(values.get(JITTER_MAX_US)),
             outage_s=as_number(values.get(OUTAGE_S)),
             rate_limit=_text(extra.get("rate_limit")),
+            ttl=_count(extra.get("ttl")),
         )
 
     @classmethod

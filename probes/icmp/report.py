@@ -1,11 +1,15 @@
 """The ``probetop icmp`` report: ping-style text, or one JSON document.
 
 Contract:
-- ``format_report(summary, error=...)`` is the headless text: ping's
-  ``--- HOST statistics ---`` block (requests, replies, duplicates,
-  reordered, lost with loss %, late), replies/s and packets/s, RTT
-  min/avg/max/mdev and p50/p90/p99 in µs, ICMP errors with the routers that
-  sent them, and the equivalent reference command.
+- ``format_report(summary, error=...)`` is the headless text's end, as
+  ping (iputils) prints it (pingtext.statistics_block): ``--- HOST ping
+  statistics ---``, ``N packets transmitted, M received, X% packet loss,
+  time Tms`` and ``rtt min/avg/max/mdev = a/b/c/d ms``, so ``jc --ping`` and
+  ``pingparsing`` read the JSON's sent, received, loss_pct and rtt_us from
+  it. probetop's lines (``probetop: ...``: socket, replies/s and packets/s,
+  reordered/late, requests in flight at the end, p50/p90/p99, jitter and
+  outage, per-stream figures, errors with their routers, the equivalent
+  command) come before the ``---`` line, where those parsers do not read.
 - ``json_document(probe_id, summary, ...)`` is the ``--json`` output: the
   summary as the probe wrote it, between ``probe`` and ``reason``/``error``.
 - ``exit_code(summary, error)`` follows ping: 0 when replies came back (also
@@ -14,55 +18,52 @@ Contract:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from probetop.probes.icmp.summary import IcmpSummary
+from probetop.probes.icmp.pingtext import PingTotals, header_line, ms3, statistics_block
+from probetop.probes.icmp.summary import IcmpSummary, IcmpTotals
 
 
-def _us(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
+def _ms(value_us: float | None) -> str:
+    return "-" if value_us is None else ms3(value_us)
 
 
-def format_report(summary: Mapping[str, Any], *, error: str | None = None) -> str:
-    """ping-style text of an ICMP summary (see the module docstring)."""
-    s = IcmpSummary.from_summary(summary)
-    lines = [
-        f"--- {s.target} ({s.address}) probetop icmp statistics: {s.mode} socket, {s.pacing} ---"
-    ]
+def _icmp_error_total(errors: Mapping[str, int]) -> int:
+    """ICMP errors received (ping's ``+N errors``): not our local send/receive errnos."""
+    return sum(n for name, n in errors.items() if not name.startswith(("send ", "receive ")))
+
+
+def extra_lines(s: IcmpSummary, error: str | None, notes: Sequence[str] = ()) -> list[str]:
+    """probetop's lines of the report, beyond what ping prints."""
+    lines = [f"{s.mode or '?'} socket, {s.pacing or '?'}"]
     if error:
         lines.append(f"error: {error}")
+    lines.extend(f"note: {note}" for note in notes)
     t = s.totals
     if t is not None:
-        loss = "-" if t.loss_pct is None else f"{t.loss_pct:.3f}"
-        took = f"time {t.duration_s:.2f} s"
-        if t.drain_s is not None:
-            took += f" sending (+{t.drain_s:.2f} s waiting for replies, grace {t.grace_s:g} s)"
-        lines.append(
-            f"{t.sent} requests sent, {t.received} replies received, "
-            f"{t.duplicates} duplicates, {t.reordered} reordered, {t.lost} lost"
-            f" ({loss}% loss), {t.late} late, {took}"
-        )
-        if t.in_flight_at_end:
-            lines.append(
-                f"{t.in_flight_at_end} requests still in flight at the end"
-                " (not counted lost; loss % covers requests up to the oldest of them)"
-            )
         if t.replies_per_second is not None:
             lines.append(
-                f"{t.replies_per_second:,.0f} replies/s, "
-                f"{t.pps or 0.0:,.0f} packets/s through the target"
+                f"{t.replies_per_second:,.0f} replies/s, {t.pps or 0.0:,.0f} packets/s "
+                f"through the target over {t.duration_s:.3f} s of sending"
+            )
+        if t.reordered or t.late or t.lost_early_by_wrap:
+            lines.append(
+                f"{t.reordered} reordered, {t.late} late (after their request was counted "
+                f"lost), {t.lost_early_by_wrap} lost early (sequence wrap)"
+            )
+        if t.in_flight_at_end:
+            lines.append(
+                f"{t.in_flight_at_end} requests still in flight at the end: not counted "
+                "lost (ping counts them), so packet loss covers the requests resolved"
             )
         r = t.rtt
-        lines.append(
-            f"rtt min/avg/max/mdev = {_us(r.min_us)}/{_us(r.avg_us)}/"
-            f"{_us(r.max_us)}/{_us(r.mdev_us)} µs, p50/p90/p99 = "
-            f"{_us(r.p50_us)}/{_us(r.p90_us)}/{_us(r.p99_us)} µs"
-        )
+        if r.p50_us is not None:
+            lines.append(f"rtt p50/p90/p99 = {_ms(r.p50_us)}/{_ms(r.p90_us)}/{_ms(r.p99_us)} ms")
         if t.jitter_avg_us is not None or t.outage_s is not None:
             outage = "-" if t.outage_s is None else f"{t.outage_s:.3f}"
             lines.append(
-                f"jitter avg/max = {_us(t.jitter_avg_us)}/{_us(t.jitter_max_us)} µs, "
+                f"jitter avg/max = {_ms(t.jitter_avg_us)}/{_ms(t.jitter_max_us)} ms, "
                 f"outage {outage} s"
             )
         if t.rate_limit:
@@ -73,7 +74,7 @@ def format_report(summary: Mapping[str, Any], *, error: str | None = None) -> st
             lines.append(
                 f"stream {row.stream}: {row.sent} sent, {row.received} received, "
                 f"{row.lost} lost ({rloss}% loss), {rps} replies/s, "
-                f"rtt avg {_us(row.rtt_avg_us)} µs, jitter avg {_us(row.jitter_avg_us)} µs"
+                f"rtt avg {_ms(row.rtt_avg_us)} ms, jitter avg {_ms(row.jitter_avg_us)} ms"
             )
         for name, n in t.errors.items():
             routers = t.error_routers.get(name)
@@ -86,7 +87,74 @@ def format_report(summary: Mapping[str, Any], *, error: str | None = None) -> st
         lines.append("  wait")
     else:
         lines.append(f"equivalent: {s.reference_command}")
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def format_report(
+    summary: Mapping[str, Any],
+    *,
+    error: str | None = None,
+    header: bool = True,
+    notes: Sequence[str] = (),
+) -> str:
+    """ping's statistics block of an ICMP summary, probetop's lines before
+    its ``---`` line (see the module docstring); ``header``: ping's ``PING``
+    line first (False when it was printed as the run started); ``notes``:
+    more probetop lines (``note: ...``), which do not change the exit code."""
+    s = IcmpSummary.from_summary(summary)
+    host = s.target or "?"
+    address = s.address or host
+    out = ""
+    if header:
+        out = header_line(host, address, _size(summary), ":" in address) + "\n"
+    t = s.totals
+    totals = PingTotals(
+        host=host,
+        transmitted=t.sent if t else 0,
+        received=t.received if t else 0,
+        duplicates=t.duplicates if t else 0,
+        errors=_icmp_error_total(t.errors) if t else 0,
+        loss_pct=_loss_pct(t),
+        time_ms=round(1000 * _elapsed_s(t)) if t else 0,
+        rtt_min_us=t.rtt.min_us if t else None,
+        rtt_avg_us=t.rtt.avg_us if t else None,
+        rtt_max_us=t.rtt.max_us if t else None,
+        rtt_mdev_us=t.rtt.mdev_us if t else None,
+    )
+    return out + statistics_block(totals, extra_lines(s, error, notes))
+
+
+def _loss_pct(t: IcmpTotals | None) -> float | None:
+    """The JSON's loss_pct (requests resolved); ping's (sent - received) / sent
+    when none was resolved (every request still in flight at the stop)."""
+    if t is None:
+        return None
+    if t.loss_pct is not None:
+        return t.loss_pct
+    return 100.0 * (t.sent - t.received) / t.sent if t.sent else None
+
+
+def _elapsed_s(t: IcmpTotals) -> float:
+    """ping's ``time``: from the first request to the end of the run (the
+    wait for the last replies included): where the last interval ended.
+    Not the sending time (``duration_s``), which for ``-c N -i P`` is N x P
+    where ping's time is (N - 1) x P plus the last round trip."""
+    if t.intervals:
+        return t.intervals[-1].t_s
+    return t.duration_s + (t.drain_s or 0.0)
+
+
+def _size(summary: Mapping[str, Any]) -> int:
+    """The payload size, read from the reference command (the summary has no field of it)."""
+    command = summary.get("reference_command")
+    if isinstance(command, str):
+        words = command.split()
+        for flag in ("-s", "-d"):
+            if flag in words and words.index(flag) + 1 < len(words):
+                value = words[words.index(flag) + 1]
+                if value.isdigit():
+                    return int(value)
+    return 56
 
 
 def json_document(

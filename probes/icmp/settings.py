@@ -33,7 +33,14 @@ from probetop.probes.core.limits import (
     check_interval,
     check_whole,
 )
-from probetop.probes.core.options import CommandSpec, Option, duration, number, whole_number
+from probetop.probes.core.options import (
+    CommandSpec,
+    Option,
+    OptionValueError,
+    duration,
+    number,
+    whole_number,
+)
 
 DEFAULT_PERIOD_S = 1.0
 MAX_RATE = 10_000_000.0  # requests/s over all streams
@@ -94,6 +101,20 @@ privileges: a datagram ICMP socket when net.ipv4.ping_group_range allows your
 group, else a raw socket (root or `sudo setcap cap_net_raw+ep $(realpath $(which python3))`).
 """
 
+
+def send_interval(text: str) -> float:
+    """ping's -i (``0.2``, or ``200ms``, ``20us``) or hping3's ``-i uN`` (N µs)."""
+    stripped = text.strip()
+    if stripped[:1] in ("u", "U") and stripped[1:].strip().isdigit():
+        micros = int(stripped[1:])
+        if micros <= 0:
+            raise OptionValueError(f"must be a positive duration, got {text}")
+        return micros * 1e-6
+    return _duration(text)
+
+
+_duration = duration(positive=True)
+
 # Range rules live in IcmpSettings.validate (some need the other options);
 # the parsers only check "a whole number >= 0" / "a number" / "a duration".
 _count = whole_number(minimum=0)
@@ -107,8 +128,9 @@ SPEC = CommandSpec(
     options=(
         Option(("host",), "name or address to send echo requests to", metavar="HOST"),
         Option(
-            ("--flood",),
-            "send a new request as each reply arrives (ping -f), or every 10 ms without one",
+            ("-f", "--flood"),
+            "send a new request as each reply arrives (ping -f), or every 10 ms without one; "
+            "prints ping -f's dots unless -q",
             action="store_true",
             default=False,
             exclusive="pace",
@@ -122,8 +144,9 @@ SPEC = CommandSpec(
         ),
         Option(
             ("-i", "--interval", "--send-interval"),
-            "time between requests, as ping -i (0.2, 200ms, 20us); default 1 s",
-            duration(positive=True),
+            "time between requests, as ping -i (0.2, 200ms, 20us) or hping3 -i (u20: "
+            "20 microseconds); default 1 s",
+            send_interval,
             metavar="DURATION",
             dest="send_interval",
             exclusive="pace",
@@ -147,6 +170,25 @@ SPEC = CommandSpec(
             "N",
         ),
         Option(("-c", "--count"), "stop after N requests", _count, metavar="N"),
+        Option(
+            ("-w", "--deadline"),
+            "stop after S seconds, as ping -w (the same as --time)",
+            number(nonnegative=True),
+            metavar="S",
+            dest="time",  # the common --time: one deadline, two spellings
+        ),
+        Option(
+            ("-q", "--quiet"),
+            "no per-reply lines (nor flood dots): the PING line and the statistics, as ping -q",
+            action="store_true",
+            default=False,
+        ),
+        Option(
+            ("-D", "--timestamps"),
+            "print the arrival time (Unix seconds) before each reply line, as ping -D",
+            action="store_true",
+            default=False,
+        ),
         Option(("-t", "--ttl"), "IP TTL / hop limit", _count, metavar="N"),
         Option(
             ("-4",),
@@ -164,9 +206,11 @@ SPEC = CommandSpec(
             dest="family",
             exclusive="family",
         ),
-        Option(("--source",), "source address (one of this host's)", metavar="ADDR"),
         Option(
-            ("--broadcast",),
+            ("-I", "--source"), "source address (one of this host's), as ping -I", metavar="ADDR"
+        ),
+        Option(
+            ("-b", "--broadcast"),
             "allow a broadcast or multicast target",
             action="store_true",
             default=False,
@@ -179,8 +223,9 @@ SPEC = CommandSpec(
             "N",
         ),
         Option(
-            ("--grace",),
-            "a request unanswered this long is lost (default 1); on Ctrl-C or --time, "
+            ("-W", "--grace"),
+            "a request unanswered this long is lost, as ping -W TIMEOUT (default 1); "
+            "on Ctrl-C or --time, "
             f"replies in flight are awaited at most min(this, {STOP_DRAIN_S:g}) s",
             number(),
             1.0,
@@ -222,6 +267,9 @@ class IcmpSettings:
     grace_s: float = 1.0
     socket_mode: str = "auto"  # auto, raw, datagram
     interval_s: float = 1.0  # sampling interval
+    # Since 0.3: the headless text's ping options (no effect on what is sent).
+    quiet: bool = False  # -q
+    timestamps: bool = False  # -D
 
     @classmethod
     def from_options(cls, values: Mapping[str, Any], *, interval_s: float) -> IcmpSettings:
@@ -242,6 +290,8 @@ class IcmpSettings:
             grace_s=values.get("grace", 1.0),
             socket_mode=values.get("socket_mode", "auto"),
             interval_s=interval_s,
+            quiet=bool(values.get("quiet", False)),
+            timestamps=bool(values.get("timestamps", False)),
         )
         settings.validate()
         return settings

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import psutil
 from probetop.probes.core.base import PermissionProbeError, TargetProbeError
 from probetop.probes.core.privileges import has_net_raw, ping_group_allows
-from probetop.probes.icmp.layout import SO_TIMESTAMPNS
+from probetop.probes.icmp.layout import IP_RECVTTL, IPV6_RECVHOPLIMIT, SO_TIMESTAMPNS
 
 # Linux socket option numbers the socket module does not export everywhere.
 SOL_RAW = 255
@@ -318,6 +318,11 @@ def open_icmp_socket(
         if target.broadcast:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        if v6:
+            # The reply's hop limit (ping's ttl=, smokeping_response_ttl) as a cmsg.
+            sock.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1)
+        elif mode != "raw":
+            sock.setsockopt(socket.IPPROTO_IP, IP_RECVTTL, 1)  # raw: in the IP header
         try:
             sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RECV_BUFFER_BYTES)
         except OSError:

@@ -26,6 +26,12 @@ from probetop.probes.core.sample import now_ns
 if TYPE_CHECKING:
     from probetop.probes.icmp.probe import IcmpProbe
 
+# ping's per-reply lines: replies the native loop logs per slice (more in one
+# slice are counted, not shown), and the slowest pace at which it returns at
+# each reply so its line is printed as it arrives.
+REPLY_LOG_ROWS = 4096
+LOG_RETURN_MIN_PERIOD_NS = 1_000_000
+
 
 @dataclass(frozen=True, slots=True)
 class StreamProgress:
@@ -34,6 +40,7 @@ class StreamProgress:
     in_flight: int = 0
     resolved: int = 0  # requests resolved in send order (loopstate.LoopState.resolved)
     send_end_ns: int = 0  # when sending stopped; 0 while it goes on
+    last_ttl: int | None = None  # the last echo reply's TTL / hop limit (None: none yet)
 
 
 class _Stream(threading.Thread):
@@ -89,6 +96,10 @@ class _Stream(threading.Thread):
                 packet_len=len(packet),
                 checksum_partial=checksum_partial(packet),
                 addr_len=len(addr),
+                log_rows=REPLY_LOG_ROWS if p.logs_replies else 0,
+                # Each reply's line as it arrives, up to 1000 replies/s a stream;
+                # faster, the lines of a slice go out together at its end.
+                log_return=period_ns > 0 and period_ns >= LOG_RETURN_MIN_PERIOD_NS,
             )
             # Spread paced streams over one period so N streams are not N-packet bursts.
             offset = period_ns * self.index // max(1, p.settings.streams)
@@ -100,8 +111,12 @@ class _Stream(threading.Thread):
                 boundary = p.start_ns + k * interval_ns
                 done = False
                 while not self.aborted and now_ns() < boundary:
-                    # One call per interval: each return has to re-take the GIL.
-                    if loop.run_slice(boundary) == eng.SLICE_DONE:
+                    # One call per interval: each return has to re-take the GIL
+                    # (and, with ping's per-reply lines, one per reply when paced).
+                    outcome = loop.run_slice(boundary)
+                    if p.logs_replies:
+                        self._pass_replies(loop)
+                    if outcome == eng.SLICE_DONE:
                         done = True
                         break
                 done = done or self.aborted
@@ -110,7 +125,9 @@ class _Stream(threading.Thread):
                 t_snap = loop.returned_ns if loop.returned_ns > t_prev else now_ns()
                 snap = loop.interval.take()
                 errs = self._read_error_queue() if p.mode == "datagram" else []
-                progress = StreamProgress(loop.in_flight, loop.resolved, loop.send_end_ns)
+                progress = StreamProgress(
+                    loop.in_flight, loop.resolved, loop.send_end_ns, loop.last_ttl
+                )
                 p._deliver(self.index, k, (t_prev, t_snap), snap, progress, errs, done)
                 t_prev = t_snap
                 if done:
@@ -121,6 +138,15 @@ class _Stream(threading.Thread):
             p._deliver(self.index, -1, (now_ns(), now_ns()), None, StreamProgress(), [], True)
         finally:
             self.sock.close()
+
+    def _pass_replies(self, loop: Any) -> None:
+        """Hand the loop's logged replies to the probe's listener (ping's lines)."""
+        from probetop.probes.icmp.pingtext import rows_to_replies, wall_offset_ns
+
+        rows, dropped = loop.take_log()
+        listener = self.probe.listener
+        if listener is not None and (len(rows) or dropped):
+            listener.replies(rows_to_replies(rows, self.index, wall_offset_ns()), dropped)
 
     def _read_error_queue(self) -> list[dict[str, Any]]:
         """Datagram sockets report ICMP errors on the error queue (IP_RECVERR)."""

@@ -50,6 +50,8 @@ _SETTING_TYPES: dict[str, tuple[type, ...]] = {
     "grace_s": (int, float),
     "socket_mode": (str,),
     "interval_s": (int, float),
+    "quiet": (bool,),
+    "timestamps": (bool,),
 }
 
 
@@ -81,6 +83,9 @@ class IcmpParams:
 
     def to_params(self) -> dict[str, Any]:
         d = dataclasses.asdict(self.settings)
+        for output_only in ("quiet", "timestamps"):  # since 0.3, and only when set
+            if not d[output_only]:
+                del d[output_only]
         d["mode"] = self.mode
         if self.target is not None:
             d["address"] = self.target.address

@@ -113,6 +113,37 @@ async def test_warmup_pane_shows_progress_map_and_plateau(tmp_path) -> None:
         assert "plateau iops_slope:0.01%" in pane.plateau_block.text
 
 
+async def test_warmup_pane_says_fresh_volume_at_once(tmp_path) -> None:
+    """Issue 26: a read pass over mostly never-written blocks is called out
+    while it runs (the banner, with the command that warms it), and the map
+    shows never-written regions with their own glyph."""
+    await asyncio.to_thread(warm_up_kernels)
+    target = tmp_path / "fresh.img"
+    with open(target, "wb") as f:
+        f.write(os.urandom(4 << 20))
+        f.truncate(64 << 20)
+    settings = WarmupSettings(
+        str(target), bs=1 << 20, iodepth=1, rate_iops=16, interval_s=0.25,
+        checkpoint=str(tmp_path / "c.json"),
+    )  # fmt: skip
+    app = make_app(AppConfig(probes=[WarmupProbe(settings)], interval_s=0.25, focus="warmup"))
+    async with app.run_test(size=(120, 50)) as pilot:
+        pane = await _wait_for(
+            app, WarmupPane, lambda p: p.interval and (p.interval.read_bytes or 0) >= 20 << 20
+        )
+        await pilot.pause()
+        pane.render_frame()
+        assert "FRESH VOLUME" in pane.fresh_block.text
+        assert f"probetop warmup {target} --write --read" in pane.fresh_block.text
+        line = pane.map_block.text
+        assert "○" in line and "█" in line, line
+        pane.focus()
+        await pilot.press("W")
+        await pilot.pause()
+        assert getattr(app, "switch_request", None) == "write+read"
+    assert map_line([1.0, 1.0, 0.0], never=[0.0, 1.0, 0.0], bad=[0.0, 0.0, 0.5]) == "█○✗"
+
+
 async def test_write_confirmation_needs_the_exact_name() -> None:
     for typed, expected in (("/dev/loop9", True), ("/dev/loop", False)):
         app = ConfirmDestroyApp("/dev/loop9", "write", ["ext4"])

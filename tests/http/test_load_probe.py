@@ -194,3 +194,45 @@ def test_phases_are_the_successes_only() -> None:
     assert s["classes"]["5xx"]["count"] == s["done"] >= 90
     assert "2xx_3xx" not in s["classes"]
     assert s["phases_ms"] == {}
+
+
+def test_connections_without_rate_is_wrks_closed_loop() -> None:
+    """--connections 4 without --rate: every connection sends its next request
+    as soon as its response is in (wrk -c 4). With 50 ms per response, each
+    connection makes at most 20 requests/s: at most 4 x 2 s x 20 = 160 in 2 s.
+    Nothing is scheduled ahead, so corrected and service latency are the same."""
+    with StallServer(delay_s=0.05) as server:
+        proc = run_probetop(server.url, "--connections", "4", "--time", "2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (s,) = json.loads(proc.stdout)["probes"].values()
+    assert s["rate"] is None and s["connections"] == 4
+    assert s["scheduled"] == s["sent"] and s["waited"] == 0 and s["in_flight_max"] == 4
+    in_run = s["done"] - s["done_in_drain"]
+    assert 0.6 * 160 <= in_run <= 160 + 4, s  # + the 4 in flight at the start
+    assert s["done_in_drain"] <= 4 and s["unsent"] == 0
+    ok = s["classes"]["2xx_3xx"]
+    assert ok["corrected_ms"] == ok["service_ms"]
+    assert ok["service_ms"]["p50"] >= 50.0
+    assert s["reference_command"].startswith("wrk: wrk -t1 -c4 --latency -d2s")
+    # The rate is over the run's 2 s, not over the drain after it.
+    assert s["run_s"] == pytest.approx(2.0, abs=0.15)
+    assert s["done_rps"] == pytest.approx(in_run / s["run_s"], rel=1e-3)
+
+
+def test_rates_are_over_the_runs_own_time_not_the_drain() -> None:
+    """--rate 10 --time 1 against a server taking 400 ms: the requests sent in
+    the run's last 400 ms finish in the drain after it. done/s divides what
+    finished within the run by the run's 1 s (wrk's Requests/sec); before, it
+    divided every request by the run and the drain (1.4 s)."""
+    with StallServer(delay_s=0.4) as server:
+        proc = run_probetop(
+            server.url, "--rate", "10", "--connections", "10", "--time", "1", "--json"
+        )
+    assert proc.returncode == 0, proc.stderr
+    (s,) = json.loads(proc.stdout)["probes"].values()
+    assert s["sent"] == 10 and s["done"] == 10
+    # Sent at 0, 0.1 ... 0.9 s; done at 0.4 ... 1.3 s: 6 within the run, 4 in the drain.
+    assert s["done_in_drain"] in (3, 4, 5), s
+    assert s["run_s"] == pytest.approx(1.0, abs=0.1) and s["seconds"] > s["run_s"] + 0.25
+    assert s["done_rps"] == pytest.approx((10 - s["done_in_drain"]) / s["run_s"], rel=1e-3)
+    assert s["sent_rps"] == pytest.approx(10 / s["run_s"], rel=1e-3)

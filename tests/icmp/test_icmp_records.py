@@ -27,15 +27,19 @@ from probetop.probes.icmp import (
 OLD_RECORDING = Path(__file__).resolve().parent / "data" / "icmp_session_0_1.jsonl"
 PROBE_ID = "icmp:10.77.88.2"
 
-# `probetop icmp` 0.1's text report of that recording's summary.
+# That recording's summary as the report prints it since 0.3: ping's layout
+# (0.1 printed its own "probetop icmp statistics" block, with RTT in µs).
 OLD_REPORT = """\
---- 10.77.88.2 (10.77.88.2) probetop icmp statistics: raw socket, fixed rate ---
-210 requests sent, 156 replies received, 0 duplicates, 0 reordered, 54 lost (25.714% loss), \
-0 late, time 2.32 s
-67 replies/s, 134 packets/s through the target
-rtt min/avg/max/mdev = 3.6/50.8/4079.2/325.6 µs, p50/p90/p99 = 12.9/58.9/372.7 µs
-error: destination unreachable: 7 from 10.77.88.2
-equivalent: ping -q -i 0.01 -s 56 10.77.88.2
+PING 10.77.88.2 (10.77.88.2) 56(84) bytes of data.
+
+probetop: raw socket, fixed rate
+probetop: 67 replies/s, 134 packets/s through the target over 2.320 s of sending
+probetop: rtt p50/p90/p99 = 0.012/0.058/0.372 ms
+probetop: error: destination unreachable: 7 from 10.77.88.2
+probetop: equivalent: ping -q -i 0.01 -s 56 10.77.88.2
+--- 10.77.88.2 ping statistics ---
+210 packets transmitted, 156 received, +7 errors, 25.7143% packet loss, time 2320ms
+rtt min/avg/max/mdev = 0.003/0.050/4.079/0.325 ms
 """
 
 
@@ -88,7 +92,7 @@ def test_old_summary_reads_back_and_reports_as_before() -> None:
     assert typed.totals is not None and len(typed.totals.intervals) == 5
     assert format_report(summary) == OLD_REPORT
     text = format_report(summary, error="boom")
-    assert text.splitlines()[1] == "error: boom"
+    assert text.splitlines()[3] == "probetop: error: boom"
     doc = json_document(PROBE_ID, summary, reason="time", error=None)
     assert list(doc) == ["probe", *summary, "reason", "error"]
     assert exit_code(summary, None) == 0 and exit_code(summary, "boom") == 1
@@ -99,7 +103,8 @@ def test_exit_codes_follow_ping() -> None:
     assert exit_code(unanswered, None) == 1
     idle = {"target": "h", "address": None, "mode": None, "idle_reason": "needs CAP_NET_RAW"}
     assert exit_code(idle, None) == 0
-    assert "probetop icmp statistics: None socket" in format_report(idle)
+    assert "probetop: ? socket, ?" in format_report(idle)
+    assert "0 packets transmitted, 0 received\n" in format_report(idle)
 
 
 def test_malformed_records_read_as_unknown() -> None:
@@ -149,8 +154,8 @@ def test_new_fields_round_trip_and_report() -> None:
     typed = IcmpSummary.from_summary(new)
     assert ordered(typed.to_dict()) == ordered(new)
     text = format_report(new)
-    assert "time 2.32 s sending (+0.30 s waiting for replies, grace 0.3 s)" in text
-    assert "jitter avg/max = 1.5/9.0 µs, outage 0.540 s" in text
+    assert "time 2320ms" in text  # ping's: to the end of the last interval
+    assert "jitter avg/max = 0.001/0.009 ms, outage 0.540 s" in text
     assert "note: replies look rate-limited" in text
     assert "stream 1: 105 sent, 78 received, 27 lost (25.700% loss)" in text
     assert text.count("  ping -q -i 0.02 -s 56 10.77.88.2 &") == 2

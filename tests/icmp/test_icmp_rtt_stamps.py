@@ -125,8 +125,9 @@ def _reply_once(kernel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     src = np.zeros(layout.ADDR_BYTES, np.uint8)
     for _ in range(2):  # the second is a duplicate
         eng._on_packet(
-            5000, kernel, 16, buf, src, cfg, st, slot_state, slot_sent, iv.counters,
+            5000, kernel, -1, 16, buf, src, cfg, st, slot_state, slot_sent, iv.counters,
             iv.rtt_sums, iv.histogram, iv.icmp_types, iv.err_ring, iv.err_len, iv.err_src,
+            np.zeros((1, layout.N_LOG), np.int64),
         )  # fmt: skip
     return st, iv.counters, iv.rtt_sums
 

@@ -172,7 +172,13 @@ def test_icmp_endpoint_uses_smokeping_histogram(tmp_path: Path) -> None:
     assert last["smokeping_requests"].type == "counter"
     assert last["smokeping_response_duration_seconds"].type == "histogram"
     (success,) = samples(last, "probe_success")
-    assert success.labels == {"probe": "icmp:127.0.0.1", "host": "127.0.0.1", "ip": "127.0.0.1"}
+    assert success.labels == {  # smokeping_prober's labels, then probetop's probe id
+        "ip": "127.0.0.1",
+        "host": "127.0.0.1",
+        "source": "",
+        "tos": "0",
+        "probe": "icmp:127.0.0.1",
+    }
     assert success.value == 1
     (rtt,) = samples(last, "probe_icmp_duration_seconds")
     assert rtt.labels["phase"] == "rtt" and 0 < rtt.value < 1e-3  # loopback, in seconds
@@ -182,6 +188,9 @@ def test_icmp_endpoint_uses_smokeping_histogram(tmp_path: Path) -> None:
     assert value(final, "smokeping_requests_total", **labels) == report["sent"]
     assert value(final, "smokeping_response_duration_seconds_count", **labels) == report["received"]
     assert value(final, "probetop_icmp_lost_total", **labels) == report["lost"]
+    assert value(final, "smokeping_response_ttl", **labels) == 64  # Linux's default TTL
+    assert value(final, "smokeping_send_errors_total", **labels) == 0
+    assert value(final, "smokeping_receive_errors_total", **labels) == 0
     mean = value(final, "smokeping_response_duration_seconds_sum", **labels) / report["received"]
     assert mean == pytest.approx(report["rtt_us"]["avg"] / 1e6, rel=0.02)
     # Sub-millisecond buckets: loopback replies land below 1 ms, not in one bucket.

@@ -129,9 +129,22 @@ def test_detach_ls_stop(env: dict[str, str]) -> None:
     assert session.footer is not None and "SIGTERM" in session.footer["reason"]
     assert sessions(env)["c1"]["state"] == "finished"
     assert not sock.exists()
-    # A name in use is refused, the old session's files kept.
-    again = probetop(env, "cpu", "--detach", "--name", "c1")
-    assert again.returncode == 2 and "pick another --name" in again.stderr
+    # An ended session's name is free again: its files are kept under a
+    # name of their own, and the message says which and where.
+    again = probetop(env, "cpu", "--threads", "1", "--time", "300", "--detach", "--name", "c1")
+    assert again.returncode == 0, again.stderr
+    listed = sessions(env)
+    kept = [name for name in listed if name.startswith("c1-")]
+    assert len(kept) == 1 and f"kept as {kept[0]}" in again.stderr, again.stderr
+    assert str(recording.parent) in again.stderr
+    assert listed[kept[0]]["state"] == "finished"
+    old = load_session(Path(str(listed[kept[0]]["recording"])))
+    assert old.footer is not None and "SIGTERM" in old.footer["reason"]
+    assert listed["c1"]["state"] in ("starting", "running")
+    # A live session's name is refused, saying where its files are.
+    third = probetop(env, "cpu", "--detach", "--name", "c1")
+    assert third.returncode == 2 and "pick another --name" in third.stderr
+    assert "probetop stop c1" in third.stderr and str(recording.parent) in third.stderr
 
 
 def test_sigkill_shows_died_and_recording_reads_back(env: dict[str, str]) -> None:

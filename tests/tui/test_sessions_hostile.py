@@ -460,7 +460,8 @@ def test_junk_session_values_get_one_line(env: dict[str, str], argv: list[str], 
 
 def test_ls_on_a_session_that_was_killed_mid_frame(env: dict[str, str]) -> None:
     """kill -9 during a .zst frame: ls says died, the recording reads back with
-    a warning, stop refuses with a message, the name stays taken."""
+    a warning, stop refuses with a message; its name is free again, the
+    session kept under a name of its own (its --record file where it was)."""
     rec = Path(env["XDG_RUNTIME_DIR"]) / "k.jsonl.zst"
     started = probetop(env, "cpu", "--threads", "1", "--interval", "0.2", "--time", "300",
                        "--detach", "--name", "k9", "--record", str(rec))  # fmt: skip
@@ -473,7 +474,11 @@ def test_ls_on_a_session_that_was_killed_mid_frame(env: dict[str, str]) -> None:
         out = probetop(env, *argv)
         assert out.returncode == 0 and "no footer" in out.stderr, out.stderr
     one_error(probetop(env, "stop", "k9"), "not running (died)")
-    one_error(probetop(env, "cpu", "--time", "1", "--detach", "--name", "k9"), "died")
+    again = probetop(env, "cpu", "--threads", "1", "--time", "1", "--detach", "--name", "k9")
+    assert again.returncode == 0 and "kept as k9-" in again.stderr, again.stderr
+    kept = [s for name, s in sessions(env).items() if name.startswith("k9-")]
+    assert len(kept) == 1 and kept[0]["state"] == "died", kept
+    assert kept[0]["recording"] == str(rec) and rec.exists()
 
 
 # -- class 1: a detached session under load stops when asked ------------------

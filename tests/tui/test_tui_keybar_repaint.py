@@ -170,6 +170,19 @@ def test_every_binding_in_the_footer_at_80x24() -> None:
         footer = screen.splitlines()[-1]
         assert all(key in footer for key in LIVE_KEYS), footer
         assert footer.rstrip().endswith("▏^p"), footer
+        assert "…" not in footer, footer
+
+
+@needs_tmux
+def test_the_live_cpu_footer_fits_80x24_without_a_cut_label() -> None:
+    """With the cpu pane's own key too (e), the labels were cut to fit
+    ("e What … m Maxim… a Add p…"); now short words, every one whole."""
+    with tmux_session([EXE, "cpu", "--threads", "1", "--time", "60"], 80, 24) as tmux:
+        screen = wait_screen(tmux, "Event?")
+        footer = screen.splitlines()[-1]
+        assert "…" not in footer, footer
+        for label in ("e Event?", "q Quit", "? Help", "m Max", "a Add", "r Rec", "i Idle"):
+            assert label in footer, footer
 
 
 @needs_tmux
@@ -189,10 +202,10 @@ def test_rows_redrawn_at_a_new_width_keep_their_length() -> None:
             for _ in range(10):  # Tab: the next pane below the list, until cpu's
                 tmux("send-keys", "-t", "t", "Tab")
                 time.sleep(0.15)
-                if "╭─ cpu ─" in tmux("capture-pane", "-p", "-t", "t"):
+                if "┏━ cpu ━" in tmux("capture-pane", "-p", "-t", "t"):  # focused: heavy
                     break
             tmux("send-keys", "-t", "t", "Tab")  # cpu's rows drawn at 80 cells: now hidden
-            wait_screen(tmux, "╭─ iops")
+            wait_screen(tmux, "┏━ iops")
             tmux("resize-window", "-t", "t", "-x", str(width), "-y", "40")
             deadline = time.monotonic() + 30
             while "compact" in (screen := tmux("capture-pane", "-p", "-t", "t")):
@@ -205,8 +218,8 @@ def test_rows_redrawn_at_a_new_width_keep_their_length() -> None:
             for line in rows:
                 # The right column ends at the terminal's edge: a border there,
                 # and a pane's own padding cell (blank) before a side border.
-                assert len(line) == width and line[-1] in "│╮╯", line
-                if line[-1] == "│":
+                assert len(line) == width and line[-1] in "│╮╯┃┓┛", line
+                if line[-1] in "│┃":
                     assert line[-2] == " ", line
             tmux("resize-window", "-t", "t", "-x", "80", "-y", "24")
             wait_screen(tmux, "compact")
@@ -222,7 +235,7 @@ def test_columns_and_lines_in_the_environment_do_not_freeze_the_size() -> None:
         screen = wait_screen(tmux, "system.cpu")
         border = next(line for line in screen.splitlines() if "system.cpu" in line)
         deadline = time.monotonic() + 30
-        while not border.rstrip().endswith("╮") or cell_len(border.rstrip()) < 120:
+        while not border.rstrip().endswith(("╮", "┓")) or cell_len(border.rstrip()) < 120:
             assert time.monotonic() < deadline, f"not 120 wide:\n{screen}"
             time.sleep(0.1)
             screen = tmux("capture-pane", "-p", "-t", "t")
@@ -233,7 +246,7 @@ def test_columns_and_lines_in_the_environment_do_not_freeze_the_size() -> None:
             screen = tmux("capture-pane", "-p", "-t", "t")
             rows = screen.splitlines()
             border = next((line for line in rows if "system.cpu" in line), "")
-            if cell_len(border.rstrip()) == 80 and border.rstrip().endswith("╮"):
+            if cell_len(border.rstrip()) == 80 and border.rstrip().endswith(("╮", "┓")):
                 break
             assert time.monotonic() < deadline, f"not redrawn at 80x24:\n{screen}"
             time.sleep(0.1)

@@ -1,5 +1,9 @@
 """`probetop icmp HOST`: ICMP echo like ping (default), ping -f (--flood) or hping3 -i (--rate).
 
+Headless, it prints what ping prints (the ``PING`` line, a line per reply
+unless -q, a flood's dots, the statistics block), probetop's own lines
+placed where ping's parsers do not read; ``--json`` prints one document.
+
 Here ``--interval`` (``-i``) is ping's send interval, as ping users expect;
 the sampling interval is ``--sample-interval`` (the family's ``SPEC`` owns the
 common ``--interval``, and its ``--sample-interval`` lands in the plan's
@@ -17,8 +21,10 @@ from probetop.probes import icmp
 from probetop.probes.core.base import Probe
 from probetop.probes.icmp import (
     KIND,
+    REPLY_LOG_ROWS,
     IcmpProbe,
     IcmpSettings,
+    PingWriter,
     exit_code,
     format_report,
     json_document,
@@ -45,7 +51,12 @@ def settings(values: Mapping[str, Any], common: CommonOptions) -> IcmpSettings:
 
 
 def build_probes(plan: RunPlan[IcmpSettings]) -> list[Probe]:
-    return [IcmpProbe(plan.settings)]
+    """The probe; a headless text run also writes ping's live lines (the
+    ``PING`` line, a line per reply unless -q, a flood's dots) as it goes."""
+    listener = None
+    if plan.common.wants_headless and not plan.common.json and not plan.common.detach:
+        listener = PingWriter(quiet=plan.settings.quiet, timestamps=plan.settings.timestamps)
+    return [IcmpProbe(plan.settings, listener=listener)]
 
 
 def deadline_s(plan: RunPlan[IcmpSettings]) -> float | None:
@@ -74,5 +85,13 @@ def report(plan: RunPlan[IcmpSettings], result: RunResult) -> int:
         json.dump(doc, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(format_report(summary, error=error))
+        writer = probe.listener if isinstance(probe, IcmpProbe) else None
+        started = isinstance(writer, PingWriter) and bool(writer.source)
+        notes = []
+        if isinstance(writer, PingWriter) and writer.dropped:
+            notes.append(
+                f"{writer.dropped} reply lines not shown (over {REPLY_LOG_ROWS} a stream "
+                "in one interval: use -q at this rate)"
+            )
+        sys.stdout.write(format_report(summary, error=error, header=not started, notes=notes))
     return exit_code(summary, error)

@@ -40,6 +40,20 @@ def confirmed(plan: RunPlan[WarmupSettings]) -> RunPlan[WarmupSettings]:
     return dataclasses.replace(plan, settings=dataclasses.replace(plan.settings, confirmed=True))
 
 
+def switched_to_write(plan: RunPlan[WarmupSettings]) -> RunPlan[WarmupSettings] | None:
+    """The plan the dashboard's "write then read" switch runs after a read pass
+    showed a fresh volume (same target, range and options; not yet confirmed:
+    ``prepare`` raises ConfirmationRequired, answered by the usual typed-name
+    screen). None when the plan is not a read pass."""
+    s = plan.settings
+    if s.pass_name != "read":
+        return None
+    switched = dataclasses.replace(
+        s, pass_name="write+read", resume=False, verify=False, confirmed=False
+    )
+    return dataclasses.replace(plan, settings=switched)
+
+
 def deadline_s(plan: RunPlan[WarmupSettings]) -> float | None:
     """None: the probe stops itself on --time and saves its checkpoint first."""
     return None

@@ -47,6 +47,13 @@ HTTP_PHASE = metric_def(
     "connect, tls, processing, transfer)",
     (*_HTTP_LABELS, "phase"),
 )
+HTTP_DNS = metric_def(
+    "probe_dns_lookup_time_seconds",
+    "gauge",
+    "seconds",
+    "the URL's latest request: DNS lookup time (libcurl namelookup; the resolve phase)",
+    _HTTP_LABELS,
+)
 HTTP_STATUS = metric_def(
     "probe_http_status_code",
     "gauge",
@@ -105,6 +112,7 @@ class HttpTracker(Tracker):
         HTTP_SUCCESS,
         HTTP_DURATION,
         HTTP_PHASE,
+        HTTP_DNS,
         HTTP_STATUS,
         HTTP_REQUEST_SECONDS,
         HTTP_TTFB_SECONDS,
@@ -173,6 +181,8 @@ class HttpTracker(Tracker):
             for ours_name, theirs in HTTP_PHASES.items():
                 if theirs in state.phases_s:
                     out.append(Point(HTTP_PHASE, (*labels, ours_name), state.phases_s[theirs]))
+            if "dns" in state.phases_s:  # blackbox_exporter's utils.go: the resolve phase
+                out.append(Point(HTTP_DNS, labels, state.phases_s["dns"]))
             if state.code is not None:
                 out.append(Point(HTTP_STATUS, labels, float(state.code)))
             out.append(Point(HTTP_REQUEST_SECONDS, labels, state.total.snapshot()))

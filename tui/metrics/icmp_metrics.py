@@ -1,10 +1,23 @@
-"""ICMP metrics: smokeping_prober's ``smokeping_*`` counters and RTT
-histogram, blackbox_exporter's ``probe_success``, probetop's loss and
+"""ICMP metrics: smokeping_prober's ``smokeping_*`` series under its names
+and labels, blackbox_exporter's ``probe_success``, probetop's loss and
 ordering counters.
 
 Contract: ``IcmpTracker`` reads samples only through ``icmp.IcmpInterval``
 and params through ``icmp.IcmpParams``; counters never go backwards; the RTT
 histogram's counts are exact (``buckets.ICMP_BUCKETS_NS``).
+
+Names, types and labels follow smokeping_prober 0.11.0 (collector.go and
+main.go at commit 234d0bf, 2026-04-01): ``smokeping_requests_total``,
+``smokeping_response_duration_seconds`` (histogram),
+``smokeping_response_ttl`` (gauge: the last reply's TTL),
+``smokeping_response_duplicates_total``, ``smokeping_send_errors_total``
+and ``smokeping_receive_errors_total`` (apart: smokeping counts them
+apart), each labelled ``ip``, ``host``, ``source`` (the ``--source``
+address, empty when none, as smokeping's) and ``tos`` (always 0: probetop
+sends the default ToS), and ``probe`` (probetop's probe id, as one of
+smokeping's own extra labels would be: two probes of one host stay two
+series). smokeping's receive-error counter has no labels (one per
+process); here it has the probe's, so a sum over them is smokeping's.
 """
 
 from __future__ import annotations
@@ -25,7 +38,8 @@ from probetop.tui.metrics.tracker import (
     metric_def,
 )
 
-_ICMP_LABELS = ("probe", "host", "ip")
+_ICMP_LABELS = ("ip", "host", "source", "tos", "probe")
+TOS = "0"  # probetop sends the kernel's default ToS / traffic class
 
 ICMP_SUCCESS = metric_def("probe_success", "gauge", "", SUCCESS_HELP, _ICMP_LABELS)
 ICMP_PHASE = metric_def(
@@ -40,15 +54,14 @@ ICMP_REQUESTS = metric_def(
     "smokeping_requests",
     "counter",
     "",
-    "echo requests sent (smokeping_prober's smokeping_requests_total)",
+    "echo requests sent",
     _ICMP_LABELS,
 )
 ICMP_RTT = metric_def(
     "smokeping_response_duration_seconds",
     "histogram",
     "seconds",
-    "round-trip time of every echo reply (smokeping_prober's histogram; bounds: "
-    "powers of two nanoseconds)",
+    "round-trip time of every echo reply (bounds: powers of two nanoseconds, 4.096 us to 34 s)",
     _ICMP_LABELS,
 )
 ICMP_DUPLICATES = metric_def(
@@ -58,11 +71,25 @@ ICMP_DUPLICATES = metric_def(
     "extra replies to a request already answered",
     _ICMP_LABELS,
 )
+ICMP_TTL = metric_def(
+    "smokeping_response_ttl",
+    "gauge",
+    "",
+    "IP TTL / hop limit of the latest echo reply",
+    _ICMP_LABELS,
+)
 ICMP_SEND_ERRORS = metric_def(
     "smokeping_send_errors",
     "counter",
     "",
-    "local send/receive errors (errno)",
+    "local errors sending a request (sendto's errno)",
+    _ICMP_LABELS,
+)
+ICMP_RECV_ERRORS = metric_def(
+    "smokeping_receive_errors",
+    "counter",
+    "",
+    "local errors receiving (recvmsg's errno; no reply is an error here)",
     _ICMP_LABELS,
 )
 ICMP_LOST = metric_def(
@@ -110,8 +137,10 @@ class IcmpTracker(Tracker):
         ICMP_PHASE,
         ICMP_REQUESTS,
         ICMP_RTT,
+        ICMP_TTL,
         ICMP_DUPLICATES,
         ICMP_SEND_ERRORS,
+        ICMP_RECV_ERRORS,
         ICMP_LOST,
         ICMP_LOSS,
         ICMP_REORDERED,
@@ -131,27 +160,34 @@ class IcmpTracker(Tracker):
                 ICMP_REQUESTS,
                 ICMP_DUPLICATES,
                 ICMP_SEND_ERRORS,
+                ICMP_RECV_ERRORS,
                 ICMP_LOST,
                 ICMP_REORDERED,
                 ICMP_LATE,
                 ICMP_ERRORS,
             )
         }
+        self.source = ""
+        self.ttl: int | None = None
         self.rtt = BucketCounter(ICMP_BUCKETS_S)
         super().__init__(probe_id, info)
 
     def announce(self, info: Mapping[str, Any]) -> None:
         params = icmp.IcmpParams.from_params(info.get("params"))
         self.host = params.settings.host
+        self.source = params.settings.source or ""
         if params.target is not None:
             self.ip = params.target.address
 
     def observe(self, sample: Sample) -> None:
         iv = icmp.IcmpInterval.from_sample(sample)
         self.counts[ICMP_REQUESTS.name] += events_in(iv.requests_per_s, sample.interval_s)
+        # The sample's send_errors holds both sides; its errors name each errno.
+        receive = sum(n for name, n in iv.errors.items() if name.startswith("receive "))
         for metric, n in (
             (ICMP_DUPLICATES, iv.duplicates),
-            (ICMP_SEND_ERRORS, iv.send_errors),
+            (ICMP_SEND_ERRORS, None if iv.send_errors is None else iv.send_errors - receive),
+            (ICMP_RECV_ERRORS, receive),
             (ICMP_LOST, iv.lost),
             (ICMP_REORDERED, iv.reordered),
             (ICMP_LATE, iv.late),
@@ -179,15 +215,19 @@ class IcmpTracker(Tracker):
             self.rtt_s = iv.rtt.avg_us / 1e6
         if iv.loss_pct is not None:
             self.loss = iv.loss_pct / 100.0
+        if iv.ttl is not None:
+            self.ttl = iv.ttl
 
     def points(self) -> list[Point]:
-        labels = (self.probe_id, self.host, self.ip)
+        labels = (self.ip, self.host, self.source, TOS, self.probe_id)
         out: list[Point] = []
         if self.success is not None:
             out.append(Point(ICMP_SUCCESS, labels, self.success))
         if self.rtt_s is not None:
             out.append(Point(ICMP_PHASE, (*labels, "rtt"), self.rtt_s))
         out.append(Point(ICMP_RTT, labels, self.rtt.snapshot()))
+        if self.ttl is not None:
+            out.append(Point(ICMP_TTL, labels, float(self.ttl)))
         if self.loss is not None:
             out.append(Point(ICMP_LOSS, labels, self.loss))
         for metric in self.DEFS:

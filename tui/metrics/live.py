@@ -29,7 +29,13 @@ Contract:
   final write is done, a periodic write that was still waiting for the
   lock writes nothing (older counters never replace the final ones).
 - ``close()`` folds what is left, writes the textfile a last time (the
-  final counters) and stops the server (its thread ends within 0.1 s).
+  final counters) and stops the server (its thread ends within 0.1 s) --
+  unless ``linger_s`` (``--metrics-linger``) is set: then the server goes
+  on serving the final counters until ``linger()``, which a headless run
+  calls after its report, waits ``linger_s`` (a stop signal ends the wait
+  at once) and stops it. Without it, a run shorter than the scrape
+  interval was never scraped whole (Prometheus saw 11,900 of 12,000
+  requests).
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from probetop.probes.core import stopsignals
 from probetop.probes.core.base import ProbeError
 from probetop.probes.core.hub import Hub, Subscription
 from probetop.probes.core.targetlock import TargetLock
@@ -81,6 +88,7 @@ class MetricsExporter:
         self._write_lock = threading.Lock()  # one writer per file (see the contract)
         self._final_written = False
         self.url: str | None = None
+        self.linger_s = 0.0
 
     # -- set-up, before the probes start ----------------------------------
     def open(self) -> None:
@@ -233,6 +241,16 @@ class MetricsExporter:
         if self.textfile is not None and self.registry is not None and self._lock is not None:
             await asyncio.to_thread(self._write_quietly, True)
         self._release()
+        if not self.linger_s:
+            self.stop_server()
+
+    def linger(self) -> None:
+        """Serve the final counters ``linger_s`` seconds more, then stop.
+        A stop signal (recorded once the run has stopped) ends the wait."""
+        deadline = time.monotonic() + self.linger_s
+        if self._server is not None:
+            while time.monotonic() < deadline and stopsignals.pending() is None:
+                time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
         self.stop_server()
 
     def stop_server(self) -> None:

@@ -27,7 +27,7 @@ Samples are read through the family's typed records (``IopsInterval``,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from probetop.probes.core.passive import DiskCounters
 from probetop.probes.core.sample import Sample
@@ -50,6 +50,7 @@ from probetop.tui.widgets.sparkrow import value_label
 from probetop.tui.widgets.textblock import TextBlock
 from probetop.tui.widgets.units import fmt_with_unit, scale_for
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 
 SHOWN_PERCENTILES = (1.0, 50.0, 90.0, 99.0, 99.9, 99.99)
 BAR = 24
@@ -216,16 +217,43 @@ def progress_bar(fraction: float, width: int = PROGRESS_WIDTH) -> str:
     return "[" + hbar(max(0.0, min(1.0, fraction)), width, pad="·") + "]"
 
 
-def map_line(cells: tuple[float, ...] | list[float], width: int = 0) -> str:
-    """One character per region: █ done, ▒ partly done, · not yet. More
-    regions than ``width`` (0: no limit) characters are merged, neighbours
-    averaged, so the whole target shows (cropped, the map's end was cut off
-    and a finished run looked unfinished)."""
+NEVER_GLYPH = "○"  # read back never written (a hole, all zeros): not warmed by a read
+BAD_GLYPH = "✗"  # an I/O failed there
+FRESH_SHARE = 0.5  # more than this of what was read never written: say "fresh volume"
+FRESH_MIN_BYTES = 16 << 20
+
+
+def _merge_cells(cells: tuple[float, ...] | list[float], width: int) -> list[float]:
     if width > 0 and len(cells) > width:
         n = len(cells)
         groups = [cells[i * n // width : (i + 1) * n // width] for i in range(width)]
-        cells = [sum(g) / len(g) for g in groups]
-    return "".join("█" if c >= 0.999 else "▒" if c > 0 else "·" for c in cells)
+        return [sum(g) / len(g) for g in groups]
+    return list(cells)
+
+
+def map_line(
+    cells: tuple[float, ...] | list[float],
+    width: int = 0,
+    never: tuple[float, ...] | list[float] | None = None,
+    bad: tuple[float, ...] | list[float] | None = None,
+) -> str:
+    """One character per region: █ done, ▒ partly done, · not yet; ○ mostly
+    never written (read back as a hole or zeros), ✗ an I/O failed there.
+    More regions than ``width`` (0: no limit) characters are merged,
+    neighbours averaged, so the whole target shows (cropped, the map's end
+    was cut off and a finished run looked unfinished)."""
+    done = _merge_cells(cells, width)
+    nev = _merge_cells(never, width) if never and len(never) == len(cells) else [0.0] * len(done)
+    fail = _merge_cells(bad, width) if bad and len(bad) == len(cells) else [0.0] * len(done)
+    out = []
+    for c, n, b in zip(done, nev, fail, strict=True):
+        if b > 0:
+            out.append(BAD_GLYPH)
+        elif n >= 0.5:
+            out.append(NEVER_GLYPH)
+        else:
+            out.append("█" if c >= 0.999 else "▒" if c > 0 else "·")
+    return "".join(out)
 
 
 def fmt_duration(seconds: float | None) -> str:
@@ -238,7 +266,13 @@ def fmt_duration(seconds: float | None) -> str:
 
 
 class WarmupPane(ProbePane):
-    """See the module docstring."""
+    """See the module docstring. ``W`` after the fresh-volume banner: end
+    this run and start write then read on the same target, behind the
+    same typed confirmation as ``--write`` (``tui.main``)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("W", "write_then_read", "Write then read", show=False),
+    ]
 
     def __init__(self, info: Mapping[str, Any], **kw: Any) -> None:
         super().__init__(info, **kw)
@@ -259,12 +293,15 @@ class WarmupPane(ProbePane):
         self.multi_pass = "+" in params.pass_name  # write+read
         self.pass_rows: dict[str, PassTotals] = {}
         self.pass_block = TextBlock([""])
+        self.target = params.target
+        self.fresh_block = TextBlock([""], wrap=True)
 
     def compose(self) -> ComposeResult:
         yield self.progress
         yield self.bw_row
         yield self.iops_row
         yield self.map_block
+        yield self.fresh_block
         yield self.plateau_block
         if self.multi_pass:
             yield self.pass_block
@@ -391,14 +428,44 @@ class WarmupPane(ProbePane):
             row.spark.set_values(hist.recent(SPARK_POINTS))
         self.progress.set_lines(self.progress_lines())
         self.draw_map()
+        self.fresh_block.set_lines(self.fresh_lines())
         self.plateau_block.set_lines(self.plateau_lines())
         if self.multi_pass:
             self.pass_block.set_lines(self.pass_lines())
 
+    def fresh_lines(self) -> list[str]:
+        """Said at once when the read so far is mostly never-written blocks:
+        a fresh volume, which a read pass cannot warm."""
+        w = self.interval
+        share = w.never_written_share if w is not None else None
+        if w is None or share is None or (w.read_bytes or 0) < FRESH_MIN_BYTES:
+            return [""]
+        if share <= FRESH_SHARE:
+            return [""]
+        return [
+            f"{NEVER_GLYPH} FRESH VOLUME: {100 * share:.0f} % of what was read so far was never "
+            "written (holes, all-zero blocks): the volume answers with zeros without "
+            "allocating anything, so this rate is too good to be true and a read pass "
+            "cannot warm it. Write then read does (destroys every byte; you type the name "
+            f"to confirm): probetop warmup {self.target} --write --read. Press W to "
+            "switch to it now."
+        ]
+
+    def action_write_then_read(self) -> None:
+        """Only once the pane has called the volume fresh: ask the app to end
+        and run write then read (``switch_request``, read by ``tui.main``)."""
+        if self.fresh_lines() == [""]:
+            self.notify("W switches to write then read only after a fresh volume was seen")
+            return
+        self.app.switch_request = "write+read"  # type: ignore[attr-defined]
+        self.app.exit()
+
     def draw_map(self) -> None:
-        cells = self.interval.done_map if self.interval else None
+        w = self.interval
+        cells = w.done_map if w else None
         room = self.map_block.line_width - len("done map ") if self.map_block.is_mounted else 0
-        self.map_block.set_lines([f"done map {map_line(cells, max(0, room))}"] if cells else [""])
+        line = map_line(cells, max(0, room), w.never_map, w.bad_map) if w and cells else ""
+        self.map_block.set_lines([f"done map {line}"] if cells else [""])
 
     def on_resize(self) -> None:
         super().on_resize()

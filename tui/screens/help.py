@@ -44,6 +44,7 @@ KEYS: tuple[tuple[str, str], ...] = (
         "detach: the run goes on as a background session and the shell gets its"
         " terminal back (probetop attach NAME to come back)",
     ),
+    ("ctrl+z", "suspend to the shell (fg brings it back); the probes measure on"),
     ("ctrl+p", "command palette: every action, stop a probe, change theme"),
     ("? or f1", "this help"),
     ("q or ctrl+c", "quit (the recording is closed properly)"),

@@ -84,15 +84,23 @@ def detach(plan: RunPlan[Any], run: Callable[[RunPlan[Any]], int]) -> int:
     given = plan.common.name  # "" is refused by check_name, never the default
     name = check_name(default_name(plan.command) if given is None else given)
     old = read_session(name)  # a damaged metadata file keeps its name taken too
-    if old is not None:
-        what = f"is {old.state}" if old.live else f"{old.state}; its files are kept"
-        raise SessionError(f"a session named {name!r} {what}: pick another --name")
+    if old is not None and old.live:
+        raise SessionError(
+            f"a session named {name!r} is {old.state} (its files are in"
+            f" {meta_path(name).parent}): pick another --name, or `probetop stop {name}`"
+        )
     recording, sock, log = session_paths(name, plan.common.record)
     # The name is taken here, atomically, before anything else is checked:
     # of two `--detach --name X` started together exactly one gets X, and
     # the other is told so (not that X's recording is in use). The session
     # process rewrites this file with its own PID before it says "ready".
-    claim(_info(name, plan.common.argv, recording, sock, log, starting=True))
+    archived = claim(_info(name, plan.common.argv, recording, sock, log, starting=True))
+    if archived is not None:
+        print(
+            f"probetop: the ended session {name} is kept as {archived}"
+            f" (its files in {log.parent}; probetop ls)",
+            file=sys.stderr,
+        )
     try:
         Recorder.check_path(recording)
     except RecordingError:
@@ -182,6 +190,7 @@ def _wait_ready(name: str, ready_r: int, recording: Path, log: Path) -> int:
     if answer.kind == "ready":
         print(f"probetop: session {name} started (PID {answer.pid})")
         print(f"  recording  {recording}")
+        print(f"  log        {log}")
         print(f"  attach     probetop attach {name}")
         print(f"  stop       probetop stop {name}")
         return 0

@@ -8,7 +8,8 @@ before anything starts:
   dashboard, before its targets, probes or ``--metrics`` start any thread)
   forks once. The PARENT, the
   process the shell waits for, becomes a waiter: no threads, blocked reading
-  a pipe; SIGINT, SIGTERM and SIGHUP sent to it are passed to the child; it
+  a pipe; SIGINT, SIGTERM and SIGHUP sent to it are passed to the child (SIGTSTP
+  too: tui/jobcontrol.py); it
   exits with the child's exit status (128+N if a signal killed it). The
   CHILD returns and runs the dashboard as before, on the same terminal, with
   ``PR_SET_PDEATHSIG`` = SIGTERM so that it stops cleanly if the waiter is
@@ -54,6 +55,7 @@ from typing import NoReturn
 from probetop.probes.core.sample import Sample, now_ns
 from probetop.probes.core.stats import RunningStats
 from probetop.probes.record import RecordingError, stream_session
+from probetop.tui import jobcontrol
 from probetop.tui.runner import RunResult
 from probetop.tui.session import LiveSession, ignore_hangup
 from probetop.tui.sessions.control import ControlServer
@@ -109,6 +111,7 @@ def start_waiter() -> tuple[ForegroundLink | None, str | None]:
     sys.stdout.flush()
     sys.stderr.flush()
     waiter = os.getpid()
+    jobcontrol.share_before_fork()  # Ctrl-Z: the "view suspended" flag both see
     try:
         child = os.fork()
     except OSError as exc:
@@ -122,6 +125,7 @@ def start_waiter() -> tuple[ForegroundLink | None, str | None]:
     _set_parent_death_signal(signal.SIGTERM)
     if os.getppid() != waiter:  # the waiter died before the line above
         os._exit(128 + signal.SIGTERM)
+    jobcontrol.set_waiter(waiter)
     return ForegroundLink(waiter, pipe_w), None
 
 
@@ -135,6 +139,7 @@ def _wait(child: int, pipe_r: int) -> NoReturn:
 
     for sig in FORWARDED:
         signal.signal(sig, forward)
+    jobcontrol.waiter_handles_stop(child)  # Ctrl-Z: the dashboard restores the terminal first
     message = b""
     while True:
         try:
@@ -189,7 +194,9 @@ async def detach_session(
         log=str(log),
         extra={"detached_from": "foreground"},
     )
-    claim(info)  # atomically, as --detach does: SessionError if the name is taken
+    # Atomically, as --detach does: SessionError if the name is taken (an
+    # ended session of that name is kept under another, as --detach says).
+    claim(info)
     try:
         recording = await session.keep_recording(target)
     except RecordingError:

@@ -433,10 +433,32 @@ def _link_fd(fd: int, path: Path) -> None:
         os.close(proc_fd)
 
 
-def claim(info: SessionInfo) -> None:
+def claim(info: SessionInfo) -> str | None:
     """Create ``NAME.session.json`` holding ``info`` if no file has that name
     (atomically: ``link`` fails if it exists); SessionError if taken or if
-    it cannot be written (a full disk: nothing is started)."""
+    it cannot be written (a full disk: nothing is started). A session of
+    that name that has ended (finished or died) gives the name up: its
+    files are kept under a name of their own (``archive``), returned."""
+    archived = None
+    for attempt in range(2):
+        try:
+            _link_new(info)
+            return archived
+        except FileExistsError:
+            old = read_info(meta_path(info.name))
+            if attempt == 0 and isinstance(old, SessionInfo) and not old.live:
+                archived = archive(old)
+                continue
+            state = old.state if isinstance(old, SessionInfo) else "unreadable"
+            raise SessionError(
+                f"a session named {info.name!r} is {state} (`probetop ls`; its files are"
+                f" in {state_dir()}): pick another --name"
+                + (f", or `probetop stop {info.name}`" if state in ("starting", "running") else "")
+            ) from None
+    return archived
+
+
+def _link_new(info: SessionInfo) -> None:
     try:
         path, tmp = _write_tmp(info)
     except OSError as exc:
@@ -445,12 +467,44 @@ def claim(info: SessionInfo) -> None:
         ) from None
     try:
         os.link(tmp, path)
-    except FileExistsError:
-        raise SessionError(
-            f"a session named {info.name!r} exists (`probetop ls`): pick another --name"
-        ) from None
     finally:
         os.unlink(tmp)
+
+
+def archive(info: SessionInfo) -> str:
+    """Keep an ended session's files under a free name of their own,
+    ``NAME-YYYYMMDD-HHMMSS`` (its start; ``-2``... if taken): its metadata,
+    and its recording and log when they are the state directory's
+    ``NAME.*`` files (a ``--record`` file elsewhere stays where it is).
+    ``probetop ls`` lists it under that name. Returns the name."""
+    stamp = re.sub(r"[^0-9]", "", info.started_at)[:14]
+    base = f"{info.name[: 64 - 19]}-{stamp[:8]}-{stamp[8:14]}".rstrip("-")
+    state = state_dir()
+    for n in range(1, 100):
+        name = base if n == 1 else f"{base[: 64 - 4]}-{n}"
+        if not meta_path(name).exists():
+            break
+    else:
+        raise SessionError(f"no free name to keep session {info.name!r} under; remove old ones")
+
+    def move(path: str) -> str:
+        old = Path(path)
+        if old.parent != state or not old.name.startswith(f"{info.name}."):
+            return path
+        new = state / (name + old.name[len(info.name) :])
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(old, new)
+        return str(new)
+
+    kept = replace(info, name=name, recording=move(info.recording), log=move(info.log))
+    try:
+        _link_new(kept)
+    except FileExistsError:  # taken meanwhile: the next claim tries again
+        raise SessionError(f"session {info.name!r} is being renamed by another command") from None
+    meta_path(info.name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        Path(info.socket).unlink()  # an ended session's socket answers no one
+    return name
 
 
 def read_info(path: Path) -> SessionInfo | DamagedInfo | None:

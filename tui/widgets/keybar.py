@@ -15,8 +15,10 @@ Contract:
   mode changed) and redraws only when the shown entries changed.
 - Every entry stays on the line: when the roomy layout (`` q Quit  ? Help``,
   Textual's) does not fit the width, the compact one (``q Quit ? Help``),
-  then the palette key without its description, then descriptions cut to
-  fit (``…``); only keys alone wider than the line are cut.
+  then the palette key without its description, then the short labels of
+  ``SHORT`` (``m Max``: the live keys fit 80 columns whole), then
+  descriptions cut to fit (``…``); only keys alone wider than the line are
+  cut.
 - A click on an entry presses its key (``App.simulate_key``); a disabled
   entry is drawn dim and rings the bell; the entry under the mouse is
   highlighted (``$block-hover-background``).
@@ -37,6 +39,16 @@ from textual.screen import Screen
 from textual.strip import Strip
 
 PALETTE_MARK = "▏"  # Textual's footer: a "vkey" left border before the palette key
+# Short labels for a narrow line, each still a word (cut labels read
+# "Maxim…", "Add p…"); a description not listed keeps its own words.
+SHORT = {
+    "Maximise": "Max",
+    "Add probe": "Add",
+    "Record": "Rec",
+    "Idle devs": "Idle",
+    "What is one event?": "Event?",
+    "Play/pause": "Play",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,14 +114,23 @@ def layout_keys(entries: Sequence[KeyEntry], palette: KeyEntry | None, width: in
         return pieces
 
     full = [e.description for e in entries]
-    for roomy, level in ((True, 0), (False, 1), (False, 2)):
-        left = row(roomy, full)
+    short = [SHORT.get(d, d) for d in full]
+    tries = (
+        (True, 0, full),
+        (False, 1, full),
+        (False, 2, full),
+        (False, 1, short),
+        (False, 2, short),
+    )
+    for roomy, level, labels in tries:
+        left = row(roomy, labels)
         right = _palette_pieces(palette, n, level) if palette is not None else []
         # A blank cell at least between the entries and the palette key.
         if _width(left) + _width(right) + (0 if roomy or not right else 1) <= width:
             break
     else:
         # Cut the longest descriptions first, one cell at a time, until it fits.
+        full = short
         descs = list(full)
         right = _palette_pieces(palette, n, 2) if palette is not None else []
         room = width - _width(right) - (1 if right else 0)

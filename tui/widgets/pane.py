@@ -137,7 +137,9 @@ class ProbePane(Widget, can_focus=True):
         padding: 0 1;
     }
     ProbePane:focus {
-        border: round $accent;
+        /* Heavy lines and a bold title: focus seen without colour (NO_COLOR). */
+        border: heavy $accent;
+        border-title-style: bold;
     }
     ProbePane.-error {
         border: round $error;

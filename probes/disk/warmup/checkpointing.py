@@ -9,7 +9,8 @@ saved (the file format is probes/disk/checkpoint.py).
   is refused and never overwritten; a damaged checkpoint is refused with the
   way to start over, never silently replaced. With ``--resume``, load it and
   refuse it for another target, pass, block size or range; without, refuse
-  to start over an unfinished one. Also checks that no other warm-up uses
+  to start over an unfinished one (except an unfinished read pass's under a
+  confirmed write pass, which destroys what it tracked). Also checks that no other warm-up uses
   the same checkpoint file (``checkpoint.checkpoint_lock``) and that its
   directory is writable. Returns the pass to start with (a resumed
   "write+read" may start at its read pass);
@@ -147,7 +148,13 @@ class CheckpointKeeper:
         passes = s.passes
         if not s.resume:
             existing = self._existing()
-            if existing is not None and existing.remaining():
+            # A confirmed write pass destroys what an unfinished read pass
+            # was keeping track of: its checkpoint is superseded (the
+            # dashboard's switch from a read pass over a fresh volume).
+            supersedes = (
+                existing is not None and existing.pass_name == "read" and s.writes and s.confirmed
+            )
+            if existing is not None and existing.remaining() and not supersedes:
                 raise TargetProbeError(
                     f"an unfinished warm-up checkpoint exists at {path}: add --resume to "
                     f"continue it, or {restart_advice(path)}."

@@ -4,9 +4,9 @@
 
 - ``engine_plan(pass_name, extents)``: what the I/O workers run. A sequential
   pass walks the extents still to do in chunks handed out in order (writes
-  stamp every sector, a ``--verify`` read checks the stamps, the first error
-  stops the job); "randwrite" writes random blocks over the whole range until
-  stopped.
+  stamp every sector, a ``--verify`` read checks the stamps; a failed I/O is
+  counted and the pass goes on, the ``blockmap`` keeps where); "randwrite"
+  writes random blocks over the whole range until stopped.
 - ``done_map(extents)``: the fraction done of each of 64 equal slices of the
   range, for the pane's map.
 - ``fio_command(steady_spec)``: the same coverage as an fio command line
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import shlex
 
+from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.settings import WarmupSettings
 from probetop.probes.disk.sizes import format_size
@@ -41,7 +42,9 @@ class PassLayout:
             engine or settings.ioengine or ("psync" if settings.iodepth == 1 else "libaio")
         )
 
-    def engine_plan(self, pass_name: str, extents: list[tuple[int, int]]) -> EnginePlan:
+    def engine_plan(
+        self, pass_name: str, extents: list[tuple[int, int]], blockmap: BlockMap | None = None
+    ) -> EnginePlan:
         assert self.target is not None, "prepare() first"
         s = self.settings
         return EnginePlan(
@@ -56,9 +59,13 @@ class PassLayout:
             direct=self.target.direct,
             stamp=pass_name != "read",
             verify=s.verify and pass_name == "read",
-            stop_on_error=pass_name != "randwrite",
+            # A failing sector is data: the pass goes on past it (the block
+            # map keeps the bad ranges); the target full, gone or shorter
+            # still ends it (native.halts).
+            stop_on_error=False,
             rate_iops=s.rate_iops,
             ioengine=self.engine,
+            blockmap=blockmap,
         )
 
     def done_map(self, extents: list[tuple[int, int]]) -> tuple[float, ...]:

@@ -14,7 +14,7 @@
   ``stuck``) and returns the ``Step`` after the last interval (I/O completed
   after it: Ctrl-C, deadline), never lost;
 - afterwards: ``done_extents()`` (exactly the completed bytes),
-  ``failure()`` (the first in-pass I/O error when the pass stops on errors),
+  ``failure()`` (the I/O error that ended the pass; a bad sector does not),
   ``failures`` (worker crashes) and ``first_bad_offset()`` (``--verify``).
 """
 
@@ -152,9 +152,13 @@ class PassEngine:
         return self.engine.done_extents()
 
     def failure(self) -> PassFailure | None:
-        if not self.engine.plan.stop_on_error:
-            return None
-        error = self.engine.last_error()
+        """The I/O error that ended the pass: any with ``stop_on_error``,
+        else one after which going on is pointless (full, read-only, gone,
+        the target shorter than the pass). Other failed I/Os (EIO on a bad
+        sector) are counted and the pass goes on past them."""
+        error = self.engine.halting_error()
+        if error is None and self.engine.plan.stop_on_error:
+            error = self.engine.last_error()
         return PassFailure(*error) if error is not None else None
 
     @property
@@ -180,5 +184,5 @@ def _errno_text(code: int) -> str:
     if code == errno.EIO:
         return "I/O error (EIO): the device reported a failure"
     if code == 0:
-        return "short I/O (end of target)"
+        return "short I/O: the target now ends before this byte (it shrank)"
     return os.strerror(code) if code > 0 else "AIO setup failed"

@@ -24,7 +24,16 @@ from probetop.probes.core.base import Emit, ProbeError
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.disk import ioengines
+from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.checkpoint import Checkpoint
+from probetop.probes.disk.counters import B_BAD, B_DATA, B_HOLE, B_ZERO
+from probetop.probes.disk.holes import Holes, find_holes
+from probetop.probes.disk.kernelview import (
+    KernelView,
+    buffered_note,
+    rate_note,
+    zeros_note,
+)
 from probetop.probes.disk.passes import PassTotals, WarmupSummary
 from probetop.probes.disk.records import (
     WARMUP_KIND,
@@ -39,12 +48,19 @@ from probetop.probes.disk.target import Target
 from probetop.probes.disk.targeterrors import target_errors
 from probetop.probes.disk.targetwatch import TargetWatch
 from probetop.probes.disk.warmup.checkpointing import CheckpointKeeper
-from probetop.probes.disk.warmup.layout import PassLayout
+from probetop.probes.disk.warmup.layout import MAP_CELLS, PassLayout
 from probetop.probes.disk.warmup.pass_engine import PassEngine, Step
 from probetop.probes.disk.warmup.plateau import PlateauWatch
 from probetop.probes.disk.warmup.safety import check_target
 from probetop.probes.disk.warmup.summary import RunTotals
+from probetop.probes.disk.warmup.verdict import (
+    FRESH_FRACTION,
+    bad_ranges_of,
+    judge,
+)
 from probetop.probes.disk.workers import kernel_notes
+
+MIN_FRESH_BYTES = 16 << 20  # read this much before calling a volume fresh
 
 
 class WarmupProbe:
@@ -68,6 +84,12 @@ class WarmupProbe:
         self._deadline: int | None = None
         self._lock: TargetLock | None = None
         self._watch: TargetWatch | None = None
+        # What each sequential pass found (data, zeros, holes, failures), by
+        # pass name; the holes of the file under the target after the run.
+        self.maps: dict[str, BlockMap] = {}
+        self.holes_after: Holes | None = None
+        self._fresh_said = False
+        self._read_zero = (0, 0)  # (zero bytes, bytes) read so far by the read pass
 
     def target_locks(self) -> list[TargetLock]:
         """The target's and the checkpoint's locks (``targetlock.UsesFiles``);
@@ -97,6 +119,8 @@ class WarmupProbe:
         self.notes = list(self.target.notes) + kernel_notes()
         if engine_note:
             self.notes.append(engine_note)
+        if self.settings.direct is False:
+            self.notes.append(buffered_note())
         self.layout = PassLayout(self.settings, self.target, engine)
         if self.settings.sequential:
             identity = self.target.identity.as_dict()
@@ -147,7 +171,13 @@ class WarmupProbe:
                 if problem:
                     self.notes.append(problem)
                     emit(Status(self.id, now_ns(), "error", problem))
+            if self.settings.sequential:
+                self.holes_after = find_holes(self.settings.target, *self._range())
             self._lock.release()
+
+    def _range(self) -> tuple[int, int]:
+        assert self.target is not None
+        return self.target.start, self.target.end
 
     async def _run(self, emit: Emit) -> None:
         assert self.target is not None
@@ -193,6 +223,15 @@ class WarmupProbe:
             for name in self.settings.passes
             if name not in seen
         ]
+        if self.target is not None:
+            summary.findings = judge(
+                self.settings,
+                summary.passes,
+                range_bytes=self.total_bytes,
+                read_map=self.maps.get("read"),
+                holes=self.holes_after,
+                bad_ranges=bad_ranges_of(list(self.maps.values())),
+            )
         return summary
 
     # -- one pass --
@@ -231,7 +270,9 @@ class WarmupProbe:
             extents = list(cp.remaining())
             if not extents:
                 return True
-        engine = PassEngine(self.layout.engine_plan(pass_name, extents), pass_name)
+        blockmap = self._blockmap(pass_name, cp)
+        engine = PassEngine(self.layout.engine_plan(pass_name, extents, blockmap), pass_name)
+        view = KernelView(self.settings.target)
         try:
             await engine.start()
         except BaseException:
@@ -252,6 +293,8 @@ class WarmupProbe:
         def on_tick() -> None:
             if saving is not None:
                 self._save(saving, engine, emit)
+                if engine.failure() is not None:
+                    engine.engine.stop()  # full, gone, shrunk: the other jobs stop too
             problem = (self._watch.problem() if self._watch else None) or (
                 engine.fatal_error() if saving is None else None  # a pass stops by itself
             )
@@ -268,6 +311,7 @@ class WarmupProbe:
         finally:
             self.totals.add_tail(engine.stop())
             self.totals.note_bad_offset(engine.first_bad_offset())
+            self._pass_notes(pass_name, view)
             if cp is not None:
                 self._save(cp, engine, emit, force=True)
             if engine.stuck:
@@ -305,6 +349,10 @@ class WarmupProbe:
         if figures is None:
             return
         done = figures.done
+        if pass_name == "read":
+            zeros, read = self._read_zero
+            self._read_zero = (zeros + step.delta.zero_bytes, read + step.delta.bytes)
+            self._say_if_fresh(emit)
         status = self.plateau.add(self.totals.seconds, figures.iops, figures.bw_bytes, done)
         if status is not None:
             emit(Status(self.id, now_ns(), *status))
@@ -323,11 +371,86 @@ class WarmupProbe:
             plateau=plateau,
             plateau_state=state,
             bad_sectors=self.totals.bad_sectors,
+            zero_bytes=self._read_zero[0] if pass_name == "read" else None,
+            read_bytes=self._read_zero[1] if pass_name == "read" else None,
+            never_map=self._never_map(pass_name),
+            bad_map=self._cells(pass_name, B_BAD),
         )
         emit(interval.to_sample(self.id, step.t_ns, step.seconds))
 
+    def _cells(self, pass_name: str, state: int) -> tuple[float, ...] | None:
+        blockmap = self.maps.get(pass_name)
+        return blockmap.cells(MAP_CELLS, state) if blockmap is not None else None
+
+    def _never_map(self, pass_name: str) -> tuple[float, ...] | None:
+        """Per map cell, the share never written: blocks the read pass got
+        back all zero, and the file's holes (known before they are read)."""
+        if pass_name != "read" or "read" not in self.maps:
+            return None
+        zero = self._cells("read", B_ZERO) or ()
+        hole = self._cells("read", B_HOLE) or ()
+        return tuple(min(1.0, round(z + h, 4)) for z, h in zip(zero, hole, strict=True))
+
+    def _say_if_fresh(self, emit: Emit) -> None:
+        """Say at once (a warning status, the pane shows it) when the read so far
+        is mostly never-written blocks: a fresh volume, which a read pass
+        cannot warm."""
+        zeros, read = self._read_zero
+        if self._fresh_said or read < MIN_FRESH_BYTES or zeros <= read * FRESH_FRACTION:
+            return
+        self._fresh_said = True
+        pct = 100.0 * zeros / read
+        emit(
+            Status(
+                self.id,
+                now_ns(),
+                "warning",
+                f"fresh volume: {pct:.0f} % of what the read pass read so far was never "
+                "written (holes or all-zero blocks): a read pass cannot warm it; write then "
+                "read does (--write --read, destroys data)",
+            )
+        )
+
+    def _blockmap(self, pass_name: str, cp: Checkpoint | None) -> BlockMap | None:
+        """The block map a sequential pass fills: a resumed pass starts from
+        what its checkpoint found; a read pass knows the file's holes first
+        (their reads are counted as never written without being looked at)."""
+        if cp is None:
+            return None
+        start, end = self._range()
+        blockmap = BlockMap(start, end, self.settings.bs)
+        blockmap.put(cp.done, B_DATA)
+        if pass_name == "read":
+            holes = find_holes(self.settings.target, start, end)
+            if holes is not None:
+                blockmap.put_within(holes.extents, B_HOLE)
+        blockmap.put(cp.found.get("zero", []), B_ZERO)
+        blockmap.put(cp.found.get("bad", []), B_BAD)
+        self.maps[pass_name] = blockmap
+        return blockmap
+
+    def _pass_notes(self, pass_name: str, view: KernelView) -> None:
+        """Too good to be true: what this pass read back as zeros, and a rate
+        far above what the disk under the target did."""
+        row = self.totals.current
+        if row is None or row.pass_name != pass_name:
+            return
+        if pass_name == "read":
+            note = zeros_note(*self._read_zero)
+            if note:
+                self.notes.append(note)
+        delta = view.delta()
+        direction = "read" if pass_name == "read" else "write"
+        kernel = None if delta is None else delta[0 if direction == "read" else 1]
+        note = rate_note(direction, row.bytes, row.seconds, view.device, kernel)
+        if note:
+            self.notes.append(note)
+
     def _save(self, cp: Checkpoint, engine: PassEngine, emit: Emit, *, force: bool = False) -> None:
         assert self.checkpoints is not None
+        blockmap = self.maps.get(cp.pass_name)
+        if blockmap is not None:
+            cp.found = {"zero": blockmap.extents(B_ZERO), "bad": blockmap.extents(B_BAD)}
         problem = self.checkpoints.save(cp, engine.done_extents(), force=force)
         if problem:
             emit(Status(self.id, now_ns(), "error", problem))

@@ -1,0 +1,168 @@
+"""Warm-up job: the verdict. Did the run leave the volume warmed, and why.
+
+The method (docs/warmup.md, the volume warm-up article): a never-written
+block is answered with zeros at once, without being allocated, so a read
+pass over a fresh volume is fast, "too good to be true", and leaves it as
+slow as before; only writing every block allocates them (write, then read:
+destroys data). A volume restored from a snapshot holds data everywhere,
+fetched lazily: a read pass is the right job there.
+
+``judge(...)`` turns what the passes found into ``passes.Findings``:
+
+- never written: the holes of the file under the target where the
+  filesystem can say (``holes``: exact), else the blocks the last read pass
+  got back all zero (``blockmap``: a block written with zeros cannot be
+  told apart), else the bytes a write pass did not reach;
+- ``case``: "written" when a write pass covered the whole range (this run
+  or an earlier, resumed one); after a whole read pass "fresh" (more than
+  ``FRESH_FRACTION`` never written), "restored" (at most
+  ``WARMED_FRACTION``), else "mixed"; "unknown" when no pass covered the
+  range;
+- ``verdict`` "warmed" only when the range was covered and at most
+  ``WARMED_FRACTION`` of it is never written, and no I/O failed; else
+  "not warmed", with the reason and, where writing would fix it, the exact
+  command (``fix_command``).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from probetop.probes.disk.blockmap import BlockMap
+from probetop.probes.disk.counters import B_BAD, B_HOLE, B_ZERO
+from probetop.probes.disk.holes import Holes
+from probetop.probes.disk.passes import Case, Findings, PassTotals
+from probetop.probes.disk.settings import SEQ_BS, WarmupSettings
+from probetop.probes.disk.sizes import format_size
+
+WARMED_FRACTION = 0.01  # never written at most this share of the range: warmed
+FRESH_FRACTION = 0.5  # more than this: a fresh volume
+
+
+def fix_command(settings: WarmupSettings) -> str:
+    """The command that warms a fresh volume: write then read, confirmed."""
+    args = ["probetop", "warmup", settings.target, "--write", "--read"]
+    if settings.bs != SEQ_BS:
+        args += ["--bs", format_size(settings.bs)]
+    if settings.range_start is not None or settings.range_end is not None:
+        start = settings.range_start if settings.range_start is not None else ""
+        end = settings.range_end if settings.range_end is not None else ""
+        args += ["--range", f"{start}-{end}"]
+    return shlex.join([*args, f"--yes-destroy-data={settings.target}"])
+
+
+def never_written_in_map(blockmap: BlockMap) -> int:
+    """Bytes a read pass found never written: known holes and all-zero blocks."""
+    return blockmap.bytes_in(B_ZERO) + blockmap.bytes_in(B_HOLE)
+
+
+def judge(
+    settings: WarmupSettings,
+    passes: list[PassTotals],
+    *,
+    range_bytes: int,
+    read_map: BlockMap | None,
+    holes: Holes | None,
+    bad_ranges: list[tuple[int, int]],
+) -> Findings:
+    """See the module docstring. ``read_map``: the last read pass's block map
+    (None if no read pass ran); ``holes``: the file's holes after the run."""
+    rows = {p.pass_name: p for p in passes}
+    write, read = rows.get("write"), rows.get("read")
+    zero = never_written_in_map(read_map) if read_map is not None else 0
+    if holes is not None:
+        never, source = holes.bytes, "holes"
+    elif read_map is not None:
+        never, source = zero, "zeros"
+    elif write is not None:
+        never, source = max(0, range_bytes - write.done_bytes), "not written"
+    else:
+        never, source = 0, "unknown"
+    fraction = never / range_bytes if range_bytes else 0.0
+    pct = f"{100.0 * fraction:.1f} %"
+    how = {
+        "holes": "holes of the file under the target",
+        "zeros": "blocks that read back all zero",
+        "not written": "bytes the write pass did not reach",
+        "unknown": "not looked at",
+    }[source]
+    fix = fix_command(settings)
+    case: Case
+    if settings.pass_name == "randwrite":
+        case, warmed = "unknown", False
+        reason = (
+            "randwrite writes random blocks for --time, not every block once: it draws the "
+            f"fresh-SSD curve, it does not warm the volume ({fix})"
+        )
+        return Findings(
+            "not warmed", reason, case, never, range_bytes, source, zero,
+            holes.bytes if holes else None, bad_ranges, fix,
+        )  # fmt: skip
+    if write is not None and write.completed:
+        case = "written"
+        reason = "the write pass wrote every block of the range" + (
+            ", the read pass read them back" if read is not None and read.completed else ""
+        )
+        warmed = fraction <= WARMED_FRACTION
+        if not warmed:
+            reason += f"; yet {pct} of the range is never written ({how})"
+    elif read is not None and read.completed and write is None:
+        if fraction > FRESH_FRACTION:
+            case = "fresh"
+            reason = (
+                f"fresh volume: {pct} of the range was never written ({how}). A read pass "
+                "cannot allocate these blocks: the volume answers them with zeros at once, "
+                "so the read was fast and changed nothing. Write every block, then read it "
+                f"(destroys every byte of the range): {fix}"
+            )
+        elif fraction > WARMED_FRACTION:
+            case = "mixed"
+            reason = (
+                f"the read pass fetched every block holding data, but {pct} of the range was "
+                f"never written ({how}): those stay unallocated until written; only a write "
+                f"pass allocates them, and it destroys the data: {fix}"
+            )
+        else:
+            case = "restored"
+            reason = (
+                f"data nearly everywhere ({pct} never written, {how}): the read pass fetched "
+                "every block, as a volume restored from a snapshot needs"
+            )
+        warmed = case == "restored"
+    else:
+        case, warmed = "unknown", False
+        row = write if write is not None and not write.completed else read or write
+        if row is not None:
+            reason = f"the {row.pass_name} pass covered {row.done_bytes:,} of {range_bytes:,} bytes"
+        else:
+            reason = "no pass ran"
+    if bad_ranges:
+        bad = sum(b - a for a, b in bad_ranges)
+        warmed = False
+        reason += (
+            f"; {len(bad_ranges)} range(s) of {bad:,} bytes failed (I/O errors), first at byte "
+            f"{bad_ranges[0][0]:,}"
+        )
+    return Findings(
+        "warmed" if warmed else "not warmed",
+        reason,
+        case,
+        never,
+        range_bytes,
+        source,
+        zero,
+        holes.bytes if holes is not None else None,
+        bad_ranges,
+        fix if case in ("fresh", "mixed") else None,
+    )
+
+
+def bad_ranges_of(maps: list[BlockMap]) -> list[tuple[int, int]]:
+    """Every failed range of the run's passes, merged and sorted."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(e for m in maps for e in m.extents(B_BAD)):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out

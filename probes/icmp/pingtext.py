@@ -1,0 +1,223 @@
+"""ping's text, as iputils 20221126 prints it: the ``PING`` header, the
+per-reply lines, flood's dots, and the statistics block.
+
+Contract:
+- ``Reply`` is one echo reply (or duplicate) the native loop logged;
+  ``ReplyListener`` is what a probe tells as it runs (``started`` once the
+  target is resolved, ``replies`` from a stream thread as they arrive,
+  ``interval`` once per interval from the event loop).
+- ``PingWriter`` is the listener that writes ping's live lines to a text
+  stream: the header, a line per reply (unless quiet; ``-D`` prefixes the
+  arrival time), and for a flood ping -f's dots (one per request lost so
+  far: what its ``.`` per request and backspace per reply leave on a
+  terminal).
+- ``statistics_block(...)`` is ping's end: a blank line, ``--- HOST ping
+  statistics ---``, the totals line and the ``rtt`` line, in ping's formats
+  (RTT in ms with 3 decimals, truncated to the µs as ping's integer µs are;
+  loss with ``%g``), with probetop's own lines between the blank line and
+  the ``---`` line, where neither ``jc --ping`` nor ``pingparsing`` reads.
+- ``ping_ms(us)`` is ping's time= field for an RTT in whole µs.
+
+Imports nothing heavy; the numpy rows are read with ``int()``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import struct
+import sys
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TextIO
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One logged echo reply: its stream, sequence (from 0, the stream's own
+    count; ping numbers from 1), TTL (None unknown), ICMP bytes, RTT (ns),
+    arrival (wall-clock seconds) and whether it was a duplicate."""
+
+    stream: int
+    seq: int
+    ttl: int | None
+    nbytes: int
+    rtt_ns: int
+    at_s: float
+    duplicate: bool
+
+
+class ReplyListener(Protocol):
+    """What an ICMP probe tells as it runs (see the module docstring)."""
+
+    def started(self, host: str, address: str, size: int, v6: bool) -> None: ...
+
+    def replies(self, replies: Sequence[Reply], dropped: int) -> None: ...
+
+    def interval(self, sent: int, received: int, lost: int, late: int) -> None: ...
+
+
+def ping_ms(us: int) -> str:
+    """ping's ``time=`` value (without `` ms``) for an RTT of ``us`` whole µs:
+    3 decimals below 1 ms, 2 below 10 ms, 1 below 100 ms, none above."""
+    if us >= 100000 - 50:
+        return f"{(us + 500) // 1000}"
+    if us >= 10000 - 5:
+        return f"{(us + 50) // 1000}.{((us + 50) % 1000) // 100}"
+    if us >= 1000:
+        return f"{(us + 5) // 1000}.{((us + 5) % 1000) // 10:02d}"
+    return f"{us // 1000}.{us % 1000:03d}"
+
+
+def ms3(us: float) -> str:
+    """An RTT summary figure as ping prints it: whole µs (truncated) as ms.ddd."""
+    whole = max(0, int(us))
+    return f"{whole // 1000}.{whole % 1000:03d}"
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+def header_line(host: str, address: str, size: int, v6: bool) -> str:
+    """``PING host (addr) 56(84) bytes of data.`` / ``PING ::1(::1) 56 data bytes``."""
+    if v6:
+        shown = address if _is_address(host) else f"{host} ({address})"
+        return f"PING {host}({shown}) {size} data bytes"
+    return f"PING {host} ({address}) {size}({size + 28}) bytes of data."
+
+
+class PingWriter:
+    """ping's live lines on ``out`` (see the module docstring). Thread-safe:
+    stream threads call ``replies``, the event loop ``interval``."""
+
+    def __init__(
+        self, out: TextIO | None = None, *, quiet: bool = False, timestamps: bool = False
+    ) -> None:
+        self.out = out if out is not None else sys.stdout
+        self.quiet = quiet
+        self.timestamps = timestamps
+        self.source = ""
+        self.flood_dots = 0
+        self.dropped = 0
+        self._lock = threading.Lock()
+
+    def started(self, host: str, address: str, size: int, v6: bool) -> None:
+        # ping names the reply's sender by its reverse lookup unless given
+        # an address; for a name the usual sender is the target, looked up once.
+        self.source = address
+        if not _is_address(host):
+            try:
+                name = socket.getnameinfo((address, 0), socket.NI_NAMEREQD)[0]
+            except OSError:
+                name = address
+            self.source = f"{name} ({address})"
+        self._write(header_line(host, address, size, v6) + "\n")
+
+    def replies(self, replies: Sequence[Reply], dropped: int) -> None:
+        if self.quiet:
+            return
+        lines = []
+        for r in replies:
+            stamp = f"[{r.at_s:.6f}] " if self.timestamps else ""
+            ttl = "" if r.ttl is None else f" ttl={r.ttl}"
+            dup = " (DUP!)" if r.duplicate else ""
+            lines.append(
+                f"{stamp}{r.nbytes} bytes from {self.source}: icmp_seq={(r.seq + 1) & 0xFFFF}"
+                f"{ttl} time={ping_ms(r.rtt_ns // 1000)} ms{dup}\n"
+            )
+        self.dropped += dropped
+        self._write("".join(lines))
+
+    def interval(self, sent: int, received: int, lost: int, late: int) -> None:
+        """A flood's dots: one per request lost, one taken back per late reply."""
+        if self.quiet:
+            return
+        text = "." * lost + "\b \b" * min(late, self.flood_dots + lost)
+        self.flood_dots += lost - min(late, self.flood_dots + lost)
+        self._write(text)
+
+    def _write(self, text: str) -> None:
+        if not text:
+            return
+        with self._lock:
+            try:
+                self.out.write(text)
+                self.out.flush()
+            except (BrokenPipeError, ValueError):
+                pass  # `| head`: the reader left; the run and its exit status go on
+
+
+def rows_to_replies(rows: Any, stream: int, wall_offset_ns: int) -> list[Reply]:
+    """The native loop's log rows (layout.L_*; arrival in monotonic ns) as Replies."""
+    from probetop.probes.icmp.layout import L_AT, L_BYTES, L_DUP, L_RTT, L_SEQ, L_TTL
+
+    out = []
+    for row in rows:
+        ttl = int(row[L_TTL])
+        out.append(
+            Reply(
+                stream=stream,
+                seq=int(row[L_SEQ]),
+                ttl=ttl if ttl >= 0 else None,
+                nbytes=int(row[L_BYTES]),
+                rtt_ns=max(0, int(row[L_RTT])),
+                at_s=(int(row[L_AT]) + wall_offset_ns) / 1e9,
+                duplicate=bool(row[L_DUP]),
+            )
+        )
+    return out
+
+
+def wall_offset_ns() -> int:
+    """CLOCK_REALTIME - CLOCK_MONOTONIC now (ns): monotonic stamps to wall time."""
+    return time.time_ns() - time.monotonic_ns()
+
+
+def _f32(x: float) -> float:
+    """``x`` through a C float, as ping's ``(float)`` cast before ``%g``."""
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
+@dataclass(frozen=True, slots=True)
+class PingTotals:
+    """What ping's statistics block shows."""
+
+    host: str
+    transmitted: int
+    received: int
+    duplicates: int
+    errors: int
+    loss_pct: float | None
+    time_ms: int
+    rtt_min_us: float | None
+    rtt_avg_us: float | None
+    rtt_max_us: float | None
+    rtt_mdev_us: float | None
+
+
+def statistics_block(t: PingTotals, extras: Iterable[str] = ()) -> str:
+    """ping's end of output (see the module docstring); ``extras`` are
+    probetop's lines, placed between the blank line and ``---``."""
+    lines = ["", *(f"probetop: {x}" for x in extras), f"--- {t.host} ping statistics ---"]
+    totals = f"{t.transmitted} packets transmitted, {t.received} received"
+    if t.duplicates:
+        totals += f", +{t.duplicates} duplicates"
+    if t.errors:
+        totals += f", +{t.errors} errors"
+    if t.transmitted:
+        loss = t.loss_pct if t.loss_pct is not None else 0.0
+        totals += f", {_f32(loss):g}% packet loss, time {t.time_ms}ms"
+    lines.append(totals)
+    rtt = (t.rtt_min_us, t.rtt_avg_us, t.rtt_max_us, t.rtt_mdev_us)
+    if t.received and all(v is not None for v in rtt):
+        lines.append("rtt min/avg/max/mdev = " + "/".join(ms3(v or 0.0) for v in rtt) + " ms")
+    else:
+        lines.append("")  # ping ends with an empty line when no reply was timed
+    return "\n".join(lines) + "\n"

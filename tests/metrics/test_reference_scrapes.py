@@ -1,0 +1,175 @@
+"""probetop's exposition against the exporters whose names it follows.
+
+The stored scrapes (tests/metrics/data/, README there) are laid out from
+smokeping_prober 0.11.0's and blackbox_exporter 0.28.0's metric definitions.
+A live probetop run is scraped after its run ended (``--metrics-linger``)
+and compared family by family: every reference family probetop serves has
+the same type, every reference label (with the same value, for the target),
+and only probetop's ``probe`` (and ``url`` for HTTP) beside them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from metrics_fixtures import PROBETOP, LoopbackHttp, free_port, parse, samples, scrape_text
+
+DATA = Path(__file__).resolve().parent / "data"
+SMOKEPING = DATA / "smokeping_prober_0.11.0.prom"
+BLACKBOX = DATA / "blackbox_exporter_0.28.0_http.prom"
+needs_icmp = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
+
+
+def scrape_after_the_end(
+    argv: list[str], port: int, linger_s: float, done_marker: str
+) -> tuple[str, dict[str, Any], float]:
+    """Start probetop; when ``done_marker`` shows in its report, scrape.
+    Returns (report, scrape, seconds from the scrape until it exited)."""
+    proc = subprocess.Popen(
+        [*PROBETOP, *argv, "--metrics", str(port), "--metrics-linger", f"{linger_s:g}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    report = ""
+    try:
+        for line in proc.stdout:  # the report is flushed before the linger
+            report += line
+            if done_marker in line:
+                break
+        else:
+            raise AssertionError(f"no {done_marker!r} in:\n{report}\n{proc.stderr.read()}")
+        scrape = parse(scrape_text(f"http://127.0.0.1:{port}/metrics"))
+        assert proc.poll() is None, "the run ended and its endpoint is still up"
+        t0 = time.monotonic()
+        rest, err = proc.communicate(timeout=linger_s + 30)
+        assert proc.returncode == 0, err
+        return report + rest, scrape, time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def check_like(
+    ours: dict[str, Any], theirs: dict[str, Any], extra_labels: set[str], target: dict[str, str]
+) -> set[str]:
+    """Every reference family we serve: same type, the reference's label
+    names (values equal for ``target``'s), ours add only ``extra_labels``.
+    Returns the names of the reference families we serve."""
+    served = set()
+    for name, ref in theirs.items():
+        if name not in ours:
+            continue
+        served.add(name)
+        assert ours[name].type == ref.type, name
+        ref_labels = {k for s in ref.samples for k in s.labels}
+        for s in ours[name].samples:
+            if s.name.endswith("_bucket") != any(r.name.endswith("_bucket") for r in ref.samples):
+                continue
+            assert ref_labels - {"le"} <= set(s.labels) or not ref_labels - {"le"}, (name, s)
+            assert set(s.labels) - ref_labels <= extra_labels, (name, s.labels)
+            for key, want in target.items():
+                if key in ref_labels:
+                    assert s.labels[key] == want, (name, key, s.labels)
+        ours_names = {s.name for s in ours[name].samples}
+        assert {s.name for s in ref.samples} <= ours_names, name
+    return served
+
+
+@needs_icmp
+def test_icmp_exposition_is_smokeping_probers(tmp_path: Path) -> None:
+    theirs = parse(SMOKEPING.read_text())
+    port = free_port()
+    argv = ["icmp", "-q", "-c", "12", "-i", "0.01", "127.0.0.1"]
+    report, ours, _waited = scrape_after_the_end(argv, port, 3.0, "rtt min/avg/max/mdev")
+    target = {"ip": "127.0.0.1", "host": "127.0.0.1", "source": "", "tos": "0"}
+    # smokeping's receive-error counter has no labels; ours has the probe's
+    # (docs/metrics.md): the other families add only `probe`.
+    served = check_like(
+        {k: v for k, v in ours.items() if k != "smokeping_receive_errors"},
+        theirs,
+        {"probe"},
+        target,
+    )
+    assert served == set(theirs) - {"smokeping_receive_errors"}
+    assert ours["smokeping_receive_errors"].type == "counter"
+    assert {k for s in ours["smokeping_receive_errors"].samples for k in s.labels} == {
+        *target,
+        "probe",
+    }
+    # The last interval was scraped after the run: every request and reply.
+    (requests,) = samples(ours, "smokeping_requests_total")
+    (count,) = samples(ours, "smokeping_response_duration_seconds_count")
+    (ttl,) = samples(ours, "smokeping_response_ttl")
+    assert requests.value == 12 == count.value and ttl.value == 64
+    assert "12 packets transmitted, 12 received" in report
+    buckets = samples(ours, "smokeping_response_duration_seconds_bucket")
+    assert buckets[-1].labels["le"] == "+Inf" and buckets[-1].value == 12
+
+
+def test_http_exposition_is_blackbox_exporters(tmp_path: Path) -> None:
+    theirs = parse(BLACKBOX.read_text())
+    port = free_port()
+    with LoopbackHttp() as site:
+        url = f"{site.url}/"
+        argv = ["http", url, "--count", "3", "--interval", "0.2", "--json"]
+        # The JSON document is printed once the run has ended: its first line.
+        _report, ours, _waited = scrape_after_the_end(argv, port, 2.0, "{")
+    served = check_like(ours, theirs, {"probe", "url"}, {})
+    must = {"probe_success", "probe_duration_seconds", "probe_http_duration_seconds"}
+    must |= {"probe_http_status_code", "probe_dns_lookup_time_seconds"}
+    assert must <= served
+    # No probe_* name of our own invention beside blackbox's (ICMP's rtt phase aside).
+    assert {n for n in ours if n.startswith("probe_")} <= set(theirs)
+    phases = {s.labels["phase"] for s in samples(ours, "probe_http_duration_seconds")}
+    ref_phases = {s.labels["phase"] for s in samples(theirs, "probe_http_duration_seconds")}
+    assert {"resolve", "connect", "processing", "transfer"} <= phases <= ref_phases
+    (code,) = samples(ours, "probe_http_status_code")
+    assert code.value == 200 and code.labels["url"] == url
+
+
+@needs_icmp
+def test_linger_ends_at_once_on_a_signal() -> None:
+    port = free_port()
+    argv = ["icmp", "-q", "-c", "2", "-i", "0.01", "127.0.0.1"]
+    proc = subprocess.Popen(
+        [*PROBETOP, *argv, "--metrics", str(port), "--metrics-linger", "60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("rtt min/avg/max/mdev"):
+            break
+    scrape_text(f"http://127.0.0.1:{port}/metrics")  # still served
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=10)
+    assert time.monotonic() - t0 < 2.0 and proc.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--metrics-linger", "5"], "give --metrics"),
+        (["--metrics", "0", "--metrics-linger", "7200"], "--metrics-linger must be within"),
+        (["--metrics", "0", "--metrics-linger", "-1"], "--metrics-linger"),
+    ],
+)
+def test_linger_needs_metrics_and_a_sane_time(args: list[str], message: str) -> None:
+    r = subprocess.run(
+        [*PROBETOP, "cpu", "--time", "0.2", "--headless", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr

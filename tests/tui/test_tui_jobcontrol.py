@@ -1,0 +1,316 @@
+"""Job control as in vim or less (tui/jobcontrol.py, tui/quietdriver.py),
+in a real terminal: an interactive bash in a private tmux server, so Ctrl-Z,
+``fg``, ``bg`` and a closing terminal are the shell's and the kernel's own.
+
+What was seen before (issue 29): SIGTSTP then SIGCONT gave a traceback
+(EBADF from a closed wake-up pipe) and exit 0; through the shell the
+dashboard stayed stopped with its recording; ended while suspended, it
+never wrote its footer."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from test_tui_keybar_repaint import EXE
+from tui_fixtures import DEMO_FILE
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("tmux") is None or shutil.which("bash") is None, reason="needs tmux and bash"
+)
+
+Tmux = Callable[..., str]
+_servers = itertools.count()
+
+
+@contextmanager
+def shell(command: list[str] | None = None, width: int = 100, height: int = 30) -> Iterator[Tmux]:
+    """An interactive bash (job control on) in a private tmux server, or
+    ``command`` as the window's own process (no shell: no job control)."""
+    server = f"probetop-jc-{os.getpid()}-{next(_servers)}"  # one per test: no race with the last
+
+    def tmux(*args: str) -> str:
+        return subprocess.run(["tmux", "-L", server, *args], capture_output=True, text=True).stdout
+
+    run = command or ["env", "PS1=$ ", "bash", "--norc", "--noprofile", "-i"]
+    tmux("-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height))
+    tmux("respawn-pane", "-k", "-t", "t", shlex.join(["env", "-u", "COLUMNS", "-u", "LINES", *run]))
+    try:
+        yield tmux
+    finally:
+        tty = tmux("display", "-p", "-t", "t", "#{pane_tty}").strip()
+        left = _pids_on(tty) if tty else []
+        tmux("kill-server")
+        for pid in left:  # a process left behind: a bug the assertions missed
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _pids_on(tty: str) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "-t", tty], capture_output=True, text=True).stdout
+    return [int(pid) for pid in out.split()]
+
+
+def screen(tmux: Tmux) -> str:
+    return tmux("capture-pane", "-p", "-t", "t")
+
+
+def wait(tmux: Tmux, check: Callable[[str], bool], what: str, timeout: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        text = screen(tmux)
+        if check(text):
+            return text
+        assert time.monotonic() < deadline, f"never {what}:\n{text}"
+        time.sleep(0.1)
+
+
+def ended(text: str) -> bool:
+    """The shell printed the exit status (``echo RC=$?``; not the typed line)."""
+    return re.search(r"RC=\d", text) is not None
+
+
+def alternate(tmux: Tmux) -> bool:
+    """The dashboard's view is up (it draws on the alternate screen)."""
+    return tmux("display", "-p", "-t", "t", "#{alternate_on}").strip() == "1"
+
+
+def wait_alternate(tmux: Tmux, on: bool, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while alternate(tmux) != on:
+        assert time.monotonic() < deadline, f"view never {'back' if on else 'suspended'}"
+        time.sleep(0.1)
+
+
+def type_line(tmux: Tmux, line: str) -> None:
+    tmux("send-keys", "-t", "t", "-l", line)
+    tmux("send-keys", "-t", "t", "Enter")
+
+
+def lines(path: Path) -> int:
+    return len(path.read_bytes().splitlines()) if path.exists() else 0
+
+
+def grows(path: Path, timeout: float = 30.0) -> bool:
+    before, deadline = lines(path), time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if lines(path) >= before + 2:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def footer(path: Path) -> dict[str, object]:
+    last = json.loads(path.read_bytes().splitlines()[-1])
+    assert last["type"] == "footer", last
+    return last  # type: ignore[no-any-return]
+
+
+def job_pids(tmux: Tmux) -> tuple[int, int]:
+    """(waiter, dashboard): the process the shell knows and its child."""
+    tty = tmux("display", "-p", "-t", "t", "#{pane_tty}").strip()
+    out = subprocess.run(
+        ["ps", "-o", "pid=,ppid=,args=", "-t", tty], capture_output=True, text=True
+    ).stdout
+    rows = [line.split(None, 2) for line in out.splitlines() if "probetop" in line]
+    pids = {int(pid) for pid, _ppid, _args in rows}
+    waiter = next(int(pid) for pid, ppid, _args in rows if int(ppid) not in pids)
+    child = next(int(pid) for pid, ppid, _args in rows if int(ppid) == waiter)
+    return waiter, child
+
+
+def state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def gone(*pids: int, timeout: float = 40.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(state(pid) in ("gone", "Z") for pid in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_ctrl_z_fg_and_bg_as_in_vim_while_the_probes_record_on(tmp_path: Path) -> None:
+    rec = tmp_path / "r.jsonl"
+    with shell() as tmux:
+        type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
+        wait(tmux, lambda s: "events/s" in s, "the dashboard")
+        tmux("send-keys", "-t", "t", "C-z")
+        wait(tmux, lambda s: "Stopped" in s and "$ " in s, "stopped as a job")
+        wait_alternate(tmux, False)  # the shell's screen back
+        type_line(tmux, "stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e echo -e isig | sort")
+        wait(tmux, lambda s: "echo\nicanon\nisig" in s, "the terminal's modes restored")
+        assert grows(rec), "the recording stopped while the view was suspended"
+        type_line(tmux, "bg")  # no tty access from the background: stopped again
+        waiter, child = job_pids(tmux)
+        deadline = time.monotonic() + 10
+        while state(waiter) != "T" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert state(waiter) == "T" and state(child) in ("S", "R")
+        type_line(tmux, "jobs -l")
+        wait(tmux, lambda s: f"{waiter} Stopped" in s, "jobs")
+        assert not alternate(tmux)
+        assert grows(rec)
+        tmux("set", "-t", "t", "window-size", "manual")
+        tmux("resize-window", "-t", "t", "-x", "90", "-y", "26")  # while suspended
+        type_line(tmux, "fg")
+        wait_alternate(tmux, True)
+        text = wait(tmux, lambda s: "events/s" in s and "^p" in s.rstrip()[-12:], "redrawn")
+        rows = text.splitlines()
+        assert rows[0].startswith("probetop") and all(len(row) <= 90 for row in rows)
+        tmux("send-keys", "-t", "t", "q")
+        wait_alternate(tmux, False)
+        type_line(tmux, "echo RC=$?")
+        text = wait(tmux, ended, "the exit status")
+        assert "RC=0" in text and "Traceback" not in text
+    assert footer(rec)["reason"] == "completed"
+
+
+def test_tstp_and_cont_from_outside_then_a_stop_signal_while_suspended(tmp_path: Path) -> None:
+    """kill -TSTP on the dashboard process suspends as Ctrl-Z does; a SIGCONT
+    while the shell owns the terminal does not draw over it; SIGTERM while
+    suspended ends the run with its footer and the job ends (not left stopped)."""
+    rec = tmp_path / "r.jsonl"
+    with shell() as tmux:
+        type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
+        wait(tmux, lambda s: "events/s" in s, "the dashboard")
+        waiter, child = job_pids(tmux)
+        os.kill(child, signal.SIGTSTP)
+        wait(tmux, lambda s: "Stopped" in s, "stopped as a job")
+        wait_alternate(tmux, False)
+        os.kill(child, signal.SIGCONT)
+        time.sleep(1.5)
+        assert not alternate(tmux) and state(waiter) == "T"
+        assert grows(rec)
+        os.kill(child, signal.SIGTERM)
+        assert gone(waiter, child), (state(waiter), state(child))
+        type_line(tmux, "jobs; echo END")
+        text = wait(tmux, lambda s: "END" in s.split("jobs; echo END")[-1], "jobs")
+        assert "Traceback" not in text
+    assert footer(rec)["reason"] == "interrupted (SIGTERM)"
+
+
+def test_started_in_the_background_it_waits_for_fg(tmp_path: Path) -> None:
+    rec = tmp_path / "r.jsonl"
+    with shell() as tmux:
+        type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec} &")
+        assert grows(rec), screen(tmux)
+        type_line(tmux, "jobs")
+        wait(tmux, lambda s: "Stopped" in s, "stopped as a background job")
+        assert not alternate(tmux)
+        type_line(tmux, "fg")
+        wait_alternate(tmux, True)
+        wait(tmux, lambda s: "events/s" in s, "the dashboard")
+        tmux("send-keys", "-t", "t", "q")
+        wait_alternate(tmux, False)
+    assert footer(rec)["reason"] == "completed"
+
+
+def test_the_terminal_closing_while_suspended_ends_the_run_whole(tmp_path: Path) -> None:
+    rec = tmp_path / "r.jsonl"
+    with shell() as tmux:
+        type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
+        wait(tmux, lambda s: "events/s" in s, "the dashboard")
+        waiter, child = job_pids(tmux)
+        tmux("send-keys", "-t", "t", "C-z")
+        wait(tmux, lambda s: "Stopped" in s, "stopped as a job")
+        tmux("kill-window", "-t", "t")
+        assert gone(waiter, child), (state(waiter), state(child))
+    # tmux's SIGHUP, or a SIGTERM (tmux's, or the waiter's death signal)
+    # when the waiter went first: either way the run ended whole.
+    assert footer(rec)["reason"] in ("interrupted (SIGHUP)", "interrupted (SIGTERM)")
+
+
+def test_a_replay_suspends_and_resumes() -> None:
+    with shell() as tmux:
+        type_line(tmux, f"{EXE} replay {DEMO_FILE}")
+        wait(tmux, lambda s: "replay" in s and "system.cpu" in s, "the replay")
+        tmux("send-keys", "-t", "t", "C-z")
+        wait(tmux, lambda s: "Stopped" in s, "stopped as a job")
+        type_line(tmux, "fg")
+        wait_alternate(tmux, True)
+        wait(tmux, lambda s: "replay" in s and "system.cpu" in s, "redrawn")
+        tmux("send-keys", "-t", "t", "q")
+        wait_alternate(tmux, False)
+        type_line(tmux, "echo RC=$?")
+        assert "RC=0" in wait(tmux, ended, "the exit status")
+
+
+def test_no_suspend_where_no_shell_could_resume_it() -> None:
+    """The dashboard as a tmux pane's own command: its process group is
+    orphaned (the kernel ignores its SIGTSTP); a suspend would leave a blank
+    terminal that nothing brings back, so Ctrl-Z says why and does nothing."""
+    with shell([EXE, "cpu", "--threads", "1", "--time", "60"]) as tmux:
+        wait(tmux, lambda s: "events/s" in s, "the dashboard")
+        tmux("send-keys", "-t", "t", "C-z")
+        text = wait(tmux, lambda s: "not suspended" in s, "the notice")
+        assert alternate(tmux) and "events/s" in text
+
+
+async def test_a_process_that_must_stop_itself_records_the_pause() -> None:
+    """Without a waiter (the split could not be made) a suspend stops the
+    whole process and its probes: each running probe's recording says so,
+    "paused" then "resumed after N s", rather than a silent gap."""
+    from probetop.probes.core.sample import Status
+    from tui_fixtures import live_app, wait_for
+
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await wait_for(pilot, lambda: app.hub is not None and len(app.hub.running()) == 3)
+        assert app.hub is not None
+        sub = app.hub.subscribe(lossless=True)
+        app._on_job_stop(True)
+        app._on_view_resumed()
+        statuses = [r for r in sub.drain() if isinstance(r, Status)]
+        assert sorted(s.probe for s in statuses if s.message.startswith("paused")) == sorted(
+            app.hub.running()
+        )
+        assert len([s for s in statuses if s.message.startswith("resumed after")]) == 3
+
+
+def test_an_attached_view_suspends_and_resumes(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = Path(tempfile.mkdtemp(prefix="ptj-", dir="/tmp"))  # short: socket paths
+    (base / "run").mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_STATE_HOME", str(base / "st"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base / "run"))
+    start = [EXE, "cpu", "--threads", "1", "--time", "120", "--detach", "--name", "jc"]
+    started = subprocess.run(start, capture_output=True, text=True, timeout=90)
+    assert started.returncode == 0, started.stderr
+    rec = base / "st" / "probetop" / "jc.jsonl"
+    try:
+        with shell() as tmux:
+            type_line(tmux, f"{EXE} attach jc")
+            wait(tmux, lambda s: "attached jc" in s and "events/s" in s, "the view")
+            tmux("send-keys", "-t", "t", "C-z")
+            wait(tmux, lambda s: "Stopped" in s, "stopped as a job")
+            assert not alternate(tmux) and grows(rec)
+            type_line(tmux, "fg")
+            wait_alternate(tmux, True)
+            wait(tmux, lambda s: "attached jc" in s and "events/s" in s, "redrawn")
+            tmux("send-keys", "-t", "t", "d")  # leave the session running
+            wait_alternate(tmux, False)
+            type_line(tmux, "echo RC=$?")
+            assert "RC=0" in wait(tmux, ended, "the exit status")
+        stopped = subprocess.run([EXE, "stop", "jc"], capture_output=True, timeout=60)
+        assert stopped.returncode == 0 and footer(rec)["reason"] == "interrupted (SIGTERM)"
+    finally:
+        subprocess.run([EXE, "stop", "jc"], capture_output=True, timeout=60)
+        shutil.rmtree(base, ignore_errors=True)

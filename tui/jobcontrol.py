@@ -1,0 +1,147 @@
+"""Job control for the dashboard: Ctrl-Z, ``fg`` and ``bg`` as in vim or less,
+with the probes measuring on while the view is suspended.
+
+A live dashboard usually runs as two processes (``tui.sessions.foreground``):
+the WAITER, the process the shell started and waits for, and its child, the
+DASHBOARD, which runs the probes. The shell treats the job as stopped when
+its own child, the waiter, stops; so a suspend stops only the waiter and the
+dashboard process runs on, its probes and recording included, with the
+terminal handed back.
+
+- ``share_before_fork()`` (the splitter, before its fork) makes a one-byte
+  flag shared by both processes: 1 while the view is suspended.
+- ``waiter_handles_stop(child)`` (the waiter): a SIGTSTP (Ctrl-Z from the
+  tty, ``kill -TSTP``) is passed to the dashboard while its view is up, so
+  the terminal is restored before the shell takes it back; once the view is
+  suspended (flag 1) the waiter stops itself as a job (the shell says
+  "Stopped").
+- ``set_waiter(pid)`` (the dashboard, after the fork) names the waiter.
+- ``stop_job()`` (the dashboard, after restoring the terminal): sets the
+  flag and stops the waiter. With no waiter (a replay, an attached view, a
+  run that could not split) the dashboard process itself stops, as vim
+  does; its caller records that pause first.
+- ``continue_job()``: clears the flag and continues the waiter (on resume,
+  and when the dashboard ends while suspended, so the waiter can collect its
+  exit status).
+- ``in_foreground(fd)``: the terminal on ``fd`` is ours to draw on (its
+  foreground process group is ours, or it is not our controlling terminal:
+  no job control applies then). After ``bg`` it is not: the view stays
+  suspended and the job is stopped again, as vim's "Stopped (tty output)".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import mmap
+import os
+import signal
+from types import FrameType
+
+_flag: mmap.mmap | None = None
+_waiter: int | None = None
+
+
+def share_before_fork() -> None:
+    """Create the shared "view suspended" flag (call before the fork)."""
+    global _flag
+    if _flag is None:
+        _flag = mmap.mmap(-1, 1)  # MAP_SHARED | MAP_ANONYMOUS: one page both see
+
+
+def set_waiter(pid: int) -> None:
+    """The dashboard's side: ``pid`` is the waiter the shell knows."""
+    global _waiter
+    _waiter = pid
+
+
+def waiter_pid() -> int | None:
+    return _waiter
+
+
+def view_suspended() -> bool:
+    return _flag is not None and _flag[0] == 1
+
+
+def _set_flag(value: int) -> None:
+    if _flag is not None:
+        _flag[0] = value
+
+
+def waiter_handles_stop(child: int) -> None:
+    """The waiter's SIGTSTP: to the dashboard first, then stop as a job."""
+
+    def on_tstp(_signum: int, _frame: FrameType | None) -> None:
+        if not view_suspended():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGTSTP)  # it restores the terminal, then stops us
+            return
+        _stop_self()
+        signal.signal(signal.SIGTSTP, on_tstp)
+
+    signal.signal(signal.SIGTSTP, on_tstp)
+
+
+def _stop_self() -> None:
+    """Stop this process as SIGTSTP's default action does ("Stopped"); in an
+    orphaned process group (no shell to hand the terminal to) the kernel
+    discards it and this returns at once."""
+    signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTSTP)  # returns after SIGCONT
+
+
+def stop_job() -> None:
+    """The view is suspended and the terminal restored: stop the job. With a
+    waiter this process runs on; without one it stops here until SIGCONT."""
+    _set_flag(1)
+    if _waiter is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(_waiter, signal.SIGTSTP)
+        return
+    handler = signal.getsignal(signal.SIGTSTP)
+    _stop_self()
+    signal.signal(signal.SIGTSTP, handler)
+
+
+def continue_job() -> None:
+    """The view is back (or the dashboard ends): the waiter runs again."""
+    _set_flag(0)
+    if _waiter is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(_waiter, signal.SIGCONT)
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        stat = open(f"/proc/{pid}/stat", "rb").read()  # noqa: SIM115 - one read
+    except OSError:
+        return None
+    fields = stat.rsplit(b")", 1)[-1].split()  # the name may hold spaces and ")"
+    return int(fields[1]) if len(fields) > 1 else None
+
+
+def shell_can_resume() -> bool:
+    """True when a stopped job could be resumed by a shell: the process the
+    shell knows (the waiter, or this one) has a parent in the same session
+    but another process group. Otherwise (the dashboard is a tmux pane's
+    own command, run by ``setsid`` or ``script -c``) the process group is
+    orphaned: the kernel ignores its SIGTSTP and a suspended view would
+    leave a blank terminal no ``fg`` can bring back."""
+    job = _waiter if _waiter is not None else os.getpid()
+    parent = _parent_of(job)
+    if parent is None or parent <= 1:
+        return False
+    try:
+        return os.getsid(parent) == os.getsid(0) and os.getpgid(parent) != os.getpgid(job)
+    except OSError:
+        return False
+
+
+def in_foreground(fd: int) -> bool:
+    """True when the terminal on ``fd`` is ours to draw on (module docstring)."""
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError as exc:
+        # ENOTTY: a terminal that is not our controlling one (setsid): no job
+        # control applies. Anything else (EIO: it hung up): not ours to draw.
+        return exc.errno == errno.ENOTTY
