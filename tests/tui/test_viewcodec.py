@@ -158,3 +158,21 @@ def test_values_travel_with_the_digits_the_panes_print() -> None:
     encoder, decoder = ViewEncoder(), ViewDecoder()
     back, _ = decoder.feed(encoder.encode(lines))
     assert [json.loads(x)["values"] for x in back] == [kept, kept], coded
+
+
+def test_the_history_travels_at_full_precision(recording: list[bytes]) -> None:
+    """What a view rebuilds its panes from on attach (follow's backlog,
+    ``live=False``) keeps every digit; only the live lines after it are thinned."""
+    half = len(recording) // 2
+    encoder, decoder = ViewEncoder(), ViewDecoder()
+    back, _ = decoder.feed(
+        encoder.encode(recording[:half], live=False) + encoder.encode(recording[half:])
+    )
+    samples = [
+        (json.loads(raw)["values"], json.loads(copy)["values"])
+        for raw, copy in zip(recording, back, strict=True)
+        if raw.startswith(b'{"type":"sample"')
+    ]
+    n_history = sum(raw.startswith(b'{"type":"sample"') for raw in recording[:half])
+    assert all(a == b for a, b in samples[:n_history])
+    assert any(a != b for a, b in samples[n_history:])  # thinned, yet within the panes' digits

@@ -21,7 +21,8 @@ Contract:
   changed. ``VIEW_OMITS`` (latency histograms and sums, read by the
   Prometheus exporters, never by a pane) stay on the host. Every other line
   (header, status, footer) travels as it is (``J``).
-- Lossy only in what no pane shows: digits beyond those a pane prints,
+- Lossy only in what no pane shows: digits beyond those a pane prints
+  (``encode(lines, live=False)``, the history: every digit),
   time below 1 ms, ``VIEW_OMITS``. The recording on the host is untouched;
   ``probetop follow`` without ``--compact`` sends it byte for byte.
 """
@@ -44,9 +45,10 @@ _SEP = ","
 _DUMP = {"separators": (",", ":"), "ensure_ascii": False, "allow_nan": False}
 
 
-def _token(value: Any, whole: bool = False) -> str | None:
+def _token(value: Any, whole: bool = False, exact: bool = False) -> str | None:
     """One value's text, or None when the fast form cannot carry it.
-    ``whole``: the pane shows every whole digit of it at any size."""
+    ``whole``: the pane shows every whole digit of it at any size;
+    ``exact``: every digit (repr reads back as the same float)."""
     if value is None:
         return "n"
     if value is True:
@@ -56,7 +58,7 @@ def _token(value: Any, whole: bool = False) -> str | None:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float) and math.isfinite(value):
-        return _short_float(value, whole)
+        return repr(value) if exact else _short_float(value, whole)
     return None
 
 
@@ -71,8 +73,8 @@ def _short_float(value: float, whole: bool = False) -> str:
         mantissa, exponent = text.split("e")
         text = f"{mantissa}e{int(exponent)}"
         if "." in mantissa:  # 1.054e8 as 1054e5
-            whole, frac = mantissa.split(".")
-            alt = f"{whole}{frac}e{int(exponent) - len(frac)}"
+            head, frac = mantissa.split(".")
+            alt = f"{head}{frac}e{int(exponent) - len(frac)}"
             text = min(text, alt, key=len)
     return text if any(c in text for c in ".en") else text + "."  # stays a float
 
@@ -106,9 +108,13 @@ class ViewEncoder:
 
     def __init__(self) -> None:
         self._probes: dict[str, _ProbeState] = {}
+        self._live = True
         self._z = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compressobj()
 
-    def encode(self, lines: list[bytes]) -> bytes:
+    def encode(self, lines: list[bytes], *, live: bool = True) -> bytes:
+        """``live`` False (the history a view rebuilds its panes from): the
+        values at full precision, so its statistics are the recording's."""
+        self._live = live
         text = "".join(self._line(raw) for raw in lines)
         return self._flush(text.encode())
 
@@ -140,7 +146,7 @@ class ViewEncoder:
             or any(c in probe for c in "|\n")
         ):
             return None
-        tokens = [_token(v, _whole(k)) for k, v in values.items()]
+        tokens = [_token(v, _whole(k), exact=not self._live) for k, v in values.items()]
         if any(t is None or _SEP in t for t in tokens):
             return None
         t_ms = round(float(line.get("t", 0.0)) * 1000)
