@@ -99,6 +99,7 @@ from probetop.probes.disk.steps import GRACE_S, run_step
 from probetop.probes.disk.target import Target, resolve
 from probetop.probes.disk.targeterrors import describe_os_error, target_errors
 from probetop.probes.disk.targetwatch import TargetWatch
+from probetop.probes.disk.units import fio_time
 from probetop.probes.disk.workers import Engine, kernel_notes
 
 
@@ -330,9 +331,9 @@ class IopsProbe:
         if size:
             args.append(f"--size={size}")
         if s.ramp_s:
-            args.append(f"--ramp_time={s.ramp_s:g}")
+            args.append(f"--ramp_time={fio_time(s.ramp_s)}")
         if s.time_s:
-            args += ["--time_based", f"--runtime={s.time_s:g}"]
+            args += ["--time_based", f"--runtime={fio_time(s.time_s)}"]
         args.append("--group_reporting")
         args.append("--name=probetop")
         return shlex.join(args)

@@ -23,6 +23,7 @@ import disk_fixtures
 import numpy as np
 import pytest
 from disk_fixtures import run_cli
+from probetop.probes.disk import units
 from probetop.probes.disk.counters import HIST_BUCKETS, hist_percentiles
 from probetop.probes.disk.fio_parity import FIO_FIELDS, get, ratios, shape_problems
 
@@ -355,3 +356,26 @@ def test_percentile_rank_is_fios_long_double_rule() -> None:
     hist = np.zeros(HIST_BUCKETS, dtype=np.int64)
     hist[128] = 1
     assert hist_percentiles(hist, (50,)) == {50: 129.0}
+
+
+def test_fractional_time_goes_to_fio_in_its_units(fast_dir: Path) -> None:
+    """--time 0.3: the printed command says --runtime=300ms (fio reads a bare
+    0.3 as 0 s, refuses time_based and runs size-based), fio accepts it and
+    runs ~300 ms, and "global options" lists runtime as fio does."""
+    target = fast_dir / "frac.img"
+    target.write_bytes(b"\x5a" * (16 << 20))
+    proc = run_cli(["iops", str(target), "--buffered", "--time", "0.3", "--ramp", "0.25",
+                    "--json"])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    ours = json.loads(proc.stdout)
+    command = ours["probetop"]["fio_command"]
+    assert "--runtime=300ms" in command and "--ramp_time=250ms" in command, command
+    run = subprocess.run([*shlex.split(command), "--output-format=json"],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert run.returncode == 0 and "requires a runtime" not in run.stderr + run.stdout, run
+    theirs = json.loads(run.stdout[run.stdout.index("{") :])
+    assert ours["global options"]["runtime"] == theirs["global options"]["runtime"] == "300ms"
+    assert 250 <= theirs["jobs"][0]["read"]["runtime"] <= 1000
+    # Whole seconds stay plain, as fio's own job files write them.
+    assert units.fio_time(2) == "2" and units.fio_time(1.5) == "1500ms"
+    assert units.fio_time(0.00025) == "250us"

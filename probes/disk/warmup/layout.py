@@ -23,6 +23,7 @@ from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.settings import WarmupSettings
 from probetop.probes.disk.sizes import format_size
 from probetop.probes.disk.target import Target
+from probetop.probes.disk.units import fio_time
 
 MAP_CELLS = 64
 FIO_RW = {"read": "read", "write": "write", "write+read": "write", "randwrite": "randwrite"}
@@ -99,10 +100,10 @@ class PassLayout:
             args.append(f"--size={length}")
         if s.pass_name == "randwrite":
             if s.time_s:
-                args += ["--time_based", f"--runtime={s.time_s:g}"]
-            args += [f"--steadystate={steady_spec}", f"--ss_dur={s.ss_dur:g}"]
+                args += ["--time_based", f"--runtime={fio_time(s.time_s)}"]
+            args += [f"--steadystate={steady_spec}", f"--ss_dur={fio_time(s.ss_dur)}"]
             if s.ss_ramp:
-                args.append(f"--ss_ramp={s.ss_ramp:g}")
+                args.append(f"--ss_ramp={fio_time(s.ss_ramp)}")
         args.append("--group_reporting")
         return shlex.join(args)
 
