@@ -340,11 +340,22 @@ class IopsSettings:
             )
         if self.per_job_files:
             fmt = self.filename_format or FILENAME_FORMAT
-            names = {job_file_name(fmt, j) for j in range(self.jobs)}
-            if len(names) < self.jobs or any("/" in n or n in ("", ".", "..") for n in names):
+            names = [job_file_name(fmt, j) for j in range(self.jobs)]
+            # Each fault its own message: the path, the name, then the count.
+            if any("/" in n for n in names):
                 raise UsageProbeError(
-                    f"--filename-format {fmt!r} must name one plain file per job: "
-                    "include $jobnum (fio's default is $jobname.$jobnum.$filenum)"
+                    f"--filename-format {fmt!r} names a path ({names[0]!r}): it is a file "
+                    f"name inside {self.target}, without '/' (put the directory in TARGET)"
+                )
+            if any(n in ("", ".", "..") for n in names):
+                raise UsageProbeError(
+                    f"--filename-format {fmt!r} gives {names[0]!r}, which is not a file "
+                    "name: give a name such as $jobname.$jobnum.$filenum (fio's default)"
+                )
+            if len(set(names)) < self.jobs:
+                raise UsageProbeError(
+                    f"--filename-format {fmt!r} must name one file per job: include "
+                    "$jobnum (fio's default is $jobname.$jobnum.$filenum)"
                 )
 
 
