@@ -61,7 +61,9 @@ def iops_output(
 
     if output_format == "terse":
         return fiodoc.terse_line(summary)  # fio too says an error on stderr only
-    doc = fiodoc.fio_document(summary, plus=output_format == "json+", error=error)
+    doc = fiodoc.fio_document(
+        summary, plus=output_format == "json+", error=error, reason=reason
+    )
     return json.dumps(doc, indent=2, default=str)
 
 
