@@ -427,6 +427,7 @@ WARMUP_SPEC = CommandSpec(
         Option(("--ss-dur",), "plateau window in seconds", number(), 30.0, "S"),
         Option(("--ss-ramp",), "ignore the first S seconds", number(), 0.0, "S"),
         RATE_IOPS,
+        CPUS_ALLOWED,
         replace(BUFFERED, help="use the page cache instead of O_DIRECT"),
         replace(
             YES_DESTROY_DATA,
@@ -474,6 +475,7 @@ class WarmupSettings:
     ss_ramp: float = 0.0
     direct: bool | None = None
     rate_iops: int = 0
+    cpus_allowed: tuple[int, ...] = ()  # --cpus_allowed, as iops's; (): not pinned
     interval_s: float = 1.0
     yes_destroy_data: str | None = None
     confirmed: bool = False
@@ -510,6 +512,7 @@ class WarmupSettings:
             ss_ramp=values.get("ss_ramp", 0.0),
             direct=values.get("direct"),
             rate_iops=values.get("rate_iops") or 0,
+            cpus_allowed=tuple(values.get("cpus_allowed") or ()),
             interval_s=interval_s or 1.0,
             yes_destroy_data=yes,
             confirmed=names_target(yes, target),
@@ -547,6 +550,7 @@ class WarmupSettings:
         if not (1 <= self.jobs <= MAX_JOBS and 1 <= self.iodepth <= MAX_IODEPTH):
             raise UsageProbeError(f"--jobs must be 1..{MAX_JOBS} and --iodepth 1..{MAX_IODEPTH}")
         ioengines.check(self.ioengine, self.iodepth)
+        check_cpus(self.cpus_allowed)
         _check_bytes(bs=self.bs, offset=self.range_start, end=self.range_end)
         if (
             self.range_start is not None

@@ -65,6 +65,7 @@ class PassLayout:
             # still ends it (native.halts).
             stop_on_error=False,
             rate_iops=s.rate_iops,
+            cpus_allowed=frozenset(s.cpus_allowed),
             ioengine=self.engine,
             blockmap=blockmap,
         )
@@ -94,6 +95,8 @@ class PassLayout:
             args.append(f"--numjobs={s.jobs}")
         if s.rate_iops:
             args.append(f"--rate_iops={s.rate_iops}")
+        if s.cpus_allowed:
+            args.append(f"--cpus_allowed={','.join(map(str, s.cpus_allowed))}")
         if start:
             args.append(f"--offset={start}")
         if length and not (s.jobs > 1 and s.sequential):
