@@ -33,18 +33,26 @@ demo: setup
 	$(BIN)/probetop demo
 
 # Reference tools and real targets the tests compare against (root + apt only;
-# tests that need a missing tool skip with the reason).
+# tests that need a missing tool skip with the reason). Says what it will
+# install before it does; NO_SYSTEM_DEPS=1 skips it.
+SYSTEM_PACKAGES := sysbench fio iputils-ping hping3 nginx tmux curl iproute2 nftables \
+  util-linux e2fsprogs openssh-client openssh-server prometheus wrk libfuse2
 system-deps:
-	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	@if [ -n "$(NO_SYSTEM_DEPS)" ]; then \
+	  echo "NO_SYSTEM_DEPS set: not installing reference tools (tests needing a missing one skip)"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  missing=""; \
 	  for t in sysbench fio ping hping3 nginx tmux curl ip nft losetup mkfs.ext4 ssh /usr/sbin/sshd promtool wrk; do \
 	    command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	  ldconfig -p | grep -q 'libfuse.so.2' || missing="$$missing libfuse2"; \
 	  if [ -n "$$missing" ]; then \
-	    echo "installing reference tools (missing:$$missing)"; \
+	    echo "missing reference tools:$$missing"; \
+	    echo "installing with apt-get: $(SYSTEM_PACKAGES)"; \
+	    echo "(nginx, openssh-server and prometheus are services: apt may start them;"; \
+	    echo " tests run their own copies on loopback. NO_SYSTEM_DEPS=1 make test skips this.)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	      sysbench fio iputils-ping hping3 nginx tmux curl iproute2 nftables \
-	      util-linux e2fsprogs openssh-client openssh-server prometheus wrk >/dev/null || echo "apt-get failed: tests needing these tools will skip"; \
-	  fi; \
+	      $(SYSTEM_PACKAGES) >/dev/null || echo "apt-get failed: tests needing these tools will skip"; \
+	  else echo "reference tools: all installed"; fi; \
 	else echo "not root or no apt-get: tests needing reference tools may skip"; fi
 
 lint: setup-dev
@@ -57,8 +65,14 @@ format: setup-dev
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# Two passes: the parallel-safe tests on every core, then the `serial` ones
+# (rates and ratios against reference tools) alone; both run, either fails it.
+TEST_JOBS ?= auto
 test: setup-dev system-deps lint
-	$(BIN)/pytest -q -ra
+	@rc=0; \
+	$(BIN)/pytest -q -ra -n $(TEST_JOBS) -m "not serial" || rc=$$?; \
+	$(BIN)/pytest -q -ra -m serial || rc=$$?; \
+	exit $$rc
 
 bench: setup-dev system-deps
 	@# every script with a main (cpu_sched.py is a helper module); read the

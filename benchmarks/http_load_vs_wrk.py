@@ -15,6 +15,11 @@ and a curl loop against the same loopback nginx, in one run.
   this server on this machine.
 - a curl loop (one `curl --parallel --parallel-max C` fetching the URL N
   times over keep-alive): what a shell user would reach for.
+- probetop's closed loop (`http URL --connections C --time T`, wrk's model)
+  and a saturating open model (`--rate 100000 --connections C`), each right
+  before a `wrk -cC` run of the same length: Requests/sec of both, over the
+  run's own time (what finished within --time, divided by it, as wrk does),
+  and their ratio per round. `--ladder 0` runs only these.
 
 Each round runs the three back to back (wrk and curl between probetop's
 ladder steps would disturb them less but not more fairly); the script prints
@@ -157,6 +162,18 @@ def probetop_capacity(
     return low, steps
 
 
+def probetop_done_rps(url: str, connections: int, seconds: float, rate: float | None) -> float:
+    """Requests/s finished within the run (probetop's ``done_rps``)."""
+    argv = ["http", url, "--connections", str(connections), "--time", f"{seconds:g}", "--json"]
+    if rate is not None:
+        argv += ["--rate", f"{rate:g}"]
+    run = subprocess.run([*PROBETOP, *argv], capture_output=True, text=True, timeout=seconds + 60)
+    if run.returncode != 0:
+        raise SystemExit(f"probetop failed: {run.stderr.strip()}")
+    (summary,) = json.loads(run.stdout)["probes"].values()
+    return float(summary["done_rps"] or 0.0)
+
+
 def wrk_rate(url: str, connections: int, seconds: float) -> float | None:
     wrk = shutil.which("wrk")
     if wrk is None:
@@ -203,6 +220,7 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=10)
     parser.add_argument("--start", type=float, default=2000.0, help="first rate of the ladder")
     parser.add_argument("--bisect", type=int, default=3)
+    parser.add_argument("--ladder", type=int, default=1, help="0: skip the open-model rate ladder")
     args = parser.parse_args()
     cpu = "?"
     try:
@@ -215,10 +233,29 @@ def main() -> int:
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     print(f"machine: {cpu}, {len(os.sched_getaffinity(0))} CPUs, load average {load}")
     held, wrks, curls = [], [], []
+    closed_ratios: list[float] = []
+    saturated_ratios: list[float] = []
     with tempfile.TemporaryDirectory(prefix="probetop-load-bench-") as tmp_name:
         tmp = Path(tmp_name)
         with Nginx(tmp) as nginx:
             for r in range(1, args.rounds + 1):
+                print(f"round {r}:")
+                # Closed loop and saturating open model, each beside a wrk run (alternated).
+                for name, rate, into in (
+                    ("closed loop --connections", None, closed_ratios),
+                    ("--rate 100000 --connections", 100_000.0, saturated_ratios),
+                ):
+                    ours = probetop_done_rps(nginx.url, args.connections, args.time, rate)
+                    theirs = wrk_rate(nginx.url, args.connections, args.time)
+                    if theirs:
+                        into.append(ours / theirs)
+                    print(
+                        f"   probetop {name} {args.connections}: {ours:.0f} req/s   "
+                        f"wrk -c{args.connections}: {theirs or float('nan'):.0f} req/s   "
+                        f"ratio {ours / theirs if theirs else float('nan'):.2f}"
+                    )
+                if not args.ladder:
+                    continue
                 capacity, steps = probetop_capacity(
                     nginx.url, args.start, args.connections, args.time, args.bisect
                 )
@@ -229,7 +266,6 @@ def main() -> int:
                     wrks.append(wrk)
                 if curl:
                     curls.append(curl)
-                print(f"round {r}:")
                 for s in steps:
                     print(
                         f"   probetop --rate {s['rate']:>7g}: sent {s['sent_rps']:>8.0f}/s, "
@@ -244,9 +280,22 @@ def main() -> int:
                     f"{wrk or float('nan'):.0f}/s   curl --parallel-max {args.connections}: "
                     f"{curl or float('nan'):.0f}/s"
                 )
-    med = statistics.median(held)
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     print(f"\nload average at the end: {load}")
+    for name, ratios in (
+        ("closed loop (--connections, no --rate)", closed_ratios),
+        ("saturating open model (--rate 100000)", saturated_ratios),
+    ):
+        if ratios:
+            print(
+                f"probetop {name} / wrk, Requests/sec, median of {len(ratios)}: "
+                f"{statistics.median(ratios):.2f}  (rounds: "
+                + ", ".join(f"{x:.2f}" for x in ratios)
+                + ")"
+            )
+    if not held:
+        return 0
+    med = statistics.median(held)
     print(f"median of {args.rounds} rounds: probetop holds {med:.0f} req/s (open model)")
     if wrks:
         w = statistics.median(wrks)

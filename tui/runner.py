@@ -48,6 +48,10 @@ class RunResult:
     stats: dict[str, dict[str, RunningStats]] = field(default_factory=dict)
     # Recordings a write error stopped (already said on stderr when it happened).
     recording_failures: list[str] = field(default_factory=list)
+    # Per probe, the entities (NICs, disks) that vanished: still in ``stats``,
+    # shown as gone; and how many were forgotten to bound memory (Entities).
+    gone: dict[str, set[str]] = field(default_factory=dict)
+    forgotten: dict[str, int] = field(default_factory=dict)
 
     @property
     def interrupted(self) -> bool:
@@ -100,8 +104,10 @@ async def run_headless(
         on_signal(early)
     samples: dict[str, list[Sample]] = {p.id: [] for p in probes}
     stats: dict[str, dict[str, RunningStats]] = {p.id: {} for p in probes}
+    entities = Entities(stats)
     foreground = [p.id for p in probes if not getattr(p, "background", False)]
     t0 = now_ns()
+    next_forget = t0
     try:
         deadline = None if duration_s is None else loop.time() + duration_s
         while not stop.is_set():
@@ -114,6 +120,10 @@ async def run_headless(
                     for key, value in record_.values.items():
                         if value is not None:
                             per.setdefault(key, RunningStats()).add(float(value))
+                    entities.seen(record_, now_ns())
+            if now_ns() >= next_forget:
+                entities.forget_oldest(now_ns())
+                next_forget = now_ns() + 60_000_000_000
             if deadline is not None and loop.time() >= deadline:
                 reason = "time"
                 break
@@ -136,7 +146,50 @@ async def run_headless(
         reason=reason,
         stats=stats,
         recording_failures=list(session.recording_failures),
+        gone={p.id: entities.gone(p.id, now_ns()) for p in probes},
+        forgotten=dict(entities.forgotten),
     )
+
+
+GONE_AFTER_S = 10.0  # an entity not in any sample for this long has vanished
+KEEP_GONE = 32  # vanished entities kept per probe (their rows, marked gone)
+
+
+class Entities:
+    """When each entity (the part after ``@`` in a values key: a NIC, a
+    disk) of each probe was last in a sample, so the report marks the ones
+    that vanished and memory stays bounded on a host whose veths and loop
+    devices come and go all day: past ``KEEP_GONE`` vanished entities, the
+    longest gone are dropped from ``stats`` and only counted."""
+
+    def __init__(self, stats: dict[str, dict[str, RunningStats]]) -> None:
+        self.stats = stats
+        self.last_ns: dict[str, dict[str, int]] = {}
+        self.forgotten: dict[str, int] = {}
+
+    def seen(self, sample: Sample, t_ns: int) -> None:
+        last = self.last_ns.setdefault(sample.probe, {})
+        for key in sample.values:
+            entity = split_key(key)[1]
+            if entity is not None:
+                last[entity] = t_ns
+
+    def gone(self, probe: str, t_ns: int) -> set[str]:
+        cutoff = t_ns - int(GONE_AFTER_S * 1e9)
+        return {e for e, t in self.last_ns.get(probe, {}).items() if t < cutoff}
+
+    def forget_oldest(self, t_ns: int) -> None:
+        for probe, last in self.last_ns.items():
+            gone = sorted(self.gone(probe, t_ns), key=last.__getitem__)
+            drop = set(gone[: max(0, len(gone) - KEEP_GONE)])
+            if not drop:
+                continue
+            per = self.stats.get(probe, {})
+            for key in [k for k in per if split_key(k)[1] in drop]:
+                del per[key]
+            for entity in drop:
+                del last[entity]
+            self.forgotten[probe] = self.forgotten.get(probe, 0) + len(drop)
 
 
 def _stderr_notify(message: str, *, title: str = "", severity: str = "information") -> None:
@@ -241,9 +294,10 @@ def generic_report(result: RunResult, as_json: bool = False, out: Any = None) ->
             out.write(f"   error: {result.errors[probe.id]}\n")
         units = {m.name: m.unit for m in probe.metrics}
         per = result.stats.get(probe.id, {})
+        gone = result.gone.get(probe.id, set())
         rows = [
             (
-                key,
+                key + (" (gone)" if split_key(key)[1] in gone else ""),
                 [_fmt(per[key].min), _fmt(per[key].mean), _fmt(per[key].max)],
                 units.get(split_key(key)[0], ""),
             )
@@ -251,4 +305,9 @@ def generic_report(result: RunResult, as_json: bool = False, out: Any = None) ->
         ]
         if rows:
             out.write(stats_table(rows, ["min", "mean", "max"]))
+        if result.forgotten.get(probe.id):
+            out.write(
+                f"   and {result.forgotten[probe.id]} more devices that came and went "
+                f"(only the last {KEEP_GONE} gone are kept)\n"
+            )
     return 1 if result.errors else 0

@@ -15,6 +15,8 @@ import re
 from typing import Any
 
 STAMPS = ("namelookup", "connect", "appconnect", "pretransfer", "starttransfer", "total")
+#: The phases made of them (transfer.phases_us), in time order.
+PHASES = ("dns", "tcp", "tls", "server", "transfer")
 
 _HTTP_VERSION_NAMES = {1: "1.0", 2: "1.1", 3: "2", 30: "3"}
 
@@ -133,3 +135,12 @@ def pycurlb_info(curl: Any) -> dict[str, Any]:
         "ftp_entry_path": None,  # an FTP value; http(s) transfers have none
         "scheme": _info_text(curl, getattr(pycurl, "SCHEME", -1)),
     }
+
+
+def libcurl_version() -> str:
+    """libcurl's version string (curl's %{json} ``curl_version``): the one
+    pycurl is linked with, without pycurl's own name in front."""
+    import pycurl
+
+    text = str(pycurl.version)
+    return text.split(" ", 1)[1] if text.startswith("PycURL/") and " " in text else text

@@ -1,9 +1,13 @@
 """How an HTTP exchange failed: probetop's error kinds and exit codes.
 
 Contract: ``error_kind(curl_errno, url)`` maps a libcurl error number to an
-error kind (``ERROR_KINDS``); ``status_kind`` names an error status
-(``http_4xx`` / ``http_5xx``); ``EXIT_CODES`` maps each kind to the one-off
-exit code (documented in docs/http.md); ``_HINTS`` says what to do about a
+error kind (``ERROR_KINDS``, what repeated and load mode count); ``status_kind``
+names an error status (``http_4xx`` / ``http_5xx``). One-off mode exits as
+curl does, with the libcurl error number itself (``CURLE_*``: 6 DNS, 7
+connect, 28 timeout, 35/60 TLS, 47 redirects, 52 empty reply, 56 receive
+failure ...), 22 for an HTTP error with ``-f`` (``FAIL_EXIT``) and 0 for one
+without; ``KIND_EXIT`` gives the code of an error probetop itself detects
+(before or between libcurl's transfers). ``_HINTS`` says what to do about a
 kind, in a one-line message.
 """
 
@@ -13,20 +17,25 @@ from probetop.probes.http.request import (
     SCHEMES,
 )
 
-# Exit codes of one-off mode, one per error kind (documented in docs/http.md).
-EXIT_CODES: dict[str, int] = {
-    "url": 3,  # malformed URL
-    "scheme": 4,  # unsupported scheme
-    "dns": 5,  # name did not resolve
-    "refused": 6,  # TCP connection refused / host unreachable
-    "timeout": 7,  # -m or --connect-timeout expired
-    "tls": 8,  # handshake or certificate verification failed
-    "http_4xx": 9,  # the server answered 4xx
-    "http_5xx": 10,  # the server answered 5xx
-    "redirects": 11,  # more than --max-redirs redirects
-    "other": 12,  # any other transfer error (empty reply, reset, ...)
-}
-ERROR_KINDS = tuple(EXIT_CODES)
+# The error kinds repeated and load mode count requests by (records, reports).
+ERROR_KINDS = (
+    "url",  # malformed URL
+    "scheme",  # unsupported scheme
+    "dns",  # name did not resolve
+    "refused",  # TCP connection refused / host unreachable
+    "timeout",  # -m or --connect-timeout expired
+    "tls",  # handshake or certificate verification failed
+    "http_4xx",  # the server answered 4xx
+    "http_5xx",  # the server answered 5xx
+    "redirects",  # more than --max-redirs redirects
+    "other",  # any other transfer error (empty reply, reset, ...)
+)
+#: curl's exit code for an HTTP error status with -f/--fail (CURLE_HTTP_RETURNED_ERROR).
+FAIL_EXIT = 22
+#: curl's exit code for the errors probetop finds itself, not libcurl: a URL
+#: refused before sending (CURLE_URL_MALFORMAT 3, CURLE_UNSUPPORTED_PROTOCOL 1,
+#: also a redirect to another scheme) and too many redirects (CURLE_TOO_MANY_REDIRECTS).
+KIND_EXIT: dict[str, int] = {"url": 3, "scheme": 1, "redirects": 47}
 
 # libcurl error numbers (curl.h) grouped into probetop's error kinds.
 _CURL_ERROR_KINDS: dict[int, str] = {

@@ -45,7 +45,6 @@ Contract:
 
 from __future__ import annotations
 
-import encodings.idna
 import ipaddress
 import os
 import re
@@ -74,8 +73,9 @@ class HttpUrlError(TargetProbeError):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
-        # One-off exit codes (transfer.EXIT_CODES): 3 malformed URL, 4 scheme.
-        self.exit_code = 3 if kind == "url" else 4
+        # curl's exit codes (errorkinds.KIND_EXIT): 3 CURLE_URL_MALFORMAT,
+        # 1 CURLE_UNSUPPORTED_PROTOCOL.
+        self.exit_code = 3 if kind == "url" else 1
 
 
 def arg_bytes(text: str) -> bytes:
@@ -226,6 +226,8 @@ def idna_host(host: str) -> str:
         if label.isascii():
             out.append(label.lower())
             continue
+        import encodings.idna  # here: non-ASCII host names only (stringprep is slow to load)
+
         nfc = unicodedata.normalize("NFC", label)
         try:
             ascii_label = encodings.idna.ToASCII(nfc).decode("ascii")

@@ -72,6 +72,10 @@ class LoadRun:
         self.gen_lag = Histogram()
         self.seconds = 0.0
         self.scheduled = self.sent = self.done = 0
+        # The run's own time and what finished in it (not the drain after --time):
+        # what the rates divide, as wrk's Requests/sec does.
+        self.run_seconds = 0.0
+        self.run_done = self.run_sent = 0
         self.waited = self.connects = 0
         self.in_flight_max = 0
         self.cpu_s = 0.0
@@ -127,6 +131,10 @@ class LoadRun:
         )
         limited = limit is not None
         self.seconds += seconds
+        if not line.get("drain"):
+            self.run_seconds += seconds
+            self.run_done += int(line.get("done") or 0)
+            self.run_sent += int(line.get("sent") or 0)
         self.scheduled += int(line.get("scheduled") or 0)
         self.sent += int(line.get("sent") or 0)
         self.done += int(line.get("done") or 0)
@@ -154,7 +162,7 @@ class LoadRun:
             if limit is not None:
                 self.limits[limit[0]] = self.limits.get(limit[0], 0) + 1
         interval = LoadInterval(
-            target_rps=self.settings.rate,
+            target_rps=self.settings.rate or 0.0,
             seconds=seconds,
             scheduled=int(line.get("scheduled") or 0),
             sent=int(line.get("sent") or 0),
@@ -206,12 +214,15 @@ class LoadRun:
             "interval_s": s.interval_s,
             "connection": s.connection,
             "seconds": round(self.seconds, 3),
+            "run_s": round(self.run_seconds, 3),
             "scheduled": self.scheduled,
             "sent": self.sent,
             "done": self.done,
-            # Sent over the schedule's time (--time), not the drain after it.
-            "sent_rps": _rate(self.sent, min(self.seconds, s.time_s or self.seconds)),
-            "done_rps": _rate(self.done, self.seconds),
+            "done_in_drain": self.done - self.run_done,
+            # Over the run's own time (--time), not the drain after it: wrk's
+            # Requests/sec counts what finished within the run's duration.
+            "sent_rps": _rate(self.run_sent, self.run_seconds),
+            "done_rps": _rate(self.run_done, self.run_seconds),
             "classes": {cls.value: c.to_dict() for cls, c in self.run_classes().items()},
             "errors": dict(self.errors),
             "error_share": round(errors / self.done, 6) if self.done else None,
@@ -300,7 +311,7 @@ class HttpLoadProbe:
         return LoadParams(
             url=redact_url(self.url),
             label=self.label,
-            rate=self.load.rate,
+            rate=self.load.rate or 0.0,  # 0: closed loop
             connections=self.load.connections,
             time_s=self.load.time_s,
             interval_s=self.load.interval_s,
@@ -310,16 +321,19 @@ class HttpLoadProbe:
 
     def reference_command(self) -> str | None:
         """The wrk2 command for the same load (wrk2 installs as ``wrk``; a
-        method or body other than GET needs its Lua script)."""
+        method or body other than GET needs its Lua script); wrk's for the
+        closed loop."""
         if not self.url:
             return None
         load = self.load
-        parts = ["wrk", "-t1", f"-c{load.connections}", f"-R{load.rate:g}", "--latency"]
+        parts = ["wrk", "-t1", f"-c{load.connections}", "--latency"]
+        if load.rate is not None:
+            parts.insert(3, f"-R{load.rate:g}")
         parts.append(f"-d{load.time_s:g}s" if load.time_s else "-d1h")
         for header in self.request.headers:
             parts += ["-H", header]
         parts.append(redact_url(self.url))
-        return "wrk2: " + shlex.join(parts)
+        return ("wrk: " if load.rate is None else "wrk2: ") + shlex.join(parts)
 
     def summary(self) -> Mapping[str, Any]:
         out = self.run_stats.summary()
@@ -394,7 +408,7 @@ class HttpLoadProbe:
         if self._limited:
             message = (
                 f"generator-limited: {interval.generator_reason()} (sent "
-                f"{interval.sent_rps or 0:.0f} of {self.load.rate:g} req/s); the rate and the "
+                f"{interval.sent_rps or 0:.0f} of {self.load.rate or 0:g} req/s); the rate and the "
                 "corrected tail are then probetop's (or this machine's) limit, not the server's"
             )
             emit(Status(self.id, t_ns, "warning", message))

@@ -55,19 +55,27 @@ def render_load_report(
 
 
 def _one(s: Mapping[str, Any], colour: bool) -> list[str]:
-    rate = float(s.get("rate") or 0)
+    rate = float(s.get("rate") or 0)  # 0: closed loop
     conn = "keep-alive" if s.get("connection") == "reuse" else "a new connection per request"
+    head = (
+        f"   target {rate:g} req/s on a fixed schedule, at most {s.get('connections')} in flight"
+        if rate
+        else f"   closed loop, {s.get('connections')} connections: each sends its next "
+        "request when its response is in (wrk -c)"
+    )
     out = [
         "",
         paint(f"== {s.get('url', '?')}", "1", colour),
-        f"   target {rate:g} req/s on a fixed schedule, at most {s.get('connections')} "
-        f"in flight ({conn}); report every {s.get('interval_s')} s",
+        f"{head} ({conn}); report every {s.get('interval_s')} s",
     ]
     sent_rps = s.get("sent_rps")
     share = f", {100.0 * sent_rps / rate:.1f} % of target" if sent_rps and rate else ""
+    run_s = s.get("run_s", s.get("seconds", 0))
+    drained = int(s.get("done_in_drain") or 0)
     out.append(
         f"   sent {s.get('sent', 0)} ({_num(sent_rps)}/s{share})   "
-        f"done {s.get('done', 0)} ({_num(s.get('done_rps'))}/s)   over {s.get('seconds', 0)} s"
+        f"done {s.get('done', 0) - drained} ({_num(s.get('done_rps'))}/s)   over {run_s} s"
+        + (f"   (+{drained} finished in the drain after it)" if drained else "")
     )
     if s.get("unfinished") or s.get("unsent"):
         out.append(

@@ -1,11 +1,13 @@
 """Load mode's options and settings: ``probetop http URL --rate R
-[--connections C] [--time S]``.
+[--connections C] [--time S]`` (open model, wrk2's), or ``--connections C``
+without ``--rate`` (closed loop, wrk's).
 
 Contract:
 - ``LOAD_OPTIONS`` are spliced into the http ``SPEC`` (one declaration for
   the CLI, the prompt and the docs test; documented in docs/http-load.md).
 - ``load_from_options(values, time_s=...)`` gives ``LoadSettings`` when
-  ``--rate`` is given, None otherwise; it raises ``UsageProbeError`` (exit 2,
+  ``--rate`` or ``--connections`` is given (``rate`` None: closed loop),
+  None otherwise; it raises ``UsageProbeError`` (exit 2,
   the message names the option) for a rate or connection count out of range
   and for options that do not go with load mode.
 """
@@ -17,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.core.limits import UnitCost, check_capacity
 from probetop.probes.core.options import Option, number, whole_number
 
 LOAD = "load mode (probetop; docs/http-load.md)"
@@ -37,14 +38,20 @@ DEFAULT_CONNECTIONS = 10
 #: How long requests still in flight get after the schedule ends (--time).
 DRAIN_S = 1.0
 
-# One connection: a libcurl easy handle with its buffers, and one socket.
-CONNECTION_COST = UnitCost(
-    "connection",
-    tasks=0,
-    files=1,
-    resident_bytes=200_000,
-    detail="a libcurl handle and its buffers",
-)
+
+def connection_cost() -> Any:
+    """One connection: a libcurl easy handle with its buffers, and one socket
+    (core.limits loads only in load mode: a one-off request does not pay for it)."""
+    from probetop.probes.core.limits import UnitCost
+
+    return UnitCost(
+        "connection",
+        tasks=0,
+        files=1,
+        resident_bytes=200_000,
+        detail="a libcurl handle and its buffers",
+    )
+
 
 LOAD_OPTIONS: tuple[Option, ...] = (
     Option(
@@ -58,7 +65,8 @@ LOAD_OPTIONS: tuple[Option, ...] = (
     Option(
         ("--connections",),
         f"load mode: at most C requests in flight, one connection each "
-        f"(default {DEFAULT_CONNECTIONS}; 1..{MAX_CONNECTIONS})",
+        f"(default {DEFAULT_CONNECTIONS}; 1..{MAX_CONNECTIONS}); without --rate a closed "
+        "loop: each connection sends its next request when the last one is done (wrk -c C)",
         whole_number(),
         metavar="C",
         group=LOAD,
@@ -68,12 +76,13 @@ LOAD_OPTIONS: tuple[Option, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class LoadSettings:
-    """One load run: ``rate`` requests/s, at most ``connections`` in flight,
-    for ``time_s`` seconds (None: until stopped), reported every
-    ``interval_s``; ``fresh`` opens a new connection per request (default:
-    keep-alive, as wrk and a browser)."""
+    """One load run: ``rate`` requests/s (None: a closed loop, each connection
+    sending again as soon as its response is in, as wrk), at most
+    ``connections`` in flight, for ``time_s`` seconds (None: until stopped),
+    reported every ``interval_s``; ``fresh`` opens a new connection per
+    request (default: keep-alive, as wrk and a browser)."""
 
-    rate: float
+    rate: float | None
     connections: int = DEFAULT_CONNECTIONS
     time_s: float | None = None
     interval_s: float = 1.0
@@ -84,7 +93,7 @@ class LoadSettings:
         return "fresh" if self.fresh else "reuse"
 
     def validate(self) -> None:
-        if not (MIN_RATE <= self.rate <= MAX_RATE):
+        if self.rate is not None and not (MIN_RATE <= self.rate <= MAX_RATE):
             raise UsageProbeError(
                 f"--rate must be at least {MIN_RATE:g} and at most {MAX_RATE:,.0f} requests/s, "
                 f"got {self.rate:g}"
@@ -93,7 +102,9 @@ class LoadSettings:
             raise UsageProbeError(
                 f"--connections must be within 1..{MAX_CONNECTIONS}, got {self.connections}"
             )
-        check_capacity("--connections", self.connections, CONNECTION_COST)
+        from probetop.probes.core.limits import check_capacity
+
+        check_capacity("--connections", self.connections, connection_cost())
 
 
 # Options of repeated or one-off mode that load mode has no use for, and why.
@@ -106,26 +117,24 @@ _NOT_WITH_RATE: tuple[tuple[str, str, str], ...] = (
 def load_from_options(
     values: Mapping[str, Any], *, time_s: float | None, interval_s: float = 1.0
 ) -> LoadSettings | None:
-    """Load settings when ``--rate`` is given (None otherwise), validated."""
+    """Load settings when ``--rate`` or ``--connections`` is given (None
+    otherwise), validated; ``--connections`` alone is the closed loop."""
     rate = values.get("rate")
     connections = values.get("connections")
-    if rate is None:
-        if connections is not None:
-            raise UsageProbeError(
-                "--connections is a load-mode option: give --rate R too (docs/http-load.md)"
-            )
+    if rate is None and connections is None:
         return None
+    flag_of_mode = "--rate" if rate is not None else "--connections"
     for name, flag, why in _NOT_WITH_RATE:
         given = values.get(name)
         if given is not None and given is not False:
-            raise UsageProbeError(f"{flag} does not go with --rate: {why}")
+            raise UsageProbeError(f"{flag} does not go with {flag_of_mode}: {why}")
     urls = values.get("urls") or ()
     if len(urls) != 1:
         raise UsageProbeError(
-            f"--rate takes exactly one URL (got {len(urls)}): run one probetop per URL"
+            f"{flag_of_mode} takes exactly one URL (got {len(urls)}): run one probetop per URL"
         )
     settings = LoadSettings(
-        rate=float(rate),
+        rate=None if rate is None else float(rate),
         connections=DEFAULT_CONNECTIONS if connections is None else int(connections),
         time_s=time_s or None,
         interval_s=float(interval_s),

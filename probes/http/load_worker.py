@@ -35,10 +35,18 @@ connection):
   so neither ``busy`` nor ``gen_lag`` sees it, but the kernel does.
 
 Contract:
-- Config: ``{"url", "request": HttpRequest.to_dict(), "rate": R,
+- Config: ``{"url", "request": HttpRequest.to_dict(), "rate": R or null,
   "connections": C, "time_s": S or null (until SIGTERM), "interval_s": I,
   "fresh": bool, "drain_s": grace for requests in flight after the schedule
-  ends (default 1)}``.
+  ends (default 1)}``. ``rate`` null is wrk's closed loop: every free
+  connection sends its next request at once (scheduled = sent, so the
+  corrected latency is the service latency and nothing is ever late).
+- The run ends at ``time_s``: one line closes the run's own time exactly
+  there; then the requests still in flight, and (open model) those due
+  within the run but not sent yet, get ``drain_s`` more, reported in lines
+  with ``"drain": true``, so a rate over the run divides by the run's time,
+  as wrk does, not by the drain after it. The closed loop sends nothing
+  after ``time_s``.
 - Every ``interval_s`` (from the schedule's start) one line: ``{"t_ns",
   "seconds", "scheduled", "sent", "done", "classes": {class: {"corrected":
   hist, "service": hist}}, "phases": {phase: hist}, "errors": {kind: n},
@@ -46,7 +54,7 @@ Contract:
   "waited", "gen_lag": hist, "connects", "busy" (share of the interval the
   loop was not waiting), "run_wait" (share waiting for a CPU, or null where
   the kernel does not keep schedstat), "cpu_s", "final", "unfinished",
-  "unsent", "last_error"}`` with histograms in ``Histogram.to_list`` form
+  "unsent", "last_error", "drain"}`` with histograms in ``Histogram.to_list`` form
   (microseconds). The last line has ``"final": true``; ``unfinished`` are
   requests still in flight then, ``unsent`` requests due but never sent.
 - SIGTERM ends the run within ~50 ms with a final line; SIGINT is ignored
@@ -120,6 +128,72 @@ class _Interval:
         }
 
 
+#: Which libcurl counter gives each stamp (integer microseconds from the
+#: start of the transfer); phases_us turns them into phases.
+STAMP_INFO: tuple[tuple[str, str], ...] = (
+    ("namelookup", "NAMELOOKUP_TIME_T"),
+    ("connect", "CONNECT_TIME_T"),
+    ("appconnect", "APPCONNECT_TIME_T"),
+    ("pretransfer", "PRETRANSFER_TIME_T"),
+    ("starttransfer", "STARTTRANSFER_TIME_T"),
+    ("total", "TOTAL_TIME_T"),
+)
+
+
+def info(handle: Any, option: int) -> int:
+    """One integer getinfo value of a finished handle; 0 when libcurl has none."""
+    import pycurl
+
+    try:
+        return int(handle.getinfo(option) or 0)
+    except (pycurl.error, TypeError, ValueError):
+        return 0
+
+
+def read_stamps(handle: Any) -> dict[str, int]:
+    """The six cumulative stamps (us) of a finished transfer, by name."""
+    import pycurl
+
+    return {name: info(handle, getattr(pycurl, option)) for name, option in STAMP_INFO}
+
+
+def account(
+    interval: _Interval,
+    stamps: dict[str, int],
+    *,
+    code: int,
+    kind: str | None,
+    message: str,
+    waited_us: int,
+    connects: int,
+) -> None:
+    """Count one finished request into ``interval``: its latency by status
+    class (corrected = ``waited_us`` from its scheduled time to its start,
+    plus libcurl's total; service = the total alone), its status code, its
+    error kind, and for a success its phases from ``stamps``."""
+    outcome = classify(code, kind).value
+    hists = interval.classes.get(outcome)
+    if hists is None:
+        hists = interval.classes[outcome] = (Histogram(), Histogram())
+    service_us = stamps["total"]
+    hists[0].record(waited_us + service_us)
+    hists[1].record(service_us)
+    interval.done += 1
+    interval.connects += connects
+    if code:
+        interval.codes[code] = interval.codes.get(code, 0) + 1
+    counted = kind or status_kind(code)  # error kinds as repeated mode counts them
+    if counted:
+        interval.errors[counted] = interval.errors.get(counted, 0) + 1
+        interval.last_error = printable(str(message))[:200] if kind else f"HTTP {code}"
+    # Phases are the successes' (docs/http-load.md, as repeated mode): a
+    # fast 500 must not make the server phase look quick.
+    if outcome == StatusClass.SUCCESS.value:
+        for phase, us in phases_us(stamps, failed=None, got_response=True).items():
+            if us is not None:
+                interval.phases[phase].record(us)
+
+
 def run_delay_ns() -> int | None:
     """The kernel's run-queue delay of this thread so far (ns), or None when
     /proc/self/schedstat is missing (a kernel without CONFIG_SCHED_INFO)."""
@@ -135,33 +209,21 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
 
     url: str = config["url"]
     request = HttpRequest.from_dict(config["request"])
-    rate = float(config["rate"])
+    closed = config.get("rate") is None  # wrk's closed loop (--connections without --rate)
+    rate = 1.0 if closed else float(config["rate"])
     connections = int(config["connections"])
     time_s = config.get("time_s")
     interval_ns = int(float(config.get("interval_s", 1.0)) * 1e9)
     fresh = bool(config.get("fresh", False))
     drain_ns = int(float(config.get("drain_s", 1.0)) * 1e9)
     period_ns = 1e9 / rate
-    total = math.ceil(float(time_s) * rate) if time_s else None  # requests in the schedule
+    # Requests in the schedule (closed loop: as many as the connections manage).
+    total = math.ceil(float(time_s) * rate) if time_s and not closed else None
 
     multi = pycurl.CurlMulti()
     closer = DeferredClose()
     idle = [new_handle(request, url, fresh=fresh, closer=closer) for _ in range(connections)]
 
-    def info(handle: Any, option: int) -> int:
-        try:
-            return int(handle.getinfo(option) or 0)
-        except (pycurl.error, TypeError, ValueError):
-            return 0
-
-    stamp_options = (
-        ("namelookup", pycurl.NAMELOOKUP_TIME_T),
-        ("connect", pycurl.CONNECT_TIME_T),
-        ("appconnect", pycurl.APPCONNECT_TIME_T),
-        ("pretransfer", pycurl.PRETRANSFER_TIME_T),
-        ("starttransfer", pycurl.STARTTRANSFER_TIME_T),
-        ("total", pycurl.TOTAL_TIME_T),
-    )
     response_code, num_connects = pycurl.RESPONSE_CODE, pycurl.NUM_CONNECTS
 
     start_ns = time.monotonic_ns() + 1_000_000  # the schedule's origin
@@ -171,7 +233,10 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
         return start_ns + int(k * period_ns)
 
     def due_by(t_ns: int) -> int:
-        """How many requests are scheduled at or before ``t_ns``."""
+        """How many requests are scheduled at or before ``t_ns`` (closed
+        loop: those sent; each is due when it is sent)."""
+        if closed:
+            return next_k
         if t_ns < start_ns:
             return 0
         n = int((t_ns - start_ns) / period_ns) + 1
@@ -189,6 +254,7 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
     report_ns = start_ns + interval_ns
     interval = _Interval(start_ns, 0)
     due_reported = 0
+    ended = False  # the run's time is over: nothing more is sent, the rest is drain
 
     def flush(now_ns: int, *, final: bool) -> None:
         nonlocal interval, due_reported, cpu0, last_change_ns, delay0
@@ -204,6 +270,7 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
         )
         delay0 = delay
         doc["final"] = final
+        doc["drain"] = ended and interval.t0_ns >= end_ns if end_ns is not None else False
         doc["unfinished"] = running if final else 0
         doc["unsent"] = due - next_k if final else 0
         out.write(json.dumps(doc, separators=(",", ":")) + "\n")
@@ -221,30 +288,15 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
         running -= 1
         handle.free_ns = now
         idle.append(handle)
-        stamps = {name: info(handle, option) for name, option in stamp_options}
-        code = info(handle, response_code)
-        kind = error_kind(errno, url) if errno else None
-        outcome = classify(code, kind).value
-        hists = interval.classes.get(outcome)
-        if hists is None:
-            hists = interval.classes[outcome] = (Histogram(), Histogram())
-        service_us = stamps["total"]
-        hists[0].record((handle.start_ns - handle.sched_ns) // 1000 + service_us)
-        hists[1].record(service_us)
-        interval.done += 1
-        interval.connects += info(handle, num_connects)
-        if code:
-            interval.codes[code] = interval.codes.get(code, 0) + 1
-        counted = kind or status_kind(code)  # error kinds as repeated mode counts them
-        if counted:
-            interval.errors[counted] = interval.errors.get(counted, 0) + 1
-            interval.last_error = printable(str(message))[:200] if kind else f"HTTP {code}"
-        # Phases are the successes' (docs/http-load.md, as repeated mode): a
-        # fast 500 must not make the server phase look quick.
-        if outcome == StatusClass.SUCCESS.value:
-            for phase, us in phases_us(stamps, failed=None, got_response=True).items():
-                if us is not None:
-                    interval.phases[phase].record(us)
+        account(
+            interval,
+            read_stamps(handle),
+            code=info(handle, response_code),
+            kind=error_kind(errno, url) if errno else None,
+            message=message,
+            waited_us=(handle.start_ns - handle.sched_ns) // 1000,
+            connects=info(handle, num_connects),
+        )
 
     def collect() -> None:
         """Let libcurl work, then take in every finished transfer."""
@@ -272,17 +324,19 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
         # whose time has come while a handle is free, and let libcurl send.
         if running:
             collect()
-        due = due_by(now)
+        # Closed loop: every free connection sends at once, until the run is over.
+        due = (next_k if ended else next_k + len(idle)) if closed else due_by(now)
         if next_k < due and idle:
             interval.flight_area += running * (now - last_change_ns)
             last_change_ns = now
             while next_k < due and idle:
                 handle = idle.pop()
-                sched = scheduled_at(next_k)
+                start = time.monotonic_ns()
+                # Closed loop: a request is due when it is sent (wrk), never late.
+                sched = start if closed else scheduled_at(next_k)
                 if handle.free_ns > sched:
                     interval.waited += 1  # every handle was busy when it was due
                 handle.sched_ns = sched
-                start = time.monotonic_ns()
                 handle.start_ns = start
                 interval.gen_lag.record((start - max(sched, handle.free_ns)) // 1000)
                 multi.add_handle(handle)
@@ -293,8 +347,18 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
             collect()
         now = time.monotonic_ns()
         if end_ns is not None and now >= end_ns:
-            all_sent = total is not None and next_k >= total
-            if (all_sent and not running) or now >= end_ns + drain_ns:
+            # Open model: requests due within the run and not sent yet go out in
+            # the drain (late, and their corrected latency says so).
+            all_sent = closed or (total is not None and next_k >= total)
+            over = (all_sent and not running) or now >= end_ns + drain_ns
+            if not ended:
+                # The run's own time ends here: one line up to now, the rest is drain.
+                ended = True
+                flush(now, final=over)
+                if over:
+                    return 0
+                report_ns = now + interval_ns
+            elif over:
                 flush(now, final=True)
                 return 0
         if now >= report_ns:
@@ -305,7 +369,7 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
         # Sleep until the next request is due (if a handle is free), the next
         # report, or libcurl's own timeout, whichever comes first.
         wake = report_ns
-        if idle and (total is None or next_k < total):
+        if idle and not closed and not ended and (total is None or next_k < total):
             wake = min(wake, scheduled_at(next_k))
         if end_ns is not None:
             wake = min(wake, end_ns + drain_ns)

@@ -157,7 +157,7 @@ def pycurlb_document(exchange: Exchange) -> dict[str, Any]:
             for h in exchange.hops
         ],
         "error": exchange.error,
-        "error_message": exchange.message(),
+        "error_message": exchange.message(fail=True),
         "request": request.redacted(),
         "url": exchange.url,
     }

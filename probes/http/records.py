@@ -34,7 +34,6 @@ Warm-up requests (``--warmup``) appear in no value, only in ``run``.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,12 +41,12 @@ from typing import Any
 from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.readback import as_number
 from probetop.probes.core.sample import Sample, metric_key, split_key
-
-KIND = "http"
+from probetop.probes.http.curlinfo import PHASES
+from probetop.probes.http.spec import KIND as KIND  # the records' kind (defined in spec.py)
 
 # The five phases of a request, in time order (httpstat's waterfall, except
 # TLS, which ends at appconnect): DNS, TCP, TLS, server, transfer.
-PHASES = ("dns", "tcp", "tls", "server", "transfer")
+# PHASES: defined beside the stamps they are made of (curlinfo.py).
 
 TTFB_MS = "ttfb_ms"
 TOTAL_MS = "total_ms"
@@ -153,6 +152,8 @@ class UrlInterval:
         (``TOTAL_MS``) over the requests that have one; None without any."""
         series = self.every_ttfb_ms if metric == TTFB_MS else self.every_total_ms
         values = [v for v in series if v is not None]
+        import statistics  # only here: a one-off request never needs it
+
         return statistics.median(values) if values else None
 
 

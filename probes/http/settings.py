@@ -10,11 +10,13 @@ the URLs, the ``HttpRequest`` the curl options describe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from probetop.probes.core.base import UsageProbeError
+from probetop.probes.http.inputs import read_at_file
 from probetop.probes.http.load_settings import LoadSettings, load_from_options
 from probetop.probes.http.request import HttpRequest
 from probetop.probes.http.requestopts import request_from_options
@@ -44,6 +46,9 @@ class HttpSettings:
     load: LoadSettings | None = None  # --rate: load mode (load_settings.py)
     warmup: int = 0  # --warmup: requests per URL discarded before statistics
     include_errors: bool = False  # --include-errors: 4xx/5xx in the latency statistics
+    write_out: str | None = None  # -w FORMAT (one-off; @FILE already read)
+    fail: bool = False  # -f/--fail, --fail-with-body: exit 22 on a final status >= 400
+    output: str | None = None  # -o /dev/null (curl's %{filename_effective})
 
     def __post_init__(self) -> None:
         if not isinstance(self.urls, tuple):
@@ -69,6 +74,7 @@ class HttpSettings:
         1), --time or --record means repeated sampling; --record alone
         records one request per URL. Validated; ``@FILE`` arguments are read
         here (UsageProbeError if they cannot be)."""
+        values = _split_header_values(values)
         _check_shapes(values)
         unsupported = values.get(_UNSUPPORTED_DEST)
         if unsupported:
@@ -97,6 +103,18 @@ class HttpSettings:
         repeated = count is not None or watch or interval_given or timed or recording or bool(load)
         if repeated and count is None and not (watch or timed or interval_given or load):
             count = 1  # `http URL --record f`: record the one request, not sample forever
+        write_out = values.get("write_out")
+        fail = bool(values.get("fail") or values.get("fail_with_body"))
+        if repeated and (write_out is not None or fail):
+            flag = "-w/--write-out" if write_out is not None else "-f/--fail"
+            raise UsageProbeError(
+                f"{flag} is a one-off option (one request per URL, curl's output and exit "
+                "code); repeated and load mode report statistics: use --json or --assert"
+            )
+        if write_out is not None:
+            from probetop.probes.http.writeout import read_format  # -w only
+
+            write_out = read_format(write_out, _read_format_file)
         settings = cls(
             urls=tuple(values.get("urls") or ()),
             request=request_from_options(values),
@@ -108,6 +126,9 @@ class HttpSettings:
             load=load,
             warmup=0 if warmup is None else int(warmup),
             include_errors=include_errors,
+            write_out=write_out,
+            fail=fail,
+            output=output if output is None else str(output),
         )
         if settings.one_off and (warmup is not None or include_errors):
             raise UsageProbeError(
@@ -138,6 +159,61 @@ class HttpSettings:
             raise UsageProbeError("--sample-interval must be positive")
         if self.warmup < 0:
             raise UsageProbeError(f"--warmup must be 0 or more, got {self.warmup}")
+
+
+# What a header line starts with: an HTTP token and ':' or ';' (curl's forms),
+# or '@' (-H @FILE). A host:port URL without a scheme is no header.
+_HEADER_START = re.compile(r"^(@|[!#$%&'*+.^_`|~0-9A-Za-z-]+[:;])")
+_URL_START = re.compile(
+    r"^([A-Za-z][A-Za-z0-9+.-]*://|\[|[^:/]*\.[^:/]*:\d+(/|$)|localhost:\d+(/|$))"
+)
+
+
+def looks_like_header(value: str) -> bool:
+    """Whether a value after -H is a header line rather than a URL."""
+    return bool(_HEADER_START.match(value)) and not _URL_START.match(value)
+
+
+def _split_header_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """pycurlb's ``-H 'a: 1' 'b: 2'`` (its -H takes any number of values)
+    beside curl's repeated -H: the first value after a -H is a header, as in
+    curl; of the values after it, those that look like headers are headers
+    and the others URLs, put back among the other URLs in command-line
+    order (``spec._in_order`` tags each value with its place; plain strings
+    keep their order)."""
+    out = dict(values)
+    groups = values.get("headers") or []
+    headers: list[Any] = []
+    urls: list[tuple[int, str]] = [_ordered(v, i) for i, v in enumerate(values.get("urls") or ())]
+    for group in groups:
+        items = [_ordered(v, 0) for v in (group if isinstance(group, list) else [group])]
+        if not items:  # `--header=--`: argparse's empty list; the shape check says so
+            headers.append([])
+            continue
+        headers.append(items[0][1])  # the first is always -H's own value, as in curl
+        for item in items[1:]:
+            if looks_like_header(item[1]):
+                headers.append(item[1])
+            else:
+                urls.append(item)
+    if groups:
+        out["headers"] = headers
+    if "urls" in values or urls:
+        out["urls"] = [text for _seq, text in sorted(urls, key=lambda u: u[0])]
+    return out
+
+
+def _ordered(value: Any, seq: int) -> tuple[int, str]:
+    """(place on the command line, text) of a parsed URL or -H value."""
+    if isinstance(value, tuple):
+        return value
+    return (seq, value)
+
+
+def _read_format_file(name: str) -> bytes:
+    from probetop.probes.http.writeout import MAX_FORMAT_BYTES
+
+    return read_at_file(name, "-w", MAX_FORMAT_BYTES)
 
 
 def _check_shapes(values: Mapping[str, Any]) -> None:

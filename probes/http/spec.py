@@ -9,6 +9,7 @@ the option). The CLI, the add-probe prompt and docs/http.md all read it.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 
 from probetop.probes.core.options import CommandSpec, Option, number, whole_number
@@ -32,15 +33,18 @@ curl's `--json <data>` body shortcut; send JSON bodies with
 """
 
 EPILOG = """\
-exit codes (one-off mode): 0 ok, 2 usage, 3 malformed URL, 4 unsupported
-scheme, 5 DNS failure, 6 connection refused, 7 timeout, 8 TLS failure,
-9 HTTP 4xx, 10 HTTP 5xx, 11 too many redirects, 12 other transfer error.
-(curl exits 0 on HTTP errors without -f; probetop tells them apart.)
+exit codes (one-off mode, curl's): 0 ok (an HTTP error status too, unless
+-f: 22), 1 unsupported scheme, 2 usage, 3 malformed URL, 6 could not
+resolve, 7 could not connect, 28 timeout, 35 TLS handshake, 47 too many
+redirects, 52 empty reply, 56 receive failure, 60 certificate not trusted;
+with several URLs, the last URL's. Repeated and load mode: 0, 1 (a probe
+error), 99 (--assert), 128+N (signal N).
 
 examples:
   probetop http https://example.com/
   probetop http -L -H 'Accept: text/html' http://127.0.0.1:8080/old
   probetop http --json -d 'a=1&b=2' http://127.0.0.1:8080/form
+  probetop http -w '%{http_code} %{time_total}\\n' http://127.0.0.1:8080/
   probetop http --count 100 --sample-interval 0.2 http://127.0.0.1:8080/
   probetop http --watch --reuse URL1 URL2 URL3
 """
@@ -50,10 +54,8 @@ REPEATED = "repeated sampling (probetop)"
 
 # curl options probetop knows but does not do: (option strings, takes a value, why/instead).
 _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
-    (("-w", "--write-out"), True, "every -w timing is in the waterfall; use --json for fields"),
     (("-v", "--verbose"), False, "the waterfall shows the exchange; use --json for every field"),
     (("-i", "--include"), False, "the status line is in the waterfall; bodies are not shown"),
-    (("-f", "--fail", "--fail-with-body"), False, "HTTP errors already give exit codes 9/10"),
     (("-F", "--form", "--form-string"), True, "multipart forms are not supported"),
     (("-T", "--upload-file"), True, "uploads are not supported; use --data-binary @FILE"),
     (("-c", "--cookie-jar"), True, "cookies are not saved"),
@@ -122,6 +124,16 @@ def _tagged(tag: str) -> Callable[[str], tuple[str, str]]:
     return data
 
 
+_ARGV_ORDER = itertools.count()
+
+
+def _in_order(text: str) -> tuple[int, str]:
+    """A URL or -H value with its place on the command line (argparse converts
+    values in command-line order), so URLs that pycurlb's ``-H a b`` form put
+    after a -H go back between the others in order (settings.py)."""
+    return (next(_ARGV_ORDER), text)
+
+
 def _named(flag: str) -> Callable[[str], str]:
     """The value of an unsupported option is dropped; its flag is kept (to refuse it)."""
 
@@ -158,20 +170,28 @@ _DATA_OPTIONS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("--data-urlencode",), "u", "POST data, URL-encoded like curl ([name]=content, @FILE)"),
 )
 
+#: The family's name: its command, its probes' and records' kind.
+KIND = "http"
+
 SPEC = CommandSpec(
-    name="http",
+    name=KIND,
     help="HTTP phase timings (DNS, TCP, TLS, server, transfer) like curl -w / httpstat",
     description=DESCRIPTION,
     epilog=EPILOG,
     options=(
-        Option(("urls",), "http:// or https:// URL(s)", metavar="URL", nargs="+"),
+        # "*": a URL may come after pycurlb's `-H a b` (spec: HEADER_NARGS); settings
+        # takes back every -H value that is not a header and asks for one URL at least.
+        Option(("urls",), "http:// or https:// URL(s)", _in_order, metavar="URL", nargs="*"),
         Option(("-X", "--request"), "request method", metavar="METHOD", dest="method", group=CURL),
         Option(
             ("-H", "--header"),
-            "extra header 'Name: value' (repeatable; @FILE reads one per line)",
+            "extra header 'Name: value' (repeatable; @FILE reads one per line; "
+            "pycurlb's -H 'a: 1' 'b: 2' also works)",
+            _in_order,
             metavar="LINE",
             action="append",
             dest="headers",
+            nargs="+",
             group=CURL,
         ),
         *(
@@ -179,6 +199,30 @@ SPEC = CommandSpec(
                 flags, text, _tagged(tag), metavar="DATA", action="append", dest="data", group=CURL
             )
             for flags, tag, text in _DATA_OPTIONS
+        ),
+        Option(
+            ("-w", "--write-out"),
+            "after each URL print FORMAT with curl's variables (%%{time_total}, "
+            "%%{http_code}, %%{json} ...; @FILE, @-) instead of the waterfall",
+            metavar="FORMAT",
+            dest="write_out",
+            group=CURL,
+        ),
+        Option(
+            ("-f", "--fail"),
+            "exit 22 when the final HTTP status is 400 or more (as curl; without it 0)",
+            action="store_true",
+            default=False,
+            dest="fail",
+            group=CURL,
+        ),
+        Option(
+            ("--fail-with-body",),
+            "as -f (the body is discarded either way)",
+            action="store_true",
+            default=False,
+            dest="fail_with_body",
+            group=CURL,
         ),
         Option(("-u", "--user"), "basic authentication", metavar="USER:PASSWORD", group=CURL),
         Option(("-A", "--user-agent"), "User-Agent header", metavar="NAME", group=CURL),

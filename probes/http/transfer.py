@@ -14,8 +14,8 @@ Contract:
   transfer: libcurl stamps every socket event in C, and no Python code (UI or
   other) runs between an event and its timestamp.
 - An in-transfer failure is data: ``Hop.error`` names its kind
-  (``errorkinds.ERROR_KINDS``) and ``errorkinds.EXIT_CODES`` maps each kind
-  to the one-off exit code.
+  (``errorkinds.ERROR_KINDS``) and ``Hop.curl_code`` is libcurl's error
+  number, which ``Exchange.exit_status`` gives as curl's exit code.
 """
 
 from __future__ import annotations
@@ -25,9 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from probetop.probes.http.curlinfo import printable, pycurlb_info, read_info
-from probetop.probes.http.errorkinds import _HINTS, EXIT_CODES, error_kind, status_kind
-from probetop.probes.http.records import PHASES
+from probetop.probes.http.curlinfo import PHASES, printable, pycurlb_info, read_info
+from probetop.probes.http.errorkinds import (
+    _HINTS,
+    FAIL_EXIT,
+    KIND_EXIT,
+    error_kind,
+    status_kind,
+)
 from probetop.probes.http.request import (
     REDIRECT_CODES,
     SCHEMES,
@@ -104,6 +109,10 @@ class Hop:
     tls: TlsInfo | None = None
     error: str | None = None  # an ERROR_KINDS name, or None
     message: str | None = None  # libcurl's message, or ours
+    curl_code: int = 0  # libcurl's CURLE_* number (curl's exit code), 0: none
+    # The final response's header lines (name, value) as received, in order
+    # (not the 1xx ones before it): curl's %{header_json}, %header{name}.
+    headers: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def phases_us(self) -> dict[str, int | None]:
@@ -135,14 +144,39 @@ class Exchange:
         return status_kind(self.final.http_code) if self.hops else None
 
     @property
-    def exit_code(self) -> int:
-        kind = self.error
-        return EXIT_CODES[kind] if kind else 0
+    def curl_code(self) -> int:
+        """libcurl's error number of the first failed hop (curl's exit code,
+        ``%{exitcode}``), 0 when every transfer completed (an HTTP error too)."""
+        for hop in self.hops:
+            if hop.error:
+                return hop.curl_code or KIND_EXIT.get(hop.error, 0)
+        return 0
 
-    def message(self) -> str | None:
-        """A one-line explanation of ``error`` that says what to do."""
+    def exit_status(self, *, fail: bool = False) -> int:
+        """curl's exit code: ``curl_code``, else 22 for a final status >= 400
+        with ``fail`` (-f/--fail), else 0 (an HTTP error without -f is a
+        completed transfer, as for curl)."""
+        code = self.curl_code
+        if code == 0 and fail and self.hops and self.final.http_code >= 400:
+            return FAIL_EXIT
+        return code
+
+    def curl_error(self, *, fail: bool = False) -> str | None:
+        """curl's %{errormsg}: libcurl's message for the failed hop, curl's
+        "The requested URL returned error: N" for an HTTP error with ``fail``,
+        None when the exit code is 0."""
+        hop = next((h for h in self.hops if h.error), None)
+        if hop is not None:
+            return hop.message or ""
+        if fail and self.hops and self.final.http_code >= 400:
+            return f"The requested URL returned error: {self.final.http_code}"
+        return None
+
+    def message(self, *, fail: bool = False) -> str | None:
+        """A one-line explanation of ``error`` that says what to do; for an
+        HTTP error status only with ``fail`` (curl says nothing without -f)."""
         kind = self.error
-        if kind is None:
+        if kind is None or (kind.startswith("http_") and not fail):
             return None
         hop = next((h for h in self.hops if h.error), self.final)
         url = _short(redact_url(hop.url))
@@ -159,9 +193,10 @@ def _short(text: str, limit: int = 200) -> str:
 
 
 # libcurl's verbose lines carrying the negotiated TLS session and the certificate.
-_TLS_LINE = re.compile(r"SSL connection using (\S+) / (\S+)")
-_EXPIRE_LINE = re.compile(r"^\s*expire date: (.+?)\s*$")
-_SUBJECT_LINE = re.compile(r"^\s*subject: (.+?)\s*$")
+# (Patterns, compiled on first use by re's cache: plain http:// never needs them.)
+_TLS_LINE = r"SSL connection using (\S+) / (\S+)"
+_EXPIRE_LINE = r"^\s*expire date: (.+?)\s*$"
+_SUBJECT_LINE = r"^\s*subject: (.+?)\s*$"
 
 
 def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
@@ -182,6 +217,10 @@ def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
         def on_header(line: bytes) -> None:
             if line[:5] == b"HTTP/":
                 status.append(printable(line.decode("latin-1").strip()))
+                hop.headers.clear()  # a new response: the 1xx before it is not kept
+            elif b":" in line:
+                name, _, value = line.decode("utf-8", "surrogateescape").partition(":")
+                hop.headers.append((name, value.strip(" \t\r\n")))
 
         curl.setopt(pycurl.HEADERFUNCTION, on_header)
     curl.setopt(pycurl.WRITEFUNCTION, _discard)
@@ -190,6 +229,9 @@ def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
     except pycurl.error as exc:
         errno, message = exc.args[0], exc.args[1] if len(exc.args) > 1 else str(exc)
         hop.error = error_kind(errno, hop.url)
+        hop.curl_code = int(errno)
+        if errno == FAIL_EXIT:  # -f: libcurl stopped at the error status, as curl does
+            hop.error = status_kind(int(_code(curl))) or hop.error
         text = message or curl.errstr() or f"curl error {errno}"
         hop.message = printable(text if isinstance(text, str) else repr(text))
     info = read_info(curl)
@@ -213,11 +255,11 @@ def tls_details(request: HttpRequest, url: str) -> TlsInfo | None:
         if kind != pycurl.INFOTYPE_TEXT:
             return
         text = printable(data.decode("utf-8", "replace").rstrip("\r\n"))
-        if m := _TLS_LINE.search(text):
+        if m := re.search(_TLS_LINE, text):
             tls.version, tls.cipher = m.group(1), m.group(2)
-        elif m := _EXPIRE_LINE.match(text):
+        elif m := re.match(_EXPIRE_LINE, text):
             tls.cert_expiry = m.group(1)
-        elif m := _SUBJECT_LINE.match(text):
+        elif m := re.match(_SUBJECT_LINE, text):
             tls.cert_subject = m.group(1)
 
     curl = pycurl.Curl()
@@ -265,11 +307,29 @@ def next_hop(request: HttpRequest, hop: Hop, body: str | None) -> tuple[str, str
     return url, method, body
 
 
-def fetch(request: HttpRequest, url: str, *, curl: Any = None, details: bool = True) -> Exchange:
+def _code(curl: Any) -> int:
+    import pycurl
+
+    try:
+        return int(curl.getinfo(pycurl.RESPONSE_CODE) or 0)
+    except (pycurl.error, TypeError, ValueError):
+        return 0
+
+
+def fetch(
+    request: HttpRequest,
+    url: str,
+    *,
+    curl: Any = None,
+    details: bool = True,
+    fail: bool = False,
+) -> Exchange:
     """One exchange: the request, then each redirect hop when -L is on.
 
     Hops share one handle, so a redirect to the same host reuses the
-    connection exactly as curl -L does.
+    connection exactly as curl -L does. ``fail`` (-f): libcurl stops at a
+    status >= 400 before the body (CURLOPT_FAILONERROR) and the hop fails
+    with curl's error 22, as curl -f does.
     """
     import pycurl
 
@@ -290,6 +350,8 @@ def fetch(request: HttpRequest, url: str, *, curl: Any = None, details: bool = T
                 send_credentials=same_origin_host(url, hop_url),
                 fresh=False,
             )
+            if fail:
+                curl.setopt(pycurl.FAILONERROR, 1)
             hop = perform(curl, Hop(hop_url, method), details=details)
             exchange.hops.append(hop)
             if hop.error or not request.follow or hop.http_code not in REDIRECT_CODES:
@@ -298,7 +360,7 @@ def fetch(request: HttpRequest, url: str, *, curl: Any = None, details: bool = T
                 break
             if len(exchange.hops) > request.max_redirs:
                 hop.error = "redirects"
-                hop.message = f"maximum ({request.max_redirs}) redirects followed"
+                hop.message = f"Maximum ({request.max_redirs}) redirects followed"  # curl's words
                 break
             scheme = hop.redirect_url.split(":", 1)[0].lower()
             if scheme not in SCHEMES:

@@ -30,8 +30,6 @@ live dashboard that never reads a recording does not pay for them at start-up.
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.record.cmdline import hide_cmdline_secrets
-from probetop.probes.record.codec import FORMAT_NAME, SCHEMA_VERSION, RecordingError
-from probetop.probes.record.output import replace_file
 from probetop.probes.record.redaction import (
     KEEP_BODY_FLAG,
     REDACTED,
@@ -42,14 +40,6 @@ from probetop.probes.record.redaction import (
     redact_text,
     redact_url,
     set_body_key_loader,
-)
-from probetop.probes.record.target import check_target as check_output
-from probetop.probes.record.writer import (
-    RECORDING_INCOMPLETE_EXIT,
-    FooterFields,
-    Recorder,
-    on_header,
-    schema_path,
 )
 from probetop.probes.record.zst import is_zstd
 
@@ -88,7 +78,9 @@ __all__ = [
 
 
 if TYPE_CHECKING:
+    from probetop.probes.record.codec import FORMAT_NAME, SCHEMA_VERSION, RecordingError
     from probetop.probes.record.follow import DecodedLine, RecordingFollower, decode_line
+    from probetop.probes.record.output import replace_file
     from probetop.probes.record.reader import (
         RecordSequence,
         Session,
@@ -96,8 +88,29 @@ if TYPE_CHECKING:
         load_session,
     )
     from probetop.probes.record.stream import SessionStream, stream_session
+    from probetop.probes.record.target import check_target as check_output
+    from probetop.probes.record.writer import (
+        RECORDING_INCOMPLETE_EXIT,
+        FooterFields,
+        Recorder,
+        on_header,
+        schema_path,
+    )
 
+# The codec (orjson), the writer (asyncio, psutil) and the output checks load
+# on first use too: a one-off `probetop http URL` only redacts, and pays for
+# none of them (issue 28).
 _LAZY = {
+    "FORMAT_NAME": "codec",
+    "SCHEMA_VERSION": "codec",
+    "RecordingError": "codec",
+    "RECORDING_INCOMPLETE_EXIT": "writer",
+    "FooterFields": "writer",
+    "Recorder": "writer",
+    "on_header": "writer",
+    "schema_path": "writer",
+    "check_output": "target",
+    "replace_file": "output",
     "DecodedLine": "follow",
     "RecordingFollower": "follow",
     "decode_line": "follow",
@@ -116,6 +129,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from importlib import import_module
 
-    value = getattr(import_module(f"{__name__}.{module}"), name)
+    attr = "check_target" if name == "check_output" else name
+    value = getattr(import_module(f"{__name__}.{module}"), attr)
     globals()[name] = value
     return value

@@ -16,6 +16,7 @@ from probetop.tui.plan import COMMON_OPTIONS
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGE = {
     "cpu": "cpu.md",
+    "mem": "mem.md",
     "iops": "iops.md",
     "warmup": "warmup.md",
     "icmp": "icmp.md",

@@ -3,8 +3,8 @@ the same test, on a file in /dev/shm (buffered: tmpfs has no O_DIRECT).
 
 The shape (field names, JSON types, units: probes/disk/fio_parity.py) must
 match exactly, on fio's output as on ours; the values must agree within
-generous margins (the machine is shared, and fio and probetop run one after
-the other, not at once).
+margins measured on a shared machine: paired runs, alternating, and the
+median of the pairs' ratios (IOPS within 10 %: both are rate-capped).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import re
 import shlex
 import shutil
+import statistics
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -56,12 +57,21 @@ def _ours(path: Path, rw: str) -> dict:
     return json.loads(proc.stdout)["jobs"][0]
 
 
+PAIRS = 3
+
+
 @pytest.mark.parametrize("rw", ["randread", "randrw"])
 def test_fio_json_fields_match_and_values_agree(fast_dir: Path, rw: str) -> None:
     target = fast_dir / "parity.img"
     target.write_bytes(b"\x5a" * (16 << 20))
-    ours = _ours(target, rw)
-    fio = _fio(target, rw)
+    # Paired: probetop and fio alternate, PAIRS times, both at real-time
+    # priority where the test may (the rate cap is what is compared, not the
+    # scheduler's share); the median of the pairs' ratios is what must agree.
+    runs = []
+    with disk_fixtures.promptly_scheduled():
+        for _ in range(PAIRS):
+            runs.append((_ours(target, rw), _fio(target, rw)))
+    ours, fio = runs[-1]
     directions = ["read"] if rw == "randread" else ["read", "write"]
     for d in directions:
         theirs, mine = fio[d], ours[d]
@@ -79,13 +89,16 @@ def test_fio_json_fields_match_and_values_agree(fast_dir: Path, rw: str) -> None
         for block in (theirs, mine):
             assert 1600 <= block["runtime"] <= 3000, block["runtime"]
             assert 300 <= block["clat_ns"]["percentile"]["50.000000"] <= 500_000
-        # Values, within generous margins: both are held to 2000 IO/s per job
-        # by the rate cap, so IOPS must agree closely unless the machine stalls.
-        r = ratios(theirs, mine)
-        assert r["iops"] is not None and 0.5 <= r["iops"] <= 2.0, r
-        assert r["bw_bytes"] is not None and 0.5 <= r["bw_bytes"] <= 2.0, r
-        p50 = r["clat_ns.percentile.50.000000"]
-        assert p50 is not None and 0.2 <= p50 <= 5.0, r
+        # Values: both are held to 2000 IO/s per job by the rate cap (probetop
+        # measured 1,980/s quiet, fio its 2,000), so the median paired ratio
+        # agrees within 10 %; latency (0.3-500 us on a shared tmpfs, no cap)
+        # within 3x either way.
+        pairs = [ratios(f[d], o[d]) for o, f in runs]
+        for key, lo, hi in (("iops", 0.9, 1.1), ("bw_bytes", 0.9, 1.1)):
+            values = [r[key] for r in pairs]
+            assert None not in values and lo <= statistics.median(values) <= hi, (key, values)
+        p50s = [r["clat_ns.percentile.50.000000"] for r in pairs]
+        assert None not in p50s and 1 / 3 <= statistics.median(p50s) <= 3.0, p50s
 
 
 def test_the_contract_rejects_what_is_not_fios_shape() -> None:

@@ -9,7 +9,7 @@ import threading
 
 import disk_fixtures
 import pytest
-from disk_fixtures import kernel_io, loop_device, run_cli, summary_of
+from disk_fixtures import kernel_io, loop_device, promptly_scheduled, run_cli, summary_of
 from probetop.probes.core.base import ProbeError
 from probetop.probes.core.hub import Hub
 from probetop.probes.disk import FIO_PERCENTILES, IopsProbe, IopsSettings, pct_key
@@ -187,15 +187,19 @@ def test_rate_iops_holds_the_rate_as_fio(fast_dir, engine):
     """fio --rate_iops=2000 does 2,000/s. The pacer added each wake-up's
     lateness (timer slack, ~0.1 ms) to every 0.5 ms gap: ~1,670/s quiet, less
     under load. Now ~1,980/s quiet; a loaded machine (wake-ups later than a
-    whole gap restart the grid) measured 1,880/s, hence the 0.9."""
+    whole gap restart the grid) measured 1,880/s, hence the 0.9. The child
+    runs at real-time priority where it may (it inherits it): beside a CPU
+    hog and a parallel test run it delivered 860-1,110/s, the scheduler's
+    figure, not the pacer's."""
     target = fast_dir / "rate.img"
-    proc = run_cli(
-        [
-            "iops", str(target), "--size", "8M", "--rw", "randwrite", "--buffered",
-            "--ioengine", engine, "--iodepth", "1", "--rate-iops", "2000",
-            "--time", "2", "--json",
-        ]
-    )  # fmt: skip
+    with promptly_scheduled():
+        proc = run_cli(
+            [
+                "iops", str(target), "--size", "8M", "--rw", "randwrite", "--buffered",
+                "--ioengine", engine, "--iodepth", "1", "--rate-iops", "2000",
+                "--time", "2", "--json",
+            ]
+        )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     iops = summary_of(proc.stdout)["write"]["iops"]
     assert 0.9 * 2000 <= iops <= 1.01 * 2000, iops

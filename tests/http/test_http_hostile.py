@@ -203,7 +203,7 @@ CASES = [
     Case("negative port", ["http://127.0.0.1:-1/"], 3, "port"),
     Case("port with letters", ["http://127.0.0.1:8o/"], 3, "port"),
     Case("full-width digits as port", ["http://127.0.0.1:８０/"], 3, "port"),
-    Case("port 0", ["http://127.0.0.1:0/"], 6, "refused error"),
+    Case("port 0", ["http://127.0.0.1:0/"], 7, "refused error"),
     Case("IPv6 literal", ["http://[::1]:{port}/", *PIN], 0),
     Case("IPv6 literal with a zone id", ["http://[fe80::1%25lo]:{port}/", *PIN], 0),
     Case("unclosed IPv6 bracket", ["http://[::1/"], 3, "unclosed"),
@@ -213,19 +213,21 @@ CASES = [
     Case("no host", ["http://"], 3, "no host name"),
     Case("no host, a path", ["http:///x"], 3, "no host name"),
     Case("empty URL", [""], 3, "no host name"),
-    Case("ftp scheme", ["ftp://127.0.0.1/"], 4, "unsupported scheme"),
-    Case("file scheme", ["file:///etc/passwd"], 4, "unsupported scheme"),
-    Case("gopher scheme", ["gopher://127.0.0.1:70/"], 4, "unsupported scheme"),
+    Case("ftp scheme", ["ftp://127.0.0.1/"], 1, "unsupported scheme"),
+    Case("file scheme", ["file:///etc/passwd"], 1, "unsupported scheme"),
+    Case("gopher scheme", ["gopher://127.0.0.1:70/"], 1, "unsupported scheme"),
     Case("javascript: pseudo-URL", ["javascript:alert(1)"], 3, "port"),
     Case("non-ASCII scheme", ["é://x/"], 3, "scheme"),
     Case("scheme starting with a digit", ["1http://x/"], 3, "scheme"),
     Case("upper-case scheme", ["HTTP://127.0.0.1:{port}/"], 0),
     Case("no scheme (curl guesses http)", ["127.0.0.1:{port}/echo"], 0),
     Case("'@' inside the user-info", ["http://a@b:c@127.0.0.1:{port}/"], 0),
-    Case("non-ASCII password", ["http://bob:pä@127.0.0.1:{port}/auth"], 9, "401"),
-    Case("100 000-character path (server says 414)", ["{url}/" + "a" * 100_000], 9, "414"),
+    Case("non-ASCII password, -f", ["http://bob:pä@127.0.0.1:{port}/auth", "-f"], 22, "401"),
+    Case("100 000-character path (server says 414), -f", ["{url}/" + "a" * 100_000, "-f"], 22,
+         "414"),
     Case("300-character host name", ["http://" + "a" * 300 + ":{port}/", *PIN], 0),
-    Case("several URLs, the bad one reported", ["{url}/", "http://[::1", "{url}/"], 3, "unclosed"),
+    Case("several URLs, the bad one reported, the last one's code (curl)",
+         ["{url}/", "{url}/", "http://[::1"], 3, "unclosed"),
     # -- headers -----------------------------------------------------------------
     Case("-H with CR/LF (header injection)", ["{url}/", "-H", "X: a\r\nInjected: b"], 2, "CR/LF"),
     Case("-H with a bare LF", ["{url}/", "-H", "X: a\nY: b"], 2, "CR/LF"),
@@ -261,7 +263,7 @@ CASES = [
          "No such file"),
     Case("-b cookie file is a directory", ["{url}/", "-b", "{dir}"], 2, "directory"),
     Case("-u without a password", ["{url}/", "-u", "bob"], 2, "USER:PASSWORD"),
-    Case("-u non-ASCII", ["{url}/auth", "-u", "bob:pässword"], 9, "401"),
+    Case("-u non-ASCII, -f", ["{url}/auth", "-u", "bob:pässword", "-f"], 22, "401"),
     Case("-u right", ["{url}/auth", "-u", "bob:s3cret"], 0),
     # -- bodies -----------------------------------------------------------------
     Case("-d non-ASCII (UTF-8 bytes, as curl)", ["{url}/", "-d", "€"], 0,
@@ -294,7 +296,7 @@ CASES = [
     Case("--max-time 1e300", ["{url}/", "--max-time", "1e300"], 2, "at most"),
     Case("--max-time 0", ["{url}/", "-m", "0"], 2, "must be positive"),
     Case("--connect-timeout -1", ["{url}/", "--connect-timeout=-1"], 2, "must be positive"),
-    Case("--max-time tiny works", ["{url}/delay?ms=200", "-m", "1e-300"], 7, "timeout error"),
+    Case("--max-time tiny works", ["{url}/delay?ms=200", "-m", "1e-300"], 28, "timeout error"),
     Case("--max-redirs without -L (meaningless)", ["{url}/", "--max-redirs", "5"], 2,
          "only matters with -L"),
     # curl spells no limit --max-redirs -1; here it reaches the option's own check.
@@ -303,7 +305,7 @@ CASES = [
     Case("--max-redirs 10^20", ["{url}/", "-L", "--max-redirs", "1" + "0" * 20], 2, "at most"),
     Case("--max-redirs 1e20", ["{url}/", "-L", "--max-redirs", "1e20"], 2, "whole", usage=True),
     Case("-L --max-redirs 0 on a redirect (as curl: error)",
-         ["{url}/redirect?n=1", "-L", "--max-redirs", "0"], 11, "maximum (0)"),
+         ["{url}/redirect?n=1", "-L", "--max-redirs", "0"], 47, "Maximum (0)"),
     Case("-L -I: HEAD on every hop (as curl)", ["{url}/redirect?n=2", "-L", "-I"], 0,
          check=saw_methods("HEAD /redirect?n=2 HTTP/1.1",
                            "HEAD /redirect?n=1&code=302&to=/echo HTTP/1.1", "HEAD /echo HTTP/1.1")),
@@ -328,7 +330,7 @@ CASES = [
     Case("--connect-to with CR/LF", ["{url}/", "--connect-to", "a:1:\r\n:2"], 2, "CR/LF"),
     Case("-x with a bad scheme", ["{url}/", "-x", "é://"], 2, "scheme"),
     Case("-x with a space", ["{url}/", "-x", "http://a b:1"], 2, "white space"),
-    Case("-x to a closed port", ["{url}/", "-x", "http://127.0.0.1:1"], 6, "proxy"),
+    Case("-x to a closed port", ["{url}/", "-x", "http://127.0.0.1:1"], 7, "proxy"),
     Case("--interface with a control character", ["{url}/", "--interface", "a\x01"], 2,
          "control character"),
     Case("--cacert /dev/zero", ["{url}/", "--cacert", "/dev/zero"], 2, "not a regular file"),
@@ -376,32 +378,35 @@ def test_hostile_case(case: Case, server: LocalServer, files: Path) -> None:
 def test_the_table_covers_every_class_of_value():
     """The count docs/reliability-http.md quotes, and every exit code it names."""
     assert len(CASES) >= 100
-    assert {c.code for c in CASES} >= {0, 2, 3, 4, 6, 7, 9, 11}
+    assert {c.code for c in CASES} >= {0, 1, 2, 3, 7, 22, 28, 47}
 
 
 # -- a hostile server ----------------------------------------------------------------
+# name: (reply, curl's exit code from the wheel's libcurl 8.23: the same as curl
+# 7.88's except the 300 kB header (7.88: 27 out of memory; libcurl >= 8.6: 100
+# CURLE_TOO_LARGE) and the status 99999 (7.88: 1; 8.23 takes it)).
 HOSTILE_REPLIES = {
-    "garbage instead of HTTP": (b"hello\r\n", 12),
+    "garbage instead of HTTP": (b"hello\r\n", 1),
     "escape sequences in the status line and a non-UTF-8 Content-Type": (
         b"HTTP/1.1 200 \x1b[2J OK\r\nContent-Type: text/\xff\x1b]0;pwn\x07\r\n"
         b"Content-Length: 0\r\n\r\n",
         0,
     ),
-    "a 300 kB header line": (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 300_000 + b"\r\n\r\n", 12),
+    "a 300 kB header line": (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 300_000 + b"\r\n\r\n", 100),
     "a non-UTF-8 Location, looping": (
         b"HTTP/1.1 302 Found\r\nLocation: /\xff\xfe?token=abc\r\nContent-Length: 0\r\n\r\n",
-        11,
+        47,
     ),
     "a Location to file://": (
         b"HTTP/1.1 302 Found\r\nLocation: file:///etc/passwd\r\nContent-Length: 0\r\n\r\n",
-        4,
+        1,
     ),
     "a Location to gopher://": (
         b"HTTP/1.1 302 Found\r\nLocation: gopher://127.0.0.1:1/\r\nContent-Length: 0\r\n\r\n",
-        4,
+        1,
     ),
-    "a status code of 99999": (b"HTTP/1.1 99999 Odd\r\nContent-Length: 0\r\n\r\n", 10),
-    "a body cut short": (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort", 12),
+    "a status code of 99999": (b"HTTP/1.1 99999 Odd\r\nContent-Length: 0\r\n\r\n", 0),
+    "a body cut short": (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort", 18),
 }
 
 
@@ -409,7 +414,7 @@ HOSTILE_REPLIES = {
 def test_hostile_server(name: str) -> None:
     reply, code = HOSTILE_REPLIES[name]
     with RawServer(reply) as raw:
-        for mode in ([], ["--json"], ["--count", "2", "--interval", "0.05"]):
+        for mode in ([], ["--json"], ["--count", "2", "--sample-interval", "0.05"]):
             run = run_cli([*mode, "-L", "--max-redirs", "3", "-m", "5", f"{raw.url}/"])
             expected = 0 if mode and mode[0] == "--count" else code  # counted, not fatal
             assert_clean(run, expected, None)
@@ -447,7 +452,7 @@ def test_any_url_is_an_ascii_url_or_a_url_error(text: str) -> None:
         url = check_url(text)
     except HttpUrlError as exc:
         event(f"refused: exit {exc.exit_code}")
-        assert exc.exit_code in (3, 4)
+        assert exc.exit_code in (3, 1)
         message = str(exc)
         assert "\n" not in message and len(message) < 400
         return
@@ -553,12 +558,12 @@ def test_the_whole_cli_on_generated_input(
         assert code == 2
     captured = capsys.readouterr()
     event(f"exit {code}")  # --hypothesis-show-statistics: how the examples ended
-    assert code in (0, 2, *range(3, 13)), (code, captured.err)
+    assert 0 <= code <= 100, (code, captured.err)  # curl's exit codes (CURLE_*)
     assert "Traceback" not in captured.err
     if code not in (0, 2) or (code == 2 and "usage:" not in captured.err):
         lines = captured.err.splitlines()
         assert len(lines) == 1 and lines[0].startswith("probetop: error:"), captured.err
-    if as_json and code not in (2, 3, 4):
+    if as_json and code not in (1, 2, 3):
         json.loads(captured.out)
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 50, grown_mb

@@ -24,6 +24,7 @@ from test_load_stall import StallServer, run_probetop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "core"))
 from stop_harness import wait_for_samples
+from stopclock import StopClock, StopTime
 
 
 def free_port() -> int:
@@ -81,7 +82,7 @@ def test_transport_errors_are_a_class_and_the_run_goes_on() -> None:
     assert s["last_error"]
 
 
-async def _run_then_cancel(probe: HttpLoadProbe, samples: int) -> tuple[list[Any], float]:
+async def _run_then_cancel(probe: HttpLoadProbe, samples: int) -> tuple[list[Any], StopTime]:
     """Run until ``samples`` intervals came (the worker may take a while to
     start on a busy machine), then cancel; the records and how long the stop took."""
     records: list[Any] = []
@@ -91,10 +92,10 @@ async def _run_then_cancel(probe: HttpLoadProbe, samples: int) -> tuple[list[Any
     while sum(isinstance(r, Sample) for r in records) < samples and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     await asyncio.sleep(0.2)  # mid-interval
-    t0 = time.monotonic()
+    clock = StopClock(os.getpid()).start()
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
-    return records, time.monotonic() - t0
+    return records, clock.stop()
 
 
 def test_stop_ends_the_worker_within_2_s_with_a_last_interval() -> None:
@@ -104,7 +105,7 @@ def test_stop_ends_the_worker_within_2_s_with_a_last_interval() -> None:
         )
         probe = HttpLoadProbe(settings)
         records, stop_s = asyncio.run(_run_then_cancel(probe, 2))
-    assert stop_s < 2.0
+    assert stop_s.own_s < 2.0, str(stop_s)
     assert probe.worker_pid is None
     samples = [LoadInterval.from_sample(r) for r in records if isinstance(r, Sample)]
     assert len(samples) >= 3
@@ -130,12 +131,12 @@ def test_ctrl_c_prints_the_report_and_exits_130(tmp_path: Path) -> None:
         )  # fmt: skip
         # Into the run (a fixed 2.5 s can still be start-up on a loaded machine).
         wait_for_samples(rec, "http", 2, proc)
-        t0 = time.monotonic()
+        clock = StopClock(proc.pid).start()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
-        took = time.monotonic() - t0
+        took = clock.stop()
     assert proc.returncode == 130, err
-    assert took < 2.0
+    assert took.own_s < 2.0, str(took)
     assert "probetop http load: ran" in out and "interrupted (SIGINT)" in out
     assert "status: 2xx/3xx" in out
 
@@ -194,3 +195,45 @@ def test_phases_are_the_successes_only() -> None:
     assert s["classes"]["5xx"]["count"] == s["done"] >= 90
     assert "2xx_3xx" not in s["classes"]
     assert s["phases_ms"] == {}
+
+
+def test_connections_without_rate_is_wrks_closed_loop() -> None:
+    """--connections 4 without --rate: every connection sends its next request
+    as soon as its response is in (wrk -c 4). With 50 ms per response, each
+    connection makes at most 20 requests/s: at most 4 x 2 s x 20 = 160 in 2 s.
+    Nothing is scheduled ahead, so corrected and service latency are the same."""
+    with StallServer(delay_s=0.05) as server:
+        proc = run_probetop(server.url, "--connections", "4", "--time", "2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (s,) = json.loads(proc.stdout)["probes"].values()
+    assert s["rate"] is None and s["connections"] == 4
+    assert s["scheduled"] == s["sent"] and s["waited"] == 0 and s["in_flight_max"] == 4
+    in_run = s["done"] - s["done_in_drain"]
+    assert 0.6 * 160 <= in_run <= 160 + 4, s  # + the 4 in flight at the start
+    assert s["done_in_drain"] <= 4 and s["unsent"] == 0
+    ok = s["classes"]["2xx_3xx"]
+    assert ok["corrected_ms"] == ok["service_ms"]
+    assert ok["service_ms"]["p50"] >= 50.0
+    assert s["reference_command"].startswith("wrk: wrk -t1 -c4 --latency -d2s")
+    # The rate is over the run's 2 s, not over the drain after it.
+    assert s["run_s"] == pytest.approx(2.0, abs=0.15)
+    assert s["done_rps"] == pytest.approx(in_run / s["run_s"], rel=1e-3)
+
+
+def test_rates_are_over_the_runs_own_time_not_the_drain() -> None:
+    """--rate 10 --time 1 against a server taking 400 ms: the requests sent in
+    the run's last 400 ms finish in the drain after it. done/s divides what
+    finished within the run by the run's 1 s (wrk's Requests/sec); before, it
+    divided every request by the run and the drain (1.4 s)."""
+    with StallServer(delay_s=0.4) as server:
+        proc = run_probetop(
+            server.url, "--rate", "10", "--connections", "10", "--time", "1", "--json"
+        )
+    assert proc.returncode == 0, proc.stderr
+    (s,) = json.loads(proc.stdout)["probes"].values()
+    assert s["sent"] == 10 and s["done"] == 10
+    # Sent at 0, 0.1 ... 0.9 s; done at 0.4 ... 1.3 s: 6 within the run, 4 in the drain.
+    assert s["done_in_drain"] in (3, 4, 5), s
+    assert s["run_s"] == pytest.approx(1.0, abs=0.1) and s["seconds"] > s["run_s"] + 0.25
+    assert s["done_rps"] == pytest.approx((10 - s["done_in_drain"]) / s["run_s"], rel=1e-3)
+    assert s["sent_rps"] == pytest.approx(10 / s["run_s"], rel=1e-3)

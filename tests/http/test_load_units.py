@@ -185,6 +185,12 @@ def test_rate_asks_for_load_mode_with_keep_alive_by_default(parser) -> None:
     assert settings_of(parser, "http", "URL").load is None
 
 
+def test_connections_without_rate_is_the_closed_loop(parser) -> None:
+    s = settings_of(parser, "http", "http://127.0.0.1/", "--connections", "50", "--time", "5")
+    assert s.load is not None and not s.one_off
+    assert (s.load.rate, s.load.connections, s.load.time_s) == (None, 50, 5.0)
+
+
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
@@ -194,7 +200,8 @@ def test_rate_asks_for_load_mode_with_keep_alive_by_default(parser) -> None:
         (["--rate", "1e-300"], "at least 1e-06"),
         (["--rate", "10", "--connections", "0"], "--connections must be within 1..10000"),
         (["--rate", "10", "--connections", "20000"], "--connections"),
-        (["--connections", "5"], "give --rate R too"),
+        (["--connections", "5", "--count", "2"], "--count does not go with --connections"),
+        (["--connections", "0"], "--connections must be within 1..10000"),
         (["--rate", "10", "--count", "5"], "--count does not go with --rate"),
         (["--rate", "10", "--reuse"], "--reuse does not go with --rate"),
         (["--rate", "10", "http://127.0.0.1/b"], "exactly one URL"),
@@ -212,7 +219,7 @@ def test_bad_load_options_are_refused_naming_the_option(parser, argv, says) -> N
     [
         (["--rate", "0"], "--rate"),
         (["--rate", "1e9"], "at most 100,000 requests/s"),
-        (["--connections", "3"], "give --rate R too"),
+        (["--connections", "3", "--reuse"], "--reuse does not go with --connections"),
         (["--rate", "5", "--count", "3"], "--count does not go with --rate"),
     ],
 )

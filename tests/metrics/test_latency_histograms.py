@@ -12,6 +12,7 @@ import json
 import math
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +75,24 @@ def _possible_buckets(buckets: list[tuple[float, float]], rank: int, missing: in
 def _bucket_of(buckets: list[tuple[float, float]], value_s: float) -> int:
     """The Prometheus bucket a value falls in (le is inclusive)."""
     return next(k for k, (le, _) in enumerate(buckets) if value_s <= le)
+
+
+def _sysbench_value_s(index: int) -> float:
+    """sysbench 1.0's value of its bucket ``index``, by its formula (not the
+    product's): 1024 log buckets from 0.001 ms to 100000 ms, bucket i worth
+    exp(i / mult + ln 0.001) ms, mult = 1023 / (ln 100000 - ln 0.001)."""
+    mult = 1023 / (math.log(100000) - math.log(0.001))
+    return math.exp(index / mult + math.log(0.001)) / 1e3
+
+
+def _fio_bucket_high_s(index: int) -> float:
+    """The largest whole-ns latency in fio's bucket ``index`` (stat.c's layout,
+    worked out here): below 128 the index itself; else with e = index // 64 - 1
+    the bucket starts at (64 + index % 64) << e and is 2**e ns wide."""
+    if index < 128:
+        return index / 1e9
+    e = index // 64 - 1
+    return (((64 + index % 64) << e) + (1 << e) - 1) / 1e9
 
 
 def test_bucket_bounds_coincide_with_native_edges() -> None:
@@ -148,10 +167,11 @@ def test_cpu_latency_histogram_is_sysbench_histogram(tmp_path: Path) -> None:
     assert count == report["total_events"] > 0
     assert _one(final, f"{name}_sum") == pytest.approx(report["latency_ms"]["sum"] / 1e3, rel=1e-6)
 
-    # bucket for bucket: sysbench's histogram of the report, regrouped
+    # bucket for bucket: sysbench's histogram of the report, each native
+    # bucket's value placed in the first bucket whose le holds it
     expected = [0] * (len(CPU_BUCKETS_S) + 1)
     for index, n in report["histogram"].items():
-        expected[cpu_slot(int(index))] += n
+        expected[_bucket_of(buckets, _sysbench_value_s(int(index)))] += n
     running, cumulative = 0, []
     for n in expected:
         running += n
@@ -210,7 +230,7 @@ def test_iops_latency_histogram_is_the_probe_histogram(iops_run: IopsRun) -> Non
     assert_never_backwards(iops_run.scrapes)
 
     # the recording's per-interval native histograms, summed and regrouped
-    native: dict[str, list[int]] = {d: [0] * (len(IOPS_BUCKETS_S) + 1) for d in disk.DIRECTIONS}
+    native: dict[str, Counter[int]] = {d: Counter() for d in disk.DIRECTIONS}
     for line in rec.read_text().splitlines():
         doc = json.loads(line)
         if doc.get("type") != "sample" or not doc["probe"].startswith("iops:"):
@@ -223,7 +243,7 @@ def test_iops_latency_histogram_is_the_probe_histogram(iops_run: IopsRun) -> Non
                 continue
             assert rates.clat_hist is not None
             for index, n in rates.clat_hist:
-                native[d][iops_slot(index)] += n
+                native[d][index] += n
 
     final = parse((iops_run.dir / "probetop.prom").read_text())
     assert final[name].type == "histogram"
@@ -231,9 +251,13 @@ def test_iops_latency_histogram_is_the_probe_histogram(iops_run: IopsRun) -> Non
         fio = report["jobs"][0][d]  # --json: the document fio writes
         count = _one(final, f"{name}_count", direction=d)
         buckets = _buckets(final, name, direction=d)
+        # each native bucket in the first bucket whose le holds its largest value
+        regrouped = [0] * len(buckets)
+        for index, n in native[d].items():
+            regrouped[_bucket_of(buckets, _fio_bucket_high_s(index))] += n
         _check_cumulative(buckets, IOPS_BUCKETS_S, count)
         running, cumulative = 0, []
-        for n in native[d]:
+        for n in regrouped:
             running += n
             cumulative.append(float(running))
         assert [n for _, n in buckets] == cumulative, d

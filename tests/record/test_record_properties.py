@@ -15,6 +15,7 @@ the file is always exactly the first whole lines, never a torn one.
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import math
@@ -411,6 +412,73 @@ def test_line_file_is_always_whole_lines(batches: list[list[bytes]], room: int) 
         file.close()
     assert (mount / "f").read_bytes() == b"".join(flat[: file.lines])
     assert file.offset == (mount / "f").stat().st_size
+
+
+@contextlib.contextmanager
+def file_size_limit(limit: int) -> Iterator[None]:
+    """The kernel's own short write: with RLIMIT_FSIZE at ``limit``, a write
+    crossing it writes the bytes up to it and returns that short count; the
+    next fails with EFBIG (SIGXFSZ ignored, as the recorder's process does
+    not get to choose). Any user may lower its soft limit and restore it."""
+    import resource
+    import signal
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, old)
+
+
+@settings(max_examples=200, deadline=None)
+@given(batches=st.lists(lines_strategy, min_size=1, max_size=8), data=st.data())
+def test_a_real_short_write_leaves_whole_lines(batches: list[list[bytes]], data: Any) -> None:
+    """The file may grow only to a limit drawn inside what is written, so
+    most examples end in a write the kernel cut short in the middle of a
+    line (the tmpfs property above: every failed write wrote 0 bytes, and it
+    passed with the truncation back removed). The file still holds exactly
+    the whole lines counted, and the writer's offset is its size."""
+    flat = [line for batch in batches for line in batch]
+    total = sum(map(len, flat))
+    limit = data.draw(st.integers(0, total - 1), label="limit")
+    ends = {0}
+    for line in flat:
+        ends.add(max(ends) + len(line))
+    torn = limit not in ends  # the limit falls inside a line
+    event("limit inside a line" if torn else "limit at a line end")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "f"
+        file = LineFile(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        failed = None
+        with file_size_limit(limit):
+            try:
+                for batch in batches:
+                    file.write_lines(b"".join(batch))
+            except WriteFailed as exc:
+                failed = exc
+            finally:
+                file.close()
+        assert failed is not None and failed.error.errno == errno.EFBIG and not failed.torn
+        assert path.read_bytes() == b"".join(flat[: file.lines])
+        assert file.offset == path.stat().st_size <= limit
+        # Every line that fitted whole under the limit was kept.
+        assert file.offset == max(end for end in ends if end <= limit)
+
+
+def test_a_short_write_in_the_middle_of_a_line_is_cut_back() -> None:
+    """By hand: 3 lines of 4 bytes, room for 6: the kernel writes 6 bytes
+    ("aaa\nbb"), the file is cut back to the first line."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "f"
+        file = LineFile(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        with file_size_limit(6), contextlib.suppress(WriteFailed):
+            file.write_lines(b"aaa\nbbb\nccc\n")
+        file.close()
+        assert path.read_bytes() == b"aaa\n"
+        assert (file.lines, file.offset) == (1, 4)
 
 
 MOUNT: Path | None = None

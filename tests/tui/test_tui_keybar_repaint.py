@@ -153,11 +153,13 @@ def tmux_session(
         tmux("kill-server")
 
 
-def wait_screen(tmux, needle: str, timeout: float = 60.0) -> str:  # type: ignore[no-untyped-def]
+def wait_screen(tmux, needle: str | tuple[str, ...], timeout: float = 60.0) -> str:  # type: ignore[no-untyped-def]
+    """The screen once it shows ``needle`` (any one of a tuple of them)."""
+    needles = (needle,) if isinstance(needle, str) else needle
     deadline = time.monotonic() + timeout
     while True:
         screen: str = tmux("capture-pane", "-p", "-t", "t")
-        if needle in screen:
+        if any(n in screen for n in needles):
             return screen
         assert time.monotonic() < deadline, f"{needle!r} never shown:\n{screen}"
         time.sleep(0.05)

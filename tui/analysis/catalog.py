@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from probetop.probes import cpu, disk, http, icmp
+from probetop.probes import cpu, disk, http, icmp, mem
 from probetop.tui.analysis.units import Unit
 
 Reader = Callable[[Mapping[str, Any]], float | None]
@@ -192,6 +192,42 @@ _FIO_PCTS = {
 }
 
 
+def _mem_entries() -> list[Assertable]:
+    M, ops = mem.KIND, ("total_events",)
+    return [
+        _at(
+            M,
+            "mem.ops_per_second",
+            "/s",
+            "ops_per_second",
+            help="operations per second (sysbench)",
+            basis=ops,
+        ),
+        _at(
+            M,
+            "mem.mib_per_second",
+            "MiB/s",
+            "mib_per_second",
+            help="MiB per second (sysbench)",
+            basis=ops,
+        ),
+        _at(M, "mem.total_events", "", "total_events", help="operations completed"),
+        *(
+            _at(
+                M,
+                f"mem.latency.{s}",
+                "ms",
+                "latency_ms",
+                s,
+                help=f"operation latency {s}",
+                basis=ops,
+            )
+            for s in ("min", "avg", "max", "p95")
+        ),
+        _at(M, "mem.fairness.events_stddev", "", "fairness", "events_stddev"),
+    ]
+
+
 def _entries() -> list[Assertable]:
     C, IO, WU, IC, HT = cpu.KIND, disk.IOPS_KIND, disk.WARMUP_KIND, icmp.KIND, http.KIND
     out = [
@@ -217,6 +253,7 @@ def _entries() -> list[Assertable]:
             for s in _CPU_LATENCY
         ),
         _at(C, "cpu.fairness.events_stddev", "", "fairness", "events_stddev"),
+        *_mem_entries(),
     ]
     for d in ("read", "write", "trim"):
         ios = (d, "total_ios")
@@ -345,6 +382,7 @@ CATALOG: dict[str, Assertable] = {a.name: a for a in _entries()}
 
 COMMAND_KINDS: dict[str, tuple[str, ...]] = {
     "cpu": (cpu.KIND,),
+    "mem": (mem.KIND,),
     "iops": (disk.IOPS_KIND,),
     "warmup": (disk.WARMUP_KIND,),
     "icmp": (icmp.KIND,),
@@ -374,6 +412,7 @@ _LOWER_BETTER_WORDS = ("loss", "lost", "error", "drop", "late", "missed", "dupli
 _NEUTRAL = {
     "threads",
     "thread_events",
+    "thread_ops",
     "http_code",
     "requests",
     "in_flight",

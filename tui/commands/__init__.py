@@ -37,7 +37,7 @@ import importlib
 from types import ModuleType
 
 # Order = order in --help and in the demo.
-PROBE_COMMANDS = ("cpu", "iops", "warmup", "icmp", "http")
+PROBE_COMMANDS = ("cpu", "mem", "iops", "warmup", "icmp", "http")
 OTHER_COMMANDS = (
     "demo",
     "replay",

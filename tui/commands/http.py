@@ -1,8 +1,8 @@
 """``probetop http URL... [curl options]``: HTTP phase timings.
 
 One-off (the default): ``run`` makes one request per URL and prints a
-waterfall (or, with ``--json``, one pycurlb-compatible JSON document); the
-exit code tells the error kind (``http.EXIT_CODES``). Repeated (``--count``,
+waterfall (or, with ``--json``, one pycurlb-compatible JSON document, or
+with ``-w FORMAT`` curl's write-out); the exit code is curl's. Repeated (``--count``,
 ``--sample-interval``, ``--watch``, ``--time`` or ``--record``): without ``--watch``
 ``run`` samples headless and prints per-phase statistics (``report``); with
 ``--watch`` it returns None and the generic path opens the dashboard.
@@ -10,18 +10,20 @@ exit code tells the error kind (``http.EXIT_CODES``). Repeated (``--count``,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probetop.probes import http
 from probetop.probes.core.base import Probe, UsageProbeError
-from probetop.probes.http import HttpProbe, HttpSettings
+from probetop.probes.http import HttpSettings
 from probetop.probes.record import redact_text
-from probetop.tui.launch import run_headless_plan
 from probetop.tui.plan import CommonOptions, RunPlan
-from probetop.tui.runner import RunResult
+
+if TYPE_CHECKING:  # the headless runner loads for repeated mode only (asyncio ...)
+    from probetop.tui.runner import RunResult
 
 SPEC = http.SPEC  # the family declares the options; this module runs them
 FOCUS = http.KIND
@@ -42,7 +44,7 @@ def settings(values: Mapping[str, Any], common: CommonOptions) -> HttpSettings:
 def build_probes(plan: RunPlan[HttpSettings]) -> list[Probe]:
     if plan.settings.load is not None:
         return [http.HttpLoadProbe(plan.settings)]  # --rate: load mode
-    return [HttpProbe(plan.settings)]
+    return [http.HttpProbe(plan.settings)]
 
 
 def deadline_s(plan: RunPlan[HttpSettings]) -> float | None:
@@ -58,7 +60,7 @@ def demo_probes(ctx: Any) -> list[Probe]:
     """Two local URLs on the demo server: a 20 ms wait and a 100 kB body."""
     base = ctx.http_url
     urls = (f"{base}/delay?ms=20", f"{base}/bytes?n=100000")
-    return [HttpProbe(HttpSettings(urls=urls, interval_s=1.0))]
+    return [http.HttpProbe(HttpSettings(urls=urls, interval_s=1.0))]
 
 
 def run(plan: RunPlan[HttpSettings]) -> int | None:
@@ -68,6 +70,8 @@ def run(plan: RunPlan[HttpSettings]) -> int | None:
     if plan.settings.watch:
         return None
     if not plan.settings.one_off:
+        from probetop.tui.launch import run_headless_plan
+
         return run_headless_plan(plan, build_probes(plan), sys.modules[__name__])
     if plan.common.assertions:  # one request has no distribution to assert on
         raise UsageProbeError(
@@ -78,35 +82,65 @@ def run(plan: RunPlan[HttpSettings]) -> int | None:
 
 
 def one_off(settings: HttpSettings, *, as_json: bool) -> int:
-    """One request per URL; the first URL's error kind is the exit code."""
+    """One request per URL, then the waterfall, the JSON document or the -w
+    output; curl's exit code, the last URL's as with curl."""
     request = settings.request
     http.check_http_version(request.http_version)
+    if as_json and settings.write_out is not None:
+        raise UsageProbeError(
+            "--json and -w/--write-out both choose the output: give one "
+            "(-w '%{json}' prints curl's JSON of each transfer)"
+        )
+    writer = http.WriteOut(settings.write_out) if settings.write_out is not None else None
     docs: list[dict[str, Any]] = []
     code = 0
     colour = http.use_colour(sys.stdout)
     for i, raw in enumerate(settings.urls):
+        exchange: http.Exchange | None = None
         try:
             url = http.check_url(raw)
         except http.HttpUrlError as exc:
             print(f"probetop: error: {exc}", file=sys.stderr)
-            code = code or exc.exit_code
-            continue
-        exchange = http.fetch(request, url)
-        if as_json:
-            docs.append(http.pycurlb_document(exchange))
+            code, errormsg = exc.exit_code, str(exc)
         else:
-            if i:
-                sys.stdout.write("\n")
-            sys.stdout.write(http.render_exchange(exchange, colour=colour))
-        message = exchange.message()
-        if message:
-            print(f"probetop: error: {message}", file=sys.stderr)
-        code = code or exchange.exit_code
+            exchange = http.fetch(request, url, fail=settings.fail)
+            code = exchange.exit_status(fail=settings.fail)
+            errormsg = exchange.curl_error(fail=settings.fail)
+            message = exchange.message(fail=settings.fail)
+            if as_json:
+                docs.append(http.pycurlb_document(exchange))
+            elif writer is None:
+                if i:
+                    sys.stdout.write("\n")
+                sys.stdout.write(http.render_exchange(exchange, colour=colour))
+            if message:
+                print(f"probetop: error: {message}", file=sys.stderr)
+        if writer is not None:
+            write_out(writer, settings, http.Transfer(exchange, raw, i, code, errormsg))
     if as_json and docs:
         json.dump(docs[0] if len(docs) == 1 else docs, sys.stdout, indent=2)
         sys.stdout.write("\n")
     sys.stdout.flush()
     return code
+
+
+def write_out(writer: http.WriteOut, settings: HttpSettings, transfer: http.Transfer) -> None:
+    """curl's -w output of one URL, on stdout and stderr as the format says."""
+    transfer = dataclasses.replace(
+        transfer,
+        method=settings.request.initial_method(),
+        output=settings.output,
+        referer=settings.request.referer,
+        curl_version=http.libcurl_version(),
+    )
+    chunks, warnings = writer.render(transfer)
+    for warning in warnings:  # curl warns, and goes on
+        print(f"probetop: {warning}", file=sys.stderr)
+    for name, text in chunks:
+        stream = sys.stdout if name == "stdout" else sys.stderr
+        stream.flush()
+        stream.buffer.write(text.encode("utf-8", "surrogateescape"))
+        stream.buffer.flush()
 
 
 def report(plan: RunPlan[HttpSettings], result: RunResult) -> int:

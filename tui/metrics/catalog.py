@@ -19,7 +19,7 @@ rest is ``probetop_``-prefixed, in base units (docs/metrics.md).
 
 This module is the front door (``state`` and the docs test read it); each
 family's metric definitions and tracker live in their own module
-(``http_metrics``, ``icmp_metrics``, ``cpu_metrics``, ``iops_metrics``,
+(``http_metrics``, ``icmp_metrics``, ``cpu_metrics``, ``mem_metrics``, ``iops_metrics``,
 ``warmup_metrics``), on the shared ``tracker`` base and ``buckets``.
 """
 
@@ -29,6 +29,7 @@ from probetop.tui.metrics.cpu_metrics import CpuTracker
 from probetop.tui.metrics.http_metrics import HttpTracker
 from probetop.tui.metrics.icmp_metrics import IcmpTracker
 from probetop.tui.metrics.iops_metrics import IopsTracker
+from probetop.tui.metrics.mem_metrics import MemTracker
 from probetop.tui.metrics.model import MetricDef
 from probetop.tui.metrics.tracker import Tracker, metric_def
 from probetop.tui.metrics.warmup_metrics import WarmupTracker
@@ -38,7 +39,8 @@ BUILD_INFO = metric_def(
 )
 
 TRACKERS: dict[str, type[Tracker]] = {
-    t.KIND: t for t in (CpuTracker, IopsTracker, WarmupTracker, IcmpTracker, HttpTracker)
+    t.KIND: t
+    for t in (CpuTracker, MemTracker, IopsTracker, WarmupTracker, IcmpTracker, HttpTracker)
 }
 
 CATALOG: dict[str, tuple[MetricDef, ...]] = {t.COMMAND: t.DEFS for t in TRACKERS.values()}

@@ -99,8 +99,9 @@ class HttpLoadPane(ProbePane):
         target = self.params.rate or now.target_rps
         sent = now.sent_rps
         share = f" ({100.0 * sent / target:.1f} %)" if sent is not None and target else ""
+        aim = f"target {target:g} req/s" if target else "closed loop"
         lines = [
-            f"target {target:g} req/s   sent {fmt_value(sent, 'req/s')}/s{share}   "
+            f"{aim}   sent {fmt_value(sent, 'req/s')}/s{share}   "
             f"done {fmt_value(now.done_rps, 'req/s')}/s   in flight {now.in_flight_max} "
             f"of {self.params.connections}   backlog {now.backlog}   waited {now.waited}",
             f"{'latency, ms':<24}" + "".join(f"{k:>9}" for k in PCT_KEYS) + f"{'n':>8}",
@@ -152,7 +153,7 @@ class HttpLoadPane(ProbePane):
         super().render_frame()
         target = self.params.rate
         for row, key, title in (
-            (self.rate_row, SENT_RPS, f"sent/s of {target:g}"),
+            (self.rate_row, SENT_RPS, f"sent/s of {target:g}" if target else "sent/s"),
             (self.p99_row, LAT_P99, "corrected p99 ms"),
         ):
             hist = self.history.get(key)
@@ -175,9 +176,9 @@ class HttpLoadPane(ProbePane):
             return self.waiting_text()
         p99 = now.success().corrected_ms.get("p99")
         mark = "  GENERATOR-LIMITED" if now.generator_limited else ""
+        target = f"/{self.params.rate:g}" if self.params.rate else " (closed loop)"
         return (
-            f"{fmt_value(now.sent_rps, 'req/s')}/{self.params.rate:g} req/s  "
-            f"p99 {fmt_value(p99, 'ms')} ms{mark}"
+            f"{fmt_value(now.sent_rps, 'req/s')}{target} req/s  p99 {fmt_value(p99, 'ms')} ms{mark}"
         )
 
     def chart_series(self) -> dict[str, list[tuple[float, float]]]:

@@ -23,6 +23,7 @@ PANE_CLASSES: dict[str, str] = {
     "system.disk": "probetop.tui.panes.system:DiskPane",
     "system.net": "probetop.tui.panes.system:NetPane",
     "cpu": "probetop.tui.panes.cpu:CpuBenchPane",
+    "mem": "probetop.tui.panes.mem:MemBenchPane",
     "http": "probetop.tui.panes.http:HttpPane",
     "http.load": "probetop.tui.panes.httpload:HttpLoadPane",
     "icmp": "probetop.tui.panes.icmp:IcmpPane",

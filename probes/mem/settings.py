@@ -1,0 +1,236 @@
+"""The memory family's options (one declarative spec) and its frozen settings.
+
+Contract:
+- ``SPEC`` is what ``probetop mem`` accepts, under sysbench's option names;
+  the CLI, the add-probe prompt and docs/mem.md read it.
+- ``MemSettings`` is what one memory probe runs with; ``validate`` raises
+  ``UsageProbeError`` for anything sysbench 1.0.20 would refuse (a block size
+  that is not a power of two of at least 8 bytes, ...), naming the option.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from probetop.probes.core.base import UsageProbeError
+from probetop.probes.core.limits import (
+    MIN_INTERVAL_S,
+    check_interval,
+    check_per_cpu,
+    check_seconds,
+)
+from probetop.probes.core.options import CommandSpec, Option, byte_size, number, whole_number
+
+DEFAULT_TIME_S = 10.0  # sysbench 1.0's --time default
+DEFAULT_BLOCK = 1024  # --memory-block-size 1K
+DEFAULT_TOTAL = 100 << 30  # --memory-total-size 100G
+WORD = 8  # sysbench's SIZEOF_SIZE_T on 64-bit machines
+# Threads per logical CPU at most: each is a busy native loop; more than this
+# only queue for the same CPUs (and a stop must reach every one of them).
+MAX_THREADS_PER_CPU = 64
+# All buffers together (local scope: one per thread) at most this much memory.
+MAX_BUFFER_BYTES = 1 << 30
+
+DESCRIPTION = """\
+sysbench's `memory` test, measured the way sysbench 1.0.20 measures it: each
+of --threads threads runs operations back to back for --time seconds or until
+its share of --memory-total-size is done. One operation touches one block of
+--memory-block-size bytes word by word (8-byte words): in order (seq) or at
+uniformly random words (rnd), storing (write), loading (read) or neither
+(none). --memory-scope global shares one block among all threads, local gives
+each thread its own. Reports operations/s, MiB/s, latency (ms) and thread
+fairness with the same names and meanings as `sysbench memory run`. The loop
+is native code (LLVM, via llvmlite) in GIL-free threads (docs/mem.md).
+"""
+
+EPILOG = """\
+Sizes take K, M, G, T suffixes (powers of 1024), as in sysbench. sysbench's
+memory test has no --events: the run ends at --time or when every thread has
+done its share (--memory-total-size / block size / threads operations).
+
+examples:
+  probetop mem                                     1 thread, seq write of 1 KiB blocks, 10 s
+  probetop mem --memory-oper read --threads 2 --headless --report-interval 1
+  probetop mem --memory-block-size 1M --memory-access-mode rnd --time 5 --json
+"""
+
+SPEC = CommandSpec(
+    name="mem",
+    help="sysbench-compatible memory operations/s and MiB/s (seq/rnd read/write)",
+    description=DESCRIPTION,
+    epilog=EPILOG,
+    options=(
+        Option(("--threads",), "worker threads (default 1)", whole_number(), 1, "N"),
+        Option(
+            ("--memory-block-size",),
+            "bytes one operation touches: a power of two, at least 8 (default 1K)",
+            byte_size(),
+            DEFAULT_BLOCK,
+            "SIZE",
+        ),
+        Option(
+            ("--memory-total-size",),
+            "total bytes to transfer; each thread does its share, then stops "
+            "(default 100G; 0: no limit)",
+            byte_size(),
+            DEFAULT_TOTAL,
+            "SIZE",
+        ),
+        Option(
+            ("--memory-scope",),
+            "global: one block shared by all threads; local: one per thread (default global)",
+            choices=("global", "local"),
+            default="global",
+        ),
+        Option(
+            ("--memory-oper",),
+            "what an operation does to each word (default write)",
+            choices=("read", "write", "none"),
+            default="write",
+        ),
+        Option(
+            ("--memory-access-mode",),
+            "words in order (seq) or at random (rnd) (default seq)",
+            choices=("seq", "rnd"),
+            default="seq",
+        ),
+        Option(
+            ("--report-interval",),
+            "sample every S seconds and print sysbench's [ Ns ] lines in the headless "
+            "report (per-interval); mem's name for --sample-interval",
+            whole_number(),
+            None,
+            "S",
+        ),
+        Option(("--percentile",), "latency percentile to report (default 95)", number(), 95.0, "P"),
+        Option(
+            ("sysbench_command",),
+            "sysbench's trailing command word, accepted so `sysbench memory ... run` "
+            "lines work unchanged (only run)",
+            choices=("run",),
+            nargs="?",
+            metavar="run",
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MemSettings:
+    """What one memory probe runs with (sysbench's names in comments).
+
+    ``time_s`` 0 means no time limit (then ``total_size`` must bound the run
+    unless ``unbounded_ok``, the demo's endless probe).
+    """
+
+    threads: int = 1  # --threads
+    time_s: float = DEFAULT_TIME_S  # --time
+    block_size: int = DEFAULT_BLOCK  # --memory-block-size
+    total_size: int = DEFAULT_TOTAL  # --memory-total-size
+    scope: str = "global"  # --memory-scope
+    oper: str = "write"  # --memory-oper
+    access_mode: str = "seq"  # --memory-access-mode
+    interval_s: float = 1.0
+    percentile: float = 95.0
+    report_intervals: bool = False
+    unbounded_ok: bool = False
+
+    @classmethod
+    def from_options(
+        cls,
+        values: Mapping[str, Any],
+        *,
+        time_s: float | None,
+        interval_s: float,
+        interval_given: bool = False,
+    ) -> MemSettings:
+        """Settings from parsed ``SPEC`` values plus the common --time and
+        --sample-interval (``interval_given``: it was on the command line).
+        ``--report-interval`` is sysbench's name for the sampling period, as
+        in ``probetop cpu``: given with a different --sample-interval it is
+        refused, never silently overridden."""
+        report_interval = values.get("report_interval")
+        if report_interval is not None and report_interval <= 0:
+            raise UsageProbeError(f"--report-interval must be positive, got {report_interval}")
+        if report_interval is not None and interval_given and report_interval != interval_s:
+            raise UsageProbeError(
+                f"--report-interval {report_interval:g} and --sample-interval {interval_s:g} "
+                "name the same period in mem (sysbench's name and probetop's): give one"
+            )
+        percentile = float(values.get("percentile", 95.0))
+        settings = cls(
+            threads=values.get("threads", 1),
+            time_s=DEFAULT_TIME_S if time_s is None else float(time_s),
+            block_size=values.get("memory_block_size", DEFAULT_BLOCK),
+            total_size=values.get("memory_total_size", DEFAULT_TOTAL),
+            scope=values.get("memory_scope", "global"),
+            oper=values.get("memory_oper", "write"),
+            access_mode=values.get("memory_access_mode", "seq"),
+            interval_s=float(report_interval or interval_s),
+            percentile=percentile,
+            report_intervals=report_interval is not None,
+        )
+        settings.validate()
+        return settings
+
+    @property
+    def words(self) -> int:
+        return self.block_size // WORD
+
+    def ops_per_thread(self) -> int:
+        """sysbench's per-thread budget: total / block / threads (-1: none)."""
+        if self.total_size <= 0:
+            return -1
+        return self.total_size // self.block_size // self.threads
+
+    def validate(self) -> None:
+        if not isinstance(self.threads, int) or self.threads < 1:
+            raise UsageProbeError(f"--threads must be 1 or more, got {self.threads}")
+        b = self.block_size
+        if b < WORD or b & (b - 1):
+            raise UsageProbeError(
+                f"--memory-block-size must be a power of two of at least {WORD} bytes "
+                f"(as in sysbench), got {b}"
+            )
+        if self.total_size < 0:
+            raise UsageProbeError(f"--memory-total-size must be 0 or more, got {self.total_size}")
+        if self.scope not in ("global", "local"):
+            raise UsageProbeError(f"--memory-scope must be global or local, got {self.scope!r}")
+        if self.oper not in ("read", "write", "none"):
+            raise UsageProbeError(f"--memory-oper must be read, write or none, got {self.oper!r}")
+        if self.access_mode not in ("seq", "rnd"):
+            raise UsageProbeError(
+                f"--memory-access-mode must be seq or rnd, got {self.access_mode!r}"
+            )
+        if self.time_s < 0 or not math.isfinite(self.time_s):
+            raise UsageProbeError(f"--time must be 0 (no limit) or more seconds, got {self.time_s}")
+        check_seconds("--time", self.time_s, zero_means="no limit")
+        if self.time_s == 0 and self.total_size == 0 and not self.unbounded_ok:
+            raise UsageProbeError(
+                "--time 0 with --memory-total-size 0 would run forever: give a time "
+                "(--time 10) or a total size (--memory-total-size 10G)"
+            )
+        if not 1 <= self.percentile <= 100:
+            raise UsageProbeError(f"--percentile must be within 1..100, got {self.percentile}")
+        buffers = self.threads if self.scope == "local" else 1
+        if buffers * b > MAX_BUFFER_BYTES:
+            raise UsageProbeError(
+                f"--memory-block-size {b} x {buffers} buffer(s) needs more than "
+                f"{MAX_BUFFER_BYTES >> 20} MiB: use a smaller block or --memory-scope global"
+            )
+        check_per_cpu(
+            "--threads",
+            self.threads,
+            "thread",
+            per_cpu=MAX_THREADS_PER_CPU,
+            why="each is a busy loop; more only queue for the same CPUs",
+        )
+        check_interval(
+            "--interval" if not self.report_intervals else "--report-interval",
+            self.interval_s,
+            floor_s=MIN_INTERVAL_S,
+            why="every interval reads and records each thread's counters",
+        )

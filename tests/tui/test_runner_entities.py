@@ -1,0 +1,72 @@
+"""Headless runs on a host whose interfaces come and go (issue 29, Want 8):
+the report marks vanished devices as gone, and past KEEP_GONE of them the
+longest gone are forgotten (counted), so memory stays bounded."""
+
+from __future__ import annotations
+
+import io
+
+from probetop.probes.core.sample import Sample
+from probetop.probes.core.stats import RunningStats
+from probetop.tui import runner
+from probetop.tui.runner import KEEP_GONE, Entities, RunResult, generic_report
+
+S = 1_000_000_000
+
+
+def _sample(t_s: int, nics: list[str]) -> Sample:
+    values = {f"rx_pps@{nic}": 1.0 for nic in nics}
+    return Sample("system.net", t_s * S, 1.0, values)
+
+
+def _feed(entities: Entities, stats: dict, t_s: int, nics: list[str]) -> None:
+    sample = _sample(t_s, nics)
+    per = stats.setdefault("system.net", {})
+    for key, value in sample.values.items():
+        per.setdefault(key, RunningStats()).add(value)
+    entities.seen(sample, t_s * S)
+
+
+def test_a_vanished_interface_is_gone_and_old_ones_are_forgotten() -> None:
+    stats: dict = {}
+    entities = Entities(stats)
+    # eth0 always there; veth0..veth(KEEP_GONE + 4) each live for 2 s, one after the other
+    churn = KEEP_GONE + 5
+    for i in range(churn):
+        for t in (3 * i, 3 * i + 1):
+            _feed(entities, stats, t, ["eth0", f"veth{i}"])
+    end = 3 * churn + 60
+    _feed(entities, stats, end, ["eth0"])
+    gone = entities.gone("system.net", end * S)
+    assert "eth0" not in gone and len(gone) == churn
+    entities.forget_oldest(end * S)
+    assert entities.forgotten == {"system.net": 5}
+    kept = {k.split("@")[1] for k in stats["system.net"]}
+    assert kept == {"eth0"} | {f"veth{i}" for i in range(5, churn)}  # the 5 oldest dropped
+    assert entities.gone("system.net", end * S) == {f"veth{i}" for i in range(5, churn)}
+
+
+def test_the_text_report_marks_gone_devices_and_counts_forgotten_ones() -> None:
+    class Probe:
+        id, kind, metrics = "system.net", "net", ()
+
+    stats = {"system.net": {"rx_pps@eth0": RunningStats(), "rx_pps@veth9": RunningStats()}}
+    for s in stats["system.net"].values():
+        s.add(1.0)
+    result = RunResult(
+        probes=[Probe()],  # type: ignore[list-item]
+        summaries={},
+        errors={},
+        samples={},
+        duration_s=100.0,
+        reason="time",
+        stats=stats,
+        gone={"system.net": {"veth9"}},
+        forgotten={"system.net": 40},
+    )
+    out = io.StringIO()
+    generic_report(result, out=out)
+    text = out.getvalue()
+    assert "rx_pps@veth9 (gone)" in text and "rx_pps@eth0 (gone)" not in text
+    assert "and 40 more devices that came and went" in text
+    assert runner.GONE_AFTER_S <= 60

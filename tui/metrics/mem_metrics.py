@@ -1,0 +1,128 @@
+"""Memory probe metrics: sysbench memory's operations, operations/s, bytes,
+bytes/s, the latency percentile, threads, and what the probe runs.
+
+Contract: ``MemTracker`` reads samples only through ``mem.MemInterval``.
+Bytes are base units (operations x block size); sysbench's MiB/s is
+``probetop_mem_bytes_per_second / 1048576``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from probetop.probes import mem
+from probetop.probes.core.sample import Sample
+from probetop.tui.metrics.model import Point
+from probetop.tui.metrics.tracker import (
+    Tracker,
+    by_metric,
+    label_text,
+    metric_def,
+    quantile_label,
+)
+
+_LABELS = ("probe",)
+
+MEM_OPS = metric_def(
+    "probetop_mem_operations",
+    "counter",
+    "",
+    "sysbench memory operations completed (one operation: one --memory-block-size block)",
+    _LABELS,
+)
+MEM_OPS_RATE = metric_def(
+    "probetop_mem_operations_per_second",
+    "gauge",
+    "",
+    "operations per second over the latest interval (sysbench's 'per second')",
+    _LABELS,
+)
+MEM_BYTES = metric_def(
+    "probetop_mem_transferred_bytes",
+    "counter",
+    "bytes",
+    "bytes transferred: operations x block size (0 with --memory-oper none)",
+    _LABELS,
+)
+MEM_BYTES_RATE = metric_def(
+    "probetop_mem_bytes_per_second",
+    "gauge",
+    "",
+    "bytes per second over the latest interval (sysbench's MiB/sec x 1048576)",
+    _LABELS,
+)
+MEM_LATENCY_PCT = metric_def(
+    "probetop_mem_operation_latency_quantile_seconds",
+    "gauge",
+    "seconds",
+    "the --percentile of the latest interval's operation times, as sysbench reports it",
+    (*_LABELS, "quantile"),
+)
+MEM_THREADS = metric_def("probetop_mem_threads", "gauge", "", "worker threads running", _LABELS)
+MEM_INFO = metric_def(
+    "probetop_mem",
+    "info",
+    "",
+    "what the memory probe runs: threads, block size, operation, access mode, scope",
+    (*_LABELS, "threads", "block_size", "oper", "access_mode", "scope"),
+)
+
+
+class MemTracker(Tracker):
+    KIND = mem.KIND
+    COMMAND = "mem"
+    DEFS = (
+        MEM_OPS,
+        MEM_OPS_RATE,
+        MEM_BYTES,
+        MEM_BYTES_RATE,
+        MEM_LATENCY_PCT,
+        MEM_THREADS,
+        MEM_INFO,
+    )
+
+    def __init__(self, probe_id: str, info: Mapping[str, Any]) -> None:
+        self.ops = 0
+        self.bytes = 0
+        self.rate: float | None = None
+        self.byte_rate: float | None = None
+        self.threads: int | None = None
+        self.quantile: tuple[float, float] | None = None
+        self.params: dict[str, str] = {}
+        super().__init__(probe_id, info)
+
+    def announce(self, info: Mapping[str, Any]) -> None:
+        params = info.get("params")
+        params = params if isinstance(params, Mapping) else {}
+        self.params = {
+            k: label_text(params.get(k)) for k in ("block_size", "oper", "access_mode", "scope")
+        }
+
+    def observe(self, sample: Sample) -> None:
+        iv = mem.MemInterval.from_sample(sample)
+        ops = sum(max(0, n) for n in iv.per_thread_ops)
+        self.ops += ops
+        moves = self.params.get("oper") != "none"
+        self.bytes += ops * iv.block_size if moves else 0
+        if iv.ops is not None:
+            self.rate = iv.ops
+            self.byte_rate = iv.ops * iv.block_size if moves else 0.0
+        self.threads = iv.threads
+        if iv.lat_pct_ms is not None:
+            self.quantile = (iv.percentile / 100.0, iv.lat_pct_ms / 1e3)
+
+    def points(self) -> list[Point]:
+        labels = (self.probe_id,)
+        out = [Point(MEM_OPS, labels, float(self.ops)), Point(MEM_BYTES, labels, float(self.bytes))]
+        if self.rate is not None:
+            out.append(Point(MEM_OPS_RATE, labels, self.rate))
+        if self.byte_rate is not None:
+            out.append(Point(MEM_BYTES_RATE, labels, self.byte_rate))
+        if self.quantile is not None:
+            q, seconds = self.quantile
+            out.append(Point(MEM_LATENCY_PCT, (*labels, quantile_label(q)), seconds))
+        if self.threads is not None:
+            out.append(Point(MEM_THREADS, labels, float(self.threads)))
+            out.append(Point(MEM_INFO, labels, {"threads": str(self.threads), **self.params}))
+        return by_metric(out, self.DEFS)
