@@ -94,7 +94,11 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="ptrb-", dir="/tmp"))
     (base / "keys").mkdir()
     (base / "run").mkdir(mode=0o700)
-    sshd: Sshd = start_sshd(base / "keys", base / "far", base / "run")
+    try:
+        sshd: Sshd = start_sshd(base / "keys", base / "far", base / "run")
+    except BaseException:  # no server: leave no keys behind either
+        shutil.rmtree(base, ignore_errors=True)
+        raise
     env = {k: sshd.env[k] for k in ("PROBETOP_SSH", "PROBETOP_REMOTE")}
     env["XDG_STATE_HOME"] = str(base / "near")
     py = sys.executable

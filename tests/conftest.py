@@ -85,6 +85,21 @@ SERIAL_MODULES = frozenset(
 )
 
 
+# Single tests of the same kind in otherwise parallel-safe modules (module
+# path :: function name, parameters ignored), and tests that need a machine
+# resource whole (all of the kernel's AIO events).
+SERIAL_TESTS = frozenset(
+    {
+        "analysis/test_compare.py::test_a_real_difference_is_significant_and_a_regression",
+        "disk/test_disk_signals.py::test_warmup_with_extreme_options_stops_and_resumes",
+        "disk/test_iops_probe.py::test_rate_iops_holds_the_rate_as_fio",
+        "icmp/test_icmp_probe.py::test_fixed_rate_holds_within_two_percent",
+        "icmp/test_icmp_probe.py::test_rtt_means_what_ping_means",
+        "mem/test_mem_probe.py::test_figures_agree_with_sysbench_under_load",
+    }
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests_dir = Path(__file__).resolve().parent
     for item in items:
@@ -92,5 +107,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             rel = item.path.resolve().relative_to(tests_dir).as_posix()
         except ValueError:
             continue
-        if rel in SERIAL_MODULES:
+        name = getattr(item, "originalname", None) or item.name
+        if rel in SERIAL_MODULES or f"{rel}::{name}" in SERIAL_TESTS:
             item.add_marker(pytest.mark.serial)

@@ -14,7 +14,8 @@ terminal handed back.
   tty, ``kill -TSTP``) is passed to the dashboard while its view is up, so
   the terminal is restored before the shell takes it back; once the view is
   suspended (flag 1) the waiter stops itself as a job (the shell says
-  "Stopped").
+  "Stopped"). Continued with the view still suspended, it passes the
+  SIGCONT on: a ``kill -CONT`` from outside reaches only the waiter.
 - ``set_waiter(pid)`` (the dashboard, after the fork) names the waiter.
 - ``stop_job()`` (the dashboard, after restoring the terminal): sets the
   flag and stops the waiter. With no waiter (a replay, an attached view, a
@@ -78,6 +79,14 @@ def waiter_handles_stop(child: int) -> None:
             return
         _stop_self()
         signal.signal(signal.SIGTSTP, on_tstp)
+        if view_suspended():
+            # Continued while the view is away. By ``fg`` the dashboard got
+            # the shell's SIGCONT too; by a ``kill -CONT`` from outside it got
+            # none, and the shell now counts the job running, so its ``fg``
+            # would send none either: tell the dashboard, which takes the
+            # view back when the terminal is ours, else stops the job again.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGCONT)
 
     signal.signal(signal.SIGTSTP, on_tstp)
 

@@ -214,10 +214,18 @@ def fio_job(summary: Mapping[str, Any], *, plus: bool) -> dict[str, Any]:
 
 
 def fio_document(
-    summary: Mapping[str, Any], *, plus: bool = False, error: str | None = None
+    summary: Mapping[str, Any],
+    *,
+    plus: bool = False,
+    error: str | None = None,
+    reason: str = "completed",
 ) -> dict[str, Any]:
     """See the module docstring. ``summary`` is ``IopsProbe.summary()``
-    (empty when the run failed before it measured: then ``jobs`` is empty)."""
+    (without directions when the run ended before it measured: then the one
+    job is written with zeros, as fio writes a job that did no I/O, so
+    ``jobs[0]`` is always there). ``reason`` is the run's end
+    (``RunResult.reason``): an "interrupted (SIG...)" one goes under
+    "probetop" as ``interrupted``, with a note when nothing was measured."""
     stamp_ms = int(summary.get("finished_unix_ms") or time.time() * 1000)
     glob, _job = fio_options(str(summary.get("fio_command") or "fio"))
     doc: dict[str, Any] = {
@@ -229,10 +237,17 @@ def fio_document(
     if glob:
         doc["global options"] = glob
     measured = "read" in summary or "write" in summary
-    doc["jobs"] = [fio_job(summary, plus=plus)] if measured else []
+    doc["jobs"] = [fio_job(summary, plus=plus)]
     if summary.get("disk_util"):
         doc["disk_util"] = list(summary["disk_util"])
     own = {k: v for k, v in summary.items() if k not in _RAW_KEYS}
+    if reason.startswith("interrupted"):
+        own["interrupted"] = reason
+        if not measured:
+            own["notes"] = [
+                *own.get("notes", []),
+                f"{reason} before any I/O was measured: the job's figures are zeros",
+            ]
     if error:
         own["error"] = error
     doc["probetop"] = own

@@ -48,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import stat
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -56,6 +57,7 @@ from probetop.probes.core.base import (
     ConfirmationRequired,
     Emit,
     ProbeError,
+    TargetProbeError,
     UsageProbeError,
 )
 from probetop.probes.core.sample import Status, now_ns
@@ -99,6 +101,7 @@ from probetop.probes.disk.steps import GRACE_S, run_step
 from probetop.probes.disk.target import Target, resolve
 from probetop.probes.disk.targeterrors import describe_os_error, target_errors
 from probetop.probes.disk.targetwatch import TargetWatch
+from probetop.probes.disk.units import fio_time
 from probetop.probes.disk.workers import Engine, kernel_notes
 
 
@@ -216,6 +219,8 @@ class IopsProbe:
                 f"{s.target} is a directory: probetop makes one file per job in it "
                 "(fio's --directory); give --size for each file"
             )
+        if s.per_job_files:
+            _check_job_files(s.job_paths())
         # One target, or one file per job (fio's --directory): each checked alike.
         self.targets = [
             resolve(
@@ -330,9 +335,9 @@ class IopsProbe:
         if size:
             args.append(f"--size={size}")
         if s.ramp_s:
-            args.append(f"--ramp_time={s.ramp_s:g}")
+            args.append(f"--ramp_time={fio_time(s.ramp_s)}")
         if s.time_s:
-            args += ["--time_based", f"--runtime={s.time_s:g}"]
+            args += ["--time_based", f"--runtime={fio_time(s.time_s)}"]
         args.append("--group_reporting")
         args.append("--name=probetop")
         return shlex.join(args)
@@ -643,6 +648,30 @@ class IopsProbe:
         if self.errors:
             out["errors"] = self.errors
         return out
+
+
+def _check_job_files(paths: Sequence[str]) -> None:
+    """A directory TARGET holds regular files, one per job (fio's --directory).
+    A job file that is a symlink or a device is refused and named: writing
+    there would reach whatever it points to, not a file in the directory."""
+    for path in paths:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue  # laid out at --size
+        if stat.S_ISLNK(st.st_mode):
+            to = os.readlink(path)
+            raise TargetProbeError(
+                f"job file {path} is a symlink (to {to}): in a directory TARGET each job's "
+                "file must be a regular file; remove the link, or give the device or file "
+                "itself as TARGET"
+            )
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a block device" if stat.S_ISBLK(st.st_mode) else "not a regular file"
+            raise TargetProbeError(
+                f"job file {path} is {kind}: in a directory TARGET each job's file must be "
+                "a regular file; give a device itself as TARGET"
+            )
 
 
 def _warm_up(stop: object) -> None:

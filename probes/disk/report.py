@@ -5,8 +5,10 @@ Contract:
   warm-up's fields in docs/warmup.md) plus ``error`` when the run failed:
   ``iops_document`` / ``warmup_document``.
 - ``format_iops_report`` / ``format_warmup_report`` turn the same document into
-  the text report (no trailing newline). A run stopped before it measured
-  (during the file's layout) says how far the layout got and what was undone.
+  the text report (no trailing newline). The IOPS report's lines from fio's
+  job header to ``Disk stats`` are fio's ``--output-format=normal`` layout.
+  A run stopped before it measured (during the file's layout) says how far
+  the layout got and what was undone.
 - ``iops_output``: the IOPS report in one of fio's ``--output-format``
   names (normal: the text above; terse, json, json+: ``fiodoc``).
 - ``iops_exit_code`` / ``warmup_exit_code``: 2 when the probe failed (for the
@@ -61,7 +63,7 @@ def iops_output(
 
     if output_format == "terse":
         return fiodoc.terse_line(summary)  # fio too says an error on stderr only
-    doc = fiodoc.fio_document(summary, plus=output_format == "json+", error=error)
+    doc = fiodoc.fio_document(summary, plus=output_format == "json+", error=error, reason=reason)
     return json.dumps(doc, indent=2, default=str)
 
 
@@ -74,7 +76,8 @@ def _direction_lines(name: str, d: Mapping[str, Any]) -> list[str]:
     iops = units.rates_per_runtime(int(d["total_ios"]), runtime_ms)
     lines = [
         f"  {name}: IOPS={units.count(iops)}, BW={units.bandwidth(bw)}"
-        f"({units.size(d['io_bytes'])}/{runtime_ms}msec), ios={d['total_ios']}"
+        f"({units.size(d['io_bytes'])}/{runtime_ms}msec)"
+        + ("; 0 zone resets" if name == "write" else "")  # fio 3.33's write line
         + (f", errors={d['errors']}" if d.get("errors") else ""),
     ]
     # fio's order and labels; a latency with no samples (slat for psync) is
@@ -91,11 +94,62 @@ def _direction_lines(name: str, d: Mapping[str, Any]) -> list[str]:
     clat = d["clat_ns"]
     pct = clat.get("percentile") or {}
     if pct:
+        # fio's show_clat_percentiles: a header line, then four " %5.2fth=[%5llu]"
+        # cells a row after "     |", comma-separated, the last without one.
         pscale = units.LatencyScale.for_values([int(v) for v in pct.values()])
-        cells = [f"{float(k):.2f}th=[{pscale.round_up(int(v))}]" for k, v in pct.items()]
-        lines.append(f"    clat percentiles ({pscale.name}): " + ", ".join(cells[:9]))
-        lines.append(" " * 30 + ", ".join(cells[9:]))
+        cells = [f" {float(k):5.2f}th=[{pscale.round_up(int(v)):5d}]" for k, v in pct.items()]
+        lines.append(f"    clat percentiles ({pscale.name}):")
+        for i in range(0, len(cells), 4):
+            row = cells[i : i + 4]
+            last = i + 4 >= len(cells)
+            lines.append("     |" + ",".join(row) + ("" if last else ","))
     return lines
+
+
+def _run_status_line(name: str, d: Mapping[str, Any]) -> str:
+    """fio's "Run status group" line for one direction (one group: the
+    slowest and fastest job are given the group's rate)."""
+    runtime_ms = int(d.get("runtime") or d.get("runtime_ms") or 0)
+    bw = units.rates_per_runtime(int(d["io_bytes"]), runtime_ms)
+    iec = units.num2str(bw, pow2=True, unit="B/s")
+    si = units.num2str(bw, pow2=False, unit="B/s")
+    io = int(d["io_bytes"])
+    return (
+        f"{name.upper():>7}: bw={iec} ({si}), {iec}-{iec} ({si}-{si}), "
+        f"io={units.size(io)} ({units.num2str(io, pow2=False, unit='B')}), "
+        f"run={runtime_ms}-{runtime_ms}msec"
+    )
+
+
+def _disk_stats_lines(disks: list[Mapping[str, Any]]) -> list[str]:
+    """fio's "Disk stats (read/write):" block (show_disk_util)."""
+    if not disks:
+        return []
+    lines = ["", "Disk stats (read/write):"]
+    for u in disks:
+        lines.append(
+            f"  {u['name']}: ios={u['read_ios']}/{u['write_ios']}, "
+            f"merge={u['read_merges']}/{u['write_merges']}, "
+            f"ticks={u['read_ticks']}/{u['write_ticks']}, in_queue={u['in_queue']}, "
+            f"util={float(u['util']):3.2f}%"
+        )
+    return lines
+
+
+def _job_header(doc: Mapping[str, Any]) -> str:
+    """fio's job line: ``NAME: (groupid=0, jobs=N): err= 0: pid=PID: DATE``."""
+    import os
+    import shlex
+    import time
+
+    name = "probetop"
+    for arg in shlex.split(str(doc.get("fio_command") or "")):
+        if arg.startswith("--name="):
+            name = arg.removeprefix("--name=")
+    jobs = int((doc.get("params") or {}).get("jobs") or 1)
+    stamp = int(doc.get("finished_unix_ms") or time.time() * 1000) // 1000
+    err = 1 if doc.get("error") else 0
+    return f"{name}: (groupid=0, jobs={jobs}): err={err:2d}: pid={os.getpid()}: {time.ctime(stamp)}"
 
 
 def format_iops_report(
@@ -113,10 +167,19 @@ def format_iops_report(
             + "; nothing was measured"
         )
     params = doc.get("params", {})
-    if params.get("rw") not in ("write", "randwrite") and "read" in doc:
-        out += _direction_lines("read", doc["read"])
-    if params.get("rw") not in ("read", "randread") and "write" in doc:
-        out += _direction_lines("write", doc["write"])
+    shown = [
+        name
+        for name, other in (("read", ("write", "randwrite")), ("write", ("read", "randread")))
+        if params.get("rw") not in other and name in doc
+    ]
+    if shown:  # fio's layout from here on, line for line (values are ours)
+        out.append(_job_header(doc))
+        for name in shown:
+            out += _direction_lines(name, doc[name])
+        out += ["", "Run status group 0 (all jobs):"]
+        out += [_run_status_line(name, doc[name]) for name in shown]
+        out += _disk_stats_lines(list(doc.get("disk_util") or []))
+        out.append("")
     out.append(f"  same job in fio: {doc.get('fio_command')}")
     if doc.get("error"):
         out.append(f"  error: {doc['error']}")

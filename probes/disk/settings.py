@@ -341,11 +341,22 @@ class IopsSettings:
             )
         if self.per_job_files:
             fmt = self.filename_format or FILENAME_FORMAT
-            names = {job_file_name(fmt, j) for j in range(self.jobs)}
-            if len(names) < self.jobs or any("/" in n or n in ("", ".", "..") for n in names):
+            names = [job_file_name(fmt, j) for j in range(self.jobs)]
+            # Each fault its own message: the path, the name, then the count.
+            if any("/" in n for n in names):
                 raise UsageProbeError(
-                    f"--filename-format {fmt!r} must name one plain file per job: "
-                    "include $jobnum (fio's default is $jobname.$jobnum.$filenum)"
+                    f"--filename-format {fmt!r} names a path ({names[0]!r}): it is a file "
+                    f"name inside {self.target}, without '/' (put the directory in TARGET)"
+                )
+            if any(n in ("", ".", "..") for n in names):
+                raise UsageProbeError(
+                    f"--filename-format {fmt!r} gives {names[0]!r}, which is not a file "
+                    "name: give a name such as $jobname.$jobnum.$filenum (fio's default)"
+                )
+            if len(set(names)) < self.jobs:
+                raise UsageProbeError(
+                    f"--filename-format {fmt!r} must name one file per job: include "
+                    "$jobnum (fio's default is $jobname.$jobnum.$filenum)"
                 )
 
 
@@ -417,6 +428,7 @@ WARMUP_SPEC = CommandSpec(
         Option(("--ss-dur",), "plateau window in seconds", number(), 30.0, "S"),
         Option(("--ss-ramp",), "ignore the first S seconds", number(), 0.0, "S"),
         RATE_IOPS,
+        CPUS_ALLOWED,
         replace(BUFFERED, help="use the page cache instead of O_DIRECT"),
         replace(
             YES_DESTROY_DATA,
@@ -464,6 +476,7 @@ class WarmupSettings:
     ss_ramp: float = 0.0
     direct: bool | None = None
     rate_iops: int = 0
+    cpus_allowed: tuple[int, ...] = ()  # --cpus_allowed, as iops's; (): not pinned
     interval_s: float = 1.0
     yes_destroy_data: str | None = None
     confirmed: bool = False
@@ -501,6 +514,7 @@ class WarmupSettings:
             ss_ramp=values.get("ss_ramp", 0.0),
             direct=values.get("direct"),
             rate_iops=values.get("rate_iops") or 0,
+            cpus_allowed=tuple(values.get("cpus_allowed") or ()),
             interval_s=interval_s or 1.0,
             yes_destroy_data=yes,
             confirmed=names_target(yes, target),
@@ -538,6 +552,7 @@ class WarmupSettings:
         if not (1 <= self.jobs <= MAX_JOBS and 1 <= self.iodepth <= MAX_IODEPTH):
             raise UsageProbeError(f"--jobs must be 1..{MAX_JOBS} and --iodepth 1..{MAX_IODEPTH}")
         ioengines.check(self.ioengine, self.iodepth)
+        check_cpus(self.cpus_allowed)
         _check_bytes(bs=self.bs, offset=self.range_start, end=self.range_end)
         if (
             self.range_start is not None

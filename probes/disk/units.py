@@ -15,6 +15,8 @@ for the same integer input):
   one byte per second, never ``0.0MB/s``.
 - ``size(n_bytes)``: fio's ``io=`` text (``"9570MiB"``); ``count(n)``: fio's
   ``IOPS=`` text (``"245k"``, no unit).
+- ``fio_time(seconds)``: a time option's value as fio's parser reads it
+  (``"2"``, ``"300ms"``, ``"250us"``; never a fraction of a second).
 - ``rates_per_runtime(count, runtime_ms)``: fio's integer per-second value
   (``1000 * count // runtime_ms``), which the text is made from.
 - ``LatencyScale.for_values`` / ``for_summary``: the unit fio prints
@@ -96,6 +98,19 @@ def count(n: float) -> str:
 def rates_per_runtime(n: int, runtime_ms: int) -> int:
     """fio's integer per-second rate over a runtime in ms (0 for no runtime)."""
     return (1000 * n) // runtime_ms if runtime_ms > 0 else 0
+
+
+def fio_time(seconds: float) -> str:
+    """A time option's value as fio parses it (--runtime, --ramp_time,
+    --ss_dur): whole seconds plain (``"2"``), else in ms or us (``"300ms"``,
+    ``"1500ms"``, ``"250us"``). fio reads a bare ``0.3`` as 0 s and ``1.5``
+    as 1 s, so a fraction never goes out as a plain number."""
+    us = round(seconds * 1_000_000)
+    if us % 1_000_000 == 0:
+        return str(us // 1_000_000)
+    if us % 1000 == 0:
+        return f"{us // 1000}ms"
+    return f"{us}us"
 
 
 def per_second(n: float, seconds: float) -> int:

@@ -66,6 +66,7 @@ from probetop.probes.core.base import ProbeError
 from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.counters import (
     C_ERRORS,
+    C_IOS,
     FATAL_ERRNOS,
     HIST_BUCKETS,
     K_ERR_DIR,
@@ -426,8 +427,31 @@ class Engine:
 
     # -- readings --
     def snapshot(self, t_ns: int) -> Snapshot:
-        """Sum every job's cumulative counters (a copy; the loops keep going)."""
-        return sum_jobs(t_ns, self.cnt.copy(), self.flt.copy(), self.hist.sum(axis=0))
+        """Sum every job's cumulative counters (a copy; the loops keep going).
+        Each job's copy is consistent: its histogram holds exactly the I/Os
+        its ``C_IOS`` counts (fio's sum of bins is N), see ``_job_copy``."""
+        cnt, flt, hist = self.cnt.copy(), self.flt.copy(), self.hist.copy()
+        for job in range(self.cnt.shape[0]):
+            cnt[job], flt[job], hist[job] = self._job_copy(job)
+        return sum_jobs(t_ns, cnt, flt, hist.sum(axis=0))
+
+    def _job_copy(self, job: int, tries: int = 200) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One job's (cnt, flt, hist) with no I/O half counted. ``native.record``
+        bumps ``C_IOS``, then the latency sums, then the histogram; a copy
+        taken meanwhile counted an I/O its bins miss. Read the I/O count,
+        then hist, cnt and flt, then the count again: equal counts that match
+        the bins mean no I/O was being recorded. A loop recording nonstop can
+        outrun every try (then the last copy, off by the I/Os in flight); a
+        stopped one (the final snapshot) always matches."""
+        for _ in range(tries):
+            ios = self.cnt[job, :, C_IOS].copy()
+            hist = self.hist[job].copy()
+            cnt = self.cnt[job].copy()
+            flt = self.flt[job].copy()
+            if (cnt[:, C_IOS] == ios).all() and (hist.sum(axis=1) == ios).all():
+                break
+            time.sleep(0)  # let the loop finish the I/O it is recording
+        return cnt, flt, hist
 
     def reset_min_max(self) -> None:
         """Start min/max latency afresh (after a ramp). A race with the loop only

@@ -17,7 +17,7 @@ Importing this package is cheap: numpy, numba and scapy load when a probe
 prepares or runs.
 """
 
-from probetop.probes.icmp.pingtext import PingWriter, Reply, ReplyListener
+from probetop.probes.icmp.pingtext import IcmpErrorLine, PingWriter, Reply, ReplyListener
 from probetop.probes.icmp.probe import IcmpProbe
 from probetop.probes.icmp.records import (
     DUPLICATES,
@@ -93,6 +93,7 @@ __all__ = [
     "SEND_ERRORS",
     "SPEC",
     "UNSOLICITED_MAX_PPS",
+    "IcmpErrorLine",
     "IcmpInterval",
     "IcmpParams",
     "IcmpProbe",

@@ -110,4 +110,28 @@ def dissect_error(data: bytes, source: bytes, v6: bool, has_ip_header: bool) -> 
         "name": error_name(icmp_type, v6),
         "scapy_name": name,
         "router": router,
+        "seq": quoted_echo_seq(data, v6, has_ip_header),
     }
+
+
+def quoted_echo_seq(data: bytes, v6: bool, has_ip_header: bool) -> int | None:
+    """The sequence of the echo request an ICMP error quotes (wire value), or
+    None when the error quotes something else or is cut short."""
+    at = 0
+    if has_ip_header and not v6:
+        if not data:
+            return None
+        at = (data[0] & 0x0F) * 4
+    at += 8  # the error's own ICMP header; the offending packet's IP header follows
+    if v6:
+        if len(data) < at + 40 or data[at + 6] != 58:  # next header ICMPv6, no extensions
+            return None
+        at += 40
+    else:
+        if len(data) <= at or data[at + 9 : at + 10] != b"\x01":  # protocol ICMP
+            return None
+        at += (data[at] & 0x0F) * 4
+    echo = ECHO_REQUEST_V6 if v6 else ECHO_REQUEST_V4
+    if len(data) < at + 8 or data[at] != echo:
+        return None
+    return int(struct.unpack_from("!H", data, at + 6)[0])

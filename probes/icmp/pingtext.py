@@ -16,6 +16,9 @@ Contract:
   (RTT in ms with 3 decimals, truncated to the µs as ping's integer µs are;
   loss with ``%g``), with probetop's own lines between the blank line and
   the ``---`` line, where neither ``jc --ping`` nor ``pingparsing`` reads.
+- ``icmp_errors`` writes ping's ``From ROUTER icmp_seq=N Destination Host
+  Unreachable`` line per ICMP error about a request (``error_line``), at the
+  end of the interval it arrived in.
 - ``ping_ms(us)`` is ping's time= field for an RTT in whole µs.
 
 Imports nothing heavy; the numpy rows are read with ``int()``.
@@ -57,6 +60,62 @@ class ReplyListener(Protocol):
     def replies(self, replies: Sequence[Reply], dropped: int) -> None: ...
 
     def interval(self, sent: int, received: int, lost: int, late: int) -> None: ...
+
+    def icmp_errors(self, errors: Sequence[IcmpErrorLine]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class IcmpErrorLine:
+    """One ICMP error about one of our requests: the reporting router, the
+    request's sequence (from 0, as ``Reply.seq``; None unknown), type and code."""
+
+    router: str | None
+    seq: int | None
+    icmp_type: int
+    code: int
+    v6: bool
+
+
+# iputils ping's words for an ICMP error (pr_icmph / pr_icmph6), by (type, code).
+_V4_WORDS = {
+    (3, 0): "Destination Net Unreachable",
+    (3, 1): "Destination Host Unreachable",
+    (3, 2): "Destination Protocol Unreachable",
+    (3, 3): "Destination Port Unreachable",
+    (3, 4): "Frag needed and DF set",
+    (3, 5): "Source Route Failed",
+    (3, 6): "Destination Net Unknown",
+    (3, 7): "Destination Host Unknown",
+    (3, 8): "Source Host Isolated",
+    (3, 9): "Destination Net Prohibited",
+    (3, 10): "Destination Host Prohibited",
+    (3, 11): "Destination Net Unreachable for Type of Service",
+    (3, 12): "Destination Host Unreachable for Type of Service",
+    (3, 13): "Packet filtered",
+    (3, 14): "Precedence Violation",
+    (3, 15): "Precedence Cutoff",
+    (11, 0): "Time to live exceeded",
+    (11, 1): "Frag reassembly time exceeded",
+}
+_V6_WORDS = {
+    (1, 0): "Destination unreachable: No route",
+    (1, 1): "Destination unreachable: Administratively prohibited",
+    (1, 2): "Destination unreachable: Beyond scope of source address",
+    (1, 3): "Destination unreachable: Address unreachable",
+    (1, 4): "Destination unreachable: Port unreachable",
+    (2, 0): "Packet too big",
+    (3, 0): "Time exceeded: Hop limit",
+    (3, 1): "Time exceeded: Defragmentation failure",
+}
+
+
+def error_line(e: IcmpErrorLine) -> str:
+    """ping's line for an ICMP error: ``From ROUTER icmp_seq=N WORDS``."""
+    words = (_V6_WORDS if e.v6 else _V4_WORDS).get((e.icmp_type, e.code))
+    if words is None:
+        words = f"Bad ICMP type: {e.icmp_type}" if not e.v6 else f"ICMP type: {e.icmp_type}"
+    seq = "" if e.seq is None else f" icmp_seq={(e.seq + 1) & 0xFFFF}"
+    return f"From {e.router or '?'}{seq} {words}"
 
 
 def ping_ms(us: int) -> str:
@@ -142,6 +201,12 @@ class PingWriter:
         text = "." * lost + "\b \b" * min(late, self.flood_dots + lost)
         self.flood_dots += lost - min(late, self.flood_dots + lost)
         self._write(text)
+
+    def icmp_errors(self, errors: Sequence[IcmpErrorLine]) -> None:
+        """ping's ``From ...`` line per ICMP error."""
+        if self.quiet or not errors:
+            return
+        self._write("".join(error_line(e) + "\n" for e in errors))
 
     def _write(self, text: str) -> None:
         if not text:

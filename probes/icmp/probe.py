@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from probetop.probes.core.base import Emit, ProbeError
 from probetop.probes.core.limits import thread_stack
 from probetop.probes.core.sample import Status, now_ns
+from probetop.probes.icmp.pingtext import IcmpErrorLine
 from probetop.probes.icmp.records import KIND, METRICS, IntervalRow
 from probetop.probes.icmp.settings import (
     STOP_DRAIN_S,
@@ -393,8 +394,13 @@ class IcmpProbe:
                     t_end = max(t_end, t_to_i)
                     spans.append(t_to_i - t_from_i)
                     dissect.append((snap_i, int(snap_i.counters[eng.K_ICMP_ERRS])))
+                shown = [d for _i, (_s, _p, _q, errs_i) in got.items() for d in errs_i]
                 if interval.counters["icmp_errors"] and self.mode == "raw":
-                    interval.add_routers(await asyncio.to_thread(_dissect_kept, dissect, v6))
+                    kept = await asyncio.to_thread(_dissect_kept, dissect, v6)
+                    interval.add_routers(kept)
+                    shown = kept
+                if self.listener is not None and self.logs_replies and shown:
+                    self.listener.icmp_errors(_error_lines(shown, v6))
                 seconds = interval_seconds(spans)
                 if self.listener is not None and self.settings.flood:
                     c = interval.counters
@@ -442,6 +448,15 @@ class IcmpProbe:
                 for s in self._streams:
                     s.abort()
             await asyncio.sleep(0.005)
+
+
+def _error_lines(errors: list[dict[str, Any]], v6: bool) -> list[IcmpErrorLine]:
+    """ping's ``From`` lines of the dissected errors (not the undissectable)."""
+    return [
+        IcmpErrorLine(d.get("router"), d.get("seq"), int(d["type"]), int(d["code"]), v6)
+        for d in errors
+        if "type" in d and "code" in d
+    ]
 
 
 def _split(total: int, parts: int) -> list[int]:

@@ -18,6 +18,8 @@ Contract:
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,6 +34,18 @@ def _ms(value_us: float | None) -> str:
 def _icmp_error_total(errors: Mapping[str, int]) -> int:
     """ICMP errors received (ping's ``+N errors``): not our local send/receive errnos."""
     return sum(n for name, n in errors.items() if not name.startswith(("send ", "receive ")))
+
+
+def _local_error_words(name: str, n: int) -> str | None:
+    """A local send/receive errno (``send EPERM``) in ping's words
+    (``sendmsg: Operation not permitted``) with its count; None for ICMP errors."""
+    call, _, code = name.partition(" ")
+    if call not in ("send", "receive"):
+        return None
+    number = getattr(errno, code, None)
+    words = os.strerror(number) if isinstance(number, int) else code
+    times = "request" if n == 1 else "requests"
+    return f"error: {'sendmsg' if call == 'send' else 'recvmsg'}: {words} ({n} {times})"
 
 
 def extra_lines(s: IcmpSummary, error: str | None, notes: Sequence[str] = ()) -> list[str]:
@@ -77,6 +91,10 @@ def extra_lines(s: IcmpSummary, error: str | None, notes: Sequence[str] = ()) ->
                 f"rtt avg {_ms(row.rtt_avg_us)} ms, jitter avg {_ms(row.jitter_avg_us)} ms"
             )
         for name, n in t.errors.items():
+            local = _local_error_words(name, n)
+            if local is not None:
+                lines.append(local)
+                continue
             routers = t.error_routers.get(name)
             where = f" from {', '.join(sorted(routers))}" if routers else ""
             lines.append(f"error: {name}: {n}{where}")

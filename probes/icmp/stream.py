@@ -165,6 +165,8 @@ class _Stream(threading.Thread):
                 break
             except OSError:
                 break
+            # A ping socket's queued error carries the request it is about (ICMP header first).
+            seq = int(struct.unpack_from("!H", _data, 6)[0]) if len(_data) >= 8 else None
             for _level, _type, cdata in ancdata:
                 if len(cdata) < 16:
                     continue
@@ -178,6 +180,7 @@ class _Stream(threading.Thread):
                         "code": code,
                         "name": error_name(icmp_type, v6),
                         "router": sockaddr_address(cdata[16:]),
+                        "seq": seq,
                     }
                 )
         return out

@@ -361,3 +361,22 @@ def test_the_dashboard_stops_a_warmup_and_keeps_its_checkpoint(fast_dir: Path) -
     assert latency.own_s <= STOP_WITHIN_S, str(latency)
     assert Checkpoint.load(ckpt).done_bytes > 0
     assert_recording(rec, "interrupted (SIGTERM)")
+
+
+def test_a_signal_before_any_io_still_writes_the_one_job(disk_dir: Path) -> None:
+    """SIGTERM during the layout with --json: jobs[0] is there with zeros (as
+    fio writes a job that did no I/O), probetop's key says it was
+    interrupted, and the exit status is the signal's."""
+    target = disk_dir / "big.img"
+    rc, out, err, _latency = interrupt(
+        ["iops", str(target), "--size", big_size(disk_dir), "--time", "30", "--json"],
+        signal.SIGTERM,
+        file_bigger_than(target, 32 << 20),
+    )
+    assert rc == 143 and "Traceback" not in err, err
+    doc = json.loads(out)
+    job = doc["jobs"][0]
+    assert job["jobname"] == "probetop" and job["read"]["total_ios"] == 0
+    assert job["read"]["clat_ns"]["N"] == 0 and job["job_runtime"] == 0
+    assert doc["probetop"]["interrupted"] == "interrupted (SIGTERM)"
+    assert any("before any I/O was measured" in n for n in doc["probetop"]["notes"])

@@ -3,13 +3,19 @@ given, every I/O thread runs on those CPUs only (fio's "shared" policy)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import threading
 import time
+from pathlib import Path
 
 import pytest
 from disk_fixtures import run_cli, summary_of
+from probetop.probes.disk import WarmupProbe
 from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.selftest import warm_up_kernels
+from probetop.probes.disk.settings import WarmupSettings
 from probetop.probes.disk.workers import Engine
 
 
@@ -52,3 +58,44 @@ def test_the_cli_takes_fios_list_and_says_it_in_the_fio_command(data_file: str) 
         refused = run_cli(["iops", data_file, "--cpus-allowed", bad, "--time", "1"])
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr
         assert "Traceback" not in refused.stderr
+
+
+def _io_thread_affinities(deadline_s: float = 30) -> list[set[int]]:
+    """The affinity of the running probetop I/O threads (once there are any)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        threads = [t for t in threading.enumerate() if t.name.startswith("probetop-io-")]
+        if threads and all(t.native_id for t in threads):
+            with contextlib.suppress(OSError):  # a thread ending meanwhile
+                return [os.sched_getaffinity(t.native_id or 0) for t in threads]
+        time.sleep(0.01)
+    raise AssertionError("no I/O thread in 30 s")
+
+
+def test_warmup_io_threads_run_where_cpus_allowed_says(data_file: str, tmp_path: Path) -> None:
+    """warmup shares the I/O engine: --cpus-allowed means the same there."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("one CPU only: pinning cannot be told from not pinning")
+    cpu = allowed[-1]
+    settings = WarmupSettings.from_options(
+        {"target": data_file, "jobs": 2, "bs": 4096, "iodepth": 1, "rate_iops": 200,
+         "direct": False, "checkpoint": str(tmp_path / "c.json"), "cpus_allowed": (cpu,)},
+        time_s=None, interval_s=0.25,
+    )  # fmt: skip
+    probe = WarmupProbe(settings)
+    probe.prepare()
+    assert f"--cpus_allowed={cpu}" in probe.reference_command()
+    seen: list[set[int]] = []
+
+    async def main() -> None:
+        task = asyncio.create_task(probe.run(lambda r: None))
+        seen.extend(await asyncio.to_thread(_io_thread_affinities))
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert seen and all(s == {cpu} for s in seen), seen
+    refused = run_cli(["warmup", data_file, "--cpus-allowed", "4095", "--time", "1"])
+    assert refused.returncode == 2 and "not one this process may run on" in refused.stderr

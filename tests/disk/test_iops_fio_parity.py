@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import statistics
@@ -24,6 +25,7 @@ import disk_fixtures
 import numpy as np
 import pytest
 from disk_fixtures import run_cli
+from probetop.probes.disk import units
 from probetop.probes.disk.counters import HIST_BUCKETS, hist_percentiles
 from probetop.probes.disk.fio_parity import FIO_FIELDS, get, ratios, shape_problems
 
@@ -368,3 +370,82 @@ def test_percentile_rank_is_fios_long_double_rule() -> None:
     hist = np.zeros(HIST_BUCKETS, dtype=np.int64)
     hist[128] = 1
     assert hist_percentiles(hist, (50,)) == {50: 129.0}
+
+
+def test_fractional_time_goes_to_fio_in_its_units(fast_dir: Path) -> None:
+    """--time 0.3: the printed command says --runtime=300ms (fio reads a bare
+    0.3 as 0 s, refuses time_based and runs size-based), fio accepts it and
+    runs ~300 ms, and "global options" lists runtime as fio does."""
+    target = fast_dir / "frac.img"
+    target.write_bytes(b"\x5a" * (16 << 20))
+    proc = run_cli(["iops", str(target), "--buffered", "--time", "0.3", "--ramp", "0.25",
+                    "--json"])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    ours = json.loads(proc.stdout)
+    command = ours["probetop"]["fio_command"]
+    assert "--runtime=300ms" in command and "--ramp_time=250ms" in command, command
+    run = subprocess.run([*shlex.split(command), "--output-format=json"],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert run.returncode == 0 and "requires a runtime" not in run.stderr + run.stdout, run
+    theirs = json.loads(run.stdout[run.stdout.index("{") :])
+    assert ours["global options"]["runtime"] == theirs["global options"]["runtime"] == "300ms"
+    assert 250 <= theirs["jobs"][0]["read"]["runtime"] <= 1000
+    # Whole seconds stay plain, as fio's own job files write them.
+    assert units.fio_time(2) == "2" and units.fio_time(1.5) == "1500ms"
+    assert units.fio_time(0.00025) == "250us"
+
+
+# One parser for fio's --output-format=normal, as a script would grep it.
+NORMAL_PATTERNS = {
+    "job": re.compile(r"^(\S+): \(groupid=(\d+), jobs=(\d+)\): err=\s*(\d+): pid=(\d+): .+$", re.M),
+    "dir": re.compile(
+        r"^  (read|write): IOPS=([\d.]+k?), BW=(\S+) \((\S+)\)\((\S+)/(\d+)msec\)"
+        r"(?:; \d+ zone resets)?$",
+        re.M,
+    ),
+    "clat": re.compile(r"^    clat \((nsec|usec|msec)\): min=\s*\S+, max=\s*\S+, avg=.+$", re.M),
+    "pct_head": re.compile(r"^    clat percentiles \((nsec|usec|msec)\):$", re.M),
+    "pct_row": re.compile(r"^     \|((?: [ \d]\d\.\d\dth=\[ *\d+\],?)+)$", re.M),
+    "status": re.compile(r"^Run status group (\d+) \(all jobs\):$", re.M),
+    "group": re.compile(
+        r"^ *(READ|WRITE): bw=(\S+) \((\S+)\), (\S+)-(\S+) \((\S+)-(\S+)\), "
+        r"io=(\S+) \((\S+)\), run=(\d+)-(\d+)msec$",
+        re.M,
+    ),
+    "disk_head": re.compile(r"^Disk stats \(read/write\):$", re.M),
+    "disk": re.compile(
+        r"^  (\S+): ios=(\d+)/(\d+), merge=(\d+)/(\d+), ticks=(\d+)/(\d+), "
+        r"in_queue=(\d+), util=([\d.]+)%$",
+        re.M,
+    ),
+}
+
+
+def _parse_normal(text: str) -> dict[str, Any]:
+    """What each pattern finds, reduced to what must not differ between tools."""
+    found = {k: p.findall(text) for k, p in NORMAL_PATTERNS.items()}
+    pct_keys = [re.findall(r"([\d.]+)th=", row) for row in found["pct_row"]]
+    return {
+        "job": [(m[0], m[1], m[2], m[3]) for m in found["job"]],
+        "dirs": [m[0] for m in found["dir"]],
+        "clat": len(found["clat"]),
+        "pct_head": len(found["pct_head"]),
+        "pct_rows": [len(k) for k in pct_keys],
+        "pct_keys": [k for row in pct_keys for k in row],
+        "status": found["status"],
+        "group": [m[0] for m in found["group"]],
+        "disk_head": len(found["disk_head"]),
+        "disks": [m[0] for m in found["disk"]],
+    }
+
+
+def test_normal_output_has_fios_lines_for_the_same_regexes(disk_file: Path) -> None:
+    """--output-format normal: fio's job header, percentile block, run status
+    group and disk stats, found by one regex parser in both outputs."""
+    ours = _probetop_run(disk_file, "normal")
+    command = re.search(r"same job in fio: (fio .+)$", ours, re.M)
+    assert command, ours
+    theirs = _fio_run(command.group(1), "normal")
+    mine, fios = _parse_normal(ours), _parse_normal(theirs)
+    assert fios["job"] and fios["status"] and fios["disks"], theirs  # the parser reads fio
+    assert mine == fios, (ours, theirs)

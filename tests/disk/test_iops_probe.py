@@ -169,7 +169,7 @@ def test_ramp_intervals_are_shown_but_not_counted(fast_dir):
     assert 400 <= summary["runtime_ms"] <= 650
     counted = summary["read"]["total_ios"]
     assert counted == pytest.approx(sum(r["read_iops"] * 0.25 for r in measured), rel=0.15)
-    assert "--ramp_time=0.5" in summary["fio_command"]
+    assert "--ramp_time=500ms" in summary["fio_command"]  # fio reads a bare 0.5 as 0
 
 
 def test_writes_to_a_blank_device_need_the_confirmation():

@@ -186,6 +186,8 @@ def test_an_unsendable_request_is_sent_and_lost_as_in_ping(icmp_peer: Peer) -> N
     finally:
         subprocess.run(["nft", "delete", "table", "inet", table], timeout=30, check=False)
     assert s["errors"] == {"send EPERM": 10}
+    # The report says it in ping's words, not as an errno name.
+    assert "probetop: error: sendmsg: Operation not permitted (10 requests)\n" in format_report(s)
     assert (s["sent"], s["received"], s["lost"]) == (30, 20, 10)
     assert s["loss_pct"] == pytest.approx(100 * 10 / 30)
     assert s["in_flight_at_end"] == 0 and s["late"] == 0

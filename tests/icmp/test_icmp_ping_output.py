@@ -241,3 +241,61 @@ def test_lossy_path_reads_as_the_json(icmp_peer: Any, tmp_path: Path) -> None:  
     assert (by_jc["packets_received"], by_pp["packet_receive"]) == (s["received"],) * 2
     assert len([r for r in by_jc["responses"] if r["type"] == "reply"]) == s["received"]
     assert by_jc["round_trip_ms_avg"] == pytest.approx(ms_truncated(s["rtt_us"]["avg"]))
+
+
+@pytest.fixture
+def unreachable_ns() -> Any:
+    """A namespace with a veth 10.79.0.1/24 and nobody at .77: the kernel
+    answers each request with a local Destination Host Unreachable (neighbour
+    resolution fails after 100 ms); datagram sockets allowed."""
+    ns = f"pt_unreach_{os.getpid()}"
+    cmds = [
+        ["ip", "netns", "add", ns],
+        ["ip", "-n", ns, "link", "add", "ua", "type", "veth", "peer", "name", "ub"],
+        ["ip", "-n", ns, "addr", "add", "10.79.0.1/24", "dev", "ua"],
+        ["ip", "-n", ns, "link", "set", "ua", "up"],
+        ["ip", "-n", ns, "link", "set", "ub", "up"],
+        ["ip", "-n", ns, "link", "set", "lo", "up"],  # the kernel's own ICMP errors go through lo
+        ["ip", "netns", "exec", ns, "sysctl", "-q", "net.ipv4.neigh.ua.mcast_solicit=1",
+         "net.ipv4.neigh.ua.retrans_time_ms=100", "net.ipv4.ping_group_range=0 2147483647"],
+    ]  # fmt: skip
+    try:
+        for c in cmds:
+            subprocess.run(c, check=True, capture_output=True, timeout=10)
+        yield ns
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
+
+
+@needs_root
+@needs_ping
+@pytest.mark.parametrize("mode", ["raw", "datagram"])
+def test_local_unreachable_lines_and_errors_as_ping(
+    unreachable_ns: str, mode: str, tmp_path: Path
+) -> None:
+    """ping's ``From 10.79.0.1 icmp_seq=N Destination Host Unreachable`` lines
+    and ``+N errors``: jc and pingparsing read the same from both tools."""
+    args = ["10.79.0.77", "-c", "3", "-i", "0.3", "-W", "1"]
+    into = ["ip", "netns", "exec", unreachable_ns]
+    ping = subprocess.run([*into, "ping", *args], capture_output=True, text=True, timeout=30)
+    rec = tmp_path / "run.jsonl"
+    ours = subprocess.run(
+        [*into, *PROBETOP, "icmp", *args, "--socket", mode, "--record", str(rec)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ping.returncode == ours.returncode == 1, ours.stderr
+    lines = [f"From 10.79.0.1 icmp_seq={n} Destination Host Unreachable" for n in (1, 2, 3)]
+    for text in (ping.stdout, ours.stdout):
+        assert [x for x in text.splitlines() if x.startswith("From ")] == lines
+        assert "3 packets transmitted, 0 received, +3 errors, 100% packet loss" in text
+    (jc_ping, pp_ping), (jc_ours, pp_ours) = parse_both(ping.stdout), parse_both(ours.stdout)
+    assert jc_ours["errors"] == jc_ping["errors"] == 3
+    assert jc_ours["responses"] == jc_ping["responses"]
+    for key in ("packet_transmit", "packet_receive", "packet_loss_count", "packet_loss_rate"):
+        assert pp_ours[key] == pp_ping[key]
+    footer = json.loads(rec.read_text().splitlines()[-1])
+    (summary,) = footer["summaries"].values()
+    # (a datagram socket's recv also fails with the error: "receive EHOSTUNREACH")
+    assert summary["errors"]["destination unreachable"] == 3

@@ -27,6 +27,17 @@ for _rec in LINES:
         LAST[_rec["probe"]] = _rec["values"]
 
 
+def _receive_errors(pid: str) -> float:
+    """Receive errors over the whole run: each sample's ``extra.errors``
+    entries named "receive ..." (send errors are the others)."""
+    total = 0.0
+    for rec in LINES:
+        if rec.get("type") == "sample" and rec["probe"] == pid:
+            errors = (rec.get("extra") or {}).get("errors") or {}
+            total += sum(n for name, n in errors.items() if name.startswith("receive "))
+    return total
+
+
 def _probe(prefix: str) -> str:
     (pid,) = [p for p in SUMMARIES if p.startswith(prefix)]
     return pid
@@ -61,6 +72,7 @@ CHECKS: list[Check] = [
      lambda: SUMMARIES[ICMP]["rtt_us"]["avg"] / 1e6 * SUMMARIES[ICMP]["received"], 0.01),
     ("smokeping_response_duplicates_total", {}, lambda: SUMMARIES[ICMP]["duplicates"], EXACT),
     ("smokeping_send_errors_total", {}, lambda: LAST[ICMP]["send_errors"], EXACT),
+    ("smokeping_receive_errors_total", {}, lambda: _receive_errors(ICMP), EXACT),
     ("probe_icmp_duration_seconds", {"phase": "rtt"},
      lambda: LAST[ICMP]["rtt_avg_us"] / 1e6, EXACT),
     ("probetop_icmp_loss_ratio", {}, lambda: SUMMARIES[ICMP]["loss_pct"] / 100, EXACT),
@@ -72,6 +84,8 @@ CHECKS: list[Check] = [
     # http: the last request's phases, from ms (blackbox's phase names)
     ("probe_duration_seconds", {"url": f"http://{BYTES}"},
      lambda: LAST[HTTP][f"total_ms@{BYTES}"] / 1000, EXACT),
+    ("probe_dns_lookup_time_seconds", {"url": f"http://{BYTES}"},
+     lambda: LAST[HTTP][f"dns_ms@{BYTES}"] / 1000, EXACT),
     ("probe_http_duration_seconds", {"url": f"http://{BYTES}", "phase": "resolve"},
      lambda: LAST[HTTP][f"dns_ms@{BYTES}"] / 1000, EXACT),
     ("probe_http_duration_seconds", {"url": f"http://{BYTES}", "phase": "connect"},

@@ -209,7 +209,8 @@ def test_disk_full_mid_run_warns_keeps_whole_lines_and_exits_74(tmp_path: Path) 
         out = small / "rec.jsonl"
         started = time.monotonic()
         proc = run_cli(
-            ["--headless", "--time", "6", "--interval", "0.05", "--record", str(out)], timeout=60
+            ["--headless", "--time", "6", "--sample-interval", "0.05", "--record", str(out)],
+            timeout=60,
         )
         took = time.monotonic() - started
         assert proc.returncode == RECORDING_INCOMPLETE_EXIT, proc.stderr

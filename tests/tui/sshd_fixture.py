@@ -90,11 +90,14 @@ def start_sshd(tmp: Path, state: Path, runtime: Path) -> Sshd:
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise Unavailable(f"sshd exited: {(tmp / 'sshd.log').read_text()[-300:]}")
-        ok = subprocess.run(
-            ["ssh", "-F", str(config), "-o", "BatchMode=yes", "ptest", "true"],
-            capture_output=True,
-            timeout=15,
-        )
+        try:
+            ok = subprocess.run(
+                ["ssh", "-F", str(config), "-o", "BatchMode=yes", "ptest", "true"],
+                capture_output=True,
+                timeout=30,
+            )
+        except subprocess.TimeoutExpired:  # a loaded machine: try again until the deadline
+            continue
         if ok.returncode == 0:
             return Sshd(proc, env, config, port)
         time.sleep(0.2)

@@ -208,6 +208,40 @@ def test_tstp_and_cont_from_outside_then_a_stop_signal_while_suspended(tmp_path:
     assert footer(rec)["reason"] == "interrupted (SIGTERM)"
 
 
+@pytest.mark.parametrize("target", ["waiter", "dashboard"])
+def test_tstp_and_cont_from_outside_then_fg_as_ctrl_z_then_fg(target: str, tmp_path: Path) -> None:
+    """kill -TSTP then kill -CONT on either process, then ``fg``: the view
+    comes back redrawn with its terminal modes, as after Ctrl-Z and fg. (A
+    CONT to the waiter made bash count the job running: its ``fg`` sends no
+    SIGCONT, and the dashboard stayed suspended on a cooked terminal.)"""
+    rec = tmp_path / "r.jsonl"
+    with shell() as tmux:
+        type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
+        wait(tmux, lambda s: "events/s" in s, "the dashboard")
+        assert grows(rec)  # past the start-up (a TSTP in it is a separate case)
+        waiter, child = job_pids(tmux)
+        pid = waiter if target == "waiter" else child
+        os.kill(pid, signal.SIGTSTP)
+        wait(tmux, lambda s: "Stopped" in s, "stopped as a job")
+        wait_alternate(tmux, False)
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(1.5)
+        assert not alternate(tmux)  # the shell owns the terminal: nothing drawn over it
+        tmux("send-keys", "-t", "t", "Enter")
+        type_line(tmux, "fg")
+        wait_alternate(tmux, True)
+        wait(tmux, lambda s: "events/s" in s and "^p" in s.rstrip()[-12:], "redrawn")
+        mode = subprocess.run(
+            ["stty", "-a", "-F", tmux("display", "-p", "-t", "t", "#{pane_tty}").strip()],
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        assert "-echo" in mode and "-icanon" in mode  # the dashboard's modes, not the shell's
+        tmux("send-keys", "-t", "t", "q")
+        wait_alternate(tmux, False)
+    assert footer(rec)["reason"] == "completed"
+
+
 def test_started_in_the_background_it_waits_for_fg(tmp_path: Path) -> None:
     rec = tmp_path / "r.jsonl"
     with shell() as tmux:

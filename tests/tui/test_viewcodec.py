@@ -118,3 +118,61 @@ def test_follow_help_offers_compact() -> None:
         [*PROBETOP, "follow", "--help"], capture_output=True, text=True, timeout=60
     )
     assert "--compact" in done.stdout
+
+
+def test_values_travel_with_the_digits_the_panes_print() -> None:
+    """3 significant digits (fmt_value's), every whole digit below 10000
+    ("2942") and of units never shown with k/M (ms, %, MHz); a change beyond
+    them does not travel (the field stays empty)."""
+    sent = {
+        "read_iops@a": 12345.6,  # "12.3k"
+        "read_iops@b": 2942.4,  # "2942"
+        "read_iops@c": 0.123456,
+        "read_lat_ms@a": 12345.6,  # "12346" ms
+        "busy_pct@a": 99.96,
+    }
+    kept = {
+        "read_iops@a": 12300.0,
+        "read_iops@b": 2942.0,
+        "read_iops@c": 0.123,
+        "read_lat_ms@a": 12346.0,
+        "busy_pct@a": 100.0,
+    }
+    nudged = {  # the same on screen
+        "read_iops@a": 12340.0,
+        "read_iops@b": 2941.9,
+        "read_iops@c": 0.12304,
+        "read_lat_ms@a": 12346.4,
+        "busy_pct@a": 99.951,
+    }
+    lines = [
+        json.dumps(
+            {"type": "sample", "probe": "d", "t": t, "interval": 1.0, "values": v},
+            separators=(",", ":"),
+        ).encode()
+        for t, v in ((1.0, sent), (2.0, nudged))
+    ]
+    encoder = ViewEncoder()
+    coded = encoder._line(lines[0]) + encoder._line(lines[1])
+    assert coded.splitlines()[-1].split("|")[3] == ",,,,", coded  # nothing to redraw
+    encoder, decoder = ViewEncoder(), ViewDecoder()
+    back, _ = decoder.feed(encoder.encode(lines))
+    assert [json.loads(x)["values"] for x in back] == [kept, kept], coded
+
+
+def test_the_history_travels_at_full_precision(recording: list[bytes]) -> None:
+    """What a view rebuilds its panes from on attach (follow's backlog,
+    ``live=False``) keeps every digit; only the live lines after it are thinned."""
+    half = len(recording) // 2
+    encoder, decoder = ViewEncoder(), ViewDecoder()
+    back, _ = decoder.feed(
+        encoder.encode(recording[:half], live=False) + encoder.encode(recording[half:])
+    )
+    samples = [
+        (json.loads(raw)["values"], json.loads(copy)["values"])
+        for raw, copy in zip(recording, back, strict=True)
+        if raw.startswith(b'{"type":"sample"')
+    ]
+    n_history = sum(raw.startswith(b'{"type":"sample"') for raw in recording[:half])
+    assert all(a == b for a, b in samples[:n_history])
+    assert any(a != b for a, b in samples[n_history:])  # thinned, yet within the panes' digits

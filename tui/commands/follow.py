@@ -81,7 +81,7 @@ class _Plain:
 
     batch_s = 0.0  # each poll's lines go out at once
 
-    def encode(self, lines: list[bytes]) -> bytes:
+    def encode(self, lines: list[bytes], *, live: bool = True) -> bytes:
         return b"".join(raw + b"\n" for raw in lines)
 
     def keepalive(self) -> bytes:
@@ -113,6 +113,7 @@ def run(plan: RunPlan[FollowSettings]) -> int:
     sent_at = time.monotonic() - batch_s  # the history goes out at once
     last_round = False  # the session ended: one more read for what it wrote last
     pending: list[bytes] = []
+    backlog = True  # until caught up: the history, which --compact sends at full precision
     with follower:
         while True:
             lines = follower.poll_lines()
@@ -125,8 +126,9 @@ def run(plan: RunPlan[FollowSettings]) -> int:
                 ended = ended or raw.startswith(b'{"type":"footer"')
             done = ended or (last_round and follower.caught_up)
             if pending and (done or time.monotonic() - sent_at >= batch_s):
-                if not _write(codec.encode(pending)):
+                if not _write(codec.encode(pending, live=not backlog)):
                     return 0  # the view left
+                backlog = backlog and not follower.caught_up
                 pending = []
                 sent_at = time.monotonic()
             if done and not pending:

@@ -14,13 +14,15 @@ Contract:
   view's line count (where a resume starts) is the recording's.
 - Sample lines travel as ``S`` lines: the probe's value keys once (a ``K``
   line, again when they change), then per sample the time and interval in
-  ms as differences, the values in that key order with ``VALUE_DIGITS``
-  significant digits (as many as a pane prints) and an empty field for one
-  unchanged since the probe's last sample, and the ``extra`` keys that
+  ms as differences, the values in that key order with the digits a pane
+  prints (``VALUE_DIGITS`` significant ones, every whole digit below 10000
+  and of units never given a k/M prefix) and an empty field for one that
+  prints as at the probe's last sample, and the ``extra`` keys that
   changed. ``VIEW_OMITS`` (latency histograms and sums, read by the
   Prometheus exporters, never by a pane) stay on the host. Every other line
   (header, status, footer) travels as it is (``J``).
-- Lossy only in what no pane shows: values beyond ``VALUE_DIGITS`` digits,
+- Lossy only in what no pane shows: digits beyond those a pane prints
+  (``encode(lines, live=False)``, the history: every digit),
   time below 1 ms, ``VIEW_OMITS``. The recording on the host is untouched;
   ``probetop follow`` without ``--compact`` sends it byte for byte.
 """
@@ -33,7 +35,9 @@ from typing import Any
 
 import zstandard
 
-VALUE_DIGITS = 4  # panes print 3 (4 from 1000 to 9999, as "2942")
+VALUE_DIGITS = 3  # fmt_value prints 3 significant digits, and whole numbers below 10000
+# Units fmt_value never gives a k/M prefix: a big value shows all its whole digits.
+_WHOLE_UNITS = ("_ms", "_pct", "_mhz", "load1", "load5", "load15")
 VIEW_OMITS = frozenset({"lat_hist", "clat_hist", "lat_sum_ms"})
 ZSTD_LEVEL = 19  # ~1 ms per batch of a few KB: the compressor's time is not the budget
 SAMPLE_KEYS = frozenset({"type", "probe", "t", "interval", "values", "extra"})
@@ -41,8 +45,10 @@ _SEP = ","
 _DUMP = {"separators": (",", ":"), "ensure_ascii": False, "allow_nan": False}
 
 
-def _token(value: Any) -> str | None:
-    """One value's text, or None when the fast form cannot carry it."""
+def _token(value: Any, whole: bool = False, exact: bool = False) -> str | None:
+    """One value's text, or None when the fast form cannot carry it.
+    ``whole``: the pane shows every whole digit of it at any size;
+    ``exact``: every digit (repr reads back as the same float)."""
     if value is None:
         return "n"
     if value is True:
@@ -52,20 +58,23 @@ def _token(value: Any) -> str | None:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float) and math.isfinite(value):
-        return _short_float(value)
+        return repr(value) if exact else _short_float(value, whole)
     return None
 
 
-def _short_float(value: float) -> str:
-    """``value`` at VALUE_DIGITS significant digits in the fewest characters
-    that read back as a float: ``25730.`` , ``2.573e4``, ``2573e1``."""
-    text = format(value, f".{VALUE_DIGITS}g")
+def _short_float(value: float, whole: bool = False) -> str:
+    """``value`` at the significant digits a pane prints (VALUE_DIGITS, and
+    the whole digits below 10000 or of a ``whole`` value) in the fewest
+    characters that read back as a float: ``2573.``, ``1.05e4``, ``105e2``."""
+    magnitude = len(str(int(abs(value))))  # whole digits
+    digits = VALUE_DIGITS if magnitude < 4 or (magnitude > 4 and not whole) else magnitude
+    text = format(value, f".{digits}g")
     if "e" in text:
         mantissa, exponent = text.split("e")
         text = f"{mantissa}e{int(exponent)}"
         if "." in mantissa:  # 1.054e8 as 1054e5
-            whole, frac = mantissa.split(".")
-            alt = f"{whole}{frac}e{int(exponent) - len(frac)}"
+            head, frac = mantissa.split(".")
+            alt = f"{head}{frac}e{int(exponent) - len(frac)}"
             text = min(text, alt, key=len)
     return text if any(c in text for c in ".en") else text + "."  # stays a float
 
@@ -99,9 +108,13 @@ class ViewEncoder:
 
     def __init__(self) -> None:
         self._probes: dict[str, _ProbeState] = {}
+        self._live = True
         self._z = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compressobj()
 
-    def encode(self, lines: list[bytes]) -> bytes:
+    def encode(self, lines: list[bytes], *, live: bool = True) -> bytes:
+        """``live`` False (the history a view rebuilds its panes from): the
+        values at full precision, so its statistics are the recording's."""
+        self._live = live
         text = "".join(self._line(raw) for raw in lines)
         return self._flush(text.encode())
 
@@ -133,7 +146,7 @@ class ViewEncoder:
             or any(c in probe for c in "|\n")
         ):
             return None
-        tokens = [_token(v) for v in values.values()]
+        tokens = [_token(v, _whole(k), exact=not self._live) for k, v in values.items()]
         if any(t is None or _SEP in t for t in tokens):
             return None
         t_ms = round(float(line.get("t", 0.0)) * 1000)
@@ -164,6 +177,11 @@ class ViewEncoder:
 
 
 _MISSING = object()
+
+
+def _whole(key: str) -> bool:
+    """Whether the pane prints every whole digit of ``key``'s values (no k/M)."""
+    return key.split("@", 1)[0].endswith(_WHOLE_UNITS)
 
 
 class ViewDecoder:

@@ -23,6 +23,7 @@ from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.settings import WarmupSettings
 from probetop.probes.disk.sizes import format_size
 from probetop.probes.disk.target import Target
+from probetop.probes.disk.units import fio_time
 
 MAP_CELLS = 64
 FIO_RW = {"read": "read", "write": "write", "write+read": "write", "randwrite": "randwrite"}
@@ -64,6 +65,7 @@ class PassLayout:
             # still ends it (native.halts).
             stop_on_error=False,
             rate_iops=s.rate_iops,
+            cpus_allowed=frozenset(s.cpus_allowed),
             ioengine=self.engine,
             blockmap=blockmap,
         )
@@ -93,16 +95,18 @@ class PassLayout:
             args.append(f"--numjobs={s.jobs}")
         if s.rate_iops:
             args.append(f"--rate_iops={s.rate_iops}")
+        if s.cpus_allowed:
+            args.append(f"--cpus_allowed={','.join(map(str, s.cpus_allowed))}")
         if start:
             args.append(f"--offset={start}")
         if length and not (s.jobs > 1 and s.sequential):
             args.append(f"--size={length}")
         if s.pass_name == "randwrite":
             if s.time_s:
-                args += ["--time_based", f"--runtime={s.time_s:g}"]
-            args += [f"--steadystate={steady_spec}", f"--ss_dur={s.ss_dur:g}"]
+                args += ["--time_based", f"--runtime={fio_time(s.time_s)}"]
+            args += [f"--steadystate={steady_spec}", f"--ss_dur={fio_time(s.ss_dur)}"]
             if s.ss_ramp:
-                args.append(f"--ss_ramp={s.ss_ramp:g}")
+                args.append(f"--ss_ramp={fio_time(s.ss_ramp)}")
         args.append("--group_reporting")
         return shlex.join(args)
 
