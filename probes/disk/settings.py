@@ -254,7 +254,6 @@ class IopsSettings:
         --time/--sample-interval; validated."""
         target = str(values["target"])
         yes = values.get("yes_destroy_data")
-        bs = values.get("bs")  # 0 is a bad --bs (refused below), not "the default"
         settings = cls(
             target=target,
             rw=values.get("rw", "randread"),
