@@ -235,13 +235,13 @@ def format_warmup_report(doc: Mapping[str, Any], *, reason: str) -> str:
     if s.time_based:
         lines.append(
             f"  written: {total.bytes:,} bytes at random over {s.total_bytes:,} "
-            f"(time-based), complete: {total.completed}"
+            f"(time-based), complete: {'yes' if total.completed else 'no'}"
         )
     else:
         pct = 100.0 * s.done_bytes / s.total_bytes if s.total_bytes else 0.0
         lines.append(
             f"  done: {s.done_bytes:,} of {s.total_bytes:,} bytes ({pct:.1f} %), "
-            f"complete: {total.completed}"
+            f"complete: {'yes' if total.completed else 'no'}"
         )
     lines.append(
         f"  {'pass':<10} {'bytes':>17} {'time':>10} {'bandwidth':>22} {'IOPS':>6} "

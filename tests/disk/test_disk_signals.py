@@ -210,7 +210,7 @@ def test_warmup_with_extreme_options_stops_and_resumes(fast_dir: Path, sig: int)
     name = signal.Signals(sig).name
     assert latency.own_s <= STOP_WITHIN_S, (str(latency), out, err)
     assert rc == 128 + sig, err
-    assert f"read pass, interrupted ({name})" in out and "complete: False" in out
+    assert f"read pass, interrupted ({name})" in out and "complete: no" in out
     assert_recording(rec, f"interrupted ({name})")
     saved = Checkpoint.load(ckpt)  # valid, and holds what the report says
     assert 0 < saved.done_bytes < 1 << 40
