@@ -25,6 +25,7 @@ OPERANDS = {
     "warmup": ["/tmp/x"],
     "icmp": ["127.0.0.1"],
     "http": ["http://127.0.0.1:1/"],
+    "mem": [],
 }
 
 
