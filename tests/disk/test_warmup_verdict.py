@@ -86,6 +86,19 @@ def test_fresh_loop_device_is_not_warmed_by_a_read(tmp_path):
         assert code == NOT_WARMED
 
 
+def test_a_fresh_volume_holding_a_filesystem_gets_no_destructive_command(tmp_path):
+    """mkfs leaves a volume mostly never written: still "fresh", but the
+    verdict must not hand the user a command that destroys the filesystem."""
+    with loop_device(SIZE) as dev:
+        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+        code, doc = warmup(dev, tmp_path)
+        assert doc["verdict"] == "not warmed" and doc["case"] == "fresh"
+        assert doc["fix_command"] is None
+        assert "holds data" in doc["verdict_reason"] and "ext4" in doc["verdict_reason"]
+        assert "--yes-destroy-data" not in doc["verdict_reason"]
+        assert code == NOT_WARMED
+
+
 def test_fresh_loop_device_written_then_read_is_warmed(tmp_path):
     with loop_device(SIZE) as dev:
         code, doc = warmup(dev, tmp_path, "--write", "--read", f"--yes-destroy-data={dev}")

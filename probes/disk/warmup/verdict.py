@@ -28,11 +28,14 @@ from __future__ import annotations
 
 import shlex
 
+from probetop.probes.core.base import ProbeError
 from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.counters import B_BAD, B_HOLE, B_ZERO
 from probetop.probes.disk.holes import Holes
 from probetop.probes.disk.passes import Case, Findings, PassTotals
+from probetop.probes.disk.refusals import write_refusals
 from probetop.probes.disk.settings import SEQ_BS, WarmupSettings
+from probetop.probes.disk.signatures import data_signatures
 from probetop.probes.disk.sizes import format_size
 
 WARMED_FRACTION = 0.01  # never written at most this share of the range: warmed
@@ -49,6 +52,26 @@ def fix_command(settings: WarmupSettings) -> str:
         end = settings.range_end if settings.range_end is not None else ""
         args += ["--range", f"{start}-{end}"]
     return shlex.join([*args, f"--yes-destroy-data={settings.target}"])
+
+
+def holds_data(target: str) -> list[str]:
+    """What makes a write pass over ``target`` destroy something someone
+    uses: the refusals (mounted, held, swap, a loop device's backing file)
+    and filesystem or partition signatures. [] when nothing is known."""
+    try:
+        return [*write_refusals(target), *data_signatures(target)]
+    except (ProbeError, OSError):
+        return []
+
+
+def _fix_or_why_not(settings: WarmupSettings, held: list[str]) -> str:
+    """The fix command, or why none is offered (``held``: holds_data)."""
+    if held:
+        return (
+            f"not here: {settings.target} holds data ({'; '.join(held)}) that a write pass "
+            "would destroy; warm a volume before it holds a filesystem"
+        )
+    return fix_command(settings)
 
 
 def never_written_in_map(blockmap: BlockMap) -> int:
@@ -87,6 +110,7 @@ def judge(
         "unknown": "not looked at",
     }[source]
     fix = fix_command(settings)
+    held: list[str] = []
     case: Case
     if settings.pass_name == "randwrite":
         case, warmed = "unknown", False
@@ -107,6 +131,9 @@ def judge(
         if not warmed:
             reason += f"; yet {pct} of the range is never written ({how})"
     elif read is not None and read.completed and write is None:
+        held = holds_data(settings.target) if fraction > WARMED_FRACTION else []
+        if held:  # never a destructive command for a volume in use or holding a filesystem
+            fix = _fix_or_why_not(settings, held)
         if fraction > FRESH_FRACTION:
             case = "fresh"
             reason = (
@@ -162,7 +189,7 @@ def judge(
         zero,
         holes.bytes if holes is not None else None,
         bad_ranges,
-        fix if case in ("fresh", "mixed") else None,
+        fix if case in ("fresh", "mixed") and not held else None,
     )
 
 
