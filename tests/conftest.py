@@ -93,6 +93,7 @@ SERIAL_TESTS = frozenset(
         "analysis/test_compare.py::test_a_real_difference_is_significant_and_a_regression",
         "disk/test_disk_signals.py::test_warmup_with_extreme_options_stops_and_resumes",
         "disk/test_iops_probe.py::test_rate_iops_holds_the_rate_as_fio",
+        "disk/test_ioengines.py::test_the_kernel_sees_the_queue_depth_asked_for",
         "icmp/test_icmp_probe.py::test_fixed_rate_holds_within_two_percent",
         "icmp/test_icmp_probe.py::test_rtt_means_what_ping_means",
         "mem/test_mem_probe.py::test_figures_agree_with_sysbench_under_load",

@@ -123,7 +123,11 @@ def job_pids(tmux: Tmux) -> tuple[int, int]:
     """(waiter, dashboard): the process the shell knows and its child."""
     tty = tmux("display", "-p", "-t", "t", "#{pane_tty}").strip()
     out = subprocess.run(
-        ["ps", "-o", "pid=,ppid=,args=", "-t", tty], capture_output=True, text=True
+        # -ww: ps cuts args at 80 columns when piped, and a clone's path can be
+        # longer than that (the word probetop was cut off).
+        ["ps", "-ww", "-o", "pid=,ppid=,args=", "-t", tty],
+        capture_output=True,
+        text=True,
     ).stdout
     rows = [line.split(None, 2) for line in out.splitlines() if "probetop" in line]
     pids = {int(pid) for pid, _ppid, _args in rows}
