@@ -129,17 +129,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry() -> None:
     """The console script: ``main``, then exit at once (as ``tui.main.entry``)."""
-    code = main()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    from probetop.tui.hardexit import hard_exit  # light: os, threading
+    from probetop.tui.hardexit import exit_now  # light: os, sys, threading
 
-    # Clean-ups still registered run first (the demo's scratch directory,
-    # made by a worker thread still joining its probes when the user quit).
-    hard_exit(code)
+    exit_now(main())
 
 
 if __name__ == "__main__":

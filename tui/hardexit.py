@@ -12,12 +12,16 @@ Contract:
   cleaned up).
 - ``hard_exit(code)`` runs every registered clean-up once, each error
   ignored, then ``os._exit(code)``.
+- ``exit_now(code)``: how the console scripts end once ``main`` returned:
+  stdout and stderr flushed (errors ignored), then ``hard_exit(code)`` (a
+  worker still making the demo's targets leaves no scratch directory).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 from collections.abc import Callable
 
@@ -46,3 +50,11 @@ def hard_exit(code: int) -> None:
         with contextlib.suppress(Exception):
             cleanup()
     os._exit(code)
+
+
+def exit_now(code: int) -> None:
+    """Flush stdout and stderr, then ``hard_exit(code)``."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    hard_exit(code)

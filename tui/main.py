@@ -51,7 +51,7 @@ from probetop.tui.cli import (
     parse_args,
 )
 from probetop.tui.config import AppConfig
-from probetop.tui.hardexit import hard_exit
+from probetop.tui.hardexit import exit_now
 from probetop.tui.launch import (
     dashboard_config,
     fail,
@@ -359,16 +359,7 @@ def entry() -> None:
     collection over numba's and Textual's objects, threads abandoned by a
     probe that overran its stop), which took up to 1.8 s on a loaded machine
     and counts against the 2 s a stop may take."""
-    code = main()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    # Clean-ups still registered (the demo's scratch directory, made by a
-    # worker thread that was still joining its probes when the user quit)
-    # run first: os._exit ends that thread where it stands.
-    hard_exit(code)
+    exit_now(main())
 
 
 if __name__ == "__main__":
