@@ -15,7 +15,7 @@ Importing this package is cheap: the engine (llvmlite) loads when a probe
 prepares.
 """
 
-from probetop.probes.cpu.hist import HIST_SIZE, bucket_upper_ms
+from probetop.probes.core.sysbench.hist import HIST_SIZE, bucket_upper_ms
 from probetop.probes.cpu.probe import CpuProbe, logical_cpus, sweep_thread_counts
 from probetop.probes.cpu.records import (
     EPS,
