@@ -42,6 +42,7 @@ from probetop.probes.core.sysbench.counters import (
     STOPPED_FLAG,
     STOPPED_LIMIT,
     Interval,
+    IntervalLog,
     Snapshot,
     ThreadSnapshot,
     is_sliver,
@@ -109,7 +110,7 @@ class CpuProbe:
         self.engine: Engine | None = None
         self.engine_note: str | None = None
         self.phases: list[PhaseResult] = []
-        self.intervals: list[dict[str, Any]] = []
+        self.intervals = IntervalLog()  # bounded: a run of any length
         self._current: PhaseResult | None = None
         self.worker_errors: list[str] = []
         self.background_workers = False  # a phase ran its workers SCHED_IDLE
@@ -385,7 +386,8 @@ class CpuProbe:
             "time_limit_s": self.time_s,
             "event_limit": self.events,
             **last.as_dict(self.percentile),
-            "intervals": list(self.intervals),
+            "intervals": self.intervals.rows(),
+            **({"intervals_dropped": self.intervals.dropped} if self.intervals.dropped else {}),
             "sweep": sweep_rows(phases, self.percentile) if self.sweep else None,
             "worker_errors": list(self.worker_errors),
             "workers_sched_idle": self.background_workers,

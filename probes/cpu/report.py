@@ -26,6 +26,7 @@ from probetop.probes.core.sysbench.report import (
     NUM,
     cumulative_fields,
     cumulative_sections,
+    dropped_intervals_line,
     interrupted_line,
     json_document,
     number,
@@ -149,6 +150,9 @@ def format_report(
     interrupted = interrupted_line(reason, summary.get("total_time", 0.0))
     if interrupted:
         lines.append(interrupted)
+    dropped = dropped_intervals_line(summary) if show_intervals else None
+    if dropped:
+        lines.append(dropped)
     if summary.get("workers_sched_idle"):
         lines.append(f"NOTE: {SCHED_IDLE_NOTE}")
     if label:

@@ -36,6 +36,7 @@ from probetop.probes.core.sysbench.counters import (
     STOPPED_FLAG,
     STOPPED_LIMIT,
     Interval,
+    IntervalLog,
     Snapshot,
     all_done,
     fairness,
@@ -73,7 +74,7 @@ class MemProbe:
         self.settings = settings or MemSettings()
         self.id = probe_id
         self.engine: MemEngine | None = None
-        self.intervals: list[dict[str, Any]] = []
+        self.intervals = IntervalLog()  # bounded: a run of any length
         self.worker_errors: list[str] = []
         self._stats: Any = None
         self._hist: Any = None
@@ -295,6 +296,7 @@ class MemProbe:
             "fairness": fairness(snap, s.threads),
             "per_thread_events": [int(e) for e in snap.events.tolist()],
             "per_thread": per_thread(snap, self._cpu_ns),
-            "intervals": list(self.intervals),
+            "intervals": self.intervals.rows(),
+            **({"intervals_dropped": self.intervals.dropped} if self.intervals.dropped else {}),
             "worker_errors": list(self.worker_errors),
         }

@@ -24,6 +24,7 @@ from probetop.probes.core.sysbench.report import (
     NUM,
     cumulative_fields,
     cumulative_sections,
+    dropped_intervals_line,
     interrupted_line,
     json_document,
     number,
@@ -75,6 +76,9 @@ def format_report(
     interrupted = interrupted_line(reason, s.get("total_time", 0.0))
     if interrupted:
         lines += ["", interrupted]
+    dropped = dropped_intervals_line(s) if show_intervals else None
+    if dropped:
+        lines += ["", dropped]
     return "\n".join(lines) + "\n"
 
 

@@ -91,6 +91,17 @@ def interrupted_line(reason: str | None, total_time: float) -> str | None:
     )
 
 
+def dropped_intervals_line(summary: Mapping[str, Any]) -> str | None:
+    """probetop's note when a long run kept only its newest interval rows."""
+    dropped = int(summary.get("intervals_dropped") or 0)
+    if not dropped:
+        return None
+    return (
+        f"NOTE: the first {dropped} interval lines were not kept (a run keeps its newest "
+        f"{len(summary.get('intervals') or [])}; a recording has every interval)"
+    )
+
+
 def json_document(summary: Mapping[str, Any], *, reason: str | None = None) -> dict[str, Any]:
     """The ``--json`` document: the summary plus how the run ended."""
     doc = dict(summary)
