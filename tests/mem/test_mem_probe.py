@@ -308,3 +308,18 @@ def test_help_names_every_sysbench_option() -> None:
     ):
         assert flag in out.stdout
     assert os.path.exists(PROBETOP)
+
+
+def test_interval_rows_are_bounded_however_long_the_run() -> None:
+    """Issue 29: one row per interval for the life of the probe; now the
+    newest MAX_KEPT_INTERVALS, the older ones counted."""
+    from probetop.probes.core.sysbench.counters import MAX_KEPT_INTERVALS, IntervalLog
+    from probetop.probes.mem import format_report
+
+    probe = MemProbe(MemSettings(time_s=0, total_size=1 << 30))
+    assert isinstance(probe.intervals, IntervalLog)
+    for i in range(MAX_KEPT_INTERVALS + 7):
+        probe.intervals.append({"t": float(i), "mibs": 1.0, "full": True})
+    s = probe.summary()
+    assert len(s["intervals"]) == MAX_KEPT_INTERVALS and s["intervals_dropped"] == 7
+    assert "NOTE: the first 7 interval lines were not kept" in format_report(s, show_intervals=True)
