@@ -9,13 +9,18 @@ behind it:
 - ``CpuInterval``, ``METRICS``: what a CPU sample carries, typed
   (``bucket_upper_ms`` and ``HIST_SIZE``: sysbench's latency bucket edges)
 - ``format_report``, ``json_document``, ``parse_report``: sysbench's report
+- ``TRACKER``: its Prometheus metrics (``core.tracker.Tracker``); ``CHECKS``:
+  what ``--assert`` reads from its summary, typed (``CpuFigures``), and how
+  ``compare`` reads its samples (``core.checks.Checks``)
 - ``logical_cpus``, ``EVENT_EXPLAINED``, ``PYTHON_ENGINE_LABEL``
 
 Importing this package is cheap: the engine (llvmlite) loads when a probe
 prepares.
 """
 
+from probetop.probes.cpu.checks import CHECKS, CpuFigures
 from probetop.probes.cpu.hist import HIST_SIZE, bucket_upper_ms
+from probetop.probes.cpu.metrics import TRACKER
 from probetop.probes.cpu.probe import CpuProbe, logical_cpus, sweep_thread_counts
 from probetop.probes.cpu.records import (
     EPS,
@@ -33,6 +38,7 @@ from probetop.probes.cpu.report import format_report, json_document, parse_repor
 from probetop.probes.cpu.settings import DEFAULT_TIME_S, SPEC, CpuSettings
 
 __all__ = [
+    "CHECKS",
     "DEFAULT_TIME_S",
     "EPS",
     "EVENT_EXPLAINED",
@@ -45,6 +51,8 @@ __all__ = [
     "SPEC",
     "THREADS",
     "THREAD_EVENTS",
+    "TRACKER",
+    "CpuFigures",
     "CpuInterval",
     "CpuProbe",
     "CpuSettings",

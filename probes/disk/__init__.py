@@ -24,6 +24,11 @@ behind it:
   and rounding (``units.py``), for every disk report and pane
 - ``parse_size``, ``format_size``, ``parse_range``, ``make_data_file``
 - ``MIN_INTERVAL_S``: the shortest --sample-interval the disk probes keep (0.1 s)
+- ``IOPS_TRACKER``, ``WARMUP_TRACKER``: their Prometheus metrics
+  (``core.tracker.Tracker``); ``IOPS_CHECKS``, ``WARMUP_CHECKS``: what
+  ``--assert`` reads from their summaries, typed (``IopsFigures``,
+  ``WarmupFigures``), and how ``compare`` reads their samples
+  (``core.checks.Checks``)
 
 Reliability (docs/reliability-disk.md): every long step (layout, passes,
 checkpoint saves, the JIT warm-up) stops within 2 s of a signal, --time or
@@ -41,7 +46,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.disk.capacity import MIN_INTERVAL_S
+from probetop.probes.disk.checks import IOPS_CHECKS, WARMUP_CHECKS, IopsFigures, WarmupFigures
 from probetop.probes.disk.filelayout import make_data_file
+from probetop.probes.disk.iops_metrics import IOPS_TRACKER
 from probetop.probes.disk.passes import (
     OUTCOMES,
     Outcome,
@@ -104,6 +111,7 @@ from probetop.probes.disk.units import bandwidth as fio_bandwidth
 from probetop.probes.disk.units import count as fio_count
 from probetop.probes.disk.units import num2str
 from probetop.probes.disk.units import size as fio_size
+from probetop.probes.disk.warmup_metrics import WARMUP_TRACKER
 
 if TYPE_CHECKING:
     from probetop.probes.disk.iops import IopsProbe
@@ -143,10 +151,12 @@ __all__ = [
     "ELAPSED_S",
     "ETA_S",
     "FIO_PERCENTILES",
+    "IOPS_CHECKS",
     "IOPS_ERRORS",
     "IOPS_KIND",
     "IOPS_METRICS",
     "IOPS_SPEC",
+    "IOPS_TRACKER",
     "MIN_INTERVAL_S",
     "OUTCOMES",
     "OUTPUT_FORMATS",
@@ -156,14 +166,17 @@ __all__ = [
     "RW_MODES",
     "TOTAL_BYTES",
     "WARMUP_BW",
+    "WARMUP_CHECKS",
     "WARMUP_ERRORS",
     "WARMUP_IOPS",
     "WARMUP_KIND",
     "WARMUP_METRICS",
     "WARMUP_SPEC",
+    "WARMUP_TRACKER",
     "WRITE_IOPS",
     "DirectionMetrics",
     "DirectionRates",
+    "IopsFigures",
     "IopsInterval",
     "IopsParams",
     "IopsProbe",
@@ -171,6 +184,7 @@ __all__ = [
     "Outcome",
     "PassTotals",
     "Plateau",
+    "WarmupFigures",
     "WarmupInterval",
     "WarmupParams",
     "WarmupProbe",

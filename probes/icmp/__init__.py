@@ -12,11 +12,16 @@ modules behind it:
 - ``format_report``, ``json_document``, ``exit_code``: the headless report
 - ``PingWriter``, ``ReplyListener``, ``Reply``: ping's live lines (headless text)
 - ``reference_command``: the equivalent ping / hping3 command line
+- ``TRACKER``: its Prometheus metrics (``core.tracker.Tracker``); ``CHECKS``:
+  what ``--assert`` reads from its summary, typed (``IcmpFigures``), and how
+  ``compare`` reads its samples (``core.checks.Checks``)
 
 Importing this package is cheap: numpy, numba and scapy load when a probe
 prepares or runs.
 """
 
+from probetop.probes.icmp.checks import CHECKS, IcmpFigures
+from probetop.probes.icmp.metrics import TRACKER
 from probetop.probes.icmp.pingtext import IcmpErrorLine, PingWriter, Reply, ReplyListener
 from probetop.probes.icmp.probe import IcmpProbe
 from probetop.probes.icmp.records import (
@@ -68,6 +73,7 @@ def compile_native() -> None:
 
 
 __all__ = [
+    "CHECKS",
     "DUPLICATES",
     "ICMP_ERRORS",
     "IN_FLIGHT",
@@ -92,8 +98,10 @@ __all__ = [
     "RTT_P99_US",
     "SEND_ERRORS",
     "SPEC",
+    "TRACKER",
     "UNSOLICITED_MAX_PPS",
     "IcmpErrorLine",
+    "IcmpFigures",
     "IcmpInterval",
     "IcmpParams",
     "IcmpProbe",

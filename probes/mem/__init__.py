@@ -8,10 +8,15 @@ Everything outside ``probes/mem/`` imports from here:
 - ``MemProbe``: the probe (native LLVM loop in GIL-free threads)
 - ``MemInterval``, ``METRICS``: what a memory sample carries, typed
 - ``format_report``, ``json_document``, ``parse_report``: sysbench's report
+- ``TRACKER``: its Prometheus metrics (``core.tracker.Tracker``); ``CHECKS``:
+  what ``--assert`` reads from its summary, typed (``MemFigures``), and how
+  ``compare`` reads its samples (``core.checks.Checks``)
 
 Importing this package is cheap: the engine (llvmlite) loads when a probe prepares.
 """
 
+from probetop.probes.mem.checks import CHECKS, MemFigures
+from probetop.probes.mem.metrics import TRACKER
 from probetop.probes.mem.probe import MemProbe
 from probetop.probes.mem.records import (
     KIND,
@@ -29,6 +34,7 @@ from probetop.probes.mem.report import format_report, json_document, parse_repor
 from probetop.probes.mem.settings import DEFAULT_TIME_S, SPEC, MemSettings
 
 __all__ = [
+    "CHECKS",
     "DEFAULT_TIME_S",
     "KIND",
     "LAT_AVG_MS",
@@ -40,6 +46,8 @@ __all__ = [
     "SPEC",
     "THREADS",
     "THREAD_OPS",
+    "TRACKER",
+    "MemFigures",
     "MemInterval",
     "MemProbe",
     "MemSettings",

@@ -32,7 +32,7 @@ from typing import Any, TextIO
 
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.options import OptionValueError
-from probetop.tui.analysis.units import Unit, UnitError, format_quantity, parse_quantity
+from probetop.probes.core.units import Unit, UnitError, format_quantity, parse_quantity
 
 ASSERTIONS_FAILED_EXIT = 99
 
