@@ -18,9 +18,11 @@ Importing this package is cheap: the engine (llvmlite) loads when a probe
 prepares.
 """
 
-from probetop.probes.cpu.checks import CHECKS, CpuFigures
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from probetop.probes.cpu.hist import HIST_SIZE, bucket_upper_ms
-from probetop.probes.cpu.metrics import TRACKER
 from probetop.probes.cpu.probe import CpuProbe, logical_cpus, sweep_thread_counts
 from probetop.probes.cpu.records import (
     EPS,
@@ -36,6 +38,26 @@ from probetop.probes.cpu.records import (
 )
 from probetop.probes.cpu.report import format_report, json_document, parse_report
 from probetop.probes.cpu.settings import DEFAULT_TIME_S, SPEC, CpuSettings
+
+if TYPE_CHECKING:
+    from probetop.probes.cpu.checks import CHECKS, CpuFigures
+    from probetop.probes.cpu.metrics import TRACKER
+
+
+def __getattr__(name: str) -> Any:
+    """``TRACKER``, ``CHECKS`` and ``CpuFigures`` on first use: a run without
+    --metrics, --textfile or --assert does not build them (start-up)."""
+    if name == "TRACKER":
+        from probetop.probes.cpu.metrics import TRACKER as value
+    elif name in ("CHECKS", "CpuFigures"):
+        from probetop.probes.cpu import checks
+
+        value = getattr(checks, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CHECKS",

@@ -46,9 +46,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.disk.capacity import MIN_INTERVAL_S
-from probetop.probes.disk.checks import IOPS_CHECKS, WARMUP_CHECKS, IopsFigures, WarmupFigures
 from probetop.probes.disk.filelayout import make_data_file
-from probetop.probes.disk.iops_metrics import IOPS_TRACKER
 from probetop.probes.disk.passes import (
     OUTCOMES,
     Outcome,
@@ -111,11 +109,13 @@ from probetop.probes.disk.units import bandwidth as fio_bandwidth
 from probetop.probes.disk.units import count as fio_count
 from probetop.probes.disk.units import num2str
 from probetop.probes.disk.units import size as fio_size
-from probetop.probes.disk.warmup_metrics import WARMUP_TRACKER
 
 if TYPE_CHECKING:
+    from probetop.probes.disk.checks import IOPS_CHECKS, WARMUP_CHECKS, IopsFigures, WarmupFigures
     from probetop.probes.disk.iops import IopsProbe
+    from probetop.probes.disk.iops_metrics import IOPS_TRACKER
     from probetop.probes.disk.warmup import WarmupProbe
+    from probetop.probes.disk.warmup_metrics import WARMUP_TRACKER
 
 
 def compile_native() -> None:
@@ -129,18 +129,30 @@ def compile_native() -> None:
 
 
 def __getattr__(name: str) -> Any:
-    """``IopsProbe`` / ``WarmupProbe`` on first use (numpy is not free)."""
+    """``IopsProbe`` / ``WarmupProbe`` on first use (numpy is not free), and
+    the trackers and checks (a run without --metrics, --textfile or
+    --assert does not build them: start-up)."""
+    value: Any
     if name == "IopsProbe":
         from probetop.probes.disk.iops import IopsProbe
 
-        globals()[name] = IopsProbe
-        return IopsProbe
-    if name == "WarmupProbe":
+        value = IopsProbe
+    elif name == "WarmupProbe":
         from probetop.probes.disk.warmup import WarmupProbe
 
-        globals()[name] = WarmupProbe
-        return WarmupProbe
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = WarmupProbe
+    elif name in ("IOPS_TRACKER", "WARMUP_TRACKER"):
+        from probetop.probes.disk import iops_metrics, warmup_metrics
+
+        value = getattr(iops_metrics if name == "IOPS_TRACKER" else warmup_metrics, name)
+    elif name in ("IOPS_CHECKS", "WARMUP_CHECKS", "IopsFigures", "WarmupFigures"):
+        from probetop.probes.disk import checks
+
+        value = getattr(checks, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 __all__ = [

@@ -20,8 +20,10 @@ Importing this package is cheap: numpy, numba and scapy load when a probe
 prepares or runs.
 """
 
-from probetop.probes.icmp.checks import CHECKS, IcmpFigures
-from probetop.probes.icmp.metrics import TRACKER
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from probetop.probes.icmp.pingtext import IcmpErrorLine, PingWriter, Reply, ReplyListener
 from probetop.probes.icmp.probe import IcmpProbe
 from probetop.probes.icmp.records import (
@@ -70,6 +72,26 @@ def compile_native() -> None:
     from probetop.probes.icmp.stream import warm_up_engine
 
     warm_up_engine()
+
+
+if TYPE_CHECKING:
+    from probetop.probes.icmp.checks import CHECKS, IcmpFigures
+    from probetop.probes.icmp.metrics import TRACKER
+
+
+def __getattr__(name: str) -> Any:
+    """``TRACKER``, ``CHECKS`` and ``IcmpFigures`` on first use: a run without
+    --metrics, --textfile or --assert does not build them (start-up)."""
+    if name == "TRACKER":
+        from probetop.probes.icmp.metrics import TRACKER as value
+    elif name in ("CHECKS", "IcmpFigures"):
+        from probetop.probes.icmp import checks
+
+        value = getattr(checks, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 __all__ = [

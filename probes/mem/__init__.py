@@ -15,8 +15,10 @@ Everything outside ``probes/mem/`` imports from here:
 Importing this package is cheap: the engine (llvmlite) loads when a probe prepares.
 """
 
-from probetop.probes.mem.checks import CHECKS, MemFigures
-from probetop.probes.mem.metrics import TRACKER
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from probetop.probes.mem.probe import MemProbe
 from probetop.probes.mem.records import (
     KIND,
@@ -32,6 +34,26 @@ from probetop.probes.mem.records import (
 )
 from probetop.probes.mem.report import format_report, json_document, parse_report
 from probetop.probes.mem.settings import DEFAULT_TIME_S, SPEC, MemSettings
+
+if TYPE_CHECKING:
+    from probetop.probes.mem.checks import CHECKS, MemFigures
+    from probetop.probes.mem.metrics import TRACKER
+
+
+def __getattr__(name: str) -> Any:
+    """``TRACKER``, ``CHECKS`` and ``MemFigures`` on first use: a run without
+    --metrics, --textfile or --assert does not build them (start-up)."""
+    if name == "TRACKER":
+        from probetop.probes.mem.metrics import TRACKER as value
+    elif name in ("CHECKS", "MemFigures"):
+        from probetop.probes.mem import checks
+
+        value = getattr(checks, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CHECKS",
