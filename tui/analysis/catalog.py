@@ -4,8 +4,8 @@ its family's typed summary), gathered here by name and kind.
 
 Contract:
 - ``CHECKS``: the families' checks, one per probe kind; ``CATALOG``: name ->
-  ``Assertable`` (the probe kind it reads, its unit, how to read it from one
-  summary as stored, a line of help), in this order.
+  ``Entry`` (a family's ``Assertable`` bound to its probe kind: its unit,
+  how to read it from one summary as stored, a line of help), in this order.
 - ``assertables(kinds)``: the entries for a set of probe kinds, in catalog
   order (what an unknown-metric error lists).
 - ``COMMAND_KINDS``: the probe kinds each command runs (``demo``: all).
@@ -44,7 +44,7 @@ _BY_KIND: dict[str, checks.Checks[Any]] = {c.kind: c for c in CHECKS}
 
 
 @dataclass(frozen=True, slots=True)
-class Assertable:
+class Entry:
     """One metric ``--assert`` can check, bound to the probe kind it reads."""
 
     name: str
@@ -54,8 +54,8 @@ class Assertable:
     help: str
 
 
-CATALOG: dict[str, Assertable] = {
-    a.name: Assertable(a.name, c.kind, a.unit, c.reader(a), a.help)
+CATALOG: dict[str, Entry] = {
+    a.name: Entry(a.name, c.kind, a.unit, c.reader(a), a.help)
     for c in CHECKS
     for a in c.assertables
 }
@@ -71,7 +71,7 @@ COMMAND_KINDS: dict[str, tuple[str, ...]] = {
 ALL_KINDS: tuple[str, ...] = tuple(k for kinds in COMMAND_KINDS.values() for k in kinds)
 
 
-def assertables(kinds: Iterable[str]) -> list[Assertable]:
+def assertables(kinds: Iterable[str]) -> list[Entry]:
     """The catalog entries for these probe kinds, in catalog order."""
     wanted = set(kinds)
     return [a for a in CATALOG.values() if a.kind in wanted]
