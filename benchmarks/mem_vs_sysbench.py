@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 
+from figures import add_figures_option, between, report
 from probetop.probes.mem import parse_report
 
 CONFIGS: list[tuple[str, dict[str, str]]] = [
@@ -77,6 +78,7 @@ def main() -> int:
     ap.add_argument("--time", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", help="run only configurations whose name contains this")
+    add_figures_option(ap)
     args = ap.parse_args()
     if shutil.which("sysbench") is None:
         print("sysbench is not installed", file=sys.stderr)
@@ -90,16 +92,30 @@ def main() -> int:
         ratios: list[float] = []
         mib_ratios: list[float] = []
         sb_ops: list[float] = []
+        pt_ops: list[float] = []
         for r in range(args.rounds):
             order = ("sysbench", "probetop") if r % 2 == 0 else ("probetop", "sysbench")
             got = {tool: run(tool, opts, args.time) for tool in order}
             ratios.append(got["probetop"]["ops"] / got["sysbench"]["ops"])
             mib_ratios.append(got["probetop"]["mibs"] / got["sysbench"]["mibs"])
             sb_ops.append(got["sysbench"]["ops"])
+            pt_ops.append(got["probetop"]["ops"])
         print(
             f"{name:<24} {statistics.median(ratios):>10.3f} {statistics.median(mib_ratios):>12.3f}"
             f" {min(ratios):>7.3f}..{max(ratios):<7.3f}  {statistics.median(sb_ops):,.0f}",
             flush=True,
+        )
+        report(
+            name,
+            "operations/s",
+            statistics.median(pt_ops),
+            statistics.median(sb_ops),
+            unit="ops/s",
+            reference_tool="sysbench memory",
+            ratio=statistics.median(ratios),
+            goal=between(0.97, 1.03),
+            note=f"MiB/s ratio {statistics.median(mib_ratios):.3f}; "
+            f"rounds {min(ratios):.3f}-{max(ratios):.3f}",
         )
     return 0
 

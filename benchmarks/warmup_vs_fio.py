@@ -25,6 +25,7 @@ import statistics
 import sys
 from collections.abc import Iterator
 
+from figures import add_figures_option, at_least, report
 from iops_vs_fio import fio_json, probetop_json, shm_loop_device
 
 
@@ -49,6 +50,7 @@ def main() -> None:
     parser.add_argument("--depths", default="32")
     parser.add_argument("--bs", default="1M")
     parser.add_argument("--targets", default="loop", help="loop, file or both (loop,file)")
+    add_figures_option(parser)
     args = parser.parse_args()
     engines = args.ioengines.split(",")
     depths = [int(d) for d in args.depths.split(",")]
@@ -115,6 +117,16 @@ def main() -> None:
         print(f"  {target:<4} {engine:<8} depth {depth:<3} full {rw} pass  fio {fio_med:.2f} GB/s  "
               f"probetop {ours_med:.2f} GB/s  ratio {med:.2f}"
               f" (target >= 0.95) {'ok' if ok else 'BELOW TARGET'}")  # fmt: skip
+        report(
+            f"{target}, full {rw} pass, {args.bs} {engine} iodepth {depth}",
+            "bytes/s",
+            ours_med,
+            fio_med,
+            unit="GB/s",
+            reference_tool="fio",
+            ratio=med,
+            goal=at_least(0.95),
+        )
         rows.append(
             f"| {target} | {rw} | {engine} | {depth} | {fio_med:.2f} | {ours_med:.2f} | {med:.2f} |"
         )
