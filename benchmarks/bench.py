@@ -56,6 +56,7 @@ class Plan:
 
 
 LOOP = ("root", "losetup", "fio")
+SOAK = "an hour by design (RSS growth per hour): make bench-one B=NAME runs it"
 PLAN: dict[str, Plan] = {
     "aio_floor": Plan("--rounds 3 --seconds 1 --size-mb 256", (*LOOP, "gcc")),
     "cpu_codegen_variants": Plan("--time 1 --rounds 1 --max-prime 10000", ("sysbench",)),
@@ -84,8 +85,8 @@ PLAN: dict[str, Plan] = {
     "recording_zstd": Plan("10"),
     "remote_budget": Plan("--window 8 --settle 5 --rounds 1", ("tmux", "ss", "/usr/sbin/sshd")),
     "sessions_budget": Plan("--window 5 --rounds 1", ("tmux",)),
-    "soak": Plan(skip="an hour by design (RSS growth per hour); run it by hand"),
-    "soak_demo": Plan(skip="an hour by design (RSS growth per hour); run it by hand"),
+    "soak": Plan(skip=SOAK, timeout_s=7200.0),
+    "soak_demo": Plan(skip=SOAK, timeout_s=7200.0),
     "startup": Plan("--repeat 2", ("tmux",), 300.0),
     "tui_budget": Plan("--seconds 8 --settle 5", ("tmux",)),
     "warmup_fresh": Plan("--rounds 1 --size-mb 256", LOOP),
@@ -371,7 +372,7 @@ def main() -> int:
         plan = PLAN[name]
         quick = [] if args.defaults else plan.args.split()
         lacking = missing(plan.needs)
-        if plan.skip:
+        if plan.skip and not args.names:  # named on the command line: run it
             result = Run(status=f"skipped: {plan.skip}", args=quick)
         elif lacking:
             result = Run(status=f"skipped: needs {', '.join(lacking)}", args=quick)
