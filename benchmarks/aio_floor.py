@@ -310,13 +310,13 @@ def main() -> None:
         )
         report(
             case,
-            "IOPS (fio's own gap)",
+            "IOPS",
             med["fio"],
             med["C loop"],
             unit="IOPS",
             reference_tool="C loop making the same calls",
             ratio=per_round("fio", "C loop"),
-            note="fio in the probetop column",
+            note="fio in the probetop column: fio's own gap to the loop",
         )
         if ready:
             print(f"C loop: I/Os complete when io_submit returned: {statistics.median(ready):.0%}")

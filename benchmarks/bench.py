@@ -58,9 +58,9 @@ class Plan:
 LOOP = ("root", "losetup", "fio")
 SOAK = "an hour by design (RSS growth per hour): make bench-one B=NAME runs it"
 PLAN: dict[str, Plan] = {
-    "aio_floor": Plan("--rounds 3 --seconds 1 --size-mb 256", (*LOOP, "gcc")),
+    "aio_floor": Plan("--rounds 2 --seconds 1 --size-mb 128", (*LOOP, "gcc")),
     "cpu_codegen_variants": Plan("--time 1 --rounds 1 --max-prime 10000", ("sysbench",)),
-    "cpu_dashboard_overhead": Plan("--time 4 --rounds 2", ("tmux",)),
+    "cpu_dashboard_overhead": Plan("--time 3 --rounds 2", ("tmux",)),
     "cpu_vs_sysbench": Plan("--time 2 --rounds 2", ("sysbench",)),
     "dashboard_scale": Plan("--seconds 6 --settle 5 --keys 3", ("tmux",)),
     "efs_method": Plan("--rounds 2 --seconds 1", ("fio",)),
@@ -74,23 +74,23 @@ PLAN: dict[str, Plan] = {
     "icmp_rate_accuracy": Plan("--time 2 --rates 1000,10000,100000", ("root",)),
     "icmp_vs_ping": Plan("--time 2 --rounds 2", ("root", "ping")),
     "ioengines_vs_fio": Plan(
-        "--seconds 1 --size-mb 256 --depths 1,8,32 --workloads randread,randwrite --targets loop",
+        "--seconds 1 --size-mb 128 --depths 1,8,32 --workloads randread,randwrite --targets loop",
         LOOP,
     ),
     "iops_fio_json_parity": Plan("--rounds 1 --seconds 1 --size-mb 128", LOOP),
-    "iops_vs_fio": Plan("--rounds 2 --seconds 1 --size-mb 256 --cpus-allowed 1", LOOP),
+    "iops_vs_fio": Plan("--rounds 2 --seconds 1 --size-mb 128 --cpus-allowed 1", LOOP),
     "mem_vs_sysbench": Plan("--time 1 --rounds 2", ("sysbench",)),
-    "metrics_overhead": Plan("--pairs 2 --time 2"),
-    "recorder_throughput": Plan("--seconds 20 --rounds 2", ("tmux",), 300.0),
+    "metrics_overhead": Plan("--pairs 2 --time 1"),
+    "recorder_throughput": Plan("--seconds 10 --rounds 2", ("tmux",), 300.0),
     "recording_zstd": Plan("10"),
     "remote_budget": Plan("--window 8 --settle 5 --rounds 1", ("tmux", "ss", "/usr/sbin/sshd")),
-    "sessions_budget": Plan("--window 5 --rounds 1", ("tmux",)),
+    "sessions_budget": Plan("--window 3 --rounds 1", ("tmux",)),
     "soak": Plan(skip=SOAK, timeout_s=7200.0),
     "soak_demo": Plan(skip=SOAK, timeout_s=7200.0),
-    "startup": Plan("--repeat 2", ("tmux",), 300.0),
+    "startup": Plan("--repeat 1", ("tmux",), 300.0),
     "tui_budget": Plan("--seconds 8 --settle 5", ("tmux",)),
-    "warmup_fresh": Plan("--rounds 1 --size-mb 256", LOOP),
-    "warmup_vs_fio": Plan("--rounds 1 --size-mb 512 --ioengines libaio", LOOP),
+    "warmup_fresh": Plan("--rounds 1 --size-mb 128", LOOP),
+    "warmup_vs_fio": Plan("--rounds 1 --size-mb 256 --ioengines libaio", LOOP),
 }
 
 
@@ -316,6 +316,15 @@ def render(data: dict) -> str:
     ]
     for r in runs.values():
         lines += [figure_row(Figure(**f)) for f in r.figures]
+    figs = [Figure(**f) for r in runs.values() for f in r.figures]
+    judged = [f for f in figs if f.goal and f.met is not None]
+    skipped = [name for name, r in runs.items() if r.status.startswith("skipped")]
+    lines[lines.index("## Figures") + 1 : lines.index("## Figures") + 1] = [
+        "",
+        f"{len(figs)} figures from {len(runs) - len(skipped)} benchmarks "
+        f"({len(skipped)} skipped: {', '.join(skipped) or 'none'}); "
+        f"{sum(bool(f.met) for f in judged)} of {len(judged)} figures with a goal met it.",
+    ]
     lines += [
         "",
         "## Runs",
@@ -345,7 +354,10 @@ def main() -> int:
     ap.add_argument("--defaults", action="store_true", help="each script's own (longer) defaults")
     ap.add_argument("--out", type=Path, default=OUT, help="default: docs/figures.md")
     ap.add_argument(
-        "--budget", type=float, default=20 * 60, help="seconds; later benchmarks are skipped"
+        "--budget",
+        type=float,
+        default=30 * 60,
+        help="seconds (default 1800); the benchmarks after it are skipped, with that reason",
     )
     args = ap.parse_args()
     scripts = benchmark_scripts()
