@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import statistics
+import subprocess
 import sys
 from collections.abc import Iterator
 
 from figures import add_figures_option, at_least, report
-from iops_vs_fio import fio_json, probetop_json, shm_loop_device
+from iops_vs_fio import PROBETOP, fio_json, shm_loop_device
 
 
 @contextlib.contextmanager
@@ -40,6 +42,14 @@ def filled_file(path: str, size_mb: int) -> Iterator[None]:
         yield
     finally:
         os.unlink(path)
+
+
+def warmup_json(args: list[str]) -> dict:
+    """`probetop warmup ... --json`: its own document (not fio's jobs[0])."""
+    proc = subprocess.run([*PROBETOP, *args, "--json"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"probetop failed ({proc.returncode}): {proc.stderr}")
+    return json.loads(proc.stdout)
 
 
 def main() -> None:
@@ -87,7 +97,7 @@ def main() -> None:
                     depth: int = depth,
                     path: str = path,
                 ) -> float:
-                    doc = probetop_json(
+                    doc = warmup_json(
                         ["warmup", path, *extra, "--bs", args.bs, "--iodepth", str(depth),
                          "--ioengine", engine, "--checkpoint", checkpoint]
                     )  # fmt: skip
