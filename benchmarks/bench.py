@@ -308,6 +308,11 @@ def render(data: dict) -> str:
         f"`{run['command']}`, commit {run['commit']} |",
         f"| load average (1/5/15 min) | {run['load_start']} at the start, "
         f"{run['load_end']} at the end |",
+        *(
+            f"| merged since | {m['started']} to {m['finished']}, `{m['command']}`, "
+            f"commit {m['commit']}, load {m['load_start']} / {m['load_end']} |"
+            for m in data.get("merged", [])
+        ),
         "",
         "## Figures",
         "",
@@ -353,6 +358,7 @@ def main() -> int:
     ap.add_argument("--list", action="store_true", help="list the benchmarks and their plan")
     ap.add_argument("--defaults", action="store_true", help="each script's own (longer) defaults")
     ap.add_argument("--out", type=Path, default=OUT, help="default: docs/figures.md")
+    ap.add_argument("--render", action="store_true", help="only rewrite --out from its own data")
     ap.add_argument(
         "--budget",
         type=float,
@@ -364,6 +370,9 @@ def main() -> int:
     unplanned = sorted(set(scripts) - set(PLAN))
     if unplanned:
         ap.error(f"not in bench.py's PLAN: {', '.join(unplanned)} (add each with its quick args)")
+    if args.render:
+        args.out.write_text(render(load(args.out)), encoding="utf-8")
+        return 0
     if args.list:
         for name in scripts:
             p = PLAN[name]
@@ -397,7 +406,11 @@ def main() -> int:
         print(f"-- {name}: {result.status}, {len(result.figures)} figures", flush=True)
         data["benchmarks"][name] = asdict(result)
     run.update(finished=now(), load_end=loadavg(), commit=git_commit())
-    data["run"], data["machine"] = run, machine()
+    if args.names and "run" in data:  # the full run's header stays; this one is listed
+        data["merged"] = [*data.get("merged", []), run]
+    else:
+        data["run"], data["merged"] = run, []
+    data["machine"] = machine()
     args.out.write_text(render(data), encoding="utf-8")
     total = time.monotonic() - t0
     print(f"wrote {args.out} ({total:.0f} s)")

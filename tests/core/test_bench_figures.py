@@ -74,6 +74,9 @@ def test_the_generated_page_keeps_its_data_through_a_merge(tmp_path: Path) -> No
     assert "--" not in comment[len("<!--") : comment.rindex("-->")]
     assert bench.load(page) == data
     assert "| icmp_vs_ping | flood --size 1 -- 2 streams: replies/s | 1.00 |" in text
+    # `make bench-one` keeps the full run's header and lists itself under it.
+    data["merged"] = [data["run"] | {"command": "make bench-one B=icmp_vs_ping"}]
+    assert "| merged since | x to x, `make bench-one B=icmp_vs_ping`" in bench.render(data)
 
 
 def test_a_benchmark_run_by_hand_writes_its_figures_with_the_option(tmp_path: Path) -> None:
