@@ -273,7 +273,8 @@ def figure_row(f: Figure) -> str:
         ref = f"{ref} ({f.reference_tool})" if f.reference is not None else f.reference_tool
     ratio = "—" if f.ratio is None else f"{f.ratio:.3f}"
     met = {True: "yes", False: "**no**", None: "—"}[f.met if f.goal else None]
-    case = f"{f.case}: {f.what}" + (f" ({f.note})" if f.note else "")
+    case = f"{f.case}: {f.what}" if f.what else f.case
+    case += f" ({f.note})" if f.note else ""
     cols = (f.benchmark, case, ours, ref, ratio, f.goal or "—", met)
     return "| " + " | ".join(cell(c) for c in cols) + " |"
 
