@@ -74,10 +74,10 @@ test: setup-dev system-deps lint
 	$(BIN)/pytest -q -ra -m serial || rc=$$?; \
 	exit $$rc
 
-# Every benchmark in its quick mode (benchmarks/bench.py --list), about 15 min
-# on 2 cores; writes docs/figures.md, the one page of measured figures. A
-# missed goal shows as "no" there, it does not fail the run. `make bench-one
-# B=NAME` reruns one benchmark and merges it into the same file.
+# Every benchmark in its quick mode (benchmarks/bench.py --list; each has a
+# time limit, the run a 30 min budget); writes docs/figures.md, the one page
+# of measured figures. A missed goal shows as "no" there, it does not fail
+# the run. `make bench-one B=NAME` reruns one benchmark and merges it in.
 bench: setup-dev system-deps
 	$(BIN)/python benchmarks/bench.py
 
