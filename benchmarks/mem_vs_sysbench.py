@@ -36,6 +36,7 @@ import statistics
 import subprocess
 import sys
 
+from figures import add_figures_option, between, report
 from probetop.probes.mem import parse_report
 
 CONFIGS: list[tuple[str, dict[str, str]]] = [
@@ -133,6 +134,7 @@ def main() -> int:
     ap.add_argument("--time", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", help="run only configurations whose name contains this")
+    add_figures_option(ap)
     args = ap.parse_args()
     if shutil.which("sysbench") is None:
         print("sysbench is not installed", file=sys.stderr)
@@ -150,12 +152,14 @@ def main() -> int:
         ratios: list[float] = []
         cpu_ratios: list[float] = []
         sb_ops: list[float] = []
+        pt_ops: list[float] = []
         for r in range(args.rounds):
             order = ("sysbench", "probetop") if r % 2 == 0 else ("probetop", "sysbench")
             got = {tool: run(tool, opts, args.time) for tool in order}
             ratios.append(got["probetop"]["ops"] / got["sysbench"]["ops"])
             cpu_ratios.append(got["probetop"]["per_cpu"] / got["sysbench"]["per_cpu"])
             sb_ops.append(got["sysbench"]["ops"])
+            pt_ops.append(got["probetop"]["ops"])
         print(
             f"{name:<22} {statistics.median(ratios):>11.3f} "
             f"{min(ratios):>6.3f}..{max(ratios):<6.3f}"
@@ -163,6 +167,19 @@ def main() -> int:
             f"{min(cpu_ratios):>6.3f}..{max(cpu_ratios):<6.3f}"
             f"  {statistics.median(sb_ops):,.0f}",
             flush=True,
+        )
+        report(
+            name,
+            "operations/s",
+            statistics.median(pt_ops),
+            statistics.median(sb_ops),
+            unit="ops/s",
+            reference_tool="sysbench memory",
+            ratio=statistics.median(ratios),
+            goal=between(0.97, 1.03),
+            note=f"ops per CPU-second ratio {statistics.median(cpu_ratios):.3f} "
+            f"({min(cpu_ratios):.3f}-{max(cpu_ratios):.3f}); "
+            f"rounds {min(ratios):.3f}-{max(ratios):.3f}; MiB/s ratio = ops ratio",
         )
     print(f"loadavg at end: {os.getloadavg()}")
     return 0
