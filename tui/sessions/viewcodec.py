@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 import zstandard
@@ -73,8 +74,14 @@ _DUMP: dict[str, Any] = {"separators": (",", ":"), "ensure_ascii": False, "allow
 # the count it is a rate of (n / interval): 1 packet in 1.003 s is 0.997/s,
 # in 0.998 s 1.00/s; the count stays 1 where the digits jump.
 SAME, DECIMAL, INT, NONE, TRUE, FALSE, COUNT = range(7)
+# Token kinds never coded as a kind: a DECIMAL whose digits end on a boundary
+# of a coarser rounding (0.715 ms, printed "0.72" or "0.71") and the side of
+# it the value was on, coded after its digits (``_side``).
+BELOW, ABOVE = 8, 9
+_SIDES = (DECIMAL, BELOW, ABOVE)  # DECIMAL: exactly on it
 MAX_COUNT = 1 << 32
-_EXP_BOUND = 400  # |exponent| of a finite float's decimal form is below this
+_EXP_BOUND = 400
+_HALF = Decimal("0.5")  # |exponent| of a finite float's decimal form is below this
 
 
 class LinkError(ValueError):
@@ -102,16 +109,55 @@ def _token(value: Any, whole: bool) -> Token | None:
         return None if math.copysign(1.0, value) < 0 else (DECIMAL, 0, 0)
     magnitude = len(str(int(abs(value))))  # whole digits
     digits = VALUE_DIGITS if magnitude < 4 or (magnitude > 4 and not whole) else magnitude
-    mantissa, exponent = format(value, f".{digits - 1}e").split("e")
-    m = int(mantissa.replace(".", ""))
-    e = int(exponent) - (digits - 1)
+    return _digits(value, digits)
+
+
+def _digits(value: float, digits: int) -> Token:
+    """``value`` rounded to ``digits`` significant digits: m x 10**e.
+
+    Rounded so that any coarser rounding of it (a pane printing fewer
+    digits: 0.715 ms as "0.72", 24500 B/s as "0.02" MB/s, 12350 B/s as
+    "12.3k") gives what it gives of ``value``. When the nearest lands on a
+    boundary of a coarser rounding (its last non-zero digit a 5), the token
+    says on which side of it ``value`` lies (BELOW, ABOVE: read back a tenth
+    of a unit off it); when ``value`` lies halfway, or the nearest reaches
+    the next power of ten (999803 -> 1.00e6, printed "1.00M" where 999803 is
+    "1000k"), a digit more, truncated, its last digit moved off 0 and 5
+    unless exact (round-to-odd's rule, in decimal)."""
+    exact = Decimal(value)
+    e = exact.adjusted() - (digits - 1)
+    scaled = exact.scaleb(-e)
+    m = int(scaled.to_integral_value(ROUND_HALF_EVEN))
+    if abs(m) < 10**digits and abs(scaled - int(scaled)) != _HALF:
+        if not _boundary(m) or scaled == m:
+            return (DECIMAL, m, e)
+        return (BELOW if scaled < m else ABOVE, m, e)
+    e -= 1
+    scaled = exact.scaleb(-e)
+    m = int(scaled)  # toward zero
+    if m != scaled and abs(m) % 10 in (0, 5):
+        m += 1 if value > 0 else -1
     return (DECIMAL, m, e)
+
+
+def _boundary(m: int) -> bool:
+    """Whether m's last non-zero digit is a 5 (a boundary of a coarser rounding)."""
+    m = abs(m)
+    while m and m % 10 == 0:
+        m //= 10
+    return m % 10 == 5
+
+
+def _base(kind: int) -> int:
+    return DECIMAL if kind in (BELOW, ABOVE) else kind
 
 
 def _value(token: Token) -> Any:
     kind, m, e = token
     if kind == DECIMAL:
         return float(f"{m}e{e}")
+    if kind in (BELOW, ABOVE):  # a tenth of a unit off the boundary, on its side
+        return float(f"{10 * m + (1 if kind == ABOVE else -1)}e{e - 1}")
     if kind == INT:
         return m
     return {NONE: None, TRUE: True, FALSE: False}[kind]
@@ -122,40 +168,52 @@ def _whole(key: str) -> bool:
     return key.split("@", 1)[0].endswith(_WHOLE_UNITS)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _shape(extra: Any) -> Any:
-    """``extra`` with its integers as 0: two samples with the same shape
-    differ only in integers, which travel coded."""
+    """``extra`` with its numbers as 0: two samples with the same shape
+    differ only in numbers, which travel coded."""
     if isinstance(extra, dict):
         return {k: _shape(v) for k, v in extra.items()}
     if isinstance(extra, list):
         return [_shape(v) for v in extra]
-    if isinstance(extra, int) and not isinstance(extra, bool):
-        return 0
-    return extra
+    return 0 if _is_number(extra) else extra
 
 
-def _ints(extra: Any, out: list[int]) -> list[int]:
-    """The integers of ``extra`` in order (dict order, then list order)."""
+def _numbers(extra: Any, out: list[Token]) -> list[Token] | None:
+    """The numbers of ``extra`` in order (dict order, then list order), every
+    digit (a float as its shortest repr), or None when one cannot travel."""
     if isinstance(extra, dict):
         for v in extra.values():
-            _ints(v, out)
+            if _numbers(v, out) is None:
+                return None
     elif isinstance(extra, list):
         for v in extra:
-            _ints(v, out)
+            if _numbers(v, out) is None:
+                return None
     elif isinstance(extra, int) and not isinstance(extra, bool):
-        out.append(extra)
+        out.append((INT, extra, 0))
+    elif isinstance(extra, float):
+        if not math.isfinite(extra) or (extra == 0.0 and math.copysign(1.0, extra) < 0):
+            return None
+        sign, digits, exponent = Decimal(repr(extra)).as_tuple()
+        assert isinstance(exponent, int)  # finite
+        m = int("".join(map(str, digits)))
+        out.append((DECIMAL, -m if sign else m, exponent))
     return out
 
 
-def _fill(shape: Any, ints: list[int], at: list[int]) -> Any:
-    """``shape`` with its integers taken from ``ints`` in order."""
+def _fill(shape: Any, numbers: list[Token], at: list[int]) -> Any:
+    """``shape`` with its numbers taken from ``numbers`` in order."""
     if isinstance(shape, dict):
-        return {k: _fill(v, ints, at) for k, v in shape.items()}
+        return {k: _fill(v, numbers, at) for k, v in shape.items()}
     if isinstance(shape, list):
-        return [_fill(v, ints, at) for v in shape]
-    if isinstance(shape, int) and not isinstance(shape, bool):
+        return [_fill(v, numbers, at) for v in shape]
+    if _is_number(shape):
         at[0] += 1
-        return ints[at[0] - 1]
+        return _value(numbers[at[0] - 1])
     return shape
 
 
@@ -170,6 +228,14 @@ class _Series:
     diff: NumberModel = field(default_factory=NumberModel)
     fresh: NumberModel = field(default_factory=NumberModel)  # a value with no prediction
     count: NumberModel = field(default_factory=NumberModel)  # COUNT: n less the last n
+    side: Model = field(default_factory=lambda: Model(4))  # a boundary's side (_SIDES)
+    # _learn: the value's last float, how well it predicted itself, and per
+    # earlier field the last ratio to it and how well that predicted
+    prev: float | None = None
+    own: float = 1.0
+    ratios: dict[int, float] = field(default_factory=dict)
+    scores: dict[int, float] = field(default_factory=dict)
+    ratio: tuple[int, float] | None = None
     last: Token | None = None
     last_n: int = 0  # the count the last value stands for
     link: tuple[str, int] | None = None  # ("eq" | "inc", field index): the prediction
@@ -181,8 +247,9 @@ class _Probe:
     index: int
     keys: tuple[str, ...]
     shape: Any
-    extra_ints: list[int]
+    extra_numbers: list[Token]
     whole: tuple[bool, ...] = ()
+    groups: list[str | None] = field(default_factory=list)  # _learn's devices
     t_ms: int = 0
     dt_ms: int = 0
     time: NumberModel = field(default_factory=NumberModel)
@@ -190,7 +257,7 @@ class _Probe:
     series: dict[str, _Series] = field(default_factory=dict)
 
     def fields(self) -> list[_Series]:
-        names = [*self.keys, *(f"\0x{i}" for i in range(len(self.extra_ints)))]
+        names = [*self.keys, *(f"\0x{i}" for i in range(len(self.extra_numbers)))]
         return [self.series.setdefault(n, _Series()) for n in names]
 
 
@@ -205,43 +272,71 @@ class _State:
     def which_model(self, last: int) -> Model:
         return self.which.setdefault(last, Model(256))
 
-    def schema(self, probe: str, keys: tuple[str, ...], shape: Any, ints: list[int]) -> _Probe:
+    def schema(self, probe: str, keys: tuple[str, ...], shape: Any, numbers: list[Token]) -> _Probe:
         old = self.probes.get(probe)
         if old is None:
             if len(self.order) >= MAX_PROBES:
                 raise LinkError(f"more than {MAX_PROBES} probes on one link")
-            new = _Probe(probe, len(self.order) + 1, keys, shape, ints)
+            new = _Probe(probe, len(self.order) + 1, keys, shape, numbers)
             self.order.append(new)
         else:  # a device came or went: kept keys keep their series and models
-            new = _Probe(probe, old.index, keys, shape, ints, t_ms=old.t_ms, dt_ms=old.dt_ms,
+            new = _Probe(probe, old.index, keys, shape, numbers, t_ms=old.t_ms, dt_ms=old.dt_ms,
                          time=old.time, gap=old.gap, series=old.series)  # fmt: skip
             self.order[old.index - 1] = new
-        for i, n in enumerate(ints):  # the schema's integers are the last values
+        for i, tok in enumerate(numbers):  # the schema's numbers are the last values
             s = new.series.setdefault(f"\0x{i}", _Series())
-            s.last, s.link = (INT, n, 0), None
+            s.last, s.link = tok, None
         new.whole = tuple(_whole(k) for k in keys)
+        new.groups = [k.split("@", 1)[1] if "@" in k else "" for k in keys]
+        new.groups += [None] * len(numbers)
+        for series in new.series.values():  # field numbers moved: learn ratios anew
+            series.ratios, series.scores, series.ratio = {}, {}, None
         self.probes[probe] = new
         return new
 
 
-def _predicts(s: _Series, kind: int, exp: int) -> bool:
-    """Whether a number is coded against a prediction (its series had a
-    value of its kind and scale last time), else whole."""
-    return s.last is not None and s.last[0] == kind and s.last[2] == exp
-
-
-def _guess(fields: list[_Series], tokens: list[Token], i: int, kind: int, exp: int) -> int:
-    """The mantissa field ``i`` (of ``kind``, exponent ``exp``) is predicted to
-    have, from its last value and the fields before it in this sample."""
+def _anchor(
+    fields: list[_Series], tokens: list[Token], i: int, kind: int, whole: bool
+) -> tuple[int, int] | None:
+    """The (exponent, mantissa) field ``i`` is predicted to have: an earlier
+    field of this sample it equalled last time, its last value plus one it
+    grew by last time, an earlier field times the ratio between them (read
+    bytes per read), or its last value; None: nothing to go by."""
     s = fields[i]
     last = s.last
-    assert last is not None  # _predicts
+    if last is None or _base(last[0]) != kind:
+        return None
     if s.link is not None:
         how, j = s.link
         other = tokens[j]
-        if other[0] in (DECIMAL, INT) and other[2] == exp:
-            return other[1] if how == "eq" else last[1] + other[1]
-    return last[1]
+        if _base(other[0]) in (DECIMAL, INT):
+            if how == "eq":
+                return other[2], other[1]
+            if other[2] == last[2]:
+                return last[2], last[1] + other[1]
+    if s.ratio is not None and kind == DECIMAL:
+        j, ratio = s.ratio
+        other = tokens[j]
+        if _base(other[0]) == DECIMAL and other[1]:
+            guess = _token(_value(other) * ratio, whole)
+            if guess is not None and guess[1]:
+                return guess[2], guess[1]
+    return last[2], last[1]
+
+
+def _guess(anchor: tuple[int, int] | None, exp: int) -> int | None:
+    """The mantissa at ``exp`` that ``anchor`` predicts (a digit more or less
+    than it has: rescaled), or None: the number is coded whole."""
+    if anchor is None:
+        return None
+    at, m = anchor
+    if at == exp:
+        return m
+    if at == exp + 1 and m:  # a digit more than predicted (99.9 -> 100.5, 0.72 -> 0.7149)
+        return m * 10
+    if at == exp - 1 and m:
+        return (abs(m) + 5) // 10 * (1 if m > 0 else -1)
+    return None
 
 
 def _rate(n: int, interval_ms: int, whole: bool) -> Token | None:
@@ -252,7 +347,7 @@ def _rate(n: int, interval_ms: int, whole: bool) -> Token | None:
 def _counts(fields: list[_Series], tokens: list[Token], interval_ms: int) -> None:
     """After a sample: the count each value stands for, the next COUNT's base."""
     for s, tok in zip(fields, tokens, strict=False):
-        if tok[0] == DECIMAL and interval_ms > 0:
+        if _base(tok[0]) == DECIMAL and interval_ms > 0:
             n = round(_value(tok) * interval_ms / 1000.0)
             s.last_n = n if abs(n) < MAX_COUNT else 0
 
@@ -263,16 +358,50 @@ def _relink(fields: list[_Series], tokens: list[Token]) -> None:
     seen: dict[tuple[int, int], int] = {}
     for i, (s, tok) in enumerate(zip(fields, tokens, strict=True)):
         s.link = None
-        if tok[0] in (DECIMAL, INT):
+        if _base(tok[0]) in (DECIMAL, INT):
             value = (tok[1], tok[2])
             if value in seen:
                 s.link = ("eq", seen[value])
-            elif s.last is not None and s.last[0] == tok[0] and s.last[2] == tok[2]:
+            elif s.last is not None and _base(s.last[0]) == _base(tok[0]) and s.last[2] == tok[2]:
                 grew = (tok[1] - s.last[1], tok[2])
                 if grew[0] and grew in seen:
                     s.link = ("inc", seen[grew])
             seen.setdefault(value, i)
         s.last = tok
+
+
+def _miss(actual: float, guess: float) -> float:
+    """How far off ``guess`` was, 0 to 2 (plain arithmetic: both hosts agree)."""
+    top = max(abs(actual), abs(guess))
+    return abs(actual - guess) / top if top else 0.0
+
+
+def _learn(fields: list[_Series], tokens: list[Token], groups: list[str | None]) -> None:
+    """After a sample: for each value, the earlier value of the same device
+    (``groups``; "" for a probe-wide key) whose ratio to it held best lately,
+    when it held much better than the value itself (``_Series.ratio``).
+    Only IEEE arithmetic (+ - * /, exactly rounded everywhere), so the view
+    decides as the host did."""
+    values = [_value(t) if _base(t[0]) == DECIMAL and t[1] else None for t in tokens]
+    for i, s in enumerate(fields):
+        v, group = values[i], groups[i]
+        if v is None or group is None:
+            continue
+        if s.prev is not None:
+            s.own = s.own * 0.75 + _miss(v, s.prev) * 0.25
+        s.prev = v
+        for j in range(i):
+            w = values[j]
+            if w is None or (groups[j] not in (group, "") and group != ""):
+                continue
+            ratio = s.ratios.get(j)
+            if ratio is not None:
+                s.scores[j] = s.scores.get(j, 1.0) * 0.75 + _miss(v, w * ratio) * 0.25
+            s.ratios[j] = v / w
+        best = min(s.scores, key=s.scores.__getitem__, default=None)
+        s.ratio = (
+            (best, s.ratios[best]) if best is not None and s.scores[best] < 0.5 * s.own else None
+        )
 
 
 # -- the host's side ---------------------------------------------------------
@@ -310,7 +439,7 @@ class ViewEncoder:
                     rc, last_index = None, 0
                 text.append(b"J" + raw + b"\n")
                 continue
-            probe, line, tokens, ints = coded
+            probe, line, tokens, numbers = coded
             state = self._state.probes.get(probe)
             shape = _shape(_kept(line))
             keys = tuple(line["values"])
@@ -320,13 +449,13 @@ class ViewEncoder:
                     rc, last_index = None, 0
                 schema = {"probe": probe, "keys": keys, "extra": _kept(line)}
                 text.append(b"K" + json.dumps(schema, **_DUMP).encode() + b"\n")
-                state = self._state.schema(probe, keys, shape, ints)
+                state = self._state.schema(probe, keys, shape, numbers)
             if text:
                 out += self._text(text)
                 text = []
             if rc is None:
                 rc, self._late = RangeEncoder(), 0
-            self._sample(rc, last_index, state, line, tokens, ints)
+            self._sample(rc, last_index, state, line, [*tokens, *numbers])
             last_index = state.index
         if rc is not None:
             out += self._samples(rc, last_index)
@@ -353,7 +482,7 @@ class ViewEncoder:
         return _frame(SAMPLES, rc.finish())
 
     @staticmethod
-    def _parse(raw: bytes) -> tuple[str, dict[str, Any], list[Token], list[int]] | None:
+    def _parse(raw: bytes) -> tuple[str, dict[str, Any], list[Token], list[Token]] | None:
         """A live sample line's parts, or None when it goes as it is."""
         if not raw.startswith(b'{"type":"sample"'):
             return None
@@ -374,12 +503,13 @@ class ViewEncoder:
         tokens = [_token(v, _whole(k)) for k, v in values.items()]
         if any(t is None for t in tokens):
             return None
-        ints = _ints(_kept(line), [])
-        if any(abs(n).bit_length() > 64 for n in ints) or any(
-            t is not None and abs(t[1]).bit_length() > 64 for t in tokens
-        ):
+        numbers = _numbers(_kept(line), [])
+        if numbers is None:
             return None
-        return probe, line, [t for t in tokens if t is not None], ints
+        coded = [t for t in tokens if t is not None]
+        if any(abs(t[1]).bit_length() > 64 or abs(t[2]) > _EXP_BOUND for t in coded + numbers):
+            return None
+        return probe, line, coded, numbers
 
     def _sample(
         self,
@@ -387,9 +517,9 @@ class ViewEncoder:
         last_index: int,
         probe: _Probe,
         line: dict[str, Any],
-        tokens: list[Token],
-        ints: list[int],
+        all_tokens: list[Token],
     ) -> None:
+        """One sample: its time, then each value and number of extra."""
         rc.symbol(self._state.which_model(last_index), probe.index, 8)
         t_ms = round(float(line["t"]) * 1000)
         interval_ms = round(float(line["interval"]) * 1000)
@@ -401,34 +531,39 @@ class ViewEncoder:
         rc.number(probe.gap, interval_ms - dt)  # interval: about the time since the last
         probe.t_ms, probe.dt_ms, self._late = t_ms, dt, late
         fields = probe.fields()
-        all_tokens = [*tokens, *((INT, n, 0) for n in ints)]
         values = list(line["values"].values())
         interval_s = float(line["interval"])
         for i, (s, tok) in enumerate(zip(fields, all_tokens, strict=True)):
             if tok == s.last:
                 rc.symbol(s.kind, SAME, 3)
                 continue
-            n = self._count(s, tok, values[i], interval_s, interval_ms, probe.whole[i]) if (
-                i < len(values) and tok[0] == DECIMAL
-                and not (_predicts(s, DECIMAL, tok[2])
-                         and _guess(fields, all_tokens, i, DECIMAL, tok[2]) == tok[1])
+            kind = _base(tok[0])
+            whole = probe.whole[i] if i < len(values) else False
+            anchor = _anchor(fields, all_tokens, i, kind, whole)
+            n = self._count(s, tok, values[i], interval_s, interval_ms, whole) if (
+                i < len(values) and kind == DECIMAL and anchor != (tok[2], tok[1])
             ) else None  # fmt: skip
             if n is not None:
                 rc.symbol(s.kind, COUNT, 3)
                 rc.number(s.count, n - s.last_n)
                 continue
-            rc.symbol(s.kind, tok[0], 3)
-            if tok[0] == DECIMAL:
-                was = s.last[2] if s.last is not None and s.last[0] == DECIMAL else 0
+            rc.symbol(s.kind, kind, 3)
+            if kind == DECIMAL:
+                was = anchor[0] if anchor is not None else 0
                 rc.bit(s.same_exp, 0, int(was == tok[2]))
                 if was != tok[2]:
                     rc.number(s.exp, tok[2] - was)
-            if tok[0] in (DECIMAL, INT):
-                guessed = _predicts(s, tok[0], tok[2])
-                guess = _guess(fields, all_tokens, i, tok[0], tok[2]) if guessed else 0
-                rc.number(s.diff if guessed else s.fresh, tok[1] - guess)
+            if kind in (DECIMAL, INT):
+                guess = _guess(anchor, tok[2])
+                if guess is None:
+                    rc.number(s.fresh, tok[1])
+                else:
+                    rc.number(s.diff, tok[1] - guess)
+            if kind == DECIMAL and _boundary(tok[1]):
+                rc.symbol(s.side, _SIDES.index(tok[0]), 2)
         _relink(fields, all_tokens)
-        _counts(fields, tokens, interval_ms)
+        _counts(fields[: len(values)], all_tokens, interval_ms)
+        _learn(fields, all_tokens, probe.groups)
 
     @staticmethod
     def _count(
@@ -561,7 +696,10 @@ class ViewDecoder:
             or not isinstance(extra, dict)
         ):
             raise LinkError(f"a bad schema line: {raw[:60]!r}")
-        self._state.schema(probe, tuple(keys), _shape(extra), _ints(extra, []))
+        numbers = _numbers(extra, [])
+        if numbers is None:
+            raise LinkError(f"a bad schema line: {raw[:60]!r}")
+        self._state.schema(probe, tuple(keys), _shape(extra), numbers)
 
     def _samples(self, body: bytes) -> list[bytes]:
         rc = RangeDecoder(body)
@@ -608,25 +746,31 @@ class ViewDecoder:
                 continue
             if kind > FALSE:
                 raise LinkError(f"unknown value kind {kind}")
+            whole = probe.whole[i] if i < len(probe.keys) else False
+            anchor = _anchor(fields, tokens, i, kind, whole) if kind in (DECIMAL, INT) else None
             exp = 0
             if kind == DECIMAL:
-                exp = s.last[2] if s.last is not None and s.last[0] == DECIMAL else 0
+                exp = anchor[0] if anchor is not None else 0
                 if not rc.bit(s.same_exp, 0):
                     exp += rc.number(s.exp)
                     if abs(exp) > _EXP_BOUND:
                         raise LinkError(f"a decimal exponent of {exp}")
             m = 0
             if kind in (DECIMAL, INT):
-                if _predicts(s, kind, exp):
-                    m = _guess(fields, tokens, i, kind, exp) + rc.number(s.diff)
-                else:
-                    m = rc.number(s.fresh)
+                guess = _guess(anchor, exp)
+                m = rc.number(s.fresh) if guess is None else guess + rc.number(s.diff)
             elif i >= len(probe.keys):
-                raise LinkError("extra carries integers only")
+                raise LinkError("extra carries numbers only")
+            if kind == DECIMAL and _boundary(m):
+                side = rc.symbol(s.side, 2)
+                if side >= len(_SIDES):
+                    raise LinkError(f"a boundary side of {side}")
+                kind = _SIDES[side]
             tokens.append((kind, m, exp))
         _relink(fields, tokens)
-        _counts(fields, tokens, interval_ms)
         n = len(probe.keys)
+        _counts(fields[:n], tokens, interval_ms)
+        _learn(fields, tokens, probe.groups)
         line: dict[str, Any] = {
             "type": "sample",
             "probe": probe.name,
@@ -634,7 +778,7 @@ class ViewDecoder:
             "interval": interval_ms / 1000,
             "values": {k: _value(tok) for k, tok in zip(probe.keys, tokens[:n], strict=True)},
         }
-        extra = _fill(probe.shape, [tok[1] for tok in tokens[n:]], [0])
+        extra = _fill(probe.shape, tokens[n:], [0])
         if extra:
             line["extra"] = extra
         try:
