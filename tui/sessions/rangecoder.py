@@ -17,7 +17,6 @@ from __future__ import annotations
 
 PROB_BITS = 11
 PROB_ONE = 1 << PROB_BITS
-MOVE = 4  # adaptation speed: 1/16 of the way per decision (LZMA uses 1/32)
 TOP = 1 << 24
 MASK32 = 0xFFFFFFFF
 TAIL = 4  # at most this many zero bytes are left off a message's end
@@ -26,17 +25,31 @@ _HALF = PROB_ONE // 2
 MAX_OVERRUN = 4 + TAIL
 
 
+# A probability moves 1/(n+2) of the way after its n-th decision, then 1/16:
+# a new series learns its habits from its first few values, not its first 30.
+_RATE = [65536 // (n + 2) for n in range(15)]
+_SETTLED = len(_RATE) - 1
+_LOW, _HIGH = 31, PROB_ONE - 31  # never certain: a surprise must stay codable
+
+
 class Model:
     """Adaptive probabilities of one kind of decision, indexed by position."""
 
-    __slots__ = ("p",)
+    __slots__ = ("n", "p")
 
     def __init__(self, size: int = 1) -> None:
         self.p = [_HALF] * size
+        self.n = [0] * size
 
-    def grow(self, size: int) -> None:
-        if size > len(self.p):
-            self.p.extend([_HALF] * (size - len(self.p)))
+    def update(self, i: int, bit: int) -> None:
+        p, n = self.p[i], self.n[i]
+        if bit:
+            p = max(_LOW, p - ((p * _RATE[n]) >> 16))
+        else:
+            p = min(_HIGH, p + (((PROB_ONE - p) * _RATE[n]) >> 16))
+        self.p[i] = p
+        if n < _SETTLED:
+            self.n[i] = n + 1
 
 
 class NumberModel:
@@ -65,10 +78,9 @@ class RangeEncoder:
         if bit:
             self.low += bound
             self.range -= bound
-            model.p[i] = p - (p >> MOVE)
         else:
             self.range = bound
-            model.p[i] = p + ((PROB_ONE - p) >> MOVE)
+        model.update(i, bit)
         while self.range < TOP:
             self.range <<= 8
             self._shift_low()
@@ -161,13 +173,12 @@ class RangeDecoder:
         bound = (self.range >> PROB_BITS) * p
         if self.code < bound:
             self.range = bound
-            model.p[i] = p + ((PROB_ONE - p) >> MOVE)
             bit = 0
         else:
             self.code -= bound
             self.range -= bound
-            model.p[i] = p - (p >> MOVE)
             bit = 1
+        model.update(i, bit)
         while self.range < TOP:
             self.range <<= 8
             self.code = ((self.code << 8) | self._byte()) & MASK32

@@ -73,7 +73,10 @@ _DUMP: dict[str, Any] = {"separators": (",", ":"), "ensure_ascii": False, "allow
 # A value's kind, coded before it (3-bit symbol). COUNT: a DECIMAL sent as
 # the count it is a rate of (n / interval): 1 packet in 1.003 s is 0.997/s,
 # in 0.998 s 1.00/s; the count stays 1 where the digits jump.
-SAME, DECIMAL, INT, NONE, TRUE, FALSE, COUNT = range(7)
+# RECENT: one of the series' last few other values (a latency that moves
+# between a histogram's buckets, the bounds of an RTT histogram).
+SAME, DECIMAL, INT, NONE, TRUE, FALSE, COUNT, RECENT = range(8)
+RECENT_KEPT = 4
 # Token kinds never coded as a kind: a DECIMAL whose digits end on a boundary
 # of a coarser rounding (0.715 ms, printed "0.72" or "0.71") and the side of
 # it the value was on, coded after its digits (``_side``).
@@ -236,6 +239,8 @@ class _Series:
     ratios: dict[int, float] = field(default_factory=dict)
     scores: dict[int, float] = field(default_factory=dict)
     ratio: tuple[int, float] | None = None
+    recent: list[Token] = field(default_factory=list)  # RECENT's, newest first
+    which_recent: Model = field(default_factory=lambda: Model(RECENT_KEPT))
     last: Token | None = None
     last_n: int = 0  # the count the last value stands for
     link: tuple[str, int] | None = None  # ("eq" | "inc", field index): the prediction
@@ -367,6 +372,9 @@ def _relink(fields: list[_Series], tokens: list[Token]) -> None:
                 if grew[0] and grew in seen:
                     s.link = ("inc", seen[grew])
             seen.setdefault(value, i)
+        if s.last is not None and tok != s.last:
+            s.recent = [s.last, *(r for r in s.recent if r != s.last and r != tok)]
+            del s.recent[RECENT_KEPT:]
         s.last = tok
 
 
@@ -546,6 +554,10 @@ class ViewEncoder:
             if n is not None:
                 rc.symbol(s.kind, COUNT, 3)
                 rc.number(s.count, n - s.last_n)
+                continue
+            if tok in s.recent and anchor != (tok[2], tok[1]):
+                rc.symbol(s.kind, RECENT, 3)
+                rc.symbol(s.which_recent, s.recent.index(tok), 2)
                 continue
             rc.symbol(s.kind, kind, 3)
             if kind == DECIMAL:
@@ -744,8 +756,12 @@ class ViewDecoder:
                     raise LinkError(f"a count of {n} in {interval_ms} ms")
                 tokens.append(tok)
                 continue
-            if kind > FALSE:
-                raise LinkError(f"unknown value kind {kind}")
+            if kind == RECENT:
+                at = rc.symbol(s.which_recent, 2)
+                if at >= len(s.recent):
+                    raise LinkError(f"recent value {at} of {len(s.recent)}")
+                tokens.append(s.recent[at])
+                continue
             whole = probe.whole[i] if i < len(probe.keys) else False
             anchor = _anchor(fields, tokens, i, kind, whole) if kind in (DECIMAL, INT) else None
             exp = 0
