@@ -352,6 +352,7 @@ class RemoteFollower:
             try:
                 fed = self._decoder.feed(data)
             except LinkError as exc:
+                self.close()  # nothing more can be read from it: leave no ssh behind
                 raise RecordingError(f"{self.host}:{self.name}: bad view stream: {exc}") from None
             return fed.lines, fed.coded
         data = self._buf + data
@@ -374,8 +375,8 @@ class RemoteFollower:
             return
         error = _failure(self.host, code, text)
         said = text.strip().splitlines()
-        if self.compact and code == USAGE_EXIT and "--compact" in text:
-            # A probetop there from before the compact link: the plain one, at once
+        if self.compact and code == USAGE_EXIT and ("--compact" in text or "--batch" in text):
+            # A probetop there from before this compact link: the plain one, at once
             self.compact = False
             self._connect()
             return

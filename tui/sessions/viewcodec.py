@@ -294,8 +294,8 @@ class _State:
         new.whole = tuple(_whole(k) for k in keys)
         new.groups = [k.split("@", 1)[1] if "@" in k else "" for k in keys]
         new.groups += [None] * len(numbers)
-        for series in new.series.values():  # field numbers moved: learn ratios anew
-            series.ratios, series.scores, series.ratio = {}, {}, None
+        for series in new.series.values():  # field numbers moved: links and ratios anew
+            series.ratios, series.scores, series.ratio, series.link = {}, {}, None, None
         self.probes[probe] = new
         return new
 
@@ -311,7 +311,7 @@ def _anchor(
     last = s.last
     if last is None or _base(last[0]) != kind:
         return None
-    if s.link is not None:
+    if s.link is not None and s.link[1] < i:
         how, j = s.link
         other = tokens[j]
         if _base(other[0]) in (DECIMAL, INT):
@@ -319,7 +319,7 @@ def _anchor(
                 return other[2], other[1]
             if other[2] == last[2]:
                 return last[2], last[1] + other[1]
-    if s.ratio is not None and kind == DECIMAL:
+    if s.ratio is not None and s.ratio[0] < i and kind == DECIMAL:
         j, ratio = s.ratio
         other = tokens[j]
         if _base(other[0]) == DECIMAL and other[1]:
@@ -646,7 +646,11 @@ class ViewDecoder:
                 out.lines += lines
                 out.coded += [False] * len(lines)
             elif kind == SAMPLES:
-                lines = self._samples(body)
+                try:
+                    lines = self._samples(body)
+                except (IndexError, KeyError, TypeError, OverflowError) as exc:
+                    # damage the checks did not name (or a bug): one line, no traceback
+                    raise LinkError(f"a sample frame that does not decode ({exc!r})") from None
                 out.lines += lines
                 out.coded += [True] * len(lines)
             else:
