@@ -231,6 +231,7 @@ class RemoteFollower:
         self.caught_up = False
         self.link = "connecting"  # "up", "reconnecting", "ended"
         self.reconnects = 0
+        self.ended_there = False  # follow ended by itself (the session's end, a refusal)
         self.last_error = ""
         self._proc: subprocess.Popen[bytes] | None = None
         self._buf = b""
@@ -372,6 +373,7 @@ class RemoteFollower:
         text = err.decode("utf-8", "replace")
         if self.footer is not None or code == 0:
             self.link = "ended"  # the session ended (its footer, or it died there)
+            self.ended_there = True
             return
         error = _failure(self.host, code, text)
         said = text.strip().splitlines()
@@ -384,6 +386,7 @@ class RemoteFollower:
             # probetop there refused (no such session, a probetop without
             # `follow`) or is missing: retrying cannot help
             self.link = "ended"
+            self.ended_there = True
             reason = str(error) if error is not None else (said[-1] if said else f"exit {code}")
             raise RecordingError(f"{self.host}: {reason}")
         self.last_error = f"link lost ({said[-1] if said else f'ssh exit {code}'})"
@@ -466,6 +469,19 @@ class RemoteAttachedSession(AttachedSession):
         if remote.link == "ended":
             return "ended" if self._state in ("starting", "running") else self._state
         return "running"
+
+    @property
+    def runs_on(self) -> bool:
+        """The session was running there when the view closed: neither its end
+        (the footer, or its link ending on its own) nor a stop from here.
+        (``state`` cannot say: closing the view ends the link.)"""
+        remote = self._remote
+        return (
+            remote is not None
+            and remote.footer is None
+            and not remote.ended_there
+            and self._state in ("starting", "running")
+        )
 
     def stop(self, wait_s: float = 30.0) -> SessionInfo:
         done = run_remote(self.host, ["stop", self.info.name, "--wait", f"{wait_s:g}"])
@@ -552,7 +568,7 @@ def _view(host: str, name: str, plan: RunPlan[Any], show: Callable[[AppConfig], 
         title=f"probetop {name} on {host}",
     )
     code = show(config)
-    if attached.state not in ("finished",) and not attached.state.startswith("ended"):
+    if attached.runs_on:
         print(f"probetop: session {name} keeps running on {host}")
         print(f"  attach     probetop attach --remote {host} {name}")
         print(f"  stop       probetop stop --remote {host} {name}")
