@@ -28,7 +28,7 @@ from probetop.tui.sessions import remote as remote_mod
 from probetop.tui.sessions.registry import SessionInfo
 from probetop.tui.sessions.remote import RemoteFollower
 from probetop.tui.sessions.viewcodec import VIEW_OMITS
-from probetop.tui.widgets.history import fmt_value
+from probetop.tui.ui.widgets.history import fmt_value
 from sshd_fixture import Sshd, Unavailable, start_sshd
 from test_sessions import _screen, _tmux, wait_for
 

@@ -29,7 +29,7 @@ from probetop.tui.sessions.viewcodec import (
     ViewDecoder,
     ViewEncoder,
 )
-from probetop.tui.widgets.history import fmt_value
+from probetop.tui.ui.widgets.history import fmt_value
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
