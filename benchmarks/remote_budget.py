@@ -19,7 +19,7 @@ seconds are read from the kernel (`ss -tin`, bytes_received of every
 connection to the server's port). Prints B/s per way (median over rounds)
 and the ratio view / tui.
 
-Usage: .venv/bin/python benchmarks/remote_budget.py [--window 30] [--settle 10] [--rounds 2]
+Usage: .venv/bin/python benchmarks/remote_budget.py [--window 30] [--settle 30] [--rounds 2]
        [--command 'cpu --time 3600' --command 'icmp 127.0.0.1 --time 3600']
        (the defaults: two probes, each beside the host's panes; every command
        and way alternate within each round)
@@ -83,7 +83,10 @@ def measure(
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--window", type=float, default=30.0)
-    ap.add_argument("--settle", type=float, default=10.0)
+    # A view starts three probetop processes on the far side (the session,
+    # ls, follow): on a loaded machine that took more than 10 s, and the
+    # window then held the history the view loads once.
+    ap.add_argument("--settle", type=float, default=30.0)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument(
         "--command",
