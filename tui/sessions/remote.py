@@ -17,11 +17,14 @@ Contract:
   output and exit status come back as they are. ``attach NAME``: a remote
   view of a session already running there. ``replay``, ``report``,
   ``compare`` and ``export`` read local files: refused (exit 2).
-- A remote view reads ``probetop follow NAME --from-line N`` over ssh: the
+- A remote view reads ``probetop follow NAME --from-line N --compact
+  --batch S`` over ssh (``viewcodec.py``; S: ``link_batch_s``): the
   recording's lines, checked here line by line as a local view checks them
-  (``decode_line``). Only those lines travel, never screen updates. If the
+  (``decode_line``). Only those lines travel, never screen updates. The
+  samples of a live batch are handed to the panes at the pace they were
+  taken (``_hold_played``), about S later than on HOST. If the
   link drops (ssh exits, or no byte at all for ``STALL_S`` although the far
-  side sends an empty line every 2 s), the view says "reconnecting" and runs
+  side sends a keepalive every 2 s), the view says "reconnecting" and runs
   ssh again after ``BACKOFF_S`` (1, 2, 4, 8, 15, then every 30 s), from the
   line after the last whole line it has: no gap, no duplicate. The session
   on HOST is not affected: it never waits for a view.

@@ -1,5 +1,5 @@
-"""The remote view's compact link: a recording's lines as a view needs them
-(``probetop follow --compact``), at about a fifth of a byte per value.
+"""The remote view's compact link (``probetop follow --compact``): a
+recording's lines as a view needs them, a live value in a bit or two.
 
 Contract:
 - The stream opens with ``MAGIC`` and the format's version (``VERSION``);
@@ -13,31 +13,38 @@ Contract:
 - ``ViewEncoder.encode(lines, live=...)`` turns whole recording lines into
   the frames of one batch; ``keepalive()`` one frame. ``live`` False (the
   history a view rebuilds its panes from): every line goes as it is, so the
-  view's statistics are the recording's.
-- ``ViewDecoder.feed(data)`` takes the bytes as they arrive and returns the
-  recording lines they complete (JSON bytes that ``decode_line`` reads as it
-  reads a recording's) and how many keepalives came. One line in, one out,
-  in order: the view's line count (where a resume starts) is the recording's.
-  Any malformed input raises ``LinkError`` (a ValueError) naming what was
-  wrong, never another exception.
+  view's statistics from the session's start are the recording's.
+- ``ViewDecoder.feed(data)`` takes the bytes as they arrive and returns
+  (``Fed``) the recording lines they complete (JSON bytes that
+  ``decode_line`` reads as it reads a recording's), for each whether it came
+  coded (live), and the keepalives. One line in, one out, in order: the
+  view's line count (where a resume starts) is the recording's. Malformed
+  input raises ``LinkError`` (a ValueError) naming what was wrong, never
+  another exception.
 - A live sample line goes as ``SAMPLES`` when it can: its probe's schema
-  (value keys and the ``extra`` object with its integers as placeholders)
-  once in ``TEXT``, again when it changes; then per sample the time and
-  interval in ms, each value with the digits a pane prints (``VALUE_DIGITS``
-  significant ones; every whole digit below 10000 and of units never given
-  a k/M prefix), and the integers of ``extra``. Each number is coded as the
-  difference from a prediction the decoder makes too: the series' last
-  value, or a value of the same sample it equalled last time (rx and tx
-  packets of loopback, a thread's events and the per-thread list), or its
-  last value plus one it grew by last time (a running total). The
-  differences go through adaptive models per series, so a value that did
-  not change costs a few hundredths of a bit. ``VIEW_OMITS`` (latency
+  (value keys, and ``extra`` with its numbers as placeholders) once in
+  ``TEXT``, again when it changes (a device came or went); then per sample
+  the time and interval in ms, each value at the digits a pane prints
+  (``_token``: ``VALUE_DIGITS`` significant ones; every whole digit below
+  10000 and of units never given a k/M prefix; on a boundary of a coarser
+  rounding, the side of it the value was on), and every digit of the
+  numbers of ``extra``. Each number is coded as its difference from a
+  prediction the decoder makes too (``_anchor``): the series' last value, a
+  value of the same sample it equalled last time (loopback's rx and tx), its
+  last value plus one it grew by (a running total), an earlier value of the
+  same device times their ratio (``_learn``: bytes per I/O); or as one of
+  its last few values (RECENT), or as the count a rate is of (COUNT). The
+  decisions go through adaptive models per series, so a value that did not
+  change costs a few hundredths of a bit. ``VIEW_OMITS`` (latency
   histograms and sums, read by the Prometheus exporters, never by a pane)
-  stay on the host. A sample the fast form cannot carry (a string value,
-  NaN) goes as it is (``J``).
-- Lossy only in what no pane shows: digits beyond those a pane prints, time
-  below 1 ms, ``VIEW_OMITS``. The recording on the host is untouched;
+  stay on the host. A sample the coded form cannot carry (a string value,
+  NaN, -0.0) goes as it is (``J``).
+- Lossy only in what no pane shows: digits beyond those a pane prints
+  (every value prints as the host's: ``fmt_value``, k/M and MB/s included),
+  time below 1 ms, ``VIEW_OMITS``. The recording on the host is untouched;
   ``probetop follow`` without ``--compact`` sends it byte for byte.
+- Both sides must decide alike: predictions use integers and IEEE
+  arithmetic only (+ - * /, exactly rounded on every host), never ``log``.
 """
 
 from __future__ import annotations
