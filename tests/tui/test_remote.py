@@ -25,7 +25,7 @@ import pytest
 from probetop.probes.core.sample import Sample
 from probetop.probes.record import RecordingError, load_session
 from probetop.tui.sessions import remote as remote_mod
-from probetop.tui.sessions.registry import SessionInfo
+from probetop.tui.sessions.registry import SessionError, SessionInfo
 from probetop.tui.sessions.remote import RemoteFollower
 from probetop.tui.sessions.viewcodec import VIEW_OMITS
 from probetop.tui.ui.widgets.history import fmt_value
@@ -355,3 +355,17 @@ def test_a_refusal_on_the_far_side_is_said_once_not_retried(remote: tuple[Sshd, 
         assert follower.link == "ended" and follower.reconnects == 0
     finally:
         follower.close()
+
+
+def test_the_batch_period_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """$PROBETOP_REMOTE_BATCH: seconds in (0, 5]; anything else is one line
+    naming the variable (SessionError: exit 2), said before a view's
+    session starts on HOST (run_remote_plan checks it first)."""
+    for bad in ("0", "-1", "6", "abc", "nan", "inf"):
+        monkeypatch.setenv("PROBETOP_REMOTE_BATCH", bad)
+        with pytest.raises(SessionError, match="PROBETOP_REMOTE_BATCH"):
+            remote_mod.link_batch_s()
+    monkeypatch.setenv("PROBETOP_REMOTE_BATCH", "1.5")
+    assert remote_mod.link_batch_s() == 1.5
+    monkeypatch.delenv("PROBETOP_REMOTE_BATCH")
+    assert remote_mod.link_batch_s() == remote_mod.LINK_BATCH_S
