@@ -30,7 +30,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from probetop.probes.core.sample import Announce, Sample, Status
-from probetop.probes.record import limits, rawlines, reader, stream
+from probetop.probes.record import linecheck, rawlines, reader
 from probetop.probes.record.codec import RecordingError
 from probetop.probes.record.linefile import LineFile, WriteFailed
 from probetop.probes.record.reader import Session, load_session
@@ -156,19 +156,16 @@ def recordings(draw: st.DrawFn) -> bytes:
 
 @contextlib.contextmanager
 def small_caps() -> Iterator[None]:
-    saved = rawlines.MAX_LINE_BYTES, reader.MAX_WEIGHT, stream.MAX_WEIGHT, rawlines.MAX_FILE_BYTES
-    rawlines.MAX_LINE_BYTES, reader.MAX_WEIGHT, stream.MAX_WEIGHT, rawlines.MAX_FILE_BYTES = (
+    saved = rawlines.MAX_LINE_BYTES, reader.MAX_WEIGHT, rawlines.MAX_FILE_BYTES
+    rawlines.MAX_LINE_BYTES, reader.MAX_WEIGHT, rawlines.MAX_FILE_BYTES = (
         SMALL_LINE,
-        SMALL_WEIGHT,
         SMALL_WEIGHT,
         SMALL_FILE,
     )
     try:
         yield
     finally:
-        rawlines.MAX_LINE_BYTES, reader.MAX_WEIGHT, stream.MAX_WEIGHT, rawlines.MAX_FILE_BYTES = (
-            saved
-        )
+        rawlines.MAX_LINE_BYTES, reader.MAX_WEIGHT, rawlines.MAX_FILE_BYTES = saved
 
 
 def is_number(value: Any) -> bool:
@@ -178,7 +175,7 @@ def is_number(value: Any) -> bool:
 def check_session(session: Session) -> None:
     """Every record has the types the panes and the report rely on."""
     for t, record in session.records():
-        assert is_number(t) and 0 <= t <= limits.MAX_T
+        assert is_number(t) and 0 <= t <= linecheck.MAX_T
         if isinstance(record, Sample):
             assert isinstance(record.probe, str) and record.probe
             assert is_number(record.interval_s)
