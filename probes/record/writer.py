@@ -59,14 +59,13 @@ import asyncio
 import contextlib
 import datetime as dt
 import os
-import queue
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from probetop.probes import version
 from probetop.probes.core.hub import Hub, Subscription
+from probetop.probes.core.iothread import DiskStalled, IoThread
 from probetop.probes.core.sample import Announce, Record, now_ns
 from probetop.probes.core.targetlock import TargetBusy, TargetLock
 from probetop.probes.record.codec import (
@@ -89,75 +88,6 @@ MEMORY_CAP_BYTES = 256 << 20
 CLOSE_WAIT_S = 5.0
 """The longest ``close()`` waits for the disk (queued lines, footer, fsync):
 a stop with a hung disk ends after this, the recording marked incomplete."""
-
-T = TypeVar("T")
-
-
-class DiskStalled(Exception):
-    """A recorder's file operation did not finish in the time allowed."""
-
-
-class IoThread:
-    """One daemon thread that runs a recorder's file operations in order.
-
-    ``await run(fn, *args, timeout=None)`` runs ``fn(*args)`` there and
-    returns its result (or raises its exception); with ``timeout``, raises
-    ``DiskStalled`` once that passes and leaves the call running (it cannot
-    be interrupted: it is in the kernel). ``post(fn, *args)`` queues a call
-    nobody waits for. ``stop()`` ends the thread after what is queued. The
-    thread is a daemon: a call stuck on a hung disk never keeps the process
-    alive (``asyncio.to_thread``'s executor is joined at ``asyncio.run``'s
-    end)."""
-
-    def __init__(self, name: str = "probetop-recorder") -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            job()
-
-    def post(self, fn: Callable[..., object], *args: Any) -> None:
-        def job() -> None:
-            with contextlib.suppress(Exception):
-                fn(*args)
-
-        self._jobs.put(job)
-
-    async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-
-        def settle(ok: bool, value: Any) -> None:
-            if future.done():  # given up on (a timeout, a cancellation)
-                return
-            if ok:
-                future.set_result(value)
-            else:
-                future.set_exception(value)
-
-        def job() -> None:
-            value: Any
-            try:
-                ok, value = True, fn(*args)
-            except BaseException as exc:  # handed to the awaiting task
-                ok, value = False, exc
-            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
-                loop.call_soon_threadsafe(settle, ok, value)
-
-        self._jobs.put(job)
-        if timeout is None:
-            return await future
-        try:
-            return await asyncio.wait_for(asyncio.shield(future), max(0.0, timeout))
-        except asyncio.TimeoutError:
-            future.cancel()
-            raise DiskStalled from None
-
-    def stop(self) -> None:
-        self._jobs.put(None)
-
 
 FooterFields = Callable[[Mapping[str, Any], Mapping[str, Mapping[str, Any]]], Mapping[str, Any]]
 """``Recorder(footer_fields=...)``: (summaries, probe descriptions by id) ->
@@ -337,7 +267,7 @@ class Recorder:
 
     def _io_thread(self) -> IoThread:
         if self._thread is None:
-            self._thread = IoThread()
+            self._thread = IoThread("probetop-recorder")
         return self._thread
 
     async def _write(self, data: bytes, timeout: float | None = None) -> bool:

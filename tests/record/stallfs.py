@@ -1,11 +1,11 @@
-"""A FUSE filesystem whose writes stall while a gate file exists: a hung disk.
+"""A FUSE filesystem whose I/O stalls while a gate file exists: a hung disk.
 
 ``python stallfs.py MOUNTPOINT BACKING_DIR GATE``: serves the files of
 BACKING_DIR at MOUNTPOINT (create, write, truncate, unlink, chmod...). While
-the file GATE exists, every ``write`` (and ``fsync``/``flush``) waits, as a
-write to a hung NFS server or a dying disk does: the writer's thread sits in
-the kernel. On the first stalled call it creates ``GATE + ".hit"``, so a test
-knows a write really was stalled. Removing GATE lets the waiting calls go
+the file GATE exists, every ``read`` and ``write`` (and ``fsync``/``flush``)
+waits, as I/O to a hung NFS server or a dying disk does: the caller's thread
+sits in the kernel. On the first stalled call it creates ``GATE + ".hit"``,
+so a test knows a call really was stalled. Removing GATE lets the waiting calls go
 on, and nothing they carried is lost. Mounted with ``direct_io`` so each
 ``write(2)`` reaches it (no page cache in between). Multi-threaded: reads,
 stats and opens are answered while a write waits. Needs fusepy and libfuse2.
@@ -59,6 +59,7 @@ class StallFS(Operations):  # type: ignore[misc]
         return int(self._os(os.open, self._path(path), flags & ~(os.O_CREAT | os.O_EXCL)))
 
     def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
+        self._stall()
         return bytes(self._os(os.pread, fh, size, offset))
 
     def write(self, path: str, data: bytes, offset: int, fh: int) -> int:

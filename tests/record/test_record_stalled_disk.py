@@ -10,7 +10,9 @@ or a dying disk does, with the writer's thread inside the kernel. Checked:
 - stopping while the disk is stalled ends within a bound
   (``CLOSE_WAIT_S``), says what happened, and a headless run interrupted
   with Ctrl-C exits 74 (the recording is incomplete) instead of hanging until
-  the disk answers.
+  the disk answers;
+- a replay reading the rest of a recording from a stalled disk leaves the
+  dashboard's loop ticking, and gets every record once the disk answers.
 """
 
 from __future__ import annotations
@@ -29,9 +31,12 @@ from pathlib import Path
 import pytest
 from probetop.probes.core.hub import Hub
 from probetop.probes.core.sample import Sample
-from probetop.probes.record.reader import load_session
+from probetop.probes.record import RecordingError
+from probetop.probes.record.reader import SessionLoader, load_session
 from probetop.probes.record.writer import CLOSE_WAIT_S, RECORDING_INCOMPLETE_EXIT, Recorder
 from probetop.probes.system import passive_probes
+from probetop.tui.ui.replay_clock import ReplayPlayer
+from probetop.tui.ui.replay_view import Playback
 from record_helpers import PROBETOP, need_root
 
 INTERVAL_S = 0.05
@@ -44,18 +49,27 @@ MAX_GAP_S = 0.25
 class StalledDisk:
     mount: Path
     gate: Path
+    _watchdog: threading.Timer | None = None
 
-    def stall(self) -> None:
+    def stall(self, at_most_s: float = 30.0) -> None:
+        """Hang the disk; it answers again at ``release()``, or after
+        ``at_most_s`` whatever happens: code that waits for the disk in the
+        event loop then fails the test's checks instead of hanging it."""
         self.gate.touch()
+        self._watchdog = threading.Timer(at_most_s, self.release)
+        self._watchdog.daemon = True
+        self._watchdog.start()
 
     def release(self) -> None:
         self.gate.unlink(missing_ok=True)
+        if self._watchdog is not None:
+            self._watchdog.cancel()
 
-    def wait_for_a_stalled_write(self, timeout: float = 10.0) -> None:
+    def wait_for_a_stalled_call(self, timeout: float = 10.0) -> None:
         hit = Path(f"{self.gate}.hit")
         deadline = time.monotonic() + timeout
         while not hit.exists():
-            assert time.monotonic() < deadline, "no write reached the stalled disk"
+            assert time.monotonic() < deadline, "no read or write reached the stalled disk"
             time.sleep(0.02)
 
 
@@ -129,8 +143,8 @@ async def _recording(path: Path) -> tuple[Hub, Recorder, list[str]]:
     return hub, recorder, errors
 
 
-async def _wait_for_a_stalled_write(disk: StalledDisk) -> None:
-    await asyncio.to_thread(disk.wait_for_a_stalled_write)
+async def _wait_for_a_stalled_call(disk: StalledDisk) -> None:
+    await asyncio.to_thread(disk.wait_for_a_stalled_call)
 
 
 async def test_a_stalled_write_neither_stalls_the_loop_nor_loses_a_record(
@@ -144,7 +158,7 @@ async def test_a_stalled_write_neither_stalls_the_loop_nor_loses_a_record(
     try:
         await asyncio.sleep(0.6)
         disk.stall()
-        await _wait_for_a_stalled_write(disk)
+        await _wait_for_a_stalled_call(disk)
         stalled_at = loop.time()
         await asyncio.sleep(2.5)  # five flush periods with the write hanging
         assert beat.longest_since(stalled_at) < MAX_GAP_S, beat.longest_since(stalled_at)
@@ -175,7 +189,7 @@ async def test_stop_with_a_stalled_disk_ends_within_a_bound_and_says_so(
     try:
         await asyncio.sleep(0.6)
         disk.stall()
-        await _wait_for_a_stalled_write(disk)
+        await _wait_for_a_stalled_call(disk)
         await hub.stop()
         t0 = loop.time()
         # The old recorder waited here until the disk answered.
@@ -234,7 +248,7 @@ def test_ctrl_c_with_a_stalled_disk_ends_the_run_within_a_bound(disk: StalledDis
             time.sleep(0.05)
         time.sleep(0.5)
         disk.stall()
-        disk.wait_for_a_stalled_write()
+        disk.wait_for_a_stalled_call()
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
         deadline = t0 + CLOSE_WAIT_S + 15
@@ -258,3 +272,58 @@ def test_ctrl_c_with_a_stalled_disk_ends_the_run_within_a_bound(disk: StalledDis
     assert proc.returncode == RECORDING_INCOMPLETE_EXIT, (proc.returncode, text)
     assert f"recording to {path} stopped: the disk has not finished a write" in text
     assert "Traceback" not in text, text
+
+
+class _Host:
+    """What ``Playback.read_rest`` reports to the dashboard, kept."""
+
+    def __init__(self) -> None:
+        self.failed: list[RecordingError] = []
+        self.said: list[str] = []
+
+    def fail(self, error: RecordingError) -> None:
+        self.failed.append(error)
+
+    def say(self, message: str, **_kw: object) -> None:
+        self.said.append(message)
+
+    def refresh_status(self) -> None:
+        pass
+
+
+async def test_a_replay_reading_from_a_stalled_disk_leaves_the_dashboard_live(
+    disk: StalledDisk,
+) -> None:
+    """The dashboard reads the rest of a long recording after its first
+    frame (``Playback.read_rest``); on a hung disk it used to read in the
+    event loop, and the whole dashboard froze until the disk answered."""
+    loop = asyncio.get_running_loop()
+    demo = Path(__file__).parent.parent / "data" / "demo_session.jsonl"
+    rows = demo.read_bytes().splitlines()
+    header, body = rows[0], [r for r in rows[1:-1] if b'"type":"probe"' not in r]
+    path = disk.mount / "long.jsonl"
+    with path.open("wb") as f:  # > 3 read steps of 1 MiB
+        f.write(header + b"\n")
+        while f.tell() < 4 << 20:
+            f.write(b"\n".join(body) + b"\n")
+    host = _Host()
+    with SessionLoader(path) as loader:
+        loader.step(100_000)  # the head, before the first frame
+        player = ReplayPlayer(loader.session.records(), loader.session.duration_s)
+        player.loading = True
+        view = Playback(host, player)  # type: ignore[arg-type]  # read_rest needs only these
+        disk.stall(at_most_s=6.0)
+        beat = Heartbeat()
+        reading = loop.create_task(view.read_rest(loader))
+        try:
+            await asyncio.to_thread(disk.wait_for_a_stalled_call)
+            stalled_at = loop.time()
+            await asyncio.sleep(2.0)
+            assert beat.longest_since(stalled_at) < MAX_GAP_S, beat.longest_since(stalled_at)
+            assert not reading.done()
+        finally:
+            disk.release()
+            await beat.stop()
+        await asyncio.wait_for(reading, 60)
+    assert host.failed == []
+    assert len(player.records) == len(load_session(path).records())
