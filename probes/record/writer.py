@@ -211,6 +211,13 @@ class Recorder:
 
         RecordingError if the target is refused or the header cannot be
         written (nothing is subscribed then)."""
+        try:
+            await self._start()
+        except BaseException:
+            self._stop_thread()  # no thread left waiting for work that never comes
+            raise
+
+    async def _start(self) -> None:
         io = self._io_thread()
         if self.memory_fd is not None:
             fd = self.memory_fd  # anonymous: no path to check, nothing to lock
