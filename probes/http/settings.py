@@ -20,7 +20,7 @@ from probetop.probes.http.inputs import read_at_file
 from probetop.probes.http.load_settings import LoadSettings, load_from_options
 from probetop.probes.http.request import HttpRequest
 from probetop.probes.http.requestopts import request_from_options
-from probetop.probes.http.spec import _UNSUPPORTED_DEST, SPEC, unsupported_message
+from probetop.probes.http.spec import SPEC, unsupported_flag, unsupported_message
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +76,9 @@ class HttpSettings:
         here (UsageProbeError if they cannot be)."""
         values = _split_header_values(values)
         _check_shapes(values)
-        unsupported = values.get(_UNSUPPORTED_DEST)
+        unsupported = unsupported_flag(values)
         if unsupported:
-            raise UsageProbeError(unsupported_message(str(unsupported)))
+            raise UsageProbeError(unsupported_message(unsupported))
         output = values.get("curl_output")
         if output not in (None, "/dev/null"):
             raise UsageProbeError(
