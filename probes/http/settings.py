@@ -17,7 +17,7 @@ from typing import Any
 
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.http.inputs import read_at_file
-from probetop.probes.http.load_settings import LoadSettings, load_from_options
+from probetop.probes.http.load.settings import LoadSettings, load_from_options
 from probetop.probes.http.request import HttpRequest
 from probetop.probes.http.requestopts import request_from_options
 from probetop.probes.http.spec import SPEC, unsupported_flag, unsupported_message
@@ -43,7 +43,7 @@ class HttpSettings:
     fresh: bool = True
     watch: bool = False
     one_off: bool = False
-    load: LoadSettings | None = None  # --rate: load mode (load_settings.py)
+    load: LoadSettings | None = None  # --rate: load mode (load/settings.py)
     warmup: int = 0  # --warmup: requests per URL discarded before statistics
     include_errors: bool = False  # --include-errors: 4xx/5xx in the latency statistics
     write_out: str | None = None  # -w FORMAT (one-off; @FILE already read)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from probetop.probes.core.options import CommandSpec, Option, number, whole_number
-from probetop.probes.http.load_settings import LOAD_OPTIONS
+from probetop.probes.http.load.settings import LOAD_OPTIONS
 from probetop.probes.http.request import DEFAULT_MAX_REDIRS
 from probetop.probes.record import KEEP_BODY_FLAG
 
@@ -343,7 +343,7 @@ SPEC = CommandSpec(
             hidden=True,
         ),
         *_unsupported_options(),
-        *LOAD_OPTIONS,  # --rate, --connections (load_settings.py)
+        *LOAD_OPTIONS,  # --rate, --connections (load/settings.py)
         Option(
             (KEEP_BODY_FLAG,),
             "keep the request body (-d/--data*) in --json output and recordings; "
