@@ -28,10 +28,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import Emit, UsageProbeError
-from probetop.probes.core.limits import (
-    background_priority,
-    oversubscribed,
-)
+from probetop.probes.core.machine import background_priority, oversubscribed
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.cpu.crew import Crew
 from probetop.probes.cpu.engine import (

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import Emit, ProbeError
-from probetop.probes.core.limits import thread_stack
+from probetop.probes.core.machine import thread_stack
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.icmp.pingtext import IcmpErrorLine
 from probetop.probes.icmp.records import KIND, METRICS, IntervalRow

@@ -16,13 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.core.limits import (
-    MIN_INTERVAL_S,
-    check_interval,
-    check_per_cpu,
-    check_seconds,
-)
+from probetop.probes.core.machine import check_per_cpu
 from probetop.probes.core.options import CommandSpec, Option, byte_size, number, whole_number
+from probetop.probes.core.ranges import MIN_INTERVAL_S, check_interval, check_seconds
 
 DEFAULT_TIME_S = 10.0  # sysbench 1.0's --time default
 DEFAULT_BLOCK = 1024  # --memory-block-size 1K
