@@ -34,8 +34,8 @@ PACKAGES = {"probes": "probetop.probes", "tui": "probetop.tui"}
 #   _open_lines, _rows), stream.py (7: linecheck._decode_body, _weight;
 #   rawlines._Lines, _end_warnings, _open_lines, _rows; reader._header_of);
 #   tui (3, private attributes of Textual and asyncio objects):
-#   quietdriver.py getattr(parser, '_timeout_time'), session.py
-#   getattr(loop, '_signal_handlers'), widgets/pane.py getattr(widget,
+#   ui/quietdriver.py getattr(parser, '_timeout_time'), run/livesession.py
+#   getattr(loop, '_signal_handlers'), ui/widgets/pane.py getattr(widget,
 #   '_filter_background').
 # Lower this number as sites go; the goal is 0 (`python
 # tests/core/test_private_names.py` lists what is left).
