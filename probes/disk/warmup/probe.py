@@ -25,7 +25,6 @@ from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.disk import ioengines
 from probetop.probes.disk.blockmap import BlockMap
-from probetop.probes.disk.checkpoint import Checkpoint
 from probetop.probes.disk.counters import B_BAD, B_DATA, B_HOLE, B_ZERO
 from probetop.probes.disk.holes import Holes, find_holes
 from probetop.probes.disk.kernelview import (
@@ -34,24 +33,25 @@ from probetop.probes.disk.kernelview import (
     rate_note,
     zeros_note,
 )
-from probetop.probes.disk.passes import PassTotals, WarmupSummary
-from probetop.probes.disk.records import (
+from probetop.probes.disk.selftest import warm_up_kernels
+from probetop.probes.disk.steps import GRACE_S, run_step
+from probetop.probes.disk.target import Target
+from probetop.probes.disk.targeterrors import target_errors
+from probetop.probes.disk.targetwatch import TargetWatch
+from probetop.probes.disk.warmup.checkpoint import Checkpoint
+from probetop.probes.disk.warmup.checkpointing import CheckpointKeeper
+from probetop.probes.disk.warmup.layout import MAP_CELLS, PassLayout
+from probetop.probes.disk.warmup.pass_engine import PassEngine, Step
+from probetop.probes.disk.warmup.passes import PassTotals, WarmupSummary
+from probetop.probes.disk.warmup.plateau import PlateauWatch
+from probetop.probes.disk.warmup.records import (
     WARMUP_KIND,
     WARMUP_METRICS,
     WarmupInterval,
     WarmupParams,
 )
-from probetop.probes.disk.selftest import warm_up_kernels
-from probetop.probes.disk.settings import WarmupSettings
-from probetop.probes.disk.steps import GRACE_S, run_step
-from probetop.probes.disk.target import Target
-from probetop.probes.disk.targeterrors import target_errors
-from probetop.probes.disk.targetwatch import TargetWatch
-from probetop.probes.disk.warmup.checkpointing import CheckpointKeeper
-from probetop.probes.disk.warmup.layout import MAP_CELLS, PassLayout
-from probetop.probes.disk.warmup.pass_engine import PassEngine, Step
-from probetop.probes.disk.warmup.plateau import PlateauWatch
 from probetop.probes.disk.warmup.safety import check_target
+from probetop.probes.disk.warmup.settings import WarmupSettings
 from probetop.probes.disk.warmup.summary import RunTotals
 from probetop.probes.disk.warmup.verdict import (
     FRESH_FRACTION,

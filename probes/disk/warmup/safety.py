@@ -26,9 +26,9 @@ from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.disk import capacity
 from probetop.probes.disk.freespace import allocation_needed, check_room
 from probetop.probes.disk.refusals import lock_devices, write_refusals
-from probetop.probes.disk.settings import WarmupSettings
 from probetop.probes.disk.signatures import data_signatures
 from probetop.probes.disk.target import Target, resolve
+from probetop.probes.disk.warmup.settings import WarmupSettings
 
 ACTION = "write pass"  # what the confirmation dialog says is about to happen
 

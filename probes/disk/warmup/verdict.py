@@ -32,11 +32,11 @@ from probetop.probes.core.base import ProbeError
 from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.counters import B_BAD, B_HOLE, B_ZERO
 from probetop.probes.disk.holes import Holes
-from probetop.probes.disk.passes import Case, Findings, PassTotals
 from probetop.probes.disk.refusals import write_refusals
-from probetop.probes.disk.settings import SEQ_BS, WarmupSettings
 from probetop.probes.disk.signatures import data_signatures
 from probetop.probes.disk.sizes import format_size
+from probetop.probes.disk.warmup.passes import Case, Findings, PassTotals
+from probetop.probes.disk.warmup.settings import SEQ_BS, WarmupSettings
 
 WARMED_FRACTION = 0.01  # never written at most this share of the range: warmed
 FRESH_FRACTION = 0.5  # more than this: a fresh volume

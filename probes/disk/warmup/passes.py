@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from probetop.probes.disk.records import Plateau
+from probetop.probes.disk.warmup.records import Plateau
 
 Outcome = Literal["completed", "stopped", "failed", "running", "not started"]
 OUTCOMES: tuple[Outcome, ...] = ("completed", "stopped", "failed", "running", "not started")
