@@ -21,6 +21,7 @@ from typing import Any
 from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.readback import as_number
 from probetop.probes.core.sample import Sample
+from probetop.probes.disk.kernelview import implausible
 from probetop.probes.disk.records import as_int, as_str, params_of
 
 WARMUP_KIND = "warmup"
@@ -99,6 +100,11 @@ class WarmupInterval:
     read_bytes: int | None = None
     never_map: tuple[float, ...] | None = None
     bad_map: tuple[float, ...] | None = None
+    # The read pass so far as the kernel saw it: bytes the disk under the
+    # target (kernel_device, /proc/diskstats) read since the pass started;
+    # None where no disk is under it (tmpfs, NFS).
+    kernel_bytes: int | None = None
+    kernel_device: str | None = None
 
     @property
     def never_written_share(self) -> float | None:
@@ -106,6 +112,12 @@ class WarmupInterval:
         if not self.read_bytes or self.zero_bytes is None:
             return None
         return self.zero_bytes / self.read_bytes
+
+    @property
+    def implausible_read(self) -> bool:
+        """The read so far is far above what the disk under the target read
+        (``kernelview.implausible``): too good to be true."""
+        return self.read_bytes is not None and implausible(self.read_bytes, self.kernel_bytes)
 
     @property
     def writes(self) -> bool:
@@ -140,6 +152,9 @@ class WarmupInterval:
             extra["never_map"] = list(self.never_map)
         if self.bad_map is not None and any(self.bad_map):
             extra["bad_map"] = list(self.bad_map)
+        if self.kernel_bytes is not None:  # absent before probetop 0.3: read as None
+            extra["kernel_bytes"] = self.kernel_bytes
+            extra["kernel_device"] = self.kernel_device
         return Sample(probe_id, t_ns, interval_s, values, extra)
 
     @classmethod
@@ -168,6 +183,8 @@ class WarmupInterval:
             read_bytes=as_int(extra.get("read_bytes")),
             never_map=_cells(extra.get("never_map")),
             bad_map=_cells(extra.get("bad_map")),
+            kernel_bytes=as_int(extra.get("kernel_bytes")),
+            kernel_device=as_str(extra.get("kernel_device")),
         )
 
 

@@ -97,7 +97,10 @@ def format_warmup_report(doc: Mapping[str, Any], *, reason: str) -> str:
         lines.append(f"  note: {note}")
     if s.checkpoint:
         lines.append(f"  checkpoint: {s.checkpoint}")
-    lines.append(f"  same pass in fio: {s.fio_command}")
+    if " && " in s.fio_command:  # write then read: the method's two fio commands
+        lines.append(f"  same passes in fio: {s.fio_command}")
+    else:
+        lines.append(f"  same pass in fio: {s.fio_command}")
     if s.error:
         lines.append(f"  error: {s.error}")
     return "\n".join(lines)
@@ -107,7 +110,10 @@ def _findings_lines(f: Findings) -> list[str]:
     """The verdict, what it rests on, and the bad ranges (the first ten)."""
     pct = 100.0 * f.never_written_fraction
     lines = [
-        f"  verdict: {f.verdict} ({f.case}): {f.reason}",
+        # "interrupted" is said by the reason itself ("interrupted at X of Y").
+        f"  verdict: {f.verdict}: {f.reason}"
+        if f.case == "interrupted"
+        else f"  verdict: {f.verdict} ({f.case}): {f.reason}",
         f"  never written: {f.never_written_bytes:,} of {f.range_bytes:,} bytes ({pct:.1f} %, "
         f"{f.never_written_source})"
         + (f"; read back all zero: {f.zero_bytes:,} bytes" if f.zero_bytes else ""),
