@@ -458,6 +458,14 @@ class WarmupPane(ProbePane):
         the target did (``WarmupInterval.implausible_read``)."""
         if not w.implausible_read:
             return [""]
+        if self.multi_pass:  # write then read: the write just put these blocks in a cache
+            return [
+                f"TOO GOOD TO BE TRUE: {fmt_with_unit(w.read_bytes, 'B')} read so far, but the "
+                f"disk under the target ({w.kernel_device}) read only "
+                f"{fmt_with_unit(max(0, w.kernel_bytes or 0), 'B')} (the kernel's view): a cache "
+                "answers these reads (the write pass just wrote them), so this rate is the "
+                "cache's, not the device's."
+            ]
         return [
             f"{NEVER_GLYPH} TOO GOOD TO BE TRUE: {fmt_with_unit(w.read_bytes, 'B')} read so far, "
             f"but the disk under the target ({w.kernel_device}) read only "
@@ -472,7 +480,7 @@ class WarmupPane(ProbePane):
     def action_write_then_read(self) -> None:
         """Only once the pane has called the volume fresh: ask the app to end
         and run write then read (``switch_request``, read by ``tui.main``)."""
-        if self.fresh_lines() == [""]:
+        if self.multi_pass or self.fresh_lines() == [""]:
             self.notify("W switches to write then read only after a fresh volume was seen")
             return
         self.app.switch_request = "write+read"  # type: ignore[attr-defined]
