@@ -248,8 +248,8 @@ def launcher(probetop: str, lines: list[str]) -> list[str]:
     code = (
         "import sys\n"
         "from probetop.probes.system import passive_probes\n"
-        "from probetop.tui.cli import parse_command_line\n"
-        "from probetop.tui.config import AppConfig\n"
+        "from probetop.tui.cli.parser import parse_command_line\n"
+        "from probetop.tui.run.viewconfig import AppConfig\n"
         "from probetop.tui.main import run_app\n"
         "probes = list(passive_probes(1.0))\n"
         "for line in sys.argv[1:]:\n"

@@ -27,11 +27,11 @@ import sys
 import time
 
 from probetop.probes.http import HttpProbe, HttpSettings
-from probetop.tui.runner import run_headless
+from probetop.tui.run.runner import run_headless
 
 SERVER = """
 import sys
-from probetop.tui.demo_targets import DemoTargets
+from probetop.tui.run.demo_targets import DemoTargets
 with DemoTargets() as t:
     print(t.http_url, flush=True)
     sys.stdin.read()

@@ -182,7 +182,7 @@ def report(name: str, ours: list[float], curl: list[float]) -> bool:
 
 SERVER = """
 import sys
-from probetop.tui.demo_targets import DemoTargets
+from probetop.tui.run.demo_targets import DemoTargets
 with DemoTargets() as t:
     print(t.http_url, flush=True)
     sys.stdin.read()

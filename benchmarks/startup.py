@@ -183,9 +183,9 @@ def wrap(obj, name, before=None, after=None):
 wrap(main, "_split_for_detach", after="command line parsed, process split (d: detach)")
 run_app = main.run_app
 def patched_run_app(*a, **k):
-    import probetop.tui.app as app_module
+    import probetop.tui.ui.app as app_module
     mark("Textual and the app imported")
-    from probetop.tui.session import LiveSession
+    from probetop.tui.run.livesession import LiveSession
     start = LiveSession.start
     async def timed_start(self, *sa, **sk):
         mark("app built, Textual started: CSS, compose, mount")
@@ -247,8 +247,8 @@ def heavy_imports(exe: str) -> list[str]:
     code = (
         "import sys\n"
         "from probetop.probes.system import passive_probes\n"
-        "from probetop.tui.app import make_app\n"
-        "from probetop.tui.config import AppConfig\n"
+        "from probetop.tui.ui.app import make_app\n"
+        "from probetop.tui.run.viewconfig import AppConfig\n"
         "probes = passive_probes(1.0)\n"
         "[p.prepare() for p in probes]\n"
         "make_app(AppConfig(probes=probes))\n"
@@ -264,7 +264,7 @@ def largest_imports(exe: str, top: int = 12) -> list[tuple[float, str]]:
     best: dict[str, int] = {}
     for _ in range(3):
         err = subprocess.run(
-            [python, "-X", "importtime", "-c", "import probetop.tui.main, probetop.tui.app"],
+            [python, "-X", "importtime", "-c", "import probetop.tui.main, probetop.tui.ui.app"],
             capture_output=True,
             text=True,
             check=True,

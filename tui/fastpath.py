@@ -64,7 +64,7 @@ def _is_one_off(plan: Any) -> bool:
 
 def _remember_gettext_lookups() -> None:
     """argparse asks gettext for each of its strings (about 45 for the parser
-    tui.cli builds), and gettext searches the locale directories anew every
+    tui.cli.parser builds), and gettext searches the locale directories anew every
     time, failures included: about a third of a one-off's run (profiled).
     The answer cannot change within a process, so it is kept after the first."""
     import functools
@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from probetop.probes.core.base import ProbeError
 
     _remember_gettext_lookups()
-    from probetop.tui.cli import build_parser, make_plan, parse_args
+    from probetop.tui.cli.parser import build_parser, make_plan, parse_args
 
     try:
         namespace = parse_args(build_parser({"http"}), args)
@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 141
     except OSError as exc:
-        from probetop.tui.launch import output_failed
+        from probetop.tui.run.launch import output_failed
 
         code = output_failed(exc)
         if code is None:
@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry() -> None:
     """The console script: ``main``, then exit at once (as ``tui.main.entry``)."""
-    from probetop.tui.hardexit import exit_now  # light: os, sys, threading
+    from probetop.tui.run.hardexit import exit_now  # light: os, sys, threading
 
     exit_now(main())
 

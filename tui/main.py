@@ -43,24 +43,24 @@ from probetop.probes.record import (
 from probetop.probes.system import passive_probes
 from probetop.tui import commands
 from probetop.tui.analysis.assertions import RunAssertions, exit_status, print_outcomes
-from probetop.tui.cli import (
+from probetop.tui.cli.parser import (
     build_parser,
     command_module,
     commands_needed,
     make_plan,
     parse_args,
 )
-from probetop.tui.config import AppConfig
-from probetop.tui.hardexit import exit_now
-from probetop.tui.launch import (
+from probetop.tui.cli.plan import RunPlan
+from probetop.tui.run.hardexit import exit_now
+from probetop.tui.run.launch import (
     dashboard_config,
     fail,
     output_failed,
     recording_status,
     run_headless_plan,
 )
-from probetop.tui.plan import RunPlan
-from probetop.tui.runner import RunResult, generic_report
+from probetop.tui.run.runner import RunResult, generic_report
+from probetop.tui.run.viewconfig import AppConfig
 
 Foreground = tuple["ForegroundLink | None", str | None]
 """``start_waiter()``'s answer: (the link to the waiter or None, why not)."""
@@ -262,7 +262,7 @@ def _run_confirmed(plan: RunPlan[Any], module: ModuleType) -> int:
 
 def ask_confirmation(request: ConfirmationRequired) -> bool:
     """Ask for the target's name before the dashboard opens; True if typed exactly."""
-    from probetop.tui.screens.confirm import ask_destroy_confirmation
+    from probetop.tui.ui.screens.confirm import ask_destroy_confirmation
 
     return ask_destroy_confirmation(request.target, request.action, list(request.signatures))
 
@@ -282,7 +282,7 @@ def run_app(
     If the user detaches, this returns when that session ends, after writing
     the command's headless report (``module.report``) to the session's log."""
     from probetop.themes import UnknownThemeError
-    from probetop.tui.app import make_app  # Textual loads only here
+    from probetop.tui.ui.app import make_app  # Textual loads only here
 
     if plan is not None and foreground is not None and config.probes:
         link, why = foreground

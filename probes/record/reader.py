@@ -289,7 +289,7 @@ class SessionLoader:
     file is closed then, and ``error`` holds it). Once ``done``, ``session`` is what
     ``load_session`` returns (footer and warnings included) and the file is
     closed. A replay shows the head of a long recording while the rest is
-    read (``tui/app.py``). Use as a context manager, or ``close()``."""
+    read (``tui/ui/app.py``). Use as a context manager, or ``close()``."""
 
     def __init__(self, path: str | Path) -> None:
         p = self.path = Path(path)

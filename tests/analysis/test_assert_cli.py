@@ -18,7 +18,7 @@ from analysis_helpers import probetop
 from file_size import text_of
 from probetop.probes.record import load_session, schema_path
 from probetop.probes.system import passive_probes
-from probetop.tui.runner import run_headless
+from probetop.tui.run.runner import run_headless
 from pty_session import PtySession
 
 DATA = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from analysis_helpers import probetop
 from probetop.probes.record import Session, load_session
-from probetop.tui.analysis.compare import CompareRefused, compare_sessions, subcommand
+from probetop.tui.analysis.comparison import CompareRefused, compare_sessions, subcommand
 
 DATA = Path(__file__).resolve().parents[1]
 

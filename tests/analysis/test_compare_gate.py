@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from analysis_helpers import probetop
-from probetop.tui.analysis.compare import Comparison, ProbePair, compare_metric
+from probetop.tui.analysis.comparison import Comparison, ProbePair, compare_metric
 
 CPU = ProbePair("cpu", "cpu", "cpu")
 LT = operator.lt

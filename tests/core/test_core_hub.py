@@ -194,7 +194,7 @@ async def test_a_probe_that_does_not_stop_still_gets_its_footer_and_report(tmp_p
     footer is written with the error and both summaries."""
     from probetop.probes.core.hub import STOP_DEADLINE_S
     from probetop.probes.record.reader import load_session
-    from probetop.tui.runner import run_headless
+    from probetop.tui.run.runner import run_headless
 
     path = tmp_path / "rec.jsonl"
     loop = asyncio.get_running_loop()

@@ -14,12 +14,12 @@ HEADLESS_MODULES = [
     "probetop.probes.record.writer",
     "probetop.probes.record.reader",
     "probetop.probes.system.collectors",
-    "probetop.tui.demo_targets",
-    "probetop.tui.runner",
-    "probetop.tui.launch",
-    "probetop.tui.cli",
+    "probetop.tui.run.demo_targets",
+    "probetop.tui.run.runner",
+    "probetop.tui.run.launch",
+    "probetop.tui.cli.parser",
     "probetop.tui.main",
-    "probetop.tui.plan",
+    "probetop.tui.cli.plan",
 ]
 UI_MODULES = ("textual", "rich", "plotext", "numba", "scapy")
 
@@ -101,7 +101,7 @@ def test_the_version_is_the_installed_distributions_and_costs_no_metadata_lookup
 def test_building_the_parser_loads_no_heavy_library():
     # --help and --version import every command module: they must keep
     # numba, scapy, pycurl and Textual imports inside functions.
-    loaded = _loaded_after("from probetop.tui.cli import build_parser\nbuild_parser()")
+    loaded = _loaded_after("from probetop.tui.cli.parser import build_parser\nbuild_parser()")
     heavy = sorted(m for m in loaded if m.split(".")[0] in (*UI_MODULES, "pycurl"))
     assert heavy == [], heavy
 
@@ -110,10 +110,10 @@ def test_the_passive_dashboard_loads_no_probe_library() -> None:
     """The dashboard's own code, the passive probes and their panes: none of
     the libraries only one probe needs (README: what the install weighs)."""
     code = (
-        "from probetop.tui.app import make_app\n"
-        "from probetop.tui.config import AppConfig\n"
+        "from probetop.tui.ui.app import make_app\n"
+        "from probetop.tui.run.viewconfig import AppConfig\n"
         "from probetop.probes.system import passive_probes\n"
-        "from probetop.tui.widgets.registry import pane_for\n"
+        "from probetop.tui.ui.widgets.registry import pane_for\n"
         "from probetop.probes.core.base import describe\n"
         "app = make_app(AppConfig(probes=list(passive_probes(1.0))))\n"
         "for p in app.config.probes:\n"
@@ -132,7 +132,7 @@ def test_a_plan_without_assertions_loads_no_probe_family() -> None:
 
     code = (
         "import sys\n"
-        "from probetop.tui.cli import build_parser, commands_needed, make_plan\n"
+        "from probetop.tui.cli.parser import build_parser, commands_needed, make_plan\n"
         "argv = ['--interval', '1']\n"
         "make_plan(build_parser(commands_needed(argv)).parse_args(argv), argv)\n"
         "loaded = sorted(m for m in sys.modules if m in ('probetop.tui.analysis.catalog',"

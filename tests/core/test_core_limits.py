@@ -342,7 +342,7 @@ def test_cgroup_pids_max_is_named():
 
 
 def test_time_zero_means_no_limit_for_every_command():
-    from probetop.tui.plan import CommonOptions
+    from probetop.tui.cli.plan import CommonOptions
 
     assert CommonOptions.from_values({"time": 0.0}, ()).time_limit_s is None
     assert CommonOptions.from_values({}, ()).time_limit_s is None
@@ -356,7 +356,7 @@ def test_time_zero_means_no_limit_for_every_command():
 
 
 def test_cpu_and_icmp_read_time_zero_as_no_limit():
-    from probetop.tui.cli import build_parser, make_plan
+    from probetop.tui.cli.parser import build_parser, make_plan
     from probetop.tui.commands import icmp as icmp_command
 
     cpu_plan = make_plan(build_parser().parse_args(["--time", "0", "cpu", "--events", "9"]))

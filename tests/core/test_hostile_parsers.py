@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from probetop.probes.core.base import ProbeError
 from probetop.probes.core.options import OptionValueError
 from probetop.tui.analysis.assertions import parse_assertion, resolve
-from probetop.tui.cli import build_parser, make_plan, parse_args
+from probetop.tui.cli.parser import build_parser, make_plan, parse_args
 from probetop.tui.metrics.address import parse_metrics_address
 from probetop.tui.sessions.registry import SessionInfo
 

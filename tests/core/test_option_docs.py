@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from probetop.tui import commands
-from probetop.tui.plan import COMMON_OPTIONS
+from probetop.tui.cli.plan import COMMON_OPTIONS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGE = {

@@ -153,7 +153,7 @@ from probetop.probes.core import stopsignals
 stopsignals.install()
 stopsignals.interrupt_from_now()
 from probetop.probes.system import passive_probes
-from probetop.tui.runner import run_headless
+from probetop.tui.run.runner import run_headless
 asyncio.run(run_headless(list(passive_probes(0.05)), duration_s=0.3))
 print([signal.getsignal(s) is stopsignals._handler for s in stopsignals.SIGNALS])
 os.kill(os.getpid(), signal.SIGINT)
@@ -277,7 +277,7 @@ def test_removing_the_run_handlers_never_leaves_a_signal_at_its_default(
     import asyncio
 
     from probetop.probes.core import stopsignals
-    from probetop.tui.session import add_stop_signal_handlers, remove_stop_signal_handlers
+    from probetop.tui.run.livesession import add_stop_signal_handlers, remove_stop_signal_handlers
 
     before = {sig: signal.getsignal(sig) for sig in stopsignals.SIGNALS}
     set_to: list[tuple[int, object]] = []

@@ -7,10 +7,10 @@ import asyncio
 from probetop.probes.cpu import CpuSettings
 from probetop.probes.cpu.probe import CpuProbe
 from probetop.probes.system.collectors import CpuLoadProbe
-from probetop.tui.app import make_app
-from probetop.tui.config import AppConfig
-from probetop.tui.panes.cpu import CpuBenchPane, text_bar
-from probetop.tui.widgets.registry import pane_class
+from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.ui.app import make_app
+from probetop.tui.ui.panes.cpu import CpuBenchPane, text_bar
+from probetop.tui.ui.widgets.registry import pane_class
 
 
 def test_registry_maps_cpu_to_the_bench_pane() -> None:
@@ -72,7 +72,7 @@ async def test_pane_shows_rates_fairness_cores_and_sweep() -> None:
 
 async def test_pane_replays_a_recorded_cpu_session(tmp_path) -> None:
     from probetop.probes.record.reader import load_session
-    from probetop.tui.runner import run_headless
+    from probetop.tui.run.runner import run_headless
 
     path = tmp_path / "cpu.jsonl"
     probes = [

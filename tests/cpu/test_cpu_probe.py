@@ -21,7 +21,7 @@ from probetop.probes.cpu.engine import HIST_SIZE
 from probetop.probes.cpu.hist import bucket_of
 from probetop.probes.cpu.probe import CpuProbe, PhaseResult, ThreadSnapshot
 from probetop.probes.record.reader import load_session
-from probetop.tui.runner import run_headless
+from probetop.tui.run.runner import run_headless
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "core"))
 from stop_harness import wait_for_samples

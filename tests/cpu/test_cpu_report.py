@@ -10,7 +10,7 @@ import pytest
 from probetop.probes.cpu import CpuSettings
 from probetop.probes.cpu.probe import CpuProbe
 from probetop.probes.cpu.report import format_report, interval_line, parse_report
-from probetop.tui.runner import run_headless
+from probetop.tui.run.runner import run_headless
 
 
 @pytest.fixture(scope="module")

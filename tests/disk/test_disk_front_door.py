@@ -27,11 +27,11 @@ from probetop.probes.disk import (
 )
 from probetop.probes.record import load_session
 from probetop.tui import main as tui_main
-from probetop.tui.cli import build_parser, make_plan
+from probetop.tui.cli.parser import build_parser, make_plan
+from probetop.tui.cli.plan import CommonOptions
 from probetop.tui.commands import iops as iops_command
 from probetop.tui.commands import warmup as warmup_command
-from probetop.tui.panes.disk import IopsPane, WarmupPane
-from probetop.tui.plan import CommonOptions
+from probetop.tui.ui.panes.disk import IopsPane, WarmupPane
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -12,17 +12,17 @@ from disk_fixtures import loop_device
 from probetop.probes.disk import IopsProbe, IopsSettings, WarmupProbe, WarmupSettings
 from probetop.probes.disk.selftest import warm_up_kernels
 from probetop.probes.system.collectors import DiskProbe
-from probetop.tui.app import make_app
-from probetop.tui.config import AppConfig
-from probetop.tui.panes.disk import (
+from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.ui.app import make_app
+from probetop.tui.ui.panes.disk import (
     IopsPane,
     WarmupPane,
     log_bar,
     map_line,
     progress_bar,
 )
-from probetop.tui.screens.confirm import ConfirmDestroyApp
-from probetop.tui.widgets.registry import pane_class
+from probetop.tui.ui.screens.confirm import ConfirmDestroyApp
+from probetop.tui.ui.widgets.registry import pane_class
 
 fast_dir = disk_fixtures.fast_dir
 
@@ -212,8 +212,8 @@ def test_a_spark_label_always_leaves_a_blank_before_the_bars() -> None:
     them blank ("read IOPS  1013 IO/s" filled all 28 and ran into the bars),
     keeps its whole unit, and a long latency reads in ms or s, never with an
     SI prefix on µs ("12.3k µs")."""
-    from probetop.tui.widgets.sparkrow import LABEL_CELLS
-    from probetop.tui.widgets.sparkrow import value_label as spark_label
+    from probetop.tui.ui.widgets.sparkrow import LABEL_CELLS
+    from probetop.tui.ui.widgets.sparkrow import value_label as spark_label
 
     rows = [  # the IOPS and warm-up panes' sparkline rows
         *((f"{d} IOPS", "IO/s") for d in ("read", "write")),

@@ -294,8 +294,8 @@ def test_switching_a_fresh_read_to_write_then_read(fast_dir, tmp_path):
     """The dashboard's switch (W): the same plan as write then read, behind
     the typed confirmation; once confirmed, the unfinished read pass's
     checkpoint is superseded instead of refusing the run."""
+    from probetop.tui.cli.plan import CommonOptions, RunPlan
     from probetop.tui.commands import warmup as command
-    from probetop.tui.plan import CommonOptions, RunPlan
 
     target = str(fast_dir / "fresh.img")
     with open(target, "wb") as f:

@@ -18,7 +18,7 @@ import pytest
 from http_fixtures import LocalServer
 from probetop.probes.http import HttpProbe, HttpSettings
 from probetop.probes.http.stats import Continuity
-from probetop.tui.runner import run_headless
+from probetop.tui.run.runner import run_headless
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "core"))
 from stop_harness import wait_for_samples

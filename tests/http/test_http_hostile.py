@@ -38,7 +38,7 @@ from probetop.probes.core.base import UsageProbeError
 from probetop.probes.http import HttpUrlError, check_url
 from probetop.probes.http.request import configure, curl_command
 from probetop.probes.record import redact
-from probetop.tui.cli import build_parser, make_plan
+from probetop.tui.cli.parser import build_parser, make_plan
 from probetop.tui.main import main
 
 MAX_RSS_MB = 300  # a probetop process with pycurl loaded is ~60-90 MB

@@ -14,7 +14,7 @@ import pytest
 from http_fixtures import LocalServer, make_cert
 from probetop.probes.http import PHASES, HttpRequest, fetch
 from probetop.probes.http.transfer import phases_us
-from probetop.tui.cli import build_parser, make_plan
+from probetop.tui.cli.parser import build_parser, make_plan
 from probetop.tui.main import main
 
 
@@ -321,7 +321,7 @@ def test_json_output_redacts_credentials(server, capsys):
 def test_help_imports_neither_pycurl_nor_textual():
     script = (
         "import sys\n"
-        "from probetop.tui.cli import build_parser\n"
+        "from probetop.tui.cli.parser import build_parser\n"
         "build_parser()\n"
         "import probetop.tui.commands.http\n"
         "print(sorted(m for m in ('pycurl', 'textual', 'rich') if m in sys.modules))"

@@ -8,11 +8,11 @@ import os
 import pytest
 from http_fixtures import LocalServer
 from probetop.probes.http import HttpInterval, HttpProbe, HttpSettings
-from probetop.tui.app import make_app
-from probetop.tui.config import AppConfig
-from probetop.tui.panes.http import HttpPane, fit_label, stacked_bar
-from probetop.tui.runner import run_headless
-from probetop.tui.widgets.registry import pane_class
+from probetop.tui.run.runner import run_headless
+from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.ui.app import make_app
+from probetop.tui.ui.panes.http import HttpPane, fit_label, stacked_bar
+from probetop.tui.ui.widgets.registry import pane_class
 
 
 def test_registry_maps_http_to_its_pane() -> None:

@@ -14,7 +14,7 @@ from http_fixtures import LocalServer
 from probetop.probes.core.sample import Sample
 from probetop.probes.http import HttpProbe, HttpRequest, HttpSettings
 from probetop.probes.http.probe import url_labels
-from probetop.tui.runner import run_headless
+from probetop.tui.run.runner import run_headless
 from stopclock import StopClock
 
 

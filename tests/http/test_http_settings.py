@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.http import SPEC, HttpRequest, HttpSettings, unsupported_message
-from probetop.tui.cli import build_parser, make_plan
+from probetop.tui.cli.parser import build_parser, make_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -151,7 +151,7 @@ def test_settings_and_request_are_frozen():
         r.method = "POST"  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("path", ["tui/commands/http.py", "tui/panes/http.py"])
+@pytest.mark.parametrize("path", ["tui/commands/http.py", "tui/ui/panes/http.py"])
 def test_the_ui_uses_the_front_door_only(path):
     tree = ast.parse((ROOT / path).read_text())
     imported = {

@@ -8,7 +8,7 @@ import pytest
 from http_fixtures import NginxServer, QuicServer, make_cert
 from probetop.probes.http import HttpProbe, HttpRequest, HttpSettings, fetch
 from probetop.tui.main import main
-from probetop.tui.runner import run_headless
+from probetop.tui.run.runner import run_headless
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,11 @@ import asyncio
 from probetop.probes.core.sample import Announce, Sample
 from probetop.probes.http import HttpLoadProbe, HttpSettings, LoadSettings
 from probetop.probes.record.reader import load_session
-from probetop.tui.app import make_app
-from probetop.tui.config import AppConfig
-from probetop.tui.panes.httpload import HttpLoadPane
-from probetop.tui.runner import run_headless
-from probetop.tui.widgets.registry import pane_class
+from probetop.tui.run.runner import run_headless
+from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.ui.app import make_app
+from probetop.tui.ui.panes.httpload import HttpLoadPane
+from probetop.tui.ui.widgets.registry import pane_class
 from test_load_stall import StallServer
 
 

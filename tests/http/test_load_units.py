@@ -24,7 +24,7 @@ from probetop.probes.http import (
 from probetop.probes.http.load_hist import Histogram, bucket_of, bucket_range, bucket_value
 from probetop.probes.http.load_records import is_generator_limited
 from probetop.probes.http.status import StatusClass
-from probetop.tui.cli import build_parser, make_plan
+from probetop.tui.cli.parser import build_parser, make_plan
 
 
 def exact(values: list[int], pct: float) -> int:

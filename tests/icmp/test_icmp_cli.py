@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from icmp_fixtures import Peer, icmp_peer  # noqa: F401 (fixture)
 from probetop.probes.icmp import IcmpSettings
-from probetop.tui.cli import build_parser, make_plan
+from probetop.tui.cli.parser import build_parser, make_plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "core"))
 from stop_harness import wait_for_samples

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from icmp_fixtures import Peer, icmp_peer  # noqa: F401 (fixture)
 from probetop.probes.icmp import IcmpProbe, IcmpSettings, format_report
-from probetop.tui.runner import run_headless
+from probetop.tui.run.runner import run_headless
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
 

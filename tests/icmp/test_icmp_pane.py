@@ -11,10 +11,10 @@ from probetop.probes.core.sample import Sample
 from probetop.probes.icmp import IcmpProbe, IcmpSettings, RttBucket, RttStats
 from probetop.probes.record.reader import load_session
 from probetop.probes.system.collectors import NetProbe
-from probetop.tui.app import make_app
-from probetop.tui.config import AppConfig
-from probetop.tui.panes.icmp import IcmpPane, fmt_rtt, rtt_distribution, rtt_line
-from probetop.tui.widgets.registry import pane_class
+from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.ui.app import make_app
+from probetop.tui.ui.panes.icmp import IcmpPane, fmt_rtt, rtt_distribution, rtt_line
+from probetop.tui.ui.widgets.registry import pane_class
 
 OLD_RECORDING = Path(__file__).resolve().parent / "data" / "icmp_session_0_1.jsonl"
 PROBE_ID = "icmp:10.77.88.2"

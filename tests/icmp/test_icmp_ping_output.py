@@ -23,7 +23,7 @@ import pytest
 from icmp_fixtures import icmp_peer  # noqa: F401 (fixture)
 from probetop.probes.icmp import IcmpSettings
 from probetop.probes.icmp.pingtext import PingTotals, ms3, ping_ms, statistics_block
-from probetop.tui.cli import build_parser, make_plan
+from probetop.tui.cli.parser import build_parser, make_plan
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from icmp_fixtures import Peer, Routed, icmp_peer, icmp_routed  # noqa: F401 (fixtures)
 from probetop.probes.icmp import IcmpProbe, IcmpSettings
-from probetop.tui.runner import RunResult, run_headless
+from probetop.tui.run.runner import RunResult, run_headless
 from scheduling import promptly_scheduled
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 from probetop.probes.mem import MemProbe, MemSettings
-from probetop.tui.app import make_app
-from probetop.tui.config import AppConfig
-from probetop.tui.panes.mem import MemBenchPane, size_text
-from probetop.tui.widgets.registry import pane_class
+from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.ui.app import make_app
+from probetop.tui.ui.panes.mem import MemBenchPane, size_text
+from probetop.tui.ui.widgets.registry import pane_class
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from metrics_fixtures import LoopbackHttp, parse, scrape_text, value
 from probetop.probes.system import CpuLoadProbe, passive_probes
-from probetop.tui.app import make_app
-from probetop.tui.config import AppConfig
 from probetop.tui.metrics.address import MetricsAddress
 from probetop.tui.metrics.live import MetricsExporter
-from probetop.tui.session import LiveSession
+from probetop.tui.run.livesession import LiveSession
+from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.ui.app import make_app
 
 
 def _closed(port: int) -> bool:

@@ -15,7 +15,7 @@ from file_size import text_of
 from probetop.probes.record.reader import load_session
 from probetop.probes.record.writer import SCHEMA_VERSION, Recorder, RecordingError, schema_path
 from probetop.probes.system.collectors import passive_probes
-from probetop.tui.runner import run_headless
+from probetop.tui.run.runner import run_headless
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 

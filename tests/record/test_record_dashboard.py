@@ -10,8 +10,8 @@ from pathlib import Path
 
 from probetop.probes.record.writer import RECORDING_INCOMPLETE_EXIT
 from probetop.probes.system import passive_probes
-from probetop.tui.app import make_app
-from probetop.tui.config import AppConfig
+from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.ui.app import make_app
 from pty_session import PtySession
 from record_helpers import fill, tmpfs
 

@@ -23,7 +23,7 @@ from probetop.probes.record.reader import load_session
 from probetop.probes.record.target import check_target, open_target
 from probetop.probes.record.writer import RECORDING_INCOMPLETE_EXIT, Recorder
 from probetop.probes.system import passive_probes
-from probetop.tui.session import LiveSession
+from probetop.tui.run.livesession import LiveSession
 from record_helpers import (
     PROBETOP,
     as_nobody,

@@ -17,9 +17,9 @@ from probetop.probes.system import (
     NetInterval,
     NetProbe,
 )
-from probetop.tui.app import ProbetopApp, make_app
-from probetop.tui.config import AppConfig
-from probetop.tui.panes.system import IDLE_WINDOW, CpuPane, DiskPane, NetPane
+from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.ui.app import ProbetopApp, make_app
+from probetop.tui.ui.panes.system import IDLE_WINDOW, CpuPane, DiskPane, NetPane
 from textual.pilot import Pilot
 
 

@@ -144,7 +144,7 @@ def test_a_command_that_runs_no_probes_does_not_offer_what_it_refuses(
     """`probetop report --help` listed --time ('stop the probes after S
     seconds'), --record, --detach ... and the command then refused each with
     exit 2: its help offers only what it takes; the refusal stays."""
-    from probetop.tui.cli import build_parser
+    from probetop.tui.cli.parser import build_parser
 
     parser = build_parser({command})
     sub = next(a for a in parser._actions if a.dest == "command").choices[command]  # type: ignore[union-attr]
@@ -158,7 +158,7 @@ def test_a_command_that_runs_no_probes_does_not_offer_what_it_refuses(
 
 
 def test_a_probe_command_still_offers_the_common_options() -> None:
-    from probetop.tui.cli import build_parser
+    from probetop.tui.cli.parser import build_parser
 
     parser = build_parser({"cpu"})
     text = next(a for a in parser._actions if a.dest == "command").choices["cpu"].format_help()  # type: ignore[union-attr]

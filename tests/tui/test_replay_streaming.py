@@ -17,9 +17,9 @@ import pytest
 from file_size import text_of
 from probetop.probes.record import RecordingError, load_session
 from probetop.probes.record.reader import STEP_BYTES, SessionLoader
-from probetop.tui.app import make_app
-from probetop.tui.config import AppConfig
-from probetop.tui.player import ReplayPlayer
+from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.ui.app import make_app
+from probetop.tui.ui.replay_clock import ReplayPlayer
 from tui_fixtures import DEMO_FILE, wait_for
 
 COPIES = 16  # the 16 s demo recording repeated: 4.3 min, five 256 KiB blocks

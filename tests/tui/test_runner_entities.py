@@ -8,8 +8,8 @@ import io
 
 from probetop.probes.core.sample import Sample
 from probetop.probes.core.stats import RunningStats
-from probetop.tui import runner
-from probetop.tui.runner import KEEP_GONE, Entities, RunResult, generic_report
+from probetop.tui.run import runner
+from probetop.tui.run.runner import KEEP_GONE, Entities, RunResult, generic_report
 
 S = 1_000_000_000
 

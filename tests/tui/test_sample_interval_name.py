@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from probetop.probes.core.base import UsageProbeError
 from probetop.tui import commands
-from probetop.tui.cli import build_parser, make_plan, parse_args
+from probetop.tui.cli.parser import build_parser, make_plan, parse_args
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 # The operand each probe command needs to parse (nothing runs).

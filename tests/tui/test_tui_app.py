@@ -11,12 +11,12 @@ import threading
 import pytest
 from probetop.themes import UnknownThemeError, check_theme_name, theme_names
 from probetop.tui import commands
-from probetop.tui.app import MIN_HEIGHT, MIN_WIDTH
-from probetop.tui.cli import CommandLineError, parse_command_line
-from probetop.tui.panes.system import CpuPane, DiskPane, NetPane
-from probetop.tui.screens.help import HelpScreen
-from probetop.tui.screens.maximised import MaximisedScreen
-from probetop.tui.screens.prompt import PromptScreen
+from probetop.tui.cli.parser import CommandLineError, parse_command_line
+from probetop.tui.ui.app import MIN_HEIGHT, MIN_WIDTH
+from probetop.tui.ui.panes.system import CpuPane, DiskPane, NetPane
+from probetop.tui.ui.screens.help import HelpScreen
+from probetop.tui.ui.screens.maximised import MaximisedScreen
+from probetop.tui.ui.screens.prompt import PromptScreen
 from tui_fixtures import has_samples, live_app, replay_app, screen_text, session, wait_for
 
 
@@ -148,8 +148,8 @@ async def test_theme_switch_and_validation() -> None:
 
 def test_unknown_theme_exits_2_before_ui(capsys: pytest.CaptureFixture[str]) -> None:
     # The CLI reaches run_app only with a terminal; call it as the CLI would.
-    from probetop.tui.config import AppConfig
     from probetop.tui.main import run_app
+    from probetop.tui.run.viewconfig import AppConfig
 
     assert run_app(AppConfig(theme="nope")) == 2
     err = capsys.readouterr().err
@@ -316,8 +316,8 @@ async def test_replay_seek_back_rebuilds_panes() -> None:
 
 async def test_replay_torn_line_warning_is_notified(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from probetop.probes.record.reader import load_session
-    from probetop.tui.app import make_app
-    from probetop.tui.config import AppConfig
+    from probetop.tui.run.viewconfig import AppConfig
+    from probetop.tui.ui.app import make_app
     from tui_fixtures import SESSION_FILE
 
     lines = SESSION_FILE.read_text().splitlines(keepends=True)
@@ -361,9 +361,9 @@ async def test_focus_kind_goes_first_and_is_focused() -> None:
 
 async def test_generic_pane_groups_entities_and_draws_sparklines() -> None:
     from probetop.probes.core.sample import Announce, Sample, Status
-    from probetop.tui.app import make_app
-    from probetop.tui.config import AppConfig
-    from probetop.tui.widgets.generic_pane import GenericPane
+    from probetop.tui.run.viewconfig import AppConfig
+    from probetop.tui.ui.app import make_app
+    from probetop.tui.ui.widgets.generic_pane import GenericPane
 
     info = {
         "id": "fake:1",
@@ -477,8 +477,8 @@ async def test_replay_of_a_hand_edited_recording_with_wrongly_typed_params(tmp_p
     import json
 
     from probetop.probes.record import load_session
-    from probetop.tui.app import make_app
-    from probetop.tui.config import AppConfig
+    from probetop.tui.run.viewconfig import AppConfig
+    from probetop.tui.ui.app import make_app
     from tui_fixtures import DEMO_FILE
 
     rows = DEMO_FILE.read_text().splitlines()
@@ -496,7 +496,7 @@ async def test_replay_of_a_hand_edited_recording_with_wrongly_typed_params(tmp_p
 
 
 def test_fit_status_drops_whole_parts_lowest_rank_first() -> None:
-    from probetop.tui.app import fit_status
+    from probetop.tui.ui.app import fit_status
 
     parts = [(0, "probetop"), (3, "replay s.jsonl"), (5, "paused 1x"), (2, "idle (i)"), (6, "P!")]
     assert fit_status(parts, 200) == "probetop  |  replay s.jsonl  |  paused 1x  |  idle (i)  |  P!"
@@ -509,7 +509,7 @@ def test_fit_status_shortens_a_part_before_dropping_it() -> None:
     """A recording with a long path: the whole 'REC ...' part was dropped at
     80 columns and the line said only 'live'. It shortens to the file name,
     and what still does not fit goes by rank."""
-    from probetop.tui.app import fit_status
+    from probetop.tui.ui.app import fit_status
 
     path = "/tmp/" + "a-rather-long-recording-file-name-for-the-status-line" * 2 + ".jsonl"
     name = path.rsplit("/", 1)[1]

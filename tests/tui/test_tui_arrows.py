@@ -1,11 +1,11 @@
-"""Arrow keys move the selection (tui/app.py ``action_move``): in the grid
+"""Arrow keys move the selection (tui/ui/app.py ``action_move``): in the grid
 to the pane above, below or beside; in the 80x24 compact list along its ▸
 cursor. Before, they did nothing there (the list's cursor invited them).
 And focus is visible without colour (NO_COLOR): heavy lines, bold title."""
 
 from __future__ import annotations
 
-from probetop.tui.widgets.pane import ProbePane
+from probetop.tui.ui.widgets.pane import ProbePane
 from tui_fixtures import demo_app, live_app, screen_text, wait_for
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 from probetop.probes.system import procfs
-from probetop.tui.widgets.linewidget import LineWidget
+from probetop.tui.ui.widgets.linewidget import LineWidget
 from tui_fixtures import has_samples, live_app, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,8 +126,8 @@ def test_proc_file_grows_its_buffer_and_counters_never_go_negative(tmp_path: Pat
 
 async def test_compact_list_of_many_panes_keeps_status_and_selection_in_view() -> None:
     from probetop.probes.core.sample import Announce
-    from probetop.tui.app import make_app
-    from probetop.tui.config import AppConfig
+    from probetop.tui.run.viewconfig import AppConfig
+    from probetop.tui.ui.app import make_app
     from tui_fixtures import screen_text
 
     info = {"kind": "fake", "params": {}, "metrics": [{"name": "ops", "unit": "op/s"}]}

@@ -8,11 +8,11 @@ import re
 
 import pytest
 from probetop.tui.analysis.axis import axis_ticks, nice_ticks
-from probetop.tui.panes.cpu import side_by_side
-from probetop.tui.panes.disk import map_line
-from probetop.tui.widgets.sparkrow import value_label
-from probetop.tui.widgets.textblock import TextBlock, column_cut
-from probetop.tui.widgets.units import fmt_with_unit
+from probetop.tui.ui.panes.cpu import side_by_side
+from probetop.tui.ui.panes.disk import map_line
+from probetop.tui.ui.widgets.sparkrow import value_label
+from probetop.tui.ui.widgets.textblock import TextBlock, column_cut
+from probetop.tui.ui.widgets.units import fmt_with_unit
 from rich.cells import cell_len, set_cell_size
 from tui_fixtures import demo_app, screen_text, wait_for
 
@@ -127,7 +127,7 @@ async def test_50x15_says_whole_that_it_is_too_small() -> None:
 
 async def test_the_maximised_chart_writes_its_axis_in_the_unit() -> None:
     """The warm-up pane's bytes/s axis read "1234567.0"."""
-    from probetop.tui.panes.disk import WarmupPane
+    from probetop.tui.ui.panes.disk import WarmupPane
 
     app = demo_app(speed="max")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -186,7 +186,7 @@ def test_report_fits_80_columns_and_its_commands_still_paste() -> None:
 async def test_help_lists_the_keys_that_work_here(mode: str) -> None:
     """A replay's help offered a (add probe), r (record) and d (detach),
     which do nothing there; a live run's offered the playback keys."""
-    from probetop.tui.screens.help import HelpScreen
+    from probetop.tui.ui.screens.help import HelpScreen
     from tui_fixtures import live_app
 
     app = demo_app() if mode == "replay" else live_app()

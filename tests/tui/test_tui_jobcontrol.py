@@ -1,4 +1,4 @@
-"""Job control as in vim or less (tui/jobcontrol.py, tui/quietdriver.py),
+"""Job control as in vim or less (tui/sessions/jobcontrol.py, tui/ui/quietdriver.py),
 in a real terminal: an interactive bash in a private tmux server, so Ctrl-Z,
 ``fg``, ``bg`` and a closing terminal are the shell's and the kernel's own.
 

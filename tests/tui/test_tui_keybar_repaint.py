@@ -1,4 +1,4 @@
-"""The footer line (tui/widgets/keybar.py) and rows redrawn at a new width
+"""The footer line (tui/ui/widgets/keybar.py) and rows redrawn at a new width
 (issue 15: first frame, the compact-list bug), checked in a real terminal
 (tmux) where what matters is what the terminal shows."""
 
@@ -15,9 +15,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from probetop.tui.screens.help import HelpScreen
-from probetop.tui.widgets.keybar import KeyBar, KeyEntry, layout_keys
-from probetop.tui.widgets.sparkrow import SparkRow
+from probetop.tui.ui.screens.help import HelpScreen
+from probetop.tui.ui.widgets.keybar import KeyBar, KeyEntry, layout_keys
+from probetop.tui.ui.widgets.sparkrow import SparkRow
 from rich.cells import cell_len
 from textual.geometry import Size
 from tui_fixtures import DEMO_FILE, live_app, replay_app, wait_for

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from probetop.tui.widgets.bars import column_rows, hbar, log_fraction, value_bar
-from probetop.tui.widgets.pane import fit_title, title_for
-from probetop.tui.widgets.panegrid import MIN_PANE_HEIGHT, GridPlan, plan_grid, share
-from probetop.tui.widgets.units import (
+from probetop.tui.ui.widgets.bars import column_rows, hbar, log_fraction, value_bar
+from probetop.tui.ui.widgets.pane import fit_title, title_for
+from probetop.tui.ui.widgets.panegrid import MIN_PANE_HEIGHT, GridPlan, plan_grid, share
+from probetop.tui.ui.widgets.units import (
     fit_fields,
     human_label,
     label_with_unit,
@@ -93,7 +93,7 @@ def test_one_bar_implementation() -> None:
 
 
 def test_report_table_aligns_long_metric_names() -> None:
-    from probetop.tui.runner import stats_table
+    from probetop.tui.run.runner import stats_table
 
     rows = [
         ("ttfb_ms@127.0.0.1:41949/bytes?n=100000", ["0.898", "2.14", "4.81"], "ms"),
@@ -108,7 +108,7 @@ def test_report_table_aligns_long_metric_names() -> None:
 
 
 def test_changed_span_covers_what_moved() -> None:
-    from probetop.tui.widgets.textblock import changed_span
+    from probetop.tui.ui.widgets.textblock import changed_span
 
     assert changed_span("vda 12 0", "vda 12 0") is None
     assert changed_span("vda 12 0", "vda 13 0") == (5, 6)  # only up to the change

@@ -1,4 +1,4 @@
-"""A dialog's keys typed in one burst land whole (tui/screens/prompt.py):
+"""A dialog's keys typed in one burst land whole (tui/ui/screens/prompt.py):
 ``r``, a path and Enter sent by tmux in one go recorded to the default file
 (the path had gone to the pane behind the dialog), and with C-u first the
 path was typed and then erased (the Input's bindings ran after its
@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from probetop.tui.screens.prompt import PromptScreen
+from probetop.tui.ui.screens.prompt import PromptScreen
 from test_tui_keybar_repaint import EXE, needs_tmux, tmux_session, wait_screen
 from tui_fixtures import live_app
 

@@ -11,7 +11,7 @@ from probetop.probes.core.base import ProbeError
 from probetop.probes.core.sample import Sample
 from probetop.probes.record.reader import load_session
 from probetop.probes.system import CpuLoadProbe, NetProbe
-from probetop.tui.session import LiveSession
+from probetop.tui.run.livesession import LiveSession
 
 
 async def first_sample(feed, timeout: float = 60.0) -> list:  # type: ignore[no-untyped-def]
@@ -134,7 +134,7 @@ def test_the_session_is_cli_layer_and_never_loads_textual() -> None:
 
     code = (
         "import sys\n"
-        "import probetop.tui.session, probetop.tui.runner\n"
+        "import probetop.tui.run.livesession, probetop.tui.run.runner\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

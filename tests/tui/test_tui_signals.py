@@ -120,7 +120,7 @@ def test_a_terminal_gone_without_a_sighup_still_ends_the_dashboard(tmp_path: Pat
 
 HARD_EXIT = """
 import pathlib, sys
-from probetop.tui.hardexit import before_hard_exit, hard_exit
+from probetop.tui.run.hardexit import before_hard_exit, hard_exit
 kept, removed = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 before_hard_exit(removed.unlink)
 unregister = before_hard_exit(kept.unlink)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from probetop.tui.panes.icmp import rtt_line
-from probetop.tui.widgets.textblock import CONTINUATION, TextBlock, wrap_fields
+from probetop.tui.ui.panes.icmp import rtt_line
+from probetop.tui.ui.widgets.textblock import CONTINUATION, TextBlock, wrap_fields
 from rich.cells import cell_len
 from textual.app import App, ComposeResult
 
@@ -82,7 +82,7 @@ async def test_e_in_a_paused_replay_shows_the_explanation() -> None:
     """A pane's content that grows between frames gets its rows: ``e`` in a
     paused (or ended) replay showed nothing, the CPU pane kept the height
     planned before the explanation was there."""
-    from probetop.tui.panes.cpu import CpuBenchPane
+    from probetop.tui.ui.panes.cpu import CpuBenchPane
     from tui_fixtures import demo_app
 
     app = demo_app()

@@ -7,9 +7,9 @@ import math
 
 import pytest
 from probetop.probes.core.sample import Announce, Sample
-from probetop.tui.player import MAX_BATCH, ReplayPlayer
-from probetop.tui.widgets.bars import column_rows
-from probetop.tui.widgets.history import MetricHistory, fmt_value
+from probetop.tui.ui.replay_clock import MAX_BATCH, ReplayPlayer
+from probetop.tui.ui.widgets.bars import column_rows
+from probetop.tui.ui.widgets.history import MetricHistory, fmt_value
 
 
 def test_sparkline_rows_scale_to_max_and_align_right() -> None:
@@ -99,9 +99,9 @@ def test_player_seek_back_rebuilds_from_start() -> None:
 
 
 def test_generic_pane_help_escapes_markup() -> None:
-    from probetop.tui.screens.help import panes_help
-    from probetop.tui.widgets.generic_pane import GenericPane
-    from probetop.tui.widgets.registry import pane_for
+    from probetop.tui.ui.screens.help import panes_help
+    from probetop.tui.ui.widgets.generic_pane import GenericPane
+    from probetop.tui.ui.widgets.registry import pane_for
     from rich.console import Console
 
     info = {
@@ -121,7 +121,7 @@ def test_generic_pane_help_escapes_markup() -> None:
 def test_pane_help_names_the_panes_own_keys() -> None:
     """The key line shows a focused pane's keys (the CPU pane's ``e``); the
     help, which lists every key, names them too."""
-    from probetop.tui.panes.cpu import CpuBenchPane
+    from probetop.tui.ui.panes.cpu import CpuBenchPane
 
     rows = CpuBenchPane({"id": "cpu", "kind": "cpu", "params": {}}).help_text().rows
     assert ("key e", "What is one event?") in rows
@@ -133,9 +133,9 @@ def test_every_sparkline_row_says_what_it_is_before_its_first_value() -> None:
     not the metric's name ('read_iops', 'read_clat_p99_us', 'bw_Bps')."""
     import json
 
-    from probetop.tui.widgets.registry import pane_for
-    from probetop.tui.widgets.seriestable import SeriesTable
-    from probetop.tui.widgets.sparkrow import SparkRow
+    from probetop.tui.ui.widgets.registry import pane_for
+    from probetop.tui.ui.widgets.seriestable import SeriesTable
+    from probetop.tui.ui.widgets.sparkrow import SparkRow
     from tui_fixtures import DEMO_FILE
 
     with DEMO_FILE.open() as f:
@@ -161,7 +161,7 @@ def test_a_pane_without_samples_says_what_its_probe_last_said() -> None:
     import json
 
     from probetop.probes.core.sample import Status
-    from probetop.tui.widgets.registry import pane_for
+    from probetop.tui.ui.widgets.registry import pane_for
     from tui_fixtures import DEMO_FILE
 
     with DEMO_FILE.open() as f:
@@ -184,7 +184,7 @@ def test_a_flat_series_is_charted_on_an_axis_it_can_have(height: int) -> None:
     labelled, and the line sits on the row labelled 0."""
     import re
 
-    from probetop.tui.screens.maximised import render_chart
+    from probetop.tui.ui.screens.maximised import render_chart
 
     text = render_chart([("%", {"loss %": [(float(t), 0.0) for t in range(5)]})], 60, height, False)
     labels = re.findall(r"^\s*(-?[\d.]+) %┤", text, re.M)

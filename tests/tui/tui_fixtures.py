@@ -6,8 +6,8 @@ from pathlib import Path
 
 from probetop.probes.record.reader import Session, load_session
 from probetop.probes.system.collectors import passive_probes
-from probetop.tui.app import ProbetopApp, make_app
-from probetop.tui.config import AppConfig
+from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.ui.app import ProbetopApp, make_app
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SESSION_FILE = DATA / "tui_session.jsonl"  # 24 s of passive probes at 1 Hz, real recorder

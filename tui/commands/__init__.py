@@ -24,7 +24,7 @@ family's front door and the runner. It exposes:
 - optional ``deadline_s(plan)``: when the runner stops the probes (default
   ``--time``; None when the probe ends itself).
 - optional ``demo_probes(ctx) -> list[Probe]``: what ``probetop demo`` runs
-  for this probe against the embedded targets (``tui/demo_targets.py``).
+  for this probe against the embedded targets (``tui/run/demo_targets.py``).
 - optional ``FOCUS`` (the pane kind focused first), ``WITH_PASSIVE`` (False
   when the command brings the passive probes itself).
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.options import CommandSpec, Option
-from probetop.tui.config import AppConfig
-from probetop.tui.plan import CommonOptions, RunPlan
+from probetop.tui.cli.plan import CommonOptions, RunPlan
+from probetop.tui.run.viewconfig import AppConfig
 from probetop.tui.sessions.attach import AttachedSession
 from probetop.tui.sessions.registry import SessionError, find, started
 

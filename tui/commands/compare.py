@@ -5,7 +5,7 @@ p95 and p99 over the intervals, the change of the median, and whether it
 is significant (Mann-Whitney U, or Welch's t with --test welch; ``~`` when
 it is not, as benchstat prints it). Warm-ups add their plateau deltas.
 Charts overlay A and B from t = 0 (plotext in the terminal; --plot FILE.svg
-writes an SVG). The statistics are ``tui/analysis/compare.py``'s; this module
+writes an SVG). The statistics are ``tui/analysis/comparison.py``'s; this module
 reads the recordings, prints, and checks ``--assert``.
 """
 
@@ -33,7 +33,7 @@ from probetop.probes.record import (
 )
 from probetop.tui.analysis.assertions import evaluate, exit_status, print_outcomes, resolve
 from probetop.tui.analysis.axis import axis_ticks
-from probetop.tui.analysis.compare import (
+from probetop.tui.analysis.comparison import (
     DEFAULT_ALPHA,
     Comparison,
     MetricComparison,
@@ -43,8 +43,8 @@ from probetop.tui.analysis.compare import (
 )
 from probetop.tui.analysis.stats import TESTS
 from probetop.tui.analysis.svg import Panel, overlay_svg
-from probetop.tui.plan import CommonOptions, RunPlan
-from probetop.tui.runner import REPORT_WIDTH
+from probetop.tui.cli.plan import CommonOptions, RunPlan
+from probetop.tui.run.runner import REPORT_WIDTH
 
 
 def _alpha(text: str) -> float:

@@ -18,7 +18,7 @@ from typing import Any
 
 from probetop.probes.core import native_cache
 from probetop.probes.core.options import CommandSpec
-from probetop.tui.plan import CommonOptions, RunPlan
+from probetop.tui.cli.plan import CommonOptions, RunPlan
 
 SPEC = CommandSpec(
     name="compile",

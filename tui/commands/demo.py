@@ -16,8 +16,8 @@ from probetop.probes.core.base import Probe, ProbeError
 from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.system import passive_probes
 from probetop.tui import commands
-from probetop.tui.demo_targets import DemoTargets
-from probetop.tui.plan import CommonOptions, RunPlan
+from probetop.tui.cli.plan import CommonOptions, RunPlan
+from probetop.tui.run.demo_targets import DemoTargets
 
 SPEC = CommandSpec(
     name="demo",

@@ -14,8 +14,8 @@ from typing import Any, TextIO
 
 from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.record import RecordingError, replace_file
+from probetop.tui.cli.plan import CommonOptions, RunPlan
 from probetop.tui.metrics.export import FORMATS, ExportError, export
-from probetop.tui.plan import CommonOptions, RunPlan
 
 SPEC = CommandSpec(
     name="export",

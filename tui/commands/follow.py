@@ -21,8 +21,8 @@ from typing import Any
 
 from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.record import RecordingError, RecordingFollower
-from probetop.tui.argtypes import whole_number
-from probetop.tui.plan import CommonOptions, RunPlan
+from probetop.tui.cli.argtypes import whole_number
+from probetop.tui.cli.plan import CommonOptions, RunPlan
 from probetop.tui.sessions.registry import find, meta_path, read_info, started
 from probetop.tui.sessions.viewcodec import ViewEncoder
 

@@ -20,10 +20,10 @@ from probetop.probes import http
 from probetop.probes.core.base import Probe, UsageProbeError
 from probetop.probes.http import HttpSettings
 from probetop.probes.record import redact_text
-from probetop.tui.plan import CommonOptions, RunPlan
+from probetop.tui.cli.plan import CommonOptions, RunPlan
 
 if TYPE_CHECKING:  # the headless runner loads for repeated mode only (asyncio ...)
-    from probetop.tui.runner import RunResult
+    from probetop.tui.run.runner import RunResult
 
 SPEC = http.SPEC  # the family declares the options; this module runs them
 FOCUS = http.KIND
@@ -70,7 +70,7 @@ def run(plan: RunPlan[HttpSettings]) -> int | None:
     if plan.settings.watch:
         return None
     if not plan.settings.one_off:
-        from probetop.tui.launch import run_headless_plan
+        from probetop.tui.run.launch import run_headless_plan
 
         return run_headless_plan(plan, build_probes(plan), sys.modules[__name__])
     if plan.common.assertions:  # one request has no distribution to assert on

@@ -29,11 +29,11 @@ from probetop.probes.icmp import (
     format_report,
     json_document,
 )
-from probetop.tui.plan import CommonOptions, RunPlan
-from probetop.tui.runner import RunResult
+from probetop.tui.cli.plan import CommonOptions, RunPlan
+from probetop.tui.run.runner import RunResult
 
 if TYPE_CHECKING:
-    from probetop.tui.demo_targets import DemoTargets
+    from probetop.tui.run.demo_targets import DemoTargets
 
 SPEC = icmp.SPEC  # the family declares the options; this module runs them
 FOCUS = KIND

@@ -14,8 +14,8 @@ from probetop.probes.disk import (
     iops_exit_code,
     iops_output,
 )
-from probetop.tui.plan import CommonOptions, RunPlan
-from probetop.tui.runner import RunResult
+from probetop.tui.cli.plan import CommonOptions, RunPlan
+from probetop.tui.run.runner import RunResult
 
 SPEC = disk.IOPS_SPEC  # the family declares the options; this module runs them
 FOCUS = "iops"

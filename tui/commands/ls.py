@@ -12,7 +12,7 @@ from typing import Any
 
 from probetop.probes.core.options import CommandSpec
 from probetop.probes.record import redact_argv
-from probetop.tui.plan import CommonOptions, RunPlan
+from probetop.tui.cli.plan import CommonOptions, RunPlan
 from probetop.tui.sessions.registry import SessionInfo, scan_sessions, state_dir
 
 SPEC = CommandSpec(

@@ -15,8 +15,8 @@ from probetop.probes.mem import (
     format_report,
     json_document,
 )
-from probetop.tui.plan import CommonOptions, RunPlan
-from probetop.tui.runner import RunResult
+from probetop.tui.cli.plan import CommonOptions, RunPlan
+from probetop.tui.run.runner import RunResult
 
 SPEC = mem.SPEC  # the family declares the options; this module runs them
 FOCUS = "mem"

@@ -9,9 +9,9 @@ from typing import Any
 
 from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.record import SessionLoader
+from probetop.tui.cli.plan import CommonOptions, RunPlan
 from probetop.tui.commands.report import print_report
-from probetop.tui.config import AppConfig
-from probetop.tui.plan import CommonOptions, RunPlan
+from probetop.tui.run.viewconfig import AppConfig
 
 SPEC = CommandSpec(
     name="replay",

@@ -22,8 +22,8 @@ from probetop.probes.core.stats import RunningStats, percentile
 from probetop.probes.record import Session, load_session
 from probetop.tui.analysis.assertions import exit_status, print_outcomes, run_assertions
 from probetop.tui.analysis.axis import axis_ticks
-from probetop.tui.plan import CommonOptions, RunPlan
-from probetop.tui.runner import REPORT_WIDTH, stats_table, wrap_words
+from probetop.tui.cli.plan import CommonOptions, RunPlan
+from probetop.tui.run.runner import REPORT_WIDTH, stats_table, wrap_words
 
 SPEC = CommandSpec(
     name="report",

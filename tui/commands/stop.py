@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from probetop.probes.core.options import CommandSpec, Option, OptionValueError
-from probetop.tui.plan import CommonOptions, RunPlan
+from probetop.tui.cli.plan import CommonOptions, RunPlan
 from probetop.tui.sessions.control import stop_session
 from probetop.tui.sessions.registry import SessionError, SessionInfo, find
 

@@ -17,8 +17,8 @@ from probetop.probes.disk import (
     warmup_document,
     warmup_exit_code,
 )
-from probetop.tui.plan import CommonOptions, RunPlan
-from probetop.tui.runner import RunResult
+from probetop.tui.cli.plan import CommonOptions, RunPlan
+from probetop.tui.run.runner import RunResult
 
 SPEC = disk.WARMUP_SPEC  # the family declares the options; this module runs them
 FOCUS = "warmup"

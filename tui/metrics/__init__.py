@@ -10,7 +10,7 @@
   ``warmup_metrics``)
 - ``state``: ``MetricsState``, one tracker per probe, fed records in order
 - ``families``: points as prometheus_client families (imported lazily)
-- ``address``: the option values (light: ``tui/plan.py`` imports it)
+- ``address``: the option values (light: ``tui/cli/plan.py`` imports it)
 - ``live``: ``MetricsExporter``, the HTTP endpoint and the textfile
 - ``export``: a recording to OpenMetrics, CSV or JSON, streamed
 

@@ -1,6 +1,6 @@
 """The values of ``--metrics [ADDR:]PORT`` and ``--textfile DIR``, parsed.
 
-Light on purpose: ``tui/plan.py`` imports it for every command line, so it
+Light on purpose: ``tui/cli/plan.py`` imports it for every command line, so it
 imports neither prometheus_client nor a probe family.
 """
 

@@ -6,7 +6,7 @@ Contract:
 - ``MetricsExporter.open()`` binds the HTTP server and checks the textfile
   directory by writing the file once; it raises ``MetricsError`` (exit 2)
   when the port is taken or not allowed, the address is not local, or the
-  directory cannot be written. ``tui.launch`` calls it after every probe's
+  directory cannot be written. ``tui.run.launch`` calls it after every probe's
   ``prepare`` and before any probe starts.
 - ``attach(hub)`` subscribes (lossless: a counter must see every interval)
   and returns the task that folds the hub's records into the metrics.

@@ -49,8 +49,8 @@ from typing import Any
 from probetop.probes.core import stopsignals
 from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, Recorder, RecordingError, on_header
 from probetop.tui import commands
-from probetop.tui.plan import RunPlan
-from probetop.tui.session import ignore_hangup
+from probetop.tui.cli.plan import RunPlan
+from probetop.tui.run.livesession import ignore_hangup
 from probetop.tui.sessions.control import ControlServer
 from probetop.tui.sessions.registry import (
     Reserve,

@@ -9,7 +9,7 @@ before anything starts:
   forks once. The PARENT, the
   process the shell waits for, becomes a waiter: no threads, blocked reading
   a pipe; SIGINT, SIGTERM and SIGHUP sent to it are passed to the child (SIGTSTP
-  too: tui/jobcontrol.py); it
+  too: tui/sessions/jobcontrol.py); it
   exits with the child's exit status (128+N if a signal killed it). The
   CHILD returns and runs the dashboard as before, on the same terminal, with
   ``PR_SET_PDEATHSIG`` = SIGTERM so that it stops cleanly if the waiter is
@@ -55,9 +55,9 @@ from typing import NoReturn
 from probetop.probes.core.sample import Sample, now_ns
 from probetop.probes.core.stats import RunningStats
 from probetop.probes.record import RecordingError, stream_session
-from probetop.tui import jobcontrol
-from probetop.tui.runner import RunResult
-from probetop.tui.session import LiveSession, ignore_hangup
+from probetop.tui.run.livesession import LiveSession, ignore_hangup
+from probetop.tui.run.runner import RunResult
+from probetop.tui.sessions import jobcontrol
 from probetop.tui.sessions.control import ControlServer
 from probetop.tui.sessions.daemon import redirect_to_log
 from probetop.tui.sessions.registry import (

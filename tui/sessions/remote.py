@@ -53,8 +53,8 @@ from probetop.probes import __version__
 from probetop.probes.core.sample import Record
 from probetop.probes.record import RecordingError, decode_line
 from probetop.tui import commands
-from probetop.tui.config import AppConfig
-from probetop.tui.plan import RunPlan
+from probetop.tui.cli.plan import RunPlan
+from probetop.tui.run.viewconfig import AppConfig
 from probetop.tui.sessions.attach import AttachedSession
 from probetop.tui.sessions.registry import SessionError, SessionInfo, check_name, default_name
 from probetop.tui.sessions.secretargs import private_args

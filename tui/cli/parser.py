@@ -1,0 +1,416 @@
+"""probetop's command line: the parser (rendered from the families' option
+specs) and the run plan built from it.
+
+Contract:
+- ``build_parser()`` renders ``COMMON_OPTIONS`` and every command's
+  ``CommandSpec`` into argparse (``build_parser(commands_needed(argv))``:
+  only the commands ``argv`` names, the others as bare names). Value errors
+  from a spec's parsers become argparse usage errors (exit 2,
+  ``argument --jobs: must be at least 1``).
+- ``make_plan(namespace)`` reads the parsed namespace exactly once into a
+  frozen ``RunPlan``; nothing downstream sees the namespace.
+- ``parse_command_line(line)`` does both for the dashboard's add-probe prompt
+  and raises ``CommandLineError`` instead of exiting.
+- Imports no UI: ``tui.main`` decides whether a screen is shown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import io
+import re
+import shlex
+from collections.abc import Callable, Collection, Sequence
+from types import ModuleType
+from typing import Any
+
+from probetop.probes import version
+from probetop.probes.core.base import UsageProbeError
+from probetop.probes.core.options import CommandSpec, Option, OptionValueError
+from probetop.tui import commands
+from probetop.tui.analysis.assertions import resolve
+from probetop.tui.cli.plan import (
+    COMMON_OPTIONS,
+    OLD_INTERVAL,
+    CommonOptions,
+    NoSettings,
+    RunPlan,
+)
+
+MAIN_DESCRIPTION = """\
+A terminal dashboard of live probes that measure like fio, sysbench, ping -f
+and curl do. With no command it shows this machine's CPU, disks and network.
+"""
+
+MAIN_EPILOG = """\
+examples:
+  probetop                          passive CPU / disk / network panes
+  probetop demo                     every probe against embedded local targets
+  probetop cpu --threads 2 --headless      sysbench-style CPU report
+  probetop --record s.jsonl --time 60 --headless   record a minute, no UI
+  probetop replay s.jsonl           play a recording in the same panes
+  probetop report s.jsonl           text summary and charts of a recording
+  probetop compare a.jsonl b.jsonl  what changed between two recordings, and is it significant
+  probetop cpu --time 10 --assert 'cpu.events_per_second>2900'   exit 99 if not
+
+Run `probetop COMMAND --help` for a command's options.
+"""
+
+
+class CommandLineError(Exception):
+    """A command line typed into the dashboard did not parse (argparse's message)."""
+
+
+def _argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """A spec parser as an argparse type: its message becomes the usage error."""
+
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except OptionValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = getattr(parse, "__name__", "value")
+    return convert
+
+
+def add_option(
+    parser: argparse.ArgumentParser | Any, option: Option, *, suppress_default: bool = False
+) -> None:
+    """Render one ``Option`` into argparse (``parser`` may be a group).
+
+    ``suppress_default`` keeps an option's default out of the namespace, so a
+    common option given before the command name is not reset by the
+    sub-parser's copy of it."""
+    kwargs: dict[str, Any] = {"help": argparse.SUPPRESS if option.hidden else option.help}
+    if option.action not in ("store_true", "store_false", "count", "store_const"):
+        if option.parse is not None:
+            kwargs["type"] = _argparse_type(option.parse)
+        if option.metavar:
+            kwargs["metavar"] = option.metavar
+        if option.choices is not None:
+            kwargs["choices"] = option.choices
+        if option.nargs is not None:
+            kwargs["nargs"] = option.nargs
+    if option.action != "store":
+        kwargs["action"] = option.action
+    if option.action == "store_const" or (option.nargs == "?" and option.const is not None):
+        kwargs["const"] = option.const  # nargs="?": the value of the bare flag
+    if not option.positional:
+        if option.dest:
+            kwargs["dest"] = option.dest
+        kwargs["default"] = argparse.SUPPRESS if suppress_default else option.default
+    elif option.default is not None:
+        kwargs["default"] = option.default
+    parser.add_argument(*option.flags, **kwargs)
+
+
+def add_spec(parser: argparse.ArgumentParser, spec: CommandSpec) -> None:
+    """A command's own options, in the groups its spec names.
+
+    Options sharing an ``exclusive`` name go into one mutually exclusive
+    group. An option that lands in a common option's place (icmp's own
+    ``--sample-interval``) keeps its default out of the namespace, so the
+    common option given before the command name still counts."""
+    groups: dict[str | None, Any] = {None: parser}
+    exclusive: dict[str, Any] = {}
+    common = {option.name for option in COMMON_OPTIONS}
+    for option in spec.options:
+        if option.group not in groups:
+            groups[option.group] = parser.add_argument_group(option.group)
+        target = groups[option.group]
+        if option.exclusive is not None:
+            if option.exclusive not in exclusive:
+                exclusive[option.exclusive] = target.add_mutually_exclusive_group()
+            target = exclusive[option.exclusive]
+        add_option(target, option, suppress_default=option.name in common)
+
+
+def add_common(
+    parser: argparse.ArgumentParser,
+    *,
+    suppress: bool,
+    skip: Sequence[str] = (),
+    hidden: Collection[str] = (),
+) -> None:
+    """The common options, but those in ``skip``; those in ``hidden`` are
+    parsed (so a command can refuse them by name) and left out of its help."""
+    group = parser.add_argument_group("common options")
+    for option in COMMON_OPTIONS:
+        if option.flags[0] not in skip:
+            if option.flags[0] in hidden:
+                option = dataclasses.replace(option, hidden=True)
+            add_option(group, option, suppress_default=suppress)
+
+
+def commands_needed(argv: Sequence[str]) -> set[str] | None:
+    """The command modules parsing ``argv`` needs: those it names (bare
+    ``probetop``: none), or None (all) when it asks for help. Loading every
+    command module (and its family's front door) cost a fifth of the
+    dashboard's start-up (profiled), for a parser that uses one of them."""
+    if any(arg in ("-h", "--help") for arg in argv):
+        return None
+    names = set(commands.PROBE_COMMANDS + commands.OTHER_COMMANDS)
+    return {arg for arg in argv if arg in names}  # an option value named so costs a load
+
+
+class _VersionAction(argparse.Action):
+    """--version, looking the version up only when asked (see probes.version)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kw: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object, **_kw: object) -> None:
+        print(f"probetop {version()}")  # stdout, as argparse's own version action
+        parser.exit()
+
+
+def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``only``, the other commands are names without
+    options (enough to parse a command line naming none of them)."""
+    parser = argparse.ArgumentParser(
+        prog="probetop",
+        description=MAIN_DESCRIPTION,
+        epilog=MAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        # argparse matches every option of the whole line against the top
+        # level's names by prefix, also after the command name: compare's
+        # --metric was refused as ambiguous (--metrics, --metrics-linger).
+        allow_abbrev=False,
+    )
+    parser.add_argument("--version", action=_VersionAction)
+    add_common(parser, suppress=False)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    if only is not None:
+        for name in commands.PROBE_COMMANDS + commands.OTHER_COMMANDS:
+            if name not in only:
+                sub.add_parser(name)
+    for name, module in commands.available(only):
+        spec: CommandSpec = module.SPEC
+        p = sub.add_parser(
+            name,
+            help=spec.help,
+            description=spec.description or spec.help,
+            epilog=spec.epilog or None,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        add_spec(p, spec)
+        # A command that runs no probes refuses the options only a live run
+        # reads (refuse_ignored, --detach): its --help does not offer them.
+        runs_probes = name in commands.PROBE_COMMANDS or name == "demo"
+        refused = () if runs_probes else (*(f for _d, f in LIVE_RUN_OPTIONS), "--detach")
+        # A common option the spec declares itself (icmp's --sample-interval,
+        # its -i/--interval) is the spec's: the common copy is left out.
+        own = {flag for option in spec.options for flag in option.flags}
+        skip = (*spec.own_common, *(o.flags[0] for o in COMMON_OPTIONS if own & set(o.flags)))
+        add_common(p, suppress=True, skip=skip, hidden=refused)
+    return parser
+
+
+_NEGATIVE_NUMBER = re.compile(r"^-\d|^-\.\d")
+
+
+def attach_negative_values(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """``--time -1`` as ``--time=-1`` and ``-c -1`` as ``-c-1``, so the value
+    reaches the option's own check.
+
+    argparse reads ``-1`` as an option name whenever a command has options
+    that look like negative numbers (``-4``/``-6``), and answers "expected one
+    argument", which hides the real problem. Joining the value to its option
+    (long and short spellings alike: ``icmp -c``, ``http -m``) lets the
+    option's parser say "must be at least 0, got -1" in every command.
+    """
+    takes_value: set[str] = set()
+    for action in _all_actions(parser):
+        if action.option_strings and action.nargs != 0:
+            takes_value.update(action.option_strings)
+    out: list[str] = []
+    items = list(argv)
+    i = 0
+    while i < len(items):
+        token = items[i]
+        if token in takes_value and i + 1 < len(items) and _NEGATIVE_NUMBER.match(items[i + 1]):
+            # A short option takes an attached value as is; a long one after "=".
+            joint = "=" if token.startswith("--") else ""
+            out.append(f"{token}{joint}{items[i + 1]}")
+            i += 2
+            continue
+        out.append(token)
+        i += 1
+    return out
+
+
+def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    actions = list(parser._actions)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                actions.extend(sub._actions)
+    return actions
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """``parser.parse_args`` with negative option values attached (see above)."""
+    return parser.parse_args(attach_negative_values(parser, argv))
+
+
+def make_plan(namespace: argparse.Namespace, argv: Sequence[str] = ()) -> RunPlan[Any]:
+    """Read the parsed command line once into a frozen, validated plan.
+
+    Raises the command's ``ProbeError`` (exit 2) for values its settings refuse."""
+    values = dict(vars(namespace))
+    name = values.pop("command", None)
+    hints = old_interval_spelling(name, values)
+    common = CommonOptions.from_values(values, tuple(argv))
+    refuse_ignored(name, values)
+    named_nothing = not common.detach and common.remote is None and common.wants_headless
+    if common.name is not None and named_nothing:
+        raise UsageProbeError(
+            "--name names a session: use it with --detach (or --remote), or in the "
+            "dashboard, where d detaches the run under that name; a headless run has none"
+        )
+    resolve(common.assertions, name)  # --assert: known metric, fitting unit (exit 2 otherwise)
+    if name is None:
+        return RunPlan(None, common, NoSettings(), hints=hints)
+    module = commands.load(name)
+    assert module is not None
+    return RunPlan(name, common, module.settings(values, common), hints=hints)
+
+
+def old_interval_spelling(command: str | None, values: dict[str, Any]) -> tuple[str, ...]:
+    """The common ``--interval`` (before 2026-11 the sampling period) read as
+    ``--sample-interval``, with a one-line hint; UsageProbeError (exit 2)
+    where it would be ambiguous: before ``icmp``, whose ``-i/--interval`` is
+    ping's send interval, or beside ``--sample-interval``."""
+    old = values.pop(OLD_INTERVAL, None)
+    if old is None:
+        return ()
+    if command == "icmp":
+        raise UsageProbeError(
+            f"--interval before icmp is ambiguous: write --sample-interval {old:g} for the "
+            f"sampling period, or `icmp HOST -i {old:g}` for ping's send interval"
+        )
+    if values.get("interval") is not None:
+        raise UsageProbeError(
+            "--interval is the old spelling of --sample-interval: give --sample-interval only"
+        )
+    values["interval"] = old
+    return (
+        f"--interval is now --sample-interval (the sampling period); "
+        f"read as --sample-interval {old:g}",
+    )
+
+
+LIVE_RUN_OPTIONS = (
+    ("record", "--record"),
+    ("time", "--time"),
+    ("interval", "--sample-interval"),
+    ("metrics", "--metrics"),
+    ("metrics_linger", "--metrics-linger"),
+    ("textfile", "--textfile"),
+    ("name", "--name"),
+    ("with_system", "--with-system"),
+)
+"""Common options that only a run of probes reads (dest, flag); the old
+``--interval`` is read as ``--sample-interval`` before this check."""
+
+
+def refuse_ignored(command: str | None, values: dict[str, Any]) -> None:
+    """UsageProbeError (exit 2) when a command that runs no probes (replay,
+    report, compare, export, ls, attach, stop) is given an option only a live
+    run reads: the CLI says what it would ignore (`compare A B --record C`
+    recorded nothing; `export --metrics` served nothing)."""
+    if command is None or command in commands.PROBE_COMMANDS or command == "demo":
+        return
+    given = [flag for dest, flag in LIVE_RUN_OPTIONS if values.get(dest) not in (None, False)]
+    if given:
+        raise UsageProbeError(
+            f"{command} runs no probes, so {', '.join(given)} would be ignored; "
+            f"{'they apply' if len(given) > 1 else 'it applies'} to probe commands and demo"
+        )
+
+
+def command_module(plan: RunPlan[Any]) -> ModuleType | None:
+    """The command module that runs ``plan`` (None for the passive dashboard)."""
+    return commands.load(plan.command) if plan.command else None
+
+
+def deadline_s(plan: RunPlan[Any], module: ModuleType | None) -> float | None:
+    """When the generic runner stops the probes: --time, unless the command's
+    probes end themselves (``module.deadline_s``)."""
+    own = getattr(module, "deadline_s", None)
+    return own(plan) if own is not None else plan.common.time_limit_s
+
+
+def command_help(line: str) -> str | None:
+    """What the add-probe prompt shows under the line typed so far: the probe
+    command's one-line help and its options, read from its spec; None until
+    the first word names a probe command."""
+    word = line.strip().split(" ", 1)[0]
+    if word not in commands.PROBE_COMMANDS:
+        return None
+    module = commands.load(word)
+    if module is None:
+        return None
+    spec: CommandSpec = module.SPEC
+    return "\n".join([f"{spec.name}: {spec.help}", *spec.usage_lines()])
+
+
+def parse_command_line(line: str) -> tuple[ModuleType, RunPlan[Any]]:
+    """Parse a probe command typed into the dashboard (``cpu --threads 1``)
+    with the CLI's own parser; raise CommandLineError instead of exiting."""
+    try:
+        argv = shlex.split(line)
+    except ValueError as exc:
+        raise CommandLineError(str(exc)) from None
+    if not argv:
+        raise CommandLineError("type a probe command, e.g. cpu --threads 1")
+    if argv[0] not in commands.PROBE_COMMANDS:
+        raise CommandLineError(
+            f"{argv[0]!r} is not a probe command; start with one of: "
+            + ", ".join(n for n, _m in commands.available() if n in commands.PROBE_COMMANDS)
+        )
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            namespace = parse_args(build_parser(), argv)
+    except SystemExit:
+        lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
+        raise CommandLineError(lines[-1] if lines else f"cannot parse {line!r}") from None
+    refuse_session_options(vars(namespace))
+    plan = make_plan(namespace, ["probetop", *argv])
+    module = command_module(plan)
+    assert module is not None
+    return module, plan
+
+
+SESSION_OPTIONS = (
+    ("record", "--record"),
+    ("headless", "--headless"),
+    ("json", "--json"),
+    ("theme", "--theme"),
+    ("assertions", "--assert"),
+    ("metrics", "--metrics"),
+    ("metrics_linger", "--metrics-linger"),
+    ("textfile", "--textfile"),
+    ("detach", "--detach"),
+    ("name", "--name"),
+    ("remote", "--remote"),
+)
+"""Common options that set up a whole run (dest, flag): a probe added to a
+running dashboard joins that run and has none of its own."""
+
+
+def refuse_session_options(values: dict[str, Any]) -> None:
+    """CommandLineError when a line typed into the add-probe prompt sets up a
+    whole run: said, not silently dropped (`cpu --record x.jsonl` added a
+    probe and recorded nothing)."""
+    given = [flag for dest, flag in SESSION_OPTIONS if values.get(dest) not in (None, False, [])]
+    if given:
+        raise CommandLineError(
+            f"{', '.join(given)} would be ignored here: "
+            f"{'they set' if len(given) > 1 else 'it sets'} up a whole run, on probetop's own "
+            "command line; in the dashboard r records and d detaches"
+        )

@@ -1,0 +1,454 @@
+"""One live session: the probes, the hub that runs them and the recorder.
+
+The dashboard and the headless runner both run probes through this object,
+so they share one lifecycle:
+
+1. ``await start()``: add every probe to a new Hub (``prepare`` runs there),
+   subscribe the caller's feed, start the recording (before any probe
+   starts, so it misses nothing), start the probes.
+2. While running: ``add_probe_line`` (a command line typed into the
+   dashboard, parsed by the CLI's own parser), ``stop_probe``,
+   ``start_recording`` / ``stop_recording``, ``time_up`` (``--time`` passed:
+   stop the probes, close the recording with reason ``time``).
+3. ``await shutdown(reason)``: stop every probe (their workers are joined),
+   close the recording with its footer and ``reason``. Safe to call twice;
+   after it the session is finished.
+
+Recording errors: a write error mid-run (disk full, EIO) stops only the
+recording; its message goes to ``notify`` (severity "error") and to
+``recording_failures``, which the host turns into a non-zero exit status
+(``RECORDING_INCOMPLETE_EXIT``). ``--record`` that cannot start at all is
+raised (``strict``) or notified and counted there too.
+
+History (``keep_history=True``, the dashboard): when nothing records the
+session from its start (no ``--record``), an in-memory compressed recording
+of it is kept (``Recorder.in_memory``), so that ``keep_recording(path)`` can
+turn it into a recording file holding every record since the start: what a
+foreground dashboard needs to detach into a background session without
+losing a sample. It costs what ``--record`` costs, without disk I/O, and
+stops quietly past ``MEMORY_CAP_BYTES`` (about 70 hours of the demo).
+
+Signals: ``install_signal_handlers(on_signal)`` routes SIGINT, SIGTERM and
+SIGHUP to the host (which decides what to do: the app quits, the runner ends
+its loop); ``remove_signal_handlers`` restores the process's handling.
+
+Nothing here imports Textual: this is the CLI layer. What the host must
+show (a probe that did not start, a recording saved) is passed to
+``notify(message, title, severity)``; ``on_change()`` says the status line
+may have changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import select
+import signal
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from probetop.probes.core import stopsignals
+from probetop.probes.core.base import ConfirmationRequired, Probe, ProbeError
+from probetop.probes.core.hub import Hub, Subscription
+from probetop.probes.record import FooterFields, Recorder, RecordingError
+from probetop.tui.cli.parser import CommandLineError, deadline_s, parse_command_line
+
+if TYPE_CHECKING:
+    from probetop.tui.metrics.live import MetricsExporter
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_hangup_ignored = False
+
+
+def ignore_hangup() -> None:
+    """A detached session (``tui.sessions.daemon``) has no terminal to lose:
+    from now on SIGHUP is ignored instead of stopping the probes."""
+    global _hangup_ignored
+    _hangup_ignored = True
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    stopsignals.forget(signal.SIGHUP)  # one caught during start-up is void too
+
+
+HandledSignals = list[tuple[signal.Signals, Any]]
+"""What ``add_stop_signal_handlers`` took over: each signal and the handler
+it had before (``remove_stop_signal_handlers`` puts it back)."""
+
+
+def add_stop_signal_handlers(on_signal: Callable[[str], None]) -> HandledSignals:
+    """SIGINT, SIGTERM and SIGHUP (not once ``ignore_hangup``) call
+    ``on_signal(name)`` in the running event loop; the signals now handled.
+    Every dashboard needs them, not only a live one: without, a signal
+    raises KeyboardInterrupt wherever the main thread is, and Textual's exit
+    can then block writing to a hung-up terminal (a replay left running)."""
+    loop = asyncio.get_running_loop()
+    handled: HandledSignals = []
+    for sig in SIGNALS:
+        if sig == signal.SIGHUP and _hangup_ignored:
+            continue
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            previous = signal.getsignal(sig)
+            loop.add_signal_handler(sig, on_signal, sig.name)
+            handled.append((sig, previous))
+    return handled
+
+
+def remove_stop_signal_handlers(handled: HandledSignals) -> None:
+    """Leave the process's signal handling as it was before ``add_stop_signal_handlers``.
+
+    asyncio's ``remove_signal_handler`` leaves SIGINT at Python's default
+    (KeyboardInterrupt) and SIGTERM/SIGHUP at SIG_DFL (death), not at what
+    they were: a signal between the run's end and its report (a Ctrl-C
+    pressed twice) then lost the report, or killed the process with no exit
+    status of its own. The handler each had before is put back in one
+    swap, so there is no moment at SIG_DFL in between (a second signal 2 ms
+    after the first once landed in that moment and killed the process):
+    asyncio is told to forget the signal without touching its disposition
+    where it allows that."""
+    try:
+        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    for sig, previous in reversed(handled):
+        swapped = False
+        if previous is not None:  # None: set outside Python, cannot be restored from here
+            with contextlib.suppress(OSError, RuntimeError, ValueError, TypeError):
+                signal.signal(sig, previous)
+                swapped = True
+        if loop is None or (swapped and _forget_in_loop(loop, sig)):
+            continue
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.remove_signal_handler(sig)  # resets it: SIGINT raises, the others SIG_DFL
+        if swapped:
+            with contextlib.suppress(OSError, RuntimeError, ValueError, TypeError):
+                signal.signal(sig, previous)
+    handled.clear()
+
+
+def _forget_in_loop(loop: asyncio.AbstractEventLoop, sig: int) -> bool:
+    """Drop ``sig`` from the loop's handlers without resetting the signal's
+    disposition, as ``remove_signal_handler`` would (it sets SIG_DFL); False
+    where the loop keeps them elsewhere (the caller then removes it the
+    public way and puts the handler back after)."""
+    handlers = getattr(loop, "_signal_handlers", None)  # asyncio's Unix loop
+    if not isinstance(handlers, dict):
+        return False
+    handlers.pop(sig, None)
+    if not handlers:  # as remove_signal_handler does once none is left
+        with contextlib.suppress(ValueError, OSError):
+            signal.set_wakeup_fd(-1)
+    return True
+
+
+class Notify(Protocol):
+    def __call__(self, message: str, *, title: str = "", severity: str = "information") -> None:
+        """Tell the user something (a notification in the dashboard)."""
+
+
+def _ignore(message: str, *, title: str = "", severity: str = "information") -> None:
+    """The headless default: errors are raised or reported, nothing to show."""
+
+
+def terminal_hung_up(fd: int = 1) -> bool:
+    """True when the terminal on ``fd`` is gone (POLLHUP/POLLERR), as after an
+    SSH drop; False for a ``kill -HUP`` while the terminal still exists."""
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        events = poller.poll(0)
+    except (OSError, ValueError):
+        return False
+    return any(mask & (select.POLLHUP | select.POLLERR) for _fd, mask in events)
+
+
+def detach_from_dead_terminal() -> None:
+    """After a hangup (SSH dropped) point stdout/stderr at /dev/null.
+
+    Restoring the terminal on exit writes to it; to a hung-up pty that write
+    blocks forever, so the process would never exit. The terminal is gone
+    anyway: let those writes succeed into nothing.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+class LiveSession:
+    """Probes, hub and recorder of one live run. See the module docstring."""
+
+    def __init__(
+        self,
+        probes: Iterable[Probe],
+        *,
+        record: Path | None = None,
+        command: list[str] | None = None,
+        notify: Notify = _ignore,
+        on_change: Callable[[], None] | None = None,
+        footer_fields: FooterFields | None = None,
+        metrics: MetricsExporter | None = None,
+        keep_history: bool = False,
+    ) -> None:
+        self.probes = list(probes)
+        self.keep_history = keep_history
+        self.history: Recorder | None = None  # see "History" above
+        self.footer_fields = footer_fields  # extra footer fields (--assert outcomes)
+        # --metrics / --textfile (opened by tui.run.launch): fed from the hub.
+        self.metrics = metrics
+        self._metrics_task: asyncio.Task[None] | None = None
+        self.record_path = record
+        self.command = list(command or ["probetop"])
+        self.notify = notify
+        self.on_change = on_change or (lambda: None)
+        self.hub = Hub()
+        self.recorder: Recorder | None = None
+        self.probes_stopped = False
+        self.finished = False
+        self._signals: HandledSignals = []
+        self._deadline_tasks: set[asyncio.Task[None]] = set()  # added probes' --time
+        # Recordings that could not be completed (write error mid-run): the
+        # host shows them and exits with RECORDING_INCOMPLETE_EXIT.
+        self.recording_failures: list[str] = []
+
+    # -- lifecycle -------------------------------------------------------
+    async def start(self, *, lossless: bool = False, strict: bool = False) -> Subscription:
+        """Add the probes, subscribe a feed, start recording, start the probes.
+
+        ``strict``: a probe that cannot start raises its ProbeError and a
+        recording that cannot start raises RecordingError (headless: exit 2);
+        otherwise both are notified and the rest goes on (the dashboard).
+        """
+        for probe in self.probes:
+            try:
+                self.hub.add(probe)
+            except ProbeError as exc:
+                if strict:
+                    raise
+                self.notify(str(exc), title=f"{probe.id} not started", severity="error")
+        feed = self.hub.subscribe(lossless=lossless)
+        if self.metrics is not None:
+            self._metrics_task = self.metrics.attach(self.hub)
+            if self.metrics.url:
+                self.notify(f"serving metrics on {self.metrics.url}", title="--metrics")
+        if self.keep_history and self.record_path is None:
+            await self._start_history()
+        if self.record_path is not None:
+            if strict:
+                self.recorder = await self._open_recorder(self.record_path)
+            elif not await self.start_recording(self.record_path):
+                # --record asked for it: the exit status says it is missing.
+                self.recording_failures.append(f"recording to {self.record_path} did not start")
+        self.hub.start()
+        return feed
+
+    @property
+    def failed(self) -> bool:
+        """A probe ended with an error."""
+        return bool(self.hub.errors)
+
+    def running(self) -> list[str]:
+        return self.hub.running()
+
+    async def time_up(self) -> bool:
+        """``--time`` passed: stop the probes (not the host), close the
+        recording with reason ``time``. False if they had stopped already."""
+        if self.probes_stopped or self.finished:
+            return False
+        await self.hub.stop()
+        self.probes_stopped = True
+        if self.recorder is not None:
+            await self.stop_recording("time")
+        self.on_change()
+        return True
+
+    async def shutdown(self, reason: str = "completed") -> None:
+        """Stop every probe and close the recording with ``reason``. Idempotent."""
+        if self.finished:
+            return
+        self.finished = True
+        await self.hub.stop()
+        self.probes_stopped = True
+        for recorder in (self.recorder, self.history):
+            if recorder is not None:
+                await recorder.close(reason)  # an unmoved history just frees its memory
+        self.recorder = self.history = None
+        await self._close_metrics()
+
+    async def _close_metrics(self) -> None:
+        """The last intervals into the metrics, the textfile's final write,
+        the endpoint closed."""
+        task, self._metrics_task = self._metrics_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self.metrics is not None:
+            await self.metrics.close()
+
+    # -- probes ----------------------------------------------------------
+    def add_probes(self, probes: Iterable[Probe]) -> None:
+        """Add prepared probes to a running session and start them (the demo's,
+        joining after the first frame); one that cannot start is notified."""
+        if self.finished or self.probes_stopped:
+            return
+        for probe in probes:
+            try:
+                self.hub.add(probe)
+            except ProbeError as exc:
+                self.notify(str(exc), title=f"{probe.id} not started", severity="error")
+        self.hub.start()  # idempotent: starts only the new ones
+
+    def add_probe_line(self, line: str | None) -> bool:
+        """Parse a probe command line, build its probes, add and start them.
+
+        False (and a notification) on a parse error, a probe that cannot
+        start, or a probe that would destroy data without the confirmation."""
+        if not line or self.finished:
+            return False
+        try:
+            module, plan = parse_command_line(line)
+            probes = module.build_probes(plan)
+            for probe in probes:
+                self.hub.add(probe)
+        except ConfirmationRequired as exc:
+            self.notify(
+                f"{exc}\nAdd --yes-destroy-data={exc.target} to the line to go on.",
+                title="not started: it would destroy data",
+                severity="error",
+            )
+            return False
+        except CommandLineError as exc:
+            self.notify(str(exc), title="cannot add probe", severity="error")
+            return False
+        except ProbeError as exc:
+            self.notify(str(exc), title="probe not started", severity="error")
+            return False
+        if self.probes_stopped:
+            self.probes_stopped = False
+            self.on_change()
+        self.hub.start()  # idempotent: starts only the new ones
+        # --time as on the command line: the probes that do not end themselves
+        # (icmp, http) are stopped by their command's deadline, here as there.
+        deadline = deadline_s(plan, module)
+        if deadline is not None:
+            ids = [probe.id for probe in probes]
+            asyncio.get_running_loop().call_later(deadline, self._time_up, ids, deadline)
+        return True
+
+    def _time_up(self, ids: list[str], after_s: float) -> None:
+        """Stop probes added with --time once it has passed (a task kept until done)."""
+
+        async def stop() -> None:
+            running = [probe_id for probe_id in ids if probe_id in self.hub.running()]
+            for probe_id in running:  # the others ended themselves (cpu, --count)
+                await self.hub.stop_probe(probe_id)
+            if running:
+                self.notify(f"{', '.join(running)} stopped after {after_s:g} s (--time)")
+
+        task = asyncio.get_running_loop().create_task(stop())
+        self._deadline_tasks.add(task)
+        task.add_done_callback(self._deadline_tasks.discard)
+
+    async def stop_probe(self, probe_id: str) -> None:
+        """Cancel one probe; its pane keeps the data."""
+        await self.hub.stop_probe(probe_id)
+        self.notify(f"stopped {probe_id}")
+
+    # -- recording -------------------------------------------------------
+    async def _start_history(self) -> None:
+        def lost(message: str) -> None:  # not the user's recording: no exit status
+            self.history = None
+
+        try:
+            history = Recorder.in_memory(
+                self.hub, self.command, on_error=lost, footer_fields=self.footer_fields
+            )
+            await history.start()
+        except (OSError, RecordingError):
+            return  # no memfd here: detaching will say the history is missing
+        self.history = history
+
+    def history_missing(self) -> str | None:
+        """Why ``keep_recording`` could not give a recording of every record
+        since the start, or None when it can."""
+        if self.history is not None:
+            return None
+        if self.record_path is not None and self.recorder is not None:
+            return None if self.recorder.failure is None else self.recorder.failure
+        return "no history was kept (no memory file here, or it passed its cap)"
+
+    async def keep_recording(self, path: Path) -> Path:
+        """A recording file holding this session from its start, written on
+        until the end: the in-memory history moved to ``path``, or (with
+        ``--record``) the recording already being made. RecordingError."""
+        history, self.history = self.history, None
+        if history is not None:
+            try:
+                await history.move_to(path)
+            except RecordingError:
+                self.history = history
+                raise
+            if self.recorder is None:
+                self.recorder = history
+            else:  # the user's own recording goes on beside it; both get footers
+                self.history = history
+            self.on_change()
+            return path
+        if self.recorder is not None and self.recorder.failure is None:
+            return self.recorder.path
+        raise RecordingError("nothing records this session: it cannot be detached")
+
+    async def _open_recorder(self, path: Path) -> Recorder:
+        def failed(message: str) -> None:
+            self._recording_failed(recorder, message)
+
+        recorder = Recorder(
+            path, self.hub, self.command, on_error=failed, footer_fields=self.footer_fields
+        )
+        await recorder.start()
+        return recorder
+
+    def _recording_failed(self, recorder: Recorder, message: str) -> None:
+        """A write error stopped ``recorder`` (it closed its file): the probes
+        go on; tell the user now, and the host at exit."""
+        self.recording_failures.append(message)
+        if self.recorder is recorder:
+            self.recorder = None
+        self.notify(message, title="recording stopped", severity="error")
+        self.on_change()
+
+    async def start_recording(self, path: Path) -> bool:
+        """Record from now on; False (notified) if the file cannot be written."""
+        if self.recorder is not None or self.finished:
+            return False
+        try:
+            recorder = await self._open_recorder(path)
+        except (RecordingError, OSError) as exc:
+            self.notify(str(exc), title="recording not started", severity="error")
+            return False
+        self.recorder = recorder
+        self.on_change()
+        return True
+
+    async def stop_recording(self, reason: str) -> None:
+        """Close the recording (footer with ``reason``), if one is open."""
+        recorder, self.recorder = self.recorder, None
+        if recorder is not None:
+            await recorder.close(reason)
+            if recorder.failure is None:
+                self.notify(f"recording saved: {recorder.path}")
+        self.on_change()
+
+    # -- signals ---------------------------------------------------------
+    def install_signal_handlers(self, on_signal: Callable[[str], None]) -> None:
+        """SIGINT, SIGTERM and SIGHUP call ``on_signal(name)`` in the event loop."""
+        self._signals += add_stop_signal_handlers(on_signal)
+
+    def remove_signal_handlers(self) -> None:
+        """Leave the process's signal handling as it was."""
+        remove_stop_signal_handlers(self._signals)

@@ -1,0 +1,141 @@
+"""Pane for the ``mem`` probe (sysbench memory): operations/s, MiB/s, threads.
+
+- operations/s and MiB/s per interval, as one-colour sparklines (per-interval
+  figures, as sysbench's ``--report-interval`` lines);
+- per-thread bars: operations each worker thread completed in the last
+  interval (fairness at a glance);
+- a headline with what runs (block size, operation, access mode, scope),
+  the operations so far and the mean latency; the final figures once done;
+- ``e`` toggles what one operation is.
+
+The pane stores in ``add_sample`` and draws in ``render_frame``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from probetop.probes.core.sample import Sample
+from probetop.probes.mem import (
+    LAT_AVG_MS,
+    LAT_PCT_MS,
+    MIBS,
+    OPERATION_EXPLAINED,
+    OPS,
+    THREADS,
+    MemInterval,
+)
+from probetop.tui.ui.widgets.bars import value_bar
+from probetop.tui.ui.widgets.generic_pane import SPARK_POINTS, SparkRow
+from probetop.tui.ui.widgets.history import fmt_value
+from probetop.tui.ui.widgets.pane import PaneHelp, ProbePane
+from probetop.tui.ui.widgets.sparkrow import value_label
+from probetop.tui.ui.widgets.textblock import TextBlock
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+
+BAR_WIDTH = 16
+MAX_THREAD_ROWS = 16
+
+
+def size_text(nbytes: int) -> str:
+    """``1K``, ``1M``: a block size as sysbench's options spell it."""
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if nbytes >= 1 << shift and nbytes % (1 << shift) == 0:
+            return f"{nbytes >> shift}{unit}"
+    return str(nbytes)
+
+
+class MemBenchPane(ProbePane):
+    """See the module docstring."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("e", "explain", "What is one operation?"),
+    ]
+
+    def __init__(self, info: Mapping[str, Any], **kw: Any) -> None:
+        super().__init__(info, **kw)
+        self.ops_row = SparkRow(OPS, "ops/s")
+        self.mibs_row = SparkRow(MIBS, "MiB/s")
+        self.headline = TextBlock(["starting: compiling the loop..."], wrap=True)
+        self.threads_block = TextBlock([""])
+        self.explain_block = TextBlock([], wrap=True)
+        self.show_explain = False
+        self.per_thread: list[int] = []
+        self.total_ops = 0
+        self.final: dict[str, Any] | None = None
+
+    def on_mount(self) -> None:
+        self.explain_block.display = False
+
+    def compose(self) -> ComposeResult:
+        yield self.ops_row
+        yield self.mibs_row
+        yield self.headline
+        yield self.explain_block
+        yield self.threads_block
+
+    def add_sample(self, sample: Sample) -> None:
+        super().add_sample(sample)
+        interval = MemInterval.from_sample(sample)
+        self.per_thread = list(interval.per_thread_ops)
+        self.total_ops = interval.total_ops or self.total_ops
+        if interval.summary:
+            self.final = dict(interval.summary)
+
+    def action_explain(self) -> None:
+        self.show_explain = not self.show_explain
+        self.explain_block.set_lines([OPERATION_EXPLAINED] if self.show_explain else [])
+        self.explain_block.display = self.show_explain
+
+    def thread_lines(self) -> list[str]:
+        top = max(self.per_thread, default=0)
+        lines = ["operations per thread (interval)"]
+        for i, n in enumerate(self.per_thread[:MAX_THREAD_ROWS]):
+            lines.append(f"t{i:<3} {value_bar(n, top, BAR_WIDTH)} {n:>9,}")
+        if len(self.per_thread) > MAX_THREAD_ROWS:
+            lines.append(f"... {len(self.per_thread) - MAX_THREAD_ROWS} more threads")
+        return lines
+
+    def headline_lines(self) -> list[str]:
+        p = self.info.get("params", {}) or {}
+        parts = [
+            f"{p.get('access_mode', '?')} {p.get('oper', '?')}",
+            f"block {size_text(int(p.get('block_size') or 0))}",
+            f"scope {p.get('scope', '?')}",
+            f"threads {int(self.latest(THREADS) or p.get('threads') or 0)}",
+            f"ops {self.total_ops:,}",
+            f"avg lat {fmt_value(self.latest(LAT_AVG_MS), 'ms')} ms",
+        ]
+        lines = ["  ".join(parts) + "   (e: what is one operation?)"]
+        if self.final is not None:
+            f = self.final
+            lines.append(
+                f"finished: {f['ops_per_second']:.2f} ops/s  {f['mib_per_second']:.2f} MiB/s  "
+                f"{f['total_events']:,} ops in {f['total_time']:.2f} s  "
+                f"stopped by {f['stopped_by']}"
+            )
+        return lines
+
+    def render_frame(self) -> None:
+        super().render_frame()
+        ops = self.metric(OPS)
+        mibs = self.metric(MIBS)
+        if ops is not None:
+            self.ops_row.set(value_label("ops/s", ops.latest, ""), ops.recent(SPARK_POINTS))
+        if mibs is not None:
+            self.mibs_row.set(value_label("MiB/s", mibs.latest, ""), mibs.recent(SPARK_POINTS))
+        self.headline.set_lines(self.headline_lines())
+        self.threads_block.set_lines(self.thread_lines())
+
+    def chart_series(self) -> dict[str, list[tuple[float, float]]]:
+        return {
+            "ops/s": self.series(OPS),
+            "MiB/s": self.series(MIBS),
+            "latency ms": self.series(LAT_PCT_MS),
+        }
+
+    def help_text(self) -> PaneHelp:
+        base = super().help_text()
+        return PaneHelp(base.title, (*base.rows, ("one operation", OPERATION_EXPLAINED)))

@@ -1,0 +1,254 @@
+"""A terminal driver whose input thread sleeps until there is something to read.
+
+Textual's ``LinuxDriver`` waits for keys with a 0.1 s ``select`` timeout: ten
+wake-ups a second for the life of the dashboard, which mostly receives no
+key at all (measured: about half of an idle dashboard's wake-ups). Here the
+input thread blocks until a key arrives, until the key parser's own
+timeout is due (a lone ESC is told from an escape sequence after a short
+wait), or until the driver stops: the driver's exit event also writes a
+byte to a wake-up pipe the thread watches.
+
+Contract: behaves as ``LinuxDriver`` (keys, mouse, paste, resize); only the
+input loop differs, the size comes from the terminal itself, never from
+$COLUMNS/$LINES, and job control differs (below). ``quiet_driver_class(cls)``
+gives this driver where Textual would use ``LinuxDriver`` itself, else
+``cls`` unchanged.
+
+Job control (``tui/sessions/jobcontrol.py``). Textual answers SIGTSTP by stopping the
+whole process: the probes and the recording stopped with the view, and its
+resume re-registered a closed wake-up pipe (a traceback). Here SIGTSTP (and
+the Ctrl-Z key) suspends only the VIEW: application mode ends (the terminal
+is restored, input stops, every later write is dropped) and the job is
+stopped (the waiter; or this process when there is none). SIGCONT resumes
+the view with a full redraw if the terminal's foreground is ours again
+(``fg``, or a SIGCONT where no shell took it); after ``bg`` the view stays
+suspended and the job is stopped again, without a write or a ``tcsetattr``
+from the background (no SIGTTOU, no SIGTTIN). A dashboard that ends while
+suspended leaves the terminal alone (the shell owns it) and continues the
+waiter so it can exit; once closed, the driver ignores SIGTSTP (the process
+is printing its report and exiting: no view to suspend or start again).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import sys
+import threading
+from codecs import getincrementaldecoder
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from probetop.tui.sessions import jobcontrol
+from textual._parser import ParseError
+from textual._time import get_time
+from textual._xterm_parser import XTermParser
+from textual.driver import Driver
+from textual.drivers.linux_driver import LinuxDriver
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+FALLBACK_POLL_S = 0.1  # if the parser's deadline cannot be read: Textual's own poll
+_MISSING = object()
+
+
+class _WakingEvent(threading.Event):
+    """An Event whose ``set`` also wakes a thread blocked in select()."""
+
+    def __init__(self, wake_fd: int) -> None:
+        super().__init__()
+        self.wake_fd = wake_fd
+
+    def set(self) -> None:
+        super().set()
+        with contextlib.suppress(OSError):  # full pipe: a wake-up is pending anyway
+            os.write(self.wake_fd, b"\0")
+
+
+def _parser_timeout(parser: XTermParser) -> float | None:
+    """Seconds until the parser's pending timeout (None: nothing pending)."""
+    deadline = getattr(parser, "_timeout_time", _MISSING)
+    if deadline is None:
+        return None
+    if not isinstance(deadline, (int, float)):  # a Textual without it: poll as it does
+        return FALLBACK_POLL_S
+    return max(0.0, deadline - get_time())
+
+
+class QuietLinuxDriver(LinuxDriver):
+    """``LinuxDriver`` with a blocking input thread; see the module docstring."""
+
+    def __init__(self, app: App[Any], **kwargs: Any) -> None:
+        super().__init__(app, **kwargs)
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self.exit_event = _WakingEvent(self._wake_w)
+        # Between suspend and resume: nothing is written (the writer thread
+        # is stopped; its bounded queue would block the event loop).
+        self.view_suspended = False
+        # Told before the job stops (the app records a pause when the whole
+        # process is about to stop) and after the view is back.
+        self.on_suspend: Callable[[bool], None] | None = None
+        self.on_resume: Callable[[], None] | None = None
+        self.on_refused: Callable[[], None] | None = None  # no shell could resume us
+        signal.signal(signal.SIGTSTP, self._on_sigtstp)
+        signal.signal(signal.SIGCONT, self._on_sigcont)
+
+    # -- job control (module docstring) ---------------------------------
+    def _on_sigtstp(self, _signum: int, _frame: FrameType | None) -> None:
+        if not self.view_suspended and not jobcontrol.shell_can_resume():
+            if self.on_refused is not None:  # as the kernel ignores it there
+                self.on_refused()
+            return
+        if not self.view_suspended:
+            self.suspend_application_mode()
+            self._must_signal_resume = True
+        if self.on_suspend is not None:
+            self.on_suspend(jobcontrol.waiter_pid() is None)
+        jobcontrol.stop_job()
+
+    def _on_sigcont(self, _signum: int, _frame: FrameType | None) -> None:
+        if not self.view_suspended:
+            return  # a bare SIGSTOP/SIGCONT: the view never left
+        if not jobcontrol.in_foreground(self.fileno):
+            # `bg`: stopped again, the view stays away. A terminal that hung
+            # up (the shell continues its stopped jobs to deliver SIGHUP) is
+            # no foreground either: the hangup ends the run.
+            jobcontrol.stop_job()
+            return
+        self.resume_application_mode()
+        if not self.view_suspended:
+            jobcontrol.continue_job()
+            if self.on_resume is not None:
+                self.on_resume()
+
+    def suspend_application_mode(self) -> None:
+        """Restore the terminal and stop writing; the wake-up pipe stays
+        open for the next input thread (Textual's closed it here)."""
+        if self.view_suspended:
+            return
+        if self._writer_thread is not None:
+            self.stop_application_mode()
+            self._writer_thread.stop()
+            self._writer_thread = None
+        self.view_suspended = True
+
+    def resume_application_mode(self) -> None:
+        self.start_application_mode()
+
+    def start_application_mode(self) -> None:
+        """Application mode, only on a terminal whose foreground is ours
+        (started with ``&``: suspended until ``fg``)."""
+        if not jobcontrol.in_foreground(self.fileno):
+            self.view_suspended = True
+            jobcontrol.stop_job()
+            return
+        self.view_suspended = False
+        super().start_application_mode()
+        if self._writer_thread is None:  # Textual saw a SIGTTOU: put in the background
+            self.view_suspended = True
+            jobcontrol.stop_job()
+
+    def stop_application_mode(self) -> None:
+        if self.view_suspended:
+            return  # restored already, and the terminal may be the shell's now
+        super().stop_application_mode()
+
+    def disable_input(self) -> None:
+        if self.view_suspended:
+            return  # input stopped at the suspend; its tcflush from the background: SIGTTOU
+        super().disable_input()
+
+    def write(self, data: str) -> None:
+        writer = self._writer_thread
+        if self.view_suspended or writer is None or not writer.is_alive():
+            # A dead writer thread (its terminal gone: EIO) never empties its
+            # bounded queue: a write would block the event loop for good.
+            return
+        super().write(data)
+
+    def _get_terminal_size(self) -> tuple[int, int]:
+        """The terminal's own size (TIOCGWINSZ). Textual asks ``shutil``,
+        which takes $COLUMNS/$LINES first: with those in the environment (a
+        shell or script that exports them) every resize was ignored and the
+        dashboard stayed at that size."""
+        for stream in (self._file, sys.__stdin__):
+            if stream is None:
+                continue
+            try:
+                columns, lines = os.get_terminal_size(stream.fileno())
+            except (AttributeError, ValueError, OSError):
+                continue
+            if columns > 0 and lines > 0:
+                return columns, lines
+        return super()._get_terminal_size()
+
+    def run_input_thread(self) -> None:
+        parser = XTermParser(self._debug)
+        decode = getincrementaldecoder("utf-8")().decode
+        selector = selectors.SelectSelector()  # as Textual: works on every tty
+        selector.register(self.fileno, selectors.EVENT_READ)
+        selector.register(self._wake_r, selectors.EVENT_READ)
+        try:
+            while not self.exit_event.is_set():
+                ready = selector.select(_parser_timeout(parser))
+                if not self._handle(ready, selector, parser, decode, final=False):
+                    break
+            selector.unregister(self._wake_r)
+            if self.fileno in selector.get_map():  # keys typed just before the stop
+                self._handle(selector.select(0), selector, parser, decode, final=True)
+        finally:
+            selector.close()
+            with contextlib.suppress(EOFError, ParseError):
+                for _event in parser.feed(""):
+                    pass
+
+    def _handle(
+        self,
+        ready: list[tuple[selectors.SelectorKey, int]],
+        selector: selectors.BaseSelector,
+        parser: XTermParser,
+        decode: Any,
+        final: bool,
+    ) -> bool:
+        """Feed what is readable to the parser; False once stdin has ended."""
+        for key, _mask in ready:
+            if key.fd == self._wake_r:
+                with contextlib.suppress(OSError):
+                    while os.read(self._wake_r, 512):
+                        pass
+                continue
+            data = os.read(self.fileno, 4096)
+            if not data:  # end of input (a pipe): nothing more will come
+                selector.unregister(self.fileno)
+                return False
+            for event in parser.feed(decode(data, final=final)):
+                self.process_message(event)
+        for event in parser.tick():
+            self.process_message(event)
+        return True
+
+    def close(self) -> None:
+        if self._writer_thread is not None:
+            self._writer_thread.stop()
+            self._writer_thread = None
+        if self.view_suspended:
+            jobcontrol.continue_job()  # ended while suspended: the waiter collects us
+        # No view left to suspend or redraw: a Ctrl-Z while the report prints
+        # is ignored (the process is about to exit) rather than starting
+        # application mode again on SIGCONT.
+        signal.signal(signal.SIGTSTP, signal.SIG_IGN)
+        signal.signal(signal.SIGCONT, signal.SIG_DFL)
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def quiet_driver_class(cls: type[Driver]) -> type[Driver]:
+    """``QuietLinuxDriver`` in place of ``LinuxDriver`` itself; others unchanged."""
+    return QuietLinuxDriver if cls is LinuxDriver else cls

@@ -1,0 +1,227 @@
+"""Replay and attached views: what the dashboard shows when its records come
+from a recording instead of running probes.
+
+Contract:
+- ``Playback(host, player)`` drives one ``ReplayPlayer`` (``tui/ui/replay_clock.py``:
+  the records' clock, speed, seeking) for the dashboard (``host``, the app:
+  it routes records to panes, rebuilds them, draws the status line). It
+  owns no timer: the app calls ``replay_frame`` / ``attached_frame`` every
+  ``REPLAY_FRAME_S``.
+- Replay (``start_replay``): records play by their time stamps; a recording
+  still being read (a ``SessionLoader``) grows the player a step at a time
+  (``read_rest``) and seeking waits until it is all in.
+- Attached (``start_attached``, a detached session's recording followed
+  live): a long history shows its newest minutes first (``preview``), then
+  loads a slice per frame and the panes are rebuilt from the start once it
+  is all in. Pausing or seeking back leaves live; reaching the end (or
+  ``end``) returns to it.
+- ``status_parts()`` says where the view stands, as (rank, text) for the
+  app's status line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol
+
+from probetop.probes.core.sample import Record
+from probetop.probes.record import RecordingError
+from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.ui.replay_clock import ReplayPlayer, parse_speed, speed_label
+
+if TYPE_CHECKING:  # the reader loads with the recording (tui/commands/replay.py)
+    from probetop.probes.record import Session, SessionLoader
+
+REPLAY_FRAME_S = 0.25
+HISTORY_SLICE = 2 << 20  # bytes of a long history an attached view reads per frame
+READ_STEP_BYTES = 1 << 20  # bytes of a replayed recording read between two screen updates
+RECORDING_NOTE_S = 10.0  # how long a problem with the recording stays on screen
+
+
+def fmt_clock(seconds: float) -> str:
+    """mm:ss, or h:mm:ss from an hour on."""
+    seconds = max(0, int(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+class PlaybackHost(Protocol):
+    """What ``Playback`` needs from the dashboard."""
+
+    config: AppConfig
+
+    def route(self, records: Iterable[Record], render: bool = True) -> None: ...
+    def render_dirty(self) -> None: ...
+    async def rebuild_panes(self, records: list[Record]) -> None: ...
+    def refresh_status(self) -> None: ...
+    def say(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: str = "information",
+        timeout: float | None = None,
+    ) -> None: ...
+    def fail(self, error: RecordingError) -> None: ...
+
+
+class Playback:
+    """See the module docstring."""
+
+    def __init__(self, host: PlaybackHost, player: ReplayPlayer) -> None:
+        self.host = host
+        self.player = player
+        self.live = True  # attached: showing the newest records as they come
+        self.loading_history = False  # attached: a long history is still being read
+
+    @property
+    def attached(self) -> bool:
+        return self.host.config.attached is not None
+
+    # -- replay --------------------------------------------------------
+    def start_replay(self, session: Session, loader: SessionLoader | None) -> bool:
+        """Set the replay going; True if ``read_rest(loader)`` must run next
+        (the recording is still being read: the app runs it after the first
+        frame)."""
+        self.player.set_speed(parse_speed(str(self.host.config.extra.get("speed", "1"))))
+        pending = loader is not None and not loader.done
+        if pending:
+            self.player.loading = True
+        else:
+            self.replay_loaded(session)
+        self.player.start_clock(time.monotonic())
+        return pending
+
+    async def read_rest(self, loader: SessionLoader) -> None:
+        """Read the recording a step at a time, yielding to the screen between
+        steps; the player gets each step's records. A bad line ends the app
+        (``host.fail``: exit 2, ``tui/commands/replay.py`` prints its message)."""
+        lines = loader.session.lines
+        have = len(lines)
+        while not loader.done:
+            try:
+                loader.step(READ_STEP_BYTES)
+            except RecordingError as exc:
+                self.host.fail(exc)
+                return
+            self.player.grow(lines[have:])
+            have = len(lines)
+            await asyncio.sleep(0)
+        self.replay_loaded(loader.session)
+
+    def replay_loaded(self, session: Session) -> None:
+        self.player.loaded(session.duration_s)
+        for warning in session.warnings:
+            self.host.say(warning, title="recording", severity="warning", timeout=RECORDING_NOTE_S)
+        self.host.refresh_status()
+
+    def replay_frame(self) -> None:
+        records = self.player.tick(time.monotonic())
+        if records:
+            self.host.route(records)
+        if not self.player.paused or records:
+            self.host.refresh_status()
+
+    # -- attached to a detached session -------------------------------
+    async def start_attached(self) -> None:
+        attached = self.host.config.attached
+        assert attached is not None
+        try:
+            preview = attached.preview()
+        except RecordingError:
+            preview = []  # said by the first poll
+        self.loading_history = bool(preview)
+        if preview:
+            self.host.route([record for _t, record in preview])
+        await self.attached_frame()
+
+    async def attached_frame(self) -> None:
+        attached, player = self.host.config.attached, self.player
+        if attached is None:
+            return
+        try:
+            player.extend(attached.poll(HISTORY_SLICE if self.loading_history else None))
+        except RecordingError as exc:
+            self.host.say(str(exc), title="recording", severity="error", timeout=RECORDING_NOTE_S)
+            self.loading_history = False
+        if self.loading_history:
+            if not attached.caught_up:
+                self.host.render_dirty()  # preview panes mounted since the last frame
+                self.host.refresh_status()
+                return
+            self.loading_history = False  # all in: the panes from the session's start
+            await self.host.rebuild_panes(player.follow())
+            self.host.refresh_status()
+            return
+        if not self.live and not player.paused and player.at_end:
+            self.live = True  # played up to the newest record
+        records = player.follow() if self.live else player.tick(time.monotonic())
+        if records:
+            self.host.route(records)
+        self.host.refresh_status()
+
+    # -- keys ----------------------------------------------------------
+    def play_pause(self) -> None:
+        if self.live and self.attached:
+            self.live = False  # pausing an attached view holds it where it is
+            self.player.paused = False
+        self.player.toggle_pause()
+        self.player.start_clock(time.monotonic())
+        self.host.refresh_status()
+
+    def set_speed(self, speed: float) -> None:
+        """0 means as fast as the display keeps up ("max")."""
+        self.player.set_speed(math.inf if float(speed) <= 0 else float(speed))
+        self.host.refresh_status()
+
+    def cycle_speed(self) -> None:
+        self.player.cycle_speed()
+        self.host.refresh_status()
+
+    async def seek(self, t: float) -> None:
+        """Show the view at ``t`` s from the start (clamped by the player);
+        backwards rebuilds the panes from the start."""
+        if self.loading_history:
+            self.host.say("the session's history is still loading")
+            return
+        if self.player.loading:  # a replay's recording is still being read
+            self.host.say("still reading the recording: seeking works once it is read")
+            return
+        rebuild, records = self.player.seek(t)
+        if self.attached:
+            self.live = self.player.position_s >= self.player.duration_s
+            self.player.start_clock(time.monotonic())
+        if rebuild:
+            await self.host.rebuild_panes(records)
+        else:
+            self.host.route(records)
+        self.host.refresh_status()
+
+    # -- status --------------------------------------------------------
+    def status_parts(self) -> list[tuple[int, str]]:
+        """(rank, text) for the status line (see ``tui.ui.app.fit_status``)."""
+        player, config = self.player, self.host.config
+        end = fmt_clock(player.duration_s)
+        if config.attached is not None:
+            parts = [(4, f"attached {config.attached.name} ({config.attached.state})")]
+            if self.loading_history:
+                parts.append((5, f"newest records shown; reading the history: {end}"))
+            elif self.live:
+                parts.append((5, f"live {end}  d: detach"))
+            else:
+                state = "paused" if player.paused else "playing"
+                parts.append((5, f"{state} {fmt_clock(player.position_s)} / {end}  end: live"))
+            return parts
+        if config.session is None:
+            return []
+        state = "paused" if player.paused else "ended" if player.at_end else "playing"
+        if player.loading:
+            end = "reading..."
+        return [
+            (3, f"replay {config.session.path.name}"),
+            (5, f"{state} {speed_label(player.speed)}  {fmt_clock(player.position_s)} / {end}"),
+        ]
