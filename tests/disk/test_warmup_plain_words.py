@@ -270,9 +270,9 @@ async def test_the_pane_flags_a_read_rate_the_kernel_cannot_explain(tmp_path) ->
     offers write then read as for a fresh volume."""
     from probetop.probes.disk import WarmupProbe, WarmupSettings
     from probetop.probes.disk.selftest import warm_up_kernels
-    from probetop.tui.app import make_app
-    from probetop.tui.config import AppConfig
-    from probetop.tui.panes.disk import WarmupPane
+    from probetop.tui.run.viewconfig import AppConfig
+    from probetop.tui.ui.app import make_app
+    from probetop.tui.ui.panes.disk import WarmupPane
 
     await asyncio.to_thread(warm_up_kernels)
     dev, image = _loop_over_disk_file(tmp_path, 96 * MIB, fill=True)
@@ -314,9 +314,9 @@ async def test_the_pane_offers_no_switch_when_the_write_pass_just_ran(tmp_path) 
     cache answers and W does nothing (the run already writes)."""
     from probetop.probes.disk import WarmupProbe, WarmupSettings
     from probetop.probes.disk.selftest import warm_up_kernels
-    from probetop.tui.app import make_app
-    from probetop.tui.config import AppConfig
-    from probetop.tui.panes.disk import WarmupPane
+    from probetop.tui.run.viewconfig import AppConfig
+    from probetop.tui.ui.app import make_app
+    from probetop.tui.ui.panes.disk import WarmupPane
 
     await asyncio.to_thread(warm_up_kernels)
     dev, image = _loop_over_disk_file(tmp_path, 96 * MIB, fill=False)
