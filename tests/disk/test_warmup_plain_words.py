@@ -160,6 +160,21 @@ def test_the_root_device_is_refused_in_plain_words(command, tmp_path):
     assert "not permitted" not in err and "umount it first" not in err, err
 
 
+def test_an_open_refused_to_root_does_not_tell_root_to_run_as_root(tmp_path):
+    """Where a policy forbids even root to open the system's disk (this VM's
+    device rules), the message says so instead of "run as root". A read of
+    its first MiB only: where the open is allowed, nothing but that is read."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    dev = _root_device()
+    ckpt = str(tmp_path / "r.json")
+    proc = run_cli(["warmup", dev, "--range", "0-1048576", "--checkpoint", ckpt, "--json"])
+    if "not permitted" not in proc.stderr:
+        pytest.skip(f"root may open {dev} here (exit {proc.returncode})")
+    assert proc.returncode == 2
+    assert "run as root" not in proc.stderr and "even for root" in proc.stderr, proc.stderr
+
+
 def test_fio_line_of_write_then_read_is_both_commands_and_fio_runs_them(fast_dir, tmp_path):
     target = str(fast_dir / "fresh.img")
     with open(target, "wb") as f:
