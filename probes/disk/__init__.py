@@ -117,7 +117,7 @@ if TYPE_CHECKING:
     from probetop.probes.disk.iops import IopsProbe
     from probetop.probes.disk.iops_metrics import IOPS_TRACKER
     from probetop.probes.disk.warmup import WarmupProbe
-    from probetop.probes.disk.warmup_metrics import WARMUP_TRACKER
+    from probetop.probes.disk.warmup.metrics import WARMUP_TRACKER
 
 
 def compile_native() -> None:
@@ -144,7 +144,8 @@ def __getattr__(name: str) -> Any:
 
         value = WarmupProbe
     elif name in ("IOPS_TRACKER", "WARMUP_TRACKER"):
-        from probetop.probes.disk import iops_metrics, warmup_metrics
+        from probetop.probes.disk import iops_metrics
+        from probetop.probes.disk.warmup import metrics as warmup_metrics
 
         value = getattr(iops_metrics if name == "IOPS_TRACKER" else warmup_metrics, name)
     elif name in ("IOPS_CHECKS", "WARMUP_CHECKS", "IopsFigures", "WarmupFigures"):

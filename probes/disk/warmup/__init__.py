@@ -46,7 +46,8 @@ How the code is split: one module per job, each with one public entry, and
 Beside them, the warm-up's own data and text (no other module uses them):
 ``settings`` (``WARMUP_SPEC``, ``WarmupSettings``), ``records`` (its samples
 and parameters), ``passes`` (per-pass figures, findings, the typed summary),
-``report`` (text, JSON, exit status), ``commands`` (the fix and resume
+``report`` (text, JSON, exit status), ``metrics`` (its Prometheus tracker),
+``commands`` (the fix and resume
 commands a report offers), ``checkpoint`` (the file format),
 ``steady`` (fio's steady-state detector). What it shares with ``iops``
 stays in probes/disk/ (targets, refusals, the engine, block map, holes,
