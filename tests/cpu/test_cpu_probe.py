@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.sample import Sample
+from probetop.probes.core.sysbench.hist import HIST_SIZE, bucket_of
 from probetop.probes.cpu import CpuSettings
-from probetop.probes.cpu.engine import HIST_SIZE
-from probetop.probes.cpu.hist import bucket_of
 from probetop.probes.cpu.probe import CpuProbe, PhaseResult, ThreadSnapshot
 from probetop.probes.record.reader import load_session
 from probetop.tui.run.runner import run_headless
@@ -343,7 +342,7 @@ async def test_thousands_of_threads_never_stall_the_event_loop() -> None:
     """More threads than 2 per CPU run as SCHED_IDLE native threads: the loop
     keeps its timers (a 10 ms sleep never takes 0.5 s) while the most threads
     allowed compute, and stopping them is bounded."""
-    from probetop.probes.core.limits import logical_cpus
+    from probetop.probes.core.machine import logical_cpus
     from probetop.probes.cpu.settings import MAX_THREADS_PER_CPU
 
     most = MAX_THREADS_PER_CPU * logical_cpus()
