@@ -193,7 +193,7 @@ def _run_probes(plan: RunPlan[Any], module: ModuleType, fg: Foreground | None = 
 
 
 class _Joining:
-    """``AppConfig.joining`` for a command with ``join_probes``: the passive
+    """``LiveView.joining`` for a command with ``join_probes``: the passive
     panes draw at once, the command's targets and probes are made in a
     worker thread meanwhile (``__call__``). ``close`` (after the dashboard)
     leaves the targets; a worker still inside a JIT warm-up then leaves

@@ -214,11 +214,6 @@ class ProbetopApp(App[int]):
         self.too_small_msg = Static("", id="too-small")
         self.footer = KeyBar(id="footer")  # one widget, not one per binding (start-up)
 
-    @property
-    def replay(self) -> bool:
-        """Records come from a recording (replay, or attached to a session)."""
-        return isinstance(self.mode, PlayerMode)
-
     # What the mode runs (None where it runs none): for main.py and tests.
     @property
     def session(self) -> LiveSession | None:
