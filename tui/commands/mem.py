@@ -54,7 +54,12 @@ def report(plan: RunPlan[MemSettings], result: RunResult) -> int:
     else:
         sys.stdout.write(
             format_report(
-                summary, show_intervals=plan.settings.report_intervals, reason=result.reason
+                summary,
+                show_intervals=plan.settings.report_intervals,
+                report_interval_s=plan.settings.interval_s
+                if plan.settings.report_intervals
+                else None,
+                reason=result.reason,
             )
         )
         if error:
