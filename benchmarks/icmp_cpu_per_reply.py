@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 
+from figures import add_figures_option, at_least, report
+
 FREQ = 4000  # samples per CPU-second
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
@@ -74,6 +76,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--size", type=int, default=1)
     ap.add_argument("--baseline", metavar="DIR", help="also run probetop from DIR (before/after)")
+    add_figures_option(ap)
     args = ap.parse_args()
     for tool in ("perf", "ping"):
         if shutil.which(tool) is None:
@@ -103,6 +106,18 @@ def main() -> int:
                 line += f"; baseline {statistics.mean(base):.2f}, baseline/this {vs_base[-1]:.3f}"
             print(line, flush=True)
     print(f"median ping -f / probetop CPU per reply: {statistics.median(ratios):.3f}")
+    report(
+        f"flood -s {args.size}, 1 stream, CPU per reply (perf cpu-clock)",
+        "CPU us per reply",
+        None,
+        None,
+        unit="us",
+        reference_tool="ping -q -f",
+        ratio=statistics.median(ratios),
+        goal=at_least(1.0),
+        note="ratio = ping's CPU per reply / probetop's (> 1: probetop spends less); "
+        f"rounds {min(ratios):.3f}-{max(ratios):.3f}",
+    )
     if vs_base:
         print(f"median baseline / this CPU per reply: {statistics.median(vs_base):.3f}")
     print(f"# load average at the end {os.getloadavg()[0]:.2f}")
