@@ -73,7 +73,7 @@ PLAN: dict[str, Plan] = {
     "icmp_loss_vs_ping": Plan("--time 1 --drops 0,10", ("root", "ip", "nft", "ping")),
     "icmp_rate_accuracy": Plan("--time 2 --rates 1000,10000,100000", ("root",)),
     "icmp_vs_ping": Plan("--time 2 --rounds 2", ("root", "ping")),
-    "icmp_cpu_per_reply": Plan("--time 2 --rounds 2", ("root", "ping", "perf")),
+    "icmp_cpu_per_reply": Plan("--time 3 --rounds 2", ("root", "ping", "perf")),
     "ioengines_vs_fio": Plan(
         "--seconds 1 --size-mb 128 --depths 1,8,32 --workloads randread,randwrite --targets loop",
         LOOP,
