@@ -15,6 +15,7 @@ Importing this package is cheap: the engine (llvmlite) loads when a probe
 prepares.
 """
 
+from probetop.probes.cpu.family import FAMILY
 from probetop.probes.cpu.hist import HIST_SIZE, bucket_upper_ms
 from probetop.probes.cpu.probe import CpuProbe, logical_cpus, sweep_thread_counts
 from probetop.probes.cpu.records import (
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_TIME_S",
     "EPS",
     "EVENT_EXPLAINED",
+    "FAMILY",
     "HIST_SIZE",
     "KIND",
     "LAT_AVG_MS",

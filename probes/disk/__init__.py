@@ -41,6 +41,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.disk.capacity import MIN_INTERVAL_S
+from probetop.probes.disk.family import IOPS, WARMUP
 from probetop.probes.disk.filelayout import make_data_file
 from probetop.probes.disk.passes import (
     OUTCOMES,
@@ -143,6 +144,7 @@ __all__ = [
     "ELAPSED_S",
     "ETA_S",
     "FIO_PERCENTILES",
+    "IOPS",
     "IOPS_ERRORS",
     "IOPS_KIND",
     "IOPS_METRICS",
@@ -155,6 +157,7 @@ __all__ = [
     "READ_IOPS",
     "RW_MODES",
     "TOTAL_BYTES",
+    "WARMUP",
     "WARMUP_BW",
     "WARMUP_ERRORS",
     "WARMUP_IOPS",

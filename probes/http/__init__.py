@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from probetop.probes.http.curlinfo import libcurl_version
 from probetop.probes.http.errorkinds import ERROR_KINDS, FAIL_EXIT
+from probetop.probes.http.family import FAMILY
 from probetop.probes.http.inputs import HttpUrlError
 from probetop.probes.http.load_settings import MAX_RATE, LoadSettings
 from probetop.probes.http.request import (
@@ -140,6 +141,7 @@ __all__ = [
     "ERROR_KINDS",
     "ERROR_MARKER_SHARE",
     "FAIL_EXIT",
+    "FAMILY",
     "HTTP_CODE",
     "KIND",
     "LOAD_KIND",

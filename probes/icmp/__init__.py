@@ -17,6 +17,7 @@ Importing this package is cheap: numpy, numba and scapy load when a probe
 prepares or runs.
 """
 
+from probetop.probes.icmp.family import FAMILY
 from probetop.probes.icmp.pingtext import IcmpErrorLine, PingWriter, Reply, ReplyListener
 from probetop.probes.icmp.probe import IcmpProbe
 from probetop.probes.icmp.records import (
@@ -69,6 +70,7 @@ def compile_native() -> None:
 
 __all__ = [
     "DUPLICATES",
+    "FAMILY",
     "ICMP_ERRORS",
     "IN_FLIGHT",
     "KIND",

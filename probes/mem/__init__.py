@@ -12,6 +12,7 @@ Everything outside ``probes/mem/`` imports from here:
 Importing this package is cheap: the engine (llvmlite) loads when a probe prepares.
 """
 
+from probetop.probes.mem.family import FAMILY
 from probetop.probes.mem.probe import MemProbe
 from probetop.probes.mem.records import (
     KIND,
@@ -30,6 +31,7 @@ from probetop.probes.mem.settings import DEFAULT_TIME_S, SPEC, MemSettings
 
 __all__ = [
     "DEFAULT_TIME_S",
+    "FAMILY",
     "KIND",
     "LAT_AVG_MS",
     "LAT_PCT_MS",

@@ -17,6 +17,7 @@ families' panes read the same samples.
 
 from probetop.probes.core.passive import DiskCounters, NicCounters
 from probetop.probes.system.collectors import CpuLoadProbe, DiskProbe, NetProbe, passive_probes
+from probetop.probes.system.family import FAMILY
 from probetop.probes.system.records import (
     CPU_METRICS,
     DISK_METRICS,
@@ -32,6 +33,7 @@ from probetop.probes.system.records import (
 __all__ = [
     "CPU_METRICS",
     "DISK_METRICS",
+    "FAMILY",
     "NET_METRICS",
     "CoreReading",
     "CpuLoadInterval",
