@@ -127,6 +127,9 @@ class Family(Generic[SettingsT]):
     """Per probe kind this family announces: its pane, ``"module:Class"``."""
     docs: str
     """Its docs page, relative to the repository (``docs/cpu.md``)."""
+    example: tuple[str, ...] = ()
+    """The operands a minimal command line needs (icmp: ``("127.0.0.1",)``);
+    tests parse every command with them."""
     deadline_s: Callable[[SettingsT, RunCommon], float | None] = until_time
     confirmed: Callable[[SettingsT], SettingsT] | None = None
     """For a family whose probes raise ``ConfirmationRequired``: the settings

@@ -105,6 +105,7 @@ IOPS = Family(
     records=lambda: (IopsInterval,),
     panes={IOPS_KIND: "probetop.tui.ui.panes.disk:IopsPane"},
     docs="docs/iops.md",
+    example=("/tmp/probetop-example.img",),
     # The probe stops itself after --ramp + --time (fio's runtime excludes
     # the ramp), so a generic deadline must not cut it short.
     deadline_s=ends_itself,
@@ -191,6 +192,7 @@ WARMUP = Family(
     records=lambda: (WarmupInterval,),
     panes={WARMUP_KIND: "probetop.tui.ui.panes.disk:WarmupPane"},
     docs="docs/warmup.md",
+    example=("/tmp/probetop-example.img",),
     deadline_s=ends_itself,  # the probe stops itself on --time, checkpoint saved first
     confirmed=confirmed_warmup,
     switched=switched_to_write,

@@ -157,6 +157,7 @@ FAMILY = Family(
         LOAD_KIND: "probetop.tui.ui.panes.httpload:HttpLoadPane",
     },
     docs="docs/http.md",
+    example=("http://127.0.0.1:1/",),
     deadline_s=deadline_s,
     one_off=one_off,
     headless_only=headless_only,

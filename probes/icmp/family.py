@@ -91,5 +91,6 @@ FAMILY = Family(
     records=lambda: (IcmpInterval,),
     panes={KIND: "probetop.tui.ui.panes.icmp:IcmpPane"},
     docs="docs/icmp.md",
+    example=("127.0.0.1",),
     demo_probes=demo_probes,
 )
