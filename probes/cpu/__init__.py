@@ -3,6 +3,7 @@
 Everything outside ``probes/cpu/`` imports from here, never from the modules
 behind it:
 
+- ``FAMILY``: the family's descriptor (probes/core/family.py; probes/registry.py lists it)
 - ``SPEC``: the ``probetop cpu`` options (declarative; CLI, prompt, docs)
 - ``CpuSettings``: what one probe runs with (frozen, validated)
 - ``CpuProbe``: the probe (native engine in GIL-free threads)

@@ -3,6 +3,8 @@
 Everything outside ``probes/disk/`` imports from here, never from the modules
 behind it:
 
+- ``IOPS``, ``WARMUP``: the two families' descriptors (probes/core/family.py;
+  probes/registry.py lists them)
 - ``IOPS_SPEC``, ``WARMUP_SPEC``: the ``probetop iops`` / ``probetop warmup``
   options (declarative; CLI, prompt, docs)
 - ``IopsSettings``, ``WarmupSettings``: what one probe runs with (frozen,

@@ -4,6 +4,7 @@ transfer) from libcurl's own clocks, one-off or sampled repeatedly.
 Everything outside ``probes/http/`` imports from here, never from the modules
 behind it:
 
+- ``FAMILY``: the family's descriptor (probes/core/family.py; probes/registry.py lists it)
 - ``SPEC``: the ``probetop http`` options (declarative; CLI, prompt, docs;
   ``CURL_GROUP`` names the group of curl's own):
   curl's options with curl's meanings, and the known curl options probetop

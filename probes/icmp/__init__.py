@@ -3,6 +3,7 @@
 Everything outside ``probes/icmp/`` imports from here, never from the
 modules behind it:
 
+- ``FAMILY``: the family's descriptor (probes/core/family.py; probes/registry.py lists it)
 - ``SPEC``: the ``probetop icmp`` options (declarative; CLI, prompt, docs)
 - ``IcmpSettings``: what one probe runs with (frozen, validated)
 - ``IcmpProbe``: the probe (a native send/receive loop per stream, GIL-free)

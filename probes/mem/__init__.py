@@ -3,6 +3,7 @@ latency and fairness.
 
 Everything outside ``probes/mem/`` imports from here:
 
+- ``FAMILY``: the family's descriptor (probes/core/family.py; probes/registry.py lists it)
 - ``SPEC``: the ``probetop mem`` options (sysbench's names)
 - ``MemSettings``: what one probe runs with (frozen, validated)
 - ``MemProbe``: the probe (native LLVM loop in GIL-free threads)

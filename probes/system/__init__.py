@@ -3,6 +3,7 @@
 Everything outside ``probes/system/`` imports from here, never from the
 modules behind it:
 
+- ``FAMILY``: the passive family's descriptor (probes/core/family.py)
 - ``passive_probes(interval_s)``: the three passive probes every dashboard runs
 - ``CpuLoadProbe``, ``DiskProbe``, ``NetProbe``: the probes (psutil, /proc)
 - ``CpuLoadInterval``, ``CoreReading``, ``DiskInterval``, ``NetInterval``: what
