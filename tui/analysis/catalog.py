@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from probetop.probes import cpu, disk, http, icmp, mem
+from probetop.probes import cpu, disk, http, icmp, mem, registry
 from probetop.tui.analysis.units import Unit
 
 Reader = Callable[[Mapping[str, Any]], float | None]
@@ -380,14 +380,7 @@ def _entries() -> list[Assertable]:
 
 CATALOG: dict[str, Assertable] = {a.name: a for a in _entries()}
 
-COMMAND_KINDS: dict[str, tuple[str, ...]] = {
-    "cpu": (cpu.KIND,),
-    "mem": (mem.KIND,),
-    "iops": (disk.IOPS_KIND,),
-    "warmup": (disk.WARMUP_KIND,),
-    "icmp": (icmp.KIND,),
-    "http": (http.KIND,),
-}
+COMMAND_KINDS: dict[str, tuple[str, ...]] = {f.name: f.kinds for f in registry.families()}
 ALL_KINDS: tuple[str, ...] = tuple(k for kinds in COMMAND_KINDS.values() for k in kinds)
 
 
