@@ -137,6 +137,9 @@ def run_plan(plan: RunPlan[Any]) -> int:
             return run_app(outcome)
         if outcome is not None:
             return int(outcome)
+    headless_only = getattr(module, "headless_only", None)
+    if headless_only is not None and headless_only(plan):
+        return run_headless_plan(plan, list(module.build_probes(plan)), module)
     try:
         return _run_probes(plan, module, fg)
     except ConfirmationRequired as exc:

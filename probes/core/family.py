@@ -20,9 +20,11 @@ Contract:
 - A probe kind is its family's name or starts with it and a dot
   (``http.load``, ``system.cpu``): the registry finds a kind's family
   without loading the others.
-- ``tracker`` (Prometheus) and ``checks`` (``--assert``) are the family's
-  metric catalogues; a family without one says why in ``no_tracker`` /
-  ``no_checks`` (tests/core/test_families.py holds every family to that).
+- ``tracker`` (Prometheus) and ``checks`` (``--assert``, compare) are the
+  family's metric catalogues, loaded on first use; a family without one
+  says why in ``no_tracker`` / ``no_checks`` (tests/core/test_families.py
+  holds every family to that). ``tui/metrics`` and ``tui/analysis`` gather
+  them through the registry.
 
 The common options and a run's result are described here as protocols
 (``RunCommon``, ``RunOutcome``) that the program's ``CommonOptions`` and
@@ -34,10 +36,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from probetop.probes.core.base import Probe
 from probetop.probes.core.options import CommandSpec
+
+if TYPE_CHECKING:  # loaded only when a run asks for metrics or assertions
+    from probetop.probes.core.checks import Checks
+    from probetop.probes.core.tracker import Tracker
 
 SettingsT = TypeVar("SettingsT")
 
@@ -145,10 +151,12 @@ class Family(Generic[SettingsT]):
     demo_probes: Callable[[DemoContext], list[Probe]] | None = None
     with_passive: bool = True
     """False when the command brings the passive probes itself."""
-    tracker: Any = None
-    """Its Prometheus metric catalogue (wired with the metrics move)."""
-    checks: Any = None
-    """Its ``--assert`` catalogue (wired with the assertions move)."""
+    tracker: Callable[[], type[Tracker]] | None = None
+    """Its Prometheus tracker class (probes/core/tracker.py); a function, so
+    a run without --metrics, --textfile or export never builds it."""
+    checks: Callable[[], Checks[Any]] | None = None
+    """Its ``--assert`` figures and compare rules (probes/core/checks.py);
+    a function, for the same reason."""
     no_tracker: str = ""
     no_checks: str = ""
     """Why the family has no tracker / no checks, when it has none on purpose."""
@@ -183,8 +191,8 @@ class PassiveFamily:
     records: Callable[[], tuple[type, ...]]
     panes: Mapping[str, str]
     docs: str
-    tracker: Any = None
-    checks: Any = None
+    tracker: Callable[[], type[Tracker]] | None = None
+    checks: Callable[[], Checks[Any]] | None = None
     no_tracker: str = ""
     no_checks: str = ""
 

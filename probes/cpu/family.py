@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import Probe
 from probetop.probes.core.family import DemoContext, Family, RunCommon, RunOutcome, ends_itself
@@ -14,6 +14,10 @@ from probetop.probes.cpu.probe import CpuProbe
 from probetop.probes.cpu.records import KIND, CpuInterval
 from probetop.probes.cpu.report import format_report, json_document
 from probetop.probes.cpu.settings import SPEC, CpuSettings
+
+if TYPE_CHECKING:  # loaded on first use (tracker(), checks())
+    from probetop.probes.core.checks import Checks
+    from probetop.probes.core.tracker import Tracker
 
 
 def read_settings(values: Mapping[str, Any], common: RunCommon) -> CpuSettings:
@@ -62,6 +66,18 @@ def report(settings: CpuSettings, common: RunCommon, result: RunOutcome) -> int:
     return result.signal_status
 
 
+def tracker() -> type[Tracker]:
+    from probetop.probes.cpu.metrics import TRACKER
+
+    return TRACKER
+
+
+def checks() -> Checks[Any]:
+    from probetop.probes.cpu.checks import CHECKS
+
+    return CHECKS
+
+
 FAMILY = Family(
     spec=SPEC,
     settings=CpuSettings,
@@ -70,6 +86,8 @@ FAMILY = Family(
     report=report,
     records=lambda: (CpuInterval,),
     panes={KIND: "probetop.tui.ui.panes.cpu:CpuBenchPane"},
+    tracker=tracker,
+    checks=checks,
     docs="docs/cpu.md",
     # The probe ends itself after --time (per thread count with --sweep) or
     # --events; a generic deadline would cut a sweep short.

@@ -26,6 +26,11 @@ behind it:
   and rounding (``units.py``), for every disk report and pane
 - ``parse_size``, ``format_size``, ``parse_range``, ``make_data_file``
 - ``MIN_INTERVAL_S``: the shortest --sample-interval the disk probes keep (0.1 s)
+- ``IOPS_TRACKER``, ``WARMUP_TRACKER``: their Prometheus metrics
+  (``core.tracker.Tracker``); ``IOPS_CHECKS``, ``WARMUP_CHECKS``: what
+  ``--assert`` reads from their summaries, typed (``IopsFigures``,
+  ``WarmupFigures``), and how ``compare`` reads their samples
+  (``core.checks.Checks``)
 
 Reliability (docs/reliability-disk.md): every long step (layout, passes,
 checkpoint saves, the JIT warm-up) stops within 2 s of a signal, --time or
@@ -109,8 +114,11 @@ from probetop.probes.disk.units import num2str
 from probetop.probes.disk.units import size as fio_size
 
 if TYPE_CHECKING:
+    from probetop.probes.disk.checks import IOPS_CHECKS, WARMUP_CHECKS, IopsFigures, WarmupFigures
     from probetop.probes.disk.iops import IopsProbe
+    from probetop.probes.disk.iops_metrics import IOPS_TRACKER
     from probetop.probes.disk.warmup import WarmupProbe
+    from probetop.probes.disk.warmup_metrics import WARMUP_TRACKER
 
 
 def compile_native() -> None:
@@ -124,18 +132,30 @@ def compile_native() -> None:
 
 
 def __getattr__(name: str) -> Any:
-    """``IopsProbe`` / ``WarmupProbe`` on first use (numpy is not free)."""
+    """``IopsProbe`` / ``WarmupProbe`` on first use (numpy is not free), and
+    the trackers and checks (a run without --metrics, --textfile or
+    --assert does not build them: start-up)."""
+    value: Any
     if name == "IopsProbe":
         from probetop.probes.disk.iops import IopsProbe
 
-        globals()[name] = IopsProbe
-        return IopsProbe
-    if name == "WarmupProbe":
+        value = IopsProbe
+    elif name == "WarmupProbe":
         from probetop.probes.disk.warmup import WarmupProbe
 
-        globals()[name] = WarmupProbe
-        return WarmupProbe
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = WarmupProbe
+    elif name in ("IOPS_TRACKER", "WARMUP_TRACKER"):
+        from probetop.probes.disk import iops_metrics, warmup_metrics
+
+        value = getattr(iops_metrics if name == "IOPS_TRACKER" else warmup_metrics, name)
+    elif name in ("IOPS_CHECKS", "WARMUP_CHECKS", "IopsFigures", "WarmupFigures"):
+        from probetop.probes.disk import checks
+
+        value = getattr(checks, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 __all__ = [
@@ -147,10 +167,12 @@ __all__ = [
     "ETA_S",
     "FIO_PERCENTILES",
     "IOPS",
+    "IOPS_CHECKS",
     "IOPS_ERRORS",
     "IOPS_KIND",
     "IOPS_METRICS",
     "IOPS_SPEC",
+    "IOPS_TRACKER",
     "MIN_INTERVAL_S",
     "OUTCOMES",
     "OUTPUT_FORMATS",
@@ -161,14 +183,17 @@ __all__ = [
     "TOTAL_BYTES",
     "WARMUP",
     "WARMUP_BW",
+    "WARMUP_CHECKS",
     "WARMUP_ERRORS",
     "WARMUP_IOPS",
     "WARMUP_KIND",
     "WARMUP_METRICS",
     "WARMUP_SPEC",
+    "WARMUP_TRACKER",
     "WRITE_IOPS",
     "DirectionMetrics",
     "DirectionRates",
+    "IopsFigures",
     "IopsInterval",
     "IopsParams",
     "IopsProbe",
@@ -176,6 +201,7 @@ __all__ = [
     "Outcome",
     "PassTotals",
     "Plateau",
+    "WarmupFigures",
     "WarmupInterval",
     "WarmupParams",
     "WarmupProbe",

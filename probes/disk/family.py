@@ -11,7 +11,7 @@ import dataclasses
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import Probe, UsageProbeError
 from probetop.probes.core.family import DemoContext, Family, RunCommon, RunOutcome, ends_itself
@@ -26,6 +26,10 @@ from probetop.probes.disk.report import (
     warmup_exit_code,
 )
 from probetop.probes.disk.settings import IOPS_SPEC, WARMUP_SPEC, IopsSettings, WarmupSettings
+
+if TYPE_CHECKING:  # loaded on first use (tracker(), checks())
+    from probetop.probes.core.checks import Checks
+    from probetop.probes.core.tracker import Tracker
 
 # -- iops -------------------------------------------------------------------
 
@@ -96,6 +100,18 @@ def confirmed_iops(settings: IopsSettings) -> IopsSettings:
     return dataclasses.replace(settings, confirmed=True)
 
 
+def iops_tracker() -> type[Tracker]:
+    from probetop.probes.disk.iops_metrics import IOPS_TRACKER
+
+    return IOPS_TRACKER
+
+
+def iops_checks() -> Checks[Any]:
+    from probetop.probes.disk.checks import IOPS_CHECKS
+
+    return IOPS_CHECKS
+
+
 IOPS = Family(
     spec=IOPS_SPEC,
     settings=IopsSettings,
@@ -104,6 +120,8 @@ IOPS = Family(
     report=iops_report,
     records=lambda: (IopsInterval,),
     panes={IOPS_KIND: "probetop.tui.ui.panes.disk:IopsPane"},
+    tracker=iops_tracker,
+    checks=iops_checks,
     docs="docs/iops.md",
     example=("/tmp/probetop-example.img",),
     # The probe stops itself after --ramp + --time (fio's runtime excludes
@@ -183,6 +201,18 @@ def warmup_report(settings: WarmupSettings, common: RunCommon, result: RunOutcom
     return warmup_exit_code(doc, error, signal_status=result.signal_status)
 
 
+def warmup_tracker() -> type[Tracker]:
+    from probetop.probes.disk.warmup_metrics import WARMUP_TRACKER
+
+    return WARMUP_TRACKER
+
+
+def warmup_checks() -> Checks[Any]:
+    from probetop.probes.disk.checks import WARMUP_CHECKS
+
+    return WARMUP_CHECKS
+
+
 WARMUP = Family(
     spec=WARMUP_SPEC,
     settings=WarmupSettings,
@@ -191,6 +221,8 @@ WARMUP = Family(
     report=warmup_report,
     records=lambda: (WarmupInterval,),
     panes={WARMUP_KIND: "probetop.tui.ui.panes.disk:WarmupPane"},
+    tracker=warmup_tracker,
+    checks=warmup_checks,
     docs="docs/warmup.md",
     example=("/tmp/probetop-example.img",),
     deadline_s=ends_itself,  # the probe stops itself on --time, checkpoint saved first

@@ -24,6 +24,10 @@ behind it:
 - reports: ``render_exchange`` (the one-off waterfall, ``use_colour``),
   ``pycurlb_document`` (one-off ``--json``), ``render_report`` and
   ``json_report`` (the repeated-mode report, text or ``--json``)
+- ``TRACKER``: the repeated mode's Prometheus metrics
+  (``core.tracker.Tracker``); ``CHECKS``: what ``--assert`` reads from its
+  summary, typed (``HttpFigures``), and how ``compare`` reads its samples
+  (``core.checks.Checks``)
 
 - load mode (``--rate``, docs/http-load.md): ``HttpLoadProbe``,
   ``LoadInterval``, ``LoadParams``, ``LOAD_KIND``, ``LOAD_METRICS``,
@@ -59,6 +63,7 @@ from probetop.probes.http.transfer import Exchange, fetch
 from probetop.probes.http.waterfall import render_exchange, use_colour
 
 if TYPE_CHECKING:
+    from probetop.probes.http.checks import CHECKS, HttpFigures
     from probetop.probes.http.load_probe import HttpLoadProbe
     from probetop.probes.http.load_records import (
         LOAD_KIND,
@@ -69,6 +74,7 @@ if TYPE_CHECKING:
         LoadParams,
     )
     from probetop.probes.http.load_report import load_json_report, render_load_report
+    from probetop.probes.http.metrics import TRACKER
     from probetop.probes.http.probe import HttpProbe
     from probetop.probes.http.pycurlb import pycurlb_document
     from probetop.probes.http.records import (
@@ -93,6 +99,9 @@ if TYPE_CHECKING:
 # of their names: a one-off request (`probetop http URL`, one process per call
 # in a script's loop) pays only for what it prints (issue 28).
 _LAZY = {
+    "CHECKS": "checks",
+    "HttpFigures": "checks",
+    "TRACKER": "metrics",
     "HttpLoadProbe": "load_probe",
     "LOAD_KIND": "load_records",
     "LOAD_METRICS": "load_records",
@@ -136,6 +145,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CHECKS",
     "CLASS_LABELS",
     "CURL_GROUP",
     "ERRORS",
@@ -155,9 +165,11 @@ __all__ = [
     "SPEC",
     "STATUS_CLASSES",
     "TOTAL_MS",
+    "TRACKER",
     "TTFB_MS",
     "ClassLatency",
     "Exchange",
+    "HttpFigures",
     "HttpInterval",
     "HttpLoadProbe",
     "HttpParams",

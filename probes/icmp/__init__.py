@@ -13,10 +13,17 @@ modules behind it:
 - ``format_report``, ``json_document``, ``exit_code``: the headless report
 - ``PingWriter``, ``ReplyListener``, ``Reply``: ping's live lines (headless text)
 - ``reference_command``: the equivalent ping / hping3 command line
+- ``TRACKER``: its Prometheus metrics (``core.tracker.Tracker``); ``CHECKS``:
+  what ``--assert`` reads from its summary, typed (``IcmpFigures``), and how
+  ``compare`` reads its samples (``core.checks.Checks``)
 
 Importing this package is cheap: numpy, numba and scapy load when a probe
 prepares or runs.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from probetop.probes.icmp.family import FAMILY
 from probetop.probes.icmp.pingtext import IcmpErrorLine, PingWriter, Reply, ReplyListener
@@ -69,7 +76,28 @@ def compile_native() -> None:
     warm_up_engine()
 
 
+if TYPE_CHECKING:
+    from probetop.probes.icmp.checks import CHECKS, IcmpFigures
+    from probetop.probes.icmp.metrics import TRACKER
+
+
+def __getattr__(name: str) -> Any:
+    """``TRACKER``, ``CHECKS`` and ``IcmpFigures`` on first use: a run without
+    --metrics, --textfile or --assert does not build them (start-up)."""
+    if name == "TRACKER":
+        from probetop.probes.icmp.metrics import TRACKER as value
+    elif name in ("CHECKS", "IcmpFigures"):
+        from probetop.probes.icmp import checks
+
+        value = getattr(checks, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
 __all__ = [
+    "CHECKS",
     "DUPLICATES",
     "FAMILY",
     "ICMP_ERRORS",
@@ -95,8 +123,10 @@ __all__ = [
     "RTT_P99_US",
     "SEND_ERRORS",
     "SPEC",
+    "TRACKER",
     "UNSOLICITED_MAX_PPS",
     "IcmpErrorLine",
+    "IcmpFigures",
     "IcmpInterval",
     "IcmpParams",
     "IcmpProbe",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import Probe
 from probetop.probes.core.family import DemoContext, Family, RunCommon, RunOutcome
@@ -33,6 +33,10 @@ DEMO_IDLE_REASON = (
     "ICMP needs root, CAP_NET_RAW (`sudo setcap cap_net_raw+ep` on the python binary) "
     'or `sudo sysctl -w net.ipv4.ping_group_range="0 2147483647"`'
 )
+
+if TYPE_CHECKING:  # loaded on first use (tracker(), checks())
+    from probetop.probes.core.checks import Checks
+    from probetop.probes.core.tracker import Tracker
 
 
 def read_settings(values: Mapping[str, Any], common: RunCommon) -> IcmpSettings:
@@ -80,6 +84,18 @@ def report(settings: IcmpSettings, common: RunCommon, result: RunOutcome) -> int
     return exit_code(summary, error)
 
 
+def tracker() -> type[Tracker]:
+    from probetop.probes.icmp.metrics import TRACKER
+
+    return TRACKER
+
+
+def checks() -> Checks[Any]:
+    from probetop.probes.icmp.checks import CHECKS
+
+    return CHECKS
+
+
 # --time (0 or absent: no limit, as ping without -w) is the deadline (the
 # default): the probe ends itself only after --count requests.
 FAMILY = Family(
@@ -90,6 +106,8 @@ FAMILY = Family(
     report=report,
     records=lambda: (IcmpInterval,),
     panes={KIND: "probetop.tui.ui.panes.icmp:IcmpPane"},
+    tracker=tracker,
+    checks=checks,
     docs="docs/icmp.md",
     example=("127.0.0.1",),
     demo_probes=demo_probes,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import Probe
 from probetop.probes.core.family import Family, RunCommon, RunOutcome, ends_itself
@@ -14,6 +14,10 @@ from probetop.probes.mem.probe import MemProbe
 from probetop.probes.mem.records import KIND, MemInterval
 from probetop.probes.mem.report import format_report, json_document
 from probetop.probes.mem.settings import SPEC, MemSettings
+
+if TYPE_CHECKING:  # loaded on first use (tracker(), checks())
+    from probetop.probes.core.checks import Checks
+    from probetop.probes.core.tracker import Tracker
 
 
 def read_settings(values: Mapping[str, Any], common: RunCommon) -> MemSettings:
@@ -51,6 +55,18 @@ def report(settings: MemSettings, common: RunCommon, result: RunOutcome) -> int:
     return result.signal_status
 
 
+def tracker() -> type[Tracker]:
+    from probetop.probes.mem.metrics import TRACKER
+
+    return TRACKER
+
+
+def checks() -> Checks[Any]:
+    from probetop.probes.mem.checks import CHECKS
+
+    return CHECKS
+
+
 FAMILY = Family(
     spec=SPEC,
     settings=MemSettings,
@@ -59,6 +75,8 @@ FAMILY = Family(
     report=report,
     records=lambda: (MemInterval,),
     panes={KIND: "probetop.tui.ui.panes.mem:MemBenchPane"},
+    tracker=tracker,
+    checks=checks,
     docs="docs/mem.md",
     deadline_s=ends_itself,  # the probe ends itself after --time or --memory-total-size
 )

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from probetop.probes.core.options import OptionValueError
+from probetop.probes.core.units import Unit, UnitError, format_quantity, parse_quantity
 from probetop.probes.record import load_session
 from probetop.tui.analysis.assertions import (
     ASSERTIONS_FAILED_EXIT,
@@ -20,7 +21,6 @@ from probetop.tui.analysis.assertions import (
     run_assertions,
 )
 from probetop.tui.analysis.catalog import CATALOG, COMMAND_KINDS, assertables, direction
-from probetop.tui.analysis.units import Unit, UnitError, format_quantity, parse_quantity
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

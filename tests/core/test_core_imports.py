@@ -142,3 +142,21 @@ def test_a_plan_without_assertions_loads_no_probe_family() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_front_doors_build_trackers_and_checks_on_first_use() -> None:
+    """A family's Prometheus tracker and --assert checks load when asked
+    for (--metrics, --textfile, --assert, export, compare), not with its
+    front door, which every command imports (start-up)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from probetop.probes import cpu, disk, http, icmp, mem\n"
+        "print(sorted(m for m in sys.modules if m.endswith(('.metrics', '.checks',"
+        " '_metrics', 'core.tracker', 'core.metricdefs'))))\n"
+        "assert cpu.TRACKER.KIND == cpu.KIND and disk.WARMUP_CHECKS.kind == disk.WARMUP_KIND\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

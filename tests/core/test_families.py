@@ -117,31 +117,27 @@ def test_no_family_keeps_a_command_module_of_its_own() -> None:
     assert kept == []
 
 
-# Trackers and --assert checks move into the families on another branch
-# (issue 25): these families are wired when both land. Strict: a family
-# wired but still listed here fails, so the list empties as they land; a
-# family not listed here must have both, or say why it has none.
-AWAITING_METRICS = frozenset({"cpu", "mem", "iops", "warmup", "icmp", "http"})
-
-
-@pytest.mark.parametrize(
-    "family",
-    [
-        pytest.param(
-            f,
-            id=f.name,
-            marks=[pytest.mark.xfail(strict=True, reason="tracker/checks not wired yet")]
-            if f.name in AWAITING_METRICS
-            else [],
-        )
-        for f in ALL
-    ],
-)
+@pytest.mark.parametrize("family", ALL, ids=IDS)
 def test_metrics_and_checks_are_present_or_declared_absent(
     family: Family | PassiveFamily,
 ) -> None:
-    assert family.tracker is not None or family.no_tracker, f"{family.name}: no tracker"
-    assert family.checks is not None or family.no_checks, f"{family.name}: no checks"
+    """A family has its Prometheus tracker and its --assert checks, or says
+    why it has none (system: node_exporter exports the machine's counters)."""
+    from probetop.probes.core.checks import Checks
+    from probetop.probes.core.tracker import Tracker
+
+    if family.tracker is None:
+        assert family.no_tracker, f"{family.name}: no tracker, and no reason given"
+    else:
+        tracker = family.tracker()
+        assert issubclass(tracker, Tracker) and tracker.DEFS
+        assert tracker.KIND in family.kinds and family.name == tracker.COMMAND
+    if family.checks is None:
+        assert family.no_checks, f"{family.name}: no checks, and no reason given"
+    else:
+        checks = family.checks()
+        assert isinstance(checks, Checks) and checks.assertables
+        assert checks.kind in family.kinds
 
 
 # -- panes depend on their own family only ------------------------------------

@@ -11,9 +11,11 @@ never a traceback, never a hang (each run has a time limit).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -124,12 +126,38 @@ def test_a_read_only_loop_device_and_filesystem_refuse_writes(layers: Layers) ->
         expect_refusal(run_cli(args), "read-only filesystem")
 
 
-def test_a_detached_loop_device_is_a_device_of_size_0(layers: Layers) -> None:
+def test_a_detached_loop_device_is_a_device_of_size_0(layers: Layers, tmp_path: Path) -> None:
     need_root()
-    free = subprocess.run(["losetup", "-f"], capture_output=True, text=True).stdout.strip()
-    if not free or not os.path.exists(free):
-        pytest.skip("no free loop device node")
-    expect_refusal(run_cli(["iops", free, "--time", "1"]), "size 0")
+    # Not `losetup -f`: between asking for a free device and opening it, another
+    # test worker (or anyone on the machine) may attach it. A node of our own for
+    # a loop minor far above the ones in use is a loop device nobody attaches.
+    with unbound_loop_node(tmp_path) as node:
+        expect_refusal(run_cli(["iops", str(node), "--time", "1"]), "size 0")
+
+
+@contextlib.contextmanager
+def unbound_loop_node(directory: Path) -> Iterator[Path]:
+    """A block device node for a loop device of our own, added unbound (size 0)
+    through /dev/loop-control and removed afterwards."""
+    used = {int(p.name[4:]) for p in Path("/sys/block").glob("loop[0-9]*")}
+    minor = next(m for m in range(3000 + os.getpid() % 1000, 1 << 19) if m not in used)
+    try:
+        control = os.open("/dev/loop-control", os.O_RDWR)
+    except OSError as exc:
+        pytest.skip(f"no /dev/loop-control: {exc}")
+    node = directory / f"loop{minor}"
+    try:
+        try:
+            fcntl.ioctl(control, 0x4C80, minor)  # LOOP_CTL_ADD
+            os.mknod(node, 0o600 | stat.S_IFBLK, os.makedev(7, minor))
+        except OSError as exc:
+            pytest.skip(f"cannot add loop device {minor}: {exc}")
+        yield node
+    finally:
+        node.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            fcntl.ioctl(control, 0x4C81, minor)  # LOOP_CTL_REMOVE
+        os.close(control)
 
 
 # ----------------------------------------------------------------- one run per target

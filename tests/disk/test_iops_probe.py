@@ -143,7 +143,9 @@ def test_probe_counts_agree_with_the_kernel_on_a_loop_device():
         asyncio.run(probe.run(lambda r: None))
         after = kernel_io(dev)
     ours = probe.summary()["read"]
-    assert ours["total_ios"] > 1000
+    # Enough I/O for the comparison to mean something; not a speed check (on a
+    # loaded 2-core machine 0.5 s gave 376 I/Os).
+    assert ours["total_ios"] > 50
     # Every byte we count was read from the device (O_DIRECT). The kernel may
     # see a little more: udev's blkid probes a new loop device when it likes
     # (seen: 11 MB more in a 1.5 GB run while other loop devices came and

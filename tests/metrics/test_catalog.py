@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 from probetop.probes.core.options import OptionValueError
+from probetop.probes.http.metrics import HTTP_BUCKETS_S
+from probetop.probes.icmp.metrics import ICMP_BUCKETS_S
 from probetop.tui.metrics.address import MetricsAddress, parse_metrics_address
-from probetop.tui.metrics.buckets import HTTP_BUCKETS_S, ICMP_BUCKETS_S
-from probetop.tui.metrics.catalog import BUILD_INFO, CATALOG
+from probetop.tui.metrics.state import BUILD_INFO, CATALOG
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")

@@ -23,14 +23,8 @@ from metrics_fixtures import assert_never_backwards, free_port, parse, run_and_s
 from probetop.probes import cpu, disk
 from probetop.probes.core.buckets import decode_runs, encode_runs
 from probetop.probes.core.sample import Sample
-from probetop.tui.metrics.buckets import (
-    CPU_BOUND_BUCKETS,
-    CPU_BUCKETS_S,
-    IOPS_BUCKETS_NS,
-    IOPS_BUCKETS_S,
-    cpu_slot,
-    iops_slot,
-)
+from probetop.probes.cpu.metrics import CPU_BOUND_BUCKETS, CPU_BUCKETS_S, cpu_slot
+from probetop.probes.disk.iops_metrics import IOPS_BUCKETS_NS, IOPS_BUCKETS_S, iops_slot
 
 
 def _buckets(families: dict, name: str, **labels: str) -> list[tuple[float, float]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from probetop.probes import icmp
 from probetop.probes.core.sample import Announce
-from probetop.tui.metrics.buckets import ICMP_BUCKETS_S
+from probetop.probes.icmp.metrics import ICMP_BUCKETS_S
 from probetop.tui.metrics.families import series_samples
 from probetop.tui.metrics.state import MetricsState
 

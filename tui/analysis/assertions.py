@@ -8,10 +8,11 @@ Contract:
   ``< <= > >= == !=``); it is the option's parser, so a malformed expression
   is an argparse usage error (exit 2).
 - ``resolve(assertions, command)`` checks every metric name against what
-  the command can measure (``catalog.py``; ``compare:`` metrics only on
-  ``probetop compare``) and every threshold's unit against the metric's
-  (``units.py``). ``AssertionUsageError`` (exit 2, before any probe starts)
-  names the bad expression and lists the known metrics.
+  the command can measure (``catalog.py``: the families' checks;
+  ``compare:`` metrics only on ``probetop compare``) and every threshold's
+  unit against the metric's (``probes/core/units.py``).
+  ``AssertionUsageError`` (exit 2, before any probe starts) names the bad
+  expression and lists the known metrics.
 - ``evaluate(checks, summaries, kinds)`` checks each assertion against the
   summary of every probe of its kind (all must pass); a metric with no
   value (the probe did not run, an older recording) fails. ``Outcome``s
@@ -32,7 +33,7 @@ from typing import Any, TextIO
 
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.options import OptionValueError
-from probetop.tui.analysis.units import Unit, UnitError, format_quantity, parse_quantity
+from probetop.probes.core.units import Unit, UnitError, format_quantity, parse_quantity
 
 ASSERTIONS_FAILED_EXIT = 99
 

@@ -20,6 +20,8 @@ A probe command (``probetop cpu``) is a probe family listed in
 - optional ``run(plan) -> int | AppConfig | None``: take over (one-off modes,
   ``replay``, ``report``): an exit code, a dashboard to show, or None to fall
   through to the generic path (dashboard, or headless run + ``report``).
+- optional ``headless_only(plan) -> bool``: True when the plan runs headless
+  even on a terminal (http's repeated mode without --watch).
 - optional ``report(plan, result) -> int``: print the headless report (text or
   ``--json``) from a ``runner.RunResult``; the generic report otherwise.
 - optional ``deadline_s(plan)``: when the runner stops the probes (default

@@ -14,12 +14,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import Probe
-from probetop.probes.core.family import DemoContext, Family
+from probetop.probes.core.family import DemoContext, Family, RunOutcome
 from probetop.probes.core.options import CommandSpec
 
-if TYPE_CHECKING:  # the runner loads for a run only (asyncio ...)
+if TYPE_CHECKING:
     from probetop.tui.cli.plan import CommonOptions, RunPlan
-    from probetop.tui.run.runner import RunResult
 
 
 class ProbeCommand:
@@ -40,7 +39,7 @@ class ProbeCommand:
     def build_probes(self, plan: RunPlan[Any]) -> list[Probe]:
         return self.family.build_probes(plan.settings, plan.common)
 
-    def report(self, plan: RunPlan[Any], result: RunResult) -> int:
+    def report(self, plan: RunPlan[Any], result: RunOutcome) -> int:
         return self.family.report(plan.settings, plan.common, result)
 
     def deadline_s(self, plan: RunPlan[Any]) -> float | None:
@@ -62,18 +61,16 @@ class ProbeCommand:
         return None if settings is None else dataclasses.replace(plan, settings=settings)
 
     def run(self, plan: RunPlan[Any]) -> int | None:
-        """A family's own way of running (http's one-off; its repeated mode
-        headless even on a terminal): an exit code, or None for the generic
-        path (dashboard, or headless run + ``report``)."""
-        if self.family.one_off is not None:
-            code = self.family.one_off(plan.settings, plan.common)
-            if code is not None:
-                return code
-        if self.family.headless_only is not None and self.family.headless_only(plan.settings):
-            from probetop.tui.run.launch import run_headless_plan
+        """A family's own way of running (http's one-off): an exit code, or
+        None for the generic path (dashboard, or headless run + ``report``)."""
+        one_off = self.family.one_off
+        return one_off(plan.settings, plan.common) if one_off is not None else None
 
-            return run_headless_plan(plan, self.build_probes(plan), self)
-        return None
+    def headless_only(self, plan: RunPlan[Any]) -> bool:
+        """True when this plan runs headless even on a terminal (http's
+        repeated mode without --watch)."""
+        only = self.family.headless_only
+        return only is not None and only(plan.settings)
 
     def demo_probes(self, ctx: DemoContext) -> list[Probe]:
         """What ``probetop demo`` runs for this family (none without a hook)."""

@@ -1,14 +1,14 @@
 """Prometheus and OpenMetrics: live ``--metrics`` / ``--textfile`` and
 ``probetop export`` (CLI layer; docs/metrics.md).
 
-- ``model``: ``MetricDef`` / ``Point`` / ``Histogram`` / ``Summary``, plain data
-- ``catalog``: per family, samples (read through each family's typed
-  records) to metrics; ``CATALOG`` lists every metric per command. Behind
-  it: ``tracker`` (the ``Tracker`` base, shared helpers), ``buckets``
-  (histogram bounds, ``BucketCounter``) and one module per family
-  (``http_metrics``, ``icmp_metrics``, ``cpu_metrics``, ``iops_metrics``,
-  ``warmup_metrics``)
-- ``state``: ``MetricsState``, one tracker per probe, fed records in order
+What Prometheus sees of a probe is its family's to decide: each family's
+tracker (``probes/<family>/metrics.py``, exported as ``TRACKER``) on the
+headless vocabulary of ``probes/core/metricdefs.py`` and
+``probes/core/tracker.py``. This package serves and writes what they give:
+
+- ``state``: ``MetricsState``, one tracker per probe, fed records in order;
+  ``TRACKERS`` (kind -> tracker class) and ``CATALOG`` (every metric per
+  command, for docs/metrics.md and its test)
 - ``families``: points as prometheus_client families (imported lazily)
 - ``address``: the option values (light: ``tui/cli/plan.py`` imports it)
 - ``live``: ``MetricsExporter``, the HTTP endpoint and the textfile

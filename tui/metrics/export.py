@@ -41,10 +41,10 @@ from typing import IO, Any, TextIO
 
 from probetop.probes import __version__
 from probetop.probes.core.base import ProbeError
+from probetop.probes.core.metricdefs import Histogram, MetricDef, Point, Summary
 from probetop.probes.core.sample import Sample
 from probetop.probes.record import SessionStream, stream_session
 from probetop.tui.metrics.families import openmetrics_text, series_samples
-from probetop.tui.metrics.model import Histogram, MetricDef, Point, Summary
 from probetop.tui.metrics.state import MetricsState
 
 FORMATS = ("openmetrics", "csv", "json")

@@ -14,7 +14,7 @@ import functools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from probetop.tui.metrics.model import Histogram, Point, Summary
+from probetop.probes.core.metricdefs import Histogram, Point, Summary
 
 
 @functools.lru_cache(maxsize=4096)

@@ -1,12 +1,38 @@
 """The metrics of a session as it goes: one tracker per probe, fed the hub's
-records (live) or a recording's (export), in order."""
+records (live) or a recording's (export), in order.
+
+Contract:
+- Each family decides what Prometheus sees of its probes: its ``Tracker``
+  (``probes/<family>/metrics.py``, exported as ``TRACKER``; the base is
+  ``probes/core/tracker.py``). ``TRACKERS`` maps a probe kind to its
+  tracker class; a kind without one (the passive ``system.*`` probes:
+  node_exporter already exports the machine's counters) gives no metrics.
+- ``CATALOG`` lists every metric per command, for docs/metrics.md and its
+  test; ``BUILD_INFO`` is the one metric of no family.
+
+HTTP and ICMP use the names users already query: blackbox_exporter's
+``probe_*`` gauges and smokeping_prober's ``smokeping_*`` histogram; the
+rest is ``probetop_``-prefixed, in base units (docs/metrics.md).
+"""
 
 from __future__ import annotations
 
-from probetop.probes import __version__
+from probetop.probes import __version__, registry
+from probetop.probes.core.metricdefs import MetricDef, Point, metric_def
 from probetop.probes.core.sample import Announce, Record, Sample
-from probetop.tui.metrics.catalog import BUILD_INFO, TRACKERS, Tracker
-from probetop.tui.metrics.model import Point
+from probetop.probes.core.tracker import Tracker
+
+BUILD_INFO = metric_def(
+    "probetop_build", "info", "", "the probetop version that measured these metrics", ()
+)
+
+# Every family's tracker (probes/registry.py), in registry order.
+TRACKERS: dict[str, type[Tracker]] = {
+    t.KIND: t for t in (f.tracker() for f in registry.all_families() if f.tracker is not None)
+}
+
+CATALOG: dict[str, tuple[MetricDef, ...]] = {t.COMMAND: t.DEFS for t in TRACKERS.values()}
+"""Every metric, by the command whose probes give it (docs/metrics.md)."""
 
 
 class MetricsState:

@@ -3,25 +3,42 @@ and percentile, threads, and what the probe runs.
 
 Contract: ``CpuTracker`` reads samples only through ``cpu.CpuInterval``;
 the latency histogram appears once a sample carries one (older recordings
-do not), with exact counts (``buckets.cpu_slot``).
+do not), with exact counts (``cpu_slot``): ``CPU_BUCKETS_S`` are edges of
+sysbench's own log buckets.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes import cpu
+from probetop.probes.core.metricdefs import Point, metric_def
 from probetop.probes.core.sample import Sample
-from probetop.tui.metrics.buckets import CPU_BUCKETS_S, BucketCounter, cpu_slot
-from probetop.tui.metrics.model import Point
-from probetop.tui.metrics.tracker import (
+from probetop.probes.core.tracker import (
+    BucketCounter,
     Tracker,
     by_metric,
     label_text,
-    metric_def,
     quantile_label,
 )
+from probetop.probes.cpu.hist import bucket_upper_ms
+from probetop.probes.cpu.records import KIND, CpuInterval
+
+CPU_BOUND_BUCKETS: tuple[int, ...] = tuple(range(0, 897, 16))
+"""CPU event times: the upper edges of every 16th of sysbench's 1024 log
+buckets (127.9 per decade), from bucket 0 (edge 1.009 µs) to bucket 896
+(10.25 s): 57 bounds, 8 per decade (each 1.334 times the one before). A
+sample's native bucket ``i`` lies wholly under the first bound whose bucket
+is >= ``i``: the counts are exact, not interpolated."""
+CPU_BUCKETS_S: tuple[float, ...] = tuple(bucket_upper_ms(i) / 1e3 for i in CPU_BOUND_BUCKETS)
+
+
+def cpu_slot(index: int) -> int:
+    """The Prometheus bucket (index into ``CPU_BUCKETS_S``; its length: +Inf)
+    holding sysbench's native bucket ``index``."""
+    return bisect.bisect_left(CPU_BOUND_BUCKETS, index)
+
 
 _CPU_LABELS = ("probe",)
 
@@ -66,7 +83,7 @@ CPU_INFO = metric_def(
 
 
 class CpuTracker(Tracker):
-    KIND = cpu.KIND
+    KIND = KIND
     COMMAND = "cpu"
     DEFS = (CPU_EVENTS, CPU_EPS, CPU_LATENCY, CPU_LATENCY_PCT, CPU_THREADS, CPU_INFO)
 
@@ -87,7 +104,7 @@ class CpuTracker(Tracker):
         self.max_prime = label_text(params.get("max_prime"))
 
     def observe(self, sample: Sample) -> None:
-        iv = cpu.CpuInterval.from_sample(sample)
+        iv = CpuInterval.from_sample(sample)
         events = sum(max(0, n) for n in iv.per_thread_events)
         self.events += events
         if iv.eps is not None:
@@ -133,3 +150,6 @@ class CpuTracker(Tracker):
                 )
             )
         return by_metric(out, self.DEFS)
+
+
+TRACKER = CpuTracker

@@ -1,6 +1,6 @@
 """The metric vocabulary: what a metric is (``MetricDef``) and one series' value
 at one moment (``Point``). Plain data, no prometheus_client: the library is
-imported only where text is written (``families.py``).
+imported only where text is written (``tui/metrics/families.py``).
 
 Names follow Prometheus' rules: base units (seconds, bytes, ratios 0..1),
 the unit as the name's suffix, counters named without ``_total`` here (the
@@ -10,6 +10,7 @@ exposition adds it, as prometheus_client does), info metrics without
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -35,6 +36,13 @@ class MetricDef:
         if self.type == "info":
             return f"{self.name}_info"
         return self.name
+
+
+def metric_def(
+    name: str, type_: MetricType, unit: str, help_: str, labels: Iterable[str]
+) -> MetricDef:
+    """A ``MetricDef`` with its labels from any iterable."""
+    return MetricDef(name, type_, unit, help_, tuple(labels))
 
 
 @dataclass(frozen=True, slots=True)

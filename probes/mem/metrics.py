@@ -1,7 +1,7 @@
 """Memory probe metrics: sysbench memory's operations, operations/s, bytes,
 bytes/s, the latency percentile, threads, and what the probe runs.
 
-Contract: ``MemTracker`` reads samples only through ``mem.MemInterval``.
+Contract: ``MemTracker`` reads samples only through ``MemInterval``.
 Bytes are base units (operations x block size); sysbench's MiB/s is
 ``probetop_mem_bytes_per_second / 1048576``.
 """
@@ -11,16 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes import mem
+from probetop.probes.core.metricdefs import Point, metric_def
 from probetop.probes.core.sample import Sample
-from probetop.tui.metrics.model import Point
-from probetop.tui.metrics.tracker import (
+from probetop.probes.core.tracker import (
     Tracker,
     by_metric,
     label_text,
-    metric_def,
     quantile_label,
 )
+from probetop.probes.mem.records import KIND, MemInterval
 
 _LABELS = ("probe",)
 
@@ -70,7 +69,7 @@ MEM_INFO = metric_def(
 
 
 class MemTracker(Tracker):
-    KIND = mem.KIND
+    KIND = KIND
     COMMAND = "mem"
     DEFS = (
         MEM_OPS,
@@ -100,7 +99,7 @@ class MemTracker(Tracker):
         }
 
     def observe(self, sample: Sample) -> None:
-        iv = mem.MemInterval.from_sample(sample)
+        iv = MemInterval.from_sample(sample)
         ops = sum(max(0, n) for n in iv.per_thread_ops)
         self.ops += ops
         moves = self.params.get("oper") != "none"
@@ -126,3 +125,6 @@ class MemTracker(Tracker):
             out.append(Point(MEM_THREADS, labels, float(self.threads)))
             out.append(Point(MEM_INFO, labels, {"threads": str(self.threads), **self.params}))
         return by_metric(out, self.DEFS)
+
+
+TRACKER = MemTracker

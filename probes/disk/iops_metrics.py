@@ -1,28 +1,53 @@
 """IOPS probe metrics per target and direction: fio's I/Os, bytes, rates,
 completion-latency histogram and percentiles, errors, ramp, options.
 
-Contract: ``IopsTracker`` reads samples only through ``disk.IopsInterval``
-and params through ``disk.IopsParams``; I/Os in ``--ramp`` are counted but
+Contract: ``IopsTracker`` reads samples only through ``IopsInterval``
+and params through ``IopsParams``; I/Os in ``--ramp`` are counted but
 kept out of the latency histogram, whose counts are exact
-(``buckets.iops_slot``).
+(``iops_slot``).
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes import disk
+from probetop.probes.core.metricdefs import Point, metric_def
 from probetop.probes.core.sample import Sample
-from probetop.tui.metrics.buckets import IOPS_BUCKETS_S, BucketCounter, iops_slot
-from probetop.tui.metrics.model import Point
-from probetop.tui.metrics.tracker import (
+from probetop.probes.core.tracker import (
+    BucketCounter,
     Tracker,
     by_metric,
     events_in,
-    metric_def,
     quantile_label,
 )
+from probetop.probes.disk.records import (
+    DIRECTIONS,
+    IOPS_KIND,
+    IopsInterval,
+    IopsParams,
+    clat_bucket_range_ns,
+)
+
+IOPS_BUCKETS_NS: tuple[int, ...] = tuple(
+    sorted([(1 << n) - 1 for n in range(9, 34)] + [(3 << (n - 1)) - 1 for n in range(9, 33)])
+)
+"""Disk completion latencies: 2**n and 1.5 * 2**n ns, 512 ns to 8.6 s (49
+bounds, two per power of two), each minus 1 ns: fio's histogram counts whole
+ns, and every 2**n and 1.5 * 2**n (n >= 7) is an edge of its buckets, so
+``le = edge - 1 ns`` is the largest latency the bucket below the edge holds
+and every native bucket lies wholly under one bound: exact counts."""
+IOPS_BUCKETS_S: tuple[float, ...] = tuple(ns / 1e9 for ns in IOPS_BUCKETS_NS)
+
+
+def iops_slot(index: int) -> int:
+    """The Prometheus bucket (index into ``IOPS_BUCKETS_S``; its length:
+    +Inf) holding the fio-layout native bucket ``index``: the first bound
+    at or above the largest whole-ns latency the bucket holds."""
+    high = clat_bucket_range_ns(index)[1]
+    return bisect.bisect_left(IOPS_BUCKETS_NS, high - 1)
+
 
 _IOPS_LABELS = ("probe", "target", "direction")
 
@@ -93,7 +118,7 @@ class _Direction:
 
 
 class IopsTracker(Tracker):
-    KIND = disk.IOPS_KIND
+    KIND = IOPS_KIND
     COMMAND = "iops"
     DEFS = (
         IOPS_IOS,
@@ -111,16 +136,16 @@ class IopsTracker(Tracker):
         self.directions: dict[str, _Direction] = {}
         self.errors = 0
         self.ramp: bool | None = None
-        self.params: disk.IopsParams | None = None
+        self.params: IopsParams | None = None
         super().__init__(probe_id, info)
 
     def announce(self, info: Mapping[str, Any]) -> None:
-        self.params = disk.IopsParams.from_info(info)
+        self.params = IopsParams.from_info(info)
 
     def observe(self, sample: Sample) -> None:
-        iv = disk.IopsInterval.from_sample(sample)
+        iv = IopsInterval.from_sample(sample)
         seconds = sample.interval_s
-        for name in disk.DIRECTIONS:
+        for name in DIRECTIONS:
             rates = iv.direction(name)
             if rates is None:
                 continue
@@ -181,3 +206,6 @@ class IopsTracker(Tracker):
                 )
             )
         return by_metric(out, self.DEFS)
+
+
+IOPS_TRACKER = IopsTracker

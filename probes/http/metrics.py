@@ -1,8 +1,8 @@
 """HTTP (repeated mode) metrics: blackbox_exporter's ``probe_*`` gauges per
 URL, and probetop's request/TTFB histograms and counters.
 
-Contract: ``HttpTracker`` reads samples only through ``http.HttpInterval``
-and params through ``http.HttpParams``; counters never go backwards; URL
+Contract: ``HttpTracker`` reads samples only through ``HttpInterval``
+and params through ``HttpParams``; counters never go backwards; URL
 labels are the family's (already redacted) URLs.
 """
 
@@ -12,11 +12,38 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes import http
+from probetop.probes.core.metricdefs import Point, metric_def
 from probetop.probes.core.sample import Sample
-from probetop.tui.metrics.buckets import HTTP_BUCKETS_S, BucketCounter
-from probetop.tui.metrics.model import Point
-from probetop.tui.metrics.tracker import SUCCESS_HELP, Tracker, by_metric, metric_def
+from probetop.probes.core.tracker import (
+    SUCCESS_HELP,
+    BucketCounter,
+    Tracker,
+    by_metric,
+)
+from probetop.probes.http.records import HttpInterval, HttpParams
+from probetop.probes.http.spec import KIND
+
+HTTP_BUCKETS_S: tuple[float, ...] = (
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+)
+"""HTTP request times: 100 µs (a loopback request) to a minute."""
 
 _HTTP_LABELS = ("probe", "url")
 # blackbox_exporter's phases and the http family's (prober/http.go): resolve
@@ -106,7 +133,7 @@ class _UrlState:
 
 
 class HttpTracker(Tracker):
-    KIND = http.KIND
+    KIND = KIND
     COMMAND = "http"
     DEFS = (
         HTTP_SUCCESS,
@@ -126,7 +153,7 @@ class HttpTracker(Tracker):
         super().__init__(probe_id, info)
 
     def announce(self, info: Mapping[str, Any]) -> None:
-        params = http.HttpParams.from_mapping(info.get("params"))
+        params = HttpParams.from_mapping(info.get("params"))
         if len(params.labels) == len(params.urls):
             for label, url in zip(params.labels, params.urls, strict=True):
                 if label:
@@ -139,7 +166,7 @@ class HttpTracker(Tracker):
         return state
 
     def observe(self, sample: Sample) -> None:
-        interval = http.HttpInterval.from_sample(sample)
+        interval = HttpInterval.from_sample(sample)
         for url in interval.urls:
             state = self._url(url.label)
             if url.requests or url.http_code is not None:
@@ -191,3 +218,6 @@ class HttpTracker(Tracker):
             for kind, n in sorted(state.errors.items()):
                 out.append(Point(HTTP_FAILURES, (*labels, kind), float(n)))
         return by_metric(out, self.DEFS)
+
+
+TRACKER = HttpTracker

@@ -2,9 +2,9 @@
 and labels, blackbox_exporter's ``probe_success``, probetop's loss and
 ordering counters.
 
-Contract: ``IcmpTracker`` reads samples only through ``icmp.IcmpInterval``
-and params through ``icmp.IcmpParams``; counters never go backwards; the RTT
-histogram's counts are exact (``buckets.ICMP_BUCKETS_NS``).
+Contract: ``IcmpTracker`` reads samples only through ``IcmpInterval``
+and params through ``IcmpParams``; counters never go backwards; the RTT
+histogram's counts are exact (``ICMP_BUCKETS_NS``).
 
 Names, types and labels follow smokeping_prober 0.11.0 (collector.go and
 main.go at commit 234d0bf, 2026-04-01): ``smokeping_requests_total``,
@@ -26,17 +26,24 @@ import bisect
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes import icmp
+from probetop.probes.core.metricdefs import Point, metric_def
 from probetop.probes.core.sample import Sample
-from probetop.tui.metrics.buckets import ICMP_BUCKETS_NS, ICMP_BUCKETS_S, BucketCounter
-from probetop.tui.metrics.model import Point
-from probetop.tui.metrics.tracker import (
+from probetop.probes.core.tracker import (
     SUCCESS_HELP,
+    BucketCounter,
     Tracker,
     by_metric,
     events_in,
-    metric_def,
 )
+from probetop.probes.icmp.records import KIND, IcmpInterval
+from probetop.probes.icmp.summary import IcmpParams
+
+ICMP_BUCKETS_NS: tuple[int, ...] = tuple(1 << k for k in range(12, 36))
+"""ICMP round trips: powers of two nanoseconds, 4.096 µs (loopback) to 34 s.
+The probe's own histogram (``IcmpInterval.rtt_hist``) has four buckets per
+power of two of nanoseconds, so every one of its buckets falls wholly under
+one of these bounds: the counts are exact, not interpolated."""
+ICMP_BUCKETS_S: tuple[float, ...] = tuple(ns / 1e9 for ns in ICMP_BUCKETS_NS)
 
 _ICMP_LABELS = ("ip", "host", "source", "tos", "probe")
 TOS = "0"  # probetop sends the kernel's default ToS / traffic class
@@ -130,7 +137,7 @@ ICMP_ERRORS = metric_def(
 
 
 class IcmpTracker(Tracker):
-    KIND = icmp.KIND
+    KIND = KIND
     COMMAND = "icmp"
     DEFS = (
         ICMP_SUCCESS,
@@ -173,14 +180,14 @@ class IcmpTracker(Tracker):
         super().__init__(probe_id, info)
 
     def announce(self, info: Mapping[str, Any]) -> None:
-        params = icmp.IcmpParams.from_params(info.get("params"))
+        params = IcmpParams.from_params(info.get("params"))
         self.host = params.settings.host
         self.source = params.settings.source or ""
         if params.target is not None:
             self.ip = params.target.address
 
     def observe(self, sample: Sample) -> None:
-        iv = icmp.IcmpInterval.from_sample(sample)
+        iv = IcmpInterval.from_sample(sample)
         self.counts[ICMP_REQUESTS.name] += events_in(iv.requests_per_s, sample.interval_s)
         # The sample's send_errors holds both sides; its errors name each errno.
         receive = sum(n for name, n in iv.errors.items() if name.startswith("receive "))
@@ -234,3 +241,6 @@ class IcmpTracker(Tracker):
             if metric.name in self.counts:
                 out.append(Point(metric, labels, float(self.counts[metric.name])))
         return by_metric(out, self.DEFS)
+
+
+TRACKER = IcmpTracker

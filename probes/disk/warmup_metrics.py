@@ -2,7 +2,7 @@
 progress, ETA, the plateau detector's verdict, and what the probe runs.
 
 Contract: ``WarmupTracker`` reads samples only through
-``disk.WarmupInterval`` and params through ``disk.WarmupParams``; gauges a
+``WarmupInterval`` and params through ``WarmupParams``; gauges a
 sample leaves unset are absent, not zero.
 """
 
@@ -11,10 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes import disk
+from probetop.probes.core.metricdefs import Point, metric_def
 from probetop.probes.core.sample import Sample
-from probetop.tui.metrics.model import Point
-from probetop.tui.metrics.tracker import Tracker, by_metric, events_in, metric_def
+from probetop.probes.core.tracker import (
+    Tracker,
+    by_metric,
+    events_in,
+)
+from probetop.probes.disk.records import WARMUP_KIND, WarmupInterval, WarmupParams
 
 _WARMUP_LABELS = ("probe", "target", "pass")
 
@@ -75,7 +79,7 @@ class _Pass:
 
 
 class WarmupTracker(Tracker):
-    KIND = disk.WARMUP_KIND
+    KIND = WARMUP_KIND
     COMMAND = "warmup"
     DEFS = (
         WARMUP_BYTES,
@@ -92,14 +96,14 @@ class WarmupTracker(Tracker):
 
     def __init__(self, probe_id: str, info: Mapping[str, Any]) -> None:
         self.passes: dict[str, _Pass] = {}
-        self.params: disk.WarmupParams | None = None
+        self.params: WarmupParams | None = None
         super().__init__(probe_id, info)
 
     def announce(self, info: Mapping[str, Any]) -> None:
-        self.params = disk.WarmupParams.from_info(info)
+        self.params = WarmupParams.from_info(info)
 
     def observe(self, sample: Sample) -> None:
-        iv = disk.WarmupInterval.from_sample(sample)
+        iv = WarmupInterval.from_sample(sample)
         name = iv.pass_name or (self.params.pass_name if self.params else "")
         state = self.passes.setdefault(name, _Pass())
         seconds = sample.interval_s
@@ -142,3 +146,6 @@ class WarmupTracker(Tracker):
                 )
             )
         return by_metric(out, self.DEFS)
+
+
+WARMUP_TRACKER = WarmupTracker
