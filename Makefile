@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEV_STAMP := $(VENV)/.dev-installed-stamp
 
-.PHONY: setup setup-dev demo test lint format system-deps bench clean
+.PHONY: setup setup-dev demo test lint format system-deps bench bench-one clean
 
 # `setup`: the program and what it needs to run, nothing more (`make demo`);
 # `setup-dev`: also the test and lint tools (`make test`, `make lint`).
@@ -74,10 +74,16 @@ test: setup-dev system-deps lint
 	$(BIN)/pytest -q -ra -m serial || rc=$$?; \
 	exit $$rc
 
+# Every benchmark in its quick mode (benchmarks/bench.py --list; each has a
+# time limit, the run a 30 min budget); writes docs/figures.md, the one page
+# of measured figures. A missed goal shows as "no" there, it does not fail
+# the run. `make bench-one B=NAME` reruns one benchmark and merges it in.
 bench: setup-dev system-deps
-	@# every script with a main (cpu_sched.py is a helper module); read the
-	@# ratios in the output: a missed target does not fail the run.
-	@for b in $$(grep -l '__main__' benchmarks/*.py); do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	$(BIN)/python benchmarks/bench.py
+
+bench-one: setup-dev
+	@test -n "$(B)" || { echo "usage: make bench-one B=NAME (names: $(BIN)/python benchmarks/bench.py --list)"; exit 2; }
+	$(BIN)/python benchmarks/bench.py $(B)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

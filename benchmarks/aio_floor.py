@@ -36,6 +36,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from figures import add_figures_option, report
 from iops_vs_fio import PROBETOP, fio_json, shm_loop_device
 
 C_LOOP_AIO = r"""
@@ -211,6 +212,7 @@ def main() -> None:
     parser.add_argument("--ioengine", choices=("libaio", "io_uring"), default="libaio")
     parser.add_argument("--rw", choices=("randread", "randwrite"), default="randread")
     parser.add_argument("--iodepth", type=int, default=1, help="1-256 (default 1)")
+    add_figures_option(parser)
     args = parser.parse_args()
     if not 1 <= args.iodepth <= 256:
         parser.error("--iodepth: 1-256")
@@ -285,6 +287,37 @@ def main() -> None:
         print(f"probetop / C loop: {per_round('probetop', 'C loop'):.2f}   "
               f"fio / C loop: {per_round('fio', 'C loop'):.2f}   "
               f"probetop / fio: {per_round('probetop', 'fio'):.2f}")  # fmt: skip
+        case = f"loop device, {args.ioengine} 4k {args.rw} iodepth {args.iodepth}" + (
+            "" if pin is None else ", pinned"
+        )
+        report(
+            case,
+            "IOPS",
+            med["probetop"],
+            med["fio"],
+            unit="IOPS",
+            reference_tool="fio",
+            ratio=per_round("probetop", "fio"),
+        )
+        report(
+            case,
+            "IOPS",
+            med["probetop"],
+            med["C loop"],
+            unit="IOPS",
+            reference_tool="C loop making the same calls",
+            ratio=per_round("probetop", "C loop"),
+        )
+        report(
+            case,
+            "IOPS",
+            med["fio"],
+            med["C loop"],
+            unit="IOPS",
+            reference_tool="C loop making the same calls",
+            ratio=per_round("fio", "C loop"),
+            note="fio in the probetop column: fio's own gap to the loop",
+        )
         if ready:
             print(f"C loop: I/Os complete when io_submit returned: {statistics.median(ready):.0%}")
 

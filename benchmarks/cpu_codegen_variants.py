@@ -31,6 +31,7 @@ import threading
 import time
 
 from cpu_sched import cpu_model
+from figures import add_figures_option, report
 from probetop.probes.cpu.engine import (
     NativeEngine,
     SharedRun,
@@ -150,6 +151,7 @@ def main() -> int:
     parser.add_argument("--time", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-prime", type=int, nargs="*", default=[10000, 64000])
+    add_figures_option(parser)
     args = parser.parse_args()
     if shutil.which("sysbench") is None:
         print("sysbench is not installed", file=sys.stderr)
@@ -176,6 +178,14 @@ def main() -> int:
         for name, values in ratios.items():
             pairs = " ".join(f"{x:.3f}" for x in values)
             print(f"{max_prime:>9}  {name:<34} {statistics.median(values):>8.3f}   ({pairs})")
+            report(
+                f"variant {name}, max-prime {max_prime}",
+                "events per CPU-second",
+                None,
+                None,
+                reference_tool="sysbench cpu",
+                ratio=statistics.median(values),
+            )
     # Per-event bookkeeping: at --max-prime 3 the event does no work at all.
     shipped = NativeEngine()
     ours = statistics.median(engine_per_cpu_s(shipped, 3, 1.0) for _ in range(3))

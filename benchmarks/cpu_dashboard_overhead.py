@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from cpu_sched import PROBETOP, probetop_cpu_json, set_autogroup_nice
+from figures import add_figures_option, at_least, report
 
 
 def pane_pid(session: str) -> int:
@@ -193,6 +194,7 @@ def main() -> int:
         help="give both modes' sessions this autogroup nice (e.g. -10; root): "
         "steadier wall figures on a shared machine (see cpu_sched.py)",
     )
+    add_figures_option(parser)
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         print("tmux is not installed: apt-get install tmux", file=sys.stderr)
@@ -249,6 +251,16 @@ def main() -> int:
                 f"{statistics.median(h_share):>6.2f}/{statistics.median(d_share):<5.2f} "
                 f"{statistics.median(cpu_ratios):>8.3f} {statistics.median(steady):>7.3f}  "
                 + " ".join(f"{x:.3f}" for x in ratios)
+            )
+            report(
+                f"{threads} thread(s), max-prime {args.max_prime}",
+                "events/s",
+                statistics.median(ds),
+                statistics.median(hs),
+                unit="events/s",
+                reference_tool="headless probetop cpu",
+                ratio=ratio,
+                goal=at_least(0.97),
             )
     print(f"# lowest dashboard/headless ratio: {worst:.3f} (target >= 0.97)")
     print("# UI CPU: the dashboard process minus its worker threads, in % of one core;")

@@ -37,6 +37,7 @@ from cpu_sched import (
     own_session_with_nice,
     probetop_cpu_json,
 )
+from figures import add_figures_option, between, report
 
 
 def run_sysbench_rusage(threads: int, max_prime: int, seconds: float) -> tuple[float, float]:
@@ -102,6 +103,7 @@ def main() -> int:
         help="run both tools in a session of this autogroup nice (e.g. -10; root): "
         "steadier wall figures on a shared machine (see cpu_sched.py)",
     )
+    add_figures_option(parser)
     args = parser.parse_args()
     claim_session()
     own_session_with_nice(args.nice)
@@ -148,6 +150,18 @@ def main() -> int:
                 f"{threads:>7} {max_prime:>9} {statistics.median(sb_eps):>13.2f} "
                 f"{statistics.median(pt_eps):>13.2f} {w:>10.3f} {c:>9.3f}  {pairs}"
                 + ("" if engine == "llvm" else f"  (engine {engine}: not comparable)")
+            )
+            report(
+                f"{threads} thread(s), max-prime {max_prime}",
+                "events/s (wall)",
+                statistics.median(pt_eps),
+                statistics.median(sb_eps),
+                unit="events/s",
+                reference_tool="sysbench cpu",
+                ratio=w,
+                goal=between(0.97, 1.03),
+                note=f"per CPU-second {c:.3f}"
+                + ("" if engine == "llvm" else f"; engine {engine}: not comparable"),
             )
     print(f"# worst wall-ratio deviation from 1: {100 * worst:.1f} % (target: within 3 %)")
     return 0

@@ -41,6 +41,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from figures import add_figures_option, at_most, report
+
 REPO = Path(__file__).resolve().parent.parent
 PROBETOP = str(REPO / ".venv" / "bin" / "probetop")
 SOCKET = f"probetop-scale-{os.getpid()}"
@@ -267,6 +269,7 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=8.0)
     parser.add_argument("--keys", type=int, default=6)
     parser.add_argument("--probetop", default=PROBETOP)
+    add_figures_option(parser)
     args = parser.parse_args()
     chosen = args.only.split(",")
     results: dict[str, Figures | str] = {}
@@ -310,6 +313,20 @@ def main() -> int:
             f"{name:<28} main {fig.main_pct:5.2f} %  tree {fig.tree_pct:6.2f} %  "
             f"key {med:5.0f} ms median, {worst:5.0f} ms max ({len(fig.keys_ms)} presses)  "
             f"{'ok' if ok else 'OVER'}"
+        )
+        report(
+            name,
+            "slowest key answered",
+            worst,
+            unit="ms",
+            goal=at_most(KEY_BUDGET_S * 1000, of="probetop"),
+        )
+        report(
+            name,
+            "main thread CPU",
+            fig.main_pct,
+            unit="% of a core",
+            goal=at_most(MAIN_BUDGET_PCT, of="probetop"),
         )
     return 1 if failed else 0
 

@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 
+from figures import add_figures_option, report
+
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
@@ -61,6 +63,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--writers", default="1,20")
+    add_figures_option(parser)
     args = parser.parse_args()
     if shutil.which("fio") is None:
         sys.exit("needs fio (apt-get install fio)")
@@ -107,6 +110,14 @@ def main() -> None:
         ours, fio = (statistics.median(got[(w, n)]) for w in ("probetop", "fio"))
         print(f"  {n:>3} writers  probetop {ours:>11,.0f}  fio {fio:>11,.0f}  "
               f"probetop / fio {ours / fio:.2f}")  # fmt: skip
+        report(
+            f"{n} writer(s), files on {'/dev/shm' if args.dir is None else args.dir}",
+            "IOPS",
+            ours,
+            fio,
+            unit="IOPS",
+            reference_tool="fio, the same job",
+        )
     if len(writers) >= 2:
         lo, hi = writers[0], writers[-1]
         for who in ("probetop", "fio"):

@@ -30,6 +30,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from figures import add_figures_option, between, report
+
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
@@ -122,6 +124,7 @@ def main() -> int:
     parser.add_argument("--slow-ms", type=float, default=20.0)
     parser.add_argument("--mix", default="40,40,20", help="shares of 200,404,500 (weights)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    add_figures_option(parser)
     args = parser.parse_args()
     a, b, c = (int(x) for x in args.mix.split(","))
     if args.serve:
@@ -163,6 +166,15 @@ def main() -> int:
         mine = float(total[f"p{pct}"])  # type: ignore[index]
         theirs = percentile(curl_ok, pct)
         print(f"{'p' + str(pct):<26}{mine:>10.3f}{theirs:>10.3f}{mine / theirs:>8.3f}")
+        report(
+            f"200/404/500 mix {args.mix}, successes only",
+            f"total time p{pct}",
+            mine,
+            theirs,
+            unit="ms",
+            reference_tool="curl -w loop",
+            goal=between(0.98, 1.02) if pct == 50 else None,
+        )
     naive, naive_mean = statistics.median(curl_all), statistics.fmean(curl_all)
     ok_p50, ok_mean = percentile(curl_ok, 50), statistics.fmean(curl_ok)
     print(

@@ -45,6 +45,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from figures import add_figures_option, report
+
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
@@ -221,6 +223,7 @@ def main() -> int:
     parser.add_argument("--start", type=float, default=2000.0, help="first rate of the ladder")
     parser.add_argument("--bisect", type=int, default=3)
     parser.add_argument("--ladder", type=int, default=1, help="0: skip the open-model rate ladder")
+    add_figures_option(parser)
     args = parser.parse_args()
     cpu = "?"
     try:
@@ -233,6 +236,8 @@ def main() -> int:
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     print(f"machine: {cpu}, {len(os.sched_getaffinity(0))} CPUs, load average {load}")
     held, wrks, curls = [], [], []
+    ours_rps: dict[str, list[float]] = {}
+    wrk_rps: dict[str, list[float]] = {}
     closed_ratios: list[float] = []
     saturated_ratios: list[float] = []
     with tempfile.TemporaryDirectory(prefix="probetop-load-bench-") as tmp_name:
@@ -249,6 +254,8 @@ def main() -> int:
                     theirs = wrk_rate(nginx.url, args.connections, args.time)
                     if theirs:
                         into.append(ours / theirs)
+                        ours_rps.setdefault(name, []).append(ours)
+                        wrk_rps.setdefault(name, []).append(theirs)
                     print(
                         f"   probetop {name} {args.connections}: {ours:.0f} req/s   "
                         f"wrk -c{args.connections}: {theirs or float('nan'):.0f} req/s   "
@@ -282,11 +289,24 @@ def main() -> int:
                 )
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     print(f"\nload average at the end: {load}")
-    for name, ratios in (
-        ("closed loop (--connections, no --rate)", closed_ratios),
-        ("saturating open model (--rate 100000)", saturated_ratios),
+    for (name, ratios), key in zip(
+        (
+            ("closed loop (--connections, no --rate)", closed_ratios),
+            ("saturating open model (--rate 100000)", saturated_ratios),
+        ),
+        ("closed loop --connections", "--rate 100000 --connections"),
+        strict=True,
     ):
         if ratios:
+            report(
+                f"{name}, {args.connections} connections",
+                "requests/s",
+                statistics.median(ours_rps[key]),
+                statistics.median(wrk_rps[key]),
+                unit="req/s",
+                reference_tool=f"wrk -c{args.connections}",
+                ratio=statistics.median(ratios),
+            )
             print(
                 f"probetop {name} / wrk, Requests/sec, median of {len(ratios)}: "
                 f"{statistics.median(ratios):.2f}  (rounds: "
@@ -300,9 +320,25 @@ def main() -> int:
     if wrks:
         w = statistics.median(wrks)
         print(f"wrk (closed loop, max):        {w:.0f} req/s   probetop / wrk  = {med / w:.2f}")
+        report(
+            "highest rate held (open model) vs closed-loop maximum",
+            "requests/s",
+            med,
+            w,
+            unit="req/s",
+            reference_tool=f"wrk -c{args.connections}",
+        )
     if curls:
         c = statistics.median(curls)
         print(f"curl --parallel (closed loop): {c:.0f} req/s   probetop / curl = {med / c:.2f}")
+        report(
+            "highest rate held (open model) vs closed-loop maximum",
+            "requests/s",
+            med,
+            c,
+            unit="req/s",
+            reference_tool=f"curl --parallel-max {args.connections}",
+        )
     return 0
 
 

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from figures import add_figures_option, at_most, report
 from http_load_vs_wrk import Nginx
 
 PROBETOP = str(Path(sys.executable).with_name("probetop"))
@@ -52,6 +53,7 @@ def timed(argv: list[str]) -> tuple[float, float, bytes]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=60)
+    add_figures_option(parser)
     args = parser.parse_args()
     import pycurlb
 
@@ -98,6 +100,24 @@ def main() -> int:
         f"(ratio of medians), {statistics.median(ratios):.2f} (median of per-round ratios)"
     )
     print(f"probetop (waterfall) / pycurlb, wall: {med['probetop'] / med['pycurlb']:.2f}")
+    report(
+        "one-off http --json, a process per call",
+        "wall time",
+        med["probetop --json"] * 1000,
+        med["pycurlb"] * 1000,
+        unit="ms",
+        reference_tool="pycurlb",
+        ratio=statistics.median(ratios),
+        goal=at_most(1.2),
+    )
+    report(
+        "one-off http (waterfall), a process per call",
+        "wall time",
+        med["probetop"] * 1000,
+        med["pycurlb"] * 1000,
+        unit="ms",
+        reference_tool="pycurlb",
+    )
     cpu_ratio = statistics.median(cpus["probetop --json"]) / statistics.median(cpus["pycurlb"])
     print(f"probetop --json / pycurlb, CPU: {cpu_ratio:.2f}")
     print("phases (cumulative ms, median): stamp  probetop  pycurlb")

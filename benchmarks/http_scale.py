@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 
+from figures import Goal, add_figures_option, report
 from probetop.probes.http import HttpProbe, HttpSettings
 from probetop.tui.run.runner import run_headless
 
@@ -137,6 +138,23 @@ async def main_async(args: argparse.Namespace) -> int:
         f"largest |drift| {max(abs(d) for d in floor):.3f} ms, "
         f"{sum(1 for d in floor if abs(d) < 1.0)}/{len(floor)} URLs within 1 ms"
     )
+    case = f"{args.urls} URLs every {args.interval:g} s vs each alone ({len(drifts)} URLs)"
+    report(
+        case,
+        "per-URL drift of the median, median over URLs",
+        statistics.median(drifts),
+        unit="ms",
+        goal=Goal(hi=1.0, of="abs"),
+    )
+    report(case, "largest per-URL |drift|", max(abs(d) for d in drifts), unit="ms")
+    report(
+        case,
+        "median of per-URL medians",
+        med_together,
+        med_alone,
+        unit="ms",
+        reference_tool="the same URLs each alone",
+    )
     return 0 if abs(statistics.median(drifts)) < 1.0 else 1
 
 
@@ -151,6 +169,7 @@ def main() -> int:
         "--alone-urls", type=int, default=20, help="URLs also sampled alone (spread over all)"
     )
     parser.add_argument("--delay-ms", type=int, default=20)
+    add_figures_option(parser)
     return asyncio.run(main_async(parser.parse_args()))
 
 

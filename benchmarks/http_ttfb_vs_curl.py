@@ -32,6 +32,9 @@ import threading
 import time
 from pathlib import Path
 
+from figures import Goal, add_figures_option
+from figures import report as report_figure
+
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
@@ -177,6 +180,16 @@ def report(name: str, ours: list[float], curl: list[float]) -> bool:
         f"noise floor (curl odd vs even rounds) {floor:+.3f} ms   "
         f"load average {os.getloadavg()[0]:.2f}"
     )
+    report_figure(
+        name,
+        f"median {METRIC}",
+        ours_med,
+        curl_med,
+        unit="ms",
+        reference_tool="curl -w" + (" (one process)" if WARM_CURL else ""),
+        goal=Goal(hi=1.0, of="diff"),
+        note=f"noise floor {floor:+.3f} ms",
+    )
     return ok
 
 
@@ -211,6 +224,7 @@ def main() -> int:
         help="one curl process for all rounds (--rate, Connection: close) instead of one per round",
     )
     parser.add_argument("--metric", choices=tuple(METRICS), default="ttfb")
+    add_figures_option(parser)
     args = parser.parse_args()
     global WARM_CURL, METRIC
     WARM_CURL = args.warm_curl

@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from figures import add_figures_option, at_least, report
+
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 HOST = "127.0.0.1"
 
@@ -118,6 +120,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time", type=float, default=8.0)
     ap.add_argument("--rounds", type=int, default=2, help="ABBA pairs")
+    add_figures_option(ap)
     args = ap.parse_args()
     if shutil.which("tmux") is None:
         print("tmux is not installed: apt-get install tmux", file=sys.stderr)
@@ -125,6 +128,7 @@ def main() -> int:
     print(f"# load average {os.getloadavg()[0]:.2f}; {args.time:g} s flood runs to {HOST}")
     print(f"{'pair':>4} {'headless rps':>13} {'dashboard rps':>14} {'ratio':>6} {'UI thread':>10}")
     ratios = []
+    rps: dict[str, list[float]] = {"h": [], "d": []}
     with tempfile.TemporaryDirectory(prefix="probetop-icmp-bench-") as tmp:
         for r in range(args.rounds):
             got: dict[str, float] = {}
@@ -135,11 +139,23 @@ def main() -> int:
                 else:
                     got["d"], ui = dashboard(args.time, Path(tmp))
             ratios.append(got["d"] / got["h"])
+            rps["h"].append(got["h"])
+            rps["d"].append(got["d"])
             ui_text = "-" if ui is None else f"{100 * ui:.1f}% core"
             print(
                 f"{r + 1:>4} {got['h']:>13,.0f} {got['d']:>14,.0f} {ratios[-1]:>6.3f} {ui_text:>10}"
             )
     print(f"# median dashboard/headless: {statistics.median(ratios):.3f} (target >= 0.95)")
+    report(
+        f"flood to {HOST}, dashboard vs headless",
+        "replies/s",
+        statistics.median(rps["d"]),
+        statistics.median(rps["h"]),
+        unit="replies/s",
+        reference_tool="headless probetop icmp",
+        ratio=statistics.median(ratios),
+        goal=at_least(0.95),
+    )
     print(f"# load average at the end {os.getloadavg()[0]:.2f}")
     return 0
 

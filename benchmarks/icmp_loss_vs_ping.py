@@ -40,6 +40,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+from figures import Goal, add_figures_option, at_least, report
+
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 TABLE = "icmpbench"
 
@@ -166,6 +168,7 @@ def main() -> int:
     ap.add_argument("--drops", default="0,1,10,50")
     ap.add_argument("--size", type=int, default=1)
     ap.add_argument("--grace", type=float, default=0.3)
+    add_figures_option(ap)
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("needs root (network namespaces, nft, raw sockets)", file=sys.stderr)
@@ -208,6 +211,25 @@ def main() -> int:
                     f"{doc['in_flight_at_end']:9d}"
                 )
                 failures += ratio < 0.95 or abs(diff) > 0.5
+                case = f"nft drops {drop:g} %, round {rnd + 1}"
+                report(
+                    case,
+                    "replies/s",
+                    rps,
+                    ping_rps,
+                    unit="replies/s",
+                    reference_tool="ping -f",
+                    goal=at_least(0.95),
+                )
+                report(
+                    case,
+                    "loss",
+                    loss,
+                    nft_pct,
+                    unit="%",
+                    reference_tool="nft drop counter",
+                    goal=Goal(hi=0.5, of="diff"),
+                )
             if args.rounds > 1:
                 print(f"{drop:6g} median ratio {statistics.median(ratios):.2f}")
     finally:

@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 
+from figures import add_figures_option, between, report
+
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 HOST = "127.0.0.1"
 
@@ -66,6 +68,7 @@ def main() -> int:
     ap.add_argument("--time", type=float, default=5.0)
     ap.add_argument("--rates", default="1000,10000,50000,100000")
     ap.add_argument("--no-hping3", action="store_true")
+    add_figures_option(ap)
     args = ap.parse_args()
     use_hping = not args.no_hping3 and shutil.which("hping3") is not None
     print(f"{HOST}, {args.time:g} s per run")
@@ -79,8 +82,28 @@ def main() -> int:
         line = (
             f"{rate:>8,.0f} {ours / rate:>9.4f} {lo / rate:>11.4f}..{hi / rate:<9.4f} {missed:>7}"
         )
+        report(
+            f"--rate {rate:g}",
+            "sent/s",
+            ours,
+            rate,
+            unit="pps",
+            reference_tool="asked rate",
+            goal=between(0.98, 1.02),
+            note=f"1 s intervals {lo / rate:.4f}..{hi / rate:.4f}",
+        )
         if use_hping:
-            line += f" {hping3_rate(rate, args.time) / rate:>8.4f}"
+            theirs = hping3_rate(rate, args.time)
+            line += f" {theirs / rate:>8.4f}"
+            report(
+                f"--rate {rate:g}, hping3 for comparison",
+                "sent/s",
+                theirs,
+                rate,
+                unit="pps",
+                reference_tool="asked rate",
+                note="hping3 in the probetop column",
+            )
         print(line)
     print("columns: achieved requests/s divided by the asked rate (1.0000 = exact);")
     print("missed: sends probetop skipped after stalls > 100 ms (preemption by other load)")

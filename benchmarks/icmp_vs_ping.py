@@ -40,6 +40,8 @@ import statistics
 import subprocess
 import sys
 
+from figures import add_figures_option, at_least, report
+
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 # --nice N: both tools run under `nice -n N` (root: a negative N puts them
 # ahead of other jobs on a shared machine, the same for both).
@@ -130,6 +132,7 @@ def main() -> int:
     ap.add_argument("--host", default="127.0.0.1", choices=LOOPBACK)
     ap.add_argument("--baseline", metavar="DIR", help="also run probetop from DIR (before/after)")
     ap.add_argument("--nice", type=int, default=0, help="run both tools under nice -n N")
+    add_figures_option(ap)
     args = ap.parse_args()
     if args.nice:
         NICE[:] = ["nice", "-n", str(args.nice)]
@@ -153,6 +156,7 @@ def main() -> int:
     cpu_ratios: dict[int, list[float]] = {n: [] for n in variants}
     vs_base: dict[int, list[float]] = {n: [] for n in variants}
     vs_base_cpu: dict[int, list[float]] = {n: [] for n in variants}
+    rps: dict[tuple[str, int], list[float]] = {}
     for rnd in range(args.rounds):
         for n in variants:
             # ABBA order: which tool runs first alternates between rounds (with
@@ -177,6 +181,8 @@ def main() -> int:
                     f" this/baseline {vs_base_cpu[n][-1]:.3f}"
                 )
             ratios[n].append(ours[0] / ping[0])
+            rps.setdefault(("ours", n), []).append(ours[0])
+            rps.setdefault(("ping", n), []).append(ping[0])
             cpu_ratios[n].append(ours[1] / ping[1])
             print(
                 f"{rnd + 1:>5} {n:>7} {ping[0]:>12,.0f} {ours[0]:>13,.0f} {ratios[n][-1]:>6.2f}"
@@ -187,6 +193,18 @@ def main() -> int:
             f"median ratio probetop/ping -f, {n} stream(s): {statistics.median(ratios[n]):.2f}"
             f"  (min {min(ratios[n]):.2f}, max {max(ratios[n]):.2f});"
             f" replies per CPU-second: {statistics.median(cpu_ratios[n]):.2f}"
+        )
+        report(
+            f"flood {args.host} -s {args.size}, {n} stream(s)",
+            "replies/s",
+            statistics.median(rps[("ours", n)]),
+            statistics.median(rps[("ping", n)]),
+            unit="replies/s",
+            reference_tool="ping -q -f" + (f" x{n}" if n > 1 else ""),
+            ratio=statistics.median(ratios[n]),
+            goal=at_least(1.0),
+            note=f"rounds {min(ratios[n]):.2f}-{max(ratios[n]):.2f}; "
+            f"per CPU-second {statistics.median(cpu_ratios[n]):.2f}",
         )
     for n in variants:
         if vs_base[n]:

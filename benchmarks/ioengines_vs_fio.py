@@ -33,6 +33,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from figures import add_figures_option, at_least, report
 from iops_vs_fio import PROBETOP, fio_json, shm_loop_device
 
 WORKLOADS = {  # name: (fio --rw, block size)
@@ -78,6 +79,7 @@ def main() -> None:
     parser.add_argument("--workloads", default="randread,randwrite,read,write")
     parser.add_argument("--targets", default="loop,file")
     parser.add_argument("--pin", type=int, help="run both tools on this one CPU")
+    add_figures_option(parser)
     args = parser.parse_args()
     global PIN
     PIN = None if args.pin is None else {args.pin}
@@ -134,6 +136,17 @@ def main() -> None:
                                 statistics.median(ratios),
                             )  # fmt: skip
                             rows.append(row)
+                            report(
+                                f"{target}, {bs} {rw}, {engine}, iodepth {depth}"
+                                + ("" if PIN is None else ", pinned"),
+                                "IOPS",
+                                row[5],
+                                row[4],
+                                unit="IOPS",
+                                reference_tool="fio",
+                                ratio=row[6],
+                                goal=at_least(1.0),
+                            )
                             print(
                                 f"  {target:<4} {workload:<9} {engine:<8} depth {depth:>3}: fio "
                                 f"{row[4]:>10,.0f}  probetop {row[5]:>10,.0f}  ratio {row[6]:.2f}",

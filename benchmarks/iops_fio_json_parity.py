@@ -29,6 +29,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 
+from figures import add_figures_option, report
 from probetop.probes.disk.fio_parity import compared_paths, ratios, shape_problems
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
@@ -42,6 +43,10 @@ JOBS = [  # (label, rw, jobs, iodepth, ioengine)
     ("4k randread libaio iodepth 32", "randread", 1, 32, "libaio"),
     ("4k randread io_uring iodepth 32", "randread", 1, 32, "io_uring"),
 ]
+
+
+# The fields docs/figures.md shows (every compared field is printed).
+FIGURE_PATHS = ("iops", "lat_ns.mean")
 
 
 @contextlib.contextmanager
@@ -108,6 +113,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--size-mb", type=int, default=256)
+    add_figures_option(parser)
     args = parser.parse_args()
     if shutil.which("fio") is None:
         sys.exit("needs fio (apt-get install fio)")
@@ -144,6 +150,15 @@ def main() -> None:
                 if values:
                     spread = f"{min(values):.2f}-{max(values):.2f}"
                     print(f"    {d}.{p:<32} {statistics.median(values):5.2f}  (rounds {spread})")
+                    if p in FIGURE_PATHS:
+                        report(
+                            label,
+                            f"{d}.{p}",
+                            None,
+                            ratio=statistics.median(values),
+                            reference_tool="fio, the same job",
+                            note=f"rounds {spread}",
+                        )
     sys.exit(1 if broken else 0)
 
 

@@ -29,6 +29,8 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 
+from figures import add_figures_option, at_least, report
+
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 CASES = [  # (label, jobs, iodepth, target ratio)
     ("4k randread psync 1 job", 1, 1, 0.9),
@@ -86,6 +88,7 @@ def main() -> None:
     parser.add_argument(
         "--cpus-allowed", type=int, help="also run every job pinned to this CPU (both tools)"
     )
+    add_figures_option(parser)
     args = parser.parse_args()
     modes = ["unpinned"] + (["pinned"] if args.cpus_allowed is not None else [])
     results: dict[tuple[str, str], list[tuple[float, float]]] = {
@@ -135,6 +138,17 @@ def main() -> None:
             med = statistics.median(o / f for f, o in pairs)
             if mode == "unpinned":
                 failed |= med < target
+            report(
+                f"{label}, loop device"
+                + (f", pinned to CPU {args.cpus_allowed}" if mode == "pinned" else ""),
+                "IOPS",
+                statistics.median(o for _, o in pairs),
+                statistics.median(f for f, _ in pairs),
+                unit="IOPS",
+                reference_tool="fio",
+                ratio=med,
+                goal=at_least(target) if mode == "unpinned" else None,
+            )
             line += (
                 f" {statistics.median(f for f, _ in pairs):>14,.0f}"
                 f" {statistics.median(o for _, o in pairs):>10,.0f} {med:>6.2f}"

@@ -1,29 +1,42 @@
 #!/usr/bin/env python3
 """probetop mem vs sysbench memory, side by side in one run: the ratios.
 
-For each configuration (seq write 1K, seq read 1K, rnd write 1K, seq write
-1M, seq write 1K with 2 threads, ...) it runs ``sysbench memory ... run`` and
-``probetop mem ... --headless`` alternately (ABBA order, so a drift in the
-machine's load hits both alike), --rounds pairs each, --time seconds per run,
-reads both reports with the same parser (``probetop.probes.mem.parse_report``)
-and prints the median of the paired ratios probetop / sysbench for
-operations/s and MiB/s (the issue's target: 0.97-1.03), with their spread.
+For each configuration (seq write/read/none 1K, rnd write/read/none 1K, 8-byte
+blocks, seq write/read 1M, 2 threads global and local, --percentile 0) it
+runs ``sysbench memory ... run`` and ``probetop mem ... --headless --json``
+alternately (ABBA order, so a drift in the machine's load hits both alike),
+--rounds pairs each, --time seconds per run, and prints the median of the
+paired ratios probetop / sysbench, with their spread:
 
-On a shared, loaded machine the absolute figures swing run to run; only the
-paired ratios mean anything, and their spread says how much.
+- ops/s (MiB/s is ops/s x block size in both tools, so its ratio is the same;
+  the issue's target: 0.97-1.03);
+- ops per CPU-second: operations / CPU time of the worker threads (sysbench:
+  the process's user + system time from wait4; probetop: each worker's
+  CLOCK_THREAD_CPUTIME_ID over its run, the JSON's per_thread cpu_time_s;
+  sysbench's start-up and exit, measured with a one-operation run, are
+  subtracted).
+  On a machine loaded by other processes the wall-clock rate follows the
+  share of CPU each run happened to get; the rate per CPU-second compares
+  the work per operation.
 
-Usage: .venv/bin/python benchmarks/mem_vs_sysbench.py [--time 3] [--rounds 3]
+sysbench's report is read with ``probetop.probes.mem.parse_report`` (the
+tests check that it reads our text report to the same figures as --json).
+
+Usage: .venv/bin/python benchmarks/mem_vs_sysbench.py [--time 3] [--rounds 3] [--only NAME]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 
+from figures import add_figures_option, between, report
 from probetop.probes.mem import parse_report
 
 CONFIGS: list[tuple[str, dict[str, str]]] = [
@@ -37,6 +50,20 @@ CONFIGS: list[tuple[str, dict[str, str]]] = [
             "memory-access-mode": "rnd",
             "threads": "1",
         },
+    ),
+    ("seq none 1K t1", {"memory-oper": "none", "memory-block-size": "1K", "threads": "1"}),
+    (
+        "rnd read 1K t1",
+        {"memory-oper": "read", "memory-block-size": "1K", "memory-access-mode": "rnd"},
+    ),
+    (
+        "rnd none 1K t1",
+        {"memory-oper": "none", "memory-block-size": "1K", "memory-access-mode": "rnd"},
+    ),
+    ("seq write 8B t1", {"memory-oper": "write", "memory-block-size": "8", "threads": "1"}),
+    (
+        "seq write 1K pct0",
+        {"memory-oper": "write", "memory-block-size": "1K", "percentile": "0"},
     ),
     ("seq write 1M t1", {"memory-oper": "write", "memory-block-size": "1M", "threads": "1"}),
     ("seq read 1M t1", {"memory-oper": "read", "memory-block-size": "1M", "threads": "1"}),
@@ -59,48 +86,102 @@ def probetop_bin() -> str:
 
 
 def run(tool: str, opts: dict[str, str], seconds: float) -> dict[str, float]:
+    """One run: ops/s and operations per CPU-second of the workers."""
     if tool == "sysbench":
         cmd = ["sysbench", "memory", f"--time={seconds:g}"]
         cmd += [f"--{k}={v}" for k, v in opts.items()]
         cmd.append("run")
     else:
-        cmd = [probetop_bin(), "mem", "--headless", "--time", f"{seconds:g}"]
+        cmd = [probetop_bin(), "mem", "--headless", "--json", "--time", f"{seconds:g}"]
         for k, v in opts.items():
             cmd += [f"--{k}", v]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=seconds + 60)
-    doc = parse_report(out.stdout)
-    return {"ops": float(doc["ops_per_second"]), "mibs": float(doc["mib_per_second"] or 0.0)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {proc.returncode}: {proc.stderr.strip()}")
+    if tool == "sysbench":
+        doc = parse_report(proc.stdout)
+        # sysbench's main thread sleeps while the workers run: its CPU is
+        # theirs, less what starting and ending the process costs
+        cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        cpu_s -= SYSBENCH_OVERHEAD_S
+    else:
+        doc = json.loads(proc.stdout)
+        cpu_s = sum(t["cpu_time_s"] for t in doc["per_thread"])
+    return {"ops": float(doc["ops_per_second"]), "per_cpu": doc["total_events"] / cpu_s}
+
+
+SYSBENCH_OVERHEAD_S = 0.0  # measured by main(): a one-operation run's CPU time
+
+
+def sysbench_overhead_s() -> float:
+    """CPU time of a sysbench memory run that does one operation (median of 5)."""
+    spent = []
+    for _ in range(5):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(
+            ["sysbench", "memory", "--memory-total-size=1K", "run"], capture_output=True, check=True
+        )
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        spent.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    return statistics.median(spent)
 
 
 def main() -> int:
+    global SYSBENCH_OVERHEAD_S
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", help="run only configurations whose name contains this")
+    add_figures_option(ap)
     args = ap.parse_args()
     if shutil.which("sysbench") is None:
         print("sysbench is not installed", file=sys.stderr)
         return 2
-    print(f"loadavg: {os.getloadavg()}  (ratios are paired, ABBA)")
-    head = f"{'configuration':<24} {'ops ratio':>10} {'MiB/s ratio':>12} {'spread':>16}"
-    print(f"{head}  sysbench ops/s")
+    SYSBENCH_OVERHEAD_S = sysbench_overhead_s()
+    print(f"loadavg at start: {os.getloadavg()}  (ratios are paired, ABBA)")
+    print(f"sysbench start-up and exit: {SYSBENCH_OVERHEAD_S * 1e3:.1f} ms CPU (subtracted)")
+    print(
+        f"{'configuration':<22} {'ops/s ratio':>11} {'spread':>14}"
+        f" {'ops/CPU-s ratio':>15} {'spread':>14}  sysbench ops/s"
+    )
     for name, opts in CONFIGS:
         if args.only and args.only not in name:
             continue
         ratios: list[float] = []
-        mib_ratios: list[float] = []
+        cpu_ratios: list[float] = []
         sb_ops: list[float] = []
+        pt_ops: list[float] = []
         for r in range(args.rounds):
             order = ("sysbench", "probetop") if r % 2 == 0 else ("probetop", "sysbench")
             got = {tool: run(tool, opts, args.time) for tool in order}
             ratios.append(got["probetop"]["ops"] / got["sysbench"]["ops"])
-            mib_ratios.append(got["probetop"]["mibs"] / got["sysbench"]["mibs"])
+            cpu_ratios.append(got["probetop"]["per_cpu"] / got["sysbench"]["per_cpu"])
             sb_ops.append(got["sysbench"]["ops"])
+            pt_ops.append(got["probetop"]["ops"])
         print(
-            f"{name:<24} {statistics.median(ratios):>10.3f} {statistics.median(mib_ratios):>12.3f}"
-            f" {min(ratios):>7.3f}..{max(ratios):<7.3f}  {statistics.median(sb_ops):,.0f}",
+            f"{name:<22} {statistics.median(ratios):>11.3f} "
+            f"{min(ratios):>6.3f}..{max(ratios):<6.3f}"
+            f" {statistics.median(cpu_ratios):>15.3f} "
+            f"{min(cpu_ratios):>6.3f}..{max(cpu_ratios):<6.3f}"
+            f"  {statistics.median(sb_ops):,.0f}",
             flush=True,
         )
+        report(
+            name,
+            "operations/s",
+            statistics.median(pt_ops),
+            statistics.median(sb_ops),
+            unit="ops/s",
+            reference_tool="sysbench memory",
+            ratio=statistics.median(ratios),
+            goal=between(0.97, 1.03),
+            note=f"ops per CPU-second ratio {statistics.median(cpu_ratios):.3f} "
+            f"({min(cpu_ratios):.3f}-{max(cpu_ratios):.3f}); "
+            f"rounds {min(ratios):.3f}-{max(ratios):.3f}; MiB/s ratio = ops ratio",
+        )
+    print(f"loadavg at end: {os.getloadavg()}")
     return 0
 
 

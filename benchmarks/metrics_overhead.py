@@ -25,6 +25,8 @@ import threading
 import time
 import urllib.request
 
+from figures import add_figures_option, report
+
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
@@ -69,10 +71,13 @@ def run(argv: list[str], metrics: bool, every: float, times: list[float]) -> dic
 
 def pairs(name: str, argv: list[str], figure, n: int, every: float) -> None:
     ratios, times = [], []
+    plain, scraped = [], []
     for i in range(n):
         order = (False, True) if i % 2 == 0 else (True, False)
         got = {m: figure(run(argv, m, every, times)) for m in order}
         ratio = got[True] / got[False]
+        plain.append(got[False])
+        scraped.append(got[True])
         ratios.append(ratio)
         print(
             f"  {name} pair {i + 1}: plain {got[False]:.4g}  "
@@ -81,6 +86,15 @@ def pairs(name: str, argv: list[str], figure, n: int, every: float) -> None:
     print(
         f"{name}: median ratio (with --metrics / plain) "
         f"{statistics.median(ratios):.3f} over {n} pairs"
+    )
+    report(
+        f"{name.rsplit(' ', 1)[0]}, /metrics scraped every {every:g} s",
+        name.split(" ", 1)[1],
+        statistics.median(scraped),
+        statistics.median(plain),
+        reference_tool="the same run without --metrics",
+        ratio=statistics.median(ratios),
+        note="1.00 = no effect",
     )
     if times:
         print(f"{name}: {len(times)} scrapes, median {statistics.median(times) * 1e3:.2f} ms each")
@@ -122,6 +136,7 @@ def main() -> None:
     ap.add_argument("--every", type=float, default=0.05)
     ap.add_argument("--rate", type=int, default=2000)
     ap.add_argument("--recording", default="tests/data/demo_session.jsonl")
+    add_figures_option(ap)
     a = ap.parse_args()
     format_cost(a.recording)
     t = str(a.time)

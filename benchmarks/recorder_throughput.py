@@ -46,6 +46,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from figures import Goal, add_figures_option, at_least, at_most, report
 from probetop.probes.core.sample import Record, Sample
 from probetop.probes.record import linecheck, load_session, reader
 from probetop.probes.record.codec import _stdlib_line, decode_record, dump_line_bytes, encode_record
@@ -133,9 +134,30 @@ def cpu(fn: Callable[[], object]) -> float:
     return spent
 
 
-def show(label: str, ours: list[float], base: list[float], unit: str, *, higher: bool) -> None:
+def show(
+    label: str,
+    ours: list[float],
+    base: list[float],
+    unit: str,
+    *,
+    higher: bool,
+    goal: Goal | None = None,
+) -> None:
+    """Print a figure beside its baseline; the ratio is how many times better
+    ours is (baseline / ours for a time). ``goal``: on ours' own value."""
     mo, mb = statistics.median(ours), statistics.median(base)
     ratio = mo / mb if higher else mb / mo
+    report(
+        label,
+        "",
+        mo,
+        mb,
+        unit=unit,
+        ratio=ratio,
+        goal=goal,
+        reference_tool="the plain json path",
+        note=f"ratio: times better than plain json; range {min(ours):.4g}..{max(ours):.4g}",
+    )
     print(
         f"{label:34s} ours {mo:12,.2f} {unit} [{min(ours):,.2f}..{max(ours):,.2f}]   "
         f"json {mb:12,.2f} {unit} [{min(base):,.2f}..{max(base):,.2f}]   {ratio:5.2f}x"
@@ -268,10 +290,14 @@ def zstd_size(plain: Path, zst: Path) -> int:
 
 
 def main() -> None:
+    global ROUNDS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", default="60", help="length of the demo recording made")
     parser.add_argument("--source", type=Path, help="use this recording instead of making one")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="rounds of each figure")
+    add_figures_option(parser)
     args = parser.parse_args()
+    ROUNDS = args.rounds
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         source = args.source or demo_recording(args.seconds, tmp)
@@ -296,10 +322,16 @@ def main() -> None:
         print(f"\nencode: {len(records):,} records, {values:,} samples "
               f"({nulls / max(1, values):.0%} null), {out_bytes / 1e6:.1f} MB, "
               "one core")  # fmt: skip
-        show("encode samples/s", [values / s for s in enc["ours"]],
-             [values / s for s in enc["json"]], "/s", higher=True)  # fmt: skip
+        show(
+            "encode samples/s",
+            [values / s for s in enc["ours"]],
+            [values / s for s in enc["json"]],
+            "samples/s",
+            higher=True,
+            goal=at_least(500_000, of="probetop"),
+        )
         show("encode records/s", [len(records) / s for s in enc["ours"]],
-             [len(records) / s for s in enc["json"]], "/s", higher=True)  # fmt: skip
+             [len(records) / s for s in enc["json"]], "records/s", higher=True)  # fmt: skip
         show("encode MB/s", [out_bytes / 1e6 / s for s in enc["ours"]],
              [out_bytes / 1e6 / s for s in enc["json"]], "MB/s", higher=True)  # fmt: skip
 
@@ -315,8 +347,14 @@ def main() -> None:
             "loads": lambda: cpu(lambda: [json.loads(r) for r in raw_lines]),
         })  # fmt: skip
         print(f"\ndecode: load_session of the 1-hour recording ({size / 1e6:.1f} MB), one core")
-        show("decode MB/s (every line checked)", [size / 1e6 / s for s in dec["ours"]],
-             [size / 1e6 / s for s in dec["json"]], "MB/s", higher=True)  # fmt: skip
+        show(
+            "decode MB/s (every line checked)",
+            [size / 1e6 / s for s in dec["ours"]],
+            [size / 1e6 / s for s in dec["json"]],
+            "MB/s",
+            higher=True,
+            goal=at_least(200, of="probetop"),
+        )
         loads = statistics.median(size / 1e6 / s for s in dec["loads"])
         print(f"{'':34s} (json.loads alone, no checks: {loads:,.1f} MB/s)")
         where_the_time_goes(hour, size)
@@ -330,6 +368,13 @@ def main() -> None:
               f"{source.stat().st_size:,} B -> {short_zst:,} B = "
               f"{source.stat().st_size / short_zst:.1f}x (target >= 5x; same bytes with either "
               "encoder)")  # fmt: skip
+        report(
+            f"zstd size ratio, the real {args.seconds} s demo recording",
+            "times smaller",
+            source.stat().st_size / short_zst,
+            unit="x",
+            goal=at_least(5, of="probetop"),
+        )
         zdec = rounds({
             "ours": lambda: cpu(lambda: load_session(zst)),
             "json": lambda: reference_zst(zst),
@@ -355,8 +400,14 @@ def main() -> None:
                 "whole": lambda: replay_first_frame(whole_cmd, "whole"),
             })  # fmt: skip
         print("\nfirst frame on the 1-hour recording (wall seconds, a real process each)")
-        show("replay: first frame (tmux 120x40)", frames["ours"], frames["json"], "s",
-             higher=False)  # fmt: skip
+        show(
+            "replay: first frame (tmux 120x40)",
+            frames["ours"],
+            frames["json"],
+            "s",
+            higher=False,
+            goal=at_most(1.0, of="probetop"),
+        )
         floor, whole = frames["short"], frames["whole"]
         print(f"{'':34s} (the same on a 10 s recording, the dashboard's start-up: "
               f"{statistics.median(floor):.2f} s [{min(floor):.2f}..{max(floor):.2f}]; "
@@ -370,8 +421,14 @@ def main() -> None:
                     [sys.executable, "-c", BASELINE, "report", *flag, str(hour)]),
             })  # type: ignore[misc]  # fmt: skip
             name = "report" + (" --no-charts" if flag else "")
-            show(f"{name}: first byte", [a for a, _ in rep["ours"]],
-                 [a for a, _ in rep["json"]], "s", higher=False)  # fmt: skip
+            show(
+                f"{name}: first byte",
+                [a for a, _ in rep["ours"]],
+                [a for a, _ in rep["json"]],
+                "s",
+                higher=False,
+                goal=None if flag else at_most(1.0, of="probetop"),
+            )
             show(f"{name}: done (totals)", [b for _, b in rep["ours"]],
                  [b for _, b in rep["json"]], "s", higher=False)  # fmt: skip
 

@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from figures import at_least, report
 from probetop.probes.record.linefile import LineFile
 from probetop.probes.record.reader import load_session
 from probetop.probes.record.writer import FLUSH_EVERY_S
@@ -83,6 +84,29 @@ def main() -> None:
               f"{len(chunks)} flushes, {raw} bytes plain")  # fmt: skip
         print(f"size      plain {raw:>9} B   zst {zst.stat().st_size:>9} B   "
               f"ratio {raw / zst.stat().st_size:.2f}x (target >= 5x)")  # fmt: skip
+        report(
+            f"demo recording of {seconds} s",
+            "size, plain / zst",
+            raw / zst.stat().st_size,
+            unit="x",
+            goal=at_least(5, of="probetop"),
+        )
+        report(
+            f"demo recording of {seconds} s",
+            "write CPU per sample",
+            w_zst / samples * 1e6,
+            w_plain / samples * 1e6,
+            unit="us",
+            reference_tool="the plain writer",
+        )
+        report(
+            f"demo recording of {seconds} s",
+            "read (load_session)",
+            mb / r_zst,
+            mb / r_plain,
+            unit="MB/s",
+            reference_tool="the plain file",
+        )
         print(f"write CPU plain {w_plain / samples * 1e6:7.2f} us/sample   "
               f"zst {w_zst / samples * 1e6:7.2f} us/sample   "
               f"ratio {w_zst / w_plain:.2f}x")  # fmt: skip

@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "tui"))
+from figures import add_figures_option, at_most, report
 from sshd_fixture import Sshd, start_sshd
 
 TMUX = f"ptremote-bench-{os.getpid()}"
@@ -87,6 +88,7 @@ def main() -> int:
         help="the probetop command watched three ways (default: cpu, which a local "
         "dashboard shows beside system.cpu, disk and net); '' for the passive panes",
     )
+    add_figures_option(ap)
     args = ap.parse_args()
     if shutil.which("tmux") is None or shutil.which("ss") is None:
         print("needs tmux and ss (iproute2)")
@@ -131,10 +133,29 @@ def main() -> int:
     print(f"\nmedian over {args.rounds} rounds of {args.window:g} s (load average {load:.1f}):")
     for way, value in med.items():
         print(f"  {way:7s} {value:8.0f} B/s")
+    case = f"probetop {cmd or '(passive panes)'}, 120x40, bytes over ssh"
     if med["tui"]:
         print(f"  view / tui    = {med['view'] / med['tui']:.2f}")
+        report(
+            case,
+            "received B/s",
+            med["view"],
+            med["tui"],
+            unit="B/s",
+            reference_tool="the dashboard over ssh -t",
+            goal=at_most(1.0),
+        )
     if med["tui -C"]:
         print(f"  view / tui -C = {med['view'] / med['tui -C']:.2f}")
+        report(
+            case,
+            "received B/s",
+            med["view"],
+            med["tui -C"],
+            unit="B/s",
+            reference_tool="the dashboard over ssh -C -t",
+            goal=at_most(0.5) if cmd.startswith("cpu") else None,
+        )
     return 0
 
 

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import psutil
+from figures import add_figures_option, at_most, report
 from probetop.tui.sessions.registry import SessionInfo, write_info
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
@@ -104,6 +105,22 @@ def bench_cpu(env: dict[str, str], work: Path, args: list[str], window: float, r
     base = totals["headless --record"]
     print(f"  ratio --detach / headless --record: {totals['--detach'] / base:.3f}  (budget 1.05)")
     print(f"  ratio --detach / headless:          {totals['--detach'] / totals['headless']:.3f}")
+    case = f"probes: {' '.join(args) or 'passive'}, {rounds} x {window:g} s"
+    report(
+        case,
+        "CPU s per minute",
+        totals["--detach"] / minutes,
+        base / minutes,
+        reference_tool="headless --record",
+        goal=at_most(1.05),
+    )
+    report(
+        case,
+        "CPU s per minute",
+        totals["--detach"] / minutes,
+        totals["headless"] / minutes,
+        reference_tool="headless",
+    )
 
 
 def hour_recording(work: Path, env: dict[str, str], hours: float) -> Path:
@@ -189,6 +206,14 @@ def bench_attach(env: dict[str, str], work: Path) -> None:
     print(f"  1 h of history ({size:.1f} MiB), first full frame: {hour_first:.2f} s"
           f"  (+{hour_first - short_first:.2f} s over start-up; budget 1 s)")  # fmt: skip
     print(f"  1 h of history, whole history in the panes: {hour_all:.2f} s")
+    report(
+        "attach to a session with 1 h of history",
+        "first full frame over start-up",
+        hour_first - short_first,
+        unit="s",
+        goal=at_most(1.0, of="probetop"),
+        note=f"start-up alone {short_first:.2f} s",
+    )
 
 
 def main() -> None:
@@ -198,6 +223,7 @@ def main() -> None:
     ap.add_argument("--probes", choices=sorted(PROBES), default="passive")
     ap.add_argument("--skip-cpu", action="store_true")
     ap.add_argument("--skip-attach", action="store_true")
+    add_figures_option(ap)
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ptb-", dir="/tmp"))
     (work / "run").mkdir(mode=0o700)

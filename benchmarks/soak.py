@@ -41,6 +41,7 @@ from collections import deque
 from pathlib import Path
 
 import psutil
+from figures import add_figures_option, report
 
 # The demo with tracemalloc started at the first SIGUSR1 (the warm-up mark:
 # tracing the start-up's JIT compilation took minutes) and a snapshot dumped to
@@ -164,6 +165,7 @@ def main() -> int:
     ap.add_argument("--prefix", default="ptsk", help="name prefix of what it creates (<= 6 chars)")
     ap.add_argument("--tracemalloc", action="store_true")
     ap.add_argument("--out", type=Path, default=None, help="keep the recording here")
+    add_figures_option(ap)
     args = ap.parse_args()
     if len(args.prefix) > 6:
         raise SystemExit("soak: --prefix is at most 6 characters (interface names: 15)")
@@ -237,6 +239,13 @@ def main() -> int:
         f"growth after the warm-up: {mib_h:+.2f} MiB/h ({pct_h:+.2f} % per hour of the RSS "
         f"at the warm-up mark) over {wall - args.warmup:.0f} s"
         + (f"; {churn.created} veth pairs and loop devices came and went" if churn else "")
+    )
+    report(
+        f"probetop demo --headless, {wall:.0f} s" + (", device churn" if churn else ""),
+        "RSS growth after the warm-up",
+        mib_h,
+        unit="MiB/h",
+        note=f"{pct_h:+.2f} % per hour",
     )
     if args.tracemalloc and (workdir / "snapshot").exists():
         print("allocated after the warm-up mark and alive at the end (tracemalloc):")

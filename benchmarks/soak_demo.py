@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import psutil
+from figures import Goal, add_figures_option, report
 from probetop.probes.record import load_session
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
@@ -49,6 +50,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=3600.0)
     ap.add_argument("--every", type=float, default=10.0)
     ap.add_argument("--out", type=Path, default=None, help="keep the recording here")
+    add_figures_option(ap)
     args = ap.parse_args()
 
     workdir = Path(args.out or tempfile.mkdtemp(prefix="probetop-soak-"))
@@ -88,6 +90,13 @@ def main() -> int:
         f"{max(r for _t, r in samples) / 2**20:.1f} MiB"
     )
     print(f"memory flat within 10 %: {'yes' if abs(growth) <= 0.10 else 'NO'}")
+    report(
+        f"probetop demo --headless --record, {wall:.0f} s",
+        "RSS change after warm-up",
+        100 * growth,
+        unit="%",
+        goal=Goal(hi=10.0, of="abs"),
+    )
     # The trajectory says what one ratio cannot: levelling off or still climbing.
     marks = [samples[min(i * tenth, len(samples) - 1)] for i in range(11)]
     print("RSS by tenth: " + ", ".join(f"{t:.0f}s {r / 2**20:.1f}" for t, r in marks) + " (MiB)")

@@ -51,6 +51,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from figures import add_figures_option, at_most, report
+
 REPO = Path(__file__).resolve().parent.parent
 PROBETOP = str(REPO / ".venv" / "bin" / "probetop")
 SOCKET = f"probetop-startup-{os.getpid()}"
@@ -293,6 +295,7 @@ def main() -> int:
     parser.add_argument("--probetop", default=PROBETOP)
     parser.add_argument("--reference", help="another build's probetop, alternated with ours")
     parser.add_argument("--phases", action="store_true", help="only: where the start-up goes")
+    add_figures_option(parser)
     args = parser.parse_args()
     builds = [("ours", args.probetop)] + ([("ref", args.reference)] if args.reference else [])
     if args.phases:
@@ -340,6 +343,14 @@ def main() -> int:
             verdict = f"  target <= {target:g} s: {'ok' if ok else 'MISSED'}"
         label = {"frame": "first frame", "numbers": "every number", "wall": "wall"}[what]
         print(f"  {build:<5} {name:<10} {state:<9} {label:<13} {fmt(values)}{verdict}")
+        if build == "ours" and values:
+            report(
+                f"{name}, {state}",
+                label,
+                statistics.median(values),
+                unit="s",
+                goal=None if target is None else at_most(target, of="probetop"),
+            )
     for build, exe in builds:
         heavy = heavy_imports(exe)
         print(f"{build}: heavy modules in the passive dashboard: {' '.join(heavy) or 'none'}")

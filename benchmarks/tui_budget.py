@@ -41,6 +41,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from figures import add_figures_option, at_most, report
+
 REPO = Path(__file__).resolve().parent.parent
 PROBETOP = str(REPO / ".venv" / "bin" / "probetop")
 SOCKET = f"probetop-budget-{os.getpid()}"
@@ -266,6 +268,7 @@ def main() -> int:
         "--reference", help="another build's probetop, measured alternately (before / after)"
     )
     parser.add_argument("--repeat", type=int, default=1, help="runs of each (alternated)")
+    add_figures_option(parser)
     args = parser.parse_args()
     cols, rows = (int(x) for x in args.size.split("x"))
     builds = [("ours", args.probetop)]
@@ -302,6 +305,37 @@ def main() -> int:
                 if build == "ours":
                     failed |= any(x.endswith("OVER") for x in v)
                 print(f"{row(label, r)}  {' '.join(v)}  [run {i + 1}]", flush=True)
+    for label, rs in results.items():
+        if label.endswith("/ref"):
+            continue
+        med = {k: statistics.median(getattr(r, k) for r in rs) for k in Result.__annotations__}
+        case = f"{label} {cols}x{rows}, {args.seconds:g} s, median of {len(rs)}"
+        if label.startswith("demo"):
+            report(
+                case,
+                "main thread CPU",
+                med["main_pct"],
+                unit="% of a core",
+                goal=at_most(BUDGET.demo_main_pct, of="probetop"),
+            )
+        else:
+            report(
+                case,
+                "CPU, process tree",
+                med["cpu_pct"],
+                unit="% of a core",
+                goal=at_most(BUDGET.cpu_pct, of="probetop"),
+            )
+            report(
+                case, "RSS", med["rss_mb"], unit="MB", goal=at_most(BUDGET.rss_mb, of="probetop")
+            )
+        report(
+            case,
+            "terminal output",
+            med["bytes_per_s"],
+            unit="B/s",
+            goal=at_most(BUDGET.bytes_per_s, of="probetop"),
+        )
     if args.repeat > 1:
         print("medians (ranges):")
         for label, rs in results.items():

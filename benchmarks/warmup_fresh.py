@@ -43,6 +43,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 
+from figures import add_figures_option, at_least, report
 from iops_vs_fio import PROBETOP, fio_json
 
 BUFFERED_LOOP = False  # --buffered-loop
@@ -147,6 +148,7 @@ def main() -> None:
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--dir", default="/tmp", help="where the fresh devices' files live")
     parser.add_argument("--buffered-loop", action="store_true", help="losetup without direct I/O")
+    add_figures_option(parser)
     args = parser.parse_args()
     global BUFFERED_LOOP
     BUFFERED_LOOP = args.buffered_loop
@@ -198,6 +200,31 @@ def main() -> None:
     }
     for label, (f, o) in pairs.items():
         print(f"| {label} | {med[f] / 1e6:,.0f} | {med[o] / 1e6:,.0f} | {ratio[label]:.2f} |")
+        report(
+            f"{label}, fresh loop device ({args.size_mb} MiB)",
+            "pass rate",
+            med[o] / 1e6,
+            med[f] / 1e6,
+            unit="MB/s",
+            reference_tool="fio",
+            ratio=ratio[label],
+            goal=at_least(1.0),
+        )
+    before = med["fio write before"]
+    for key in (
+        "fio write after probetop warm-up",
+        "fio write after fio warm-up",
+        "fio write after probetop read only",
+    ):
+        report(
+            f"fio --rw=write on a fresh device, {key.removeprefix('fio write ')}",
+            "fio's write rate",
+            med[key] / 1e6,
+            before / 1e6,
+            unit="MB/s",
+            reference_tool="fio's write before any pass",
+            note="fio in the probetop column: the effect of each pass",
+        )
     sys.exit(0 if all(v >= 1.0 for v in ratio.values()) else 1)
 
 

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import statistics
+import subprocess
 import sys
 from collections.abc import Iterator
 
-from iops_vs_fio import fio_json, probetop_json, shm_loop_device
+from figures import add_figures_option, at_least, report
+from iops_vs_fio import PROBETOP, fio_json, shm_loop_device
 
 
 @contextlib.contextmanager
@@ -41,6 +44,14 @@ def filled_file(path: str, size_mb: int) -> Iterator[None]:
         os.unlink(path)
 
 
+def warmup_json(args: list[str]) -> dict:
+    """`probetop warmup ... --json`: its own document (not fio's jobs[0])."""
+    proc = subprocess.run([*PROBETOP, *args, "--json"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"probetop failed ({proc.returncode}): {proc.stderr}")
+    return json.loads(proc.stdout)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -49,6 +60,7 @@ def main() -> None:
     parser.add_argument("--depths", default="32")
     parser.add_argument("--bs", default="1M")
     parser.add_argument("--targets", default="loop", help="loop, file or both (loop,file)")
+    add_figures_option(parser)
     args = parser.parse_args()
     engines = args.ioengines.split(",")
     depths = [int(d) for d in args.depths.split(",")]
@@ -85,7 +97,7 @@ def main() -> None:
                     depth: int = depth,
                     path: str = path,
                 ) -> float:
-                    doc = probetop_json(
+                    doc = warmup_json(
                         ["warmup", path, *extra, "--bs", args.bs, "--iodepth", str(depth),
                          "--ioengine", engine, "--checkpoint", checkpoint]
                     )  # fmt: skip
@@ -115,6 +127,16 @@ def main() -> None:
         print(f"  {target:<4} {engine:<8} depth {depth:<3} full {rw} pass  fio {fio_med:.2f} GB/s  "
               f"probetop {ours_med:.2f} GB/s  ratio {med:.2f}"
               f" (target >= 0.95) {'ok' if ok else 'BELOW TARGET'}")  # fmt: skip
+        report(
+            f"{target}, full {rw} pass, {args.bs} {engine} iodepth {depth}",
+            "bytes/s",
+            ours_med,
+            fio_med,
+            unit="GB/s",
+            reference_tool="fio",
+            ratio=med,
+            goal=at_least(0.95),
+        )
         rows.append(
             f"| {target} | {rw} | {engine} | {depth} | {fio_med:.2f} | {ours_med:.2f} | {med:.2f} |"
         )

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from probetop.probes.core.sysbench.hist import HIST_SIZE, bucket_upper_ms
 from probetop.probes.cpu.family import FAMILY
-from probetop.probes.cpu.hist import HIST_SIZE, bucket_upper_ms
 from probetop.probes.cpu.probe import CpuProbe, logical_cpus, sweep_thread_counts
 from probetop.probes.cpu.records import (
     EPS,

@@ -60,6 +60,22 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from probetop.probes.core.sysbench.counters import (
+    INT64_MAX,
+    STAT_CPU_NS,
+    STAT_DONE,
+    STAT_END_NS,
+    STAT_EVENTS,
+    STAT_LAT_MAX,
+    STAT_LAT_MIN,
+    STAT_LAT_SUM,
+    STAT_SLOTS,
+    STAT_TEST,
+    STOPPED_DEADLINE,
+    STOPPED_FLAG,
+    STOPPED_LIMIT,
+)
+from probetop.probes.core.sysbench.hist import HIST_DEDUCT, HIST_MULT, HIST_SIZE, bucket_of
 from probetop.probes.cpu.event_code import (
     ARG_SLOTS,
     RUN_IR,
@@ -67,34 +83,11 @@ from probetop.probes.cpu.event_code import (
     event_ir,
 )
 
-# Shared layout of a thread's counters (int64 slots), read live by the sampler.
-STAT_EVENTS = 0  # events completed by this thread
-STAT_LAT_SUM = 1  # sum of event latencies, ns
-STAT_LAT_MIN = 2  # min latency, ns (INT64_MAX until the first event)
-STAT_LAT_MAX = 3  # max latency, ns
-STAT_PRIMES = 4  # prime count of the last event (a liveness check of the work)
-# Written once, when the thread leaves the run (gated runs; the Python engine
-# too), so the sampler knows a thread is done without the thread running any
-# Python (which needs the GIL and a CPU turn: slow for 1000s of threads).
-STAT_END_NS = 5  # CLOCK_MONOTONIC ns when it stopped
-STAT_CPU_NS = 6  # CPU time the thread used in the run (CLOCK_THREAD_CPUTIME_ID)
-STAT_DONE = 7  # STOPPED_* code, stored last (release); 0 while running
-STAT_SLOTS = 8
-
-# sysbench's latency histogram: 1024 log-scale buckets between 0.001 and 100000 ms.
-HIST_SIZE = 1024
-HIST_MIN_MS = 0.001
-HIST_MAX_MS = 100000.0
-HIST_DEDUCT = math.log(HIST_MIN_MS)
-HIST_MULT = (HIST_SIZE - 1) / (math.log(HIST_MAX_MS) - HIST_DEDUCT)
-
-INT64_MAX = 2**63 - 1
+# A thread's counters (probes.core.sysbench.counters): the test's own slot
+# holds the last event's prime count (a liveness check of the work).
+STAT_PRIMES = STAT_TEST
+STOPPED_EVENTS = STOPPED_LIMIT  # --events reached
 CLOCK_MONOTONIC = 1
-
-# Stop reasons returned by run_events.
-STOPPED_FLAG = 1
-STOPPED_DEADLINE = 2
-STOPPED_EVENTS = 3
 
 
 class EngineUnavailable(RuntimeError):
@@ -206,14 +199,6 @@ class ThreadJob:
 
     def __post_init__(self) -> None:
         self.stats[STAT_LAT_MIN] = INT64_MAX
-
-
-def bucket_of(latency_ms: float) -> int:
-    """sysbench's bucket index of one latency in ms (sb_histogram_update)."""
-    if latency_ms <= 0:
-        return 0
-    x = math.floor((math.log(latency_ms) - HIST_DEDUCT) * HIST_MULT + 0.5)
-    return 0 if x < 0 else min(x, HIST_SIZE - 1)
 
 
 _RUN_EVENTS_TYPE = ctypes.CFUNCTYPE(

@@ -15,6 +15,7 @@ from typing import Any
 
 from probetop.probes.core.metricdefs import Point, metric_def
 from probetop.probes.core.sample import Sample
+from probetop.probes.core.sysbench.hist import bucket_upper_ms
 from probetop.probes.core.tracker import (
     BucketCounter,
     Tracker,
@@ -22,7 +23,6 @@ from probetop.probes.core.tracker import (
     label_text,
     quantile_label,
 )
-from probetop.probes.cpu.hist import bucket_upper_ms
 from probetop.probes.cpu.records import KIND, CpuInterval
 
 CPU_BOUND_BUCKETS: tuple[int, ...] = tuple(range(0, 897, 16))

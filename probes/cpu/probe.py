@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from probetop.probes.core.base import Emit, UsageProbeError
 from probetop.probes.core.limits import (
@@ -33,19 +33,25 @@ from probetop.probes.core.limits import (
     oversubscribed,
 )
 from probetop.probes.core.sample import Status, now_ns
-from probetop.probes.cpu.crew import Crew
-from probetop.probes.cpu.engine import (
-    HIST_SIZE,
-    INT64_MAX,
+from probetop.probes.core.sysbench.counters import (
     STAT_CPU_NS,
     STAT_DONE,
     STAT_END_NS,
-    STAT_LAT_MIN,
-    STAT_PRIMES,
-    STAT_SLOTS,
+    STAT_TEST,
     STOPPED_DEADLINE,
-    STOPPED_EVENTS,
     STOPPED_FLAG,
+    STOPPED_LIMIT,
+    Interval,
+    IntervalLog,
+    Snapshot,
+    ThreadSnapshot,
+    is_sliver,
+    new_counters,
+    next_tick,
+)
+from probetop.probes.core.sysbench.hist import HIST_SIZE
+from probetop.probes.cpu.crew import Crew
+from probetop.probes.cpu.engine import (
     Engine,
     EngineUnavailable,
     Gate,
@@ -54,10 +60,9 @@ from probetop.probes.cpu.engine import (
     best_engine,
     load_engine,
 )
-from probetop.probes.cpu.hist import percentile_ms
 from probetop.probes.cpu.records import METRICS, PYTHON_ENGINE_LABEL, CpuInterval
 from probetop.probes.cpu.report import SCHED_IDLE_NOTE
-from probetop.probes.cpu.results import PhaseResult, Snapshot, ThreadSnapshot, sweep_rows
+from probetop.probes.cpu.results import PhaseResult, sweep_rows
 from probetop.probes.cpu.settings import (
     CpuSettings,
     check_python_threads,
@@ -73,9 +78,6 @@ __all__ = [
     "logical_cpus",
     "sweep_thread_counts",
 ]
-
-if TYPE_CHECKING:
-    pass
 
 # How long stopping waits for the workers to leave the native loop (they see
 # the stop flag within ~30 ms even at --max-prime 2**31; docs/cpu.md).
@@ -108,7 +110,7 @@ class CpuProbe:
         self.engine: Engine | None = None
         self.engine_note: str | None = None
         self.phases: list[PhaseResult] = []
-        self.intervals: list[dict[str, Any]] = []
+        self.intervals = IntervalLog()  # bounded: a run of any length
         self._current: PhaseResult | None = None
         self.worker_errors: list[str] = []
         self.background_workers = False  # a phase ran its workers SCHED_IDLE
@@ -200,8 +202,7 @@ class CpuProbe:
         # Every thread's counters in two blocks (one row per thread), so an
         # interval reads them with a few numpy copies, not threads x 1024
         # Python operations.
-        stats = np.zeros((threads, STAT_SLOTS), np.int64)
-        stats[:, STAT_LAT_MIN] = INT64_MAX
+        stats = new_counters(threads)
         hist = np.zeros((threads, HIST_SIZE), np.int64)
         jobs = [ThreadJob(shared, stats=stats[i], hist=hist[i]) for i in range(threads)]
         phase = PhaseResult(threads=threads)
@@ -235,13 +236,7 @@ class CpuProbe:
             # run on. Past the deadline + END_GRACE_S the run is stopped.
             hard_end = start + int((self.time_s + END_GRACE_S) * 1e9) if self.time_s > 0 else 0
             while not crew.all_done():
-                # The next tick after the last sample: when the loop was
-                # stalled past several ticks, the late sample covered them all
-                # (a longer interval, a right rate), never a burst of empty
-                # ones, nor a sliver: a grid point less than half an interval
-                # after the last sample is skipped.
-                tick = max(tick + 1, (prev_t - start + interval_ns // 2) // interval_ns + 1)
-                next_ns = start + tick * interval_ns
+                tick, next_ns = next_tick(tick, prev_t, start, interval_ns)
                 if hard_end and hard_end < next_ns:
                     next_ns = hard_end
                 t = now_ns()
@@ -301,7 +296,7 @@ class CpuProbe:
                 phase.snapshot = final
                 phase.total_time_s = max(0, end - start) / 1e9
                 phase.cpu_ns = [int(ns) for ns in stats[:, STAT_CPU_NS].tolist()]
-                phase.primes = int(stats[0, STAT_PRIMES]) if final.events[0] else None
+                phase.primes = int(stats[0, STAT_TEST]) if final.events[0] else None
                 if cancelled:
                     phase.stopped_by = "stop"
                 elif overran:
@@ -329,24 +324,14 @@ class CpuProbe:
         t1: int,
         full: bool,
     ) -> None:
-        import numpy as np
-
         seconds = (t1 - t0) / 1e9
         if seconds <= 0:
             return
-        delta = cur.events - prev.events
-        per_thread = delta.tolist()
-        events = int(delta.sum())
-        lat_ns = int((cur.lat_sum_ns - prev.lat_sum_ns).sum())
-        # Each thread's buckets only grow, so the merged difference is >= 0;
-        # the clamp guards a bucket read a moment before its event count.
-        hist = np.maximum(cur.hist - prev.hist, 0).tolist()
+        delta = Interval.between(prev, cur)
+        events = delta.events
         eps = events / seconds
-        pct = percentile_ms(hist, self.percentile)
-        # A last partial interval of a few ms (the run ended just after a
-        # tick) would put a meaningless rate in the sparkline and its min/max:
-        # its events still count (extra, summary), its rates are left out.
-        sliver = not full and seconds < 0.5 * self.interval_s
+        pct = delta.percentile_ms(self.percentile)
+        sliver = is_sliver(full, seconds, self.interval_s)
         row: dict[str, Any] = {
             "t": round((t1 - phase.start_ns) / 1e9, 6),
             "interval_s": round(seconds, 6),
@@ -366,17 +351,17 @@ class CpuProbe:
         record = CpuInterval(
             eps=None if sliver else eps,
             lat_pct_ms=None if sliver else pct,
-            lat_avg_ms=lat_ns / events / 1e6 if events and not sliver else None,
+            lat_avg_ms=None if sliver else delta.lat_avg_ms,
             threads=phase.threads,
-            per_thread_events=tuple(per_thread),
+            per_thread_events=tuple(delta.per_thread),
             percentile=self.percentile,
             full=full,
             total_events=cur.total_events,
             engine=self.engine.name if self.engine else None,
             phase=phase_index,
             phase_summary=None if full else phase.as_dict(self.percentile),
-            lat_hist=tuple((i, n) for i, n in enumerate(hist) if n),
-            lat_sum_ms=lat_ns / 1e6,
+            lat_hist=tuple((i, n) for i, n in enumerate(delta.hist) if n),
+            lat_sum_ms=delta.lat_sum_ns / 1e6,
         )
         emit(record.to_sample(self.id, t1, seconds))
 
@@ -401,7 +386,8 @@ class CpuProbe:
             "time_limit_s": self.time_s,
             "event_limit": self.events,
             **last.as_dict(self.percentile),
-            "intervals": list(self.intervals),
+            "intervals": self.intervals.rows(),
+            **({"intervals_dropped": self.intervals.dropped} if self.intervals.dropped else {}),
             "sweep": sweep_rows(phases, self.percentile) if self.sweep else None,
             "worker_errors": list(self.worker_errors),
             "workers_sched_idle": self.background_workers,
@@ -411,7 +397,7 @@ class CpuProbe:
 
 
 def _stopped_by(codes: list[int]) -> str:
-    if any(c == STOPPED_EVENTS for c in codes):
+    if any(c == STOPPED_LIMIT for c in codes):
         return "events"
     if any(c == STOPPED_DEADLINE for c in codes):
         return "time"

@@ -21,70 +21,43 @@ from collections.abc import Mapping
 from typing import Any
 
 from probetop.probes import version
+from probetop.probes.core.sysbench import SYSBENCH_VERSION
+from probetop.probes.core.sysbench.report import (
+    NUM,
+    cumulative_fields,
+    cumulative_sections,
+    dropped_intervals_line,
+    interrupted_line,
+    json_document,
+    number,
+    parse_sections,
+    stamp,
+)
+
+__all__ = ["format_report", "interval_line", "json_document", "parse_report"]
 
 SCHED_IDLE_NOTE = (
     "more threads than 2 per CPU: the workers ran as SCHED_IDLE threads, so the "
     "dashboard and Ctrl-C stayed responsive (same events/s on an otherwise idle "
     "machine; any other load ran first)"
 )
-LATENCY_WIDTH = 53  # sysbench right-aligns latency values to this column
-STAT_PREFIX = 41  # "    total time:" padded to this width
-FAIRNESS_PREFIX = 35
-PERCENTILE_DISABLED = "         percentile stats:               disabled"  # --percentile=0
-
-
-SYSBENCH_VERSION = "1.0.20"  # the sysbench whose cpu test and report this follows
-
-
-def _pct_label(pct: float) -> str:
-    return f"{pct:g}th percentile"
-
-
-def _latency_line(label: str, value: float | None) -> str:
-    left = f"         {label}:"
-    text = f"{(value or 0.0):.2f}"
-    return left + text.rjust(LATENCY_WIDTH - len(left))
 
 
 def interval_line(row: Mapping[str, Any], percentile: float) -> str:
-    """sysbench's per-interval line: ``[ 1s ] thds: 2 eps: 5743.19 lat (ms,95%): 0.35``.
-
-    Whole seconds as sysbench prints them; one decimal for sub-second intervals.
-    """
-    t = float(row["t"])
-    when = f"{t:.0f}" if abs(t - round(t)) < 0.05 else f"{t:.1f}"
+    """sysbench's per-interval line: ``[ 1s ] thds: 2 eps: 5743.19 lat (ms,95%): 0.35``."""
     return (
-        f"[ {when}s ] thds: {row['threads']} eps: {row['eps']:4.2f} "
+        f"{stamp(float(row['t']))} thds: {row['threads']} eps: {row['eps']:4.2f} "
         f"lat (ms,{percentile:g}%): {(row.get('lat_pct_ms') or 0.0):4.2f}"
     )
 
 
 def sysbench_block(s: Mapping[str, Any]) -> list[str]:
-    """The four sysbench sections for one run (one thread count)."""
-    lat = s["latency_ms"]
-    fair = s["fairness"]
-    pct = float(s.get("percentile", 95))
-    pct_value = lat.get(f"p{pct:g}", lat.get("p95"))
+    """cpu's sections for one run (one thread count): CPU speed, then the shared ones."""
     return [
         "CPU speed:",
         f"    events per second: {s['events_per_second']:8.2f}",
         "",
-        "General statistics:",
-        "    total time:".ljust(STAT_PREFIX) + f"{s['total_time']:.4f}s",
-        "    total number of events:".ljust(STAT_PREFIX) + f"{s['total_events']}",
-        "",
-        "Latency (ms):",
-        _latency_line("min", lat.get("min")),
-        _latency_line("avg", lat.get("avg")),
-        _latency_line("max", lat.get("max")),
-        _latency_line(_pct_label(pct), pct_value) if pct > 0 else PERCENTILE_DISABLED,
-        _latency_line("sum", lat.get("sum")),
-        "",
-        "Threads fairness:",
-        "    events (avg/stddev):".ljust(FAIRNESS_PREFIX)
-        + f"{fair['events_avg']:.4f}/{fair['events_stddev']:3.2f}",
-        "    execution time (avg/stddev):".ljust(FAIRNESS_PREFIX)
-        + f"{fair['time_avg']:.4f}/{fair['time_stddev']:3.2f}",
+        *cumulative_sections(s),
     ]
 
 
@@ -174,11 +147,12 @@ def format_report(
         lines.append(f"Last run of the sweep ({summary.get('threads')} threads):")
     lines += sysbench_block(summary)
     lines.append("")  # sysbench ends its report with an empty line
-    if reason and reason.startswith("interrupted"):
-        lines += [
-            f"INTERRUPTED {reason[len('interrupted') :].strip()}: this report covers the "
-            f"{summary.get('total_time', 0.0):.2f} s that ran.",
-        ]
+    interrupted = interrupted_line(reason, summary.get("total_time", 0.0))
+    if interrupted:
+        lines.append(interrupted)
+    dropped = dropped_intervals_line(summary) if show_intervals else None
+    if dropped:
+        lines.append(dropped)
     if summary.get("workers_sched_idle"):
         lines.append(f"NOTE: {SCHED_IDLE_NOTE}")
     if label:
@@ -186,69 +160,29 @@ def format_report(
     return "\n".join(lines) + "\n"
 
 
-def json_document(summary: Mapping[str, Any], *, reason: str | None = None) -> dict[str, Any]:
-    """The ``--json`` document: the summary plus how the run ended."""
-    doc = dict(summary)
-    doc["interrupted"] = bool(reason and reason.startswith("interrupted"))
-    doc["reason"] = reason
-    return doc
-
-
-_NUM = r"([-+]?\d+(?:\.\d+)?)"
 _PATTERNS = {
-    "events_per_second": rf"events per second:\s+{_NUM}",
-    "total_time": rf"total time:\s+{_NUM}s",
-    "total_events": rf"total number of events:\s+{_NUM}",
-    "lat_min": rf"^\s+min:\s+{_NUM}$",
-    "lat_avg": rf"^\s+avg:\s+{_NUM}$",
-    "lat_max": rf"^\s+max:\s+{_NUM}$",
-    "lat_pct": rf"^\s+([\d.]+)th percentile:\s+{_NUM}$",
-    "lat_sum": rf"^\s+sum:\s+{_NUM}$",
-    "fair_events": rf"events \(avg/stddev\):\s+{_NUM}/{_NUM}",
-    "fair_time": rf"execution time \(avg/stddev\):\s+{_NUM}/{_NUM}",
-    "threads": r"Number of threads:\s+(\d+)\s*$",
+    "events_per_second": rf"events per second:\s+{NUM}",
     "max_prime": r"Prime numbers limit:\s+(\d+)",
 }
 _INTERVAL = re.compile(
-    rf"^\[ {_NUM}s \] thds: (\d+) eps: {_NUM} lat \(ms,([\d.]+)%\): {_NUM}$", re.MULTILINE
+    rf"^\[ {NUM}s \] thds: (\d+) eps: {NUM} lat \(ms,([\d.]+)%\): {NUM}$", re.MULTILINE
 )
 
 
 def parse_report(text: str) -> dict[str, Any]:
     """Read a sysbench-style cpu report (ours or sysbench's). Raises ValueError."""
-    found: dict[str, re.Match[str]] = {}
-    for key, pattern in _PATTERNS.items():
-        # The last match: a sweep report's final block is the one that counts.
-        matches = list(re.finditer(pattern, text, re.MULTILINE))
-        if matches:
-            found[key] = matches[-1]
-    missing = [k for k in ("events_per_second", "total_time", "total_events") if k not in found]
-    if missing:
-        raise ValueError(f"not a sysbench cpu report: missing {', '.join(missing)}")
-
-    def num(key: str, group: int = 1) -> float | None:
-        m = found.get(key)
-        return float(m.group(group)) if m else None
-
-    pct = num("lat_pct", 1) or 95.0
+    found = parse_sections(
+        text,
+        _PATTERNS,
+        required=("events_per_second", "total_time", "total_events"),
+        what="cpu",
+    )
+    shared = cumulative_fields(found, text)
     doc: dict[str, Any] = {
-        "events_per_second": num("events_per_second"),
-        "total_time": num("total_time"),
-        "total_events": int(num("total_events") or 0),
-        "percentile": pct,
-        "latency_ms": {
-            "min": num("lat_min"),
-            "avg": num("lat_avg"),
-            "max": num("lat_max"),
-            f"p{pct:g}": num("lat_pct", 2),
-            "sum": num("lat_sum"),
-        },
-        "fairness": {
-            "events_avg": num("fair_events", 1),
-            "events_stddev": num("fair_events", 2),
-            "time_avg": num("fair_time", 1),
-            "time_stddev": num("fair_time", 2),
-        },
+        "events_per_second": number(found, "events_per_second"),
+        "total_time": shared.pop("total_time"),
+        "total_events": shared.pop("total_events"),
+        **shared,
         "intervals": [
             {
                 "t": float(m.group(1)),
@@ -259,11 +193,8 @@ def parse_report(text: str) -> dict[str, Any]:
             }
             for m in _INTERVAL.finditer(text)
         ],
-        "interrupted": "INTERRUPTED" in text,
         "python_engine": "python engine: not comparable with sysbench" in text,
     }
-    if "threads" in found:
-        doc["threads"] = int(found["threads"].group(1))
     if "max_prime" in found:
         doc["max_prime"] = int(found["max_prime"].group(1))
     return doc

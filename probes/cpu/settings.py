@@ -32,11 +32,18 @@ from probetop.probes.core.options import (
     CommandSpec,
     Option,
     OptionValueError,
-    number,
     whole_number,
 )
-
-DEFAULT_TIME_S = 10.0  # sysbench 1.0's --time default
+from probetop.probes.core.sysbench.options import (
+    DEFAULT_PERCENTILE,
+    DEFAULT_TIME_S,
+    check_percentile,
+    percentile_option,
+    report_interval_option,
+    run_word_option,
+    sampling_period,
+    threads_option,
+)
 
 # What one worker thread costs the machine (measured, docs/cpu.md): its
 # counters and 1024-bucket histogram (8.3 KiB), the touched part of its
@@ -119,7 +126,7 @@ SPEC = CommandSpec(
     description=DESCRIPTION,
     epilog=EPILOG,
     options=(
-        Option(("--threads",), "worker threads (default 1)", whole_number(), 1, "N"),
+        threads_option(),
         Option(
             ("--events",),
             "stop after N events in total (default 0: no limit; --time still applies)",
@@ -135,21 +142,8 @@ SPEC = CommandSpec(
             "N",
             dest="max_prime",
         ),
-        Option(
-            ("--report-interval",),
-            "sample every S seconds and print sysbench's [ Ns ] lines in the headless "
-            "report (per-interval, not cumulative); cpu's name for --sample-interval",
-            number(),
-            None,
-            "S",
-        ),
-        Option(
-            ("--percentile",),
-            "latency percentile to report (default 95; 0 disables, as in sysbench)",
-            number(),
-            95.0,
-            "P",
-        ),
+        report_interval_option("cpu"),
+        percentile_option(),
         Option(
             ("--sweep",),
             "one run per thread count (--time each) and report events/s and scaling "
@@ -160,14 +154,7 @@ SPEC = CommandSpec(
             nargs="?",
             const=(),
         ),
-        Option(
-            ("sysbench_command",),
-            "sysbench's trailing command word, accepted so `sysbench cpu ... run` "
-            "lines work unchanged (only run)",
-            choices=("run",),
-            nargs="?",
-            metavar="run",
-        ),
+        run_word_option("cpu"),
         Option(
             ("--engine",),
             "event engine: llvm (native, comparable with sysbench) or python "
@@ -216,25 +203,20 @@ class CpuSettings:
         validated. ``--report-interval`` is cpu's (sysbench's) name for the
         sampling period, which also prints the [ Ns ] lines: given with a
         different --sample-interval it is refused, never silently overridden."""
-        report_interval = values.get("report_interval")
-        if report_interval is not None and report_interval <= 0:
-            raise UsageProbeError(f"--report-interval must be positive, got {report_interval}")
-        if report_interval is not None and interval_given and report_interval != interval_s:
-            raise UsageProbeError(
-                f"--report-interval {report_interval:g} and --sample-interval {interval_s:g} "
-                "name the same period in cpu (sysbench's name and probetop's): give one"
-            )
+        period, report_intervals = sampling_period(
+            values, interval_s=interval_s, interval_given=interval_given, command="cpu"
+        )
         sweep = values.get("sweep")  # None: no sweep; (): the full sweep; else a list
         settings = cls(
             threads=values.get("threads", 1),
             time_s=DEFAULT_TIME_S if time_s is None else float(time_s),
             events=values.get("events", 0),
             max_prime=values.get("max_prime", 10000),
-            interval_s=report_interval or interval_s,
-            percentile=values.get("percentile", 95.0),
+            interval_s=period,
+            percentile=values.get("percentile", DEFAULT_PERCENTILE),
             sweep=sweep is not None,
             engine=values.get("engine", "auto"),
-            report_intervals=report_interval is not None,
+            report_intervals=report_intervals,
             sweep_counts=tuple(sweep) if sweep else None,
         )
         settings.validate()
@@ -270,10 +252,7 @@ class CpuSettings:
                 "--time 0 and --events 0 would run forever: give a time (--time 10) "
                 "or an event count (--events 10000)"
             )
-        if not (0 <= self.percentile <= 100):
-            raise UsageProbeError(
-                f"--percentile must be within 1..100 (0: disabled), got {self.percentile}"
-            )
+        check_percentile(self.percentile)
         threads = self.max_threads()
         # What the machine can hold first: the count itself may be the problem.
         check_per_cpu(

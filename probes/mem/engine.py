@@ -6,374 +6,643 @@ Contract:
   ``EngineUnavailable``.
 - ``engine.run(job)`` runs events back to back in the calling thread (a
   ctypes call: the GIL is released, threads run in parallel) until the stop
-  flag is set, the deadline passes or the thread's operation budget is spent,
-  and returns the STOPPED_* reason. One event is what sysbench's
-  ``event_<mode>_<oper>`` does with one block of ``words`` 8-byte words:
-  - seq write: a volatile store of ``end - p`` into every word, in order;
-  - seq read: a volatile load of every word, in order;
-  - seq none: an empty loop over the words with a compiler barrier;
-  - rnd read/write/none: ``words`` accesses at ``(size_t)(u * words)`` where
-    ``u`` is xoroshiro128+'s next double in [0, 1) (sysbench's
-    ``sb_rand_uniform_double``); rnd write stores the byte index ``i``.
-  Around each event, as sysbench's ``thread_run``: a CLOCK_MONOTONIC read for
-  the --time check, one before and one after the event, then the thread's
-  counters and its 1024-bucket latency histogram (sysbench's buckets).
-- Counters (int64 slots, read live by the sampler): see STAT_*.
+  flag is set, --time has passed or the thread's operation budget is spent,
+  then stores ``STAT_END_NS``, ``STAT_CPU_NS`` and, last, ``STAT_DONE`` in
+  its row and returns the STOPPED_* reason.
+
+Why it is built like this: a figure means sysbench's figure only when each
+event costs what it costs in sysbench, and at 1 KiB blocks sysbench spends
+more time around the event than in it. So the loop does, per event, the work
+sysbench 1.0.20's ``thread_run`` does (read off the distribution's binary,
+``objdump -d $(which sysbench)``, and the sources), call for call:
+
+- ``sb_more_events``: an out-of-line call (with gcc's stack protector) that
+  reads the error flag, the clock (CLOCK_MONOTONIC) against --time and the
+  event and rate limits;
+- ``next_event`` through the test's function pointer (``memory_next_event``:
+  the thread's --memory-total-size budget), returning a 48-byte event that
+  is copied, as ``event = test->ops.next_event(...)`` does;
+- ``sb_event_start``: the thread timer's spinlock (an xchg), the clock, unlock;
+- ``execute_event`` through the test's function pointer (one of
+  ``event_{seq,rnd}_{write,read,none}``, each shaped like gcc -O2
+  -funroll-loops made it: seq loops 8 words per trip after a remainder
+  prologue; rnd loops one word per trip, reloading the block size, the
+  buffer and the generator's state around every access, as ConcurrencyKit's
+  ``ck_pr_load_64``/``ck_pr_store_64`` (asm with a memory clobber) force;
+  rnd ``none`` only advances the generator, as gcc leaves it);
+- ``sb_event_stop``: an out-of-line call: spinlock, clock, the timer's
+  count, sum, min and max, unlock; with --percentile > 0 ``sb_histogram_update``
+  (out of line: a random slot of 128 from the thread's xoroshiro128+,
+  ``floor((log(ms) - ln 0.001) * mult + 0.5)``, and a locked increment in
+  the histogram that ALL threads share, slot by slot, as sysbench's global
+  ``sb_latency_histogram``: with 2 threads its cache lines move between
+  cores); then the thread's event counter (``sb_counter_inc``).
+- libc's ``clock_gettime``, ``log`` and ``floor`` are called through a
+  table, as sysbench calls them through its PLT.
+
+Memory layout (int64 slots): a thread's row (``ROW_SLOTS``, from
+``probes.core.sysbench.counters``: STAT_* first, then the timer's fields,
+budget, generator state and buffer) and the run's context (``CTX_*``).
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import math
+import struct
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-STAT_EVENTS = 0
-STAT_LAT_SUM = 1  # ns
-STAT_LAT_MIN = 2  # ns, INT64_MAX until the first event
-STAT_LAT_MAX = 3  # ns
-STAT_END_NS = 4  # CLOCK_MONOTONIC ns when the thread left the loop
-STAT_DONE = 5  # STOPPED_* code, stored last; 0 while running
-STAT_LOCK = 6  # the thread's timer spinlock (sysbench takes one per clock read)
-STAT_SLOTS = 8
+from probetop.probes.core.sysbench.counters import (
+    INT64_MAX,
+    STAT_LAT_MIN,
+    STOPPED_DEADLINE,
+    STOPPED_FLAG,
+    STOPPED_LIMIT,
+)
+from probetop.probes.core.sysbench.hist import HIST_DEDUCT, HIST_MULT, HIST_SIZE
 
-HIST_SIZE = 1024
-HIST_MIN_MS = 0.001
-HIST_MAX_MS = 100000.0
-HIST_DEDUCT = math.log(HIST_MIN_MS)
-HIST_MULT = (HIST_SIZE - 1) / (math.log(HIST_MAX_MS) - HIST_DEDUCT)
-INT64_MAX = 2**63 - 1
+# A thread's row after the shared STAT_* slots (0-7): sysbench's sb_timer_t
+# fields, its TLS (budget, generator state, buffer).
+ROW_START_S = 8  # time_start (timespec: s, ns)
+ROW_END_S = 10  # time_end
+ROW_TIMER_EVENTS = 12
+ROW_QUEUE_NS = 13  # always 0 (sysbench's --rate queue time)
+ROW_LOCK = 14  # the timer's spinlock
+ROW_BUDGET = 15  # tls_total_ops: operations left (--memory-total-size)
+ROW_RNG = 16  # xoroshiro128+ state, 2 slots
+ROW_BUF = 18  # the thread's block (global scope: the same for all)
+ROW_SLOTS = 24  # 192 bytes: rows never share a cache line
 
-STOPPED_FLAG = 1
-STOPPED_DEADLINE = 2
-STOPPED_TOTAL = 3  # --memory-total-size reached
+# The run's context: sysbench's globals, read by every thread.
+CTX_ERROR = 0  # sb_globals.error: the stop flag (i32)
+CTX_START_S = 1  # sb_exec_timer.time_start (s, ns)
+CTX_QUEUE_NS = 3  # sb_exec_timer.queue_time: 0
+CTX_MAX_TIME_NS = 4  # --time in ns; 0 = none
+CTX_MAX_EVENTS = 5  # 0: the memory test keeps its own limit
+CTX_TX_RATE = 6  # 0: no --rate
+CTX_PERCENTILE = 7  # 0: --percentile 0, no histogram
+CTX_BLOCK_SIZE = 8
+CTX_TOTAL_SIZE = 9
+CTX_CLOCK_GETTIME = 10  # libc functions (sysbench's PLT)
+CTX_LOG = 11
+CTX_FLOOR = 12
+CTX_NEXT_EVENT = 13  # the test's ops (function pointers)
+CTX_EXECUTE_EVENT = 14
+CTX_HIST_SLOTS = 15  # address of HIST_SLOTS row addresses
+CTX_DEDUCT = 16  # the histogram's constants (double bits)
+CTX_MULT = 17
+CTX_HIST_SIZE = 18
+CTX_SLOTS = 24
+
+HIST_SLOTS = 128  # sysbench's SB_HISTOGRAM_NSLOTS: rows of the shared histogram
 
 OPERS = ("write", "read", "none")
 MODES = ("seq", "rnd")
+UNROLL = 8  # gcc -funroll-loops: 8 words per trip of a seq loop
+
+CLOCK_MONOTONIC = 1
+CLOCK_THREAD_CPUTIME_ID = 3
 
 
 class EngineUnavailable(RuntimeError):
     """The engine cannot be built on this machine (the message says why)."""
 
 
-# One event per (mode, oper); all share the loop in @mem_run. Arguments:
-# buffer, words, rng state (2 x i64). The distribution's sysbench is built
-# with gcc -funroll-loops: its event loops do 8 words per trip (objdump -d
-# $(which sysbench)); ours do the same, or a 1-MiB seq read costs ~2x here.
-_ACCESS = {
-    # (setup in entry, one access at word index %i{k} -> IR lines)
-    # sysbench stores end - p in words, computed per word from the pointer
-    # (mov, sub, sar, store: objdump); the empty asm hides the pointer's
-    # relation to %i from LLVM, which otherwise folds it all into one lea:
-    # less work per word than sysbench's loop (1.2-1.4x its seq write rate)
-    "seq_write": (
-        "  %endp = getelementptr i64, i64* %buf, i64 %words\n  %end = ptrtoint i64* %endp to i64\n",
-        "  %g{k} = getelementptr i64, i64* %buf, i64 %i{k}\n"
-        "  %q{k} = ptrtoint i64* %g{k} to i64\n"
-        '  %a{k} = call i64 asm "", "=r,0"(i64 %q{k})\n'
-        "  %p{k} = inttoptr i64 %a{k} to i64*\n"
-        "  %d{k} = sub i64 %end, %a{k}\n"
-        "  %v{k} = ashr i64 %d{k}, 3\n"
-        "  store volatile i64 %v{k}, i64* %p{k}, align 8\n",
-    ),
-    "seq_read": (
-        "",
-        "  %p{k} = getelementptr i64, i64* %buf, i64 %i{k}\n"
-        "  %v{k} = load volatile i64, i64* %p{k}, align 8\n",
-    ),
-    "seq_none": ("", '  call void asm sideeffect "", "~{{memory}}"()\n'),
-    "rnd_write": (
-        "  %scale = uitofp i64 %words to double\n",
-        "  %x{k} = call i64 @rnd_index(i64* %rng, double %scale)\n"
-        "  %p{k} = getelementptr i64, i64* %buf, i64 %x{k}\n"
-        "  %b{k} = shl i64 %i{k}, 3\n"
-        "  store volatile i64 %b{k}, i64* %p{k}, align 8\n",
-    ),
-    "rnd_read": (
-        "  %scale = uitofp i64 %words to double\n",
-        "  %x{k} = call i64 @rnd_index(i64* %rng, double %scale)\n"
-        "  %p{k} = getelementptr i64, i64* %buf, i64 %x{k}\n"
-        "  %v{k} = load volatile i64, i64* %p{k}, align 8\n",
-    ),
-    "rnd_none": (
-        "  %scale = uitofp i64 %words to double\n  %slot = alloca i64\n",
-        "  %x{k} = call i64 @rnd_index(i64* %rng, double %scale)\n"
-        "  store volatile i64 %x{k}, i64* %slot\n",
-    ),
-}
-UNROLL = 8
+# ConcurrencyKit's ck_pr_load_64 / ck_pr_store_64 on x86-64: one movq in asm
+# with a memory clobber (nothing cached in registers across it).
+_CK_LOAD = 'call i64 asm sideeffect "movq $1, $0", "=r,*m,~{{memory}}"(ptr elementtype(i64) {p})'
+_CK_STORE = (
+    'call void asm sideeffect "movq $1, $0", "=*m,r,~{{memory}}"(ptr elementtype(i64) {p}, i64 {v})'
+)
+_CK_BARRIER = 'call void asm sideeffect "", "~{{memory}}"()'
 
 
-def _event_ir(name: str) -> str:
-    """One event: words < UNROLL one word per trip, else UNROLL words per trip
-    (words is a power of two, so a multiple of UNROLL then)."""
-    setup, access = _ACCESS[name]
-    one = access.format(k="s").replace("%i{k}", "%is")
-    many = "".join(f"  %i{k} = add i64 %u, {k}\n" + access.format(k=k) for k in range(UNROLL))
+def _seq_word(oper: str, k: str) -> str:
+    """One word of a seq event at pointer %p{k} (end pointer %end)."""
+    if oper == "write":  # SIZE_T_STORE(buf, end - buf)
+        # gcc materialises each word's pointer and subtracts it from end
+        # (lea, mov, sub, sar, mov per word: objdump); the empty asm keeps
+        # LLVM from folding end - p into one decrementing counter (3
+        # instructions a word, 1.3-1.4x sysbench's rate at 1 MiB blocks).
+        return (
+            f"  %q{k} = ptrtoint ptr %p{k} to i64\n"
+            f'  %pi{k} = call i64 asm "", "=r,0"(i64 %q{k})\n'
+            f"  %pa{k} = inttoptr i64 %pi{k} to ptr\n"
+            f"  %d{k} = sub i64 %endi, %pi{k}\n"
+            f"  %v{k} = ashr i64 %d{k}, 3\n"
+            f"  {_CK_STORE.format(p=f'%pa{k}', v=f'%v{k}')}\n"
+        )
+    if oper == "read":
+        return f"  %v{k} = {_CK_LOAD.format(p=f'%p{k}')}\n"
+    return f"  {_CK_BARRIER.format()}\n"
+
+
+def _seq_event(oper: str) -> str:
+    """``event_seq_<oper>``: for (buf = tls_buf; buf < end; buf++) as gcc
+    unrolls it: the first word, (words - 1) % 8 words, then 8 per trip."""
+    tail = []
+    for r in range(UNROLL - 1, 0, -1):  # r words left before the loop
+        nxt = f"r{r - 1}" if r > 1 else "check"
+        tail.append(
+            f"r{r}:\n  %p.r{r} = phi ptr [%p1, %pick]"
+            + (f", [%n.r{r + 1}, %r{r + 1}]" if r < UNROLL - 1 else "")
+            + "\n"
+            + _seq_word(oper, f".r{r}")
+            + f"  %n.r{r} = getelementptr i64, ptr %p.r{r}, i64 1\n"
+            f"  br label %{nxt}\n"
+        )
+    # gcc addresses the trip's words from one base register (lea 8(%r9) ...,
+    # two-operand); the asm keeps LLVM from rewriting that as base + index
+    # + offset (a three-operand lea per word: slower on some CPUs).
+    body = '  %ui = ptrtoint ptr %u to i64\n  %ua = call i64 asm "", "=r,0"(i64 %ui)\n'
+    body += "  %ub = inttoptr i64 %ua to ptr\n"
+    body += "".join(
+        f"  %p.u{k} = getelementptr i64, ptr %ub, i64 {k}\n" + _seq_word(oper, f".u{k}")
+        for k in range(UNROLL)
+    )
+    cases = " ".join(f"i64 {r}, label %r{r}" for r in range(1, UNROLL - 1))
     return f"""
-define internal void @ev_{name}(i64* %buf, i64 %words, i64* %rng) noinline {{
+define i32 @event_seq_{oper}(ptr %req, i32 %tid, ptr %row, ptr %ctx) noinline nounwind {{
 entry:
-{setup}  %empty = icmp eq i64 %words, 0
-  br i1 %empty, label %done, label %pick
+  %bufp = getelementptr i64, ptr %row, i64 {ROW_BUF}
+  %buf = load ptr, ptr %bufp
+  %bsp = getelementptr i64, ptr %ctx, i64 {CTX_BLOCK_SIZE}
+  %bs = load i64, ptr %bsp
+  %neg = icmp slt i64 %bs, 0
+  %bs7 = add i64 %bs, 7
+  %bsr = select i1 %neg, i64 %bs7, i64 %bs
+  %bytes = and i64 %bsr, -8
+  %end = getelementptr i8, ptr %buf, i64 %bytes
+  %endi = ptrtoint ptr %end to i64
+  %p0 = getelementptr i64, ptr %buf, i64 0
+  %none = icmp uge ptr %buf, %end
+  br i1 %none, label %done, label %first
+first:
+{_seq_word(oper, "0")}  %p1 = getelementptr i64, ptr %buf, i64 1
+  %more = icmp ult ptr %p1, %end
+  br i1 %more, label %pick, label %done
 pick:
-  %small = icmp ult i64 %words, {UNROLL}
-  br i1 %small, label %single, label %unrolled
-single:
-  %is = phi i64 [0, %pick], [%ns, %single]
-{one}  %ns = add i64 %is, 1
-  %cs = icmp ult i64 %ns, %words
-  br i1 %cs, label %single, label %done
-unrolled:
-  %u = phi i64 [0, %pick], [%nu, %unrolled]
-{many}  %nu = add i64 %u, {UNROLL}
-  %cu = icmp ult i64 %nu, %words
-  br i1 %cu, label %unrolled, label %done
+  %span = sub i64 %bytes, 8
+  %sw = lshr i64 %span, 3
+  %r = and i64 %sw, 7
+  switch i64 %r, label %r7 [ i64 0, label %check {cases} ]
+{"".join(tail)}check:
+  %pc = phi ptr [%p1, %pick], [%n.r1, %r1], [%n.u, %loop]
+  %go = icmp ult ptr %pc, %end
+  br i1 %go, label %loop, label %done
+loop:
+  %u = phi ptr [%pc, %check]
+{body}  %n.u = getelementptr i64, ptr %ub, i64 {UNROLL}
+  br label %check
 done:
-  ret void
+  ret i32 0
 }}
 """
 
 
-_RND_INDEX = r"""
-; xoroshiro128+ next as a double in [0, 1), times words, truncated: an index.
-define internal i64 @rnd_index(i64* %rng, double %scale) alwaysinline {
-  %p1 = getelementptr i64, i64* %rng, i64 1
-  %s0 = load i64, i64* %rng
-  %s1a = load i64, i64* %p1
+_XOROSHIRO = """
+; sysbench's sb_rand_uniform_uint64: xoroshiro128+ on the thread's state
+define internal i64 @xoroshiro_next(ptr %s) alwaysinline nounwind {
+  %p1 = getelementptr i64, ptr %s, i64 1
+  %s0 = load i64, ptr %s
+  %s1a = load i64, ptr %p1
   %res = add i64 %s0, %s1a
   %s1 = xor i64 %s1a, %s0
-  %r55a = shl i64 %s0, 55
-  %r55b = lshr i64 %s0, 9
-  %r55 = or i64 %r55a, %r55b
+  %r55 = call i64 @llvm.fshl.i64(i64 %s0, i64 %s0, i64 55)
   %t1 = xor i64 %r55, %s1
   %sh = shl i64 %s1, 14
   %ns0 = xor i64 %t1, %sh
-  %r36a = shl i64 %s1, 36
-  %r36b = lshr i64 %s1, 28
-  %ns1 = or i64 %r36a, %r36b
-  store i64 %ns0, i64* %rng
-  store i64 %ns1, i64* %p1
-  %m = lshr i64 %res, 12
+  %ns1 = call i64 @llvm.fshl.i64(i64 %s1, i64 %s1, i64 36)
+  store i64 %ns0, ptr %s
+  store i64 %ns1, ptr %p1
+  ret i64 %res
+}
+declare i64 @llvm.fshl.i64(i64, i64, i64)
+
+; sb_rand_uniform_double: the top 52 bits as a double in [0, 1)
+define internal double @uniform_double(ptr %s) alwaysinline nounwind {
+  %x = call i64 @xoroshiro_next(ptr %s)
+  %m = lshr i64 %x, 12
   %bits = or i64 %m, 4607182418800017408
   %d = bitcast i64 %bits to double
   %u = fsub double %d, 1.0
-  %x = fmul double %u, %scale
-  %idx = fptoui double %x to i64
-  ret i64 %idx
+  ret double %u
 }
 """
 
-_EVENTS = _RND_INDEX + "".join(_event_ir(name) for name in _ACCESS)
 
-_RUN = r"""
-%timespec = type { i64, i64 }
-declare i32 @clock_gettime(i32, %timespec*)
-declare double @log(double)
-declare double @floor(double)
+def _rnd_event(oper: str) -> str:
+    """``event_rnd_<oper>``: for (i = 0; i < block_size; i += 8) one access at
+    (size_t)(uniform * (block_size / 8)); read/write one word per trip, every
+    global reloaded after each ck_pr access; none only advances the state."""
+    if oper == "none":
+        # gcc drops the unused offset: 8 generator steps per trip, the state
+        # in registers; the same word count as the other events.
+        steps = "".join(f"  %x{k} = call i64 @xoroshiro_next(ptr %rng)\n" for k in range(UNROLL))
+        return f"""
+define i32 @event_rnd_none(ptr %req, i32 %tid, ptr %row, ptr %ctx) noinline nounwind {{
+entry:
+  %rng = getelementptr i64, ptr %row, i64 {ROW_RNG}
+  %bsp = getelementptr i64, ptr %ctx, i64 {CTX_BLOCK_SIZE}
+  %bs = load i64, ptr %bsp
+  %words = lshr i64 %bs, 3
+  %few = icmp ult i64 %words, {UNROLL}
+  br i1 %few, label %single, label %check
+single:
+  %is = phi i64 [0, %entry], [%ns, %single]
+  %xs = call i64 @xoroshiro_next(ptr %rng)
+  %ns = add i64 %is, 1
+  %cs = icmp ult i64 %ns, %words
+  br i1 %cs, label %single, label %done
+check:
+  %i = phi i64 [0, %entry], [%ni, %loop]
+  %go = icmp ult i64 %i, %words
+  br i1 %go, label %loop, label %done
+loop:
+{steps}  %ni = add i64 %i, {UNROLL}
+  br label %check
+done:
+  ret i32 0
+}}
+"""
+    access = (
+        _CK_STORE.format(p="%at", v="%i") if oper == "write" else "%v = " + _CK_LOAD.format(p="%at")
+    )
+    return f"""
+define i32 @event_rnd_{oper}(ptr %req, i32 %tid, ptr %row, ptr %ctx) noinline nounwind {{
+entry:
+  %rng = getelementptr i64, ptr %row, i64 {ROW_RNG}
+  %bufp = getelementptr i64, ptr %row, i64 {ROW_BUF}
+  %bsp = getelementptr i64, ptr %ctx, i64 {CTX_BLOCK_SIZE}
+  %bs0 = load i64, ptr %bsp
+  %any = icmp sgt i64 %bs0, 0
+  br i1 %any, label %loop, label %done
+loop:
+  %i = phi i64 [0, %entry], [%ni, %loop]
+  %bs = load i64, ptr %bsp
+  %words = ashr i64 %bs, 3
+  %wf = sitofp i64 %words to double
+  %u = call double @uniform_double(ptr %rng)
+  %x = fmul double %u, %wf
+  %off = fptoui double %x to i64
+  %buf = load ptr, ptr %bufp
+  %at = getelementptr i64, ptr %buf, i64 %off
+  {access}
+  %ni = add i64 %i, 8
+  %bs1 = load i64, ptr %bsp
+  %more = icmp slt i64 %ni, %bs1
+  br i1 %more, label %loop, label %done
+done:
+  ret i32 0
+}}
+"""
 
-; ck_spinlock_fas: swap 1 in until the old value was 0
-define internal void @spin_lock(i64* %p) alwaysinline {
+
+_RUN = f"""
+%timespec = type {{ i64, i64 }}
+
+define internal void @spin_lock(ptr %p) alwaysinline nounwind {{
 entry:
   br label %try
 try:
-  %old = atomicrmw xchg i64* %p, i64 1 acquire
+  %old = atomicrmw xchg ptr %p, i64 1 acquire
   %free = icmp eq i64 %old, 0
-  br i1 %free, label %got, label %try
+  br i1 %free, label %got, label %wait
+wait:
+  call void @llvm.x86.sse2.pause()
+  br label %try
 got:
   ret void
-}
+}}
+declare void @llvm.x86.sse2.pause()
 
-define internal i64 @now(%timespec* %ts) alwaysinline {
-  %r = call i32 @clock_gettime(i32 1, %timespec* %ts)
-  %sp = getelementptr %timespec, %timespec* %ts, i32 0, i32 0
-  %np = getelementptr %timespec, %timespec* %ts, i32 0, i32 1
-  %s = load i64, i64* %sp
-  %n = load i64, i64* %np
+define internal i64 @clock_ns(ptr %ctx, i32 %clock) nounwind {{
+  %ts = alloca %timespec
+  %fp = getelementptr i64, ptr %ctx, i64 {CTX_CLOCK_GETTIME}
+  %f = load ptr, ptr %fp
+  %r = call i32 %f(i32 %clock, ptr %ts)
+  %s = load i64, ptr %ts
+  %np = getelementptr i64, ptr %ts, i64 1
+  %n = load i64, ptr %np
   %sn = mul i64 %s, 1000000000
   %t = add i64 %sn, %n
   ret i64 %t
-}
+}}
 
-; mem_run(kind, buf, words, budget (-1: none), stop*, deadline* (0: none),
-;         stats*, hist*, rng*) -> STOPPED_*
-define i64 @mem_run(i64 %kind, i64* %buf, i64 %words, i64 %budget, i32* %stop,
-                    i64* %deadline_p, i64* %stats, i64* %hist, i64* %rng) {
+; sysbench's sb_more_events: error flag, --time, --events, --rate
+define internal zeroext i1 @sb_more_events(ptr %ctx, i32 %tid) noinline nounwind sspstrong {{
 entry:
   %ts = alloca %timespec
-  %deadline = load volatile i64, i64* %deadline_p
-  %ev_p = getelementptr i64, i64* %stats, i64 0
-  %sum_p = getelementptr i64, i64* %stats, i64 1
-  %min_p = getelementptr i64, i64* %stats, i64 2
-  %max_p = getelementptr i64, i64* %stats, i64 3
-  %end_p = getelementptr i64, i64* %stats, i64 4
-  %done_p = getelementptr i64, i64* %stats, i64 5
-  %lock_p = getelementptr i64, i64* %stats, i64 6
-  br label %head
+  %err = load volatile i32, ptr %ctx
+  %bad = icmp ne i32 %err, 0
+  br i1 %bad, label %no, label %time
+time:
+  %mtp = getelementptr i64, ptr %ctx, i64 {CTX_MAX_TIME_NS}
+  %mt = load i64, ptr %mtp
+  %timed = icmp ne i64 %mt, 0
+  br i1 %timed, label %clock, label %events
+clock:
+  %fp = getelementptr i64, ptr %ctx, i64 {CTX_CLOCK_GETTIME}
+  %f = load ptr, ptr %fp
+  %r = call i32 %f(i32 {CLOCK_MONOTONIC}, ptr %ts)
+  %s = load i64, ptr %ts
+  %nsp = getelementptr i64, ptr %ts, i64 1
+  %ns = load i64, ptr %nsp
+  %s0p = getelementptr i64, ptr %ctx, i64 {CTX_START_S}
+  %s0 = load i64, ptr %s0p
+  %n0p = getelementptr i64, ptr %ctx, i64 {CTX_START_S + 1}
+  %n0 = load i64, ptr %n0p
+  %qp = getelementptr i64, ptr %ctx, i64 {CTX_QUEUE_NS}
+  %q = load i64, ptr %qp
+  %ds = sub i64 %s, %s0
+  %dsn = mul i64 %ds, 1000000000
+  %dn = sub i64 %ns, %n0
+  %dq = add i64 %dn, %q
+  %elapsed = add i64 %dsn, %dq
+  %late = icmp uge i64 %elapsed, %mt
+  br i1 %late, label %no, label %events
+events:
+  %mep = getelementptr i64, ptr %ctx, i64 {CTX_MAX_EVENTS}
+  %me = load i64, ptr %mep
+  %counted = icmp ne i64 %me, 0
+  br i1 %counted, label %no, label %rate
+rate:
+  %rp = getelementptr i64, ptr %ctx, i64 {CTX_TX_RATE}
+  %rate.v = load i32, ptr %rp
+  %paced = icmp ne i32 %rate.v, 0
+  br i1 %paced, label %no, label %yes
+yes:
+  ret i1 1
+no:
+  ret i1 0
+}}
 
-head:
-  %left = phi i64 [%budget, %entry], [%left1, %tail]
-  %flag = load volatile i32, i32* %stop
-  %stopped = icmp ne i32 %flag, 0
-  br i1 %stopped, label %out_flag, label %check_time
-
-check_time:
-  %has_deadline = icmp ne i64 %deadline, 0
-  br i1 %has_deadline, label %read_clock, label %check_budget
-read_clock:
-  %t_now = call i64 @now(%timespec* %ts)
-  %late = icmp sge i64 %t_now, %deadline
-  br i1 %late, label %out_deadline, label %check_budget
-
-check_budget:
-  %spent = icmp eq i64 %left, 0
-  br i1 %spent, label %out_total, label %event
-event:
+; memory_next_event: the thread's budget (tls_total_ops), type 0 = none left
+define void @memory_next_event(ptr sret([48 x i8]) %ev, i32 %tid, ptr %row,
+                                        ptr %ctx) noinline nounwind {{
+entry:
+  %tp = getelementptr i64, ptr %ctx, i64 {CTX_TOTAL_SIZE}
+  %total = load i64, ptr %tp
+  %limited = icmp sgt i64 %total, 0
+  br i1 %limited, label %count, label %some
+count:
+  %bp = getelementptr i64, ptr %row, i64 {ROW_BUDGET}
+  %left = load i64, ptr %bp
   %left1 = add i64 %left, -1
-  ; sb_timer_start: spinlock, clock, unlock
-  call void @spin_lock(i64* %lock_p)
-  %t0 = call i64 @now(%timespec* %ts)
-  store atomic i64 0, i64* %lock_p release, align 8
-  switch i64 %kind, label %ev_done [
-    i64 0, label %k0
-    i64 1, label %k1
-    i64 2, label %k2
-    i64 3, label %k3
-    i64 4, label %k4
-    i64 5, label %k5
-  ]
-k0:
-  call void @ev_seq_write(i64* %buf, i64 %words, i64* %rng)
-  br label %ev_done
-k1:
-  call void @ev_seq_read(i64* %buf, i64 %words, i64* %rng)
-  br label %ev_done
-k2:
-  call void @ev_seq_none(i64* %buf, i64 %words, i64* %rng)
-  br label %ev_done
-k3:
-  call void @ev_rnd_write(i64* %buf, i64 %words, i64* %rng)
-  br label %ev_done
-k4:
-  call void @ev_rnd_read(i64* %buf, i64 %words, i64* %rng)
-  br label %ev_done
-k5:
-  call void @ev_rnd_none(i64* %buf, i64 %words, i64* %rng)
-  br label %ev_done
+  store i64 %left1, ptr %bp
+  %spent = icmp eq i64 %left, 0
+  br i1 %spent, label %null, label %some
+null:
+  store i32 0, ptr %ev
+  ret void
+some:
+  store i32 2, ptr %ev
+  ret void
+}}
 
-ev_done:
-  ; sb_timer_stop: the thread's timer spinlock around the clock read and
-  ; the timer's sums, as sysbench's (an xchg to take, a store to release)
-  call void @spin_lock(i64* %lock_p)
-  %t1 = call i64 @now(%timespec* %ts)
-  %lat = sub i64 %t1, %t0
-  %ev = load volatile i64, i64* %ev_p
-  %ev1 = add i64 %ev, 1
-  %sum = load volatile i64, i64* %sum_p
+; sb_histogram_update on the shared histogram (HIST_SLOTS rows)
+define internal void @sb_histogram_update(ptr %ctx, ptr %row, double %ms) noinline nounwind {{
+entry:
+  %rng = getelementptr i64, ptr %row, i64 {ROW_RNG}
+  %x = call i64 @xoroshiro_next(ptr %rng)
+  %slot = and i64 %x, {HIST_SLOTS - 1}
+  %lp = getelementptr i64, ptr %ctx, i64 {CTX_LOG}
+  %logf = load ptr, ptr %lp
+  %ln = call double %logf(double %ms)
+  %dp = getelementptr i64, ptr %ctx, i64 {CTX_DEDUCT}
+  %deduct = load double, ptr %dp
+  %mp = getelementptr i64, ptr %ctx, i64 {CTX_MULT}
+  %mult = load double, ptr %mp
+  %a = fsub double %ln, %deduct
+  %b = fmul double %a, %mult
+  %c = fadd double %b, 0.5
+  %fp = getelementptr i64, ptr %ctx, i64 {CTX_FLOOR}
+  %floorf = load ptr, ptr %fp
+  %fl = call double %floorf(double %c)
+  %i = fptosi double %fl to i64
+  %sp = getelementptr i64, ptr %ctx, i64 {CTX_HIST_SIZE}
+  %size = load i64, ptr %sp
+  %neg = icmp slt i64 %i, 0
+  %last = add i64 %size, -1
+  %over = icmp sge i64 %i, %size
+  %i1 = select i1 %over, i64 %last, i64 %i
+  %i2 = select i1 %neg, i64 0, i64 %i1
+  %hp = getelementptr i64, ptr %ctx, i64 {CTX_HIST_SLOTS}
+  %slots = load ptr, ptr %hp
+  %rowp = getelementptr ptr, ptr %slots, i64 %slot
+  %hrow = load ptr, ptr %rowp
+  %cell = getelementptr i64, ptr %hrow, i64 %i2
+  %old = atomicrmw add ptr %cell, i64 1 monotonic
+  ret void
+}}
+
+; sb_event_stop: timer (spinlock, clock, count/sum/min/max), histogram, counter
+define internal void @sb_event_stop(ptr %ctx, ptr %row, i32 %tid) noinline nounwind {{
+entry:
+  %lock = getelementptr i64, ptr %row, i64 {ROW_LOCK}
+  call void @spin_lock(ptr %lock)
+  %endp = getelementptr i64, ptr %row, i64 {ROW_END_S}
+  %fp = getelementptr i64, ptr %ctx, i64 {CTX_CLOCK_GETTIME}
+  %f = load ptr, ptr %fp
+  %r = call i32 %f(i32 {CLOCK_MONOTONIC}, ptr %endp)
+  %es = load i64, ptr %endp
+  %enp = getelementptr i64, ptr %row, i64 {ROW_END_S + 1}
+  %en = load i64, ptr %enp
+  %ssp = getelementptr i64, ptr %row, i64 {ROW_START_S}
+  %ss = load i64, ptr %ssp
+  %snp = getelementptr i64, ptr %row, i64 {ROW_START_S + 1}
+  %sn = load i64, ptr %snp
+  %qp = getelementptr i64, ptr %row, i64 {ROW_QUEUE_NS}
+  %q = load i64, ptr %qp
+  %ds = sub i64 %es, %ss
+  %dsn = mul i64 %ds, 1000000000
+  %dn = sub i64 %en, %sn
+  %dq = add i64 %dn, %q
+  %lat = add i64 %dsn, %dq
+  %tep = getelementptr i64, ptr %row, i64 {ROW_TIMER_EVENTS}
+  %te = load i64, ptr %tep
+  %te1 = add i64 %te, 1
+  store i64 %te1, ptr %tep
+  %sump = getelementptr i64, ptr %row, i64 1
+  %sum = load i64, ptr %sump
   %sum1 = add i64 %sum, %lat
-  store volatile i64 %sum1, i64* %sum_p
-  %mn = load volatile i64, i64* %min_p
-  %lt = icmp slt i64 %lat, %mn
-  %mn1 = select i1 %lt, i64 %lat, i64 %mn
-  store volatile i64 %mn1, i64* %min_p
-  %mx = load volatile i64, i64* %max_p
-  %gt = icmp sgt i64 %lat, %mx
-  %mx1 = select i1 %gt, i64 %lat, i64 %mx
-  store volatile i64 %mx1, i64* %max_p
-  store atomic i64 0, i64* %lock_p release, align 8
-  ; sb_histogram_update: a random slot (one xoroshiro step of the thread's
-  ; generator, as sysbench's), floor((ln(ms) - ln(0.001)) * mult + 0.5)
-  ; clamped, and an atomic increment
-  %slot = call i64 @rnd_index(i64* %rng, double 128.0)
+  store i64 %sum1, ptr %sump
+  %minp = getelementptr i64, ptr %row, i64 2
+  %mn = load i64, ptr %minp
+  %lt = icmp ult i64 %lat, %mn
+  br i1 %lt, label %newmin, label %maxck
+newmin:
+  store i64 %lat, ptr %minp
+  br label %maxck
+maxck:
+  %maxp = getelementptr i64, ptr %row, i64 3
+  %mx = load i64, ptr %maxp
+  %gt = icmp ugt i64 %lat, %mx
+  br i1 %gt, label %newmax, label %unlock
+newmax:
+  store i64 %lat, ptr %maxp
+  br label %unlock
+unlock:
+  store atomic i64 0, ptr %lock release, align 8
+  %pp = getelementptr i64, ptr %ctx, i64 {CTX_PERCENTILE}
+  %pct = load i32, ptr %pp
+  %want = icmp ne i32 %pct, 0
+  br i1 %want, label %hist, label %count
+hist:
   %latf = sitofp i64 %lat to double
   %ms = fdiv double %latf, 1.0e6
-  %ln = call double @log(double %ms)
-  %a = fsub double %ln, DEDUCT
-  %b = fmul double %a, MULT
-  %c = fadd double %b, 0.5
-  %fl = call double @floor(double %c)
-  %ok = fcmp oge double %fl, 0.0
-  %fl0 = select i1 %ok, double %fl, double 0.0
-  %big = fcmp oge double %fl0, 1023.0
-  %fl1 = select i1 %big, double 1023.0, double %fl0
-  %bk = fptosi double %fl1 to i64
-  %hp = getelementptr i64, i64* %hist, i64 %bk
-  %h1 = atomicrmw add i64* %hp, i64 1 monotonic
-  ; the count last (release): a sampler reading it first sees sums and
-  ; buckets at least as far along
-  store atomic volatile i64 %ev1, i64* %ev_p release, align 8
-  br label %tail
-tail:
-  br label %head
+  call void @sb_histogram_update(ptr %ctx, ptr %row, double %ms)
+  br label %count
+count:
+  ; sb_counter_inc, stored last (release): a sampler reading the count
+  ; first sees sums and buckets at least as far along
+  %ev = load i64, ptr %row
+  %ev1 = add i64 %ev, 1
+  store atomic i64 %ev1, ptr %row release, align 8
+  %rp = getelementptr i64, ptr %ctx, i64 {CTX_TX_RATE}
+  %rate = load i32, ptr %rp
+  ret void
+}}
 
+; sysbench's thread_run, then the thread's done slots (end, CPU time, why)
+define i64 @thread_run(ptr %ctx, ptr %row, i32 %tid) nounwind {{
+entry:
+  %ev = alloca [48 x i8], align 16
+  %ret = alloca [48 x i8], align 16
+  %cpu0 = call i64 @clock_ns(ptr %ctx, i32 {CLOCK_THREAD_CPUTIME_ID})
+  %lock = getelementptr i64, ptr %row, i64 {ROW_LOCK}
+  %startp = getelementptr i64, ptr %row, i64 {ROW_START_S}
+  %clkp = getelementptr i64, ptr %ctx, i64 {CTX_CLOCK_GETTIME}
+  %nextp = getelementptr i64, ptr %ctx, i64 {CTX_NEXT_EVENT}
+  %execp = getelementptr i64, ptr %ctx, i64 {CTX_EXECUTE_EVENT}
+  br label %head
+head:
+  %more = call i1 @sb_more_events(ptr %ctx, i32 %tid)
+  br i1 %more, label %next, label %ended
+next:
+  %nextf = load ptr, ptr %nextp
+  call void %nextf(ptr sret([48 x i8]) %ret, i32 %tid, ptr %row, ptr %ctx)
+  call void @llvm.memcpy.p0.p0.i64(ptr align 16 %ev, ptr align 16 %ret, i64 48, i1 true)
+  %type = load i32, ptr %ev
+  %null = icmp eq i32 %type, 0
+  br i1 %null, label %out_limit, label %start
+start:
+  ; sb_event_start: the timer's spinlock, the clock, unlock
+  call void @spin_lock(ptr %lock)
+  %clk = load ptr, ptr %clkp
+  %r0 = call i32 %clk(i32 {CLOCK_MONOTONIC}, ptr %startp)
+  store atomic i64 0, ptr %lock release, align 8
+  %execf = load ptr, ptr %execp
+  %rc = call i32 %execf(ptr %ev, i32 %tid, ptr %row, ptr %ctx)
+  call void @sb_event_stop(ptr %ctx, ptr %row, i32 %tid)
+  %failed = icmp ne i32 %rc, 0
+  br i1 %failed, label %out_flag, label %head
+ended:
+  %err = load volatile i32, ptr %ctx
+  %flagged = icmp ne i32 %err, 0
+  br i1 %flagged, label %out_flag, label %out_time
 out_flag:
   br label %out
-out_deadline:
+out_time:
   br label %out
-out_total:
+out_limit:
   br label %out
 out:
-  %why = phi i64 [1, %out_flag], [2, %out_deadline], [3, %out_total]
-  %te = call i64 @now(%timespec* %ts)
-  store volatile i64 %te, i64* %end_p
-  fence release
-  store atomic volatile i64 %why, i64* %done_p release, align 8
+  %why = phi i64 [{STOPPED_FLAG}, %out_flag], [{STOPPED_DEADLINE}, %out_time],
+                 [{STOPPED_LIMIT}, %out_limit]
+  %end = call i64 @clock_ns(ptr %ctx, i32 {CLOCK_MONOTONIC})
+  %cpu1 = call i64 @clock_ns(ptr %ctx, i32 {CLOCK_THREAD_CPUTIME_ID})
+  %cpu = sub i64 %cpu1, %cpu0
+  %p.end = getelementptr i64, ptr %row, i64 5
+  %p.cpu = getelementptr i64, ptr %row, i64 6
+  %p.done = getelementptr i64, ptr %row, i64 7
+  store atomic i64 %end, ptr %p.end monotonic, align 8
+  store atomic i64 %cpu, ptr %p.cpu monotonic, align 8
+  store atomic i64 %why, ptr %p.done release, align 8
   ret i64 %why
-}
+}}
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 """
 
-
-def _double_hex(value: float) -> str:
-    """An LLVM IR double literal, exact (hex of the IEEE bits)."""
-    import struct
-
-    return "0x" + struct.pack(">d", value).hex().upper()
-
-
-_RUN_TYPE = ctypes.CFUNCTYPE(
-    ctypes.c_int64,
-    ctypes.c_int64,
-    ctypes.c_void_p,
-    ctypes.c_int64,
-    ctypes.c_int64,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
+_IR = (
+    _XOROSHIRO
+    + "".join(_seq_event(oper) for oper in OPERS)
+    + "".join(_rnd_event(oper) for oper in OPERS)
+    + _RUN
 )
+
+_RUN_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+
+
+def _double_bits(value: float) -> int:
+    return int(struct.unpack("<q", struct.pack("<d", value))[0])
 
 
 @dataclass
 class SharedRun:
-    """What every thread of one run shares: the stop flag and the deadline
-    (set before the threads are let go; 0 = none)."""
+    """The run's context (sysbench's globals), one ctypes block every thread
+    reads: the stop flag, the exec timer's start, --time, the test's ops."""
 
-    stop: Any = field(default_factory=lambda: ctypes.c_int32(0))
-    deadline: Any = field(default_factory=lambda: ctypes.c_int64(0))
+    ctx: Any = field(default_factory=lambda: (ctypes.c_int64 * CTX_SLOTS)())
+    refs: list[Any] = field(default_factory=list)  # what ctx points into: kept alive
+
+    @property
+    def address(self) -> int:
+        return ctypes.addressof(self.ctx)
 
     def request_stop(self) -> None:
-        self.stop.value = 1
+        self.ctx[CTX_ERROR] = 1
+
+    def set_clock(self, start_ns: int, max_time_ns: int) -> None:
+        """The exec timer's start (CLOCK_MONOTONIC ns) and --time (0: none)."""
+        self.ctx[CTX_START_S], self.ctx[CTX_START_S + 1] = divmod(start_ns, 1_000_000_000)
+        self.ctx[CTX_MAX_TIME_NS] = max_time_ns
 
 
 @dataclass
 class ThreadJob:
-    """One worker: its buffer, its operation budget (-1 = none) and its
-    counters (``stats`` STAT_SLOTS and ``hist`` HIST_SIZE int64, numpy rows)."""
+    """One worker: its row of a rows block (``ROW_SLOTS`` int64, C-contiguous)."""
 
     shared: SharedRun
-    kind: int
-    buffer_address: int
-    words: int
-    budget: int
-    stats: Any
-    hist: Any
-    rng: Any  # ctypes c_uint64 * 2, xoroshiro128+ state
+    tid: int
+    row: Any  # numpy int64 row
 
 
-def kind_of(mode: str, oper: str) -> int:
-    return MODES.index(mode) * 3 + OPERS.index(oper)
+def kind_of(mode: str, oper: str) -> str:
+    if mode not in MODES or oper not in OPERS:
+        raise ValueError(f"no memory event {mode} {oper}")
+    return f"event_{mode}_{oper}"
+
+
+def new_rows(threads: int) -> Any:
+    """A zeroed threads x ROW_SLOTS block, each row 64-byte aligned (min latency at max)."""
+    import numpy as np
+
+    raw = np.zeros(threads * ROW_SLOTS + 8, np.int64)
+    skip = (-raw.ctypes.data % 64) // 8
+    rows = raw[skip : skip + threads * ROW_SLOTS].reshape(threads, ROW_SLOTS)
+    rows[:, STAT_LAT_MIN] = INT64_MAX
+    return rows
+
+
+class SharedHistogram:
+    """sysbench's ``sb_latency_histogram``: HIST_SLOTS rows of HIST_SIZE
+    counters that every thread increments (a random row per event)."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.counts = np.zeros((HIST_SLOTS, HIST_SIZE), np.int64)
+        base = int(self.counts.ctypes.data)
+        self.rows = (ctypes.c_uint64 * HIST_SLOTS)(
+            *(base + i * HIST_SIZE * 8 for i in range(HIST_SLOTS))
+        )
+
+    @property
+    def rows_address(self) -> int:
+        return ctypes.addressof(self.rows)
 
 
 class MemEngine:
@@ -394,46 +663,64 @@ class MemEngine:
     def _build(self, llvm: Any) -> None:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
+        llvm.initialize_native_asmparser()  # ConcurrencyKit's movq in asm
         libc = ctypes.CDLL(None)
         libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-        llvm.add_symbol("clock_gettime", ctypes.cast(libc.clock_gettime, ctypes.c_void_p).value)
-        for name in ("log", "floor"):
-            llvm.add_symbol(name, ctypes.cast(getattr(libm, name), ctypes.c_void_p).value)
-        ir = _EVENTS + _RUN.replace("DEDUCT", _double_hex(HIST_DEDUCT)).replace(
-            "MULT", _double_hex(HIST_MULT)
-        )
-        module = llvm.parse_assembly(ir)
+        self.libc_functions = {
+            CTX_CLOCK_GETTIME: ctypes.cast(libc.clock_gettime, ctypes.c_void_p).value,
+            CTX_LOG: ctypes.cast(libm.log, ctypes.c_void_p).value,
+            CTX_FLOOR: ctypes.cast(libm.floor, ctypes.c_void_p).value,
+        }
+        module = llvm.parse_assembly(_IR)
         module.verify()
         target = llvm.Target.from_triple(llvm.get_process_triple())
-        # -O2 like sysbench's build; volatile accesses keep every load and
-        # store, one per word, as ck_pr_load_64/ck_pr_store_64 do.
-        # Generic x86-64 (SSE2) like the distribution's sysbench build.
+        # -O2 like sysbench's build; generic x86-64 (SSE2) like the
+        # distribution's binary, so the same instructions run on every CPU.
         machine = target.create_target_machine(opt=2, jit=True)
         module.triple = llvm.get_process_triple()
         module.data_layout = str(machine.target_data)
         pto = llvm.create_pipeline_tuning_options(speed_level=2)
         pb = llvm.create_pass_builder(machine, pto)
         pb.getModulePassManager().run(module, pb)
+        self.target_machine = machine
+        self.module = module
         self._engine = llvm.create_mcjit_compiler(module, machine)
         self._engine.finalize_object()
-        self._run = _RUN_TYPE(self._engine.get_function_address("mem_run"))
+        self._run = _RUN_TYPE(self._engine.get_function_address("thread_run"))
+        self._next_event = self._engine.get_function_address("memory_next_event")
+
+    def asm(self) -> str:
+        """The module's assembly text (to compare with sysbench's loop)."""
+        return str(self.target_machine.emit_assembly(self.module))
+
+    def setup(
+        self,
+        shared: SharedRun,
+        *,
+        mode: str,
+        oper: str,
+        block_size: int,
+        total_size: int,
+        percentile: float,
+        hist: SharedHistogram,
+    ) -> None:
+        """Fill the run's context: the test's ops, sizes and the histogram."""
+        ctx = shared.ctx
+        for slot, address in self.libc_functions.items():
+            ctx[slot] = address
+        ctx[CTX_NEXT_EVENT] = self._next_event
+        ctx[CTX_EXECUTE_EVENT] = self._engine.get_function_address(kind_of(mode, oper))
+        ctx[CTX_BLOCK_SIZE] = block_size
+        ctx[CTX_TOTAL_SIZE] = total_size
+        ctx[CTX_PERCENTILE] = 1 if percentile > 0 else 0
+        ctx[CTX_HIST_SLOTS] = hist.rows_address
+        shared.refs.append(hist)
+        ctx[CTX_DEDUCT] = _double_bits(HIST_DEDUCT)
+        ctx[CTX_MULT] = _double_bits(HIST_MULT)
+        ctx[CTX_HIST_SIZE] = HIST_SIZE
 
     def run(self, job: ThreadJob) -> int:
-        from probetop.probes.mem.engine import address_of
-
-        return int(
-            self._run(
-                job.kind,
-                job.buffer_address,
-                job.words,
-                job.budget,
-                ctypes.addressof(job.shared.stop),
-                ctypes.addressof(job.shared.deadline),
-                address_of(job.stats),
-                address_of(job.hist),
-                ctypes.addressof(job.rng),
-            )
-        )
+        return int(self._run(job.shared.address, address_of(job.row), job.tid))
 
 
 def address_of(array: Any) -> int:
@@ -441,6 +728,18 @@ def address_of(array: Any) -> int:
     if not array.flags["C_CONTIGUOUS"]:
         raise ValueError("counters must be C-contiguous")
     return int(array.ctypes.data)
+
+
+def setup_row(row: Any, *, buffer_address: int, budget: int, rng: tuple[int, int]) -> None:
+    """A thread's TLS: its block, its share of --memory-total-size, its generator."""
+    row[ROW_BUF] = buffer_address
+    row[ROW_BUDGET] = budget
+    row[ROW_RNG] = _signed(rng[0])
+    row[ROW_RNG + 1] = _signed(rng[1])
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 _engine: MemEngine | None = None

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import math
 import mmap
 import random
 import threading
@@ -29,27 +28,33 @@ from typing import Any
 
 from probetop.probes.core.base import Emit, UsageProbeError
 from probetop.probes.core.sample import now_ns
-from probetop.probes.core.stats import population_stddev
-from probetop.probes.mem.engine import (
-    HIST_DEDUCT,
-    HIST_MULT,
-    HIST_SIZE,
-    INT64_MAX,
+from probetop.probes.core.sysbench.counters import (
+    STAT_CPU_NS,
     STAT_DONE,
     STAT_END_NS,
-    STAT_EVENTS,
-    STAT_LAT_MAX,
-    STAT_LAT_MIN,
-    STAT_LAT_SUM,
-    STAT_SLOTS,
     STOPPED_DEADLINE,
-    STOPPED_TOTAL,
+    STOPPED_FLAG,
+    STOPPED_LIMIT,
+    Interval,
+    IntervalLog,
+    Snapshot,
+    all_done,
+    fairness,
+    is_sliver,
+    latency_ms,
+    next_tick,
+    per_thread,
+)
+from probetop.probes.core.sysbench.hist import HIST_SIZE
+from probetop.probes.mem.engine import (
     EngineUnavailable,
     MemEngine,
+    SharedHistogram,
     SharedRun,
     ThreadJob,
-    kind_of,
     load_engine,
+    new_rows,
+    setup_row,
 )
 from probetop.probes.mem.records import METRICS, MemInterval
 from probetop.probes.mem.settings import MemSettings
@@ -57,25 +62,6 @@ from probetop.probes.mem.settings import MemSettings
 MIB = 1024.0 * 1024.0
 STOP_WAIT_S = 1.0  # workers see the stop flag within one operation (ms at most)
 DONE_POLL_S = 0.01
-
-
-def bucket_value_ms(index: int) -> float:
-    """The latency (ms) sysbench reports for histogram bucket ``index``."""
-    return math.exp(index / HIST_MULT + HIST_DEDUCT)
-
-
-def percentile_ms(counts: list[int], pct: float) -> float | None:
-    """sysbench's percentile of a histogram (a bucket value); None when empty."""
-    total = sum(counts)
-    if total == 0:
-        return None
-    wanted = math.floor(total * pct / 100.0 + 0.5)
-    running = 0
-    for index, count in enumerate(counts):
-        running += count
-        if running >= wanted:
-            return bucket_value_ms(index)
-    return bucket_value_ms(len(counts) - 1)
 
 
 class MemProbe:
@@ -88,12 +74,14 @@ class MemProbe:
         self.settings = settings or MemSettings()
         self.id = probe_id
         self.engine: MemEngine | None = None
-        self.intervals: list[dict[str, Any]] = []
+        self.intervals = IntervalLog()  # bounded: a run of any length
         self.worker_errors: list[str] = []
         self._stats: Any = None
         self._hist: Any = None
         self._start_ns = 0
         self._end_ns = 0
+        self._cpu_ns: list[int] = []
+        self._keep: Any = None
         self.stopped_by = "time"
 
     # -- setup -----------------------------------------------------------
@@ -130,8 +118,6 @@ class MemProbe:
 
     # -- measuring -------------------------------------------------------
     async def run(self, emit: Emit) -> None:
-        import numpy as np
-
         if self.engine is None:
             self.prepare()
         assert self.engine is not None
@@ -142,28 +128,30 @@ class MemProbe:
         addrs = [ctypes.addressof(ctypes.c_char.from_buffer(m)) for m in maps]
         for m in maps:  # touch every page before the clock starts
             m.write(b"\0" * s.block_size)
-        stats = np.zeros((threads, STAT_SLOTS), np.int64)
-        stats[:, STAT_LAT_MIN] = INT64_MAX
-        hist = np.zeros((threads, HIST_SIZE), np.int64)
-        self._stats, self._hist = stats, hist
+        rows = new_rows(threads)
+        hist = SharedHistogram()
+        self._stats, self._hist = rows, hist.counts
         shared = SharedRun()
-        kind = kind_of(s.access_mode, s.oper)
-        budget = s.ops_per_thread()
-        jobs = [
-            ThreadJob(
-                shared,
-                kind,
-                addrs[i if s.scope == "local" else 0],
-                s.words,
-                budget,
-                stats[i],
-                hist[i],
-                (ctypes.c_uint64 * 2)(random.getrandbits(64) | 1, random.getrandbits(64)),
-            )
-            for i in range(threads)
-        ]
-        go = threading.Event()
         engine = self.engine
+        engine.setup(
+            shared,
+            mode=s.access_mode,
+            oper=s.oper,
+            block_size=s.block_size,
+            total_size=s.total_size,
+            percentile=s.percentile,
+            hist=hist,
+        )
+        budget = s.ops_per_thread()
+        for i in range(threads):
+            setup_row(
+                rows[i],
+                buffer_address=addrs[i if s.scope == "local" else 0],
+                budget=max(budget, 0),
+                rng=(random.getrandbits(64) | 1, random.getrandbits(64)),
+            )
+        jobs = [ThreadJob(shared, i, rows[i]) for i in range(threads)]
+        go = threading.Event()
 
         def work(job: ThreadJob) -> None:
             go.wait()
@@ -172,8 +160,8 @@ class MemProbe:
             except Exception as exc:  # a worker bug must end the run, not hang it
                 self.worker_errors.append(f"{type(exc).__name__}: {exc}")
                 shared.request_stop()
-                job.stats[STAT_END_NS] = now_ns()
-                job.stats[STAT_DONE] = 1
+                job.row[STAT_END_NS] = now_ns()
+                job.row[STAT_DONE] = STOPPED_FLAG
 
         workers = [
             threading.Thread(target=work, args=(j,), name=f"probetop-mem-{i}", daemon=True)
@@ -182,26 +170,24 @@ class MemProbe:
         for w in workers:
             w.start()
         start = self._start_ns = now_ns()
-        if s.time_s > 0:
-            shared.deadline.value = start + int(s.time_s * 1e9)
+        shared.set_clock(start, int(s.time_s * 1e9) if s.time_s > 0 else 0)
         go.set()
         interval_ns = int(s.interval_s * 1e9)
-        prev = _Snap.take(stats, hist)
+        prev = Snapshot.take(rows, hist.counts)
         prev_t = start
         tick = 0
         cancelled = False
         try:
-            while not _all_done(stats):
-                tick = max(tick + 1, (prev_t - start + interval_ns // 2) // interval_ns + 1)
-                next_ns = start + tick * interval_ns
-                while not _all_done(stats) and now_ns() < next_ns:
+            while not all_done(rows):
+                tick, next_ns = next_tick(tick, prev_t, start, interval_ns)
+                while not all_done(rows) and now_ns() < next_ns:
                     # Near the end poll the done flags; else sleep to the tick.
                     left = (next_ns - now_ns()) / 1e9
                     await asyncio.sleep(min(max(left, 0.0), DONE_POLL_S * 10))
-                if _all_done(stats):
+                if all_done(rows):
                     break
                 now = now_ns()
-                cur = _Snap.take(stats, hist)
+                cur = Snapshot.take(rows, hist.counts)
                 self._emit(emit, prev, cur, prev_t, now, full=True)
                 prev, prev_t = cur, now
         except asyncio.CancelledError:
@@ -210,44 +196,45 @@ class MemProbe:
         finally:
             shared.request_stop()
             waited = 0.0
-            while not _all_done(stats) and waited < STOP_WAIT_S:
+            while not all_done(rows) and waited < STOP_WAIT_S:
                 # Plain sleep: in a cancelled task another await would raise again.
                 threading.Event().wait(DONE_POLL_S)
                 waited += DONE_POLL_S
-            if not _all_done(stats):
+            if not all_done(rows):
                 self.worker_errors.append(
-                    f"{int((stats[:, STAT_DONE] == 0).sum())} worker threads did not stop "
+                    f"{int((rows[:, STAT_DONE] == 0).sum())} worker threads did not stop "
                     f"within {STOP_WAIT_S:g} s"
                 )
-            ends = stats[:, STAT_END_NS]
-            self._end_ns = int(ends.max()) if _all_done(stats) else now_ns()
-            codes = stats[:, STAT_DONE].tolist()
+            ends = rows[:, STAT_END_NS]
+            self._end_ns = int(ends.max()) if all_done(rows) else now_ns()
+            self._cpu_ns = [int(ns) for ns in rows[:, STAT_CPU_NS].tolist()]
+            codes = rows[:, STAT_DONE].tolist()
             if cancelled:
                 self.stopped_by = "stop"
-            elif any(c == STOPPED_TOTAL for c in codes):
+            elif any(c == STOPPED_LIMIT for c in codes):
                 self.stopped_by = "total_size"
             elif any(c == STOPPED_DEADLINE for c in codes):
                 self.stopped_by = "time"
             else:
                 self.stopped_by = "stop"
-            final = _Snap.take(stats, hist)
+            final = Snapshot.take(rows, hist.counts)
             t_end = max(self._end_ns, prev_t + 1000)
             self._emit(emit, prev, final, prev_t, t_end, full=False)
-            self._maps = maps  # freed with the probe: a lingering worker may still use them
+            # Freed with the probe: a lingering worker may still use them.
+            self._keep = (maps, hist, shared)
 
-    def _emit(self, emit: Emit, prev: _Snap, cur: _Snap, t0: int, t1: int, *, full: bool) -> None:
+    def _emit(
+        self, emit: Emit, prev: Snapshot, cur: Snapshot, t0: int, t1: int, *, full: bool
+    ) -> None:
         s = self.settings
         seconds = (t1 - t0) / 1e9
         if seconds <= 0:
             return
-        per_thread = [int(a - b) for a, b in zip(cur.events, prev.events, strict=True)]
-        ops = sum(per_thread)
-        lat_ns = int(cur.lat_sum - prev.lat_sum)
-        hist = [max(0, a - b) for a, b in zip(cur.hist, prev.hist, strict=True)]
-        sliver = not full and seconds < 0.5 * s.interval_s
-        rate = ops / seconds
+        delta = Interval.between(prev, cur)
+        sliver = is_sliver(full, seconds, s.interval_s)
+        rate = delta.events / seconds
         mibs = rate * s.block_size / MIB
-        pct = percentile_ms(hist, s.percentile)
+        pct = delta.percentile_ms(s.percentile)
         row = {
             "t": round((t1 - self._start_ns) / 1e9, 6),
             "interval_s": round(seconds, 6),
@@ -256,19 +243,19 @@ class MemProbe:
             "ops": rate,
             "mibs": mibs,
             "lat_pct_ms": pct,
-            "events": ops,
+            "events": delta.events,
         }
         self.intervals.append(row)
         record = MemInterval(
             ops=None if sliver else rate,
             mibs=None if sliver else mibs,
             lat_pct_ms=None if sliver else pct,
-            lat_avg_ms=lat_ns / ops / 1e6 if ops and not sliver else None,
+            lat_avg_ms=None if sliver else delta.lat_avg_ms,
             threads=s.threads,
-            per_thread_ops=tuple(per_thread),
+            per_thread_ops=tuple(delta.per_thread),
             percentile=s.percentile,
             block_size=s.block_size,
-            total_ops=sum(int(x) for x in cur.events),
+            total_ops=cur.total_events,
             final=not full,
             summary=None if full else self.summary(),
         )
@@ -276,19 +263,19 @@ class MemProbe:
 
     # -- results ---------------------------------------------------------
     def summary(self) -> Mapping[str, Any]:
+        """sysbench's final report (JSON-safe): its memory lines, then the
+        shared sections (``probes.core.sysbench.counters``)."""
+        import numpy as np
+
         s = self.settings
-        snap = None if self._stats is None else _Snap.take(self._stats, self._hist)
-        events = [int(x) for x in snap.events] if snap else [0] * s.threads
-        sums = [int(x) for x in snap.lat_sums] if snap else [0] * s.threads
-        total = sum(events)
+        if self._stats is None:
+            snap = Snapshot.take(new_rows(s.threads), np.zeros((1, HIST_SIZE), np.int64))
+        else:
+            snap = Snapshot.take(self._stats, self._hist)
+        total = snap.total_events
         end = self._end_ns or now_ns()
         total_time = max(0, end - self._start_ns) / 1e9 if self._start_ns else 0.0
-        mins = [int(x) for x in snap.lat_mins] if snap else []
-        maxs = [int(x) for x in snap.lat_maxs] if snap else []
-        hist = [int(x) for x in snap.hist] if snap else [0] * HIST_SIZE
-        lat_min = min((m for m, e in zip(mins, events, strict=True) if e), default=0)
         mib = total * s.block_size / MIB
-        pct = percentile_ms(hist, s.percentile)
         return {
             "engine": self.engine.name if self.engine else None,
             "threads": s.threads,
@@ -305,41 +292,11 @@ class MemProbe:
             "mib_transferred": mib,
             "mib_per_second": mib / total_time if total_time else 0.0,
             "stopped_by": self.stopped_by,
-            "latency_ms": {
-                "min": lat_min / 1e6,
-                "avg": sum(sums) / total / 1e6 if total else 0.0,
-                "max": max(maxs, default=0) / 1e6,
-                f"p{s.percentile:g}": pct or 0.0,
-                "sum": sum(sums) / 1e6,
-            },
-            "fairness": {
-                "events_avg": total / s.threads,
-                "events_stddev": population_stddev([float(e) for e in events]),
-                "time_avg": sum(sums) / s.threads / 1e9,
-                "time_stddev": population_stddev([x / 1e9 for x in sums]),
-            },
-            "per_thread_events": events,
-            "intervals": list(self.intervals),
+            "latency_ms": latency_ms(snap, s.percentile),
+            "fairness": fairness(snap, s.threads),
+            "per_thread_events": [int(e) for e in snap.events.tolist()],
+            "per_thread": per_thread(snap, self._cpu_ns),
+            "intervals": self.intervals.rows(),
+            **({"intervals_dropped": self.intervals.dropped} if self.intervals.dropped else {}),
             "worker_errors": list(self.worker_errors),
         }
-
-
-class _Snap:
-    """Every thread's counters at one moment (numpy copies)."""
-
-    def __init__(self, stats: Any, hist: Any) -> None:
-        # The count first: the sums and buckets read after it are never behind it.
-        self.events = stats[:, STAT_EVENTS].copy()
-        self.lat_sums = stats[:, STAT_LAT_SUM].copy()
-        self.lat_mins = stats[:, STAT_LAT_MIN].copy()
-        self.lat_maxs = stats[:, STAT_LAT_MAX].copy()
-        self.lat_sum = int(self.lat_sums.sum())
-        self.hist = hist.sum(axis=0).tolist()
-
-    @classmethod
-    def take(cls, stats: Any, hist: Any) -> _Snap:
-        return cls(stats, hist)
-
-
-def _all_done(stats: Any) -> bool:
-    return bool((stats[:, STAT_DONE] != 0).all())

@@ -22,9 +22,18 @@ from probetop.probes.core.limits import (
     check_per_cpu,
     check_seconds,
 )
-from probetop.probes.core.options import CommandSpec, Option, byte_size, number, whole_number
+from probetop.probes.core.options import CommandSpec, Option, byte_size
+from probetop.probes.core.sysbench.options import (
+    DEFAULT_PERCENTILE,
+    DEFAULT_TIME_S,
+    check_percentile,
+    percentile_option,
+    report_interval_option,
+    run_word_option,
+    sampling_period,
+    threads_option,
+)
 
-DEFAULT_TIME_S = 10.0  # sysbench 1.0's --time default
 DEFAULT_BLOCK = 1024  # --memory-block-size 1K
 DEFAULT_TOTAL = 100 << 30  # --memory-total-size 100G
 WORD = 8  # sysbench's SIZEOF_SIZE_T on 64-bit machines
@@ -63,7 +72,7 @@ SPEC = CommandSpec(
     description=DESCRIPTION,
     epilog=EPILOG,
     options=(
-        Option(("--threads",), "worker threads (default 1)", whole_number(), 1, "N"),
+        threads_option(),
         Option(
             ("--memory-block-size",),
             "bytes one operation touches: a power of two, at least 8 (default 1K)",
@@ -97,23 +106,9 @@ SPEC = CommandSpec(
             choices=("seq", "rnd"),
             default="seq",
         ),
-        Option(
-            ("--report-interval",),
-            "sample every S seconds and print sysbench's [ Ns ] lines in the headless "
-            "report (per-interval); mem's name for --sample-interval",
-            whole_number(),
-            None,
-            "S",
-        ),
-        Option(("--percentile",), "latency percentile to report (default 95)", number(), 95.0, "P"),
-        Option(
-            ("sysbench_command",),
-            "sysbench's trailing command word, accepted so `sysbench memory ... run` "
-            "lines work unchanged (only run)",
-            choices=("run",),
-            nargs="?",
-            metavar="run",
-        ),
+        report_interval_option("mem"),
+        percentile_option(),
+        run_word_option("memory"),
     ),
 )
 
@@ -152,15 +147,10 @@ class MemSettings:
         ``--report-interval`` is sysbench's name for the sampling period, as
         in ``probetop cpu``: given with a different --sample-interval it is
         refused, never silently overridden."""
-        report_interval = values.get("report_interval")
-        if report_interval is not None and report_interval <= 0:
-            raise UsageProbeError(f"--report-interval must be positive, got {report_interval}")
-        if report_interval is not None and interval_given and report_interval != interval_s:
-            raise UsageProbeError(
-                f"--report-interval {report_interval:g} and --sample-interval {interval_s:g} "
-                "name the same period in mem (sysbench's name and probetop's): give one"
-            )
-        percentile = float(values.get("percentile", 95.0))
+        period, report_intervals = sampling_period(
+            values, interval_s=interval_s, interval_given=interval_given, command="mem"
+        )
+        percentile = float(values.get("percentile", DEFAULT_PERCENTILE))
         settings = cls(
             threads=values.get("threads", 1),
             time_s=DEFAULT_TIME_S if time_s is None else float(time_s),
@@ -169,9 +159,9 @@ class MemSettings:
             scope=values.get("memory_scope", "global"),
             oper=values.get("memory_oper", "write"),
             access_mode=values.get("memory_access_mode", "seq"),
-            interval_s=float(report_interval or interval_s),
+            interval_s=period,
             percentile=percentile,
-            report_intervals=report_interval is not None,
+            report_intervals=report_intervals,
         )
         settings.validate()
         return settings
@@ -213,8 +203,7 @@ class MemSettings:
                 "--time 0 with --memory-total-size 0 would run forever: give a time "
                 "(--time 10) or a total size (--memory-total-size 10G)"
             )
-        if not 1 <= self.percentile <= 100:
-            raise UsageProbeError(f"--percentile must be within 1..100, got {self.percentile}")
+        check_percentile(self.percentile)
         buffers = self.threads if self.scope == "local" else 1
         if buffers * b > MAX_BUFFER_BYTES:
             raise UsageProbeError(

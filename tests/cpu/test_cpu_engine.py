@@ -8,22 +8,26 @@ import subprocess
 import sys
 
 import pytest
-from probetop.probes.cpu.engine import (
+from probetop.probes.core.sysbench.counters import STAT_EVENTS
+from probetop.probes.core.sysbench.hist import (
     HIST_SIZE,
-    STAT_EVENTS,
+    bucket_of,
+    bucket_value_ms,
+    histogram_of,
+    percentile_ms,
+)
+from probetop.probes.cpu.engine import (
     STAT_PRIMES,
     NativeEngine,
     PythonEngine,
     SharedRun,
     ThreadJob,
-    bucket_of,
     load_engine,
 )
 from probetop.probes.cpu.event_code import (
     EVENT_SYSBENCH_X86_64,
     event_ir,
 )
-from probetop.probes.cpu.hist import bucket_value_ms, histogram_of, percentile_ms
 
 
 def sieve_count(max_prime: int) -> int:

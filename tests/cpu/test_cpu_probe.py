@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.sample import Sample
+from probetop.probes.core.sysbench.hist import HIST_SIZE, bucket_of
 from probetop.probes.cpu import CpuSettings
-from probetop.probes.cpu.engine import HIST_SIZE
-from probetop.probes.cpu.hist import bucket_of
 from probetop.probes.cpu.probe import CpuProbe, PhaseResult, ThreadSnapshot
 from probetop.probes.record.reader import load_session
 from probetop.tui.run.runner import run_headless

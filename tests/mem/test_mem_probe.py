@@ -4,7 +4,6 @@ figures (against the installed sysbench), JSON, bad input, Ctrl-C."""
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import json
 import os
 import re
@@ -19,16 +18,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from probetop.probes.core.base import UsageProbeError
+from probetop.probes.core.sysbench.counters import STAT_CPU_NS, STAT_DONE, STAT_EVENTS
 from probetop.probes.mem import MemInterval, MemProbe, MemSettings, parse_report
 from probetop.probes.mem.engine import (
-    HIST_SIZE,
-    INT64_MAX,
-    STAT_LAT_MIN,
-    STAT_SLOTS,
+    ROW_RNG,
+    SharedHistogram,
     SharedRun,
     ThreadJob,
-    kind_of,
     load_engine,
+    new_rows,
+    setup_row,
 )
 
 PROBETOP = str(Path(sys.executable).with_name("probetop"))
@@ -47,23 +46,32 @@ def sysbench(*args: str) -> str:
     ).stdout
 
 
-def one_job(mode: str, oper: str, words: int, budget: int) -> tuple[ThreadJob, np.ndarray, object]:
-    stats = np.zeros((1, STAT_SLOTS), np.int64)
-    stats[:, STAT_LAT_MIN] = INT64_MAX
-    hist = np.zeros((1, HIST_SIZE), np.int64)
+def one_job(
+    mode: str, oper: str, words: int, budget: int, *, percentile: float = 95
+) -> tuple[ThreadJob, np.ndarray, np.ndarray]:
+    """One thread's job over a zeroed block of ``words`` words; ``budget``
+    operations (sysbench's per-thread share of --memory-total-size; -1: none)."""
+    rows = new_rows(1)
+    hist = SharedHistogram()
     buf = np.zeros(words, np.int64)
-    rng = (ctypes.c_uint64 * 2)(0x9E3779B97F4A7C15, 12345)
-    job = ThreadJob(
-        SharedRun(),
-        kind_of(mode, oper),
-        int(buf.ctypes.data),
-        words,
-        budget,
-        stats[0],
-        hist[0],
-        rng,
+    shared = SharedRun()
+    load_engine().setup(
+        shared,
+        mode=mode,
+        oper=oper,
+        block_size=words * 8,
+        total_size=0 if budget < 0 else budget * words * 8,
+        percentile=percentile,
+        hist=hist,
     )
-    return job, buf, hist
+    setup_row(
+        rows[0],
+        buffer_address=int(buf.ctypes.data),
+        budget=max(budget, 0),
+        rng=(0x9E3779B97F4A7C15, 12345),
+    )
+    shared.refs.append(buf)
+    return ThreadJob(shared, 0, rows[0]), buf, hist.counts
 
 
 # -- the engine does sysbench's work -------------------------------------------------
@@ -74,7 +82,8 @@ def test_seq_write_stores_end_minus_p_in_every_word(words: int) -> None:
     job, buf, hist = one_job("seq", "write", words, 3)
     assert load_engine().run(job) == 3  # the budget ended it
     assert buf.tolist() == [words - i for i in range(words)]  # sysbench: end - buf
-    assert int(job.stats[0]) == 3 and int(hist.sum()) == 3
+    assert int(job.row[STAT_EVENTS]) == 3 and int(hist.sum()) == 3
+    assert job.row[STAT_DONE] == 3 and job.row[STAT_CPU_NS] > 0
 
 
 def test_rnd_write_stores_byte_indexes_at_random_words() -> None:
@@ -89,16 +98,38 @@ def test_rnd_write_stores_byte_indexes_at_random_words() -> None:
 def test_read_and_none_leave_the_block_alone(mode: str, oper: str) -> None:
     job, buf, _hist = one_job(mode, oper, 64, 100)
     load_engine().run(job)
-    assert not buf.any() and int(job.stats[0]) == 100
+    assert not buf.any() and int(job.row[STAT_EVENTS]) == 100
 
 
 def test_deadline_ends_the_loop() -> None:
     job, buf, hist = one_job("seq", "write", 128, -1)  # kept: the loop writes them
-    job.shared.deadline.value = time.monotonic_ns() + 100_000_000
+    job.shared.set_clock(time.monotonic_ns(), 100_000_000)
     t = time.monotonic()
     assert load_engine().run(job) == 2
     assert time.monotonic() - t < 5
-    assert int(hist.sum()) == int(job.stats[0]) > 0 and buf[0] == 128
+    assert int(hist.sum()) == int(job.row[STAT_EVENTS]) > 0 and buf[0] == 128
+
+
+def test_events_file_their_latency_in_sysbenchs_shared_histogram() -> None:
+    """One histogram for all threads, 128 rows picked at random per event (as
+    sb_histogram_update), not one per thread: 2 threads share its cache lines."""
+    job, _buf, hist = one_job("seq", "write", 128, 4000)
+    assert load_engine().run(job) == 3
+    assert hist.shape == (128, 1024) and int(hist.sum()) == 4000
+    assert int((hist.sum(axis=1) > 0).sum()) > 100  # spread over the rows
+    assert job.row[ROW_RNG] != 0x9E3779B97F4A7C15 - (1 << 64)  # the generator moved
+
+
+def test_percentile_0_skips_the_histogram_as_sysbench() -> None:
+    job, _buf, hist = one_job("seq", "read", 128, 500, percentile=0)
+    assert load_engine().run(job) == 3
+    assert int(job.row[STAT_EVENTS]) == 500 and int(hist.sum()) == 0
+
+
+def test_rnd_none_touches_no_word() -> None:
+    job, buf, hist = one_job("rnd", "none", 64, 100)
+    assert load_engine().run(job) == 3
+    assert not buf.any() and int(hist.sum()) == 100
 
 
 # -- settings and bad input ----------------------------------------------------------
@@ -278,3 +309,18 @@ def test_help_names_every_sysbench_option() -> None:
     ):
         assert flag in out.stdout
     assert os.path.exists(PROBETOP)
+
+
+def test_interval_rows_are_bounded_however_long_the_run() -> None:
+    """Issue 29: one row per interval for the life of the probe; now the
+    newest MAX_KEPT_INTERVALS, the older ones counted."""
+    from probetop.probes.core.sysbench.counters import MAX_KEPT_INTERVALS, IntervalLog
+    from probetop.probes.mem import format_report
+
+    probe = MemProbe(MemSettings(time_s=0, total_size=1 << 30))
+    assert isinstance(probe.intervals, IntervalLog)
+    for i in range(MAX_KEPT_INTERVALS + 7):
+        probe.intervals.append({"t": float(i), "mibs": 1.0, "full": True})
+    s = probe.summary()
+    assert len(s["intervals"]) == MAX_KEPT_INTERVALS and s["intervals_dropped"] == 7
+    assert "NOTE: the first 7 interval lines were not kept" in format_report(s, show_intervals=True)

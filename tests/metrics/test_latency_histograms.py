@@ -96,7 +96,7 @@ def test_bucket_bounds_coincide_with_native_edges() -> None:
         edge_ms = CPU_BUCKETS_S[k] * 1e3
         assert cpu.bucket_upper_ms(index) == pytest.approx(edge_ms, rel=1e-15)
         below, above = edge_ms * (1 - 1e-9), edge_ms * (1 + 1e-9)
-        from probetop.probes.cpu.engine import bucket_of
+        from probetop.probes.core.sysbench.hist import bucket_of
 
         assert bucket_of(below) == index and bucket_of(above) == index + 1
         assert cpu_slot(bucket_of(below)) == k and cpu_slot(bucket_of(above)) == k + 1

@@ -6,27 +6,43 @@ with ``mult = 1023 / (ln(100000) - ln(0.001))``. A percentile P walks the
 buckets until the running count reaches ``floor(N * P / 100 + 0.5)`` and
 reports that bucket's value ``exp(i / mult + ln(0.001))``, so a sysbench p95
 is always a bucket value (0.37, 0.39, 4.41 ...), never an interpolation. We
-do the same so the numbers agree digit for digit.
+do the same so the numbers agree digit for digit. The native engines file
+latencies with the same formula (they get ``HIST_DEDUCT`` and ``HIST_MULT``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-
-from probetop.probes.cpu.engine import HIST_DEDUCT, HIST_MULT, HIST_SIZE, bucket_of
+from collections.abc import Iterable, Sequence
 
 __all__ = [
+    "HIST_DEDUCT",
+    "HIST_MAX_MS",
+    "HIST_MIN_MS",
+    "HIST_MULT",
     "HIST_SIZE",
     "bucket_of",
     "bucket_upper_ms",
     "bucket_value_ms",
-    "from_sparse",
     "histogram_of",
+    "percentile_key",
     "percentile_ms",
-    "subtract",
     "to_sparse",
 ]
+
+HIST_SIZE = 1024
+HIST_MIN_MS = 0.001
+HIST_MAX_MS = 100000.0
+HIST_DEDUCT = math.log(HIST_MIN_MS)
+HIST_MULT = (HIST_SIZE - 1) / (math.log(HIST_MAX_MS) - HIST_DEDUCT)
+
+
+def bucket_of(latency_ms: float) -> int:
+    """sysbench's bucket index of one latency in ms (sb_histogram_update)."""
+    if latency_ms <= 0:
+        return 0
+    x = math.floor((math.log(latency_ms) - HIST_DEDUCT) * HIST_MULT + 0.5)
+    return 0 if x < 0 else min(x, HIST_SIZE - 1)
 
 
 def bucket_value_ms(index: int) -> float:
@@ -58,6 +74,11 @@ def percentile_ms(counts: Sequence[int], pct: float) -> float | None:
     return bucket_value_ms(len(counts) - 1)
 
 
+def percentile_key(pct: float) -> str:
+    """Key of a percentile in a report's ``latency_ms``: 95 -> "p95", 99.9 -> "p99.9"."""
+    return f"p{pct:g}"
+
+
 def histogram_of(latencies_ms: Iterable[float]) -> list[int]:
     """Bucket counts of raw latencies (for tests and the Python engine)."""
     counts = [0] * HIST_SIZE
@@ -66,22 +87,6 @@ def histogram_of(latencies_ms: Iterable[float]) -> list[int]:
     return counts
 
 
-def subtract(after: Sequence[int], before: Sequence[int]) -> list[int]:
-    """Per-bucket difference of two cumulative snapshots (an interval's histogram).
-
-    A bucket read a moment before its event count may lag by one; clamp at 0
-    rather than report a negative count (the next interval gets it back).
-    """
-    return [max(0, a - b) for a, b in zip(after, before, strict=True)]
-
-
 def to_sparse(counts: Sequence[int]) -> dict[str, int]:
     """JSON-friendly form: only non-empty buckets, keyed by index."""
     return {str(i): int(c) for i, c in enumerate(counts) if c}
-
-
-def from_sparse(sparse: Mapping[str, int]) -> list[int]:
-    counts = [0] * HIST_SIZE
-    for key, value in sparse.items():
-        counts[int(key)] = int(value)
-    return counts

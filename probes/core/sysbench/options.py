@@ -1,0 +1,84 @@
+"""The command-line options every sysbench test takes, with one meaning in
+every probetop command that follows sysbench.
+
+Contract:
+- ``threads_option()``, ``report_interval_option(command)``,
+  ``percentile_option()`` and ``run_word_option(test)`` are the ``Option``
+  entries a family's ``CommandSpec`` lists (sysbench's names and defaults).
+- ``sampling_period(values, interval_s=..., interval_given=..., command=...)``
+  reconciles --report-interval (sysbench's name for the sampling period,
+  which also prints the ``[ Ns ]`` lines) with probetop's --sample-interval:
+  (the period, whether the lines are asked for); UsageProbeError when both
+  are given and differ, never a silent override.
+- ``check_percentile(p)`` refuses what sysbench would (0 disables it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from probetop.probes.core.base import UsageProbeError
+from probetop.probes.core.options import Option, number, whole_number
+
+DEFAULT_TIME_S = 10.0  # sysbench 1.0's --time default
+DEFAULT_PERCENTILE = 95.0
+
+
+def threads_option() -> Option:
+    return Option(("--threads",), "worker threads (default 1)", whole_number(), 1, "N")
+
+
+def report_interval_option(command: str) -> Option:
+    return Option(
+        ("--report-interval",),
+        "sample every S seconds and print sysbench's [ Ns ] lines in the headless "
+        f"report (per-interval, not cumulative); {command}'s name for --sample-interval",
+        number(),
+        None,
+        "S",
+    )
+
+
+def percentile_option() -> Option:
+    return Option(
+        ("--percentile",),
+        "latency percentile to report (default 95; 0 disables, as in sysbench)",
+        number(),
+        DEFAULT_PERCENTILE,
+        "P",
+    )
+
+
+def run_word_option(test: str) -> Option:
+    """sysbench's trailing command word, so a ``sysbench TEST ... run`` line works as is."""
+    return Option(
+        ("sysbench_command",),
+        "sysbench's trailing command word, accepted so `sysbench "
+        f"{test} ... run` lines work unchanged (only run)",
+        choices=("run",),
+        nargs="?",
+        metavar="run",
+    )
+
+
+def sampling_period(
+    values: Mapping[str, Any], *, interval_s: float, interval_given: bool, command: str
+) -> tuple[float, bool]:
+    """(sampling period in s, whether sysbench's [ Ns ] lines are asked for)."""
+    report_interval = values.get("report_interval")
+    if report_interval is None:
+        return float(interval_s), False
+    if report_interval <= 0:
+        raise UsageProbeError(f"--report-interval must be positive, got {report_interval}")
+    if interval_given and report_interval != interval_s:
+        raise UsageProbeError(
+            f"--report-interval {report_interval:g} and --sample-interval {interval_s:g} "
+            f"name the same period in {command} (sysbench's name and probetop's): give one"
+        )
+    return float(report_interval), True
+
+
+def check_percentile(pct: float) -> None:
+    if not (0 <= pct <= 100):
+        raise UsageProbeError(f"--percentile must be within 1..100 (0: disabled), got {pct}")

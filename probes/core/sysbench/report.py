@@ -1,0 +1,159 @@
+"""The parts of a sysbench 1.0.20 report that every test prints the same way.
+
+Contract:
+- ``cumulative_sections(summary)`` is sysbench's ``sb_report_cumulative``:
+  "General statistics", "Latency (ms)" and "Threads fairness" with
+  sysbench's names, widths and number formats, from a summary holding
+  ``total_time``, ``total_events``, ``percentile``, ``latency_ms`` and
+  ``fairness`` (``counters.latency_ms`` / ``counters.fairness``).
+- ``stamp(t)`` is the ``[ 1s ]`` that begins an interval line.
+- ``parse_sections(text, patterns)`` finds a test's own lines and the shared
+  sections (last match wins: a sweep's final block is the one that counts);
+  ``cumulative_fields(found)`` reads the shared sections back, from our
+  report or from real sysbench output, into the keys of the JSON document.
+- ``json_document(summary, reason=...)`` is a ``--json`` output.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from probetop.probes.core.sysbench.hist import percentile_key
+
+LATENCY_WIDTH = 53  # sysbench right-aligns latency values to this column
+STAT_PREFIX = 41  # "    total time:" padded to this width
+FAIRNESS_PREFIX = 35
+PERCENTILE_DISABLED = "         percentile stats:               disabled"  # --percentile=0
+
+NUM = r"([-+]?\d+(?:\.\d+)?)"  # a number as sysbench prints one
+COMMON_PATTERNS = {
+    "total_time": rf"total time:\s+{NUM}s",
+    "total_events": rf"total number of events:\s+{NUM}",
+    "lat_min": rf"^\s+min:\s+{NUM}$",
+    "lat_avg": rf"^\s+avg:\s+{NUM}$",
+    "lat_max": rf"^\s+max:\s+{NUM}$",
+    "lat_pct": rf"^\s+([\d.]+)th percentile:\s+{NUM}$",
+    "lat_sum": rf"^\s+sum:\s+{NUM}$",
+    "fair_events": rf"events \(avg/stddev\):\s+{NUM}/{NUM}",
+    "fair_time": rf"execution time \(avg/stddev\):\s+{NUM}/{NUM}",
+    "threads": r"^Number of threads:\s+(\d+)\s*$",
+}
+
+
+def latency_line(label: str, value: float | None) -> str:
+    """``         min:        0.37``: the value right-aligned to column 53."""
+    left = f"         {label}:"
+    return left + f"{(value or 0.0):.2f}".rjust(LATENCY_WIDTH - len(left))
+
+
+def stamp(t: float) -> str:
+    """``[ 1s ]``: whole seconds as sysbench prints them; one decimal for
+    sub-second intervals."""
+    when = f"{t:.0f}" if abs(t - round(t)) < 0.05 else f"{t:.1f}"
+    return f"[ {when}s ]"
+
+
+def cumulative_sections(s: Mapping[str, Any]) -> list[str]:
+    """General statistics, Latency (ms) and Threads fairness (no trailing blank)."""
+    lat = s["latency_ms"]
+    fair = s["fairness"]
+    pct = float(s.get("percentile", 95))
+    pct_value = lat.get(percentile_key(pct), lat.get("p95"))
+    return [
+        "General statistics:",
+        "    total time:".ljust(STAT_PREFIX) + f"{s['total_time']:.4f}s",
+        "    total number of events:".ljust(STAT_PREFIX) + f"{s['total_events']}",
+        "",
+        "Latency (ms):",
+        latency_line("min", lat.get("min")),
+        latency_line("avg", lat.get("avg")),
+        latency_line("max", lat.get("max")),
+        latency_line(f"{pct:g}th percentile", pct_value) if pct > 0 else PERCENTILE_DISABLED,
+        latency_line("sum", lat.get("sum")),
+        "",
+        "Threads fairness:",
+        "    events (avg/stddev):".ljust(FAIRNESS_PREFIX)
+        + f"{fair['events_avg']:.4f}/{fair['events_stddev']:3.2f}",
+        "    execution time (avg/stddev):".ljust(FAIRNESS_PREFIX)
+        + f"{fair['time_avg']:.4f}/{fair['time_stddev']:3.2f}",
+    ]
+
+
+def interrupted_line(reason: str | None, total_time: float) -> str | None:
+    """probetop's own line after a stopped run's report (None if it ran out)."""
+    if not (reason and reason.startswith("interrupted")):
+        return None
+    return (
+        f"INTERRUPTED {reason[len('interrupted') :].strip()}: this report covers the "
+        f"{total_time:.2f} s that ran."
+    )
+
+
+def dropped_intervals_line(summary: Mapping[str, Any]) -> str | None:
+    """probetop's note when a long run kept only its newest interval rows."""
+    dropped = int(summary.get("intervals_dropped") or 0)
+    if not dropped:
+        return None
+    return (
+        f"NOTE: the first {dropped} interval lines were not kept (a run keeps its newest "
+        f"{len(summary.get('intervals') or [])}; a recording has every interval)"
+    )
+
+
+def json_document(summary: Mapping[str, Any], *, reason: str | None = None) -> dict[str, Any]:
+    """The ``--json`` document: the summary plus how the run ended."""
+    doc = dict(summary)
+    doc["interrupted"] = bool(reason and reason.startswith("interrupted"))
+    doc["reason"] = reason
+    return doc
+
+
+def parse_sections(
+    text: str, patterns: Mapping[str, str], *, required: tuple[str, ...], what: str
+) -> dict[str, re.Match[str]]:
+    """The last match of each of ``patterns`` and ``COMMON_PATTERNS`` in
+    ``text``; ValueError naming ``what`` when one of ``required`` is missing."""
+    found: dict[str, re.Match[str]] = {}
+    for key, pattern in {**COMMON_PATTERNS, **patterns}.items():
+        matches = list(re.finditer(pattern, text, re.MULTILINE))
+        if matches:
+            found[key] = matches[-1]
+    missing = [k for k in required if k not in found]
+    if missing:
+        raise ValueError(f"not a sysbench {what} report: missing {', '.join(missing)}")
+    return found
+
+
+def number(found: Mapping[str, re.Match[str]], key: str, group: int = 1) -> float | None:
+    m = found.get(key)
+    return float(m.group(group)) if m else None
+
+
+def cumulative_fields(found: Mapping[str, re.Match[str]], text: str) -> dict[str, Any]:
+    """The shared sections as JSON keys: total_time, total_events,
+    percentile, latency_ms, fairness, interrupted (and threads when printed)."""
+    pct = number(found, "lat_pct", 1) or 95.0
+    doc: dict[str, Any] = {
+        "total_time": number(found, "total_time"),
+        "total_events": int(number(found, "total_events") or 0),
+        "percentile": pct,
+        "latency_ms": {
+            "min": number(found, "lat_min"),
+            "avg": number(found, "lat_avg"),
+            "max": number(found, "lat_max"),
+            percentile_key(pct): number(found, "lat_pct", 2),
+            "sum": number(found, "lat_sum"),
+        },
+        "fairness": {
+            "events_avg": number(found, "fair_events", 1),
+            "events_stddev": number(found, "fair_events", 2),
+            "time_avg": number(found, "fair_time", 1),
+            "time_stddev": number(found, "fair_time", 2),
+        },
+        "interrupted": "INTERRUPTED" in text,
+    }
+    if "threads" in found:
+        doc["threads"] = int(found["threads"].group(1))
+    return doc
