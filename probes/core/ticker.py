@@ -6,7 +6,7 @@ returns the measured monotonic time, from which rates are computed, so a late
 wake-up makes a longer interval, never a wrong rate. ``tick`` always
 yields to the event loop, even when the deadline has already passed, so no
 probe can hold the loop by overrunning its interval. Interval floors are
-checked where the interval is chosen (``probes/core/limits.py``).
+checked where the interval is chosen (``probes/core/ranges.py``).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import ProbeError
-from probetop.probes.core.limits import WORKER_STACK_BYTES, thread_stack
+from probetop.probes.core.machine import WORKER_STACK_BYTES, thread_stack
 from probetop.probes.core.sysbench.counters import STAT_DONE, STOPPED_FLAG
 from probetop.probes.cpu.engine import (
     Engine,

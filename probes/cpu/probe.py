@@ -28,10 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from probetop.probes.core.base import Emit, UsageProbeError
-from probetop.probes.core.limits import (
-    background_priority,
-    oversubscribed,
-)
+from probetop.probes.core.machine import background_priority, oversubscribed
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.sysbench.counters import (
     STAT_CPU_NS,

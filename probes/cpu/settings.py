@@ -16,16 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.core.limits import (
-    MIN_INTERVAL_S,
+from probetop.probes.core.machine import (
     WORKER_STACK_BYTES,
     UnitCost,
     check_busy_workers,
     check_capacity,
-    check_interval,
     check_per_cpu,
-    check_seconds,
-    check_whole,
     logical_cpus,
 )
 from probetop.probes.core.options import (
@@ -34,6 +30,7 @@ from probetop.probes.core.options import (
     OptionValueError,
     whole_number,
 )
+from probetop.probes.core.ranges import MIN_INTERVAL_S, check_interval, check_seconds, check_whole
 from probetop.probes.core.sysbench.options import (
     DEFAULT_PERCENTILE,
     DEFAULT_TIME_S,

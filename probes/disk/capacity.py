@@ -29,9 +29,9 @@ Contract (``check(jobs=, iodepth=, bs=)`` raises ``CapacityError``, a
   64 MiB it stays under a second even at 100 MB/s, so a stop is honoured in
   time.
 
-Note: a shared helper for thread counts and interval floors is being added
-in ``probes/core/limits.py``; this module is the disk family's own until the
-two are merged.
+Note: the shared checks of thread counts and interval floors are
+``probes/core/machine.py`` and ``probes/core/ranges.py``; this module is the
+disk family's own until it moves onto them.
 """
 
 from __future__ import annotations

@@ -90,12 +90,6 @@ FATAL_ERRNOS = {
 # zeros without looking at them, so a sparse target costs no scan.
 B_UNSEEN, B_DATA, B_ZERO, B_BAD, B_HOLE = 0, 1, 2, 3, 4
 
-_AIO_SYSCALLS = {
-    # io_setup, io_destroy, io_getevents, io_submit
-    "x86_64": (206, 207, 208, 209),
-    "aarch64": (0, 1, 4, 2),
-}
-
 
 def bucket_value_ns(index: int) -> int:
     """The value fio reports for a histogram bucket (its ``plat_idx_to_val``):

@@ -1,11 +1,10 @@
 """What an ``Engine`` runs, and what its plan implies for the target.
 
 Contract: ``EnginePlan`` is the typed description of a run (target, block
-size, jobs, depth, mix, work list, engine). ``_open_target`` opens one
-descriptor on the target with the plan's flags (``_open_flags``), refusing
-anything but a regular file or a block device without blocking on it;
-``_chunks`` cuts a work list into block-aligned pieces the workers take in
-turn.
+size, jobs, depth, mix, work list, engine). ``open_target`` opens one
+descriptor on the target with the plan's flags, refusing anything but a
+regular file or a block device without blocking on it; ``cut_chunks`` cuts a
+work list into block-aligned pieces the workers take in turn.
 """
 
 from __future__ import annotations
@@ -66,7 +65,7 @@ class EnginePlan:
         return self.readpct < 100
 
 
-def _open_target(plan: EnginePlan, *, exclusive: bool, job: int = 0) -> int:
+def open_target(plan: EnginePlan, *, exclusive: bool, job: int = 0) -> int:
     """One descriptor on job ``job``'s target. Opened non-blocking and checked,
     so a path swapped for a FIFO fails instead of hanging; O_EXCL when ``exclusive``."""
     flags = _open_flags(plan) | os.O_NONBLOCK | (os.O_EXCL if exclusive else 0)
@@ -93,7 +92,10 @@ def _open_flags(plan: EnginePlan) -> int:
     return flags | getattr(os, "O_CLOEXEC", 0)
 
 
-def _chunks(extents: Sequence[tuple[int, int]], size: int, bs: int) -> list[tuple[int, int]]:
+def cut_chunks(extents: Sequence[tuple[int, int]], size: int, bs: int) -> list[tuple[int, int]]:
+    """``extents`` ([start, end) byte ranges) cut into pieces of at most ``size``
+    bytes, in order; every cut falls on a multiple of ``bs`` from its extent's
+    start (a piece is never less than one block unless its extent is)."""
     out = []
     for start, end in extents:
         pos = start

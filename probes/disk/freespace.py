@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from probetop.probes.core.base import TargetProbeError
 from probetop.probes.disk.capacity import human
-from probetop.probes.disk.mounts import filesystem_of
+from probetop.probes.disk.mounts import existing_dir, filesystem_of
 from probetop.probes.disk.targeterrors import target_errors
 
 KEEP_FREE_SHARE = 0.05
@@ -43,17 +43,10 @@ class Room:
         return keep_free(self.total)
 
 
-def _existing_dir(path: str) -> str:
-    """``path`` if it is a directory, else the directory that would hold it."""
-    if os.path.isdir(path):
-        return path
-    return os.path.dirname(os.path.abspath(path)) or "."
-
-
 def room_for(path: str) -> Room | None:
     """Free space where ``path`` lives; None when the filesystem does not say
     (it reports no size: ramfs, some FUSE filesystems)."""
-    where = path if os.path.exists(path) else _existing_dir(path)
+    where = path if os.path.exists(path) else existing_dir(path)
     st = os.statvfs(where)
     if st.f_blocks == 0:
         return None
@@ -61,7 +54,7 @@ def room_for(path: str) -> Room | None:
     return Room(
         free=st.f_bavail * st.f_frsize,
         total=st.f_blocks * st.f_frsize,
-        point=mount.point if mount else _existing_dir(where),
+        point=mount.point if mount else existing_dir(where),
     )
 
 

@@ -1,9 +1,9 @@
 """The I/O worker threads' share of the CPU.
 
-Contract: ``_yield_to_control(jobs)``, called by a worker, lowers that
+Contract: ``yield_to_control(jobs)``, called by a worker, lowers that
 worker's priority to ``WORKER_NICE`` when the I/O threads are at least as
 many as the CPUs (the event loop thread must still get CPU);
-``_runnable(thread)`` tells a thread waiting for a CPU from one asleep in the
+``runnable(thread)`` tells a thread waiting for a CPU from one asleep in the
 kernel, so a stop waits for the first (up to ``STARVED_CAP_S``) and not for
 the second.
 """
@@ -20,10 +20,9 @@ that are still runnable (waiting for a CPU, not for the device): at a load
 average of 17 on 2 cores a stopped worker took over 1 s to be scheduled
 and end, and was reported as blocked by the device. Bounded: the callers
 wait on the event loop, and a stop must still end the run."""
-_STATE_POLL_S = 0.05
 
 
-def _runnable(thread: threading.Thread) -> bool:
+def runnable(thread: threading.Thread) -> bool:
     """Whether ``thread`` is running or waiting for a CPU (state R in
     /proc), as opposed to sleeping on I/O (S, D). False if unknown."""
     try:
@@ -43,7 +42,7 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _yield_to_control(jobs: int) -> None:
+def yield_to_control(jobs: int) -> None:
     """With at least as many I/O threads as CPUs, this thread (an I/O worker)
     lowers its own priority (nice 19), so the event loop thread (sampling,
     the UI, a stop) always gets CPU: 64 spinning workers on 2 CPUs left it

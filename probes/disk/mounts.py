@@ -5,6 +5,8 @@ Contract: ``all_mounts()`` parses /proc/self/mountinfo (octal escapes undone);
 /proc, /sys ... are not storage); ``backing_device(path)`` is the kernel name of
 the disk whose /proc/diskstats counters describe a path (None for tmpfs, NFS
 ...). Pure reads; a vanished path gives None, never an exception.
+``existing_dir(path)`` is where to look for a path not made yet: the path
+itself if it is a directory, else the directory that would hold it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,14 @@ class Mount:
     fstype: str
     source: str
     read_only: bool
+
+
+def existing_dir(path: str) -> str:
+    """``path`` if it is a directory, else the directory that would hold it
+    (a file about to be created lives on that directory's filesystem)."""
+    if os.path.isdir(path):
+        return path
+    return os.path.dirname(os.path.abspath(path)) or "."
 
 
 def all_mounts() -> Iterator[Mount]:

@@ -11,25 +11,29 @@ tests).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any
 
 from probetop.probes.disk.counters import Snapshot
 from probetop.probes.disk.engineplan import EnginePlan
-from probetop.probes.disk.workers import _KERNELS, Engine, NativeCodeError, compile_kernels
+from probetop.probes.disk.workers import Engine, NativeCodeError, compile_kernels
+
+# Set once the loops have passed their self-test in this process.
+_WARM = threading.Event()
 
 
 def warm_up_kernels() -> None:
     """Compile and run both loops once on a tiny temp file, so no JIT happens
     once a clock runs. Idempotent."""
-    if _KERNELS.get("warm"):
+    if _WARM.is_set():
         return
     compile_kernels()
     try:
         _self_test()
     except OSError as exc:
         raise NativeCodeError(f"the native I/O loop failed its self-test: {exc}") from None
-    _KERNELS["warm"] = True
+    _WARM.set()
 
 
 def _scratch_file() -> Any:

@@ -29,8 +29,7 @@ from probetop.probes.core.base import TargetProbeError, UsageProbeError
 from probetop.probes.core.mountinfo import PSEUDO_FILESYSTEMS
 from probetop.probes.disk.blockdev import DeviceIdentity, identify
 from probetop.probes.disk.dioalign import dio_alignment
-from probetop.probes.disk.freespace import _existing_dir
-from probetop.probes.disk.mounts import filesystem_of
+from probetop.probes.disk.mounts import existing_dir, filesystem_of
 from probetop.probes.disk.refusals import read_only_device
 from probetop.probes.disk.targeterrors import target_errors
 
@@ -95,7 +94,7 @@ def _read_only_fs(path: str) -> bool:
 
 def _refuse_pseudo(path: str) -> None:
     """Refuse a file on a kernel interface filesystem (/proc, /sys ...)."""
-    mount = filesystem_of(path if os.path.exists(path) else _existing_dir(path))
+    mount = filesystem_of(path if os.path.exists(path) else existing_dir(path))
     if mount is not None and mount.fstype in PSEUDO_FILESYSTEMS:
         raise TargetProbeError(
             f"{path} is on a {mount.fstype} filesystem ({mount.point}): a kernel interface, "
@@ -109,7 +108,7 @@ def _logical_block_size(ident: DeviceIdentity | None, path: str) -> int:
     from probetop.probes.disk.mounts import backing_device
     from probetop.probes.disk.sysfs import SYS_CLASS_BLOCK
 
-    holder = backing_device(_existing_dir(path))
+    holder = backing_device(existing_dir(path))
     if holder:
         try:
             return int((SYS_CLASS_BLOCK / holder / "queue" / "logical_block_size").read_text())

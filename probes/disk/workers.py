@@ -83,13 +83,8 @@ from probetop.probes.disk.counters import (
     Snapshot,
     sum_jobs,
 )
-from probetop.probes.disk.engineplan import EnginePlan, _chunks, _open_target
-from probetop.probes.disk.iothreads import (
-    _STATE_POLL_S,
-    STARVED_CAP_S,
-    _runnable,
-    _yield_to_control,
-)
+from probetop.probes.disk.engineplan import EnginePlan, cut_chunks, open_target
+from probetop.probes.disk.iothreads import STARVED_CAP_S, runnable, yield_to_control
 from probetop.probes.disk.records import DIRECTIONS
 from probetop.probes.disk.steps import wait_threads
 
@@ -97,6 +92,8 @@ from probetop.probes.disk.steps import wait_threads
 
 _KERNELS: dict[str, Any] = {}
 _COMPILE_LOCK = threading.Lock()
+# How often a stop that waits for runnable workers looks at their state again.
+_STATE_POLL_S = 0.05
 
 
 class NativeCodeError(ProbeError):
@@ -205,11 +202,11 @@ class Engine:
             total = sum(e - s for s, e in plan.extents)
             size = plan.chunk_bytes or max(plan.bs * plan.iodepth * 4, -(-total // (plan.jobs * 4)))
             size = max(plan.bs, (size // plan.bs) * plan.bs)
-            self._queue = _chunks(plan.extents, size, plan.bs)
+            self._queue = cut_chunks(plan.extents, size, plan.bs)
             self._queue.reverse()  # pop() from the end = lowest offset first
         try:
             for job in range(plan.jobs):
-                self._fds.append(_open_target(plan, exclusive=plan.exclusive and job == 0, job=job))
+                self._fds.append(open_target(plan, exclusive=plan.exclusive and job == 0, job=job))
             fill = np.random.default_rng(12345).integers(0, 256, plan.bs * plan.iodepth, np.uint8)
             for _job in range(plan.jobs):
                 m = mmap.mmap(-1, max(plan.bs * plan.iodepth, mmap.PAGESIZE))
@@ -250,7 +247,7 @@ class Engine:
         plan = self.plan
         ctx_id = 0
         ring: Any = None
-        _yield_to_control(plan.jobs)
+        yield_to_control(plan.jobs)
         try:
             if self.ctl[job, K_STOP]:  # stopped while the threads were being started
                 return
@@ -379,14 +376,14 @@ class Engine:
 
     def join_stopped(self, grace_s: float, cap_s: float = STARVED_CAP_S) -> bool:
         """After ``stop``: ``join(grace_s)``, then keep waiting while a worker
-        left is runnable (``_runnable``), ``cap_s`` in all at most. True if
+        left is runnable (``iothreads.runnable``), ``cap_s`` in all at most. True if
         all ended. If not, the workers left are ``stuck`` (blocked in the
         kernel) and the last of them to end closes the fds and buffers."""
         began = time.monotonic()
         if self.join(grace_s):
             return True
         while time.monotonic() - began < cap_s:
-            if not any(_runnable(t) for t in self._threads if t.is_alive()):
+            if not any(runnable(t) for t in self._threads if t.is_alive()):
                 break
             if self.join(min(_STATE_POLL_S, max(0.0, cap_s - (time.monotonic() - began)))):
                 return True

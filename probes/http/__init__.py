@@ -43,7 +43,7 @@ from probetop.probes.http.curlinfo import libcurl_version
 from probetop.probes.http.errorkinds import ERROR_KINDS, FAIL_EXIT
 from probetop.probes.http.family import FAMILY
 from probetop.probes.http.inputs import HttpUrlError
-from probetop.probes.http.load_settings import MAX_RATE, LoadSettings
+from probetop.probes.http.load.settings import MAX_RATE, LoadSettings
 from probetop.probes.http.request import (
     HttpRequest,
     check_http_version,
@@ -64,8 +64,8 @@ from probetop.probes.http.waterfall import render_exchange, use_colour
 
 if TYPE_CHECKING:
     from probetop.probes.http.checks import CHECKS, HttpFigures
-    from probetop.probes.http.load_probe import HttpLoadProbe
-    from probetop.probes.http.load_records import (
+    from probetop.probes.http.load.probe import HttpLoadProbe
+    from probetop.probes.http.load.records import (
         LOAD_KIND,
         LOAD_METRICS,
         PCT_KEYS,
@@ -73,7 +73,7 @@ if TYPE_CHECKING:
         LoadInterval,
         LoadParams,
     )
-    from probetop.probes.http.load_report import load_json_report, render_load_report
+    from probetop.probes.http.load.report import load_json_report, render_load_report
     from probetop.probes.http.metrics import TRACKER
     from probetop.probes.http.probe import HttpProbe
     from probetop.probes.http.pycurlb import pycurlb_document
@@ -102,15 +102,15 @@ _LAZY = {
     "CHECKS": "checks",
     "HttpFigures": "checks",
     "TRACKER": "metrics",
-    "HttpLoadProbe": "load_probe",
-    "LOAD_KIND": "load_records",
-    "LOAD_METRICS": "load_records",
-    "PCT_KEYS": "load_records",
-    "ClassLatency": "load_records",
-    "LoadInterval": "load_records",
-    "LoadParams": "load_records",
-    "load_json_report": "load_report",
-    "render_load_report": "load_report",
+    "HttpLoadProbe": "load.probe",
+    "LOAD_KIND": "load.records",
+    "LOAD_METRICS": "load.records",
+    "PCT_KEYS": "load.records",
+    "ClassLatency": "load.records",
+    "LoadInterval": "load.records",
+    "LoadParams": "load.records",
+    "load_json_report": "load.report",
+    "render_load_report": "load.report",
     "HttpProbe": "probe",
     "json_report": "report",
     "render_report": "report",

@@ -7,8 +7,8 @@ curl does, with the libcurl error number itself (``CURLE_*``: 6 DNS, 7
 connect, 28 timeout, 35/60 TLS, 47 redirects, 52 empty reply, 56 receive
 failure ...), 22 for an HTTP error with ``-f`` (``FAIL_EXIT``) and 0 for one
 without; ``KIND_EXIT`` gives the code of an error probetop itself detects
-(before or between libcurl's transfers). ``_HINTS`` says what to do about a
-kind, in a one-line message.
+(before or between libcurl's transfers). ``kind_hint`` says what to do about
+a kind, in a few words for a one-line message.
 """
 
 from __future__ import annotations
@@ -70,6 +70,12 @@ _HINTS = {
     "tls": "use --cacert FILE for a private CA, or -k to skip verification",
     "redirects": "raise --max-redirs or check for a redirect loop",
 }
+
+
+def kind_hint(kind: str) -> str | None:
+    """What to do about an error kind, in a few words (None when there is
+    nothing to suggest: an error status, ``other``)."""
+    return _HINTS.get(kind)
 
 
 def error_kind(curl_errno: int, url: str | None = None) -> str:

@@ -44,7 +44,7 @@ def read_settings(values: Mapping[str, Any], common: RunCommon) -> HttpSettings:
 
 def build_probes(settings: HttpSettings, common: RunCommon) -> list[Probe]:
     if settings.load is not None:  # --rate: load mode
-        from probetop.probes.http.load_probe import HttpLoadProbe
+        from probetop.probes.http.load.probe import HttpLoadProbe
 
         return [HttpLoadProbe(settings)]
     from probetop.probes.http.probe import HttpProbe
@@ -117,7 +117,7 @@ def load_report(common: RunCommon, result: RunOutcome) -> int:
     """Load mode: rates, latency by status class (corrected and service),
     the generator's own figures. Exit 128 + the signal's
     number when one interrupted the run, 1 on probe errors."""
-    from probetop.probes.http.load_report import load_json_report, render_load_report
+    from probetop.probes.http.load.report import load_json_report, render_load_report
 
     if common.json:
         doc = load_json_report(result.summaries, result.duration_s, result.reason, result.errors)
@@ -143,7 +143,7 @@ def print_errors(errors: Mapping[str, str]) -> None:
 
 
 def records() -> tuple[type, ...]:
-    from probetop.probes.http.load_records import LoadInterval
+    from probetop.probes.http.load.records import LoadInterval
     from probetop.probes.http.records import HttpInterval
 
     return (HttpInterval, LoadInterval)

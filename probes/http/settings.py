@@ -17,10 +17,10 @@ from typing import Any
 
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.http.inputs import read_at_file
-from probetop.probes.http.load_settings import LoadSettings, load_from_options
+from probetop.probes.http.load.settings import LoadSettings, load_from_options
 from probetop.probes.http.request import HttpRequest
 from probetop.probes.http.requestopts import request_from_options
-from probetop.probes.http.spec import _UNSUPPORTED_DEST, SPEC, unsupported_message
+from probetop.probes.http.spec import SPEC, unsupported_flag, unsupported_message
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +43,7 @@ class HttpSettings:
     fresh: bool = True
     watch: bool = False
     one_off: bool = False
-    load: LoadSettings | None = None  # --rate: load mode (load_settings.py)
+    load: LoadSettings | None = None  # --rate: load mode (load/settings.py)
     warmup: int = 0  # --warmup: requests per URL discarded before statistics
     include_errors: bool = False  # --include-errors: 4xx/5xx in the latency statistics
     write_out: str | None = None  # -w FORMAT (one-off; @FILE already read)
@@ -76,9 +76,9 @@ class HttpSettings:
         here (UsageProbeError if they cannot be)."""
         values = _split_header_values(values)
         _check_shapes(values)
-        unsupported = values.get(_UNSUPPORTED_DEST)
+        unsupported = unsupported_flag(values)
         if unsupported:
-            raise UsageProbeError(unsupported_message(str(unsupported)))
+            raise UsageProbeError(unsupported_message(unsupported))
         output = values.get("curl_output")
         if output not in (None, "/dev/null"):
             raise UsageProbeError(

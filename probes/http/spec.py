@@ -2,18 +2,19 @@
 
 Contract: ``SPEC`` is the supported curl options with curl's flags and
 meanings, probetop's repeated-sampling and load options, and the known curl
-options probetop does not implement (hidden; stored under
-``_UNSUPPORTED_DEST`` and refused with ``unsupported_message``, which names
-the option). The CLI, the add-probe prompt and docs/http.md all read it.
+options probetop does not implement (hidden; ``unsupported_flag`` finds one
+in parsed values and ``unsupported_message`` refuses it, naming the option).
+The CLI, the add-probe prompt and docs/http.md all read it.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from probetop.probes.core.options import CommandSpec, Option, number, whole_number
-from probetop.probes.http.load_settings import LOAD_OPTIONS
+from probetop.probes.http.load.settings import LOAD_OPTIONS
 from probetop.probes.http.request import DEFAULT_MAX_REDIRS
 from probetop.probes.record import KEEP_BODY_FLAG
 
@@ -102,6 +103,13 @@ UNSUPPORTED_WHY: Mapping[str, str] = {
     flag: why for flags, _takes_value, why in _UNSUPPORTED for flag in flags
 }
 _UNSUPPORTED_DEST = "curl_unsupported"
+
+
+def unsupported_flag(values: Mapping[str, Any]) -> str | None:
+    """The unsupported curl option given in ``SPEC``'s parsed ``values``, as
+    typed (the last one when several were), or None when none was."""
+    flag = values.get(_UNSUPPORTED_DEST)
+    return str(flag) if flag else None
 
 
 def unsupported_message(flag: str) -> str:
@@ -337,7 +345,7 @@ SPEC = CommandSpec(
             hidden=True,
         ),
         *_unsupported_options(),
-        *LOAD_OPTIONS,  # --rate, --connections (load_settings.py)
+        *LOAD_OPTIONS,  # --rate, --connections (load/settings.py)
         Option(
             (KEEP_BODY_FLAG,),
             "keep the request body (-d/--data*) in --json output and recordings; "

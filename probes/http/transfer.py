@@ -27,10 +27,10 @@ from urllib.parse import urlsplit
 
 from probetop.probes.http.curlinfo import PHASES, printable, pycurlb_info, read_info
 from probetop.probes.http.errorkinds import (
-    _HINTS,
     FAIL_EXIT,
     KIND_EXIT,
     error_kind,
+    kind_hint,
     status_kind,
 )
 from probetop.probes.http.request import (
@@ -182,7 +182,7 @@ class Exchange:
         url = _short(redact_url(hop.url))
         if kind.startswith("http_"):
             return f"{url} answered {hop.status_line or hop.http_code}"
-        hint = _HINTS.get(kind)
+        hint = kind_hint(kind)
         text = f"{kind} error for {url}: {_short(redact_text(hop.message or ''))}"
         return f"{text} ({hint})" if hint else text
 

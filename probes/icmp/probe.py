@@ -6,9 +6,10 @@ Contract:
   (route, MTU, broadcast), picks the socket mode (datagram where
   ping_group_range allows, else raw) and compiles the native loop, or raises
   a ProbeError that says what to do.
-- ``run`` starts one thread per stream (``stream._Stream``); each thread
+- ``run`` starts one thread per stream (``stream.Stream``); each thread
   opens its own socket and calls the nogil loop (probes/icmp/engine.py) once
-  per interval.
+  per interval, and hands each interval over as a ``stream.StreamInterval``
+  (queued to the event loop by ``_hand_over``).
   Every stream closes its intervals on the same absolute boundaries; ``run``
   merges them and emits one Sample per interval (an ``IcmpInterval``,
   records.py, which owns the Sample layout).
@@ -23,12 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import random
 from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import Emit, ProbeError
-from probetop.probes.core.limits import thread_stack
+from probetop.probes.core.machine import thread_stack
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.icmp.pingtext import IcmpErrorLine
 from probetop.probes.icmp.records import KIND, METRICS, IntervalRow
@@ -39,10 +41,11 @@ from probetop.probes.icmp.settings import (
     reference_command,
 )
 from probetop.probes.icmp.stream import (
-    _RUN_IDENT,
+    Stream,
+    StreamInterval,
+    StreamPlan,
     StreamProgress,
-    _dissect_kept,
-    _Stream,
+    dissect_kept,
     interval_seconds,
     warm_up_engine,
 )
@@ -61,6 +64,9 @@ STREAM_EXIT_WAIT_S = 0.5
 # Keeping all grew the process by ~10 MiB an hour (tracemalloc, soak.py).
 KEEP_INTERVAL_ROWS = 600
 DRAIN_MARGIN_S = 0.05
+# Raw sockets' echo id: random per process, +index per stream (ping uses its
+# pid), so two probetops to one host do not take each other's replies.
+_RUN_IDENT = random.SystemRandom().randrange(0, 0x10000)
 
 if TYPE_CHECKING:
     from probetop.probes.icmp.pingtext import ReplyListener
@@ -95,11 +101,11 @@ class IcmpProbe:
         self.progress: dict[int, StreamProgress] = {}
         self.elapsed_s = 0.0
         self.stopped_by = "finished"
-        self._queue: asyncio.Queue[tuple[Any, ...]] | None = None
+        self._queue: asyncio.Queue[StreamInterval] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._streams: list[_Stream] = []
+        self._streams: list[Stream] = []
         self._active: set[int] = set()
-        self._pending: dict[int, dict[int, tuple[Any, ...]]] = {}
+        self._pending: dict[int, dict[int, StreamInterval]] = {}
         # The demo's idle pane: nothing to run, so never keep a headless run alive.
         self.background = idle_reason is not None
 
@@ -155,11 +161,20 @@ class IcmpProbe:
         self.stream_totals = [IntervalTotals() for _ in range(self.settings.streams)]
         self.progress = {}
         counts = _split(self.settings.count or 0, self.settings.streams)
+        assert self.mode is not None
+        plan = StreamPlan(
+            self.settings,
+            self.target,
+            self.mode,
+            self._hand_over,
+            self.listener,
+            self.logs_replies,
+        )
         self._streams = []
         try:
             for i in range(self.settings.streams):
                 sock, ident = self._open(i)
-                self._streams.append(_Stream(self, i, sock, ident, counts[i]))
+                self._streams.append(Stream(plan, i, sock, ident, counts[i]))
         except BaseException:
             for s in self._streams:
                 s.sock.close()
@@ -172,7 +187,7 @@ class IcmpProbe:
         self.start_ns = now_ns()
         with thread_stack(STREAM_STACK_BYTES):
             for s in self._streams:
-                s.start()
+                s.launch(self.start_ns)
         emit(
             Status(
                 self.id,
@@ -341,8 +356,9 @@ class IcmpProbe:
             pace += f" over {o.streams} streams"
         return pace
 
-    def _deliver(self, *item: Any) -> None:
-        """Called from stream threads: hand a snapshot to the event loop."""
+    def _hand_over(self, item: StreamInterval) -> None:
+        """The streams' ``Deliver``: called from their threads, queues an
+        interval for ``_collect`` on the event loop."""
         loop, queue = self._loop, self._queue
         if loop is None or queue is None:
             return
@@ -360,16 +376,16 @@ class IcmpProbe:
         v6 = self.target.v6
         active, pending = self._active, self._pending
         while active:
-            index, k, t_ns, snap, in_flight, errs, done = await self._queue.get()
-            assert isinstance(in_flight, StreamProgress)
-            stream = self._streams[index]
-            if snap is None:  # the thread failed
+            item = await self._queue.get()
+            index = item.stream
+            if item.snapshot is None:  # the thread failed
                 active.discard(index)
-                emit(Status(self.id, now_ns(), "error", f"stream {index} failed: {stream.error}"))
+                error = self._streams[index].error
+                emit(Status(self.id, now_ns(), "error", f"stream {index} failed: {error}"))
                 continue
-            pending.setdefault(k, {})[index] = (t_ns, snap, in_flight, errs)
-            self.progress[index] = in_flight
-            if done:
+            pending.setdefault(item.k, {})[index] = item
+            self.progress[index] = item.progress
+            if item.done:
                 active.discard(index)
             for kk in sorted(pending):
                 got = pending[kk]
@@ -380,7 +396,9 @@ class IcmpProbe:
                 t_end = 0
                 spans: list[int] = []
                 dissect: list[tuple[Any, int]] = []
-                for i, ((t_from_i, t_to_i), snap_i, progress_i, errs_i) in got.items():
+                for i, got_i in got.items():
+                    snap_i, progress_i, errs_i = got_i.snapshot, got_i.progress, got_i.errors
+                    t_from_i, t_to_i = got_i.span_ns
                     interval.add_snapshot(snap_i, v6)
                     interval.in_flight += progress_i.in_flight
                     own = IntervalTotals()
@@ -394,9 +412,9 @@ class IcmpProbe:
                     t_end = max(t_end, t_to_i)
                     spans.append(t_to_i - t_from_i)
                     dissect.append((snap_i, int(snap_i.counters[eng.K_ICMP_ERRS])))
-                shown = [d for _i, (_s, _p, _q, errs_i) in got.items() for d in errs_i]
+                shown = [d for got_i in got.values() for d in got_i.errors]
                 if interval.counters["icmp_errors"] and self.mode == "raw":
-                    kept = await asyncio.to_thread(_dissect_kept, dissect, v6)
+                    kept = await asyncio.to_thread(dissect_kept, dissect, v6)
                     interval.add_routers(kept)
                     shown = kept
                 if self.listener is not None and self.logs_replies and shown:

@@ -1,6 +1,5 @@
 """What an ICMP sample carries, typed: the probe writes it, the pane and the
-report read it. The header's ``params`` and the summary are ``summary``; the
-tolerant readers of single values, ``readback``.
+report read it. The header's ``params`` and the summary are ``summary``.
 
 Contract:
 - ``IcmpInterval.to_sample`` is the only place that lays an ICMP interval out
@@ -12,6 +11,9 @@ Contract:
   recordings replay and the JSON stays the same. Readers are tolerant:
   missing or malformed fields read as None (or empty), never raise.
 - ``METRICS`` declares every metric name an ICMP sample may hold.
+- ``read_error_counts`` / ``read_error_routers`` read an error table back
+  (``ErrorCounts`` / ``ErrorRouters``; anything malformed: empty), for the
+  samples here and the summary.
 """
 
 from __future__ import annotations
@@ -21,15 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probetop.probes.core.base import MetricSpec
+from probetop.probes.core.readback import as_count, as_number, as_text
 from probetop.probes.core.sample import Sample
-from probetop.probes.icmp.readback import (
-    _count,
-    _error_counts,
-    _error_routers,
-    _float,
-    _text,
-    as_number,
-)
 
 KIND = "icmp"
 
@@ -84,6 +79,25 @@ SOCKET_LABELS = {"raw": "raw socket", "datagram": "datagram socket (unprivileged
 
 ErrorCounts = Mapping[str, int]  # error name ("time exceeded", "send EMSGSIZE") -> count
 ErrorRouters = Mapping[str, Mapping[str, int]]  # error name -> reporting router -> count
+
+
+def read_error_counts(value: Any) -> dict[str, int]:
+    """An ``ErrorCounts`` read back: entries whose count is not a number are
+    dropped; anything but a mapping is empty."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): n for k, v in value.items() if (n := as_count(v)) is not None}
+
+
+def read_error_routers(value: Any) -> dict[str, dict[str, int]]:
+    """An ``ErrorRouters`` read back, each router table as ``read_error_counts``."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): read_error_counts(v) for k, v in value.items() if isinstance(v, Mapping)}
+
+
+def _float(value: int | None) -> float | None:
+    return None if value is None else float(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,24 +241,24 @@ class IcmpInterval:
             replies_per_s=as_number(values.get(REPLIES_PER_S)),
             pps=as_number(values.get(PPS)),
             loss_pct=as_number(values.get(LOSS_PCT)),
-            lost=_count(values.get(LOST)),
-            duplicates=_count(values.get(DUPLICATES)),
-            reordered=_count(values.get(REORDERED)),
-            late=_count(values.get(LATE)),
-            icmp_errors=_count(values.get(ICMP_ERRORS)),
-            send_errors=_count(values.get(SEND_ERRORS)),
-            missed=_count(values.get(MISSED)),
-            in_flight=_count(values.get(IN_FLIGHT)),
+            lost=as_count(values.get(LOST)),
+            duplicates=as_count(values.get(DUPLICATES)),
+            reordered=as_count(values.get(REORDERED)),
+            late=as_count(values.get(LATE)),
+            icmp_errors=as_count(values.get(ICMP_ERRORS)),
+            send_errors=as_count(values.get(SEND_ERRORS)),
+            missed=as_count(values.get(MISSED)),
+            in_flight=as_count(values.get(IN_FLIGHT)),
             rtt=RttStats.from_values(values),
             mode=mode if isinstance(mode, str) else None,
             rtt_hist=_buckets(extra.get("rtt_hist_us")),
-            errors=_error_counts(extra.get("errors")),
-            error_routers=_error_routers(extra.get("error_routers")),
+            errors=read_error_counts(extra.get("errors")),
+            error_routers=read_error_routers(extra.get("error_routers")),
             jitter_avg_us=as_number(values.get(JITTER_AVG_US)),
             jitter_max_us=as_number(values.get(JITTER_MAX_US)),
             outage_s=as_number(values.get(OUTAGE_S)),
-            rate_limit=_text(extra.get("rate_limit")),
-            ttl=_count(extra.get("ttl")),
+            rate_limit=as_text(extra.get("rate_limit")),
+            ttl=as_count(extra.get("ttl")),
         )
 
     @classmethod

@@ -24,15 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.core.limits import (
-    INT64_MAX,
-    MIN_INTERVAL_S,
-    UnitCost,
-    check_busy_workers,
-    check_capacity,
-    check_interval,
-    check_whole,
-)
+from probetop.probes.core.machine import UnitCost, check_busy_workers, check_capacity
 from probetop.probes.core.options import (
     CommandSpec,
     Option,
@@ -41,6 +33,7 @@ from probetop.probes.core.options import (
     number,
     whole_number,
 )
+from probetop.probes.core.ranges import INT64_MAX, MIN_INTERVAL_S, check_interval, check_whole
 
 DEFAULT_PERIOD_S = 1.0
 MAX_RATE = 10_000_000.0  # requests/s over all streams

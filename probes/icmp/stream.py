@@ -1,22 +1,24 @@
 """The ICMP probe's streams: a thread each that runs the native loop on its
 own socket, an interval at a time, and what they hand over.
 
-Contract: ``_Stream(probe, index, sock, ident, count)`` calls the nogil loop
-(probes/icmp/engine.py) once per interval, on the probe's absolute interval
-boundaries, and delivers (stream, interval k, span, snapshot,
-``StreamProgress``, error-queue entries, done) through ``probe._deliver``;
+Contract: ``Stream(plan, index, sock, ident, count)``, once ``launch``ed
+with the run's start, calls the nogil loop (probes/icmp/engine.py) once per
+interval, on the run's absolute interval boundaries, and hands each interval
+over as a ``StreamInterval`` to ``plan.deliver``, from its own thread;
 ``drain()`` stops sending (finishing within the grace period), ``abort()``
-returns from the loop now; a failure is delivered, never raised in the
-thread. ``interval_seconds`` is an interval's length from the streams'
-spans; ``_dissect_kept`` reads the error packets a raw loop kept.
-``warm_up_engine()`` compiles the loop once before any clock. Heavy imports
-(numpy, numba, scapy) happen inside functions, never at import.
+returns from the loop now; a failure is delivered (``snapshot`` None, the
+exception in ``Stream.error``), never raised in the thread. The stream reads
+nothing of its caller but the ``StreamPlan``. ``interval_seconds`` is an
+interval's length from the streams' spans; ``dissect_kept`` reads the error
+packets a raw loop kept. ``warm_up_engine()`` compiles the loop once before
+any clock. Heavy imports (numpy, numba, scapy) happen inside functions,
+never at import.
 """
 
 from __future__ import annotations
 
-import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +26,9 @@ from probetop.probes.core import stopsignals
 from probetop.probes.core.sample import now_ns
 
 if TYPE_CHECKING:
-    from probetop.probes.icmp.probe import IcmpProbe
+    from probetop.probes.icmp.pingtext import ReplyListener
+    from probetop.probes.icmp.settings import IcmpSettings
+    from probetop.probes.icmp.sockets import Target
 
 # ping's per-reply lines: replies the native loop logs per slice (more in one
 # slice are counted, not shown), and the slowest pace at which it returns at
@@ -43,21 +47,63 @@ class StreamProgress:
     last_ttl: int | None = None  # the last echo reply's TTL / hop limit (None: none yet)
 
 
-class _Stream(threading.Thread):
-    """One socket and one native loop; delivers (stream, interval k, snapshot, done)."""
+@dataclass(frozen=True, slots=True)
+class StreamInterval:
+    """What one stream hands over at the end of an interval (or when it failed)."""
 
-    def __init__(self, probe: IcmpProbe, index: int, sock: Any, ident: int, count: int) -> None:
+    stream: int  # the stream's index
+    k: int  # the interval, from 1 (the run's k-th boundary); -1 when the thread failed
+    span_ns: tuple[int, int]  # [from, to): where this stream's counting began and ended
+    # The loop's counters for the interval (engine's snapshot); None: the thread
+    # failed, and ``Stream.error`` says why.
+    snapshot: Any | None
+    progress: StreamProgress
+    # Datagram sockets: the ICMP errors read from the error queue (type, code,
+    # name, router, seq); raw sockets keep theirs in the snapshot.
+    errors: list[dict[str, Any]]
+    done: bool  # the stream's last interval: its count reached, drained or aborted
+
+
+Deliver = Callable[[StreamInterval], None]
+"""Where a stream hands its intervals: called from the stream's thread, so
+it must be thread-safe and return at once (the loop's clock keeps running)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamPlan:
+    """What every stream of one run shares."""
+
+    settings: IcmpSettings
+    target: Target
+    mode: str  # "raw" or "datagram"
+    deliver: Deliver
+    # ping's per-reply lines: the listener told each reply (None: nobody listens).
+    listener: ReplyListener | None = None
+    logs_replies: bool = False  # whether the loop logs replies for the listener
+
+
+class Stream(threading.Thread):
+    """One socket and one native loop; hands over a ``StreamInterval`` per interval."""
+
+    def __init__(self, plan: StreamPlan, index: int, sock: Any, ident: int, count: int) -> None:
         super().__init__(name=f"icmp-stream-{index}", daemon=True)
-        self.probe = probe
+        self.plan = plan
         self.index = index
         self.sock = sock
         self.echo_id = ident
         self.count = count
+        self.start_ns = 0
         import numpy as np
 
         # Written by the event loop's thread, read by the native loop every turn.
         self.control = np.zeros(1, np.int64)
         self.error: BaseException | None = None
+
+    def launch(self, start_ns: int) -> None:
+        """Start the thread; the run's intervals are counted from ``start_ns``
+        (``now_ns`` clock), the same for every stream of the run."""
+        self.start_ns = start_ns
+        self.start()
 
     def drain(self) -> None:
         """Stop sending; finish once nothing is in flight (at most the grace period)."""
@@ -76,9 +122,9 @@ class _Stream(threading.Thread):
         from probetop.probes.icmp import loopstate
         from probetop.probes.icmp.packet import checksum_partial, echo_request
 
-        p = self.probe
+        p = self.plan
         target = p.target
-        assert target is not None
+        start_ns = self.start_ns
         try:
             rate = p.settings.total_rate
             period_ns = 0 if rate is None else max(1, round(1e9 * p.settings.streams / rate))
@@ -103,12 +149,12 @@ class _Stream(threading.Thread):
             )
             # Spread paced streams over one period so N streams are not N-packet bursts.
             offset = period_ns * self.index // max(1, p.settings.streams)
-            loop = loopstate.LoopState(config, packet, addr, p.start_ns + offset, self.control)
+            loop = loopstate.LoopState(config, packet, addr, start_ns + offset, self.control)
             interval_ns = int(p.settings.interval_s * 1e9)
             k = 1
-            t_prev = p.start_ns
+            t_prev = start_ns
             while True:
-                boundary = p.start_ns + k * interval_ns
+                boundary = start_ns + k * interval_ns
                 done = False
                 while not self.aborted and now_ns() < boundary:
                     # One call per interval: each return has to re-take the GIL
@@ -128,23 +174,25 @@ class _Stream(threading.Thread):
                 progress = StreamProgress(
                     loop.in_flight, loop.resolved, loop.send_end_ns, loop.last_ttl
                 )
-                p._deliver(self.index, k, (t_prev, t_snap), snap, progress, errs, done)
+                span = (t_prev, t_snap)
+                p.deliver(StreamInterval(self.index, k, span, snap, progress, errs, done))
                 t_prev = t_snap
                 if done:
                     return
                 k += 1
         except BaseException as exc:  # reported by run(); the thread must never die silently
             self.error = exc
-            p._deliver(self.index, -1, (now_ns(), now_ns()), None, StreamProgress(), [], True)
+            at = now_ns()
+            p.deliver(StreamInterval(self.index, -1, (at, at), None, StreamProgress(), [], True))
         finally:
             self.sock.close()
 
     def _pass_replies(self, loop: Any) -> None:
-        """Hand the loop's logged replies to the probe's listener (ping's lines)."""
+        """Hand the loop's logged replies to the run's listener (ping's lines)."""
         from probetop.probes.icmp.pingtext import rows_to_replies, wall_offset_ns
 
         rows, dropped = loop.take_log()
-        listener = self.probe.listener
+        listener = self.plan.listener
         if listener is not None and (len(rows) or dropped):
             listener.replies(rows_to_replies(rows, self.index, wall_offset_ns()), dropped)
 
@@ -195,8 +243,10 @@ def interval_seconds(spans_ns: list[int]) -> float:
     return max(1e-9, max(spans_ns, default=0) / 1e9)
 
 
-def _dissect_kept(kept: list[tuple[Any, int]], v6: bool) -> list[dict[str, Any]]:
-    """Dissect the error packets the loop kept (scapy; off the event loop)."""
+def dissect_kept(kept: list[tuple[Any, int]], v6: bool) -> list[dict[str, Any]]:
+    """The error packets a raw loop kept, dissected (scapy: call it off the
+    event loop). ``kept`` is (snapshot, ICMP errors it counted) per stream;
+    a packet that cannot be dissected is an ``undissectable`` entry."""
     from probetop.probes.icmp import engine as eng
     from probetop.probes.icmp.packet import dissect_error
 
@@ -212,7 +262,6 @@ def _dissect_kept(kept: list[tuple[Any, int]], v6: bool) -> list[dict[str, Any]]
     return out
 
 
-_RUN_IDENT = random.SystemRandom().randrange(0, 0x10000)
 _warm = threading.Lock()
 _warmed = False
 

@@ -16,21 +16,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from probetop.probes.icmp.readback import (
-    _count,
-    _error_counts,
-    _error_routers,
-    _fits,
-    _int,
-    _text,
-    as_number,
-)
+from probetop.probes.core.readback import as_count, as_int, as_number, as_text, fits
 from probetop.probes.icmp.records import (
     SOCKET_LABELS,
     ErrorCounts,
     ErrorRouters,
     IntervalRow,
     RttStats,
+    read_error_counts,
+    read_error_routers,
 )
 from probetop.probes.icmp.settings import IcmpSettings
 
@@ -103,7 +97,7 @@ class IcmpParams:
         p: Mapping[str, Any] = params if isinstance(params, Mapping) else {}
         kwargs: dict[str, Any] = {}
         for f in dataclasses.fields(IcmpSettings):
-            if f.name in p and _fits(p[f.name], _SETTING_TYPES[f.name]):
+            if f.name in p and fits(p[f.name], _SETTING_TYPES[f.name]):
                 kwargs[f.name] = p[f.name]
         kwargs["host"] = kwargs.get("host", "?")
         address = p.get("address")
@@ -111,15 +105,15 @@ class IcmpParams:
         if isinstance(address, str):
             target = ResolvedTarget(
                 address,
-                _text(p.get("interface")),
-                _text(p.get("source_address")),
-                _int(p.get("path_mtu")),
+                as_text(p.get("interface")),
+                as_text(p.get("source_address")),
+                as_int(p.get("path_mtu")),
             )
         return cls(
             IcmpSettings(**kwargs),
-            _text(p.get("mode")),
+            as_text(p.get("mode")),
             target,
-            _text(p.get("idle_reason")),
+            as_text(p.get("idle_reason")),
         )
 
 
@@ -156,15 +150,15 @@ class StreamTotals:
         if not isinstance(d, Mapping):
             return None
         return cls(
-            stream=_count(d.get("stream")) or 0,
-            sent=_count(d.get("sent")) or 0,
-            received=_count(d.get("received")) or 0,
-            lost=_count(d.get("lost")) or 0,
+            stream=as_count(d.get("stream")) or 0,
+            sent=as_count(d.get("sent")) or 0,
+            received=as_count(d.get("received")) or 0,
+            lost=as_count(d.get("lost")) or 0,
             loss_pct=as_number(d.get("loss_pct")),
             replies_per_second=as_number(d.get("replies_per_second")),
             rtt_avg_us=as_number(d.get("rtt_avg_us")),
             jitter_avg_us=as_number(d.get("jitter_avg_us")),
-            reference_command=_text(d.get("reference_command")),
+            reference_command=as_text(d.get("reference_command")),
         )
 
 
@@ -280,36 +274,36 @@ class IcmpSummary:
             jitter = jitter if isinstance(jitter, Mapping) else {}
             per_stream = s.get("per_stream")
             totals = IcmpTotals(
-                sent=_count(s.get("sent")) or 0,
-                received=_count(s.get("received")) or 0,
-                duplicates=_count(s.get("duplicates")) or 0,
-                reordered=_count(s.get("reordered")) or 0,
-                lost=_count(s.get("lost")) or 0,
-                late=_count(s.get("late")) or 0,
-                lost_early_by_wrap=_count(s.get("lost_early_by_wrap")) or 0,
-                pacing_missed=_count(s.get("pacing_missed")) or 0,
-                in_flight_at_end=_count(s.get("in_flight_at_end")) or 0,
+                sent=as_count(s.get("sent")) or 0,
+                received=as_count(s.get("received")) or 0,
+                duplicates=as_count(s.get("duplicates")) or 0,
+                reordered=as_count(s.get("reordered")) or 0,
+                lost=as_count(s.get("lost")) or 0,
+                late=as_count(s.get("late")) or 0,
+                lost_early_by_wrap=as_count(s.get("lost_early_by_wrap")) or 0,
+                pacing_missed=as_count(s.get("pacing_missed")) or 0,
+                in_flight_at_end=as_count(s.get("in_flight_at_end")) or 0,
                 loss_pct=as_number(s.get("loss_pct")),
                 replies_per_second=as_number(s.get("replies_per_second")),
                 requests_per_second=as_number(s.get("requests_per_second")),
                 pps=as_number(s.get("pps")),
                 rtt=RttStats.from_dict(s.get("rtt_us")),
-                errors=_error_counts(s.get("errors")),
-                error_routers=_error_routers(s.get("error_routers")),
+                errors=read_error_counts(s.get("errors")),
+                error_routers=read_error_routers(s.get("error_routers")),
                 duration_s=as_number(s.get("duration_s")) or 0.0,
                 grace_s=as_number(s.get("grace_s")) or 0.0,
-                streams=_count(s.get("streams")) or 0,
+                streams=as_count(s.get("streams")) or 0,
                 intervals=tuple(
                     row
                     for row in map(IntervalRow.from_dict, rows if isinstance(rows, list) else [])
                     if row is not None
                 ),
-                stopped_by=_text(s.get("stopped_by")) or "",
+                stopped_by=as_text(s.get("stopped_by")) or "",
                 jitter_avg_us=as_number(jitter.get("avg")),
                 jitter_max_us=as_number(jitter.get("max")),
                 outage_s=as_number(s.get("outage_s")),
                 drain_s=as_number(s.get("drain_s")),
-                rate_limit=_text(s.get("rate_limit")),
+                rate_limit=as_text(s.get("rate_limit")),
                 per_stream=None
                 if not isinstance(per_stream, list)
                 else tuple(
@@ -317,11 +311,11 @@ class IcmpSummary:
                 ),
             )
         return cls(
-            target=_text(s.get("target")),
-            address=_text(s.get("address")),
-            mode=_text(s.get("mode")),
-            pacing=_text(s.get("pacing")),
-            reference_command=_text(s.get("reference_command")),
-            idle_reason=_text(s.get("idle_reason")),
+            target=as_text(s.get("target")),
+            address=as_text(s.get("address")),
+            mode=as_text(s.get("mode")),
+            pacing=as_text(s.get("pacing")),
+            reference_command=as_text(s.get("reference_command")),
+            idle_reason=as_text(s.get("idle_reason")),
             totals=totals,
         )

@@ -16,13 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.core.limits import (
-    MIN_INTERVAL_S,
-    check_interval,
-    check_per_cpu,
-    check_seconds,
-)
+from probetop.probes.core.machine import check_per_cpu
 from probetop.probes.core.options import CommandSpec, Option, byte_size
+from probetop.probes.core.ranges import MIN_INTERVAL_S, check_interval, check_seconds
 from probetop.probes.core.sysbench.options import (
     DEFAULT_PERCENTILE,
     DEFAULT_TIME_S,

@@ -22,9 +22,20 @@
 
 - ``is_zstd``: whether a file's first bytes are a zstandard (``.zst``) recording's
 
-The layout of each line is defined once, in ``codec.py``. The readers
-(``reader.py``, ``stream.py``, ``follow.py``) load on first use of one of their names: a
-live dashboard that never reads a recording does not pay for them at start-up.
+The modules, one job each:
+- ``codec``: the line format (layout, versioning, encode/decode, ``RecordingError``);
+- writing: ``writer`` (the ``Recorder``), ``linefile`` / ``zstdfile`` (whole
+  lines to a plain or ``.zst`` file), ``target`` (what may be written to),
+  ``hostinfo`` (the header's host facts), ``output`` (other files written whole);
+- reading, four modules: ``rawlines`` (a file, plain or zstandard, cut into
+  whole lines, its byte limits), ``linecheck`` (what a valid line is: checks,
+  content limits, the per-line fast path), ``fastpath`` (a block of lines in
+  one typed decode, msgspec), ``reader`` (the ``Session`` and the ways to
+  read one: load, step, stream, follow);
+- ``redaction`` and ``cmdline``: what never reaches a disk or another user.
+
+The codec, the writer and the readers load on first use of one of their
+names: a one-off ``probetop http URL`` only redacts, and pays for none of them.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -41,7 +52,6 @@ from probetop.probes.record.redaction import (
     redact_url,
     set_body_key_loader,
 )
-from probetop.probes.record.zst import is_zstd
 
 __all__ = [
     "FORMAT_NAME",
@@ -79,15 +89,19 @@ __all__ = [
 
 if TYPE_CHECKING:
     from probetop.probes.record.codec import FORMAT_NAME, SCHEMA_VERSION, RecordingError
-    from probetop.probes.record.follow import DecodedLine, RecordingFollower, decode_line
     from probetop.probes.record.output import replace_file
+    from probetop.probes.record.rawlines import is_zstd
     from probetop.probes.record.reader import (
+        DecodedLine,
+        RecordingFollower,
         RecordSequence,
         Session,
         SessionLoader,
+        SessionStream,
+        decode_line,
         load_session,
+        stream_session,
     )
-    from probetop.probes.record.stream import SessionStream, stream_session
     from probetop.probes.record.target import check_target as check_output
     from probetop.probes.record.writer import (
         RECORDING_INCOMPLETE_EXIT,
@@ -97,9 +111,9 @@ if TYPE_CHECKING:
         schema_path,
     )
 
-# The codec (orjson), the writer (asyncio, psutil) and the output checks load
-# on first use too: a one-off `probetop http URL` only redacts, and pays for
-# none of them (issue 28).
+# The codec (orjson), the writer (asyncio, psutil), the readers and the output
+# checks load on first use: a one-off `probetop http URL` only redacts, and
+# pays for none of them (issue 28).
 _LAZY = {
     "FORMAT_NAME": "codec",
     "SCHEMA_VERSION": "codec",
@@ -111,15 +125,16 @@ _LAZY = {
     "schema_path": "writer",
     "check_output": "target",
     "replace_file": "output",
-    "DecodedLine": "follow",
-    "RecordingFollower": "follow",
-    "decode_line": "follow",
+    "is_zstd": "rawlines",
+    "DecodedLine": "reader",
+    "RecordingFollower": "reader",
+    "decode_line": "reader",
     "RecordSequence": "reader",
     "Session": "reader",
     "SessionLoader": "reader",
-    "SessionStream": "stream",
+    "SessionStream": "reader",
     "load_session": "reader",
-    "stream_session": "stream",
+    "stream_session": "reader",
 }
 
 

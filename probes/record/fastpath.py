@@ -1,10 +1,10 @@
-"""The reader's fast path: a batch of body lines checked in one typed decode.
+"""The reader's block decoder: a batch of body lines checked in one typed decode.
 
 Contract:
 - ``decode_block(raws, data)`` returns the line objects of the body lines
   ``raws`` when every one is a sample or status line that certainly passes
-  the reader's checks (``linecheck._check_line`` and the number rules of
-  ``linecheck._weight``); otherwise None, and the reader checks those lines
+  the reader's checks (``linecheck.check_line`` and the number rules of
+  ``linecheck.weight``); otherwise None, and the reader checks those lines
   in smaller batches, then one at a time on its reference path, which names
   the bad one. It never accepts a line that path refuses.
   Its objects are the msgspec objects of the decode (``_Sample``,
@@ -13,9 +13,12 @@ Contract:
   except that a sample's ``extra`` is a ``LazyExtra``: checked now (valid
   JSON, an object, no number ``json`` would read differently), turned into
   Python objects on first use.
-  With them, an upper bound of ``linecheck._weight`` of those lines: exact for
+  With them, an upper bound of ``linecheck.weight`` of those lines: exact for
   everything but the ``extra`` objects, which are bounded from byte counts
-  (``weight_bound``).
+  (as ``linecheck.weight_bound`` does).
+- Its own module because msgspec (12 ms to import with the decoder) loads
+  only when a recording is first read (``reader.decode_block``), not when
+  the dashboard starts.
 
 Why: turning every number of every ``extra`` (histograms, percentile tables:
 most of a recording's bytes) into Python objects is what made reading slow,
@@ -31,8 +34,7 @@ from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Annotated, Any, ClassVar
 
 import msgspec
-from probetop.probes.record.lazyextra import LazyExtra
-from probetop.probes.record.limits import MAX_NAME, MAX_T, MAX_VALUE
+from probetop.probes.record.linecheck import MAX_NAME, MAX_T, MAX_VALUE, LazyExtra
 
 _Name = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_NAME)]
 # Integers of up to 18 digits only (the byte guard below sends longer ones to
@@ -223,23 +225,10 @@ def _long_integer(shape: bytes) -> bool:
     return False
 
 
-def weight_bound(data: bytes) -> int:
-    """At least ``linecheck._weight`` of the JSON value ``data`` (equal for one
-    without empty containers or ``{[:,`` inside strings), from byte counts.
-
-    Each container weighs 3, each key 1 (one ':' each); every value but the
-    root is an element of a container, which holds one more element than it
-    has ',' when it is not empty: weight = 2C + K + commas + nonempty + 1
-    <= 3C + K + commas + 1. Counting ``{[:,`` inside strings as well only
-    raises the bound. For ``b"[" + b",".join(lines) + b"]"`` it is the sum
-    of the lines' bounds plus 3."""
-    return 3 * (data.count(b"{") + data.count(b"[")) + data.count(b":") + data.count(b",") + 1
-
-
 def decode_block(
     raws: list[bytes], data: bytes | None = None
 ) -> tuple[list[Mapping[str, Any]], int] | None:
-    """(line objects, an upper bound of their summed ``linecheck._weight``) of the
+    """(line objects, an upper bound of their summed ``linecheck.weight``) of the
     body lines ``raws`` (each without its newline), or None when one of them
     may not pass the reference checks (see the module docstring). ``data``:
     the same lines joined by newlines, when the caller has it (it is looked
@@ -262,7 +251,7 @@ def decode_block(
     values_seen: list[dict[str, Any]] = []
     tables = values_seen.append
     unset = _UNSET
-    # The weight of each line but its extra, exactly as linecheck._weight counts:
+    # The weight of each line but its extra, exactly as linecheck.weight counts:
     # 3 for the object, 1 per key, 1 per value that is not a container.
     weight = 0
     for item in lines:
@@ -294,6 +283,6 @@ def decode_block(
         shape = joined.translate(_SHAPE, _NO_PLUS)
         if _big_exponent(shape) or _long_integer(shape):
             return None
-        # weight_bound of each extra ("{[" became "{", ":," became ","), summed.
+        # linecheck.weight_bound of each extra ("{[" became "{", ":," became ","), summed.
         weight += 3 * shape.count(b"{") + shape.count(b",") + len(extras)
     return lines, weight

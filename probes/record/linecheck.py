@@ -1,24 +1,32 @@
-"""What a valid recording line is: the reference checks, and the per-line
-fast path that must agree with them.
+"""What a valid recording line is: the checks, the limits, the per-line fast path.
 
 Contract:
-- ``_check_header`` / ``_check_line`` check the types of every field the
-  reader, the report and the panes use, and raise LineError naming what is
-  wrong (the reader adds the file and line number); ``_weight`` counts what
-  a parsed line costs in memory (``limits.MAX_WEIGHT``).
-- ``_decode_body(raw)`` reads one body line: orjson and ``_fast_sample``
-  where they can vouch for it, else ``json`` and ``_check_line`` (the
-  reference path), so a bad line gets the reference path's message. Both
-  accept the same lines with the same content
-  (tests/record/test_record_fast_paths.py).
+- ``check_header`` / ``check_line`` check the types of every field the
+  reader, the report and the panes use, and raise ``LineError`` naming what
+  is wrong (the reader adds the file and line number); ``NotJson`` when the
+  line is not UTF-8 JSON at all (as the last line: a torn write).
+- ``weight`` counts what a parsed line costs in memory (``MAX_WEIGHT``), and
+  refuses a number no report can carry; ``weight_bound(raw)`` is an upper
+  bound of it from byte counts alone.
+- ``parse(raw, keys)`` is the reference parser (``json``; ``KeyTable``
+  shares one str per distinct key across a file). ``decode_body(raw)`` reads
+  one body line: orjson and a sample check written for speed where they can
+  vouch for it, else ``parse`` and ``check_line`` (the reference path), so a
+  bad line gets the reference path's message. Both accept the same lines
+  with the same content (tests/record/test_record_fast_paths.py).
+- ``LazyExtra``: a sample's ``extra`` that the checks passed, kept as bytes
+  and parsed on first use (the block decoder, ``fastpath``, makes them).
+- The content limits (``MAX_WEIGHT``, ``MAX_NAME``, ``MAX_PROBES``,
+  ``MAX_T``, ``MAX_VALUE``) are here; the byte limits are ``rawlines``'
+  (docs/recording-format.md, "Reading recordings back").
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from probetop.probes.record.codec import (
@@ -26,13 +34,24 @@ from probetop.probes.record.codec import (
     SCHEMA_VERSION,
     RecordingError,
 )
-from probetop.probes.record.lazyextra import LazyExtra
-from probetop.probes.record.limits import (
-    MAX_NAME,
-    MAX_PROBES,
-    MAX_T,
-    MAX_VALUE,
-)
+
+if TYPE_CHECKING:
+    import msgspec
+
+MAX_WEIGHT = 20_000_000
+"""What the kept lines may weigh in all, counting each JSON number, string
+and object key 1 and each object or array 3 (about 40 bytes of memory per
+unit): this, not the byte size, bounds the memory of a hostile file
+(``{}`` is 2 bytes on disk and 64 in memory)."""
+MAX_NAME = 256
+"""Longest probe id, kind, metric name or value key."""
+MAX_PROBES = 1024
+"""Most distinct probes in one recording (each is a pane in a replay)."""
+MAX_T = 1e10
+"""Largest time stamp, in seconds since the session start (317 years)."""
+MAX_VALUE = 1e100
+"""Largest metric value magnitude: far above any real metric, small enough
+that the report's sums and squares of them stay finite."""
 
 _MAX_INT = 1 << 64
 
@@ -141,7 +160,7 @@ def _assertions(footer: dict[str, Any]) -> None:
             raise LineError("an assertion's 'measured' is not a finite number or null")
 
 
-def _check_header(header: Any) -> dict[str, Any]:
+def check_header(header: Any) -> dict[str, Any]:
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
         raise LineError(f"not a probetop recording (no {FORMAT_NAME} header)")
     schema = header.get("schema")
@@ -163,7 +182,7 @@ def _check_header(header: Any) -> dict[str, Any]:
     return header
 
 
-def _check_line(line: Any) -> str:
+def check_line(line: Any) -> str:
     """Validate one body line; its type (or "" for a type this reader skips)."""
     if not isinstance(line, dict):
         raise LineError(f"is a JSON {type(line).__name__}, not an object")
@@ -204,7 +223,7 @@ def _check_line(line: Any) -> str:
     return kind
 
 
-def _weight(obj: Any, budget: int) -> int:
+def weight(obj: Any, budget: int) -> int:
     """The weight of ``obj`` (see MAX_WEIGHT); stops counting past ``budget``.
 
     LineError for a number too big anywhere in it: ``1e999`` reads as
@@ -215,11 +234,11 @@ def _weight(obj: Any, budget: int) -> int:
     while stack:
         item = stack.pop()
         kind = type(item)
-        if kind is LazyExtra:  # a checked extra (fastpath.py): weigh its objects
+        if kind is LazyExtra:  # a checked extra (the block decoder's): weigh its objects
             item = item.data
             kind = dict
         elif kind not in _JSON_TYPES and isinstance(item, Mapping):
-            # a line the fast path kept as a read-only mapping (fastpath._Line)
+            # a line the block decoder kept as a read-only mapping (``fastpath``)
             item = dict(item.items())
             kind = dict
         if kind is dict:
@@ -247,7 +266,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-class _Keys:
+class KeyTable:
     """One str object per distinct object key across the whole file (json
     shares them only within one line): a third less memory for a recording."""
 
@@ -265,7 +284,7 @@ class _Keys:
         return {add(key, key): value for key, value in pairs}
 
 
-def _parse(raw: bytes, keys: _Keys | None = None) -> Any:
+def parse(raw: bytes, keys: KeyTable | None = None) -> Any:
     """A line's JSON value. LineError if it is not UTF-8 JSON."""
     try:
         text = raw.decode("utf-8")
@@ -281,9 +300,9 @@ def _parse(raw: bytes, keys: _Keys | None = None) -> Any:
 
 # -- the fast path ------------------------------------------------------------
 #
-# ``_decode_body`` first tries orjson and a check of sample lines written
+# ``decode_body`` first tries orjson and a check of sample lines written
 # for speed (``_fast_sample``); whatever that path cannot prove valid goes
-# through the reference path above (``json``, ``_check_line``, ``_weight``),
+# through the reference path above (``json``, ``check_line``, ``weight``),
 # which accepts the same lines and names what is wrong with the others. So a
 # good line costs the fast path only, and a bad one gets the same message as
 # before. tests/record/test_record_fast_paths.py checks they agree.
@@ -300,8 +319,8 @@ _INT_SHAPE = bytes(
 _LONG_INT = b" " + b"0" * 19
 
 
-def _weight_bound(raw: bytes) -> int:
-    """At least ``_weight`` of the line ``raw`` is (equal for a line without
+def weight_bound(raw: bytes) -> int:
+    """At least ``weight`` of the line ``raw`` is (equal for a line without
     empty containers or ``{[:,`` inside strings), from byte counts alone.
 
     Each container weighs 3; each key 1 (one ':' each); every value but the
@@ -313,7 +332,7 @@ def _weight_bound(raw: bytes) -> int:
 
 
 def _fast_sample(line: dict[str, Any]) -> bool:
-    """True when the sample line passes ``_check_line``'s sample checks; False
+    """True when the sample line passes ``check_line``'s sample checks; False
     when it may not (then the reference path decides). Same rules, done with
     whole-container operations instead of a Python loop per value."""
     probe = line.get("probe")
@@ -359,16 +378,76 @@ def _fast_line(raw: bytes) -> tuple[dict[str, Any], str] | None:
     if kind == "sample":
         return (line, kind) if _fast_sample(line) else None
     try:
-        return line, _check_line(line)
+        return line, check_line(line)
     except LineError:
         return None
 
 
-def _decode_body(raw: bytes, keys: _Keys | None = None) -> tuple[dict[str, Any], str, bool]:
+def decode_body(raw: bytes, keys: KeyTable | None = None) -> tuple[dict[str, Any], str, bool]:
     """(line, kind, exact) of one body line; ``exact`` False when the fast
-    path read it (its weight is then ``_weight_bound``). LineError if bad."""
+    path read it (its weight is then ``weight_bound``). LineError if bad."""
     fast = _fast_line(raw)
     if fast is not None:
         return fast[0], fast[1], False
-    line = _parse(raw, keys)
-    return line, _check_line(line), True
+    line = parse(raw, keys)
+    return line, check_line(line), True
+
+
+# -- a checked extra, parsed on first use -----------------------------------------
+
+
+class LazyExtra(Mapping[str, Any]):
+    """A sample's ``extra`` object, already checked, parsed on first use.
+
+    ``LazyExtra(raw)`` holds the bytes of a JSON object that the reader's
+    checks passed: ``bytes``, or the ``msgspec.Raw`` the block decode gave,
+    which keeps the bytes of its line in memory until the extra is parsed (at
+    most the recording's size in all). A read-only mapping (the type
+    ``Sample.extra`` has); ``dict(extra)`` or any lookup parses the bytes
+    (orjson; ``json`` if orjson ever refused them; the checks guarantee it
+    parses to what ``json`` would give) and drops them. Equal to any mapping
+    with the same items."""
+
+    __slots__ = ("_data", "_raw")
+
+    def __init__(self, raw: bytes | msgspec.Raw) -> None:
+        self._raw: bytes | msgspec.Raw | None = raw
+        self._data: dict[str, Any] | None = None
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The parsed object (parsed now if it was not yet)."""
+        if self._data is None:
+            assert self._raw is not None
+            raw = memoryview(self._raw)  # what orjson takes of a msgspec.Raw
+            try:
+                self._data = orjson.loads(raw)
+            except orjson.JSONDecodeError:  # not expected: json reads all the checks pass
+                self._data = json.loads(raw.tobytes())
+            self._raw = None  # the objects replace the bytes
+        return self._data
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.data
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyExtra):
+            other = other.data
+        return self.data == other
+
+    __hash__ = None  # type: ignore[assignment]  # a mapping: unhashable, as a dict
+
+    def __repr__(self) -> str:
+        return f"LazyExtra({self.data!r})"

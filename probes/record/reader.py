@@ -1,92 +1,229 @@
-"""Reading a recording back into a ``Session``: the header, then every line.
+"""Reading a recording back: the ``Session``, and the four ways to read one.
 
-The file opened and cut into rows and blocks is ``rawlines``; the checks of
-one line are in ``linecheck``; the ``Session`` read is in ``session``; the
-one-pass reader in constant memory is ``stream``.
+The file is opened and cut into whole lines by ``rawlines`` (plain or
+zstandard); each line is checked and decoded by ``linecheck`` (a block of
+sample and status lines at once by ``fastpath``); the line layout and the
+records are ``codec``'s. This module turns checked lines into sessions and
+records:
 
-Contract:
 - ``load_session(path)`` returns a ``Session`` or raises RecordingError with a
   one-line message; never another exception, whatever the file holds.
-- Only a regular file on a storage filesystem is read (opened non-blocking
-  and checked on the open descriptor): a FIFO, a device (``/dev/zero``,
-  ``/dev/urandom``), a socket, a directory or a kernel file (``/proc``,
-  ``/sys``: reading ``/proc/kmsg`` would take the kernel's messages from
-  syslog) is refused before a byte is read.
-- Memory is bounded whatever the input: the file is read in blocks of
-  whole lines (``rawlines._chunks``; the line reader ``rawlines._rows``
-  where that cannot be done), a line longer than ``MAX_LINE_BYTES`` is
-  refused as soon as that many bytes have been read, a file larger than
-  ``MAX_FILE_BYTES`` is refused, and the parsed lines kept may weigh at
-  most ``MAX_WEIGHT`` in all.
+  ``SessionLoader`` is the same, a step at a time (a replay shows a long
+  recording's head while it reads the rest); ``load_session`` is one run of
+  it to the end.
+- ``stream_session(path)``: a ``SessionStream``, the same checks one line at
+  a time, in constant memory (``probetop export``).
+- ``RecordingFollower``: the same checks over a recording still being
+  written, whole new lines at each ``poll`` (``probetop attach``);
+  ``decode_line``: one line's checks and records, for a reader that gets the
+  lines another way (a remote view over SSH).
+
+What every way shares:
+- Only a regular file on a storage filesystem is read (``rawlines.open_recording``):
+  a FIFO, a device (``/dev/zero``), a socket, a directory or a kernel file
+  (``/proc/kmsg`` would take the kernel's messages from syslog) is refused
+  before a byte is read.
+- Memory is bounded whatever the input: a line longer than
+  ``rawlines.MAX_LINE_BYTES`` is refused as soon as that many bytes have
+  been read, a file larger than ``rawlines.MAX_FILE_BYTES`` is refused, and
+  the parsed lines a ``Session`` keeps may weigh at most
+  ``linecheck.MAX_WEIGHT`` in all.
 - Every line is validated: the types of every field the reader, the report
   and the panes use (``t`` a finite number, ``values`` a mapping of strings to
   finite numbers or null, ``probe`` / ``level`` / ``message`` strings,
   ``extra`` / ``params`` mappings...). The first bad line is named by number:
   ``FILE: line N: 't' is not a finite number``.
 - A torn last line (a kill -9 or a full disk mid-write) is skipped and
-  reported in ``Session.warnings`` (with a truncated last zstd frame and a
-  missing footer; of a file a probetop is still recording, which it holds
-  the lock of, one note says so instead: ``_end_warnings``); a bad line
+  reported in ``warnings`` (with a truncated last zstd frame and a missing
+  footer; of a file a probetop is still recording, which it holds the lock
+  of, one note says so instead: ``rawlines.end_warnings``); a bad line
   elsewhere is an error, because it means the file was edited or corrupted,
   not interrupted.
-- Two paths, one verdict: blocks (then 64-line batches) of sample and
-  status lines go through ``fastpath.decode_block`` (msgspec, checked in C;
-  the decoded objects kept as read-only mappings, ``extra`` as a checked
-  ``LazyExtra``), other lines through orjson;
-  whatever those cannot vouch for is read by the reference path
-  (``linecheck``: ``json``, ``_check_line``, ``_weight``), which names the
-  bad line. Both
-  accept the same lines with the same content
-  (tests/record/test_record_fast_paths.py, test_record_blocks.py).
-- ``SessionLoader`` reads a recording a step at a time with the same checks
-  (a replay shows a long recording's head while it reads the rest);
-  ``load_session`` is one run of it to the end.
+- Two paths, one verdict: ``load_session`` reads blocks (then 64-line
+  batches) of sample and status lines through ``fastpath.decode_block``
+  (msgspec, checked in C; the decoded objects kept as read-only mappings,
+  ``extra`` as a checked ``LazyExtra``), other lines through
+  ``linecheck.decode_body`` (orjson); whatever those cannot vouch for is
+  read by the reference path (``json``, ``linecheck.check_line``,
+  ``linecheck.weight``), which names the bad line. Both accept the same
+  lines with the same content (tests/record/test_record_fast_paths.py,
+  test_record_blocks.py).
+- A ``Session``'s body line is a read-only ``Mapping`` equal to the dict
+  ``json.loads`` gives; do not change one. ``Session.records()`` rebuilds
+  ``Announce``/``Sample``/``Status`` records with ``t_ns`` relative to the
+  session start, so panes built for live data show a replay unchanged.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import shlex
-from collections.abc import Iterator, Mapping
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
-from probetop.probes.record.codec import (
-    RecordingError,
-)
-from probetop.probes.record.limits import (
+from probetop.probes.core.sample import Announce, Record
+from probetop.probes.record.codec import RecordingError, decode_record, probe_info
+from probetop.probes.record.linecheck import (
     MAX_PROBES,
     MAX_WEIGHT,
-)
-from probetop.probes.record.linecheck import (
+    KeyTable,
     LineError,
     NotJson,
-    _check_header,
-    _decode_body,
-    _Keys,
-    _parse,
-    _weight,
-    _weight_bound,
+    check_header,
+    decode_body,
+    parse,
+    weight,
+    weight_bound,
 )
 from probetop.probes.record.rawlines import (
     BATCH_LINES,
+    FOOTER_START,
+    MAX_LINE_BYTES,
+    Block,
+    LineSource,
     Row,
-    _Block,
-    _chunks,
-    _end_warnings,
-    _Lines,
-    _open_lines,
-    _rows,
+    ZstdCorrupt,
+    ZstdStream,
+    end_warnings,
+    is_zstd,
+    open_lines,
+    open_recording,
+    read_chunks,
+    read_rows,
 )
-from probetop.probes.record.session import RecordSequence, Session
 
 __all__ = [
+    "MAX_POLL_BYTES",
+    "STEP_BYTES",
+    "DecodedLine",
     "RecordSequence",
+    "RecordingFollower",
     "Session",
     "SessionLoader",
+    "SessionStream",
+    "decode_line",
     "load_session",
+    "stream_session",
 ]
+
+
+# -- the session ------------------------------------------------------------------
+
+
+@dataclass
+class Session:
+    """A recording read into memory."""
+
+    path: Path
+    header: dict[str, Any]
+    lines: list[Mapping[str, Any]]
+    footer: dict[str, Any] | None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def probes(self) -> dict[str, dict[str, Any]]:
+        """Probe descriptions by id: the header's, then any added later."""
+        found = self.header_probes()
+        for line in self.lines:
+            if line.get("type") == "probe":
+                found[line["id"]] = probe_info(line)
+        return found
+
+    @property
+    def assertions(self) -> list[dict[str, Any]]:
+        """The ``--assert`` outcomes the footer stores (none in older recordings)."""
+        return list((self.footer or {}).get("assertions", []))
+
+    @property
+    def duration_s(self) -> float:
+        if self.footer and self.footer.get("duration_s") is not None:
+            return float(self.footer["duration_s"])
+        return max((float(line.get("t", 0.0)) for line in self.lines), default=0.0)
+
+    def samples(self, probe_id: str | None = None) -> list[Mapping[str, Any]]:
+        return [
+            line
+            for line in self.lines
+            if line.get("type") == "sample" and (probe_id is None or line["probe"] == probe_id)
+        ]
+
+    def records(self) -> RecordSequence:
+        """(t seconds, record) in file order; header probes are announced at t=0.
+        A sequence whose records are made when they are read (a replay's
+        first frame needs the first few of an hour's)."""
+        announced = [(0.0, Announce(pid, 0, info)) for pid, info in self.header_probes().items()]
+        return RecordSequence(announced, self.lines)
+
+    def header_probes(self) -> dict[str, dict[str, Any]]:
+        return {p["id"]: p for p in self.header.get("probes", [])}
+
+
+_RECORD_TYPES = frozenset({"sample", "status", "probe"})
+
+
+class RecordSequence(Sequence[tuple[float, Record]]):
+    """``Session.records()``: the header's announcements, then one record
+    per sample, status or probe line (validated when read), each made from
+    its line when it is read. ``times`` are all the time stamps,
+    without making any record."""
+
+    def __init__(
+        self, announced: list[tuple[float, Record]], lines: list[Mapping[str, Any]]
+    ) -> None:
+        self._announced = announced
+        self._lines: list[Mapping[str, Any]] = []
+        self.add(lines)
+
+    def add(self, lines: Sequence[Mapping[str, Any]]) -> list[float]:
+        """Append the records of more lines (a recording still being read,
+        ``SessionLoader``); their time stamps."""
+        # load_session keeps only these; a Session made by hand may hold others,
+        # which (as decode_record says) make no record.
+        kept = [line for line in lines if line.get("type") in _RECORD_TYPES]
+        self._lines.extend(kept)
+        return [float(x.get("t", 0.0)) for x in kept]
+
+    @property
+    def times(self) -> list[float]:
+        return [t for t, _r in self._announced] + [float(x.get("t", 0.0)) for x in self._lines]
+
+    def __len__(self) -> int:
+        return len(self._announced) + len(self._lines)
+
+    def _make(self, i: int) -> tuple[float, Record]:
+        if i < len(self._announced):
+            return self._announced[i]
+        line = self._lines[i - len(self._announced)]
+        record = decode_record(line)
+        assert record is not None  # a sample, status or probe line makes one
+        return float(line.get("t", 0.0)), record
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[float, Record]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[float, Record]]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self._make(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._make(index)
+
+    def __iter__(self) -> Iterator[tuple[float, Record]]:
+        for i in range(len(self)):
+            yield self._make(i)
+
+
+# -- load_session and SessionLoader: a Session in memory -----------------------------
 
 
 def load_session(path: str | Path) -> Session:
@@ -130,11 +267,11 @@ class _Loader:
         self.header = header
         self.session = Session(path=p, header=header, lines=[], footer=None)
         try:
-            self.budget = MAX_WEIGHT - _weight(header, MAX_WEIGHT)
+            self.budget = MAX_WEIGHT - weight(header, MAX_WEIGHT)
         except LineError as exc:
             raise RecordingError(f"{p}: line 1: {exc}") from None
         self.exact = False  # True once the bounds ran out: every weight counted exactly
-        self.keys = _Keys()
+        self.keys = KeyTable()
         self.probes = {info["id"] for info in header.get("probes", [])}
         self.skipped = 0
         self.done = False  # a torn last line was skipped
@@ -155,7 +292,7 @@ class _Loader:
         self.session.lines.extend(lines)
         return True
 
-    def block(self, block: _Block) -> None:
+    def block(self, block: Block) -> None:
         """Read a block of lines (none of them the file's last)."""
         if self._fast(block.raws, block.data):
             return
@@ -176,28 +313,28 @@ class _Loader:
         """From now on weigh every line exactly; the bounds so far may have
         overstated, so weigh what is kept again."""
         self.exact = True
-        budget = MAX_WEIGHT - _weight(self.header, MAX_WEIGHT)
+        budget = MAX_WEIGHT - weight(self.header, MAX_WEIGHT)
         for kept in self.session.lines:
             if budget < 0:
                 break
-            budget -= _weight(kept, budget)
+            budget -= weight(kept, budget)
         self.budget = budget
 
     def one(self, row: tuple[int, bytes, bool], *, last: bool) -> None:
-        """Read one line (the reference path, or ``_decode_body``'s fast one)."""
+        """Read one line (the reference path, or ``decode_body``'s fast one)."""
         p, session = self.p, self.session
         number, raw, _ended = row
         try:
             if session.footer is not None:
                 raise LineError("follows the footer (the footer is the last line)")
-            line, kind, counted = _decode_body(raw, self.keys)
+            line, kind, counted = decode_body(raw, self.keys)
             if counted or self.exact:
-                self.budget -= _weight(line, self.budget)
+                self.budget -= weight(line, self.budget)
             else:
-                self.budget -= _weight_bound(raw)
+                self.budget -= weight_bound(raw)
                 if self.budget < 0:  # the bounds may overstate: count exactly
                     self._count_exactly()
-                    self.budget -= _weight(line, self.budget)
+                    self.budget -= weight(line, self.budget)
         except LineError as exc:
             if last and isinstance(exc, NotJson):
                 self.torn_line = number  # said with the end's other warnings
@@ -254,9 +391,9 @@ def _header_of(first: Row | None, p: Path, *, weigh: bool = False) -> dict[str, 
     if first is None or not first[1].strip():
         raise RecordingError(f"{p}: empty file, not a probetop recording")
     try:
-        header = _check_header(_parse(first[1]))
+        header = check_header(parse(first[1]))
         if weigh:
-            _weight(header, MAX_WEIGHT)
+            weight(header, MAX_WEIGHT)
     except NotJson:
         raise _not_json(p, first[1]) from None
     except LineError as exc:
@@ -266,9 +403,9 @@ def _header_of(first: Row | None, p: Path, *, weigh: bool = False) -> dict[str, 
     return header
 
 
-def _read_header(f: _Lines, p: Path) -> tuple[dict[str, Any], int]:
+def _read_header(f: LineSource, p: Path) -> tuple[dict[str, Any], int]:
     """The checked header (line 1) and its size in bytes, newline included."""
-    first = next(_rows(f, p), None)
+    first = next(read_rows(f, p), None)
     header = _header_of(first, p)  # refuses an empty file: ``first`` is a row
     return header, (len(first[1]) + first[2]) if first is not None else 0
 
@@ -295,11 +432,11 @@ class SessionLoader:
         p = self.path = Path(path)
         self.done = False
         self.error: RecordingError | None = None  # what step() raised, if it did
-        self._file: _Lines | None = _open_lines(p)
+        self._file: LineSource | None = open_lines(p)
         try:
             header, size = _read_header(self._file, p)
             self._loader = _Loader(p, header)
-            self._chunks = _chunks(self._file, p, size)
+            self._chunks = read_chunks(self._file, p, size)
         except BaseException:
             self.close()
             raise
@@ -333,7 +470,7 @@ class SessionLoader:
                     if chunk is None:
                         self._finish()
                         break
-                    if isinstance(chunk, _Block):
+                    if isinstance(chunk, Block):
                         loader.block(chunk)
                         nbytes -= len(chunk.data)  # about: it holds the next line too
                     else:
@@ -363,7 +500,305 @@ class SessionLoader:
                 f"{p}: skipped {loader.skipped} lines of a type this probetop ignores"
             )
         session.warnings.extend(
-            _end_warnings(p, f, loader.torn_line, footer=session.footer is not None)
+            end_warnings(p, f, loader.torn_line, footer=session.footer is not None)
         )
         self.done = True
+        self.close()
+
+
+# -- stream_session: one pass, one line in memory -----------------------------------
+
+
+class SessionStream:
+    """A recording read one line at a time, for a consumer that needs one
+    pass and no history (``probetop export``): memory stays one line,
+    whatever the recording's length. The same checks as ``load_session``
+    (header, every line, torn last line skipped with a warning), without
+    its in-memory weight limit. Use as a context manager; ``header`` is read
+    on entry, ``footer`` and ``warnings`` are known once ``records()`` is
+    exhausted."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.header: dict[str, Any] = {}
+        self.footer: dict[str, Any] | None = None
+        self.warnings: list[str] = []
+        self._file: LineSource | None = None
+        self._rows: Iterator[tuple[int, bytes, bool]] | None = None
+
+    def __enter__(self) -> SessionStream:
+        p = self.path
+        self._file = open_lines(p)
+        try:
+            self._rows = read_rows(self._file, p)
+            self.header = _header_of(next(self._rows, None), p, weigh=True)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        f, self._file = self._file, None
+        if f is not None:
+            f.close()
+
+    def header_probes(self) -> dict[str, dict[str, Any]]:
+        return {p["id"]: p for p in self.header.get("probes", [])}
+
+    def records(self) -> Iterator[tuple[float, Record]]:
+        """(t seconds, record) in file order, header probes announced at t=0.
+        Raises RecordingError (naming the line) at the first bad line."""
+        if self._rows is None:
+            raise RecordingError(f"{self.path}: the stream is not open")
+        p = self.path
+        for pid, info in self.header_probes().items():
+            yield 0.0, Announce(pid, 0, info)
+        probes = set(self.header_probes())
+        skipped = 0
+        torn: int | None = None
+        rows = self._rows
+        row = next(rows, None)
+        while row is not None:
+            number, raw, _ended = row
+            following = next(rows, None)
+            try:
+                if self.footer is not None:
+                    raise LineError("follows the footer (the footer is the last line)")
+                line, kind, counted = decode_body(raw)
+                if counted:
+                    weight(line, MAX_WEIGHT)  # numbers too large
+            except LineError as exc:
+                if following is None and isinstance(exc, NotJson):
+                    torn = number  # said with the end's other warnings
+                    break
+                raise RecordingError(f"{p}: line {number}: {exc}") from None
+            if kind == "footer":
+                self.footer = line
+            elif kind:
+                if kind == "probe":
+                    probes.add(line["id"])
+                    if len(probes) > MAX_PROBES:
+                        raise RecordingError(f"{p}: line {number}: more than {MAX_PROBES} probes")
+                record = decode_record(line)
+                if record is not None:
+                    yield float(line.get("t", 0.0)), record
+            else:
+                skipped += 1
+            row = following
+        if skipped:
+            self.warnings.append(f"{p}: skipped {skipped} lines of a type this probetop ignores")
+        self.warnings.extend(end_warnings(p, self._file, torn, footer=self.footer is not None))
+
+
+def stream_session(path: str | Path) -> SessionStream:
+    """A ``SessionStream`` over ``path`` (enter it to open and check the header)."""
+    return SessionStream(path)
+
+
+# -- following a recording still being written, and single lines ---------------------
+
+
+MAX_POLL_BYTES = 64 << 20
+"""What ``RecordingFollower.poll`` reads at most per call, by default."""
+
+
+@dataclass
+class DecodedLine:
+    """What one line added: its records, and the header/footer known after it."""
+
+    records: list[tuple[float, Record]]
+    header: dict[str, Any] | None
+    footer: dict[str, Any] | None
+
+
+def decode_line(
+    raw: bytes, header: dict[str, Any] | None, footer: dict[str, Any] | None, where: str
+) -> DecodedLine:
+    """Check and decode one raw line of a recording read in order: the first
+    is the header (its probes announced at t=0), nothing may follow the
+    footer. RecordingError naming ``where`` for a bad line."""
+    try:
+        if len(raw) > MAX_LINE_BYTES and not raw.startswith(FOOTER_START):
+            raise LineError("is too long")
+        if header is None:
+            header = check_header(parse(raw))
+            announced = [(0.0, Announce(p["id"], 0, p)) for p in header.get("probes", [])]
+            return DecodedLine(announced, header, footer)
+        if footer is not None:
+            raise LineError("follows the footer (the footer is the last line)")
+        line, kind, _counted = decode_body(raw)
+    except LineError as exc:
+        raise RecordingError(f"{where}: {exc}") from None
+    if kind == "footer":
+        return DecodedLine([], header, line)
+    record = decode_record(line) if kind else None
+    records = [] if record is None else [(float(line.get("t", 0.0)), record)]
+    return DecodedLine(records, header, footer)
+
+
+class RecordingFollower:
+    """Whole new lines of a growing recording, one ``poll`` at a time.
+
+    - ``poll()`` returns the (t seconds, record) pairs of the whole lines
+      added since the last call; the first call returns the header's probes
+      (announced at t=0) and everything written so far. A line without its
+      newline yet is kept back until the writer finishes it, so a record is
+      never returned twice nor cut. Every line passes ``decode_line``'s
+      checks; a bad whole line raises RecordingError naming it.
+    - ``footer`` is set once the footer line arrived: the session ended.
+    - Reads at most ``max_bytes`` (default ``MAX_POLL_BYTES``) per call, so
+      one call stays short even on a long history; call again until
+      ``caught_up``.
+    - ``tail(max_bytes)`` reads, without moving the follower, the header's
+      probes and the whole lines in the file's last ``max_bytes``: a quick
+      picture of the newest records for a first frame.
+    - A ``.zst`` recording (told by its magic number) is followed the same
+      way over its decompressed lines: every whole block is decoded as it
+      arrives (the writer ends one per flush), ``max_bytes`` counts
+      compressed bytes, a poll decompresses at most ``MAX_POLL_BYTES`` per
+      call's worth of whole blocks, and a corrupted block raises
+      RecordingError naming its offset. ``tail`` decodes the whole file
+      (blocks cannot be entered mid-frame).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.header: dict[str, Any] | None = None
+        self.footer: dict[str, Any] | None = None
+        self.caught_up = False
+        self._file = open_recording(self.path)  # a regular file on storage, or RecordingError
+        self._partial = b""
+        self._line_no = 0
+        self._zstd: ZstdStream | None = None
+        self._kind_known = False
+
+    def close(self) -> None:
+        self._file.close()
+
+    def poll(self, max_bytes: int = MAX_POLL_BYTES) -> list[tuple[float, Record]]:
+        """Records of the whole lines written since the last call (see the class)."""
+        out: list[tuple[float, Record]] = []
+        for raw in self.poll_lines(max_bytes):
+            self._line_no += 1
+            out.extend(self._line(raw))
+        return out
+
+    def poll_lines(self, max_bytes: int = MAX_POLL_BYTES) -> list[bytes]:
+        """The raw whole lines (without their newline, decompressed, not yet
+        checked) written since the last call: what ``probetop follow`` sends
+        to a remote view, which checks them with ``decode_line``."""
+        try:
+            chunk = self._file.read(max_bytes)
+        except OSError as exc:
+            raise RecordingError(f"{self.path}: cannot read: {exc.strerror}") from None
+        chunk = chunk or b""
+        self.caught_up = len(chunk) < max_bytes
+        chunk = self._decompress(chunk)
+        data = self._partial + chunk
+        cut = data.rfind(b"\n") + 1
+        self._partial = data[cut:]
+        lines = data[:cut].split(b"\n")[:-1]
+        footer = self._partial.startswith(FOOTER_START)
+        if len(self._partial) > MAX_LINE_BYTES and not footer:
+            # numbered after the whole lines before it (was: the first of this read)
+            raise RecordingError(f"{self.path}: line {self._line_no + len(lines) + 1} is too long")
+        return lines
+
+    def _decompress(self, chunk: bytes) -> bytes:
+        """``chunk`` as lines: itself, or the whole blocks of a .zst recording."""
+        if not self._kind_known:
+            if self._file.tell() - len(chunk) == 0 and len(chunk) < 4:
+                self._file.seek(0)  # too short to tell yet: read it again next time
+                return b""
+            self._kind_known = True
+            if is_zstd(chunk[:4]):
+                self._zstd = ZstdStream()
+        if self._zstd is None:
+            return chunk
+        self._zstd.feed(chunk)
+        out = []
+        total = 0
+        try:
+            while data := self._zstd.decode():
+                out.append(data)
+                total += len(data)
+                if total > MAX_POLL_BYTES:
+                    raise RecordingError(f"{self.path}: more than 64 MiB in one poll")
+        except ZstdCorrupt as exc:
+            raise RecordingError(f"{self.path}: {exc}") from None
+        return b"".join(out)
+
+    def _line(self, raw: bytes) -> list[tuple[float, Record]]:
+        out = decode_line(raw, self.header, self.footer, f"{self.path}: line {self._line_no}")
+        self.header, self.footer = out.header, out.footer
+        return out.records
+
+    def tail(self, max_bytes: int) -> list[tuple[float, Record]]:
+        """The header's probes and the records of the last ``max_bytes`` (see the class)."""
+        peek = RecordingFollower(self.path)
+        try:
+            f = peek._file
+            if is_zstd(f.peek(4)[:4]):  # type: ignore[attr-defined]
+                return self._zstd_tail(peek, max_bytes)
+            header = f.readline(MAX_LINE_BYTES + 1)
+            start = f.tell()
+            end = os.fstat(f.fileno()).st_size
+            if end - max_bytes > start:
+                f.seek(end - max_bytes - 1)
+                f.readline()  # the rest of a line cut by the seek
+            body = f.read(max(0, end - f.tell()))
+            body = body[: body.rfind(b"\n") + 1]
+            out = peek._line(header.rstrip(b"\n"))
+            for raw in body.split(b"\n")[:-1]:
+                if not raw.startswith(FOOTER_START):
+                    out.extend(peek._line(raw))
+            return out
+        finally:
+            peek.close()
+
+    @staticmethod
+    def _zstd_tail(peek: RecordingFollower, max_bytes: int) -> list[tuple[float, Record]]:
+        """``tail`` of a .zst recording: decode it all, keep the last lines."""
+        kept: deque[bytes] = deque()
+        size = 0
+        header: bytes | None = None
+        partial = b""
+        while True:
+            chunk = peek._file.read(1 << 20)
+            data = partial + peek._decompress(chunk or b"")
+            cut = data.rfind(b"\n") + 1
+            partial = data[cut:]
+            if len(partial) > MAX_LINE_BYTES and not partial.startswith(FOOTER_START):
+                raise RecordingError(f"{peek.path}: a line is too long")
+            for raw in data[:cut].split(b"\n")[:-1]:
+                if header is None:
+                    header = raw
+                    continue
+                if raw.startswith(FOOTER_START):
+                    continue
+                kept.append(raw)
+                size += len(raw) + 1
+                while size > max_bytes and kept:
+                    size -= len(kept.popleft()) + 1
+            if not chunk:
+                break
+        if header is None:
+            return []
+        out = peek._line(header)
+        for raw in kept:
+            out.extend(peek._line(raw))
+        return out
+
+    @property
+    def size(self) -> int:
+        """Bytes read so far."""
+        return self._file.tell() if not self._file.closed else 0
+
+    def __enter__(self) -> RecordingFollower:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -16,9 +16,9 @@ Contract:
   descriptor again (a FIFO or device swapped in after the check is refused,
   never written); only then is it truncated and made mode 0600 (recordings
   may reveal hosts and URLs).
-- ``file_kind`` / ``filesystem_type``: the words and the mount lookup the
-  checks use, with ``core.mountinfo.PSEUDO_FILESYSTEMS`` (the reader refuses
-  the same kinds).
+- The words and the mount lookup the checks use (``file_kind``,
+  ``filesystem_type``, ``PSEUDO_FILESYSTEMS``) are ``core.mountinfo``'s: the
+  reader (``rawlines``) refuses the same kinds.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from probetop.probes.core.mountinfo import PSEUDO_FILESYSTEMS, unescape
+from probetop.probes.core.mountinfo import PSEUDO_FILESYSTEMS, file_kind, filesystem_type
 from probetop.probes.core.targetlock import TargetBusy, TargetLock
 from probetop.probes.record.codec import RecordingError
 
@@ -37,52 +37,6 @@ MIN_FREE_BYTES = 64 * 1024
 """A target filesystem with less free space than this is refused up front."""
 
 OPEN_FLAGS = os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
-
-
-def file_kind(mode: int) -> str:
-    """What a stat mode is, in words ("a FIFO", "a character device"...)."""
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    return "not a regular file"
-
-
-def filesystem_type(directory: str) -> str | None:
-    """The filesystem type that holds ``directory`` (Linux mountinfo), or None."""
-    try:
-        st = os.stat(directory)
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
-            rows = f.read().splitlines()
-    except OSError:
-        return None
-    want = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-    best: tuple[int, str] | None = None
-    by_dev: str | None = None
-    real = os.path.realpath(directory)
-    for row in rows:
-        left, sep, right = row.partition(" - ")
-        fields = left.split()
-        if not sep or len(fields) < 5 or not right.split():
-            continue
-        fstype = right.split()[0]
-        if fields[2] == want:
-            by_dev = fstype  # the last mount of this device wins, as in the kernel
-        mount = unescape(fields[4])
-        inside = real == mount or real.startswith(mount.rstrip("/") + "/")
-        if inside and (best is None or len(mount) >= best[0]):
-            best = (len(mount), fstype)
-    if by_dev is not None:
-        return by_dev
-    return best[1] if best is not None else None
 
 
 def check_target(path: str | os.PathLike[str], *, verb: str = "record to") -> str:

@@ -31,6 +31,20 @@ Contract:
   every line since the header, nothing lost or repeated, as if it had been
   recorded there from the start. The dashboard keeps such a history so a
   foreground run can be detached into a session (tui/sessions/foreground.py).
+- Every file operation (checks, open, write, fsync, close) runs in the
+  recorder's own daemon thread (``IoThread``), never in the event loop: a
+  write stalled on a hung disk (NFS, a dying drive) leaves the loop, the
+  probes and the dashboard running, and the records queue until the disk
+  answers, then all reach the file. Not ``asyncio.to_thread`` (nor
+  aiofiles, which is the same thing): ``asyncio.run`` joins the default
+  executor's threads on its way out, so a write stuck in the kernel kept
+  the process alive after Ctrl-C; a daemon thread never does.
+- ``close()`` waits at most ``CLOSE_WAIT_S`` for what is queued, the footer
+  and the fsync. A disk that has not finished a write by then fails the
+  recording (``failure``: "the disk has not finished a write in 5 s", no
+  footer, ``on_error``), so a stop with a hung disk ends within that bound;
+  the stalled write is left to the thread, which closes the file when the
+  disk answers.
 - ``on_header(hook)``: ``hook(path)`` is called, in this process's event
   loop, each time a ``Recorder`` here has written its header line to the
   file at ``path`` (``start()``, not an in-memory recording): the whole line
@@ -51,6 +65,7 @@ from typing import Any
 
 from probetop.probes import version
 from probetop.probes.core.hub import Hub, Subscription
+from probetop.probes.core.iothread import DiskStalled, IoThread
 from probetop.probes.core.sample import Announce, Record, now_ns
 from probetop.probes.core.targetlock import TargetBusy, TargetLock
 from probetop.probes.record.codec import (
@@ -70,6 +85,9 @@ MEMORY_FLUSH_EVERY_S = 5.0
 """An in-memory recording needs no durability: fewer, larger compressed blocks."""
 MEMORY_CAP_BYTES = 256 << 20
 """An in-memory recording stops (quietly, ``failure`` set) past this size."""
+CLOSE_WAIT_S = 5.0
+"""The longest ``close()`` waits for the disk (queued lines, footer, fsync):
+a stop with a hung disk ends after this, the recording marked incomplete."""
 
 FooterFields = Callable[[Mapping[str, Any], Mapping[str, Mapping[str, Any]]], Mapping[str, Any]]
 """``Recorder(footer_fields=...)``: (summaries, probe descriptions by id) ->
@@ -127,6 +145,7 @@ class Recorder:
         self.memory_fd: int | None = None  # set while recording into memory
         # One write at a time: move_to swaps the file between two writes.
         self._io = asyncio.Lock()
+        self._thread: IoThread | None = None  # every file operation, off the loop
 
     check_path = staticmethod(check_recording_path)
 
@@ -157,34 +176,15 @@ class Recorder:
         target = Path(path)
         if self.memory_fd is None or self._file is None or self.failure is not None:
             raise RecordingError(f"cannot move the recording to {target}: it is not in memory")
-        self.check_path(target)
-        lock = TargetLock.for_target(os.path.realpath(target), "record")
-        try:
-            lock.acquire()
-        except TargetBusy as exc:
-            raise RecordingError(f"cannot record to {target}: {exc}") from None
+        lock = await self._io_thread().run(_lock_target, target)
         async with self._io:  # no write in flight: the memory file is whole
             file = self._file
             assert file is not None
             try:
-                fd = os.open(target, OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
-            except OSError as exc:
+                await self._io_thread().run(_copy_to, file, target)
+            except RecordingError:
                 lock.release()
-                raise RecordingError(
-                    f"cannot record to {target}: {open_error(target, exc)}"
-                ) from None
-            try:
-                os.set_blocking(fd, True)
-                await asyncio.to_thread(_copy_all, file.fd, fd, file.offset)
-                os.fsync(fd)
-                os.dup2(fd, file.fd)  # the writer's descriptor now names the file
-            except OSError as exc:
-                os.close(fd)
-                with contextlib.suppress(OSError):
-                    os.unlink(target)
-                lock.release()
-                raise RecordingError(f"cannot record to {target}: {exc.strerror}") from None
-            os.close(fd)
+                raise
             self.memory_fd = None
             self.path = target
             self._lock = lock
@@ -211,17 +211,24 @@ class Recorder:
 
         RecordingError if the target is refused or the header cannot be
         written (nothing is subscribed then)."""
+        try:
+            await self._start()
+        except BaseException:
+            self._stop_thread()  # no thread left waiting for work that never comes
+            raise
+
+    async def _start(self) -> None:
+        io = self._io_thread()
         if self.memory_fd is not None:
             fd = self.memory_fd  # anonymous: no path to check, nothing to lock
         else:
-            self.check_path(self.path)
-            lock = TargetLock.for_target(os.path.realpath(self.path), "record")
+            # held until close: no other probetop writes this file
+            self._lock = await io.run(_lock_target, self.path)
             try:
-                lock.acquire()  # held until close: no other probetop writes this file
-            except TargetBusy as exc:
-                raise RecordingError(f"cannot record to {self.path}: {exc}") from None
-            self._lock = lock
-            fd = await asyncio.to_thread(open_target, self.path)
+                fd = await io.run(open_target, self.path)
+            except BaseException:
+                self._release_lock()
+                raise
         try:
             self._file = ZstdLineFile(fd) if is_zstd_path(self.path) else LineFile(fd)
         except ImportError:
@@ -241,9 +248,9 @@ class Recorder:
             "probes": list(self.hub.descriptions.values()),
         }
         try:
-            await asyncio.to_thread(self._file.write_lines, self._line(header))
+            await io.run(self._file.write_lines, self._line(header))
         except WriteFailed as exc:
-            self._file.close()
+            io.post(self._file.close)
             self._file = None
             self._release_lock()
             raise RecordingError(f"cannot record to {self.path}: {exc}") from None
@@ -265,8 +272,14 @@ class Recorder:
             out.append(self._line(self.encode(record)))
         return b"".join(out)
 
-    async def _write(self, data: bytes) -> bool:
-        """Write whole lines; on an error stop the recording. True if written."""
+    def _io_thread(self) -> IoThread:
+        if self._thread is None:
+            self._thread = IoThread("probetop-recorder")
+        return self._thread
+
+    async def _write(self, data: bytes, timeout: float | None = None) -> bool:
+        """Write whole lines; on an error stop the recording. True if written.
+        ``timeout``: DiskStalled once it passes (the write goes on, unawaited)."""
         if self._file is None or self.failure is not None:
             return False
         if not data:
@@ -279,13 +292,13 @@ class Recorder:
                 self._fail(f"the in-memory history passed {MEMORY_CAP_BYTES >> 20} MiB")
                 return False
             try:
-                await asyncio.to_thread(file.write_lines, data)
+                await self._io_thread().run(file.write_lines, data, timeout=timeout)
             except WriteFailed as exc:
                 self._fail(str(exc), torn=exc.torn)
                 return False
         return True
 
-    def _fail(self, reason: str, *, torn: bool = False) -> None:
+    def _fail(self, reason: str, *, torn: bool = False, stalled: bool = False) -> None:
         """Stop recording after an error: no more records are queued for it."""
         if self.failure is not None:
             return
@@ -294,6 +307,7 @@ class Recorder:
             "its last line may be cut (the file could not be truncated)"
             if torn
             else f"it keeps the {kept} whole lines written before"
+            + (" (and the stalled write's, if the disk ever finishes it)" if stalled else "")
         )
         self.failure = f"recording to {self.path} stopped: {reason}; {tail}, with no footer"
         if self._sub is not None:
@@ -301,8 +315,9 @@ class Recorder:
             self.hub.unsubscribe(self._sub)
         if self._file is not None:
             self._lines_at_close = self._file.lines
-            self._file.close()
+            self._io_thread().post(self._file.close)  # after a stalled write, if one is
             self._file = None
+        self._stop_thread()
         self._release_lock()
         if self.on_error is not None:
             self.on_error(self.failure)
@@ -322,19 +337,40 @@ class Recorder:
         except Exception as exc:  # a record that cannot be encoded: say so, never silently
             self._fail(f"{type(exc).__name__}: {exc}")
 
-    async def close(self, reason: str = "completed") -> None:
+    async def close(self, reason: str = "completed", timeout: float = CLOSE_WAIT_S) -> None:
         """Write what is queued, then the footer with summaries, and close.
 
         Call after ``hub.stop()`` so the summaries are final. Safe to call
         twice. A write error here sets ``failure`` (and calls ``on_error``)
-        instead of raising.
-        """
+        instead of raising. Waits at most ``timeout`` for the disk: a write
+        not finished by then fails the recording (module docstring)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        try:
+            await self._close(reason, deadline)
+        except DiskStalled:
+            self._fail(
+                f"the disk has not finished a write in {timeout:g} s (a hung or very slow "
+                "filesystem)",
+                stalled=True,
+            )
+        finally:
+            self._stop_thread()
+
+    async def _close(self, reason: str, deadline: float) -> None:
+        loop = asyncio.get_running_loop()
         if self._task is not None:
             # Closing the subscription ends _drain after it writes what it has
             # already drained; cancelling it mid-write lost those records.
             if self._sub is not None:
                 self._sub.close()
-            await asyncio.gather(self._task, return_exceptions=True)
+            task = self._task
+            await asyncio.wait({task}, timeout=max(0.0, deadline - loop.time()))
+            if not task.done():  # stuck in a write the disk does not finish
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                self._task = None
+                raise DiskStalled
             self._task = None
         if self._file is None:
             return
@@ -345,7 +381,7 @@ class Recorder:
                 self._fail(f"{type(exc).__name__}: {exc}")
                 return
             self.hub.unsubscribe(self._sub)
-            if not await self._write(pending):
+            if not await self._write(pending, timeout=deadline - loop.time()):
                 return
         summaries = {pid: dict(s) for pid, s in self.hub.summaries.items()}
         footer: dict[str, Any] = {
@@ -362,22 +398,63 @@ class Recorder:
             except Exception as exc:
                 extra = {"footer_fields_error": f"{type(exc).__name__}: {exc}"}
             footer.update({k: v for k, v in extra.items() if k not in footer})
-        if not await self._write(self._line(footer)):
+        if not await self._write(self._line(footer), timeout=deadline - loop.time()):
             return
         file, self._file = self._file, None
         self._lines_at_close = file.lines
         try:
-            await asyncio.to_thread(file.sync_and_close)
+            await self._io_thread().run(file.sync_and_close, timeout=deadline - loop.time())
+        except DiskStalled:
+            # Every line, the footer too, is with the OS: only the fsync is
+            # still waiting. The file reads as complete; the thread closes it.
+            pass
         except OSError as exc:  # EIO on writeback: the data may not be on disk
-            self._file = None
             self._fail(f"{exc.strerror or exc} while saving it to disk", torn=False)
         finally:
             self._release_lock()
+
+    def _stop_thread(self) -> None:
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.stop()  # after what is queued (a stalled write, the file's close)
 
     def _release_lock(self) -> None:
         lock, self._lock = self._lock, None
         if lock is not None:
             lock.release()
+
+
+def _lock_target(path: Path) -> TargetLock:
+    """Check ``path`` as a recording target and take its lock (held until
+    close: no other probetop writes this file); RecordingError if refused."""
+    check_recording_path(path)
+    lock = TargetLock.for_target(os.path.realpath(path), "record")
+    try:
+        lock.acquire()
+    except TargetBusy as exc:
+        raise RecordingError(f"cannot record to {path}: {exc}") from None
+    return lock
+
+
+def _copy_to(file: LineFile, target: Path) -> None:
+    """``move_to``'s copy: the in-memory recording ``file`` into a new file at
+    ``target`` (never an existing one), synced, and ``file``'s descriptor
+    made to name it. RecordingError (the new file removed) on failure."""
+    try:
+        fd = os.open(target, OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        raise RecordingError(f"cannot record to {target}: {open_error(target, exc)}") from None
+    try:
+        os.set_blocking(fd, True)
+        _copy_all(file.fd, fd, file.offset)
+        os.fsync(fd)
+        os.dup2(fd, file.fd)  # the writer's descriptor now names the file
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(target)
+        raise RecordingError(f"cannot record to {target}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
 
 
 def _copy_all(src: int, dst: int, size: int) -> None:

@@ -1,7 +1,7 @@
 """The compressed variant of the line file: ``.zst`` recordings.
 
 Contract: a target whose name ends in ``.zst`` (``is_zstd_path``) is written
-as zstandard (``ZstdLineFile``, format: probes/record/zst.py): every flush
+as zstandard (``ZstdLineFile``, format: probes/record/rawlines.py): every flush
 is one whole block of whole lines, written in one go, and a frame (with a
 content checksum) ends at least every ``ZSTD_FRAME_S`` or ``ZSTD_FRAME_RAW``
 bytes; a kill -9 loses at most the last flush, and every whole block decodes
@@ -32,7 +32,7 @@ def is_zstd_path(path: str | os.PathLike[str]) -> bool:
 
 
 class ZstdLineFile(LineFile):
-    """A ``LineFile`` written as zstandard (format: probes/record/zst.py).
+    """A ``LineFile`` written as zstandard (format: probes/record/rawlines.py).
 
     Each ``write_lines`` call is compressed and written in one go ending a
     block (``FLUSH_BLOCK``): it reaches the OS whole, and the reader decodes

@@ -1,4 +1,4 @@
-"""probes/core/limits.py: interval floors, number ranges and what the machine
+"""probes/core/ranges.py and machine.py: interval floors, number ranges and what the machine
 can hold, checked as arithmetic, against this machine's real /proc, and
 against real kernel limits set on a child process (RLIMIT_AS, RLIMIT_NOFILE,
 RLIMIT_NPROC as an unprivileged user, a pids cgroup): a clear message naming
@@ -16,19 +16,21 @@ from pathlib import Path
 
 import pytest
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.core.limits import (
-    INT64_MAX,
-    MIN_INTERVAL_S,
-    LimitProbeError,
+from probetop.probes.core.machine import (
     MachineLimits,
     UnitCost,
     capacity,
     check_capacity,
+    logical_cpus,
+    oversubscribed,
+)
+from probetop.probes.core.ranges import (
+    INT64_MAX,
+    MIN_INTERVAL_S,
+    LimitProbeError,
     check_interval,
     check_seconds,
     check_whole,
-    logical_cpus,
-    oversubscribed,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -234,7 +236,8 @@ def test_rlimit_as_is_named():
     """ulimit -v: the address space the units would reserve (stacks, mapped
     buffers) is checked against RLIMIT_AS minus what the process already maps."""
     code = (
-        "from probetop.probes.core.limits import *\n"
+        "from probetop.probes.core.machine import *\n"
+        "from probetop.probes.core.ranges import LimitProbeError\n"
         "cost = UnitCost('job', tasks=0, reserved_bytes=64 * 2**20, detail='buffers')\n"
         "check_capacity('--jobs', 2, cost)\n"
         "try:\n"
@@ -270,14 +273,15 @@ def test_rlimit_nproc_is_named_for_an_unprivileged_user():
     """RLIMIT_NPROC counts every thread of the user; the kernel applies it only
     to non-root users, so run the check as nobody with `ulimit -u 150`.
     (The venv's python is not readable by nobody: the system python runs
-    probes/core/limits.py, which needs only the standard library.)"""
+    probes/core/machine.py, which needs only the standard library.)"""
     import tempfile
 
     tmp_path = Path(tempfile.mkdtemp(prefix="probetop-nproc-"))
     tmp_path.chmod(0o755)
     (tmp_path / "probetop").symlink_to(REPO)
     code = (
-        "from probetop.probes.core.limits import *\n"
+        "from probetop.probes.core.machine import *\n"
+        "from probetop.probes.core.ranges import LimitProbeError\n"
         "cost = UnitCost('thread', tasks=1)\n"
         "check_capacity('--threads', 10, cost)\n"
         "try:\n"

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from probetop.probes.core.limits import logical_cpus
+from probetop.probes.core.machine import logical_cpus
 from probetop.probes.cpu.settings import MAX_THREADS_PER_CPU, interval_floor_s
 from probetop.probes.icmp.settings import sample_interval_floor_s
 from stop_harness import (

@@ -342,7 +342,7 @@ async def test_thousands_of_threads_never_stall_the_event_loop() -> None:
     """More threads than 2 per CPU run as SCHED_IDLE native threads: the loop
     keeps its timers (a 10 ms sleep never takes 0.5 s) while the most threads
     allowed compute, and stopping them is bounded."""
-    from probetop.probes.core.limits import logical_cpus
+    from probetop.probes.core.machine import logical_cpus
     from probetop.probes.cpu.settings import MAX_THREADS_PER_CPU
 
     most = MAX_THREADS_PER_CPU * logical_cpus()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from probetop.probes.disk.engineplan import EnginePlan
-from probetop.probes.disk.iothreads import _runnable
+from probetop.probes.disk.iothreads import runnable
 from probetop.probes.disk.selftest import warm_up_kernels
 from probetop.probes.disk.workers import Engine
 
@@ -103,7 +103,7 @@ def test_a_sleeping_thread_is_not_runnable_and_a_busy_one_is() -> None:
     sleeper.start()
     try:
         time.sleep(0.05)
-        assert not _runnable(sleeper)
+        assert not runnable(sleeper)
     finally:
         stop.set()
         sleeper.join()
@@ -122,7 +122,7 @@ def test_a_sleeping_thread_is_not_runnable_and_a_busy_one_is() -> None:
     try:
         deadline = time.monotonic() + 5
         while not seen and time.monotonic() < deadline:
-            if _runnable(worker):
+            if runnable(worker):
                 seen.append(True)
             time.sleep(0.001)
     finally:

@@ -13,7 +13,7 @@ import psutil
 import pycurl
 from http_fixtures import LocalServer
 from probetop.probes.http.closing import DeferredClose
-from probetop.probes.http.load_worker import new_handle
+from probetop.probes.http.load.generator import new_handle
 from probetop.probes.http.request import HttpRequest, configure
 
 
@@ -29,7 +29,7 @@ def run_worker(url: str, *, fresh: bool) -> list[dict[str, Any]]:
         "fresh": fresh,
     }
     proc = subprocess.run(
-        [sys.executable, "-m", "probetop.probes.http.load_worker"],
+        [sys.executable, "-m", "probetop.probes.http.load.generator"],
         input=json.dumps(config) + "\n",
         capture_output=True,
         text=True,

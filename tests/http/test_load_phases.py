@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pycurl
 import pytest
-from probetop.probes.http import load_worker
-from probetop.probes.http.load_worker import _Interval, account, read_stamps
+from probetop.probes.http.load import generator
+from probetop.probes.http.load.generator import _Interval, account, read_stamps
 
 # Cumulative stamps of one HTTPS request, microseconds from its start (as libcurl's
 # *_TIME_T): DNS done at 1000, TCP at 3000, TLS at 7000, request sent at 7500,
@@ -47,11 +47,11 @@ def one_interval(counters: dict[int, int], waited_us: int = 0) -> dict:
     account(
         interval,
         read_stamps(handle),
-        code=load_worker.info(handle, pycurl.RESPONSE_CODE),
+        code=generator.info(handle, pycurl.RESPONSE_CODE),
         kind=None,
         message="",
         waited_us=waited_us,
-        connects=load_worker.info(handle, pycurl.NUM_CONNECTS),
+        connects=generator.info(handle, pycurl.NUM_CONNECTS),
     )
     return interval.to_dict(1_000_000_000, 1, 0)
 
@@ -109,9 +109,9 @@ def test_a_swap_of_two_counters_is_caught(monkeypatch, a, b):
     counter: the table it reads, with two entries swapped, gives other phases."""
     swapped = tuple(
         (name, b if option == a else a if option == b else option)
-        for name, option in load_worker.STAMP_INFO
+        for name, option in generator.STAMP_INFO
     )
-    monkeypatch.setattr(load_worker, "STAMP_INFO", swapped)
+    monkeypatch.setattr(generator, "STAMP_INFO", swapped)
     doc = one_interval(COUNTERS)
     got = {phase: exact(h) if h["n"] else None for phase, h in doc["phases"].items()}
     assert got != PHASES_US

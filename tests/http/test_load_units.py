@@ -21,8 +21,8 @@ from probetop.probes.http import (
     LoadInterval,
     LoadParams,
 )
-from probetop.probes.http.load_hist import Histogram, bucket_of, bucket_range, bucket_value
-from probetop.probes.http.load_records import is_generator_limited
+from probetop.probes.http.load.hist import Histogram, bucket_of, bucket_range, bucket_value
+from probetop.probes.http.load.records import is_generator_limited
 from probetop.probes.http.status import StatusClass
 from probetop.tui.cli.parser import build_parser, make_plan
 

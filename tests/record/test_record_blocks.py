@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from probetop.probes.record import RecordingError, load_session, rawlines, reader
-from probetop.probes.record.lazyextra import LazyExtra
+from probetop.probes.record import RecordingError, linecheck, load_session, rawlines, reader
+from probetop.probes.record.linecheck import LazyExtra
 from probetop.probes.record.reader import SessionLoader
 from record_helpers import reference_only
 
@@ -136,8 +136,8 @@ def test_over_the_memory_limit_names_the_line_as_before(
     path.write_bytes(b"".join(lines))
     with reference_only():
         session = load_session(path)
-    total = reader._weight(session.header, 1 << 62) + sum(
-        reader._weight(line, 1 << 62) for line in session.lines
+    total = linecheck.weight(session.header, 1 << 62) + sum(
+        linecheck.weight(line, 1 << 62) for line in session.lines
     )
     monkeypatch.setattr(reader, "MAX_WEIGHT", total * 2 // 3)
     kind, message = both_ways(path)
@@ -154,7 +154,7 @@ def test_the_size_cap_found_while_reading_is_reported_as_before(
     path = tmp_path / "big.jsonl"
     path.write_bytes(b"".join(lines))
     size = path.stat().st_size
-    opened, cap = rawlines._open, rawlines.MAX_FILE_BYTES
+    opened, cap = rawlines.open_recording, rawlines.MAX_FILE_BYTES
 
     def open_then_cap(p: Path) -> Any:
         monkeypatch.setattr(rawlines, "MAX_FILE_BYTES", cap)
@@ -162,7 +162,7 @@ def test_the_size_cap_found_while_reading_is_reported_as_before(
         monkeypatch.setattr(rawlines, "MAX_FILE_BYTES", size // 2)
         return f
 
-    monkeypatch.setattr(rawlines, "_open", open_then_cap)
+    monkeypatch.setattr(rawlines, "open_recording", open_then_cap)
     kind, message = both_ways(path)
     assert kind == "error" and "of lines; probetop reads recordings up to" in message
 

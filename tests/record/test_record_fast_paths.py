@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from probetop.probes.record import RecordingError, fastpath, load_session, rawlines
 from probetop.probes.record.codec import _fast_line, _stdlib_line, dump_line_bytes
-from probetop.probes.record.lazyextra import LazyExtra
+from probetop.probes.record.linecheck import LazyExtra
 from record_helpers import reference_only
 from test_record_properties import recordings, small_caps
 

@@ -13,10 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from probetop.probes.record import limits
-from probetop.probes.record.limits import MAX_FILE_BYTES, MAX_LINE_BYTES
-from probetop.probes.record.reader import load_session
-from probetop.probes.record.stream import stream_session
+from probetop.probes.record import linecheck, rawlines
+from probetop.probes.record.rawlines import MAX_FILE_BYTES, MAX_LINE_BYTES
+from probetop.probes.record.reader import load_session, stream_session
 from probetop.probes.record.writer import SCHEMA_VERSION, RecordingError
 from probetop.tui.commands.report import print_report
 from record_helpers import PROBETOP
@@ -318,9 +317,9 @@ def test_memory_of_hostile_files_is_bounded(tmp_path: Path) -> None:
 
 
 def test_limits_are_what_the_docs_say() -> None:
-    assert limits.MAX_LINE_BYTES == 1 << 20
-    assert limits.MAX_FILE_BYTES == 256 << 20
-    assert limits.MAX_WEIGHT == 20_000_000
+    assert rawlines.MAX_LINE_BYTES == 1 << 20
+    assert rawlines.MAX_FILE_BYTES == 256 << 20
+    assert linecheck.MAX_WEIGHT == 20_000_000
 
 
 def test_a_long_runs_footer_over_the_line_cap_is_read(tmp_path: Path) -> None:
@@ -331,7 +330,7 @@ def test_a_long_runs_footer_over_the_line_cap_is_read(tmp_path: Path) -> None:
     footer = json.loads(lines[-1])
     footer["summaries"]["cpu"] = {"intervals": [{"t": i, "eps": 2900.5} for i in range(60_000)]}
     text = json.dumps(footer, separators=(",", ":"))
-    assert len(text) > limits.MAX_LINE_BYTES
+    assert len(text) > rawlines.MAX_LINE_BYTES
     big = tmp_path / "long.jsonl"
     big.write_text("\n".join([*lines[:-1], text]) + "\n")
     session = load_session(big)

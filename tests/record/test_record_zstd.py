@@ -15,12 +15,9 @@ from pathlib import Path
 import pytest
 import zstandard
 from file_size import size_of
-from probetop.probes.record.follow import RecordingFollower
-from probetop.probes.record.limits import MAX_FILE_BYTES
-from probetop.probes.record.reader import load_session
-from probetop.probes.record.stream import stream_session
+from probetop.probes.record.rawlines import MAGIC, MAX_FILE_BYTES
+from probetop.probes.record.reader import RecordingFollower, load_session, stream_session
 from probetop.probes.record.writer import RecordingError
-from probetop.probes.record.zst import MAGIC
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 

@@ -8,6 +8,7 @@ real; the link is real ssh, and dropping it means killing the ssh client.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 import shutil
@@ -24,8 +25,10 @@ import pytest
 from probetop.probes.core.sample import Sample
 from probetop.probes.record import RecordingError, load_session
 from probetop.tui.sessions import remote as remote_mod
-from probetop.tui.sessions.registry import SessionInfo
+from probetop.tui.sessions.registry import SessionError, SessionInfo
 from probetop.tui.sessions.remote import RemoteFollower
+from probetop.tui.sessions.viewcodec import VIEW_OMITS
+from probetop.tui.ui.widgets.history import fmt_value
 from sshd_fixture import Sshd, Unavailable, start_sshd
 from test_sessions import _screen, _tmux, wait_for
 
@@ -81,6 +84,55 @@ def start_remote(name: str, *extra: str) -> None:
 def sample_times(records: list[tuple[float, object]]) -> list[tuple[str, float]]:
     """(probe, t to the ms): the compact link carries times in ms."""
     return [(r.probe, round(t, 3)) for t, r in records if isinstance(r, Sample)]
+
+
+def links_of(name: str) -> list[str]:
+    """Every process of a view's link to session ``name``: the ssh client
+    here and ``probetop follow`` there (this machine is both)."""
+    out = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if f"follow {name} " in line]
+
+
+def test_the_view_gets_the_hosts_numbers_paced_as_taken(
+    remote: tuple[Sshd, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decode what a view received over the compact link and compare it with
+    the host's recording: every sample, its time to the ms, every value as
+    the panes print it (fmt_value, with its unit), extra as it is; and the
+    live batches (2 s of samples each) are handed out at the pace the
+    samples were taken, not all at once."""
+    _sshd, far = remote
+    monkeypatch.setenv("PROBETOP_REMOTE_BATCH", "2")
+    start_remote("r3", "--time", "10", "--with-system")
+    view = RemoteFollower("ptest", "r3")
+    got: list[tuple[float, float, object]] = []  # (when handed out, t, record)
+    deadline = time.monotonic() + 90
+    try:
+        while time.monotonic() < deadline and not (view.footer and view.link == "ended"):
+            got.extend((time.monotonic(), t, r) for t, r in view.poll())
+            time.sleep(0.02)
+        got.extend((time.monotonic(), t, r) for t, r in view.poll())
+    finally:
+        view.close()
+    raw = [json.loads(x) for x in (far / "r3.jsonl").read_bytes().splitlines()]
+    unit = {(p["id"], m["name"]): m["unit"] for p in raw[0]["probes"] for m in p["metrics"]}
+    expected = [x for x in raw if x["type"] == "sample"]
+    samples = [(t, r) for _when, t, r in got if isinstance(r, Sample)]
+    assert [(r.probe, round(t, 3)) for t, r in samples] == [
+        (x["probe"], round(x["t"], 3)) for x in expected
+    ]
+    for (_t, copy), line in zip(samples, expected, strict=True):
+        assert list(copy.values) == list(line["values"])
+        for key, value in line["values"].items():
+            u = unit[line["probe"], key.split("@", 1)[0]]
+            assert fmt_value(copy.values[key], u) == fmt_value(value, u), (key, value)
+        kept = {k: v for k, v in line.get("extra", {}).items() if k not in VIEW_OMITS}
+        # the history came as recorded; live samples leave VIEW_OMITS on the host
+        assert {k: v for k, v in copy.extra.items() if k not in VIEW_OMITS} == kept
+    # cpu samples every 0.5 s, sent 4 at a time: handed out about 0.5 s apart
+    cpu = [when for when, _t, r in got if isinstance(r, Sample) and r.probe == "cpu"]
+    gaps = [b - a for a, b in itertools.pairwise(cpu[4:-4])]  # live ones, not the end
+    assert sum(g >= 0.2 for g in gaps) >= len(gaps) / 2, gaps
 
 
 def test_ls_stop_and_headless_run_through_ssh(remote: tuple[Sshd, Path]) -> None:
@@ -185,6 +237,7 @@ def test_remote_view_in_a_terminal_reconnects_and_stops(remote: tuple[Sshd, Path
         wait_for(lambda: "Stop session rv on ptest?" in _screen(sock, "w"), what="question")
         _tmux(sock, "send-keys", "-t", "w", "y")
         wait_for(lambda: "EXIT=0" in _screen(sock, "w"), what="view closed")
+        wait_for(lambda: not links_of("rv"), timeout=15, what="no ssh or follow left")
         session = load_session(far / "rv.jsonl")
         assert session.footer is not None  # stopped cleanly, report in its log
         # what a local `probetop cpu` shows: the host's panes beside the probe
@@ -192,6 +245,36 @@ def test_remote_view_in_a_terminal_reconnects_and_stops(remote: tuple[Sshd, Path
         assert "events per second:" in (far / "rv.log").read_text()
     finally:
         _tmux(sock, "kill-server")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_ctrl_c_in_the_view_leaves_no_link_behind(remote: tuple[Sshd, Path]) -> None:
+    """Ctrl-C in a remote view asks what to do with the session; d leaves it
+    running there and the view ends with nothing of its link left: no ssh
+    here, no `probetop follow` there."""
+    _sshd, _far = remote
+    sock = f"ptcv-{os.getpid()}"
+    env = " ".join(
+        f"{k}='{os.environ[k]}'" for k in ("PROBETOP_SSH", "PROBETOP_REMOTE", "XDG_STATE_HOME")
+    )
+    cmd = f"{sys.executable} -m probetop.tui.main --remote ptest cpu --time 120 --name cv"
+    try:
+        _tmux(sock, "new-session", "-d", "-x", "120", "-y", "40", "-s", "w", "bash --norc")
+        _tmux(sock, "send-keys", "-t", "w", f"export {env} TERM=xterm-256color; {cmd}; "
+              "echo EXIT=$?", "Enter")  # fmt: skip
+        wait_for(lambda: "events/s" in _screen(sock, "w"), timeout=60, what="cpu pane")
+        assert links_of("cv"), "the view's link"
+        _tmux(sock, "send-keys", "-t", "w", "C-c")
+        wait_for(lambda: "Stop session cv on ptest?" in _screen(sock, "w"), what="question")
+        _tmux(sock, "send-keys", "-t", "w", "d")
+        wait_for(lambda: "EXIT=0" in _screen(sock, "w"), what="view closed")
+        assert "keeps running on ptest" in " ".join(_screen(sock, "w").split())
+        wait_for(lambda: not links_of("cv"), timeout=15, what="no ssh or follow left")
+        listed = probetop("ls", "--remote", "ptest")
+        assert re.search(r"cv\s+running", listed.stdout), listed.stdout
+    finally:
+        _tmux(sock, "kill-server")
+        probetop("stop", "--remote", "ptest", "cv")
 
 
 def test_ctrl_c_while_the_session_starts_there_says_it_may_run_on(
@@ -272,3 +355,17 @@ def test_a_refusal_on_the_far_side_is_said_once_not_retried(remote: tuple[Sshd, 
         assert follower.link == "ended" and follower.reconnects == 0
     finally:
         follower.close()
+
+
+def test_the_batch_period_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """$PROBETOP_REMOTE_BATCH: seconds in (0, 5]; anything else is one line
+    naming the variable (SessionError: exit 2), said before a view's
+    session starts on HOST (run_remote_plan checks it first)."""
+    for bad in ("0", "-1", "6", "abc", "nan", "inf"):
+        monkeypatch.setenv("PROBETOP_REMOTE_BATCH", bad)
+        with pytest.raises(SessionError, match="PROBETOP_REMOTE_BATCH"):
+            remote_mod.link_batch_s()
+    monkeypatch.setenv("PROBETOP_REMOTE_BATCH", "1.5")
+    assert remote_mod.link_batch_s() == 1.5
+    monkeypatch.delenv("PROBETOP_REMOTE_BATCH")
+    assert remote_mod.link_batch_s() == remote_mod.LINK_BATCH_S

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.core.limits import MAX_SECONDS, check_interval, check_seconds
 from probetop.probes.core.options import Option, number
+from probetop.probes.core.ranges import MAX_SECONDS, check_interval, check_seconds
 from probetop.tui.analysis.assertions import Assertion, parse_assertion
 from probetop.tui.metrics.address import (
     MetricsAddress,

@@ -19,16 +19,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.record import RecordingError, RecordingFollower
-from probetop.tui.cli.argtypes import whole_number
+from probetop.tui.cli.argtypes import number, whole_number
 from probetop.tui.cli.plan import CommonOptions, RunPlan
 from probetop.tui.sessions.registry import find, meta_path, read_info, started
 from probetop.tui.sessions.viewcodec import ViewEncoder
 
 POLL_S = 0.25
 KEEPALIVE_S = 2.0
-BATCH_S = 1.0  # --compact: the panes redraw once a second
+BATCH_S = 1.0  # --compact without --batch: the panes redraw once a second
+MAX_BATCH_S = 5.0  # well inside the view's 10 s without a byte before it calls the link lost
 
 SPEC = CommandSpec(
     name="follow",
@@ -52,10 +54,19 @@ empty line every 2 s shows the link is alive. `probetop --remote HOST` and
         ),
         Option(
             ("--compact",),
-            "the remote views' link: what the panes draw, schema- and delta-coded, as one "
-            "zstandard stream sent at most once a second (tui/sessions/viewcodec.py)",
+            "the remote views' link: the values at the digits the panes print, each coded "
+            "against a prediction in an adaptive range coder, sent in batches "
+            "(tui/sessions/viewcodec.py); a binary stream, not JSON Lines",
             action="store_true",
             default=False,
+        ),
+        Option(
+            ("--batch",),
+            "with --compact: send new lines at most every S seconds (default 1; each "
+            "batch costs an SSH packet, ~40 bytes)",
+            parse=number(positive=True),
+            default=None,
+            metavar="S",
         ),
     ),
 )
@@ -66,13 +77,20 @@ class FollowSettings:
     session: str | None
     from_line: int = 0
     compact: bool = False
+    batch_s: float | None = None
 
 
 def settings(values: Mapping[str, Any], common: CommonOptions) -> FollowSettings:
+    batch = values.get("batch")
+    if batch is not None and not values.get("compact"):
+        raise UsageProbeError("follow: --batch needs --compact (plain lines go out as written)")
+    if batch is not None and batch > MAX_BATCH_S:
+        raise UsageProbeError(f"follow: --batch {batch:g}: at most {MAX_BATCH_S:g} seconds")
     return FollowSettings(
         session=values.get("session"),
         from_line=int(values.get("from_line") or 0),
         compact=bool(values.get("compact")),
+        batch_s=values.get("batch"),
     )
 
 
@@ -107,9 +125,9 @@ def run(plan: RunPlan[FollowSettings]) -> int:
     except RecordingError as exc:
         raise RecordingError(f"session {info.name}: {exc}") from None
     codec = ViewEncoder() if plan.settings.compact else _Plain()
-    # --compact: a batch at most every BATCH_S; each costs an SSH packet (~50 B
-    # of headers and MAC) and a zstandard block, more than a sample's values.
-    batch_s = BATCH_S if plan.settings.compact else 0.0
+    # --compact: a batch at most every batch_s; each costs an SSH packet (~40 B
+    # of headers and MAC), more than a second of samples' values.
+    batch_s = (plan.settings.batch_s or BATCH_S) if plan.settings.compact else 0.0
     sent_at = time.monotonic() - batch_s  # the history goes out at once
     last_round = False  # the session ended: one more read for what it wrote last
     pending: list[bytes] = []
@@ -138,7 +156,7 @@ def run(plan: RunPlan[FollowSettings]) -> int:
                 if current is None or not current.live:
                     last_round = True  # died or finished: read once more, then stop
                     continue
-                if time.monotonic() - sent_at >= KEEPALIVE_S:
+                if not pending and time.monotonic() - sent_at >= KEEPALIVE_S:
                     if not _write(codec.keepalive()):
                         return 0
                     sent_at = time.monotonic()

@@ -17,11 +17,14 @@ Contract:
   output and exit status come back as they are. ``attach NAME``: a remote
   view of a session already running there. ``replay``, ``report``,
   ``compare`` and ``export`` read local files: refused (exit 2).
-- A remote view reads ``probetop follow NAME --from-line N`` over ssh: the
+- A remote view reads ``probetop follow NAME --from-line N --compact
+  --batch S`` over ssh (``viewcodec.py``; S: ``link_batch_s``): the
   recording's lines, checked here line by line as a local view checks them
-  (``decode_line``). Only those lines travel, never screen updates. If the
+  (``decode_line``). Only those lines travel, never screen updates. The
+  samples of a live batch are handed to the panes at the pace they were
+  taken (``_hold_played``), about S later than on HOST. If the
   link drops (ssh exits, or no byte at all for ``STALL_S`` although the far
-  side sends an empty line every 2 s), the view says "reconnecting" and runs
+  side sends a keepalive every 2 s), the view says "reconnecting" and runs
   ssh again after ``BACKOFF_S`` (1, 2, 4, 8, 15, then every 30 s), from the
   line after the last whole line it has: no gap, no duplicate. The session
   on HOST is not affected: it never waits for a view.
@@ -44,11 +47,11 @@ import shlex
 import subprocess
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import zstandard
 from probetop.probes import __version__
 from probetop.probes.core.sample import Record
 from probetop.probes.record import RecordingError, decode_line
@@ -58,7 +61,7 @@ from probetop.tui.run.viewconfig import AppConfig
 from probetop.tui.sessions.attach import AttachedSession
 from probetop.tui.sessions.registry import SessionError, SessionInfo, check_name, default_name
 from probetop.tui.sessions.secretargs import private_args
-from probetop.tui.sessions.viewcodec import ViewDecoder
+from probetop.tui.sessions.viewcodec import LinkError, ViewDecoder
 
 SSH_ENV = "PROBETOP_SSH"
 REMOTE_ENV = "PROBETOP_REMOTE"
@@ -76,6 +79,15 @@ SSH_OPTIONS = (
     "Compression=yes",
 )
 STALL_S = 10.0
+# The host sends the view's samples every LINK_BATCH_S (`follow --batch`,
+# $PROBETOP_REMOTE_BATCH): an SSH packet costs ~40 bytes, more than a second
+# of samples. The view plays each batch out at the pace the samples were
+# taken, so every interval is drawn for as long as in a local run, about
+# LINK_BATCH_S later.
+BATCH_ENV = "PROBETOP_REMOTE_BATCH"
+LINK_BATCH_S = 3.0
+LINK_BATCH_MAX_S = 5.0  # follow's bound: a batch well inside STALL_S
+PLAYOUT_BATCHES = 8  # the delay is the least a batch took over this many
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 COMMAND_TIMEOUT_S = 120.0
 PASSTHROUGH = ("ls", "stop", "follow")
@@ -83,6 +95,23 @@ LOCAL_ONLY = ("replay", "report", "compare", "export")
 SSH_FAILED = 255  # ssh's own exit status for a connection or authentication failure
 NOT_FOUND = 127  # a shell's "command not found"
 USAGE_EXIT = 2  # probetop's own refusal (bad input, no such session)
+
+
+def link_batch_s() -> float:
+    """The view's batch period: $PROBETOP_REMOTE_BATCH seconds, else LINK_BATCH_S."""
+    text = os.environ.get(BATCH_ENV, "").strip()
+    if not text:
+        return LINK_BATCH_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= LINK_BATCH_MAX_S:
+        raise SessionError(
+            f"{BATCH_ENV}={text!r}: expected seconds between the remote view's batches, "
+            f"more than 0 and at most {LINK_BATCH_MAX_S:g} (default {LINK_BATCH_S:g})"
+        )
+    return value
 
 
 def check_host(host: str) -> str:
@@ -205,6 +234,7 @@ class RemoteFollower:
         self.caught_up = False
         self.link = "connecting"  # "up", "reconnecting", "ended"
         self.reconnects = 0
+        self.ended_there = False  # follow ended by itself (the session's end, a refusal)
         self.last_error = ""
         self._proc: subprocess.Popen[bytes] | None = None
         self._buf = b""
@@ -213,12 +243,16 @@ class RemoteFollower:
         self.next_try = 0.0
         self.compact = True  # follow --compact (False: a probetop there without it)
         self._decoder: ViewDecoder | None = None
+        # Records decoded but not yet due: (due, record), in the recording's order
+        self._held: deque[tuple[float, tuple[float, Record]]] = deque()
+        self._delays: deque[float] = deque(maxlen=PLAYOUT_BATCHES)
+        self.batch_s = link_batch_s()
         self._connect()
 
     def _connect(self) -> None:
         args = ["follow", self.name, "--from-line", str(self.lines)]
         if self.compact:
-            args.append("--compact")
+            args += ["--compact", "--batch", f"{self.batch_s:g}"]
             self._decoder = ViewDecoder()  # one stream per connection
         else:
             self._decoder = None
@@ -237,14 +271,15 @@ class RemoteFollower:
         self._last_byte = time.monotonic()
 
     def poll(self, max_bytes: int = 64 << 20) -> list[tuple[float, Record]]:
-        """Records of the whole lines that arrived since the last call."""
+        """Records of the whole lines that arrived since the last call, the
+        live batches' as they fall due (``_hold_played``)."""
         now = time.monotonic()
         if self._proc is None:
             if self.link == "reconnecting" and now >= self.next_try:
                 self._connect()
             else:
                 self.caught_up = True
-                return []
+                return self._due(now)
         proc = self._proc
         assert proc is not None and proc.stdout is not None
         chunks: list[bytes] = []
@@ -263,16 +298,23 @@ class RemoteFollower:
                 break
             chunks.append(chunk)
             got += len(chunk)
-        out: list[tuple[float, Record]] = []
         if got:
             self._last_byte = now
             self.size += got
-            for raw in self._lines(b"".join(chunks), proc):
+            lines, coded = self._lines(b"".join(chunks), proc)
+            played: list[tuple[float, Record]] = []
+            for raw, live in zip(lines, coded, strict=True):
                 self.lines += 1
                 where = f"{self.host}:{self.name}: line {self.lines}"
                 decoded = decode_line(raw, self.header, self.footer, where)
                 self.header, self.footer = decoded.header, decoded.footer
-                out.extend(decoded.records)
+                if live:
+                    played.extend(decoded.records)
+                else:
+                    self._hold_played(played, now)
+                    played = []
+                    self._hold(decoded.records, now)
+            self._hold_played(played, now)
             if self.link != "up":
                 self.link = "up"
                 self._attempt = 0
@@ -281,19 +323,47 @@ class RemoteFollower:
         elif now - self._last_byte > STALL_S:
             self.last_error = f"link lost (no data for {STALL_S:g} s)"
             self._drop(proc)
+        return self._due(now)
+
+    def _hold(self, records: list[tuple[float, Record]], due: float) -> None:
+        self._held.extend((due, r) for r in records)
+
+    def _hold_played(self, records: list[tuple[float, Record]], now: float) -> None:
+        """A live batch: each record due as long after the batch's first as it
+        was taken after it, the whole batch as late as the quickest recent
+        batch came (the host's pace, whatever the clocks of both hosts say)."""
+        if not records:
+            return
+        first = min(t for t, _ in records)
+        self._delays.append(now - first)
+        delay = min(self._delays)
+        self._held.extend((max(now, t + delay), (t, r)) for t, r in records)
+
+    def _due(self, now: float) -> list[tuple[float, Record]]:
+        """The held records due by ``now`` (all of them once the session or
+        the link ended: nothing more is coming to pace them)."""
+        out: list[tuple[float, Record]] = []
+        held = self._held
+        flush = self.footer is not None or self.link in ("ended", "reconnecting")
+        while held and (flush or held[0][0] <= now):
+            out.append(held.popleft()[1])
         return out
 
-    def _lines(self, data: bytes, proc: subprocess.Popen[bytes]) -> list[bytes]:
-        """The whole recording lines ``data`` completes (keepalives dropped)."""
+    def _lines(self, data: bytes, proc: subprocess.Popen[bytes]) -> tuple[list[bytes], list[bool]]:
+        """The whole recording lines ``data`` completes (keepalives dropped),
+        and for each whether it came in a live batch (played out)."""
         if self._decoder is not None:
             try:
-                return self._decoder.feed(data)[0]
-            except (ValueError, KeyError, zstandard.ZstdError) as exc:
+                fed = self._decoder.feed(data)
+            except LinkError as exc:
+                self.close()  # nothing more can be read from it: leave no ssh behind
                 raise RecordingError(f"{self.host}:{self.name}: bad view stream: {exc}") from None
+            return fed.lines, fed.coded
         data = self._buf + data
         cut = data.rfind(b"\n") + 1
         self._buf = data[cut:]
-        return [raw for raw in data[:cut].split(b"\n")[:-1] if raw]
+        lines = [raw for raw in data[:cut].split(b"\n")[:-1] if raw]
+        return lines, [False] * len(lines)
 
     def _ended(self, proc: subprocess.Popen[bytes]) -> None:
         code = proc.wait()
@@ -306,11 +376,12 @@ class RemoteFollower:
         text = err.decode("utf-8", "replace")
         if self.footer is not None or code == 0:
             self.link = "ended"  # the session ended (its footer, or it died there)
+            self.ended_there = True
             return
         error = _failure(self.host, code, text)
         said = text.strip().splitlines()
-        if self.compact and code == USAGE_EXIT and "--compact" in text:
-            # A probetop there from before the compact link: the plain one, at once
+        if self.compact and code == USAGE_EXIT and ("--compact" in text or "--batch" in text):
+            # A probetop there from before this compact link: the plain one, at once
             self.compact = False
             self._connect()
             return
@@ -318,6 +389,7 @@ class RemoteFollower:
             # probetop there refused (no such session, a probetop without
             # `follow`) or is missing: retrying cannot help
             self.link = "ended"
+            self.ended_there = True
             reason = str(error) if error is not None else (said[-1] if said else f"exit {code}")
             raise RecordingError(f"{self.host}: {reason}")
         self.last_error = f"link lost ({said[-1] if said else f'ssh exit {code}'})"
@@ -401,6 +473,19 @@ class RemoteAttachedSession(AttachedSession):
             return "ended" if self._state in ("starting", "running") else self._state
         return "running"
 
+    @property
+    def runs_on(self) -> bool:
+        """The session was running there when the view closed: neither its end
+        (the footer, or its link ending on its own) nor a stop from here.
+        (``state`` cannot say: closing the view ends the link.)"""
+        remote = self._remote
+        return (
+            remote is not None
+            and remote.footer is None
+            and not remote.ended_there
+            and self._state in ("starting", "running")
+        )
+
     def stop(self, wait_s: float = 30.0) -> SessionInfo:
         done = run_remote(self.host, ["stop", self.info.name, "--wait", f"{wait_s:g}"])
         if done.returncode != 0:
@@ -440,6 +525,7 @@ def run_remote_plan(plan: RunPlan[Any], show: Callable[[AppConfig], int]) -> int
             raise SessionError("attach --remote HOST NAME: give the session's name")
         if plan.common.wants_headless:
             raise SessionError("attach needs a terminal")
+        link_batch_s()  # a bad $PROBETOP_REMOTE_BATCH: said before anything starts
         return _view(host, check_name(name), plan, show)
     interactive = command is None or command in (*commands.PROBE_COMMANDS, "demo")
     if (
@@ -449,6 +535,7 @@ def run_remote_plan(plan: RunPlan[Any], show: Callable[[AppConfig], int]) -> int
         or plan.common.detach
     ):
         return _passthrough(host, args)
+    link_batch_s()  # a bad $PROBETOP_REMOTE_BATCH: said before a session starts there
     name = check_name(plan.common.name or default_name(command))
     if not plan.common.name:
         args += ["--name", name]
@@ -484,7 +571,7 @@ def _view(host: str, name: str, plan: RunPlan[Any], show: Callable[[AppConfig], 
         title=f"probetop {name} on {host}",
     )
     code = show(config)
-    if attached.state not in ("finished",) and not attached.state.startswith("ended"):
+    if attached.runs_on:
         print(f"probetop: session {name} keeps running on {host}")
         print(f"  attach     probetop attach --remote {host} {name}")
         print(f"  stop       probetop stop --remote {host} {name}")

@@ -21,12 +21,12 @@ Contract:
 
 from __future__ import annotations
 
-import asyncio
 import math
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
+from probetop.probes.core.iothread import IoThread
 from probetop.probes.core.sample import Record
 from probetop.probes.record import RecordingError
 from probetop.tui.run.viewconfig import AppConfig
@@ -102,15 +102,20 @@ class Playback:
         (``host.fail``: exit 2, ``tui/commands/replay.py`` prints its message)."""
         lines = loader.session.lines
         have = len(lines)
-        while not loader.done:
-            try:
-                loader.step(READ_STEP_BYTES)
-            except RecordingError as exc:
-                self.host.fail(exc)
-                return
-            self.player.grow(lines[have:])
-            have = len(lines)
-            await asyncio.sleep(0)
+        # Each step reads in a daemon thread: a recording on a hung disk
+        # leaves the dashboard running (and never keeps the process alive).
+        reading = IoThread("probetop-replay-read")
+        try:
+            while not loader.done:
+                try:
+                    await reading.run(loader.step, READ_STEP_BYTES)
+                except RecordingError as exc:
+                    self.host.fail(exc)
+                    return
+                self.player.grow(lines[have:])
+                have = len(lines)
+        finally:
+            reading.stop()
         self.replay_loaded(loader.session)
 
     def replay_loaded(self, session: Session) -> None:

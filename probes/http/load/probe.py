@@ -2,15 +2,15 @@
 
 Contract:
 - ``HttpLoadProbe(settings)`` (``settings.load`` set) runs the generator of
-  ``load_worker.py`` in a worker process and emits one ``LoadInterval``
+  ``generator.py`` in a worker process and emits one ``LoadInterval``
   sample per interval (the worker's aggregates, merged here into the run's
   histograms), plus a warning ``Status`` when an interval turns
-  generator-limited (``load_records.is_generator_limited``) and when it
+  generator-limited (``records.is_generator_limited``) and when it
   recovers.
 - ``summary()`` is ``LoadRun.summary()``: run totals, per status class the
   corrected and service latency percentiles (p50..p99.9, max) and their
   histograms, phases, errors, generator figures and the last interval rows;
-  read by ``load_report.py``.
+  read by ``report.py``.
 - The worker ends by itself after ``--time`` (then requests in flight get
   ``DRAIN_S``); on cancellation it gets SIGTERM, sends its last interval and
   exits within ``STOP_GRACE_S``, else it is killed. Either way it is gone
@@ -31,8 +31,8 @@ from typing import Any
 
 from probetop.probes.core.base import Emit, ProbeError
 from probetop.probes.core.sample import Status, now_ns
-from probetop.probes.http.load_hist import Histogram
-from probetop.probes.http.load_records import (
+from probetop.probes.http.load.hist import Histogram
+from probetop.probes.http.load.records import (
     LOAD_KIND,
     LOAD_METRICS,
     PCT_KEYS,
@@ -43,7 +43,7 @@ from probetop.probes.http.load_records import (
     is_generator_limited,
     pct_table,
 )
-from probetop.probes.http.load_settings import DRAIN_S, LoadSettings
+from probetop.probes.http.load.settings import DRAIN_S, LoadSettings
 from probetop.probes.http.probe import url_labels
 from probetop.probes.http.request import check_http_version, check_url
 from probetop.probes.http.settings import HttpSettings
@@ -348,7 +348,7 @@ class HttpLoadProbe:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "probetop.probes.http.load_worker",
+            "probetop.probes.http.load.generator",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

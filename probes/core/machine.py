@@ -1,20 +1,12 @@
-"""Limits that keep every run stoppable: interval floors, number ranges, and
-how many threads, streams or jobs this machine can really hold.
+"""What this machine can hold for one run: how many threads, streams or jobs
+fit now, and how busy workers share its CPUs with the event loop.
 
-Why: a probe that samples faster than its bookkeeping allows, or starts more
-threads than the machine can hold, starves the event loop (frozen dashboard,
-signals ignored) or runs the machine out of memory. These checks refuse such
-runs up front, with a message that names the limit, instead.
+Why: a probe that starts more threads than the machine can hold runs it out
+of tasks or memory, and more busy workers than CPUs starve the event loop
+(frozen dashboard, signals ignored). These checks refuse such runs up
+front, with a message that names the binding limit (``ranges.LimitProbeError``).
 
 Contract:
-- ``LimitProbeError`` is a ``UsageProbeError`` (exit 2, ``code`` "limit"):
-  what every check here raises. Its message names the option, the limit and
-  why it exists, so every family states the same kind of limit the same way.
-- ``check_interval(option, value, floor_s=..., why=...)``: a sampling
-  interval a probe can keep: at least ``floor_s`` (default ``MIN_INTERVAL_S``,
-  the common ``--sample-interval`` floor), at most ``MAX_INTERVAL_S``, finite.
-- ``check_seconds`` / ``check_whole``: durations and counts within ranges the
-  probe's arithmetic holds (no OverflowError, no int64 wrap in native code).
 - ``UnitCost`` says what one unit of a count option costs (OS threads, file
   descriptors, resident memory, reserved address space); ``MachineLimits.read()``
   reads what this machine allows now (RLIMIT_NPROC and the user's tasks,
@@ -23,7 +15,7 @@ Contract:
   ``capacity`` turns both into the most units that fit and the limit that
   binds; ``check_capacity(option, count, cost)`` raises LimitProbeError when
   ``count`` does not fit. Used for ``cpu --threads``, ``icmp --streams`` and
-  (designed for) ``iops --jobs`` / ``--iodepth`` (tasks=0, memory per unit).
+  ``http --connections``.
 - ``thread_stack(nbytes)``: create worker threads with a small, known stack
   (the reserved size ``UnitCost.reserved_bytes`` counts), then restore.
 - ``oversubscribed(workers)`` / ``background_priority()``: more busy workers
@@ -32,12 +24,13 @@ Contract:
   threads only: a SCHED_IDLE thread that takes the GIL would hold up the loop).
   ``check_busy_workers`` refuses that many busy Python-side workers instead;
   ``check_per_cpu`` is the general per-CPU cap (native workers: see cpu).
+- Only the standard library and ``ranges``: it runs as any user, under any
+  rlimit, before anything heavy loads.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import resource
 import threading
@@ -45,17 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from probetop.probes.core.base import UsageProbeError
-
-# The common --sample-interval floor: 20 samples/s. Every sample crosses the hub, the
-# recorder (one JSON line) and the dashboard's feed; below this the per-sample
-# Python work of the passive collectors alone takes a measurable share of the
-# event loop, and the dashboard draws at most 5 frames/s anyway.
-MIN_INTERVAL_S = 0.05
-MAX_INTERVAL_S = 3600.0
-# Longest --time / duration: ~31 years; beyond it nanosecond deadlines overflow int64.
-MAX_SECONDS = 1e9
-INT64_MAX = 2**63 - 1
+from probetop.probes.core.ranges import LimitProbeError
 
 # Kept free for the rest of the machine when counting what fits.
 TASK_RESERVE = 64  # tasks (threads/processes): the shell, sshd, the dashboard's own helpers
@@ -68,71 +51,6 @@ MEMORY_SHARE = 0.5  # at most this share of the available memory goes to one run
 WORKER_STACK_BYTES = 256 * 1024
 # Busy workers per CPU above which they yield to the event loop (see oversubscribed).
 OVERSUBSCRIBED_PER_CPU = 2
-
-
-class LimitProbeError(UsageProbeError):
-    """A value is beyond what the probe or this machine can hold (exit 2).
-
-    The message names the option, the limit and why the limit exists."""
-
-    code = "limit"
-
-
-# -- intervals, durations, counts ---------------------------------------------
-
-
-def check_interval(
-    option: str,
-    value: float,
-    *,
-    floor_s: float = MIN_INTERVAL_S,
-    why: str = "every sample crosses the hub, the recorder and the dashboard",
-) -> None:
-    """Refuse a sampling interval the probe cannot keep (below ``floor_s``,
-    above ``MAX_INTERVAL_S``, or not a finite number)."""
-    if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise LimitProbeError(f"{option} must be a positive number of seconds, got {value}")
-    if value < floor_s:
-        raise LimitProbeError(
-            f"{option} {value:g}: the shortest sampling interval this probe can keep is "
-            f"{floor_s:g} s ({why}); give {option} {floor_s:g} or more"
-        )
-    if value > MAX_INTERVAL_S:
-        raise LimitProbeError(
-            f"{option} {value:g}: the longest sampling interval is {MAX_INTERVAL_S:g} s"
-        )
-
-
-def check_seconds(
-    option: str,
-    value: float,
-    *,
-    minimum: float = 0.0,
-    maximum: float = MAX_SECONDS,
-    zero_means: str | None = None,
-) -> None:
-    """A duration within [minimum, maximum] seconds (0 allowed, meaning
-    ``zero_means``, when given)."""
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise LimitProbeError(f"{option} must be a finite number of seconds, got {value}")
-    if zero_means is not None and value == 0:
-        return
-    if value < minimum or value > maximum:
-        zero = f" (or 0: {zero_means})" if zero_means else ""
-        raise LimitProbeError(
-            f"{option} must be within {_num(minimum)}..{_num(maximum)} seconds{zero}, got {value:g}"
-        )
-
-
-def check_whole(option: str, value: int, *, minimum: int = 0, maximum: int = INT64_MAX) -> None:
-    """A whole number within [minimum, maximum] (default: what int64 holds)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise LimitProbeError(f"{option} must be a whole number, got {value!r}")
-    if not minimum <= value <= maximum:
-        raise LimitProbeError(f"{option} must be within {minimum}..{maximum}, got {value}")
-
-
-# -- what the machine can hold ---------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,11 +429,6 @@ def _size(nbytes: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{nbytes} B"  # pragma: no cover
-
-
-def _num(value: float) -> str:
-    """1e9 as 1000000000, 0.001 as 0.001: limits read as plain numbers."""
-    return f"{value:.0f}" if value >= 1e6 and value == int(value) else f"{value:g}"
 
 
 def _detail(cost: UnitCost) -> str:

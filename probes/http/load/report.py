@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes.http.load_records import PCT_KEYS
+from probetop.probes.http.load.records import PCT_KEYS
 from probetop.probes.http.status import ERROR_MARKER_SHARE, STATUS_CLASSES
 from probetop.probes.http.waterfall import paint
 

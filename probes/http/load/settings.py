@@ -41,8 +41,8 @@ DRAIN_S = 1.0
 
 def connection_cost() -> Any:
     """One connection: a libcurl easy handle with its buffers, and one socket
-    (core.limits loads only in load mode: a one-off request does not pay for it)."""
-    from probetop.probes.core.limits import UnitCost
+    (core.machine loads only in load mode: a one-off request does not pay for it)."""
+    from probetop.probes.core.machine import UnitCost
 
     return UnitCost(
         "connection",
@@ -102,7 +102,7 @@ class LoadSettings:
             raise UsageProbeError(
                 f"--connections must be within 1..{MAX_CONNECTIONS}, got {self.connections}"
             )
-        from probetop.probes.core.limits import check_capacity
+        from probetop.probes.core.machine import check_capacity
 
         check_capacity("--connections", self.connections, connection_cost())
 

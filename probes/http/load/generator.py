@@ -1,12 +1,12 @@
 """The load generator: a worker process sending requests on a fixed schedule
 through one libcurl multi handle (open model, coordinated omission corrected).
 
-Run as ``python -m probetop.probes.http.load_worker``; the parent
-(``load_probe.HttpLoadProbe``) writes one JSON line of configuration to stdin
+Run as ``python -m probetop.probes.http.load.generator``; the parent
+(``probe.HttpLoadProbe``) writes one JSON line of configuration to stdin
 and reads one JSON line per interval (aggregates, never one line per request)
 from stdout.
 
-Why a process: the same reason as ``worker.py``: libcurl stamps socket
+Why a process: the same reason as repeated mode's ``http/worker.py``: libcurl stamps socket
 events when ``curl_multi_perform`` runs, and in the dashboard's process that
 call would first wait for the GIL. Here nothing else runs.
 
@@ -74,7 +74,7 @@ from typing import Any
 from probetop.probes.http.closing import DeferredClose
 from probetop.probes.http.curlinfo import printable
 from probetop.probes.http.errorkinds import error_kind, status_kind
-from probetop.probes.http.load_hist import Histogram
+from probetop.probes.http.load.hist import Histogram
 from probetop.probes.http.request import HttpRequest, configure
 from probetop.probes.http.status import StatusClass, classify
 from probetop.probes.http.transfer import PHASES, phases_us

@@ -27,7 +27,7 @@ from typing import Any
 from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.readback import as_number
 from probetop.probes.core.sample import Sample, metric_key, split_key
-from probetop.probes.http.load_hist import Histogram
+from probetop.probes.http.load.hist import Histogram
 from probetop.probes.http.spec import LOAD_KIND as LOAD_KIND  # defined in spec.py
 from probetop.probes.http.status import (
     CLASS_LABELS,
