@@ -46,7 +46,12 @@ def report(settings: MemSettings, common: RunCommon, result: RunOutcome) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(
-            format_report(summary, show_intervals=settings.report_intervals, reason=result.reason)
+            format_report(
+                summary,
+                show_intervals=settings.report_intervals,
+                report_interval_s=settings.interval_s if settings.report_intervals else None,
+                reason=result.reason,
+            )
         )
         if error:
             sys.stdout.write(f"probetop: error: {error}\n")

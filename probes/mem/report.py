@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from probetop.probes import version
 from probetop.probes.core.sysbench import SYSBENCH_VERSION
 from probetop.probes.core.sysbench.report import (
     NUM,
@@ -40,21 +41,42 @@ def interval_line(row: Mapping[str, Any]) -> str:
     return f"{stamp(float(row['t']))} {row['mibs']:4.2f} MiB/sec"
 
 
+def banner(summary: Mapping[str, Any]) -> str:
+    """sysbench's first line, as ``probetop cpu`` prints it: the version is the
+    sysbench whose method and report this follows (a script's version match
+    finds it); the parenthesis, where sysbench names its Lua runtime, names
+    what really ran."""
+    return (
+        f"sysbench {SYSBENCH_VERSION} (using probetop {version()}, {summary.get('engine')} engine)"
+    )
+
+
 def format_report(
-    summary: Mapping[str, Any], *, show_intervals: bool = False, reason: str | None = None
+    summary: Mapping[str, Any],
+    *,
+    show_intervals: bool = False,
+    report_interval_s: float | None = None,
+    reason: str | None = None,
 ) -> str:
+    """The lines ``sysbench memory run`` prints, in its order and spacing;
+    ``report_interval_s`` prints sysbench's "Report intermediate results" line."""
     s = summary
-    lines = [
-        f"probetop mem: sysbench {SYSBENCH_VERSION} memory, engine {s.get('engine')}",
+    lines = [banner(s), "", "Running the test with following options:"]
+    lines.append(f"Number of threads: {s['threads']}")
+    if report_interval_s:
+        lines.append(f"Report intermediate results every {report_interval_s:g} second(s)")
+    lines += [
+        # sysbench prints this for every test; kept so the report lines up with its.
+        "Initializing random number generator from current time",
         "",
-        "Running the test with following options:",
-        f"Number of threads: {s['threads']}",
         "",
         "Running memory speed test with the following options:",
         f"  block size: {s['block_size'] // 1024}KiB",
         f"  total size: {s['total_size'] // 1024 // 1024}MiB",
         f"  operation: {s['oper']}",
         f"  scope: {s['scope']}",
+        "",
+        "Initializing worker threads...",
         "",
         "Threads started!",
         "",

@@ -324,3 +324,23 @@ def test_interval_rows_are_bounded_however_long_the_run() -> None:
     s = probe.summary()
     assert len(s["intervals"]) == MAX_KEPT_INTERVALS and s["intervals_dropped"] == 7
     assert "NOTE: the first 7 interval lines were not kept" in format_report(s, show_intervals=True)
+
+
+@needs_sysbench
+@pytest.mark.parametrize("extra", [[], ["--report-interval=1", "--time=1"]])
+def test_report_lines_up_with_sysbenchs_up_to_the_figures(extra: list[str]) -> None:
+    """Every line before the first figure is sysbench's, but the banner's
+    parenthesis (what really ran): a script that skips sysbench's preamble by
+    counting lines, or matches ``sysbench (\\d+)\\.(\\d+)``, reads ours."""
+    args = ["memory", "--memory-total-size=16M", *extra, "run"]
+
+    def preamble(cmd: list[str]) -> list[str]:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout
+        lines = out.splitlines()
+        return lines[: lines.index("Threads started!") + 1]
+
+    ours = preamble([sys.executable, "-m", "probetop.tui.main", "mem", *args[1:]])
+    theirs = preamble(["sysbench", *args])
+    assert re.match(r"sysbench 1\.0\.20 \(using probetop [^,]+, \w+ engine\)$", ours[0]), ours[0]
+    assert re.match(r"sysbench (\d+)\.(\d+)", ours[0])
+    assert ours[1:] == theirs[1:]
