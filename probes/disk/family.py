@@ -17,15 +17,16 @@ from probetop.probes.core.base import Probe, UsageProbeError
 from probetop.probes.core.family import DemoContext, Family, RunCommon, RunOutcome, ends_itself
 from probetop.probes.disk.capacity import MIN_INTERVAL_S
 from probetop.probes.disk.filelayout import make_data_file
-from probetop.probes.disk.records import IOPS_KIND, WARMUP_KIND, IopsInterval, WarmupInterval
-from probetop.probes.disk.report import (
+from probetop.probes.disk.records import IOPS_KIND, IopsInterval
+from probetop.probes.disk.report import iops_exit_code, iops_output
+from probetop.probes.disk.settings import IOPS_SPEC, IopsSettings
+from probetop.probes.disk.warmup.records import WARMUP_KIND, WarmupInterval
+from probetop.probes.disk.warmup.report import (
     format_warmup_report,
-    iops_exit_code,
-    iops_output,
     warmup_document,
     warmup_exit_code,
 )
-from probetop.probes.disk.settings import IOPS_SPEC, WARMUP_SPEC, IopsSettings, WarmupSettings
+from probetop.probes.disk.warmup.settings import WARMUP_SPEC, WarmupSettings
 
 if TYPE_CHECKING:  # loaded on first use (tracker(), checks())
     from probetop.probes.core.checks import Checks
@@ -202,7 +203,7 @@ def warmup_report(settings: WarmupSettings, common: RunCommon, result: RunOutcom
 
 
 def warmup_tracker() -> type[Tracker]:
-    from probetop.probes.disk.warmup_metrics import WARMUP_TRACKER
+    from probetop.probes.disk.warmup.metrics import WARMUP_TRACKER
 
     return WARMUP_TRACKER
 
