@@ -87,7 +87,8 @@ SERIAL_MODULES = frozenset(
 
 # Single tests of the same kind in otherwise parallel-safe modules (module
 # path :: function name, parameters ignored), and tests that need a machine
-# resource whole (all of the kernel's AIO events).
+# resource whole (all of the kernel's AIO events). A test may also say so
+# itself, with @pytest.mark.serial (tests/mem does).
 SERIAL_TESTS = frozenset(
     {
         "analysis/test_compare.py::test_a_real_difference_is_significant_and_a_regression",
@@ -96,7 +97,6 @@ SERIAL_TESTS = frozenset(
         "disk/test_ioengines.py::test_the_kernel_sees_the_queue_depth_asked_for",
         "icmp/test_icmp_probe.py::test_fixed_rate_holds_within_two_percent",
         "icmp/test_icmp_probe.py::test_rtt_means_what_ping_means",
-        "mem/test_mem_probe.py::test_figures_agree_with_sysbench_under_load",
     }
 )
 

@@ -9,7 +9,7 @@ Contract: ``entry()`` is the ``probetop`` console script. A command line
 that can only be a one-off http request (``http`` first; every ``--option``
 spelled out in full and one of curl's, or ``--json``/``--headless``; no
 ``--`` and no help) is parsed by the same parser as ``tui.main`` and run by
-the same command module's ``run``, with ``tui.main``'s exit codes and
+the same command's ``run``, with ``tui.main``'s exit codes and
 messages. Anything else, and a plan that turns out not to be a one-off, goes
 to ``tui.main`` unchanged (its imports are then paid as before).
 """
@@ -106,9 +106,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *args])
         if not _is_one_off(plan):
             return _run_full(plan)
-        from probetop.tui.commands import http
+        from probetop.tui.commands import load
 
-        return int(http.run(plan) or 0)
+        command = load("http")
+        assert command is not None
+        return int(command.run(plan) or 0)
     except ProbeError as exc:
         print(f"probetop: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -30,7 +30,6 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import ConfirmationRequired, ProbeError
@@ -138,6 +137,9 @@ def run_plan(plan: RunPlan[Any]) -> int:
             return run_app(outcome)
         if outcome is not None:
             return int(outcome)
+    headless_only = getattr(module, "headless_only", None)
+    if headless_only is not None and headless_only(plan):
+        return run_headless_plan(plan, list(module.build_probes(plan)), module)
     try:
         return _run_probes(plan, module, fg)
     except ConfirmationRequired as exc:
@@ -174,7 +176,7 @@ def _run_in_session(plan: RunPlan[Any]) -> int:
         return code
 
 
-def _run_probes(plan: RunPlan[Any], module: ModuleType, fg: Foreground | None = None) -> int:
+def _run_probes(plan: RunPlan[Any], module: commands.Command, fg: Foreground | None = None) -> int:
     if getattr(module, "join_probes", None) is not None and not plan.common.wants_headless:
         return _run_joining(plan, module, fg)
     opener = getattr(module, "open_probes", None)
@@ -199,7 +201,7 @@ class _Joining:
     leaves the targets; a worker still inside a JIT warm-up then leaves
     them itself as soon as it is out (nothing is left behind either way)."""
 
-    def __init__(self, plan: RunPlan[Any], module: ModuleType, have: set[str]) -> None:
+    def __init__(self, plan: RunPlan[Any], module: commands.Command, have: set[str]) -> None:
         self._plan, self._module, self._have = plan, module, have
         self._stack = contextlib.ExitStack()
         self._lock = threading.Lock()
@@ -228,7 +230,7 @@ class _Joining:
         self._stack.close()
 
 
-def _run_joining(plan: RunPlan[Any], module: ModuleType, fg: Foreground | None) -> int:
+def _run_joining(plan: RunPlan[Any], module: commands.Command, fg: Foreground | None) -> int:
     """A dashboard whose probes join after its first frame (``_Joining``)."""
     passive = list(passive_probes(plan.common.interval_s))
     joining = _Joining(plan, module, {p.id for p in passive})
@@ -240,17 +242,17 @@ def _run_joining(plan: RunPlan[Any], module: ModuleType, fg: Foreground | None) 
         joining.close()
 
 
-def _switched_plan(app: Any, plan: RunPlan[Any] | None, module: ModuleType | None) -> Any:
+def _switched_plan(app: Any, plan: RunPlan[Any] | None, module: commands.Command | None) -> Any:
     """The plan a pane asked to switch to when it quit the dashboard
     (``app.switch_request``: the warm-up's fresh-volume "write then read"),
     or None."""
     if getattr(app, "switch_request", None) is None or plan is None or module is None:
         return None
-    switch = getattr(module, "switched_to_write", None)
+    switch = getattr(module, "switched", None)
     return switch(plan) if switch is not None else None
 
 
-def _run_confirmed(plan: RunPlan[Any], module: ModuleType) -> int:
+def _run_confirmed(plan: RunPlan[Any], module: commands.Command) -> int:
     """Run ``plan`` behind the typed confirmation its probes ask for."""
     try:
         return _run_probes(plan, module)
@@ -271,7 +273,7 @@ def run_app(
     config: AppConfig,
     *,
     plan: RunPlan[Any] | None = None,
-    module: ModuleType | None = None,
+    module: commands.Command | None = None,
     foreground: Foreground | None = None,
 ) -> int:
     """Show the dashboard until the user quits; return its exit code.
@@ -317,7 +319,7 @@ def run_app(
 
 
 async def _show(
-    app: Any, config: AppConfig, plan: RunPlan[Any] | None, module: ModuleType | None
+    app: Any, config: AppConfig, plan: RunPlan[Any] | None, module: commands.Command | None
 ) -> int | None:
     """Run the app; if ``d`` detached it, carry its session on in this same
     event loop (the hub's tasks live here) and return that session's exit

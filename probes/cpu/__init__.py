@@ -3,6 +3,7 @@
 Everything outside ``probes/cpu/`` imports from here, never from the modules
 behind it:
 
+- ``FAMILY``: the family's descriptor (probes/core/family.py; probes/registry.py lists it)
 - ``SPEC``: the ``probetop cpu`` options (declarative; CLI, prompt, docs)
 - ``CpuSettings``: what one probe runs with (frozen, validated)
 - ``CpuProbe``: the probe (native engine in GIL-free threads)
@@ -23,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.sysbench.hist import HIST_SIZE, bucket_upper_ms
+from probetop.probes.cpu.family import FAMILY
 from probetop.probes.cpu.probe import CpuProbe, logical_cpus, sweep_thread_counts
 from probetop.probes.cpu.records import (
     EPS,
@@ -64,6 +66,7 @@ __all__ = [
     "DEFAULT_TIME_S",
     "EPS",
     "EVENT_EXPLAINED",
+    "FAMILY",
     "HIST_SIZE",
     "KIND",
     "LAT_AVG_MS",

@@ -3,6 +3,8 @@
 Everything outside ``probes/disk/`` imports from here, never from the modules
 behind it:
 
+- ``IOPS``, ``WARMUP``: the two families' descriptors (probes/core/family.py;
+  probes/registry.py lists them)
 - ``IOPS_SPEC``, ``WARMUP_SPEC``: the ``probetop iops`` / ``probetop warmup``
   options (declarative; CLI, prompt, docs)
 - ``IopsSettings``, ``WarmupSettings``: what one probe runs with (frozen,
@@ -46,6 +48,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.disk.capacity import MIN_INTERVAL_S
+from probetop.probes.disk.family import IOPS, WARMUP
 from probetop.probes.disk.filelayout import make_data_file
 from probetop.probes.disk.records import (
     CLAT_HIST_BUCKETS,
@@ -166,6 +169,7 @@ __all__ = [
     "ELAPSED_S",
     "ETA_S",
     "FIO_PERCENTILES",
+    "IOPS",
     "IOPS_CHECKS",
     "IOPS_ERRORS",
     "IOPS_KIND",
@@ -180,6 +184,7 @@ __all__ = [
     "READ_IOPS",
     "RW_MODES",
     "TOTAL_BYTES",
+    "WARMUP",
     "WARMUP_BW",
     "WARMUP_CHECKS",
     "WARMUP_ERRORS",

@@ -4,6 +4,7 @@ transfer) from libcurl's own clocks, one-off or sampled repeatedly.
 Everything outside ``probes/http/`` imports from here, never from the modules
 behind it:
 
+- ``FAMILY``: the family's descriptor (probes/core/family.py; probes/registry.py lists it)
 - ``SPEC``: the ``probetop http`` options (declarative; CLI, prompt, docs;
   ``CURL_GROUP`` names the group of curl's own):
   curl's options with curl's meanings, and the known curl options probetop
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from probetop.probes.http.curlinfo import libcurl_version
 from probetop.probes.http.errorkinds import ERROR_KINDS, FAIL_EXIT
+from probetop.probes.http.family import FAMILY
 from probetop.probes.http.inputs import HttpUrlError
 from probetop.probes.http.load.settings import MAX_RATE, LoadSettings
 from probetop.probes.http.request import (
@@ -150,6 +152,7 @@ __all__ = [
     "ERROR_KINDS",
     "ERROR_MARKER_SHARE",
     "FAIL_EXIT",
+    "FAMILY",
     "HTTP_CODE",
     "KIND",
     "LOAD_KIND",

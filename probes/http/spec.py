@@ -180,6 +180,8 @@ _DATA_OPTIONS: tuple[tuple[tuple[str, ...], str, str], ...] = (
 
 #: The family's name: its command, its probes' and records' kind.
 KIND = "http"
+#: Load mode's (--rate) probes and records.
+LOAD_KIND = "http.load"
 
 SPEC = CommandSpec(
     name=KIND,

@@ -3,6 +3,7 @@
 Everything outside ``probes/icmp/`` imports from here, never from the
 modules behind it:
 
+- ``FAMILY``: the family's descriptor (probes/core/family.py; probes/registry.py lists it)
 - ``SPEC``: the ``probetop icmp`` options (declarative; CLI, prompt, docs)
 - ``IcmpSettings``: what one probe runs with (frozen, validated)
 - ``IcmpProbe``: the probe (a native send/receive loop per stream, GIL-free)
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from probetop.probes.icmp.family import FAMILY
 from probetop.probes.icmp.pingtext import IcmpErrorLine, PingWriter, Reply, ReplyListener
 from probetop.probes.icmp.probe import IcmpProbe
 from probetop.probes.icmp.records import (
@@ -97,6 +99,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "CHECKS",
     "DUPLICATES",
+    "FAMILY",
     "ICMP_ERRORS",
     "IN_FLIGHT",
     "KIND",

@@ -3,6 +3,7 @@ latency and fairness.
 
 Everything outside ``probes/mem/`` imports from here:
 
+- ``FAMILY``: the family's descriptor (probes/core/family.py; probes/registry.py lists it)
 - ``SPEC``: the ``probetop mem`` options (sysbench's names)
 - ``MemSettings``: what one probe runs with (frozen, validated)
 - ``MemProbe``: the probe (native LLVM loop in GIL-free threads)
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from probetop.probes.mem.family import FAMILY
 from probetop.probes.mem.probe import MemProbe
 from probetop.probes.mem.records import (
     KIND,
@@ -58,6 +60,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "CHECKS",
     "DEFAULT_TIME_S",
+    "FAMILY",
     "KIND",
     "LAT_AVG_MS",
     "LAT_PCT_MS",

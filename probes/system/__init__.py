@@ -3,6 +3,7 @@
 Everything outside ``probes/system/`` imports from here, never from the
 modules behind it:
 
+- ``FAMILY``: the passive family's descriptor (probes/core/family.py)
 - ``passive_probes(interval_s)``: the three passive probes every dashboard runs
 - ``CpuLoadProbe``, ``DiskProbe``, ``NetProbe``: the probes (psutil, /proc)
 - ``CpuLoadInterval``, ``CoreReading``, ``DiskInterval``, ``NetInterval``: what
@@ -17,6 +18,7 @@ families' panes read the same samples.
 
 from probetop.probes.core.passive import DiskCounters, NicCounters
 from probetop.probes.system.collectors import CpuLoadProbe, DiskProbe, NetProbe, passive_probes
+from probetop.probes.system.family import FAMILY
 from probetop.probes.system.records import (
     CPU_METRICS,
     DISK_METRICS,
@@ -32,6 +34,7 @@ from probetop.probes.system.records import (
 __all__ = [
     "CPU_METRICS",
     "DISK_METRICS",
+    "FAMILY",
     "NET_METRICS",
     "CoreReading",
     "CpuLoadInterval",

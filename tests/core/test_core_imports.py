@@ -153,7 +153,9 @@ def test_front_doors_build_trackers_and_checks_on_first_use() -> None:
 
     code = (
         "import sys\n"
-        "from probetop.probes import cpu, disk, http, icmp, mem\n"
+        "from probetop.probes import registry\n"
+        "registry.all_families()  # every front door and its descriptor\n"
+        "from probetop.probes import cpu, disk\n"
         "print(sorted(m for m in sys.modules if m.endswith(('.metrics', '.checks',"
         " '_metrics', 'core.tracker', 'core.metricdefs'))))\n"
         "assert cpu.TRACKER.KIND == cpu.KIND and disk.WARMUP_CHECKS.kind == disk.WARMUP_KIND\n"

@@ -361,7 +361,9 @@ def test_time_zero_means_no_limit_for_every_command():
 
 def test_cpu_and_icmp_read_time_zero_as_no_limit():
     from probetop.tui.cli.parser import build_parser, make_plan
-    from probetop.tui.commands import icmp as icmp_command
+    from probetop.tui.commands import load
+
+    icmp_command = load("icmp")
 
     cpu_plan = make_plan(build_parser().parse_args(["--time", "0", "cpu", "--events", "9"]))
     assert cpu_plan.settings.time_s == 0  # sysbench: no time limit, --events ends it

@@ -2,6 +2,7 @@
 
 The option specs (``CommandSpec``) are the one declaration the CLI renders;
 this test reads the same specs, so a new option without a docs line fails.
+A probe family's page is its descriptor's (``Family.docs``, probes/registry.py).
 """
 
 from __future__ import annotations
@@ -10,17 +11,14 @@ import re
 from pathlib import Path
 
 import pytest
+from probetop.probes import registry
 from probetop.tui import commands
 from probetop.tui.cli.plan import COMMON_OPTIONS
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+REPO = Path(__file__).resolve().parents[2]
+DOCS = REPO / "docs"
 PAGE = {
-    "cpu": "cpu.md",
-    "mem": "mem.md",
-    "iops": "iops.md",
-    "warmup": "warmup.md",
-    "icmp": "icmp.md",
-    "http": "http.md",
+    **{f.name: str(Path(f.docs).relative_to("docs")) for f in registry.families()},
     "demo": "usage.md",
     "replay": "usage.md",
     "report": "usage.md",

@@ -176,7 +176,8 @@ def test_percentile_walks_buckets_like_sysbench() -> None:
 
 def test_cpu_probe_module_imports_no_llvm_until_used() -> None:
     code = (
-        "import sys, probetop.probes.cpu.probe, probetop.tui.commands.cpu;"
+        "import sys, probetop.probes.cpu.probe\n"
+        "from probetop.tui.commands import load; load('cpu')\n"
         "print('llvmlite' in sys.modules, 'numba' in sys.modules, 'textual' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -15,7 +15,9 @@ from probetop.probes import disk
 from probetop.probes.core.base import ConfirmationRequired, ProbeError, UsageProbeError
 from probetop.probes.core.sample import Sample
 from probetop.probes.disk import (
+    IOPS,
     IOPS_SPEC,
+    WARMUP,
     WARMUP_SPEC,
     DirectionRates,
     IopsInterval,
@@ -29,8 +31,7 @@ from probetop.probes.record import load_session
 from probetop.tui import main as tui_main
 from probetop.tui.cli.parser import build_parser, make_plan
 from probetop.tui.cli.plan import CommonOptions
-from probetop.tui.commands import iops as iops_command
-from probetop.tui.commands import warmup as warmup_command
+from probetop.tui.commands import load
 from probetop.tui.ui.panes.disk import IopsPane, WarmupPane
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -51,9 +52,9 @@ def test_shared_options_are_declared_once() -> None:
 
 
 def test_the_commands_are_plan_based() -> None:
-    for command, spec in ((iops_command, IOPS_SPEC), (warmup_command, WARMUP_SPEC)):
-        assert command.SPEC is spec
-        assert not hasattr(command, "run") and not hasattr(command, "add_arguments")
+    for family, spec in ((IOPS, IOPS_SPEC), (WARMUP, WARMUP_SPEC)):
+        assert family.spec is spec and load(family.name).SPEC is spec
+        assert family.one_off is None and family.headless_only is None  # the generic path
 
 
 def test_importing_the_front_door_does_not_load_the_engine() -> None:
@@ -81,7 +82,7 @@ def test_iops_settings_from_the_command_line(tmp_path: Path) -> None:
         "randrw", 1 << 20, False, None, 0.5, 10
     )  # fmt: skip
     assert s.confirmed and s.yes_destroy_data == target
-    assert iops_command.deadline_s(plan) is None
+    assert load("iops").deadline_s(plan) is None
 
 
 def test_warmup_settings_from_the_command_line(tmp_path: Path) -> None:
@@ -213,10 +214,10 @@ def test_an_unconfirmed_write_raises_the_typed_request(tmp_path: Path) -> None:
     assert request.signatures == () and request.exit_code == 2
     assert "destroys every byte" in str(request)
     plan = _plan("warmup", str(target), "--write", "--checkpoint", str(tmp_path / "c.json"))
-    confirmed = warmup_command.confirmed(plan)
+    confirmed = load("warmup").confirmed(plan)
     assert confirmed.settings == dataclasses.replace(plan.settings, confirmed=True)
     assert plan.settings.confirmed is False  # plans are not changed, replaced
-    warmup_command.build_probes(confirmed)[0].prepare()
+    load("warmup").build_probes(confirmed)[0].prepare()
 
 
 def test_files_never_need_a_confirmation_for_iops(tmp_path: Path) -> None:

@@ -294,8 +294,9 @@ def test_switching_a_fresh_read_to_write_then_read(fast_dir, tmp_path):
     """The dashboard's switch (W): the same plan as write then read, behind
     the typed confirmation; once confirmed, the unfinished read pass's
     checkpoint is superseded instead of refusing the run."""
+    from probetop.probes.disk import WarmupSettings
     from probetop.tui.cli.plan import CommonOptions, RunPlan
-    from probetop.tui.commands import warmup as command
+    from probetop.tui.commands import load
 
     target = str(fast_dir / "fresh.img")
     with open(target, "wb") as f:
@@ -304,8 +305,8 @@ def test_switching_a_fresh_read_to_write_then_read(fast_dir, tmp_path):
     read = ["warmup", target, "--checkpoint", ckpt, "--json", "--bs", "64k", "--iodepth", "1"]
     proc = run_cli([*read, "--rate-iops", "50", "--time", "1"])
     assert json.loads(proc.stdout)["outcome"] == "stopped"
-    settings = command.WarmupSettings(target, checkpoint=ckpt, bs=64 << 10, iodepth=1)
-    switched = command.switched_to_write(RunPlan("warmup", CommonOptions(), settings))
+    settings = WarmupSettings(target, checkpoint=ckpt, bs=64 << 10, iodepth=1)
+    switched = load("warmup").switched(RunPlan("warmup", CommonOptions(), settings))
     assert switched is not None and switched.settings.pass_name == "write+read"
     assert not switched.settings.confirmed
     # Unconfirmed (a read again): still refused; confirmed write: goes on.

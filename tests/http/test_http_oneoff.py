@@ -323,7 +323,7 @@ def test_help_imports_neither_pycurl_nor_textual():
         "import sys\n"
         "from probetop.tui.cli.parser import build_parser\n"
         "build_parser()\n"
-        "import probetop.tui.commands.http\n"
+        "from probetop.tui.commands import load\nload('http')\n"
         "print(sorted(m for m in ('pycurl', 'textual', 'rich') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)

@@ -151,7 +151,7 @@ def test_settings_and_request_are_frozen():
         r.method = "POST"  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("path", ["tui/commands/http.py", "tui/ui/panes/http.py"])
+@pytest.mark.parametrize("path", ["tui/commands/probe.py", "tui/ui/panes/http.py"])
 def test_the_ui_uses_the_front_door_only(path):
     tree = ast.parse((ROOT / path).read_text())
     imported = {

@@ -89,7 +89,7 @@ def test_reference_commands() -> None:
 def test_cli_import_stays_light() -> None:
     """`probetop icmp --help` must not pay for numba, numpy or scapy."""
     code = (
-        "import sys; import probetop.tui.commands.icmp; "
+        "import sys; from probetop.tui.commands import load; load('icmp'); "
         "print(','.join(m for m in ('numba', 'numpy', 'scapy') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

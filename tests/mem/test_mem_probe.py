@@ -266,6 +266,7 @@ def test_report_layout_is_sysbenchs_line_for_line(oper: str) -> None:
 
 
 @needs_sysbench
+@pytest.mark.serial  # a ratio against sysbench: alone, after the parallel pass
 @pytest.mark.parametrize(
     "opts",
     [

@@ -13,20 +13,14 @@ import sys
 from typing import Any
 
 import pytest
+from probetop.probes import registry
 from probetop.probes.core.base import UsageProbeError
 from probetop.tui import commands
 from probetop.tui.cli.parser import build_parser, make_plan, parse_args
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
-# The operand each probe command needs to parse (nothing runs).
-OPERANDS = {
-    "cpu": [],
-    "iops": ["/tmp/x"],
-    "warmup": ["/tmp/x"],
-    "icmp": ["127.0.0.1"],
-    "http": ["http://127.0.0.1:1/"],
-    "mem": [],
-}
+# The operands each probe command needs to parse (nothing runs): its family's example.
+OPERANDS = {family.name: list(family.example) for family in registry.families()}
 
 
 def plan_of(argv: list[str]) -> Any:

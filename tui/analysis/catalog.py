@@ -27,18 +27,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from probetop.probes import cpu, disk, http, icmp, mem
+from probetop.probes import registry
 from probetop.probes.core import checks
 from probetop.probes.core.units import Unit
 
-# Until the family registry lists them: every family's checks, in catalog order.
-CHECKS: tuple[checks.Checks[Any], ...] = (
-    cpu.CHECKS,
-    mem.CHECKS,
-    disk.IOPS_CHECKS,
-    disk.WARMUP_CHECKS,
-    icmp.CHECKS,
-    http.CHECKS,
+# Every family's checks (probes/registry.py), in registry order.
+CHECKS: tuple[checks.Checks[Any], ...] = tuple(
+    f.checks() for f in registry.all_families() if f.checks is not None
 )
 _BY_KIND: dict[str, checks.Checks[Any]] = {c.kind: c for c in CHECKS}
 
@@ -61,13 +56,9 @@ CATALOG: dict[str, Entry] = {
 }
 
 COMMAND_KINDS: dict[str, tuple[str, ...]] = {
-    "cpu": (cpu.KIND,),
-    "mem": (mem.KIND,),
-    "iops": (disk.IOPS_KIND,),
-    "warmup": (disk.WARMUP_KIND,),
-    "icmp": (icmp.KIND,),
-    "http": (http.KIND,),
+    f.name: tuple(k for k in f.kinds if k in _BY_KIND) for f in registry.families()
 }
+"""The kinds each command runs that --assert can check (probes/registry.py)."""
 ALL_KINDS: tuple[str, ...] = tuple(k for kinds in COMMAND_KINDS.values() for k in kinds)
 
 

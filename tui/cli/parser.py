@@ -23,7 +23,6 @@ import io
 import re
 import shlex
 from collections.abc import Callable, Collection, Sequence
-from types import ModuleType
 from typing import Any
 
 from probetop.probes import version
@@ -332,12 +331,12 @@ def refuse_ignored(command: str | None, values: dict[str, Any]) -> None:
         )
 
 
-def command_module(plan: RunPlan[Any]) -> ModuleType | None:
-    """The command module that runs ``plan`` (None for the passive dashboard)."""
+def command_module(plan: RunPlan[Any]) -> commands.Command | None:
+    """The command that runs ``plan`` (None for the passive dashboard)."""
     return commands.load(plan.command) if plan.command else None
 
 
-def deadline_s(plan: RunPlan[Any], module: ModuleType | None) -> float | None:
+def deadline_s(plan: RunPlan[Any], module: commands.Command | None) -> float | None:
     """When the generic runner stops the probes: --time, unless the command's
     probes end themselves (``module.deadline_s``)."""
     own = getattr(module, "deadline_s", None)
@@ -358,7 +357,7 @@ def command_help(line: str) -> str | None:
     return "\n".join([f"{spec.name}: {spec.help}", *spec.usage_lines()])
 
 
-def parse_command_line(line: str) -> tuple[ModuleType, RunPlan[Any]]:
+def parse_command_line(line: str) -> tuple[commands.Command, RunPlan[Any]]:
     """Parse a probe command typed into the dashboard (``cpu --threads 1``)
     with the CLI's own parser; raise CommandLineError instead of exiting."""
     try:

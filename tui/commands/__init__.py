@@ -1,11 +1,12 @@
-"""Sub-command registry and the contract of a command module.
+"""Sub-commands and the contract of a command.
 
-A command module (``tui/commands/<name>.py``) is the CLI glue between a
-family's front door and the runner. It exposes:
+A probe command (``probetop cpu``) is a probe family listed in
+``probes/registry.py``, run by the one generic ``ProbeCommand``
+(``tui/commands/probe.py``); the other commands (``demo``, ``replay``,
+``compare`` ...) are one module each here. Either exposes:
 
-- ``SPEC``: its ``CommandSpec`` (name, help, options). A probe command takes
-  it from its family (``SPEC = cpu.SPEC``); the CLI renders it into argparse,
-  the add-probe prompt and the docs test read it.
+- ``SPEC``: its ``CommandSpec`` (name, help, options); the CLI renders it
+  into argparse, the add-probe prompt and the docs test read it.
 - ``settings(values, common) -> Settings``: the command's frozen settings from
   the parsed option values (a mapping, read once) and the ``CommonOptions``;
   raise ``ProbeError`` (exit 2, message shown as is) on bad input.
@@ -19,12 +20,13 @@ family's front door and the runner. It exposes:
 - optional ``run(plan) -> int | AppConfig | None``: take over (one-off modes,
   ``replay``, ``report``): an exit code, a dashboard to show, or None to fall
   through to the generic path (dashboard, or headless run + ``report``).
+- optional ``headless_only(plan) -> bool``: True when the plan runs headless
+  even on a terminal (http's repeated mode without --watch).
 - optional ``report(plan, result) -> int``: print the headless report (text or
   ``--json``) from a ``runner.RunResult``; the generic report otherwise.
 - optional ``deadline_s(plan)``: when the runner stops the probes (default
   ``--time``; None when the probe ends itself).
-- optional ``demo_probes(ctx) -> list[Probe]``: what ``probetop demo`` runs
-  for this probe against the embedded targets (``tui/run/demo_targets.py``).
+- optional ``switched(plan)``: the plan a pane's switch request runs next.
 - optional ``FOCUS`` (the pane kind focused first), ``WITH_PASSIVE`` (False
   when the command brings the passive probes itself).
 
@@ -35,9 +37,16 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import TypeAlias
 
-# Order = order in --help and in the demo.
-PROBE_COMMANDS = ("cpu", "mem", "iops", "warmup", "icmp", "http")
+from probetop.probes import registry
+from probetop.tui.commands.probe import ProbeCommand
+
+Command: TypeAlias = ModuleType | ProbeCommand
+"""A command: a probe family's ``ProbeCommand`` or another command's module."""
+
+# Order = order in --help and in the demo: the registry's.
+PROBE_COMMANDS: tuple[str, ...] = registry.NAMES
 OTHER_COMMANDS = (
     "demo",
     "replay",
@@ -52,8 +61,11 @@ OTHER_COMMANDS = (
 )
 
 
-def load(name: str) -> ModuleType | None:
-    """The command module, or None if that probe has not been built yet."""
+def load(name: str) -> Command | None:
+    """The command, or None if there is no such command."""
+    if name in PROBE_COMMANDS:
+        family = registry.family(name)
+        return ProbeCommand(family) if family is not None else None
     modname = f"probetop.tui.commands.{name}"
     try:
         return importlib.import_module(modname)
@@ -63,9 +75,9 @@ def load(name: str) -> ModuleType | None:
         raise
 
 
-def available(only: set[str] | None = None) -> list[tuple[str, ModuleType]]:
-    """Every command module that exists (or those of ``only``), probe commands first."""
-    out = []
+def available(only: set[str] | None = None) -> list[tuple[str, Command]]:
+    """Every command that exists (or those of ``only``), probe commands first."""
+    out: list[tuple[str, Command]] = []
     for name in PROBE_COMMANDS + OTHER_COMMANDS:
         if only is not None and name not in only:
             continue

@@ -12,10 +12,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from probetop.probes import registry
 from probetop.probes.core.base import Probe, ProbeError
 from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.system import passive_probes
-from probetop.tui import commands
 from probetop.tui.cli.plan import CommonOptions, RunPlan
 from probetop.tui.run.demo_targets import DemoTargets
 
@@ -35,7 +35,7 @@ written.
             "run only this probe kind (repeatable)",
             metavar="KIND",
             action="append",
-            choices=commands.PROBE_COMMANDS,
+            choices=registry.NAMES,
         ),
     ),
 )
@@ -52,22 +52,20 @@ def settings(values: Mapping[str, Any], common: CommonOptions) -> DemoSettings:
 
 
 def demo_probe_set(
-    ctx: DemoTargets, only: Sequence[str] | None = None
+    targets: DemoTargets, only: Sequence[str] | None = None
 ) -> tuple[list[Probe], list[str]]:
-    """Passive probes plus each probe command's demo probes; and notes on any skipped."""
+    """Passive probes plus each probe family's demo probes (registry order);
+    and notes on any skipped."""
+    ctx = targets.context()
     probes: list[Probe] = list(passive_probes(ctx.interval_s))
     notes: list[str] = []
-    for name in commands.PROBE_COMMANDS:
-        if only and name not in only:
-            continue
-        module = commands.load(name)
-        make = getattr(module, "demo_probes", None)
-        if make is None:
+    for family in registry.families():
+        if (only and family.name not in only) or family.demo_probes is None:
             continue
         try:
-            probes.extend(make(ctx))
+            probes.extend(family.demo_probes(ctx))
         except ProbeError as exc:
-            notes.append(f"{name}: {exc}")
+            notes.append(f"{family.name}: {exc}")
     return probes, notes
 
 

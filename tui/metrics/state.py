@@ -17,7 +17,7 @@ rest is ``probetop_``-prefixed, in base units (docs/metrics.md).
 
 from __future__ import annotations
 
-from probetop.probes import __version__, cpu, disk, http, icmp, mem
+from probetop.probes import __version__, registry
 from probetop.probes.core.metricdefs import MetricDef, Point, metric_def
 from probetop.probes.core.sample import Announce, Record, Sample
 from probetop.probes.core.tracker import Tracker
@@ -26,17 +26,9 @@ BUILD_INFO = metric_def(
     "probetop_build", "info", "", "the probetop version that measured these metrics", ()
 )
 
-# Until the family registry lists them: every family's trackers, in catalog order.
+# Every family's tracker (probes/registry.py), in registry order.
 TRACKERS: dict[str, type[Tracker]] = {
-    t.KIND: t
-    for t in (
-        cpu.TRACKER,
-        mem.TRACKER,
-        disk.IOPS_TRACKER,
-        disk.WARMUP_TRACKER,
-        icmp.TRACKER,
-        http.TRACKER,
-    )
+    t.KIND: t for t in (f.tracker() for f in registry.all_families() if f.tracker is not None)
 }
 
 CATALOG: dict[str, tuple[MetricDef, ...]] = {t.COMMAND: t.DEFS for t in TRACKERS.values()}

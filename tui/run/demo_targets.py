@@ -21,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from urllib.parse import parse_qs, urlsplit
 
+from probetop.probes.core.family import DemoContext
 from probetop.probes.core.privileges import has_net_raw, ping_group_allows
 from probetop.tui.run.hardexit import before_hard_exit
 
@@ -90,6 +91,16 @@ class DemoTargets:
     @property
     def icmp_allowed(self) -> bool:
         return has_net_raw() or ping_group_allows()
+
+    def context(self) -> DemoContext:
+        """What the families' ``demo_probes`` read (inside the ``with``)."""
+        assert self.scratch is not None, "use DemoTargets as a context manager"
+        return DemoContext(
+            interval_s=self.interval_s,
+            scratch=self.scratch,
+            http_url=self.http_url,
+            icmp_allowed=self.icmp_allowed,
+        )
 
     def __enter__(self) -> DemoTargets:
         self.http_server = _QuietServer(("127.0.0.1", 0), _Handler)

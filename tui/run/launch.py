@@ -15,7 +15,6 @@ import os
 import signal
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core import stopsignals
@@ -26,6 +25,7 @@ from probetop.probes.system import passive_probes
 from probetop.tui.analysis.assertions import exit_status, print_outcomes, run_assertions
 from probetop.tui.cli.parser import deadline_s
 from probetop.tui.cli.plan import RunPlan
+from probetop.tui.commands import Command
 from probetop.tui.metrics.address import TEXTFILE_NAME
 from probetop.tui.run.livesession import terminal_hung_up
 from probetop.tui.run.runner import generic_report, run_headless
@@ -135,7 +135,7 @@ def open_metrics(plan: RunPlan[Any]) -> MetricsExporter | None:
     return exporter
 
 
-def run_headless_plan(plan: RunPlan[Any], probes: list[Probe], module: ModuleType | None) -> int:
+def run_headless_plan(plan: RunPlan[Any], probes: list[Probe], module: Command | None) -> int:
     """Run without a UI, then print the command's report (or the generic one)."""
     if plan.common.theme:
         # Said, not silently dropped: a headless run (--headless, --json, or
@@ -197,7 +197,7 @@ def recording_status(failures: list[str], code: int) -> int:
 def dashboard_config(
     plan: RunPlan[Any],
     probes: list[Probe],
-    module: ModuleType | None,
+    module: Command | None,
     *,
     with_passive: bool = True,
 ) -> LiveView:

@@ -28,6 +28,7 @@ from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.readback import as_number
 from probetop.probes.core.sample import Sample, metric_key, split_key
 from probetop.probes.http.load.hist import Histogram
+from probetop.probes.http.spec import LOAD_KIND as LOAD_KIND  # defined in spec.py
 from probetop.probes.http.status import (
     CLASS_LABELS,
     ERROR_MARKER_SHARE,
@@ -35,8 +36,6 @@ from probetop.probes.http.status import (
     StatusClass,
 )
 from probetop.probes.http.transfer import PHASES
-
-LOAD_KIND = "http.load"
 
 #: The percentiles every latency table shows (ms), plus the exact maximum.
 LOAD_PCTS: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9)

@@ -1,9 +1,12 @@
 """Which pane class shows which probe kind.
 
-Probe engineers add ONE line to ``PANE_CLASSES``: ``"kind": "module:Class"``.
-Classes are imported lazily (only when such a probe is announced), and any
-kind without an entry, or whose pane fails to import, gets ``GenericPane``,
-built from the probe's MetricSpecs.
+A family's descriptor names the pane of each kind it announces
+(``Family.panes``: ``"kind": "module:Class"``; probes/registry.py finds the
+family). Classes are imported lazily (only when such a probe is
+announced). A kind that no family claims (an old recording's) gets
+``GenericPane``, built from the probe's MetricSpecs, and a log line says
+so; a pane path that does not import is a bug the families test catches,
+also logged here if it ever reaches a user.
 """
 
 from __future__ import annotations
@@ -13,39 +16,40 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from probetop.probes import registry
 from probetop.tui.ui.widgets.generic_pane import GenericPane
 from probetop.tui.ui.widgets.pane import ProbePane
 
 log = logging.getLogger(__name__)
 
-PANE_CLASSES: dict[str, str] = {
-    "system.cpu": "probetop.tui.ui.panes.system:CpuPane",
-    "system.disk": "probetop.tui.ui.panes.system:DiskPane",
-    "system.net": "probetop.tui.ui.panes.system:NetPane",
-    "cpu": "probetop.tui.ui.panes.cpu:CpuBenchPane",
-    "mem": "probetop.tui.ui.panes.mem:MemBenchPane",
-    "http": "probetop.tui.ui.panes.http:HttpPane",
-    "http.load": "probetop.tui.ui.panes.httpload:HttpLoadPane",
-    "icmp": "probetop.tui.ui.panes.icmp:IcmpPane",
-    "iops": "probetop.tui.ui.panes.disk:IopsPane",
-    "warmup": "probetop.tui.ui.panes.disk:WarmupPane",
-}
+
+def pane_path(kind: str) -> str | None:
+    """The ``"module:Class"`` of the pane the kind's family names, or None."""
+    family = registry.for_kind(kind)
+    return family.panes[kind] if family is not None else None
+
+
+def load_pane(target: str) -> type[ProbePane]:
+    """The pane class at ``"module:Class"``; ImportError, AttributeError or
+    TypeError (not a ProbePane) otherwise."""
+    module_name, _, class_name = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    if not (isinstance(cls, type) and issubclass(cls, ProbePane)):
+        raise TypeError(f"{target} is not a ProbePane")
+    return cls
 
 
 def pane_class(kind: str) -> type[ProbePane]:
-    """The pane class for a probe kind (GenericPane when none is registered)."""
-    target = PANE_CLASSES.get(kind)
+    """The pane class for a probe kind (GenericPane when no family claims it)."""
+    target = pane_path(kind)
     if target is None:
+        log.info("no probe family announces kind %r; using GenericPane", kind)
         return GenericPane
-    module_name, _, class_name = target.partition(":")
     try:
-        cls = getattr(importlib.import_module(module_name), class_name)
-    except (ImportError, AttributeError) as exc:
+        return load_pane(target)
+    except (ImportError, AttributeError, TypeError) as exc:
         log.warning("pane %s for %s unavailable (%s); using GenericPane", target, kind, exc)
         return GenericPane
-    if not (isinstance(cls, type) and issubclass(cls, ProbePane)):
-        return GenericPane
-    return cls
 
 
 def pane_for(info: Mapping[str, Any]) -> ProbePane:

@@ -1,13 +1,14 @@
-"""`probetop icmp HOST`: ICMP echo like ping (default), ping -f (--flood) or hping3 -i (--rate).
+"""The icmp family's descriptor: ``probetop icmp HOST`` run, reported and shown
+(probes/core/family.py).
 
 Headless, it prints what ping prints (the ``PING`` line, a line per reply
 unless -q, a flood's dots, the statistics block), probetop's own lines
 placed where ping's parsers do not read; ``--json`` prints one document.
 
 Here ``--interval`` (``-i``) is ping's send interval, as ping users expect;
-the sampling interval is ``--sample-interval`` (the family's ``SPEC`` owns the
-common ``--interval``, and its ``--sample-interval`` lands in the plan's
-``common.interval_s``).
+the sampling interval is ``--sample-interval`` (the ``SPEC`` owns the common
+``--interval``, and its ``--sample-interval`` lands in the common options'
+``interval_s``).
 """
 
 from __future__ import annotations
@@ -17,26 +18,14 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from probetop.probes import icmp
 from probetop.probes.core.base import Probe
-from probetop.probes.icmp import (
-    KIND,
-    REPLY_LOG_ROWS,
-    IcmpProbe,
-    IcmpSettings,
-    PingWriter,
-    exit_code,
-    format_report,
-    json_document,
-)
-from probetop.tui.cli.plan import CommonOptions, RunPlan
-from probetop.tui.run.runner import RunResult
-
-if TYPE_CHECKING:
-    from probetop.tui.run.demo_targets import DemoTargets
-
-SPEC = icmp.SPEC  # the family declares the options; this module runs them
-FOCUS = KIND
+from probetop.probes.core.family import DemoContext, Family, RunCommon, RunOutcome
+from probetop.probes.icmp.pingtext import PingWriter
+from probetop.probes.icmp.probe import IcmpProbe
+from probetop.probes.icmp.records import KIND, IcmpInterval
+from probetop.probes.icmp.report import exit_code, format_report, json_document
+from probetop.probes.icmp.settings import SPEC, IcmpSettings
+from probetop.probes.icmp.stream import REPLY_LOG_ROWS
 
 DEMO_HOST = "127.0.0.1"
 DEMO_RATE = 200.0
@@ -45,27 +34,25 @@ DEMO_IDLE_REASON = (
     'or `sudo sysctl -w net.ipv4.ping_group_range="0 2147483647"`'
 )
 
+if TYPE_CHECKING:  # loaded on first use (tracker(), checks())
+    from probetop.probes.core.checks import Checks
+    from probetop.probes.core.tracker import Tracker
 
-def settings(values: Mapping[str, Any], common: CommonOptions) -> IcmpSettings:
+
+def read_settings(values: Mapping[str, Any], common: RunCommon) -> IcmpSettings:
     return IcmpSettings.from_options(values, interval_s=common.interval_s)
 
 
-def build_probes(plan: RunPlan[IcmpSettings]) -> list[Probe]:
+def build_probes(settings: IcmpSettings, common: RunCommon) -> list[Probe]:
     """The probe; a headless text run also writes ping's live lines (the
     ``PING`` line, a line per reply unless -q, a flood's dots) as it goes."""
     listener = None
-    if plan.common.wants_headless and not plan.common.json and not plan.common.detach:
-        listener = PingWriter(quiet=plan.settings.quiet, timestamps=plan.settings.timestamps)
-    return [IcmpProbe(plan.settings, listener=listener)]
+    if common.wants_headless and not common.json and not common.detach:
+        listener = PingWriter(quiet=settings.quiet, timestamps=settings.timestamps)
+    return [IcmpProbe(settings, listener=listener)]
 
 
-def deadline_s(plan: RunPlan[IcmpSettings]) -> float | None:
-    """--time (0 or absent: no limit, as ping without -w): the probe ends
-    itself only after --count requests."""
-    return plan.common.time_limit_s
-
-
-def demo_probes(ctx: DemoTargets) -> list[Probe]:
+def demo_probes(ctx: DemoContext) -> list[Probe]:
     """127.0.0.1 at 200 requests/s when ICMP is allowed; otherwise an idle pane saying why."""
     demo = IcmpSettings(DEMO_HOST, rate=DEMO_RATE, size=56, interval_s=ctx.interval_s)
     if ctx.icmp_allowed:
@@ -73,14 +60,14 @@ def demo_probes(ctx: DemoTargets) -> list[Probe]:
     return [IcmpProbe(demo, idle_reason=DEMO_IDLE_REASON)]
 
 
-def report(plan: RunPlan[IcmpSettings], result: RunResult) -> int:
+def report(settings: IcmpSettings, common: RunCommon, result: RunOutcome) -> int:
     """ping-style text, or the JSON document (--json). Exit codes follow ping."""
     probe = next((p for p in result.probes if p.kind == KIND), None)
     if probe is None:
         return 1
     summary = dict(result.summaries.get(probe.id, {}))
     error = result.errors.get(probe.id)
-    if plan.common.json:
+    if common.json:
         doc = json_document(probe.id, summary, reason=result.reason, error=error)
         json.dump(doc, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
@@ -95,3 +82,33 @@ def report(plan: RunPlan[IcmpSettings], result: RunResult) -> int:
             )
         sys.stdout.write(format_report(summary, error=error, header=not started, notes=notes))
     return exit_code(summary, error)
+
+
+def tracker() -> type[Tracker]:
+    from probetop.probes.icmp.metrics import TRACKER
+
+    return TRACKER
+
+
+def checks() -> Checks[Any]:
+    from probetop.probes.icmp.checks import CHECKS
+
+    return CHECKS
+
+
+# --time (0 or absent: no limit, as ping without -w) is the deadline (the
+# default): the probe ends itself only after --count requests.
+FAMILY = Family(
+    spec=SPEC,
+    settings=IcmpSettings,
+    read_settings=read_settings,
+    build_probes=build_probes,
+    report=report,
+    records=lambda: (IcmpInterval,),
+    panes={KIND: "probetop.tui.ui.panes.icmp:IcmpPane"},
+    tracker=tracker,
+    checks=checks,
+    docs="docs/icmp.md",
+    example=("127.0.0.1",),
+    demo_probes=demo_probes,
+)

@@ -1,0 +1,204 @@
+"""A probe family as one typed descriptor: what the rest of the program needs
+to run, show, report and document a family, in one frozen value.
+
+Contract:
+- Each family's front door (``probetop.probes.<family>``) exports its
+  descriptor: ``FAMILY`` (disk: ``IOPS`` and ``WARMUP``; system: a
+  ``PassiveFamily``). ``probetop.probes.registry`` lists them; nothing else
+  keeps a list of families.
+- ``Family`` is a probe command (``probetop cpu``): its option spec, its
+  settings class (``from_options``/``validate``), how settings are read from
+  the parsed values and the common options, the probe factory, the typed
+  record classes, the headless report (text or ``--json``, returning the exit
+  status), the pane shown for each probe kind it announces, its docs page,
+  and optional hooks (a one-off mode, a destructive run's confirmation, when
+  the run stops, what ``probetop demo`` runs).
+- ``PassiveFamily`` is the passive collectors every dashboard runs (system):
+  no command, the same kinds, records, panes and docs.
+- Panes are import paths (``"probetop.tui.ui.panes.cpu:CpuBenchPane"``):
+  strings, so ``probes/`` stays headless; the dashboard imports them.
+- A probe kind is its family's name or starts with it and a dot
+  (``http.load``, ``system.cpu``): the registry finds a kind's family
+  without loading the others.
+- ``tracker`` (Prometheus) and ``checks`` (``--assert``, compare) are the
+  family's metric catalogues, loaded on first use; a family without one
+  says why in ``no_tracker`` / ``no_checks`` (tests/core/test_families.py
+  holds every family to that). ``tui/metrics`` and ``tui/analysis`` gather
+  them through the registry.
+
+The common options and a run's result are described here as protocols
+(``RunCommon``, ``RunOutcome``) that the program's ``CommonOptions`` and
+``RunResult`` satisfy, so a family's glue never imports the program.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from probetop.probes.core.base import Probe
+from probetop.probes.core.options import CommandSpec
+
+if TYPE_CHECKING:  # loaded only when a run asks for metrics or assertions
+    from probetop.probes.core.checks import Checks
+    from probetop.probes.core.tracker import Tracker
+
+SettingsT = TypeVar("SettingsT")
+
+
+class RunCommon(Protocol):
+    """The common options a family reads (``tui.cli.plan.CommonOptions``)."""
+
+    @property
+    def json(self) -> bool: ...
+    @property
+    def time_s(self) -> float | None: ...
+    @property
+    def interval_s(self) -> float: ...
+    @property
+    def time_limit_s(self) -> float | None:
+        """--time, or None for no limit (not given, or 0)."""
+
+    @property
+    def record(self) -> Path | None: ...
+    @property
+    def detach(self) -> bool: ...
+    @property
+    def wants_headless(self) -> bool: ...
+    @property
+    def assertions(self) -> Sequence[object]: ...
+
+
+class RunOutcome(Protocol):
+    """What a headless run produced, as a report reads it (``tui.run.runner.RunResult``)."""
+
+    @property
+    def probes(self) -> Sequence[Probe]: ...
+    @property
+    def summaries(self) -> Mapping[str, Mapping[str, Any]]: ...
+    @property
+    def errors(self) -> Mapping[str, str]: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def reason(self) -> str:
+        """ "completed", "time", "interrupted (SIGINT)", ..."""
+
+    @property
+    def signal_status(self) -> int:
+        """128 + the stop signal's number, 0 when none stopped the run."""
+
+
+@dataclass(frozen=True, slots=True)
+class DemoContext:
+    """The local targets ``probetop demo`` made for the families' demo probes."""
+
+    interval_s: float  # the sampling interval demo probes should use
+    scratch: Path  # a directory removed when the demo ends
+    http_url: str  # an HTTP server on 127.0.0.1: /, /delay?ms=N, /bytes?n=N
+    icmp_allowed: bool  # whether this process may send ICMP echo
+
+
+def until_time(settings: object, common: RunCommon) -> float | None:
+    """The default deadline: --time (None: no limit)."""
+    return common.time_limit_s
+
+
+def ends_itself(settings: object, common: RunCommon) -> float | None:
+    """A deadline for probes that stop themselves (after --time, a sweep, a
+    pass): None, so a generic deadline never cuts them short."""
+    return None
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Family(Generic[SettingsT]):
+    """One probe command's family. See the module docstring."""
+
+    spec: CommandSpec
+    settings: type[SettingsT]
+    """Frozen, validated: ``from_options(values, ...)`` and ``validate()``."""
+    read_settings: Callable[[Mapping[str, Any], RunCommon], SettingsT]
+    """The settings from the parsed option values (read once) and the common
+    options; raises ``ProbeError`` (exit 2) for bad input."""
+    build_probes: Callable[[SettingsT, RunCommon], list[Probe]]
+    report: Callable[[SettingsT, RunCommon, RunOutcome], int]
+    """Print the headless report (text, or one JSON document with --json)
+    from a run's outcome; return the exit status."""
+    records: Callable[[], tuple[type, ...]]
+    """The typed record classes (``to_sample``/``from_sample``); a function,
+    so a family loads them only when asked (http's one-off does not)."""
+    panes: Mapping[str, str]
+    """Per probe kind this family announces: its pane, ``"module:Class"``."""
+    docs: str
+    """Its docs page, relative to the repository (``docs/cpu.md``)."""
+    example: tuple[str, ...] = ()
+    """The operands a minimal command line needs (icmp: ``("127.0.0.1",)``);
+    tests parse every command with them."""
+    deadline_s: Callable[[SettingsT, RunCommon], float | None] = until_time
+    confirmed: Callable[[SettingsT], SettingsT] | None = None
+    """For a family whose probes raise ``ConfirmationRequired``: the settings
+    once the user typed the target's name."""
+    switched: Callable[[SettingsT], SettingsT | None] | None = None
+    """The settings a pane's switch request runs next (the warm-up's "write
+    then read" after a fresh volume), or None when there is none."""
+    one_off: Callable[[SettingsT, RunCommon], int | None] | None = None
+    """Take the run over (http's one request per URL): an exit status, or
+    None for the usual path."""
+    headless_only: Callable[[SettingsT], bool] | None = None
+    """True when these settings run headless even on a terminal."""
+    demo_probes: Callable[[DemoContext], list[Probe]] | None = None
+    with_passive: bool = True
+    """False when the command brings the passive probes itself."""
+    tracker: Callable[[], type[Tracker]] | None = None
+    """Its Prometheus tracker class (probes/core/tracker.py); a function, so
+    a run without --metrics, --textfile or export never builds it."""
+    checks: Callable[[], Checks[Any]] | None = None
+    """Its ``--assert`` figures and compare rules (probes/core/checks.py);
+    a function, for the same reason."""
+    no_tracker: str = ""
+    no_checks: str = ""
+    """Why the family has no tracker / no checks, when it has none on purpose."""
+
+    @property
+    def name(self) -> str:
+        """The command (``probetop NAME``)."""
+        return self.spec.name
+
+    @property
+    def help(self) -> str:
+        return self.spec.help
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The probe kinds it announces; the first is focused first."""
+        return tuple(self.panes)
+
+    @property
+    def focus(self) -> str:
+        return self.kinds[0]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class PassiveFamily:
+    """Collectors every dashboard runs beside the probes (no command of their own)."""
+
+    name: str
+    help: str
+    probes: Callable[[float], Sequence[Probe]]
+    """The probes at a sampling interval in seconds."""
+    records: Callable[[], tuple[type, ...]]
+    panes: Mapping[str, str]
+    docs: str
+    tracker: Callable[[], type[Tracker]] | None = None
+    checks: Callable[[], Checks[Any]] | None = None
+    no_tracker: str = ""
+    no_checks: str = ""
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(self.panes)
+
+
+AnyFamily = Family[Any] | PassiveFamily

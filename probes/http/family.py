@@ -1,0 +1,183 @@
+"""The http family's descriptor: ``probetop http URL... [curl options]`` run,
+reported and shown (probes/core/family.py).
+
+One-off (the default): ``one_off`` makes one request per URL and prints a
+waterfall (or, with ``--json``, one pycurlb-compatible JSON document, or
+with ``-w FORMAT`` curl's write-out); the exit code is curl's. Repeated
+(``--count``, ``--sample-interval``, ``--watch``, ``--time`` or ``--record``):
+without ``--watch`` the run is headless even on a terminal and ends with
+per-phase statistics (``report``); with ``--watch`` the dashboard opens.
+
+The repeated and load mode modules load on first use: a one-off request
+pays only for what it prints (issue 28).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from probetop.probes.core.base import Probe, UsageProbeError
+from probetop.probes.core.family import DemoContext, Family, RunCommon, RunOutcome
+from probetop.probes.http.settings import HttpSettings
+from probetop.probes.http.spec import KIND, LOAD_KIND, SPEC
+from probetop.probes.http.waterfall import use_colour
+
+if TYPE_CHECKING:  # loaded on first use (tracker(), checks())
+    from probetop.probes.core.checks import Checks
+    from probetop.probes.core.tracker import Tracker
+
+
+def read_settings(values: Mapping[str, Any], common: RunCommon) -> HttpSettings:
+    # The common --sample-interval has no default in the namespace (None: not given),
+    # so `--sample-interval 1` still asks for repeated sampling.
+    return HttpSettings.from_options(
+        values,
+        interval_s=common.interval_s,
+        interval_given=values.get("interval") is not None,
+        time_s=common.time_s,
+        recording=common.record is not None,
+    )
+
+
+def build_probes(settings: HttpSettings, common: RunCommon) -> list[Probe]:
+    if settings.load is not None:  # --rate: load mode
+        from probetop.probes.http.load.probe import HttpLoadProbe
+
+        return [HttpLoadProbe(settings)]
+    from probetop.probes.http.probe import HttpProbe
+
+    return [HttpProbe(settings)]
+
+
+def deadline_s(settings: HttpSettings, common: RunCommon) -> float | None:
+    """--time (0: no time limit, as in cpu); the probe also ends itself after
+    --count requests per URL. Load mode ends itself after --time (its worker
+    lets the requests in flight finish), so no deadline cuts it."""
+    if settings.load is not None:
+        return None
+    return common.time_limit_s
+
+
+def demo_probes(ctx: DemoContext) -> list[Probe]:
+    """Two local URLs on the demo server: a 20 ms wait and a 100 kB body."""
+    from probetop.probes.http.probe import HttpProbe
+
+    base = ctx.http_url
+    urls = (f"{base}/delay?ms=20", f"{base}/bytes?n=100000")
+    return [HttpProbe(HttpSettings(urls=urls, interval_s=1.0))]
+
+
+def one_off(settings: HttpSettings, common: RunCommon) -> int | None:
+    """One-off mode: the waterfall or JSON and an exit code per error kind.
+    None for repeated mode (headless without --watch: ``headless_only``)."""
+    if settings.watch or not settings.one_off:
+        return None
+    if common.assertions:  # one request has no distribution to assert on
+        raise UsageProbeError(
+            "--assert needs repeated requests: add --count N or --sample-interval S "
+            "(one-off mode prints a single exchange)"
+        )
+    from probetop.probes.http.oneoff import one_off as run_one_off
+
+    return run_one_off(settings, as_json=common.json)
+
+
+def headless_only(settings: HttpSettings) -> bool:
+    """Repeated without --watch: a headless run and its report, even on a terminal."""
+    return not settings.watch
+
+
+def report(settings: HttpSettings, common: RunCommon, result: RunOutcome) -> int:
+    """Per URL: status classes, per phase min, p50, p90, p99, max, mean,
+    stddev over successes, jitter, outage; exit 128 + the signal's number when one
+    interrupted the run (130 for Ctrl-C)."""
+    if settings.load is not None:
+        return load_report(common, result)
+    from probetop.probes.http.report import json_report, render_report
+
+    if common.json:
+        doc = json_report(result.summaries, result.duration_s, result.reason, result.errors)
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        colour = use_colour(sys.stdout)
+        sys.stdout.write(render_report(result.summaries, result.duration_s, result.reason, colour))
+        print_errors(result.errors)
+    if result.errors:
+        return 1
+    # Ctrl-C (or SIGTERM): the partial report is out, and the exit status says
+    # the run did not finish, as in load mode.
+    return result.signal_status
+
+
+def load_report(common: RunCommon, result: RunOutcome) -> int:
+    """Load mode: rates, latency by status class (corrected and service),
+    the generator's own figures. Exit 128 + the signal's
+    number when one interrupted the run, 1 on probe errors."""
+    from probetop.probes.http.load.report import load_json_report, render_load_report
+
+    if common.json:
+        doc = load_json_report(result.summaries, result.duration_s, result.reason, result.errors)
+        json.dump(doc, sys.stdout, indent=2, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        colour = use_colour(sys.stdout)
+        sys.stdout.write(
+            render_load_report(result.summaries, result.duration_s, result.reason, colour)
+        )
+        print_errors(result.errors)
+    if result.errors:
+        return 1
+    return result.signal_status
+
+
+def print_errors(errors: Mapping[str, str]) -> None:
+    """The probes' errors on stderr, secrets redacted."""
+    from probetop.probes.record import redact_text
+
+    for pid, err in errors.items():
+        print(f"probetop: error: {pid}: {redact_text(err)}", file=sys.stderr)
+
+
+def records() -> tuple[type, ...]:
+    from probetop.probes.http.load.records import LoadInterval
+    from probetop.probes.http.records import HttpInterval
+
+    return (HttpInterval, LoadInterval)
+
+
+def tracker() -> type[Tracker]:
+    from probetop.probes.http.metrics import TRACKER
+
+    return TRACKER
+
+
+def checks() -> Checks[Any]:
+    from probetop.probes.http.checks import CHECKS
+
+    return CHECKS
+
+
+FAMILY = Family(
+    spec=SPEC,
+    settings=HttpSettings,
+    read_settings=read_settings,
+    build_probes=build_probes,
+    report=report,
+    records=records,
+    panes={
+        KIND: "probetop.tui.ui.panes.http:HttpPane",
+        LOAD_KIND: "probetop.tui.ui.panes.httpload:HttpLoadPane",
+    },
+    tracker=tracker,
+    checks=checks,
+    docs="docs/http.md",
+    example=("http://127.0.0.1:1/",),
+    deadline_s=deadline_s,
+    one_off=one_off,
+    headless_only=headless_only,
+    demo_probes=demo_probes,
+)
