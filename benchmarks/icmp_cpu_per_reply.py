@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""CPU time per reply: ping -f vs probetop's flood thread, from perf samples, in one run.
+
+On a shared 2-core machine, replies/s (benchmarks/icmp_vs_ping.py) mostly
+measures how much CPU each tool was given, and its replies per CPU-second
+subtracts a start-up cost measured once, which swings as much as the flood's
+own CPU time. This script counts instead: ``perf record -e cpu-clock`` on
+each run, and the samples of ping's process and of probetop's busiest thread
+(the flood loop; start-up and the UI are other threads) divided by the
+replies each reports. Rounds alternate ping, probetop, probetop, ping, and
+print ping's CPU per reply / probetop's (> 1: probetop spends less per reply).
+
+``--baseline DIR`` also runs another copy of probetop (``DIR/probetop/...``,
+e.g. ``git archive`` of an older commit, put first on PYTHONPATH) and prints
+baseline / this: a before/after comparison of the native loop's cost.
+
+Usage (root: perf and a raw socket): .venv/bin/python benchmarks/icmp_cpu_per_reply.py
+    [--time 3] [--rounds 3] [--size 1] [--baseline DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+FREQ = 4000  # samples per CPU-second
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
+
+
+def _samples_by_thread(data: str) -> collections.Counter[str]:
+    out = subprocess.run(
+        ["perf", "script", "-i", data, "-F", "tid"], capture_output=True, text=True, check=True
+    ).stdout
+    return collections.Counter(line.strip() for line in out.splitlines() if line.strip())
+
+
+def _record(cmd: list[str], data: str, env: dict[str, str] | None = None) -> str:
+    perf = ["perf", "record", "-q", "-F", str(FREQ), "-e", "cpu-clock", "-o", data, "--"]
+    r = subprocess.run([*perf, *cmd], capture_output=True, text=True, timeout=120, env=env)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr}")
+    return r.stdout
+
+
+def ping_us(size: int, seconds: float, data: str) -> float:
+    """ping -f's CPU microseconds per reply (all of its process)."""
+    out = _record(["ping", "-q", "-f", "-s", str(size), "-w", f"{seconds:g}", "127.0.0.1"], data)
+    m = re.search(r"(\d+) received", out)
+    if not m:
+        raise SystemExit(f"cannot parse ping output:\n{out}")
+    return sum(_samples_by_thread(data).values()) / FREQ / int(m.group(1)) * 1e6
+
+
+def probetop_us(size: int, seconds: float, data: str, baseline: str | None) -> float:
+    """probetop's flood thread's CPU microseconds per reply."""
+    env = None if baseline is None else {**os.environ, "PYTHONPATH": os.path.abspath(baseline)}
+    cmd = [*PROBETOP, "icmp", "--flood", f"--size={size}", f"--time={seconds:g}", "--json"]
+    doc = json.loads(_record([*cmd, "127.0.0.1"], data, env))
+    busiest = _samples_by_thread(data).most_common(1)[0][1]
+    return busiest / FREQ / doc["received"] * 1e6
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--time", type=float, default=3.0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--size", type=int, default=1)
+    ap.add_argument("--baseline", metavar="DIR", help="also run probetop from DIR (before/after)")
+    args = ap.parse_args()
+    for tool in ("perf", "ping"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"{tool} is not installed")
+    with tempfile.TemporaryDirectory(prefix="probetop-icmp-cpu-") as tmp:
+        data = os.path.join(tmp, "perf.data")
+        t, size = args.time, args.size
+        for warm in [None, args.baseline] if args.baseline else [None]:
+            probetop_us(size, 0.2, data, warm)  # the first run may compile the loop
+        ratios: list[float] = []
+        vs_base: list[float] = []
+        print(f"load average at the start {os.getloadavg()[0]:.2f}; {t:g} s per run")
+        for rnd in range(args.rounds):
+            a = ping_us(size, t, data)
+            b = probetop_us(size, t, data, None)
+            base = []
+            if args.baseline:
+                base = [probetop_us(size, t, data, args.baseline) for _ in range(2)]
+            b2 = probetop_us(size, t, data, None)
+            a2 = ping_us(size, t, data)
+            ping, ours = (a + a2) / 2, (b + b2) / 2
+            ratios.append(ping / ours)
+            line = f"round {rnd + 1}: CPU us/reply ping -f {ping:.2f}, probetop {ours:.2f}"
+            line += f"; ping/probetop {ratios[-1]:.3f}"
+            if base:
+                vs_base.append(statistics.mean(base) / ours)
+                line += f"; baseline {statistics.mean(base):.2f}, baseline/this {vs_base[-1]:.3f}"
+            print(line, flush=True)
+    print(f"median ping -f / probetop CPU per reply: {statistics.median(ratios):.3f}")
+    if vs_base:
+        print(f"median baseline / this CPU per reply: {statistics.median(vs_base):.3f}")
+    print(f"# load average at the end {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
