@@ -97,6 +97,69 @@ def _direction_lines(name: str, d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _sample_lines(block: Mapping[str, Any]) -> list[str]:
+    """fio's ``bw (  KiB/s):`` and ``iops        :`` lines of one direction
+    (show_ddir_status; none without samples). Above 1 GiB/s of mean, bw is in
+    MiB/s, min and max divided as fio's integers."""
+    lines = []
+    if block.get("bw_samples"):
+        bmin, bmax = int(block["bw_min"]), int(block["bw_max"])
+        mean, dev, unit = float(block["bw_mean"]), float(block["bw_dev"]), "KiB"
+        if mean > 1024 * 1024:
+            bmin, bmax, mean, dev, unit = bmin // 1024, bmax // 1024, mean / 1024, dev / 1024, "MiB"
+        lines.append(
+            f"   bw ({unit:>5}/s): min={bmin:5d}, max={bmax:5d}, "
+            f"per={float(block['bw_agg']):3.2f}%, avg={mean:5.02f}, stdev={dev:5.02f}, "
+            f"samples={int(block['bw_samples'])}"
+        )
+    if block.get("iops_samples"):
+        lines.append(
+            f"   iops        : min={int(block['iops_min']):5d}, max={int(block['iops_max']):5d}, "
+            f"avg={float(block['iops_mean']):5.02f}, stdev={float(block['iops_stddev']):5.02f}, "
+            f"samples={int(block['iops_samples'])}"
+        )
+    return lines
+
+
+def _lat_lines(unit: str, buckets: Mapping[str, float]) -> list[str]:
+    """fio's show_lat: the non-empty buckets of one unit, five a line."""
+    cells = [f"{'>=2000' if k == '>=2000' else k}={v:3.2f}%" for k, v in buckets.items() if v > 0]
+    return [f"  lat ({unit})   : " + ", ".join(cells[i : i + 5]) for i in range(0, len(cells), 5)]
+
+
+def _job_lines(job: Mapping[str, Any]) -> list[str]:
+    """fio's job-wide lines after the directions (show_thread_status_normal):
+    latency distribution, cpu, IO depths, submit/complete, issued rwts, latency target."""
+    lines = []
+    for unit, key in (("nsec", "latency_ns"), ("usec", "latency_us"), ("msec", "latency_ms")):
+        lines += _lat_lines(unit, job[key])
+    lines.append(
+        f"  cpu          : usr={job['usr_cpu']:3.2f}%, sys={job['sys_cpu']:3.2f}%, "
+        f"ctx={job['ctx']}, majf={job['majf']}, minf={job['minf']}"
+    )
+
+    def dist(d: Mapping[str, float]) -> str:
+        return ", ".join(f"{k}={v:3.1f}%" for k, v in d.items())
+
+    lines.append(f"  IO depths    : {dist(job['iodepth_level'])}")
+    lines.append(f"     submit    : {dist(job['iodepth_submit'])}")
+    lines.append(f"     complete  : {dist(job['iodepth_complete'])}")
+    dirs = [job.get(d) or {} for d in ("read", "write", "trim")]
+
+    def four(key: str) -> str:
+        return ",".join(str(int(d.get(key, 0))) for d in dirs) + ",0"  # the 4th: sync
+
+    lines.append(
+        f"     issued rwts: total={four('total_ios')} short={four('short_ios')} "
+        f"dropped={four('drop_ios')}"
+    )
+    lines.append(
+        f"     latency   : target={job['latency_target']}, window={job['latency_window']}, "
+        f"percentile={float(job['latency_percentile']):.2f}%, depth={job['latency_depth']}"
+    )
+    return lines
+
+
 def _run_status_line(name: str, d: Mapping[str, Any]) -> str:
     """fio's "Run status group" line for one direction (one group: the
     slowest and fastest job are given the group's rate)."""
@@ -164,9 +227,14 @@ def format_iops_report(
         if params.get("rw") not in other and name in doc
     ]
     if shown:  # fio's layout from here on, line for line (values are ours)
+        from probetop.probes.disk import fiodoc  # numpy: loaded by the run already
+
+        job = fiodoc.fio_job(doc, plus=False)
         out.append(_job_header(doc))
         for name in shown:
             out += _direction_lines(name, doc[name])
+            out += _sample_lines(job[name])
+        out += _job_lines(job)
         out += ["", "Run status group 0 (all jobs):"]
         out += [_run_status_line(name, doc[name]) for name in shown]
         out += _disk_stats_lines(list(doc.get("disk_util") or []))

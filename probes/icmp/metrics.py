@@ -12,12 +12,15 @@ main.go at commit 234d0bf, 2026-04-01): ``smokeping_requests_total``,
 ``smokeping_response_ttl`` (gauge: the last reply's TTL),
 ``smokeping_response_duplicates_total``, ``smokeping_send_errors_total``
 and ``smokeping_receive_errors_total`` (apart: smokeping counts them
-apart), each labelled ``ip``, ``host``, ``source`` (the ``--source``
-address, empty when none, as smokeping's) and ``tos`` (always 0: probetop
-sends the default ToS), and ``probe`` (probetop's probe id, as one of
-smokeping's own extra labels would be: two probes of one host stay two
-series). smokeping's receive-error counter has no labels (one per
-process); here it has the probe's, so a sum over them is smokeping's.
+apart). The ``smokeping_*`` series carry smokeping's labels and no others:
+``ip``, ``host``, ``source`` (the ``--source`` address, empty when none, as
+smokeping's) and ``tos`` (always 0: probetop sends the default ToS); the
+receive-error counter none (smokeping's is one per process). Two probes of
+one host and source are one smokeping series, as one smokeping target is:
+``MetricsState.points`` sums their counters and histograms (the TTL gauge is
+the last probe's). The histogram's bounds are smokeping's ``--buckets``
+default. probetop's own series (``probe_*``, ``probetop_icmp_*``) add
+``probe``, the probe id.
 """
 
 from __future__ import annotations
@@ -38,14 +41,17 @@ from probetop.probes.core.tracker import (
 from probetop.probes.icmp.records import KIND, IcmpInterval
 from probetop.probes.icmp.summary import IcmpParams
 
-ICMP_BUCKETS_NS: tuple[int, ...] = tuple(1 << k for k in range(12, 36))
-"""ICMP round trips: powers of two nanoseconds, 4.096 µs (loopback) to 34 s.
-The probe's own histogram (``IcmpInterval.rtt_hist``) has four buckets per
-power of two of nanoseconds, so every one of its buckets falls wholly under
-one of these bounds: the counts are exact, not interpolated."""
-ICMP_BUCKETS_S: tuple[float, ...] = tuple(ns / 1e9 for ns in ICMP_BUCKETS_NS)
+ICMP_BUCKETS_S: tuple[float, ...] = tuple(5e-05 * 2**k for k in range(20))
+"""smokeping_prober's default ``--buckets`` (main.go: ExponentialBuckets(5e-05,
+2, 20)): 50 µs to 26.2 s. The probe's own histogram (``IcmpInterval.rtt_hist``)
+has four buckets per power of two of nanoseconds; one that straddles a bound
+is counted under the bound above it (every value in it is below that), so a
+cumulative count can miss at most that one quarter-octave bucket's replies.
+Doubling is exact in binary floating point: these are Go's float64 bounds."""
+ICMP_BUCKETS_NS: tuple[int, ...] = tuple(round(s * 1e9) for s in ICMP_BUCKETS_S)
 
-_ICMP_LABELS = ("ip", "host", "source", "tos", "probe")
+SMOKEPING_LABELS = ("ip", "host", "source", "tos")  # collector.go's base labels, its order
+_ICMP_LABELS = (*SMOKEPING_LABELS, "probe")
 TOS = "0"  # probetop sends the kernel's default ToS / traffic class
 
 ICMP_SUCCESS = metric_def("probe_success", "gauge", "", SUCCESS_HELP, _ICMP_LABELS)
@@ -62,42 +68,42 @@ ICMP_REQUESTS = metric_def(
     "counter",
     "",
     "echo requests sent",
-    _ICMP_LABELS,
+    SMOKEPING_LABELS,
 )
 ICMP_RTT = metric_def(
     "smokeping_response_duration_seconds",
     "histogram",
     "seconds",
-    "round-trip time of every echo reply (bounds: powers of two nanoseconds, 4.096 us to 34 s)",
-    _ICMP_LABELS,
+    "round-trip time of every echo reply (bounds: smokeping_prober's default, 50 us to 26.2 s)",
+    SMOKEPING_LABELS,
 )
 ICMP_DUPLICATES = metric_def(
     "smokeping_response_duplicates",
     "counter",
     "",
     "extra replies to a request already answered",
-    _ICMP_LABELS,
+    SMOKEPING_LABELS,
 )
 ICMP_TTL = metric_def(
     "smokeping_response_ttl",
     "gauge",
     "",
     "IP TTL / hop limit of the latest echo reply",
-    _ICMP_LABELS,
+    SMOKEPING_LABELS,
 )
 ICMP_SEND_ERRORS = metric_def(
     "smokeping_send_errors",
     "counter",
     "",
     "local errors sending a request (sendto's errno)",
-    _ICMP_LABELS,
+    SMOKEPING_LABELS,
 )
 ICMP_RECV_ERRORS = metric_def(
     "smokeping_receive_errors",
     "counter",
     "",
     "local errors receiving (recvmsg's errno; no reply is an error here)",
-    _ICMP_LABELS,
+    (),  # smokeping's is one per process: MetricsState.points sums the probes'
 )
 ICMP_LOST = metric_def(
     "probetop_icmp_lost",
@@ -205,8 +211,8 @@ class IcmpTracker(Tracker):
         if iv.rtt_hist:
             for bucket in iv.rtt_hist:
                 n = max(0, round(bucket.count))
-                # [low, high) µs; every bound is a power of two ns, and so is
-                # each bucket's high edge or lies past it: value < high <= le.
+                # [low, high) µs: every value < high <= le of the slot found
+                # (a bucket straddling a bound goes to the bound above it).
                 slot = bisect.bisect_left(ICMP_BUCKETS_NS, round(bucket.high_us * 1e3))
                 self.rtt.add_to(slot, n, 0.0)
                 replies += n
@@ -226,20 +232,22 @@ class IcmpTracker(Tracker):
             self.ttl = iv.ttl
 
     def points(self) -> list[Point]:
-        labels = (self.ip, self.host, self.source, TOS, self.probe_id)
+        smokeping = (self.ip, self.host, self.source, TOS)
+        labels = (*smokeping, self.probe_id)
         out: list[Point] = []
         if self.success is not None:
             out.append(Point(ICMP_SUCCESS, labels, self.success))
         if self.rtt_s is not None:
             out.append(Point(ICMP_PHASE, (*labels, "rtt"), self.rtt_s))
-        out.append(Point(ICMP_RTT, labels, self.rtt.snapshot()))
+        out.append(Point(ICMP_RTT, smokeping, self.rtt.snapshot()))
         if self.ttl is not None:
-            out.append(Point(ICMP_TTL, labels, float(self.ttl)))
+            out.append(Point(ICMP_TTL, smokeping, float(self.ttl)))
         if self.loss is not None:
             out.append(Point(ICMP_LOSS, labels, self.loss))
         for metric in self.DEFS:
             if metric.name in self.counts:
-                out.append(Point(metric, labels, float(self.counts[metric.name])))
+                own = labels[: len(metric.labels)]  # smokeping's: its base labels or none
+                out.append(Point(metric, own, float(self.counts[metric.name])))
         return by_metric(out, self.DEFS)
 
 

@@ -449,3 +449,54 @@ def test_normal_output_has_fios_lines_for_the_same_regexes(disk_file: Path) -> N
     mine, fios = _parse_normal(ours), _parse_normal(theirs)
     assert fios["job"] and fios["status"] and fios["disks"], theirs  # the parser reads fio
     assert mine == fios, (ours, theirs)
+
+
+# A number (with fio's unit or k/M suffix, and the padding fio's %5llu puts
+# before it) is one placeholder; a run of "N=P%" cells is one cell, as the
+# buckets shown differ with the numbers.
+_NUMBER = re.compile(r" *\d+(?:\.\d+)?(?:[KMGTP]i?B(?:/s)?|[kMGTP]?B(?:/s)?|[kMG](?=[,)\s]|$))?")
+_CELLS = re.compile(r"(?:>=)?#=#%(?:, ?(?:>=)?#=#%)*")
+
+
+def _line_shapes(text: str) -> list[str]:
+    """fio's report from the job header to the disk stats, each line with its
+    numbers replaced by ``#``; blank lines kept (they are layout too)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.search(r": \(groupid=\d+, jobs=", line))
+    end = max(i for i, line in enumerate(lines) if re.match(r"^  \S+: ios=", line))
+    shapes = [_NUMBER.sub("#", line) for line in lines[start : end + 1]]
+    shapes = [_CELLS.sub("#=#%", s) if s.startswith("  lat (") else s for s in shapes]
+    # fio picks a latency line's unit by its numbers too
+    shapes = [re.sub(r"\((?:nsec|usec|msec)\)", "(UNIT)", s) for s in shapes]
+    # fio's job name and the date are ours to choose; the layout is not.
+    shapes[0] = re.sub(r"^\S+: (.*): pid=#: .*$", r"NAME: \1: pid=#: DATE", shapes[0])
+    return shapes
+
+
+def _line_kind(shape: str) -> str:
+    """What a line is: its label before the first ':' / '=' (``bw (  KiB/s)``,
+    ``issued rwts``, ``lat (msec)``), or the whole shape for a label-less line."""
+    return re.split(r"[:=]", shape, maxsplit=1)[0].strip() or shape
+
+
+def test_normal_output_is_fios_layout_line_for_line(disk_file: Path) -> None:
+    """--output-format normal of an async random-read job against fio's for the
+    same job (probetop's own fio command): the same line kinds, and the same
+    line shapes in the same order, numbers aside (the latency-distribution
+    lines' count follows the numbers: compared as a set of kinds)."""
+    proc = run_cli(
+        ["iops", str(disk_file), "--rw", "randread", "--bs", "4k", "--size", "16M",
+         "--iodepth", "4", "--ioengine", "libaio", "--time", "2", "--output-format", "normal"]
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    command = re.search(r"same job in fio: (fio .+)$", proc.stdout, re.M)
+    assert command, proc.stdout
+    theirs, ours = _line_shapes(_fio_run(command.group(1), "normal")), _line_shapes(proc.stdout)
+    assert {_line_kind(s) for s in ours} == {_line_kind(s) for s in theirs}, (ours, theirs)
+
+    def fixed(shapes: list[str]) -> list[str]:
+        return [s for s in shapes if not s.startswith("  lat (")]
+
+    assert fixed(ours) == fixed(theirs), (proc.stdout, theirs)
+    dist = re.compile(r"^  lat \(UNIT\)   :#=#%$")  # the space goes with "#"
+    assert all(dist.match(s) for s in set(ours) - set(fixed(ours))), ours

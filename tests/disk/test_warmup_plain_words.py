@@ -285,7 +285,7 @@ async def test_the_pane_flags_a_read_rate_the_kernel_cannot_explain(tmp_path) ->
     offers write then read as for a fresh volume."""
     from probetop.probes.disk import WarmupProbe, WarmupSettings
     from probetop.probes.disk.selftest import warm_up_kernels
-    from probetop.tui.run.viewconfig import AppConfig
+    from probetop.tui.run.viewconfig import Display, LiveView
     from probetop.tui.ui.app import make_app
     from probetop.tui.ui.panes.disk import WarmupPane
 
@@ -296,7 +296,12 @@ async def test_the_pane_flags_a_read_rate_the_kernel_cannot_explain(tmp_path) ->
             dev, bs=MIB, iodepth=4, rate_iops=48, interval_s=0.25,
             checkpoint=str(tmp_path / "p.json"),
         )  # fmt: skip
-        app = make_app(AppConfig(probes=[WarmupProbe(settings)], interval_s=0.25, focus="warmup"))
+        app = make_app(
+            LiveView(
+                probes=[WarmupProbe(settings)],
+                display=Display(interval_s=0.25, focus="warmup"),
+            )
+        )
         async with app.run_test(size=(120, 50)) as pilot:
             pane = None
             for _ in range(600):
@@ -329,7 +334,7 @@ async def test_the_pane_offers_no_switch_when_the_write_pass_just_ran(tmp_path) 
     cache answers and W does nothing (the run already writes)."""
     from probetop.probes.disk import WarmupProbe, WarmupSettings
     from probetop.probes.disk.selftest import warm_up_kernels
-    from probetop.tui.run.viewconfig import AppConfig
+    from probetop.tui.run.viewconfig import Display, LiveView
     from probetop.tui.ui.app import make_app
     from probetop.tui.ui.panes.disk import WarmupPane
 
@@ -340,7 +345,12 @@ async def test_the_pane_offers_no_switch_when_the_write_pass_just_ran(tmp_path) 
             dev, pass_name="write+read", bs=MIB, iodepth=4, rate_iops=96, interval_s=0.25,
             checkpoint=str(tmp_path / "q.json"), yes_destroy_data=dev, confirmed=True,
         )  # fmt: skip
-        app = make_app(AppConfig(probes=[WarmupProbe(settings)], interval_s=0.25, focus="warmup"))
+        app = make_app(
+            LiveView(
+                probes=[WarmupProbe(settings)],
+                display=Display(interval_s=0.25, focus="warmup"),
+            )
+        )
         async with app.run_test(size=(120, 50)) as pilot:
             pane = None
             for _ in range(900):

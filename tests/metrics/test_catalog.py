@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from probetop.probes.core.options import OptionValueError
 from probetop.probes.http.metrics import HTTP_BUCKETS_S
-from probetop.probes.icmp.metrics import ICMP_BUCKETS_S
+from probetop.probes.icmp.metrics import ICMP_BUCKETS_S, SMOKEPING_LABELS
 from probetop.tui.metrics.address import MetricsAddress, parse_metrics_address
 from probetop.tui.metrics.state import BUILD_INFO, CATALOG
 
@@ -37,7 +37,10 @@ def test_names_follow_prometheus_rules(command: str, metric) -> None:
     assert metric.name.startswith((family, "probetop_", "smokeping_"))
     if command in ("cpu", "iops", "warmup"):
         assert metric.name.startswith("probetop_")
-    assert "probe" in metric.labels  # first, or after a reference exporter's own labels
+    if metric.name.startswith("smokeping_"):  # smokeping_prober's labels, no others
+        assert metric.labels in (SMOKEPING_LABELS, ()), metric.name
+    else:
+        assert "probe" in metric.labels  # first, or after a reference exporter's own labels
     assert len(set(metric.labels)) == len(metric.labels)
 
 
@@ -66,7 +69,8 @@ def test_build_info_and_buckets() -> None:
     for buckets in (HTTP_BUCKETS_S, ICMP_BUCKETS_S):
         assert list(buckets) == sorted(set(buckets))
     assert HTTP_BUCKETS_S[0] <= 1e-4 and HTTP_BUCKETS_S[-1] >= 10  # loopback to seconds
-    assert sum(1 for b in ICMP_BUCKETS_S if b < 1e-3) >= 6 and ICMP_BUCKETS_S[0] < 1e-5
+    # smokeping_prober's default --buckets (main.go: ExponentialBuckets(0.00005, 2, 20))
+    assert [f"{b:g}" for b in ICMP_BUCKETS_S] == [f"{5e-05 * 2**k:g}" for k in range(20)]
 
 
 @pytest.mark.parametrize(

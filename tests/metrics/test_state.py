@@ -56,9 +56,9 @@ def test_icmp_gauges_keep_the_last_answer_and_buckets_are_exact() -> None:
         if k.startswith("smokeping_response_duration_seconds_bucket@")
         for b in [float(k.split("@")[1])]
     }
-    assert count_at[16.384e-6] == 3  # 10.24 µs <= 16.384 µs
-    assert count_at[8.192e-6] == 0
-    assert count_at[1.048576e-3] == 3 and count_at[2.097152e-3] == 4
+    # smokeping_prober's default bounds: 10.24 µs <= 50 µs; 1.31072 ms <= 1.6 ms
+    assert count_at[5e-05] == 3
+    assert count_at[0.0008] == 3 and count_at[0.0016] == 4
     assert v["smokeping_response_duration_seconds_sum"] == 270e-6 * 4
     assert set(count_at) == {*ICMP_BUCKETS_S, float("inf")}
     # nothing resolved (ping -i 2 sampled each second): the gauges keep their answer
@@ -86,3 +86,33 @@ def test_unknown_and_passive_kinds_give_no_metrics() -> None:
     assert not state.feed(Announce("system.cpu", 0, {"id": "system.cpu", "kind": "system.cpu"}))
     assert not state.feed(Announce("x", 0, {"id": "x", "kind": "dns"}))
     assert [p.metric.name for p in state.points()] == ["probetop_build"]
+
+
+def test_two_probes_of_one_host_are_one_smokeping_series() -> None:
+    """smokeping keys a target's series by ip/host/source/tos only: two probes
+    of one host are one series whose counters and histogram add up; the
+    receive-error counter (no labels, one per process) sums every probe's;
+    probetop's own series stay per probe."""
+    state = MetricsState()
+    for pid in ("icmp:h", "icmp:h#2"):
+        state.feed(Announce(pid, 0, {**ICMP_INFO, "id": pid}))
+    state.feed(_icmp(3, 1, [(8.192, 10.24, 3.0)]).to_sample("icmp:h", 1, 1.0))
+    state.feed(_icmp(2, 0, [(1048.576, 1310.72, 2.0)]).to_sample("icmp:h#2", 1, 1.0))
+    points = state.points()
+    keys = [(p.metric.name, p.labels) for p in points]
+    assert len(keys) == len(set(keys))  # no series twice in one scrape
+    by_name: dict[str, list] = {}
+    for p in points:
+        by_name.setdefault(p.metric.name, []).append(p)
+    (requests,) = by_name["smokeping_requests"]
+    assert requests.labels == ("192.0.2.1", "h", "", "0") and requests.value == 6
+    (rtt,) = by_name["smokeping_response_duration_seconds"]
+    assert rtt.value.count == 5 and dict(rtt.value.buckets)[5e-05] == 3
+    (receive,) = by_name["smokeping_receive_errors"]
+    assert receive.labels == ()
+    assert sorted(p.labels[-1] for p in by_name["probetop_icmp_lost"]) == ["icmp:h", "icmp:h#2"]
+    # a recording's export sees the same merged series from either probe
+    merged = {(p.metric.name, p.labels): p.value for p in points}
+    for pid in ("icmp:h", "icmp:h#2"):
+        for p in state.probe_points(pid):
+            assert merged[(p.metric.name, p.labels)] == p.value

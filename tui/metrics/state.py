@@ -17,8 +17,10 @@ rest is ``probetop_``-prefixed, in base units (docs/metrics.md).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from probetop.probes import __version__, registry
-from probetop.probes.core.metricdefs import MetricDef, Point, metric_def
+from probetop.probes.core.metricdefs import Histogram, MetricDef, Point, metric_def
 from probetop.probes.core.sample import Announce, Record, Sample
 from probetop.probes.core.tracker import Tracker
 
@@ -69,8 +71,16 @@ class MetricsState:
         return False
 
     def probe_points(self, probe_id: str) -> list[Point]:
+        """The probe's series; one it shares with probes of its kind (two
+        probes of one host under smokeping's labels) has their merged value."""
         tracker = self.trackers.get(probe_id)
-        return tracker.points() if tracker is not None else []
+        if tracker is None:
+            return []
+        peers = [t for t in self.trackers.values() if type(t) is type(tracker)]
+        if len(peers) == 1:
+            return tracker.points()
+        merged = {_key(p): p for p in merge_series(q for t in peers for q in t.points())}
+        return [merged[_key(p)] for p in tracker.points()]
 
     def build_point(self) -> Point:
         """``probetop_build_info{version=...}``."""
@@ -81,4 +91,36 @@ class MetricsState:
         out = [self.build_point()]
         for tracker in self.trackers.values():
             out.extend(tracker.points())
-        return out
+        return merge_series(out)
+
+
+def _key(point: Point) -> tuple[str, tuple[str, ...]]:
+    return point.metric.name, point.labels
+
+
+def merge_series(points: Iterable[Point]) -> list[Point]:
+    """One point per series (metric name and label values), in first-seen
+    order. Probes whose series share labels (smokeping's ``smokeping_*`` keep
+    ip/host/source/tos only, as one smokeping target does; its receive-error
+    counter has none) are one series: counters and histograms add up, a
+    gauge or info keeps the last probe's value."""
+    out: dict[tuple[str, tuple[str, ...]], Point] = {}
+    for point in points:
+        key = _key(point)
+        seen = out.get(key)
+        if seen is None:
+            out[key] = point
+            continue
+        a, b = seen.value, point.value
+        if isinstance(a, float) and isinstance(b, float) and point.metric.type == "counter":
+            out[key] = Point(point.metric, point.labels, a + b)
+        elif isinstance(a, Histogram) and isinstance(b, Histogram):
+            buckets = tuple(
+                (bound, n + m) for (bound, n), (_, m) in zip(a.buckets, b.buckets, strict=True)
+            )
+            out[key] = Point(
+                point.metric, point.labels, Histogram(buckets, a.count + b.count, a.sum + b.sum)
+            )
+        else:
+            out[key] = point
+    return list(out.values())
