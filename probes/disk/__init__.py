@@ -47,61 +47,35 @@ from typing import TYPE_CHECKING, Any
 
 from probetop.probes.disk.capacity import MIN_INTERVAL_S
 from probetop.probes.disk.filelayout import make_data_file
-from probetop.probes.disk.passes import (
-    OUTCOMES,
-    Outcome,
-    PassTotals,
-    WarmupSummary,
-    overall_outcome,
-)
 from probetop.probes.disk.records import (
     CLAT_HIST_BUCKETS,
     DIRECTION_METRICS,
     DIRECTIONS,
-    DONE_BYTES,
-    ELAPSED_S,
-    ETA_S,
     FIO_PERCENTILES,
     IOPS_ERRORS,
     IOPS_KIND,
     IOPS_METRICS,
-    PROGRESS_PCT,
     READ_IOPS,
-    TOTAL_BYTES,
-    WARMUP_BW,
-    WARMUP_ERRORS,
-    WARMUP_IOPS,
-    WARMUP_KIND,
-    WARMUP_METRICS,
     WRITE_IOPS,
     DirectionMetrics,
     DirectionRates,
     IopsInterval,
     IopsParams,
-    Plateau,
-    WarmupInterval,
-    WarmupParams,
     active_directions,
     clat_bucket_range_ns,
     pct_key,
 )
 from probetop.probes.disk.report import (
     format_iops_report,
-    format_warmup_report,
     iops_document,
     iops_exit_code,
     iops_output,
-    warmup_document,
-    warmup_exit_code,
 )
 from probetop.probes.disk.settings import (
     IOPS_SPEC,
     OUTPUT_FORMATS,
-    PASSES,
     RW_MODES,
-    WARMUP_SPEC,
     IopsSettings,
-    WarmupSettings,
     names_target,
 )
 from probetop.probes.disk.sizes import format_size, parse_range, parse_size
@@ -109,13 +83,41 @@ from probetop.probes.disk.units import bandwidth as fio_bandwidth
 from probetop.probes.disk.units import count as fio_count
 from probetop.probes.disk.units import num2str
 from probetop.probes.disk.units import size as fio_size
+from probetop.probes.disk.warmup.passes import (
+    OUTCOMES,
+    Outcome,
+    PassTotals,
+    WarmupSummary,
+    overall_outcome,
+)
+from probetop.probes.disk.warmup.records import (
+    DONE_BYTES,
+    ELAPSED_S,
+    ETA_S,
+    PROGRESS_PCT,
+    TOTAL_BYTES,
+    WARMUP_BW,
+    WARMUP_ERRORS,
+    WARMUP_IOPS,
+    WARMUP_KIND,
+    WARMUP_METRICS,
+    Plateau,
+    WarmupInterval,
+    WarmupParams,
+)
+from probetop.probes.disk.warmup.report import (
+    format_warmup_report,
+    warmup_document,
+    warmup_exit_code,
+)
+from probetop.probes.disk.warmup.settings import PASSES, WARMUP_SPEC, WarmupSettings
 
 if TYPE_CHECKING:
     from probetop.probes.disk.checks import IOPS_CHECKS, WARMUP_CHECKS, IopsFigures, WarmupFigures
     from probetop.probes.disk.iops import IopsProbe
     from probetop.probes.disk.iops_metrics import IOPS_TRACKER
     from probetop.probes.disk.warmup import WarmupProbe
-    from probetop.probes.disk.warmup_metrics import WARMUP_TRACKER
+    from probetop.probes.disk.warmup.metrics import WARMUP_TRACKER
 
 
 def compile_native() -> None:
@@ -142,7 +144,8 @@ def __getattr__(name: str) -> Any:
 
         value = WarmupProbe
     elif name in ("IOPS_TRACKER", "WARMUP_TRACKER"):
-        from probetop.probes.disk import iops_metrics, warmup_metrics
+        from probetop.probes.disk import iops_metrics
+        from probetop.probes.disk.warmup import metrics as warmup_metrics
 
         value = getattr(iops_metrics if name == "IOPS_TRACKER" else warmup_metrics, name)
     elif name in ("IOPS_CHECKS", "WARMUP_CHECKS", "IopsFigures", "WarmupFigures"):

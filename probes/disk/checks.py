@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.checks import Assertable, Checks, assertable, dig, number, scaled
-from probetop.probes.disk.records import (
+from probetop.probes.disk.records import IOPS_KIND
+from probetop.probes.disk.warmup.records import (
     DONE_BYTES,
     ELAPSED_S,
     ETA_S,
-    IOPS_KIND,
     PROGRESS_PCT,
     TOTAL_BYTES,
     WARMUP_KIND,

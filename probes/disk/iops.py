@@ -93,6 +93,7 @@ from probetop.probes.disk.records import (
     DirectionRates,
     IopsInterval,
     IopsParams,
+    active_directions,
     pct_key,
 )
 from probetop.probes.disk.refusals import lock_devices
@@ -212,7 +213,7 @@ class IopsProbe:
             self._prepare()
 
     def _prepare(self) -> None:
-        from probetop.probes.disk.refusals import write_refusals
+        from probetop.probes.disk.refusals import refusal_message, write_refusals
         from probetop.probes.disk.signatures import data_signatures
 
         s = self.settings
@@ -230,6 +231,14 @@ class IopsProbe:
             )
         if s.per_job_files:
             _check_job_files(s.job_paths())
+        paths = s.job_paths() if s.per_job_files else [s.target]
+        # What holds a device (a mount, the root filesystem, a holder) is read
+        # from the kernel's state before any open: opening a device the system
+        # uses may fail first, with an errno that names none of it (EPERM).
+        for path in paths if s.writes else []:
+            refusals = write_refusals(path) if os.path.exists(path) else []
+            if refusals:
+                raise ProbeError(refusal_message(refusals))
         # One target, or one file per job (fio's --directory): each checked alike.
         self.targets = [
             resolve(
@@ -251,7 +260,8 @@ class IopsProbe:
         if engine_note:
             self.notes.append(engine_note)
         if s.direct is False:
-            self.notes.append(buffered_note())
+            dirs = active_directions(s.rw)
+            self.notes.append(buffered_note(dirs[0] if len(dirs) == 1 else "both"))
         for t in self.targets:
             if t.identity is not None and (s.writes or t.create):
                 refusals = write_refusals(t.path)
@@ -455,7 +465,8 @@ class IopsProbe:
         for d, name in enumerate(DIRECTIONS):
             ours = end[d].bytes - base[d].bytes
             kernel = None if delta is None else delta[d]
-            note = rate_note(name, ours, ns / 1e9, view.device, kernel)
+            zeros = read.zero_bytes if name == "read" else None
+            note = rate_note(name, ours, ns / 1e9, view.device, kernel, zeros)
             if note:
                 self.notes.append(note)
 

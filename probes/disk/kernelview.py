@@ -10,9 +10,11 @@ Contract:
   (tmpfs, NFS).
 - ``KernelView(path)``: bytes read and written on that disk since it was
   made (``delta()``; None when there is no disk or it vanished).
-- ``too_good_notes(...)``: the notes for a run's figures: buffered I/O (the
-  page cache), reads that came back as holes or zeros, and a rate far above
-  what the disk under the target did in the same time.
+- The notes for a run's figures: ``buffered_note`` (the page cache, worded
+  for the directions that ran), ``zeros_note`` (reads only: what came back
+  as holes or zeros) and ``rate_note`` (a rate far above what the disk under
+  the target did in the same time, ``implausible``; a write's explanation
+  is a cache, never "answered with zeros", which only reads can be).
 """
 
 from __future__ import annotations
@@ -74,30 +76,73 @@ class KernelView:
 
 
 def rate_note(
-    direction: str, our_bytes: int, seconds: float, device: str | None, kernel_bytes: int | None
+    direction: str,
+    our_bytes: int,
+    seconds: float,
+    device: str | None,
+    kernel_bytes: int | None,
+    zero_bytes: int | None = None,
 ) -> str | None:
     """A note when ``our_bytes`` moved in ``seconds`` is far above what the
-    disk under the target did (``kernel_bytes``) in the same time."""
-    if device is None or kernel_bytes is None or our_bytes < MIN_BYTES or seconds <= 0:
+    disk under the target did (``kernel_bytes``) in the same time, with the
+    explanation that fits the direction: writes that did not reach the disk
+    went to a cache (never to "zeros"); reads came back from holes or
+    never-written blocks (``zero_bytes``: how many read back all zero, when
+    known) or from a cache."""
+    if device is None or seconds <= 0 or not implausible(our_bytes, kernel_bytes):
         return None
-    if kernel_bytes >= our_bytes * PLAUSIBLE_SHARE:
-        return None
+    assert kernel_bytes is not None
     ours = bandwidth(our_bytes / seconds)
     theirs = bandwidth(max(0, kernel_bytes) / seconds)
-    verb = "read" if direction == "read" else "wrote"
-    return (
-        f"too good to be true: {ours} {direction}, but the disk under the target ({device}) "
-        f"{verb} only {theirs} in the same time (kernel's /proc/diskstats): the rest never "
-        "reached it (holes or never-written blocks answered with zeros, or the page cache)"
-    )
+    head = f"too good to be true: {ours} {direction}, but the disk under the target ({device}) "
+    tail = " in the same time (kernel's /proc/diskstats): "
+    if direction == "write":
+        return (
+            head + f"wrote only {theirs}" + tail + "the rest has not reached it yet: a cache "
+            "took it (the page cache of a loop device's backing file or of buffered I/O), "
+            "to be written back later; the rate is the cache's, not the device's"
+        )
+    zero_share = zero_bytes / our_bytes if zero_bytes is not None and our_bytes else None
+    if zero_share is not None and zero_share < 0.01:
+        why = (
+            "the rest came from a cache (the page cache of a loop device's backing file or "
+            "of buffered I/O), not from the device"
+        )
+    elif zero_share is not None:
+        why = (
+            f"{100 * zero_share:.0f} % came back as holes or never-written blocks, which a "
+            "volume answers with zeros without reading anything; the rest from a cache"
+        )
+    else:
+        why = (
+            "the rest never reached it (holes or never-written blocks answered with zeros, "
+            "or the page cache)"
+        )
+    return head + f"read only {theirs}" + tail + why
 
 
-def buffered_note() -> str:
+def implausible(our_bytes: int, kernel_bytes: int | None) -> bool:
+    """True when at least ``MIN_BYTES`` moved and the disk under the target
+    saw less than ``PLAUSIBLE_SHARE`` of them: a rate the kernel's view of
+    the device does not make plausible."""
+    if kernel_bytes is None or our_bytes < MIN_BYTES:
+        return False
+    return kernel_bytes < our_bytes * PLAUSIBLE_SHARE
+
+
+def buffered_note(direction: str = "both") -> str:
+    """The page-cache note; ``direction`` "read", "write" or "both" says
+    which half applies."""
+    what = {
+        "read": "reads may come from memory",
+        "write": "writes are counted when they reach the cache, not the device (dd to a "
+        "file without oflag=direct shows the same)",
+    }
+    said = [what[d] for d in ("read", "write") if direction in (d, "both")]
     return (
-        "too good to be true: buffered I/O goes through the page cache: reads may come from "
-        "memory and writes are counted when they reach the cache, not the device (dd to a "
-        "file without oflag=direct shows the same); use O_DIRECT (the default) to measure "
-        "the device"
+        "too good to be true: buffered I/O goes through the page cache: "
+        + " and ".join(said)
+        + "; use O_DIRECT (the default) to measure the device"
     )
 
 

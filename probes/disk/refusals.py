@@ -172,6 +172,12 @@ def _file_refusals(ident: DeviceIdentity) -> list[str]:
     return reasons
 
 
+def refusal_message(reasons: list[str]) -> str:
+    """One message for ``write_refusals``' reasons: each says what holds the
+    target and what to do; no flag overrides them."""
+    return "refusing to write (no flag overrides this): " + "; ".join(reasons)
+
+
 def _loop_refusals(name: str) -> list[str]:
     """The refusals of loop device ``name`` as a write target (empty when idle)."""
     node = f"/dev/{name}"
@@ -253,11 +259,25 @@ def _write_refusals(path: str | os.PathLike[str], via_loop: str | None) -> list[
     label = ident.path
     reasons: list[str] = []
 
+    # The running system's own disk first: "umount it first" is no advice
+    # there (the system cannot unmount its root); another device is.
+    roots = _root_devices()
+    root_hits = sorted({family[mm] for mm in family if mm in roots})
+    holds_root = bool(root_hits) or ident.dev in roots
+    if holds_root:
+        reasons.append(
+            f"{label}: it holds this system's root filesystem / (via "
+            f"{', '.join(root_hits or [sysdir.name])}): writing it would destroy the running "
+            "system. Choose another device: `lsblk -o NAME,SIZE,TYPE,FSTYPE,MOUNTPOINTS` "
+            "lists them, and a fresh volume shows no FSTYPE and no mount point"
+        )
+
     for mm, point, source in mounts.mount_entries():
         hit: str | None = family.get(mm) or family.get(mounts.source_majmin(source) or "")
         if hit:
             what = "it is" if hit == sysdir.name else f"its partition {hit} is"
-            reasons.append(f"{label}: {what} mounted on {point} (umount it first)")
+            advice = "" if holds_root else " (umount it first)"
+            reasons.append(f"{label}: {what} mounted on {point}{advice}")
 
     for name in family.values():
         for holder in sysfs.holders(sysdir if name == sysdir.name else sysdir / name):
@@ -286,13 +306,6 @@ def _write_refusals(path: str | os.PathLike[str], via_loop: str | None) -> list[
         # A loop device over another block device writes that device: its rules apply.
         below = _write_refusals(backing, via_loop=sysdir.name)
         reasons += [f"{label}: backing device {r}" for r in below]
-
-    roots = _root_devices()
-    root_hits = sorted({family[mm] for mm in family if mm in roots})
-    if root_hits or ident.dev in roots:
-        reasons.append(
-            f"{label}: it holds the root filesystem / (via {', '.join(root_hits or [sysdir.name])})"
-        )
 
     if not reasons and _exclusively_claimed(ident.path):
         reasons.append(

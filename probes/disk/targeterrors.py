@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 from collections.abc import Iterator
 
 from probetop.probes.core.base import TargetProbeError
@@ -34,7 +35,14 @@ _HINTS = {
 
 
 def describe_os_error(exc: OSError) -> str:
-    """A one-line reason for an OSError ("read-only filesystem or device")."""
+    """A one-line reason for an OSError ("read-only filesystem or device").
+    EPERM as root is no question of users: a policy forbids the open."""
+    if exc.errno == errno.EPERM and os.geteuid() == 0:
+        return (
+            "operation not permitted, even for root: a policy forbids it here (a container's "
+            "or cgroup's device rules, SELinux/AppArmor, kernel lockdown, or the kernel "
+            "protecting a device in use)"
+        )
     if exc.errno in _HINTS:
         return _HINTS[exc.errno]
     return exc.strerror or str(exc)

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from probetop.probes.disk.checkpoint import (
+from probetop.probes.disk.warmup.checkpoint import (
     BLOCK_DEVICE_DIR,
     MAGIC,
     MAX_BYTES,
@@ -142,7 +142,7 @@ def test_leftover_temp_file_does_not_hurt(tmp_path: Path) -> None:
 
 SAVER = """
 import sys
-from probetop.probes.disk.checkpoint import Checkpoint
+from probetop.probes.disk.warmup.checkpoint import Checkpoint
 size = 1 << 40
 cp = Checkpoint(sys.argv[1], {"kind": "file", "size_bytes": size}, "write", 1, size, 0, size)
 pos = 0
@@ -281,7 +281,7 @@ def test_disk_full_keeps_the_previous_checkpoint(tmp_path: Path) -> None:
 
 HOLDER = """
 import sys, time
-from probetop.probes.disk.checkpoint import Checkpoint
+from probetop.probes.disk.warmup.checkpoint import Checkpoint
 cp = Checkpoint(sys.argv[1], {}, "read", 1, 10, 0, 10)
 cp.acquire_lock()
 print("locked", flush=True)

@@ -25,7 +25,7 @@ import disk_fixtures
 import pytest
 from disk_fixtures import PROBETOP, Layers, as_nobody, loop_device, need_root, run_cli, summary_of
 from file_size import text_of
-from probetop.probes.disk.checkpoint import Checkpoint
+from probetop.probes.disk.warmup.checkpoint import Checkpoint
 
 layers = disk_fixtures.layers
 fast_dir = disk_fixtures.fast_dir

@@ -27,7 +27,7 @@ import pytest
 from disk_fixtures import PROBETOP, summary_of
 from file_size import size_of, text_of
 from probetop.probes.disk import IopsProbe, IopsSettings, WarmupProbe, WarmupSettings
-from probetop.probes.disk.checkpoint import Checkpoint, CheckpointError
+from probetop.probes.disk.warmup.checkpoint import Checkpoint, CheckpointError
 from probetop.probes.record import load_session
 from pty_session import PtySession
 from stopclock import StopClock, StopTime

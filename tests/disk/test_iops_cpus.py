@@ -15,7 +15,7 @@ from disk_fixtures import run_cli, summary_of
 from probetop.probes.disk import WarmupProbe
 from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.selftest import warm_up_kernels
-from probetop.probes.disk.settings import WarmupSettings
+from probetop.probes.disk.warmup.settings import WarmupSettings
 from probetop.probes.disk.workers import Engine
 
 

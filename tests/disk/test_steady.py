@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.disk.steady import SteadyState
+from probetop.probes.disk.warmup.steady import SteadyState
 
 
 def feed(ss: SteadyState, iops: list[float], bs: int = 4096, t0: float = 1.0) -> list[tuple]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import disk_fixtures
 import pytest
 from disk_fixtures import PROBETOP, kernel_io, loop_device, need_root, run_cli
-from probetop.probes.disk.checkpoint import Checkpoint
+from probetop.probes.disk.warmup.checkpoint import Checkpoint
 
 fast_dir = disk_fixtures.fast_dir  # the fixture, under the name tests ask for
 

@@ -16,7 +16,7 @@ from disk_fixtures import PROBETOP, kernel_io, loop_device, read_stamps, run_cli
 from file_size import text_of
 from probetop.probes.core.base import ProbeError
 from probetop.probes.disk import WarmupProbe, WarmupSettings
-from probetop.probes.disk.checkpoint import Checkpoint
+from probetop.probes.disk.warmup.checkpoint import Checkpoint
 
 fast_dir = disk_fixtures.fast_dir  # the fixture, under the name tests ask for
 

@@ -1,5 +1,5 @@
 """Warm-up job: checkpointing. Which checkpoint a warm-up uses, and when it is
-saved (the file format is probes/disk/checkpoint.py).
+saved (the file format is probes/disk/warmup/checkpoint.py).
 
 ``CheckpointKeeper(settings, target, identity)``:
 
@@ -40,7 +40,9 @@ from typing import Any
 
 from probetop.probes.core.base import TargetProbeError
 from probetop.probes.core.targetlock import TargetBusy, TargetLock
-from probetop.probes.disk.checkpoint import (
+from probetop.probes.disk.target import Target
+from probetop.probes.disk.targeterrors import target_errors
+from probetop.probes.disk.warmup.checkpoint import (
     Checkpoint,
     CheckpointError,
     NotACheckpoint,
@@ -49,9 +51,7 @@ from probetop.probes.disk.checkpoint import (
     restart_advice,
     write_atomic,
 )
-from probetop.probes.disk.settings import WarmupSettings
-from probetop.probes.disk.target import Target
-from probetop.probes.disk.targeterrors import target_errors
+from probetop.probes.disk.warmup.settings import WarmupSettings
 
 SAVE_EVERY_S = 0.5  # at most this often; the last save at the end of a pass
 

@@ -10,7 +10,9 @@
 - ``done_map(extents)``: the fraction done of each of 64 equal slices of the
   range, for the pane's map.
 - ``fio_command(steady_spec)``: the same coverage as an fio command line
-  (``--numjobs/--size/--offset_increment`` for several jobs). Works before
+  (``--numjobs/--size/--offset_increment`` for several jobs); for write then
+  read, the method's two commands, the write's then the read's, joined by
+  ``&&`` (the read runs only after the write succeeded). Works before
   ``prepare`` too (``target`` None: the settings' range).
 """
 
@@ -20,13 +22,13 @@ import shlex
 
 from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.engineplan import EnginePlan
-from probetop.probes.disk.settings import WarmupSettings
 from probetop.probes.disk.sizes import format_size
 from probetop.probes.disk.target import Target
 from probetop.probes.disk.units import fio_time
+from probetop.probes.disk.warmup.settings import WarmupSettings
 
 MAP_CELLS = 64
-FIO_RW = {"read": "read", "write": "write", "write+read": "write", "randwrite": "randwrite"}
+FIO_RW = {"read": "read", "write": "write", "randwrite": "randwrite"}
 
 
 class PassLayout:
@@ -75,13 +77,17 @@ class PassLayout:
         return tuple(_done_map(_merge(extents), self.target.start, self.target.end))
 
     def fio_command(self, steady_spec: str) -> str:
+        passes = self.settings.passes
+        return " && ".join(self._fio_one(FIO_RW[p], steady_spec) for p in passes)
+
+    def _fio_one(self, rw: str, steady_spec: str) -> str:
         s, t = self.settings, self.target
         start, end = (t.start, t.end) if t else (s.range_start or 0, s.range_end)
         args = [
             "fio",
             "--name=warmup",
             f"--filename={s.target}",
-            f"--rw={FIO_RW[s.pass_name]}",
+            f"--rw={rw}",
             f"--bs={format_size(s.bs)}",
             f"--iodepth={s.iodepth}",
             f"--ioengine={self.engine}",

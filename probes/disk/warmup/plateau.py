@@ -1,5 +1,5 @@
 """Warm-up job: plateau. fio's steady-state detection over a pass's intervals
-(the detector itself is probes/disk/steady.py).
+(the detector itself is probes/disk/warmup/steady.py).
 
 ``PlateauWatch(settings)`` keeps one detector per pass (``restart()`` for the
 next pass: a new pass is a new curve). ``add(...)`` feeds one interval and
@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from probetop.probes.core.sample import StatusLevel
-from probetop.probes.disk.settings import WarmupSettings
-from probetop.probes.disk.steady import SteadyState
+from probetop.probes.disk.warmup.settings import WarmupSettings
+from probetop.probes.disk.warmup.steady import SteadyState
 
 
 class PlateauWatch:

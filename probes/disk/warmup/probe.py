@@ -25,33 +25,34 @@ from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.disk import ioengines
 from probetop.probes.disk.blockmap import BlockMap
-from probetop.probes.disk.checkpoint import Checkpoint
 from probetop.probes.disk.counters import B_BAD, B_DATA, B_HOLE, B_ZERO
 from probetop.probes.disk.holes import Holes, find_holes
 from probetop.probes.disk.kernelview import (
     KernelView,
     buffered_note,
+    implausible,
     rate_note,
     zeros_note,
 )
-from probetop.probes.disk.passes import PassTotals, WarmupSummary
-from probetop.probes.disk.records import (
+from probetop.probes.disk.selftest import warm_up_kernels
+from probetop.probes.disk.steps import GRACE_S, run_step
+from probetop.probes.disk.target import Target
+from probetop.probes.disk.targeterrors import target_errors
+from probetop.probes.disk.targetwatch import TargetWatch
+from probetop.probes.disk.warmup.checkpoint import Checkpoint
+from probetop.probes.disk.warmup.checkpointing import CheckpointKeeper
+from probetop.probes.disk.warmup.layout import MAP_CELLS, PassLayout
+from probetop.probes.disk.warmup.pass_engine import PassEngine, Step
+from probetop.probes.disk.warmup.passes import PassTotals, WarmupSummary
+from probetop.probes.disk.warmup.plateau import PlateauWatch
+from probetop.probes.disk.warmup.records import (
     WARMUP_KIND,
     WARMUP_METRICS,
     WarmupInterval,
     WarmupParams,
 )
-from probetop.probes.disk.selftest import warm_up_kernels
-from probetop.probes.disk.settings import WarmupSettings
-from probetop.probes.disk.steps import GRACE_S, run_step
-from probetop.probes.disk.target import Target
-from probetop.probes.disk.targeterrors import target_errors
-from probetop.probes.disk.targetwatch import TargetWatch
-from probetop.probes.disk.warmup.checkpointing import CheckpointKeeper
-from probetop.probes.disk.warmup.layout import MAP_CELLS, PassLayout
-from probetop.probes.disk.warmup.pass_engine import PassEngine, Step
-from probetop.probes.disk.warmup.plateau import PlateauWatch
 from probetop.probes.disk.warmup.safety import check_target
+from probetop.probes.disk.warmup.settings import WarmupSettings
 from probetop.probes.disk.warmup.summary import RunTotals
 from probetop.probes.disk.warmup.verdict import (
     FRESH_FRACTION,
@@ -89,6 +90,7 @@ class WarmupProbe:
         self.maps: dict[str, BlockMap] = {}
         self.holes_after: Holes | None = None
         self._fresh_said = False
+        self._rate_said = False
         self._read_zero = (0, 0)  # (zero bytes, bytes) read so far by the read pass
 
     def target_locks(self) -> list[TargetLock]:
@@ -120,7 +122,9 @@ class WarmupProbe:
         if engine_note:
             self.notes.append(engine_note)
         if self.settings.direct is False:
-            self.notes.append(buffered_note())
+            name = self.settings.pass_name
+            said = {"read": "read", "write+read": "both"}.get(name, "write")
+            self.notes.append(buffered_note(said))
         self.layout = PassLayout(self.settings, self.target, engine)
         if self.settings.sequential:
             identity = self.target.identity.as_dict()
@@ -231,6 +235,7 @@ class WarmupProbe:
                 read_map=self.maps.get("read"),
                 holes=self.holes_after,
                 bad_ranges=bad_ranges_of(list(self.maps.values())),
+                checkpoint=self.checkpoint_path if self.checkpoints is not None else None,
             )
         return summary
 
@@ -306,7 +311,7 @@ class WarmupProbe:
                 interval_s=self.settings.interval_s,
                 deadline_ns=self._deadline,
                 on_tick=on_tick,
-                on_interval=lambda step: self._interval(pass_name, step, cp, emit),
+                on_interval=lambda step: self._interval(pass_name, step, cp, emit, view),
             )
         finally:
             self.totals.add_tail(engine.stop())
@@ -333,7 +338,9 @@ class WarmupProbe:
             return not finished
         return finished
 
-    def _interval(self, pass_name: str, step: Step, cp: Checkpoint | None, emit: Emit) -> None:
+    def _interval(
+        self, pass_name: str, step: Step, cp: Checkpoint | None, emit: Emit, view: KernelView
+    ) -> None:
         """Count one interval, feed the plateau detector, emit the sample."""
         assert self.target is not None
         total = self.total_bytes
@@ -349,10 +356,13 @@ class WarmupProbe:
         if figures is None:
             return
         done = figures.done
+        kernel_bytes: int | None = None
         if pass_name == "read":
             zeros, read = self._read_zero
             self._read_zero = (zeros + step.delta.zero_bytes, read + step.delta.bytes)
-            self._say_if_fresh(emit)
+            delta = view.delta()
+            kernel_bytes = delta[0] if delta is not None else None
+            self._say_if_fresh(emit, kernel_bytes, view.device)
         status = self.plateau.add(self.totals.seconds, figures.iops, figures.bw_bytes, done)
         if status is not None:
             emit(Status(self.id, now_ns(), *status))
@@ -375,6 +385,8 @@ class WarmupProbe:
             read_bytes=self._read_zero[1] if pass_name == "read" else None,
             never_map=self._never_map(pass_name),
             bad_map=self._cells(pass_name, B_BAD),
+            kernel_bytes=kernel_bytes,
+            kernel_device=view.device if kernel_bytes is not None else None,
         )
         emit(interval.to_sample(self.id, step.t_ns, step.seconds))
 
@@ -391,11 +403,25 @@ class WarmupProbe:
         hole = self._cells("read", B_HOLE) or ()
         return tuple(min(1.0, round(z + h, 4)) for z, h in zip(zero, hole, strict=True))
 
-    def _say_if_fresh(self, emit: Emit) -> None:
+    def _say_if_fresh(self, emit: Emit, kernel_bytes: int | None, device: str | None) -> None:
         """Say at once (a warning status, the pane shows it) when the read so far
         is mostly never-written blocks: a fresh volume, which a read pass
-        cannot warm."""
+        cannot warm; or, once, when it is far above what the disk under the
+        target read (``kernelview.implausible``): too good to be true."""
         zeros, read = self._read_zero
+        if not self._rate_said and device is not None and implausible(read, kernel_bytes):
+            self._rate_said = True
+            emit(
+                Status(
+                    self.id,
+                    now_ns(),
+                    "warning",
+                    f"too good to be true: {read:,} bytes read so far, but the disk under the "
+                    f"target ({device}) read only {max(0, kernel_bytes or 0):,}: these reads do "
+                    "not reach the device (never-written blocks of a fresh volume answered "
+                    "with zeros, or a cache)",
+                )
+            )
         if self._fresh_said or read < MIN_FRESH_BYTES or zeros <= read * FRESH_FRACTION:
             return
         self._fresh_said = True
@@ -442,7 +468,8 @@ class WarmupProbe:
         delta = view.delta()
         direction = "read" if pass_name == "read" else "write"
         kernel = None if delta is None else delta[0 if direction == "read" else 1]
-        note = rate_note(direction, row.bytes, row.seconds, view.device, kernel)
+        zeros = self._read_zero[0] if direction == "read" else None
+        note = rate_note(direction, row.bytes, row.seconds, view.device, kernel, zeros)
         if note:
             self.notes.append(note)
 

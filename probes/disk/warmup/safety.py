@@ -6,9 +6,12 @@ be written.
 (probes/disk/target.py: kind, identity, the byte range, O_DIRECT or not)
 and, for a pass that writes, applies in this order:
 
-1. the refusals no flag overrides (``refusals.write_refusals``: mounted, held
-   by LVM/RAID/dm, active swap, the device holding /; a file that backs a
-   loop device or is an active swap file): ``ProbeError``;
+1. the refusals no flag overrides (``refusals.write_refusals``: mounted,
+   held by LVM/RAID/dm, active swap, the device holding /; a file that
+   backs a loop device or is an active swap file): ``ProbeError`` saying
+   which mount or holder and what to do; checked before the target is
+   opened (opening a device the system uses can fail first, with an errno
+   such as EPERM that names none of it);
 2. free space, for a file whose holes the pass fills (``check_room``);
 3. the confirmation: without ``settings.confirmed`` it raises
    ``ConfirmationRequired`` carrying the target and the data signatures found
@@ -25,10 +28,10 @@ from probetop.probes.core.base import ConfirmationRequired, ProbeError
 from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.disk import capacity
 from probetop.probes.disk.freespace import allocation_needed, check_room
-from probetop.probes.disk.refusals import lock_devices, write_refusals
-from probetop.probes.disk.settings import WarmupSettings
+from probetop.probes.disk.refusals import lock_devices, refusal_message, write_refusals
 from probetop.probes.disk.signatures import data_signatures
 from probetop.probes.disk.target import Target, resolve
+from probetop.probes.disk.warmup.settings import WarmupSettings
 
 ACTION = "write pass"  # what the confirmation dialog says is about to happen
 
@@ -43,6 +46,13 @@ def check_target(settings: WarmupSettings) -> tuple[Target, TargetLock]:
     # which would show up below as "the kernel reports it busy").
     lock = TargetLock.for_target(path, "warmup", lock_devices)
     lock.check()
+    # What holds a device (a mount, the root filesystem, a holder) is read
+    # from the kernel's state before any open: opening a device the system
+    # uses may fail first, with an errno that names none of it (EPERM).
+    if settings.writes:
+        refusals = write_refusals(path)
+        if refusals:
+            raise ProbeError(refusal_message(refusals))
     target = resolve(
         path,
         write=settings.writes,
@@ -53,9 +63,6 @@ def check_target(settings: WarmupSettings) -> tuple[Target, TargetLock]:
     )
     assert target.identity is not None  # an existing target: identified
     if settings.writes:
-        refusals = write_refusals(path)
-        if refusals:
-            raise ProbeError("refusing to write: " + "; ".join(refusals))
         if target.kind == "file":
             need = allocation_needed(path, target.start, target.end)
             check_room(path, need, f"a {settings.pass_name} pass over")

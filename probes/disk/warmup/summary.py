@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from probetop.probes.disk.passes import Outcome, PassTotals, WarmupSummary
-from probetop.probes.disk.records import Plateau
-from probetop.probes.disk.settings import WarmupSettings
 from probetop.probes.disk.warmup.pass_engine import Step
+from probetop.probes.disk.warmup.passes import Outcome, PassTotals, WarmupSummary
+from probetop.probes.disk.warmup.records import Plateau
+from probetop.probes.disk.warmup.settings import WarmupSettings
 
 ETA_INTERVALS = 5
 

@@ -16,42 +16,31 @@ fetched lazily: a read pass is the right job there.
 - ``case``: "written" when a write pass covered the whole range (this run
   or an earlier, resumed one); after a whole read pass "fresh" (more than
   ``FRESH_FRACTION`` never written), "restored" (at most
-  ``WARMED_FRACTION``), else "mixed"; "unknown" when no pass covered the
-  range;
+  ``WARMED_FRACTION``), else "mixed"; "interrupted" when a pass was
+  stopped (Ctrl-C, a signal, --time) before it covered the range;
+  "unknown" when no pass covered the range otherwise (failed, not run);
 - ``verdict`` "warmed" only when the range was covered and at most
   ``WARMED_FRACTION`` of it is never written, and no I/O failed; else
   "not warmed", with the reason and, where writing would fix it, the exact
-  command (``fix_command``).
+  command (``fix_command``); ``resume_command`` when a sequential pass did
+  not cover the range and its checkpoint can continue it (the reason ends
+  with it too).
 """
 
 from __future__ import annotations
-
-import shlex
 
 from probetop.probes.core.base import ProbeError
 from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.counters import B_BAD, B_HOLE, B_ZERO
 from probetop.probes.disk.holes import Holes
-from probetop.probes.disk.passes import Case, Findings, PassTotals
 from probetop.probes.disk.refusals import write_refusals
-from probetop.probes.disk.settings import SEQ_BS, WarmupSettings
 from probetop.probes.disk.signatures import data_signatures
-from probetop.probes.disk.sizes import format_size
+from probetop.probes.disk.warmup.commands import fix_command, resume_command
+from probetop.probes.disk.warmup.passes import Case, Findings, PassTotals
+from probetop.probes.disk.warmup.settings import WarmupSettings
 
 WARMED_FRACTION = 0.01  # never written at most this share of the range: warmed
 FRESH_FRACTION = 0.5  # more than this: a fresh volume
-
-
-def fix_command(settings: WarmupSettings) -> str:
-    """The command that warms a fresh volume: write then read, confirmed."""
-    args = ["probetop", "warmup", settings.target, "--write", "--read"]
-    if settings.bs != SEQ_BS:
-        args += ["--bs", format_size(settings.bs)]
-    if settings.range_start is not None or settings.range_end is not None:
-        start = settings.range_start if settings.range_start is not None else ""
-        end = settings.range_end if settings.range_end is not None else ""
-        args += ["--range", f"{start}-{end}"]
-    return shlex.join([*args, f"--yes-destroy-data={settings.target}"])
 
 
 def holds_data(target: str) -> list[str]:
@@ -87,9 +76,12 @@ def judge(
     read_map: BlockMap | None,
     holes: Holes | None,
     bad_ranges: list[tuple[int, int]],
+    checkpoint: str | None = None,
 ) -> Findings:
     """See the module docstring. ``read_map``: the last read pass's block map
-    (None if no read pass ran); ``holes``: the file's holes after the run."""
+    (None if no read pass ran); ``holes``: the file's holes after the run;
+    ``checkpoint``: where the sequential pass's checkpoint is (the resume
+    command names it)."""
     rows = {p.pass_name: p for p in passes}
     write, read = rows.get("write"), rows.get("read")
     zero = never_written_in_map(read_map) if read_map is not None else 0
@@ -110,6 +102,7 @@ def judge(
         "unknown": "not looked at",
     }[source]
     fix = fix_command(settings)
+    resume: str | None = None
     held: list[str] = []
     case: Case
     if settings.pass_name == "randwrite":
@@ -130,6 +123,12 @@ def judge(
         warmed = fraction <= WARMED_FRACTION
         if not warmed:
             reason += f"; yet {pct} of the range is never written ({how})"
+        if read is not None and not read.completed and checkpoint is not None:
+            resume = resume_command(settings, checkpoint)
+            reason += (
+                f"; the read pass that checks them stopped at {read.done_bytes:,} of "
+                f"{range_bytes:,} bytes; resume with: {resume}"
+            )
     elif read is not None and read.completed and write is None:
         held = holds_data(settings.target) if fraction > WARMED_FRACTION else []
         if held:  # never a destructive command for a volume in use or holding a filesystem
@@ -168,10 +167,23 @@ def judge(
     else:
         case, warmed = "unknown", False
         row = write if write is not None and not write.completed else read or write
-        if row is not None:
-            reason = f"the {row.pass_name} pass covered {row.done_bytes:,} of {range_bytes:,} bytes"
-        else:
+        if row is not None and not row.completed and checkpoint is not None:
+            resume = resume_command(settings, checkpoint)
+        if row is None:
             reason = "no pass ran"
+        elif row.outcome == "stopped" and row.done_bytes < range_bytes:
+            case = "interrupted"
+            share = 100.0 * row.done_bytes / range_bytes if range_bytes else 0.0
+            both = settings.pass_name == "write+read" and row is write
+            then = " (then the read pass)" if both else ""
+            reason = (
+                f"interrupted at {row.done_bytes:,} of {range_bytes:,} bytes ({share:.1f} %) of "
+                f"the {row.pass_name} pass{then}"
+            )
+        else:
+            reason = f"the {row.pass_name} pass covered {row.done_bytes:,} of {range_bytes:,} bytes"
+        if resume is not None:
+            reason += f"; resume with: {resume}"
     if bad_ranges:
         bad = sum(b - a for a, b in bad_ranges)
         warmed = False
@@ -190,6 +202,7 @@ def judge(
         holes.bytes if holes is not None else None,
         bad_ranges,
         fix if case in ("fresh", "mixed") and not held else None,
+        resume,
     )
 
 

@@ -434,14 +434,16 @@ class WarmupPane(ProbePane):
             self.pass_block.set_lines(self.pass_lines())
 
     def fresh_lines(self) -> list[str]:
-        """Said at once when the read so far is mostly never-written blocks:
-        a fresh volume, which a read pass cannot warm."""
+        """Said at once when the read so far is mostly never-written blocks
+        (a fresh volume, which a read pass cannot warm), or far above what the
+        kernel saw the disk under the target read (too good to be true: a
+        fresh volume's zeros, or a cache)."""
         w = self.interval
         share = w.never_written_share if w is not None else None
         if w is None or share is None or (w.read_bytes or 0) < FRESH_MIN_BYTES:
             return [""]
         if share <= FRESH_SHARE:
-            return [""]
+            return self.implausible_lines(w)
         return [
             f"{NEVER_GLYPH} FRESH VOLUME: {100 * share:.0f} % of what was read so far was never "
             "written (holes, all-zero blocks): the volume answers with zeros without "
@@ -451,10 +453,34 @@ class WarmupPane(ProbePane):
             "switch to it now."
         ]
 
+    def implausible_lines(self, w: WarmupInterval) -> list[str]:
+        """The kernel-rate check: the probe read far more than the disk under
+        the target did (``WarmupInterval.implausible_read``)."""
+        if not w.implausible_read:
+            return [""]
+        if self.multi_pass:  # write then read: the write just put these blocks in a cache
+            return [
+                f"TOO GOOD TO BE TRUE: {fmt_with_unit(w.read_bytes, 'B')} read so far, but the "
+                f"disk under the target ({w.kernel_device}) read only "
+                f"{fmt_with_unit(max(0, w.kernel_bytes or 0), 'B')} (the kernel's view): a cache "
+                "answers these reads (the write pass just wrote them), so this rate is the "
+                "cache's, not the device's."
+            ]
+        return [
+            f"{NEVER_GLYPH} TOO GOOD TO BE TRUE: {fmt_with_unit(w.read_bytes, 'B')} read so far, "
+            f"but the disk under the target ({w.kernel_device}) read only "
+            f"{fmt_with_unit(max(0, w.kernel_bytes or 0), 'B')} (the kernel's view): these "
+            "reads do not reach the device. A fresh volume answers never-written blocks like "
+            "this, and a read pass cannot warm it; write then read does (destroys every byte; "
+            f"you type the name to confirm): probetop warmup {self.target} --write --read. "
+            "Press W to switch to it. (A cache answers like this too: then this rate is the "
+            "cache's, not the device's.)"
+        ]
+
     def action_write_then_read(self) -> None:
         """Only once the pane has called the volume fresh: ask the app to end
         and run write then read (``switch_request``, read by ``tui.main``)."""
-        if self.fresh_lines() == [""]:
+        if self.multi_pass or self.fresh_lines() == [""]:
             self.notify("W switches to write then read only after a fresh volume was seen")
             return
         self.app.switch_request = "write+read"  # type: ignore[attr-defined]

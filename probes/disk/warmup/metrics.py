@@ -18,7 +18,7 @@ from probetop.probes.core.tracker import (
     by_metric,
     events_in,
 )
-from probetop.probes.disk.records import WARMUP_KIND, WarmupInterval, WarmupParams
+from probetop.probes.disk.warmup.records import WARMUP_KIND, WarmupInterval, WarmupParams
 
 _WARMUP_LABELS = ("probe", "target", "pass")
 

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from probetop.probes.disk.records import Plateau
+from probetop.probes.disk.warmup.records import Plateau
 
 Outcome = Literal["completed", "stopped", "failed", "running", "not started"]
 OUTCOMES: tuple[Outcome, ...] = ("completed", "stopped", "failed", "running", "not started")
@@ -128,8 +128,10 @@ class PassTotals:
 Verdict = Literal["warmed", "not warmed"]
 # What the run saw: "fresh" (more than half never written), "restored" (data
 # nearly everywhere: a snapshot's volume), "mixed", "written" (a write pass
-# covered the range), "unknown" (no pass looked at the whole range).
-Case = Literal["fresh", "restored", "mixed", "written", "unknown"]
+# covered the range), "interrupted" (a pass stopped before its end: Ctrl-C,
+# a signal, --time), "unknown" (no pass looked at the whole range otherwise).
+Case = Literal["fresh", "restored", "mixed", "written", "interrupted", "unknown"]
+CASES: tuple[Case, ...] = ("fresh", "restored", "mixed", "written", "interrupted", "unknown")
 
 
 @dataclass
@@ -151,6 +153,7 @@ class Findings:
     hole_bytes: int | None = None
     bad_ranges: list[tuple[int, int]] = field(default_factory=list)
     fix_command: str | None = None
+    resume_command: str | None = None
 
     @property
     def never_written_fraction(self) -> float:
@@ -174,6 +177,7 @@ class Findings:
             "bad_ranges": [[a, b] for a, b in self.bad_ranges],
             "bad_bytes": self.bad_bytes,
             "fix_command": self.fix_command,
+            "resume_command": self.resume_command,
         }
 
     @classmethod
@@ -187,7 +191,7 @@ class Findings:
         return cls(
             verdict="warmed" if verdict == "warmed" else "not warmed",
             reason=_str(d.get("verdict_reason")) or "",
-            case=case if case in ("fresh", "restored", "mixed", "written") else "unknown",
+            case=next((c for c in CASES if c == case), "unknown"),
             never_written_bytes=_int(d.get("never_written_bytes")),
             range_bytes=_int(d.get("total_bytes")),
             never_written_source=_str(d.get("never_written_source")) or "",
@@ -199,6 +203,7 @@ class Findings:
                 if isinstance(r, list) and len(r) == 2
             ],
             fix_command=_str(d.get("fix_command")),
+            resume_command=_str(d.get("resume_command")),
         )
 
 
