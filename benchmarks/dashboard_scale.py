@@ -251,13 +251,14 @@ def launcher(probetop: str, lines: list[str]) -> list[str]:
         "import sys\n"
         "from probetop.probes.system import passive_probes\n"
         "from probetop.tui.cli.parser import parse_command_line\n"
-        "from probetop.tui.run.viewconfig import AppConfig\n"
+        "from probetop.tui.run.viewconfig import Display, LiveView\n"
         "from probetop.tui.main import run_app\n"
         "probes = list(passive_probes(1.0))\n"
         "for line in sys.argv[1:]:\n"
         "    module, plan = parse_command_line(line)\n"
         "    probes += module.build_probes(plan)\n"
-        f"sys.exit(run_app(AppConfig(probes=probes, interval_s=1.0, duration_s={RUN_LIMIT_S})))\n"
+        f"config = LiveView(probes, Display(interval_s=1.0), duration_s={RUN_LIMIT_S})\n"
+        "sys.exit(run_app(config))\n"
     )
     return [python, "-c", code, *lines]
 

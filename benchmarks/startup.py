@@ -250,10 +250,10 @@ def heavy_imports(exe: str) -> list[str]:
         "import sys\n"
         "from probetop.probes.system import passive_probes\n"
         "from probetop.tui.ui.app import make_app\n"
-        "from probetop.tui.run.viewconfig import AppConfig\n"
+        "from probetop.tui.run.viewconfig import LiveView\n"
         "probes = passive_probes(1.0)\n"
         "[p.prepare() for p in probes]\n"
-        "make_app(AppConfig(probes=probes))\n"
+        "make_app(LiveView(probes=probes))\n"
         f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))\n"
     )
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)

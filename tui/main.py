@@ -60,7 +60,7 @@ from probetop.tui.run.launch import (
     run_headless_plan,
 )
 from probetop.tui.run.runner import RunResult, generic_report
-from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.run.viewconfig import AppConfig, AttachView, Detachable, LiveView, ReplayView
 
 Foreground = tuple["ForegroundLink | None", str | None]
 """``start_waiter()``'s answer: (the link to the waiter or None, why not)."""
@@ -134,7 +134,7 @@ def run_plan(plan: RunPlan[Any]) -> int:
     run = getattr(module, "run", None)
     if run is not None:
         outcome = run(plan)
-        if isinstance(outcome, AppConfig):
+        if isinstance(outcome, (LiveView, ReplayView, AttachView)):
             return run_app(outcome)
         if outcome is not None:
             return int(outcome)
@@ -193,7 +193,7 @@ def _run_probes(plan: RunPlan[Any], module: ModuleType, fg: Foreground | None = 
 
 
 class _Joining:
-    """``AppConfig.joining`` for a command with ``join_probes``: the passive
+    """``LiveView.joining`` for a command with ``join_probes``: the passive
     panes draw at once, the command's targets and probes are made in a
     worker thread meanwhile (``__call__``). ``close`` (after the dashboard)
     leaves the targets; a worker still inside a JIT warm-up then leaves
@@ -284,15 +284,11 @@ def run_app(
     from probetop.themes import UnknownThemeError
     from probetop.tui.ui.app import make_app  # Textual loads only here
 
-    if plan is not None and foreground is not None and config.probes:
+    live = isinstance(config, LiveView) and bool(config.probes)
+    if plan is not None and foreground is not None and live:
         link, why = foreground
-        config = dataclasses.replace(
-            config,
-            foreground=link,
-            foreground_unavailable=why,
-            command_name=plan.command,
-            name=plan.common.name,
-        )
+        detach = Detachable(link, why, command_name=plan.command, name=plan.common.name)
+        config = dataclasses.replace(config, detach=detach)
     try:
         app = make_app(config)  # validates --theme before the UI opens
     except UnknownThemeError as exc:
@@ -308,7 +304,7 @@ def run_app(
     if unclosed is not None:  # the app ended before its shutdown closed it (a crash)
         fail(f"the recording is incomplete: {unclosed.path} has no footer")
         return RECORDING_INCOMPLETE_EXIT
-    checks = config.footer_fields
+    checks = config.footer_fields if isinstance(config, LiveView) else None
     if isinstance(checks, RunAssertions) and app.session is not None:
         # --assert in the dashboard: checked at quit, printed once the screen is gone.
         hub = app.session.hub
@@ -338,7 +334,7 @@ async def _show(
             if own is not None
             else generic_report(result, as_json=plan.common.json)
         )
-        checks = config.footer_fields
+        checks = config.footer_fields if isinstance(config, LiveView) else None
         if isinstance(checks, RunAssertions):
             described = {p.id: {"kind": p.kind} for p in result.probes}
             outcomes = checks.outcomes(result.summaries, described)
@@ -346,9 +342,8 @@ async def _show(
             code = exit_status(code, outcomes)
         return recording_status(result.recording_failures, code)
 
-    return await run_detached(
-        app.detached, app.session, duration_s=config.duration_s, report=report
-    )
+    duration_s = config.duration_s if isinstance(config, LiveView) else None
+    return await run_detached(app.detached, app.session, duration_s=duration_s, report=report)
 
 
 def entry() -> None:

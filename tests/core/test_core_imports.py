@@ -111,11 +111,11 @@ def test_the_passive_dashboard_loads_no_probe_library() -> None:
     the libraries only one probe needs (README: what the install weighs)."""
     code = (
         "from probetop.tui.ui.app import make_app\n"
-        "from probetop.tui.run.viewconfig import AppConfig\n"
+        "from probetop.tui.run.viewconfig import LiveView\n"
         "from probetop.probes.system import passive_probes\n"
         "from probetop.tui.ui.widgets.registry import pane_for\n"
         "from probetop.probes.core.base import describe\n"
-        "app = make_app(AppConfig(probes=list(passive_probes(1.0))))\n"
+        "app = make_app(LiveView(probes=list(passive_probes(1.0))))\n"
         "for p in app.config.probes:\n"
         "    pane_for(describe(p))\n"
     )

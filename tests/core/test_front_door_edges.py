@@ -29,7 +29,7 @@ FRONT_DOORS = sorted(
 
 @pytest.fixture(scope="module")
 def graph() -> grimp.ImportGraph:
-    return grimp.build_graph("probetop.probes", exclude_type_checking_imports=False)
+    return grimp.build_graph("probetop.probes", exclude_type_checking_imports=False, cache_dir=None)
 
 
 def _served(front_door: str) -> dict[str, str]:

@@ -83,7 +83,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 def test_no_import_cycles() -> None:
     try:
-        graph = grimp.build_graph(*ROOTS, exclude_type_checking_imports=False)
+        graph = grimp.build_graph(*ROOTS, exclude_type_checking_imports=False, cache_dir=None)
     except Exception as exc:  # pragma: no cover - grimp cannot read the installed tree
         pytest.fail(f"grimp cannot build the import graph: {exc}")
     cycles = _cycles(graph)

@@ -7,7 +7,7 @@ import asyncio
 from probetop.probes.cpu import CpuSettings
 from probetop.probes.cpu.probe import CpuProbe
 from probetop.probes.system.collectors import CpuLoadProbe
-from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.run.viewconfig import Display, LiveView, ReplayView
 from probetop.tui.ui.app import make_app
 from probetop.tui.ui.panes.cpu import CpuBenchPane, text_bar
 from probetop.tui.ui.widgets.registry import pane_class
@@ -33,7 +33,7 @@ async def test_pane_shows_rates_fairness_cores_and_sweep() -> None:
             )
         ),
     ]
-    app = make_app(AppConfig(probes=probes, interval_s=0.25, focus="cpu"))
+    app = make_app(LiveView(probes=probes, display=Display(interval_s=0.25, focus="cpu")))
     async with app.run_test(size=(120, 50)) as pilot:
         pane = None
         for _ in range(1200):  # two 0.5 s sweep steps; up to 60 s on a loaded machine
@@ -80,7 +80,7 @@ async def test_pane_replays_a_recorded_cpu_session(tmp_path) -> None:
         CpuProbe(CpuSettings(threads=2, time_s=1.0, max_prime=3000, interval_s=0.25)),
     ]
     await run_headless(probes, record=path, command=["probetop", "cpu"])
-    app = make_app(AppConfig(session=load_session(path)))
+    app = make_app(ReplayView(load_session(path)))
     async with app.run_test(size=(120, 50)) as pilot:
         pane = None
         for _ in range(1200):  # the replay plays in real time: ~1.2 s (up to 60 s loaded)
@@ -110,7 +110,7 @@ async def test_explain_key_shows_on_a_small_terminal() -> None:
         NetProbe(0.25),
         CpuProbe(CpuSettings(time_s=30.0, max_prime=3000, interval_s=0.25)),
     ]
-    app = make_app(AppConfig(probes=probes, interval_s=0.25, focus="cpu"))
+    app = make_app(LiveView(probes=probes, display=Display(interval_s=0.25, focus="cpu")))
     async with app.run_test(size=(80, 24)) as pilot:
         for _ in range(1200):
             await asyncio.sleep(0.05)

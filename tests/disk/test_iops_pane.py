@@ -12,7 +12,7 @@ from disk_fixtures import loop_device
 from probetop.probes.disk import IopsProbe, IopsSettings, WarmupProbe, WarmupSettings
 from probetop.probes.disk.selftest import warm_up_kernels
 from probetop.probes.system.collectors import DiskProbe
-from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.run.viewconfig import Display, LiveView
 from probetop.tui.ui.app import make_app
 from probetop.tui.ui.panes.disk import (
     IopsPane,
@@ -58,7 +58,7 @@ async def test_iops_pane_shows_the_kernel_view_beside_the_probe() -> None:
             DiskProbe(0.25, devices=[name]),
             IopsProbe(IopsSettings(dev, jobs=2, iodepth=4, time_s=3, interval_s=0.25)),
         ]
-        app = make_app(AppConfig(probes=probes, interval_s=0.25, focus="iops"))
+        app = make_app(LiveView(probes=probes, display=Display(interval_s=0.25, focus="iops")))
         async with app.run_test(size=(120, 50)) as pilot:
             pane = await _wait_for(
                 app, IopsPane, lambda p: p.samples_seen > 1 and p.kernel and p.kernel.read_iops
@@ -83,7 +83,7 @@ async def test_iops_pane_on_a_file_without_a_block_device_says_so_whole(fast_dir
     await asyncio.to_thread(warm_up_kernels)
     probes = [IopsProbe(IopsSettings(str(fast_dir / "f.img"), size=8 << 20, time_s=2,
                                      interval_s=0.25))]  # fmt: skip
-    app = make_app(AppConfig(probes=probes, interval_s=0.25, focus="iops"))
+    app = make_app(LiveView(probes=probes, display=Display(interval_s=0.25, focus="iops")))
     async with app.run_test(size=(80, 24)) as pilot:
         pane = await _wait_for(app, IopsPane, lambda p: p.samples_seen > 0)
         await pilot.pause()
@@ -103,7 +103,7 @@ async def test_warmup_pane_shows_progress_map_and_plateau(tmp_path) -> None:
         checkpoint=str(tmp_path / "c.json"), direct=False,
     )  # fmt: skip
     probe = WarmupProbe(settings)
-    app = make_app(AppConfig(probes=[probe], interval_s=0.25, focus="warmup"))
+    app = make_app(LiveView(probes=[probe], display=Display(interval_s=0.25, focus="warmup")))
     async with app.run_test(size=(120, 50)) as pilot:
         pane = await _wait_for(app, WarmupPane, lambda p: p.samples_seen > 0, tries=200)
         await pilot.pause()
@@ -126,7 +126,9 @@ async def test_warmup_pane_says_fresh_volume_at_once(tmp_path) -> None:
         str(target), bs=1 << 20, iodepth=1, rate_iops=16, interval_s=0.25,
         checkpoint=str(tmp_path / "c.json"),
     )  # fmt: skip
-    app = make_app(AppConfig(probes=[WarmupProbe(settings)], interval_s=0.25, focus="warmup"))
+    app = make_app(
+        LiveView(probes=[WarmupProbe(settings)], display=Display(interval_s=0.25, focus="warmup"))
+    )
     async with app.run_test(size=(120, 50)) as pilot:
         pane = await _wait_for(
             app, WarmupPane, lambda p: p.interval and (p.interval.read_bytes or 0) >= 20 << 20
@@ -163,7 +165,7 @@ async def test_warmup_pane_shows_the_kernel_view_of_the_device(tmp_path) -> None
         settings = WarmupSettings(dev, bs=4096, iodepth=1, rate_iops=4000, interval_s=0.25,
                                   checkpoint=str(tmp_path / "c.json"))  # fmt: skip
         probes = [DiskProbe(0.25, devices=[name]), WarmupProbe(settings)]
-        app = make_app(AppConfig(probes=probes, interval_s=0.25, focus="warmup"))
+        app = make_app(LiveView(probes=probes, display=Display(interval_s=0.25, focus="warmup")))
         async with app.run_test(size=(120, 50)) as pilot:
             pane = await _wait_for(
                 app, WarmupPane, lambda p: p.samples_seen > 1 and p.kernel and p.kernel.read_iops
@@ -184,7 +186,9 @@ async def test_warmup_pane_shows_a_row_per_pass_and_a_total(tmp_path) -> None:
         str(target), pass_name="write+read", bs=65536, iodepth=1, rate_iops=200,
         interval_s=0.25, checkpoint=str(tmp_path / "c.json"), direct=False, confirmed=True,
     )  # fmt: skip
-    app = make_app(AppConfig(probes=[WarmupProbe(settings)], interval_s=0.25, focus="warmup"))
+    app = make_app(
+        LiveView(probes=[WarmupProbe(settings)], display=Display(interval_s=0.25, focus="warmup"))
+    )
     async with app.run_test(size=(120, 50)) as pilot:
         pane = await _wait_for(
             app,

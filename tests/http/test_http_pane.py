@@ -9,7 +9,7 @@ import pytest
 from http_fixtures import LocalServer
 from probetop.probes.http import HttpInterval, HttpProbe, HttpSettings
 from probetop.tui.run.runner import run_headless
-from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.run.viewconfig import Display, LiveView
 from probetop.tui.ui.app import make_app
 from probetop.tui.ui.panes.http import HttpPane, fit_label, stacked_bar
 from probetop.tui.ui.widgets.registry import pane_class
@@ -34,7 +34,7 @@ def server():
 async def test_pane_shows_a_row_per_url_with_percentiles_and_errors(server) -> None:
     urls = [f"{server.url}/delay?ms=15", f"{server.url}/status?code=500", "http://127.0.0.1:1/"]
     probe = HttpProbe(HttpSettings(urls=tuple(urls), interval_s=0.1, count=6))
-    app = make_app(AppConfig(probes=[probe], interval_s=0.1, focus="http"))
+    app = make_app(LiveView(probes=[probe], display=Display(interval_s=0.1, focus="http")))
     async with app.run_test(size=(160, 40)) as pilot:
         pane = None
         for _ in range(1200):  # up to 60 s on a loaded machine
@@ -132,7 +132,7 @@ async def test_headline_is_the_slowest_urls_median_never_pooled(server, tmp_path
 
 
 async def test_add_probe_action_starts_an_http_pane(server) -> None:
-    app = make_app(AppConfig(probes=[], interval_s=0.2))
+    app = make_app(LiveView(probes=[], display=Display(interval_s=0.2)))
     async with app.run_test(size=(160, 40)) as pilot:
         assert app.add_probe_line(f"http --interval 0.1 {server.url}/delay?ms=1")
         pane = None

@@ -9,7 +9,7 @@ from probetop.probes.core.sample import Announce, Sample
 from probetop.probes.http import HttpLoadProbe, HttpSettings, LoadSettings
 from probetop.probes.record.reader import load_session
 from probetop.tui.run.runner import run_headless
-from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.run.viewconfig import Display, LiveView
 from probetop.tui.ui.app import make_app
 from probetop.tui.ui.panes.httpload import HttpLoadPane
 from probetop.tui.ui.widgets.registry import pane_class
@@ -26,7 +26,7 @@ async def test_pane_shows_rate_latency_classes_and_the_error_marker() -> None:
             urls=(server.url,), load=LoadSettings(rate=200.0, connections=4, interval_s=0.25)
         )
         probe = HttpLoadProbe(settings)
-        app = make_app(AppConfig(probes=[probe], interval_s=0.25, focus="http"))
+        app = make_app(LiveView(probes=[probe], display=Display(interval_s=0.25, focus="http")))
         async with app.run_test(size=(160, 50)) as pilot:
             pane = None
             for _ in range(1200):  # up to 60 s on a loaded machine

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from probetop.probes.core.sample import Sample
 from probetop.probes.icmp import IcmpProbe, IcmpSettings, RttBucket, RttStats
 from probetop.probes.record.reader import load_session
 from probetop.probes.system.collectors import NetProbe
-from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.run.viewconfig import Display, LiveView, ReplayView
 from probetop.tui.ui.app import make_app
 from probetop.tui.ui.panes.icmp import IcmpPane, fmt_rtt, rtt_distribution, rtt_line
 from probetop.tui.ui.widgets.registry import pane_class
@@ -37,7 +38,9 @@ def test_rtt_distribution_row() -> None:
 async def test_pane_shows_mode_rates_and_the_kernel_counter() -> None:
     probe = IcmpProbe(IcmpSettings("127.0.0.1", rate=2000.0, interval_s=0.25))
     probe.prepare()
-    app = make_app(AppConfig(probes=[NetProbe(0.25), probe], interval_s=0.25, focus="icmp"))
+    app = make_app(
+        LiveView(probes=[NetProbe(0.25), probe], display=Display(interval_s=0.25, focus="icmp"))
+    )
     async with app.run_test(size=(140, 40)) as pilot:
         pane = None
         for _ in range(1200):  # up to 60 s on a loaded machine
@@ -62,7 +65,7 @@ async def test_pane_shows_mode_rates_and_the_kernel_counter() -> None:
 
 async def test_idle_pane_says_why() -> None:
     probe = IcmpProbe(IcmpSettings("127.0.0.1", rate=200.0), idle_reason="needs CAP_NET_RAW")
-    app = make_app(AppConfig(probes=[probe], focus="icmp"))
+    app = make_app(LiveView(probes=[probe], display=Display(focus="icmp")))
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.pause()
         pane = app.query_one(IcmpPane)
@@ -72,7 +75,7 @@ async def test_idle_pane_says_why() -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
 async def test_add_probe_action_starts_an_icmp_pane() -> None:
-    app = make_app(AppConfig(probes=[NetProbe(0.25)], interval_s=0.25))
+    app = make_app(LiveView(probes=[NetProbe(0.25)], display=Display(interval_s=0.25)))
     async with app.run_test(size=(120, 40)) as pilot:
         assert app.add_probe_line("icmp --rate 100 --sample-interval 0.25 ::1")
         for _ in range(1200):  # up to 60 s on a loaded machine
@@ -129,7 +132,7 @@ def test_rtt_in_ms_once_the_median_reaches_a_millisecond() -> None:
 
 
 async def test_old_recording_replays_in_the_icmp_pane() -> None:
-    app = make_app(AppConfig(session=load_session(OLD_RECORDING), extra={"speed": "max"}))
+    app = make_app(ReplayView(load_session(OLD_RECORDING), speed=math.inf))
     async with app.run_test(size=(120, 40)) as pilot:
         pane = None
         for _ in range(1200):  # up to 60 s on a loaded machine

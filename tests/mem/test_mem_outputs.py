@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from probetop.probes.mem import MemProbe, MemSettings
-from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.run.viewconfig import Display, LiveView
 from probetop.tui.ui.app import make_app
 from probetop.tui.ui.panes.mem import MemBenchPane, size_text
 from probetop.tui.ui.widgets.registry import pane_class
@@ -47,7 +47,7 @@ def test_textfile_metrics_count_what_the_report_counts(tmp_path: Path) -> None:
 
 async def test_pane_shows_rates_and_threads() -> None:
     probe = MemProbe(MemSettings(threads=2, time_s=1.0, interval_s=0.25, oper="read"))
-    app = make_app(AppConfig(probes=[probe], interval_s=0.25, focus="mem"))
+    app = make_app(LiveView(probes=[probe], display=Display(interval_s=0.25, focus="mem")))
     async with app.run_test(size=(120, 40)) as pilot:
         pane = None
         for _ in range(1200):  # up to 60 s on a loaded machine

@@ -19,7 +19,7 @@ from probetop.probes.system import CpuLoadProbe, passive_probes
 from probetop.tui.metrics.address import MetricsAddress
 from probetop.tui.metrics.live import MetricsExporter
 from probetop.tui.run.livesession import LiveSession
-from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.run.viewconfig import Display, LiveView
 from probetop.tui.ui.app import make_app
 
 
@@ -76,7 +76,11 @@ async def test_the_dashboard_runs_the_exporter_it_is_given() -> None:
     exporter = MetricsExporter(MetricsAddress("127.0.0.1", 0), None, interval_s=0.2)
     exporter.open()
     assert exporter.url is not None
-    app = make_app(AppConfig(probes=list(passive_probes(0.2)), interval_s=0.2, metrics=exporter))
+    app = make_app(
+        LiveView(
+            probes=list(passive_probes(0.2)), metrics=exporter, display=Display(interval_s=0.2)
+        )
+    )
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.3)
         assert app.session is not None and app.session.metrics is exporter

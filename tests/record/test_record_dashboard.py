@@ -10,7 +10,7 @@ from pathlib import Path
 
 from probetop.probes.record.writer import RECORDING_INCOMPLETE_EXIT
 from probetop.probes.system import passive_probes
-from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.run.viewconfig import Display, LiveView
 from probetop.tui.ui.app import make_app
 from pty_session import PtySession
 from record_helpers import fill, tmpfs
@@ -20,7 +20,11 @@ async def test_status_bar_and_one_notification(tmp_path: Path) -> None:
     with tmpfs(tmp_path / "small", "1m") as small:
         fill(small, 72 * 1024)
         app = make_app(
-            AppConfig(probes=passive_probes(0.05), record=small / "rec.jsonl", interval_s=0.05)
+            LiveView(
+                probes=passive_probes(0.05),
+                record=small / "rec.jsonl",
+                display=Display(interval_s=0.05),
+            )
         )
         async with app.run_test(size=(120, 40)) as pilot:
             deadline = time.monotonic() + 30

@@ -17,7 +17,7 @@ from probetop.probes.system import (
     NetInterval,
     NetProbe,
 )
-from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.run.viewconfig import LiveView
 from probetop.tui.ui.app import ProbetopApp, make_app
 from probetop.tui.ui.panes.system import IDLE_WINDOW, CpuPane, DiskPane, NetPane
 from textual.pilot import Pilot
@@ -56,7 +56,7 @@ def net_records(seconds: int, traffic: dict[str, list[float]]) -> list[Record]:
 
 
 async def test_net_pane_hides_idle_and_virtual_interfaces_until_i() -> None:
-    app = make_app(AppConfig(probes=[]))
+    app = make_app(LiveView(probes=[]))
     async with app.run_test(size=(120, 40)) as pilot:
         traffic = {
             "lo": [5.0] * 3,  # active: shown
@@ -85,7 +85,7 @@ async def test_net_pane_hides_idle_and_virtual_interfaces_until_i() -> None:
 
 
 async def test_disk_pane_keeps_idle_disks_and_hides_idle_loop_devices() -> None:
-    app = make_app(AppConfig(probes=[]))
+    app = make_app(LiveView(probes=[]))
     async with app.run_test(size=(120, 40)) as pilot:
         records: list[Record] = [Announce("system.disk", 0, describe(DiskProbe()))]
         for i in range(3):
@@ -100,7 +100,7 @@ async def test_disk_pane_keeps_idle_disks_and_hides_idle_loop_devices() -> None:
 
 
 async def test_columns_left_out_in_a_narrow_pane_come_back_when_wide() -> None:
-    app = make_app(AppConfig(probes=[]))
+    app = make_app(LiveView(probes=[]))
     async with app.run_test(size=(60, 30)) as pilot:
         records: list[Record] = [Announce("system.disk", 0, describe(DiskProbe()))]
         records.append(DiskInterval({"vda": disk("vda", 10.0)}).to_sample(10**9, 1.0))
@@ -116,7 +116,7 @@ async def test_columns_left_out_in_a_narrow_pane_come_back_when_wide() -> None:
 
 
 async def test_cpu_pane_reads_its_record_and_fits_the_summary() -> None:
-    app = make_app(AppConfig(probes=[]))
+    app = make_app(LiveView(probes=[]))
     async with app.run_test(size=(70, 30)) as pilot:
         records: list[Record] = [Announce("system.cpu", 0, describe(CpuLoadProbe()))]
         cores = {f"cpu{i}": CoreReading(10.0 * i, 2600.0) for i in range(4)}

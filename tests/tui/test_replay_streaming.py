@@ -7,6 +7,7 @@ terminal, tmux)."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 from file_size import text_of
 from probetop.probes.record import RecordingError, load_session
 from probetop.probes.record.reader import STEP_BYTES, SessionLoader
-from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.run.viewconfig import ReplayView
 from probetop.tui.ui.app import make_app
 from probetop.tui.ui.replay_clock import ReplayPlayer
 from tui_fixtures import DEMO_FILE, wait_for
@@ -92,7 +93,7 @@ async def test_the_dashboard_opens_on_the_head_and_reads_the_rest(tmp_path: Path
     loader = HeldLoader(path)
     loader.step(100_000)
     loader.held = True
-    app = make_app(AppConfig(session=loader.session, extra={"loader": loader, "speed": "max"}))
+    app = make_app(ReplayView(loader.session, speed=math.inf, loader=loader))
     async with app.run_test(size=(120, 40)) as pilot:
         assert app.player is not None
         assert app.player.loading and "/ reading..." in app.status_bar.text

@@ -6,6 +6,7 @@ recorded session in tests/data (24 s of passive probes at 1 Hz).
 
 from __future__ import annotations
 
+import math
 import threading
 
 import pytest
@@ -13,6 +14,7 @@ from probetop.themes import UnknownThemeError, check_theme_name, theme_names
 from probetop.tui import commands
 from probetop.tui.cli.parser import CommandLineError, parse_command_line
 from probetop.tui.ui.app import MIN_HEIGHT, MIN_WIDTH
+from probetop.tui.ui.modes import LiveMode, ReplayMode
 from probetop.tui.ui.panes.system import CpuPane, DiskPane, NetPane
 from probetop.tui.ui.screens.help import HelpScreen
 from probetop.tui.ui.screens.maximised import MaximisedScreen
@@ -57,13 +59,15 @@ async def test_a_frame_after_the_last_screen_is_gone_is_a_no_op() -> None:
     app._dirty.add("system.cpu")
     app.route([], render=True)
     app.render_dirty()
-    app._live_frame()
+    assert isinstance(app.mode, LiveMode)
+    app.mode.frame()
 
     replay = replay_app()
     async with replay.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.2)
     assert not replay.screen_stack
-    replay._replay_frame()
+    assert isinstance(replay.mode, ReplayMode)
+    replay.mode.frame()
 
 
 async def test_maximise_and_restore() -> None:
@@ -149,9 +153,9 @@ async def test_theme_switch_and_validation() -> None:
 def test_unknown_theme_exits_2_before_ui(capsys: pytest.CaptureFixture[str]) -> None:
     # The CLI reaches run_app only with a terminal; call it as the CLI would.
     from probetop.tui.main import run_app
-    from probetop.tui.run.viewconfig import AppConfig
+    from probetop.tui.run.viewconfig import Display, LiveView
 
-    assert run_app(AppConfig(theme="nope")) == 2
+    assert run_app(LiveView(display=Display(theme="nope"))) == 2
     err = capsys.readouterr().err
     assert "unknown theme 'nope'" in err and "probetop-contrast" in err
 
@@ -239,10 +243,11 @@ async def test_record_from_palette_action_writes_footer(tmp_path) -> None:  # ty
     app = live_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.2)
-        assert await app._start_recording(path)
+        assert isinstance(app.mode, LiveMode)
+        assert await app.mode.start_recording(path)
         assert "REC" in app.status_bar.text
         await pilot.pause(0.6)
-        await app._stop_recording("stopped by user")
+        await app.mode.stop_recording("stopped by user")
         assert app.recorder is None
     rec = load_session(path)
     assert rec.footer is not None and rec.footer["reason"] == "stopped by user"
@@ -316,14 +321,14 @@ async def test_replay_seek_back_rebuilds_panes() -> None:
 
 async def test_replay_torn_line_warning_is_notified(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from probetop.probes.record.reader import load_session
-    from probetop.tui.run.viewconfig import AppConfig
+    from probetop.tui.run.viewconfig import ReplayView
     from probetop.tui.ui.app import make_app
     from tui_fixtures import SESSION_FILE
 
     lines = SESSION_FILE.read_text().splitlines(keepends=True)
     torn = tmp_path / "torn.jsonl"
     torn.write_text("".join(lines[:-1]) + lines[-2][:20])  # no footer, torn last line
-    app = make_app(AppConfig(session=load_session(torn)))
+    app = make_app(ReplayView(load_session(torn)))
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         warnings = [n.message for n in app._notifications if n.severity == "warning"]
@@ -361,7 +366,7 @@ async def test_focus_kind_goes_first_and_is_focused() -> None:
 
 async def test_generic_pane_groups_entities_and_draws_sparklines() -> None:
     from probetop.probes.core.sample import Announce, Sample, Status
-    from probetop.tui.run.viewconfig import AppConfig
+    from probetop.tui.run.viewconfig import LiveView
     from probetop.tui.ui.app import make_app
     from probetop.tui.ui.widgets.generic_pane import GenericPane
 
@@ -375,7 +380,7 @@ async def test_generic_pane_groups_entities_and_draws_sparklines() -> None:
             {"name": "lat_ms", "unit": "ms", "description": "latency", "primary": False},
         ],
     }
-    app = make_app(AppConfig(probes=[]))
+    app = make_app(LiveView(probes=[]))
     async with app.run_test(size=(120, 40)) as pilot:
         records: list = [Announce("fake:1", 0, info)]
         for i in range(1, 6):
@@ -477,7 +482,7 @@ async def test_replay_of_a_hand_edited_recording_with_wrongly_typed_params(tmp_p
     import json
 
     from probetop.probes.record import load_session
-    from probetop.tui.run.viewconfig import AppConfig
+    from probetop.tui.run.viewconfig import ReplayView
     from probetop.tui.ui.app import make_app
     from tui_fixtures import DEMO_FILE
 
@@ -488,7 +493,7 @@ async def test_replay_of_a_hand_edited_recording_with_wrongly_typed_params(tmp_p
         probe["params"].update({"labels": 5, "percentile": "abc", "urls": 7})
     edited = tmp_path / "edited.jsonl"
     edited.write_text("\n".join([json.dumps(header), *rows[1:]]) + "\n")
-    app = make_app(AppConfig(session=load_session(edited), extra={"speed": "max"}))
+    app = make_app(ReplayView(load_session(edited), speed=math.inf))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(1.0)
         assert len(app.panes) == len(header["probes"])

@@ -126,12 +126,12 @@ def test_proc_file_grows_its_buffer_and_counters_never_go_negative(tmp_path: Pat
 
 async def test_compact_list_of_many_panes_keeps_status_and_selection_in_view() -> None:
     from probetop.probes.core.sample import Announce
-    from probetop.tui.run.viewconfig import AppConfig
+    from probetop.tui.run.viewconfig import LiveView
     from probetop.tui.ui.app import make_app
     from tui_fixtures import screen_text
 
     info = {"kind": "fake", "params": {}, "metrics": [{"name": "ops", "unit": "op/s"}]}
-    app = make_app(AppConfig(probes=[]))
+    app = make_app(LiveView(probes=[]))
     async with app.run_test(size=(100, 30)) as pilot:
         app.route([Announce(f"fake:{i}", 0, {**info, "id": f"fake:{i}"}) for i in range(50)])
         await pilot.pause(0.3)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from probetop.probes.record.reader import Session, load_session
 from probetop.probes.system.collectors import passive_probes
-from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.run.viewconfig import Display, LiveView, ReplayView, parse_speed
 from probetop.tui.ui.app import ProbetopApp, make_app
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -19,16 +19,24 @@ def session() -> Session:
     return load_session(SESSION_FILE)
 
 
-def replay_app(**extra: object) -> ProbetopApp:
-    return make_app(AppConfig(session=session(), extra=dict(extra)))
+def replay_app(speed: str = "1") -> ProbetopApp:
+    return make_app(ReplayView(session(), speed=parse_speed(speed)))
 
 
-def demo_app(**extra: object) -> ProbetopApp:
-    return make_app(AppConfig(session=load_session(DEMO_FILE), extra=dict(extra)))
+def demo_app(speed: str = "1") -> ProbetopApp:
+    return make_app(ReplayView(load_session(DEMO_FILE), speed=parse_speed(speed)))
 
 
-def live_app(interval_s: float = 0.2, **kw: object) -> ProbetopApp:
-    return make_app(AppConfig(probes=list(passive_probes(interval_s)), interval_s=interval_s, **kw))  # type: ignore[arg-type]
+def live_app(
+    interval_s: float = 0.2,
+    *,
+    theme: str | None = None,
+    focus: str | None = None,
+    duration_s: float | None = None,
+) -> ProbetopApp:
+    display = Display(theme=theme, interval_s=interval_s, focus=focus)
+    probes = passive_probes(interval_s)
+    return make_app(LiveView(probes=probes, display=display, duration_s=duration_s))
 
 
 def screen_text(app: ProbetopApp) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 from probetop.probes.core.options import CommandSpec, Option
 from probetop.tui.cli.plan import CommonOptions, RunPlan
-from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.run.viewconfig import AttachView, Display
 from probetop.tui.sessions.attach import AttachedSession
 from probetop.tui.sessions.registry import SessionError, find, started
 
@@ -38,16 +38,18 @@ def settings(values: Mapping[str, Any], common: CommonOptions) -> AttachSettings
     return AttachSettings(session=values.get("session"))
 
 
-def run(plan: RunPlan[AttachSettings]) -> AppConfig:
+def run(plan: RunPlan[AttachSettings]) -> AttachView:
     info = find(plan.settings.session)
     if plan.common.wants_headless:
         raise SessionError(
             "attach shows the dashboard and needs a terminal; "
             "`probetop ls` lists sessions, `probetop report FILE` summarises a recording"
         )
-    return AppConfig(
-        attached=AttachedSession.open(started(info)),  # a starting one has no recording yet
-        theme=plan.common.theme,
-        command=list(plan.common.argv),
-        title=f"probetop attach {info.name}",
+    return AttachView(
+        AttachedSession.open(started(info)),  # a starting one has no recording yet
+        Display(
+            theme=plan.common.theme,
+            command=tuple(plan.common.argv),
+            title=f"probetop attach {info.name}",
+        ),
     )

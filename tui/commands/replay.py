@@ -11,7 +11,7 @@ from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.record import SessionLoader
 from probetop.tui.cli.plan import CommonOptions, RunPlan
 from probetop.tui.commands.report import print_report
-from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.run.viewconfig import Display, ReplayView, parse_speed
 
 SPEC = CommandSpec(
     name="replay",
@@ -44,7 +44,7 @@ HEAD_BYTES = 1 << 18
 of work. The rest is read while the first frame is on the screen."""
 
 
-def run(plan: RunPlan[ReplaySettings]) -> int | AppConfig:
+def run(plan: RunPlan[ReplaySettings]) -> int | ReplayView:
     """Headless: the report's summary. Otherwise the dashboard, replaying: it
     opens on the recording's head and reads the rest while it shows it; a
     bad line found then ends the dashboard (exit 2) and is reported exactly
@@ -57,10 +57,10 @@ def run(plan: RunPlan[ReplaySettings]) -> int | AppConfig:
             print(f"probetop: warning: {warning}", file=sys.stderr)
         return print_report(session, charts=False, as_json=plan.common.json)
     loader.step(HEAD_BYTES)  # a bad line there: RecordingError (it closes the file)
-    return AppConfig(
-        session=loader.session,
-        theme=plan.common.theme,
-        command=list(plan.common.argv),
-        title=f"probetop replay {plan.settings.file}",
-        extra={"speed": plan.settings.speed, "loader": loader},
+    title = f"probetop replay {plan.settings.file}"
+    return ReplayView(
+        loader.session,
+        Display(theme=plan.common.theme, command=tuple(plan.common.argv), title=title),
+        loader=loader,
+        speed=parse_speed(plan.settings.speed),
     )

@@ -29,7 +29,7 @@ from probetop.tui.cli.plan import RunPlan
 from probetop.tui.metrics.address import TEXTFILE_NAME
 from probetop.tui.run.livesession import terminal_hung_up
 from probetop.tui.run.runner import generic_report, run_headless
-from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.run.viewconfig import Display, LiveView
 
 if TYPE_CHECKING:  # the exporter (prometheus_client) loads only for --metrics/--textfile
     from probetop.tui.metrics.live import MetricsExporter
@@ -200,7 +200,7 @@ def dashboard_config(
     module: ModuleType | None,
     *,
     with_passive: bool = True,
-) -> AppConfig:
+) -> LiveView:
     """What the dashboard shows for this plan (probes prepared, record checked)."""
     record = prepare(plan, probes)
     metrics = open_metrics(plan)
@@ -208,14 +208,16 @@ def dashboard_config(
     if with_passive and getattr(module, "WITH_PASSIVE", True):
         have = {p.id for p in probes}
         probes = [p for p in passive_probes(interval) if p.id not in have] + probes
-    return AppConfig(
+    return LiveView(
         probes=probes,
+        display=Display(
+            theme=plan.common.theme,
+            interval_s=interval,
+            focus=getattr(module, "FOCUS", None),
+            command=tuple(plan.common.argv),
+        ),
         record=record,
-        theme=plan.common.theme,
-        interval_s=interval,
-        focus=getattr(module, "FOCUS", None),
         duration_s=deadline_s(plan, module),
-        command=list(plan.common.argv),
         footer_fields=run_assertions(plan.common.assertions, plan.command),
         metrics=metrics,
     )

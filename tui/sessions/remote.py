@@ -57,7 +57,7 @@ from probetop.probes.core.sample import Record
 from probetop.probes.record import RecordingError, decode_line
 from probetop.tui import commands
 from probetop.tui.cli.plan import RunPlan
-from probetop.tui.run.viewconfig import AppConfig
+from probetop.tui.run.viewconfig import AppConfig, AttachView, Display
 from probetop.tui.sessions.attach import AttachedSession
 from probetop.tui.sessions.registry import SessionError, SessionInfo, check_name, default_name
 from probetop.tui.sessions.secretargs import private_args
@@ -564,11 +564,13 @@ def run_remote_plan(plan: RunPlan[Any], show: Callable[[AppConfig], int]) -> int
 
 def _view(host: str, name: str, plan: RunPlan[Any], show: Callable[[AppConfig], int]) -> int:
     attached = RemoteAttachedSession.open_remote(host, name)
-    config = AppConfig(
-        attached=attached,
-        theme=plan.common.theme,
-        command=list(plan.common.argv),
-        title=f"probetop {name} on {host}",
+    config = AttachView(
+        attached,
+        Display(
+            theme=plan.common.theme,
+            command=tuple(plan.common.argv),
+            title=f"probetop {name} on {host}",
+        ),
     )
     code = show(config)
     if attached.runs_on:

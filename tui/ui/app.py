@@ -1,17 +1,19 @@
 """The probetop dashboard: ``make_app(config)`` builds it, ``run()`` shows it.
 
-The app is the screen: layout, keys, focus, and routing records to panes.
-Running probes (hub, recorder, ``--time``, adding a probe from a command
-line, signals) is the ``LiveSession``'s job (``tui/run/livesession.py``), the same
-object the headless runner uses; replaying a recording or following a
-detached session is ``Playback``'s (``tui/ui/replay_view.py``, over the
-``ReplayPlayer`` of ``tui/ui/replay_clock.py``).
+The app is the shell every mode shares: layout, keys, focus, help,
+maximise, theme, the job-control hooks, and routing records to panes.
+Where the records come from is a mode controller's job (``tui/ui/modes/``),
+made from the configuration's type (``tui/run/viewconfig.py``): ``LiveMode``
+for a ``LiveView`` (probes run by a ``LiveSession``, ``tui/run/livesession.py``,
+the object the headless runner uses), ``ReplayMode`` for a ``ReplayView``,
+``AttachMode`` for an ``AttachView`` (both over ``Playback``,
+``tui/ui/replay_view.py``). A mode's keys are enabled only in that mode.
 
 Contract:
-- Live (``config.probes``): the app drains the session's LOSSY feed once per
-  frame (``frame_seconds``), never per record, routes each Sample to its
-  pane (``add_sample``) and to every other pane that looks (``observe``),
-  each Status to its pane, each Announce to a new pane, then calls
+- ``route`` takes a mode's records (live: the session's LOSSY feed drained
+  once per frame, never per record) and gives each Sample to its pane
+  (``add_sample``) and to every other pane that looks (``observe``), each
+  Status to its pane, each Announce to a new pane, then calls
   ``render_frame`` only on panes that got data.
 - Layout (``tui/ui/widgets/panegrid.py``): every pane is visible. A grid of
   exact row heights is planned from the panes' natural heights and the
@@ -26,9 +28,9 @@ Contract:
   on meanwhile (``tui/sessions/jobcontrol.py``, ``tui/ui/quietdriver.py``). Where the
   whole process must stop (no waiter), each running probe's recording gets
   a "paused" and a "resumed" status: a gap with its reason.
-- Replay (``config.session``): the same panes fed by ``ReplayPlayer`` from the
+- Replay (``ReplayView``): the same panes fed by ``ReplayPlayer`` from the
   records' time stamps; space / s / left / right / home / end.
-- Attached (``config.attached``, ``probetop attach``): the same player over
+- Attached (``AttachView``, ``probetop attach``): the same player over
   a detached session's recording, read from its start and followed live;
   seeking back leaves live, end returns to it; d detaches (the session goes
   on), q asks whether to stop the session. Nothing runs probes here.
@@ -38,44 +40,38 @@ Contract:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import threading
-import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import probetop.themes as themes_package
-from probetop.probes.core import stopsignals
-from probetop.probes.core.base import Probe, ProbeError
 from probetop.probes.core.hub import Hub, Subscription
-from probetop.probes.core.sample import Announce, Record, Sample, Status, now_ns
+from probetop.probes.core.sample import Announce, Record, Sample, Status
 from probetop.probes.record import Recorder, RecordingError
 from probetop.themes import DEFAULT_THEME, check_theme_name, probetop_themes
 from probetop.tui.run.hardexit import hard_exit
 from probetop.tui.run.launch import fail
-from probetop.tui.run.livesession import (
-    HandledSignals,
-    LiveSession,
-    add_stop_signal_handlers,
-    detach_from_dead_terminal,
-    remove_stop_signal_handlers,
-    terminal_hung_up,
-)
+from probetop.tui.run.livesession import LiveSession, detach_from_dead_terminal, terminal_hung_up
 from probetop.tui.run.viewconfig import AppConfig
-from probetop.tui.sessions.foreground import DetachedSession, detach_session
-from probetop.tui.sessions.jobcontrol import waiter_pid
-from probetop.tui.sessions.registry import SessionError
+from probetop.tui.sessions.foreground import DetachedSession
+from probetop.tui.ui.modes import (
+    DETACH_BINDING,
+    LIVE_BINDINGS,
+    MODE_ACTIONS,
+    PLAYER_BINDINGS,
+    LiveMode,
+    Mode,
+    PlayerMode,
+    mode_for,
+)
 from probetop.tui.ui.quietdriver import QuietLinuxDriver, quiet_driver_class
 from probetop.tui.ui.replay_clock import ReplayPlayer
-from probetop.tui.ui.replay_view import REPLAY_FRAME_S, Playback
+from probetop.tui.ui.replay_view import Playback
 from probetop.tui.ui.screens.help import KEY_ACTIONS, HelpScreen
 from probetop.tui.ui.screens.maximised import MaximisedScreen
 from probetop.tui.ui.screens.palette import dashboard_commands
-from probetop.tui.ui.screens.prompt import add_probe_prompt, record_prompt
-from probetop.tui.ui.screens.stop_session import StopSessionScreen
 from probetop.tui.ui.widgets.keybar import KeyBar
 from probetop.tui.ui.widgets.pane import ProbePane
 from probetop.tui.ui.widgets.panegrid import GridPlan, PaneIndex, PaneLayout
@@ -93,8 +89,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widget import AwaitMount
 from textual.widgets import Static
 
-if TYPE_CHECKING:  # replay only: the reader loads with the recording (tui/commands/replay.py)
-    from probetop.probes.record import SessionLoader
+if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
 
 CSS_FILE = Path(themes_package.__file__).resolve().parent / "probetop.tcss"
@@ -104,14 +99,6 @@ CHROME_ROWS = 2  # the status line and the footer
 HANGUP_EXIT_S = 3.0  # after a SIGHUP, exit this long after the recording is closed
 TERMINAL_CHECK_S = 1.0  # how often the dashboard looks whether its terminal is gone
 NOTIFY_S = {"error": 8.0, "warning": 10.0}
-
-
-def frame_seconds(interval_s: float) -> float:
-    """Frame period: the sampling interval, kept within 0.2..1 s.
-
-    Redrawing faster than data arrives only costs CPU and terminal bytes.
-    """
-    return max(0.2, min(1.0, interval_s))
 
 
 class _ErrorLine:
@@ -173,27 +160,12 @@ class ProbetopApp(App[int]):
         Binding("question_mark,f1", "help", "Help", key_display="?"),
         Binding("m,enter", "maximise", "Maximise", key_display="m"),
         Binding("p", "pause_display", "Pause"),
-        # Priority: a dialog's key must open it when the key arrives, not when
-        # it has bubbled back from the focused pane: by then the rest of a
-        # burst ("r/tmp/x.jsonl<Enter>" typed by tmux) had gone to the pane
-        # and was lost, and the Enter recorded to the default path.
-        # check_action lets them fall through while a dialog is open.
-        Binding("a", "add_probe", "Add probe", priority=True),
-        Binding("r", "toggle_record", "Record", priority=True),
-        Binding("d", "detach", "Detach"),
+        # The modes' keys (tui/ui/modes/), enabled in their mode only
+        # (check_action); in this order the footer shows them.
+        *LIVE_BINDINGS,
+        DETACH_BINDING,
         Binding("i", "toggle_hidden", "Idle devs"),
-        Binding("space", "play_pause", "Play/pause"),
-        Binding("s", "cycle_speed", "Speed"),
-        Binding("1", "speed(1)", "1x", show=False),
-        Binding("2", "speed(10)", "10x", show=False),
-        Binding("3", "speed(0)", "max", show=False),
-        # Priority: the scrolling pane container binds these keys too and would
-        # eat them first; in live mode check_action disables these, so the keys
-        # fall through to scrolling again.
-        Binding("left", "seek(-10)", "-10s", show=False, priority=True),
-        Binding("right", "seek(10)", "+10s", show=False, priority=True),
-        Binding("home", "seek_to(0)", "Start", show=False, priority=True),
-        Binding("end", "seek_to(-1)", "End", show=False, priority=True),
+        *PLAYER_BINDINGS,
         # Arrows move the selection: in the grid, to the pane above, below or
         # beside; in the compact list, up and down its ▸ cursor. Priority:
         # the scrolling pane container binds them too (left / right seek in
@@ -204,9 +176,7 @@ class ProbetopApp(App[int]):
         Binding("right", "move(0, 1)", "Right", show=False, priority=True),
     ]
 
-    LIVE_ONLY = {"add_probe", "toggle_record"}
     DASHBOARD_ONLY = {"add_probe", "toggle_record"}  # priority keys: none while a modal is up
-    REPLAY_ONLY = {"play_pause", "cycle_speed", "speed", "seek", "seek_to"}
 
     def get_driver_class(self) -> type[Driver]:
         # An input thread that sleeps until a key comes (tui/ui/quietdriver.py).
@@ -217,27 +187,20 @@ class ProbetopApp(App[int]):
         self.config = config
         for theme in probetop_themes():
             self.register_theme(theme)
-        self.theme = check_theme_name(config.theme) if config.theme else DEFAULT_THEME
+        theme = config.display.theme
+        self.theme = check_theme_name(theme) if theme else DEFAULT_THEME
         self.panes: dict[str, ProbePane] = {}
-        self.session: LiveSession | None = None
-        # Set when d detached this live dashboard: the session goes on after it.
-        self.detached: DetachedSession | None = None
-        self._detaching = False
-        self.feed: Subscription | None = None
-        # Replay and attached views (tui/ui/replay_view.py); None when live.
-        self.playback: Playback | None = None
+        # Where the records come from, picked by the configuration's type.
+        self.mode: Mode = mode_for(self, config)
         self.display_paused = False
         self.show_hidden = False
         self.too_small = False
         self._dirty: set[str] = set()
         self._chart_dirty: set[str] = set()  # got samples since the maximised view was drawn
         self._shutting_down = False
-        self._stopped_at_ns: int | None = None  # when Ctrl-Z / SIGTSTP stopped the job
-        # A replay's or an attached dashboard's own handlers (a live one's
-        # are its LiveSession's).
-        self._signals: HandledSignals = []
         self._started = False  # panes announced after this are focused (added at runtime)
-        self._first_mounts: list[AwaitMount] = []  # the first panes' mounts (see _start_live)
+        # The first panes' mounts, while a live mode starts (begin_first_panes).
+        self._first_mounts: list[AwaitMount] | None = None
         self._status_text = ""
         # The terminal's width as the last Resize said (0: not known yet, use
         # self.size). Why not self.size alone: inside on_resize it can still be
@@ -251,10 +214,23 @@ class ProbetopApp(App[int]):
         self.too_small_msg = Static("", id="too-small")
         self.footer = KeyBar(id="footer")  # one widget, not one per binding (start-up)
 
+    # What the mode runs (None where it runs none): for main.py and tests.
     @property
-    def replay(self) -> bool:
-        """Records come from a recording (replay, or attached to a session)."""
-        return self.config.session is not None or self.config.attached is not None
+    def session(self) -> LiveSession | None:
+        return self.mode.session
+
+    @property
+    def feed(self) -> Subscription | None:
+        return self.mode.feed
+
+    @property
+    def detached(self) -> DetachedSession | None:
+        """Set when d detached this live dashboard: the session goes on after it."""
+        return self.mode.detached
+
+    @property
+    def playback(self) -> Playback | None:
+        return self.mode.playback
 
     @property
     def player(self) -> ReplayPlayer | None:
@@ -267,6 +243,10 @@ class ProbetopApp(App[int]):
     @property
     def recorder(self) -> Recorder | None:
         return self.session.recorder if self.session is not None else None
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutting_down
 
     @property
     def plan(self) -> GridPlan | None:
@@ -294,16 +274,7 @@ class ProbetopApp(App[int]):
         self._check_size()
         if os.isatty(1):
             self.set_interval(TERMINAL_CHECK_S, self._check_terminal)
-        if self.config.attached is not None or self.replay:
-            self._signals = add_stop_signal_handlers(self._on_signal)
-            if (early := stopsignals.pending()) is not None:  # sent during start-up
-                self._on_signal(early)
-        if self.config.attached is not None:
-            await self._start_attached()
-        elif self.replay:
-            self._start_replay()
-        else:
-            await self._start_live()
+        await self.mode.start()
         self._update_status()
         # Textual drops what it draws while the app mounts (a batched update)
         # and only what changes after it is written: the status line and the
@@ -389,72 +360,27 @@ class ProbetopApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "move" and (len(self.screen_stack) > 1 or not self.panes):
             return False  # a dialog, help or a maximised pane: the arrows are theirs
-        if action in self.LIVE_ONLY and self.replay:
-            return False
-        if action in self.DASHBOARD_ONLY and isinstance(self.screen, ModalScreen):
-            return False  # a dialog, help or the palette is up: the key is typed there
-        if action == "detach" and self.config.session is not None:
-            return False  # a replay has nothing running to leave behind
-        return not (action in self.REPLAY_ONLY and not self.replay)
+        if action in MODE_ACTIONS and action not in self.mode.ACTIONS:
+            return False  # another mode's key (a replay has nothing to record or detach)
+        # A dialog, help or the palette is up: the key is typed there.
+        return not (action in self.DASHBOARD_ONLY and isinstance(self.screen, ModalScreen))
 
-    # -- live ----------------------------------------------------------
-    async def _start_live(self) -> None:
-        self.session = LiveSession(
-            self.config.probes,
-            record=self.config.record,
-            command=self.config.command or ["probetop"],
-            notify=self._notify,
-            on_change=self._update_status,
-            footer_fields=self.config.footer_fields,
-            metrics=self.config.metrics,
-            # d detaches this dashboard: every record since the start is kept.
-            keep_history=self.config.foreground is not None,
-        )
-        self.feed = await self.session.start()
-        self.session.install_signal_handlers(self._on_signal)
-        if (early := stopsignals.pending()) is not None:  # sent during start-up
-            self._on_signal(early)
-        self.set_interval(frame_seconds(self.config.interval_s), self._live_frame)
-        if self.config.duration_s is not None:
-            self.set_timer(self.config.duration_s, self._time_up)
-        self._live_frame()  # announces: create the panes now, not a frame later
-        # Mounted before on_mount returns: the first frame drawn holds the panes
-        # (was one frame of status line and blank panes area, then a second full frame).
-        mounts, self._first_mounts = self._first_mounts, []
+    # -- start-up (ModeHost) -------------------------------------------
+    def begin_first_panes(self) -> None:
+        """The panes announced from now on are the first ones: their mounts
+        are kept for ``end_first_panes``."""
+        self._first_mounts = []
+
+    async def end_first_panes(self) -> None:
+        """Mount the first panes before on_mount returns, so the first frame
+        drawn holds them (was one frame of status line and blank panes area,
+        then a second full frame), in their grid; panes announced after this
+        are focused as they come."""
+        mounts, self._first_mounts = self._first_mounts or [], None
         for mount in mounts:
             await mount
-        self.relayout()  # their grid, in that same frame
+        self.relayout()
         self._started = True
-        if self.config.joining is not None:
-            self._join_later(self.config.joining)
-
-    def _join_later(self, joining: Callable[[], tuple[list[Probe], list[str]]]) -> None:
-        """Run ``joining`` (AppConfig) in a daemon thread and add what it
-        gives once the first frame is out. Not the loop's executor: a JIT
-        warm-up cannot be interrupted, and asyncio.run would wait for it at
-        exit."""
-        loop = asyncio.get_running_loop()
-
-        def deliver(outcome: tuple[list[Probe], list[str]] | ProbeError) -> None:
-            if isinstance(outcome, ProbeError):
-                self._notify(str(outcome), title="probes not started", severity="error")
-                return
-            probes, notes = outcome
-            for note in notes:
-                self._notify(note, title="skipped")
-            if self.session is not None:
-                self.session.add_probes(probes)
-
-        def work() -> None:
-            outcome: tuple[list[Probe], list[str]] | ProbeError
-            try:
-                outcome = joining()
-            except ProbeError as exc:
-                outcome = exc
-            with contextlib.suppress(RuntimeError):  # the loop closed: we quit meanwhile
-                loop.call_soon_threadsafe(deliver, outcome)
-
-        threading.Thread(target=work, name="probes-joining", daemon=True).start()
 
     def _notify(self, message: str, *, title: str = "", severity: str = "information") -> None:
         timeout = NOTIFY_S.get(severity)
@@ -463,20 +389,16 @@ class ProbetopApp(App[int]):
         else:
             self.notify(message, title=title, severity=severity, timeout=timeout)  # type: ignore[arg-type]
 
-    def _on_signal(self, signame: str) -> None:
+    def stop_signalled(self, signame: str) -> None:
+        """ModeHost: SIGINT / SIGTERM / SIGHUP: shut down."""
         if signame == "SIGHUP" and terminal_hung_up():
             detach_from_dead_terminal()
         self.run_worker(self.shutdown(f"interrupted ({signame})"), exclusive=False)
 
     def _on_job_stop(self, whole_process: bool) -> None:
-        """Before the job stops (signal handler, event-loop thread): when this
-        process itself stops, its probes stop measuring; say so in the
-        recording rather than leave a silent gap."""
-        self._stopped_at_ns = now_ns()
-        if whole_process and self.hub is not None:
-            for probe_id in self.hub.running():
-                message = "paused: the dashboard was suspended (Ctrl-Z / SIGTSTP)"
-                self.hub.publish(Status(probe_id, self._stopped_at_ns, "warning", message))
+        """Before the job stops (signal handler, event-loop thread): the mode
+        says so where it must (live: in the recording)."""
+        self.mode.job_stopping(whole_process)
 
     def _on_suspend_refused(self) -> None:
         self.notify(
@@ -487,16 +409,7 @@ class ProbetopApp(App[int]):
 
     def _on_view_resumed(self) -> None:
         """The view is back (fg / SIGCONT): redraw all of it."""
-        stopped_at, self._stopped_at_ns = self._stopped_at_ns, None
-        if stopped_at is not None and self.hub is not None and not _has_waiter():
-            away_s = (now_ns() - stopped_at) / 1e9
-            for probe_id in self.hub.running():
-                message = f"resumed after {away_s:.1f} s suspended"
-                self.hub.publish(Status(probe_id, now_ns(), "info", message))
-        if self.config.session is not None and self.playback is not None:
-            # A replay goes on from where it was shown, not from where the
-            # wall clock went while the job was stopped.
-            self.playback.player.start_clock(time.monotonic())
+        self.mode.view_resumed()
         self.refresh(layout=True)
         self.screen.refresh(layout=True)
         self.footer.refresh()
@@ -509,24 +422,12 @@ class ProbetopApp(App[int]):
         dashboard then ran its probes on, unseen, until someone killed it.
         A terminal found hung up is handled as its SIGHUP would be."""
         if not self._shutting_down and terminal_hung_up():
-            self._on_signal("SIGHUP")
+            self.stop_signalled("SIGHUP")
 
-    def _screens_gone(self) -> bool:
+    def screens_gone(self) -> bool:
         """True once Textual has removed the last screen: the frame timers can
         still tick then (CI: ScreenStackError), and there is nothing to draw."""
         return not self.screen_stack
-
-    def _live_frame(self) -> None:
-        if self.feed is None or self._screens_gone():
-            return
-        self.route(self.feed.drain())
-        if self.feed.dropped:
-            self._update_status()
-
-    async def _time_up(self) -> None:
-        if self.session is not None and await self.session.time_up():
-            self._live_frame()
-            self.notify(f"probes stopped after {self.config.duration_s:g} s (--time)")
 
     # -- routing -------------------------------------------------------
     def route(self, records: Iterable[Record], render: bool = True) -> None:
@@ -555,8 +456,8 @@ class ProbetopApp(App[int]):
         """Render panes that got data; while another screen covers them, only
         the maximised view is updated and the panes stay dirty until it closes
         (updating hidden widgets made Textual repaint the whole top screen).
-        Does nothing once the app is closing (``_screens_gone``)."""
-        if self._screens_gone():
+        Does nothing once the app is closing (``screens_gone``)."""
+        if self.screens_gone():
             return
         screen = self.screen
         if isinstance(screen, MaximisedScreen) and screen.pane.probe_id in self._chart_dirty:
@@ -592,7 +493,7 @@ class ProbetopApp(App[int]):
         # Samples routed before the mount completes are drawn once it has.
         self.call_after_refresh(self._render_if_shown)
         self.call_after_refresh(self.relayout)
-        focus_kind = self.config.focus
+        focus_kind = self.config.display.focus
         # A family's kinds share its focus: "http" also focuses "http.load".
         if focus_kind and (pane.kind == focus_kind or pane.kind.startswith(focus_kind + ".")):
             mount = self.pane_box.mount(pane, before=0 if self.pane_box.children else None)
@@ -604,79 +505,59 @@ class ProbetopApp(App[int]):
                 self.call_after_refresh(pane.focus)
         if self._started:
             self.layout.select(pane.probe_id)  # compact mode: show the new pane
-        elif self.session is not None:
+        elif self._first_mounts is not None:
             self._first_mounts.append(mount)
 
-    # -- recording -----------------------------------------------------
-    async def _start_recording(self, path: Path) -> bool:
-        return self.session is not None and await self.session.start_recording(path)
-
-    async def _stop_recording(self, reason: str) -> None:
-        if self.session is not None:
-            await self.session.stop_recording(reason)
-
+    # -- the mode's keys (tui/ui/modes/): enabled in its mode only -----------
     def action_toggle_record(self) -> None:
-        if self.session is None:
-            return
-        if self.recorder is not None:
-            self.run_worker(self._stop_recording("stopped by user"))
-            return
+        if isinstance(self.mode, LiveMode):
+            self.mode.toggle_record()
 
-        async def answered(path: str | None) -> None:
-            if path:
-                await self._start_recording(Path(path).expanduser())
-
-        self.push_screen(record_prompt(), answered)
-
-    # -- add / stop probes -----------------------------------------------
     def action_add_probe(self) -> None:
-        if self.session is None:
-            return
-        self.push_screen(add_probe_prompt(), self._add_probe_answered)
-
-    def _add_probe_answered(self, line: str | None) -> None:
-        self.add_probe_line(line)
+        if isinstance(self.mode, LiveMode):
+            self.mode.add_probe()
 
     def add_probe_line(self, line: str | None) -> bool:
-        """Parse a command line, build its probes and add them. False on any error."""
-        if self.session is None or not self.session.add_probe_line(line):
-            return False
-        self._live_frame()
-        return True
+        """Parse a command line, build its probes and add them. False on any
+        error, or where no probes run."""
+        return isinstance(self.mode, LiveMode) and self.mode.add_probe_line(line)
 
     async def stop_probe(self, probe_id: str) -> None:
-        if self.session is not None:
-            await self.session.stop_probe(probe_id)
+        if isinstance(self.mode, LiveMode):
+            await self.mode.stop_probe(probe_id)
 
-    # -- replay and attached (tui/ui/replay_view.py) -------------------------
-    def _start_replay(self) -> None:
-        """Replay ``config.session``; when ``config.extra["loader"]`` (a
-        ``SessionLoader``) has not read all of it yet, the rest is read after
-        the first frame."""
-        session = self.config.session
-        assert session is not None
-        self.playback = Playback(self, ReplayPlayer(session.records(), session.duration_s))
-        loader: SessionLoader | None = self.config.extra.get("loader")
-        if self.playback.start_replay(session, loader):
-            assert loader is not None
-            reader = self.playback.read_rest(loader)
-            self.call_after_refresh(lambda: self.run_worker(reader))
-        self.set_interval(REPLAY_FRAME_S, self._replay_frame)
-        self._replay_frame()
+    async def action_detach(self) -> None:
+        """Live: turn this run into a background session and give the
+        terminal back. Attached: leave the session running, close the view."""
+        await self.mode.detach()
 
-    def _replay_frame(self) -> None:
-        if self.playback is not None and not self._screens_gone():
-            self.playback.replay_frame()
+    def action_play_pause(self) -> None:
+        if isinstance(self.mode, PlayerMode):
+            self.mode.play_pause()
 
-    async def _start_attached(self) -> None:
-        self.playback = Playback(self, ReplayPlayer([]))
-        await self.playback.start_attached()
-        self.set_interval(REPLAY_FRAME_S, self._attached_frame)
+    def action_speed(self, speed: float) -> None:
+        """Set the replay speed; 0 means as fast as the display keeps up ("max")."""
+        if isinstance(self.mode, PlayerMode):
+            self.mode.set_speed(speed)
 
-    async def _attached_frame(self) -> None:
-        if self.playback is not None and not self._screens_gone():
-            await self.playback.attached_frame()
+    def action_cycle_speed(self) -> None:
+        if isinstance(self.mode, PlayerMode):
+            self.mode.cycle_speed()
 
+    async def action_seek(self, delta: float) -> None:
+        if isinstance(self.mode, PlayerMode):
+            await self.mode.seek_by(float(delta))
+
+    async def action_seek_to(self, where: float) -> None:
+        """Seek to ``where`` s from the start; a negative ``where``: the end."""
+        if isinstance(self.mode, PlayerMode):
+            await self.mode.seek(float(where))
+
+    async def _seek(self, t: float) -> None:
+        if self.playback is not None:
+            await self.playback.seek(t)
+
+    # -- what modes reach (ModeHost, PlaybackHost) --------------------------
     def refresh_status(self) -> None:
         """PlaybackHost: the status line says where the view stands."""
         self._update_status()
@@ -700,57 +581,6 @@ class ProbetopApp(App[int]):
         """PlaybackHost: the recording cannot be read; end with its exit status."""
         self.exit(return_code=error.exit_code, message=_ErrorLine(str(error)))
 
-    async def action_detach(self) -> None:
-        """Attached: leave the session running and close this view. Live:
-        turn this run into a background session (tui.sessions.foreground)
-        and give the terminal back; the probes never stop."""
-        if self.config.attached is not None:
-            self.exit(0, return_code=0)
-            return
-        if self.session is None or self._shutting_down or self._detaching:
-            return
-        link = self.config.foreground
-        if link is None:
-            why = self.config.foreground_unavailable or "not available here"
-            self.notify(f"cannot detach: {why}", title="detach", severity="warning")
-            return
-        self._detaching = True  # a second d while this one awaits does nothing
-        try:
-            self.detached = await detach_session(
-                self.session,
-                link,
-                command=self.config.command or ["probetop"],
-                command_name=self.config.command_name,
-                name=self.config.name,
-            )
-        except (SessionError, RecordingError) as exc:
-            self._detaching = False
-            self.notify(str(exc), title="not detached", severity="error", timeout=10)
-            return
-        if self.feed is not None:  # nobody draws any more
-            self.session.hub.unsubscribe(self.feed)
-            self.feed = None
-        self.exit(0, return_code=0)
-
-    def _quit_answered(self, answer: bool | None) -> None:
-        if answer is None:
-            return
-        if answer is False:  # d at the question: leave the session running
-            self.exit(0, return_code=0)
-            return
-        self.run_worker(self._stop_attached(), exclusive=True)
-
-    async def _stop_attached(self) -> None:
-        attached = self.config.attached
-        assert attached is not None
-        self.notify(f"stopping {attached.name}...")
-        try:
-            await asyncio.to_thread(attached.stop)
-        except SessionError as exc:
-            self.notify(str(exc), title="not stopped", severity="error", timeout=10)
-            return
-        self.exit(0, return_code=0)
-
     async def rebuild_panes(self, records: list[Record]) -> None:
         """Drop every pane and feed ``records`` from the start (seek backwards)."""
         if isinstance(self.screen, MaximisedScreen):
@@ -768,32 +598,6 @@ class ProbetopApp(App[int]):
                 self.panes[focused].focus()
 
         self.call_after_refresh(refocus)
-
-    def action_play_pause(self) -> None:
-        if self.playback is not None:
-            self.playback.play_pause()
-
-    def action_speed(self, speed: float) -> None:
-        """Set the replay speed; 0 means as fast as the display keeps up ("max")."""
-        if self.playback is not None:
-            self.playback.set_speed(speed)
-
-    def action_cycle_speed(self) -> None:
-        if self.playback is not None:
-            self.playback.cycle_speed()
-
-    async def action_seek(self, delta: float) -> None:
-        if self.playback is not None:
-            await self.playback.seek(self.playback.player.position_s + float(delta))
-
-    async def action_seek_to(self, where: float) -> None:
-        if self.playback is not None:
-            player = self.playback.player
-            await self.playback.seek(player.duration_s if float(where) < 0 else float(where))
-
-    async def _seek(self, t: float) -> None:
-        if self.playback is not None:
-            await self.playback.seek(t)
 
     # -- display -------------------------------------------------------
     def action_pause_display(self) -> None:
@@ -845,17 +649,7 @@ class ProbetopApp(App[int]):
         # width; shown in this order, the lowest ranks dropped first
         # ("DISPLAY PAUSED (p)" was cut to "DISPLAY PAU" at 100 columns).
         parts: list[tuple[int, str] | tuple[int, str, str]] = [(0, "probetop")]
-        if self.playback is not None:
-            parts += self.playback.status_parts()
-        elif self.session is not None:
-            parts.append((5, "probes stopped" if self.session.probes_stopped else "live"))
-            if self.recorder is not None:
-                path = self.recorder.path
-                parts.append((4, f"REC {path}", f"REC {path.name}"))
-            if self.session.recording_failures:
-                parts.append((6, "RECORDING FAILED: write error (see notification)"))
-            if self.feed is not None and self.feed.dropped:
-                parts.append((3, f"{self.feed.dropped} records dropped by a slow display"))
+        parts += self.mode.status_parts()
         if self.compact:
             parts.append((1, "compact (tab)"))
         if self.show_hidden:
@@ -872,46 +666,34 @@ class ProbetopApp(App[int]):
         yield from super().get_system_commands(screen)
         yield from dashboard_commands(self)
 
+    def mode_commands(self) -> Iterable[SystemCommand]:
+        """The palette entries of this mode (tui/ui/modes/)."""
+        return self.mode.commands()
+
     # -- shutdown ------------------------------------------------------
     async def shutdown(self, reason: str = "completed") -> None:
         """Stop probes, close the recording, then exit. Safe to call twice."""
         if self._shutting_down:
             return
         self._shutting_down = True
-        if self.session is not None:
-            await self.session.shutdown(reason)
+        failed = await self.mode.shutdown(reason)
         if "SIGHUP" in reason:
             # Data is safe now (probes joined, footer written). Textual's own
             # exit can block writing to a hung-up terminal; never hang around.
             watchdog = threading.Timer(HANGUP_EXIT_S, hard_exit, args=(0,))
             watchdog.daemon = True
             watchdog.start()
-        failed = self.session is not None and self.session.failed
         self.exit(1 if failed else 0, return_code=1 if failed else 0)
 
     async def action_quit(self) -> None:
-        if self._detaching:
-            return  # d is turning this run into a session: it must not stop now
-        attached = self.config.attached
-        if attached is not None and attached.state in ("starting", "running"):
-            if not isinstance(self.screen, StopSessionScreen):
-                self.push_screen(StopSessionScreen(attached.name), self._quit_answered)
-            return
+        if await self.mode.quit():
+            return  # the mode took q over (a question is up, a detach under way)
         await self.shutdown("completed")
 
     async def on_unmount(self) -> None:
         # Reached also when the app exits another way (an exception): never
         # leave probe threads running or a recording without its footer.
-        if self.session is not None and self.detached is None:
-            await self.session.shutdown("completed" if self._shutting_down else "aborted")
-            self.session.remove_signal_handlers()
-        remove_stop_signal_handlers(self._signals)
-        if self.config.attached is not None:
-            self.config.attached.close()
-
-
-def _has_waiter() -> bool:
-    return waiter_pid() is not None
+        await self.mode.unmount(quitting=self._shutting_down)
 
 
 def make_app(config: AppConfig) -> ProbetopApp:

@@ -41,11 +41,6 @@ def speed_label(speed: float) -> str:
     return "max" if math.isinf(speed) else f"{speed:g}x"
 
 
-def parse_speed(text: str) -> float:
-    """``"max"`` (as fast as the display keeps up) or a factor: ``"10"``."""
-    return math.inf if text == "max" else float(text)
-
-
 class ReplayPlayer:
     """Position, speed and pause state over a list of (t seconds, record)."""
 

@@ -2,12 +2,13 @@
 from a recording instead of running probes.
 
 Contract:
-- ``Playback(host, player)`` drives one ``ReplayPlayer`` (``tui/ui/replay_clock.py``:
-  the records' clock, speed, seeking) for the dashboard (``host``, the app:
-  it routes records to panes, rebuilds them, draws the status line). It
-  owns no timer: the app calls ``replay_frame`` / ``attached_frame`` every
-  ``REPLAY_FRAME_S``.
-- Replay (``start_replay``): records play by their time stamps; a recording
+- ``Playback(host, player, replayed=SESSION | attached=ATTACHED)`` drives one
+  ``ReplayPlayer`` (``tui/ui/replay_clock.py``: the records' clock, speed,
+  seeking) for the dashboard (``host``, the app: it routes records to panes,
+  rebuilds them, draws the status line). It owns no timer: the mode
+  controller (``tui/ui/modes/replay.py``, ``attach.py``) calls
+  ``replay_frame`` / ``attached_frame`` every ``REPLAY_FRAME_S``.
+- Replay (``start_replay``, at a speed): records play by their time stamps; a recording
   still being read (a ``SessionLoader``) grows the player a step at a time
   (``read_rest``) and seeking waits until it is all in.
 - Attached (``start_attached``, a detached session's recording followed
@@ -29,11 +30,11 @@ from typing import TYPE_CHECKING, Protocol
 from probetop.probes.core.iothread import IoThread
 from probetop.probes.core.sample import Record
 from probetop.probes.record import RecordingError
-from probetop.tui.run.viewconfig import AppConfig
-from probetop.tui.ui.replay_clock import ReplayPlayer, parse_speed, speed_label
+from probetop.tui.ui.replay_clock import ReplayPlayer, speed_label
 
 if TYPE_CHECKING:  # the reader loads with the recording (tui/commands/replay.py)
     from probetop.probes.record import Session, SessionLoader
+    from probetop.tui.sessions.attach import AttachedSession
 
 REPLAY_FRAME_S = 0.25
 HISTORY_SLICE = 2 << 20  # bytes of a long history an attached view reads per frame
@@ -51,8 +52,6 @@ def fmt_clock(seconds: float) -> str:
 
 class PlaybackHost(Protocol):
     """What ``Playback`` needs from the dashboard."""
-
-    config: AppConfig
 
     def route(self, records: Iterable[Record], render: bool = True) -> None: ...
     def render_dirty(self) -> None: ...
@@ -72,22 +71,33 @@ class PlaybackHost(Protocol):
 class Playback:
     """See the module docstring."""
 
-    def __init__(self, host: PlaybackHost, player: ReplayPlayer) -> None:
+    def __init__(
+        self,
+        host: PlaybackHost,
+        player: ReplayPlayer,
+        *,
+        replayed: Session | None = None,
+        attached: AttachedSession | None = None,
+    ) -> None:
         self.host = host
         self.player = player
+        self.replayed = replayed  # the recording a replay plays
+        self.attached_session = attached  # the session an attached view follows
         self.live = True  # attached: showing the newest records as they come
         self.loading_history = False  # attached: a long history is still being read
 
     @property
     def attached(self) -> bool:
-        return self.host.config.attached is not None
+        return self.attached_session is not None
 
     # -- replay --------------------------------------------------------
-    def start_replay(self, session: Session, loader: SessionLoader | None) -> bool:
-        """Set the replay going; True if ``read_rest(loader)`` must run next
-        (the recording is still being read: the app runs it after the first
-        frame)."""
-        self.player.set_speed(parse_speed(str(self.host.config.extra.get("speed", "1"))))
+    def start_replay(
+        self, session: Session, loader: SessionLoader | None, speed: float = 1.0
+    ) -> bool:
+        """Set the replay going at ``speed``; True if ``read_rest(loader)``
+        must run next (the recording is still being read: the mode runs it
+        after the first frame)."""
+        self.player.set_speed(speed)
         pending = loader is not None and not loader.done
         if pending:
             self.player.loading = True
@@ -133,7 +143,7 @@ class Playback:
 
     # -- attached to a detached session -------------------------------
     async def start_attached(self) -> None:
-        attached = self.host.config.attached
+        attached = self.attached_session
         assert attached is not None
         try:
             preview = attached.preview()
@@ -145,7 +155,7 @@ class Playback:
         await self.attached_frame()
 
     async def attached_frame(self) -> None:
-        attached, player = self.host.config.attached, self.player
+        attached, player = self.attached_session, self.player
         if attached is None:
             return
         try:
@@ -209,10 +219,10 @@ class Playback:
     # -- status --------------------------------------------------------
     def status_parts(self) -> list[tuple[int, str]]:
         """(rank, text) for the status line (see ``tui.ui.app.fit_status``)."""
-        player, config = self.player, self.host.config
+        player, attached = self.player, self.attached_session
         end = fmt_clock(player.duration_s)
-        if config.attached is not None:
-            parts = [(4, f"attached {config.attached.name} ({config.attached.state})")]
+        if attached is not None:
+            parts = [(4, f"attached {attached.name} ({attached.state})")]
             if self.loading_history:
                 parts.append((5, f"newest records shown; reading the history: {end}"))
             elif self.live:
@@ -221,12 +231,12 @@ class Playback:
                 state = "paused" if player.paused else "playing"
                 parts.append((5, f"{state} {fmt_clock(player.position_s)} / {end}  end: live"))
             return parts
-        if config.session is None:
+        if self.replayed is None:
             return []
         state = "paused" if player.paused else "ended" if player.at_end else "playing"
         if player.loading:
             end = "reading..."
         return [
-            (3, f"replay {config.session.path.name}"),
+            (3, f"replay {self.replayed.path.name}"),
             (5, f"{state} {speed_label(player.speed)}  {fmt_clock(player.position_s)} / {end}"),
         ]
