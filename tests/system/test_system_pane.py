@@ -137,7 +137,7 @@ async def test_cpu_pane_reads_its_record_and_fits_the_summary() -> None:
 async def test_interfaces_that_go_away_are_freed() -> None:
     """Issue 29: a veth per container, created and removed for hours, must
     not leave a row (and its sparkline) per interface ever seen."""
-    app = make_app(AppConfig(probes=[]))
+    app = make_app(LiveView(probes=[]))
     async with app.run_test(size=(120, 40)) as pilot:
         records: list[Record] = [Announce("system.net", 0, describe(NetProbe()))]
         for i in range(200):
