@@ -79,6 +79,11 @@ class RunningStats:
     def stddev(self) -> float | None:
         return math.sqrt(self._m2 / self.count) if self.count else None
 
+    @property
+    def sample_stddev(self) -> float:
+        """The n - 1 stddev fio's ``*_dev`` fields give (0 below two values)."""
+        return math.sqrt(self._m2 / (self.count - 1)) if self.count > 1 else 0.0
+
     def as_dict(self) -> dict[str, float | int | None]:
         return {
             "count": self.count,

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from probetop.probes.core.base import Emit, UsageProbeError
+from probetop.probes.core.intervallog import IntervalLog
 from probetop.probes.core.machine import background_priority, oversubscribed
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.sysbench.counters import (
@@ -39,7 +40,6 @@ from probetop.probes.core.sysbench.counters import (
     STOPPED_FLAG,
     STOPPED_LIMIT,
     Interval,
-    IntervalLog,
     Snapshot,
     ThreadSnapshot,
     is_sliver,

@@ -68,6 +68,27 @@ def _samples(summary: Mapping[str, Any], name: str, key: str) -> list[float]:
     return [float(r[f"{name}_{key}"]) for r in rows if not r.get("ramp") and f"{name}_{key}" in r]
 
 
+def _stats(
+    summary: Mapping[str, Any], name: str, key: str, unit: int
+) -> tuple[int, int, float, float, int]:
+    """``_sample_stats`` of a row field in ``unit``s: from the running stats a
+    long run kept (``interval_stats``, when older rows were dropped) or else
+    from the rows. ``unit`` is a power of two, so dividing the stats is exact."""
+    st = (summary.get("interval_stats") or {}).get(f"{name}_{key}")
+    if st is None:
+        return _sample_stats([v / unit for v in _samples(summary, name, key)])
+    n = int(st["samples"])
+    if not n:
+        return 0, 0, 0.0, 0.0, 0
+    return (
+        int(st["min"] / unit),
+        int(st["max"] / unit),
+        float(st["mean"]) / unit,
+        float(st["dev"]) / unit,
+        n,
+    )
+
+
 def _hist(summary: Mapping[str, Any], name: str) -> list[tuple[int, int]]:
     """Non-empty (bucket index, count) of a direction's clat histogram."""
     return [(int(i), int(c)) for i, c in (summary.get("clat_hist") or {}).get(name, []) if c]
@@ -94,14 +115,13 @@ def direction_block(summary: Mapping[str, Any], name: str, *, plus: bool) -> dic
     hist = _hist(summary, name)
     if plus and block["clat_ns"].get("N") and hist:
         block["clat_ns"]["bins"] = _bins(hist)
-    bw_kib = [v / 1024 for v in _samples(summary, name, "bw_bytes")]
-    bmin, bmax, bmean, bdev, bn = _sample_stats(bw_kib)
+    bmin, bmax, bmean, bdev, bn = _stats(summary, name, "bw_bytes", 1024)
     agg_kib = block["bw_bytes"] / 1024
     block["bw_min"], block["bw_max"] = bmin, bmax
     # fio's convert_agg_kbytes_percent: this job's mean over the group's, capped at 100
     block["bw_agg"] = min(100.0, bmean * 100 / agg_kib) if bn and agg_kib else 0.0
     block["bw_mean"], block["bw_dev"], block["bw_samples"] = bmean, bdev, bn
-    imin, imax, imean, idev, i_n = _sample_stats(_samples(summary, name, "iops"))
+    imin, imax, imean, idev, i_n = _stats(summary, name, "iops", 1)
     block["iops_min"], block["iops_max"] = imin, imax
     block["iops_mean"], block["iops_stddev"], block["iops_samples"] = imean, idev, i_n
     return block

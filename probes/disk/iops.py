@@ -60,7 +60,9 @@ from probetop.probes.core.base import (
     TargetProbeError,
     UsageProbeError,
 )
+from probetop.probes.core.intervallog import IntervalLog
 from probetop.probes.core.sample import Status, now_ns
+from probetop.probes.core.stats import RunningStats
 from probetop.probes.core.targetlock import TargetLock
 from probetop.probes.core.ticker import Ticker
 from probetop.probes.disk import capacity, ioengines
@@ -150,6 +152,10 @@ def fio_direction(d: DirectionTotals, runtime_s: float) -> dict[str, Any]:
     }
 
 
+# The per-interval row fields fio summarises per job (bw_min .. iops_stddev).
+INTERVAL_STAT_KEYS = ("iops", "bw_bytes")
+
+
 class IopsProbe:
     """See the module docstring."""
 
@@ -170,7 +176,10 @@ class IopsProbe:
         self.id = probe_id or f"iops:{s.target}"
         self.target: Target | None = None  # the first of ``targets``
         self.targets: list[Target] = []  # one, or one file per job (fio's --directory)
-        self.intervals: list[dict[str, Any]] = []
+        # Bounded: a run of any length keeps its newest rows; fio's per-interval
+        # figures (bw_min, iops_mean, ...) come from running stats over every row.
+        self.intervals: IntervalLog[dict[str, Any]] = IntervalLog()
+        self._interval_stats: dict[str, RunningStats] = {}
         self._base: Snapshot | None = None
         self._last: Snapshot | None = None
         self._measure_start_ns: int | None = None
@@ -607,6 +616,11 @@ class IopsProbe:
         row["errors"] = errors
         row["ramp"] = ramping
         self.intervals.append(row)
+        if not ramping:
+            for name in rates:
+                for key in INTERVAL_STAT_KEYS:
+                    field = f"{name}_{key}"
+                    self._interval_stats.setdefault(field, RunningStats()).add(float(row[field]))
         interval = IopsInterval(
             read=rates.get("read"),
             write=rates.get("write"),
@@ -623,8 +637,21 @@ class IopsProbe:
             "params": dict(self.params()),
             "fio_command": self.reference_command(),
             "notes": self.notes,
-            "intervals": self.intervals,
+            "intervals": self.intervals.rows(),
         }
+        if self.intervals.dropped:
+            # fio's per-interval figures then cover rows no longer kept.
+            out["intervals_dropped"] = self.intervals.dropped
+            out["interval_stats"] = {
+                field: {
+                    "samples": st.count,
+                    "min": st.min,
+                    "max": st.max,
+                    "mean": st.mean,
+                    "dev": st.sample_stddev,
+                }
+                for field, st in self._interval_stats.items()
+            }
         if self.layout is not None and self.layout.state != "complete":
             out["layout"] = {
                 "state": self.layout.state,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from probetop.probes.core.latencyseries import EXACT_LIMIT
 from probetop.probes.http.status import CLASS_LABELS, ERROR_MARKER_SHARE, STATUS_CLASSES
 from probetop.probes.http.waterfall import paint
 
@@ -123,6 +124,14 @@ def _url_lines(url_stats: Mapping[str, Any], colour: bool) -> list[str]:
             continue
         cells = "".join(_cell(dist.get(c)) for c in _STAT_COLS)
         out.append(f"   {'total ' + CLASS_NAMES.get(name, name):<9}{cells}{dist['count']:>7}")
+    dists = [*phases.values(), *(url_stats.get("total_ms_by_class") or {}).values()]
+    binned = [d for d in dists if isinstance(d, Mapping) and d.get("exact") is False]
+    if binned:
+        err = max(float(d.get("relative_error") or 0.0) for d in binned)
+        out.append(
+            f"   NOTE: past {EXACT_LIMIT} requests a series keeps log buckets, not every "
+            f"value: its percentiles are within {100 * err:g} % (min, max, mean exact)"
+        )
     return out
 
 

@@ -18,19 +18,21 @@ Contract:
 - ``as_dict`` is the summary per URL (docs/http.md lists its keys); every
   distribution has count, min, p50, p90, p95, p99, max, mean and population
   stddev in milliseconds (percentiles linear-interpolated, as numpy's
-  default). Values are kept as packed doubles (``array('d')``, 8 bytes
-  each), so percentiles are exact: an hour at 100 requests/s is 2.9 MB per
-  URL for the seven series.
+  default). Each series is a ``LatencySeries``: the first 100,000 values are
+  kept (packed doubles), so percentiles are exact as over a ``curl -w``
+  loop's numbers; past that the series moves into log buckets and memory
+  stays flat, percentiles then within 0.5 % of the exact ones, and the
+  distribution says so (``exact: false``, ``relative_error``).
 """
 
 from __future__ import annotations
 
-from array import array
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from probetop.probes.core.latencyseries import RELATIVE_ERROR, LatencySeries
 from probetop.probes.core.stats import percentile, population_stddev
 from probetop.probes.http.errorkinds import status_kind
 from probetop.probes.http.status import ERROR_MARKER_SHARE, STATUS_CLASSES, StatusClass, classify
@@ -43,12 +45,27 @@ COVERS_SUCCESS = "2xx_3xx"
 COVERS_RESPONSES = "responses"
 
 
-def distribution(values: Sequence[float]) -> dict[str, float | int | None]:
-    """count, min, p50, p90, p95, p99, max, mean, stddev of ``values`` (ms)."""
-    if not values:
+def distribution(series: LatencySeries) -> dict[str, float | int | bool | None]:
+    """count, min, p50, p90, p95, p99, max, mean, stddev of ``series`` (ms);
+    from buckets (``exact: false``) after ``EXACT_LIMIT`` values."""
+    if not len(series):
         return {"count": 0}
-    ordered = sorted(values)
-    out: dict[str, float | int | None] = {"count": len(ordered), "min": ordered[0]}
+    ordered = series.sorted_values()
+    if ordered is None:
+        binned: dict[str, float | int | bool | None] = {"count": len(series), "min": series.min}
+        for pct in PCTS:
+            binned[f"p{pct:g}"] = _us(series.percentile(pct))
+        binned["max"] = series.max
+        binned["mean"] = _us(series.mean)
+        binned["stddev"] = _us(series.stddev)
+        binned["exact"] = False
+        binned["relative_error"] = RELATIVE_ERROR
+        return binned
+    return exact_distribution(ordered)
+
+
+def exact_distribution(ordered: Sequence[float]) -> dict[str, float | int | bool | None]:
+    out: dict[str, float | int | bool | None] = {"count": len(ordered), "min": ordered[0]}
     for pct in PCTS:
         out[f"p{pct:g}"] = _us(percentile(ordered, pct))
     out["max"] = ordered[-1]
@@ -183,8 +200,8 @@ class UrlStats:
         self.url = url
         self.warmup = warmup
         self.include_errors = include_errors
-        self.series: dict[str, array[float]] = {name: array("d") for name in SERIES}
-        self.class_totals: dict[StatusClass, array[float]] = {c: array("d") for c in STATUS_CLASSES}
+        self.series = {name: LatencySeries() for name in SERIES}
+        self.class_totals = {c: LatencySeries() for c in STATUS_CLASSES}
         self.classes: Counter[StatusClass] = Counter()
         self.errors: Counter[str] = Counter()
         self.codes: Counter[int] = Counter()

@@ -25,11 +25,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
-from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import Emit, ProbeError
+from probetop.probes.core.intervallog import IntervalLog
 from probetop.probes.core.machine import thread_stack
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.icmp.pingtext import IcmpErrorLine
@@ -60,8 +60,9 @@ from probetop.probes.icmp.summary import (
 # How long ending streams get to leave their native loop (they re-read the
 # control word at least every CONTROL_POLL_NS = 20 ms).
 STREAM_EXIT_WAIT_S = 0.5
-# The summary's ``intervals``: the last this many (10 minutes at 1 s).
-# Keeping all grew the process by ~10 MiB an hour (tracemalloc, soak.py).
+# The summary's ``intervals``: the last this many (10 minutes at 1 s), older
+# ones counted as ``intervals_dropped``. Keeping all grew the process by
+# ~10 MiB an hour (tracemalloc, soak.py).
 KEEP_INTERVAL_ROWS = 600
 DRAIN_MARGIN_S = 0.05
 # Raw sockets' echo id: random per process, +index per stream (ping uses its
@@ -96,7 +97,7 @@ class IcmpProbe:
         self.mode: str | None = None
         self.start_ns = 0
         self.totals: IntervalTotals | None = None
-        self.interval_rows: deque[IntervalRow] = deque(maxlen=KEEP_INTERVAL_ROWS)
+        self.interval_rows: IntervalLog[IntervalRow] = IntervalLog(KEEP_INTERVAL_ROWS)
         self.stream_totals: list[IntervalTotals] = []
         self.progress: dict[int, StreamProgress] = {}
         self.elapsed_s = 0.0
@@ -157,7 +158,7 @@ class IcmpProbe:
         self._loop = asyncio.get_running_loop()
         self._queue = asyncio.Queue()
         self.totals = IntervalTotals()
-        self.interval_rows = deque(maxlen=KEEP_INTERVAL_ROWS)
+        self.interval_rows = IntervalLog(KEEP_INTERVAL_ROWS)
         self.stream_totals = [IntervalTotals() for _ in range(self.settings.streams)]
         self.progress = {}
         counts = _split(self.settings.count or 0, self.settings.streams)
@@ -262,6 +263,7 @@ class IcmpProbe:
                 grace_s=opts.grace_s,
                 streams=opts.streams,
                 intervals=tuple(self.interval_rows),
+                intervals_dropped=self.interval_rows.dropped,
                 stopped_by=self.stopped_by,
                 jitter_avg_us=jitter_avg,
                 jitter_max_us=jitter_max,

@@ -197,6 +197,8 @@ class IcmpTotals:
     drain_s: float | None = None
     rate_limit: str | None = None
     per_stream: tuple[StreamTotals, ...] | None = None
+    # How many older rows ``intervals`` no longer holds (a run keeps its newest).
+    intervals_dropped: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +261,8 @@ class IcmpSummary:
         if t.per_stream is not None:
             d["per_stream"] = [row.to_dict() for row in t.per_stream]
         d["intervals"] = [row.to_dict() for row in t.intervals]
+        if t.intervals_dropped:
+            d["intervals_dropped"] = t.intervals_dropped
         d["stopped_by"] = t.stopped_by
         return d
 
@@ -309,6 +313,7 @@ class IcmpSummary:
                 else tuple(
                     row for row in map(StreamTotals.from_dict, per_stream) if row is not None
                 ),
+                intervals_dropped=as_count(s.get("intervals_dropped")) or 0,
             )
         return cls(
             target=as_text(s.get("target")),

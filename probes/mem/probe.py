@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from probetop.probes.core.base import Emit, UsageProbeError
+from probetop.probes.core.intervallog import IntervalLog
 from probetop.probes.core.sample import now_ns
 from probetop.probes.core.sysbench.counters import (
     STAT_CPU_NS,
@@ -36,7 +37,6 @@ from probetop.probes.core.sysbench.counters import (
     STOPPED_FLAG,
     STOPPED_LIMIT,
     Interval,
-    IntervalLog,
     Snapshot,
     all_done,
     fairness,

@@ -6,12 +6,8 @@ from __future__ import annotations
 import tracemalloc
 
 import numpy as np
-from probetop.probes.core.sysbench.counters import (
-    MAX_KEPT_INTERVALS,
-    IntervalLog,
-    Snapshot,
-    new_counters,
-)
+from probetop.probes.core.intervallog import MAX_KEPT_INTERVALS, IntervalLog
+from probetop.probes.core.sysbench.counters import Snapshot, new_counters
 from probetop.probes.core.sysbench.hist import HIST_SIZE
 from probetop.probes.cpu import CpuSettings, format_report
 from probetop.probes.cpu.probe import CpuProbe, PhaseResult

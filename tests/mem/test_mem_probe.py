@@ -314,7 +314,7 @@ def test_help_names_every_sysbench_option() -> None:
 def test_interval_rows_are_bounded_however_long_the_run() -> None:
     """Issue 29: one row per interval for the life of the probe; now the
     newest MAX_KEPT_INTERVALS, the older ones counted."""
-    from probetop.probes.core.sysbench.counters import MAX_KEPT_INTERVALS, IntervalLog
+    from probetop.probes.core.intervallog import MAX_KEPT_INTERVALS, IntervalLog
     from probetop.probes.mem import format_report
 
     probe = MemProbe(MemSettings(time_s=0, total_size=1 << 30))

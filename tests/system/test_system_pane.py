@@ -132,3 +132,20 @@ async def test_cpu_pane_reads_its_record_and_fits_the_summary() -> None:
         assert pane.table.lines[1].startswith("load avg 1.50 1.00 0.50")
         assert len(pane.table.lines[1]) <= width
         assert pane.headline_text() == "busy 15.0 %  load 1.50  4 cores"
+
+
+async def test_interfaces_that_go_away_are_freed() -> None:
+    """Issue 29: a veth per container, created and removed for hours, must
+    not leave a row (and its sparkline) per interface ever seen."""
+    app = make_app(LiveView(probes=[]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        records: list[Record] = [Announce("system.net", 0, describe(NetProbe()))]
+        for i in range(200):
+            nics = {"eth0": nic("eth0", 10.0), f"veth{i}": nic(f"veth{i}", 5.0)}
+            records.append(NetInterval(nics).to_sample((i + 1) * 10**9, 1.0))
+        await route_and_draw(app, pilot, records)
+        pane = app.panes["system.net"]
+        assert isinstance(pane, NetPane)
+        assert sorted(pane.counters) == ["eth0", "veth199"]
+        assert sorted(pane.sums) == ["eth0", "veth199"]
+        assert set(pane.last_active) <= {"eth0", "veth199"}

@@ -12,16 +12,13 @@ Contract:
   ``latency_ms``, ``fairness`` and ``per_thread`` are the final report's
   sections (sysbench's ``sb_report_cumulative``) as JSON-safe dicts.
 - ``next_tick`` and ``is_sliver`` are the reporting grid both probes keep;
-  ``IntervalLog`` the interval rows a report prints, at most
-  ``MAX_KEPT_INTERVALS`` (the newest; older ones are counted, and the
-  recording has every one), so a run of any length holds bounded memory.
+  the bounded interval rows a report prints are ``probetop.probes.core.intervallog``.
 No threads, no event loop: pure bookkeeping over what the engines counted.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -222,30 +219,3 @@ def is_sliver(full: bool, seconds: float, interval_s: float) -> bool:
     """A last partial interval of a few ms (the run ended just after a tick):
     its events still count, its rates would be meaningless (sparkline, min/max)."""
     return not full and seconds < 0.5 * interval_s
-
-
-# Interval rows a run keeps for its report: ~2.8 hours at 1 s, a few MB.
-MAX_KEPT_INTERVALS = 10_000
-
-
-class IntervalLog:
-    """The run's interval rows (JSON-safe dicts), the newest ``limit`` kept;
-    ``dropped`` counts the older ones let go."""
-
-    def __init__(self, limit: int = MAX_KEPT_INTERVALS) -> None:
-        self._rows: deque[dict[str, Any]] = deque(maxlen=limit)
-        self.dropped = 0
-
-    def append(self, row: dict[str, Any]) -> None:
-        if len(self._rows) == self._rows.maxlen:
-            self.dropped += 1
-        self._rows.append(row)
-
-    def rows(self) -> list[dict[str, Any]]:
-        return list(self._rows)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter(self._rows)
-
-    def __len__(self) -> int:
-        return len(self._rows)

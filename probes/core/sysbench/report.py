@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from probetop.probes.core.intervallog import dropped_note
 from probetop.probes.core.sysbench.hist import percentile_key
 
 LATENCY_WIDTH = 53  # sysbench right-aligns latency values to this column
@@ -93,12 +94,8 @@ def interrupted_line(reason: str | None, total_time: float) -> str | None:
 
 def dropped_intervals_line(summary: Mapping[str, Any]) -> str | None:
     """probetop's note when a long run kept only its newest interval rows."""
-    dropped = int(summary.get("intervals_dropped") or 0)
-    if not dropped:
-        return None
-    return (
-        f"NOTE: the first {dropped} interval lines were not kept (a run keeps its newest "
-        f"{len(summary.get('intervals') or [])}; a recording has every interval)"
+    return dropped_note(
+        int(summary.get("intervals_dropped") or 0), len(summary.get("intervals") or [])
     )
 
 

@@ -25,11 +25,11 @@ import json
 import shlex
 import signal
 import sys
-from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
 from probetop.probes.core.base import Emit, ProbeError
+from probetop.probes.core.intervallog import IntervalLog
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.http.load.hist import Histogram
 from probetop.probes.http.load.records import (
@@ -53,7 +53,8 @@ from probetop.probes.record import redact_url
 
 # How long a stopped worker gets to send its last interval (the hub waits 1.5 s).
 STOP_GRACE_S = 0.8
-# Interval rows kept for the report (the last ones): bounded memory for hours.
+# Interval rows kept for the report (the last ones, older ones counted as
+# ``intervals_dropped``): bounded memory for hours.
 KEEP_ROWS = 300
 # One worker line may hold several histograms of a few thousand buckets.
 LINE_LIMIT = 16 * 1024 * 1024
@@ -88,7 +89,7 @@ class LoadRun:
         self.limits: dict[str, int] = {}  # generator-limited intervals by kind
         self.unfinished = self.unsent = 0
         self.last_error: str | None = None
-        self.rows: deque[dict[str, Any]] = deque(maxlen=KEEP_ROWS)
+        self.rows: IntervalLog[dict[str, Any]] = IntervalLog(KEEP_ROWS)
 
     def add(self, line: Mapping[str, Any]) -> LoadInterval:
         """Merge one worker line; the interval it describes, as a record."""
@@ -249,7 +250,8 @@ class LoadRun:
             "unfinished": self.unfinished,
             "unsent": self.unsent,
             "last_error": self.last_error,
-            "interval_rows": list(self.rows),
+            "interval_rows": self.rows.rows(),
+            **({"intervals_dropped": self.rows.dropped} if self.rows.dropped else {}),
             "histograms_us": {
                 "corrected": {cls.value: h.to_list() for cls, h in self.corrected.items()},
                 "service": {cls.value: h.to_list() for cls, h in self.service.items()},

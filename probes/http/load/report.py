@@ -189,6 +189,11 @@ def _one(s: Mapping[str, Any], colour: bool) -> list[str]:
                 f"{row.get('in_flight_max', 0):>7}{row.get('backlog', 0):>8}"
                 f"{_num(row.get('gen_lag_p99_ms')):>7}{mark}"
             )
+    elif rows and s.get("intervals_dropped"):
+        out.append(
+            f"   ({s.get('intervals')} intervals: the newest {len(rows)} rows in --json, "
+            "every one in --record)"
+        )
     elif rows:
         out.append(f"   ({s.get('intervals')} intervals: per-interval rows in --json and --record)")
     if s.get("reference_command"):

@@ -124,7 +124,15 @@ class EntityPane(ProbePane):
 
     def add_sample(self, sample: Sample) -> None:
         super().add_sample(sample)
-        for entity, counters in self.read(sample).items():
+        present = self.read(sample)
+        # A device or interface gone from the sample (a veth of a stopped
+        # container, a detached loop device) is gone: free its state, so
+        # churning devices do not grow the pane for the life of the run.
+        for gone in self.counters.keys() - present.keys():
+            del self.counters[gone]
+            self.sums.pop(gone, None)
+            self.last_active.pop(gone, None)
+        for entity, counters in present.items():
             self.counters[entity] = counters
             parts = [getattr(counters, f) for f in self.SPARK]
             known = [p for p in parts if p is not None]
