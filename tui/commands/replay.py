@@ -48,7 +48,8 @@ def run(plan: RunPlan[ReplaySettings]) -> int | ReplayView:
     """Headless: the report's summary. Otherwise the dashboard, replaying: it
     opens on the recording's head and reads the rest while it shows it; a
     bad line found then ends the dashboard (exit 2) and is reported exactly
-    as one found before it opened (``ProbetopApp._read_rest``)."""
+    as one found before it opened (``ReplayMode`` in tui/ui/modes/replay.py,
+    through ``Playback.read_rest``)."""
     loader = SessionLoader(plan.settings.file)  # RecordingError: exit 2 with its message
     if plan.common.wants_headless:
         with loader:
