@@ -94,6 +94,8 @@ SERIAL_TESTS = frozenset(
         "analysis/test_compare.py::test_a_real_difference_is_significant_and_a_regression",
         # a stall bound in seconds: beside the other workers it measures their load
         "cpu/test_cpu_probe.py::test_thousands_of_threads_never_stall_the_event_loop",
+        # tmux redraw timing after 40 resizes: failed 1 in 4 clean runs beside other workers
+        "tui/test_tui_hostile_terminal.py::test_a_resize_storm_ends_in_the_last_size_with_the_recording_whole",
         "disk/test_disk_signals.py::test_warmup_with_extreme_options_stops_and_resumes",
         "disk/test_iops_probe.py::test_rate_iops_holds_the_rate_as_fio",
         "disk/test_ioengines.py::test_the_kernel_sees_the_queue_depth_asked_for",
