@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import Probe
 from probetop.probes.core.family import DemoContext, Family, RunCommon, RunOutcome, ends_itself
+from probetop.probes.core.sysbench.report import write_run_report
 from probetop.probes.cpu.probe import CpuProbe
 from probetop.probes.cpu.records import KIND, CpuInterval
 from probetop.probes.cpu.report import format_report, json_document
@@ -41,29 +40,13 @@ def demo_probes(ctx: DemoContext) -> list[Probe]:
 
 def report(settings: CpuSettings, common: RunCommon, result: RunOutcome) -> int:
     """sysbench-style text, or one JSON document with --json. Exit 1 on probe errors."""
-    probe = result.probes[0]
-    summary = dict(result.summaries.get(probe.id, {}))
-    error = result.errors.get(probe.id)
-    if common.json:
-        doc = json_document(summary, reason=result.reason)
-        if error:
-            doc["error"] = error
-        json.dump(doc, sys.stdout, indent=2, allow_nan=False, default=str)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(
-            format_report(
-                summary,
-                show_intervals=settings.report_intervals,
-                report_interval_s=settings.interval_s if settings.report_intervals else None,
-                reason=result.reason,
-            )
-        )
-        if error:
-            sys.stdout.write(f"probetop: error: {error}\n")
-    if error or summary.get("worker_errors"):
-        return 1
-    return result.signal_status
+    return write_run_report(
+        result,
+        as_json=common.json,
+        text=format_report,
+        document=json_document,
+        report_interval_s=settings.interval_s if settings.report_intervals else None,
+    )
 
 
 def tracker() -> type[Tracker]:

@@ -16,10 +16,13 @@ Contract:
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
+from probetop.probes.core.family import RunOutcome
 from probetop.probes.core.intervallog import dropped_note
 from probetop.probes.core.sysbench.hist import percentile_key
 
@@ -154,3 +157,57 @@ def cumulative_fields(found: Mapping[str, re.Match[str]], text: str) -> dict[str
     if "threads" in found:
         doc["threads"] = int(found["threads"].group(1))
     return doc
+
+
+class TextReport(Protocol):
+    def __call__(
+        self,
+        summary: Mapping[str, Any],
+        *,
+        show_intervals: bool = ...,
+        report_interval_s: float | None = ...,
+        reason: str | None = ...,
+    ) -> str: ...
+
+
+class JsonReport(Protocol):
+    def __call__(
+        self, summary: Mapping[str, Any], *, reason: str | None = ...
+    ) -> dict[str, Any]: ...
+
+
+def write_run_report(
+    result: RunOutcome,
+    *,
+    as_json: bool,
+    text: TextReport,
+    document: JsonReport,
+    report_interval_s: float | None,
+) -> int:
+    """A sysbench family's headless report on stdout: ``document``'s JSON with
+    --json, else ``text`` (with its interval lines when ``report_interval_s``
+    is given); a probe error follows it. Exit 1 on a probe or worker error,
+    else the run's signal status."""
+    probe = result.probes[0]
+    summary = dict(result.summaries.get(probe.id, {}))
+    error = result.errors.get(probe.id)
+    if as_json:
+        doc = document(summary, reason=result.reason)
+        if error:
+            doc["error"] = error
+        json.dump(doc, sys.stdout, indent=2, allow_nan=False, default=str)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(
+            text(
+                summary,
+                show_intervals=report_interval_s is not None,
+                report_interval_s=report_interval_s,
+                reason=result.reason,
+            )
+        )
+        if error:
+            sys.stdout.write(f"probetop: error: {error}\n")
+    if error or summary.get("worker_errors"):
+        return 1
+    return result.signal_status
