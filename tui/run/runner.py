@@ -135,8 +135,11 @@ async def run_headless(
             if isinstance(record_, Sample) and keep_samples:
                 samples.setdefault(record_.probe, []).append(record_)
         await session.shutdown(reason)
+        # Spared before the loop's handlers go: a second Ctrl-C landing
+        # between the two raised KeyboardInterrupt and lost the report
+        # (exit 130, seen in CI with a 2 ms gap).
+        stopsignals.spare_report()
         session.remove_signal_handlers()
-        stopsignals.spare_report()  # a second Ctrl-C must not lose the report that follows
     return RunResult(
         probes=probes,
         summaries=dict(hub.summaries),
