@@ -14,6 +14,15 @@ Stopping is bounded: ``stop()`` / ``stop_probe()`` cancel, wait at most
 then as an error ("did not stop within 1.5 s", with the summary it has so
 far), so the footer and the report are still written. Its task is left to
 end on its own (probe workers are daemon threads).
+
+Series ends: every sample a probe emits goes through ``series`` (a
+``SeriesTracker``) first; the ``SeriesEnded`` records it shows (a detached
+loop device, a removed interface) are fanned out just before that sample,
+so every subscriber (the recorder, the panes, the headless runner) gets
+them from the same one place. A probe with a true ``lists_every_entity``
+(the passive system probes: each sample names every device they have) ends
+a series as soon as a sample lacks it. A probe's open series are dropped
+without a record when it stops: the footer covers them.
 """
 
 from __future__ import annotations
@@ -25,7 +34,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from probetop.probes.core.base import Probe, ProbeError, describe
-from probetop.probes.core.sample import Announce, Record, Status, now_ns
+from probetop.probes.core.sample import Announce, Record, Sample, Status, now_ns
+from probetop.probes.core.series import SeriesTracker
 
 # How long stop() waits for probes to clean up (cancel -> run() returns).
 # Probes see cancellation at once and stop their workers within ~0.1 s; ICMP
@@ -118,6 +128,7 @@ class Hub:
         self._subs: list[Subscription] = []
         self._running = False
         self.started_ns = now_ns()
+        self.series = SeriesTracker()
 
     # -- subscriptions -------------------------------------------------
     def subscribe(self, *, lossless: bool = False, maxsize: int = 2048) -> Subscription:
@@ -134,7 +145,14 @@ class Hub:
             self._subs.remove(sub)
 
     def publish(self, record: Record) -> None:
-        """Fan a record out to every subscription. Never blocks."""
+        """Fan a record out to every subscription (a sample after the series
+        ends it shows: see the module docstring). Never blocks."""
+        if isinstance(record, Sample):
+            for ended in self.series.observe(record):
+                self._fan_out(ended)
+        self._fan_out(record)
+
+    def _fan_out(self, record: Record) -> None:
         for sub in self._subs:
             sub.put(record)
 
@@ -151,6 +169,7 @@ class Hub:
         self.probes[probe.id] = probe
         info = describe(probe)
         self.descriptions[probe.id] = info
+        self.series.watch(probe.id, whole=bool(getattr(probe, "lists_every_entity", False)))
         self.publish(Announce(probe.id, now_ns(), info))
         if self._running:
             self._start(probe)
@@ -188,6 +207,7 @@ class Hub:
                 self.summaries[probe.id] = probe.summary()
             except Exception as exc:
                 self.summaries[probe.id] = {"error": f"summary failed: {exc}"}
+            self.series.forget(probe.id)
             self.publish(Status(probe.id, now_ns(), "stopped", reason))
 
     def running(self) -> list[str]:
@@ -227,6 +247,7 @@ class Hub:
             self.summaries[probe_id] = probe.summary()
         except Exception as exc:
             self.summaries[probe_id] = {"error": f"summary failed: {exc}"}
+        self.series.forget(probe_id)
         self.publish(Status(probe_id, now_ns(), "error", message))
         self.publish(Status(probe_id, now_ns(), "stopped", "abandoned"))
 

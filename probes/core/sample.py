@@ -11,6 +11,9 @@ Contract:
 - ``extra`` carries structured data that is not a time series of numbers
   (percentile tables, per-thread counts, histograms). It must be JSON-safe.
 - ``Status`` reports lifecycle and in-interval errors as data; probes go on.
+- ``SeriesEnded`` says one ``@entity`` series of a probe ended (a detached
+  loop device, a removed veth): made by the hub's ``SeriesTracker``
+  (``series.py``) from the probe's own samples, never by a consumer.
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ from typing import Any, Literal
 ENTITY_SEP = "@"
 
 StatusLevel = Literal["info", "warning", "error", "started", "stopped"]
+SeriesEndReason = Literal["vanished", "unseen"]
+"""Why a series ended: ``vanished``, its probe's next sample no longer had it
+(a probe that lists every entity it has in each sample: the passive system
+probes); ``unseen``, its probe's samples went on without it for the gone
+threshold (``series.GONE_AFTER_S``)."""
 
 
 def now_ns() -> int:
@@ -72,4 +80,36 @@ class Announce:
     info: Mapping[str, Any]
 
 
-Record = Sample | Status | Announce
+@dataclass(frozen=True, slots=True)
+class SeriesSummary:
+    """One metric of an ended series over its life: how many intervals had a
+    value, and their min, mean and max (None when it never had one)."""
+
+    count: int
+    min: float | None
+    mean: float | None
+    max: float | None
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {"count": self.count, "min": self.min, "mean": self.mean, "max": self.max}
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesEnded:
+    """The series of one entity of one probe (``system.disk`` + ``loop0``: every
+    ``name@loop0`` key) ended: written once, when it did, with what it was.
+
+    ``t_ns``: when the end was found (the probe's sample that showed it);
+    ``last_ns``: the end of the last interval whose sample held the entity;
+    ``summaries``: metric name -> its ``SeriesSummary`` since the series began
+    (or began again: an entity that comes back starts a new series)."""
+
+    probe: str
+    t_ns: int
+    entity: str
+    last_ns: int
+    reason: SeriesEndReason
+    summaries: Mapping[str, SeriesSummary]
+
+
+Record = Sample | Status | Announce | SeriesEnded

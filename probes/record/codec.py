@@ -2,9 +2,10 @@
 
 Contract (docs/recording-format.md, probes/record/schema/):
 - A recording is JSON Lines: a ``header`` line, then ``probe`` / ``sample`` /
-  ``status`` lines in arrival order, then a ``footer`` line.
+  ``status`` / ``series_end`` lines in arrival order, then a ``footer`` line.
 - ``encode_record`` / ``decode_record`` are the only translation between the
-  in-memory records (``Sample``, ``Status``, ``Announce``) and line objects;
+  in-memory records (``Sample``, ``Status``, ``Announce``, ``SeriesEnded``)
+  and line objects;
   ``dump_line`` is the only serialiser (redaction first, NaN/inf as null,
   compact separators, ASCII with ``\\uXXXX`` escapes, Python's float
   spelling, one trailing newline). ``dump_line_bytes`` is the same line as
@@ -14,7 +15,9 @@ Contract (docs/recording-format.md, probes/record/schema/):
   sees it and refuses a header whose schema is newer than
   ``SCHEMA_VERSION``. Older versions are read as they are (version 1 is the
   only one so far); a change to the line layout bumps ``SCHEMA_VERSION`` and
-  adds the upgrade of older lines here.
+  adds the upgrade of older lines here. A new line type is not such a change:
+  readers skip types they do not know (with a warning), so it keeps the
+  version and older probetops still read the file (``series_end`` came so).
 """
 
 from __future__ import annotations
@@ -25,7 +28,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import orjson
-from probetop.probes.core.sample import Announce, Record, Sample, Status
+from probetop.probes.core.sample import (
+    Announce,
+    Record,
+    Sample,
+    SeriesEnded,
+    SeriesSummary,
+    Status,
+)
 from probetop.probes.record.redaction import redact, unchanged_by_redaction
 
 FORMAT_NAME = "probetop-session"
@@ -63,6 +73,16 @@ def encode_record(record: Record, t0_ns: int) -> dict[str, Any]:
         }
     if isinstance(record, Announce):
         return {"type": "probe", "t": t, **record.info}
+    if isinstance(record, SeriesEnded):
+        return {
+            "type": "series_end",
+            "probe": record.probe,
+            "entity": record.entity,
+            "t": t,
+            "last_t": round((record.last_ns - t0_ns) / 1e9, 6),
+            "reason": record.reason,
+            "summaries": {name: s.as_dict() for name, s in record.summaries.items()},
+        }
     raise TypeError(f"not a record: {record!r}")
 
 
@@ -71,9 +91,19 @@ def probe_info(line: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in line.items() if k not in ("type", "t")}
 
 
+def _summary(doc: Any) -> SeriesSummary:
+    """A ``series_end`` line's summary of one metric (checked by linecheck)."""
+
+    def number(key: str) -> float | None:
+        value = doc.get(key)
+        return None if value is None else float(value)
+
+    return SeriesSummary(int(doc.get("count", 0)), number("min"), number("mean"), number("max"))
+
+
 def decode_record(line: Mapping[str, Any]) -> Record | None:
-    """The record of a ``sample`` / ``status`` / ``probe`` line, ``t_ns`` relative
-    to the session start; None for other line types."""
+    """The record of a ``sample`` / ``status`` / ``probe`` / ``series_end`` line,
+    ``t_ns`` relative to the session start; None for other line types."""
     t_ns = int(float(line.get("t", 0.0)) * 1e9)
     kind = line.get("type")
     if kind == "sample":
@@ -88,6 +118,15 @@ def decode_record(line: Mapping[str, Any]) -> Record | None:
         return Status(line["probe"], t_ns, line["level"], line["message"])
     if kind == "probe":
         return Announce(line["id"], t_ns, probe_info(line))
+    if kind == "series_end":
+        return SeriesEnded(
+            line["probe"],
+            t_ns,
+            line["entity"],
+            int(float(line.get("last_t", line.get("t", 0.0))) * 1e9),
+            "unseen" if line.get("reason") == "unseen" else "vanished",
+            {name: _summary(doc) for name, doc in line.get("summaries", {}).items()},
+        )
     return None
 
 

@@ -160,6 +160,29 @@ def _assertions(footer: dict[str, Any]) -> None:
             raise LineError("an assertion's 'measured' is not a finite number or null")
 
 
+def _series_end(line: dict[str, Any]) -> None:
+    """A ``series_end`` line: whose series, when, and its summary per metric."""
+    _name(line, "probe")
+    _name(line, "entity")
+    _time(line, "t")
+    _time(line, "last_t", required=False)
+    _text(line, "reason", nullable=False)
+    for name, summary in _mapping(line, "summaries").items():
+        if not name or len(name) > MAX_NAME:
+            raise LineError(f"a key of 'summaries' is empty or longer than {MAX_NAME} characters")
+        if not isinstance(summary, dict):
+            raise LineError(f"summaries[{name[:40]!r}] is not an object")
+        count = summary.get("count", 0)
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count < _MAX_INT:
+            raise LineError(f"summaries[{name[:40]!r}]'s 'count' is not a whole number")
+        for key in ("min", "mean", "max"):
+            value = summary.get(key)
+            if value is not None and not (_is_number(value) and abs(value) <= MAX_VALUE):
+                raise LineError(
+                    f"summaries[{name[:40]!r}]'s {key!r} is not a finite number or null"
+                )
+
+
 def check_header(header: Any) -> dict[str, Any]:
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
         raise LineError(f"not a probetop recording (no {FORMAT_NAME} header)")
@@ -204,6 +227,8 @@ def check_line(line: Any) -> str:
     elif kind == "probe":
         _time(line, "t")
         _probe_description(line)
+    elif kind == "series_end":
+        _series_end(line)
     elif kind == "footer":
         if line.get("duration_s") is not None:
             _time(line, "duration_s")

@@ -50,8 +50,10 @@ What every way shares:
   test_record_blocks.py).
 - A ``Session``'s body line is a read-only ``Mapping`` equal to the dict
   ``json.loads`` gives; do not change one. ``Session.records()`` rebuilds
-  ``Announce``/``Sample``/``Status`` records with ``t_ns`` relative to the
-  session start, so panes built for live data show a replay unchanged.
+  ``Announce``/``Sample``/``Status``/``SeriesEnded`` records with ``t_ns``
+  relative to the session start, so panes built for live data show a replay
+  unchanged. ``Session.series_ends`` lists the recording's ``SeriesEnded``
+  (none in recordings made before them).
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
-from probetop.probes.core.sample import Announce, Record
+from probetop.probes.core.sample import Announce, Record, SeriesEnded
 from probetop.probes.record.codec import RecordingError, decode_record, probe_info
 from probetop.probes.record.linecheck import (
     MAX_PROBES,
@@ -145,6 +147,18 @@ class Session:
             return float(self.footer["duration_s"])
         return max((float(line.get("t", 0.0)) for line in self.lines), default=0.0)
 
+    @property
+    def series_ends(self) -> list[SeriesEnded]:
+        """Every ``series_end`` line's record, in file order (``t_ns`` relative
+        to the start); empty for recordings made before them."""
+        out = []
+        for line in self.lines:
+            if line.get("type") == "series_end":
+                record = decode_record(line)
+                assert isinstance(record, SeriesEnded)
+                out.append(record)
+        return out
+
     def samples(self, probe_id: str | None = None) -> list[Mapping[str, Any]]:
         return [
             line
@@ -163,12 +177,12 @@ class Session:
         return {p["id"]: p for p in self.header.get("probes", [])}
 
 
-_RECORD_TYPES = frozenset({"sample", "status", "probe"})
+_RECORD_TYPES = frozenset({"sample", "status", "probe", "series_end"})
 
 
 class RecordSequence(Sequence[tuple[float, Record]]):
     """``Session.records()``: the header's announcements, then one record
-    per sample, status or probe line (validated when read), each made from
+    per sample, status, probe or series_end line (validated when read), each made from
     its line when it is read. ``times`` are all the time stamps,
     without making any record."""
 
@@ -200,7 +214,7 @@ class RecordSequence(Sequence[tuple[float, Record]]):
             return self._announced[i]
         line = self._lines[i - len(self._announced)]
         record = decode_record(line)
-        assert record is not None  # a sample, status or probe line makes one
+        assert record is not None  # a sample, status, probe or series_end line makes one
         return float(line.get("t", 0.0)), record
 
     @overload

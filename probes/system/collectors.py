@@ -55,6 +55,9 @@ class _PassiveProbe:
     id = "system"
     metrics: tuple[MetricSpec, ...] = ()
     background = True  # never keeps a headless run alive by itself
+    # Each sample names every core, disk or NIC read: one missing has gone
+    # (the hub ends its series at once, core/series.py).
+    lists_every_entity = True
 
     def __init__(self, interval_s: float = 1.0) -> None:
         self.interval_s = interval_s

@@ -2,7 +2,10 @@
 
 Charts are drawn with plotext in the terminal; nothing opens a window. The
 summary comes from the footer (each probe's own summary) and from the sample
-lines (min / mean / max / p99 of every metric over the session).
+lines (min / mean / max / p99 of every metric over the session). Series that
+ended (a device or interface gone: ``series_end`` lines) are listed under
+their probe with when they ended, and their rows are marked ``(gone)`` when
+the entity never came back.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from probetop.probes.core.options import CommandSpec, Option
-from probetop.probes.core.sample import split_key
+from probetop.probes.core.sample import SeriesEnded, split_key
 from probetop.probes.core.stats import RunningStats, percentile
 from probetop.probes.record import Session, load_session
 from probetop.tui.analysis.assertions import exit_status, print_outcomes, run_assertions
@@ -111,6 +114,46 @@ def metric_table(points: dict[str, list[tuple[float, float]]]) -> dict[str, dict
     return table
 
 
+SHOWN_ENDS = 12  # ended series named per probe in the text report; the rest counted
+
+
+def series_ends(session: Session) -> dict[str, list[SeriesEnded]]:
+    """The recording's ended series by probe id, in file order."""
+    out: dict[str, list[SeriesEnded]] = {}
+    for ended in session.series_ends:
+        out.setdefault(ended.probe, []).append(ended)
+    return out
+
+
+def gone_entities(
+    ends: list[SeriesEnded], series: dict[str, list[tuple[float, float]]]
+) -> set[str]:
+    """Entities whose last series ended and never came back (no point after it)."""
+    ended_at: dict[str, float] = {}
+    for ended in ends:
+        ended_at[ended.entity] = max(ended_at.get(ended.entity, 0.0), ended.t_ns / 1e9)
+    last: dict[str, float] = {}
+    for key, pts in series.items():
+        entity = split_key(key)[1]
+        if entity is not None and pts:
+            last[entity] = max(last.get(entity, 0.0), pts[-1][0])
+    return {e for e, t in ended_at.items() if last.get(e, 0.0) <= t}
+
+
+def _end_doc(ended: SeriesEnded) -> dict[str, Any]:
+    return {
+        "entity": ended.entity,
+        "t_s": round(ended.t_ns / 1e9, 6),
+        "last_t_s": round(ended.last_ns / 1e9, 6),
+        "reason": ended.reason,
+        "summaries": {name: s.as_dict() for name, s in ended.summaries.items()},
+    }
+
+
+def _end_text(ended: SeriesEnded) -> str:
+    return f"{ended.entity} at {ended.t_ns / 1e9:.1f} s ({ended.reason})"
+
+
 def _fmt(value: Any) -> str:
     if value is None:
         return "-"
@@ -199,9 +242,10 @@ def print_report(
     footer = session.footer or {}
     probes = session.probes
     by_probe = all_series(session)  # one pass over the samples for every table and chart
+    ends = series_ends(session)
 
     def entry(pid: str, info: dict[str, Any]) -> dict[str, Any]:
-        return {
+        doc = {
             "kind": info.get("kind"),
             "params": info.get("params", {}),
             "reference_command": info.get("reference_command"),
@@ -209,6 +253,9 @@ def print_report(
             "error": footer.get("errors", {}).get(pid),
             "metrics": metric_table(by_probe.get(pid, {})),
         }
+        if pid in ends:  # recordings without series ends keep their JSON as it was
+            doc["series_ended"] = [_end_doc(e) for e in ends[pid]]
+        return doc
 
     doc: dict[str, Any] = {
         "file": str(session.path),
@@ -285,14 +332,24 @@ def print_report(
                     out.write(wrap_words(f"   {key}: ", _fmt(value).split(" ")) + "\n")
         table = section["metrics"]
         heads = ["min", "mean", "max", "p99", "last"]
+        gone = gone_entities(ends.get(pid, []), by_probe.get(pid, {}))
         rows = [
-            (key, [_fmt(row[h]) for h in heads], units.get(split_key(key)[0], ""))
+            (
+                key + (" (gone)" if split_key(key)[1] in gone else ""),
+                [_fmt(row[h]) for h in heads],
+                units.get(split_key(key)[0], ""),
+            )
             for key, row in table.items()
         ]
         if rows:  # columns as wide as their longest cell: long metric@entity names align
             out.write(stats_table(rows, heads))
         else:  # say so: a silent section reads as a report cut short
             out.write("   no samples: this probe recorded no measurement\n")
+        if pid in ends:
+            shown = [_end_text(e) for e in ends[pid][:SHOWN_ENDS]]
+            more = len(ends[pid]) - len(shown)
+            words = shown + ([f"and {more} more"] if more > 0 else [])
+            out.write(wrap_words("   series ended: ", words, sep=", ") + "\n")
         if charts:
             series = by_probe.get(pid, {})
             for key in sorted(series):

@@ -21,7 +21,11 @@ Contract:
   sampling step holding each series' latest value as of that step (what a
   Prometheus range query with that step returns); two passes over the file.
   ``json``: one document, every sample's series in file order, then the
-  metric descriptions.
+  metric descriptions and ``series_ended``: every ``series_end`` line of the
+  recording (a device or interface gone), whichever probe it belongs to.
+- A series that ended takes no more points: the passive ``system.*`` probes,
+  the only ones whose devices come and go, export no metrics (node_exporter
+  covers the machine), so their ends show in the JSON document alone.
 - Errors: ``RecordingError`` (the recording, named by line) and
   ``ExportError`` (the output), both exit 2.
 """
@@ -42,7 +46,7 @@ from typing import IO, Any, TextIO
 from probetop.probes import __version__
 from probetop.probes.core.base import ProbeError
 from probetop.probes.core.metricdefs import Histogram, MetricDef, Point, Summary
-from probetop.probes.core.sample import Sample
+from probetop.probes.core.sample import Sample, SeriesEnded
 from probetop.probes.record import SessionStream, stream_session
 from probetop.tui.metrics.families import openmetrics_text, series_samples
 from probetop.tui.metrics.state import MetricsState
@@ -95,11 +99,16 @@ def _unexported(stream: SessionStream, state: MetricsState) -> list[str]:
     ]
 
 
-def _samples(stream: SessionStream, state: MetricsState) -> Iterator[tuple[float, Sample]]:
-    """Feed every record to ``state``; yield (t, sample) for the samples it took."""
+def _samples(
+    stream: SessionStream, state: MetricsState, ends: list[SeriesEnded] | None = None
+) -> Iterator[tuple[float, Sample]]:
+    """Feed every record to ``state``; yield (t, sample) for the samples it
+    took. The ended series go to ``ends`` when given."""
     for t, record in stream.records():
         if state.feed(record) and isinstance(record, Sample):
             yield t, record
+        elif ends is not None and isinstance(record, SeriesEnded):
+            ends.append(record)
 
 
 def export(path: Path, fmt: str, out: TextIO) -> ExportResult:
@@ -410,7 +419,8 @@ def _json(path: Path, out: TextIO) -> ExportResult:
         out.write(json.dumps(head)[:-1] + ', "samples": [')
         first = True
         keys: set[tuple[str, tuple[str, ...]]] = set()
-        for t, sample in _samples(stream, state):
+        ends: list[SeriesEnded] = []
+        for t, sample in _samples(stream, state, ends):
             result.samples += 1
             points = state.probe_points(sample.probe)
             for point in points:
@@ -437,6 +447,19 @@ def _json(path: Path, out: TextIO) -> ExportResult:
         }
         for name, m in defs.items()
     ]
-    out.write("\n], " + json.dumps({"metrics": metrics, "warnings": result.warnings})[1:] + "\n")
+    ended = [
+        {
+            "probe": e.probe,
+            "entity": e.entity,
+            "t_s": round(e.t_ns / 1e9, 6),
+            "last_t_s": round(e.last_ns / 1e9, 6),
+            "timestamp": round(t0 + e.t_ns / 1e9, 3) if t0 is not None else None,
+            "reason": e.reason,
+            "summaries": {name: s.as_dict() for name, s in e.summaries.items()},
+        }
+        for e in ends
+    ]
+    tail = {"metrics": metrics, "series_ended": ended, "warnings": result.warnings}
+    out.write("\n], " + json.dumps(tail, allow_nan=False)[1:] + "\n")
     result.series = len(keys)
     return result

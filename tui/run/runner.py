@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core import stopsignals
 from probetop.probes.core.base import Probe
-from probetop.probes.core.sample import Sample, now_ns, split_key
+from probetop.probes.core.sample import Sample, SeriesEnded, now_ns, split_key
+from probetop.probes.core.series import GONE_AFTER_S
 from probetop.probes.core.stats import RunningStats
 from probetop.probes.record import FooterFields
 from probetop.tui.run.livesession import LiveSession
@@ -121,6 +122,8 @@ async def run_headless(
                         if value is not None:
                             per.setdefault(key, RunningStats()).add(float(value))
                     entities.seen(record_, now_ns())
+                elif isinstance(record_, SeriesEnded):
+                    entities.ended(record_)
             if now_ns() >= next_forget:
                 entities.forget_oldest(now_ns())
                 next_forget = now_ns() + 60_000_000_000
@@ -154,7 +157,6 @@ async def run_headless(
     )
 
 
-GONE_AFTER_S = 10.0  # an entity not in any sample for this long has vanished
 KEEP_GONE = 32  # vanished entities kept per probe (their rows, marked gone)
 
 
@@ -163,23 +165,35 @@ class Entities:
     disk) of each probe was last in a sample, so the report marks the ones
     that vanished and memory stays bounded on a host whose veths and loop
     devices come and go all day: past ``KEEP_GONE`` vanished entities, the
-    longest gone are dropped from ``stats`` and only counted."""
+    longest gone are dropped from ``stats`` and only counted. An entity is
+    gone once the hub ended its series (``ended``: a detached loop device at
+    once) or after ``GONE_AFTER_S`` without a sample, until it comes back."""
 
     def __init__(self, stats: dict[str, dict[str, RunningStats]]) -> None:
         self.stats = stats
         self.last_ns: dict[str, dict[str, int]] = {}
         self.forgotten: dict[str, int] = {}
+        self._ended: dict[str, set[str]] = {}
 
     def seen(self, sample: Sample, t_ns: int) -> None:
         last = self.last_ns.setdefault(sample.probe, {})
+        ended = self._ended.get(sample.probe)
         for key in sample.values:
             entity = split_key(key)[1]
             if entity is not None:
                 last[entity] = t_ns
+                if ended:
+                    ended.discard(entity)  # back again: a new series
+
+    def ended(self, record: SeriesEnded) -> None:
+        """The hub ended ``record.entity``'s series: gone from now on."""
+        if record.entity in self.last_ns.get(record.probe, {}):
+            self._ended.setdefault(record.probe, set()).add(record.entity)
 
     def gone(self, probe: str, t_ns: int) -> set[str]:
         cutoff = t_ns - int(GONE_AFTER_S * 1e9)
-        return {e for e, t in self.last_ns.get(probe, {}).items() if t < cutoff}
+        ended = self._ended.get(probe, set())
+        return {e for e, t in self.last_ns.get(probe, {}).items() if t < cutoff or e in ended}
 
     def forget_oldest(self, t_ns: int) -> None:
         for probe, last in self.last_ns.items():
@@ -192,6 +206,7 @@ class Entities:
                 del per[key]
             for entity in drop:
                 del last[entity]
+                self._ended.get(probe, set()).discard(entity)
             self.forgotten[probe] = self.forgotten.get(probe, 0) + len(drop)
 
 

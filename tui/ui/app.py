@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 
 import probetop.themes as themes_package
 from probetop.probes.core.hub import Hub, Subscription
-from probetop.probes.core.sample import Announce, Record, Sample, Status
+from probetop.probes.core.sample import Announce, Record, Sample, SeriesEnded, Status
 from probetop.probes.record import Recorder, RecordingError
 from probetop.themes import DEFAULT_THEME, check_theme_name, probetop_themes
 from probetop.tui.run.hardexit import hard_exit
@@ -449,6 +449,12 @@ class ProbetopApp(App[int]):
                     self._dirty.add(record.probe)
             elif isinstance(record, Announce):
                 self._add_pane(record)
+            elif isinstance(record, SeriesEnded):
+                pane = self.panes.get(record.probe)
+                if pane is not None:
+                    pane.end_series(record)  # the device is gone: no frozen last value
+                    self._dirty.add(record.probe)
+                    self._chart_dirty.add(record.probe)
         if render and not self.display_paused:
             self.render_dirty()
 

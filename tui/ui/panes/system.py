@@ -42,7 +42,7 @@ from probetop.probes.core.passive import (
     DiskCounters,
     NicCounters,
 )
-from probetop.probes.core.sample import Sample, metric_key
+from probetop.probes.core.sample import Sample, SeriesEnded, metric_key
 from probetop.probes.system import (
     CpuLoadInterval,
     DiskInterval,
@@ -143,6 +143,14 @@ class EntityPane(ProbePane):
             series.append(total)
             if total:
                 self.last_active[entity] = self.samples_seen
+
+    def end_series(self, ended: SeriesEnded) -> None:
+        """The device's series ended (the hub said so, live or in a replay):
+        its row goes at that moment, with its history."""
+        super().end_series(ended)
+        self.counters.pop(ended.entity, None)
+        self.sums.pop(ended.entity, None)
+        self.last_active.pop(ended.entity, None)
 
     # -- which devices ---------------------------------------------------
     def entities(self) -> list[str]:

@@ -78,6 +78,11 @@ class HistoryStore:
     def get(self, key: str) -> MetricHistory | None:
         return self.keys.get(key)
 
+    def drop_entity(self, entity: str) -> None:
+        """Forget every ``name@entity`` key (its series ended)."""
+        for key in [k for k in self.keys if split_key(k)[1] == entity]:
+            del self.keys[key]
+
     def entities(self) -> list[str]:
         """Entities seen (``cpu0``, ``vda``...), in first-seen order."""
         seen: dict[str, None] = {}

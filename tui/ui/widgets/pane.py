@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from probetop.probes.core.sample import Sample, Status, split_key
+from probetop.probes.core.sample import Sample, SeriesEnded, Status, split_key
 from probetop.tui.ui.widgets.history import HistoryStore, MetricHistory, fmt_value
 from probetop.tui.ui.widgets.units import (
     fmt_with_unit,
@@ -191,6 +191,12 @@ class ProbePane(Widget, can_focus=True):
 
     def observe(self, sample: Sample) -> None:
         """Another probe's sample (e.g. system.disk while benchmarking a disk)."""
+
+    def end_series(self, ended: SeriesEnded) -> None:
+        """One entity's series of this probe ended (a device gone): forget its
+        history, so no statistic or chart shows it with a frozen last value
+        and churning devices do not grow the pane. Store only."""
+        self.history.drop_entity(ended.entity)
 
     def render_frame(self) -> None:
         """Update child widgets from stored data; called at most once a frame."""
