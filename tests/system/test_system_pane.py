@@ -6,8 +6,9 @@ from __future__ import annotations
 import time
 
 from probetop.probes.core.base import describe
+from probetop.probes.core.hub import Hub
 from probetop.probes.core.passive import DiskCounters, NicCounters
-from probetop.probes.core.sample import Announce, Record
+from probetop.probes.core.sample import Announce, Record, SeriesEnded
 from probetop.probes.system import (
     CoreReading,
     CpuLoadInterval,
@@ -149,3 +150,24 @@ async def test_interfaces_that_go_away_are_freed() -> None:
         assert sorted(pane.counters) == ["eth0", "veth199"]
         assert sorted(pane.sums) == ["eth0", "veth199"]
         assert set(pane.last_active) <= {"eth0", "veth199"}
+
+
+async def test_interfaces_that_go_away_leave_no_history_through_the_hub() -> None:
+    """The same churn through the hub, as a live run and a replay get it: the
+    series end the hub adds free each gone interface's history too (the
+    statistics and the maximised chart kept every interface ever seen)."""
+    hub = Hub()
+    sub = hub.subscribe(lossless=True)
+    probe = NetProbe()
+    hub.series.watch(probe.id, whole=probe.lists_every_entity)
+    records: list[Record] = [Announce("system.net", 0, describe(probe))]
+    for i in range(200):
+        nics = {"eth0": nic("eth0", 10.0), f"veth{i}": nic(f"veth{i}", 5.0)}
+        hub.publish(NetInterval(nics).to_sample((i + 1) * 10**9, 1.0))
+    records += sub.drain()
+    assert sum(isinstance(r, SeriesEnded) for r in records) == 199
+    app = make_app(LiveView(probes=[]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await route_and_draw(app, pilot, records)
+        pane = app.panes["system.net"]
+        assert pane.history.entities() == ["eth0", "veth199"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import io
 
-from probetop.probes.core.sample import Sample
+from probetop.probes.core.sample import Sample, SeriesEnded
 from probetop.probes.core.stats import RunningStats
 from probetop.tui.run import runner
 from probetop.tui.run.runner import KEEP_GONE, Entities, RunResult, generic_report
@@ -70,3 +70,13 @@ def test_the_text_report_marks_gone_devices_and_counts_forgotten_ones() -> None:
     assert "rx_pps@veth9 (gone)" in text and "rx_pps@eth0 (gone)" not in text
     assert "and 40 more devices that came and went" in text
     assert runner.GONE_AFTER_S <= 60
+
+
+def test_an_ended_series_is_gone_at_once_until_the_device_comes_back() -> None:
+    stats: dict = {}
+    entities = Entities(stats)
+    _feed(entities, stats, 1, ["eth0", "veth0"])
+    entities.ended(SeriesEnded("system.net", 2 * S, "veth0", 1 * S, "vanished", {}))
+    assert entities.gone("system.net", 2 * S) == {"veth0"}  # not 10 s later
+    _feed(entities, stats, 3, ["eth0", "veth0"])
+    assert entities.gone("system.net", 3 * S) == set()
