@@ -194,6 +194,20 @@ def test_export_lists_the_end_and_openmetrics_still_parses(recorded: Recorded) -
     assert recorded.device not in text  # system.* devices are node_exporter's, not ours
 
 
+def test_compare_names_the_device_that_ended(recorded: Recorded) -> None:
+    text = subprocess.run(
+        [*PROBETOP, "compare", str(recorded.path), str(recorded.path), "--passive", "--no-charts"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    at = _ends(recorded)[0]["t"]
+    note = next(line for line in text.splitlines() if line.startswith("note: system.disk:"))
+    assert f"{recorded.device} at {at:.1f} s (A)" in note
+    assert f"{recorded.device} at {at:.1f} s (B)" in note
+
+
 async def test_replay_drops_the_device_when_it_ended(recorded: Recorded) -> None:
     """Played up to the end: the pane has no row and no history left for the
     device (not a frozen last value); just before it, it had both."""

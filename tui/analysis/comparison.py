@@ -17,7 +17,9 @@ Contract:
   otherwise it is shown as ``~``, as benchstat does. When the samples are so
   small that no p-value can reach alpha, it says so instead of ``~``.
 - Passive probes (``system.*``) are compared only when asked
-  (``passive=True``) or when the recordings hold nothing else.
+  (``passive=True``) or when the recordings hold nothing else. A series
+  that ended in either recording (a ``series_end`` line: a device gone) is
+  named in ``notes``: its figures cover only the intervals it was there.
 - Two ``probetop demo`` recordings ran against targets made afresh each
   time (a temporary file, a random port): their target parameters
   (``catalog.TARGET_PARAMS``) are not counted as differences.
@@ -540,6 +542,18 @@ def compare_sessions(
             comparison.notes.append(
                 f"{pair.label}: {len(one_sided)} metric key(s) with values in one recording "
                 f"only, not compared: {shown}"
+            )
+        ended = [
+            f"{e.entity} at {e.t_ns / 1e9:.1f} s ({side})"
+            for side, session, probe in (("A", a, pair.a), ("B", b, pair.b))
+            for e in session.series_ends
+            if e.probe == probe
+        ]
+        if ended:  # its intervals stop there: it was gone, not idle
+            shown = ", ".join(ended[:4]) + (", ..." if len(ended) > 4 else "")
+            comparison.notes.append(
+                f"{pair.label}: {len(ended)} series ended during the recording "
+                f"(a device gone; compared over the intervals it was there): {shown}"
             )
         if pair.kind == disk.WARMUP_KIND:
             pa, pb = _warmup_passes(a, pair.a), _warmup_passes(b, pair.b)
