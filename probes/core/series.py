@@ -25,6 +25,7 @@ Contract:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from probetop.probes.core.sample import (
@@ -34,7 +35,6 @@ from probetop.probes.core.sample import (
     SeriesEndReason,
     SeriesSummary,
 )
-from probetop.probes.core.stats import RunningStats
 
 GONE_AFTER_S = 10.0
 """An entity absent from its probe's samples this long has gone (the headless
@@ -43,15 +43,18 @@ report's "(gone)" uses the same threshold)."""
 
 @dataclass(slots=True)
 class _Open:
-    """One open series: the end of its last interval, and its stats by metric."""
+    """One open series: the end of its last interval, and per metric its
+    [count, sum, min, max] (a list, not RunningStats: this runs for every
+    key of every sample on the hub's loop, a few hundred keys a second on a
+    host with many devices)."""
 
     last_ns: int
-    stats: dict[str, RunningStats] = field(default_factory=dict)
+    stats: dict[str, list[float]] = field(default_factory=dict)
 
     def summaries(self) -> dict[str, SeriesSummary]:
         return {
-            name: SeriesSummary(s.count, s.min, s.mean, s.max) if s.count else _EMPTY
-            for name, s in self.stats.items()
+            name: SeriesSummary(int(n), lo, total / n, hi) if n else _EMPTY
+            for name, (n, total, lo, hi) in self.stats.items()
         }
 
 
@@ -100,9 +103,14 @@ class SeriesTracker:
             state.last_ns = t_ns
             stats = state.stats.get(name)
             if stats is None:
-                stats = state.stats[name] = RunningStats()
+                stats = state.stats[name] = [0, 0.0, math.inf, -math.inf]
             if value is not None:
-                stats.add(float(value))
+                stats[0] += 1
+                stats[1] += value
+                if value < stats[2]:
+                    stats[2] = value
+                if value > stats[3]:
+                    stats[3] = value
             present.add(entity)
         if not series or len(present) == len(series):
             return []
