@@ -7,6 +7,10 @@
   the sparkline of its headline rate (IO/s read + write; packets in + out) in
   the rest of the row. Columns that do not fit a narrow pane are left out in
   a fixed order (latency first); the maximised view lists every metric.
+- A device whose series ended (the hub's ``SeriesEnded``: a loop device
+  detached, a veth removed) loses its row and history at that moment, live
+  and in a replay, and the last row says ``gone: loop4 (12 s ago)`` for
+  ``GONE_NOTE_SAMPLES`` samples (the last ``GONE_NOTED`` such devices).
 - Idle and virtual devices are hidden by default: an interface that carried
   no packet yet, a virtual one (``ifb*``, ``veth*``, bridges, tunnels...) or a
   loop/RAM device with no traffic in the last ``IDLE_WINDOW`` samples. The
@@ -63,6 +67,8 @@ IDLE_WINDOW = 60  # samples: a virtual device idle this long is hidden again
 MIN_SPARK = 12  # columns are left out before the sparkline gets narrower than this
 CHART_ENTITIES = 3  # devices drawn in the maximised chart
 PANE_CHROME = 4  # border and padding, left + right
+GONE_NOTE_SAMPLES = 30  # samples a gone device stays named in the last row
+GONE_NOTED = 3  # gone devices named at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +115,8 @@ class EntityPane(ProbePane):
         self.counters: dict[str, Any] = {}  # entity -> its latest typed counters
         self.sums: dict[str, deque[float | None]] = {}  # entity -> sparkline series
         self.last_active: dict[str, int] = {}  # entity -> sample number of its last traffic
+        # (entity, t_ns it ended at, sample number then): bounded
+        self.gone: deque[tuple[str, int, int]] = deque(maxlen=GONE_NOTED)
         self.show_all = False
 
     def compose(self) -> ComposeResult:
@@ -148,6 +156,7 @@ class EntityPane(ProbePane):
         """The device's series ended (the hub said so, live or in a replay):
         its row goes at that moment, with its history."""
         super().end_series(ended)
+        self.gone.append((ended.entity, ended.t_ns, self.samples_seen))
         self.counters.pop(ended.entity, None)
         self.sums.pop(ended.entity, None)
         self.last_active.pop(ended.entity, None)
@@ -207,6 +216,15 @@ class EntityPane(ProbePane):
             rows.append(SeriesRow(f"no traffic on {len(hidden)} {self.NOUN}  (i: show them)"))
         elif hidden:
             rows.append(SeriesRow(f"{len(hidden)} idle hidden: {' '.join(hidden)}  (i: show)"))
+        # "ago", not "at": a live record's time is the monotonic clock's
+        now_ns = self.last_sample.t_ns if self.last_sample is not None else 0
+        gone = [
+            f"{entity} ({max(0.0, (now_ns - t_ns) / 1e9):.0f} s ago)"
+            for entity, t_ns, seen in self.gone
+            if self.samples_seen - seen <= GONE_NOTE_SAMPLES and entity not in self.counters
+        ]
+        if gone:
+            rows.append(SeriesRow(f"gone: {', '.join(gone)}"))
         return rows, text_w
 
     def render_frame(self) -> None:
