@@ -149,16 +149,20 @@ def records() -> tuple[type, ...]:
     return (HttpInterval, LoadInterval)
 
 
-def tracker() -> type[Tracker]:
+def tracker() -> tuple[type[Tracker], ...]:
+    """Repeated mode's tracker (``http``), load mode's (``http.load``)."""
+    from probetop.probes.http.load.metrics import LOAD_TRACKER
     from probetop.probes.http.metrics import TRACKER
 
-    return TRACKER
+    return (TRACKER, LOAD_TRACKER)
 
 
-def checks() -> Checks[Any]:
+def checks() -> tuple[Checks[Any], ...]:
+    """Repeated mode's checks (``http.*``), load mode's (``http.load.*``)."""
     from probetop.probes.http.checks import CHECKS
+    from probetop.probes.http.load.checks import LOAD_CHECKS
 
-    return CHECKS
+    return (CHECKS, LOAD_CHECKS)
 
 
 FAMILY = Family(
