@@ -8,8 +8,9 @@ Contract: ``HttpLoadTracker`` reads samples only through ``LoadInterval``
 and params through ``LoadParams``; counters are summed from each interval's
 counts, so they never go backwards; histograms are the intervals'
 ``BoundCounts`` added up (``LE_BOUNDS_S``, the http family's bounds), and
-appear once a sample carries them (older recordings do not); the
-``_quantile_seconds`` gauges are the latest interval's percentiles as the
+appear once a sample carries them (older recordings do not); gauges hold
+the run's latest interval (the drain after ``--time``, when nothing is
+sent, is not one), the ``_quantile_seconds`` ones its percentiles as the
 load report computes them (nearest rank, HdrHistogram's resolution).
 The ``url`` label is the probe's already redacted URL.
 """
@@ -234,8 +235,9 @@ class HttpLoadTracker(Tracker):
             self.service.setdefault(cls.value, _Hist()).add(counts)
         for phase, counts in interval.le_phases.items():
             self.phases.setdefault(phase, _Hist()).add(counts)
-        # The empty tail after the last report holds no interval's figures.
-        if interval.seconds >= 0.05 or self.latest is None:
+        # The gauges are the run's latest interval: not the drain after
+        # --time (nothing is sent then), nor the empty tail after the last report.
+        if (interval.seconds >= 0.05 and not interval.drain) or self.latest is None:
             self.latest = interval
 
     def points(self) -> list[Point]:
@@ -270,14 +272,14 @@ class HttpLoadTracker(Tracker):
                     ms = table.get(f"p{pct:g}")
                     if ms is not None:
                         q = quantile_label(pct / 100.0)
-                        out.append(Point(metric, (*labels, q), ms / 1e3))
+                        out.append(Point(metric, (*labels, q), round(ms / 1e3, 6)))
             for phase, label in PHASE_LABELS.items():
                 table = latest.phases_ms.get(phase) or {}
                 for pct in PHASE_PCTS:
                     ms = table.get(f"p{pct:g}")
                     if ms is not None:
                         q = quantile_label(pct / 100.0)
-                        out.append(Point(LOAD_PHASE_PCT, (*labels, label, q), ms / 1e3))
+                        out.append(Point(LOAD_PHASE_PCT, (*labels, label, q), round(ms / 1e3, 6)))
             out.append(Point(LOAD_IN_FLIGHT, labels, float(latest.in_flight_max)))
             out.append(Point(LOAD_BACKLOG, labels, float(latest.backlog)))
             out.append(Point(LOAD_LIMITED, labels, 1.0 if latest.generator_limited else 0.0))

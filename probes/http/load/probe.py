@@ -195,6 +195,7 @@ class LoadRun:
             gen_wait_pct=None if wait_share is None else round(100.0 * wait_share, 1),
             generator_limited=limited,
             final=final,
+            drain=bool(line.get("drain")),
             unfinished=int(line.get("unfinished") or 0),
             unsent=int(line.get("unsent") or 0),
             last_error=line.get("last_error"),

@@ -290,6 +290,7 @@ class LoadInterval:
     gen_wait_pct: float | None = None
     generator_limited: bool = False
     final: bool = False
+    drain: bool = False  # after --time: requests in flight finish, none is sent
     unfinished: int = 0
     unsent: int = 0
     last_error: str | None = None
@@ -384,6 +385,7 @@ class LoadInterval:
             "codes": dict(self.codes),
             "phases_ms": {p: dict(t) for p, t in self.phases_ms.items()},
             "final": self.final,
+            "drain": self.drain,
             "unfinished": self.unfinished,
             "unsent": self.unsent,
             "last_error": self.last_error,
@@ -446,6 +448,7 @@ class LoadInterval:
             gen_wait_pct=as_number(values.get(GEN_WAIT_PCT)),
             generator_limited=bool(as_number(values.get(GENERATOR_LIMITED))),
             final=extra.get("final") is True,
+            drain=extra.get("drain") is True,
             unfinished=_int(extra.get("unfinished")),
             unsent=_int(extra.get("unsent")),
             last_error=str(extra["last_error"])
