@@ -60,9 +60,7 @@ LOAD_SENT_RATE = metric_def(
     "requests sent per second over the latest interval (the achieved rate)",
     _LABELS,
 )
-LOAD_SENT = metric_def(
-    "probetop_http_load_requests_sent", "counter", "", "requests sent", _LABELS
-)
+LOAD_SENT = metric_def("probetop_http_load_requests_sent", "counter", "", "requests sent", _LABELS)
 LOAD_REQUESTS = metric_def(
     "probetop_http_load_requests",
     "counter",
@@ -250,7 +248,8 @@ class HttpLoadTracker(Tracker):
             out.append(Point(LOAD_SENT_RATE, labels, latest.sent_rps))
         out.append(Point(LOAD_SENT, labels, float(self.sent)))
         for cls in STATUS_CLASSES:  # every class, 0 until one comes: rate() needs the series
-            out.append(Point(LOAD_REQUESTS, (*labels, cls.value), float(self.requests.get(cls.value, 0))))
+            n = self.requests.get(cls.value, 0)
+            out.append(Point(LOAD_REQUESTS, (*labels, cls.value), float(n)))
         for code, n in sorted(self.codes.items()):
             out.append(Point(LOAD_CODES, (*labels, code), float(n)))
         for kind, n in sorted(self.errors.items()):
