@@ -21,6 +21,10 @@ from typing import Any
 
 import pytest
 from http_fixtures import NginxServer, make_cert
+from probetop.probes.http.load.hist import Histogram
+from probetop.probes.http.load.metrics import HttpLoadTracker
+from probetop.probes.http.load.records import BoundCounts, ClassLatency, LoadInterval
+from probetop.probes.http.status import StatusClass
 from test_load_stall import StallServer, run_probetop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "metrics"))
@@ -227,3 +231,41 @@ def test_a_recording_is_gated_and_exported_after_the_fact(nginx: str) -> None:
     assert counts and counts == sorted(counts) and counts[-1] >= 90
     sent = samples(families, "probetop_http_load_requests_sent_total")
     assert sent[-1].value == 100
+
+
+def test_bound_counts_are_exact_below_2ms_and_read_back() -> None:
+    values = [50, 100, 101, 250, 999, 1000, 1001, 30_000, 90_000_000]  # µs
+    counts = BoundCounts.of(Histogram.of(values))
+    # bounds 100, 250, 500, 1000, 2500 µs ...; (25 ms, 50 ms] is slot 8; past 60 s the last
+    assert counts.counts[:5] == (2, 2, 0, 2, 1)
+    assert counts.counts[8] == 1 and counts.counts[-1] == 1
+    assert counts.count == len(values) and counts.sum_us == sum(values)
+    assert BoundCounts.from_mapping(counts.to_dict()) == counts
+    for garbage in (None, {}, {"n": "x"}, {"n": [1, "a", -3]}, [1, 2]):
+        assert BoundCounts.from_mapping(garbage).count in (0, 1)
+
+
+def _sample(**le: object) -> LoadInterval:
+    ok = ClassLatency(count=3, corrected_ms={"p50": 1.5, "p99": 2.0})
+    return LoadInterval(
+        target_rps=10.0, seconds=1.0, scheduled=3, sent=3, done=3,
+        classes={StatusClass.SUCCESS: ok}, codes={"200": 3}, **le,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def test_a_recording_without_counts_gives_counters_but_no_histogram() -> None:
+    """Recordings from before the samples kept counts (or under other
+    bounds) export their counters and no made-up histogram."""
+    tracker = HttpLoadTracker("p", {"params": {"url": "http://h/", "rate": 10}})
+    tracker.observe(_sample().to_sample("p", 1))
+    raw = _sample(le_corrected={StatusClass.SUCCESS: BoundCounts((3,), 30)}).to_sample("p", 2)
+    raw.extra["le"]["bounds_s"] = [0.5, 1.0]  # a future version's bounds
+    tracker.observe(raw)
+    names = {p.metric.name for p in tracker.points()}
+    assert "probetop_http_load_request_duration_seconds" not in names
+    by_name = {(p.metric.name, p.labels): p.value for p in tracker.points()}
+    assert by_name[("probetop_http_load_requests_sent", ("p", "http://h/"))] == 6
+    assert by_name[("probetop_http_load_requests", ("p", "http://h/", "2xx_3xx"))] == 6
+    assert by_name[("probetop_http_load_responses", ("p", "http://h/", "200"))] == 6
+    q = ("p", "http://h/", "0.99")
+    assert by_name[("probetop_http_load_request_duration_quantile_seconds", q)] == 0.002
