@@ -6,7 +6,8 @@ held to the run's own ``--json`` report (what wrk2's figures are checked
 against in test_load_probe.py), value for value, with the expected numbers
 taken from the report by hand (never through the tracker's converters).
 ``--assert`` runs against nginx: passing gates exit 0, a failing one 99,
-a gate on nothing (no 2xx/3xx response) fails, a bad unit exits 2.
+a gate on nothing (no 2xx/3xx response) fails, a bad unit or the other
+mode's figure exits 2 before the run.
 """
 
 from __future__ import annotations
@@ -184,22 +185,31 @@ def test_a_gate_on_no_success_fails_and_errors_are_counted(nginx: str) -> None:
         "http.load.p99<10s",
         "http.load.non_2xx_3xx>=100",
         "http.load.error_rate==100%",
-        "http.p99<10s",  # repeated mode's figure: no such probe ran
         time_s="1",
     )
     assert proc.returncode == 99, proc.stdout + proc.stderr
     out = proc.stdout
-    assert "assertions: 2 passed, 2 failed" in out
+    assert "assertions: 2 passed, 1 failed" in out
     assert "FAIL http.load.p99<10s (http.load:" in out and "no value measured" in out
     assert "ok   http.load.non_2xx_3xx>=100" in out and "ok   http.load.error_rate==100%" in out
-    assert "FAIL http.p99<10s: no value measured (no http probe ran" in out
 
 
-def test_a_threshold_in_the_wrong_unit_exits_2_before_the_load(nginx: str) -> None:
-    proc = _asserting(f"{nginx}/index.html", "http.load.p99<5%")
-    assert proc.returncode == 2
-    assert "http.load.p99<5%" in proc.stderr and "Traceback" not in proc.stderr
-    assert "probetop http load: ran" not in proc.stdout
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--rate", "100", "--assert", "http.load.p99<5%"], "http.load.p99<5%"),
+        # the other mode's figures: refused before the run, naming this mode's
+        (["--rate", "100", "--assert", "http.p99<5ms"], "assert load mode's: http.load.p99"),
+        (["--count", "3", "--assert", "http.load.p99<5ms"], "add --rate R or --connections N"),
+    ],
+)
+def test_a_gate_this_run_cannot_measure_exits_2_before_it(
+    nginx: str, args: list[str], message: str
+) -> None:
+    proc = run_probetop(f"{nginx}/index.html", "--headless", *args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert "ran" not in proc.stdout and "assertions:" not in proc.stdout
 
 
 def test_a_recording_is_gated_and_exported_after_the_fact(nginx: str) -> None:

@@ -9,12 +9,14 @@ p99, p99.9 and max, errors, non-2xx/3xx responses). A statistic reads None
 when what it is a statistic of is empty (the latencies with no 2xx/3xx
 response, an error share or count with no finished request, the achieved
 share with nothing scheduled), so an assertion on it fails instead of
-passing on nothing.
+passing on nothing. ``other_mode(metrics, load)`` says when an ``--assert``
+names the other mode's figure (``http.p99`` on a load run), so the command
+refuses it before the run (exit 2) rather than fail it after.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,3 +208,24 @@ LOAD_CHECKS: Checks[LoadFigures] = Checks(
     neutral=frozenset({TARGET_RPS, GEN_LAG_P99_MS}),
     target_params=("url", "label"),
 )
+
+
+def other_mode(metrics: Iterable[str], load: bool) -> str | None:
+    """Why the first of ``metrics`` is the other mode's figure, or None.
+    ``probetop http`` runs one mode; its ``http.*`` figures are repeated
+    mode's, its ``http.load.*`` figures load mode's."""
+    for metric in metrics:
+        if not metric.startswith("http."):
+            continue
+        if metric.startswith("http.load.") and not load:
+            return (
+                f"--assert {metric} is a load mode figure: add --rate R or --connections N, "
+                "or assert repeated mode's http.* figures (http.p99, http.error_rate ...)"
+            )
+        if load and not metric.startswith("http.load."):
+            return (
+                f"--assert {metric} is a repeated mode figure; with --rate or --connections "
+                "assert load mode's: http.load.p99, http.load.requests_per_second, "
+                "http.load.error_rate ... (docs/http-load.md)"
+            )
+    return None
