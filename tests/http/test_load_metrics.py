@@ -56,6 +56,7 @@ def test_live_metrics_are_the_reports_figures(tmp_path: Path) -> None:
     with StallServer(status_every=10, status=503) as server:
         argv = ["http", server.url, "--rate", "200", "--time", "3", "--sample-interval", "0.5"]
         argv += ["--json", "--metrics", str(port), "--textfile", str(tmp_path)]
+        argv += ["--record", str(tmp_path / "load.jsonl")]
         scrapes, result = run_and_scrape(argv, url, every_s=0.25, openmetrics=True)
     assert result.returncode == 0, result.stderr
     (report,) = json.loads(result.stdout)["probes"].values()
@@ -139,6 +140,18 @@ def test_live_metrics_are_the_reports_figures(tmp_path: Path) -> None:
         assert got == pytest.approx(row["corrected_ms"][key] / 1e3, abs=1e-6), q
         got = at("probetop_http_load_service_time_quantile_seconds", quantile=q)
         assert got == pytest.approx(row["service_ms"][key] / 1e3, abs=1e-6), q
+    # The phases' gauges: the recording's last interval of the run, as recorded (ms).
+    lines = [json.loads(ln) for ln in (tmp_path / "load.jsonl").read_text().splitlines()]
+    ran = [
+        r
+        for r in lines
+        if r.get("type") == "sample" and not r["extra"].get("drain") and r["interval"] >= 0.05
+    ]
+    phases_ms = ran[-1]["extra"]["phases_ms"]
+    for phase, label in (("dns", "resolve"), ("tcp", "connect"), ("server", "processing")):
+        for q, key in (("0.5", "p50"), ("0.99", "p99")):
+            got = at("probetop_http_load_phase_duration_quantile_seconds", phase=label, quantile=q)
+            assert got == pytest.approx(phases_ms[phase][key] / 1e3, abs=1e-9), (phase, q)
     assert at("probetop_http_load_in_flight_requests") == row["in_flight_max"]
     assert at("probetop_http_load_backlog_requests") == row["backlog"]
     limited = at("probetop_http_load_generator_limited")
