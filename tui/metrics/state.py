@@ -34,10 +34,12 @@ TRACKERS: dict[str, type[Tracker]] = {
     t.KIND: t for f in registry.all_families() for t in trackers_of(f)
 }
 
-CATALOG: dict[str, tuple[MetricDef, ...]] = {}
-"""Every metric, by the command whose probes give it (docs/metrics.md)."""
-for _t in TRACKERS.values():
-    CATALOG[_t.COMMAND] = (*CATALOG.get(_t.COMMAND, ()), *_t.DEFS)
+CATALOG: dict[str, tuple[MetricDef, ...]] = {
+    command: tuple(d for t in TRACKERS.values() if command == t.COMMAND for d in t.DEFS)
+    for command in dict.fromkeys(t.COMMAND for t in TRACKERS.values())
+}
+"""Every metric, by the command whose probes give it, its kinds' in turn
+(http: repeated, then load mode's; docs/metrics.md)."""
 
 
 class MetricsState:
