@@ -13,6 +13,7 @@ mode's figure exits 2 before the run.
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -245,6 +246,15 @@ def test_a_recording_is_gated_and_exported_after_the_fact(nginx: str) -> None:
             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         assert exported.returncode == 0, exported.stderr
+        promtool = shutil.which("promtool")
+        if promtool is not None:  # Prometheus' own backfill reads it whole
+            om = Path(tmp) / "load.om"
+            om.write_text(exported.stdout)
+            backfill = subprocess.run(
+                [promtool, "tsdb", "create-blocks-from", "openmetrics", str(om), f"{tmp}/tsdb"],
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert backfill.returncode == 0, backfill.stdout + backfill.stderr
     families = parse(exported.stdout, openmetrics=True)
     counts = [
         s.value
