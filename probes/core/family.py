@@ -21,10 +21,12 @@ Contract:
   (``http.load``, ``system.cpu``): the registry finds a kind's family
   without loading the others.
 - ``tracker`` (Prometheus) and ``checks`` (``--assert``, compare) are the
-  family's metric catalogues, loaded on first use; a family without one
-  says why in ``no_tracker`` / ``no_checks`` (tests/core/test_families.py
-  holds every family to that). ``tui/metrics`` and ``tui/analysis`` gather
-  them through the registry.
+  family's metric catalogues, loaded on first use: one per probe kind (a
+  family announcing several kinds gives a tuple, one for each that has
+  metrics; ``trackers_of`` / ``checks_of`` read either form); a family
+  without one says why in ``no_tracker`` / ``no_checks``
+  (tests/core/test_families.py holds every family to that). ``tui/metrics``
+  and ``tui/analysis`` gather them through the registry.
 
 The common options and a run's result are described here as protocols
 (``RunCommon``, ``RunOutcome``) that the program's ``CommonOptions`` and
@@ -151,12 +153,13 @@ class Family(Generic[SettingsT]):
     demo_probes: Callable[[DemoContext], list[Probe]] | None = None
     with_passive: bool = True
     """False when the command brings the passive probes itself."""
-    tracker: Callable[[], type[Tracker]] | None = None
-    """Its Prometheus tracker class (probes/core/tracker.py); a function, so
-    a run without --metrics, --textfile or export never builds it."""
-    checks: Callable[[], Checks[Any]] | None = None
-    """Its ``--assert`` figures and compare rules (probes/core/checks.py);
-    a function, for the same reason."""
+    tracker: Callable[[], type[Tracker] | tuple[type[Tracker], ...]] | None = None
+    """Its Prometheus tracker class (probes/core/tracker.py), or one per
+    kind; a function, so a run without --metrics, --textfile or export
+    never builds it."""
+    checks: Callable[[], Checks[Any] | tuple[Checks[Any], ...]] | None = None
+    """Its ``--assert`` figures and compare rules (probes/core/checks.py),
+    or one per kind; a function, for the same reason."""
     no_tracker: str = ""
     no_checks: str = ""
     """Why the family has no tracker / no checks, when it has none on purpose."""
@@ -191,8 +194,8 @@ class PassiveFamily:
     records: Callable[[], tuple[type, ...]]
     panes: Mapping[str, str]
     docs: str
-    tracker: Callable[[], type[Tracker]] | None = None
-    checks: Callable[[], Checks[Any]] | None = None
+    tracker: Callable[[], type[Tracker] | tuple[type[Tracker], ...]] | None = None
+    checks: Callable[[], Checks[Any] | tuple[Checks[Any], ...]] | None = None
     no_tracker: str = ""
     no_checks: str = ""
 
@@ -202,3 +205,19 @@ class PassiveFamily:
 
 
 AnyFamily = Family[Any] | PassiveFamily
+
+
+def trackers_of(family: AnyFamily) -> tuple[type[Tracker], ...]:
+    """The family's Prometheus trackers, one per kind that has metrics (loads them)."""
+    if family.tracker is None:
+        return ()
+    found = family.tracker()
+    return found if isinstance(found, tuple) else (found,)
+
+
+def checks_of(family: AnyFamily) -> tuple[Checks[Any], ...]:
+    """The family's ``--assert`` checks, one per kind that has them (loads them)."""
+    if family.checks is None:
+        return ()
+    found = family.checks()
+    return found if isinstance(found, tuple) else (found,)

@@ -33,13 +33,21 @@ if TYPE_CHECKING:  # loaded on first use (tracker(), checks())
 def read_settings(values: Mapping[str, Any], common: RunCommon) -> HttpSettings:
     # The common --sample-interval has no default in the namespace (None: not given),
     # so `--sample-interval 1` still asks for repeated sampling.
-    return HttpSettings.from_options(
+    settings = HttpSettings.from_options(
         values,
         interval_s=common.interval_s,
         interval_given=values.get("interval") is not None,
         time_s=common.time_s,
         recording=common.record is not None,
     )
+    if common.assertions:  # one mode runs: refuse the other's figures (exit 2)
+        from probetop.probes.http.load.checks import other_mode
+
+        why = other_mode((str(getattr(a, "metric", "")) for a in common.assertions),
+                         load=settings.load is not None)  # fmt: skip
+        if why:
+            raise UsageProbeError(why)
+    return settings
 
 
 def build_probes(settings: HttpSettings, common: RunCommon) -> list[Probe]:
@@ -149,16 +157,20 @@ def records() -> tuple[type, ...]:
     return (HttpInterval, LoadInterval)
 
 
-def tracker() -> type[Tracker]:
+def tracker() -> tuple[type[Tracker], ...]:
+    """Repeated mode's tracker (``http``), load mode's (``http.load``)."""
+    from probetop.probes.http.load.metrics import LOAD_TRACKER
     from probetop.probes.http.metrics import TRACKER
 
-    return TRACKER
+    return (TRACKER, LOAD_TRACKER)
 
 
-def checks() -> Checks[Any]:
+def checks() -> tuple[Checks[Any], ...]:
+    """Repeated mode's checks (``http.*``), load mode's (``http.load.*``)."""
     from probetop.probes.http.checks import CHECKS
+    from probetop.probes.http.load.checks import LOAD_CHECKS
 
-    return CHECKS
+    return (CHECKS, LOAD_CHECKS)
 
 
 FAMILY = Family(

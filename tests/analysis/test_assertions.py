@@ -134,8 +134,12 @@ def test_unit_mismatch_is_a_usage_error() -> None:
 
 def test_catalog_units_are_known_and_names_unique() -> None:
     assert len(CATALOG) == len({a.name for a in CATALOG.values()})
+    kinds = {entry.kind for entry in CATALOG.values()}
     for entry in CATALOG.values():
-        assert entry.name.split(".")[0] == entry.kind
+        # The name starts with its kind, the longest that fits: http.load.p99
+        # is load mode's (http.load), http.p99 repeated mode's (http).
+        owner = max((k for k in kinds if entry.name.startswith(f"{k}.")), key=len, default=None)
+        assert owner == entry.kind, entry.name
 
 
 def test_evaluate_against_a_real_footer() -> None:
@@ -233,12 +237,34 @@ def test_any_float_formats(value: float) -> None:
         ("cpu.latency.p95<1ms", "cpu", {"total_events": 0, "latency_ms": {"p95": 0.0}}),
         ("cpu.events_per_second<1k", "cpu", {"total_events": 0, "events_per_second": 0.0}),
         ("icmp.rtt.p99<1ms", "icmp", {"received": 0, "rtt_us": {"p99": 0.0}}),
+        # load mode: latencies of no 2xx/3xx, error figures of no finished request
+        ("http.load.p99<1ms", "http.load",
+         {"done": 3, "classes": {"5xx": {"count": 3, "corrected_ms": {"p99": 0.0}}}}),
+        ("http.load.service.p50<1ms", "http.load",
+         {"done": 0, "classes": {"2xx_3xx": {"count": 0, "service_ms": {"p50": 0.0}}}}),
+        ("http.load.dns.p99<1ms", "http.load",
+         {"done": 2, "classes": {"transport": {"count": 2}}, "phases_ms": {"dns": {"p99": 0.0}}}),
+        ("http.load.errors==0", "http.load", {"done": 0, "classes": {}}),
+        ("http.load.error_rate<1%", "http.load", {"done": 0, "classes": {}}),
+        ("http.load.non_2xx_3xx==0", "http.load", {"done": 0, "classes": {}}),
+        ("http.load.requests_per_second<1k", "http.load", {"done": 0, "done_rps": 0.0}),
+        ("http.load.achieved<50%", "http.load", {"scheduled": 0, "rate": 100, "sent_rps": 0.0}),
     ],
 )  # fmt: skip
 def test_a_statistic_of_no_observation_fails_never_passes(
     expr: str, kind: str, summary: dict[str, object]
 ) -> None:
-    checks = resolve([parse_assertion(expr)], kind)
+    checks = resolve([parse_assertion(expr)], kind.split(".")[0])  # the command
     (outcome,) = evaluate(checks, {"p": summary}, {"p": kind})
     assert outcome.measured is None and not outcome.passed
     assert "no value measured" in outcome.describe()
+
+
+def test_a_metric_of_a_kind_that_did_not_run_fails_and_says_which_ran() -> None:
+    """http's repeated and load mode are one command, two kinds: a load run
+    gated on a repeated-mode figure fails, naming what ran."""
+    for expr, ran in (("http.p99<5ms", "http.load"), ("http.load.p99<5ms", "http")):
+        checks = resolve([parse_assertion(expr)], "http")
+        (outcome,) = evaluate(checks, {"p": {"done": 9}}, {"p": ran})
+        assert outcome.measured is None and not outcome.passed
+        assert f"this run's probes: {ran}" in outcome.describe()

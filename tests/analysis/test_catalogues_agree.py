@@ -32,6 +32,7 @@ SAMPLE_METRICS: dict[str, tuple[MetricSpec, ...]] = {
     disk.WARMUP_KIND: disk.WARMUP_METRICS,
     icmp.KIND: icmp.METRICS,
     http.KIND: http.METRICS,
+    http.LOAD_KIND: http.LOAD_METRICS,
 }
 COMMAND_OF = {kind: command for command, kinds in COMMAND_KINDS.items() for kind in kinds}
 
@@ -39,6 +40,7 @@ COMMAND_OF = {kind: command for command, kinds in COMMAND_KINDS.items() for kind
 def test_every_command_kind_has_a_tracker_and_checks() -> None:
     """A missing entry would silently give no metrics or refuse --assert."""
     kinds = set(COMMAND_OF)
+    assert set(SAMPLE_METRICS) == kinds, "SAMPLE_METRICS above lacks a kind"
     assert set(TRACKERS) == kinds
     assert {c.kind for c in CHECKS} == kinds
     assert len(CHECKS) == len(kinds), "one Checks per kind"
@@ -90,7 +92,7 @@ def _documented() -> list[str]:
     rows = [ln for ln in section.split("\n\n", 2)[1].splitlines() if ln.startswith("| ")][1:]
     names: list[str] = []
     for row in rows:
-        probe = row.split("|")[1].strip()
+        probe = row.split("|")[1].split()[0]  # "http (load mode)": http
         if probe == "compare":
             continue
         for code in re.findall(r"`([a-z][\w.*/]*)`", row):

@@ -124,20 +124,32 @@ def test_metrics_and_checks_are_present_or_declared_absent(
     """A family has its Prometheus tracker and its --assert checks, or says
     why it has none (system: node_exporter exports the machine's counters)."""
     from probetop.probes.core.checks import Checks
+    from probetop.probes.core.family import checks_of, trackers_of
     from probetop.probes.core.tracker import Tracker
 
     if family.tracker is None:
         assert family.no_tracker, f"{family.name}: no tracker, and no reason given"
     else:
-        tracker = family.tracker()
-        assert issubclass(tracker, Tracker) and tracker.DEFS
-        assert tracker.KIND in family.kinds and family.name == tracker.COMMAND
+        trackers = trackers_of(family)
+        assert trackers, f"{family.name}: an empty tuple of trackers"
+        for tracker in trackers:
+            assert issubclass(tracker, Tracker) and tracker.DEFS
+            assert tracker.KIND in family.kinds and family.name == tracker.COMMAND
+        kinds = [t.KIND for t in trackers]
+        assert len(kinds) == len(set(kinds)), f"{family.name}: two trackers for one kind"
+        # Every kind it announces, not the first only (http.load once had none).
+        assert sorted(kinds) == sorted(family.kinds), f"{family.name}: kinds without metrics"
     if family.checks is None:
         assert family.no_checks, f"{family.name}: no checks, and no reason given"
     else:
-        checks = family.checks()
-        assert isinstance(checks, Checks) and checks.assertables
-        assert checks.kind in family.kinds
+        found = checks_of(family)
+        assert found, f"{family.name}: an empty tuple of checks"
+        for checks in found:
+            assert isinstance(checks, Checks) and checks.assertables
+            assert checks.kind in family.kinds
+        kinds = [c.kind for c in found]
+        assert len(kinds) == len(set(kinds)), f"{family.name}: two checks for one kind"
+        assert sorted(kinds) == sorted(family.kinds), f"{family.name}: kinds without --assert"
 
 
 # -- panes depend on their own family only ------------------------------------

@@ -243,8 +243,10 @@ def evaluate(
             out.append(_outcome(check, None, measured, test, why))
             continue
         probes = [pid for pid, kind in kinds.items() if kind == check.kind]
-        if not probes:
-            out.append(_outcome(check, None, None, test))
+        if not probes:  # never a pass: say which kinds did run (http vs http.load)
+            ran = ", ".join(sorted(set(kinds.values()))) or "none"
+            why = f"no value measured (no {check.kind} probe ran; this run's probes: {ran})"
+            out.append(_outcome(check, None, None, test, why))
         for pid in probes:
             summary = summaries.get(pid) or {}
             assert check.reader is not None

@@ -29,11 +29,12 @@ from typing import Any
 
 from probetop.probes import registry
 from probetop.probes.core import checks
+from probetop.probes.core.family import checks_of
 from probetop.probes.core.units import Unit
 
 # Every family's checks (probes/registry.py), in registry order.
 CHECKS: tuple[checks.Checks[Any], ...] = tuple(
-    f.checks() for f in registry.all_families() if f.checks is not None
+    c for f in registry.all_families() for c in checks_of(f)
 )
 _BY_KIND: dict[str, checks.Checks[Any]] = {c.kind: c for c in CHECKS}
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from probetop.probes import __version__, registry
+from probetop.probes.core.family import trackers_of
 from probetop.probes.core.metricdefs import Histogram, MetricDef, Point, metric_def
 from probetop.probes.core.sample import Announce, Record, Sample
 from probetop.probes.core.tracker import Tracker
@@ -30,11 +31,15 @@ BUILD_INFO = metric_def(
 
 # Every family's tracker (probes/registry.py), in registry order.
 TRACKERS: dict[str, type[Tracker]] = {
-    t.KIND: t for t in (f.tracker() for f in registry.all_families() if f.tracker is not None)
+    t.KIND: t for f in registry.all_families() for t in trackers_of(f)
 }
 
-CATALOG: dict[str, tuple[MetricDef, ...]] = {t.COMMAND: t.DEFS for t in TRACKERS.values()}
-"""Every metric, by the command whose probes give it (docs/metrics.md)."""
+CATALOG: dict[str, tuple[MetricDef, ...]] = {
+    command: tuple(d for t in TRACKERS.values() if command == t.COMMAND for d in t.DEFS)
+    for command in dict.fromkeys(t.COMMAND for t in TRACKERS.values())
+}
+"""Every metric, by the command whose probes give it, its kinds' in turn
+(http: repeated, then load mode's; docs/metrics.md)."""
 
 
 class MetricsState:

@@ -36,6 +36,7 @@ from probetop.probes.http.load.records import (
     LOAD_KIND,
     LOAD_METRICS,
     PCT_KEYS,
+    BoundCounts,
     ClassLatency,
     LoadInterval,
     LoadParams,
@@ -95,17 +96,24 @@ class LoadRun:
         """Merge one worker line; the interval it describes, as a record."""
         seconds = float(line.get("seconds") or 0.0)
         classes: dict[StatusClass, ClassLatency] = {}
+        le_corrected: dict[StatusClass, BoundCounts] = {}
+        le_service: dict[StatusClass, BoundCounts] = {}
         for name, hists in (line.get("classes") or {}).items():
             cls = StatusClass(name)
             corrected = Histogram.from_list(hists.get("corrected"))
             service = Histogram.from_list(hists.get("service"))
             classes[cls] = ClassLatency.of(corrected, service)
+            le_corrected[cls] = BoundCounts.of(corrected)
+            le_service[cls] = BoundCounts.of(service)
             self.corrected.setdefault(cls, Histogram()).merge(corrected)
             self.service.setdefault(cls, Histogram()).merge(service)
         phases: dict[str, dict[str, float | None]] = {}
+        le_phases: dict[str, BoundCounts] = {}
         for phase, raw in (line.get("phases") or {}).items():
             hist = Histogram.from_list(raw)
             self.phases[phase].merge(hist)
+            if hist.count:
+                le_phases[phase] = BoundCounts.of(hist)
             found = hist.percentiles((50.0, 99.0))
             phases[phase] = {
                 "p50": _ms(found[50.0]),
@@ -173,6 +181,9 @@ class LoadRun:
             errors=dict(line.get("errors") or {}),
             codes=dict(line.get("codes") or {}),
             phases_ms=phases,
+            le_corrected=le_corrected,
+            le_service=le_service,
+            le_phases=le_phases,
             in_flight_max=int(line.get("in_flight_max") or 0),
             in_flight_mean=_round(line.get("in_flight_mean")),
             backlog=int(line.get("backlog") or 0),
@@ -184,6 +195,7 @@ class LoadRun:
             gen_wait_pct=None if wait_share is None else round(100.0 * wait_share, 1),
             generator_limited=limited,
             final=final,
+            drain=bool(line.get("drain")),
             unfinished=int(line.get("unfinished") or 0),
             unsent=int(line.get("unsent") or 0),
             last_error=line.get("last_error"),

@@ -20,6 +20,7 @@ responses, and the end-of-run counts (``final``, ``unfinished``, ``unsent``).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.readback import as_number
 from probetop.probes.core.sample import Sample, metric_key, split_key
-from probetop.probes.http.load.hist import Histogram
+from probetop.probes.http.load.hist import Histogram, bucket_value
 from probetop.probes.http.spec import LOAD_KIND as LOAD_KIND  # defined in spec.py
 from probetop.probes.http.status import (
     CLASS_LABELS,
@@ -51,6 +52,15 @@ GEN_LAG_SHARE = 0.25
 GEN_BUSY_LIMIT = 0.8
 GEN_CPU_LIMIT = 0.9
 GEN_WAIT_LIMIT = 0.2
+
+#: The upper bounds (seconds) the samples count requests under
+#: (``BoundCounts``), for the Prometheus histograms: the http family's
+#: (``metrics.HTTP_BUCKETS_S``; a test holds them equal), 100 us to a minute.
+LE_BOUNDS_S: tuple[float, ...] = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+)  # fmt: skip
+LE_BOUNDS_US: tuple[int, ...] = tuple(round(b * 1e6) for b in LE_BOUNDS_S)
 
 TARGET_RPS = "target_rps"
 SENT_RPS = "sent_rps"
@@ -109,6 +119,45 @@ LOAD_METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(GEN_WAIT_PCT, "%", "share of the time the generator waited for a CPU"),
     MetricSpec(GENERATOR_LIMITED, "", "1: the generator, not the server, limited this interval"),
 )
+
+
+@dataclass(frozen=True, slots=True)
+class BoundCounts:
+    """Some requests' latencies counted under ``LE_BOUNDS_S``: ``counts[i]``
+    lie above bound ``i - 1`` and at most bound ``i`` (not cumulative; the
+    last, past every bound: above a minute); ``sum_us`` is their exact sum.
+    Read from a ``Histogram``: a bucket of it counts under the bound its
+    value (its midpoint) falls under, so below 2.048 ms the counts are exact
+    and above, a request within 0.1 % of a bound may count on its other side
+    (HdrHistogram's 3 significant digits)."""
+
+    counts: tuple[int, ...] = ()
+    sum_us: int = 0
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+    @classmethod
+    def of(cls, hist: Histogram) -> BoundCounts:
+        counts = [0] * (len(LE_BOUNDS_US) + 1)
+        for index, n in hist.counts.items():
+            counts[bisect.bisect_left(LE_BOUNDS_US, bucket_value(index))] += n
+        return cls(tuple(counts), hist.total)
+
+    def to_dict(self) -> dict[str, Any]:
+        counts = list(self.counts)
+        while counts and counts[-1] == 0:  # trailing empty bounds: read back as 0
+            counts.pop()
+        return {"n": counts, "sum_us": self.sum_us}
+
+    @classmethod
+    def from_mapping(cls, raw: Any) -> BoundCounts:
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("n"), list):
+            return cls()
+        counts = [max(0, _int(v)) for v in raw["n"]][: len(LE_BOUNDS_US) + 1]
+        counts += [0] * (len(LE_BOUNDS_US) + 1 - len(counts))
+        return cls(tuple(counts), max(0, _int(raw.get("sum_us"))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +261,10 @@ class LoadInterval:
     """One interval of load mode. Rates are per second of the interval;
     ``classes`` are this interval's requests by status class, ``run`` the
     whole run's so far. ``phases_ms``: per phase of the successful responses,
-    ``{"p50", "p99", "mean"}`` in ms."""
+    ``{"p50", "p99", "mean"}`` in ms. ``le_corrected`` / ``le_service`` (per
+    status class) and ``le_phases`` (per phase, successes): this interval's
+    requests counted under ``LE_BOUNDS_S`` (empty in recordings from before
+    they were kept)."""
 
     target_rps: float
     seconds: float
@@ -224,6 +276,9 @@ class LoadInterval:
     errors: Mapping[str, int] = field(default_factory=dict)
     codes: Mapping[str, int] = field(default_factory=dict)
     phases_ms: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+    le_corrected: Mapping[StatusClass, BoundCounts] = field(default_factory=dict)
+    le_service: Mapping[StatusClass, BoundCounts] = field(default_factory=dict)
+    le_phases: Mapping[str, BoundCounts] = field(default_factory=dict)
     in_flight_max: int = 0
     in_flight_mean: float | None = None
     backlog: int = 0
@@ -235,6 +290,7 @@ class LoadInterval:
     gen_wait_pct: float | None = None
     generator_limited: bool = False
     final: bool = False
+    drain: bool = False  # after --time: requests in flight finish, none is sent
     unfinished: int = 0
     unsent: int = 0
     last_error: str | None = None
@@ -329,10 +385,18 @@ class LoadInterval:
             "codes": dict(self.codes),
             "phases_ms": {p: dict(t) for p, t in self.phases_ms.items()},
             "final": self.final,
+            "drain": self.drain,
             "unfinished": self.unfinished,
             "unsent": self.unsent,
             "last_error": self.last_error,
         }
+        if self.le_corrected or self.le_service or self.le_phases:
+            extra["le"] = {
+                "bounds_s": list(LE_BOUNDS_S),
+                "corrected": {k.value: v.to_dict() for k, v in self.le_corrected.items()},
+                "service": {k.value: v.to_dict() for k, v in self.le_service.items()},
+                "phases": {p: v.to_dict() for p, v in self.le_phases.items()},
+            }
         return Sample(probe_id, t_ns, self.seconds, values, extra)
 
     @classmethod
@@ -350,6 +414,9 @@ class LoadInterval:
             if cls_ is not None and cls_ not in classes and n:
                 classes[cls_] = ClassLatency(count=n)
         lag = as_number(values.get(GEN_LAG_P99_MS))
+        le = extra.get("le")
+        if not isinstance(le, Mapping) or le.get("bounds_s") != list(LE_BOUNDS_S):
+            le = {}  # none kept, or under other bounds: no counts rather than wrong ones
         return cls(
             target_rps=as_number(values.get(TARGET_RPS)) or 0.0,
             seconds=seconds,
@@ -361,6 +428,15 @@ class LoadInterval:
             errors=_counts(extra.get("errors")),
             codes=_counts(extra.get("codes")),
             phases_ms=_phases(extra.get("phases_ms")),
+            le_corrected=_class_counts(le.get("corrected")),
+            le_service=_class_counts(le.get("service")),
+            le_phases={
+                str(p): BoundCounts.from_mapping(raw)
+                for p, raw in (le.get("phases") or {}).items()
+                if p in PHASES
+            }
+            if isinstance(le.get("phases"), Mapping)
+            else {},
             in_flight_max=_int(values.get(IN_FLIGHT)),
             in_flight_mean=as_number(values.get(IN_FLIGHT_MEAN)),
             backlog=_int(values.get(BACKLOG)),
@@ -372,6 +448,7 @@ class LoadInterval:
             gen_wait_pct=as_number(values.get(GEN_WAIT_PCT)),
             generator_limited=bool(as_number(values.get(GENERATOR_LIMITED))),
             final=extra.get("final") is True,
+            drain=extra.get("drain") is True,
             unfinished=_int(extra.get("unfinished")),
             unsent=_int(extra.get("unsent")),
             last_error=str(extra["last_error"])
@@ -456,6 +533,17 @@ def _phases(raw: Any) -> dict[str, dict[str, float | None]]:
     if not isinstance(raw, Mapping):
         return {}
     return {str(p): _table(t) for p, t in raw.items() if p in PHASES}
+
+
+def _class_counts(raw: Any) -> dict[StatusClass, BoundCounts]:
+    if not isinstance(raw, Mapping):
+        return {}
+    out: dict[StatusClass, BoundCounts] = {}
+    for name, counts in raw.items():
+        cls_ = _status_class(str(name))
+        if cls_ is not None:
+            out[cls_] = BoundCounts.from_mapping(counts)
+    return out
 
 
 def _classes(raw: Any) -> dict[StatusClass, ClassLatency]:
