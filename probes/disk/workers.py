@@ -15,6 +15,11 @@ Contract:
   slat and lat in ns) and a fio-style log-linear histogram of clat: their
   layout and the typed readings are ``probes/disk/counters.py``. Callers
   read them with ``snapshot()`` once per interval and work with deltas.
+- A job may have several files (``plan.files``, fio's --nrfiles): one fd
+  each, in a per-job int64 table (``counters.FILE_*``: fd, end of its area,
+  sequential position) the loop picks each I/O's file from, as fio's
+  --file_service_type (``plan.file_service``); its counters are the job's,
+  over all of them. Several files need a time-based plan.
 - Work is either time-based (``plan.wrap``: random or wrapping sequential
   offsets until ``stop()``) or a list of extents handed out in chunks
   (sequential passes: warm-up). ``done_extents()`` tells exactly which bytes
