@@ -35,10 +35,14 @@ PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 def run_probetop(directory: str, writers: int, seconds: float, nrfiles: int = 1) -> dict:
     """One run: ``writers`` jobs, each writing byte 0 of its ``nrfiles`` 1-byte
-    files in turn (fio's roundrobin: the next file after each write)."""
+    files in turn (fio's roundrobin: the next file after each write). Several
+    files: randwrite (offset 0 all the same), because fio closes and reopens
+    each of several files at the end of each sequential pass (io_u.c), which
+    for a 1-byte file is an open and a close per write: fio would measure those."""
+    rw = "randwrite" if nrfiles > 1 else "write"
     proc = subprocess.run(
         [*PROBETOP, "iops", directory, "--jobs", str(writers), "--nrfiles", str(nrfiles),
-         "--size", str(nrfiles), "--rw", "write", "--bs", "1", "--direct", "--sync",
+         "--size", str(nrfiles), "--rw", rw, "--bs", "1", "--direct", "--sync",
          "--time", f"{seconds:g}", "--json"],
         capture_output=True, text=True,
     )  # fmt: skip
