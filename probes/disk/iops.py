@@ -721,9 +721,10 @@ class IopsProbe:
 
 
 def _check_job_files(paths: Sequence[str]) -> None:
-    """A directory TARGET holds regular files, one per job (fio's --directory).
-    A job file that is a symlink or a device is refused and named: writing
-    there would reach whatever it points to, not a file in the directory."""
+    """A directory TARGET holds regular files, one per job and file (fio's
+    --directory, --nrfiles). A job file that is a symlink, a device or a hard
+    link is refused and named: writing there would reach whatever it points
+    to or is also, not a file of the directory's own."""
     for path in paths:
         try:
             st = os.lstat(path)
@@ -741,6 +742,14 @@ def _check_job_files(paths: Sequence[str]) -> None:
             raise TargetProbeError(
                 f"job file {path} is {kind}: in a directory TARGET each job's file must be "
                 "a regular file; give a device itself as TARGET"
+            )
+        if st.st_nlink > 1:
+            # A hard link is the same file under another name, maybe outside
+            # TARGET: probetop never made one, so the file is not its own.
+            raise TargetProbeError(
+                f"job file {path} has {st.st_nlink} hard links: it is also a file elsewhere, "
+                "which a run would write or extend; remove that name from the directory "
+                "TARGET, or give the file itself as TARGET"
             )
 
 

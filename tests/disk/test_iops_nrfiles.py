@@ -229,6 +229,24 @@ def test_a_later_job_file_linked_elsewhere_is_refused(fast_dir: Path, tmp_path: 
     assert sorted(os.listdir(fast_dir)) == ["probetop.0.2"]
 
 
+@pytest.mark.parametrize("nrfiles", [1, 3])
+def test_a_job_file_hard_linked_elsewhere_is_refused(fast_dir: Path, nrfiles: int) -> None:
+    """A job file that is a hard link of a file outside TARGET (the same inode
+    under another name) is refused, for reads too (a layout may extend it)."""
+    outside = fast_dir.parent / f"{fast_dir.name}-precious"
+    outside.write_bytes(b"keep" * 1024)
+    try:
+        os.link(outside, fast_dir / f"probetop.0.{nrfiles - 1}")
+        for rw in ("write", "read"):
+            proc = run_cli(["iops", str(fast_dir), "--nrfiles", str(nrfiles), "--size", "12k",
+                            "--rw", rw, "--time", "1"])  # fmt: skip
+            assert proc.returncode == 2 and "hard links" in proc.stderr, proc.stderr
+        assert outside.read_bytes() == b"keep" * 1024
+        assert sorted(os.listdir(fast_dir)) == [f"probetop.0.{nrfiles - 1}"]
+    finally:
+        outside.unlink()
+
+
 def test_a_rerun_reuses_the_files_and_touches_nothing_else(fast_dir: Path) -> None:
     """A second identical run uses the first run's files as they are (fio
     does too); other files in TARGET are left alone."""
