@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The EFS/NFS method, probetop and fio side by side: 1-byte O_DIRECT + O_SYNC
-writes at offset 0, 1 writer against 20, one file each.
+writes at offset 0, 1 writer against 20, one file each (or, with --files N,
+the same N files spread over the writers: fio's --nrfiles N/writers).
 
 Usage:  .venv/bin/python benchmarks/efs_method.py [DIR] [--rounds 2] [--seconds 3]
-        [--writers 1,20]
+        [--writers 1,20] [--files 40]
 
 DIR is where each run makes its files (an NFS mount to measure NFS; default
 a fresh directory on /dev/shm: tmpfs takes 1-byte O_DIRECT as NFS does). Each
@@ -32,10 +33,17 @@ from figures import add_figures_option, report
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
-def run_probetop(directory: str, writers: int, seconds: float) -> dict:
+def run_probetop(directory: str, writers: int, seconds: float, nrfiles: int = 1) -> dict:
+    """One run: ``writers`` jobs, each writing byte 0 of its ``nrfiles`` 1-byte
+    files in turn (fio's roundrobin: the next file after each write). Several
+    files: randwrite (offset 0 all the same), because fio closes and reopens
+    each of several files at the end of each sequential pass (io_u.c), which
+    for a 1-byte file is an open and a close per write: fio would measure those."""
+    rw = "randwrite" if nrfiles > 1 else "write"
     proc = subprocess.run(
-        [*PROBETOP, "iops", directory, "--jobs", str(writers), "--size", "1", "--rw", "write",
-         "--bs", "1", "--direct", "--sync", "--time", f"{seconds:g}", "--json"],
+        [*PROBETOP, "iops", directory, "--jobs", str(writers), "--nrfiles", str(nrfiles),
+         "--size", str(nrfiles), "--rw", rw, "--bs", "1", "--direct", "--sync",
+         "--time", f"{seconds:g}", "--json"],
         capture_output=True, text=True,
     )  # fmt: skip
     if proc.returncode != 0:
@@ -63,12 +71,22 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--writers", default="1,20")
+    parser.add_argument(
+        "--files",
+        type=int,
+        default=0,
+        help="the same N files at every writer count (each writer: N/writers of them, "
+        "fio's --nrfiles); default: one file per writer",
+    )
     add_figures_option(parser)
     args = parser.parse_args()
     if shutil.which("fio") is None:
         sys.exit("needs fio (apt-get install fio)")
     base = args.dir or tempfile.mkdtemp(prefix="probetop-efs-", dir="/dev/shm")
     writers = [int(w) for w in args.writers.split(",")]
+    if args.files and any(args.files % n for n in writers):
+        sys.exit(f"--files {args.files} must be a multiple of every writer count ({args.writers})")
+    nrfiles = {n: args.files // n if args.files else 1 for n in writers}
     got: dict[tuple[str, int], list[float]] = {}
     print(f"{base}: {args.seconds:g} s per run, {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
@@ -80,16 +98,16 @@ def main() -> None:
                     order = ["probetop", "fio"] if rnd % 2 == 0 else ["fio", "probetop"]
                     docs: dict[str, dict] = {}
                     # fio's command is probetop's, so probetop runs once first to print it
-                    ours = run_probetop(work, n, args.seconds)
+                    ours = run_probetop(work, n, args.seconds, nrfiles[n])
                     command = ours["probetop"]["fio_command"]
                     for who in order:
                         for name in os.listdir(work):
                             os.unlink(os.path.join(work, name))
                         docs[who] = (
-                            run_probetop(work, n, args.seconds) if who == "probetop"
+                            run_probetop(work, n, args.seconds, nrfiles[n]) if who == "probetop"
                             else run_fio(command)
                         )  # fmt: skip
-                    line = f"  round {rnd + 1} {n:>3} writers"
+                    line = f"  round {rnd + 1} {n:>3} writers x {nrfiles[n]:>2} files"
                     for who in ("probetop", "fio"):
                         iops, p50 = figures(docs[who])
                         got.setdefault((who, n), []).append(iops)
@@ -110,8 +128,9 @@ def main() -> None:
         ours, fio = (statistics.median(got[(w, n)]) for w in ("probetop", "fio"))
         print(f"  {n:>3} writers  probetop {ours:>11,.0f}  fio {fio:>11,.0f}  "
               f"probetop / fio {ours / fio:.2f}")  # fmt: skip
+        files = f", {nrfiles[n]} files each" if args.files else ""
         report(
-            f"{n} writer(s), files on {'/dev/shm' if args.dir is None else args.dir}",
+            f"{n} writer(s){files}, files on {'/dev/shm' if args.dir is None else args.dir}",
             "IOPS",
             ours,
             fio,

@@ -70,7 +70,17 @@ K_STOP, K_PROGRESS, K_ERRNO, K_ERR_OFFSET, K_ERR_DIR, K_FIRST_BAD = range(6)
 # The zero check's state (native.looks_zero): blocks that looked zero so far,
 # and 1 once a block that looked zero was not (then every block is checked whole).
 K_ZERO_SEEN, K_ZERO_EXACT = 6, 7
-N_CONTROL = 8
+# Which of the job's files (index into its ``FILE_*`` rows) the last failed I/O went to.
+K_ERR_FILE = 8
+N_CONTROL = 9
+# A job's files (fio's --nrfiles), one int64 row each: its descriptor, the
+# end of its I/O area (all start at the plan's) and a sequential pattern's
+# next offset in it (each file keeps its own, as fio's).
+FILE_FD, FILE_END, FILE_POS = range(3)
+N_FILE_WORDS = 3
+# Which file a job's next I/O goes to (fio's --file_service_type).
+FS_ROUNDROBIN, FS_SEQUENTIAL, FS_RANDOM = range(3)
+FILE_SERVICES = {"roundrobin": FS_ROUNDROBIN, "sequential": FS_SEQUENTIAL, "random": FS_RANDOM}
 
 # An I/O failing with one of these means the target is full, read-only or gone.
 FATAL_ERRNOS = {

@@ -1,8 +1,9 @@
 """What an ``Engine`` runs, and what its plan implies for the target.
 
 Contract: ``EnginePlan`` is the typed description of a run (target, block
-size, jobs, depth, mix, work list, engine). ``open_target`` opens one
-descriptor on the target with the plan's flags, refusing anything but a
+size, jobs, depth, mix, work list, engine; each job's files and which of
+them the next I/O goes to, fio's --nrfiles and --file_service_type).
+``open_target`` opens one descriptor on a job's file with the plan's flags, refusing anything but a
 regular file or a block device without blocking on it; ``cut_chunks`` cuts a
 work list into block-aligned pieces the workers take in turn.
 """
@@ -41,15 +42,25 @@ class EnginePlan:
     seed: int = 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF
     exclusive: bool = False  # O_EXCL on the first descriptor (block device writes)
     ioengine: str = ""  # psync, libaio or io_uring; "": psync at iodepth 1, else libaio
-    paths: tuple[str, ...] = ()  # one file per job (fio's --directory); (): every job on path
+    # Each job's files (fio's --directory, --nrfiles); (): every job on ``path``.
+    files: tuple[tuple[str, ...], ...] = ()
+    # Per job, the end of each of its files' I/O area (fio's split of --size,
+    # whole blocks; an existing file's own size); (): the area's end (``extents[0]``).
+    file_ends: tuple[tuple[int, ...], ...] = ()
+    file_service: str = "roundrobin"  # fio's --file_service_type: roundrobin, sequential, random
+    file_service_nr: int = 1  # I/Os before the next file (roundrobin, random)
     cpus_allowed: frozenset[int] = frozenset()  # fio's --cpus_allowed; empty: no pinning
     # A blockmap.BlockMap the loops fill (every I/O: data, zeros or failed;
     # reads counted in C_ZERO_BYTES when all zero); None: not looked at.
     blockmap: Any = None
 
-    def job_path(self, job: int) -> str:
-        """The file or device job ``job`` does its I/O on."""
-        return self.paths[job] if self.paths else self.path
+    def job_files(self, job: int) -> tuple[str, ...]:
+        """The files (or the device) job ``job`` does its I/O on."""
+        return self.files[job] if self.files else (self.path,)
+
+    def file_end(self, job: int, file: int) -> int:
+        """Where the I/O area of job ``job``'s file ``file`` ends."""
+        return self.file_ends[job][file] if self.file_ends else self.extents[0][1]
 
     @property
     def classify(self) -> bool:
@@ -65,11 +76,11 @@ class EnginePlan:
         return self.readpct < 100
 
 
-def open_target(plan: EnginePlan, *, exclusive: bool, job: int = 0) -> int:
-    """One descriptor on job ``job``'s target. Opened non-blocking and checked,
+def open_target(plan: EnginePlan, *, exclusive: bool, job: int = 0, file: int = 0) -> int:
+    """One descriptor on job ``job``'s file ``file``. Opened non-blocking and checked,
     so a path swapped for a FIFO fails instead of hanging; O_EXCL when ``exclusive``."""
     flags = _open_flags(plan) | os.O_NONBLOCK | (os.O_EXCL if exclusive else 0)
-    path = plan.job_path(job)
+    path = plan.job_files(job)[file]
     fd = os.open(path, flags)
     try:
         st = os.fstat(fd)

@@ -1,6 +1,7 @@
 """File targets created or extended and filled with data before a run.
 
-Contract: ``Layout(target)`` creates or extends a regular file and fills it
+Contract: ``Layout(target)`` creates or extends a regular file (to
+``target.file_end``) and fills it
 with data (as fio does before reading a new file), so reads hit real
 blocks. It runs in 1 MiB writes, looks at its stop flag before each, and
 flushes every 16 MiB, so a stop is honoured within ~0.1 s; ``undo()``
@@ -25,7 +26,7 @@ LAYOUT_FLUSH_EVERY = 16 << 20  # bounded writeback: no long fsync at the end
 
 
 class Layout:
-    """Create or extend a file target to ``target.end`` bytes; see the module
+    """Create or extend a file target to ``target.file_end`` bytes; see the module
     docstring. ``done``/``total``: bytes written so far / to write."""
 
     def __init__(self, target: Target, fill: bool = True) -> None:
@@ -72,7 +73,7 @@ class Layout:
         fd = self._open()
         try:
             have = os.fstat(fd).st_size
-            end = self.target.end
+            end = self.target.file_end
             self.total = max(0, end - have)
             if have >= end:
                 return True

@@ -227,7 +227,8 @@ class IopsProbe:
         if s.per_job_files and not s.size and not all(map(os.path.exists, s.job_paths())):
             raise UsageProbeError(
                 f"{s.target} is a directory: probetop makes one file per job in it "
-                "(fio's --directory); give --size for each file"
+                "(fio's --directory); give --size for each job's file"
+                + (f" (split between its --nrfiles {s.nrfiles} files)" if s.nrfiles > 1 else "")
             )
         if s.per_job_files:
             _check_job_files(s.job_paths())
@@ -239,19 +240,9 @@ class IopsProbe:
             refusals = write_refusals(path) if os.path.exists(path) else []
             if refusals:
                 raise ProbeError(refusal_message(refusals))
-        # One target, or one file per job (fio's --directory): each checked alike.
-        self.targets = [
-            resolve(
-                path,
-                write=s.writes,
-                bs=s.bs,
-                size=s.size,
-                offset=s.offset,
-                direct=s.direct,
-                may_create=True,
-            )
-            for path in (s.job_paths() if s.per_job_files else [s.target])
-        ]
+        # One target, or each job's files (fio's --directory, --nrfiles): each checked alike.
+        jobs = s.job_files() if s.per_job_files else [[s.target]]
+        self.targets = [self._resolve(path, f) for files in jobs for f, path in enumerate(files)]
         self.target = self.targets[0]
         self.notes = list(self.target.notes) + kernel_notes()
         where = s.target if os.path.exists(s.target) else os.path.dirname(os.path.abspath(s.target))
@@ -270,7 +261,7 @@ class IopsProbe:
                     raise ProbeError(f"refusing to {what}: " + "; ".join(refusals))
         growing = [t for t in self.targets if t.kind == "file" and (s.writes or t.create)]
         if growing:
-            need = sum(allocation_needed(t.path, t.start, t.end) for t in growing)
+            need = sum(allocation_needed(t.path, t.start, t.file_end) for t in growing)
             creates = any(t.create for t in growing)
             check_room(growing[0].path, need, "laying out" if creates else "writing")
         if s.writes and self.target.kind == "block":
@@ -291,6 +282,32 @@ class IopsProbe:
                     action="writes",
                 )
 
+    def _resolve(self, path: str, filenum: int) -> Target:
+        """A job's file ``filenum`` (or TARGET) checked. With --nrfiles, --size
+        is split as fio splits it: the file is laid out at its share, I/O
+        goes to its whole blocks (fio issues no partial block)."""
+        s = self.settings
+        sizes = s.file_sizes() if s.nrfiles > 1 else None
+        share = sizes[filenum] if sizes else s.size
+        size = share - share % s.bs if sizes and share else share
+        target = resolve(
+            path,
+            write=s.writes,
+            bs=s.bs,
+            size=size,
+            offset=s.offset,
+            direct=s.direct,
+            may_create=True,
+        )
+        if target.create and share:
+            target.layout_end = s.offset + share
+        return target
+
+    def job_targets(self) -> list[list[Target]]:
+        """``targets`` job by job (each job's --nrfiles files)."""
+        n = self.settings.nrfiles if self.settings.per_job_files else 1
+        return [self.targets[i : i + n] for i in range(0, len(self.targets), n)]
+
     def run_params(self) -> IopsParams:
         s, t = self.settings, self.target
         return IopsParams(
@@ -310,6 +327,8 @@ class IopsProbe:
             interval_s=s.interval_s,
             engine=self.engine,
             backing_device=t.backing if t else None,
+            nrfiles=s.nrfiles,
+            file_service_type=s.file_service_type,
         )
 
     def params(self) -> Mapping[str, Any]:
@@ -335,6 +354,10 @@ class IopsProbe:
         ]
         if s.filename_format:
             args.append(f"--filename_format={s.filename_format}")
+        if s.nrfiles > 1:
+            args.append(f"--nrfiles={s.nrfiles}")
+        if s.file_service_type != "roundrobin":
+            args.append(f"--file_service_type={s.file_service_type}")
         if s.rw in ("randrw", "rw"):
             args.append(f"--rwmixread={s.rwmixread}")
         if s.sync:
@@ -350,7 +373,8 @@ class IopsProbe:
             args.append(f"--rate_iops={s.rate_iops}")
         if s.offset:
             args.append(f"--offset={s.offset}")
-        size = t.size if t else s.size
+        # --nrfiles: fio splits --size between a job's files itself.
+        size = s.size if s.nrfiles > 1 or not t else t.size
         if size:
             args.append(f"--size={size}")
         if s.ramp_s:
@@ -368,7 +392,14 @@ class IopsProbe:
             path=s.target,
             bs=s.bs,
             extents=[(self.target.start, self.target.end)],
-            paths=tuple(t.path for t in self.targets) if s.per_job_files else (),
+            files=tuple(tuple(t.path for t in job) for job in self.job_targets())
+            if s.per_job_files
+            else (),
+            file_ends=tuple(tuple(t.end for t in job) for job in self.job_targets())
+            if s.per_job_files
+            else (),
+            file_service=s.file_service[0],
+            file_service_nr=s.file_service[1],
             cpus_allowed=frozenset(s.cpus_allowed),
             jobs=s.jobs,
             iodepth=s.iodepth,
@@ -391,7 +422,8 @@ class IopsProbe:
         if self.settings.readpct <= 0:
             return None
         t = self.target
-        blockmap = BlockMap(t.start, t.end, self.settings.bs)
+        # Per-job files may end apart: the map covers the longest.
+        blockmap = BlockMap(t.start, max(x.end for x in self.targets), self.settings.bs)
         # One file per job: the jobs share the map's offsets, so no file's
         # holes may stand for the others' (every block is looked at instead).
         holes = None if self.settings.per_job_files else find_holes(t.path, t.start, t.end)
@@ -689,9 +721,10 @@ class IopsProbe:
 
 
 def _check_job_files(paths: Sequence[str]) -> None:
-    """A directory TARGET holds regular files, one per job (fio's --directory).
-    A job file that is a symlink or a device is refused and named: writing
-    there would reach whatever it points to, not a file in the directory."""
+    """A directory TARGET holds regular files, one per job and file (fio's
+    --directory, --nrfiles). A job file that is a symlink, a device or a hard
+    link is refused and named: writing there would reach whatever it points
+    to or is also, not a file of the directory's own."""
     for path in paths:
         try:
             st = os.lstat(path)
@@ -709,6 +742,14 @@ def _check_job_files(paths: Sequence[str]) -> None:
             raise TargetProbeError(
                 f"job file {path} is {kind}: in a directory TARGET each job's file must be "
                 "a regular file; give a device itself as TARGET"
+            )
+        if st.st_nlink > 1:
+            # A hard link is the same file under another name, maybe outside
+            # TARGET: probetop never made one, so the file is not its own.
+            raise TargetProbeError(
+                f"job file {path} has {st.st_nlink} hard links: it is also a file elsewhere, "
+                "which a run would write or extend; remove that name from the directory "
+                "TARGET, or give the file itself as TARGET"
             )
 
 

@@ -62,10 +62,16 @@ from probetop.probes.disk.counters import (  # noqa: E402
     F_SLAT_SUM,
     F_TLAT_SUM,
     FATAL_ERRNOS,
+    FILE_END,
+    FILE_FD,
+    FILE_POS,
+    FS_RANDOM,
+    FS_SEQUENTIAL,
     HIST_BITS,
     HIST_BUCKETS,
     HIST_VAL,
     K_ERR_DIR,
+    K_ERR_FILE,
     K_ERR_OFFSET,
     K_ERRNO,
     K_FIRST_BAD,
@@ -422,6 +428,24 @@ def next_io(
 
 
 @numba.njit(nogil=True, inline="always", cache=CACHE)
+def file_turn(files: Any, f: int, lo: int, bs: int, seq: bool, fsvc: int, fsvc_nr: int) -> int:
+    """I/Os file ``f`` gets before the next file (fio's file_service_type):
+    ``fsvc_nr`` (roundrobin, random), or all of its blocks (sequential)."""
+    if fsvc != FS_SEQUENTIAL:
+        return fsvc_nr
+    span = files[f, FILE_END] - lo
+    return max((span + bs - 1) // bs if seq else span // bs, 1)
+
+
+@numba.njit(nogil=True, inline="always", cache=CACHE)
+def pick_file(f: int, nfiles: int, fsvc: int, state: Any) -> int:
+    """The file after ``f``: the next one in turn, or (random) any."""
+    if fsvc == FS_RANDOM:
+        return rand_next(state) % nfiles
+    return 0 if f + 1 == nfiles else f + 1
+
+
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def settle(
     s: int,
     res: int,
@@ -481,12 +505,13 @@ def done_below(pos: int, slot_off: Any) -> int:
 
 @numba.njit(nogil=True, cache=CACHE)
 def sync_loop(
-    fd: int,
+    files: Any,
     buf_addr: int,
     buf64: Any,
     bs: int,
     lo: int,
-    hi: int,
+    fsvc: int,
+    fsvc_nr: int,
     seq: bool,
     wrap: bool,
     readpct: int,
@@ -509,7 +534,9 @@ def sync_loop(
     errno = numba.carray(_errno_location(), 1, np.int32)
     state = np.empty(1, dtype=np.uint64)
     state[0] = np.uint64(seed | 1)
-    pos = lo
+    nfiles = files.shape[0]
+    f = pick_file(nfiles - 1, nfiles, fsvc, state) if nfiles > 1 else 0  # random: any first
+    fleft = file_turn(files, f, lo, bs, seq, fsvc, fsvc_nr)
     done = 0
     sl = np.zeros(2, dtype=np.int64)
     due = now_ns(ts_addr, ts)
@@ -518,12 +545,19 @@ def sync_loop(
             due = pace(due, gap_ns, ts_addr, ts, sl, ctl)
             if ctl[K_STOP] != 0:
                 break
-        off, n, d = next_io(lo, hi, bs, seq, pos, readpct, state)
+        if nfiles > 1:
+            if fleft == 0:
+                f = pick_file(f, nfiles, fsvc, state)
+                fleft = file_turn(files, f, lo, bs, seq, fsvc, fsvc_nr)
+            fleft -= 1
+        hi = files[f, FILE_END]
+        off, n, d = next_io(lo, hi, bs, seq, files[f, FILE_POS], readpct, state)
         if n == 0:
             if not wrap:
                 break
-            pos = lo
-            continue
+            files[f, FILE_POS] = lo  # the end of the area: from its start again
+            off, n, d = next_io(lo, hi, bs, seq, lo, readpct, state)
+        fd = files[f, FILE_FD]
         if d == WRITE and do_stamp:
             stamp(buf64, 0, n, off)
         t0 = now_ns(ts_addr, ts)
@@ -534,6 +568,7 @@ def sync_loop(
             ctl[K_ERRNO] = errno[0] if got < 0 else 0
             ctl[K_ERR_OFFSET] = off
             ctl[K_ERR_DIR] = d
+            ctl[K_ERR_FILE] = f
             if got > 0:
                 cnt[d, C_BYTES] += got
             if halts(stop_on_error, ctl[K_ERRNO]):
@@ -552,22 +587,23 @@ def sync_loop(
                         ctl[K_FIRST_BAD] = off
                     cnt[d, C_BAD_SECTORS] += bad
         if seq:
-            pos = off + n
-            ctl[K_PROGRESS] = pos
+            files[f, FILE_POS] = off + n
+            ctl[K_PROGRESS] = off + n
         done += 1
     return done
 
 
 @numba.njit(nogil=True, cache=CACHE)
 def aio_loop(
-    fd: int,
+    files: Any,
     buf_addr: int,
     buf64: Any,
     bs: int,
     depth: int,
     ctx_id: int,
     lo: int,
-    hi: int,
+    fsvc: int,
+    fsvc_nr: int,
     seq: bool,
     wrap: bool,
     readpct: int,
@@ -599,6 +635,7 @@ def aio_loop(
     slot_off = np.full(depth, -1, dtype=np.int64)
     slot_dir = np.zeros(depth, dtype=np.int64)
     slot_len = np.zeros(depth, dtype=np.int64)
+    slot_file = np.zeros(depth, dtype=np.int64)
     free = np.empty(depth, dtype=np.int64)
     ctx = np.zeros(1, dtype=np.int64)
     ctx[0] = ctx_id
@@ -608,7 +645,9 @@ def aio_loop(
         free[i] = i
     nfree = depth
     timeout = np.zeros(2, dtype=np.int64)  # used when pacing: wake when the next I/O is due
-    pos = lo
+    nfiles = files.shape[0]
+    f = pick_file(nfiles - 1, nfiles, fsvc, state) if nfiles > 1 else 0  # random: any first
+    fleft = file_turn(files, f, lo, bs, seq, fsvc, fsvc_nr)
     inflight = 0
     finished = False
     done = 0
@@ -626,15 +665,22 @@ def aio_loop(
                 due = pace(due, gap_ns, ts_addr, ts, sl, ctl)
                 if ctl[K_STOP] != 0:
                     break
-            off, n, d = next_io(lo, hi, bs, seq, pos, readpct, state)
+            if nfiles > 1:
+                if fleft == 0:
+                    f = pick_file(f, nfiles, fsvc, state)
+                    fleft = file_turn(files, f, lo, bs, seq, fsvc, fsvc_nr)
+                fleft -= 1
+            hi = files[f, FILE_END]
+            off, n, d = next_io(lo, hi, bs, seq, files[f, FILE_POS], readpct, state)
             if n == 0:
-                if wrap:
-                    pos = lo
-                    continue
-                finished = True
-                break
+                if not wrap:
+                    finished = True
+                    break
+                files[f, FILE_POS] = lo  # the end of the area: from its start again
+                off, n, d = next_io(lo, hi, bs, seq, lo, readpct, state)
             if seq:
-                pos = off + n
+                files[f, FILE_POS] = off + n
+            fd = files[f, FILE_FD]
             nfree -= 1
             s = free[nfree]
             word = s * bs // 8
@@ -649,6 +695,7 @@ def aio_loop(
             slot_off[s] = off
             slot_dir[s] = d
             slot_len[s] = n
+            slot_file[s] = f
             # ptrs must list the slots to submit first: swap into place.
             ptrs[nsub] = iocb_base + s * 64
             nsub += 1
@@ -680,12 +727,14 @@ def aio_loop(
                 # never counted as done.
                 for k in range(sent, nsub):
                     s = (int(ptrs[k]) - iocb_base) // 64
-                    if seq and slot_off[s] < pos:
-                        pos = slot_off[s]
+                    sf = slot_file[s]
+                    if seq and slot_off[s] < files[sf, FILE_POS]:
+                        files[sf, FILE_POS] = slot_off[s]
                     if failed:
                         cnt[slot_dir[s], C_ERRORS] += 1
                         ctl[K_ERR_OFFSET] = slot_off[s]
                         ctl[K_ERR_DIR] = slot_dir[s]
+                        ctl[K_ERR_FILE] = sf
                     slot_off[s] = -1
                     free[nfree] = s
                     nfree += 1
@@ -714,6 +763,8 @@ def aio_loop(
                 s, events[e * 4 + 2], t_done, slot_start, slot_issue, slot_off, slot_dir, slot_len,
                 bs, buf64, do_verify, ctl, cnt, flt, hist,
             )  # fmt: skip
+            if failed:
+                ctl[K_ERR_FILE] = slot_file[s]
             if failed and halts(stop_on_error, ctl[K_ERRNO]):
                 finished = True
             elif do_classify:
@@ -723,13 +774,13 @@ def aio_loop(
             inflight -= 1
             done += 1
         if seq and not (finished and ctl[K_ERRNO] != 0 and halts(stop_on_error, ctl[K_ERRNO])):
-            ctl[K_PROGRESS] = done_below(pos, slot_off)
+            ctl[K_PROGRESS] = done_below(files[0, FILE_POS], slot_off)
     return done
 
 
 @numba.njit(nogil=True, cache=CACHE)
 def uring_loop(
-    fd: int,
+    files: Any,
     buf_addr: int,
     buf64: Any,
     bs: int,
@@ -740,7 +791,8 @@ def uring_loop(
     cq32: Any,
     cq64: Any,
     lo: int,
-    hi: int,
+    fsvc: int,
+    fsvc_nr: int,
     seq: bool,
     wrap: bool,
     readpct: int,
@@ -784,6 +836,7 @@ def uring_loop(
     slot_off = np.full(depth, -1, dtype=np.int64)
     slot_dir = np.zeros(depth, dtype=np.int64)
     slot_len = np.zeros(depth, dtype=np.int64)
+    slot_file = np.zeros(depth, dtype=np.int64)
     fresh = np.empty(depth, dtype=np.int64)
     free = np.empty(depth, dtype=np.int64)
     for i in range(depth):
@@ -796,7 +849,9 @@ def uring_loop(
     wait_arg[2] = timeout.ctypes.data
     timed_waits = layout[L_EXT_ARG] != 0 and gap_ns > 0
     tail = np.int64(sq[sq_tail_i])
-    pos = lo
+    nfiles = files.shape[0]
+    f = pick_file(nfiles - 1, nfiles, fsvc, state) if nfiles > 1 else 0  # random: any first
+    fleft = file_turn(files, f, lo, bs, seq, fsvc, fsvc_nr)
     inflight = 0  # submitted, not completed
     pending = 0  # in the submission ring, not yet taken by the kernel
     finished = False
@@ -812,15 +867,22 @@ def uring_loop(
                 due = pace(due, gap_ns, ts_addr, ts, sl, ctl)
                 if ctl[K_STOP] != 0:
                     break
-            off, n, d = next_io(lo, hi, bs, seq, pos, readpct, state)
+            if nfiles > 1:
+                if fleft == 0:
+                    f = pick_file(f, nfiles, fsvc, state)
+                    fleft = file_turn(files, f, lo, bs, seq, fsvc, fsvc_nr)
+                fleft -= 1
+            hi = files[f, FILE_END]
+            off, n, d = next_io(lo, hi, bs, seq, files[f, FILE_POS], readpct, state)
             if n == 0:
-                if wrap:
-                    pos = lo
-                    continue
-                finished = True
-                break
+                if not wrap:
+                    finished = True
+                    break
+                files[f, FILE_POS] = lo  # the end of the area: from its start again
+                off, n, d = next_io(lo, hi, bs, seq, lo, readpct, state)
             if seq:
-                pos = off + n
+                files[f, FILE_POS] = off + n
+            fd = files[f, FILE_FD]
             nfree -= 1
             s = free[nfree]
             if d == WRITE and do_stamp:
@@ -840,6 +902,7 @@ def uring_loop(
             slot_off[s] = off
             slot_dir[s] = d
             slot_len[s] = n
+            slot_file[s] = f
             fresh[nfresh] = s
             nfresh += 1
         if nfresh > 0:
@@ -883,11 +946,13 @@ def uring_loop(
                 head = np.int64(sq[sq_head_i])
                 while head != tail:
                     s = np.int64(sq[sq_array_i + (head & sq_mask)])
-                    if seq and slot_off[s] < pos:
-                        pos = slot_off[s]
+                    sf = slot_file[s]
+                    if seq and slot_off[s] < files[sf, FILE_POS]:
+                        files[sf, FILE_POS] = slot_off[s]
                     cnt[slot_dir[s], C_ERRORS] += 1
                     ctl[K_ERR_OFFSET] = slot_off[s]
                     ctl[K_ERR_DIR] = slot_dir[s]
+                    ctl[K_ERR_FILE] = sf
                     slot_off[s] = -1
                     free[nfree] = s
                     nfree += 1
@@ -929,6 +994,8 @@ def uring_loop(
                     s, res, t_done, slot_start, slot_issue, slot_off, slot_dir, slot_len,
                     bs, buf64, do_verify, ctl, cnt, flt, hist,
                 )  # fmt: skip
+                if failed:
+                    ctl[K_ERR_FILE] = slot_file[s]
                 if failed and halts(stop_on_error, ctl[K_ERRNO]):
                     finished = True
                 elif do_classify:
@@ -943,7 +1010,7 @@ def uring_loop(
                 head = (head + 1) & 0xFFFFFFFF
             cq32[cq_head_i] = head
         if seq and not (finished and ctl[K_ERRNO] != 0 and halts(stop_on_error, ctl[K_ERRNO])):
-            ctl[K_PROGRESS] = done_below(pos, slot_off)
+            ctl[K_PROGRESS] = done_below(files[0, FILE_POS], slot_off)
     return done
 
 

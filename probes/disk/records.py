@@ -241,6 +241,8 @@ class IopsParams:
     interval_s: float
     engine: str
     backing_device: str | None
+    nrfiles: int = 1  # files per job (fio's --nrfiles)
+    file_service_type: str = "roundrobin"  # fio's --file_service_type
 
     @property
     def directions(self) -> tuple[str, ...]:
@@ -264,6 +266,8 @@ class IopsParams:
             "interval_s": self.interval_s,
             "engine": self.engine,
             "backing_device": self.backing_device,
+            "nrfiles": self.nrfiles,
+            "file_service_type": self.file_service_type,
         }
 
     @classmethod
@@ -288,6 +292,8 @@ class IopsParams:
             interval_s=as_number(p.get("interval_s")) or 1.0,
             engine=as_str(p.get("engine")) or ("libaio" if iodepth > 1 else "psync"),
             backing_device=as_str(p.get("backing_device")),
+            nrfiles=as_int(p.get("nrfiles")) or 1,
+            file_service_type=as_str(p.get("file_service_type")) or "roundrobin",
         )
 
 

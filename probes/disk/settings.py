@@ -23,6 +23,7 @@ Contract:
 from __future__ import annotations
 
 import os
+import resource
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -38,12 +39,32 @@ from probetop.probes.core.options import (
 )
 from probetop.probes.disk import ioengines
 from probetop.probes.disk.capacity import check_bs, check_interval, check_seconds
-from probetop.probes.disk.sizes import parse_range
+from probetop.probes.disk.sizes import parse_range, split_size
 
 RW_MODES = ("read", "write", "randread", "randwrite", "randrw", "rw")
 OUTPUT_FORMATS = ("normal", "terse", "json", "json+")  # fio's --output-format names
 FILENAME_FORMAT = "$jobname.$jobnum.$filenum"  # fio's default name of a job's file
 JOB_NAME = "probetop"  # fio's --name in the equivalent command ($jobname)
+
+
+FILE_SERVICE_TYPES = ("roundrobin", "sequential", "random")  # fio's uniform ones
+MAX_FILES = 4096  # jobs x nrfiles: open file descriptors of one run
+
+
+def file_service_type(text: str) -> str:
+    """fio's --file_service_type: roundrobin, sequential or random, with an
+    optional ":N" (I/Os before the next file); the distributions fio also
+    has (zipf, pareto, normal, gauss) are refused, naming the ones there are."""
+    kind, sep, count = text.partition(":")
+    if kind not in FILE_SERVICE_TYPES:
+        raise OptionValueError(
+            f"{text!r}: probetop has fio's {', '.join(FILE_SERVICE_TYPES)} (optionally "
+            "with :N, the I/Os before switching files); fio's zipf, pareto and normal "
+            "file choices are not implemented"
+        )
+    if sep and not (count.isdigit() and int(count) >= 1):
+        raise OptionValueError(f"{text!r}: N in {kind}:N is a number of I/Os, 1 or more")
+    return text
 
 
 def job_file_name(fmt: str, jobnum: int, filenum: int = 0) -> str:
@@ -199,10 +220,21 @@ IOPS_SPEC = CommandSpec(
         ),
         Option(
             ("--nrfiles",),
-            "files per job (fio --nrfiles; probetop runs 1: use --jobs N for N files)",
+            "TARGET is a directory: files per job, --size split between them, as fio's "
+            "--nrfiles (names: --filename-format's $filenum)",
             _AT_LEAST_ONE,
             1,
             "N",
+        ),
+        Option(
+            ("--file-service-type",),
+            "which of a job's --nrfiles files the next I/O goes to, as fio's "
+            "--file_service_type: roundrobin (the next file after each I/O), sequential "
+            "(each file to its end, then the next), random; :N switches after N I/Os "
+            "(default roundrobin)",
+            file_service_type,
+            "roundrobin",
+            "TYPE",
         ),
         Option(
             ("--output-format",),
@@ -244,6 +276,7 @@ class IopsSettings:
     output_format: str | None = None  # --output-format; None: normal, or json with --json
     filename_format: str | None = None  # --filename_format; TARGET a directory: files per job
     nrfiles: int = 1  # --nrfiles
+    file_service_type: str = "roundrobin"  # --file_service_type
     cpus_allowed: tuple[int, ...] = ()  # --cpus_allowed; (): not pinned
 
     @classmethod
@@ -275,6 +308,7 @@ class IopsSettings:
             output_format=values.get("output_format"),
             filename_format=values.get("filename_format"),
             nrfiles=values.get("nrfiles", 1),
+            file_service_type=values.get("file_service_type") or "roundrobin",
             cpus_allowed=tuple(values.get("cpus_allowed") or ()),
         )
         settings.validate()
@@ -298,12 +332,31 @@ class IopsSettings:
         """TARGET is a directory: each job has its own file in it (fio's --directory)."""
         return self.filename_format is not None or os.path.isdir(self.target)
 
-    def job_paths(self) -> list[str]:
-        """The file of each job (TARGET itself for every job unless ``per_job_files``)."""
+    def job_files(self) -> list[list[str]]:
+        """Each job's files: TARGET itself unless ``per_job_files``, else its
+        ``nrfiles`` files in TARGET, named by fio's --filename_format."""
         if not self.per_job_files:
-            return [self.target] * self.jobs
+            return [[self.target] for _ in range(self.jobs)]
         fmt = self.filename_format or FILENAME_FORMAT
-        return [os.path.join(self.target, job_file_name(fmt, j)) for j in range(self.jobs)]
+        return [
+            [os.path.join(self.target, job_file_name(fmt, j, f)) for f in range(self.nrfiles)]
+            for j in range(self.jobs)
+        ]
+
+    def job_paths(self) -> list[str]:
+        """Every file of the run, job by job (TARGET once per job unless ``per_job_files``)."""
+        return [path for files in self.job_files() for path in files]
+
+    def file_sizes(self) -> list[int] | None:
+        """The --size of each of a job's files (fio's split over --nrfiles);
+        None without --size."""
+        return split_size(self.size, self.nrfiles, self.bs) if self.size else None
+
+    @property
+    def file_service(self) -> tuple[str, int]:
+        """(kind, N): --file-service-type's kind and the I/Os before switching files."""
+        kind, _, count = self.file_service_type.partition(":")
+        return kind, int(count) if count else 1
 
     @property
     def writes(self) -> bool:
@@ -328,11 +381,7 @@ class IopsSettings:
         check_seconds("--time", self.time_s)
         check_seconds("--ramp", self.ramp_s)
         check_cpus(self.cpus_allowed)
-        if self.nrfiles != 1:
-            raise UsageProbeError(
-                f"--nrfiles {self.nrfiles}: probetop runs one file per job; for "
-                f"{self.nrfiles * self.jobs} files give --jobs {self.nrfiles * self.jobs}"
-            )
+        self._check_files()
         if self.filename_format is not None and not os.path.isdir(self.target):
             raise UsageProbeError(
                 f"--filename-format needs TARGET to be a directory (fio's --directory); "
@@ -357,6 +406,46 @@ class IopsSettings:
                     f"--filename-format {fmt!r} must name one file per job: include "
                     "$jobnum (fio's default is $jobname.$jobnum.$filenum)"
                 )
+            if len(set(self.job_paths())) < self.jobs * self.nrfiles:
+                raise UsageProbeError(
+                    f"--filename-format {fmt!r} must name each of a job's --nrfiles "
+                    f"{self.nrfiles} files: include $filenum (fio's default is "
+                    "$jobname.$jobnum.$filenum)"
+                )
+
+    def _check_files(self) -> None:
+        """--nrfiles and --file-service-type (fio's meaning; see docs/iops.md)."""
+        try:
+            file_service_type(self.file_service_type)
+        except OptionValueError as exc:
+            raise UsageProbeError(f"--file-service-type {exc}") from None
+        if self.nrfiles < 1 or self.jobs * self.nrfiles > MAX_FILES:
+            raise UsageProbeError(
+                f"--nrfiles must be 1 or more, and --jobs x --nrfiles at most {MAX_FILES} "
+                f"files (got {self.jobs} x {self.nrfiles})"
+            )
+        if self.nrfiles == 1:
+            return
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and self.jobs * self.nrfiles + 64 > soft:
+            raise UsageProbeError(
+                f"--jobs {self.jobs} x --nrfiles {self.nrfiles} files stay open during the "
+                f"run: more than this process may open (ulimit -n {soft}, less 64 for "
+                "probetop itself); raise ulimit -n or use fewer files"
+            )
+        if not os.path.isdir(self.target):
+            # fio's --filename with --nrfiles aborts (an assertion in filesetup.c).
+            raise UsageProbeError(
+                f"--nrfiles {self.nrfiles} needs TARGET to be a directory (fio's "
+                f"--directory): each job makes its files in it; {self.target} is not one"
+            )
+        sizes = self.file_sizes()
+        if sizes is not None and min(sizes) < self.bs:
+            raise UsageProbeError(
+                f"--size {self.size} over --nrfiles {self.nrfiles} gives files of "
+                f"{min(sizes)} bytes, less than one --bs block ({self.bs}): give --size "
+                f"at least {self.nrfiles * self.bs} (--nrfiles x --bs)"
+            )
 
 
 def check_bytes(

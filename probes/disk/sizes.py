@@ -3,7 +3,8 @@
 Contract: ``parse_size("4k") == 4096``: fio's units (k/m/g/t are powers of
 1024, optional trailing "b"/"ib"); a plain number is bytes; ValueError if
 bad. ``format_size`` is the shortest such spelling. ``parse_range("1g-2g")``
-gives (start, end) in bytes; ``"-"`` ends are open.
+gives (start, end) in bytes; ``"-"`` ends are open. ``split_size`` is fio's
+split of --size over a job's --nrfiles files.
 """
 
 from __future__ import annotations
@@ -43,3 +44,13 @@ def parse_range(text: str) -> tuple[int | None, int | None]:
         )
     except ValueError as exc:  # the size's own message, about the whole range
         raise ValueError(f"{usage}: {exc}") from None
+
+
+def split_size(size: int, nrfiles: int, bs: int) -> list[int]:
+    """Each of a job's ``nrfiles`` files' sizes, as fio splits ``--size``
+    (filesetup.c): ``size // nrfiles`` each, and the first files one ``bs``
+    bigger while the remainder holds whole blocks (10 bytes, 3 files, bs 1:
+    4, 3, 3)."""
+    each = size // nrfiles
+    extra = (size - each * nrfiles) // bs
+    return [each + (bs if i < extra else 0) for i in range(nrfiles)]

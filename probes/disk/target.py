@@ -47,10 +47,18 @@ class Target:
     create: bool = False  # a file that layout_file must create or extend
     notes: list[str] = field(default_factory=list)
     backing: str | None = None  # kernel disk name whose counters describe the target
+    # A file laid out beyond the I/O area: fio's size of one of --nrfiles
+    # files, of which I/O uses whole blocks only. None: ``end``.
+    layout_end: int | None = None
 
     @property
     def size(self) -> int:
         return self.end - self.start
+
+    @property
+    def file_end(self) -> int:
+        """Where a created or extended file ends (``layout_end``, at least ``end``)."""
+        return max(self.end, self.layout_end or 0)
 
 
 # -------------------------------------------------------------------- checks

@@ -15,6 +15,11 @@ Contract:
   slat and lat in ns) and a fio-style log-linear histogram of clat: their
   layout and the typed readings are ``probes/disk/counters.py``. Callers
   read them with ``snapshot()`` once per interval and work with deltas.
+- A job may have several files (``plan.files``, fio's --nrfiles): one fd
+  each, in a per-job int64 table (``counters.FILE_*``: fd, end of its area,
+  sequential position) the loop picks each I/O's file from, as fio's
+  --file_service_type (``plan.file_service``); its counters are the job's,
+  over all of them. Several files need a time-based plan.
 - Work is either time-based (``plan.wrap``: random or wrapping sequential
   offsets until ``stop()``) or a list of extents handed out in chunks
   (sequential passes: warm-up). ``done_extents()`` tells exactly which bytes
@@ -68,8 +73,13 @@ from probetop.probes.disk.counters import (
     C_ERRORS,
     C_IOS,
     FATAL_ERRNOS,
+    FILE_END,
+    FILE_FD,
+    FILE_POS,
+    FILE_SERVICES,
     HIST_BUCKETS,
     K_ERR_DIR,
+    K_ERR_FILE,
     K_ERR_OFFSET,
     K_ERRNO,
     K_FIRST_BAD,
@@ -79,6 +89,7 @@ from probetop.probes.disk.counters import (
     MIN_COUNTERS,
     N_CONTROL,
     N_COUNTERS,
+    N_FILE_WORDS,
     N_FLOATS,
     Snapshot,
     sum_jobs,
@@ -166,6 +177,7 @@ class Engine:
         self.ctl[:, K_FIRST_BAD] = -1
         self._threads: list[threading.Thread] = []
         self._fds: list[int] = []
+        self._files: list[np.ndarray] = []  # per job: its files' rows (counters.FILE_*)
         self._maps: list[mmap.mmap] = []
         self._lock = threading.Lock()
         self._queue: list[tuple[int, int]] = []
@@ -184,7 +196,7 @@ class Engine:
 
     # -- lifecycle --
     def start(self) -> None:
-        """Open the target (one fd per job), allocate aligned buffers, start threads."""
+        """Open the target (one fd per job and file), allocate aligned buffers, start threads."""
         self._start_began = True
         try:
             self._start()
@@ -204,9 +216,17 @@ class Engine:
             size = max(plan.bs, (size // plan.bs) * plan.bs)
             self._queue = cut_chunks(plan.extents, size, plan.bs)
             self._queue.reverse()  # pop() from the end = lowest offset first
+        if len(plan.job_files(0)) > 1 and not plan.wrap:
+            raise ValueError("several files per job need a time-based plan (wrap)")
         try:
             for job in range(plan.jobs):
-                self._fds.append(open_target(plan, exclusive=plan.exclusive and job == 0, job=job))
+                rows = np.zeros((len(plan.job_files(job)), N_FILE_WORDS), dtype=np.int64)
+                for f in range(rows.shape[0]):
+                    fd = open_target(plan, exclusive=plan.exclusive and job == 0, job=job, file=f)
+                    self._fds.append(fd)
+                    rows[f, FILE_FD] = fd
+                    rows[f, FILE_END] = plan.file_end(job, f)
+                self._files.append(rows)
             fill = np.random.default_rng(12345).integers(0, 256, plan.bs * plan.iodepth, np.uint8)
             for _job in range(plan.jobs):
                 m = mmap.mmap(-1, max(plan.bs * plan.iodepth, mmap.PAGESIZE))
@@ -271,6 +291,8 @@ class Engine:
             buf64 = np.frombuffer(m, dtype=np.uint64, count=words)
             seed = (plan.seed + job * 0x632BE59BD9B4E019) & 0x7FFFFFFFFFFFFFFF
             bmap = plan.blockmap if plan.blockmap is not None else _NO_MAP
+            files = self._files[job]
+            fsvc = FILE_SERVICES[plan.file_service]
             while self.ctl[job, K_STOP] == 0:
                 if plan.wrap:
                     extent = plan.extents[0]
@@ -281,13 +303,17 @@ class Engine:
                         extent = self._queue.pop()
                         self._current[job] = extent
                         self.ctl[job, K_PROGRESS] = extent[0]
+                files[:, FILE_POS] = extent[0]
+                if not plan.wrap:  # one file: this chunk is its area
+                    files[0, FILE_END] = extent[1]
                 args = (
-                    self._fds[job],
+                    files,
                     buf_addr,
                     buf64,
                     plan.bs,
                     extent[0],
-                    extent[1],
+                    fsvc,
+                    plan.file_service_nr,
                     plan.seq,
                     plan.wrap,
                     plan.readpct,
@@ -503,9 +529,17 @@ class Engine:
             return None
         code, offset, direction = error
         return (
-            f"{direction} failed at byte {offset:,} of {self.plan.path}: "
+            f"{direction} failed at byte {offset:,} of {self._failed_path()}: "
             f"{FATAL_ERRNOS[code]} ({errno.errorcode.get(code, code)})"
         )
+
+    def _failed_path(self) -> str:
+        """The file (of its job's files) the failed I/O ``last_error`` names went to."""
+        for job in range(self.plan.jobs):
+            if self.cnt[job, :, C_ERRORS].sum() > 0:
+                files = self.plan.job_files(job)
+                return files[min(int(self.ctl[job, K_ERR_FILE]), len(files) - 1)]
+        return self.plan.path
 
     def first_bad_offset(self) -> int | None:
         bad = [int(x) for x in self.ctl[:, K_FIRST_BAD] if x >= 0]

@@ -282,12 +282,15 @@ def test_recordings_of_probetop_0_1_read_back_key_for_key(
     typed = params.from_info(info)
     again = typed.as_dict()
     # Keys added since 0.1 take the value the old run had (warm-up: "engine",
-    # psync at iodepth 1, else libaio); every old key reads back unchanged.
+    # psync at iodepth 1, else libaio; iops: one file per job, fio's default
+    # file service); every old key reads back unchanged.
     added = {k: again.pop(k) for k in list(again) if k not in info["params"]}
     assert list(again.items()) == list(info["params"].items())
     depth = info["params"]["iodepth"]
     assert added == (
-        {"engine": "psync" if depth == 1 else "libaio"} if params is WarmupParams else {}
+        {"engine": "psync" if depth == 1 else "libaio"}
+        if params is WarmupParams
+        else {"nrfiles": 1, "file_service_type": "roundrobin"}
     )
     samples = [r for _t, r in session.records() if isinstance(r, Sample) and r.probe == info["id"]]
     assert samples

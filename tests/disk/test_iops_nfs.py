@@ -154,7 +154,7 @@ def test_filename_format_names_each_jobs_file() -> None:
         ]  # fmt: skip
         for bad, message in (
             (["--filename-format", "same"], "$jobnum"),
-            (["--nrfiles", "2"], "--jobs 6"),
+            (["--filename-format", "w$jobnum", "--nrfiles", "2", "--bs", "1"], "$filenum"),
         ):
             refused = run_cli(["iops", str(directory), "--jobs", "3", "--size", "4k", *bad])
             assert refused.returncode == 2 and message in refused.stderr, refused.stderr
