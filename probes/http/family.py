@@ -17,17 +17,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from probetop.probes.core.base import Probe, UsageProbeError
-from probetop.probes.core.family import DemoContext, Family, RunCommon, RunOutcome
+from probetop.probes.core.family import DemoContext, Family, Lazy, RunCommon, RunOutcome
 from probetop.probes.http.settings import HttpSettings
 from probetop.probes.http.spec import KIND, LOAD_KIND, SPEC
 from probetop.probes.http.waterfall import use_colour
-
-if TYPE_CHECKING:  # loaded on first use (tracker(), checks())
-    from probetop.probes.core.checks import Checks
-    from probetop.probes.core.tracker import Tracker
 
 
 def read_settings(values: Mapping[str, Any], common: RunCommon) -> HttpSettings:
@@ -149,18 +145,6 @@ def records() -> tuple[type, ...]:
     return (HttpInterval, LoadInterval)
 
 
-def tracker() -> type[Tracker]:
-    from probetop.probes.http.metrics import TRACKER
-
-    return TRACKER
-
-
-def checks() -> Checks[Any]:
-    from probetop.probes.http.checks import CHECKS
-
-    return CHECKS
-
-
 FAMILY = Family(
     spec=SPEC,
     settings=HttpSettings,
@@ -172,8 +156,8 @@ FAMILY = Family(
         KIND: "probetop.tui.ui.panes.http:HttpPane",
         LOAD_KIND: "probetop.tui.ui.panes.httpload:HttpLoadPane",
     },
-    tracker=tracker,
-    checks=checks,
+    tracker=Lazy("probetop.probes.http.metrics:TRACKER"),
+    checks=Lazy("probetop.probes.http.checks:CHECKS"),
     docs="docs/http.md",
     example=("http://127.0.0.1:1/",),
     deadline_s=deadline_s,
