@@ -40,7 +40,7 @@ def test_a_run_that_fits_passes() -> None:
 def test_threads_that_do_not_fit_are_refused_naming_the_limit(
     machine: MachineLimits, said: str
 ) -> None:
-    with pytest.raises(CapacityError, match="^--jobs 4 needs 4 I/O threads, but ") as err:
+    with pytest.raises(CapacityError, match=r"^--jobs 4 needs 4 I/O threads, but ") as err:
         check(jobs=4, iodepth=1, bs=4096, machine=machine)
     assert said in str(err.value) and str(err.value).endswith("Lower --jobs.")
     assert isinstance(err.value, UsageProbeError)  # exit 2, one line
