@@ -21,12 +21,14 @@ Contract:
   (``http.load``, ``system.cpu``): the registry finds a kind's family
   without loading the others.
 - ``tracker`` (Prometheus) and ``checks`` (``--assert``, compare) are the
-  family's metric catalogues, loaded on first use: one per probe kind (a
-  family announcing several kinds gives a tuple, one for each that has
-  metrics; ``trackers_of`` / ``checks_of`` read either form); a family
-  without one says why in ``no_tracker`` / ``no_checks``
-  (tests/core/test_families.py holds every family to that). ``tui/metrics``
-  and ``tui/analysis`` gather them through the registry.
+  family's metric catalogues, each named by where it lives, ``Lazy("module:NAME")``,
+  and imported on first call: one per probe kind (a family announcing
+  several kinds names a tuple, one for each that has metrics;
+  ``trackers_of`` / ``checks_of`` read either form); a family without one
+  says why in ``no_tracker`` / ``no_checks`` (tests/core/test_families.py
+  holds every family to that, and each ``Lazy`` to a module inside its
+  family). ``tui/metrics`` and ``tui/analysis`` gather them through the
+  registry.
 
 The common options and a run's result are described here as protocols
 (``RunCommon``, ``RunOutcome``) that the program's ``CommonOptions`` and
@@ -35,10 +37,12 @@ The common options and a run's result are described here as protocols
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from probetop.probes.core.base import Probe
 from probetop.probes.core.options import CommandSpec
@@ -48,6 +52,52 @@ if TYPE_CHECKING:  # loaded only when a run asks for metrics or assertions
     from probetop.probes.core.tracker import Tracker
 
 SettingsT = TypeVar("SettingsT")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Lazy(Generic[T]):
+    """A value named by where it lives, ``"package.module:NAME"``, imported
+    on each call (``sys.modules`` makes every call after the first a lookup).
+    A descriptor names its tracker and checks this way, so building the
+    descriptor imports neither. The value's type is the field's
+    (``Lazy[type[Tracker]]``): tests/core/test_families.py resolves every one
+    and checks it, and that its module is inside its family (import-linter
+    does not read the string)."""
+
+    path: str
+
+    def __post_init__(self) -> None:
+        module, colon, name = self.path.partition(":")
+        if not (colon and name.isidentifier() and all(p.isidentifier() for p in module.split("."))):
+            raise ValueError(f"not a 'package.module:NAME' path: {self.path!r}")
+
+    @property
+    def module(self) -> str:
+        return self.path.partition(":")[0]
+
+    def __call__(self) -> T:
+        value: T = getattr(importlib.import_module(self.module), self.path.partition(":")[2])
+        return value
+
+
+class Confirmable(Protocol):
+    """Settings (a dataclass) of a run that destroys data: ``confirmed`` lets it go on."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def confirmed(self) -> bool: ...
+
+
+ConfirmableT = TypeVar("ConfirmableT", bound=Confirmable)
+
+
+def confirm(settings: ConfirmableT) -> ConfirmableT:
+    """The ``confirmed`` hook of a family whose settings are a dataclass with
+    a ``confirmed`` field: the same settings, confirmed (the user typed the
+    target's name)."""
+    return dataclasses.replace(settings, confirmed=True)
 
 
 class RunCommon(Protocol):
@@ -153,13 +203,13 @@ class Family(Generic[SettingsT]):
     demo_probes: Callable[[DemoContext], list[Probe]] | None = None
     with_passive: bool = True
     """False when the command brings the passive probes itself."""
-    tracker: Callable[[], type[Tracker] | tuple[type[Tracker], ...]] | None = None
+    tracker: Lazy[type[Tracker] | tuple[type[Tracker], ...]] | None = None
     """Its Prometheus tracker class (probes/core/tracker.py), or one per
-    kind; a function, so a run without --metrics, --textfile or export
-    never builds it."""
-    checks: Callable[[], Checks[Any] | tuple[Checks[Any], ...]] | None = None
+    kind; ``Lazy``, so a run without --metrics, --textfile or export never
+    builds it."""
+    checks: Lazy[Checks[Any] | tuple[Checks[Any], ...]] | None = None
     """Its ``--assert`` figures and compare rules (probes/core/checks.py),
-    or one per kind; a function, for the same reason."""
+    or one per kind; ``Lazy``, for the same reason."""
     no_tracker: str = ""
     no_checks: str = ""
     """Why the family has no tracker / no checks, when it has none on purpose."""
@@ -194,8 +244,8 @@ class PassiveFamily:
     records: Callable[[], tuple[type, ...]]
     panes: Mapping[str, str]
     docs: str
-    tracker: Callable[[], type[Tracker] | tuple[type[Tracker], ...]] | None = None
-    checks: Callable[[], Checks[Any] | tuple[Checks[Any], ...]] | None = None
+    tracker: Lazy[type[Tracker] | tuple[type[Tracker], ...]] | None = None
+    checks: Lazy[Checks[Any] | tuple[Checks[Any], ...]] | None = None
     no_tracker: str = ""
     no_checks: str = ""
 

@@ -24,6 +24,7 @@ Contract:
   threads only: a SCHED_IDLE thread that takes the GIL would hold up the loop).
   ``check_busy_workers`` refuses that many busy Python-side workers instead;
   ``check_per_cpu`` is the general per-CPU cap (native workers: see cpu).
+- ``binary_size(n)``: bytes as the messages here (and the disk family's) write them.
 - Only the standard library and ``ranges``: it runs as any user, under any
   rlimit, before anything heavy loads.
 """
@@ -191,8 +192,8 @@ def capacity(cost: UnitCost, machine: MachineLimits) -> list[Limit]:
                 "MemAvailable",
                 int(m.mem_available * MEMORY_SHARE),
                 cost.resident_bytes,
-                f"{_size(cost.resident_bytes)} per {cost.noun}{_detail(cost)}, and at most "
-                f"{share} of MemAvailable ({_size(m.mem_available)}) may be used",
+                f"{binary_size(cost.resident_bytes)} per {cost.noun}{_detail(cost)}, and at most "
+                f"{share} of MemAvailable ({binary_size(m.mem_available)}) may be used",
             )
         if m.cgroup_memory is not None:
             limit, usage = m.cgroup_memory
@@ -200,9 +201,9 @@ def capacity(cost: UnitCost, machine: MachineLimits) -> list[Limit]:
                 "cgroup memory limit",
                 int((limit - usage) * MEMORY_SHARE),
                 cost.resident_bytes,
-                f"{_size(cost.resident_bytes)} per {cost.noun}{_detail(cost)}, and the cgroup's "
-                f"memory limit {_size(limit)} has {_size(max(0, limit - usage))} free, "
-                f"{share} of which may be used",
+                f"{binary_size(cost.resident_bytes)} per {cost.noun}{_detail(cost)}, "
+                f"and the cgroup's memory limit {binary_size(limit)} has "
+                f"{binary_size(max(0, limit - usage))} free, {share} of which may be used",
             )
     if cost.reserved_bytes:
         if m.as_soft is not None and m.vm_size is not None:
@@ -210,16 +211,17 @@ def capacity(cost: UnitCost, machine: MachineLimits) -> list[Limit]:
                 "RLIMIT_AS",
                 m.as_soft - m.vm_size - 64 * 2**20,
                 cost.reserved_bytes,
-                f"each {cost.noun} reserves {_size(cost.reserved_bytes)} of address space and "
-                f"RLIMIT_AS (ulimit -v) is {_size(m.as_soft)} with {_size(m.vm_size)} in use",
+                f"each {cost.noun} reserves {binary_size(cost.reserved_bytes)} of address "
+                f"space and RLIMIT_AS (ulimit -v) is {binary_size(m.as_soft)} with "
+                f"{binary_size(m.vm_size)} in use",
             )
         if m.commit_room is not None:
             add(
                 "vm.overcommit_memory=2",
                 m.commit_room - 64 * 2**20,
                 cost.reserved_bytes,
-                f"each {cost.noun} commits {_size(cost.reserved_bytes)} and strict overcommit "
-                f"leaves {_size(m.commit_room)} (CommitLimit - Committed_AS)",
+                f"each {cost.noun} commits {binary_size(cost.reserved_bytes)} and strict "
+                f"overcommit leaves {binary_size(m.commit_room)} (CommitLimit - Committed_AS)",
             )
     return sorted(out, key=lambda lim: lim.units)
 
@@ -422,13 +424,14 @@ def _cgroup_memory() -> tuple[int, int] | None:
     return best
 
 
-def _size(nbytes: int) -> str:
+def binary_size(nbytes: float) -> str:
+    """Bytes in binary units, one decimal ("1.5 GiB"), for messages."""
     value = float(nbytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(value) < 1024:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
-    return f"{nbytes} B"  # pragma: no cover
+    return f"{value:.1f} EiB"
 
 
 def _detail(cost: UnitCost) -> str:

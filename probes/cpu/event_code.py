@@ -19,6 +19,8 @@ sysbench's binary.
 
 from __future__ import annotations
 
+from probetop.probes.core.sysbench.counters import done_ir
+
 # --------------------------------------------------------------------------
 # LLVM IR. One event is sysbench's loop; run_events wraps it with the timing
 # and bookkeeping sysbench does around every event.
@@ -243,7 +245,8 @@ def event_ir(peel_first_divisor: bool = True, code: str = EVENT_IR) -> str:
     return _EVENT_IR_TEMPLATE.replace("{first}", "peel" if peel_first_divisor else "noop")
 
 
-RUN_IR = """
+RUN_IR = (
+    """
 %timespec = type { i64, i64 }
 
 declare i32 @clock_gettime(i32, ptr)
@@ -380,12 +383,9 @@ entry:
   %end = call i64 @clock_ns(i32 1)
   %cpu1 = call i64 @clock_ns(i32 3)
   %cpu = sub i64 %cpu1, %cpu0
-  %p.end = getelementptr i64, ptr %stats, i64 5
-  %p.cpu = getelementptr i64, ptr %stats, i64 6
-  %p.done = getelementptr i64, ptr %stats, i64 7
-  store atomic i64 %end, ptr %p.end monotonic, align 8
-  store atomic i64 %cpu, ptr %p.cpu monotonic, align 8
-  store atomic i64 %why, ptr %p.done release, align 8
+"""
+    + done_ir("%stats", end="%end", cpu="%cpu", why="%why")
+    + """
   ret i64 %why
 }
 
@@ -456,6 +456,7 @@ go:
   ret ptr null
 }
 """
+)
 
 # Slots of thread_main's argument block.
 ARG_SLOTS = 14

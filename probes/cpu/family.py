@@ -3,29 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
 from probetop.probes.core.base import Probe
-from probetop.probes.core.family import DemoContext, Family, RunCommon, RunOutcome, ends_itself
-from probetop.probes.core.sysbench.report import write_run_report
+from probetop.probes.core.family import DemoContext, Family, Lazy, RunCommon, ends_itself
+from probetop.probes.core.sysbench.options import settings_reader
+from probetop.probes.core.sysbench.report import run_report
 from probetop.probes.cpu.probe import CpuProbe
 from probetop.probes.cpu.records import KIND, CpuInterval
 from probetop.probes.cpu.report import format_report, json_document
 from probetop.probes.cpu.settings import SPEC, CpuSettings
-
-if TYPE_CHECKING:  # loaded on first use (tracker(), checks())
-    from probetop.probes.core.checks import Checks
-    from probetop.probes.core.tracker import Tracker
-
-
-def read_settings(values: Mapping[str, Any], common: RunCommon) -> CpuSettings:
-    return CpuSettings.from_options(
-        values,
-        time_s=common.time_s,
-        interval_s=common.interval_s,
-        interval_given=values.get("interval") is not None,
-    )
 
 
 def build_probes(settings: CpuSettings, common: RunCommon) -> list[Probe]:
@@ -38,39 +23,17 @@ def demo_probes(ctx: DemoContext) -> list[Probe]:
     return [CpuProbe(settings)]
 
 
-def report(settings: CpuSettings, common: RunCommon, result: RunOutcome) -> int:
-    """sysbench-style text, or one JSON document with --json. Exit 1 on probe errors."""
-    return write_run_report(
-        result,
-        as_json=common.json,
-        text=format_report,
-        document=json_document,
-        report_interval_s=settings.interval_s if settings.report_intervals else None,
-    )
-
-
-def tracker() -> type[Tracker]:
-    from probetop.probes.cpu.metrics import TRACKER
-
-    return TRACKER
-
-
-def checks() -> Checks[Any]:
-    from probetop.probes.cpu.checks import CHECKS
-
-    return CHECKS
-
-
 FAMILY = Family(
     spec=SPEC,
     settings=CpuSettings,
-    read_settings=read_settings,
+    read_settings=settings_reader(CpuSettings.from_options),
     build_probes=build_probes,
-    report=report,
+    # sysbench-style text, or one JSON document with --json; exit 1 on probe errors
+    report=run_report(format_report, json_document),
     records=lambda: (CpuInterval,),
     panes={KIND: "probetop.tui.ui.panes.cpu:CpuBenchPane"},
-    tracker=tracker,
-    checks=checks,
+    tracker=Lazy("probetop.probes.cpu.metrics:TRACKER"),
+    checks=Lazy("probetop.probes.cpu.checks:CHECKS"),
     docs="docs/cpu.md",
     # The probe ends itself after --time (per thread count with --sweep) or
     # --events; a generic deadline would cut a sweep short.

@@ -29,18 +29,19 @@ Contract (``check(jobs=, iodepth=, bs=)`` raises ``CapacityError``, a
   64 MiB it stays under a second even at 100 MB/s, so a stop is honoured in
   time.
 
-Note: the shared checks of thread counts and interval floors are
-``probes/core/machine.py`` and ``probes/core/ranges.py``; this module is the
-disk family's own until it moves onto them.
+What the machine allows (limits, tasks, memory, the cgroup's) is read once,
+by ``probes/core/machine.py`` (``MachineLimits``), as for cpu, icmp and
+http; the rules and messages above are the disk family's (no reserve
+besides the memory share: a disk run's threads are few).
 """
 
 from __future__ import annotations
 
-import os
-import resource
 from pathlib import Path
 
 from probetop.probes.core.base import UsageProbeError
+from probetop.probes.core.machine import MachineLimits
+from probetop.probes.core.machine import binary_size as human
 
 MIN_INTERVAL_S = 0.1
 MAX_SECONDS = 10**9  # --time, --sample-interval, --ramp ...: nanosecond counts stay far below 2**63
@@ -53,16 +54,6 @@ class CapacityError(UsageProbeError):
     """The run asks for more than the machine can hold."""
 
     code = "capacity"
-
-
-def human(n: float) -> str:
-    """Bytes in binary units, one decimal ("1.5 GiB")."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        if abs(value) < 1024 or unit == "EiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} EiB"
 
 
 def check_interval(interval_s: float) -> None:
@@ -90,107 +81,61 @@ def check_bs(bs: int) -> None:
         )
 
 
-def _read(path: str) -> str | None:
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return None
-
-
-def _int(text: str | None) -> int | None:
-    try:
-        return int(text) if text is not None else None
-    except ValueError:
-        return None
-
-
-def _cgroup_dir() -> Path | None:
-    """This process's cgroup v2 directory, if there is one."""
-    text = _read("/proc/self/cgroup") or ""
-    for line in text.splitlines():
-        if line.startswith("0::"):
-            d = Path("/sys/fs/cgroup") / line[3:].lstrip("/")
-            return d if d.is_dir() else None
-    return None
-
-
-def _user_threads(uid: int) -> int:
-    """Threads of processes whose real user is ``uid`` (what RLIMIT_NPROC counts)."""
-    total = 0
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        text = _read(f"/proc/{entry.name}/status")
-        if not text:
-            continue
-        real_uid = threads = None
-        for line in text.splitlines():
-            if line.startswith("Uid:"):
-                real_uid = _int(line.split()[1])
-            elif line.startswith("Threads:"):
-                threads = _int(line.split()[1])
-        if real_uid == uid and threads:
-            total += threads
-    return total
-
-
-def thread_limits(new: int) -> str | None:
-    """Why ``new`` more threads would not fit, or None."""
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NPROC)
-    if soft != resource.RLIM_INFINITY and os.geteuid() != 0:
-        used = _user_threads(os.getuid())
-        if used + new > soft:
-            return (
-                f"your process limit RLIMIT_NPROC (ulimit -u) is {soft} and {used} "
-                "threads of yours are running"
-            )
-    loadavg = (_read("/proc/loadavg") or "").split()
-    running = _int(loadavg[3].split("/")[1]) if len(loadavg) > 3 and "/" in loadavg[3] else None
-    for name in ("threads-max", "pid_max"):
-        limit = _int(_read(f"/proc/sys/kernel/{name}"))
-        if limit is not None and running is not None and running + new > limit:
-            return f"the kernel's {name} is {limit} and {running} threads are running"
-    cgroup = _cgroup_dir()
-    if cgroup is not None:
-        limit = _int(_read(str(cgroup / "pids.max")))  # "max" reads as None
-        current = _int(_read(str(cgroup / "pids.current"))) or 0
-        if limit is not None and current + new > limit:
+def thread_limits(new: int, machine: MachineLimits) -> str | None:
+    """Why ``new`` more threads would not fit on ``machine``, or None."""
+    m = machine
+    if (
+        m.nproc_soft is not None
+        and m.user_tasks is not None
+        and m.uid != 0
+        and m.user_tasks + new > m.nproc_soft
+    ):
+        return (
+            f"your process limit RLIMIT_NPROC (ulimit -u) is {m.nproc_soft} and "
+            f"{m.user_tasks} threads of yours are running"
+        )
+    for name, limit in (("threads-max", m.threads_max), ("pid_max", m.pid_max)):
+        if limit is not None and m.tasks_now is not None and m.tasks_now + new > limit:
+            return f"the kernel's {name} is {limit} and {m.tasks_now} threads are running"
+    if m.cgroup_pids is not None:
+        limit, current = m.cgroup_pids
+        if current + new > limit:
             return f"this cgroup's pids.max is {limit} and {current} are in use"
     return None
 
 
-def available_memory() -> tuple[int, str] | None:
+def available_memory(machine: MachineLimits) -> tuple[int, str] | None:
     """(bytes available, where that figure comes from), or None if unknown."""
     best: tuple[int, str] | None = None
-    for line in (_read("/proc/meminfo") or "").splitlines():
-        if line.startswith("MemAvailable:"):
-            best = (int(line.split()[1]) * 1024, "MemAvailable")
-    cgroup = _cgroup_dir()
-    if cgroup is not None:
-        limit = _int(_read(str(cgroup / "memory.max")))
-        current = _int(_read(str(cgroup / "memory.current")))
-        if limit is not None and current is not None:
-            room = max(0, limit - current)
-            if best is None or room < best[0]:
-                best = (room, "this cgroup's memory.max less memory.current")
+    if machine.mem_available is not None:
+        best = (machine.mem_available, "MemAvailable")
+    if machine.cgroup_memory is not None:
+        limit, usage = machine.cgroup_memory
+        room = max(0, limit - usage)
+        if best is None or room < best[0]:
+            best = (room, "this cgroup's memory.max less memory.current")
     return best
 
 
 def aio_room() -> tuple[int, int] | None:
     """(fs.aio-max-nr, fs.aio-nr), or None if unknown."""
-    limit = _int(_read("/proc/sys/fs/aio-max-nr"))
-    used = _int(_read("/proc/sys/fs/aio-nr"))
-    return (limit, used) if limit is not None and used is not None else None
+    try:
+        limit, used = (int(Path(f"/proc/sys/fs/{n}").read_text()) for n in ("aio-max-nr", "aio-nr"))
+    except (OSError, ValueError):
+        return None
+    return limit, used
 
 
-def check(*, jobs: int, iodepth: int, bs: int) -> None:
-    """Refuse (CapacityError) what the machine cannot hold; see the module docstring."""
+def check(*, jobs: int, iodepth: int, bs: int, machine: MachineLimits | None = None) -> None:
+    """Refuse (CapacityError) what the machine cannot hold; see the module
+    docstring. ``machine``: its limits (default: read now)."""
     check_bs(bs)
-    why = thread_limits(jobs)
+    machine = machine if machine is not None else MachineLimits.read()
+    why = thread_limits(jobs, machine)
     if why:
         raise CapacityError(f"--jobs {jobs} needs {jobs} I/O threads, but {why}. Lower --jobs.")
     need = jobs * (bs * iodepth + PER_JOB_OVERHEAD)
-    avail = available_memory()
+    avail = available_memory(machine)
     if avail is not None and need > avail[0] * MEMORY_SHARE:
         raise CapacityError(
             f"--jobs {jobs} x --iodepth {iodepth} x --bs {human(bs)} need {human(need)} of "

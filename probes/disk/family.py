@@ -11,10 +11,18 @@ import dataclasses
 import json
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from probetop.probes.core.base import Probe, UsageProbeError
-from probetop.probes.core.family import DemoContext, Family, RunCommon, RunOutcome, ends_itself
+from probetop.probes.core.family import (
+    DemoContext,
+    Family,
+    Lazy,
+    RunCommon,
+    RunOutcome,
+    confirm,
+    ends_itself,
+)
 from probetop.probes.disk.capacity import MIN_INTERVAL_S
 from probetop.probes.disk.filelayout import make_data_file
 from probetop.probes.disk.records import IOPS_KIND, IopsInterval
@@ -27,10 +35,6 @@ from probetop.probes.disk.warmup.report import (
     warmup_exit_code,
 )
 from probetop.probes.disk.warmup.settings import WARMUP_SPEC, WarmupSettings
-
-if TYPE_CHECKING:  # loaded on first use (tracker(), checks())
-    from probetop.probes.core.checks import Checks
-    from probetop.probes.core.tracker import Tracker
 
 # -- iops -------------------------------------------------------------------
 
@@ -96,23 +100,6 @@ def iops_report(settings: IopsSettings, common: RunCommon, result: RunOutcome) -
     return iops_exit_code(error, signal_status=result.signal_status)
 
 
-def confirmed_iops(settings: IopsSettings) -> IopsSettings:
-    """The settings once the user typed the target's name in the dashboard."""
-    return dataclasses.replace(settings, confirmed=True)
-
-
-def iops_tracker() -> type[Tracker]:
-    from probetop.probes.disk.iops_metrics import IOPS_TRACKER
-
-    return IOPS_TRACKER
-
-
-def iops_checks() -> Checks[Any]:
-    from probetop.probes.disk.checks import IOPS_CHECKS
-
-    return IOPS_CHECKS
-
-
 IOPS = Family(
     spec=IOPS_SPEC,
     settings=IopsSettings,
@@ -121,14 +108,14 @@ IOPS = Family(
     report=iops_report,
     records=lambda: (IopsInterval,),
     panes={IOPS_KIND: "probetop.tui.ui.panes.disk:IopsPane"},
-    tracker=iops_tracker,
-    checks=iops_checks,
+    tracker=Lazy("probetop.probes.disk.iops_metrics:IOPS_TRACKER"),
+    checks=Lazy("probetop.probes.disk.checks:IOPS_CHECKS"),
     docs="docs/iops.md",
     example=("/tmp/probetop-example.img",),
     # The probe stops itself after --ramp + --time (fio's runtime excludes
     # the ramp), so a generic deadline must not cut it short.
     deadline_s=ends_itself,
-    confirmed=confirmed_iops,
+    confirmed=confirm,  # the user typed the target's name
     demo_probes=iops_demo_probes,
 )
 
@@ -147,11 +134,6 @@ def build_warmup_probes(settings: WarmupSettings, common: RunCommon) -> list[Pro
     from probetop.probes.disk.warmup import WarmupProbe
 
     return [WarmupProbe(settings)]
-
-
-def confirmed_warmup(settings: WarmupSettings) -> WarmupSettings:
-    """The settings once the user typed the target's name in the dashboard."""
-    return dataclasses.replace(settings, confirmed=True)
 
 
 def switched_to_write(settings: WarmupSettings) -> WarmupSettings | None:
@@ -202,18 +184,6 @@ def warmup_report(settings: WarmupSettings, common: RunCommon, result: RunOutcom
     return warmup_exit_code(doc, error, signal_status=result.signal_status)
 
 
-def warmup_tracker() -> type[Tracker]:
-    from probetop.probes.disk.warmup.metrics import WARMUP_TRACKER
-
-    return WARMUP_TRACKER
-
-
-def warmup_checks() -> Checks[Any]:
-    from probetop.probes.disk.checks import WARMUP_CHECKS
-
-    return WARMUP_CHECKS
-
-
 WARMUP = Family(
     spec=WARMUP_SPEC,
     settings=WarmupSettings,
@@ -222,12 +192,12 @@ WARMUP = Family(
     report=warmup_report,
     records=lambda: (WarmupInterval,),
     panes={WARMUP_KIND: "probetop.tui.ui.panes.disk:WarmupPane"},
-    tracker=warmup_tracker,
-    checks=warmup_checks,
+    tracker=Lazy("probetop.probes.disk.warmup.metrics:WARMUP_TRACKER"),
+    checks=Lazy("probetop.probes.disk.checks:WARMUP_CHECKS"),
     docs="docs/warmup.md",
     example=("/tmp/probetop-example.img",),
     deadline_s=ends_itself,  # the probe stops itself on --time, checkpoint saved first
-    confirmed=confirmed_warmup,
+    confirmed=confirm,  # the user typed the target's name
     switched=switched_to_write,
     demo_probes=warmup_demo_probes,
 )

@@ -17,17 +17,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from probetop.probes.core.base import Probe, UsageProbeError
-from probetop.probes.core.family import DemoContext, Family, RunCommon, RunOutcome
+from probetop.probes.core.family import DemoContext, Family, Lazy, RunCommon, RunOutcome
 from probetop.probes.http.settings import HttpSettings
 from probetop.probes.http.spec import KIND, LOAD_KIND, SPEC
 from probetop.probes.http.waterfall import use_colour
-
-if TYPE_CHECKING:  # loaded on first use (tracker(), checks())
-    from probetop.probes.core.checks import Checks
-    from probetop.probes.core.tracker import Tracker
 
 
 def read_settings(values: Mapping[str, Any], common: RunCommon) -> HttpSettings:
@@ -157,22 +153,6 @@ def records() -> tuple[type, ...]:
     return (HttpInterval, LoadInterval)
 
 
-def tracker() -> tuple[type[Tracker], ...]:
-    """Repeated mode's tracker (``http``), load mode's (``http.load``)."""
-    from probetop.probes.http.load.metrics import LOAD_TRACKER
-    from probetop.probes.http.metrics import TRACKER
-
-    return (TRACKER, LOAD_TRACKER)
-
-
-def checks() -> tuple[Checks[Any], ...]:
-    """Repeated mode's checks (``http.*``), load mode's (``http.load.*``)."""
-    from probetop.probes.http.checks import CHECKS
-    from probetop.probes.http.load.checks import LOAD_CHECKS
-
-    return (CHECKS, LOAD_CHECKS)
-
-
 FAMILY = Family(
     spec=SPEC,
     settings=HttpSettings,
@@ -184,8 +164,8 @@ FAMILY = Family(
         KIND: "probetop.tui.ui.panes.http:HttpPane",
         LOAD_KIND: "probetop.tui.ui.panes.httpload:HttpLoadPane",
     },
-    tracker=tracker,
-    checks=checks,
+    tracker=Lazy("probetop.probes.http.catalogues:TRACKERS"),
+    checks=Lazy("probetop.probes.http.catalogues:CHECKS"),
     docs="docs/http.md",
     example=("http://127.0.0.1:1/",),
     deadline_s=deadline_s,

@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from probetop.probes.core.base import Probe
-from probetop.probes.core.family import DemoContext, Family, RunCommon, RunOutcome
+from probetop.probes.core.family import DemoContext, Family, Lazy, RunCommon, RunOutcome
 from probetop.probes.icmp.pingtext import PingWriter
 from probetop.probes.icmp.probe import IcmpProbe
 from probetop.probes.icmp.records import KIND, IcmpInterval
@@ -33,10 +33,6 @@ DEMO_IDLE_REASON = (
     "ICMP needs root, CAP_NET_RAW (`sudo setcap cap_net_raw+ep` on the python binary) "
     'or `sudo sysctl -w net.ipv4.ping_group_range="0 2147483647"`'
 )
-
-if TYPE_CHECKING:  # loaded on first use (tracker(), checks())
-    from probetop.probes.core.checks import Checks
-    from probetop.probes.core.tracker import Tracker
 
 
 def read_settings(values: Mapping[str, Any], common: RunCommon) -> IcmpSettings:
@@ -84,18 +80,6 @@ def report(settings: IcmpSettings, common: RunCommon, result: RunOutcome) -> int
     return exit_code(summary, error)
 
 
-def tracker() -> type[Tracker]:
-    from probetop.probes.icmp.metrics import TRACKER
-
-    return TRACKER
-
-
-def checks() -> Checks[Any]:
-    from probetop.probes.icmp.checks import CHECKS
-
-    return CHECKS
-
-
 # --time (0 or absent: no limit, as ping without -w) is the deadline (the
 # default): the probe ends itself only after --count requests.
 FAMILY = Family(
@@ -106,8 +90,8 @@ FAMILY = Family(
     report=report,
     records=lambda: (IcmpInterval,),
     panes={KIND: "probetop.tui.ui.panes.icmp:IcmpPane"},
-    tracker=tracker,
-    checks=checks,
+    tracker=Lazy("probetop.probes.icmp.metrics:TRACKER"),
+    checks=Lazy("probetop.probes.icmp.checks:CHECKS"),
     docs="docs/icmp.md",
     example=("127.0.0.1",),
     demo_probes=demo_probes,

@@ -1,24 +1,24 @@
 """The memory family's front door: sysbench ``memory`` operations/s, MiB/s,
 latency and fairness.
 
-Everything outside ``probes/mem/`` imports from here:
+Everything outside ``probes/mem/`` imports from here; this exports what is
+used outside the family and nothing more
+(tests/core/test_front_door_surface.py holds that):
 
-- ``FAMILY``: the family's descriptor (probes/core/family.py; probes/registry.py lists it)
-- ``SPEC``: the ``probetop mem`` options (sysbench's names)
+- ``FAMILY``: the family's descriptor (probes/core/family.py; probes/registry.py
+  lists it): option spec, probe factory, report, metrics and ``--assert`` checks
 - ``MemSettings``: what one probe runs with (frozen, validated)
 - ``MemProbe``: the probe (native LLVM loop in GIL-free threads)
-- ``MemInterval``, ``METRICS``: what a memory sample carries, typed
-- ``format_report``, ``json_document``, ``parse_report``: sysbench's report
-- ``TRACKER``: its Prometheus metrics (``core.tracker.Tracker``); ``CHECKS``:
-  what ``--assert`` reads from its summary, typed (``MemFigures``), and how
-  ``compare`` reads its samples (``core.checks.Checks``)
+- ``MemInterval``, ``KIND``, ``METRICS`` and the metric names the pane reads
+  (``OPS``, ``MIBS``, ``LAT_AVG_MS``, ``LAT_PCT_MS``, ``THREADS``): what a
+  memory sample carries, typed; ``OPERATION_EXPLAINED``: the pane's wording
+- ``format_report``, ``parse_report``: sysbench's text report, written from a
+  summary and read back (the benchmark reads sysbench's own with it)
 
 Importing this package is cheap: the engine (llvmlite) loads when a probe prepares.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
 
 from probetop.probes.mem.family import FAMILY
 from probetop.probes.mem.probe import MemProbe
@@ -30,36 +30,13 @@ from probetop.probes.mem.records import (
     MIBS,
     OPERATION_EXPLAINED,
     OPS,
-    THREAD_OPS,
     THREADS,
     MemInterval,
 )
-from probetop.probes.mem.report import format_report, json_document, parse_report
-from probetop.probes.mem.settings import DEFAULT_TIME_S, SPEC, MemSettings
-
-if TYPE_CHECKING:
-    from probetop.probes.mem.checks import CHECKS, MemFigures
-    from probetop.probes.mem.metrics import TRACKER
-
-
-def __getattr__(name: str) -> Any:
-    """``TRACKER``, ``CHECKS`` and ``MemFigures`` on first use: a run without
-    --metrics, --textfile or --assert does not build them (start-up)."""
-    if name == "TRACKER":
-        from probetop.probes.mem.metrics import TRACKER as value
-    elif name in ("CHECKS", "MemFigures"):
-        from probetop.probes.mem import checks
-
-        value = getattr(checks, name)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
+from probetop.probes.mem.report import format_report, parse_report
+from probetop.probes.mem.settings import MemSettings
 
 __all__ = [
-    "CHECKS",
-    "DEFAULT_TIME_S",
     "FAMILY",
     "KIND",
     "LAT_AVG_MS",
@@ -68,15 +45,10 @@ __all__ = [
     "MIBS",
     "OPERATION_EXPLAINED",
     "OPS",
-    "SPEC",
     "THREADS",
-    "THREAD_OPS",
-    "TRACKER",
-    "MemFigures",
     "MemInterval",
     "MemProbe",
     "MemSettings",
     "format_report",
-    "json_document",
     "parse_report",
 ]

@@ -60,6 +60,7 @@ from probetop.probes.core.sysbench.counters import (
     STOPPED_DEADLINE,
     STOPPED_FLAG,
     STOPPED_LIMIT,
+    done_ir,
 )
 from probetop.probes.core.sysbench.hist import HIST_DEDUCT, HIST_MULT, HIST_SIZE
 
@@ -300,6 +301,28 @@ done:
 """
 
 
+def _clock_gettime(clock: int | str, timespec: str) -> str:
+    """libc's clock_gettime(clock, timespec) through the context's table, as
+    sysbench calls it through its PLT."""
+    return (
+        f"  %fp = getelementptr i64, ptr %ctx, i64 {CTX_CLOCK_GETTIME}\n"
+        "  %f = load ptr, ptr %fp\n"
+        f"  %r = call i32 %f(i32 {clock}, ptr {timespec})"
+    )
+
+
+def _elapsed_ns(out: str, end: tuple[str, str], start: tuple[str, str], queue: str) -> str:
+    """sysbench's timer arithmetic, as gcc orders it: ``out`` = (end.s -
+    start.s) * 10^9 + (end.ns - start.ns + queue), each a (s, ns) of i64 values."""
+    return (
+        f"  %ds = sub i64 {end[0]}, {start[0]}\n"
+        "  %dsn = mul i64 %ds, 1000000000\n"
+        f"  %dn = sub i64 {end[1]}, {start[1]}\n"
+        f"  %dq = add i64 %dn, {queue}\n"
+        f"  {out} = add i64 %dsn, %dq"
+    )
+
+
 _RUN = f"""
 %timespec = type {{ i64, i64 }}
 
@@ -320,9 +343,7 @@ declare void @llvm.x86.sse2.pause()
 
 define internal i64 @clock_ns(ptr %ctx, i32 %clock) nounwind {{
   %ts = alloca %timespec
-  %fp = getelementptr i64, ptr %ctx, i64 {CTX_CLOCK_GETTIME}
-  %f = load ptr, ptr %fp
-  %r = call i32 %f(i32 %clock, ptr %ts)
+{_clock_gettime("%clock", "%ts")}
   %s = load i64, ptr %ts
   %np = getelementptr i64, ptr %ts, i64 1
   %n = load i64, ptr %np
@@ -344,9 +365,7 @@ time:
   %timed = icmp ne i64 %mt, 0
   br i1 %timed, label %clock, label %events
 clock:
-  %fp = getelementptr i64, ptr %ctx, i64 {CTX_CLOCK_GETTIME}
-  %f = load ptr, ptr %fp
-  %r = call i32 %f(i32 {CLOCK_MONOTONIC}, ptr %ts)
+{_clock_gettime(CLOCK_MONOTONIC, "%ts")}
   %s = load i64, ptr %ts
   %nsp = getelementptr i64, ptr %ts, i64 1
   %ns = load i64, ptr %nsp
@@ -356,11 +375,7 @@ clock:
   %n0 = load i64, ptr %n0p
   %qp = getelementptr i64, ptr %ctx, i64 {CTX_QUEUE_NS}
   %q = load i64, ptr %qp
-  %ds = sub i64 %s, %s0
-  %dsn = mul i64 %ds, 1000000000
-  %dn = sub i64 %ns, %n0
-  %dq = add i64 %dn, %q
-  %elapsed = add i64 %dsn, %dq
+{_elapsed_ns("%elapsed", ("%s", "%ns"), ("%s0", "%n0"), "%q")}
   %late = icmp uge i64 %elapsed, %mt
   br i1 %late, label %no, label %events
 events:
@@ -444,9 +459,7 @@ entry:
   %lock = getelementptr i64, ptr %row, i64 {ROW_LOCK}
   call void @spin_lock(ptr %lock)
   %endp = getelementptr i64, ptr %row, i64 {ROW_END_S}
-  %fp = getelementptr i64, ptr %ctx, i64 {CTX_CLOCK_GETTIME}
-  %f = load ptr, ptr %fp
-  %r = call i32 %f(i32 {CLOCK_MONOTONIC}, ptr %endp)
+{_clock_gettime(CLOCK_MONOTONIC, "%endp")}
   %es = load i64, ptr %endp
   %enp = getelementptr i64, ptr %row, i64 {ROW_END_S + 1}
   %en = load i64, ptr %enp
@@ -456,11 +469,7 @@ entry:
   %sn = load i64, ptr %snp
   %qp = getelementptr i64, ptr %row, i64 {ROW_QUEUE_NS}
   %q = load i64, ptr %qp
-  %ds = sub i64 %es, %ss
-  %dsn = mul i64 %ds, 1000000000
-  %dn = sub i64 %en, %sn
-  %dq = add i64 %dn, %q
-  %lat = add i64 %dsn, %dq
+{_elapsed_ns("%lat", ("%es", "%en"), ("%ss", "%sn"), "%q")}
   %tep = getelementptr i64, ptr %row, i64 {ROW_TIMER_EVENTS}
   %te = load i64, ptr %tep
   %te1 = add i64 %te, 1
@@ -555,12 +564,7 @@ out:
   %end = call i64 @clock_ns(ptr %ctx, i32 {CLOCK_MONOTONIC})
   %cpu1 = call i64 @clock_ns(ptr %ctx, i32 {CLOCK_THREAD_CPUTIME_ID})
   %cpu = sub i64 %cpu1, %cpu0
-  %p.end = getelementptr i64, ptr %row, i64 5
-  %p.cpu = getelementptr i64, ptr %row, i64 6
-  %p.done = getelementptr i64, ptr %row, i64 7
-  store atomic i64 %end, ptr %p.end monotonic, align 8
-  store atomic i64 %cpu, ptr %p.cpu monotonic, align 8
-  store atomic i64 %why, ptr %p.done release, align 8
+{done_ir("%row", end="%end", cpu="%cpu", why="%why")}
   ret i64 %why
 }}
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)

@@ -152,6 +152,26 @@ def test_metrics_and_checks_are_present_or_declared_absent(
         assert sorted(kinds) == sorted(family.kinds), f"{family.name}: kinds without --assert"
 
 
+@pytest.mark.parametrize("family", ALL, ids=IDS)
+def test_what_a_family_names_lazily_lives_inside_it(family: Family | PassiveFamily) -> None:
+    """A ``Lazy`` path is an import edge import-linter does not read: it may
+    only point into the family's own package (no hidden edge across a contract)."""
+    door = FRONT_DOORS[family.name]
+    for lazy in (family.tracker, family.checks):
+        if lazy is not None:
+            inside = lazy.module.startswith(door + ".")
+            assert inside, f"{family.name}: {lazy.path} is outside {door}"
+
+
+def test_a_lazy_path_is_checked_when_the_descriptor_is_built() -> None:
+    from probetop.probes.core.family import Lazy
+
+    for bad in ("probetop.probes.cpu.metrics", "probetop.probes.cpu.metrics:", "a b:C", ":C"):
+        with pytest.raises(ValueError, match=r"not a 'package\.module:NAME' path"):
+            Lazy(bad)
+    assert Lazy("probetop.probes.cpu.records:KIND")() == "cpu"
+
+
 # -- panes depend on their own family only ------------------------------------
 
 FRONT_DOORS = {listed.name: listed.module for listed in registry.COMMANDS + registry.PASSIVE}

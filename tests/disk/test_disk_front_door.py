@@ -16,9 +16,7 @@ from probetop.probes.core.base import ConfirmationRequired, ProbeError, UsagePro
 from probetop.probes.core.sample import Sample
 from probetop.probes.disk import (
     IOPS,
-    IOPS_SPEC,
     WARMUP,
-    WARMUP_SPEC,
     DirectionRates,
     IopsInterval,
     IopsParams,
@@ -41,8 +39,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def test_shared_options_are_declared_once() -> None:
-    iops = {max(o.flags, key=len): o for o in IOPS_SPEC.options}
-    warmup = {max(o.flags, key=len): o for o in WARMUP_SPEC.options}
+    iops = {max(o.flags, key=len): o for o in IOPS.spec.options}
+    warmup = {max(o.flags, key=len): o for o in WARMUP.spec.options}
     assert iops["--jobs"] is warmup["--jobs"] and iops["--rate-iops"] is warmup["--rate-iops"]
     for flag in ("--bs", "--iodepth", "--buffered", "--yes-destroy-data", "target"):
         a, b = iops[flag], warmup[flag]
@@ -52,8 +50,8 @@ def test_shared_options_are_declared_once() -> None:
 
 
 def test_the_commands_are_plan_based() -> None:
-    for family, spec in ((IOPS, IOPS_SPEC), (WARMUP, WARMUP_SPEC)):
-        assert family.spec is spec and load(family.name).SPEC is spec
+    for family in (IOPS, WARMUP):
+        assert load(family.name).SPEC is family.spec
         assert family.one_off is None and family.headless_only is None  # the generic path
 
 

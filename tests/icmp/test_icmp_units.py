@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 from probetop.probes.core.options import OptionValueError
-from probetop.probes.icmp import SPEC, IcmpSettings, layout, reference_command
+from probetop.probes.icmp import FAMILY, IcmpSettings, layout, reference_command
 from probetop.probes.icmp import engine as eng
 from probetop.probes.icmp.packet import checksum_partial, echo_request, internet_checksum
 from probetop.probes.icmp.stats import histogram_percentile
@@ -18,7 +18,7 @@ from probetop.probes.icmp.stats import histogram_percentile
 
 def duration(text: str) -> float:
     """The -i/--send-interval value, parsed as the spec declares it."""
-    parse = SPEC.option("send_interval").parse
+    parse = FAMILY.spec.option("send_interval").parse
     assert parse is not None
     return float(parse(text))
 

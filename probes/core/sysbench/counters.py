@@ -6,7 +6,8 @@ Contract:
   the sampler reads live. The engines store ``STAT_EVENTS`` last (release),
   so a reader that takes it first sees sums and buckets at least as far
   along; ``STAT_DONE`` (a ``STOPPED_*`` code) is stored when the thread
-  leaves the run, after ``STAT_END_NS`` and ``STAT_CPU_NS``.
+  leaves the run, after ``STAT_END_NS`` and ``STAT_CPU_NS``: ``done_ir``
+  is the LLVM IR both engines end a thread's run with.
 - ``Snapshot`` is every thread's counters at one moment; ``Interval`` what
   happened between two snapshots (sysbench's intermediate report);
   ``latency_ms``, ``fairness`` and ``per_thread`` are the final report's
@@ -44,6 +45,20 @@ INT64_MAX = 2**63 - 1
 STOPPED_FLAG = 1  # the stop flag (Ctrl-C, an error, the hard end)
 STOPPED_DEADLINE = 2  # --time
 STOPPED_LIMIT = 3  # the test's own limit: cpu's --events, mem's --memory-total-size
+
+
+def done_ir(row: str, *, end: str, cpu: str, why: str) -> str:
+    """The IR lines that end a thread's run in its counters ``row`` (a ptr
+    value): ``STAT_END_NS`` and ``STAT_CPU_NS``, then ``STAT_DONE`` with
+    release order, so a reader that sees the reason also sees the rest."""
+    return (
+        f"  %p.end = getelementptr i64, ptr {row}, i64 {STAT_END_NS}\n"
+        f"  %p.cpu = getelementptr i64, ptr {row}, i64 {STAT_CPU_NS}\n"
+        f"  %p.done = getelementptr i64, ptr {row}, i64 {STAT_DONE}\n"
+        f"  store atomic i64 {end}, ptr %p.end monotonic, align 8\n"
+        f"  store atomic i64 {cpu}, ptr %p.cpu monotonic, align 8\n"
+        f"  store atomic i64 {why}, ptr %p.done release, align 8"
+    )
 
 
 def new_counters(threads: int) -> np.ndarray:

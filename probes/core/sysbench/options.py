@@ -11,14 +11,17 @@ Contract:
   (the period, whether the lines are asked for); UsageProbeError when both
   are given and differ, never a silent override.
 - ``check_percentile(p)`` refuses what sysbench would (0 disables it).
+- ``settings_reader(Settings.from_options)``: a family's ``read_settings``
+  hook, the common --time and --sample-interval passed on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar
 
 from probetop.probes.core.base import UsageProbeError
+from probetop.probes.core.family import RunCommon
 from probetop.probes.core.options import Option, number, whole_number
 
 DEFAULT_TIME_S = 10.0  # sysbench 1.0's --time default
@@ -82,3 +85,38 @@ def sampling_period(
 def check_percentile(pct: float) -> None:
     if not (0 <= pct <= 100):
         raise UsageProbeError(f"--percentile must be within 1..100 (0: disabled), got {pct}")
+
+
+SettingsT_co = TypeVar("SettingsT_co", covariant=True)
+
+
+class FromOptions(Protocol[SettingsT_co]):
+    """A sysbench family's ``Settings.from_options``."""
+
+    def __call__(
+        self,
+        values: Mapping[str, Any],
+        *,
+        time_s: float | None,
+        interval_s: float,
+        interval_given: bool = ...,
+    ) -> SettingsT_co: ...
+
+
+def settings_reader(
+    from_options: FromOptions[SettingsT_co],
+) -> Callable[[Mapping[str, Any], RunCommon], SettingsT_co]:
+    """A sysbench family's ``read_settings`` hook (``Family.read_settings``):
+    ``from_options`` with the common --time and --sample-interval, and whether
+    --sample-interval was on the command line (``sampling_period`` refuses it
+    beside a different --report-interval)."""
+
+    def read_settings(values: Mapping[str, Any], common: RunCommon) -> SettingsT_co:
+        return from_options(
+            values,
+            time_s=common.time_s,
+            interval_s=common.interval_s,
+            interval_given=values.get("interval") is not None,
+        )
+
+    return read_settings

@@ -12,6 +12,9 @@ Contract:
   ``cumulative_fields(found)`` reads the shared sections back, from our
   report or from real sysbench output, into the keys of the JSON document.
 - ``json_document(summary, reason=...)`` is a ``--json`` output.
+- ``write_run_report(result, ...)`` writes a run's headless report (text or
+  JSON) and gives its exit status; ``run_report(text, document)`` is a
+  family's ``report`` hook that does so.
 """
 
 from __future__ import annotations
@@ -19,10 +22,10 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from probetop.probes.core.family import RunOutcome
+from probetop.probes.core.family import RunCommon, RunOutcome
 from probetop.probes.core.intervallog import dropped_note
 from probetop.probes.core.sysbench.hist import percentile_key
 
@@ -211,3 +214,32 @@ def write_run_report(
     if error or summary.get("worker_errors"):
         return 1
     return result.signal_status
+
+
+class IntervalSettings(Protocol):
+    """What ``run_report`` reads of a sysbench family's settings."""
+
+    @property
+    def interval_s(self) -> float: ...
+    @property
+    def report_intervals(self) -> bool:
+        """--report-interval was given: the text report prints [ Ns ] lines."""
+
+
+def run_report(
+    text: TextReport, document: JsonReport
+) -> Callable[[IntervalSettings, RunCommon, RunOutcome], int]:
+    """A sysbench family's ``report`` hook (``Family.report``): its ``text``
+    and ``document`` written by ``write_run_report``, with the interval
+    lines when --report-interval asked for them."""
+
+    def report(settings: IntervalSettings, common: RunCommon, result: RunOutcome) -> int:
+        return write_run_report(
+            result,
+            as_json=common.json,
+            text=text,
+            document=document,
+            report_interval_s=settings.interval_s if settings.report_intervals else None,
+        )
+
+    return report
