@@ -17,6 +17,14 @@ to ``tui.main`` unchanged (its imports are then paid as before).
 from __future__ import annotations
 
 # ruff: noqa: E402 (the stop-signal handler goes in before the other imports)
+import gc
+
+# No cyclic garbage collection while the modules load: the classes, dataclasses
+# and option tables they build are kept for the process's life, and each of
+# the ~17 collections they set off (a one-off's imports) walks them all again.
+# ``main`` turns it back on before it runs anything (``_collect_from_now``).
+gc.disable()
+
 from probetop.probes.core import stopsignals
 
 stopsignals.install()  # as tui.main: a signal during start-up is never lost
@@ -47,6 +55,14 @@ def one_off_candidate(args: Sequence[str]) -> bool:
     return True
 
 
+def _collect_from_now() -> None:
+    """Garbage collection back on, for objects made from now on: what the
+    imports built is moved out of its reach first (``gc.freeze``), or the
+    first collection would walk all of it at once."""
+    gc.freeze()
+    gc.enable()
+
+
 def _is_one_off(plan: Any) -> bool:
     common = plan.common
     return (
@@ -73,6 +89,14 @@ def _remember_gettext_lookups() -> None:
     gettext.find = functools.lru_cache(maxsize=64)(gettext.find)  # type: ignore[assignment]
 
 
+def _body_key() -> bytes:
+    """tui.main's key of request bodies' hashes, its module loaded only when
+    a request has a body."""
+    from probetop.tui.sessions.registry import body_key
+
+    return body_key()
+
+
 def _run_full(plan: Any) -> int:
     """A plan the words did not tell apart from a one-off: tui.main runs it."""
     from probetop.probes.record import RecordingError
@@ -90,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``tui.main.main``, with one-off http requests run without its imports."""
     args = sys.argv[1:] if argv is None else list(argv)
     if not one_off_candidate(args):
+        _collect_from_now()  # tui.main's imports are paid as before
         from probetop.tui.main import main as full_main
 
         return full_main(argv)
@@ -99,17 +124,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     from probetop.probes.core.base import ProbeError
 
     _remember_gettext_lookups()
+    from probetop.probes.record import hide_cmdline_secrets, set_body_key_loader
     from probetop.tui.cli.parser import build_parser, make_plan, parse_args
 
+    if argv is None:
+        hide_cmdline_secrets()  # as tui.main: ps shows every user the command line
+    set_body_key_loader(_body_key)  # as tui.main: -d bodies' hashes in --json
     try:
-        namespace = parse_args(build_parser({"http"}), args)
+        # The command is http (one_off_candidate): the others' names decide nothing.
+        namespace = parse_args(build_parser({"http"}, others=False), args)
         plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *args])
         if not _is_one_off(plan):
+            _collect_from_now()
             return _run_full(plan)
         from probetop.tui.commands import load
 
         command = load("http")
         assert command is not None
+        _collect_from_now()  # the requests run as they always did
         return int(command.run(plan) or 0)
     except ProbeError as exc:
         print(f"probetop: error: {exc}", file=sys.stderr)
