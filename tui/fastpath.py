@@ -22,7 +22,7 @@ import gc
 # No cyclic garbage collection while the modules load: the classes, dataclasses
 # and option tables they build are kept for the process's life, and each of
 # the ~17 collections they set off (a one-off's imports) walks them all again.
-# ``main`` turns it back on before it runs anything (``_collect_from_now``).
+# ``main`` turns it back on before it runs anything (tui/run/importgc.py).
 gc.disable()
 
 from probetop.probes.core import stopsignals
@@ -33,6 +33,8 @@ import os
 import sys
 from collections.abc import Sequence
 from typing import Any
+
+from probetop.tui.run.importgc import collect_from_now
 
 #: Common options a one-off takes; any other changes the mode or needs tui.main.
 _ONE_OFF_COMMON = ("--json", "--headless")
@@ -53,14 +55,6 @@ def one_off_candidate(args: Sequence[str]) -> bool:
         if word.startswith("--") and word.split("=", 1)[0] not in allowed:
             return False  # a mode option, a common option, or an abbreviation
     return True
-
-
-def _collect_from_now() -> None:
-    """Garbage collection back on, for objects made from now on: what the
-    imports built is moved out of its reach first (``gc.freeze``), or the
-    first collection would walk all of it at once."""
-    gc.freeze()
-    gc.enable()
 
 
 def _is_one_off(plan: Any) -> bool:
@@ -114,9 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``tui.main.main``, with one-off http requests run without its imports."""
     args = sys.argv[1:] if argv is None else list(argv)
     if not one_off_candidate(args):
-        _collect_from_now()  # tui.main's imports are paid as before
-        from probetop.tui.main import main as full_main
+        from probetop.tui.main import main as full_main  # its imports: no collector either
 
+        collect_from_now()
         return full_main(argv)
     if stopsignals.pending():
         return stopsignals.exit_status()
@@ -135,13 +129,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         namespace = parse_args(build_parser({"http"}, others=False), args)
         plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *args])
         if not _is_one_off(plan):
-            _collect_from_now()
+            collect_from_now()
             return _run_full(plan)
         from probetop.tui.commands import load
 
         command = load("http")
         assert command is not None
-        _collect_from_now()  # the requests run as they always did
+        collect_from_now()  # the requests run as they always did
         return int(command.run(plan) or 0)
     except ProbeError as exc:
         print(f"probetop: error: {exc}", file=sys.stderr)
