@@ -17,6 +17,14 @@ to ``tui.main`` unchanged (its imports are then paid as before).
 from __future__ import annotations
 
 # ruff: noqa: E402 (the stop-signal handler goes in before the other imports)
+import gc
+
+# No cyclic garbage collection while the modules load: the classes, dataclasses
+# and option tables they build are kept for the process's life, and each of
+# the ~17 collections they set off (a one-off's imports) walks them all again.
+# ``main`` turns it back on before it runs anything (tui/run/importgc.py).
+gc.disable()
+
 from probetop.probes.core import stopsignals
 
 stopsignals.install()  # as tui.main: a signal during start-up is never lost
@@ -25,6 +33,8 @@ import os
 import sys
 from collections.abc import Sequence
 from typing import Any
+
+from probetop.tui.run.importgc import collect_from_now
 
 #: Common options a one-off takes; any other changes the mode or needs tui.main.
 _ONE_OFF_COMMON = ("--json", "--headless")
@@ -73,6 +83,14 @@ def _remember_gettext_lookups() -> None:
     gettext.find = functools.lru_cache(maxsize=64)(gettext.find)  # type: ignore[assignment]
 
 
+def _body_key() -> bytes:
+    """tui.main's key of request bodies' hashes, its module loaded only when
+    a request has a body."""
+    from probetop.tui.sessions.registry import body_key
+
+    return body_key()
+
+
 def _run_full(plan: Any) -> int:
     """A plan the words did not tell apart from a one-off: tui.main runs it."""
     from probetop.probes.record import RecordingError
@@ -90,8 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``tui.main.main``, with one-off http requests run without its imports."""
     args = sys.argv[1:] if argv is None else list(argv)
     if not one_off_candidate(args):
-        from probetop.tui.main import main as full_main
+        from probetop.tui.main import main as full_main  # its imports: no collector either
 
+        collect_from_now()
         return full_main(argv)
     if stopsignals.pending():
         return stopsignals.exit_status()
@@ -99,17 +118,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     from probetop.probes.core.base import ProbeError
 
     _remember_gettext_lookups()
+    from probetop.probes.record import hide_cmdline_secrets, set_body_key_loader
     from probetop.tui.cli.parser import build_parser, make_plan, parse_args
 
+    if argv is None:
+        hide_cmdline_secrets()  # as tui.main: ps shows every user the command line
+    set_body_key_loader(_body_key)  # as tui.main: -d bodies' hashes in --json
     try:
-        namespace = parse_args(build_parser({"http"}), args)
+        # The command is http (one_off_candidate): the others' names decide nothing.
+        namespace = parse_args(build_parser({"http"}, others=False), args)
         plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *args])
         if not _is_one_off(plan):
+            collect_from_now()
             return _run_full(plan)
         from probetop.tui.commands import load
 
         command = load("http")
         assert command is not None
+        collect_from_now()  # the requests run as they always did
         return int(command.run(plan) or 0)
     except ProbeError as exc:
         print(f"probetop: error: {exc}", file=sys.stderr)

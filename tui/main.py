@@ -51,6 +51,7 @@ from probetop.tui.cli.parser import (
 )
 from probetop.tui.cli.plan import RunPlan
 from probetop.tui.run.hardexit import exit_now
+from probetop.tui.run.importgc import imports_without_gc
 from probetop.tui.run.launch import (
     dashboard_config,
     fail,
@@ -284,7 +285,9 @@ def run_app(
     If the user detaches, this returns when that session ends, after writing
     the command's headless report (``module.report``) to the session's log."""
     from probetop.themes import UnknownThemeError
-    from probetop.tui.ui.app import make_app  # Textual loads only here
+
+    with imports_without_gc():
+        from probetop.tui.ui.app import make_app  # Textual loads only here
 
     live = isinstance(config, LiveView) and bool(config.probes)
     if plan is not None and foreground is not None and live:

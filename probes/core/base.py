@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from probetop.probes.core.sample import Record
+if TYPE_CHECKING:  # a probe's module imports the records; the error tree needs none
+    from probetop.probes.core.sample import Record
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +43,7 @@ class MetricSpec:
     primary: bool = False
 
 
-Emit = Callable[[Record], None]
+Emit = Callable[["Record"], None]
 
 
 @runtime_checkable

@@ -29,7 +29,6 @@ Contract:
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import sys
@@ -95,6 +94,8 @@ def hide_cmdline_secrets() -> bool:
     new = redacted_area(current, end - start)
     if new is None:
         return True
+    import ctypes  # here: only a command line with a secret pays for it
+
     ctypes.memmove(start, new, len(new))
     after = _read_cmdline()
     return after is not None and after.rstrip(b"\0") == new.rstrip(b"\0")

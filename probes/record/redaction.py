@@ -55,8 +55,6 @@ candidate bodies against it.
 from __future__ import annotations
 
 import functools
-import hashlib
-import hmac
 import re
 import shlex
 from collections.abc import Callable, Sequence
@@ -221,6 +219,9 @@ def body_digest(data: bytes | str) -> str:
     key = _body_key()
     if key is None:
         return f"<{len(raw)} bytes>"
+    import hashlib  # here: OpenSSL's libcrypto costs a one-off `probetop http URL` 3 ms
+    import hmac
+
     return f"<{len(raw)} bytes, hmac-sha256:{hmac.new(key, raw, hashlib.sha256).hexdigest()}>"
 
 

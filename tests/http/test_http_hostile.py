@@ -35,7 +35,7 @@ from http_fixtures import LocalServer, RawServer
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.http import HttpUrlError, check_url
+from probetop.probes.http import HttpRequest, HttpUrlError, check_url
 from probetop.probes.http.request import configure, curl_command
 from probetop.probes.record import redact
 from probetop.tui.cli.parser import build_parser, make_plan
@@ -379,6 +379,39 @@ def test_the_table_covers_every_class_of_value():
     """The count docs/reliability-http.md quotes, and every exit code it names."""
     assert len(CASES) >= 100
     assert {c.code for c in CASES} >= {0, 1, 2, 3, 7, 22, 28, 47}
+
+
+# curl's hostname_check list (lib/urlapi.c).
+CURL_BAD_HOST_CHARACTERS = set("/:#?!@{}[]\\$'\"^`*<>=;,+&()")
+
+
+def _host_check(where: str, host: str) -> Callable[[], object]:
+    """The check of ``host`` in a URL, a --resolve or a --connect-to value."""
+    if where == "url":
+        return lambda: check_url(f"http://{host}/")
+    if where == "--resolve":
+        return HttpRequest(resolve=(f"{host}:80:127.0.0.1",)).validate
+    return HttpRequest(connect_to=(f"{host}:80:127.0.0.1:80",)).validate
+
+
+@pytest.mark.parametrize("where", ["url", "--resolve", "--connect-to"])
+def test_a_host_name_character_is_refused_exactly_as_curl_refuses_it(where: str) -> None:
+    """Every ASCII character in a host name: refused when curl's list has it,
+    or it is a control character, a space or DEL; taken otherwise ('%' only
+    as %XX). (Non-ASCII goes to punycode first.) In a URL the host ends at
+    '/', '?' and '#' and the user-info at '@'; ':' starts the port."""
+    refusal = HttpUrlError if where == "url" else UsageProbeError
+    for code in range(0x80):
+        c = chr(code)
+        if c == ":" or (where == "url" and c in "/?#@"):
+            continue  # another part of the value
+        refused = c in CURL_BAD_HOST_CHARACTERS or code <= 0x20 or code == 0x7F or c == "%"
+        try:
+            _host_check(where, f"a{c}b")()
+        except refusal:
+            assert refused, f"{where}: {c!r} refused"
+        else:
+            assert not refused, f"{where}: {c!r} taken"
 
 
 # -- a hostile server ----------------------------------------------------------------

@@ -29,7 +29,6 @@ from probetop.probes import version
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.options import CommandSpec, Option, OptionValueError
 from probetop.tui import commands
-from probetop.tui.analysis.assertions import resolve
 from probetop.tui.cli.plan import (
     COMMON_OPTIONS,
     OLD_INTERVAL,
@@ -166,9 +165,12 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
+def build_parser(only: set[str] | None = None, *, others: bool = True) -> argparse.ArgumentParser:
     """The whole parser; with ``only``, the other commands are names without
-    options (enough to parse a command line naming none of them)."""
+    options (enough to parse a command line naming none of them), or
+    (``others=False``) left out: for a command line whose command is known to
+    be one of ``only`` (tui.fastpath), where they decide nothing and cost a
+    parser each."""
     parser = argparse.ArgumentParser(
         prog="probetop",
         description=MAIN_DESCRIPTION,
@@ -182,7 +184,7 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction)
     add_common(parser, suppress=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    if only is not None:
+    if only is not None and others:
         for name in commands.PROBE_COMMANDS + commands.OTHER_COMMANDS:
             if name not in only:
                 sub.add_parser(name)
@@ -270,7 +272,10 @@ def make_plan(namespace: argparse.Namespace, argv: Sequence[str] = ()) -> RunPla
             "--name names a session: use it with --detach (or --remote), or in the "
             "dashboard, where d detaches the run under that name; a headless run has none"
         )
-    resolve(common.assertions, name)  # --assert: known metric, fitting unit (exit 2 otherwise)
+    if common.assertions:  # --assert: known metric, fitting unit (exit 2 otherwise)
+        from probetop.tui.analysis.assertions import resolve
+
+        resolve(common.assertions, name)
     if name is None:
         return RunPlan(None, common, NoSettings(), hints=hints)
     module = commands.load(name)

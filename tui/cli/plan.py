@@ -16,17 +16,41 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.options import Option, number
 from probetop.probes.core.ranges import MAX_SECONDS, check_interval, check_seconds
-from probetop.tui.analysis.assertions import Assertion, parse_assertion
-from probetop.tui.metrics.address import (
-    MetricsAddress,
-    parse_metrics_address,
-    parse_textfile_dir,
-)
+
+if TYPE_CHECKING:
+    from probetop.tui.analysis.assertions import Assertion
+    from probetop.tui.metrics.address import MetricsAddress
+
+
+# The parsers of --assert, --metrics and --textfile load their modules when
+# the option is given: a command line without them (a one-off `probetop http
+# URL`, a process per call in a script's loop) does not pay for them (issue 28).
+# Each keeps its parser's name: argparse names it in "invalid ... value".
+def parse_assertion(text: str) -> Assertion:
+    """--assert: ``tui.analysis.assertions.parse_assertion``."""
+    from probetop.tui.analysis import assertions
+
+    return assertions.parse_assertion(text)
+
+
+def parse_metrics_address(text: str) -> MetricsAddress:
+    """--metrics: ``tui.metrics.address.parse_metrics_address``."""
+    from probetop.tui.metrics import address
+
+    return address.parse_metrics_address(text)
+
+
+def parse_textfile_dir(text: str) -> Path:
+    """--textfile: ``tui.metrics.address.parse_textfile_dir``."""
+    from probetop.tui.metrics import address
+
+    return address.parse_textfile_dir(text)
+
 
 MAX_LINGER_S = 3600.0  # --metrics-linger: an hour covers any scrape interval
 OLD_INTERVAL = "interval_old_spelling"  # where the common --interval lands (see cli.make_plan)
