@@ -105,12 +105,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         namespace = parse_args(build_parser({"http"}), args)
         plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *args])
         if not _is_one_off(plan):
-            return _run_full(plan)
-        from probetop.tui.commands import load
+            code = _run_full(plan)
+        else:
+            from probetop.tui.commands import load
 
-        command = load("http")
-        assert command is not None
-        return int(command.run(plan) or 0)
+            command = load("http")
+            assert command is not None
+            code = int(command.run(plan) or 0)
+        sys.stdout.flush()  # a failed write of a buffered report: below, not ignored (tui.main)
+        return code
     except ProbeError as exc:
         print(f"probetop: error: {exc}", file=sys.stderr)
         return exc.exit_code
