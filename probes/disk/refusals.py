@@ -239,7 +239,8 @@ def write_refusals(path: str | os.PathLike[str]) -> list[str]:
 
     A regular file is refused when it backs a loop device (with that loop
     device's own reasons: mounted, held, swap ...) or is an active swap file.
-    Raises TargetProbeError like ``identify`` for a bad target.
+    Raises TargetProbeError like ``identify`` for a bad target; a target the
+    user may not read is still checked (its refusals come from stat and sysfs).
     """
     return _write_refusals(path, via_loop=None)
 
@@ -247,7 +248,9 @@ def write_refusals(path: str | os.PathLike[str]) -> list[str]:
 def _write_refusals(path: str | os.PathLike[str], via_loop: str | None) -> list[str]:
     """write_refusals; ``via_loop`` is the loop device being checked through this
     one (its own link to this device is not a reason)."""
-    ident = identify(path)
+    # stat and sysfs only: a user who may not open the system's disk is told
+    # it holds /, not "run as root" (which would only meet this refusal).
+    ident = identify(path, check_read=False)
     if ident.kind == "file":
         return _file_refusals(ident)
     if ident.dev is None:
