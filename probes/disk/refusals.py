@@ -211,8 +211,9 @@ def read_only_device(path: str | os.PathLike[str]) -> bool:
 
 def lock_devices(path: str | os.PathLike[str]) -> tuple[str, str | None, str | None]:
     """For a block device: (its MAJ:MIN, its whole disk's MAJ:MIN when it is a
-    partition, its loop backing file or device). Raises TargetProbeError."""
-    ident = identify(path)
+    partition, its loop backing file or device). Raises TargetProbeError.
+    stat and sysfs only, as the refusals: the lock is taken before any open."""
+    ident = identify(path, check_read=False)
     if ident.kind != "block" or ident.dev is None:
         raise TargetProbeError(f"{ident.path} is not a block device")
     sysdir = sysfs.sysfs_dir(ident.dev)
