@@ -40,20 +40,25 @@ SYSTEM_PACKAGES := sysbench fio iputils-ping hping3 nginx tmux curl iproute2 nft
 system-deps:
 	@if [ -n "$(NO_SYSTEM_DEPS)" ]; then \
 	  echo "NO_SYSTEM_DEPS set: not installing reference tools (tests needing a missing one skip)"; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  missing=""; \
+	else \
+	  missing=""; PATH="$$PATH:/usr/sbin:/sbin"; \
 	  for t in sysbench fio ping hping3 nginx tmux curl ip nft losetup mkfs.ext4 ssh /usr/sbin/sshd promtool wrk; do \
 	    command -v $$t >/dev/null || missing="$$missing $$t"; done; \
-	  ldconfig -p | grep -q 'libfuse.so.2' || missing="$$missing libfuse2"; \
-	  if [ -n "$$missing" ]; then \
+	  { ldconfig -p 2>/dev/null || /sbin/ldconfig -p; } | grep -q 'libfuse.so.2' || missing="$$missing libfuse2"; \
+	  if [ -z "$$missing" ]; then echo "reference tools: all installed"; \
+	  elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "missing reference tools:$$missing"; \
 	    echo "installing with apt-get: $(SYSTEM_PACKAGES)"; \
 	    echo "(nginx, openssh-server and prometheus are services: apt may start them;"; \
 	    echo " tests run their own copies on loopback. NO_SYSTEM_DEPS=1 make test skips this.)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	      $(SYSTEM_PACKAGES) >/dev/null || echo "apt-get failed: tests needing these tools will skip"; \
-	  else echo "reference tools: all installed"; fi; \
-	else echo "not root or no apt-get: tests needing reference tools may skip"; fi
+	  else \
+	    echo "missing reference tools:$$missing"; \
+	    echo "not installing them (needs root and apt-get): tests needing them skip, saying which."; \
+	    echo "To install on Debian/Ubuntu: sudo apt-get install $(SYSTEM_PACKAGES)"; \
+	  fi; \
+	fi
 
 lint: setup-dev
 	$(BIN)/ruff check .

@@ -23,8 +23,9 @@ requires_root = pytest.mark.skipif(
 
 
 def require_tool(name: str) -> str:
-    """Path of a command-line tool, or skip the test saying which is missing."""
-    path = shutil.which(name)
+    """Path of a command-line tool, or skip the test saying which is missing.
+    Looks in sbin too: Debian installs admin tools there, off a user's PATH."""
+    path = shutil.which(name, path=f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin")
     if path is None:
         pytest.skip(f"{name} is not installed (make system-deps installs it)")
     return path

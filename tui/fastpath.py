@@ -130,13 +130,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *args])
         if not _is_one_off(plan):
             collect_from_now()
-            return _run_full(plan)
-        from probetop.tui.commands import load
+            code = _run_full(plan)
+        else:
+            from probetop.tui.commands import load
 
-        command = load("http")
-        assert command is not None
-        collect_from_now()  # the requests run as they always did
-        return int(command.run(plan) or 0)
+            command = load("http")
+            assert command is not None
+            collect_from_now()  # the requests run as they always did
+            code = int(command.run(plan) or 0)
+        sys.stdout.flush()  # a failed write of a buffered report: below, not ignored (tui.main)
+        return code
     except ProbeError as exc:
         print(f"probetop: error: {exc}", file=sys.stderr)
         return exc.exit_code

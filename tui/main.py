@@ -88,7 +88,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *argv])
         for hint in plan.hints:  # an old spelling, read as the new one
             print(f"probetop: hint: {hint}", file=sys.stderr)
-        return run_plan(plan)
+        code = run_plan(plan)
+        # The report is written only once flushed: a stdout that is a file
+        # or pipe is block-buffered (no PYTHONUNBUFFERED), and exit_now
+        # ignores a failed flush, so a full disk would pass as exit 0.
+        sys.stdout.flush()
+        return code
     except (ProbeError, RecordingError, SessionError) as exc:
         return fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:

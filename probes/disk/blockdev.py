@@ -102,16 +102,18 @@ def _stat_target(path: str | os.PathLike[str]) -> os.stat_result:
     return st
 
 
-def identify(path: str | os.PathLike[str]) -> DeviceIdentity:
+def identify(path: str | os.PathLike[str], *, check_read: bool = True) -> DeviceIdentity:
     """Identify a target; raise TargetProbeError for anything probetop cannot measure.
 
     Readability is checked with ``os.access`` so that "permission denied" is
-    reported here rather than by the first I/O.
+    reported here rather than by the first I/O; ``check_read=False`` skips
+    it for callers that only read the kernel's state about the target (stat,
+    sysfs), as the write refusals do.
     """
     p = os.fspath(path)
     st = _stat_target(p)
     real = os.path.realpath(p)
-    if not os.access(p, os.R_OK):
+    if check_read and not os.access(p, os.R_OK):
         raise TargetProbeError(
             f"{p}: permission denied (no read access). Run as root or give your user access "
             "(e.g. add it to the 'disk' group for block devices)."

@@ -211,8 +211,9 @@ def read_only_device(path: str | os.PathLike[str]) -> bool:
 
 def lock_devices(path: str | os.PathLike[str]) -> tuple[str, str | None, str | None]:
     """For a block device: (its MAJ:MIN, its whole disk's MAJ:MIN when it is a
-    partition, its loop backing file or device). Raises TargetProbeError."""
-    ident = identify(path)
+    partition, its loop backing file or device). Raises TargetProbeError.
+    stat and sysfs only, as the refusals: the lock is taken before any open."""
+    ident = identify(path, check_read=False)
     if ident.kind != "block" or ident.dev is None:
         raise TargetProbeError(f"{ident.path} is not a block device")
     sysdir = sysfs.sysfs_dir(ident.dev)
@@ -239,7 +240,8 @@ def write_refusals(path: str | os.PathLike[str]) -> list[str]:
 
     A regular file is refused when it backs a loop device (with that loop
     device's own reasons: mounted, held, swap ...) or is an active swap file.
-    Raises TargetProbeError like ``identify`` for a bad target.
+    Raises TargetProbeError like ``identify`` for a bad target; a target the
+    user may not read is still checked (its refusals come from stat and sysfs).
     """
     return _write_refusals(path, via_loop=None)
 
@@ -247,7 +249,9 @@ def write_refusals(path: str | os.PathLike[str]) -> list[str]:
 def _write_refusals(path: str | os.PathLike[str], via_loop: str | None) -> list[str]:
     """write_refusals; ``via_loop`` is the loop device being checked through this
     one (its own link to this device is not a reason)."""
-    ident = identify(path)
+    # stat and sysfs only: a user who may not open the system's disk is told
+    # it holds /, not "run as root" (which would only meet this refusal).
+    ident = identify(path, check_read=False)
     if ident.kind == "file":
         return _file_refusals(ident)
     if ident.dev is None:

@@ -152,7 +152,8 @@ IMAGE_BYTES = 32 * 1024 * 1024
 
 
 def _tool(name: str) -> str:
-    path = shutil.which(name)
+    # sbin too: Debian installs mkfs.* and losetup there, off a user's PATH
+    path = shutil.which(name, path=f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin")
     if path is None:
         pytest.skip(f"{name} is not installed (util-linux / e2fsprogs / dmsetup)")
     return path

@@ -165,7 +165,7 @@ def test_an_open_refused_to_root_does_not_tell_root_to_run_as_root(tmp_path):
     device rules), the message says so instead of "run as root". A read of
     its first MiB only: where the open is allowed, nothing but that is read."""
     if os.geteuid() != 0:
-        pytest.skip("needs root")
+        pytest.skip("needs root: it checks what root is told when even root may not open the disk")
     dev = _root_device()
     ckpt = str(tmp_path / "r.json")
     proc = run_cli(["warmup", dev, "--range", "0-1048576", "--checkpoint", ckpt, "--json"])

@@ -125,7 +125,15 @@ def test_what_ps_and_proc_show_of_the_processes_it_starts(tmp_path: Path) -> Non
     process the user started shows its command line redacted
     (probes/record/cmdline.py)."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"],
+        [
+            sys.executable,
+            "-u",
+            "-m",
+            "http.server",
+            "0",
+            "--bind",
+            "127.0.0.1",
+        ],  # -u: its port line now
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         cwd=tmp_path,
