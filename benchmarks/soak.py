@@ -18,7 +18,7 @@ warm-up mark and the end, to find what grows.
 
 Everything it creates is named ``<prefix>...`` (default ``ptsk``: interface
 names are at most 15 characters) and removed at the end, also on Ctrl-C.
-Without root there is no churn, and it says so.
+With ``--churn 0`` or without root there is no churn, and it says so.
 
 Usage: .venv/bin/python benchmarks/soak.py [--seconds 3600] [--warmup 600]
        [--churn 20] [--lifetime 60] [--every 10] [--prefix ptsk] [--tracemalloc]
@@ -160,7 +160,9 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=3600.0)
     ap.add_argument("--warmup", type=float, default=600.0)
     ap.add_argument("--every", type=float, default=10.0)
-    ap.add_argument("--churn", type=float, default=20.0, help="new veth + loop device every S s")
+    ap.add_argument(
+        "--churn", type=float, default=20.0, help="new veth + loop device every S s (0: no churn)"
+    )
     ap.add_argument("--lifetime", type=float, default=60.0, help="each removed after S s")
     ap.add_argument("--prefix", default="ptsk", help="name prefix of what it creates (<= 6 chars)")
     ap.add_argument("--tracemalloc", action="store_true")
@@ -181,7 +183,7 @@ def main() -> int:
     else:
         cmd = [sys.executable, "-m", "probetop.tui.main", *demo]
     churn = None
-    if os.geteuid() == 0 and shutil.which("ip") and shutil.which("losetup"):
+    if args.churn > 0 and os.geteuid() == 0 and shutil.which("ip") and shutil.which("losetup"):
         churn = Churn(args.prefix, workdir, args.churn, args.lifetime)
     print(
         f"soak: probetop {' '.join(demo)} ({'under tracemalloc, ' if args.tracemalloc else ''}"
@@ -189,7 +191,8 @@ def main() -> int:
         + (
             f"a veth pair and a loop device every {args.churn:g} s, each for {args.lifetime:g} s)"
             if churn
-            else "no device churn: needs root, ip and losetup)"
+            else "no device churn: "
+            + ("--churn 0)" if args.churn <= 0 else "needs root, ip and losetup)")
         ),
         flush=True,
     )

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import Emit, ProbeError
-from probetop.probes.core.intervallog import IntervalLog
+from probetop.probes.core.intervallog import MAX_KEPT_INTERVALS, IntervalLog
 from probetop.probes.core.machine import thread_stack
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.icmp.pingtext import IcmpErrorLine
@@ -60,10 +60,10 @@ from probetop.probes.icmp.summary import (
 # How long ending streams get to leave their native loop (they re-read the
 # control word at least every CONTROL_POLL_NS = 20 ms).
 STREAM_EXIT_WAIT_S = 0.5
-# The summary's ``intervals``: the last this many (10 minutes at 1 s), older
-# ones counted as ``intervals_dropped``. Keeping all grew the process by
-# ~10 MiB an hour (tracemalloc, soak.py).
-KEEP_INTERVAL_ROWS = 600
+# The summary's ``intervals``: the last this many (10 minutes at 1 s, every
+# family's bound), older ones counted as ``intervals_dropped``. Keeping all
+# grew the process by ~10 MiB an hour (tracemalloc, soak.py).
+KEEP_INTERVAL_ROWS = MAX_KEPT_INTERVALS
 DRAIN_MARGIN_S = 0.05
 # Raw sockets' echo id: random per process, +index per stream (ping uses its
 # pid), so two probetops to one host do not take each other's replies.

@@ -154,7 +154,8 @@ _PLAIN, _SECRET, _BODY, _HEADERS, _KEPT, _ARGV = range(6)
 _ARGV_FIELDS = frozenset({"command", "argv"})
 
 
-@functools.lru_cache(maxsize=8192)
+# Least recently used names go: device keys come and go (see _UNCHANGED_CAP).
+@functools.lru_cache(maxsize=1024)
 def _field_kind(name: str) -> tuple[int, str]:
     """(kind, the name itself redacted): a key can be an URL label."""
     if name in _KEPT_FIELDS:
@@ -515,7 +516,11 @@ def redact(obj: Any) -> Any:
 # Strings (as UTF-8 bytes) known to pass every rule unchanged, as a key and as
 # a value: the same few hundred names, ids and units come back on every line.
 _UNCHANGED: set[bytes] = set()
-_UNCHANGED_CAP = 1 << 16  # a hostile stream of new strings does not grow it further
+# Past this many the set starts over (the names of the lines in use come back
+# within a line or two): keys name devices (``rx_pps@veth3f2a``), and a host
+# whose interfaces come and go all day brings new ones for ever. Kept until a
+# cap of 65,536 it grew a soak with device churn for days (issue 29).
+_UNCHANGED_CAP = 4096
 
 
 def _string_unchanged(raw: bytes) -> bool:
@@ -542,6 +547,7 @@ def unchanged_by_redaction(strings: list[bytes]) -> bool:
             continue
         if not _string_unchanged(raw):
             return False
-        if len(known) < _UNCHANGED_CAP:
-            known.add(raw)
+        if len(known) >= _UNCHANGED_CAP:
+            known.clear()
+        known.add(raw)
     return True

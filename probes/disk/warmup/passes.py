@@ -233,6 +233,7 @@ class WarmupSummary:
     checkpoint: str | None = None
     notes: list[str] = field(default_factory=list)
     intervals: list[dict[str, Any]] = field(default_factory=list)
+    intervals_dropped: int = 0  # older rows not kept (a run keeps the newest)
     fio_command: str = ""
     verify: tuple[int, int | None] | None = None  # (bad sectors, first bad offset)
     error: str | None = None
@@ -279,6 +280,8 @@ class WarmupSummary:
             "intervals": self.intervals,
             "fio_command": self.fio_command,
         }
+        if self.intervals_dropped:
+            out["intervals_dropped"] = self.intervals_dropped
         if self.verify is not None:
             bad, first = self.verify
             out["verify"] = {
@@ -333,6 +336,7 @@ class WarmupSummary:
             checkpoint=_str(d.get("checkpoint")),
             notes=[str(n) for n in notes] if isinstance(notes, list) else [],
             intervals=list(intervals) if isinstance(intervals, list) else [],
+            intervals_dropped=_int(d.get("intervals_dropped")),
             fio_command=_str(d.get("fio_command")) or "",
             verify=(
                 (_int(verify.get("bad_sectors")), verify.get("first_bad_offset"))

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from probetop.probes.core.intervallog import IntervalLog
 from probetop.probes.disk.warmup.pass_engine import Step
 from probetop.probes.disk.warmup.passes import Outcome, PassTotals, WarmupSummary
 from probetop.probes.disk.warmup.records import Plateau
@@ -45,7 +46,8 @@ class RunTotals:
     bad_sectors: int = 0
     first_bad_offset: int | None = None
     error: str | None = None
-    intervals: list[dict[str, Any]] = field(default_factory=list)
+    # The newest rows only: a warm-up of a large disk runs for hours (issue 29).
+    intervals: IntervalLog[dict[str, Any]] = field(default_factory=IntervalLog)
     _recent: list[tuple[float, int]] = field(default_factory=list)
 
     @property
@@ -160,7 +162,8 @@ class RunTotals:
             plateau=Plateau.from_dict(plateau),
             checkpoint=checkpoint,
             notes=list(notes),
-            intervals=self.intervals,
+            intervals=self.intervals.rows(),
+            intervals_dropped=self.intervals.dropped,
             fio_command=fio_command,
             verify=(self.bad_sectors, self.first_bad_offset) if settings.verify else None,
             error=self.error,
