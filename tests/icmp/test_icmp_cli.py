@@ -285,5 +285,11 @@ def test_a_stalled_paced_sender_reports_what_it_missed(tmp_path: Path) -> None:
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     doc = json.loads(out)
-    assert 250 <= doc["pacing_missed"] <= 450, doc["pacing_missed"]
+    # Stopped 0.4 s, of which the sender may catch up 100 ms: at least 250
+    # sends skipped at 1000/s. A loaded machine resumes it later (571 seen
+    # at load 16): the upper bound is the accounting, every period of the
+    # run either sent or skipped once, never both.
+    said = {k: doc[k] for k in ("pacing_missed", "sent", "duration_s")}
+    assert doc["pacing_missed"] >= 250, said
+    assert doc["pacing_missed"] + doc["sent"] <= 1000 * doc["duration_s"] * 1.02 + 2, said
     assert doc["lost"] == 0 and doc["received"] == doc["sent"]

@@ -56,7 +56,10 @@ async def test_pane_shows_mode_rates_and_the_kernel_counter() -> None:
         assert "raw socket · 2000 req/s" in text and "via lo" in text
         assert "rtt distribution" in text and "µs" in text
         pps = pane.history.get("pps")
-        assert pps is not None and pps.latest == pytest.approx(4000, rel=0.1)
+        # pps counts requests and replies: above the 2000 requests/s, at
+        # most the 4000 of the set rate (a loaded machine sends fewer: 3,092
+        # seen at load 16; the probe's own rate tests hold the pacer).
+        assert pps is not None and 2400 < pps.latest <= 4000 * 1.02, pps.latest
         # The kernel's loopback counter sees the same packets (and maybe a few more).
         assert "kernel lo tx" in pane.nic_row.label.text
         assert max(v for v in pane.nic_tx if v is not None) >= 3000
