@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from probetop.probes.cpu.report import format_report as cpu_report
 from probetop.probes.mem.report import format_report as mem_report
 
