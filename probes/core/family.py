@@ -12,7 +12,8 @@ Contract:
   record classes, the headless report (text or ``--json``, returning the exit
   status), the pane shown for each probe kind it announces, its docs page,
   and optional hooks (a one-off mode, a destructive run's confirmation, when
-  the run stops, what ``probetop demo`` runs).
+  the run stops, what ``probetop demo`` runs, a text report printed as the
+  run goes: ``LiveText``).
 - ``PassiveFamily`` is the passive collectors every dashboard runs (system):
   no command, the same kinds, records, panes and docs.
 - Panes are import paths (``"probetop.tui.ui.panes.cpu:CpuBenchPane"``):
@@ -46,6 +47,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from probetop.probes.core.base import Probe
 from probetop.probes.core.options import CommandSpec
+from probetop.probes.core.sample import Sample
 
 if TYPE_CHECKING:  # loaded only when a run asks for metrics or assertions
     from probetop.probes.core.checks import Checks
@@ -142,6 +144,11 @@ class RunOutcome(Protocol):
     def signal_status(self) -> int:
         """128 + the stop signal's number, 0 when none stopped the run."""
 
+    @property
+    def live_printed(self) -> bool:
+        """The family's ``LiveText`` (banner and per-interval lines) is already
+        on stdout: the report prints only the rest."""
+
 
 @dataclass(frozen=True, slots=True)
 class DemoContext:
@@ -162,6 +169,23 @@ def ends_itself(settings: object, common: RunCommon) -> float | None:
     """A deadline for probes that stop themselves (after --time, a sweep, a
     pass): None, so a generic deadline never cuts them short."""
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class LiveText(Generic[SettingsT]):
+    """A headless text report printed as the run goes, as sysbench does: the
+    headless runner (text mode only, never with --json or the dashboard)
+    prints ``banner`` once the probes have started, then each sample's lines
+    as it arrives (flushed), and ``report`` then prints only the rest
+    (``RunOutcome.live_printed``). The whole is the same text the report
+    prints at the end when nothing was printed live."""
+
+    banner: Callable[[SettingsT, Sequence[Probe]], str]
+    """The report's opening lines (each ending in a newline), from the
+    settings and the prepared probes (read, not run)."""
+    lines: Callable[[SettingsT], Callable[[Sample], Sequence[str]]]
+    """A fresh per-run reader: a sample in, the report lines it completes out
+    (none for samples the report does not print)."""
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -201,6 +225,9 @@ class Family(Generic[SettingsT]):
     headless_only: Callable[[SettingsT], bool] | None = None
     """True when these settings run headless even on a terminal."""
     demo_probes: Callable[[DemoContext], list[Probe]] | None = None
+    live_text: LiveText[SettingsT] | None = None
+    """Text report lines printed while a headless run goes (sysbench's
+    banner and ``[ 1s ]`` lines); None: the report is all printed at the end."""
     with_passive: bool = True
     """False when the command brings the passive probes itself."""
     tracker: Lazy[type[Tracker] | tuple[type[Tracker], ...]] | None = None

@@ -3,18 +3,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from probetop.probes.core.base import Probe
 from probetop.probes.core.family import DemoContext, Family, Lazy, RunCommon, ends_itself
 from probetop.probes.core.sysbench.options import settings_reader
-from probetop.probes.core.sysbench.report import run_report
+from probetop.probes.core.sysbench.report import live_text, report_interval, run_report
 from probetop.probes.cpu.probe import CpuProbe
 from probetop.probes.cpu.records import KIND, CpuInterval
-from probetop.probes.cpu.report import format_report, json_document
-from probetop.probes.cpu.settings import SPEC, CpuSettings
+from probetop.probes.cpu.report import LiveLines, format_report, head_lines, json_document
+from probetop.probes.cpu.settings import SPEC, CpuSettings, sweep_thread_counts
 
 
 def build_probes(settings: CpuSettings, common: RunCommon) -> list[Probe]:
     return [CpuProbe(settings)]
+
+
+def live_head(settings: CpuSettings, summary: Mapping[str, Any]) -> list[str]:
+    """The report's head from the probe before it ran; a sweep's thread
+    counts are its plan (the summary lists the runs done so far)."""
+    if settings.sweep:
+        counts = settings.sweep_counts or sweep_thread_counts()
+        summary = {**summary, "sweep": [{"threads": n} for n in counts]}
+    return head_lines(summary, report_interval(settings))
+
+
+def live_lines(settings: CpuSettings) -> LiveLines:
+    return LiveLines(settings.percentile, settings.sweep, settings.time_s, settings.interval_s)
 
 
 def demo_probes(ctx: DemoContext) -> list[Probe]:
@@ -30,6 +46,8 @@ FAMILY = Family(
     build_probes=build_probes,
     # sysbench-style text, or one JSON document with --json; exit 1 on probe errors
     report=run_report(format_report, json_document),
+    # Headless text: the banner and each [ Ns ] line printed as the run goes.
+    live_text=live_text(live_head, live_lines),
     records=lambda: (CpuInterval,),
     panes={KIND: "probetop.tui.ui.panes.cpu:CpuBenchPane"},
     tracker=Lazy("probetop.probes.cpu.metrics:TRACKER"),

@@ -58,7 +58,7 @@ from probetop.probes.cpu.engine import (
     load_engine,
 )
 from probetop.probes.cpu.records import METRICS, PYTHON_ENGINE_LABEL, CpuInterval
-from probetop.probes.cpu.report import SCHED_IDLE_NOTE
+from probetop.probes.cpu.report import SCHED_IDLE_NOTE, prints_at_time
 from probetop.probes.cpu.results import PhaseResult, sweep_rows
 from probetop.probes.cpu.settings import (
     CpuSettings,
@@ -338,7 +338,13 @@ class CpuProbe:
             "lat_pct_ms": pct,
             "events": events,
         }
-        if not full and phase.stopped_by == "time" and not sliver and self._deadline_on_grid():
+        if prints_at_time(
+            full=full,
+            sliver=sliver,
+            stopped_by=phase.stopped_by,
+            time_s=self.time_s,
+            interval_s=self.interval_s,
+        ):
             # The last interval ends at --time, on the reporting grid: sysbench
             # prints it as the run's last [ Ns ] line (5 lines at --time 5).
             row["at_time"] = True
@@ -361,11 +367,6 @@ class CpuProbe:
             lat_sum_ms=delta.lat_sum_ns / 1e6,
         )
         emit(record.to_sample(self.id, t1, seconds))
-
-    def _deadline_on_grid(self) -> bool:
-        """--time is a whole number of intervals (--time 5, --report-interval 1)."""
-        ticks = self.time_s / self.interval_s
-        return self.time_s > 0 and abs(ticks - round(ticks)) < 1e-6
 
     # -- results ---------------------------------------------------------
     def summary(self) -> Mapping[str, Any]:

@@ -9,6 +9,9 @@ Contract:
   closing empty line; then probetop's own lines (interrupted, notes,
   warnings), and for a sweep its table and chart before the last run's
   block, each clearly outside the sysbench sections.
+- ``head_lines`` (banner to "Threads started!") and ``LiveLines`` (a
+  sample's [ Ns ] lines) are the same report printed as the run goes;
+  ``format_report(..., rest_only=True)`` is then the rest.
 - ``parse_report(text)`` reads the sysbench sections back, from our report
   or from real sysbench output, into the same keys as the JSON document.
 - ``json_document(summary, ...)`` is the ``--json`` output.
@@ -21,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from probetop.probes import version
+from probetop.probes.core.sample import Sample
 from probetop.probes.core.sysbench import SYSBENCH_VERSION
 from probetop.probes.core.sysbench.report import (
     NUM,
@@ -33,8 +37,17 @@ from probetop.probes.core.sysbench.report import (
     parse_sections,
     stamp,
 )
+from probetop.probes.cpu.records import CpuInterval
 
-__all__ = ["format_report", "interval_line", "json_document", "parse_report"]
+__all__ = [
+    "LiveLines",
+    "format_report",
+    "head_lines",
+    "interval_line",
+    "json_document",
+    "parse_report",
+    "prints_at_time",
+]
 
 SCHED_IDLE_NOTE = (
     "more threads than 2 per CPU: the workers ran as SCHED_IDLE threads, so the "
@@ -94,19 +107,10 @@ def banner(summary: Mapping[str, Any]) -> str:
     return f"sysbench {SYSBENCH_VERSION} (using probetop {version()}, {engine})"
 
 
-def format_report(
-    summary: Mapping[str, Any],
-    *,
-    show_intervals: bool = False,
-    report_interval_s: float | None = None,
-    reason: str | None = None,
-) -> str:
-    """The headless text report, line for line as ``sysbench cpu run`` (see
-    the module docstring); ``report_interval_s`` prints sysbench's
-    "Report intermediate results" line."""
-    pct = float(summary.get("percentile", 95))
+def head_lines(summary: Mapping[str, Any], report_interval_s: float | None) -> list[str]:
+    """The report's lines before its interval lines: the banner to "Threads
+    started!" and its empty line (what ``probetop cpu`` prints as it starts)."""
     sweep = summary.get("sweep")
-    label = summary.get("label")
     lines = [banner(summary), "", "Running the test with following options:"]
     lines.append(
         "Number of threads: "
@@ -131,16 +135,94 @@ def format_report(
         "Threads started!",
         "",
     ]
-    if show_intervals:
+    return lines
+
+
+def prints_at_time(
+    *, full: bool, sliver: bool, stopped_by: str | None, time_s: float, interval_s: float
+) -> bool:
+    """Whether a run's last interval is printed as its last [ Ns ] line, as
+    sysbench does: it ended at --time, on the reporting grid (--time 5,
+    --report-interval 1: 5 lines), and is not a sliver."""
+    ticks = time_s / interval_s if interval_s > 0 else 0.0
+    on_grid = time_s > 0 and abs(ticks - round(ticks)) < 1e-6
+    return not full and stopped_by == "time" and not sliver and on_grid
+
+
+def printed(row: Mapping[str, Any]) -> bool:
+    """An interval row the report prints: a full interval, or the last at --time."""
+    return bool(row.get("full") or row.get("at_time"))
+
+
+class LiveLines:
+    """The report's interval lines from a run's samples, as they arrive: the
+    rows the probe keeps for ``format_report`` rebuilt from its samples
+    (``CpuInterval``), so the lines are the same, byte for byte."""
+
+    def __init__(self, percentile: float, sweep: bool, time_s: float, interval_s: float) -> None:
+        self.percentile = percentile
+        self.sweep = sweep
+        self.time_s = time_s
+        self.interval_s = interval_s
+        self._phase: int | None = None
+        self._start_ns: int | None = None
+
+    def __call__(self, sample: Sample) -> list[str]:
+        rec = CpuInterval.from_sample(sample)
+        out: list[str] = []
+        if self._start_ns is None or rec.phase != self._phase:
+            if self.sweep and rec.phase != self._phase:
+                out.append(f"-- {rec.threads} threads:")
+            # A phase's first interval starts when its clock did: the row's t is
+            # measured from there (sample.interval_s is t1 - t0 in ns / 1e9).
+            self._phase = rec.phase
+            self._start_ns = sample.t_ns - round(sample.interval_s * 1e9)
+        row = {
+            "t": round((sample.t_ns - self._start_ns) / 1e9, 6),
+            "threads": rec.threads,
+            "eps": rec.eps,
+            "lat_pct_ms": rec.lat_pct_ms,
+            "full": rec.full,
+            "at_time": prints_at_time(
+                full=rec.full,
+                sliver=rec.eps is None,
+                stopped_by=(rec.phase_summary or {}).get("stopped_by"),
+                time_s=self.time_s,
+                interval_s=self.interval_s,
+            ),
+        }
+        if printed(row):
+            out.append(interval_line(row, self.percentile))
+        return out
+
+
+def format_report(
+    summary: Mapping[str, Any],
+    *,
+    show_intervals: bool = False,
+    report_interval_s: float | None = None,
+    reason: str | None = None,
+    rest_only: bool = False,
+) -> str:
+    """The headless text report, line for line as ``sysbench cpu run`` (see
+    the module docstring); ``report_interval_s`` prints sysbench's
+    "Report intermediate results" line. ``rest_only``: what follows the
+    interval lines, when the head and those lines were printed live
+    (``LiveLines``): then no line was left out, so no note says so."""
+    pct = float(summary.get("percentile", 95))
+    sweep = summary.get("sweep")
+    label = summary.get("label")
+    lines = [] if rest_only else head_lines(summary, report_interval_s)
+    if show_intervals and not rest_only:
         phase = None
         for row in summary.get("intervals", []):
             if sweep and row.get("phase") != phase:
                 phase = row.get("phase")
                 lines.append(f"-- {row['threads']} threads:")
-            if row.get("full") or row.get("at_time"):
+            if printed(row):
                 lines.append(interval_line(row, pct))
-        if sweep:
-            lines.append("")
+    if show_intervals and sweep:
+        lines.append("")
     if sweep:
         lines += sweep_table(sweep, pct)
         lines.append("")
@@ -150,7 +232,7 @@ def format_report(
     interrupted = interrupted_line(reason, summary.get("total_time", 0.0))
     if interrupted:
         lines.append(interrupted)
-    dropped = dropped_intervals_line(summary) if show_intervals else None
+    dropped = dropped_intervals_line(summary) if show_intervals and not rest_only else None
     if dropped:
         lines.append(dropped)
     if summary.get("workers_sched_idle"):

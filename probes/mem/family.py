@@ -3,18 +3,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from probetop.probes.core.base import Probe
 from probetop.probes.core.family import Family, Lazy, RunCommon, ends_itself
 from probetop.probes.core.sysbench.options import settings_reader
-from probetop.probes.core.sysbench.report import run_report
+from probetop.probes.core.sysbench.report import live_text, report_interval, run_report
 from probetop.probes.mem.probe import MemProbe
 from probetop.probes.mem.records import KIND, MemInterval
-from probetop.probes.mem.report import format_report, json_document
+from probetop.probes.mem.report import LiveLines, format_report, head_lines, json_document
 from probetop.probes.mem.settings import SPEC, MemSettings
 
 
 def build_probes(settings: MemSettings, common: RunCommon) -> list[Probe]:
     return [MemProbe(settings)]
+
+
+def live_head(settings: MemSettings, summary: Mapping[str, Any]) -> list[str]:
+    return head_lines(summary, report_interval(settings))
+
+
+def live_lines(settings: MemSettings) -> LiveLines:
+    return LiveLines()
 
 
 FAMILY = Family(
@@ -24,6 +35,8 @@ FAMILY = Family(
     build_probes=build_probes,
     # sysbench-style text, or one JSON document with --json; exit 1 on probe errors
     report=run_report(format_report, json_document),
+    # Headless text: the banner and each [ Ns ] line printed as the run goes.
+    live_text=live_text(live_head, live_lines),
     records=lambda: (MemInterval,),
     panes={KIND: "probetop.tui.ui.panes.mem:MemBenchPane"},
     tracker=Lazy("probetop.probes.mem.metrics:TRACKER"),

@@ -8,6 +8,9 @@ Contract:
   with sysbench's widths; ``[ 1s ] x MiB/sec`` lines when interval lines are
   asked for. probetop's own lines (header, interrupted) stay outside those
   sections.
+- ``head_lines`` (banner to "Threads started!") and ``LiveLines`` (a
+  sample's [ Ns ] line) are the same report printed as the run goes;
+  ``format_report(..., rest_only=True)`` is then the rest.
 - ``parse_report(text)`` reads those sections back, from our report or from
   real sysbench output, into the keys of the JSON document.
 - ``json_document(summary, ...)`` is the ``--json`` output.
@@ -20,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from probetop.probes import version
+from probetop.probes.core.sample import Sample
 from probetop.probes.core.sysbench import SYSBENCH_VERSION
 from probetop.probes.core.sysbench.report import (
     NUM,
@@ -32,8 +36,16 @@ from probetop.probes.core.sysbench.report import (
     parse_sections,
     stamp,
 )
+from probetop.probes.mem.records import MemInterval
 
-__all__ = ["format_report", "interval_line", "json_document", "parse_report"]
+__all__ = [
+    "LiveLines",
+    "format_report",
+    "head_lines",
+    "interval_line",
+    "json_document",
+    "parse_report",
+]
 
 
 def interval_line(row: Mapping[str, Any]) -> str:
@@ -51,16 +63,9 @@ def banner(summary: Mapping[str, Any]) -> str:
     )
 
 
-def format_report(
-    summary: Mapping[str, Any],
-    *,
-    show_intervals: bool = False,
-    report_interval_s: float | None = None,
-    reason: str | None = None,
-) -> str:
-    """The lines ``sysbench memory run`` prints, in its order and spacing;
-    ``report_interval_s`` prints sysbench's "Report intermediate results" line."""
-    s = summary
+def head_lines(s: Mapping[str, Any], report_interval_s: float | None) -> list[str]:
+    """The report's lines before its interval lines: the banner to "Threads
+    started!" and its empty line (what ``probetop mem`` prints as it starts)."""
     lines = [banner(s), "", "Running the test with following options:"]
     lines.append(f"Number of threads: {s['threads']}")
     if report_interval_s:
@@ -81,8 +86,47 @@ def format_report(
         "Threads started!",
         "",
     ]
+    return lines
+
+
+class LiveLines:
+    """The report's interval lines from a run's samples, as they arrive: the
+    rows the probe keeps for ``format_report`` rebuilt from its samples
+    (``MemInterval``), so the lines are the same, byte for byte."""
+
+    def __init__(self) -> None:
+        self._start_ns: int | None = None
+
+    def __call__(self, sample: Sample) -> list[str]:
+        rec = MemInterval.from_sample(sample)
+        if self._start_ns is None:
+            # The first interval starts when the run's clock did: the row's t
+            # is measured from there (sample.interval_s is t1 - t0 in ns / 1e9).
+            self._start_ns = sample.t_ns - round(sample.interval_s * 1e9)
+        if rec.final:  # the report prints full intervals only
+            return []
+        row = {"t": round((sample.t_ns - self._start_ns) / 1e9, 6), "mibs": rec.mibs}
+        return [interval_line(row)]
+
+
+def format_report(
+    summary: Mapping[str, Any],
+    *,
+    show_intervals: bool = False,
+    report_interval_s: float | None = None,
+    reason: str | None = None,
+    rest_only: bool = False,
+) -> str:
+    """The lines ``sysbench memory run`` prints, in its order and spacing;
+    ``report_interval_s`` prints sysbench's "Report intermediate results" line.
+    ``rest_only``: what follows the interval lines, when the head and those
+    lines were printed live (``LiveLines``): then no line was left out, so
+    no note says so."""
+    s = summary
+    lines = [] if rest_only else head_lines(s, report_interval_s)
     if show_intervals:
-        lines += [interval_line(r) for r in s.get("intervals", []) if r.get("full")]
+        if not rest_only:
+            lines += [interval_line(r) for r in s.get("intervals", []) if r.get("full")]
         if s.get("intervals"):
             lines.append("")
     lines += [
@@ -98,7 +142,7 @@ def format_report(
     interrupted = interrupted_line(reason, s.get("total_time", 0.0))
     if interrupted:
         lines += ["", interrupted]
-    dropped = dropped_intervals_line(s) if show_intervals else None
+    dropped = dropped_intervals_line(s) if show_intervals and not rest_only else None
     if dropped:
         lines += ["", dropped]
     return "\n".join(lines) + "\n"

@@ -24,6 +24,9 @@ A probe command (``probetop cpu``) is a probe family listed in
   even on a terminal (http's repeated mode without --watch).
 - optional ``report(plan, result) -> int``: print the headless report (text or
   ``--json``) from a ``runner.RunResult``; the generic report otherwise.
+- optional ``live_text(plan, probes)``: for a headless text report printed as
+  the run goes, its banner (a function, called once the probes started) and
+  a per-sample line reader; None otherwise (``--json``, or no ``LiveText``).
 - optional ``deadline_s(plan)``: when the runner stops the probes (default
   ``--time``; None when the probe ends itself).
 - optional ``switched(plan)``: the plan a pane's switch request runs next.

@@ -10,12 +10,13 @@ family's own code never imports tui.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import Probe
 from probetop.probes.core.family import DemoContext, Family, RunOutcome
 from probetop.probes.core.options import CommandSpec
+from probetop.probes.core.sample import Sample
 
 if TYPE_CHECKING:
     from probetop.tui.cli.plan import CommonOptions, RunPlan
@@ -41,6 +42,18 @@ class ProbeCommand:
 
     def report(self, plan: RunPlan[Any], result: RunOutcome) -> int:
         return self.family.report(plan.settings, plan.common, result)
+
+    def live_text(
+        self, plan: RunPlan[Any], probes: Sequence[Probe]
+    ) -> tuple[Callable[[], str], Callable[[Sample], Sequence[str]]] | None:
+        """The family's ``LiveText`` for this headless run: its banner (called
+        once the probes started) and a fresh sample reader; None with --json
+        (one JSON document at the end) or for a family without one."""
+        live = self.family.live_text
+        if live is None or plan.common.json:
+            return None
+        settings = plan.settings
+        return (lambda: live.banner(settings, probes)), live.lines(settings)
 
     def deadline_s(self, plan: RunPlan[Any]) -> float | None:
         """When the runner stops the probes (None: they end themselves)."""

@@ -27,6 +27,7 @@ from probetop.tui.cli.parser import deadline_s
 from probetop.tui.cli.plan import RunPlan
 from probetop.tui.commands import Command
 from probetop.tui.metrics.address import TEXTFILE_NAME
+from probetop.tui.run.liveecho import LiveEcho
 from probetop.tui.run.livesession import terminal_hung_up
 from probetop.tui.run.runner import generic_report, run_headless
 from probetop.tui.run.viewconfig import Display, LiveView
@@ -150,6 +151,11 @@ def run_headless_plan(plan: RunPlan[Any], probes: list[Probe], module: Command |
     metrics = open_metrics(plan)
     if metrics is not None:
         metrics.linger_s = plan.common.metrics_linger_s  # served on after the report
+    # A family's LiveText (sysbench's banner and [ Ns ] lines) is printed as
+    # the run goes, after every check above: a bad option prints no banner.
+    live = getattr(module, "live_text", None)
+    parts = live(plan, probes) if live is not None else None
+    echo = LiveEcho(*parts, [p.id for p in probes]) if parts is not None else None
     result = asyncio.run(
         run_headless(
             probes,
@@ -162,8 +168,10 @@ def run_headless_plan(plan: RunPlan[Any], probes: list[Probe], module: Command |
             keep_samples=False,
             footer_fields=checks,
             metrics=metrics,
+            echo=echo,
         )
     )
+    result.live_printed = echo is not None
     report = getattr(module, "report", None)
     if report is not None:
         code = int(report(plan, result))

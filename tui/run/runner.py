@@ -10,6 +10,10 @@ Contract:
   with its footer, and returns a ``RunResult``. A signal never loses data.
 - A write error that stops the recording is printed on stderr when it
   happens; the probes go on and ``RunResult.recording_failures`` has it.
+- ``echo`` (optional) is called once the probes have started
+  (``echo.started()``) and with each of their samples in arrival order,
+  those drained at the end included (``echo.sample(s)``): a family's
+  ``LiveText`` printed as the run goes.
 - Probes with a true ``background`` attribute (the passive system probes) do
   not keep a run alive on their own.
 """
@@ -22,7 +26,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from probetop.probes.core import stopsignals
 from probetop.probes.core.base import Probe
@@ -53,6 +57,8 @@ class RunResult:
     # shown as gone; and how many were forgotten to bound memory (Entities).
     gone: dict[str, set[str]] = field(default_factory=dict)
     forgotten: dict[str, int] = field(default_factory=dict)
+    # The family's LiveText went to stdout as the run went (launch sets it).
+    live_printed: bool = False
 
     @property
     def interrupted(self) -> bool:
@@ -68,6 +74,13 @@ class RunResult:
         return stopsignals.status_of(self.reason.removeprefix("interrupted (").rstrip(")"))
 
 
+class Echo(Protocol):
+    """What ``run_headless`` tells as the run goes (``tui.run.liveecho``)."""
+
+    def started(self) -> None: ...
+    def sample(self, sample: Sample) -> None: ...
+
+
 async def run_headless(
     probes: list[Probe],
     *,
@@ -77,6 +90,7 @@ async def run_headless(
     keep_samples: bool = True,
     footer_fields: FooterFields | None = None,
     metrics: MetricsExporter | None = None,
+    echo: Echo | None = None,
 ) -> RunResult:
     """Run probes without a UI. See the module docstring. ``metrics``: an
     opened ``--metrics``/``--textfile`` exporter the session feeds."""
@@ -90,6 +104,8 @@ async def run_headless(
     )
     collect = await session.start(lossless=True, strict=True)
     hub = session.hub
+    if echo is not None:
+        echo.started()
     stop = asyncio.Event()
     reason = "completed"
     loop = asyncio.get_running_loop()
@@ -115,6 +131,8 @@ async def run_headless(
             timeout = 0.25 if deadline is None else max(0.0, min(0.25, deadline - loop.time()))
             for record_ in await collect.wait(timeout=timeout):
                 if isinstance(record_, Sample):
+                    if echo is not None:
+                        echo.sample(record_)
                     if keep_samples:
                         samples.setdefault(record_.probe, []).append(record_)
                     per = stats.setdefault(record_.probe, {})
@@ -135,6 +153,8 @@ async def run_headless(
     finally:
         await hub.stop()
         for record_ in collect.drain():
+            if isinstance(record_, Sample) and echo is not None:
+                echo.sample(record_)  # a run's last interval often comes here
             if isinstance(record_, Sample) and keep_samples:
                 samples.setdefault(record_.probe, []).append(record_)
         await session.shutdown(reason)

@@ -14,7 +14,12 @@ Contract:
 - ``json_document(summary, reason=...)`` is a ``--json`` output.
 - ``write_run_report(result, ...)`` writes a run's headless report (text or
   JSON) and gives its exit status; ``run_report(text, document)`` is a
-  family's ``report`` hook that does so.
+  family's ``report`` hook that does so. After a run that printed the
+  family's ``LiveText`` (banner and interval lines, ``live_text``), the text
+  report is only the rest (``rest_only``).
+- ``live_text(head, reader)`` is a sysbench family's ``LiveText``: ``head``
+  gives the banner from the probe's summary before the run, ``reader`` the
+  interval lines from its samples, the same lines ``text`` prints.
 """
 
 from __future__ import annotations
@@ -22,11 +27,13 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
-from probetop.probes.core.family import RunCommon, RunOutcome
+from probetop.probes.core.base import Probe
+from probetop.probes.core.family import LiveText, RunCommon, RunOutcome
 from probetop.probes.core.intervallog import dropped_note
+from probetop.probes.core.sample import Sample
 from probetop.probes.core.sysbench.hist import percentile_key
 
 LATENCY_WIDTH = 53  # sysbench right-aligns latency values to this column
@@ -170,6 +177,7 @@ class TextReport(Protocol):
         show_intervals: bool = ...,
         report_interval_s: float | None = ...,
         reason: str | None = ...,
+        rest_only: bool = ...,
     ) -> str: ...
 
 
@@ -189,8 +197,9 @@ def write_run_report(
 ) -> int:
     """A sysbench family's headless report on stdout: ``document``'s JSON with
     --json, else ``text`` (with its interval lines when ``report_interval_s``
-    is given); a probe error follows it. Exit 1 on a probe or worker error,
-    else the run's signal status."""
+    is given; only what follows them when they and the banner were printed
+    live, ``result.live_printed``); a probe error follows it. Exit 1 on a
+    probe or worker error, else the run's signal status."""
     probe = result.probes[0]
     summary = dict(result.summaries.get(probe.id, {}))
     error = result.errors.get(probe.id)
@@ -207,6 +216,7 @@ def write_run_report(
                 show_intervals=report_interval_s is not None,
                 report_interval_s=report_interval_s,
                 reason=result.reason,
+                rest_only=result.live_printed,
             )
         )
         if error:
@@ -226,6 +236,11 @@ class IntervalSettings(Protocol):
         """--report-interval was given: the text report prints [ Ns ] lines."""
 
 
+def report_interval(settings: IntervalSettings) -> float | None:
+    """The interval the text report's [ Ns ] lines are printed at, or None."""
+    return settings.interval_s if settings.report_intervals else None
+
+
 def run_report(
     text: TextReport, document: JsonReport
 ) -> Callable[[IntervalSettings, RunCommon, RunOutcome], int]:
@@ -239,7 +254,32 @@ def run_report(
             as_json=common.json,
             text=text,
             document=document,
-            report_interval_s=settings.interval_s if settings.report_intervals else None,
+            report_interval_s=report_interval(settings),
         )
 
     return report
+
+
+IntervalSettingsT = TypeVar("IntervalSettingsT", bound=IntervalSettings)
+
+
+def live_text(
+    head: Callable[[IntervalSettingsT, Mapping[str, Any]], list[str]],
+    reader: Callable[[IntervalSettingsT], Callable[[Sample], Sequence[str]]],
+) -> LiveText[IntervalSettingsT]:
+    """A sysbench family's ``LiveText``: ``head(settings, summary)`` is the
+    text report's lines up to its interval lines, read from the (one) probe's
+    summary before it ran, whose banner fields (engine, threads, sizes) are
+    the settings' and the prepared engine's; ``reader(settings)`` turns each
+    sample into the interval lines the report prints for it (none when
+    --report-interval was not given)."""
+
+    def banner(settings: IntervalSettingsT, probes: Sequence[Probe]) -> str:
+        return "".join(line + "\n" for line in head(settings, probes[0].summary()))
+
+    def lines(settings: IntervalSettingsT) -> Callable[[Sample], Sequence[str]]:
+        if not settings.report_intervals:
+            return lambda sample: ()
+        return reader(settings)
+
+    return LiveText(banner=banner, lines=lines)
