@@ -56,10 +56,11 @@ SCHED_IDLE_NOTE = (
 )
 
 
-def interval_line(row: Mapping[str, Any], percentile: float) -> str:
-    """sysbench's per-interval line: ``[ 1s ] thds: 2 eps: 5743.19 lat (ms,95%): 0.35``."""
+def interval_line(row: Mapping[str, Any], percentile: float, interval_s: float) -> str:
+    """sysbench's per-interval line: ``[ 1s ] thds: 2 eps: 5743.19 lat (ms,95%): 0.35``
+    (``interval_s``: the reporting period, which sets the stamp's decimals)."""
     return (
-        f"{stamp(float(row['t']))} thds: {row['threads']} eps: {row['eps']:4.2f} "
+        f"{stamp(float(row['t']), interval_s)} thds: {row['threads']} eps: {row['eps']:4.2f} "
         f"lat (ms,{percentile:g}%): {(row.get('lat_pct_ms') or 0.0):4.2f}"
     )
 
@@ -192,7 +193,7 @@ class LiveLines:
             ),
         }
         if printed(row):
-            out.append(interval_line(row, self.percentile))
+            out.append(interval_line(row, self.percentile, self.interval_s))
         return out
 
 
@@ -214,13 +215,14 @@ def format_report(
     label = summary.get("label")
     lines = [] if rest_only else head_lines(summary, report_interval_s)
     if show_intervals and not rest_only:
+        interval_s = float(report_interval_s or summary.get("interval_s") or 1.0)
         phase = None
         for row in summary.get("intervals", []):
             if sweep and row.get("phase") != phase:
                 phase = row.get("phase")
                 lines.append(f"-- {row['threads']} threads:")
             if printed(row):
-                lines.append(interval_line(row, pct))
+                lines.append(interval_line(row, pct, interval_s))
     if show_intervals and sweep:
         lines.append("")
     if sweep:

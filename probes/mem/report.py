@@ -48,9 +48,10 @@ __all__ = [
 ]
 
 
-def interval_line(row: Mapping[str, Any]) -> str:
-    """sysbench's memory interval line: ``[ 1s ] 986.72 MiB/sec``."""
-    return f"{stamp(float(row['t']))} {row['mibs']:4.2f} MiB/sec"
+def interval_line(row: Mapping[str, Any], interval_s: float) -> str:
+    """sysbench's memory interval line: ``[ 1s ] 986.72 MiB/sec`` (``interval_s``:
+    the reporting period, which sets the stamp's decimals)."""
+    return f"{stamp(float(row['t']), interval_s)} {row['mibs']:4.2f} MiB/sec"
 
 
 def banner(summary: Mapping[str, Any]) -> str:
@@ -94,7 +95,8 @@ class LiveLines:
     rows the probe keeps for ``format_report`` rebuilt from its samples
     (``MemInterval``), so the lines are the same, byte for byte."""
 
-    def __init__(self) -> None:
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
         self._start_ns: int | None = None
 
     def __call__(self, sample: Sample) -> list[str]:
@@ -106,7 +108,7 @@ class LiveLines:
         if rec.final:  # the report prints full intervals only
             return []
         row = {"t": round((sample.t_ns - self._start_ns) / 1e9, 6), "mibs": rec.mibs}
-        return [interval_line(row)]
+        return [interval_line(row, self.interval_s)]
 
 
 def format_report(
@@ -126,7 +128,10 @@ def format_report(
     lines = [] if rest_only else head_lines(s, report_interval_s)
     if show_intervals:
         if not rest_only:
-            lines += [interval_line(r) for r in s.get("intervals", []) if r.get("full")]
+            interval_s = float(report_interval_s or s.get("interval_s") or 1.0)
+            lines += [
+                interval_line(r, interval_s) for r in s.get("intervals", []) if r.get("full")
+            ]
         if s.get("intervals"):
             lines.append("")
     lines += [

@@ -62,7 +62,31 @@ def test_report_uses_sysbench_names_and_columns(summary: dict) -> None:
 
 def test_interval_line_is_sysbench_format() -> None:
     row = {"t": 1.0004, "threads": 2, "eps": 5743.1912, "lat_pct_ms": 0.3497}
-    assert interval_line(row, 95) == "[ 1s ] thds: 2 eps: 5743.19 lat (ms,95%): 0.35"
+    assert interval_line(row, 95, 1.0) == "[ 1s ] thds: 2 eps: 5743.19 lat (ms,95%): 0.35"
+
+
+@pytest.mark.parametrize(
+    ("t", "interval_s", "expected"),
+    [
+        # sysbench prints "[ %.0fs ]" of the measured time: an interval that
+        # ended late on a loaded machine is still whole seconds (a sysbench
+        # user's "\[ (\d+)s \]" must match it), as is sysbench's own.
+        (2.0712, 1.0, "[ 2s ]"),
+        (2.9431, 1.0, "[ 3s ]"),
+        (2.5, 1.0, "[ 2s ]"),  # printf's round-half-even, as sysbench's %.0f
+        (10.0, 5.0, "[ 10s ]"),
+        # probetop's fractional --report-interval: the interval's decimals,
+        # on every line of the run, whatever the measured time.
+        (1.0004, 0.5, "[ 1.0s ]"),
+        (1.5612, 0.5, "[ 1.6s ]"),
+        (0.7502, 0.25, "[ 0.75s ]"),
+    ],
+)
+def test_interval_stamp_decimals_follow_the_interval_not_the_jitter(
+    t: float, interval_s: float, expected: str
+) -> None:
+    row = {"t": t, "threads": 1, "eps": 1.0, "lat_pct_ms": 0.1}
+    assert interval_line(row, 95, interval_s).split(" thds:")[0] == expected
 
 
 def test_interrupted_report_says_so(summary: dict) -> None:

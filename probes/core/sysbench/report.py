@@ -6,7 +6,7 @@ Contract:
   sysbench's names, widths and number formats, from a summary holding
   ``total_time``, ``total_events``, ``percentile``, ``latency_ms`` and
   ``fairness`` (``counters.latency_ms`` / ``counters.fairness``).
-- ``stamp(t)`` is the ``[ 1s ]`` that begins an interval line.
+- ``stamp(t, interval_s)`` is the ``[ 1s ]`` that begins an interval line.
 - ``parse_sections(text, patterns)`` finds a test's own lines and the shared
   sections (last match wins: a sweep's final block is the one that counts);
   ``cumulative_fields(found)`` reads the shared sections back, from our
@@ -62,11 +62,23 @@ def latency_line(label: str, value: float | None) -> str:
     return left + f"{(value or 0.0):.2f}".rjust(LATENCY_WIDTH - len(left))
 
 
-def stamp(t: float) -> str:
-    """``[ 1s ]``: whole seconds as sysbench prints them; one decimal for
-    sub-second intervals."""
-    when = f"{t:.0f}" if abs(t - round(t)) < 0.05 else f"{t:.1f}"
-    return f"[ {when}s ]"
+def stamp(t: float, interval_s: float) -> str:
+    """``[ 1s ]``: the measured time since the start, as sysbench prints it
+    (``[ %.0fs ]``: whole seconds, its --report-interval being an integer);
+    for a fractional ``interval_s`` (probetop's own), with as many decimals
+    as the interval has (0.5: ``[ 1.5s ]``). The interval decides the format,
+    never the measured time: an interval that ended late on a loaded machine
+    still reads ``[ 2s ]``, as in sysbench, not ``[ 2.1s ]``."""
+    return f"[ {t:.{stamp_decimals(interval_s)}f}s ]"
+
+
+def stamp_decimals(interval_s: float) -> int:
+    """Decimals that write ``interval_s`` exactly (at most 3: a millisecond)."""
+    for decimals in range(3):
+        scaled = interval_s * 10**decimals
+        if abs(scaled - round(scaled)) < 1e-6:
+            return decimals
+    return 3
 
 
 def cumulative_sections(s: Mapping[str, Any]) -> list[str]:
