@@ -52,6 +52,9 @@ from probetop.probes.http.transfer import phases_us
 from probetop.probes.record import redact_url
 
 MAX_LABEL = 48
+# At a stop, how long the worker's last lines may take to read (it is killed
+# first, so they are already in the pipe): bounded, inside the 2 s stop.
+STOP_READ_S = 0.5
 
 
 def url_labels(urls: list[str]) -> dict[str, str]:
@@ -216,6 +219,20 @@ class HttpProbe:
                 t0 = t1
                 if reader.done():
                     break
+        except asyncio.CancelledError:
+            # Stopped (--time, a signal, the dashboard): what the worker said
+            # since the last tick is the last interval, not lost with the stop
+            # (a hanging request's skipped turns are said as they happen).
+            # Killed first, so its output ends; read to that end, bounded.
+            if proc.returncode is None:
+                proc.kill()
+            await asyncio.wait({reader}, timeout=STOP_READ_S)
+            if results:
+                t1 = now_ns()
+                emit(self._sample(results[:], t1, (t1 - t0) / 1e9))
+                results.clear()
+            raise
+        else:
             code = await proc.wait()
             if code != 0:
                 err = (await proc.stderr.read()).decode(errors="replace").strip()

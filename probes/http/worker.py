@@ -22,7 +22,8 @@ Contract:
   with random jitter of +-jitter/2 slot around that centre (see ``run``).
   The first turns already past when the worker starts are skipped. A
   URL whose previous request is still running when due skips that turn
-  (counted in ``skipped``), so a slow URL never delays the others.
+  (counted in ``skipped``, as is every turn that came while it ran, even
+  one this loop woke too late for), so a slow URL never delays the others.
 - Each output line: ``{"i", "t_ns", "stamps_us", "http_code", "http_version",
   "error", "message", "size_download", "num_connects", "redirect_count",
   "skipped"}`` for a finished request, or ``{"i", "t_ns", "skipped"}`` (no
@@ -97,12 +98,16 @@ def run(config: dict[str, Any], out: Any) -> int:
     half_range = float(config.get("jitter", 0.5)) * interval_ns / (2 * max(1, len(urls)))
     rng = random.Random()
 
-    def schedule(target: _Target, now: int) -> None:
-        """Move ``target`` to its next turn, skipping turns already missed."""
+    def schedule(target: _Target, now: int) -> int:
+        """Move ``target`` to its next turn, past turns already missed; the
+        number of turns that came (the one due and any missed since)."""
+        came = 1
         target.centre_ns += interval_ns
         while target.centre_ns + half_range <= now:
             target.centre_ns += interval_ns
+            came += 1
         target.due_ns = target.centre_ns + int(rng.uniform(-half_range, half_range))
+        return came
 
     for target in targets:
         target.due_ns = target.centre_ns + int(rng.uniform(-half_range, half_range))
@@ -134,9 +139,11 @@ def run(config: dict[str, Any], out: Any) -> int:
                 continue
             if target.due_ns > now:
                 continue
-            schedule(target, now)
+            came = schedule(target, now)
             if target.busy:
-                target.skipped += 1
+                # Every turn that came while the request ran, also those this
+                # loop woke too late for (a loaded machine): each was skipped.
+                target.skipped += came
                 # Said now, not with the next finished request: that one may
                 # never finish before the run ends.
                 turn = {"i": target.index, "t_ns": now, "skipped": target.skipped}
