@@ -9,13 +9,23 @@ measured 2.03 s and 2.77 s for stops that take 0.1-0.6 s unloaded; a test
 that races the scheduler fails on nothing.
 
 ``StopClock`` samples, every 10 ms from a thread of its own, the kernel's
-run-queue delay of every thread of the process (``/proc/PID/task/*/schedstat``,
-second field: nanoseconds spent runnable but not running). ``own_s`` is the
-wall time minus the largest such delay of any one thread over the window: a
-lower bound of the CPU starvation on the stop's critical path, so ``own_s``
-can only over-state the product's own time. A stop that waits (a timeout, a
-join, a sleep) is not runnable and counts in full; a hang is still caught by
-the caller's wall-clock timeout.
+run-queue delay of every thread of the process and of its descendants
+(``/proc/PID/task/*/schedstat``, second field: nanoseconds spent runnable but
+not running). ``own_s`` is the wall time minus the largest such delay of any
+one thread over the window: a lower bound of the CPU starvation on the stop's
+critical path, so ``own_s`` can only over-state the product's own time. A
+stop that waits (a timeout, a join, a sleep) is not runnable and counts in
+full; a hang is still caught by the caller's wall-clock timeout.
+
+Descendants: a live dashboard is two processes, the waiter the shell (or
+the test) started and the dashboard it forked (tui/sessions/foreground.py).
+The waiter only waits on a pipe while the dashboard stops; measuring the
+waiter alone counted all of the dashboard's starvation as the product's own
+(2.2-3.6 s "own", 0.02 s "waiting", at a load average of 200). Threads under
+SCHED_IDLE are left out: they are built to get no CPU while anything else
+wants one (cpu's workers past 2 per CPU), the product never waits for them
+beyond a bounded sleep (which counts in full), and their starvation would
+otherwise excuse any slow stop.
 """
 
 from __future__ import annotations
@@ -46,18 +56,43 @@ class StopTime:
         )
 
 
-def run_delays(pid: int) -> dict[int, int]:
-    """Run-queue delay (ns) of each thread of ``pid`` now; {} once it is gone."""
-    delays: dict[int, int] = {}
+SCHED_IDLE = 5  # /proc/TID/stat's policy field
+
+
+def _tasks(pid: int) -> list[str]:
     try:
-        tids = os.listdir(f"/proc/{pid}/task")
+        return os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return delays
-    for tid in tids:
-        try:
-            delays[int(tid)] = int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[1])
-        except (OSError, IndexError, ValueError):
-            continue  # the thread ended between the listing and the read
+        return []  # gone
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants now (``/proc/PID/task/TID/children``)."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        for tid in _tasks(p):
+            try:
+                todo += [int(c) for c in Path(f"/proc/{p}/task/{tid}/children").read_text().split()]
+            except (OSError, ValueError):
+                continue
+    return found
+
+
+def run_delays(pid: int) -> dict[int, int]:
+    """Run-queue delay (ns) of each thread of ``pid`` and its descendants
+    now, SCHED_IDLE threads left out; {} once they are gone."""
+    delays: dict[int, int] = {}
+    for p in process_tree(pid):
+        for tid in _tasks(p):
+            task = f"/proc/{p}/task/{tid}"
+            try:
+                policy = int(Path(f"{task}/stat").read_text().rsplit(")", 1)[1].split()[38])
+                if policy != SCHED_IDLE:
+                    delays[int(tid)] = int(Path(f"{task}/schedstat").read_text().split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # the thread ended between the listing and the read
     return delays
 
 
