@@ -70,13 +70,15 @@ format: setup-dev
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# Two passes: the parallel-safe tests on every core, then the `serial` ones
-# (rates and ratios against reference tools) alone; both run, either fails it.
+# Two passes: the parallel-safe tests on two workers per core (-n auto:
+# tests/conftest.py), work-stealing so no worker idles while another holds a
+# queue of slow tests, then the `serial` ones (rates and ratios against
+# reference tools) alone; both run, either fails it.
 TEST_JOBS ?= auto
 test: setup-dev system-deps lint
 	@rc=0; \
-	$(BIN)/pytest -q -ra -n $(TEST_JOBS) -m "not serial" || rc=$$?; \
-	$(BIN)/pytest -q -ra -m serial || rc=$$?; \
+	$(BIN)/pytest -q -ra -n $(TEST_JOBS) --dist worksteal --durations=15 -m "not serial" || rc=$$?; \
+	$(BIN)/pytest -q -ra --durations=10 -m serial || rc=$$?; \
 	exit $$rc
 
 # Every benchmark in its quick mode (benchmarks/bench.py --list; each has a

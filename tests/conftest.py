@@ -69,6 +69,16 @@ def _native_loops_compiled_first(tmp_path_factory: pytest.TempPathFactory) -> No
         _compile_native_loops()
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers per CPU this process may use. Most tests wait
+    more than they compute (a child's --time, a server's delay, a pty's
+    redraw): with one worker per CPU, a clean clone's parallel pass kept the
+    2-core machine 53 % busy (a whole `make test`: 782 CPU-s in 738 s). Timing
+    tests hold under that load by design (stopclock.py); the ones that
+    cannot run alone afterwards (SERIAL_TESTS)."""
+    return 2 * len(os.sched_getaffinity(0))
+
+
 # Tests that measure a rate or a ratio against a reference tool, or a
 # dashboard's CPU cost: their noise bands hold on a machine with other load,
 # not beside a second test worker measuring too. `make test` runs them alone
@@ -76,22 +86,23 @@ def _native_loops_compiled_first(tmp_path_factory: pytest.TempPathFactory) -> No
 # Everything else is parallel-safe: stop times are the product's own
 # (stopclock.py), and namespaces, veths, nft tables, loop devices, tmux
 # servers and tmp dirs get unique names per test.
-SERIAL_MODULES = frozenset(
-    {
-        "cpu/test_cpu_machine_code.py",
-        "disk/test_iops_fio_parity.py",
-        "icmp/test_icmp_rtt_stamps.py",
-        "tui/test_tui_dashcost.py",
-    }
-)
-
-
-# Single tests of the same kind in otherwise parallel-safe modules (module
-# path :: function name, parameters ignored), and tests that need a machine
-# resource whole (all of the kernel's AIO events). A test may also say so
-# itself, with @pytest.mark.serial (tests/mem does).
+#
+# One entry per test of that kind (module path :: function name, parameters
+# ignored), and tests that need a machine resource whole (all of the
+# kernel's AIO events). Only these: the rest of their modules (machine-code
+# and output-format checks, fio's keys and layouts, kernel stamps, cached
+# rendering) holds beside other workers and runs in the parallel pass. A
+# test may also say so itself, with @pytest.mark.serial (tests/mem does).
 SERIAL_TESTS = frozenset(
     {
+        # ratios against the reference tool
+        "cpu/test_cpu_machine_code.py::test_events_per_cpu_second_match_sysbench_paired",
+        "disk/test_iops_fio_parity.py::test_fio_json_fields_match_and_values_agree",
+        "disk/test_iops_fio_parity.py::test_async_latencies_mean_what_fios_do",
+        "icmp/test_icmp_rtt_stamps.py::test_loopback_rtt_avg_reads_as_ping_does",
+        # the idle dashboard's wake-ups, counted over 3 s
+        "tui/test_tui_dashcost.py::test_input_thread_sleeps_yet_answers_keys_in_a_real_terminal",
+        # significance and rates measured over cpu runs
         "analysis/test_compare.py::test_a_real_difference_is_significant_and_a_regression",
         # a stall bound in seconds: beside the other workers it measures their load
         "cpu/test_cpu_probe.py::test_thousands_of_threads_never_stall_the_event_loop",
@@ -114,5 +125,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         except ValueError:
             continue
         name = getattr(item, "originalname", None) or item.name
-        if rel in SERIAL_MODULES or f"{rel}::{name}" in SERIAL_TESTS:
+        if f"{rel}::{name}" in SERIAL_TESTS:
             item.add_marker(pytest.mark.serial)

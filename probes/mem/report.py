@@ -129,9 +129,7 @@ def format_report(
     if show_intervals:
         if not rest_only:
             interval_s = float(report_interval_s or s.get("interval_s") or 1.0)
-            lines += [
-                interval_line(r, interval_s) for r in s.get("intervals", []) if r.get("full")
-            ]
+            lines += [interval_line(r, interval_s) for r in s.get("intervals", []) if r.get("full")]
         if s.get("intervals"):
             lines.append("")
     lines += [
