@@ -281,13 +281,28 @@ entry:
   %any = icmp sgt i64 %bs0, 0
   br i1 %any, label %loop, label %done
 loop:
-  %i = phi i64 [0, %entry], [%ni, %loop]
+  %i = phi i64 [0, %entry], [%ni, %access]
   %bs = load i64, ptr %bsp
   %words = ashr i64 %bs, 3
   %wf = sitofp i64 %words to double
   %u = call double @uniform_double(ptr %rng)
   %x = fmul double %u, %wf
-  %off = fptoui double %x to i64
+  ; (size_t) of a double as gcc does it: one compare and a branch never
+  ; taken (x < 2^63 always), one conversion; LLVM's own fptoui is
+  ; branchless, two conversions and four more instructions per word
+  %big = fcmp oge double %x, 0x43E0000000000000
+  br i1 %big, label %hi, label %lo
+hi:
+  {_CK_BARRIER.format()}
+  %xh = fsub double %x, 0x43E0000000000000
+  %oh0 = fptosi double %xh to i64
+  %oh = xor i64 %oh0, -9223372036854775808
+  br label %access
+lo:
+  %ol = fptosi double %x to i64
+  br label %access
+access:
+  %off = phi i64 [%oh, %hi], [%ol, %lo]
   %buf = load ptr, ptr %bufp
   %at = getelementptr i64, ptr %buf, i64 %off
   {access}
@@ -437,13 +452,23 @@ entry:
   %floorf = load ptr, ptr %fp
   %fl = call double %floorf(double %c)
   %i = fptosi double %fl to i64
+  ; gcc's shape: a branch for i < 0 (SB_UNLIKELY, yet taken by every event
+  ; under 1 us), a cmov for i >= size. The branch is predicted, so the cell's
+  ; address does not wait for log and floor; with a select it would
+  %neg = icmp slt i64 %i, 0
+  br i1 %neg, label %under, label %inside
+under:
+  {_CK_BARRIER.format()}
+  br label %inc
+inside:
   %sp = getelementptr i64, ptr %ctx, i64 {CTX_HIST_SIZE}
   %size = load i64, ptr %sp
-  %neg = icmp slt i64 %i, 0
   %last = add i64 %size, -1
   %over = icmp sge i64 %i, %size
   %i1 = select i1 %over, i64 %last, i64 %i
-  %i2 = select i1 %neg, i64 0, i64 %i1
+  br label %inc
+inc:
+  %i2 = phi i64 [0, %under], [%i1, %inside]
   %hp = getelementptr i64, ptr %ctx, i64 {CTX_HIST_SLOTS}
   %slots = load ptr, ptr %hp
   %rowp = getelementptr ptr, ptr %slots, i64 %slot
