@@ -18,11 +18,18 @@ paired ratios probetop / sysbench, with their spread:
   On a machine loaded by other processes the wall-clock rate follows the
   share of CPU each run happened to get; the rate per CPU-second compares
   the work per operation.
+- with --instructions: instructions per operation of each tool and their
+  ratio, a count that does not depend on the load: ``perf stat -e
+  instructions:u`` where the CPU exposes hardware counters, else valgrind's
+  cachegrind (exact counts; this VM has no PMU). Two runs of fixed work per
+  tool (--time 0, --memory-total-size N1 and N2 operations), so start-up
+  cancels out: (I(N2) - I(N1)) / (N2 - N1).
 
 sysbench's report is read with ``probetop.probes.mem.parse_report`` (the
 tests check that it reads our text report to the same figures as --json).
 
 Usage: .venv/bin/python benchmarks/mem_vs_sysbench.py [--time 3] [--rounds 3] [--only NAME]
+       [--instructions]   (--rounds 0 --instructions: the counts only)
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -115,6 +123,69 @@ def run(tool: str, opts: dict[str, str], seconds: float) -> dict[str, float]:
 SYSBENCH_OVERHEAD_S = 0.0  # measured by main(): a one-operation run's CPU time
 
 
+def fixed_work_cmd(tool: str, opts: dict[str, str], ops: int) -> list[str]:
+    """A run of exactly ``ops`` operations per thread (no time limit)."""
+    size = ops * parse_size(opts.get("memory-block-size", "1K")) * int(opts.get("threads", "1"))
+    opts = {**opts, "memory-total-size": str(size)}
+    if tool == "sysbench":
+        return ["sysbench", "memory", "--time=0", *(f"--{k}={v}" for k, v in opts.items()), "run"]
+    cmd = [probetop_bin(), "mem", "--headless", "--json", "--time", "0"]
+    for k, v in opts.items():
+        cmd += [f"--{k}", v]
+    return cmd
+
+
+def parse_size(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def count_instructions(cmd: list[str]) -> int:
+    """User-space instructions a command executes: perf if the CPU counts
+    them, else cachegrind."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same start-up each run
+    perf = (
+        subprocess.run(
+            ["perf", "stat", "-x,", "-e", "instructions:u", *cmd],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        if shutil.which("perf")
+        else None
+    )
+    if perf is not None and perf.returncode == 0:
+        for line in perf.stderr.splitlines():
+            fields = line.split(",")
+            if len(fields) > 2 and fields[2].startswith("instructions") and fields[0].isdigit():
+                return int(fields[0])
+    vg = subprocess.run(
+        [
+            "valgrind",
+            "--tool=cachegrind",
+            "--cache-sim=no",
+            "--cachegrind-out-file=/dev/null",
+            *cmd,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", vg.stderr)
+    if found is None:
+        raise RuntimeError(f"no instruction count from valgrind: {vg.stderr[-300:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def instructions_per_op(
+    tool: str, opts: dict[str, str], n1: int = 20_000, n2: int = 220_000
+) -> float:
+    counts = [count_instructions(fixed_work_cmd(tool, opts, n)) for n in (n1, n2)]
+    return (counts[1] - counts[0]) / ((n2 - n1) * int(opts.get("threads", "1")))
+
+
 def sysbench_overhead_s() -> float:
     """CPU time of a sysbench memory run that does one operation (median of 5)."""
     spent = []
@@ -134,6 +205,11 @@ def main() -> int:
     ap.add_argument("--time", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", help="run only configurations whose name contains this")
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count instructions per operation (perf, else valgrind; slow: ~2 min a case)",
+    )
     add_figures_option(ap)
     args = ap.parse_args()
     if shutil.which("sysbench") is None:
@@ -147,8 +223,8 @@ def main() -> int:
         f" {'ops/CPU-s ratio':>15} {'spread':>14}  sysbench ops/s"
     )
     for name, opts in CONFIGS:
-        if args.only and args.only not in name:
-            continue
+        if (args.only and args.only not in name) or args.rounds < 1:
+            continue  # --rounds 0: instructions only
         ratios: list[float] = []
         cpu_ratios: list[float] = []
         sb_ops: list[float] = []
@@ -181,6 +257,16 @@ def main() -> int:
             f"({min(cpu_ratios):.3f}-{max(cpu_ratios):.3f}); "
             f"rounds {min(ratios):.3f}-{max(ratios):.3f}; MiB/s ratio = ops ratio",
         )
+    if args.instructions:
+        if shutil.which("valgrind") is None and shutil.which("perf") is None:
+            print("--instructions needs perf (with hardware counters) or valgrind", file=sys.stderr)
+            return 2
+        print(f"{'configuration':<22} {'probetop':>10} {'sysbench':>10}  instructions/op ratio")
+        for name, opts in CONFIGS:
+            if (args.only and args.only not in name) or "1M" in name:
+                continue  # 1M blocks: the loop, counted by the others; too slow under valgrind
+            ours, theirs = (instructions_per_op(t, opts) for t in ("probetop", "sysbench"))
+            print(f"{name:<22} {ours:>10.1f} {theirs:>10.1f}  {ours / theirs:.3f}", flush=True)
     print(f"loadavg at end: {os.getloadavg()}")
     return 0
 
