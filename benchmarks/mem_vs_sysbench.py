@@ -21,7 +21,7 @@ paired ratios probetop / sysbench, with their spread:
 - with --instructions: instructions per operation of each tool and their
   ratio, a count that does not depend on the load: ``perf stat -e
   instructions:u`` where the CPU exposes hardware counters, else valgrind's
-  cachegrind (exact counts; this VM has no PMU). Two runs of fixed work per
+  callgrind over the worker threads (exact counts; this VM has no PMU). Two runs of fixed work per
   tool (--time 0, --memory-total-size N1 and N2 operations), so start-up
   cancels out: (I(N2) - I(N1)) / (N2 - N1).
 
@@ -43,6 +43,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 
 from figures import add_figures_option, between, report
 from probetop.probes.mem import parse_report
@@ -140,49 +141,52 @@ def parse_size(text: str) -> int:
     return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
 
 
-def count_instructions(cmd: list[str]) -> int:
-    """User-space instructions a command executes: perf if the CPU counts
-    them, else cachegrind."""
+def count_instructions(cmd: list[str], threads: int) -> int:
+    """User-space instructions the ``threads`` worker threads of a command
+    execute: perf if the CPU counts them (every thread: at full speed the
+    rest is noise), else callgrind per thread, the ``threads`` busiest but
+    the main thread summed (under valgrind probetop's event loop polls for
+    far longer than the run takes at full speed; sysbench's main only waits)."""
     env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same start-up each run
-    perf = (
-        subprocess.run(
+    if shutil.which("perf"):
+        perf = subprocess.run(
             ["perf", "stat", "-x,", "-e", "instructions:u", *cmd],
             capture_output=True,
             text=True,
             env=env,
             check=False,
         )
-        if shutil.which("perf")
-        else None
-    )
-    if perf is not None and perf.returncode == 0:
-        for line in perf.stderr.splitlines():
+        for line in perf.stderr.splitlines() if perf.returncode == 0 else []:
             fields = line.split(",")
             if len(fields) > 2 and fields[2].startswith("instructions") and fields[0].isdigit():
                 return int(fields[0])
-    vg = subprocess.run(
-        [
-            "valgrind",
-            "--tool=cachegrind",
-            "--cache-sim=no",
-            "--cachegrind-out-file=/dev/null",
-            *cmd,
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-    )
-    found = re.search(r"I\s+refs:\s+([\d,]+)", vg.stderr)
-    if found is None:
-        raise RuntimeError(f"no instruction count from valgrind: {vg.stderr[-300:]}")
-    return int(found.group(1).replace(",", ""))
+    with tempfile.TemporaryDirectory(prefix="memparity-") as tmp:
+        out = os.path.join(tmp, "cg.out")
+        valgrind = ["valgrind", "--tool=callgrind", "--separate-threads=yes"]
+        subprocess.run(
+            [*valgrind, f"--callgrind-out-file={out}", *cmd],
+            capture_output=True,
+            env=env,
+            check=True,
+        )
+        totals = []
+        for name in os.listdir(tmp):
+            if name.endswith("-01"):
+                continue  # the main thread (start-up, the event loop): not a worker
+            with open(os.path.join(tmp, name)) as f:
+                found = re.search(r"^totals:\s+(\d+)", f.read(), re.M)
+            if found:
+                totals.append(int(found.group(1)))
+    if len(totals) < threads:
+        raise RuntimeError(f"callgrind counted {len(totals)} threads: {' '.join(cmd)}")
+    return sum(sorted(totals)[-threads:])
 
 
 def instructions_per_op(
     tool: str, opts: dict[str, str], n1: int = 20_000, n2: int = 220_000
 ) -> float:
-    counts = [count_instructions(fixed_work_cmd(tool, opts, n)) for n in (n1, n2)]
+    threads = int(opts.get("threads", "1"))
+    counts = [count_instructions(fixed_work_cmd(tool, opts, n), threads) for n in (n1, n2)]
     return (counts[1] - counts[0]) / ((n2 - n1) * int(opts.get("threads", "1")))
 
 

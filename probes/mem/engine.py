@@ -29,11 +29,16 @@ sysbench 1.0.20's ``thread_run`` does (read off the distribution's binary,
   prologue; rnd loops one word per trip, reloading the block size, the
   buffer and the generator's state around every access, as ConcurrencyKit's
   ``ck_pr_load_64``/``ck_pr_store_64`` (asm with a memory clobber) force;
-  rnd ``none`` only advances the generator, as gcc leaves it);
+  rnd ``none`` only advances the generator, as gcc leaves it; the
+  generator's state and the buffer pointer are reached as sysbench's
+  ``__thread`` variables are, ``%fs:(offset)``, and ``(size_t)`` of the
+  offset is gcc's compare-and-branch, not LLVM's branchless conversion);
 - ``sb_event_stop``: an out-of-line call: spinlock, clock, the timer's
   count, sum, min and max, unlock; with --percentile > 0 ``sb_histogram_update``
   (out of line: a random slot of 128 from the thread's xoroshiro128+,
-  ``floor((log(ms) - ln 0.001) * mult + 0.5)``, and a locked increment in
+  ``floor((log(ms) - ln 0.001) * mult + 0.5)`` clamped as gcc does it (a
+  branch for i < 0, so the cell's address never waits for log and floor),
+  and a locked increment in
   the histogram that ALL threads share, slot by slot, as sysbench's global
   ``sb_latency_histogram``: with 2 threads its cache lines move between
   cores); then the thread's event counter (``sb_counter_inc``).
