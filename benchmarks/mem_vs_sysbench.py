@@ -18,11 +18,18 @@ paired ratios probetop / sysbench, with their spread:
   On a machine loaded by other processes the wall-clock rate follows the
   share of CPU each run happened to get; the rate per CPU-second compares
   the work per operation.
+- with --instructions: instructions per operation of each tool and their
+  ratio, a count that does not depend on the load: ``perf stat -e
+  instructions:u`` where the CPU exposes hardware counters, else valgrind's
+  callgrind over the worker threads (exact counts; this VM has no PMU). Two runs of fixed work per
+  tool (--time 0, --memory-total-size N1 and N2 operations), so start-up
+  cancels out: (I(N2) - I(N1)) / (N2 - N1).
 
 sysbench's report is read with ``probetop.probes.mem.parse_report`` (the
 tests check that it reads our text report to the same figures as --json).
 
 Usage: .venv/bin/python benchmarks/mem_vs_sysbench.py [--time 3] [--rounds 3] [--only NAME]
+       [--instructions]   (--rounds 0 --instructions: the counts only)
 """
 
 from __future__ import annotations
@@ -30,11 +37,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 
 from figures import add_figures_option, between, report
 from probetop.probes.mem import parse_report
@@ -115,6 +124,72 @@ def run(tool: str, opts: dict[str, str], seconds: float) -> dict[str, float]:
 SYSBENCH_OVERHEAD_S = 0.0  # measured by main(): a one-operation run's CPU time
 
 
+def fixed_work_cmd(tool: str, opts: dict[str, str], ops: int) -> list[str]:
+    """A run of exactly ``ops`` operations per thread (no time limit)."""
+    size = ops * parse_size(opts.get("memory-block-size", "1K")) * int(opts.get("threads", "1"))
+    opts = {**opts, "memory-total-size": str(size)}
+    if tool == "sysbench":
+        return ["sysbench", "memory", "--time=0", *(f"--{k}={v}" for k, v in opts.items()), "run"]
+    cmd = [probetop_bin(), "mem", "--headless", "--json", "--time", "0"]
+    for k, v in opts.items():
+        cmd += [f"--{k}", v]
+    return cmd
+
+
+def parse_size(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def count_instructions(cmd: list[str], threads: int) -> int:
+    """User-space instructions the ``threads`` worker threads of a command
+    execute: perf if the CPU counts them (every thread: at full speed the
+    rest is noise), else callgrind per thread, the ``threads`` busiest but
+    the main thread summed (under valgrind probetop's event loop polls for
+    far longer than the run takes at full speed; sysbench's main only waits)."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same start-up each run
+    if shutil.which("perf"):
+        perf = subprocess.run(
+            ["perf", "stat", "-x,", "-e", "instructions:u", *cmd],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        for line in perf.stderr.splitlines() if perf.returncode == 0 else []:
+            fields = line.split(",")
+            if len(fields) > 2 and fields[2].startswith("instructions") and fields[0].isdigit():
+                return int(fields[0])
+    with tempfile.TemporaryDirectory(prefix="memparity-") as tmp:
+        out = os.path.join(tmp, "cg.out")
+        valgrind = ["valgrind", "--tool=callgrind", "--separate-threads=yes"]
+        subprocess.run(
+            [*valgrind, f"--callgrind-out-file={out}", *cmd],
+            capture_output=True,
+            env=env,
+            check=True,
+        )
+        totals = []
+        for name in os.listdir(tmp):
+            if name.endswith("-01"):
+                continue  # the main thread (start-up, the event loop): not a worker
+            with open(os.path.join(tmp, name)) as f:
+                found = re.search(r"^totals:\s+(\d+)", f.read(), re.M)
+            if found:
+                totals.append(int(found.group(1)))
+    if len(totals) < threads:
+        raise RuntimeError(f"callgrind counted {len(totals)} threads: {' '.join(cmd)}")
+    return sum(sorted(totals)[-threads:])
+
+
+def instructions_per_op(
+    tool: str, opts: dict[str, str], n1: int = 20_000, n2: int = 220_000
+) -> float:
+    threads = int(opts.get("threads", "1"))
+    counts = [count_instructions(fixed_work_cmd(tool, opts, n), threads) for n in (n1, n2)]
+    return (counts[1] - counts[0]) / ((n2 - n1) * int(opts.get("threads", "1")))
+
+
 def sysbench_overhead_s() -> float:
     """CPU time of a sysbench memory run that does one operation (median of 5)."""
     spent = []
@@ -134,6 +209,11 @@ def main() -> int:
     ap.add_argument("--time", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", help="run only configurations whose name contains this")
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count instructions per operation (perf, else valgrind; slow: ~2 min a case)",
+    )
     add_figures_option(ap)
     args = ap.parse_args()
     if shutil.which("sysbench") is None:
@@ -147,8 +227,8 @@ def main() -> int:
         f" {'ops/CPU-s ratio':>15} {'spread':>14}  sysbench ops/s"
     )
     for name, opts in CONFIGS:
-        if args.only and args.only not in name:
-            continue
+        if (args.only and args.only not in name) or args.rounds < 1:
+            continue  # --rounds 0: instructions only
         ratios: list[float] = []
         cpu_ratios: list[float] = []
         sb_ops: list[float] = []
@@ -181,6 +261,16 @@ def main() -> int:
             f"({min(cpu_ratios):.3f}-{max(cpu_ratios):.3f}); "
             f"rounds {min(ratios):.3f}-{max(ratios):.3f}; MiB/s ratio = ops ratio",
         )
+    if args.instructions:
+        if shutil.which("valgrind") is None and shutil.which("perf") is None:
+            print("--instructions needs perf (with hardware counters) or valgrind", file=sys.stderr)
+            return 2
+        print(f"{'configuration':<22} {'probetop':>10} {'sysbench':>10}  instructions/op ratio")
+        for name, opts in CONFIGS:
+            if (args.only and args.only not in name) or "1M" in name:
+                continue  # 1M blocks: the loop, counted by the others; too slow under valgrind
+            ours, theirs = (instructions_per_op(t, opts) for t in ("probetop", "sysbench"))
+            print(f"{name:<22} {ours:>10.1f} {theirs:>10.1f}  {ours / theirs:.3f}", flush=True)
     print(f"loadavg at end: {os.getloadavg()}")
     return 0
 

@@ -29,11 +29,16 @@ sysbench 1.0.20's ``thread_run`` does (read off the distribution's binary,
   prologue; rnd loops one word per trip, reloading the block size, the
   buffer and the generator's state around every access, as ConcurrencyKit's
   ``ck_pr_load_64``/``ck_pr_store_64`` (asm with a memory clobber) force;
-  rnd ``none`` only advances the generator, as gcc leaves it);
+  rnd ``none`` only advances the generator, as gcc leaves it; the
+  generator's state and the buffer pointer are reached as sysbench's
+  ``__thread`` variables are, ``%fs:(offset)``, and ``(size_t)`` of the
+  offset is gcc's compare-and-branch, not LLVM's branchless conversion);
 - ``sb_event_stop``: an out-of-line call: spinlock, clock, the timer's
   count, sum, min and max, unlock; with --percentile > 0 ``sb_histogram_update``
   (out of line: a random slot of 128 from the thread's xoroshiro128+,
-  ``floor((log(ms) - ln 0.001) * mult + 0.5)``, and a locked increment in
+  ``floor((log(ms) - ln 0.001) * mult + 0.5)`` clamped as gcc does it (a
+  branch for i < 0, so the cell's address never waits for log and floor),
+  and a locked increment in
   the histogram that ALL threads share, slot by slot, as sysbench's global
   ``sb_latency_histogram``: with 2 threads its cache lines move between
   cores); then the thread's event counter (``sb_counter_inc``).
@@ -74,6 +79,7 @@ ROW_LOCK = 14  # the timer's spinlock
 ROW_BUDGET = 15  # tls_total_ops: operations left (--memory-total-size)
 ROW_RNG = 16  # xoroshiro128+ state, 2 slots
 ROW_BUF = 18  # the thread's block (global scope: the same for all)
+ROW_TLS = 19  # ROW_RNG's address less the thread pointer (%fs base): see _XOROSHIRO
 ROW_SLOTS = 24  # 192 bytes: rows never share a cache line
 
 # The run's context: sysbench's globals, read by every thread.
@@ -222,9 +228,35 @@ define internal i64 @xoroshiro_next(ptr %s) alwaysinline nounwind {
 }
 declare i64 @llvm.fshl.i64(i64, i64, i64)
 
+; The same on the state addressed as sysbench's __thread sb_rng_state is
+; (initial-exec TLS: movq %fs:(%reg) with the offset in a register; gcc
+; keeps it in memory, loaded and stored on every draw): %tls is the state's
+; address less the thread pointer, so %fs:(%tls) is the row's ROW_RNG.
+; Plain loads and stores would let the CPU forward the state from store to
+; load faster than it does through sysbench's %fs accesses (rnd read ran
+; 1.06x sysbench's rate per CPU-second so).
+define internal i64 @xoroshiro_tls(i64 %tls) alwaysinline nounwind {
+  %s0 = call i64 asm sideeffect "movq %fs:($1), $0", "=r,r"(i64 %tls)
+  %s1a = call i64 asm sideeffect "movq %fs:8($1), $0", "=r,r"(i64 %tls)
+  ; gcc copies s0 twice (movq) and adds in place where LLVM would use one
+  ; lea: two more instructions per draw, which is what sysbench runs
+  %s0x = call i64 asm sideeffect "movq $1, $0", "=r,r"(i64 %s0)
+  %s0r = call i64 asm sideeffect "movq $1, $0", "=r,r"(i64 %s0)
+  %res = add i64 %s0, %s1a
+  %s1 = xor i64 %s1a, %s0x
+  %r55 = call i64 @llvm.fshl.i64(i64 %s0r, i64 %s0r, i64 55)
+  %t1 = xor i64 %r55, %s1
+  %sh = shl i64 %s1, 14
+  %ns0 = xor i64 %t1, %sh
+  %ns1 = call i64 @llvm.fshl.i64(i64 %s1, i64 %s1, i64 36)
+  call void asm sideeffect "movq $0, %fs:8($1)", "r,r"(i64 %ns1, i64 %tls)
+  call void asm sideeffect "movq $0, %fs:($1)", "r,r"(i64 %ns0, i64 %tls)
+  ret i64 %res
+}
+
 ; sb_rand_uniform_double: the top 52 bits as a double in [0, 1)
-define internal double @uniform_double(ptr %s) alwaysinline nounwind {
-  %x = call i64 @xoroshiro_next(ptr %s)
+define internal double @uniform_double(i64 %tls) alwaysinline nounwind {
+  %x = call i64 @xoroshiro_tls(i64 %tls)
   %m = lshr i64 %x, 12
   %bits = or i64 %m, 4607182418800017408
   %d = bitcast i64 %bits to double
@@ -274,21 +306,38 @@ done:
     return f"""
 define i32 @event_rnd_{oper}(ptr %req, i32 %tid, ptr %row, ptr %ctx) noinline nounwind {{
 entry:
-  %rng = getelementptr i64, ptr %row, i64 {ROW_RNG}
-  %bufp = getelementptr i64, ptr %row, i64 {ROW_BUF}
+  %tlsp = getelementptr i64, ptr %row, i64 {ROW_TLS}
+  %tls = load i64, ptr %tlsp
   %bsp = getelementptr i64, ptr %ctx, i64 {CTX_BLOCK_SIZE}
   %bs0 = load i64, ptr %bsp
   %any = icmp sgt i64 %bs0, 0
   br i1 %any, label %loop, label %done
 loop:
-  %i = phi i64 [0, %entry], [%ni, %loop]
+  %i = phi i64 [0, %entry], [%ni, %access]
   %bs = load i64, ptr %bsp
   %words = ashr i64 %bs, 3
   %wf = sitofp i64 %words to double
-  %u = call double @uniform_double(ptr %rng)
+  %u = call double @uniform_double(i64 %tls)
   %x = fmul double %u, %wf
-  %off = fptoui double %x to i64
-  %buf = load ptr, ptr %bufp
+  ; (size_t) of a double as gcc does it: one compare and a branch never
+  ; taken (x < 2^63 always), one conversion; LLVM's own fptoui is
+  ; branchless, two conversions and four more instructions per word
+  %big = fcmp oge double %x, 0x43E0000000000000
+  br i1 %big, label %hi, label %lo
+hi:
+  {_CK_BARRIER.format()}
+  %xh = fsub double %x, 0x43E0000000000000
+  %oh0 = fptosi double %xh to i64
+  %oh = xor i64 %oh0, -9223372036854775808
+  br label %access
+lo:
+  %ol = fptosi double %x to i64
+  br label %access
+access:
+  %off = phi i64 [%oh, %hi], [%ol, %lo]
+  ; tls_buf is __thread in sysbench too: reloaded through %fs every word
+  %bufi = call i64 asm sideeffect "movq %fs:{8 * (ROW_BUF - ROW_RNG)}($1), $0", "=r,r"(i64 %tls)
+  %buf = inttoptr i64 %bufi to ptr
   %at = getelementptr i64, ptr %buf, i64 %off
   {access}
   %ni = add i64 %i, 8
@@ -420,8 +469,9 @@ some:
 ; sb_histogram_update on the shared histogram (HIST_SLOTS rows)
 define internal void @sb_histogram_update(ptr %ctx, ptr %row, double %ms) noinline nounwind {{
 entry:
-  %rng = getelementptr i64, ptr %row, i64 {ROW_RNG}
-  %x = call i64 @xoroshiro_next(ptr %rng)
+  %tlsp = getelementptr i64, ptr %row, i64 {ROW_TLS}
+  %tls = load i64, ptr %tlsp
+  %x = call i64 @xoroshiro_tls(i64 %tls)
   %slot = and i64 %x, {HIST_SLOTS - 1}
   %lp = getelementptr i64, ptr %ctx, i64 {CTX_LOG}
   %logf = load ptr, ptr %lp
@@ -437,13 +487,23 @@ entry:
   %floorf = load ptr, ptr %fp
   %fl = call double %floorf(double %c)
   %i = fptosi double %fl to i64
+  ; gcc's shape: a branch for i < 0 (SB_UNLIKELY, yet taken by every event
+  ; under 1 us), a cmov for i >= size. The branch is predicted, so the cell's
+  ; address does not wait for log and floor; with a select it would
+  %neg = icmp slt i64 %i, 0
+  br i1 %neg, label %under, label %inside
+under:
+  {_CK_BARRIER.format()}
+  br label %inc
+inside:
   %sp = getelementptr i64, ptr %ctx, i64 {CTX_HIST_SIZE}
   %size = load i64, ptr %sp
-  %neg = icmp slt i64 %i, 0
   %last = add i64 %size, -1
   %over = icmp sge i64 %i, %size
   %i1 = select i1 %over, i64 %last, i64 %i
-  %i2 = select i1 %neg, i64 0, i64 %i1
+  br label %inc
+inc:
+  %i2 = phi i64 [0, %under], [%i1, %inside]
   %hp = getelementptr i64, ptr %ctx, i64 {CTX_HIST_SLOTS}
   %slots = load ptr, ptr %hp
   %rowp = getelementptr ptr, ptr %slots, i64 %slot
@@ -521,6 +581,14 @@ entry:
   %ev = alloca [48 x i8], align 16
   %ret = alloca [48 x i8], align 16
   %cpu0 = call i64 @clock_ns(ptr %ctx, i32 {CLOCK_THREAD_CPUTIME_ID})
+  ; the generator's state as a TLS offset from this thread's pointer (glibc
+  ; and musl keep the thread pointer itself at %fs:0)
+  %tp = call i64 asm "movq %fs:0, $0", "=r"()
+  %rngp = getelementptr i64, ptr %row, i64 {ROW_RNG}
+  %rngi = ptrtoint ptr %rngp to i64
+  %tlsv = sub i64 %rngi, %tp
+  %tlsp = getelementptr i64, ptr %row, i64 {ROW_TLS}
+  store i64 %tlsv, ptr %tlsp
   %lock = getelementptr i64, ptr %row, i64 {ROW_LOCK}
   %startp = getelementptr i64, ptr %row, i64 {ROW_START_S}
   %clkp = getelementptr i64, ptr %ctx, i64 {CTX_CLOCK_GETTIME}

@@ -21,6 +21,8 @@ from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.sysbench.counters import STAT_CPU_NS, STAT_DONE, STAT_EVENTS
 from probetop.probes.mem import MemInterval, MemProbe, MemSettings, parse_report
 from probetop.probes.mem.engine import (
+    ROW_BUDGET,
+    ROW_BUF,
     ROW_RNG,
     SharedHistogram,
     SharedRun,
@@ -92,6 +94,20 @@ def test_rnd_write_stores_byte_indexes_at_random_words() -> None:
     values = set(buf.tolist()) - {0}
     assert values and all(v % 8 == 0 and v < 1024 for v in values)
     assert len(values) > 50  # scattered, not one word
+
+
+@pytest.mark.parametrize("mode", ["seq", "rnd"])
+def test_writes_stay_inside_the_block(mode: str) -> None:
+    """Every store lands inside the block: the words just before and after
+    it (guards in the same array) stay zero, whatever the offsets drawn."""
+    words, guard = 64, 64
+    job, _buf, _hist = one_job(mode, "write", words, 1)
+    arena = np.zeros(guard + words + guard, np.int64)
+    job.row[ROW_BUF] = int(arena.ctypes.data) + guard * 8
+    job.row[ROW_BUDGET] = 400
+    assert load_engine().run(job) == 3
+    assert not arena[:guard].any() and not arena[guard + words :].any()
+    assert arena[guard : guard + words].any()
 
 
 @pytest.mark.parametrize(("mode", "oper"), [("seq", "read"), ("seq", "none"), ("rnd", "read")])
