@@ -54,10 +54,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from probetop.probes.core import stopsignals
 from probetop.probes.core.base import ConfirmationRequired, Probe, ProbeError
 from probetop.probes.core.hub import Hub, Subscription
-from probetop.probes.record import FooterFields, Recorder, RecordingError
+from probetop.probes.record import RecordingError
 from probetop.tui.cli.parser import CommandLineError, deadline_s, parse_command_line
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the writer (codec, host facts) loads when a recording starts
+    from probetop.probes.record import FooterFields, Recorder
     from probetop.tui.metrics.live import MetricsExporter
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -388,6 +389,8 @@ class LiveSession:
         def lost(message: str) -> None:  # not the user's recording: no exit status
             self.history = None
 
+        from probetop.probes.record import Recorder
+
         try:
             history = Recorder.in_memory(
                 self.hub, self.command, on_error=lost, footer_fields=self.footer_fields
@@ -430,6 +433,8 @@ class LiveSession:
     async def _open_recorder(self, path: Path) -> Recorder:
         def failed(message: str) -> None:
             self._recording_failed(recorder, message)
+
+        from probetop.probes.record import Recorder
 
         recorder = Recorder(
             path, self.hub, self.command, on_error=failed, footer_fields=self.footer_fields

@@ -20,13 +20,13 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from probetop.probes.core import stopsignals
 from probetop.probes.core.base import ProbeError
 from probetop.probes.core.hub import Hub
 from probetop.probes.core.sample import Status, now_ns
-from probetop.probes.record import Recorder, RecordingError
+from probetop.probes.record import RecordingError
 from probetop.tui.run.livesession import LiveSession
 from probetop.tui.run.viewconfig import JoinOutcome, LiveView
 from probetop.tui.sessions.foreground import detach_session
@@ -36,6 +36,9 @@ from probetop.tui.ui.modes.base import Mode, ModeHost
 from probetop.tui.ui.screens.prompt import add_probe_prompt, record_prompt
 from textual.app import SystemCommand
 from textual.binding import Binding
+
+if TYPE_CHECKING:
+    from probetop.probes.record import Recorder
 
 # Priority: a dialog's key must open it when the key arrives, not when it
 # has bubbled back from the focused pane: by then the rest of a burst
