@@ -67,6 +67,15 @@ SOCKET = f"probetop-startup-{os.getpid()}"
 CHROME = ("probetop  |  live", " q Quit", "i Idle devs")
 PASSIVE_TITLES = (*CHROME, "system.cpu", "system.disk", "system.net")
 DEMO_TITLES = (*PASSIVE_TITLES, "─ cpu", "─ iops", "─ warmup", "─ icmp", "─ http")
+# The focused pane's border is heavy: its title follows "━ ", not "─ " (the
+# last pane to join is focused, so "─ http" alone never matched).
+FOCUSED = str.maketrans("─", "━")
+
+
+def on_screen(title: str, screen: str) -> bool:
+    return title in screen or title.translate(FOCUSED) in screen
+
+
 HEAVY = ("numba", "scapy", "pycurl", "numpy", "plotext", "prometheus_client")
 TIMEOUT_S = 60.0
 # (command, state, what) -> target seconds (issue 28).
@@ -194,11 +203,15 @@ def first_frame(
     try:
         while time.monotonic() - t0 < TIMEOUT_S:
             screen = tmux("capture-pane", "-p", "-t", session)
-            if frame is None and all(t in screen for t in titles):
+            if frame is None and all(on_screen(t, screen) for t in titles):
                 frame = time.monotonic() - t0
                 if not numbers:
                     return frame, None
-            if frame is not None and all(t in screen for t in DEMO_TITLES) and has_numbers(screen):
+            if (
+                frame is not None
+                and all(on_screen(t, screen) for t in DEMO_TITLES)
+                and has_numbers(screen)
+            ):
                 return frame, time.monotonic() - t0
             time.sleep(0.01)
         return frame, None
@@ -238,13 +251,19 @@ def patched_run_app(*a, **k):
     import probetop.tui.ui.app as app_module
     mark("Textual and the app imported")
     from probetop.tui.run.livesession import LiveSession
-    start = LiveSession.start
+    name = "open" if hasattr(LiveSession, "open") else "start"  # an older build: start
+    start = getattr(LiveSession, name)
+    def timed_open(self, *sa, **sk):
+        mark("app built, Textual started: CSS, compose, mount")
+        out = start(self, *sa, **sk)
+        mark("session opened: hub, probes prepared and announced")
+        return out
     async def timed_start(self, *sa, **sk):
         mark("app built, Textual started: CSS, compose, mount")
         out = await start(self, *sa, **sk)
-        mark("session started: hub, probes, history recorder")
+        mark("session opened: hub, probes prepared and announced")
         return out
-    LiveSession.start = timed_start
+    setattr(LiveSession, name, timed_open if name == "open" else timed_start)
     from textual.drivers.linux_driver import LinuxDriver
     write, seen = LinuxDriver.write, []
     def timed_write(self, data):

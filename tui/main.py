@@ -9,9 +9,10 @@ the UI never imports this. Textual is imported only when a screen is shown;
 Command module hooks it drives (see ``tui/commands/__init__.py``):
 ``run(plan)`` may finish the command (an exit code) or hand over a dashboard
 (an ``AppConfig``); ``open_probes(plan)`` / ``build_probes(plan)`` give the
-probes; ``join_probes(plan, stack)`` gives them after the dashboard's first
-frame (``demo``); a ``ConfirmationRequired`` from them is answered here, once,
-for every command that can destroy data.
+probes; ``join_probes(plan, stack)`` gives makers of them, each run in a
+thread of its own after the dashboard's first frame (``demo``); a
+``ConfirmationRequired`` from them is answered here, once, for every command
+that can destroy data.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import dataclasses
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import ConfirmationRequired, ProbeError
@@ -60,7 +61,14 @@ from probetop.tui.run.launch import (
     run_headless_plan,
 )
 from probetop.tui.run.runner import RunResult, generic_report
-from probetop.tui.run.viewconfig import AppConfig, AttachView, Detachable, LiveView, ReplayView
+from probetop.tui.run.viewconfig import (
+    AppConfig,
+    AttachView,
+    Detachable,
+    JoinOutcome,
+    LiveView,
+    ReplayView,
+)
 
 Foreground = tuple["ForegroundLink | None", str | None]
 """``start_waiter()``'s answer: (the link to the waiter or None, why not)."""
@@ -200,40 +208,85 @@ def _run_probes(plan: RunPlan[Any], module: commands.Command, fg: Foreground | N
         return run_app(config, plan=plan, module=module, foreground=fg)
 
 
+Maker = Callable[[], tuple[list[Any], list[str]]]
+"""One of ``join_probes``' makers: a group of probes and notes on any skipped."""
+
+
 class _Joining:
     """``LiveView.joining`` for a command with ``join_probes``: the passive
-    panes draw at once, the command's targets and probes are made in a
-    worker thread meanwhile (``__call__``). ``close`` (after the dashboard)
-    leaves the targets; a worker still inside a JIT warm-up then leaves
-    them itself as soon as it is out (nothing is left behind either way)."""
+    panes draw at once; the command's targets are made in a worker thread
+    meanwhile (``__call__``), then each of its makers runs in a thread of
+    its own and its probes, prepared there, join as soon as they are ready
+    (a slow maker delays only its own panes). ``close`` (after the
+    dashboard) leaves the targets; a maker still inside a JIT warm-up or
+    a scratch file then leaves them itself as soon as the last one is out
+    (nothing is left behind either way, and nothing is removed under a
+    maker still writing)."""
 
     def __init__(self, plan: RunPlan[Any], module: commands.Command, have: set[str]) -> None:
         self._plan, self._module, self._have = plan, module, have
         self._stack = contextlib.ExitStack()
         self._lock = threading.Lock()
         self._closed = False
+        self._busy = 1  # the targets being made, then each maker still running
 
-    def __call__(self) -> tuple[list[Any], list[str]]:
+    def __call__(self, deliver: Callable[[JoinOutcome], None]) -> None:
         stack = contextlib.ExitStack()
         try:
-            probes, notes = self._module.join_probes(self._plan, stack)
+            makers = list(self._module.join_probes(self._plan, stack))
+        except ProbeError as exc:
+            stack.close()
+            self._done()
+            deliver(exc)
+            return
+        except BaseException:
+            stack.close()
+            self._done()
+            raise
+        with self._lock:
+            self._stack.push(stack.pop_all())
+            if self._closed:
+                makers = []
+            self._busy += len(makers)
+        for maker in makers:
+            threading.Thread(
+                target=self._make, args=(maker, deliver), name="probes-joining", daemon=True
+            ).start()
+        self._done()
+
+    def _make(self, maker: Maker, deliver: Callable[[JoinOutcome], None]) -> None:
+        outcome: JoinOutcome
+        try:
+            probes, notes = maker()
             probes = [p for p in probes if p.id not in self._have]
             for probe in probes:
                 probe.prepare()  # off the UI loop: the ICMP JIT warm-up takes ~1 s
+            outcome = (probes, notes)
+        except ProbeError as exc:
+            outcome = exc
         except BaseException:
-            stack.close()
-            raise
-        with self._lock:
             if not self._closed:
-                self._stack.push(stack.pop_all())
-                return probes, notes
-        stack.close()  # the dashboard is gone already
-        return [], []
+                raise
+            outcome = ([], [])  # the targets went away under it: the dashboard is gone
+        finally:
+            self._done()
+        if not self._closed:
+            deliver(outcome)
+
+    def _done(self) -> None:
+        """One worker is out; the last one out after ``close`` leaves the targets."""
+        with self._lock:
+            self._busy -= 1
+            last = self._closed and self._busy == 0
+        if last:
+            self._stack.close()
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
-        self._stack.close()
+            idle = self._busy == 0
+        if idle:
+            self._stack.close()
 
 
 def _run_joining(plan: RunPlan[Any], module: commands.Command, fg: Foreground | None) -> int:

@@ -47,10 +47,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from probetop.probes.core.base import Probe
 from probetop.probes.core.options import CommandSpec
-from probetop.probes.core.sample import Sample
 
 if TYPE_CHECKING:  # loaded only when a run asks for metrics or assertions
     from probetop.probes.core.checks import Checks
+    from probetop.probes.core.sample import Sample
     from probetop.probes.core.tracker import Tracker
 
 SettingsT = TypeVar("SettingsT")

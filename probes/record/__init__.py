@@ -23,7 +23,9 @@
 - ``is_zstd``: whether a file's first bytes are a zstandard (``.zst``) recording's
 
 The modules, one job each:
-- ``codec``: the line format (layout, versioning, encode/decode, ``RecordingError``);
+- ``codec``: the line format (layout, versioning, encode/decode);
+- ``errors``: ``RecordingError`` and the exit status of an incomplete
+  recording, named by programs that load neither the codec nor the writer;
 - writing: ``writer`` (the ``Recorder``), ``linefile`` / ``zstdfile`` (whole
   lines to a plain or ``.zst`` file), ``target`` (what may be written to),
   ``hostinfo`` (the header's host facts), ``output`` (other files written whole);
@@ -88,7 +90,8 @@ __all__ = [
 
 
 if TYPE_CHECKING:
-    from probetop.probes.record.codec import FORMAT_NAME, SCHEMA_VERSION, RecordingError
+    from probetop.probes.record.codec import FORMAT_NAME, SCHEMA_VERSION
+    from probetop.probes.record.errors import RECORDING_INCOMPLETE_EXIT, RecordingError
     from probetop.probes.record.output import replace_file
     from probetop.probes.record.rawlines import is_zstd
     from probetop.probes.record.reader import (
@@ -104,7 +107,6 @@ if TYPE_CHECKING:
     )
     from probetop.probes.record.target import check_target as check_output
     from probetop.probes.record.writer import (
-        RECORDING_INCOMPLETE_EXIT,
         FooterFields,
         Recorder,
         on_header,
@@ -117,8 +119,8 @@ if TYPE_CHECKING:
 _LAZY = {
     "FORMAT_NAME": "codec",
     "SCHEMA_VERSION": "codec",
-    "RecordingError": "codec",
-    "RECORDING_INCOMPLETE_EXIT": "writer",
+    "RecordingError": "errors",
+    "RECORDING_INCOMPLETE_EXIT": "errors",
     "FooterFields": "writer",
     "Recorder": "writer",
     "on_header": "writer",

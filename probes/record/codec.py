@@ -36,17 +36,11 @@ from probetop.probes.core.sample import (
     SeriesSummary,
     Status,
 )
+from probetop.probes.record.errors import RecordingError as RecordingError
 from probetop.probes.record.redaction import redact, unchanged_by_redaction
 
 FORMAT_NAME = "probetop-session"
 SCHEMA_VERSION = 1
-
-
-class RecordingError(Exception):
-    """The recording cannot be written or read. The message is for the user."""
-
-    code = "recording"
-    exit_code = 2
 
 
 def encode_record(record: Record, t0_ns: int) -> dict[str, Any]:

@@ -75,6 +75,7 @@ from probetop.probes.record.codec import (
     dump_line_bytes,
     encode_record,
 )
+from probetop.probes.record.errors import RECORDING_INCOMPLETE_EXIT as RECORDING_INCOMPLETE_EXIT
 from probetop.probes.record.hostinfo import host_facts
 from probetop.probes.record.linefile import LineFile, WriteFailed
 from probetop.probes.record.target import OPEN_FLAGS, check_recording_path, open_error, open_target
@@ -105,11 +106,6 @@ def on_header(hook: HeaderHook) -> Callable[[], None]:
     removes the hook again."""
     _header_hooks.append(hook)
     return lambda: _header_hooks.remove(hook) if hook in _header_hooks else None
-
-
-RECORDING_INCOMPLETE_EXIT = 74
-"""Exit status of a run whose recording could not be completed (a write
-error mid-run). sysexits.h's EX_IOERR: apart from 0/1/2 and HTTP's 3..12."""
 
 
 def _wall_now() -> str:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 RECORD = Path(__file__).resolve().parents[2] / "probes" / "record"
-READER_MODULES = {"rawlines", "linecheck", "fastpath", "reader", "codec"}
+READER_MODULES = {"rawlines", "linecheck", "fastpath", "reader", "codec", "errors"}
 
 
 def private_names_crossing(root: Path) -> list[str]:

@@ -8,12 +8,14 @@ process may send it, a one-thread CPU probe.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes import registry
 from probetop.probes.core.base import Probe, ProbeError
+from probetop.probes.core.family import DemoContext, Family
 from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.system import passive_probes
 from probetop.tui.cli.plan import CommonOptions, RunPlan
@@ -59,24 +61,60 @@ def demo_probe_set(
     ctx = targets.context()
     probes: list[Probe] = list(passive_probes(ctx.interval_s))
     notes: list[str] = []
-    for family in registry.families():
-        if (only and family.name not in only) or family.demo_probes is None:
-            continue
-        try:
-            probes.extend(family.demo_probes(ctx))
-        except ProbeError as exc:
-            notes.append(f"{family.name}: {exc}")
+    for family in _demo_families(only):
+        made, skipped = _family_probes(family, ctx)
+        probes.extend(made)
+        notes.extend(skipped)
     return probes, notes
+
+
+def _demo_families(only: Sequence[str] | None) -> list[Family[Any]]:
+    return [
+        family
+        for family in registry.families()
+        if not (only and family.name not in only) and family.demo_probes is not None
+    ]
+
+
+def _family_probes(family: Family[Any], ctx: DemoContext) -> tuple[list[Probe], list[str]]:
+    """One family's demo probes, or a note saying why it was skipped."""
+    assert family.demo_probes is not None
+    try:
+        return list(family.demo_probes(ctx)), []
+    except ProbeError as exc:
+        return [], [f"{family.name}: {exc}"]
+
+
+def _warm_native() -> tuple[list[Probe], list[str]]:
+    """Load the disk family's native I/O loops now (from the per-user cache
+    ``probetop compile`` filled), beside the scratch files being written,
+    rather than after them when the IOPS probe gets to its own warm-up: the
+    same loops, the same engine, sooner. A failure is left for the probes'
+    own warm-up to report."""
+    from probetop.probes import disk
+
+    with contextlib.suppress(Exception):
+        disk.compile_native()
+    return [], []
 
 
 def join_probes(
     plan: RunPlan[DemoSettings], stack: contextlib.ExitStack
-) -> tuple[list[Probe], list[str]]:
+) -> list[Callable[[], tuple[list[Probe], list[str]]]]:
     """The dashboard's way in (tui/main.py, after the first frame): the demo's
-    probes with their targets entered on ``stack`` (alive until it closes),
-    and notes on any probe skipped."""
-    ctx = stack.enter_context(DemoTargets(interval_s=plan.common.interval_s))
-    return demo_probe_set(ctx, plan.settings.only)
+    targets entered on ``stack`` (alive until it closes), and one maker per
+    family, each giving that family's probes and notes on any skipped. The
+    dashboard calls each maker in a worker thread of its own, so a family
+    whose targets take seconds (the warm-up's 128 MiB file, the ICMP JIT)
+    delays no other family's pane."""
+    ctx = stack.enter_context(DemoTargets(interval_s=plan.common.interval_s)).context()
+    families = _demo_families(plan.settings.only)
+    makers: list[Callable[[], tuple[list[Probe], list[str]]]] = [
+        functools.partial(_family_probes, family, ctx) for family in families
+    ]
+    if any(family.name in ("iops", "warmup") for family in families):
+        makers.insert(0, _warm_native)
+    return makers
 
 
 @contextlib.contextmanager

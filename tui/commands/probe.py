@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 from probetop.probes.core.base import Probe
 from probetop.probes.core.family import DemoContext, Family, RunOutcome
 from probetop.probes.core.options import CommandSpec
-from probetop.probes.core.sample import Sample
 
 if TYPE_CHECKING:
+    from probetop.probes.core.sample import Sample
     from probetop.tui.cli.plan import CommonOptions, RunPlan
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from probetop.probes.core import stopsignals
 from probetop.probes.core.base import Probe
 from probetop.probes.core.targetlock import TargetLock, UsesFiles, clash
-from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, Recorder, RecordingError
+from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, RecordingError
 from probetop.probes.system import passive_probes
 from probetop.tui.analysis.assertions import exit_status, print_outcomes, run_assertions
 from probetop.tui.cli.parser import deadline_s
@@ -71,6 +71,8 @@ def check_record(plan: RunPlan[Any]) -> Path | None:
     record = plan.common.record
     if record is None:
         return None
+    from probetop.probes.record import Recorder  # the writer: only for --record
+
     Recorder.check_path(record)
     return record
 

@@ -5,7 +5,9 @@ so they share one lifecycle:
 
 1. ``await start()``: add every probe to a new Hub (``prepare`` runs there),
    subscribe the caller's feed, start the recording (before any probe
-   starts, so it misses nothing), start the probes.
+   starts, so it misses nothing), start the probes. A dashboard does it in
+   two steps: ``open()`` (probes added and announced, the feed) before its
+   first frame, ``await begin()`` (recording, probes started) after it.
 2. While running: ``add_probe_line`` (a command line typed into the
    dashboard, parsed by the CLI's own parser), ``stop_probe``,
    ``start_recording`` / ``stop_recording``, ``time_up`` (``--time`` passed:
@@ -52,10 +54,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from probetop.probes.core import stopsignals
 from probetop.probes.core.base import ConfirmationRequired, Probe, ProbeError
 from probetop.probes.core.hub import Hub, Subscription
-from probetop.probes.record import FooterFields, Recorder, RecordingError
+from probetop.probes.record import RecordingError
 from probetop.tui.cli.parser import CommandLineError, deadline_s, parse_command_line
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the writer (codec, host facts) loads when a recording starts
+    from probetop.probes.record import FooterFields, Recorder
     from probetop.tui.metrics.live import MetricsExporter
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -209,6 +212,7 @@ class LiveSession:
         self.recorder: Recorder | None = None
         self.probes_stopped = False
         self.finished = False
+        self._begun = False  # begin() ran
         self._signals: HandledSignals = []
         self._deadline_tasks: set[asyncio.Task[None]] = set()  # added probes' --time
         # Recordings that could not be completed (write error mid-run): the
@@ -217,12 +221,22 @@ class LiveSession:
 
     # -- lifecycle -------------------------------------------------------
     async def start(self, *, lossless: bool = False, strict: bool = False) -> Subscription:
-        """Add the probes, subscribe a feed, start recording, start the probes.
+        """Add the probes, subscribe a feed, start recording, start the probes
+        (``open`` then ``begin``).
 
         ``strict``: a probe that cannot start raises its ProbeError and a
         recording that cannot start raises RecordingError (headless: exit 2);
         otherwise both are notified and the rest goes on (the dashboard).
         """
+        feed = self.open(lossless=lossless, strict=strict)
+        await self.begin(strict=strict)
+        return feed
+
+    def open(self, *, lossless: bool = False, strict: bool = False) -> Subscription:
+        """Add the probes (``prepare``: each is announced) and subscribe a
+        feed; nothing runs yet. A dashboard draws its first frame from the
+        announcements, then calls ``begin``: a probe's first reading and the
+        recording's header (host facts) cost the first frame nothing."""
         for probe in self.probes:
             try:
                 self.hub.add(probe)
@@ -230,7 +244,16 @@ class LiveSession:
                 if strict:
                     raise
                 self.notify(str(exc), title=f"{probe.id} not started", severity="error")
-        feed = self.hub.subscribe(lossless=lossless)
+        return self.hub.subscribe(lossless=lossless)
+
+    async def begin(self, *, strict: bool = False) -> None:
+        """Start the metrics, the recording (before any probe starts, so it
+        misses nothing: the probes already announced go into its header),
+        then the probes. Does nothing once the session is finished (quit
+        before it began)."""
+        if self.finished or self._begun:
+            return
+        self._begun = True
         if self.metrics is not None:
             self._metrics_task = self.metrics.attach(self.hub)
             if self.metrics.url:
@@ -243,8 +266,8 @@ class LiveSession:
             elif not await self.start_recording(self.record_path):
                 # --record asked for it: the exit status says it is missing.
                 self.recording_failures.append(f"recording to {self.record_path} did not start")
-        self.hub.start()
-        return feed
+        if not self.finished:  # a quit while the recording opened
+            self.hub.start()
 
     @property
     def failed(self) -> bool:
@@ -301,7 +324,8 @@ class LiveSession:
                 self.hub.add(probe)
             except ProbeError as exc:
                 self.notify(str(exc), title=f"{probe.id} not started", severity="error")
-        self.hub.start()  # idempotent: starts only the new ones
+        if self._begun:  # else begin() starts them, after the recording
+            self.hub.start()  # idempotent: starts only the new ones
 
     def add_probe_line(self, line: str | None) -> bool:
         """Parse a probe command line, build its probes, add and start them.
@@ -331,7 +355,8 @@ class LiveSession:
         if self.probes_stopped:
             self.probes_stopped = False
             self.on_change()
-        self.hub.start()  # idempotent: starts only the new ones
+        if self._begun:  # else begin() starts them, after the recording
+            self.hub.start()  # idempotent: starts only the new ones
         # --time as on the command line: the probes that do not end themselves
         # (icmp, http) are stopped by their command's deadline, here as there.
         deadline = deadline_s(plan, module)
@@ -363,6 +388,8 @@ class LiveSession:
     async def _start_history(self) -> None:
         def lost(message: str) -> None:  # not the user's recording: no exit status
             self.history = None
+
+        from probetop.probes.record import Recorder
 
         try:
             history = Recorder.in_memory(
@@ -406,6 +433,8 @@ class LiveSession:
     async def _open_recorder(self, path: Path) -> Recorder:
         def failed(message: str) -> None:
             self._recording_failed(recorder, message)
+
+        from probetop.probes.record import Recorder
 
         recorder = Recorder(
             path, self.hub, self.command, on_error=failed, footer_fields=self.footer_fields

@@ -33,10 +33,10 @@ from probetop.probes.core.base import Probe
 from probetop.probes.core.sample import Sample, SeriesEnded, now_ns, split_key
 from probetop.probes.core.series import GONE_AFTER_S
 from probetop.probes.core.stats import RunningStats
-from probetop.probes.record import FooterFields
 from probetop.tui.run.livesession import LiveSession
 
 if TYPE_CHECKING:
+    from probetop.probes.record import FooterFields
     from probetop.tui.metrics.live import MetricsExporter
 
 

@@ -23,11 +23,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
-    from probetop.probes.core.base import Probe
+    from probetop.probes.core.base import Probe, ProbeError
     from probetop.probes.record import FooterFields, Session, SessionLoader
     from probetop.tui.metrics.live import MetricsExporter
     from probetop.tui.sessions.attach import AttachedSession
     from probetop.tui.sessions.foreground import ForegroundLink
+
+JoinOutcome: TypeAlias = "tuple[list[Probe], list[str]] | ProbeError"
+"""What ``LiveView.joining`` delivers: a group of prepared probes with notes
+on any skipped, or the error that stopped a group."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,10 +85,12 @@ class LiveView:
     - ``detach``: how ``d`` detaches this dashboard (None: it cannot, "not
       available here").
     - ``joining``: probes that join after the first frame: called once in a
-      worker thread when the dashboard is up, it returns them prepared, with
-      notes on any skipped (the demo's targets and JIT warm-ups take seconds
-      a user should not stare at a blank terminal for); a ``ProbeError`` it
-      raises is notified.
+      worker thread when the dashboard is up, with ``deliver``; it hands each
+      group of probes to ``deliver`` as soon as that group is prepared, with
+      notes on any skipped, or a ``ProbeError`` to notify, from any thread
+      and as many times as it has groups (the demo's targets and JIT
+      warm-ups take seconds: a user should not stare at a blank terminal,
+      nor the HTTP pane wait for the disk's scratch files).
     """
 
     probes: Sequence[Probe] = ()
@@ -94,7 +100,7 @@ class LiveView:
     footer_fields: FooterFields | None = None
     metrics: MetricsExporter | None = None
     detach: Detachable | None = None
-    joining: Callable[[], tuple[list[Probe], list[str]]] | None = None
+    joining: Callable[[Callable[[JoinOutcome], None]], None] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "probes", tuple(self.probes))

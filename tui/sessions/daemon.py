@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from probetop.probes.core import stopsignals
-from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, Recorder, RecordingError, on_header
+from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, RecordingError
 from probetop.tui import commands
 from probetop.tui.cli.plan import RunPlan
 from probetop.tui.run.livesession import ignore_hangup
@@ -101,6 +101,8 @@ def detach(plan: RunPlan[Any], run: Callable[[RunPlan[Any]], int]) -> int:
             f" (its files in {log.parent}; probetop ls)",
             file=sys.stderr,
         )
+    from probetop.probes.record import Recorder  # the writer: a detach only
+
     try:
         Recorder.check_path(recording)
     except RecordingError:
@@ -286,6 +288,8 @@ def _session_process(
     )
     code = 1
     ready = _Ready(ready_w, recording, lambda: _mark_ready(info))
+    from probetop.probes.record import on_header
+
     unhook = on_header(ready.header_written)
     try:
         server.start()

@@ -54,7 +54,7 @@ from typing import NoReturn
 
 from probetop.probes.core.sample import Sample, now_ns
 from probetop.probes.core.stats import RunningStats
-from probetop.probes.record import RecordingError, stream_session
+from probetop.probes.record import RecordingError
 from probetop.tui.run.livesession import LiveSession, ignore_hangup
 from probetop.tui.run.runner import RunResult
 from probetop.tui.sessions import jobcontrol
@@ -305,6 +305,8 @@ async def run_detached(
 def _stats_from(recording: Path) -> dict[str, dict[str, RunningStats]]:
     """min/mean/max of every metric over the whole run, read back from the
     recording (the dashboard kept no running statistics)."""
+    from probetop.probes.record import stream_session  # the reader: after a detach only
+
     stats: dict[str, dict[str, RunningStats]] = {}
     try:
         with stream_session(recording) as stream:

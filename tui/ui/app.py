@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 import probetop.themes as themes_package
 from probetop.probes.core.hub import Hub, Subscription
 from probetop.probes.core.sample import Announce, Record, Sample, SeriesEnded, Status
-from probetop.probes.record import Recorder, RecordingError
+from probetop.probes.record import RecordingError
 from probetop.themes import DEFAULT_THEME, check_theme_name, probetop_themes
 from probetop.tui.run.hardexit import hard_exit
 from probetop.tui.run.launch import fail
@@ -90,6 +90,7 @@ from textual.widget import AwaitMount
 from textual.widgets import Static
 
 if TYPE_CHECKING:
+    from probetop.probes.record import Recorder
     from rich.console import Console, ConsoleOptions, RenderResult
 
 CSS_FILE = Path(themes_package.__file__).resolve().parent / "probetop.tcss"

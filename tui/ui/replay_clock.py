@@ -31,7 +31,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from probetop.probes.core.sample import Record
-from probetop.probes.record import RecordSequence
 
 SPEEDS: tuple[float, ...] = (1.0, 10.0, math.inf)
 MAX_BATCH = 5000
@@ -47,6 +46,8 @@ class ReplayPlayer:
     def __init__(self, records: Iterable[tuple[float, Record]], duration_s: float = 0.0) -> None:
         # A recording's RecordSequence stays lazy: a record is made when it is
         # delivered, so the first frame of a long replay waits for none of the rest.
+        from probetop.probes.record import RecordSequence  # the reader: replay only
+
         self.records: Sequence[tuple[float, Record]]
         if isinstance(records, RecordSequence):
             self.records, self.times = records, records.times
@@ -69,6 +70,8 @@ class ReplayPlayer:
     def grow(self, lines: Sequence[Mapping[str, Any]]) -> None:
         """The records of ``lines``, read after the player was made, appended
         (a recording being read: ``probes.record.reader.SessionLoader``)."""
+        from probetop.probes.record import RecordSequence
+
         assert isinstance(self.records, RecordSequence)
         times = self.records.add(lines)
         self.times.extend(times)

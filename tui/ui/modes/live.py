@@ -20,15 +20,15 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from probetop.probes.core import stopsignals
-from probetop.probes.core.base import Probe, ProbeError
+from probetop.probes.core.base import ProbeError
 from probetop.probes.core.hub import Hub
 from probetop.probes.core.sample import Status, now_ns
-from probetop.probes.record import Recorder, RecordingError
+from probetop.probes.record import RecordingError
 from probetop.tui.run.livesession import LiveSession
-from probetop.tui.run.viewconfig import LiveView
+from probetop.tui.run.viewconfig import JoinOutcome, LiveView
 from probetop.tui.sessions.foreground import detach_session
 from probetop.tui.sessions.jobcontrol import waiter_pid
 from probetop.tui.sessions.registry import SessionError
@@ -36,6 +36,9 @@ from probetop.tui.ui.modes.base import Mode, ModeHost
 from probetop.tui.ui.screens.prompt import add_probe_prompt, record_prompt
 from textual.app import SystemCommand
 from textual.binding import Binding
+
+if TYPE_CHECKING:
+    from probetop.probes.record import Recorder
 
 # Priority: a dialog's key must open it when the key arrives, not when it
 # has bubbled back from the focused pane: by then the rest of a burst
@@ -89,7 +92,10 @@ class LiveMode(Mode):
             # d detaches this dashboard: every record since the start is kept.
             keep_history=detach is not None and detach.link is not None,
         )
-        self.feed = await session.start()
+        # Probes announced now (their panes make the first frame), started
+        # once it is drawn: neither a probe's first reading nor the
+        # recording's header (host facts) holds the first frame back.
+        self.feed = session.open()
         session.install_signal_handlers(host.stop_signalled)
         if (early := stopsignals.pending()) is not None:  # sent during start-up
             host.stop_signalled(early)
@@ -99,8 +105,16 @@ class LiveMode(Mode):
         host.begin_first_panes()
         self.frame()  # announces: create the panes now, not a frame later
         await host.end_first_panes()
-        if config.joining is not None:
-            self._join_later(config.joining)
+        host.call_after_refresh(self._begin)
+
+    def _begin(self) -> None:
+        """After the first frame: the recording and the probes start, then
+        the probes that join later are made (``joining``)."""
+        if self.session is None:
+            return
+        self.host.run_worker(self.session.begin(), exclusive=False)
+        if self.config.joining is not None:
+            self._join_later(self.config.joining)
 
     def frame(self) -> None:
         """Route what the feed holds (once per frame)."""
@@ -110,31 +124,33 @@ class LiveMode(Mode):
         if self.feed.dropped:
             self.host.refresh_status()
 
-    def _join_later(self, joining: Callable[[], tuple[list[Probe], list[str]]]) -> None:
-        """Run ``joining`` (LiveView) in a daemon thread and add what it
-        gives once the first frame is out. Not the loop's executor: a JIT
+    def _join_later(self, joining: Callable[[Callable[[JoinOutcome], None]], None]) -> None:
+        """Run ``joining`` (LiveView) in a daemon thread and add each group of
+        probes it delivers as it comes. Not the loop's executor: a JIT
         warm-up cannot be interrupted, and asyncio.run would wait for it at
         exit."""
         loop = asyncio.get_running_loop()
 
-        def deliver(outcome: tuple[list[Probe], list[str]] | ProbeError) -> None:
+        def deliver(outcome: JoinOutcome) -> None:
             if isinstance(outcome, ProbeError):
                 self.host.say(str(outcome), title="probes not started", severity="error")
                 return
             probes, notes = outcome
             for note in notes:
                 self.host.say(note, title="skipped")
-            if self.session is not None:
+            if self.session is not None and probes:
                 self.session.add_probes(probes)
+                self.frame()  # their panes now, not a frame later
 
-        def work() -> None:
-            outcome: tuple[list[Probe], list[str]] | ProbeError
-            try:
-                outcome = joining()
-            except ProbeError as exc:
-                outcome = exc
+        def send(outcome: JoinOutcome) -> None:  # from any thread
             with contextlib.suppress(RuntimeError):  # the loop closed: we quit meanwhile
                 loop.call_soon_threadsafe(deliver, outcome)
+
+        def work() -> None:
+            try:
+                joining(send)
+            except ProbeError as exc:
+                send(exc)
 
         threading.Thread(target=work, name="probes-joining", daemon=True).start()
 

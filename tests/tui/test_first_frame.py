@@ -1,0 +1,123 @@
+"""What the passive dashboard has done by its first frame (issue 28): the
+frame is drawn from the probes' announcements, before any probe runs, and
+with none of the libraries only probes, recordings or exporters need.
+
+The dashboard runs in a real pseudo-terminal; a wrapper notes, at the first
+write that completes the frame (the passive panes' titles and the footer),
+which modules are loaded and whether the session has begun (probes started,
+recording opened), then ends the process. No timing is asserted
+(benchmarks/startup.py measures the time).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+# Libraries a passive dashboard's first frame never needs: the probe
+# families' (numba, numpy, scapy, pycurl), the recording's (its writer:
+# orjson, zstandard, psutil for the host facts), the exporter's, the charts'.
+HEAVY = (
+    "numba",
+    "llvmlite",
+    "numpy",
+    "scapy",
+    "pycurl",
+    "plotext",
+    "prometheus_client",
+    "psutil",
+    "zstandard",
+    "orjson",
+    "msgspec",
+)
+# probetop modules that only a recording, a replay or another family loads.
+NOT_YET = (
+    "probetop.probes.record.writer",
+    "probetop.probes.record.codec",
+    "probetop.probes.record.reader",
+    "probetop.probes.record.hostinfo",
+    "probetop.probes.cpu",
+    "probetop.probes.mem",
+    "probetop.probes.disk",
+    "probetop.probes.icmp",
+    "probetop.probes.http",
+    "probetop.tui.metrics.live",
+)
+
+WRAPPER = r"""
+import json, os, re, sys
+out = sys.argv[1]
+from probetop.tui.run.livesession import LiveSession
+begun = []
+begin = LiveSession.begin
+async def noted_begin(self, *a, **k):
+    begun.append(True)
+    return await begin(self, *a, **k)
+LiveSession.begin = noted_begin
+from textual.drivers.linux_driver import LinuxDriver
+write, seen = LinuxDriver.write, []
+def first_frame(self, data):
+    write(self, data)
+    seen.append(data)
+    text = re.sub(r"\x1b\[[0-9;?<>=]*[a-zA-Z]", "", "".join(seen))
+    if all(t in text for t in ("system.cpu", "system.disk", "system.net", "Quit")):
+        json.dump({"modules": sorted(sys.modules), "begun": bool(begun)}, open(out, "w"))
+        os._exit(0)
+LinuxDriver.write = first_frame
+sys.argv = ["probetop"]
+from probetop.tui.main import entry
+entry()
+"""
+
+
+def _first_frame_state(tmp_path: Path) -> dict[str, object]:
+    out = tmp_path / "first-frame.json"
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRAPPER, str(out)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+    )
+    os.close(slave)
+    try:
+        deadline = time.monotonic() + 120
+        while not out.exists() and proc.poll() is None and time.monotonic() < deadline:
+            try:  # keep the terminal drained: a full pty would block the app
+                os.set_blocking(master, False)
+                os.read(master, 65536)
+            except (BlockingIOError, OSError):
+                time.sleep(0.02)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    assert out.exists(), "the dashboard drew no first frame"
+    state: dict[str, object] = json.loads(out.read_text())
+    return state
+
+
+def test_the_first_frame_comes_before_any_probe_runs_and_loads_nothing_heavy(
+    tmp_path: Path,
+) -> None:
+    state = _first_frame_state(tmp_path)
+    modules = set(state["modules"])  # type: ignore[arg-type]
+    heavy = sorted(m for m in modules if m.split(".")[0] in HEAVY)
+    assert heavy == [], heavy
+    early = sorted(m for m in modules if m.startswith(NOT_YET))
+    assert early == [], early
+    assert state["begun"] is False, "probes or the recording started before the first frame"
