@@ -27,10 +27,18 @@ Contract:
   the same target do not run together (each would measure the other).
 - The holder writes "PID COMMAND TARGET" into its lock files; a refused run
   reports that, and checks the PID is alive (a stale line from a killed
-  holder is not reported as a live one). An exclusive holder removes its
-  lock file when it releases it (while still holding it; a taker checks
-  that the file it locked is still the one in the directory), so the
-  directory does not grow with every target ever used.
+  holder is not reported as a live one).
+- Lock files do not pile up (one per target ever used, before): a holder
+  removes its lock file when it releases it, while still holding it
+  exclusively (a shared holder only when it can take it exclusively: no
+  one else holds it); and each process, at its first ``acquire``, removes
+  the files nobody holds any more (a holder killed with kill -9 or SIGKILL
+  left them). A file is only ever removed under an exclusive lock, and a
+  taker checks, once it holds the lock, that the file it locked is still
+  the one the directory names (else it takes the new one), so a removal
+  never lets two runs in. A taker refused by a file whose holder names no
+  live process (a remover holding it for an instant) looks again briefly
+  before it reports the target busy.
 - Where: ``/run/lock/probetop`` (mode 1777 like /run/lock, shared by every
   user, so root and a user in the ``disk`` group see each other), else
   ``$XDG_RUNTIME_DIR/probetop``, else ``<tempdir>/probetop-<uid>/locks``.
@@ -46,6 +54,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import re
 import stat
 import tempfile
 import time
@@ -162,20 +171,22 @@ def holder(path: str) -> str | None:
         return None
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     for key in target_keys(path):
-        try:
-            fd = os.open(directory / f"{key.name}.lock", flags)
-        except OSError:
-            continue  # no lock file: no holder
-        try:
+        lock_file = directory / f"{key.name}.lock"
+        for _ in range(10):  # a file removed as we looked: look at its successor
             try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                fd = os.open(lock_file, flags)
             except OSError:
-                if not key.shared:
-                    return _describe(_holder_line(fd))
-                continue
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
+                break  # no lock file: no holder
+            try:
+                outcome = _lock_or_holder(fd, lock_file, fcntl.LOCK_SH)
+                if outcome.locked:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                elif not outcome.removed and not key.shared:
+                    return _describe(outcome.line)
+            finally:
+                os.close(fd)
+            if not outcome.removed:
+                break
     return None
 
 
@@ -234,7 +245,7 @@ def _open_lock_file(path: Path) -> tuple[int, bool]:
     flags = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     fd = -1
     writable = True
-    for _ in range(3):
+    for _ in range(10):  # removed and created again by others meanwhile: again
         try:
             fd = os.open(path, flags | os.O_RDWR)
             break
@@ -253,7 +264,9 @@ def _open_lock_file(path: Path) -> tuple[int, bool]:
     if fd < 0:
         raise OSError(errno.EAGAIN, f"cannot open lock file {path}")
     st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+    # No link left (0) is a file its holder removed as we opened it: the
+    # caller sees it is no longer the one in the directory and opens anew.
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
         os.close(fd)
         raise OSError(errno.EPERM, f"{path} is not a plain lock file (link or special file)")
     return fd, writable
@@ -303,6 +316,97 @@ def _describe(line: str | None) -> str:
     return f"probetop PID {pid}{mine}" + (f" ({rest})" if rest else "")
 
 
+_SETTLE_S = 0.2  # how long a refused taker looks again when no live holder is named
+_SWEPT: set[Path] = set()  # lock directories this process has swept
+_NAME = re.compile(r"(path|file|blk)-[0-9a-f-]+\.lock")
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What a non-blocking ``flock`` came to: ``locked``; or the file was
+    ``removed`` from the directory meanwhile (take the new one); or refused,
+    with the holder's line ("PID COMMAND TARGET", None if unknown)."""
+
+    locked: bool = False
+    removed: bool = False
+    line: str | None = None
+
+
+def _lock_or_holder(fd: int, path: Path, how: int) -> _Outcome:
+    """Take ``how`` (flock) on ``fd`` without blocking. A refusal counts
+    only once it has lasted: a run that releases a lock file, or a process
+    removing one nobody holds (``_sweep_once``), holds it for microseconds
+    and then removes it (``removed``: take the new one). So a refusal that
+    names a live holder is looked at once more after 10 ms; one that names
+    no live process (a holder between its lock and its line, a remover),
+    for up to ``_SETTLE_S``."""
+    deadline = time.monotonic() + _SETTLE_S
+    named = False
+    while True:
+        try:
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
+            return _Outcome(locked=True)
+        except OSError:
+            pass
+        if not _same_file(fd, path):
+            return _Outcome(removed=True)
+        line = _holder_line(fd)
+        if (line is not None and named) or time.monotonic() >= deadline:
+            return _Outcome(line=line)
+        named = line is not None
+        time.sleep(0.01)
+
+
+def _remove_if_ours(fd: int, path: Path, *, upgrade: bool) -> bool:
+    """Remove ``path`` if it still names ``fd``'s file and ``fd`` holds it
+    exclusively (``upgrade``: take it exclusively first, without waiting; a
+    refusal means someone else holds it, and it stays). True if removed."""
+    if upgrade:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False
+    if not _same_file(fd, path):
+        return False
+    try:
+        os.unlink(path)
+    except OSError:  # another user's file in the shared directory: theirs to remove
+        return False
+    return True
+
+
+def _sweep_once(directory: Path) -> None:
+    """Remove the lock files in ``directory`` no one holds (left by holders
+    that were killed), once per process and directory. Only plain files
+    with probetop's names; each under an exclusive lock (``_remove_if_ours``)."""
+    if directory in _SWEPT:
+        return
+    _SWEPT.add(directory)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    for name in names:
+        if not _NAME.fullmatch(name):
+            continue
+        path = directory / name
+        try:
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+                continue
+            fd = os.open(path, flags)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _remove_if_ours(fd, path, upgrade=False)
+        except OSError:
+            pass  # held: a live run's
+        finally:
+            os.close(fd)
+
+
 class TargetLock:
     """The lock files of one run. See the module docstring."""
 
@@ -332,6 +436,7 @@ class TargetLock:
         if self._held:
             return
         directory = lock_dir()
+        _sweep_once(directory)
         try:
             for key in sorted(self.keys, key=lambda k: k.name):
                 if key.name in self._held:
@@ -366,10 +471,13 @@ class TargetLock:
                 raise TargetProbeError(
                     f"cannot lock {key.label}: {exc.strerror or exc} ({path})"
                 ) from None
-            try:
-                fcntl.flock(fd, (fcntl.LOCK_SH if key.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-            except OSError:
-                holder = _describe(_holder_line(fd))
+            how = fcntl.LOCK_SH if key.shared else fcntl.LOCK_EX
+            outcome = _lock_or_holder(fd, path, how)
+            if outcome.removed or (outcome.locked and not _same_file(fd, path)):
+                os.close(fd)  # its holder removed it as we opened it: take the new one
+                continue
+            if not outcome.locked:
+                holder = _describe(outcome.line)
                 os.close(fd)
                 busy = TargetBusy(
                     f"{key.label} is in use by {holder}: one run per target; "
@@ -377,9 +485,7 @@ class TargetLock:
                 )
                 busy.holder = holder
                 raise busy from None
-            if _same_file(fd, path):
-                break
-            os.close(fd)  # its holder removed it as we opened it: take the new one
+            break
         else:
             raise TargetProbeError(f"cannot lock {key.label}: {path} keeps changing")
         if writable:  # shared holders too: any live holder names the user
@@ -390,15 +496,15 @@ class TargetLock:
         self._paths[key.name] = (path, key.shared)
 
     def release(self) -> None:
-        """Drop every key. An exclusive lock file is removed first, while still
-        held (who opens it afterwards sees it gone and takes a new one), so the
-        directory does not fill up with one file per target ever used."""
+        """Drop every key. Its lock file is removed first, while held
+        exclusively (who opens it afterwards sees it gone and takes a new
+        one), so the directory does not fill up with one file per target
+        ever used; a shared key's file only when no one else holds it."""
         held, self._held = self._held, {}
         for name, fd in held.items():
             path, shared = self._paths.pop(name, (None, True))
-            if path is not None and not shared and _same_file(fd, path):
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
+            if path is not None:
+                _remove_if_ours(fd, path, upgrade=shared)
             with contextlib.suppress(OSError):
                 os.close(fd)
 

@@ -446,6 +446,25 @@ def pick_file(f: int, nfiles: int, fsvc: int, state: Any) -> int:
 
 
 @numba.njit(nogil=True, inline="always", cache=CACHE)
+def next_file(
+    files: Any, f: int, lo: int, bs: int, seq: bool, fsvc: int, fsvc_nr: int, state: Any
+) -> tuple[int, int]:
+    """(file, I/Os in its turn) once file ``f``'s turn is over: fio's
+    --file_service_type over a job's files (``files``), the next file
+    (``pick_file``) and its turn (``file_turn``). A loop starts at file
+    ``files.shape[0] - 1`` with no turn left, so its first I/O gets file 0
+    (random: any), as fio's; one file gets a turn that never ends. The
+    loops call it only when a turn is over: with one file the hot path
+    never enters it (an inlined helper's array arguments cost reference
+    counting where they run)."""
+    nfiles = files.shape[0]
+    if nfiles == 1:
+        return 0, 1 << 62
+    f = pick_file(f, nfiles, fsvc, state)
+    return f, file_turn(files, f, lo, bs, seq, fsvc, fsvc_nr)
+
+
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def settle(
     s: int,
     res: int,
@@ -534,9 +553,7 @@ def sync_loop(
     errno = numba.carray(_errno_location(), 1, np.int32)
     state = np.empty(1, dtype=np.uint64)
     state[0] = np.uint64(seed | 1)
-    nfiles = files.shape[0]
-    f = pick_file(nfiles - 1, nfiles, fsvc, state) if nfiles > 1 else 0  # random: any first
-    fleft = file_turn(files, f, lo, bs, seq, fsvc, fsvc_nr)
+    f, fleft = files.shape[0] - 1, 0  # the first I/O's next_file picks file 0 (random: any)
     done = 0
     sl = np.zeros(2, dtype=np.int64)
     due = now_ns(ts_addr, ts)
@@ -545,11 +562,9 @@ def sync_loop(
             due = pace(due, gap_ns, ts_addr, ts, sl, ctl)
             if ctl[K_STOP] != 0:
                 break
-        if nfiles > 1:
-            if fleft == 0:
-                f = pick_file(f, nfiles, fsvc, state)
-                fleft = file_turn(files, f, lo, bs, seq, fsvc, fsvc_nr)
-            fleft -= 1
+        if fleft == 0:
+            f, fleft = next_file(files, f, lo, bs, seq, fsvc, fsvc_nr, state)
+        fleft -= 1
         hi = files[f, FILE_END]
         off, n, d = next_io(lo, hi, bs, seq, files[f, FILE_POS], readpct, state)
         if n == 0:
@@ -645,9 +660,7 @@ def aio_loop(
         free[i] = i
     nfree = depth
     timeout = np.zeros(2, dtype=np.int64)  # used when pacing: wake when the next I/O is due
-    nfiles = files.shape[0]
-    f = pick_file(nfiles - 1, nfiles, fsvc, state) if nfiles > 1 else 0  # random: any first
-    fleft = file_turn(files, f, lo, bs, seq, fsvc, fsvc_nr)
+    f, fleft = files.shape[0] - 1, 0  # the first I/O's next_file picks file 0 (random: any)
     inflight = 0
     finished = False
     done = 0
@@ -665,11 +678,9 @@ def aio_loop(
                 due = pace(due, gap_ns, ts_addr, ts, sl, ctl)
                 if ctl[K_STOP] != 0:
                     break
-            if nfiles > 1:
-                if fleft == 0:
-                    f = pick_file(f, nfiles, fsvc, state)
-                    fleft = file_turn(files, f, lo, bs, seq, fsvc, fsvc_nr)
-                fleft -= 1
+            if fleft == 0:
+                f, fleft = next_file(files, f, lo, bs, seq, fsvc, fsvc_nr, state)
+            fleft -= 1
             hi = files[f, FILE_END]
             off, n, d = next_io(lo, hi, bs, seq, files[f, FILE_POS], readpct, state)
             if n == 0:
@@ -849,9 +860,7 @@ def uring_loop(
     wait_arg[2] = timeout.ctypes.data
     timed_waits = layout[L_EXT_ARG] != 0 and gap_ns > 0
     tail = np.int64(sq[sq_tail_i])
-    nfiles = files.shape[0]
-    f = pick_file(nfiles - 1, nfiles, fsvc, state) if nfiles > 1 else 0  # random: any first
-    fleft = file_turn(files, f, lo, bs, seq, fsvc, fsvc_nr)
+    f, fleft = files.shape[0] - 1, 0  # the first I/O's next_file picks file 0 (random: any)
     inflight = 0  # submitted, not completed
     pending = 0  # in the submission ring, not yet taken by the kernel
     finished = False
@@ -867,11 +876,9 @@ def uring_loop(
                 due = pace(due, gap_ns, ts_addr, ts, sl, ctl)
                 if ctl[K_STOP] != 0:
                     break
-            if nfiles > 1:
-                if fleft == 0:
-                    f = pick_file(f, nfiles, fsvc, state)
-                    fleft = file_turn(files, f, lo, bs, seq, fsvc, fsvc_nr)
-                fleft -= 1
+            if fleft == 0:
+                f, fleft = next_file(files, f, lo, bs, seq, fsvc, fsvc_nr, state)
+            fleft -= 1
             hi = files[f, FILE_END]
             off, n, d = next_io(lo, hi, bs, seq, files[f, FILE_POS], readpct, state)
             if n == 0:
