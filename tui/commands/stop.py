@@ -8,19 +8,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from probetop.probes.core.options import CommandSpec, Option, OptionValueError
+from probetop.probes.core.options import CommandSpec, Option, OptionValueError, parse_duration
 from probetop.tui.cli.plan import CommonOptions, RunPlan
 from probetop.tui.sessions.control import stop_session
 from probetop.tui.sessions.registry import SessionError, SessionInfo, find
 
 
 def _wait_seconds(text: str) -> float:
-    """--wait: a finite number of seconds within 0.1..86400 (never inf, nan or 0)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise OptionValueError(f"not a number of seconds: {text!r}") from None
-    if not 0.1 <= value <= 86400:  # also false for nan
+    """--wait: a duration (``parse_duration``: 30, 90s, 2m) within 0.1..86400 s."""
+    value = parse_duration(text)
+    if not 0.1 <= value <= 86400:
         raise OptionValueError(f"must be within 0.1..86400 seconds, got {text}")
     return value
 
