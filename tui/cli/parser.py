@@ -203,6 +203,8 @@ def build_parser(only: set[str] | None = None, *, others: bool = True) -> argpar
         # reads (refuse_ignored, --detach): its --help does not offer them.
         runs_probes = name in commands.PROBE_COMMANDS or name == "demo"
         refused = () if runs_probes else (*(f for _d, f in LIVE_RUN_OPTIONS), "--detach")
+        if name in NO_DASHBOARD:
+            refused = (*refused, "--theme")
         # A common option the spec declares itself (icmp's --sample-interval,
         # its -i/--interval) is the spec's: the common copy is left out.
         own = {flag for option in spec.options for flag in option.flags}
@@ -425,6 +427,11 @@ LIVE_RUN_OPTIONS = (
 ``--interval`` is read as ``--sample-interval`` before this check."""
 
 
+NO_DASHBOARD = ("report", "compare", "export", "ls", "stop", "follow", "compile")
+"""Commands that never draw a dashboard: --theme has nothing to theme there
+(said, as a headless run says it, not silently taken)."""
+
+
 def refuse_ignored(command: str | None, values: dict[str, Any]) -> None:
     """UsageProbeError (exit 2) when a command that runs no probes (replay,
     report, compare, export, ls, attach, stop) is given an option only a live
@@ -432,6 +439,11 @@ def refuse_ignored(command: str | None, values: dict[str, Any]) -> None:
     recorded nothing; `export --metrics` served nothing)."""
     if command is None or command in commands.PROBE_COMMANDS or command == "demo":
         return
+    if command in NO_DASHBOARD and values.get("theme"):
+        raise UsageProbeError(
+            f"{command} shows no dashboard, so --theme would be ignored; it applies to the "
+            "probe commands, demo, replay and attach"
+        )
     given = [flag for dest, flag in LIVE_RUN_OPTIONS if values.get(dest) not in (None, False)]
     if given:
         raise UsageProbeError(

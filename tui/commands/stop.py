@@ -65,12 +65,30 @@ def run(plan: RunPlan[StopSettings]) -> int:
         print(f"probetop: session {info.name} stopped before its probes started; "
               "nothing was recorded and it is not listed")  # fmt: skip
         return 0
-    try:
-        sys.stdout.write(Path(done.log).read_text())
-    except OSError as exc:
-        print(f"probetop: warning: cannot read {done.log}: {exc.strerror}", file=sys.stderr)
-    print(f"probetop: session {done.name} {done.state}; recording: {done.recording}")
+    if plan.common.json:  # one JSON document on stdout, whatever the session printed
+        _json_report(done)
+    else:
+        try:
+            sys.stdout.write(Path(done.log).read_text())
+        except OSError as exc:
+            print(f"probetop: warning: cannot read {done.log}: {exc.strerror}", file=sys.stderr)
+    print(
+        f"probetop: session {done.name} {done.state}; recording: {done.recording}",
+        file=sys.stderr if plan.common.json else sys.stdout,
+    )
     return exit_status(done)
+
+
+def _json_report(done: SessionInfo) -> None:
+    """``report --json`` of the session's recording: `stop NAME --json` printed
+    the session's text report, which no JSON reader takes."""
+    from probetop.probes.record import load_session
+    from probetop.tui.commands.report import print_report
+
+    session = load_session(done.recording)  # RecordingError: exit 2 with its message
+    for warning in session.warnings:
+        print(f"probetop: warning: {warning}", file=sys.stderr)
+    print_report(session, charts=False, as_json=True)
 
 
 STOPPED_AS_ASKED = (0, 128 + 1, 128 + 2, 128 + 15)
