@@ -82,6 +82,8 @@ def names_line(head: str, names: list[str], tail: str, room: int, sep: str) -> s
         if len(line) <= room:
             return line
     return whole[:room]
+
+
 GONE_NOTE_SAMPLES = 30  # samples a gone device stays named in the last row
 GONE_NOTED = 3  # gone devices named at most
 
