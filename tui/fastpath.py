@@ -161,8 +161,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def entry() -> None:
     """The console script: ``main``, then exit at once (as ``tui.main.entry``)."""
     from probetop.tui.run.hardexit import exit_now  # light: os, sys, threading
+    from probetop.tui.run.stdio import lost_output, reopen_closed  # light: os, sys
 
-    exit_now(main())
+    closed = reopen_closed()  # `probetop ... >&-`: no traceback after the run
+    exit_now(lost_output(closed, main()))
 
 
 if __name__ == "__main__":

@@ -417,7 +417,10 @@ def entry() -> None:
     collection over numba's and Textual's objects, threads abandoned by a
     probe that overran its stop), which took up to 1.8 s on a loaded machine
     and counts against the 2 s a stop may take."""
-    exit_now(main())
+    from probetop.tui.run.stdio import lost_output, reopen_closed
+
+    closed = reopen_closed()  # `probetop ... >&-`: no traceback after the run
+    exit_now(lost_output(closed, main()))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Literal
 
 Action = Literal["store", "store_true", "store_false", "append", "count", "store_const"]
@@ -78,12 +79,49 @@ class Option:
 
 
 @dataclass(frozen=True, slots=True)
+class Spelling:
+    """A reference tool's spelling of an option that a command reads as its own
+    (fio's ``--numjobs 4`` is ``--jobs 4``), so a pasted command line runs.
+
+    ``ours`` is the flag it becomes; ``""``: the value is the command's
+    positional (fio's ``--filename=DEV`` is TARGET); None: accepted and
+    ignored, ``note`` says why (ping's ``-n``: the output is numeric
+    already). ``by_value`` maps each accepted value to the flag it means
+    instead (fio's ``--direct=0`` is ``--buffered``); other values are
+    refused. Only a spelling with the same meaning belongs here: one whose
+    meaning differs gets a message, not an alias. The CLI lists every
+    spelling in the command's ``--help``."""
+
+    tool: str
+    theirs: str
+    ours: str | None
+    takes_value: bool = True
+    by_value: Mapping[str, str] | None = None
+    note: str = ""
+
+    def describe(self) -> str:
+        """One line of ``--help``: ``fio --numjobs V is --jobs V``."""
+        theirs = f"{self.tool} {self.theirs}"
+        if self.by_value:
+            meaning = self.note or "the default"
+            return ", ".join(
+                f"{theirs if i == 0 else self.theirs}={value} is {flag or meaning}"
+                for i, (value, flag) in enumerate(self.by_value.items())
+            )
+        arg = " V" if self.takes_value else ""
+        if self.ours is None:
+            return f"{theirs}{arg}: ignored ({self.note})" if self.note else f"{theirs}: ignored"
+        return f"{theirs}{arg} is {self.ours + arg if self.ours else 'the target'}"
+
+
+@dataclass(frozen=True, slots=True)
 class CommandSpec:
     """A probe command: its name, help texts and options.
 
     ``own_common`` names common options (``--interval``, ``--time``) that this
     command defines itself with another meaning, so the CLI leaves them out
     of the common group (icmp's ``--interval`` is ping's send interval).
+    ``spellings`` are the reference tool's names the command also reads.
     """
 
     name: str
@@ -93,6 +131,7 @@ class CommandSpec:
     epilog: str = ""
     own_common: tuple[str, ...] = ()
     extras: Mapping[str, Any] = field(default_factory=dict)
+    spellings: tuple[Spelling, ...] = ()
 
     def option(self, name: str) -> Option:
         for opt in self.options:
@@ -150,39 +189,82 @@ def number(*, positive: bool = False, nonnegative: bool = False) -> Callable[[st
     return parse
 
 
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*(ns|us|µs|ms|s)?\s*$")
-_DURATION_SCALE = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, None: 1.0}
+# One grammar for every time option (--time, --sample-interval, ping's -i/-W/-w,
+# curl's -m, fio's --ramp ...): a bare number is in the option's unit (seconds
+# unless it says otherwise), a suffix names another, as fio's time options do.
+_DURATION = re.compile(
+    r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d{1,3})?)\s*([a-zµμ]*)\s*$", re.IGNORECASE | re.ASCII
+)
+_SECOND = Fraction(1)
+_DURATION_SCALE = {
+    "ns": _SECOND / 10**9,
+    "us": _SECOND / 10**6,
+    "µs": _SECOND / 10**6,  # the micro sign
+    "μs": _SECOND / 10**6,  # the Greek letter mu, which keyboards also type
+    "usec": _SECOND / 10**6,
+    "ms": _SECOND / 1000,
+    "msec": _SECOND / 1000,
+    "s": _SECOND,
+    "sec": _SECOND,
+    "m": 60 * _SECOND,
+    "min": 60 * _SECOND,
+    "h": 3600 * _SECOND,
+    "d": 86400 * _SECOND,
+}
+DURATION_SPELLINGS = "seconds, or with a unit: 500ms, 90s, 2m, 1h; units ns us ms s m h d"
 
 
-def duration(*, positive: bool = False) -> Callable[[str], float]:
-    """Seconds from ``0.2``, ``200ms``, ``20us``, ``500 ns``, ``1s`` (no unit:
-    seconds); never negative, and > 0 when ``positive``."""
+def parse_duration(text: str, *, unit: str = "s") -> float:
+    """The duration ``text`` spells, in ``unit`` (a bare number is in ``unit``):
+    ``parse_duration("2m") == 120.0``, ``parse_duration("1.5", unit="ms") == 1.5``.
+    OptionValueError when it is no duration or not finite; the sign is kept."""
+    m = _DURATION.match(text)
+    suffix = m.group(2).lower() if m else ""
+    if not m or (suffix and suffix not in _DURATION_SCALE):
+        raise OptionValueError(f"not a duration: {text!r} ({DURATION_SPELLINGS})")
+    exact = Fraction(m.group(1)) * _DURATION_SCALE[suffix or unit] / _DURATION_SCALE[unit]
+    try:
+        return float(exact)  # 20us is 2e-05 exactly as 20e-6 is, not 20 * 1e-6
+    except OverflowError:
+        raise OptionValueError(f"must be a finite duration, got {text}") from None
+
+
+def duration(*, positive: bool = False, unit: str = "s") -> Callable[[str], float]:
+    """Durations in ``unit`` (``parse_duration``): ``0.2``, ``200ms``, ``20us``,
+    ``2m``, ``1h``; never negative, and > 0 when ``positive``."""
 
     def parse(text: str) -> float:
-        m = _DURATION.match(text)
-        if not m:
-            raise OptionValueError(f"not a duration: {text!r} (e.g. 0.2, 200ms, 20us)")
-        value = float(m.group(1)) * _DURATION_SCALE[m.group(2)]
-        if not math.isfinite(value):
-            raise OptionValueError(f"must be a finite duration, got {text}")
+        value = parse_duration(text, unit=unit)
         if positive and not value > 0:
-            raise OptionValueError(f"must be a positive duration, got {text}")
+            raise OptionValueError(f"must be a positive number, got {text}")
+        if value < 0:
+            raise OptionValueError(f"must be zero or a positive number, got {text}")
         return value
 
     return parse
 
 
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)(i?b)?\s*$", re.IGNORECASE)
+# 4k, 1M, 1MB, 1MiB and 1Mi (Kubernetes' spelling) are all 2**20 (fio's kb_base=1024).
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:([kmgtp])i?b?|b?)\s*$", re.IGNORECASE | re.ASCII)
+SIZE_SPELLINGS = "e.g. 512, 4k, 1M, 10G, 1GiB, 1Gi: k, M, G, T, P are powers of 1024"
 
 
 def parse_byte_size(text: str) -> int:
-    """Bytes from fio-style text: ``512``, ``4k``, ``1M``, ``2GiB`` (k/m/g/t/p are
-    powers of 1024, an optional trailing ``b``/``ib``; a plain number is bytes)."""
+    """Bytes from fio-style text: ``512``, ``4k``, ``1M``, ``2GiB``, ``1Gi``
+    (k/m/g/t/p are powers of 1024, with or without ``i``/``b``/``ib``; a plain
+    number is bytes). A fraction is taken when it is a whole number of bytes
+    (``1.5G``, ``1.5k`` = 1536, which fio truncates to 1 byte; ``0.3k`` is refused)."""
     match = _SIZE_RE.match(text)
+    if not match and text.strip().startswith("-"):
+        raise OptionValueError(f"must be at least 0, got {text.strip()}")
     if not match:
-        raise OptionValueError(f"not a size: {text!r} (use e.g. 512, 4k, 1M, 10G)")
-    return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+        raise OptionValueError(f"not a size: {text!r} ({SIZE_SPELLINGS})")
+    number, prefix = match.group(1), (match.group(2) or "").lower()
+    scaled = Fraction(number) * _SIZE_UNITS[prefix]
+    if scaled.denominator != 1:
+        raise OptionValueError(f"not a whole number of bytes: {text!r} ({SIZE_SPELLINGS})")
+    return int(scaled)
 
 
 def byte_size() -> Callable[[str], int]:

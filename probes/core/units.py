@@ -11,7 +11,10 @@ Contract:
   (``cpu.events_per_second>2900``). ``k``, ``M``, ``G`` multiply by 10^3,
   10^6, 10^9 (``40k``, ``1.5M/s``). A unit of another dimension
   (``200ms`` for a rate) raises ``UnitError`` naming what the metric takes;
-  so does a number of other digits than ASCII's or one that overflows.
+  so does a number of other digits than ASCII's or one that overflows, and a
+  bare ``k``/``M``/``G`` on a byte metric (``1M`` is 2^20 bytes in
+  ``--size``: ``1MB`` or ``1MiB`` says which). Time units are the options':
+  ns, us, ms, s, m (minutes), h, d.
 - ``format_quantity`` never raises, whatever float it is given.
 """
 
@@ -40,7 +43,10 @@ _UNITS: dict[str, tuple[str, float]] = {
     "µs": (TIME, 1e-6),
     "ms": (TIME, 1e-3),
     "s": (TIME, 1.0),
+    "m": (TIME, 60.0),  # as in every time option (--time 2m)
     "min": (TIME, 60.0),
+    "h": (TIME, 3600.0),
+    "d": (TIME, 86400.0),
     "%": (PERCENT, 1.0),
     "/s": (RATE, 1.0),
     "events/s": (RATE, 1.0),
@@ -59,13 +65,19 @@ _UNITS: dict[str, tuple[str, float]] = {
     "MiB": (BYTES, 1024.0**2),
     "GiB": (BYTES, 1024.0**3),
     "TiB": (BYTES, 1024.0**4),
+    # 1Gi as the size options read it (--size 1Gi)
+    "Ki": (BYTES, 1024.0),
+    "Mi": (BYTES, 1024.0**2),
+    "Gi": (BYTES, 1024.0**3),
+    "Ti": (BYTES, 1024.0**4),
 }
 for _name, (_dim, _factor) in list(_UNITS.items()):
     if _dim == BYTES:
         _UNITS[f"{_name}/s"] = (BYTE_RATE, _factor)
 _MULTIPLIERS = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
+_POWERS = {"k": 3, "K": 3, "M": 6, "G": 9}
 _EXAMPLES = {
-    TIME: "ns, us, ms, s",
+    TIME: "ns, us, ms, s, m, h",
     PERCENT: "%",
     RATE: "/s (or a bare number; k, M suffixes)",
     BYTES: "B, kB, MB, GB, KiB, MiB, GiB",
@@ -112,6 +124,16 @@ def parse_quantity(text: str, unit: Unit) -> float:
     if found is None and rest[0] in _MULTIPLIERS:
         multiplier = _MULTIPLIERS[rest[0]]
         tail = rest[1:].strip()
+        if not tail and unit.dimension in (BYTES, BYTE_RATE):
+            # --size 1M is 2**20 bytes (fio's sizes), a count's 1M is 10**6:
+            # for bytes, say which one rather than pick.
+            num, per = match.group(1), "/s" if unit.dimension == BYTE_RATE else ""
+            power = _POWERS[rest]
+            raise UnitError(
+                f"{text!r} is ambiguous for a metric in {unit.describe()}: write "
+                f"{num}{rest}B{per} (10^{power}) or {num}{rest.upper()}iB{per} "
+                f"(2^{power // 3 * 10}, what --size {num}{rest} means)"
+            )
         # 40k: thousands of the metric's own unit
         found = _UNITS.get(tail) if tail else (unit.dimension, unit.factor)
     if found is None:

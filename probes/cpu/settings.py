@@ -35,6 +35,7 @@ from probetop.probes.core.sysbench.options import (
     DEFAULT_PERCENTILE,
     DEFAULT_TIME_S,
     check_percentile,
+    old_spellings,
     percentile_option,
     report_interval_option,
     run_word_option,
@@ -160,6 +161,7 @@ SPEC = CommandSpec(
             default="auto",
         ),
     ),
+    spellings=old_spellings("cpu", events=True),
 )
 
 

@@ -33,8 +33,9 @@ from probetop.probes.core.options import (
     CommandSpec,
     Option,
     OptionValueError,
+    Spelling,
     byte_size,
-    number,
+    duration,
     whole_number,
 )
 from probetop.probes.disk import ioengines
@@ -156,6 +157,24 @@ YES_DESTROY_DATA = Option(
     metavar="TARGET",
 )
 
+# fio's names for these options, read as ours (tui/cli/parser.read_spellings);
+# fio's --rate_iops, --cpus_allowed, --ss_dur ... need none: underscores are
+# read as dashes in every command.
+FIO = "fio"
+FIO_SPELLINGS = (
+    Spelling(FIO, "--filename", ""),
+    Spelling(FIO, "--numjobs", "--jobs"),
+    Spelling(FIO, "--blocksize", "--bs"),
+    Spelling(FIO, "--runtime", "--time"),
+    Spelling(
+        FIO,
+        "--group_reporting",
+        None,
+        takes_value=False,
+        note="the jobs are always reported as one group",
+    ),
+)
+
 # -- probetop iops -----------------------------------------------------------
 
 IOPS_DESCRIPTION = """\
@@ -210,7 +229,7 @@ IOPS_SPEC = CommandSpec(
         RATE_IOPS,
         CPUS_ALLOWED,
         YES_DESTROY_DATA,
-        Option(("--ramp",), "run S seconds before totals start", number(), 0.0, "S"),
+        Option(("--ramp",), "run S seconds before totals start", duration(), 0.0, "S"),
         Option(
             ("--filename-format",),
             "TARGET is a directory: one file per job named so, as fio's --filename_format "
@@ -242,6 +261,21 @@ IOPS_SPEC = CommandSpec(
             "json or json+ (json with clat_ns.bins); --json is json",
             default=None,
             choices=OUTPUT_FORMATS,
+        ),
+    ),
+    spellings=(
+        *FIO_SPELLINGS,
+        Spelling(FIO, "--readwrite", "--rw"),
+        Spelling(FIO, "--ramp_time", "--ramp"),
+        Spelling(FIO, "--direct", None, by_value={"1": "--direct", "0": "--buffered"}),
+        Spelling(FIO, "--buffered", None, by_value={"1": "--buffered", "0": "--direct"}),
+        Spelling(FIO, "--sync", None, by_value={"1": "--sync", "0": ""}),
+        Spelling(
+            FIO,
+            "--time_based",
+            None,
+            takes_value=False,
+            note="iops always runs for --time, whatever --size",
         ),
     ),
 )

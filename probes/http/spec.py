@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from probetop.probes.core.options import CommandSpec, Option, number, whole_number
+from probetop.probes.core.options import CommandSpec, Option, duration, whole_number
 from probetop.probes.http.load.settings import LOAD_OPTIONS
 from probetop.probes.http.request import DEFAULT_MAX_REDIRS
 from probetop.probes.record import KEEP_BODY_FLAG
@@ -259,19 +259,19 @@ SPEC = CommandSpec(
             "N",
             group=CURL,
         ),
-        Option(("-m", "--max-time"), "timeout per request", number(), metavar="S", group=CURL),
+        Option(("-m", "--max-time"), "timeout per request", duration(), metavar="S", group=CURL),
         Option(
             ("--max-time-ms",),
             "timeout per request in milliseconds (pycurlb's option)",
-            number(),
+            duration(unit="ms"),
             metavar="MS",
             group=CURL,
         ),
-        Option(("--connect-timeout",), "connect timeout", number(), metavar="S", group=CURL),
+        Option(("--connect-timeout",), "connect timeout", duration(), metavar="S", group=CURL),
         Option(
             ("--connect-timeout-ms",),
             "connect timeout in milliseconds (pycurlb's option)",
-            number(),
+            duration(unit="ms"),
             metavar="MS",
             group=CURL,
         ),

@@ -29,6 +29,8 @@ from probetop.probes.core.options import (
     CommandSpec,
     Option,
     OptionValueError,
+    Spelling,
+    byte_size,
     duration,
     number,
     whole_number,
@@ -147,13 +149,17 @@ SPEC = CommandSpec(
         Option(
             ("--sample-interval",),
             "sampling interval in seconds (default 1); --interval here is ping's send interval",
-            number(positive=True),
+            duration(positive=True),
             1.0,
             "S",
             dest="interval",  # the common sampling interval, under another name
         ),
         Option(
-            ("-s", "--size"), "ICMP payload bytes, as ping -s (default 56)", _count, 56, "BYTES"
+            ("-s", "--size"),
+            "ICMP payload bytes, as ping -s (default 56; 1k = 1024)",
+            byte_size(),
+            56,
+            "BYTES",
         ),
         Option(
             ("--streams",),
@@ -166,7 +172,7 @@ SPEC = CommandSpec(
         Option(
             ("-w", "--deadline"),
             "stop after S seconds, as ping -w (the same as --time)",
-            number(nonnegative=True),
+            duration(),
             metavar="S",
             dest="time",  # the common --time: one deadline, two spellings
         ),
@@ -220,7 +226,7 @@ SPEC = CommandSpec(
             "a request unanswered this long is lost, as ping -W TIMEOUT (default 1); "
             "on Ctrl-C or --time, "
             f"replies in flight are awaited at most min(this, {STOP_DRAIN_S:g}) s",
-            number(),
+            duration(),
             1.0,
             "S",
         ),
@@ -231,6 +237,15 @@ SPEC = CommandSpec(
             default="auto",
             dest="socket_mode",
         ),
+    ),
+    spellings=(
+        Spelling(
+            "ping", "-n", None, takes_value=False, note="addresses are printed numerically already"
+        ),
+        Spelling("hping3", "-1", None, takes_value=False, note="icmp sends ICMP echo"),
+        Spelling("hping3", "--icmp", None, takes_value=False, note="icmp sends ICMP echo"),
+        Spelling("hping3", "-d", "-s"),
+        Spelling("hping3", "--data", "-s"),
     ),
 )
 

@@ -23,6 +23,7 @@ from probetop.probes.core.sysbench.options import (
     DEFAULT_PERCENTILE,
     DEFAULT_TIME_S,
     check_percentile,
+    old_spellings,
     percentile_option,
     report_interval_option,
     run_word_option,
@@ -106,6 +107,7 @@ SPEC = CommandSpec(
         percentile_option(),
         run_word_option("memory"),
     ),
+    spellings=old_spellings("memory", events=False),
 )
 
 

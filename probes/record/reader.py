@@ -403,7 +403,7 @@ def _header_of(first: Row | None, p: Path, *, weigh: bool = False) -> dict[str, 
     """The checked header from the file's first row (``weigh``: also within
     MAX_WEIGHT); RecordingError naming what is wrong with it."""
     if first is None or not first[1].strip():
-        raise RecordingError(f"{p}: empty file, not a probetop recording")
+        raise RecordingError(f"{p}: {_why_no_first_line(p)}, not a probetop recording")
     try:
         header = check_header(parse(first[1]))
         if weigh:
@@ -415,6 +415,28 @@ def _header_of(first: Row | None, p: Path, *, weigh: bool = False) -> dict[str, 
     except RecordingError as exc:
         raise RecordingError(f"{p}: {exc}") from None
     return header
+
+
+def _why_no_first_line(p: Path) -> str:
+    """Why a file gave no first line: empty, or bytes that make no whole line
+    (a .zst cut off inside its first block said "empty file" at 500 bytes)."""
+    try:
+        size = p.stat().st_size
+    except OSError:
+        return "empty file"
+    if size == 0:
+        return "empty file"
+    with contextlib.suppress(OSError), p.open("rb") as f:
+        head = f.read(1 << 20)
+        if head.startswith(b"\x28\xb5\x2f\xfd"):
+            import zstandard
+
+            stream = zstandard.ZstdDecompressor().decompressobj()
+            with contextlib.suppress(zstandard.ZstdError):
+                if not stream.decompress(head).strip() and stream.eof:
+                    return "zstandard-compressed empty file"
+            return f"{size:,} bytes of zstandard that end before its first line is whole (cut off)"
+    return f"{size:,} bytes of blank lines"
 
 
 def _read_header(f: LineSource, p: Path) -> tuple[dict[str, Any], int]:

@@ -80,7 +80,6 @@ def test_interval_reaches_the_settings_and_the_common_options(parser):
         (["-u", "bob"], "USER:PASSWORD"),
         (["-o", "body.html"], "-o FILE is not supported"),
         (["-m", "0"], "--max-time must be positive"),
-        (["--connect-timeout=-1"], "--connect-timeout must be positive"),
         (["--max-redirs=-1"], "--max-redirs must be 0 or more"),
         (["-d", "@/nonexistent/file"], "cannot read /nonexistent/file"),
     ],

@@ -48,7 +48,7 @@ def probetop(*args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedPr
         (("--rate", "10", "-i", "1", "127.0.0.1"), "not allowed with"),
         (("--count", "x", "127.0.0.1"), "not a whole number"),
         (("--size=-1", "127.0.0.1"), "must be at least 0"),
-        (("-i", "0", "127.0.0.1"), "must be a positive duration"),
+        (("-i", "0", "127.0.0.1"), "must be a positive number, got 0"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(args: tuple[str, ...], message: str) -> None:

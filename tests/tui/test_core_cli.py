@@ -29,7 +29,7 @@ def test_help_lists_commands_and_examples():
         (["--bogus"], "unrecognized arguments: --bogus"),
         (["--time", "-1"], "must be zero or a positive number"),
         (["--interval", "0"], "must be a positive number"),
-        (["--interval", "abc"], "not a number"),
+        (["--interval", "abc"], "not a duration"),
         (["nosuchcommand"], "invalid choice"),
     ],
 )
@@ -86,7 +86,7 @@ def test_report_of_a_recording_prints_tables_and_charts(tmp_path):
         (["icmp", "127.0.0.1", "-c", "-1"], "must be at least 0, got -1"),
         (["icmp", "127.0.0.1", "-s", "-5"], "must be at least 0, got -5"),
         (["icmp", "127.0.0.1", "-t", "-1"], "must be at least 0, got -1"),
-        (["http", "http://127.0.0.1:9/", "-m", "-1"], "must be positive"),
+        (["http", "http://127.0.0.1:9/", "-m", "-1"], "must be zero or a positive number, got -1"),
     ],
 )
 def test_a_negative_value_reaches_the_options_own_check(argv: list[str], message: str) -> None:

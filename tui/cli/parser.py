@@ -27,7 +27,7 @@ from typing import Any
 
 from probetop.probes import version
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.core.options import CommandSpec, Option, OptionValueError
+from probetop.probes.core.options import CommandSpec, Option, OptionValueError, Spelling
 from probetop.tui import commands
 from probetop.tui.cli.plan import (
     COMMON_OPTIONS,
@@ -190,11 +190,12 @@ def build_parser(only: set[str] | None = None, *, others: bool = True) -> argpar
                 sub.add_parser(name)
     for name, module in commands.available(only):
         spec: CommandSpec = module.SPEC
+        epilog = "\n".join(text for text in (spec.epilog, spellings_epilog(spec)) if text)
         p = sub.add_parser(
             name,
             help=spec.help,
             description=spec.description or spec.help,
-            epilog=spec.epilog or None,
+            epilog=epilog or None,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         add_spec(p, spec)
@@ -202,6 +203,8 @@ def build_parser(only: set[str] | None = None, *, others: bool = True) -> argpar
         # reads (refuse_ignored, --detach): its --help does not offer them.
         runs_probes = name in commands.PROBE_COMMANDS or name == "demo"
         refused = () if runs_probes else (*(f for _d, f in LIVE_RUN_OPTIONS), "--detach")
+        if name in NO_DASHBOARD:
+            refused = (*refused, "--theme")
         # A common option the spec declares itself (icmp's --sample-interval,
         # its -i/--interval) is the spec's: the common copy is left out.
         own = {flag for option in spec.options for flag in option.flags}
@@ -252,9 +255,112 @@ def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     return actions
 
 
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _value_takers(parser: argparse.ArgumentParser) -> set[str]:
+    """The option strings whose next token is surely their value."""
+    return {
+        flag
+        for action in parser._actions
+        if action.option_strings and action.nargs not in (0, "?")
+        for flag in action.option_strings
+    }
+
+
+def read_spellings(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """``argv`` with reference tools' spellings written as the command's own.
+
+    Two rules, one place: a ``--name_with_underscores`` whose dashed form is
+    an option (fio's ``--rate_iops``, ``--cpus_allowed``) is that option, in
+    every command; and a command's ``CommandSpec.spellings`` (fio's
+    ``--numjobs 4`` is ``--jobs 4``, ``--direct=0`` is ``--buffered``,
+    sysbench's ``--num-threads``, ping's ``-n``) are read as declared. A
+    value no spelling maps is a usage error naming the values it takes.
+    Option values and everything after ``--`` are left alone."""
+    subs = _subparsers(parser)
+    current, spelled = parser, {}
+    takes_value = _value_takers(parser)
+    out: list[str] = []
+    items = list(argv)
+    i = 0
+    while i < len(items):
+        token = items[i]
+        i += 1
+        if token == "--":
+            out.extend(items[i - 1 :])
+            break
+        if current is parser and token in subs:
+            current = subs[token]
+            takes_value = _value_takers(current)
+            module = commands.load(token) if token in commands.PROBE_COMMANDS else None
+            spec = getattr(module, "SPEC", None)
+            spelled = {sp.theirs: sp for sp in (spec.spellings if spec else ())}
+            out.append(token)
+            continue
+        name, eq, value = token.partition("=") if token.startswith("--") else (token, "", "")
+        known = current._option_string_actions
+        valued = spelled.get(name)
+        if valued is not None and valued.by_value is not None and eq:
+            out.extend(_respelled(current, valued, value))  # fio's --direct=1, --sync=0
+            continue
+        if not token.startswith("-") or name in known:
+            out.append(token)
+            if name in takes_value and not eq and i < len(items):
+                out.append(items[i])  # its value, whatever it looks like
+                i += 1
+            continue
+        dashed = name.replace("_", "-")
+        if name.startswith("--") and dashed in known:
+            items.insert(i, dashed + eq + value)  # read again as the option it is
+            continue
+        spelling = spelled.get(name) or spelled.get(dashed)
+        if spelling is None:
+            out.append(token)
+            continue
+        if spelling.takes_value and not eq and i < len(items):
+            value = items[i]
+            i += 1
+        out.extend(_respelled(current, spelling, value))
+    return out
+
+
+def _respelled(parser: argparse.ArgumentParser, spelling: Spelling, value: str) -> list[str]:
+    """What one reference spelling (and its value) is on this command line."""
+    if spelling.by_value is not None:
+        flag = spelling.by_value.get(value.strip())
+        if flag is None:
+            parser.error(
+                f"{spelling.tool}'s {spelling.theirs} takes "
+                f"{' or '.join(spelling.by_value)} here, got {value!r}"
+            )
+        return [flag] if flag else []
+    if spelling.ours is None:
+        return []
+    if spelling.ours == "":
+        return [value]
+    return [spelling.ours, value] if spelling.takes_value else [spelling.ours]
+
+
+def spellings_epilog(spec: CommandSpec) -> str:
+    """The ``--help`` lines that say which reference spellings a command reads."""
+    if not spec.spellings:
+        return ""
+    lines = "\n".join(f"  {sp.describe()}" for sp in spec.spellings)
+    return (
+        "also read as the reference tool spells them (and every --option_name\n"
+        f"as --option-name):\n{lines}\n"
+    )
+
+
 def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
-    """``parser.parse_args`` with negative option values attached (see above)."""
-    return parser.parse_args(attach_negative_values(parser, argv))
+    """``parser.parse_args`` with reference spellings read and negative
+    option values attached (see above)."""
+    return parser.parse_args(attach_negative_values(parser, read_spellings(parser, argv)))
 
 
 def make_plan(namespace: argparse.Namespace, argv: Sequence[str] = ()) -> RunPlan[Any]:
@@ -321,6 +427,11 @@ LIVE_RUN_OPTIONS = (
 ``--interval`` is read as ``--sample-interval`` before this check."""
 
 
+NO_DASHBOARD = ("report", "compare", "export", "ls", "stop", "follow", "compile")
+"""Commands that never draw a dashboard: --theme has nothing to theme there
+(said, as a headless run says it, not silently taken)."""
+
+
 def refuse_ignored(command: str | None, values: dict[str, Any]) -> None:
     """UsageProbeError (exit 2) when a command that runs no probes (replay,
     report, compare, export, ls, attach, stop) is given an option only a live
@@ -328,6 +439,11 @@ def refuse_ignored(command: str | None, values: dict[str, Any]) -> None:
     recorded nothing; `export --metrics` served nothing)."""
     if command is None or command in commands.PROBE_COMMANDS or command == "demo":
         return
+    if command in NO_DASHBOARD and values.get("theme"):
+        raise UsageProbeError(
+            f"{command} shows no dashboard, so --theme would be ignored; it applies to the "
+            "probe commands, demo, replay and attach"
+        )
     given = [flag for dest, flag in LIVE_RUN_OPTIONS if values.get(dest) not in (None, False)]
     if given:
         raise UsageProbeError(

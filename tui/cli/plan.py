@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.core.options import Option, number
+from probetop.probes.core.options import Option, duration
 from probetop.probes.core.ranges import MAX_SECONDS, check_interval, check_seconds
 
 if TYPE_CHECKING:
@@ -75,15 +75,15 @@ COMMON_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         ("--time",),
-        "stop the probes after S seconds (0: no time limit, as in sysbench)",
-        parse=number(nonnegative=True),
+        "stop the probes after S seconds (or 500ms, 10m, 2h; 0: no time limit, as in sysbench)",
+        parse=duration(),
         metavar="S",
     ),
     Option(
         ("--sample-interval",),
         "sampling period in seconds: one sample (pane update, recorded line, metrics "
-        "interval) every S (default 1); the same name in every command",
-        parse=number(positive=True),
+        "interval) every S (default 1; or 500ms, 1m); the same name in every command",
+        parse=duration(positive=True),
         # None in the parsed values means "not given" (CommonOptions reads it
         # as 1 s): `http --sample-interval 1 URL` asks for repeated sampling.
         default=None,
@@ -94,7 +94,7 @@ COMMON_OPTIONS: tuple[Option, ...] = (
         ("--interval",),
         "the old spelling of --sample-interval (a hint says so; refused before icmp, "
         "whose -i/--interval is ping's send interval)",
-        parse=number(positive=True),
+        parse=duration(positive=True),
         dest=OLD_INTERVAL,
         metavar="S",
         hidden=True,
@@ -125,7 +125,7 @@ COMMON_OPTIONS: tuple[Option, ...] = (
         ("--metrics-linger",),
         "after a headless run ends, keep the --metrics endpoint up S seconds more (its "
         "final counters served), so Prometheus scrapes the last interval",
-        parse=number(nonnegative=True),
+        parse=duration(),
         metavar="S",
         dest="metrics_linger",
     ),

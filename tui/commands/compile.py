@@ -10,6 +10,7 @@ milliseconds at every start.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -54,20 +55,33 @@ def _families() -> list[tuple[str, Callable[[], None]]]:
 
 
 def run(plan: RunPlan[CompileSettings]) -> int:
+    """Build every loop; the lines as it goes, or with --json one document
+    at the end (``cache``, ``loops[]``: ``name``, ``ready``, ``seconds``,
+    ``error``): `compile --json` printed the text."""
+    as_json = plan.common.json
+    text = (lambda *a, **k: None) if as_json else print
     where = native_cache.configure()
     if where is None:
         print(f"probetop: {native_cache.note()}", file=sys.stderr)
     else:
-        print(f"probetop compile: cache {where}")
+        text(f"probetop compile: cache {where}")
     status = 0
+    loops: list[dict[str, Any]] = []
     for label, build in _families():
         t0 = time.monotonic()
-        print(f"  {label}: ", end="", flush=True)
+        text(f"  {label}: ", end="", flush=True)
+        error: str | None = None
         try:
             build()
         except Exception as exc:  # ProbeError/NativeCodeError: say which loop, go on
-            print(f"failed: {exc}")
+            error = str(exc)
             status = 2
-            continue
-        print(f"ready ({time.monotonic() - t0:.1f} s)")
+        seconds = time.monotonic() - t0
+        text(f"failed: {error}" if error else f"ready ({seconds:.1f} s)")
+        loops.append(
+            {"name": label, "ready": error is None, "seconds": round(seconds, 3), "error": error}
+        )
+    if as_json:
+        json.dump({"cache": str(where) if where else None, "loops": loops}, sys.stdout, indent=2)
+        print()
     return status

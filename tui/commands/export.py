@@ -41,9 +41,9 @@ examples:
         Option(("file",), "a recording (JSON Lines) made with --record", metavar="REC"),
         Option(
             ("-O", "--format"),
-            "output format (default openmetrics)",
+            "output format (default openmetrics; --json is -O json)",
             choices=FORMATS,
-            default="openmetrics",
+            default=None,
             metavar="FORMAT",
         ),
         Option(
@@ -66,9 +66,14 @@ def settings(values: Mapping[str, Any], common: CommonOptions) -> ExportSettings
     out = values.get("out")
     if out == "":  # was stdout, silently
         raise ExportError("--out: an empty file name (leave --out out, or give -, for stdout)")
+    fmt = values.get("format")
+    if common.json:  # was ignored: OpenMetrics came out of `export REC --json`
+        if fmt not in (None, "json"):
+            raise ExportError(f"--json asks for -O json; give one of --json and -O {fmt}")
+        fmt = "json"
     return ExportSettings(
         file=Path(values["file"]).expanduser(),
-        format=values.get("format") or "openmetrics",
+        format=fmt or "openmetrics",
         out=Path(out).expanduser() if out not in (None, "-") else None,  # "-": stdout
     )
 
@@ -79,6 +84,13 @@ def run(plan: RunPlan[ExportSettings]) -> int:
         result = export(s.file, s.format, out)
     for warning in result.warnings:
         print(f"probetop: warning: {warning}", file=sys.stderr)
+    if result.series == 0:  # an empty file and exit 0 said nothing about why
+        print(
+            f"probetop: warning: {s.file} holds no metric to export (the passive "
+            "system.* panes are not exported: node_exporter exports them; `probetop "
+            f"report {s.file}` summarises them)",
+            file=sys.stderr,
+        )
     if s.out is not None:
         print(
             f"probetop: wrote {s.out}: {result.series} series, {result.points} "

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.core.options import CommandSpec, Option
+from probetop.probes.core.options import CommandSpec, Option, duration, whole_number
 from probetop.probes.record import RecordingError, RecordingFollower
-from probetop.tui.cli.argtypes import number, whole_number
 from probetop.tui.cli.plan import CommonOptions, RunPlan
 from probetop.tui.sessions.registry import find, meta_path, read_info, started
 from probetop.tui.sessions.viewcodec import ViewEncoder
@@ -64,7 +63,7 @@ empty line every 2 s shows the link is alive. `probetop --remote HOST` and
             ("--batch",),
             "with --compact: send new lines at most every S seconds (default 1; each "
             "batch costs an SSH packet, ~40 bytes)",
-            parse=number(positive=True),
+            parse=duration(positive=True),
             default=None,
             metavar="S",
         ),

@@ -8,19 +8,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from probetop.probes.core.options import CommandSpec, Option, OptionValueError
+from probetop.probes.core.options import CommandSpec, Option, OptionValueError, parse_duration
 from probetop.tui.cli.plan import CommonOptions, RunPlan
 from probetop.tui.sessions.control import stop_session
 from probetop.tui.sessions.registry import SessionError, SessionInfo, find
 
 
 def _wait_seconds(text: str) -> float:
-    """--wait: a finite number of seconds within 0.1..86400 (never inf, nan or 0)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise OptionValueError(f"not a number of seconds: {text!r}") from None
-    if not 0.1 <= value <= 86400:  # also false for nan
+    """--wait: a duration (``parse_duration``: 30, 90s, 2m) within 0.1..86400 s."""
+    value = parse_duration(text)
+    if not 0.1 <= value <= 86400:
         raise OptionValueError(f"must be within 0.1..86400 seconds, got {text}")
     return value
 
@@ -68,12 +65,30 @@ def run(plan: RunPlan[StopSettings]) -> int:
         print(f"probetop: session {info.name} stopped before its probes started; "
               "nothing was recorded and it is not listed")  # fmt: skip
         return 0
-    try:
-        sys.stdout.write(Path(done.log).read_text())
-    except OSError as exc:
-        print(f"probetop: warning: cannot read {done.log}: {exc.strerror}", file=sys.stderr)
-    print(f"probetop: session {done.name} {done.state}; recording: {done.recording}")
+    if plan.common.json:  # one JSON document on stdout, whatever the session printed
+        _json_report(done)
+    else:
+        try:
+            sys.stdout.write(Path(done.log).read_text())
+        except OSError as exc:
+            print(f"probetop: warning: cannot read {done.log}: {exc.strerror}", file=sys.stderr)
+    print(
+        f"probetop: session {done.name} {done.state}; recording: {done.recording}",
+        file=sys.stderr if plan.common.json else sys.stdout,
+    )
     return exit_status(done)
+
+
+def _json_report(done: SessionInfo) -> None:
+    """``report --json`` of the session's recording: `stop NAME --json` printed
+    the session's text report, which no JSON reader takes."""
+    from probetop.probes.record import load_session
+    from probetop.tui.commands.report import print_report
+
+    session = load_session(done.recording)  # RecordingError: exit 2 with its message
+    for warning in session.warnings:
+        print(f"probetop: warning: {warning}", file=sys.stderr)
+    print_report(session, charts=False, as_json=True)
 
 
 STOPPED_AS_ASKED = (0, 128 + 1, 128 + 2, 128 + 15)

@@ -166,7 +166,7 @@ def check_name(name: str) -> str:
     """``name`` if it can name files (letters, digits, ``.``, ``_``, ``-``)."""
     if not NAME_RE.match(name):
         raise SessionError(
-            f"session name {name!r}: use 1 to 64 letters, digits, '.', '_' or '-', "
+            f"session name {name!r}: use 1 to 64 ASCII letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
         )
     return name

@@ -10,6 +10,9 @@ Contract:
   which also prints the ``[ Ns ]`` lines) with probetop's --sample-interval:
   (the period, whether the lines are asked for); UsageProbeError when both
   are given and differ, never a silent override.
+- ``old_spellings(test, events=...)``: sysbench 0.4/0.5's option names
+  (``--num-threads``, ``--max-time``, ``--test=cpu``) for a spec's
+  ``spellings``.
 - ``check_percentile(p)`` refuses what sysbench would (0 disables it).
 - ``settings_reader(Settings.from_options)``: a family's ``read_settings``
   hook, the common --time and --sample-interval passed on.
@@ -22,7 +25,7 @@ from typing import Any, Protocol, TypeVar
 
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.family import RunCommon
-from probetop.probes.core.options import Option, number, whole_number
+from probetop.probes.core.options import Option, Spelling, duration, number, whole_number
 
 DEFAULT_TIME_S = 10.0  # sysbench 1.0's --time default
 DEFAULT_PERCENTILE = 95.0
@@ -37,7 +40,7 @@ def report_interval_option(command: str) -> Option:
         ("--report-interval",),
         "sample every S seconds and print sysbench's [ Ns ] lines in the headless "
         f"report (per-interval, not cumulative); {command}'s name for --sample-interval",
-        number(),
+        duration(),
         None,
         "S",
     )
@@ -51,6 +54,17 @@ def percentile_option() -> Option:
         DEFAULT_PERCENTILE,
         "P",
     )
+
+
+def old_spellings(test: str, *, events: bool) -> tuple[Spelling, ...]:
+    """sysbench 0.4/0.5's names, which sysbench 1.0 still reads (deprecated):
+    ``sysbench --test=cpu --num-threads=2 --max-time=10 run`` runs as is."""
+    out = (
+        Spelling("sysbench", "--test", None, by_value={test: ""}, note="this command"),
+        Spelling("sysbench", "--num-threads", "--threads"),
+        Spelling("sysbench", "--max-time", "--time"),
+    )
+    return (*out, Spelling("sysbench", "--max-requests", "--events")) if events else out
 
 
 def run_word_option(test: str) -> Option:

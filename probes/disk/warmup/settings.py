@@ -18,13 +18,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.core.options import CommandSpec, Option, number
+from probetop.probes.core.options import CommandSpec, Option, Spelling, duration
 from probetop.probes.disk import ioengines
 from probetop.probes.disk.capacity import check_interval, check_seconds
 from probetop.probes.disk.settings import (
     BS,
     BUFFERED,
     CPUS_ALLOWED,
+    FIO,
+    FIO_SPELLINGS,
     IODEPTH,
     IOENGINE,
     JOBS,
@@ -106,8 +108,8 @@ WARMUP_SPEC = CommandSpec(
             default=DEFAULT_SPEC,
             metavar="CRIT:LIMIT",
         ),
-        Option(("--ss-dur",), "plateau window in seconds", number(), 30.0, "S"),
-        Option(("--ss-ramp",), "ignore the first S seconds", number(), 0.0, "S"),
+        Option(("--ss-dur",), "plateau window in seconds", duration(), 30.0, "S"),
+        Option(("--ss-ramp",), "ignore the first S seconds", duration(), 0.0, "S"),
         RATE_IOPS,
         CPUS_ALLOWED,
         replace(BUFFERED, help="use the page cache instead of O_DIRECT"),
@@ -115,6 +117,12 @@ WARMUP_SPEC = CommandSpec(
             YES_DESTROY_DATA,
             help="confirm a write pass without the dashboard; must name TARGET exactly",
         ),
+    ),
+    spellings=(
+        *FIO_SPELLINGS,
+        Spelling(FIO, "--ss", "--steadystate"),
+        Spelling(FIO, "--direct", None, by_value={"1": "", "0": "--buffered"}),
+        Spelling(FIO, "--buffered", None, by_value={"1": "--buffered", "0": ""}),
     ),
 )
 

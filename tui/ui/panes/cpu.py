@@ -225,7 +225,8 @@ class CpuBenchPane(ProbePane):
             lines.append(
                 # Fields parted by two spaces: a narrow pane wraps between them.
                 f"finished: {f['events_per_second']:.2f} events/s  {f['total_events']:,} events "
-                f"in {f['total_time']:.2f} s ({f['threads']} threads)  stopped by {f['stopped_by']}"
+                f"in {f['total_time']:.2f} s ({f['threads']} "
+                f"thread{'' if f['threads'] == 1 else 's'})  stopped by {f['stopped_by']}"
             )
         if self.engine == "python":
             lines.insert(0, f"WARNING: {PYTHON_ENGINE_LABEL}")

@@ -67,6 +67,23 @@ IDLE_WINDOW = 60  # samples: a virtual device idle this long is hidden again
 MIN_SPARK = 12  # columns are left out before the sparkline gets narrower than this
 CHART_ENTITIES = 3  # devices drawn in the maximised chart
 PANE_CHROME = 4  # border and padding, left + right
+
+
+def names_line(head: str, names: list[str], tail: str, room: int, sep: str) -> str:
+    """``head`` + as many ``names`` as fit in ``room`` cells + `` +N`` for
+    the rest + ``tail``: the key hint at the end stays whole at 80 columns
+    (``9 idle hidden: loop0 ... loop8  (i: sh`` was cut there)."""
+    whole = head + sep.join(names) + tail
+    if room <= 0 or len(whole) <= room:
+        return whole
+    for shown in range(len(names) - 1, -1, -1):
+        more = f"{sep if shown else ''}+{len(names) - shown}"
+        line = head + sep.join(names[:shown]) + more + tail
+        if len(line) <= room:
+            return line
+    return whole[:room]
+
+
 GONE_NOTE_SAMPLES = 30  # samples a gone device stays named in the last row
 GONE_NOTED = 3  # gone devices named at most
 
@@ -212,10 +229,12 @@ class EntityPane(ProbePane):
             text = f"{entity:<{name_w}}" + "".join(f" {c.cell(counters)}" for c in cols)
             rows.append(SeriesRow(text, self.sums.get(entity, ())))
         hidden = [e for e in self.entities() if e not in shown]
+        room = self.size.width - PANE_CHROME
         if hidden and not shown:
             rows.append(SeriesRow(f"no traffic on {len(hidden)} {self.NOUN}  (i: show them)"))
         elif hidden:
-            rows.append(SeriesRow(f"{len(hidden)} idle hidden: {' '.join(hidden)}  (i: show)"))
+            line = names_line(f"{len(hidden)} idle hidden: ", hidden, "  (i: show)", room, " ")
+            rows.append(SeriesRow(line))
         # "ago", not "at": a live record's time is the monotonic clock's
         now_ns = self.last_sample.t_ns if self.last_sample is not None else 0
         gone = [
@@ -224,7 +243,7 @@ class EntityPane(ProbePane):
             if self.samples_seen - seen <= GONE_NOTE_SAMPLES and entity not in self.counters
         ]
         if gone:
-            rows.append(SeriesRow(f"gone: {', '.join(gone)}"))
+            rows.append(SeriesRow(names_line("gone: ", gone, "", room, ", ")))
         return rows, text_w
 
     def render_frame(self) -> None:
