@@ -446,8 +446,11 @@ def test_a_recording_in_use_by_another_probetop_is_never_written_over(tmp_path: 
 
     probetop = [sys.executable, "-m", "probetop.tui.main"]
     target = tmp_path / "busy.jsonl"
+    # Long enough to outlive the two refused runs however slow their start-up
+    # (5.7-6.8 s each at load 23 outlived a 6 s first run); ended by SIGTERM,
+    # which completes its recording and exits 0.
     first = subprocess.Popen(
-        [*probetop, "--headless", "--time", "6", "--interval", "0.2", "--record", str(target)],
+        [*probetop, "--headless", "--time", "300", "--interval", "0.2", "--record", str(target)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -465,6 +468,7 @@ def test_a_recording_in_use_by_another_probetop_is_never_written_over(tmp_path: 
             out = subprocess.run([*probetop, *args], capture_output=True, text=True, timeout=60)
             assert out.returncode == 2, out.stderr
             assert f"in use by probetop PID {first.pid}" in out.stderr
+            assert first.poll() is None, "the first run ended: the refusal proves nothing"
         assert target.stat().st_size >= size  # only the first run wrote to it
     finally:
         first.terminate()
