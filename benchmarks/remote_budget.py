@@ -63,18 +63,54 @@ def tmux(*args: str) -> None:
     subprocess.run(["tmux", "-L", TMUX, *args], capture_output=True, timeout=10)
 
 
+class NotShown(RuntimeError):
+    """The way never showed its panes with numbers: no figure, rather than a
+    rate of a link that carried nothing (a view that failed costs 0 B/s)."""
+
+
+def screen() -> str:
+    out = subprocess.run(
+        ["tmux", "-L", TMUX, "capture-pane", "-p", "-t", "b"],
+        capture_output=True, text=True, timeout=10,
+    )  # fmt: skip
+    return out.stdout
+
+
+def showing(text: str, probe: str) -> bool:
+    """Every pane of the way is on screen with a measured value: the probe's
+    pane (if any) and the host's three, none still waiting for its first."""
+    titles = ("system.cpu", "system.disk", "system.net", *([f" {probe} "] if probe else []))
+    return all(t in text for t in titles) and "waiting for the first" not in text
+
+
 def measure(
-    command: str, env: dict[str, str], port: int, settle: float, window: float
+    command: str,
+    probe: str,
+    env: dict[str, str],
+    port: int,
+    settle: float,
+    window: float,
+    ready_s: float,
 ) -> tuple[float, float]:
-    """B/s and segments/s received from sshd while ``command`` runs in a 120x40 terminal."""
+    """B/s and segments/s received from sshd while ``command`` runs in a
+    120x40 terminal, from ``settle`` s after its panes first show numbers
+    (within ``ready_s`` s, else ``NotShown``) for ``window`` s; the panes
+    must still show at the end."""
     exports = " ".join(f"{k}='{v}'" for k, v in env.items())
     tmux("new-session", "-d", "-x", "120", "-y", "40", "-s", "b",
          f"env {exports} TERM=xterm-256color {command}")  # fmt: skip
     try:
+        deadline = time.monotonic() + ready_s
+        while not showing(screen(), probe):
+            if time.monotonic() > deadline:
+                raise NotShown(f"no panes with numbers within {ready_s:g} s:\n{screen()}")
+            time.sleep(0.5)
         time.sleep(settle)
         start, start_segs = received(port)
         time.sleep(window)
         end, end_segs = received(port)
+        if not showing(screen(), probe):
+            raise NotShown(f"the panes were gone at the end of the window:\n{screen()}")
         return (end - start) / window, (end_segs - start_segs) / window
     finally:
         tmux("kill-server")
@@ -84,10 +120,13 @@ def measure(
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--window", type=float, default=30.0)
+    # After the panes first show numbers: the view's history and its
+    # probes' schemas travel once at the start, and its first live batches
+    # follow them; the window is the steady cost.
+    ap.add_argument("--settle", type=float, default=15.0)
     # A view starts three probetop processes on the far side (the session,
-    # ls, follow): on a loaded machine that took more than 10 s, and the
-    # window then held the history the view loads once.
-    ap.add_argument("--settle", type=float, default=30.0)
+    # ls, follow): on a loaded machine that took more than 30 s.
+    ap.add_argument("--ready", type=float, default=180.0, help="give up on a way after S s")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument(
         "--command",
@@ -123,13 +162,21 @@ def main() -> int:
         "tui -C": f"{ssh} -C -t ptest {remote} {{}}",
     }
     results: dict[tuple[str, str], list[float]] = {(c, w): [] for c in commands for w in ways}
+    failed = False
     try:
         for r in range(args.rounds):
             for cmd in commands:
                 for way, command in ways.items():
-                    rate, segs = measure(
-                        command.format(cmd), env, sshd.port, args.settle, args.window
-                    )
+                    probe = cmd.split()[0] if cmd else ""
+                    try:
+                        rate, segs = measure(
+                            command.format(cmd), probe, env, sshd.port, args.settle,
+                            args.window, args.ready,
+                        )  # fmt: skip
+                    except NotShown as e:
+                        print(f"round {r + 1}  {cmd[:28]:28s} {way:7s} not measured: {e}")
+                        failed = True
+                        continue
                     results[cmd, way].append(rate)
                     print(
                         f"round {r + 1}  {cmd[:28]:28s} {way:7s} {rate:8.0f} B/s  "
@@ -143,11 +190,14 @@ def main() -> int:
                            env=far, capture_output=True, timeout=60)  # fmt: skip
         sshd.stop()
         shutil.rmtree(base, ignore_errors=True)
-    med = {key: statistics.median(v) for key, v in results.items()}
+    med = {key: statistics.median(v) for key, v in results.items() if v}
     load = os.getloadavg()[0]
     print(f"\nmedian over {args.rounds} rounds of {args.window:g} s (load average {load:.1f}):")
     for cmd in commands:
         print(f"  {cmd or '(the passive panes)'}")
+        if any((cmd, way) not in med for way in ways):
+            print("    not measured: a way never showed its panes (above)")
+            continue
         for way in ways:
             print(f"    {way:7s} {med[cmd, way]:8.0f} B/s")
         case = f"probetop {cmd or '(passive panes)'}, 120x40, bytes over ssh"
@@ -166,7 +216,7 @@ def main() -> int:
                     reference_tool=tool,
                     goal=goal,
                 )
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
