@@ -2,14 +2,14 @@
 
 Why: glibc's malloc keeps what a program frees inside its heaps for the next
 allocation and gives back on its own only a free stretch at the very top of
-the main heap. Over hours of a run, the pages of free chunks in the middle
-of the heaps (tens of MB of them after start-up: imports, the JIT, the first
-intervals) are touched one by one and stay resident, so the resident size
-creeps up while what the process holds is flat: in a 25-minute demo with
-device churn, one ``malloc_trim(0)`` gave back 2.9 MiB, more than the RSS had
+the main heap. After start-up (imports, the JIT, the first intervals) the
+demo's heaps hold ~7 MiB free, and over a run the pages of those free
+chunks are touched one by one and stay resident: in a 25-minute demo with
+device churn one ``malloc_trim(0)`` gave back 2.9 MiB, more than the RSS had
 grown since the 10-minute mark (docs/reliability.md, "Soak with device
 churn"). ``malloc_trim(0)`` hands back every whole free page of every arena
-(``madvise``), so resident memory follows what is in use.
+(``madvise``), so resident memory follows what is in use. It lowers the
+level; it cannot help memory the program still holds.
 
 Contract:
 - ``trim_heap()``: one ``malloc_trim(0)``; True when it ran, False where the
