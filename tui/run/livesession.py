@@ -30,6 +30,10 @@ foreground dashboard needs to detach into a background session without
 losing a sample. It costs what ``--record`` costs, without disk I/O, and
 stops quietly past ``MEMORY_CAP_BYTES`` (about 70 hours of the demo).
 
+Memory: while the session runs, a ``HeapTrimmer`` hands the C heap's free
+pages back to the kernel once a minute (tui/run/heaptrim.py): without it the
+resident size of a run of hours crept up while what it held was flat.
+
 Signals: ``install_signal_handlers(on_signal)`` routes SIGINT, SIGTERM and
 SIGHUP to the host (which decides what to do: the app quits, the runner ends
 its loop); ``remove_signal_handlers`` restores the process's handling.
@@ -56,6 +60,7 @@ from probetop.probes.core.base import ConfirmationRequired, Probe, ProbeError
 from probetop.probes.core.hub import Hub, Subscription
 from probetop.probes.record import RecordingError
 from probetop.tui.cli.parser import CommandLineError, deadline_s, parse_command_line
+from probetop.tui.run.heaptrim import HeapTrimmer
 
 if TYPE_CHECKING:  # the writer (codec, host facts) loads when a recording starts
     from probetop.probes.record import FooterFields, Recorder
@@ -209,6 +214,8 @@ class LiveSession:
         self.notify = notify
         self.on_change = on_change or (lambda: None)
         self.hub = Hub()
+        # Free C heap pages back to the kernel once a minute (tui/run/heaptrim.py).
+        self.heap_trimmer = HeapTrimmer()
         self.recorder: Recorder | None = None
         self.probes_stopped = False
         self.finished = False
@@ -268,6 +275,7 @@ class LiveSession:
                 self.recording_failures.append(f"recording to {self.record_path} did not start")
         if not self.finished:  # a quit while the recording opened
             self.hub.start()
+            self.heap_trimmer.start()
 
     @property
     def failed(self) -> bool:
@@ -294,6 +302,7 @@ class LiveSession:
         if self.finished:
             return
         self.finished = True
+        self.heap_trimmer.stop()
         await self.hub.stop()
         self.probes_stopped = True
         for recorder in (self.recorder, self.history):
