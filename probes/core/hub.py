@@ -157,15 +157,19 @@ class Hub:
             sub.put(record)
 
     # -- control -------------------------------------------------------
-    def add(self, probe: Probe) -> None:
-        """Check the probe (``prepare``) and start it if the hub runs.
+    def add(self, probe: Probe, *, prepared: bool = False) -> None:
+        """Check the probe (``prepare``, unless the caller already did:
+        ``prepared``) and start it if the hub runs.
 
         Raises ProbeError from ``prepare`` or when the id is taken, so the caller
-        can tell the user before anything starts.
+        can tell the user before anything starts. ``prepare`` runs once per
+        probe: a second one would take a warm-up's target lock again and
+        redo an ICMP JIT warm-up on the UI loop.
         """
         if probe.id in self.probes and probe.id in self._tasks and not self._tasks[probe.id].done():
             raise ProbeError(f"a probe with id {probe.id!r} is already running")
-        probe.prepare()
+        if not prepared:
+            probe.prepare()
         self.probes[probe.id] = probe
         info = describe(probe)
         self.descriptions[probe.id] = info

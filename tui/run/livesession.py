@@ -330,7 +330,7 @@ class LiveSession:
             return
         for probe in probes:
             try:
-                self.hub.add(probe)
+                self.hub.add(probe, prepared=True)
             except ProbeError as exc:
                 self.notify(str(exc), title=f"{probe.id} not started", severity="error")
         if self._begun:  # else begin() starts them, after the recording

@@ -199,7 +199,13 @@ class ProbetopApp(App[int]):
         self._dirty: set[str] = set()
         self._chart_dirty: set[str] = set()  # got samples since the maximised view was drawn
         self._shutting_down = False
-        self._started = False  # panes announced after this are focused (added at runtime)
+        self._started = False  # the first panes are mounted (end_first_panes)
+        # A pane announced after the start takes the focus when the user asked
+        # for it (the add-probe prompt), or when it is the first to join: the
+        # demo's probes join one family at a time, and each later one must not
+        # pull the focus from where it is.
+        self._focus_added = False
+        self._joined = False
         # The first panes' mounts, while a live mode starts (begin_first_panes).
         self._first_mounts: list[AwaitMount] | None = None
         self._status_text = ""
@@ -504,16 +510,25 @@ class ProbetopApp(App[int]):
         # A family's kinds share its focus: "http" also focuses "http.load".
         if focus_kind and (pane.kind == focus_kind or pane.kind.startswith(focus_kind + ".")):
             mount = self.pane_box.mount(pane, before=0 if self.pane_box.children else None)
-            self.call_after_refresh(pane.focus)
+            show = True
         else:
             mount = self.pane_box.mount(pane)
-            if (len(self.panes) == 1 and not focus_kind) or self._started:
-                # The first pane, or one added at runtime: show it.
-                self.call_after_refresh(pane.focus)
+            # The first pane, or one the user added, or the first to join: show it.
+            first = len(self.panes) == 1 and not focus_kind
+            show = first or (self._started and (self._focus_added or not self._joined))
+        if show:
+            self.call_after_refresh(pane.focus)
         if self._started:
-            self.layout.select(pane.probe_id)  # compact mode: show the new pane
+            if show:
+                self._joined = self._joined or not self._focus_added
+                self._focus_added = False
+                self.layout.select(pane.probe_id)  # compact mode: show the new pane
         elif self._first_mounts is not None:
             self._first_mounts.append(mount)
+
+    def show_added_panes(self) -> None:
+        """ModeHost: the next pane announced was asked for by the user: focus it."""
+        self._focus_added = True
 
     # -- the mode's keys (tui/ui/modes/): enabled in its mode only -----------
     def action_toggle_record(self) -> None:

@@ -190,7 +190,10 @@ class LiveMode(Mode):
 
     def add_probe_line(self, line: str | None) -> bool:
         """Parse a command line, build its probes and add them. False on any error."""
-        if self.session is None or not self.session.add_probe_line(line):
+        if self.session is None:
+            return False
+        self.host.show_added_panes()  # what the user just added takes the focus
+        if not self.session.add_probe_line(line):
             return False
         self.frame()
         return True
