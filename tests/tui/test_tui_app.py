@@ -640,3 +640,26 @@ async def test_maximised_table_says_how_many_rows_it_left_out() -> None:
         assert shown >= metrics or lines[-1].startswith("... "), lines
         if lines[-1].startswith("... "):
             assert int(lines[-1].split()[1]) == metrics - (shown - 1), lines
+
+
+async def test_panes_joining_later_do_not_pull_the_focus_from_each_other() -> None:
+    """The demo's families join one by one after the first frame: the first
+    to join takes the focus, later ones leave it where it is; a pane the
+    user adds (the add-probe prompt) takes it."""
+    from probetop.probes.core.sample import Announce
+
+    def joining(pid: str) -> Announce:
+        info = {"id": pid, "kind": "fake-kind-without-pane", "params": {}, "metrics": []}
+        return Announce(pid, 0, info)
+
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        app.route([joining("fake:1")])
+        assert await wait_for(pilot, lambda: app.focused is app.panes.get("fake:1"))
+        app.route([joining("fake:2")])
+        await wait_for(pilot, lambda: app.focused is app.panes.get("fake:2"), timeout=1.5)
+        assert app.focused is app.panes["fake:1"], "a later joiner pulled the focus"
+        app.show_added_panes()  # what the add-probe prompt does before adding
+        app.route([joining("fake:3")])
+        assert await wait_for(pilot, lambda: app.focused is app.panes.get("fake:3"))
