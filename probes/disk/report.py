@@ -209,8 +209,11 @@ def _job_header(doc: Mapping[str, Any]) -> str:
 def format_iops_report(
     doc: Mapping[str, Any], *, target: str, reason: str, duration_s: float
 ) -> str:
-    """fio-like text: one block per direction the pattern does, and fio's command."""
-    out = [f"probetop iops {target}: {reason}, {duration_s:.1f} s"]
+    """fio-like text: one block per direction the pattern does, and fio's command.
+    The headline never says "completed" for a job that ended on an error (its
+    error line says why): it says "failed", as the exit status does."""
+    said = "failed" if doc.get("error") and reason == "completed" else reason
+    out = [f"probetop iops {target}: {said}, {duration_s:.1f} s"]
     out += [f"  note: {n}" for n in doc.get("notes", [])]
     layout = doc.get("layout")
     if layout:

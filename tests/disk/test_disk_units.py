@@ -63,6 +63,20 @@ def test_bs_1_report_shows_bytes_per_second() -> None:
     assert "0.0MB/s" not in text
 
 
+def test_a_job_that_ended_on_an_error_is_not_called_completed() -> None:
+    """A target remounted read-only between the checks and the open ended the
+    job with an error (exit 2) under the headline "completed, 4.7 s"."""
+    doc = {
+        "params": {"rw": "randwrite"},
+        "fio_command": "fio ...",
+        "error": "f: cannot open for I/O: read-only filesystem or device",
+    }
+    text = format_iops_report(doc, target="f", reason="completed", duration_s=4.7)
+    assert text.splitlines()[0] == "probetop iops f: failed, 4.7 s", text
+    stopped = format_iops_report(doc, target="f", reason="interrupted (SIGINT)", duration_s=1)
+    assert stopped.splitlines()[0].startswith("probetop iops f: interrupted (SIGINT)")
+
+
 FIO_LINE = re.compile(r"^\s+(read|write): IOPS=(\S+), BW=(\S+ \(\S+\))\((\S+)/(\d+)msec\)", re.M)
 CLAT_LINE = re.compile(
     r"^\s+clat \((\w+)\): min=(\S+), max=(\S+), avg=\s*(\S+), stdev=\s*(\S+)$", re.M

@@ -164,3 +164,13 @@ def test_a_probe_command_still_offers_the_common_options() -> None:
     text = next(a for a in parser._actions if a.dest == "command").choices["cpu"].format_help()  # type: ignore[union-attr]
     for flag in (*REFUSED_BY_NO_PROBE_COMMANDS, "--detach", "--name"):
         assert re.search(rf"^\s+{flag}\b", text, re.M), flag
+
+
+def test_theme_in_a_headless_replay_is_said_to_be_ignored(tmp_path) -> None:
+    """replay --headless took --theme silently while a headless run said it."""
+    rec = tmp_path / "h2-theme.jsonl"
+    made = run("--headless", "--time", "0.2", "--interval", "0.1", "--record", str(rec))
+    assert made.returncode == 0, made.stderr
+    out = run("replay", str(rec), "--headless", "--theme", "probetop-light")
+    assert out.returncode == 0, out.stderr
+    assert "--theme probetop-light is ignored: this run is headless" in out.stderr

@@ -371,3 +371,41 @@ def test_the_batch_period_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     assert remote_mod.link_batch_s() == 1.5
     monkeypatch.delenv("PROBETOP_REMOTE_BATCH")
     assert remote_mod.link_batch_s() == remote_mod.LINK_BATCH_S
+
+
+def test_a_lost_link_is_said_first_in_a_narrow_status_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """sshd killed under a 100-column view: the status part carrying ssh's
+    error was too long, so it was dropped whole and the line said "live 00:23
+    d: detach" alone, as if nothing had happened. Now the link's state stays
+    (shortened) at 80 and 100 columns, and "live" is not said."""
+    from probetop.tui.ui.app import fit_status
+    from probetop.tui.ui.replay_clock import ReplayPlayer
+    from probetop.tui.ui.replay_view import Playback
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    monkeypatch.setenv("PROBETOP_SSH", f"ssh -p {port} -o StrictHostKeyChecking=no "
+                       "-o UserKnownHostsFile=/dev/null")  # fmt: skip
+    monkeypatch.setattr(remote_mod, "STALL_S", 0.5)
+    follower = RemoteFollower("127.0.0.1", "h2-s")
+    info = SessionInfo("h2-s", [], "", 2, None, "", "", "")
+    view = remote_mod.RemoteAttachedSession(info, follower, "running", host="127.0.0.1",
+                                            _remote=follower)  # fmt: skip
+    playback = Playback(None, ReplayPlayer([], 23.0), attached=view)  # type: ignore[arg-type]
+    try:
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline and not view.state.startswith("reconnecting"):
+            follower.poll()
+            time.sleep(0.05)
+        assert view.state.startswith("reconnecting"), view.state
+        for width in (80, 100):
+            line = fit_status([(0, "probetop"), *playback.status_parts()], width)
+            assert "attached h2-s on 127.0.0.1 (reconnecting" in line, (width, line)
+            assert "live" not in line, (width, line)
+    finally:
+        follower.close()
+        listener.close()

@@ -246,6 +246,17 @@ class CommonOptions:
             or not (sys.stdout.isatty() and sys.stdin.isatty())
         )
 
+    def note_theme_ignored(self) -> None:
+        """Say on stderr that --theme is ignored when this run is headless: every
+        command that could draw a dashboard but runs without one says it the
+        same way (a probe run, demo, replay), none drops it silently."""
+        if self.theme and self.wants_headless:
+            print(
+                f"probetop: note: --theme {self.theme} is ignored: this run is headless "
+                "(--headless, --json, or no terminal)",
+                file=sys.stderr,
+            )
+
 
 SettingsT = TypeVar("SettingsT")
 

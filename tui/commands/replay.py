@@ -52,6 +52,7 @@ def run(plan: RunPlan[ReplaySettings]) -> int | ReplayView:
     through ``Playback.read_rest``)."""
     loader = SessionLoader(plan.settings.file)  # RecordingError: exit 2 with its message
     if plan.common.wants_headless:
+        plan.common.note_theme_ignored()
         with loader:
             session = loader.finish()
         for warning in session.warnings:

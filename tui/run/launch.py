@@ -140,14 +140,7 @@ def open_metrics(plan: RunPlan[Any]) -> MetricsExporter | None:
 
 def run_headless_plan(plan: RunPlan[Any], probes: list[Probe], module: Command | None) -> int:
     """Run without a UI, then print the command's report (or the generic one)."""
-    if plan.common.theme:
-        # Said, not silently dropped: a headless run (--headless, --json, or
-        # no terminal) draws no dashboard, so there is nothing to theme.
-        print(
-            f"probetop: note: --theme {plan.common.theme} is ignored: this run is headless "
-            "(--headless, --json, or no terminal)",
-            file=sys.stderr,
-        )
+    plan.common.note_theme_ignored()
     record = prepare(plan, probes)
     checks = run_assertions(plan.common.assertions, plan.command)  # --assert
     metrics = open_metrics(plan)

@@ -217,12 +217,20 @@ class Playback:
         self.host.refresh_status()
 
     # -- status --------------------------------------------------------
-    def status_parts(self) -> list[tuple[int, str]]:
+    def status_parts(self) -> list[tuple[int, str] | tuple[int, str, str]]:
         """(rank, text) for the status line (see ``tui.ui.app.fit_status``)."""
         player, attached = self.player, self.attached_session
         end = fmt_clock(player.duration_s)
         if attached is not None:
-            parts = [(4, f"attached {attached.name} ({attached.state})")]
+            state = attached.state
+            text = f"attached {attached.name} ({state})"
+            if state.startswith("reconnecting"):
+                # The link is down: the line says so first, never "live". The
+                # ssh error made this part too long at 100 columns, so it was
+                # dropped whole and the line said "live 00:23" alone.
+                short = f"attached {attached.name} ({state.partition(': ')[0]})"
+                return [(7, text, short), (5, f"link down, shown up to {end}")]
+            parts: list[tuple[int, str] | tuple[int, str, str]] = [(4, text)]
             if self.loading_history:
                 parts.append((5, f"newest records shown; reading the history: {end}"))
             elif self.live:
