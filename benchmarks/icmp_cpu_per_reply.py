@@ -5,8 +5,9 @@ On a shared 2-core machine, replies/s (benchmarks/icmp_vs_ping.py) mostly
 measures how much CPU each tool was given, and its replies per CPU-second
 subtracts a start-up cost measured once, which swings as much as the flood's
 own CPU time. This script counts instead: ``perf record -e cpu-clock`` on
-each run, and the samples of ping's process and of probetop's busiest thread
-(the flood loop; start-up and the UI are other threads) divided by the
+each run, and the samples of ping's process and of probetop's flood thread
+(the one whose samples reach the kernel's sendto path; start-up and the UI
+are other threads) divided by the
 replies each reports. Rounds alternate ping, probetop, probetop, ping, and
 print ping's CPU per reply / probetop's (> 1: probetop spends less per reply).
 
@@ -44,6 +45,51 @@ def _samples_by_thread(data: str) -> collections.Counter[str]:
     return collections.Counter(line.strip() for line in out.splitlines() if line.strip())
 
 
+# Kernel symbols only the flood loop's thread hits: its sendto path (the echo
+# request and the reply are handled in the softirq run by the sender's sendto).
+SEND_SYMBOLS = frozenset(
+    {
+        "__sys_sendto",
+        "raw_sendmsg",
+        "rawv6_sendmsg",
+        "ping_v4_sendmsg",
+        "ping_v6_sendmsg",
+        "__ip_append_data",
+        "loopback_xmit",
+        "__dev_queue_xmit",
+        "icmp_rcv",
+        "icmp_reply",
+        "raw_rcv",
+        "raw_local_deliver",
+    }
+)
+
+
+def _flood_thread_samples(data: str) -> int:
+    """Samples of the thread that sent the echo requests (the most samples in
+    the kernel's sendto path). Not the busiest thread: under load the flood
+    gets less CPU than start-up (imports, loading the loop), which then
+    outweighs it (a run at load 27 read 2x ping's CPU per reply that way)."""
+    out = subprocess.run(
+        ["perf", "script", "-i", data, "-F", "tid,ip,sym"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    total: collections.Counter[str] = collections.Counter()
+    sending: collections.Counter[str] = collections.Counter()
+    for line in out.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        total[parts[0]] += 1
+        if len(parts) > 2 and parts[2] in SEND_SYMBOLS:
+            sending[parts[0]] += 1
+    if not sending:
+        raise SystemExit("no perf sample in the sendto path: cannot find the flood thread")
+    return total[sending.most_common(1)[0][0]]
+
+
 def _record(cmd: list[str], data: str, env: dict[str, str] | None = None) -> str:
     perf = ["perf", "record", "-q", "-F", str(FREQ), "-e", "cpu-clock", "-o", data, "--"]
     r = subprocess.run([*perf, *cmd], capture_output=True, text=True, timeout=120, env=env)
@@ -61,13 +107,17 @@ def ping_us(size: int, seconds: float, data: str) -> float:
     return sum(_samples_by_thread(data).values()) / FREQ / int(m.group(1)) * 1e6
 
 
+def _env(baseline: str | None) -> dict[str, str] | None:
+    """The environment that runs the baseline copy of probetop (None: this one)."""
+    return None if baseline is None else {**os.environ, "PYTHONPATH": os.path.abspath(baseline)}
+
+
 def probetop_us(size: int, seconds: float, data: str, baseline: str | None) -> float:
     """probetop's flood thread's CPU microseconds per reply."""
-    env = None if baseline is None else {**os.environ, "PYTHONPATH": os.path.abspath(baseline)}
+    env = _env(baseline)
     cmd = [*PROBETOP, "icmp", "--flood", f"--size={size}", f"--time={seconds:g}", "--json"]
     doc = json.loads(_record([*cmd, "127.0.0.1"], data, env))
-    busiest = _samples_by_thread(data).most_common(1)[0][1]
-    return busiest / FREQ / doc["received"] * 1e6
+    return _flood_thread_samples(data) / FREQ / doc["received"] * 1e6
 
 
 def main() -> int:
@@ -85,7 +135,12 @@ def main() -> int:
         data = os.path.join(tmp, "perf.data")
         t, size = args.time, args.size
         for warm in [None, args.baseline] if args.baseline else [None]:
-            probetop_us(size, 0.2, data, warm)  # the first run may compile the loop
+            # The first run may compile the loop; too short to find its thread.
+            _record(
+                [*PROBETOP, "icmp", "--flood", "--time=0.2", "--json", "127.0.0.1"],
+                data,
+                _env(warm),
+            )
         ratios: list[float] = []
         vs_base: list[float] = []
         print(f"load average at the start {os.getloadavg()[0]:.2f}; {t:g} s per run")
