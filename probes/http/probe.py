@@ -227,6 +227,11 @@ class HttpProbe:
             if proc.returncode is None:
                 proc.kill()
             await asyncio.wait({reader}, timeout=STOP_READ_S)
+            # Reaped here, by the loop's child watcher: a transport dropped with
+            # its child unreaped leaves it to subprocess's own clean-up, and the
+            # watcher then printed "Unknown child process pid N" on stderr.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), STOP_READ_S)
             if results:
                 t1 = now_ns()
                 emit(self._sample(results[:], t1, (t1 - t0) / 1e9))

@@ -436,7 +436,7 @@ def _why_no_first_line(p: Path) -> str:
                 if not stream.decompress(head).strip() and stream.eof:
                     return "zstandard-compressed empty file"
             return f"{size:,} bytes of zstandard that end before its first line is whole (cut off)"
-    return f"{size:,} bytes of blank lines"
+    return f"empty file ({size:,} byte{'' if size == 1 else 's'} of blank lines)"
 
 
 def _read_header(f: LineSource, p: Path) -> tuple[dict[str, Any], int]:

@@ -101,7 +101,7 @@ async def test_pane_replays_a_recorded_cpu_session(tmp_path) -> None:
 async def test_explain_key_shows_on_a_small_terminal() -> None:
     """At 80x24 with the passive panes the CPU pane is squeezed (rows cut
     from its bottom): the explanation `e` adds was drawn last, below the cut,
-    so the key seemed to do nothing. It comes right under the headline."""
+    so the key seemed to do nothing. It comes first in the pane."""
     from probetop.probes.system.collectors import DiskProbe, NetProbe
 
     probes = [

@@ -47,7 +47,7 @@ def test_a_zst_cut_inside_its_first_block_says_cut_off(zst: bytes, tmp_path: Pat
     ("content", "words"),
     [
         (b"", "empty file"),
-        (b"\n \n", "3 bytes of blank lines"),
+        (b"\n \n", "empty file (3 bytes of blank lines)"),
         (zstandard.ZstdCompressor().compress(b""), "zstandard-compressed empty file"),
     ],
 )

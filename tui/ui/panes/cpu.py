@@ -96,12 +96,13 @@ class CpuBenchPane(ProbePane):
         self.explain_block.display = False
 
     def compose(self) -> ComposeResult:
+        # First: what `e` asked for shows even in a pane the layout squeezes
+        # (rows cut from the bottom); under the headline it was cut whenever the
+        # headline wrapped at 80x24.
+        yield self.explain_block
         yield self.eps_row
         yield self.lat_row
         yield self.headline
-        # Right under the headline: what `e` asked for is the first detail, so
-        # a pane the layout squeezes (rows cut from the bottom) still shows it.
-        yield self.explain_block
         yield self.columns
         yield self.sweep_block
 
