@@ -1,9 +1,7 @@
 """Drift-free interval ticks for probes that sample on the event loop.
 
 ``Ticker`` sleeps until start + k x interval (not "interval after the last
-wake-up"), so a late wake-up does not shift every later sample; a tick may
-be asked to end early at a moment of the probe's own (its ``--time`` or
-ramp end), which does not move the later ticks; each tick
+wake-up"), so a late wake-up does not shift every later sample; each tick
 returns the measured monotonic time, from which rates are computed, so a late
 wake-up makes a longer interval, never a wrong rate. ``tick`` always
 yields to the event loop, even when the deadline has already passed, so no
@@ -25,12 +23,9 @@ class Ticker:
         self.interval_ns = int(interval_s * 1e9)
         self._next = now_ns() + self.interval_ns
 
-    async def tick(self, until_ns: int | None = None) -> int:
-        """Sleep until the next deadline, or until ``until_ns`` when that comes
-        first (a run's end: ``--time 0.5`` at a 1 s interval ends at 0.5 s,
-        its last interval a short one); return now (monotonic ns)."""
-        wake = self._next if until_ns is None else min(self._next, until_ns)
-        delay = (wake - now_ns()) / 1e9
+    async def tick(self) -> int:
+        """Sleep until the next deadline; return now (monotonic ns)."""
+        delay = (self._next - now_ns()) / 1e9
         # Always yield, even when late: a probe whose interval's work overran
         # must still let the loop run signals, the UI and other probes.
         await asyncio.sleep(max(0.0, delay))

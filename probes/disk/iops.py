@@ -154,9 +154,6 @@ def fio_direction(d: DirectionTotals, runtime_s: float) -> dict[str, Any]:
 
 # The per-interval row fields fio summarises per job (bw_min .. iops_stddev).
 INTERVAL_STAT_KEYS = ("iops", "bw_bytes")
-# A wake-up for the ramp's or --time's end may come this early (asyncio's
-# clock resolution); it counts as the moment itself.
-BOUNDARY_SLACK_NS = 2_000_000
 
 
 class IopsProbe:
@@ -550,9 +547,7 @@ class IopsProbe:
         self._nfs_prev = read_mount(self._nfs_point) if self._nfs_point else None
         ticker = Ticker(self.interval_s)
         while True:
-            # Wake at the ramp's end and at --time's end too, not only at the
-            # next whole interval: --time 0.5 at a 1 s interval ran 1 s.
-            t = await ticker.tick(until_ns=self._next_boundary_ns(ramp_end))
+            t = await ticker.tick()
             if engine.finished.is_set() and engine.finished_ns:
                 # The loops stopped on their own (a fatal errno): the run
                 # ends when its last I/O did, not at this tick, so the time
@@ -561,7 +556,7 @@ class IopsProbe:
             snap = engine.snapshot(t)
             self._emit_interval(prev, snap, emit, ramping=self._base is None)
             prev = snap
-            if self._base is None and t >= ramp_end - BOUNDARY_SLACK_NS:
+            if self._base is None and t >= ramp_end:
                 engine.reset_min_max()
                 self._base = engine.snapshot(now_ns())
                 self._measure_start_ns = self._base.t_ns
@@ -570,9 +565,8 @@ class IopsProbe:
             if (
                 self.time_s
                 and self._measure_start_ns is not None
-                # A wake-up can land a hair before the deadline (the loop's clock
-                # resolution): do not run another interval for that.
-                and t - self._measure_start_ns >= self.time_s * 1e9 - BOUNDARY_SLACK_NS
+                # A tick can land a hair before the deadline: do not run a whole extra interval.
+                and t - self._measure_start_ns >= (self.time_s - self.interval_s / 4) * 1e9
             ):
                 return
             if engine.finished.is_set() and engine.failures:
@@ -582,15 +576,6 @@ class IopsProbe:
                 raise ProbeError(problem)
             if engine.finished.is_set():
                 return
-
-    def _next_boundary_ns(self, ramp_end_ns: int) -> int | None:
-        """When the measurement must look before the next tick: the ramp's
-        end while ramping, else the end of --time (None: no such moment)."""
-        if self._measure_start_ns is None:
-            return ramp_end_ns
-        if self.time_s:
-            return self._measure_start_ns + int(self.time_s * 1e9)
-        return None
 
     def _nfs_interval(self, seconds: float) -> dict[str, dict[str, Any]] | None:
         """This interval's NFS client view (nfsiostat's figures), or None."""

@@ -40,7 +40,6 @@ from probetop.probes.disk.targeterrors import describe_os_error
 from probetop.probes.disk.workers import Engine
 
 CHECKPOINT_EVERY_S = 0.5
-DEADLINE_SLACK_NS = 2_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +108,8 @@ class PassEngine:
         last_emit = prev.t_ns
         next_tick = prev.t_ns + step_ns
         while True:
-            # Wake on the next tick, at the deadline (--time 1.5 ran 2 s when it
-            # was looked at on ticks only), or as soon as the last worker ends.
-            wake = next_tick if deadline_ns is None else min(next_tick, deadline_ns)
-            delay = max(0.0, (wake - now_ns()) / 1e9)
+            # Wake on the next tick, or as soon as the last worker ends.
+            delay = max(0.0, (next_tick - now_ns()) / 1e9)
             try:
                 await asyncio.wait_for(ended.wait(), delay)
             except asyncio.TimeoutError:
@@ -126,8 +123,7 @@ class PassEngine:
                 t = engine.finished_ns or t
             if on_tick is not None:
                 on_tick()
-            # A wake-up may come a hair early (the loop's clock resolution).
-            timed_out = deadline_ns is not None and t >= deadline_ns - DEADLINE_SLACK_NS
+            timed_out = deadline_ns is not None and t >= deadline_ns
             if done or timed_out or t - last_emit >= interval_s * 1e9 - step_ns * 0.25:
                 snap = engine.snapshot(t)
                 cur = snap.dirs[d]
