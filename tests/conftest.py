@@ -70,13 +70,12 @@ def _native_loops_compiled_first(tmp_path_factory: pytest.TempPathFactory) -> No
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: two workers per CPU this process may use. Most tests wait
-    more than they compute (a child's --time, a server's delay, a pty's
-    redraw): with one worker per CPU, a clean clone's parallel pass kept the
-    2-core machine 53 % busy (a whole `make test`: 782 CPU-s in 738 s). Timing
-    tests hold under that load by design (stopclock.py); the ones that
-    cannot run alone afterwards (SERIAL_TESTS)."""
-    return 2 * len(os.sched_getaffinity(0))
+    """``-n auto``: one worker per CPU this process may use. Two per CPU made
+    the parallel pass 7.4 min instead of ~10 (most tests wait more than they
+    compute), but a clean clone then failed a loop-device byte count (udev's
+    probes of the other workers' new loop devices) that one per CPU passes:
+    kept at one until that holds."""
+    return len(os.sched_getaffinity(0))
 
 
 # Tests that measure a rate or a ratio against a reference tool, or a

@@ -149,9 +149,10 @@ def test_probe_counts_agree_with_the_kernel_on_a_loop_device():
     # Every byte we count was read from the device (O_DIRECT). The kernel may
     # see a little more: udev's blkid probes a new loop device when it likes
     # (seen: 11 MB more in a 1.5 GB run while other loop devices came and
-    # went on the machine), so the margin is 1 MiB + 1 %.
+    # went on the machine; 2-3 % of a 0.5 s run while parallel test workers
+    # made loop devices of their own), so the margin is 1 MiB + 4 %.
     kernel_bytes = (after[1] - before[1]) * 512
-    assert ours["io_bytes"] <= kernel_bytes <= ours["io_bytes"] * 1.01 + (1 << 20)
+    assert ours["io_bytes"] <= kernel_bytes <= ours["io_bytes"] * 1.04 + (1 << 20)
     assert sum(r["read_iops"] * 0.25 for r in probe.intervals) == pytest.approx(
         ours["total_ios"], rel=0.1
     )
