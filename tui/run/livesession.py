@@ -220,6 +220,10 @@ class LiveSession:
         self.probes_stopped = False
         self.finished = False
         self._begun = False  # begin() ran
+        # Set when begin() has finished (history, recording and probes
+        # started) or the session ended: what a key pressed during start-up
+        # (d) must wait for, not read as missing.
+        self._ready = asyncio.Event()
         self._signals: HandledSignals = []
         self._deadline_tasks: set[asyncio.Task[None]] = set()  # added probes' --time
         # Recordings that could not be completed (write error mid-run): the
@@ -261,6 +265,12 @@ class LiveSession:
         if self.finished or self._begun:
             return
         self._begun = True
+        try:
+            await self._begin(strict=strict)
+        finally:
+            self._ready.set()
+
+    async def _begin(self, *, strict: bool) -> None:
         if self.metrics is not None:
             self._metrics_task = self.metrics.attach(self.hub)
             if self.metrics.url:
@@ -276,6 +286,15 @@ class LiveSession:
         if not self.finished:  # a quit while the recording opened
             self.hub.start()
             self.heap_trimmer.start()
+
+    async def ready(self, timeout_s: float) -> bool:
+        """Wait until ``begin`` has finished or the session ended; False if
+        that took longer than ``timeout_s``."""
+        try:
+            await asyncio.wait_for(self._ready.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
 
     @property
     def failed(self) -> bool:
@@ -302,6 +321,7 @@ class LiveSession:
         if self.finished:
             return
         self.finished = True
+        self._ready.set()
         self.heap_trimmer.stop()
         await self.hub.stop()
         self.probes_stopped = True

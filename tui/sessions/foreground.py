@@ -75,6 +75,7 @@ from probetop.tui.sessions.registry import (
 )
 
 _PR_SET_PDEATHSIG = 1
+START_WAIT_S = 30.0  # how long d waits for a dashboard that is still starting
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -175,6 +176,10 @@ async def detach_session(
 ) -> DetachedSession:
     """Make the running ``session`` a named background session (module
     docstring). SessionError / RecordingError: nothing changed."""
+    # d pressed right after the first frame: the history and the probes are
+    # still starting (LiveSession.begin); what they keep is known after.
+    if not await session.ready(START_WAIT_S):
+        raise SessionError(f"still starting after {START_WAIT_S:g} s: press d again later")
     if session.finished:
         raise SessionError("the session has ended: nothing left to detach")
     missing = session.history_missing()
