@@ -16,6 +16,10 @@ Contract:
   run goes: ``LiveText``).
 - ``PassiveFamily`` is the passive collectors every dashboard runs (system):
   no command, the same kinds, records, panes and docs.
+- Each record class (``records()``, one per probe kind) declares the kind
+  it lays out (``KIND``) and the metrics its samples may hold (``METRICS``,
+  ``MetricSpec``s): ``sample_metrics`` reads them, so the sample metrics of
+  every kind come from the descriptor and no list of them is kept elsewhere.
 - Panes are import paths (``"probetop.tui.ui.panes.cpu:CpuBenchPane"``):
   strings, so ``probes/`` stays headless; the dashboard imports them.
 - A probe kind is its family's name or starts with it and a dot
@@ -45,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
-from probetop.probes.core.base import Probe
+from probetop.probes.core.base import MetricSpec, Probe
 from probetop.probes.core.options import CommandSpec
 
 if TYPE_CHECKING:  # loaded only when a run asks for metrics or assertions
@@ -81,6 +85,15 @@ class Lazy(Generic[T]):
     def __call__(self) -> T:
         value: T = getattr(importlib.import_module(self.module), self.path.partition(":")[2])
         return value
+
+
+class SampleRecord(Protocol):
+    """A family's typed record of one probe kind's samples
+    (``CpuInterval``): the kind, and every metric name its samples may hold
+    in ``values`` (``to_sample`` lays a sample out, ``from_sample`` reads it)."""
+
+    KIND: ClassVar[str]
+    METRICS: ClassVar[tuple[MetricSpec, ...]]
 
 
 class Confirmable(Protocol):
@@ -202,9 +215,10 @@ class Family(Generic[SettingsT]):
     report: Callable[[SettingsT, RunCommon, RunOutcome], int]
     """Print the headless report (text, or one JSON document with --json)
     from a run's outcome; return the exit status."""
-    records: Callable[[], tuple[type, ...]]
-    """The typed record classes (``to_sample``/``from_sample``); a function,
-    so a family loads them only when asked (http's one-off does not)."""
+    records: Callable[[], tuple[type[SampleRecord], ...]]
+    """The typed record classes (``to_sample``/``from_sample``), one per kind
+    in ``panes``; a function, so a family loads them only when asked (http's
+    one-off does not)."""
     panes: Mapping[str, str]
     """Per probe kind this family announces: its pane, ``"module:Class"``."""
     docs: str
@@ -268,7 +282,7 @@ class PassiveFamily:
     help: str
     probes: Callable[[float], Sequence[Probe]]
     """The probes at a sampling interval in seconds."""
-    records: Callable[[], tuple[type, ...]]
+    records: Callable[[], tuple[type[SampleRecord], ...]]
     panes: Mapping[str, str]
     docs: str
     tracker: Lazy[type[Tracker] | tuple[type[Tracker], ...]] | None = None
@@ -282,6 +296,13 @@ class PassiveFamily:
 
 
 AnyFamily = Family[Any] | PassiveFamily
+
+
+def sample_metrics(family: AnyFamily) -> dict[str, tuple[MetricSpec, ...]]:
+    """Per probe kind, the metrics its samples may hold, from the family's
+    record classes (loads them). tests/core/test_families.py holds the keys
+    to the kinds the family announces and each to what its probes announce."""
+    return {record.KIND: record.METRICS for record in family.records()}
 
 
 def trackers_of(family: AnyFamily) -> tuple[type[Tracker], ...]:

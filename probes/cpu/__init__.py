@@ -7,7 +7,7 @@ behind it; this exports what is used outside the family and nothing more
 - ``FAMILY``: the family's descriptor (probes/core/family.py; probes/registry.py
   lists it): option spec, probe factory, report, metrics and ``--assert`` checks
 - ``CpuSettings``: what one probe runs with (frozen, validated)
-- ``CpuInterval``, ``KIND``, ``METRICS`` and the metric names the pane reads
+- ``CpuInterval`` and the metric names the pane reads
   (``EPS``, ``LAT_AVG_MS``, ``LAT_PCT_MS``, ``THREADS``): what a CPU sample
   carries, typed; ``bucket_upper_ms``: sysbench's latency bucket edges
 - ``EVENT_EXPLAINED``, ``PYTHON_ENGINE_LABEL``: the pane's wording of an event
@@ -25,10 +25,8 @@ from probetop.probes.cpu.family import FAMILY
 from probetop.probes.cpu.records import (
     EPS,
     EVENT_EXPLAINED,
-    KIND,
     LAT_AVG_MS,
     LAT_PCT_MS,
-    METRICS,
     PYTHON_ENGINE_LABEL,
     THREADS,
     CpuInterval,
@@ -40,10 +38,8 @@ __all__ = [
     "EPS",
     "EVENT_EXPLAINED",
     "FAMILY",
-    "KIND",
     "LAT_AVG_MS",
     "LAT_PCT_MS",
-    "METRICS",
     "PYTHON_ENGINE_LABEL",
     "THREADS",
     "CpuInterval",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.buckets import decode_runs, encode_runs
@@ -71,6 +71,9 @@ class CpuInterval:
     step (None outside a sweep); ``phase_summary`` (sysbench's final report
     of that step, a JSON-safe dict) comes with the step's last interval.
     """
+
+    KIND: ClassVar[str] = KIND
+    METRICS: ClassVar[tuple[MetricSpec, ...]] = METRICS
 
     eps: float | None
     lat_pct_ms: float | None

@@ -14,9 +14,8 @@ behind it; this exports what is used outside the family and nothing more
   ``core.base.ConfirmationRequired``
 - ``IopsInterval``, ``WarmupInterval``, ``DirectionRates``, ``IopsParams``,
   ``WarmupParams``: what a sample and a probe's parameters carry, typed;
-  ``IOPS_KIND``, ``WARMUP_KIND``, ``IOPS_METRICS``, ``WARMUP_METRICS``,
-  ``DIRECTION_METRICS``, ``DIRECTIONS`` and the metric names the panes read
-  (``WARMUP_BW``, ``WARMUP_IOPS``); ``CLAT_HIST_BUCKETS`` and
+  ``WARMUP_KIND``, ``DIRECTION_METRICS``, ``DIRECTIONS`` and the metric names
+  the panes read (``WARMUP_BW``, ``WARMUP_IOPS``); ``CLAT_HIST_BUCKETS`` and
   ``clat_bucket_range_ns``: the latency histogram's bucket edges;
   ``FIO_PERCENTILES`` and ``pct_key``: fio's percentiles and their keys
 - ``PassTotals``, ``WarmupSummary``, ``overall_outcome``: the warm-up's
@@ -44,8 +43,6 @@ from probetop.probes.disk.records import (
     DIRECTION_METRICS,
     DIRECTIONS,
     FIO_PERCENTILES,
-    IOPS_KIND,
-    IOPS_METRICS,
     DirectionRates,
     IopsInterval,
     IopsParams,
@@ -58,7 +55,6 @@ from probetop.probes.disk.warmup.records import (
     WARMUP_BW,
     WARMUP_IOPS,
     WARMUP_KIND,
-    WARMUP_METRICS,
     WarmupInterval,
     WarmupParams,
 )
@@ -103,13 +99,10 @@ __all__ = [
     "DIRECTION_METRICS",
     "FIO_PERCENTILES",
     "IOPS",
-    "IOPS_KIND",
-    "IOPS_METRICS",
     "WARMUP",
     "WARMUP_BW",
     "WARMUP_IOPS",
     "WARMUP_KIND",
-    "WARMUP_METRICS",
     "DirectionRates",
     "IopsInterval",
     "IopsParams",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.buckets import decode_runs, encode_runs
@@ -105,6 +105,9 @@ class IopsInterval:
     """One interval of an IOPS run: the active directions (None when the
     pattern does not do that direction), failed I/Os per second, and whether
     the interval lies in the ``--ramp`` (shown, not counted in the totals)."""
+
+    KIND: ClassVar[str] = IOPS_KIND
+    METRICS: ClassVar[tuple[MetricSpec, ...]] = IOPS_METRICS
 
     read: DirectionRates | None
     write: DirectionRates | None

@@ -14,7 +14,7 @@ behind it; this exports what is used outside the family and nothing more
   the ``HttpRequest`` (the curl options of every request)
 - ``HttpProbe``: repeated sampling (a worker process, one libcurl multi handle)
 - ``HttpInterval``, ``UrlInterval``, ``UrlRun``, ``Slowest``, ``HttpParams``,
-  ``KIND``, ``METRICS``, ``PHASES``, ``phase_metric`` and the metric names the
+  ``METRICS``, ``PHASES``, ``phase_metric`` and the metric names the
   pane reads (``TOTAL_MS``, ``TTFB_MS``): what an http sample and an http
   probe's announcement carry, typed
 - ``StatusClass``, ``STATUS_CLASSES``, ``CLASS_LABELS``, ``ERROR_MARKER_SHARE``:
@@ -22,7 +22,7 @@ behind it; this exports what is used outside the family and nothing more
 - one-off mode: ``check_url`` / ``HttpUrlError`` (exit 3 or 4), ``fetch``
   (one exchange, hop by hop), ``render_exchange`` (the waterfall)
 - load mode (``--rate``, docs/http-load.md): ``HttpLoadProbe``, ``LoadSettings``
-  (``MAX_RATE``), ``LOAD_KIND``, ``LoadInterval``, ``LoadParams``, ``LOAD_METRICS``,
+  (``MAX_RATE``), ``LoadInterval``, ``LoadParams``, ``LOAD_METRICS``,
   ``PCT_KEYS``, ``ClassLatency``
 
 Importing this package is cheap: pycurl loads when a request is made, and
@@ -37,7 +37,7 @@ from probetop.probes.http.load.settings import MAX_RATE, LoadSettings
 from probetop.probes.http.request import HttpRequest, check_url
 from probetop.probes.http.settings import HttpSettings
 from probetop.probes.http.spec import CURL as CURL_GROUP
-from probetop.probes.http.spec import KIND, LOAD_KIND, SPEC, unsupported_message
+from probetop.probes.http.spec import SPEC, unsupported_message
 from probetop.probes.http.status import (
     CLASS_LABELS,
     ERROR_MARKER_SHARE,
@@ -110,8 +110,6 @@ __all__ = [
     "CURL_GROUP",
     "ERROR_MARKER_SHARE",
     "FAMILY",
-    "KIND",
-    "LOAD_KIND",
     "LOAD_METRICS",
     "MAX_RATE",
     "METRICS",

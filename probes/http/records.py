@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.readback import as_number
@@ -172,6 +172,9 @@ class HttpInterval:
     and error counts of all URLs). ``error_counts`` are cumulative since the
     start, per URL label (only URLs with errors), by error kind (``dns``,
     ``refused``, ...)."""
+
+    KIND: ClassVar[str] = KIND
+    METRICS: ClassVar[tuple[MetricSpec, ...]] = METRICS
 
     urls: tuple[UrlInterval, ...]
     requests: int

@@ -8,7 +8,7 @@ more (tests/core/test_front_door_surface.py holds that):
   lists it): option spec, probe factory, report, metrics and ``--assert`` checks
 - ``IcmpSettings``: what one probe runs with (frozen, validated)
 - ``IcmpProbe``: the probe (a native send/receive loop per stream, GIL-free)
-- ``IcmpInterval``, ``RttStats``, ``RttBucket``, ``KIND``, ``METRICS`` and the
+- ``IcmpInterval``, ``RttStats``, ``RttBucket`` and the
   metric names the pane reads (``LOSS_PCT``, ``PPS``, ``REPLIES_PER_S``,
   ``RTT_P99_US``): what an ICMP sample carries, typed; ``IcmpParams``: its
   header params; ``IcmpSummary``: its summary
@@ -25,9 +25,7 @@ from __future__ import annotations
 from probetop.probes.icmp.family import FAMILY
 from probetop.probes.icmp.probe import IcmpProbe
 from probetop.probes.icmp.records import (
-    KIND,
     LOSS_PCT,
-    METRICS,
     PPS,
     REPLIES_PER_S,
     RTT_P99_US,
@@ -51,9 +49,7 @@ def compile_native() -> None:
 
 __all__ = [
     "FAMILY",
-    "KIND",
     "LOSS_PCT",
-    "METRICS",
     "PPS",
     "REPLIES_PER_S",
     "RTT_P99_US",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.readback import as_count, as_number, as_text
@@ -159,6 +159,9 @@ class IcmpInterval:
     ``errors`` counts ICMP errors by type and local errors as ``send ERRNO`` /
     ``receive ERRNO``; ``error_routers`` names who sent each ICMP error.
     """
+
+    KIND: ClassVar[str] = KIND
+    METRICS: ClassVar[tuple[MetricSpec, ...]] = METRICS
 
     requests_per_s: float | None
     replies_per_s: float | None

@@ -9,9 +9,9 @@ used outside the family and nothing more
   lists it): option spec, probe factory, report, metrics and ``--assert`` checks
 - ``MemSettings``: what one probe runs with (frozen, validated)
 - ``MemProbe``: the probe (native LLVM loop in GIL-free threads)
-- ``MemInterval``, ``KIND``, ``METRICS`` and the metric names the pane reads
-  (``OPS``, ``MIBS``, ``LAT_AVG_MS``, ``LAT_PCT_MS``, ``THREADS``): what a
-  memory sample carries, typed; ``OPERATION_EXPLAINED``: the pane's wording
+- ``MemInterval`` and the metric names the pane reads (``OPS``, ``MIBS``,
+  ``LAT_AVG_MS``, ``LAT_PCT_MS``, ``THREADS``): what a memory sample carries,
+  typed; ``OPERATION_EXPLAINED``: the pane's wording
 - ``format_report``, ``parse_report``: sysbench's text report, written from a
   summary and read back (the benchmark reads sysbench's own with it)
 
@@ -23,10 +23,8 @@ from __future__ import annotations
 from probetop.probes.mem.family import FAMILY
 from probetop.probes.mem.probe import MemProbe
 from probetop.probes.mem.records import (
-    KIND,
     LAT_AVG_MS,
     LAT_PCT_MS,
-    METRICS,
     MIBS,
     OPERATION_EXPLAINED,
     OPS,
@@ -38,10 +36,8 @@ from probetop.probes.mem.settings import MemSettings
 
 __all__ = [
     "FAMILY",
-    "KIND",
     "LAT_AVG_MS",
     "LAT_PCT_MS",
-    "METRICS",
     "MIBS",
     "OPERATION_EXPLAINED",
     "OPS",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.readback import as_number
@@ -56,6 +56,9 @@ OPERATION_EXPLAINED = (
 class MemInterval:
     """One interval of a memory run. ``final`` marks the run's last interval,
     which carries the run's summary (sysbench's final report, JSON-safe)."""
+
+    KIND: ClassVar[str] = KIND
+    METRICS: ClassVar[tuple[MetricSpec, ...]] = METRICS
 
     ops: float | None
     mibs: float | None

@@ -18,6 +18,7 @@ Contract:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.passive import (
@@ -98,6 +99,9 @@ class CoreReading:
 class CpuLoadInterval:
     """One interval of ``system.cpu``: every core, their mean, load averages."""
 
+    KIND: ClassVar[str] = CPU_PROBE_ID
+    METRICS: ClassVar[tuple[MetricSpec, ...]] = CPU_METRICS
+
     busy_pct: float | None
     cores: dict[str, CoreReading] = field(default_factory=dict)
     load1: float | None = None
@@ -131,6 +135,9 @@ class CpuLoadInterval:
 class DiskInterval:
     """One interval of ``system.disk``: every whole disk, as the kernel counted it."""
 
+    KIND: ClassVar[str] = DISK_PROBE_ID
+    METRICS: ClassVar[tuple[MetricSpec, ...]] = DISK_METRICS
+
     disks: dict[str, DiskCounters] = field(default_factory=dict)
 
     def to_sample(self, t_ns: int, interval_s: float) -> Sample:
@@ -156,6 +163,9 @@ class DiskInterval:
 @dataclass(frozen=True, slots=True)
 class NetInterval:
     """One interval of ``system.net``: every network interface."""
+
+    KIND: ClassVar[str] = NET_PROBE_ID
+    METRICS: ClassVar[tuple[MetricSpec, ...]] = NET_METRICS
 
     nics: dict[str, NicCounters] = field(default_factory=dict)
 

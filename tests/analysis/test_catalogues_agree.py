@@ -17,30 +17,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from probetop.probes import cpu, disk, http, icmp, mem
+from probetop.probes import registry
 from probetop.probes.core.base import MetricSpec
+from probetop.probes.core.family import sample_metrics
 from probetop.tui.analysis.catalog import CATALOG, CHECKS, COMMAND_KINDS
 from probetop.tui.metrics.state import TRACKERS
 
 USAGE = Path(__file__).resolve().parents[2] / "docs" / "usage.md"
 
-# What each kind's samples declare (the registry will carry it with the rest).
+# What each kind's samples declare, read from the descriptors' records.
 SAMPLE_METRICS: dict[str, tuple[MetricSpec, ...]] = {
-    cpu.KIND: cpu.METRICS,
-    mem.KIND: mem.METRICS,
-    disk.IOPS_KIND: disk.IOPS_METRICS,
-    disk.WARMUP_KIND: disk.WARMUP_METRICS,
-    icmp.KIND: icmp.METRICS,
-    http.KIND: http.METRICS,
-    http.LOAD_KIND: http.LOAD_METRICS,
+    kind: specs for family in registry.families() for kind, specs in sample_metrics(family).items()
 }
+PANE_KINDS = {kind for family in registry.families() for kind in family.kinds}
 COMMAND_OF = {kind: command for command, kinds in COMMAND_KINDS.items() for kind in kinds}
 
 
 def test_every_command_kind_has_a_tracker_and_checks() -> None:
     """A missing entry would silently give no metrics or refuse --assert."""
     kinds = set(COMMAND_OF)
-    assert set(SAMPLE_METRICS) == kinds, "SAMPLE_METRICS above lacks a kind"
+    assert kinds == PANE_KINDS, "--assert/compare's kinds are the families' kinds"
+    assert set(SAMPLE_METRICS) == kinds, "a kind without sample metrics (its record)"
     assert set(TRACKERS) == kinds
     assert {c.kind for c in CHECKS} == kinds
     assert len(CHECKS) == len(kinds), "one Checks per kind"

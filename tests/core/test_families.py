@@ -73,6 +73,49 @@ def test_records_are_typed(family: Family | PassiveFamily) -> None:
 
 
 @pytest.mark.parametrize("family", ALL, ids=IDS)
+def test_each_kind_has_one_record_declaring_its_sample_metrics(
+    family: Family | PassiveFamily,
+) -> None:
+    """The sample metrics of every kind come from its record class
+    (``sample_metrics``): a kind without a record, or a record without its
+    ``KIND`` and ``METRICS``, fails here, never falls back to "no metrics"."""
+    from probetop.probes.core.base import MetricSpec
+    from probetop.probes.core.family import sample_metrics
+
+    kinds = [getattr(record, "KIND", None) for record in family.records()]
+    assert sorted(map(str, kinds)) == sorted(family.kinds), f"{family.name}: one record per kind"
+    for kind, specs in sample_metrics(family).items():
+        names = [m.name for m in specs]
+        assert specs and all(isinstance(m, MetricSpec) for m in specs), kind
+        assert len(names) == len(set(names)), f"{kind}: a metric declared twice"
+
+
+def _built_probes(family: Family | PassiveFamily) -> list:
+    """Probes as a run makes them (not prepared): the example command line's,
+    the passive ones at a 1 s interval."""
+    if isinstance(family, PassiveFamily):
+        return list(family.probes(1.0))
+    from probetop.tui.cli.parser import build_parser, make_plan, parse_args
+
+    argv = [family.name, *family.example]
+    plan = make_plan(parse_args(build_parser({family.name}), argv), ["probetop", *argv])
+    return family.build_probes(plan.settings, plan.common)
+
+
+@pytest.mark.parametrize("family", ALL, ids=IDS)
+def test_probes_announce_their_record_s_metrics(family: Family | PassiveFamily) -> None:
+    """What a probe announces (the recording's probe line, the generic pane)
+    is what its kind's record declares: one list, not two kept in step."""
+    from probetop.probes.core.family import sample_metrics
+
+    declared = sample_metrics(family)
+    probes = _built_probes(family)
+    assert probes, family.name
+    for probe in probes:
+        assert tuple(probe.metrics) == declared[probe.kind], probe.kind
+
+
+@pytest.mark.parametrize("family", ALL, ids=IDS)
 def test_every_kind_has_its_pane(family: Family | PassiveFamily) -> None:
     assert family.kinds, f"{family.name} announces no kind"
     for kind, path in family.panes.items():

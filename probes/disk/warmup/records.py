@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.readback import as_number
@@ -80,6 +80,9 @@ class WarmupInterval:
     pattern (no end), and so is ``done_map`` (fraction done of each of 64
     equal slices of the range). ``plateau`` is the detector's JSON
     (``SteadyState.as_dict()``), recorded whole; ``plateau_view`` reads it."""
+
+    KIND: ClassVar[str] = WARMUP_KIND
+    METRICS: ClassVar[tuple[MetricSpec, ...]] = WARMUP_METRICS
 
     bw_bps: float | None
     iops: float | None

@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.readback import as_number
@@ -265,6 +265,9 @@ class LoadInterval:
     status class) and ``le_phases`` (per phase, successes): this interval's
     requests counted under ``LE_BOUNDS_S`` (empty in recordings from before
     they were kept)."""
+
+    KIND: ClassVar[str] = LOAD_KIND
+    METRICS: ClassVar[tuple[MetricSpec, ...]] = LOAD_METRICS
 
     target_rps: float
     seconds: float
