@@ -16,16 +16,19 @@ Contract:
 - ``BucketCounter`` accumulates cumulative counts over fixed upper bounds
   (Prometheus ``le``); each family fixes its bounds so that every bucket of
   the probe's own histogram falls wholly under one bound: exact counts.
+- A percentile the reference tool computed (sysbench's, fio's, wrk2's) is a
+  ``SummaryCounter``: a Prometheus summary, the only type a ``quantile``
+  label belongs to (promtool flags it on any other).
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from probetop.probes.core.metricdefs import Histogram, MetricDef, Point
+from probetop.probes.core.metricdefs import Histogram, MetricDef, Point, Summary
 from probetop.probes.core.sample import Sample
 
 
@@ -109,3 +112,30 @@ class BucketCounter:
             running += n
             cumulative.append((bound, running))
         return Histogram(tuple(cumulative), self.total, self.sum)
+
+
+class SummaryCounter:
+    """A summary as an exporter of another tool's percentiles serves one:
+    ``quantiles`` are the tool's own figures for the latest interval
+    ((0.95, seconds), ...: never interpolated), ``count`` and ``sum`` every
+    observation timed over the run, as Prometheus' own summaries keep a
+    recent window's quantiles and a lifetime's count and sum."""
+
+    def __init__(self) -> None:
+        self.quantiles: tuple[tuple[float, float], ...] = ()
+        self.count = 0
+        self.sum = 0.0
+
+    def latest(self, quantiles: Iterable[tuple[float, float]]) -> None:
+        """The latest interval's (quantile, seconds), the quantile as a
+        label spells it (99.9 / 100 is 0.999, not 0.9990000000000001)."""
+        self.quantiles = tuple(sorted((float(quantile_label(q)), v) for q, v in quantiles))
+
+    def add(self, n: int, mean_s: float | None) -> None:
+        """``n`` observations whose mean was ``mean_s`` (None: not timed, not counted)."""
+        if n > 0 and mean_s is not None and math.isfinite(mean_s):
+            self.count += n
+            self.sum += mean_s * n
+
+    def snapshot(self) -> Summary:
+        return Summary(self.quantiles, self.count, self.sum)

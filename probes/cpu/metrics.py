@@ -18,10 +18,10 @@ from probetop.probes.core.sample import Sample
 from probetop.probes.core.sysbench.hist import bucket_upper_ms
 from probetop.probes.core.tracker import (
     BucketCounter,
+    SummaryCounter,
     Tracker,
     by_metric,
     label_text,
-    quantile_label,
 )
 from probetop.probes.cpu.records import KIND, CpuInterval
 
@@ -66,11 +66,11 @@ CPU_LATENCY = metric_def(
 )
 CPU_LATENCY_PCT = metric_def(
     "probetop_cpu_event_latency_quantile_seconds",
-    "gauge",
+    "summary",
     "seconds",
     "the --percentile of the latest interval's event times, as sysbench reports it "
-    "(quantile: 0.95 for the 95th)",
-    (*_CPU_LABELS, "quantile"),
+    "(quantile: 0.95 for the 95th); count and sum: every event timed over the run",
+    _CPU_LABELS,
 )
 CPU_THREADS = metric_def("probetop_cpu_threads", "gauge", "", "worker threads running", _CPU_LABELS)
 CPU_INFO = metric_def(
@@ -91,7 +91,8 @@ class CpuTracker(Tracker):
         self.events = 0
         self.eps: float | None = None
         self.threads: int | None = None
-        self.quantile: tuple[float, float] | None = None
+        self.percentile = SummaryCounter()
+        self.timed = False  # a sample gave the percentile
         # None until a sample carries its histogram (older recordings do not)
         self.latency: BucketCounter | None = None
         self.engine = ""
@@ -121,8 +122,13 @@ class CpuTracker(Tracker):
                 self.latency.sum += iv.lat_sum_ms / 1e3
             elif iv.lat_avg_ms is not None:
                 self.latency.sum += iv.lat_avg_ms / 1e3 * in_hist
+        if iv.lat_sum_ms is not None and events:
+            self.percentile.add(events, iv.lat_sum_ms / 1e3 / events)
+        elif iv.lat_avg_ms is not None:
+            self.percentile.add(events, iv.lat_avg_ms / 1e3)
         if iv.lat_pct_ms is not None:
-            self.quantile = (iv.percentile / 100.0, iv.lat_pct_ms / 1e3)
+            self.percentile.latest([(iv.percentile / 100.0, iv.lat_pct_ms / 1e3)])
+            self.timed = True
         if iv.engine:
             self.engine = iv.engine
 
@@ -133,9 +139,8 @@ class CpuTracker(Tracker):
             out.append(Point(CPU_EPS, labels, self.eps))
         if self.latency is not None:
             out.append(Point(CPU_LATENCY, labels, self.latency.snapshot()))
-        if self.quantile is not None:
-            q, seconds = self.quantile
-            out.append(Point(CPU_LATENCY_PCT, (*labels, quantile_label(q)), seconds))
+        if self.timed:
+            out.append(Point(CPU_LATENCY_PCT, labels, self.percentile.snapshot()))
         if self.threads is not None:
             out.append(Point(CPU_THREADS, labels, float(self.threads)))
             out.append(

@@ -17,10 +17,10 @@ from probetop.probes.core.metricdefs import Point, metric_def
 from probetop.probes.core.sample import Sample
 from probetop.probes.core.tracker import (
     BucketCounter,
+    SummaryCounter,
     Tracker,
     by_metric,
     events_in,
-    quantile_label,
 )
 from probetop.probes.disk.records import (
     DIRECTIONS,
@@ -81,11 +81,11 @@ IOPS_CLAT = metric_def(
 )
 IOPS_CLAT_PCT = metric_def(
     "probetop_iops_completion_latency_quantile_seconds",
-    "gauge",
+    "summary",
     "seconds",
     "fio's completion-latency percentiles (1 ... 99.99) of the latest interval "
-    "(quantile: 0.99 for the 99th)",
-    (*_IOPS_LABELS, "quantile"),
+    "(quantile: 0.99 for the 99th); count and sum: every I/O timed over the run outside --ramp",
+    _IOPS_LABELS,
 )
 IOPS_ERRORS = metric_def(
     "probetop_iops_errors", "counter", "", "failed or short I/Os", ("probe", "target")
@@ -112,7 +112,7 @@ class _Direction:
         self.bytes = 0
         self.rate: float | None = None
         self.bw: float | None = None
-        self.quantiles: tuple[tuple[float, float], ...] = ()
+        self.percentiles = SummaryCounter()
         # None until a sample carries its histogram (older recordings do not)
         self.latency: BucketCounter | None = None
 
@@ -164,9 +164,13 @@ class IopsTracker(Tracker):
                         in_hist += n
                     if rates.clat_mean_us is not None:
                         state.latency.sum += rates.clat_mean_us / 1e6 * in_hist
+            if not iv.ramp:  # as the histogram: its count when the sample has one
+                timed = sum(n for _, n in rates.clat_hist) if rates.clat_hist else ios
+                mean_us = rates.clat_mean_us
+                state.percentiles.add(timed, None if mean_us is None else mean_us / 1e6)
             if rates.clat_us:
-                state.quantiles = tuple(
-                    sorted((float(p) / 100.0, us / 1e6) for p, us in rates.clat_us.items())
+                state.percentiles.latest(
+                    (float(p) / 100.0, us / 1e6) for p, us in rates.clat_us.items()
                 )
         self.errors += events_in(iv.errors_per_s, seconds)
         self.ramp = iv.ramp
@@ -185,8 +189,8 @@ class IopsTracker(Tracker):
                 out.append(Point(IOPS_BW, labels, d.bw))
             if d.latency is not None:
                 out.append(Point(IOPS_CLAT, labels, d.latency.snapshot()))
-            for q, seconds in d.quantiles:
-                out.append(Point(IOPS_CLAT_PCT, (*labels, quantile_label(q)), seconds))
+            if d.percentiles.quantiles:
+                out.append(Point(IOPS_CLAT_PCT, labels, d.percentiles.snapshot()))
         out.append(Point(IOPS_ERRORS, base, float(self.errors)))
         if self.ramp is not None:
             out.append(Point(IOPS_RAMP, base, 1.0 if self.ramp else 0.0))

@@ -13,12 +13,7 @@ from typing import Any
 
 from probetop.probes.core.metricdefs import Point, metric_def
 from probetop.probes.core.sample import Sample
-from probetop.probes.core.tracker import (
-    Tracker,
-    by_metric,
-    label_text,
-    quantile_label,
-)
+from probetop.probes.core.tracker import SummaryCounter, Tracker, by_metric, label_text
 from probetop.probes.mem.records import KIND, MemInterval
 
 _LABELS = ("probe",)
@@ -53,10 +48,11 @@ MEM_BYTES_RATE = metric_def(
 )
 MEM_LATENCY_PCT = metric_def(
     "probetop_mem_operation_latency_quantile_seconds",
-    "gauge",
+    "summary",
     "seconds",
-    "the --percentile of the latest interval's operation times, as sysbench reports it",
-    (*_LABELS, "quantile"),
+    "the --percentile of the latest interval's operation times, as sysbench reports it; "
+    "count and sum: every operation timed over the run",
+    _LABELS,
 )
 MEM_THREADS = metric_def("probetop_mem_threads", "gauge", "", "worker threads running", _LABELS)
 MEM_INFO = metric_def(
@@ -87,7 +83,8 @@ class MemTracker(Tracker):
         self.rate: float | None = None
         self.byte_rate: float | None = None
         self.threads: int | None = None
-        self.quantile: tuple[float, float] | None = None
+        self.percentile = SummaryCounter()
+        self.timed = False  # a sample gave the percentile
         self.params: dict[str, str] = {}
         super().__init__(probe_id, info)
 
@@ -108,8 +105,10 @@ class MemTracker(Tracker):
             self.rate = iv.ops
             self.byte_rate = iv.ops * iv.block_size if moves else 0.0
         self.threads = iv.threads
+        self.percentile.add(ops, None if iv.lat_avg_ms is None else iv.lat_avg_ms / 1e3)
         if iv.lat_pct_ms is not None:
-            self.quantile = (iv.percentile / 100.0, iv.lat_pct_ms / 1e3)
+            self.percentile.latest([(iv.percentile / 100.0, iv.lat_pct_ms / 1e3)])
+            self.timed = True
 
     def points(self) -> list[Point]:
         labels = (self.probe_id,)
@@ -118,9 +117,8 @@ class MemTracker(Tracker):
             out.append(Point(MEM_OPS_RATE, labels, self.rate))
         if self.byte_rate is not None:
             out.append(Point(MEM_BYTES_RATE, labels, self.byte_rate))
-        if self.quantile is not None:
-            q, seconds = self.quantile
-            out.append(Point(MEM_LATENCY_PCT, (*labels, quantile_label(q)), seconds))
+        if self.timed:
+            out.append(Point(MEM_LATENCY_PCT, labels, self.percentile.snapshot()))
         if self.threads is not None:
             out.append(Point(MEM_THREADS, labels, float(self.threads)))
             out.append(Point(MEM_INFO, labels, {"threads": str(self.threads), **self.params}))

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from http_fixtures import NginxServer, make_cert
+from probetop.probes.core.metricdefs import Summary
 from probetop.probes.http.load.hist import Histogram
 from probetop.probes.http.load.metrics import HttpLoadTracker
 from probetop.probes.http.load.records import BoundCounts, ClassLatency, LoadInterval
@@ -77,9 +78,9 @@ def test_live_metrics_are_the_reports_figures(tmp_path: Path) -> None:
         ("probetop_http_load_request_duration_seconds", "histogram", "seconds"),
         ("probetop_http_load_service_time_seconds", "histogram", "seconds"),
         ("probetop_http_load_phase_duration_seconds", "histogram", "seconds"),
-        ("probetop_http_load_request_duration_quantile_seconds", "gauge", "seconds"),
-        ("probetop_http_load_service_time_quantile_seconds", "gauge", "seconds"),
-        ("probetop_http_load_phase_duration_quantile_seconds", "gauge", "seconds"),
+        ("probetop_http_load_request_duration_quantile_seconds", "summary", "seconds"),
+        ("probetop_http_load_service_time_quantile_seconds", "summary", "seconds"),
+        ("probetop_http_load_phase_duration_quantile_seconds", "summary", "seconds"),
         ("probetop_http_load_in_flight_requests", "gauge", ""),
         ("probetop_http_load_backlog_requests", "gauge", ""),
         ("probetop_http_load_connections_opened", "counter", ""),
@@ -300,5 +301,5 @@ def test_a_recording_without_counts_gives_counters_but_no_histogram() -> None:
     assert by_name[("probetop_http_load_requests_sent", ("p", "http://h/"))] == 6
     assert by_name[("probetop_http_load_requests", ("p", "http://h/", "2xx_3xx"))] == 6
     assert by_name[("probetop_http_load_responses", ("p", "http://h/", "200"))] == 6
-    q = ("p", "http://h/", "0.99")
-    assert by_name[("probetop_http_load_request_duration_quantile_seconds", q)] == 0.002
+    summary = by_name[("probetop_http_load_request_duration_quantile_seconds", ("p", "http://h/"))]
+    assert isinstance(summary, Summary) and dict(summary.quantiles)[0.99] == 0.002

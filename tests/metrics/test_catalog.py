@@ -42,6 +42,11 @@ def test_names_follow_prometheus_rules(command: str, metric) -> None:
     else:
         assert "probe" in metric.labels  # first, or after a reference exporter's own labels
     assert len(set(metric.labels)) == len(metric.labels)
+    # Reserved for histograms and summaries (promtool check metrics flags them
+    # elsewhere): the exposition adds `le` and `quantile` itself.
+    assert "le" not in metric.labels and "quantile" not in metric.labels
+    if metric.type not in ("histogram", "summary"):
+        assert not metric.name.endswith(("_count", "_sum", "_bucket")), metric.name
 
 
 def test_a_shared_name_means_one_thing() -> None:

@@ -38,6 +38,32 @@ def _receive_errors(pid: str) -> float:
     return total
 
 
+def _timed(
+    pid: str, n: Callable[[dict[str, Any]], float], mean_s: str, unit: float
+) -> tuple[float, float]:
+    """A summary's count and sum by hand: every timed observation of the
+    run (samples whose ``mean_s`` value is there, outside a ramp), and
+    their time (mean x count, ``unit`` to seconds)."""
+    count = total = 0.0
+    for rec in LINES:
+        if rec.get("type") != "sample" or rec["probe"] != pid:
+            continue
+        mean = rec["values"].get(mean_s)
+        if mean is None or (rec.get("extra") or {}).get("ramp"):
+            continue
+        count += n(rec)
+        total += mean * unit * n(rec)
+    return count, total
+
+
+def _cpu_events(rec: dict[str, Any]) -> float:
+    return float(sum(rec["extra"]["per_thread_events"]))
+
+
+def _read_ios(rec: dict[str, Any]) -> float:
+    return float(round(rec["values"]["read_iops"] * rec["interval"]))
+
+
 def _probe(prefix: str) -> str:
     (pid,) = [p for p in SUMMARIES if p.startswith(prefix)]
     return pid
@@ -62,6 +88,10 @@ CHECKS: list[Check] = [
     ("probetop_cpu_events_per_second", {}, lambda: LAST[CPU]["eps"], EXACT),
     ("probetop_cpu_event_latency_quantile_seconds", {"quantile": "0.95"},
      lambda: LAST[CPU]["lat_pct_ms"] / 1000, EXACT),
+    ("probetop_cpu_event_latency_quantile_seconds_count", {},
+     lambda: _timed(CPU, _cpu_events, "lat_avg_ms", 1e-3)[0], EXACT),
+    ("probetop_cpu_event_latency_quantile_seconds_sum", {},
+     lambda: _timed(CPU, _cpu_events, "lat_avg_ms", 1e-3)[1], 1e-6),
     ("probetop_cpu_threads", {}, lambda: SUMMARIES[CPU]["threads"], EXACT),
     ("probetop_cpu_info", {"threads": "1"}, lambda: 1.0, EXACT),
     # (the cpu histogram is not in this recording: test_latency_histograms)
@@ -117,6 +147,10 @@ CHECKS: list[Check] = [
      lambda: LAST[IOPS]["read_clat_p50_us"] / 1e6, EXACT),
     ("probetop_iops_completion_latency_quantile_seconds", {"direction": "read", "quantile": "0.99"},
      lambda: LAST[IOPS]["read_clat_p99_us"] / 1e6, EXACT),
+    ("probetop_iops_completion_latency_quantile_seconds_count", {"direction": "read"},
+     lambda: _timed(IOPS, _read_ios, "read_clat_mean_us", 1e-6)[0], EXACT),
+    ("probetop_iops_completion_latency_quantile_seconds_sum", {"direction": "read"},
+     lambda: _timed(IOPS, _read_ios, "read_clat_mean_us", 1e-6)[1], 1e-6),
     # the counters trail the summary by the stop's partial interval (test_export)
     ("probetop_iops_ios_total", {"direction": "read"},
      lambda: SUMMARIES[IOPS]["read"]["total_ios"], 0.1),

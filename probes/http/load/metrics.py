@@ -10,8 +10,9 @@ counts, so they never go backwards; histograms are the intervals'
 ``BoundCounts`` added up (``LE_BOUNDS_S``, the http family's bounds), and
 appear once a sample carries them (older recordings do not); gauges hold
 the run's latest interval (the drain after ``--time``, when nothing is
-sent, is not one), the ``_quantile_seconds`` ones its percentiles as the
-load report computes them (nearest rank, HdrHistogram's resolution).
+sent, is not one); the ``_quantile_seconds`` summaries its percentiles as the
+load report computes them (nearest rank, HdrHistogram's resolution), with the
+count and sum of the histogram they summarise.
 The ``url`` label is the probe's already redacted URL.
 """
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes.core.metricdefs import Histogram, Point, metric_def
+from probetop.probes.core.metricdefs import Histogram, Point, Summary, metric_def
 from probetop.probes.core.sample import Sample
 from probetop.probes.core.tracker import Tracker, by_metric, quantile_label
 from probetop.probes.http.load.records import (
@@ -31,7 +32,7 @@ from probetop.probes.http.load.records import (
     LoadParams,
 )
 from probetop.probes.http.spec import LOAD_KIND
-from probetop.probes.http.status import STATUS_CLASSES
+from probetop.probes.http.status import STATUS_CLASSES, StatusClass
 
 _LABELS = ("probe", "url")
 # The phases under blackbox_exporter's names, as probe_http_duration_seconds
@@ -109,26 +110,28 @@ LOAD_PHASE = metric_def(
 )
 LOAD_LATENCY_PCT = metric_def(
     "probetop_http_load_request_duration_quantile_seconds",
-    "gauge",
+    "summary",
     "seconds",
     "the latest interval's corrected latency percentiles of 2xx/3xx responses, as the "
-    "load report computes them (quantile: 0.5, 0.9, 0.99, 0.999)",
-    (*_LABELS, "quantile"),
+    "load report computes them (quantile: 0.5, 0.9, 0.99, 0.999); count and sum: the "
+    "2xx/3xx responses over the run",
+    _LABELS,
 )
 LOAD_SERVICE_PCT = metric_def(
     "probetop_http_load_service_time_quantile_seconds",
-    "gauge",
+    "summary",
     "seconds",
     "the latest interval's service time percentiles of 2xx/3xx responses (quantile: "
-    "0.5, 0.9, 0.99, 0.999)",
-    (*_LABELS, "quantile"),
+    "0.5, 0.9, 0.99, 0.999); count and sum: the 2xx/3xx responses over the run",
+    _LABELS,
 )
 LOAD_PHASE_PCT = metric_def(
     "probetop_http_load_phase_duration_quantile_seconds",
-    "gauge",
+    "summary",
     "seconds",
-    "the latest interval's phase percentiles of 2xx/3xx responses (quantile: 0.5, 0.99)",
-    (*_LABELS, "phase", "quantile"),
+    "the latest interval's phase percentiles of 2xx/3xx responses (quantile: 0.5, 0.99); "
+    "count and sum: the 2xx/3xx responses' phases over the run",
+    (*_LABELS, "phase"),
 )
 LOAD_IN_FLIGHT = metric_def(
     "probetop_http_load_in_flight_requests",
@@ -176,6 +179,19 @@ class _Hist:
             running += n
             cumulative.append((bound, running))
         return Histogram(tuple(cumulative), sum(self.counts), self.sum_us / 1e6)
+
+    def summary(self, table: Mapping[str, float], pcts: tuple[float, ...]) -> Summary | None:
+        """The interval's percentiles ``table`` (``p99`` -> ms, as the load
+        report computes them) with this run's count and sum: a summary, or
+        None when the interval has none."""
+        quantiles = tuple(
+            (float(quantile_label(pct / 100.0)), round(table[f"p{pct:g}"] / 1e3, 6))
+            for pct in pcts
+            if table.get(f"p{pct:g}") is not None
+        )
+        if not quantiles:
+            return None
+        return Summary(quantiles, sum(self.counts), self.sum_us / 1e6)
 
 
 class HttpLoadTracker(Tracker):
@@ -263,22 +279,19 @@ class HttpLoadTracker(Tracker):
                 out.append(Point(LOAD_PHASE, (*labels, label), self.phases[phase].snapshot()))
         if latest is not None:
             ok = latest.success()
-            for metric, table in (
-                (LOAD_LATENCY_PCT, ok.corrected_ms),
-                (LOAD_SERVICE_PCT, ok.service_ms),
+            success = StatusClass.SUCCESS.value
+            for metric, table, hists in (
+                (LOAD_LATENCY_PCT, ok.corrected_ms, self.latency),
+                (LOAD_SERVICE_PCT, ok.service_ms, self.service),
             ):
-                for pct in LOAD_PCTS:
-                    ms = table.get(f"p{pct:g}")
-                    if ms is not None:
-                        q = quantile_label(pct / 100.0)
-                        out.append(Point(metric, (*labels, q), round(ms / 1e3, 6)))
+                found = hists.get(success, _Hist()).summary(table, LOAD_PCTS)
+                if found is not None:
+                    out.append(Point(metric, labels, found))
             for phase, label in PHASE_LABELS.items():
                 table = latest.phases_ms.get(phase) or {}
-                for pct in PHASE_PCTS:
-                    ms = table.get(f"p{pct:g}")
-                    if ms is not None:
-                        q = quantile_label(pct / 100.0)
-                        out.append(Point(LOAD_PHASE_PCT, (*labels, label, q), round(ms / 1e3, 6)))
+                found = self.phases.get(phase, _Hist()).summary(table, PHASE_PCTS)
+                if found is not None:
+                    out.append(Point(LOAD_PHASE_PCT, (*labels, label), found))
             out.append(Point(LOAD_IN_FLIGHT, labels, float(latest.in_flight_max)))
             out.append(Point(LOAD_BACKLOG, labels, float(latest.backlog)))
             out.append(Point(LOAD_LIMITED, labels, 1.0 if latest.generator_limited else 0.0))
