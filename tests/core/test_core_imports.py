@@ -158,7 +158,7 @@ def test_front_doors_build_trackers_and_checks_on_first_use() -> None:
         "from probetop.probes import cpu, disk\n"
         "print(sorted(m for m in sys.modules if m.endswith(('.metrics', '.checks',"
         " '_metrics', 'core.tracker', 'core.metricdefs'))))\n"
-        "assert cpu.FAMILY.tracker().KIND == cpu.KIND\n"
+        "assert cpu.FAMILY.tracker().KIND == cpu.FAMILY.focus\n"
         "assert disk.WARMUP.checks().kind == disk.WARMUP_KIND\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
