@@ -65,6 +65,7 @@ def one_job(
         total_size=0 if budget < 0 else budget * words * 8,
         percentile=percentile,
         hist=hist,
+        rows=rows,
     )
     setup_row(
         rows[0],
