@@ -16,38 +16,53 @@ more time around the event than in it. So the loop does, per event, the work
 sysbench 1.0.20's ``thread_run`` does (read off the distribution's binary,
 ``objdump -d $(which sysbench)``, and the sources), call for call:
 
-- ``sb_more_events``: an out-of-line call (with gcc's stack protector) that
+- ``sb_more_events``: an out-of-line call (with gcc's stack protector and
+  the six callee-saved registers gcc's code saves for its --rate path) that
   reads the error flag, the clock (CLOCK_MONOTONIC) against --time and the
   event and rate limits;
 - ``next_event`` through the test's function pointer (``memory_next_event``:
-  the thread's --memory-total-size budget), returning a 48-byte event that
-  is copied, as ``event = test->ops.next_event(...)`` does;
-- ``sb_event_start``: the thread timer's spinlock (an xchg), the clock, unlock;
+  the thread's --memory-total-size budget, a ``__thread`` variable in
+  sysbench, and gcc's branchless type), returning a 48-byte event that is
+  copied, as ``event = test->ops.next_event(...)`` does;
+- ``sb_event_start``: the thread's timer found by thread id (as sysbench
+  indexes its global ``timers`` array), its spinlock (a 32-bit xchg), the
+  clock, unlock;
 - ``execute_event`` through the test's function pointer (one of
   ``event_{seq,rnd}_{write,read,none}``, each shaped like gcc -O2
-  -funroll-loops made it: seq loops 8 words per trip after a remainder
-  prologue; rnd loops one word per trip, reloading the block size, the
-  buffer and the generator's state around every access, as ConcurrencyKit's
+  -funroll-loops made it: seq loops do the first word, then (words - 1) % 8
+  words picked by a compare chain (not a jump table), then 8 words a trip;
+  rnd loops one word per trip, reloading the block size, the buffer and the
+  generator's state around every access, as ConcurrencyKit's
   ``ck_pr_load_64``/``ck_pr_store_64`` (asm with a memory clobber) force;
-  rnd ``none`` only advances the generator, as gcc leaves it; the
-  generator's state and the buffer pointer are reached as sysbench's
-  ``__thread`` variables are, ``%fs:(offset)``, and ``(size_t)`` of the
-  offset is gcc's compare-and-branch, not LLVM's branchless conversion);
-- ``sb_event_stop``: an out-of-line call: spinlock, clock, the timer's
-  count, sum, min and max, unlock; with --percentile > 0 ``sb_histogram_update``
-  (out of line: a random slot of 128 from the thread's xoroshiro128+,
-  ``floor((log(ms) - ln 0.001) * mult + 0.5)`` clamped as gcc does it (a
-  branch for i < 0, so the cell's address never waits for log and floor),
-  and a locked increment in
-  the histogram that ALL threads share, slot by slot, as sysbench's global
+  rnd ``none`` only advances the generator, in registers, unrolled as the
+  seq loops; the generator's state, the budget and the buffer pointer are
+  reached as sysbench's ``__thread`` variables are, ``%fs:off(%reg)``, and
+  ``(size_t)`` of the offset is gcc's compare-and-branch, not LLVM's
+  branchless conversion);
+- ``sb_event_stop``: an out-of-line call: the timer by thread id, spinlock,
+  clock, the timer's count, sum, min and max, unlock; with --percentile > 0
+  ``sb_histogram_update`` (out of line: a random slot of 128 from the
+  thread's xoroshiro128+, ``floor((log(ms) - ln 0.001) * mult + 0.5)``
+  clamped as gcc does it (a branch for i < 0, so the cell's address never
+  waits for log and floor), and a locked increment in the histogram that
+  ALL threads share, slot by slot, as sysbench's global
   ``sb_latency_histogram``: with 2 threads its cache lines move between
-  cores); then the thread's event counter (``sb_counter_inc``).
+  cores); then the thread's event counter (``sb_counter_inc``: a ck load
+  and a ck store, the counters' address read for each) and the --rate check.
 - libc's ``clock_gettime``, ``log`` and ``floor`` are called through a
   table, as sysbench calls them through its PLT.
 
+What is left different: our functions take the run's context (and the
+thread's TLS offset) as arguments where sysbench's reach globals
+RIP-relative, a few register moves per call. Instructions per operation
+(callgrind, ``benchmarks/mem_vs_sysbench.py --instructions``;
+``tests/mem/test_mem_instructions.py``) are within 1 % of sysbench's.
+
 Memory layout (int64 slots): a thread's row (``ROW_SLOTS``, from
 ``probes.core.sysbench.counters``: STAT_* first, then the timer's fields,
-budget, generator state and buffer) and the run's context (``CTX_*``).
+budget, generator state and buffer; thread i's row is rows[i] of one
+``new_rows`` block, whose address is in the context) and the run's context
+(``CTX_*``).
 """
 
 from __future__ import annotations
@@ -61,7 +76,9 @@ from typing import Any
 
 from probetop.probes.core.sysbench.counters import (
     INT64_MAX,
+    STAT_LAT_MAX,
     STAT_LAT_MIN,
+    STAT_LAT_SUM,
     STOPPED_DEADLINE,
     STOPPED_FLAG,
     STOPPED_LIMIT,
@@ -79,8 +96,9 @@ ROW_LOCK = 14  # the timer's spinlock
 ROW_BUDGET = 15  # tls_total_ops: operations left (--memory-total-size)
 ROW_RNG = 16  # xoroshiro128+ state, 2 slots
 ROW_BUF = 18  # the thread's block (global scope: the same for all)
-ROW_TLS = 19  # ROW_RNG's address less the thread pointer (%fs base): see _XOROSHIRO
-ROW_SLOTS = 24  # 192 bytes: rows never share a cache line
+ROW_TLS = 19  # the row's address less the thread pointer (%fs base): see _tls_load
+ROW_SHIFT = 8
+ROW_SLOTS = 1 << (ROW_SHIFT - 3)  # 256 bytes: rows never share a cache line
 
 # The run's context: sysbench's globals, read by every thread.
 CTX_ERROR = 0  # sb_globals.error: the stop flag (i32)
@@ -101,6 +119,8 @@ CTX_HIST_SLOTS = 15  # address of HIST_SLOTS row addresses
 CTX_DEDUCT = 16  # the histogram's constants (double bits)
 CTX_MULT = 17
 CTX_HIST_SIZE = 18
+CTX_ROWS = 19  # the rows block: thread tid's row is at rows + (tid << ROW_SHIFT)
+CTX_CONCURRENCY = 20  # sb_globals.concurrency (--rate only: never used)
 CTX_SLOTS = 24
 
 HIST_SLOTS = 128  # sysbench's SB_HISTOGRAM_NSLOTS: rows of the shared histogram
@@ -124,57 +144,94 @@ _CK_STORE = (
     'call void asm sideeffect "movq $1, $0", "=*m,r,~{{memory}}"(ptr elementtype(i64) {p}, i64 {v})'
 )
 _CK_BARRIER = 'call void asm sideeffect "", "~{{memory}}"()'
+_BARRIER = _CK_BARRIER.format()
 
 
-def _seq_word(oper: str, k: str) -> str:
-    """One word of a seq event at pointer %p{k} (end pointer %end)."""
+def _tls_load(out: str, slot: int, tls: str = "%tls") -> str:
+    """``out`` = the row's ``slot`` read as sysbench reads a ``__thread``
+    variable (initial-exec TLS): one ``movq %fs:off(%reg)``."""
+    return f'  {out} = call i64 asm sideeffect "movq %fs:{8 * slot}($1), $0", "=r,r"(i64 {tls})\n'
+
+
+def _tls_store(value: str, slot: int, tls: str = "%tls") -> str:
+    """The row's ``slot`` written as a ``__thread`` variable: ``movq %reg, %fs:off(%reg)``."""
+    asm = f'"movq $0, %fs:{8 * slot}($1)", "r,r"'
+    return f"  call void asm sideeffect {asm}(i64 {value}, i64 {tls})\n"
+
+
+def _chain(r: str, cases: dict[int, str], default: str, name: str) -> str:
+    """gcc's dispatch on ``r`` (0-6, else ``default``) into an unrolled
+    loop's remainder: a compare and a branch per case, in order. The empty
+    asm in each block keeps LLVM from making it one switch (a jump table)."""
+    out = ""
+    for k in range(UNROLL - 1):
+        nxt = f"{name}{k + 1}" if k < UNROLL - 2 else default
+        out += (
+            f"{name}{k}:\n"
+            + (f"  {_BARRIER}\n" if k else "")
+            + f"  %{name}.e{k} = icmp eq i64 {r}, {k}\n"
+            f"  br i1 %{name}.e{k}, label %{cases[k]}, label %{nxt}\n"
+        )
+    return out
+
+
+def _seq_word(oper: str, k: str, pointer: bool = False) -> str:
+    """One word of a seq event at pointer %p{k} (end pointer %endi);
+    ``pointer``: the word's pointer in a register of its own (see below)."""
     if oper == "write":  # SIZE_T_STORE(buf, end - buf)
-        # gcc materialises each word's pointer and subtracts it from end
-        # (lea, mov, sub, sar, mov per word: objdump); the empty asm keeps
-        # LLVM from folding end - p into one decrementing counter (3
-        # instructions a word, 1.3-1.4x sysbench's rate at 1 MiB blocks).
+        # gcc copies end and subtracts each word's pointer from the copy
+        # (mov, sub, sar, mov per word; in the unrolled trip an lea makes
+        # each word's pointer from the trip's base: objdump). The empty asm
+        # hands each word its own copy of end (and, in the trip, of its
+        # pointer), so LLVM can neither fold end - p into one decrementing
+        # counter (3 instructions a word, 1.3-1.4x sysbench's rate at 1 MiB
+        # blocks) nor into three-operand leas.
+        q = f"  %q{k} = ptrtoint ptr %p{k} to i64\n"
+        if pointer:
+            q = f"  %q0{k} = ptrtoint ptr %p{k} to i64\n"
+            q += f'  %q{k} = call i64 asm "", "=r,0"(i64 %q0{k})\n'
         return (
-            f"  %q{k} = ptrtoint ptr %p{k} to i64\n"
-            f'  %pi{k} = call i64 asm "", "=r,0"(i64 %q{k})\n'
-            f"  %pa{k} = inttoptr i64 %pi{k} to ptr\n"
-            f"  %d{k} = sub i64 %endi, %pi{k}\n"
+            f'  %e{k} = call i64 asm "", "=r,0"(i64 %endi)\n'
+            + q
+            + f"  %d{k} = sub i64 %e{k}, %q{k}\n"
             f"  %v{k} = ashr i64 %d{k}, 3\n"
-            f"  {_CK_STORE.format(p=f'%pa{k}', v=f'%v{k}')}\n"
+            f"  {_CK_STORE.format(p=f'%p{k}', v=f'%v{k}')}\n"
         )
     if oper == "read":
         return f"  %v{k} = {_CK_LOAD.format(p=f'%p{k}')}\n"
-    return f"  {_CK_BARRIER.format()}\n"
+    return f"  {_BARRIER}\n"
 
 
 def _seq_event(oper: str) -> str:
     """``event_seq_<oper>``: for (buf = tls_buf; buf < end; buf++) as gcc
-    unrolls it: the first word, (words - 1) % 8 words, then 8 per trip."""
-    tail = []
+    -funroll-loops compiles it: the first word, then (words - 1) % 8 words
+    picked by a compare chain, then 8 words a trip."""
+    tail = ""
     for r in range(UNROLL - 1, 0, -1):  # r words left before the loop
-        nxt = f"r{r - 1}" if r > 1 else "check"
-        tail.append(
-            f"r{r}:\n  %p.r{r} = phi ptr [%p1, %pick]"
-            + (f", [%n.r{r + 1}, %r{r + 1}]" if r < UNROLL - 1 else "")
-            + "\n"
+        incoming = f"[%p1, %pick{UNROLL - 2}]"
+        if r < UNROLL - 1:
+            incoming = f"[%p1, %pick{r}], [%n.r{r + 1}, %r{r + 1}]"
+        nxt = f"r{r - 1}" if r > 1 else "tail"
+        tail += (
+            f"r{r}:\n  %p.r{r} = phi ptr {incoming}\n"
             + _seq_word(oper, f".r{r}")
             + f"  %n.r{r} = getelementptr i64, ptr %p.r{r}, i64 1\n"
             f"  br label %{nxt}\n"
         )
-    # gcc addresses the trip's words from one base register (lea 8(%r9) ...,
-    # two-operand); the asm keeps LLVM from rewriting that as base + index
-    # + offset (a three-operand lea per word: slower on some CPUs).
+    # gcc addresses the trip's words from one base register (two-operand
+    # lea 8(%r9) ...); the asm keeps LLVM from rewriting that as base +
+    # index + offset (three-operand leas: slower on some CPUs).
     body = '  %ui = ptrtoint ptr %u to i64\n  %ua = call i64 asm "", "=r,0"(i64 %ui)\n'
     body += "  %ub = inttoptr i64 %ua to ptr\n"
     body += "".join(
-        f"  %p.u{k} = getelementptr i64, ptr %ub, i64 {k}\n" + _seq_word(oper, f".u{k}")
+        f"  %p.u{k} = getelementptr i64, ptr %ub, i64 {k}\n" + _seq_word(oper, f".u{k}", k > 0)
         for k in range(UNROLL)
     )
-    cases = " ".join(f"i64 {r}, label %r{r}" for r in range(1, UNROLL - 1))
+    cases = {0: "loop", **{k: f"r{k}" for k in range(1, UNROLL - 1)}}
     return f"""
-define i32 @event_seq_{oper}(ptr %req, i32 %tid, ptr %row, ptr %ctx) noinline nounwind {{
+define i32 @event_seq_{oper}(ptr %req, i32 %tid, i64 %tls, ptr %ctx) noinline nounwind {{
 entry:
-  %bufp = getelementptr i64, ptr %row, i64 {ROW_BUF}
-  %buf = load ptr, ptr %bufp
+{_tls_load("%bufi", ROW_BUF)}  %buf = inttoptr i64 %bufi to ptr
   %bsp = getelementptr i64, ptr %ctx, i64 {CTX_BLOCK_SIZE}
   %bs = load i64, ptr %bsp
   %neg = icmp slt i64 %bs, 0
@@ -187,57 +244,40 @@ entry:
   %none = icmp uge ptr %buf, %end
   br i1 %none, label %done, label %first
 first:
+  ; the words left after the first, mod 8, from the pointers as gcc computes
+  ; it, before the first word (the asm keeps LLVM from sinking it past the
+  ; one-word exit, which gcc does not)
+  %nb = xor i64 %bufi, -1
+  %left = add i64 %nb, %endi
+  %lw = lshr i64 %left, 3
+  %r0 = and i64 %lw, 7
+  %r = call i64 asm sideeffect "", "=r,0"(i64 %r0)
 {_seq_word(oper, "0")}  %p1 = getelementptr i64, ptr %buf, i64 1
   %more = icmp ult ptr %p1, %end
-  br i1 %more, label %pick, label %done
-pick:
-  %span = sub i64 %bytes, 8
-  %sw = lshr i64 %span, 3
-  %r = and i64 %sw, 7
-  switch i64 %r, label %r7 [ i64 0, label %check {cases} ]
-{"".join(tail)}check:
-  %pc = phi ptr [%p1, %pick], [%n.r1, %r1], [%n.u, %loop]
-  %go = icmp ult ptr %pc, %end
+  br i1 %more, label %pick0, label %done
+{_chain("%r", cases, "r7", "pick")}{tail}tail:
+  %go = icmp ult ptr %n.r1, %end
   br i1 %go, label %loop, label %done
 loop:
-  %u = phi ptr [%pc, %check]
+  %u = phi ptr [%p1, %pick0], [%n.r1, %tail], [%n.u, %loop]
 {body}  %n.u = getelementptr i64, ptr %ub, i64 {UNROLL}
-  br label %check
+  %again = icmp ult ptr %n.u, %end
+  br i1 %again, label %loop, label %done
 done:
   ret i32 0
 }}
 """
 
 
-_XOROSHIRO = """
-; sysbench's sb_rand_uniform_uint64: xoroshiro128+ on the thread's state
-define internal i64 @xoroshiro_next(ptr %s) alwaysinline nounwind {
-  %p1 = getelementptr i64, ptr %s, i64 1
-  %s0 = load i64, ptr %s
-  %s1a = load i64, ptr %p1
-  %res = add i64 %s0, %s1a
-  %s1 = xor i64 %s1a, %s0
-  %r55 = call i64 @llvm.fshl.i64(i64 %s0, i64 %s0, i64 55)
-  %t1 = xor i64 %r55, %s1
-  %sh = shl i64 %s1, 14
-  %ns0 = xor i64 %t1, %sh
-  %ns1 = call i64 @llvm.fshl.i64(i64 %s1, i64 %s1, i64 36)
-  store i64 %ns0, ptr %s
-  store i64 %ns1, ptr %p1
-  ret i64 %res
-}
-declare i64 @llvm.fshl.i64(i64, i64, i64)
-
-; The same on the state addressed as sysbench's __thread sb_rng_state is
-; (initial-exec TLS: movq %fs:(%reg) with the offset in a register; gcc
-; keeps it in memory, loaded and stored on every draw): %tls is the state's
-; address less the thread pointer, so %fs:(%tls) is the row's ROW_RNG.
+_XOROSHIRO = f"""
+; sysbench's sb_rand_uniform_uint64: xoroshiro128+ on the thread's state,
+; reached as sysbench's __thread sb_rng_state is (initial-exec TLS: movq
+; %fs:off(%reg); gcc keeps it in memory, loaded and stored on every draw).
 ; Plain loads and stores would let the CPU forward the state from store to
 ; load faster than it does through sysbench's %fs accesses (rnd read ran
 ; 1.06x sysbench's rate per CPU-second so).
-define internal i64 @xoroshiro_tls(i64 %tls) alwaysinline nounwind {
-  %s0 = call i64 asm sideeffect "movq %fs:($1), $0", "=r,r"(i64 %tls)
-  %s1a = call i64 asm sideeffect "movq %fs:8($1), $0", "=r,r"(i64 %tls)
+define internal i64 @xoroshiro_tls(i64 %tls) alwaysinline nounwind {{
+{_tls_load("%s0", ROW_RNG)}{_tls_load("%s1a", ROW_RNG + 1)}\
   ; gcc copies s0 twice (movq) and adds in place where LLVM would use one
   ; lea: two more instructions per draw, which is what sysbench runs
   %s0x = call i64 asm sideeffect "movq $1, $0", "=r,r"(i64 %s0)
@@ -249,20 +289,100 @@ define internal i64 @xoroshiro_tls(i64 %tls) alwaysinline nounwind {
   %sh = shl i64 %s1, 14
   %ns0 = xor i64 %t1, %sh
   %ns1 = call i64 @llvm.fshl.i64(i64 %s1, i64 %s1, i64 36)
-  call void asm sideeffect "movq $0, %fs:8($1)", "r,r"(i64 %ns1, i64 %tls)
-  call void asm sideeffect "movq $0, %fs:($1)", "r,r"(i64 %ns0, i64 %tls)
+{_tls_store("%ns1", ROW_RNG + 1)}{_tls_store("%ns0", ROW_RNG)}\
   ret i64 %res
-}
+}}
+declare i64 @llvm.fshl.i64(i64, i64, i64)
 
 ; sb_rand_uniform_double: the top 52 bits as a double in [0, 1)
-define internal double @uniform_double(i64 %tls) alwaysinline nounwind {
+define internal double @uniform_double(i64 %tls) alwaysinline nounwind {{
   %x = call i64 @xoroshiro_tls(i64 %tls)
   %m = lshr i64 %x, 12
   %bits = or i64 %m, 4607182418800017408
   %d = bitcast i64 %bits to double
   %u = fsub double %d, 1.0
   ret double %u
-}
+}}
+"""
+
+
+def _step(a: str, b: str, k: str) -> str:
+    """One xoroshiro128+ step on the state (%{a}, %{b}) in registers, the
+    sum dropped (rnd none uses no offset): new state (%a{k}, %b{k})."""
+    return (
+        f"  %x{k} = xor i64 {b}, {a}\n"
+        f"  %ra{k} = call i64 @llvm.fshl.i64(i64 {a}, i64 {a}, i64 55)\n"
+        f"  %t{k} = xor i64 %ra{k}, %x{k}\n"
+        f"  %sh{k} = shl i64 %x{k}, 14\n"
+        f"  %a{k} = xor i64 %t{k}, %sh{k}\n"
+        f"  %b{k} = call i64 @llvm.fshl.i64(i64 %x{k}, i64 %x{k}, i64 36)\n"
+    )
+
+
+def _rnd_none() -> str:
+    """``event_rnd_none`` as gcc -funroll-loops leaves it: the unused offset
+    (and so the double) dropped, the state loaded from TLS once, stepped in
+    registers (the first step peeled, the remainder picked by a compare
+    chain, then 8 a trip, the byte index i counted as the C loop counts it),
+    stored back once."""
+    rem = ""
+    for r in range(UNROLL - 1, 0, -1):
+        if r == UNROLL - 1:
+            inc = "[%a0, %pick6]", "[%b0, %pick6]", "[8, %pick6]"
+        else:
+            inc = (
+                f"[%a0, %pick{r}], [%a.r{r + 1}, %r{r + 1}]",
+                f"[%b0, %pick{r}], [%b.r{r + 1}, %r{r + 1}]",
+                f"[8, %pick{r}], [%i.r{r + 1}, %r{r + 1}]",
+            )
+        nxt = f"r{r - 1}" if r > 1 else "tail"
+        rem += (
+            f"r{r}:\n  %pa.r{r} = phi i64 {inc[0]}\n  %pb.r{r} = phi i64 {inc[1]}\n"
+            f"  %pi.r{r} = phi i64 {inc[2]}\n"
+            + _step(f"%pa.r{r}", f"%pb.r{r}", f".r{r}")
+            + f"  %ii.r{r} = add i64 %pi.r{r}, 8\n"
+            # gcc adds 8 to i per step; without the asm LLVM folds the adds
+            f'  %i.r{r} = call i64 asm "", "=r,0"(i64 %ii.r{r})\n'
+            f"  br label %{nxt}\n"
+        )
+    steps = ""
+    a, b = "%la", "%lb"
+    for k in range(UNROLL):
+        steps += _step(a, b, f".u{k}")
+        a, b = f"%a.u{k}", f"%b.u{k}"
+    cases = {0: "loop", **{k: f"r{k}" for k in range(1, UNROLL - 1)}}
+    return f"""
+define i32 @event_rnd_none(ptr %req, i32 %tid, i64 %tls, ptr %ctx) noinline nounwind {{
+entry:
+  %bsp = getelementptr i64, ptr %ctx, i64 {CTX_BLOCK_SIZE}
+  %bs = load i64, ptr %bsp
+  %any = icmp sgt i64 %bs, 0
+  br i1 %any, label %start, label %done
+start:
+{_tls_load("%s0", ROW_RNG)}{_tls_load("%s1", ROW_RNG + 1)}\
+  %bm1 = add i64 %bs, -1
+  %bw = lshr i64 %bm1, 3
+  %r = and i64 %bw, 7
+{_step("%s0", "%s1", "0")}  %one = icmp sge i64 8, %bs
+  br i1 %one, label %out, label %pick0
+{_chain("%r", cases, "r7", "pick")}{rem}tail:
+  %more = icmp slt i64 %i.r1, %bs
+  br i1 %more, label %loop, label %out
+loop:
+  %la = phi i64 [%a0, %pick0], [%a.r1, %tail], [%a.u{UNROLL - 1}, %loop]
+  %lb = phi i64 [%b0, %pick0], [%b.r1, %tail], [%b.u{UNROLL - 1}, %loop]
+  %li = phi i64 [8, %pick0], [%i.r1, %tail], [%ni, %loop]
+{steps}  %ni = add i64 %li, {8 * UNROLL}
+  %again = icmp slt i64 %ni, %bs
+  br i1 %again, label %loop, label %out
+out:
+  %fa = phi i64 [%a0, %start], [%a.r1, %tail], [%a.u{UNROLL - 1}, %loop]
+  %fb = phi i64 [%b0, %start], [%b.r1, %tail], [%b.u{UNROLL - 1}, %loop]
+{_tls_store("%fa", ROW_RNG)}{_tls_store("%fb", ROW_RNG + 1)}\
+  br label %done
+done:
+  ret i32 0
+}}
 """
 
 
@@ -271,43 +391,13 @@ def _rnd_event(oper: str) -> str:
     (size_t)(uniform * (block_size / 8)); read/write one word per trip, every
     global reloaded after each ck_pr access; none only advances the state."""
     if oper == "none":
-        # gcc drops the unused offset: 8 generator steps per trip, the state
-        # in registers; the same word count as the other events.
-        steps = "".join(f"  %x{k} = call i64 @xoroshiro_next(ptr %rng)\n" for k in range(UNROLL))
-        return f"""
-define i32 @event_rnd_none(ptr %req, i32 %tid, ptr %row, ptr %ctx) noinline nounwind {{
-entry:
-  %rng = getelementptr i64, ptr %row, i64 {ROW_RNG}
-  %bsp = getelementptr i64, ptr %ctx, i64 {CTX_BLOCK_SIZE}
-  %bs = load i64, ptr %bsp
-  %words = lshr i64 %bs, 3
-  %few = icmp ult i64 %words, {UNROLL}
-  br i1 %few, label %single, label %check
-single:
-  %is = phi i64 [0, %entry], [%ns, %single]
-  %xs = call i64 @xoroshiro_next(ptr %rng)
-  %ns = add i64 %is, 1
-  %cs = icmp ult i64 %ns, %words
-  br i1 %cs, label %single, label %done
-check:
-  %i = phi i64 [0, %entry], [%ni, %loop]
-  %go = icmp ult i64 %i, %words
-  br i1 %go, label %loop, label %done
-loop:
-{steps}  %ni = add i64 %i, {UNROLL}
-  br label %check
-done:
-  ret i32 0
-}}
-"""
+        return _rnd_none()
     access = (
         _CK_STORE.format(p="%at", v="%i") if oper == "write" else "%v = " + _CK_LOAD.format(p="%at")
     )
     return f"""
-define i32 @event_rnd_{oper}(ptr %req, i32 %tid, ptr %row, ptr %ctx) noinline nounwind {{
+define i32 @event_rnd_{oper}(ptr %req, i32 %tid, i64 %tls, ptr %ctx) noinline nounwind {{
 entry:
-  %tlsp = getelementptr i64, ptr %row, i64 {ROW_TLS}
-  %tls = load i64, ptr %tlsp
   %bsp = getelementptr i64, ptr %ctx, i64 {CTX_BLOCK_SIZE}
   %bs0 = load i64, ptr %bsp
   %any = icmp sgt i64 %bs0, 0
@@ -325,7 +415,7 @@ loop:
   %big = fcmp oge double %x, 0x43E0000000000000
   br i1 %big, label %hi, label %lo
 hi:
-  {_CK_BARRIER.format()}
+  {_BARRIER}
   %xh = fsub double %x, 0x43E0000000000000
   %oh0 = fptosi double %xh to i64
   %oh = xor i64 %oh0, -9223372036854775808
@@ -336,8 +426,7 @@ lo:
 access:
   %off = phi i64 [%oh, %hi], [%ol, %lo]
   ; tls_buf is __thread in sysbench too: reloaded through %fs every word
-  %bufi = call i64 asm sideeffect "movq %fs:{8 * (ROW_BUF - ROW_RNG)}($1), $0", "=r,r"(i64 %tls)
-  %buf = inttoptr i64 %bufi to ptr
+{_tls_load("%bufi", ROW_BUF)}  %buf = inttoptr i64 %bufi to ptr
   %at = getelementptr i64, ptr %buf, i64 %off
   {access}
   %ni = add i64 %i, 8
@@ -372,19 +461,37 @@ def _elapsed_ns(out: str, end: tuple[str, str], start: tuple[str, str], queue: s
     )
 
 
+def _row_of(out: str, tid: str) -> str:
+    """``out`` = thread ``tid``'s row, indexed from the rows block as sysbench
+    indexes its global timers and counters arrays by thread id."""
+    return (
+        f"  %rowsp.{out[1:]} = getelementptr i64, ptr %ctx, i64 {CTX_ROWS}\n"
+        f"  %rows.{out[1:]} = load ptr, ptr %rowsp.{out[1:]}\n"
+        f"  %tid64.{out[1:]} = sext i32 {tid} to i64\n"
+        f"  %off.{out[1:]} = shl i64 %tid64.{out[1:]}, {ROW_SHIFT}\n"
+        f"  {out} = getelementptr i8, ptr %rows.{out[1:]}, i64 %off.{out[1:]}"
+    )
+
+
+# The callee-saved registers gcc's sb_more_events holds (for its --rate path).
+_SAVE_SIX = "r,~{rbx},~{rbp},~{r12},~{r13},~{r14},~{r15},~{memory}"
+
 _RUN = f"""
 %timespec = type {{ i64, i64 }}
 
+; ConcurrencyKit's ck_spinlock (an unsigned int): xchg, then spin on loads
 define internal void @spin_lock(ptr %p) alwaysinline nounwind {{
 entry:
   br label %try
 try:
-  %old = atomicrmw xchg ptr %p, i64 1 acquire
-  %free = icmp eq i64 %old, 0
+  %old = atomicrmw xchg ptr %p, i32 1 acquire
+  %free = icmp ne i32 %old, 1
   br i1 %free, label %got, label %wait
 wait:
   call void @llvm.x86.sse2.pause()
-  br label %try
+  %now = load atomic i32, ptr %p monotonic, align 4
+  %busy = icmp eq i32 %now, 1
+  br i1 %busy, label %wait, label %try
 got:
   ret void
 }}
@@ -436,38 +543,46 @@ rate:
   %rp = getelementptr i64, ptr %ctx, i64 {CTX_TX_RATE}
   %rate.v = load i32, ptr %rp
   %paced = icmp ne i32 %rate.v, 0
-  br i1 %paced, label %no, label %yes
+  br i1 %paced, label %queue, label %yes
+queue:
+  ; sysbench's --rate path (an event from the queue; not offered, never
+  ; taken): gcc's code for it holds six registers, so every call saves
+  ; and restores them all
+  call void asm sideeffect "", "{_SAVE_SIX}"(i32 %tid)
+  br label %no
 yes:
-  ret i1 1
+  br label %out
 no:
-  ret i1 0
+  br label %out
+out:
+  ; one exit: one stack-protector check, as gcc's
+  %more = phi i1 [1, %yes], [0, %no]
+  ret i1 %more
 }}
 
-; memory_next_event: the thread's budget (tls_total_ops), type 0 = none left
-define void @memory_next_event(ptr sret([48 x i8]) %ev, i32 %tid, ptr %row,
-                                        ptr %ctx) noinline nounwind {{
+; memory_next_event: the thread's budget (tls_total_ops, __thread in
+; sysbench), type SB_REQ_TYPE_MEMORY (2) while some is left, else NULL (0)
+define void @memory_next_event(ptr sret([48 x i8]) %ev, i32 %tid, i64 %tls,
+                               ptr %ctx) noinline nounwind {{
 entry:
   %tp = getelementptr i64, ptr %ctx, i64 {CTX_TOTAL_SIZE}
   %total = load i64, ptr %tp
   %limited = icmp sgt i64 %total, 0
-  br i1 %limited, label %count, label %some
+  br i1 %limited, label %count, label %set
 count:
-  %bp = getelementptr i64, ptr %row, i64 {ROW_BUDGET}
-  %left = load i64, ptr %bp
-  %left1 = add i64 %left, -1
-  store i64 %left1, ptr %bp
-  %spent = icmp eq i64 %left, 0
-  br i1 %spent, label %null, label %some
-null:
-  store i32 0, ptr %ev
-  ret void
-some:
-  store i32 2, ptr %ev
+{_tls_load("%left", ROW_BUDGET)}  %left1 = add i64 %left, -1
+{_tls_store("%left1", ROW_BUDGET)}  %some = icmp ne i64 %left, 0
+  %some32 = zext i1 %some to i32
+  %typed = shl i32 %some32, 1
+  br label %set
+set:
+  %type = phi i32 [2, %entry], [%typed, %count]
+  store i32 %type, ptr %ev
   ret void
 }}
 
 ; sb_histogram_update on the shared histogram (HIST_SLOTS rows)
-define internal void @sb_histogram_update(ptr %ctx, ptr %row, double %ms) noinline nounwind {{
+define internal void @sb_histogram_update(ptr %ctx, double %ms, ptr %row) noinline nounwind {{
 entry:
   %tlsp = getelementptr i64, ptr %row, i64 {ROW_TLS}
   %tls = load i64, ptr %tlsp
@@ -493,7 +608,7 @@ entry:
   %neg = icmp slt i64 %i, 0
   br i1 %neg, label %under, label %inside
 under:
-  {_CK_BARRIER.format()}
+  {_BARRIER}
   br label %inc
 inside:
   %sp = getelementptr i64, ptr %ctx, i64 {CTX_HIST_SIZE}
@@ -513,9 +628,11 @@ inc:
   ret void
 }}
 
-; sb_event_stop: timer (spinlock, clock, count/sum/min/max), histogram, counter
-define internal void @sb_event_stop(ptr %ctx, ptr %row, i32 %tid) noinline nounwind {{
+; sb_event_stop: timer (spinlock, clock, count/sum/min/max), histogram,
+; the thread's event counter, the --rate concurrency
+define internal void @sb_event_stop(ptr %ctx, i32 %tid) noinline nounwind {{
 entry:
+{_row_of("%row", "%tid")}
   %lock = getelementptr i64, ptr %row, i64 {ROW_LOCK}
   call void @spin_lock(ptr %lock)
   %endp = getelementptr i64, ptr %row, i64 {ROW_END_S}
@@ -534,11 +651,11 @@ entry:
   %te = load i64, ptr %tep
   %te1 = add i64 %te, 1
   store i64 %te1, ptr %tep
-  %sump = getelementptr i64, ptr %row, i64 1
+  %sump = getelementptr i64, ptr %row, i64 {STAT_LAT_SUM}
   %sum = load i64, ptr %sump
   %sum1 = add i64 %sum, %lat
   store i64 %sum1, ptr %sump
-  %minp = getelementptr i64, ptr %row, i64 2
+  %minp = getelementptr i64, ptr %row, i64 {STAT_LAT_MIN}
   %mn = load i64, ptr %minp
   %lt = icmp ult i64 %lat, %mn
   br i1 %lt, label %newmin, label %maxck
@@ -546,7 +663,7 @@ newmin:
   store i64 %lat, ptr %minp
   br label %maxck
 maxck:
-  %maxp = getelementptr i64, ptr %row, i64 3
+  %maxp = getelementptr i64, ptr %row, i64 {STAT_LAT_MAX}
   %mx = load i64, ptr %maxp
   %gt = icmp ugt i64 %lat, %mx
   br i1 %gt, label %newmax, label %unlock
@@ -554,7 +671,7 @@ newmax:
   store i64 %lat, ptr %maxp
   br label %unlock
 unlock:
-  store atomic i64 0, ptr %lock release, align 8
+  store atomic i32 0, ptr %lock release, align 4
   %pp = getelementptr i64, ptr %ctx, i64 {CTX_PERCENTILE}
   %pct = load i32, ptr %pp
   %want = icmp ne i32 %pct, 0
@@ -562,16 +679,28 @@ unlock:
 hist:
   %latf = sitofp i64 %lat to double
   %ms = fdiv double %latf, 1.0e6
-  call void @sb_histogram_update(ptr %ctx, ptr %row, double %ms)
+  call void @sb_histogram_update(ptr %ctx, double %ms, ptr %row)
   br label %count
 count:
-  ; sb_counter_inc, stored last (release): a sampler reading the count
-  ; first sees sums and buckets at least as far along
-  %ev = load i64, ptr %row
+  ; sb_counter_inc: ck_pr_load_64 then ck_pr_store_64 on the thread's slot
+  ; of the counters array (its address read again after the load's memory
+  ; clobber, as gcc reads sb_counters twice); stored last: a sampler
+  ; reading the count first sees sums and buckets at least as far along
+{_row_of("%crow", "%tid")}
+  %ev = {_CK_LOAD.format(p="%crow")}
   %ev1 = add i64 %ev, 1
-  store atomic i64 %ev1, ptr %row release, align 8
+{_row_of("%crow2", "%tid")}
+  {_CK_STORE.format(p="%crow2", v="%ev1")}
   %rp = getelementptr i64, ptr %ctx, i64 {CTX_TX_RATE}
   %rate = load i32, ptr %rp
+  %paced = icmp ne i32 %rate, 0
+  br i1 %paced, label %leave, label %done
+leave:
+  ; --rate's concurrency count (never: --rate is not offered)
+  %cp = getelementptr i64, ptr %ctx, i64 {CTX_CONCURRENCY}
+  %c0 = atomicrmw sub ptr %cp, i32 1 seq_cst
+  br label %done
+done:
   ret void
 }}
 
@@ -581,16 +710,14 @@ entry:
   %ev = alloca [48 x i8], align 16
   %ret = alloca [48 x i8], align 16
   %cpu0 = call i64 @clock_ns(ptr %ctx, i32 {CLOCK_THREAD_CPUTIME_ID})
-  ; the generator's state as a TLS offset from this thread's pointer (glibc
-  ; and musl keep the thread pointer itself at %fs:0)
+  ; the row's address as a TLS offset from this thread's pointer (glibc
+  ; and musl keep the thread pointer itself at %fs:0): %fs:off(%tls) is
+  ; the row's slot at byte off, as sysbench's __thread variables are
   %tp = call i64 asm "movq %fs:0, $0", "=r"()
-  %rngp = getelementptr i64, ptr %row, i64 {ROW_RNG}
-  %rngi = ptrtoint ptr %rngp to i64
-  %tlsv = sub i64 %rngi, %tp
+  %rowi = ptrtoint ptr %row to i64
+  %tls = sub i64 %rowi, %tp
   %tlsp = getelementptr i64, ptr %row, i64 {ROW_TLS}
-  store i64 %tlsv, ptr %tlsp
-  %lock = getelementptr i64, ptr %row, i64 {ROW_LOCK}
-  %startp = getelementptr i64, ptr %row, i64 {ROW_START_S}
+  store i64 %tls, ptr %tlsp
   %clkp = getelementptr i64, ptr %ctx, i64 {CTX_CLOCK_GETTIME}
   %nextp = getelementptr i64, ptr %ctx, i64 {CTX_NEXT_EVENT}
   %execp = getelementptr i64, ptr %ctx, i64 {CTX_EXECUTE_EVENT}
@@ -600,20 +727,24 @@ head:
   br i1 %more, label %next, label %ended
 next:
   %nextf = load ptr, ptr %nextp
-  call void %nextf(ptr sret([48 x i8]) %ret, i32 %tid, ptr %row, ptr %ctx)
+  call void %nextf(ptr sret([48 x i8]) %ret, i32 %tid, i64 %tls, ptr %ctx)
   call void @llvm.memcpy.p0.p0.i64(ptr align 16 %ev, ptr align 16 %ret, i64 48, i1 true)
   %type = load i32, ptr %ev
   %null = icmp eq i32 %type, 0
   br i1 %null, label %out_limit, label %start
 start:
-  ; sb_event_start: the timer's spinlock, the clock, unlock
+  ; sb_event_start: the thread's timer (indexed by thread id), its
+  ; spinlock, the clock, unlock
+{_row_of("%trow", "%tid")}
+  %lock = getelementptr i64, ptr %trow, i64 {ROW_LOCK}
+  %startp = getelementptr i64, ptr %trow, i64 {ROW_START_S}
   call void @spin_lock(ptr %lock)
   %clk = load ptr, ptr %clkp
   %r0 = call i32 %clk(i32 {CLOCK_MONOTONIC}, ptr %startp)
-  store atomic i64 0, ptr %lock release, align 8
+  store atomic i32 0, ptr %lock release, align 4
   %execf = load ptr, ptr %execp
-  %rc = call i32 %execf(ptr %ev, i32 %tid, ptr %row, ptr %ctx)
-  call void @sb_event_stop(ptr %ctx, ptr %row, i32 %tid)
+  %rc = call i32 %execf(ptr %ev, i32 %tid, i64 %tls, ptr %ctx)
+  call void @sb_event_stop(ptr %ctx, i32 %tid)
   %failed = icmp ne i32 %rc, 0
   br i1 %failed, label %out_flag, label %head
 ended:
@@ -644,6 +775,7 @@ _IR = (
     + "".join(_rnd_event(oper) for oper in OPERS)
     + _RUN
 )
+
 
 _RUN_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
 
@@ -775,9 +907,13 @@ class MemEngine:
         total_size: int,
         percentile: float,
         hist: SharedHistogram,
+        rows: Any,
     ) -> None:
-        """Fill the run's context: the test's ops, sizes and the histogram."""
+        """Fill the run's context: the test's ops, sizes, the histogram and
+        the threads' rows (a ``new_rows`` block: thread i runs on rows[i])."""
         ctx = shared.ctx
+        ctx[CTX_ROWS] = address_of(rows)
+        shared.refs.append(rows)
         for slot, address in self.libc_functions.items():
             ctx[slot] = address
         ctx[CTX_NEXT_EVENT] = self._next_event
@@ -792,7 +928,10 @@ class MemEngine:
         ctx[CTX_HIST_SIZE] = HIST_SIZE
 
     def run(self, job: ThreadJob) -> int:
-        return int(self._run(job.shared.address, address_of(job.row), job.tid))
+        row = address_of(job.row)
+        if row != job.shared.ctx[CTX_ROWS] + job.tid * ROW_SLOTS * 8:
+            raise ValueError(f"thread {job.tid}'s row is not rows[{job.tid}] of setup's block")
+        return int(self._run(job.shared.address, row, job.tid))
 
 
 def address_of(array: Any) -> int:

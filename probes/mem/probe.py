@@ -141,6 +141,7 @@ class MemProbe:
             total_size=s.total_size,
             percentile=s.percentile,
             hist=hist,
+            rows=rows,
         )
         budget = s.ops_per_thread()
         for i in range(threads):

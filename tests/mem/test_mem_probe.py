@@ -65,6 +65,7 @@ def one_job(
         total_size=0 if budget < 0 else budget * words * 8,
         percentile=percentile,
         hist=hist,
+        rows=rows,
     )
     setup_row(
         rows[0],
@@ -146,6 +147,15 @@ def test_rnd_none_touches_no_word() -> None:
     job, buf, hist = one_job("rnd", "none", 64, 100)
     assert load_engine().run(job) == 3
     assert not buf.any() and int(hist.sum()) == 100
+
+
+def test_each_thread_runs_on_its_row_of_the_block() -> None:
+    # the engine finds a thread's timer and counter by thread id, as sysbench
+    # indexes its arrays: a row that is not rows[tid] of setup's block is refused
+    job, _, _ = one_job("seq", "write", 8, 10)
+    with pytest.raises(ValueError, match="row"):
+        load_engine().run(ThreadJob(job.shared, 1, job.row))
+    assert load_engine().run(job) == 3 and int(job.row[STAT_EVENTS]) == 10
 
 
 # -- settings and bad input ----------------------------------------------------------

@@ -1,0 +1,122 @@
+"""probetop mem does sysbench memory's per-operation work: instructions per
+operation, counted by valgrind's callgrind (exact and independent of the
+machine's load), within 3 % of the installed sysbench's.
+
+Each count is a difference of two fixed-work runs (N1 and N2 operations,
+time-limited as real runs are, so ``sb_more_events`` reads the clock), so
+start-up and exit cancel out. probetop's side runs the engine in-process,
+one worker thread per run, all cases in one valgrind run (a Python start
+under valgrind costs ~20 s); sysbench's side is two runs per case.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("valgrind") is None or shutil.which("sysbench") is None,
+    reason="needs valgrind and sysbench",
+)
+
+N1, N2 = 2_000, 12_000
+TIME_LIMIT_S = 100_000  # a deadline never reached: the clock is read every operation
+CASES = [  # (access mode, oper, block bytes, percentile)
+    ("seq", "write", 8, 95),  # all bookkeeping: the event loop, timer, histogram
+    ("seq", "write", 1024, 0),  # no histogram
+    ("seq", "read", 1024, 95),
+    ("seq", "none", 1024, 95),
+    ("rnd", "write", 1024, 95),
+    ("rnd", "none", 1024, 95),
+]
+
+# Runs each case's engine twice (N1, then N2 operations), each in a thread
+# of its own, one at a time. Every thread exists from the start (valgrind
+# reuses a finished thread's number): threads 2, 3 are the first case's
+# runs, 4, 5 the next one's, ...
+_SCRIPT = """
+import ctypes, mmap, threading, time
+from probetop.probes.mem.engine import (
+    SharedHistogram, SharedRun, ThreadJob, load_engine, new_rows, setup_row)
+engine = load_engine()
+keep, runs = [], []
+for mode, oper, block, pct in {cases!r}:
+    for n in ({n1}, {n2}):
+        m = mmap.mmap(-1, block)
+        rows, hist, shared = new_rows(1), SharedHistogram(), SharedRun()
+        engine.setup(shared, mode=mode, oper=oper, block_size=block, total_size=n * block,
+                     percentile=pct, hist=hist, rows=rows)
+        setup_row(rows[0], buffer_address=ctypes.addressof(ctypes.c_char.from_buffer(m)),
+                  budget=n, rng=(0x9E3779B97F4A7C15, 12345))
+        go = threading.Event()
+        def work(go=go, shared=shared, row=rows[0]):
+            go.wait()
+            shared.set_clock(time.clock_gettime_ns(time.CLOCK_MONOTONIC), {limit} * 10**9)
+            engine.run(ThreadJob(shared, 0, row))
+        thread = threading.Thread(target=work)
+        thread.start()
+        keep.append(m)
+        runs.append((go, thread, rows, n))
+for go, thread, rows, n in runs:
+    go.set()
+    thread.join()
+    assert rows[0][0] == n, (rows[0][0], n)
+"""
+
+
+def _callgrind(cmd: list[str], out: Path) -> dict[int, int]:
+    """Instructions per thread (callgrind's thread number -> total)."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    valgrind = ["valgrind", "--tool=callgrind", "--separate-threads=yes"]
+    subprocess.run(
+        [*valgrind, f"--callgrind-out-file={out}", *cmd],
+        capture_output=True,
+        env=env,
+        check=True,
+        timeout=900,
+    )
+    totals = {}
+    for path in out.parent.glob(out.name + "-*"):
+        found = re.search(r"^(?:totals|summary):\s+(\d+)", path.read_text(), re.M)
+        if found:
+            totals[int(path.name.rsplit("-", 1)[1])] = int(found.group(1))
+    return totals
+
+
+def _sysbench_per_op(mode: str, oper: str, block: int, pct: int, tmp: Path) -> float:
+    counts = []
+    for n in (N1, N2):
+        cmd = [
+            "sysbench",
+            "memory",
+            f"--time={TIME_LIMIT_S}",
+            f"--memory-block-size={block}",
+            f"--memory-total-size={n * block}",
+            f"--memory-oper={oper}",
+            f"--memory-access-mode={mode}",
+            f"--percentile={pct}",
+            "run",
+        ]
+        totals = _callgrind(cmd, tmp / f"sb-{mode}-{oper}-{block}-{pct}-{n}.out")
+        counts.append(totals[2])  # thread 1 starts and waits; thread 2 is the worker
+    return (counts[1] - counts[0]) / (N2 - N1)
+
+
+def test_instructions_per_operation_are_sysbenchs(tmp_path: Path) -> None:
+    script = _SCRIPT.format(cases=CASES, n1=N1, n2=N2, limit=TIME_LIMIT_S)
+    ours = _callgrind([sys.executable, "-c", script], tmp_path / "probetop.out")
+    rows = []
+    for i, (mode, oper, block, pct) in enumerate(CASES):
+        first, second = ours[2 + 2 * i], ours[3 + 2 * i]
+        per_op = (second - first) / (N2 - N1)
+        theirs = _sysbench_per_op(mode, oper, block, pct, tmp_path)
+        rows.append((f"{mode} {oper} {block}B pct{pct}", per_op, theirs, per_op / theirs))
+    report = "\n".join(f"{n}: {a:.1f} vs {b:.1f} ({r:.3f})" for n, a, b, r in rows)
+    print(report)  # pytest -s shows the figures
+    assert all(0.97 <= r <= 1.03 for *_, r in rows), report
