@@ -34,6 +34,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from probetop.tui.run import codecache
 from probetop.tui.run.importgc import collect_from_now
 
 #: Common options a one-off takes; any other changes the mode or needs tui.main.
@@ -107,6 +108,8 @@ def _run_full(plan: Any) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """``tui.main.main``, with one-off http requests run without its imports."""
     args = sys.argv[1:] if argv is None else list(argv)
+    # Before the first dataclass: their methods' code from the last run's cache.
+    codecache.install("http-one-off" if args[:1] == ["http"] else "main")
     if not one_off_candidate(args):
         from probetop.tui.main import main as full_main  # its imports: no collector either
 
@@ -164,7 +167,9 @@ def entry() -> None:
     from probetop.tui.run.stdio import lost_output, reopen_closed  # light: os, sys
 
     closed = reopen_closed()  # `probetop ... >&-`: no traceback after the run
-    exit_now(lost_output(closed, main()))
+    code = main()
+    codecache.save()  # once the output is out: when this run compiled new methods
+    exit_now(lost_output(closed, code))
 
 
 if __name__ == "__main__":
