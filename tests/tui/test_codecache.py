@@ -38,7 +38,7 @@ class Box:
     size: float
     note: str = "n"
 """
-SCRIPT = CLASSES + r"""
+BEHAVIOUR = r"""
 p, q = Point(1), Point(1, 3, ("a",))
 try:
     p.x = 5
@@ -60,6 +60,7 @@ out = {
 codecache.save()
 print(json.dumps(out))
 """
+SCRIPT = CLASSES + BEHAVIOUR
 
 EXPECTED = {
     "repr": ["Point(x=1, y=2, tags=())", "Point(x=1, y=3, tags=('a',))", "Box(size=3.0, note='n')"],
