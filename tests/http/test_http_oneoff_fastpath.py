@@ -29,7 +29,8 @@ CONSOLE_SCRIPT = Path(sys.executable).with_name("probetop")
 
 # What a one-off request never needs. Libraries: the dashboard, the JIT, the
 # recording codecs, host facts, the metrics exporter; hashlib and ctypes load
-# only for a request body's hash or a secret to hide. probetop: the other
+# only for a request body's hash or a secret to hide, fractions (and decimal)
+# only to parse a duration or a size (-m 5). probetop: the other
 # families, tui.main and everything above the CLI, the --assert and --metrics
 # parsers' modules, the recording's writer and readers, and http's repeated
 # and load modes.
@@ -49,6 +50,8 @@ FORBIDDEN_LIBRARIES = (
     "asyncio",
     "hashlib",
     "ctypes",
+    "fractions",
+    "decimal",
 )
 FORBIDDEN_PREFIXES = (
     "probetop.probes.cpu",
