@@ -1,6 +1,7 @@
-"""The cache of the methods ``@dataclass`` writes (tui/run/codecache.py, issue 28):
-the classes behave as compiled anew, a second start compiles nothing, and a
-cache file someone else could have written is never run.
+"""The cache of the methods ``@dataclass`` writes and of regular expressions'
+programs (tui/run/codecache.py, issue 28): the classes and patterns behave as
+compiled anew, a second start compiles nothing, and a cache file someone else
+could have written is never run.
 
 Each case is a fresh interpreter (the cache is read once per process), with
 Python's bytecode kept under a private PYTHONPYCACHEPREFIX, as an installed
@@ -37,6 +38,14 @@ class Point:
 class Box:
     size: float
     note: str = "n"
+
+import re
+PATTERNS = [
+    re.compile(r"(?P<word>\w+)-(\d+)"),
+    re.compile(rb"^ab+c$", re.IGNORECASE),
+    re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s\"'<>]*)@"),
+    re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]|x{2,5}?", re.VERBOSE | re.MULTILINE),
+]
 """
 BEHAVIOUR = r"""
 p, q = Point(1), Point(1, 3, ("a",))
@@ -55,6 +64,11 @@ out = {
     "frozen": frozen,
     "init_return": repr(Point.__init__.__annotations__.get("return")),
     "init_code": Point.__init__.__code__.co_filename,
+    "patterns": [
+        [p.flags, p.groups, dict(p.groupindex), repr(p.findall(s)), repr(p.search(s))]
+        for p, s in zip(PATTERNS, ["ab-1 cd-22", b"ABBBC", "see http://u:pw@h/", "a\x01xxxxxxx"])
+    ],
+    "scanner": re.Scanner([(r"\d+", lambda _s, t: int(t)), (r"\s+", None)]).scan("1 22 x"),
     "missed": codecache._missed,
 }
 codecache.save()
@@ -106,6 +120,11 @@ def _without_missed(result: dict[str, object]) -> dict[str, object]:
     return {k: v for k, v in result.items() if k != "missed"}
 
 
+def _described(result: dict[str, object]) -> dict[str, object]:
+    """The classes' behaviour, as EXPECTED states it."""
+    return {k: v for k, v in result.items() if k in EXPECTED}
+
+
 def test_second_start_compiles_nothing_and_classes_behave_the_same(tmp_path: Path) -> None:
     first = _run(tmp_path)
     assert first["missed"] is True
@@ -114,12 +133,16 @@ def test_second_start_compiles_nothing_and_classes_behave_the_same(tmp_path: Pat
     assert (cache.parent.stat().st_mode & 0o777) == 0o700
     second = _run(tmp_path)
     assert second["missed"] is False, "the second start compiled what the first had saved"
-    assert _without_missed(first) == _without_missed(second) == EXPECTED
+    # The patterns as re makes them without the cache.
+    plain = _run(tmp_path / "plain", SCRIPT.replace('codecache.install("test")', "pass"))
+    assert _without_missed(first) == _without_missed(second) == _without_missed(plain)
+    assert _described(plain) == EXPECTED
+    assert plain["scanner"] == [[1, 22], "x"] and len(plain["patterns"]) == 4
 
 
 def test_nothing_written_under_pythondontwritebytecode(tmp_path: Path) -> None:
     result = _run(tmp_path, write=False)
-    assert _without_missed(result) == EXPECTED
+    assert _described(result) == EXPECTED
     assert not (tmp_path / "probetop-dataclasses").exists()
 
 
@@ -129,7 +152,7 @@ def test_a_corrupt_cache_is_compiled_anew_and_replaced(tmp_path: Path) -> None:
     cache.write_bytes(b"\x00not marshal at all")
     result = _run(tmp_path)
     assert result["missed"] is True
-    assert _without_missed(result) == EXPECTED
+    assert _described(result) == EXPECTED
     assert isinstance(marshal.loads(cache.read_bytes()), dict)
 
 

@@ -1,19 +1,28 @@
-"""The methods ``@dataclass`` writes, compiled once per install, not at every start.
+"""What Python compiles anew at every start from the same text, kept across runs:
+the methods ``@dataclass`` writes and the programs of regular expressions.
 
 ``dataclasses`` makes each class's ``__init__``, ``__repr__``, ``__eq__``,
 ``__setattr__`` ... by writing their source and ``exec``-ing it: the
 compile is two thirds of a dataclass's cost, about 1 ms a class on this
-2-core machine, and a one-off ``probetop http URL`` makes ~20 of them
-(profiled, issue 28). The text is the same at every start, so its code
-object is kept, as Python keeps a module's bytecode in ``__pycache__``.
+2-core machine; a one-off ``probetop http URL`` makes ~20 of them, the
+passive dashboard ~100 before its first frame (Textual's included). ``re``
+parses each pattern and generates its program in Python: the dashboard
+compiles ~95 (mostly Textual's CSS tokenizer) before its first frame,
+~8 % of its CPU time (profiled, issue 28). The inputs are the same at every
+start, so the results are kept, as Python keeps a module's bytecode in
+``__pycache__``.
 
 Contract:
-- ``install(profile)``, before the classes are made: ``dataclasses``'s
-  ``exec`` (its own global, which shadows the builtin in that module only)
-  looks a source text up in the cache of ``profile`` (one file per start-up
-  path, so a one-off does not read the dashboard's) and compiles it on a
-  miss exactly as ``exec`` would (``"<string>"``, no inherited
-  ``__future__`` flags): the same classes, the same tracebacks.
+- ``install(profile)``, before the classes and patterns are made:
+  ``dataclasses``'s ``exec`` (its own global, which shadows the builtin in
+  that module only) looks a source text up in the cache of ``profile``
+  (one file per start-up path, so a one-off does not read the dashboard's)
+  and compiles it on a miss exactly as ``exec`` would (``"<string>"``, no
+  inherited ``__future__`` flags); ``re``'s compiler gives a pattern's
+  program (what ``_sre.compile`` takes) from the cache, and on a miss runs
+  as always and keeps what it made. The same classes and patterns, the same
+  tracebacks. The patterns' part is on only where ``re`` is built that way
+  (CPython 3.11 to 3.13).
 - ``save()``, when the process's classes are made: writes the cache if there
   was a miss (the file's entries and the new ones; only this run's when
   that passes ``MAX_ENTRIES``). Nothing is written under
@@ -25,7 +34,7 @@ Contract:
   writable by others, as for numba's cache (probes/core/native_cache.py):
   loading code someone else wrote would run it as us.
 - Any failure (no usable directory, an unreadable, corrupt or foreign file,
-  a full disk) leaves the cache out: the classes compile as before.
+  a full disk) leaves the cache out: everything compiles as before.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import builtins
 import dataclasses
 import marshal
 import os
+import re
 import stat
 import sys
 from types import CodeType
@@ -42,8 +52,9 @@ from typing import Any
 #: Beyond this many entries a save keeps only this run's (stale texts go).
 MAX_ENTRIES = 4000
 
-_codes: dict[str, CodeType] = {}
-_used: set[str] = set()
+# A source text (str) -> its code; (pattern, flags) -> the pattern's program.
+_codes: dict[Any, Any] = {}
+_used: set[Any] = set()
 _missed = False
 _path: str | None = None
 
@@ -66,7 +77,14 @@ def _private(st: os.stat_result) -> bool:
     return st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def _load(path: str) -> dict[str, CodeType]:
+def _entry(key: Any, value: Any) -> bool:
+    """An entry of a kind this module writes."""
+    if isinstance(key, str):
+        return isinstance(value, CodeType)
+    return isinstance(key, tuple) and isinstance(value, tuple) and len(value) == 5
+
+
+def _load(path: str) -> dict[Any, Any]:
     try:
         st = os.lstat(os.path.dirname(path))
         if not stat.S_ISDIR(st.st_mode) or not _private(st):
@@ -86,7 +104,7 @@ def _load(path: str) -> dict[str, CodeType]:
         os.close(fd)
     if not isinstance(loaded, dict):
         return {}
-    return {k: v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, CodeType)}
+    return {k: v for k, v in loaded.items() if _entry(k, v)}
 
 
 def _cached_exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
@@ -103,8 +121,61 @@ def _cached_exec(source: Any, globals: Any = None, locals: Any = None, /) -> Non
     builtins.exec(source, globals, locals)
 
 
+class _RecordingSre:
+    """``re``'s compiler's view of ``_sre``: ``compile`` notes the program
+    it was given, keyed by the pattern object made (threads may compile at
+    once); everything else is ``_sre``'s."""
+
+    def __init__(self, sre: Any) -> None:
+        self._sre = sre
+        self.made: dict[int, tuple[Any, ...]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sre, name)
+
+    def compile(self, pattern: Any, *program: Any) -> Any:
+        made = self._sre.compile(pattern, *program)
+        self.made[id(made)] = program
+        return made
+
+
+def _install_patterns() -> None:
+    """``re``'s compiler served from the cache, where ``re`` is built as this expects."""
+    compiler = getattr(re, "_compiler", None)
+    if sys.version_info[:2] not in ((3, 11), (3, 12), (3, 13)) or compiler is None:
+        return
+    sre = compiler._sre
+    recording = _RecordingSre(sre)
+    compile_program = compiler.compile
+
+    def cached_compile(p: Any, flags: Any = 0) -> Any:
+        global _missed
+        if not isinstance(p, (str, bytes)) or flags & re.DEBUG:
+            made = compile_program(p, flags)  # a parsed pattern (re.Scanner), or debug output
+            recording.made.pop(id(made), None)
+            return made
+        key = (p, int(flags))
+        program = _codes.get(key)
+        if program is not None:
+            _used.add(key)
+            return sre.compile(p, *program)
+        made = compile_program(p, flags)
+        program = recording.made.pop(id(made), None)
+        if program is not None:
+            flags_out, code, groups, groupindex, indexgroup = program
+            # Plain ints: the opcodes are an int subclass, which marshal refuses.
+            code = [int(word) for word in code]
+            _codes[key] = (int(flags_out), code, int(groups), dict(groupindex), indexgroup)
+            _used.add(key)
+            _missed = True
+        return made
+
+    compiler._sre = recording
+    compiler.compile = cached_compile
+
+
 def install(profile: str) -> None:
-    """Serve ``dataclasses``'s compiles from ``profile``'s cache (see the module docstring)."""
+    """Serve the compiles from ``profile``'s cache (see the module docstring)."""
     global _path
     if _path is not None:
         return
@@ -115,6 +186,7 @@ def install(profile: str) -> None:
     _path = os.path.join(directory, f"{profile}-{build}.marshal")
     _codes.update(_load(_path))
     dataclasses.exec = _cached_exec  # type: ignore[attr-defined]
+    _install_patterns()
 
 
 def save() -> None:
