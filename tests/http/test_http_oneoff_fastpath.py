@@ -211,7 +211,7 @@ def test_a_second_one_off_compiles_no_dataclass_methods(
         )
         assert out.returncode == 0, out.stderr
         outputs.append(out.stdout)
-        (cache,) = (tmp_path / "probetop-dataclasses").glob("http-one-off-*.marshal")
+        (cache,) = (tmp_path / "probetop-startup").glob("http-one-off-*.marshal")
         if len(outputs) == 1:
             written = cache.stat().st_mtime_ns, cache.stat().st_ino
     assert outputs[0].endswith(b"200\n") and outputs[0] == outputs[1]

@@ -112,7 +112,7 @@ def _run(prefix: Path, script: str = SCRIPT, *, write: bool = True) -> dict[str,
 
 
 def _cache_file(prefix: Path) -> Path:
-    (found,) = (prefix / "probetop-dataclasses").glob("test-*.marshal")
+    (found,) = (prefix / "probetop-startup").glob("test-*.marshal")
     return found
 
 
@@ -143,7 +143,7 @@ def test_second_start_compiles_nothing_and_classes_behave_the_same(tmp_path: Pat
 def test_nothing_written_under_pythondontwritebytecode(tmp_path: Path) -> None:
     result = _run(tmp_path, write=False)
     assert _described(result) == EXPECTED
-    assert not (tmp_path / "probetop-dataclasses").exists()
+    assert not (tmp_path / "probetop-startup").exists()
 
 
 def test_a_corrupt_cache_is_compiled_anew_and_replaced(tmp_path: Path) -> None:

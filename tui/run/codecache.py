@@ -27,9 +27,9 @@ Contract:
   was a miss (the file's entries and the new ones; only this run's when
   that passes ``MAX_ENTRIES``). Nothing is written under
   ``PYTHONDONTWRITEBYTECODE`` (``sys.dont_write_bytecode``).
-- Where: ``$PYTHONPYCACHEPREFIX/probetop-dataclasses`` when Python keeps its
-  bytecode there, else ``$XDG_CACHE_HOME/probetop/dataclasses`` or
-  ``~/.cache/probetop/dataclasses``; a file per Python build. The directory
+- Where: ``$PYTHONPYCACHEPREFIX/probetop-startup`` when Python keeps its
+  bytecode there, else ``$XDG_CACHE_HOME/probetop/startup`` or
+  ``~/.cache/probetop/startup``; a file per Python build. The directory
   must be ours and private (0700, not a symlink) and the file ours and not
   writable by others, as for numba's cache (probes/core/native_cache.py):
   loading code someone else wrote would run it as us.
@@ -62,13 +62,13 @@ _path: str | None = None
 def _directory() -> str | None:
     prefix = sys.pycache_prefix
     if prefix:
-        return os.path.join(prefix, "probetop-dataclasses")
+        return os.path.join(prefix, "probetop-startup")
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     if os.path.isabs(xdg):
-        return os.path.join(xdg, "probetop", "dataclasses")
+        return os.path.join(xdg, "probetop", "startup")
     home = os.environ.get("HOME", "")
     if os.path.isabs(home):
-        return os.path.join(home, ".cache", "probetop", "dataclasses")
+        return os.path.join(home, ".cache", "probetop", "startup")
     return None
 
 
