@@ -202,3 +202,21 @@ def test_a_symlinked_cache_is_never_run(tmp_path: Path) -> None:
     cache.rename(elsewhere)
     cache.symlink_to(elsewhere)
     assert _run(tmp_path, POISON_CHECK, write=False)["poisoned"] is False
+
+
+def test_a_pattern_program_re_refuses_is_compiled_anew(tmp_path: Path) -> None:
+    """A kept program _sre cannot load (another re's, damaged) never breaks a
+    pattern: it is compiled as re always does, and the entry replaced."""
+    first = _run(tmp_path)
+    cache = _cache_file(tmp_path)
+    codes = marshal.loads(cache.read_bytes())
+    patterns = [key for key in codes if isinstance(key, tuple)]
+    assert patterns
+    for key in patterns:
+        flags, _code, groups, groupindex, indexgroup = codes[key]
+        codes[key] = (flags, [999_999, 1, 2], groups, groupindex, indexgroup)
+    cache.write_bytes(marshal.dumps(codes))
+    again = _run(tmp_path)
+    assert again["missed"] is True
+    assert _without_missed(again) == _without_missed(first)
+    assert marshal.loads(cache.read_bytes())[patterns[0]][1] != [999_999, 1, 2]

@@ -157,11 +157,16 @@ def _install_patterns() -> None:
         key = (p, int(flags))
         program = _codes.get(key)
         if program is not None:
-            _used.add(key)
-            return sre.compile(p, *program)
+            try:
+                made = sre.compile(p, *program)
+            except (TypeError, ValueError, RuntimeError):  # _sre refused it: compile anew
+                del _codes[key]
+            else:
+                _used.add(key)
+                return made
         made = compile_program(p, flags)
         program = recording.made.pop(id(made), None)
-        if program is not None:
+        if program is not None and len(program) == 5:  # re as this expects: else not kept
             flags_out, code, groups, groupindex, indexgroup = program
             # Plain ints: the opcodes are an int subclass, which marshal refuses.
             code = [int(word) for word in code]
