@@ -171,6 +171,8 @@ def state_env(build: str, state: str, exe: str) -> list[str]:
     numba.mkdir(parents=True, mode=0o700)
     for d in dirs:  # probetop's own bytecode; the installed packages' stays
         shutil.rmtree(pyc / str(d).lstrip(os.sep), ignore_errors=True)
+    # and the dataclass methods and patterns a first run compiles (tui/run/codecache.py)
+    shutil.rmtree(pyc / "probetop-startup", ignore_errors=True)
     if state == "fresh":
         seeded = pyc / ".seeded"
         if not seeded.exists():

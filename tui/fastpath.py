@@ -11,7 +11,9 @@ spelled out in full and one of curl's, or ``--json``/``--headless``; no
 ``--`` and no help) is parsed by the same parser as ``tui.main`` and run by
 the same command's ``run``, with ``tui.main``'s exit codes and
 messages. Anything else, and a plan that turns out not to be a one-off, goes
-to ``tui.main`` unchanged (its imports are then paid as before).
+to ``tui.main`` unchanged (its imports are then paid as before). Every
+path makes its dataclasses and patterns from ``tui/run/codecache.py``'s
+cache (one for the one-off, one for the rest), saved after ``main``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from probetop.tui.run import codecache
 from probetop.tui.run.importgc import collect_from_now
 
 #: Common options a one-off takes; any other changes the mode or needs tui.main.
@@ -107,6 +110,8 @@ def _run_full(plan: Any) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """``tui.main.main``, with one-off http requests run without its imports."""
     args = sys.argv[1:] if argv is None else list(argv)
+    # Before the first dataclass and pattern: their code from the last runs' cache.
+    codecache.install("http-one-off" if args[:1] == ["http"] else "main")
     if not one_off_candidate(args):
         from probetop.tui.main import main as full_main  # its imports: no collector either
 
@@ -164,7 +169,9 @@ def entry() -> None:
     from probetop.tui.run.stdio import lost_output, reopen_closed  # light: os, sys
 
     closed = reopen_closed()  # `probetop ... >&-`: no traceback after the run
-    exit_now(lost_output(closed, main()))
+    code = main()
+    codecache.save()  # once the output is out: when this run compiled something new
+    exit_now(lost_output(closed, code))
 
 
 if __name__ == "__main__":

@@ -15,11 +15,11 @@ Contract:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any, Literal
 
 Action = Literal["store", "store_true", "store_false", "append", "count", "store_const"]
@@ -192,24 +192,30 @@ def number(*, positive: bool = False, nonnegative: bool = False) -> Callable[[st
 # One grammar for every time option (--time, --sample-interval, ping's -i/-W/-w,
 # curl's -m, fio's --ramp ...): a bare number is in the option's unit (seconds
 # unless it says otherwise), a suffix names another, as fio's time options do.
-_DURATION = re.compile(
-    r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d{1,3})?)\s*([a-zµμ]*)\s*$", re.IGNORECASE | re.ASCII
-)
-_SECOND = Fraction(1)
-_DURATION_SCALE = {
-    "ns": _SECOND / 10**9,
-    "us": _SECOND / 10**6,
-    "µs": _SECOND / 10**6,  # the micro sign
-    "μs": _SECOND / 10**6,  # the Greek letter mu, which keyboards also type
-    "usec": _SECOND / 10**6,
-    "ms": _SECOND / 1000,
-    "msec": _SECOND / 1000,
-    "s": _SECOND,
-    "sec": _SECOND,
-    "m": 60 * _SECOND,
-    "min": 60 * _SECOND,
-    "h": 3600 * _SECOND,
-    "d": 86400 * _SECOND,
+@functools.cache
+def _duration_re() -> re.Pattern[str]:
+    # Compiled on first use, as fractions is imported: a one-off http call
+    # parses no duration, and both cost its start-up (issue 28).
+    return re.compile(
+        r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d{1,3})?)\s*([a-zµμ]*)\s*$",
+        re.IGNORECASE | re.ASCII,
+    )
+
+
+_NS_PER = {  # nanoseconds per unit: whole numbers, so the scaling is exact
+    "ns": 1,
+    "us": 10**3,
+    "µs": 10**3,  # the micro sign
+    "μs": 10**3,  # the Greek letter mu, which keyboards also type
+    "usec": 10**3,
+    "ms": 10**6,
+    "msec": 10**6,
+    "s": 10**9,
+    "sec": 10**9,
+    "m": 60 * 10**9,
+    "min": 60 * 10**9,
+    "h": 3600 * 10**9,
+    "d": 86400 * 10**9,
 }
 DURATION_SPELLINGS = "seconds, or with a unit: 500ms, 90s, 2m, 1h; units ns us ms s m h d"
 
@@ -218,11 +224,13 @@ def parse_duration(text: str, *, unit: str = "s") -> float:
     """The duration ``text`` spells, in ``unit`` (a bare number is in ``unit``):
     ``parse_duration("2m") == 120.0``, ``parse_duration("1.5", unit="ms") == 1.5``.
     OptionValueError when it is no duration or not finite; the sign is kept."""
-    m = _DURATION.match(text)
+    m = _duration_re().match(text)
     suffix = m.group(2).lower() if m else ""
-    if not m or (suffix and suffix not in _DURATION_SCALE):
+    if not m or (suffix and suffix not in _NS_PER):
         raise OptionValueError(f"not a duration: {text!r} ({DURATION_SPELLINGS})")
-    exact = Fraction(m.group(1)) * _DURATION_SCALE[suffix or unit] / _DURATION_SCALE[unit]
+    from fractions import Fraction
+
+    exact = Fraction(m.group(1)) * _NS_PER[suffix or unit] / _NS_PER[unit]
     try:
         return float(exact)  # 20us is 2e-05 exactly as 20e-6 is, not 20 * 1e-6
     except OverflowError:
@@ -245,8 +253,14 @@ def duration(*, positive: bool = False, unit: str = "s") -> Callable[[str], floa
 
 
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+
+
 # 4k, 1M, 1MB, 1MiB and 1Mi (Kubernetes' spelling) are all 2**20 (fio's kb_base=1024).
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:([kmgtp])i?b?|b?)\s*$", re.IGNORECASE | re.ASCII)
+@functools.cache
+def _size_re() -> re.Pattern[str]:
+    return re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:([kmgtp])i?b?|b?)\s*$", re.IGNORECASE | re.ASCII)
+
+
 SIZE_SPELLINGS = "e.g. 512, 4k, 1M, 10G, 1GiB, 1Gi: k, M, G, T, P are powers of 1024"
 
 
@@ -255,12 +269,14 @@ def parse_byte_size(text: str) -> int:
     (k/m/g/t/p are powers of 1024, with or without ``i``/``b``/``ib``; a plain
     number is bytes). A fraction is taken when it is a whole number of bytes
     (``1.5G``, ``1.5k`` = 1536, which fio truncates to 1 byte; ``0.3k`` is refused)."""
-    match = _SIZE_RE.match(text)
+    match = _size_re().match(text)
     if not match and text.strip().startswith("-"):
         raise OptionValueError(f"must be at least 0, got {text.strip()}")
     if not match:
         raise OptionValueError(f"not a size: {text!r} ({SIZE_SPELLINGS})")
     number, prefix = match.group(1), (match.group(2) or "").lower()
+    from fractions import Fraction
+
     scaled = Fraction(number) * _SIZE_UNITS[prefix]
     if scaled.denominator != 1:
         raise OptionValueError(f"not a whole number of bytes: {text!r} ({SIZE_SPELLINGS})")

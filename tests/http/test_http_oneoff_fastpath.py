@@ -13,6 +13,7 @@ line is hidden from ps while the request runs, and a request body's hash in
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import socket
 import subprocess
@@ -28,7 +29,8 @@ CONSOLE_SCRIPT = Path(sys.executable).with_name("probetop")
 
 # What a one-off request never needs. Libraries: the dashboard, the JIT, the
 # recording codecs, host facts, the metrics exporter; hashlib and ctypes load
-# only for a request body's hash or a secret to hide. probetop: the other
+# only for a request body's hash or a secret to hide, fractions (and decimal)
+# only to parse a duration or a size (-m 5). probetop: the other
 # families, tui.main and everything above the CLI, the --assert and --metrics
 # parsers' modules, the recording's writer and readers, and http's repeated
 # and load modes.
@@ -48,6 +50,8 @@ FORBIDDEN_LIBRARIES = (
     "asyncio",
     "hashlib",
     "ctypes",
+    "fractions",
+    "decimal",
 )
 FORBIDDEN_PREFIXES = (
     "probetop.probes.cpu",
@@ -187,3 +191,30 @@ def test_a_body_hash_is_keyed_as_tui_main_keys_it(server: LocalServer) -> None:
         assert out.returncode == 0, out.stderr
         docs.append(json.loads(out.stdout)["probetop"]["request"]["data"])
     assert docs[0] == docs[1] and docs[0].startswith("<10 bytes, hmac-sha256:"), docs
+
+
+def test_a_second_one_off_compiles_no_dataclass_methods(
+    server: LocalServer, tmp_path: Path
+) -> None:
+    """The console script serves the dataclasses' generated methods from the
+    cache the first call wrote (tui/run/codecache.py), from the first class
+    on (the http family's descriptor), and the second call rewrites nothing."""
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=str(tmp_path))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    outputs = []
+    for _ in range(2):
+        out = subprocess.run(
+            [str(CONSOLE_SCRIPT), "http", "-w", "%{http_code}\\n", f"{server.url}/"],
+            env=env,
+            capture_output=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        outputs.append(out.stdout)
+        (cache,) = (tmp_path / "probetop-startup").glob("http-one-off-*.marshal")
+        if len(outputs) == 1:
+            written = cache.stat().st_mtime_ns, cache.stat().st_ino
+    assert outputs[0].endswith(b"200\n") and outputs[0] == outputs[1]
+    assert (cache.stat().st_mtime_ns, cache.stat().st_ino) == written
+    texts = marshal.loads(cache.read_bytes())
+    assert any("read_settings" in text for text in texts)  # Family: made before the parse
