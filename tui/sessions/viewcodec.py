@@ -9,7 +9,7 @@ Contract:
   ``KEEPALIVE`` (no body), ``TEXT`` (a block of one zstandard stream that
   lasts the connection: whole lines, ``J`` + a recording line as it is, or
   ``K`` + a probe's schema) and ``SAMPLES`` (one range-coded message of
-  sample lines, ``rangecoder.py``).
+  sample lines and device changes, ``rangecoder.py``).
 - ``ViewEncoder.encode(lines, live=...)`` turns whole recording lines into
   the frames of one batch; ``keepalive()`` one frame. ``live`` False (the
   history a view rebuilds its panes from): every line goes as it is, so the
@@ -23,7 +23,7 @@ Contract:
   another exception.
 - A live sample line goes as ``SAMPLES`` when it can: its probe's schema
   (value keys, and ``extra`` with its numbers as placeholders) once in
-  ``TEXT``, again when it changes (a device came or went); then per sample
+  ``TEXT``, again when ``extra``'s layout changes; then per sample
   the time and interval in ms, each value at the digits a pane prints
   (``_token``: ``VALUE_DIGITS`` significant ones; every whole digit below
   10000 and of units never given a k/M prefix; on a boundary of a coarser
@@ -39,9 +39,19 @@ Contract:
   histograms and sums, read by the Prometheus exporters, never by a pane)
   stay on the host. A sample the coded form cannot carry (a string value,
   NaN, -0.0) goes as it is (``J``).
+- A device that comes or goes (loop devices, veth pairs of other
+  processes: most of a quiet host's bytes in format 2) is an ``ESCAPE`` in
+  the message: a key change as steps over the probe's old devices (keep so
+  many, drop one, add one: its name by how recently the link saw it, or
+  spelled; its metrics as an old device's), and a live ``series_end`` line
+  as whose, when (ms) and why. A new device's series start as a copy of
+  the most alike device's (``_carried``), so an idle one costs next to
+  nothing; a gone device's are forgotten on both sides.
 - Lossy only in what no pane shows: digits beyond those a pane prints
   (every value prints as the host's: ``fmt_value``, k/M and MB/s included),
-  time below 1 ms, ``VIEW_OMITS``. The recording on the host is untouched;
+  time below 1 ms, ``VIEW_OMITS``, and a live series_end's ``summaries``
+  (the view's line has ``{}``: a pane only drops the device's row and
+  history; the report keeps them). The recording on the host is untouched;
   ``probetop follow`` without ``--compact`` sends it byte for byte.
 - Both sides must decide alike: predictions use integers and IEEE
   arithmetic only (+ - * /, exactly rounded on every host), never ``log``.
