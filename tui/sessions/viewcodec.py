@@ -293,6 +293,7 @@ class _Probe:
     extra_numbers: list[Token]
     whole: tuple[bool, ...] = ()
     groups: list[str | None] = field(default_factory=list)  # _learn's devices
+    peers: list[list[int]] = field(default_factory=list)  # _learn's pairs (_peers)
     t_ms: int = 0
     dt_ms: int = 0
     time: NumberModel = field(default_factory=NumberModel)
@@ -416,6 +417,7 @@ class _State:
         new.whole = tuple(_whole(k) for k in keys)
         new.groups = [k.split("@", 1)[1] if "@" in k else "" for k in keys]
         new.groups += [None] * len(new.extra_numbers)
+        new.peers = _peers(new.groups)
         for series in new.series.values():  # field numbers moved: links and ratios anew
             series.ratios, series.scores, series.ratio, series.link = {}, {}, None, None
         self.probes[probe] = new
@@ -512,23 +514,44 @@ def _miss(actual: float, guess: float) -> float:
     return abs(actual - guess) / top if top else 0.0
 
 
-def _learn(fields: list[_Series], tokens: list[Token], groups: list[str | None]) -> None:
+def _peers(groups: list[str | None]) -> list[list[int]]:
+    """For each field, the earlier fields ``_learn`` relates it to: those of
+    its device and the probe-wide ones ("" : every earlier one); none for
+    extra's numbers (None). Worked out once per schema: a host with hundreds
+    of interfaces would otherwise pay for every pair on every sample."""
+    out: list[list[int]] = []
+    probe_wide: list[int] = []
+    by_group: dict[str, list[int]] = {}
+    for i, group in enumerate(groups):
+        if group is None:
+            out.append([])
+            continue
+        if group == "":
+            out.append([j for j in range(i) if groups[j] is not None])
+            probe_wide.append(i)
+        else:  # its device's and the probe-wide ones, in field order
+            out.append(sorted([*probe_wide, *by_group.get(group, [])]))
+            by_group.setdefault(group, []).append(i)
+    return out
+
+
+def _learn(fields: list[_Series], tokens: list[Token], probe: _Probe) -> None:
     """After a sample: for each value, the earlier value of the same device
-    (``groups``; "" for a probe-wide key) whose ratio to it held best lately,
-    when it held much better than the value itself (``_Series.ratio``).
-    Only IEEE arithmetic (+ - * /, exactly rounded everywhere), so the view
-    decides as the host did."""
+    (``probe.groups``; "" for a probe-wide key) whose ratio to it held best
+    lately, when it held much better than the value itself
+    (``_Series.ratio``). Only IEEE arithmetic (+ - * /, exactly rounded
+    everywhere), so the view decides as the host did."""
     values = [_value(t) if _base(t[0]) == DECIMAL and t[1] else None for t in tokens]
     for i, s in enumerate(fields):
-        v, group = values[i], groups[i]
+        v, group = values[i], probe.groups[i]
         if v is None or group is None:
             continue
         if s.prev is not None:
             s.own = s.own * 0.75 + _miss(v, s.prev) * 0.25
         s.prev = v
-        for j in range(i):
+        for j in probe.peers[i]:
             w = values[j]
-            if w is None or (groups[j] not in (group, "") and group != ""):
+            if w is None:
                 continue
             ratio = s.ratios.get(j)
             if ratio is not None:
@@ -797,7 +820,7 @@ class ViewEncoder:
                 rc.symbol(s.side, _SIDES.index(tok[0]), 2)
         _relink(fields, all_tokens)
         _counts(fields[: len(values)], all_tokens, interval_ms)
-        _learn(fields, all_tokens, probe.groups)
+        _learn(fields, all_tokens, probe)
 
     @staticmethod
     def _count(
@@ -1165,7 +1188,7 @@ class ViewDecoder:
         _relink(fields, tokens)
         n = len(probe.keys)
         _counts(fields[:n], tokens, interval_ms)
-        _learn(fields, tokens, probe.groups)
+        _learn(fields, tokens, probe)
         line: dict[str, Any] = {
             "type": "sample",
             "probe": probe.name,
