@@ -27,6 +27,11 @@ Usage: .venv/bin/python benchmarks/remote_budget.py [--window 30] [--settle 30] 
 Issue 27's budget: for each command, the view at most 0.5 x `ssh -C -t`.
 $PROBETOP_REMOTE_BATCH is passed on to the view (its batch period; the
 default is the view's own).
+
+--churn (root): devices come and go all along, as other processes make
+them on a busy host: every 2 s a veth pair (a new name each time) is added
+or removed and a loop device (over a file in the benchmark's temporary
+directory) attached or detached; at most 2000 steps, all removed at the end.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -117,6 +123,51 @@ def measure(
         time.sleep(1.0)
 
 
+class Churn(threading.Thread):
+    """Devices coming and going (see --churn); ``stop()`` removes them."""
+
+    STEP_S = 2.0
+    MAX_STEPS = 2000
+
+    def __init__(self, base: Path) -> None:
+        super().__init__(daemon=True)
+        self.image = base / "churn.img"
+        self.image.write_bytes(b"\0" * (1 << 20))
+        self.prefix = f"ptrb{os.getpid() % 10000}"
+        self.done = threading.Event()
+        self.steps = 0
+
+    def run(self) -> None:
+        while self.steps < self.MAX_STEPS and not self.done.wait(self.STEP_S):
+            n = self.steps
+            if n % 2 == 0:
+                self._run("ip", "link", "add", f"{self.prefix}v{n}", "type", "veth", "peer",
+                          "name", f"{self.prefix}p{n}")  # fmt: skip
+                self._run("losetup", "-f", str(self.image))
+            else:
+                self._run("ip", "link", "del", f"{self.prefix}v{n - 1}")
+                for loop in self._loops():
+                    self._run("losetup", "-d", loop)
+            self.steps += 1
+
+    def _loops(self) -> list[str]:
+        out = subprocess.run(["losetup", "-j", str(self.image)], capture_output=True, text=True)
+        return [row.split(":", 1)[0] for row in out.stdout.splitlines() if row]
+
+    @staticmethod
+    def _run(*argv: str) -> None:
+        subprocess.run(argv, capture_output=True, timeout=30)
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join(timeout=60)
+        for loop in self._loops():
+            self._run("losetup", "-d", loop)
+        out = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+        for name in re.findall(rf"^\d+: ({self.prefix}v\d+)@", out, re.M):
+            self._run("ip", "link", "del", name)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--window", type=float, default=30.0)
@@ -135,8 +186,17 @@ def main() -> int:
         "and icmp 127.0.0.1, which a local dashboard shows beside system.cpu, disk and "
         "net); '' for the passive panes",
     )
+    ap.add_argument(
+        "--churn",
+        action="store_true",
+        help="devices come and go all along (root): every 4 s a veth pair and a loop device "
+        "come, 2 s later they go",
+    )
     add_figures_option(ap)
     args = ap.parse_args()
+    if args.churn and (os.geteuid() != 0 or shutil.which("losetup") is None):
+        print("--churn needs root, ip and losetup")
+        return 2
     commands = args.command or ["cpu --time 3600", "icmp 127.0.0.1 --time 3600"]
     if shutil.which("tmux") is None or shutil.which("ss") is None:
         print("needs tmux and ss (iproute2)")
@@ -153,6 +213,9 @@ def main() -> int:
     if os.environ.get("PROBETOP_REMOTE_BATCH"):
         env["PROBETOP_REMOTE_BATCH"] = os.environ["PROBETOP_REMOTE_BATCH"]
     env["XDG_STATE_HOME"] = str(base / "near")
+    churn = Churn(base) if args.churn else None
+    if churn is not None:
+        churn.start()
     py = sys.executable
     ssh = f"ssh -F {sshd.config}"
     remote = sshd.env["PROBETOP_REMOTE"]
@@ -184,6 +247,8 @@ def main() -> int:
                         flush=True,
                     )
     finally:  # the sessions the views started keep running on the far side: stop them
+        if churn is not None:
+            churn.stop()
         far = dict(os.environ, XDG_STATE_HOME=str(base / "far"), XDG_RUNTIME_DIR=str(base / "run"))
         for meta in (base / "far" / "probetop").glob("*.session.json"):
             subprocess.run([py, "-m", "probetop.tui.main", "stop", meta.name.split(".")[0]],
@@ -192,7 +257,9 @@ def main() -> int:
         shutil.rmtree(base, ignore_errors=True)
     med = {key: statistics.median(v) for key, v in results.items() if v}
     load = os.getloadavg()[0]
-    print(f"\nmedian over {args.rounds} rounds of {args.window:g} s (load average {load:.1f}):")
+    churned = f", {churn.steps} devices came or went" if churn is not None else ""
+    print(f"\nmedian over {args.rounds} rounds of {args.window:g} s (load average {load:.1f}"
+          f"{churned}):")  # fmt: skip
     for cmd in commands:
         print(f"  {cmd or '(the passive panes)'}")
         if any((cmd, way) not in med for way in ways):
@@ -200,7 +267,9 @@ def main() -> int:
             continue
         for way in ways:
             print(f"    {way:7s} {med[cmd, way]:8.0f} B/s")
-        case = f"probetop {cmd or '(passive panes)'}, 120x40, bytes over ssh"
+        case = f"probetop {cmd or '(passive panes)'}, 120x40, bytes over ssh" + (
+            ", devices churning" if churn is not None else ""
+        )
         for ref, tool, goal in (
             ("tui", "the dashboard over ssh -t", at_most(1.0)),
             ("tui -C", "the dashboard over ssh -C -t", at_most(0.5) if cmd else None),

@@ -20,6 +20,8 @@ import zlib
 from typing import Any
 
 import pytest
+from probetop.probes.core.sample import SeriesEnded
+from probetop.probes.record import decode_line
 from probetop.tui.sessions.rangecoder import Model, NumberModel, RangeDecoder, RangeEncoder
 from probetop.tui.sessions.viewcodec import (
     MAGIC,
@@ -110,6 +112,10 @@ def test_every_line_comes_back_printing_as_the_hosts(recording: list[bytes]) -> 
     checked = 0
     for raw, copy in zip(recording, back, strict=True):
         a, b = json.loads(raw), json.loads(copy)
+        if a.get("type") == "series_end" and copy != raw:  # coded: a device went meanwhile
+            assert b == {**a, "t": b["t"], "last_t": b["last_t"], "summaries": {}}
+            assert abs(a["t"] - b["t"]) <= 0.0005 and abs(a["last_t"] - b["last_t"]) <= 0.0005
+            continue
         if a.get("type") != "sample":
             assert copy == raw  # header, status, footer: byte for byte
             continue
@@ -242,21 +248,104 @@ def test_devices_that_come_and_go_keep_both_sides_in_step() -> None:
         assert got["extra"] == extra
 
 
+def churn(seconds: int, seed: int = 1) -> list[bytes]:
+    """A system.net-like probe's lines while other processes churn veth pairs
+    (a new random name each time, idle) and loop devices (names reused): a
+    device comes every second and one goes with its series_end (summaries
+    of every metric, as the recorder writes them) just before the sample
+    without it."""
+    rng = random.Random(seed)
+    metrics = ["rx_pps", "tx_pps", "rx_Bps", "tx_Bps", "rx_errors", "tx_errors", "rx_drops",
+               "tx_drops"]  # fmt: skip
+    devices = ["lo", "eth0", "loop0", "veth1a2b3c4"]
+    born = {d: 0.0 for d in devices}
+    out = []
+    for second in range(1, seconds + 1):
+        t = second + rng.randint(-3, 3) / 1000 + 0.000321
+        if second % 2:
+            devices.append(f"veth{rng.getrandbits(28):07x}")
+        else:
+            devices.append(f"loop{rng.randrange(8)}" if f"loop{second % 8}" in devices
+                           else f"loop{second % 8}")  # fmt: skip
+        devices = list(dict.fromkeys(devices))
+        born.setdefault(devices[-1], t)
+        if len(devices) > 8:
+            gone = devices.pop(2)
+            summaries = {m: {"count": rng.randint(1, 9), "min": 0.0, "mean": rng.random() * 3,
+                             "max": rng.random() * 9} for m in metrics}  # fmt: skip
+            out.append(line({"type": "series_end", "probe": "system.net", "entity": gone,
+                             "t": t, "last_t": t - 1.0007, "reason": "vanished",
+                             "summaries": summaries}))  # fmt: skip
+            del born[gone]
+        values: dict[str, Any] = {}
+        for d in devices:  # lo and eth0 carry a steady 64 packets/s: only churn costs
+            busy = d in ("lo", "eth0")
+            for m in metrics:
+                values[f"{m}@{d}"] = (100.0 if "Bps" in m else 1.0) * 64 * busy * (
+                    "errors" not in m and "drops" not in m)  # fmt: skip
+        out.append(line({"type": "sample", "probe": "system.net", "t": t, "interval": 1.0,
+                         "values": values}))  # fmt: skip
+    return out
+
+
+def test_churning_devices_cost_a_few_bytes_and_their_ends_travel_coded() -> None:
+    """A device that comes (its metrics as another device's, its name) and
+    goes (a series_end) travels inside the range-coded message: a few bytes,
+    where a schema and a series_end line in text cost 60-180 (format 2).
+    The view's series_end line is one the recording reader accepts: whose,
+    when (to the ms), why; its summaries stay on the host (no pane reads
+    them)."""
+    lines = churn(120)
+    encoder = ViewEncoder()
+    stream = b"".join(encoder.encode(lines[i : i + 4]) for i in range(0, 16, 4))
+    warm = len(stream)
+    stream += b"".join(encoder.encode(lines[i : i + 4]) for i in range(16, len(lines), 4))
+    fed = ViewDecoder().feed(stream)
+    assert len(fed.lines) == len(lines) and all(fed.coded[4:])
+    ends = 0
+    header = json.loads(b'{"format":"probetop-session","schema":1,"started_at":"","probetop":""}')
+    for raw, copy in zip(lines, fed.lines, strict=True):
+        a, b = json.loads(raw), json.loads(copy)
+        if a["type"] == "series_end":
+            ends += 1
+            assert b["summaries"] == {} and {**a, "summaries": {}, "t": b["t"],
+                                             "last_t": b["last_t"]} == b  # fmt: skip
+            assert abs(a["t"] - b["t"]) <= 0.0005 and abs(a["last_t"] - b["last_t"]) <= 0.0005
+            record = decode_line(copy, header, None, "view").records[0][1]
+            assert isinstance(record, SeriesEnded) and record.entity == a["entity"]
+        else:
+            assert list(b["values"]) == list(a["values"]) and b["values"] == a["values"]
+    assert ends > 100
+    seconds = sum(b'"sample"' in raw for raw in lines[16:])
+    # per second a device came (half of them a veth's 28 random bits of name)
+    # and one went: about 9 B/s with a frame's header every 2 s; 236 B/s in format 2
+    assert (len(stream) - warm) / seconds < 12, (len(stream) - warm) / seconds
+
+
 def test_a_stream_of_another_kind_or_version_is_refused() -> None:
     with pytest.raises(LinkError, match="not a probetop view stream"):
         ViewDecoder().feed(b'{"type":"header"}\n')
-    with pytest.raises(LinkError, match=f"format {VERSION + 1}; this probetop reads format 2"):
-        ViewDecoder().feed(MAGIC + bytes([VERSION + 1]) + b"\0")
+    for other in (VERSION - 1, VERSION + 1):  # the format before series_end travelled coded
+        with pytest.raises(
+            LinkError, match=f"format {other}; this probetop reads format {VERSION}"
+        ):
+            ViewDecoder().feed(MAGIC + bytes([other]) + b"\0")
     assert ViewDecoder().feed(MAGIC[:3]).lines == []  # not all there yet: wait
     with pytest.raises(LinkError, match="frame"):
         ViewDecoder().feed(MAGIC + bytes([VERSION, 3]))  # kind 3: none such
 
 
-def test_a_damaged_stream_says_so_and_nothing_else(recording: list[bytes]) -> None:
+@pytest.mark.parametrize("lines", ["recording", "churn"])
+def test_a_damaged_stream_says_so_and_nothing_else(
+    lines: str, request: pytest.FixtureRequest
+) -> None:
     """Every kind of damage (a flipped byte, a cut, bytes thrown in) ends in
-    a LinkError or in lines; never in another exception (a traceback)."""
+    a LinkError or in lines; never in another exception (a traceback). Of a
+    real recording, and of devices coming and going (coded key changes and
+    series_end lines)."""
     encoder = ViewEncoder()
-    frames = [encoder.encode(b) for b in batches(recording)]
+    source = request.getfixturevalue("recording") if lines == "recording" else churn(20)
+    frames = [encoder.encode(b) for b in batches(source)]
     stream = b"".join(frames)
     rng = random.Random(11)
     errors = 0

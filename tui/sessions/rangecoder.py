@@ -41,6 +41,12 @@ class Model:
         self.p = [_HALF] * size
         self.n = [0] * size
 
+    def copy(self) -> Model:
+        """A model that starts where this one is and then learns on its own."""
+        out = Model.__new__(Model)
+        out.p, out.n = self.p[:], self.n[:]
+        return out
+
     def update(self, i: int, bit: int) -> None:
         p, n = self.p[i], self.n[i]
         if bit:
@@ -62,6 +68,11 @@ class NumberModel:
         self.length = Model(MAX_BITS + 1)
         self.sign = Model(1)
         self.top = Model(4 * (MAX_BITS + 1))
+
+    def copy(self) -> NumberModel:
+        out = NumberModel.__new__(NumberModel)
+        out.length, out.sign, out.top = self.length.copy(), self.sign.copy(), self.top.copy()
+        return out
 
 
 class RangeEncoder:

@@ -9,7 +9,7 @@ Contract:
   ``KEEPALIVE`` (no body), ``TEXT`` (a block of one zstandard stream that
   lasts the connection: whole lines, ``J`` + a recording line as it is, or
   ``K`` + a probe's schema) and ``SAMPLES`` (one range-coded message of
-  sample lines, ``rangecoder.py``).
+  sample lines and device changes, ``rangecoder.py``).
 - ``ViewEncoder.encode(lines, live=...)`` turns whole recording lines into
   the frames of one batch; ``keepalive()`` one frame. ``live`` False (the
   history a view rebuilds its panes from): every line goes as it is, so the
@@ -23,7 +23,7 @@ Contract:
   another exception.
 - A live sample line goes as ``SAMPLES`` when it can: its probe's schema
   (value keys, and ``extra`` with its numbers as placeholders) once in
-  ``TEXT``, again when it changes (a device came or went); then per sample
+  ``TEXT``, again when ``extra``'s layout changes; then per sample
   the time and interval in ms, each value at the digits a pane prints
   (``_token``: ``VALUE_DIGITS`` significant ones; every whole digit below
   10000 and of units never given a k/M prefix; on a boundary of a coarser
@@ -39,9 +39,19 @@ Contract:
   histograms and sums, read by the Prometheus exporters, never by a pane)
   stay on the host. A sample the coded form cannot carry (a string value,
   NaN, -0.0) goes as it is (``J``).
+- A device that comes or goes (loop devices, veth pairs of other
+  processes: most of a quiet host's bytes in format 2) is an ``ESCAPE`` in
+  the message: a key change as steps over the probe's old devices (keep so
+  many, drop one, add one: its name by how recently the link saw it, or
+  spelled; its metrics as an old device's), and a live ``series_end`` line
+  as whose, when (ms) and why. A new device's series start as a copy of
+  the most alike device's (``_carried``), so an idle one costs next to
+  nothing; a gone device's are forgotten on both sides.
 - Lossy only in what no pane shows: digits beyond those a pane prints
   (every value prints as the host's: ``fmt_value``, k/M and MB/s included),
-  time below 1 ms, ``VIEW_OMITS``. The recording on the host is untouched;
+  time below 1 ms, ``VIEW_OMITS``, and a live series_end's ``summaries``
+  (the view's line has ``{}``: a pane only drops the device's row and
+  history; the report keeps them). The recording on the host is untouched;
   ``probetop follow`` without ``--compact`` sends it byte for byte.
 - Both sides must decide alike: predictions use integers and IEEE
   arithmetic only (+ - * /, exactly rounded on every host), never ``log``.
@@ -49,9 +59,10 @@ Contract:
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
@@ -65,10 +76,19 @@ from probetop.tui.sessions.rangecoder import (
 )
 
 MAGIC = b"PTVIEW"
-VERSION = 2
+VERSION = 3
 KEEPALIVE, TEXT, SAMPLES = 0, 1, 2
 MAX_FRAME = 64 << 20  # no batch comes near it; a bigger length is a corrupt stream
-MAX_PROBES = 255  # probe numbers are 8-bit symbols (0 ends a message)
+# Probe numbers are 8-bit symbols: 0 ends a message, ESCAPE starts a device
+# change (a probe's keys, or a series_end line) coded in the message.
+ESCAPE = 255
+MAX_PROBES = ESCAPE - 1
+KEYS_CHANGE, SERIES_END = 0, 1  # what follows an ESCAPE (one bit)
+KEEP, DROP, ADD, DONE = range(4)  # a key change's steps over the old devices
+REASONS = ("vanished", "unseen")  # series_end's reasons (linecheck: any text; others go as text)
+MAX_KEYS = 1 << 16  # a key change that would make more is a corrupt stream
+MAX_TEXT = 256  # a name on the link (linecheck's MAX_NAME)
+NAMES_KEPT = 1024  # devices' names both sides remember (the oldest are forgotten)
 VALUE_DIGITS = 3  # fmt_value prints 3 significant digits, and whole numbers below 10000
 # Units fmt_value never gives a k/M prefix: a big value shows all its whole digits.
 _WHOLE_UNITS = ("_ms", "_pct", "_mhz", "load1", "load5", "load15")
@@ -252,6 +272,17 @@ class _Series:
     last_n: int = 0  # the count the last value stands for
     link: tuple[str, int] | None = None  # ("eq" | "inc", field index): the prediction
 
+    def clone(self) -> _Series:
+        """A new device's series that starts as this one is (models, last
+        values), without its ties to other fields."""
+        return replace(
+            self,
+            kind=self.kind.copy(), same_exp=self.same_exp.copy(), exp=self.exp.copy(),
+            diff=self.diff.copy(), fresh=self.fresh.copy(), count=self.count.copy(),
+            side=self.side.copy(), which_recent=self.which_recent.copy(), ratios={},
+            scores={}, ratio=None, recent=list(self.recent), link=None,
+        )  # fmt: skip
+
 
 @dataclass
 class _Probe:
@@ -262,6 +293,7 @@ class _Probe:
     extra_numbers: list[Token]
     whole: tuple[bool, ...] = ()
     groups: list[str | None] = field(default_factory=list)  # _learn's devices
+    peers: list[list[int]] = field(default_factory=list)  # _learn's pairs (_peers)
     t_ms: int = 0
     dt_ms: int = 0
     time: NumberModel = field(default_factory=NumberModel)
@@ -273,37 +305,128 @@ class _Probe:
         return [self.series.setdefault(n, _Series()) for n in names]
 
 
+Group = tuple[str | None, tuple[str, ...]]  # a device (None: none) and its metric names
+
+
+def _groups(keys: tuple[str, ...]) -> list[Group]:
+    """A probe's keys as runs of one device each (``read_iops@loop0`` ...)."""
+    out: list[tuple[str | None, list[str]]] = []
+    for key in keys:
+        name, at, device = key.partition("@")
+        entity = device if at else None
+        if out and out[-1][0] == entity:
+            out[-1][1].append(name if at else key)
+        else:
+            out.append((entity, [name if at else key]))
+    return [(entity, tuple(names)) for entity, names in out]
+
+
+def _keys(groups: list[Group]) -> tuple[str, ...]:
+    return tuple(n if e is None else f"{n}@{e}" for e, names in groups for n in names)
+
+
+def _devices(keys: tuple[str, ...]) -> list[str]:
+    """The devices a probe's keys name, in order, once each."""
+    return list(dict.fromkeys(k.partition("@")[2] for k in keys if "@" in k))
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _carried(old: _Probe, keys: tuple[str, ...], n_numbers: int) -> dict[str, _Series]:
+    """The series a probe keeps across a key change: those of kept keys (a
+    gone device's are forgotten, so churning devices cost no memory), and
+    for a new device's key a copy of the same metric's series of the kept
+    device whose name starts most like it (the last one on a tie): a new
+    idle veth or loop device costs next to nothing from its first value."""
+    names = [*keys, *(f"\0x{i}" for i in range(n_numbers))]
+    out = {n: old.series[n] for n in names if n in old.series}
+    by_metric: dict[str, list[str]] = {}
+    for key in keys:
+        if key in old.series and "@" in key:
+            by_metric.setdefault(key.partition("@")[0], []).append(key)
+    for key in keys:
+        if key in out or "@" not in key:
+            continue
+        metric, _, device = key.partition("@")
+        like = by_metric.get(metric)
+        if like:
+            best = max(
+                range(len(like)),
+                key=lambda j: (_shared_prefix(like[j].partition("@")[2], device), j),
+            )
+            out[key] = old.series[like[best]].clone()
+    return out
+
+
 class _State:
-    """What encoder and decoder both know: probes, schemas, models."""
+    """What encoder and decoder both know: probes, schemas, models, names."""
 
     def __init__(self) -> None:
         self.probes: dict[str, _Probe] = {}
         self.order: list[_Probe] = []
         self.which: dict[int, Model] = {}  # next probe's number, given the previous one's
+        self.names: list[str] = []  # devices' names seen on this link, oldest first
+        # The models of a device change (after an ESCAPE)
+        self.what = Model()  # KEYS_CHANGE or SERIES_END
+        self.escaped = Model(256)  # whose
+        self.keep = NumberModel()  # old devices kept before the next step
+        self.step = Model(4)  # DROP, ADD, DONE
+        self.named = Model()  # an added group has a device
+        self.ref = NumberModel()  # a name: how recently seen (0: spelled out)
+        self.like = NumberModel()  # an added device's metrics: as old group j's (j+1; 0 spelled)
+        self.length = NumberModel()  # a spelled text's bytes, a spelled list's length
+        self.chars: dict[int, Model] = {}  # a spelled byte, given the one before
+        self.end_device = NumberModel()  # series_end: which of the probe's devices (0: named)
+        self.end_t = NumberModel()  # its t less the probe's next sample's, expected
+        self.end_last = NumberModel()  # its last_t less the probe's last sample's
+        self.end_reason = Model()
 
     def which_model(self, last: int) -> Model:
         return self.which.setdefault(last, Model(256))
 
-    def schema(self, probe: str, keys: tuple[str, ...], shape: Any, numbers: list[Token]) -> _Probe:
+    def char_model(self, prev: int) -> Model:
+        return self.chars.setdefault(prev, Model(256))
+
+    def schema(
+        self, probe: str, keys: tuple[str, ...], shape: Any, numbers: list[Token] | None
+    ) -> _Probe:
+        """A probe's keys and extra's layout, new or changed. ``numbers``: the
+        extra's numbers sent with it (None: a key change, extra as it was)."""
         old = self.probes.get(probe)
         if old is None:
             if len(self.order) >= MAX_PROBES:
                 raise LinkError(f"more than {MAX_PROBES} probes on one link")
-            new = _Probe(probe, len(self.order) + 1, keys, shape, numbers)
+            new = _Probe(probe, len(self.order) + 1, keys, shape, numbers or [])
             self.order.append(new)
         else:  # a device came or went: kept keys keep their series and models
-            new = _Probe(probe, old.index, keys, shape, numbers, t_ms=old.t_ms, dt_ms=old.dt_ms,
-                         time=old.time, gap=old.gap, series=old.series)  # fmt: skip
+            kept = old.extra_numbers if numbers is None else numbers
+            new = _Probe(probe, old.index, keys, shape, kept, t_ms=old.t_ms, dt_ms=old.dt_ms,
+                         time=old.time, gap=old.gap,
+                         series=_carried(old, keys, len(kept)))  # fmt: skip
             self.order[old.index - 1] = new
-        for i, tok in enumerate(numbers):  # the schema's numbers are the last values
+        for i, tok in enumerate(numbers or []):  # the schema's numbers are the last values
             s = new.series.setdefault(f"\0x{i}", _Series())
             s.last, s.link = tok, None
         new.whole = tuple(_whole(k) for k in keys)
         new.groups = [k.split("@", 1)[1] if "@" in k else "" for k in keys]
-        new.groups += [None] * len(numbers)
+        new.groups += [None] * len(new.extra_numbers)
+        new.peers = _peers(new.groups)
         for series in new.series.values():  # field numbers moved: links and ratios anew
             series.ratios, series.scores, series.ratio, series.link = {}, {}, None, None
         self.probes[probe] = new
+        known = set(self.names)
+        for device in _devices(keys):
+            if device not in known:
+                self.names.append(device)
+                known.add(device)
+        del self.names[:-NAMES_KEPT]
         return new
 
 
@@ -391,23 +514,44 @@ def _miss(actual: float, guess: float) -> float:
     return abs(actual - guess) / top if top else 0.0
 
 
-def _learn(fields: list[_Series], tokens: list[Token], groups: list[str | None]) -> None:
+def _peers(groups: list[str | None]) -> list[list[int]]:
+    """For each field, the earlier fields ``_learn`` relates it to: those of
+    its device and the probe-wide ones ("" : every earlier one); none for
+    extra's numbers (None). Worked out once per schema: a host with hundreds
+    of interfaces would otherwise pay for every pair on every sample."""
+    out: list[list[int]] = []
+    probe_wide: list[int] = []
+    by_group: dict[str, list[int]] = {}
+    for i, group in enumerate(groups):
+        if group is None:
+            out.append([])
+            continue
+        if group == "":
+            out.append([j for j in range(i) if groups[j] is not None])
+            probe_wide.append(i)
+        else:  # its device's and the probe-wide ones, in field order
+            out.append(sorted([*probe_wide, *by_group.get(group, [])]))
+            by_group.setdefault(group, []).append(i)
+    return out
+
+
+def _learn(fields: list[_Series], tokens: list[Token], probe: _Probe) -> None:
     """After a sample: for each value, the earlier value of the same device
-    (``groups``; "" for a probe-wide key) whose ratio to it held best lately,
-    when it held much better than the value itself (``_Series.ratio``).
-    Only IEEE arithmetic (+ - * /, exactly rounded everywhere), so the view
-    decides as the host did."""
+    (``probe.groups``; "" for a probe-wide key) whose ratio to it held best
+    lately, when it held much better than the value itself
+    (``_Series.ratio``). Only IEEE arithmetic (+ - * /, exactly rounded
+    everywhere), so the view decides as the host did."""
     values = [_value(t) if _base(t[0]) == DECIMAL and t[1] else None for t in tokens]
     for i, s in enumerate(fields):
-        v, group = values[i], groups[i]
+        v, group = values[i], probe.groups[i]
         if v is None or group is None:
             continue
         if s.prev is not None:
             s.own = s.own * 0.75 + _miss(v, s.prev) * 0.25
         s.prev = v
-        for j in range(i):
+        for j in probe.peers[i]:
             w = values[j]
-            if w is None or (groups[j] not in (group, "") and group != ""):
+            if w is None:
                 continue
             ratio = s.ratios.get(j)
             if ratio is not None:
@@ -448,17 +592,27 @@ class ViewEncoder:
         last_index = 0
         for raw in lines:
             coded = self._parse(raw) if live else None
+            if isinstance(coded, _End) and coded.probe not in self._state.probes:
+                coded = None  # a series_end of a probe with no schema here yet
             if coded is None:
                 if rc is not None:
                     out += self._samples(rc, last_index)
                     rc, last_index = None, 0
                 text.append(b"J" + raw + b"\n")
                 continue
+            if isinstance(coded, _End):
+                if text:
+                    out += self._text(text)
+                    text = []
+                if rc is None:
+                    rc, self._late = RangeEncoder(), 0
+                self._end(rc, last_index, coded)
+                continue
             probe, line, tokens, numbers = coded
             state = self._state.probes.get(probe)
             shape = _shape(_kept(line))
             keys = tuple(line["values"])
-            if state is None or state.keys != keys or state.shape != shape:
+            if state is None or state.shape != shape:
                 if rc is not None:
                     out += self._samples(rc, last_index)
                     rc, last_index = None, 0
@@ -470,6 +624,9 @@ class ViewEncoder:
                 text = []
             if rc is None:
                 rc, self._late = RangeEncoder(), 0
+            if state.keys != keys:  # a device came or went: the change, in the message
+                self._keys_change(rc, last_index, state, keys)
+                state = self._state.schema(probe, keys, shape, None)
             self._sample(rc, last_index, state, line, [*tokens, *numbers])
             last_index = state.index
         if rc is not None:
@@ -477,6 +634,82 @@ class ViewEncoder:
         if text:
             out += self._text(text)
         return bytes(out)
+
+    def _escape(self, rc: RangeEncoder, last_index: int, what: int, probe: _Probe) -> None:
+        st = self._state
+        rc.symbol(st.which_model(last_index), ESCAPE, 8)
+        rc.bit(st.what, 0, what)
+        rc.symbol(st.escaped, probe.index, 8)
+
+    def _keys_change(
+        self, rc: RangeEncoder, last_index: int, probe: _Probe, keys: tuple[str, ...]
+    ) -> None:
+        """A probe's new keys as steps over its old devices: keep so many,
+        drop one, add one (its name, and its metrics as an old device's)."""
+        st = self._state
+        self._escape(rc, last_index, KEYS_CHANGE, probe)
+        old, new = _groups(probe.keys), _groups(keys)
+        run = 0
+        matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                run += i2 - i1
+                continue
+            for step, groups in ((DROP, [None] * (i2 - i1)), (ADD, new[j1:j2])):
+                for group in groups:
+                    rc.number(st.keep, run)
+                    run = 0
+                    rc.symbol(st.step, step, 2)
+                    if group is not None:
+                        self._group(rc, old, group)
+        rc.number(st.keep, run)
+        rc.symbol(st.step, DONE, 2)
+
+    def _group(self, rc: RangeEncoder, old: list[Group], group: Group) -> None:
+        st = self._state
+        device, metrics = group
+        rc.bit(st.named, 0, device is not None)
+        if device is not None:
+            self._name(rc, device)
+        like = next((j for j, g in enumerate(old) if g[1] == metrics), None)
+        if like is not None:
+            rc.number(st.like, like + 1)
+            return
+        rc.number(st.like, 0)
+        rc.number(st.length, len(metrics))
+        for metric in metrics:
+            self._spell(rc, metric)
+
+    def _name(self, rc: RangeEncoder, name: str) -> None:
+        """A device's name: how recently it was seen on the link, or spelled."""
+        names = self._state.names
+        if name in names:
+            rc.number(self._state.ref, len(names) - names.index(name))
+        else:
+            rc.number(self._state.ref, 0)
+            self._spell(rc, name)
+
+    def _spell(self, rc: RangeEncoder, text: str) -> None:
+        data = text.encode()
+        rc.number(self._state.length, len(data))
+        prev = 0
+        for byte in data:
+            rc.symbol(self._state.char_model(prev), byte, 8)
+            prev = byte
+
+    def _end(self, rc: RangeEncoder, last_index: int, end: _End) -> None:
+        """A series_end line: whose, when, why; its summaries stay on the host."""
+        st = self._state
+        probe = st.probes[end.probe]
+        self._escape(rc, last_index, SERIES_END, probe)
+        devices = _devices(probe.keys)
+        at = devices.index(end.entity) + 1 if end.entity in devices else 0
+        rc.number(st.end_device, at)
+        if not at:
+            self._name(rc, end.entity)
+        rc.number(st.end_t, end.t_ms - probe.t_ms - probe.dt_ms)
+        rc.number(st.end_last, end.last_ms - probe.t_ms)
+        rc.bit(st.end_reason, 0, REASONS.index(end.reason))
 
     def keepalive(self) -> bytes:
         return self._start() + _frame(KEEPALIVE, b"")
@@ -497,8 +730,13 @@ class ViewEncoder:
         return _frame(SAMPLES, rc.finish())
 
     @staticmethod
-    def _parse(raw: bytes) -> tuple[str, dict[str, Any], list[Token], list[Token]] | None:
-        """A live sample line's parts, or None when it goes as it is."""
+    def _parse(
+        raw: bytes,
+    ) -> tuple[str, dict[str, Any], list[Token], list[Token]] | _End | None:
+        """A live sample line's parts, a series_end line's, or None when it
+        goes as it is."""
+        if raw.startswith(b'{"type":"series_end"'):
+            return _End.parse(raw)
         if not raw.startswith(b'{"type":"sample"'):
             return None
         try:
@@ -582,7 +820,7 @@ class ViewEncoder:
                 rc.symbol(s.side, _SIDES.index(tok[0]), 2)
         _relink(fields, all_tokens)
         _counts(fields[: len(values)], all_tokens, interval_ms)
-        _learn(fields, all_tokens, probe.groups)
+        _learn(fields, all_tokens, probe)
 
     @staticmethod
     def _count(
@@ -593,6 +831,54 @@ class ViewEncoder:
         if abs(value * interval_s - n) > 1e-3 or abs(n) >= MAX_COUNT:
             return None
         return n if _rate(n, interval_ms, whole) == tok else None
+
+
+END_KEYS = ("type", "probe", "entity", "t", "last_t", "reason", "summaries")
+_MAX_MS = 1 << 60
+
+
+@dataclass(frozen=True)
+class _End:
+    """A live series_end line as the link carries it: which probe's device,
+    its t and last_t in ms, its reason. Its summaries (each metric's count,
+    min, mean, max over the device's life) stay in the host's recording: the
+    panes only drop the device's row and history."""
+
+    probe: str
+    entity: str
+    t_ms: int
+    last_ms: int
+    reason: str
+
+    @classmethod
+    def parse(cls, raw: bytes) -> _End | None:
+        """The coded form of a series_end line, or None when it goes as it is."""
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            return None
+        if not isinstance(line, dict) or tuple(line) != END_KEYS:
+            return None
+        probe, entity, reason = line["probe"], line["entity"], line["reason"]
+        times = (line["t"], line["last_t"])
+        if (
+            not isinstance(probe, str)
+            or not isinstance(entity, str)
+            or not 0 < len(entity.encode()) <= MAX_TEXT
+            or reason not in REASONS
+            or not isinstance(line["summaries"], dict)
+            or not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in times)
+            or not all(math.isfinite(t) and abs(t) * 1000 < _MAX_MS for t in times)
+        ):
+            return None
+        t_ms, last_ms = (round(float(t) * 1000) for t in times)
+        return cls(probe, entity, t_ms, last_ms, reason)
+
+    def line(self) -> bytes:
+        doc = {"type": "series_end", "probe": self.probe, "entity": self.entity,
+               "t": self.t_ms / 1000, "last_t": self.last_ms / 1000, "reason": self.reason,
+               "summaries": {}}  # fmt: skip
+        return json.dumps(doc, **_DUMP).encode()
 
 
 def _kept(line: dict[str, Any]) -> dict[str, Any]:
@@ -733,6 +1019,13 @@ class ViewDecoder:
             index = rc.symbol(self._state.which_model(last_index), 8)
             if not index:
                 break
+            if index == ESCAPE:
+                end = self._escape(rc)
+                if end is not None:
+                    out.append(end.line())
+                if rc.overrun > MAX_OVERRUN:
+                    raise LinkError("a sample frame that ends inside a device change")
+                continue
             if index > len(self._state.order):
                 raise LinkError(f"a sample of probe {index}, which has no schema")
             probe = self._state.order[index - 1]
@@ -743,6 +1036,104 @@ class ViewDecoder:
         if rc.overrun > MAX_OVERRUN:
             raise LinkError("a sample frame that ends inside a sample")
         return out
+
+    def _escape(self, rc: RangeDecoder) -> _End | None:
+        """A device change: a probe's new keys (applied), or a series_end."""
+        st = self._state
+        what = rc.bit(st.what, 0)
+        index = rc.symbol(st.escaped, 8)
+        if not 0 < index <= len(st.order):
+            raise LinkError(f"a device change of probe {index}, which has no schema")
+        probe = st.order[index - 1]
+        if what == KEYS_CHANGE:
+            keys = self._keys_change(rc, probe)
+            st.schema(probe.name, keys, probe.shape, None)
+            return None
+        devices = _devices(probe.keys)
+        at = rc.number(st.end_device)
+        if not 0 <= at <= len(devices):
+            raise LinkError(f"series_end of device {at} of {len(devices)}")
+        entity = devices[at - 1] if at else self._name(rc)
+        if not entity:
+            raise LinkError("series_end of a device with no name")
+        t_ms = probe.t_ms + probe.dt_ms + rc.number(st.end_t)
+        last_ms = probe.t_ms + rc.number(st.end_last)
+        reason = REASONS[rc.bit(st.end_reason, 0)]
+        return _End(probe.name, entity, t_ms, last_ms, reason)
+
+    def _keys_change(self, rc: RangeDecoder, probe: _Probe) -> tuple[str, ...]:
+        st = self._state
+        old = _groups(probe.keys)
+        new: list[Group] = []
+        at = 0
+        while True:
+            run = rc.number(st.keep)
+            if not 0 <= run <= len(old) - at:
+                raise LinkError(f"a key change that keeps {run} of {len(old) - at} devices")
+            new += old[at : at + run]
+            at += run
+            step = rc.symbol(st.step, 2)
+            if step == DONE:
+                if at != len(old):
+                    raise LinkError("a key change that ends before the old keys")
+                break
+            if step == DROP:
+                if at >= len(old):
+                    raise LinkError("a key change that drops past the old keys")
+                at += 1
+            elif step == ADD:
+                new.append(self._group(rc, old))
+            else:
+                raise LinkError(f"a key change step {step}")
+            if len(new) > MAX_KEYS or rc.overrun > MAX_OVERRUN:
+                raise LinkError("a key change that does not end")
+        keys = _keys(new)
+        if len(keys) > MAX_KEYS or len(set(keys)) != len(keys):
+            raise LinkError("a key change that repeats a key")
+        return keys
+
+    def _group(self, rc: RangeDecoder, old: list[Group]) -> Group:
+        st = self._state
+        device = self._name(rc) if rc.bit(st.named, 0) else None
+        like = rc.number(st.like)
+        if like:
+            if not 0 < like <= len(old):
+                raise LinkError(f"an added device like device {like} of {len(old)}")
+            return device, old[like - 1][1]
+        n = rc.number(st.length)
+        if not 0 < n <= MAX_KEYS:
+            raise LinkError(f"an added device with {n} metrics")
+        metrics = []
+        for _ in range(n):
+            metrics.append(self._spell(rc))
+            if rc.overrun > MAX_OVERRUN:
+                raise LinkError("a sample frame that ends inside an added device")
+        return device, tuple(metrics)
+
+    def _name(self, rc: RangeDecoder) -> str:
+        names = self._state.names
+        back = rc.number(self._state.ref)
+        if not back:
+            return self._spell(rc)
+        if not 0 < back <= len(names):
+            raise LinkError(f"a name {back} back of {len(names)}")
+        return names[-back]
+
+    def _spell(self, rc: RangeDecoder) -> str:
+        n = rc.number(self._state.length)
+        if not 0 <= n <= MAX_TEXT * 4:
+            raise LinkError(f"a name of {n} bytes")
+        data = bytearray()
+        prev = 0
+        for _ in range(n):
+            prev = rc.symbol(self._state.char_model(prev), 8)
+            data.append(prev)
+            if rc.overrun > MAX_OVERRUN:
+                raise LinkError("a sample frame that ends inside a name")
+        try:
+            return data.decode()
+        except UnicodeDecodeError:
+            raise LinkError(f"a name that is not UTF-8: {bytes(data[:40])!r}") from None
 
     def _sample(self, rc: RangeDecoder, probe: _Probe) -> bytes:
         late = self._late + rc.number(probe.time)
@@ -797,7 +1188,7 @@ class ViewDecoder:
         _relink(fields, tokens)
         n = len(probe.keys)
         _counts(fields[:n], tokens, interval_ms)
-        _learn(fields, tokens, probe.groups)
+        _learn(fields, tokens, probe)
         line: dict[str, Any] = {
             "type": "sample",
             "probe": probe.name,
