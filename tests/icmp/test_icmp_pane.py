@@ -6,7 +6,7 @@ import asyncio
 import math
 from pathlib import Path
 
-from privilege import needs_icmp
+from privilege import icmp_mode, needs_icmp
 from probetop.probes.core.sample import Sample
 from probetop.probes.icmp import IcmpProbe, IcmpSettings, RttBucket, RttStats
 from probetop.probes.record.reader import load_session
@@ -52,7 +52,8 @@ async def test_pane_shows_mode_rates_and_the_kernel_counter() -> None:
         await pilot.pause()
         pane.render_frame()
         text = pane.table.text
-        assert "raw socket · 2000 req/s" in text and "via lo" in text
+        mode = "raw socket" if icmp_mode() == "raw" else "datagram socket (unprivileged)"
+        assert f"{mode} · 2000 req/s" in text and "via lo" in text
         assert "rtt distribution" in text and "µs" in text
         pps = pane.history.get("pps")
         # pps counts requests and replies: above the 2000 requests/s, at
