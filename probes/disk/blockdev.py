@@ -76,9 +76,7 @@ def _stat_target(path: str | os.PathLike[str]) -> os.stat_result:
             "(a file target is created at --size for write jobs)."
         ) from None
     except PermissionError:
-        raise TargetProbeError(
-            f"{p}: permission denied. Run as root or give your user access to it."
-        ) from None
+        raise TargetProbeError(_no_search_access(p)) from None
     except OSError as exc:
         raise TargetProbeError(f"{p}: {exc.strerror}") from None
     if stat.S_ISDIR(st.st_mode):
@@ -123,6 +121,24 @@ def _no_read_access(p: str, st: os.stat_result) -> str:
             f"Run as {owner} ({sudo}) or give your user read access: sudo setfacl -m u:$USER:r {p}"
         )
     return f"{facts} {how}"
+
+
+def _no_search_access(p: str) -> str:
+    """Permission denied by stat: the first directory on the way this user
+    may not enter, whose it is, and what to do."""
+    for parent in reversed(Path(os.path.abspath(p)).parents):
+        if not os.access(parent, os.X_OK):
+            try:
+                st = os.stat(parent)
+            except OSError:
+                break
+            owner, group = _user_name(st.st_uid), _group_name(st.st_gid)
+            return (
+                f"{p}: permission denied (your user may not enter {parent}: {owner}:{group}, "
+                f"mode {stat.S_IMODE(st.st_mode):04o}). Run as {owner} or choose a target "
+                "outside it."
+            )
+    return f"{p}: permission denied. Run as root or give your user access to it."
 
 
 def _user_name(uid: int) -> str:
