@@ -22,16 +22,27 @@ def promptly_scheduled() -> Iterator[bool]:
     the scheduler: without real-time priority the figure is the scheduler's
     (a non-root `make test` beside a CPU hog: 240-580 of 800 IO/s), so the
     test cannot tell a pacer bug from a busy machine and does not run.
-    The workers sleep between I/Os; the kernel's RT throttling bounds them."""
+    The workers sleep between I/Os; the kernel's RT throttling bounds them.
+    A user other than root may too, where RLIMIT_RTPRIO allows priority 1."""
     try:
         policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
         os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(1))
     except OSError as exc:
         pytest.skip(
-            f"needs real-time priority (SCHED_RR: root or CAP_SYS_NICE; {exc.strerror}) "
+            f"needs real-time priority (SCHED_RR: root, CAP_SYS_NICE or `ulimit -r` >= 1, "
+            f"e.g. `@{_group()} - rtprio 1` in /etc/security/limits.conf; {exc.strerror}) "
             "to time the pacer rather than the scheduler"
         )
     try:
         yield True
     finally:
         os.sched_setscheduler(0, policy, param)
+
+
+def _group() -> str:
+    import grp
+
+    try:
+        return grp.getgrgid(os.getegid()).gr_name
+    except KeyError:
+        return str(os.getegid())

@@ -76,9 +76,7 @@ def _stat_target(path: str | os.PathLike[str]) -> os.stat_result:
             "(a file target is created at --size for write jobs)."
         ) from None
     except PermissionError:
-        raise TargetProbeError(
-            f"{p}: permission denied. Run as root or give your user access to it."
-        ) from None
+        raise TargetProbeError(_no_search_access(p)) from None
     except OSError as exc:
         raise TargetProbeError(f"{p}: {exc.strerror}") from None
     if stat.S_ISDIR(st.st_mode):
@@ -102,6 +100,65 @@ def _stat_target(path: str | os.PathLike[str]) -> os.stat_result:
     return st
 
 
+def _no_read_access(p: str, st: os.stat_result) -> str:
+    """Permission denied, with who may read ``p`` and how this user can: a
+    group to join where the group may read it, else its owner or an ACL
+    (a 0600 root:root device is not opened by joining 'disk')."""
+    owner, group = _user_name(st.st_uid), _group_name(st.st_gid)
+    mode = stat.S_IMODE(st.st_mode)
+    kind = "block device" if stat.S_ISBLK(st.st_mode) else "file"
+    facts = (
+        f"{p}: permission denied (no read access to this {kind}: {owner}:{group}, mode {mode:04o})."
+    )
+    if mode & stat.S_IRGRP and st.st_gid != 0:
+        how = (
+            f"Run as root (sudo), or join group '{group}': sudo usermod -aG {group} $USER, "
+            "then log in again."
+        )
+    else:
+        sudo = "sudo" if st.st_uid == 0 else f"sudo -u {owner}"
+        how = (
+            f"Run as {owner} ({sudo}) or give your user read access: sudo setfacl -m u:$USER:r {p}"
+        )
+    return f"{facts} {how}"
+
+
+def _no_search_access(p: str) -> str:
+    """Permission denied by stat: the first directory on the way this user
+    may not enter, whose it is, and what to do."""
+    for parent in reversed(Path(os.path.abspath(p)).parents):
+        if not os.access(parent, os.X_OK):
+            try:
+                st = os.stat(parent)
+            except OSError:
+                break
+            owner, group = _user_name(st.st_uid), _group_name(st.st_gid)
+            return (
+                f"{p}: permission denied (your user may not enter {parent}: {owner}:{group}, "
+                f"mode {stat.S_IMODE(st.st_mode):04o}). Run as {owner} or choose a target "
+                "outside it."
+            )
+    return f"{p}: permission denied. Run as root or give your user access to it."
+
+
+def _user_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _group_name(gid: int) -> str:
+    import grp
+
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
+
+
 def identify(path: str | os.PathLike[str], *, check_read: bool = True) -> DeviceIdentity:
     """Identify a target; raise TargetProbeError for anything probetop cannot measure.
 
@@ -114,10 +171,7 @@ def identify(path: str | os.PathLike[str], *, check_read: bool = True) -> Device
     st = _stat_target(p)
     real = os.path.realpath(p)
     if check_read and not os.access(p, os.R_OK):
-        raise TargetProbeError(
-            f"{p}: permission denied (no read access). Run as root or give your user access "
-            "(e.g. add it to the 'disk' group for block devices)."
-        )
+        raise TargetProbeError(_no_read_access(p, st))
     if stat.S_ISREG(st.st_mode):
         holder = mounts.backing_device(p)
         lbs = (

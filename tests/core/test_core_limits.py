@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from privilege import needs_icmp
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.machine import (
     MachineLimits,
@@ -255,7 +256,7 @@ def test_rlimit_as_is_named():
     assert "RLIMIT_AS (ulimit -v) is 2.0 GiB" in result.stdout
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
+@needs_icmp
 def test_rlimit_nofile_is_named_for_icmp_streams():
     result = probetop(
         "icmp", "--streams", "4", "--rate", "100", "127.0.0.1", "--headless",

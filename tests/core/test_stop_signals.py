@@ -11,13 +11,13 @@ the probe's summary, read back with load_session).
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from privilege import DATAGRAM, ICMP_MISSING, RAW, needs_icmp
 from probetop.probes.core.machine import logical_cpus
 from probetop.probes.cpu.settings import MAX_THREADS_PER_CPU, interval_floor_s
 from probetop.probes.icmp.settings import sample_interval_floor_s
@@ -32,7 +32,6 @@ from stop_harness import (
 )
 
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
 
 HUGE_THREADS = MAX_THREADS_PER_CPU * logical_cpus()  # the most allowed (SCHED_IDLE workers)
 FLOOD_STREAMS = 2 * logical_cpus()  # the most flood streams allowed
@@ -87,7 +86,7 @@ def test_cpu_stops_within_2s_headless(tmp_path: Path, case: str, sig: int) -> No
     assert summary["stopped_by"] == "stop" and summary["worker_errors"] == []
 
 
-@needs_root
+@needs_icmp
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
 @pytest.mark.parametrize("case", list(ICMP_CASES))
 def test_icmp_stops_within_2s_headless(tmp_path: Path, case: str, sig: int) -> None:
@@ -254,8 +253,8 @@ DASHBOARD_CASES = {
 @pytest.mark.parametrize("case", list(DASHBOARD_CASES))
 def test_dashboard_stops_within_2s(tmp_path: Path, case: str, sig: int) -> None:
     args, probe = DASHBOARD_CASES[case]
-    if probe.startswith("icmp") and os.geteuid() != 0:
-        pytest.skip("needs root (raw ICMP sockets)")
+    if probe.startswith("icmp") and not (DATAGRAM or RAW):
+        pytest.skip(ICMP_MISSING)
     record = tmp_path / "dash.jsonl"
     stopped = stop_dashboard(args, record, sig, probe=probe)
     log_stop(f"dashboard {case} {signal.Signals(sig).name}", stopped)

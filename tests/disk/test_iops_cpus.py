@@ -19,12 +19,19 @@ from probetop.probes.disk.warmup.settings import WarmupSettings
 from probetop.probes.disk.workers import Engine
 
 
-def _affinities(engine: Engine) -> list[set[int]]:
+def _affinities(engine: Engine, want: set[int]) -> list[set[int]]:
+    """The I/O threads' affinities once the loops run and each thread has
+    set its own (or what they are after 30 s): a thread pins itself as it
+    starts, so a loaded machine may show one that has not yet."""
     deadline = time.monotonic() + 30
     while engine.snapshot(0).dirs[0].ios == 0:  # the loops are running
         assert time.monotonic() < deadline, "no I/O in 30 s"
         time.sleep(0.01)
-    return [os.sched_getaffinity(t.native_id) for t in engine.threads if t.native_id]
+    while True:
+        seen = [os.sched_getaffinity(t.native_id) for t in engine.threads if t.native_id]
+        if all(s == want for s in seen) or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.01)
 
 
 @pytest.mark.parametrize("pinned", [False, True])
@@ -40,7 +47,7 @@ def test_io_threads_run_where_cpus_allowed_says(data_file: str, pinned: bool) ->
     engine = Engine(plan)
     engine.start()
     try:
-        seen = _affinities(engine)
+        seen = _affinities(engine, set(cpus) if pinned else set(allowed))
     finally:
         engine.stop()
         assert engine.join(10)
@@ -60,16 +67,23 @@ def test_the_cli_takes_fios_list_and_says_it_in_the_fio_command(data_file: str) 
         assert "Traceback" not in refused.stderr
 
 
-def _io_thread_affinities(deadline_s: float = 30) -> list[set[int]]:
-    """The affinity of the running probetop I/O threads (once there are any)."""
+def _io_thread_affinities(jobs: int, want: set[int], deadline_s: float = 30) -> list[set[int]]:
+    """The affinity of the ``jobs`` running probetop I/O threads, once each
+    has pinned itself to ``want`` (or what they are at the deadline). Each
+    thread pins itself as it starts, so under load a thread may be seen
+    before it has (run 1 of a non-root clean clone saw one thread at {0, 1})."""
     deadline = time.monotonic() + deadline_s
+    seen: list[set[int]] = []
     while time.monotonic() < deadline:
         threads = [t for t in threading.enumerate() if t.name.startswith("probetop-io-")]
         if threads and all(t.native_id for t in threads):
             with contextlib.suppress(OSError):  # a thread ending meanwhile
-                return [os.sched_getaffinity(t.native_id or 0) for t in threads]
+                seen = [os.sched_getaffinity(t.native_id or 0) for t in threads]
+                if len(seen) == jobs and all(s == want for s in seen):
+                    return seen
         time.sleep(0.01)
-    raise AssertionError("no I/O thread in 30 s")
+    assert seen, "no I/O thread in 30 s"
+    return seen
 
 
 def test_warmup_io_threads_run_where_cpus_allowed_says(data_file: str, tmp_path: Path) -> None:
@@ -90,12 +104,12 @@ def test_warmup_io_threads_run_where_cpus_allowed_says(data_file: str, tmp_path:
 
     async def main() -> None:
         task = asyncio.create_task(probe.run(lambda r: None))
-        seen.extend(await asyncio.to_thread(_io_thread_affinities))
+        seen.extend(await asyncio.to_thread(_io_thread_affinities, 2, {cpu}))
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
     asyncio.run(main())
-    assert seen and all(s == {cpu} for s in seen), seen
+    assert len(seen) == 2 and all(s == {cpu} for s in seen), seen
     refused = run_cli(["warmup", data_file, "--cpus-allowed", "4095", "--time", "1"])
     assert refused.returncode == 2 and "not one this process may run on" in refused.stderr

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import pwd
 import shutil
 import subprocess
+import tempfile
 import threading
+from pathlib import Path
 
 import disk_fixtures
 import pytest
@@ -103,26 +107,61 @@ def test_bad_input_exits_2_with_a_message(tmp_path, args, message):
 
 
 def test_permission_denied_for_an_unprivileged_user(tmp_path):
-    if (
-        shutil.which("setpriv") is None
-        or subprocess.run(["id", "-u"], capture_output=True, text=True).stdout.strip() != "0"
-    ):
-        pytest.skip("needs root and setpriv to run as another user")  # fmt: skip
-    target = tmp_path / "private.img"
-    target.write_bytes(b"x" * 65536)
-    target.chmod(0o600)
-    tmp_path.chmod(0o755)
-    from disk_fixtures import PROBETOP
-
-    proc = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *PROBETOP,
-         "iops", str(target), "--time", "1", "--headless"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    """A file this user may not read: one line saying whose it is and how to
+    get access. Root checks it as nobody; any other user as itself (mode 0)."""
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv (util-linux) to run as another user")
+    # Outside pytest's 0700 base directory, so nobody can reach the file.
+    where = Path(tempfile.mkdtemp(prefix="probetop-perm-"))
+    try:
+        where.chmod(0o755)
+        target = where / "private.img"
+        target.write_bytes(b"x" * 65536)
+        target.chmod(0o600 if os.geteuid() == 0 else 0o000)
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        proc = subprocess.run(
+            [*(prefix if os.geteuid() == 0 else []), *disk_fixtures.PROBETOP,
+             "iops", str(target), "--time", "1", "--headless"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(where)
     if "No module named" in proc.stderr or "error while loading shared libraries" in proc.stderr:
         pytest.skip("this Python or its venv is not readable by nobody")
     assert proc.returncode == 2, proc.stderr
-    assert "permission denied" in proc.stderr
+    owner = pwd.getpwuid(os.geteuid()).pw_name
+    mode = "0600" if os.geteuid() == 0 else "0000"
+    (line,) = proc.stderr.splitlines()
+    assert "permission denied (no read access to this file" in line, line
+    assert f"mode {mode}" in line and f"Run as {owner}" in line and "setfacl" in line, line
+
+
+def test_a_directory_on_the_way_that_this_user_may_not_enter_is_named(tmp_path):
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv (util-linux) to run as another user")
+    where = Path(tempfile.mkdtemp(prefix="probetop-perm-"))
+    try:
+        where.chmod(0o755)
+        locked = where / "locked"
+        locked.mkdir()
+        (locked / "data.img").write_bytes(b"x" * 65536)
+        locked.chmod(0o700 if os.geteuid() == 0 else 0o000)
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        proc = subprocess.run(
+            [*(prefix if os.geteuid() == 0 else []), *disk_fixtures.PROBETOP,
+             "iops", str(locked / "data.img"), "--time", "1", "--headless"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        locked.chmod(0o700)
+        shutil.rmtree(where)
+    if "No module named" in proc.stderr or "error while loading shared libraries" in proc.stderr:
+        pytest.skip("this Python or its venv is not readable by nobody")
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    owner = pwd.getpwuid(os.geteuid()).pw_name
+    assert f"permission denied (your user may not enter {locked}: {owner}:" in line, line
+    assert f"Run as {owner} or choose a target outside it" in line, line
 
 
 def test_writes_to_a_device_holding_a_filesystem_are_refused(tmp_path):

@@ -72,7 +72,7 @@ def _unique_subnet() -> tuple[str, str]:
 @pytest.fixture
 def icmp_peer() -> Iterator[Peer]:
     if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces, raw ICMP sockets)")
+        pytest.skip("needs root (network namespaces, nftables)")
     for tool in ("ip", "nft"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed (apt-get install iproute2 nftables)")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from icmp_fixtures import Peer, icmp_peer  # noqa: F401 (fixture)
+from privilege import RAW, icmp_mode, needs_icmp
 from probetop.probes.icmp import IcmpSettings
 from probetop.tui.cli.parser import build_parser, make_plan
 
@@ -20,7 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "core"))
 from stop_harness import wait_for_samples
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
 
 
 def probetop(*args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
@@ -125,20 +125,20 @@ def test_send_interval_and_sampling_interval(
     assert plan.settings.period_s == pytest.approx(period_s)
 
 
-@needs_root
 def test_without_cap_net_raw_the_message_names_the_fix() -> None:
-    r = probetop(
-        "--headless",
-        "--time",
-        "0.2",
-        "127.0.0.1",
-        prefix=("setpriv", "--bounding-set=-net_raw", "--inh-caps=-net_raw"),
-    )
+    # --socket raw: the refusal whatever ping_group_range allows. Root drops the
+    # capability; another user has none to drop (unless python has file caps).
+    prefix: tuple[str, ...] = ()
+    if os.geteuid() == 0:
+        prefix = ("setpriv", "--bounding-set=-net_raw", "--inh-caps=-net_raw")
+    elif RAW:
+        pytest.skip("this python has CAP_NET_RAW (file capabilities): nothing to refuse")
+    r = probetop("--headless", "--time", "0.2", "--socket", "raw", "127.0.0.1", prefix=prefix)
     assert r.returncode == 2, r
     assert "setcap cap_net_raw+ep" in r.stderr and "ping_group_range" in r.stderr
 
 
-@needs_root
+@needs_icmp
 def test_json_report_fields() -> None:
     r = probetop("--json", "--rate", "2000", "-c", "200", "-s", "1", "127.0.0.1")
     assert r.returncode == 0, r.stderr
@@ -147,12 +147,12 @@ def test_json_report_fields() -> None:
         assert key in doc
     assert set(doc["rtt_us"]) == {"min", "avg", "max", "mdev", "p50", "p90", "p99"}
     assert doc["sent"] == doc["received"] == 200
-    assert doc["mode"] == "raw" and doc["errors"] == {}
+    assert doc["mode"] == icmp_mode() and doc["errors"] == {}
     assert doc["intervals"] and "replies_per_s" in doc["intervals"][0]
     assert doc["reference_command"] == "hping3 -q --icmp -i u500 -d 1 -c 200 127.0.0.1"
 
 
-@needs_root
+@needs_icmp
 def test_ctrl_c_prints_the_summary_after_in_flight_replies(tmp_path: Path) -> None:
     rec = tmp_path / "flood.jsonl"
     proc = subprocess.Popen(
@@ -173,14 +173,14 @@ def test_ctrl_c_prints_the_summary_after_in_flight_replies(tmp_path: Path) -> No
     assert sent == received > 1000
 
 
-@needs_root
+@needs_icmp
 def test_size_above_path_mtu_exits_2(icmp_peer: Peer) -> None:  # noqa: F811
     r = probetop("--headless", "-c", "1", "--size", "1473", icmp_peer.peer_addr)
     assert r.returncode == 2
     assert "above the path MTU 1500" in r.stderr and "--size 1472" in r.stderr
 
 
-@needs_root
+@needs_icmp
 def test_no_route_and_interface_down_exit_2(icmp_peer: Peer) -> None:  # noqa: F811
     # Both checks run inside the namespace, which has no default route: a target
     # without a route there can never leak onto the host's real network.
@@ -193,7 +193,7 @@ def test_no_route_and_interface_down_exit_2(icmp_peer: Peer) -> None:  # noqa: F
     assert f"no route to {icmp_peer.host_addr}" in r.stderr
 
 
-@needs_root
+@needs_icmp
 def test_datagram_socket_where_ping_group_range_allows(icmp_peer: Peer) -> None:  # noqa: F811
     icmp_peer.sysctl("net.ipv4.ping_group_range", "0 2147483647")
     inside = ("ip", "netns", "exec", icmp_peer.ns)
@@ -207,7 +207,7 @@ def test_datagram_socket_where_ping_group_range_allows(icmp_peer: Peer) -> None:
     assert doc["mode"] == "datagram" and doc["received"] == 300
 
 
-@needs_root
+@needs_icmp
 def test_datagram_errors_come_from_the_error_queue(icmp_peer: Peer) -> None:  # noqa: F811
     # The probe runs in the namespace (datagram socket); the host rejects its requests.
     icmp_peer.sysctl("net.ipv4.ping_group_range", "0 2147483647")
@@ -243,7 +243,7 @@ def test_datagram_errors_come_from_the_error_queue(icmp_peer: Peer) -> None:  # 
     assert icmp_peer.host_addr in doc["error_routers"]["destination unreachable"]
 
 
-@needs_root
+@needs_icmp
 def test_recording_holds_icmp_samples(tmp_path) -> None:  # type: ignore[no-untyped-def]
     rec = tmp_path / "icmp.jsonl"
     r = probetop("--headless", "--record", str(rec), "--rate", "500", "--time", "1.2", "127.0.0.1")
@@ -253,7 +253,7 @@ def test_recording_holds_icmp_samples(tmp_path) -> None:  # type: ignore[no-unty
     assert "icmp:127.0.0.1" in text and "replies_per_s" in text and "rtt_p99_us" in text
 
 
-@needs_root
+@needs_icmp
 def test_broadcast_needs_the_flag(icmp_peer: Peer) -> None:  # noqa: F811
     # The /30's directed broadcast: it exists only on the veth pair.
     prefix = icmp_peer.peer_addr.rsplit(".", 1)[0]
@@ -268,7 +268,7 @@ def test_broadcast_needs_the_flag(icmp_peer: Peer) -> None:  # noqa: F811
     assert doc["reference_command"].endswith(f"-b {broadcast}")
 
 
-@needs_root
+@needs_icmp
 def test_a_stalled_paced_sender_reports_what_it_missed(tmp_path: Path) -> None:
     rec = tmp_path / "paced.jsonl"
     proc = subprocess.Popen(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import secrets
 import shutil
@@ -19,10 +18,11 @@ from typing import Any
 
 import pytest
 from icmp_fixtures import Peer, icmp_peer  # noqa: F401 (fixture)
+from privilege import needs_icmp
 from probetop.probes.icmp import IcmpProbe, IcmpSettings, format_report
 from probetop.tui.run.runner import run_headless
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
+pytestmark = needs_icmp
 
 TABLE = "icmploss"
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 from pathlib import Path
 
-import pytest
+from privilege import icmp_mode, needs_icmp
 from probetop.probes.core.sample import Sample
 from probetop.probes.icmp import IcmpProbe, IcmpSettings, RttBucket, RttStats
 from probetop.probes.record.reader import load_session
@@ -34,7 +33,7 @@ def test_rtt_distribution_row() -> None:
     assert rtt_distribution([]) == "rtt distribution: -"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
+@needs_icmp
 async def test_pane_shows_mode_rates_and_the_kernel_counter() -> None:
     probe = IcmpProbe(IcmpSettings("127.0.0.1", rate=2000.0, interval_s=0.25))
     probe.prepare()
@@ -53,7 +52,8 @@ async def test_pane_shows_mode_rates_and_the_kernel_counter() -> None:
         await pilot.pause()
         pane.render_frame()
         text = pane.table.text
-        assert "raw socket · 2000 req/s" in text and "via lo" in text
+        mode = "raw socket" if icmp_mode() == "raw" else "datagram socket (unprivileged)"
+        assert f"{mode} · 2000 req/s" in text and "via lo" in text
         assert "rtt distribution" in text and "µs" in text
         pps = pane.history.get("pps")
         # pps counts requests and replies: above the 2000 requests/s, at
@@ -76,7 +76,7 @@ async def test_idle_pane_says_why() -> None:
         assert pane.table.text == "idle: needs CAP_NET_RAW"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
+@needs_icmp
 async def test_add_probe_action_starts_an_icmp_pane() -> None:
     app = make_app(LiveView(probes=[NetProbe(0.25)], display=Display(interval_s=0.25)))
     async with app.run_test(size=(120, 40)) as pilot:

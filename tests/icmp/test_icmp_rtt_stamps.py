@@ -9,7 +9,6 @@ datagram, IPv4 and IPv6, paced and flood; the fallback on crafted input.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import statistics
@@ -19,10 +18,9 @@ import sys
 import numpy as np
 import pytest
 from icmp_fixtures import Peer, icmp_peer  # noqa: F401 (fixtures)
+from privilege import DATAGRAM, needs_icmp, needs_raw_icmp
 from probetop.probes.icmp import engine as eng
 from probetop.probes.icmp import layout, loopstate
-
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
 
 # One stream's loop on a real socket, as the probe runs it: prints received,
 # the replies timed in user space, and min/max RTT (ns).
@@ -63,7 +61,7 @@ def run_loop(
     return tuple(int(x) for x in out.stdout.split())
 
 
-@needs_root
+@needs_raw_icmp
 @pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
 @pytest.mark.parametrize("period_ns", [1_000_000, 0], ids=["paced", "flood"])
 def test_every_reply_is_timed_by_the_kernel_raw(host: str, period_ns: int) -> None:
@@ -73,10 +71,15 @@ def test_every_reply_is_timed_by_the_kernel_raw(host: str, period_ns: int) -> No
     assert 0 < rtt_min <= rtt_max < 1_000_000_000
 
 
-@needs_root
-def test_every_reply_is_timed_by_the_kernel_datagram(icmp_peer: Peer) -> None:  # noqa: F811
-    icmp_peer.sysctl("net.ipv4.ping_group_range", "0 2147483647")
-    inside = ("ip", "netns", "exec", icmp_peer.ns)
+@needs_icmp
+def test_every_reply_is_timed_by_the_kernel_datagram(request: pytest.FixtureRequest) -> None:
+    # Where this user may open datagram ICMP sockets, on this host's loopback;
+    # else as root, in a namespace whose ping_group_range allows them.
+    inside: tuple[str, ...] = ()
+    if not DATAGRAM:
+        icmp_peer: Peer = request.getfixturevalue("icmp_peer")
+        icmp_peer.sysctl("net.ipv4.ping_group_range", "0 2147483647")
+        inside = ("ip", "netns", "exec", icmp_peer.ns)
     for host in ("127.0.0.1", "::1"):
         for period_ns in (1_000_000, 0):
             received, user_stamped, rtt_min, _ = run_loop(host, "datagram", period_ns, 300, inside)
@@ -173,7 +176,7 @@ def _probetop_avg_ms(host: str) -> float:
     return float(doc["rtt_us"]["avg"]) / 1000
 
 
-@needs_root
+@needs_icmp
 def test_loopback_rtt_avg_reads_as_ping_does() -> None:
     # ping's RTT ends at the reply's kernel receive stamp; probetop's ended at
     # the clock read after recvfrom returned: on loopback the median of the

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 from icmp_fixtures import Peer, icmp_peer  # noqa: F401 (fixture)
+from privilege import needs_icmp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "core"))
 from stop_harness import STOP_WITHIN_S, assert_recording_closed, log_stop, stop_headless
 from stopclock import StopClock
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
@@ -52,7 +52,7 @@ def test_stop_with_replies_in_flight_and_60s_grace(
     assert summary["in_flight_at_end"] == summary["sent"]
 
 
-@needs_root
+@needs_icmp
 def test_time_zero_means_no_time_limit() -> None:
     out = subprocess.run(
         [*PROBETOP, "--time", "0", "icmp", "--count", "3", "--json", "127.0.0.1"],
@@ -65,7 +65,7 @@ def test_time_zero_means_no_time_limit() -> None:
     assert doc["sent"] == 3 and doc["received"] == 3, doc
 
 
-@needs_root
+@needs_icmp
 @pytest.mark.parametrize(("sig", "delay_s"), [(signal.SIGINT, 0.3), (signal.SIGINT, 1.5)])
 def test_signal_during_startup_stops_even_when_inherited_ignored(
     tmp_path: Path, sig: int, delay_s: float

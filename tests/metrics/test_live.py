@@ -7,7 +7,6 @@ the probe's own --json report, which is what the reference tools print."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -26,6 +25,7 @@ from metrics_fixtures import (
     value,
     wait_for,
 )
+from privilege import needs_icmp
 
 
 def _textfile(directory: Path) -> dict:
@@ -147,17 +147,7 @@ def test_http_success_is_zero_when_a_2xx_body_is_cut(tmp_path: Path) -> None:
     assert value(final, "probe_success", url=cut) == 0
 
 
-def _icmp_allowed() -> bool:
-    if os.geteuid() == 0:
-        return True
-    try:
-        socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP).close()
-        return True
-    except OSError:
-        return False
-
-
-@pytest.mark.skipif(not _icmp_allowed(), reason="ICMP sockets need root or ping_group_range")
+@needs_icmp
 def test_icmp_endpoint_uses_smokeping_histogram(tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}/metrics"

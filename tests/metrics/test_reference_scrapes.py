@@ -11,7 +11,6 @@ smokeping families have smokeping's samples, label names and bounds exactly.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import time
@@ -20,11 +19,11 @@ from typing import Any
 
 import pytest
 from metrics_fixtures import PROBETOP, LoopbackHttp, free_port, parse, samples, scrape_text
+from privilege import needs_icmp
 
 DATA = Path(__file__).resolve().parent / "data"
 SMOKEPING = DATA / "smokeping_prober_0.11.0.prom"
 BLACKBOX = DATA / "blackbox_exporter_0.28.0_http.prom"
-needs_icmp = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (raw ICMP sockets)")
 
 
 def scrape_after_the_end(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -135,17 +136,54 @@ def nobody_cli(args: list[str], timeout: float = 60) -> subprocess.CompletedProc
     ).stdout.strip()
     if version != str(sys.version_info[:2]):
         pytest.skip(f"/usr/bin/python3 is {version}, not this Python's version")
-    site = next(p for p in sys.path if p.endswith("site-packages"))
-    code = (
-        "import site, sys; site.addsitedir(sys.argv.pop(1)); "
-        "from probetop.tui.main import main; sys.exit(main(sys.argv[1:]))"
+    # Every site directory of this interpreter, in its order: a venv made with
+    # --system-site-packages finds some dependencies in the base Python's.
+    sites = os.pathsep.join(p for p in sys.path if p.endswith("site-packages"))
+    setup = (
+        "import os, site, sys; [site.addsitedir(d) for d in sys.argv.pop(1).split(os.pathsep)]; "
     )
-    return subprocess.run(
-        ["runuser", "-u", "nobody", "--", SYSTEM_PYTHON, "-c", code, site, *args],
+    nobody_python = ["runuser", "-u", "nobody", "--", SYSTEM_PYTHON, "-c"]
+    check = setup + "import importlib; [importlib.import_module(m) for m in sys.argv[1:]]"
+    imported = subprocess.run(
+        [*nobody_python, check, sites, "probetop", *_dependency_modules()],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd="/",
+    )
+    if imported.returncode != 0:
+        last = (imported.stderr.strip().splitlines() or ["no message"])[-1]
+        pytest.skip(
+            f"user nobody cannot import probetop and its dependencies from {sites} ({last}): "
+            "a venv over a Python in a private home (--system-site-packages) or a clone "
+            "in a private directory; a clean clone's `make test` venv has neither"
+        )
+    code = setup + "from probetop.tui.main import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run(
+        [*nobody_python, code, sites, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd="/",
+    )
+
+
+def _dependency_modules() -> list[str]:
+    """The top-level modules of probetop's required distributions (not extras)."""
+    from importlib.metadata import packages_distributions, requires
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    wanted = {
+        norm(re.split(r"[ ;<>=!~\[]", req, maxsplit=1)[0])
+        for req in requires("probetop") or []
+        if "extra ==" not in req
+    }
+    return sorted(
+        module
+        for module, dists in packages_distributions().items()
+        if module.isidentifier() and any(norm(d) in wanted for d in dists)
     )
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -79,19 +81,24 @@ def test_a_command_without_a_dashboard_refuses_a_theme(recording: Path, command:
     assert f"{command} shows no dashboard, so --theme would be ignored" in out.stderr
 
 
-def test_stop_json_prints_the_sessions_report_as_json(tmp_path: Path) -> None:
+def test_stop_json_prints_the_sessions_report_as_json() -> None:
+    # A short base, not tmp_path: a Unix socket path holds at most 107 bytes,
+    # and /tmp/pytest-of-USER/pytest-N/popen-gwN/... passed it for a user
+    # named ptnonroot ("socket path too long").
+    base = Path(tempfile.mkdtemp(prefix="ptj-", dir="/tmp"))
     env = {
         **os.environ,
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+        "XDG_STATE_HOME": str(base / "state"),
+        "XDG_RUNTIME_DIR": str(base / "run"),
     }
-    (tmp_path / "run").mkdir(mode=0o700)
+    (base / "run").mkdir(mode=0o700)
     started = run("cpu", "--time", "60", "--detach", "--name", "json-stop", env=env)
     assert started.returncode == 0, started.stderr
     try:
         out = run("stop", "json-stop", "--json", env=env)
     finally:
         run("stop", "json-stop", env=env)  # whatever happened above
+        shutil.rmtree(base, ignore_errors=True)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert "cpu" in json.dumps(doc["probes"])

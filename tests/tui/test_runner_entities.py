@@ -80,3 +80,22 @@ def test_an_ended_series_is_gone_at_once_until_the_device_comes_back() -> None:
     assert entities.gone("system.net", 2 * S) == {"veth0"}  # not 10 s later
     _feed(entities, stats, 3, ["eth0", "veth0"])
     assert entities.gone("system.net", 3 * S) == set()
+
+
+def test_an_idle_probe_says_why_in_the_text_report() -> None:
+    """The demo's ICMP probe where ICMP is not allowed (a user outside
+    ping_group_range, no CAP_NET_RAW): the headless report says why, as the
+    pane does, rather than printing an empty section."""
+    import asyncio
+
+    from probetop.probes.icmp import IcmpProbe, IcmpSettings
+    from probetop.probes.icmp.family import DEMO_IDLE_REASON
+
+    probe = IcmpProbe(IcmpSettings("127.0.0.1", rate=200.0), idle_reason=DEMO_IDLE_REASON)
+    probe.prepare()
+    result = asyncio.run(runner.run_headless([probe], duration_s=0.3))
+    out = io.StringIO()
+    assert generic_report(result, out=out) == 0
+    section = out.getvalue().split(f"== {probe.id} (icmp)\n")[1]
+    assert section.startswith(f"   idle: {DEMO_IDLE_REASON}\n"), section
+    assert "ping_group_range" in section and "cap_net_raw" in section

@@ -330,6 +330,9 @@ def generic_report(result: RunResult, as_json: bool = False, out: Any = None) ->
         out.write(f"\n== {probe.id} ({probe.kind})\n")
         if probe.id in result.errors:
             out.write(f"   error: {result.errors[probe.id]}\n")
+        idle = result.summaries.get(probe.id, {}).get("idle_reason")
+        if idle:  # the demo's ICMP without the privilege: say why, not an empty section
+            out.write(f"   idle: {idle}\n")
         units = {m.name: m.unit for m in probe.metrics}
         per = result.stats.get(probe.id, {})
         gone = result.gone.get(probe.id, set())

@@ -1,0 +1,50 @@
+"""What the tests may do here, checked for real: ICMP sockets.
+
+The product needs no root for ICMP: a datagram ICMP socket works for any user
+whose group is in net.ipv4.ping_group_range (probes/icmp/sockets.py). So the
+ICMP tests ask for a socket, not for uid 0; what needs root (network
+namespaces, nftables, dropping a capability) says so in its own skip.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+
+def _opens(kind: int) -> bool:
+    try:
+        socket.socket(socket.AF_INET, kind, socket.IPPROTO_ICMP).close()
+    except OSError:
+        return False
+    return True
+
+
+def _ping_group_range() -> str:
+    try:
+        with open("/proc/sys/net/ipv4/ping_group_range", encoding="ascii") as f:
+            return " ".join(f.read().split())
+    except OSError:
+        return "unreadable"
+
+
+DATAGRAM = _opens(socket.SOCK_DGRAM)
+RAW = _opens(socket.SOCK_RAW)
+
+ICMP_MISSING = (
+    "needs an ICMP socket: root or CAP_NET_RAW, or net.ipv4.ping_group_range "
+    f'(now "{_ping_group_range()}") including gid {os.getegid()}: '
+    'sudo sysctl -w net.ipv4.ping_group_range="0 2147483647"'
+)
+RAW_MISSING = "needs a raw ICMP socket (root or CAP_NET_RAW)"
+
+needs_icmp = pytest.mark.skipif(not (DATAGRAM or RAW), reason=ICMP_MISSING)
+needs_raw_icmp = pytest.mark.skipif(not RAW, reason=RAW_MISSING)
+
+
+def icmp_mode() -> str:
+    """The socket kind ``--socket auto`` picks here: datagram where
+    ping_group_range allows it, else raw (probes/icmp/sockets.py)."""
+    return "datagram" if DATAGRAM else "raw"
