@@ -35,6 +35,10 @@ THIRD_PARTY = {
     # Textual's input parser: its pending timeout, so the blocking input thread
     # wakes for it instead of polling (a Textual without it: polled as Textual does).
     "tui/ui/quietdriver.py": "getattr(parser, '_timeout_time', _MISSING)",
+    # CPython's regular-expression compiler (3.11-3.13 only, keyed by the
+    # interpreter's build): its compiled programs kept across start-ups; any
+    # other layout compiles as ``re`` does (tests/tui/test_codecache.py).
+    "tui/run/codecache.py": "getattr(re, '_compiler', None)",
     # Textual: a widget's line-filter background, cached beside Textual's own
     # line cache that the panes redraw from (None: Textual's own path).
     "tui/ui/widgets/pane.py": "getattr(widget, '_filter_background', None)",
