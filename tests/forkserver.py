@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import locale
 import os
 import socket
 import subprocess
@@ -154,3 +155,47 @@ def zygote(*preload: str) -> Zygote:
         _ZYGOTES[key] = Zygote(preload)
         atexit.register(_ZYGOTES[key].close)
     return _ZYGOTES[key]
+
+
+# `python -m probetop.tui.main`, as the zygote's `-c` program: run as
+# __main__ beside the imported module, as `-m` does when something imports it.
+_AS_MAIN = (
+    "import runpy, sys\nsys.modules.pop('probetop.tui.main', None)\n"
+    "runpy.run_module('probetop.tui.main', run_name='__main__', alter_sys=True)"
+)
+# What the CLI imports for most commands, so that forked runs skip them.
+PRELOAD = ("probetop.tui.main", "probetop.tui.cli.parser", "probetop.tui.commands.probe")
+
+
+def run_probetop(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    input: str | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run([python, -m, probetop.tui.main, *args],
+    capture_output=True, text=True)``, forked from the zygote (stdin: /dev/null
+    or ``input``)."""
+    with (
+        tempfile.TemporaryFile() as stdin,
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+    ):
+        stdin.write((input or "").encode())
+        stdin.seek(0)
+        code = zygote(*PRELOAD).run(
+            _AS_MAIN,
+            list(args),
+            stdin=subprocess.DEVNULL if input is None else stdin,
+            stdout=out,
+            stderr=err,
+            env=os.environ if env is None else env,
+            timeout=timeout,
+        )
+        texts = []
+        for f in (out, err):
+            f.seek(0)
+            data = f.read().decode(locale.getpreferredencoding(False))
+            texts.append(data.replace("\r\n", "\n").replace("\r", "\n"))
+    return subprocess.CompletedProcess(["-m", "probetop.tui.main", *args], code, *texts)
