@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from forkserver import run_probetop
 from probetop.probes.record import RecordingError, load_session
 from probetop.tui.sessions.attach import AttachedSession
 from probetop.tui.sessions.control import request
@@ -30,6 +31,15 @@ from test_sessions import env, probetop, sessions, wait_for
 __all__ = ["env"]  # the fixture, used by name
 
 SECRETS = ("zqPASSqz", "zqTOKENqz", "zqBEARERqz")
+
+
+def forked(
+    env: dict[str, str], *args: str, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``probetop(env, *args)`` forked from an interpreter that has imported the
+    CLI (tests/forkserver.py): for tables of refusals, each of which starts
+    one whole process too."""
+    return run_probetop(args, env=env, timeout=timeout)
 
 
 def one_error(out: subprocess.CompletedProcess[str], *words: str) -> None:
@@ -122,12 +132,12 @@ def test_damaged_metadata_is_named_never_a_traceback(env: dict[str, str], body: 
     listed = probetop(env, "ls")
     assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
     assert f"{meta}: damaged session metadata" in listed.stderr
-    as_json = probetop(env, "ls", "--json")
+    as_json = forked(env, "ls", "--json")
     assert as_json.returncode == 0 and json.loads(as_json.stdout) == {"sessions": []}
     for argv in (["stop", "bad"], ["attach", "bad"]):
-        one_error(probetop(env, *argv), "bad", "damaged")
+        one_error(forked(env, *argv), "bad", "damaged")
     # the name stays taken: a new session never writes over the damaged one's files
-    one_error(probetop(env, "cpu", "--time", "1", "--detach", "--name", "bad"), "damaged")
+    one_error(forked(env, "cpu", "--time", "1", "--detach", "--name", "bad"), "damaged")
     assert meta.exists()
     meta.unlink()
 
@@ -213,7 +223,7 @@ def test_every_session_command_refuses_an_unsafe_directory(
         os.chmod(where, int(unsafe, 8))
         says = f"mode {unsafe}"
     for args in SESSION_COMMANDS:
-        out = probetop(env, *args)
+        out = (probetop if args == SESSION_COMMANDS[0] else forked)(env, *args)
         assert out.returncode == 2, (args, out.stdout, out.stderr)
         one_error(out, str(where), "not private", says)
         assert out.stdout == "", (args, out.stdout)
@@ -461,7 +471,7 @@ JUNK = [
 
 @pytest.mark.parametrize(("argv", "says"), JUNK, ids=[" ".join(a)[:40] for a, _s in JUNK])
 def test_junk_session_values_get_one_line(env: dict[str, str], argv: list[str], says: str) -> None:
-    one_error(probetop(env, *argv, timeout=60), says)
+    one_error((probetop if argv == JUNK[0][0] else forked)(env, *argv, timeout=60), says)
     assert not Path("/tmp/never.jsonl").exists()
 
 
