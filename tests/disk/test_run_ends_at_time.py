@@ -142,21 +142,41 @@ def test_iops_runtime_fields_mean_what_fios_do(fast_dir: Path):
 
 
 @pytest.mark.parametrize("engine", engines())
-def test_iops_bytes_agree_with_the_kernel_and_the_intervals(engine: str):
-    """On a loop device every byte the kernel read is in the totals and in
+@pytest.mark.parametrize("rw", ["randread", "randwrite"])
+def test_iops_bytes_agree_with_the_kernel_and_the_intervals(engine: str, rw: str):
+    """On a loop device every byte the kernel moved is in the totals and in
     the intervals: the loops' last I/Os (in flight at the deadline) were the
     ones the reverted attempt lost (the kernel saw 3 % more)."""
     depth = "1" if engine == "psync" else "16"
+    direction = "read" if rw == "randread" else "write"
     with loop_device(64 << 20) as dev:
         before = kernel_io(dev)
-        doc = iops(dev, "--time", "0.5", "--ioengine", engine, "--iodepth", depth)
+        doc = iops(
+            dev, "--rw", rw, "--time", "0.5", "--ioengine", engine, "--iodepth", depth,
+            f"--yes-destroy-data={dev}",
+        )  # fmt: skip
         after = kernel_io(dev)
-    ours = doc["jobs"][0]["read"]
+    ours = doc["jobs"][0][direction]
     assert 500 <= ours["runtime"] < 500 + LATE_MS
-    check_intervals_add_up(doc, "read")
+    check_intervals_add_up(doc, direction)
     # The margin of test_iops_probe's comparison: udev may probe the device.
-    kernel_bytes = (after[1] - before[1]) * 512
+    sectors = 1 if direction == "read" else 3
+    kernel_bytes = (after[sectors] - before[sectors]) * 512
     assert ours["io_bytes"] <= kernel_bytes <= ours["io_bytes"] * 1.04 + (1 << 20)
+
+
+def test_warmup_bytes_agree_with_the_kernel():
+    """A warm-up cut by --time on a loop device: what the kernel wrote is
+    what the pass counts (direct I/O), its rows add up to it."""
+    with loop_device(64 << 20) as dev:
+        before = kernel_io(dev)
+        doc = warmup(Path(dev), "--pattern", "randwrite", "--time", "0.6", "--iodepth", "16")
+        after = kernel_io(dev)
+    row = doc["passes"][0]
+    assert row["seconds"] < 0.6 + LATE_MS / 1000, row  # the old code: 1 s
+    check_pass_adds_up(doc)
+    kernel_bytes = (after[3] - before[3]) * 512
+    assert row["bytes"] <= kernel_bytes <= row["bytes"] * 1.04 + (1 << 20)
 
 
 def warmup(target: Path, *args: str) -> dict:
