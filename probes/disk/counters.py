@@ -6,7 +6,7 @@ Contract:
 - The loops (``probes/disk/native.py``) write, per job and direction, into
   int64 counters (``C_*``), float64 sums (``F_*``) and a fio-layout latency
   histogram (``HIST_BUCKETS`` buckets of clat, in ns); per job, control
-  words (``K_*``: Python writes the stop word, the loop the rest). Three
+  words (``K_*``: Python writes the stop word and the deadline, the loop the rest). Three
   latencies per I/O, fio's: clat (from the end of the submitting call to the
   reaping call; the whole pread/pwrite for psync), slat (the submitting call,
   asynchronous engines only) and lat (both).
@@ -72,7 +72,11 @@ K_STOP, K_PROGRESS, K_ERRNO, K_ERR_OFFSET, K_ERR_DIR, K_FIRST_BAD = range(6)
 K_ZERO_SEEN, K_ZERO_EXACT = 6, 7
 # Which of the job's files (index into its ``FILE_*`` rows) the last failed I/O went to.
 K_ERR_FILE = 8
-N_CONTROL = 9
+# The run's end (fio's --runtime), written by Python: a monotonic ns (0: none)
+# at which the loop stops issuing, reaps what is in flight and returns; and 1,
+# set by the loop, once it stopped there (the deadline, not the work, ended it).
+K_DEADLINE, K_EXPIRED = 9, 10
+N_CONTROL = 11
 # A job's files (fio's --nrfiles), one int64 row each: its descriptor, the
 # end of its I/O area (all start at the plan's) and a sequential pattern's
 # next offset in it (each file keeps its own, as fio's).

@@ -198,7 +198,11 @@ def fio_job(summary: Mapping[str, Any], *, plus: bool) -> dict[str, Any]:
     usage = summary.get("job_usage") or {}
     runtime_ms = int(summary.get("runtime_ms") or 0)
     jobs = int(params.get("jobs") or 1)
-    job_runtime = runtime_ms * jobs  # fio sums each job's runtime in a group
+    # fio sums each job's runtime in a group (recordings made before the
+    # per-job figure existed: the run's, once per job)
+    job_runtime = int(summary.get("job_runtime_ms") or runtime_ms * jobs)
+    # fio's elapsed: whole seconds since the jobs started, rounded up
+    elapsed_ms = round(1000 * float(summary.get("elapsed_s") or runtime_ms / 1000))
     level, submit = _depth_levels(int(params.get("iodepth") or 1))
     lat_n, lat_u, lat_m = _lat_buckets(summary)
     out: dict[str, Any] = {
@@ -206,7 +210,7 @@ def fio_job(summary: Mapping[str, Any], *, plus: bool) -> dict[str, Any]:
         "groupid": 0,
         "error": 0,
         "eta": 0,
-        "elapsed": round(float(summary.get("elapsed_s") or runtime_ms / 1000)),
+        "elapsed": (elapsed_ms + 999) // 1000,
         "job options": job_opts,
         "read": direction_block(summary, "read", plus=plus),
         "write": direction_block(summary, "write", plus=plus),

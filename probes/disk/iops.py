@@ -64,7 +64,6 @@ from probetop.probes.core.intervallog import IntervalLog
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.stats import RunningStats
 from probetop.probes.core.targetlock import TargetLock
-from probetop.probes.core.ticker import Ticker
 from probetop.probes.disk import capacity, ioengines
 from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.capacity import human
@@ -81,6 +80,7 @@ from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.filelayout import Layout
 from probetop.probes.disk.freespace import allocation_needed, check_room
 from probetop.probes.disk.holes import find_holes
+from probetop.probes.disk.iothreads import STARVED_CAP_S, runnable
 from probetop.probes.disk.jobusage import ThreadUsage, read_threads
 from probetop.probes.disk.kernelview import KernelView, buffered_note, rate_note, zeros_note
 from probetop.probes.disk.mounts import filesystem_of
@@ -120,6 +120,11 @@ def fio_latency(stats: LatencyStats) -> dict[str, Any]:
     }
 
 
+def fio_runtime_ms(seconds: float) -> int:
+    """fio's ``runtime`` of a window: its whole microseconds rounded up to ms."""
+    return (int(seconds * 1e6) + 999) // 1000
+
+
 def fio_direction(d: DirectionTotals, runtime_s: float) -> dict[str, Any]:
     """One direction in fio's JSON shape: fio's field names, types and units
     (``io_bytes``, ``io_kbytes``, ``bw_bytes`` B/s, ``bw`` KiB/s, ``iops``,
@@ -127,7 +132,9 @@ def fio_direction(d: DirectionTotals, runtime_s: float) -> dict[str, Any]:
     percentile keys, ``lat_ns``, in ns); ``runtime_ms`` and ``errors`` are
     probetop's own."""
     pct = hist_percentiles(d.hist, FIO_PERCENTILES) if d.ios else {}
-    runtime_ms = round(runtime_s * 1000)
+    # fio's runtime of a direction: its job's measured window rounded up to
+    # whole ms (update_runtime), 0 for a direction that moved no byte.
+    runtime_ms = fio_runtime_ms(runtime_s) if d.bytes else 0
     # fio's arithmetic (add_ddir_status_json): integer B/s over the whole-ms
     # runtime, KiB/s from that, IOPS as a float over the same runtime.
     bw_bytes = 1000 * d.bytes // runtime_ms if runtime_ms > 0 else 0
@@ -183,6 +190,8 @@ class IopsProbe:
         self._base: Snapshot | None = None
         self._last: Snapshot | None = None
         self._measure_start_ns: int | None = None
+        self._end_ns: int | None = None  # --time's end: the loops' deadline
+        self._job_ends_ns: list[int] = []  # when each job's loop returned
         self._start_ns = 0
         self._final: tuple[Snapshot, Snapshot] | None = None
         self.notes: list[str] = []
@@ -445,12 +454,17 @@ class IopsProbe:
         assert self.target is not None and self._lock is not None
         for note in self.notes:
             emit(Status(self.id, now_ns(), "warning", note))
+        # fio's "elapsed" runs from its jobs' start, their file layout included;
+        # probetop's own JIT warm-up is not the job's: its time is left out.
+        # (The JIT comes after the layout: a layout --time cuts short never pays it.)
+        self._run_began_ns = now_ns()
         for target in self.targets:
             if target.create:
                 await self._lay_out(emit, target)
         emit(Status(self.id, now_ns(), "info", "compiling the native I/O loop"))
+        jit_began = now_ns()
         await run_step(_warm_up, name="probetop-jit", grace_s=0)
-        self._run_began_ns = now_ns()  # fio's "elapsed": the job's wall time, setup included
+        self._run_began_ns += now_ns() - jit_began
         self._watch = TargetWatch(self.target)
         engine = Engine(self.plan())
         view = KernelView(self.target_path)
@@ -474,6 +488,7 @@ class IopsProbe:
                 )
             # The last completion, not after the AIO context teardown (~30 ms).
             end = engine.snapshot(engine.finished_ns or now_ns())
+            self._job_ends_ns = [t or end.t_ns for t in engine.loop_ends_ns]
             if self._base is not None:
                 self._final = (self._base, end)
                 self._too_good_notes(end.dirs, self._base.dirs, end.t_ns - self._base.t_ns, view)
@@ -536,46 +551,105 @@ class IopsProbe:
         self._lock.add(target_keys(target.path, lock_devices))
 
     async def _measure(self, engine: Engine, emit: Emit) -> None:
-        start = now_ns()
+        """Emit an interval every tick until the run ends: ``--time`` after
+        the ramp (the loops stop issuing at that instant themselves, see
+        ``Engine.end_at``), the loops' own end (a fatal errno), a failure or
+        a problem with the target. The ramp's end and the run's end are
+        looked at when they come, not at the next tick; a tick that would
+        leave less than a quarter interval before one of them is skipped,
+        so no interval is a sliver. The last interval ends when the last I/O
+        completed and counts every I/O issued: the summary's totals are the
+        sum of the measured intervals."""
+        loop = asyncio.get_running_loop()
+        ended = asyncio.Event()
+        engine.on_finish = lambda: loop.call_soon_threadsafe(ended.set)
+        if engine.finished.is_set():
+            ended.set()
+        # The workers' start, with zero counts: their first I/O counts (fio's
+        # job starts its clock when its I/O loop starts).
+        start = engine.started_ns or now_ns()
         self._start_ns = start
+        prev = Snapshot(start, (DirectionTotals(), DirectionTotals()))
         ramp_end = start + int(self.ramp_s * 1e9)
         if self.ramp_s <= 0:
-            self._base = engine.snapshot(start)
-            self._measure_start_ns = start
-            self._mark_base(engine)
-        prev = engine.snapshot(start)
+            self._start_measuring(engine, prev)
         self._nfs_prev = read_mount(self._nfs_point) if self._nfs_point else None
-        ticker = Ticker(self.interval_s)
+        step = int(self.interval_s * 1e9)
+        next_tick = start + step
         while True:
-            t = await ticker.tick()
-            if engine.finished.is_set() and engine.finished_ns:
-                # The loops stopped on their own (a fatal errno): the run
-                # ends when its last I/O did, not at this tick, so the time
-                # after it is not runtime (fio's runtime ends at the error).
-                t = min(t, engine.finished_ns)
-            snap = engine.snapshot(t)
-            self._emit_interval(prev, snap, emit, ramping=self._base is None)
-            prev = snap
+            boundary = ramp_end if self._base is None else self._end_ns
+            wake = next_tick
+            if boundary is not None and next_tick > boundary - step // 4:
+                wake = boundary
+            await _sleep_until(wake, ended)
+            t = now_ns()
+            if engine.finished.is_set():
+                # The loops ended (--time's deadline, a fatal errno): the
+                # interval ends when the last I/O did, and counts them all.
+                await self._last_interval(engine, prev, ended, emit)
+                self._check(engine)
+                return
+            if t < wake:
+                continue  # woken a hair early: that moment has not come
+            while next_tick <= t:
+                next_tick += step
             if self._base is None and t >= ramp_end:
                 engine.reset_min_max()
-                self._base = engine.snapshot(now_ns())
-                self._measure_start_ns = self._base.t_ns
-                self._mark_base(engine)
+                snap = engine.snapshot(t)
+                self._emit_interval(prev, snap, emit, ramping=True)
+                prev = snap
+                self._start_measuring(engine, snap)
+                next_tick = t + step  # measured intervals run from the ramp's end
                 emit(Status(self.id, now_ns(), "info", "ramp done: totals start now"))
-            if (
-                self.time_s
-                and self._measure_start_ns is not None
-                # A tick can land a hair before the deadline: do not run a whole extra interval.
-                and t - self._measure_start_ns >= (self.time_s - self.interval_s / 4) * 1e9
-            ):
+            elif self._end_ns is not None and t >= self._end_ns:
+                # The loops stop issuing at the deadline by themselves (a
+                # paced one sleeps no later): collect what was in flight.
+                await self._last_interval(engine, prev, ended, emit)
+                self._check(engine)
                 return
-            if engine.finished.is_set() and engine.failures:
-                raise ProbeError("I/O worker failed: " + "; ".join(engine.failures))
-            problem = (self._watch.problem() if self._watch else None) or engine.fatal_error()
-            if problem:
-                raise ProbeError(problem)
-            if engine.finished.is_set():
-                return
+            else:
+                snap = engine.snapshot(t)
+                self._emit_interval(prev, snap, emit, ramping=self._base is None)
+                prev = snap
+            self._check(engine)
+
+    def _start_measuring(self, engine: Engine, base: Snapshot) -> None:
+        """The totals start at ``base`` (the ramp's end, or the workers'
+        start); --time from there is the loops' deadline."""
+        self._base = base
+        self._measure_start_ns = base.t_ns
+        self._mark_base(engine)
+        if self.time_s:
+            self._end_ns = base.t_ns + int(self.time_s * 1e9)
+            engine.end_at(self._end_ns)
+
+    async def _last_interval(
+        self, engine: Engine, prev: Snapshot, ended: asyncio.Event, emit: Emit
+    ) -> None:
+        """The run's last interval: wait for the loops to reap what is in
+        flight (as ``Engine.join_stopped``: ``GRACE_S``, longer while a
+        worker is only short of CPU), then emit up to the last completion.
+        A worker still blocked after that (a device not answering) is the
+        stop's business: the interval then ends now."""
+        began = now_ns()
+        while not engine.finished.is_set():
+            waited = (now_ns() - began) / 1e9
+            alive = [t for t in engine.threads if t.is_alive()]
+            if waited >= STARVED_CAP_S or (waited >= GRACE_S and not any(map(runnable, alive))):
+                break
+            await _sleep_until(now_ns() + 50_000_000, ended)
+        done = engine.finished.is_set() and engine.finished_ns
+        t = engine.finished_ns if done else now_ns()
+        self._emit_interval(prev, engine.snapshot(t), emit, ramping=self._base is None)
+
+    def _check(self, engine: Engine) -> None:
+        """Raise what ends the run with an error: a worker's failure, the
+        target gone or changed, an errno that makes going on pointless."""
+        if engine.finished.is_set() and engine.failures:
+            raise ProbeError("I/O worker failed: " + "; ".join(engine.failures))
+        problem = (self._watch.problem() if self._watch else None) or engine.fatal_error()
+        if problem:
+            raise ProbeError(problem)
 
     def _nfs_interval(self, seconds: float) -> dict[str, dict[str, Any]] | None:
         """This interval's NFS client view (nfsiostat's figures), or None."""
@@ -621,7 +695,10 @@ class IopsProbe:
             return
         rates: dict[str, DirectionRates] = {}
         errors = 0
-        row: dict[str, Any] = {"t_s": round((snap.t_ns - self._start_ns) / 1e9, 3)}
+        row: dict[str, Any] = {
+            "t_s": round((snap.t_ns - self._start_ns) / 1e9, 3),
+            "seconds": round(seconds, 6),
+        }
         s = self.settings
         for d, name in enumerate(DIRECTIONS):
             delta = snap.dirs[d].minus(prev.dirs[d])
@@ -643,6 +720,8 @@ class IopsProbe:
             )
             row[f"{name}_iops"] = round(iops, 1)
             row[f"{name}_bw_bytes"] = round(delta.bytes / seconds)
+            row[f"{name}_io_bytes"] = delta.bytes  # exact: the rows add up to the totals
+            row[f"{name}_total_ios"] = delta.ios
             row[f"{name}_clat_p50_us"] = r.clat_p50_us
             row[f"{name}_clat_p99_us"] = r.clat_p99_us
         row["errors"] = errors
@@ -699,7 +778,11 @@ class IopsProbe:
                 delta = end.dirs[d].minus(base.dirs[d])
                 out[name] = fio_direction(delta, runtime)
                 hists[name] = [[int(i), int(delta.hist[i])] for i in delta.hist.nonzero()[0]]
-            out["runtime_ms"] = round(runtime * 1000)
+            out["runtime_ms"] = fio_runtime_ms(runtime)
+            # fio's job_runtime: each job's window in whole ms, summed over the jobs.
+            out["job_runtime_ms"] = sum(
+                max(0, t - base.t_ns) // 1_000_000 for t in self._job_ends_ns
+            )
             # fio's raw material for --output-format (fiodoc.py)
             out["clat_hist"] = hists
             usage = self._usage or ThreadUsage()
@@ -751,6 +834,15 @@ def _check_job_files(paths: Sequence[str]) -> None:
                 "which a run would write or extend; remove that name from the directory "
                 "TARGET, or give the file itself as TARGET"
             )
+
+
+async def _sleep_until(wake_ns: int, event: asyncio.Event) -> None:
+    """Sleep until the monotonic ``wake_ns`` or until ``event`` is set; always
+    yields to the event loop, even when that moment has passed."""
+    try:
+        await asyncio.wait_for(event.wait(), max(0.0, (wake_ns - now_ns()) / 1e9))
+    except asyncio.TimeoutError:
+        pass
 
 
 def _warm_up(stop: object) -> None:

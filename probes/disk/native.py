@@ -24,6 +24,13 @@ worker to ``Engine.join``'s timeout). The asynchronous loops wait for
 completions without a timeout (a periodic wake-up bought nothing: a stopped
 loop drains what is in flight either way), except when pacing: then until
 the next I/O is due.
+
+The run's end (fio's --runtime): a loop whose deadline word (``K_DEADLINE``)
+has passed issues nothing more, reaps every I/O in flight and counts it (as
+fio's final ``io_u_queued_complete`` after ``runtime_exceeded``), sets
+``K_EXPIRED`` and returns. The sync loop looks at it before each I/O, the
+asynchronous ones before each submitting call, with the clock reading the
+loop takes there anyway; a paced loop sleeps no later than the deadline.
 """
 
 from __future__ import annotations
@@ -70,10 +77,12 @@ from probetop.probes.disk.counters import (  # noqa: E402
     HIST_BITS,
     HIST_BUCKETS,
     HIST_VAL,
+    K_DEADLINE,
     K_ERR_DIR,
     K_ERR_FILE,
     K_ERR_OFFSET,
     K_ERRNO,
+    K_EXPIRED,
     K_FIRST_BAD,
     K_PROGRESS,
     K_STOP,
@@ -171,6 +180,17 @@ def now_ns(ts_addr: int, ts: Any) -> int:
 
 
 @numba.njit(nogil=True, inline="always", cache=CACHE)
+def expired(ctl: Any, now: int) -> bool:
+    """True once the run's deadline (``K_DEADLINE``, 0: none) is reached at
+    ``now``; it marks the job as ended by it (``K_EXPIRED``)."""
+    deadline = ctl[K_DEADLINE]
+    if deadline > 0 and now >= deadline:
+        ctl[K_EXPIRED] = 1
+        return True
+    return False
+
+
+@numba.njit(nogil=True, inline="always", cache=CACHE)
 def pace(due: int, gap: int, ts_addr: int, ts: Any, sl: Any, ctl: Any) -> int:
     """Rate limit (fio --rate_iops): sleep until ``due``; return the next due time.
     The slots are a fixed grid (``due`` + gap), so the wake-up's lateness
@@ -178,12 +198,19 @@ def pace(due: int, gap: int, ts_addr: int, ts: Any, sl: Any, ctl: Any) -> int:
     held --rate-iops 2000 at ~1,670/s where fio keeps 2,000. Falling behind by
     a whole gap or more (a stall) never causes a burst: the grid restarts one
     gap after now. Sleeps in slices of at most ``MAX_SLEEP_NS`` and returns early (due
-    unchanged) when the stop word is set, so a low rate never delays a stop."""
+    unchanged) when the stop word is set, so a low rate never delays a stop,
+    and never past the deadline (fio caps its rate sleep at the runtime's end:
+    the caller's next clock reading sees it)."""
     if gap <= 0:
         return 0
     now = now_ns(ts_addr, ts)
+    deadline = ctl[K_DEADLINE]
     while now < due:
         wake = min(due, now + MAX_SLEEP_NS)
+        if deadline > 0:
+            if now >= deadline:
+                return due
+            wake = min(wake, deadline)
         sl[0] = wake // 1_000_000_000
         sl[1] = wake % 1_000_000_000
         _clock_nanosleep(CLOCK_MONOTONIC, 1, sl.ctypes.data, 0)  # 1 = TIMER_ABSTIME
@@ -576,6 +603,8 @@ def sync_loop(
         if d == WRITE and do_stamp:
             stamp(buf64, 0, n, off)
         t0 = now_ns(ts_addr, ts)
+        if expired(ctl, t0):
+            break  # the run's end: nothing is in flight
         got = _pread(fd, buf_addr, n, off) if d == READ else _pwrite(fd, buf_addr, n, off)
         lat = now_ns(ts_addr, ts) - t0
         if got != n:
@@ -721,6 +750,11 @@ def aio_loop(
                     break
                 batch = min(nsub - sent, SUBMIT_BATCH)
                 t_sub = now_ns(ts_addr, ts)
+                if expired(ctl, t_sub):
+                    # The run's end: submit nothing more; what is in flight
+                    # is reaped and counted below, then the loop returns.
+                    finished = True
+                    break
                 for k in range(sent, sent + batch):
                     slot_start[(int(ptrs[k]) - iocb_base) // 64] = t_sub
                 r = _syscall(SYS_IO_SUBMIT, ctx[0], batch, ptrs.ctypes.data + sent * 8, 0, 0, 0)
@@ -733,7 +767,7 @@ def aio_loop(
                 sent += r
             inflight += sent
             if sent < nsub:
-                # Not submitted (failed, or a stop): release those slots; a
+                # Not submitted (failed, a stop, the deadline): release those slots; a
                 # sequential pass goes back to the first of them, so they are
                 # never counted as done.
                 for k in range(sent, nsub):
@@ -914,10 +948,25 @@ def uring_loop(
             nfresh += 1
         if nfresh > 0:
             t_sub = now_ns(ts_addr, ts)
-            for k in range(nfresh):
-                slot_start[fresh[k]] = t_sub
-            sq[sq_tail_i] = tail  # publish; the system call below orders it
-            pending += nfresh
+            if expired(ctl, t_sub):
+                # The run's end: take back the entries not yet published
+                # (the kernel never saw them; a sequential pattern goes back
+                # to the first of them); what is in flight is reaped below.
+                for k in range(nfresh):
+                    s = fresh[k]
+                    sf = slot_file[s]
+                    if seq and slot_off[s] < files[sf, FILE_POS]:
+                        files[sf, FILE_POS] = slot_off[s]
+                    slot_off[s] = -1
+                    free[nfree] = s
+                    nfree += 1
+                tail = (tail - nfresh) & 0xFFFFFFFF
+                finished = True
+            else:
+                for k in range(nfresh):
+                    slot_start[fresh[k]] = t_sub
+                sq[sq_tail_i] = tail  # publish; the system call below orders it
+                pending += nfresh
         if inflight + pending == 0:
             if finished or ctl[K_STOP] != 0:
                 break

@@ -28,6 +28,12 @@ Contract:
 - ``compile_kernels()`` loads the loops (probes/disk/native.py) before any
   clock starts: numba compiles them the first time (seconds) and caches them
   on disk; ``selftest.warm_up_kernels()`` also runs them once on a temp file.
+- ``end_at(deadline_ns)`` is the run's end (fio's --runtime): each loop stops
+  issuing at that monotonic instant, reaps and counts the I/Os in flight and
+  returns, so ``finished_ns`` is when the last of them completed and the
+  final snapshot counts every I/O issued; ``expired`` says the deadline (not
+  the work or an error) ended a loop. A work list's jobs take no new chunk
+  after it.
 - ``stop()`` + ``join(timeout)`` end every worker thread: each loop looks at
   its stop word at least every 100 ms (probes/disk/native.py). After a stop,
   ``join_stopped(grace_s)`` waits ``grace_s``, and longer (up to
@@ -78,10 +84,12 @@ from probetop.probes.disk.counters import (
     FILE_POS,
     FILE_SERVICES,
     HIST_BUCKETS,
+    K_DEADLINE,
     K_ERR_DIR,
     K_ERR_FILE,
     K_ERR_OFFSET,
     K_ERRNO,
+    K_EXPIRED,
     K_FIRST_BAD,
     K_PROGRESS,
     K_STOP,
@@ -293,7 +301,7 @@ class Engine:
             bmap = plan.blockmap if plan.blockmap is not None else _NO_MAP
             files = self._files[job]
             fsvc = FILE_SERVICES[plan.file_service]
-            while self.ctl[job, K_STOP] == 0:
+            while self.ctl[job, K_STOP] == 0 and self.ctl[job, K_EXPIRED] == 0:
                 if plan.wrap:
                     extent = plan.extents[0]
                 else:
@@ -383,6 +391,22 @@ class Engine:
     def stop(self) -> None:
         """Ask every loop to stop after the I/Os in flight complete."""
         self.ctl[:, K_STOP] = 1
+
+    def end_at(self, deadline_ns: int) -> None:
+        """The run's end: every loop stops issuing at ``deadline_ns``
+        (``time.monotonic_ns``, the loops' CLOCK_MONOTONIC), counts what is
+        in flight and returns. May be set before ``start`` or while running."""
+        self.ctl[:, K_DEADLINE] = max(1, deadline_ns)
+
+    @property
+    def loop_ends_ns(self) -> list[int]:
+        """When each job's loop last returned (0: not yet)."""
+        return list(self._loop_end)
+
+    @property
+    def expired(self) -> bool:
+        """True if a loop stopped at the deadline (``end_at``)."""
+        return bool(self.ctl[:, K_EXPIRED].any())
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the worker threads (``timeout`` seconds in all; None: no

@@ -7,7 +7,9 @@
 - ``watch(...)`` wakes every tick (``min(interval, 0.5 s)``: the caller saves
   its checkpoint there) and hands the caller one ``Step`` per interval (this
   pass's direction only), and at once when the last worker ends; True when
-  the pass ran to its end, False when it stopped at the deadline (--time);
+  the pass ran to its end, False when it stopped at the deadline (--time).
+  The loops stop issuing at the deadline themselves (``Engine.end_at``): the
+  last ``Step`` ends at the last completion and counts every I/O issued;
 - ``stop()`` stops and joins every worker (``Engine.join_stopped``: within
   ``steps.GRACE_S``, longer while a worker is only short of CPU; a worker
   blocked in the kernel by a hung device is left behind, counted in
@@ -35,6 +37,7 @@ from probetop.probes.disk.counters import (
     Snapshot,
 )
 from probetop.probes.disk.engineplan import EnginePlan
+from probetop.probes.disk.iothreads import STARVED_CAP_S, runnable
 from probetop.probes.disk.steps import GRACE_S, run_step
 from probetop.probes.disk.targeterrors import describe_os_error
 from probetop.probes.disk.workers import Engine
@@ -95,36 +98,48 @@ class PassEngine:
         on_tick: Callable[[], None] | None,
         on_interval: Callable[[Step], None],
     ) -> bool:
-        """Tick, report intervals, until the pass ends (True) or the deadline (False)."""
+        """Tick, report intervals, until the pass ends (True) or the deadline
+        (False). The loops stop issuing at the deadline themselves
+        (``Engine.end_at``); the last interval then waits for the I/Os in
+        flight and ends at the last completion, so it counts every I/O the
+        pass issued. A tick that would leave less than a quarter interval
+        before the deadline emits nothing: the last interval takes it."""
         engine, d = self.engine, self.direction
+        if deadline_ns is not None:
+            engine.end_at(deadline_ns)
         loop = asyncio.get_running_loop()
         ended = asyncio.Event()
         engine.on_finish = lambda: loop.call_soon_threadsafe(ended.set)
         if engine.finished.is_set():
             ended.set()
         step_ns = int(min(interval_s, CHECKPOINT_EVERY_S) * 1e9)
+        interval_ns = int(interval_s * 1e9)
         # Zero counters at the start time: I/O done before this line counts too.
         prev = Snapshot(engine.started_ns, (DirectionTotals(), DirectionTotals()))
         last_emit = prev.t_ns
         next_tick = prev.t_ns + step_ns
         while True:
-            # Wake on the next tick, or as soon as the last worker ends.
-            delay = max(0.0, (next_tick - now_ns()) / 1e9)
-            try:
-                await asyncio.wait_for(ended.wait(), delay)
-            except asyncio.TimeoutError:
-                pass
+            # Wake on the next tick, at the deadline, or as soon as the last
+            # worker ends.
+            wake = next_tick if deadline_ns is None else min(next_tick, deadline_ns)
+            await _wait(ended, (wake - now_ns()) / 1e9)
             t = now_ns()
             while next_tick <= t:
                 next_tick += step_ns
-            done = ended.is_set()
+            timed_out = deadline_ns is not None and t >= deadline_ns
+            if timed_out and not engine.finished.is_set():
+                # The loops stop issuing at the deadline by themselves (a
+                # paced one sleeps no later): wait for what is in flight.
+                await self._drain(ended)
+            done = engine.finished.is_set()
             if done:
                 engine.join(GRACE_S)
                 t = engine.finished_ns or t
             if on_tick is not None:
                 on_tick()
-            timed_out = deadline_ns is not None and t >= deadline_ns
-            if done or timed_out or t - last_emit >= interval_s * 1e9 - step_ns * 0.25:
+            due = t - last_emit >= interval_ns - step_ns * 0.25
+            near_end = deadline_ns is not None and deadline_ns - t < interval_ns // 4
+            if done or timed_out or (due and not near_end):
                 snap = engine.snapshot(t)
                 cur = snap.dirs[d]
                 seconds = (snap.t_ns - prev.t_ns) / 1e9
@@ -132,9 +147,22 @@ class PassEngine:
                 prev, last_emit = snap, t
                 self._last = snap
             if done:
-                return True
+                return not engine.expired
             if timed_out:
                 return False
+
+    async def _drain(self, ended: asyncio.Event) -> None:
+        """Wait for the loops to reap their I/Os in flight after the deadline,
+        as ``Engine.join_stopped`` waits: ``GRACE_S``, longer while a worker
+        is only short of CPU. A worker blocked in the kernel is ``stop``'s."""
+        engine = self.engine
+        began = now_ns()
+        while not engine.finished.is_set():
+            waited = (now_ns() - began) / 1e9
+            alive = [t for t in engine.threads if t.is_alive()]
+            if waited >= STARVED_CAP_S or (waited >= GRACE_S and not any(map(runnable, alive))):
+                return
+            await _wait(ended, 0.05)
 
     def stop(self) -> Step:
         """Stop and join the workers; the I/O done after the last interval."""
@@ -176,6 +204,14 @@ class PassEngine:
 
     def first_bad_offset(self) -> int | None:
         return self.engine.first_bad_offset()
+
+
+async def _wait(event: asyncio.Event, timeout_s: float) -> None:
+    """Until ``event`` is set or ``timeout_s`` passed; always yields."""
+    try:
+        await asyncio.wait_for(event.wait(), max(0.0, timeout_s))
+    except asyncio.TimeoutError:
+        pass
 
 
 def _errno_text(code: int) -> str:

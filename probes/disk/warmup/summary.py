@@ -106,6 +106,9 @@ class RunTotals:
             {
                 "t_s": round(self.seconds, 3),
                 "pass": pass_name,
+                "seconds": round(step.seconds, 6),
+                "bytes": delta.bytes,  # exact: a pass's rows add up to its bytes
+                "total_ios": delta.ios,
                 "bw_bytes": round(bw),
                 "iops": round(iops, 1),
                 "done_bytes": done,
