@@ -85,7 +85,9 @@ PLAN: dict[str, Plan] = {
     "metrics_overhead": Plan("--pairs 2 --time 1"),
     "recorder_throughput": Plan("--seconds 10 --rounds 2", ("tmux",), 300.0),
     "recording_zstd": Plan("10"),
-    "remote_budget": Plan("--window 30 --settle 15 --rounds 1", ("tmux", "ss", "/usr/sbin/sshd")),
+    "remote_budget": Plan(
+        "--window 30 --settle 15 --rounds 1", ("tmux", "ss", "/usr/sbin/sshd"), 600.0
+    ),
     "sessions_budget": Plan("--window 3 --rounds 1", ("tmux",)),
     "soak": Plan(skip=SOAK, timeout_s=7200.0),
     "soak_demo": Plan(skip=SOAK, timeout_s=7200.0),
