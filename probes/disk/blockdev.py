@@ -14,7 +14,11 @@ hold a path), ``refusals`` (why a write must be refused), ``signatures``
 
 from __future__ import annotations
 
+# grp and pwd at import, not when a refusal is worded: a process that has
+# dropped its privileges may no longer read the interpreter's extension modules.
+import grp
 import os
+import pwd
 import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -142,8 +146,6 @@ def _no_search_access(p: str) -> str:
 
 
 def _user_name(uid: int) -> str:
-    import pwd
-
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
@@ -151,8 +153,6 @@ def _user_name(uid: int) -> str:
 
 
 def _group_name(gid: int) -> str:
-    import grp
-
     try:
         return grp.getgrgid(gid).gr_name
     except KeyError:
