@@ -198,7 +198,11 @@ def test_link_drop_resumes_without_gap_or_duplicate(remote: tuple[Sshd, Path]) -
     assert all(v.footer is not None for v in views), "both views saw the session end"
     recorded = load_session(far / "r2.jsonl")
     assert recorded.footer is not None
-    expected = [(line["probe"], round(float(line["t"]), 3)) for line in recorded.samples()]
+    # The link's rule for a time in ms (viewcodec: round(t * 1000)), not
+    # round(t, 3), which differs from it where t * 1000 ends in .5.
+    expected = [
+        (line["probe"], round(float(line["t"]) * 1000) / 1000) for line in recorded.samples()
+    ]
     for records in got:
         seen = sample_times(records)
         assert seen == expected  # every sample once, in order: no gap, no duplicate
