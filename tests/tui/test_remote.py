@@ -7,6 +7,7 @@ real; the link is real ssh, and dropping it means killing the ssh client.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -316,12 +317,12 @@ def test_ctrl_c_while_the_session_starts_there_says_it_may_run_on(
         _tmux(sock, "kill-server")
 
 
-def test_the_status_says_when_a_reconnection_is_under_way(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A server that accepts and never speaks (a link that is half there):
-    while ssh waits on it (up to ConnectTimeout, 10 s) the view said
-    "reconnecting in 0 s" all along; it says the attempt is under way."""
+@contextlib.contextmanager
+def _view_of_a_silent_server(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> Iterator[tuple[RemoteFollower, remote_mod.RemoteAttachedSession]]:
+    """An attached view of session ``name`` whose ssh reaches a server that
+    accepts and never speaks (a link that is half there); a stall is 0.5 s."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
@@ -329,12 +330,25 @@ def test_the_status_says_when_a_reconnection_is_under_way(
     monkeypatch.setenv("PROBETOP_SSH", f"ssh -p {port} -o StrictHostKeyChecking=no "
                        "-o UserKnownHostsFile=/dev/null")  # fmt: skip
     monkeypatch.setattr(remote_mod, "STALL_S", 0.5)
-    follower = RemoteFollower("127.0.0.1", "s")
-    info = SessionInfo("s", [], "", 2, None, "", "", "")
+    follower = RemoteFollower("127.0.0.1", name)
+    info = SessionInfo(name, [], "", 2, None, "", "", "")
     view = remote_mod.RemoteAttachedSession(info, follower, "running", host="127.0.0.1",
                                             _remote=follower)  # fmt: skip
-    seen: list[str] = []
     try:
+        yield follower, view
+    finally:
+        follower.close()
+        listener.close()
+
+
+def test_the_status_says_when_a_reconnection_is_under_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server that accepts and never speaks (a link that is half there):
+    while ssh waits on it (up to ConnectTimeout, 10 s) the view said
+    "reconnecting in 0 s" all along; it says the attempt is under way."""
+    seen: list[str] = []
+    with _view_of_a_silent_server(monkeypatch, "s") as (follower, view):
         deadline = time.monotonic() + 6.0
         while time.monotonic() < deadline and not any("now" in s for s in seen):
             follower.poll()
@@ -342,9 +356,6 @@ def test_the_status_says_when_a_reconnection_is_under_way(
             if not seen or seen[-1] != state:
                 seen.append(state)
             time.sleep(0.05)
-    finally:
-        follower.close()
-        listener.close()
     assert "reconnecting in 1 s: link lost (no data for 0.5 s)" in seen, seen
     assert seen[-1] == "reconnecting now (attempt 1): link lost (no data for 0.5 s)", seen
     assert not any(s.startswith("reconnecting in 0 s") for s in seen), seen
@@ -388,19 +399,8 @@ def test_a_lost_link_is_said_first_in_a_narrow_status_line(
     from probetop.tui.ui.replay_clock import ReplayPlayer
     from probetop.tui.ui.replay_view import Playback
 
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    port = listener.getsockname()[1]
-    monkeypatch.setenv("PROBETOP_SSH", f"ssh -p {port} -o StrictHostKeyChecking=no "
-                       "-o UserKnownHostsFile=/dev/null")  # fmt: skip
-    monkeypatch.setattr(remote_mod, "STALL_S", 0.5)
-    follower = RemoteFollower("127.0.0.1", "h2-s")
-    info = SessionInfo("h2-s", [], "", 2, None, "", "", "")
-    view = remote_mod.RemoteAttachedSession(info, follower, "running", host="127.0.0.1",
-                                            _remote=follower)  # fmt: skip
-    playback = Playback(None, ReplayPlayer([], 23.0), attached=view)  # type: ignore[arg-type]
-    try:
+    with _view_of_a_silent_server(monkeypatch, "h2-s") as (follower, view):
+        playback = Playback(None, ReplayPlayer([], 23.0), attached=view)  # type: ignore[arg-type]
         deadline = time.monotonic() + 10.0
         while time.monotonic() < deadline and not view.state.startswith("reconnecting"):
             follower.poll()
@@ -410,6 +410,3 @@ def test_a_lost_link_is_said_first_in_a_narrow_status_line(
             line = fit_status([(0, "probetop"), *playback.status_parts()], width)
             assert "attached h2-s on 127.0.0.1 (reconnecting" in line, (width, line)
             assert "live" not in line, (width, line)
-    finally:
-        follower.close()
-        listener.close()
