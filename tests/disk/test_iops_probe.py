@@ -106,6 +106,20 @@ def test_bad_input_exits_2_with_a_message(tmp_path, args, message):
     assert message in proc.stderr.lower()
 
 
+def _iops_as_another_user(target: Path) -> subprocess.CompletedProcess[str]:
+    """``iops TARGET --time 1 --headless`` as nobody when we are root, else as
+    this user; skipped where nobody cannot run this Python or its venv."""
+    prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    proc = subprocess.run(
+        [*(prefix if os.geteuid() == 0 else []), *disk_fixtures.PROBETOP,
+         "iops", str(target), "--time", "1", "--headless"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    if "No module named" in proc.stderr or "error while loading shared libraries" in proc.stderr:
+        pytest.skip("this Python or its venv is not readable by nobody")
+    return proc
+
+
 def test_permission_denied_for_an_unprivileged_user(tmp_path):
     """A file this user may not read: one line saying whose it is and how to
     get access. Root checks it as nobody; any other user as itself (mode 0)."""
@@ -118,16 +132,9 @@ def test_permission_denied_for_an_unprivileged_user(tmp_path):
         target = where / "private.img"
         target.write_bytes(b"x" * 65536)
         target.chmod(0o600 if os.geteuid() == 0 else 0o000)
-        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        proc = subprocess.run(
-            [*(prefix if os.geteuid() == 0 else []), *disk_fixtures.PROBETOP,
-             "iops", str(target), "--time", "1", "--headless"],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+        proc = _iops_as_another_user(target)
     finally:
         shutil.rmtree(where)
-    if "No module named" in proc.stderr or "error while loading shared libraries" in proc.stderr:
-        pytest.skip("this Python or its venv is not readable by nobody")
     assert proc.returncode == 2, proc.stderr
     owner = pwd.getpwuid(os.geteuid()).pw_name
     mode = "0600" if os.geteuid() == 0 else "0000"
@@ -146,17 +153,10 @@ def test_a_directory_on_the_way_that_this_user_may_not_enter_is_named(tmp_path):
         locked.mkdir()
         (locked / "data.img").write_bytes(b"x" * 65536)
         locked.chmod(0o700 if os.geteuid() == 0 else 0o000)
-        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        proc = subprocess.run(
-            [*(prefix if os.geteuid() == 0 else []), *disk_fixtures.PROBETOP,
-             "iops", str(locked / "data.img"), "--time", "1", "--headless"],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+        proc = _iops_as_another_user(locked / "data.img")
     finally:
         locked.chmod(0o700)
         shutil.rmtree(where)
-    if "No module named" in proc.stderr or "error while loading shared libraries" in proc.stderr:
-        pytest.skip("this Python or its venv is not readable by nobody")
     assert proc.returncode == 2, proc.stderr
     (line,) = proc.stderr.splitlines()
     owner = pwd.getpwuid(os.geteuid()).pw_name
