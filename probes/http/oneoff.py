@@ -1,6 +1,8 @@
-"""One-off mode: one request per URL, then the waterfall, the
+"""One-off mode: one request per URL, then the waterfall (none with ``-o
+/dev/null``: stdout carries only what ``-w`` writes, as curl's), the
 pycurlb-compatible JSON document (``--json``) or curl's write-out (``-w``);
-the exit code is curl's, the last URL's as with curl.
+the exit code is curl's, the last URL's as with curl. ``-s`` (without ``-S``)
+mutes the ``probetop: error:`` lines, as curl's ``-s`` mutes its messages.
 
 What it prints and loads is kept to what a one-off needs: scripts call
 ``probetop http URL`` once per request in loops (issue 28).
@@ -48,7 +50,8 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
         try:
             url = check_url(raw)
         except HttpUrlError as exc:
-            print(f"probetop: error: {exc}", file=sys.stderr)
+            if not settings.silent:
+                print(f"probetop: error: {exc}", file=sys.stderr)
             code, errormsg = exc.exit_code, str(exc)
         else:
             exchange = fetch(request, url, fail=settings.fail)
@@ -59,11 +62,13 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
                 from probetop.probes.http.pycurlb import pycurlb_document
 
                 docs.append(pycurlb_document(exchange))
-            elif writer is None:
+            elif writer is None and settings.output is None:
+                # -o /dev/null: the waterfall takes the body's place on stdout,
+                # and curl's -o sends the body away (stdout: only -w's output).
                 if i:
                     sys.stdout.write("\n")
                 sys.stdout.write(render_exchange(exchange, colour=colour))
-            if message:
+            if message and not settings.silent:
                 print(f"probetop: error: {message}", file=sys.stderr)
         if writer is not None:
             from probetop.probes.http.writeout import Transfer

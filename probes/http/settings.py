@@ -48,7 +48,8 @@ class HttpSettings:
     include_errors: bool = False  # --include-errors: 4xx/5xx in the latency statistics
     write_out: str | None = None  # -w FORMAT (one-off; @FILE already read)
     fail: bool = False  # -f/--fail, --fail-with-body: exit 22 on a final status >= 400
-    output: str | None = None  # -o /dev/null (curl's %{filename_effective})
+    output: str | None = None  # -o /dev/null (curl's %{filename_effective}): no waterfall
+    silent: bool = False  # -s without -S: no error messages on stderr, as curl's
 
     def __post_init__(self) -> None:
         if not isinstance(self.urls, tuple):
@@ -129,6 +130,7 @@ class HttpSettings:
             write_out=write_out,
             fail=fail,
             output=output if output is None else str(output),
+            silent=bool(values.get("curl_silent")) and not values.get("curl_show_error"),
         )
         if settings.one_off and (warmup is not None or include_errors):
             raise UsageProbeError(

@@ -326,9 +326,28 @@ SPEC = CommandSpec(
         ),
         Option(("--interface",), "send from this interface/address", metavar="NAME", group=CURL),
         Option(("-x", "--proxy"), "use this proxy", metavar="URL", group=CURL),
-        # Accepted for copy-pasted curl command lines; they change nothing here.
+        # curl's -s mutes its error messages, -S brings them back; there is
+        # no progress meter here, so --no-progress-meter changes nothing.
         Option(
-            ("-s", "--silent", "-S", "--show-error", "--no-progress-meter"),
+            ("-s", "--silent"),
+            "no error messages on stderr (as curl -s; -S shows them again)",
+            action="store_true",
+            default=False,
+            dest="curl_silent",
+            group=CURL,
+            hidden=True,
+        ),
+        Option(
+            ("-S", "--show-error"),
+            "with -s: error messages on stderr again (as curl -S)",
+            action="store_true",
+            default=False,
+            dest="curl_show_error",
+            group=CURL,
+            hidden=True,
+        ),
+        Option(
+            ("--no-progress-meter",),
             "accepted for pasted curl command lines; changes nothing",
             action="store_true",
             default=False,
@@ -338,7 +357,8 @@ SPEC = CommandSpec(
         ),
         Option(
             ("-o", "--output"),
-            "accepted as -o /dev/null only (bodies are discarded)",
+            "accepted as -o /dev/null only: the body is discarded, and stdout carries "
+            "only what -w writes (no waterfall), as curl's",
             metavar="FILE",
             dest="curl_output",
             group=CURL,

@@ -224,6 +224,35 @@ def test_exit_codes_side_by_side_with_curl(server, tls_server, silent_port, name
     assert b"Traceback" not in ours.stderr
 
 
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("health check", ["-s", "-o", "/dev/null", "{url}/echo"]),
+        ("health check, -f on a 404", ["-sf", "-o", "/dev/null", "{url}/status?code=404"]),
+        ("-sS: the error shown again", ["-sSf", "-o", "/dev/null", "{url}/status?code=404"]),
+        ("-s -S apart, refused", ["-s", "-S", "-o", "/dev/null", "http://127.0.0.1:1/"]),
+        ("-s, refused", ["-s", "-o", "/dev/null", "http://127.0.0.1:1/"]),
+        ("-s, malformed URL", ["-s", "-o", "/dev/null", "http://127.0.0.1:99999/"]),
+        ("-s, unresolvable", ["--silent", "-o", "/dev/null", "http://no-such-host.invalid/"]),
+        ("-s, -w", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "{url}/echo"]),
+        ("no -s: the error", ["-o", "/dev/null", "http://127.0.0.1:1/"]),
+    ],
+)
+def test_silent_and_output_side_by_side_with_curl(server, name, args):
+    """A pasted `curl -s -o /dev/null URL` line: stdout carries only -w's output
+    (no waterfall), stderr nothing under -s unless -S, the same exit code."""
+    filled = [a.replace("{url}", server.url) for a in args]
+    env = {"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}
+    curl = subprocess.run(["curl", *filled], capture_output=True, timeout=30, env=env)
+    ours = subprocess.run([*PROBETOP, *filled], capture_output=True, timeout=30)
+    assert ours.returncode == curl.returncode, (name, ours.returncode, curl.returncode)
+    assert ours.stdout == curl.stdout, (name, ours.stdout)
+    # curl's progress meter (no -s) also writes to stderr: compare the error line.
+    said = [b"(7)" in curl.stderr or b"(22)" in curl.stderr, bool(ours.stderr)]
+    assert said[0] == said[1], (name, curl.stderr, ours.stderr)
+    assert b"Traceback" not in ours.stderr
+
+
 def test_pycurlb_header_form_keeps_every_value_and_the_url(server):
     """pycurlb's `-H a b` (its -H takes any number of values) beside curl's repeated -H."""
     for args in (
