@@ -35,6 +35,7 @@ from probetop.probes.core.sysbench.report import (
     json_document,
     number,
     parse_sections,
+    prints_at_time,
     stamp,
 )
 from probetop.probes.cpu.records import CpuInterval
@@ -137,17 +138,6 @@ def head_lines(summary: Mapping[str, Any], report_interval_s: float | None) -> l
         "",
     ]
     return lines
-
-
-def prints_at_time(
-    *, full: bool, sliver: bool, stopped_by: str | None, time_s: float, interval_s: float
-) -> bool:
-    """Whether a run's last interval is printed as its last [ Ns ] line, as
-    sysbench does: it ended at --time, on the reporting grid (--time 5,
-    --report-interval 1: 5 lines), and is not a sliver."""
-    ticks = time_s / interval_s if interval_s > 0 else 0.0
-    on_grid = time_s > 0 and abs(ticks - round(ticks)) < 1e-6
-    return not full and stopped_by == "time" and not sliver and on_grid
 
 
 def printed(row: Mapping[str, Any]) -> bool:

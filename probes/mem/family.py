@@ -25,7 +25,7 @@ def live_head(settings: MemSettings, summary: Mapping[str, Any]) -> list[str]:
 
 
 def live_lines(settings: MemSettings) -> LiveLines:
-    return LiveLines(settings.interval_s)
+    return LiveLines(settings.interval_s, settings.time_s)
 
 
 FAMILY = Family(

@@ -46,6 +46,7 @@ from probetop.probes.core.sysbench.counters import (
     per_thread,
 )
 from probetop.probes.core.sysbench.hist import HIST_SIZE
+from probetop.probes.core.sysbench.report import prints_at_time
 from probetop.probes.mem.engine import (
     EngineUnavailable,
     MemEngine,
@@ -240,6 +241,14 @@ class MemProbe:
             "t": round((t1 - self._start_ns) / 1e9, 6),
             "interval_s": round(seconds, 6),
             "full": full,
+            # sysbench's last [ Ns ] line comes at --time (cpu's rule, the same here)
+            "at_time": prints_at_time(
+                full=full,
+                sliver=sliver,
+                stopped_by=self.stopped_by,
+                time_s=s.time_s,
+                interval_s=s.interval_s,
+            ),
             "threads": s.threads,
             "ops": rate,
             "mibs": mibs,

@@ -6,8 +6,9 @@ Contract:
   (x per second)", "x MiB transferred (x MiB/sec)" unless --memory-oper none,
   then sysbench's shared sections from ``probes.core.sysbench.report``)
   with sysbench's widths; ``[ 1s ] x MiB/sec`` lines when interval lines are
-  asked for. probetop's own lines (header, interrupted) stay outside those
-  sections.
+  asked for, the last one at --time (as cpu's), with no empty line after
+  them; the closing empty line, as sysbench's. probetop's own lines
+  (header, interrupted) stay outside those sections.
 - ``head_lines`` (banner to "Threads started!") and ``LiveLines`` (a
   sample's [ Ns ] line) are the same report printed as the run goes;
   ``format_report(..., rest_only=True)`` is then the rest.
@@ -34,6 +35,7 @@ from probetop.probes.core.sysbench.report import (
     json_document,
     number,
     parse_sections,
+    prints_at_time,
     stamp,
 )
 from probetop.probes.mem.records import MemInterval
@@ -95,8 +97,9 @@ class LiveLines:
     rows the probe keeps for ``format_report`` rebuilt from its samples
     (``MemInterval``), so the lines are the same, byte for byte."""
 
-    def __init__(self, interval_s: float) -> None:
+    def __init__(self, interval_s: float, time_s: float = 0.0) -> None:
         self.interval_s = interval_s
+        self.time_s = time_s
         self._start_ns: int | None = None
 
     def __call__(self, sample: Sample) -> list[str]:
@@ -105,10 +108,22 @@ class LiveLines:
             # The first interval starts when the run's clock did: the row's t
             # is measured from there (sample.interval_s is t1 - t0 in ns / 1e9).
             self._start_ns = sample.t_ns - round(sample.interval_s * 1e9)
-        if rec.final:  # the report prints full intervals only
+        # The report prints full intervals, and the last one when it ended at --time.
+        if rec.final and not prints_at_time(
+            full=False,
+            sliver=rec.mibs is None,
+            stopped_by=(rec.summary or {}).get("stopped_by"),
+            time_s=self.time_s,
+            interval_s=self.interval_s,
+        ):
             return []
         row = {"t": round((sample.t_ns - self._start_ns) / 1e9, 6), "mibs": rec.mibs}
         return [interval_line(row, self.interval_s)]
+
+
+def printed(row: Mapping[str, Any]) -> bool:
+    """An interval row the report prints: a full interval, or the last at --time."""
+    return bool(row.get("full") or row.get("at_time"))
 
 
 def format_report(
@@ -126,12 +141,10 @@ def format_report(
     no note says so."""
     s = summary
     lines = [] if rest_only else head_lines(s, report_interval_s)
-    if show_intervals:
-        if not rest_only:
-            interval_s = float(report_interval_s or s.get("interval_s") or 1.0)
-            lines += [interval_line(r, interval_s) for r in s.get("intervals", []) if r.get("full")]
-        if s.get("intervals"):
-            lines.append("")
+    if show_intervals and not rest_only:
+        interval_s = float(report_interval_s or s.get("interval_s") or 1.0)
+        lines += [interval_line(r, interval_s) for r in s.get("intervals", []) if printed(r)]
+    # sysbench goes from the last interval line straight to "Total operations".
     lines += [
         f"Total operations: {s['total_events']} ({s['ops_per_second']:8.2f} per second)",
         "",
@@ -141,13 +154,13 @@ def format_report(
             f"{s['mib_transferred']:4.2f} MiB transferred ({s['mib_per_second']:4.2f} MiB/sec)",
             "",
         ]
-    lines += ["", *cumulative_sections(s)]
+    lines += ["", *cumulative_sections(s), ""]  # sysbench ends its report with an empty line
     interrupted = interrupted_line(reason, s.get("total_time", 0.0))
     if interrupted:
-        lines += ["", interrupted]
+        lines.append(interrupted)
     dropped = dropped_intervals_line(s) if show_intervals and not rest_only else None
     if dropped:
-        lines += ["", dropped]
+        lines.append(dropped)
     return "\n".join(lines) + "\n"
 
 

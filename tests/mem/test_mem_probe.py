@@ -293,6 +293,27 @@ def test_report_layout_is_sysbenchs_line_for_line(oper: str) -> None:
 
 
 @needs_sysbench
+@pytest.mark.parametrize("extra", [[], ["--report-interval=1"]])
+def test_whole_output_has_sysbenchs_empty_lines(extra: list[str]) -> None:
+    """Every line of the output, empty ones included, from the banner to the
+    closing empty line (sysbench's last interval line may or may not come at
+    --time, so interval lines are set apart): none after the interval lines,
+    one at the very end."""
+
+    def shape(text: str) -> list[str]:
+        assert text.endswith("\n\n"), text[-80:]  # the closing empty line
+        lines = [ln for ln in text.split("\n")[1:] if not ln.startswith("[ ")]
+        return [re.sub(r" +", " ", re.sub(r"\d+(\.\d+)?", "N", ln)) for ln in lines]
+
+    ours = probetop("--time=2", *extra, "run")
+    assert ours.returncode == 0, ours.stderr
+    theirs = sysbench("--time=2", *extra)
+    assert shape(ours.stdout) == shape(theirs)
+    if extra:  # the last interval line is followed by "Total operations" at once
+        assert re.search(r"^\[ 2s \] .*\nTotal operations", ours.stdout, re.MULTILINE)
+
+
+@needs_sysbench
 @pytest.mark.serial  # a ratio against sysbench: alone, after the parallel pass
 @pytest.mark.parametrize(
     "opts",

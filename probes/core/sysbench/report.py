@@ -6,7 +6,10 @@ Contract:
   sysbench's names, widths and number formats, from a summary holding
   ``total_time``, ``total_events``, ``percentile``, ``latency_ms`` and
   ``fairness`` (``counters.latency_ms`` / ``counters.fairness``).
-- ``stamp(t, interval_s)`` is the ``[ 1s ]`` that begins an interval line.
+- ``stamp(t, interval_s)`` is the ``[ 1s ]`` that begins an interval line;
+  ``prints_at_time(...)`` whether a run's last, partial interval is printed
+  as its last line (it ended at --time, on the reporting grid), as in every
+  sysbench test.
 - ``parse_sections(text, patterns)`` finds a test's own lines and the shared
   sections (last match wins: a sweep's final block is the one that counts);
   ``cumulative_fields(found)`` reads the shared sections back, from our
@@ -79,6 +82,17 @@ def stamp_decimals(interval_s: float) -> int:
         if abs(scaled - round(scaled)) < 1e-6:
             return decimals
     return 3
+
+
+def prints_at_time(
+    *, full: bool, sliver: bool, stopped_by: str | None, time_s: float, interval_s: float
+) -> bool:
+    """Whether a run's last interval is printed as its last [ Ns ] line, as
+    sysbench does: it ended at --time, on the reporting grid (--time 5,
+    --report-interval 1: 5 lines), and is not a sliver."""
+    ticks = time_s / interval_s if interval_s > 0 else 0.0
+    on_grid = time_s > 0 and abs(ticks - round(ticks)) < 1e-6
+    return not full and stopped_by == "time" and not sliver and on_grid
 
 
 def cumulative_sections(s: Mapping[str, Any]) -> list[str]:
