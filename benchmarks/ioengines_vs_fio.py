@@ -19,6 +19,11 @@ data-signature check lets it write); ``file`` is a regular file on /dev/shm
 the scheduler's placement of the submitting thread against the loop
 device's worker moves depth-1 results by 20-40 % from run to run; pinned,
 both tools get the same placement and the ratio is the engines' own.
+
+``--control`` also runs fio a second time in each round (the three runs in
+rotating order) and prints fio / fio beside probetop / fio: the spread one
+tool has against itself on this machine at this load, so a probetop ratio
+inside it is placement and load, not the engine.
 """
 
 from __future__ import annotations
@@ -69,6 +74,15 @@ def fio_iops(args: list[str]) -> float:
     return float(job["read"]["iops"]) + float(job["write"]["iops"])
 
 
+def _spread(ratios: list[float]) -> str:
+    """Each round's ratio, then the median and the middle half's range."""
+    each = " ".join(f"{r:.2f}" for r in ratios)
+    if len(ratios) < 4:
+        return f"{each}  median {statistics.median(ratios):.2f}"
+    q1, q2, q3 = statistics.quantiles(ratios, n=4)
+    return f"{each}  median {q2:.2f} (middle half {q1:.2f}-{q3:.2f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1)
@@ -79,6 +93,9 @@ def main() -> None:
     parser.add_argument("--workloads", default="randread,randwrite,read,write")
     parser.add_argument("--targets", default="loop,file")
     parser.add_argument("--pin", type=int, help="run both tools on this one CPU")
+    parser.add_argument(
+        "--control", action="store_true", help="also fio against fio: the noise floor"
+    )
     add_figures_option(parser)
     args = parser.parse_args()
     global PIN
@@ -106,7 +123,7 @@ def main() -> None:
                     rw, bs = WORKLOADS[workload]
                     for engine in engines:
                         for depth in depths:
-                            ratios, fios, ours = [], [], []
+                            ratios, fios, ours, controls = [], [], [], []
                             for rnd in range(args.rounds):
                                 fio_args = [
                                     "--name=bench", f"--filename={path}", f"--rw={rw}",
@@ -121,7 +138,19 @@ def main() -> None:
                                 ]  # fmt: skip
                                 if "write" in rw and target == "loop":
                                     our_args.append(f"--yes-destroy-data={path}")
-                                if rnd % 2 == 0:
+                                if args.control:
+                                    # fio, probetop, fio again: rotated per round
+                                    runs: dict[str, float] = {}
+                                    order = ["fio", "probetop", "fio2"]
+                                    for who in order[rnd % 3 :] + order[: rnd % 3]:
+                                        runs[who] = (
+                                            probetop_iops(our_args)
+                                            if who == "probetop"
+                                            else fio_iops(fio_args)
+                                        )
+                                    f_iops, o_iops = runs["fio"], runs["probetop"]
+                                    controls.append(runs["fio2"] / f_iops if f_iops else 0.0)
+                                elif rnd % 2 == 0:
                                     f_iops = fio_iops(fio_args)
                                     o_iops = probetop_iops(our_args)
                                 else:
@@ -152,6 +181,12 @@ def main() -> None:
                                 f"{row[4]:>10,.0f}  probetop {row[5]:>10,.0f}  ratio {row[6]:.2f}",
                                 flush=True,
                             )
+                            if controls:
+                                print(
+                                    f"    probetop/fio per round {_spread(ratios)}\n"
+                                    f"    fio/fio      per round {_spread(controls)}",
+                                    flush=True,
+                                )
         finally:
             os.unlink(image)
     print("\n| target | workload | engine | iodepth | fio IOPS | probetop IOPS | ratio |")

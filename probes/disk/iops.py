@@ -81,7 +81,7 @@ from probetop.probes.disk.filelayout import Layout
 from probetop.probes.disk.freespace import allocation_needed, check_room
 from probetop.probes.disk.holes import find_holes
 from probetop.probes.disk.iothreads import STARVED_CAP_S, runnable
-from probetop.probes.disk.jobusage import ThreadUsage, read_threads
+from probetop.probes.disk.jobusage import ThreadUsage
 from probetop.probes.disk.kernelview import KernelView, buffered_note, rate_note, zeros_note
 from probetop.probes.disk.mounts import filesystem_of
 from probetop.probes.disk.nfsstats import NFS_TYPES, NfsMount, nfs_view, read_mount
@@ -663,7 +663,7 @@ class IopsProbe:
 
     def _mark_base(self, engine: Engine) -> None:
         """Where fio's job usage and disk_util start: the measured window."""
-        self._usage_base = read_threads(t.native_id for t in engine.threads)
+        self._usage_base = engine.usage()
         backing = self.target.backing if self.target else None
         self._disk_base = read_diskstats(backing) if backing else None
         self._nfs_base = read_mount(self._nfs_point) if self._nfs_point else None
@@ -671,7 +671,7 @@ class IopsProbe:
     def _mark_end(self, engine: Engine) -> None:
         if self._usage_base is None:
             return
-        self._usage = read_threads(t.native_id for t in engine.threads).minus(self._usage_base)
+        self._usage = engine.usage().minus(self._usage_base)
         backing = self.target.backing if self.target else None
         end = read_diskstats(backing) if backing and self._disk_base else None
         if backing and end is not None and self._disk_base is not None:

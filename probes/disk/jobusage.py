@@ -3,15 +3,15 @@
 ``getrusage(RUSAGE_THREAD)`` in each job's thread; probetop reads the same
 kernel counters of each worker thread from /proc/self/task/TID).
 
-Contract: ``read_threads(tids)`` sums the threads' ``ThreadUsage`` (CPU in
-ms, at the kernel's clock-tick resolution); a thread that ended counts as
-zero. ``ThreadUsage.minus`` gives the usage over a window.
+Contract: ``read_thread(tid)`` is one thread's ``ThreadUsage`` (CPU in ms,
+at the kernel's clock-tick resolution), zero once it has ended: so each I/O
+worker reads its own as its loop returns (``workers.Engine.usage``).
+``ThreadUsage.plus`` sums threads, ``ThreadUsage.minus`` gives a window.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 _TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")
@@ -66,11 +66,3 @@ def read_thread(tid: int) -> ThreadUsage:
         majf=int(fields[9]),
         minf=int(fields[7]),
     )
-
-
-def read_threads(tids: Iterable[int | None]) -> ThreadUsage:
-    total = ThreadUsage()
-    for tid in tids:
-        if tid is not None:
-            total = total.plus(read_thread(tid))
-    return total

@@ -104,6 +104,7 @@ from probetop.probes.disk.counters import (
 )
 from probetop.probes.disk.engineplan import EnginePlan, cut_chunks, open_target
 from probetop.probes.disk.iothreads import STARVED_CAP_S, runnable, yield_to_control
+from probetop.probes.disk.jobusage import ThreadUsage, read_thread
 from probetop.probes.disk.records import DIRECTIONS
 from probetop.probes.disk.steps import wait_threads
 
@@ -197,6 +198,8 @@ class Engine:
         self.started_ns = 0
         self.finished_ns = 0
         self._loop_end = [0] * jobs
+        # Each worker's usage as it ends: /proc/self/task/TID is gone after.
+        self._end_usage: list[ThreadUsage | None] = [None] * jobs
         self._running = 0
         self._abandoned = False  # join_stopped gave up: the last worker closes fds/buffers
         self._start_began = False
@@ -371,6 +374,7 @@ class Engine:
         except Exception as exc:  # report, never kill the process from a worker
             self.failures.append(f"{type(exc).__name__}: {exc}")
         finally:
+            self._end_usage[job] = read_thread(threading.get_native_id())
             if ctx_id > 0:
                 kernels["aio_destroy"](ctx_id)
             if ring is not None:
@@ -471,6 +475,18 @@ class Engine:
     @property
     def threads(self) -> list[threading.Thread]:
         return list(self._threads)
+
+    def usage(self) -> ThreadUsage:
+        """The worker threads' CPU, context switches and faults so far,
+        summed (fio's getrusage(RUSAGE_THREAD) per job); a worker that ended
+        counts as it stood when its loop returned."""
+        total = ThreadUsage()
+        for job, thread in enumerate(self._threads):
+            end = self._end_usage[job]
+            if end is None and thread.native_id is not None:
+                end = read_thread(thread.native_id)
+            total = total.plus(end or ThreadUsage())
+        return total
 
     # -- readings --
     def snapshot(self, t_ns: int) -> Snapshot:
