@@ -103,6 +103,7 @@ from probetop.probes.disk.counters import (
     sum_jobs,
 )
 from probetop.probes.disk.engineplan import EnginePlan, cut_chunks, open_target
+from probetop.probes.disk.inflight import InFlight, blocked_call
 from probetop.probes.disk.iothreads import STARVED_CAP_S, runnable, yield_to_control
 from probetop.probes.disk.records import DIRECTIONS
 from probetop.probes.disk.steps import wait_threads
@@ -183,6 +184,10 @@ class Engine:
         self.hist = np.zeros((jobs, 2, HIST_BUCKETS), dtype=np.int64)
         self.ctl = np.zeros((jobs, N_CONTROL), dtype=np.int64)
         self.ctl[:, K_FIRST_BAD] = -1
+        # The asynchronous loops' slots: offset (-1: free), direction, length.
+        self._slots = np.zeros((jobs, 3, plan.iodepth), dtype=np.int64)
+        self._slots[:, 0] = -1
+        self.draining_since_ns = 0  # inflight.drain is waiting for the loops
         self._threads: list[threading.Thread] = []
         self._fds: list[int] = []
         self._files: list[np.ndarray] = []  # per job: its files' rows (counters.FILE_*)
@@ -349,9 +354,10 @@ class Engine:
                         ring.cq32,
                         ring.cq64,
                         *args[4:],
+                        self._slots[job],
                     )
                 elif plan.engine == "libaio":
-                    kernels["aio"](*args[:4], plan.iodepth, ctx_id, *args[4:])
+                    kernels["aio"](*args[:4], plan.iodepth, ctx_id, *args[4:], self._slots[job])
                 else:
                     kernels["sync"](*args)
                 self._loop_end[job] = time.monotonic_ns()
@@ -445,6 +451,23 @@ class Engine:
         if ended:
             self._close()
         return ended
+
+    def in_flight(self) -> list[InFlight]:
+        """The I/Os submitted and not completed by the workers still running:
+        read while they wait on a device that stopped answering."""
+        out: list[InFlight] = []
+        for job, thread in enumerate(self._threads):
+            if not thread.is_alive() or thread.native_id is None:
+                continue
+            if self.plan.engine == "psync":
+                fds = [int(fd) for fd in self._files[job][:, FILE_FD]]
+                io = blocked_call(thread.native_id, job, fds)
+                out.extend([io] if io is not None else [])
+                continue
+            slots = self._slots[job]
+            for s in np.flatnonzero(slots[0] >= 0):
+                out.append(InFlight(job, int(slots[1, s]), int(slots[0, s]), int(slots[2, s])))
+        return out
 
     @property
     def stuck(self) -> int:

@@ -314,16 +314,18 @@ class WarmupProbe:
                 on_interval=lambda step: self._interval(pass_name, step, cp, emit, view),
             )
         finally:
-            self.totals.add_tail(engine.stop())
+            # What completed after the last interval (a stop, a signal, a hung
+            # device) is the last interval: a pass's rows add up to its bytes.
+            self._interval(pass_name, engine.stop(), cp, emit, view)
             self.totals.note_bad_offset(engine.first_bad_offset())
             self._pass_notes(pass_name, view)
             if cp is not None:
                 self._save(cp, engine, emit, force=True)
-            if engine.stuck:
-                self.notes.append(
-                    f"{engine.stuck} I/O worker(s) still blocked in the kernel after the stop "
-                    "(the device is not answering); they end with the process"
-                )
+            hung = engine.hung_message(self.settings.target) if engine.stuck else None
+            if hung is not None:
+                self.notes.append(hung)
+        if hung is not None:
+            raise ProbeError(hung)  # exit 2; a signal's stop keeps its own status
         failure = engine.failure()
         if failure is not None:
             assert self.checkpoints is not None  # only sequential passes stop on errors
