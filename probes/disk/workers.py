@@ -34,6 +34,11 @@ Contract:
   final snapshot counts every I/O issued; ``expired`` says the deadline (not
   the work or an error) ended a loop. A work list's jobs take no new chunk
   after it.
+- ``in_flight()``: the I/Os the workers still running have submitted and
+  not completed (``inflight.InFlight``), for a device that stopped
+  answering: the asynchronous loops keep their slots (offset, direction,
+  length) in an array of the engine's; a synchronous worker's is the
+  pread/pwrite the kernel shows it blocked in.
 - ``stop()`` + ``join(timeout)`` end every worker thread: each loop looks at
   its stop word at least every 100 ms (probes/disk/native.py). After a stop,
   ``join_stopped(grace_s)`` waits ``grace_s``, and longer (up to
