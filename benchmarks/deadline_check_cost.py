@@ -47,23 +47,34 @@ def old_tree(commit: str, into: Path) -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(into / "src"))
 
 
-def probetop_iops(dev: str, seconds: float, engine: str, env: dict[str, str] | None) -> float:
+def figures(job: dict) -> tuple[float, float]:
+    """(IOPS, CPU microseconds per I/O of the job's thread: fio's usr_cpu and
+    sys_cpu are % of its runtime). The second holds up better on a loaded
+    machine: a worker waiting for a CPU spends no CPU."""
+    read = job["read"]
+    cpu_s = (job["usr_cpu"] + job["sys_cpu"]) / 100 * read["runtime"] / 1000
+    return float(read["iops"]), 1e6 * cpu_s / max(1, read["total_ios"])
+
+
+def probetop_iops(
+    dev: str, seconds: float, engine: str, env: dict[str, str] | None
+) -> tuple[float, float]:
     proc = subprocess.run(
         [*PROBETOP, "iops", dev, "--rw", "randread", "--bs", "4k", "--iodepth", "1",
          "--ioengine", engine, "--direct", "--time", str(seconds), "--json"],
         capture_output=True, text=True, env=env, cwd="/", check=True,
     )  # fmt: skip
-    return float(json.loads(proc.stdout)["jobs"][0]["read"]["iops"])
+    return figures(json.loads(proc.stdout)["jobs"][0])
 
 
-def fio_iops(dev: str, seconds: float, engine: str) -> float:
+def fio_iops(dev: str, seconds: float, engine: str) -> tuple[float, float]:
     proc = subprocess.run(
         ["fio", f"--filename={dev}", "--rw=randread", "--bs=4k", "--iodepth=1",
          f"--ioengine={engine}", "--direct=1", "--time_based", f"--runtime={seconds}",
          "--name=probetop", "--output-format=json"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
-    return float(json.loads(proc.stdout)["jobs"][0]["read"]["iops"])
+    return figures(json.loads(proc.stdout)["jobs"][0])
 
 
 def main() -> None:
@@ -83,23 +94,21 @@ def main() -> None:
             }
             for run in runs.values():  # compile and cache the loops before any timing
                 run()
-            got: dict[str, list[float]] = {name: [] for name in runs}
+            got: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
             names = list(runs)
             for r in range(args.rounds):
                 for name in names[r % 3 :] + names[: r % 3]:
                     got[name].append(runs[name]())
-                new, old, fio = (got[n][-1] for n in names)
-                print(
-                    f"round {r + 1}: new {new:,.0f}  old {old:,.0f}  fio {fio:,.0f} IOPS",
-                    flush=True,
-                )
-    per_round = list(zip(got["new"], got["old"], got["fio"], strict=True))
-    vs_old = statistics.median(n / o for n, o, _ in per_round)
-    vs_fio = statistics.median(n / f for n, _, f in per_round)
-    old_fio = statistics.median(o / f for _, o, f in per_round)
+                last = {n: got[n][-1] for n in names}
+                line = "  ".join(f"{n} {v[0]:,.0f}/s {v[1]:.2f} us" for n, v in last.items())
+                print(f"round {r + 1}: {line}", flush=True)
     print(f"{args.engine} iodepth 1, {args.rounds} rounds of {args.seconds:g} s (median ratio)")
-    print(f"  new / old (deadline check's cost): {vs_old:.3f}")
-    print(f"  new / fio: {vs_fio:.3f}   old / fio: {old_fio:.3f}")
+    for k, what in ((0, "IOPS"), (1, "CPU us per I/O")):
+        rounds = list(zip(got["new"], got["old"], got["fio"], strict=True))
+        vs_old = statistics.median(n[k] / o[k] for n, o, _ in rounds)
+        vs_fio = statistics.median(n[k] / f[k] for n, _, f in rounds)
+        old_fio = statistics.median(o[k] / f[k] for _, o, f in rounds)
+        print(f"  {what}: new/old {vs_old:.3f}  new/fio {vs_fio:.3f}  old/fio {old_fio:.3f}")
 
 
 if __name__ == "__main__":

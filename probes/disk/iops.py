@@ -662,7 +662,8 @@ class IopsProbe:
     def _mark_end(self, engine: Engine) -> None:
         if self._usage_base is None:
             return
-        self._usage = read_threads(t.native_id for t in engine.threads).minus(self._usage_base)
+        # engine.usage: a worker that ended at the deadline is gone from /proc by now
+        self._usage = engine.usage().minus(self._usage_base)
         backing = self.target.backing if self.target else None
         end = read_diskstats(backing) if backing and self._disk_base else None
         if backing and end is not None and self._disk_base is not None:

@@ -110,6 +110,7 @@ from probetop.probes.disk.counters import (
 from probetop.probes.disk.engineplan import EnginePlan, cut_chunks, open_target
 from probetop.probes.disk.inflight import InFlight, blocked_call
 from probetop.probes.disk.iothreads import STARVED_CAP_S, runnable, yield_to_control
+from probetop.probes.disk.jobusage import ThreadUsage, read_thread
 from probetop.probes.disk.records import DIRECTIONS
 from probetop.probes.disk.steps import wait_threads
 
@@ -207,6 +208,8 @@ class Engine:
         self.started_ns = 0
         self.finished_ns = 0
         self._loop_end = [0] * jobs
+        # Each worker's CPU counters as it ended (its /proc/self/task entry goes with it).
+        self._usage_end: list[ThreadUsage | None] = [None] * jobs
         self._running = 0
         self._abandoned = False  # join_stopped gave up: the last worker closes fds/buffers
         self._start_began = False
@@ -382,6 +385,7 @@ class Engine:
         except Exception as exc:  # report, never kill the process from a worker
             self.failures.append(f"{type(exc).__name__}: {exc}")
         finally:
+            self._usage_end[job] = read_thread(threading.get_native_id())
             if ctx_id > 0:
                 kernels["aio_destroy"](ctx_id)
             if ring is not None:
@@ -456,6 +460,17 @@ class Engine:
         if ended:
             self._close()
         return ended
+
+    def usage(self) -> ThreadUsage:
+        """The worker threads' CPU counters, summed: an ended one's as it ended."""
+        total = ThreadUsage()
+        for job, thread in enumerate(self._threads):
+            ended = self._usage_end[job]
+            if ended is not None:
+                total = total.plus(ended)
+            elif thread.native_id is not None:
+                total = total.plus(read_thread(thread.native_id))
+        return total
 
     def in_flight(self) -> list[InFlight]:
         """The I/Os submitted and not completed by the workers still running:
