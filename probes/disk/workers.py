@@ -34,6 +34,8 @@ Contract:
   final snapshot counts every I/O issued; ``expired`` says the deadline (not
   the work or an error) ended a loop. A work list's jobs take no new chunk
   after it.
+- ``usage()``: the workers' CPU counters (``jobusage``), an ended worker's
+  as it ended (a loop that returned at the deadline has left /proc).
 - ``in_flight()``: the I/Os the workers still running have submitted and
   not completed (``inflight.InFlight``), for a device that stopped
   answering: the asynchronous loops keep their slots (offset, direction,
