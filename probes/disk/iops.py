@@ -64,7 +64,7 @@ from probetop.probes.core.intervallog import IntervalLog
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.stats import RunningStats
 from probetop.probes.core.targetlock import TargetLock
-from probetop.probes.disk import capacity, ioengines
+from probetop.probes.disk import capacity, inflight, ioengines
 from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.capacity import human
 from probetop.probes.disk.counters import (
@@ -80,7 +80,7 @@ from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.filelayout import Layout
 from probetop.probes.disk.freespace import allocation_needed, check_room
 from probetop.probes.disk.holes import find_holes
-from probetop.probes.disk.iothreads import STARVED_CAP_S, runnable
+from probetop.probes.disk.inflight import InFlight, hung_message, stop_grace
 from probetop.probes.disk.jobusage import ThreadUsage
 from probetop.probes.disk.kernelview import KernelView, buffered_note, rate_note, zeros_note
 from probetop.probes.disk.mounts import filesystem_of
@@ -100,7 +100,7 @@ from probetop.probes.disk.refusals import lock_devices
 from probetop.probes.disk.selftest import warm_up_kernels
 from probetop.probes.disk.settings import IopsSettings
 from probetop.probes.disk.sizes import format_size
-from probetop.probes.disk.steps import GRACE_S, run_step
+from probetop.probes.disk.steps import run_step
 from probetop.probes.disk.target import Target, resolve
 from probetop.probes.disk.targeterrors import describe_os_error, target_errors
 from probetop.probes.disk.targetwatch import TargetWatch
@@ -191,6 +191,8 @@ class IopsProbe:
         self._last: Snapshot | None = None
         self._measure_start_ns: int | None = None
         self._end_ns: int | None = None  # --time's end: the loops' deadline
+        self._prev: Snapshot | None = None  # the last interval's end, once measuring
+        self.in_flight: list[InFlight] = []  # the I/Os a device never answered
         self._job_ends_ns: list[int] = []  # when each job's loop returned
         self._start_ns = 0
         self._final: tuple[Snapshot, Snapshot] | None = None
@@ -481,19 +483,27 @@ class IopsProbe:
         finally:
             engine.stop()  # first: a stop's 2 s budget is not spent on /proc reads
             self._mark_end(engine)  # before the join: a thread's counters go with it
-            if not engine.join_stopped(GRACE_S):
-                self.errors.append(
-                    f"{engine.stuck} I/O worker(s) still blocked in the kernel after the stop "
-                    "(the device is not answering); they end with the process"
-                )
+            hung = None
+            if not engine.join_stopped(stop_grace(engine)):
+                self.in_flight = engine.in_flight()
+                hung = hung_message(self.target_path, engine, self.in_flight)
+                self.errors.append(hung)
             # The last completion, not after the AIO context teardown (~30 ms).
             end = engine.snapshot(engine.finished_ns or now_ns())
             self._job_ends_ns = [t or end.t_ns for t in engine.loop_ends_ns]
+            if self._prev is not None:
+                # The last interval, whatever ended the run (the deadline, a
+                # signal, the dashboard's stop, an error): it ends at the last
+                # completion, so the rows add up to the totals.
+                self._emit_interval(self._prev, end, emit, ramping=self._base is None)
+                self._prev = None
             if self._base is not None:
                 self._final = (self._base, end)
                 self._too_good_notes(end.dirs, self._base.dirs, end.t_ns - self._base.t_ns, view)
             if engine.failures:
                 self.errors.extend(engine.failures)
+        if hung is not None:
+            raise ProbeError(hung)  # exit 2; a signal's stop keeps its own status
 
     def _too_good_notes(
         self,
@@ -569,7 +579,7 @@ class IopsProbe:
         # job starts its clock when its I/O loop starts).
         start = engine.started_ns or now_ns()
         self._start_ns = start
-        prev = Snapshot(start, (DirectionTotals(), DirectionTotals()))
+        prev = self._prev = Snapshot(start, (DirectionTotals(), DirectionTotals()))
         ramp_end = start + int(self.ramp_s * 1e9)
         if self.ramp_s <= 0:
             self._start_measuring(engine, prev)
@@ -586,7 +596,7 @@ class IopsProbe:
             if engine.finished.is_set():
                 # The loops ended (--time's deadline, a fatal errno): the
                 # interval ends when the last I/O did, and counts them all.
-                await self._last_interval(engine, prev, ended, emit)
+                await inflight.drain(engine, ended)
                 self._check(engine)
                 return
             if t < wake:
@@ -597,20 +607,20 @@ class IopsProbe:
                 engine.reset_min_max()
                 snap = engine.snapshot(t)
                 self._emit_interval(prev, snap, emit, ramping=True)
-                prev = snap
+                prev = self._prev = snap
                 self._start_measuring(engine, snap)
                 next_tick = t + step  # measured intervals run from the ramp's end
                 emit(Status(self.id, now_ns(), "info", "ramp done: totals start now"))
             elif self._end_ns is not None and t >= self._end_ns:
                 # The loops stop issuing at the deadline by themselves (a
                 # paced one sleeps no later): collect what was in flight.
-                await self._last_interval(engine, prev, ended, emit)
+                await inflight.drain(engine, ended)
                 self._check(engine)
                 return
             else:
                 snap = engine.snapshot(t)
                 self._emit_interval(prev, snap, emit, ramping=self._base is None)
-                prev = snap
+                prev = self._prev = snap
             self._check(engine)
 
     def _start_measuring(self, engine: Engine, base: Snapshot) -> None:
@@ -622,25 +632,6 @@ class IopsProbe:
         if self.time_s:
             self._end_ns = base.t_ns + int(self.time_s * 1e9)
             engine.end_at(self._end_ns)
-
-    async def _last_interval(
-        self, engine: Engine, prev: Snapshot, ended: asyncio.Event, emit: Emit
-    ) -> None:
-        """The run's last interval: wait for the loops to reap what is in
-        flight (as ``Engine.join_stopped``: ``GRACE_S``, longer while a
-        worker is only short of CPU), then emit up to the last completion.
-        A worker still blocked after that (a device not answering) is the
-        stop's business: the interval then ends now."""
-        began = now_ns()
-        while not engine.finished.is_set():
-            waited = (now_ns() - began) / 1e9
-            alive = [t for t in engine.threads if t.is_alive()]
-            if waited >= STARVED_CAP_S or (waited >= GRACE_S and not any(map(runnable, alive))):
-                break
-            await _sleep_until(now_ns() + 50_000_000, ended)
-        done = engine.finished.is_set() and engine.finished_ns
-        t = engine.finished_ns if done else now_ns()
-        self._emit_interval(prev, engine.snapshot(t), emit, ramping=self._base is None)
 
     def _check(self, engine: Engine) -> None:
         """Raise what ends the run with an error: a worker's failure, the
@@ -671,6 +662,7 @@ class IopsProbe:
     def _mark_end(self, engine: Engine) -> None:
         if self._usage_base is None:
             return
+        # engine.usage: a worker that ended at the deadline is gone from /proc by now
         self._usage = engine.usage().minus(self._usage_base)
         backing = self.target.backing if self.target else None
         end = read_diskstats(backing) if backing and self._disk_base else None
@@ -800,6 +792,8 @@ class IopsProbe:
             out["finished_unix_ms"] = int(time.time() * 1000)
         if self.errors:
             out["errors"] = self.errors
+        if self.in_flight:
+            out["in_flight"] = [io.as_dict() for io in self.in_flight]
         return out
 
 

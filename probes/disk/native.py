@@ -664,6 +664,7 @@ def aio_loop(
     bbase: int,
     bgran: int,
     do_classify: bool,
+    inflight: Any,
 ) -> int:
     ts = np.zeros(2, dtype=np.int64)
     ts_addr = ts.ctypes.data
@@ -676,9 +677,10 @@ def aio_loop(
     events = np.zeros(depth * 4, dtype=np.int64)
     slot_start = np.zeros(depth, dtype=np.int64)  # before the submitting call
     slot_issue = np.zeros(depth, dtype=np.int64)  # after it returned
-    slot_off = np.full(depth, -1, dtype=np.int64)
-    slot_dir = np.zeros(depth, dtype=np.int64)
-    slot_len = np.zeros(depth, dtype=np.int64)
+    # Each slot's offset (-1: free), direction and length live in the caller's
+    # array: Engine.in_flight reads them when a device stops answering.
+    slot_off, slot_dir, slot_len = inflight[0], inflight[1], inflight[2]
+    slot_off[:] = -1
     slot_file = np.zeros(depth, dtype=np.int64)
     free = np.empty(depth, dtype=np.int64)
     ctx = np.zeros(1, dtype=np.int64)
@@ -854,6 +856,7 @@ def uring_loop(
     bbase: int,
     bgran: int,
     do_classify: bool,
+    inflight: Any,
 ) -> int:
     """The io_uring engine (fio --ioengine=io_uring): one ring per job (probes/
     disk/uring.py), IORING_OP_READ/WRITE; free slots are filled, then
@@ -878,9 +881,10 @@ def uring_loop(
     cq_mask = np.int64(cq32[layout[L_CQ_MASK]])
     slot_start = np.zeros(depth, dtype=np.int64)  # before the submitting call
     slot_issue = np.zeros(depth, dtype=np.int64)  # after it returned
-    slot_off = np.full(depth, -1, dtype=np.int64)
-    slot_dir = np.zeros(depth, dtype=np.int64)
-    slot_len = np.zeros(depth, dtype=np.int64)
+    # Each slot's offset (-1: free), direction and length live in the caller's
+    # array: Engine.in_flight reads them when a device stops answering.
+    slot_off, slot_dir, slot_len = inflight[0], inflight[1], inflight[2]
+    slot_off[:] = -1
     slot_file = np.zeros(depth, dtype=np.int64)
     fresh = np.empty(depth, dtype=np.int64)
     free = np.empty(depth, dtype=np.int64)

@@ -34,6 +34,13 @@ Contract:
   final snapshot counts every I/O issued; ``expired`` says the deadline (not
   the work or an error) ended a loop. A work list's jobs take no new chunk
   after it.
+- ``usage()``: the workers' CPU counters (``jobusage``), an ended worker's
+  as it ended (a loop that returned at the deadline has left /proc).
+- ``in_flight()``: the I/Os the workers still running have submitted and
+  not completed (``inflight.InFlight``), for a device that stopped
+  answering: the asynchronous loops keep their slots (offset, direction,
+  length) in an array of the engine's; a synchronous worker's is the
+  pread/pwrite the kernel shows it blocked in.
 - ``stop()`` + ``join(timeout)`` end every worker thread: each loop looks at
   its stop word at least every 100 ms (probes/disk/native.py). After a stop,
   ``join_stopped(grace_s)`` waits ``grace_s``, and longer (up to
@@ -103,6 +110,7 @@ from probetop.probes.disk.counters import (
     sum_jobs,
 )
 from probetop.probes.disk.engineplan import EnginePlan, cut_chunks, open_target
+from probetop.probes.disk.inflight import InFlight, blocked_call
 from probetop.probes.disk.iothreads import STARVED_CAP_S, runnable, yield_to_control
 from probetop.probes.disk.jobusage import ThreadUsage, read_thread
 from probetop.probes.disk.records import DIRECTIONS
@@ -184,6 +192,10 @@ class Engine:
         self.hist = np.zeros((jobs, 2, HIST_BUCKETS), dtype=np.int64)
         self.ctl = np.zeros((jobs, N_CONTROL), dtype=np.int64)
         self.ctl[:, K_FIRST_BAD] = -1
+        # The asynchronous loops' slots: offset (-1: free), direction, length.
+        self._slots = np.zeros((jobs, 3, plan.iodepth), dtype=np.int64)
+        self._slots[:, 0] = -1
+        self.draining_since_ns = 0  # inflight.drain is waiting for the loops
         self._threads: list[threading.Thread] = []
         self._fds: list[int] = []
         self._files: list[np.ndarray] = []  # per job: its files' rows (counters.FILE_*)
@@ -352,9 +364,10 @@ class Engine:
                         ring.cq32,
                         ring.cq64,
                         *args[4:],
+                        self._slots[job],
                     )
                 elif plan.engine == "libaio":
-                    kernels["aio"](*args[:4], plan.iodepth, ctx_id, *args[4:])
+                    kernels["aio"](*args[:4], plan.iodepth, ctx_id, *args[4:], self._slots[job])
                 else:
                     kernels["sync"](*args)
                 self._loop_end[job] = time.monotonic_ns()
@@ -449,6 +462,23 @@ class Engine:
         if ended:
             self._close()
         return ended
+
+    def in_flight(self) -> list[InFlight]:
+        """The I/Os submitted and not completed by the workers still running:
+        read while they wait on a device that stopped answering."""
+        out: list[InFlight] = []
+        for job, thread in enumerate(self._threads):
+            if not thread.is_alive() or thread.native_id is None:
+                continue
+            if self.plan.engine == "psync":
+                fds = [int(fd) for fd in self._files[job][:, FILE_FD]]
+                io = blocked_call(thread.native_id, job, fds)
+                out.extend([io] if io is not None else [])
+                continue
+            slots = self._slots[job]
+            for s in np.flatnonzero(slots[0] >= 0):
+                out.append(InFlight(job, int(slots[1, s]), int(slots[0, s]), int(slots[2, s])))
+        return out
 
     @property
     def stuck(self) -> int:

@@ -1,12 +1,22 @@
-"""A FUSE filesystem with one file whose sectors in a range fail (EIO).
+"""A FUSE filesystem with one file whose sectors in a range fail (EIO) or hang.
 
-For the warm-up's fault tests where the kernel has no device-mapper
-(dm-error): ``python faultyfs.py MOUNTPOINT BACKING BAD_START BAD_END``
+For the disk tests' faults where the kernel has no device-mapper
+(dm-error, dm-delay): ``python faultyfs.py MOUNTPOINT BACKING START END [MODE]``
 serves ``MOUNTPOINT/disk.img``, the bytes of the regular file BACKING, and
-answers every read or write touching [BAD_START, BAD_END) with EIO, as a
-disk with failing sectors does. Mounted with ``direct_io`` so each I/O
-reaches it with its own offset and size (no page cache, no readahead).
-Runs in the foreground until unmounted. Needs fusepy and libfuse2.
+answers every read or write touching [START, END) as MODE says:
+
+- ``eio`` (the default): with EIO, as a disk with failing sectors does;
+- ``hang``: not at all, until released: each such I/O is held (the caller's
+  I/O stays in flight, as on a device that stopped answering) and then
+  served normally. A line ``held OFFSET SIZE`` goes to stdout when an I/O
+  is first held. A line ``release`` on stdin, or stdin's end (the test that
+  started it is gone), releases every held I/O and ends the hang for good;
+- ``hang:S``: the same, but each I/O is released after S seconds at most.
+
+Mounted with ``direct_io`` so each I/O reaches it with its own offset and
+size (no page cache, no readahead), multithreaded so I/O outside the range
+goes on while one is held. Runs in the foreground until unmounted. Needs
+fusepy and libfuse2.
 """
 
 from __future__ import annotations
@@ -15,6 +25,7 @@ import errno
 import os
 import stat
 import sys
+import threading
 from typing import Any
 
 from fuse import FUSE, FuseOSError, Operations  # type: ignore[import-not-found]
@@ -23,14 +34,30 @@ NAME = "/disk.img"
 
 
 class FaultyFile(Operations):  # type: ignore[misc]
-    def __init__(self, backing: str, bad_start: int, bad_end: int) -> None:
+    def __init__(self, backing: str, bad_start: int, bad_end: int, mode: str = "eio") -> None:
         self.fd = os.open(backing, os.O_RDWR)
         self.bad = (bad_start, bad_end)
+        self._hang = mode.startswith("hang")
+        self._hang_s = float(mode.split(":", 1)[1]) if ":" in mode else None
+        self._released = threading.Event()
+        self._first = True
+        self._held = threading.Lock()
+
+    def unhold(self) -> None:
+        self._released.set()
 
     def _check(self, offset: int, size: int) -> None:
         lo, hi = self.bad
         if offset < hi and offset + size > lo:
-            raise FuseOSError(errno.EIO)
+            if not self._hang:
+                raise FuseOSError(errno.EIO)
+            if self._released.is_set():
+                return
+            with self._held:
+                say, self._first = self._first, False
+            if say:
+                print(f"held {offset} {size}", flush=True)
+            self._released.wait(self._hang_s)
 
     def getattr(self, path: str, fh: Any = None) -> dict[str, Any]:
         if path == "/":
@@ -64,10 +91,21 @@ class FaultyFile(Operations):  # type: ignore[misc]
         return 0
 
 
+def _release_on_stdin(fs: FaultyFile) -> None:
+    """``release`` on stdin, or its end, releases every held I/O."""
+    for line in sys.stdin:
+        if line.strip() == "release":
+            break
+    fs.unhold()
+
+
 def main() -> None:
     mountpoint, backing, start, end = sys.argv[1:5]
-    FUSE(FaultyFile(backing, int(start), int(end)), mountpoint, foreground=True,
-         direct_io=True, allow_other=False)  # fmt: skip
+    mode = sys.argv[5] if len(sys.argv) > 5 else "eio"
+    fs = FaultyFile(backing, int(start), int(end), mode)
+    if mode.startswith("hang"):
+        threading.Thread(target=_release_on_stdin, args=(fs,), daemon=True).start()
+    FUSE(fs, mountpoint, foreground=True, direct_io=True, allow_other=False)
 
 
 if __name__ == "__main__":

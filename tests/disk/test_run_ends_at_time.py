@@ -139,6 +139,9 @@ def test_iops_runtime_fields_mean_what_fios_do(fast_dir: Path):
     # each job ran from the start to --time at least, none past the last completion
     assert 2 * 500 <= job["job_runtime"] <= 2 * runtime, (job["job_runtime"], runtime)
     check_elapsed(doc)
+    # the workers' CPU counters, read as each ended (they were all 0: a loop
+    # that returned at the deadline had left /proc before the report read it)
+    assert job["usr_cpu"] + job["sys_cpu"] > 0 and job["ctx"] > 0, job
 
 
 @pytest.mark.parametrize("engine", engines())

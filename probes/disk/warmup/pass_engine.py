@@ -10,11 +10,14 @@
   the pass ran to its end, False when it stopped at the deadline (--time).
   The loops stop issuing at the deadline themselves (``Engine.end_at``): the
   last ``Step`` ends at the last completion and counts every I/O issued;
+  After the deadline it waits for the I/Os in flight as ``inflight.drain``
+  says (a device that answers none of them for ``inflight.HUNG_S`` is hung);
 - ``stop()`` stops and joins every worker (``Engine.join_stopped``: within
-  ``steps.GRACE_S``, longer while a worker is only short of CPU; a worker
-  blocked in the kernel by a hung device is left behind, counted in
-  ``stuck``) and returns the ``Step`` after the last interval (I/O completed
-  after it: Ctrl-C, deadline), never lost;
+  ``steps.GRACE_S``, less what a drain already waited, longer while a worker
+  is only short of CPU; a worker blocked in the kernel by a hung device is
+  left behind, counted in ``stuck``, its I/Os in ``in_flight()``) and
+  returns the ``Step`` after the last interval (I/O completed after it:
+  Ctrl-C, a stop, a hung device), which the caller makes the last interval;
 - afterwards: ``done_extents()`` (exactly the completed bytes),
   ``failure()`` (the I/O error that ended the pass; a bad sector does not),
   ``failures`` (worker crashes) and ``first_bad_offset()`` (``--verify``).
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 
 from probetop.probes.core.base import ProbeError
 from probetop.probes.core.sample import now_ns
+from probetop.probes.disk import inflight
 from probetop.probes.disk.counters import (
     READ,
     WRITE,
@@ -37,7 +41,7 @@ from probetop.probes.disk.counters import (
     Snapshot,
 )
 from probetop.probes.disk.engineplan import EnginePlan
-from probetop.probes.disk.iothreads import STARVED_CAP_S, runnable
+from probetop.probes.disk.inflight import hung_message, stop_grace
 from probetop.probes.disk.steps import GRACE_S, run_step
 from probetop.probes.disk.targeterrors import describe_os_error
 from probetop.probes.disk.workers import Engine
@@ -130,7 +134,7 @@ class PassEngine:
             if timed_out and not engine.finished.is_set():
                 # The loops stop issuing at the deadline by themselves (a
                 # paced one sleeps no later): wait for what is in flight.
-                await self._drain(ended)
+                await inflight.drain(engine, ended)
             done = engine.finished.is_set()
             if done:
                 engine.join(GRACE_S)
@@ -151,24 +155,11 @@ class PassEngine:
             if timed_out:
                 return False
 
-    async def _drain(self, ended: asyncio.Event) -> None:
-        """Wait for the loops to reap their I/Os in flight after the deadline,
-        as ``Engine.join_stopped`` waits: ``GRACE_S``, longer while a worker
-        is only short of CPU. A worker blocked in the kernel is ``stop``'s."""
-        engine = self.engine
-        began = now_ns()
-        while not engine.finished.is_set():
-            waited = (now_ns() - began) / 1e9
-            alive = [t for t in engine.threads if t.is_alive()]
-            if waited >= STARVED_CAP_S or (waited >= GRACE_S and not any(map(runnable, alive))):
-                return
-            await _wait(ended, 0.05)
-
     def stop(self) -> Step:
         """Stop and join the workers; the I/O done after the last interval."""
         engine, d = self.engine, self.direction
         engine.stop()
-        engine.join_stopped(GRACE_S)
+        engine.join_stopped(stop_grace(engine))
         last = self._last
         base = last.dirs[d] if last is not None else DirectionTotals()
         t0 = last.t_ns if last is not None else engine.started_ns
@@ -197,6 +188,10 @@ class PassEngine:
     def stuck(self) -> int:
         """Workers still blocked in the kernel after ``stop()``."""
         return self.engine.stuck
+
+    def hung_message(self, target: str) -> str:
+        """What the stuck workers have in flight, in words."""
+        return hung_message(target, self.engine, self.engine.in_flight())
 
     def fatal_error(self) -> str | None:
         """An I/O error that makes going on pointless (disk full, device gone)."""

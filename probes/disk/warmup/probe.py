@@ -89,6 +89,7 @@ class WarmupProbe:
         # pass name; the holes of the file under the target after the run.
         self.maps: dict[str, BlockMap] = {}
         self.holes_after: Holes | None = None
+        self._hung = False  # a pass's device stopped answering (I/O still in flight)
         self._fresh_said = False
         self._rate_said = False
         self._read_zero = (0, 0)  # (zero bytes, bytes) read so far by the read pass
@@ -175,7 +176,9 @@ class WarmupProbe:
                 if problem:
                     self.notes.append(problem)
                     emit(Status(self.id, now_ns(), "error", problem))
-            if self.settings.sequential:
+            # Not after a device stopped answering: on a file (or a loop
+            # device's backing file) the hole search waits for the I/O held.
+            if self.settings.sequential and not self._hung:
                 self.holes_after = find_holes(self.settings.target, *self._range())
             self._lock.release()
 
@@ -314,16 +317,19 @@ class WarmupProbe:
                 on_interval=lambda step: self._interval(pass_name, step, cp, emit, view),
             )
         finally:
-            self.totals.add_tail(engine.stop())
+            # What completed after the last interval (a stop, a signal, a hung
+            # device) is the last interval: a pass's rows add up to its bytes.
+            self._interval(pass_name, engine.stop(), cp, emit, view)
             self.totals.note_bad_offset(engine.first_bad_offset())
             self._pass_notes(pass_name, view)
             if cp is not None:
                 self._save(cp, engine, emit, force=True)
-            if engine.stuck:
-                self.notes.append(
-                    f"{engine.stuck} I/O worker(s) still blocked in the kernel after the stop "
-                    "(the device is not answering); they end with the process"
-                )
+            hung = engine.hung_message(self.settings.target) if engine.stuck else None
+            if hung is not None:
+                self._hung = True
+                self.notes.append(hung)
+        if hung is not None:
+            raise ProbeError(hung)  # exit 2; a signal's stop keeps its own status
         failure = engine.failure()
         if failure is not None:
             assert self.checkpoints is not None  # only sequential passes stop on errors

@@ -4,7 +4,7 @@ over all passes.
 ``RunTotals`` keeps one ``passes.PassTotals`` per pass (``start_pass``),
 counts each interval into the current one (``add_interval``: this
 interval's MB/s, IOPS, bytes done and ETA at the rate of the last 5
-intervals) and the I/O completed after the last one (``add_tail``), closes
+intervals; the I/O completed after a stop is its last interval), closes
 a pass with its outcome derived from the bytes done (``finish_pass``), keeps
 the rows of ``intervals`` and builds ``summary()``: a
 ``passes.WarmupSummary`` (docs/warmup.md). A pass's ``bytes`` and
@@ -116,12 +116,6 @@ class RunTotals:
             }
         )
         return IntervalFigures(bw, iops, done, eta)
-
-    def add_tail(self, step: Step) -> None:
-        """I/O completed after the last interval (stop, Ctrl-C) counts too."""
-        row = self.current
-        if row is not None and (step.delta.ios or step.delta.bytes):
-            row.add(step.delta.bytes, step.delta.ios, step.seconds)
 
     def note_bad_offset(self, offset: int | None) -> None:
         if offset is not None and (self.first_bad_offset is None or offset < self.first_bad_offset):

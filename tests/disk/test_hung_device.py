@@ -1,0 +1,265 @@
+"""A device that stops answering: the run still ends, says so, and exits 2.
+
+A loop device over tests/disk/faultyfs.py in ``hang`` mode: I/O to one MiB
+of it is held (never answered) until the test releases it. ``iops --time 1``
+and ``warmup --time 1`` then have I/O in flight at the deadline that never
+completes. What must hold (docs/iops.md "How a run ends"): the report comes
+within ``inflight.HUNG_S`` (no completion for that long) after the deadline,
+names the I/Os in flight and their byte range, the recording has its footer,
+the exit status is 2 (130 when Ctrl-C ended the wait: at once, with the
+partial report), and nothing is written outside the target. fio waits for
+such I/O (300 s before it gives up on a job, FIO_REAP_TIMEOUT).
+
+The kernel holds a process whose kernel AIO or synchronous read is in
+flight until it completes, so the tests release the hang after the report
+and only then read the exit status. Each test undoes what it built (the
+hang released, the loop device detached, the FUSE file system unmounted)
+even when it fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from disk_fixtures import PROBETOP, need_root
+from probetop.probes.disk import ioengines
+from probetop.probes.disk.inflight import HUNG_S
+from probetop.probes.record import load_session
+
+MIB = 1 << 20
+SIZE = 64 * MIB
+HOLD = (20 * MIB, 21 * MIB)  # the bytes whose I/O the device never answers
+REPORT_WITHIN_S = 2.0  # past HUNG_S: the report's own time on a loaded machine
+
+
+@dataclass
+class Lines:
+    """A pipe's text, read by a thread as it comes."""
+
+    stream: object
+    text: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.stream:  # type: ignore[attr-defined]
+            self.text.append(line)
+
+    def joined(self) -> str:
+        return "".join(self.text)
+
+
+@dataclass
+class HangingDevice:
+    dev: str
+    backing: Path
+    server: subprocess.Popen[str]
+    said: Lines
+
+    def held(self) -> bool:
+        return any(line.startswith("held ") for line in self.said.text)
+
+    def release(self) -> None:
+        if self.server.stdin is not None and not self.server.stdin.closed:
+            with contextlib.suppress(OSError):
+                self.server.stdin.write("release\n")
+                self.server.stdin.close()
+
+
+@contextlib.contextmanager
+def hanging_device() -> Iterator[HangingDevice]:
+    need_root()
+    pytest.importorskip("fuse", reason="needs fusepy (pip install fusepy) and libfuse2")
+    if not os.path.exists("/dev/fuse"):
+        pytest.skip("no /dev/fuse")
+    backing = Path(tempfile.mkstemp(prefix="probetop-hang-", suffix=".img", dir="/dev/shm")[1])
+    backing.write_bytes(os.urandom(SIZE))
+    mount = Path(tempfile.mkdtemp(prefix="probetop-hang-"))
+    server = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("faultyfs.py")), str(mount),
+         str(backing), *map(str, HOLD), "hang"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    device = None
+    try:
+        said = Lines(server.stdout)
+        image = mount / "disk.img"
+        deadline = time.monotonic() + 20
+        while not image.exists() and server.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not image.exists():
+            pytest.skip(f"the FUSE server did not come up: {said.joined()[-300:]}")
+        proc = subprocess.run(
+            ["losetup", "--find", "--show", str(image)],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            pytest.skip(f"losetup over a FUSE file failed: {proc.stderr.strip()}")
+        device = HangingDevice(proc.stdout.strip(), backing, server, said)
+        yield device
+    finally:
+        # Release first: a loop device or a mount with I/O held cannot go.
+        if device is not None:
+            device.release()
+        elif server.stdin is not None:
+            server.stdin.close()
+        if device is not None:
+            subprocess.run(["losetup", "-d", device.dev], capture_output=True)
+        for _ in range(50):
+            if subprocess.run(["umount", str(mount)], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        mount.rmdir()
+        backing.unlink(missing_ok=True)
+
+
+@dataclass
+class Run:
+    proc: subprocess.Popen[str]
+    out: Lines
+    err: Lines
+
+    def report(self, timeout: float = 120.0) -> tuple[dict, float]:
+        """The JSON report once it is whole, and when it was (monotonic)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with contextlib.suppress(json.JSONDecodeError):
+                return json.loads(self.out.joined()), time.monotonic()
+            assert self.proc.poll() is None or self.out.text, self.err.joined()[-800:]
+            time.sleep(0.02)
+        raise AssertionError(f"no report in {timeout} s: {self.err.joined()[-800:]}")
+
+
+@contextlib.contextmanager
+def probetop(*args: str) -> Iterator[Run]:
+    proc = subprocess.Popen(
+        [*PROBETOP, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        yield Run(proc, Lines(proc.stdout), Lines(proc.stderr))
+    finally:
+        if proc.poll() is None:
+            proc.kill()  # ends once the kernel lets go of its I/O (the hang released)
+
+
+def wait_for(what: str, predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def engines() -> list[str]:
+    names = ["psync", "libaio"]
+    if ioengines.resolve("io_uring", 8)[0] == "io_uring":
+        names.append("io_uring")
+    return names
+
+
+def held_range_in_flight(in_flight: list[dict]) -> bool:
+    return any(io["offset"] < HOLD[1] and io["offset"] + io["length"] > HOLD[0] for io in in_flight)
+
+
+def check_recording(rec: Path, reason: str) -> dict:
+    session = load_session(rec)
+    assert session.footer is not None, session.warnings
+    assert session.footer["reason"] == reason
+    (summary,) = session.footer["summaries"].values()
+    return summary
+
+
+@pytest.mark.parametrize("engine", engines())
+def test_iops_ends_after_the_deadline_when_io_never_completes(tmp_path: Path, engine: str):
+    rec = tmp_path / "rec.jsonl"
+    depth = "1" if engine == "psync" else "8"
+    with hanging_device() as device:
+        args = ["iops", device.dev, "--time", "1", "--rw", "randread", "--ioengine", engine,
+                "--iodepth", depth, "--json", "--record", str(rec)]  # fmt: skip
+        with probetop(*args) as run:
+            doc, _ = run.report()
+            assert device.held(), device.said.joined()
+            summary = doc["probetop"]
+            (error,) = summary["errors"]
+            assert "the device stopped answering" in error, error
+            in_flight = summary["in_flight"]
+            assert f"{len(in_flight)} I/O" in error and "in bytes" in error
+            assert 1 <= len(in_flight) <= int(depth)
+            assert held_range_in_flight(in_flight), in_flight
+            # ended HUNG_S after the last completion, itself after the deadline
+            runtime = doc["jobs"][0]["read"]["runtime"]
+            assert runtime <= (1 + HUNG_S + REPORT_WITHIN_S) * 1000, runtime
+            rows = summary["intervals"]
+            assert sum(r["read_io_bytes"] for r in rows) == summary["read"]["io_bytes"]
+            device.release()
+            assert run.proc.wait(timeout=60) == 2, run.err.joined()[-800:]
+    assert check_recording(rec, "completed")["errors"] == [error]
+
+
+def test_ctrl_c_while_a_device_does_not_answer_ends_at_once(tmp_path: Path):
+    """SIGINT while the run waits for I/O that never completes: the partial
+    report within a stop's time, exit 130, the footer says interrupted."""
+    rec = tmp_path / "rec.jsonl"
+    with hanging_device() as device:
+        args = ["iops", device.dev, "--time", "1", "--rw", "randread", "--ioengine", "libaio",
+                "--iodepth", "8", "--json", "--record", str(rec)]  # fmt: skip
+        with probetop(*args) as run:
+            wait_for("the hang", device.held)
+            time.sleep(2.5)  # past the deadline: the run waits for the device
+            assert not run.out.text, run.out.joined()
+            sent = time.monotonic()
+            run.proc.send_signal(signal.SIGINT)
+            doc, at = run.report()
+            assert at - sent <= REPORT_WITHIN_S, at - sent
+            assert "the device stopped answering" in doc["probetop"]["errors"][0]
+            assert held_range_in_flight(doc["probetop"]["in_flight"])
+            device.release()
+            assert run.proc.wait(timeout=60) == 130, run.err.joined()[-800:]
+    check_recording(rec, "interrupted (SIGINT)")
+
+
+def test_warmup_write_ends_after_the_deadline_and_writes_only_its_range(tmp_path: Path):
+    with hanging_device() as device:
+        before = device.backing.read_bytes()
+        args = ["warmup", device.dev, "--write", f"--yes-destroy-data={device.dev}", "--range",
+                "16M-48M", "--bs", "1M", "--iodepth", "1", "--time", "1", "--json",
+                "--checkpoint", str(tmp_path / "c.json")]  # fmt: skip
+        with probetop(*args) as run:
+            doc, _ = run.report()
+            assert device.held()
+            said = " ".join(doc.get("notes", [])) + str(doc.get("error"))
+            held = "1 I/O (writes) in bytes 20,971,520-22,020,096"  # the 1 MiB write at 20 MiB
+            assert f"the device stopped answering: {held}" in said, said
+            (row,) = [p for p in doc["passes"] if p["outcome"] != "not started"]
+            assert row["seconds"] <= 1 + HUNG_S + REPORT_WITHIN_S, row
+            assert sum(r["bytes"] for r in doc["intervals"]) == row["bytes"] >= 4 * MIB
+            device.release()
+            assert run.proc.wait(timeout=60) == 2, run.err.joined()[-800:]
+        after = device.backing.read_bytes()
+    assert after[: 16 * MIB] == before[: 16 * MIB]
+    assert after[48 * MIB :] == before[48 * MIB :]
+    assert after[16 * MIB : 20 * MIB] != before[16 * MIB : 20 * MIB]  # written
