@@ -73,11 +73,14 @@ format: setup-dev
 # Two passes: the parallel-safe tests on two workers per core (-n auto:
 # tests/conftest.py), work-stealing so no worker idles while another holds a
 # queue of slow tests, then the `serial` ones (rates and ratios against
-# reference tools) alone; both run, either fails it.
+# reference tools) alone; both run, either fails it. Lint runs beside the
+# parallel pass (its output follows that pass; a lint failure fails `test`).
 TEST_JOBS ?= auto
-test: setup-dev system-deps lint
-	@rc=0; \
+test: setup-dev system-deps
+	@rc=0; lintlog=$$(mktemp); \
+	$(MAKE) --no-print-directory lint >$$lintlog 2>&1 & lint=$$!; \
 	$(BIN)/pytest -q -ra -n $(TEST_JOBS) --dist worksteal --durations=15 -m "not serial" || rc=$$?; \
+	wait $$lint || rc=1; cat $$lintlog; rm -f $$lintlog; \
 	$(BIN)/pytest -q -ra --durations=10 -m serial || rc=$$?; \
 	exit $$rc
 
