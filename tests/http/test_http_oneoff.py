@@ -149,7 +149,9 @@ def test_json_has_pycurlb_keys_and_meanings(server, capsys):
     assert doc["http_code"] == 200 and doc["method"] == "GET"
     assert doc["primary_ip"] == "127.0.0.1" and doc["primary_port"] == server.port
     assert isinstance(doc["starttransfer_time"], float)
-    assert 0.020 <= doc["starttransfer_time"] < 0.1
+    # cumulative as curl's, in seconds; no upper bound in wall time (a loaded
+    # machine delays the loopback server thread by any amount)
+    assert 0.020 <= doc["starttransfer_time"] <= doc["total_time"] < 5
     # phases_us agree with the float stamps, to the microsecond
     assert doc["probetop"]["phases_us"]["server"] == round(
         (doc["starttransfer_time"] - doc["pretransfer_time"]) * 1e6
