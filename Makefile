@@ -74,7 +74,7 @@ format: setup-dev
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# Two passes: the parallel-safe tests on two workers per core (-n auto:
+# Two passes: the parallel-safe tests on one worker per core (-n auto:
 # tests/conftest.py), work-stealing so no worker idles while another holds a
 # queue of slow tests, then the `serial` ones (rates and ratios against
 # reference tools) alone; both run, either fails it. Lint runs beside the
