@@ -149,7 +149,9 @@ def test_json_has_pycurlb_keys_and_meanings(server, capsys):
     assert doc["http_code"] == 200 and doc["method"] == "GET"
     assert doc["primary_ip"] == "127.0.0.1" and doc["primary_port"] == server.port
     assert isinstance(doc["starttransfer_time"], float)
-    assert 0.020 <= doc["starttransfer_time"] < 0.1
+    # cumulative as curl's, in seconds; no upper bound in wall time (a loaded
+    # machine delays the loopback server thread by any amount)
+    assert 0.020 <= doc["starttransfer_time"] <= doc["total_time"] < 5
     # phases_us agree with the float stamps, to the microsecond
     assert doc["probetop"]["phases_us"]["server"] == round(
         (doc["starttransfer_time"] - doc["pretransfer_time"]) * 1e6
@@ -204,14 +206,15 @@ def test_user_is_sent(server, capsys):
 
 
 def test_location_gives_one_row_per_hop_with_its_own_phases(server, capsys):
-    code, doc = run_json(capsys, "-L", f"{server.url}/redirect?n=3&to=/delay?ms=30")
+    code, doc = run_json(capsys, "-L", f"{server.url}/redirect?n=3&to=/delay?ms=300")
     assert code == 0
     hops = doc["probetop"]["redirects"]
     assert [h["http_code"] for h in hops] == [302, 302, 302, 200]
     assert doc["redirect_count"] == 3 and doc["http_code"] == 200
-    # Each hop has its own numbers: only the last waits 30 ms for the server.
-    assert hops[-1]["phases_us"]["server"] >= 30_000
-    assert all(h["phases_us"]["server"] < 30_000 for h in hops[:-1])
+    # Each hop has its own numbers: only the last waits 300 ms for the server
+    # (not 30: at a load average of 40 a redirect hop's own took over 30 ms).
+    assert hops[-1]["phases_us"]["server"] >= 300_000
+    assert all(h["phases_us"]["server"] < 300_000 for h in hops[:-1])
     # Same host: curl -L reuses the connection after the first hop.
     assert hops[0]["num_connects"] == 1 and hops[1]["num_connects"] == 0
     # curl's summed figures: total = every hop's total, redirect_time = all but the last.
