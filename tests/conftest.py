@@ -69,6 +69,19 @@ def _native_loops_compiled_first(tmp_path_factory: pytest.TempPathFactory) -> No
         _compile_native_loops()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_files_left_in_home_or_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The state directory (session registry, the body-hash key) and tmux's
+    sockets (``tmux -L NAME``) inside this run's tmp root, which pytest prunes:
+    a clean clone's run left a key in ~/.local/state/probetop and 26 sockets in
+    /tmp/tmux-UID. Short names: a session's socket must stay under 104 bytes."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    for var, name in (("XDG_STATE_HOME", "xdg"), ("TMUX_TMPDIR", "tmux")):
+        (root / name).mkdir(mode=0o700, exist_ok=True)
+        os.environ[var] = str(root / name)
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker per CPU this process may use. Two per CPU made
     the parallel pass 7.4 min instead of ~11 (most tests wait more than they

@@ -73,17 +73,24 @@ def test_phases_from_cumulative_stamps():
 
 
 def test_server_phase_is_the_servers_wait(server):
-    exchange = fetch(HttpRequest(), f"{server.url}/delay?ms=50")
-    hop = exchange.final
-    assert exchange.error is None and hop.http_code == 200
-    phases = hop.phases_us
-    assert 50_000 <= phases["server"] < 90_000
-    # libcurl's stamps are cumulative and ordered; phases add up to total
-    # minus the tiny pretransfer gap (request setup after connect).
-    s = hop.stamps_us
-    assert s["namelookup"] <= s["connect"] <= s["pretransfer"] <= s["starttransfer"] <= s["total"]
-    gap = s["pretransfer"] - s["connect"]
-    assert sum(phases[p] for p in PHASES) + gap == s["total"]
+    servers = []
+    for _ in range(5):
+        exchange = fetch(HttpRequest(), f"{server.url}/delay?ms=50")
+        hop = exchange.final
+        assert exchange.error is None and hop.http_code == 200
+        phases = hop.phases_us
+        assert phases["server"] >= 50_000  # never less than the server's own wait
+        servers.append(phases["server"])
+        # libcurl's stamps are cumulative and ordered; phases add up to total
+        # minus the tiny pretransfer gap (request setup after connect).
+        s = hop.stamps_us
+        assert s["namelookup"] <= s["connect"] <= s["pretransfer"] <= s["starttransfer"]
+        assert s["starttransfer"] <= s["total"]
+        gap = s["pretransfer"] - s["connect"]
+        assert sum(phases[p] for p in PHASES) + gap == s["total"]
+    # Nothing else in it (a connect, a 40 ms delayed ACK): the best of five,
+    # since a loaded machine delays any one exchange (225 ms seen at load 40).
+    assert min(servers) < 90_000, servers
 
 
 # -- output -----------------------------------------------------------------
