@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from probetop.probes.core.sample import Sample, now_ns
-from probetop.probes.system import passive_probes
+from probetop.probes.system import NetProbe, passive_probes
 from probetop.tui.run.viewconfig import Display, LiveView
 from probetop.tui.ui.app import make_app
 from pty_session import PtySession
@@ -132,3 +132,48 @@ def _sample_count(path: Path) -> int:
         return path.read_text().count('"type":"sample"')
     except OSError:
         return 0
+
+
+class _Joiner(NetProbe):
+    """A probe joining the dashboard whose first sample comes as it starts."""
+
+    id = "joiner"
+
+    async def run(self, emit) -> None:  # type: ignore[no-untyped-def]
+        emit(Sample(self.id, now_ns(), 1.0, {"rx_pps@lo": 0.0}))
+        await asyncio.Event().wait()
+
+
+async def test_probes_joining_while_the_recording_opens_start_after_it(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A demo probe that joins while ``begin`` is still opening the recording
+    starts nothing: every probe starts once the recording listens, so no
+    first sample (due at once for a passive probe whose first reading is
+    old) is lost to the recording."""
+    from probetop.tui.run.livesession import LiveSession
+
+    opened = asyncio.Event()
+    real_open = LiveSession._open_recorder
+
+    async def slow_open(self, path):  # type: ignore[no-untyped-def]
+        await opened.wait()
+        return await real_open(self, path)
+
+    monkeypatch.setattr(LiveSession, "_open_recorder", slow_open)
+    session = LiveSession(passive_probes(0.2), record=tmp_path / "rec.jsonl")
+    session.open()
+    begin = asyncio.create_task(session.begin())
+    await asyncio.sleep(0.3)  # begin() waits in the recording's opening
+    joiner = _Joiner(0.2)
+    joiner.prepare()
+    session.add_probes([joiner])
+    await asyncio.sleep(0.3)
+    assert session.running() == []  # nothing started before the recording
+    opened.set()
+    await begin
+    assert sorted(session.running()) == sorted(["joiner", *(p.id for p in session.probes)])
+    await asyncio.sleep(0.2)
+    await session.shutdown()
+    lines = [json.loads(x) for x in (tmp_path / "rec.jsonl").read_text().splitlines()]
+    assert "joiner" in {x["probe"] for x in lines if x["type"] == "sample"}

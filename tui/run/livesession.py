@@ -353,7 +353,10 @@ class LiveSession:
                 self.hub.add(probe, prepared=True)
             except ProbeError as exc:
                 self.notify(str(exc), title=f"{probe.id} not started", severity="error")
-        if self._begun:  # else begin() starts them, after the recording
+        # Only once begin() has started the hub: while its recording opens
+        # (_begun, not yet _ready), starting the hub here would start every
+        # probe before the recording listens, and lose their first records.
+        if self._ready.is_set():  # else begin() starts them, after the recording
             self.hub.start()  # idempotent: starts only the new ones
 
     def add_probe_line(self, line: str | None) -> bool:
@@ -384,7 +387,7 @@ class LiveSession:
         if self.probes_stopped:
             self.probes_stopped = False
             self.on_change()
-        if self._begun:  # else begin() starts them, after the recording
+        if self._ready.is_set():  # else begin() starts them (add_probes)
             self.hub.start()  # idempotent: starts only the new ones
         # --time as on the command line: the probes that do not end themselves
         # (icmp, http) are stopped by their command's deadline, here as there.
