@@ -10,6 +10,7 @@ with margins that hold on a loaded machine, never against a speed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -177,3 +178,38 @@ async def test_probes_joining_while_the_recording_opens_start_after_it(
     await session.shutdown()
     lines = [json.loads(x) for x in (tmp_path / "rec.jsonl").read_text().splitlines()]
     assert "joiner" in {x["probe"] for x in lines if x["type"] == "sample"}
+
+
+async def test_a_quit_while_the_recording_opens_leaves_it_whole(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """q or Ctrl-C during start-up, while ``begin`` is writing the
+    recording's header: the recording still gets its footer (it was left
+    with the header alone), whether ``begin`` goes on or is cancelled."""
+    from probetop.tui.run.livesession import LiveSession
+
+    opened = asyncio.Event()
+    real_open = LiveSession._open_recorder
+
+    async def slow_open(self, path):  # type: ignore[no-untyped-def]
+        recorder = await real_open(self, path)  # the header is written
+        await opened.wait()
+        return recorder
+
+    monkeypatch.setattr(LiveSession, "_open_recorder", slow_open)
+    for cancel in (False, True):
+        opened.clear()
+        path = tmp_path / f"rec-{cancel}.jsonl"
+        session = LiveSession(passive_probes(0.2), record=path)
+        session.open()
+        begin = asyncio.create_task(session.begin())
+        await asyncio.sleep(0.3)  # begin() waits in the recording's opening
+        await session.shutdown("completed")
+        if cancel:
+            begin.cancel()
+        opened.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await begin
+        lines = [json.loads(x) for x in path.read_text().splitlines()]
+        assert [lines[0]["type"], lines[-1]["type"]] == ["header", "footer"], (cancel, lines)
+        assert session.recording_failures == []

@@ -219,6 +219,7 @@ class LiveSession:
         self.recorder: Recorder | None = None
         self.probes_stopped = False
         self.finished = False
+        self._end_reason: str | None = None  # shutdown's reason
         self._begun = False  # begin() ran
         # Set when begin() has finished (history, recording and probes
         # started) or the session ended: what a key pressed during start-up
@@ -321,6 +322,7 @@ class LiveSession:
         if self.finished:
             return
         self.finished = True
+        self._end_reason = reason
         self._ready.set()
         self.heap_trimmer.stop()
         await self.hub.stop()
@@ -487,11 +489,22 @@ class LiveSession:
         """Record from now on; False (notified) if the file cannot be written."""
         if self.recorder is not None or self.finished:
             return False
+        # Shielded: a quit during start-up can cancel begin() here after the
+        # header is written; the recording is then closed whole, not left
+        # without its footer.
+        opening = asyncio.ensure_future(self._open_recorder(path))
         try:
-            recorder = await self._open_recorder(path)
+            recorder = await asyncio.shield(opening)
         except (RecordingError, OSError) as exc:
             self.notify(str(exc), title="recording not started", severity="error")
             return False
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await (await opening).close(self._end_reason or "aborted")
+            raise
+        if self.finished:  # the session ended while it opened: closed whole at once
+            await recorder.close(self._end_reason or "aborted")
+            return True
         self.recorder = recorder
         self.on_change()
         return True
