@@ -40,9 +40,11 @@ from probetop.tui.ui.replay_view import Playback
 from record_helpers import PROBETOP, need_root
 
 INTERVAL_S = 0.05
-# The event loop's longest pause allowed while a write is stalled: a frame
-# is 0.25 s; a loop blocked by the write would show the whole stall (seconds).
-MAX_GAP_S = 0.25
+# The event loop's longest pause allowed while a write or read is stalled.
+# A loop blocked by the disk shows the whole stall: every check watches for
+# 2 s or more (or CLOSE_WAIT_S). Under a load average of 70 the scheduler
+# alone held a 10 ms sleep for 0.44 s, so the bound sits between the two.
+MAX_GAP_S = 1.0
 
 
 @dataclass
