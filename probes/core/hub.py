@@ -63,6 +63,10 @@ class Subscription:
         self._items.append(record)
         self._ready.set()
 
+    def peek(self) -> list[Record]:
+        """Everything queued now, left queued."""
+        return list(self._items)
+
     def drain(self) -> list[Record]:
         """Everything queued now, without waiting."""
         items = list(self._items)

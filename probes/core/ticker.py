@@ -17,11 +17,14 @@ from probetop.probes.core.sample import now_ns
 
 
 class Ticker:
-    def __init__(self, interval_s: float) -> None:
+    def __init__(self, interval_s: float, start_ns: int | None = None) -> None:
+        """Deadlines at ``start_ns`` (default: now) + k x interval; a start
+        in the past is where an earlier reading was taken (a passive probe's
+        first, made with the probe), so the first tick ends its interval."""
         if interval_s <= 0:
             raise ValueError("interval must be positive")
         self.interval_ns = int(interval_s * 1e9)
-        self._next = now_ns() + self.interval_ns
+        self._next = (now_ns() if start_ns is None else start_ns) + self.interval_ns
 
     async def tick(self) -> int:
         """Sleep until the next deadline; return now (monotonic ns)."""

@@ -5,6 +5,15 @@ Each is cheap (one ``pread`` of a kept-open /proc file per interval, see
 from counter deltas over the measured monotonic interval, never cumulative
 totals.
 
+First reading: ``passive_probes`` reads each probe's counters as it makes
+it (``take_first_reading``), early in the process, before the dashboard's
+first frame; ``run`` starts its first interval there, so the first rate
+lands one interval after the probe was made, not one interval after the
+probes start (behind the first frame and the recording's start). An
+interval is never shorter than ``interval_s``: a first reading older than
+one interval when ``run`` starts gives a first interval as long as its age
+(up to ``FIRST_READING_MAX_AGE`` intervals; an older one is read again).
+
 Metric keys carry the entity: ``core_busy_pct@cpu0``, ``read_iops@vda``,
 ``rx_pps@eth0``. Each probe builds its interval as a typed record
 (``records.py``) and lets the record lay out the Sample.
@@ -47,6 +56,10 @@ from probetop.probes.system.records import (
     NetInterval,
 )
 
+#: A first reading older than this many intervals when ``run`` starts is
+#: read again (see the module docstring).
+FIRST_READING_MAX_AGE = 3
+
 
 class _PassiveProbe:
     """Shared loop: read counters each tick, emit deltas as one Sample."""
@@ -62,9 +75,19 @@ class _PassiveProbe:
     def __init__(self, interval_s: float = 1.0) -> None:
         self.interval_s = interval_s
         self.samples = 0
+        self._first: tuple[Any, int] | None = None  # (counters, monotonic ns)
+
+    def take_first_reading(self) -> None:
+        """Read the counters now: ``run``'s first interval starts here. An
+        unreadable /proc is left for ``prepare`` to report."""
+        try:
+            self._first = (self.read(), now_ns())
+        except OSError:
+            self._first = None
 
     def prepare(self) -> None:
-        self.read()  # fail now, not in the loop, if /proc is unreadable
+        if self._first is None:
+            self._first = (self.read(), now_ns())  # fail now, not in the loop
 
     def params(self) -> Mapping[str, Any]:
         return {"interval_s": self.interval_s}
@@ -87,9 +110,20 @@ class _PassiveProbe:
         sample: Sample = self.interval(before, after, seconds).to_sample(t_ns, seconds)
         return sample
 
+    def _starting_reading(self) -> tuple[Any, int]:
+        """The first interval's start: the first reading while young enough
+        (module docstring), else one taken now."""
+        first, self._first = self._first, None
+        now = now_ns()
+        if first is not None and now - first[1] < FIRST_READING_MAX_AGE * self.interval_s * 1e9:
+            return first
+        return self.read(), now
+
     async def run(self, emit: Emit) -> None:
-        ticker = Ticker(self.interval_s)
-        before, t0 = self.read(), now_ns()
+        before, t0 = self._starting_reading()
+        # The first deadline one interval after that reading, or now when it
+        # is older than that (its interval is then longer, never shorter).
+        ticker = Ticker(self.interval_s, start_ns=max(t0, now_ns() - int(self.interval_s * 1e9)))
         while True:
             t1 = await ticker.tick()
             after = self.read()
@@ -264,5 +298,13 @@ class NetProbe(_PassiveProbe):
 
 
 def passive_probes(interval_s: float = 1.0) -> list[_PassiveProbe]:
-    """The three passive panes every dashboard shows."""
-    return [CpuLoadProbe(interval_s), DiskProbe(interval_s), NetProbe(interval_s)]
+    """The three passive panes every dashboard shows, each with its first
+    reading taken (module docstring): make them as early as the process can."""
+    probes: list[_PassiveProbe] = [
+        CpuLoadProbe(interval_s),
+        DiskProbe(interval_s),
+        NetProbe(interval_s),
+    ]
+    for probe in probes:
+        probe.take_first_reading()
+    return probes

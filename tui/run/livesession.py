@@ -219,6 +219,7 @@ class LiveSession:
         self.recorder: Recorder | None = None
         self.probes_stopped = False
         self.finished = False
+        self._end_reason: str | None = None  # shutdown's reason
         self._begun = False  # begin() ran
         # Set when begin() has finished (history, recording and probes
         # started) or the session ended: what a key pressed during start-up
@@ -321,6 +322,7 @@ class LiveSession:
         if self.finished:
             return
         self.finished = True
+        self._end_reason = reason
         self._ready.set()
         self.heap_trimmer.stop()
         await self.hub.stop()
@@ -353,7 +355,10 @@ class LiveSession:
                 self.hub.add(probe, prepared=True)
             except ProbeError as exc:
                 self.notify(str(exc), title=f"{probe.id} not started", severity="error")
-        if self._begun:  # else begin() starts them, after the recording
+        # Only once begin() has started the hub: while its recording opens
+        # (_begun, not yet _ready), starting the hub here would start every
+        # probe before the recording listens, and lose their first records.
+        if self._ready.is_set():  # else begin() starts them, after the recording
             self.hub.start()  # idempotent: starts only the new ones
 
     def add_probe_line(self, line: str | None) -> bool:
@@ -384,7 +389,7 @@ class LiveSession:
         if self.probes_stopped:
             self.probes_stopped = False
             self.on_change()
-        if self._begun:  # else begin() starts them, after the recording
+        if self._ready.is_set():  # else begin() starts them (add_probes)
             self.hub.start()  # idempotent: starts only the new ones
         # --time as on the command line: the probes that do not end themselves
         # (icmp, http) are stopped by their command's deadline, here as there.
@@ -484,11 +489,22 @@ class LiveSession:
         """Record from now on; False (notified) if the file cannot be written."""
         if self.recorder is not None or self.finished:
             return False
+        # Shielded: a quit during start-up can cancel begin() here after the
+        # header is written; the recording is then closed whole, not left
+        # without its footer.
+        opening = asyncio.ensure_future(self._open_recorder(path))
         try:
-            recorder = await self._open_recorder(path)
+            recorder = await asyncio.shield(opening)
         except (RecordingError, OSError) as exc:
             self.notify(str(exc), title="recording not started", severity="error")
             return False
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await (await opening).close(self._end_reason or "aborted")
+            raise
+        if self.finished:  # the session ended while it opened: closed whole at once
+            await recorder.close(self._end_reason or "aborted")
+            return True
         self.recorder = recorder
         self.on_change()
         return True
