@@ -168,7 +168,12 @@ SPEC = CommandSpec(
             1,
             "N",
         ),
-        Option(("-c", "--count"), "stop after N requests", _count, metavar="N"),
+        Option(
+            ("-c", "--count"),
+            "stop after N requests (with -w: after N replies, as ping)",
+            _count,
+            metavar="N",
+        ),
         Option(
             ("-w", "--deadline"),
             "stop after S seconds, as ping -w (the same as --time)",
