@@ -5,10 +5,9 @@ Contract:
   (monotonic), reads what is already queued on the socket (replies that
   arrived in the interval count in it) and returns ``SLICE_DEADLINE``, or
   returns ``SLICE_DONE`` once sending has stopped (count reached, or
-  ``control[0]`` set to ``DRAIN``) and nothing is in flight, or at once when
-  ``cfg[C_COUNT_REPLIES]`` makes the count one of echo replies and that many
-  arrived (ping -c N -w S: N replies end it, requests in flight or not), or when
-  ``control[0]`` is ``ABORT``. Another thread may write ``control`` at any
+  ``control[0]`` set to ``DRAIN``; with ``cfg[C_COUNT_REPLIES]`` the count
+  is of echo replies, as ping -c N -w S) and nothing is in flight, or at once
+  when ``control[0]`` is ``ABORT``. Another thread may write ``control`` at any
   time: the loop re-reads it every turn.
   Every send is followed by a read, so sending can never starve receiving.
   It never holds the GIL, so several streams run on several cores, and it
@@ -569,9 +568,11 @@ def run_slice(
             st[S_SEND_END] = now
             if command != DRAIN and paced and st[S_HEAD] > 0 and not answered:
                 st[S_SEND_END] = st[S_LAST_SEND] + period
-        if not sending and (st[S_IN_FLIGHT] == 0 or answered):
-            # N replies (ping -c N -w S) end the run at once, as ping exits at
-            # the Nth reply: requests still unanswered stay in flight, not lost.
+        # After N replies (ping -c N -w S) the requests still unanswered are
+        # awaited (at most --grace, and the deadline) as after -c N requests:
+        # ping exits at the Nth reply and counts them lost; ending here would
+        # leave them in flight, never lost, and print 0 % where ping said 40 %.
+        if not sending and st[S_IN_FLIGHT] == 0:
             st[S_RETURNED] = now
             return SLICE_DONE
         # -- send --------------------------------------------------------

@@ -42,16 +42,16 @@ def drop(peer: Any, rule: str | None) -> None:
         peer.nft(f"add rule inet {TABLE} input icmp type echo-request {rule}")
 
 
-def sent_received_status(cmd: list[str]) -> tuple[int, int, int]:
-    """Run ping or probetop (headless text); (sent, received, exit status) as
-    jc and pingparsing read the text, which must agree."""
+def sent_received_status(cmd: list[str]) -> tuple[int, int, int, float]:
+    """Run ping or probetop (headless text); (sent, received, exit status,
+    printed loss %) as jc and pingparsing read the text, which must agree."""
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
     assert "Traceback" not in r.stderr, r.stderr
     by_jc = jc.parse("ping", r.stdout, quiet=True)
     by_pp = pingparsing.PingParsing().parse(r.stdout).as_dict()
     counts = (by_jc["packets_transmitted"], by_jc["packets_received"])
     assert counts == (by_pp["packet_transmit"], by_pp["packet_receive"]), r.stdout
-    return (*counts, r.returncode)
+    return (*counts, r.returncode, by_jc["packet_loss_percent"])
 
 
 def both(peer: Any, rule: str | None, args: list[str]) -> tuple[tuple[int, ...], ...]:
@@ -68,10 +68,11 @@ def both(peer: Any, rule: str | None, args: list[str]) -> tuple[tuple[int, ...],
 @needs_ping
 def test_count_and_deadline_send_until_n_replies_under_loss(icmp_peer: Any) -> None:  # noqa: F811
     """Every third request dropped: ping -c 3 -w 10 sends 5 (seq 1 and 4
-    lost) and stops at the 3rd reply, exit 0. Before, probetop stopped at 3
-    sent with 2 replies."""
+    lost) and stops at the 3rd reply, exit 0, 40 % loss. Before, probetop
+    stopped at 3 sent with 2 replies; ending at the 3rd reply without waiting
+    for the 2 unanswered would have printed 0 % loss (in flight, not lost)."""
     ping, ours = both(icmp_peer, EVERY_THIRD, ["-c", "3", "-w", "10", "-i", "0.2"])
-    assert ping == (5, 3, 0)
+    assert ping == (5, 3, 0, 40.0)
     assert ours == ping
 
 
@@ -80,7 +81,7 @@ def test_count_and_deadline_send_until_n_replies_under_loss(icmp_peer: Any) -> N
 def test_count_without_deadline_still_counts_requests(icmp_peer: Any) -> None:  # noqa: F811
     """ping -c 3 (no -w) sends 3 whatever comes back: 2 replies, exit 0."""
     ping, ours = both(icmp_peer, EVERY_THIRD, ["-c", "3", "-i", "0.2", "-W", "0.5"])
-    assert ping == (3, 2, 0)
+    assert ping[:3] == (3, 2, 0)
     assert ours == ping
 
 
@@ -95,8 +96,8 @@ def test_fewer_replies_than_count_by_the_deadline_exit_1(
     (fewer than 20 replies) also when every one was answered; before,
     probetop exited 0."""
     ping, ours = both(icmp_peer, rule, ["-c", "20", "-w", "1", "-i", "0.2"])
-    p_sent, p_recv, p_rc = ping
-    o_sent, o_recv, o_rc = ours
+    p_sent, p_recv, p_rc, _ = ping
+    o_sent, o_recv, o_rc, _ = ours
     assert p_rc == o_rc == 1
     # The deadline, not the count, ended both: ~5 requests at 0.2 s in 1 s.
     assert 4 <= p_sent <= 6 and 4 <= o_sent <= 6, (ping, ours)
