@@ -5,8 +5,9 @@ Contract:
   (monotonic), reads what is already queued on the socket (replies that
   arrived in the interval count in it) and returns ``SLICE_DEADLINE``, or
   returns ``SLICE_DONE`` once sending has stopped (count reached, or
-  ``control[0]`` set to ``DRAIN``) and nothing is in flight, or at once when
-  ``control[0]`` is ``ABORT``. Another thread may write ``control`` at any
+  ``control[0]`` set to ``DRAIN``; with ``cfg[C_COUNT_REPLIES]`` the count
+  is of echo replies, as ping -c N -w S) and nothing is in flight, or at once
+  when ``control[0]`` is ``ABORT``. Another thread may write ``control`` at any
   time: the loop re-reads it every turn.
   Every send is followed by a read, so sending can never starve receiving.
   It never holds the GIL, so several streams run on several cores, and it
@@ -58,6 +59,7 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     C_ADDRLEN,
     C_CHECK_IDENT,
     C_COUNT,
+    C_COUNT_REPLIES,
     C_CSUM_PARTIAL,
     C_FD,
     C_GRACE,
@@ -141,6 +143,7 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     S_MAX_RX,
     S_NEXT_SEND,
     S_PREV_OUTCOME,
+    S_REPLIES,
     S_RETURNED,
     S_RUN_LEN,
     S_SEND_END,
@@ -408,6 +411,7 @@ def _on_packet(
         rtt = at - sent
         slot_state[seq16] = REPLIED
         st[S_IN_FLIGHT] -= 1
+        st[S_REPLIES] += 1
         ctr[K_RECEIVED] += 1
         if ctr[K_RTT_MIN] < 0 or rtt < ctr[K_RTT_MIN]:
             ctr[K_RTT_MIN] = rtt
@@ -515,6 +519,7 @@ def run_slice(
     period = cfg[C_PERIOD]
     preload = cfg[C_PRELOAD]
     count = cfg[C_COUNT]
+    count_replies = cfg[C_COUNT_REPLIES] != 0
     pktlen = cfg[C_PKTLEN]
     fix_checksum = cfg[C_RAW] != 0 and cfg[C_V6] == 0
     partial = cfg[C_CSUM_PARTIAL]
@@ -553,13 +558,20 @@ def run_slice(
             st[S_RETURNED] = now
             return SLICE_DEADLINE
         _sweep(now, cfg, st, slot_state, slot_sent, ctr)
-        sending = command != DRAIN and (count <= 0 or st[S_HEAD] < count)
+        answered = count_replies and count > 0 and st[S_REPLIES] >= count
+        sending = command != DRAIN and (
+            count <= 0 or (st[S_REPLIES] < count if count_replies else st[S_HEAD] < count)
+        )
         if not sending and st[S_SEND_END] == 0:
             # --count reached: sending ended one period after the last request
-            # (ping -c N -i P takes N x P); a drain: now.
+            # (ping -c N -i P takes N x P); a drain or N replies: now.
             st[S_SEND_END] = now
-            if command != DRAIN and paced and st[S_HEAD] > 0:
+            if command != DRAIN and paced and st[S_HEAD] > 0 and not answered:
                 st[S_SEND_END] = st[S_LAST_SEND] + period
+        # After N replies (ping -c N -w S) the requests still unanswered are
+        # awaited (at most --grace, and the deadline) as after -c N requests:
+        # ping exits at the Nth reply and counts them lost; ending here would
+        # leave them in flight, never lost, and print 0 % where ping said 40 %.
         if not sending and st[S_IN_FLIGHT] == 0:
             st[S_RETURNED] = now
             return SLICE_DONE

@@ -36,7 +36,9 @@ DEMO_IDLE_REASON = (
 
 
 def read_settings(values: Mapping[str, Any], common: RunCommon) -> IcmpSettings:
-    return IcmpSettings.from_options(values, interval_s=common.interval_s)
+    return IcmpSettings.from_options(
+        values, interval_s=common.interval_s, deadline_s=common.time_limit_s
+    )
 
 
 def build_probes(settings: IcmpSettings, common: RunCommon) -> list[Probe]:
@@ -77,7 +79,9 @@ def report(settings: IcmpSettings, common: RunCommon, result: RunOutcome) -> int
                 "in one interval: use -q at this rate)"
             )
         sys.stdout.write(format_report(summary, error=error, header=not started, notes=notes))
-    return exit_code(summary, error)
+    return exit_code(
+        summary, error, want_replies=settings.count if settings.counts_replies else None
+    )
 
 
 # --time (0 or absent: no limit, as ping without -w) is the deadline (the

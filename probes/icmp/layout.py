@@ -57,7 +57,10 @@ C_PKTLEN, C_CSUM_PARTIAL, C_CHECK_IDENT, C_ADDRLEN = range(9, 13)
 # The reply log (ping's per-reply lines): rows it holds per slice (0: off),
 # and whether the loop returns at each logged reply (SLICE_REPLY).
 C_LOG, C_LOG_RETURN = 13, 14
-N_CONFIG = 15
+# What C_COUNT counts: 0 requests sent (ping -c N), 1 echo replies received
+# (ping -c N -w S: sending goes on until N are answered or the deadline).
+C_COUNT_REPLIES = 15
+N_CONFIG = 16
 
 # -- persistent loop state (int64 array) ---------------------------------------
 S_HEAD, S_TAIL, S_NEXT_SEND, S_LAST_SEND, S_IN_FLIGHT, S_MAX_RX = range(6)
@@ -79,7 +82,9 @@ S_USER_STAMPED = 12
 # The last echo reply's IP TTL / hop limit (-1 before the first or unknown),
 # the rows in the reply log, and replies the full log left out.
 S_LAST_TTL, S_LOG_N, S_LOG_DROPPED = 13, 14, 15
-N_STATE = 16
+# Unique echo replies received over the run (what C_COUNT_REPLIES counts).
+S_REPLIES = 16
+N_STATE = 17
 
 # -- the reply log (int64 rows; the caller takes and empties it each return) ---
 L_SEQ, L_TTL, L_BYTES, L_RTT, L_AT, L_DUP = range(6)

@@ -21,6 +21,7 @@ from probetop.probes.icmp.layout import (
     C_ADDRLEN,
     C_CHECK_IDENT,
     C_COUNT,
+    C_COUNT_REPLIES,
     C_CSUM_PARTIAL,
     C_FD,
     C_GRACE,
@@ -246,10 +247,12 @@ def make_config(
     addr_len: int,
     log_rows: int = 0,
     log_return: bool = False,
+    count_replies: bool = False,
 ) -> np.ndarray:
     """The loop's config array. ``period_ns`` 0 = flood (send as replies arrive).
     ``log_rows`` > 0 turns the reply log on (rows per slice); ``log_return``
-    makes the loop return at each logged reply."""
+    makes the loop return at each logged reply. ``count_replies``: ``count``
+    is of echo replies, not requests (ping -c N -w S)."""
     cfg = np.zeros(N_CONFIG, np.int64)
     cfg[C_FD] = fd
     cfg[C_V6] = int(v6)
@@ -267,4 +270,5 @@ def make_config(
     cfg[C_ADDRLEN] = addr_len
     cfg[C_LOG] = log_rows
     cfg[C_LOG_RETURN] = int(log_return and log_rows > 0)
+    cfg[C_COUNT_REPLIES] = int(count_replies)
     return cfg

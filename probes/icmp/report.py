@@ -12,8 +12,9 @@ Contract:
   command) come before the ``---`` line, where those parsers do not read.
 - ``json_document(probe_id, summary, ...)`` is the ``--json`` output: the
   summary as the probe wrote it, between ``probe`` and ``reason``/``error``.
-- ``exit_code(summary, error)`` follows ping: 0 when replies came back (also
-  after Ctrl-C), 1 when requests went unanswered or the probe failed.
+- ``exit_code(summary, error, want_replies=)`` follows ping: 0 when replies
+  came back (also after Ctrl-C), 1 when requests went unanswered, when
+  fewer than ``want_replies`` came back (ping -c N -w S), or the probe failed.
 """
 
 from __future__ import annotations
@@ -182,9 +183,15 @@ def json_document(
     return {"probe": probe_id, **summary, "reason": reason, "error": error}
 
 
-def exit_code(summary: Mapping[str, Any], error: str | None) -> int:
-    """1 on a probe error or when requests were sent and none was answered; else 0."""
+def exit_code(
+    summary: Mapping[str, Any], error: str | None, *, want_replies: int | None = None
+) -> int:
+    """1 on a probe error or when requests were sent and none was answered;
+    with ``want_replies`` (ping -c N -w S: N), also when fewer than N replies
+    came back by the deadline; else 0."""
     if error:
         return 1
     t = IcmpSummary.from_summary(summary).totals
+    if t is not None and want_replies is not None and t.received < want_replies:
+        return 1
     return 1 if t is not None and t.sent and not t.received else 0

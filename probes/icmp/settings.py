@@ -168,7 +168,12 @@ SPEC = CommandSpec(
             1,
             "N",
         ),
-        Option(("-c", "--count"), "stop after N requests", _count, metavar="N"),
+        Option(
+            ("-c", "--count"),
+            "stop after N requests (with -w: after N replies, as ping)",
+            _count,
+            metavar="N",
+        ),
         Option(
             ("-w", "--deadline"),
             "stop after S seconds, as ping -w (the same as --time)",
@@ -278,10 +283,16 @@ class IcmpSettings:
     # Since 0.3: the headless text's ping options (no effect on what is sent).
     quiet: bool = False  # -q
     timestamps: bool = False  # -D
+    # Since 0.4: -w/--time (the run's deadline; the runner enforces it). With
+    # -c it makes the count one of replies, as ping -c N -w S (counts_replies).
+    deadline_s: float | None = None
 
     @classmethod
-    def from_options(cls, values: Mapping[str, Any], *, interval_s: float) -> IcmpSettings:
-        """Settings from parsed ``SPEC`` values plus the sampling interval; validated."""
+    def from_options(
+        cls, values: Mapping[str, Any], *, interval_s: float, deadline_s: float | None = None
+    ) -> IcmpSettings:
+        """Settings from parsed ``SPEC`` values plus the sampling interval and
+        the run's deadline (-w/--time; None: none); validated."""
         settings = cls(
             host=values["host"],
             flood=bool(values.get("flood", False)),
@@ -300,9 +311,17 @@ class IcmpSettings:
             interval_s=interval_s,
             quiet=bool(values.get("quiet", False)),
             timestamps=bool(values.get("timestamps", False)),
+            deadline_s=deadline_s,
         )
         settings.validate()
         return settings
+
+    @property
+    def counts_replies(self) -> bool:
+        """ping -c N -w S: with a deadline, the count is of echo replies
+        (sending goes on until N are answered or the deadline comes, and
+        fewer than N replies exit 1); without one, of requests (-c N)."""
+        return self.count is not None and bool(self.deadline_s)
 
     @property
     def total_rate(self) -> float | None:
@@ -425,6 +444,8 @@ def _one_command(settings: IcmpSettings, address: str | None) -> str:
     cmd += ["-s", str(o.size)]
     if o.count:
         cmd += ["-c", str(o.count)]
+    if o.counts_replies and o.deadline_s:
+        cmd += ["-w", f"{o.deadline_s:g}"]
     if o.ttl:
         cmd += ["-t", str(o.ttl)]
     if o.source:

@@ -146,6 +146,7 @@ class Stream(threading.Thread):
                 # Each reply's line as it arrives, up to 1000 replies/s a stream;
                 # faster, the lines of a slice go out together at its end.
                 log_return=period_ns > 0 and period_ns >= LOG_RETURN_MIN_PERIOD_NS,
+                count_replies=p.settings.counts_replies,
             )
             # Spread paced streams over one period so N streams are not N-packet bursts.
             offset = period_ns * self.index // max(1, p.settings.streams)

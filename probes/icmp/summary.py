@@ -46,6 +46,7 @@ _SETTING_TYPES: dict[str, tuple[type, ...]] = {
     "interval_s": (int, float),
     "quiet": (bool,),
     "timestamps": (bool,),
+    "deadline_s": (int, float, type(None)),
 }
 
 
@@ -80,6 +81,8 @@ class IcmpParams:
         for output_only in ("quiet", "timestamps"):  # since 0.3, and only when set
             if not d[output_only]:
                 del d[output_only]
+        if d["deadline_s"] is None:  # since 0.4, only with -w/--time
+            del d["deadline_s"]
         d["mode"] = self.mode
         if self.target is not None:
             d["address"] = self.target.address
