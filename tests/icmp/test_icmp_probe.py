@@ -213,7 +213,10 @@ def test_sequence_wrap_declares_unanswered_requests_lost_early(icmp_peer: Peer) 
     # 80k requests in 1 s, well within the 3 s grace: slots 0..14463 are reused in flight.
     s, _ = run(host=icmp_peer.peer_addr, rate=80_000.0, count=80_000, grace_s=3.0, size=1)
     assert s["sent"] == 80_000 and s["received"] == 0
-    assert s["lost_early_by_wrap"] == 80_000 - 65_536
+    if s["pacing_missed"] == 0:
+        assert s["lost_early_by_wrap"] == 80_000 - 65_536
+    else:  # the sender stalled (load 20-60 seen): early requests expired before their wrap
+        assert 0 < s["lost_early_by_wrap"] <= 80_000 - 65_536, s
     assert s["lost"] == 80_000  # the rest were waited for: stopped when the grace ran out
 
 
