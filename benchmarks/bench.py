@@ -63,6 +63,7 @@ PLAN: dict[str, Plan] = {
     "cpu_dashboard_overhead": Plan("--time 3 --rounds 2", ("tmux",)),
     "cpu_vs_sysbench": Plan("--time 2 --rounds 2", ("sysbench",)),
     "dashboard_scale": Plan("--seconds 6 --settle 5 --keys 3", ("tmux",)),
+    "deadline_check_cost": Plan("--rounds 3 --seconds 1", (*LOOP, "git")),
     "efs_method": Plan("--rounds 2 --seconds 1", ("fio",)),
     "http_errors_vs_curl": Plan("--rounds 80", ("curl",)),
     "http_load_vs_wrk": Plan("--rounds 1 --time 1 --bisect 1", ("nginx", "wrk", "curl")),

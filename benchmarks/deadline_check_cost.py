@@ -25,6 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from figures import at_least, report
 from iops_vs_fio import shm_loop_device
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,6 +110,15 @@ def main() -> None:
         vs_fio = statistics.median(n[k] / f[k] for n, _, f in rounds)
         old_fio = statistics.median(o[k] / f[k] for _, o, f in rounds)
         print(f"  {what}: new/old {vs_old:.3f}  new/fio {vs_fio:.3f}  old/fio {old_fio:.3f}")
+        if k == 0:
+            case = f"{args.engine} iodepth 1, {args.rounds} rounds"
+            new_iops = statistics.median(n[0] for n, _, _ in rounds)
+            report(case, "IOPS vs before the deadline check", new_iops,
+                   statistics.median(o[0] for _, o, _ in rounds), unit="IO/s",
+                   reference_tool=f"probetop at {args.old}", ratio=vs_old,
+                   goal=at_least(0.97))  # fmt: skip
+            report(case, "IOPS vs fio", new_iops, statistics.median(f[0] for _, _, f in rounds),
+                   unit="IO/s", reference_tool="fio", ratio=vs_fio)  # fmt: skip
 
 
 if __name__ == "__main__":

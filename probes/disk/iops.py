@@ -80,11 +80,12 @@ from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.filelayout import Layout
 from probetop.probes.disk.freespace import allocation_needed, check_room
 from probetop.probes.disk.holes import find_holes
-from probetop.probes.disk.inflight import InFlight, hung_message, stop_grace
+from probetop.probes.disk.inflight import hung_message, stop_grace
 from probetop.probes.disk.jobusage import ThreadUsage
 from probetop.probes.disk.kernelview import KernelView, buffered_note, rate_note, zeros_note
 from probetop.probes.disk.mounts import filesystem_of
 from probetop.probes.disk.nfsstats import NFS_TYPES, NfsMount, nfs_view, read_mount
+from probetop.probes.disk.pending import InFlight
 from probetop.probes.disk.records import (
     DIRECTIONS,
     FIO_PERCENTILES,

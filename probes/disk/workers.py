@@ -37,7 +37,7 @@ Contract:
 - ``usage()``: the workers' CPU counters (``jobusage``), an ended worker's
   as it ended (a loop that returned at the deadline has left /proc).
 - ``in_flight()``: the I/Os the workers still running have submitted and
-  not completed (``inflight.InFlight``), for a device that stopped
+  not completed (``pending.InFlight``), for a device that stopped
   answering: the asynchronous loops keep their slots (offset, direction,
   length) in an array of the engine's; a synchronous worker's is the
   pread/pwrite the kernel shows it blocked in.
@@ -110,9 +110,9 @@ from probetop.probes.disk.counters import (
     sum_jobs,
 )
 from probetop.probes.disk.engineplan import EnginePlan, cut_chunks, open_target
-from probetop.probes.disk.inflight import InFlight, blocked_call
 from probetop.probes.disk.iothreads import STARVED_CAP_S, runnable, yield_to_control
 from probetop.probes.disk.jobusage import ThreadUsage, read_thread
+from probetop.probes.disk.pending import InFlight, blocked_call
 from probetop.probes.disk.records import DIRECTIONS
 from probetop.probes.disk.steps import wait_threads
 
