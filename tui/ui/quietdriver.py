@@ -27,6 +27,8 @@ from the background (no SIGTTOU, no SIGTTIN). A dashboard that ends while
 suspended leaves the terminal alone (the shell owns it) and continues the
 waiter so it can exit; once closed, the driver ignores SIGTSTP (the process
 is printing its report and exiting: no view to suspend or start again).
+The two signals are handled on the event loop, in the order they came; the
+signal handler only queues them (``_on_job_signal`` says why).
 """
 
 from __future__ import annotations
@@ -96,11 +98,29 @@ class QuietLinuxDriver(LinuxDriver):
         self.on_suspend: Callable[[bool], None] | None = None
         self.on_resume: Callable[[], None] | None = None
         self.on_refused: Callable[[], None] | None = None  # no shell could resume us
-        signal.signal(signal.SIGTSTP, self._on_sigtstp)
-        signal.signal(signal.SIGCONT, self._on_sigcont)
+        signal.signal(signal.SIGTSTP, self._on_job_signal)
+        signal.signal(signal.SIGCONT, self._on_job_signal)
 
     # -- job control (module docstring) ---------------------------------
-    def _on_sigtstp(self, _signum: int, _frame: FrameType | None) -> None:
+    def _on_job_signal(self, signum: int, _frame: FrameType | None) -> None:
+        """The handler of SIGTSTP and SIGCONT: hand the signal to the event
+        loop, in order. A Python handler runs between any two bytecodes of
+        the main thread: in the middle of Textual's message queues and
+        compositor, of a queue.Queue holding its lock, or of this driver's
+        own resume when the second SIGCONT of an ``fg`` comes (the shell's,
+        then the waiter's). Work done there could start the view twice, or
+        put a message in a Textual queue between its getter's emptiness
+        check and its wait, a wake-up lost."""
+        with contextlib.suppress(RuntimeError):  # the loop closed: the process is exiting
+            self._loop.call_soon_threadsafe(self._job_signal, signum)
+
+    def _job_signal(self, signum: int) -> None:
+        if signum == signal.SIGTSTP:
+            self._on_sigtstp()
+        else:
+            self._on_sigcont()
+
+    def _on_sigtstp(self) -> None:
         if not self.view_suspended and not jobcontrol.shell_can_resume():
             if self.on_refused is not None:  # as the kernel ignores it there
                 self.on_refused()
@@ -112,7 +132,7 @@ class QuietLinuxDriver(LinuxDriver):
             self.on_suspend(jobcontrol.waiter_pid() is None)
         jobcontrol.stop_job()
 
-    def _on_sigcont(self, _signum: int, _frame: FrameType | None) -> None:
+    def _on_sigcont(self) -> None:
         if not self.view_suspended:
             return  # a bare SIGSTOP/SIGCONT: the view never left
         if not jobcontrol.in_foreground(self.fileno):
