@@ -283,8 +283,9 @@ class IcmpSettings:
     # Since 0.3: the headless text's ping options (no effect on what is sent).
     quiet: bool = False  # -q
     timestamps: bool = False  # -D
-    # Since 0.4: -w/--time (the run's deadline; the runner enforces it). With
-    # -c it makes the count one of replies, as ping -c N -w S (counts_replies).
+    # Since 0.4: -w/--time (the run's deadline: the send loop sends nothing at
+    # or after it, as ping; the runner ends the run there). With -c it makes
+    # the count one of replies, as ping -c N -w S (counts_replies).
     deadline_s: float | None = None
 
     @classmethod
