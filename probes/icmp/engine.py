@@ -9,8 +9,9 @@ Contract:
   is of echo replies, as ping -c N -w S) and nothing is in flight, or at once
   when ``control[0]`` is ``ABORT``. No request is sent at or after
   ``cfg[C_SEND_UNTIL]`` (the run's deadline, ping -w S; 0: none): the loop
-  then only receives until it is drained (the runner's stop at --time). Another thread may write ``control`` at any
-  time: the loop re-reads it every turn.
+  then only receives until it is drained (the runner's stop at --time).
+  Another thread may write ``control`` at any time: the loop re-reads it
+  every turn.
   Every send is followed by a read, so sending can never starve receiving.
   It never holds the GIL, so several streams run on several cores, and it
   returns only at interval ends: each return must re-take the GIL, which a
