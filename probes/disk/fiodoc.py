@@ -209,6 +209,11 @@ def job_views(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     or the summary itself when the run is reported as one group."""
     per_job = summary.get("per_job") or []
     if not per_job:
+        jobs = int((summary.get("params") or {}).get("jobs") or 1)
+        args = shlex.split(str(summary.get("fio_command") or ""))
+        if jobs > 1 and "--group_reporting" not in args and not _measured(summary):
+            # stopped before any I/O: each job written with zeros, as fio
+            return [{**summary, "params": {**summary["params"], "jobs": 1}}] * jobs
         return [dict(summary)]
     params = {**(summary.get("params") or {}), "jobs": 1}
     group = {n: int((summary.get(n) or {}).get("bw_bytes", 0)) for n in ("read", "write")}
@@ -216,6 +221,10 @@ def job_views(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
         {**summary, **entry, "params": params, "intervals": [], "group_bw_bytes": group}
         for entry in per_job
     ]
+
+
+def _measured(summary: Mapping[str, Any]) -> bool:
+    return "read" in summary or "write" in summary
 
 
 def fio_job(summary: Mapping[str, Any], *, plus: bool) -> dict[str, Any]:
@@ -273,9 +282,9 @@ def fio_document(
     reason: str = "completed",
 ) -> dict[str, Any]:
     """See the module docstring. ``summary`` is ``IopsProbe.summary()``
-    (without directions when the run ended before it measured: then the one
-    job is written with zeros, as fio writes a job that did no I/O, so
-    ``jobs[0]`` is always there). ``reason`` is the run's end
+    (without directions when the run ended before it measured: then each
+    reported job is written with zeros, as fio writes a job that did no I/O,
+    so ``jobs[0]`` is always there). ``reason`` is the run's end
     (``RunResult.reason``): an "interrupted (SIG...)" one goes under
     "probetop" as ``interrupted``, with a note when nothing was measured."""
     stamp_ms = int(summary.get("finished_unix_ms") or time.time() * 1000)
@@ -288,7 +297,7 @@ def fio_document(
     }
     if glob:
         doc["global options"] = glob
-    measured = "read" in summary or "write" in summary
+    measured = _measured(summary)
     doc["jobs"] = [fio_job(view, plus=plus) for view in job_views(summary)]
     if summary.get("disk_util"):
         doc["disk_util"] = list(summary["disk_util"])

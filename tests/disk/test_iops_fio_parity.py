@@ -615,3 +615,16 @@ def test_numjobs_terse_and_clat2csv_per_job(disk_file: Path, fast_dir: Path) -> 
             pytest.skip("fio_jsonplus_clat2csv needs python3-six")
         assert proc.returncode == 0, proc.stderr
     assert (fast_dir / "jobs_job0.csv").exists() and (fast_dir / "jobs_job1.csv").exists()
+
+
+def test_a_run_stopped_before_any_io_writes_each_job_with_zeros() -> None:
+    """Nothing measured (stopped during the layout): --jobs 3 without
+    --group_reporting gives three zero jobs, as fio writes each job that did
+    no I/O; with it, one."""
+    from probetop.probes.disk.fiodoc import fio_document
+
+    summary = {"params": {"jobs": 3}, "fio_command": "fio --filename=x --numjobs=3 --name=probetop"}
+    jobs = fio_document(summary)["jobs"]
+    assert len(jobs) == 3 and all(j["read"]["total_ios"] == 0 for j in jobs)
+    grouped = {**summary, "fio_command": "fio --numjobs=3 --group_reporting --name=probetop"}
+    assert len(fio_document(grouped)["jobs"]) == 1
