@@ -445,7 +445,7 @@ def _one_command(settings: IcmpSettings, address: str | None) -> str:
     cmd += ["-s", str(o.size)]
     if o.count:
         cmd += ["-c", str(o.count)]
-    if o.counts_replies and o.deadline_s:
+    if o.deadline_s:  # the run's deadline is ping's -w, with or without -c
         cmd += ["-w", f"{o.deadline_s:g}"]
     if o.ttl:
         cmd += ["-t", str(o.ttl)]
