@@ -8,7 +8,8 @@ Contract:
   the ``sysbench 1.0.20 (using probetop X, ENGINE engine)`` banner to the
   closing empty line; then probetop's own lines (interrupted, notes,
   warnings), and for a sweep its table and chart before the last run's
-  block, each clearly outside the sysbench sections.
+  block, each clearly outside the sysbench sections. With ``histogram``
+  (--histogram), sysbench's latency histogram before "CPU speed:".
 - ``head_lines`` (banner to "Threads started!") and ``LiveLines`` (a
   sample's [ Ns ] lines) are the same report printed as the run goes;
   ``format_report(..., rest_only=True)`` is then the rest.
@@ -31,6 +32,7 @@ from probetop.probes.core.sysbench.report import (
     cumulative_fields,
     cumulative_sections,
     dropped_intervals_line,
+    histogram_lines,
     interrupted_line,
     json_document,
     number,
@@ -194,10 +196,12 @@ def format_report(
     report_interval_s: float | None = None,
     reason: str | None = None,
     rest_only: bool = False,
+    histogram: bool = False,
 ) -> str:
     """The headless text report, line for line as ``sysbench cpu run`` (see
     the module docstring); ``report_interval_s`` prints sysbench's
-    "Report intermediate results" line. ``rest_only``: what follows the
+    "Report intermediate results" line, ``histogram`` its --histogram block
+    (of the last run of a sweep, before its sections). ``rest_only``: what follows the
     interval lines, when the head and those lines were printed live
     (``LiveLines``): then no line was left out, so no note says so."""
     pct = float(summary.get("percentile", 95))
@@ -219,6 +223,8 @@ def format_report(
         lines += sweep_table(sweep, pct)
         lines.append("")
         lines.append(f"Last run of the sweep ({summary.get('threads')} threads):")
+    if histogram:
+        lines += histogram_lines(summary.get("histogram") or {})
     lines += sysbench_block(summary)
     lines.append("")  # sysbench ends its report with an empty line
     interrupted = interrupted_line(reason, summary.get("total_time", 0.0))

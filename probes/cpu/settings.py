@@ -35,6 +35,7 @@ from probetop.probes.core.sysbench.options import (
     DEFAULT_PERCENTILE,
     DEFAULT_TIME_S,
     check_percentile,
+    histogram_option,
     old_spellings,
     percentile_option,
     report_interval_option,
@@ -142,6 +143,7 @@ SPEC = CommandSpec(
         ),
         report_interval_option("cpu"),
         percentile_option(),
+        histogram_option(),
         Option(
             ("--sweep",),
             "one run per thread count (--time each) and report events/s and scaling "
@@ -185,6 +187,7 @@ class CpuSettings:
     sweep: bool = False
     engine: str = "auto"
     report_intervals: bool = False  # print [ 1s ] lines in the text report
+    histogram: bool = False  # --histogram: print the latency histogram in the text report
     unbounded_ok: bool = False
     sweep_counts: tuple[int, ...] | None = None
 
@@ -216,6 +219,7 @@ class CpuSettings:
             sweep=sweep is not None,
             engine=values.get("engine", "auto"),
             report_intervals=report_intervals,
+            histogram=bool(values.get("histogram", False)),
             sweep_counts=tuple(sweep) if sweep else None,
         )
         settings.validate()

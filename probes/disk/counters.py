@@ -231,16 +231,34 @@ def latency_stats(
 
 @dataclass
 class Snapshot:
-    """All jobs' counters at one monotonic instant."""
+    """All jobs' counters at one monotonic instant: ``dirs`` summed over the
+    jobs, ``jobs`` each job's own (fio's per-job report; empty where the
+    reader did not ask for them)."""
 
     t_ns: int
     dirs: tuple[DirectionTotals, DirectionTotals]
+    jobs: tuple[tuple[DirectionTotals, DirectionTotals], ...] = ()
 
 
-def sum_jobs(t_ns: int, cnt: np.ndarray, flt: np.ndarray, hist: np.ndarray) -> Snapshot:
+def sum_jobs(
+    t_ns: int,
+    cnt: np.ndarray,
+    flt: np.ndarray,
+    hist: np.ndarray,
+    *,
+    per_job: np.ndarray | None = None,
+) -> Snapshot:
     """The ``Snapshot`` at ``t_ns`` of every job's counters summed: ``cnt`` and
     ``flt`` (jobs, direction, slot) copies of the loops' arrays, ``hist`` the
-    histograms already summed over the jobs (direction, bucket)."""
+    histograms already summed over the jobs (direction, bucket). With
+    ``per_job`` (each job's histograms: job, direction, bucket), ``jobs``
+    holds each job's own totals too."""
+    jobs: tuple[tuple[DirectionTotals, DirectionTotals], ...] = ()
+    if per_job is not None:
+        jobs = tuple(
+            sum_jobs(t_ns, cnt[j : j + 1], flt[j : j + 1], per_job[j]).dirs
+            for j in range(cnt.shape[0])
+        )
     dirs = []
     for d in (READ, WRITE):
         ios = int(cnt[:, d, C_IOS].sum())
@@ -259,4 +277,4 @@ def sum_jobs(t_ns: int, cnt: np.ndarray, flt: np.ndarray, hist: np.ndarray) -> S
                 hist=hist[d].copy(),
             )
         )
-    return Snapshot(t_ns, (dirs[0], dirs[1]))
+    return Snapshot(t_ns, (dirs[0], dirs[1]), jobs)

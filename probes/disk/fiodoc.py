@@ -7,19 +7,25 @@ Contract:
 - ``fio_document(summary, plus=...)``: fio's JSON document: ``fio version``
   (the fio whose layout it follows), ``timestamp``, ``timestamp_ms``,
   ``time``, ``global options`` (the equivalent fio command's options, as
-  strings), one ``jobs[]`` entry (the run is one group, as fio's
-  ``--group_reporting``) with fio's keys, JSON types and units per direction
+  strings), ``jobs[]``: one entry per job when the summary has ``per_job``
+  (``--numjobs N`` without ``--group_reporting``: each job's own counters,
+  same jobname and groupid 0, as fio), else one for the group (as fio's
+  ``--group_reporting``), with fio's keys, JSON types and units per direction
   (``read``, ``write``, ``trim``, ``sync``) and per job, ``disk_util[]``
   (the kernel's view of the target's disk; absent where it has none, as in
   fio), and probetop's own summary under ``probetop``. With ``plus``,
   ``clat_ns.bins`` maps each non-empty histogram bucket's value (fio's
   ``plat_idx_to_val``) to its count, as fio's json+.
-- ``terse_line(summary)``: fio's terse version 3 line (no trim fields).
+- ``job_views(summary)``: the summary as each reported job sees it (its own
+  figures over the group's), what ``fio_job`` and the text report read.
+- ``terse_line(summary)``: fio's terse version 3 lines, one per reported
+  job (no trim fields).
 - Where probetop measures differently (docs/iops.md#fio-output-formats):
-  ``bw_*``/``iops_*`` samples are probetop's per-interval rates of the whole
-  job (fio: per 500 ms window, summed over jobs); ``iodepth_*`` come from the
-  configured depth (the loops keep it full); ``latency_*`` and the bins come
-  from the completion-latency histogram (fio's, 1/64 precision).
+  ``bw_*``/``iops_*`` samples are probetop's per-interval rates of the
+  reported job (fio: per 500 ms window; with group reporting, summed over
+  jobs); ``iodepth_*`` come from the configured depth (the loops keep it
+  full); ``latency_*`` and the bins come from the completion-latency
+  histogram (fio's, 1/64 precision).
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ DIRECTION_KEYS = (
     "short_ios", "drop_ios", "slat_ns", "clat_ns", "lat_ns",
 )  # fmt: skip
 # Summary keys that are fio's raw material, not probetop's report.
-_RAW_KEYS = ("clat_hist",)
+_RAW_KEYS = ("clat_hist", "per_job")
 
 
 def _zero_lat() -> dict[str, Any]:
@@ -98,8 +104,12 @@ def _bins(hist: Sequence[tuple[int, int]]) -> dict[str, int]:
     return {str(int(BUCKET_VALUES_NS[min(i, HIST_BUCKETS - 1)])): c for i, c in hist}
 
 
-def direction_block(summary: Mapping[str, Any], name: str, *, plus: bool) -> dict[str, Any]:
-    """One of ``read``/``write``/``trim`` as fio writes it."""
+def direction_block(
+    summary: Mapping[str, Any], name: str, *, plus: bool, group_bw_bytes: int | None = None
+) -> dict[str, Any]:
+    """One of ``read``/``write``/``trim`` as fio writes it; ``group_bw_bytes``
+    is the group's rate in that direction (``bw_agg``'s base; None: this
+    job is the group)."""
     d = summary.get(name) or {}
     block: dict[str, Any] = {}
     for key in DIRECTION_KEYS:
@@ -116,7 +126,7 @@ def direction_block(summary: Mapping[str, Any], name: str, *, plus: bool) -> dic
     if plus and block["clat_ns"].get("N") and hist:
         block["clat_ns"]["bins"] = _bins(hist)
     bmin, bmax, bmean, bdev, bn = _stats(summary, name, "bw_bytes", 1024)
-    agg_kib = block["bw_bytes"] / 1024
+    agg_kib = (block["bw_bytes"] if group_bw_bytes is None else group_bw_bytes) / 1024
     block["bw_min"], block["bw_max"] = bmin, bmax
     # fio's convert_agg_kbytes_percent: this job's mean over the group's, capped at 100
     block["bw_agg"] = min(100.0, bmean * 100 / agg_kib) if bn and agg_kib else 0.0
@@ -192,8 +202,35 @@ def fio_options(fio_command: str) -> tuple[dict[str, str], dict[str, str]]:
     return glob, job
 
 
+def job_views(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The summary as each reported job sees it: one per ``per_job`` entry
+    (its directions, histogram, runtime, CPU use and interval stats over the
+    group's; ``jobs`` 1; ``group_bw_bytes`` the group's rate per direction),
+    or the summary itself when the run is reported as one group."""
+    per_job = summary.get("per_job") or []
+    if not per_job:
+        jobs = int((summary.get("params") or {}).get("jobs") or 1)
+        args = shlex.split(str(summary.get("fio_command") or ""))
+        if jobs > 1 and "--group_reporting" not in args and not _measured(summary):
+            # stopped before any I/O: each job written with zeros, as fio
+            return [{**summary, "params": {**summary["params"], "jobs": 1}}] * jobs
+        return [dict(summary)]
+    params = {**(summary.get("params") or {}), "jobs": 1}
+    group = {n: int((summary.get(n) or {}).get("bw_bytes", 0)) for n in ("read", "write")}
+    return [
+        {**summary, **entry, "params": params, "intervals": [], "group_bw_bytes": group}
+        for entry in per_job
+    ]
+
+
+def _measured(summary: Mapping[str, Any]) -> bool:
+    return "read" in summary or "write" in summary
+
+
 def fio_job(summary: Mapping[str, Any], *, plus: bool) -> dict[str, Any]:
+    """One ``jobs[]`` entry from a ``job_views`` view (or a summary reported as one group)."""
     params = summary.get("params") or {}
+    group = summary.get("group_bw_bytes") or {}
     _glob, job_opts = fio_options(str(summary.get("fio_command") or "fio --name=probetop"))
     usage = summary.get("job_usage") or {}
     runtime_ms = int(summary.get("runtime_ms") or 0)
@@ -212,8 +249,8 @@ def fio_job(summary: Mapping[str, Any], *, plus: bool) -> dict[str, Any]:
         "eta": 0,
         "elapsed": (elapsed_ms + 999) // 1000,
         "job options": job_opts,
-        "read": direction_block(summary, "read", plus=plus),
-        "write": direction_block(summary, "write", plus=plus),
+        "read": direction_block(summary, "read", plus=plus, group_bw_bytes=group.get("read")),
+        "write": direction_block(summary, "write", plus=plus, group_bw_bytes=group.get("write")),
         "trim": direction_block({}, "trim", plus=plus),
         "sync": {"total_ios": 0, "lat_ns": _zero_lat()},
         "job_runtime": job_runtime,
@@ -245,9 +282,9 @@ def fio_document(
     reason: str = "completed",
 ) -> dict[str, Any]:
     """See the module docstring. ``summary`` is ``IopsProbe.summary()``
-    (without directions when the run ended before it measured: then the one
-    job is written with zeros, as fio writes a job that did no I/O, so
-    ``jobs[0]`` is always there). ``reason`` is the run's end
+    (without directions when the run ended before it measured: then each
+    reported job is written with zeros, as fio writes a job that did no I/O,
+    so ``jobs[0]`` is always there). ``reason`` is the run's end
     (``RunResult.reason``): an "interrupted (SIG...)" one goes under
     "probetop" as ``interrupted``, with a note when nothing was measured."""
     stamp_ms = int(summary.get("finished_unix_ms") or time.time() * 1000)
@@ -260,8 +297,8 @@ def fio_document(
     }
     if glob:
         doc["global options"] = glob
-    measured = "read" in summary or "write" in summary
-    doc["jobs"] = [fio_job(summary, plus=plus)]
+    measured = _measured(summary)
+    doc["jobs"] = [fio_job(view, plus=plus) for view in job_views(summary)]
     if summary.get("disk_util"):
         doc["disk_util"] = list(summary["disk_util"])
     own = {k: v for k, v in summary.items() if k not in _RAW_KEYS}
@@ -309,9 +346,14 @@ def _terse_direction(block: Mapping[str, Any]) -> str:
 
 
 def terse_line(summary: Mapping[str, Any]) -> str:
-    """fio's ``--output-format=terse`` line (version 3; ``--terse-version=3``)."""
+    """fio's ``--output-format=terse`` lines (version 3; ``--terse-version=3``):
+    one per reported job (``job_views``), each with the disk util, as fio."""
     if "read" not in summary and "write" not in summary:
         return ""
+    return "\n".join(_terse_job(view) for view in job_views(summary))
+
+
+def _terse_job(summary: Mapping[str, Any]) -> str:
     job = fio_job(summary, plus=False)
     out = f"{TERSE_VERSION};{FIO_VERSION};{job['jobname']};{job['groupid']};{job['error']}"
     out += _terse_direction(job["read"]) + _terse_direction(job["write"])
@@ -345,5 +387,6 @@ __all__ = [
     "direction_block",
     "fio_document",
     "fio_options",
+    "job_views",
     "terse_line",
 ]

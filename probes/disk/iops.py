@@ -188,6 +188,10 @@ class IopsProbe:
         # figures (bw_min, iops_mean, ...) come from running stats over every row.
         self.intervals: IntervalLog[dict[str, Any]] = IntervalLog()
         self._interval_stats: dict[str, RunningStats] = {}
+        # fio without --group_reporting reports each of --numjobs N jobs on
+        # its own: each job's counters, interval stats and CPU use are kept.
+        self._per_job = s.jobs > 1 and not s.group_reporting
+        self._job_stats: list[dict[str, RunningStats]] = [{} for _ in range(s.jobs)]
         self._base: Snapshot | None = None
         self._last: Snapshot | None = None
         self._measure_start_ns: int | None = None
@@ -209,6 +213,8 @@ class IopsProbe:
         # fio's per-job and kernel views over the measured window (fiodoc.py)
         self._usage_base: ThreadUsage | None = None
         self._usage: ThreadUsage | None = None
+        self._job_usage_base: list[ThreadUsage] = []
+        self._job_usage: list[ThreadUsage] = []
         self._disk_base: DiskStat | None = None
         self._disk_util: list[dict[str, Any]] = []
         # A target on NFS: the client's per-op view (/proc/self/mountstats)
@@ -393,7 +399,8 @@ class IopsProbe:
             args.append(f"--ramp_time={fio_time(s.ramp_s)}")
         if s.time_s:
             args += ["--time_based", f"--runtime={fio_time(s.time_s)}"]
-        args.append("--group_reporting")
+        if s.group_reporting:
+            args.append("--group_reporting")
         args.append("--name=probetop")
         return shlex.join(args)
 
@@ -490,7 +497,7 @@ class IopsProbe:
                 hung = hung_message(self.target_path, engine, self.in_flight)
                 self.errors.append(hung)
             # The last completion, not after the AIO context teardown (~30 ms).
-            end = engine.snapshot(engine.finished_ns or now_ns())
+            end = engine.snapshot(engine.finished_ns or now_ns(), per_job=self._per_job)
             self._job_ends_ns = [t or end.t_ns for t in engine.loop_ends_ns]
             if self._prev is not None:
                 # The last interval, whatever ended the run (the deadline, a
@@ -606,7 +613,7 @@ class IopsProbe:
                 next_tick += step
             if self._base is None and t >= ramp_end:
                 engine.reset_min_max()
-                snap = engine.snapshot(t)
+                snap = engine.snapshot(t, per_job=self._per_job)
                 self._emit_interval(prev, snap, emit, ramping=True)
                 prev = self._prev = snap
                 self._start_measuring(engine, snap)
@@ -619,7 +626,7 @@ class IopsProbe:
                 self._check(engine)
                 return
             else:
-                snap = engine.snapshot(t)
+                snap = engine.snapshot(t, per_job=self._per_job)
                 self._emit_interval(prev, snap, emit, ramping=self._base is None)
                 prev = self._prev = snap
             self._check(engine)
@@ -656,6 +663,7 @@ class IopsProbe:
     def _mark_base(self, engine: Engine) -> None:
         """Where fio's job usage and disk_util start: the measured window."""
         self._usage_base = engine.usage()
+        self._job_usage_base = engine.job_usage()
         backing = self.target.backing if self.target else None
         self._disk_base = read_diskstats(backing) if backing else None
         self._nfs_base = read_mount(self._nfs_point) if self._nfs_point else None
@@ -665,6 +673,10 @@ class IopsProbe:
             return
         # engine.usage: a worker that ended at the deadline is gone from /proc by now
         self._usage = engine.usage().minus(self._usage_base)
+        self._job_usage = [
+            end.minus(base)
+            for end, base in zip(engine.job_usage(), self._job_usage_base, strict=True)
+        ]
         backing = self.target.backing if self.target else None
         end = read_diskstats(backing) if backing and self._disk_base else None
         if backing and end is not None and self._disk_base is not None:
@@ -725,6 +737,7 @@ class IopsProbe:
                 for key in INTERVAL_STAT_KEYS:
                     field = f"{name}_{key}"
                     self._interval_stats.setdefault(field, RunningStats()).add(float(row[field]))
+            self._job_interval_stats(prev, snap, seconds, tuple(rates))
         interval = IopsInterval(
             read=rates.get("read"),
             write=rates.get("write"),
@@ -734,6 +747,64 @@ class IopsProbe:
             nfs=self._nfs_interval(seconds),
         )
         emit(interval.to_sample(self.id, snap.t_ns, seconds))
+
+    def _job_interval_stats(
+        self, prev: Snapshot, snap: Snapshot, seconds: float, names: tuple[str, ...]
+    ) -> None:
+        """Each job's share of an interval into its own running stats (fio's
+        per-job bw_*/iops_* without --group_reporting)."""
+        if not self._per_job or not snap.jobs:
+            return
+        for j, now in enumerate(snap.jobs):
+            before = prev.jobs[j] if prev.jobs else (DirectionTotals(), DirectionTotals())
+            for name in names:
+                d = DIRECTIONS.index(name)
+                delta = now[d].minus(before[d])
+                stats = self._job_stats[j]
+                for key, value in (("iops", delta.ios), ("bw_bytes", delta.bytes)):
+                    stats.setdefault(f"{name}_{key}", RunningStats()).add(value / seconds)
+
+    def _job_summaries(self, base: Snapshot, end: Snapshot) -> list[dict[str, Any]]:
+        """fio's per-job figures (``summary()["per_job"]``), one per job: its
+        directions in fio's shape over its own window (the measurement's
+        start to its loop's last completion), clat histogram, job_runtime_ms,
+        CPU use and interval stats (fiodoc.py reads them as a job's)."""
+        out = []
+        for j, dirs in enumerate(end.jobs):
+            before = base.jobs[j] if base.jobs else (DirectionTotals(), DirectionTotals())
+            job_end = self._job_ends_ns[j] if j < len(self._job_ends_ns) else end.t_ns
+            runtime = max(0, min(job_end, end.t_ns) - base.t_ns) / 1e9 or (
+                (end.t_ns - base.t_ns) / 1e9
+            )
+            entry: dict[str, Any] = {"clat_hist": {}}
+            for d, name in enumerate(DIRECTIONS):
+                delta = dirs[d].minus(before[d])
+                entry[name] = fio_direction(delta, runtime)
+                entry["clat_hist"][name] = [
+                    [int(i), int(delta.hist[i])] for i in delta.hist.nonzero()[0]
+                ]
+            entry["runtime_ms"] = fio_runtime_ms(runtime)
+            entry["job_runtime_ms"] = int(runtime * 1000)
+            usage = self._job_usage[j] if j < len(self._job_usage) else ThreadUsage()
+            entry["job_usage"] = {
+                "usr_ms": usage.usr_ms,
+                "sys_ms": usage.sys_ms,
+                "ctx": usage.ctx,
+                "majf": usage.majf,
+                "minf": usage.minf,
+            }
+            entry["interval_stats"] = {
+                field: {
+                    "samples": st.count,
+                    "min": st.min,
+                    "max": st.max,
+                    "mean": st.mean,
+                    "dev": st.sample_stddev,
+                }
+                for field, st in self._job_stats[j].items()
+            }
+            out.append(entry)
+        return out
 
     def summary(self) -> Mapping[str, Any]:
         out: dict[str, Any] = {
@@ -787,6 +858,8 @@ class IopsProbe:
                 "minf": usage.minf,
             }
             out["disk_util"] = self._disk_util
+            if self._per_job and end.jobs:
+                out["per_job"] = self._job_summaries(base, end)
             if self._nfs is not None:
                 out["nfs"] = self._nfs
             out["elapsed_s"] = round((end.t_ns - self._run_began_ns) / 1e9, 3)

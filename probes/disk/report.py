@@ -160,18 +160,31 @@ def _job_lines(job: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _run_status_line(name: str, d: Mapping[str, Any]) -> str:
-    """fio's "Run status group" line for one direction (one group: the
-    slowest and fastest job are given the group's rate)."""
-    runtime_ms = int(d.get("runtime") or d.get("runtime_ms") or 0)
+def _runtime_ms(d: Mapping[str, Any]) -> int:
+    return int(d.get("runtime") or d.get("runtime_ms") or 0)
+
+
+def _run_status_line(name: str, d: Mapping[str, Any], jobs: list[Mapping[str, Any]]) -> str:
+    """fio's "Run status group" line for one direction: the group's rate
+    (``d``), then the slowest and fastest of the reported ``jobs``' rates and
+    runtimes (one group report: the group's own)."""
+    runtime_ms = _runtime_ms(d)
     bw = units.rates_per_runtime(int(d["io_bytes"]), runtime_ms)
-    iec = units.num2str(bw, pow2=True, unit="B/s")
-    si = units.num2str(bw, pow2=False, unit="B/s")
+    rates = [units.rates_per_runtime(int(j["io_bytes"]), _runtime_ms(j)) for j in jobs] or [bw]
+    runs = [_runtime_ms(j) for j in jobs] or [runtime_ms]
+
+    def iec(v: float) -> str:
+        return units.num2str(v, pow2=True, unit="B/s")
+
+    def si(v: float) -> str:
+        return units.num2str(v, pow2=False, unit="B/s")
+
+    lo, hi = min(rates), max(rates)
     io = int(d["io_bytes"])
     return (
-        f"{name.upper():>7}: bw={iec} ({si}), {iec}-{iec} ({si}-{si}), "
+        f"{name.upper():>7}: bw={iec(bw)} ({si(bw)}), {iec(lo)}-{iec(hi)} ({si(lo)}-{si(hi)}), "
         f"io={units.size(io)} ({units.num2str(io, pow2=False, unit='B')}), "
-        f"run={runtime_ms}-{runtime_ms}msec"
+        f"run={min(runs)}-{max(runs)}msec"
     )
 
 
@@ -232,14 +245,16 @@ def format_iops_report(
     if shown:  # fio's layout from here on, line for line (values are ours)
         from probetop.probes.disk import fiodoc  # numpy: loaded by the run already
 
-        job = fiodoc.fio_job(doc, plus=False)
-        out.append(_job_header(doc))
-        for name in shown:
-            out += _direction_lines(name, doc[name])
-            out += _sample_lines(job[name])
-        out += _job_lines(job)
+        views = fiodoc.job_views(doc)  # one per job without --group_reporting, as fio
+        for view in views:
+            job = fiodoc.fio_job(view, plus=False)
+            out.append(_job_header(view))
+            for name in shown:
+                out += _direction_lines(name, view[name])
+                out += _sample_lines(job[name])
+            out += _job_lines(job)
         out += ["", "Run status group 0 (all jobs):"]
-        out += [_run_status_line(name, doc[name]) for name in shown]
+        out += [_run_status_line(name, doc[name], [v[name] for v in views]) for name in shown]
         out += _disk_stats_lines(list(doc.get("disk_util") or []))
         out.append("")
     out.append(f"  same job in fio: {doc.get('fio_command')}")

@@ -166,13 +166,14 @@ FIO_SPELLINGS = (
     Spelling(FIO, "--numjobs", "--jobs"),
     Spelling(FIO, "--blocksize", "--bs"),
     Spelling(FIO, "--runtime", "--time"),
-    Spelling(
-        FIO,
-        "--group_reporting",
-        None,
-        takes_value=False,
-        note="the jobs are always reported as one group",
-    ),
+)
+# The warm-up reports its jobs as one group always; iops has --group-reporting.
+GROUP_REPORTING_ALWAYS = Spelling(
+    FIO,
+    "--group_reporting",
+    None,
+    takes_value=False,
+    note="the jobs are always reported as one group",
 )
 
 # -- probetop iops -----------------------------------------------------------
@@ -256,6 +257,13 @@ IOPS_SPEC = CommandSpec(
             "TYPE",
         ),
         Option(
+            ("--group-reporting",),
+            "report the jobs as one group (fio's --group_reporting); without it, "
+            "each of --jobs N has its own report, as fio's",
+            action="store_true",
+            default=False,
+        ),
+        Option(
             ("--output-format",),
             "headless report as fio writes it: normal (text), terse (fio's v3 line), "
             "json or json+ (json with clat_ns.bins); --json is json",
@@ -312,6 +320,7 @@ class IopsSettings:
     nrfiles: int = 1  # --nrfiles
     file_service_type: str = "roundrobin"  # --file_service_type
     cpus_allowed: tuple[int, ...] = ()  # --cpus_allowed; (): not pinned
+    group_reporting: bool = False  # --group_reporting: one report for all jobs
 
     @classmethod
     def from_options(
@@ -344,6 +353,7 @@ class IopsSettings:
             nrfiles=values.get("nrfiles", 1),
             file_service_type=values.get("file_service_type") or "roundrobin",
             cpus_allowed=tuple(values.get("cpus_allowed") or ()),
+            group_reporting=bool(values.get("group_reporting", False)),
         )
         settings.validate()
         return settings

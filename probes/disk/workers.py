@@ -511,22 +511,30 @@ class Engine:
         summed (fio's getrusage(RUSAGE_THREAD) per job); a worker that ended
         counts as it stood when its loop returned."""
         total = ThreadUsage()
+        for one in self.job_usage():
+            total = total.plus(one)
+        return total
+
+    def job_usage(self) -> list[ThreadUsage]:
+        """``usage`` job by job (a job whose thread never started: zeros)."""
+        out = [ThreadUsage() for _ in range(self.plan.jobs)]
         for job, thread in enumerate(self._threads):
             end = self._end_usage[job]
             if end is None and thread.native_id is not None:
                 end = read_thread(thread.native_id)
-            total = total.plus(end or ThreadUsage())
-        return total
+            out[job] = end or ThreadUsage()
+        return out
 
     # -- readings --
-    def snapshot(self, t_ns: int) -> Snapshot:
-        """Sum every job's cumulative counters (a copy; the loops keep going).
-        Each job's copy is consistent: its histogram holds exactly the I/Os
-        its ``C_IOS`` counts (fio's sum of bins is N), see ``_job_copy``."""
+    def snapshot(self, t_ns: int, *, per_job: bool = False) -> Snapshot:
+        """Sum every job's cumulative counters (a copy; the loops keep going);
+        with ``per_job``, each job's own too (``Snapshot.jobs``). Each job's
+        copy is consistent: its histogram holds exactly the I/Os its
+        ``C_IOS`` counts (fio's sum of bins is N), see ``_job_copy``."""
         cnt, flt, hist = self.cnt.copy(), self.flt.copy(), self.hist.copy()
         for job in range(self.cnt.shape[0]):
             cnt[job], flt[job], hist[job] = self._job_copy(job)
-        return sum_jobs(t_ns, cnt, flt, hist.sum(axis=0))
+        return sum_jobs(t_ns, cnt, flt, hist.sum(axis=0), per_job=hist if per_job else None)
 
     def _job_copy(self, job: int, tries: int = 200) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One job's (cnt, flt, hist) with no I/O half counted. ``native.record``

@@ -7,8 +7,11 @@ Contract:
   returns ``SLICE_DONE`` once sending has stopped (count reached, or
   ``control[0]`` set to ``DRAIN``; with ``cfg[C_COUNT_REPLIES]`` the count
   is of echo replies, as ping -c N -w S) and nothing is in flight, or at once
-  when ``control[0]`` is ``ABORT``. Another thread may write ``control`` at any
-  time: the loop re-reads it every turn.
+  when ``control[0]`` is ``ABORT``. No request is sent at or after
+  ``cfg[C_SEND_UNTIL]`` (the run's deadline, ping -w S; 0: none): the loop
+  then only receives until it is drained (the runner's stop at --time).
+  Another thread may write ``control`` at any time: the loop re-reads it
+  every turn.
   Every send is followed by a read, so sending can never starve receiving.
   It never holds the GIL, so several streams run on several cores, and it
   returns only at interval ends: each return must re-take the GIL, which a
@@ -71,6 +74,7 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     C_PKTLEN,
     C_PRELOAD,
     C_RAW,
+    C_SEND_UNTIL,
     C_V6,
     CLOCK_MONOTONIC,
     CLOCK_REALTIME,
@@ -524,6 +528,7 @@ def run_slice(
     fix_checksum = cfg[C_RAW] != 0 and cfg[C_V6] == 0
     partial = cfg[C_CSUM_PARTIAL]
     log_return = cfg[C_LOG_RETURN] != 0
+    send_until = cfg[C_SEND_UNTIL]
     # Once per slice: the clocks only drift apart by a step, which the
     # plausibility check in _on_packet catches.
     offset = _clock_offset(ts)
@@ -559,20 +564,28 @@ def run_slice(
             return SLICE_DEADLINE
         _sweep(now, cfg, st, slot_state, slot_sent, ctr)
         answered = count_replies and count > 0 and st[S_REPLIES] >= count
-        sending = command != DRAIN and (
-            count <= 0 or (st[S_REPLIES] < count if count_replies else st[S_HEAD] < count)
-        )
+        counted = count > 0 and (answered or (not count_replies and st[S_HEAD] >= count))
+        # ping -w S: nothing is sent at or after the deadline (the loop, not
+        # the runner's stop a moment later, decides: that stop came late
+        # under load and let one more request out, counted sent and lost).
+        expired = send_until > 0 and now >= send_until
+        sending = command != DRAIN and not counted and not expired
         if not sending and st[S_SEND_END] == 0:
             # --count reached: sending ended one period after the last request
-            # (ping -c N -i P takes N x P); a drain or N replies: now.
+            # (ping -c N -i P takes N x P); the deadline: at it; a drain or N
+            # replies: now.
             st[S_SEND_END] = now
-            if command != DRAIN and paced and st[S_HEAD] > 0 and not answered:
+            if command != DRAIN and counted and paced and st[S_HEAD] > 0 and not answered:
                 st[S_SEND_END] = st[S_LAST_SEND] + period
+            elif command != DRAIN and not counted:
+                st[S_SEND_END] = send_until
         # After N replies (ping -c N -w S) the requests still unanswered are
         # awaited (at most --grace, and the deadline) as after -c N requests:
         # ping exits at the Nth reply and counts them lost; ending here would
         # leave them in flight, never lost, and print 0 % where ping said 40 %.
-        if not sending and st[S_IN_FLIGHT] == 0:
+        # Past the deadline alone the loop goes on receiving: the run ends
+        # when the runner stops it at --time, as it did before the deadline.
+        if not sending and st[S_IN_FLIGHT] == 0 and (command == DRAIN or counted):
             st[S_RETURNED] = now
             return SLICE_DONE
         # -- send --------------------------------------------------------
@@ -587,6 +600,8 @@ def run_slice(
                 # with the window full, a request goes out after 10 ms anyway.
                 window = st[S_HEAD] - 1 - st[S_MAX_RX]
                 due = window < preload or now - st[S_LAST_SEND] >= FLOOD_IDLE_NS
+            if due and send_until > 0 and _now_at(ts, ts_ptr) >= send_until:
+                due = False  # the deadline passed since ``now`` was read
             if due:
                 head = st[S_HEAD]
                 if head - st[S_TAIL] >= SLOTS:

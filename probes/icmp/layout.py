@@ -60,7 +60,12 @@ C_LOG, C_LOG_RETURN = 13, 14
 # What C_COUNT counts: 0 requests sent (ping -c N), 1 echo replies received
 # (ping -c N -w S: sending goes on until N are answered or the deadline).
 C_COUNT_REPLIES = 15
-N_CONFIG = 16
+# The run's deadline (ping -w S; monotonic ns, 0: none): no request is sent at
+# or after it, as ping sends none after its deadline. It ends sending only; the
+# run itself ends when the runner stops it at --time (the same instant, from
+# its own clock), so a late stop can no longer add a request at the edge.
+C_SEND_UNTIL = 16
+N_CONFIG = 17
 
 # -- persistent loop state (int64 array) ---------------------------------------
 S_HEAD, S_TAIL, S_NEXT_SEND, S_LAST_SEND, S_IN_FLIGHT, S_MAX_RX = range(6)

@@ -33,6 +33,7 @@ from probetop.probes.icmp.layout import (
     C_PKTLEN,
     C_PRELOAD,
     C_RAW,
+    C_SEND_UNTIL,
     C_V6,
     CONTROL_WORDS,
     ERR_BYTES,
@@ -248,11 +249,14 @@ def make_config(
     log_rows: int = 0,
     log_return: bool = False,
     count_replies: bool = False,
+    send_until_ns: int = 0,
 ) -> np.ndarray:
     """The loop's config array. ``period_ns`` 0 = flood (send as replies arrive).
     ``log_rows`` > 0 turns the reply log on (rows per slice); ``log_return``
     makes the loop return at each logged reply. ``count_replies``: ``count``
-    is of echo replies, not requests (ping -c N -w S)."""
+    is of echo replies, not requests (ping -c N -w S). ``send_until_ns``:
+    the run's deadline (monotonic ns; 0: none), after which no request goes
+    out (ping -w S)."""
     cfg = np.zeros(N_CONFIG, np.int64)
     cfg[C_FD] = fd
     cfg[C_V6] = int(v6)
@@ -271,4 +275,5 @@ def make_config(
     cfg[C_LOG] = log_rows
     cfg[C_LOG_RETURN] = int(log_return and log_rows > 0)
     cfg[C_COUNT_REPLIES] = int(count_replies)
+    cfg[C_SEND_UNTIL] = max(0, send_until_ns)
     return cfg

@@ -283,8 +283,9 @@ class IcmpSettings:
     # Since 0.3: the headless text's ping options (no effect on what is sent).
     quiet: bool = False  # -q
     timestamps: bool = False  # -D
-    # Since 0.4: -w/--time (the run's deadline; the runner enforces it). With
-    # -c it makes the count one of replies, as ping -c N -w S (counts_replies).
+    # Since 0.4: -w/--time (the run's deadline: the send loop sends nothing at
+    # or after it, as ping; the runner ends the run there). With -c it makes
+    # the count one of replies, as ping -c N -w S (counts_replies).
     deadline_s: float | None = None
 
     @classmethod
@@ -444,7 +445,7 @@ def _one_command(settings: IcmpSettings, address: str | None) -> str:
     cmd += ["-s", str(o.size)]
     if o.count:
         cmd += ["-c", str(o.count)]
-    if o.counts_replies and o.deadline_s:
+    if o.deadline_s:  # the run's deadline is ping's -w, with or without -c
         cmd += ["-w", f"{o.deadline_s:g}"]
     if o.ttl:
         cmd += ["-t", str(o.ttl)]

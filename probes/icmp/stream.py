@@ -147,6 +147,10 @@ class Stream(threading.Thread):
                 # faster, the lines of a slice go out together at its end.
                 log_return=period_ns > 0 and period_ns >= LOG_RETURN_MIN_PERIOD_NS,
                 count_replies=p.settings.counts_replies,
+                # ping -w S: the loop sends nothing from the deadline on
+                send_until_ns=start_ns + round(p.settings.deadline_s * 1e9)
+                if p.settings.deadline_s
+                else 0,
             )
             # Spread paced streams over one period so N streams are not N-packet bursts.
             offset = period_ns * self.index // max(1, p.settings.streams)

@@ -45,7 +45,7 @@ from probetop.probes.core.sysbench.counters import (
     next_tick,
     per_thread,
 )
-from probetop.probes.core.sysbench.hist import HIST_SIZE
+from probetop.probes.core.sysbench.hist import HIST_SIZE, to_sparse
 from probetop.probes.core.sysbench.report import prints_at_time
 from probetop.probes.mem.engine import (
     EngineUnavailable,
@@ -306,6 +306,7 @@ class MemProbe:
             "fairness": fairness(snap, s.threads),
             "per_thread_events": [int(e) for e in snap.events.tolist()],
             "per_thread": per_thread(snap, self._cpu_ns),
+            "histogram": to_sparse(snap.histogram()),  # sysbench's buckets: --histogram
             "intervals": self.intervals.rows(),
             **({"intervals_dropped": self.intervals.dropped} if self.intervals.dropped else {}),
             "worker_errors": list(self.worker_errors),

@@ -31,6 +31,7 @@ from probetop.probes.core.sysbench.report import (
     cumulative_fields,
     cumulative_sections,
     dropped_intervals_line,
+    histogram_lines,
     interrupted_line,
     json_document,
     number,
@@ -133,9 +134,11 @@ def format_report(
     report_interval_s: float | None = None,
     reason: str | None = None,
     rest_only: bool = False,
+    histogram: bool = False,
 ) -> str:
     """The lines ``sysbench memory run`` prints, in its order and spacing;
-    ``report_interval_s`` prints sysbench's "Report intermediate results" line.
+    ``report_interval_s`` prints sysbench's "Report intermediate results" line,
+    ``histogram`` its --histogram block (before "Total operations").
     ``rest_only``: what follows the interval lines, when the head and those
     lines were printed live (``LiveLines``): then no line was left out, so
     no note says so."""
@@ -144,7 +147,9 @@ def format_report(
     if show_intervals and not rest_only:
         interval_s = float(report_interval_s or s.get("interval_s") or 1.0)
         lines += [interval_line(r, interval_s) for r in s.get("intervals", []) if printed(r)]
-    # sysbench goes from the last interval line straight to "Total operations".
+    if histogram:
+        lines += histogram_lines(s.get("histogram") or {})
+    # sysbench goes from the last interval line (or histogram) straight to "Total operations".
     lines += [
         f"Total operations: {s['total_events']} ({s['ops_per_second']:8.2f} per second)",
         "",

@@ -23,6 +23,7 @@ from probetop.probes.core.sysbench.options import (
     DEFAULT_PERCENTILE,
     DEFAULT_TIME_S,
     check_percentile,
+    histogram_option,
     old_spellings,
     percentile_option,
     report_interval_option,
@@ -105,6 +106,7 @@ SPEC = CommandSpec(
         ),
         report_interval_option("mem"),
         percentile_option(),
+        histogram_option(),
         run_word_option("memory"),
     ),
     spellings=old_spellings("memory", events=False),
@@ -129,6 +131,7 @@ class MemSettings:
     interval_s: float = 1.0
     percentile: float = 95.0
     report_intervals: bool = False
+    histogram: bool = False  # --histogram: print the latency histogram in the text report
     unbounded_ok: bool = False
 
     @classmethod
@@ -160,6 +163,7 @@ class MemSettings:
             interval_s=period,
             percentile=percentile,
             report_intervals=report_intervals,
+            histogram=bool(values.get("histogram", False)),
         )
         settings.validate()
         return settings

@@ -157,3 +157,92 @@ def test_bad_sysbench_style_input_exits_2(args: list[str], message: str) -> None
         [*PROBETOP, "cpu", *args, "--headless"], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+# -- --histogram: sysbench's latency histogram --------------------------------
+
+HIST_TITLE = "Latency histogram (values are in milliseconds)"
+HIST_HEADER = "       value  ------------- distribution ------------- count"
+HIST_ROW = re.compile(r"^( {0,11}\d+\.\d{3}) \|([* ]{40}) (\d+)$")
+
+
+def histogram(text: str) -> tuple[list[tuple[str, int, int]], list[str]]:
+    """A sysbench user's reader of the --histogram block: its rows (value as
+    printed, stars, count), and the report's lines with the rows taken out."""
+    lines = text.splitlines()
+    rows = [
+        (m.group(1), len(m.group(2).rstrip()), int(m.group(3)))
+        for m in map(HIST_ROW.match, lines)
+        if m
+    ]
+    rest = [ln for ln in lines if not HIST_ROW.match(ln)]
+    return rows, rest
+
+
+def sysbench_bucket_values() -> set[str]:
+    """Every bucket value as sysbench prints it (%12.3f of exp(i / mult +
+    ln(0.001)), 1024 buckets from 0.001 to 100000 ms: sb_histogram.c)."""
+    import math
+
+    mult = 1023 / (math.log(100000) - math.log(0.001))
+    return {f"{math.exp(i / mult + math.log(0.001)):12.3f}" for i in range(1024)}
+
+
+@pytest.mark.parametrize("flag", ["--histogram=on", "--histogram", "--histogram=1"])
+def test_histogram_is_printed_as_sysbench_prints_it(flag: str) -> None:
+    """``--histogram`` as sysbench takes it: the title, header, one row per
+    non-empty bucket (sysbench's bucket values, a bar scaled to the largest
+    count, the count) and a one-space line, between the last interval line
+    and "CPU speed:"; the counts add up to the events; the rest of the
+    report is sysbench's line for line."""
+    sysbench = require_tool("sysbench")
+    args = ["--threads=1", "--time=2", "--report-interval=1", "--cpu-max-prime=3000"]
+    theirs = run([sysbench, "cpu", *args, "--histogram=on", "run"])
+    ours = run([*PROBETOP, "cpu", *args, flag, "run"])
+    values = sysbench_bucket_values()
+    for text in (theirs, ours):
+        rows, rest = histogram(text)
+        assert rows, text
+        top = max(count for _, _, count in rows)
+        for value, stars, count in rows:
+            assert value in values, value  # sysbench's own rows check the rule
+            assert stars == int(count * 40.0 / top + 0.5), (value, stars, count)
+        assert sum(count for _, _, count in rows) == parse(text)["events"][0]
+        at = rest.index(HIST_TITLE)
+        assert INTERVAL.match(rest[at - 1]), rest[at - 1]  # right after the last [ Ns ] line
+        assert rest[at + 1 : at + 4] == [HIST_HEADER, " ", "CPU speed:"], rest[at : at + 4]
+    assert (
+        skeleton("\n".join(histogram(ours)[1]))[1:] == skeleton("\n".join(histogram(theirs)[1]))[1:]
+    )
+
+
+@pytest.mark.parametrize("flag", ["--histogram=off", "--histogram=0", None])
+def test_no_histogram_unless_asked(flag: str | None) -> None:
+    sysbench = require_tool("sysbench")
+    args = ["--events=200", "--time=0", "--cpu-max-prime=2000"] + ([flag] if flag else [])
+    theirs = run([sysbench, "cpu", *args, "run"])
+    ours = run([*PROBETOP, "cpu", *args, "run"])
+    for text in (theirs, ours):
+        assert HIST_TITLE not in text and not histogram(text)[0]
+    assert skeleton(ours)[1:] == skeleton(theirs)[1:]
+
+
+def test_histogram_value_sysbench_refuses_is_a_usage_error() -> None:
+    sysbench = require_tool("sysbench")
+    theirs = subprocess.run(
+        [sysbench, "cpu", "--histogram=yes", "--time=1", "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "invalid option: --histogram=yes" in theirs.stdout + theirs.stderr
+    done = subprocess.run(
+        [*PROBETOP, "cpu", "--histogram=yes", "--time=1", "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "--histogram" in done.stderr and "'yes'" in done.stderr, (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr

@@ -500,3 +500,131 @@ def test_normal_output_is_fios_layout_line_for_line(disk_file: Path) -> None:
     assert fixed(ours) == fixed(theirs), (proc.stdout, theirs)
     dist = re.compile(r"^  lat \(UNIT\)   :#=#%$")  # the space goes with "#"
     assert all(dist.match(s) for s in set(ours) - set(fixed(ours))), ours
+
+
+# -- --numjobs N: one jobs[] entry per job, unless --group_reporting ----------
+
+
+def _jobs_run(target: Path, fmt: str, *extra: str) -> str:
+    return _probetop_run(target, fmt, "--numjobs", "2", *extra)
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_numjobs_reports_each_job_as_fio_unless_grouped(disk_file: Path, grouped: bool) -> None:
+    """``--numjobs 2`` without ``--group_reporting``: fio writes two jobs[]
+    entries, each with its own counters, the same jobname and groupid 0;
+    with it, one entry for the group. probetop's document, and fio's for
+    its fio_command run in the same test, have the same entries, key paths
+    and types."""
+    extra = ("--group_reporting",) if grouped else ()  # fio's spelling, read as ours
+    ours = json.loads(_jobs_run(disk_file, "json+", *extra))
+    command = ours["probetop"]["fio_command"]
+    assert ("--group_reporting" in shlex.split(command)) is grouped, command
+    theirs = json.loads(_fio_run(command, "json+"))
+    want = 1 if grouped else 2
+    assert len(theirs["jobs"]) == want and len(ours["jobs"]) == want, (theirs["jobs"], want)
+    mine = shape({k: v for k, v in ours.items() if k != "probetop"})
+    fios = shape(theirs)
+    assert mine == fios, {k for k in set(mine) | set(fios) if mine.get(k) != fios.get(k)}
+    group = ours["probetop"]
+    for d in ("read", "write"):
+        counts = [job[d]["total_ios"] for job in ours["jobs"]]
+        # each job's own counters: they add up to the run's, none is the run's
+        assert sum(counts) == group[d]["total_ios"] > 0, (counts, group[d]["total_ios"])
+        assert all(c > 0 for c in counts), counts
+        for doc in (ours, theirs):
+            for job in doc["jobs"]:
+                block = job[d]
+                assert shape_problems(block) == [], block
+                assert sum(block["clat_ns"]["bins"].values()) == block["clat_ns"]["N"]
+                # bw_agg: the job's mean rate over the group's (fio's "per=")
+                assert 0 < block["bw_agg"] <= 100.0, block["bw_agg"]
+                if not grouped:
+                    assert block["bw_agg"] < 90.0, block["bw_agg"]
+    for a, b in zip(ours["jobs"], theirs["jobs"], strict=True):
+        assert (a["jobname"], a["groupid"], a["job options"]) == (
+            b["jobname"],
+            b["groupid"],
+            b["job options"],
+        )
+
+
+HEADER = re.compile(r"^(\S+): \(groupid=(\d+), jobs=(\d+)\): err= 0: pid=\d+: ")
+RUN_STATUS = re.compile(
+    r"^ +(READ|WRITE): bw=\S+ \(\S+\), \S+-\S+ \(\S+-\S+\), io=\S+ \(\S+\), run=(\d+)-(\d+)msec$"
+)
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_numjobs_text_report_has_fios_job_blocks(disk_file: Path, grouped: bool) -> None:
+    """The normal report: a job block per job (``NAME: (groupid=0, jobs=1)``)
+    without --group_reporting, one (``jobs=2``) with it, the same job lines
+    in the same order as fio's text for the fio_command, and the run
+    status lines as fio's."""
+    extra = ("--group-reporting",) if grouped else ()
+    text = _jobs_run(disk_file, "normal", *extra)
+    marker = "same job in fio: "
+    command = next(line.split(marker, 1)[1] for line in text.splitlines() if marker in line)
+    theirs = _fio_run(command, "normal")
+
+    def blocks(report: str) -> list[tuple[str, ...]]:
+        return [m.groups() for m in map(HEADER.match, report.splitlines()) if m]
+
+    def labels(report: str) -> list[str]:
+        """Each job line's label (what is before its first ':' or '='), from
+        the first job header to the run status: the layout, not the values
+        (the ``lat (unit)`` lines vary with the buckets a run filled)."""
+        lines = report.splitlines()
+        first = next(i for i, line in enumerate(lines) if HEADER.match(line))
+        out = []
+        for line in lines[first:]:
+            if line.startswith("Run status"):
+                break
+            if line.startswith("  lat (") or line.startswith("     |"):
+                continue
+            out.append(re.split(r"[:=]", line, maxsplit=1)[0])
+        return out
+
+    want = [("probetop", "0", "2")] if grouped else [("probetop", "0", "1")] * 2
+    assert blocks(theirs) == want, theirs
+    assert blocks(text) == want, text
+    assert labels(text) == labels(theirs), (labels(text), labels(theirs))
+    for report in (text, theirs):
+        status = [line for line in report.splitlines() if RUN_STATUS.match(line)]
+        assert [RUN_STATUS.match(s).group(1) for s in status] == ["READ", "WRITE"], report  # type: ignore[union-attr]
+
+
+def test_numjobs_terse_and_clat2csv_per_job(disk_file: Path, fast_dir: Path) -> None:
+    """Without --group_reporting: one terse line per job with fio's field
+    count, and fio's own json+ reader writes a CSV per job from probetop's
+    json+, as from fio's."""
+    ours = _jobs_run(disk_file, "terse").strip().splitlines()
+    doc = json.loads(_jobs_run(disk_file, "json+"))
+    theirs = _fio_run(doc["probetop"]["fio_command"], "terse").strip().splitlines()
+    assert len(ours) == len(theirs) == 2, (ours, theirs)
+    assert [len(x.split(";")) for x in ours] == [len(x.split(";")) for x in theirs]
+    tool = _clat2csv()
+    src = fast_dir / "jobs.json"
+    src.write_text(json.dumps(doc))
+    for extra in ([], ["--validate"]):
+        proc = subprocess.run(
+            [tool, str(src), str(fast_dir / "jobs.csv"), *extra],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        if proc.returncode != 0 and "No module named 'six'" in proc.stderr:
+            pytest.skip("fio_jsonplus_clat2csv needs python3-six")
+        assert proc.returncode == 0, proc.stderr
+    assert (fast_dir / "jobs_job0.csv").exists() and (fast_dir / "jobs_job1.csv").exists()
+
+
+def test_a_run_stopped_before_any_io_writes_each_job_with_zeros() -> None:
+    """Nothing measured (stopped during the layout): --jobs 3 without
+    --group_reporting gives three zero jobs, as fio writes each job that did
+    no I/O; with it, one."""
+    from probetop.probes.disk.fiodoc import fio_document
+
+    summary = {"params": {"jobs": 3}, "fio_command": "fio --filename=x --numjobs=3 --name=probetop"}
+    jobs = fio_document(summary)["jobs"]
+    assert len(jobs) == 3 and all(j["read"]["total_ios"] == 0 for j in jobs)
+    grouped = {**summary, "fio_command": "fio --numjobs=3 --group_reporting --name=probetop"}
+    assert len(fio_document(grouped)["jobs"]) == 1

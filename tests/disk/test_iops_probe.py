@@ -52,7 +52,7 @@ def test_json_is_fio_shaped_and_intervals_add_up(fast_dir):
         assert summed == pytest.approx(doc[name]["total_ios"], rel=0.01)
     assert sum(r["seconds"] for r in rows) == pytest.approx(doc["runtime_ms"] / 1000, abs=0.05)
     assert doc["fio_command"].startswith("fio --filename=")
-    assert doc["fio_command"].endswith(" --group_reporting --name=probetop")
+    assert doc["fio_command"].endswith(" --name=probetop")  # --group_reporting only when asked
     assert "--rwmixread=70" in doc["fio_command"]
 
 

@@ -130,9 +130,15 @@ def test_iops_a_paced_run_ends_at_time(fast_dir: Path):
 def test_iops_runtime_fields_mean_what_fios_do(fast_dir: Path):
     """fio 3.33 for the same job: read.runtime 501 (the window rounded up to
     whole ms), write.runtime 0 (no write I/O), job_runtime each job's window
-    in whole ms summed over the jobs, elapsed 1 (rounded up)."""
+    in whole ms (summed over the jobs with --group_reporting), elapsed 1
+    (rounded up)."""
     target = fast_dir / "f.img"
-    doc = iops(str(target), "--size", "8M", "--time", "0.5", "--jobs", "2")
+    each = iops(str(target), "--size", "8M", "--time", "0.5", "--jobs", "2")
+    assert len(each["jobs"]) == 2
+    for job in each["jobs"]:  # fio without --group_reporting: each job's own
+        assert job["write"]["runtime"] == 0
+        assert 500 <= job["job_runtime"] <= job["read"]["runtime"], job["job_runtime"]
+    doc = iops(str(target), "--size", "8M", "--time", "0.5", "--jobs", "2", "--group-reporting")
     job = doc["jobs"][0]
     runtime = job["read"]["runtime"]
     assert job["write"]["runtime"] == 0

@@ -130,3 +130,46 @@ def test_exit_status_with_a_reply_count_is_pings() -> None:
     assert exit_code(summary(5, 3), None, want_replies=3) == 0
     assert exit_code(summary(3, 3), None, want_replies=5) == 1  # deadline first
     assert exit_code(summary(3, 0), None, want_replies=5) == 1
+
+
+# -- the deadline is the send loop's: no request at or after it ---------------
+
+
+@needs_icmp
+@pytest.mark.parametrize("count", [None, 20], ids=["-w 1", "-c 20 -w 1"])
+def test_no_request_goes_out_after_the_deadline_however_late_the_stop(count: int | None) -> None:
+    """-w 1 -i 0.2: ping sends at 0, 0.2, 0.4, 0.6 and 0.8 s, none at or after
+    1 s. The send loop itself holds the deadline, so a stop that comes late
+    (here 0.7 s after it, as the runner's can under load) sends nothing more;
+    before, the runner's stop was the deadline and each request due before it
+    went out (8 here; at load, one at the edge, counted sent and lost)."""
+    import asyncio
+
+    from probetop.probes.icmp import IcmpProbe, IcmpSettings
+    from probetop.tui.run.runner import run_headless
+
+    settings = IcmpSettings("127.0.0.1", period_s=0.2, count=count, deadline_s=1.0)
+    probe = IcmpProbe(settings)
+    probe.prepare()
+    result = asyncio.run(run_headless([probe], duration_s=1.7))
+    assert not result.errors, result.errors
+    s = result.summaries[probe.id]
+    assert (s["sent"], s["received"], s["lost"]) == (5, 5, 0), s
+    # the rates are per second of sending, which ended at the deadline
+    assert s["duration_s"] == pytest.approx(1.0, abs=0.05), s["duration_s"]
+
+
+@needs_ping
+@needs_icmp
+@pytest.mark.parametrize(
+    "args", [["-w", "1", "-i", "0.2"], ["-c", "20", "-w", "1", "-i", "0.2"], ["-w", "2"]]
+)
+def test_deadline_on_a_multiple_of_the_interval_sends_what_ping_sends(args: list[str]) -> None:
+    """S a multiple of the interval, ping and probetop alternating on
+    loopback, three rounds: the same requests sent (ping: 5, 5 and 2), every
+    one answered, read by jc and pingparsing."""
+    for _ in range(3):
+        ping = sent_received_status(["ping", *args, "127.0.0.1"])
+        ours = sent_received_status([*PROBETOP, "icmp", "127.0.0.1", *args, "--headless"])
+        assert ours[:2] == ping[:2] and ping[0] == ping[1], (ping, ours)
+        assert ours[2] == ping[2], (ping, ours)

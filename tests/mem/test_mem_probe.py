@@ -413,3 +413,41 @@ def test_report_lines_up_with_sysbenchs_up_to_the_figures(extra: list[str]) -> N
     assert re.match(r"sysbench 1\.0\.20 \(using probetop [^,]+, \w+ engine\)$", ours[0]), ours[0]
     assert re.match(r"sysbench (\d+)\.(\d+)", ours[0])
     assert ours[1:] == theirs[1:]
+
+
+HIST_TITLE = "Latency histogram (values are in milliseconds)"
+HIST_HEADER = "       value  ------------- distribution ------------- count"
+HIST_ROW = re.compile(r"^( {0,11}\d+\.\d{3}) \|([* ]{40}) (\d+)$")
+
+
+@needs_sysbench
+@pytest.mark.parametrize("extra", [["--histogram=on"], ["--histogram", "--report-interval=1"]])
+def test_histogram_is_sysbenchs(extra: list[str]) -> None:
+    """``--histogram`` means what it means in sysbench memory (and in
+    ``probetop cpu``): sysbench's block of bucket rows, each bar scaled to
+    the largest count, the counts adding up to the operations, then a
+    one-space line and "Total operations" at once; the rest of the whole
+    output is sysbench's, empty lines included."""
+    import math
+
+    mult = 1023 / (math.log(100000) - math.log(0.001))
+    values = {f"{math.exp(i / mult + math.log(0.001)):12.3f}" for i in range(1024)}
+    ours = probetop("--time=1", "--memory-total-size=64M", *extra, "run")
+    assert ours.returncode == 0, ours.stderr
+    theirs = sysbench("--time=1", "--memory-total-size=64M", "--histogram=on", *extra[1:])
+    shapes = []
+    for text in (ours.stdout, theirs):
+        lines = text.split("\n")
+        rows = [m for m in map(HIST_ROW.match, lines) if m]
+        assert rows, text
+        top = max(int(m.group(3)) for m in rows)
+        for m in rows:
+            assert m.group(1) in values
+            assert len(m.group(2).rstrip()) == int(int(m.group(3)) * 40.0 / top + 0.5)
+        assert sum(int(m.group(3)) for m in rows) == parse_report(text)["total_events"]
+        rest = [ln for ln in lines if not HIST_ROW.match(ln) and not ln.startswith("[ ")]
+        at = rest.index(HIST_TITLE)
+        assert rest[at + 1 : at + 3] == [HIST_HEADER, " "]
+        assert rest[at + 3].startswith("Total operations: ")
+        shapes.append([re.sub(r" +", " ", re.sub(r"\d+(\.\d+)?", "N", ln)) for ln in rest[1:]])
+    assert shapes[0] == shapes[1]

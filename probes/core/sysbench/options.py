@@ -13,6 +13,9 @@ Contract:
 - ``old_spellings(test, events=...)``: sysbench 0.4/0.5's option names
   (``--num-threads``, ``--max-time``, ``--test=cpu``) for a spec's
   ``spellings``.
+- ``histogram_option()``: sysbench's ``--histogram[=on|off]`` (a flag here;
+  ``old_spellings`` reads sysbench's ``=on|off`` values as it): the text
+  report prints the latency histogram as sysbench does.
 - ``check_percentile(p)`` refuses what sysbench would (0 disables it).
 - ``settings_reader(Settings.from_options)``: a family's ``read_settings``
   hook, the common --time and --sample-interval passed on.
@@ -56,10 +59,32 @@ def percentile_option() -> Option:
     )
 
 
+def histogram_option() -> Option:
+    return Option(
+        ("--histogram",),
+        "print sysbench's latency histogram in the headless text report "
+        "(sysbench's --histogram[=on|off]; default off)",
+        action="store_true",
+        default=False,
+    )
+
+
+# sysbench's boolean values (sb_options.c): anything else is "invalid option".
+_ON, _OFF = ("on", "true", "1"), ("off", "false", "0")
+
+
 def old_spellings(test: str, *, events: bool) -> tuple[Spelling, ...]:
-    """sysbench 0.4/0.5's names, which sysbench 1.0 still reads (deprecated):
-    ``sysbench --test=cpu --num-threads=2 --max-time=10 run`` runs as is."""
+    """sysbench's spellings: ``--histogram=on|off`` (read as the flag or
+    nothing), and sysbench 0.4/0.5's names, which sysbench 1.0 still reads
+    (deprecated): ``sysbench --test=cpu --num-threads=2 --max-time=10 run``
+    runs as is."""
     out = (
+        Spelling(
+            "sysbench",
+            "--histogram",
+            None,
+            by_value={**dict.fromkeys(_ON, "--histogram"), **dict.fromkeys(_OFF, "")},
+        ),
         Spelling("sysbench", "--test", None, by_value={test: ""}, note="this command"),
         Spelling("sysbench", "--num-threads", "--threads"),
         Spelling("sysbench", "--max-time", "--time"),

@@ -15,6 +15,9 @@ Contract:
   ``cumulative_fields(found)`` reads the shared sections back, from our
   report or from real sysbench output, into the keys of the JSON document.
 - ``json_document(summary, reason=...)`` is a ``--json`` output.
+- ``histogram_lines(counts)`` is sysbench's ``--histogram`` block
+  (``sb_histogram_print`` and the lines around it), from a histogram's
+  bucket counts (``hist``'s layout) or its sparse JSON form.
 - ``write_run_report(result, ...)`` writes a run's headless report (text or
   JSON) and gives its exit status; ``run_report(text, document)`` is a
   family's ``report`` hook that does so. After a run that printed the
@@ -37,7 +40,7 @@ from probetop.probes.core.base import Probe
 from probetop.probes.core.family import LiveText, RunCommon, RunOutcome
 from probetop.probes.core.intervallog import dropped_note
 from probetop.probes.core.sample import Sample
-from probetop.probes.core.sysbench.hist import percentile_key
+from probetop.probes.core.sysbench.hist import HIST_SIZE, bucket_value_ms, percentile_key
 
 LATENCY_WIDTH = 53  # sysbench right-aligns latency values to this column
 STAT_PREFIX = 41  # "    total time:" padded to this width
@@ -195,6 +198,33 @@ def cumulative_fields(found: Mapping[str, re.Match[str]], text: str) -> dict[str
     return doc
 
 
+HISTOGRAM_TITLE = "Latency histogram (values are in milliseconds)"
+HISTOGRAM_HEADER = "       value  ------------- distribution ------------- count"
+HISTOGRAM_BAR = 40
+
+
+def histogram_lines(counts: Sequence[int] | Mapping[str, int]) -> list[str]:
+    """sysbench's --histogram block, printed after the interval lines and
+    before the test's report: the title, then (when any event was counted)
+    the header and one ``%12.3f |%-40s %lu`` row per non-empty bucket (its
+    value in ms; a bar of ``floor(count * 40 / max + 0.5)`` stars), then a
+    line holding one space. ``counts``: bucket counts, or ``{"index": count}``."""
+    if isinstance(counts, Mapping):
+        sparse = sorted((int(i), int(c)) for i, c in counts.items() if int(c))
+    else:
+        sparse = [(i, int(c)) for i, c in enumerate(counts) if c]
+    lines = [HISTOGRAM_TITLE]
+    top = max((c for _, c in sparse), default=0)
+    if top:
+        lines.append(HISTOGRAM_HEADER)
+        for index, count in sparse:
+            width = int(count * float(HISTOGRAM_BAR) / top + 0.5)
+            value = bucket_value_ms(min(index, HIST_SIZE - 1))
+            lines.append(f"{value:12.3f} |{'*' * width:<{HISTOGRAM_BAR}} {count}")
+    lines.append(" ")
+    return lines
+
+
 class TextReport(Protocol):
     def __call__(
         self,
@@ -204,6 +234,7 @@ class TextReport(Protocol):
         report_interval_s: float | None = ...,
         reason: str | None = ...,
         rest_only: bool = ...,
+        histogram: bool = ...,
     ) -> str: ...
 
 
@@ -220,10 +251,12 @@ def write_run_report(
     text: TextReport,
     document: JsonReport,
     report_interval_s: float | None,
+    histogram: bool = False,
 ) -> int:
     """A sysbench family's headless report on stdout: ``document``'s JSON with
     --json, else ``text`` (with its interval lines when ``report_interval_s``
-    is given; only what follows them when they and the banner were printed
+    is given, sysbench's latency histogram with ``histogram``; only what
+    follows them when they and the banner were printed
     live, ``result.live_printed``); a probe error follows it. Exit 1 on a
     probe or worker error, else the run's signal status."""
     probe = result.probes[0]
@@ -243,6 +276,7 @@ def write_run_report(
                 report_interval_s=report_interval_s,
                 reason=result.reason,
                 rest_only=result.live_printed,
+                histogram=histogram,
             )
         )
         if error:
@@ -260,6 +294,10 @@ class IntervalSettings(Protocol):
     @property
     def report_intervals(self) -> bool:
         """--report-interval was given: the text report prints [ Ns ] lines."""
+
+    @property
+    def histogram(self) -> bool:
+        """--histogram was given: the text report prints sysbench's histogram."""
 
 
 def report_interval(settings: IntervalSettings) -> float | None:
@@ -281,6 +319,7 @@ def run_report(
             text=text,
             document=document,
             report_interval_s=report_interval(settings),
+            histogram=settings.histogram,
         )
 
     return report

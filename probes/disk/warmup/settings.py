@@ -27,6 +27,7 @@ from probetop.probes.disk.settings import (
     CPUS_ALLOWED,
     FIO,
     FIO_SPELLINGS,
+    GROUP_REPORTING_ALWAYS,
     IODEPTH,
     IOENGINE,
     JOBS,
@@ -120,6 +121,7 @@ WARMUP_SPEC = CommandSpec(
     ),
     spellings=(
         *FIO_SPELLINGS,
+        GROUP_REPORTING_ALWAYS,
         Spelling(FIO, "--ss", "--steadystate"),
         Spelling(FIO, "--direct", None, by_value={"1": "", "0": "--buffered"}),
         Spelling(FIO, "--buffered", None, by_value={"1": "--buffered", "0": ""}),
