@@ -17,6 +17,7 @@ never at import.
 
 from __future__ import annotations
 
+import errno
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,6 +63,56 @@ class StreamInterval:
     # name, router, seq); raw sockets keep theirs in the snapshot.
     errors: list[dict[str, Any]]
     done: bool  # the stream's last interval: its count reached, drained or aborted
+
+
+# The errnos a socket's pending error takes from an ICMP error
+# (icmp_err_convert, icmpv6_err_convert): unreachable (net, host, port,
+# protocol, prohibited), fragmentation needed, time exceeded, parameter problem.
+ICMP_ERRNOS = tuple(
+    sorted(
+        {
+            errno.ENETUNREACH,
+            errno.EHOSTUNREACH,
+            errno.ECONNREFUSED,
+            errno.ENOPROTOOPT,
+            errno.EMSGSIZE,
+            errno.EOPNOTSUPP,
+            errno.ENONET,
+            errno.EACCES,
+            errno.EPROTO,
+        }
+    )
+)
+
+
+class ErrorEchoes:
+    """Counts each ICMP error once, as ping does.
+
+    The kernel reports an ICMP error about our request twice: as the error
+    itself (a raw socket's error packet; a datagram socket's error queue)
+    and as the socket's pending error, which the loop's next receive returns
+    (EHOSTUNREACH for a time exceeded or a host unreachable; a raw socket
+    only for the fatal kinds). ``cancel`` takes one such receive error off
+    the interval for each ICMP error counted, in that interval or, for one
+    that came after the loop's last receive, in the next; a receive error
+    no ICMP error explains stays counted."""
+
+    def __init__(self) -> None:
+        self._carried = 0  # ICMP errors of the last interval whose echo has not come yet
+
+    def cancel(self, snap: Any, icmp_errors: int) -> None:
+        from probetop.probes.icmp.layout import K_RECV_ERRS
+
+        budget = self._carried + icmp_errors
+        for e in ICMP_ERRNOS:
+            if budget == 0:
+                break
+            echoes = min(budget, int(snap.recv_errnos[e]))
+            if echoes:
+                snap.recv_errnos[e] -= echoes
+                snap.counters[K_RECV_ERRS] -= echoes
+                budget -= echoes
+        self._carried = min(budget, icmp_errors)  # an echo comes at most one interval late
 
 
 Deliver = Callable[[StreamInterval], None]
@@ -158,6 +209,7 @@ class Stream(threading.Thread):
             interval_ns = int(p.settings.interval_s * 1e9)
             k = 1
             t_prev = start_ns
+            echoes = ErrorEchoes()
             while True:
                 boundary = start_ns + k * interval_ns
                 done = False
@@ -176,6 +228,7 @@ class Stream(threading.Thread):
                 t_snap = loop.returned_ns if loop.returned_ns > t_prev else now_ns()
                 snap = loop.interval.take()
                 errs = self._read_error_queue() if p.mode == "datagram" else []
+                echoes.cancel(snap, len(errs) if errs else int(snap.counters[eng.K_ICMP_ERRS]))
                 progress = StreamProgress(
                     loop.in_flight, loop.resolved, loop.send_end_ns, loop.last_ttl
                 )

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from icmp_fixtures import Peer, Routed, icmp_peer, icmp_routed  # noqa: F401 (fixtures)
-from privilege import icmp_mode, needs_icmp
+from privilege import DATAGRAM, ICMP_MISSING, icmp_mode, needs_icmp, needs_raw_icmp
 from probetop.probes.icmp import IcmpProbe, IcmpSettings
 from probetop.tui.run.runner import RunResult, run_headless
 from scheduling import promptly_scheduled
@@ -23,6 +23,18 @@ def run(duration: float | None = None, **kw: Any) -> tuple[dict[str, Any], RunRe
     result = asyncio.run(run_headless([probe], duration_s=duration))
     assert not result.errors, result.errors
     return dict(result.summaries[probe.id]), result
+
+
+# Both socket kinds, whichever ``--socket auto`` would pick: the kernel reports
+# an ICMP error to each its own way (an error packet; the error queue).
+SOCKET_KINDS = [
+    pytest.param("raw", marks=needs_raw_icmp),
+    pytest.param("datagram", marks=pytest.mark.skipif(not DATAGRAM, reason=ICMP_MISSING)),
+]
+
+
+def receive_errors(summary: dict[str, Any]) -> dict[str, int]:
+    return {k: v for k, v in summary["errors"].items() if k.startswith("receive ")}
 
 
 def assert_consistent_rtt(rtt: dict[str, float | None]) -> None:
@@ -141,15 +153,20 @@ def test_icmp_ratelimit_in_namespace_is_seen(icmp_peer: Peer) -> None:  # noqa: 
     assert "net.ipv4.icmp_ratemask" in s["rate_limit"]
 
 
-def test_destination_unreachable_names_the_router(icmp_peer: Peer) -> None:  # noqa: F811
+@pytest.mark.parametrize("socket_mode", SOCKET_KINDS)
+def test_destination_unreachable_names_the_router(icmp_peer: Peer, socket_mode: str) -> None:  # noqa: F811
+    """Each error counted once, as ping does: the socket's pending error the
+    next receive returns (EHOSTUNREACH, on both kinds for a host unreachable)
+    is the same event (stream.ErrorEchoes)."""
     icmp_peer.nft(
         "add table inet ptrej; "
         "add chain inet ptrej input { type filter hook input priority 0; }; "
         "add rule inet ptrej input icmp type echo-request reject with icmp type host-unreachable"
     )
-    s, _ = run(host=icmp_peer.peer_addr, rate=50.0, count=10, grace_s=0.3)
-    assert s["received"] == 0
+    s, _ = run(host=icmp_peer.peer_addr, rate=50.0, count=10, grace_s=0.3, socket_mode=socket_mode)
+    assert s["received"] == 0 and s["mode"] == socket_mode
     assert s["errors"].get("destination unreachable", 0) >= 5
+    assert receive_errors(s) == {}, s["errors"]
     assert icmp_peer.peer_addr in s["error_routers"]["destination unreachable"]
 
 
@@ -195,12 +212,14 @@ def test_late_grace_expiry_counts_lost_not_received(icmp_peer: Peer) -> None:  #
     assert s["late"] > 0  # replies after the grace period are shown, not counted as received
 
 
-def test_time_exceeded_names_the_router(icmp_routed: Routed) -> None:  # noqa: F811
-    s, _ = run(host=icmp_routed.target_addr, rate=50.0, count=5, ttl=1, grace_s=0.3)
+@pytest.mark.parametrize("socket_mode", SOCKET_KINDS)
+def test_time_exceeded_names_the_router(icmp_routed: Routed, socket_mode: str) -> None:  # noqa: F811
+    target, mode = icmp_routed.target_addr, socket_mode
+    s, _ = run(host=target, rate=50.0, count=5, ttl=1, grace_s=0.3, socket_mode=mode)
     assert s["received"] == 0 and s["lost"] == 5
-    assert s["errors"] == {"time exceeded": 5}
+    assert s["errors"] == {"time exceeded": 5}  # not also 5 "receive EHOSTUNREACH"
     assert s["error_routers"]["time exceeded"] == {icmp_routed.router.peer_addr: 5}
-    s, _ = run(host=icmp_routed.target_addr, rate=50.0, count=5, ttl=2, grace_s=0.3)
+    s, _ = run(host=target, rate=50.0, count=5, ttl=2, grace_s=0.3, socket_mode=mode)
     assert s["received"] == 5 and s["errors"] == {}
 
 
@@ -257,3 +276,32 @@ def test_an_interval_lasts_its_longest_stream_span() -> None:
     assert interval_seconds([1_000_000_000, 1_000_000]) == 1.0
     assert interval_seconds([250_000_000]) == 0.25
     assert interval_seconds([]) > 0  # never a division by zero
+
+
+def test_an_icmp_errors_receive_echo_is_cancelled_once_even_an_interval_late() -> None:
+    """stream.ErrorEchoes on the loop's own arrays: each ICMP error cancels one
+    receive error of an ICMP errno, in its interval or the next; one that no
+    ICMP error explains (or of another errno) stays counted."""
+    import errno
+
+    from probetop.probes.icmp.layout import K_RECV_ERRS
+    from probetop.probes.icmp.loopstate import IntervalArrays
+    from probetop.probes.icmp.stream import ErrorEchoes
+
+    def interval(**errnos: int) -> IntervalArrays:
+        snap = IntervalArrays()
+        for name, n in errnos.items():
+            snap.recv_errnos[getattr(errno, name)] = n
+            snap.counters[K_RECV_ERRS] += n
+        return snap
+
+    echoes = ErrorEchoes()
+    first = interval(EHOSTUNREACH=2, ECONNRESET=1)
+    echoes.cancel(first, 3)  # 3 errors, 2 echoes so far: one still to come
+    assert first.recv_errnos[errno.EHOSTUNREACH] == 0 and first.counters[K_RECV_ERRS] == 1
+    second = interval(EHOSTUNREACH=2)
+    echoes.cancel(second, 0)  # the late echo, and one no error explains
+    assert second.recv_errnos[errno.EHOSTUNREACH] == 1 and second.counters[K_RECV_ERRS] == 1
+    third = interval(EHOSTUNREACH=1)
+    echoes.cancel(third, 0)  # nothing carried past one interval
+    assert third.recv_errnos[errno.EHOSTUNREACH] == 1
