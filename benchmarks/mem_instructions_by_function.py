@@ -26,7 +26,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "mem"))
 from figures import add_figures_option, between, report
+from mem_callgrind import (
+    FIXED_WORK_TIME_S,
+    busiest,
+    per_operation,
+    run_callgrind,
+    sysbench_fixed_work,
+)
 
 CASES = [  # (access mode, oper, block bytes, percentile)
     ("seq", "write", 1024, 95),
@@ -40,7 +48,6 @@ CASES = [  # (access mode, oper, block bytes, percentile)
     ("seq", "write", 1 << 20, 95),
     ("seq", "read", 1 << 20, 95),
 ]
-TIME_LIMIT_S = 100_000  # never reached: the clock is read every operation
 
 _DRIVER = r"""
 #include <math.h>
@@ -138,7 +145,7 @@ def build_driver(tmp: Path) -> Path:
     lines += [
         f"#define DEDUCT_BITS {E._double_bits(E.HIST_DEDUCT)}LL",
         f"#define MULT_BITS {E._double_bits(E.HIST_MULT)}LL",
-        f"#define TIME_LIMIT_NS {TIME_LIMIT_S * 10**9}LL",
+        f"#define TIME_LIMIT_NS {FIXED_WORK_TIME_S * 10**9}LL",
     ]
     (tmp / "consts.h").write_text("\n".join(lines) + "\n")
     (tmp / "driver.c").write_text(_DRIVER)
@@ -163,23 +170,9 @@ def build_driver(tmp: Path) -> Path:
 
 def per_function(cmd: list[str], tmp: Path) -> tuple[int, collections.Counter[str]]:
     """The worker thread's total and self cost per function."""
-    out = tmp / "cg.out"
-    for old in tmp.glob("cg.out*"):
-        old.unlink()
-    valgrind = ["valgrind", "--tool=callgrind", "--separate-threads=yes"]
-    subprocess.run(
-        [*valgrind, f"--callgrind-out-file={out}", *cmd], capture_output=True, check=True
-    )
-    best: tuple[int, Path] | None = None
-    for path in tmp.glob("cg.out-*"):
-        if path.name.endswith("-01"):
-            continue  # the main thread
-        found = re.search(r"^(?:totals|summary):\s+(\d+)", path.read_text(), re.M)
-        if found and (best is None or int(found.group(1)) > best[0]):
-            best = (int(found.group(1)), path)
-    assert best is not None
+    worker = busiest(run_callgrind(cmd, tmp / "cg.out"), 1)[0]
     text = subprocess.run(
-        ["callgrind_annotate", "--threshold=100", str(best[1])],
+        ["callgrind_annotate", "--threshold=100", str(worker.path)],
         capture_output=True,
         text=True,
         check=True,
@@ -189,7 +182,7 @@ def per_function(cmd: list[str], tmp: Path) -> tuple[int, collections.Counter[st
         m = re.match(r"^\s*([\d,]+) \([ \d.]+%\)\s+(\S+)", line)
         if m and "PROGRAM" not in line:
             funcs[m.group(2).split(":", 1)[-1].split("@")[0]] += int(m.group(1).replace(",", ""))
-    return best[0], funcs
+    return worker.instructions, funcs
 
 
 def main() -> int:
@@ -216,15 +209,14 @@ def main() -> int:
                     if tool == "probetop":
                         cmd = [str(driver), mode, oper, str(block), str(n), str(pct)]
                     else:
-                        cmd = ["sysbench", "memory", f"--time={TIME_LIMIT_S}"]
-                        cmd += [f"--memory-block-size={block}", f"--memory-total-size={n * block}"]
-                        cmd += [f"--memory-oper={oper}", f"--memory-access-mode={mode}"]
-                        cmd += [f"--percentile={pct}", "run"]
+                        cmd = sysbench_fixed_work(
+                            ops=n, block=block, oper=oper, mode=mode, percentile=pct
+                        )
                     counts.append(per_function(cmd, tmp))
                 (t1, f1), (t2, f2) = counts
                 names = {SYSBENCH_EVENTS[(mode, oper)]: f"event_{mode}_{oper}", **SYSBENCH_NAMES}
                 funcs = {names.get(k, k): (f2[k] - f1.get(k, 0)) / (n2 - n1) for k in f2}
-                rows[tool] = ((t2 - t1) / (n2 - n1), funcs)
+                rows[tool] = (per_operation(t1, t2, n1, n2), funcs)
             ours, theirs = rows["probetop"][0], rows["sysbench"][0]
             print(f"{case}: probetop {ours:.1f}  sysbench {theirs:.1f}  ratio {ours / theirs:.3f}")
             report(

@@ -39,15 +39,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "mem"))
 from figures import add_figures_option, between, report
+from mem_callgrind import (
+    FIXED_WORK_TIME_S,
+    busiest,
+    per_operation,
+    run_callgrind,
+    sysbench_fixed_work,
+)
 from probetop.probes.mem import parse_report
 
 CONFIGS: list[tuple[str, dict[str, str]]] = [
@@ -126,19 +134,23 @@ def run(tool: str, opts: dict[str, str], seconds: float) -> dict[str, float]:
 SYSBENCH_OVERHEAD_S = 0.0  # measured by main(): a one-operation run's CPU time
 
 
-# A --time never reached: fixed work, yet every operation checks the clock
-# against the deadline as in a real (timed) run.
-FIXED_WORK_TIME_S = "100000"
-
-
 def fixed_work_cmd(tool: str, opts: dict[str, str], ops: int) -> list[str]:
     """A run of exactly ``ops`` operations per thread (time limit never reached)."""
-    size = ops * parse_size(opts.get("memory-block-size", "1K")) * int(opts.get("threads", "1"))
-    opts = {**opts, "memory-total-size": str(size)}
+    threads = int(opts.get("threads", "1"))
+    block = parse_size(opts.get("memory-block-size", "1K"))
     if tool == "sysbench":
-        args = (f"--{k}={v}" for k, v in opts.items())
-        return ["sysbench", "memory", f"--time={FIXED_WORK_TIME_S}", *args, "run"]
-    cmd = [probetop_bin(), "mem", "--headless", "--json", "--time", FIXED_WORK_TIME_S]
+        scope = opts.get("memory-scope", "global")
+        return sysbench_fixed_work(
+            ops=ops,
+            block=block,
+            oper=opts.get("memory-oper", "write"),
+            mode=opts.get("memory-access-mode", "seq"),
+            percentile=float(opts.get("percentile", "95")),
+            threads=threads,
+            extra=(f"--memory-scope={scope}",),
+        )
+    opts = {**opts, "memory-total-size": str(ops * block * threads)}
+    cmd = [probetop_bin(), "mem", "--headless", "--json", "--time", str(FIXED_WORK_TIME_S)]
     for k, v in opts.items():
         cmd += [f"--{k}", v]
     return cmd
@@ -153,12 +165,11 @@ def count_instructions(cmd: list[str], threads: int) -> int:
     """User-space instructions the ``threads`` worker threads of a command
     execute: perf if the CPU counts them (every thread: at full speed the
     rest is noise), else callgrind per thread, the ``threads`` busiest but
-    the main thread summed (under valgrind probetop's event loop polls for
-    far longer than the run takes at full speed; sysbench's main only waits)."""
-    # the same start-up each run; no OpenBLAS worker threads (numpy's) to
-    # mistake for a busy worker in a short run
-    env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
+    the main thread (under valgrind probetop's event loop polls for far
+    longer than the run takes at full speed; sysbench's main only waits)."""
     if shutil.which("perf"):
+        # the same start-up each run; no OpenBLAS worker threads (numpy's)
+        env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
         perf = subprocess.run(
             ["perf", "stat", "-x,", "-e", "instructions:u", *cmd],
             capture_output=True,
@@ -171,25 +182,8 @@ def count_instructions(cmd: list[str], threads: int) -> int:
             if len(fields) > 2 and fields[2].startswith("instructions") and fields[0].isdigit():
                 return int(fields[0])
     with tempfile.TemporaryDirectory(prefix="memparity-") as tmp:
-        out = os.path.join(tmp, "cg.out")
-        valgrind = ["valgrind", "--tool=callgrind", "--separate-threads=yes"]
-        subprocess.run(
-            [*valgrind, f"--callgrind-out-file={out}", *cmd],
-            capture_output=True,
-            env=env,
-            check=True,
-        )
-        totals = []
-        for name in os.listdir(tmp):
-            if name.endswith("-01"):
-                continue  # the main thread (start-up, the event loop): not a worker
-            with open(os.path.join(tmp, name)) as f:
-                found = re.search(r"^totals:\s+(\d+)", f.read(), re.M)
-            if found:
-                totals.append(int(found.group(1)))
-    if len(totals) < threads:
-        raise RuntimeError(f"callgrind counted {len(totals)} threads: {' '.join(cmd)}")
-    return sum(sorted(totals)[-threads:])
+        counts = run_callgrind(cmd, Path(tmp) / "cg.out")
+    return sum(c.instructions for c in busiest(counts, threads))
 
 
 def instructions_per_op(
@@ -197,7 +191,7 @@ def instructions_per_op(
 ) -> float:
     threads = int(opts.get("threads", "1"))
     counts = [count_instructions(fixed_work_cmd(tool, opts, n), threads) for n in (n1, n2)]
-    return (counts[1] - counts[0]) / ((n2 - n1) * int(opts.get("threads", "1")))
+    return per_operation(*counts, n1, n2) / threads
 
 
 def sysbench_overhead_s() -> float:

@@ -124,8 +124,12 @@ class MemProbe:
         assert self.engine is not None
         s = self.settings
         threads = s.threads
-        # Page-aligned, zeroed blocks (anonymous mappings), as sb_memalign + memset.
-        maps = [mmap.mmap(-1, s.block_size) for _ in range(threads if s.scope == "local" else 1)]
+        # Page-aligned, zeroed, process-private blocks, as sysbench's
+        # posix_memalign(page) + memset (Python's default anonymous mmap is
+        # MAP_SHARED: shmem pages, which sysbench's heap memory is not).
+        private = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+        count = threads if s.scope == "local" else 1
+        maps = [mmap.mmap(-1, s.block_size, flags=private) for _ in range(count)]
         addrs = [ctypes.addressof(ctypes.c_char.from_buffer(m)) for m in maps]
         for m in maps:  # touch every page before the clock starts
             m.write(b"\0" * s.block_size)

@@ -11,14 +11,18 @@ under valgrind costs ~20 s); sysbench's side is two runs per case.
 
 from __future__ import annotations
 
-import os
-import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from mem_callgrind import (
+    FIXED_WORK_TIME_S,
+    busiest,
+    per_operation,
+    run_callgrind,
+    sysbench_fixed_work,
+)
 
 pytestmark = pytest.mark.skipif(
     shutil.which("valgrind") is None or shutil.which("sysbench") is None,
@@ -26,7 +30,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 N1, N2 = 2_000, 12_000
-TIME_LIMIT_S = 100_000  # a deadline never reached: the clock is read every operation
 CASES = [  # (access mode, oper, block bytes, percentile)
     ("seq", "write", 8, 95),  # all bookkeeping: the event loop, timer, histogram
     ("seq", "write", 1024, 0),  # no histogram
@@ -70,51 +73,22 @@ for go, thread, rows, n in runs:
 """
 
 
-def _callgrind(cmd: list[str], out: Path) -> dict[int, int]:
-    """Instructions per thread (callgrind's thread number -> total)."""
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-    valgrind = ["valgrind", "--tool=callgrind", "--separate-threads=yes"]
-    subprocess.run(
-        [*valgrind, f"--callgrind-out-file={out}", *cmd],
-        capture_output=True,
-        env=env,
-        check=True,
-        timeout=900,
-    )
-    totals = {}
-    for path in out.parent.glob(out.name + "-*"):
-        found = re.search(r"^(?:totals|summary):\s+(\d+)", path.read_text(), re.M)
-        if found:
-            totals[int(path.name.rsplit("-", 1)[1])] = int(found.group(1))
-    return totals
-
-
 def _sysbench_per_op(mode: str, oper: str, block: int, pct: int, tmp: Path) -> float:
     counts = []
     for n in (N1, N2):
-        cmd = [
-            "sysbench",
-            "memory",
-            f"--time={TIME_LIMIT_S}",
-            f"--memory-block-size={block}",
-            f"--memory-total-size={n * block}",
-            f"--memory-oper={oper}",
-            f"--memory-access-mode={mode}",
-            f"--percentile={pct}",
-            "run",
-        ]
-        totals = _callgrind(cmd, tmp / f"sb-{mode}-{oper}-{block}-{pct}-{n}.out")
-        counts.append(totals[2])  # thread 1 starts and waits; thread 2 is the worker
-    return (counts[1] - counts[0]) / (N2 - N1)
+        cmd = sysbench_fixed_work(ops=n, block=block, oper=oper, mode=mode, percentile=pct)
+        threads = run_callgrind(cmd, tmp / f"sb-{mode}-{oper}-{block}-{pct}-{n}.out", timeout=900)
+        counts.append(busiest(threads, 1)[0].instructions)  # thread 1 starts and waits
+    return per_operation(*counts, N1, N2)
 
 
 def test_instructions_per_operation_are_sysbenchs(tmp_path: Path) -> None:
-    script = _SCRIPT.format(cases=CASES, n1=N1, n2=N2, limit=TIME_LIMIT_S)
-    ours = _callgrind([sys.executable, "-c", script], tmp_path / "probetop.out")
+    script = _SCRIPT.format(cases=CASES, n1=N1, n2=N2, limit=FIXED_WORK_TIME_S)
+    threads = run_callgrind([sys.executable, "-c", script], tmp_path / "probetop.out", timeout=900)
+    ours = {t.number: t.instructions for t in threads}
     rows = []
     for i, (mode, oper, block, pct) in enumerate(CASES):
-        first, second = ours[2 + 2 * i], ours[3 + 2 * i]
-        per_op = (second - first) / (N2 - N1)
+        per_op = per_operation(ours[2 + 2 * i], ours[3 + 2 * i], N1, N2)
         theirs = _sysbench_per_op(mode, oper, block, pct, tmp_path)
         rows.append((f"{mode} {oper} {block}B pct{pct}", per_op, theirs, per_op / theirs))
     report = "\n".join(f"{n}: {a:.1f} vs {b:.1f} ({r:.3f})" for n, a, b, r in rows)

@@ -222,6 +222,22 @@ async def test_probe_emits_intervals_and_a_final_summary() -> None:
     assert full and all(iv.ops and iv.mibs == pytest.approx(iv.ops / 1024) for iv in full)
 
 
+async def test_blocks_are_private_memory_as_sysbenchs_heap() -> None:
+    """sysbench's blocks are posix_memalign'd heap: private pages, one per
+    thread with --memory-scope=local (Python's anonymous mmap is shared)."""
+    probe = MemProbe(MemSettings(time_s=0, total_size=64 << 10, threads=2, scope="local"))
+    probe.prepare()
+    await probe.run(lambda _sample: None)
+    blocks = [int(a) for a in probe._stats[:, ROW_BUF]]
+    assert len(set(blocks)) == 2 and all(a % os.sysconf("SC_PAGE_SIZE") == 0 for a in blocks)
+    perms = []
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        span, mode = line.split()[:2]
+        lo, hi = (int(x, 16) for x in span.split("-"))
+        perms += [mode for a in blocks if lo <= a < hi]
+    assert perms == ["rw-p", "rw-p"], perms
+
+
 async def test_cancel_keeps_what_ran() -> None:
     probe = MemProbe(MemSettings(time_s=30, interval_s=0.2))
     probe.prepare()
