@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -69,17 +70,69 @@ def _native_loops_compiled_first(tmp_path_factory: pytest.TempPathFactory) -> No
         _compile_native_loops()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _no_files_left_in_home_or_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
+_STATE_BEFORE = pytest.StashKey[tuple[Path, dict[str, tuple[int, int, int]]]]()
+
+
+def _real_state_dir() -> Path:
+    """The probetop state directory of the user running the tests, as the
+    product finds it (tui/sessions/registry.py) before ``pytest_configure``
+    moves it: a relative XDG_STATE_HOME is ignored."""
+    base = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(base):
+        base = str(Path.home() / ".local" / "state")
+    return Path(base) / "probetop"
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
+    """(mode, size, mtime) of everything under ``root``; empty if it is missing."""
+    found = {}
+    for path in [root, *root.rglob("*")] if root.exists() else []:
+        with contextlib.suppress(OSError):  # removed meanwhile
+            st = path.lstat()
+            found[str(path.relative_to(root))] = (st.st_mode, st.st_size, st.st_mtime_ns)
+    return found
+
+
+@pytest.hookimpl(trylast=True)  # after the tmpdir plugin's: the run's tmp root
+def pytest_configure(config: pytest.Config) -> None:
     """The state directory (session registry, the body-hash key) and tmux's
     sockets (``tmux -L NAME``) inside this run's tmp root, which pytest prunes:
     a clean clone's run left a key in ~/.local/state/probetop and 26 sockets in
-    /tmp/tmux-UID. Short names: a session's socket must stay under 104 bytes."""
-    base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    /tmp/tmux-UID. Here, before collection, not in a session fixture: a test
+    module's environment built at import (``ENV = {**os.environ, ...}`` in
+    tests/http) kept the real home's, and a run as ptnonroot wrote the key
+    there. Short names: a session's socket must stay under 104 bytes.
+
+    First the real state directory is noted (in the process that reports:
+    xdist's controller, or the one process without it), for the check below."""
+    worker = hasattr(config, "workerinput")
+    if not worker:
+        state = _real_state_dir()
+        config.stash[_STATE_BEFORE] = (state, _snapshot(state))
+    base = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    root = base.parent if worker else base  # xdist: the controller's, shared
     for var, name in (("XDG_STATE_HOME", "xdg"), ("TMUX_TMPDIR", "tmux")):
         (root / name).mkdir(mode=0o700, exist_ok=True)
         os.environ[var] = str(root / name)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if the real state directory changed: a test wrote outside
+    its tmp dirs (a clean clone's run once left ~/.local/state/probetop/
+    body-hmac.key). A probetop run by hand meanwhile, as the same user, would
+    change it too: then rerun."""
+    noted = session.config.stash.get(_STATE_BEFORE, None)
+    if noted is None:
+        return
+    state, before = noted
+    after = _snapshot(state)
+    if after != before:
+        changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+        sys.stderr.write(
+            f"\nERROR: the tests changed {state} (the real user's probetop state; tests "
+            f"must write only under their tmp dirs): {', '.join(changed)}\n"
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from probetop.probes.core.options import Option, OptionValueError, parse_byte_size
@@ -220,16 +221,33 @@ def test_every_spelling_names_an_option_its_command_has_and_help_lists_it() -> N
 
 
 def test_a_pasted_fio_line_runs(tmp_path) -> None:
-    target = tmp_path / "fio line.img"  # a space in the path, as users have
-    out = run(
-        "iops", f"--filename={target}", "--size=1Mi", "--bs=4k", "--rw=randwrite",
-        "--numjobs=1", "--runtime=300ms", "--time_based", "--direct=0",
-        "--group_reporting", "--output-format=json",
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    doc = json.loads(out.stdout)
-    assert doc["jobs"][0]["write"]["total_ios"] > 0
-    assert target.stat().st_size == 1 << 20
+    """On tmpfs: ``--time`` bounds the layout too (docs/iops.md), and laying
+    out 1 MiB on this machine's shared disk (fsync) once took longer than
+    the line's 300 ms (exit 2, "ran out while laying out", at a load average
+    of 16-36). On tmpfs it takes milliseconds; 1 s leaves a margin."""
+    import shutil
+    import tempfile
+
+    shm = Path("/dev/shm")
+    base = (
+        Path(tempfile.mkdtemp(prefix="probetop-test-", dir=shm))
+        if os.access(shm, os.W_OK)
+        else tmp_path
+    )
+    target = base / "fio line.img"  # a space in the path, as users have
+    try:
+        out = run(
+            "iops", f"--filename={target}", "--size=1Mi", "--bs=4k", "--rw=randwrite",
+            "--numjobs=1", "--runtime=1s", "--time_based", "--direct=0",
+            "--group_reporting", "--output-format=json",
+        )  # fmt: skip
+        assert out.returncode == 0, out.stdout[-2000:] + out.stderr
+        doc = json.loads(out.stdout)
+        assert doc["jobs"][0]["write"]["total_ios"] > 0
+        assert target.stat().st_size == 1 << 20
+    finally:
+        if base != tmp_path:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def test_an_old_sysbench_line_runs() -> None:

@@ -73,10 +73,18 @@ def test_signal_during_startup_stops_even_when_inherited_ignored(
     """A script's `probetop ... &` starts it with SIGINT ignored. A SIGINT sent
     during start-up (imports, then compiling the native loop: a fresh numba
     cache makes that seconds long) was lost, and the flood, with no --time,
-    ran on (once for ~10 minutes). Now it is caught from the first import."""
+    ran on (once for ~10 minutes). Now it is caught from the first import.
+
+    Not before it: a signal the process ignores is discarded by the kernel,
+    and the interpreter's own start-up (0.15 s here idle) runs with the
+    inherited SIG_IGN. At a load average of 16-36 that took over 0.3 s and
+    the test's SIGINT was lost there; so it is sent once the kernel shows
+    SIGINT caught (/proc/PID/status SigCgt), which must be before the native
+    loop's compile has written numba's cache (a fresh one per test)."""
     import time
 
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    numba_cache = tmp_path / "numba"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(numba_cache)}
     proc = subprocess.Popen(
         [*PROBETOP, "icmp", "127.0.0.1", "--flood", "--size", "1", "--headless"],
         stdout=subprocess.PIPE,
@@ -86,7 +94,11 @@ def test_signal_during_startup_stops_even_when_inherited_ignored(
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     try:
-        time.sleep(delay_s)
+        started = time.monotonic()
+        assert _wait_until_caught(proc.pid, sig, within_s=60.0), "SIGINT never caught"
+        # Caught before the native loop's compile wrote its cache: in start-up.
+        assert not list(numba_cache.rglob("*.nbi")), "SIGINT caught only once the run began"
+        time.sleep(max(0.0, delay_s - (time.monotonic() - started)))
         clock = StopClock(proc.pid).start()
         proc.send_signal(sig)
         _out, err = proc.communicate(timeout=30)
@@ -98,3 +110,23 @@ def test_signal_during_startup_stops_even_when_inherited_ignored(
     assert took.own_s < STOP_WITHIN_S, (str(took), err)
     assert proc.returncode in (0, 128 + sig), (proc.returncode, err)  # 0: it had started
     assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
+def _wait_until_caught(pid: int, sig: int, within_s: float) -> bool:
+    """True once the kernel shows ``sig`` caught by process ``pid`` (the
+    SigCgt mask of /proc/PID/status); False if it exits or ``within_s`` passes."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return False
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if fields["State"].split()[0] in ("Z", "X"):
+            return False
+        if int(fields["SigCgt"], 16) >> (sig - 1) & 1:
+            return True
+        time.sleep(0.005)
+    return False
