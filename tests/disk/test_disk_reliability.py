@@ -62,6 +62,15 @@ def test_writes_to_the_file_behind_a_mounted_loop_device_are_refused(
     # probe's: the first MiB compared unfrozen changed now and then.
     subprocess.run(["fsfreeze", "--freeze", str(point)], check=True)
     layers.stack.callback(subprocess.run, ["fsfreeze", "--unfreeze", str(point)], check=False)
+    # A freeze that outlives this process (killed, a timeout: no teardown)
+    # hangs every later pytest on the machine for good, in D state, unlinking
+    # its old tmp dirs: a detached watchdog of its own session thaws it later.
+    watchdog = subprocess.Popen(
+        ["sh", "-c", 'sleep 300 && exec fsfreeze --unfreeze "$0"', str(point)],
+        start_new_session=True,
+    )
+    layers.stack.callback(watchdog.wait)
+    layers.stack.callback(os.killpg, watchdog.pid, signal.SIGKILL)
     before = image.read_bytes()
     name = os.path.basename(dev)
     for args in (
