@@ -61,7 +61,14 @@ def _native_loops_compiled_first(tmp_path_factory: pytest.TempPathFactory) -> No
     (a lock in their shared tmp root: the second loads the first's cache).
     The cache is per source path: in a fresh clone every CLI test's first
     ``iops``/``icmp`` child compiled it inside its own timeout (a ``--time
-    0.5`` run passed 60 s at a load average of 24)."""
+    0.5`` run passed 60 s at a load average of 24).
+
+    ``PROBETOP_TESTS_NO_NATIVE_WARMUP=1``: for a nested pytest whose tests
+    start no native loop (tests/core/test_new_family.py runs the registry
+    tests over a copy of the tree, at a path numba's cache has never seen:
+    the warm-up compiled both loops there, ~30 CPU-s, for nothing)."""
+    if os.environ.get("PROBETOP_TESTS_NO_NATIVE_WARMUP") == "1":
+        return
     import fcntl
 
     root = tmp_path_factory.getbasetemp().parent
