@@ -138,6 +138,8 @@ def run_plan(plan: RunPlan[Any]) -> int:
         return detach(plan, _run_in_session)
     fg = _split_for_detach(plan)
     module = command_module(plan)
+    if fg is None and getattr(module, "BLOCKS_IN_KERNEL", False):
+        _split_from_kernel_waits()
     if module is None:  # bare `probetop`: the passive panes
         probes = passive_probes(plan.common.interval_s)
         if plan.common.wants_headless:
@@ -175,6 +177,22 @@ def _split_for_detach(plan: RunPlan[Any]) -> Foreground | None:
     from probetop.tui.sessions.foreground import start_waiter
 
     return start_waiter()  # the parent waits there for good; the child goes on
+
+
+def _split_from_kernel_waits() -> None:
+    """Before anything starts a thread: a run whose I/O threads a hung device
+    can hold in the kernel goes on in a child, and the process the shell
+    waits for exits with its status, report and footer written, even when
+    the kernel keeps the child (tui.sessions.waiter). Nothing is split when
+    a thread already runs (a detached session's control server: no shell
+    waits for it)."""
+    from probetop.probes.core import kernelholds
+    from probetop.tui.sessions.waiter import split
+
+    shell_pid = os.getpid()
+    pipe_w, _why = split(dashboard=False)
+    if pipe_w is not None:
+        kernelholds.set_shown_pid(shell_pid)  # "in use by probetop PID N": the one started
 
 
 def _run_in_session(plan: RunPlan[Any]) -> int:
