@@ -86,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     stopsignals.interrupt_from_now()
     if argv is None:
         hide_cmdline_secrets()  # ps shows every user the command line: before any fork
+        global _console_script
+        _console_script = True  # it ends through exit_now: its last words reach a waiter
     set_body_key_loader(body_key)  # bodies' hashes keyed by the per-install secret
     try:
         if argv is None and sys.argv[1:2] == [ARGV_STDIN]:  # --remote: options over ssh's stdin
@@ -179,6 +181,11 @@ def _split_for_detach(plan: RunPlan[Any]) -> Foreground | None:
     return start_waiter()  # the parent waits there for good; the child goes on
 
 
+_console_script = False
+"""True when ``main`` runs as the console script (a caller's own
+process, a test calling ``main(argv)``, is never forked)."""
+
+
 def _split_from_kernel_waits() -> None:
     """Before anything starts a thread: a run whose I/O threads a hung device
     can hold in the kernel goes on in a child, and the process the shell
@@ -186,6 +193,8 @@ def _split_from_kernel_waits() -> None:
     the kernel keeps the child (tui.sessions.waiter). Nothing is split when
     a thread already runs (a detached session's control server: no shell
     waits for it)."""
+    if not _console_script:
+        return
     from probetop.probes.core import kernelholds
     from probetop.tui.sessions.waiter import split
 

@@ -25,6 +25,7 @@ when it fails.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -32,6 +33,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 from collections.abc import Iterator
@@ -63,8 +65,9 @@ class Lines:
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
-        for line in self.stream:  # type: ignore[attr-defined]
-            self.text.append(line)
+        with contextlib.suppress(OSError):  # a pty's master: EIO once the last writer left
+            for line in self.stream:  # type: ignore[attr-defined]
+                self.text.append(line)
         self.ended.set()
 
     def joined(self) -> str:
@@ -303,3 +306,47 @@ def test_warmup_write_ends_after_the_deadline_and_writes_only_its_range(tmp_path
     assert after[: 16 * MIB] == before[: 16 * MIB]
     assert after[48 * MIB :] == before[48 * MIB :]
     assert after[16 * MIB : 20 * MIB] != before[16 * MIB : 20 * MIB]  # written
+
+
+def test_ctrl_c_at_a_terminal_while_a_device_does_not_answer(tmp_path: Path):
+    """Ctrl-C typed at the terminal (the tty sends SIGINT to the whole
+    foreground process group: the process the shell started and the run):
+    one stop, the partial report, exit 130 with the hang still held."""
+    rec = tmp_path / "rec.jsonl"
+    with hanging_device() as device:
+        master, slave = os.openpty()
+
+        def own_terminal() -> None:
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)  # the pty is this session's terminal
+
+        args = ["iops", device.dev, "--time", "1", "--rw", "randread", "--ioengine", "libaio",
+                "--iodepth", "8", "--headless", "--record", str(rec)]  # fmt: skip
+        proc = subprocess.Popen(
+            [*PROBETOP, *args], stdin=slave, stdout=slave, stderr=slave,
+            preexec_fn=own_terminal,
+        )  # fmt: skip
+        os.close(slave)
+        screen = Lines(os.fdopen(master, "r", errors="replace"))
+        try:
+            wait_for("the hang", device.held)
+            time.sleep(2.5)  # past the deadline: the run waits for the device
+            sent = time.monotonic()
+            os.write(master, b"\x03")
+            try:
+                code = proc.wait(timeout=REPORT_WITHIN_S + EXIT_WITHIN_S)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(f"no exit after ^C: {screen.joined()[-800:]}") from None
+            took = time.monotonic() - sent
+            assert not device.released
+            time.sleep(0.3)  # the last bytes through the pty
+            text = screen.joined()
+            assert code == 130, text[-800:]
+            assert took <= REPORT_WITHIN_S + EXIT_WITHIN_S, took
+            assert "the device stopped answering" in text, text
+            assert "Traceback" not in text, text[-2000:]
+            assert "is left to the kernel" in text, text[-800:]
+            check_recording(rec, "interrupted (SIGINT)")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
