@@ -12,12 +12,14 @@ starts:
 - ``split(dashboard)`` forks once (nothing happens when the process already
   runs a thread: ``None, why``). The PARENT, the process the shell started,
   becomes the WAITER: it runs no probe; SIGINT, SIGTERM and SIGHUP sent to it
-  are passed on to the run (not those the terminal sends to the whole
-  foreground process group: the run got them itself, and a second Ctrl-C
-  would mean something else to it); with ``dashboard``, SIGTSTP too
+  are passed on to the run (not a Ctrl-C typed at the terminal: the kernel
+  sends it to the whole foreground process group, the run got it itself,
+  and a second one would mean something else to it); with ``dashboard``, SIGTSTP too
   (tui/sessions/jobcontrol.py). The CHILD returns ``(pipe, None)`` and
-  runs as before, with ``PR_SET_PDEATHSIG`` = SIGTERM (a killed waiter
-  stops it cleanly).
+  runs as before, with ``PR_SET_PDEATHSIG``: SIGTERM for a dashboard (a
+  killed waiter stops it cleanly, the terminal restored), SIGKILL for a
+  headless run (``kill -9`` of the process the user started ends the run
+  as it did before the split: no report, no release).
 - The run's last words (``hardexit.last_words``, right before
   ``os._exit``): its stdout and stderr are flushed, then its fds 0-2 are
   pointed at /dev/null (a process the kernel holds keeps its fds open:
@@ -51,7 +53,7 @@ from probetop.tui.run import hardexit
 from probetop.tui.sessions import jobcontrol
 
 _PR_SET_PDEATHSIG = 1
-_SI_KERNEL = 0x80  # siginfo's si_code of a signal the kernel sent (the tty's ^C, ^\\, hangup)
+_SI_KERNEL = 0x80  # siginfo's si_code of a signal the kernel sent (a tty's ^C, hangup)
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 EXIT_GRACE_S = 5.0
 """How long the waiter gives a run that said its last words and named
@@ -88,9 +90,12 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
         os.close(pipe_w)
         _wait(child, pipe_r, dashboard)
     os.close(pipe_r)
-    set_parent_death_signal(signal.SIGTERM)
+    # A killed waiter: a dashboard stops cleanly (it owns the terminal); a
+    # headless run dies as the process the user killed would have (kill -9).
+    death = signal.SIGTERM if dashboard else signal.SIGKILL
+    set_parent_death_signal(death)
     if os.getppid() != waiter:  # the waiter died before the line above
-        os._exit(128 + signal.SIGTERM)
+        os._exit(128 + death)
     hardexit.last_words(lambda code: _tell_waiter(pipe_w, code))
     return pipe_w, None
 
@@ -110,15 +115,17 @@ def _tell_waiter(pipe_w: int, code: int) -> None:
 
 
 def _forward_signals(child: int) -> None:
-    """Pass the stop signals sent to the waiter on to the run; those the
-    kernel sent to the process group (the terminal's) reached it already."""
+    """Pass the stop signals sent to the waiter on to the run; not a Ctrl-C
+    typed at the terminal (the kernel sends it to the whole foreground
+    process group: the run got it already). A hangup is passed on: the
+    kernel sends it to the session's leader alone."""
     signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
 
     def forward() -> None:
         while True:
             info = signal.sigwaitinfo(FORWARDED)
-            if info.si_code == _SI_KERNEL:
-                continue
+            if info.si_code == _SI_KERNEL and info.si_signo == signal.SIGINT:
+                continue  # typed at the terminal: sent to the whole process group
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child, info.si_signo)
 
