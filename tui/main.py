@@ -86,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     stopsignals.interrupt_from_now()
     if argv is None:
         hide_cmdline_secrets()  # ps shows every user the command line: before any fork
+        global _console_script
+        _console_script = True  # it ends through exit_now: its last words reach a waiter
     set_body_key_loader(body_key)  # bodies' hashes keyed by the per-install secret
     try:
         if argv is None and sys.argv[1:2] == [ARGV_STDIN]:  # --remote: options over ssh's stdin
@@ -138,6 +140,8 @@ def run_plan(plan: RunPlan[Any]) -> int:
         return detach(plan, _run_in_session)
     fg = _split_for_detach(plan)
     module = command_module(plan)
+    if fg is None and getattr(module, "BLOCKS_IN_KERNEL", False):
+        _split_from_kernel_waits()
     if module is None:  # bare `probetop`: the passive panes
         probes = passive_probes(plan.common.interval_s)
         if plan.common.wants_headless:
@@ -175,6 +179,29 @@ def _split_for_detach(plan: RunPlan[Any]) -> Foreground | None:
     from probetop.tui.sessions.foreground import start_waiter
 
     return start_waiter()  # the parent waits there for good; the child goes on
+
+
+_console_script = False
+"""True when ``main`` runs as the console script (a caller's own
+process, a test calling ``main(argv)``, is never forked)."""
+
+
+def _split_from_kernel_waits() -> None:
+    """Before anything starts a thread: a run whose I/O threads a hung device
+    can hold in the kernel goes on in a child, and the process the shell
+    waits for exits with its status, report and footer written, even when
+    the kernel keeps the child (tui.sessions.waiter). Nothing is split when
+    a thread already runs (a detached session's control server: no shell
+    waits for it)."""
+    if not _console_script:
+        return
+    from probetop.probes.core import kernelholds
+    from probetop.tui.sessions.waiter import split
+
+    shell_pid = os.getpid()
+    pipe_w, _why = split(dashboard=False)
+    if pipe_w is not None:
+        kernelholds.set_shown_pid(shell_pid)  # "in use by probetop PID N": the one started
 
 
 def _run_in_session(plan: RunPlan[Any]) -> int:

@@ -244,6 +244,10 @@ class Family(Generic[SettingsT]):
     banner and ``[ 1s ]`` lines); None: the report is all printed at the end."""
     with_passive: bool = True
     """False when the command brings the passive probes itself."""
+    blocks_in_kernel: bool = False
+    """True when its probes' threads may wait in the kernel for a device
+    that stopped answering (disk I/O): a headless run is then split so the
+    shell never waits for them (tui/sessions/waiter.py)."""
     tracker: Lazy[type[Tracker] | tuple[type[Tracker], ...]] | None = None
     """Its Prometheus tracker class (probes/core/tracker.py), or one per
     kind; ``Lazy``, so a run without --metrics, --textfile or export never

@@ -25,7 +25,8 @@ Contract:
   - a checkpoint file: its real path (``TargetLock.for_path``).
 - Every run takes its keys, reads included: an IOPS read and a warm-up of
   the same target do not run together (each would measure the other).
-- The holder writes "PID COMMAND TARGET" into its lock files; a refused run
+- The holder writes "PID COMMAND TARGET" into its lock files (the PID the
+  user started: ``kernelholds.shown_pid``, a split run's waiter); a refused run
   reports that, and checks the PID is alive (a stale line from a killed
   holder is not reported as a live one).
 - Lock files do not pile up (one per target ever used, before): a holder
@@ -63,6 +64,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from probetop.probes.core import kernelholds
 from probetop.probes.core.base import ProbeError, TargetProbeError
 
 SHARED_DIR = Path("/run/lock/probetop")
@@ -312,7 +314,7 @@ def _describe(line: str | None) -> str:
         return "another probetop"
     pid, _, rest = line.partition(" ")
     rest = rest.strip()
-    mine = " (this process)" if pid == str(os.getpid()) else ""
+    mine = " (this process)" if pid == str(kernelholds.shown_pid()) else ""
     return f"probetop PID {pid}{mine}" + (f" ({rest})" if rest else "")
 
 
@@ -491,7 +493,7 @@ class TargetLock:
         if writable:  # shared holders too: any live holder names the user
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()} {self.owner}\n".encode(), 0)
+                os.pwrite(fd, f"{kernelholds.shown_pid()} {self.owner}\n".encode(), 0)
         self._held[key.name] = fd
         self._paths[key.name] = (path, key.shared)
 

@@ -116,6 +116,7 @@ IOPS = Family(
     # the ramp), so a generic deadline must not cut it short.
     deadline_s=ends_itself,
     confirmed=confirm,  # the user typed the target's name
+    blocks_in_kernel=True,  # I/O to a device that stopped answering
     demo_probes=iops_demo_probes,
 )
 
@@ -198,6 +199,7 @@ WARMUP = Family(
     example=("/tmp/probetop-example.img",),
     deadline_s=ends_itself,  # the probe stops itself on --time, checkpoint saved first
     confirmed=confirm,  # the user typed the target's name
+    blocks_in_kernel=True,  # I/O to a device that stopped answering
     switched=switched_to_write,
     demo_probes=warmup_demo_probes,
 )

@@ -260,6 +260,9 @@ def format_iops_report(
     out.append(f"  same job in fio: {doc.get('fio_command')}")
     if doc.get("error"):
         out.append(f"  error: {doc['error']}")
+    # The run's own errors (a device that stopped answering) when the run's
+    # status came from elsewhere (a stop signal): the JSON lists them too.
+    out += [f"  error: {e}" for e in doc.get("errors") or () if e != doc.get("error")]
     return "\n".join(out)
 
 

@@ -46,9 +46,11 @@ Contract:
   ``join_stopped(grace_s)`` waits ``grace_s``, and longer (up to
   ``STARVED_CAP_S``) while a worker left is runnable (``iothreads``): short
   of CPU on a loaded machine is not "blocked by the device". A worker blocked in the
-  kernel past that (a hung device) is a daemon thread: it never keeps the
-  process alive, and its fds and buffers stay open until it ends; the last
-  worker to end then closes them (``join`` closes nothing while one lives).
+  kernel past that (a hung device) is a daemon thread: its fds and buffers
+  stay open until it ends; the last worker to end then closes them (``join``
+  closes nothing while one lives). The kernel holds the process until such
+  a worker ends, so it is noted in ``core.kernelholds``: the process the
+  shell waits for then does not wait for it.
 - A write plan on a block device opens it with ``O_EXCL`` (``exclusive``):
   while probetop writes, the kernel refuses to mount it or swapon it.
 - A failure to compile or load the native loops is a ``NativeCodeError``
@@ -80,6 +82,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from probetop.probes.core import kernelholds
 from probetop.probes.core.base import ProbeError
 from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.counters import (
@@ -461,6 +464,11 @@ class Engine:
             ended = self._running == 0 and self._started_all.is_set()
         if ended:
             self._close()
+        else:  # the process cannot end before them: say so to whatever ends it
+            kernelholds.hold(
+                f"{self.stuck} I/O thread(s) blocked in the kernel on {self.plan.path}",
+                lambda: self.stuck > 0,
+            )
         return ended
 
     def in_flight(self) -> list[InFlight]:

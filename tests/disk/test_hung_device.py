@@ -1,4 +1,5 @@
-"""A device that stops answering: the run still ends, says so, and exits 2.
+"""A device that stops answering: the run still ends, says so, exits 2, and
+gives the shell its prompt back.
 
 A loop device over tests/disk/faultyfs.py in ``hang`` mode: I/O to one MiB
 of it is held (never answered) until the test releases it. ``iops --time 1``
@@ -8,24 +9,31 @@ within ``inflight.HUNG_S`` (no completion for that long) after the deadline,
 names the I/Os in flight and their byte range, the recording has its footer,
 the exit status is 2 (130 when Ctrl-C ended the wait: at once, with the
 partial report), and nothing is written outside the target. fio waits for
-such I/O (300 s before it gives up on a job, FIO_REAP_TIMEOUT).
+such I/O (300 s before it gives up on a job, FIO_REAP_TIMEOUT; a Ctrl-C
+does not end it).
 
 The kernel holds a process whose kernel AIO or synchronous read is in
-flight until it completes, so the tests release the hang after the report
-and only then read the exit status. Each test undoes what it built (the
-hang released, the loop device detached, the FUSE file system unmounted)
-even when it fails.
+flight until it completes (SIGKILL included). probetop's I/O runs in a
+child of the process the shell started (tui/sessions/waiter.py): that
+process exits with the status while the hang is still held, every engine,
+and names the PID it leaves to the kernel; stdout reaches its end (a
+``$(probetop ...)`` returns). Each test undoes what it built (the hang
+released, the loop device detached, the FUSE file system unmounted) even
+when it fails.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 from collections.abc import Iterator
@@ -42,6 +50,7 @@ MIB = 1 << 20
 SIZE = 64 * MIB
 HOLD = (20 * MIB, 21 * MIB)  # the bytes whose I/O the device never answers
 REPORT_WITHIN_S = 2.0  # past HUNG_S: the report's own time on a loaded machine
+EXIT_WITHIN_S = 2.0  # from the report to the exit status, the hang still held
 
 
 @dataclass
@@ -50,13 +59,16 @@ class Lines:
 
     stream: object
     text: list[str] = field(default_factory=list)
+    ended: threading.Event = field(default_factory=threading.Event)  # the pipe's end came
 
     def __post_init__(self) -> None:
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
-        for line in self.stream:  # type: ignore[attr-defined]
-            self.text.append(line)
+        with contextlib.suppress(OSError):  # a pty's master: EIO once the last writer left
+            for line in self.stream:  # type: ignore[attr-defined]
+                self.text.append(line)
+        self.ended.set()
 
     def joined(self) -> str:
         return "".join(self.text)
@@ -69,10 +81,13 @@ class HangingDevice:
     server: subprocess.Popen[str]
     said: Lines
 
+    released: bool = False
+
     def held(self) -> bool:
         return any(line.startswith("held ") for line in self.said.text)
 
     def release(self) -> None:
+        self.released = True
         if self.server.stdin is not None and not self.server.stdin.closed:
             with contextlib.suppress(OSError):
                 self.server.stdin.write("release\n")
@@ -150,6 +165,28 @@ class Run:
             time.sleep(0.02)
         raise AssertionError(f"no report in {timeout} s: {self.err.joined()[-800:]}")
 
+    def exits_while_held(self, device: HangingDevice, since: float, engine: str) -> int:
+        """The exit status, which must come within ``EXIT_WITHIN_S`` of
+        ``since`` with the hang still held; the pipes reach their end and
+        stderr names the process left to the kernel (io_uring's ends: the
+        kernel does not hold it)."""
+        try:
+            code = self.proc.wait(timeout=max(0.1, since + EXIT_WITHIN_S - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"still running {EXIT_WITHIN_S} s after its report: {self.err.joined()[-800:]}"
+            ) from None
+        assert not device.released
+        assert self.out.ended.wait(5) and self.err.ended.wait(5), "a pipe stayed open"
+        left = re.search(r"process (\d+) is left to the kernel", self.err.joined())
+        if engine == "io_uring" and left is None:
+            return code
+        assert left, self.err.joined()[-800:]
+        assert "blocked in the kernel on " + device.dev in self.err.joined()
+        held = Path(f"/proc/{left.group(1)}")
+        assert held.exists(), "the child was not held: this test shows nothing"
+        return code
+
 
 @contextlib.contextmanager
 def probetop(*args: str) -> Iterator[Run]:
@@ -201,7 +238,7 @@ def test_iops_ends_after_the_deadline_when_io_never_completes(tmp_path: Path, en
         args = ["iops", device.dev, "--time", "1", "--rw", "randread", "--ioengine", engine,
                 "--iodepth", depth, "--json", "--record", str(rec)]  # fmt: skip
         with probetop(*args) as run:
-            doc, _ = run.report()
+            doc, at = run.report()
             assert device.held(), device.said.joined()
             summary = doc["probetop"]
             (error,) = summary["errors"]
@@ -215,31 +252,37 @@ def test_iops_ends_after_the_deadline_when_io_never_completes(tmp_path: Path, en
             assert runtime <= (1 + HUNG_S + REPORT_WITHIN_S) * 1000, runtime
             rows = summary["intervals"]
             assert sum(r["read_io_bytes"] for r in rows) == summary["read"]["io_bytes"]
-            device.release()
-            assert run.proc.wait(timeout=60) == 2, run.err.joined()[-800:]
-    assert check_recording(rec, "completed")["errors"] == [error]
+            assert run.exits_while_held(device, at, engine) == 2, run.err.joined()[-800:]
+            assert check_recording(rec, "completed")["errors"] == [error]  # before the release
 
 
-def test_ctrl_c_while_a_device_does_not_answer_ends_at_once(tmp_path: Path):
-    """SIGINT while the run waits for I/O that never completes: the partial
-    report within a stop's time, exit 130, the footer says interrupted."""
+@pytest.mark.parametrize(
+    ("engine", "sig"),
+    [(e, signal.SIGINT) for e in engines()] + [("psync", signal.SIGTERM)],
+)
+def test_a_stop_while_a_device_does_not_answer_ends_at_once(
+    tmp_path: Path, engine: str, sig: signal.Signals
+):
+    """SIGINT (or SIGTERM) while the run waits for I/O that never completes:
+    the partial report within a stop's time, exit 128+N with the hang still
+    held, the footer says interrupted."""
     rec = tmp_path / "rec.jsonl"
+    depth = "1" if engine == "psync" else "8"
     with hanging_device() as device:
-        args = ["iops", device.dev, "--time", "1", "--rw", "randread", "--ioengine", "libaio",
-                "--iodepth", "8", "--json", "--record", str(rec)]  # fmt: skip
+        args = ["iops", device.dev, "--time", "1", "--rw", "randread", "--ioengine", engine,
+                "--iodepth", depth, "--json", "--record", str(rec)]  # fmt: skip
         with probetop(*args) as run:
             wait_for("the hang", device.held)
             time.sleep(2.5)  # past the deadline: the run waits for the device
             assert not run.out.text, run.out.joined()
             sent = time.monotonic()
-            run.proc.send_signal(signal.SIGINT)
+            run.proc.send_signal(sig)
             doc, at = run.report()
             assert at - sent <= REPORT_WITHIN_S, at - sent
             assert "the device stopped answering" in doc["probetop"]["errors"][0]
             assert held_range_in_flight(doc["probetop"]["in_flight"])
-            device.release()
-            assert run.proc.wait(timeout=60) == 130, run.err.joined()[-800:]
-    check_recording(rec, "interrupted (SIGINT)")
+            assert run.exits_while_held(device, at, engine) == 128 + sig, run.err.joined()[-800:]
+            check_recording(rec, f"interrupted ({sig.name})")
 
 
 def test_warmup_write_ends_after_the_deadline_and_writes_only_its_range(tmp_path: Path):
@@ -249,7 +292,7 @@ def test_warmup_write_ends_after_the_deadline_and_writes_only_its_range(tmp_path
                 "16M-48M", "--bs", "1M", "--iodepth", "1", "--time", "1", "--json",
                 "--checkpoint", str(tmp_path / "c.json")]  # fmt: skip
         with probetop(*args) as run:
-            doc, _ = run.report()
+            doc, at = run.report()
             assert device.held()
             said = " ".join(doc.get("notes", [])) + str(doc.get("error"))
             held = "1 I/O (writes) in bytes 20,971,520-22,020,096"  # the 1 MiB write at 20 MiB
@@ -257,9 +300,53 @@ def test_warmup_write_ends_after_the_deadline_and_writes_only_its_range(tmp_path
             (row,) = [p for p in doc["passes"] if p["outcome"] != "not started"]
             assert row["seconds"] <= 1 + HUNG_S + REPORT_WITHIN_S, row
             assert sum(r["bytes"] for r in doc["intervals"]) == row["bytes"] >= 4 * MIB
+            assert run.exits_while_held(device, at, "psync") == 2, run.err.joined()[-800:]
             device.release()
-            assert run.proc.wait(timeout=60) == 2, run.err.joined()[-800:]
         after = device.backing.read_bytes()
     assert after[: 16 * MIB] == before[: 16 * MIB]
     assert after[48 * MIB :] == before[48 * MIB :]
     assert after[16 * MIB : 20 * MIB] != before[16 * MIB : 20 * MIB]  # written
+
+
+def test_ctrl_c_at_a_terminal_while_a_device_does_not_answer(tmp_path: Path):
+    """Ctrl-C typed at the terminal (the tty sends SIGINT to the whole
+    foreground process group: the process the shell started and the run):
+    one stop, the partial report, exit 130 with the hang still held."""
+    rec = tmp_path / "rec.jsonl"
+    with hanging_device() as device:
+        master, slave = os.openpty()
+
+        def own_terminal() -> None:
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)  # the pty is this session's terminal
+
+        args = ["iops", device.dev, "--time", "1", "--rw", "randread", "--ioengine", "libaio",
+                "--iodepth", "8", "--headless", "--record", str(rec)]  # fmt: skip
+        proc = subprocess.Popen(
+            [*PROBETOP, *args], stdin=slave, stdout=slave, stderr=slave,
+            preexec_fn=own_terminal,
+        )  # fmt: skip
+        os.close(slave)
+        screen = Lines(os.fdopen(master, "r", errors="replace"))
+        try:
+            wait_for("the hang", device.held)
+            time.sleep(2.5)  # past the deadline: the run waits for the device
+            sent = time.monotonic()
+            os.write(master, b"\x03")
+            try:
+                code = proc.wait(timeout=REPORT_WITHIN_S + EXIT_WITHIN_S)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(f"no exit after ^C: {screen.joined()[-800:]}") from None
+            took = time.monotonic() - sent
+            assert not device.released
+            time.sleep(0.3)  # the last bytes through the pty
+            text = screen.joined()
+            assert code == 130, text[-800:]
+            assert took <= REPORT_WITHIN_S + EXIT_WITHIN_S, took
+            assert "the device stopped answering" in text, text
+            assert "Traceback" not in text, text[-2000:]
+            assert "is left to the kernel" in text, text[-800:]
+            check_recording(rec, "interrupted (SIGINT)")
+        finally:
+            if proc.poll() is None:
+                proc.kill()

@@ -27,8 +27,30 @@ def _start_write(target: str, checkpoint: Path, bs: str, rate: int) -> subproces
         [*PROBETOP, "warmup", target, "--write", f"--yes-destroy-data={target}", "--bs", bs,
          "--iodepth", "1", "--checkpoint", str(checkpoint), "--interval", "0.25",
          "--rate-iops", str(rate), "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """kill -9 the run, as a crash would: its process group (the process
+    started, and the run it forked: tui/sessions/waiter.py), then wait until
+    none of them runs any more (a killed child may be an unreaped zombie)."""
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        alive = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) == proc.pid and fields[0] != "Z":  # pgrp, state
+                alive.append(stat.parent.name)
+        if not alive:
+            return
+        time.sleep(0.01)
+    pytest.fail(f"processes of the killed run still alive: {alive}")
 
 
 def _kill_after_first_progress(proc: subprocess.Popen[str], checkpoint: Path) -> tuple[int, float]:
@@ -44,8 +66,7 @@ def _kill_after_first_progress(proc: subprocess.Popen[str], checkpoint: Path) ->
             except (ValueError, KeyError):
                 done = 0
             if done > 0:
-                proc.send_signal(signal.SIGKILL)
-                proc.wait()
+                _kill_group(proc)
                 final = json.loads(checkpoint.read_text())["done_bytes"]
                 return final, time.monotonic() - started
         if proc.poll() is not None:

@@ -30,6 +30,7 @@ class ProbeCommand:
         self.SPEC: CommandSpec = family.spec
         self.FOCUS: str = family.focus
         self.WITH_PASSIVE: bool = family.with_passive
+        self.BLOCKS_IN_KERNEL: bool = family.blocks_in_kernel
 
     def __repr__(self) -> str:
         return f"ProbeCommand({self.family.name!r})"

@@ -15,6 +15,10 @@ Contract:
 - ``exit_now(code)``: how the console scripts end once ``main`` returned:
   stdout and stderr flushed (errors ignored), then ``hard_exit(code)`` (a
   worker still making the demo's targets leaves no scratch directory).
+- ``last_words(tell)``: ``hard_exit`` calls ``tell(code)`` after the
+  clean-ups, right before ``os._exit`` (the waiter of a split run learns the
+  status there, before the kernel may hold this process: foreground.py);
+  ``last_words(None)`` drops it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from collections.abc import Callable
 
 _cleanups: list[Callable[[], None]] = []
 _lock = threading.Lock()
+_last_words: Callable[[int], None] | None = None
 
 
 def before_hard_exit(cleanup: Callable[[], None]) -> Callable[[], None]:
@@ -49,7 +54,17 @@ def hard_exit(code: int) -> None:
     for cleanup in pending:
         with contextlib.suppress(Exception):
             cleanup()
+    tell = _last_words
+    if tell is not None:
+        with contextlib.suppress(Exception):
+            tell(code)
     os._exit(code)
+
+
+def last_words(tell: Callable[[int], None] | None) -> None:
+    """What ``hard_exit`` calls with the status last (module docstring)."""
+    global _last_words
+    _last_words = tell
 
 
 def exit_now(code: int) -> None:

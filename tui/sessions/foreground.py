@@ -6,14 +6,13 @@ before anything starts:
 
 - ``start_waiter()`` (called by ``tui.main`` when a plan may show a live
   dashboard, before its targets, probes or ``--metrics`` start any thread)
-  forks once. The PARENT, the
-  process the shell waits for, becomes a waiter: no threads, blocked reading
-  a pipe; SIGINT, SIGTERM and SIGHUP sent to it are passed to the child (SIGTSTP
-  too: tui/sessions/jobcontrol.py); it
-  exits with the child's exit status (128+N if a signal killed it). The
-  CHILD returns and runs the dashboard as before, on the same terminal, with
-  ``PR_SET_PDEATHSIG`` = SIGTERM so that it stops cleanly if the waiter is
-  killed (the shell would otherwise share the terminal with it).
+  forks once (tui/sessions/waiter.py). The PARENT, the process the shell
+  waits for, becomes a waiter: it passes stop signals on (SIGTSTP too:
+  tui/sessions/jobcontrol.py) and exits with the child's exit status (or
+  at once with it when the kernel holds the child: a hung device). The
+  CHILD returns and runs the dashboard as before, on the same terminal,
+  with ``PR_SET_PDEATHSIG`` = SIGTERM so that it stops cleanly if the
+  waiter is killed (the shell would otherwise share the terminal with it).
 - When the key is pressed, ``detach_session()`` (in the dashboard's event
   loop) turns the run into a session like ``--detach`` makes: a free name
   (``--name`` or ``COMMAND-YYYYMMDD-HHMMSS``), a recording holding every
@@ -41,20 +40,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import datetime as dt
 import os
 import signal
 import sys
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import NoReturn
 
 from probetop.probes.core.sample import Sample, now_ns
 from probetop.probes.core.stats import RunningStats
 from probetop.probes.record import RecordingError
+from probetop.tui.run import hardexit
 from probetop.tui.run.livesession import LiveSession, ignore_hangup
 from probetop.tui.run.runner import RunResult
 from probetop.tui.sessions import jobcontrol
@@ -73,10 +70,9 @@ from probetop.tui.sessions.registry import (
     state_dir,
     write_info,
 )
+from probetop.tui.sessions.waiter import set_parent_death_signal, split
 
-_PR_SET_PDEATHSIG = 1
 START_WAIT_S = 30.0  # how long d waits for a dashboard that is still starting
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @dataclass(frozen=True)
@@ -97,73 +93,16 @@ class DetachedSession:
     reserve: Reserve  # room for the exit status on a disk the run fills
 
 
-def _set_parent_death_signal(sig: int) -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
-
-
 def start_waiter() -> tuple[ForegroundLink | None, str | None]:
-    """Fork the waiter (module docstring). In the child: (link, None). When
-    the split cannot be made: (None, why); nothing forked."""
-    if threading.active_count() != 1:
-        return None, "the process already runs threads (--metrics?), so it cannot split"
-    pipe_r, pipe_w = os.pipe()  # not inherited across exec (PEP 446)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    """Fork the waiter (module docstring; tui/sessions/waiter.py). In the
+    child: (link, None). When the split cannot be made: (None, why);
+    nothing forked."""
     waiter = os.getpid()
-    jobcontrol.share_before_fork()  # Ctrl-Z: the "view suspended" flag both see
-    try:
-        child = os.fork()
-    except OSError as exc:
-        os.close(pipe_r)
-        os.close(pipe_w)
-        return None, f"fork failed: {exc.strerror}"
-    if child != 0:
-        os.close(pipe_w)
-        _wait(child, pipe_r)
-    os.close(pipe_r)
-    _set_parent_death_signal(signal.SIGTERM)
-    if os.getppid() != waiter:  # the waiter died before the line above
-        os._exit(128 + signal.SIGTERM)
+    pipe_w, why = split(dashboard=True)
+    if pipe_w is None:
+        return None, why
     jobcontrol.set_waiter(waiter)
     return ForegroundLink(waiter, pipe_w), None
-
-
-def _wait(child: int, pipe_r: int) -> NoReturn:
-    """The waiter: pass stop signals on, print the detach message, or exit
-    with the child's status."""
-
-    def forward(signum: int, _frame: object) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(child, signum)
-
-    for sig in FORWARDED:
-        signal.signal(sig, forward)
-    jobcontrol.waiter_handles_stop(child)  # Ctrl-Z: the dashboard restores the terminal first
-    message = b""
-    while True:
-        try:
-            data = os.read(pipe_r, 65536)
-        except InterruptedError:  # pragma: no cover - PEP 475 retries
-            continue
-        if not data:
-            break
-        message += data
-    if message:  # the child detached: its session goes on without us
-        with contextlib.suppress(OSError):
-            os.write(1, message)
-        os._exit(0)
-    while True:
-        try:
-            _pid, status = os.waitpid(child, 0)
-            break
-        except InterruptedError:  # pragma: no cover
-            continue
-        except ChildProcessError:
-            os._exit(1)
-    code = os.waitstatus_to_exitcode(status)
-    os._exit(code if code >= 0 else 128 - code)
 
 
 async def detach_session(
@@ -237,7 +176,8 @@ def _leave_terminal(detached: DetachedSession) -> None:
     )
     sys.stdout.flush()
     sys.stderr.flush()
-    _set_parent_death_signal(0)  # the waiter is about to exit: that is no reason to stop
+    set_parent_death_signal(0)  # the waiter is about to exit: that is no reason to stop
+    hardexit.last_words(None)  # the pipe closes below: the session's end tells no waiter
     with contextlib.suppress(OSError):
         os.write(detached.link.pipe_w, text.encode())
     with contextlib.suppress(OSError):
