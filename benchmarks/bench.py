@@ -93,7 +93,7 @@ PLAN: dict[str, Plan] = {
     "sessions_budget": Plan("--window 3 --rounds 1", ("tmux",)),
     "soak": Plan(skip=SOAK, timeout_s=7200.0),
     "soak_demo": Plan(skip=SOAK, timeout_s=7200.0),
-    "startup": Plan("--repeat 1", ("tmux",), 600.0),
+    "startup": Plan("--repeat 5", ("tmux",), 900.0),  # issue 28: the median of 5
     "tui_budget": Plan("--seconds 8 --settle 5", ("tmux",)),
     "warmup_fresh": Plan("--rounds 1 --size-mb 128", LOOP),
     "warmup_vs_fio": Plan("--rounds 1 --size-mb 256 --ioengines libaio", LOOP),

@@ -38,7 +38,7 @@ from __future__ import annotations
 import platform
 from typing import Any
 
-from probetop.probes.core import native_cache
+from probetop.probes.core import native_cache, numba_target
 
 # Before numba loads: its cache goes to a per-user directory (or is off).
 CACHE = native_cache.enabled()
@@ -92,6 +92,10 @@ from probetop.probes.disk.counters import (  # noqa: E402
     SECTOR,
     WRITE,
 )
+
+# numba's CPU target filled now, without scipy.linalg (0.25 s of CPU): see
+# probes/core/numba_target.py.
+numba_target.load()
 
 # The errnos after which going on is pointless (full, read-only, gone): a
 # loop stops at the first one, as fio does at any error, instead of issuing

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from probetop.probes.core import native_cache
+from probetop.probes.core import native_cache, numba_target
 
 # Before numba loads: its cache goes to a per-user directory (or is off), so
 # any user can run the flood (nobody without a home got a RuntimeError).
@@ -161,6 +161,10 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     SOL_SOCKET,
     SPIN_NS,
 )
+
+# numba's CPU target filled now, without scipy.linalg (0.25 s of CPU): see
+# probes/core/numba_target.py.
+numba_target.load()
 
 # -- libc, by symbol name: numba links the calls into the loop and, unlike ctypes
 # function pointers, can cache the compiled loop on disk (no JIT on later runs).

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from probetop.probes.core.base import ProbeError
 from probetop.probes.core.sample import Sample, now_ns
 from probetop.probes.system import NetProbe, passive_probes
 from probetop.tui.run.viewconfig import Display, LiveView
@@ -213,3 +214,55 @@ async def test_a_quit_while_the_recording_opens_leaves_it_whole(
         lines = [json.loads(x) for x in path.read_text().splitlines()]
         assert [lines[0]["type"], lines[-1]["type"]] == ["header", "footer"], (cancel, lines)
         assert session.recording_failures == []
+
+
+def _joining_with(makers: list) -> tuple:
+    """A ``_Joining`` (tui/main.py) over a command whose ``join_probes`` gives
+    ``makers``; and the list its deliveries go to."""
+    import types
+
+    from probetop.tui.main import _Joining
+
+    module = types.SimpleNamespace(join_probes=lambda plan, stack: list(makers))
+    return _Joining(None, module, set()), []  # type: ignore[arg-type]
+
+
+def test_the_makers_run_without_the_collector_and_it_is_on_after_the_last() -> None:
+    """The demo's makers (imports, native loads) run with the cyclic
+    collector off; it is on again once the last one is out, a failing one
+    included, and what they built is frozen out of its reach."""
+    import gc
+    import threading
+
+    seen: list[bool] = []
+    release = threading.Event()
+
+    def slow() -> tuple[list, list]:
+        seen.append(gc.isenabled())
+        release.wait(10)
+        return [], []
+
+    def failing() -> tuple[list, list]:
+        seen.append(gc.isenabled())
+        raise ProbeError("no target here")
+
+    joining, delivered = _joining_with([slow, failing])
+    frozen_before = gc.get_freeze_count()
+    assert gc.isenabled()
+    try:
+        joining(delivered.append)
+        deadline = time.monotonic() + 10
+        while len(delivered) < 1 and time.monotonic() < deadline:  # the failing one
+            time.sleep(0.01)
+        assert not gc.isenabled(), "on again while a maker still runs"
+        release.set()
+        while len(delivered) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert seen == [False, False]
+        assert len(delivered) == 2
+        assert gc.isenabled()
+        assert gc.get_freeze_count() > frozen_before  # what the makers built: frozen
+    finally:
+        release.set()
+        gc.enable()
+        joining.close()
