@@ -13,8 +13,10 @@ Contract: ``load()`` (idempotent, thread-safe; the loops' modules call it
 right after importing numba) fills the target with ``scipy.linalg``'s import
 refused in the calling thread only, and only while it is not loaded yet: numba
 then takes BLAS as absent (``np.dot`` in a jitted function would fail to
-compile, which no loop here does); another thread importing it meanwhile,
-and any import of it afterwards, works as usual.
+compile, which no loop here does, for the rest of the process); another
+thread importing scipy.linalg meanwhile, and any import of it afterwards,
+works as usual. Where numba's internals used here have moved (another
+numba), it does nothing: numba then fills its target itself, scipy included.
 """
 
 from __future__ import annotations
@@ -57,16 +59,20 @@ def load() -> None:
     with _lock:
         if _loaded:
             return
-        from numba.core.compiler_lock import global_compiler_lock
-        from numba.core.registry import cpu_target
+        _loaded = True
+        try:
+            from numba.core.compiler_lock import global_compiler_lock
+            from numba.core.registry import cpu_target
 
+            refresh = cpu_target.target_context.refresh
+        except (ImportError, AttributeError):  # another numba: a speed-up lost, nothing more
+            return
         finder = None if BLOCKED in sys.modules else _NoScipyHere()
         if finder is not None:
             sys.meta_path.insert(0, finder)
         try:
             with global_compiler_lock:  # as numba's own compiles take it around this
-                cpu_target.target_context.refresh()
+                refresh()
         finally:
             if finder is not None:
                 sys.meta_path.remove(finder)
-        _loaded = True

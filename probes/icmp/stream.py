@@ -262,7 +262,9 @@ class Stream(threading.Thread):
         from probetop.probes.icmp.packet import error_name, sockaddr_address
 
         out: list[dict[str, Any]] = []
-        for _ in range(64):
+        # Until it is empty: each entry left would leave its receive echo
+        # counted as a receive error (ErrorEchoes). The socket's buffer bounds it.
+        while True:
             try:
                 _data, ancdata, _flags, _addr = self.sock.recvmsg(
                     64, 512, socket.MSG_ERRQUEUE | socket.MSG_DONTWAIT

@@ -80,15 +80,21 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
     waiter = os.getpid()
     if dashboard:
         jobcontrol.share_before_fork()  # Ctrl-Z: the "view suspended" flag both see
+    # Blocked from before the fork: one sent meanwhile waits for the waiter's
+    # forwarding (a handler still installed would have ended the waiter, and
+    # the run with it, with no report); the child takes its own mask back.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
     try:
         child = os.fork()
     except OSError as exc:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(pipe_r)
         os.close(pipe_w)
         return None, f"fork failed: {exc.strerror}"
     if child != 0:
         os.close(pipe_w)
         _wait(child, pipe_r, dashboard)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     os.close(pipe_r)
     # A killed waiter: a dashboard stops cleanly (it owns the terminal); a
     # headless run dies as the process the user killed would have (kill -9).
