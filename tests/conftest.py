@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import sys
@@ -77,7 +76,7 @@ def _native_loops_compiled_first(tmp_path_factory: pytest.TempPathFactory) -> No
         _compile_native_loops()
 
 
-_STATE_BEFORE = pytest.StashKey[tuple[Path, dict[str, tuple[int, int, int]]]]()
+_STATE_BEFORE = pytest.StashKey[tuple[Path, set[str]]]()
 
 
 def _real_state_dir() -> Path:
@@ -90,13 +89,12 @@ def _real_state_dir() -> Path:
     return Path(base) / "probetop"
 
 
-def _snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
-    """(mode, size, mtime) of everything under ``root``; empty if it is missing."""
-    found = {}
-    for path in [root, *root.rglob("*")] if root.exists() else []:
-        with contextlib.suppress(OSError):  # removed meanwhile
-            st = path.lstat()
-            found[str(path.relative_to(root))] = (st.st_mode, st.st_size, st.st_mtime_ns)
+def _snapshot(root: Path) -> set[str]:
+    """Everything under ``root``, by relative path; empty if it is missing
+    (os.walk: a directory removed meanwhile is skipped, not an error)."""
+    found = {"."} if root.is_dir() else set()
+    for top, dirs, files in os.walk(root):
+        found.update(os.path.relpath(os.path.join(top, n), root) for n in dirs + files)
     return found
 
 
@@ -126,20 +124,22 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail the run if the real state directory changed: a test wrote outside
     its tmp dirs (a clean clone's run once left ~/.local/state/probetop/
-    body-hmac.key). A probetop run by hand meanwhile, as the same user, would
-    change it too: then rerun."""
+    body-hmac.key). Files made or removed count, not files that changed: the
+    user's own detached session may be writing its recording there meanwhile.
+    A probetop run by hand meanwhile, as the same user, could make one too:
+    then rerun. A run that failed or was interrupted keeps its own status."""
     noted = session.config.stash.get(_STATE_BEFORE, None)
     if noted is None:
         return
     state, before = noted
-    after = _snapshot(state)
-    if after != before:
-        changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    changed = sorted(before ^ _snapshot(state))
+    if changed:
         sys.stderr.write(
             f"\nERROR: the tests changed {state} (the real user's probetop state; tests "
             f"must write only under their tmp dirs): {', '.join(changed)}\n"
         )
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
