@@ -164,6 +164,21 @@ def fio_direction(d: DirectionTotals, runtime_s: float) -> dict[str, Any]:
 INTERVAL_STAT_KEYS = ("iops", "bw_bytes")
 
 
+def interval_stats_table(stats: Mapping[str, RunningStats]) -> dict[str, dict[str, Any]]:
+    """fio's per-interval figures (samples, min, max, mean, dev) of each field,
+    for the group and for each job alike."""
+    return {
+        field: {
+            "samples": st.count,
+            "min": st.min,
+            "max": st.max,
+            "mean": st.mean,
+            "dev": st.sample_stddev,
+        }
+        for field, st in stats.items()
+    }
+
+
 class IopsProbe:
     """See the module docstring."""
 
@@ -793,16 +808,7 @@ class IopsProbe:
                 "majf": usage.majf,
                 "minf": usage.minf,
             }
-            entry["interval_stats"] = {
-                field: {
-                    "samples": st.count,
-                    "min": st.min,
-                    "max": st.max,
-                    "mean": st.mean,
-                    "dev": st.sample_stddev,
-                }
-                for field, st in self._job_stats[j].items()
-            }
+            entry["interval_stats"] = interval_stats_table(self._job_stats[j])
             out.append(entry)
         return out
 
@@ -817,16 +823,7 @@ class IopsProbe:
         if self.intervals.dropped:
             # fio's per-interval figures then cover rows no longer kept.
             out["intervals_dropped"] = self.intervals.dropped
-            out["interval_stats"] = {
-                field: {
-                    "samples": st.count,
-                    "min": st.min,
-                    "max": st.max,
-                    "mean": st.mean,
-                    "dev": st.sample_stddev,
-                }
-                for field, st in self._interval_stats.items()
-            }
+            out["interval_stats"] = interval_stats_table(self._interval_stats)
         if self.layout is not None and self.layout.state != "complete":
             out["layout"] = {
                 "state": self.layout.state,
