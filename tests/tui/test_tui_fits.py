@@ -63,6 +63,10 @@ def test_the_done_map_fits_its_width_and_keeps_its_end() -> None:
         ([12.3, 480.0], "µs", ["0 µs", "200 µs", "400 µs", "600 µs"]),
         ([28_410.0, 31_000.0], "pkt/s", ["28k pkt/s", "29k pkt/s", "30k pkt/s", "31k pkt/s"]),
         ([0.0, 0.0], "%", ["0 %", "1 %"]),
+        ([100.0, 100.0], "%", ["0 %", "100 %"]),  # a busy core: never an axis to 200 %
+        ([70.0, 70.0], "%", ["0 %", "100 %"]),
+        ([30.0, 30.0], "%", ["0 %", "60 %"]),
+        ([5.0, 5.0], "ms", ["0 ms", "10 ms"]),
     ],
 )
 def test_axis_ticks_are_round_and_carry_the_unit(

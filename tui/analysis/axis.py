@@ -18,16 +18,20 @@ from __future__ import annotations
 import math
 
 
-def flat_range(values: list[float]) -> tuple[float, float] | None:
+def flat_range(values: list[float], unit: str = "") -> tuple[float, float] | None:
     """The y range for a panel whose values are all one number, else None
     (plotext's own). Left to plotext, a flat series got an axis around it
     (loss 0 % drawn on a row labelled 0.33, above a -0.67 that no
     percentage can be); a flat value v >= 0 gets 0..2v (0..1 for 0), so it
-    sits on a row labelled with a value it can have."""
+    sits on a row labelled with a value it can have. A percentage's axis
+    stops at 100 % (a busy core at 100 % is drawn on the top row, not
+    halfway up an axis to 200 %)."""
     finite = [v for v in values if math.isfinite(v)]
     if not finite or min(finite) != max(finite):
         return None
     v = finite[0]
+    if unit == "%" and 0 < v <= 100:
+        return 0.0, min(2 * v, 100.0)
     if v >= 0:
         return 0.0, (2 * v if v > 0 else 1.0)
     return 2 * v, 0.0
@@ -63,7 +67,7 @@ def axis_ticks(values: list[float], unit: str, count: int) -> tuple[list[float],
     given the fewest decimals (the same for all) that write each tick
     exactly."""
     finite = [v for v in values if math.isfinite(v)]
-    flat = flat_range(finite)
+    flat = flat_range(finite, unit)
     low, high = flat if flat is not None else (min(finite, default=0.0), max(finite, default=1.0))
     ticks = nice_ticks(low, high, count) if flat is None else [low, high]
     top = max(abs(t) for t in ticks)
