@@ -60,7 +60,7 @@ def test_a_run_within_the_bound_says_nothing_dropped() -> None:
 
 def _interval_with_spread(buckets: int) -> IntervalTotals:
     """An interval whose replies spread over ``buckets`` of the coarse
-    histogram's buckets (4 per octave, from 64 µs up), as a loaded machine
+    histogram's buckets (4 per octave above 64 ns), as a loaded machine
     widens the RTT spread."""
     from probetop.probes.icmp import layout
 
