@@ -19,7 +19,8 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from probetop.probes.core.base import MetricSpec
@@ -79,6 +80,11 @@ SOCKET_LABELS = {"raw": "raw socket", "datagram": "datagram socket (unprivileged
 
 ErrorCounts = Mapping[str, int]  # error name ("time exceeded", "send EMSGSIZE") -> count
 ErrorRouters = Mapping[str, Mapping[str, int]]  # error name -> reporting router -> count
+
+
+# Shared, read-only empty tables for the lean interval rows (no dict per row).
+_NO_ERRORS: ErrorCounts = MappingProxyType({})
+_NO_ROUTERS: ErrorRouters = MappingProxyType({})
 
 
 def read_error_counts(value: Any) -> dict[str, int]:
@@ -273,10 +279,24 @@ class IcmpInterval:
 @dataclass(frozen=True, slots=True)
 class IntervalRow:
     """One line of the summary's ``intervals``: when it ended (seconds since
-    the start) and its figures."""
+    the start) and its figures.
+
+    Holds only what ``to_dict`` writes (the metric values, percentiles
+    included): the interval's RTT histogram, error tables and rate-limit
+    hint are let go when the row is made, so a kept row has a fixed size
+    whatever the RTT spread. A run keeps 600 rows, and their histograms grew
+    wider as a loaded machine widened the spread (issue 29's soak)."""
 
     t_s: float
     interval: IcmpInterval
+
+    def __post_init__(self) -> None:
+        iv = self.interval
+        if iv.rtt_hist is not None or iv.errors or iv.error_routers or iv.rate_limit is not None:
+            lean = replace(
+                iv, rtt_hist=None, errors=_NO_ERRORS, error_routers=_NO_ROUTERS, rate_limit=None
+            )
+            object.__setattr__(self, "interval", lean)  # frozen: set once, here
 
     def to_dict(self) -> dict[str, Any]:
         return {"t_s": self.t_s, **self.interval.values()}
