@@ -137,6 +137,7 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     R_SUMSQ,
     REPLIED,
     S_FIRST_RUN_DONE,
+    S_FIRST_SEND,
     S_HEAD,
     S_IN_FLIGHT,
     S_LAST_RTT,
@@ -631,6 +632,8 @@ def run_slice(
                     packet[2] = c >> 8
                     packet[3] = c & 0xFF
                 t_send = _now_at(ts, ts_ptr)
+                if st[S_FIRST_SEND] == 0:
+                    st[S_FIRST_SEND] = t_send
                 r = _sendto(fd, packet_ptr, pktlen, MSG_DONTWAIT, addr_ptr, cfg[C_ADDRLEN])
                 if r < 0:
                     e = _errno(scratch)
