@@ -658,7 +658,9 @@ def run_slice(
                     st[S_IN_FLIGHT] += 1
                     ctr[K_SENT] += 1
                 st[S_LAST_SEND] = t_send
-                if paced:
+                # ping -l N, paced: the first N requests go out at once (its
+                # token bucket starts with N - 1 intervals), then one a period.
+                if paced and head + 1 >= preload:
                     nxt = st[S_NEXT_SEND] + period
                     # Absolute deadlines keep the long-run rate exact: after a short
                     # stall (preemption) the loop catches up at full speed; after a

@@ -11,6 +11,7 @@ same options, and reads both texts with jc and pingparsing.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -164,3 +165,19 @@ def test_time_of_an_older_summary_is_where_its_last_interval_ended() -> None:
     assert ", time 1000ms\n" in format_report(old)
     assert ", time 800ms\n" in format_report({**old, "requests_span_s": 0.8004999})
     assert ", time 801ms\n" in format_report({**old, "requests_span_s": 0.8005})
+
+
+@needs_ping
+@needs_icmp
+def test_paced_preload_sends_the_first_n_at_once_as_ping() -> None:
+    """ping -l 3 -i 0.3 -c 5: requests 1-3 at once, then one every 0.3 s
+    (its token bucket starts with 2 intervals); probetop refused -l
+    without -f. Reply stamps (-D) read by jc show the same pattern."""
+    args = ["-D", "-c", "5", "-l", "3", "-i", "0.3", "127.0.0.1"]
+    for text in (run(["ping", *args])[0], run([*PROBETOP, *args, "--headless"])[0]):
+        by_jc = jc.parse("ping", text, quiet=True)
+        stamps = [float(r["timestamp"]) for r in by_jc["responses"] if r["type"] == "reply"]
+        assert len(stamps) == by_jc["packets_transmitted"] == 5, text
+        gaps_ms = [(b - a) * 1000 for a, b in itertools.pairwise(stamps)]
+        assert max(gaps_ms[:2]) < 50 and min(gaps_ms[2:]) > 200, (gaps_ms, text)
+        check_span(text)
