@@ -504,6 +504,7 @@ class IopsProbe:
                 ) from None
             await self._measure(engine, emit)
         finally:
+            stopped_ns = now_ns()  # the run's end, unless its deadline came first
             engine.stop()  # first: a stop's 2 s budget is not spent on /proc reads
             self._mark_end(engine)  # before the join: a thread's counters go with it
             hung = None
@@ -517,8 +518,16 @@ class IopsProbe:
             if self._prev is not None:
                 # The last interval, whatever ended the run (the deadline, a
                 # signal, the dashboard's stop, an error): it ends at the last
-                # completion, so the rows add up to the totals.
-                self._emit_interval(self._prev, end, emit, ramping=self._base is None)
+                # completion, so the rows add up to the totals. A job is
+                # sampled in it if its loop ran until the run was ended.
+                self._emit_interval(
+                    self._prev,
+                    end,
+                    emit,
+                    ramping=self._base is None,
+                    job_ends_ns=engine.loop_ends_ns,
+                    ended_ns=min(stopped_ns, self._end_ns or stopped_ns),
+                )
                 self._prev = None
             if self._base is not None:
                 self._final = (self._base, end)
@@ -629,7 +638,7 @@ class IopsProbe:
             if self._base is None and t >= ramp_end:
                 engine.reset_min_max()
                 snap = engine.snapshot(t, per_job=self._per_job)
-                self._emit_interval(prev, snap, emit, ramping=True)
+                self._emit_interval(prev, snap, emit, ramping=True, job_ends_ns=engine.loop_ends_ns)
                 prev = self._prev = snap
                 self._start_measuring(engine, snap)
                 next_tick = t + step  # measured intervals run from the ramp's end
@@ -642,7 +651,9 @@ class IopsProbe:
                 return
             else:
                 snap = engine.snapshot(t, per_job=self._per_job)
-                self._emit_interval(prev, snap, emit, ramping=self._base is None)
+                self._emit_interval(
+                    prev, snap, emit, ramping=self._base is None, job_ends_ns=engine.loop_ends_ns
+                )
                 prev = self._prev = snap
             self._check(engine)
 
@@ -709,7 +720,19 @@ class IopsProbe:
                     },
                 }
 
-    def _emit_interval(self, prev: Snapshot, snap: Snapshot, emit: Emit, ramping: bool) -> None:
+    def _emit_interval(
+        self,
+        prev: Snapshot,
+        snap: Snapshot,
+        emit: Emit,
+        ramping: bool,
+        *,
+        job_ends_ns: Sequence[int] = (),
+        ended_ns: int | None = None,
+    ) -> None:
+        """One interval's row and sample; ``job_ends_ns``: when each job's loop
+        returned (0: running), ``ended_ns``: when the run was ended (the
+        last interval; else the snapshot's time), for the per-job stats."""
         seconds = (snap.t_ns - prev.t_ns) / 1e9
         if seconds <= 0:
             return
@@ -752,7 +775,8 @@ class IopsProbe:
                 for key in INTERVAL_STAT_KEYS:
                     field = f"{name}_{key}"
                     self._interval_stats.setdefault(field, RunningStats()).add(float(row[field]))
-            self._job_interval_stats(prev, snap, seconds, tuple(rates))
+            alive_at = snap.t_ns if ended_ns is None else ended_ns
+            self._job_interval_stats(prev, snap, seconds, tuple(rates), job_ends_ns, alive_at)
         interval = IopsInterval(
             read=rates.get("read"),
             write=rates.get("write"),
@@ -764,13 +788,26 @@ class IopsProbe:
         emit(interval.to_sample(self.id, snap.t_ns, seconds))
 
     def _job_interval_stats(
-        self, prev: Snapshot, snap: Snapshot, seconds: float, names: tuple[str, ...]
+        self,
+        prev: Snapshot,
+        snap: Snapshot,
+        seconds: float,
+        names: tuple[str, ...],
+        job_ends_ns: Sequence[int],
+        alive_at: int,
     ) -> None:
         """Each job's share of an interval into its own running stats (fio's
-        per-job bw_*/iops_* without --group_reporting)."""
+        per-job bw_*/iops_* without --group_reporting). A job whose loop had
+        returned before ``alive_at`` (an error or a short transfer ended it
+        while the run went on) is not sampled: fio samples only the jobs
+        still running (``calc_log_samples``), so a job that ended early has
+        samples of its own time, not zeros that make its bw_min 0."""
         if not self._per_job or not snap.jobs:
             return
         for j, now in enumerate(snap.jobs):
+            ended = job_ends_ns[j] if j < len(job_ends_ns) else 0
+            if 0 < ended < alive_at:
+                continue
             before = prev.jobs[j] if prev.jobs else (DirectionTotals(), DirectionTotals())
             for name in names:
                 d = DIRECTIONS.index(name)

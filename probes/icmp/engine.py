@@ -137,6 +137,7 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     R_SUMSQ,
     REPLIED,
     S_FIRST_RUN_DONE,
+    S_FIRST_SEND,
     S_HEAD,
     S_IN_FLIGHT,
     S_LAST_RTT,
@@ -631,6 +632,8 @@ def run_slice(
                     packet[2] = c >> 8
                     packet[3] = c & 0xFF
                 t_send = _now_at(ts, ts_ptr)
+                if st[S_FIRST_SEND] == 0:
+                    st[S_FIRST_SEND] = t_send
                 r = _sendto(fd, packet_ptr, pktlen, MSG_DONTWAIT, addr_ptr, cfg[C_ADDRLEN])
                 if r < 0:
                     e = _errno(scratch)
@@ -655,7 +658,9 @@ def run_slice(
                     st[S_IN_FLIGHT] += 1
                     ctr[K_SENT] += 1
                 st[S_LAST_SEND] = t_send
-                if paced:
+                # ping -l N, paced: the first N requests go out at once (its
+                # token bucket starts with N - 1 intervals), then one a period.
+                if paced and head + 1 >= preload:
                     nxt = st[S_NEXT_SEND] + period
                     # Absolute deadlines keep the long-run rate exact: after a short
                     # stall (preemption) the loop catches up at full speed; after a

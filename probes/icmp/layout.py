@@ -89,7 +89,10 @@ S_USER_STAMPED = 12
 S_LAST_TTL, S_LOG_N, S_LOG_DROPPED = 13, 14, 15
 # Unique echo replies received over the run (what C_COUNT_REPLIES counts).
 S_REPLIES = 16
-N_STATE = 17
+# When the first request went out (monotonic ns; 0 before it): ping's ``time``
+# runs from its first request to its last (S_LAST_SEND once one went out).
+S_FIRST_SEND = 17
+N_STATE = 18
 
 # -- the reply log (int64 rows; the caller takes and empties it each return) ---
 L_SEQ, L_TTL, L_BYTES, L_RTT, L_AT, L_DUP = range(6)

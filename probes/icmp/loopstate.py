@@ -51,6 +51,7 @@ from probetop.probes.icmp.layout import (
     N_MSGHDR,
     N_STATE,
     N_SUMS,
+    S_FIRST_SEND,
     S_IN_FLIGHT,
     S_LAST_RTT,
     S_LAST_SEND,
@@ -220,6 +221,13 @@ class LoopState:
     @property
     def in_flight(self) -> int:
         return int(self.state[S_IN_FLIGHT])
+
+    @property
+    def sends_ns(self) -> tuple[int, int]:
+        """When the loop first and last sent (or tried to send) a request;
+        (0, 0) before the first. ping's ``time`` is the span between them."""
+        first = int(self.state[S_FIRST_SEND])
+        return (first, int(self.state[S_LAST_SEND])) if first else (0, 0)
 
     @property
     def send_end_ns(self) -> int:

@@ -269,6 +269,7 @@ class IcmpProbe:
                 jitter_max_us=jitter_max,
                 outage_s=t.outage_s(self._request_interval_s(c["sent"], secs)),
                 drain_s=max(0.0, self.elapsed_s - secs),
+                requests_span_s=self.requests_span_s,
                 rate_limit=None if hint is None else hint.text,
                 per_stream=self._per_stream(secs) if opts.streams > 1 else None,
             )
@@ -294,6 +295,18 @@ class IcmpProbe:
         if not ends or 0 in ends or len(ends) < len(self._streams):
             return self.elapsed_s
         return max(0.0, (max(ends) - self.start_ns) / 1e9)
+
+    @property
+    def requests_span_s(self) -> float | None:
+        """Seconds from the first request any stream sent to the last (None
+        before one): ping's ``time``, which runs from its start, just before
+        its first request, to its last (``cur_time``, set as each request
+        goes out); not from the run's start (a stream thread may start
+        late under load), nor to its end."""
+        sends = [p.sends_ns for p in self.progress.values() if p.sends_ns[0]]
+        if not sends:
+            return None
+        return max(0.0, (max(last for _, last in sends) - min(f for f, _ in sends)) / 1e9)
 
     def _request_interval_s(self, sent: int, sending_s: float) -> float | None:
         """Time between requests to the target (fping's interval, for the

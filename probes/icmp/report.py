@@ -20,6 +20,7 @@ Contract:
 from __future__ import annotations
 
 import errno
+import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -134,7 +135,7 @@ def format_report(
         duplicates=t.duplicates if t else 0,
         errors=_icmp_error_total(t.errors) if t else 0,
         loss_pct=_loss_pct(t),
-        time_ms=round(1000 * _elapsed_s(t)) if t else 0,
+        time_ms=_time_ms(t) if t else 0,
         rtt_min_us=t.rtt.min_us if t else None,
         rtt_avg_us=t.rtt.avg_us if t else None,
         rtt_max_us=t.rtt.max_us if t else None,
@@ -153,14 +154,19 @@ def _loss_pct(t: IcmpTotals | None) -> float | None:
     return 100.0 * (t.sent - t.received) / t.sent if t.sent else None
 
 
-def _elapsed_s(t: IcmpTotals) -> float:
-    """ping's ``time``: from the first request to the end of the run (the
-    wait for the last replies included): where the last interval ended.
-    Not the sending time (``duration_s``), which for ``-c N -i P`` is N x P
-    where ping's time is (N - 1) x P plus the last round trip."""
+def _time_ms(t: IcmpTotals) -> int:
+    """ping's ``time``: from the first request sent to the last, in ms
+    rounded half up (iputils ``finish``: ``cur_time - start_time``; its
+    start just before the first request, ``cur_time`` set as each request
+    goes out), whatever ended the run
+    (-c, -w, -f, Ctrl-C): neither the wait for the last replies nor the
+    rest of the last period counts. Summaries written before
+    ``requests_span_s`` fall back to where the last interval ended."""
+    if t.requests_span_s is not None:
+        return math.floor(t.requests_span_s * 1000 + 0.5)
     if t.intervals:
-        return t.intervals[-1].t_s
-    return t.duration_s + (t.drain_s or 0.0)
+        return round(1000 * t.intervals[-1].t_s)
+    return round(1000 * (t.duration_s + (t.drain_s or 0.0)))
 
 
 def _size(summary: Mapping[str, Any]) -> int:

@@ -221,7 +221,8 @@ SPEC = CommandSpec(
         ),
         Option(
             ("-l", "--preload"),
-            "flood: requests kept outstanding per stream, as ping -l (default 1)",
+            "as ping -l: a flood keeps N requests outstanding per stream; paced, "
+            "the first N go out at once (default 1)",
             _count,
             1,
             "N",
@@ -365,8 +366,6 @@ class IcmpSettings:
             raise UsageProbeError(f"--ttl must be within 1..255, got {self.ttl}")
         if not 1 <= self.preload <= 65536:
             raise UsageProbeError(f"--preload must be within 1..65536, got {self.preload}")
-        if self.preload > 1 and not self.flood:
-            raise UsageProbeError("--preload only applies to --flood")
         if not 0.001 <= self.grace_s <= 60:
             raise UsageProbeError(f"--grace must be within 0.001..60 s, got {self.grace_s:g}")
         if self.socket_mode not in SOCKET_MODES:
@@ -427,7 +426,13 @@ def _one_command(settings: IcmpSettings, address: str | None) -> str:
     host = address or o.host
     fam = ["-6"] if o.family == 6 else (["-4"] if o.family == 4 else [])
     rate = o.total_rate
-    if rate is not None and rate > UNSOLICITED_MAX_PPS and o.family != 6 and ":" not in host:
+    if (
+        rate is not None
+        and rate > UNSOLICITED_MAX_PPS
+        and o.preload == 1
+        and o.family != 6
+        and ":" not in host
+    ):
         usec = max(1, round(1e6 / rate))
         cmd = ["hping3", "-q", "--icmp", "-i", f"u{usec}", "-d", str(o.size)]
         if o.count:
@@ -438,10 +443,10 @@ def _one_command(settings: IcmpSettings, address: str | None) -> str:
     cmd = ["ping", "-q", *fam]
     if o.flood:
         cmd += ["-f"]
-        if o.preload > 1:
-            cmd += ["-l", str(o.preload)]
     elif rate is not None and rate != 1.0:
         cmd += ["-i", f"{1.0 / rate:g}"]
+    if o.preload > 1:
+        cmd += ["-l", str(o.preload)]
     cmd += ["-s", str(o.size)]
     if o.count:
         cmd += ["-c", str(o.count)]

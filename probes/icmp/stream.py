@@ -46,6 +46,8 @@ class StreamProgress:
     resolved: int = 0  # requests resolved in send order (loopstate.LoopState.resolved)
     send_end_ns: int = 0  # when sending stopped; 0 while it goes on
     last_ttl: int | None = None  # the last echo reply's TTL / hop limit (None: none yet)
+    # when the first and the last request went out; (0, 0) before the first
+    sends_ns: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +232,11 @@ class Stream(threading.Thread):
                 errs = self._read_error_queue() if p.mode == "datagram" else []
                 echoes.cancel(snap, len(errs) if errs else int(snap.counters[eng.K_ICMP_ERRS]))
                 progress = StreamProgress(
-                    loop.in_flight, loop.resolved, loop.send_end_ns, loop.last_ttl
+                    loop.in_flight,
+                    loop.resolved,
+                    loop.send_end_ns,
+                    loop.last_ttl,
+                    loop.sends_ns,
                 )
                 span = (t_prev, t_snap)
                 p.deliver(StreamInterval(self.index, k, span, snap, progress, errs, done))

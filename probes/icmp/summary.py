@@ -202,6 +202,9 @@ class IcmpTotals:
     per_stream: tuple[StreamTotals, ...] | None = None
     # How many older rows ``intervals`` no longer holds (a run keeps its newest).
     intervals_dropped: int = 0
+    # From the first request sent to the last (ping's ``time``; None in
+    # summaries written before it, or when nothing was sent).
+    requests_span_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +262,8 @@ class IcmpSummary:
         d["duration_s"] = t.duration_s
         if t.drain_s is not None:
             d["drain_s"] = t.drain_s
+        if t.requests_span_s is not None:
+            d["requests_span_s"] = t.requests_span_s
         d["grace_s"] = t.grace_s
         d["streams"] = t.streams
         if t.per_stream is not None:
@@ -317,6 +322,7 @@ class IcmpSummary:
                     row for row in map(StreamTotals.from_dict, per_stream) if row is not None
                 ),
                 intervals_dropped=as_count(s.get("intervals_dropped")) or 0,
+                requests_span_s=as_number(s.get("requests_span_s")),
             )
         return cls(
             target=as_text(s.get("target")),

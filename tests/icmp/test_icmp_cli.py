@@ -41,7 +41,7 @@ def probetop(*args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedPr
         (("--rate", "0", "127.0.0.1"), "must be a positive number"),
         (("-i", "10 parsecs", "127.0.0.1"), "not a duration"),
         (("--ttl", "300", "127.0.0.1"), "--ttl must be within"),
-        (("--preload", "8", "127.0.0.1"), "--preload only applies to --flood"),
+        (("--preload", "0", "127.0.0.1"), "--preload must be within"),
         (("-4", "::1"), "cannot resolve host"),
         (("--source", "10.255.255.254", "127.0.0.1"), "cannot use source address"),
         (("-4", "-6", "127.0.0.1"), "not allowed with"),
