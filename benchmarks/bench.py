@@ -83,6 +83,7 @@ PLAN: dict[str, Plan] = {
     "iops_vs_fio": Plan("--rounds 2 --seconds 1 --size-mb 128 --cpus-allowed 1", LOOP),
     "mem_vs_sysbench": Plan("--time 1 --rounds 2", ("sysbench",)),
     "mem_control_vs_sysbench": Plan("--rounds 3", ("sysbench", "gcc"), 300.0),
+    "mem_oplatency_vs_sysbench": Plan("--rounds 2 --time 1", ("sysbench",)),
     "mem_instructions_by_function": Plan("--only 1024B", ("sysbench", "valgrind", "gcc"), 600.0),
     "metrics_overhead": Plan("--pairs 2 --time 1"),
     "recorder_throughput": Plan("--seconds 10 --rounds 2", ("tmux",), 300.0),
