@@ -249,7 +249,7 @@ def test_rtt_means_what_ping_means(icmp_peer: Peer) -> None:  # noqa: F811
     responder = icmp_peer.responder("--delay-ms", "20")
     try:
         out = subprocess.run(
-            ["ping", "-q", "-c", "20", "-i", "0.01", icmp_peer.peer_addr],
+            ["ping", "-c", "20", "-i", "0.01", icmp_peer.peer_addr],
             capture_output=True,
             text=True,
             timeout=30,
@@ -258,13 +258,15 @@ def test_rtt_means_what_ping_means(icmp_peer: Peer) -> None:  # noqa: F811
     finally:
         responder.kill()
         responder.wait()
-    m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", out)
-    assert m, out
-    ping_min, ping_avg = float(m.group(1)) * 1000, float(m.group(2)) * 1000
+    times = sorted(float(t) * 1000 for t in re.findall(r"time=([\d.]+) ms", out))
+    assert len(times) >= 10, out
+    ping_min, ping_median = times[0], times[len(times) // 2]
     rtt = s["rtt_us"]
     assert rtt["min"] >= 20_000 and ping_min >= 20_000
-    # Both are the same 20 ms delay plus scheduling noise of the user-space responder.
-    assert abs(rtt["avg"] - ping_avg) < 3_000, (rtt, out)
+    # Both are the same 20 ms delay plus the user-space responder's scheduling
+    # noise: medians, since on a loaded machine one late wake-up of the
+    # responder moves an average of 20 replies by milliseconds.
+    assert abs(rtt["p50"] - ping_median) < 3_000, (rtt, out)
 
 
 def test_an_interval_lasts_its_longest_stream_span() -> None:
