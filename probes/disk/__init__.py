@@ -66,11 +66,22 @@ if TYPE_CHECKING:
     from probetop.probes.disk.warmup import WarmupProbe
 
 
-def compile_native() -> None:
-    """Compile the native I/O loops into numba's per-user cache and run each
-    engine once on a scratch file (``probetop compile``, ``make setup``), so
-    the first IOPS or warm-up run starts at once. Idempotent; raises
+def compile_native() -> bool:
+    """Compile the native I/O loops into numba's per-user cache, keep them as
+    object code there (``core.native_objects``) and run each engine once on
+    a scratch file (``probetop compile``, ``make setup``), so a later IOPS or
+    warm-up run loads them in milliseconds, without numba. True when they
+    were kept (False: numba's cache is off; numba's loops work). Raises
     ``ProbeError`` (exit 2) when the native code cannot be built."""
+    from probetop.probes.disk.selftest import keep_kernels
+
+    return keep_kernels()
+
+
+def load_native() -> None:
+    """Load the native I/O loops and run each engine once (the kept object
+    code when ``probetop compile`` made it for these sources and this CPU,
+    else numba's). Idempotent; raises ``ProbeError`` as ``compile_native``."""
     from probetop.probes.disk.selftest import warm_up_kernels
 
     warm_up_kernels()

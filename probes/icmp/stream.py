@@ -327,9 +327,22 @@ _warmed = False
 
 
 def warm_up_engine() -> None:
-    """Import and compile the native loop once (cached on disk by numba after
-    the first run); a stop signal ends the wait at once (``run_stoppable``)."""
+    """Load the native loop once (the kept object code, else numba's: compiled
+    the first time, then cached on disk); a stop signal ends the wait at once
+    (``run_stoppable``)."""
     stopsignals.run_stoppable(_warm_up_engine)
+
+
+def keep_engine() -> bool:
+    """``probetop compile``: the loop compiled by numba, run once, kept as
+    object code (``loopstate.keep_loop``); True when kept."""
+    from probetop.probes.icmp import loopstate
+
+    global _warmed
+    with _warm:
+        kept = loopstate.keep_loop(_run_once)
+        _warmed = True
+        return kept
 
 
 def _warm_up_engine() -> None:
@@ -337,20 +350,25 @@ def _warm_up_engine() -> None:
     with _warm:
         if _warmed:
             return
-        from probetop.probes.icmp import loopstate
-
-        cfg = loopstate.make_config(
-            fd=-1,
-            v6=False,
-            raw=True,
-            ident=0,
-            period_ns=0,
-            preload=1,
-            count=0,
-            grace_ns=1,
-            packet_len=8,
-            checksum_partial=0,
-            addr_len=16,
-        )
-        loopstate.LoopState(cfg, bytes(8), bytes(16), 0).run_slice(0)  # deadline passed: no I/O
+        _run_once()
         _warmed = True
+
+
+def _run_once() -> None:
+    """The loop called once with a deadline passed: loaded (or compiled), no I/O."""
+    from probetop.probes.icmp import loopstate
+
+    cfg = loopstate.make_config(
+        fd=-1,
+        v6=False,
+        raw=True,
+        ident=0,
+        period_ns=0,
+        preload=1,
+        count=0,
+        grace_ns=1,
+        packet_len=8,
+        checksum_partial=0,
+        addr_len=16,
+    )
+    loopstate.LoopState(cfg, bytes(8), bytes(16), 0).run_slice(0)  # deadline passed: no I/O
