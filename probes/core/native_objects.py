@@ -202,7 +202,7 @@ def _arg_of(t: Any) -> tuple[_Arg, list[str]]:
         return _Arg("array", str(t.dtype), t.ndim), fields
     if isinstance(t, types.Boolean):
         return _Arg("bool"), ["i8"]
-    if isinstance(t, types.Integer) and t.bitwidth == 64:
+    if t == types.int64:
         return _Arg("int"), ["i64"]
     raise ValueError(f"argument type {t}: not kept as object code")
 
@@ -230,7 +230,7 @@ def build(name: str, dispatcher: Any, sources: Sequence[str]) -> None:
         flat += fields
     if sig.return_type == types.none:
         returns = "none"
-    elif isinstance(sig.return_type, types.Integer) and sig.return_type.bitwidth == 64:
+    elif sig.return_type == types.int64:
         returns = "int"
     else:
         raise ValueError(f"{name}: return type {sig.return_type} not kept")
@@ -329,7 +329,9 @@ class Loop:
 
     def __call__(self, *values: Any) -> Any:
         if len(values) != len(self._args):
-            raise TypeError(f"{self.name}() takes {len(self._args)} arguments ({len(values)} given)")
+            raise TypeError(
+                f"{self.name}() takes {len(self._args)} arguments ({len(values)} given)"
+            )
         flat: list[Any] = []
         for i, (a, v) in enumerate(zip(self._args, values, strict=True)):
             if a.kind == "array":

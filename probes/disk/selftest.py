@@ -4,9 +4,9 @@ Contract: ``warm_up_kernels()`` loads the loops (``workers.compile_kernels``)
 and runs each engine (psync, libaio, io_uring where the kernel has it) once
 on an 8 KiB scratch file, so no JIT happens once a clock runs; idempotent;
 a failure is a ``NativeCodeError``. ``keep_kernels()`` (``probetop
-compile``) also keeps numba's loops as object code for later processes. ``run_blocking(plan, seconds)`` runs a
-plan in the calling thread and returns its final snapshot (benchmarks,
-tests).
+compile``) also keeps numba's loops as object code for later processes.
+``run_blocking(plan, seconds)`` runs a plan in the calling thread and
+returns its final snapshot (benchmarks, tests).
 """
 
 from __future__ import annotations
@@ -41,7 +41,11 @@ def keep_kernels() -> bool:
     False when they cannot be kept (numba's cache is off: its loops still
     work). Raises ``NativeCodeError``."""
     from probetop.probes.disk.workers import keep_kernels as keep
+    from probetop.probes.disk.workers import kernels_kept
 
+    if kernels_kept():  # kept already, from these sources on this CPU
+        warm_up_kernels()
+        return True
     _WARM.clear()
     kept = keep(_checked_self_test)
     _WARM.clear()

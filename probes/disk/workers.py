@@ -178,7 +178,8 @@ KEPT_LOOPS = {
     "uring": "uring_loop",
 }
 _SOURCES = tuple(
-    os.path.join(os.path.dirname(__file__), name) for name in ("native.py", "counters.py", "uring.py")
+    os.path.join(os.path.dirname(__file__), name)
+    for name in ("native.py", "counters.py", "uring.py")
 )
 
 
@@ -199,8 +200,9 @@ def _kept_kernels() -> dict[str, Any] | None:
 def keep_kernels(run_once: Callable[[], None]) -> bool:
     """``probetop compile``: numba's loops compiled and run once (``run_once``:
     each then has its one signature), kept as object code, then loaded from
-    it for this process too. False when there is nowhere to keep them (the
-    cache is off). Raises NativeCodeError when numba cannot build them."""
+    it for this process too. False when they cannot be kept (the cache is
+    off, or their code needs numba's runtime: ``native_objects.build``).
+    Raises NativeCodeError when numba cannot build them."""
     from probetop.probes.core import native_cache, native_objects
 
     with _COMPILE_LOCK:
@@ -214,8 +216,12 @@ def keep_kernels(run_once: Callable[[], None]) -> bool:
     try:
         for name in KEPT_LOOPS.values():
             native_objects.build(f"disk.{name}", getattr(native, name), _SOURCES)
+    except ValueError:  # cannot be kept (native_objects.build): numba's loops serve
+        return False
     except Exception as exc:  # numba/llvmlite: one line, not a traceback
-        raise NativeCodeError(f"cannot keep the native I/O loop ({type(exc).__name__}: {exc})")
+        raise NativeCodeError(
+            f"cannot keep the native I/O loop ({type(exc).__name__}: {exc})"
+        ) from None
     with _COMPILE_LOCK:
         _KERNELS.clear()
     return kernels_kept()

@@ -321,8 +321,12 @@ def loop_kept() -> bool:
 def keep_loop(run_once: Any) -> bool:
     """``probetop compile``: numba's loop run once (``run_once``), kept as
     object code, then used from it in this process too. False when it cannot
-    be kept (numba's cache is off)."""
+    be kept (numba's cache is off, or its code needs numba's runtime)."""
     from probetop.probes.core import native_cache, native_objects
+
+    if loop_kept():  # kept already, from these sources on this CPU
+        run_once()
+        return True
     from probetop.probes.icmp.engine import run_slice
 
     with _loop_lock:
@@ -330,7 +334,10 @@ def keep_loop(run_once: Any) -> bool:
     run_once()
     if not native_cache.enabled():
         return False
-    native_objects.build(_KEPT_NAME, run_slice, _SOURCES)
+    try:
+        native_objects.build(_KEPT_NAME, run_slice, _SOURCES)
+    except ValueError:  # cannot be kept (native_objects.build): numba's loop serves
+        return False
     with _loop_lock:
         _loop.clear()
     run_once()

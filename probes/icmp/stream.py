@@ -169,7 +169,7 @@ class Stream(threading.Thread):
         return int(self.control[0]) == 2
 
     def run(self) -> None:
-        from probetop.probes.icmp import engine as eng
+        from probetop.probes.icmp import layout as eng
         from probetop.probes.icmp import loopstate
         from probetop.probes.icmp.packet import checksum_partial, echo_request
 
@@ -307,7 +307,7 @@ def dissect_kept(kept: list[tuple[Any, int]], v6: bool) -> list[dict[str, Any]]:
     """The error packets a raw loop kept, dissected (scapy: call it off the
     event loop). ``kept`` is (snapshot, ICMP errors it counted) per stream;
     a packet that cannot be dissected is an ``undissectable`` entry."""
-    from probetop.probes.icmp import engine as eng
+    from probetop.probes.icmp import layout as eng
     from probetop.probes.icmp.packet import dissect_error
 
     out = []
