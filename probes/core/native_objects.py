@@ -275,7 +275,7 @@ def build(name: str, dispatcher: Any, sources: Sequence[str]) -> None:
     base = _base(where, name, sources)
     for suffix, data in ((".o", code), (".json", json.dumps(meta).encode())):
         tmp = f"{base}{suffix}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
             f.write(data)
         os.replace(tmp, base + suffix)
 

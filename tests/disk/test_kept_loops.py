@@ -4,6 +4,8 @@ process, every I/O, byte and bad sector equal."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -71,3 +73,22 @@ def test_kept_loops_count_as_numbas(tmp_path, swap_kernels, engine):
     assert written[1] == (SIZE // 4096, SIZE, 0, 0)  # every block written once
     assert mixed[0][0] + mixed[1][0] == SIZE // 4096 and min(mixed[0][0], mixed[1][0]) > 0
     assert mixed[0][3] == 0  # every stamped sector read back verified
+
+
+def test_loading_the_kept_loops_does_not_import_numba():
+    """What the demo's IOPS, warm-up and ICMP panes wait for: loading and
+    running the kept loops imports neither numba nor its CPU target."""
+    code = (
+        "import sys\n"
+        "from probetop.probes import disk\n"
+        "from probetop.probes.icmp.stream import warm_up_engine\n"
+        "from probetop.probes.disk.workers import kernels_kept\n"
+        "from probetop.probes.icmp.loopstate import loop_kept\n"
+        "disk.load_native()\n"
+        "warm_up_engine()\n"
+        "print(kernels_kept(), loop_kept(), 'numba' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.split() == ["True", "True", "False"]
