@@ -47,11 +47,12 @@ def native_loops_compiled() -> None:
 
 
 def _compile_native_loops() -> None:
-    from probetop.probes.disk.selftest import warm_up_kernels
-    from probetop.probes.icmp.stream import warm_up_engine
+    """As ``probetop compile`` (``make setup``): the loops compiled and kept
+    as object code, so the tests run the code a user's runs load."""
+    from probetop.probes import disk, icmp
 
-    warm_up_kernels()
-    warm_up_engine()
+    disk.compile_native()
+    icmp.compile_native()
 
 
 @pytest.fixture(scope="session", autouse=True)

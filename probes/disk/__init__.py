@@ -21,6 +21,7 @@ behind it; this exports what is used outside the family and nothing more
 - ``PassTotals``, ``WarmupSummary``, ``overall_outcome``: the warm-up's
   per-pass figures and summary, typed; ``format_warmup_report``: its text report
 - ``compile_native``: build the native I/O loops ahead of the first run
+  (and keep them as object code); ``load_native``: load them now
 
 Reliability (docs/reliability-disk.md): every long step (layout, passes,
 checkpoint saves, the JIT warm-up) stops within 2 s of a signal, --time or
@@ -30,7 +31,8 @@ PID); writes refused for devices and files in use; bad input is a
 
 Importing this package is cheap: ``IopsProbe`` and ``WarmupProbe`` load on
 first use (they bring numpy and the I/O engine), so ``probetop --help`` does
-not pay for them; numba loads when a probe runs.
+not pay for them; numba loads when a probe runs only where the loops
+were not kept as object code (``probetop compile``).
 """
 
 from __future__ import annotations
@@ -66,11 +68,22 @@ if TYPE_CHECKING:
     from probetop.probes.disk.warmup import WarmupProbe
 
 
-def compile_native() -> None:
-    """Compile the native I/O loops into numba's per-user cache and run each
-    engine once on a scratch file (``probetop compile``, ``make setup``), so
-    the first IOPS or warm-up run starts at once. Idempotent; raises
+def compile_native() -> bool:
+    """Compile the native I/O loops into numba's per-user cache, keep them as
+    object code there (``core.native_objects``) and run each engine once on
+    a scratch file (``probetop compile``, ``make setup``), so a later IOPS or
+    warm-up run loads them in milliseconds, without numba. True when they
+    were kept (False: numba's cache is off; numba's loops work). Raises
     ``ProbeError`` (exit 2) when the native code cannot be built."""
+    from probetop.probes.disk.selftest import keep_kernels
+
+    return keep_kernels()
+
+
+def load_native() -> None:
+    """Load the native I/O loops and run each engine once (the kept object
+    code when ``probetop compile`` made it for these sources and this CPU,
+    else numba's). Idempotent; raises ``ProbeError`` as ``compile_native``."""
     from probetop.probes.disk.selftest import warm_up_kernels
 
     warm_up_kernels()
@@ -117,6 +130,7 @@ __all__ = [
     "clat_bucket_range_ns",
     "compile_native",
     "format_warmup_report",
+    "load_native",
     "overall_outcome",
     "pct_key",
 ]

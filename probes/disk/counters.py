@@ -29,6 +29,12 @@ from probetop.probes.disk.records import FIO_PERCENTILES
 
 READ, WRITE = 0, 1  # indexes into DIRECTIONS
 SECTOR = 512
+# Kernel AIO's syscall numbers by machine: io_setup, io_destroy, io_getevents,
+# io_submit (no libc wrapper: the loops call syscall(2)).
+AIO_SYSCALLS = {
+    "x86_64": (206, 207, 208, 209),
+    "aarch64": (0, 1, 4, 2),
+}
 
 # Latency histogram: fio's layout (6 bits of precision per power of two, 29
 # groups, in ns): values below 128 ns have their own bucket, then each power

@@ -48,6 +48,7 @@ import numpy as np  # noqa: E402
 from numba import types  # noqa: E402
 from probetop.probes.disk import uring  # noqa: E402
 from probetop.probes.disk.counters import (  # noqa: E402
+    AIO_SYSCALLS,
     B_BAD,
     B_DATA,
     B_HOLE,
@@ -151,12 +152,7 @@ SUBMIT_BATCH = 1
 # reaps and refills (a loop device at depth 8: 0.70-0.77 x fio).
 REAP_BATCH = 1
 # Kernel AIO's syscall numbers (no libc wrapper: the loops call syscall(2)).
-_AIO_SYSCALLS = {
-    # io_setup, io_destroy, io_getevents, io_submit
-    "x86_64": (206, 207, 208, 209),
-    "aarch64": (0, 1, 4, 2),
-}
-SYS_IO_SETUP, SYS_IO_DESTROY, SYS_IO_GETEVENTS, SYS_IO_SUBMIT = _AIO_SYSCALLS.get(
+SYS_IO_SETUP, SYS_IO_DESTROY, SYS_IO_GETEVENTS, SYS_IO_SUBMIT = AIO_SYSCALLS.get(
     platform.machine(), (-1, -1, -1, -1)
 )
 AIO_SUPPORTED = SYS_IO_SETUP >= 0

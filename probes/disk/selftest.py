@@ -1,11 +1,12 @@
 """The native I/O loops run before any clock, and a plan run in one call.
 
-Contract: ``warm_up_kernels()`` compiles the loops (``workers.compile_kernels``)
+Contract: ``warm_up_kernels()`` loads the loops (``workers.compile_kernels``)
 and runs each engine (psync, libaio, io_uring where the kernel has it) once
 on an 8 KiB scratch file, so no JIT happens once a clock runs; idempotent;
-a failure is a ``NativeCodeError``. ``run_blocking(plan, seconds)`` runs a
-plan in the calling thread and returns its final snapshot (benchmarks,
-tests).
+a failure is a ``NativeCodeError``. ``keep_kernels()`` (``probetop
+compile``) also keeps numba's loops as object code for later processes.
+``run_blocking(plan, seconds)`` runs a plan in the calling thread and
+returns its final snapshot (benchmarks, tests).
 """
 
 from __future__ import annotations
@@ -29,11 +30,34 @@ def warm_up_kernels() -> None:
     if _WARM.is_set():
         return
     compile_kernels()
+    _checked_self_test()
+    _WARM.set()
+
+
+def keep_kernels() -> bool:
+    """``probetop compile``: numba compiles the loops (or loads them from its
+    cache) and runs each engine once, they are kept as object code, and the
+    kept ones run once too (what the next process loads without numba).
+    False when they cannot be kept (numba's cache is off: its loops still
+    work). Raises ``NativeCodeError``."""
+    from probetop.probes.disk.workers import keep_kernels as keep
+    from probetop.probes.disk.workers import kernels_kept
+
+    if kernels_kept():  # kept already, from these sources on this CPU
+        warm_up_kernels()
+        return True
+    _WARM.clear()
+    kept = keep(_checked_self_test)
+    _WARM.clear()
+    warm_up_kernels()
+    return kept
+
+
+def _checked_self_test() -> None:
     try:
         _self_test()
     except OSError as exc:
         raise NativeCodeError(f"the native I/O loop failed its self-test: {exc}") from None
-    _WARM.set()
 
 
 def _scratch_file() -> Any:

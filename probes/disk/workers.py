@@ -26,8 +26,12 @@ Contract:
   completed, including each job's finished prefix of the chunk in flight, so a
   checkpoint redoes at most the I/Os that were in flight.
 - ``compile_kernels()`` loads the loops (probes/disk/native.py) before any
-  clock starts: numba compiles them the first time (seconds) and caches them
-  on disk; ``selftest.warm_up_kernels()`` also runs them once on a temp file.
+  clock starts: the object code ``probetop compile`` kept
+  (``core.native_objects``: milliseconds, numba not imported) when it was
+  built from these sources on this CPU, else numba's (compiled the first
+  time, seconds, then cached on disk: the same code). ``keep_kernels()``
+  (``probetop compile``) keeps the loops numba compiled as object code.
+  ``selftest.warm_up_kernels()`` also runs them once on a temp file.
 - ``end_at(deadline_ns)`` is the run's end (fio's --runtime): each loop stops
   issuing at that monotonic instant, reaps and counts the I/Os in flight and
   returns, so ``finished_ns`` is when the last of them completed and the
@@ -86,6 +90,7 @@ from probetop.probes.core import kernelholds
 from probetop.probes.core.base import ProbeError
 from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.counters import (
+    AIO_SYSCALLS,
     C_ERRORS,
     C_IOS,
     FATAL_ERRNOS,
@@ -163,7 +168,82 @@ def kernel_notes() -> list[str]:
     return [note] if note else []
 
 
+#: The loops kept as object code (their native.py names), and the files
+#: their code and constants come from (a change to any makes them stale).
+KEPT_LOOPS = {
+    "sync": "sync_loop",
+    "aio": "aio_loop",
+    "aio_setup": "aio_setup",
+    "aio_destroy": "aio_destroy",
+    "uring": "uring_loop",
+}
+_SOURCES = tuple(
+    os.path.join(os.path.dirname(__file__), name)
+    for name in ("native.py", "counters.py", "uring.py")
+)
+
+
+def _kept_kernels() -> dict[str, Any] | None:
+    """Every loop from its kept object code, or None when one is missing or stale."""
+    from probetop.probes.core import native_objects
+
+    kernels: dict[str, Any] = {}
+    for key, name in KEPT_LOOPS.items():
+        loop = native_objects.load(f"disk.{name}", _SOURCES)
+        if loop is None:
+            return None
+        kernels[key] = loop
+    kernels["aio_supported"] = aio_syscalls_mapped()
+    return kernels
+
+
+def keep_kernels(run_once: Callable[[], None]) -> bool:
+    """``probetop compile``: numba's loops compiled and run once (``run_once``:
+    each then has its one signature), kept as object code, then loaded from
+    it for this process too. False when they cannot be kept (the cache is
+    off, or their code needs numba's runtime: ``native_objects.build``).
+    Raises NativeCodeError when numba cannot build them."""
+    from probetop.probes.core import native_cache, native_objects
+
+    with _COMPILE_LOCK:
+        _KERNELS.clear()
+        _KERNELS.update(_numba_kernels())
+    run_once()
+    if not native_cache.enabled():
+        return False
+    from probetop.probes.disk import native
+
+    try:
+        for name in KEPT_LOOPS.values():
+            native_objects.build(f"disk.{name}", getattr(native, name), _SOURCES)
+    except ValueError:  # cannot be kept (native_objects.build): numba's loops serve
+        return False
+    except Exception as exc:  # numba/llvmlite: one line, not a traceback
+        raise NativeCodeError(
+            f"cannot keep the native I/O loop ({type(exc).__name__}: {exc})"
+        ) from None
+    with _COMPILE_LOCK:
+        _KERNELS.clear()
+    return kernels_kept()
+
+
+def kernels_kept() -> bool:
+    """Whether the loops in use came from their kept object code (loading them)."""
+    from probetop.probes.core import native_objects
+
+    return isinstance(compile_kernels()["sync"], native_objects.Loop)
+
+
+def aio_syscalls_mapped() -> bool:
+    """Whether kernel AIO's syscall numbers are known on this machine (native.py)."""
+    return platform.machine() in AIO_SYSCALLS
+
+
 def _build_kernels() -> dict[str, Any]:
+    return _kept_kernels() or _numba_kernels()
+
+
+def _numba_kernels() -> dict[str, Any]:
     from probetop.probes.disk import native  # lazy: imports numba
 
     return {

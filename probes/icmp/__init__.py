@@ -38,13 +38,14 @@ from probetop.probes.icmp.settings import IcmpSettings, reference_command
 from probetop.probes.icmp.summary import IcmpParams, IcmpSummary
 
 
-def compile_native() -> None:
-    """Compile the native send/receive loop into numba's per-user cache
-    (``probetop compile``, ``make setup``), so the first ICMP run starts at
-    once. Idempotent; needs no socket and sends nothing."""
-    from probetop.probes.icmp.stream import warm_up_engine
+def compile_native() -> bool:
+    """Compile the native send/receive loop into numba's per-user cache and
+    keep it as object code there (``probetop compile``, ``make setup``), so
+    a later ICMP run loads it in milliseconds, without numba. True when kept
+    (False: numba's cache is off). Needs no socket and sends nothing."""
+    from probetop.probes.icmp.stream import keep_engine
 
-    warm_up_engine()
+    return keep_engine()
 
 
 __all__ = [

@@ -6,16 +6,21 @@ Contract: ``make_config(...)`` builds the loop's config array;
 ``engine.run_slice`` reads and writes and calls it once per slice
 (``run_slice(deadline_ns)``: one native call, no Python per packet);
 ``LoopState.interval`` is an ``IntervalArrays``, which ``take()`` copies and
-zeroes between slices. The loop itself is ``engine``; this module imports it
-(numba, numpy): import it lazily.
+zeroes between slices. The loop itself is ``engine``'s ``run_slice``: the
+object code ``probetop compile`` kept (``core.native_objects``: loaded in
+milliseconds, numba not imported) when it was built from these sources on
+this CPU, else numba's (the same code); ``keep_loop()`` keeps it. This
+module imports numpy: import it lazily.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-from probetop.probes.icmp.engine import run_slice
 from probetop.probes.icmp.layout import (
     ADDR_BYTES,
     C_ADDRLEN,
@@ -162,7 +167,7 @@ class LoopState:
         """Run until ``deadline_ns``; see the module docstring (``self.control``)."""
         iv = self.interval
         return int(
-            run_slice(
+            _run_slice()(
                 deadline_ns,
                 self.control,
                 self.control_copy,
@@ -285,3 +290,63 @@ def make_config(
     cfg[C_COUNT_REPLIES] = int(count_replies)
     cfg[C_SEND_UNTIL] = max(0, send_until_ns)
     return cfg
+
+
+#: The files the loop's code and constants come from (a change makes the kept code stale).
+_SOURCES = tuple(
+    os.path.join(os.path.dirname(__file__), name) for name in ("engine.py", "layout.py")
+)
+_KEPT_NAME = "icmp.run_slice"
+_loop_lock = threading.Lock()
+_loop: list[Any] = []
+
+
+def _run_slice() -> Any:
+    """The loop: kept object code when there is a fresh one, else numba's."""
+    if _loop:
+        return _loop[0]
+    with _loop_lock:
+        if not _loop:
+            from probetop.probes.core import native_objects
+
+            kept = native_objects.load(_KEPT_NAME, _SOURCES)
+            if kept is None:
+                from probetop.probes.icmp.engine import run_slice  # numba
+
+                _loop.append(run_slice)
+            else:
+                _loop.append(kept)
+    return _loop[0]
+
+
+def loop_kept() -> bool:
+    """Whether the loop in use is the kept object code."""
+    from probetop.probes.core import native_objects
+
+    return isinstance(_run_slice(), native_objects.Loop)
+
+
+def keep_loop(run_once: Any) -> bool:
+    """``probetop compile``: numba's loop run once (``run_once``), kept as
+    object code, then used from it in this process too. False when it cannot
+    be kept (numba's cache is off, or its code needs numba's runtime)."""
+    from probetop.probes.core import native_cache, native_objects
+
+    if loop_kept():  # kept already, from these sources on this CPU
+        run_once()
+        return True
+    from probetop.probes.icmp.engine import run_slice
+
+    with _loop_lock:
+        _loop[:] = [run_slice]
+    run_once()
+    if not native_cache.enabled():
+        return False
+    try:
+        native_objects.build(_KEPT_NAME, run_slice, _SOURCES)
+    except ValueError:  # cannot be kept (native_objects.build): numba's loop serves
+        return False
+    with _loop_lock:
+        _loop.clear()
+    run_once()
+    return loop_kept()

@@ -384,7 +384,7 @@ class IcmpProbe:
 
     async def _collect(self, emit: Emit) -> None:
         """Merge stream snapshots per interval and emit them, until every stream is done."""
-        from probetop.probes.icmp import engine as eng
+        from probetop.probes.icmp import layout as eng
         from probetop.probes.icmp.stats import IntervalTotals
 
         assert self._queue is not None and self.totals is not None and self.target is not None

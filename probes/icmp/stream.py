@@ -171,7 +171,7 @@ class Stream(threading.Thread):
         return int(self.control[0]) == 2
 
     def run(self) -> None:
-        from probetop.probes.icmp import engine as eng
+        from probetop.probes.icmp import layout as eng
         from probetop.probes.icmp import loopstate
         from probetop.probes.icmp.packet import checksum_partial, echo_request
 
@@ -313,7 +313,7 @@ def dissect_kept(kept: list[tuple[Any, int]], v6: bool) -> list[dict[str, Any]]:
     """The error packets a raw loop kept, dissected (scapy: call it off the
     event loop). ``kept`` is (snapshot, ICMP errors it counted) per stream;
     a packet that cannot be dissected is an ``undissectable`` entry."""
-    from probetop.probes.icmp import engine as eng
+    from probetop.probes.icmp import layout as eng
     from probetop.probes.icmp.packet import dissect_error
 
     out = []
@@ -333,9 +333,22 @@ _warmed = False
 
 
 def warm_up_engine() -> None:
-    """Import and compile the native loop once (cached on disk by numba after
-    the first run); a stop signal ends the wait at once (``run_stoppable``)."""
+    """Load the native loop once (the kept object code, else numba's: compiled
+    the first time, then cached on disk); a stop signal ends the wait at once
+    (``run_stoppable``)."""
     stopsignals.run_stoppable(_warm_up_engine)
+
+
+def keep_engine() -> bool:
+    """``probetop compile``: the loop compiled by numba, run once, kept as
+    object code (``loopstate.keep_loop``); True when kept."""
+    from probetop.probes.icmp import loopstate
+
+    global _warmed
+    with _warm:
+        kept = loopstate.keep_loop(_run_once)
+        _warmed = True
+        return kept
 
 
 def _warm_up_engine() -> None:
@@ -343,20 +356,25 @@ def _warm_up_engine() -> None:
     with _warm:
         if _warmed:
             return
-        from probetop.probes.icmp import loopstate
-
-        cfg = loopstate.make_config(
-            fd=-1,
-            v6=False,
-            raw=True,
-            ident=0,
-            period_ns=0,
-            preload=1,
-            count=0,
-            grace_ns=1,
-            packet_len=8,
-            checksum_partial=0,
-            addr_len=16,
-        )
-        loopstate.LoopState(cfg, bytes(8), bytes(16), 0).run_slice(0)  # deadline passed: no I/O
+        _run_once()
         _warmed = True
+
+
+def _run_once() -> None:
+    """The loop called once with a deadline passed: loaded (or compiled), no I/O."""
+    from probetop.probes.icmp import loopstate
+
+    cfg = loopstate.make_config(
+        fd=-1,
+        v6=False,
+        raw=True,
+        ident=0,
+        period_ns=0,
+        preload=1,
+        count=0,
+        grace_ns=1,
+        packet_len=8,
+        checksum_partial=0,
+        addr_len=16,
+    )
+    loopstate.LoopState(cfg, bytes(8), bytes(16), 0).run_slice(0)  # deadline passed: no I/O

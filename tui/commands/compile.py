@@ -45,7 +45,7 @@ def settings(values: Mapping[str, Any], common: CommonOptions) -> CompileSetting
     return CompileSettings()
 
 
-def _families() -> list[tuple[str, Callable[[], None]]]:
+def _families() -> list[tuple[str, Callable[[], bool]]]:
     from probetop.probes import disk, icmp
 
     return [
@@ -71,15 +71,23 @@ def run(plan: RunPlan[CompileSettings]) -> int:
         t0 = time.monotonic()
         text(f"  {label}: ", end="", flush=True)
         error: str | None = None
+        kept = False
         try:
-            build()
+            kept = build()
         except Exception as exc:  # ProbeError/NativeCodeError: say which loop, go on
             error = str(exc)
             status = 2
         seconds = time.monotonic() - t0
-        text(f"failed: {error}" if error else f"ready ({seconds:.1f} s)")
+        how = "kept as object code" if kept else "in numba's cache"
+        text(f"failed: {error}" if error else f"ready, {how} ({seconds:.1f} s)")
         loops.append(
-            {"name": label, "ready": error is None, "seconds": round(seconds, 3), "error": error}
+            {
+                "name": label,
+                "ready": error is None,
+                "kept": kept,
+                "seconds": round(seconds, 3),
+                "error": error,
+            }
         )
     if as_json:
         json.dump({"cache": str(where) if where else None, "loops": loops}, sys.stdout, indent=2)

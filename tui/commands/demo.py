@@ -94,7 +94,7 @@ def _warm_native() -> tuple[list[Probe], list[str]]:
     from probetop.probes import disk
 
     with contextlib.suppress(Exception):
-        disk.compile_native()
+        disk.load_native()
     return [], []
 
 

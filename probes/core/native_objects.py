@@ -1,0 +1,391 @@
+"""numba's native loops kept as object code, loaded later by llvmlite without numba.
+
+Why: a loop loaded from numba's own cache waits for numba's import and its
+CPU target (about 1 s of CPU on the machines measured): every IOPS, warm-up
+and ICMP pane waited for it before its first number (issue 28). The same
+machine code, emitted once by numba as an object file (``probetop compile``),
+is loaded by llvmlite's MCJIT in milliseconds with numpy and llvmlite only.
+
+Contract:
+- ``build(name, dispatcher, sources)`` (numba imported; ``probetop compile``):
+  compiles ``dispatcher``'s Python function afresh (numba's cache gives no
+  object code back) for its one compiled signature, keeps its native
+  function (numba's calling convention: a status, a return slot, each array
+  passed as its fields) and what it calls, and writes ``<name>-<paths hash>.o``
+  and ``.json`` into the per-user cache (``native_cache``). Raises
+  ``ValueError`` when an argument is not a C-ordered array, an integer or a
+  boolean, or the function calls numba's runtime beyond its allocation
+  functions (``_RENAMED``: renamed to this module's own, malloc-based, so
+  they never meet numba's allocator). What else it calls (libc; libpython,
+  on error paths numba compiled in) must be in the process at load.
+- ``load(name, sources)`` (no numba): the loop as a ``Loop``, or None when
+  there is none, or it was built from other sources (sha256 of each file in
+  ``sources``), on another CPU (name, features) or triple, or one of its
+  symbols is not in this process: the caller then takes numba's loop, the
+  same code compiled by numba.
+- ``Loop(*args)`` checks every argument as numba's dispatcher types it
+  (integers, booleans; arrays by dtype, dimensions, C order, writeable) and
+  calls the code through ctypes, which releases the interpreter lock as
+  numba's ``nogil`` does. ``NativeLoopError`` when the loop returned an error
+  status (the loops here report errors in their arrays, never by raising).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from probetop.probes.core import native_cache
+
+#: numba's status codes (numba/core/callconv.py): ok, and ok returning None.
+_OK = (0, -2)
+#: numba's allocation functions the loops call, renamed in the object to
+#: this module's own (``_NRT_IR``), with the LLVM type each must have.
+_RENAMED = {
+    "NRT_MemInfo_alloc_aligned": ("probetop_nrt_alloc_aligned", "ptr (i64, i32)"),
+    "NRT_MemInfo_alloc": ("probetop_nrt_alloc", "ptr (i64)"),
+    "NRT_MemInfo_call_dtor": ("probetop_nrt_call_dtor", "void (ptr)"),
+    "NRT_Allocate": ("probetop_nrt_allocate", "ptr (i64)"),
+    "NRT_Free": ("probetop_nrt_free", "void (ptr)"),
+}
+# numba's MemInfo (numba/core/runtime/nrt.cpp): refct, dtor, dtor_info, data,
+# size, external_allocator. numba's inlined code reads the data pointer (field
+# 3) and counts references in field 0; a count down to 0 calls call_dtor. Here
+# the meminfo and its data are one malloc'd block, freed at once.
+_NRT_IR = r"""
+declare ptr @malloc(i64)
+declare void @free(ptr)
+
+define ptr @probetop_nrt_alloc_aligned(i64 %size, i32 %align) {
+entry:
+  %a0 = zext i32 %align to i64
+  %small = icmp ult i64 %a0, 16
+  %a = select i1 %small, i64 16, i64 %a0
+  %head = add i64 %size, 48
+  %total = add i64 %head, %a
+  %mi = call ptr @malloc(i64 %total)
+  %none = icmp eq ptr %mi, null
+  br i1 %none, label %fail, label %ok
+fail:
+  ret ptr null
+ok:
+  %base = ptrtoint ptr %mi to i64
+  %d0 = add i64 %base, 48
+  %am1 = sub i64 %a, 1
+  %d1 = add i64 %d0, %am1
+  %mask = xor i64 %am1, -1
+  %d = and i64 %d1, %mask
+  %data = inttoptr i64 %d to ptr
+  store i64 1, ptr %mi
+  %f1 = getelementptr i64, ptr %mi, i64 1
+  store ptr null, ptr %f1
+  %f2 = getelementptr i64, ptr %mi, i64 2
+  store ptr null, ptr %f2
+  %f3 = getelementptr i64, ptr %mi, i64 3
+  store ptr %data, ptr %f3
+  %f4 = getelementptr i64, ptr %mi, i64 4
+  store i64 %size, ptr %f4
+  %f5 = getelementptr i64, ptr %mi, i64 5
+  store ptr null, ptr %f5
+  ret ptr %mi
+}
+
+define ptr @probetop_nrt_alloc(i64 %size) {
+entry:
+  %mi = call ptr @probetop_nrt_alloc_aligned(i64 %size, i32 16)
+  ret ptr %mi
+}
+
+define ptr @probetop_nrt_allocate(i64 %size) {
+entry:
+  %p = call ptr @malloc(i64 %size)
+  ret ptr %p
+}
+
+define void @probetop_nrt_free(ptr %p) {
+entry:
+  call void @free(ptr %p)
+  ret void
+}
+
+define void @probetop_nrt_call_dtor(ptr %mi) {
+entry:
+  call void @free(ptr %mi)
+  ret void
+}
+"""
+
+
+class NativeLoopError(RuntimeError):
+    """A kept loop returned an error status (numba would have raised)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Arg:
+    """One Python argument: ``kind`` "int", "bool" or "array" (dtype, ndim)."""
+
+    kind: str
+    dtype: str = ""
+    ndim: int = 0
+
+
+def _cache_dir() -> str | None:
+    root = native_cache.configure()
+    if root is None:
+        return None
+    path = os.path.join(root, "objects")
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    return path
+
+
+def _base(where: str, name: str, sources: Sequence[str]) -> str:
+    """``<where>/<name>-<hash of the sources' paths>``: each source tree keeps
+    its own (as numba's cache is per source path), so two checkouts used by
+    one user do not overwrite each other's at every run."""
+    paths = "\0".join(os.path.abspath(p) for p in sources)
+    return os.path.join(where, f"{name}-{hashlib.sha256(paths.encode()).hexdigest()[:16]}")
+
+
+def _sources_digest(sources: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for path in sources:
+        with open(path, "rb") as f:
+            h.update(f.read())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+_llvm_lock = threading.Lock()
+_llvm_ready = False
+
+
+def _llvm() -> Any:
+    """llvmlite's binding, its native target set up once."""
+    global _llvm_ready
+    import llvmlite.binding as llvm
+
+    with _llvm_lock:
+        if not _llvm_ready:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            llvm.initialize_native_asmparser()
+            _llvm_ready = True
+    return llvm
+
+
+def _machine(llvm: Any) -> dict[str, str]:
+    """What the object code was built for: it runs only where all match."""
+    return {
+        "triple": llvm.get_process_triple(),
+        "cpu": llvm.get_host_cpu_name(),
+        "features": llvm.get_host_cpu_features().flatten(),
+    }
+
+
+# -- build (numba) ----------------------------------------------------------------
+
+
+def _arg_of(t: Any) -> tuple[_Arg, list[str]]:
+    """The Python argument's kind and numba's flattened LLVM types for it."""
+    from numba import types
+
+    if isinstance(t, types.Array):
+        if t.layout != "C" or not t.mutable or not t.aligned:
+            raise ValueError(f"argument type {t}: only C-ordered writeable arrays are kept")
+        fields = ["ptr", "ptr", "i64", "i64", "ptr"] + ["i64"] * (2 * t.ndim)
+        return _Arg("array", str(t.dtype), t.ndim), fields
+    if isinstance(t, types.Boolean):
+        return _Arg("bool"), ["i8"]
+    if t == types.int64:
+        return _Arg("int"), ["i64"]
+    raise ValueError(f"argument type {t}: not kept as object code")
+
+
+def build(name: str, dispatcher: Any, sources: Sequence[str]) -> None:
+    """Keep ``dispatcher``'s one compiled signature as object code (module docstring)."""
+    import numba
+    from numba import types
+
+    where = _cache_dir()
+    if where is None:
+        return
+    if len(dispatcher.signatures) != 1:
+        raise ValueError(f"{name}: {len(dispatcher.signatures)} signatures compiled, not one")
+    sig = dispatcher.nopython_signatures[0]
+    options = {k: v for k, v in dispatcher.targetoptions.items() if k not in ("cache", "nopython")}
+    fresh = numba.njit(**options)(dispatcher.py_func)
+    fresh.compile(sig.args)
+    cres = fresh.overloads[sig.args]
+    entry = cres.fndesc.llvm_func_name
+    args, flat = [], ["ptr", "ptr"]  # the return slot, the exception slot
+    for t in sig.args:
+        arg, fields = _arg_of(t)
+        args.append(arg)
+        flat += fields
+    if sig.return_type == types.none:
+        returns = "none"
+    elif sig.return_type == types.int64:
+        returns = "int"
+    else:
+        raise ValueError(f"{name}: return type {sig.return_type} not kept")
+    llvm = _llvm()
+    lib = cres.library
+    module = llvm.parse_bitcode(lib._final_module.as_bitcode())
+    fn = module.get_function(entry)
+    got = [str(a.type) for a in fn.arguments]
+    if got != flat:  # numba's convention moved: keep nothing rather than guess
+        raise ValueError(f"{name}: native arguments {got} are not the expected {flat}")
+    for g in module.functions:  # only the entry stays visible; the rest is dropped if unused
+        if not g.is_declaration and g.name != entry:
+            g.linkage = "internal"
+    for v in module.global_variables:
+        if not v.is_declaration:
+            v.linkage = "internal"
+    tm = lib._codegen._tm
+    passes = llvm.ModulePassManager()
+    passes.add_global_dead_code_eliminate_pass()
+    passes.add_strip_dead_prototype_pass()
+    passes.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
+    needs = [v.name for v in module.global_variables if v.is_declaration]
+    for g in module.functions:
+        if g.is_declaration and not g.name.startswith("llvm."):
+            if g.name in _RENAMED:
+                renamed, wanted = _RENAMED[g.name]
+                if str(g.global_value_type) != wanted:
+                    raise ValueError(f"{name}: {g.name} is {g.global_value_type}, not {wanted}")
+                g.name = renamed
+            elif g.name.startswith(("NRT_", "numba_")):
+                raise ValueError(f"{name}: the loop calls {g.name} (numba's runtime)")
+            needs.append(g.name)
+    code = tm.emit_object(module)
+    meta = {
+        "entry": entry,
+        "args": [[a.kind, a.dtype, a.ndim] for a in args],
+        "returns": returns,
+        "needs": sorted(set(needs)),
+        "sources": _sources_digest(sources),
+        "machine": _machine(llvm),
+    }
+    base = _base(where, name, sources)
+    for suffix, data in ((".o", code), (".json", json.dumps(meta).encode())):
+        tmp = f"{base}{suffix}.{os.getpid()}.tmp"
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+            f.write(data)
+        os.replace(tmp, base + suffix)
+
+
+# -- load (no numba) --------------------------------------------------------------
+
+_engines: list[Any] = []  # each loaded object's engine: it holds the code, kept for good
+_stubs_lock = threading.Lock()
+_stubs_ready = False
+
+
+def _add_stubs(llvm: Any) -> None:
+    """This module's allocation pair (``_NRT_IR``), compiled once per process."""
+    global _stubs_ready
+    with _stubs_lock:
+        if _stubs_ready:
+            return
+        tm = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine()
+        module = llvm.parse_assembly(_NRT_IR)
+        module.verify()
+        engine = llvm.create_mcjit_compiler(module, tm)
+        engine.finalize_object()
+        for name, _ in _RENAMED.values():
+            llvm.add_symbol(name, engine.get_function_address(name))
+        _engines.append(engine)
+        _stubs_ready = True
+
+
+_CTYPES = {"int": ctypes.c_int64, "bool": ctypes.c_bool}
+
+
+class Loop:
+    """A kept loop, callable like numba's dispatcher (module docstring)."""
+
+    def __init__(self, name: str, address: int, meta: dict[str, Any]) -> None:
+        import numpy as np
+
+        self.name = name
+        self._args = [_Arg(k, d, n) for k, d, n in meta["args"]]
+        self._dtypes = [np.dtype(a.dtype) if a.kind == "array" else None for a in self._args]
+        self._returns = meta["returns"]
+        argtypes: list[Any] = [ctypes.c_void_p, ctypes.c_void_p]
+        for a in self._args:
+            if a.kind == "array":
+                argtypes += [ctypes.c_void_p] * 2 + [ctypes.c_int64] * 2 + [ctypes.c_void_p]
+                argtypes += [ctypes.c_int64] * (2 * a.ndim)
+            else:
+                argtypes.append(_CTYPES[a.kind])
+        # CFUNCTYPE: the interpreter lock is released for the call (numba's nogil).
+        self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
+
+    def __call__(self, *values: Any) -> Any:
+        if len(values) != len(self._args):
+            raise TypeError(
+                f"{self.name}() takes {len(self._args)} arguments ({len(values)} given)"
+            )
+        flat: list[Any] = []
+        for i, (a, v) in enumerate(zip(self._args, values, strict=True)):
+            if a.kind == "array":
+                if (
+                    getattr(v, "dtype", None) != self._dtypes[i]
+                    or v.ndim != a.ndim
+                    or not v.flags.c_contiguous
+                    or not v.flags.writeable
+                ):
+                    raise TypeError(
+                        f"{self.name}() argument {i}: a writeable C-ordered {a.ndim}-d "
+                        f"{a.dtype} array, not {getattr(v, 'dtype', type(v).__name__)}"
+                    )
+                flat += [None, None, v.size, v.itemsize, v.ctypes.data, *v.shape, *v.strides]
+            elif a.kind == "bool":
+                flat.append(bool(v))
+            else:
+                flat.append(int(v))
+        result = ctypes.c_int64(0)
+        excinfo = ctypes.c_void_p(None)
+        status = self._fn(ctypes.byref(result), ctypes.byref(excinfo), *flat)
+        if status not in _OK:
+            raise NativeLoopError(f"the native loop {self.name} failed (status {status})")
+        return None if self._returns == "none" else result.value
+
+
+def load(name: str, sources: Sequence[str]) -> Loop | None:
+    """The kept loop ``name``, or None (module docstring). Never raises for a
+    missing, stale or foreign object: the caller has numba's loop."""
+    where = _cache_dir()
+    if where is None:
+        return None
+    base = _base(where, name, sources)
+    try:
+        with open(base + ".json", "rb") as f:
+            meta = json.load(f)
+        with open(base + ".o", "rb") as f:
+            code = f.read()
+        if meta.get("sources") != _sources_digest(sources):
+            return None
+        llvm = _llvm()
+        if meta.get("machine") != _machine(llvm):
+            return None
+        _add_stubs(llvm)
+        if any(not llvm.address_of_symbol(s) for s in meta["needs"]):
+            return None
+        tm = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine()
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+        engine.finalize_object()
+        address = engine.get_function_address(meta["entry"])
+        if not address:
+            return None
+        _engines.append(engine)
+        return Loop(name, address, meta)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError):
+        return None
