@@ -43,6 +43,10 @@ from typing import Any
 
 from probetop.probes.core import native_cache
 
+#: numba versions (major, minor) whose MemInfo layout and calling convention
+#: ``_NRT_IR`` and ``build`` were checked against (tests/core/test_native_objects.py
+#: runs the kept loops against numba's); another numba keeps its own cache only.
+_NUMBA_CHECKED = ((0, 58), (0, 68))
 #: numba's status codes (numba/core/callconv.py): ok, and ok returning None.
 _OK = (0, -2)
 #: numba's allocation functions the loops call, renamed in the object to
@@ -215,6 +219,11 @@ def build(name: str, dispatcher: Any, sources: Sequence[str]) -> None:
     where = _cache_dir()
     if where is None:
         return
+    version = tuple(int(x) for x in numba.__version__.split(".")[:2])
+    if not _NUMBA_CHECKED[0] <= version <= _NUMBA_CHECKED[1]:
+        # The object carries numba's inlined MemInfo code, which _NRT_IR's
+        # layout must match: keep nothing for a numba that was not checked.
+        raise ValueError(f"{name}: numba {numba.__version__} not checked for kept loops")
     if len(dispatcher.signatures) != 1:
         raise ValueError(f"{name}: {len(dispatcher.signatures)} signatures compiled, not one")
     sig = dispatcher.nopython_signatures[0]
