@@ -113,6 +113,7 @@ from probetop.probes.disk.counters import (
     sum_jobs,
 )
 from probetop.probes.disk.engineplan import EnginePlan, cut_chunks, open_target
+from probetop.probes.disk.inflight import HUNG_S
 from probetop.probes.disk.iothreads import STARVED_CAP_S, runnable, yield_to_control
 from probetop.probes.disk.jobusage import ThreadUsage, read_thread
 from probetop.probes.disk.pending import InFlight, blocked_call
@@ -125,6 +126,9 @@ _KERNELS: dict[str, Any] = {}
 _COMPILE_LOCK = threading.Lock()
 # How often a stop that waits for runnable workers looks at their state again.
 _STATE_POLL_S = 0.05
+CLOSE_WAIT_S = HUNG_S
+"""How long the fds' close may wait for the writeback of what a buffered run
+wrote before the run goes on without it (the device's "no answer" time)."""
 
 
 class NativeCodeError(ProbeError):
@@ -499,11 +503,22 @@ class Engine:
         with self._lock:
             fds, self._fds = self._fds, []
             maps, self._maps = self._maps, []
-        for fd in fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        def close_fds() -> None:
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+        # The last close of a device or file written through the page cache
+        # waits for its writeback: forever on a device that stopped answering.
+        # Never on the thread that must report and end the run.
+        if fds:
+            kernelholds.bounded(
+                close_fds,
+                f"close() of {self.plan.path} blocked in the kernel (writing back what was written)",
+                CLOSE_WAIT_S,
+            )
         for m in maps:
             try:
                 m.close()

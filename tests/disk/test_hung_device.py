@@ -95,7 +95,7 @@ class HangingDevice:
 
 
 @contextlib.contextmanager
-def hanging_device() -> Iterator[HangingDevice]:
+def hanging_device(hold: tuple[int, int] = HOLD) -> Iterator[HangingDevice]:
     need_root()
     pytest.importorskip("fuse", reason="needs fusepy (pip install fusepy) and libfuse2")
     if not os.path.exists("/dev/fuse"):
@@ -105,7 +105,7 @@ def hanging_device() -> Iterator[HangingDevice]:
     mount = Path(tempfile.mkdtemp(prefix="probetop-hang-"))
     server = subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("faultyfs.py")), str(mount),
-         str(backing), *map(str, HOLD), "hang"],
+         str(backing), *map(str, hold), "hang"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     device = None

@@ -42,10 +42,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import resource
+import select
 import signal
+import struct
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from typing import NoReturn
 
 from probetop.probes.core import kernelholds
@@ -56,10 +60,22 @@ _PR_SET_PDEATHSIG = 1
 _SI_KERNEL = 0x80  # siginfo's si_code of a signal the kernel sent (a tty's ^C, hangup)
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 EXIT_GRACE_S = 5.0
-"""How long the waiter gives a run that said its last words and named
-nothing held to end (an exit takes milliseconds)."""
+"""How long a run that said its last words and named nothing held may have
+a thread in an uninterruptible wait (D) before the waiter leaves it to the
+kernel: time the kernel holds it, unbroken, not wall time (on a loaded
+machine an exit may wait for a CPU much longer; a slow device draining
+its queue at exit takes seconds)."""
 HELD_GRACE_S = 0.2
-"""The same, when the run named threads the kernel holds."""
+"""The same, when the run named threads the kernel holds, or ended (its
+main thread gone, or killed) without last words: only the kernel keeps it."""
+STOP_GRACE_S = 2.0
+"""How long a run asked to stop may have its MAIN thread in D (a close() or
+fsync() on the hung device) before the waiter exits 128+N without it."""
+POLL_S = 0.5
+"""How often the waiter looks at a run that has said nothing (/proc): a run
+that dies without last words while the kernel holds a thread of it."""
+POLL_ENDING_S = 0.02
+"""The same once the run is ending (last words, a stop signal, a thread in D)."""
 _STATUS = b"\0"  # a status message starts and ends with this byte; a detach message never does
 
 
@@ -120,81 +136,174 @@ def _tell_waiter(pipe_w: int, code: int) -> None:
     os.write(pipe_w, _STATUS + text.encode() + _STATUS)
 
 
-def _forward_signals(child: int) -> None:
-    """Pass the stop signals sent to the waiter on to the run; not a Ctrl-C
-    typed at the terminal (the kernel sends it to the whole foreground
-    process group: the run got it already). A hangup is passed on: the
-    kernel sends it to the session's leader alone."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+@dataclass
+class _Ending:
+    """What the waiter knows of the run's end so far."""
 
-    def forward() -> None:
+    said: tuple[int, list[str]] | None = None  # last words: (status, held lines)
+    said_at: float = 0.0
+    stop: int | None = None  # the first stop signal the run got (forwarded or typed)
+    stop_at: float = 0.0
+    dead: bool = False  # its main thread is gone, or a fatal signal came, with no exit yet
+    held_since: float | None = None  # since when some thread of it is in D, unbroken
+    main_held_since: float | None = None  # the same for its main thread
+
+
+def _signal_reader(signals: tuple[int, ...]) -> int:
+    """A thread takes the waiter's signals (blocked in every thread) with
+    their sender and hands them to the main loop on a pipe it returns:
+    the main thread then acts on each, in order, knowing who sent it."""
+    read_fd, write_fd = os.pipe()
+
+    def reader() -> None:
         while True:
-            info = signal.sigwaitinfo(FORWARDED)
-            if info.si_code == _SI_KERNEL and info.si_signo == signal.SIGINT:
-                continue  # typed at the terminal: sent to the whole process group
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, info.si_signo)
+            info = signal.sigwaitinfo(signals)
+            record = struct.pack("iii", info.si_signo, info.si_code, info.si_pid)
+            with contextlib.suppress(OSError):
+                os.write(write_fd, record)
 
-    threading.Thread(target=forward, name="forward-signals", daemon=True).start()
+    threading.Thread(target=reader, name="waiter-signals", daemon=True).start()
+    return read_fd
 
 
 def _wait(child: int, pipe_r: int, dashboard: bool) -> NoReturn:
-    """The waiter: pass stop signals on, then exit as the run says."""
-    _forward_signals(child)
-    if dashboard:
-        jobcontrol.waiter_handles_stop(child)  # Ctrl-Z: the dashboard restores the terminal first
+    """The waiter (module docstring): pass stop signals on, watch the run,
+    exit (or die) as it does."""
+    signals = FORWARDED + ((signal.SIGTSTP,) if dashboard else ())
+    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    sig_r = _signal_reader(signals)
+    os.set_blocking(pipe_r, False)
+    ending = _Ending()
     message = b""
     while True:
-        try:
-            data = os.read(pipe_r, 65536)
-        except InterruptedError:  # pragma: no cover - PEP 475 retries
-            continue
-        if not data:
-            break
-        message += data
-        if len(message) > 1 and message.startswith(_STATUS) and message.endswith(_STATUS):
-            lines = message[1:-1].decode("utf-8", "replace").splitlines()
-            _collect(child, int(lines[0]), lines[1:])
+        busy = ending.said is not None or ending.stop is not None or ending.dead
+        with contextlib.suppress(InterruptedError):
+            ready, _, _ = select.select([pipe_r, sig_r], [], [], POLL_ENDING_S if busy else POLL_S)
+            if sig_r in ready:
+                for signo, code, sender in struct.iter_unpack("iii", os.read(sig_r, 12 * 64)):
+                    _on_signal(child, ending, signo, code, sender, dashboard)
+            if pipe_r in ready:
+                with contextlib.suppress(BlockingIOError):
+                    data = os.read(pipe_r, 65536)
+                    if not data:
+                        break
+                    message += data
+                if len(message) > 1 and message.startswith(_STATUS) and message.endswith(_STATUS):
+                    lines = message[1:-1].decode("utf-8", "replace").splitlines()
+                    ending.said, ending.said_at = (int(lines[0]), lines[1:]), time.monotonic()
+                    message = b""
+        _look(child, ending)
     if message:  # the child detached: its session goes on without us
         with contextlib.suppress(OSError):
             os.write(1, message)
         os._exit(0)
-    while True:
+    while True:  # every thread of it has ended (its pipe closed): collect it
         try:
             _pid, status = os.waitpid(child, 0)
             break
         except InterruptedError:  # pragma: no cover
             continue
         except ChildProcessError:
-            os._exit(1)
-    _exit_as(status)
+            os._exit(ending.said[0] if ending.said is not None else 1)
+    _end_as(status)
 
 
-def _exit_as(status: int) -> NoReturn:
+def _on_signal(
+    child: int, ending: _Ending, signo: int, code: int, sender: int, dashboard: bool
+) -> None:
+    """One signal sent to the waiter. A SIGINT typed at the terminal (the
+    kernel sends it to the whole foreground process group: the run got it
+    itself) is not passed on, nor a Ctrl-Z (the dashboard got its own and
+    asks the waiter to stop once the terminal is restored); the others are
+    (a hangup: the kernel sends it to the session's leader alone)."""
+    by_tty = code == _SI_KERNEL
+    if signo == signal.SIGTSTP:
+        jobcontrol.waiter_tstp(child, from_run=sender == child, by_tty=by_tty)
+        return
+    if ending.stop is None:
+        ending.stop, ending.stop_at = signo, time.monotonic()
+    if by_tty and signo == signal.SIGINT:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(child, signo)
+
+
+def _look(child: int, ending: _Ending) -> None:
+    """Collect the run if it ended; leave it to the kernel when it holds it
+    (module docstring: the four cases); else return and wait on."""
+    try:
+        pid, status = os.waitpid(child, os.WNOHANG)
+    except ChildProcessError:
+        os._exit(ending.said[0] if ending.said is not None else 1)
+    if pid:
+        _end_as(status)
+    now = time.monotonic()
+    state = kernelholds.process_state(child)
+    ending.dead = state.ended or state.dying
+    ending.held_since = (ending.held_since or now) if state.stuck else None
+    ending.main_held_since = (ending.main_held_since or now) if state.main_stuck else None
+    held_s = now - ending.held_since if ending.held_since is not None else -1.0
+    if ending.said is not None:
+        code, named = ending.said
+        if named and now - ending.said_at >= HELD_GRACE_S:
+            _leave(child, "; ".join(named), code=code)
+        if held_s >= EXIT_GRACE_S:
+            why = f"{', '.join(state.stuck)} for {EXIT_GRACE_S:g} s after its report"
+            _leave(child, why, code=code)
+        return
+    if ending.dead and held_s >= HELD_GRACE_S:
+        status = state.status if state.status is not None else signal.SIGKILL
+        how = _how_ended(status)
+        _leave(child, f"{', '.join(state.stuck)}; it {how} without its report", status=status)
+    if ending.stop is None or ending.main_held_since is None:
+        return
+    if now - max(ending.main_held_since, ending.stop_at) >= STOP_GRACE_S:
+        name = signal.Signals(ending.stop).name
+        why = (
+            f"{', '.join(state.stuck)}; its main thread could not act on {name} for "
+            f"{STOP_GRACE_S:g} s, so it wrote no report"
+        )
+        _leave(child, why, code=128 + ending.stop)
+
+
+def _how_ended(status: int) -> str:
     code = os.waitstatus_to_exitcode(status)
-    os._exit(code if code >= 0 else 128 - code)
+    return f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited {code}"
 
 
-def _collect(child: int, code: int, held: list[str]) -> NoReturn:
-    """The run said its last words: its own status once it ended, else
-    ``code`` at once with the PID left to the kernel."""
-    deadline = time.monotonic() + (HELD_GRACE_S if held else EXIT_GRACE_S)
-    while True:
-        with contextlib.suppress(InterruptedError):
-            try:
-                pid, status = os.waitpid(child, os.WNOHANG)
-            except ChildProcessError:
-                os._exit(code)
-            if pid:
-                _exit_as(status)
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(0.01)
-    why = "; ".join(held) or f"it did not end {EXIT_GRACE_S:g} s after its report"
+def _leave(child: int, why: str, *, code: int | None = None, status: int | None = None) -> NoReturn:
+    """Say which process is left to the kernel, then exit with ``code`` or
+    end as the wait ``status`` says."""
     with contextlib.suppress(OSError):
         os.write(
             2,
             f"probetop: process {child} is left to the kernel ({why}): it ends when its "
             "I/O completes or fails (the device answers or is removed)\n".encode(),
         )
-    os._exit(code)
+    if status is not None:
+        _end_as(status)
+    os._exit(code if code is not None else 1)
+
+
+def _end_as(status: int) -> NoReturn:
+    """End as the run did: its exit status, or death by the same signal (the
+    shell then says "Killed", and ``$?`` and WIFSIGNALED are what a plain
+    process gives), without a core file of the waiter."""
+    code = os.waitstatus_to_exitcode(status)
+    if code >= 0:
+        os._exit(code)
+    die_of(-code)
+
+
+def die_of(sig: int) -> NoReturn:
+    """Die of ``sig`` as its default action does (docs/reliability.md: a
+    process killed by a signal)."""
+    with contextlib.suppress(OSError, ValueError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the core would be the waiter's
+    with contextlib.suppress(OSError, ValueError, RuntimeError):
+        signal.signal(sig, signal.SIG_DFL)  # not SIGKILL/SIGSTOP: those have no other
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+    # To this thread: a signal to the process could be taken by a thread
+    # that waits for it (sigwaitinfo) instead of killing the process.
+    signal.pthread_kill(threading.get_ident(), sig)
+    os._exit(128 + sig)  # a signal whose default is to be ignored
