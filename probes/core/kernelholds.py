@@ -18,6 +18,10 @@ Contract:
   a daemon thread and wait ``within_s`` at most. True if it returned; else
   it is noted as a hold (``what``) and the caller goes on: its main thread
   is never the one the kernel keeps, so the run still reports and ends.
+- ``process_state(pid)``: what /proc says of another process's threads
+  (``ProcessState``); ``MainHeld(grace_s).check(pid)``, polled: its main
+  thread's wait ("thread N in WCHAN") once that thread has been seen in an
+  uninterruptible wait at every look for ``grace_s``, else None.
 - ``set_shown_pid(pid)`` / ``shown_pid()``: the PID to name to the user (lock
   files' "in use by probetop PID N"): the process the shell started, which
   is this one unless a split made this process its child.
@@ -28,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -167,3 +172,21 @@ def process_state(pid: int) -> ProcessState:
             status = int(leader[49])  # field 52, exit_code: the status waitpid will give
         return ProcessState(ended=True, status=status, dying=True, stuck=tuple(stuck))
     return ProcessState(dying=dying, stuck=tuple(stuck), main_stuck=main_stuck)
+
+
+class MainHeld:
+    """Polled: has ``pid``'s main thread been in D at every look for ``grace_s``?"""
+
+    def __init__(self, grace_s: float) -> None:
+        self.grace_s = grace_s
+        self._since: float | None = None
+
+    def check(self, pid: int) -> str | None:
+        """The held threads ("thread N in WCHAN, ...") once it has, else None."""
+        state = process_state(pid)
+        if not state.main_stuck:
+            self._since = None
+            return None
+        now = time.monotonic()
+        self._since = self._since if self._since is not None else now
+        return ", ".join(state.stuck) if now - self._since >= self.grace_s else None

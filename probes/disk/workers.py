@@ -503,6 +503,7 @@ class Engine:
         with self._lock:
             fds, self._fds = self._fds, []
             maps, self._maps = self._maps, []
+
         def close_fds() -> None:
             for fd in fds:
                 try:
@@ -516,7 +517,7 @@ class Engine:
         if fds:
             kernelholds.bounded(
                 close_fds,
-                f"close() of {self.plan.path} blocked in the kernel (writing back what was written)",
+                f"close() of {self.plan.path} blocked in the kernel (writing back its writes)",
                 CLOSE_WAIT_S,
             )
         for m in maps:

@@ -45,6 +45,7 @@ from disk_fixtures import PROBETOP, need_root
 from probetop.probes.disk import ioengines
 from probetop.probes.disk.inflight import HUNG_S
 from probetop.probes.record import load_session
+from probetop.tui.sessions.waiter import STOP_GRACE_S
 
 MIB = 1 << 20
 SIZE = 64 * MIB
@@ -165,7 +166,9 @@ class Run:
             time.sleep(0.02)
         raise AssertionError(f"no report in {timeout} s: {self.err.joined()[-800:]}")
 
-    def exits_while_held(self, device: HangingDevice, since: float, engine: str) -> int:
+    def exits_while_held(
+        self, device: HangingDevice, since: float, engine: str, held: str | None = None
+    ) -> int:
         """The exit status, which must come within ``EXIT_WITHIN_S`` of
         ``since`` with the hang still held; the pipes reach their end and
         stderr names the process left to the kernel (io_uring's ends: the
@@ -182,7 +185,7 @@ class Run:
         if engine == "io_uring" and left is None:
             return code
         assert left, self.err.joined()[-800:]
-        assert "blocked in the kernel on " + device.dev in self.err.joined()
+        assert (held or "blocked in the kernel on " + device.dev) in self.err.joined()
         held = Path(f"/proc/{left.group(1)}")
         assert held.exists(), "the child was not held: this test shows nothing"
         return code
@@ -350,3 +353,85 @@ def test_ctrl_c_at_a_terminal_while_a_device_does_not_answer(tmp_path: Path):
         finally:
             if proc.poll() is None:
                 proc.kill()
+
+
+def child_of(pid: int) -> int:
+    """The run: the only child of the process the shell started."""
+    (child,) = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return int(child)
+
+
+def test_a_run_killed_while_the_kernel_holds_it_gives_the_shell_back_as_killed(tmp_path: Path):
+    """kill -9 of the run (not of the process the shell started) while an
+    I/O of it is held: the run's main thread is gone, no last words came,
+    and ``waitpid`` would wait for the device. The process the shell started
+    notices within a poll and dies of SIGKILL itself, as a plain process
+    would ("Killed", WIFSIGNALED), naming the PID it leaves to the kernel.
+    A new run on the target is refused naming that PID, the real holder of
+    the lock, and saying the kernel holds it."""
+    with hanging_device() as device:
+        args = ["iops", device.dev, "--time", "30", "--rw", "randread", "--json"]
+        with probetop(*args) as run:
+            wait_for("the hang", device.held)
+            child = child_of(run.proc.pid)
+            os.kill(child, signal.SIGKILL)
+            try:
+                code = run.proc.wait(timeout=EXIT_WITHIN_S)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("still waiting for a run the kernel holds") from None
+            assert code == -signal.SIGKILL, (code, run.err.joined()[-800:])
+            assert not device.released
+            assert Path(f"/proc/{child}").exists(), "the run was not held: this test shows nothing"
+            said = run.err.joined()
+            assert f"process {child} is left to the kernel" in said, said[-800:]
+            assert "killed by SIGKILL without its report" in said, said[-800:]
+            again = subprocess.run(
+                [*PROBETOP, *args[:2], "--time", "1", "--json"],
+                capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert again.returncode != 0, again.stdout[-400:]
+            assert f"in use by probetop PID {child} " in again.stderr, again.stderr
+            assert "the kernel holds until its I/O completes" in again.stderr, again.stderr
+
+
+def test_a_close_that_waits_for_writeback_does_not_keep_the_shell(tmp_path: Path):
+    """Buffered writes end at once in the page cache; the last close() of the
+    device then waits for their writeback, which the device never answers.
+    That close was made by the run's main thread, which never reached its
+    report or its exit: the shell waited for good. Now the close runs
+    beside it, bounded: the report and the exit come, and stderr names the
+    close left to the kernel."""
+    with hanging_device() as device:
+        args = ["iops", device.dev, "--time", "1", "--rw", "write", "--bs", "64k", "--buffered",
+                "--json", f"--yes-destroy-data={device.dev}"]  # fmt: skip
+        with probetop(*args) as run:
+            doc, at = run.report(timeout=60)
+            assert device.held(), device.said.joined()
+            assert doc["jobs"][0]["write"]["io_bytes"] > 0
+            code = run.exits_while_held(device, at, "psync", held=f"close() of {device.dev}")
+            assert code == 0, run.err.joined()[-800:]
+
+
+def test_a_stop_while_the_main_thread_is_held_gives_the_shell_back(tmp_path: Path):
+    """The run's own main thread blocked in the kernel (here at start-up: the
+    read of the target's first bytes that looks for a filesystem, held by
+    the device): it can act on no signal. SIGINT still gives the shell back
+    within ``STOP_GRACE_S`` of the main thread held, with 130, saying why
+    there is no report."""
+    with hanging_device(hold=(0, MIB)) as device:
+        args = ["iops", device.dev, "--time", "5", "--rw", "randwrite", "--json",
+                f"--yes-destroy-data={device.dev}"]  # fmt: skip
+        with probetop(*args) as run:
+            wait_for("the hang", device.held)
+            sent = time.monotonic()
+            run.proc.send_signal(signal.SIGINT)
+            try:
+                code = run.proc.wait(timeout=STOP_GRACE_S + EXIT_WITHIN_S)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(f"no exit after SIGINT: {run.err.joined()[-800:]}") from None
+            assert time.monotonic() - sent <= STOP_GRACE_S + EXIT_WITHIN_S
+            assert code == 130, run.err.joined()[-800:]
+            assert not device.released
+            said = run.err.joined()
+            assert "could not act on SIGINT" in said and "is left to the kernel" in said, said
+            assert run.out.ended.wait(5) and run.err.ended.wait(5), "a pipe stayed open"

@@ -245,9 +245,14 @@ def _look(child: int, ending: _Ending) -> None:
     held_s = now - ending.held_since if ending.held_since is not None else -1.0
     if ending.said is not None:
         code, named = ending.said
-        if named and now - ending.said_at >= HELD_GRACE_S:
+        if now - ending.said_at < HELD_GRACE_S:
+            return  # an exit takes milliseconds: whatever holds it, give it those
+        if named:
             _leave(child, "; ".join(named), code=code)
-        if held_s >= EXIT_GRACE_S:
+        if (
+            ending.held_since is not None
+            and now - max(ending.held_since, ending.said_at) >= EXIT_GRACE_S
+        ):
             why = f"{', '.join(state.stuck)} for {EXIT_GRACE_S:g} s after its report"
             _leave(child, why, code=code)
         return
