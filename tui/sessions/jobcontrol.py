@@ -10,7 +10,7 @@ terminal handed back.
 
 - ``share_before_fork()`` (the splitter, before its fork) makes a one-byte
   flag shared by both processes: 1 while the view is suspended.
-- ``waiter_tstp(child, from_run, by_tty)`` (the waiter, for each SIGTSTP
+- ``waiter_tstp(child, from_run, got_it)`` (the waiter, for each SIGTSTP
   with its sender): one Ctrl-Z is one suspend. The tty's copy is not passed
   on (the dashboard got its own); a ``kill -TSTP`` on the waiter is, while
   the view is up, so the terminal is restored before the shell takes it
@@ -71,16 +71,19 @@ def _set_flag(value: int) -> None:
         _flag[0] = value
 
 
-def waiter_tstp(child: int, *, from_run: bool, by_tty: bool) -> None:
+def waiter_tstp(child: int, *, from_run: bool, got_it: bool) -> None:
     """The waiter's SIGTSTP (taken with its sender, in its main thread): one
     Ctrl-Z is one suspend. Typed at the terminal, the dashboard got its own
     copy (the kernel sends it to the whole foreground process group) and
-    asks once it has restored the terminal: nothing to pass on. Sent by the
+    asks once it has restored the terminal: nothing to pass on (nor one it
+    got as well from a signal to the process group). Sent by the
     dashboard (the view is suspended), or from outside while the view is
     away: stop as a job. From outside while the view is up (``kill -TSTP``
-    on the waiter): to the dashboard, which restores the terminal first."""
+    on the waiter): to the dashboard, which restores the terminal first;
+    not when it got its own (``got_it``: the tty's, or a ``kill -TSTP --
+    -PGID``)."""
     if not from_run and not view_suspended():
-        if not by_tty:
+        if not got_it:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGTSTP)
         return

@@ -49,10 +49,10 @@ import struct
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NoReturn
 
-from probetop.probes.core import kernelholds
+from probetop.probes.core import kernelholds, stopsignals
 from probetop.tui.run import hardexit
 from probetop.tui.sessions import jobcontrol
 
@@ -74,6 +74,9 @@ fsync() on the hung device) before the waiter exits 128+N without it."""
 POLL_S = 0.5
 """How often the waiter looks at a run that has said nothing (/proc): a run
 that dies without last words while the kernel holds a thread of it."""
+DEDUP_S = 0.1
+"""How long the waiter, sent a signal, looks whether the run noted one too
+(``stopsignals.receipts``) before it passes its copy on."""
 POLL_ENDING_S = 0.02
 """The same once the run is ending (last words, a stop signal, a thread in D)."""
 _STATUS = b"\0"  # a status message starts and ends with this byte; a detach message never does
@@ -96,6 +99,7 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
     waiter = os.getpid()
     if dashboard:
         jobcontrol.share_before_fork()  # Ctrl-Z: the "view suspended" flag both see
+    stopsignals.share_receipts()  # which signals the run got itself
     # Blocked from before the fork: one sent meanwhile waits for the waiter's
     # forwarding (a handler still installed would have ended the waiter, and
     # the run with it, with no report); the child takes its own mask back.
@@ -144,6 +148,7 @@ class _Ending:
     said_at: float = 0.0
     stop: int | None = None  # the first stop signal the run got (forwarded or typed)
     stop_at: float = 0.0
+    noted: dict[int, int] = field(default_factory=dict)  # receipts accounted for, per signal
     dead: bool = False  # its main thread is gone, or a fatal signal came, with no exit yet
     held_since: float | None = None  # since when some thread of it is in D, unbroken
     main_held_since: float | None = None  # the same for its main thread
@@ -193,6 +198,7 @@ def _wait(child: int, pipe_r: int, dashboard: bool) -> NoReturn:
                     ending.said, ending.said_at = (int(lines[0]), lines[1:]), time.monotonic()
                     message = b""
         _look(child, ending)
+        _account(ending, signals)
     if message:  # the child detached: its session goes on without us
         with contextlib.suppress(OSError):
             os.write(1, message)
@@ -217,15 +223,38 @@ def _on_signal(
     asks the waiter to stop once the terminal is restored); the others are
     (a hangup: the kernel sends it to the session's leader alone)."""
     by_tty = code == _SI_KERNEL
-    if signo == signal.SIGTSTP:
-        jobcontrol.waiter_tstp(child, from_run=sender == child, by_tty=by_tty)
-        return
-    if ending.stop is None:
+    if signo != signal.SIGTSTP and ending.stop is None:
         ending.stop, ending.stop_at = signo, time.monotonic()
-    if by_tty and signo == signal.SIGINT:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(child, signo)
+    from_run = sender == child  # its own request: Ctrl-Z once the view is away
+    got_it = from_run or (by_tty and signo != signal.SIGHUP) or _got_it_too(ending, signo)
+    if not from_run:
+        ending.noted[signo] = ending.noted.get(signo, 0) + 1  # its copy or ours, once noted
+    if signo == signal.SIGTSTP:
+        jobcontrol.waiter_tstp(child, from_run=from_run, got_it=got_it)
+    elif not got_it:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signo)
+
+
+def _got_it_too(ending: _Ending, signo: int) -> bool:
+    """True if the run noted a ``signo`` the waiter has not accounted for,
+    within ``DEDUP_S``: it got its own copy (the signal went to the whole
+    process group), so passing ours on would make one action two. Under
+    load the run may note it later: then it gets two, as before."""
+    deadline = time.monotonic() + DEDUP_S
+    while stopsignals.receipts(signo) <= ending.noted.get(signo, 0):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def _account(ending: _Ending, signals: tuple[int, ...]) -> None:
+    """Signals the run noted that no signal to the waiter explains (a ``kill``
+    of the run's own PID) are accounted for: a later signal sent to the
+    waiter alone is passed on, never taken for a copy the run got."""
+    for sig in signals:
+        ending.noted[sig] = max(ending.noted.get(sig, 0), stopsignals.receipts(sig))
 
 
 def _look(child: int, ending: _Ending) -> None:
