@@ -29,6 +29,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -45,6 +46,8 @@ from disk_fixtures import PROBETOP, need_root
 from probetop.probes.disk import ioengines
 from probetop.probes.disk.inflight import HUNG_S
 from probetop.probes.record import load_session
+from probetop.tui.sessions.control import STOP_HELD_S
+from probetop.tui.sessions.daemon import HELD_START_S
 from probetop.tui.sessions.waiter import STOP_GRACE_S
 
 MIB = 1 << 20
@@ -435,3 +438,46 @@ def test_a_stop_while_the_main_thread_is_held_gives_the_shell_back(tmp_path: Pat
             said = run.err.joined()
             assert "could not act on SIGINT" in said and "is left to the kernel" in said, said
             assert run.out.ended.wait(5) and run.err.ended.wait(5), "a pipe stayed open"
+
+
+def test_a_detached_session_held_before_its_probes_start_gives_the_shell_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """``--detach`` whose session's main thread the device holds at start-up
+    (the read that looks for a filesystem): the command used to wait 60 s
+    for "ready", ``stop`` 30 s. Now each returns once that thread has been
+    held for its grace, naming it; ``ls`` lists the session."""
+    base = Path(tempfile.mkdtemp(prefix="pth-", dir="/tmp"))  # a socket's path: 107 bytes
+    state, runtime = base / "st", base / "run"
+    for d in (state, runtime):
+        d.mkdir(mode=0o700)
+    env = dict(os.environ, XDG_STATE_HOME=str(state), XDG_RUNTIME_DIR=str(runtime))
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+
+    def cli(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+        began = time.monotonic()
+        done = subprocess.run([*PROBETOP, *args], capture_output=True, text=True, env=env,
+                              timeout=120)  # fmt: skip
+        return done, time.monotonic() - began
+
+    with hanging_device(hold=(0, MIB)) as device:
+        confirm = f"--yes-destroy-data={device.dev}"
+        detach, took = cli("iops", device.dev, "--time", "30", "--rw", "randwrite", confirm,
+                           "--detach", "--name", "held")  # fmt: skip
+        assert device.held(), device.said.joined()
+        assert detach.returncode == 1, detach.stderr
+        assert "session held is held by the kernel before its probes started" in detach.stderr
+        assert took <= HELD_START_S + 10, took  # was READY_TIMEOUT_S (60 s)
+        listed, _ = cli("ls", "--json")
+        (row,) = json.loads(listed.stdout)["sessions"]
+        assert row["name"] == "held" and row["state"] in ("starting", "running"), row
+        stop, took = cli("stop", "held")
+        assert stop.returncode == 2, stop.stderr
+        assert "cannot act on the stop: its main thread is blocked in the kernel" in stop.stderr
+        assert f"PID {row['pid']} is left to the kernel" in stop.stderr
+        assert took <= STOP_HELD_S + 10, took  # was --wait (30 s)
+        device.release()
+        # Once the device answers, the session acts on the stop it was sent.
+        wait_for("the session's end", lambda: not Path(f"/proc/{row['pid']}").exists(), 60)
+    shutil.rmtree(base, ignore_errors=True)

@@ -12,10 +12,13 @@ starts:
 - ``split(dashboard)`` forks once (nothing happens when the process already
   runs a thread: ``None, why``). The PARENT, the process the shell started,
   becomes the WAITER: it runs no probe; SIGINT, SIGTERM and SIGHUP sent to it
-  are passed on to the run (not a Ctrl-C typed at the terminal: the kernel
-  sends it to the whole foreground process group, the run got it itself,
-  and a second one would mean something else to it); with ``dashboard``, SIGTSTP too
-  (tui/sessions/jobcontrol.py). The CHILD returns ``(pipe, None)`` and
+  are passed on to the run, with SIGTSTP for a dashboard
+  (tui/sessions/jobcontrol.py). One user action is one handling: a signal
+  the run got itself is not passed on -- typed at the terminal (the kernel
+  sends a Ctrl-C or Ctrl-Z to the whole foreground process group), or sent
+  to the whole process group (``kill -- -PGID``, ``timeout``), which the run
+  notes in a counter both processes see (``stopsignals.receipts``; the
+  waiter looks for ``DEDUP_S``). The CHILD returns ``(pipe, None)`` and
   runs as before, with ``PR_SET_PDEATHSIG``: SIGTERM for a dashboard (a
   killed waiter stops it cleanly, the terminal restored), SIGKILL for a
   headless run (``kill -9`` of the process the user started ends the run
@@ -25,16 +28,29 @@ starts:
   pointed at /dev/null (a process the kernel holds keeps its fds open:
   ``$(probetop ...)`` would wait for the pipe's end), then the exit status
   and what the kernel holds (``core.kernelholds``) go to the waiter.
-- The waiter then exits with the run's own status once it has ended. When
-  the kernel holds it (held threads named, or not ended within
-  ``EXIT_GRACE_S``), the waiter exits at once with the status the run gave,
-  saying on stderr which PID it leaves to the kernel: the report, the
-  recording's footer and the status are already final; the process ends
-  when its I/O completes or fails (the device answers or is removed).
+- The waiter ends as the run does: its exit status, or death by the same
+  signal when the run died of one (SIGKILL, a crash: the shell says
+  "Killed", ``$?`` and WIFSIGNALED are a plain process's; no core file of
+  the waiter). A run that handled a stop signal exits 128+N itself, as fio
+  does (docs/reliability.md says why). ``waitpid`` cannot tell it while a
+  thread of the run is in an uninterruptible wait (D), so the waiter also
+  looks at the run in /proc (``kernelholds.process_state``: every
+  ``POLL_S``, every ``POLL_ENDING_S`` once it is ending) and leaves it to
+  the kernel, saying on stderr which PID and which threads, when:
+  - it said its last words naming held threads (``HELD_GRACE_S``), or
+    naming none but with a thread in D for ``EXIT_GRACE_S`` since (time
+    held, not wall time): exit with the status it gave; the report, the
+    recording's footer and the status are final;
+  - it ended without last words (its main thread gone: a traceback,
+    ``kill -9`` of its PID) or a fatal signal is pending, with a thread in
+    D for ``HELD_GRACE_S``: end as it did (its wait status, from /proc);
+  - it was asked to stop and its MAIN thread has been in D for
+    ``STOP_GRACE_S`` since (a read, close() or fsync() on the hung device:
+    it can act on no signal): exit 128+N, saying there is no report.
+  The process ends when its I/O completes or fails (the device answers or
+  is removed).
 - Anything else the run writes to the pipe is a message the waiter prints
-  before it exits 0 (a dashboard detached into a session: foreground.py);
-  a run that ends without last words (a traceback) is waited for and its
-  status passed on, as before.
+  before it exits 0 (a dashboard detached into a session: foreground.py).
 """
 
 from __future__ import annotations
@@ -94,6 +110,7 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
     if threading.active_count() != 1:
         return None, "the process already runs threads (--metrics?), so it cannot split"
     pipe_r, pipe_w = os.pipe()  # not inherited across exec (PEP 446)
+    drop_r, drop_w = os.pipe()  # the waiter's word to a run whose main thread is held
     sys.stdout.flush()
     sys.stderr.flush()
     waiter = os.getpid()
@@ -108,14 +125,20 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
         child = os.fork()
     except OSError as exc:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        os.close(pipe_r)
-        os.close(pipe_w)
+        for fd in (pipe_r, pipe_w, drop_r, drop_w):
+            os.close(fd)
         return None, f"fork failed: {exc.strerror}"
     if child != 0:
         os.close(pipe_w)
-        _wait(child, pipe_r, dashboard)
+        os.close(drop_r)
+        _wait(child, pipe_r, drop_w, dashboard)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     os.close(pipe_r)
+    os.close(drop_w)
+    if dashboard:
+        os.close(drop_r)  # its output is the terminal: nothing waits for its end
+    else:
+        _drop_output_when_told(drop_r)
     # A killed waiter: a dashboard stops cleanly (it owns the terminal); a
     # headless run dies as the process the user killed would have (kill -9).
     death = signal.SIGTERM if dashboard else signal.SIGKILL
@@ -126,16 +149,35 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
     return pipe_w, None
 
 
+def _drop_output_when_told(drop_r: int) -> None:
+    """A thread of the run waits for the waiter's word that it leaves the run
+    to the kernel without last words (its main thread held: it wrote no
+    report): then the run's fds 0-2 go to /dev/null, as last words do, so a
+    ``$(probetop ...)`` reaches the pipe's end. The waiter's normal exit
+    (end of file) ends the thread."""
+
+    def wait() -> None:
+        with contextlib.suppress(OSError):
+            if os.read(drop_r, 1):
+                _to_devnull()
+
+    threading.Thread(target=wait, name="probetop-drop-output", daemon=True).start()
+
+
+def _to_devnull() -> None:
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        with contextlib.suppress(OSError):
+            os.dup2(devnull, fd)
+
+
 def _tell_waiter(pipe_w: int, code: int) -> None:
     """The run's last words (module docstring)."""
     held = kernelholds.held()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        with contextlib.suppress(OSError):
-            os.dup2(devnull, fd)
+    _to_devnull()
     text = "".join(f"{line}\n" for line in [str(code), *held])
     os.write(pipe_w, _STATUS + text.encode() + _STATUS)
 
@@ -171,7 +213,7 @@ def _signal_reader(signals: tuple[int, ...]) -> int:
     return read_fd
 
 
-def _wait(child: int, pipe_r: int, dashboard: bool) -> NoReturn:
+def _wait(child: int, pipe_r: int, drop_w: int, dashboard: bool) -> NoReturn:
     """The waiter (module docstring): pass stop signals on, watch the run,
     exit (or die) as it does."""
     signals = FORWARDED + ((signal.SIGTSTP,) if dashboard else ())
@@ -197,7 +239,7 @@ def _wait(child: int, pipe_r: int, dashboard: bool) -> NoReturn:
                     lines = message[1:-1].decode("utf-8", "replace").splitlines()
                     ending.said, ending.said_at = (int(lines[0]), lines[1:]), time.monotonic()
                     message = b""
-        _look(child, ending)
+        _look(child, ending, drop_w)
         _account(ending, signals)
     if message:  # the child detached: its session goes on without us
         with contextlib.suppress(OSError):
@@ -257,7 +299,7 @@ def _account(ending: _Ending, signals: tuple[int, ...]) -> None:
         ending.noted[sig] = max(ending.noted.get(sig, 0), stopsignals.receipts(sig))
 
 
-def _look(child: int, ending: _Ending) -> None:
+def _look(child: int, ending: _Ending, drop_w: int) -> None:
     """Collect the run if it ended; leave it to the kernel when it holds it
     (module docstring: the four cases); else return and wait on."""
     try:
@@ -297,7 +339,24 @@ def _look(child: int, ending: _Ending) -> None:
             f"{', '.join(state.stuck)}; its main thread could not act on {name} for "
             f"{STOP_GRACE_S:g} s, so it wrote no report"
         )
+        _drop_output(child, drop_w)
         _leave(child, why, code=128 + ending.stop)
+
+
+def _drop_output(child: int, drop_w: int) -> None:
+    """Tell the run to point its fds 0-2 at /dev/null (``_drop_output_when_told``)
+    and wait for it briefly: it dies with the waiter (PDEATHSIG), and with
+    its output on our caller's pipe a ``$(probetop ...)`` would not return."""
+    with contextlib.suppress(OSError):
+        os.write(drop_w, b"!")
+    deadline = time.monotonic() + HELD_GRACE_S
+    while time.monotonic() < deadline:
+        try:
+            if os.readlink(f"/proc/{child}/fd/1") == os.devnull:
+                return
+        except OSError:
+            return
+        time.sleep(0.005)
 
 
 def _how_ended(status: int) -> str:
