@@ -71,14 +71,14 @@ def _set_flag(value: int) -> None:
         _flag[0] = value
 
 
-def waiter_tstp(child: int, *, from_run: bool, got_it: bool) -> None:
+def waiter_tstp(child: int, *, from_run: bool, got_it: bool) -> bool:
     """The waiter's SIGTSTP (taken with its sender, in its main thread): one
     Ctrl-Z is one suspend. Typed at the terminal, the dashboard got its own
     copy (the kernel sends it to the whole foreground process group) and
     asks once it has restored the terminal: nothing to pass on (nor one it
     got as well from a signal to the process group). Sent by the
     dashboard (the view is suspended), or from outside while the view is
-    away: stop as a job. From outside while the view is up (``kill -TSTP``
+    away: stop as a job (True once continued). From outside while the view is up (``kill -TSTP``
     on the waiter): to the dashboard, which restores the terminal first;
     not when it got its own (``got_it``: the tty's, or a ``kill -TSTP --
     -PGID``)."""
@@ -86,7 +86,7 @@ def waiter_tstp(child: int, *, from_run: bool, got_it: bool) -> None:
         if not got_it:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGTSTP)
-        return
+        return False
     _stop_self()
     if view_suspended():
         # Continued while the view is away. By ``fg`` the dashboard got
@@ -96,6 +96,7 @@ def waiter_tstp(child: int, *, from_run: bool, got_it: bool) -> None:
         # view back when the terminal is ours, else stops the job again.
         with contextlib.suppress(ProcessLookupError):
             os.kill(child, signal.SIGCONT)
+    return True
 
 
 def _stop_self() -> None:

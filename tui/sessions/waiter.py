@@ -219,6 +219,7 @@ def _wait(child: int, pipe_r: int, drop_w: int, dashboard: bool) -> NoReturn:
     signals = FORWARDED + ((signal.SIGTSTP,) if dashboard else ())
     signal.pthread_sigmask(signal.SIG_BLOCK, signals)
     sig_r = _signal_reader(signals)
+    os.set_blocking(sig_r, False)
     os.set_blocking(pipe_r, False)
     ending = _Ending()
     message = b""
@@ -227,8 +228,12 @@ def _wait(child: int, pipe_r: int, drop_w: int, dashboard: bool) -> NoReturn:
         with contextlib.suppress(InterruptedError):
             ready, _, _ = select.select([pipe_r, sig_r], [], [], POLL_ENDING_S if busy else POLL_S)
             if sig_r in ready:
-                for signo, code, sender in struct.iter_unpack("iii", os.read(sig_r, 12 * 64)):
-                    _on_signal(child, ending, signo, code, sender, dashboard)
+                records = _records(sig_r)
+                while records:
+                    if _on_signal(child, ending, *records.pop(0)):
+                        # Continued after a stop: as the kernel discards the stop
+                        # signals pending at a SIGCONT, so are those taken meanwhile.
+                        records = [r for r in records + _records(sig_r) if r[0] != signal.SIGTSTP]
             if pipe_r in ready:
                 with contextlib.suppress(BlockingIOError):
                     data = os.read(pipe_r, 65536)
@@ -256,10 +261,18 @@ def _wait(child: int, pipe_r: int, drop_w: int, dashboard: bool) -> NoReturn:
     _end_as(status)
 
 
-def _on_signal(
-    child: int, ending: _Ending, signo: int, code: int, sender: int, dashboard: bool
-) -> None:
-    """One signal sent to the waiter. A SIGINT typed at the terminal (the
+def _records(sig_r: int) -> list[tuple[int, int, int]]:
+    """The signals the reader thread has handed over so far (signo, si_code, si_pid)."""
+    try:
+        data = os.read(sig_r, 12 * 64)
+    except BlockingIOError:
+        return []
+    return [(a, b, c) for a, b, c in struct.iter_unpack("iii", data)]
+
+
+def _on_signal(child: int, ending: _Ending, signo: int, code: int, sender: int) -> bool:
+    """One signal sent to the waiter; True if it stopped the waiter as a job
+    (it has been continued since). A SIGINT typed at the terminal (the
     kernel sends it to the whole foreground process group: the run got it
     itself) is not passed on, nor a Ctrl-Z (the dashboard got its own and
     asks the waiter to stop once the terminal is restored); the others are
@@ -272,10 +285,11 @@ def _on_signal(
     if not from_run:
         ending.noted[signo] = ending.noted.get(signo, 0) + 1  # its copy or ours, once noted
     if signo == signal.SIGTSTP:
-        jobcontrol.waiter_tstp(child, from_run=from_run, got_it=got_it)
-    elif not got_it:
+        return jobcontrol.waiter_tstp(child, from_run=from_run, got_it=got_it)
+    if not got_it:
         with contextlib.suppress(ProcessLookupError):
             os.kill(child, signo)
+    return False
 
 
 def _got_it_too(ending: _Ending, signo: int) -> bool:
