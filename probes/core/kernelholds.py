@@ -15,7 +15,8 @@ Contract:
 - ``held()``: the lines of the holds still alive, in order.
 - ``bounded(call, what, within_s)``: run ``call`` (a close() or fsync() a
   hung device can hold: the kernel writes back what was written first) on
-  a daemon thread and wait ``within_s`` at most. True if it returned; else
+  a daemon thread and wait ``within_s`` at most (or ``within_s`` without a
+  change of ``progress()``). True if it returned; else
   it is noted as a hold (``what``) and the caller goes on: its main thread
   is never the one the kernel keeps, so the run still reports and ends.
 - ``process_state(pid)``: what /proc says of another process's threads
@@ -62,8 +63,15 @@ def held() -> list[str]:
     return out
 
 
-def bounded(call: Callable[[], object], what: str, within_s: float) -> bool:
-    """``call()`` on a thread, waited for ``within_s`` (module docstring)."""
+def bounded(
+    call: Callable[[], object],
+    what: str,
+    within_s: float,
+    progress: Callable[[], object] | None = None,
+) -> bool:
+    """``call()`` on a thread, waited for ``within_s`` (module docstring);
+    with ``progress`` (a reading that changes while the call gets somewhere:
+    a device's count of sectors written), ``within_s`` without a change."""
     done = threading.Event()
 
     def run() -> None:
@@ -74,10 +82,16 @@ def bounded(call: Callable[[], object], what: str, within_s: float) -> bool:
 
     thread = threading.Thread(target=run, name="probetop-bounded", daemon=True)
     thread.start()
-    if done.wait(within_s):
-        return True
-    hold(what, thread.is_alive)
-    return False
+    last = progress() if progress is not None else None
+    deadline = time.monotonic() + within_s
+    while not done.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+        now = time.monotonic()
+        if progress is not None and (reading := progress()) != last:
+            last, deadline = reading, now + within_s
+        if now >= deadline:
+            hold(what, thread.is_alive)
+            return False
+    return True
 
 
 def set_shown_pid(pid: int | None) -> None:

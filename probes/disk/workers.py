@@ -76,6 +76,7 @@ import gc
 import mmap
 import os
 import platform
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -113,7 +114,7 @@ from probetop.probes.disk.counters import (
     sum_jobs,
 )
 from probetop.probes.disk.engineplan import EnginePlan, cut_chunks, open_target
-from probetop.probes.disk.inflight import HUNG_S
+from probetop.probes.disk.inflight import DRAIN_CAP_S, HUNG_S
 from probetop.probes.disk.iothreads import STARVED_CAP_S, runnable, yield_to_control
 from probetop.probes.disk.jobusage import ThreadUsage, read_thread
 from probetop.probes.disk.pending import InFlight, blocked_call
@@ -128,7 +129,31 @@ _COMPILE_LOCK = threading.Lock()
 _STATE_POLL_S = 0.05
 CLOSE_WAIT_S = HUNG_S
 """How long the fds' close may wait for the writeback of what a buffered run
-wrote before the run goes on without it (the device's "no answer" time)."""
+wrote, with no sector written meanwhile on the target's device, before the
+run goes on without it (the device's "no answer" time); DRAIN_CAP_S in all
+where no device shows it (tmpfs, NFS, FUSE)."""
+
+
+def sectors_written(path: str) -> Callable[[], int] | None:
+    """A reading of the sectors written on ``path``'s block device (itself, or
+    the one under its file system), or None where there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    dev = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
+    counters = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/stat"
+    if not os.path.exists(counters):
+        return None
+
+    def read() -> int:
+        try:
+            with open(counters) as f:
+                return int(f.read().split()[6])  # sectors written (Documentation/block/stat)
+        except (OSError, ValueError, IndexError):
+            return -1
+
+    return read
 
 
 class NativeCodeError(ProbeError):
@@ -212,6 +237,7 @@ class Engine:
         self._completed: list[tuple[int, int]] = []
         self._current: list[tuple[int, int] | None] = [None] * jobs
         self.failures: list[str] = []  # Python-side exceptions in workers
+        self.close_held: str | None = None  # the fds' close outlived CLOSE_WAIT_S: why
         self.finished = threading.Event()
         self.on_finish: Callable[[], None] | None = None  # called from the last worker
         self.started_ns = 0
@@ -514,11 +540,19 @@ class Engine:
         # The last close of a device or file written through the page cache
         # waits for its writeback: forever on a device that stopped answering.
         # Never on the thread that must report and end the run.
-        if fds:
-            kernelholds.bounded(
-                close_fds,
-                f"close() of {self.plan.path} blocked in the kernel (writing back its writes)",
-                CLOSE_WAIT_S,
+        what = f"close() of {self.plan.path} blocked in the kernel (writing back its writes)"
+        written = sectors_written(self.plan.path)
+        wait_s = CLOSE_WAIT_S if written is not None else DRAIN_CAP_S
+        if fds and not kernelholds.bounded(close_fds, what, wait_s, written):
+            waited = (
+                f"no sector of it reached the device for {wait_s:g} s"
+                if written is not None
+                else f"it did not end in {wait_s:g} s"
+            )
+            self.close_held = (
+                f"{self.plan.path}: the device stopped answering: its close waits for the "
+                f"writeback of what was written, and {waited} (the kernel may hold this "
+                "process until it completes or fails)"
             )
         for m in maps:
             try:

@@ -402,8 +402,8 @@ def test_a_close_that_waits_for_writeback_does_not_keep_the_shell(tmp_path: Path
     device then waits for their writeback, which the device never answers.
     That close was made by the run's main thread, which never reached its
     report or its exit: the shell waited for good. Now the close runs
-    beside it, bounded: the report and the exit come, and stderr names the
-    close left to the kernel."""
+    beside it, bounded: the report says the device stopped answering, exit
+    2, and stderr names the close left to the kernel."""
     with hanging_device() as device:
         args = ["iops", device.dev, "--time", "1", "--rw", "write", "--bs", "64k", "--buffered",
                 "--json", f"--yes-destroy-data={device.dev}"]  # fmt: skip
@@ -411,8 +411,10 @@ def test_a_close_that_waits_for_writeback_does_not_keep_the_shell(tmp_path: Path
             doc, at = run.report(timeout=60)
             assert device.held(), device.said.joined()
             assert doc["jobs"][0]["write"]["io_bytes"] > 0
+            (error,) = doc["probetop"]["errors"]
+            assert "the device stopped answering: its close waits for the writeback" in error
             code = run.exits_while_held(device, at, "psync", held=f"close() of {device.dev}")
-            assert code == 0, run.err.joined()[-800:]
+            assert code == 2, run.err.joined()[-800:]
 
 
 def test_a_stop_while_the_main_thread_is_held_gives_the_shell_back(tmp_path: Path):
