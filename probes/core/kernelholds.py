@@ -19,6 +19,7 @@ Contract:
   change of ``progress()``). True if it returned; else
   it is noted as a hold (``what``) and the caller goes on: its main thread
   is never the one the kernel keeps, so the run still reports and ends.
+- ``main_state(pid)``: its main thread's state letter, in one read.
 - ``process_state(pid)``: what /proc says of another process's threads
   (``ProcessState``); ``MainHeld(grace_s).check(pid)``, polled: its main
   thread's wait ("thread N in WCHAN") once that thread has been seen in an
@@ -157,6 +158,13 @@ def _fatal_pending(pid: int, tid: int) -> bool:
     except (OSError, ValueError, IndexError):
         pass
     return False
+
+
+def main_state(pid: int) -> str:
+    """The state letter of ``pid``'s main thread ("R", "S", "D", "Z"...), ""
+    when it is gone: one read, for a caller that looks often."""
+    fields = _stat_fields(f"/proc/{pid}/stat")
+    return fields[0] if fields else ""
 
 
 def process_state(pid: int) -> ProcessState:

@@ -323,6 +323,9 @@ def _look(child: int, ending: _Ending, drop_w: int) -> None:
     if pid:
         _end_as(status)
     now = time.monotonic()
+    quiet = ending.said is None and ending.stop is None and not ending.dead
+    if quiet and kernelholds.main_state(child) not in ("Z", "X", "D"):
+        return  # its main thread lives and runs: one read of /proc every POLL_S
     state = kernelholds.process_state(child)
     ending.dead = state.ended or state.dying
     ending.held_since = (ending.held_since or now) if state.stuck else None
