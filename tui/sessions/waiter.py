@@ -90,9 +90,11 @@ fsync() on the hung device) before the waiter exits 128+N without it."""
 POLL_S = 0.5
 """How often the waiter looks at a run that has said nothing (/proc): a run
 that dies without last words while the kernel holds a thread of it."""
-DEDUP_S = 0.1
+DEDUP_S = 0.25
 """How long the waiter, sent a signal, looks whether the run noted one too
-(``stopsignals.receipts``) before it passes its copy on."""
+(``stopsignals.receipts``) before it passes its copy on: the run notes it in
+its main thread, which on a loaded machine may wait that long for a CPU; a
+stop sent to the waiter alone reaches the run that much later."""
 POLL_ENDING_S = 0.02
 """The same once the run is ending (last words, a stop signal, a thread in D)."""
 _STATUS = b"\0"  # a status message starts and ends with this byte; a detach message never does
