@@ -114,7 +114,6 @@ from probetop.probes.disk.counters import (
     sum_jobs,
 )
 from probetop.probes.disk.engineplan import EnginePlan, cut_chunks, open_target
-from probetop.probes.disk.inflight import DRAIN_CAP_S, HUNG_S
 from probetop.probes.disk.iothreads import STARVED_CAP_S, runnable, yield_to_control
 from probetop.probes.disk.jobusage import ThreadUsage, read_thread
 from probetop.probes.disk.pending import InFlight, blocked_call
@@ -127,10 +126,11 @@ _KERNELS: dict[str, Any] = {}
 _COMPILE_LOCK = threading.Lock()
 # How often a stop that waits for runnable workers looks at their state again.
 _STATE_POLL_S = 0.05
-CLOSE_WAIT_S = HUNG_S
+CLOSE_WAIT_S = 5.0  # inflight.HUNG_S (not imported: inflight imports this module)
+CLOSE_CAP_S = 30.0  # inflight.DRAIN_CAP_S
 """How long the fds' close may wait for the writeback of what a buffered run
 wrote, with no sector written meanwhile on the target's device, before the
-run goes on without it (the device's "no answer" time); DRAIN_CAP_S in all
+run goes on without it (the device's "no answer" time); CLOSE_CAP_S in all
 where no device shows it (tmpfs, NFS, FUSE)."""
 
 
@@ -542,7 +542,7 @@ class Engine:
         # Never on the thread that must report and end the run.
         what = f"close() of {self.plan.path} blocked in the kernel (writing back its writes)"
         written = sectors_written(self.plan.path)
-        wait_s = CLOSE_WAIT_S if written is not None else DRAIN_CAP_S
+        wait_s = CLOSE_WAIT_S if written is not None else CLOSE_CAP_S
         if fds and not kernelholds.bounded(close_fds, what, wait_s, written):
             waited = (
                 f"no sector of it reached the device for {wait_s:g} s"
