@@ -385,6 +385,8 @@ def test_a_run_killed_while_the_kernel_holds_it_gives_the_shell_back_as_killed(t
             assert code == -signal.SIGKILL, (code, run.err.joined()[-800:])
             assert not device.released
             assert Path(f"/proc/{child}").exists(), "the run was not held: this test shows nothing"
+            # The held run keeps the pipes open: read what came, not to their end.
+            wait_for("the waiter's words", lambda: "without its report" in run.err.joined(), 10)
             said = run.err.joined()
             assert f"process {child} is left to the kernel" in said, said[-800:]
             assert "killed by SIGKILL without its report" in said, said[-800:]
