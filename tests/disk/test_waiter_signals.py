@@ -63,6 +63,8 @@ def traced_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, int
             info = subprocess.run(["ps", "-eLo", "pid,tid,ppid,stat,wchan:24,args"],
                                   capture_output=True, text=True).stdout  # fmt: skip
             mine = [line for line in info.splitlines() if "probetop" in line or "strace" in line]
+            if proc.poll() is not None:
+                mine += [f"ended {proc.returncode}:", *proc.communicate()]
             said = f"strace {proc.pid}, waiter {waiter}:\n" + "\n".join(mine)
             raise AssertionError(said) from None
         # Running: the run's I/O threads are up (its handlers are installed by then).

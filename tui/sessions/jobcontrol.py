@@ -40,6 +40,7 @@ import mmap
 import os
 import signal
 import threading
+from collections.abc import Callable
 
 _flag: mmap.mmap | None = None
 _waiter: int | None = None
@@ -71,7 +72,9 @@ def _set_flag(value: int) -> None:
         _flag[0] = value
 
 
-def waiter_tstp(child: int, *, from_run: bool, got_it: bool) -> bool:
+def waiter_tstp(
+    child: int, *, from_run: bool, got_it: bool, on_continued: Callable[[], None]
+) -> bool:
     """The waiter's SIGTSTP (taken with its sender, in its main thread): one
     Ctrl-Z is one suspend. Typed at the terminal, the dashboard got its own
     copy (the kernel sends it to the whole foreground process group) and
@@ -88,6 +91,7 @@ def waiter_tstp(child: int, *, from_run: bool, got_it: bool) -> bool:
                 os.kill(child, signal.SIGTSTP)
         return False
     _stop_self()
+    on_continued()  # before the dashboard hears of it: what came before the stop
     if view_suspended():
         # Continued while the view is away. By ``fg`` the dashboard got
         # the shell's SIGCONT too; by a ``kill -CONT`` from outside it got

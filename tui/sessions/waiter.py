@@ -65,6 +65,7 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NoReturn
 
@@ -224,6 +225,11 @@ def _wait(child: int, pipe_r: int, drop_w: int, dashboard: bool) -> NoReturn:
     os.set_blocking(sig_r, False)
     os.set_blocking(pipe_r, False)
     ending = _Ending()
+    taken: list[tuple[int, int, int]] = []  # handed over while the waiter was stopping
+
+    def before_continue() -> None:
+        taken.extend(_records(sig_r))
+
     message = b""
     while True:
         busy = ending.said is not None or ending.stop is not None or ending.dead
@@ -231,11 +237,13 @@ def _wait(child: int, pipe_r: int, drop_w: int, dashboard: bool) -> NoReturn:
             ready, _, _ = select.select([pipe_r, sig_r], [], [], POLL_ENDING_S if busy else POLL_S)
             if sig_r in ready:
                 records = _records(sig_r)
+                taken.clear()
                 while records:
-                    if _on_signal(child, ending, *records.pop(0)):
+                    if _on_signal(child, ending, *records.pop(0), before_continue):
                         # Continued after a stop: as the kernel discards the stop
-                        # signals pending at a SIGCONT, so are those taken meanwhile.
-                        records = [r for r in records + _records(sig_r) if r[0] != signal.SIGTSTP]
+                        # signals pending at a SIGCONT, so are those taken before it.
+                        records = [r for r in records + taken if r[0] != signal.SIGTSTP]
+                        taken.clear()
             if pipe_r in ready:
                 with contextlib.suppress(BlockingIOError):
                     data = os.read(pipe_r, 65536)
@@ -272,7 +280,14 @@ def _records(sig_r: int) -> list[tuple[int, int, int]]:
     return [(a, b, c) for a, b, c in struct.iter_unpack("iii", data)]
 
 
-def _on_signal(child: int, ending: _Ending, signo: int, code: int, sender: int) -> bool:
+def _on_signal(
+    child: int,
+    ending: _Ending,
+    signo: int,
+    code: int,
+    sender: int,
+    before_continue: Callable[[], None],
+) -> bool:
     """One signal sent to the waiter; True if it stopped the waiter as a job
     (it has been continued since). A SIGINT typed at the terminal (the
     kernel sends it to the whole foreground process group: the run got it
@@ -287,7 +302,9 @@ def _on_signal(child: int, ending: _Ending, signo: int, code: int, sender: int) 
     if not from_run:
         ending.noted[signo] = ending.noted.get(signo, 0) + 1  # its copy or ours, once noted
     if signo == signal.SIGTSTP:
-        return jobcontrol.waiter_tstp(child, from_run=from_run, got_it=got_it)
+        return jobcontrol.waiter_tstp(
+            child, from_run=from_run, got_it=got_it, on_continued=before_continue
+        )
     if not got_it:
         with contextlib.suppress(ProcessLookupError):
             os.kill(child, signo)
