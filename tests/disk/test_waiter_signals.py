@@ -60,7 +60,7 @@ def traced_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, int
         try:
             run = wait_for("the run", lambda: (children(waiter) or [0])[0])
         except AssertionError:
-            info = subprocess.run(["ps", "-eLo", "pid,tid,ppid,stat,wchan:24,args"],
+            info = subprocess.run(["ps", "-eLww", "-o", "pid,tid,ppid,stat,wchan:24,args"],
                                   capture_output=True, text=True).stdout  # fmt: skip
             mine = [line for line in info.splitlines() if "probetop" in line or "strace" in line]
             if proc.poll() is not None:
@@ -81,6 +81,10 @@ def passed_on(trace: Path, run: int, sig: signal.Signals) -> int:
     return len(re.findall(rf"kill\({run}, {sig.name}\)", trace.read_text()))
 
 
+# Alone (``make test``'s serial pass). On a machine at load 20-150 about one
+# run in five (alone too) saw no child of the waiter within 60 s under
+# strace: not understood yet (issue 26 notes); otherwise ~2 s per test.
+@pytest.mark.serial
 def test_a_signal_to_the_whole_process_group_is_handled_once(tmp_path: Path):
     """``timeout`` (the command, then its process group) and ``kill -- -PGID``:
     the run gets the signal itself; the waiter gets it too and used to pass
@@ -95,6 +99,10 @@ def test_a_signal_to_the_whole_process_group_is_handled_once(tmp_path: Path):
         assert passed_on(trace, run, signal.SIGTERM) == 0, trace.read_text()[-800:]
 
 
+# Alone (``make test``'s serial pass). On a machine at load 20-150 about one
+# run in five (alone too) saw no child of the waiter within 60 s under
+# strace: not understood yet (issue 26 notes); otherwise ~2 s per test.
+@pytest.mark.serial
 def test_a_signal_to_the_waiter_alone_is_passed_on_once(tmp_path: Path):
     with traced_run(tmp_path) as (proc, waiter, run, trace):
         os.kill(waiter, signal.SIGTERM)
