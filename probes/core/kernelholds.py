@@ -13,6 +13,17 @@ Contract:
 - ``hold(what, still)``: a run abandoned threads the kernel holds; ``what``
   says which (one line), ``still()`` whether they still live.
 - ``held()``: the lines of the holds still alive, in order.
+- ``bounded(call, what, within_s)``: run ``call`` (a close() or fsync() a
+  hung device can hold: the kernel writes back what was written first) on
+  a daemon thread and wait ``within_s`` at most (or ``within_s`` without a
+  change of ``progress()``). True if it returned; else
+  it is noted as a hold (``what``) and the caller goes on: its main thread
+  is never the one the kernel keeps, so the run still reports and ends.
+- ``main_state(pid)``: its main thread's state letter, in one read.
+- ``process_state(pid)``: what /proc says of another process's threads
+  (``ProcessState``); ``MainHeld(grace_s).check(pid)``, polled: its main
+  thread's wait ("thread N in WCHAN") once that thread has been seen in an
+  uninterruptible wait at every look for ``grace_s``, else None.
 - ``set_shown_pid(pid)`` / ``shown_pid()``: the PID to name to the user (lock
   files' "in use by probetop PID N"): the process the shell started, which
   is this one unless a split made this process its child.
@@ -20,9 +31,12 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 _holds: list[tuple[str, Callable[[], bool]]] = []
 _lock = threading.Lock()
@@ -50,6 +64,37 @@ def held() -> list[str]:
     return out
 
 
+def bounded(
+    call: Callable[[], object],
+    what: str,
+    within_s: float,
+    progress: Callable[[], object] | None = None,
+) -> bool:
+    """``call()`` on a thread, waited for ``within_s`` (module docstring);
+    with ``progress`` (a reading that changes while the call gets somewhere:
+    a device's count of sectors written), ``within_s`` without a change."""
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            call()
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=run, name="probetop-bounded", daemon=True)
+    thread.start()
+    last = progress() if progress is not None else None
+    deadline = time.monotonic() + within_s
+    while not done.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+        now = time.monotonic()
+        if progress is not None and (reading := progress()) != last:
+            last, deadline = reading, now + within_s
+        if now >= deadline:
+            hold(what, thread.is_alive)
+            return False
+    return True
+
+
 def set_shown_pid(pid: int | None) -> None:
     global _shown_pid
     _shown_pid = pid
@@ -57,3 +102,113 @@ def set_shown_pid(pid: int | None) -> None:
 
 def shown_pid() -> int:
     return _shown_pid if _shown_pid is not None else os.getpid()
+
+
+_SIGKILL_BIT = 1 << (9 - 1)  # SigPnd's bit of SIGKILL: set in every thread of a dying group
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessState:
+    """What /proc says of another process (``process_state``).
+
+    - ``ended``: its main thread has exited (the group leader is a zombie)
+      while other threads live on, or the whole group was reaped already.
+    - ``status``: the wait status ``ended`` carries (as ``waitpid`` gives
+      it; the leader's own ``exit_code`` field), else None.
+    - ``dying``: a fatal signal was delivered (the kernel marks it with a
+      pending SIGKILL in every thread); it ends once no thread is held.
+    - ``stuck``: its threads in an uninterruptible wait (D), each as
+      "thread TID in WCHAN"; the main thread first when it is one of them.
+    - ``main_stuck``: the main thread is among ``stuck``.
+    """
+
+    ended: bool = False
+    status: int | None = None
+    dying: bool = False
+    stuck: tuple[str, ...] = ()
+    main_stuck: bool = False
+
+
+def _stat_fields(path: str) -> list[str] | None:
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+    except OSError:
+        return None
+    # fields after the name, which may hold spaces and ")": state is [0]
+    return text.rsplit(b")", 1)[-1].decode("ascii", "replace").split()
+
+
+def _wchan(pid: int, tid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+            name = f.read().strip()
+    except OSError:
+        name = ""
+    return name if name and name != "0" else "the kernel"
+
+
+def _fatal_pending(pid: int, tid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/task/{tid}/status") as f:
+            for line in f:
+                pending = line.startswith(("SigPnd:", "ShdPnd:"))
+                if pending and int(line.split()[1], 16) & _SIGKILL_BIT:
+                    return True
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
+def main_state(pid: int) -> str:
+    """The state letter of ``pid``'s main thread ("R", "S", "D", "Z"...), ""
+    when it is gone: one read, for a caller that looks often."""
+    fields = _stat_fields(f"/proc/{pid}/stat")
+    return fields[0] if fields else ""
+
+
+def process_state(pid: int) -> ProcessState:
+    """Read ``pid``'s threads from /proc (see ``ProcessState``); a process
+    that is gone altogether reads as ``ended`` with no status."""
+    leader = _stat_fields(f"/proc/{pid}/stat")
+    if leader is None or not leader:
+        return ProcessState(ended=True)
+    try:
+        tids = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        tids = [pid]
+    stuck: list[str] = []
+    main_stuck = False
+    dying = False
+    for tid in tids:
+        fields = leader if tid == pid else _stat_fields(f"/proc/{pid}/task/{tid}/stat")
+        if not fields:
+            continue
+        if fields[0] == "D":
+            main_stuck = main_stuck or tid == pid
+            stuck.append(f"thread {tid} in {_wchan(pid, tid)}")
+            dying = dying or _fatal_pending(pid, tid)
+    if leader[0] in ("Z", "X"):
+        status = None
+        with contextlib.suppress(IndexError, ValueError):
+            status = int(leader[49])  # field 52, exit_code: the status waitpid will give
+        return ProcessState(ended=True, status=status, dying=True, stuck=tuple(stuck))
+    return ProcessState(dying=dying, stuck=tuple(stuck), main_stuck=main_stuck)
+
+
+class MainHeld:
+    """Polled: has ``pid``'s main thread been in D at every look for ``grace_s``?"""
+
+    def __init__(self, grace_s: float) -> None:
+        self.grace_s = grace_s
+        self._since: float | None = None
+
+    def check(self, pid: int) -> str | None:
+        """The held threads ("thread N in WCHAN, ...") once it has, else None."""
+        state = process_state(pid)
+        if not state.main_stuck:
+            self._since = None
+            return None
+        now = time.monotonic()
+        self._since = self._since if self._since is not None else now
+        return ", ".join(state.stuck) if now - self._since >= self.grace_s else None

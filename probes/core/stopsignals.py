@@ -34,6 +34,13 @@ Contract:
   not raised: it can stop nothing more, and raising it lost the report that
   says what ran. Any signal after that one raises as before, so a report
   blocked on a stdout nobody reads still ends on a signal.
+- ``share_receipts()`` (before a fork: tui/sessions/waiter.py) makes a
+  counter per signal that both processes see; ``note(sig)`` (every handler
+  of a stop or job signal in this process calls it) counts one received,
+  ``receipts(sig)`` reads the count. The waiter reads it to tell a signal the
+  run got itself (sent to the whole process group: ``timeout``, ``kill --
+  -PGID``) from one sent to the waiter alone, which it passes on: one user
+  action, one handling.
 - ``run_stoppable(step)``: run a long start-up step (numba's JIT: seconds
   on a cold cache) in a daemon thread while the main thread waits, checking
   for a stop signal every 50 ms: a signal raises ``KeyboardInterrupt`` at
@@ -45,7 +52,9 @@ Contract:
 
 from __future__ import annotations
 
+import mmap
 import signal
+import struct
 import sys
 import threading
 from collections.abc import Callable
@@ -69,8 +78,34 @@ object half closed ("Exception ignored in: ObjectRef.__del__" on stderr,
 seen once in CI when ``stop`` hit a session during its start-up)."""
 
 
+_receipts: mmap.mmap | None = None
+_COUNT = struct.Struct("Q")
+
+
+def share_receipts() -> None:
+    """The per-signal receipt counters both sides of a fork see (docstring)."""
+    global _receipts
+    if _receipts is None:
+        _receipts = mmap.mmap(-1, _COUNT.size * 65)  # MAP_SHARED | MAP_ANONYMOUS
+
+
+def note(sig: int) -> None:
+    """Count one ``sig`` received by this process (a handler's first act)."""
+    if _receipts is not None and 0 < sig <= 64:
+        at = _COUNT.size * sig
+        _COUNT.pack_into(_receipts, at, _COUNT.unpack_from(_receipts, at)[0] + 1)
+
+
+def receipts(sig: int) -> int:
+    """How many ``sig`` the run noted (0 without ``share_receipts``)."""
+    if _receipts is None or not 0 < sig <= 64:
+        return 0
+    return int(_COUNT.unpack_from(_receipts, _COUNT.size * sig)[0])
+
+
 def _handler(signum: int, frame: FrameType | None) -> None:
     global _spared
+    note(signum)
     _pending.append(signum)
     if _spared:
         _spared -= 1

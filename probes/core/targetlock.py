@@ -25,10 +25,13 @@ Contract:
   - a checkpoint file: its real path (``TargetLock.for_path``).
 - Every run takes its keys, reads included: an IOPS read and a warm-up of
   the same target do not run together (each would measure the other).
-- The holder writes "PID COMMAND TARGET" into its lock files (the PID the
-  user started: ``kernelholds.shown_pid``, a split run's waiter); a refused run
-  reports that, and checks the PID is alive (a stale line from a killed
-  holder is not reported as a live one).
+- The holder writes "PID COMMAND TARGET" into its lock files, PID being
+  "HOLDER,STARTED" in a split run (the child that holds the lock, then the
+  waiter the user started: ``kernelholds.shown_pid``); a refused run names
+  the one the user started while it lives, else the real holder (a waiter
+  that exited while the kernel holds its run: said so), and checks the
+  holder is alive (a stale line from a killed holder is not reported as a
+  live one).
 - Lock files do not pile up (one per target ever used, before): a holder
   removes its lock file when it releases it, while still holding it
   exclusively (a shared holder only when it can take it exclusively: no
@@ -293,16 +296,26 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _pids(token: str) -> tuple[int, int] | None:
+    """A lock line's first word: "HOLDER" or "HOLDER,STARTED" (a split run:
+    the process holding the lock, then the one the user started), as
+    (holder, started); None if it is neither."""
+    parts = token.split(",")
+    if len(parts) > 2 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[-1])
+
+
 def _holder_line(fd: int) -> str | None:
-    """ "PID COMMAND TARGET" from a lock file whose PID is alive, else None."""
+    """ "PID[,PID] COMMAND TARGET" from a lock file whose holder is alive, else None."""
     for _ in range(5):  # the holder writes its line right after taking the lock
         try:
             text = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
         except OSError:
             return None
         if text:
-            pid_text = text.partition(" ")[0]
-            if pid_text.isdigit() and _alive(int(pid_text)):
+            pids = _pids(text.partition(" ")[0])
+            if pids is not None and _alive(pids[0]):
                 return text
             return None
         time.sleep(0.02)
@@ -310,12 +323,32 @@ def _holder_line(fd: int) -> str | None:
 
 
 def _describe(line: str | None) -> str:
-    if line is None:
+    """The holder as the user knows it: the process they started while it
+    lives (a split run's waiter passes signals on); once it has exited, the
+    process that really holds the lock, and whether only the kernel keeps
+    it (a run ended whose I/O a device that stopped answering holds)."""
+    pids = None if line is None else _pids(line.partition(" ")[0])
+    if line is None or pids is None:
         return "another probetop"
-    pid, _, rest = line.partition(" ")
-    rest = rest.strip()
-    mine = " (this process)" if pid == str(kernelholds.shown_pid()) else ""
-    return f"probetop PID {pid}{mine}" + (f" ({rest})" if rest else "")
+    rest = line.partition(" ")[2].strip()
+    holder, started = pids
+    pid = started if started != holder and _alive(started) else holder
+    mine = " (this process)" if pid in (os.getpid(), kernelholds.shown_pid()) else ""
+    said = f"probetop PID {pid}{mine}" + (f" ({rest})" if rest else "")
+    if pid == holder and holder != os.getpid():
+        state = kernelholds.process_state(holder)
+        if state.ended or state.dying:
+            said += (
+                ", a run that has ended and that the kernel holds until its I/O "
+                "completes or fails (the device answers or is removed)"
+            )
+    return said
+
+
+def _pid_word() -> str:
+    """This process, and the one the user started when that is another."""
+    holder, started = os.getpid(), kernelholds.shown_pid()
+    return str(holder) if started == holder else f"{holder},{started}"
 
 
 _SETTLE_S = 0.2  # how long a refused taker looks again when no live holder is named
@@ -493,7 +526,7 @@ class TargetLock:
         if writable:  # shared holders too: any live holder names the user
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{kernelholds.shown_pid()} {self.owner}\n".encode(), 0)
+                os.pwrite(fd, f"{_pid_word()} {self.owner}\n".encode(), 0)
         self._held[key.name] = fd
         self._paths[key.name] = (path, key.shared)
 

@@ -512,6 +512,9 @@ class IopsProbe:
                 self.in_flight = engine.in_flight()
                 hung = hung_message(self.target_path, engine, self.in_flight)
                 self.errors.append(hung)
+            elif engine.close_held is not None:  # buffered writes the device never took
+                hung = engine.close_held
+                self.errors.append(hung)
             # The last completion, not after the AIO context teardown (~30 ms).
             end = engine.snapshot(engine.finished_ns or now_ns(), per_job=self._per_job)
             self._job_ends_ns = [t or end.t_ns for t in engine.loop_ends_ns]

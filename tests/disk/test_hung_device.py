@@ -29,6 +29,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -45,6 +46,9 @@ from disk_fixtures import PROBETOP, need_root
 from probetop.probes.disk import ioengines
 from probetop.probes.disk.inflight import HUNG_S
 from probetop.probes.record import load_session
+from probetop.tui.sessions.control import STOP_HELD_S
+from probetop.tui.sessions.daemon import HELD_START_S
+from probetop.tui.sessions.waiter import STOP_GRACE_S
 
 MIB = 1 << 20
 SIZE = 64 * MIB
@@ -95,7 +99,7 @@ class HangingDevice:
 
 
 @contextlib.contextmanager
-def hanging_device() -> Iterator[HangingDevice]:
+def hanging_device(hold: tuple[int, int] = HOLD) -> Iterator[HangingDevice]:
     need_root()
     pytest.importorskip("fuse", reason="needs fusepy (pip install fusepy) and libfuse2")
     if not os.path.exists("/dev/fuse"):
@@ -105,7 +109,7 @@ def hanging_device() -> Iterator[HangingDevice]:
     mount = Path(tempfile.mkdtemp(prefix="probetop-hang-"))
     server = subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("faultyfs.py")), str(mount),
-         str(backing), *map(str, HOLD), "hang"],
+         str(backing), *map(str, hold), "hang"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     device = None
@@ -165,7 +169,9 @@ class Run:
             time.sleep(0.02)
         raise AssertionError(f"no report in {timeout} s: {self.err.joined()[-800:]}")
 
-    def exits_while_held(self, device: HangingDevice, since: float, engine: str) -> int:
+    def exits_while_held(
+        self, device: HangingDevice, since: float, engine: str, held: str | None = None
+    ) -> int:
         """The exit status, which must come within ``EXIT_WITHIN_S`` of
         ``since`` with the hang still held; the pipes reach their end and
         stderr names the process left to the kernel (io_uring's ends: the
@@ -182,7 +188,7 @@ class Run:
         if engine == "io_uring" and left is None:
             return code
         assert left, self.err.joined()[-800:]
-        assert "blocked in the kernel on " + device.dev in self.err.joined()
+        assert (held or "blocked in the kernel on " + device.dev) in self.err.joined()
         held = Path(f"/proc/{left.group(1)}")
         assert held.exists(), "the child was not held: this test shows nothing"
         return code
@@ -350,3 +356,132 @@ def test_ctrl_c_at_a_terminal_while_a_device_does_not_answer(tmp_path: Path):
         finally:
             if proc.poll() is None:
                 proc.kill()
+
+
+def child_of(pid: int) -> int:
+    """The run: the only child of the process the shell started."""
+    (child,) = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return int(child)
+
+
+def test_a_run_killed_while_the_kernel_holds_it_gives_the_shell_back_as_killed(tmp_path: Path):
+    """kill -9 of the run (not of the process the shell started) while an
+    I/O of it is held: the run's main thread is gone, no last words came,
+    and ``waitpid`` would wait for the device. The process the shell started
+    notices within a poll and dies of SIGKILL itself, as a plain process
+    would ("Killed", WIFSIGNALED), naming the PID it leaves to the kernel.
+    A new run on the target is refused naming that PID, the real holder of
+    the lock, and saying the kernel holds it."""
+    with hanging_device() as device:
+        args = ["iops", device.dev, "--time", "30", "--rw", "randread", "--json"]
+        with probetop(*args) as run:
+            wait_for("the hang", device.held)
+            child = child_of(run.proc.pid)
+            os.kill(child, signal.SIGKILL)
+            try:
+                code = run.proc.wait(timeout=EXIT_WITHIN_S)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("still waiting for a run the kernel holds") from None
+            assert code == -signal.SIGKILL, (code, run.err.joined()[-800:])
+            assert not device.released
+            assert Path(f"/proc/{child}").exists(), "the run was not held: this test shows nothing"
+            # The held run keeps the pipes open: read what came, not to their end.
+            wait_for("the waiter's words", lambda: "without its report" in run.err.joined(), 10)
+            said = run.err.joined()
+            assert f"process {child} is left to the kernel" in said, said[-800:]
+            assert "killed by SIGKILL without its report" in said, said[-800:]
+            again = subprocess.run(
+                [*PROBETOP, *args[:2], "--time", "1", "--json"],
+                capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert again.returncode != 0, again.stdout[-400:]
+            assert f"in use by probetop PID {child} " in again.stderr, again.stderr
+            assert "the kernel holds until its I/O completes" in again.stderr, again.stderr
+
+
+def test_a_close_that_waits_for_writeback_does_not_keep_the_shell(tmp_path: Path):
+    """Buffered writes end at once in the page cache; the last close() of the
+    device then waits for their writeback, which the device never answers.
+    That close was made by the run's main thread, which never reached its
+    report or its exit: the shell waited for good. Now the close runs
+    beside it, bounded: the report says the device stopped answering, exit
+    2, and stderr names the close left to the kernel."""
+    with hanging_device() as device:
+        args = ["iops", device.dev, "--time", "1", "--rw", "write", "--bs", "64k", "--buffered",
+                "--json", f"--yes-destroy-data={device.dev}"]  # fmt: skip
+        with probetop(*args) as run:
+            doc, at = run.report(timeout=60)
+            assert device.held(), device.said.joined()
+            assert doc["jobs"][0]["write"]["io_bytes"] > 0
+            (error,) = doc["probetop"]["errors"]
+            assert "the device stopped answering: its close waits for the writeback" in error
+            code = run.exits_while_held(device, at, "psync", held=f"close() of {device.dev}")
+            assert code == 2, run.err.joined()[-800:]
+
+
+def test_a_stop_while_the_main_thread_is_held_gives_the_shell_back(tmp_path: Path):
+    """The run's own main thread blocked in the kernel (here at start-up: the
+    read of the target's first bytes that looks for a filesystem, held by
+    the device): it can act on no signal. SIGINT still gives the shell back
+    within ``STOP_GRACE_S`` of the main thread held, with 130, saying why
+    there is no report."""
+    with hanging_device(hold=(0, MIB)) as device:
+        args = ["iops", device.dev, "--time", "5", "--rw", "randwrite", "--json",
+                f"--yes-destroy-data={device.dev}"]  # fmt: skip
+        with probetop(*args) as run:
+            wait_for("the hang", device.held)
+            sent = time.monotonic()
+            run.proc.send_signal(signal.SIGINT)
+            try:
+                code = run.proc.wait(timeout=STOP_GRACE_S + EXIT_WITHIN_S)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(f"no exit after SIGINT: {run.err.joined()[-800:]}") from None
+            assert time.monotonic() - sent <= STOP_GRACE_S + EXIT_WITHIN_S
+            assert code == 130, run.err.joined()[-800:]
+            assert not device.released
+            said = run.err.joined()
+            assert "could not act on SIGINT" in said and "is left to the kernel" in said, said
+            assert run.out.ended.wait(5) and run.err.ended.wait(5), "a pipe stayed open"
+
+
+def test_a_detached_session_held_before_its_probes_start_gives_the_shell_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """``--detach`` whose session's main thread the device holds at start-up
+    (the read that looks for a filesystem): the command used to wait 60 s
+    for "ready", ``stop`` 30 s. Now each returns once that thread has been
+    held for its grace, naming it; ``ls`` lists the session."""
+    base = Path(tempfile.mkdtemp(prefix="pth-", dir="/tmp"))  # a socket's path: 107 bytes
+    state, runtime = base / "st", base / "run"
+    for d in (state, runtime):
+        d.mkdir(mode=0o700)
+    env = dict(os.environ, XDG_STATE_HOME=str(state), XDG_RUNTIME_DIR=str(runtime))
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+
+    def cli(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+        began = time.monotonic()
+        done = subprocess.run([*PROBETOP, *args], capture_output=True, text=True, env=env,
+                              timeout=120)  # fmt: skip
+        return done, time.monotonic() - began
+
+    with hanging_device(hold=(0, MIB)) as device:
+        confirm = f"--yes-destroy-data={device.dev}"
+        detach, took = cli("iops", device.dev, "--time", "30", "--rw", "randwrite", confirm,
+                           "--detach", "--name", "held")  # fmt: skip
+        assert device.held(), device.said.joined()
+        assert detach.returncode == 1, detach.stderr
+        assert "session held is held by the kernel before its probes started" in detach.stderr
+        assert took <= HELD_START_S + 10, took  # was READY_TIMEOUT_S (60 s)
+        listed, _ = cli("ls", "--json")
+        (row,) = json.loads(listed.stdout)["sessions"]
+        assert row["name"] == "held" and row["state"] in ("starting", "running"), row
+        stop, took = cli("stop", "held")
+        assert stop.returncode == 2, stop.stderr
+        assert "cannot act on the stop: its main thread is blocked in the kernel" in stop.stderr
+        assert f"PID {row['pid']} is left to the kernel" in stop.stderr
+        assert took <= STOP_HELD_S + 10, took  # was --wait (30 s)
+        device.release()
+        # Once the device answers, the session acts on the stop it was sent.
+        wait_for("the session's end", lambda: not Path(f"/proc/{row['pid']}").exists(), 60)
+    shutil.rmtree(base, ignore_errors=True)

@@ -189,6 +189,44 @@ def test_ctrl_z_fg_and_bg_as_in_vim_while_the_probes_record_on(tmp_path: Path) -
     assert footer(rec)["reason"] == "completed"
 
 
+def test_a_tstp_to_the_whole_job_is_one_suspend(tmp_path: Path) -> None:
+    """``kill -TSTP -PGID`` (what a terminal does with Ctrl-Z when the view is
+    not in raw mode): the dashboard gets its own, and the waiter's copy,
+    passed on, made it suspend twice (two requests to stop the job) unless
+    the two came close enough to be taken as one. Counted under strace: the
+    waiter passes no SIGTSTP on; the dashboard asks it to stop once."""
+    if shutil.which("strace") is None:
+        pytest.skip("needs strace")
+    trace = tmp_path / "kills.trace"
+    with shell() as tmux:
+        type_line(tmux, f"{EXE} cpu --threads 1 --time 120")
+        wait(tmux, lambda s: "events/s" in s, "the dashboard")
+        waiter, child = job_pids(tmux)
+        tracer = subprocess.Popen(
+            ["strace", "-f", "-qq", "-e", "trace=kill", "-o", str(trace),
+             "-p", str(child), "-p", str(waiter)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            time.sleep(1.0)  # attached to every thread
+            os.killpg(os.getpgid(waiter), signal.SIGTSTP)
+            wait(tmux, lambda s: "Stopped" in s and "$ " in s, "stopped as a job")
+            time.sleep(1.0)  # a second request would come now
+            type_line(tmux, "fg")
+            wait_alternate(tmux, True)
+        finally:
+            tracer.terminate()
+            tracer.wait(10)
+        tmux("send-keys", "-t", "t", "q")
+        wait_alternate(tmux, False)
+        type_line(tmux, "echo RC=$?")
+        assert "RC=0" in wait(tmux, ended, "the exit status")
+    calls = trace.read_text()
+    assert not re.findall(rf"(?m)^{waiter} kill\({child}, SIGTSTP\)", calls), calls[-800:]
+    asks = re.findall(rf"(?m)^(?!{waiter} )\d+ kill\({waiter}, SIGTSTP\)", calls)
+    assert len(asks) == 1, calls[-800:]
+
+
 def test_tstp_and_cont_from_outside_then_a_stop_signal_while_suspended(tmp_path: Path) -> None:
     """kill -TSTP on the dashboard process suspends as Ctrl-Z does; a SIGCONT
     while the shell owns the terminal does not draw over it; SIGTERM while

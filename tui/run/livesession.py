@@ -84,6 +84,16 @@ HandledSignals = list[tuple[signal.Signals, Any]]
 it had before (``remove_stop_signal_handlers`` puts it back)."""
 
 
+def _noted(on_signal: Callable[[str], None], sig: int) -> Callable[[str], None]:
+    """``on_signal``, counting each signal for the waiter (``stopsignals.note``)."""
+
+    def handler(name: str) -> None:
+        stopsignals.note(sig)
+        on_signal(name)
+
+    return handler
+
+
 def add_stop_signal_handlers(on_signal: Callable[[str], None]) -> HandledSignals:
     """SIGINT, SIGTERM and SIGHUP (not once ``ignore_hangup``) call
     ``on_signal(name)`` in the running event loop; the signals now handled.
@@ -97,7 +107,7 @@ def add_stop_signal_handlers(on_signal: Callable[[str], None]) -> HandledSignals
             continue
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             previous = signal.getsignal(sig)
-            loop.add_signal_handler(sig, on_signal, sig.name)
+            loop.add_signal_handler(sig, _noted(on_signal, sig), sig.name)
             handled.append((sig, previous))
     return handled
 

@@ -33,11 +33,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from probetop.probes.core import kernelholds
 from probetop.tui.sessions.registry import SessionError, SessionInfo, meta_path, read_info
 
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 MAX_REQUEST_BYTES = 4096
 TIMEOUT_S = 5.0
+STOP_HELD_S = 2.0
+"""How long ``stop_session`` lets the session's main thread be seen blocked in
+the kernel (it cannot act on the stop) before it says so and returns: the
+waiter's ``STOP_GRACE_S`` for a detached session."""
 
 
 def peer_uid(conn: socket.socket) -> int:
@@ -194,11 +199,20 @@ def stop_session(info: SessionInfo, wait_s: float = 30.0) -> SessionInfo | None:
                     f"(PID {info.pid})"
                 ) from None
             time.sleep(0.05)
+    watch = kernelholds.MainHeld(STOP_HELD_S)
     while time.monotonic() < deadline:
         now = read_info(meta_path(info.name))
         if now is None:
             return None
         if isinstance(now, SessionInfo) and not now.live:
             return now
+        why = watch.check(info.pid) if info.alive else None
+        if why is not None:
+            raise SessionError(
+                f"session {info.name} cannot act on the stop: its main thread is blocked in "
+                f"the kernel ({why}, for {STOP_HELD_S:g} s: a target that does not answer); "
+                f"PID {info.pid} is left to the kernel: it ends, and writes its report, when "
+                "its I/O completes or fails (the device answers or is removed)"
+            )
         time.sleep(0.1)
     raise SessionError(f"session {info.name} did not stop within {wait_s:g} s (PID {info.pid})")

@@ -27,7 +27,9 @@ Contract of ``detach(plan, run)``:
   started is not listed. A session killed before it said anything has its
   metadata removed by the caller, which names its log and returns 1; one
   that says nothing in time is left running (``ls`` shows it) and the
-  caller returns 1.
+  caller returns 1; so is one whose main thread the kernel holds
+  (``HELD_START_S`` in an uninterruptible wait: a target that does not
+  answer), at once, naming the thread's wait.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from probetop.probes.core import stopsignals
+from probetop.probes.core import kernelholds, stopsignals
 from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, RecordingError
 from probetop.tui import commands
 from probetop.tui.cli.plan import RunPlan
@@ -70,6 +72,12 @@ from probetop.tui.sessions.registry import (
 READY_TIMEOUT_S = 60.0
 """How long the caller waits for the session's probes to start (a demo's
 targets, numba's first compile on a cold cache)."""
+
+HELD_START_S = 5.0
+"""How long the session's main thread may be seen blocked in the kernel (an
+uninterruptible wait: a read of a target that stopped answering) before the
+caller stops waiting for "ready" and gives the shell back."""
+HELD_POLL_S = 0.25
 
 DETACHABLE = (*commands.PROBE_COMMANDS, "demo")
 
@@ -166,15 +174,20 @@ def parse_answer(data: bytes) -> Answer | None:
     return Answer("none")
 
 
-def read_answer(fd: int, timeout_s: float) -> Answer:
-    """Wait on the ready pipe for the session's one message (see ``Answer``)."""
+def read_answer(fd: int, timeout_s: float, held: Callable[[], str | None] | None = None) -> Answer:
+    """Wait on the ready pipe for the session's one message (see ``Answer``);
+    "held" (``text``: what ``held()`` said) once ``held()``, asked every
+    ``HELD_POLL_S``, says the session is held by the kernel."""
     data = b""
     deadline = time.monotonic() + timeout_s
     while (answer := parse_answer(data)) is None:
         left = deadline - time.monotonic()
         if left <= 0:
             return Answer("timeout")
-        readable, _w, _x = select.select([fd], [], [], left)
+        why = held() if held is not None else None
+        if why is not None:
+            return Answer("held", text=why.encode())
+        readable, _w, _x = select.select([fd], [], [], min(left, HELD_POLL_S))
         if readable:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
@@ -185,8 +198,17 @@ def read_answer(fd: int, timeout_s: float) -> Answer:
 
 def _wait_ready(name: str, ready_r: int, recording: Path, log: Path) -> int:
     """The caller's side: wait for "ready" (or the session's end)."""
+    watch = kernelholds.MainHeld(HELD_START_S)
+
+    def held() -> str | None:
+        found = read_info(meta_path(name))
+        if not isinstance(found, SessionInfo) or found.pid == os.getpid() or not found.alive:
+            return None  # not forked yet, or gone: the pipe says so
+        why = watch.check(found.pid)
+        return None if why is None else f"PID {found.pid}: {why}"
+
     try:
-        answer = read_answer(ready_r, READY_TIMEOUT_S)
+        answer = read_answer(ready_r, READY_TIMEOUT_S, held)
     finally:
         os.close(ready_r)
     if answer.kind == "ready":
@@ -199,6 +221,12 @@ def _wait_ready(name: str, ready_r: int, recording: Path, log: Path) -> int:
     if answer.kind == "failed":  # the session removed its metadata: nothing is listed
         sys.stderr.write(answer.text.decode("utf-8", "replace"))
         return answer.code or 1
+    if answer.kind == "held":
+        print(f"probetop: error: session {name} is held by the kernel before its probes "
+              f"started ({answer.text.decode()} for {HELD_START_S:g} s: the target does not "
+              "answer); it ends when its I/O completes or fails (the device answers or is "
+              f"removed); `probetop ls` lists it, see {log}", file=sys.stderr)  # fmt: skip
+        return 1
     found = read_info(meta_path(name))
     info = found if isinstance(found, SessionInfo) else None
     if answer.kind == "timeout":

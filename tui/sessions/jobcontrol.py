@@ -10,12 +10,14 @@ terminal handed back.
 
 - ``share_before_fork()`` (the splitter, before its fork) makes a one-byte
   flag shared by both processes: 1 while the view is suspended.
-- ``waiter_handles_stop(child)`` (the waiter): a SIGTSTP (Ctrl-Z from the
-  tty, ``kill -TSTP``) is passed to the dashboard while its view is up, so
-  the terminal is restored before the shell takes it back; once the view is
-  suspended (flag 1) the waiter stops itself as a job (the shell says
-  "Stopped"). Continued with the view still suspended, it passes the
-  SIGCONT on: a ``kill -CONT`` from outside reaches only the waiter.
+- ``waiter_tstp(child, from_run, got_it)`` (the waiter, for each SIGTSTP
+  with its sender): one Ctrl-Z is one suspend. The tty's copy is not passed
+  on (the dashboard got its own); a ``kill -TSTP`` on the waiter is, while
+  the view is up, so the terminal is restored before the shell takes it
+  back; sent by the dashboard (the view is suspended, flag 1) the waiter
+  stops itself as a job (the shell says "Stopped"). Continued with the view
+  still suspended, it passes the SIGCONT on: a ``kill -CONT`` from outside
+  reaches only the waiter.
 - ``set_waiter(pid)`` (the dashboard, after the fork) names the waiter.
 - ``stop_job()`` (the dashboard, after restoring the terminal): sets the
   flag and stops the waiter. With no waiter (a replay, an attached view, a
@@ -37,7 +39,8 @@ import errno
 import mmap
 import os
 import signal
-from types import FrameType
+import threading
+from collections.abc import Callable
 
 _flag: mmap.mmap | None = None
 _waiter: int | None = None
@@ -69,34 +72,50 @@ def _set_flag(value: int) -> None:
         _flag[0] = value
 
 
-def waiter_handles_stop(child: int) -> None:
-    """The waiter's SIGTSTP: to the dashboard first, then stop as a job."""
-
-    def on_tstp(_signum: int, _frame: FrameType | None) -> None:
-        if not view_suspended():
+def waiter_tstp(
+    child: int, *, from_run: bool, got_it: bool, on_continued: Callable[[], None]
+) -> bool:
+    """The waiter's SIGTSTP (taken with its sender, in its main thread): one
+    Ctrl-Z is one suspend. Typed at the terminal, the dashboard got its own
+    copy (the kernel sends it to the whole foreground process group) and
+    asks once it has restored the terminal: nothing to pass on (nor one it
+    got as well from a signal to the process group). Sent by the
+    dashboard (the view is suspended), or from outside while the view is
+    away: stop as a job (True once continued). From outside while the view is up (``kill -TSTP``
+    on the waiter): to the dashboard, which restores the terminal first;
+    not when it got its own (``got_it``: the tty's, or a ``kill -TSTP --
+    -PGID``)."""
+    if not from_run and not view_suspended():
+        if not got_it:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGTSTP)  # it restores the terminal, then stops us
-            return
-        _stop_self()
-        signal.signal(signal.SIGTSTP, on_tstp)
-        if view_suspended():
-            # Continued while the view is away. By ``fg`` the dashboard got
-            # the shell's SIGCONT too; by a ``kill -CONT`` from outside it got
-            # none, and the shell now counts the job running, so its ``fg``
-            # would send none either: tell the dashboard, which takes the
-            # view back when the terminal is ours, else stops the job again.
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGCONT)
-
-    signal.signal(signal.SIGTSTP, on_tstp)
+                os.kill(child, signal.SIGTSTP)
+        return False
+    _stop_self()
+    on_continued()  # before the dashboard hears of it: what came before the stop
+    if view_suspended():
+        # Continued while the view is away. By ``fg`` the dashboard got
+        # the shell's SIGCONT too; by a ``kill -CONT`` from outside it got
+        # none, and the shell now counts the job running, so its ``fg``
+        # would send none either: tell the dashboard, which takes the
+        # view back when the terminal is ours, else stops the job again.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGCONT)
+    return True
 
 
 def _stop_self() -> None:
     """Stop this process as SIGTSTP's default action does ("Stopped"); in an
     orphaned process group (no shell to hand the terminal to) the kernel
-    discards it and this returns at once."""
-    signal.signal(signal.SIGTSTP, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTSTP)  # returns after SIGCONT
+    discards it and this returns at once. Sent to this thread, unblocked
+    here only: the waiter's signal thread, which takes SIGTSTP for the
+    main loop, cannot take this one."""
+    handler = signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTSTP])
+    try:
+        signal.pthread_kill(threading.get_ident(), signal.SIGTSTP)  # returns after SIGCONT
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        signal.signal(signal.SIGTSTP, handler)
 
 
 def stop_job() -> None:
@@ -107,9 +126,7 @@ def stop_job() -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(_waiter, signal.SIGTSTP)
         return
-    handler = signal.getsignal(signal.SIGTSTP)
     _stop_self()
-    signal.signal(signal.SIGTSTP, handler)
 
 
 def continue_job() -> None:

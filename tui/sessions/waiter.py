@@ -12,10 +12,13 @@ starts:
 - ``split(dashboard)`` forks once (nothing happens when the process already
   runs a thread: ``None, why``). The PARENT, the process the shell started,
   becomes the WAITER: it runs no probe; SIGINT, SIGTERM and SIGHUP sent to it
-  are passed on to the run (not a Ctrl-C typed at the terminal: the kernel
-  sends it to the whole foreground process group, the run got it itself,
-  and a second one would mean something else to it); with ``dashboard``, SIGTSTP too
-  (tui/sessions/jobcontrol.py). The CHILD returns ``(pipe, None)`` and
+  are passed on to the run, with SIGTSTP for a dashboard
+  (tui/sessions/jobcontrol.py). One user action is one handling: a signal
+  the run got itself is not passed on -- typed at the terminal (the kernel
+  sends a Ctrl-C or Ctrl-Z to the whole foreground process group), or sent
+  to the whole process group (``kill -- -PGID``, ``timeout``), which the run
+  notes in a counter both processes see (``stopsignals.receipts``; the
+  waiter looks for ``DEDUP_S``). The CHILD returns ``(pipe, None)`` and
   runs as before, with ``PR_SET_PDEATHSIG``: SIGTERM for a dashboard (a
   killed waiter stops it cleanly, the terminal restored), SIGKILL for a
   headless run (``kill -9`` of the process the user started ends the run
@@ -25,16 +28,29 @@ starts:
   pointed at /dev/null (a process the kernel holds keeps its fds open:
   ``$(probetop ...)`` would wait for the pipe's end), then the exit status
   and what the kernel holds (``core.kernelholds``) go to the waiter.
-- The waiter then exits with the run's own status once it has ended. When
-  the kernel holds it (held threads named, or not ended within
-  ``EXIT_GRACE_S``), the waiter exits at once with the status the run gave,
-  saying on stderr which PID it leaves to the kernel: the report, the
-  recording's footer and the status are already final; the process ends
-  when its I/O completes or fails (the device answers or is removed).
+- The waiter ends as the run does: its exit status, or death by the same
+  signal when the run died of one (SIGKILL, a crash: the shell says
+  "Killed", ``$?`` and WIFSIGNALED are a plain process's; no core file of
+  the waiter). A run that handled a stop signal exits 128+N itself, as fio
+  does (docs/reliability.md says why). ``waitpid`` cannot tell it while a
+  thread of the run is in an uninterruptible wait (D), so the waiter also
+  looks at the run in /proc (``kernelholds.process_state``: every
+  ``POLL_S``, every ``POLL_ENDING_S`` once it is ending) and leaves it to
+  the kernel, saying on stderr which PID and which threads, when:
+  - it said its last words naming held threads (``HELD_GRACE_S``), or
+    naming none but with a thread in D for ``EXIT_GRACE_S`` since (time
+    held, not wall time): exit with the status it gave; the report, the
+    recording's footer and the status are final;
+  - it ended without last words (its main thread gone: a traceback,
+    ``kill -9`` of its PID) or a fatal signal is pending, with a thread in
+    D for ``HELD_GRACE_S``: end as it did (its wait status, from /proc);
+  - it was asked to stop and its MAIN thread has been in D for
+    ``STOP_GRACE_S`` since (a read, close() or fsync() on the hung device:
+    it can act on no signal): exit 128+N, saying there is no report.
+  The process ends when its I/O completes or fails (the device answers or
+  is removed).
 - Anything else the run writes to the pipe is a message the waiter prints
-  before it exits 0 (a dashboard detached into a session: foreground.py);
-  a run that ends without last words (a traceback) is waited for and its
-  status passed on, as before.
+  before it exits 0 (a dashboard detached into a session: foreground.py).
 """
 
 from __future__ import annotations
@@ -42,13 +58,18 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import resource
+import select
 import signal
+import struct
 import sys
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import NoReturn
 
-from probetop.probes.core import kernelholds
+from probetop.probes.core import kernelholds, stopsignals
 from probetop.tui.run import hardexit
 from probetop.tui.sessions import jobcontrol
 
@@ -56,10 +77,27 @@ _PR_SET_PDEATHSIG = 1
 _SI_KERNEL = 0x80  # siginfo's si_code of a signal the kernel sent (a tty's ^C, hangup)
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 EXIT_GRACE_S = 5.0
-"""How long the waiter gives a run that said its last words and named
-nothing held to end (an exit takes milliseconds)."""
+"""How long a run that said its last words and named nothing held may have
+a thread in an uninterruptible wait (D) before the waiter leaves it to the
+kernel: time the kernel holds it, unbroken, not wall time (on a loaded
+machine an exit may wait for a CPU much longer; a slow device draining
+its queue at exit takes seconds)."""
 HELD_GRACE_S = 0.2
-"""The same, when the run named threads the kernel holds."""
+"""The same, when the run named threads the kernel holds, or ended (its
+main thread gone, or killed) without last words: only the kernel keeps it."""
+STOP_GRACE_S = 2.0
+"""How long a run asked to stop may have its MAIN thread in D (a close() or
+fsync() on the hung device) before the waiter exits 128+N without it."""
+POLL_S = 0.5
+"""How often the waiter looks at a run that has said nothing (/proc): a run
+that dies without last words while the kernel holds a thread of it."""
+DEDUP_S = 0.25
+"""How long the waiter, sent a signal, looks whether the run noted one too
+(``stopsignals.receipts``) before it passes its copy on: the run notes it in
+its main thread, which on a loaded machine may wait that long for a CPU; a
+stop sent to the waiter alone reaches the run that much later."""
+POLL_ENDING_S = 0.02
+"""The same once the run is ending (last words, a stop signal, a thread in D)."""
 _STATUS = b"\0"  # a status message starts and ends with this byte; a detach message never does
 
 
@@ -75,11 +113,13 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
     if threading.active_count() != 1:
         return None, "the process already runs threads (--metrics?), so it cannot split"
     pipe_r, pipe_w = os.pipe()  # not inherited across exec (PEP 446)
+    drop_r, drop_w = os.pipe()  # the waiter's word to a run whose main thread is held
     sys.stdout.flush()
     sys.stderr.flush()
     waiter = os.getpid()
     if dashboard:
         jobcontrol.share_before_fork()  # Ctrl-Z: the "view suspended" flag both see
+    stopsignals.share_receipts()  # which signals the run got itself
     # Blocked from before the fork: one sent meanwhile waits for the waiter's
     # forwarding (a handler still installed would have ended the waiter, and
     # the run with it, with no report); the child takes its own mask back.
@@ -88,14 +128,20 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
         child = os.fork()
     except OSError as exc:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        os.close(pipe_r)
-        os.close(pipe_w)
+        for fd in (pipe_r, pipe_w, drop_r, drop_w):
+            os.close(fd)
         return None, f"fork failed: {exc.strerror}"
     if child != 0:
         os.close(pipe_w)
-        _wait(child, pipe_r, dashboard)
+        os.close(drop_r)
+        _wait(child, pipe_r, drop_w, dashboard)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     os.close(pipe_r)
+    os.close(drop_w)
+    if dashboard:
+        os.close(drop_r)  # its output is the terminal: nothing waits for its end
+    else:
+        _drop_output_when_told(drop_r)
     # A killed waiter: a dashboard stops cleanly (it owns the terminal); a
     # headless run dies as the process the user killed would have (kill -9).
     death = signal.SIGTERM if dashboard else signal.SIGKILL
@@ -106,95 +152,287 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
     return pipe_w, None
 
 
+def _drop_output_when_told(drop_r: int) -> None:
+    """A thread of the run waits for the waiter's word that it leaves the run
+    to the kernel without last words (its main thread held: it wrote no
+    report): then the run's fds 0-2 go to /dev/null, as last words do, so a
+    ``$(probetop ...)`` reaches the pipe's end. The waiter's normal exit
+    (end of file) ends the thread."""
+
+    def wait() -> None:
+        with contextlib.suppress(OSError):
+            if os.read(drop_r, 1):
+                _to_devnull()
+
+    threading.Thread(target=wait, name="probetop-drop-output", daemon=True).start()
+
+
+def _to_devnull() -> None:
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        with contextlib.suppress(OSError):
+            os.dup2(devnull, fd)
+
+
 def _tell_waiter(pipe_w: int, code: int) -> None:
     """The run's last words (module docstring)."""
     held = kernelholds.held()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        with contextlib.suppress(OSError):
-            os.dup2(devnull, fd)
+    _to_devnull()
     text = "".join(f"{line}\n" for line in [str(code), *held])
     os.write(pipe_w, _STATUS + text.encode() + _STATUS)
 
 
-def _forward_signals(child: int) -> None:
-    """Pass the stop signals sent to the waiter on to the run; not a Ctrl-C
-    typed at the terminal (the kernel sends it to the whole foreground
-    process group: the run got it already). A hangup is passed on: the
-    kernel sends it to the session's leader alone."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+@dataclass
+class _Ending:
+    """What the waiter knows of the run's end so far."""
 
-    def forward() -> None:
+    said: tuple[int, list[str]] | None = None  # last words: (status, held lines)
+    said_at: float = 0.0
+    stop: int | None = None  # the first stop signal the run got (forwarded or typed)
+    stop_at: float = 0.0
+    noted: dict[int, int] = field(default_factory=dict)  # receipts accounted for, per signal
+    dead: bool = False  # its main thread is gone, or a fatal signal came, with no exit yet
+    held_since: float | None = None  # since when some thread of it is in D, unbroken
+    main_held_since: float | None = None  # the same for its main thread
+
+
+def _signal_reader(signals: tuple[int, ...]) -> int:
+    """A thread takes the waiter's signals (blocked in every thread) with
+    their sender and hands them to the main loop on a pipe it returns:
+    the main thread then acts on each, in order, knowing who sent it."""
+    read_fd, write_fd = os.pipe()
+
+    def reader() -> None:
         while True:
-            info = signal.sigwaitinfo(FORWARDED)
-            if info.si_code == _SI_KERNEL and info.si_signo == signal.SIGINT:
-                continue  # typed at the terminal: sent to the whole process group
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, info.si_signo)
+            info = signal.sigwaitinfo(signals)
+            record = struct.pack("iii", info.si_signo, info.si_code, info.si_pid)
+            with contextlib.suppress(OSError):
+                os.write(write_fd, record)
 
-    threading.Thread(target=forward, name="forward-signals", daemon=True).start()
+    threading.Thread(target=reader, name="waiter-signals", daemon=True).start()
+    return read_fd
 
 
-def _wait(child: int, pipe_r: int, dashboard: bool) -> NoReturn:
-    """The waiter: pass stop signals on, then exit as the run says."""
-    _forward_signals(child)
-    if dashboard:
-        jobcontrol.waiter_handles_stop(child)  # Ctrl-Z: the dashboard restores the terminal first
+def _wait(child: int, pipe_r: int, drop_w: int, dashboard: bool) -> NoReturn:
+    """The waiter (module docstring): pass stop signals on, watch the run,
+    exit (or die) as it does."""
+    signals = FORWARDED + ((signal.SIGTSTP,) if dashboard else ())
+    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    sig_r = _signal_reader(signals)
+    os.set_blocking(sig_r, False)
+    os.set_blocking(pipe_r, False)
+    ending = _Ending()
+    taken: list[tuple[int, int, int]] = []  # handed over while the waiter was stopping
+
+    def before_continue() -> None:
+        taken.extend(_records(sig_r))
+
     message = b""
     while True:
-        try:
-            data = os.read(pipe_r, 65536)
-        except InterruptedError:  # pragma: no cover - PEP 475 retries
-            continue
-        if not data:
-            break
-        message += data
-        if len(message) > 1 and message.startswith(_STATUS) and message.endswith(_STATUS):
-            lines = message[1:-1].decode("utf-8", "replace").splitlines()
-            _collect(child, int(lines[0]), lines[1:])
+        busy = ending.said is not None or ending.stop is not None or ending.dead
+        with contextlib.suppress(InterruptedError):
+            ready, _, _ = select.select([pipe_r, sig_r], [], [], POLL_ENDING_S if busy else POLL_S)
+            if sig_r in ready:
+                records = _records(sig_r)
+                taken.clear()
+                while records:
+                    if _on_signal(child, ending, *records.pop(0), before_continue):
+                        # Continued after a stop: as the kernel discards the stop
+                        # signals pending at a SIGCONT, so are those taken before it.
+                        records = [r for r in records + taken if r[0] != signal.SIGTSTP]
+                        taken.clear()
+            if pipe_r in ready:
+                with contextlib.suppress(BlockingIOError):
+                    data = os.read(pipe_r, 65536)
+                    if not data:
+                        break
+                    message += data
+                if len(message) > 1 and message.startswith(_STATUS) and message.endswith(_STATUS):
+                    lines = message[1:-1].decode("utf-8", "replace").splitlines()
+                    ending.said, ending.said_at = (int(lines[0]), lines[1:]), time.monotonic()
+                    message = b""
+        _look(child, ending, drop_w)
+        _account(ending, signals)
     if message:  # the child detached: its session goes on without us
         with contextlib.suppress(OSError):
             os.write(1, message)
         os._exit(0)
-    while True:
+    while True:  # every thread of it has ended (its pipe closed): collect it
         try:
             _pid, status = os.waitpid(child, 0)
             break
         except InterruptedError:  # pragma: no cover
             continue
         except ChildProcessError:
-            os._exit(1)
-    _exit_as(status)
+            os._exit(ending.said[0] if ending.said is not None else 1)
+    _end_as(status)
 
 
-def _exit_as(status: int) -> NoReturn:
-    code = os.waitstatus_to_exitcode(status)
-    os._exit(code if code >= 0 else 128 - code)
+def _records(sig_r: int) -> list[tuple[int, int, int]]:
+    """The signals the reader thread has handed over so far (signo, si_code, si_pid)."""
+    try:
+        data = os.read(sig_r, 12 * 64)
+    except BlockingIOError:
+        return []
+    return [(a, b, c) for a, b, c in struct.iter_unpack("iii", data)]
 
 
-def _collect(child: int, code: int, held: list[str]) -> NoReturn:
-    """The run said its last words: its own status once it ended, else
-    ``code`` at once with the PID left to the kernel."""
-    deadline = time.monotonic() + (HELD_GRACE_S if held else EXIT_GRACE_S)
-    while True:
-        with contextlib.suppress(InterruptedError):
-            try:
-                pid, status = os.waitpid(child, os.WNOHANG)
-            except ChildProcessError:
-                os._exit(code)
-            if pid:
-                _exit_as(status)
+def _on_signal(
+    child: int,
+    ending: _Ending,
+    signo: int,
+    code: int,
+    sender: int,
+    before_continue: Callable[[], None],
+) -> bool:
+    """One signal sent to the waiter; True if it stopped the waiter as a job
+    (it has been continued since). A SIGINT typed at the terminal (the
+    kernel sends it to the whole foreground process group: the run got it
+    itself) is not passed on, nor a Ctrl-Z (the dashboard got its own and
+    asks the waiter to stop once the terminal is restored); the others are
+    (a hangup: the kernel sends it to the session's leader alone)."""
+    by_tty = code == _SI_KERNEL
+    if signo != signal.SIGTSTP and ending.stop is None:
+        ending.stop, ending.stop_at = signo, time.monotonic()
+    from_run = sender == child  # its own request: Ctrl-Z once the view is away
+    got_it = from_run or (by_tty and signo != signal.SIGHUP) or _got_it_too(ending, signo)
+    if not from_run:
+        ending.noted[signo] = ending.noted.get(signo, 0) + 1  # its copy or ours, once noted
+    if signo == signal.SIGTSTP:
+        return jobcontrol.waiter_tstp(
+            child, from_run=from_run, got_it=got_it, on_continued=before_continue
+        )
+    if not got_it:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signo)
+    return False
+
+
+def _got_it_too(ending: _Ending, signo: int) -> bool:
+    """True if the run noted a ``signo`` the waiter has not accounted for,
+    within ``DEDUP_S``: it got its own copy (the signal went to the whole
+    process group), so passing ours on would make one action two. Under
+    load the run may note it later: then it gets two, as before."""
+    deadline = time.monotonic() + DEDUP_S
+    while stopsignals.receipts(signo) <= ending.noted.get(signo, 0):
         if time.monotonic() >= deadline:
-            break
+            return False
         time.sleep(0.01)
-    why = "; ".join(held) or f"it did not end {EXIT_GRACE_S:g} s after its report"
+    return True
+
+
+def _account(ending: _Ending, signals: tuple[int, ...]) -> None:
+    """Signals the run noted that no signal to the waiter explains (a ``kill``
+    of the run's own PID) are accounted for: a later signal sent to the
+    waiter alone is passed on, never taken for a copy the run got."""
+    for sig in signals:
+        ending.noted[sig] = max(ending.noted.get(sig, 0), stopsignals.receipts(sig))
+
+
+def _look(child: int, ending: _Ending, drop_w: int) -> None:
+    """Collect the run if it ended; leave it to the kernel when it holds it
+    (module docstring: the four cases); else return and wait on."""
+    try:
+        pid, status = os.waitpid(child, os.WNOHANG)
+    except ChildProcessError:
+        os._exit(ending.said[0] if ending.said is not None else 1)
+    if pid:
+        _end_as(status)
+    now = time.monotonic()
+    quiet = ending.said is None and ending.stop is None and not ending.dead
+    if quiet and kernelholds.main_state(child) not in ("Z", "X", "D"):
+        return  # its main thread lives and runs: one read of /proc every POLL_S
+    state = kernelholds.process_state(child)
+    ending.dead = state.ended or state.dying
+    ending.held_since = (ending.held_since or now) if state.stuck else None
+    ending.main_held_since = (ending.main_held_since or now) if state.main_stuck else None
+    held_s = now - ending.held_since if ending.held_since is not None else -1.0
+    if ending.said is not None:
+        code, named = ending.said
+        if now - ending.said_at < HELD_GRACE_S:
+            return  # an exit takes milliseconds: whatever holds it, give it those
+        if named:
+            _leave(child, "; ".join(named), code=code)
+        if (
+            ending.held_since is not None
+            and now - max(ending.held_since, ending.said_at) >= EXIT_GRACE_S
+        ):
+            why = f"{', '.join(state.stuck)} for {EXIT_GRACE_S:g} s after its report"
+            _leave(child, why, code=code)
+        return
+    if ending.dead and held_s >= HELD_GRACE_S:
+        status = state.status if state.status is not None else signal.SIGKILL
+        how = _how_ended(status)
+        _leave(child, f"{', '.join(state.stuck)}; it {how} without its report", status=status)
+    if ending.stop is None or ending.main_held_since is None:
+        return
+    if now - max(ending.main_held_since, ending.stop_at) >= STOP_GRACE_S:
+        name = signal.Signals(ending.stop).name
+        why = (
+            f"{', '.join(state.stuck)}; its main thread could not act on {name} for "
+            f"{STOP_GRACE_S:g} s, so it wrote no report"
+        )
+        _drop_output(child, drop_w)
+        _leave(child, why, code=128 + ending.stop)
+
+
+def _drop_output(child: int, drop_w: int) -> None:
+    """Tell the run to point its fds 0-2 at /dev/null (``_drop_output_when_told``)
+    and wait for it briefly: it dies with the waiter (PDEATHSIG), and with
+    its output on our caller's pipe a ``$(probetop ...)`` would not return."""
+    with contextlib.suppress(OSError):
+        os.write(drop_w, b"!")
+    deadline = time.monotonic() + HELD_GRACE_S
+    while time.monotonic() < deadline:
+        try:
+            if os.readlink(f"/proc/{child}/fd/1") == os.devnull:
+                return
+        except OSError:
+            return
+        time.sleep(0.005)
+
+
+def _how_ended(status: int) -> str:
+    code = os.waitstatus_to_exitcode(status)
+    return f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited {code}"
+
+
+def _leave(child: int, why: str, *, code: int | None = None, status: int | None = None) -> NoReturn:
+    """Say which process is left to the kernel, then exit with ``code`` or
+    end as the wait ``status`` says."""
     with contextlib.suppress(OSError):
         os.write(
             2,
             f"probetop: process {child} is left to the kernel ({why}): it ends when its "
             "I/O completes or fails (the device answers or is removed)\n".encode(),
         )
-    os._exit(code)
+    if status is not None:
+        _end_as(status)
+    os._exit(code if code is not None else 1)
+
+
+def _end_as(status: int) -> NoReturn:
+    """End as the run did: its exit status, or death by the same signal (the
+    shell then says "Killed", and ``$?`` and WIFSIGNALED are what a plain
+    process gives), without a core file of the waiter."""
+    code = os.waitstatus_to_exitcode(status)
+    if code >= 0:
+        os._exit(code)
+    die_of(-code)
+
+
+def die_of(sig: int) -> NoReturn:
+    """Die of ``sig`` as its default action does (docs/reliability.md: a
+    process killed by a signal)."""
+    with contextlib.suppress(OSError, ValueError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the core would be the waiter's
+    with contextlib.suppress(OSError, ValueError, RuntimeError):
+        signal.signal(sig, signal.SIG_DFL)  # not SIGKILL/SIGSTOP: those have no other
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+    # To this thread: a signal to the process could be taken by a thread
+    # that waits for it (sigwaitinfo) instead of killing the process.
+    signal.pthread_kill(threading.get_ident(), sig)
+    os._exit(128 + sig)  # a signal whose default is to be ignored

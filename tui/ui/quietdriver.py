@@ -44,6 +44,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from probetop.probes.core import stopsignals
 from probetop.tui.sessions import jobcontrol
 from textual._parser import ParseError
 from textual._time import get_time
@@ -111,6 +112,7 @@ class QuietLinuxDriver(LinuxDriver):
         then the waiter's). Work done there could start the view twice, or
         put a message in a Textual queue between its getter's emptiness
         check and its wait, a wake-up lost."""
+        stopsignals.note(signum)  # the waiter passes on no copy of one we got ourselves
         with contextlib.suppress(RuntimeError):  # the loop closed: the process is exiting
             self._loop.call_soon_threadsafe(self._job_signal, signum)
 

@@ -1,0 +1,137 @@
+"""The process the shell started (the waiter of a split run,
+tui/sessions/waiter.py) ends as a plain process would, and passes a signal
+on only when the run did not get it itself.
+
+Real runs: ``iops`` over a file in a temporary directory (no root), under
+``strace -e trace=kill`` to count what the waiter passes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from disk_fixtures import PROBETOP
+
+STOP_WITHIN_S = 10.0  # generous: the product stops within 2 s; this only bounds a hang
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def wait_for(what: str, predicate, timeout: float = 60.0):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not (found := predicate()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+    return found
+
+
+@contextmanager
+def traced_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, int, Path]]:
+    """``iops`` under strace: (strace's process, the waiter, the run, strace's
+    output)."""
+    if shutil.which("strace") is None:
+        pytest.skip("needs strace")
+    trace = tmp_path / "kills.trace"
+    args = ["iops", str(tmp_path / "target"), "--size", "8M", "--time", "60", "--json"]
+    proc = subprocess.Popen(
+        # --seccomp-bpf: stopped at kill() only, not at each of start-up's
+        # thousands of system calls (minutes on a loaded machine)
+        ["strace", "-f", "--seccomp-bpf", "-qq", "-e", "trace=kill", "-o", str(trace),
+         *PROBETOP, *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        waiter = wait_for("the waiter", lambda: (children(proc.pid) or [0])[0])
+        try:
+            run = wait_for("the run", lambda: (children(waiter) or [0])[0])
+        except AssertionError:
+            info = subprocess.run(["ps", "-eLww", "-o", "pid,tid,ppid,stat,wchan:24,args"],
+                                  capture_output=True, text=True).stdout  # fmt: skip
+            mine = [line for line in info.splitlines() if "probetop" in line or "strace" in line]
+            if proc.poll() is not None:
+                mine += [f"ended {proc.returncode}:", *proc.communicate()]
+            said = f"strace {proc.pid}, waiter {waiter}:\n" + "\n".join(mine)
+            raise AssertionError(said) from None
+        # Running: the run's I/O threads are up (its handlers are installed by then).
+        wait_for("the I/O threads", lambda: len(os.listdir(f"/proc/{run}/task")) > 3)
+        time.sleep(1.0)
+        yield proc, waiter, run, trace
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def passed_on(trace: Path, run: int, sig: signal.Signals) -> int:
+    return len(re.findall(rf"kill\({run}, {sig.name}\)", trace.read_text()))
+
+
+# Alone (``make test``'s serial pass). On a machine at load 20-150 about one
+# run in five (alone too) saw no child of the waiter within 60 s under
+# strace: not understood yet (issue 26 notes); otherwise ~2 s per test.
+@pytest.mark.serial
+def test_a_signal_to_the_whole_process_group_is_handled_once(tmp_path: Path):
+    """``timeout`` (the command, then its process group) and ``kill -- -PGID``:
+    the run gets the signal itself; the waiter gets it too and used to pass
+    its copy on, a second stop. Sent here to the run, then to the waiter, as
+    ``timeout`` does (the process group would include strace)."""
+    with traced_run(tmp_path) as (proc, waiter, run, trace):
+        os.kill(run, signal.SIGTERM)
+        os.kill(waiter, signal.SIGTERM)
+        out, err = proc.communicate(timeout=STOP_WITHIN_S)
+        assert proc.returncode == 143, (err[-800:], out[-800:], trace.read_text()[-800:])
+        assert json.loads(out)["probetop"]["interrupted"] == "interrupted (SIGTERM)"
+        assert passed_on(trace, run, signal.SIGTERM) == 0, trace.read_text()[-800:]
+
+
+# Alone (``make test``'s serial pass). On a machine at load 20-150 about one
+# run in five (alone too) saw no child of the waiter within 60 s under
+# strace: not understood yet (issue 26 notes); otherwise ~2 s per test.
+@pytest.mark.serial
+def test_a_signal_to_the_waiter_alone_is_passed_on_once(tmp_path: Path):
+    with traced_run(tmp_path) as (proc, waiter, run, trace):
+        os.kill(waiter, signal.SIGTERM)
+        out, err = proc.communicate(timeout=STOP_WITHIN_S)
+        assert proc.returncode == 143, err[-800:]
+        assert json.loads(out)["probetop"]["interrupted"] == "interrupted (SIGTERM)"
+        assert passed_on(trace, run, signal.SIGTERM) == 1, trace.read_text()[-800:]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV])
+def test_a_run_that_dies_of_a_signal_ends_the_shells_process_the_same_way(
+    tmp_path: Path, sig: signal.Signals
+):
+    """The run killed (kill -9, the OOM killer) or crashed: the process the
+    shell started dies of the same signal, as a plain process would (the
+    shell says "Killed"; ``$?`` 137 with WIFSIGNALED), not exit 137."""
+    args = ["iops", str(tmp_path / "target"), "--size", "8M", "--time", "60", "--json"]
+    proc = subprocess.Popen(
+        [*PROBETOP, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        run = wait_for("the run", lambda: (children(proc.pid) or [0])[0])
+        wait_for("the I/O threads", lambda: len(os.listdir(f"/proc/{run}/task")) > 3)
+        os.kill(run, sig)
+        _out, err = proc.communicate(timeout=STOP_WITHIN_S)
+        assert proc.returncode == -sig, (proc.returncode, err[-800:])
+        assert not list(tmp_path.glob("core*")), "the waiter left a core file"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
