@@ -23,20 +23,51 @@ Contract:
 - When no candidate is usable, caching is off: ``enabled()`` is False, the
   loops compile in memory at every run (seconds slower, same results), and
   ``note()`` says why; nothing fails.
+
+Pruning: numba keeps one entry (``<dir name>_<sha1 of the source
+directory>``) per source path ever used and never removes one: every clean
+clone, venv or tree copied to /tmp added ~1 MB that outlived it.
+- ``claim(source_file)`` (each module with cached loops, before numba
+  decorates): its entry gets a marker file, ``probetop-source``, holding the
+  source directory, touched at each claim (its mtime is the entry's last
+  use); the process keeps a shared lock on the entry directory for its life.
+- ``prune()`` (``probetop compile``, and ``claim`` when it made a new entry)
+  removes an entry whose source directory no longer exists or that nobody
+  used for ``KEEP_UNUSED_DAYS``, only with an exclusive lock on it (a
+  running probetop holds a shared one: its entry stays), only direct
+  children of the chosen directory named as numba names them, real
+  directories owned by us. An entry from before markers is traced to its
+  source by the path numba compiled into it, accepted only when its SHA-1
+  is the one in the entry's name; otherwise age alone decides.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
+import re
+import shutil
 import stat
 import sys
 import tempfile
 import threading
+import time
+from dataclasses import dataclass
 
 _lock = threading.Lock()
 _chosen: str | None = None
 _configured = False
 _note: str | None = None
+_claims: dict[str, int] = {}  # entry directory -> its fd, locked shared for our life
+
+MARKER = "probetop-source"
+KEEP_UNUSED_DAYS = 30
+# numba's UserProvidedCacheLocator: "<last component>_<sha1 of the directory>".
+_ENTRY = re.compile(r"(?P<base>.+)_(?P<sha>[0-9a-f]{40})")
+# Where numba's compiled code names its source (legacy entries, no marker).
+_SOURCE_IN_CODE = re.compile(rb"# File: (/[^\x00-\x1f]+?\.py)\b")
 
 
 def _usable(path: str) -> bool:
@@ -55,10 +86,14 @@ def _usable(path: str) -> bool:
 
 def candidates() -> list[str]:
     """The directories tried, in order (see the module docstring)."""
-    out = []
     given = os.environ.get("NUMBA_CACHE_DIR")
-    if given:
-        out.append(given)
+    return ([given] if given else []) + _own_candidates()
+
+
+def _own_candidates() -> list[str]:
+    """The directories that are probetop's alone (not a ``NUMBA_CACHE_DIR``
+    the user may share with other numba programs)."""
+    out = []
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     if os.path.isabs(xdg):
         out.append(os.path.join(xdg, "probetop", "numba"))
@@ -108,3 +143,188 @@ def note() -> str | None:
     """Why caching is off, or None."""
     configure()
     return _note
+
+
+def entry_name(source_dir: str) -> str:
+    """numba's entry (a subdirectory of the cache) for code from ``source_dir``,
+    as its UserProvidedCacheLocator names it."""
+    source_dir = os.path.abspath(source_dir)
+    digest = hashlib.sha1(source_dir.encode()).hexdigest()
+    return f"{os.path.basename(source_dir)}_{digest}"
+
+
+def claim(source_file: str) -> None:
+    """Mark the cache entry of ``source_file``'s directory as used by this
+    process (shared lock held until exit, marker naming the source, mtime
+    now); prune the others when the entry is new. Call after ``configure()``,
+    before numba decorates; a failure only means no claim, never an error."""
+    root = configure()
+    if root is None:
+        return
+    source_dir = os.path.dirname(os.path.abspath(source_file))
+    entry = os.path.join(root, entry_name(source_dir))
+    with _lock:
+        if entry in _claims:
+            return
+        created = not os.path.isdir(entry)
+        fd = _lock_entry(entry, fcntl.LOCK_SH, make=True)
+        if fd is None:
+            return
+        with contextlib.suppress(OSError):
+            _write_marker(os.path.join(entry, MARKER), source_dir)
+        _claims[entry] = fd
+    if created:
+        prune()
+
+
+def _lock_entry(entry: str, how: int, make: bool = False) -> int | None:
+    """Open the entry directory and lock it (``how``, non-blocking): its fd,
+    or None when another process holds a conflicting lock for ~2 s, or on an
+    OS error. Retries when the entry was pruned between open and lock."""
+    deadline = time.monotonic() + 2.0
+    while True:
+        try:
+            if make:
+                os.makedirs(entry, mode=0o700, exist_ok=True)
+            fd = os.open(entry, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
+            if os.fstat(fd).st_ino == os.lstat(entry).st_ino:
+                return fd  # still the entry: not pruned meanwhile
+        except OSError:
+            if how == fcntl.LOCK_EX or time.monotonic() > deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.02)  # a prune holds it for the few ms a removal takes
+        os.close(fd)
+
+
+def _write_marker(path: str, source_dir: str) -> None:
+    """The marker names the source directory; its mtime is the last use."""
+    data = source_dir.encode() + b"\n"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        if os.pread(fd, len(data) + 1, 0) != data:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, data, 0)
+        os.utime(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True, slots=True)
+class Pruned:
+    """What ``prune()`` removed: entries and their bytes."""
+
+    entries: int = 0
+    bytes: int = 0
+
+
+def prune(now: float | None = None, keep_days: float = KEEP_UNUSED_DAYS) -> Pruned:
+    """Remove stale entries (see the module docstring) from the chosen cache
+    directory; entries in use, or not numba's, are left alone. In a
+    ``NUMBA_CACHE_DIR`` of the user's own choosing (other numba programs may
+    share it), only entries with our marker."""
+    root = configure()
+    if root is None:
+        return Pruned()
+    shared = root not in _own_candidates()
+    now = time.time() if now is None else now
+    entries = total = 0
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return Pruned()
+    for name in names:
+        entry = os.path.join(root, name)
+        if _ENTRY.fullmatch(name) is None or entry in _claims or not _ours(entry):
+            continue
+        if shared and not os.path.exists(os.path.join(entry, MARKER)):
+            continue
+        if not _stale(entry, name, now, keep_days):
+            continue
+        fd = _lock_entry(entry, fcntl.LOCK_EX)
+        if fd is None:
+            continue  # a running probetop uses it
+        try:
+            if not _stale(entry, name, now, keep_days):
+                continue  # used since we looked
+            size = _size(entry)
+            # Out of numba's sight in one step, then removed (symlink-safe).
+            doomed = os.path.join(root, f".{name}.pruning-{os.getpid()}")
+            os.rename(entry, doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+            entries, total = entries + 1, total + size
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return Pruned(entries, total)
+
+
+def _ours(entry: str) -> bool:
+    try:
+        st = os.lstat(entry)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
+
+
+def _stale(entry: str, name: str, now: float, keep_days: float) -> bool:
+    """No source directory any more, or no use for ``keep_days``."""
+    source = _source_of(entry, name)
+    if source is not None and not os.path.isdir(source):
+        return True
+    return now - _last_use(entry) > keep_days * 86400
+
+
+def _source_of(entry: str, name: str) -> str | None:
+    """The source directory the entry caches: from its marker, else from the
+    path numba compiled into its code; only a path whose SHA-1 is the one in
+    the entry's name counts."""
+    candidates: list[bytes] = []
+    try:
+        with open(os.path.join(entry, MARKER), "rb") as f:
+            candidates.append(f.read(4096).strip())
+    except OSError:
+        pass
+    if not any(candidates):
+        code = sorted(
+            (os.path.getsize(p), p)
+            for p in (os.path.join(entry, n) for n in _listdir(entry) if n.endswith(".nbc"))
+        )
+        if code:
+            with contextlib.suppress(OSError), open(code[0][1], "rb") as f:
+                candidates += [os.path.dirname(m) for m in _SOURCE_IN_CODE.findall(f.read(1 << 22))]
+    for raw in candidates:
+        with contextlib.suppress(UnicodeDecodeError):
+            source = raw.decode()
+            if source and entry_name(source) == name:
+                return source
+    return None
+
+
+def _last_use(entry: str) -> float:
+    """Newest mtime of the entry and its files (the marker's: the last claim)."""
+    newest = 0.0
+    for n in [".", *_listdir(entry)]:
+        with contextlib.suppress(OSError):
+            newest = max(newest, os.lstat(os.path.join(entry, n)).st_mtime)
+    return newest
+
+
+def _size(entry: str) -> int:
+    total = 0
+    for n in _listdir(entry):
+        with contextlib.suppress(OSError):
+            total += os.lstat(os.path.join(entry, n)).st_size
+    return total
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []

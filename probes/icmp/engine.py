@@ -53,6 +53,7 @@ from probetop.probes.core import native_cache, numba_target
 # Before numba loads: its cache goes to a per-user directory (or is off), so
 # any user can run the flood (nobody without a home got a RuntimeError).
 CACHE = native_cache.enabled()
+native_cache.claim(__file__)  # this tree's entry: kept while we run; stale ones pruned
 
 import numba  # noqa: E402
 import numpy as np  # noqa: E402

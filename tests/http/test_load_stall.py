@@ -224,15 +224,21 @@ def test_corrected_p99_matches_wrk_on_the_same_stall(
     summary, _stalled, _mismatches = stall_run
     script = tmp_path / "paced.lua"
     script.write_text(WRK_SCRIPT.format(delay_ms=int(1000 / RATE)))
-    with StallServer(stall_at=STALL_AT, stall_s=STALL_S) as server:
-        proc = subprocess.run(
-            [wrk, "-t1", "-c1", f"-d{SECONDS:g}s", "-s", str(script), server.url],
-            capture_output=True,
-            text=True,
-            timeout=SECONDS + 30,
-        )
-    assert proc.returncode == 0, proc.stderr
-    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith('{"p99_us"'))
+    # wrk paces itself in a closed loop: on a loaded machine it once sent 299
+    # requests in 5 s, never the 300th that stalls, so it measured no stall.
+    # Such a run is run again (as the probetop run is), at most three in all.
+    for _ in range(3):
+        with StallServer(stall_at=STALL_AT, stall_s=STALL_S) as server:
+            proc = subprocess.run(
+                [wrk, "-t1", "-c1", f"-d{SECONDS:g}s", "-s", str(script), server.url],
+                capture_output=True,
+                text=True,
+                timeout=SECONDS + 30,
+            )
+        assert proc.returncode == 0, proc.stderr
+        line = next(ln for ln in proc.stdout.splitlines() if ln.startswith('{"p99_us"'))
+        if json.loads(line)["n"] >= STALL_AT:
+            break
     wrk_p99_ms = json.loads(line)["p99_us"] / 1000.0
     ok = summary["classes"]["2xx_3xx"]
     assert wrk_p99_ms > 0.8 * STALL_S * 1000.0, proc.stdout  # wrk's corrected p99 has it
