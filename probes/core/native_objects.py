@@ -156,13 +156,28 @@ def _base(where: str, name: str, sources: Sequence[str]) -> str:
     return os.path.join(where, f"{name}-{hashlib.sha256(paths.encode()).hexdigest()[:16]}")
 
 
-def _sources_digest(sources: Sequence[str]) -> str:
-    h = hashlib.sha256()
-    for path in sources:
-        with open(path, "rb") as f:
-            h.update(f.read())
-        h.update(b"\0")
-    return h.hexdigest()
+_pinned: dict[tuple[str, ...], str] = {}
+_pinned_lock = threading.Lock()
+
+
+def pin_sources(sources: Sequence[str]) -> str:
+    """The sha256 of ``sources`` as they were when first asked in this
+    process. A family calls it when it imports the modules whose constants
+    the loop was compiled with (``loopstate``, ``workers``), so a ``git pull``
+    or an upgrade that lands later (during a 30 s compile, or under a
+    dashboard that runs for days) can neither keep the old code under the new
+    sources' digest nor load new code into a process that holds the old
+    layout."""
+    key = tuple(os.path.abspath(p) for p in sources)
+    with _pinned_lock:
+        if key not in _pinned:
+            h = hashlib.sha256()
+            for path in key:
+                with open(path, "rb") as f:
+                    h.update(f.read())
+                h.update(b"\0")
+            _pinned[key] = h.hexdigest()
+        return _pinned[key]
 
 
 _llvm_lock = threading.Lock()
@@ -278,14 +293,20 @@ def build(name: str, dispatcher: Any, sources: Sequence[str]) -> None:
         "args": [[a.kind, a.dtype, a.ndim] for a in args],
         "returns": returns,
         "needs": sorted(set(needs)),
-        "sources": _sources_digest(sources),
+        "sources": pin_sources(sources),
         "machine": _machine(llvm),
+        # The object's own digest: a .o cut short by a crash, or from another
+        # build than its .json (two compiles at once), is never handed to
+        # the JIT (a malformed object crashed the process there).
+        "object": {"sha256": hashlib.sha256(code).hexdigest(), "size": len(code)},
     }
     base = _base(where, name, sources)
     for suffix, data in ((".o", code), (".json", json.dumps(meta).encode())):
         tmp = f"{base}{suffix}.{os.getpid()}.tmp"
         with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, base + suffix)
 
 
@@ -379,7 +400,12 @@ def load(name: str, sources: Sequence[str]) -> Loop | None:
             meta = json.load(f)
         with open(base + ".o", "rb") as f:
             code = f.read()
-        if meta.get("sources") != _sources_digest(sources):
+        if meta.get("sources") != pin_sources(sources):
+            return None
+        if meta.get("object") != {
+            "sha256": hashlib.sha256(code).hexdigest(),
+            "size": len(code),
+        }:
             return None
         llvm = _llvm()
         if meta.get("machine") != _machine(llvm):

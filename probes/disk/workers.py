@@ -87,7 +87,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from probetop.probes.core import kernelholds
+from probetop.probes.core import kernelholds, native_objects
 from probetop.probes.core.base import ProbeError
 from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.counters import (
@@ -210,11 +210,13 @@ _SOURCES = tuple(
     os.path.join(os.path.dirname(__file__), name)
     for name in ("native.py", "counters.py", "uring.py")
 )
+# Pinned now, as this process binds the constants the loop is built with
+# (native_objects.pin_sources): an upgrade landing later is another build.
+native_objects.pin_sources(_SOURCES)
 
 
 def _kept_kernels() -> dict[str, Any] | None:
     """Every loop from its kept object code, or None when one is missing or stale."""
-    from probetop.probes.core import native_objects
 
     kernels: dict[str, Any] = {}
     for key, name in KEPT_LOOPS.items():
@@ -258,7 +260,6 @@ def keep_kernels(run_once: Callable[[], None]) -> bool:
 
 def kernels_kept() -> bool:
     """Whether the loops in use came from their kept object code (loading them)."""
-    from probetop.probes.core import native_objects
 
     return isinstance(compile_kernels()["sync"], native_objects.Loop)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from probetop.probes.core import native_objects
 from probetop.probes.icmp.layout import (
     ADDR_BYTES,
     C_ADDRLEN,
@@ -296,6 +297,9 @@ def make_config(
 _SOURCES = tuple(
     os.path.join(os.path.dirname(__file__), name) for name in ("engine.py", "layout.py")
 )
+# Pinned now, as this process binds the constants the loop is built with
+# (native_objects.pin_sources): an upgrade landing later is another build.
+native_objects.pin_sources(_SOURCES)
 _KEPT_NAME = "icmp.run_slice"
 _loop_lock = threading.Lock()
 _loop: list[Any] = []
@@ -307,8 +311,6 @@ def _run_slice() -> Any:
         return _loop[0]
     with _loop_lock:
         if not _loop:
-            from probetop.probes.core import native_objects
-
             kept = native_objects.load(_KEPT_NAME, _SOURCES)
             if kept is None:
                 from probetop.probes.icmp.engine import run_slice  # numba
@@ -321,7 +323,6 @@ def _run_slice() -> Any:
 
 def loop_kept() -> bool:
     """Whether the loop in use is the kept object code."""
-    from probetop.probes.core import native_objects
 
     return isinstance(_run_slice(), native_objects.Loop)
 

@@ -150,3 +150,25 @@ def test_a_loop_raising_through_numba_runtime_is_refused(tmp_path: Path) -> None
         "    print('refused')\n"
     )
     assert _run(code, cache) == "refused"
+
+
+@pytest.mark.parametrize("damage", ["cut short", "empty", "another build"])
+def test_a_damaged_object_is_refused_not_run(kept: tuple[Path, Path, int], damage: str) -> None:
+    """A .o cut short by a crash, emptied, or from another build than its
+    .json (two compiles at once) is refused before the JIT sees it: handing
+    a malformed object to the JIT killed the process (SIGSEGV) at every
+    start."""
+    src, cache, _ = kept
+    (obj,) = (cache / "objects").glob("test.fill-*.o")
+    original = obj.read_bytes()
+    damaged = {
+        "cut short": original[: len(original) // 2],
+        "empty": b"",
+        "another build": original[:-1] + bytes([original[-1] ^ 0xFF]),
+    }[damage]
+    try:
+        obj.write_bytes(damaged)
+        assert json.loads(_run(LOAD.format(src=str(src)), cache)) is None
+    finally:
+        obj.write_bytes(original)
+    assert json.loads(_run(LOAD.format(src=str(src)), cache)) is not None
