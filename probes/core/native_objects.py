@@ -20,7 +20,9 @@ Contract:
   on error paths numba compiled in) must be in the process at load.
 - ``load(name, sources)`` (no numba): the loop as a ``Loop``, or None when
   there is none, or it was built from other sources (sha256 of each file in
-  ``sources``), on another CPU (name, features) or triple, or one of its
+  ``sources``, pinned by ``pin_sources`` when the family bound its
+  constants), on another CPU (name, features) or triple, its ``.o`` is not
+  the one its ``.json`` records (sha256, size), or one of its
   symbols is not in this process: the caller then takes numba's loop, the
   same code compiled by numba.
 - ``Loop(*args)`` checks every argument as numba's dispatcher types it
