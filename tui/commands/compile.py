@@ -11,11 +11,9 @@ milliseconds at every start.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +28,7 @@ SPEC = CommandSpec(
 Compile the native loops of the disk probes (iops, warmup: psync, libaio and
 io_uring) and of the ICMP probe into numba's per-user cache, so later runs
 start at once. `make setup` (and so `make demo`) runs it; after `pip install`,
-run it once per user. The families compile side by side, one process each.
+run it once per user. The families compile one after the other.
 Sends nothing and touches no device: the disk loops run once on an 8 KiB
 in-memory file. Then removes cache entries whose source directory is gone or
 that no probetop used for 30 days (never one a running probetop uses). Exit 0
@@ -71,20 +69,10 @@ def _build(build: Callable[[], bool]) -> tuple[str | None, float, bool]:
 
 
 def _build_all(builds: list[Callable[[], bool]]) -> list[tuple[str | None, float, bool]]:
-    """Every family at once, one process each (numba compiles holding the
-    GIL: 27 + 15 s one after the other on a 2-core machine, ~27 s side by
-    side); in this process when there is one CPU or no process can start."""
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
-    workers = min(len(builds), len(os.sched_getaffinity(0)))
-    if workers > 1:
-        try:
-            # spawn: a fresh interpreter, not a fork of this one's state.
-            with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-                return list(pool.map(_build, builds))
-        except (OSError, BrokenProcessPool):
-            pass
+    """Every family, one after the other in this process. Side by side (a
+    process each) raced on numba's cache: a clean clone's quiet `make test`
+    failed with one family reading an entry's .nbc file the other was
+    writing (FileNotFoundError), so the ~15 s it saved is not taken."""
     return [_build(build) for build in builds]
 
 
