@@ -139,9 +139,11 @@ def test_a_run_measures_for_the_duration_spelled_with_a_unit() -> None:
 
 def test_a_file_is_made_at_a_size_spelled_the_kubernetes_way(tmp_path) -> None:
     target = tmp_path / "k8s.img"
+    # --time bounds the layout too (iops.py _lay_out): 300 ms ran out while a
+    # loaded CI machine was still writing the 1 MiB, so give it seconds.
     out = run(
         "iops", str(target), "--size", "1Mi", "--bs", "4Ki", "--rw", "write",
-        "--time", "300ms", "--json",
+        "--time", "2s", "--json",
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert target.stat().st_size == 1 << 20
