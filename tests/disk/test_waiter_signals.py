@@ -148,3 +148,50 @@ def test_a_run_that_dies_of_a_signal_ends_the_shells_process_the_same_way(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@contextmanager
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    """A child standing in for the run: a SIGINT passed on to it ends it."""
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_group_signal_noted_by_the_run_before_the_waiters_copy_is_handled_once(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """The race, made deterministic: a signal sent to the whole group reaches
+    the run, which notes it, and the waiter's loop does its accounting
+    before the waiter's own copy is handed over (the reader thread took it
+    between the loop's select and its accounting). The accounting used to
+    take the run's receipt for a kill of the run's own PID, so the copy that
+    came next was passed on: two stops for one action (~1 in 10^4 runs).
+    The same steps, in that order, on the waiter's own functions: nothing
+    is passed on. A receipt no copy explains within ``DEDUP_S`` is still the
+    run's own: a signal sent to the waiter alone after it is passed on."""
+    from probetop.probes.core import stopsignals
+    from probetop.tui.sessions import waiter
+
+    monkeypatch.setattr(stopsignals, "_receipts", None)  # this test's own counters
+    stopsignals.share_receipts()
+    sigint = signal.SIGINT
+    with sleeper() as run:
+        ending = waiter._Ending()
+        waiter._account(ending, waiter.FORWARDED)  # a quiet loop: nothing noted
+        stopsignals.note(sigint)  # the run's copy of the group's SIGINT
+        waiter._account(ending, waiter.FORWARDED)  # the loop, before the waiter's copy
+        waiter._on_signal(run.pid, ending, sigint, 0, os.getpid() + 1, lambda: None)
+        time.sleep(0.3)
+        assert run.poll() is None, "the waiter's copy was passed on: a second stop"
+    with sleeper() as run:
+        ending = waiter._Ending(noted={sigint: stopsignals.receipts(sigint)})
+        stopsignals.note(sigint)  # a kill of the run's own PID: no copy at the waiter
+        waiter._account(ending, waiter.FORWARDED)
+        time.sleep(waiter.DEDUP_S + 0.05)
+        waiter._account(ending, waiter.FORWARDED)  # explained by no copy: the run's own
+        waiter._on_signal(run.pid, ending, sigint, 0, os.getpid() + 1, lambda: None)
+        assert run.wait(timeout=10) == -sigint, "a stop sent to the waiter alone was dropped"

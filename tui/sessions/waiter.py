@@ -194,6 +194,7 @@ class _Ending:
     stop: int | None = None  # the first stop signal the run got (forwarded or typed)
     stop_at: float = 0.0
     noted: dict[int, int] = field(default_factory=dict)  # receipts accounted for, per signal
+    unexplained: dict[int, float] = field(default_factory=dict)  # receipts beyond noted: since
     dead: bool = False  # its main thread is gone, or a fatal signal came, with no exit yet
     held_since: float | None = None  # since when some thread of it is in D, unbroken
     main_held_since: float | None = None  # the same for its main thread
@@ -295,6 +296,7 @@ def _on_signal(
     asks the waiter to stop once the terminal is restored); the others are
     (a hangup: the kernel sends it to the session's leader alone)."""
     by_tty = code == _SI_KERNEL
+    _account(ending, (signo,))  # what the run noted long enough ago is its own
     if signo != signal.SIGTSTP and ending.stop is None:
         ending.stop, ending.stop_at = signo, time.monotonic()
     from_run = sender == child  # its own request: Ctrl-Z once the view is away
@@ -326,10 +328,24 @@ def _got_it_too(ending: _Ending, signo: int) -> bool:
 
 def _account(ending: _Ending, signals: tuple[int, ...]) -> None:
     """Signals the run noted that no signal to the waiter explains (a ``kill``
-    of the run's own PID) are accounted for: a later signal sent to the
-    waiter alone is passed on, never taken for a copy the run got."""
+    of the run's own PID) are accounted for once ``DEDUP_S`` has passed
+    since the waiter first saw them without a copy of its own: a later
+    signal sent to the waiter alone is then passed on, never taken for a
+    copy the run got. Not at once: the waiter's copy of a signal sent to the
+    whole group may still be on its way (taken by the reader thread, not yet
+    handed over) when the run has noted its own; accounted for at once, that
+    copy was passed on as a second stop. A signal at the waiter and one the
+    run noted within ``DEDUP_S`` of each other are one action, whichever
+    came first."""
+    now = time.monotonic()
     for sig in signals:
-        ending.noted[sig] = max(ending.noted.get(sig, 0), stopsignals.receipts(sig))
+        seen = stopsignals.receipts(sig)
+        if seen <= ending.noted.get(sig, 0):
+            ending.unexplained.pop(sig, None)
+            continue
+        if now - ending.unexplained.setdefault(sig, now) >= DEDUP_S:
+            ending.noted[sig] = seen
+            del ending.unexplained[sig]
 
 
 def _look(child: int, ending: _Ending, drop_w: int) -> None:
