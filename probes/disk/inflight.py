@@ -11,6 +11,11 @@ Contract:
   workers only what is left of ``steps.GRACE_S`` (``stop_grace``).
 - ``hung_message``: what a run whose device stopped answering says, naming
   the I/Os still in flight (``pending.InFlight``).
+- ``held_end(target, engine)``: after a stop and join, why the kernel holds
+  the run's end, if it does, as ``(message, in_flight)``: workers still
+  blocked (their I/Os in flight), or the fds' close held by the writeback
+  of buffered writes (``Engine.close_held``); ``(None, [])`` otherwise. The
+  one rule ``iops`` and ``warmup`` both apply (exit 2 when it says so).
 """
 
 from __future__ import annotations
@@ -75,3 +80,11 @@ def hung_message(target: str, engine: Engine, ios: Sequence[InFlight]) -> str:
         f"{target}: the device stopped answering: {describe(ios)} still in flight{waited}, "
         "not counted (the kernel may hold this process until they complete or fail)"
     )
+
+
+def held_end(target: str, engine: Engine) -> tuple[str | None, list[InFlight]]:
+    """See the module docstring: call after ``Engine.join_stopped``."""
+    if engine.stuck:
+        ios = engine.in_flight()
+        return hung_message(target, engine, ios), ios
+    return engine.close_held, []

@@ -80,7 +80,7 @@ from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.filelayout import Layout
 from probetop.probes.disk.freespace import allocation_needed, check_room
 from probetop.probes.disk.holes import find_holes
-from probetop.probes.disk.inflight import hung_message, stop_grace
+from probetop.probes.disk.inflight import held_end, stop_grace
 from probetop.probes.disk.jobusage import ThreadUsage
 from probetop.probes.disk.kernelview import KernelView, buffered_note, rate_note, zeros_note
 from probetop.probes.disk.mounts import filesystem_of
@@ -507,13 +507,11 @@ class IopsProbe:
             stopped_ns = now_ns()  # the run's end, unless its deadline came first
             engine.stop()  # first: a stop's 2 s budget is not spent on /proc reads
             self._mark_end(engine)  # before the join: a thread's counters go with it
-            hung = None
-            if not engine.join_stopped(stop_grace(engine)):
-                self.in_flight = engine.in_flight()
-                hung = hung_message(self.target_path, engine, self.in_flight)
-                self.errors.append(hung)
-            elif engine.close_held is not None:  # buffered writes the device never took
-                hung = engine.close_held
+            engine.join_stopped(stop_grace(engine))
+            # Workers the device holds, or a close held by the writeback of
+            # buffered writes the device never took (the warm-up's rule too).
+            hung, self.in_flight = held_end(self.target_path, engine)
+            if hung is not None:
                 self.errors.append(hung)
             # The last completion, not after the AIO context teardown (~30 ms).
             end = engine.snapshot(engine.finished_ns or now_ns(), per_job=self._per_job)

@@ -15,7 +15,8 @@
 - ``stop()`` stops and joins every worker (``Engine.join_stopped``: within
   ``steps.GRACE_S``, less what a drain already waited, longer while a worker
   is only short of CPU; a worker blocked in the kernel by a hung device is
-  left behind, counted in ``stuck``, its I/Os in ``in_flight()``) and
+  left behind, counted in ``stuck``, its I/Os in ``in_flight()``; a close
+  the writeback of buffered writes holds is left behind too: ``held_end``) and
   returns the ``Step`` after the last interval (I/O completed after it:
   Ctrl-C, a stop, a hung device), which the caller makes the last interval;
 - afterwards: ``done_extents()`` (exactly the completed bytes),
@@ -41,7 +42,7 @@ from probetop.probes.disk.counters import (
     Snapshot,
 )
 from probetop.probes.disk.engineplan import EnginePlan
-from probetop.probes.disk.inflight import hung_message, stop_grace
+from probetop.probes.disk.inflight import stop_grace
 from probetop.probes.disk.steps import GRACE_S, run_step
 from probetop.probes.disk.targeterrors import describe_os_error
 from probetop.probes.disk.workers import Engine
@@ -189,9 +190,11 @@ class PassEngine:
         """Workers still blocked in the kernel after ``stop()``."""
         return self.engine.stuck
 
-    def hung_message(self, target: str) -> str:
-        """What the stuck workers have in flight, in words."""
-        return hung_message(target, self.engine, self.engine.in_flight())
+    def held_end(self, target: str) -> str | None:
+        """After ``stop()``: why the kernel holds the pass's end, if it does
+        (workers blocked with I/Os in flight, or a close held by writeback),
+        by the rule ``iops`` applies (``inflight.held_end``)."""
+        return inflight.held_end(target, self.engine)[0]
 
     def fatal_error(self) -> str | None:
         """An I/O error that makes going on pointless (disk full, device gone)."""

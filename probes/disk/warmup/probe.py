@@ -89,7 +89,7 @@ class WarmupProbe:
         # pass name; the holes of the file under the target after the run.
         self.maps: dict[str, BlockMap] = {}
         self.holes_after: Holes | None = None
-        self._hung = False  # a pass's device stopped answering (I/O still in flight)
+        self._hung = False  # a pass's device stopped answering (I/O or a close held)
         self._fresh_said = False
         self._rate_said = False
         self._read_zero = (0, 0)  # (zero bytes, bytes) read so far by the read pass
@@ -324,7 +324,7 @@ class WarmupProbe:
             self._pass_notes(pass_name, view)
             if cp is not None:
                 self._save(cp, engine, emit, force=True)
-            hung = engine.hung_message(self.settings.target) if engine.stuck else None
+            hung = engine.held_end(self.settings.target)
             if hung is not None:
                 self._hung = True
                 self.notes.append(hung)
