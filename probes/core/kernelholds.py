@@ -24,6 +24,11 @@ Contract:
   (``ProcessState``); ``MainHeld(grace_s).check(pid)``, polled: its main
   thread's wait ("thread N in WCHAN") once that thread has been seen in an
   uninterruptible wait at every look for ``grace_s``, else None.
+- ``held_now(pid, look_s)``: for a process seen from outside (``ls``): its
+  threads in an uninterruptible wait at two looks ``look_s`` apart (the
+  same threads: a thread in D for a moment is ordinary I/O), each as
+  "thread N in WCHAN" and the file it waits on where /proc tells it
+  ("on /dev/loop3"); None when none stayed there.
 - ``set_shown_pid(pid)`` / ``shown_pid()``: the PID to name to the user (lock
   files' "in use by probetop PID N"): the process the shell started, which
   is this one unless a split made this process its child.
@@ -212,3 +217,49 @@ class MainHeld:
         now = time.monotonic()
         self._since = self._since if self._since is not None else now
         return ", ".join(state.stuck) if now - self._since >= self.grace_s else None
+
+
+# Syscalls whose first argument is the fd they wait on: read, write, close,
+# pread64, pwrite64, readv, writev, preadv, pwritev, fsync, fdatasync.
+_FD_SYSCALLS = {
+    "x86_64": {0, 1, 3, 17, 18, 19, 20, 74, 75, 295, 296},
+    "aarch64": {57, 63, 64, 65, 66, 67, 68, 69, 70, 82, 83},
+}
+
+
+def _waits_on(pid: int, tid: int) -> str:
+    """" on PATH" for the fd ``tid``'s syscall names, when /proc tells it."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/syscall") as f:
+            fields = f.read().split()
+        nr, fd = int(fields[0]), int(fields[1], 16)
+        if nr not in _FD_SYSCALLS.get(os.uname().machine, set()):
+            return ""
+        return f" on {os.readlink(f'/proc/{pid}/fd/{fd}')}"
+    except (OSError, ValueError, IndexError):
+        return ""
+
+
+def _stuck_tids(pid: int) -> set[int]:
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return set()
+    out = set()
+    for tid in tids:
+        fields = _stat_fields(f"/proc/{pid}/task/{tid}/stat")
+        if fields and fields[0] == "D":
+            out.add(tid)
+    return out
+
+
+def held_now(pid: int, look_s: float = 0.3) -> str | None:
+    """See the module docstring."""
+    first = _stuck_tids(pid)
+    if not first:
+        return None
+    time.sleep(look_s)
+    still = sorted(first & _stuck_tids(pid))
+    if not still:
+        return None
+    return ", ".join(f"thread {t} in {_wchan(pid, t)}{_waits_on(pid, t)}" for t in still)

@@ -419,6 +419,31 @@ def test_a_close_that_waits_for_writeback_does_not_keep_the_shell(tmp_path: Path
             assert code == 2, run.err.joined()[-800:]
 
 
+def test_a_warmup_close_that_waits_for_writeback_is_the_same_error(tmp_path: Path):
+    """The warm-up's buffered write pass ends in the page cache; the last
+    close() of the device then waits for writeback the device never takes.
+    ``iops`` calls that "the device stopped answering" (exit 2); the warm-up
+    called the pass completed and exited 0. Same rule now (one code path,
+    ``inflight.held_end``): the error, exit 2, the close left to the kernel,
+    and nothing written outside the range."""
+    with hanging_device() as device:
+        before = device.backing.read_bytes()
+        args = ["warmup", device.dev, "--write", f"--yes-destroy-data={device.dev}", "--range",
+                "16M-48M", "--bs", "1M", "--buffered", "--json",
+                "--checkpoint", str(tmp_path / "c.json")]  # fmt: skip
+        with probetop(*args) as run:
+            doc, at = run.report(timeout=60)
+            assert device.held(), device.said.joined()
+            said = " ".join(doc.get("notes", [])) + str(doc.get("error"))
+            assert "the device stopped answering: its close waits for the writeback" in said, said
+            code = run.exits_while_held(device, at, "psync", held=f"close() of {device.dev}")
+            assert code == 2, run.err.joined()[-800:]
+            device.release()
+        after = device.backing.read_bytes()
+    assert after[: 16 * MIB] == before[: 16 * MIB]
+    assert after[48 * MIB :] == before[48 * MIB :]
+
+
 def test_a_stop_while_the_main_thread_is_held_gives_the_shell_back(tmp_path: Path):
     """The run's own main thread blocked in the kernel (here at start-up: the
     read of the target's first bytes that looks for a filesystem, held by
@@ -450,7 +475,8 @@ def test_a_detached_session_held_before_its_probes_start_gives_the_shell_back(
     """``--detach`` whose session's main thread the device holds at start-up
     (the read that looks for a filesystem): the command used to wait 60 s
     for "ready", ``stop`` 30 s. Now each returns once that thread has been
-    held for its grace, naming it; ``ls`` lists the session."""
+    held for its grace, naming it; ``ls`` lists the session as held (it
+    said "starting"), naming the thread, its wait and the device."""
     base = Path(tempfile.mkdtemp(prefix="pth-", dir="/tmp"))  # a socket's path: 107 bytes
     state, runtime = base / "st", base / "run"
     for d in (state, runtime):
@@ -475,7 +501,12 @@ def test_a_detached_session_held_before_its_probes_start_gives_the_shell_back(
         assert took <= HELD_START_S + 10, took  # was READY_TIMEOUT_S (60 s)
         listed, _ = cli("ls", "--json")
         (row,) = json.loads(listed.stdout)["sessions"]
-        assert row["name"] == "held" and row["state"] in ("starting", "running"), row
+        # Held, not "starting": by what, and on which file.
+        assert row["name"] == "held" and row["state"] == "held", row
+        assert row["held"].startswith(f"thread {row['pid']} in "), row
+        assert f" on {device.dev}" in row["held"], row
+        text, _ = cli("ls")
+        assert f"held: held by the kernel (thread {row['pid']} in " in text.stdout, text.stdout
         stop, took = cli("stop", "held")
         assert stop.returncode == 2, stop.stderr
         assert "cannot act on the stop: its main thread is blocked in the kernel" in stop.stderr
@@ -485,3 +516,44 @@ def test_a_detached_session_held_before_its_probes_start_gives_the_shell_back(
         # Once the device answers, the session acts on the stop it was sent.
         wait_for("the session's end", lambda: not Path(f"/proc/{row['pid']}").exists(), 60)
     shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_detached_session_held_after_its_report_is_listed_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A detached ``iops`` whose device stops answering mid-run reports at its
+    end (exit 2, written into its metadata) and its process stays, kept by
+    the kernel, with the target's lock: ``ls`` said "finished (2)" as for a
+    session that is gone. Now "held (2)", naming the threads and their wait;
+    once the device answers the process ends and it is "finished (2)"."""
+    base = Path(tempfile.mkdtemp(prefix="pth-", dir="/tmp"))  # a socket's path: 107 bytes
+    state, runtime = base / "st", base / "run"
+    for d in (state, runtime):
+        d.mkdir(mode=0o700)
+    env = dict(os.environ, XDG_STATE_HOME=str(state), XDG_RUNTIME_DIR=str(runtime))
+
+    def ls() -> dict:
+        done = subprocess.run([*PROBETOP, "ls", "--json"], capture_output=True, text=True,
+                              env=env, timeout=60)  # fmt: skip
+        (row,) = json.loads(done.stdout)["sessions"]
+        return row
+
+    try:
+        with hanging_device() as device:
+            detach = subprocess.run(
+                [*PROBETOP, "iops", device.dev, "--time", "1", "--rw", "randread",
+                 "--ioengine", "libaio", "--iodepth", "8", "--detach", "--name", "late"],
+                capture_output=True, text=True, env=env, timeout=120,
+            )  # fmt: skip
+            assert detach.returncode == 0, detach.stderr
+            wait_for("the session's report", lambda: ls()["exit_code"] is not None, 60)
+            assert device.held(), device.said.joined()
+            row = ls()
+            assert row["exit_code"] == 2 and row["state"] == "held", row
+            assert "thread " in row["held"] and " in " in row["held"], row
+            assert Path(f"/proc/{row['pid']}").exists()
+            device.release()
+            wait_for("the session's end", lambda: not Path(f"/proc/{row['pid']}").exists(), 60)
+            assert ls()["state"] == "finished"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -178,11 +178,13 @@ def default_name(command: str | None, now: dt.datetime | None = None) -> str:
     return f"{command or 'probetop'}-{now:%Y%m%d-%H%M%S}"
 
 
-def process_start_ticks(pid: int) -> int | None:
+def process_start_ticks(pid: int, *, ended_too: bool = False) -> int | None:
     """The process's start time (clock ticks since boot, ``/proc/PID/stat``
     field 22), or None when there is no such process or it has exited: a
     zombie (state Z or X) keeps its /proc entry until its parent reaps it,
-    which after a ``kill -9`` may take long or never come."""
+    which after a ``kill -9`` may take long or never come. ``ended_too``:
+    a zombie's too (its main thread ended; the kernel may still hold
+    others, ``tui.commands.ls``)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
@@ -190,7 +192,7 @@ def process_start_ticks(pid: int) -> int | None:
         return None
     # The command name (field 2) may hold spaces and parentheses: split after it.
     fields = data[data.rfind(b")") + 2 :].split()
-    if not fields or fields[0] in (b"Z", b"X", b"x"):
+    if not fields or (fields[0] in (b"Z", b"X", b"x") and not ended_too):
         return None
     try:
         return int(fields[19])
