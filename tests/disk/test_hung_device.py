@@ -369,7 +369,8 @@ def test_a_run_killed_while_the_kernel_holds_it_gives_the_shell_back_as_killed(t
     I/O of it is held: the run's main thread is gone, no last words came,
     and ``waitpid`` would wait for the device. The process the shell started
     notices within a poll and dies of SIGKILL itself, as a plain process
-    would ("Killed", WIFSIGNALED), naming the PID it leaves to the kernel.
+    would ("Killed", WIFSIGNALED), naming the PID it leaves to the kernel,
+    and its stdout and stderr (pipes here, as in ``$(...)``) reach their end.
     A new run on the target is refused naming that PID, the real holder of
     the lock, and saying the kernel holds it."""
     with hanging_device() as device:
@@ -385,8 +386,10 @@ def test_a_run_killed_while_the_kernel_holds_it_gives_the_shell_back_as_killed(t
             assert code == -signal.SIGKILL, (code, run.err.joined()[-800:])
             assert not device.released
             assert Path(f"/proc/{child}").exists(), "the run was not held: this test shows nothing"
-            # The held run keeps the pipes open: read what came, not to their end.
-            wait_for("the waiter's words", lambda: "without its report" in run.err.joined(), 10)
+            # The held run keeps its fds open, but they are not the caller's
+            # pipes (the waiter copies them): those reach their end, so a
+            # `$(probetop ...)` returns (it waited for the device).
+            assert run.out.ended.wait(5) and run.err.ended.wait(5), "a pipe stayed open"
             said = run.err.joined()
             assert f"process {child} is left to the kernel" in said, said[-800:]
             assert "killed by SIGKILL without its report" in said, said[-800:]
@@ -557,3 +560,36 @@ def test_a_detached_session_held_after_its_report_is_listed_held(
             assert ls()["state"] == "finished"
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_command_substitution_returns_when_a_killed_run_is_held(tmp_path: Path):
+    """The shell's own ``out=$(probetop iops ...)``: the run is killed (kill
+    -9 of its PID) while the kernel holds it. The shell's command
+    substitution returns once the waiter has reported (it waited for the
+    device: the held run kept the pipe's write end), with 137."""
+    with hanging_device() as device:
+        script = tmp_path / "sub.sh"
+        script.write_text(
+            f'out=$({" ".join(PROBETOP)} iops {device.dev} --time 30 --rw randread --json)\n'
+            'echo "status=$? bytes=${#out}"\n'
+        )
+        proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+        try:
+            wait_for("the hang", device.held)
+            waiter = proc.pid  # bash, or its subshell, then the waiter: the first probetop
+            while b"probetop" not in Path(f"/proc/{waiter}/cmdline").read_bytes():
+                (waiter,) = map(int, Path(f"/proc/{waiter}/task/{waiter}/children").read_text().split())
+            child = child_of(waiter)
+            os.kill(child, signal.SIGKILL)
+            try:
+                out, err = proc.communicate(timeout=EXIT_WITHIN_S + 3)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("$(...) still waits for the run the kernel holds") from None
+            assert not device.released
+            assert Path(f"/proc/{child}").exists(), "the run was not held: this test shows nothing"
+            assert "status=137 " in out, (out, err[-800:])
+            assert f"process {child} is left to the kernel" in err, err[-800:]
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)

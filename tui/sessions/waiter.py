@@ -28,6 +28,15 @@ starts:
   pointed at /dev/null (a process the kernel holds keeps its fds open:
   ``$(probetop ...)`` would wait for the pipe's end), then the exit status
   and what the kernel holds (``core.kernelholds``) go to the waiter.
+- A headless run never holds the caller's pipes: where stdout or stderr is
+  a pipe or a socket (``$(...)``, ``| tee``), the run writes to a pipe of
+  its own that the waiter copies to it (``_Relay``; one for both when they
+  are the same pipe, so ``2>&1`` keeps its order). A run killed while the
+  kernel holds it has no last words and keeps its fds open until the
+  kernel lets go; the waiter copies what it wrote, then exits, and the
+  caller's pipe reaches its end. A broken pipe (``| head``) is passed back:
+  the run's next write fails as it would have. A terminal or a file is
+  given to the run as is (no end to wait for; a dashboard's terminal).
 - The waiter ends as the run does: its exit status, or death by the same
   signal when the run died of one (SIGKILL, a crash: the shell says
   "Killed", ``$?`` and WIFSIGNALED are a plain process's; no core file of
@@ -57,12 +66,15 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import os
 import resource
 import select
 import signal
+import stat
 import struct
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable
@@ -112,6 +124,7 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
     waiter, None). When the split cannot be made: (None, why); nothing forked."""
     if threading.active_count() != 1:
         return None, "the process already runs threads (--metrics?), so it cannot split"
+    relays = [] if dashboard else _relayed_outputs()
     pipe_r, pipe_w = os.pipe()  # not inherited across exec (PEP 446)
     drop_r, drop_w = os.pipe()  # the waiter's word to a run whose main thread is held
     sys.stdout.flush()
@@ -130,11 +143,17 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         for fd in (pipe_r, pipe_w, drop_r, drop_w):
             os.close(fd)
+        for relay in relays:
+            relay.discard()
         return None, f"fork failed: {exc.strerror}"
     if child != 0:
         os.close(pipe_w)
         os.close(drop_r)
+        for relay in relays:
+            relay.start()
         _wait(child, pipe_r, drop_w, dashboard)
+    for relay in relays:
+        relay.hand_to_run()
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     os.close(pipe_r)
     os.close(drop_w)
@@ -150,6 +169,112 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
         os._exit(128 + death)
     hardexit.last_words(lambda code: _tell_waiter(pipe_w, code))
     return pipe_w, None
+
+
+_relays: list[_Relay] = []  # the waiter's copies of the run's output (module docstring)
+
+
+def _relayed_outputs() -> list[_Relay]:
+    """A ``_Relay`` per distinct pipe or socket among fds 1 and 2."""
+    out: list[_Relay] = []
+    for fd in (1, 2):
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            continue
+        if not (stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode)):
+            continue
+        same = [r for r in out if r.ident == (st.st_dev, st.st_ino)]
+        if same:
+            same[0].fds.append(fd)
+        else:
+            out.append(_Relay(fd, (st.st_dev, st.st_ino)))
+    return out
+
+
+class _Relay:
+    """The run's end of one output: a pipe the run writes to (``fds``: 1, 2
+    or both point at it in the run), which a thread of the waiter copies to
+    the caller's ``fds[0]``. ``finish()``: once it has copied everything the
+    run wrote, at its exit or left to the kernel."""
+
+    def __init__(self, fd: int, ident: tuple[int, int]) -> None:
+        self.fds = [fd]
+        self.ident = ident
+        self.r, self.w = os.pipe()
+        self._lock = threading.Lock()  # held while a read's bytes are being written
+        self._ended = False  # end of file, or the caller's pipe broke
+
+    def discard(self) -> None:
+        for fd in (self.r, self.w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def hand_to_run(self) -> None:
+        """In the run: its fds write to the relay's pipe."""
+        for fd in self.fds:
+            os.dup2(self.w, fd)
+        self.discard()
+
+    def start(self) -> None:
+        """In the waiter: copy on a thread."""
+        os.close(self.w)
+        os.set_blocking(self.r, False)
+        _relays.append(self)
+        threading.Thread(target=self._copy, name="waiter-relay", daemon=True).start()
+
+    def _copy(self) -> None:
+        out = self.fds[0]
+        while True:
+            with contextlib.suppress(InterruptedError):
+                select.select([self.r], [], [])
+            with self._lock:
+                try:
+                    data = os.read(self.r, 65536)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    self._ended = True
+                    return
+                try:
+                    _write_all(out, data)
+                except OSError:  # the caller's pipe broke: the run's next write fails
+                    self._ended = True
+                    os.close(self.r)
+                    return
+
+    def finish(self) -> None:
+        """Wait until every byte the run wrote so far is copied (the pipe is
+        empty and no copy is under way), or its end."""
+        while True:
+            with self._lock:
+                if self._ended or _unread(self.r) == 0:
+                    return
+            time.sleep(0.005)
+
+
+def _unread(fd: int) -> int:
+    try:
+        return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0])
+    except OSError:
+        return 0
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:  # the caller made its pipe non-blocking
+            select.select([], [fd], [])
+
+
+def _finish_relays() -> None:
+    """Before the waiter exits: everything the run wrote reaches the caller."""
+    for relay in _relays:
+        relay.finish()
 
 
 def _drop_output_when_told(drop_r: int) -> None:
@@ -258,6 +383,7 @@ def _wait(child: int, pipe_r: int, drop_w: int, dashboard: bool) -> NoReturn:
         _look(child, ending, drop_w)
         _account(ending, signals)
     if message:  # the child detached: its session goes on without us
+        _finish_relays()
         with contextlib.suppress(OSError):
             os.write(1, message)
         os._exit(0)
@@ -268,6 +394,7 @@ def _wait(child: int, pipe_r: int, drop_w: int, dashboard: bool) -> NoReturn:
         except InterruptedError:  # pragma: no cover
             continue
         except ChildProcessError:
+            _finish_relays()
             os._exit(ending.said[0] if ending.said is not None else 1)
     _end_as(status)
 
@@ -354,6 +481,7 @@ def _look(child: int, ending: _Ending, drop_w: int) -> None:
     try:
         pid, status = os.waitpid(child, os.WNOHANG)
     except ChildProcessError:
+        _finish_relays()
         os._exit(ending.said[0] if ending.said is not None else 1)
     if pid:
         _end_as(status)
@@ -419,6 +547,7 @@ def _how_ended(status: int) -> str:
 def _leave(child: int, why: str, *, code: int | None = None, status: int | None = None) -> NoReturn:
     """Say which process is left to the kernel, then exit with ``code`` or
     end as the wait ``status`` says."""
+    _finish_relays()  # what the run wrote comes before this line
     with contextlib.suppress(OSError):
         os.write(
             2,
@@ -434,6 +563,7 @@ def _end_as(status: int) -> NoReturn:
     """End as the run did: its exit status, or death by the same signal (the
     shell then says "Killed", and ``$?`` and WIFSIGNALED are what a plain
     process gives), without a core file of the waiter."""
+    _finish_relays()
     code = os.waitstatus_to_exitcode(status)
     if code >= 0:
         os._exit(code)
