@@ -80,7 +80,6 @@ import gc
 import mmap
 import os
 import platform
-import stat
 import threading
 import time
 from collections.abc import Callable
@@ -124,6 +123,7 @@ from probetop.probes.disk.jobusage import ThreadUsage, read_thread
 from probetop.probes.disk.pending import InFlight, blocked_call
 from probetop.probes.disk.records import DIRECTIONS
 from probetop.probes.disk.steps import wait_threads
+from probetop.probes.disk.writeback import close_held_message, writeback_progress
 
 # -- the native loops -------------------------------------------------------
 
@@ -134,31 +134,10 @@ _STATE_POLL_S = 0.05
 CLOSE_WAIT_S = 5.0  # inflight.HUNG_S (not imported: inflight imports this module)
 CLOSE_CAP_S = 30.0  # inflight.DRAIN_CAP_S
 """How long the fds' close may wait for the writeback of what a buffered run
-wrote, with no sector written meanwhile on the target's device, before the
-run goes on without it (the device's "no answer" time); CLOSE_CAP_S in all
-where no device shows it (tmpfs, NFS, FUSE)."""
-
-
-def sectors_written(path: str) -> Callable[[], int] | None:
-    """A reading of the sectors written on ``path``'s block device (itself, or
-    the one under its file system), or None where there is none."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    dev = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
-    counters = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/stat"
-    if not os.path.exists(counters):
-        return None
-
-    def read() -> int:
-        try:
-            with open(counters) as f:
-                return int(f.read().split()[6])  # sectors written (Documentation/block/stat)
-        except (OSError, ValueError, IndexError):
-            return -1
-
-    return read
+wrote, with no progress meanwhile (``writeback_progress``: sectors written
+on the target's device, WRITEs its NFS mount completed), before the run
+goes on without it (the device's "no answer" time); CLOSE_CAP_S in all
+where nothing shows progress (tmpfs, FUSE)."""
 
 
 class NativeCodeError(ProbeError):
@@ -622,19 +601,10 @@ class Engine:
         # waits for its writeback: forever on a device that stopped answering.
         # Never on the thread that must report and end the run.
         what = f"close() of {self.plan.path} blocked in the kernel (writing back its writes)"
-        written = sectors_written(self.plan.path)
-        wait_s = CLOSE_WAIT_S if written is not None else CLOSE_CAP_S
-        if fds and not kernelholds.bounded(close_fds, what, wait_s, written):
-            waited = (
-                f"no sector of it reached the device for {wait_s:g} s"
-                if written is not None
-                else f"it did not end in {wait_s:g} s"
-            )
-            self.close_held = (
-                f"{self.plan.path}: the device stopped answering: its close waits for the "
-                f"writeback of what was written, and {waited} (the kernel may hold this "
-                "process until it completes or fails)"
-            )
+        progress = writeback_progress(self.plan.path)
+        wait_s = CLOSE_WAIT_S if progress.read is not None else CLOSE_CAP_S
+        if fds and not kernelholds.bounded(close_fds, what, wait_s, progress.read):
+            self.close_held = close_held_message(self.plan.path, progress, wait_s)
         for m in maps:
             try:
                 m.close()
