@@ -228,7 +228,7 @@ _FD_SYSCALLS = {
 
 
 def _waits_on(pid: int, tid: int) -> str:
-    """" on PATH" for the fd ``tid``'s syscall names, when /proc tells it."""
+    """The " on PATH" of the fd ``tid``'s syscall names, when /proc tells it."""
     try:
         with open(f"/proc/{pid}/task/{tid}/syscall") as f:
             fields = f.read().split()

@@ -570,16 +570,22 @@ def test_command_substitution_returns_when_a_killed_run_is_held(tmp_path: Path):
     with hanging_device() as device:
         script = tmp_path / "sub.sh"
         script.write_text(
-            f'out=$({" ".join(PROBETOP)} iops {device.dev} --time 30 --rw randread --json)\n'
+            f"out=$({' '.join(PROBETOP)} iops {device.dev} --time 30 --rw randread --json)\n"
             'echo "status=$? bytes=${#out}"\n'
         )
-        proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            ["bash", str(script)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
             wait_for("the hang", device.held)
             waiter = proc.pid  # bash, or its subshell, then the waiter: the first probetop
             while b"probetop" not in Path(f"/proc/{waiter}/cmdline").read_bytes():
-                (waiter,) = map(int, Path(f"/proc/{waiter}/task/{waiter}/children").read_text().split())
+                kids = Path(f"/proc/{waiter}/task/{waiter}/children").read_text()
+                (waiter,) = map(int, kids.split())
             child = child_of(waiter)
             os.kill(child, signal.SIGKILL)
             try:

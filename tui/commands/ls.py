@@ -29,8 +29,9 @@ List the sessions started with --detach: name, command, start time, state
 (starting: its probes are not started yet; running; finished: it ended and
 wrote its report; died: its process is gone without one, e.g. SIGKILL;
 held: its process is kept by the kernel, threads blocked on a device that
-does not answer, named with what they wait on), PID and recording size. With --json, one JSON document. Sessions live in
-$XDG_STATE_HOME/probetop (docs/sessions.md).
+does not answer, named with what they wait on), PID and recording size.
+With --json, one JSON document. Sessions live in $XDG_STATE_HOME/probetop
+(docs/sessions.md).
 """,
     options=(),
 )
