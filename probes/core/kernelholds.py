@@ -25,8 +25,9 @@ Contract:
   thread's wait ("thread N in WCHAN") once that thread has been seen in an
   uninterruptible wait at every look for ``grace_s``, else None.
 - ``held_now(pid, look_s)``: for a process seen from outside (``ls``): its
-  threads in an uninterruptible wait at two looks ``look_s`` apart (the
-  same threads: a thread in D for a moment is ordinary I/O), each as
+  threads in an uninterruptible wait at two looks ``look_s`` apart, with
+  no context switch between (one wait all along: ordinary I/O, even a
+  psync worker on a slow disk in D nearly always, switches per I/O), each as
   "thread N in WCHAN" and the file it waits on where /proc tells it
   ("on /dev/loop3"); None when none stayed there.
 - ``set_shown_pid(pid)`` / ``shown_pid()``: the PID to name to the user (lock
@@ -240,26 +241,44 @@ def _waits_on(pid: int, tid: int) -> str:
         return ""
 
 
-def _stuck_tids(pid: int) -> set[int]:
+def _switches(pid: int, tid: int) -> int:
+    """The thread's context switches (voluntary and not): a thread that
+    waits on one I/O all along makes none; one doing I/O after I/O (psync on
+    a slow disk: in D nearly always) makes one per I/O at least."""
+    total = 0
+    try:
+        with open(f"/proc/{pid}/task/{tid}/status") as f:
+            for line in f:
+                if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
+                    total += int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+    return total
+
+
+def _stuck_tids(pid: int) -> dict[int, int]:
+    """Its threads in D, with their context switches."""
     try:
         tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
     except OSError:
-        return set()
-    out = set()
+        return {}
+    out = {}
     for tid in tids:
         fields = _stat_fields(f"/proc/{pid}/task/{tid}/stat")
         if fields and fields[0] == "D":
-            out.add(tid)
+            out[tid] = _switches(pid, tid)
     return out
 
 
 def held_now(pid: int, look_s: float = 0.3) -> str | None:
-    """See the module docstring."""
+    """See the module docstring: in D at both looks with no context switch
+    between them (one wait all along, not I/O after I/O)."""
     first = _stuck_tids(pid)
     if not first:
         return None
     time.sleep(look_s)
-    still = sorted(first & _stuck_tids(pid))
+    second = _stuck_tids(pid)
+    still = sorted(t for t, n in first.items() if n >= 0 and second.get(t) == n)
     if not still:
         return None
     return ", ".join(f"thread {t} in {_wchan(pid, t)}{_waits_on(pid, t)}" for t in still)

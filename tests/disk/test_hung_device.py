@@ -99,7 +99,7 @@ class HangingDevice:
 
 
 @contextlib.contextmanager
-def hanging_device(hold: tuple[int, int] = HOLD) -> Iterator[HangingDevice]:
+def hanging_device(hold: tuple[int, int] = HOLD, mode: str = "hang") -> Iterator[HangingDevice]:
     need_root()
     pytest.importorskip("fuse", reason="needs fusepy (pip install fusepy) and libfuse2")
     if not os.path.exists("/dev/fuse"):
@@ -109,7 +109,7 @@ def hanging_device(hold: tuple[int, int] = HOLD) -> Iterator[HangingDevice]:
     mount = Path(tempfile.mkdtemp(prefix="probetop-hang-"))
     server = subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("faultyfs.py")), str(mount),
-         str(backing), *map(str, hold), "hang"],
+         str(backing), *map(str, hold), mode],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     device = None
@@ -599,3 +599,25 @@ def test_command_substitution_returns_when_a_killed_run_is_held(tmp_path: Path):
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_a_slow_device_is_not_called_held():
+    """psync on a device that answers every I/O after 0.1 s: the worker is
+    in an uninterruptible wait nearly always, yet it is not held (it goes
+    from I/O to I/O). What ``ls`` asks (``kernelholds.held_now``) must say
+    so, where "in D at two looks" alone called it held."""
+    from probetop.probes.core import kernelholds
+
+    with hanging_device(hold=(0, SIZE), mode="hang:0.1") as device:
+        args = ["iops", device.dev, "--time", "20", "--rw", "randread", "--json"]
+        with probetop(*args) as run:
+            wait_for("the first slow I/O", device.held)
+            child = child_of(run.proc.pid)
+            in_d = 0
+            for _ in range(10):
+                state = kernelholds.process_state(child)
+                in_d += bool(state.stuck)
+                assert kernelholds.held_now(child, 0.3) is None, state
+            assert in_d >= 3, "the worker was seldom in D: this test shows nothing"
+            run.proc.send_signal(signal.SIGINT)
+            run.report()
