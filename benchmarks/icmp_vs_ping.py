@@ -24,7 +24,7 @@ put first on PYTHONPATH) in every round, right after this one, and prints
 its replies/s and this / baseline: a before/after comparison in one run.
 
 Usage (root, or CAP_NET_RAW for both): .venv/bin/python benchmarks/icmp_vs_ping.py
-    [--time 5] [--rounds 3] [--size 1] [--streams 2] [--host 127.0.0.1|::1]
+    [--time 5] [--rounds 3] [--size 1] [--streams 2] [--host 127.0.0.1|::1|ADDR]
     [--baseline DIR] [--nice N]
 """
 
@@ -46,7 +46,6 @@ PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 # --nice N: both tools run under `nice -n N` (root: a negative N puts them
 # ahead of other jobs on a shared machine, the same for both).
 NICE: list[str] = []
-LOOPBACK = ("127.0.0.1", "::1")
 
 
 def _child_cpu_s() -> float:
@@ -129,7 +128,12 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--size", type=int, default=1)
     ap.add_argument("--streams", type=int, default=2, help="also measure N streams (1 = skip)")
-    ap.add_argument("--host", default="127.0.0.1", choices=LOOPBACK)
+    ap.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="127.0.0.1, ::1, or the far end of a network namespace you made"
+        " (a veth pair: the replies cross the namespace boundary)",
+    )
     ap.add_argument("--baseline", metavar="DIR", help="also run probetop from DIR (before/after)")
     ap.add_argument("--nice", type=int, default=0, help="run both tools under nice -n N")
     add_figures_option(ap)

@@ -4,6 +4,9 @@ by ~10 MiB an hour: tracemalloc in benchmarks/soak.py)."""
 
 from __future__ import annotations
 
+import asyncio
+
+from privilege import needs_icmp
 from probetop.probes.icmp import IcmpProbe, IcmpSettings
 from probetop.probes.icmp.probe import KEEP_INTERVAL_ROWS
 from probetop.probes.icmp.records import IntervalRow
@@ -115,3 +118,51 @@ def test_memory_stays_flat_while_the_rtt_spread_widens() -> None:
     assert row.interval.rtt_hist is None  # not kept ...
     assert row.to_dict() == {"t_s": float(t), **record.values()}  # ... nor needed
     assert row.interval.rtt.p99_us == record.rtt.p99_us is not None
+
+
+@needs_icmp
+def test_a_real_run_keeps_no_interval_s_histogram_alive() -> None:
+    """Issue 29, item 8: a soak's tracemalloc diff found 34 -> 54 intervals'
+    worth of ICMP ``RttBucket``s alive after its warm-up mark. A real run
+    over 127.0.0.1 for many intervals, with the cyclic collector off (so
+    garbage in a reference cycle stays and counts): the buckets alive at
+    the end are those of the last few intervals, not of a growing number
+    (each kept row held its interval's before 92f6583: one interval's worth
+    per row, 100 rows here)."""
+    import gc
+
+    from probetop.tui.run.runner import run_headless
+
+    intervals = 100
+    probe = IcmpProbe(IcmpSettings("127.0.0.1", rate=400.0, interval_s=0.05))
+    probe.prepare()
+    gc.collect()
+    before = _live_buckets()
+    gc.disable()
+    try:
+        result = asyncio.run(run_headless([probe], duration_s=intervals * 0.05))
+        alive = _live_buckets() - before
+    finally:
+        gc.enable()
+    assert not result.errors, result.errors
+    rows = len(probe.interval_rows)
+    assert rows >= intervals // 2, rows  # the run had its intervals (a loaded machine: fewer)
+    widest = max(1, _widest_interval(probe))
+    assert alive <= 4 * widest, (alive, widest, rows)
+
+
+def _live_buckets() -> int:
+    import gc
+
+    from probetop.probes.icmp.records import RttBucket
+
+    return sum(1 for o in gc.get_objects() if type(o) is RttBucket)
+
+
+def _widest_interval(probe: IcmpProbe) -> int:
+    """The most coarse RTT buckets one interval of the run had (its whole
+    histogram, rebuilt: a kept row no longer holds it)."""
+    from probetop.probes.icmp.stats import coarse_histogram
+
+    assert probe.totals is not None
+    return len(coarse_histogram(probe.totals.histogram))
