@@ -81,15 +81,20 @@ format: setup-dev
 # Two passes: the parallel-safe tests on one worker per core (-n auto:
 # tests/conftest.py), work-stealing so no worker idles while another holds a
 # queue of slow tests, then the `serial` ones (rates and ratios against
-# reference tools) alone; both run, either fails it. Lint starts beside
-# `probetop compile` (single-threaded; ~2 s when nothing changed) and goes on
-# beside the parallel pass (its output follows that pass; a lint failure
-# fails `test`).
+# reference tools) alone; both run, either fails it. Beside `probetop
+# compile` (single-threaded; ~2 s when nothing changed), on the other core:
+# one collection that keeps pytest's assert-rewritten test modules in
+# __pycache__ (PYTHONDONTWRITEBYTECODE, set in CI's environment, stops every
+# pytest process from keeping them: each worker and the serial pass then
+# rewrote all 176 modules again, ~9 CPU-s each), then lint, which goes on
+# beside the parallel pass if it has not finished (its output follows that
+# pass; a lint failure fails `test`).
 TEST_JOBS ?= auto
 test: COMPILE_AT_INSTALL := 0
 test: setup-dev system-deps
 	@rc=0; lintlog=$$(mktemp); \
-	{ $(LINT_STEPS); } >$$lintlog 2>&1 & lint=$$!; \
+	{ env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest --collect-only -q -p no:cacheprovider \
+	    >/dev/null 2>&1; $(LINT_STEPS); } >$$lintlog 2>&1 & lint=$$!; \
 	echo "$(BIN)/probetop compile"; \
 	if ! $(BIN)/probetop compile; then wait $$lint; cat $$lintlog; rm -f $$lintlog; exit 1; fi; \
 	$(BIN)/pytest -q -ra -n $(TEST_JOBS) --dist worksteal --durations=15 -m "not serial" || rc=$$?; \
