@@ -14,6 +14,10 @@ setup: $(STAMP)
 setup-dev: $(DEV_STAMP)
 
 PIP_EXTRAS ?=
+# `make test` runs `probetop compile` itself, beside lint: the compile keeps one
+# core busy for ~50 s on a clean clone, mypy the other (~20 CPU-s that would
+# otherwise come out of the parallel test pass).
+COMPILE_AT_INSTALL ?= 1
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -22,7 +26,7 @@ $(STAMP): pyproject.toml
 	@# bytecode (an editable install has none) and the native disk/ICMP loops
 	@# into the per-user numba cache (15-25 s once; `probetop compile`).
 	$(BIN)/python -m compileall -q probes tui themes >/dev/null
-	$(BIN)/probetop compile
+	@if [ "$(COMPILE_AT_INSTALL)" = 1 ]; then echo "$(BIN)/probetop compile"; $(BIN)/probetop compile; fi
 	touch $(STAMP)
 
 # A fresh venv gets the program and the test tools in one pip run (one
@@ -30,7 +34,7 @@ $(STAMP): pyproject.toml
 $(DEV_STAMP): pyproject.toml
 	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then \
 	  echo "$(BIN)/pip install --quiet -e '.[dev]'"; $(BIN)/pip install --quiet -e '.[dev]'; \
-	else $(MAKE) --no-print-directory $(STAMP) PIP_EXTRAS='[dev]'; fi
+	else $(MAKE) --no-print-directory $(STAMP) PIP_EXTRAS='[dev]' COMPILE_AT_INSTALL=$(COMPILE_AT_INSTALL); fi
 	touch $(DEV_STAMP)
 
 demo: setup
@@ -77,12 +81,22 @@ format: setup-dev
 # Two passes: the parallel-safe tests on one worker per core (-n auto:
 # tests/conftest.py), work-stealing so no worker idles while another holds a
 # queue of slow tests, then the `serial` ones (rates and ratios against
-# reference tools) alone; both run, either fails it. Lint runs beside the
-# parallel pass (its output follows that pass; a lint failure fails `test`).
+# reference tools) alone; both run, either fails it. Beside `probetop
+# compile` (single-threaded; ~2 s when nothing changed), on the other core:
+# one collection that keeps pytest's assert-rewritten test modules in
+# __pycache__ (PYTHONDONTWRITEBYTECODE, set in CI's environment, stops every
+# pytest process from keeping them: each worker and the serial pass then
+# rewrote all 176 modules again, ~9 CPU-s each), then lint, which goes on
+# beside the parallel pass if it has not finished (its output follows that
+# pass; a lint failure fails `test`).
 TEST_JOBS ?= auto
+test: COMPILE_AT_INSTALL := 0
 test: setup-dev system-deps
 	@rc=0; lintlog=$$(mktemp); \
-	{ $(LINT_STEPS); } >$$lintlog 2>&1 & lint=$$!; \
+	{ env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest --collect-only -q -p no:cacheprovider \
+	    >/dev/null 2>&1; $(LINT_STEPS); } >$$lintlog 2>&1 & lint=$$!; \
+	echo "$(BIN)/probetop compile"; \
+	if ! $(BIN)/probetop compile; then wait $$lint; cat $$lintlog; rm -f $$lintlog; exit 1; fi; \
 	$(BIN)/pytest -q -ra -n $(TEST_JOBS) --dist worksteal --durations=15 -m "not serial" || rc=$$?; \
 	wait $$lint || rc=1; echo "== lint (ruff, mypy, lint-imports)"; cat $$lintlog; rm -f $$lintlog; \
 	$(BIN)/pytest -q -ra --durations=10 -m serial || rc=$$?; \
