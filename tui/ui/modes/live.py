@@ -78,6 +78,7 @@ class LiveMode(Mode):
         self._stopped_at_ns: int | None = None  # when Ctrl-Z / SIGTSTP stopped the job
         self._unsampled: set[str] = set()  # probes announced, no sample drawn yet
         self._first_frame_due = False  # a frame asked for a first sample, not drawn yet
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def hub(self) -> Hub | None:
@@ -105,6 +106,7 @@ class LiveMode(Mode):
         # once it is drawn: neither a probe's first reading nor the
         # recording's header (host facts) holds the first frame back.
         self.feed = session.open()
+        self._loop = asyncio.get_running_loop()
         self.feed.on_put = self._queued
         session.install_signal_handlers(host.stop_signalled)
         if (early := stopsignals.pending()) is not None:  # sent during start-up
@@ -155,9 +157,12 @@ class LiveMode(Mode):
             and self._unsampled
             and isinstance(record, Sample)
             and record.probe in self._unsampled
+            and self._loop is not None
         ):
             self._first_frame_due = True
-            asyncio.get_running_loop().call_soon(self._first_frame)
+            # threadsafe: a hub is used from its loop, but a stray put from
+            # another thread must not raise into the probe that published
+            self._loop.call_soon_threadsafe(self._first_frame)
 
     def _first_frame(self) -> None:
         if self._first_frame_due:
