@@ -42,8 +42,15 @@ reads the installed bytecode and writes none.
 also printed: heavy modules the passive dashboard imports (none should be)
 and the largest imports on its path (``python -X importtime``).
 
+``--trace``: ``probetop demo`` warm, step by step (median of --repeat, wall
+seconds since the process started and the process's CPU seconds; the CPU
+clock starts again at the waiter's fork): Textual imported, the App
+constructed, the live mode started, the first frame written, the session's
+begin, each joining family's maker, each probe started, its first sample
+published and routed to its pane.
+
 usage: benchmarks/startup.py [--repeat 5] [--no-demo] [--no-setup]
-                             [--reference PATH] [--phases]
+                             [--reference PATH] [--phases | --trace]
 """
 
 from __future__ import annotations
