@@ -545,6 +545,12 @@ def main() -> int:
     parser.add_argument("--no-setup", action="store_true", help="also measure without set-up")
     parser.add_argument("--probetop", default=PROBETOP)
     parser.add_argument("--reference", help="another build's probetop, alternated with ours")
+    parser.add_argument(
+        "--keep-compiled",
+        action="store_true",
+        help="reuse what an earlier run's `probetop compile` left for each build "
+        "(minutes each on a loaded machine); only when the native loops did not change",
+    )
     parser.add_argument("--phases", action="store_true", help="only: where the start-up goes")
     parser.add_argument("--trace", action="store_true", help="only: the demo's start-up, by step")
     add_figures_option(parser)
@@ -571,7 +577,8 @@ def main() -> int:
         runs.append(("demo", ["demo"], PASSIVE_TITLES))
     states = ["fresh", *(["no-setup"] if args.no_setup else []), "warm"]
     for build, _exe in builds:  # `probetop compile`'s result: made anew by this run
-        shutil.rmtree(CACHE_ROOT / build / "numba-after-compile", ignore_errors=True)
+        if not args.keep_compiled:
+            shutil.rmtree(CACHE_ROOT / build / "numba-after-compile", ignore_errors=True)
         shutil.rmtree(CACHE_ROOT / build / "warm" / "numba", ignore_errors=True)
     results: dict[tuple[str, str, str, str], list[float]] = {}
 
@@ -588,7 +595,9 @@ def main() -> int:
                 for state in states:
                     env = state_env(build, state, exe)
                     if state == "warm":
-                        first_frame([*env, exe, *extra], titles, True)  # warms what it reads
+                        # warms what it reads (the demo: until its numbers; the
+                        # passive panes have no demo titles to wait 60 s for)
+                        first_frame([*env, exe, *extra], titles, name == "demo")
                     frame, numbers = first_frame([*env, exe, *extra], titles, name == "demo")
                     note((build, name, state, "frame"), frame)
                     if name == "demo":
