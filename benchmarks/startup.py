@@ -42,8 +42,15 @@ reads the installed bytecode and writes none.
 also printed: heavy modules the passive dashboard imports (none should be)
 and the largest imports on its path (``python -X importtime``).
 
+``--trace``: ``probetop demo`` warm, step by step (median of --repeat, wall
+seconds since the process started and the process's CPU seconds; the CPU
+clock starts again at the waiter's fork): Textual imported, the App
+constructed, the live mode started, the first frame written, the session's
+begin, each joining family's maker, each probe started, its first sample
+published and routed to its pane.
+
 usage: benchmarks/startup.py [--repeat 5] [--no-demo] [--no-setup]
-                             [--reference PATH] [--phases]
+                             [--reference PATH] [--phases | --trace]
 """
 
 from __future__ import annotations
@@ -325,6 +332,161 @@ def phases(exe: str, repeat: int) -> list[tuple[str, float]]:
     return [(n, statistics.median(r[n] for r in runs if n in r)) for n in names]
 
 
+# Run as `python -c TRACE_WRAPPER OUT`: `probetop demo`, with each step
+# noted (wall seconds since the process started, and the process's CPU
+# seconds then): the first frame, each maker of the joining families, each
+# probe started, its first sample published and drawn. It exits once every
+# announced probe drew a first sample.
+TRACE_WRAPPER = r"""
+import os, sys, time, json, re, threading
+def since_start():
+    ticks = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])
+    return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+base = time.perf_counter() - since_start()
+out_path = sys.argv[1]
+marks = []
+lock = threading.Lock()
+def mark(name):
+    with lock:
+        marks.append((name, time.perf_counter() - base, time.process_time()))
+mark("python started, site imported")
+import probetop.tui.fastpath as fastpath  # the console script's way in
+from probetop.tui.run import codecache
+codecache.install("main")
+import probetop.tui.main as main
+mark("CLI layer imported")
+run_app = main.run_app
+def patched_run_app(*a, **k):
+    import probetop.tui.ui.app as app_module
+    mark("Textual and the app imported")
+    make_app = app_module.make_app
+    def timed_make_app(*ma, **mk):
+        app = make_app(*ma, **mk)
+        mark("App constructed")
+        return app
+    app_module.make_app = timed_make_app
+    from probetop.probes.core.hub import Hub
+    from probetop.tui.ui.modes.live import LiveMode
+    from probetop.tui.run.livesession import LiveSession
+    start, begin = LiveMode.start, LiveSession.begin
+    async def timed_start(self):
+        mark("live mode started (after compose)")
+        return await start(self)
+    LiveMode.start = timed_start
+    async def timed_begin(self, *ba, **bk):
+        mark("session begins: recording/history, then the probes")
+        return await begin(self, *ba, **bk)
+    LiveSession.begin = timed_begin
+    started, published, drawn, makers = set(), set(), set(), {}
+    hub_start = Hub._start
+    def timed_hub_start(self, probe):
+        if probe.id not in started:
+            started.add(probe.id)
+            mark(f"probe started: {probe.id}")
+        return hub_start(self, probe)
+    Hub._start = timed_hub_start
+    publish = Hub.publish
+    def timed_publish(self, record):
+        cls = type(record).__name__
+        if cls == "Sample" and record.probe not in published:
+            published.add(record.probe)
+            mark(f"first sample published: {record.probe}")
+        return publish(self, record)
+    Hub.publish = timed_publish
+    frame = LiveMode.frame
+    def timed_frame(self):
+        before = set(published)
+        frame(self)
+        for pid in sorted(before - drawn):
+            drawn.add(pid)
+            mark(f"first sample routed to its pane: {pid}")
+        hub = self.hub
+        with open(out_path + ".tmp", "w") as f:
+            json.dump(marks + [["probes", sorted(hub.probes) if hub else []]], f)
+        joined = makers and all(makers.values())
+        if hub is not None and joined and drawn >= set(hub.probes):
+            os.rename(out_path + ".tmp", out_path)
+            codecache.save()
+            os._exit(0)
+    LiveMode.frame = timed_frame
+    from textual.drivers.linux_driver import LinuxDriver
+    write, seen = LinuxDriver.write, []
+    def timed_write(self, data):
+        write(self, data)
+        if seen is None:
+            return
+        seen.append(data)
+        text = re.sub(r"\x1b\[[0-9;?<>=]*[a-zA-Z]", "", "".join(seen))
+        if all(t in text for t in ("system.cpu", "system.disk", "system.net", "Quit")):
+            mark("first frame written")
+            seen.clear()
+            globals()["seen"] = None
+    LinuxDriver.write = timed_write
+    from probetop.tui import main as m
+    make = m._Joining._make
+    def timed_make(self, maker, deliver):
+        name = getattr(maker, "args", (getattr(maker, "__name__", "?"),))[0]
+        makers[name] = False
+        mark(f"maker starts: {name}")
+        out = make(self, maker, deliver)
+        mark(f"maker done: {name}")
+        makers[name] = True
+        return out
+    m._Joining._make = timed_make
+    return run_app(*a, **k)
+main.run_app = patched_run_app
+sys.argv = ["probetop", "demo"]
+fastpath.entry()
+"""
+
+
+def trace(build: str, exe: str, repeat: int) -> list[tuple[str, float, float]]:
+    """(step, median wall s since start, median CPU s) of `probetop demo`'s
+    start-up, warm; see TRACE_WRAPPER."""
+    python = str(Path(exe).parent / "python")
+    runs: list[dict[str, tuple[float, float]]] = []
+    if not (CACHE_ROOT / f"trace-{build}" / "numba-after-compile").is_dir():
+        state_env(f"trace-{build}", "fresh", exe)  # runs `probetop compile` once
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "trace.json"
+        for _ in range(repeat + 1):  # the first one warms the caches
+            out.unlink(missing_ok=True)
+            command = [
+                *state_env(f"trace-{build}", "warm", exe),
+                python,
+                "-c",
+                TRACE_WRAPPER,
+                str(out),
+            ]
+            tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "40", shlex.join(command))
+            deadline = time.monotonic() + TIMEOUT_S
+            while not out.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.2)  # the file written whole
+            tmux("kill-server")
+            if out.exists():
+                marks = [m for m in json.loads(out.read_text()) if len(m) == 3]
+                runs.append(
+                    {  # the first of each; no scratch path or port in a name
+                        re.sub(r"/tmp/probetop-demo-\w+/|:\d+/", "/", n): (w, c)
+                        for n, w, c in reversed(marks)
+                    }
+                )
+    runs = runs[1:]
+    names = sorted(
+        {n for r in runs for n in r},
+        key=lambda n: statistics.median(r[n][0] for r in runs if n in r),
+    )
+    return [
+        (
+            n,
+            statistics.median(r[n][0] for r in runs if n in r),
+            statistics.median(r[n][1] for r in runs if n in r),
+        )
+        for n in names
+    ]
+
+
 def version_s(env: list[str], exe: str) -> float:
     t0 = time.monotonic()
     subprocess.run([*env, exe, "--version"], capture_output=True, check=True)
@@ -383,10 +545,23 @@ def main() -> int:
     parser.add_argument("--no-setup", action="store_true", help="also measure without set-up")
     parser.add_argument("--probetop", default=PROBETOP)
     parser.add_argument("--reference", help="another build's probetop, alternated with ours")
+    parser.add_argument(
+        "--keep-compiled",
+        action="store_true",
+        help="reuse what an earlier run's `probetop compile` left for each build "
+        "(minutes each on a loaded machine); only when the native loops did not change",
+    )
     parser.add_argument("--phases", action="store_true", help="only: where the start-up goes")
+    parser.add_argument("--trace", action="store_true", help="only: the demo's start-up, by step")
     add_figures_option(parser)
     args = parser.parse_args()
     builds = [("ours", args.probetop)] + ([("ref", args.reference)] if args.reference else [])
+    if args.trace:
+        for build, exe in builds:
+            print(f"{build}: demo start-up, warm, median of {args.repeat} (s since start):")
+            for name, wall, cpu in trace(build, exe, args.repeat):
+                print(f"  {wall:6.3f}  cpu {cpu:6.3f}  {name}")
+        return 0
     if args.phases:
         for build, exe in builds:
             print(f"{build}: passive dashboard start-up, median of {args.repeat} (s since start):")
@@ -402,7 +577,8 @@ def main() -> int:
         runs.append(("demo", ["demo"], PASSIVE_TITLES))
     states = ["fresh", *(["no-setup"] if args.no_setup else []), "warm"]
     for build, _exe in builds:  # `probetop compile`'s result: made anew by this run
-        shutil.rmtree(CACHE_ROOT / build / "numba-after-compile", ignore_errors=True)
+        if not args.keep_compiled:
+            shutil.rmtree(CACHE_ROOT / build / "numba-after-compile", ignore_errors=True)
         shutil.rmtree(CACHE_ROOT / build / "warm" / "numba", ignore_errors=True)
     results: dict[tuple[str, str, str, str], list[float]] = {}
 
@@ -419,7 +595,9 @@ def main() -> int:
                 for state in states:
                     env = state_env(build, state, exe)
                     if state == "warm":
-                        first_frame([*env, exe, *extra], titles, True)  # warms what it reads
+                        # warms what it reads (the demo: until its numbers; the
+                        # passive panes have no demo titles to wait 60 s for)
+                        first_frame([*env, exe, *extra], titles, name == "demo")
                     frame, numbers = first_frame([*env, exe, *extra], titles, name == "demo")
                     note((build, name, state, "frame"), frame)
                     if name == "demo":

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import traceback
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from probetop.probes.core.base import Probe, ProbeError, describe
@@ -54,6 +54,10 @@ class Subscription:
         self._last_batch = -float("inf")
         self.dropped = 0
         self.closed = False
+        #: Called with each record as it is queued (on the hub's loop), when
+        #: set: a consumer that must act on some record at once (the live
+        #: mode's first sample of a probe) without looking at the queue on a timer.
+        self.on_put: Callable[[Record], None] | None = None
 
     def put(self, record: Record) -> None:
         if self.closed:
@@ -62,6 +66,8 @@ class Subscription:
             self.dropped += 1
         self._items.append(record)
         self._ready.set()
+        if self.on_put is not None:
+            self.on_put(record)
 
     def peek(self) -> list[Record]:
         """Everything queued now, left queued."""

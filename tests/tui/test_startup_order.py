@@ -100,6 +100,50 @@ async def test_a_first_sample_is_drawn_when_it_comes_not_at_the_next_frame(monke
         await pilot.press("q")
 
 
+class _Silent(NetProbe):
+    """A probe that is announced and never measures."""
+
+    id = "silent"
+
+    async def run(self, emit) -> None:  # type: ignore[no-untyped-def]
+        await asyncio.Event().wait()
+
+
+async def test_waiting_for_a_first_sample_looks_at_nothing_on_a_timer(monkeypatch) -> None:
+    """While a probe's first sample is awaited, no timer wakes the loop to
+    look for it (the old look ran every 50 ms: ~20 ticks a second); the
+    first sample that comes is still drawn at once."""
+    from textual.timer import Timer
+
+    monkeypatch.setattr("probetop.tui.ui.modes.live.frame_seconds", lambda interval_s: 30.0)
+    ticks: list[str] = []
+    real_tick = Timer._tick
+
+    async def counted(self, **kw):  # type: ignore[no-untyped-def]
+        name = getattr(self._callback, "__name__", self.name)
+        if name != "_check_terminal":  # 1 s, only where stdout is a terminal
+            ticks.append(name)
+        return await real_tick(self, **kw)
+
+    monkeypatch.setattr(Timer, "_tick", counted)
+    silent = _Silent(0.3)
+    joiner = _Joiner(0.3)
+    app = make_app(LiveView(probes=[silent], display=Display(interval_s=0.3)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await wait_for(pilot, lambda: "silent" in app.panes)
+        await pilot.pause(0.5)  # the start-up's own timers done
+        ticks.clear()
+        await pilot.pause(2.0)
+        assert len(ticks) <= 4, ticks  # 40 with the old 50 ms look
+        assert app.session is not None
+        joiner.prepare()
+        app.session.add_probes([joiner])
+        app.mode.frame()  # the joining's delivery draws its pane (LiveMode._join_later)
+        assert await wait_for(pilot, lambda: "joiner" in app.panes)
+        assert await wait_for(pilot, lambda: app.panes["joiner"].samples_seen, 10)
+        await pilot.press("q")
+
+
 def test_the_dashboards_first_passive_interval_began_before_its_probe_started(
     tmp_path: Path,
 ) -> None:

@@ -9,12 +9,13 @@ Contract:
   recording), d (detach into a background session, when the process was
   split for it: ``tui.sessions.foreground``).
 - ``joining`` probes are made in a daemon thread after the first frame.
-- A probe's first sample is drawn when it comes, not at the next frame: until
-  every probe announced has drawn one (for at most ``FIRST_SAMPLE_WINDOW_S``
-  after the last joined), the feed is looked at every
-  ``FIRST_SAMPLE_CHECK_S`` (a look, not a drain) and a frame drawn when one
-  is there. The first number then shows as soon as it is measured, not up to
-  a frame (1 s) later; afterwards the frame rate is fixed as before.
+- A probe's first sample is drawn when it comes, not at the next frame: the
+  feed tells the mode of each record it queues (``Subscription.on_put``),
+  and a first sample of a probe with none drawn yet has a frame drawn at
+  the loop's next turn (one for all that arrive together). The first number
+  then shows as soon as it is measured, not up to a frame (1 s) later;
+  nothing looks at the feed on a timer, and afterwards the frame rate is
+  fixed as before.
 - Suspended where the whole process stops (no waiter), each running probe's
   recording gets a "paused" and a "resumed" status: a gap with its reason.
 """
@@ -24,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -46,7 +46,6 @@ from textual.binding import Binding
 
 if TYPE_CHECKING:
     from probetop.probes.record import Recorder
-    from textual.timer import Timer
 
 # Priority: a dialog's key must open it when the key arrives, not when it
 # has bubbled back from the focused pane: by then the rest of a burst
@@ -57,12 +56,6 @@ LIVE_BINDINGS = [
     Binding("a", "add_probe", "Add probe", priority=True),
     Binding("r", "toggle_record", "Record", priority=True),
 ]
-
-
-#: How often the feed is looked at for a first sample (module docstring).
-FIRST_SAMPLE_CHECK_S = 0.05
-#: How long after the last probe joined it is looked at, at most.
-FIRST_SAMPLE_WINDOW_S = 10.0
 
 
 def frame_seconds(interval_s: float) -> float:
@@ -84,8 +77,8 @@ class LiveMode(Mode):
         self._detaching = False
         self._stopped_at_ns: int | None = None  # when Ctrl-Z / SIGTSTP stopped the job
         self._unsampled: set[str] = set()  # probes announced, no sample drawn yet
-        self._first_check: Timer | None = None
-        self._first_check_until = 0.0
+        self._first_frame_due = False  # a frame asked for a first sample, not drawn yet
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def hub(self) -> Hub | None:
@@ -113,13 +106,12 @@ class LiveMode(Mode):
         # once it is drawn: neither a probe's first reading nor the
         # recording's header (host facts) holds the first frame back.
         self.feed = session.open()
+        self._loop = asyncio.get_running_loop()
+        self.feed.on_put = self._queued
         session.install_signal_handlers(host.stop_signalled)
         if (early := stopsignals.pending()) is not None:  # sent during start-up
             host.stop_signalled(early)
         host.set_interval(frame_seconds(config.display.interval_s), self.frame)
-        # Made here, in the app's context (a timer made in a joining probe's
-        # delivery has none); paused whenever no first sample is awaited.
-        self._first_check = host.set_interval(FIRST_SAMPLE_CHECK_S, self._check_first, pause=True)
         if config.duration_s is not None:
             host.set_timer(config.duration_s, self._time_up)
         host.begin_first_panes()
@@ -147,31 +139,33 @@ class LiveMode(Mode):
             self.host.refresh_status()
 
     def _note_first_samples(self, records: list[Record]) -> None:
-        """Keep the set of probes with no sample drawn yet, and look for
-        their first one between frames while it is not empty (module docstring)."""
+        """Keep the set of probes with no sample drawn yet (module docstring)."""
+        self._first_frame_due = False
         for record in records:
             if isinstance(record, Announce):
                 self._unsampled.add(record.probe)
-                self._first_check_until = time.monotonic() + FIRST_SAMPLE_WINDOW_S
             elif isinstance(record, Sample) or (
                 isinstance(record, Status) and record.level == "stopped"
             ):
                 self._unsampled.discard(record.probe)
-        if self._first_check is None:
-            return
-        if self._unsampled:
-            self._first_check.resume()
-        else:
-            self._first_check.pause()
 
-    def _check_first(self) -> None:
-        """Draw a frame now if a probe's first sample is queued."""
-        if self.feed is None or time.monotonic() > self._first_check_until:
-            if self._first_check is not None:
-                self._first_check.pause()
-            return
-        unsampled = self._unsampled
-        if any(isinstance(r, Sample) and r.probe in unsampled for r in self.feed.peek()):
+    def _queued(self, record: Record) -> None:
+        """The feed queued ``record`` (on the loop): a probe's first sample
+        has a frame drawn at the loop's next turn, not at the next frame."""
+        if (
+            not self._first_frame_due
+            and self._unsampled
+            and isinstance(record, Sample)
+            and record.probe in self._unsampled
+            and self._loop is not None
+        ):
+            self._first_frame_due = True
+            # threadsafe: a hub is used from its loop, but a stray put from
+            # another thread must not raise into the probe that published
+            self._loop.call_soon_threadsafe(self._first_frame)
+
+    def _first_frame(self) -> None:
+        if self._first_frame_due:
             self.frame()
 
     def _join_later(self, joining: Callable[[Callable[[JoinOutcome], None]], None]) -> None:
