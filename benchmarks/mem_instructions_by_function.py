@@ -133,7 +133,7 @@ def build_driver(tmp: Path) -> Path:
     machine = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
         opt=2, jit=True
     )
-    module = llvm.parse_assembly(E._IR)
+    module = llvm.parse_assembly(E._ir(E._loop_skips(llvm)))  # the loops placed as the JIT's
     module.triple = llvm.get_process_triple()
     module.data_layout = str(machine.target_data)
     pb = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(speed_level=2))
