@@ -17,7 +17,7 @@ def promptly_scheduled() -> Iterator[bool]:
     process may not (neither root nor CAP_SYS_NICE). For tests that time a
     pacer: on a 2-core machine at a load average of 9, a worker sleeping
     until its next slot waited tens of ms to run again, and the paced loop
-    (no burst after lateness, by design) delivered 40-100 of 800 IO/s; at
+    (then restarting its grid after lateness) delivered 40-100 of 800 IO/s; at
     real-time priority it delivered 793. The pacer is what is measured, not
     the scheduler: without real-time priority the figure is the scheduler's
     (a non-root `make test` beside a CPU hog: 240-580 of 800 IO/s), so the
