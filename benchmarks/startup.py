@@ -250,16 +250,26 @@ def first_frame(
         tmux("kill-server")
 
 
-# Run as `python -c PHASES_WRAPPER OUT`: the passive dashboard, with the time
-# noted at each phase boundary (seconds since the process started); it exits
-# at the first complete frame (the wrapper's own cost: a few wrapped calls).
-PHASES_WRAPPER = r"""
-import os, sys, time, json, re
+# Both wrappers' clock: seconds since the process started (its start time in
+# /proc, so the interpreter's own start-up counts), and the output path.
+WRAPPER_CLOCK = r"""
 def since_start():
     ticks = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])
     return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
 base = time.perf_counter() - since_start()
 out_path = sys.argv[1]
+"""
+
+
+# Run as `python -c PHASES_WRAPPER OUT`: the passive dashboard, with the time
+# noted at each phase boundary (seconds since the process started); it exits
+# at the first complete frame (the wrapper's own cost: a few wrapped calls).
+PHASES_WRAPPER = (
+    r"""
+import os, sys, time, json, re
+"""
+    + WRAPPER_CLOCK
+    + r"""
 marks = {"python started, site imported": time.perf_counter() - base}
 def mark(name): marks.setdefault(name, time.perf_counter() - base)
 import probetop.tui.main as main
@@ -307,6 +317,7 @@ main.run_app = patched_run_app
 sys.argv = ["probetop"]
 main.entry()
 """
+)
 
 
 def phases(exe: str, repeat: int) -> list[tuple[str, float]]:
@@ -337,13 +348,12 @@ def phases(exe: str, repeat: int) -> list[tuple[str, float]]:
 # seconds then): the first frame, each maker of the joining families, each
 # probe started, its first sample published and drawn. It exits once every
 # announced probe drew a first sample.
-TRACE_WRAPPER = r"""
+TRACE_WRAPPER = (
+    r"""
 import os, sys, time, json, re, threading
-def since_start():
-    ticks = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])
-    return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
-base = time.perf_counter() - since_start()
-out_path = sys.argv[1]
+"""
+    + WRAPPER_CLOCK
+    + r"""
 marks = []
 lock = threading.Lock()
 def mark(name):
@@ -438,6 +448,7 @@ main.run_app = patched_run_app
 sys.argv = ["probetop", "demo"]
 fastpath.entry()
 """
+)
 
 
 def trace(build: str, exe: str, repeat: int) -> list[tuple[str, float, float]]:
