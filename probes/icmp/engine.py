@@ -60,6 +60,8 @@ import numpy as np  # noqa: E402
 from numba import types  # noqa: E402
 from probetop.probes.icmp.layout import (  # noqa: E402
     ABORT,
+    BURST_BYTES,
+    BURST_PACKET_OVERHEAD,
     C_ADDRLEN,
     C_CHECK_IDENT,
     C_COUNT,
@@ -137,6 +139,7 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     R_SUM,
     R_SUMSQ,
     REPLIED,
+    S_EWMA8,
     S_FIRST_RUN_DONE,
     S_FIRST_SEND,
     S_HEAD,
@@ -148,6 +151,7 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     S_LOG_N,
     S_MAX_RX,
     S_NEXT_SEND,
+    S_PIPE,
     S_PREV_OUTCOME,
     S_REPLIES,
     S_RETURNED,
@@ -437,6 +441,17 @@ def _on_packet(
             if jitter > ctr[K_JITTER_MAX]:
                 ctr[K_JITTER_MAX] = jitter
         st[S_LAST_RTT] = rtt
+        # ping's pipe: requests out when this reply came (sent - seq from 1 + 1),
+        # within half the 16-bit sequence space, as iputils acknowledge() counts.
+        pipe = st[S_HEAD] - seq
+        if pipe > st[S_PIPE] and pipe <= 0x8000:
+            st[S_PIPE] = pipe
+        # ping's ewma: whole us x 8; the first reply (or a decay to 0) restarts it.
+        us = rtt // 1000
+        if st[S_EWMA8] == 0:
+            st[S_EWMA8] = us * 8
+        else:
+            st[S_EWMA8] += us - st[S_EWMA8] // 8
         hist[hist_index(rtt)] += 1
         if seq < st[S_MAX_RX]:
             ctr[K_REORDERED] += 1
@@ -547,6 +562,9 @@ def run_slice(
     control_ptr = control.ctypes.data
     copy_ptr = control_copy.ctypes.data
     now = _now_at(ts, ts_ptr)
+    # Requests sent in a row without a read (ping -l N's burst, see below).
+    burst = 0
+    burst_cap = max(1, BURST_BYTES // (pktlen + BURST_PACKET_OVERHEAD))
     while True:
         if now >= deadline_ns:
             # Replies already queued on the socket arrived in this interval:
@@ -670,10 +688,25 @@ def run_slice(
                         ctr[K_MISSED] += (t_send - nxt) // period
                         nxt = t_send
                     st[S_NEXT_SEND] = nxt
-                # No `continue`: every send is followed by a read, so a sender
-                # that is always due (a paced rate above what the loop can send,
-                # a preload burst) cannot starve the receiver (issue: 0 replies/s
-                # in a flood's interval, replies dropped by a full socket buffer).
+                # ping -l N: its N requests go out back to back, before it reads
+                # (on loopback each reply is queued during sendto, so reading
+                # between them kept one request out, ping's ``pipe`` 1 where
+                # ping's is N). Only while the window has room and at most
+                # ``burst_cap`` requests (a bounded share of the receive
+                # buffer); otherwise no `continue`: a send is followed by a
+                # read, so a sender that is always due (a paced rate above
+                # what the loop can send) cannot starve the receiver (issue:
+                # 0 replies/s in a flood's interval, replies dropped by a full
+                # socket buffer).
+                if paced:
+                    room = head + 1 < preload and st[S_NEXT_SEND] <= t_send
+                else:
+                    room = st[S_HEAD] - 1 - st[S_MAX_RX] < preload
+                if r >= 0 and room and burst + 1 < burst_cap:
+                    burst += 1
+                    now = _now_at(ts, ts_ptr)
+                    continue
+        burst = 0
         # -- receive -----------------------------------------------------
         n, now = _receive(
             fd, ts, ts_ptr, msg, msg_ptr, cmsg, offset, buf, src, cfg, st, slot_state, slot_sent,

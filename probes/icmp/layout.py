@@ -46,6 +46,12 @@ SPIN_NS = 60_000
 # At an interval's edge the loop reads what is already queued on the socket
 # (replies that arrived in the interval) before it returns: at most this many.
 EDGE_READS = 4096
+# A preload burst (ping -l N) goes out without reads between its requests, at
+# most this many bytes of replies' buffer space (each reply taking its length
+# and about this much more in the kernel): a bounded share of the 4 MiB
+# receive buffer (sockets.RECV_BUFFER_BYTES).
+BURST_BYTES = 1 << 20
+BURST_PACKET_OVERHEAD = 1024
 
 # -- slot states ---------------------------------------------------------------
 FREE, IN_FLIGHT, REPLIED, LOST, LATE = 0, 1, 2, 3, 4
@@ -92,7 +98,13 @@ S_REPLIES = 16
 # When the first request went out (monotonic ns; 0 before it): ping's ``time``
 # runs from its first request to its last (S_LAST_SEND once one went out).
 S_FIRST_SEND = 17
-N_STATE = 18
+# ping's ``pipe`` and ``ewma`` (iputils finish()), kept as each accepted reply
+# (the first, within --grace) is counted: the most requests that were out when
+# a reply came back (requests sent then - the reply's seq from 1 + 1), and the
+# RTT's moving average in whole us x 8 (the first reply's rtt x 8, then
+# += rtt - ewma / 8; 0: none yet, as ping's).
+S_PIPE, S_EWMA8 = 18, 19
+N_STATE = 20
 
 # -- the reply log (int64 rows; the caller takes and empties it each return) ---
 L_SEQ, L_TTL, L_BYTES, L_RTT, L_AT, L_DUP = range(6)

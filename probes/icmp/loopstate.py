@@ -57,6 +57,7 @@ from probetop.probes.icmp.layout import (
     N_MSGHDR,
     N_STATE,
     N_SUMS,
+    S_EWMA8,
     S_FIRST_SEND,
     S_IN_FLIGHT,
     S_LAST_RTT,
@@ -66,6 +67,7 @@ from probetop.probes.icmp.layout import (
     S_LOG_N,
     S_MAX_RX,
     S_NEXT_SEND,
+    S_PIPE,
     S_PREV_OUTCOME,
     S_RETURNED,
     S_SEND_END,
@@ -254,6 +256,16 @@ class LoopState:
         (0, 0) before the first. ping's ``time`` is the span between them."""
         first = int(self.state[S_FIRST_SEND])
         return (first, int(self.state[S_LAST_SEND])) if first else (0, 0)
+
+    @property
+    def pipe(self) -> int:
+        """ping's ``pipe``: the most requests out when a reply came (0 before one)."""
+        return int(self.state[S_PIPE])
+
+    @property
+    def ewma8(self) -> int:
+        """ping's RTT ``ewma`` in whole us x 8 (0 before a reply)."""
+        return int(self.state[S_EWMA8])
 
     @property
     def send_end_ns(self) -> int:

@@ -12,7 +12,8 @@ Contract:
   far: what its ``.`` per request and backspace per reply leave on a
   terminal).
 - ``statistics_block(...)`` is ping's end: a blank line, ``--- HOST ping
-  statistics ---``, the totals line and the ``rtt`` line, in ping's formats
+  statistics ---``, the totals line and the ``rtt`` line (``rtt_line``:
+  with its ``pipe N`` and ``ipg/ewma`` tail), in ping's formats
   (RTT in ms with 3 decimals, truncated to the µs as ping's integer µs are;
   loss with ``%g``), with probetop's own lines between the blank line and
   the ``---`` line, where neither ``jc --ping`` nor ``pingparsing`` reads.
@@ -265,6 +266,12 @@ class PingTotals:
     rtt_avg_us: float | None
     rtt_max_us: float | None
     rtt_mdev_us: float | None
+    # The rtt line's tail (iputils finish()): ``, pipe N`` when N > 1, and
+    # ``, ipg/ewma I/E ms`` when ``show_ipg`` (a flood) and both are known.
+    pipe: int | None = None
+    ipg_us: int | None = None
+    ewma_us: float | None = None
+    show_ipg: bool = False
 
 
 def statistics_block(t: PingTotals, extras: Iterable[str] = ()) -> str:
@@ -280,9 +287,22 @@ def statistics_block(t: PingTotals, extras: Iterable[str] = ()) -> str:
         loss = t.loss_pct if t.loss_pct is not None else 0.0
         totals += f", {_f32(loss):g}% packet loss, time {t.time_ms}ms"
     lines.append(totals)
+    lines.append(rtt_line(t))
+    return "\n".join(lines) + "\n"
+
+
+def rtt_line(t: PingTotals) -> str:
+    """ping's last line: ``rtt min/avg/max/mdev = a/b/c/d ms``, then
+    ``pipe N`` when more than one request was out as a reply came, then
+    ``ipg/ewma I/E ms`` for a flood with a reply and more than one request
+    sent, each after ``, `` when something precedes it (iputils finish());
+    empty when none of them applies."""
+    parts = []
     rtt = (t.rtt_min_us, t.rtt_avg_us, t.rtt_max_us, t.rtt_mdev_us)
     if t.received and all(v is not None for v in rtt):
-        lines.append("rtt min/avg/max/mdev = " + "/".join(ms3(v or 0.0) for v in rtt) + " ms")
-    else:
-        lines.append("")  # ping ends with an empty line when no reply was timed
-    return "\n".join(lines) + "\n"
+        parts.append("rtt min/avg/max/mdev = " + "/".join(ms3(v or 0.0) for v in rtt) + " ms")
+    if t.pipe is not None and t.pipe > 1:
+        parts.append(f"pipe {t.pipe}")
+    if t.show_ipg and t.received and t.transmitted > 1 and t.ipg_us is not None:
+        parts.append(f"ipg/ewma {ms3(t.ipg_us)}/{ms3(t.ewma_us or 0.0)} ms")
+    return ", ".join(parts)

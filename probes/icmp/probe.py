@@ -270,6 +270,9 @@ class IcmpProbe:
                 outage_s=t.outage_s(self._request_interval_s(c["sent"], secs)),
                 drain_s=max(0.0, self.elapsed_s - secs),
                 requests_span_s=self.requests_span_s,
+                pipe=self.pipe,
+                ipg_us=self.ipg_us(c["sent"]),
+                rtt_ewma_us=self.rtt_ewma_us,
                 rate_limit=None if hint is None else hint.text,
                 per_stream=self._per_stream(secs) if opts.streams > 1 else None,
             )
@@ -307,6 +310,28 @@ class IcmpProbe:
         if not sends:
             return None
         return max(0.0, (max(last for _, last in sends) - min(f for f, _ in sends)) / 1e9)
+
+    @property
+    def pipe(self) -> int | None:
+        """ping's ``pipe``: the most requests a stream had out when one of its
+        replies came back (None before a reply)."""
+        return max((p.pipe for p in self.progress.values() if p.pipe), default=None)
+
+    def ipg_us(self, sent: int) -> int | None:
+        """ping's ``ipg``: the span of the requests (``requests_span_s``, in
+        whole us) integer-divided by the gaps between them; None below 2 sent."""
+        sends = [p.sends_ns for p in self.progress.values() if p.sends_ns[0]]
+        if sent < 2 or not sends:
+            return None
+        span_ns = max(last for _, last in sends) - min(first for first, _ in sends)
+        return max(0, span_ns) // 1000 // (sent - 1)
+
+    @property
+    def rtt_ewma_us(self) -> float | None:
+        """ping's ``ewma`` (us): its integer x 8 moving average / 8; with
+        several streams, the mean of theirs (None before a reply)."""
+        ewmas = [p.ewma8 for p in self.progress.values() if p.ewma8]
+        return sum(ewmas) / len(ewmas) / 8 if ewmas else None
 
     def _request_interval_s(self, sent: int, sending_s: float) -> float | None:
         """Time between requests to the target (fping's interval, for the

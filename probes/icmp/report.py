@@ -4,7 +4,8 @@ Contract:
 - ``format_report(summary, error=...)`` is the headless text's end, as
   ping (iputils) prints it (pingtext.statistics_block): ``--- HOST ping
   statistics ---``, ``N packets transmitted, M received, X% packet loss,
-  time Tms`` and ``rtt min/avg/max/mdev = a/b/c/d ms``, so ``jc --ping`` and
+  time Tms`` and ``rtt min/avg/max/mdev = a/b/c/d ms`` with ping's tail
+  (``, pipe N``, ``, ipg/ewma I/E ms`` for a flood), so ``jc --ping`` and
   ``pingparsing`` read the JSON's sent, received, loss_pct and rtt_us from
   it. probetop's lines (``probetop: ...``: socket, replies/s and packets/s,
   reordered/late, requests in flight at the end, p50/p90/p99, jitter and
@@ -140,6 +141,10 @@ def format_report(
         rtt_avg_us=t.rtt.avg_us if t else None,
         rtt_max_us=t.rtt.max_us if t else None,
         rtt_mdev_us=t.rtt.mdev_us if t else None,
+        pipe=t.pipe if t else None,
+        ipg_us=t.ipg_us if t else None,
+        ewma_us=t.rtt_ewma_us if t else None,
+        show_ipg=s.pacing == "flood",
     )
     return out + statistics_block(totals, extra_lines(s, error, notes))
 

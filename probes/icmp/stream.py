@@ -48,6 +48,8 @@ class StreamProgress:
     last_ttl: int | None = None  # the last echo reply's TTL / hop limit (None: none yet)
     # when the first and the last request went out; (0, 0) before the first
     sends_ns: tuple[int, int] = (0, 0)
+    pipe: int = 0  # ping's pipe: the most requests out when a reply came
+    ewma8: int = 0  # ping's RTT ewma, whole us x 8 (0: no reply yet)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +239,8 @@ class Stream(threading.Thread):
                     loop.send_end_ns,
                     loop.last_ttl,
                     loop.sends_ns,
+                    loop.pipe,
+                    loop.ewma8,
                 )
                 span = (t_prev, t_snap)
                 p.deliver(StreamInterval(self.index, k, span, snap, progress, errs, done))

@@ -205,6 +205,13 @@ class IcmpTotals:
     # From the first request sent to the last (ping's ``time``; None in
     # summaries written before it, or when nothing was sent).
     requests_span_s: float | None = None
+    # ping's tail of its rtt line (iputils finish(); None in older summaries
+    # or before a reply): ``pipe`` the most requests out when a reply came,
+    # ``ipg_us`` the mean gap between requests (whole us), ``rtt_ewma_us``
+    # the RTT's moving average (ping's integer one, /8).
+    pipe: int | None = None
+    ipg_us: int | None = None
+    rtt_ewma_us: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +271,9 @@ class IcmpSummary:
             d["drain_s"] = t.drain_s
         if t.requests_span_s is not None:
             d["requests_span_s"] = t.requests_span_s
+        for key in ("pipe", "ipg_us", "rtt_ewma_us"):
+            if getattr(t, key) is not None:
+                d[key] = getattr(t, key)
         d["grace_s"] = t.grace_s
         d["streams"] = t.streams
         if t.per_stream is not None:
@@ -323,6 +333,9 @@ class IcmpSummary:
                 ),
                 intervals_dropped=as_count(s.get("intervals_dropped")) or 0,
                 requests_span_s=as_number(s.get("requests_span_s")),
+                pipe=as_count(s.get("pipe")),
+                ipg_us=as_count(s.get("ipg_us")),
+                rtt_ewma_us=as_number(s.get("rtt_ewma_us")),
             )
         return cls(
             target=as_text(s.get("target")),
