@@ -39,6 +39,7 @@ class Option:
     ``hidden`` keeps it out of ``--help`` (accepted, or refused with a message).
     Options that share an ``exclusive`` name exclude each other (``--flood``,
     ``--rate`` and ``-i`` of icmp): giving two of them is a usage error.
+    ``refused_exit``: the exit status of a refused or missing value.
     """
 
     flags: tuple[str, ...]
@@ -54,6 +55,11 @@ class Option:
     group: str | None = None
     hidden: bool = False
     exclusive: str | None = None
+    # The exit status when the value is refused (by ``parse`` or by the
+    # command's settings) or, for a positional, when it is missing:
+    # argparse's usage error 2 unless the reference tool's differs (ping
+    # exits 1 for a bad -c/-s/-w/-l/-t value and for no destination).
+    refused_exit: int = 2
 
     @property
     def positional(self) -> bool:

@@ -113,6 +113,9 @@ _duration = duration(positive=True)
 # Range rules live in IcmpSettings.validate (some need the other options);
 # the parsers only check "a whole number >= 0" / "a number" / "a duration".
 _count = whole_number(minimum=0)
+# ping's exit status for a value it refuses (iputils strtol_or_err: -c, -s, -w,
+# -l, -t) and for no destination; its other usage errors exit 2.
+PING_VALUE_EXIT = 1
 
 SPEC = CommandSpec(
     name="icmp",
@@ -121,7 +124,14 @@ SPEC = CommandSpec(
     epilog=EPILOG,
     own_common=("--interval",),
     options=(
-        Option(("host",), "name or address to send echo requests to", metavar="HOST"),
+        # ping's own exit status 1 (iputils strtol_or_err, and no destination)
+        # where it refuses these values; argparse's 2 for the rest, as ping's usage.
+        Option(
+            ("host",),
+            "name or address to send echo requests to",
+            metavar="HOST",
+            refused_exit=PING_VALUE_EXIT,
+        ),
         Option(
             ("-f", "--flood"),
             "send a new request as each reply arrives (ping -f), or every 10 ms without one; "
@@ -160,6 +170,7 @@ SPEC = CommandSpec(
             byte_size(),
             56,
             "BYTES",
+            refused_exit=PING_VALUE_EXIT,
         ),
         Option(
             ("--streams",),
@@ -173,6 +184,7 @@ SPEC = CommandSpec(
             "stop after N requests (with -w: after N replies, as ping)",
             _count,
             metavar="N",
+            refused_exit=PING_VALUE_EXIT,
         ),
         Option(
             ("-w", "--deadline"),
@@ -180,6 +192,7 @@ SPEC = CommandSpec(
             duration(),
             metavar="S",
             dest="time",  # the common --time: one deadline, two spellings
+            refused_exit=PING_VALUE_EXIT,
         ),
         Option(
             ("-q", "--quiet"),
@@ -193,7 +206,9 @@ SPEC = CommandSpec(
             action="store_true",
             default=False,
         ),
-        Option(("-t", "--ttl"), "IP TTL / hop limit", _count, metavar="N"),
+        Option(
+            ("-t", "--ttl"), "IP TTL / hop limit", _count, metavar="N", refused_exit=PING_VALUE_EXIT
+        ),
         Option(
             ("-4",),
             "IPv4 only",
@@ -226,6 +241,7 @@ SPEC = CommandSpec(
             _count,
             1,
             "N",
+            refused_exit=PING_VALUE_EXIT,
         ),
         Option(
             ("-W", "--grace"),
@@ -254,6 +270,15 @@ SPEC = CommandSpec(
         Spelling("hping3", "--data", "-s"),
     ),
 )
+
+
+def refused(name: str, message: str) -> UsageProbeError:
+    """A value the settings refuse, exiting with what its option's spec says
+    (``Option.refused_exit``: ping's 1 for -c, -s, -w, -l, -t)."""
+    exc = UsageProbeError(message)
+    exits = {o.name: o.refused_exit for o in SPEC.options}
+    exc.exit_code = exits.get(name, UsageProbeError.exit_code)
+    return exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,17 +380,22 @@ class IcmpSettings:
                 f"one an hour), got {self.period_s:g} s"
             )
         if not 0 <= self.size <= MAX_SIZE:
-            raise UsageProbeError(f"--size must be within 0..{MAX_SIZE} bytes, got {self.size}")
+            raise refused("size", f"--size must be within 0..{MAX_SIZE} bytes, got {self.size}")
         if not 1 <= self.streams <= MAX_STREAMS:
             raise UsageProbeError(f"--streams must be within 1..{MAX_STREAMS}, got {self.streams}")
         if self.count is not None:
-            check_whole("--count", self.count, minimum=1, maximum=INT64_MAX)
+            try:
+                check_whole("--count", self.count, minimum=1, maximum=INT64_MAX)
+            except UsageProbeError as exc:
+                raise refused("count", str(exc)) from None
         if self.count is not None and self.count < self.streams:
             raise UsageProbeError("--count must be at least --streams (each stream sends one)")
+        if self.ttl == 0:  # ping takes 0, and its socket refuses it (exit 2)
+            raise UsageProbeError("--ttl must be within 1..255, got 0: no socket takes a TTL of 0")
         if self.ttl is not None and not 1 <= self.ttl <= 255:
-            raise UsageProbeError(f"--ttl must be within 1..255, got {self.ttl}")
+            raise refused("ttl", f"--ttl must be within 1..255, got {self.ttl}")
         if not 1 <= self.preload <= 65536:
-            raise UsageProbeError(f"--preload must be within 1..65536, got {self.preload}")
+            raise refused("preload", f"--preload must be within 1..65536, got {self.preload}")
         if not 0.001 <= self.grace_s <= 60:
             raise UsageProbeError(f"--grace must be within 0.001..60 s, got {self.grace_s:g}")
         if self.socket_mode not in SOCKET_MODES:

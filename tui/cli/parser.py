@@ -22,8 +22,9 @@ import dataclasses
 import io
 import re
 import shlex
+import sys
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from probetop.probes import version
 from probetop.probes.core.base import UsageProbeError
@@ -61,8 +62,9 @@ class CommandLineError(Exception):
     """A command line typed into the dashboard did not parse (argparse's message)."""
 
 
-def _argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """A spec parser as an argparse type: its message becomes the usage error."""
+def _argparse_type(parse: Callable[[str], Any], refused_exit: int = 2) -> Callable[[str], Any]:
+    """A spec parser as an argparse type: its message becomes the usage
+    error, which exits with ``refused_exit`` (``Parser``)."""
 
     def convert(text: str) -> Any:
         try:
@@ -71,7 +73,48 @@ def _argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
     convert.__name__ = getattr(parse, "__name__", "value")
+    convert.refused_exit = refused_exit  # type: ignore[attr-defined]
     return convert
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors exit with what the option's
+    spec says (``Option.refused_exit``): a value its type refused, and a
+    positional left out (given ``nargs="?"`` by ``add_option`` and checked
+    here after parsing, with argparse's own message). Every other usage
+    error (an unknown option, a missing option value, an extra word) is
+    argparse's exit 2, as before. Subparsers are of this class too."""
+
+    refused_exit = 2
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        try:
+            return super()._get_value(action, arg_string)  # type: ignore[misc]
+        except argparse.ArgumentError:
+            self.refused_exit = getattr(action.type, "refused_exit", 2)
+            raise
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        missing = [
+            a
+            for a in self._actions
+            if getattr(a, "missing_exit", None) is not None and getattr(parsed, a.dest) is None
+        ]
+        if missing:
+            names = ", ".join(str(a.metavar or a.dest) for a in missing)
+            self.print_usage(sys.stderr)
+            self.exit(
+                max(getattr(a, "missing_exit", 2) for a in missing),
+                f"{self.prog}: error: the following arguments are required: {names}\n",
+            )
+        return parsed, extras
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(self.refused_exit, f"{self.prog}: error: {message}\n")
 
 
 def add_option(
@@ -85,7 +128,7 @@ def add_option(
     kwargs: dict[str, Any] = {"help": argparse.SUPPRESS if option.hidden else option.help}
     if option.action not in ("store_true", "store_false", "count", "store_const"):
         if option.parse is not None:
-            kwargs["type"] = _argparse_type(option.parse)
+            kwargs["type"] = _argparse_type(option.parse, option.refused_exit)
         if option.metavar:
             kwargs["metavar"] = option.metavar
         if option.choices is not None:
@@ -102,7 +145,14 @@ def add_option(
         kwargs["default"] = argparse.SUPPRESS if suppress_default else option.default
     elif option.default is not None:
         kwargs["default"] = option.default
-    parser.add_argument(*option.flags, **kwargs)
+    # A positional whose absence exits otherwise than argparse's 2: optional
+    # to argparse, required by Parser.parse_known_args with that status.
+    late = option.positional and option.nargs is None and option.refused_exit != 2
+    if late:
+        kwargs["nargs"] = "?"
+    action = parser.add_argument(*option.flags, **kwargs)
+    if late:
+        setattr(action, "missing_exit", option.refused_exit)  # noqa: B010 (an extra attribute)
 
 
 def add_spec(parser: argparse.ArgumentParser, spec: CommandSpec) -> None:
@@ -171,7 +221,7 @@ def build_parser(only: set[str] | None = None, *, others: bool = True) -> argpar
     (``others=False``) left out: for a command line whose command is known to
     be one of ``only`` (tui.fastpath), where they decide nothing and cost a
     parser each."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="probetop",
         description=MAIN_DESCRIPTION,
         epilog=MAIN_EPILOG,
