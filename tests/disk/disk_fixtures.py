@@ -277,7 +277,13 @@ def as_nobody(
         cwd="/",
         env=env if env is not None else nobody_env(),
     )
-    if "No module named" in proc.stderr or "error while loading shared libraries" in proc.stderr:
+    if (
+        "No module named" in proc.stderr
+        or "error while loading shared libraries" in proc.stderr
+        or (proc.returncode == 126 and "Permission denied" in proc.stderr)
+    ):
+        # 126: setpriv could not execute the interpreter (a venv whose python
+        # links into a private home, such as pyenv's under /root, mode 0700).
         pytest.skip("this Python or its venv is not readable by nobody")
     return proc
 
