@@ -179,6 +179,21 @@ def interval_stats_table(stats: Mapping[str, RunningStats]) -> dict[str, dict[st
     }
 
 
+def window_stats_table(stats: Mapping[str, RunningStats]) -> dict[str, dict[str, Any]]:
+    """``interval_stats_table`` of fio's averaging windows (--bwavgtime,
+    --iopsavgtime); a field with no window yet is all zero (fio's figures)."""
+    return {
+        field: {
+            "samples": st.count,
+            "min": st.min if st.count else 0.0,
+            "max": st.max if st.count else 0.0,
+            "mean": st.mean or 0.0,
+            "dev": st.sample_stddev,
+        }
+        for field, st in stats.items()
+    }
+
+
 class IopsProbe:
     """See the module docstring."""
 
@@ -207,6 +222,11 @@ class IopsProbe:
         # its own: each job's counters, interval stats and CPU use are kept.
         self._per_job = s.jobs > 1 and not s.group_reporting
         self._job_stats: list[dict[str, RunningStats]] = [{} for _ in range(s.jobs)]
+        # fio's bw/iops samples: one per --bwavgtime/--iopsavgtime window of
+        # the measured time, whatever the dashboard's interval (_sample_windows).
+        self._window_stats: dict[str, RunningStats] = {}
+        self._job_window_stats: list[dict[str, RunningStats]] = [{} for _ in range(s.jobs)]
+        self._measuring = asyncio.Event()
         self._base: Snapshot | None = None
         self._last: Snapshot | None = None
         self._measure_start_ns: int | None = None
@@ -416,6 +436,10 @@ class IopsProbe:
             args += ["--time_based", f"--runtime={fio_time(s.time_s)}"]
         if s.group_reporting:
             args.append("--group_reporting")
+        if s.bw_avg_ms != 500:
+            args.append(f"--bwavgtime={s.bw_avg_ms}")
+        if s.iops_avg_ms != 500:
+            args.append(f"--iopsavgtime={s.iops_avg_ms}")
         args.append("--name=probetop")
         return shlex.join(args)
 
@@ -619,6 +643,23 @@ class IopsProbe:
         self._nfs_prev = read_mount(self._nfs_point) if self._nfs_point else None
         step = int(self.interval_s * 1e9)
         next_tick = start + step
+        sampler = asyncio.create_task(self._sample_windows(engine, ended))
+        try:
+            await self._tick(engine, emit, ended, prev, ramp_end, step, next_tick)
+        finally:
+            sampler.cancel()
+
+    async def _tick(
+        self,
+        engine: Engine,
+        emit: Emit,
+        ended: asyncio.Event,
+        prev: Snapshot,
+        ramp_end: int,
+        step: int,
+        next_tick: int,
+    ) -> None:
+        """``_measure``'s loop: an interval every tick until the run ends."""
         while True:
             boundary = ramp_end if self._base is None else self._end_ns
             wake = next_tick
@@ -667,6 +708,94 @@ class IopsProbe:
         if self.time_s:
             self._end_ns = base.t_ns + int(self.time_s * 1e9)
             engine.end_at(self._end_ns)
+        self._measuring.set()
+
+    async def _sample_windows(self, engine: Engine, ended: asyncio.Event) -> None:
+        """fio's bw and iops samples (stat.c's add_bw_samples and
+        add_iops_samples): from the measurement's start (the ramp's end),
+        each job's bytes and I/Os over every --bwavgtime / --iopsavgtime
+        window become one rate sample (whole KiB/s, whole IO/s, over the
+        time the window really took). A direction that moved nothing in a
+        window has no sample for it; a job whose loop ended is no longer
+        sampled; the window that the run's end cuts short (or ends at
+        once with it, as --time's last one does) is not sampled: fio
+        samples only running jobs, and its job is done by then. One timer
+        per window on the event loop; the counters are read, never locked."""
+        await self._measuring.wait()
+        base = self._base
+        assert base is not None
+        windows = {
+            "bw_bytes": self.settings.bw_avg_ms * 1_000_000,
+            "iops": self.settings.iops_avg_ms * 1_000_000,
+        }
+        names = [
+            name
+            for name in DIRECTIONS
+            if (name == "read" and self.settings.readpct > 0)
+            or (name == "write" and self.settings.writes)
+        ]
+        for name in names:
+            for key in windows:
+                self._window_stats.setdefault(f"{name}_{key}", RunningStats())
+                if self._per_job:
+                    for stats in self._job_window_stats:
+                        stats.setdefault(f"{name}_{key}", RunningStats())
+        last = dict.fromkeys(windows, base)
+        slack = 1_000_000  # fio's LOG_MSEC_SLACK: a window due within 1 ms is due
+        while True:
+            due = min(last[k].t_ns + w for k, w in windows.items())
+            await _sleep_until(due - slack, ended)
+            t = now_ns()
+            if ended.is_set() or engine.finished.is_set():
+                return
+            if t < due - slack:
+                continue
+            if self._end_ns is not None and t >= self._end_ns - slack:
+                return  # the job ends now: fio's last window is not sampled
+            snap = engine.snapshot(t, per_job=self._per_job)
+            for key, w in windows.items():
+                prev = last[key]
+                if t < prev.t_ns + w - slack:
+                    continue
+                last[key] = snap
+                self._add_window(prev, snap, key, names, engine.loop_ends_ns)
+
+    def _add_window(
+        self,
+        prev: Snapshot,
+        snap: Snapshot,
+        key: str,
+        names: Sequence[str],
+        job_ends_ns: Sequence[int],
+    ) -> None:
+        """One window's sample of ``key`` (bw_bytes or iops) per direction,
+        for the whole run and, without --group-reporting, for each job."""
+        ns = snap.t_ns - prev.t_ns
+        if ns <= 0:
+            return
+
+        def rate(a: DirectionTotals, b: DirectionTotals) -> float | None:
+            delta = b.minus(a)
+            if not delta.bytes:
+                return None  # fio: no entries for the window
+            if key == "iops":
+                return float(delta.ios * 1_000_000_000 // ns)
+            return float((delta.bytes * 1_000_000_000 // ns) // 1024 * 1024)
+
+        for name in names:
+            d = DIRECTIONS.index(name)
+            value = rate(prev.dirs[d], snap.dirs[d])
+            if value is not None:
+                self._window_stats[f"{name}_{key}"].add(value)
+            if not self._per_job or not snap.jobs:
+                continue
+            for j, now in enumerate(snap.jobs):
+                if j < len(job_ends_ns) and job_ends_ns[j]:
+                    continue  # its loop returned: no longer running
+                before = prev.jobs[j] if prev.jobs else (DirectionTotals(), DirectionTotals())
+                value = rate(before[d], now[d])
+                if value is not None:
+                    self._job_window_stats[j][f"{name}_{key}"].add(value)
 
     def _check(self, engine: Engine) -> None:
         """Raise what ends the run with an error: a worker's failure, the
@@ -847,6 +976,7 @@ class IopsProbe:
                 "minf": usage.minf,
             }
             entry["interval_stats"] = interval_stats_table(self._job_stats[j])
+            entry["window_stats"] = window_stats_table(self._job_window_stats[j])
             out.append(entry)
         return out
 
@@ -893,6 +1023,12 @@ class IopsProbe:
                 "minf": usage.minf,
             }
             out["disk_util"] = self._disk_util
+            # fio's bw_*/iops_* figures: its averaging windows (_sample_windows)
+            out["window_stats"] = window_stats_table(self._window_stats)
+            out["avg_time_ms"] = {
+                "bw": self.settings.bw_avg_ms,
+                "iops": self.settings.iops_avg_ms,
+            }
             if self._per_job and end.jobs:
                 out["per_job"] = self._job_summaries(base, end)
             if self._nfs is not None:
