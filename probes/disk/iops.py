@@ -53,6 +53,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from probetop.probes.core.base import (
     ConfirmationRequired,
     Emit,
@@ -86,6 +87,7 @@ from probetop.probes.disk.kernelview import KernelView, buffered_note, rate_note
 from probetop.probes.disk.mounts import filesystem_of
 from probetop.probes.disk.nfsstats import NFS_TYPES, NfsMount, nfs_view, read_mount
 from probetop.probes.disk.pending import InFlight
+from probetop.probes.disk.ratewindows import SLACK_NS, RateWindows, counter_copy
 from probetop.probes.disk.records import (
     DIRECTIONS,
     FIO_PERCENTILES,
@@ -179,21 +181,6 @@ def interval_stats_table(stats: Mapping[str, RunningStats]) -> dict[str, dict[st
     }
 
 
-def window_stats_table(stats: Mapping[str, RunningStats]) -> dict[str, dict[str, Any]]:
-    """``interval_stats_table`` of fio's averaging windows (--bwavgtime,
-    --iopsavgtime); a field with no window yet is all zero (fio's figures)."""
-    return {
-        field: {
-            "samples": st.count,
-            "min": st.min if st.count else 0.0,
-            "max": st.max if st.count else 0.0,
-            "mean": st.mean or 0.0,
-            "dev": st.sample_stddev,
-        }
-        for field, st in stats.items()
-    }
-
-
 class IopsProbe:
     """See the module docstring."""
 
@@ -224,8 +211,8 @@ class IopsProbe:
         self._job_stats: list[dict[str, RunningStats]] = [{} for _ in range(s.jobs)]
         # fio's bw/iops samples: one per --bwavgtime/--iopsavgtime window of
         # the measured time, whatever the dashboard's interval (_sample_windows).
-        self._window_stats: dict[str, RunningStats] = {}
-        self._job_window_stats: list[dict[str, RunningStats]] = [{} for _ in range(s.jobs)]
+        self._windows: RateWindows | None = None
+        self._window_base: np.ndarray | None = None
         self._measuring = asyncio.Event()
         self._base: Snapshot | None = None
         self._last: Snapshot | None = None
@@ -703,6 +690,10 @@ class IopsProbe:
         """The totals start at ``base`` (the ramp's end, or the workers'
         start); --time from there is the loops' deadline."""
         self._base = base
+        # The windows' start: the workers' start counts nothing yet; the
+        # ramp's end counts what the ramp did (read with ``base``).
+        counts = counter_copy(engine.cnt)
+        self._window_base = counts if self.ramp_s > 0 else np.zeros_like(counts)
         self._measure_start_ns = base.t_ns
         self._mark_base(engine)
         if self.time_s:
@@ -722,80 +713,27 @@ class IopsProbe:
         samples only running jobs, and its job is done by then. One timer
         per window on the event loop; the counters are read, never locked."""
         await self._measuring.wait()
-        base = self._base
-        assert base is not None
-        windows = {
-            "bw_bytes": self.settings.bw_avg_ms * 1_000_000,
-            "iops": self.settings.iops_avg_ms * 1_000_000,
-        }
-        names = [
-            name
-            for name in DIRECTIONS
-            if (name == "read" and self.settings.readpct > 0)
-            or (name == "write" and self.settings.writes)
-        ]
-        for name in names:
-            for key in windows:
-                self._window_stats.setdefault(f"{name}_{key}", RunningStats())
-                if self._per_job:
-                    for stats in self._job_window_stats:
-                        stats.setdefault(f"{name}_{key}", RunningStats())
-        last = dict.fromkeys(windows, base)
-        slack = 1_000_000  # fio's LOG_MSEC_SLACK: a window due within 1 ms is due
+        base, counts = self._base, self._window_base
+        assert base is not None and counts is not None
+        s = self.settings
+        windows = self._windows = RateWindows(
+            directions=[n for n in DIRECTIONS if n in active_directions(s.rw)],
+            windows_ms={"bw_bytes": s.bw_avg_ms, "iops": s.iops_avg_ms},
+            start_ns=base.t_ns,
+            counts=counts,
+        )
         while True:
-            due = min(last[k].t_ns + w for k, w in windows.items())
-            await _sleep_until(due - slack, ended)
+            wake = windows.next_due_ns()
+            await _sleep_until(wake, ended)
             t = now_ns()
             if ended.is_set() or engine.finished.is_set():
                 return
-            if t < due - slack:
+            if t < wake:
                 continue
-            if self._end_ns is not None and t >= self._end_ns - slack:
+            if self._end_ns is not None and t >= self._end_ns - SLACK_NS:
                 return  # the job ends now: fio's last window is not sampled
-            snap = engine.snapshot(t, per_job=self._per_job)
-            for key, w in windows.items():
-                prev = last[key]
-                if t < prev.t_ns + w - slack:
-                    continue
-                last[key] = snap
-                self._add_window(prev, snap, key, names, engine.loop_ends_ns)
-
-    def _add_window(
-        self,
-        prev: Snapshot,
-        snap: Snapshot,
-        key: str,
-        names: Sequence[str],
-        job_ends_ns: Sequence[int],
-    ) -> None:
-        """One window's sample of ``key`` (bw_bytes or iops) per direction,
-        for the whole run and, without --group-reporting, for each job."""
-        ns = snap.t_ns - prev.t_ns
-        if ns <= 0:
-            return
-
-        def rate(a: DirectionTotals, b: DirectionTotals) -> float | None:
-            delta = b.minus(a)
-            if not delta.bytes:
-                return None  # fio: no entries for the window
-            if key == "iops":
-                return float(delta.ios * 1_000_000_000 // ns)
-            return float((delta.bytes * 1_000_000_000 // ns) // 1024 * 1024)
-
-        for name in names:
-            d = DIRECTIONS.index(name)
-            value = rate(prev.dirs[d], snap.dirs[d])
-            if value is not None:
-                self._window_stats[f"{name}_{key}"].add(value)
-            if not self._per_job or not snap.jobs:
-                continue
-            for j, now in enumerate(snap.jobs):
-                if j < len(job_ends_ns) and job_ends_ns[j]:
-                    continue  # its loop returned: no longer running
-                before = prev.jobs[j] if prev.jobs else (DirectionTotals(), DirectionTotals())
-                value = rate(before[d], now[d])
-                if value is not None:
-                    self._job_window_stats[j][f"{name}_{key}"].add(value)
+            running = [not end for end in engine.loop_ends_ns]
+            windows.sample(t, counter_copy(engine.cnt), running)
 
     def _check(self, engine: Engine) -> None:
         """Raise what ends the run with an error: a worker's failure, the
@@ -976,7 +914,8 @@ class IopsProbe:
                 "minf": usage.minf,
             }
             entry["interval_stats"] = interval_stats_table(self._job_stats[j])
-            entry["window_stats"] = window_stats_table(self._job_window_stats[j])
+            if self._windows is not None:
+                entry["window_stats"] = self._windows.job_table(j)
             out.append(entry)
         return out
 
@@ -1024,7 +963,8 @@ class IopsProbe:
             }
             out["disk_util"] = self._disk_util
             # fio's bw_*/iops_* figures: its averaging windows (_sample_windows)
-            out["window_stats"] = window_stats_table(self._window_stats)
+            if self._windows is not None:
+                out["window_stats"] = self._windows.group_table()
             out["avg_time_ms"] = {
                 "bw": self.settings.bw_avg_ms,
                 "iops": self.settings.iops_avg_ms,
