@@ -36,6 +36,7 @@ from probetop.probes.core.options import (
     Spelling,
     byte_size,
     duration,
+    parse_duration,
     whole_number,
 )
 from probetop.probes.disk import ioengines
@@ -118,7 +119,10 @@ def byte_range(text: str) -> tuple[int | None, int | None]:
 def avg_time_ms(text: str) -> int:
     """fio's --bwavgtime/--iopsavgtime: a window in whole ms, at least 1 (a
     bare number is ms, as fio reads it; ``1s``, ``250ms`` are taken too)."""
-    value = duration(unit="ms")(text)
+    try:
+        value = parse_duration(text, unit="ms")
+    except OptionValueError:
+        value = -1.0
     if value < 1 or value != int(value) or value > MAX_AVG_TIME_MS:
         raise OptionValueError(
             f"must be a whole number of ms from 1 to {MAX_AVG_TIME_MS}, got {text}"
