@@ -32,22 +32,26 @@ needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
 RATE = 2000
 
 
-def _fio(path: Path, seconds: int, avg_ms: int | None) -> dict[str, Any]:
+def _fio(path: Path, seconds: int, avg_ms: int | None, ramp: str = "") -> dict[str, Any]:
     args = ["fio", "--name=windows", f"--filename={path}", "--rw=randread", "--bs=4k",
             "--ioengine=psync", "--iodepth=1", "--numjobs=1", "--direct=0",
             f"--rate_iops={RATE}", "--time_based", f"--runtime={seconds}",
             "--output-format=json"]  # fmt: skip
     if avg_ms is not None:
         args += [f"--bwavgtime={avg_ms}", f"--iopsavgtime={avg_ms}"]
+    if ramp:
+        args.append(f"--ramp_time={ramp}")
     out = subprocess.run(args, check=True, capture_output=True, text=True, timeout=60).stdout
     return json.loads(out[out.index("{") :])["jobs"][0]["read"]
 
 
-def _ours(path: Path, seconds: int, avg_ms: int | None) -> dict[str, Any]:
+def _ours(path: Path, seconds: int, avg_ms: int | None, ramp: str = "") -> dict[str, Any]:
     args = ["iops", str(path), "--rw", "randread", "--bs", "4k", "--buffered",
             "--rate-iops", str(RATE), "--time", str(seconds), "--json"]  # fmt: skip
     if avg_ms is not None:
         args += ["--bw-avg-time", str(avg_ms), "--iops-avg-time", f"{avg_ms}ms"]
+    if ramp:
+        args += ["--ramp", ramp]
     proc = run_cli(args)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)["jobs"][0]["read"]
@@ -85,6 +89,20 @@ def test_sample_counts_follow_fios_windows(
     assert 0.9 <= statistics.median(ratios) <= 1.1, ratios
     bw = [o["bw_mean"] / f["bw_mean"] for o, f in runs]
     assert 0.9 <= statistics.median(bw) <= 1.1, bw
+
+
+@needs_fio
+def test_windows_start_at_the_ramps_end(fast_dir: Path) -> None:
+    """With --ramp the windows start when the ramp ends (fio's
+    reset_all_stats restarts its sample clock): 2 s after a 500 ms ramp
+    have the 2 s run's windows, none of the ramp's."""
+    target = _target(fast_dir)
+    with disk_fixtures.promptly_scheduled():
+        ours, fio = _ours(target, 2, None, "500ms"), _fio(target, 2, None, "500ms")
+    for key in ("bw_samples", "iops_samples"):
+        assert fio[key] in (3, 4), (key, fio[key])
+        assert ours[key] == 3, (key, ours[key])
+    assert 0.9 <= ours["iops_mean"] / fio["iops_mean"] <= 1.1
 
 
 @needs_fio
