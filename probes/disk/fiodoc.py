@@ -80,7 +80,9 @@ def _stats(
     """``_sample_stats`` of a row field in ``unit``s: from the running stats a
     long run kept (``interval_stats``, when older rows were dropped) or else
     from the rows. ``unit`` is a power of two, so dividing the stats is exact."""
-    st = (summary.get("interval_stats") or {}).get(f"{name}_{key}")
+    st = (summary.get("window_stats") or {}).get(f"{name}_{key}")
+    if st is None:  # a recording made before fio's windows: its rows
+        st = (summary.get("interval_stats") or {}).get(f"{name}_{key}")
     if st is None:
         return _sample_stats([v / unit for v in _samples(summary, name, key)])
     n = int(st["samples"])

@@ -53,6 +53,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from probetop.probes.core.base import (
     ConfirmationRequired,
     Emit,
@@ -86,6 +87,7 @@ from probetop.probes.disk.kernelview import KernelView, buffered_note, rate_note
 from probetop.probes.disk.mounts import filesystem_of
 from probetop.probes.disk.nfsstats import NFS_TYPES, NfsMount, nfs_view, read_mount
 from probetop.probes.disk.pending import InFlight
+from probetop.probes.disk.ratewindows import SLACK_NS, RateWindows, counter_copy
 from probetop.probes.disk.records import (
     DIRECTIONS,
     FIO_PERCENTILES,
@@ -207,6 +209,11 @@ class IopsProbe:
         # its own: each job's counters, interval stats and CPU use are kept.
         self._per_job = s.jobs > 1 and not s.group_reporting
         self._job_stats: list[dict[str, RunningStats]] = [{} for _ in range(s.jobs)]
+        # fio's bw/iops samples: one per --bwavgtime/--iopsavgtime window of
+        # the measured time, whatever the dashboard's interval (_sample_windows).
+        self._windows: RateWindows | None = None
+        self._window_base: np.ndarray | None = None
+        self._measuring = asyncio.Event()
         self._base: Snapshot | None = None
         self._last: Snapshot | None = None
         self._measure_start_ns: int | None = None
@@ -416,6 +423,10 @@ class IopsProbe:
             args += ["--time_based", f"--runtime={fio_time(s.time_s)}"]
         if s.group_reporting:
             args.append("--group_reporting")
+        if s.bw_avg_ms != 500:
+            args.append(f"--bwavgtime={s.bw_avg_ms}")
+        if s.iops_avg_ms != 500:
+            args.append(f"--iopsavgtime={s.iops_avg_ms}")
         args.append("--name=probetop")
         return shlex.join(args)
 
@@ -619,6 +630,23 @@ class IopsProbe:
         self._nfs_prev = read_mount(self._nfs_point) if self._nfs_point else None
         step = int(self.interval_s * 1e9)
         next_tick = start + step
+        sampler = asyncio.create_task(self._sample_windows(engine, ended))
+        try:
+            await self._tick(engine, emit, ended, prev, ramp_end, step, next_tick)
+        finally:
+            sampler.cancel()
+
+    async def _tick(
+        self,
+        engine: Engine,
+        emit: Emit,
+        ended: asyncio.Event,
+        prev: Snapshot,
+        ramp_end: int,
+        step: int,
+        next_tick: int,
+    ) -> None:
+        """``_measure``'s loop: an interval every tick until the run ends."""
         while True:
             boundary = ramp_end if self._base is None else self._end_ns
             wake = next_tick
@@ -662,11 +690,50 @@ class IopsProbe:
         """The totals start at ``base`` (the ramp's end, or the workers'
         start); --time from there is the loops' deadline."""
         self._base = base
+        # The windows' start: the workers' start counts nothing yet; the
+        # ramp's end counts what the ramp did (read with ``base``).
+        counts = counter_copy(engine.cnt)
+        self._window_base = counts if self.ramp_s > 0 else np.zeros_like(counts)
         self._measure_start_ns = base.t_ns
         self._mark_base(engine)
         if self.time_s:
             self._end_ns = base.t_ns + int(self.time_s * 1e9)
             engine.end_at(self._end_ns)
+        self._measuring.set()
+
+    async def _sample_windows(self, engine: Engine, ended: asyncio.Event) -> None:
+        """fio's bw and iops samples (stat.c's add_bw_samples and
+        add_iops_samples): from the measurement's start (the ramp's end),
+        each job's bytes and I/Os over every --bwavgtime / --iopsavgtime
+        window become one rate sample (whole KiB/s, whole IO/s, over the
+        time the window really took). A direction that moved nothing in a
+        window has no sample for it; a job whose loop ended is no longer
+        sampled; the window that the run's end cuts short (or ends at
+        once with it, as --time's last one does) is not sampled: fio
+        samples only running jobs, and its job is done by then. One timer
+        per window on the event loop; the counters are read, never locked."""
+        await self._measuring.wait()
+        base, counts = self._base, self._window_base
+        assert base is not None and counts is not None
+        s = self.settings
+        windows = self._windows = RateWindows(
+            directions=[n for n in DIRECTIONS if n in active_directions(s.rw)],
+            windows_ms={"bw_bytes": s.bw_avg_ms, "iops": s.iops_avg_ms},
+            start_ns=base.t_ns,
+            counts=counts,
+        )
+        while True:
+            wake = windows.next_due_ns()
+            await _sleep_until(wake, ended)
+            t = now_ns()
+            if ended.is_set() or engine.finished.is_set():
+                return
+            if t < wake:
+                continue
+            if self._end_ns is not None and t >= self._end_ns - SLACK_NS:
+                return  # the job ends now: fio's last window is not sampled
+            running = [not end for end in engine.loop_ends_ns]
+            windows.sample(t, counter_copy(engine.cnt), running)
 
     def _check(self, engine: Engine) -> None:
         """Raise what ends the run with an error: a worker's failure, the
@@ -847,6 +914,8 @@ class IopsProbe:
                 "minf": usage.minf,
             }
             entry["interval_stats"] = interval_stats_table(self._job_stats[j])
+            if self._windows is not None:
+                entry["window_stats"] = self._windows.job_table(j)
             out.append(entry)
         return out
 
@@ -893,6 +962,13 @@ class IopsProbe:
                 "minf": usage.minf,
             }
             out["disk_util"] = self._disk_util
+            # fio's bw_*/iops_* figures: its averaging windows (_sample_windows)
+            if self._windows is not None:
+                out["window_stats"] = self._windows.group_table()
+            out["avg_time_ms"] = {
+                "bw": self.settings.bw_avg_ms,
+                "iops": self.settings.iops_avg_ms,
+            }
             if self._per_job and end.jobs:
                 out["per_job"] = self._job_summaries(base, end)
             if self._nfs is not None:

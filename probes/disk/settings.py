@@ -36,6 +36,7 @@ from probetop.probes.core.options import (
     Spelling,
     byte_size,
     duration,
+    parse_duration,
     whole_number,
 )
 from probetop.probes.disk import ioengines
@@ -113,6 +114,23 @@ def byte_range(text: str) -> tuple[int | None, int | None]:
         return parse_range(text)
     except ValueError as exc:
         raise OptionValueError(str(exc)) from None
+
+
+def avg_time_ms(text: str) -> int:
+    """fio's --bwavgtime/--iopsavgtime: a window in whole ms, at least 1 (a
+    bare number is ms, as fio reads it; ``1s``, ``250ms`` are taken too)."""
+    try:
+        value = parse_duration(text, unit="ms")
+    except OptionValueError:
+        value = -1.0
+    if value < 1 or value != int(value) or value > MAX_AVG_TIME_MS:
+        raise OptionValueError(
+            f"must be a whole number of ms from 1 to {MAX_AVG_TIME_MS}, got {text}"
+        )
+    return int(value)
+
+
+MAX_AVG_TIME_MS = 3_600_000  # an hour: a window longer than that samples nothing useful
 
 
 # -- option declarations shared by iops and warmup ---------------------------
@@ -232,6 +250,22 @@ IOPS_SPEC = CommandSpec(
         YES_DESTROY_DATA,
         Option(("--ramp",), "run S seconds before totals start", duration(), 0.0, "S"),
         Option(
+            ("--bw-avg-time",),
+            "average bandwidth over windows of MS ms for bw_min/max/mean/dev and their "
+            "samples, as fio's --bwavgtime (a bare number is ms; default 500)",
+            avg_time_ms,
+            500,
+            "MS",
+        ),
+        Option(
+            ("--iops-avg-time",),
+            "average IOPS over windows of MS ms for iops_min/max/mean/stddev and their "
+            "samples, as fio's --iopsavgtime (a bare number is ms; default 500)",
+            avg_time_ms,
+            500,
+            "MS",
+        ),
+        Option(
             ("--filename-format",),
             "TARGET is a directory: one file per job named so, as fio's --filename_format "
             f"with --directory ($jobname, $jobnum, $filenum; default {FILENAME_FORMAT})",
@@ -275,6 +309,8 @@ IOPS_SPEC = CommandSpec(
         *FIO_SPELLINGS,
         Spelling(FIO, "--readwrite", "--rw"),
         Spelling(FIO, "--ramp_time", "--ramp"),
+        Spelling(FIO, "--bwavgtime", "--bw-avg-time"),
+        Spelling(FIO, "--iopsavgtime", "--iops-avg-time"),
         Spelling(FIO, "--direct", None, by_value={"1": "--direct", "0": "--buffered"}),
         Spelling(FIO, "--buffered", None, by_value={"1": "--buffered", "0": "--direct"}),
         Spelling(FIO, "--sync", None, by_value={"1": "--sync", "0": ""}),
@@ -321,6 +357,8 @@ class IopsSettings:
     file_service_type: str = "roundrobin"  # --file_service_type
     cpus_allowed: tuple[int, ...] = ()  # --cpus_allowed; (): not pinned
     group_reporting: bool = False  # --group_reporting: one report for all jobs
+    bw_avg_ms: int = 500  # --bwavgtime: the bw_min/max/mean/dev window
+    iops_avg_ms: int = 500  # --iopsavgtime: the iops_min/max/mean/stddev window
 
     @classmethod
     def from_options(
@@ -354,6 +392,8 @@ class IopsSettings:
             file_service_type=values.get("file_service_type") or "roundrobin",
             cpus_allowed=tuple(values.get("cpus_allowed") or ()),
             group_reporting=bool(values.get("group_reporting", False)),
+            bw_avg_ms=values.get("bw_avg_time", 500),
+            iops_avg_ms=values.get("iops_avg_time", 500),
         )
         settings.validate()
         return settings
@@ -425,6 +465,9 @@ class IopsSettings:
         check_seconds("--time", self.time_s)
         check_seconds("--ramp", self.ramp_s)
         check_cpus(self.cpus_allowed)
+        for flag, ms in (("--bw-avg-time", self.bw_avg_ms), ("--iops-avg-time", self.iops_avg_ms)):
+            if not 1 <= ms <= MAX_AVG_TIME_MS:
+                raise UsageProbeError(f"{flag} must be 1..{MAX_AVG_TIME_MS} ms, got {ms}")
         self._check_files()
         if self.filename_format is not None and not os.path.isdir(self.target):
             raise UsageProbeError(

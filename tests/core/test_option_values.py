@@ -54,7 +54,7 @@ SIZE_OPTIONS = options_with(SIZES)
 
 def test_the_lists_are_not_empty() -> None:
     """Guard: the tests below must see the options they are about."""
-    assert len(TIME_OPTIONS) >= 15 and len(MS_OPTIONS) == 2 and len(SIZE_OPTIONS) >= 7
+    assert len(TIME_OPTIONS) >= 15 and len(MS_OPTIONS) == 4 and len(SIZE_OPTIONS) >= 7
 
 
 @pytest.mark.parametrize(("command", "option"), TIME_OPTIONS, ids=ids(TIME_OPTIONS))
