@@ -596,7 +596,9 @@ def test_an_unprivileged_user_without_a_home_runs_iops(fast_dir: Path) -> None:
     target = fast_dir / "u.img"
     target.write_bytes(b"\0" * (4 << 20))
     target.chmod(0o644)
-    proc = as_nobody(["iops", str(target), "--buffered", "--time", "1", "--json"])
+    # A user with no cache compiles the I/O loops first: 35-40 s of CPU
+    # (73 s at load 4, over 120 s at load 7 beside the parallel tests).
+    proc = as_nobody(["iops", str(target), "--buffered", "--time", "1", "--json"], timeout=270)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert summary_of(proc.stdout)["read"]["total_ios"] > 0
     cache = Path("/tmp") / f"probetop-{disk_fixtures.NOBODY}" / "numba"
@@ -620,7 +622,8 @@ def test_a_planted_cache_directory_is_never_used(fast_dir: Path) -> None:
     try:
         private.mkdir(mode=0o777)
         private.chmod(0o777)  # planted by root, writable by all
-        proc = as_nobody(["iops", str(target), "--buffered", "--time", "1", "--json"])
+        # compiled in memory, as above: minutes on a loaded machine
+        proc = as_nobody(["iops", str(target), "--buffered", "--time", "1", "--json"], timeout=270)
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
         notes = summary_of(proc.stdout)["notes"]
         assert any("numba's on-disk cache is off" in n for n in notes), notes
