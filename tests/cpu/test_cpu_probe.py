@@ -93,7 +93,9 @@ async def test_intervals_are_per_interval_rates_that_add_up() -> None:
     s = result.summaries["cpu"]
     assert 3 <= len(samples) <= 5
     assert s["stopped_by"] == "time"
-    assert s["total_time"] == pytest.approx(1.6, abs=0.1)
+    # Ends at the deadline plus the event in progress and the wait for a CPU
+    # to see it (1.709 s at load 7 beside the parallel tests): never before.
+    assert 1.59 <= s["total_time"] <= 2.0, s["total_time"]
     total = 0
     for sample, row in zip(samples, s["intervals"], strict=True):
         per_thread = sample.extra["per_thread_events"]

@@ -72,13 +72,21 @@ def starved_engine(tmp: Path) -> Iterator[Engine]:
         os.sched_setaffinity(0, saved)
 
 
+def _not_starved() -> None:
+    # The workers need microseconds of CPU to see the stop; on a busy machine
+    # the scheduler sometimes gives them that beside the nice -20 hogs (CI at
+    # load 7). The scenario did not happen: nothing is shown either way.
+    pytest.skip("the workers got the CPU to stop despite the hogs: the scenario did not occur")
+
+
 def test_workers_short_of_cpu_are_waited_for_not_called_blocked(tmp_path: Path) -> None:
     with starved_engine(tmp_path) as engine:
         t0 = time.monotonic()
         engine.stop()
         ended = engine.join_stopped(0.5)
         took = time.monotonic() - t0
-        assert took > 0.5, "the workers were not starved: the test shows nothing"
+        if took <= 0.5:
+            _not_starved()
         assert ended and engine.stuck == 0, (took, engine.stuck)
         assert not engine._fds and not engine._maps  # closed by the join
 
@@ -88,7 +96,8 @@ def test_an_abandoned_engine_is_closed_by_its_last_worker(tmp_path: Path) -> Non
     left close the fds and buffers when they end, since nobody joins again."""
     with starved_engine(tmp_path) as engine:
         engine.stop()
-        assert not engine.join_stopped(0.2, cap_s=0.4), "the workers were not starved"
+        if engine.join_stopped(0.2, cap_s=0.4):
+            _not_starved()
         assert engine.stuck > 0 and engine._fds
         deadline = time.monotonic() + 30  # the hogs end after HOG_S
         while engine._fds or any(t.is_alive() for t in engine.threads):

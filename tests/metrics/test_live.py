@@ -22,6 +22,7 @@ from metrics_fixtures import (
     parse,
     run_and_scrape,
     samples,
+    scrape_text,
     value,
     wait_for,
 )
@@ -277,7 +278,17 @@ def test_sigint_still_writes_the_final_textfile(tmp_path: Path) -> None:
     )
     try:
         wait_for(url, proc)
-        time.sleep(1.5)
+        # The endpoint answers before the probe runs; interrupted before its
+        # first event a run has no report to print (exit 130, nothing on
+        # stdout: CI at load 7 sent the signal that early after a fixed
+        # 1.5 s). Wait for counted events, then interrupt.
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            families = parse(scrape_text(url))
+            if any(s.value > 0 for s in samples(families, "probetop_cpu_events_total")):
+                break
+            time.sleep(0.2)
+        time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
