@@ -143,6 +143,7 @@ REFUSED_BY_NO_PROBE_COMMANDS = (
         ("export", ["x.jsonl"]),
         ("ls", []),
         ("stop", ["x"]),
+        ("rm", ["x"]),
     ],
 )
 def test_a_command_that_runs_no_probes_does_not_offer_what_it_refuses(

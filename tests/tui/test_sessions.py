@@ -162,7 +162,40 @@ def test_sigkill_shows_died_and_recording_reads_back(env: dict[str, str]) -> Non
     assert len(session.samples("cpu")) >= 3
     assert any("no footer" in w for w in session.warnings)
     stop = probetop(env, "stop", "k1")
-    assert stop.returncode == 2 and "not running (died)" in stop.stderr
+    assert stop.returncode == 2 and "not running (died" in stop.stderr
+    assert str(recording) in stop.stderr  # where its files are
+    removed = probetop(env, "rm", "k1")
+    assert removed.returncode == 0, removed.stderr
+    assert f"removed {recording}" in removed.stdout
+    assert not recording.exists() and "k1" not in sessions(env)
+
+
+def test_stop_of_a_session_that_finished_gives_its_report_and_rm_forgets_it(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """`stop` after --time ended it: the report and the session's status (a
+    script's `stop` never races the session's own end); `rm` deletes what
+    lives in the state directory, keeps a --record file elsewhere, and
+    refuses a running session."""
+    mine = tmp_path / "mine.jsonl"
+    started = probetop(
+        env, "cpu", "--threads", "1", "--time", "1", "--detach", "--name", "f1",
+        "--record", str(mine),
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    wait_for(lambda: sessions(env)["f1"]["state"] == "finished", what="finished")
+    stop = probetop(env, "stop", "f1")
+    assert stop.returncode == 0, stop.stderr
+    assert "events per second" in stop.stdout and "had already ended (exit 0)" in stop.stdout
+    running = detach_cpu(env, "f2")
+    refused = probetop(env, "rm", "f1", "f2", "nosuch")
+    assert refused.returncode == 2
+    assert "`probetop stop f2` first" in refused.stderr
+    assert "no session named 'nosuch'" in refused.stderr
+    assert "f1" not in sessions(env) and sessions(env)["f2"]["state"] == running["state"]
+    assert mine.exists()  # the user's own file
+    log = Path(env["XDG_STATE_HOME"]) / "probetop" / "f1.log"
+    assert f"removed {log}" in refused.stdout and not log.exists()
 
 
 def test_detach_refuses_a_command_without_probes(env: dict[str, str]) -> None:

@@ -477,7 +477,7 @@ LIVE_RUN_OPTIONS = (
 ``--interval`` is read as ``--sample-interval`` before this check."""
 
 
-NO_DASHBOARD = ("report", "compare", "export", "ls", "stop", "follow", "compile")
+NO_DASHBOARD = ("report", "compare", "export", "ls", "stop", "rm", "follow", "compile")
 """Commands that never draw a dashboard: --theme has nothing to theme there
 (said, as a headless run says it, not silently taken)."""
 

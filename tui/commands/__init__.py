@@ -59,6 +59,7 @@ OTHER_COMMANDS = (
     "ls",
     "attach",
     "stop",
+    "rm",
     "follow",
     "compile",
 )

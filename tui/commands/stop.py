@@ -30,7 +30,9 @@ Stop a session started with --detach, as SIGTERM stops a headless run: the
 probes stop, the recording gets its footer, and the session's report (what
 --headless would have printed) is shown here. Without NAME, the only running
 session. Exit status 0 when it ended as asked, else the session's own (74: its
-recording could not be completed; 99: an --assert failed).
+recording could not be completed; 99: an --assert failed). A session that had
+already finished (--time) is not stopped again: its report and its status are
+given all the same (`probetop rm NAME` removes it).
 """,
     options=(
         Option(("session",), "the session's name (`probetop ls`)", metavar="NAME", nargs="?"),
@@ -58,25 +60,44 @@ def settings(values: Mapping[str, Any], common: CommonOptions) -> StopSettings:
 
 def run(plan: RunPlan[StopSettings]) -> int:
     info = find(plan.settings.session)
+    if info.state == "finished":
+        # Ended by itself (--time, an error) before this stop: its report and
+        # its status, as a stop that came just in time would have given them.
+        _print_report(info, plan.common.json)
+        print(
+            f"probetop: session {info.name} had already ended (exit {info.exit_code}); "
+            f"recording: {info.recording}; `probetop rm {info.name}` removes it",
+            file=sys.stderr if plan.common.json else sys.stdout,
+        )
+        return exit_status(info)
     if not info.live:
-        raise SessionError(f"session {info.name} is not running ({info.state})")
+        raise SessionError(
+            f"session {info.name} is not running ({info.state}: its process ended without "
+            f"a report); recording: {info.recording}; log: {info.log}"
+        )
     done = stop_session(info, plan.settings.wait_s)
     if done is None:  # stopped while starting: the command that started it said so
         print(f"probetop: session {info.name} stopped before its probes started; "
               "nothing was recorded and it is not listed")  # fmt: skip
         return 0
-    if plan.common.json:  # one JSON document on stdout, whatever the session printed
-        _json_report(done)
-    else:
-        try:
-            sys.stdout.write(Path(done.log).read_text())
-        except OSError as exc:
-            print(f"probetop: warning: cannot read {done.log}: {exc.strerror}", file=sys.stderr)
+    _print_report(done, plan.common.json)
     print(
         f"probetop: session {done.name} {done.state}; recording: {done.recording}",
         file=sys.stderr if plan.common.json else sys.stdout,
     )
     return exit_status(done)
+
+
+def _print_report(done: SessionInfo, as_json: bool) -> None:
+    """The session's report: its log (what --headless printed), or with
+    --json one JSON document on stdout, whatever the session printed."""
+    if as_json:
+        _json_report(done)
+        return
+    try:
+        sys.stdout.write(Path(done.log).read_text())
+    except OSError as exc:
+        print(f"probetop: warning: cannot read {done.log}: {exc.strerror}", file=sys.stderr)
 
 
 def _json_report(done: SessionInfo) -> None:

@@ -509,6 +509,41 @@ def archive(info: SessionInfo) -> str:
     return name
 
 
+def remove(info: SessionInfo) -> list[str]:
+    """Delete an ended session: its metadata, and its recording and log when
+    they are the state directory's ``NAME.*`` files (a ``--record`` file
+    elsewhere is the user's: kept). Returns the paths removed. SessionError
+    while it runs (stop it first) or when a file cannot be removed."""
+    if info.live:
+        raise SessionError(
+            f"session {info.name} is {info.state} (PID {info.pid}): "
+            f"`probetop stop {info.name}` first"
+        )
+    state = state_dir()
+    removed = []
+    for path in (info.recording, info.log):
+        p = Path(path)
+        if p.parent != state or not p.name.startswith(f"{info.name}."):
+            continue
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise SessionError(f"cannot remove {p}: {exc.strerror}") from None
+        removed.append(str(p))
+    with contextlib.suppress(OSError):
+        Path(info.socket).unlink()
+    try:
+        meta_path(info.name).unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise SessionError(f"cannot remove {meta_path(info.name)}: {exc.strerror}") from None
+    removed.append(str(meta_path(info.name)))
+    return removed
+
+
 def read_info(path: Path) -> SessionInfo | DamagedInfo | None:
     """The metadata in ``path``; None if there is no such file; DamagedInfo
     if it is not readable as one (see the module docstring)."""
