@@ -46,6 +46,7 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import stat
@@ -635,6 +636,10 @@ class IopsProbe:
             await self._tick(engine, emit, ended, prev, ramp_end, step, next_tick)
         finally:
             sampler.cancel()
+            # Awaited, so an error in the window sampler is the probe's error
+            # (reported, exit 2), never an asyncio "never retrieved" warning.
+            with contextlib.suppress(asyncio.CancelledError):
+                await sampler
 
     async def _tick(
         self,
