@@ -19,10 +19,31 @@ from probetop.probes.core import native_cache
 DAY = 86400.0
 
 
+@pytest.fixture(autouse=True)
+def _numba_keeps_its_cache_dir() -> Iterator[None]:
+    """numba's own cache directory (``numba.core.config.CACHE_DIR``) as it was
+    before the test. ``native_cache.configure()`` sets it when numba is
+    loaded (the session warm-up, or test_entry_name_is_the_one_numba_uses,
+    loaded it); run again here over a test's tmp dir, it was left pointing
+    there, which monkeypatch does not undo. A later test in this process that
+    imported the disk loops (tests/disk/test_kept_loops.py) then had numba
+    compile them from nothing into that dir, inside its 30 s run: the numba
+    loops counted 0 I/Os."""
+    numba = sys.modules.get("numba")
+    before = numba.core.config.CACHE_DIR if numba is not None else None
+    env = os.environ.get("NUMBA_CACHE_DIR")
+    yield
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        # Loaded during the test: what it read at import is the test's env.
+        numba.core.config.CACHE_DIR = before if before is not None else (env or "")
+
+
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fresh per-user cache directory ($XDG_CACHE_HOME/probetop/numba) in
-    place of this process's choice; the process's own claims untouched."""
+    place of this process's choice; the process's own claims untouched
+    (nor numba's directory: ``_numba_keeps_its_cache_dir``)."""
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setattr(native_cache, "_configured", False)
