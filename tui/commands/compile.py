@@ -74,7 +74,9 @@ def _build_all(builds: list[Callable[[], bool]]) -> list[tuple[str | None, float
     process each) failed once in a clean clone (FileNotFoundError on a stale
     entry's .nbc file): both processes pruned at once, one reading an entry
     the other was removing. Prunes are now one at a time and never raise
-    (native_cache.prune); side by side was not measured again since."""
+    (native_cache.prune): whole compiles run 2 and 4 at once into one cache
+    pass (benchmarks/compile_side_by_side.py), but families in parallel here
+    were not tried again, nor timed."""
     return [_build(build) for build in builds]
 
 
