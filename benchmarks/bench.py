@@ -39,7 +39,9 @@ from figures import ENV, Figure, read
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 OUT = REPO / "docs" / "figures.md"
-NOT_BENCHMARKS = {"bench", "figures", "cpu_sched", "sshd_fixture"}
+# Not benchmarks: helpers, and compile_side_by_side (a pass/fail stress check
+# of `probetop compile` runs sharing one cache; it reports no figures).
+NOT_BENCHMARKS = {"bench", "figures", "cpu_sched", "sshd_fixture", "compile_side_by_side"}
 DATA_BEGIN = "<!-- figures-data"
 DATA_END = "-->"
 

@@ -39,6 +39,11 @@ clone, venv or tree copied to /tmp added ~1 MB that outlived it.
   directories owned by us. An entry from before markers is traced to its
   source by the path numba compiled into it, accepted only when its SHA-1
   is the one in the entry's name; otherwise age alone decides.
+- One prune at a time per directory (a lock file, ``PRUNE_LOCK``); a prune
+  never raises ``OSError`` (``claim`` must not fail a run for it), and so
+  never fails another process's compile or first run. The kept object code
+  (``objects/``, ``native_objects``) is pruned by the same rules in the same
+  pass.
 """
 
 from __future__ import annotations
@@ -174,7 +179,10 @@ def claim(source_file: str) -> None:
             _write_marker(os.path.join(entry, MARKER), source_dir)
         _claims[entry] = fd
     if created:
-        prune()
+        # Never an error for the run that claims: a prune that cannot finish
+        # (a removal under way elsewhere, a full disk) leaves the rest for later.
+        with contextlib.suppress(OSError):
+            prune(wait=False)
 
 
 def _lock_entry(entry: str, how: int, make: bool = False) -> int | None:
@@ -222,16 +230,54 @@ class Pruned:
     bytes: int = 0
 
 
-def prune(now: float | None = None, keep_days: float = KEEP_UNUSED_DAYS) -> Pruned:
+PRUNE_LOCK = ".probetop-prune.lock"
+
+
+def prune(
+    now: float | None = None, keep_days: float = KEEP_UNUSED_DAYS, wait: bool = True
+) -> Pruned:
     """Remove stale entries (see the module docstring) from the chosen cache
     directory; entries in use, or not numba's, are left alone. In a
     ``NUMBA_CACHE_DIR`` of the user's own choosing (other numba programs may
-    share it), only entries with our marker."""
+    share it), only entries with our marker. Then the kept object code of
+    gone or long-unused sources (``native_objects.prune``).
+
+    One prune at a time per directory (an exclusive lock on ``PRUNE_LOCK``):
+    two processes pruning at once both read an entry the first was removing
+    (a clean clone's ``probetop compile`` building two families side by side
+    failed with FileNotFoundError on a file of a stale entry). With
+    ``wait=False`` (a run's ``claim``) nothing is done while another prunes;
+    else this waits for it (a prune takes milliseconds). Never raises
+    ``OSError``: what cannot be read or removed is left for a later prune."""
     root = configure()
     if root is None:
         return Pruned()
-    shared = root not in _own_candidates()
+    try:
+        lock = os.open(
+            os.path.join(root, PRUNE_LOCK),
+            os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o600,
+        )
+    except OSError:
+        return Pruned()
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except OSError:
+        os.close(lock)
+        return Pruned()  # another process is pruning this directory now
     now = time.time() if now is None else now
+    try:
+        entries = _prune_entries(root, now, keep_days)
+        from probetop.probes.core import native_objects  # lazy: it imports this module
+
+        objects = native_objects.prune(os.path.join(root, "objects"), now, keep_days)
+        return Pruned(entries.entries + objects.entries, entries.bytes + objects.bytes)
+    finally:
+        os.close(lock)
+
+
+def _prune_entries(root: str, now: float, keep_days: float) -> Pruned:
+    shared = root not in _own_candidates()
     entries = total = 0
     try:
         names = os.listdir(root)
@@ -243,7 +289,10 @@ def prune(now: float | None = None, keep_days: float = KEEP_UNUSED_DAYS) -> Prun
             continue
         if shared and not os.path.exists(os.path.join(entry, MARKER)):
             continue
-        if not _stale(entry, name, now, keep_days):
+        try:
+            if not _stale(entry, name, now, keep_days):
+                continue
+        except OSError:  # going away under us (numba's own tidying, a user's rm)
             continue
         fd = _lock_entry(entry, fcntl.LOCK_EX)
         if fd is None:
@@ -292,7 +341,7 @@ def _source_of(entry: str, name: str) -> str | None:
         pass
     if not any(candidates):
         code = sorted(
-            (os.path.getsize(p), p)
+            (_file_size(p), p)
             for p in (os.path.join(entry, n) for n in _listdir(entry) if n.endswith(".nbc"))
         )
         if code:
@@ -313,6 +362,13 @@ def _last_use(entry: str) -> float:
         with contextlib.suppress(OSError):
             newest = max(newest, os.lstat(os.path.join(entry, n)).st_mtime)
     return newest
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return 1 << 62  # gone meanwhile: last in line
 
 
 def _size(entry: str) -> int:

@@ -34,10 +34,13 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import hashlib
 import json
 import os
+import struct
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -278,7 +281,6 @@ def build(name: str, dispatcher: Any, sources: Sequence[str]) -> None:
     passes.add_global_dead_code_eliminate_pass()
     passes.add_strip_dead_prototype_pass()
     passes.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
-    needs = [v.name for v in module.global_variables if v.is_declaration]
     for g in module.functions:
         if g.is_declaration and not g.name.startswith("llvm."):
             if g.name in _RENAMED:
@@ -288,14 +290,21 @@ def build(name: str, dispatcher: Any, sources: Sequence[str]) -> None:
                 g.name = renamed
             elif g.name.startswith(("NRT_", "numba_")):
                 raise ValueError(f"{name}: the loop calls {g.name} (numba's runtime)")
-            needs.append(g.name)
     code = tm.emit_object(module)
+    # What the object calls, read from the object itself: the IR's
+    # declarations miss what the code generator adds (an intrinsic lowered
+    # to libm's log10 or libc's memset), which the check at load must see.
+    needs = undefined_symbols(code)
+    runtime = sorted(n for n in needs if n.startswith(("NRT_", "numba_")))
+    if runtime:
+        raise ValueError(f"{name}: the loop calls {', '.join(runtime)} (numba's runtime)")
     meta = {
         "entry": entry,
         "args": [[a.kind, a.dtype, a.ndim] for a in args],
         "returns": returns,
-        "needs": sorted(set(needs)),
+        "needs": needs,
         "sources": pin_sources(sources),
+        "paths": [os.path.abspath(p) for p in sources],
         "machine": _machine(llvm),
         # The object's own digest: a .o cut short by a crash, or from another
         # build than its .json (two compiles at once), is never handed to
@@ -303,18 +312,80 @@ def build(name: str, dispatcher: Any, sources: Sequence[str]) -> None:
         "object": {"sha256": hashlib.sha256(code).hexdigest(), "size": len(code)},
     }
     base = _base(where, name, sources)
+    files = []
     for suffix, data in ((".o", code), (".json", json.dumps(meta).encode())):
         tmp = f"{base}{suffix}.{os.getpid()}.tmp"
         with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, base + suffix)
+        files.append((tmp, base + suffix))
+    # The pair replaced under the base's lock: a process loading meanwhile
+    # (a run during a compile, two compiles at once) reads both old or both new.
+    fd = _lock_base(base, fcntl.LOCK_EX)
+    try:
+        for tmp, final in files:
+            os.replace(tmp, final)
+    finally:
+        os.close(fd)
+
+
+_ELF_HEAD = struct.Struct("<16sHHIQQQIHHHHHH")
+_ELF_SECTION = struct.Struct("<IIQQQQIIQQ")
+_ELF_SYMBOL = struct.Struct("<IBBHQQ")
+#: Resolved by the loader itself (RuntimeDyld), not looked up in the process.
+_LOADER_SYMBOLS = frozenset({"_GLOBAL_OFFSET_TABLE_"})
+
+
+def undefined_symbols(code: bytes) -> list[str]:
+    """The symbols an ELF64 little-endian relocatable object (``code``) needs
+    from elsewhere: its symbol table's undefined global and weak entries.
+    ``ValueError`` for anything else (not kept)."""
+    try:
+        head = _ELF_HEAD.unpack_from(code, 0)
+        if head[0][:4] != b"\x7fELF" or head[0][4] != 2 or head[0][5] != 1:
+            raise ValueError("not a 64-bit little-endian ELF object")
+        shoff, shentsize, shnum = head[6], head[11], head[12]
+        sections = [_ELF_SECTION.unpack_from(code, shoff + i * shentsize) for i in range(shnum)]
+        out: set[str] = set()
+        for sec in sections:
+            if sec[1] != 2:  # SHT_SYMTAB
+                continue
+            strtab = sections[sec[6]]
+            strings = code[strtab[4] : strtab[4] + strtab[5]]
+            for off in range(sec[4], sec[4] + sec[5], sec[9] or _ELF_SYMBOL.size):
+                st_name, st_info, _, st_shndx, _, _ = _ELF_SYMBOL.unpack_from(code, off)
+                if st_shndx != 0 or st_name == 0 or st_info >> 4 not in (1, 2):
+                    continue
+                end = strings.index(b"\0", st_name)
+                out.add(strings[st_name:end].decode())
+    except (struct.error, IndexError) as exc:
+        raise ValueError(f"unreadable object file ({exc})") from None
+    return sorted(out - _LOADER_SYMBOLS)
+
+
+def _lock_base(base: str, how: int, wait: bool = True) -> int:
+    """``<base>.lock`` opened and locked (``how``); its fd. Retried when the
+    file was pruned between open and lock. ``OSError`` when ``wait`` is
+    False and another process holds it."""
+    while True:
+        fd = os.open(base + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, how | (0 if wait else fcntl.LOCK_NB))
+            if os.fstat(fd).st_ino == os.lstat(base + ".lock").st_ino:
+                return fd
+        except OSError:
+            os.close(fd)
+            if not wait:
+                raise
+            continue
+        os.close(fd)
 
 
 # -- load (no numba) --------------------------------------------------------------
 
 _engines: list[Any] = []  # each loaded object's engine: it holds the code, kept for good
+_held: list[int] = []  # each read object's .json, locked shared for our life (prune)
 _stubs_lock = threading.Lock()
 _stubs_ready = False
 
@@ -397,32 +468,131 @@ def load(name: str, sources: Sequence[str]) -> Loop | None:
     if where is None:
         return None
     base = _base(where, name, sources)
+    if not os.path.exists(base + ".json"):
+        return None
+    held = -1
     try:
-        with open(base + ".json", "rb") as f:
-            meta = json.load(f)
-        with open(base + ".o", "rb") as f:
-            code = f.read()
-        if meta.get("sources") != pin_sources(sources):
-            return None
-        if meta.get("object") != {
-            "sha256": hashlib.sha256(code).hexdigest(),
-            "size": len(code),
-        }:
-            return None
-        llvm = _llvm()
-        if meta.get("machine") != _machine(llvm):
-            return None
-        _add_stubs(llvm)
-        if any(not llvm.address_of_symbol(s) for s in meta["needs"]):
-            return None
-        tm = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine()
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
-        engine.add_object_file(llvm.ObjectFileRef.from_data(code))
-        engine.finalize_object()
-        address = engine.get_function_address(meta["entry"])
-        if not address:
-            return None
-        _engines.append(engine)
-        return Loop(name, address, meta)
+        fd = _lock_base(base, fcntl.LOCK_SH)  # no build replaces the pair meanwhile
+        try:
+            held = os.open(base + ".json", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with open(os.dup(held), "rb") as f:
+                meta = json.load(f)
+            with open(base + ".o", "rb") as f:
+                code = f.read()
+        finally:
+            os.close(fd)
+        loop = _checked(name, meta, code, sources)
+        if loop is not None:
+            # Held (a shared lock on its .json) while this process lives:
+            # prune leaves it; its mtime is its last use (a numba entry's
+            # marker's, in native_cache).
+            fcntl.flock(held, fcntl.LOCK_SH)
+            with contextlib.suppress(OSError):
+                os.utime(held)
+            _held.append(held)
+            held = -1
+        return loop
     except (OSError, ValueError, KeyError, TypeError, RuntimeError):
         return None
+    finally:
+        if held >= 0:
+            os.close(held)
+
+
+def _checked(name: str, meta: dict[str, Any], code: bytes, sources: Sequence[str]) -> Loop | None:
+    """The loop in ``code``, loaded, or None when stale or foreign (``load``)."""
+    if meta.get("sources") != pin_sources(sources):
+        return None
+    if meta.get("object") != {
+        "sha256": hashlib.sha256(code).hexdigest(),
+        "size": len(code),
+    }:
+        return None
+    llvm = _llvm()
+    if meta.get("machine") != _machine(llvm):
+        return None
+    _add_stubs(llvm)
+    if any(not llvm.address_of_symbol(s) for s in meta["needs"]):
+        return None
+    tm = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine()
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+    engine.finalize_object()
+    address = engine.get_function_address(meta["entry"])
+    if not address:
+        return None
+    _engines.append(engine)
+    return Loop(name, address, meta)
+
+
+# -- prune ------------------------------------------------------------------------
+
+
+def prune(where: str, now: float, keep_days: float) -> native_cache.Pruned:
+    """Remove kept loops (``<base>.o``, ``.json``, ``.lock``) whose sources
+    are gone or that no process loaded for ``keep_days`` (their .json's
+    mtime: built, or last loaded), never one a running process holds (a
+    shared lock on its .json: loaded); and leftovers of builds cut short (a
+    ``.tmp``, a ``.o`` without its ``.json``) older than a day. Called by
+    ``native_cache.prune`` under its lock; never raises ``OSError``."""
+    try:
+        names = os.listdir(where)
+    except OSError:
+        return native_cache.Pruned()
+    entries = total = 0
+    bases = {n[: -len(".json")] for n in names if n.endswith(".json")}
+    for b in sorted(bases):
+        base = os.path.join(where, b)
+        try:
+            if not _stale_object(base, now, keep_days):
+                continue
+            gone = _remove_object(base)
+        except OSError:
+            continue
+        if gone:
+            entries, total = entries + 1, total + gone
+    for n in names:
+        path = os.path.join(where, n)
+        stem = n.rsplit(".", 1)[0]
+        orphan = n.endswith(".tmp") or (n.endswith((".o", ".lock")) and stem not in bases)
+        with contextlib.suppress(OSError):
+            st = os.lstat(path)
+            if orphan and now - st.st_mtime > 86400 and os.path.isfile(path):
+                os.unlink(path)
+                total += st.st_size
+    return native_cache.Pruned(entries, total)
+
+
+def _stale_object(base: str, now: float, keep_days: float) -> bool:
+    with open(base + ".json", "rb") as f:
+        age = now - os.fstat(f.fileno()).st_mtime
+        try:
+            paths = json.load(f).get("paths")
+        except (ValueError, AttributeError):
+            paths = None
+    if isinstance(paths, list) and any(
+        not isinstance(p, str) or not os.path.exists(p) for p in paths
+    ):
+        return True
+    return age > keep_days * 86400
+
+
+def _remove_object(base: str) -> int:
+    """Remove the kept loop at ``base`` unless a process holds it; its bytes (0: held)."""
+    lock = _lock_base(base, fcntl.LOCK_EX, wait=False)  # no build writing it
+    try:
+        fd = os.open(base + ".json", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return 0  # a running process loaded it
+        finally:
+            os.close(fd)
+        size = 0
+        for suffix in (".json", ".o", ".lock"):
+            with contextlib.suppress(OSError):
+                size += os.lstat(base + suffix).st_size
+                os.unlink(base + suffix)
+        return size
+    finally:
+        os.close(lock)

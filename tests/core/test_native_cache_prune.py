@@ -19,10 +19,31 @@ from probetop.probes.core import native_cache
 DAY = 86400.0
 
 
+@pytest.fixture(autouse=True)
+def _numba_keeps_its_cache_dir() -> Iterator[None]:
+    """numba's own cache directory (``numba.core.config.CACHE_DIR``) as it was
+    before the test. ``native_cache.configure()`` sets it when numba is
+    loaded (the session warm-up, or test_entry_name_is_the_one_numba_uses,
+    loaded it); run again here over a test's tmp dir, it was left pointing
+    there, which monkeypatch does not undo. A later test in this process that
+    imported the disk loops (tests/disk/test_kept_loops.py) then had numba
+    compile them from nothing into that dir, inside its 30 s run: the numba
+    loops counted 0 I/Os."""
+    numba = sys.modules.get("numba")
+    before = numba.core.config.CACHE_DIR if numba is not None else None
+    env = os.environ.get("NUMBA_CACHE_DIR")
+    yield
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        # Loaded during the test: what it read at import is the test's env.
+        numba.core.config.CACHE_DIR = before if before is not None else (env or "")
+
+
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fresh per-user cache directory ($XDG_CACHE_HOME/probetop/numba) in
-    place of this process's choice; the process's own claims untouched."""
+    place of this process's choice; the process's own claims untouched
+    (nor numba's directory: ``_numba_keeps_its_cache_dir``)."""
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setattr(native_cache, "_configured", False)
@@ -87,7 +108,8 @@ def test_entries_of_gone_or_long_unused_sources_go_the_rest_stay(
     assert {k for k, p in kept.items() if not p.exists()} == set()
     assert {k for k, p in pruned.items() if p.exists()} == set()
     assert (result.entries, result.bytes) == (3, sizes)
-    assert sorted(os.listdir(cache)) == sorted(p.name for p in kept.values())
+    left = set(os.listdir(cache)) - {native_cache.PRUNE_LOCK}
+    assert sorted(left) == sorted(p.name for p in kept.values())
 
 
 def test_an_entry_from_before_markers_is_traced_by_the_path_in_its_code(
@@ -209,4 +231,79 @@ def test_loading_the_loops_marks_this_tree_and_prunes_a_gone_clone(tmp_path: Pat
     source = os.path.dirname(out.stdout.strip())
     entry = root / native_cache.entry_name(source)
     assert (entry / native_cache.MARKER).read_text() == f"{source}\n"
+    assert not stale.exists()
+
+
+RACER = """
+import sys
+from probetop.probes.core import native_cache
+sys.stdin.readline()  # both started: claim (a new entry: prune) at once
+native_cache.claim(sys.argv[1])
+"""
+
+
+def test_two_processes_making_entries_at_once_both_prune_without_failing(tmp_path: Path) -> None:
+    """CI run 3: `probetop compile` building two families side by side in a
+    cache holding entries of removed clones failed with FileNotFoundError on
+    a stale entry's code file (one process read the entry the other was
+    removing). Each round: two processes claim new entries at the same
+    moment over 100 stale entries from before markers (each traced by the
+    path in its code): both must succeed and every stale entry go."""
+    xdg = tmp_path / "xdg"
+    root = xdg / "probetop" / "numba"
+    root.mkdir(parents=True, mode=0o700)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(xdg)
+    failures: list[str] = []
+    for round_ in range(8):
+        stale = []
+        for i in range(100):
+            gone = tmp_path / f"gone-{round_}-{i}" / "probes" / "icmp"
+            entry = make_entry(root, gone)
+            for j in range(30):  # one code file per cached function, as numba writes
+                (entry / f"engine.f{j}-10.py311.1.nbc").write_bytes(
+                    b"# File: " + str(gone / "engine.py").encode() + b"\n" + b"x" * 200
+                )
+            stale.append(entry)
+        racers = []
+        for family in ("disk", "icmp"):
+            source = tmp_path / f"clone-{round_}" / "probes" / family
+            source.mkdir(parents=True)
+            racers.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", RACER, str(source / "x.py")],
+                    stdin=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=env,
+                )
+            )
+        time.sleep(1.0)  # both imported and waiting
+        for p in racers:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        for p in racers:
+            _, err = p.communicate(timeout=120)
+            if p.returncode:
+                failures.append(err.strip().splitlines()[-1])
+        assert [e for e in stale if e.exists()] == [], f"round {round_}"
+    assert failures == []
+
+
+def test_a_prune_under_way_elsewhere_is_waited_for_or_skipped(cache: Path, tmp_path: Path) -> None:
+    """One prune at a time per directory: a claim's prune skips while another
+    process prunes; `compile`'s waits for it."""
+    import fcntl
+
+    gone = tmp_path / "gone" / "disk"
+    stale = make_entry(cache, gone, marker=str(gone))
+    fd = os.open(cache / native_cache.PRUNE_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert native_cache.prune(wait=False).entries == 0
+        assert stale.exists()
+    finally:
+        os.close(fd)
+    assert native_cache.prune().entries == 1
     assert not stale.exists()

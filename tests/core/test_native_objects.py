@@ -172,3 +172,120 @@ def test_a_damaged_object_is_refused_not_run(kept: tuple[Path, Path, int], damag
     finally:
         obj.write_bytes(original)
     assert json.loads(_run(LOAD.format(src=str(src)), cache)) is not None
+
+
+def test_needs_lists_what_the_code_generator_adds(tmp_path: Path) -> None:
+    """``needs`` (checked in the process before loading) comes from the
+    object's own symbol table: an intrinsic the code generator lowers to a
+    libm call (math.log10 -> log10) is in it; the IR's declarations missed it."""
+    src = tmp_path / "libm_loop.py"
+    src.write_text(
+        textwrap.dedent(
+            """
+            import math
+            import numba
+
+            @numba.njit(nogil=True)
+            def decibels(out):
+                for i in range(out.shape[0]):
+                    out[i] = math.log10(out[i] + 1.0)
+            """
+        )
+    )
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    code = (
+        f"import sys, json, numpy as np; sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import libm_loop, glob\n"
+        "from probetop.probes.core import native_objects\n"
+        "libm_loop.decibels(np.zeros(3))\n"
+        "native_objects.build('test.db', libm_loop.decibels, [libm_loop.__file__])\n"
+        f"(meta,) = glob.glob({str(cache / 'objects' / 'test.db-*.json')!r})\n"
+        "code = open(meta[:-5] + '.o', 'rb').read()\n"
+        "print(json.dumps([json.load(open(meta))['needs'],"
+        " native_objects.undefined_symbols(code)]))\n"
+    )
+    needs, undefined = json.loads(_run(code, cache))
+    assert "log10" in needs
+    assert needs == undefined  # every symbol the object leaves to the process
+
+
+def _prune_now(cache: Path, days_ago: float = 0.0) -> int:
+    import time
+
+    from probetop.probes.core import native_objects
+
+    return native_objects.prune(str(cache / "objects"), time.time() + days_ago * 86400, 30).entries
+
+
+def test_objects_of_gone_sources_or_long_unused_are_pruned(tmp_path: Path) -> None:
+    """objects/ by the numba entries' rules: sources gone or 30 days unused
+    go; recent ones of live sources and leftovers under a day old stay."""
+    import time
+
+    objects = tmp_path / "cache" / "objects"
+    objects.mkdir(parents=True)
+    live = tmp_path / "live.py"
+    live.write_text("x = 1\n")
+
+    def kept_loop(name: str, paths: list[str], age_days: float = 0.0) -> list[Path]:
+        files = [objects / f"{name}.o", objects / f"{name}.json", objects / f"{name}.lock"]
+        files[0].write_bytes(b"\x7fELF" + b"\0" * 60)
+        files[1].write_text(json.dumps({"paths": paths}))
+        files[2].write_bytes(b"")
+        stamp = time.time() - age_days * 86400
+        for f in files:
+            os.utime(f, (stamp, stamp))
+        return files
+
+    fresh = kept_loop("disk.sync_loop-aaaa", [str(live)], age_days=29)
+    gone = kept_loop("disk.sync_loop-bbbb", [str(live), str(tmp_path / "deleted.py")])
+    unused = kept_loop("icmp.run_slice-cccc", [str(live)], age_days=31)
+    old_tmp = objects / "icmp.run_slice-dddd.o.123.tmp"
+    old_tmp.write_bytes(b"x")
+    os.utime(old_tmp, (time.time() - 2 * 86400,) * 2)
+    new_tmp = objects / "icmp.run_slice-eeee.o.124.tmp"  # a build writing now
+    new_tmp.write_bytes(b"x")
+
+    assert _prune_now(tmp_path / "cache") == 2
+    assert all(f.exists() for f in fresh)
+    assert not any(f.exists() for f in gone + unused)
+    assert not old_tmp.exists() and new_tmp.exists()
+
+
+HOLD_LOOP = """
+import sys
+from probetop.probes.core import native_objects
+loop = native_objects.load("test.fill", [{src!r}])
+print("held" if loop is not None else "none", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_kept_loop_a_running_process_holds_is_not_pruned(
+    kept: tuple[Path, Path, int],
+) -> None:
+    """Loaded by a running process: never pruned however old it looks; once
+    that process exits, 30 days unused prune it. (Restored after: the
+    module's other tests use it.)"""
+    src, cache, _ = kept
+    saved = {p: p.read_bytes() for p in (cache / "objects").glob("test.fill-*")}
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOOP.format(src=str(src))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert _prune_now(cache, days_ago=40) == 0
+    finally:
+        holder.communicate("", timeout=60)
+    try:
+        assert _prune_now(cache, days_ago=40) == 1
+        assert list((cache / "objects").glob("test.fill-*")) == []
+    finally:
+        for p, data in saved.items():
+            p.write_bytes(data)

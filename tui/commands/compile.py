@@ -30,8 +30,9 @@ io_uring) and of the ICMP probe into numba's per-user cache, so later runs
 start at once. `make setup` (and so `make demo`) runs it; after `pip install`,
 run it once per user. The families compile one after the other.
 Sends nothing and touches no device: the disk loops run once on an 8 KiB
-in-memory file. Then removes cache entries whose source directory is gone or
-that no probetop used for 30 days (never one a running probetop uses). Exit 0
+in-memory file. Then removes cache entries and kept objects whose source
+directory is gone or that no probetop used for 30 days (never one a running
+probetop uses). Exit 0
 when every loop compiled, 2 when one could not be built (the message says
 which and why).
 """,
@@ -70,9 +71,12 @@ def _build(build: Callable[[], bool]) -> tuple[str | None, float, bool]:
 
 def _build_all(builds: list[Callable[[], bool]]) -> list[tuple[str | None, float, bool]]:
     """Every family, one after the other in this process. Side by side (a
-    process each) raced on numba's cache: a clean clone's quiet `make test`
-    failed with one family reading an entry's .nbc file the other was
-    writing (FileNotFoundError), so the ~15 s it saved is not taken."""
+    process each) failed once in a clean clone (FileNotFoundError on a stale
+    entry's .nbc file): both processes pruned at once, one reading an entry
+    the other was removing. Prunes are now one at a time and never raise
+    (native_cache.prune): whole compiles run 2 and 4 at once into one cache
+    pass (benchmarks/compile_side_by_side.py), but families in parallel here
+    were not tried again, nor timed."""
     return [_build(build) for build in builds]
 
 
