@@ -25,6 +25,14 @@ Contract:
   the one its ``.json`` records (sha256, size), or one of its
   symbols is not in this process: the caller then takes numba's loop, the
   same code compiled by numba.
+- The install's kept loops (``shared_dir()``: ``<sys.prefix>/share/probetop/
+  objects``) serve every user of the install whose own cache has none (a
+  service account, a colleague: their first run compiled for a minute). It
+  is written by ``publish()`` (``probetop compile`` run by the install's
+  owner) and read only when it, its parents up to ``share`` and each file
+  are owned by root, this user or the owner of this code, and writable by
+  no one else: whoever could change them could change the code run anyway.
+  ``PROBETOP_SHARED_OBJECTS=off`` ignores it (the tests of numba's path).
 - ``Loop(*args)`` checks every argument as numba's dispatcher types it
   (integers, booleans; arrays by dtype, dimensions, C order, writeable) and
   calls the code through ctypes, which releases the interpreter lock as
@@ -40,8 +48,11 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
 import struct
+import sys
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -462,11 +473,15 @@ class Loop:
 
 
 def load(name: str, sources: Sequence[str]) -> Loop | None:
-    """The kept loop ``name``, or None (module docstring). Never raises for a
-    missing, stale or foreign object: the caller has numba's loop."""
+    """The kept loop ``name``, or None (module docstring): this user's own,
+    else the install's. Never raises for a missing, stale or foreign object:
+    the caller has numba's loop."""
     where = _cache_dir()
-    if where is None:
-        return None
+    loop = _load_own(where, name, sources) if where is not None else None
+    return loop if loop is not None else _load_shared(name, sources)
+
+
+def _load_own(where: str, name: str, sources: Sequence[str]) -> Loop | None:
     base = _base(where, name, sources)
     if not os.path.exists(base + ".json"):
         return None
@@ -483,6 +498,7 @@ def load(name: str, sources: Sequence[str]) -> Loop | None:
             os.close(fd)
         loop = _checked(name, meta, code, sources)
         if loop is not None:
+            _in_use.add((name, tuple(os.path.abspath(p) for p in sources)))
             # Held (a shared lock on its .json) while this process lives:
             # prune leaves it; its mtime is its last use (a numba entry's
             # marker's, in native_cache).
@@ -497,6 +513,133 @@ def load(name: str, sources: Sequence[str]) -> Loop | None:
     finally:
         if held >= 0:
             os.close(held)
+
+
+# -- the install's kept loops -----------------------------------------------------
+
+SHARED_ENV = "PROBETOP_SHARED_OBJECTS"
+
+
+def shared_dir() -> str:
+    """Where the install keeps its loops for every user of it."""
+    return os.path.join(sys.prefix, "share", "probetop", "objects")
+
+
+def _trusted(st: os.stat_result) -> bool:
+    """Owned by root, this user or the owner of this code; writable by no one else."""
+    owners = {0, os.geteuid()}
+    with contextlib.suppress(OSError):
+        owners.add(os.stat(__file__).st_uid)
+    return st.st_uid in owners and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _trusted_dir(path: str) -> bool:
+    """``path`` and its parents up to ``share`` are real, trusted directories."""
+    for p in (path, os.path.dirname(path), os.path.dirname(os.path.dirname(path))):
+        try:
+            st = os.lstat(p)
+        except OSError:
+            return False
+        if not stat.S_ISDIR(st.st_mode) or not _trusted(st):
+            return False
+    return True
+
+
+def _read_trusted(path: str) -> bytes:
+    """A trusted regular file's bytes (never through a symlink); OSError else."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with open(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or not _trusted(st):
+            raise PermissionError(f"{path}: not the install's own file")
+        return f.read()
+
+
+_shared_used: list[str] = []  # names loaded from the install's kept loops
+_in_use: set[tuple[str, tuple[str, ...]]] = set()  # (name, sources) loaded from this user's cache
+
+
+def _load_shared(name: str, sources: Sequence[str]) -> Loop | None:
+    """The install's kept loop ``name``, or None. Read without a lock (a reader
+    may not write there): a pair replaced meanwhile mismatches its digest and
+    is refused, and numba's loop serves."""
+    if os.environ.get(SHARED_ENV, "").lower() in ("off", "0", "no"):
+        return None
+    where = shared_dir()
+    if not _trusted_dir(where):
+        return None
+    base = _base(where, name, sources)
+    try:
+        meta = json.loads(_read_trusted(base + ".json"))
+        loop = _checked(name, meta, _read_trusted(base + ".o"), sources)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError):
+        return None
+    if loop is not None:
+        _shared_used.append(name)
+    return loop
+
+
+def used_shared() -> bool:
+    """Whether a loop of this process came from the install's kept loops."""
+    return bool(_shared_used)
+
+
+def publish() -> str | None:
+    """``probetop compile`` by the install's owner (who owns ``sys.prefix``):
+    copy the kept loops this process built or loaded from its own cache (the
+    install's: ``probetop compile`` loads every one) into ``shared_dir()``
+    (0755 directories, 0644 files, each replaced whole), and drop the ones
+    there that it did not (sources changed or gone). Returns the
+    directory, or None when this user does not own the install or keeps
+    nothing. OSError when the directory cannot be written."""
+    own = _cache_dir()
+    try:
+        owner = os.stat(sys.prefix).st_uid
+    except OSError:
+        return None
+    if own is None or owner != os.geteuid():
+        return None
+    where = shared_dir()
+    for d in (os.path.dirname(os.path.dirname(where)), os.path.dirname(where), where):
+        os.makedirs(d, mode=0o755, exist_ok=True)
+        os.chmod(d, 0o755)
+    wanted: set[str] = set()
+    for name, sources in sorted(_in_use):
+        base = _base(own, name, sources)
+        try:
+            fd = _lock_base(base, fcntl.LOCK_SH)  # never half a pair a build is replacing
+            try:
+                with open(base + ".json", "rb") as f:
+                    meta_bytes = f.read()
+                with open(base + ".o", "rb") as f:
+                    code = f.read()
+            finally:
+                os.close(fd)
+            if json.loads(meta_bytes)["sources"] != pin_sources(sources):
+                continue
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        name = os.path.basename(base)
+        wanted.add(name)
+        target = os.path.join(where, name)
+        for suffix, data in ((".o", code), (".json", meta_bytes)):  # .json last: it names the .o
+            tmp = f"{target}{suffix}.{os.getpid()}.tmp"
+            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), "wb") as f:
+                f.write(data)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, target + suffix)
+    for entry in os.listdir(where):  # stale: its sources changed since, or gone
+        path = os.path.join(where, entry)
+        if entry.endswith(".tmp"):  # a copy cut short, not one being written now
+            with contextlib.suppress(OSError):
+                if time.time() - os.lstat(path).st_mtime > 3600:
+                    os.unlink(path)
+            continue
+        name, suffix = os.path.splitext(entry)
+        if suffix in (".o", ".json") and name not in wanted:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+    return where
 
 
 def _checked(name: str, meta: dict[str, Any], code: bytes, sources: Sequence[str]) -> Loop | None:

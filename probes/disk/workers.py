@@ -170,9 +170,15 @@ def compile_kernels() -> dict[str, Any]:
 
 def kernel_notes() -> list[str]:
     """What the user should know about the native code (its cache is off ...)."""
-    from probetop.probes.core import native_cache
+    from probetop.probes.core import native_cache, native_objects
 
     note = native_cache.note()
+    if note and native_objects.used_shared():
+        # Nothing compiled: the loops came from the install's kept object code.
+        note = (
+            note.split(": the I/O loops", 1)[0]
+            + ": the I/O loops came from the install's kept object code"
+        )
     return [note] if note else []
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from probetop.probes.core import native_cache
+from probetop.probes.core import native_cache, native_objects
 from probetop.probes.core.options import CommandSpec
 from probetop.tui.cli.plan import CommonOptions, RunPlan
 
@@ -28,7 +28,11 @@ SPEC = CommandSpec(
 Compile the native loops of the disk probes (iops, warmup: psync, libaio and
 io_uring) and of the ICMP probe into numba's per-user cache, so later runs
 start at once. `make setup` (and so `make demo`) runs it; after `pip install`,
-run it once per user. The families compile one after the other.
+run it once. Run by the install's owner (who owns the Python prefix: the venv,
+or root for a system install), it also copies the loops kept as object code to
+<prefix>/share/probetop/objects, which every other user of the install then
+loads (a user whose own cache has none started with a minute of compiling).
+The families compile one after the other.
 Sends nothing and touches no device: the disk loops run once on an 8 KiB
 in-memory file. Then removes cache entries and kept objects whose source
 directory is gone or that no probetop used for 30 days (never one a running
@@ -83,7 +87,8 @@ def _build_all(builds: list[Callable[[], bool]]) -> list[tuple[str | None, float
 def run(plan: RunPlan[CompileSettings]) -> int:
     """Build every loop, then prune stale cache entries; the lines when done,
     or with --json one document (``cache``, ``loops[]``: ``name``, ``ready``,
-    ``kept``, ``seconds``, ``error``; ``pruned``: ``entries``, ``bytes``): `compile
+    ``kept``, ``seconds``, ``error``; ``pruned``: ``entries``, ``bytes``;
+    ``shared``: the install's directory of kept loops, or null): `compile
     --json` printed the text."""
     as_json = plan.common.json
     text = (lambda *a, **k: None) if as_json else print
@@ -116,11 +121,20 @@ def run(plan: RunPlan[CompileSettings]) -> int:
             "source gone or unused for "
             f"{native_cache.KEEP_UNUSED_DAYS} days)"
         )
+    shared = None
+    if status == 0:
+        try:
+            shared = native_objects.publish()
+        except OSError as exc:
+            print(f"probetop: warning: cannot share the kept loops: {exc}", file=sys.stderr)
+        if shared:
+            text(f"  shared with every user of this install: {shared}")
     if as_json:
         document = {
             "cache": str(where) if where else None,
             "loops": loops,
             "pruned": {"entries": pruned.entries, "bytes": pruned.bytes},
+            "shared": shared,
         }
         json.dump(document, sys.stdout, indent=2)
         print()
