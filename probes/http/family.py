@@ -97,7 +97,8 @@ def headless_only(settings: HttpSettings) -> bool:
 def report(settings: HttpSettings, common: RunCommon, result: RunOutcome) -> int:
     """Per URL: status classes, per phase min, p50, p90, p99, max, mean,
     stddev over successes, jitter, outage; exit 128 + the signal's number when one
-    interrupted the run (130 for Ctrl-C)."""
+    interrupted the run (130 for Ctrl-C), else curl's code when every request
+    to a URL failed (``no_response_exit``)."""
     if settings.load is not None:
         return load_report(common, result)
     from probetop.probes.http.report import json_report, render_report
@@ -114,13 +115,66 @@ def report(settings: HttpSettings, common: RunCommon, result: RunOutcome) -> int
         return 1
     # Ctrl-C (or SIGTERM): the partial report is out, and the exit status says
     # the run did not finish, as in load mode.
-    return result.signal_status
+    if result.signal_status:
+        return result.signal_status
+    return no_response_exit(result.summaries)
+
+
+def no_response_exit(summaries: Mapping[str, Mapping[str, Any]]) -> int:
+    """Repeated mode is curl in a loop: a URL none of whose requests got a
+    response (each a transport error: refused, DNS, timeout, TLS ...) exits
+    with curl's code for its latest failure (7 refused, 6 DNS, 28 timeout,
+    ...), said on stderr; with several such URLs the last one's, as curl's
+    last URL decides. A response of any status is curl's exit 0 (no -f)."""
+    from probetop.probes.http.report import http_summaries
+
+    code = 0
+    for summary in http_summaries(summaries).values():
+        for label, url_stats in (summary.get("urls") or {}).items():
+            requests = int(url_stats.get("requests") or 0)
+            failed = int((url_stats.get("classes") or {}).get("transport") or 0)
+            if not requests or failed < requests:
+                continue
+            code = int(url_stats.get("last_curl_code") or 1)
+            print(
+                f"probetop: error: {label}: no request got a response ({requests} failed; "
+                f"last: {url_stats.get('last_error')}); exit {code}, curl's code for it",
+                file=sys.stderr,
+            )
+    return code
+
+
+def load_no_response_exit(summaries: Mapping[str, Mapping[str, Any]]) -> int:
+    """Load mode exits 1 when requests were sent and none got a response
+    (each a transport error, or still in flight at the end), as wrk exits 1
+    when it cannot connect ("unable to connect to ..."). HTTP error statuses
+    are responses (wrk: "Non-2xx or 3xx responses", exit 0)."""
+    from probetop.probes.http.errorkinds import kind_hint
+
+    code = 0
+    for pid, s in summaries.items():
+        if s.get("mode") != "load" or not int(s.get("sent") or 0):
+            continue
+        if sum(int(n) for n in (s.get("codes") or {}).values()):
+            continue
+        errors = s.get("errors") or {}
+        kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(errors.items())) or "none finished"
+        top = max(errors, key=lambda k: errors[k]) if errors else None
+        hint = kind_hint(top) if top else None
+        print(
+            f"probetop: error: {pid}: no request got a response ({kinds})"
+            + (f": {hint}" if hint else ""),
+            file=sys.stderr,
+        )
+        code = 1
+    return code
 
 
 def load_report(common: RunCommon, result: RunOutcome) -> int:
     """Load mode: rates, latency by status class (corrected and service),
     the generator's own figures. Exit 128 + the signal's
-    number when one interrupted the run, 1 on probe errors."""
+    number when one interrupted the run, 1 on probe errors and (as wrk) when
+    no request got a response."""
     from probetop.probes.http.load.report import load_json_report, render_load_report
 
     if common.json:
@@ -135,7 +189,9 @@ def load_report(common: RunCommon, result: RunOutcome) -> int:
         print_errors(result.errors)
     if result.errors:
         return 1
-    return result.signal_status
+    if result.signal_status:
+        return result.signal_status
+    return load_no_response_exit(result.summaries)
 
 
 def print_errors(errors: Mapping[str, str]) -> None:

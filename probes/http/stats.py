@@ -34,7 +34,7 @@ from typing import Any
 
 from probetop.probes.core.latencyseries import RELATIVE_ERROR, LatencySeries
 from probetop.probes.core.stats import percentile, population_stddev
-from probetop.probes.http.errorkinds import status_kind
+from probetop.probes.http.errorkinds import KIND_EXIT, status_kind
 from probetop.probes.http.status import ERROR_MARKER_SHARE, STATUS_CLASSES, StatusClass, classify
 from probetop.probes.http.transfer import PHASES
 
@@ -210,6 +210,9 @@ class UrlStats:
         self.discarded = 0
         self.skipped = 0
         self.last_error: str | None = None
+        # curl's exit code of the latest failed transfer (what `curl URL` in a
+        # loop would have exited with then); None while none failed.
+        self.last_curl_code: int | None = None
 
     def add(self, result: Mapping[str, Any], phases: Mapping[str, int | None]) -> Outcome:
         self.skipped = max(self.skipped, int(result.get("skipped") or 0))
@@ -227,6 +230,8 @@ class UrlStats:
         self.last_error = result.get("message") or (f"HTTP {code}" if kind else None)
         if kind:
             self.errors[kind] += 1
+        if transport:
+            self.last_curl_code = int(result.get("curl_code") or 0) or KIND_EXIT.get(transport, 1)
         stamps = result["stamps_us"]
         # TTFB and total exist only when a response arrived; a failed transfer's
         # stamps are the time of the failure, not of a first byte.
@@ -269,6 +274,7 @@ class UrlStats:
             "http_codes": {str(k): v for k, v in sorted(self.codes.items())},
             "skipped_turns": self.skipped,
             "last_error": self.last_error,
+            "last_curl_code": self.last_curl_code,
             "latency_covers": COVERS_RESPONSES if self.include_errors else COVERS_SUCCESS,
             "phases_ms": {name: distribution(vals) for name, vals in self.series.items()},
             "total_ms_by_class": {

@@ -25,11 +25,13 @@ Contract:
   (counted in ``skipped``, as is every turn that came while it ran, even
   one this loop woke too late for), so a slow URL never delays the others.
 - Each output line: ``{"i", "t_ns", "stamps_us", "http_code", "http_version",
-  "error", "message", "size_download", "num_connects", "redirect_count",
-  "skipped"}`` for a finished request, or ``{"i", "t_ns", "skipped"}`` (no
-  ``stamps_us``) the moment a turn is skipped: a request that hangs until
-  the run ends still shows in the skipped count. The process exits 0 once
-  every URL made ``count`` requests.
+  "error", "message", "curl_code", "size_download", "num_connects",
+  "redirect_count", "skipped"}`` for a finished request (``curl_code``:
+  libcurl's CURLE_* number of a failed transfer, curl's exit code; 0 for
+  none), or ``{"i", "t_ns", "skipped"}`` (no ``stamps_us``) the moment a
+  turn is skipped: a request that hangs until the run ends still shows in
+  the skipped count. The process exits 0 once every URL made ``count``
+  requests.
 """
 
 from __future__ import annotations
@@ -124,6 +126,7 @@ def run(config: dict[str, Any], out: Any) -> int:
             "http_version": info["_http_version"],
             "error": kind,
             "message": printable(str(message)) if errno else None,
+            "curl_code": int(errno),
             "size_download": info["size_download"],
             "num_connects": info["num_connects"],
             "redirect_count": info["redirect_count"],

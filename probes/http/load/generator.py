@@ -41,12 +41,13 @@ Contract:
   ends (default 1)}``. ``rate`` null is wrk's closed loop: every free
   connection sends its next request at once (scheduled = sent, so the
   corrected latency is the service latency and nothing is ever late).
-- The run ends at ``time_s``: one line closes the run's own time exactly
-  there; then the requests still in flight, and (open model) those due
-  within the run but not sent yet, get ``drain_s`` more, reported in lines
-  with ``"drain": true``, so a rate over the run divides by the run's time,
-  as wrk does, not by the drain after it. The closed loop sends nothing
-  after ``time_s``.
+- The run ends at ``time_s``: nothing is sent at or after it (wrk2 stops
+  sending at ``-d``), and one line closes the run's own time exactly there.
+  Requests due within the run but not sent by then (every handle was busy,
+  or the generator fell behind) are never sent: they are ``unsent``. The
+  requests still in flight get ``drain_s`` more to finish, reported in lines
+  with ``"drain": true`` (``sent`` 0 in them), so a rate over the run divides
+  by the run's time, as wrk does, not by the drain after it.
 - Every ``interval_s`` (from the schedule's start) one line: ``{"t_ns",
   "seconds", "scheduled", "sent", "done", "classes": {class: {"corrected":
   hist, "service": hist}}, "phases": {phase: hist}, "errors": {kind: n},
@@ -54,9 +55,12 @@ Contract:
   "waited", "gen_lag": hist, "connects", "busy" (share of the interval the
   loop was not waiting), "run_wait" (share waiting for a CPU, or null where
   the kernel does not keep schedstat), "cpu_s", "final", "unfinished",
-  "unsent", "last_error", "drain"}`` with histograms in ``Histogram.to_list`` form
+  "unsent", "last_error", "drain", "last_sent_s"}`` with histograms in ``Histogram.to_list`` form
   (microseconds). The last line has ``"final": true``; ``unfinished`` are
   requests still in flight then, ``unsent`` requests due but never sent.
+  ``last_sent_s``: when the run's latest request so far was sent, in
+  seconds from the schedule's start (null before the first); it is below
+  ``time_s`` by construction.
 - SIGTERM ends the run within ~50 ms with a final line; SIGINT is ignored
   (the parent decides). The process exits 0.
 """
@@ -255,6 +259,7 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
     interval = _Interval(start_ns, 0)
     due_reported = 0
     ended = False  # the run's time is over: nothing more is sent, the rest is drain
+    last_sent_ns: int | None = None  # when the latest request was sent
 
     def flush(now_ns: int, *, final: bool) -> None:
         nonlocal interval, due_reported, cpu0, last_change_ns, delay0
@@ -273,6 +278,7 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
         doc["drain"] = ended and interval.t0_ns >= end_ns if end_ns is not None else False
         doc["unfinished"] = running if final else 0
         doc["unsent"] = due - next_k if final else 0
+        doc["last_sent_s"] = None if last_sent_ns is None else (last_sent_ns - start_ns) / 1e9
         out.write(json.dumps(doc, separators=(",", ":")) + "\n")
         out.flush()
         cpu0 = cpu
@@ -325,13 +331,20 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
         if running:
             collect()
         # Closed loop: every free connection sends at once, until the run is over.
-        due = (next_k if ended else next_k + len(idle)) if closed else due_by(now)
+        # Nothing is sent at or after --time (wrk2 stops sending at -d): what is
+        # due but not sent by then is unsent.
+        if ended or (end_ns is not None and now >= end_ns):
+            due = next_k
+        else:
+            due = next_k + len(idle) if closed else due_by(now)
         if next_k < due and idle:
             interval.flight_area += running * (now - last_change_ns)
             last_change_ns = now
             while next_k < due and idle:
-                handle = idle.pop()
                 start = time.monotonic_ns()
+                if end_ns is not None and start >= end_ns:
+                    break  # the run's time ran out while sending this batch
+                handle = idle.pop()
                 # Closed loop: a request is due when it is sent (wrk), never late.
                 sched = start if closed else scheduled_at(next_k)
                 if handle.free_ns > sched:
@@ -343,14 +356,14 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
                 next_k += 1
                 running += 1
                 interval.sent += 1
+                last_sent_ns = start
             interval.in_flight_max = max(interval.in_flight_max, running)
             collect()
         now = time.monotonic_ns()
         if end_ns is not None and now >= end_ns:
-            # Open model: requests due within the run and not sent yet go out in
-            # the drain (late, and their corrected latency says so).
-            all_sent = closed or (total is not None and next_k >= total)
-            over = (all_sent and not running) or now >= end_ns + drain_ns
+            # Only the requests in flight are waited for: those due and not sent
+            # yet stay unsent (counted in the final line).
+            over = not running or now >= end_ns + drain_ns
             if not ended:
                 # The run's own time ends here: one line up to now, the rest is drain.
                 ended = True

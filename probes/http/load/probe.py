@@ -11,8 +11,9 @@ Contract:
   corrected and service latency percentiles (p50..p99.9, max) and their
   histograms, phases, errors, generator figures and the last interval rows;
   read by ``report.py``.
-- The worker ends by itself after ``--time`` (then requests in flight get
-  ``DRAIN_S``); on cancellation it gets SIGTERM, sends its last interval and
+- The worker ends by itself after ``--time`` (it sends nothing from then
+  on; requests in flight get ``DRAIN_S``, those due and not sent are
+  ``unsent``); on cancellation it gets SIGTERM, sends its last interval and
   exits within ``STOP_GRACE_S``, else it is killed. Either way it is gone
   before ``run`` returns.
 """
@@ -89,6 +90,9 @@ class LoadRun:
         self.limited_intervals = 0
         self.limits: dict[str, int] = {}  # generator-limited intervals by kind
         self.unfinished = self.unsent = 0
+        # When the run's last request was sent (s from the schedule's start):
+        # before --time, as wrk2 stops sending at -d.
+        self.last_sent_s: float | None = None
         self.last_error: str | None = None
         self.rows: IntervalLog[dict[str, Any]] = IntervalLog(KEEP_ROWS)
 
@@ -161,6 +165,9 @@ class LoadRun:
             self.codes[code] = self.codes.get(code, 0) + int(n)
         if line.get("last_error"):
             self.last_error = str(line["last_error"])
+        last_sent = line.get("last_sent_s")
+        if isinstance(last_sent, (int, float)):
+            self.last_sent_s = float(last_sent)
         final = bool(line.get("final"))
         if final:
             self.unfinished = int(line.get("unfinished") or 0)
@@ -261,6 +268,7 @@ class LoadRun:
             "generator_limits": dict(self.limits),
             "unfinished": self.unfinished,
             "unsent": self.unsent,
+            "last_sent_s": None if self.last_sent_s is None else round(self.last_sent_s, 6),
             "last_error": self.last_error,
             "interval_rows": self.rows.rows(),
             **({"intervals_dropped": self.rows.dropped} if self.rows.dropped else {}),
