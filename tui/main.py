@@ -52,6 +52,7 @@ from probetop.tui.cli.parser import (
     parse_args,
 )
 from probetop.tui.cli.plan import RunPlan
+from probetop.tui.cli.sysbench_line import sysbench_argv
 from probetop.tui.run.hardexit import exit_now
 from probetop.tui.run.importgc import collect_from_now, imports_without_gc
 from probetop.tui.run.launch import (
@@ -93,10 +94,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv is None and sys.argv[1:2] == [ARGV_STDIN]:  # --remote: options over ssh's stdin
             sys.argv = [sys.argv[0], *read_argv_stdin()]
-        args = sys.argv[1:] if argv is None else list(argv)
+        given = sys.argv[1:] if argv is None else list(argv)
+        args = sysbench_argv(given)  # sysbench's `[options]... cpu run` as probetop's
         parser = build_parser(commands_needed(args))
         namespace = parse_args(parser, args)
-        plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *argv])
+        # The plan keeps the line as given (a --remote or --detach session re-reads it).
+        plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *given])
         for hint in plan.hints:  # an old spelling, read as the new one
             print(f"probetop: hint: {hint}", file=sys.stderr)
         code = run_plan(plan)

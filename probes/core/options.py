@@ -128,6 +128,10 @@ class CommandSpec:
     command defines itself with another meaning, so the CLI leaves them out
     of the common group (icmp's ``--interval`` is ping's send interval).
     ``spellings`` are the reference tool's names the command also reads.
+    ``refused_exit``: the exit status of a usage error on this command's
+    line (a refused value of its own or a common option, an unknown option)
+    where the reference tool's differs from argparse's 2 (sysbench: 1); an
+    ``Option``'s own ``refused_exit`` other than 2 wins.
     """
 
     name: str
@@ -138,6 +142,7 @@ class CommandSpec:
     own_common: tuple[str, ...] = ()
     extras: Mapping[str, Any] = field(default_factory=dict)
     spellings: tuple[Spelling, ...] = ()
+    refused_exit: int = 2
 
     def option(self, name: str) -> Option:
         for opt in self.options:

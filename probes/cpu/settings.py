@@ -34,6 +34,7 @@ from probetop.probes.core.ranges import MIN_INTERVAL_S, check_interval, check_se
 from probetop.probes.core.sysbench.options import (
     DEFAULT_PERCENTILE,
     DEFAULT_TIME_S,
+    REFUSED_EXIT,
     check_percentile,
     histogram_option,
     old_spellings,
@@ -41,6 +42,7 @@ from probetop.probes.core.sysbench.options import (
     report_interval_option,
     run_word_option,
     sampling_period,
+    sysbench_forms,
     threads_option,
 )
 
@@ -115,6 +117,8 @@ examples:
   probetop cpu --sweep 1,2,4,8 --time 5 --headless                  these thread counts
   probetop cpu --cpu-max-prime=20000 --threads=2 --time=5 --report-interval=1 run
                                                 sysbench's own command line, as is
+  probetop --threads=2 --time=5 cpu run         sysbench's options-first form
+  probetop --test=cpu --cpu-max-prime=20000 run sysbench 0.4's form
 """
 
 # Range rules live in CpuSettings.validate (they need the other options);
@@ -123,7 +127,7 @@ SPEC = CommandSpec(
     name="cpu",
     help="sysbench-compatible CPU events/s (prime trial division), thread sweeps",
     description=DESCRIPTION,
-    epilog=EPILOG,
+    epilog=EPILOG + "\n" + sysbench_forms("cpu", "cpu"),
     options=(
         threads_option(),
         Option(
@@ -164,6 +168,7 @@ SPEC = CommandSpec(
         ),
     ),
     spellings=old_spellings("cpu", events=True),
+    refused_exit=REFUSED_EXIT,  # sysbench exits 1 for a refused value or option
 )
 
 

@@ -22,6 +22,7 @@ from probetop.probes.core.ranges import MIN_INTERVAL_S, check_interval, check_se
 from probetop.probes.core.sysbench.options import (
     DEFAULT_PERCENTILE,
     DEFAULT_TIME_S,
+    REFUSED_EXIT,
     check_percentile,
     histogram_option,
     old_spellings,
@@ -29,6 +30,7 @@ from probetop.probes.core.sysbench.options import (
     report_interval_option,
     run_word_option,
     sampling_period,
+    sysbench_forms,
     threads_option,
 )
 
@@ -62,13 +64,15 @@ examples:
   probetop mem                                     1 thread, seq write of 1 KiB blocks, 10 s
   probetop mem --memory-oper read --threads 2 --headless --report-interval 1
   probetop mem --memory-block-size 1M --memory-access-mode rnd --time 5 --json
+  probetop memory --memory-block-size=1M --time=5 run   sysbench's own command line
+  probetop --threads=2 --test=memory run               sysbench 0.4's form
 """
 
 SPEC = CommandSpec(
     name="mem",
     help="sysbench-compatible memory operations/s and MiB/s (seq/rnd read/write)",
     description=DESCRIPTION,
-    epilog=EPILOG,
+    epilog=EPILOG + "\n" + sysbench_forms("memory", "mem"),
     options=(
         threads_option(),
         Option(
@@ -110,6 +114,7 @@ SPEC = CommandSpec(
         run_word_option("memory"),
     ),
     spellings=old_spellings("memory", events=False),
+    refused_exit=REFUSED_EXIT,  # sysbench exits 1 for a refused value or option
 )
 
 

@@ -80,8 +80,10 @@ def test_report_of_a_recording_prints_tables_and_charts(tmp_path):
     ("argv", "message", "status"),
     [
         (["icmp", "127.0.0.1", "--count", "-1"], "must be at least 0, got -1", 1),
-        (["cpu", "--time", "-1"], "must be zero or a positive number, got -1", 2),
-        (["--time", "-2", "cpu"], "must be zero or a positive number, got -2", 2),
+        # cpu: sysbench's status for a refused value, 1
+        (["cpu", "--time", "-1"], "must be zero or a positive number, got -1", 1),
+        (["--time", "-2", "cpu"], "must be zero or a positive number, got -2", 1),
+        (["--time", "-2", "replay", "x.jsonl"], "must be zero or a positive number, got -2", 2),
         # The short spellings too (they said "expected one argument").
         (["icmp", "127.0.0.1", "-c", "-1"], "must be at least 0, got -1", 1),
         (["icmp", "127.0.0.1", "-s", "-5"], "must be at least 0, got -5", 1),

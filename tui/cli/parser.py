@@ -118,13 +118,20 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_option(
-    parser: argparse.ArgumentParser | Any, option: Option, *, suppress_default: bool = False
+    parser: argparse.ArgumentParser | Any,
+    option: Option,
+    *,
+    suppress_default: bool = False,
+    refused_exit: int = 2,
 ) -> None:
     """Render one ``Option`` into argparse (``parser`` may be a group).
 
     ``suppress_default`` keeps an option's default out of the namespace, so a
     common option given before the command name is not reset by the
-    sub-parser's copy of it."""
+    sub-parser's copy of it. ``refused_exit``: the command's exit status for
+    a refused value (``CommandSpec.refused_exit``), where the option's own is 2."""
+    if option.refused_exit == 2 and refused_exit != 2:
+        option = dataclasses.replace(option, refused_exit=refused_exit)
     kwargs: dict[str, Any] = {"help": argparse.SUPPRESS if option.hidden else option.help}
     if option.action not in ("store_true", "store_false", "count", "store_const"):
         if option.parse is not None:
@@ -173,7 +180,9 @@ def add_spec(parser: argparse.ArgumentParser, spec: CommandSpec) -> None:
             if option.exclusive not in exclusive:
                 exclusive[option.exclusive] = target.add_mutually_exclusive_group()
             target = exclusive[option.exclusive]
-        add_option(target, option, suppress_default=option.name in common)
+        add_option(
+            target, option, suppress_default=option.name in common, refused_exit=spec.refused_exit
+        )
 
 
 def add_common(
@@ -182,6 +191,7 @@ def add_common(
     suppress: bool,
     skip: Sequence[str] = (),
     hidden: Collection[str] = (),
+    refused_exit: int = 2,
 ) -> None:
     """The common options, but those in ``skip``; those in ``hidden`` are
     parsed (so a command can refuse them by name) and left out of its help."""
@@ -190,7 +200,7 @@ def add_common(
         if option.flags[0] not in skip:
             if option.flags[0] in hidden:
                 option = dataclasses.replace(option, hidden=True)
-            add_option(group, option, suppress_default=suppress)
+            add_option(group, option, suppress_default=suppress, refused_exit=refused_exit)
 
 
 def commands_needed(argv: Sequence[str]) -> set[str] | None:
@@ -249,6 +259,7 @@ def build_parser(only: set[str] | None = None, *, others: bool = True) -> argpar
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         add_spec(p, spec)
+        p.refused_exit = spec.refused_exit  # type: ignore[attr-defined]  # a Parser: its errors
         # A command that runs no probes refuses the options only a live run
         # reads (refuse_ignored, --detach): its --help does not offer them.
         runs_probes = name in commands.PROBE_COMMANDS or name == "demo"
@@ -259,7 +270,7 @@ def build_parser(only: set[str] | None = None, *, others: bool = True) -> argpar
         # its -i/--interval) is the spec's: the common copy is left out.
         own = {flag for option in spec.options for flag in option.flags}
         skip = (*spec.own_common, *(o.flags[0] for o in COMMON_OPTIONS if own & set(o.flags)))
-        add_common(p, suppress=True, skip=skip, hidden=refused)
+        add_common(p, suppress=True, skip=skip, hidden=refused, refused_exit=spec.refused_exit)
     return parser
 
 
@@ -409,8 +420,16 @@ def spellings_epilog(spec: CommandSpec) -> str:
 
 def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     """``parser.parse_args`` with reference spellings read and negative
-    option values attached (see above)."""
-    return parser.parse_args(attach_negative_values(parser, read_spellings(parser, argv)))
+    option values attached (see above). Unrecognized arguments exit with the
+    command's ``CommandSpec.refused_exit`` (sysbench's 1 for cpu and mem)."""
+    line = attach_negative_values(parser, read_spellings(parser, argv))
+    namespace, extras = parser.parse_known_args(line)
+    if extras:
+        sub = _subparsers(parser).get(getattr(namespace, "command", None) or "")
+        if isinstance(parser, Parser):
+            parser.refused_exit = getattr(sub, "refused_exit", 2)
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    return namespace
 
 
 def make_plan(namespace: argparse.Namespace, argv: Sequence[str] = ()) -> RunPlan[Any]:

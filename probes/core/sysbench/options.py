@@ -18,7 +18,9 @@ Contract:
   report prints the latency histogram as sysbench does.
 - ``check_percentile(p)`` refuses what sysbench would (0 disables it).
 - ``settings_reader(Settings.from_options)``: a family's ``read_settings``
-  hook, the common --time and --sample-interval passed on.
+  hook, the common --time and --sample-interval passed on; a value the
+  settings refuse exits ``REFUSED_EXIT`` (sysbench's 1), a limit of this
+  machine (``LimitProbeError``) 2.
 """
 
 from __future__ import annotations
@@ -29,8 +31,13 @@ from typing import Any, Protocol, TypeVar
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.family import RunCommon
 from probetop.probes.core.options import Option, Spelling, duration, number, whole_number
+from probetop.probes.core.ranges import LimitProbeError
 
 DEFAULT_TIME_S = 10.0  # sysbench 1.0's --time default
+# sysbench 1.0.20 exits 1 for a value it refuses ("Invalid value for the
+# 'threads' option"), an unknown option, or a command its test lacks: a
+# sysbench family's CommandSpec.refused_exit and its settings' refusals.
+REFUSED_EXIT = 1
 DEFAULT_PERCENTILE = 95.0
 
 
@@ -96,12 +103,29 @@ def run_word_option(test: str) -> Option:
     """sysbench's trailing command word, so a ``sysbench TEST ... run`` line works as is."""
     return Option(
         ("sysbench_command",),
-        "sysbench's trailing command word, accepted so `sysbench "
-        f"{test} ... run` lines work unchanged (only run)",
+        f"sysbench's command word: a line ending in run runs headless, prints the "
+        f"report and exits at --time, as `sysbench {test} ... run` (on a terminal too)",
         choices=("run",),
         nargs="?",
         metavar="run",
     )
+
+
+def sysbench_forms(test: str, command: str) -> str:
+    """The ``--help`` paragraph on the sysbench command lines ``command`` takes
+    (tui/cli/sysbench_line.py rewrites them)."""
+    alias = f"\n(`{test}` is sysbench's name of `probetop {command}`)" if test != command else ""
+    return f"""\
+sysbench's command lines run as they are: `sysbench [options]... {test} run`
+becomes `probetop [options]... {test} run`{alias}.
+Accepted: options before or after the test name; --test={test} instead of
+the name (sysbench 0.4); the command word last: run (headless: the report is
+printed and the run ends at --time, on a terminal too; without it the
+dashboard opens on a terminal), help (this help), prepare and cleanup
+(refused with exit 1, as sysbench: the {test} test has neither). A refused
+value or an unknown option exits 1, as in sysbench (a limit of this machine,
+such as too many threads, exits 2).
+"""
 
 
 def sampling_period(
@@ -151,11 +175,17 @@ def settings_reader(
     beside a different --report-interval)."""
 
     def read_settings(values: Mapping[str, Any], common: RunCommon) -> SettingsT_co:
-        return from_options(
-            values,
-            time_s=common.time_s,
-            interval_s=common.interval_s,
-            interval_given=values.get("interval") is not None,
-        )
+        try:
+            return from_options(
+                values,
+                time_s=common.time_s,
+                interval_s=common.interval_s,
+                interval_given=values.get("interval") is not None,
+            )
+        except LimitProbeError:
+            raise  # beyond what this machine holds, not a bad value: exit 2
+        except UsageProbeError as exc:
+            exc.exit_code = REFUSED_EXIT  # sysbench's status for a value it refuses
+            raise
 
     return read_settings

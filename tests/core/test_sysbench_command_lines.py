@@ -1,0 +1,224 @@
+"""sysbench's own command lines run under probetop unchanged (issue 27,
+audit items 1, 3 and 11): ``sysbench [options]... [testname] [command]``,
+sysbench 0.4's ``--test=cpu ... run``, sysbench's ``memory`` test name, the
+trailing ``run`` headless on a terminal too, ``prepare``/``cleanup``/``help``,
+and sysbench's exit status 1 for a refused value or an unknown option.
+
+Each case runs the installed sysbench and probetop with the same argv and
+compares what a script sees: the exit status and the report's key line.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from probetop.tui.cli.sysbench_line import SysbenchCommandError, sysbench_argv
+
+PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
+CPU_REPORT = "events per second:"
+MEM_REPORT = ("MiB/sec", "transferred")
+
+
+def sysbench() -> str:
+    path = shutil.which("sysbench")
+    if path is None:
+        pytest.skip("sysbench is not installed (apt-get install sysbench)")
+    return path
+
+
+def env(tmp_path: Path) -> dict[str, str]:
+    return dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"))
+
+
+def both(argv: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], ...]:
+    """sysbench, then probetop, with ``argv`` (stdin not a terminal)."""
+    out = []
+    for cmd in ([sysbench()], PROBETOP):
+        out.append(
+            subprocess.run(
+                [*cmd, *argv],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                stdin=subprocess.DEVNULL,
+                env=env(tmp_path),
+            )
+        )
+    return tuple(out)
+
+
+def has_report(text: str, test: str) -> bool:
+    if test == "cpu":
+        return CPU_REPORT in text
+    return all(word in text for word in MEM_REPORT)
+
+
+RUN_FORMS = [
+    ("cpu", ["--threads=2", "--time=1", "--cpu-max-prime=500", "cpu", "run"]),
+    ("cpu", ["--test=cpu", "--time=1", "--cpu-max-prime=500", "run"]),
+    ("cpu", ["--time=1", "cpu", "--cpu-max-prime=500", "run"]),
+    ("cpu", ["cpu", "--time=1", "--cpu-max-prime=500", "run"]),
+    ("mem", ["--time=1", "memory", "--memory-total-size=1M", "run"]),
+    ("mem", ["--test=memory", "--threads=2", "--time=1", "--memory-total-size=1M", "run"]),
+    ("mem", ["memory", "--time=1", "--memory-total-size=1M", "run"]),
+]
+
+
+@pytest.mark.parametrize(("test", "argv"), RUN_FORMS, ids=[" ".join(a) for _t, a in RUN_FORMS])
+def test_sysbench_run_forms_beside_sysbench(test: str, argv: list[str], tmp_path: Path) -> None:
+    ref, ours = both(argv, tmp_path)
+    assert ref.returncode == 0, ref.stdout + ref.stderr
+    assert has_report(ref.stdout, test)
+    assert ours.returncode == ref.returncode, ours.stderr
+    assert has_report(ours.stdout, test), ours.stdout + ours.stderr
+
+
+OTHER_COMMANDS = [
+    (["cpu", "prepare"], "prepare"),
+    (["cpu", "cleanup"], "cleanup"),
+    (["memory", "prepare"], "prepare"),
+    (["--test=memory", "cleanup"], "cleanup"),
+    (["cpu", "help"], "--cpu-max-prime"),
+    (["memory", "help"], "--memory-block-size"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"), OTHER_COMMANDS, ids=[" ".join(a) for a, _s in OTHER_COMMANDS]
+)
+def test_sysbench_other_commands_beside_sysbench(
+    argv: list[str], said: str, tmp_path: Path
+) -> None:
+    """prepare/cleanup: exit 1 (neither test has them); help: the test's options, exit 0."""
+    ref, ours = both(argv, tmp_path)
+    assert ours.returncode == ref.returncode, (ref.returncode, ours.stdout + ours.stderr)
+    assert said in ref.stdout + ref.stderr
+    assert said in ours.stdout + ours.stderr
+
+
+PTY_LINES = [
+    ("cpu", "cpu --cpu-max-prime=500 --time=2 run"),
+    ("cpu", "--threads=2 --time=2 --cpu-max-prime=500 cpu run"),
+    ("mem", "mem --time=1 run"),
+    ("mem", "--test=memory --time=1 run"),
+]
+
+
+@pytest.mark.parametrize(("test", "line"), PTY_LINES, ids=[line for _t, line in PTY_LINES])
+def test_trailing_run_on_a_terminal_prints_the_report_and_exits(
+    test: str, line: str, tmp_path: Path
+) -> None:
+    """stdout a pty (script(1)): a line ending in run is headless, as
+    sysbench: the report is printed and the run ends at --time (before the
+    fix the dashboard opened and never ended)."""
+    if shutil.which("script") is None:
+        pytest.skip("script(1) is not installed (bsdutils)")
+    command = f"{shlex.join(PROBETOP)} {line}"
+    started = time.monotonic()
+    done = subprocess.run(
+        ["script", "-q", "-e", "-c", command, "/dev/null"],
+        capture_output=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+        env=dict(env(tmp_path), TERM="xterm-256color"),
+    )
+    took = time.monotonic() - started
+    text = done.stdout.decode(errors="replace")
+    assert done.returncode == 0, text[-2000:]
+    assert has_report(text, test), text[-2000:]
+    assert "\x1b[?1049h" not in text  # no alternate screen: no dashboard
+    assert took < 25
+
+
+BAD_VALUES = [
+    ("cpu", "--threads=0"),
+    ("cpu", "--threads=abc"),
+    ("cpu", "--threads=1.5"),
+    ("cpu", "--cpu-max-prime=abc"),
+    ("cpu", "--cpu-max-prime=0"),
+    ("cpu", "--cpu-max-prime=1e3"),
+    ("cpu", "--cpu-max-prime=-5"),
+    ("cpu", "--time=abc"),
+    ("cpu", "--events=abc"),
+    ("cpu", "--percentile=101"),
+    ("cpu", "--percentile=abc"),
+    ("cpu", "--report-interval=abc"),
+    ("cpu", "--histogram=maybe"),
+    ("cpu", "--bogus=1"),
+    ("memory", "--threads=0"),
+    ("memory", "--memory-block-size=3K"),
+    ("memory", "--memory-block-size=4"),
+    ("memory", "--memory-block-size=abc"),
+    ("memory", "--memory-oper=copy"),
+    ("memory", "--memory-access-mode=random"),
+    ("memory", "--memory-scope=foo"),
+    ("memory", "--bogus=1"),
+]
+
+
+@pytest.mark.parametrize(("test", "option"), BAD_VALUES, ids=[f"{t} {o}" for t, o in BAD_VALUES])
+def test_refused_values_exit_as_sysbench(test: str, option: str, tmp_path: Path) -> None:
+    """sysbench 1.0.20 exits 1; probetop exits 1 too, with its own message."""
+    base = ["--cpu-max-prime=500"] if test == "cpu" else ["--memory-total-size=1M"]
+    ref, ours = both([test, "--time=1", *base, option, "run"], tmp_path)
+    assert ref.returncode == 1, ref.stdout + ref.stderr
+    assert ours.returncode == ref.returncode, ours.stderr
+    assert "error:" in ours.stderr
+    assert option.split("=")[0] in ours.stderr  # the message names the option
+
+
+def test_other_commands_keep_their_exit_statuses(tmp_path: Path) -> None:
+    """Only cpu and mem take sysbench's 1: other commands keep theirs."""
+
+    def rc(*argv: str) -> int:
+        return subprocess.run(
+            [*PROBETOP, *argv],
+            capture_output=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+            env=env(tmp_path),
+        ).returncode
+
+    assert rc("--bogus") == 2
+    assert rc("http", "--bogus", "http://127.0.0.1:9/") == 2
+    assert rc("iops", "--jobs=abc", str(tmp_path / "f")) == 2
+    assert rc("icmp", "-c", "abc", "127.0.0.1") == 1  # ping's, as before
+
+
+@pytest.mark.parametrize(
+    ("given", "read"),
+    [
+        (["--threads=2", "cpu", "run"], ["cpu", "--threads=2", "--headless", "run"]),
+        (["--test=cpu", "--time=1", "run"], ["cpu", "--time=1", "--headless", "run"]),
+        (["--time", "5", "memory"], ["mem", "--time", "5"]),
+        (["--record", "cpu", "mem"], ["mem", "--record", "cpu"]),  # a value, not the test
+        (["cpu", "--json", "run"], ["cpu", "--json", "run"]),
+        (["cpu", "--sweep", "1,2", "run"], ["cpu", "--sweep", "1,2", "--headless", "run"]),
+        (["cpu", "help"], ["cpu", "--help"]),
+        # not sysbench's: unchanged
+        (["cpu", "--time", "1"], ["cpu", "--time", "1"]),
+        (["--version", "cpu"], ["--version", "cpu"]),
+        (["--help", "cpu"], ["--help", "cpu"]),
+        (["report", "cpu"], ["report", "cpu"]),
+        (["http", "URL", "run"], ["http", "URL", "run"]),
+        (["--test=cpu", "mem", "run"], ["--test=cpu", "mem", "run"]),
+        (["--test=fileio", "run"], ["--test=fileio", "run"]),
+        (["cpu", "run", "extra"], ["cpu", "run", "extra"]),
+    ],
+)
+def test_rewrite(given: list[str], read: list[str]) -> None:
+    assert sysbench_argv(given) == read
+
+
+def test_prepare_refused_with_sysbench_status() -> None:
+    with pytest.raises(SysbenchCommandError) as info:
+        sysbench_argv(["--test=cpu", "prepare"])
+    assert info.value.exit_code == 1
+    assert "'cpu' test does not implement the 'prepare' command" in str(info.value)

@@ -1,0 +1,126 @@
+"""sysbench's command-line forms, rewritten into probetop's before argparse.
+
+sysbench's usage is ``sysbench [options]... [testname] [command]``, with the
+0.4-era ``--test=TEST`` for the test name. probetop's is ``probetop cpu
+[options]`` (the test's options after its name). ``sysbench_argv(args)``
+turns the first into the second, in one place (``tui.main.main`` calls it
+before the parser), and only when the line is surely sysbench's:
+
+- the test is named: its first word is ``cpu``, ``mem`` or ``memory``
+  (sysbench's name of ``mem``), possibly after options, or ``--test=cpu`` /
+  ``--test=memory`` names it;
+- options before the test name go after it (every common option is also a
+  cpu/mem option, so a probetop line such as ``--time 5 cpu`` keeps its
+  meaning); ``--test=TEST`` and ``memory`` become the command name;
+- sysbench's command word ``run`` ends the line, and the run is headless
+  (``--headless`` is added unless --json, --headless, --detach or --remote
+  is given), as sysbench prints its report and exits at --time on a
+  terminal too; ``help`` is the command's ``--help`` (sysbench prints the
+  test's options, exit 0); ``prepare`` and ``cleanup`` exit 1 with
+  sysbench's message (the cpu and memory tests implement neither).
+
+Anything else (another command, ``--help``/``--version`` before the test,
+two test names, several words) is returned unchanged: argparse decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from probetop.probes.core.base import UsageProbeError
+
+TESTS = {"cpu": "cpu", "mem": "mem", "memory": "mem"}
+"""sysbench's test names (and probetop's ``mem``) -> probetop's command."""
+SYSBENCH_NAMES = {"cpu": "cpu", "mem": "memory"}
+COMMAND_WORDS = ("run", "prepare", "cleanup", "help")
+HEADLESS_ALREADY = ("--headless", "--json", "--detach", "--remote")
+ROOT_ONLY = ("-h", "--help", "--version")
+
+
+class SysbenchCommandError(UsageProbeError):
+    """sysbench's refusal of a command its test does not implement (exit 1)."""
+
+    exit_code = 1
+
+
+def _value_takers() -> tuple[set[str], set[str]]:
+    """The flags of cpu's, mem's and the common options whose value may be
+    the next word (``--time 5``), so it is not taken for a test or command:
+    (those whose value is always the next word, those whose value is
+    optional: ``--sweep [LIST]``)."""
+    from probetop.tui import commands
+    from probetop.tui.cli.plan import COMMON_OPTIONS
+
+    specs = [getattr(commands.load(name), "SPEC", None) for name in ("cpu", "mem")]
+    options = [o for spec in specs if spec is not None for o in spec.options]
+    flags: set[str] = set()
+    optional: set[str] = set()
+    for option in (*COMMON_OPTIONS, *options):
+        if option.positional or option.action not in ("store", "append"):
+            continue
+        (optional if option.nargs == "?" else flags).update(option.flags)
+    for spec in specs:
+        spellings = spec.spellings if spec is not None else ()
+        flags.update(sp.theirs for sp in spellings if sp.takes_value and not sp.by_value)
+    return flags, optional
+
+
+def _looks_sysbench(args: Sequence[str]) -> bool:
+    return any(a in TESTS or a.startswith("--test=") for a in args)
+
+
+def sysbench_argv(args: Sequence[str]) -> list[str]:
+    """``args`` in probetop's form if it is a sysbench cpu/memory line, else
+    unchanged. Raises ``SysbenchCommandError`` (exit 1) for ``prepare`` and
+    ``cleanup``, as sysbench does."""
+    args = list(args)
+    if not _looks_sysbench(args) or "--" in args:
+        return args
+    takes_value, may_take = _value_takers()
+    words: list[int] = []  # indexes of the bare words (not option values)
+    tests: set[str] = set()
+    dropped: set[int] = set()
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token.startswith("--test="):
+            tests.add(token.partition("=")[2])
+            dropped.add(i)
+        elif token.startswith("-"):
+            if token in takes_value and i + 1 < len(args):
+                i += 1  # its value, whatever it looks like
+            elif token in may_take and i + 1 < len(args):
+                after = args[i + 1]
+                if not after.startswith("-") and after not in (*TESTS, *COMMAND_WORDS):
+                    i += 1  # `--sweep 1,2,4`
+        else:
+            words.append(i)
+        i += 1
+    first = args[words[0]] if words else None
+    if first in TESTS:
+        tests.add(first)
+        dropped.add(words.pop(0))
+    elif first is not None and first not in COMMAND_WORDS:
+        return args  # another command (`probetop report cpu.jsonl`): not sysbench's
+    named = {TESTS.get(t) for t in tests}
+    if len(named) != 1 or None in named or len(words) > 1:
+        return args  # no test, an unknown or a second one, or extra words: argparse says
+    if any(a in ROOT_ONLY for a in args[: min(dropped)]):
+        return args  # probetop's own --help / --version before the command
+    command = named.pop()
+    assert command is not None
+    word = args[words[0]] if words else None
+    if word is not None and word not in COMMAND_WORDS:
+        return args
+    rest = [a for k, a in enumerate(args) if k not in dropped and (not words or k != words[0])]
+    if word in ("prepare", "cleanup"):
+        raise SysbenchCommandError(
+            f"'{SYSBENCH_NAMES[command]}' test does not implement the '{word}' command "
+            f"(as in sysbench; `probetop {command} ... run` runs it)"
+        )
+    if word == "help":
+        return [command, "--help"]
+    if word == "run":
+        headless = [] if any(a.split("=")[0] in HEADLESS_ALREADY for a in rest) else ["--headless"]
+        return [command, *rest, *headless, "run"]
+    return [command, *rest]
