@@ -49,10 +49,10 @@ def probetop(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
     )
 
 
-def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
-    """The run refused with exit 2 and one 'probetop...: error:' line (after
-    argparse's usage lines for a value the parser refuses), no traceback."""
-    assert result.returncode == 2, (result.returncode, result.stdout[-500:], result.stderr)
+def one_line_error(result: subprocess.CompletedProcess[str], code: int = 2) -> str:
+    """The run refused with exit ``code`` and one 'probetop...: error:' line
+    (after argparse's usage lines for a value the parser refuses), no traceback."""
+    assert result.returncode == code, (result.returncode, result.stdout[-500:], result.stderr)
     assert "Traceback" not in result.stderr
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("probetop") and ": error: " in ln]
@@ -208,8 +208,6 @@ def test_oversubscription_is_per_cpu():
         (("--time", "1e300", "cpu"), "--time must be within 0..1000000000 seconds"),
         (("--interval", "1e300", "cpu"), "longest sampling interval is 3600 s"),
         (("icmp", "--sample-interval", "0.001", "127.0.0.1"), "--sample-interval 0.001:"),
-        (("icmp", "--count", "1e20", "127.0.0.1"), "not a whole number"),
-        (("icmp", "--count", "100000000000000000000", "127.0.0.1"), "--count must be within"),
         (("icmp", "--rate", "1e-300", "127.0.0.1"), "--rate must be within"),
         (("icmp", "-i", "1e-300", "127.0.0.1"), "send interval (-i) must be within"),
         (("icmp", "--grace", "1e-300", "127.0.0.1"), "--grace must be within 0.001..60"),
@@ -218,6 +216,19 @@ def test_oversubscription_is_per_cpu():
 )
 def test_cli_refuses_with_one_line_and_exit_2(args: tuple[str, ...], expected: str):
     line = one_line_error(probetop(*args))
+    assert expected in line, line
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (("icmp", "--count", "1e20", "127.0.0.1"), "not a whole number"),
+        (("icmp", "--count", "100000000000000000000", "127.0.0.1"), "--count must be within"),
+    ],
+)
+def test_icmp_refuses_a_huge_count_as_ping_does_with_exit_1(args: tuple[str, ...], expected: str):
+    # ping -c 1e20 / -c 100000000000000000000: "invalid argument", exit 1
+    line = one_line_error(probetop(*args), code=1)
     assert expected in line, line
 
 
