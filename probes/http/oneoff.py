@@ -1,6 +1,7 @@
-"""One-off mode: one request per URL, then the waterfall (none with ``-o
-/dev/null``: stdout carries only what ``-w`` writes, as curl's), the
-pycurlb-compatible JSON document (``--json``) or curl's write-out (``-w``);
+"""One-off mode: one request per URL, then the waterfall, the
+pycurlb-compatible JSON document (``--json``) or curl's output mode (``-w``
+or ``-o``: each body on stdout as curl writes it, the first URL's to ``-o
+FILE``, then what ``-w`` writes; no waterfall);
 the exit code is curl's, the last URL's as with curl. ``-s`` (without ``-S``)
 mutes the ``probetop: error:`` lines, as curl's ``-s`` mutes its messages.
 
@@ -45,8 +46,13 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
     docs: list[dict[str, Any]] = []
     code = 0
     colour = use_colour(sys.stdout)
+    curl_mode = writer is not None or bool(settings.outputs)
+    certinfo = writer is not None and writer.wants_certs()
     for i, raw in enumerate(settings.urls):
         exchange: Exchange | None = None
+        # curl pairs each -o with a URL in order; the URLs past the last go to stdout.
+        output = settings.outputs[i] if i < len(settings.outputs) else None
+        body = Body(output) if curl_mode and not (as_json and output is None) else None
         try:
             url = check_url(raw)
         except HttpUrlError as exc:
@@ -54,17 +60,31 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
                 print(f"probetop: error: {exc}", file=sys.stderr)
             code, errormsg = exc.exit_code, str(exc)
         else:
-            exchange = fetch(request, url, fail=settings.fail)
+            try:
+                exchange = fetch(
+                    request,
+                    url,
+                    fail=settings.fail,
+                    sink=body.write if body is not None else None,
+                    certinfo=certinfo,
+                )
+            finally:
+                if body is not None:
+                    body.close()
             code = exchange.exit_status(fail=settings.fail)
             errormsg = exchange.curl_error(fail=settings.fail)
             message = exchange.message(fail=settings.fail)
+            if body is not None and code == 0:
+                body.finish()  # an empty body still makes an empty file, as curl
+            if body is not None and body.error is not None:
+                # curl's exit 23 (CURLE_WRITE_ERROR) and its words
+                code, errormsg = 23, "Failure writing output to destination"
+                message = f"cannot write {output}: {body.error}"
             if as_json:
                 from probetop.probes.http.pycurlb import pycurlb_document
 
                 docs.append(pycurlb_document(exchange))
-            elif writer is None and settings.output is None:
-                # -o /dev/null: the waterfall takes the body's place on stdout,
-                # and curl's -o sends the body away (stdout: only -w's output).
+            elif not curl_mode:
                 if i:
                     sys.stdout.write("\n")
                 sys.stdout.write(render_exchange(exchange, colour=colour))
@@ -73,7 +93,8 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
         if writer is not None:
             from probetop.probes.http.writeout import Transfer
 
-            write_out(writer, settings, Transfer(exchange, raw, i, code, errormsg))
+            transfer = Transfer(exchange, raw, i, code, errormsg, output=output)
+            write_out(writer, settings, transfer)
     if as_json and docs:
         json.dump(docs[0] if len(docs) == 1 else docs, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -86,7 +107,7 @@ def write_out(writer: WriteOut, settings: HttpSettings, transfer: Transfer) -> N
     transfer = dataclasses.replace(
         transfer,
         method=settings.request.initial_method(),
-        output=settings.output,
+        output=None if transfer.output == "-" else transfer.output,
         referer=settings.request.referer,
         curl_version=libcurl_version(),
     )
@@ -98,3 +119,52 @@ def write_out(writer: WriteOut, settings: HttpSettings, transfer: Transfer) -> N
         stream.flush()
         stream.buffer.write(text.encode("utf-8", "surrogateescape"))
         stream.buffer.flush()
+
+
+class Body:
+    """Where curl's output mode writes one URL's body: stdout (no -o, or
+    ``-o -``), nowhere (``-o /dev/null``) or a file, which is created (as
+    curl's fopen "wb": truncated, mode 0666 less the umask) when the first
+    bytes arrive, or by ``finish`` for an empty body of a transfer that
+    succeeded, as curl does; a transfer that fails first makes no file.
+    ``write`` runs in libcurl's write callback, as curl's own does."""
+
+    def __init__(self, name: str | None) -> None:
+        self.name = name
+        self.file: Any = None
+        self.opened = False
+        self.error: str | None = None
+        if name is None or name == "-":
+            self.file = sys.stdout.buffer
+
+    def write(self, data: bytes) -> int | None:
+        if self.name == "/dev/null":
+            return None
+        try:
+            if self.file is None:
+                self.file = open(self.name or "", "wb")  # noqa: SIM115 (closed in close)
+                self.opened = True
+            self.file.write(data)
+        except OSError as exc:
+            self.error = exc.strerror or str(exc)
+            return 0  # libcurl stops the transfer: curl's exit 23
+        return None
+
+    def finish(self) -> None:
+        if not self.opened and self.file is None and self.name not in (None, "-", "/dev/null"):
+            try:
+                open(self.name or "", "wb").close()  # noqa: SIM115
+            except OSError as exc:
+                self.error = exc.strerror or str(exc)
+
+    def close(self) -> None:
+        if self.file is None:
+            return
+        try:
+            if self.file is sys.stdout.buffer:
+                self.file.flush()
+            else:
+                self.file.close()
+                self.file = None
+        except OSError as exc:
+            self.error = exc.strerror or str(exc)

@@ -48,12 +48,15 @@ class HttpSettings:
     include_errors: bool = False  # --include-errors: 4xx/5xx in the latency statistics
     write_out: str | None = None  # -w FORMAT (one-off; @FILE already read)
     fail: bool = False  # -f/--fail, --fail-with-body: exit 22 on a final status >= 400
-    output: str | None = None  # -o /dev/null (curl's %{filename_effective}): no waterfall
+    # -o FILE per URL in order, as curl pairs them (curl's %{filename_effective})
+    outputs: tuple[str, ...] = ()
     silent: bool = False  # -s without -S: no error messages on stderr, as curl's
 
     def __post_init__(self) -> None:
         if not isinstance(self.urls, tuple):
             object.__setattr__(self, "urls", tuple(self.urls))
+        if not isinstance(self.outputs, tuple):
+            object.__setattr__(self, "outputs", tuple(self.outputs))
 
     @property
     def connection(self) -> str:
@@ -80,12 +83,7 @@ class HttpSettings:
         unsupported = unsupported_flag(values)
         if unsupported:
             raise UsageProbeError(unsupported_message(unsupported))
-        output = values.get("curl_output")
-        if output not in (None, "/dev/null"):
-            raise UsageProbeError(
-                "-o FILE is not supported: probetop discards the body "
-                "(only -o /dev/null is accepted)"
-            )
+        outputs = tuple(str(o) for o in values.get("curl_output") or ())
         if values.get("fresh") and values.get("reuse"):
             raise UsageProbeError("--fresh and --reuse contradict each other: give one of them")
         count = values.get("count")
@@ -106,8 +104,14 @@ class HttpSettings:
             count = 1  # `http URL --record f`: record the one request, not sample forever
         write_out = values.get("write_out")
         fail = bool(values.get("fail") or values.get("fail_with_body"))
-        if repeated and (write_out is not None or fail):
-            flag = "-w/--write-out" if write_out is not None else "-f/--fail"
+        if repeated and (write_out is not None or fail or set(outputs) - {"/dev/null"}):
+            flag = (
+                "-w/--write-out"
+                if write_out is not None
+                else "-f/--fail"
+                if fail
+                else "-o/--output"
+            )
             raise UsageProbeError(
                 f"{flag} is a one-off option (one request per URL, curl's output and exit "
                 "code); repeated and load mode report statistics: use --json or --assert"
@@ -129,7 +133,7 @@ class HttpSettings:
             include_errors=include_errors,
             write_out=write_out,
             fail=fail,
-            output=output if output is None else str(output),
+            outputs=outputs,
             silent=bool(values.get("curl_silent")) and not values.get("curl_show_error"),
         )
         if settings.one_off and (warmup is not None or include_errors):

@@ -357,9 +357,11 @@ SPEC = CommandSpec(
         ),
         Option(
             ("-o", "--output"),
-            "accepted as -o /dev/null only: the body is discarded, and stdout carries "
-            "only what -w writes (no waterfall), as curl's",
+            "write a URL's body to FILE as curl does (each -o goes with the next URL "
+            "in order; - : stdout; /dev/null: discarded); no waterfall: stdout carries "
+            "the other bodies and -w's output",
             metavar="FILE",
+            action="append",
             dest="curl_output",
             group=CURL,
             hidden=True,

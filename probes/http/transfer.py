@@ -21,6 +21,7 @@ Contract:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -199,7 +200,14 @@ _EXPIRE_LINE = r"^\s*expire date: (.+?)\s*$"
 _SUBJECT_LINE = r"^\s*subject: (.+?)\s*$"
 
 
-def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
+def perform(
+    curl: Any,
+    hop: Hop,
+    *,
+    details: bool,
+    sink: Callable[[bytes], Any] | None = None,
+    skip_redirect_body: bool = False,
+) -> Hop:
     """Run one configured hop and fill ``hop`` from libcurl's counters.
 
     ``details`` also captures the status line with a header callback, which
@@ -208,11 +216,16 @@ def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
     verbose log, the only place pycurl shows them, costs ~0.25 ms inside the
     handshake when on (measured), so ``tls_details`` gets them from a
     separate handshake after the measured one.
+
+    ``sink`` (curl's output mode, -w or -o FILE) gets the body as libcurl
+    hands it over, from the write callback, as curl writes it; otherwise the
+    body is discarded. ``skip_redirect_body`` (-L): a redirect's body that
+    will be followed is not written, as libcurl ignores it with -L.
     """
     import pycurl
 
     status: list[str] = []
-    if details:
+    if details or sink is not None:
 
         def on_header(line: bytes) -> None:
             if line[:5] == b"HTTP/":
@@ -223,7 +236,18 @@ def perform(curl: Any, hop: Hop, *, details: bool) -> Hop:
                 hop.headers.append((name, value.strip(" \t\r\n")))
 
         curl.setopt(pycurl.HEADERFUNCTION, on_header)
-    curl.setopt(pycurl.WRITEFUNCTION, _discard)
+    if sink is None:
+        curl.setopt(pycurl.WRITEFUNCTION, _discard)
+    else:
+        write = sink
+        if skip_redirect_body:
+
+            def write_unless_followed(data: bytes) -> None:
+                if not _followed(status, hop.headers):
+                    sink(data)
+
+            write = write_unless_followed
+        curl.setopt(pycurl.WRITEFUNCTION, write)
     try:
         curl.perform()
     except pycurl.error as exc:
@@ -286,6 +310,33 @@ def fill_hop(hop: Hop, info: dict[str, Any]) -> None:
         hop.status_line = f"HTTP/{hop.http_version or '?'} {hop.http_code}"
 
 
+def _followed(status: list[str], headers: list[tuple[str, str]]) -> bool:
+    """Whether the response being received is a redirect that -L follows."""
+    parts = status[-1].split() if status else []
+    if len(parts) < 2 or not parts[1].isdigit() or int(parts[1]) not in REDIRECT_CODES:
+        return False
+    return any(name.strip().lower() == "location" and value for name, value in headers)
+
+
+def certs_text(certinfo: Any) -> str:
+    """curl's ``%{certs}`` from libcurl's CURLINFO_CERTINFO (pycurl's list of
+    (name, value) lists): each "name:value" entry on its line, the ``Cert``
+    entry (the PEM) without its "Cert:" prefix, as curl 7.88's tool_writeout.c."""
+    out: list[str] = []
+    for cert in certinfo or ():
+        for entry in cert:
+            name, value = (_str(x) for x in entry)
+            text = value if name.lower() == "cert" else f"{name}:{value}"
+            if text and not text.endswith("\n"):
+                text += "\n"
+            out.append(text)
+    return "".join(out)
+
+
+def _str(value: Any) -> str:
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value)
+
+
 def _discard(data: bytes) -> None:
     """Body sink: counted by libcurl (size_download), not kept."""
     return None
@@ -323,13 +374,18 @@ def fetch(
     curl: Any = None,
     details: bool = True,
     fail: bool = False,
+    sink: Callable[[bytes], Any] | None = None,
+    certinfo: bool = False,
 ) -> Exchange:
     """One exchange: the request, then each redirect hop when -L is on.
 
     Hops share one handle, so a redirect to the same host reuses the
     connection exactly as curl -L does. ``fail`` (-f): libcurl stops at a
     status >= 400 before the body (CURLOPT_FAILONERROR) and the hop fails
-    with curl's error 22, as curl -f does.
+    with curl's error 22, as curl -f does. ``sink`` receives the body of
+    the hop curl would write (``perform``); ``certinfo`` asks libcurl for
+    the certificate chain (CURLOPT_CERTINFO; curl's %{certs}), kept in
+    each hop's ``info["certinfo"]``.
     """
     import pycurl
 
@@ -352,7 +408,20 @@ def fetch(
             )
             if fail:
                 curl.setopt(pycurl.FAILONERROR, 1)
-            hop = perform(curl, Hop(hop_url, method), details=details)
+            if certinfo:
+                curl.setopt(pycurl.OPT_CERTINFO, 1)
+            hop = perform(
+                curl,
+                Hop(hop_url, method),
+                details=details,
+                sink=sink,
+                skip_redirect_body=request.follow,
+            )
+            if certinfo:
+                try:
+                    hop.info["certinfo"] = curl.getinfo(pycurl.INFO_CERTINFO)
+                except (pycurl.error, UnicodeDecodeError):
+                    hop.info["certinfo"] = []
             exchange.hops.append(hop)
             if hop.error or not request.follow or hop.http_code not in REDIRECT_CODES:
                 break

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from probetop.probes.http.curlinfo import STAMPS
-from probetop.probes.http.transfer import Exchange
+from probetop.probes.http.transfer import Exchange, certs_text
 
 Stream = Literal["stdout", "stderr"]
 # How curl writes each kind of value (tool_writeout.c's writeTime, writeLong ...).
@@ -127,7 +127,7 @@ def transfer_values(t: Transfer) -> dict[str, int | str | None]:
     version = final.http_version if final is not None else None
     out.update(
         {
-            "certs": "",  # probetop does not ask libcurl for the certificate chain
+            "certs": certs_text(info.get("certinfo")),
             "content_type": _text(info.get("content_type")),
             "errormsg": t.errormsg if t.exit_code else None,
             "exitcode": t.exit_code,
@@ -139,7 +139,7 @@ def transfer_values(t: Transfer) -> dict[str, int | str | None]:
             "local_ip": _text(info.get("local_ip")) or "",
             "local_port": _int(info.get("local_port")),
             "method": _text(info.get("method")) or t.method,
-            "num_certs": 0,
+            "num_certs": len(info.get("certinfo") or ()),
             "num_connects": sum(_int(h.info.get("num_connects")) for h in hops),
             "num_headers": len(final.headers) if final is not None else 0,
             "num_redirects": max(0, len(hops) - 1),
@@ -282,6 +282,12 @@ class WriteOut:
     def __init__(self, fmt: str) -> None:
         self.format = fmt
         self.tokens = parse_format(fmt)
+
+    def wants_certs(self) -> bool:
+        """Whether the format reads the certificate chain (``%{certs}``,
+        ``%{num_certs}``, ``%{json}``): only then is libcurl asked for it."""
+        names = {v.lower() for kind, v in self.tokens if kind == "var"}
+        return bool(names & {"certs", "num_certs", "json"})
 
     def unknown(self) -> list[str]:
         """The ``%{names}`` curl would warn about, in order."""

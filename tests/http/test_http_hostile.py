@@ -343,7 +343,7 @@ CASES = [
     Case("--cacert /dev/zero", ["{url}/", "--cacert", "/dev/zero"], 2, "not a regular file"),
     Case("--cacert missing", ["{url}/", "--cacert", "{dir}/nope.pem"], 2, "No such file"),
     Case("--cacert directory", ["{url}/", "--cacert", "{dir}"], 2, "directory"),
-    Case("-o FILE", ["{url}/", "-o", "{dir}/out"], 2, "-o FILE is not supported"),
+    Case("-o FILE in no directory", ["{url}/", "-o", "{dir}/nodir/out"], 23, "cannot write"),
     Case("-F (unsupported)", ["{url}/", "-F", "a=b"], 2, "not supported"),
     # -- repeated mode gets the same checks ------------------------------------------
     Case("repeated: header injection", ["{url}/", "--count", "1", "-H", "X: a\r\nY: b"], 2,

@@ -101,7 +101,6 @@ def test_redirect_url_and_options_as_pycurlb_reports_them(server, capsys):
         (["-c", "jar.txt"], "cookies are not saved"),
         (["-v"], "--json"),
         (["-V"], "probetop --version"),
-        (["-o", "out.bin"], "-o /dev/null"),
         (["-m", "1", "--max-time-ms", "5"], "not both"),
     ],
 )

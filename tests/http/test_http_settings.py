@@ -78,7 +78,7 @@ def test_interval_reaches_the_settings_and_the_common_options(parser):
         (["--count", "0"], "--count must be at least 1"),
         (["-I", "-d", "a=1"], "contradict"),
         (["-u", "bob"], "USER:PASSWORD"),
-        (["-o", "body.html"], "-o FILE is not supported"),
+        (["--count", "2", "-o", "body.html"], "-o/--output is a one-off option"),
         (["-m", "0"], "--max-time must be positive"),
         (["--max-redirs=-1"], "--max-redirs must be 0 or more"),
         (["-d", "@/nonexistent/file"], "cannot read /nonexistent/file"),
