@@ -1,7 +1,8 @@
 """One-off mode: one request per URL, then the waterfall, the
 pycurlb-compatible JSON document (``--json``) or curl's output mode (``-w``
-or ``-o``: each body on stdout as curl writes it, the first URL's to ``-o
-FILE``, then what ``-w`` writes; no waterfall);
+or ``-o``: each body on stdout as curl writes it, or to its ``-o FILE``
+(paired with the URLs in order, as curl's), then what ``-w`` writes; no
+waterfall);
 the exit code is curl's, the last URL's as with curl. ``-s`` (without ``-S``)
 mutes the ``probetop: error:`` lines, as curl's ``-s`` mutes its messages.
 
@@ -153,7 +154,7 @@ class Body:
     def finish(self) -> None:
         if not self.opened and self.file is None and self.name not in (None, "-", "/dev/null"):
             try:
-                open(self.name or "", "wb").close()  # noqa: SIM115
+                open(self.name or "", "wb").close()
             except OSError as exc:
                 self.error = exc.strerror or str(exc)
 

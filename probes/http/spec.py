@@ -61,7 +61,11 @@ _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("-T", "--upload-file"), True, "uploads are not supported; use --data-binary @FILE"),
     (("-c", "--cookie-jar"), True, "cookies are not saved"),
     (("-D", "--dump-header"), True, "headers are not saved"),
-    (("-O", "--remote-name", "-J", "--remote-header-name"), False, "bodies are discarded"),
+    (
+        ("-O", "--remote-name", "-J", "--remote-header-name"),
+        False,
+        "remote file names are not supported; use -o FILE",
+    ),
     (("-G", "--get"), False, "put the query in the URL"),
     (("-E", "--cert", "--key", "--cert-type", "--key-type"), True, "client certificates"),
     (("--ciphers", "--tls-max", "--curves", "--tls13-ciphers"), True, "TLS tuning"),

@@ -1,0 +1,155 @@
+"""curl's output mode in `probetop http` (-w or -o): the body as curl writes
+it, beside real curl with the same argv on the same loopback URL, stdout
+compared byte for byte; ``-o FILE`` and ``%{filename_effective}``;
+``%{certs}`` / ``%{num_certs}`` on a self-signed TLS server.
+
+curl (7.88 here) and probetop (the pycurl wheel's libcurl) are different
+libcurl builds: the certificate chain is compared line by line by key (each
+build's OpenSSL prints the same certificate), and byte for byte where the
+two agree (they do for the builds here; a build that spells a field
+differently shows up as a key difference).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from http_fixtures import LocalServer, make_cert
+
+pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl CLI")
+
+PROBETOP = [sys.executable, "-m", "probetop.tui.main", "http"]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LocalServer]:
+    with LocalServer() as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
+    with LocalServer(tls=make_cert(tmp_path_factory.mktemp("bcert"))) as s:
+        yield s
+
+
+def run_both(
+    args: list[str], cwd: Path
+) -> tuple[subprocess.CompletedProcess[bytes], subprocess.CompletedProcess[bytes]]:
+    """(curl, probetop) with the same argv, each in its own directory under ``cwd``."""
+    env = {**os.environ, "NO_COLOR": "1", "XDG_STATE_HOME": str(cwd / "state")}
+    (cwd / "curl").mkdir()
+    (cwd / "ours").mkdir()
+    curl = subprocess.run(
+        ["curl", *args], capture_output=True, timeout=30, cwd=cwd / "curl", env=env
+    )
+    ours = subprocess.run(
+        [*PROBETOP, *args], capture_output=True, timeout=30, cwd=cwd / "ours", env=env
+    )
+    return curl, ours
+
+
+def test_write_out_prints_the_body_then_the_format(server, tmp_path):
+    # The resp=$(curl -s -w '\n%{http_code}' URL) idiom: body, then the code.
+    url = f"{server.url}/bytes?n=700"
+    curl, ours = run_both(["-s", "-w", "\\n%{http_code}", url], tmp_path)
+    assert curl.stdout == b"x" * 700 + b"\n200"
+    assert ours.stdout == curl.stdout
+    assert ours.returncode == curl.returncode == 0
+
+
+def test_write_out_body_of_an_error_status_and_of_each_url(server, tmp_path):
+    urls = [f"{server.url}/status?code=404", f"{server.url}/bytes?n=3"]
+    curl, ours = run_both(["-s", "-w", "[%{http_code} %{filename_effective}]\\n", *urls], tmp_path)
+    assert curl.stdout == b"status\n[404 ]\nxxx[200 ]\n"
+    assert ours.stdout == curl.stdout
+
+
+def test_output_file_and_filename_effective(server, tmp_path):
+    url = f"{server.url}/bytes?n=5000"
+    fmt = "%{filename_effective} %{size_download}\\n"
+    curl, ours = run_both(["-s", "-o", "out", "-w", fmt, url, url], tmp_path)
+    # -o goes with the first URL; the second URL's body goes to stdout.
+    assert curl.stdout == b"out 5000\n" + b"x" * 5000 + b" 5000\n"
+    assert ours.stdout == curl.stdout
+    assert (tmp_path / "ours" / "out").read_bytes() == (tmp_path / "curl" / "out").read_bytes()
+    mode = (tmp_path / "curl" / "out").stat().st_mode & 0o777
+    assert (tmp_path / "ours" / "out").stat().st_mode & 0o777 == mode
+
+
+def test_output_per_url_empty_body_and_failures(server, tmp_path):
+    # Each -o goes with the next URL in order, as curl pairs them (probetop
+    # takes the URLs after the options, not between them).
+    outputs = ["empty", "refused", "failed", "-", "/dev/null"]
+    urls = [
+        f"{server.url}/bytes?n=0",
+        "http://127.0.0.1:1/",
+        f"{server.url}/status?code=500",
+        f"{server.url}/bytes?n=2",
+        f"{server.url}/bytes?n=9",
+    ]
+    args = ["-s", "-f", "-w", "[%{exitcode} %{filename_effective}]"]
+    for name in outputs:
+        args += ["-o", name]
+    args += urls
+    curl, ours = run_both(args, tmp_path)
+    assert ours.stdout == curl.stdout
+    assert curl.stdout == b"[0 empty][7 refused][22 failed]xx[0 ][0 /dev/null]"
+    assert ours.returncode == curl.returncode
+    for side in ("curl", "ours"):
+        made = sorted(p.name for p in (tmp_path / side).iterdir())
+        assert made == ["empty"], (side, made)  # a failed transfer makes no file
+        assert (tmp_path / side / "empty").read_bytes() == b""
+
+
+def test_output_into_a_missing_directory_is_curls_write_error(server, tmp_path):
+    args = ["-s", "-o", "nodir/out", "-w", "%{exitcode}", f"{server.url}/bytes?n=9"]
+    curl, ours = run_both(args, tmp_path)
+    assert ours.returncode == curl.returncode == 23
+    assert ours.stdout == curl.stdout == b"23"
+
+
+def test_without_write_out_the_waterfall_is_unchanged(server, tmp_path):
+    ours = subprocess.run(
+        [*PROBETOP, f"{server.url}/bytes?n=700"], capture_output=True, timeout=30, cwd=tmp_path
+    )
+    assert ours.returncode == 0
+    assert ours.stdout.startswith(b"GET ")
+    assert b"x" * 700 not in ours.stdout
+
+
+def test_certs_and_num_certs_as_curl(tls_server, tmp_path):
+    fmt = "%{num_certs}\\n%{certs}"
+    curl, ours = run_both(["-sk", "-o", "/dev/null", "-w", fmt, f"{tls_server.url}/"], tmp_path)
+    assert curl.stdout.startswith(b"1\nSubject:")
+    assert ours.stdout.split(b"\n", 1)[0] == b"1"
+
+    def keys(out: bytes) -> list[bytes]:
+        return [line.split(b":", 1)[0] for line in out.split(b"\n")[1:] if b":" in line]
+
+    assert keys(ours.stdout) == keys(curl.stdout)
+    assert b"-----BEGIN CERTIFICATE-----" in ours.stdout
+    assert ours.stdout == curl.stdout  # the same certificate, the same text
+
+
+def test_certs_in_json_and_not_asked_for_otherwise(tls_server, tmp_path):
+    import json
+
+    curl, ours = run_both(
+        ["-sk", "-o", "/dev/null", "-w", "%{json}", f"{tls_server.url}/"], tmp_path
+    )
+    c, o = json.loads(curl.stdout), json.loads(ours.stdout)
+    assert o["num_certs"] == c["num_certs"] == 1
+    assert o["certs"] == c["certs"]
+    assert o["filename_effective"] == c["filename_effective"] == "/dev/null"
+    # libcurl is asked for the chain (CURLOPT_CERTINFO) only when the format reads it.
+    from probetop.probes.http.writeout import WriteOut
+
+    assert not WriteOut("%{http_code} %{time_total}").wants_certs()
+    assert all(WriteOut(f).wants_certs() for f in ("%{certs}", "%{NUM_CERTS}", "%{json}"))
