@@ -43,6 +43,7 @@ def run_both(
     args: list[str], cwd: Path
 ) -> tuple[subprocess.CompletedProcess[bytes], subprocess.CompletedProcess[bytes]]:
     """(curl, probetop) with the same argv, each in its own directory under ``cwd``."""
+    cwd.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "NO_COLOR": "1", "XDG_STATE_HOME": str(cwd / "state")}
     (cwd / "curl").mkdir()
     (cwd / "ours").mkdir()
@@ -153,3 +154,41 @@ def test_certs_in_json_and_not_asked_for_otherwise(tls_server, tmp_path):
 
     assert not WriteOut("%{http_code} %{time_total}").wants_certs()
     assert all(WriteOut(f).wants_certs() for f in ("%{certs}", "%{NUM_CERTS}", "%{json}"))
+
+
+def test_follow_writes_only_the_final_body(server, tmp_path):
+    url = f"{server.url}/redirect?n=2&code=301&to=/bytes%3Fn%3D4"
+    curl, ours = run_both(["-sL", "-w", "\\n%{http_code} %{num_redirects}", url], tmp_path)
+    assert curl.stdout == b"xxxx\n200 2"
+    assert ours.stdout == curl.stdout
+
+
+def test_a_followed_redirects_body_is_not_written_an_unfollowed_one_is(tmp_path):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            moved = self.path == "/old"
+            body = b"moved\n" if moved else b"final\n"
+            self.send_response(302 if moved else 200)
+            if moved:
+                self.send_header("Location", "/new")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/old"
+        for i, extra in enumerate((["-L"], [])):
+            curl, ours = run_both([*extra, "-s", "-w", "|%{http_code}", url], tmp_path / str(i))
+            assert curl.stdout == (b"final\n|200" if extra else b"moved\n|302")
+            assert ours.stdout == curl.stdout
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
