@@ -12,6 +12,13 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
+# The install's kept loops (native_objects.shared_dir, published by `make
+# test`'s `probetop compile`) would serve every test that empties its own
+# cache to see numba compile (a stop during the first compilation, prunes):
+# off for the suite and its children; tests/core/test_shared_objects.py and
+# the runs as nobody (a fresh environment) use them.
+os.environ["PROBETOP_SHARED_OBJECTS"] = "off"
+
 
 def is_root() -> bool:
     return os.geteuid() == 0

@@ -51,6 +51,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -240,7 +241,7 @@ def prune(
     directory; entries in use, or not numba's, are left alone. In a
     ``NUMBA_CACHE_DIR`` of the user's own choosing (other numba programs may
     share it), only entries with our marker. Then the kept object code of
-    gone or long-unused sources (``native_objects.prune``).
+    gone or long-unused sources (``prune_objects``).
 
     One prune at a time per directory (an exclusive lock on ``PRUNE_LOCK``):
     two processes pruning at once both read an entry the first was removing
@@ -268,9 +269,7 @@ def prune(
     now = time.time() if now is None else now
     try:
         entries = _prune_entries(root, now, keep_days)
-        from probetop.probes.core import native_objects  # lazy: it imports this module
-
-        objects = native_objects.prune(os.path.join(root, "objects"), now, keep_days)
+        objects = prune_objects(os.path.join(root, "objects"), now, keep_days)
         return Pruned(entries.entries + objects.entries, entries.bytes + objects.bytes)
     finally:
         os.close(lock)
@@ -384,3 +383,94 @@ def _listdir(path: str) -> list[str]:
         return os.listdir(path)
     except OSError:
         return []
+
+
+def lock_base(base: str, how: int, wait: bool = True) -> int:
+    """A kept loop's ``<base>.lock`` (``native_objects``) opened and locked
+    (``how``); its fd. Retried when the file was pruned between open and
+    lock. ``OSError`` when ``wait`` is False and another process holds it."""
+    while True:
+        fd = os.open(base + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, how | (0 if wait else fcntl.LOCK_NB))
+            if os.fstat(fd).st_ino == os.lstat(base + ".lock").st_ino:
+                return fd
+        except OSError:
+            os.close(fd)
+            if not wait:
+                raise
+            continue
+        os.close(fd)
+
+
+# -- prune ------------------------------------------------------------------------
+
+
+def prune_objects(where: str, now: float, keep_days: float) -> Pruned:
+    """Remove kept loops (``<base>.o``, ``.json``, ``.lock``) whose sources
+    are gone or that no process loaded for ``keep_days`` (their .json's
+    mtime: built, or last loaded), never one a running process holds (a
+    shared lock on its .json: loaded); and leftovers of builds cut short (a
+    ``.tmp``, a ``.o`` without its ``.json``) older than a day. Called by
+    ``prune`` under its lock; never raises ``OSError``."""
+    try:
+        names = os.listdir(where)
+    except OSError:
+        return Pruned()
+    entries = total = 0
+    bases = {n[: -len(".json")] for n in names if n.endswith(".json")}
+    for b in sorted(bases):
+        base = os.path.join(where, b)
+        try:
+            if not _stale_object(base, now, keep_days):
+                continue
+            gone = _remove_object(base)
+        except OSError:
+            continue
+        if gone:
+            entries, total = entries + 1, total + gone
+    for n in names:
+        path = os.path.join(where, n)
+        stem = n.rsplit(".", 1)[0]
+        orphan = n.endswith(".tmp") or (n.endswith((".o", ".lock")) and stem not in bases)
+        with contextlib.suppress(OSError):
+            st = os.lstat(path)
+            if orphan and now - st.st_mtime > 86400 and os.path.isfile(path):
+                os.unlink(path)
+                total += st.st_size
+    return Pruned(entries, total)
+
+
+def _stale_object(base: str, now: float, keep_days: float) -> bool:
+    with open(base + ".json", "rb") as f:
+        age = now - os.fstat(f.fileno()).st_mtime
+        try:
+            paths = json.load(f).get("paths")
+        except (ValueError, AttributeError):
+            paths = None
+    if isinstance(paths, list) and any(
+        not isinstance(p, str) or not os.path.exists(p) for p in paths
+    ):
+        return True
+    return age > keep_days * 86400
+
+
+def _remove_object(base: str) -> int:
+    """Remove the kept loop at ``base`` unless a process holds it; its bytes (0: held)."""
+    lock = lock_base(base, fcntl.LOCK_EX, wait=False)  # no build writing it
+    try:
+        fd = os.open(base + ".json", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return 0  # a running process loaded it
+        finally:
+            os.close(fd)
+        size = 0
+        for suffix in (".json", ".o", ".lock"):
+            with contextlib.suppress(OSError):
+                size += os.lstat(base + suffix).st_size
+                os.unlink(base + suffix)
+        return size
+    finally:
+        os.close(lock)

@@ -333,7 +333,7 @@ def build(name: str, dispatcher: Any, sources: Sequence[str]) -> None:
         files.append((tmp, base + suffix))
     # The pair replaced under the base's lock: a process loading meanwhile
     # (a run during a compile, two compiles at once) reads both old or both new.
-    fd = _lock_base(base, fcntl.LOCK_EX)
+    fd = native_cache.lock_base(base, fcntl.LOCK_EX)
     try:
         for tmp, final in files:
             os.replace(tmp, final)
@@ -373,24 +373,6 @@ def undefined_symbols(code: bytes) -> list[str]:
     except (struct.error, IndexError) as exc:
         raise ValueError(f"unreadable object file ({exc})") from None
     return sorted(out - _LOADER_SYMBOLS)
-
-
-def _lock_base(base: str, how: int, wait: bool = True) -> int:
-    """``<base>.lock`` opened and locked (``how``); its fd. Retried when the
-    file was pruned between open and lock. ``OSError`` when ``wait`` is
-    False and another process holds it."""
-    while True:
-        fd = os.open(base + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, how | (0 if wait else fcntl.LOCK_NB))
-            if os.fstat(fd).st_ino == os.lstat(base + ".lock").st_ino:
-                return fd
-        except OSError:
-            os.close(fd)
-            if not wait:
-                raise
-            continue
-        os.close(fd)
 
 
 # -- load (no numba) --------------------------------------------------------------
@@ -487,7 +469,7 @@ def _load_own(where: str, name: str, sources: Sequence[str]) -> Loop | None:
         return None
     held = -1
     try:
-        fd = _lock_base(base, fcntl.LOCK_SH)  # no build replaces the pair meanwhile
+        fd = native_cache.lock_base(base, fcntl.LOCK_SH)  # no build replaces the pair meanwhile
         try:
             held = os.open(base + ".json", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
             with open(os.dup(held), "rb") as f:
@@ -607,7 +589,8 @@ def publish() -> str | None:
     for name, sources in sorted(_in_use):
         base = _base(own, name, sources)
         try:
-            fd = _lock_base(base, fcntl.LOCK_SH)  # never half a pair a build is replacing
+            # never half a pair a build is replacing
+            fd = native_cache.lock_base(base, fcntl.LOCK_SH)
             try:
                 with open(base + ".json", "rb") as f:
                     meta_bytes = f.read()
@@ -666,76 +649,3 @@ def _checked(name: str, meta: dict[str, Any], code: bytes, sources: Sequence[str
         return None
     _engines.append(engine)
     return Loop(name, address, meta)
-
-
-# -- prune ------------------------------------------------------------------------
-
-
-def prune(where: str, now: float, keep_days: float) -> native_cache.Pruned:
-    """Remove kept loops (``<base>.o``, ``.json``, ``.lock``) whose sources
-    are gone or that no process loaded for ``keep_days`` (their .json's
-    mtime: built, or last loaded), never one a running process holds (a
-    shared lock on its .json: loaded); and leftovers of builds cut short (a
-    ``.tmp``, a ``.o`` without its ``.json``) older than a day. Called by
-    ``native_cache.prune`` under its lock; never raises ``OSError``."""
-    try:
-        names = os.listdir(where)
-    except OSError:
-        return native_cache.Pruned()
-    entries = total = 0
-    bases = {n[: -len(".json")] for n in names if n.endswith(".json")}
-    for b in sorted(bases):
-        base = os.path.join(where, b)
-        try:
-            if not _stale_object(base, now, keep_days):
-                continue
-            gone = _remove_object(base)
-        except OSError:
-            continue
-        if gone:
-            entries, total = entries + 1, total + gone
-    for n in names:
-        path = os.path.join(where, n)
-        stem = n.rsplit(".", 1)[0]
-        orphan = n.endswith(".tmp") or (n.endswith((".o", ".lock")) and stem not in bases)
-        with contextlib.suppress(OSError):
-            st = os.lstat(path)
-            if orphan and now - st.st_mtime > 86400 and os.path.isfile(path):
-                os.unlink(path)
-                total += st.st_size
-    return native_cache.Pruned(entries, total)
-
-
-def _stale_object(base: str, now: float, keep_days: float) -> bool:
-    with open(base + ".json", "rb") as f:
-        age = now - os.fstat(f.fileno()).st_mtime
-        try:
-            paths = json.load(f).get("paths")
-        except (ValueError, AttributeError):
-            paths = None
-    if isinstance(paths, list) and any(
-        not isinstance(p, str) or not os.path.exists(p) for p in paths
-    ):
-        return True
-    return age > keep_days * 86400
-
-
-def _remove_object(base: str) -> int:
-    """Remove the kept loop at ``base`` unless a process holds it; its bytes (0: held)."""
-    lock = _lock_base(base, fcntl.LOCK_EX, wait=False)  # no build writing it
-    try:
-        fd = os.open(base + ".json", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return 0  # a running process loaded it
-        finally:
-            os.close(fd)
-        size = 0
-        for suffix in (".json", ".o", ".lock"):
-            with contextlib.suppress(OSError):
-                size += os.lstat(base + suffix).st_size
-                os.unlink(base + suffix)
-        return size
-    finally:
-        os.close(lock)

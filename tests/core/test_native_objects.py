@@ -213,9 +213,10 @@ def test_needs_lists_what_the_code_generator_adds(tmp_path: Path) -> None:
 def _prune_now(cache: Path, days_ago: float = 0.0) -> int:
     import time
 
-    from probetop.probes.core import native_objects
+    from probetop.probes.core import native_cache
 
-    return native_objects.prune(str(cache / "objects"), time.time() + days_ago * 86400, 30).entries
+    when = time.time() + days_ago * 86400
+    return native_cache.prune_objects(str(cache / "objects"), when, 30).entries
 
 
 def test_objects_of_gone_sources_or_long_unused_are_pruned(tmp_path: Path) -> None:

@@ -76,8 +76,9 @@ def test_icmp_exits_as_ping(words: list[str], expected: int, tmp_path: Path) -> 
     assert said.startswith("probetop") and "error: " in said, said  # its own words
 
 
+# (cpu and mem exit as sysbench does, 1: tests/core/test_sysbench_command_lines.py)
 @pytest.mark.parametrize(
-    "words", [["cpu", "--threads", "abc"], ["http"], ["replay"], ["cpu", "--nope"]]
+    "words", [["iops", "--jobs", "abc"], ["http"], ["replay"], ["http", "--nope"]]
 )
 def test_other_commands_keep_argparse_status(words: list[str], tmp_path: Path) -> None:
     assert _status([*PROBETOP, *words], str(tmp_path))[0] == 2

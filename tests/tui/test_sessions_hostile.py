@@ -490,7 +490,7 @@ def test_ls_on_a_session_that_was_killed_mid_frame(env: dict[str, str]) -> None:
     for argv in (["report", str(rec)], ["export", "-O", "csv", str(rec)]):
         out = probetop(env, *argv)
         assert out.returncode == 0 and "no footer" in out.stderr, out.stderr
-    one_error(probetop(env, "stop", "k9"), "not running (died)")
+    one_error(probetop(env, "stop", "k9"), "not running (died")
     again = probetop(env, "cpu", "--threads", "1", "--time", "1", "--detach", "--name", "k9")
     assert again.returncode == 0 and "kept as k9-" in again.stderr, again.stderr
     kept = [s for name, s in sessions(env).items() if name.startswith("k9-")]

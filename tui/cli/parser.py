@@ -200,7 +200,16 @@ def add_common(
         if option.flags[0] not in skip:
             if option.flags[0] in hidden:
                 option = dataclasses.replace(option, hidden=True)
-            add_option(group, option, suppress_default=suppress, refused_exit=refused_exit)
+            shared = option.flags[0] in SHARED_WITH_REFERENCE
+            add_option(
+                group, option, suppress_default=suppress, refused_exit=refused_exit if shared else 2
+            )
+
+
+SHARED_WITH_REFERENCE = ("--time",)
+"""Common options the reference tools have too (sysbench's --time): a command
+that exits as its tool for a refused value (cpu, mem: 1) does so for these;
+probetop's own (--metrics, --assert, --record ...) keep its usage status 2."""
 
 
 def commands_needed(argv: Sequence[str]) -> set[str] | None:
