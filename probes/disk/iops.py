@@ -109,7 +109,7 @@ from probetop.probes.disk.target import Target, resolve
 from probetop.probes.disk.targeterrors import describe_os_error, target_errors
 from probetop.probes.disk.targetwatch import TargetWatch
 from probetop.probes.disk.units import fio_time
-from probetop.probes.disk.workers import Engine, kernel_notes
+from probetop.probes.disk.workers import FIO_BUFFER_ALIGNMENT, Engine, kernel_notes
 
 
 def fio_latency(stats: LatencyStats) -> dict[str, Any]:
@@ -393,6 +393,8 @@ class IopsProbe:
             f"--numjobs={s.jobs}",
             f"--direct={int(t.direct if t else s.direct is not False)}",
         ]
+        if not (t.direct if t else s.direct is not False):
+            args.append(FIO_BUFFER_ALIGNMENT)
         if s.filename_format:
             args.append(f"--filename_format={s.filename_format}")
         if s.nrfiles > 1:

@@ -28,6 +28,7 @@ from disk_fixtures import run_cli
 from probetop.probes.disk import units
 from probetop.probes.disk.counters import HIST_BUCKETS, hist_percentiles
 from probetop.probes.disk.fio_parity import FIO_FIELDS, get, ratios, shape_problems
+from probetop.probes.disk.workers import FIO_BUFFER_ALIGNMENT
 
 fast_dir = disk_fixtures.fast_dir
 SECONDS = 2  # whole seconds: fio reads --runtime=1.5 as 1
@@ -147,7 +148,7 @@ def test_async_latencies_mean_what_fios_do(fast_dir: Path) -> None:
     fio = json.loads(
         subprocess.run(
             ["fio", "--name=parity", f"--filename={target}", "--rw=read", "--bs=1M",
-             "--ioengine=libaio", "--iodepth=1", "--direct=0", "--time_based",
+             "--ioengine=libaio", "--iodepth=1", "--direct=0", FIO_BUFFER_ALIGNMENT, "--time_based",
              f"--runtime={SECONDS:g}", "--output-format=json"],
             check=True, capture_output=True, text=True, timeout=60,
         ).stdout
@@ -157,7 +158,11 @@ def test_async_latencies_mean_what_fios_do(fast_dir: Path) -> None:
          "libaio", "--iodepth", "1", "--time", f"{SECONDS:g}", "--json"]
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    ours = json.loads(proc.stdout)["jobs"][0]["read"]
+    doc = json.loads(proc.stdout)
+    # fio's default buffer is unaligned: its copy out of the page cache ran
+    # 4-5x slower than ours; the equivalent command says which buffers we use.
+    assert FIO_BUFFER_ALIGNMENT in shlex.split(doc["probetop"]["fio_command"])
+    ours = doc["jobs"][0]["read"]
     for block in (fio, ours):
         assert shape_problems(block) == [], block
         slat, clat, _ = _latency_means(block)

@@ -23,6 +23,7 @@ import shlex
 from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.sizes import format_size
+from probetop.probes.disk.workers import FIO_BUFFER_ALIGNMENT
 from probetop.probes.disk.target import Target
 from probetop.probes.disk.units import fio_time
 from probetop.probes.disk.warmup.settings import WarmupSettings
@@ -93,6 +94,8 @@ class PassLayout:
             f"--ioengine={self.engine}",
             f"--direct={int(t.direct if t else True)}",
         ]
+        if not (t.direct if t else True):
+            args.append(FIO_BUFFER_ALIGNMENT)
         length = (end - start) if end is not None else None
         if s.jobs > 1 and length and s.sequential:
             share = -(-length // s.jobs // s.bs) * s.bs
