@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -463,22 +464,34 @@ def load(name: str, sources: Sequence[str]) -> Loop | None:
     return loop if loop is not None else _load_shared(name, sources)
 
 
+def _read_pair(base: str) -> tuple[bytes, bytes, int]:
+    """A kept pair's .json and .o bytes and an open descriptor of its .json
+    (the caller closes it), read under the pair's shared lock: never half a
+    pair a build is replacing. OSError when either is missing."""
+    fd = native_cache.lock_base(base, fcntl.LOCK_SH)
+    try:
+        held = os.open(base + ".json", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            with open(os.dup(held), "rb") as f:
+                meta = f.read()
+            with open(base + ".o", "rb") as f:
+                code = f.read()
+        except BaseException:
+            os.close(held)
+            raise
+    finally:
+        os.close(fd)
+    return meta, code, held
+
+
 def _load_own(where: str, name: str, sources: Sequence[str]) -> Loop | None:
     base = _base(where, name, sources)
     if not os.path.exists(base + ".json"):
         return None
     held = -1
     try:
-        fd = native_cache.lock_base(base, fcntl.LOCK_SH)  # no build replaces the pair meanwhile
-        try:
-            held = os.open(base + ".json", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            with open(os.dup(held), "rb") as f:
-                meta = json.load(f)
-            with open(base + ".o", "rb") as f:
-                code = f.read()
-        finally:
-            os.close(fd)
-        loop = _checked(name, meta, code, sources)
+        meta, code, held = _read_pair(base)
+        loop = _checked(name, json.loads(meta), code, sources)
         if loop is not None:
             _in_use.add((name, tuple(os.path.abspath(p) for p in sources)))
             # Held (a shared lock on its .json) while this process lives:
@@ -507,12 +520,18 @@ def shared_dir() -> str:
     return os.path.join(sys.prefix, "share", "probetop", "objects")
 
 
-def _trusted(st: os.stat_result) -> bool:
-    """Owned by root, this user or the owner of this code; writable by no one else."""
+@functools.cache
+def _trusted_owners() -> frozenset[int]:
+    """Root, this user and the owner of this code (once per process)."""
     owners = {0, os.geteuid()}
     with contextlib.suppress(OSError):
         owners.add(os.stat(__file__).st_uid)
-    return st.st_uid in owners and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    return frozenset(owners)
+
+
+def _trusted(st: os.stat_result) -> bool:
+    """Owned by a trusted owner (``_trusted_owners``); writable by no one else."""
+    return st.st_uid in _trusted_owners() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
 def _trusted_dir(path: str) -> bool:
@@ -589,15 +608,8 @@ def publish() -> str | None:
     for name, sources in sorted(_in_use):
         base = _base(own, name, sources)
         try:
-            # never half a pair a build is replacing
-            fd = native_cache.lock_base(base, fcntl.LOCK_SH)
-            try:
-                with open(base + ".json", "rb") as f:
-                    meta_bytes = f.read()
-                with open(base + ".o", "rb") as f:
-                    code = f.read()
-            finally:
-                os.close(fd)
+            meta_bytes, code, held = _read_pair(base)
+            os.close(held)
             if json.loads(meta_bytes)["sources"] != pin_sources(sources):
                 continue
         except (OSError, ValueError, KeyError, TypeError):

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from holder import holding
 from probetop.probes.core import native_cache
 
 DAY = 86400.0
@@ -193,22 +194,12 @@ def test_an_entry_a_running_probetop_holds_stays_until_it_exits(
     source.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(source / "engine.py")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "claimed\n"
+    with holding(HOLD, str(source / "engine.py"), env=env, ready="claimed"):
         entry = cache / native_cache.entry_name(str(source))
         assert (entry / native_cache.MARKER).read_text() == f"{source}\n"
         source.rmdir()  # the clone is gone while its probetop still runs
         assert native_cache.prune().entries == 0
         assert entry.is_dir()
-    finally:
-        holder.communicate("", timeout=60)
     assert native_cache.prune().entries == 1
     assert not entry.exists()
 

@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from holder import holding
 
 # A loop like the disk and ICMP ones: arrays in and out, a scratch array of
 # its own (numba's allocator, which the kept code replaces), libc by symbol.
@@ -272,18 +273,8 @@ def test_a_kept_loop_a_running_process_holds_is_not_pruned(
     src, cache, _ = kept
     saved = {p: p.read_bytes() for p in (cache / "objects").glob("test.fill-*")}
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOOP.format(src=str(src))],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    with holding(HOLD_LOOP.format(src=str(src)), env=env, ready="held"):
         assert _prune_now(cache, days_ago=40) == 0
-    finally:
-        holder.communicate("", timeout=60)
     try:
         assert _prune_now(cache, days_ago=40) == 1
         assert list((cache / "objects").glob("test.fill-*")) == []
