@@ -86,6 +86,25 @@ def test_fresh_loop_device_is_not_warmed_by_a_read(tmp_path):
         assert code == NOT_WARMED
 
 
+def test_a_read_stopped_early_on_a_fresh_volume_offers_the_write_not_a_resume(tmp_path):
+    """--time ends the read pass at a third of a fresh volume: the hole map
+    already shows it fresh, so the verdict is the fresh one (exit 3, the
+    write command), not "interrupted; resume with" a read that changes
+    nothing. The same stop on a volume holding data stays "interrupted"."""
+    with loop_device(SIZE) as dev:
+        code, doc = warmup(dev, tmp_path, "--rate-iops", "20", "--bs", "1M", "--time", "1")
+        assert doc["outcome"] != "completed" and 0 < doc["done_bytes"] < SIZE, doc["done_bytes"]
+        assert doc["verdict"] == "not warmed" and doc["case"] == "fresh", doc["verdict_reason"]
+        assert doc["fix_command"].endswith(f"--yes-destroy-data={dev}")
+        assert doc["resume_command"] is None and "resume" not in doc["verdict_reason"]
+        assert code == NOT_WARMED
+    with loop_device(SIZE) as dev:
+        write_random(backing_file(dev), [(0, SIZE)])
+        code, doc = warmup(dev, tmp_path, "--rate-iops", "20", "--bs", "1M", "--time", "1")
+        assert doc["case"] == "interrupted" and doc["resume_command"], doc["verdict_reason"]
+        assert code == 0
+
+
 def test_a_fresh_volume_holding_a_filesystem_gets_no_destructive_command(tmp_path):
     """mkfs leaves a volume mostly never written: still "fresh", but the
     verdict must not hand the user a command that destroys the filesystem."""

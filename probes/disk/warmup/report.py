@@ -10,7 +10,8 @@ Contract:
 - ``warmup_exit_code``: 2 when the probe or a pass failed, 1 when
   ``--verify`` found bad sectors or I/Os failed (bad ranges),
   ``NOT_WARMED_EXIT`` (3) when a whole read pass left the volume "not warmed"
-  (never-written blocks a read cannot allocate); 128 + the signal's number
+  (never-written blocks a read cannot allocate), or a read pass stopped by
+  ``--time`` already found it fresh; 128 + the signal's number
   when a signal interrupted the run (130 for SIGINT, 143 for SIGTERM; the
   partial report is printed first); else 0.
 - Every figure with a unit is written by ``units`` (fio's choice of unit and
@@ -132,7 +133,8 @@ def warmup_exit_code(doc: Mapping[str, Any], error: str | None, *, signal_status
     I/O), 1 when ``--verify`` found bad sectors, else ``signal_status`` (128 +
     the number of the signal that stopped the run) when one did; then 1 when
     I/Os failed (bad ranges), ``NOT_WARMED_EXIT`` when a read-only run's
-    whole read pass left the volume not warmed; else 0."""
+    whole read pass left the volume not warmed, or its stopped one already
+    found it fresh (``--time``); else 0."""
     if error:
         return 2
     s = WarmupSummary.from_dict(doc)
@@ -147,6 +149,7 @@ def warmup_exit_code(doc: Mapping[str, Any], error: str | None, *, signal_status
         return 1
     read = [p for p in s.passes if p.pass_name == "read"]
     wrote = any(p.pass_name != "read" for p in s.passes)
-    if f is not None and f.verdict == "not warmed" and read and read[0].completed and not wrote:
+    done = read and (read[0].completed or (f is not None and f.case == "fresh"))
+    if f is not None and f.verdict == "not warmed" and done and not wrote:
         return NOT_WARMED_EXIT
     return 0

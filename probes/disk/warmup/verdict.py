@@ -16,8 +16,10 @@ fetched lazily: a read pass is the right job there.
 - ``case``: "written" when a write pass covered the whole range (this run
   or an earlier, resumed one); after a whole read pass "fresh" (more than
   ``FRESH_FRACTION`` never written), "restored" (at most
-  ``WARMED_FRACTION``), else "mixed"; "interrupted" when a pass was
-  stopped (Ctrl-C, a signal, --time) before it covered the range;
+  ``WARMED_FRACTION``), else "mixed"; "fresh" too when a read-only pass
+  stopped early but already shows a fresh volume (``_fresh_so_far``: no
+  resume is offered, the write is); "interrupted" when a pass was stopped
+  (Ctrl-C, a signal, --time) before it covered the range;
   "unknown" when no pass covered the range otherwise (failed, not run);
 - ``verdict`` "warmed" only when the range was covered and at most
   ``WARMED_FRACTION`` of it is never written, and no I/O failed; else
@@ -41,6 +43,7 @@ from probetop.probes.disk.warmup.settings import WarmupSettings
 
 WARMED_FRACTION = 0.01  # never written at most this share of the range: warmed
 FRESH_FRACTION = 0.5  # more than this: a fresh volume
+FRESH_SAMPLE_BYTES = 1 << 30  # a stopped read pass judged by the zeros it read: at least this much
 
 
 def holds_data(target: str) -> list[str]:
@@ -61,6 +64,22 @@ def _fix_or_why_not(settings: WarmupSettings, held: list[str]) -> str:
             "would destroy; warm a volume before it holds a filesystem"
         )
     return fix_command(settings)
+
+
+def _fresh_so_far(read: PassTotals, never: int, source: str, range_bytes: int) -> bool:
+    """A read pass stopped early already shows a fresh volume: the hole map
+    (the whole range) says more than ``FRESH_FRACTION`` is never written, or
+    at least ``FRESH_SAMPLE_BYTES`` were read and more than that share of
+    them came back never written."""
+    if read.completed or read.done_bytes <= 0:
+        return False
+    if source == "holes":
+        return never > FRESH_FRACTION * range_bytes
+    if source == "zeros":
+        return read.done_bytes >= min(FRESH_SAMPLE_BYTES, range_bytes) and (
+            never > FRESH_FRACTION * read.done_bytes
+        )
+    return False
 
 
 def never_written_in_map(blockmap: BlockMap) -> int:
@@ -164,6 +183,23 @@ def judge(
                 "every block, as a volume restored from a snapshot needs"
             )
         warmed = case == "restored"
+    elif read is not None and write is None and _fresh_so_far(read, never, source, range_bytes):
+        # Stopped early, yet already plainly fresh: resuming the read would
+        # change nothing, writing would.
+        held = holds_data(settings.target)
+        if held:
+            fix = _fix_or_why_not(settings, held)
+        case, warmed = "fresh", False
+        seen = (
+            f"{pct} of the range" if source == "holes" else
+            f"{100.0 * never / read.done_bytes:.1f} % of the {read.done_bytes:,} bytes read"
+        )  # fmt: skip
+        reason = (
+            f"fresh volume: {seen} was never written ({how}); the read pass stopped at "
+            f"{read.done_bytes:,} of {range_bytes:,} bytes, and resuming it would change "
+            "nothing: a read pass cannot allocate these blocks. Write every block, then read "
+            f"it (destroys every byte of the range): {fix}"
+        )
     else:
         case, warmed = "unknown", False
         row = write if write is not None and not write.completed else read or write
