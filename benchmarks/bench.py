@@ -67,6 +67,7 @@ PLAN: dict[str, Plan] = {
     "dashboard_scale": Plan("--seconds 6 --settle 5 --keys 3", ("tmux",)),
     "deadline_check_cost": Plan("--rounds 3 --seconds 1", (*LOOP, "git")),
     "efs_method": Plan("--rounds 2 --seconds 1", ("fio",)),
+    "fio_buffer_alignment": Plan("--rounds 2 --seconds 1 --size-mb 128", ("fio",)),
     "http_errors_vs_curl": Plan("--rounds 80", ("curl",)),
     "http_load_vs_wrk": Plan("--rounds 1 --time 1 --bisect 1", ("nginx", "wrk", "curl")),
     "http_oneoff_vs_pycurlb": Plan("--rounds 10", ("nginx", "py:pycurlb")),

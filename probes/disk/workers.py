@@ -142,9 +142,9 @@ where nothing shows progress (tmpfs, FUSE)."""
 
 # Each job's buffers are one anonymous mapping: page aligned. fio's buffered
 # jobs malloc theirs with no alignment unless told --iomem_align, and the
-# page-cache copy into them ran 4-5x slower here (fio 1 MiB buffered reads
-# from tmpfs: 1.7 GB/s, 8.0 with --iomem_align=4k; dd 7.1), so the
-# equivalent fio command names the alignment.
+# page-cache copy into them can be several times slower
+# (benchmarks/fio_buffer_alignment.py), so the equivalent fio command names
+# the alignment.
 FIO_BUFFER_ALIGNMENT = f"--iomem_align={mmap.PAGESIZE}"
 
 
