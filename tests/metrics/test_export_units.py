@@ -38,6 +38,29 @@ def _receive_errors(pid: str) -> float:
     return total
 
 
+def _last_ttl(pid: str) -> float:
+    """The last recorded reply TTL (``extra.ttl``), 0 when none was."""
+    ttl = 0.0
+    for rec in LINES:
+        if rec.get("type") == "sample" and rec["probe"] == pid:
+            ttl = float((rec.get("extra") or {}).get("ttl", ttl))
+    return ttl
+
+
+def _failed_probes(prefix: str) -> float:
+    """Probes of ``prefix`` the recording says stopped failed or crashed."""
+    return float(
+        sum(
+            1
+            for rec in LINES
+            if rec.get("type") == "status"
+            and str(rec.get("probe")).startswith(prefix)
+            and rec.get("level") == "stopped"
+            and rec.get("message") in ("failed", "crashed")
+        )
+    )
+
+
 def _timed(
     pid: str, n: Callable[[dict[str, Any]], float], mean_s: str, unit: float
 ) -> tuple[float, float]:
@@ -103,6 +126,9 @@ CHECKS: list[Check] = [
     ("smokeping_response_duplicates_total", {}, lambda: SUMMARIES[ICMP]["duplicates"], EXACT),
     ("smokeping_send_errors_total", {}, lambda: LAST[ICMP]["send_errors"], EXACT),
     ("smokeping_receive_errors_total", {}, lambda: _receive_errors(ICMP), EXACT),
+    # the recording predates the reply TTL in samples: smokeping's 0 before a reply
+    ("smokeping_response_ttl", {}, lambda: _last_ttl(ICMP), EXACT),
+    ("smokeping_prober_errors_total", {}, lambda: _failed_probes("icmp:"), EXACT),
     ("probe_icmp_duration_seconds", {"phase": "rtt"},
      lambda: LAST[ICMP]["rtt_avg_us"] / 1e6, EXACT),
     ("probetop_icmp_loss_ratio", {}, lambda: SUMMARIES[ICMP]["loss_pct"] / 100, EXACT),

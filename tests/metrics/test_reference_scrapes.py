@@ -25,6 +25,7 @@ from stopclock import StopClock
 DATA = Path(__file__).resolve().parent / "data"
 SMOKEPING = DATA / "smokeping_prober_0.11.0.prom"
 BLACKBOX = DATA / "blackbox_exporter_0.28.0_http.prom"
+BLACKBOX_ICMP = DATA / "blackbox_exporter_icmp.prom"
 
 
 def scrape_after_the_end(
@@ -109,6 +110,17 @@ def test_icmp_exposition_is_smokeping_probers(tmp_path: Path) -> None:
     (count,) = samples(ours, "smokeping_response_duration_seconds_count")
     (ttl,) = samples(ours, "smokeping_response_ttl")
     assert requests.value == 12 == count.value and ttl.value == 64
+    (prober_errors,) = samples(ours, "smokeping_prober_errors_total")
+    assert prober_errors.value == 0 and prober_errors.labels == {}
+    # blackbox_exporter's ICMP families we serve: its types, its labels and
+    # ours (smokeping's and probe); no probe_* name of our own invention.
+    bb = parse(BLACKBOX_ICMP.read_text())
+    ours_bb = check_like(ours, bb, {*target, "probe"}, {})
+    assert ours_bb == {n for n in ours if n.startswith("probe_")}
+    assert {"probe_success", "probe_icmp_duration_seconds", "probe_icmp_reply_hop_limit"} <= ours_bb
+    (hop_limit,) = samples(ours, "probe_icmp_reply_hop_limit")
+    assert hop_limit.value == 64
+    assert hop_limit.labels == {**target, "probe": hop_limit.labels["probe"]}
     assert "12 packets transmitted, 12 received" in report
     buckets = samples(ours, "smokeping_response_duration_seconds_bucket")
     assert buckets[-1].labels["le"] == "+Inf" and buckets[-1].value == 12

@@ -4,8 +4,10 @@ ICMP buckets."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from probetop.probes import icmp
-from probetop.probes.core.sample import Announce
+from probetop.probes.core.sample import Announce, Status
 from probetop.probes.icmp.metrics import ICMP_BUCKETS_S
 from probetop.tui.metrics.families import series_samples
 from probetop.tui.metrics.state import MetricsState
@@ -116,3 +118,41 @@ def test_two_probes_of_one_host_are_one_smokeping_series() -> None:
     for pid in ("icmp:h", "icmp:h#2"):
         for p in state.probe_points(pid):
             assert merged[(p.metric.name, p.labels)] == p.value
+
+
+def test_smokeping_series_are_there_from_the_start_as_smokepings_are() -> None:
+    """smokeping_prober creates every per-target series at 0 with the target
+    (collector.go updateProbes, TTL included) and its prober-error counter
+    (main.go, no labels) at 0; blackbox's hop limit only once a reply came."""
+    state = MetricsState()
+    state.feed(Announce("icmp:h", 0, ICMP_INFO))
+    v = _values(state)
+    for name in (
+        "smokeping_requests_total",
+        "smokeping_response_ttl",
+        "smokeping_response_duplicates_total",
+        "smokeping_send_errors_total",
+        "smokeping_receive_errors_total",
+        "smokeping_prober_errors_total",
+        "smokeping_response_duration_seconds_count",
+    ):
+        assert v[name] == 0, name
+    assert "probe_icmp_reply_hop_limit" not in v
+    state.feed(dataclasses.replace(_icmp(2, 0), ttl=63).to_sample("icmp:h", 1, 1.0))
+    v = _values(state)
+    assert v["smokeping_response_ttl"] == 63 == v["probe_icmp_reply_hop_limit"]
+
+
+def test_prober_errors_count_probes_that_ended_failed() -> None:
+    """smokeping_prober_errors_total: pingers whose Run returned an error; here
+    probes the hub stopped as failed or crashed, every ICMP probe's summed."""
+    state = MetricsState()
+    for pid in ("icmp:h", "icmp:h#2", "icmp:h#3"):
+        state.feed(Announce(pid, 0, {**ICMP_INFO, "id": pid}))
+    assert state.feed(Status("icmp:h", 1, "stopped", "failed"))
+    assert state.feed(Status("icmp:h#2", 1, "stopped", "crashed"))
+    assert not state.feed(Status("icmp:h#3", 1, "stopped", "finished"))
+    assert not state.feed(Status("icmp:h#3", 1, "error", "sendto: ENOBUFS"))
+    assert not state.feed(Status("nobody", 1, "stopped", "failed"))
+    (errors,) = [p for p in state.points() if p.metric.name == "smokeping_prober_errors"]
+    assert errors.labels == () and errors.value == 2
