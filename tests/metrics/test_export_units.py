@@ -47,6 +47,15 @@ def _last_ttl(pid: str) -> float:
     return ttl
 
 
+def _last_extra(pid: str) -> dict[str, Any]:
+    """The extra of the probe's last sample."""
+    extra: dict[str, Any] = {}
+    for rec in LINES:
+        if rec.get("type") == "sample" and rec["probe"] == pid:
+            extra = rec.get("extra") or {}
+    return extra
+
+
 def _failed_probes(prefix: str) -> float:
     """Probes of ``prefix`` the recording says stopped failed or crashed."""
     return float(
@@ -154,6 +163,9 @@ CHECKS: list[Check] = [
      lambda: LAST[HTTP][f"transfer_ms@{BYTES}"] / 1000, EXACT),
     ("probe_http_status_code", {"url": f"http://{BYTES}"},
      lambda: LAST[HTTP][f"http_code@{BYTES}"], EXACT),
+    # an http:// URL: no response over TLS (the recording has no extra "ssl")
+    ("probe_http_ssl", {"url": f"http://{BYTES}"},
+     lambda: float(BYTES in (_last_extra(HTTP).get("ssl") or [])), EXACT),
     ("probetop_http_requests_total", {"url": f"http://{DELAY}"},
      lambda: _url(DELAY)["requests"], EXACT),
     ("probetop_http_request_duration_seconds_count", {"url": f"http://{DELAY}"},

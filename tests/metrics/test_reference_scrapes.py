@@ -11,6 +11,7 @@ smokeping families have smokeping's samples, label names and bounds exactly.
 
 from __future__ import annotations
 
+import calendar
 import signal
 import subprocess
 import time
@@ -18,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from metrics_fixtures import PROBETOP, LoopbackHttp, free_port, parse, samples, scrape_text
+from metrics_fixtures import (
+    PROBETOP,
+    LoopbackHttp,
+    free_port,
+    make_tls_cert,
+    parse,
+    samples,
+    scrape_text,
+)
 from privilege import needs_icmp
 from stopclock import StopClock
 
@@ -26,6 +35,7 @@ DATA = Path(__file__).resolve().parent / "data"
 SMOKEPING = DATA / "smokeping_prober_0.11.0.prom"
 BLACKBOX = DATA / "blackbox_exporter_0.28.0_http.prom"
 BLACKBOX_ICMP = DATA / "blackbox_exporter_icmp.prom"
+BLACKBOX_HTTPS = DATA / "blackbox_exporter_https.prom"
 
 
 def scrape_after_the_end(
@@ -145,6 +155,50 @@ def test_http_exposition_is_blackbox_exporters(tmp_path: Path) -> None:
     assert {"resolve", "connect", "processing", "transfer"} <= phases <= ref_phases
     (code,) = samples(ours, "probe_http_status_code")
     assert code.value == 200 and code.labels["url"] == url
+    (ssl,) = samples(ours, "probe_http_ssl")
+    assert ssl.value == 0
+    # blackbox serves its TLS series only for a response over TLS; the timeout only with -m
+    assert not {n for n in ours if n.startswith(("probe_ssl_", "probe_tls_"))}
+    assert "probe_timeout_seconds" not in ours
+
+
+def test_https_exposition_is_blackbox_exporters(tmp_path: Path) -> None:
+    """An https target: blackbox's TLS series (prober/http.go, tls.go at
+    e39d7d4), with the values the certificate and the session have."""
+    theirs = parse(BLACKBOX_HTTPS.read_text())
+    cert, key = make_tls_cert(tmp_path)
+    not_after = subprocess.run(
+        ["openssl", "x509", "-in", str(cert), "-noout", "-enddate"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    expiry = calendar.timegm(time.strptime(not_after, "notAfter=%b %d %H:%M:%S %Y GMT"))
+    port = free_port()
+    with LoopbackHttp(tls=(cert, key)) as site:
+        url = f"{site.url}/"
+        argv = ["http", url, "--count", "3", "--interval", "0.2", "--json"]
+        argv += ["--cacert", str(cert), "-m", "4.5"]
+        _report, ours, _waited = scrape_after_the_end(argv, port, 2.0, "{")
+    served = check_like(ours, theirs, {"probe", "url"}, {})
+    assert {n for n in ours if n.startswith("probe_")} <= served
+    must = {"probe_http_ssl", "probe_ssl_earliest_cert_expiry", "probe_tls_version_info"}
+    must |= {"probe_tls_cipher_info", "probe_timeout_seconds"}
+    assert must <= served
+    (ssl,) = samples(ours, "probe_http_ssl")
+    assert ssl.value == 1 and ssl.labels["url"] == url
+    (earliest,) = samples(ours, "probe_ssl_earliest_cert_expiry")
+    assert earliest.value == expiry
+    (version,) = samples(ours, "probe_tls_version_info")
+    assert version.value == 1 and version.labels["version"] == "TLS 1.3"
+    (cipher,) = samples(ours, "probe_tls_cipher_info")
+    assert cipher.value == 1 and cipher.labels["cipher"].startswith("TLS_")
+    (timeout,) = samples(ours, "probe_timeout_seconds")
+    assert timeout.value == 4.5
+    (tls_phase,) = [
+        s for s in samples(ours, "probe_http_duration_seconds") if s.labels["phase"] == "tls"
+    ]
+    assert tls_phase.value > 0
 
 
 @needs_icmp

@@ -156,3 +156,43 @@ def test_prober_errors_count_probes_that_ended_failed() -> None:
     assert not state.feed(Status("nobody", 1, "stopped", "failed"))
     (errors,) = [p for p in state.points() if p.metric.name == "smokeping_prober_errors"]
     assert errors.labels == () and errors.value == 2
+
+
+def test_https_series_follow_blackbox() -> None:
+    """blackbox's TLS series only while the URL's latest response came over
+    TLS; Go's version names; a cipher only under its IANA name; the timeout
+    only with -m."""
+    from probetop.probes.http.records import HttpInterval, TlsFacts, UrlInterval
+
+    url = "https://127.0.0.1:8443/"
+    info = {
+        "id": "http:x",
+        "kind": "http",
+        "params": {"urls": [url], "labels": [url], "request": {"timeout_s": 2.5}},
+    }
+    state = MetricsState()
+    state.feed(Announce("http:x", 0, info))
+    facts = TlsFacts("TLSv1.2", "ECDHE-RSA-AES128-GCM-SHA256", (2000, 1000, 3000))
+    tls = HttpInterval(
+        urls=(UrlInterval(label=url, http_code=200, total_ms=1.0, requests=1, ssl=True),),
+        requests=1,
+        errors=0,
+        tls={url: facts},
+    )
+    state.feed(tls.to_sample("http:x", 1, 1.0))
+    by_name = {p.metric.exposed_name: p for p in state.points()}
+    assert by_name["probe_http_ssl"].value == 1
+    assert by_name["probe_ssl_earliest_cert_expiry"].value == 1000
+    assert by_name["probe_tls_version_info"].labels[-1] == "TLS 1.2"
+    assert "probe_tls_cipher_info" not in by_name  # OpenSSL's name, not Go's
+    assert by_name["probe_timeout_seconds"].value == 2.5
+    # redirected to http:// (or any response not over TLS): no TLS series
+    plain = HttpInterval(
+        urls=(UrlInterval(label=url, http_code=200, total_ms=1.0, requests=1),),
+        requests=1,
+        errors=0,
+    )
+    state.feed(plain.to_sample("http:x", 2, 1.0))
+    names = {p.metric.exposed_name for p in state.points()}
+    assert "probe_http_ssl" in names
+    assert not {n for n in names if n.startswith(("probe_ssl_", "probe_tls_"))}
