@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from probetop.probes.core.metricdefs import Histogram, MetricDef, Point, Summary
-from probetop.probes.core.sample import Sample
+from probetop.probes.core.sample import Sample, Status
 
 
 def events_in(rate: float | None, interval_s: float) -> int:
@@ -65,6 +65,11 @@ class Tracker:
 
     def observe(self, sample: Sample) -> None:
         raise NotImplementedError
+
+    def status(self, record: Status) -> bool:
+        """A status record of the probe (started, error, stopped ...); True
+        when it changed the points. Most families have no series for them."""
+        return False
 
     def points(self) -> list[Point]:
         raise NotImplementedError

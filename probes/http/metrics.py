@@ -4,6 +4,19 @@ URL, and probetop's request/TTFB histograms and counters.
 Contract: ``HttpTracker`` reads samples only through ``HttpInterval``
 and params through ``HttpParams``; counters never go backwards; URL
 labels are the family's (already redacted) URLs.
+
+blackbox_exporter's names, types, labels and meanings as prober/handler.go,
+prober/http.go, prober/prober.go and prober/tls.go have them at commit
+e39d7d415684f31b907dce55201a435fe2c2cf0d (2026-07-24, 0.28.0 and 72
+commits): ``probe_http_ssl`` (the final response came over TLS), and only
+then ``probe_ssl_earliest_cert_expiry`` (the earliest NotAfter of the
+certificates the server sent: Go's PeerCertificates),
+``probe_tls_version_info{version}`` (Go's names, "TLS 1.3") and
+``probe_tls_cipher_info{cipher}`` (served only for IANA-named suites, which
+OpenSSL's names match for TLS 1.3); ``probe_timeout_seconds`` (handler.go,
+since fdebb2e) is the ``-m`` limit, served only with one. The TLS facts come
+from a handshake of the worker's own (``TlsFacts``), not from the timed
+requests.
 """
 
 from __future__ import annotations
@@ -20,7 +33,7 @@ from probetop.probes.core.tracker import (
     Tracker,
     by_metric,
 )
-from probetop.probes.http.records import HttpInterval, HttpParams
+from probetop.probes.http.records import HttpInterval, HttpParams, TlsFacts
 from probetop.probes.http.spec import KIND
 
 HTTP_BUCKETS_S: tuple[float, ...] = (
@@ -88,6 +101,44 @@ HTTP_STATUS = metric_def(
     "HTTP status of the URL's latest response (0: no response)",
     _HTTP_LABELS,
 )
+HTTP_SSL = metric_def(
+    "probe_http_ssl",
+    "gauge",
+    "",
+    "1 if the URL's latest response (after any redirect) came over TLS, else 0",
+    _HTTP_LABELS,
+)
+HTTP_CERT_EXPIRY = metric_def(
+    "probe_ssl_earliest_cert_expiry",
+    "gauge",
+    "",
+    "Unix time of the earliest NotAfter among the certificates the server sent "
+    "(served while the latest response came over TLS)",
+    _HTTP_LABELS,
+)
+HTTP_TLS_VERSION = metric_def(
+    "probe_tls_version_info",
+    "gauge",
+    "",
+    'the TLS version of the URL\'s session, 1 (version="TLS 1.3" ...; served while '
+    "the latest response came over TLS)",
+    (*_HTTP_LABELS, "version"),
+)
+HTTP_TLS_CIPHER = metric_def(
+    "probe_tls_cipher_info",
+    "gauge",
+    "",
+    "the TLS cipher suite of the URL's session (IANA name), 1 (served while the latest "
+    "response came over TLS, for IANA-named suites only)",
+    (*_HTTP_LABELS, "cipher"),
+)
+HTTP_TIMEOUT = metric_def(
+    "probe_timeout_seconds",
+    "gauge",
+    "seconds",
+    "the request time limit (-m / --max-time); served only with one",
+    _HTTP_LABELS,
+)
 HTTP_REQUEST_SECONDS = metric_def(
     "probetop_http_request_duration_seconds",
     "histogram",
@@ -120,8 +171,34 @@ HTTP_FAILURES = metric_def(
 )
 
 
+# libcurl's log (OpenSSL) names a version as "TLSv1.3"; blackbox (tls.go
+# getTLSVersion) as "TLS 1.3", and anything else "unknown".
+TLS_VERSIONS = {
+    "TLSv1": "TLS 1.0",
+    "TLSv1.0": "TLS 1.0",
+    "TLSv1.1": "TLS 1.1",
+    "TLSv1.2": "TLS 1.2",
+    "TLSv1.3": "TLS 1.3",
+}
+
+
+def tls_points(facts: TlsFacts, labels: tuple[str, ...]) -> list[Point]:
+    """blackbox's TLS series of one URL's session."""
+    out = []
+    if facts.not_after_s:
+        out.append(Point(HTTP_CERT_EXPIRY, labels, float(min(facts.not_after_s))))
+    if facts.version:
+        version = TLS_VERSIONS.get(facts.version, "unknown")
+        out.append(Point(HTTP_TLS_VERSION, (*labels, version), 1.0))
+    if facts.cipher and facts.cipher.startswith("TLS_"):  # an IANA name, as Go's
+        out.append(Point(HTTP_TLS_CIPHER, (*labels, facts.cipher), 1.0))
+    return out
+
+
 class _UrlState:
     def __init__(self) -> None:
+        self.ssl: bool | None = None
+        self.tls: TlsFacts | None = None
         self.success: float | None = None
         self.total_s: float | None = None
         self.phases_s: dict[str, float] = {}
@@ -141,6 +218,11 @@ class HttpTracker(Tracker):
         HTTP_PHASE,
         HTTP_DNS,
         HTTP_STATUS,
+        HTTP_SSL,
+        HTTP_CERT_EXPIRY,
+        HTTP_TLS_VERSION,
+        HTTP_TLS_CIPHER,
+        HTTP_TIMEOUT,
         HTTP_REQUEST_SECONDS,
         HTTP_TTFB_SECONDS,
         HTTP_REQUESTS,
@@ -150,10 +232,14 @@ class HttpTracker(Tracker):
     def __init__(self, probe_id: str, info: Mapping[str, Any]) -> None:
         self.urls: dict[str, _UrlState] = {}
         self.label_url: dict[str, str] = {}
+        self.timeout_s: float | None = None
         super().__init__(probe_id, info)
 
     def announce(self, info: Mapping[str, Any]) -> None:
         params = HttpParams.from_mapping(info.get("params"))
+        timeout = params.request.get("timeout_s")
+        if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0:
+            self.timeout_s = float(timeout)
         if len(params.labels) == len(params.urls):
             for label, url in zip(params.labels, params.urls, strict=True):
                 if label:
@@ -172,6 +258,7 @@ class HttpTracker(Tracker):
             if url.requests or url.http_code is not None:
                 code = url.http_code or 0
                 state.code = code
+                state.ssl = url.ssl
                 # A 2xx whose transfer then failed (reset mid-body, chunked
                 # stream cut) is a failed request, as blackbox_exporter and
                 # the probe's own counts have it: the sample says so by
@@ -191,6 +278,8 @@ class HttpTracker(Tracker):
             for ms in url.every_ttfb_ms:
                 if ms is not None and math.isfinite(ms):
                     state.ttfb.add(ms / 1e3)
+        for label, facts in interval.tls.items():
+            self._url(label).tls = facts
         for label, kinds in interval.error_counts.items():
             state = self._url(label)
             for kind, n in kinds.items():
@@ -212,6 +301,12 @@ class HttpTracker(Tracker):
                 out.append(Point(HTTP_DNS, labels, state.phases_s["dns"]))
             if state.code is not None:
                 out.append(Point(HTTP_STATUS, labels, float(state.code)))
+            if state.ssl is not None:
+                out.append(Point(HTTP_SSL, labels, 1.0 if state.ssl else 0.0))
+            if state.ssl and state.tls is not None:
+                out.extend(tls_points(state.tls, labels))
+            if self.timeout_s is not None:
+                out.append(Point(HTTP_TIMEOUT, labels, self.timeout_s))
             out.append(Point(HTTP_REQUEST_SECONDS, labels, state.total.snapshot()))
             out.append(Point(HTTP_TTFB_SECONDS, labels, state.ttfb.snapshot()))
             out.append(Point(HTTP_REQUESTS, labels, float(state.requests)))

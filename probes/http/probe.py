@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import sys
+import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -37,6 +40,7 @@ from probetop.probes.http.records import (
     PHASES,
     HttpInterval,
     HttpParams,
+    TlsFacts,
     UrlInterval,
     UrlRun,
 )
@@ -52,6 +56,15 @@ from probetop.probes.http.transfer import phases_us
 from probetop.probes.record import redact_url
 
 MAX_LABEL = 48
+# A URL's TLS session (version, cipher, certificates' expiry: blackbox's TLS
+# series) is looked up by a handshake of its own, in a thread of this process,
+# never in the worker, whose timings a thread holding the GIL would stretch:
+# after the URL's first response over TLS, then at most every TLS_REFRESH_S
+# (a renewed certificate), each bounded by TLS_LOOKUP_S; a counted run's end
+# waits at most TLS_WAIT_S for one still running.
+TLS_REFRESH_S = 300.0
+TLS_LOOKUP_S = 10.0
+TLS_WAIT_S = 2.0
 # At a stop, how long the worker's last lines may take to read (it is killed
 # first, so they are already in the pipe): bounded, inside the 2 s stop.
 STOP_READ_S = 0.5
@@ -115,6 +128,10 @@ class HttpProbe:
         self.stats: dict[str, UrlStats] = {}
         self.skipped = 0
         self.worker_pid: int | None = None
+        self._tls_lock = threading.Lock()
+        self._tls_found: dict[str, TlsFacts] = {}  # looked up since the last sample
+        self._tls_due: dict[str, float] = {}  # label -> monotonic s of the next look-up
+        self._tls_lookups: list[threading.Thread] = []
 
     # -- Probe protocol ---------------------------------------------------
     def prepare(self) -> None:
@@ -211,6 +228,8 @@ class HttpProbe:
                 if not tick.done():
                     tick.cancel()
                     await asyncio.gather(tick, return_exceptions=True)
+                if reader.done():  # the worker's last lines: a look-up may still report
+                    await self._tls_settled()
                 t1 = now_ns()
                 if results:
                     batch = results[:]
@@ -249,6 +268,36 @@ class HttpProbe:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
 
+    async def _tls_settled(self) -> None:
+        running = [t for t in self._tls_lookups if t.is_alive()]
+        if running:
+            deadline = time.monotonic() + TLS_WAIT_S
+            for thread in running:
+                await asyncio.to_thread(thread.join, max(0.0, deadline - time.monotonic()))
+
+    def _look_up_tls(self, label: str, url: str) -> None:
+        from probetop.probes.http.transfer import tls_details
+
+        limit = min(self.request.timeout_s or TLS_LOOKUP_S, TLS_LOOKUP_S)
+        request = dataclasses.replace(self.request, timeout_s=limit)
+        tls = tls_details(request, url, chain=True)
+        if tls is not None:
+            facts = TlsFacts(tls.version, tls.cipher, tls.not_after_s)
+            with self._tls_lock:
+                self._tls_found[label] = facts
+
+    def _tls_lookup_due(self, label: str, url: str) -> None:
+        now = time.monotonic()
+        if now < self._tls_due.get(label, 0.0):
+            return
+        self._tls_due[label] = now + TLS_REFRESH_S
+        self._tls_lookups = [t for t in self._tls_lookups if t.is_alive()]
+        thread = threading.Thread(
+            target=self._look_up_tls, args=(label, url), name=f"tls:{label}", daemon=True
+        )
+        thread.start()
+        self._tls_lookups.append(thread)
+
     async def _read(self, stream: asyncio.StreamReader, into: list[dict[str, Any]]) -> None:
         async for line in stream:
             with contextlib.suppress(ValueError):
@@ -261,6 +310,8 @@ class HttpProbe:
         errors = 0
         counted = 0
         touched: set[str] = set()
+        with self._tls_lock:
+            tls, self._tls_found = self._tls_found, {}
         for result in batch:
             label = self.labels[self.urls[result["i"]]]
             stats = self.stats[label]
@@ -282,6 +333,9 @@ class HttpProbe:
             per_url.setdefault(label, _UrlBatch()).add(
                 phases, outcome, int(result["http_code"]), failed, result["stamps_us"]
             )
+            per_url[label].ssl = bool(result.get("ssl"))
+            if result.get("ssl") and isinstance(result.get("url"), str):
+                self._tls_lookup_due(label, result["url"])
         self.skipped = sum(s.skipped for s in self.stats.values())
         interval = HttpInterval(
             urls=tuple(url.record(label) for label, url in per_url.items()),
@@ -293,6 +347,7 @@ class HttpProbe:
                 for label in self.labels.values()
                 if label in touched or self.stats[label].requests
             },
+            tls=tls,
         )
         return interval.to_sample(self.id, t_ns, seconds)
 
@@ -322,6 +377,7 @@ class _UrlBatch:
         self.every_total_ms: list[float | None] = []
         self.latest_ttfb_ms: float | None = None
         self.latest_total_ms: float | None = None
+        self.ssl = False  # the latest request's final response came over TLS
 
     def add(
         self,
@@ -354,6 +410,7 @@ class _UrlBatch:
             errors=self.errors,
             every_ttfb_ms=tuple(self.every_ttfb_ms),
             every_total_ms=tuple(self.every_total_ms),
+            ssl=self.ssl,
         )
 
 

@@ -21,7 +21,10 @@ an entity the slowest URL's median ``ttfb_ms``/``total_ms`` of the interval
 ``ttfb_ms``/``total_ms`` (every request's value of the interval per label,
 None for a failed one and, unless ``--include-errors``, for a 4xx/5xx
 response: the values the latency statistics cover, exact percentiles
-downstream), ``run`` (per label, the run so far: ``UrlRun``).
+downstream), ``run`` (per label, the run so far: ``UrlRun``); since 0.4,
+only when there is one: ``ssl`` (the labels whose latest request of the
+interval got its final response over TLS) and ``tls`` (per label, the TLS
+session a handshake of its own found in the interval: ``TlsFacts``).
 The medians cover the same values, each over one URL's requests: a median
 pooled over URLs is a time no URL took (a 20 ms URL and a 1 ms one would
 read 10.5 ms). With one URL it is that URL's median, as probetop 0.1 wrote
@@ -81,6 +84,43 @@ _EXTRA_ERRORS = "errors"
 _EXTRA_TTFB = "ttfb_ms"
 _EXTRA_TOTAL = "total_ms"
 _EXTRA_RUN = "run"
+_EXTRA_SSL = "ssl"
+_EXTRA_TLS = "tls"
+
+
+@dataclass(frozen=True, slots=True)
+class TlsFacts:
+    """A URL's TLS session, from a handshake of its own (worker.py): the
+    version and cipher as libcurl's log names them (OpenSSL: ``TLSv1.3``,
+    ``TLS_AES_256_GCM_SHA384``) and every certificate's NotAfter (Unix
+    seconds) in the chain the server sent."""
+
+    version: str | None = None
+    cipher: str | None = None
+    not_after_s: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "cipher": self.cipher,
+            "not_after_s": list(self.not_after_s),
+        }
+
+    @classmethod
+    def from_mapping(cls, raw: Any) -> TlsFacts | None:
+        """Read one back; None when malformed."""
+        if not isinstance(raw, Mapping):
+            return None
+        version, cipher, dates = raw.get("version"), raw.get("cipher"), raw.get("not_after_s")
+        return cls(
+            version=version if isinstance(version, str) else None,
+            cipher=cipher if isinstance(cipher, str) else None,
+            not_after_s=tuple(
+                int(n) for n in dates if isinstance(n, int) and not isinstance(n, bool)
+            )
+            if isinstance(dates, list)
+            else (),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +174,8 @@ class UrlInterval:
     ran; ``phases_ms`` holds only the phases the sample reported).
     ``http_code`` is 0 when no response came, None when the sample did not
     say. ``every_ttfb_ms``/``every_total_ms`` hold every request of the
-    interval in order (None for a failed one).
+    interval in order (None for a failed one). ``ssl``: the latest request's
+    final response came over TLS.
     """
 
     label: str
@@ -146,6 +187,7 @@ class UrlInterval:
     errors: int = 0
     every_ttfb_ms: tuple[float | None, ...] = ()
     every_total_ms: tuple[float | None, ...] = ()
+    ssl: bool = False
 
     def median_ms(self, metric: str) -> float | None:
         """The median of ``every_ttfb_ms`` (``TTFB_MS``) or ``every_total_ms``
@@ -181,6 +223,7 @@ class HttpInterval:
     errors: int
     error_counts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     run: Mapping[str, UrlRun] = field(default_factory=dict)
+    tls: Mapping[str, TlsFacts] = field(default_factory=dict)
 
     def slowest(self, metric: str) -> Slowest | None:
         """Of the URLs that finished a request in the interval, the one whose
@@ -233,6 +276,11 @@ class HttpInterval:
         }
         if self.run:
             extra[_EXTRA_RUN] = {label: run.to_dict() for label, run in self.run.items()}
+        ssl = [url.label for url in self.urls if url.ssl]
+        if ssl:
+            extra[_EXTRA_SSL] = ssl
+        if self.tls:
+            extra[_EXTRA_TLS] = {label: facts.to_dict() for label, facts in self.tls.items()}
         return Sample(probe_id, t_ns, interval_s, values, extra)
 
     @classmethod
@@ -253,6 +301,8 @@ class HttpInterval:
                 fields[name] = value
         every_ttfb = _series_map(extra.get(_EXTRA_TTFB))
         every_total = _series_map(extra.get(_EXTRA_TOTAL))
+        raw_ssl = extra.get(_EXTRA_SSL)
+        ssl = {str(lb) for lb in raw_ssl} if isinstance(raw_ssl, list) else set()
         urls = []
         for label, fields in found.items():
             ttfb, total = as_number(fields.get(TTFB_MS)), as_number(fields.get(TOTAL_MS))
@@ -270,6 +320,7 @@ class HttpInterval:
                     errors=int(as_number(fields.get(ERRORS)) or 0),
                     every_ttfb_ms=every_ttfb.get(label, ()) if every_ttfb else (ttfb,),
                     every_total_ms=every_total.get(label, ()) if every_total else (total,),
+                    ssl=label in ssl,
                 )
             )
         # The URL-wide ttfb_ms/total_ms are not read: they follow from the
@@ -280,6 +331,7 @@ class HttpInterval:
             errors=int(as_number(values.get(ERRORS)) or 0),
             error_counts=_error_counts(extra.get(_EXTRA_ERRORS)),
             run=_runs(extra.get(_EXTRA_RUN)),
+            tls=_tls(extra.get(_EXTRA_TLS)),
         )
 
 
@@ -358,6 +410,17 @@ def _runs(raw: Any) -> dict[str, UrlRun]:
         run = UrlRun.from_mapping(value)
         if run is not None:
             out[str(label)] = run
+    return out
+
+
+def _tls(raw: Any) -> dict[str, TlsFacts]:
+    if not isinstance(raw, Mapping):
+        return {}
+    out: dict[str, TlsFacts] = {}
+    for label, value in raw.items():
+        facts = TlsFacts.from_mapping(value)
+        if facts is not None:
+            out[str(label)] = facts
     return out
 
 

@@ -20,7 +20,10 @@ Contract:
 
 from __future__ import annotations
 
+import calendar
+import contextlib
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,6 +89,9 @@ class TlsInfo:
     cipher: str | None = None
     cert_expiry: str | None = None
     cert_subject: str | None = None
+    # Unix seconds of every certificate's NotAfter, as the server sent the
+    # chain (libcurl CERTINFO; only when ``tls_details(chain=True)``).
+    not_after_s: tuple[int, ...] = ()
 
     def as_dict(self) -> dict[str, str | None]:
         return {
@@ -266,10 +272,11 @@ def perform(
     return hop
 
 
-def tls_details(request: HttpRequest, url: str) -> TlsInfo | None:
+def tls_details(request: HttpRequest, url: str, *, chain: bool = False) -> TlsInfo | None:
     """TLS version, cipher and certificate of ``url``'s server, from a separate
     TLS handshake with the same options (libcurl CONNECT_ONLY: no HTTP request
     is sent, so nothing is asked of the application twice). None if unknown.
+    ``chain``: also every sent certificate's NotAfter (``not_after_s``).
     """
     import pycurl
 
@@ -292,12 +299,30 @@ def tls_details(request: HttpRequest, url: str) -> TlsInfo | None:
         curl.setopt(pycurl.CONNECT_ONLY, 1)
         curl.setopt(pycurl.VERBOSE, 1)
         curl.setopt(pycurl.DEBUGFUNCTION, on_debug)
+        if chain:
+            curl.setopt(pycurl.OPT_CERTINFO, 1)
         curl.perform()
+        if chain:
+            tls.not_after_s = _not_after(curl.getinfo(pycurl.INFO_CERTINFO))
     except pycurl.error:
         pass
     finally:
         curl.close()
     return tls if (tls.version or tls.cert_expiry) else None
+
+
+def _not_after(certinfo: Any) -> tuple[int, ...]:
+    """Every certificate's "Expire date" (OpenSSL's ASN1_TIME_print: "Nov 30
+    12:50:05 2026 GMT") as Unix seconds; one that does not parse is left out."""
+    out = []
+    for cert in certinfo or ():
+        for entry in cert:
+            name, value = (_str(x) for x in entry)
+            if name.lower() == "expire date":
+                with contextlib.suppress(ValueError):
+                    parsed = time.strptime(value.strip(), "%b %d %H:%M:%S %Y GMT")
+                    out.append(calendar.timegm(parsed))
+    return tuple(out)
 
 
 def fill_hop(hop: Hop, info: dict[str, Any]) -> None:

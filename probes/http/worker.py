@@ -28,7 +28,8 @@ Contract:
   "error", "message", "curl_code", "size_download", "num_connects",
   "redirect_count", "skipped"}`` for a finished request (``curl_code``:
   libcurl's CURLE_* number of a failed transfer, curl's exit code; 0 for
-  none), or ``{"i", "t_ns", "skipped"}`` (no ``stamps_us``) the moment a
+  none), with ``"ssl": true, "url"`` (the effective URL) when its final
+  response came over TLS, or ``{"i", "t_ns", "skipped"}`` (no ``stamps_us``) the moment a
   turn is skipped: a request that hangs until the run ends still shows in
   the skipped count. The process exits 0 once every URL made ``count``
   requests.
@@ -117,6 +118,9 @@ def run(config: dict[str, Any], out: Any) -> int:
 
     def finished(target: _Target, errno: int, message: str) -> None:
         info = read_info(target.handle)
+        # blackbox_exporter's probe_http_ssl: the final response came over TLS.
+        url = str(info["effective_url"] or "")
+        ssl = bool(info["http_code"]) and url.startswith("https:")
         kind = error_kind(errno, target.url) if errno else None
         line = {
             "i": target.index,
@@ -132,6 +136,8 @@ def run(config: dict[str, Any], out: Any) -> int:
             "redirect_count": info["redirect_count"],
             "skipped": target.skipped,
         }
+        if ssl:  # the probe looks its TLS session up apart (HttpProbe)
+            line.update(ssl=True, url=url)
         out.write(json.dumps(line, separators=(",", ":")) + "\n")
         out.flush()
 

@@ -1,26 +1,35 @@
 """ICMP metrics: smokeping_prober's ``smokeping_*`` series under its names
-and labels, blackbox_exporter's ``probe_success``, probetop's loss and
-ordering counters.
+and labels, blackbox_exporter's ``probe_success``,
+``probe_icmp_duration_seconds`` and ``probe_icmp_reply_hop_limit``,
+probetop's loss and ordering counters.
 
 Contract: ``IcmpTracker`` reads samples only through ``IcmpInterval``
 and params through ``IcmpParams``; counters never go backwards; the RTT
 histogram's counts are exact (``ICMP_BUCKETS_NS``).
 
-Names, types and labels follow smokeping_prober 0.11.0 (collector.go and
-main.go at commit 234d0bf, 2026-04-01): ``smokeping_requests_total``,
+Names, types, labels and help texts follow smokeping_prober (collector.go
+and main.go at commit 234d0bf3de8b0df4293549ccb366c179670ea433,
+2026-04-01: 0.11.0 and two commits): ``smokeping_requests_total``,
 ``smokeping_response_duration_seconds`` (histogram),
-``smokeping_response_ttl`` (gauge: the last reply's TTL),
-``smokeping_response_duplicates_total``, ``smokeping_send_errors_total``
-and ``smokeping_receive_errors_total`` (apart: smokeping counts them
-apart). The ``smokeping_*`` series carry smokeping's labels and no others:
-``ip``, ``host``, ``source`` (the ``--source`` address, empty when none, as
+``smokeping_response_ttl`` (gauge: the last reply's TTL; 0 until the first
+reply, as smokeping's ``updateProbes`` creates it at 0),
+``smokeping_response_duplicates_total``, ``smokeping_send_errors_total``,
+``smokeping_receive_errors_total`` (apart: smokeping counts them apart) and
+``smokeping_prober_errors_total`` (main.go, commit cd52183: pingers whose
+``Run`` returned an error; here ICMP probes that ended failed or crashed).
+Every one is there from the start, at 0, as smokeping's are. The
+``smokeping_*`` series carry smokeping's labels and no others: ``ip``,
+``host``, ``source`` (the ``--source`` address, empty when none, as
 smokeping's) and ``tos`` (always 0: probetop sends the default ToS); the
-receive-error counter none (smokeping's is one per process). Two probes of
-one host and source are one smokeping series, as one smokeping target is:
-``MetricsState.points`` sums their counters and histograms (the TTL gauge is
-the last probe's). The histogram's bounds are smokeping's ``--buckets``
-default. probetop's own series (``probe_*``, ``probetop_icmp_*``) add
-``probe``, the probe id.
+receive- and prober-error counters none (smokeping's are one per process).
+Two probes of one host and source are one smokeping series, as one smokeping
+target is: ``MetricsState.points`` sums their counters and histograms (the
+TTL gauge is the last probe's). The histogram's bounds are smokeping's
+``--buckets`` default. probetop's own series and blackbox_exporter's
+(``probe_*``, ``probetop_icmp_*``) add ``probe``, the probe id;
+``probe_icmp_reply_hop_limit`` follows blackbox_exporter's prober/icmp.go
+(commit e39d7d415684f31b907dce55201a435fe2c2cf0d): served once a reply's
+hop limit is known, as blackbox registers it only then.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from probetop.probes.core.metricdefs import Point, metric_def
-from probetop.probes.core.sample import Sample
+from probetop.probes.core.sample import Sample, Status
 from probetop.probes.core.tracker import (
     SUCCESS_HELP,
     BucketCounter,
@@ -105,6 +114,22 @@ ICMP_RECV_ERRORS = metric_def(
     "local errors receiving (recvmsg's errno; no reply is an error here)",
     (),  # smokeping's is one per process: MetricsState.points sums the probes'
 )
+ICMP_PROBER_ERRORS = metric_def(
+    "smokeping_prober_errors",
+    "counter",
+    "",
+    "ICMP probes that ended with an error (failed or crashed), as smokeping's pingers "
+    "whose Run returned one",
+    (),  # smokeping's is one per process: MetricsState.points sums the probes'
+)
+ICMP_HOP_LIMIT = metric_def(
+    "probe_icmp_reply_hop_limit",
+    "gauge",
+    "",
+    "replied packet hop limit (TTL for IPv4) of the latest echo reply (blackbox_exporter's; "
+    "absent before the first reply)",
+    _ICMP_LABELS,
+)
 ICMP_LOST = metric_def(
     "probetop_icmp_lost",
     "counter",
@@ -148,12 +173,14 @@ class IcmpTracker(Tracker):
     DEFS = (
         ICMP_SUCCESS,
         ICMP_PHASE,
+        ICMP_HOP_LIMIT,
         ICMP_REQUESTS,
         ICMP_RTT,
         ICMP_TTL,
         ICMP_DUPLICATES,
         ICMP_SEND_ERRORS,
         ICMP_RECV_ERRORS,
+        ICMP_PROBER_ERRORS,
         ICMP_LOST,
         ICMP_LOSS,
         ICMP_REORDERED,
@@ -174,6 +201,7 @@ class IcmpTracker(Tracker):
                 ICMP_DUPLICATES,
                 ICMP_SEND_ERRORS,
                 ICMP_RECV_ERRORS,
+                ICMP_PROBER_ERRORS,
                 ICMP_LOST,
                 ICMP_REORDERED,
                 ICMP_LATE,
@@ -231,6 +259,14 @@ class IcmpTracker(Tracker):
         if iv.ttl is not None:
             self.ttl = iv.ttl
 
+    def status(self, record: Status) -> bool:
+        # smokeping counts a pinger whose Run returned an error; the hub
+        # stops a probe that raised with reason "failed" or "crashed".
+        if record.level == "stopped" and record.message in ("failed", "crashed"):
+            self.counts[ICMP_PROBER_ERRORS.name] += 1
+            return True
+        return False
+
     def points(self) -> list[Point]:
         smokeping = (self.ip, self.host, self.source, TOS)
         labels = (*smokeping, self.probe_id)
@@ -239,9 +275,11 @@ class IcmpTracker(Tracker):
             out.append(Point(ICMP_SUCCESS, labels, self.success))
         if self.rtt_s is not None:
             out.append(Point(ICMP_PHASE, (*labels, "rtt"), self.rtt_s))
-        out.append(Point(ICMP_RTT, smokeping, self.rtt.snapshot()))
         if self.ttl is not None:
-            out.append(Point(ICMP_TTL, smokeping, float(self.ttl)))
+            out.append(Point(ICMP_HOP_LIMIT, labels, float(self.ttl)))
+        out.append(Point(ICMP_RTT, smokeping, self.rtt.snapshot()))
+        # smokeping creates the TTL gauge at 0 with the target (updateProbes).
+        out.append(Point(ICMP_TTL, smokeping, float(self.ttl or 0)))
         if self.loss is not None:
             out.append(Point(ICMP_LOSS, labels, self.loss))
         for metric in self.DEFS:

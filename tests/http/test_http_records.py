@@ -3,6 +3,7 @@ back only through ``HttpInterval`` / ``HttpParams``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from probetop.probes.core.sample import Sample
@@ -193,3 +194,40 @@ def test_params_round_trip_and_defaults():
 def test_phases_are_declared_once():
     assert PHASES == ("dns", "tcp", "tls", "server", "transfer")
     assert [phase_metric(p) for p in PHASES] == [m.name for m in METRICS[2:7]]
+
+
+def test_tls_facts_ride_in_extra_only_when_there_are_some():
+    """``ssl`` (labels whose latest response came over TLS) and ``tls`` (a
+    session looked up in the interval) are written only when there are some:
+    an http:// run's samples keep the 0.1 layout (above)."""
+    from probetop.probes.http.records import TlsFacts
+
+    s = "https://127.0.0.1:8443/"
+    facts = TlsFacts("TLSv1.3", "TLS_AES_128_GCM_SHA256", (1796042405, 1900000000))
+    interval = HttpInterval(
+        urls=(
+            UrlInterval(label=s, http_code=200, requests=1, ssl=True),
+            UrlInterval(label=A, http_code=200, requests=1),
+        ),
+        requests=2,
+        errors=0,
+        tls={s: facts},
+    )
+    sample = interval.to_sample("p", 1, 1.0)
+    assert sample.extra["ssl"] == [s]
+    assert sample.extra["tls"] == {
+        s: {
+            "version": "TLSv1.3",
+            "cipher": "TLS_AES_128_GCM_SHA256",
+            "not_after_s": [1796042405, 1900000000],
+        }
+    }
+    recorded = dataclasses.replace(sample, extra=json.loads(json.dumps(sample.extra)))
+    back = HttpInterval.from_sample(recorded)
+    assert back.tls == {s: facts} and [u.ssl for u in back.urls] == [True, False]
+    plain = HttpInterval(
+        urls=(UrlInterval(label=A, http_code=200, requests=1),), requests=1, errors=0
+    )
+    assert {"ssl", "tls"}.isdisjoint(plain.to_sample("p", 1, 1.0).extra)
+    odd = Sample("p", 1, 1.0, {}, {"ssl": "yes", "tls": {s: [1], A: {"not_after_s": ["x", 5]}}})
+    assert HttpInterval.from_sample(odd).tls == {A: TlsFacts(None, None, (5,))}

@@ -4,7 +4,9 @@ shared by the live and export tests."""
 
 from __future__ import annotations
 
+import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -13,7 +15,10 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -126,18 +131,43 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+def make_tls_cert(directory: Path) -> tuple[Path, Path]:
+    """(cert, key) PEM files of a fresh self-signed cert for 127.0.0.1, valid
+    two days, made with the openssl CLI (skips when openssl is missing), as
+    tests/http's ``make_cert``."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed: cannot make a test certificate")
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subject = ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"]
+    files = ["-keyout", str(key), "-out", str(cert), "-days", "2"]
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", *files, *subject],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key
+
+
 class LoopbackHttp:
     """An HTTP server on 127.0.0.1 (``/`` answers 200, ``/fail`` 503, ``/cut`` a
-    200 whose body is cut short)."""
+    200 whose body is cut short); HTTPS with ``tls=(cert, key)``."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: tuple[Path, Path] | None = None) -> None:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.httpd.daemon_threads = True
+        self.scheme = "http"
+        if tls is not None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(str(tls[0]), str(tls[1]))
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+            self.scheme = "https"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self.httpd.server_address[1]}"
 
     def __enter__(self) -> LoopbackHttp:
         self.thread.start()

@@ -38,6 +38,38 @@ def _receive_errors(pid: str) -> float:
     return total
 
 
+def _last_ttl(pid: str) -> float:
+    """The last recorded reply TTL (``extra.ttl``), 0 when none was."""
+    ttl = 0.0
+    for rec in LINES:
+        if rec.get("type") == "sample" and rec["probe"] == pid:
+            ttl = float((rec.get("extra") or {}).get("ttl", ttl))
+    return ttl
+
+
+def _last_extra(pid: str) -> dict[str, Any]:
+    """The extra of the probe's last sample."""
+    extra: dict[str, Any] = {}
+    for rec in LINES:
+        if rec.get("type") == "sample" and rec["probe"] == pid:
+            extra = rec.get("extra") or {}
+    return extra
+
+
+def _failed_probes(prefix: str) -> float:
+    """Probes of ``prefix`` the recording says stopped failed or crashed."""
+    return float(
+        sum(
+            1
+            for rec in LINES
+            if rec.get("type") == "status"
+            and str(rec.get("probe")).startswith(prefix)
+            and rec.get("level") == "stopped"
+            and rec.get("message") in ("failed", "crashed")
+        )
+    )
+
+
 def _timed(
     pid: str, n: Callable[[dict[str, Any]], float], mean_s: str, unit: float
 ) -> tuple[float, float]:
@@ -103,6 +135,9 @@ CHECKS: list[Check] = [
     ("smokeping_response_duplicates_total", {}, lambda: SUMMARIES[ICMP]["duplicates"], EXACT),
     ("smokeping_send_errors_total", {}, lambda: LAST[ICMP]["send_errors"], EXACT),
     ("smokeping_receive_errors_total", {}, lambda: _receive_errors(ICMP), EXACT),
+    # the recording predates the reply TTL in samples: smokeping's 0 before a reply
+    ("smokeping_response_ttl", {}, lambda: _last_ttl(ICMP), EXACT),
+    ("smokeping_prober_errors_total", {}, lambda: _failed_probes("icmp:"), EXACT),
     ("probe_icmp_duration_seconds", {"phase": "rtt"},
      lambda: LAST[ICMP]["rtt_avg_us"] / 1e6, EXACT),
     ("probetop_icmp_loss_ratio", {}, lambda: SUMMARIES[ICMP]["loss_pct"] / 100, EXACT),
@@ -128,6 +163,9 @@ CHECKS: list[Check] = [
      lambda: LAST[HTTP][f"transfer_ms@{BYTES}"] / 1000, EXACT),
     ("probe_http_status_code", {"url": f"http://{BYTES}"},
      lambda: LAST[HTTP][f"http_code@{BYTES}"], EXACT),
+    # an http:// URL: no response over TLS (the recording has no extra "ssl")
+    ("probe_http_ssl", {"url": f"http://{BYTES}"},
+     lambda: float(BYTES in (_last_extra(HTTP).get("ssl") or [])), EXACT),
     ("probetop_http_requests_total", {"url": f"http://{DELAY}"},
      lambda: _url(DELAY)["requests"], EXACT),
     ("probetop_http_request_duration_seconds_count", {"url": f"http://{DELAY}"},

@@ -11,6 +11,7 @@ smokeping families have smokeping's samples, label names and bounds exactly.
 
 from __future__ import annotations
 
+import calendar
 import signal
 import subprocess
 import time
@@ -18,13 +19,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from metrics_fixtures import PROBETOP, LoopbackHttp, free_port, parse, samples, scrape_text
+from metrics_fixtures import (
+    PROBETOP,
+    LoopbackHttp,
+    free_port,
+    make_tls_cert,
+    parse,
+    samples,
+    scrape_text,
+)
 from privilege import needs_icmp
 from stopclock import StopClock
 
 DATA = Path(__file__).resolve().parent / "data"
 SMOKEPING = DATA / "smokeping_prober_0.11.0.prom"
 BLACKBOX = DATA / "blackbox_exporter_0.28.0_http.prom"
+BLACKBOX_ICMP = DATA / "blackbox_exporter_icmp.prom"
+BLACKBOX_HTTPS = DATA / "blackbox_exporter_https.prom"
 
 
 def scrape_after_the_end(
@@ -109,6 +120,17 @@ def test_icmp_exposition_is_smokeping_probers(tmp_path: Path) -> None:
     (count,) = samples(ours, "smokeping_response_duration_seconds_count")
     (ttl,) = samples(ours, "smokeping_response_ttl")
     assert requests.value == 12 == count.value and ttl.value == 64
+    (prober_errors,) = samples(ours, "smokeping_prober_errors_total")
+    assert prober_errors.value == 0 and prober_errors.labels == {}
+    # blackbox_exporter's ICMP families we serve: its types, its labels and
+    # ours (smokeping's and probe); no probe_* name of our own invention.
+    bb = parse(BLACKBOX_ICMP.read_text())
+    ours_bb = check_like(ours, bb, {*target, "probe"}, {})
+    assert ours_bb == {n for n in ours if n.startswith("probe_")}
+    assert {"probe_success", "probe_icmp_duration_seconds", "probe_icmp_reply_hop_limit"} <= ours_bb
+    (hop_limit,) = samples(ours, "probe_icmp_reply_hop_limit")
+    assert hop_limit.value == 64
+    assert hop_limit.labels == {**target, "probe": hop_limit.labels["probe"]}
     assert "12 packets transmitted, 12 received" in report
     buckets = samples(ours, "smokeping_response_duration_seconds_bucket")
     assert buckets[-1].labels["le"] == "+Inf" and buckets[-1].value == 12
@@ -133,6 +155,50 @@ def test_http_exposition_is_blackbox_exporters(tmp_path: Path) -> None:
     assert {"resolve", "connect", "processing", "transfer"} <= phases <= ref_phases
     (code,) = samples(ours, "probe_http_status_code")
     assert code.value == 200 and code.labels["url"] == url
+    (ssl,) = samples(ours, "probe_http_ssl")
+    assert ssl.value == 0
+    # blackbox serves its TLS series only for a response over TLS; the timeout only with -m
+    assert not {n for n in ours if n.startswith(("probe_ssl_", "probe_tls_"))}
+    assert "probe_timeout_seconds" not in ours
+
+
+def test_https_exposition_is_blackbox_exporters(tmp_path: Path) -> None:
+    """An https target: blackbox's TLS series (prober/http.go, tls.go at
+    e39d7d4), with the values the certificate and the session have."""
+    theirs = parse(BLACKBOX_HTTPS.read_text())
+    cert, key = make_tls_cert(tmp_path)
+    not_after = subprocess.run(
+        ["openssl", "x509", "-in", str(cert), "-noout", "-enddate"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    expiry = calendar.timegm(time.strptime(not_after, "notAfter=%b %d %H:%M:%S %Y GMT"))
+    port = free_port()
+    with LoopbackHttp(tls=(cert, key)) as site:
+        url = f"{site.url}/"
+        argv = ["http", url, "--count", "3", "--interval", "0.2", "--json"]
+        argv += ["--cacert", str(cert), "-m", "4.5"]
+        _report, ours, _waited = scrape_after_the_end(argv, port, 2.0, "{")
+    served = check_like(ours, theirs, {"probe", "url"}, {})
+    assert {n for n in ours if n.startswith("probe_")} <= served
+    must = {"probe_http_ssl", "probe_ssl_earliest_cert_expiry", "probe_tls_version_info"}
+    must |= {"probe_tls_cipher_info", "probe_timeout_seconds"}
+    assert must <= served
+    (ssl,) = samples(ours, "probe_http_ssl")
+    assert ssl.value == 1 and ssl.labels["url"] == url
+    (earliest,) = samples(ours, "probe_ssl_earliest_cert_expiry")
+    assert earliest.value == expiry
+    (version,) = samples(ours, "probe_tls_version_info")
+    assert version.value == 1 and version.labels["version"] == "TLS 1.3"
+    (cipher,) = samples(ours, "probe_tls_cipher_info")
+    assert cipher.value == 1 and cipher.labels["cipher"].startswith("TLS_")
+    (timeout,) = samples(ours, "probe_timeout_seconds")
+    assert timeout.value == 4.5
+    (tls_phase,) = [
+        s for s in samples(ours, "probe_http_duration_seconds") if s.labels["phase"] == "tls"
+    ]
+    assert tls_phase.value > 0
 
 
 @needs_icmp

@@ -4,8 +4,10 @@ ICMP buckets."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from probetop.probes import icmp
-from probetop.probes.core.sample import Announce
+from probetop.probes.core.sample import Announce, Status
 from probetop.probes.icmp.metrics import ICMP_BUCKETS_S
 from probetop.tui.metrics.families import series_samples
 from probetop.tui.metrics.state import MetricsState
@@ -116,3 +118,81 @@ def test_two_probes_of_one_host_are_one_smokeping_series() -> None:
     for pid in ("icmp:h", "icmp:h#2"):
         for p in state.probe_points(pid):
             assert merged[(p.metric.name, p.labels)] == p.value
+
+
+def test_smokeping_series_are_there_from_the_start_as_smokepings_are() -> None:
+    """smokeping_prober creates every per-target series at 0 with the target
+    (collector.go updateProbes, TTL included) and its prober-error counter
+    (main.go, no labels) at 0; blackbox's hop limit only once a reply came."""
+    state = MetricsState()
+    state.feed(Announce("icmp:h", 0, ICMP_INFO))
+    v = _values(state)
+    for name in (
+        "smokeping_requests_total",
+        "smokeping_response_ttl",
+        "smokeping_response_duplicates_total",
+        "smokeping_send_errors_total",
+        "smokeping_receive_errors_total",
+        "smokeping_prober_errors_total",
+        "smokeping_response_duration_seconds_count",
+    ):
+        assert v[name] == 0, name
+    assert "probe_icmp_reply_hop_limit" not in v
+    state.feed(dataclasses.replace(_icmp(2, 0), ttl=63).to_sample("icmp:h", 1, 1.0))
+    v = _values(state)
+    assert v["smokeping_response_ttl"] == 63 == v["probe_icmp_reply_hop_limit"]
+
+
+def test_prober_errors_count_probes_that_ended_failed() -> None:
+    """smokeping_prober_errors_total: pingers whose Run returned an error; here
+    probes the hub stopped as failed or crashed, every ICMP probe's summed."""
+    state = MetricsState()
+    for pid in ("icmp:h", "icmp:h#2", "icmp:h#3"):
+        state.feed(Announce(pid, 0, {**ICMP_INFO, "id": pid}))
+    assert state.feed(Status("icmp:h", 1, "stopped", "failed"))
+    assert state.feed(Status("icmp:h#2", 1, "stopped", "crashed"))
+    assert not state.feed(Status("icmp:h#3", 1, "stopped", "finished"))
+    assert not state.feed(Status("icmp:h#3", 1, "error", "sendto: ENOBUFS"))
+    assert not state.feed(Status("nobody", 1, "stopped", "failed"))
+    (errors,) = [p for p in state.points() if p.metric.name == "smokeping_prober_errors"]
+    assert errors.labels == () and errors.value == 2
+
+
+def test_https_series_follow_blackbox() -> None:
+    """blackbox's TLS series only while the URL's latest response came over
+    TLS; Go's version names; a cipher only under its IANA name; the timeout
+    only with -m."""
+    from probetop.probes.http.records import HttpInterval, TlsFacts, UrlInterval
+
+    url = "https://127.0.0.1:8443/"
+    info = {
+        "id": "http:x",
+        "kind": "http",
+        "params": {"urls": [url], "labels": [url], "request": {"timeout_s": 2.5}},
+    }
+    state = MetricsState()
+    state.feed(Announce("http:x", 0, info))
+    facts = TlsFacts("TLSv1.2", "ECDHE-RSA-AES128-GCM-SHA256", (2000, 1000, 3000))
+    tls = HttpInterval(
+        urls=(UrlInterval(label=url, http_code=200, total_ms=1.0, requests=1, ssl=True),),
+        requests=1,
+        errors=0,
+        tls={url: facts},
+    )
+    state.feed(tls.to_sample("http:x", 1, 1.0))
+    by_name = {p.metric.exposed_name: p for p in state.points()}
+    assert by_name["probe_http_ssl"].value == 1
+    assert by_name["probe_ssl_earliest_cert_expiry"].value == 1000
+    assert by_name["probe_tls_version_info"].labels[-1] == "TLS 1.2"
+    assert "probe_tls_cipher_info" not in by_name  # OpenSSL's name, not Go's
+    assert by_name["probe_timeout_seconds"].value == 2.5
+    # redirected to http:// (or any response not over TLS): no TLS series
+    plain = HttpInterval(
+        urls=(UrlInterval(label=url, http_code=200, total_ms=1.0, requests=1),),
+        requests=1,
+        errors=0,
+    )
+    state.feed(plain.to_sample("http:x", 2, 1.0))
+    names = {p.metric.exposed_name for p in state.points()}
+    assert "probe_http_ssl" in names
+    assert not {n for n in names if n.startswith(("probe_ssl_", "probe_tls_"))}

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from probetop.probes import __version__, registry
 from probetop.probes.core.family import trackers_of
 from probetop.probes.core.metricdefs import Histogram, MetricDef, Point, metric_def
-from probetop.probes.core.sample import Announce, Record, Sample
+from probetop.probes.core.sample import Announce, Record, Sample, Status
 from probetop.probes.core.tracker import Tracker
 
 BUILD_INFO = metric_def(
@@ -73,6 +73,9 @@ class MetricsState:
                 return False
             tracker.observe(record)
             return True
+        if isinstance(record, Status):
+            tracker = self.trackers.get(record.probe)
+            return tracker is not None and tracker.status(record)
         return False
 
     def probe_points(self, probe_id: str) -> list[Point]:
