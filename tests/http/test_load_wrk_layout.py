@@ -100,8 +100,10 @@ def test_units_as_wrk_prints_them():
     assert print_units(5_000_000, format_time_us, 10) == "    5.00s "
 
 
+HIST = Histogram.of([300, 400, 500, 20_000]).to_list()
+
+
 def summary(**extra) -> dict:
-    hist = Histogram.of([300, 400, 500, 20_000])
     rates = Histogram.of([1000, 1200])
     base = {
         "mode": "load",
@@ -114,7 +116,7 @@ def summary(**extra) -> dict:
         "run_bytes": 450_000,
         "responses_per_s": rates.to_list(),
         "errors": {},
-        "histograms_us": {"corrected": {}, "service": {"2xx_3xx": hist.to_list()}},
+        "histograms_us": {"corrected": {}, "service": {"2xx_3xx": HIST}},
     }
     return {**base, **extra}
 
@@ -127,7 +129,11 @@ def test_the_block_parses_and_adds_up():
     assert found["requests"][0] == "  2200 requests in 2.00s, 439.45KB read"
     assert found["rps"][0] == "Requests/sec:   1100.00"
     assert found["transfer"][0] == "Transfer/sec:    219.73KB"
-    assert found["latency"][0] == "    Latency     5.30ms    9.80ms  20.00ms   75.00%"
+    # wrk's closed-loop correction: expected 2 s / (2200 / 10) = 9,090 us, so
+    # the 20 ms stall adds a sample at 10.91 ms (300, 400, 500, 10910, 20000 us).
+    assert found["latency"][0] == "    Latency     6.42ms    8.85ms  20.00ms   80.00%"
+    rate = wrk_tail(summary(rate=100.0, histograms_us={"corrected": {"2xx_3xx": HIST}}))
+    assert rate[1] == "    Latency     5.30ms    9.80ms  20.00ms   75.00%"  # --rate: none
     assert found["req_sec"][0] == "    Req/Sec     1.10k   141.42     1.20k   100.00%"
     assert "socket" not in found and "non2xx" not in found
 
@@ -226,3 +232,56 @@ def test_default_run_is_10_s_and_says_so(server):
     )
     assert proc.returncode == 0, proc.stderr
     assert '"time_s": 10.0' in proc.stdout
+
+
+def wrk_stats_c(values: list[int], expected: int) -> tuple[float, float, float, list[int]]:
+    """wrk 4.1's stats.c, line by line: stats_correct, then mean, stdev,
+    within one stdev, and the 50/75/90/99 percentiles."""
+    top = max(values)
+    data = [0] * (top + 1)
+    for v in values:
+        data[v] += 1
+    count, low = len(values), min(values)
+    if expected:
+        for n in range(expected * 2, top + 1):
+            c, m = data[n], n - expected
+            while c and m > expected:
+                data[m] += c
+                count += c
+                m -= expected
+    mean = sum(i * data[i] for i in range(low, top + 1)) / count
+    stdev = math.sqrt(sum((i - mean) ** 2 * data[i] for i in range(low, top + 1)) / (count - 1))
+    inside = sum(data[i] for i in range(low, top + 1) if mean - stdev <= i <= mean + stdev)
+    pcts = []
+    for p in (50.0, 75.0, 90.0, 99.0):
+        rank, total = math.floor(p / 100.0 * count + 1.0), 0
+        for i in range(low, top + 1):
+            total += data[i]
+            if total >= rank:
+                pcts.append(i)
+                break
+    return mean, stdev, 100.0 * inside / count, pcts
+
+
+@pytest.mark.parametrize("expected", [0, 150, 400])
+def test_latency_stats_are_wrks_with_its_closed_loop_correction(expected):
+    """The closed form of wrk's stats_correct (no synthetic value listed)
+    gives what wrk's own loops give, on a run with a tail of stalls."""
+    import random
+
+    from probetop.probes.http.load.wrkfmt import _Stats
+
+    rng = random.Random(27)
+    values = [int(rng.lognormvariate(5.5, 0.4)) for _ in range(3000)]
+    values += [rng.randrange(2000, 9000) for _ in range(40)]  # stalls
+    pairs: dict[int, int] = {}
+    for v in values:
+        pairs[v] = pairs.get(v, 0) + 1
+    ours = _Stats([(float(v), n) for v, n in pairs.items()], float(max(values)), expected)
+    mean, stdev, within, pcts = wrk_stats_c(values, expected)
+    assert math.isclose(ours.mean, mean, rel_tol=1e-9)
+    assert math.isclose(ours.stdev, stdev, rel_tol=1e-9)
+    assert math.isclose(ours.within_stdev(), within, rel_tol=1e-9)
+    assert [ours.percentile(p) for p in (50.0, 75.0, 90.0, 99.0)] == pcts
+    if expected:
+        assert ours.count > len(values)  # the correction added samples

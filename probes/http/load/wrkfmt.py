@@ -14,7 +14,8 @@ src/units.c (github.com/wg/wrk, 4.1.0). Pure functions of
 What the numbers are (docs/http-load.md "wrk's layout"): one generator
 process, so "1 threads"; Latency over every response of any status (wrk's
 ``complete``), the corrected latency with ``--rate`` (wrk2's) and the
-service latency for the closed loop (wrk's); requests, bytes (headers and
+service latency after wrk's ``stats_correct`` for the closed loop (wrk's);
+requests, bytes (headers and
 bodies) and Requests/sec within the run's own time, as ``done_rps``; Req/Sec
 per reporting interval (wrk samples each thread every 100 ms).
 """
@@ -84,34 +85,90 @@ def print_units(n: float, fmt: Callable[[float], str], width: int) -> str:
 
 class _Stats:
     """wrk's stats.c over (value, count) pairs: mean, sample stdev, max, the
-    share within one stdev of the mean, nearest-rank percentiles."""
+    share within one stdev of the mean, wrk's percentile rank.
 
-    def __init__(self, pairs: list[tuple[float, int]], maximum: float) -> None:
-        self.pairs = sorted(pairs)
-        self.count = sum(n for _, n in self.pairs)
+    ``expected`` > 0 applies wrk's ``stats_correct(stats, expected)`` first:
+    each value n >= 2 x expected adds its count at n - expected, n - 2 x
+    expected, ... while above expected. Those synthetic values form an
+    arithmetic run per pair, so counts, sums and ranks are computed in closed
+    form, never by listing them (a 1 s stall at 100 us would be 10,000)."""
+
+    def __init__(
+        self, pairs: list[tuple[float, int]], maximum: float, expected: float = 0.0
+    ) -> None:
+        self.pairs = sorted((v, n) for v, n in pairs if n > 0)
         self.max = maximum
-        self.mean = sum(v * n for v, n in self.pairs) / self.count if self.count else 0.0
+        self.expected = expected
+        # K synthetic values per pair: n - k e for k = 1..K, K = ceil(n/e) - 2.
+        self.runs = (
+            [(v, n, max(0, math.ceil(v / expected) - 2)) for v, n in self.pairs]
+            if expected > 0
+            else []
+        )
+        self.count = sum(n for _, n in self.pairs) + sum(n * k for _, n, k in self.runs)
+        if not self.count:
+            self.mean = self.stdev = 0.0
+            return
+        pivot = self.pairs[0][0]  # sums around a pivot: no cancellation in the squares
+        s1 = sum((v - pivot) * n for v, n in self.pairs)
+        s2 = sum((v - pivot) ** 2 * n for v, n in self.pairs)
+        e = expected
+        for v, n, k in self.runs:
+            if not k:
+                continue
+            d = v - pivot
+            tri = k * (k + 1) / 2
+            s1 += n * (k * d - e * tri)
+            s2 += n * (k * d * d - 2 * d * e * tri + e * e * k * (k + 1) * (2 * k + 1) / 6)
+        shift = s1 / self.count
+        self.mean = pivot + shift
         if self.count < 2:
             self.stdev = 0.0
         else:
-            sq = sum((v - self.mean) ** 2 * n for v, n in self.pairs)
-            self.stdev = math.sqrt(sq / (self.count - 1))
+            self.stdev = math.sqrt(max(0.0, (s2 - self.count * shift * shift) / (self.count - 1)))
+
+    def _synthetic_between(self, low: float, high: float) -> int:
+        e, total = self.expected, 0
+        for v, n, k in self.runs:
+            if not k:
+                continue
+            first = max(1, math.ceil((v - high) / e))
+            last = k if low == -math.inf else min(k, math.floor((v - low) / e))
+            total += n * max(0, last - first + 1)
+        return total
 
     def within_stdev(self) -> float:
         if not self.count:
             return math.nan  # wrk divides 0 by 0 and prints nan
         low, high = self.mean - self.stdev, self.mean + self.stdev
         inside = sum(n for v, n in self.pairs if low <= v <= high)
+        inside += self._synthetic_between(low, high)
         return 100.0 * inside / self.count
 
+    def _at_most(self, x: float) -> int:
+        return sum(n for v, n in self.pairs if v <= x) + self._synthetic_between(-math.inf, x)
+
     def percentile(self, p: float) -> float:
-        rank = math.floor(p / 100.0 * self.count + 0.5 + 0.5)  # round(x + 0.5)
-        total = 0
-        for value, n in self.pairs:
-            total += n
-            if total >= rank:
-                return value
-        return 0.0
+        """wrk's ``stats_percentile``: the least value whose cumulative count
+        reaches round(p / 100 x count + 0.5)."""
+        if not self.count:
+            return 0.0
+        rank = math.floor(p / 100.0 * self.count + 1.0)  # round(x + 0.5), x >= 0
+        if not self.runs:
+            total = 0
+            for value, n in self.pairs:
+                total += n
+                if total >= rank:
+                    return value
+            return self.pairs[-1][0]
+        low, high = 0, math.ceil(self.max)  # least integer us reaching the rank
+        while low < high:
+            mid = (low + high) // 2
+            if self._at_most(mid) >= rank:
+                high = mid
+            else:
+                low = mid + 1
+        return float(low)
 
 
 def _pairs(hist: Histogram) -> list[tuple[float, int]]:
@@ -120,13 +177,20 @@ def _pairs(hist: Histogram) -> list[tuple[float, int]]:
 
 def _latency(s: Mapping[str, Any]) -> _Stats:
     """Every response's latency (any status, not transport failures):
-    corrected with --rate (wrk2's), service for the closed loop (wrk's)."""
-    which = "corrected" if s.get("rate") else "service"
+    corrected with --rate (wrk2's); for the closed loop the service latency
+    as wrk 4.1 reports it, after its ``stats_correct`` with wrk's expected
+    interval, runtime / (requests / connections) in whole microseconds."""
+    rate = s.get("rate")
+    which = "corrected" if rate else "service"
     merged = Histogram()
     for name, raw in ((s.get("histograms_us") or {}).get(which) or {}).items():
         if name != StatusClass.TRANSPORT.value:
             merged.merge(Histogram.from_list(raw))
-    return _Stats(_pairs(merged), float(merged.max or 0))
+    expected = 0.0
+    per_connection = int(s.get("run_responses") or 0) // max(1, int(s.get("connections") or 1))
+    if not rate and per_connection > 0:
+        expected = float(int(float(s.get("run_s") or 0.0) * 1e6) // per_connection)
+    return _Stats(_pairs(merged), float(merged.max or 0), expected)
 
 
 def _stats_row(name: str, stats: _Stats, fmt: Callable[[float], str]) -> str:
