@@ -65,6 +65,7 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
             else None
         )
         url: str | None = None
+        started = True
         try:
             url = check_url(raw)
         except HttpUrlError as exc:
@@ -81,6 +82,7 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
                     file=sys.stderr,
                 )
             code, errormsg = 23, WRITE_FAILED
+            output, started = None, False  # curl: no file name, no URL set
         else:
             try:
                 exchange = fetch(
@@ -123,7 +125,7 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
         if writer is not None:
             from probetop.probes.http.writeout import Transfer
 
-            transfer = Transfer(exchange, raw, i, code, errormsg, output=output)
+            transfer = Transfer(exchange, raw, i, code, errormsg, output=output, started=started)
             write_out(writer, settings, transfer)
     if as_json and docs:
         json.dump(docs[0] if len(docs) == 1 else docs, sys.stdout, indent=2)

@@ -239,3 +239,15 @@ def test_a_followed_redirects_body_is_not_written_an_unfollowed_one_is(tmp_path)
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_remote_name_of_a_path_ending_in_a_slash_in_json(server, tmp_path):
+    """-O on `URL/`: curl sets no file name and never gives libcurl the URL:
+    %{json} has filename_effective null and url_effective empty."""
+    import json
+
+    curl, ours = run_both(["-s", "-O", "-w", "%{json}", f"{server.url}/"], tmp_path)
+    theirs, mine = json.loads(curl.stdout), json.loads(ours.stdout)
+    assert ours.returncode == curl.returncode == 23
+    for key in ("filename_effective", "url_effective", "exitcode", "errormsg", "url"):
+        assert mine[key] == theirs[key], (key, mine[key], theirs[key])
