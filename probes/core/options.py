@@ -22,7 +22,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Action = Literal["store", "store_true", "store_false", "append", "count", "store_const"]
+Action = Literal[
+    "store", "store_true", "store_false", "append", "count", "store_const", "append_const"
+]
 
 
 class OptionValueError(ValueError):
@@ -132,6 +134,9 @@ class CommandSpec:
     line (a refused value of its own or a common option, an unknown option)
     where the reference tool's differs from argparse's 2 (sysbench: 1); an
     ``Option``'s own ``refused_exit`` other than 2 wins.
+    ``positionals_anywhere``: the command's positional values (curl's URLs)
+    may also stand between and after its options, as curl reads them
+    (argparse takes one run of them and would refuse the rest).
     """
 
     name: str
@@ -143,6 +148,7 @@ class CommandSpec:
     extras: Mapping[str, Any] = field(default_factory=dict)
     spellings: tuple[Spelling, ...] = ()
     refused_exit: int = 2
+    positionals_anywhere: bool = False
 
     def option(self, name: str) -> Option:
         for opt in self.options:

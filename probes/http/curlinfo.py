@@ -40,6 +40,24 @@ def url_text(raw: bytes | str | None) -> str | None:
     return "".join(chr(b) if 0x20 < b < 0x7F else f"%{b:02X}" for b in raw)
 
 
+# libcurl 8 words a failed connect "Failed to connect to HOST:PORT after N ms:
+# Could not connect to server"; curl 7.88 (the reference) "... HOST port PORT
+# after N ms: Couldn't connect to server". Its strerror texts moved from
+# "Couldn't" to "Could not" in 8.x as well.
+_CONNECT_FAILED = re.compile(r"Failed to connect to (.+):(\d+) after (\d+) ms: (.*)", re.S)
+_STRERROR_788 = {"Could not connect to server": "Couldn't connect to server"}
+
+
+def curl788_message(text: str) -> str:
+    """libcurl 8's error message in curl 7.88's words (``%{errormsg}``), where
+    the two builds word the same failure differently; other text as is."""
+    match = _CONNECT_FAILED.fullmatch(text)
+    if match is None:
+        return text
+    host, port, ms, why = match.groups()
+    return f"Failed to connect to {host} port {port} after {ms} ms: {_STRERROR_788.get(why, why)}"
+
+
 def _info(curl: Any, option: int, default: Any = 0) -> Any:
     """One getinfo value; ``default`` when libcurl has none (a transfer that
     failed before it had a URL makes even EFFECTIVE_URL raise)."""
@@ -66,6 +84,13 @@ def _info_text(curl: Any, option: int) -> str | None:
     return None if raw is None else printable(raw.decode("utf-8", "replace"))
 
 
+def _port(value: Any) -> int:
+    """A port as curl 7.88 reports it: 0 when there is none. libcurl 8 (the
+    pycurl wheel's) says -1 after a failed connect or DNS lookup; curl 7.88's
+    ``%{remote_port}``/``%{local_port}`` and pycurlb's ports are 0 there."""
+    return value if isinstance(value, int) and value > 0 else 0
+
+
 def read_info(curl: Any) -> dict[str, Any]:
     """pycurlb's keys (seconds as floats), read from a finished handle.
     Strings are read raw and decoded here (never by pycurl, which raises on
@@ -77,6 +102,13 @@ def read_info(curl: Any) -> dict[str, Any]:
         return _info(curl, getattr(pycurl, name))
 
     us = {name: int(info(f"{name.upper()}_TIME_T") or 0) for name in STAMPS}
+    primary_ip = _info_text(curl, pycurl.PRIMARY_IP)
+    connected = bool(primary_ip)
+    if not connected:
+        # No connection was made (refused, DNS, connect timeout): libcurl 8
+        # stamps pretransfer and starttransfer with the failure's time anyway;
+        # curl 7.88 (the reference) never reaches them and says 0.
+        us["pretransfer"] = us["starttransfer"] = 0
     out: dict[str, Any] = {f"{name}_time": us[name] / 1e6 for name in STAMPS}
     out.update(
         {
@@ -84,10 +116,10 @@ def read_info(curl: Any) -> dict[str, Any]:
             "redirect_count": info("REDIRECT_COUNT"),
             "http_code": info("RESPONSE_CODE"),
             "effective_url": url_text(_info_raw(curl, pycurl.EFFECTIVE_URL)),
-            "primary_ip": _info_text(curl, pycurl.PRIMARY_IP),
-            "primary_port": info("PRIMARY_PORT"),
+            "primary_ip": primary_ip,
+            "primary_port": _port(info("PRIMARY_PORT")),
             "local_ip": _info_text(curl, pycurl.LOCAL_IP),
-            "local_port": info("LOCAL_PORT"),
+            "local_port": _port(info("LOCAL_PORT")),
             "num_connects": info("NUM_CONNECTS"),
             "size_download": info("SIZE_DOWNLOAD_T"),
             "size_upload": info("SIZE_UPLOAD_T"),
@@ -133,7 +165,10 @@ def pycurlb_info(curl: Any) -> dict[str, Any]:
         "condition_unmet": number("CONDITION_UNMET"),
         "ssl_engines": [printable(str(e)) for e in engines] if isinstance(engines, list) else [],
         "ftp_entry_path": None,  # an FTP value; http(s) transfers have none
-        "scheme": _info_text(curl, getattr(pycurl, "SCHEME", -1)),
+        # curl 7.88 has no scheme until a connection is made (``null``, empty text).
+        "scheme": _info_text(curl, getattr(pycurl, "SCHEME", -1))
+        if _info_text(curl, pycurl.PRIMARY_IP)
+        else None,
     }
 
 

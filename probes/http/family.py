@@ -16,11 +16,19 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from probetop.probes.core.base import Probe, UsageProbeError
-from probetop.probes.core.family import DemoContext, Family, Lazy, RunCommon, RunOutcome
+from probetop.probes.core.family import (
+    DemoContext,
+    Family,
+    Lazy,
+    LiveText,
+    RunCommon,
+    RunOutcome,
+)
+from probetop.probes.core.sample import Sample
 from probetop.probes.http.settings import HttpSettings
 from probetop.probes.http.spec import KIND, LOAD_KIND, SPEC
 from probetop.probes.http.waterfall import use_colour
@@ -184,7 +192,13 @@ def load_report(common: RunCommon, result: RunOutcome) -> int:
     else:
         colour = use_colour(sys.stdout)
         sys.stdout.write(
-            render_load_report(result.summaries, result.duration_s, result.reason, colour)
+            render_load_report(
+                result.summaries,
+                result.duration_s,
+                result.reason,
+                colour,
+                head_printed=result.live_printed,
+            )
         )
         print_errors(result.errors)
     if result.errors:
@@ -192,6 +206,25 @@ def load_report(common: RunCommon, result: RunOutcome) -> int:
     if result.signal_status:
         return result.signal_status
     return load_no_response_exit(result.summaries)
+
+
+def live_banner(settings: HttpSettings, probes: Sequence[Probe]) -> str:
+    """wrk's first two lines as the run starts, as wrk prints them (load mode's
+    headless text report; nothing in repeated mode)."""
+    load = settings.load
+    if load is None or not settings.urls:
+        return ""
+    from probetop.probes.http.load.wrkfmt import wrk_head
+    from probetop.probes.record import redact_url
+
+    head = {"url": redact_url(settings.urls[0]), "time_s": load.time_s,
+            "connections": load.connections}  # fmt: skip
+    return "".join(f"{line}\n" for line in wrk_head(head))
+
+
+def live_lines(settings: HttpSettings) -> Callable[[Sample], Sequence[str]]:
+    """No per-sample lines: wrk prints nothing while it runs."""
+    return lambda _sample: ()
 
 
 def print_errors(errors: Mapping[str, str]) -> None:
@@ -228,4 +261,5 @@ FAMILY = Family(
     one_off=one_off,
     headless_only=headless_only,
     demo_probes=demo_probes,
+    live_text=LiveText(banner=live_banner, lines=live_lines),
 )

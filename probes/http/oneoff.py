@@ -22,8 +22,12 @@ from probetop.probes.http.curlinfo import libcurl_version
 from probetop.probes.http.inputs import HttpUrlError
 from probetop.probes.http.request import check_http_version, check_url
 from probetop.probes.http.settings import HttpSettings
+from probetop.probes.http.spec import REMOTE_NAME, remote_name
 from probetop.probes.http.transfer import Exchange, fetch
 from probetop.probes.http.waterfall import render_exchange, use_colour
+
+#: curl's strerror of CURLE_WRITE_ERROR, its %{errormsg} when no transfer wrote.
+WRITE_FAILED = "Failed writing received data to disk/application"
 
 if TYPE_CHECKING:  # -w and --json load only when asked
     from probetop.probes.http.writeout import Transfer, WriteOut
@@ -53,13 +57,32 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
         exchange: Exchange | None = None
         # curl pairs each -o with a URL in order; the URLs past the last go to stdout.
         output = settings.outputs[i] if i < len(settings.outputs) else None
-        body = Body(output) if curl_mode and not (as_json and output is None) else None
+        if output == REMOTE_NAME:  # -O: the name is the URL's, known before the transfer
+            output = remote_name(raw)
+        body = (
+            Body(output, create_dirs=settings.create_dirs)
+            if curl_mode and not (as_json and output is None)
+            else None
+        )
+        url: str | None = None
+        started = True
         try:
             url = check_url(raw)
         except HttpUrlError as exc:
             if not settings.silent:
                 print(f"probetop: error: {exc}", file=sys.stderr)
             code, errormsg = exc.exit_code, str(exc)
+        if url is None:
+            pass
+        elif output == "":  # -O on a URL whose path ends with /: curl sends nothing
+            if not settings.silent:
+                print(
+                    "probetop: error: remote file name has no length: -O names the file "
+                    f"after the last / of {raw}; use -o FILE",
+                    file=sys.stderr,
+                )
+            code, errormsg = 23, WRITE_FAILED
+            output, started = None, False  # curl: no file name, no URL set
         else:
             try:
                 exchange = fetch(
@@ -77,7 +100,15 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
             message = exchange.message(fail=settings.fail)
             if body is not None and code == 0:
                 body.finish()  # an empty body still makes an empty file, as curl
-            if body is not None and body.error is not None:
+            if body is not None and body.dir_error is not None:
+                # curl says so even under -s, and has no file name then
+                print(
+                    f"probetop: error: cannot create directory {body.dir_error}: {body.error}",
+                    file=sys.stderr,
+                )
+                code, errormsg, message = 23, WRITE_FAILED, None
+                output = ""
+            elif body is not None and body.error is not None:
                 # curl's exit 23 (CURLE_WRITE_ERROR) and its words
                 code, errormsg = 23, "Failure writing output to destination"
                 message = f"cannot write {output}: {body.error}"
@@ -94,7 +125,7 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
         if writer is not None:
             from probetop.probes.http.writeout import Transfer
 
-            transfer = Transfer(exchange, raw, i, code, errormsg, output=output)
+            transfer = Transfer(exchange, raw, i, code, errormsg, output=output, started=started)
             write_out(writer, settings, transfer)
     if as_json and docs:
         json.dump(docs[0] if len(docs) == 1 else docs, sys.stdout, indent=2)
@@ -128,10 +159,14 @@ class Body:
     curl's fopen "wb": truncated, mode 0666 less the umask) when the first
     bytes arrive, or by ``finish`` for an empty body of a transfer that
     succeeded, as curl does; a transfer that fails first makes no file.
-    ``write`` runs in libcurl's write callback, as curl's own does."""
+    ``write`` runs in libcurl's write callback, as curl's own does.
+    ``create_dirs`` (--create-dirs): the file's missing directories are made
+    first, each mode 0750 less the umask, as curl's ``create_dir_hierarchy``."""
 
-    def __init__(self, name: str | None) -> None:
+    def __init__(self, name: str | None, *, create_dirs: bool = False) -> None:
         self.name = name
+        self.create_dirs = create_dirs
+        self.dir_error: str | None = None  # the directory --create-dirs could not make
         self.file: Any = None
         self.opened = False
         self.error: str | None = None
@@ -143,6 +178,7 @@ class Body:
             return None
         try:
             if self.file is None:
+                self._make_dirs()
                 self.file = open(self.name or "", "wb")  # noqa: SIM115 (closed in close)
                 self.opened = True
             self.file.write(data)
@@ -154,9 +190,27 @@ class Body:
     def finish(self) -> None:
         if not self.opened and self.file is None and self.name not in (None, "-", "/dev/null"):
             try:
+                self._make_dirs()
                 open(self.name or "", "wb").close()
             except OSError as exc:
                 self.error = exc.strerror or str(exc)
+
+    def _make_dirs(self) -> None:
+        if not self.create_dirs or not self.name:
+            return
+        import os
+
+        path = "/" if self.name.startswith("/") else ""
+        for part in os.path.dirname(self.name).split("/"):
+            if not part:
+                continue
+            path = os.path.join(path, part)
+            if not os.path.isdir(path):
+                try:
+                    os.mkdir(path, 0o750)
+                except OSError:
+                    self.dir_error = path
+                    raise
 
     def close(self) -> None:
         if self.file is None:

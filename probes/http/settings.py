@@ -50,6 +50,7 @@ class HttpSettings:
     fail: bool = False  # -f/--fail, --fail-with-body: exit 22 on a final status >= 400
     # -o FILE per URL in order, as curl pairs them (curl's %{filename_effective})
     outputs: tuple[str, ...] = ()
+    create_dirs: bool = False  # --create-dirs: make an -o FILE's directories (curl's)
     silent: bool = False  # -s without -S: no error messages on stderr, as curl's
 
     def __post_init__(self) -> None:
@@ -134,6 +135,7 @@ class HttpSettings:
             write_out=write_out,
             fail=fail,
             outputs=outputs,
+            create_dirs=bool(values.get("create_dirs")),
             silent=bool(values.get("curl_silent")) and not values.get("curl_show_error"),
         )
         if settings.one_off and (warmup is not None or include_errors):

@@ -53,6 +53,23 @@ examples:
 CURL = "curl options (same meaning as curl's)"
 REPEATED = "repeated sampling (probetop)"
 
+#: What -O puts among the -o values (curl pairs both with the URLs in order);
+#: a NUL cannot come from a command line, so no file name is ever this.
+REMOTE_NAME = "\0remote-name"
+
+
+def remote_name(url: str) -> str:
+    """curl 7.88's -O name: the URL path's last segment, as written (percent
+    escapes kept; no query or fragment); "" when the path ends with /."""
+    from urllib.parse import urlsplit
+
+    try:
+        path = urlsplit(url).path
+    except ValueError:
+        return ""
+    return path.rsplit("/", 1)[-1]
+
+
 # curl options probetop knows but does not do: (option strings, takes a value, why/instead).
 _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("-v", "--verbose"), False, "the waterfall shows the exchange; use --json for every field"),
@@ -62,9 +79,9 @@ _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("-c", "--cookie-jar"), True, "cookies are not saved"),
     (("-D", "--dump-header"), True, "headers are not saved"),
     (
-        ("-O", "--remote-name", "-J", "--remote-header-name"),
+        ("-J", "--remote-header-name"),
         False,
-        "remote file names are not supported; use -o FILE",
+        "names from Content-Disposition are not supported; use -o FILE or -O",
     ),
     (("-G", "--get"), False, "put the query in the URL"),
     (("-E", "--cert", "--key", "--cert-type", "--key-type"), True, "client certificates"),
@@ -370,6 +387,25 @@ SPEC = CommandSpec(
             group=CURL,
             hidden=True,
         ),
+        Option(
+            ("-O", "--remote-name"),
+            "write a URL's body to a file named as the URL's last path segment, in "
+            "the current directory, as curl's -O (it takes its place among the -o's)",
+            action="append_const",
+            const=REMOTE_NAME,
+            dest="curl_output",
+            group=CURL,
+            hidden=True,
+        ),
+        Option(
+            ("--create-dirs",),
+            "create the directories an -o FILE names (mode 0750), as curl's --create-dirs",
+            action="store_true",
+            default=False,
+            dest="create_dirs",
+            group=CURL,
+            hidden=True,
+        ),
         *_unsupported_options(),
         *LOAD_OPTIONS,  # --rate, --connections (load/settings.py)
         Option(
@@ -427,4 +463,6 @@ SPEC = CommandSpec(
             group=REPEATED,
         ),
     ),
+    # `probetop http -s URL -o f URL2 -o g -w ...`: URLs anywhere, as curl.
+    positionals_anywhere=True,
 )

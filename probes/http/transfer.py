@@ -29,7 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from probetop.probes.http.curlinfo import PHASES, printable, pycurlb_info, read_info
+from probetop.probes.http.curlinfo import (
+    PHASES,
+    curl788_message,
+    printable,
+    pycurlb_info,
+    read_info,
+)
 from probetop.probes.http.errorkinds import (
     FAIL_EXIT,
     KIND_EXIT,
@@ -174,7 +180,7 @@ class Exchange:
         None when the exit code is 0."""
         hop = next((h for h in self.hops if h.error), None)
         if hop is not None:
-            return hop.message or ""
+            return curl788_message(hop.message or "")
         if fail and self.hops and self.final.http_code >= 400:
             return f"The requested URL returned error: {self.final.http_code}"
         return None

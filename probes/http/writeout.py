@@ -102,6 +102,9 @@ class Transfer:
     output: str | None = None
     referer: str | None = None
     curl_version: str = ""
+    # False when curl never gave libcurl the URL (-O on a URL ending in /):
+    # %{url_effective} is then empty, where a malformed URL still shows it.
+    started: bool = True
 
 
 def _int(value: Any) -> int:
@@ -158,7 +161,7 @@ def transfer_values(t: Transfer) -> dict[str, int | str | None]:
             "speed_upload": _int(info.get("speed_upload")),
             "ssl_verify_result": _int(info.get("ssl_verifyresult")),
             "url": t.url,
-            "url_effective": _text(info.get("effective_url")) or t.url,
+            "url_effective": _text(info.get("effective_url")) or (t.url if t.started else ""),
             "urlnum": t.urlnum,
         }
     )

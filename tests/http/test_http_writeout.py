@@ -282,3 +282,49 @@ def test_the_parser_keeps_what_curl_prints_as_is():
     assert parse_format("%{a}%header{b}") == [("var", "a"), ("header", "b")]
     assert parse_format("%header{b") == [("text", "%header{b")]
     assert WriteOut("%{TIME_TOTAL}%{nope}").unknown() == ["nope"]  # names are case blind
+
+
+# Values that are times: curl and probetop differ by the clock, not by meaning;
+# "after N ms" in errormsg too.
+def _same_up_to_the_clock(name: str, mine: str, theirs: str) -> bool:
+    if name.startswith("time_"):
+        return (float(mine) == 0) == (float(theirs) == 0)
+    if name == "errormsg":
+        return re.sub(r"after \d+ ms", "after N ms", mine) == re.sub(
+            r"after \d+ ms", "after N ms", theirs
+        )
+    return mine == theirs
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:1/", "http://[::1]:1/", "http://no-such-host.invalid/"],
+    ids=["refused", "refused-ipv6", "dns"],
+)
+def test_every_variable_after_a_failed_connect_or_lookup_byte_for_byte(url):
+    """After a refused connect or a DNS failure, every -w variable prints what
+    curl 7.88 prints: ports 0 (libcurl 8 says -1), no scheme, pretransfer and
+    starttransfer 0, curl 7.88's wording of the error; times differ only by
+    the clock (zero where curl's are zero)."""
+    fmt = "".join(f"{name}=%{{{name}}}\\n" for name, _kind in VARIABLES)
+    curl, ours = run_both(["-w", fmt, url])
+    assert ours.returncode == curl.returncode in (6, 7)
+    theirs = dict(line.split("=", 1) for line in curl.stdout.decode().splitlines())
+    mine = dict(line.split("=", 1) for line in ours.stdout.decode().splitlines())
+    assert list(mine) == list(theirs) == [name for name, _kind in VARIABLES]
+    for name, _kind in VARIABLES:
+        assert _same_up_to_the_clock(name, mine[name], theirs[name]), (
+            name,
+            mine[name],
+            theirs[name],
+        )
+    assert mine["remote_port"] == mine["local_port"] == "0"
+    # %{json}: the same keys, types and values (null where curl has null).
+    theirs_j, ours_j, curl_rc, our_rc = json_pair([url])
+    assert list(ours_j) == list(theirs_j) and our_rc == curl_rc
+    for key, value in theirs_j.items():
+        if key == "curl_version":
+            continue
+        assert type(ours_j[key]) is type(value), (key, ours_j[key], value)
+        if not key.startswith("time_") and key != "errormsg":
+            assert ours_j[key] == value, (key, ours_j[key], value)

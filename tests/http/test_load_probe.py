@@ -126,7 +126,7 @@ def test_ctrl_c_prints_the_report_and_exits_130(tmp_path: Path) -> None:
     with StallServer() as server:
         proc = subprocess.Popen(
             [sys.executable, "-m", "probetop.tui.main", "--record", str(rec), "http", server.url,
-             "--rate", "100"],
+             "--rate", "100", "--time", "0"],  # 0: until stopped (absent: 10 s, as wrk)
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -177,11 +177,14 @@ def test_rate_asks_for_load_mode_with_keep_alive_by_default(parser) -> None:
     assert s.load is not None and not s.one_off and s.count is None
     assert (s.load.rate, s.load.connections, s.load.time_s, s.load.fresh) == (500.0, 10, 3.0, False)
     s = settings_of(parser, "http", "URL", "--rate", "1.5", "--connections", "64", "--fresh")
+    # No --time: wrk's 10 s (-d's default); --time 0 runs until stopped.
     assert s.load is not None and (s.load.connections, s.load.fresh, s.load.time_s) == (
         64,
         True,
-        None,
+        10.0,
     )
+    s = settings_of(parser, "http", "URL", "--connections", "2", "--time", "0")
+    assert s.load is not None and s.load.time_s is None
     assert settings_of(parser, "http", "URL").load is None
 
 

@@ -506,7 +506,8 @@ def test_stop_ends_a_loaded_session_promptly(env: dict[str, str], http_server: s
     the report within 2 s plus its own start-up (the stop command's Python
     and imports, measured alone below)."""
     started = probetop(env, "http", f"http://{http_server}/", "--rate", "5000",
-                       "--connections", "500", "--detach", "--name", "load")  # fmt: skip
+                       "--connections", "500", "--time", "0",  # until stopped (absent: 10 s)
+                       "--detach", "--name", "load")  # fmt: skip
     assert started.returncode == 0, started.stderr
     time.sleep(2)
     t0 = time.monotonic()

@@ -98,6 +98,8 @@ class Parser(argparse.ArgumentParser):
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         parsed, extras = super().parse_known_args(args, namespace)
+        if extras and getattr(self, "positionals_anywhere", False):
+            extras = self._take_late_positionals(parsed, extras)
         missing = [
             a
             for a in self._actions
@@ -111,6 +113,29 @@ class Parser(argparse.ArgumentParser):
                 f"{self.prog}: error: the following arguments are required: {names}\n",
             )
         return parsed, extras
+
+    def _take_late_positionals(self, parsed: argparse.Namespace, extras: list[str]) -> list[str]:
+        """Positional values past the first run of them (curl's ``URL -o f
+        URL2``), which argparse leaves over, appended to the list positional
+        in command-line order; the rest stays over (an unknown option)."""
+        action = next(
+            (a for a in self._actions if not a.option_strings and a.nargs in ("*", "+")), None
+        )
+        if action is None:
+            return extras
+        rest: list[str] = []
+        late: list[Any] = []
+        for i, arg in enumerate(extras):
+            if arg == "--":
+                rest += extras[i:]
+                break
+            if arg.startswith("-") and arg != "-":
+                rest.append(arg)
+            else:
+                late.append(self._get_value(action, arg))
+        if late:
+            setattr(parsed, action.dest, [*(getattr(parsed, action.dest, None) or []), *late])
+        return rest
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -133,7 +158,7 @@ def add_option(
     if option.refused_exit == 2 and refused_exit != 2:
         option = dataclasses.replace(option, refused_exit=refused_exit)
     kwargs: dict[str, Any] = {"help": argparse.SUPPRESS if option.hidden else option.help}
-    if option.action not in ("store_true", "store_false", "count", "store_const"):
+    if option.action not in ("store_true", "store_false", "count", "store_const", "append_const"):
         if option.parse is not None:
             kwargs["type"] = _argparse_type(option.parse, option.refused_exit)
         if option.metavar:
@@ -144,7 +169,9 @@ def add_option(
             kwargs["nargs"] = option.nargs
     if option.action != "store":
         kwargs["action"] = option.action
-    if option.action == "store_const" or (option.nargs == "?" and option.const is not None):
+    if option.action in ("store_const", "append_const") or (
+        option.nargs == "?" and option.const is not None
+    ):
         kwargs["const"] = option.const  # nargs="?": the value of the bare flag
     if not option.positional:
         if option.dest:
@@ -269,6 +296,7 @@ def build_parser(only: set[str] | None = None, *, others: bool = True) -> argpar
         )
         add_spec(p, spec)
         p.refused_exit = spec.refused_exit  # type: ignore[attr-defined]  # a Parser: its errors
+        p.positionals_anywhere = spec.positionals_anywhere  # type: ignore[attr-defined]
         # A command that runs no probes refuses the options only a live run
         # reads (refuse_ignored, --detach): its --help does not offer them.
         runs_probes = name in commands.PROBE_COMMANDS or name == "demo"

@@ -103,6 +103,7 @@ class _Interval:
         self.waited = 0
         self.gen_lag = Histogram()
         self.connects = 0
+        self.bytes = 0  # headers and bodies read (wrk's "X MB read")
         self.last_error: str | None = None
         self.idle_ns = 0  # time spent waiting (select/sleep): the rest the loop was busy
 
@@ -127,6 +128,7 @@ class _Interval:
             "waited": self.waited,
             "gen_lag": self.gen_lag.to_list(),
             "connects": self.connects,
+            "bytes": self.bytes,
             "busy": max(0.0, 1.0 - self.idle_ns / 1e9 / seconds),
             "last_error": self.last_error,
         }
@@ -170,6 +172,7 @@ def account(
     message: str,
     waited_us: int,
     connects: int,
+    size: int = 0,
 ) -> None:
     """Count one finished request into ``interval``: its latency by status
     class (corrected = ``waited_us`` from its scheduled time to its start,
@@ -184,6 +187,7 @@ def account(
     hists[1].record(service_us)
     interval.done += 1
     interval.connects += connects
+    interval.bytes += size
     if code:
         interval.codes[code] = interval.codes.get(code, 0) + 1
     counted = kind or status_kind(code)  # error kinds as repeated mode counts them
@@ -229,6 +233,7 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
     idle = [new_handle(request, url, fresh=fresh, closer=closer) for _ in range(connections)]
 
     response_code, num_connects = pycurl.RESPONSE_CODE, pycurl.NUM_CONNECTS
+    size_download, header_size = pycurl.SIZE_DOWNLOAD_T, pycurl.HEADER_SIZE
 
     start_ns = time.monotonic_ns() + 1_000_000  # the schedule's origin
     end_ns = start_ns + int(float(time_s) * 1e9) if time_s else None
@@ -302,6 +307,7 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
             message=message,
             waited_us=(handle.start_ns - handle.sched_ns) // 1000,
             connects=info(handle, num_connects),
+            size=info(handle, size_download) + info(handle, header_size),
         )
 
     def collect() -> None:

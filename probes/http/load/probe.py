@@ -79,6 +79,11 @@ class LoadRun:
         # what the rates divide, as wrk's Requests/sec does.
         self.run_seconds = 0.0
         self.run_done = self.run_sent = 0
+        # wrk's report (report.wrk_lines): responses of any status and the bytes
+        # read within the run, and each interval's responses/s (its Req/Sec).
+        self.run_responses = self.run_bytes = 0
+        self.run_errors: dict[str, int] = {}
+        self.responses_per_s = Histogram()
         self.waited = self.connects = 0
         self.in_flight_max = 0
         self.cpu_s = 0.0
@@ -148,6 +153,17 @@ class LoadRun:
             self.run_seconds += seconds
             self.run_done += int(line.get("done") or 0)
             self.run_sent += int(line.get("sent") or 0)
+            self.run_bytes += int(line.get("bytes") or 0)
+            answered = sum(
+                int((hists.get("service") or {}).get("n") or 0)
+                for name, hists in (line.get("classes") or {}).items()
+                if name != StatusClass.TRANSPORT.value
+            )
+            self.run_responses += answered
+            for kind, n in (line.get("errors") or {}).items():
+                self.run_errors[kind] = self.run_errors.get(kind, 0) + int(n)
+            if seconds >= 0.05:
+                self.responses_per_s.record(int(answered / seconds))
         self.scheduled += int(line.get("scheduled") or 0)
         self.sent += int(line.get("sent") or 0)
         self.done += int(line.get("done") or 0)
@@ -243,6 +259,10 @@ class LoadRun:
             # Requests/sec counts what finished within the run's duration.
             "sent_rps": _rate(self.run_sent, self.run_seconds),
             "done_rps": _rate(self.run_done, self.run_seconds),
+            "run_responses": self.run_responses,
+            "run_bytes": self.run_bytes,
+            "run_errors": dict(self.run_errors),
+            "responses_per_s": self.responses_per_s.to_list(),
             "classes": {cls.value: c.to_dict() for cls, c in self.run_classes().items()},
             "errors": dict(self.errors),
             "error_share": round(errors / self.done, 6) if self.done else None,

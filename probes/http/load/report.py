@@ -46,11 +46,32 @@ def load_json_report(
 
 
 def render_load_report(
-    summaries: Mapping[str, Mapping[str, Any]], duration_s: float, reason: str, colour: bool
+    summaries: Mapping[str, Mapping[str, Any]],
+    duration_s: float,
+    reason: str,
+    colour: bool,
+    *,
+    head_printed: bool = False,
 ) -> str:
-    out = [f"probetop http load: ran {duration_s:.1f} s ({reason})"]
-    for s in load_summaries(summaries).values():
+    """probetop's report between wrk's first lines and wrk's closing block
+    (``wrkfmt``): the same lines in the same order as wrk's stdout, so a
+    script that reads wrk's output (``grep Requests/sec``, ``tail -n 2``)
+    reads this one; probetop's lines stand where wrk's run would be.
+    ``head_printed``: wrk's first lines went out as the run started
+    (``family.live_banner``), as wrk prints them."""
+    from probetop.probes.http.load.wrkfmt import wrk_head, wrk_tail
+
+    loads = list(load_summaries(summaries).values())
+    out: list[str] = []
+    for s in loads if not head_printed else ():
+        out += wrk_head(s)
+    out.append(f"probetop http load: ran {duration_s:.1f} s ({reason})")
+    for s in loads:
         out += _one(s, colour)
+    if loads:
+        out.append("")
+    for s in loads:
+        out += wrk_tail(s)
     return "\n".join(out) + "\n"
 
 

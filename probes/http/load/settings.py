@@ -35,6 +35,9 @@ overflowed (--rate 1e-300: the worker failed on a NaN)."""
 MAX_CONNECTIONS = 10_000
 #: wrk's and wrk2's default.
 DEFAULT_CONNECTIONS = 10
+#: How long a headless load run lasts without --time: wrk's default (-d 10s).
+#: --time 0 runs until stopped; so does --watch without --time (a dashboard).
+DEFAULT_TIME_S = 10.0
 #: How long requests still in flight get after the schedule ends (--time).
 DRAIN_S = 1.0
 
@@ -66,7 +69,8 @@ LOAD_OPTIONS: tuple[Option, ...] = (
         ("--connections",),
         f"load mode: at most C requests in flight, one connection each "
         f"(default {DEFAULT_CONNECTIONS}; 1..{MAX_CONNECTIONS}); without --rate a closed "
-        "loop: each connection sends its next request when the last one is done (wrk -c C)",
+        "loop: each connection sends its next request when the last one is done (wrk -c C); "
+        f"load mode runs --time S (default {DEFAULT_TIME_S:g} s, as wrk's -d; 0: until stopped)",
         whole_number(),
         metavar="C",
         group=LOAD,
@@ -114,6 +118,14 @@ _NOT_WITH_RATE: tuple[tuple[str, str, str], ...] = (
 )
 
 
+def _load_time(time_s: float | None, *, watch: bool) -> float | None:
+    """--time; absent, wrk's 10 s headless (a dashboard runs until stopped);
+    0 (or absent with --watch): None, until stopped."""
+    if time_s is None:
+        return None if watch else DEFAULT_TIME_S
+    return time_s or None
+
+
 def load_from_options(
     values: Mapping[str, Any], *, time_s: float | None, interval_s: float = 1.0
 ) -> LoadSettings | None:
@@ -136,7 +148,7 @@ def load_from_options(
     settings = LoadSettings(
         rate=None if rate is None else float(rate),
         connections=DEFAULT_CONNECTIONS if connections is None else int(connections),
-        time_s=time_s or None,
+        time_s=_load_time(time_s, watch=bool(values.get("watch", False))),
         interval_s=float(interval_s),
         fresh=bool(values.get("fresh", False)),
     )
