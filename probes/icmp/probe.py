@@ -280,7 +280,7 @@ class IcmpProbe:
             target=opts.host,
             address=self.target.address if self.target else None,
             mode=self.mode,
-            pacing="flood" if opts.flood else "fixed rate",
+            pacing="flood" if opts.paced_by_replies else "fixed rate",
             reference_command=self.reference_command(),
             idle_reason=self.idle_reason,
             totals=totals,
@@ -391,7 +391,7 @@ class IcmpProbe:
 
     def _describe_pace(self) -> str:
         o = self.settings
-        pace = "flood" if o.flood else f"{o.total_rate:g} requests/s"
+        pace = "flood" if o.paced_by_replies else f"{o.total_rate:g} requests/s"
         if o.streams > 1:
             pace += f" over {o.streams} streams"
         return pace
