@@ -41,6 +41,7 @@ from probetop.probes.core.family import LiveText, RunCommon, RunOutcome
 from probetop.probes.core.intervallog import dropped_note
 from probetop.probes.core.sample import Sample
 from probetop.probes.core.sysbench.hist import HIST_SIZE, bucket_value_ms, percentile_key
+from probetop.probes.core.sysbench.options import DEFAULT_VERBOSITY
 
 LATENCY_WIDTH = 53  # sysbench right-aligns latency values to this column
 STAT_PREFIX = 41  # "    total time:" padded to this width
@@ -299,6 +300,10 @@ class IntervalSettings(Protocol):
     def histogram(self) -> bool:
         """--histogram was given: the text report prints sysbench's histogram."""
 
+    @property
+    def verbosity(self) -> int:
+        """sysbench's --verbosity: below 3 no text report (sysbench prints none)."""
+
 
 def report_interval(settings: IntervalSettings) -> float | None:
     """The interval the text report's [ Ns ] lines are printed at, or None."""
@@ -313,6 +318,10 @@ def run_report(
     lines when --report-interval asked for them."""
 
     def report(settings: IntervalSettings, common: RunCommon, result: RunOutcome) -> int:
+        if settings.verbosity < DEFAULT_VERBOSITY and not common.json:
+            return write_run_report(
+                result, as_json=False, text=_silent, document=document, report_interval_s=None
+            )
         return write_run_report(
             result,
             as_json=common.json,
@@ -323,6 +332,11 @@ def run_report(
         )
 
     return report
+
+
+def _silent(summary: Mapping[str, Any], **_: Any) -> str:
+    """--verbosity below 3: sysbench prints no report (a probe error still is)."""
+    return ""
 
 
 IntervalSettingsT = TypeVar("IntervalSettingsT", bound=IntervalSettings)
@@ -340,10 +354,12 @@ def live_text(
     --report-interval was not given)."""
 
     def banner(settings: IntervalSettingsT, probes: Sequence[Probe]) -> str:
+        if settings.verbosity < DEFAULT_VERBOSITY:
+            return ""
         return "".join(line + "\n" for line in head(settings, probes[0].summary()))
 
     def lines(settings: IntervalSettingsT) -> Callable[[Sample], Sequence[str]]:
-        if not settings.report_intervals:
+        if not settings.report_intervals or settings.verbosity < DEFAULT_VERBOSITY:
             return lambda sample: ()
         return reader(settings)
 
