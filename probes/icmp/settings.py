@@ -199,6 +199,14 @@ SPEC = CommandSpec(
             exclusive="pace",
         ),
         Option(
+            ("-A", "--adaptive"),
+            "ping -A: once a reply came, the time between requests is the RTT's moving "
+            "average (ping's ewma) in whole ms, at least 2 ms for a user other than root; "
+            "0 ms (root) paces by the replies, as a flood; before it, -i's (default 1 s)",
+            action="store_true",
+            default=False,
+        ),
+        Option(
             ("--sample-interval",),
             "sampling interval in seconds (default 1); --interval here is ping's send interval",
             duration(positive=True),
@@ -355,6 +363,8 @@ class IcmpSettings:
     # or after it, as ping; the runner ends the run there). With -c it makes
     # the count one of replies, as ping -c N -w S (counts_replies).
     deadline_s: float | None = None
+    # Since 0.5: ping -A (the period follows the RTT ewma once a reply came).
+    adaptive: bool = False
 
     @classmethod
     def from_options(
@@ -381,6 +391,7 @@ class IcmpSettings:
             quiet=bool(values.get("quiet", False)),
             timestamps=bool(values.get("timestamps", False)),
             deadline_s=deadline_s,
+            adaptive=bool(values.get("adaptive", False)),
         )
         settings.validate()
         return settings
@@ -413,6 +424,11 @@ class IcmpSettings:
         # --flood, --rate and -i are each an explicit choice of rate.
         if self.flood and (self.rate is not None or self.period_s is not None):
             raise UsageProbeError("--flood sends as fast as replies come back: drop --rate/-i")
+        if self.adaptive and (self.flood or self.rate is not None):
+            raise UsageProbeError(
+                "-A adapts the time between requests to the RTT: drop --flood/--rate "
+                "(-i sets the period before the first reply)"
+            )
         if self.rate is not None and self.period_s is not None:
             raise UsageProbeError("give either --rate or -i/--send-interval, not both")
         if self.rate is not None and not (
@@ -463,7 +479,7 @@ class IcmpSettings:
             ),
         )
         rate = self.total_rate
-        if rate is None or rate / self.streams >= BUSY_STREAM_RATE:
+        if self.adaptive or rate is None or rate / self.streams >= BUSY_STREAM_RATE:
             check_busy_workers(
                 "--streams",
                 self.streams,
@@ -508,6 +524,7 @@ def _one_command(settings: IcmpSettings, address: str | None) -> str:
         rate is not None
         and rate > UNSOLICITED_MAX_PPS
         and o.preload == 1
+        and not o.adaptive
         and o.family != 6
         and ":" not in host
     ):
@@ -519,6 +536,7 @@ def _one_command(settings: IcmpSettings, address: str | None) -> str:
             cmd += ["-t", str(o.ttl)]
         return shlex.join([*cmd, host])
     cmd = ["ping", "-q", *fam]
+    cmd += ["-A"] if o.adaptive else []
     if o.flood:
         cmd += ["-f"]
     elif o.period_s == 0:

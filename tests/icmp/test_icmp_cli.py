@@ -84,6 +84,7 @@ FLAGS_0_1 = {
 FLAGS_ADDED = {
     *("-f", "-q", "--quiet", "-w", "--deadline", "-W", "-D", "--timestamps", "-I", "-b"),
     "--metrics-linger",
+    *("-A", "--adaptive"),  # ping's adaptive interval
 }
 
 
