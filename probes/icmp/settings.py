@@ -101,6 +101,8 @@ group, else a raw socket (root or `sudo setcap cap_net_raw+ep $(realpath $(which
 def send_interval(text: str) -> float:
     """ping's -i (``0.2``, or ``200ms``, ``20us``) or hping3's ``-i uN`` (N µs).
 
+    A plain number is in whole ms, as ping's ``(int)(optval * 1000)``:
+    ``0.0015`` is 1 ms and anything below 1 ms is 0; ``1500us`` is exact.
     ``0`` is ping's ``-i 0``: requests paced by the replies, as a flood
     (iputils sends the next request as a reply comes, or after 10 ms without
     one), with per-reply lines rather than dots. Text that is none of these
@@ -113,6 +115,10 @@ def send_interval(text: str) -> float:
         if micros <= 0:
             raise OptionValueError(f"must be a positive duration, got {text}")
         return micros * 1e-6
+    if _PLAIN.match(text):
+        # ping's (int)(optval * 1000): whole ms, 0.0015 is 1 ms, below 1 ms is 0
+        value = _duration(text)
+        return int(value * 1000) / 1000 if value * 1000 < 2**63 else value
     try:
         return _duration(text)
     except OptionValueError:
@@ -121,11 +127,14 @@ def send_interval(text: str) -> float:
         value, garbage = _ping_strtod(text)
         if garbage is None or value < 0 or not math.isfinite(value):
             raise
+    value = int(value * 1000) / 1000 if value * 1000 < 2**63 else value
     ping_garbage_warning(garbage, f"-i {text} read as {value:g}")
     return value
 
 
 _duration = duration()
+# A plain number, as ping's -i takes it (no unit: probetop's 200ms/20us are exact).
+_PLAIN = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*$")
 # strtod's decimal form (the leading number ping_strtod keeps).
 _STRTOD = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
 
@@ -191,7 +200,8 @@ SPEC = CommandSpec(
         Option(
             ("-i", "--interval", "--send-interval"),
             "time between requests, as ping -i (0.2, 200ms, 20us) or hping3 -i (u20: "
-            "20 microseconds); default 1 s; 0: the next request as a reply comes "
+            "20 microseconds); default 1 s. A plain number is whole ms, as ping reads "
+            "it (0.0015 is 1 ms, below 1 ms is 0); 0: the next request as a reply comes "
             "(or after 10 ms), as ping -i 0, with per-reply lines",
             send_interval,
             metavar="DURATION",

@@ -86,6 +86,9 @@ RUNS = [
     (["-c", "3", "-i", "abc", "127.0.0.1"], "ipg/ewma"),
     # ... and "0.01x" as 0.01 (paced: no ipg/ewma)
     (["-c", "3", "-i", "0.01x", "127.0.0.1"], "3 received"),
+    # whole ms, as (int)(optval * 1000): 0.0005 is -i 0 (ipg/ewma), 0.0015 is 1 ms
+    (["-c", "3", "-i", "0.0005", "127.0.0.1"], "ipg/ewma"),
+    (["-c", "3", "-i", "0.0015", "127.0.0.1"], "3 received"),
 ]
 
 
