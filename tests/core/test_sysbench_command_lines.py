@@ -218,18 +218,72 @@ def test_general_options_beside_sysbench(test: str, options: list[str], tmp_path
     assert seed(ours.stdout) == seed(ref.stdout)
 
 
-VERBOSITY = [("cpu", "0"), ("cpu", "2"), ("cpu", "3"), ("memory", "1"), ("memory", "3")]
+VERBOSITY = [
+    ("cpu", "0"),
+    ("cpu", "2"),
+    ("cpu", "3"),
+    ("cpu", "4"),
+    ("memory", "1"),
+    ("memory", "3"),
+    ("memory", "4"),
+]
 
 
 @pytest.mark.parametrize(("test", "level"), VERBOSITY, ids=[f"{t} {v}" for t, v in VERBOSITY])
 def test_verbosity_beside_sysbench(test: str, level: str, tmp_path: Path) -> None:
-    """--verbosity below 3: no stdout at all, as sysbench; 3: the report."""
+    """--verbosity below 3: no stdout at all, as sysbench; 3 and 4: the report."""
     base = ["--cpu-max-prime=500"] if test == "cpu" else ["--memory-total-size=1M"]
     ref, ours = both([test, "--time=1", *base, f"--verbosity={level}", "run"], tmp_path)
     assert ours.returncode == ref.returncode == 0, ours.stderr
     assert (ours.stdout == "") == (ref.stdout == "") == (int(level) < 3), ours.stdout
     key = "cpu" if test == "cpu" else "mem"
     assert has_report(ours.stdout, key) == has_report(ref.stdout, key)
+
+
+PROGRESS = [
+    ("cpu", ["--time=1", "--cpu-max-prime=500"]),
+    ("cpu", ["--time=1", "--threads=3", "--cpu-max-prime=500"]),
+    ("cpu", ["--time=0", "--events=50", "--cpu-max-prime=500"]),
+    ("cpu", ["--time=1", "--cpu-max-prime=500", "--histogram"]),
+    ("memory", ["--time=1", "--memory-total-size=1M"]),
+    ("memory", ["--time=1", "--threads=2", "--memory-total-size=0"]),
+]
+
+
+def progress(text: str) -> list[str]:
+    """A reader of sysbench's --verbosity 4 lines: the head from the seed
+    line to the section after "Threads started!" (the histogram's or the
+    report's), numbers left out."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(SEED_LINE))
+    ends = ("CPU speed:", "Total operations:", "Latency histogram")
+    end = next(i for i, ln in enumerate(lines) if ln.startswith(ends))
+    return [ln for ln in lines[start + 1 : end] if not ln.startswith("Prime numbers limit")]
+
+
+@pytest.mark.parametrize(
+    ("test", "options"), PROGRESS, ids=[f"{t} {' '.join(o)}" for t, o in PROGRESS]
+)
+def test_verbosity_4_progress_lines_beside_sysbench(
+    test: str, options: list[str], tmp_path: Path
+) -> None:
+    """--verbosity 4: "Doing CPU performance benchmark", the limit each
+    thread reached (folded: "(last message repeated N times)") and "Done."."""
+    ref, ours = both([test, *options, "--verbosity=4", "run"], tmp_path)
+    assert ours.returncode == ref.returncode == 0, ours.stderr
+    assert progress(ours.stdout) == progress(ref.stdout), (ours.stdout, ref.stdout)
+
+
+def test_verbosity_5_is_refused_for_now(tmp_path: Path) -> None:
+    """sysbench's 5 adds DEBUG lines per worker, which probetop does not print: exit 1."""
+    r = subprocess.run(
+        [*PROBETOP, "cpu", "--time=1", "--verbosity=5", "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env(tmp_path),
+    )
+    assert r.returncode == 1 and "--verbosity 5" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize(
