@@ -23,10 +23,10 @@ import shlex
 from probetop.probes.disk.blockmap import BlockMap
 from probetop.probes.disk.engineplan import EnginePlan
 from probetop.probes.disk.sizes import format_size
-from probetop.probes.disk.workers import FIO_BUFFER_ALIGNMENT
 from probetop.probes.disk.target import Target
 from probetop.probes.disk.units import fio_time
 from probetop.probes.disk.warmup.settings import WarmupSettings
+from probetop.probes.disk.workers import FIO_BUFFER_ALIGNMENT
 
 MAP_CELLS = 64
 FIO_RW = {"read": "read", "write": "write", "randwrite": "randwrite"}
