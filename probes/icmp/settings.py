@@ -139,6 +139,21 @@ _PLAIN = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*$")
 _STRTOD = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
 
 
+def linger_time(text: str) -> float:
+    """ping's -W: a duration (``1``, ``500ms``), or text with garbage read as
+    iputils 20221126 reads it, after its two warning lines (``-W 0.5x`` is
+    0.5 s); the range (0.001..60 s) is checked with the other settings, so
+    ``-W abc`` (ping's 0) is refused there."""
+    try:
+        return _duration(text)
+    except OptionValueError:
+        value, garbage = _ping_strtod(text)
+        if not text.strip() or garbage is None or value < 0 or not math.isfinite(value):
+            raise
+    ping_garbage_warning(garbage, f"-W {text} read as {value:g}")
+    return value
+
+
 def _ping_strtod(text: str) -> tuple[float, str | None]:
     """(the value iputils' ping_strtod reads, the garbage after it: None when
     there is none, so the text is a plain number)."""
@@ -308,7 +323,7 @@ SPEC = CommandSpec(
             "a request unanswered this long is lost, as ping -W TIMEOUT (default 1); "
             "on Ctrl-C or --time, "
             f"replies in flight are awaited at most min(this, {STOP_DRAIN_S:g}) s",
-            duration(),
+            linger_time,
             1.0,
             "S",
         ),
