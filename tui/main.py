@@ -52,7 +52,7 @@ from probetop.tui.cli.parser import (
     parse_args,
 )
 from probetop.tui.cli.plan import RunPlan
-from probetop.tui.cli.sysbench_line import sysbench_argv
+from probetop.tui.cli.sysbench_line import sysbench_argv, sysbench_version
 from probetop.tui.run.hardexit import exit_now
 from probetop.tui.run.importgc import collect_from_now, imports_without_gc
 from probetop.tui.run.launch import (
@@ -95,6 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv is None and sys.argv[1:2] == [ARGV_STDIN]:  # --remote: options over ssh's stdin
             sys.argv = [sys.argv[0], *read_argv_stdin()]
         given = sys.argv[1:] if argv is None else list(argv)
+        said = sysbench_version(given)  # `sysbench cpu --version`
+        if said is not None:
+            print(said)
+            return 0
         args = sysbench_argv(given)  # sysbench's `[options]... cpu run` as probetop's
         parser = build_parser(commands_needed(args))
         namespace = parse_args(parser, args)

@@ -9,7 +9,12 @@ from typing import Any
 from probetop.probes.core.base import Probe
 from probetop.probes.core.family import DemoContext, Family, Lazy, RunCommon, ends_itself
 from probetop.probes.core.sysbench.options import settings_reader
-from probetop.probes.core.sysbench.report import live_text, report_interval, run_report
+from probetop.probes.core.sysbench.report import (
+    insert_doing,
+    live_text,
+    report_interval,
+    run_report,
+)
 from probetop.probes.cpu.probe import CpuProbe
 from probetop.probes.cpu.records import KIND, CpuInterval
 from probetop.probes.cpu.report import LiveLines, format_report, head_lines, json_document
@@ -20,13 +25,17 @@ def build_probes(settings: CpuSettings, common: RunCommon) -> list[Probe]:
     return [CpuProbe(settings)]
 
 
+DOING = "Doing CPU performance benchmark"  # sysbench's --verbosity 4 line
+
+
 def live_head(settings: CpuSettings, summary: Mapping[str, Any]) -> list[str]:
     """The report's head from the probe before it ran; a sweep's thread
     counts are its plan (the summary lists the runs done so far)."""
     if settings.sweep:
         counts = settings.sweep_counts or sweep_thread_counts()
         summary = {**summary, "sweep": [{"threads": n} for n in counts]}
-    return head_lines(summary, report_interval(settings))
+    lines = head_lines(summary, report_interval(settings))
+    return insert_doing(lines, DOING) if settings.verbosity > 3 else lines
 
 
 def live_lines(settings: CpuSettings) -> LiveLines:
@@ -45,7 +54,12 @@ FAMILY = Family(
     read_settings=settings_reader(CpuSettings.from_options),
     build_probes=build_probes,
     # sysbench-style text, or one JSON document with --json; exit 1 on probe errors
-    report=run_report(format_report, json_document),
+    report=run_report(
+        format_report,
+        json_document,
+        sections=("CPU speed:",),
+        doing=DOING,
+    ),
     # Headless text: the banner and each [ Ns ] line printed as the run goes.
     live_text=live_text(live_head, live_lines),
     records=lambda: (CpuInterval,),

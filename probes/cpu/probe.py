@@ -382,6 +382,7 @@ class CpuProbe:
             "max_prime": self.max_prime,
             "percentile": self.percentile,
             "time_limit_s": self.time_s,
+            **({"rand_seed": self.settings.rand_seed} if self.settings.rand_seed else {}),
             "event_limit": self.events,
             **last.as_dict(self.percentile),
             "intervals": self.intervals.rows(),

@@ -27,6 +27,7 @@ from typing import Any
 from probetop.probes import version
 from probetop.probes.core.sample import Sample
 from probetop.probes.core.sysbench import SYSBENCH_VERSION
+from probetop.probes.core.sysbench.options import seed_line
 from probetop.probes.core.sysbench.report import (
     NUM,
     cumulative_fields,
@@ -129,7 +130,7 @@ def head_lines(summary: Mapping[str, Any], report_interval_s: float | None) -> l
     lines += [
         # sysbench prints this for every test (cpu draws no random numbers in
         # either tool); kept so the report lines up with sysbench's.
-        "Initializing random number generator from current time",
+        seed_line(int(summary.get("rand_seed") or 0)),
         "",
         "",
         f"Prime numbers limit: {summary.get('max_prime')}",

@@ -36,14 +36,17 @@ from probetop.probes.core.sysbench.options import (
     DEFAULT_TIME_S,
     REFUSED_EXIT,
     check_percentile,
+    check_verbosity,
     histogram_option,
     old_spellings,
     percentile_option,
+    rand_seed_option,
     report_interval_option,
     run_word_option,
     sampling_period,
     sysbench_forms,
     threads_option,
+    verbosity_option,
 )
 
 # What one worker thread costs the machine (measured, docs/cpu.md): its
@@ -148,6 +151,8 @@ SPEC = CommandSpec(
         report_interval_option("cpu"),
         percentile_option(),
         histogram_option(),
+        rand_seed_option(),
+        verbosity_option(),
         Option(
             ("--sweep",),
             "one run per thread count (--time each) and report events/s and scaling "
@@ -193,6 +198,8 @@ class CpuSettings:
     engine: str = "auto"
     report_intervals: bool = False  # print [ 1s ] lines in the text report
     histogram: bool = False  # --histogram: print the latency histogram in the text report
+    rand_seed: int = 0  # --rand-seed: printed in the report's head (sysbench's)
+    verbosity: int = 3  # --verbosity: below 3 no text report (sysbench's)
     unbounded_ok: bool = False
     sweep_counts: tuple[int, ...] | None = None
 
@@ -225,6 +232,8 @@ class CpuSettings:
             engine=values.get("engine", "auto"),
             report_intervals=report_intervals,
             histogram=bool(values.get("histogram", False)),
+            rand_seed=values.get("rand_seed", 0),
+            verbosity=values.get("verbosity", 3),
             sweep_counts=tuple(sweep) if sweep else None,
         )
         settings.validate()
@@ -240,6 +249,7 @@ class CpuSettings:
         """Raise UsageProbeError for parameters sysbench would refuse, and
         LimitProbeError (exit 2) for what this machine or the event loop
         cannot hold: more threads than fit, an interval below the floor."""
+        check_verbosity(self.verbosity)
         if not isinstance(self.threads, int) or self.threads < 1:
             raise UsageProbeError(f"--threads must be 1 or more, got {self.threads}")
         if not isinstance(self.max_prime, int) or self.max_prime < 3:

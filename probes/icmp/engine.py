@@ -62,6 +62,8 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     ABORT,
     BURST_BYTES,
     BURST_PACKET_OVERHEAD,
+    C_ADAPT_FLOOR,
+    C_ADAPTIVE,
     C_ADDRLEN,
     C_CHECK_IDENT,
     C_COUNT,
@@ -550,6 +552,8 @@ def run_slice(
     partial = cfg[C_CSUM_PARTIAL]
     log_return = cfg[C_LOG_RETURN] != 0
     send_until = cfg[C_SEND_UNTIL]
+    adaptive = cfg[C_ADAPTIVE] != 0
+    adapt_floor = cfg[C_ADAPT_FLOOR]
     # Once per slice: the clocks only drift apart by a step, which the
     # plausibility check in _on_packet catches.
     offset = _clock_offset(ts)
@@ -594,13 +598,23 @@ def run_slice(
         # under load and let one more request out, counted sent and lost).
         expired = send_until > 0 and now >= send_until
         sending = command != DRAIN and not counted and not expired
+        # ping -A (iputils update_interval): once a reply came, the period is
+        # the RTT ewma in whole ms ((ewma + 500 us) / 1 ms), at least the floor
+        # (2 ms for a user, none for root); 0 paces by the replies, as a flood.
+        # Before the first reply, -i's period (1 s by default).
+        adapted = adaptive and st[S_EWMA8] > 0
+        paced_now = paced
+        period_now = period
+        if adapted:
+            period_now = max(((st[S_EWMA8] // 8 + 500) // 1000) * 1000000, adapt_floor)
+            paced_now = period_now > 0
         if not sending and st[S_SEND_END] == 0:
             # --count reached: sending ended one period after the last request
             # (ping -c N -i P takes N x P); the deadline: at it; a drain or N
             # replies: now.
             st[S_SEND_END] = now
-            if command != DRAIN and counted and paced and st[S_HEAD] > 0 and not answered:
-                st[S_SEND_END] = st[S_LAST_SEND] + period
+            if command != DRAIN and counted and paced_now and st[S_HEAD] > 0 and not answered:
+                st[S_SEND_END] = st[S_LAST_SEND] + period_now
             elif command != DRAIN and not counted:
                 st[S_SEND_END] = send_until
         # After N replies (ping -c N -w S) the requests still unanswered are
@@ -614,7 +628,9 @@ def run_slice(
             return SLICE_DONE
         # -- send --------------------------------------------------------
         if sending:
-            if paced:
+            if adapted and paced_now:
+                due = now >= st[S_LAST_SEND] + period_now
+            elif paced_now:
                 due = now >= st[S_NEXT_SEND]
             else:
                 # ping -f (iputils): the window is the requests sent after the
@@ -679,7 +695,9 @@ def run_slice(
                 st[S_LAST_SEND] = t_send
                 # ping -l N, paced: the first N requests go out at once (its
                 # token bucket starts with N - 1 intervals), then one a period.
-                if paced and head + 1 >= preload:
+                if adapted and paced_now:
+                    st[S_NEXT_SEND] = t_send + period_now
+                elif paced_now and head + 1 >= preload:
                     nxt = st[S_NEXT_SEND] + period
                     # Absolute deadlines keep the long-run rate exact: after a short
                     # stall (preemption) the loop catches up at full speed; after a
@@ -698,7 +716,7 @@ def run_slice(
                 # what the loop can send) cannot starve the receiver (issue:
                 # 0 replies/s in a flood's interval, replies dropped by a full
                 # socket buffer).
-                if paced:
+                if paced_now:
                     room = head + 1 < preload and st[S_NEXT_SEND] <= t_send
                 else:
                     room = st[S_HEAD] - 1 - st[S_MAX_RX] < preload
@@ -726,7 +744,9 @@ def run_slice(
         # Sleep at most CONTROL_POLL_NS, so a drain or abort request is seen soon.
         wake = min(deadline_ns, now + CONTROL_POLL_NS)
         if sending:
-            if paced:
+            if adapted and paced_now:
+                wake = min(wake, st[S_LAST_SEND] + period_now)
+            elif paced_now:
                 wake = min(wake, st[S_NEXT_SEND])
             elif st[S_HEAD] - 1 - st[S_MAX_RX] < preload:
                 wake = now  # the preload window has room: send on at once

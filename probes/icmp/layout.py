@@ -71,7 +71,11 @@ C_COUNT_REPLIES = 15
 # run itself ends when the runner stops it at --time (the same instant, from
 # its own clock), so a late stop can no longer add a request at the edge.
 C_SEND_UNTIL = 16
-N_CONFIG = 17
+# ping -A (adaptive): once a reply came, the period is ping's RTT ewma rounded
+# to whole ms (0: paced by the replies, as a flood), at least C_ADAPT_FLOOR ns
+# (ping's 2 ms for a user other than root); before it, C_PERIOD's.
+C_ADAPTIVE, C_ADAPT_FLOOR = 17, 18
+N_CONFIG = 19
 
 # -- persistent loop state (int64 array) ---------------------------------------
 S_HEAD, S_TAIL, S_NEXT_SEND, S_LAST_SEND, S_IN_FLIGHT, S_MAX_RX = range(6)

@@ -24,6 +24,8 @@ import numpy as np
 from probetop.probes.core import native_objects
 from probetop.probes.icmp.layout import (
     ADDR_BYTES,
+    C_ADAPT_FLOOR,
+    C_ADAPTIVE,
     C_ADDRLEN,
     C_CHECK_IDENT,
     C_COUNT,
@@ -296,6 +298,8 @@ def make_config(
     log_return: bool = False,
     count_replies: bool = False,
     send_until_ns: int = 0,
+    adaptive: bool = False,
+    adaptive_floor_ns: int = 0,
 ) -> np.ndarray:
     """The loop's config array. ``period_ns`` 0 = flood (send as replies arrive).
     ``log_rows`` > 0 turns the reply log on (rows per slice); ``log_return``
@@ -322,6 +326,8 @@ def make_config(
     cfg[C_LOG_RETURN] = int(log_return and log_rows > 0)
     cfg[C_COUNT_REPLIES] = int(count_replies)
     cfg[C_SEND_UNTIL] = max(0, send_until_ns)
+    cfg[C_ADAPTIVE] = int(adaptive)
+    cfg[C_ADAPT_FLOOR] = max(0, adaptive_floor_ns)
     return cfg
 
 

@@ -280,7 +280,9 @@ class IcmpProbe:
             target=opts.host,
             address=self.target.address if self.target else None,
             mode=self.mode,
-            pacing="flood" if opts.flood else "fixed rate",
+            pacing="adaptive"
+            if opts.adaptive
+            else ("flood" if opts.paced_by_replies else "fixed rate"),
             reference_command=self.reference_command(),
             idle_reason=self.idle_reason,
             totals=totals,
@@ -337,7 +339,7 @@ class IcmpProbe:
         """Time between requests to the target (fping's interval, for the
         outage time): the set period, or a flood's mean."""
         rate = self.settings.total_rate
-        if rate is not None:
+        if rate is not None and not self.settings.adaptive:
             return 1.0 / rate
         return sending_s / sent if sent else None
 
@@ -391,7 +393,9 @@ class IcmpProbe:
 
     def _describe_pace(self) -> str:
         o = self.settings
-        pace = "flood" if o.flood else f"{o.total_rate:g} requests/s"
+        pace = "flood" if o.paced_by_replies else f"{o.total_rate:g} requests/s"
+        if o.adaptive:
+            pace = f"adaptive (ping -A), {pace} until the first reply"
         if o.streams > 1:
             pace += f" over {o.streams} streams"
         return pace
@@ -470,7 +474,7 @@ class IcmpProbe:
                     # (the edge read counted the last replies): no sample of
                     # nothing, which would read 0 replies/s.
                     continue
-                period = self.settings.total_rate
+                period = None if self.settings.adaptive else self.settings.total_rate
                 record = interval.record(
                     seconds,
                     self.mode,

@@ -144,7 +144,7 @@ def format_report(
         pipe=t.pipe if t else None,
         ipg_us=t.ipg_us if t else None,
         ewma_us=t.rtt_ewma_us if t else None,
-        show_ipg=s.pacing == "flood",
+        show_ipg=s.pacing in ("flood", "adaptive"),
     )
     return out + statistics_block(totals, extra_lines(s, error, notes))
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -98,17 +99,81 @@ group, else a raw socket (root or `sudo setcap cap_net_raw+ep $(realpath $(which
 
 
 def send_interval(text: str) -> float:
-    """ping's -i (``0.2``, or ``200ms``, ``20us``) or hping3's ``-i uN`` (N µs)."""
+    """ping's -i (``0.2``, or ``200ms``, ``20us``) or hping3's ``-i uN`` (N µs).
+
+    A plain number is in whole ms, as ping's ``(int)(optval * 1000)``:
+    ``0.0015`` is 1 ms and anything below 1 ms is 0; ``1500us`` is exact.
+    ``0`` is ping's ``-i 0``: requests paced by the replies, as a flood
+    (iputils sends the next request as a reply comes, or after 10 ms without
+    one), with per-reply lines rather than dots. Text that is none of these
+    is read as iputils 20221126 reads it (``ping_strtod``): the number it
+    starts with, 0 if none (``-i abc`` is ``-i 0``), after ping's two
+    warning lines; a negative number is still refused."""
     stripped = text.strip()
     if stripped[:1] in ("u", "U") and stripped[1:].strip().isdigit():
         micros = int(stripped[1:])
         if micros <= 0:
             raise OptionValueError(f"must be a positive duration, got {text}")
         return micros * 1e-6
-    return _duration(text)
+    if _PLAIN.match(text):
+        # ping's (int)(optval * 1000): whole ms, 0.0015 is 1 ms, below 1 ms is 0
+        value = _duration(text)
+        return int(value * 1000) / 1000 if value * 1000 < 2**63 else value
+    try:
+        return _duration(text)
+    except OptionValueError:
+        if not stripped or stripped[:1] in ("u", "U"):
+            raise  # ping refuses an empty value; u... is hping3's form, not a number
+        value, garbage = _ping_strtod(text)
+        if garbage is None or value < 0 or not math.isfinite(value):
+            raise
+    value = int(value * 1000) / 1000 if value * 1000 < 2**63 else value
+    ping_garbage_warning(garbage, f"-i {text} read as {value:g}")
+    return value
 
 
-_duration = duration(positive=True)
+_duration = duration()
+# A plain number, as ping's -i takes it (no unit: probetop's 200ms/20us are exact).
+_PLAIN = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*$")
+# strtod's decimal form (the leading number ping_strtod keeps).
+_STRTOD = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
+
+
+def linger_time(text: str) -> float:
+    """ping's -W: a duration (``1``, ``500ms``), or text with garbage read as
+    iputils 20221126 reads it, after its two warning lines (``-W 0.5x`` is
+    0.5 s); the range (0.001..60 s) is checked with the other settings, so
+    ``-W abc`` (ping's 0) is refused there."""
+    try:
+        return _duration(text)
+    except OptionValueError:
+        value, garbage = _ping_strtod(text)
+        if not text.strip() or garbage is None or value < 0 or not math.isfinite(value):
+            raise
+    ping_garbage_warning(garbage, f"-W {text} read as {value:g}")
+    return value
+
+
+def _ping_strtod(text: str) -> tuple[float, str | None]:
+    """(the value iputils' ping_strtod reads, the garbage after it: None when
+    there is none, so the text is a plain number)."""
+    m = _STRTOD.match(text)
+    if m is None:
+        return 0.0, text  # strtod converts nothing: 0, all of it garbage
+    rest = text[m.end() :]
+    return float(m.group(1)), (rest if rest else None)
+
+
+def ping_garbage_warning(garbage: str, read_as: str) -> None:
+    """iputils 20221126's warning for an -i/-W value with garbage (it runs on)."""
+    import sys
+
+    print(f"probetop icmp: option argument contains garbage: {garbage}", file=sys.stderr)
+    print(
+        f"probetop icmp: this will become fatal error in the future ({read_as}, as ping)",
+        file=sys.stderr,
+    )
+
 
 # Range rules live in IcmpSettings.validate (some need the other options);
 # the parsers only check "a whole number >= 0" / "a number" / "a duration".
@@ -150,11 +215,21 @@ SPEC = CommandSpec(
         Option(
             ("-i", "--interval", "--send-interval"),
             "time between requests, as ping -i (0.2, 200ms, 20us) or hping3 -i (u20: "
-            "20 microseconds); default 1 s",
+            "20 microseconds); default 1 s. A plain number is whole ms, as ping reads "
+            "it (0.0015 is 1 ms, below 1 ms is 0); 0: the next request as a reply comes "
+            "(or after 10 ms), as ping -i 0, with per-reply lines",
             send_interval,
             metavar="DURATION",
             dest="send_interval",
             exclusive="pace",
+        ),
+        Option(
+            ("-A", "--adaptive"),
+            "ping -A: once a reply came, the time between requests is the RTT's moving "
+            "average (ping's ewma) in whole ms, at least 2 ms for a user other than root; "
+            "0 ms (root) paces by the replies, as a flood; before it, -i's (default 1 s)",
+            action="store_true",
+            default=False,
         ),
         Option(
             ("--sample-interval",),
@@ -248,7 +323,7 @@ SPEC = CommandSpec(
             "a request unanswered this long is lost, as ping -W TIMEOUT (default 1); "
             "on Ctrl-C or --time, "
             f"replies in flight are awaited at most min(this, {STOP_DRAIN_S:g}) s",
-            duration(),
+            linger_time,
             1.0,
             "S",
         ),
@@ -313,6 +388,8 @@ class IcmpSettings:
     # or after it, as ping; the runner ends the run there). With -c it makes
     # the count one of replies, as ping -c N -w S (counts_replies).
     deadline_s: float | None = None
+    # Since 0.5: ping -A (the period follows the RTT ewma once a reply came).
+    adaptive: bool = False
 
     @classmethod
     def from_options(
@@ -339,6 +416,7 @@ class IcmpSettings:
             quiet=bool(values.get("quiet", False)),
             timestamps=bool(values.get("timestamps", False)),
             deadline_s=deadline_s,
+            adaptive=bool(values.get("adaptive", False)),
         )
         settings.validate()
         return settings
@@ -351,9 +429,15 @@ class IcmpSettings:
         return self.count is not None and bool(self.deadline_s)
 
     @property
+    def paced_by_replies(self) -> bool:
+        """A flood (-f) or ping's -i 0: the next request as a reply comes (or
+        after 10 ms without one); only -f prints dots."""
+        return self.flood or self.period_s == 0
+
+    @property
     def total_rate(self) -> float | None:
         """Requests/s over all streams, or None for flood."""
-        if self.flood:
+        if self.paced_by_replies:
             return None
         if self.rate is not None:
             return self.rate
@@ -365,6 +449,11 @@ class IcmpSettings:
         # --flood, --rate and -i are each an explicit choice of rate.
         if self.flood and (self.rate is not None or self.period_s is not None):
             raise UsageProbeError("--flood sends as fast as replies come back: drop --rate/-i")
+        if self.adaptive and (self.flood or self.rate is not None):
+            raise UsageProbeError(
+                "-A adapts the time between requests to the RTT: drop --flood/--rate "
+                "(-i sets the period before the first reply)"
+            )
         if self.rate is not None and self.period_s is not None:
             raise UsageProbeError("give either --rate or -i/--send-interval, not both")
         if self.rate is not None and not (
@@ -374,7 +463,7 @@ class IcmpSettings:
                 f"--rate must be within {MIN_RATE:.6g}..{MAX_RATE:.0f} requests/s "
                 f"(one an hour to 10M/s), got {self.rate:g}"
             )
-        if self.period_s is not None and not (1.0 / MAX_RATE <= self.period_s <= 3600):
+        if self.period_s and not (1.0 / MAX_RATE <= self.period_s <= 3600):
             raise UsageProbeError(
                 f"the send interval (-i) must be within 100ns..3600s (10M requests/s to "
                 f"one an hour), got {self.period_s:g} s"
@@ -415,7 +504,7 @@ class IcmpSettings:
             ),
         )
         rate = self.total_rate
-        if self.flood or (rate is not None and rate / self.streams >= BUSY_STREAM_RATE):
+        if self.adaptive or rate is None or rate / self.streams >= BUSY_STREAM_RATE:
             check_busy_workers(
                 "--streams",
                 self.streams,
@@ -460,6 +549,7 @@ def _one_command(settings: IcmpSettings, address: str | None) -> str:
         rate is not None
         and rate > UNSOLICITED_MAX_PPS
         and o.preload == 1
+        and not o.adaptive
         and o.family != 6
         and ":" not in host
     ):
@@ -471,8 +561,11 @@ def _one_command(settings: IcmpSettings, address: str | None) -> str:
             cmd += ["-t", str(o.ttl)]
         return shlex.join([*cmd, host])
     cmd = ["ping", "-q", *fam]
+    cmd += ["-A"] if o.adaptive else []
     if o.flood:
         cmd += ["-f"]
+    elif o.period_s == 0:
+        cmd += ["-i", "0"]
     elif rate is not None and rate != 1.0:
         cmd += ["-i", f"{1.0 / rate:g}"]
     if o.preload > 1:

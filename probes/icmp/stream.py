@@ -18,6 +18,7 @@ never at import.
 from __future__ import annotations
 
 import errno
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 # each reply so its line is printed as it arrives.
 REPLY_LOG_ROWS = 4096
 LOG_RETURN_MIN_PERIOD_NS = 1_000_000
+# ping -A's shortest period for a user other than root (iputils MINUSERINTERVAL).
+ADAPTIVE_USER_FLOOR_NS = 2_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,8 +203,11 @@ class Stream(threading.Thread):
                 log_rows=REPLY_LOG_ROWS if p.logs_replies else 0,
                 # Each reply's line as it arrives, up to 1000 replies/s a stream;
                 # faster, the lines of a slice go out together at its end.
-                log_return=period_ns > 0 and period_ns >= LOG_RETURN_MIN_PERIOD_NS,
+                log_return=period_ns >= LOG_RETURN_MIN_PERIOD_NS and not p.settings.adaptive,
                 count_replies=p.settings.counts_replies,
+                adaptive=p.settings.adaptive,
+                # iputils' MINUSERINTERVAL: 2 ms for a user other than root
+                adaptive_floor_ns=0 if os.getuid() == 0 else ADAPTIVE_USER_FLOOR_NS,
                 # ping -w S: the loop sends nothing from the deadline on
                 send_until_ns=start_ns + round(p.settings.deadline_s * 1e9)
                 if p.settings.deadline_s

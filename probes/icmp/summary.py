@@ -47,6 +47,7 @@ _SETTING_TYPES: dict[str, tuple[type, ...]] = {
     "quiet": (bool,),
     "timestamps": (bool,),
     "deadline_s": (int, float, type(None)),
+    "adaptive": (bool,),
 }
 
 
@@ -83,6 +84,8 @@ class IcmpParams:
                 del d[output_only]
         if d["deadline_s"] is None:  # since 0.4, only with -w/--time
             del d["deadline_s"]
+        if not d["adaptive"]:  # since 0.5, only with -A
+            del d["adaptive"]
         d["mode"] = self.mode
         if self.target is not None:
             d["address"] = self.target.address

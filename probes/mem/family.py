@@ -34,7 +34,7 @@ FAMILY = Family(
     read_settings=settings_reader(MemSettings.from_options),
     build_probes=build_probes,
     # sysbench-style text, or one JSON document with --json; exit 1 on probe errors
-    report=run_report(format_report, json_document),
+    report=run_report(format_report, json_document, sections=("Total operations:",)),
     # Headless text: the banner and each [ Ns ] line printed as the run goes.
     live_text=live_text(live_head, live_lines),
     records=lambda: (MemInterval,),

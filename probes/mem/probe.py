@@ -293,6 +293,7 @@ class MemProbe:
         return {
             "engine": self.engine.name if self.engine else None,
             "threads": s.threads,
+            **({"rand_seed": s.rand_seed} if s.rand_seed else {}),
             "block_size": s.block_size,
             "total_size": s.total_size,
             "scope": s.scope,

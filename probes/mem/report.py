@@ -26,6 +26,7 @@ from typing import Any
 from probetop.probes import version
 from probetop.probes.core.sample import Sample
 from probetop.probes.core.sysbench import SYSBENCH_VERSION
+from probetop.probes.core.sysbench.options import seed_line
 from probetop.probes.core.sysbench.report import (
     NUM,
     cumulative_fields,
@@ -76,7 +77,7 @@ def head_lines(s: Mapping[str, Any], report_interval_s: float | None) -> list[st
         lines.append(f"Report intermediate results every {report_interval_s:g} second(s)")
     lines += [
         # sysbench prints this for every test; kept so the report lines up with its.
-        "Initializing random number generator from current time",
+        seed_line(int(s.get("rand_seed") or 0)),
         "",
         "",
         "Running memory speed test with the following options:",

@@ -24,14 +24,17 @@ from probetop.probes.core.sysbench.options import (
     DEFAULT_TIME_S,
     REFUSED_EXIT,
     check_percentile,
+    check_verbosity,
     histogram_option,
     old_spellings,
     percentile_option,
+    rand_seed_option,
     report_interval_option,
     run_word_option,
     sampling_period,
     sysbench_forms,
     threads_option,
+    verbosity_option,
 )
 
 DEFAULT_BLOCK = 1024  # --memory-block-size 1K
@@ -111,6 +114,8 @@ SPEC = CommandSpec(
         report_interval_option("mem"),
         percentile_option(),
         histogram_option(),
+        rand_seed_option(),
+        verbosity_option(),
         run_word_option("memory"),
     ),
     spellings=old_spellings("memory", events=False),
@@ -137,6 +142,8 @@ class MemSettings:
     percentile: float = 95.0
     report_intervals: bool = False
     histogram: bool = False  # --histogram: print the latency histogram in the text report
+    rand_seed: int = 0  # --rand-seed: printed in the report's head (sysbench's)
+    verbosity: int = 3  # --verbosity: below 3 no text report (sysbench's)
     unbounded_ok: bool = False
 
     @classmethod
@@ -169,6 +176,8 @@ class MemSettings:
             percentile=percentile,
             report_intervals=report_intervals,
             histogram=bool(values.get("histogram", False)),
+            rand_seed=values.get("rand_seed", 0),
+            verbosity=values.get("verbosity", 3),
         )
         settings.validate()
         return settings
@@ -184,6 +193,7 @@ class MemSettings:
         return self.total_size // self.block_size // self.threads
 
     def validate(self) -> None:
+        check_verbosity(self.verbosity)
         if not isinstance(self.threads, int) or self.threads < 1:
             raise UsageProbeError(f"--threads must be 1 or more, got {self.threads}")
         b = self.block_size

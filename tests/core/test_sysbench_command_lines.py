@@ -2,6 +2,8 @@
 audit items 1, 3 and 11): ``sysbench [options]... [testname] [command]``,
 sysbench 0.4's ``--test=cpu ... run``, sysbench's ``memory`` test name, the
 trailing ``run`` headless on a terminal too, ``prepare``/``cleanup``/``help``,
+``--version``, the general options cpu and memory run with (--rand-seed,
+--debug, --validate, --forced-shutdown, --thread-stack-size),
 and sysbench's exit status 1 for a refused value or an unknown option.
 
 Each case runs the installed sysbench and probetop with the same argv and
@@ -160,6 +162,15 @@ BAD_VALUES = [
     ("memory", "--memory-access-mode=random"),
     ("memory", "--memory-scope=foo"),
     ("memory", "--bogus=1"),
+    ("cpu", "--rand-seed=abc"),
+    # options of later sysbench versions (or LuaJIT's): 1.0.20 says "invalid option"
+    ("cpu", "--warmup-time=1"),
+    ("cpu", "--thread-init-timeout=5"),
+    ("cpu", "--luajit-cmd=off"),
+    ("memory", "--warmup-time=1"),
+    ("cpu", "--verbosity=9"),
+    ("cpu", "--verbosity=-1"),
+    ("cpu", "--verbosity=abc"),
 ]
 
 
@@ -172,6 +183,121 @@ def test_refused_values_exit_as_sysbench(test: str, option: str, tmp_path: Path)
     assert ours.returncode == ref.returncode, ours.stderr
     assert "error:" in ours.stderr
     assert option.split("=")[0] in ours.stderr  # the message names the option
+
+
+SEED_LINE = "Initializing random number generator"
+GENERAL_OPTIONS = [
+    ("cpu", ["--rand-seed=5"]),
+    ("cpu", ["--rand-seed=-1"]),
+    ("cpu", ["--debug"]),
+    ("cpu", ["--debug=on", "--validate=on"]),
+    ("cpu", ["--validate"]),
+    ("cpu", ["--forced-shutdown=1"]),
+    ("cpu", ["--thread-stack-size=64K"]),
+    ("memory", ["--rand-seed=7", "--memory-access-mode=rnd"]),
+    ("memory", ["--debug=off", "--forced-shutdown=off"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("test", "options"), GENERAL_OPTIONS, ids=[f"{t} {' '.join(o)}" for t, o in GENERAL_OPTIONS]
+)
+def test_general_options_beside_sysbench(test: str, options: list[str], tmp_path: Path) -> None:
+    """sysbench's general options that cpu and memory run with: exit 0, the
+    report, and the same seed line (--rand-seed's) read from both."""
+    base = ["--cpu-max-prime=500"] if test == "cpu" else ["--memory-total-size=1M"]
+    ref, ours = both([test, "--time=1", *base, *options, "run"], tmp_path)
+    assert ref.returncode == 0, ref.stdout + ref.stderr
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    key = "cpu" if test == "cpu" else "mem"
+    assert has_report(ref.stdout, key) and has_report(ours.stdout, key), ours.stdout
+
+    def seed(text: str) -> list[str]:
+        return [ln for ln in text.splitlines() if ln.startswith(SEED_LINE)]
+
+    assert seed(ours.stdout) == seed(ref.stdout)
+
+
+VERBOSITY = [
+    ("cpu", "0"),
+    ("cpu", "2"),
+    ("cpu", "3"),
+    ("cpu", "4"),
+    ("memory", "1"),
+    ("memory", "3"),
+    ("memory", "4"),
+]
+
+
+@pytest.mark.parametrize(("test", "level"), VERBOSITY, ids=[f"{t} {v}" for t, v in VERBOSITY])
+def test_verbosity_beside_sysbench(test: str, level: str, tmp_path: Path) -> None:
+    """--verbosity below 3: no stdout at all, as sysbench; 3 and 4: the report."""
+    base = ["--cpu-max-prime=500"] if test == "cpu" else ["--memory-total-size=1M"]
+    ref, ours = both([test, "--time=1", *base, f"--verbosity={level}", "run"], tmp_path)
+    assert ours.returncode == ref.returncode == 0, ours.stderr
+    assert (ours.stdout == "") == (ref.stdout == "") == (int(level) < 3), ours.stdout
+    key = "cpu" if test == "cpu" else "mem"
+    assert has_report(ours.stdout, key) == has_report(ref.stdout, key)
+
+
+PROGRESS = [
+    ("cpu", ["--time=1", "--cpu-max-prime=500"]),
+    ("cpu", ["--time=1", "--threads=3", "--cpu-max-prime=500"]),
+    ("cpu", ["--time=0", "--events=50", "--cpu-max-prime=500"]),
+    ("cpu", ["--time=1", "--cpu-max-prime=500", "--histogram"]),
+    ("memory", ["--time=1", "--memory-total-size=1M"]),
+    ("memory", ["--time=1", "--threads=2", "--memory-total-size=0"]),
+]
+
+
+def progress(text: str) -> list[str]:
+    """A reader of sysbench's --verbosity 4 lines: the head from the seed
+    line to the section after "Threads started!" (the histogram's or the
+    report's), numbers left out."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(SEED_LINE))
+    ends = ("CPU speed:", "Total operations:", "Latency histogram")
+    end = next(i for i, ln in enumerate(lines) if ln.startswith(ends))
+    return [ln for ln in lines[start + 1 : end] if not ln.startswith("Prime numbers limit")]
+
+
+@pytest.mark.parametrize(
+    ("test", "options"), PROGRESS, ids=[f"{t} {' '.join(o)}" for t, o in PROGRESS]
+)
+def test_verbosity_4_progress_lines_beside_sysbench(
+    test: str, options: list[str], tmp_path: Path
+) -> None:
+    """--verbosity 4: "Doing CPU performance benchmark", the limit each
+    thread reached (folded: "(last message repeated N times)") and "Done."."""
+    ref, ours = both([test, *options, "--verbosity=4", "run"], tmp_path)
+    assert ours.returncode == ref.returncode == 0, ours.stderr
+    assert progress(ours.stdout) == progress(ref.stdout), (ours.stdout, ref.stdout)
+
+
+def test_verbosity_5_is_refused_for_now(tmp_path: Path) -> None:
+    """sysbench's 5 adds DEBUG lines per worker, which probetop does not print: exit 1."""
+    r = subprocess.run(
+        [*PROBETOP, "cpu", "--time=1", "--verbosity=5", "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env(tmp_path),
+    )
+    assert r.returncode == 1 and "--verbosity 5" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize(
+    "argv", [["cpu", "--version"], ["memory", "--version=on"], ["--test=cpu", "--version"]]
+)
+def test_version_beside_sysbench(argv: list[str], tmp_path: Path) -> None:
+    """``sysbench cpu --version``: exit 0 and sysbench's version first on stdout."""
+    ref, ours = both(argv, tmp_path)
+    assert ours.returncode == ref.returncode == 0, ours.stderr
+
+    def said(text: str) -> str:
+        return " ".join(text.split()[:2])
+
+    assert said(ours.stdout) == said(ref.stdout), (ours.stdout, ref.stdout)
 
 
 def test_other_commands_keep_their_exit_statuses(tmp_path: Path) -> None:

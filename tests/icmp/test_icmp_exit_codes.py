@@ -76,6 +76,52 @@ def test_icmp_exits_as_ping(words: list[str], expected: int, tmp_path: Path) -> 
     assert said.startswith("probetop") and "error: " in said, said  # its own words
 
 
+# Command lines ping runs (exit 0), some after a warning: the words, then
+# what both must print. Bounded by -c 3 to loopback; -i 0 is root's (ping
+# refuses it to other users: "cannot flood"), so these need root.
+RUNS = [
+    # -i 0: the next request as a reply comes, ipg/ewma in the statistics
+    (["-c", "3", "-i", "0", "127.0.0.1"], "ipg/ewma"),
+    # ping_strtod reads "abc" as 0 after two warning lines, and runs
+    (["-c", "3", "-i", "abc", "127.0.0.1"], "ipg/ewma"),
+    # ... and "0.01x" as 0.01 (paced: no ipg/ewma)
+    (["-c", "3", "-i", "0.01x", "127.0.0.1"], "3 received"),
+    # whole ms, as (int)(optval * 1000): 0.0005 is -i 0 (ipg/ewma), 0.0015 is 1 ms
+    (["-c", "3", "-i", "0.0005", "127.0.0.1"], "ipg/ewma"),
+    (["-c", "3", "-i", "0.0015", "127.0.0.1"], "3 received"),
+    # -W's garbage too: "0.5x" is 0.5 s
+    (["-c", "3", "-i", "0.01", "-W", "0.5x", "127.0.0.1"], "3 received"),
+]
+
+
+def _after_prefix(line: str) -> str:
+    """A stderr line without its program's name (``ping: ``, ``probetop icmp: ``)."""
+    return line.split(": ", 1)[1] if ": " in line else line
+
+
+@needs_ping
+@pytest.mark.skipif(os.geteuid() != 0, reason="ping -i 0 is root's")
+@pytest.mark.parametrize(("words", "said"), RUNS, ids=[" ".join(w) for w, _ in RUNS])
+def test_icmp_runs_as_ping(words: list[str], said: str, tmp_path: Path) -> None:
+    """Exit status, the first stderr line (without the program's name) and
+    the statistics' shape, beside ping."""
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
+    ping = subprocess.run(["ping", *words], capture_output=True, text=True, timeout=20)
+    ours = subprocess.run(
+        [*PROBETOP, "icmp", *words], capture_output=True, text=True, timeout=20, env=env
+    )
+    assert ping.returncode == 0, ping.stderr
+    assert ours.returncode == ping.returncode, ours.stderr
+    first = [_after_prefix(r.stderr.splitlines()[0]) if r.stderr else "" for r in (ping, ours)]
+    assert first[1] == first[0], (first, ours.stderr)
+    for r in (ping, ours):
+        assert "3 packets transmitted, 3 received" in r.stdout, r.stdout
+        assert said in r.stdout, r.stdout
+    assert ("ipg/ewma" in ours.stdout) == ("ipg/ewma" in ping.stdout)
+    replies = [ln for ln in ours.stdout.splitlines() if ln.startswith("64 bytes from")]
+    assert len(replies) == 3  # per-reply lines, not a flood's dots
+
+
 # (cpu and mem exit as sysbench does, 1: tests/core/test_sysbench_command_lines.py)
 @pytest.mark.parametrize(
     "words", [["iops", "--jobs", "abc"], ["http"], ["replay"], ["http", "--nope"]]

@@ -214,7 +214,7 @@ def test_pings_options_mean_what_they_mean_to_ping() -> None:
     assert plan_of("--grace", "2", "--send-interval", "20us", "h").settings.grace_s == 2.0
 
 
-@pytest.mark.parametrize("bad", ["u0", "ux", "u-3"])
+@pytest.mark.parametrize("bad", ["u0", "ux", "u-3"])  # hping3 forms
 def test_bad_hping3_interval_exits_2(bad: str) -> None:
     r = subprocess.run(
         [*PROBETOP, "icmp", "-i", bad, "--headless", "127.0.0.1"],

@@ -69,10 +69,32 @@ def test_send_interval_parsing(text: str, seconds: float) -> None:
     assert duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "fast", "-1", "0", "1 hour"])
+@pytest.mark.parametrize("text", ["", "-1", "ux", "u-3", "-2x"])
 def test_send_interval_rejects(text: str) -> None:
     with pytest.raises(OptionValueError):
         duration(text)
+
+
+# ping 20221126's readings (ping_strtod): 0, and garbage after the number it starts with
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("0", 0.0),
+        ("fast", 0.0),
+        ("1 hour", 1.0),
+        ("0.01x", 0.01),
+        ("0.0015", 0.001),  # whole ms, as ping's (int)(optval * 1000)
+        ("0.0005", 0.0),
+        ("1.001", 1.0),  # 1.001 * 1000 is 1000.999..., as in C
+        ("1500us", 0.0015),  # probetop's units are exact
+    ],
+)
+def test_send_interval_reads_as_ping(
+    text: str, seconds: float, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert duration(text) == seconds
+    warned = capsys.readouterr().err
+    assert ("contains garbage" in warned) == (text in ("fast", "1 hour", "0.01x"))
 
 
 def test_reference_commands() -> None:

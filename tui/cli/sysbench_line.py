@@ -19,6 +19,9 @@ before the parser), and only when the line is surely sysbench's:
   test's options, exit 0); ``prepare`` and ``cleanup`` exit 1 with
   sysbench's message (the cpu and memory tests implement neither).
 
+``sysbench_version(args)`` is what ``TEST --version`` prints (exit 0), as
+``sysbench cpu --version``.
+
 Anything else (another command, ``--help``/``--version`` before the test,
 two test names, several words) is returned unchanged: argparse decides.
 """
@@ -67,6 +70,28 @@ def _value_takers() -> tuple[set[str], set[str]]:
 
 def _looks_sysbench(args: Sequence[str]) -> bool:
     return any(a in TESTS or a.startswith("--test=") for a in args)
+
+
+VERSION_WORDS = ("--version", "--version=on", "--version=true", "--version=1")
+
+
+def sysbench_version(args: Sequence[str]) -> str | None:
+    """What ``sysbench TEST --version`` prints (``sysbench 1.0.20``, and the
+    probetop that follows it), when ``args`` is such a line: a test named
+    (its word or --test=) before a --version; else None. ``--version``
+    before the test is probetop's own."""
+    args = list(args)
+    if "--" in args:
+        return None
+    named = [i for i, a in enumerate(args) if a in TESTS or a.startswith("--test=")]
+    if not named or not any(a in VERSION_WORDS for a in args[named[0] + 1 :]):
+        return None
+    if any(a in ROOT_ONLY for a in args[: named[0]]):
+        return None
+    from probetop.probes import version
+    from probetop.probes.core.sysbench import SYSBENCH_VERSION
+
+    return f"sysbench {SYSBENCH_VERSION} (probetop {version()})"
 
 
 def sysbench_argv(args: Sequence[str]) -> list[str]:

@@ -16,6 +16,9 @@ Contract:
 - ``histogram_option()``: sysbench's ``--histogram[=on|off]`` (a flag here;
   ``old_spellings`` reads sysbench's ``=on|off`` values as it): the text
   report prints the latency histogram as sysbench does.
+- ``rand_seed_option()`` and ``seed_line(seed)``: sysbench's --rand-seed and
+  the head line that names it; ``verbosity_option()`` and
+  ``check_verbosity(level)``: sysbench's --verbosity (below 3: no text report).
 - ``check_percentile(p)`` refuses what sysbench would (0 disables it).
 - ``settings_reader(Settings.from_options)``: a family's ``read_settings``
   hook, the common --time and --sample-interval passed on; a value the
@@ -76,8 +79,67 @@ def histogram_option() -> Option:
     )
 
 
+def rand_seed_option() -> Option:
+    return Option(
+        ("--rand-seed",),
+        "sysbench's random generator seed (default 0: the current time); printed in "
+        "the report's head as sysbench prints it. cpu draws no random numbers; mem's "
+        "rnd mode uses its own generator (not sysbench's: the same seed does not give "
+        "sysbench's addresses)",
+        whole_number(),
+        0,
+        "N",
+    )
+
+
+DEFAULT_VERBOSITY = 3  # sysbench's LOG_NOTICE: the report
+
+
+def verbosity_option() -> Option:
+    return Option(
+        ("--verbosity",),
+        "sysbench's log level, 0..5 (default 3): below 3 the headless text report is "
+        "not printed, as sysbench prints none (--json is unaffected); 4 adds sysbench's "
+        "progress lines (the limit reached, Done.); 5 (its DEBUG lines) is not "
+        "implemented yet and exits 1",
+        whole_number(),
+        DEFAULT_VERBOSITY,
+        "N",
+    )
+
+
+def check_verbosity(level: int) -> None:
+    """sysbench's range (0..5, "Invalid value for verbosity"); 5 is refused
+    here: its DEBUG lines are not printed yet."""
+    if not 0 <= level <= 5:
+        raise UsageProbeError(f"--verbosity must be within 0..5 (as in sysbench), got {level}")
+    if level > DEFAULT_VERBOSITY + 1:
+        raise UsageProbeError(
+            f"--verbosity {level}: sysbench's DEBUG lines are not printed by probetop "
+            f"yet: give 0..{DEFAULT_VERBOSITY + 1}"
+        )
+
+
+def seed_line(seed: int) -> str:
+    """sysbench's line on its generator's seed (sb_rand_init)."""
+    if seed:
+        return f"Initializing random number generator from seed ({seed})."
+    return "Initializing random number generator from current time"
+
+
 # sysbench's boolean values (sb_options.c): anything else is "invalid option".
 _ON, _OFF = ("on", "true", "1"), ("off", "false", "0")
+# sysbench's general options that cannot change what cpu or memory measures:
+# accepted and ignored, each with the reason --help gives.
+_IGNORED_FLAGS = {
+    "--debug": "sysbench's debugging lines; cpu and memory measure the same with it",
+    "--validate": "cpu and memory have no checks to run in sysbench 1.0.20",
+}
+_IGNORED_VALUES = {
+    "--forced-shutdown": "probetop's workers end at --time; a stop that hangs is an error",
+    "--thread-stack-size": "probetop's workers run on their own stacks; the events use "
+    "a few hundred bytes of them",
+}
 
 
 def old_spellings(test: str, *, events: bool) -> tuple[Spelling, ...]:
@@ -96,6 +158,18 @@ def old_spellings(test: str, *, events: bool) -> tuple[Spelling, ...]:
         Spelling("sysbench", "--num-threads", "--threads"),
         Spelling("sysbench", "--max-time", "--time"),
     )
+    ignored = tuple(
+        Spelling(
+            "sysbench",
+            flag,
+            None,
+            takes_value=False,
+            by_value=dict.fromkeys(("", *_ON, *_OFF), ""),
+            note=f"ignored ({why})",
+        )
+        for flag, why in _IGNORED_FLAGS.items()
+    ) + tuple(Spelling("sysbench", flag, None, note=why) for flag, why in _IGNORED_VALUES.items())
+    out = (*out, *ignored)
     return (*out, Spelling("sysbench", "--max-requests", "--events")) if events else out
 
 

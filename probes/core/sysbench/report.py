@@ -41,6 +41,7 @@ from probetop.probes.core.family import LiveText, RunCommon, RunOutcome
 from probetop.probes.core.intervallog import dropped_note
 from probetop.probes.core.sample import Sample
 from probetop.probes.core.sysbench.hist import HIST_SIZE, bucket_value_ms, percentile_key
+from probetop.probes.core.sysbench.options import DEFAULT_VERBOSITY
 
 LATENCY_WIDTH = 53  # sysbench right-aligns latency values to this column
 STAT_PREFIX = 41  # "    total time:" padded to this width
@@ -299,30 +300,104 @@ class IntervalSettings(Protocol):
     def histogram(self) -> bool:
         """--histogram was given: the text report prints sysbench's histogram."""
 
+    @property
+    def verbosity(self) -> int:
+        """sysbench's --verbosity: below 3 no text report (sysbench prints none)."""
+
 
 def report_interval(settings: IntervalSettings) -> float | None:
     """The interval the text report's [ Ns ] lines are printed at, or None."""
     return settings.interval_s if settings.report_intervals else None
 
 
+# What sysbench logs at --verbosity 4 as its workers reach each limit (the
+# summary's ``stopped_by``; memory's total size: nothing but "Done.").
+LIMIT_LINES = {
+    "time": "Time limit exceeded, exiting...",
+    "events": "Event limit exceeded, exiting...",
+}
+
+
+def exit_lines(summary: Mapping[str, Any], reason: str | None) -> list[str]:
+    """sysbench's --verbosity 4 lines as its workers end: the limit reached
+    (each thread logs it, and its log folds the repeats), then "Done.";
+    none for a stopped (interrupted) run."""
+    if summary.get("interrupted") or (reason or "").startswith("interrupted"):
+        return []
+    said = LIMIT_LINES.get(str(summary.get("stopped_by")))
+    threads = int(summary.get("threads") or 1)
+    lines = [] if said is None else [said]
+    if said is not None and threads > 1:
+        lines.append(f"(last message repeated {threads - 1} times)")
+    return [*lines, "Done.", ""]
+
+
+def with_progress(text: TextReport, *, sections: Sequence[str], doing: str | None) -> TextReport:
+    """``text`` with sysbench's --verbosity 4 lines: ``doing`` (cpu's "Doing
+    CPU performance benchmark") and an empty line before the line after the
+    head's two empty lines, and ``exit_lines`` before the first line that
+    starts a section (``sections``, or the histogram's title)."""
+
+    def report(summary: Mapping[str, Any], **kwargs: Any) -> str:
+        lines = text(summary, **kwargs).split("\n")
+        marks = (*sections, HISTOGRAM_TITLE)
+        at = next((i for i, ln in enumerate(lines) if ln.startswith(marks)), None)
+        if at is not None:
+            lines[at:at] = exit_lines(summary, kwargs.get("reason"))
+        if doing and not kwargs.get("rest_only"):
+            lines = insert_doing(lines, doing)
+        return "\n".join(lines)
+
+    return report
+
+
+def insert_doing(lines: list[str], doing: str) -> list[str]:
+    """The head's lines with ``doing`` and an empty line after the seed
+    line's two empty lines (sysbench's --verbosity 4)."""
+    at = next((i for i, ln in enumerate(lines) if ln.startswith(SEED_PREFIX)), None)
+    if at is None:
+        return lines
+    return [*lines[: at + 3], doing, "", *lines[at + 3 :]]
+
+
+SEED_PREFIX = "Initializing random number generator"
+
+
 def run_report(
-    text: TextReport, document: JsonReport
+    text: TextReport,
+    document: JsonReport,
+    *,
+    sections: Sequence[str] = (),
+    doing: str | None = None,
 ) -> Callable[[IntervalSettings, RunCommon, RunOutcome], int]:
     """A sysbench family's ``report`` hook (``Family.report``): its ``text``
     and ``document`` written by ``write_run_report``, with the interval
-    lines when --report-interval asked for them."""
+    lines when --report-interval asked for them; --verbosity below 3 prints
+    no text, 4 adds sysbench's progress lines (``with_progress``)."""
 
     def report(settings: IntervalSettings, common: RunCommon, result: RunOutcome) -> int:
+        if settings.verbosity < DEFAULT_VERBOSITY and not common.json:
+            return write_run_report(
+                result, as_json=False, text=_silent, document=document, report_interval_s=None
+            )
+        shown = text
+        if settings.verbosity > DEFAULT_VERBOSITY:
+            shown = with_progress(text, sections=sections, doing=doing)
         return write_run_report(
             result,
             as_json=common.json,
-            text=text,
+            text=shown,
             document=document,
             report_interval_s=report_interval(settings),
             histogram=settings.histogram,
         )
 
     return report
+
+
+def _silent(summary: Mapping[str, Any], **_: Any) -> str:
+    """--verbosity below 3: sysbench prints no report (a probe error still is)."""
+    return ""
 
 
 IntervalSettingsT = TypeVar("IntervalSettingsT", bound=IntervalSettings)
@@ -340,10 +415,12 @@ def live_text(
     --report-interval was not given)."""
 
     def banner(settings: IntervalSettingsT, probes: Sequence[Probe]) -> str:
+        if settings.verbosity < DEFAULT_VERBOSITY:
+            return ""
         return "".join(line + "\n" for line in head(settings, probes[0].summary()))
 
     def lines(settings: IntervalSettingsT) -> Callable[[Sample], Sequence[str]]:
-        if not settings.report_intervals:
+        if not settings.report_intervals or settings.verbosity < DEFAULT_VERBOSITY:
             return lambda sample: ()
         return reader(settings)
 

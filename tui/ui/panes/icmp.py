@@ -148,7 +148,9 @@ class IcmpPane(ProbePane):
     def header_line(self) -> str:
         p = self.params
         s = p.settings
-        if s.flood:
+        if s.adaptive:
+            pace = "adaptive (ping -A)"
+        elif s.paced_by_replies:
             pace = "flood" + (f", preload {s.preload}" if s.preload > 1 else "")
         elif s.rate:
             pace = f"{s.rate:g} req/s"
