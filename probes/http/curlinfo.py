@@ -139,6 +139,16 @@ def read_info(curl: Any) -> dict[str, Any]:
     return out
 
 
+def content_length(curl: Any) -> int:
+    """The final response's Content-Length as libcurl parsed it, -1 when it
+    sent none (Go's ``resp.ContentLength``, blackbox_exporter's
+    ``probe_http_content_length``). Read after the transfer, never in it."""
+    import pycurl
+
+    value = _info(curl, getattr(pycurl, "CONTENT_LENGTH_DOWNLOAD_T", -1), -1)
+    return int(value) if isinstance(value, (int, float)) and value >= 0 else -1
+
+
 def pycurlb_info(curl: Any) -> dict[str, Any]:
     """The getinfo values pycurlb prints that ``read_info`` does not read
     (one-off mode only: the sampling worker has no use for them), with

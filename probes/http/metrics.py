@@ -21,6 +21,7 @@ requests.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -33,7 +34,7 @@ from probetop.probes.core.tracker import (
     Tracker,
     by_metric,
 )
-from probetop.probes.http.records import HttpInterval, HttpParams, TlsFacts
+from probetop.probes.http.records import HttpInterval, HttpParams, ResponseFacts, TlsFacts
 from probetop.probes.http.spec import KIND
 
 HTTP_BUCKETS_S: tuple[float, ...] = (
@@ -139,6 +140,41 @@ HTTP_TIMEOUT = metric_def(
     "the request time limit (-m / --max-time); served only with one",
     _HTTP_LABELS,
 )
+# blackbox_exporter's own help texts (http.go, utils.go at e39d7d4).
+HTTP_CONTENT_LENGTH = metric_def(
+    "probe_http_content_length", "gauge", "", "Length of http content response", _HTTP_LABELS
+)
+HTTP_BODY_LENGTH = metric_def(
+    "probe_http_uncompressed_body_length",
+    "gauge",
+    "",
+    "Length of uncompressed response body",
+    _HTTP_LABELS,
+)
+HTTP_REDIRECTS = metric_def(
+    "probe_http_redirects", "gauge", "", "The number of redirects", _HTTP_LABELS
+)
+HTTP_VERSION = metric_def(
+    "probe_http_version",
+    "gauge",
+    "",
+    "Returns the version of HTTP of the probe response",
+    _HTTP_LABELS,
+)
+HTTP_IP_PROTOCOL = metric_def(
+    "probe_ip_protocol",
+    "gauge",
+    "",
+    "Specifies whether probe ip protocol is IP4 or IP6",
+    _HTTP_LABELS,
+)
+HTTP_IP_HASH = metric_def(
+    "probe_ip_addr_hash",
+    "gauge",
+    "",
+    "Specifies the hash of IP address. It's useful to detect if the IP address changes.",
+    _HTTP_LABELS,
+)
 HTTP_REQUEST_SECONDS = metric_def(
     "probetop_http_request_duration_seconds",
     "histogram",
@@ -195,10 +231,48 @@ def tls_points(facts: TlsFacts, labels: tuple[str, ...]) -> list[Point]:
     return out
 
 
+def ip_hash(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> int:
+    """blackbox_exporter's ``ipHash`` (utils.go): FNV-32a over the address's
+    bytes, 4 for an IPv4 address (Go's ``To4()``, which an IPv4-mapped IPv6
+    address also has), else 16."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    h = 0x811C9DC5
+    for byte in address.packed:
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def response_points(facts: ResponseFacts, labels: tuple[str, ...]) -> list[Point]:
+    """blackbox's response and address series of one URL's latest request:
+    0 for what a request without a response (or a connection) has none of,
+    as blackbox serves them then; the body length only when known."""
+    out = [Point(HTTP_CONTENT_LENGTH, labels, float(facts.content_length))]
+    if facts.body_bytes is not None:
+        out.append(Point(HTTP_BODY_LENGTH, labels, float(facts.body_bytes)))
+    out.append(Point(HTTP_REDIRECTS, labels, float(facts.redirects)))
+    try:
+        version = float(facts.http_version or 0)
+    except ValueError:
+        version = 0.0
+    out.append(Point(HTTP_VERSION, labels, version))
+    try:
+        address = ipaddress.ip_address(facts.primary_ip)
+    except ValueError:  # no connection: blackbox's gauges unset, 0
+        protocol, hashed = 0.0, 0.0
+    else:
+        v4 = address.version == 4 or getattr(address, "ipv4_mapped", None) is not None
+        protocol, hashed = (4.0 if v4 else 6.0), float(ip_hash(address))
+    out.append(Point(HTTP_IP_PROTOCOL, labels, protocol))
+    out.append(Point(HTTP_IP_HASH, labels, hashed))
+    return out
+
+
 class _UrlState:
     def __init__(self) -> None:
         self.ssl: bool | None = None
         self.tls: TlsFacts | None = None
+        self.response: ResponseFacts | None = None
         self.success: float | None = None
         self.total_s: float | None = None
         self.phases_s: dict[str, float] = {}
@@ -223,6 +297,12 @@ class HttpTracker(Tracker):
         HTTP_TLS_VERSION,
         HTTP_TLS_CIPHER,
         HTTP_TIMEOUT,
+        HTTP_CONTENT_LENGTH,
+        HTTP_BODY_LENGTH,
+        HTTP_REDIRECTS,
+        HTTP_VERSION,
+        HTTP_IP_PROTOCOL,
+        HTTP_IP_HASH,
         HTTP_REQUEST_SECONDS,
         HTTP_TTFB_SECONDS,
         HTTP_REQUESTS,
@@ -259,6 +339,7 @@ class HttpTracker(Tracker):
                 code = url.http_code or 0
                 state.code = code
                 state.ssl = url.ssl
+                state.response = url.response
                 # A 2xx whose transfer then failed (reset mid-body, chunked
                 # stream cut) is a failed request, as blackbox_exporter and
                 # the probe's own counts have it: the sample says so by
@@ -307,6 +388,8 @@ class HttpTracker(Tracker):
                 out.extend(tls_points(state.tls, labels))
             if self.timeout_s is not None:
                 out.append(Point(HTTP_TIMEOUT, labels, self.timeout_s))
+            if state.response is not None:
+                out.extend(response_points(state.response, labels))
             out.append(Point(HTTP_REQUEST_SECONDS, labels, state.total.snapshot()))
             out.append(Point(HTTP_TTFB_SECONDS, labels, state.ttfb.snapshot()))
             out.append(Point(HTTP_REQUESTS, labels, float(state.requests)))

@@ -40,6 +40,7 @@ from probetop.probes.http.records import (
     PHASES,
     HttpInterval,
     HttpParams,
+    ResponseFacts,
     TlsFacts,
     UrlInterval,
     UrlRun,
@@ -334,6 +335,7 @@ class HttpProbe:
                 phases, outcome, int(result["http_code"]), failed, result["stamps_us"]
             )
             per_url[label].ssl = bool(result.get("ssl"))
+            per_url[label].response = _response(result)
             if result.get("ssl") and isinstance(result.get("url"), str):
                 self._tls_lookup_due(label, result["url"])
         self.skipped = sum(s.skipped for s in self.stats.values())
@@ -378,6 +380,7 @@ class _UrlBatch:
         self.latest_ttfb_ms: float | None = None
         self.latest_total_ms: float | None = None
         self.ssl = False  # the latest request's final response came over TLS
+        self.response: ResponseFacts | None = None  # the latest request's (worker.py)
 
     def add(
         self,
@@ -411,7 +414,26 @@ class _UrlBatch:
             every_ttfb_ms=tuple(self.every_ttfb_ms),
             every_total_ms=tuple(self.every_total_ms),
             ssl=self.ssl,
+            response=self.response,
         )
+
+
+def _response(result: Mapping[str, Any]) -> ResponseFacts | None:
+    """What the worker read of a request's final response after it ended
+    (None from a worker line without it)."""
+    if "content_length" not in result:
+        return None
+    answered = int(result.get("http_code") or 0) > 0
+    version = result.get("http_version")
+    body = result.get("body_bytes")
+    return ResponseFacts(
+        # Go's empty response (no answer): ContentLength 0, no version.
+        content_length=int(result["content_length"] or 0) if answered else 0,
+        body_bytes=int(body) if isinstance(body, (int, float)) else None,
+        redirects=int(result.get("redirect_count") or 0),
+        http_version=version if answered and isinstance(version, str) else None,
+        primary_ip=str(result.get("primary_ip") or ""),
+    )
 
 
 def _ms(us: int | None) -> float | None:

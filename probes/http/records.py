@@ -24,7 +24,10 @@ response: the values the latency statistics cover, exact percentiles
 downstream), ``run`` (per label, the run so far: ``UrlRun``); since 0.4,
 only when there is one: ``ssl`` (the labels whose latest request of the
 interval got its final response over TLS) and ``tls`` (per label, the TLS
-session a handshake of its own found in the interval: ``TlsFacts``).
+session a handshake of its own found in the interval: ``TlsFacts``); then
+``response`` (per label, what libcurl said of the latest request's
+final response after it ended: ``ResponseFacts``; absent in recordings
+made before it was added, whose URLs then have none).
 The medians cover the same values, each over one URL's requests: a median
 pooled over URLs is a time no URL took (a 20 ms URL and a 1 ms one would
 read 10.5 ms). With one URL it is that URL's median, as probetop 0.1 wrote
@@ -86,6 +89,49 @@ _EXTRA_TOTAL = "total_ms"
 _EXTRA_RUN = "run"
 _EXTRA_SSL = "ssl"
 _EXTRA_TLS = "tls"
+_EXTRA_RESPONSE = "response"
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseFacts:
+    """A request's final response as libcurl's counters give it, read after
+    the transfer (worker.py): ``content_length`` the Content-Length header
+    (-1 without one; 0 without a response, as Go's empty response has it),
+    ``body_bytes`` the body's size (None: not known, with ``--compressed``),
+    ``redirects`` the redirects followed, ``http_version`` ``"1.0"``,
+    ``"1.1"``, ``"2"``, ``"3"`` (None: no response) and ``primary_ip`` the
+    address of the last connection ("" without one)."""
+
+    content_length: int = -1
+    body_bytes: int | None = None
+    redirects: int = 0
+    http_version: str | None = None
+    primary_ip: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "content_length": self.content_length,
+            "body_bytes": self.body_bytes,
+            "redirects": self.redirects,
+            "http_version": self.http_version,
+            "primary_ip": self.primary_ip,
+        }
+
+    @classmethod
+    def from_mapping(cls, raw: Any) -> ResponseFacts | None:
+        """Read one back; None when malformed."""
+        if not isinstance(raw, Mapping):
+            return None
+        length = as_number(raw.get("content_length"))
+        body = as_number(raw.get("body_bytes"))
+        version, ip = raw.get("http_version"), raw.get("primary_ip")
+        return cls(
+            content_length=-1 if length is None else int(length),
+            body_bytes=None if body is None else int(body),
+            redirects=int(as_number(raw.get("redirects")) or 0),
+            http_version=version if isinstance(version, str) else None,
+            primary_ip=ip if isinstance(ip, str) else "",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +221,8 @@ class UrlInterval:
     ``http_code`` is 0 when no response came, None when the sample did not
     say. ``every_ttfb_ms``/``every_total_ms`` hold every request of the
     interval in order (None for a failed one). ``ssl``: the latest request's
-    final response came over TLS.
+    final response came over TLS. ``response``: the latest request's final
+    response (None: not recorded, as in recordings made before it was).
     """
 
     label: str
@@ -188,6 +235,7 @@ class UrlInterval:
     every_ttfb_ms: tuple[float | None, ...] = ()
     every_total_ms: tuple[float | None, ...] = ()
     ssl: bool = False
+    response: ResponseFacts | None = None
 
     def median_ms(self, metric: str) -> float | None:
         """The median of ``every_ttfb_ms`` (``TTFB_MS``) or ``every_total_ms``
@@ -281,6 +329,9 @@ class HttpInterval:
             extra[_EXTRA_SSL] = ssl
         if self.tls:
             extra[_EXTRA_TLS] = {label: facts.to_dict() for label, facts in self.tls.items()}
+        response = {u.label: u.response.to_dict() for u in self.urls if u.response is not None}
+        if response:
+            extra[_EXTRA_RESPONSE] = response
         return Sample(probe_id, t_ns, interval_s, values, extra)
 
     @classmethod
@@ -303,6 +354,8 @@ class HttpInterval:
         every_total = _series_map(extra.get(_EXTRA_TOTAL))
         raw_ssl = extra.get(_EXTRA_SSL)
         ssl = {str(lb) for lb in raw_ssl} if isinstance(raw_ssl, list) else set()
+        raw_response = extra.get(_EXTRA_RESPONSE)
+        responses = raw_response if isinstance(raw_response, Mapping) else {}
         urls = []
         for label, fields in found.items():
             ttfb, total = as_number(fields.get(TTFB_MS)), as_number(fields.get(TOTAL_MS))
@@ -321,6 +374,7 @@ class HttpInterval:
                     every_ttfb_ms=every_ttfb.get(label, ()) if every_ttfb else (ttfb,),
                     every_total_ms=every_total.get(label, ()) if every_total else (total,),
                     ssl=label in ssl,
+                    response=ResponseFacts.from_mapping(responses.get(label)),
                 )
             )
         # The URL-wide ttfb_ms/total_ms are not read: they follow from the

@@ -26,9 +26,14 @@ Contract:
   one this loop woke too late for), so a slow URL never delays the others.
 - Each output line: ``{"i", "t_ns", "stamps_us", "http_code", "http_version",
   "error", "message", "curl_code", "size_download", "num_connects",
-  "redirect_count", "skipped"}`` for a finished request (``curl_code``:
+  "redirect_count", "content_length", "body_bytes", "primary_ip", "skipped"}``
+  for a finished request (``curl_code``:
   libcurl's CURLE_* number of a failed transfer, curl's exit code; 0 for
-  none), with ``"ssl": true, "url"`` (the effective URL) when its final
+  none; ``content_length``: the final response's Content-Length, -1 without
+  one; ``body_bytes``: its body's size, null with ``--compressed`` (libcurl
+  counts the bytes before decoding); ``primary_ip``: the address of the last
+  connection, "" without one; all read from the handle after the transfer),
+  with ``"ssl": true, "url"`` (the effective URL) when its final
   response came over TLS, or ``{"i", "t_ns", "skipped"}`` (no ``stamps_us``) the moment a
   turn is skipped: a request that hangs until the run ends still shows in
   the skipped count. The process exits 0 once every URL made ``count``
@@ -45,7 +50,7 @@ import sys
 import time
 from typing import Any
 
-from probetop.probes.http.curlinfo import printable, read_info
+from probetop.probes.http.curlinfo import content_length, printable, read_info
 from probetop.probes.http.errorkinds import error_kind
 from probetop.probes.http.request import HttpRequest, configure
 
@@ -134,6 +139,9 @@ def run(config: dict[str, Any], out: Any) -> int:
             "size_download": info["size_download"],
             "num_connects": info["num_connects"],
             "redirect_count": info["redirect_count"],
+            "content_length": content_length(target.handle),
+            "body_bytes": None if request.compressed else info["size_download"],
+            "primary_ip": info["primary_ip"] or "",
             "skipped": target.skipped,
         }
         if ssl:  # the probe looks its TLS session up apart (HttpProbe)

@@ -136,6 +136,36 @@ def test_icmp_exposition_is_smokeping_probers(tmp_path: Path) -> None:
     assert buckets[-1].labels["le"] == "+Inf" and buckets[-1].value == 12
 
 
+# blackbox's response and address series (http.go, utils.go at e39d7d4),
+# from the timed requests' libcurl counters, with blackbox's help texts.
+RESPONSE_SERIES = {
+    "probe_http_content_length",
+    "probe_http_uncompressed_body_length",
+    "probe_http_redirects",
+    "probe_http_version",
+    "probe_ip_protocol",
+    "probe_ip_addr_hash",
+}
+LOOPBACK_HASH = 3668918509  # Go: fnv.New32a() over net.ParseIP("127.0.0.1").To4()
+
+
+def check_response_series(ours: dict[str, Any], theirs: dict[str, Any], url: str) -> None:
+    """The loopback fixture's ``ok\n`` over HTTP/1.1 from 127.0.0.1, no redirect."""
+    for name in RESPONSE_SERIES:
+        assert ours[name].documentation == theirs[name].documentation, name
+        (sample,) = samples(ours, name)
+        assert sample.labels["url"] == url, (name, sample.labels)
+    want = {
+        "probe_http_content_length": 3,
+        "probe_http_uncompressed_body_length": 3,
+        "probe_http_redirects": 0,
+        "probe_http_version": 1.1,
+        "probe_ip_protocol": 4,
+        "probe_ip_addr_hash": LOOPBACK_HASH,
+    }
+    assert {name: samples(ours, name)[0].value for name in want} == want
+
+
 def test_http_exposition_is_blackbox_exporters(tmp_path: Path) -> None:
     theirs = parse(BLACKBOX.read_text())
     port = free_port()
@@ -147,7 +177,8 @@ def test_http_exposition_is_blackbox_exporters(tmp_path: Path) -> None:
     served = check_like(ours, theirs, {"probe", "url"}, {})
     must = {"probe_success", "probe_duration_seconds", "probe_http_duration_seconds"}
     must |= {"probe_http_status_code", "probe_dns_lookup_time_seconds"}
-    assert must <= served
+    assert must | RESPONSE_SERIES <= served
+    check_response_series(ours, theirs, url)
     # No probe_* name of our own invention beside blackbox's (ICMP's rtt phase aside).
     assert {n for n in ours if n.startswith("probe_")} <= set(theirs)
     phases = {s.labels["phase"] for s in samples(ours, "probe_http_duration_seconds")}
@@ -184,7 +215,8 @@ def test_https_exposition_is_blackbox_exporters(tmp_path: Path) -> None:
     assert {n for n in ours if n.startswith("probe_")} <= served
     must = {"probe_http_ssl", "probe_ssl_earliest_cert_expiry", "probe_tls_version_info"}
     must |= {"probe_tls_cipher_info", "probe_timeout_seconds"}
-    assert must <= served
+    assert must | RESPONSE_SERIES <= served
+    check_response_series(ours, theirs, url)
     (ssl,) = samples(ours, "probe_http_ssl")
     assert ssl.value == 1 and ssl.labels["url"] == url
     (earliest,) = samples(ours, "probe_ssl_earliest_cert_expiry")
