@@ -103,4 +103,4 @@ def test_a_slow_server_is_not_blamed_on_the_generator() -> None:
     )
     shares = {k: s[k] for k in ("gen_wait_pct", "gen_cpu_pct", "gen_busy_pct")}
     assert s["generator_limited"] is starved, (shares, s["generator_limits"])
-    assert s["sent"] == 300
+    assert s["sent"] + s["unsent"] == 300 and s["unsent"] <= 60  # unsent: starved, never late

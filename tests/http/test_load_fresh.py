@@ -46,10 +46,14 @@ def test_fresh_opens_one_connection_per_request_and_reuse_keeps_them() -> None:
             accepted = server.accepted
         assert lines[-1]["final"] and lines[-1]["unfinished"] == 0
         done = sum(line["done"] for line in lines)
-        assert done == 100 and not any(line["errors"] for line in lines)
+        # Due but never sent by --time (a starved generator) is unsent, not
+        # late: every scheduled request is one or the other.
+        unsent = lines[-1]["unsent"]
+        assert done + unsent == 100 and unsent <= 20, (done, unsent)
+        assert not any(line["errors"] for line in lines)
         connects = sum(line["connects"] for line in lines)
         if fresh:
-            assert accepted == connects == 100
+            assert accepted == connects == done
         else:
             assert accepted == connects <= 4
 

@@ -98,7 +98,10 @@ def test_live_metrics_are_the_reports_figures(tmp_path: Path) -> None:
 
     classes = report["classes"]
     assert at("probetop_http_load_target_requests_per_second") == 200
-    assert at("probetop_http_load_requests_sent_total") == report["sent"] == 600
+    # 3 s at 200/s: 600 due; what a starved generator could not send by
+    # --time is unsent (never sent late).
+    assert at("probetop_http_load_requests_sent_total") == report["sent"]
+    assert report["sent"] + report["unsent"] == 600 and report["unsent"] <= 120, report["sent"]
     assert at("probetop_http_load_connections_opened_total") == report["connects"]
     for cls in CLASSES:
         count = classes.get(cls, {}).get("count", 0)
@@ -198,7 +201,7 @@ def test_a_gate_on_no_success_fails_and_errors_are_counted(nginx: str) -> None:
     proc = _asserting(
         f"{nginx}/missing",
         "http.load.p99<10s",
-        "http.load.non_2xx_3xx>=100",
+        "http.load.non_2xx_3xx>=50",  # 100 due in 1 s: a starved generator sends fewer
         "http.load.error_rate==100%",
         time_s="1",
     )
@@ -206,7 +209,7 @@ def test_a_gate_on_no_success_fails_and_errors_are_counted(nginx: str) -> None:
     out = proc.stdout
     assert "assertions: 2 passed, 1 failed" in out
     assert "FAIL http.load.p99<10s (http.load:" in out and "no value measured" in out
-    assert "ok   http.load.non_2xx_3xx>=100" in out and "ok   http.load.error_rate==100%" in out
+    assert "ok   http.load.non_2xx_3xx>=50" in out and "ok   http.load.error_rate==100%" in out
 
 
 @pytest.mark.parametrize(
@@ -235,12 +238,12 @@ def test_a_recording_is_gated_and_exported_after_the_fact(nginx: str) -> None:
         assert run.returncode == 0, run.stderr
         main = [sys.executable, "-m", "probetop.tui.main"]
         gated = subprocess.run(
-            [*main, "report", str(rec), "--assert", "http.load.requests>=90",
+            [*main, "report", str(rec), "--assert", "http.load.requests>=50",
              "--assert", "http.load.p99.9<1us"],
             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         assert gated.returncode == 99, gated.stdout + gated.stderr
-        assert "ok   http.load.requests>=90" in gated.stdout
+        assert "ok   http.load.requests>=50" in gated.stdout
         assert "FAIL http.load.p99.9<1us" in gated.stdout
         exported = subprocess.run(
             [*main, "export", str(rec), "-O", "openmetrics"],
@@ -262,9 +265,9 @@ def test_a_recording_is_gated_and_exported_after_the_fact(nginx: str) -> None:
         for s in samples(families, "probetop_http_load_request_duration_seconds_count")
         if s.labels["class"] == "2xx_3xx"
     ]
-    assert counts and counts == sorted(counts) and counts[-1] >= 90
+    assert counts and counts == sorted(counts) and counts[-1] >= 50
     sent = samples(families, "probetop_http_load_requests_sent_total")
-    assert sent[-1].value == 100
+    assert 50 <= sent[-1].value <= 100  # 100 due; a starved generator sends fewer (unsent)
 
 
 def test_bound_counts_are_exact_below_2ms_and_read_back() -> None:

@@ -41,11 +41,13 @@ def test_status_classes_are_counted_apart_and_errors_get_the_marker() -> None:
     assert proc.returncode == 0, proc.stderr
     (s,) = json.loads(proc.stdout)["probes"].values()
     classes = s["classes"]
-    assert s["sent"] == s["scheduled"] == 400
+    # Every scheduled request went out, or, due while a starved generator
+    # could not send it before --time, is counted unsent (never sent late).
+    assert s["scheduled"] == 400 and s["sent"] + s["unsent"] == 400 and s["unsent"] <= 80
     # Requests still in flight after the 1 s drain (a very busy machine) are
     # counted apart; the server answered 500 to every 10th it received.
     done = s["done"]
-    assert done + s["unfinished"] == 400 and done >= 390
+    assert done + s["unfinished"] == s["sent"] and done >= s["sent"] - 10
     fives = classes["5xx"]["count"]
     assert fives in (done // 10, done // 10 + 1) and classes["2xx_3xx"]["count"] == done - fives
     assert "4xx" not in classes and "transport" not in classes
@@ -80,8 +82,9 @@ def test_transport_errors_are_a_class_and_the_run_goes_on() -> None:
     # The report is out; no request got a response: exit 1, as wrk's (test_load_end.py).
     assert proc.returncode == 1, proc.stderr
     (s,) = json.loads(proc.stdout)["probes"].values()
-    assert s["classes"]["transport"]["count"] == s["done"] == 100
-    assert s["errors"] == {"refused": 100}
+    assert s["classes"]["transport"]["count"] == s["done"] == s["sent"]
+    assert s["sent"] + s["unsent"] == 100 and s["unsent"] <= 20  # unsent: a starved generator
+    assert s["errors"] == {"refused": s["done"]}
     assert "2xx_3xx" not in s["classes"]
     assert s["last_error"]
 
@@ -161,9 +164,10 @@ def test_the_recording_replays_as_load_intervals(tmp_path: Path) -> None:
         record_ = decode_record(line)
         assert isinstance(record_, Sample)
         intervals.append(LoadInterval.from_sample(record_))
-    assert sum(i.sent for i in intervals) == 200
-    assert sum(i.success().count for i in intervals) == 200
-    assert intervals[-1].run[StatusClass.SUCCESS].count == 200
+    sent = sum(i.sent for i in intervals)
+    assert 160 <= sent <= 200  # 200 due; a starved generator leaves some unsent
+    assert sum(i.success().count for i in intervals) == sent
+    assert intervals[-1].run[StatusClass.SUCCESS].count == sent
     assert session.footer is not None
     footer_summary = session.footer["summaries"][pid]
     assert footer_summary["classes"]["2xx_3xx"]["count"] == 200

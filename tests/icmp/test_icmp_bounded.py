@@ -113,7 +113,10 @@ def test_memory_stays_flat_while_the_rtt_spread_widens() -> None:
     finally:
         tracemalloc.stop()
     grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
-    assert grown < 96 * 1024, grown
+    # The old kept histograms grew ~1.5 MiB here; the bound leaves room for
+    # what else the process allocated meanwhile (an xdist worker's earlier
+    # tests' threads: 99,716 B once at load 15).
+    assert grown < 256 * 1024, grown
     row = probe.interval_rows[-1]
     assert row.interval.rtt_hist is None  # not kept ...
     assert row.to_dict() == {"t_s": float(t), **record.values()}  # ... nor needed
