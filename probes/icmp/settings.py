@@ -105,74 +105,32 @@ def send_interval(text: str) -> float:
     ``0.0015`` is 1 ms and anything below 1 ms is 0; ``1500us`` is exact.
     ``0`` is ping's ``-i 0``: requests paced by the replies, as a flood
     (iputils sends the next request as a reply comes, or after 10 ms without
-    one), with per-reply lines rather than dots. Text that is none of these
-    is read as iputils 20221126 reads it (``ping_strtod``): the number it
-    starts with, 0 if none (``-i abc`` is ``-i 0``), after ping's two
-    warning lines; a negative number is still refused."""
+    one), with per-reply lines rather than dots. Anything else is refused
+    (OptionValueError): iputils 20221126 reads trailing garbage with a
+    warning that it "will become fatal error in the future"; here it is,
+    as for every other duration option."""
     stripped = text.strip()
     if stripped[:1] in ("u", "U") and stripped[1:].strip().isdigit():
         micros = int(stripped[1:])
         if micros <= 0:
             raise OptionValueError(f"must be a positive duration, got {text}")
         return micros * 1e-6
+    value = _duration(text)
     if _PLAIN.match(text):
         # ping's (int)(optval * 1000): whole ms, 0.0015 is 1 ms, below 1 ms is 0
-        value = _duration(text)
         return int(value * 1000) / 1000 if value * 1000 < 2**63 else value
-    try:
-        return _duration(text)
-    except OptionValueError:
-        if not stripped or stripped[:1] in ("u", "U"):
-            raise  # ping refuses an empty value; u... is hping3's form, not a number
-        value, garbage = _ping_strtod(text)
-        if garbage is None or value < 0 or not math.isfinite(value):
-            raise
-    value = int(value * 1000) / 1000 if value * 1000 < 2**63 else value
-    ping_garbage_warning(garbage, f"-i {text} read as {value:g}")
     return value
 
 
 _duration = duration()
 # A plain number, as ping's -i takes it (no unit: probetop's 200ms/20us are exact).
 _PLAIN = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*$")
-# strtod's decimal form (the leading number ping_strtod keeps).
-_STRTOD = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
 
 
 def linger_time(text: str) -> float:
-    """ping's -W: a duration (``1``, ``500ms``), or text with garbage read as
-    iputils 20221126 reads it, after its two warning lines (``-W 0.5x`` is
-    0.5 s); the range (0.001..60 s) is checked with the other settings, so
-    ``-W abc`` (ping's 0) is refused there."""
-    try:
-        return _duration(text)
-    except OptionValueError:
-        value, garbage = _ping_strtod(text)
-        if not text.strip() or garbage is None or value < 0 or not math.isfinite(value):
-            raise
-    ping_garbage_warning(garbage, f"-W {text} read as {value:g}")
-    return value
-
-
-def _ping_strtod(text: str) -> tuple[float, str | None]:
-    """(the value iputils' ping_strtod reads, the garbage after it: None when
-    there is none, so the text is a plain number)."""
-    m = _STRTOD.match(text)
-    if m is None:
-        return 0.0, text  # strtod converts nothing: 0, all of it garbage
-    rest = text[m.end() :]
-    return float(m.group(1)), (rest if rest else None)
-
-
-def ping_garbage_warning(garbage: str, read_as: str) -> None:
-    """iputils 20221126's warning for an -i/-W value with garbage (it runs on)."""
-    import sys
-
-    print(f"probetop icmp: option argument contains garbage: {garbage}", file=sys.stderr)
-    print(
-        f"probetop icmp: this will become fatal error in the future ({read_as}, as ping)",
-        file=sys.stderr,
-    )
+    """ping's -W: a duration (``1``, ``500ms``); the range (0.001..60 s) is
+    checked with the other settings. Garbage is refused, as for -i."""
+    return _duration(text)
 
 
 # Range rules live in IcmpSettings.validate (some need the other options);

@@ -82,15 +82,9 @@ def test_icmp_exits_as_ping(words: list[str], expected: int, tmp_path: Path) -> 
 RUNS = [
     # -i 0: the next request as a reply comes, ipg/ewma in the statistics
     (["-c", "3", "-i", "0", "127.0.0.1"], "ipg/ewma"),
-    # ping_strtod reads "abc" as 0 after two warning lines, and runs
-    (["-c", "3", "-i", "abc", "127.0.0.1"], "ipg/ewma"),
-    # ... and "0.01x" as 0.01 (paced: no ipg/ewma)
-    (["-c", "3", "-i", "0.01x", "127.0.0.1"], "3 received"),
     # whole ms, as (int)(optval * 1000): 0.0005 is -i 0 (ipg/ewma), 0.0015 is 1 ms
     (["-c", "3", "-i", "0.0005", "127.0.0.1"], "ipg/ewma"),
     (["-c", "3", "-i", "0.0015", "127.0.0.1"], "3 received"),
-    # -W's garbage too: "0.5x" is 0.5 s
-    (["-c", "3", "-i", "0.01", "-W", "0.5x", "127.0.0.1"], "3 received"),
 ]
 
 
