@@ -66,6 +66,32 @@ def _fix_or_why_not(settings: WarmupSettings, held: list[str]) -> str:
     return fix_command(settings)
 
 
+def _fresh_finding(
+    settings: WarmupSettings, seen: str, how: str, stopped_at: tuple[int, int] | None
+) -> tuple[str, list[str], str]:
+    """The "fresh" verdict of a read-only run, whole or stopped early (one
+    text for both, so they cannot drift): its reason, what the target holds
+    (``holds_data``: then no destructive command) and the fix or why none.
+    ``seen``: what was never written ("N % of the range"); ``how``: how that
+    was known; ``stopped_at``: (done, range) bytes when the read pass
+    stopped before its end."""
+    held = holds_data(settings.target)
+    fix = _fix_or_why_not(settings, held)
+    stop = (
+        ""
+        if stopped_at is None
+        else f"; the read pass stopped at {stopped_at[0]:,} of {stopped_at[1]:,} bytes, and "
+        "resuming it would change nothing"
+    )
+    reason = (
+        f"fresh volume: {seen} was never written ({how}){stop}. A read pass cannot allocate "
+        "these blocks: the volume answers them with zeros at once, so the read was fast and "
+        "changed nothing. Write every block, then read it (destroys every byte of the range): "
+        f"{fix}"
+    )
+    return reason, held, fix
+
+
 def _fresh_so_far(read: PassTotals, never: int, source: str, range_bytes: int) -> bool:
     """A read pass stopped early already shows a fresh volume: the hole map
     (the whole range) says more than ``FRESH_FRACTION`` is never written, or
@@ -149,19 +175,14 @@ def judge(
                 f"{range_bytes:,} bytes; resume with: {resume}"
             )
     elif read is not None and read.completed and write is None:
-        held = holds_data(settings.target) if fraction > WARMED_FRACTION else []
-        if held:  # never a destructive command for a volume in use or holding a filesystem
-            fix = _fix_or_why_not(settings, held)
         if fraction > FRESH_FRACTION:
             case = "fresh"
-            reason = (
-                f"fresh volume: {pct} of the range was never written ({how}). A read pass "
-                "cannot allocate these blocks: the volume answers them with zeros at once, "
-                "so the read was fast and changed nothing. Write every block, then read it "
-                f"(destroys every byte of the range): {fix}"
-            )
+            reason, held, fix = _fresh_finding(settings, f"{pct} of the range", how, None)
         elif fraction > WARMED_FRACTION:
             case = "mixed"
+            # Never a destructive command for a volume in use or holding a filesystem.
+            held = holds_data(settings.target)
+            fix = _fix_or_why_not(settings, held)
             reason = (
                 f"the read pass fetched every block holding data, but {pct} of the range was "
                 f"never written ({how}): those stay unallocated until written; only a write "
@@ -186,20 +207,13 @@ def judge(
     elif read is not None and write is None and _fresh_so_far(read, never, source, range_bytes):
         # Stopped early, yet already plainly fresh: resuming the read would
         # change nothing, writing would.
-        held = holds_data(settings.target)
-        if held:
-            fix = _fix_or_why_not(settings, held)
         case, warmed = "fresh", False
         seen = (
             f"{pct} of the range" if source == "holes" else
             f"{100.0 * never / read.done_bytes:.1f} % of the {read.done_bytes:,} bytes read"
         )  # fmt: skip
-        reason = (
-            f"fresh volume: {seen} was never written ({how}); the read pass stopped at "
-            f"{read.done_bytes:,} of {range_bytes:,} bytes, and resuming it would change "
-            "nothing: a read pass cannot allocate these blocks. Write every block, then read "
-            f"it (destroys every byte of the range): {fix}"
-        )
+        stopped_at = (read.done_bytes, range_bytes)
+        reason, held, fix = _fresh_finding(settings, seen, how, stopped_at)
     else:
         case, warmed = "unknown", False
         row = write if write is not None and not write.completed else read or write
