@@ -12,9 +12,13 @@ process's RSS every ``--every`` seconds and, after ``--warmup`` seconds
     growth after the warm-up: +X.X MiB/h (+Y.Y % per hour of the RSS at the warm-up mark)
 
 (the goal: within 1 % of the 10-minute mark over 2 hours). With
-``--tracemalloc`` the demo runs under tracemalloc (slower, more memory) and
-the script prints the 15 allocation sites that grew most between the
-warm-up mark and the end, to find what grows. With ``--no-trim`` the demo
+``--tracemalloc`` the demo starts tracemalloc at the warm-up mark (slower,
+more memory from then on), takes snapshot A ``--settle`` seconds later
+(default 60) and B near the end, and the script prints the traced size at
+A and at B and the 15 allocation sites whose size changed most between
+them (``Snapshot.compare_to``, by traceback): growth, not the bounded
+structures that merely replace their rows (those were allocated after the
+mark too, but hold about as much at B as at A). With ``--no-trim`` the demo
 runs without its once-a-minute heap trim (tui/run/heaptrim.py), to compare
 the same code with and without it.
 
@@ -25,7 +29,7 @@ With ``--churn 0`` or without root there is no churn, and it says so.
 
 Usage: .venv/bin/python benchmarks/soak.py [--seconds 3600] [--warmup 600]
        [--churn 20] [--lifetime 60] [--every 10] [--prefix ptsk] [--tracemalloc]
-       [--no-trim]
+       [--settle 60] [--no-trim]
 """
 
 from __future__ import annotations
@@ -49,15 +53,21 @@ from figures import add_figures_option, report
 
 # The demo with tracemalloc started at the first SIGUSR1 (the warm-up mark:
 # tracing the start-up's JIT compilation took minutes) and a snapshot dumped to
-# $SOAK_SNAPSHOT at the second: what it holds is what was allocated after the
-# mark and is still alive at the end, i.e. the growth.
+# $SOAK_SNAPSHOT.1, .2 at the next two (A, --settle s after the mark, and B,
+# near the end). A single snapshot at the end would hold whatever was
+# allocated after the mark and is still alive: the bounded structures that
+# replace their rows (600 interval rows, caches) counted as growth. A - B by
+# allocation site is what grew between two moments when they were all full.
 TRACED = """
 import os, signal, sys, tracemalloc
+taken = 0
 def on_usr1(signum, frame):
+    global taken
     if not tracemalloc.is_tracing():
         tracemalloc.start(12)
     else:
-        tracemalloc.take_snapshot().dump(os.environ["SOAK_SNAPSHOT"])
+        taken += 1
+        tracemalloc.take_snapshot().dump(f"{os.environ['SOAK_SNAPSHOT']}.{taken}")
 signal.signal(signal.SIGUSR1, on_usr1)
 from probetop.tui.main import entry
 sys.argv = ["probetop", *sys.argv[1:]]
@@ -156,17 +166,35 @@ def growth_per_hour(samples: list[tuple[float, int]], warmup_s: float) -> tuple[
     return per_h / 2**20, 100 * per_h / after[0][1]
 
 
-def top_growth(snapshot: Path, limit: int = 15) -> list[str]:
-    """The allocation sites holding most of what was allocated after the
-    warm-up mark and is still alive (innermost probetop frames first)."""
-    stats = tracemalloc.Snapshot.load(str(snapshot)).statistics("traceback")
+ROOT = f"{Path(__file__).resolve().parents[1]}/"  # the checkout (a worktree: any name)
+
+
+def _short(filename: str) -> str:
+    """A traceback's file name without the checkout's prefix."""
+    return filename.removeprefix(ROOT).split("/probetop/")[-1]
+
+
+def traced_kib(snapshot: tracemalloc.Snapshot) -> float:
+    """The traced Python heap a snapshot holds, in KiB."""
+    return sum(t.size for t in snapshot.traces) / 1024
+
+
+def top_growth(a: tracemalloc.Snapshot, b: tracemalloc.Snapshot, limit: int = 15) -> list[str]:
+    """The allocation sites whose live size changed most from snapshot A to
+    B (by absolute difference: a site that shrank is news too), each with
+    its size at B; innermost probetop frames first."""
+    stats = b.compare_to(a, "traceback")
     lines = []
     for stat in stats[:limit]:
-        frames = [f"{f.filename.split('/probetop/')[-1]}:{f.lineno}" for f in stat.traceback]
-        mine = [f for f in frames if "site-packages" not in f and "/lib/python" not in f]
+        frames = [f"{_short(f.filename)}:{f.lineno}" for f in stat.traceback]
+        mine = [
+            f"{_short(f.filename)}:{f.lineno}"
+            for f in stat.traceback
+            if "site-packages" not in f.filename and "/lib/python" not in f.filename
+        ]
         lines.append(
-            f"{stat.size / 1024:9.1f} KiB {stat.count:7d} blocks  "
-            f"{' < '.join((mine or frames)[-1:-5:-1])}"
+            f"{stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7d} blocks "
+            f"(at B {stat.size / 1024:8.1f} KiB)  {' < '.join((mine or frames)[-1:-5:-1])}"
         )
     return lines
 
@@ -183,6 +211,12 @@ def main() -> int:
     ap.add_argument("--prefix", default="ptsk", help="name prefix of what it creates (<= 6 chars)")
     ap.add_argument("--tracemalloc", action="store_true")
     ap.add_argument(
+        "--settle",
+        type=float,
+        default=60.0,
+        help="with --tracemalloc: snapshot A this long after the mark (tracing starts there)",
+    )
+    ap.add_argument(
         "--no-trim",
         action="store_true",
         help="the demo without its once-a-minute heap trim (to compare)",
@@ -192,6 +226,11 @@ def main() -> int:
     args = ap.parse_args()
     if len(args.prefix) > 6:
         raise SystemExit("soak: --prefix is at most 6 characters (interface names: 15)")
+    if args.tracemalloc and args.warmup + args.settle >= args.seconds - 3 * args.every:
+        raise SystemExit(
+            "soak: --tracemalloc takes snapshot A at --warmup + --settle and B at "
+            "--seconds - 3 x --every: run longer"
+        )
 
     workdir = Path(args.out or tempfile.mkdtemp(prefix=f"{args.prefix}-soak-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -232,7 +271,8 @@ def main() -> int:
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     ps = psutil.Process(proc.pid)
     samples: list[tuple[float, int]] = []
-    snap_at_warmup = 0
+    traced = 0  # --tracemalloc: 1 tracing from the mark, 2 snapshot A taken, 3 B
+    at_snapshot: list[float] = []
     t0 = time.monotonic()
     if churn:
         churn.start()
@@ -241,14 +281,17 @@ def main() -> int:
             t = time.monotonic() - t0
             with contextlib.suppress(psutil.NoSuchProcess):
                 samples.append((t, ps.memory_info().rss))
-            if args.tracemalloc and not snap_at_warmup and t >= args.warmup:
+            if args.tracemalloc and (
+                (traced == 0 and t >= args.warmup)
+                or (traced == 1 and t >= args.warmup + args.settle)
+                or (traced == 2 and t >= args.seconds - 3 * args.every)
+            ):
                 proc.send_signal(signal.SIGUSR1)
-                snap_at_warmup = 1
+                traced += 1
+                if traced > 1:
+                    at_snapshot.append(t)
             if len(samples) % max(1, round(600 / args.every)) == 0:
                 print(f"  {t:6.0f} s  RSS {samples[-1][1] / 2**20:7.1f} MiB", flush=True)
-            if args.tracemalloc and t >= args.seconds - 3 * args.every and snap_at_warmup == 1:
-                proc.send_signal(signal.SIGUSR1)
-                snap_at_warmup = 2
             time.sleep(args.every)
     except KeyboardInterrupt:
         proc.send_signal(signal.SIGINT)
@@ -281,10 +324,20 @@ def main() -> int:
         unit="MiB/h",
         note=f"{pct_h:+.2f} % per hour",
     )
-    if args.tracemalloc and (workdir / "snapshot").exists():
-        print("allocated after the warm-up mark and alive at the end (tracemalloc):")
-        for line in top_growth(workdir / "snapshot"):
+    snaps = [workdir / f"snapshot.{n}" for n in (1, 2)]
+    if args.tracemalloc and all(p.exists() for p in snaps):
+        a, b = (tracemalloc.Snapshot.load(str(p)) for p in snaps)
+        ka, kb = traced_kib(a), traced_kib(b)
+        print(
+            f"tracemalloc (tracing from {args.warmup:.0f} s): traced Python heap "
+            f"{ka:,.1f} KiB at A ({at_snapshot[0]:.0f} s), {kb:,.1f} KiB at B "
+            f"({at_snapshot[1]:.0f} s): {kb - ka:+,.1f} KiB; the sites that changed most "
+            "from A to B:"
+        )
+        for line in top_growth(a, b):
             print("  " + line)
+    elif args.tracemalloc:
+        print("tracemalloc: no snapshots A and B (the demo ended early?)")
     print(f"recording kept at {record}")
     return 0
 
