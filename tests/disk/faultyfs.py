@@ -11,7 +11,13 @@ answers every read or write touching [START, END) as MODE says:
   served normally. A line ``held OFFSET SIZE`` goes to stdout when an I/O
   is first held. A line ``release`` on stdin, or stdin's end (the test that
   started it is gone), releases every held I/O and ends the hang for good;
-- ``hang:S``: the same, but each I/O is released after S seconds at most.
+- ``hang:S``: the same, but each I/O is released after S seconds at most;
+- ``flushhang``: every read and write served at once (the server acks a
+  write as soon as it has it), but the FLUSH of a file handle that was
+  written through (what its ``close()`` sends, and waits for) is held, as
+  ``hang`` holds I/O: ``held flush`` on stdout the first time, released the
+  same way. A close of a handle that only read returns at once; RELEASE
+  (sent after the close, not waited for) is never held.
 
 Mounted with ``direct_io`` so each I/O reaches it with its own offset and
 size (no page cache, no readahead), multithreaded so I/O outside the range
@@ -38,6 +44,9 @@ class FaultyFile(Operations):  # type: ignore[misc]
         self.fd = os.open(backing, os.O_RDWR)
         self.bad = (bad_start, bad_end)
         self._hang = mode.startswith("hang")
+        self._flush_hang = mode == "flushhang"
+        self._next_fh = 0
+        self._written: set[int] = set()  # file handles a write came through
         self._hang_s = float(mode.split(":", 1)[1]) if ":" in mode else None
         self._released = threading.Event()
         self._first = True
@@ -59,6 +68,16 @@ class FaultyFile(Operations):  # type: ignore[misc]
                 print(f"held {offset} {size}", flush=True)
             self._released.wait(self._hang_s)
 
+    def _hold(self, what: str) -> None:
+        """Held until released (or ``hang:S``'s seconds); says so once."""
+        if self._released.is_set():
+            return
+        with self._held:
+            say, self._first = self._first, False
+        if say:
+            print(f"held {what}", flush=True)
+        self._released.wait(self._hang_s)
+
     def getattr(self, path: str, fh: Any = None) -> dict[str, Any]:
         if path == "/":
             return {"st_mode": stat.S_IFDIR | 0o755, "st_nlink": 2}
@@ -74,15 +93,30 @@ class FaultyFile(Operations):  # type: ignore[misc]
     def open(self, path: str, flags: int) -> int:
         if path != NAME:
             raise FuseOSError(errno.ENOENT)
-        return 0
+        with self._held:
+            self._next_fh += 1
+            return self._next_fh
 
     def read(self, path: str, size: int, offset: int, fh: Any) -> bytes:
-        self._check(offset, size)
+        if not self._flush_hang:
+            self._check(offset, size)
         return os.pread(self.fd, size, offset)
 
     def write(self, path: str, data: bytes, offset: int, fh: Any) -> int:
-        self._check(offset, len(data))
+        if self._flush_hang:
+            self._written.add(fh)
+        else:
+            self._check(offset, len(data))
         return os.pwrite(self.fd, data, offset)
+
+    def flush(self, path: str, fh: Any) -> int:
+        if self._flush_hang and fh in self._written:
+            self._hold("flush")
+        return 0
+
+    def release(self, path: str, fh: Any) -> int:
+        self._written.discard(fh)
+        return 0
 
     def truncate(self, path: str, length: int, fh: Any = None) -> None:
         raise FuseOSError(errno.EPERM)
@@ -103,7 +137,7 @@ def main() -> None:
     mountpoint, backing, start, end = sys.argv[1:5]
     mode = sys.argv[5] if len(sys.argv) > 5 else "eio"
     fs = FaultyFile(backing, int(start), int(end), mode)
-    if mode.startswith("hang"):
+    if mode.startswith("hang") or mode == "flushhang":
         threading.Thread(target=_release_on_stdin, args=(fs,), daemon=True).start()
     FUSE(fs, mountpoint, foreground=True, direct_io=True, allow_other=False)
 
