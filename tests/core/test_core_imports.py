@@ -163,3 +163,34 @@ def test_front_doors_build_trackers_and_checks_on_first_use() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_commands_help_loads_that_command_alone() -> None:
+    """`probetop iops --help` prints the iops page only: the other families'
+    front doors are not loaded for it (each costs start-up); the main help,
+    which lists every command, loads them all."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from probetop.tui.cli.parser import build_parser, commands_needed\n"
+        "argv = sys.argv[1:]\n"
+        "try:\n"
+        "    build_parser(commands_needed(argv)).parse_args(argv)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "doors = ('cpu', 'mem', 'disk', 'icmp', 'http')\n"
+        "print(','.join(d for d in doors if f'probetop.probes.{d}' in sys.modules),"
+        " file=sys.stderr)\n"
+    )
+    for argv, doors in (
+        (["iops", "--help"], "disk"),
+        (["http", "-h"], "http"),
+        (["--help"], "cpu,mem,disk,icmp,http"),
+        (["-h", "cpu"], "cpu,mem,disk,icmp,http"),
+    ):
+        out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert "usage: probetop" in out.stdout, argv
+        assert out.stderr.strip() == doors, argv

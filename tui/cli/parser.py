@@ -241,13 +241,20 @@ probetop's own (--metrics, --assert, --record ...) keep its usage status 2."""
 
 def commands_needed(argv: Sequence[str]) -> set[str] | None:
     """The command modules parsing ``argv`` needs: those it names (bare
-    ``probetop``: none), or None (all) when it asks for help. Loading every
-    command module (and its family's front door) cost a fifth of the
-    dashboard's start-up (profiled), for a parser that uses one of them."""
-    if any(arg in ("-h", "--help") for arg in argv):
-        return None
+    ``probetop``: none), or None (all) when it asks for the main help (a
+    ``-h``/``--help`` before any command: that page lists every command).
+    ``probetop iops --help`` is the iops page alone, so it loads iops alone.
+    Loading every command module (and its family's front door) cost a fifth
+    of the dashboard's start-up (profiled), for a parser that uses one of
+    them."""
     names = set(commands.PROBE_COMMANDS + commands.OTHER_COMMANDS)
-    return {arg for arg in argv if arg in names}  # an option value named so costs a load
+    needed: set[str] = set()
+    for arg in argv:
+        if arg in ("-h", "--help") and not needed:
+            return None
+        if arg in names:
+            needed.add(arg)  # an option value named so costs a load
+    return needed
 
 
 class _VersionAction(argparse.Action):
