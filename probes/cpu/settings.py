@@ -41,6 +41,7 @@ from probetop.probes.core.sysbench.options import (
     old_spellings,
     percentile_option,
     rand_seed_option,
+    rand_type_option,
     report_interval_option,
     run_word_option,
     sampling_period,
@@ -152,6 +153,7 @@ SPEC = CommandSpec(
         percentile_option(),
         histogram_option(),
         rand_seed_option(),
+        rand_type_option(),
         verbosity_option(),
         Option(
             ("--sweep",),

@@ -374,3 +374,29 @@ def test_prepare_refused_with_sysbench_status() -> None:
         sysbench_argv(["--test=cpu", "prepare"])
     assert info.value.exit_code == 1
     assert "'cpu' test does not implement the 'prepare' command" in str(info.value)
+
+
+RAND_TYPES = [
+    ("cpu", "uniform"),
+    ("cpu", "pareto"),
+    ("memory", "gaussian"),
+    ("memory", "special"),
+    ("cpu", "foo"),
+    ("memory", "Uniform"),
+]
+
+
+@pytest.mark.parametrize(("test", "value"), RAND_TYPES, ids=[f"{t} {v}" for t, v in RAND_TYPES])
+def test_rand_type_beside_sysbench(test: str, value: str, tmp_path: Path) -> None:
+    """--rand-type: sysbench's four names run (exit 0, the report); another
+    (case-sensitive, as its strcmp) exits 1 with sysbench's words."""
+    base = ["--cpu-max-prime=500"] if test == "cpu" else ["--memory-access-mode=rnd"]
+    ref, ours = both([test, "--time=1", *base, f"--rand-type={value}", "run"], tmp_path)
+    assert ours.returncode == ref.returncode, (ours.stderr, ref.stdout)
+    if ref.returncode == 0:
+        key = "cpu" if test == "cpu" else "mem"
+        assert has_report(ours.stdout, key) and has_report(ref.stdout, key)
+    else:
+        said = f"Invalid random numbers distribution: {value}."
+        assert ref.returncode == 1 and f"FATAL: {said}" in ref.stdout
+        assert said in ours.stderr, ours.stderr

@@ -17,7 +17,8 @@ Contract:
   ``old_spellings`` reads sysbench's ``=on|off`` values as it): the text
   report prints the latency histogram as sysbench does.
 - ``rand_seed_option()`` and ``seed_line(seed)``: sysbench's --rand-seed and
-  the head line that names it; ``verbosity_option()`` and
+  the head line that names it; ``rand_type_option()``: sysbench's --rand-type
+  (checked as sysbench checks it; nothing here draws from it); ``verbosity_option()`` and
   ``check_verbosity(level)``: sysbench's --verbosity (below 3: no text report).
 - ``check_percentile(p)`` refuses what sysbench would (0 disables it).
 - ``settings_reader(Settings.from_options)``: a family's ``read_settings``
@@ -33,7 +34,14 @@ from typing import Any, Protocol, TypeVar
 
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.family import RunCommon
-from probetop.probes.core.options import Option, Spelling, duration, number, whole_number
+from probetop.probes.core.options import (
+    Option,
+    OptionValueError,
+    Spelling,
+    duration,
+    number,
+    whole_number,
+)
 from probetop.probes.core.ranges import LimitProbeError
 
 DEFAULT_TIME_S = 10.0  # sysbench 1.0's --time default
@@ -89,6 +97,29 @@ def rand_seed_option() -> Option:
         whole_number(),
         0,
         "N",
+    )
+
+
+#: sysbench 1.0.20's --rand-type values (sb_rand.c, sb_rand_init); "special" by default.
+RAND_TYPES = ("uniform", "gaussian", "special", "pareto")
+
+
+def _rand_type(text: str) -> str:
+    if text not in RAND_TYPES:  # sysbench's words, case-sensitive as its strcmp
+        raise OptionValueError(f"Invalid random numbers distribution: {text}.")
+    return text
+
+
+def rand_type_option() -> Option:
+    return Option(
+        ("--rand-type",),
+        "sysbench's distribution of its random numbers: uniform, gaussian, special "
+        "(default) or pareto; another value exits 1 as sysbench. It changes nothing "
+        "here, as in sysbench 1.0.20: cpu draws no random numbers and memory's rnd "
+        "mode always draws uniform offsets (sb_rand_uniform_double)",
+        _rand_type,
+        "special",
+        "TYPE",
     )
 
 
