@@ -400,3 +400,59 @@ def test_rand_type_beside_sysbench(test: str, value: str, tmp_path: Path) -> Non
         said = f"Invalid random numbers distribution: {value}."
         assert ref.returncode == 1 and f"FATAL: {said}" in ref.stdout
         assert said in ours.stderr, ours.stderr
+
+
+CONFIG_FILES = [
+    # general options, a comment, a blank-padded name (sysbench ignores it), a
+    # test option (not read from a file), quotes, a list's first value
+    ("cpu", "threads=2\ntime=1\n# x\nreport-interval = 1\ncpu-max-prime=500\n", []),
+    ("cpu", "time=1\nthreads='3'\nevents=5,6\nrand-seed=7 # seven\n", []),
+    ("memory", "time=1\npercentile=50\nmemory-block-size=4K\nhistogram=on\n", []),
+    ("cpu", "time=1\nthreads=3\n", ["--threads=2"]),  # the file after: it wins
+    ("cpu", "time=1\nverbosity=1\n", []),
+    ("cpu", "time=1\nthreads=x\n", []),  # refused as on the command line: exit 1
+]
+
+
+@pytest.mark.parametrize(
+    ("test", "text", "before"), CONFIG_FILES, ids=[repr(c[1][:30]) for c in CONFIG_FILES]
+)
+def test_config_file_beside_sysbench(
+    test: str, text: str, before: list[str], tmp_path: Path
+) -> None:
+    """--config-file=FILE, sysbench 1.0.20's read_config: the same head lines
+    (threads, prime limit, block size, seed, interval), events, percentile,
+    histogram and exit status as sysbench with the same file."""
+    conf = tmp_path / "sb.conf"
+    conf.write_text(text)
+    ref, ours = both([*before, f"--config-file={conf}", test, "run"], tmp_path)
+    assert ours.returncode == ref.returncode, (ours.stderr, ref.stdout, ref.stderr)
+
+    def said(out: str) -> list[str]:
+        keys = (
+            "Number of threads",
+            "Prime numbers limit",
+            "  block size",
+            "Initializing random",
+            "Report intermediate",
+            "    total number of events",
+            "         50th percentile",
+            "Latency histogram",
+        )
+        found = [ln for ln in out.splitlines() if ln.startswith(keys)]
+        if "events=" not in text:  # a timed run's count varies
+            found = [ln.split(":")[0] if "number of events" in ln else ln for ln in found]
+        return [ln.split(":")[0] if "percentile" in ln else ln for ln in found]
+
+    assert said(ours.stdout) == said(ref.stdout), (ours.stdout, ref.stdout)
+    assert (ours.stdout == "") == (ref.stdout == "")
+
+
+def test_config_file_that_cannot_be_read_as_sysbench(tmp_path: Path) -> None:
+    """sysbench's perror ("FILE: No such file or directory" on stderr) and the run goes on."""
+    missing = tmp_path / "none.conf"
+    ref, ours = both([f"--config-file={missing}", "cpu", "--time=1", "run"], tmp_path)
+    assert ours.returncode == ref.returncode == 0
+    line = f"{missing}: No such file or directory"
+    assert line in ref.stderr and line in ours.stderr, ours.stderr
+    assert has_report(ours.stdout, "cpu")

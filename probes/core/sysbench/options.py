@@ -218,9 +218,12 @@ def sysbench_forms(test: str, command: str) -> str:
 sysbench's command lines run as they are: `sysbench [options]... {test} run`
 becomes `probetop [options]... {test} run`{alias}.
 Accepted: options before or after the test name; --test={test} instead of
-the name (sysbench 0.4); the command word last: run (headless: the report is
-printed and the run ends at --time, on a terminal too; without it the
-dashboard opens on a terminal), help (this help), prepare and cleanup
+the name (sysbench 0.4); --config-file=FILE, sysbench's general options
+(threads, time, events, report-interval, percentile, histogram, rand-seed,
+rand-type, verbosity, ...) one NAME=VALUE a line, read where it stands (a
+test's own options are not read from it, as in sysbench); the command word
+last: run (headless: the report is printed and the run ends at --time, on
+a terminal too; without it the dashboard opens on a terminal), help (this help), prepare and cleanup
 (refused with exit 1, as sysbench: the {test} test has neither). A refused
 value or an unknown option exits 1, as in sysbench (a limit of this machine,
 such as too many threads, exits 2).
