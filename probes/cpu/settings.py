@@ -42,6 +42,7 @@ from probetop.probes.core.sysbench.options import (
     percentile_option,
     rand_seed_option,
     rand_type_option,
+    report_checkpoints_option,
     report_interval_option,
     run_word_option,
     sampling_period,
@@ -154,6 +155,7 @@ SPEC = CommandSpec(
         histogram_option(),
         rand_seed_option(),
         rand_type_option(),
+        report_checkpoints_option(),
         verbosity_option(),
         Option(
             ("--sweep",),

@@ -456,3 +456,19 @@ def test_config_file_that_cannot_be_read_as_sysbench(tmp_path: Path) -> None:
     line = f"{missing}: No such file or directory"
     assert line in ref.stderr and line in ours.stderr, ours.stderr
     assert has_report(ours.stdout, "cpu")
+
+
+@pytest.mark.parametrize("value", ["1,x", "-1", "1,2"])
+def test_report_checkpoints_refused_with_sysbenchs_check(value: str, tmp_path: Path) -> None:
+    """--report-checkpoints: a value sysbench refuses gets its words and its
+    exit 1; a valid list is refused too (not printed yet), exit 1, saying so."""
+    ref, ours = both(["cpu", "--time=1", f"--report-checkpoints={value}", "run"], tmp_path)
+    assert ours.returncode == 1, ours.stderr
+    bad = [v for v in value.split(",") if not v.isdigit()]
+    if bad:
+        said = f"Invalid value for --report-checkpoints: '{bad[0]}'"
+        assert ref.returncode == 1 and said in ref.stdout
+        assert said in ours.stderr, ours.stderr
+    else:
+        assert ref.returncode == 0 and "Checkpoint report:" in ref.stdout
+        assert "not supported yet" in ours.stderr, ours.stderr

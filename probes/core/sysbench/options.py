@@ -123,6 +123,33 @@ def rand_type_option() -> Option:
     )
 
 
+def _checkpoints(text: str) -> str:
+    """sysbench 1.0.20's check of --report-checkpoints (whole seconds, 0..INT_MAX,
+    comma-separated; "Invalid value for --report-checkpoints: 'x'"), then the
+    refusal: the checkpoint reports are not printed by probetop yet."""
+    for item in text.split(","):
+        if not item:
+            continue
+        if not item.strip().lstrip("+-").isdigit() or not 0 <= int(item) <= 2**31 - 1:
+            raise OptionValueError(f"Invalid value for --report-checkpoints: '{item}'")
+    raise OptionValueError(
+        "not supported yet: sysbench's checkpoint reports (a full report at each "
+        "listed second, counters reset) are not printed by probetop; use "
+        "--report-interval S for per-interval lines, or --json"
+    )
+
+
+def report_checkpoints_option() -> Option:
+    return Option(
+        ("--report-checkpoints",),
+        "sysbench's full reports at the listed seconds: not supported yet (exit 1)",
+        _checkpoints,
+        None,
+        "LIST",
+        hidden=True,
+    )
+
+
 DEFAULT_VERBOSITY = 3  # sysbench's LOG_NOTICE: the report
 
 
