@@ -10,6 +10,8 @@ from probetop.probes.core.base import Probe
 from probetop.probes.core.family import DemoContext, Family, Lazy, RunCommon, ends_itself
 from probetop.probes.core.sysbench.options import settings_reader
 from probetop.probes.core.sysbench.report import (
+    DEBUG_VERBOSITY,
+    debug_lines,
     insert_doing,
     live_text,
     report_interval,
@@ -35,7 +37,11 @@ def live_head(settings: CpuSettings, summary: Mapping[str, Any]) -> list[str]:
         counts = settings.sweep_counts or sweep_thread_counts()
         summary = {**summary, "sweep": [{"threads": n} for n in counts]}
     lines = head_lines(summary, report_interval(settings))
-    return insert_doing(lines, DOING) if settings.verbosity > 3 else lines
+    lines = insert_doing(lines, DOING) if settings.verbosity > 3 else lines
+    if settings.verbosity >= DEBUG_VERBOSITY:
+        threads = int(summary.get("threads") or settings.threads)
+        lines = debug_lines(lines, threads=threads, reporting=settings.report_intervals)
+    return lines
 
 
 def live_lines(settings: CpuSettings) -> LiveLines:

@@ -41,6 +41,8 @@ from probetop.probes.core.sysbench.options import (
     old_spellings,
     percentile_option,
     rand_seed_option,
+    rand_type_option,
+    report_checkpoints_option,
     report_interval_option,
     run_word_option,
     sampling_period,
@@ -152,6 +154,8 @@ SPEC = CommandSpec(
         percentile_option(),
         histogram_option(),
         rand_seed_option(),
+        rand_type_option(),
+        report_checkpoints_option(),
         verbosity_option(),
         Option(
             ("--sweep",),

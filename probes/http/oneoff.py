@@ -57,10 +57,19 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
         exchange: Exchange | None = None
         # curl pairs each -o with a URL in order; the URLs past the last go to stdout.
         output = settings.outputs[i] if i < len(settings.outputs) else None
-        if output == REMOTE_NAME:  # -O: the name is the URL's, known before the transfer
+        remote = output == REMOTE_NAME
+        if remote:  # -O: the name is the URL's, known before the transfer
             output = remote_name(raw)
+        # -J: the name may come from Content-Disposition; curl sends even for URL/
+        disposition = remote and settings.remote_header_name
+        dir_error: tuple[str, str] | None = None
+        if output is not None and output != "-" and (output or disposition):
+            if settings.output_dir:  # curl: DIR/FILE, before --create-dirs
+                output = f"{settings.output_dir}/{output}"
+            if settings.create_dirs:  # curl makes them before the transfer
+                dir_error = make_dirs(output)
         body = (
-            Body(output, create_dirs=settings.create_dirs)
+            Body(output, disposition=disposition, output_dir=settings.output_dir)
             if curl_mode and not (as_json and output is None)
             else None
         )
@@ -74,7 +83,7 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
             code, errormsg = exc.exit_code, str(exc)
         if url is None:
             pass
-        elif output == "":  # -O on a URL whose path ends with /: curl sends nothing
+        elif output == "" and not disposition:  # -O on URL/: curl sends nothing
             if not settings.silent:
                 print(
                     "probetop: error: remote file name has no length: -O names the file "
@@ -83,6 +92,14 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
                 )
             code, errormsg = 23, WRITE_FAILED
             output, started = None, False  # curl: no file name, no URL set
+        elif dir_error is not None:
+            # curl says so even under -s, and has no file name then
+            print(
+                f"probetop: error: Error creating directory {dir_error[0]}: {dir_error[1]}",
+                file=sys.stderr,
+            )
+            code, errormsg = 23, WRITE_FAILED
+            output, started = "", False  # curl stops before the transfer
         else:
             try:
                 exchange = fetch(
@@ -91,6 +108,7 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
                     fail=settings.fail,
                     sink=body.write if body is not None else None,
                     certinfo=certinfo,
+                    header_sink=body.header if body is not None and disposition else None,
                 )
             finally:
                 if body is not None:
@@ -100,18 +118,17 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
             message = exchange.message(fail=settings.fail)
             if body is not None and code == 0:
                 body.finish()  # an empty body still makes an empty file, as curl
-            if body is not None and body.dir_error is not None:
-                # curl says so even under -s, and has no file name then
-                print(
-                    f"probetop: error: cannot create directory {body.dir_error}: {body.error}",
-                    file=sys.stderr,
-                )
-                code, errormsg, message = 23, WRITE_FAILED, None
-                output = ""
+            if body is not None:
+                output = body.name  # -J: the Content-Disposition name, as curl's
+                for warning in body.warnings if not settings.warnings_muted else ():
+                    print(f"probetop: warning: {warning}", file=sys.stderr)
+            if body is not None and body.header_failed:
+                code, errormsg = 23, "Failed writing header"  # curl's tool_header_cb
+                message = errormsg
             elif body is not None and body.error is not None:
                 # curl's exit 23 (CURLE_WRITE_ERROR) and its words
                 code, errormsg = 23, "Failure writing output to destination"
-                message = f"cannot write {output}: {body.error}"
+                message = errormsg  # with curl's warning line that says why
             if as_json:
                 from probetop.probes.http.pycurlb import pycurlb_document
 
@@ -153,6 +170,57 @@ def write_out(writer: WriteOut, settings: HttpSettings, transfer: Transfer) -> N
         stream.buffer.flush()
 
 
+def make_dirs(name: str) -> tuple[str, str] | None:
+    """curl 7.88's --create-dirs (create_dir_hierarchy): each directory of
+    ``name`` (every /-separated part but the last), mode 0750 less the umask;
+    one that exists or cannot be searched (EACCES) is passed. The directory it
+    could not make and why, or None."""
+    import errno
+    import os
+
+    parts = [p for p in name.split("/") if p]
+    path = ""
+    for n, part in enumerate(parts[:-1]):
+        path = (part if not name.startswith("/") else f"/{part}") if n == 0 else f"{path}/{part}"
+        try:
+            os.mkdir(path, 0o750)
+        except OSError as exc:
+            if exc.errno not in (errno.EEXIST, errno.EACCES):
+                return path, exc.strerror or str(exc)
+    return None
+
+
+def disposition_filename(line: bytes) -> bytes | None:
+    """The file name curl 7.88's -J takes from one ``Content-disposition:``
+    header line (tool_cb_hdr.c, parse_filename): the first ``filename=``
+    parameter (case-sensitive; ``filename*=`` is not read), up to its closing
+    quote (or the next ``;`` when unquoted), then only what follows its last
+    ``/`` and last backslash, cut at a CR or LF. None when there is none, or
+    when it ends with / or a backslash."""
+    end = len(line)
+    p = 20
+    while True:
+        while p < end and line[p] and not chr(line[p]).isalpha():
+            p += 1
+        if p > end - 9:
+            return None
+        if line[p : p + 9] != b"filename=":
+            while p < end and line[p] != ord(";"):
+                p += 1
+            continue
+        rest = line[p + 9 :].split(b"\0", 1)[0]
+        stop = b";"
+        if rest[:1] in (b"'", b'"'):
+            stop, rest = rest[:1], rest[1:]
+        rest = rest.split(stop, 1)[0]
+        for sep in (b"/", b"\\"):
+            if sep in rest:
+                rest = rest.rsplit(sep, 1)[1]
+                if not rest:
+                    return None
+        return rest.split(b"\r", 1)[0].split(b"\n", 1)[0]
+
+
 class Body:
     """Where curl's output mode writes one URL's body: stdout (no -o, or
     ``-o -``), nowhere (``-o /dev/null``) or a file, which is created (as
@@ -160,27 +228,79 @@ class Body:
     bytes arrive, or by ``finish`` for an empty body of a transfer that
     succeeded, as curl does; a transfer that fails first makes no file.
     ``write`` runs in libcurl's write callback, as curl's own does.
-    ``create_dirs`` (--create-dirs): the file's missing directories are made
-    first, each mode 0750 less the umask, as curl's ``create_dir_hierarchy``."""
 
-    def __init__(self, name: str | None, *, create_dirs: bool = False) -> None:
+    ``disposition`` (-O with -J): ``header`` reads each header line as curl
+    7.88's tool_header_cb. A ``Content-disposition:`` line with a usable
+    ``filename=`` renames the file (``name``, curl's filename_effective; it
+    is opened as ``output_dir/name``) and creates it at once, O_EXCL: an
+    existing file is never overwritten, curl's "Failed writing header" (23).
+    Without such a name the URL's name is used, opened as -O opens it."""
+
+    def __init__(
+        self, name: str | None, *, disposition: bool = False, output_dir: str | None = None
+    ) -> None:
         self.name = name
-        self.create_dirs = create_dirs
-        self.dir_error: str | None = None  # the directory --create-dirs could not make
+        self.path = name  # what is opened (-J: output_dir/name)
+        self.disposition = disposition
+        self.output_dir = output_dir
+        self.exclusive = False  # a Content-Disposition name: O_EXCL, as curl's
+        self.header_failed = False  # -J: curl's header callback failed (exit 23)
+        self.warnings: list[str] = []  # curl's "Warning: ..." lines (muted by -s)
         self.file: Any = None
         self.opened = False
         self.error: str | None = None
         if name is None or name == "-":
             self.file = sys.stdout.buffer
 
+    def header(self, line: bytes) -> bool:
+        """curl's -J on one header line; False fails the transfer."""
+        if not self.disposition or len(line) <= 20:
+            return True
+        if line[:20].lower() != b"content-disposition:":
+            return True
+        found = disposition_filename(line)
+        if found is not None:
+            if self.file is not None:
+                return False  # curl: a file is open already, "get out!"
+            import os
+
+            self.disposition = False  # done now, as curl's honor_cd_filename
+            self.name = os.fsdecode(found)
+            self.path = f"{self.output_dir}/{self.name}" if self.output_dir else self.name
+            self.exclusive = True
+        if self.file is None and not self._open():
+            self.header_failed = True
+            return False
+        return True
+
+    def _open(self) -> bool:
+        """curl's tool_create_output_file; False (with curl's warning) if not."""
+        import os
+
+        if not self.name:
+            self.warnings.append("Remote filename has no length!")
+            self.error = "Remote filename has no length"
+            return False
+        path = self.path or ""
+        try:
+            if self.exclusive:
+                fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o666)
+                self.file = os.fdopen(fd, "wb")
+            else:
+                self.file = open(path, "wb")  # noqa: SIM115 (closed in close)
+        except OSError as exc:
+            self.error = exc.strerror or str(exc)
+            self.warnings.append(f"Failed to open the file {path}: {self.error}")
+            return False
+        self.opened = True
+        return True
+
     def write(self, data: bytes) -> int | None:
         if self.name == "/dev/null":
             return None
+        if self.file is None and not self._open():
+            return 0  # libcurl stops the transfer: curl's exit 23
         try:
-            if self.file is None:
-                self._make_dirs()
-                self.file = open(self.name or "", "wb")  # noqa: SIM115 (closed in close)
-                self.opened = True
             self.file.write(data)
         except OSError as exc:
             self.error = exc.strerror or str(exc)
@@ -189,28 +309,7 @@ class Body:
 
     def finish(self) -> None:
         if not self.opened and self.file is None and self.name not in (None, "-", "/dev/null"):
-            try:
-                self._make_dirs()
-                open(self.name or "", "wb").close()
-            except OSError as exc:
-                self.error = exc.strerror or str(exc)
-
-    def _make_dirs(self) -> None:
-        if not self.create_dirs or not self.name:
-            return
-        import os
-
-        path = "/" if self.name.startswith("/") else ""
-        for part in os.path.dirname(self.name).split("/"):
-            if not part:
-                continue
-            path = os.path.join(path, part)
-            if not os.path.isdir(path):
-                try:
-                    os.mkdir(path, 0o750)
-                except OSError:
-                    self.dir_error = path
-                    raise
+            self._open()
 
     def close(self) -> None:
         if self.file is None:

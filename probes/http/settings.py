@@ -51,6 +51,9 @@ class HttpSettings:
     # -o FILE per URL in order, as curl pairs them (curl's %{filename_effective})
     outputs: tuple[str, ...] = ()
     create_dirs: bool = False  # --create-dirs: make an -o FILE's directories (curl's)
+    warnings_muted: bool = False  # -s (even with -S): no curl "Warning:" lines
+    remote_header_name: bool = False  # -J: -O's name from Content-Disposition (curl's)
+    output_dir: str | None = None  # --output-dir DIR: -o/-O files under DIR (curl's)
     silent: bool = False  # -s without -S: no error messages on stderr, as curl's
 
     def __post_init__(self) -> None:
@@ -136,6 +139,9 @@ class HttpSettings:
             fail=fail,
             outputs=outputs,
             create_dirs=bool(values.get("create_dirs")),
+            warnings_muted=bool(values.get("curl_silent")),
+            remote_header_name=bool(values.get("remote_header_name")),
+            output_dir=values.get("output_dir") or None,  # curl ignores an empty one
             silent=bool(values.get("curl_silent")) and not values.get("curl_show_error"),
         )
         if settings.one_off and (warmup is not None or include_errors):

@@ -78,11 +78,6 @@ _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("-T", "--upload-file"), True, "uploads are not supported; use --data-binary @FILE"),
     (("-c", "--cookie-jar"), True, "cookies are not saved"),
     (("-D", "--dump-header"), True, "headers are not saved"),
-    (
-        ("-J", "--remote-header-name"),
-        False,
-        "names from Content-Disposition are not supported; use -o FILE or -O",
-    ),
     (("-G", "--get"), False, "put the query in the URL"),
     (("-E", "--cert", "--key", "--cert-type", "--key-type"), True, "client certificates"),
     (("--ciphers", "--tls-max", "--curves", "--tls13-ciphers"), True, "TLS tuning"),
@@ -403,6 +398,25 @@ SPEC = CommandSpec(
             action="store_true",
             default=False,
             dest="create_dirs",
+            group=CURL,
+            hidden=True,
+        ),
+        Option(
+            ("-J", "--remote-header-name"),
+            "with -O: name the file as the response's Content-Disposition filename= "
+            "(path parts stripped; an existing file is not overwritten: exit 23), as curl's -J",
+            action="store_true",
+            default=False,
+            dest="remote_header_name",
+            group=CURL,
+            hidden=True,
+        ),
+        Option(
+            ("--output-dir",),
+            "put the -o/-O files in DIR (DIR/FILE; with --create-dirs DIR is made too), "
+            "as curl's --output-dir",
+            metavar="DIR",
+            dest="output_dir",
             group=CURL,
             hidden=True,
         ),

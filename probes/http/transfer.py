@@ -219,6 +219,7 @@ def perform(
     details: bool,
     sink: Callable[[bytes], Any] | None = None,
     skip_redirect_body: bool = False,
+    header_sink: Callable[[bytes], bool] | None = None,
 ) -> Hop:
     """Run one configured hop and fill ``hop`` from libcurl's counters.
 
@@ -233,19 +234,24 @@ def perform(
     hands it over, from the write callback, as curl writes it; otherwise the
     body is discarded. ``skip_redirect_body`` (-L): a redirect's body that
     will be followed is not written, as libcurl ignores it with -L.
+    ``header_sink`` sees each header line of every hop first (curl's -J);
+    False from it fails the transfer as curl's header callback does (23).
     """
     import pycurl
 
     status: list[str] = []
-    if details or sink is not None:
+    if details or sink is not None or header_sink is not None:
 
-        def on_header(line: bytes) -> None:
+        def on_header(line: bytes) -> int | None:
+            if header_sink is not None and not header_sink(line):
+                return 0  # libcurl: CURLE_WRITE_ERROR, as curl's tool_header_cb
             if line[:5] == b"HTTP/":
                 status.append(printable(line.decode("latin-1").strip()))
                 hop.headers.clear()  # a new response: the 1xx before it is not kept
             elif b":" in line:
                 name, _, value = line.decode("utf-8", "surrogateescape").partition(":")
                 hop.headers.append((name, value.strip(" \t\r\n")))
+            return None
 
         curl.setopt(pycurl.HEADERFUNCTION, on_header)
     if sink is None:
@@ -407,6 +413,7 @@ def fetch(
     fail: bool = False,
     sink: Callable[[bytes], Any] | None = None,
     certinfo: bool = False,
+    header_sink: Callable[[bytes], bool] | None = None,
 ) -> Exchange:
     """One exchange: the request, then each redirect hop when -L is on.
 
@@ -447,6 +454,7 @@ def fetch(
                 details=details,
                 sink=sink,
                 skip_redirect_body=request.follow,
+                header_sink=header_sink,
             )
             if certinfo:
                 try:

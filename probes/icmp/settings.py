@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 import shlex
 from collections.abc import Mapping
@@ -443,8 +444,21 @@ class IcmpSettings:
             raise refused("ttl", f"--ttl must be within 1..255, got {self.ttl}")
         if not 1 <= self.preload <= 65536:
             raise refused("preload", f"--preload must be within 1..65536, got {self.preload}")
+        if self.grace_s == 0:
+            raise UsageProbeError(
+                "-W 0: probetop's -W/--grace is each request's loss deadline, so 0 would "
+                "count every reply lost (ping 20221126 runs it as a 0 s linger: no wait "
+                "after the last request when no reply came); give -W 0.001 or more, "
+                "and -w DEADLINE to bound the run (docs/icmp.md)"
+            )
         if not 0.001 <= self.grace_s <= 60:
             raise UsageProbeError(f"--grace must be within 0.001..60 s, got {self.grace_s:g}")
+        if self.period_s == 0 and not self.flood and os.getuid() != 0:
+            # ping 20221126's refusal (MINUSERINTERVAL), in its words, and its exit 2
+            raise UsageProbeError(
+                "cannot flood; minimal interval allowed for user is 2ms "
+                "(-i 0 paces by the replies as ping's does for root only)"
+            )
         if self.socket_mode not in SOCKET_MODES:
             raise UsageProbeError(f"unknown socket mode {self.socket_mode!r}")
         floor = sample_interval_floor_s(self.streams)

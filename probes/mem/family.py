@@ -9,7 +9,13 @@ from typing import Any
 from probetop.probes.core.base import Probe
 from probetop.probes.core.family import Family, Lazy, RunCommon, ends_itself
 from probetop.probes.core.sysbench.options import settings_reader
-from probetop.probes.core.sysbench.report import live_text, report_interval, run_report
+from probetop.probes.core.sysbench.report import (
+    DEBUG_VERBOSITY,
+    debug_lines,
+    live_text,
+    report_interval,
+    run_report,
+)
 from probetop.probes.mem.probe import MemProbe
 from probetop.probes.mem.records import KIND, MemInterval
 from probetop.probes.mem.report import LiveLines, format_report, head_lines, json_document
@@ -21,7 +27,11 @@ def build_probes(settings: MemSettings, common: RunCommon) -> list[Probe]:
 
 
 def live_head(settings: MemSettings, summary: Mapping[str, Any]) -> list[str]:
-    return head_lines(summary, report_interval(settings))
+    lines = head_lines(summary, report_interval(settings))
+    if settings.verbosity >= DEBUG_VERBOSITY:
+        threads = int(summary.get("threads") or settings.threads)
+        lines = debug_lines(lines, threads=threads, reporting=settings.report_intervals)
+    return lines
 
 
 def live_lines(settings: MemSettings) -> LiveLines:

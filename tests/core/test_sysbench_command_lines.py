@@ -274,16 +274,42 @@ def test_verbosity_4_progress_lines_beside_sysbench(
     assert progress(ours.stdout) == progress(ref.stdout), (ours.stdout, ref.stdout)
 
 
-def test_verbosity_5_is_refused_for_now(tmp_path: Path) -> None:
-    """sysbench's 5 adds DEBUG lines per worker, which probetop does not print: exit 1."""
-    r = subprocess.run(
-        [*PROBETOP, "cpu", "--time=1", "--verbosity=5", "run"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env(tmp_path),
+DEBUG = [
+    ("cpu", ["--time=1", "--cpu-max-prime=500"]),
+    ("cpu", ["--time=1", "--threads=3", "--cpu-max-prime=500", "--report-interval=1"]),
+    ("memory", ["--time=1", "--threads=2", "--memory-total-size=1M"]),
+    ("memory", ["--time=1", "--memory-total-size=0", "--report-interval=1"]),
+]
+
+
+@pytest.mark.parametrize(("test", "options"), DEBUG, ids=[f"{t} {' '.join(o)}" for t, o in DEBUG])
+def test_verbosity_5_debug_lines_beside_sysbench(
+    test: str, options: list[str], tmp_path: Path
+) -> None:
+    """--verbosity 5: sysbench 1.0.20's LOG_DEBUG lines, "DEBUG: Worker
+    thread (#N) started" / "initialized" per thread and "DEBUG: Reporting
+    thread started" with --report-interval, the same lines as sysbench's
+    (their order among each other races in sysbench: compared as a
+    multiset; probetop prints them in creation order), between "Initializing
+    worker threads..." and "Threads started!"; the rest as at 4."""
+    ref, ours = both([test, *options, "--verbosity=5", "run"], tmp_path)
+    assert ours.returncode == ref.returncode == 0, ours.stderr
+
+    def debug(text: str) -> list[str]:
+        return sorted(ln for ln in text.splitlines() if ln.startswith("DEBUG: "))
+
+    def rest(text: str) -> list[str]:
+        return [ln for ln in progress(text) if not ln.startswith(("DEBUG: ", "[ "))]
+
+    assert debug(ours.stdout) == debug(ref.stdout), (ours.stdout, ref.stdout)
+    assert debug(ours.stdout), ours.stdout
+    assert rest(ours.stdout) == rest(ref.stdout), (ours.stdout, ref.stdout)
+    lines = ours.stdout.splitlines()
+    first = min(i for i, ln in enumerate(lines) if ln.startswith("DEBUG: Worker"))
+    assert lines.index("Initializing worker threads...") < first
+    assert lines.index("Threads started!") == first + len(debug(ours.stdout)) - (
+        1 if "--report-interval=1" in options else 0
     )
-    assert r.returncode == 1 and "--verbosity 5" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize(
@@ -348,3 +374,101 @@ def test_prepare_refused_with_sysbench_status() -> None:
         sysbench_argv(["--test=cpu", "prepare"])
     assert info.value.exit_code == 1
     assert "'cpu' test does not implement the 'prepare' command" in str(info.value)
+
+
+RAND_TYPES = [
+    ("cpu", "uniform"),
+    ("cpu", "pareto"),
+    ("memory", "gaussian"),
+    ("memory", "special"),
+    ("cpu", "foo"),
+    ("memory", "Uniform"),
+]
+
+
+@pytest.mark.parametrize(("test", "value"), RAND_TYPES, ids=[f"{t} {v}" for t, v in RAND_TYPES])
+def test_rand_type_beside_sysbench(test: str, value: str, tmp_path: Path) -> None:
+    """--rand-type: sysbench's four names run (exit 0, the report); another
+    (case-sensitive, as its strcmp) exits 1 with sysbench's words."""
+    base = ["--cpu-max-prime=500"] if test == "cpu" else ["--memory-access-mode=rnd"]
+    ref, ours = both([test, "--time=1", *base, f"--rand-type={value}", "run"], tmp_path)
+    assert ours.returncode == ref.returncode, (ours.stderr, ref.stdout)
+    if ref.returncode == 0:
+        key = "cpu" if test == "cpu" else "mem"
+        assert has_report(ours.stdout, key) and has_report(ref.stdout, key)
+    else:
+        said = f"Invalid random numbers distribution: {value}."
+        assert ref.returncode == 1 and f"FATAL: {said}" in ref.stdout
+        assert said in ours.stderr, ours.stderr
+
+
+CONFIG_FILES = [
+    # general options, a comment, a blank-padded name (sysbench ignores it), a
+    # test option (not read from a file), quotes, a list's first value
+    ("cpu", "threads=2\ntime=1\n# x\nreport-interval = 1\ncpu-max-prime=500\n", []),
+    ("cpu", "time=1\nthreads='3'\nevents=5,6\nrand-seed=7 # seven\n", []),
+    ("memory", "time=1\npercentile=50\nmemory-block-size=4K\nhistogram=on\n", []),
+    ("cpu", "time=1\nthreads=3\n", ["--threads=2"]),  # the file after: it wins
+    ("cpu", "time=1\nverbosity=1\n", []),
+    ("cpu", "time=1\nthreads=x\n", []),  # refused as on the command line: exit 1
+]
+
+
+@pytest.mark.parametrize(
+    ("test", "text", "before"), CONFIG_FILES, ids=[repr(c[1][:30]) for c in CONFIG_FILES]
+)
+def test_config_file_beside_sysbench(
+    test: str, text: str, before: list[str], tmp_path: Path
+) -> None:
+    """--config-file=FILE, sysbench 1.0.20's read_config: the same head lines
+    (threads, prime limit, block size, seed, interval), events, percentile,
+    histogram and exit status as sysbench with the same file."""
+    conf = tmp_path / "sb.conf"
+    conf.write_text(text)
+    ref, ours = both([*before, f"--config-file={conf}", test, "run"], tmp_path)
+    assert ours.returncode == ref.returncode, (ours.stderr, ref.stdout, ref.stderr)
+
+    def said(out: str) -> list[str]:
+        keys = (
+            "Number of threads",
+            "Prime numbers limit",
+            "  block size",
+            "Initializing random",
+            "Report intermediate",
+            "    total number of events",
+            "         50th percentile",
+            "Latency histogram",
+        )
+        found = [ln for ln in out.splitlines() if ln.startswith(keys)]
+        if "events=" not in text:  # a timed run's count varies
+            found = [ln.split(":")[0] if "number of events" in ln else ln for ln in found]
+        return [ln.split(":")[0] if "percentile" in ln else ln for ln in found]
+
+    assert said(ours.stdout) == said(ref.stdout), (ours.stdout, ref.stdout)
+    assert (ours.stdout == "") == (ref.stdout == "")
+
+
+def test_config_file_that_cannot_be_read_as_sysbench(tmp_path: Path) -> None:
+    """sysbench's perror ("FILE: No such file or directory" on stderr) and the run goes on."""
+    missing = tmp_path / "none.conf"
+    ref, ours = both([f"--config-file={missing}", "cpu", "--time=1", "run"], tmp_path)
+    assert ours.returncode == ref.returncode == 0
+    line = f"{missing}: No such file or directory"
+    assert line in ref.stderr and line in ours.stderr, ours.stderr
+    assert has_report(ours.stdout, "cpu")
+
+
+@pytest.mark.parametrize("value", ["1,x", "-1", "1,2"])
+def test_report_checkpoints_refused_with_sysbenchs_check(value: str, tmp_path: Path) -> None:
+    """--report-checkpoints: a value sysbench refuses gets its words and its
+    exit 1; a valid list is refused too (not printed yet), exit 1, saying so."""
+    ref, ours = both(["cpu", "--time=1", f"--report-checkpoints={value}", "run"], tmp_path)
+    assert ours.returncode == 1, ours.stderr
+    bad = [v for v in value.split(",") if not v.isdigit()]
+    if bad:
+        said = f"Invalid value for --report-checkpoints: '{bad[0]}'"
+        assert ref.returncode == 1 and said in ref.stdout
+        assert said in ours.stderr, ours.stderr
+    else:
+        assert ref.returncode == 0 and "Checkpoint report:" in ref.stdout
+        assert "not supported yet" in ours.stderr, ours.stderr

@@ -124,6 +124,10 @@ class Handler(BaseHTTPRequestHandler):
             self._reply(code, b"", {"Location": target})
         elif path == "/bytes":
             self._reply(200, b"x" * int(q.get("n", "1024")))
+        elif path == "/disposition":
+            # /disposition?cd=VALUE: a Content-Disposition header as given (curl's -J)
+            cd = q.get("cd")
+            self._reply(200, b"disposed\n", {"Content-Disposition": cd} if cd else None)
         elif path == "/stream":
             # A large body in chunks with pauses: transfer time is real time.
             chunks, size = int(q.get("chunks", "10")), int(q.get("size", "65536"))

@@ -343,7 +343,9 @@ CASES = [
     Case("--cacert /dev/zero", ["{url}/", "--cacert", "/dev/zero"], 2, "not a regular file"),
     Case("--cacert missing", ["{url}/", "--cacert", "{dir}/nope.pem"], 2, "No such file"),
     Case("--cacert directory", ["{url}/", "--cacert", "{dir}"], 2, "directory"),
-    Case("-o FILE in no directory", ["{url}/", "-o", "{dir}/nodir/out"], 23, "cannot write"),
+    # -sS: curl's "Failed to open the file" warning line comes before the error without -s
+    Case("-o FILE in no directory", ["{url}/", "-sS", "-o", "{dir}/nodir/out"], 23,
+         "Failure writing output"),
     Case("-F (unsupported)", ["{url}/", "-F", "a=b"], 2, "not supported"),
     # -- repeated mode gets the same checks ------------------------------------------
     Case("repeated: header injection", ["{url}/", "--count", "1", "-H", "X: a\r\nY: b"], 2,

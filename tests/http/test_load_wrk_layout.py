@@ -217,9 +217,42 @@ def test_one_parser_reads_wrk_and_probetop_alike(server, path):
     assert math.isclose(rps, int(count) / runtime, rel_tol=0.01)
     transfer = unit_value(*mine["transfer"][1].split(" "))
     assert math.isclose(transfer, unit_value(read_n, read_u) / runtime, rel_tol=0.02)
+    # Req/Sec means what wrk's means: responses/s sampled every 100 ms
+    # (record_rate), so its Avg is near Requests/sec in both tools. Ratios
+    # only: the two generators differ in speed, and the machine is shared.
+    ratios = {}
+    for who, found in (("probetop", mine), ("wrk", theirs)):
+        avg_n, avg_u, _, _, max_n, max_u = found["req_sec"][1].split(" ")[:6]
+        avg = unit_value(avg_n, avg_u)
+        ratios[who] = avg / float(found["rps"][1])
+        assert unit_value(max_n, max_u) >= avg, (who, found["req_sec"])
+    assert 0.75 < ratios["probetop"] < 1.33, (ratios, ours)
+    assert 0.75 < ratios["wrk"] < 1.33, ratios
+    assert abs(ratios["probetop"] - ratios["wrk"]) < 0.25, ratios
     if path.startswith("/status"):
         assert mine["non2xx"][1] == count  # every response was a 404
         assert theirs["non2xx"][1] == theirs["requests"][1].split(" ")[0]
+
+
+def test_req_sec_samples_every_100_ms_as_wrk(server):
+    """wrk's record_rate samples each thread every RECORD_INTERVAL_MS (100):
+    a 2 s run has about 20 Req/Sec samples (the JSON keeps them, wrk shows
+    none; 20 of 21 within one stdev is its +/- Stdev of 95.24%), never the
+    2 of one per second; each is responses / whole elapsed ms x 1000."""
+    proc = subprocess.run(
+        [*PROBETOP, f"{server.url}/echo", "--connections", "2", "--time", "2", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    (summary,) = json.loads(proc.stdout)["probes"].values()
+    samples = Histogram.from_list(summary["responses_per_s"])
+    assert 10 <= samples.count <= 22, samples.count  # a starved loop fires late: fewer
+    rps = summary["run_responses"] / summary["run_s"]
+    assert 0.75 < samples.mean / rps < 1.33, (samples.mean, rps)
 
 
 def test_default_run_is_10_s_and_says_so(server):

@@ -298,3 +298,42 @@ def test_a_stalled_paced_sender_reports_what_it_missed(tmp_path: Path) -> None:
     assert doc["pacing_missed"] >= 250, said
     assert doc["pacing_missed"] + doc["sent"] <= 1000 * doc["duration_s"] * 1.02 + 2, said
     assert doc["lost"] == 0 and doc["received"] == doc["sent"]
+
+
+PING_USER_FLOOD = "cannot flood; minimal interval allowed for user is 2ms"
+
+
+@pytest.mark.parametrize("interval", ["0", "0.0005"])
+def test_interval_0_as_a_user_is_refused_as_ping_does(
+    interval: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-i 0 (and -i 0.0005, ping's whole-ms 0) for a user other than root:
+    ping 20221126's refusal in its words, exit 2; ping itself, run as nobody
+    beside it when this runs as root and ping is there."""
+    import shutil
+
+    from probetop.probes.icmp import settings as icmp_settings
+    from probetop.tui.main import main
+
+    nobody = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+    if os.geteuid() == 0 and shutil.which("ping") and shutil.which("setpriv"):
+        ref = subprocess.run(
+            [*nobody, "ping", "-c", "1", "-i", interval, "127.0.0.1"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert ref.returncode == 2 and PING_USER_FLOOD in ref.stderr, ref
+    monkeypatch.setattr(icmp_settings.os, "getuid", lambda: 65534)
+    assert main(["icmp", "-c", "1", "-i", interval, "127.0.0.1"]) == 2
+    assert f"probetop: error: {PING_USER_FLOOD}" in capsys.readouterr().err
+
+
+def test_w_0_is_refused_with_why(capsys: pytest.CaptureFixture[str]) -> None:
+    """-W 0: ping 20221126 runs it (a 0 s linger); probetop's -W is also each
+    request's loss deadline, so 0 is refused, exit 2, saying why and what to give."""
+    from probetop.tui.main import main
+
+    assert main(["icmp", "-c", "1", "-W", "0", "127.0.0.1"]) == 2
+    err = capsys.readouterr().err
+    assert "-W 0" in err and "loss deadline" in err and "-W 0.001" in err, err

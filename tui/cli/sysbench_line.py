@@ -94,6 +94,102 @@ def sysbench_version(args: Sequence[str]) -> str | None:
     return f"sysbench {SYSBENCH_VERSION} (probetop {version()})"
 
 
+#: The options sysbench 1.0.20 reads from a --config-file: its general ones
+#: (src/sysbench.c, sb_rand.c, sb_logger.c), registered before the file is
+#: read; a test's own (--cpu-max-prime, --memory-*) are not, as in sysbench.
+#: help, version and config-file itself are left out (the file is read once).
+CONFIG_FILE_OPTIONS = frozenset(
+    {
+        *("threads", "events", "time", "forced-shutdown", "thread-stack-size", "rate"),
+        *("report-interval", "report-checkpoints", "debug", "validate", "tx-rate"),
+        *("max-requests", "max-time", "num-threads", "rand-type", "rand-spec-iter"),
+        *("rand-spec-pct", "rand-spec-res", "rand-seed", "rand-pareto-h", "verbosity"),
+        *("percentile", "histogram"),
+    }
+)
+#: sysbench's list options: every value of a line, comma-joined; others take the first.
+_LIST_OPTIONS = frozenset(("report-checkpoints",))
+
+
+def config_file_values(text: str) -> list[tuple[str, list[str]]]:
+    """sysbench 1.0.20's read_config (src/sb_options.c): each line with an
+    ``=`` is NAME (everything before it, spaces kept) and its values: blanks
+    skipped, ``#`` ends the line, a quoted value ('...' or "...") runs to its
+    closing quote, an unquoted one to a comma or a blank. A line without ``=``
+    is skipped. ValueError (sysbench's "unexpected EOL on line N") for an
+    unclosed quote."""
+    out: list[tuple[str, list[str]]] = []
+    for nline, line in enumerate(text.splitlines(keepends=True), 1):
+        name, sep, rest = line.partition("=")
+        if not sep:
+            continue
+        values: list[str] = []
+        i = 0
+        while i < len(rest):
+            ch = rest[i]
+            if ch.isspace():
+                i += 1
+            elif ch == "#":
+                break
+            elif ch in "'\"":
+                end = rest.find(ch, i + 1)
+                if end < 0:
+                    raise ValueError(f"unexpected EOL on line {nline}")
+                values.append(rest[i + 1 : end])
+                i = end + 1
+                while i < len(rest) and rest[i] != ",":
+                    i += 1
+                i += 1
+            else:
+                j = i
+                while j < len(rest) and rest[j] != "," and not rest[j].isspace():
+                    j += 1
+                values.append(rest[i:j])
+                i = j + 1
+        out.append((name, values))
+    return out
+
+
+def expand_config_files(args: Sequence[str]) -> list[str]:
+    """``--config-file=FILE`` (sysbench's; ``--config-file FILE`` too) replaced,
+    where it stands, by ``--NAME=VALUE`` for each of the file's lines that
+    names one of ``CONFIG_FILE_OPTIONS`` (later options override it, earlier
+    ones are overridden, as sysbench sets them in order); other names are
+    ignored, as sysbench ignores them. A file that cannot be read prints
+    ``FILE: REASON`` on stderr and the line runs on without it, as sysbench's
+    perror; an unclosed quote is sysbench's "unexpected EOL" (exit 1)."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token == "--config-file" and i + 1 < len(args):
+            path, i = args[i + 1], i + 2
+        elif token.startswith("--config-file="):
+            path, i = token.partition("=")[2], i + 1
+        else:
+            out.append(token)
+            i += 1
+            continue
+        try:
+            with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+                text = fh.read()
+        except OSError as exc:
+            import sys
+
+            print(f"{path}: {exc.strerror or exc}", file=sys.stderr)
+            continue
+        try:
+            lines = config_file_values(text)
+        except ValueError as exc:
+            raise SysbenchCommandError(f"--config-file {path}: {exc}") from None
+        for name, values in lines:
+            if name not in CONFIG_FILE_OPTIONS or not values:
+                continue
+            value = ",".join(values) if name in _LIST_OPTIONS else values[0]
+            out.append(f"--{name}={value}")
+    return out
+
+
 def sysbench_argv(args: Sequence[str]) -> list[str]:
     """``args`` in probetop's form if it is a sysbench cpu/memory line, else
     unchanged. Raises ``SysbenchCommandError`` (exit 1) for ``prepare`` and
@@ -101,6 +197,7 @@ def sysbench_argv(args: Sequence[str]) -> list[str]:
     args = list(args)
     if not _looks_sysbench(args) or "--" in args:
         return args
+    args = expand_config_files(args)
     takes_value, may_take = _value_takers()
     words: list[int] = []  # indexes of the bare words (not option values)
     tests: set[str] = set()

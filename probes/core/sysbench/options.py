@@ -17,7 +17,8 @@ Contract:
   ``old_spellings`` reads sysbench's ``=on|off`` values as it): the text
   report prints the latency histogram as sysbench does.
 - ``rand_seed_option()`` and ``seed_line(seed)``: sysbench's --rand-seed and
-  the head line that names it; ``verbosity_option()`` and
+  the head line that names it; ``rand_type_option()``: sysbench's --rand-type
+  (checked as sysbench checks it; nothing here draws from it); ``verbosity_option()`` and
   ``check_verbosity(level)``: sysbench's --verbosity (below 3: no text report).
 - ``check_percentile(p)`` refuses what sysbench would (0 disables it).
 - ``settings_reader(Settings.from_options)``: a family's ``read_settings``
@@ -33,7 +34,14 @@ from typing import Any, Protocol, TypeVar
 
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.family import RunCommon
-from probetop.probes.core.options import Option, Spelling, duration, number, whole_number
+from probetop.probes.core.options import (
+    Option,
+    OptionValueError,
+    Spelling,
+    duration,
+    number,
+    whole_number,
+)
 from probetop.probes.core.ranges import LimitProbeError
 
 DEFAULT_TIME_S = 10.0  # sysbench 1.0's --time default
@@ -92,6 +100,56 @@ def rand_seed_option() -> Option:
     )
 
 
+#: sysbench 1.0.20's --rand-type values (sb_rand.c, sb_rand_init); "special" by default.
+RAND_TYPES = ("uniform", "gaussian", "special", "pareto")
+
+
+def _rand_type(text: str) -> str:
+    if text not in RAND_TYPES:  # sysbench's words, case-sensitive as its strcmp
+        raise OptionValueError(f"Invalid random numbers distribution: {text}.")
+    return text
+
+
+def rand_type_option() -> Option:
+    return Option(
+        ("--rand-type",),
+        "sysbench's distribution of its random numbers: uniform, gaussian, special "
+        "(default) or pareto; another value exits 1 as sysbench. It changes nothing "
+        "here, as in sysbench 1.0.20: cpu draws no random numbers and memory's rnd "
+        "mode always draws uniform offsets (sb_rand_uniform_double)",
+        _rand_type,
+        "special",
+        "TYPE",
+    )
+
+
+def _checkpoints(text: str) -> str:
+    """sysbench 1.0.20's check of --report-checkpoints (whole seconds, 0..INT_MAX,
+    comma-separated; "Invalid value for --report-checkpoints: 'x'"), then the
+    refusal: the checkpoint reports are not printed by probetop yet."""
+    for item in text.split(","):
+        if not item:
+            continue
+        if not item.strip().lstrip("+-").isdigit() or not 0 <= int(item) <= 2**31 - 1:
+            raise OptionValueError(f"Invalid value for --report-checkpoints: '{item}'")
+    raise OptionValueError(
+        "not supported yet: sysbench's checkpoint reports (a full report at each "
+        "listed second, counters reset) are not printed by probetop; use "
+        "--report-interval S for per-interval lines, or --json"
+    )
+
+
+def report_checkpoints_option() -> Option:
+    return Option(
+        ("--report-checkpoints",),
+        "sysbench's full reports at the listed seconds: not supported yet (exit 1)",
+        _checkpoints,
+        None,
+        "LIST",
+        hidden=True,
+    )
+
+
 DEFAULT_VERBOSITY = 3  # sysbench's LOG_NOTICE: the report
 
 
@@ -100,8 +158,8 @@ def verbosity_option() -> Option:
         ("--verbosity",),
         "sysbench's log level, 0..5 (default 3): below 3 the headless text report is "
         "not printed, as sysbench prints none (--json is unaffected); 4 adds sysbench's "
-        "progress lines (the limit reached, Done.); 5 (its DEBUG lines) is not "
-        "implemented yet and exits 1",
+        "progress lines (the limit reached, Done.); 5 adds its DEBUG lines (each worker "
+        "thread started and initialized, the reporting thread started)",
         whole_number(),
         DEFAULT_VERBOSITY,
         "N",
@@ -109,15 +167,9 @@ def verbosity_option() -> Option:
 
 
 def check_verbosity(level: int) -> None:
-    """sysbench's range (0..5, "Invalid value for verbosity"); 5 is refused
-    here: its DEBUG lines are not printed yet."""
+    """sysbench's range (0..5, "Invalid value for verbosity")."""
     if not 0 <= level <= 5:
         raise UsageProbeError(f"--verbosity must be within 0..5 (as in sysbench), got {level}")
-    if level > DEFAULT_VERBOSITY + 1:
-        raise UsageProbeError(
-            f"--verbosity {level}: sysbench's DEBUG lines are not printed by probetop "
-            f"yet: give 0..{DEFAULT_VERBOSITY + 1}"
-        )
 
 
 def seed_line(seed: int) -> str:
@@ -193,9 +245,12 @@ def sysbench_forms(test: str, command: str) -> str:
 sysbench's command lines run as they are: `sysbench [options]... {test} run`
 becomes `probetop [options]... {test} run`{alias}.
 Accepted: options before or after the test name; --test={test} instead of
-the name (sysbench 0.4); the command word last: run (headless: the report is
-printed and the run ends at --time, on a terminal too; without it the
-dashboard opens on a terminal), help (this help), prepare and cleanup
+the name (sysbench 0.4); --config-file=FILE, sysbench's general options
+(threads, time, events, report-interval, percentile, histogram, rand-seed,
+rand-type, verbosity, ...) one NAME=VALUE a line, read where it stands (a
+test's own options are not read from it, as in sysbench); the command word
+last: run (headless: the report is printed and the run ends at --time, on
+a terminal too; without it the dashboard opens on a terminal), help (this help), prepare and cleanup
 (refused with exit 1, as sysbench: the {test} test has neither). A refused
 value or an unknown option exits 1, as in sysbench (a limit of this machine,
 such as too many threads, exits 2).

@@ -332,7 +332,9 @@ def exit_lines(summary: Mapping[str, Any], reason: str | None) -> list[str]:
     return [*lines, "Done.", ""]
 
 
-def with_progress(text: TextReport, *, sections: Sequence[str], doing: str | None) -> TextReport:
+def with_progress(
+    text: TextReport, *, sections: Sequence[str], doing: str | None, debug: bool = False
+) -> TextReport:
     """``text`` with sysbench's --verbosity 4 lines: ``doing`` (cpu's "Doing
     CPU performance benchmark") and an empty line before the line after the
     head's two empty lines, and ``exit_lines`` before the first line that
@@ -346,6 +348,12 @@ def with_progress(text: TextReport, *, sections: Sequence[str], doing: str | Non
             lines[at:at] = exit_lines(summary, kwargs.get("reason"))
         if doing and not kwargs.get("rest_only"):
             lines = insert_doing(lines, doing)
+        if debug and not kwargs.get("rest_only"):
+            lines = debug_lines(
+                lines,
+                threads=int(summary.get("threads") or 1),
+                reporting=kwargs.get("report_interval_s") is not None,
+            )
         return "\n".join(lines)
 
     return report
@@ -361,6 +369,27 @@ def insert_doing(lines: list[str], doing: str) -> list[str]:
 
 
 SEED_PREFIX = "Initializing random number generator"
+DEBUG_VERBOSITY = 5  # sysbench's LOG_DEBUG
+
+
+def debug_lines(lines: list[str], *, threads: int, reporting: bool) -> list[str]:
+    """The head's lines with sysbench 1.0.20's --verbosity 5 (LOG_DEBUG)
+    lines as it prints them for cpu and memory (src/sysbench.c):
+    "DEBUG: Reporting thread started" before "Initializing worker
+    threads..." with --report-interval, and "DEBUG: Worker thread (#N)
+    started" / "... initialized" for each thread before "Threads started!"."""
+    out = list(lines)
+    if "Initializing worker threads..." not in out or "Threads started!" not in out:
+        return out
+    if reporting:
+        out.insert(out.index("Initializing worker threads..."), "DEBUG: Reporting thread started")
+    at = out.index("Threads started!")
+    out[at:at] = [
+        f"DEBUG: Worker thread (#{n}) {what}"
+        for n in range(threads)
+        for what in ("started", "initialized")
+    ]
+    return out
 
 
 def run_report(
@@ -382,7 +411,12 @@ def run_report(
             )
         shown = text
         if settings.verbosity > DEFAULT_VERBOSITY:
-            shown = with_progress(text, sections=sections, doing=doing)
+            shown = with_progress(
+                text,
+                sections=sections,
+                doing=doing,
+                debug=settings.verbosity >= DEBUG_VERBOSITY,
+            )
         return write_run_report(
             result,
             as_json=common.json,

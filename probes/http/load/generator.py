@@ -55,8 +55,10 @@ Contract:
   "waited", "gen_lag": hist, "connects", "busy" (share of the interval the
   loop was not waiting), "run_wait" (share waiting for a CPU, or null where
   the kernel does not keep schedstat), "cpu_s", "final", "unfinished",
-  "unsent", "last_error", "drain", "last_sent_s"}`` with histograms in ``Histogram.to_list`` form
-  (microseconds). The last line has ``"final": true``; ``unfinished`` are
+  "unsent", "last_error", "drain", "last_sent_s", "req_per_s": hist}`` with
+  histograms in ``Histogram.to_list`` form (microseconds; ``req_per_s``
+  holds responses/s: wrk's record_rate samples, one every 100 ms of the run,
+  taken in the interval). The last line has ``"final": true``; ``unfinished`` are
   requests still in flight then, ``unsent`` requests due but never sent.
   ``last_sent_s``: when the run's latest request so far was sent, in
   seconds from the schedule's start (null before the first); it is below
@@ -85,6 +87,9 @@ from probetop.probes.http.transfer import PHASES, phases_us
 
 # Longest sleep of the loop: how soon a SIGTERM is noticed.
 MAX_WAIT_S = 0.05
+# wrk's RECORD_INTERVAL_MS (src/wrk.h): how often its record_rate samples a
+# thread's responses/s, the samples of its Thread Stats Req/Sec row.
+RECORD_INTERVAL_NS = 100_000_000
 
 
 class _Interval:
@@ -106,6 +111,7 @@ class _Interval:
         self.bytes = 0  # headers and bodies read (wrk's "X MB read")
         self.last_error: str | None = None
         self.idle_ns = 0  # time spent waiting (select/sleep): the rest the loop was busy
+        self.rates = Histogram()  # wrk's record_rate samples (responses/s) taken in it
 
     def to_dict(self, now_ns: int, scheduled: int, backlog: int) -> dict[str, Any]:
         seconds = max(1e-9, (now_ns - self.t0_ns) / 1e9)
@@ -131,6 +137,7 @@ class _Interval:
             "bytes": self.bytes,
             "busy": max(0.0, 1.0 - self.idle_ns / 1e9 / seconds),
             "last_error": self.last_error,
+            "req_per_s": self.rates.to_list(),
         }
 
 
@@ -265,6 +272,22 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
     due_reported = 0
     ended = False  # the run's time is over: nothing more is sent, the rest is drain
     last_sent_ns: int | None = None  # when the latest request was sent
+    # wrk's record_rate: responses since the last sample, and when that was.
+    rate_responses = 0
+    rate_start_ns = start_ns
+    rate_next_ns = start_ns + RECORD_INTERVAL_NS
+
+    def record_rate(now_ns: int) -> None:
+        """wrk 4.1's record_rate (src/wrk.c): with responses since the last
+        sample, record responses / whole elapsed ms x 1000, truncated, and
+        start the next window; with none, the window runs on."""
+        nonlocal rate_responses, rate_start_ns
+        if rate_responses > 0:
+            elapsed_ms = (now_ns - rate_start_ns) // 1_000_000
+            if elapsed_ms > 0:
+                interval.rates.record(int(rate_responses / elapsed_ms * 1000))
+            rate_responses = 0
+            rate_start_ns = now_ns
 
     def flush(now_ns: int, *, final: bool) -> None:
         nonlocal interval, due_reported, cpu0, last_change_ns, delay0
@@ -291,8 +314,10 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
         interval = _Interval(now_ns, running)
 
     def finished(handle: Any, errno: int, message: str) -> None:
-        nonlocal running, last_change_ns
+        nonlocal running, last_change_ns, rate_responses
         now = time.monotonic_ns()
+        if not errno and not ended:  # wrk counts responses (any status), not socket errors
+            rate_responses += 1
         multi.remove_handle(handle)
         interval.flight_area += running * (now - last_change_ns)
         last_change_ns = now
@@ -372,6 +397,7 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
             over = not running or now >= end_ns + drain_ns
             if not ended:
                 # The run's own time ends here: one line up to now, the rest is drain.
+                record_rate(now)  # wrk's last sample, as its timer sees stop
                 ended = True
                 flush(now, final=over)
                 if over:
@@ -380,6 +406,9 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
             elif over:
                 flush(now, final=True)
                 return 0
+        if not ended and now >= rate_next_ns:
+            record_rate(now)
+            rate_next_ns = now + RECORD_INTERVAL_NS  # ae re-arms the timer from now
         if now >= report_ns:
             flush(now, final=False)
             report_ns += interval_ns
@@ -387,7 +416,7 @@ def run(config: dict[str, Any], out: Any, stop: list[bool]) -> int:
                 report_ns += interval_ns
         # Sleep until the next request is due (if a handle is free), the next
         # report, or libcurl's own timeout, whichever comes first.
-        wake = report_ns
+        wake = report_ns if ended else min(report_ns, rate_next_ns)
         if idle and not closed and not ended and (total is None or next_k < total):
             wake = min(wake, scheduled_at(next_k))
         if end_ns is not None:

@@ -80,7 +80,7 @@ class LoadRun:
         self.run_seconds = 0.0
         self.run_done = self.run_sent = 0
         # wrk's report (report.wrk_lines): responses of any status and the bytes
-        # read within the run, and each interval's responses/s (its Req/Sec).
+        # read within the run, and its responses/s every 100 ms (its Req/Sec).
         self.run_responses = self.run_bytes = 0
         self.run_errors: dict[str, int] = {}
         self.responses_per_s = Histogram()
@@ -162,8 +162,10 @@ class LoadRun:
             self.run_responses += answered
             for kind, n in (line.get("errors") or {}).items():
                 self.run_errors[kind] = self.run_errors.get(kind, 0) + int(n)
-            if seconds >= 0.05:
+            if "req_per_s" not in line and seconds >= 0.05:  # a recording made before
                 self.responses_per_s.record(int(answered / seconds))
+        # wrk's Req/Sec samples, every 100 ms within the run (generator.record_rate)
+        self.responses_per_s.merge(Histogram.from_list(line.get("req_per_s")))
         self.scheduled += int(line.get("scheduled") or 0)
         self.sent += int(line.get("sent") or 0)
         self.done += int(line.get("done") or 0)

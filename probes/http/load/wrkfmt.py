@@ -17,7 +17,7 @@ process, so "1 threads"; Latency over every response of any status (wrk's
 service latency after wrk's ``stats_correct`` for the closed loop (wrk's);
 requests, bytes (headers and
 bodies) and Requests/sec within the run's own time, as ``done_rps``; Req/Sec
-per reporting interval (wrk samples each thread every 100 ms).
+over the generator's 100 ms samples, as wrk's record_rate (generator.py).
 """
 
 from __future__ import annotations
