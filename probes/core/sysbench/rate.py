@@ -16,8 +16,8 @@ Contract:
   ``@rate_take(ptr %sched, ptr %stop, i64 %deadline)`` (a worker: the due
   time, in CLOCK_MONOTONIC ns, of the next event to run, after sleeping
   until it; -1 stop flag, -2 deadline, -3 queue full), ``@rate_begin`` /
-  ``@rate_end`` (concurrency) and ``@rate_queue(ptr %sched)`` (the sampler:
-  the queue length now, -1 once full). ``declared`` names the libc/libm
+  ``@rate_end`` (concurrency) and ``@rate_queue(ptr %sched, i64 %at)`` (the
+  sampler: the queue length at %at, 0 now; -1 once full). ``declared`` names the libc/libm
   functions the host module already declares.
 - ``RateSchedule(rate, seed)`` is the shared block (``SCHED_*`` int64 slots
   then the ring) those functions use; ``address`` is what the engine passes.
@@ -41,6 +41,7 @@ import ctypes
 import os
 import struct
 import time
+from typing import Any
 
 MAX_QUEUE_LEN = 131072  # sysbench's MAX_QUEUE_LEN (a power of 2)
 QUEUE_FULL_MESSAGE = (
@@ -186,10 +187,13 @@ out:
   ret i64 %len
 }}
 
-; The sampler: the queue length now (sysbench's ck_ring_size), -1 once full.
-define i64 @rate_queue(ptr %s) nounwind {{
+; The sampler: the queue length at %at (0: now; sysbench's ck_ring_size),
+; -1 once full.
+define i64 @rate_queue(ptr %s, i64 %at) nounwind {{
   call void @rate_lock(ptr %s)
-  %now = call i64 @rate_now()
+  %clock = call i64 @rate_now()
+  %given = icmp sgt i64 %at, 0
+  %now = select i1 %given, i64 %at, i64 %clock
   %len = call i64 @rate_fill(ptr %s, i64 %now)
   call void @rate_unlock(ptr %s)
   ret i64 %len
@@ -287,7 +291,7 @@ define void @rate_end(ptr %s) nounwind {{
 }}
 """
 
-_QUEUE_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)
+_QUEUE_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)
 
 
 def _seed_state(seed: int) -> int:
@@ -316,7 +320,7 @@ class RateSchedule:
         self.block[SCHED_MEAN] = struct.unpack("<q", struct.pack("<d", mean))[0]
         state = _seed_state(seed or (time.time_ns() ^ os.getpid()))
         self.block[SCHED_RNG] = _signed(state)
-        self._queue: ctypes._CFuncPtr | None = None
+        self._queue: Any = None
 
     @property
     def address(self) -> int:
@@ -326,12 +330,12 @@ class RateSchedule:
         """The engine's compiled ``rate_queue``."""
         self._queue = _QUEUE_TYPE(queue_fn_address)
 
-    def queue_length(self) -> int:
-        """Events due and not yet taken (generating the arrivals due by now);
-        -1 once the queue was found full."""
+    def queue_length(self, at_ns: int = 0) -> int:
+        """Events due and not yet taken (generating the arrivals due by
+        ``at_ns``, CLOCK_MONOTONIC; 0: now); -1 once the queue was found full."""
         if self._queue is None:
             return int(self.block[SCHED_GEN] - self.block[SCHED_TAKEN])
-        return int(self._queue(self.address))
+        return int(self._queue(self.address, at_ns))
 
     @property
     def concurrency(self) -> int:
