@@ -430,7 +430,7 @@ class NativeEngine:
             s.gate.arrived_address,
             1 if idle else 0,
             ctypes.addressof(exited),
-            _schedule_address(s),
+            _schedule_address(s) or 0,
         )
         job.native_args = args  # the thread reads it: keep it alive with the job
         return self._pthread.create(
