@@ -23,11 +23,14 @@ from __future__ import annotations
 from probetop.probes.core.sysbench.hist import bucket_upper_ms
 from probetop.probes.cpu.family import FAMILY
 from probetop.probes.cpu.records import (
+    CONCURRENCY,
     EPS,
     EVENT_EXPLAINED,
     LAT_AVG_MS,
     LAT_PCT_MS,
     PYTHON_ENGINE_LABEL,
+    QUEUE_LENGTH,
+    RATE,
     THREADS,
     CpuInterval,
 )
@@ -35,12 +38,15 @@ from probetop.probes.cpu.report import format_report
 from probetop.probes.cpu.settings import CpuSettings
 
 __all__ = [
+    "CONCURRENCY",
     "EPS",
     "EVENT_EXPLAINED",
     "FAMILY",
     "LAT_AVG_MS",
     "LAT_PCT_MS",
     "PYTHON_ENGINE_LABEL",
+    "QUEUE_LENGTH",
+    "RATE",
     "THREADS",
     "CpuInterval",
     "CpuSettings",
