@@ -272,6 +272,8 @@ def rate_value(text: str) -> int:
 
     from probetop.probes.core.options import OptionValueError
 
+    if text == "":
+        return 0  # sysbench reads an empty --rate= as its default, 0
     if not re.fullmatch(r"\s*[+-]?\d+", text) or not -(2**31) <= int(text) <= 2**31 - 1:
         raise OptionValueError(f"Invalid value for the 'rate' option: '{text}'")
     return int(text)
