@@ -10,6 +10,7 @@ interval, latency reaches hundreds of ms), not equal figures.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -118,7 +119,7 @@ def test_overload_beside_sysbench(tmp_path: Path) -> None:
     for name, (doc,) in runs.items():
         queues = [row["queue_length"] for row in doc["intervals"]]
         assert len(queues) >= 2, (name, doc["intervals"])
-        assert all(b > a for a, b in zip(queues, queues[1:], strict=False)), (name, queues)
+        assert all(b > a for a, b in itertools.pairwise(queues)), (name, queues)
         assert queues[-1] > 0.5 * capacity, (name, queues, capacity)
         assert doc["events_per_second"] < 0.6 * rate, (name, doc["events_per_second"], rate)
         lats = [row["lat_pct_ms"] for row in doc["intervals"]]
