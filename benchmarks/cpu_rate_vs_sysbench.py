@@ -115,7 +115,8 @@ def main() -> int:
             eps["sysbench"],
             unit="events/s",
             reference_tool="sysbench cpu",
-            goal=between(0.9, 1.1) if name != "4x capacity" else between(0.85, 1.15),
+            # over-loaded, both do what the machine can: no goal on a loaded machine
+            goal=between(0.9, 1.1) if name != "4x capacity" else None,
             note=f"target {rate}/s (0: unlimited); median of {args.rounds} alternated runs",
         )
         if rate:
