@@ -28,6 +28,8 @@ from probetop.probes.mem.records import (
     MIBS,
     OPERATION_EXPLAINED,
     OPS,
+    QUEUE_LENGTH,
+    RATE,
     THREADS,
     MemInterval,
 )
@@ -41,6 +43,8 @@ __all__ = [
     "MIBS",
     "OPERATION_EXPLAINED",
     "OPS",
+    "QUEUE_LENGTH",
+    "RATE",
     "THREADS",
     "MemInterval",
     "MemProbe",

@@ -210,4 +210,7 @@ def parse_report(text: str) -> dict[str, Any]:
     for key in ("oper", "scope"):
         if key in found:
             doc[key] = found[key].group(1)
+    target = re.search(r"^Target transaction rate: (-?\d+)/sec$", text, re.MULTILINE)
+    if target:
+        doc["rate"] = int(target.group(1))
     return doc
