@@ -259,7 +259,11 @@ check.time:
 nap:
   %step.end = add i64 %t, {SLEEP_STEP_NS}
   %sooner = icmp slt i64 %due, %step.end
-  %until = select i1 %sooner, i64 %due, i64 %step.end
+  %until.0 = select i1 %sooner, i64 %due, i64 %step.end
+  ; never past --time: the run ends at its deadline, as sysbench's
+  %past = icmp sgt i64 %until.0, %deadline
+  %cap = and i1 %has.deadline, %past
+  %until = select i1 %cap, i64 %deadline, i64 %until.0
   %sec = sdiv i64 %until, 1000000000
   %nsec = srem i64 %until, 1000000000
   %sp.s = getelementptr {{ i64, i64 }}, ptr %ts, i32 0, i32 0
