@@ -500,7 +500,7 @@ go:
   ret ptr null
 }
 """
-    + rate_ir(frozenset({"clock_gettime", "log"}))
+    + rate_ir(frozenset({"clock_gettime", "log", "prctl"}))
 )
 
 # Slots of thread_main's argument block.

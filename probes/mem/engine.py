@@ -952,6 +952,7 @@ class MemEngine:
             ("log", libm),
             ("clock_nanosleep", libc),
             ("sched_yield", libc),
+            ("prctl", libc),
         ):
             llvm.add_symbol(name, ctypes.cast(getattr(lib, name), ctypes.c_void_p).value)
         self.module, self._engine, self.target_machine = _jit(llvm, _ir(_loop_skips(llvm)))
