@@ -29,10 +29,12 @@ its due time as its stamp. The queue holds exactly what sysbench's would
 (the arrivals due and not yet taken), the worker's wait until a future
 arrival is a sleep in the native loop (in steps of at most 10 ms, so the stop
 flag and --time are seen), and no extra thread competes with the workers for
-a CPU. The stamp is the due time itself, where sysbench stamps when its
-generator woke (due + the generator's oversleep): both count the wake-up of
-one thread in the latency (sysbench's worker's condvar wake-up, the sleeping
-worker's here).
+a CPU. An arrival is stamped with its due time, except what a sleeping
+worker wakes for: it plays sysbench's generator, which stamps an arrival
+when it wakes and enqueues the ones it overslept at once, stamped then. So
+the timer's oversleep is in neither tool's latency, queueing behind busy
+threads in both; sysbench's condition-variable wake-up of its worker is in
+its latency only.
 """
 
 from __future__ import annotations
