@@ -8,7 +8,8 @@ behind it; this exports what is used outside the family and nothing more
   lists it): option spec, probe factory, report, metrics and ``--assert`` checks
 - ``CpuSettings``: what one probe runs with (frozen, validated)
 - ``CpuInterval`` and the metric names the pane reads
-  (``EPS``, ``LAT_AVG_MS``, ``LAT_PCT_MS``, ``THREADS``): what a CPU sample
+  (``EPS``, ``LAT_AVG_MS``, ``LAT_PCT_MS``, ``THREADS``; with --rate
+  ``RATE``, ``QUEUE_LENGTH``): what a CPU sample
   carries, typed; ``bucket_upper_ms``: sysbench's latency bucket edges
 - ``EVENT_EXPLAINED``, ``PYTHON_ENGINE_LABEL``: the pane's wording of an event
   and of the fallback engine
@@ -23,7 +24,6 @@ from __future__ import annotations
 from probetop.probes.core.sysbench.hist import bucket_upper_ms
 from probetop.probes.cpu.family import FAMILY
 from probetop.probes.cpu.records import (
-    CONCURRENCY,
     EPS,
     EVENT_EXPLAINED,
     LAT_AVG_MS,
@@ -38,7 +38,6 @@ from probetop.probes.cpu.report import format_report
 from probetop.probes.cpu.settings import CpuSettings
 
 __all__ = [
-    "CONCURRENCY",
     "EPS",
     "EVENT_EXPLAINED",
     "FAMILY",
