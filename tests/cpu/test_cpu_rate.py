@@ -97,7 +97,10 @@ def test_sustainable_rate_beside_sysbench(tmp_path: Path) -> None:
             assert doc["rate"] == rate, name
             assert 0.7 <= doc["events_per_second"] / rate <= 1.3, (name, doc)
             assert doc["intervals"], name
-            assert all("queue_length" in row for row in doc["intervals"]), (name, doc)
+            # each [ Ns ] line has its queue line (sysbench may lose the last
+            # one to its end-of-run race: its reporting thread is silenced)
+            assert all("queue_length" in row for row in doc["intervals"][:-1]), (name, doc)
+            assert "queue_length" in doc["intervals"][0], (name, doc)
             # tiny: the event is ~0.3 ms; queueing at 5 % load adds little
             assert doc["latency_ms"]["p95"] < 50, (name, doc["latency_ms"])
             assert doc["latency_ms"]["avg"] < 25, (name, doc["latency_ms"])
