@@ -102,8 +102,9 @@ def test_sustainable_rate_beside_sysbench(tmp_path: Path) -> None:
             assert all("queue_length" in row for row in doc["intervals"][:-1]), (name, doc)
             assert "queue_length" in doc["intervals"][0], (name, doc)
             # tiny: the event is ~0.3 ms; queueing at 5 % load adds little
-            assert doc["latency_ms"]["p95"] < 50, (name, doc["latency_ms"])
-            assert doc["latency_ms"]["avg"] < 25, (name, doc["latency_ms"])
+            # (sysbench showed a 25 ms interval p95 at load 15: margins for that)
+            assert doc["latency_ms"]["p95"] < 100, (name, doc["latency_ms"])
+            assert doc["latency_ms"]["avg"] < 50, (name, doc["latency_ms"])
         mean[name] = sum(d["events_per_second"] for d in docs) / len(docs)
     assert 0.8 <= mean["probetop"] / mean["sysbench"] <= 1.25, mean
 
