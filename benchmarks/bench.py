@@ -64,6 +64,7 @@ PLAN: dict[str, Plan] = {
     "cpu_codegen_variants": Plan("--time 1 --rounds 1 --max-prime 10000", ("sysbench",)),
     "cpu_dashboard_overhead": Plan("--time 3 --rounds 2", ("tmux",)),
     "cpu_vs_sysbench": Plan("--time 2 --rounds 2", ("sysbench",)),
+    "cpu_rate_vs_sysbench": Plan("--time 3 --rounds 2", ("sysbench",)),
     "dashboard_scale": Plan("--seconds 6 --settle 5 --keys 3", ("tmux",)),
     "deadline_check_cost": Plan("--rounds 3 --seconds 1", (*LOOP, "git")),
     "efs_method": Plan("--rounds 2 --seconds 1", ("fio",)),

@@ -8,7 +8,8 @@ behind it; this exports what is used outside the family and nothing more
   lists it): option spec, probe factory, report, metrics and ``--assert`` checks
 - ``CpuSettings``: what one probe runs with (frozen, validated)
 - ``CpuInterval`` and the metric names the pane reads
-  (``EPS``, ``LAT_AVG_MS``, ``LAT_PCT_MS``, ``THREADS``): what a CPU sample
+  (``EPS``, ``LAT_AVG_MS``, ``LAT_PCT_MS``, ``THREADS``; with --rate
+  ``RATE``, ``QUEUE_LENGTH``): what a CPU sample
   carries, typed; ``bucket_upper_ms``: sysbench's latency bucket edges
 - ``EVENT_EXPLAINED``, ``PYTHON_ENGINE_LABEL``: the pane's wording of an event
   and of the fallback engine
@@ -28,6 +29,8 @@ from probetop.probes.cpu.records import (
     LAT_AVG_MS,
     LAT_PCT_MS,
     PYTHON_ENGINE_LABEL,
+    QUEUE_LENGTH,
+    RATE,
     THREADS,
     CpuInterval,
 )
@@ -41,6 +44,8 @@ __all__ = [
     "LAT_AVG_MS",
     "LAT_PCT_MS",
     "PYTHON_ENGINE_LABEL",
+    "QUEUE_LENGTH",
+    "RATE",
     "THREADS",
     "CpuInterval",
     "CpuSettings",

@@ -76,6 +76,7 @@ from probetop.probes.core.sysbench.counters import (
     STOPPED_LIMIT,
 )
 from probetop.probes.core.sysbench.hist import HIST_DEDUCT, HIST_MULT, HIST_SIZE, bucket_of
+from probetop.probes.core.sysbench.rate import RateSchedule
 from probetop.probes.cpu.event_code import (
     ARG_SLOTS,
     RUN_IR,
@@ -160,6 +161,7 @@ class SharedRun:
     ticket: Any = field(default_factory=lambda: ctypes.c_int64(0))
     gate: Gate | None = None
     deadline_cell: Any = field(default_factory=lambda: ctypes.c_int64(0))
+    schedule: RateSchedule | None = None  # --rate: the arrivals (None: back to back)
 
     def __post_init__(self) -> None:
         self.deadline_cell.value = self.deadline_ns
@@ -213,6 +215,7 @@ _RUN_EVENTS_TYPE = ctypes.CFUNCTYPE(
     ctypes.c_double,
     ctypes.c_double,
     ctypes.c_int64,
+    ctypes.c_void_p,
 )
 _RUN_GATED_TYPE = ctypes.CFUNCTYPE(
     ctypes.c_int64,
@@ -227,6 +230,7 @@ _RUN_GATED_TYPE = ctypes.CFUNCTYPE(
     ctypes.c_double,
     ctypes.c_double,
     ctypes.c_int64,
+    ctypes.c_void_p,
     ctypes.c_void_p,
 )
 _EVENT_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
@@ -347,6 +351,8 @@ class NativeEngine:
             "pthread_rwlock_unlock",
             "sched_setscheduler",
             "prctl",
+            "clock_nanosleep",
+            "sched_yield",
         ):
             llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
         triple = llvm.get_process_triple()
@@ -377,6 +383,7 @@ class NativeEngine:
         self._run = _RUN_EVENTS_TYPE(self.engine.get_function_address("run_events"))
         self._run_gated = _RUN_GATED_TYPE(self.engine.get_function_address("run_gated"))
         self._thread_main = self.engine.get_function_address("thread_main")
+        self.rate_queue_address = int(self.engine.get_function_address("rate_queue"))
         self._pthread = _PThreads()
 
     def _overridden(self) -> set[str]:
@@ -423,6 +430,7 @@ class NativeEngine:
             s.gate.arrived_address,
             1 if idle else 0,
             ctypes.addressof(exited),
+            _schedule_address(s) or 0,
         )
         job.native_args = args  # the thread reads it: keep it alive with the job
         return self._pthread.create(
@@ -450,6 +458,7 @@ class NativeEngine:
                     HIST_MULT,
                     HIST_SIZE,
                     s.gate.arrived_address,
+                    _schedule_address(s),
                 )
             )
         return int(
@@ -464,8 +473,14 @@ class NativeEngine:
                 HIST_DEDUCT,
                 HIST_MULT,
                 HIST_SIZE,
+                _schedule_address(s),
             )
         )
+
+
+def _schedule_address(shared: SharedRun) -> int | None:
+    """The --rate schedule's block for the native loop (NULL: back to back)."""
+    return shared.schedule.address if shared.schedule is not None else None
 
 
 class PythonEngine:

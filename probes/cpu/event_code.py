@@ -20,6 +20,7 @@ sysbench's binary.
 from __future__ import annotations
 
 from probetop.probes.core.sysbench.counters import done_ir
+from probetop.probes.core.sysbench.rate import rate_ir
 
 # --------------------------------------------------------------------------
 # LLVM IR. One event is sysbench's loop; run_events wraps it with the timing
@@ -269,8 +270,11 @@ define internal i64 @clock_ns(i32 %clock) nounwind {
 ; Returns why it stopped: 1 stop flag, 2 deadline, 3 event budget spent.
 define i64 @run_events(i64 %max_prime, i64 %max_events, i64 %deadline, ptr %stop,
                        ptr %ticket, ptr %stats, ptr %hist,
-                       double %deduct, double %mult, i64 %hsize) nounwind noinline {
+                       double %deduct, double %mult, i64 %hsize,
+                       ptr %sched) nounwind noinline {
 entry:
+  ; --rate: with a schedule each event waits for its arrival (rate.py)
+  %rated = icmp ne ptr %sched, null
   %p.events = getelementptr i64, ptr %stats, i64 0
   %p.sum = getelementptr i64, ptr %stats, i64 1
   %p.min = getelementptr i64, ptr %stats, i64 2
@@ -294,22 +298,57 @@ check_time:
 
 check_budget:
   %limited = icmp sgt i64 %max_events, 0
-  br i1 %limited, label %take_ticket, label %work
+  br i1 %limited, label %take_ticket, label %pace
 
 take_ticket:
   %old = atomicrmw add ptr %ticket, i64 1 monotonic
   %spent = icmp sge i64 %old, %max_events
-  br i1 %spent, label %by_budget, label %work
+  br i1 %spent, label %by_budget, label %pace
+
+pace:
+  br i1 %rated, label %take, label %work
+
+take:
+  ; the oldest arrival due (or the next, slept until): latency counts from
+  ; its due time, so time spent queued is in it, as in sysbench
+  %due = call i64 @rate_take(ptr %sched, ptr %stop, i64 %deadline)
+  %got = icmp sge i64 %due, 0
+  br i1 %got, label %begin, label %not_taken
+
+not_taken:
+  %waited_out = icmp eq i64 %due, -2
+  br i1 %waited_out, label %by_deadline, label %not_taken.2
+
+not_taken.2:
+  %is_full = icmp eq i64 %due, -3
+  br i1 %is_full, label %by_full, label %by_flag
+
+by_full:
+  ; sysbench's fatal "event queue is full": every worker stops
+  store atomic i32 1, ptr %stop monotonic, align 4
+  br label %by_flag
+
+begin:
+  call void @rate_begin(ptr %sched)
+  br label %work
 
 work:
+  %start = phi i64 [ %t0, %pace ], [ %due, %begin ]
   %n = call i64 @prime_event(i64 %max_prime, ptr %stop)
   %t1 = call i64 @clock_ns(i32 1)
+  br i1 %rated, label %end_rated, label %judge
+
+end_rated:
+  call void @rate_end(ptr %sched)
+  br label %judge
+
+judge:
   ; an event cut short by the stop flag is not an event: do not count it
   %cut = icmp slt i64 %n, 0
   br i1 %cut, label %by_flag, label %account
 
 account:
-  %lat = sub i64 %t1, %t0
+  %lat = sub i64 %t1, %start
 
   %ev = load atomic i64, ptr %p.events monotonic, align 8
   %ev1 = add i64 %ev, 1
@@ -368,7 +407,8 @@ declare i32 @pthread_rwlock_unlock(ptr)
 ; release order: a reader that sees the code also sees the rest).
 define i64 @run_gated(ptr %gate, ptr %deadline.p, i64 %max_prime, i64 %max_events,
                       ptr %stop, ptr %ticket, ptr %stats, ptr %hist,
-                      double %deduct, double %mult, i64 %hsize, ptr %arrived) nounwind {
+                      double %deduct, double %mult, i64 %hsize, ptr %arrived,
+                      ptr %sched) nounwind {
 entry:
   ; counted in before blocking: the starter opens the gate only when every
   ; thread is here, so none is still running Python (holding the GIL) then
@@ -379,7 +419,7 @@ entry:
   %cpu0 = call i64 @clock_ns(i32 3)
   %why = call i64 @run_events(i64 %max_prime, i64 %max_events, i64 %deadline, ptr %stop,
                               ptr %ticket, ptr %stats, ptr %hist,
-                              double %deduct, double %mult, i64 %hsize)
+                              double %deduct, double %mult, i64 %hsize, ptr %sched)
   %end = call i64 @clock_ns(i32 1)
   %cpu1 = call i64 @clock_ns(i32 3)
   %cpu = sub i64 %cpu1, %cpu0
@@ -438,6 +478,9 @@ go:
   %s11 = load i64, ptr %q11
   %q13 = getelementptr i64, ptr %args, i64 13
   %s13 = load i64, ptr %q13
+  %q14 = getelementptr i64, ptr %args, i64 14
+  %s14 = load i64, ptr %q14
+  %sched = inttoptr i64 %s14 to ptr
   %gate = inttoptr i64 %s0 to ptr
   %deadline.p = inttoptr i64 %s1 to ptr
   %stop = inttoptr i64 %s4 to ptr
@@ -450,13 +493,15 @@ go:
   %exited = inttoptr i64 %s13 to ptr
   %why = call i64 @run_gated(ptr %gate, ptr %deadline.p, i64 %s2, i64 %s3,
                              ptr %stop, ptr %ticket, ptr %stats, ptr %hist,
-                             double %deduct, double %mult, i64 %s10, ptr %arrived)
+                             double %deduct, double %mult, i64 %s10, ptr %arrived,
+                             ptr %sched)
   ; the thread's last touch of shared memory: after this the starter may free it
   %old = atomicrmw add ptr %exited, i64 1 release
   ret ptr null
 }
 """
+    + rate_ir(frozenset({"clock_gettime", "log", "prctl"}))
 )
 
 # Slots of thread_main's argument block.
-ARG_SLOTS = 14
+ARG_SLOTS = 15

@@ -73,6 +73,28 @@ CPU_LATENCY_PCT = metric_def(
     _CPU_LABELS,
 )
 CPU_THREADS = metric_def("probetop_cpu_threads", "gauge", "", "worker threads running", _CPU_LABELS)
+CPU_RATE = metric_def(
+    "probetop_cpu_rate_target",
+    "gauge",
+    "",
+    "--rate: the target mean event arrival rate per second (absent: unlimited)",
+    _CPU_LABELS,
+)
+CPU_QUEUE = metric_def(
+    "probetop_cpu_queue_length",
+    "gauge",
+    "",
+    "--rate: events arrived and waiting for a free thread at the latest interval's end "
+    "(sysbench's queue length)",
+    _CPU_LABELS,
+)
+CPU_CONCURRENCY = metric_def(
+    "probetop_cpu_concurrency",
+    "gauge",
+    "",
+    "--rate: threads inside an event at the latest interval's end (sysbench's concurrency)",
+    _CPU_LABELS,
+)
 CPU_INFO = metric_def(
     "probetop_cpu",
     "info",
@@ -85,7 +107,17 @@ CPU_INFO = metric_def(
 class CpuTracker(Tracker):
     KIND = KIND
     COMMAND = "cpu"
-    DEFS = (CPU_EVENTS, CPU_EPS, CPU_LATENCY, CPU_LATENCY_PCT, CPU_THREADS, CPU_INFO)
+    DEFS = (
+        CPU_EVENTS,
+        CPU_EPS,
+        CPU_LATENCY,
+        CPU_LATENCY_PCT,
+        CPU_THREADS,
+        CPU_RATE,
+        CPU_QUEUE,
+        CPU_CONCURRENCY,
+        CPU_INFO,
+    )
 
     def __init__(self, probe_id: str, info: Mapping[str, Any]) -> None:
         self.events = 0
@@ -97,6 +129,9 @@ class CpuTracker(Tracker):
         self.latency: BucketCounter | None = None
         self.engine = ""
         self.max_prime = ""
+        self.rate: int | None = None  # --rate, with the queue and concurrency
+        self.queue: int | None = None
+        self.concurrency: int | None = None
         super().__init__(probe_id, info)
 
     def announce(self, info: Mapping[str, Any]) -> None:
@@ -131,6 +166,12 @@ class CpuTracker(Tracker):
             self.timed = True
         if iv.engine:
             self.engine = iv.engine
+        if iv.rate is not None:
+            self.rate = iv.rate
+            if iv.queue_length is not None:
+                self.queue = iv.queue_length
+            if iv.concurrency is not None:
+                self.concurrency = iv.concurrency
 
     def points(self) -> list[Point]:
         labels = (self.probe_id,)
@@ -141,6 +182,12 @@ class CpuTracker(Tracker):
             out.append(Point(CPU_LATENCY, labels, self.latency.snapshot()))
         if self.timed:
             out.append(Point(CPU_LATENCY_PCT, labels, self.percentile.snapshot()))
+        if self.rate is not None:
+            out.append(Point(CPU_RATE, labels, float(self.rate)))
+            if self.queue is not None:
+                out.append(Point(CPU_QUEUE, labels, float(self.queue)))
+            if self.concurrency is not None:
+                out.append(Point(CPU_CONCURRENCY, labels, float(self.concurrency)))
         if self.threads is not None:
             out.append(Point(CPU_THREADS, labels, float(self.threads)))
             out.append(

@@ -47,6 +47,7 @@ from probetop.probes.core.sysbench.counters import (
     next_tick,
 )
 from probetop.probes.core.sysbench.hist import HIST_SIZE
+from probetop.probes.core.sysbench.rate import QUEUE_FULL_MESSAGE, RateSchedule
 from probetop.probes.cpu.crew import Crew
 from probetop.probes.cpu.engine import (
     Engine,
@@ -99,6 +100,7 @@ class CpuProbe:
         self.time_s = s.time_s
         self.events = s.events
         self.max_prime = s.max_prime
+        self.rate = s.rate  # --rate: 0 back to back, else Poisson arrivals at this mean
         self.interval_s = s.interval_s
         self.percentile = s.percentile
         self.sweep = s.sweep
@@ -112,6 +114,7 @@ class CpuProbe:
         self.worker_errors: list[str] = []
         self.background_workers = False  # a phase ran its workers SCHED_IDLE
         self.workers_lingering = 0  # SCHED_IDLE workers not yet ended when a phase ended
+        self.queue_full = False  # --rate: an arrival found sysbench's queue full
 
     # -- setup -----------------------------------------------------------
     def validate(self) -> None:
@@ -132,6 +135,10 @@ class CpuProbe:
             self.engine.prime_event(min(self.max_prime, 1000))
         if not self.engine.comparable:  # the Python engine, chosen or fallen back to
             check_python_threads(self.settings.max_threads())
+        if self.rate and getattr(self.engine, "rate_queue_address", None) is None:
+            raise UsageProbeError(
+                f"--rate needs the native engine, which did not load ({self.engine_note})"
+            )
 
     def params(self) -> Mapping[str, Any]:
         return {
@@ -141,6 +148,7 @@ class CpuProbe:
             "max_prime": self.max_prime,
             "interval_s": self.interval_s,
             "percentile": self.percentile,
+            "rate": self.rate,
             "sweep": self.sweep_plan() if self.sweep else None,
             "engine": self.engine.name if self.engine else self.engine_kind,
         }
@@ -149,7 +157,9 @@ class CpuProbe:
         threads = f"1..{max(self.sweep_plan())} (one run each)" if self.sweep else self.threads
         return (
             f"sysbench cpu --threads={threads} --time={self.time_s:g} --events={self.events} "
-            f"--cpu-max-prime={self.max_prime} --percentile={self.percentile:g} run"
+            f"--cpu-max-prime={self.max_prime} --percentile={self.percentile:g}"
+            + (f" --rate={self.rate}" if self.rate else "")
+            + " run"
         )
 
     def sweep_plan(self) -> list[int]:
@@ -195,7 +205,14 @@ class CpuProbe:
         import numpy as np
 
         gate = Gate()
-        shared = SharedRun(max_prime=self.max_prime, max_events=self.events, gate=gate)
+        schedule = None
+        if self.rate:
+            # --rate: each phase's own arrivals, from the run's seed (rate.py)
+            schedule = RateSchedule(self.rate, self.settings.rand_seed)
+            schedule.bind(getattr(self.engine, "rate_queue_address"))  # noqa: B009
+        shared = SharedRun(
+            max_prime=self.max_prime, max_events=self.events, gate=gate, schedule=schedule
+        )
         # Every thread's counters in two blocks (one row per thread), so an
         # interval reads them with a few numpy copies, not threads x 1024
         # Python operations.
@@ -254,6 +271,11 @@ class CpuProbe:
                     break
                 if deadline_ns and now >= deadline_ns:
                     continue  # the workers are ending: the final interval covers it
+                # sysbench reads the queue as it prints the line, before the counters
+                queue = schedule.queue_length() if schedule is not None else None
+                if queue is not None and queue < 0:
+                    shared.request_stop()  # sysbench's fatal "event queue is full"
+                    break
                 cur = Snapshot.take(stats, hist)
                 if crew.all_done():
                     # They ended meanwhile (a tick on the --time deadline):
@@ -261,7 +283,9 @@ class CpuProbe:
                     # summary; emitted here, it left the final one empty, and
                     # an empty interval is not emitted (the summary was lost).
                     break
-                self._emit_interval(emit, phase, phase_index, prev, cur, prev_t, now, True)
+                self._emit_interval(
+                    emit, phase, phase_index, prev, cur, prev_t, now, True, schedule, queue
+                )
                 prev, prev_t = cur, now
                 phase.snapshot = cur
         except asyncio.CancelledError:
@@ -294,7 +318,12 @@ class CpuProbe:
                 phase.total_time_s = max(0, end - start) / 1e9
                 phase.cpu_ns = [int(ns) for ns in stats[:, STAT_CPU_NS].tolist()]
                 phase.primes = int(stats[0, STAT_TEST]) if final.events[0] else None
-                if cancelled:
+                if schedule is not None and schedule.full:
+                    phase.stopped_by = "queue_full"
+                    if not self.queue_full:
+                        self.queue_full = True
+                        self.worker_errors.append(f"FATAL: {QUEUE_FULL_MESSAGE}")
+                elif cancelled:
                     phase.stopped_by = "stop"
                 elif overran:
                     phase.stopped_by = "time"
@@ -305,7 +334,18 @@ class CpuProbe:
                     # summary (a last thread that ended just before the last
                     # tick leaves nothing after it: a 1 µs sliver then).
                     t_end = max(end, prev_t + 1_000)
-                    self._emit_interval(emit, phase, phase_index, prev, final, prev_t, t_end, False)
+                    self._emit_interval(
+                        emit,
+                        phase,
+                        phase_index,
+                        prev,
+                        final,
+                        prev_t,
+                        t_end,
+                        False,
+                        schedule,
+                        None if schedule is None else max(0, schedule.queue_length(end)),
+                    )
                 self.phases.append(phase)
                 self._current = None
         return phase
@@ -320,6 +360,8 @@ class CpuProbe:
         t0: int,
         t1: int,
         full: bool,
+        schedule: RateSchedule | None = None,
+        queue: int | None = None,
     ) -> None:
         seconds = (t1 - t0) / 1e9
         if seconds <= 0:
@@ -350,6 +392,14 @@ class CpuProbe:
             row["at_time"] = True
         if phase_index is not None:
             row["phase"] = phase_index
+        concurrency = None
+        if schedule is not None:
+            # sysbench's second line at --rate: the queue and the workers in an event
+            concurrency = schedule.concurrency
+            if queue is None:
+                queue = max(0, schedule.queue_length())
+            row["queue_length"] = queue
+            row["concurrency"] = concurrency
         self.intervals.append(row)
         record = CpuInterval(
             eps=None if sliver else eps,
@@ -365,6 +415,9 @@ class CpuProbe:
             phase_summary=None if full else phase.as_dict(self.percentile),
             lat_hist=tuple((i, n) for i, n in enumerate(delta.hist) if n),
             lat_sum_ms=delta.lat_sum_ns / 1e6,
+            rate=self.rate or None,
+            queue_length=queue if schedule is not None else None,
+            concurrency=concurrency,
         )
         emit(record.to_sample(self.id, t1, seconds))
 
@@ -382,6 +435,8 @@ class CpuProbe:
             "max_prime": self.max_prime,
             "percentile": self.percentile,
             "time_limit_s": self.time_s,
+            **({"rate": self.rate} if self.rate else {}),
+            **({"queue_full": True} if self.queue_full else {}),
             **({"rand_seed": self.settings.rand_seed} if self.settings.rand_seed else {}),
             "event_limit": self.events,
             **last.as_dict(self.percentile),
@@ -396,6 +451,7 @@ class CpuProbe:
 
 
 def _stopped_by(codes: list[int]) -> str:
+    """Why a phase ended, from its threads' STAT_DONE codes."""
     if any(c == STOPPED_LIMIT for c in codes):
         return "events"
     if any(c == STOPPED_DEADLINE for c in codes):

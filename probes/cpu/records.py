@@ -33,6 +33,9 @@ LAT_PCT_MS = "lat_pct_ms"
 LAT_AVG_MS = "lat_avg_ms"
 THREADS = "threads"
 THREAD_EVENTS = "thread_events"
+RATE = "rate"
+QUEUE_LENGTH = "queue_length"
+CONCURRENCY = "concurrency"
 
 METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(EPS, "events/s", "events completed in the interval per second", True),
@@ -46,6 +49,18 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(LAT_AVG_MS, "ms", "mean latency of events completed in the interval"),
     MetricSpec(THREADS, "", "worker threads running"),
     MetricSpec(THREAD_EVENTS, "events", "events this thread completed in the interval"),
+    MetricSpec(RATE, "events/s", "--rate: the target mean arrival rate (absent: unlimited)"),
+    MetricSpec(
+        QUEUE_LENGTH,
+        "events",
+        "--rate: events arrived and waiting for a thread at the interval's end "
+        "(sysbench's queue length)",
+    ),
+    MetricSpec(
+        CONCURRENCY,
+        "threads",
+        "--rate: threads inside an event at the interval's end (sysbench's concurrency)",
+    ),
 )
 
 # Per-thread metric keys (thread_events@tN) a sample carries at most: with
@@ -88,6 +103,9 @@ class CpuInterval:
     phase_summary: Mapping[str, Any] | None = None
     lat_hist: tuple[tuple[int, int], ...] | None = None
     lat_sum_ms: float | None = None
+    rate: int | None = None  # --rate's target (None: unlimited)
+    queue_length: int | None = None  # --rate: sysbench's queue length
+    concurrency: int | None = None  # --rate: sysbench's concurrency
 
     @property
     def final(self) -> bool:
@@ -101,6 +119,10 @@ class CpuInterval:
             LAT_AVG_MS: self.lat_avg_ms,
             THREADS: float(self.threads),
         }
+        if self.rate is not None:
+            values[RATE] = float(self.rate)
+            values[QUEUE_LENGTH] = None if self.queue_length is None else float(self.queue_length)
+            values[CONCURRENCY] = None if self.concurrency is None else float(self.concurrency)
         # One metric per thread for the first MAX_THREAD_METRICS threads (the
         # generic views' per-entity stats); every thread is in the extra list.
         for i, n in enumerate(self.per_thread_events[:MAX_THREAD_METRICS]):
@@ -151,4 +173,12 @@ class CpuInterval:
             phase_summary=summary if isinstance(summary, Mapping) else None,
             lat_hist=decode_runs(extra.get("lat_hist")),
             lat_sum_ms=as_number(extra.get("lat_sum_ms")),
+            rate=_whole(values.get(RATE)),
+            queue_length=_whole(values.get(QUEUE_LENGTH)),
+            concurrency=_whole(values.get(CONCURRENCY)),
         )
+
+
+def _whole(value: Any) -> int | None:
+    number = as_number(value)
+    return None if number is None else int(number)

@@ -28,6 +28,7 @@ from probetop.probes import version
 from probetop.probes.core.sample import Sample
 from probetop.probes.core.sysbench import SYSBENCH_VERSION
 from probetop.probes.core.sysbench.options import seed_line
+from probetop.probes.core.sysbench.rate import QUEUE_FULL_MESSAGE
 from probetop.probes.core.sysbench.report import (
     NUM,
     cumulative_fields,
@@ -67,6 +68,23 @@ def interval_line(row: Mapping[str, Any], percentile: float, interval_s: float) 
         f"{stamp(float(row['t']), interval_s)} thds: {row['threads']} eps: {row['eps']:4.2f} "
         f"lat (ms,{percentile:g}%): {(row.get('lat_pct_ms') or 0.0):4.2f}"
     )
+
+
+def queue_line(row: Mapping[str, Any], interval_s: float) -> str | None:
+    """sysbench's second line per interval at --rate:
+    ``[ 1s ] queue length: 0 concurrency: 1`` (None without --rate)."""
+    if row.get("queue_length") is None:
+        return None
+    return (
+        f"{stamp(float(row['t']), interval_s)} queue length: {row['queue_length']} "
+        f"concurrency: {row.get('concurrency') or 0}"
+    )
+
+
+def interval_lines(row: Mapping[str, Any], percentile: float, interval_s: float) -> list[str]:
+    """An interval's lines: sysbench's ``thds:`` line, and its queue line at --rate."""
+    queue = queue_line(row, interval_s)
+    return [interval_line(row, percentile, interval_s), *([queue] if queue else [])]
 
 
 def sysbench_block(s: Mapping[str, Any]) -> list[str]:
@@ -125,6 +143,8 @@ def head_lines(summary: Mapping[str, Any], report_interval_s: float | None) -> l
             else f"{summary.get('threads')}"
         )
     )
+    if summary.get("rate"):
+        lines.append(f"Target transaction rate: {summary['rate']}/sec")
     if report_interval_s:
         lines.append(f"Report intermediate results every {report_interval_s:g} second(s)")
     lines += [
@@ -177,6 +197,8 @@ class LiveLines:
             "eps": rec.eps,
             "lat_pct_ms": rec.lat_pct_ms,
             "full": rec.full,
+            "queue_length": rec.queue_length,
+            "concurrency": rec.concurrency,
             "at_time": prints_at_time(
                 full=rec.full,
                 sliver=rec.eps is None,
@@ -186,7 +208,7 @@ class LiveLines:
             ),
         }
         if printed(row):
-            out.append(interval_line(row, self.percentile, self.interval_s))
+            out += interval_lines(row, self.percentile, self.interval_s)
         return out
 
 
@@ -217,13 +239,16 @@ def format_report(
                 phase = row.get("phase")
                 lines.append(f"-- {row['threads']} threads:")
             if printed(row):
-                lines.append(interval_line(row, pct, interval_s))
+                lines += interval_lines(row, pct, interval_s)
     if show_intervals and sweep:
         lines.append("")
     if sweep:
         lines += sweep_table(sweep, pct)
         lines.append("")
         lines.append(f"Last run of the sweep ({summary.get('threads')} threads):")
+    if summary.get("queue_full"):
+        # sysbench's fatal error ends its output: no sections (exit 1)
+        return "\n".join([*lines, f"FATAL: {QUEUE_FULL_MESSAGE}"]) + "\n"
     if histogram:
         lines += histogram_lines(summary.get("histogram") or {})
     lines += sysbench_block(summary)
@@ -248,6 +273,8 @@ _PATTERNS = {
 _INTERVAL = re.compile(
     rf"^\[ {NUM}s \] thds: (\d+) eps: {NUM} lat \(ms,([\d.]+)%\): {NUM}$", re.MULTILINE
 )
+_QUEUE = re.compile(rf"^\[ {NUM}s \] queue length: (\d+) concurrency: (\d+)$", re.MULTILINE)
+_TARGET = re.compile(r"^Target transaction rate: (-?\d+)/sec$", re.MULTILINE)
 
 
 def parse_report(text: str) -> dict[str, Any]:
@@ -278,4 +305,14 @@ def parse_report(text: str) -> dict[str, Any]:
     }
     if "max_prime" in found:
         doc["max_prime"] = int(found["max_prime"].group(1))
+    target = _TARGET.search(text)
+    if target:
+        doc["rate"] = int(target.group(1))
+        # --rate: each [ Ns ] line is followed by its queue line
+        queues = {float(m.group(1)): m for m in _QUEUE.finditer(text)}
+        for row in doc["intervals"]:
+            m = queues.get(row["t"])
+            if m:
+                row["queue_length"] = int(m.group(2))
+                row["concurrency"] = int(m.group(3))
     return doc

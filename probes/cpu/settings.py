@@ -36,12 +36,14 @@ from probetop.probes.core.sysbench.options import (
     DEFAULT_TIME_S,
     REFUSED_EXIT,
     check_percentile,
+    check_rate,
     check_verbosity,
     histogram_option,
     old_spellings,
     percentile_option,
     rand_seed_option,
     rand_type_option,
+    rate_option,
     report_checkpoints_option,
     report_interval_option,
     run_word_option,
@@ -120,6 +122,7 @@ examples:
   probetop cpu --events 10000 --time 0 --json
   probetop cpu --sweep --cpu-max-prime 64000 --time 5 --headless   threads 1..2 x CPUs
   probetop cpu --sweep 1,2,4,8 --time 5 --headless                  these thread counts
+  probetop cpu --rate=1000 --threads=2 --report-interval=1 run      Poisson arrivals, 1000/s
   probetop cpu --cpu-max-prime=20000 --threads=2 --time=5 --report-interval=1 run
                                                 sysbench's own command line, as is
   probetop --threads=2 --time=5 cpu run         sysbench's options-first form
@@ -151,6 +154,7 @@ SPEC = CommandSpec(
             dest="max_prime",
         ),
         report_interval_option("cpu"),
+        rate_option(),
         percentile_option(),
         histogram_option(),
         rand_seed_option(),
@@ -204,6 +208,7 @@ class CpuSettings:
     histogram: bool = False  # --histogram: print the latency histogram in the text report
     rand_seed: int = 0  # --rand-seed: printed in the report's head (sysbench's)
     verbosity: int = 3  # --verbosity: below 3 no text report (sysbench's)
+    rate: int = 0  # --rate: mean events/s of the Poisson arrivals; 0 = back to back
     unbounded_ok: bool = False
     sweep_counts: tuple[int, ...] | None = None
 
@@ -238,6 +243,7 @@ class CpuSettings:
             histogram=bool(values.get("histogram", False)),
             rand_seed=values.get("rand_seed", 0),
             verbosity=values.get("verbosity", 3),
+            rate=values.get("rate", 0),
             sweep_counts=tuple(sweep) if sweep else None,
         )
         settings.validate()
@@ -275,6 +281,9 @@ class CpuSettings:
                 "or an event count (--events 10000)"
             )
         check_percentile(self.percentile)
+        check_rate(self.rate)
+        if self.rate and self.engine == "python":
+            raise UsageProbeError("--rate needs the native engine (--engine llvm or auto)")
         threads = self.max_threads()
         # What the machine can hold first: the count itself may be the problem.
         check_per_cpu(

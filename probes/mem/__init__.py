@@ -10,7 +10,8 @@ used outside the family and nothing more
 - ``MemSettings``: what one probe runs with (frozen, validated)
 - ``MemProbe``: the probe (native LLVM loop in GIL-free threads)
 - ``MemInterval`` and the metric names the pane reads (``OPS``, ``MIBS``,
-  ``LAT_AVG_MS``, ``LAT_PCT_MS``, ``THREADS``): what a memory sample carries,
+  ``LAT_AVG_MS``, ``LAT_PCT_MS``, ``THREADS``; with --rate ``RATE``,
+  ``QUEUE_LENGTH``): what a memory sample carries,
   typed; ``OPERATION_EXPLAINED``: the pane's wording
 - ``format_report``, ``parse_report``: sysbench's text report, written from a
   summary and read back (the benchmark reads sysbench's own with it)
@@ -28,6 +29,8 @@ from probetop.probes.mem.records import (
     MIBS,
     OPERATION_EXPLAINED,
     OPS,
+    QUEUE_LENGTH,
+    RATE,
     THREADS,
     MemInterval,
 )
@@ -41,6 +44,8 @@ __all__ = [
     "MIBS",
     "OPERATION_EXPLAINED",
     "OPS",
+    "QUEUE_LENGTH",
+    "RATE",
     "THREADS",
     "MemInterval",
     "MemProbe",

@@ -90,13 +90,14 @@ from probetop.probes.core.sysbench.counters import (
     done_ir,
 )
 from probetop.probes.core.sysbench.hist import HIST_DEDUCT, HIST_MULT, HIST_SIZE
+from probetop.probes.core.sysbench.rate import RateSchedule, rate_ir
 
 # A thread's row after the shared STAT_* slots (0-7): sysbench's sb_timer_t
 # fields, its TLS (budget, generator state, buffer).
 ROW_START_S = 8  # time_start (timespec: s, ns)
 ROW_END_S = 10  # time_end
 ROW_TIMER_EVENTS = 12
-ROW_QUEUE_NS = 13  # always 0 (sysbench's --rate queue time)
+ROW_QUEUE_NS = 13  # sysbench's --rate queue time (0 without --rate)
 ROW_LOCK = 14  # the timer's spinlock
 ROW_BUDGET = 15  # tls_total_ops: operations left (--memory-total-size)
 ROW_RNG = 16  # xoroshiro128+ state, 2 slots
@@ -125,7 +126,8 @@ CTX_DEDUCT = 16  # the histogram's constants (double bits)
 CTX_MULT = 17
 CTX_HIST_SIZE = 18
 CTX_ROWS = 19  # the rows block: thread tid's row is at rows + (tid << ROW_SHIFT)
-CTX_CONCURRENCY = 20  # sb_globals.concurrency (--rate only: never used)
+CTX_CONCURRENCY = 20  # sb_globals.concurrency: unused (the schedule counts it)
+CTX_SCHED = 21  # --rate: the schedule's block (probes/core/sysbench/rate.py)
 CTX_SLOTS = 24
 
 HIST_SLOTS = 128  # sysbench's SB_HISTOGRAM_NSLOTS: rows of the shared histogram
@@ -567,11 +569,43 @@ rate:
   %paced = icmp ne i32 %rate.v, 0
   br i1 %paced, label %queue, label %yes
 queue:
-  ; sysbench's --rate path (an event from the queue; not offered, never
-  ; taken): gcc's code for it holds six registers, so every call saves
-  ; and restores them all
+  ; sysbench's --rate path: an event from the queue (probes/core/sysbench/
+  ; rate.py), slept for until due; gcc's code for it holds six registers,
+  ; so every call saves and restores them all
   call void asm sideeffect "", "{_SAVE_SIX}"(i32 %tid)
+  %schedp = getelementptr i64, ptr %ctx, i64 {CTX_SCHED}
+  %sched = load ptr, ptr %schedp
+  %q.mtp = getelementptr i64, ptr %ctx, i64 {CTX_MAX_TIME_NS}
+  %q.mt = load i64, ptr %q.mtp
+  %q.s0p = getelementptr i64, ptr %ctx, i64 {CTX_START_S}
+  %q.s0 = load i64, ptr %q.s0p
+  %q.n0p = getelementptr i64, ptr %ctx, i64 {CTX_START_S + 1}
+  %q.n0 = load i64, ptr %q.n0p
+  %q.s9 = mul i64 %q.s0, 1000000000
+  %q.t0 = add i64 %q.s9, %q.n0
+  %q.end = add i64 %q.t0, %q.mt
+  %q.timed = icmp ne i64 %q.mt, 0
+  %q.deadline = select i1 %q.timed, i64 %q.end, i64 0
+  %due = call i64 @rate_take(ptr %sched, ptr %ctx, i64 %q.deadline)
+  %got = icmp sge i64 %due, 0
+  br i1 %got, label %taken, label %refused
+refused:
+  %is.full = icmp eq i64 %due, -3
+  br i1 %is.full, label %fatal, label %no
+fatal:
+  ; "The event queue is full": sysbench sets sb_globals.error, all stop
+  store volatile i32 1, ptr %ctx
   br label %no
+taken:
+  ; sysbench's concurrency and queue_time (take - stamp), which
+  ; sb_event_stop adds to the event's time
+  call void @rate_begin(ptr %sched)
+  %q.now = call i64 @rate_now()
+  %q.wait = sub i64 %q.now, %due
+{_row_of("%qrow", "%tid")}
+  %q.slot = getelementptr i64, ptr %qrow, i64 {ROW_QUEUE_NS}
+  store i64 %q.wait, ptr %q.slot
+  br label %yes
 yes:
   br label %out
 no:
@@ -718,9 +752,10 @@ count:
   %paced = icmp ne i32 %rate, 0
   br i1 %paced, label %leave, label %done
 leave:
-  ; --rate's concurrency count (never: --rate is not offered)
-  %cp = getelementptr i64, ptr %ctx, i64 {CTX_CONCURRENCY}
-  %c0 = atomicrmw sub ptr %cp, i32 1 seq_cst
+  ; --rate's concurrency count
+  %lschedp = getelementptr i64, ptr %ctx, i64 {CTX_SCHED}
+  %lsched = load ptr, ptr %lschedp
+  call void @rate_end(ptr %lsched)
   br label %done
 done:
   ret void
@@ -806,6 +841,7 @@ def _ir(skips: dict[str, int]) -> str:
         + "".join(_seq_event(oper, skips.get(oper)) for oper in OPERS)
         + "".join(_rnd_event(oper) for oper in OPERS)
         + _RUN
+        + rate_ir()
     )
 
 
@@ -910,7 +946,17 @@ class MemEngine:
             CTX_LOG: ctypes.cast(libm.log, ctypes.c_void_p).value,
             CTX_FLOOR: ctypes.cast(libm.floor, ctypes.c_void_p).value,
         }
+        # the --rate schedule's libc/libm calls (rate.py), linked by name
+        for name, lib in (
+            ("clock_gettime", libc),
+            ("log", libm),
+            ("clock_nanosleep", libc),
+            ("sched_yield", libc),
+            ("prctl", libc),
+        ):
+            llvm.add_symbol(name, ctypes.cast(getattr(lib, name), ctypes.c_void_p).value)
         self.module, self._engine, self.target_machine = _jit(llvm, _ir(_loop_skips(llvm)))
+        self.rate_queue_address = int(self._engine.get_function_address("rate_queue"))
         self._run = _RUN_TYPE(self._engine.get_function_address("thread_run"))
         self._next_event = self._engine.get_function_address("memory_next_event")
 
@@ -937,6 +983,7 @@ class MemEngine:
         percentile: float,
         hist: SharedHistogram,
         rows: Any,
+        schedule: RateSchedule | None = None,
     ) -> None:
         """Fill the run's context: the test's ops, sizes, the histogram and
         the threads' rows (a ``new_rows`` block: thread i runs on rows[i])."""
@@ -955,6 +1002,11 @@ class MemEngine:
         ctx[CTX_DEDUCT] = _double_bits(HIST_DEDUCT)
         ctx[CTX_MULT] = _double_bits(HIST_MULT)
         ctx[CTX_HIST_SIZE] = HIST_SIZE
+        if schedule is not None:  # --rate: sysbench's tx_rate and the queue
+            schedule.bind(self.rate_queue_address)
+            ctx[CTX_TX_RATE] = schedule.rate
+            ctx[CTX_SCHED] = schedule.address
+            shared.refs.append(schedule)
 
     def run(self, job: ThreadJob) -> int:
         row = address_of(job.row)

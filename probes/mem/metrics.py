@@ -55,6 +55,28 @@ MEM_LATENCY_PCT = metric_def(
     _LABELS,
 )
 MEM_THREADS = metric_def("probetop_mem_threads", "gauge", "", "worker threads running", _LABELS)
+MEM_RATE = metric_def(
+    "probetop_mem_rate_target",
+    "gauge",
+    "",
+    "--rate: the target mean operation arrival rate per second (absent: unlimited)",
+    _LABELS,
+)
+MEM_QUEUE = metric_def(
+    "probetop_mem_queue_length",
+    "gauge",
+    "",
+    "--rate: operations arrived and waiting for a free thread at the latest interval's end "
+    "(sysbench's queue length)",
+    _LABELS,
+)
+MEM_CONCURRENCY = metric_def(
+    "probetop_mem_concurrency",
+    "gauge",
+    "",
+    "--rate: threads inside an operation at the latest interval's end (sysbench's concurrency)",
+    _LABELS,
+)
 MEM_INFO = metric_def(
     "probetop_mem",
     "info",
@@ -74,6 +96,9 @@ class MemTracker(Tracker):
         MEM_BYTES_RATE,
         MEM_LATENCY_PCT,
         MEM_THREADS,
+        MEM_RATE,
+        MEM_QUEUE,
+        MEM_CONCURRENCY,
         MEM_INFO,
     )
 
@@ -86,6 +111,9 @@ class MemTracker(Tracker):
         self.percentile = SummaryCounter()
         self.timed = False  # a sample gave the percentile
         self.params: dict[str, str] = {}
+        self.target: int | None = None  # --rate, with the queue and concurrency
+        self.queue: int | None = None
+        self.concurrency: int | None = None
         super().__init__(probe_id, info)
 
     def announce(self, info: Mapping[str, Any]) -> None:
@@ -109,6 +137,12 @@ class MemTracker(Tracker):
         if iv.lat_pct_ms is not None:
             self.percentile.latest([(iv.percentile / 100.0, iv.lat_pct_ms / 1e3)])
             self.timed = True
+        if iv.rate is not None:
+            self.target = iv.rate
+            if iv.queue_length is not None:
+                self.queue = iv.queue_length
+            if iv.concurrency is not None:
+                self.concurrency = iv.concurrency
 
     def points(self) -> list[Point]:
         labels = (self.probe_id,)
@@ -119,6 +153,12 @@ class MemTracker(Tracker):
             out.append(Point(MEM_BYTES_RATE, labels, self.byte_rate))
         if self.timed:
             out.append(Point(MEM_LATENCY_PCT, labels, self.percentile.snapshot()))
+        if self.target is not None:
+            out.append(Point(MEM_RATE, labels, float(self.target)))
+            if self.queue is not None:
+                out.append(Point(MEM_QUEUE, labels, float(self.queue)))
+            if self.concurrency is not None:
+                out.append(Point(MEM_CONCURRENCY, labels, float(self.concurrency)))
         if self.threads is not None:
             out.append(Point(MEM_THREADS, labels, float(self.threads)))
             out.append(Point(MEM_INFO, labels, {"threads": str(self.threads), **self.params}))

@@ -46,6 +46,7 @@ from probetop.probes.core.sysbench.counters import (
     per_thread,
 )
 from probetop.probes.core.sysbench.hist import HIST_SIZE, to_sparse
+from probetop.probes.core.sysbench.rate import QUEUE_FULL_MESSAGE, RateSchedule
 from probetop.probes.core.sysbench.report import prints_at_time
 from probetop.probes.mem.engine import (
     EngineUnavailable,
@@ -84,6 +85,8 @@ class MemProbe:
         self._cpu_ns: list[int] = []
         self._keep: Any = None
         self.stopped_by = "time"
+        self.schedule: RateSchedule | None = None  # --rate: the arrivals and their queue
+        self.queue_full = False
 
     # -- setup -----------------------------------------------------------
     def prepare(self) -> None:
@@ -106,6 +109,7 @@ class MemProbe:
             "access_mode": s.access_mode,
             "interval_s": s.interval_s,
             "percentile": s.percentile,
+            "rate": s.rate,
         }
 
     def reference_command(self) -> str | None:
@@ -114,7 +118,9 @@ class MemProbe:
             f"sysbench memory --threads={s.threads} --time={s.time_s:g} "
             f"--memory-block-size={s.block_size} --memory-total-size={s.total_size} "
             f"--memory-scope={s.scope} --memory-oper={s.oper} "
-            f"--memory-access-mode={s.access_mode} --percentile={s.percentile:g} run"
+            f"--memory-access-mode={s.access_mode} --percentile={s.percentile:g}"
+            + (f" --rate={s.rate}" if s.rate else "")
+            + " run"
         )
 
     # -- measuring -------------------------------------------------------
@@ -138,6 +144,8 @@ class MemProbe:
         self._stats, self._hist = rows, hist.counts
         shared = SharedRun()
         engine = self.engine
+        if s.rate:
+            self.schedule = RateSchedule(s.rate, s.rand_seed)
         engine.setup(
             shared,
             mode=s.access_mode,
@@ -147,6 +155,7 @@ class MemProbe:
             percentile=s.percentile,
             hist=hist,
             rows=rows,
+            schedule=self.schedule,
         )
         budget = s.ops_per_thread()
         for i in range(threads):
@@ -193,8 +202,12 @@ class MemProbe:
                 if all_done(rows):
                     break
                 now = now_ns()
+                queue = self.schedule.queue_length() if self.schedule is not None else None
+                if queue is not None and queue < 0:
+                    shared.request_stop()  # sysbench's fatal "event queue is full"
+                    break
                 cur = Snapshot.take(rows, hist.counts)
-                self._emit(emit, prev, cur, prev_t, now, full=True)
+                self._emit(emit, prev, cur, prev_t, now, full=True, queue=queue)
                 prev, prev_t = cur, now
         except asyncio.CancelledError:
             cancelled = True
@@ -215,7 +228,11 @@ class MemProbe:
             self._end_ns = int(ends.max()) if all_done(rows) else now_ns()
             self._cpu_ns = [int(ns) for ns in rows[:, STAT_CPU_NS].tolist()]
             codes = rows[:, STAT_DONE].tolist()
-            if cancelled:
+            if self.schedule is not None and self.schedule.full:
+                self.stopped_by = "queue_full"
+                self.queue_full = True
+                self.worker_errors.append(f"FATAL: {QUEUE_FULL_MESSAGE}")
+            elif cancelled:
                 self.stopped_by = "stop"
             elif any(c == STOPPED_LIMIT for c in codes):
                 self.stopped_by = "total_size"
@@ -225,12 +242,23 @@ class MemProbe:
                 self.stopped_by = "stop"
             final = Snapshot.take(rows, hist.counts)
             t_end = max(self._end_ns, prev_t + 1000)
-            self._emit(emit, prev, final, prev_t, t_end, full=False)
+            end_queue = None
+            if self.schedule is not None:
+                end_queue = max(0, self.schedule.queue_length(self._end_ns))
+            self._emit(emit, prev, final, prev_t, t_end, full=False, queue=end_queue)
             # Freed with the probe: a lingering worker may still use them.
             self._keep = (maps, hist, shared)
 
     def _emit(
-        self, emit: Emit, prev: Snapshot, cur: Snapshot, t0: int, t1: int, *, full: bool
+        self,
+        emit: Emit,
+        prev: Snapshot,
+        cur: Snapshot,
+        t0: int,
+        t1: int,
+        *,
+        full: bool,
+        queue: int | None = None,
     ) -> None:
         s = self.settings
         seconds = (t1 - t0) / 1e9
@@ -259,6 +287,12 @@ class MemProbe:
             "lat_pct_ms": pct,
             "events": delta.events,
         }
+        concurrency = None
+        if self.schedule is not None:
+            # sysbench's queue and concurrency (its memory report prints neither)
+            concurrency = self.schedule.concurrency
+            row["queue_length"] = queue
+            row["concurrency"] = concurrency
         self.intervals.append(row)
         record = MemInterval(
             ops=None if sliver else rate,
@@ -272,6 +306,9 @@ class MemProbe:
             total_ops=cur.total_events,
             final=not full,
             summary=None if full else self.summary(),
+            rate=s.rate or None,
+            queue_length=queue,
+            concurrency=concurrency,
         )
         emit(record.to_sample(self.id, t1, seconds))
 
@@ -300,6 +337,8 @@ class MemProbe:
             "oper": s.oper,
             "access_mode": s.access_mode,
             "time_limit_s": s.time_s,
+            **({"rate": s.rate} if s.rate else {}),
+            **({"queue_full": True} if self.queue_full else {}),
             "percentile": s.percentile,
             "total_time": total_time,
             "total_events": total,

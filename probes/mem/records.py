@@ -29,6 +29,9 @@ LAT_PCT_MS = "lat_pct_ms"
 LAT_AVG_MS = "lat_avg_ms"
 THREADS = "threads"
 THREAD_OPS = "thread_ops"
+RATE = "rate"
+QUEUE_LENGTH = "queue_length"
+CONCURRENCY = "concurrency"
 
 METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(OPS, "ops/s", "operations (blocks) completed in the interval per second", True),
@@ -41,6 +44,18 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(LAT_AVG_MS, "ms", "mean latency of the interval's operations"),
     MetricSpec(THREADS, "", "worker threads running"),
     MetricSpec(THREAD_OPS, "ops", "operations this thread completed in the interval"),
+    MetricSpec(RATE, "ops/s", "--rate: the target mean arrival rate (absent: unlimited)"),
+    MetricSpec(
+        QUEUE_LENGTH,
+        "ops",
+        "--rate: operations arrived and waiting for a thread at the interval's end "
+        "(sysbench's queue length)",
+    ),
+    MetricSpec(
+        CONCURRENCY,
+        "threads",
+        "--rate: threads inside an operation at the interval's end (sysbench's concurrency)",
+    ),
 )
 
 MAX_THREAD_METRICS = 64
@@ -71,6 +86,9 @@ class MemInterval:
     total_ops: int
     final: bool = False
     summary: Mapping[str, Any] | None = None
+    rate: int | None = None  # --rate's target (None: unlimited)
+    queue_length: int | None = None  # --rate: sysbench's queue length
+    concurrency: int | None = None  # --rate: sysbench's concurrency
 
     def to_sample(self, probe_id: str, t_ns: int, interval_s: float) -> Sample:
         values: dict[str, float | None] = {
@@ -80,6 +98,10 @@ class MemInterval:
             LAT_AVG_MS: self.lat_avg_ms,
             THREADS: float(self.threads),
         }
+        if self.rate is not None:
+            values[RATE] = float(self.rate)
+            values[QUEUE_LENGTH] = None if self.queue_length is None else float(self.queue_length)
+            values[CONCURRENCY] = None if self.concurrency is None else float(self.concurrency)
         for i, n in enumerate(self.per_thread_ops[:MAX_THREAD_METRICS]):
             values[metric_key(THREAD_OPS, f"t{i}")] = float(n)
         extra: dict[str, Any] = {
@@ -113,4 +135,12 @@ class MemInterval:
             total_ops=int(as_number(extra.get("total_ops")) or 0),
             final=bool(extra.get("final", False)),
             summary=summary if isinstance(summary, Mapping) else None,
+            rate=_whole(values.get(RATE)),
+            queue_length=_whole(values.get(QUEUE_LENGTH)),
+            concurrency=_whole(values.get(CONCURRENCY)),
         )
+
+
+def _whole(value: Any) -> int | None:
+    number = as_number(value)
+    return None if number is None else int(number)

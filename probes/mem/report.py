@@ -27,6 +27,7 @@ from probetop.probes import version
 from probetop.probes.core.sample import Sample
 from probetop.probes.core.sysbench import SYSBENCH_VERSION
 from probetop.probes.core.sysbench.options import seed_line
+from probetop.probes.core.sysbench.rate import QUEUE_FULL_MESSAGE
 from probetop.probes.core.sysbench.report import (
     NUM,
     cumulative_fields,
@@ -73,6 +74,8 @@ def head_lines(s: Mapping[str, Any], report_interval_s: float | None) -> list[st
     started!" and its empty line (what ``probetop mem`` prints as it starts)."""
     lines = [banner(s), "", "Running the test with following options:"]
     lines.append(f"Number of threads: {s['threads']}")
+    if s.get("rate"):
+        lines.append(f"Target transaction rate: {s['rate']}/sec")
     if report_interval_s:
         lines.append(f"Report intermediate results every {report_interval_s:g} second(s)")
     lines += [
@@ -148,6 +151,9 @@ def format_report(
     if show_intervals and not rest_only:
         interval_s = float(report_interval_s or s.get("interval_s") or 1.0)
         lines += [interval_line(r, interval_s) for r in s.get("intervals", []) if printed(r)]
+    if s.get("queue_full"):
+        # sysbench's fatal error ends its output: no report (exit 1)
+        return "\n".join([*lines, f"FATAL: {QUEUE_FULL_MESSAGE}"]) + "\n"
     if histogram:
         lines += histogram_lines(s.get("histogram") or {})
     # sysbench goes from the last interval line (or histogram) straight to "Total operations".
@@ -204,4 +210,7 @@ def parse_report(text: str) -> dict[str, Any]:
     for key in ("oper", "scope"):
         if key in found:
             doc[key] = found[key].group(1)
+    target = re.search(r"^Target transaction rate: (-?\d+)/sec$", text, re.MULTILINE)
+    if target:
+        doc["rate"] = int(target.group(1))
     return doc

@@ -24,12 +24,14 @@ from probetop.probes.core.sysbench.options import (
     DEFAULT_TIME_S,
     REFUSED_EXIT,
     check_percentile,
+    check_rate,
     check_verbosity,
     histogram_option,
     old_spellings,
     percentile_option,
     rand_seed_option,
     rand_type_option,
+    rate_option,
     report_checkpoints_option,
     report_interval_option,
     run_word_option,
@@ -114,6 +116,7 @@ SPEC = CommandSpec(
             default="seq",
         ),
         report_interval_option("mem"),
+        rate_option(),
         percentile_option(),
         histogram_option(),
         rand_seed_option(),
@@ -148,6 +151,7 @@ class MemSettings:
     histogram: bool = False  # --histogram: print the latency histogram in the text report
     rand_seed: int = 0  # --rand-seed: printed in the report's head (sysbench's)
     verbosity: int = 3  # --verbosity: below 3 no text report (sysbench's)
+    rate: int = 0  # --rate: mean operations/s of the Poisson arrivals; 0 = back to back
     unbounded_ok: bool = False
 
     @classmethod
@@ -182,6 +186,7 @@ class MemSettings:
             histogram=bool(values.get("histogram", False)),
             rand_seed=values.get("rand_seed", 0),
             verbosity=values.get("verbosity", 3),
+            rate=values.get("rate", 0),
         )
         settings.validate()
         return settings
@@ -225,6 +230,7 @@ class MemSettings:
                 "(--time 10) or a total size (--memory-total-size 10G)"
             )
         check_percentile(self.percentile)
+        check_rate(self.rate)
         buffers = self.threads if self.scope == "local" else 1
         if buffers * b > MAX_BUFFER_BYTES:
             raise UsageProbeError(

@@ -318,3 +318,43 @@ def settings_reader(
             raise
 
     return read_settings
+
+
+def rate_value(text: str) -> int:
+    """sysbench's --rate (an INT option): a whole number that fits in an int;
+    anything else gets sysbench's own message (exit 1)."""
+    import re
+
+    from probetop.probes.core.options import OptionValueError
+
+    if text == "":
+        return 0  # sysbench reads an empty --rate= as its default, 0
+    if not re.fullmatch(r"\s*[+-]?\d+", text) or not -(2**31) <= int(text) <= 2**31 - 1:
+        raise OptionValueError(f"Invalid value for the 'rate' option: '{text}'")
+    return int(text)
+
+
+def rate_option() -> Option:
+    return Option(
+        ("--rate", "--tx-rate"),
+        "sysbench's --rate: events arrive at random (a Poisson process) at N per "
+        "second on average and wait in a queue for a free thread; latency counts "
+        "from the arrival, so queueing shows in it. Intermediate lines add sysbench's "
+        "'queue length: Q concurrency: C'; more than 131072 events waiting ends the "
+        "run as sysbench's ('The event queue is full', exit 1). Default 0: "
+        "unlimited, events back to back (--tx-rate is sysbench's old name)",
+        rate_value,
+        0,
+        "N",
+        dest="rate",
+    )
+
+
+def check_rate(rate: int) -> None:
+    """0 (unlimited) or more: sysbench reads a negative --rate as a huge
+    unsigned rate whose queue fills at once (FATAL, exit 1)."""
+    if rate < 0:
+        raise UsageProbeError(
+            f"--rate must be 0 (unlimited) or more, got {rate} (sysbench 1.0.20 runs "
+            "it as a rate of 2^32 - N per second and stops at once: The event queue is full)"
+        )

@@ -27,6 +27,8 @@ from probetop.probes.cpu import (
     LAT_AVG_MS,
     LAT_PCT_MS,
     PYTHON_ENGINE_LABEL,
+    QUEUE_LENGTH,
+    RATE,
     THREADS,
     CpuInterval,
 )
@@ -220,6 +222,11 @@ class CpuBenchPane(ProbePane):
             f"avg lat {fmt_value(self.latest(LAT_AVG_MS), 'ms')} ms",
             f"engine {self.engine or params.get('engine', '?')}",
         ]
+        if params.get("rate"):
+            # --rate: the target and sysbench's queue (events due, no thread free)
+            queue = self.latest(QUEUE_LENGTH)
+            parts.insert(2, f"rate {int(self.latest(RATE) or params['rate']):,}/s target")
+            parts.insert(3, f"queue {'-' if queue is None else f'{int(queue):,}'}")
         lines = ["  ".join(parts) + "   (e: what is one event?)"]
         if self.final is not None:
             f = self.final

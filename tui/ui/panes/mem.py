@@ -23,6 +23,8 @@ from probetop.probes.mem import (
     MIBS,
     OPERATION_EXPLAINED,
     OPS,
+    QUEUE_LENGTH,
+    RATE,
     THREADS,
     MemInterval,
 )
@@ -108,6 +110,11 @@ class MemBenchPane(ProbePane):
             f"ops {self.total_ops:,}",
             f"avg lat {fmt_value(self.latest(LAT_AVG_MS), 'ms')} ms",
         ]
+        if p.get("rate"):
+            # --rate: the target and sysbench's queue (operations due, no thread free)
+            queue = self.latest(QUEUE_LENGTH)
+            parts.insert(4, f"rate {int(self.latest(RATE) or p['rate']):,}/s target")
+            parts.insert(5, f"queue {'-' if queue is None else f'{int(queue):,}'}")
         lines = ["  ".join(parts) + "   (e: what is one operation?)"]
         if self.final is not None:
             f = self.final
