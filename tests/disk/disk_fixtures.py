@@ -2,6 +2,8 @@
 
 - ``loop_device(size)``: a context manager giving a loop device over a sparse
   file in /dev/shm (root only; skips otherwise), detached and removed on exit.
+  With ``own_name=True`` its name is one no other test is handed while
+  this one lives or after it goes (see ``_own_loop_number``).
 - ``loop_dev`` fixture: a 64 MiB one.
 - ``kernel_io(name)``: (reads, sectors read, writes, sectors written) from
   /sys/block/NAME/stat, to check probe counts against the kernel's.
@@ -42,11 +44,62 @@ def need_root() -> None:
         pytest.skip("needs root: loop devices")
 
 
+_LOOP_CTL_ADD, _LOOP_CTL_REMOVE = 0x4C80, 0x4C81
+
+
 @contextlib.contextmanager
-def loop_device(size: int = 64 << 20, fill: bytes | None = None) -> Iterator[str]:
+def _own_loop_number() -> Iterator[int]:
+    """A loop device node made for the caller (LOOP_CTL_ADD) at a random
+    number from 512 up, removed (LOOP_CTL_REMOVE) at the end. ``losetup
+    --find`` hands out the lowest free number, so while tests run in
+    parallel a detached /dev/loop0 is soon another test's loop0, and a probe
+    watching it sees one device that never went away; this number is nobody
+    else's, and once removed its /sys/block entry is gone at once."""
+    import fcntl
+    import random
+
+    ctl = os.open("/dev/loop-control", os.O_RDWR)
+    try:
+        for _ in range(64):
+            number = random.randrange(512, 1 << 16)
+            try:
+                fcntl.ioctl(ctl, _LOOP_CTL_ADD, number)
+                break
+            except FileExistsError:
+                continue
+        else:
+            pytest.skip("no free loop device number from 512 up")
+        try:
+            yield number
+        finally:
+            for _ in range(50):  # the detach's release may still hold it
+                try:
+                    fcntl.ioctl(ctl, _LOOP_CTL_REMOVE, number)
+                    break
+                except OSError:
+                    time.sleep(0.1)
+    finally:
+        os.close(ctl)
+
+
+@contextlib.contextmanager
+def loop_device(
+    size: int = 64 << 20, fill: bytes | None = None, *, own_name: bool = False
+) -> Iterator[str]:
     """A loop device over a /dev/shm file of ``size`` bytes (optionally filled
-    with one repeated byte); detached and removed afterwards."""
+    with one repeated byte); detached and removed afterwards. ``own_name``:
+    at a number of its own (``_own_loop_number``), which then goes too."""
     need_root()
+    if own_name:
+        with _own_loop_number() as number, _loop_device(size, fill, f"/dev/loop{number}") as dev:
+            yield dev
+        return
+    with _loop_device(size, fill, None) as dev:
+        yield dev
+
+
+@contextlib.contextmanager
+def _loop_device(size: int, fill: bytes | None, at: str | None) -> Iterator[str]:
     if not Path("/dev/shm").is_dir():
         pytest.skip("no /dev/shm for the loop device's backing file")
     image = Path(f"/dev/shm/probetop-test-{uuid.uuid4().hex[:12]}.img")
@@ -58,8 +111,9 @@ def loop_device(size: int = 64 << 20, fill: bytes | None = None) -> Iterator[str
             for _ in range(size >> 20):
                 f.write(block)
     try:
+        where = ["--find"] if at is None else [at]
         proc = subprocess.run(
-            ["losetup", "--find", "--show", str(image)], capture_output=True, text=True
+            ["losetup", *where, "--show", str(image)], capture_output=True, text=True
         )
         if proc.returncode != 0:
             pytest.skip(f"losetup failed: {proc.stderr.strip()}")

@@ -44,6 +44,16 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
+def _end_written(path: Path, name: str) -> bool:
+    """The recording already holds ``name``'s series_end (the line being
+    written may be cut: only whole lines are read)."""
+    whole = path.read_text().rpartition("\n")[0]
+    return any(
+        x["type"] == "series_end" and x["entity"] == name and x["probe"] == DISK_PROBE_ID
+        for x in (json.loads(line) for line in whole.splitlines() if line.strip())
+    )
+
+
 def _has_device(path: Path, name: str) -> bool:
     try:
         text = path.read_text()
@@ -79,7 +89,9 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
         text=True,
     )
     try:
-        with loop_device(size=16 << 20) as dev:
+        # A name of its own: a parallel test's `losetup --find` would take a
+        # detached loop0 at once, and the probe would see loop0 never go.
+        with loop_device(size=16 << 20, own_name=True) as dev:
             name = os.path.basename(dev)
             fd = os.open(dev, os.O_RDONLY | os.O_DIRECT)
             buf = mmap.mmap(-1, 4096)  # page-aligned, as O_DIRECT needs
@@ -95,7 +107,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
             finally:
                 os.close(fd)
         deadline = time.monotonic() + 20  # detached: wait for its end in the file
-        while '"series_end"' not in path.read_text() or name not in path.read_text():
+        while not _end_written(path, name):  # its own, not another device's
             assert time.monotonic() < deadline, f"no series_end for {name}"
             time.sleep(0.1)
         time.sleep(3 * INTERVAL)  # a few samples after the end
