@@ -50,7 +50,7 @@ def live_lines(settings: CpuSettings) -> LiveLines:
 
 def demo_probes(ctx: DemoContext) -> list[Probe]:
     """One thread, no end, so the machine stays usable while the demo runs."""
-    settings = CpuSettings(time_s=0, events=0, interval_s=ctx.interval_s, unbounded_ok=True)
+    settings = CpuSettings(time_s=0, events=0, interval_s=ctx.interval_s)
     return [CpuProbe(settings)]
 
 

@@ -189,8 +189,8 @@ SPEC = CommandSpec(
 class CpuSettings:
     """What one CPU probe runs with (sysbench's names in brackets).
 
-    ``time_s`` 0 and ``events`` 0 mean "no limit" as in sysbench; both 0 is
-    refused unless ``unbounded_ok`` (the demo's endless one-thread probe).
+    ``time_s`` 0 and ``events`` 0 mean "no limit" as in sysbench; both 0
+    runs until stopped, as sysbench does (and the demo's endless probe).
     ``interval_s`` is the sample (and report line) interval.
     ``sweep_counts`` are the sweep's thread counts (``--sweep 1,2,4,8``;
     None: 1..2 x logical CPUs). ``percentile`` 0 disables it, as in sysbench.
@@ -209,7 +209,6 @@ class CpuSettings:
     rand_seed: int = 0  # --rand-seed: printed in the report's head (sysbench's)
     verbosity: int = 3  # --verbosity: below 3 no text report (sysbench's)
     rate: int = 0  # --rate: mean events/s of the Poisson arrivals; 0 = back to back
-    unbounded_ok: bool = False
     sweep_counts: tuple[int, ...] | None = None
 
     @classmethod
@@ -275,11 +274,6 @@ class CpuSettings:
             raise UsageProbeError(f"--events must be 0 (no limit) or more, got {self.events}")
         check_whole("--events", self.events)
         check_seconds("--time", self.time_s, zero_means="no limit")
-        if self.time_s == 0 and self.events == 0 and not self.unbounded_ok:
-            raise UsageProbeError(
-                "--time 0 and --events 0 would run forever: give a time (--time 10) "
-                "or an event count (--events 10000)"
-            )
         check_percentile(self.percentile)
         check_rate(self.rate)
         if self.rate and self.engine == "python":

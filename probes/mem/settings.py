@@ -134,8 +134,8 @@ SPEC = CommandSpec(
 class MemSettings:
     """What one memory probe runs with (sysbench's names in comments).
 
-    ``time_s`` 0 means no time limit (then ``total_size`` must bound the run
-    unless ``unbounded_ok``, the demo's endless probe).
+    ``time_s`` 0 means no time limit and ``total_size`` 0 no size limit,
+    as in sysbench; both 0 runs until stopped, as sysbench does.
     """
 
     threads: int = 1  # --threads
@@ -152,7 +152,6 @@ class MemSettings:
     rand_seed: int = 0  # --rand-seed: printed in the report's head (sysbench's)
     verbosity: int = 3  # --verbosity: below 3 no text report (sysbench's)
     rate: int = 0  # --rate: mean operations/s of the Poisson arrivals; 0 = back to back
-    unbounded_ok: bool = False
 
     @classmethod
     def from_options(
@@ -224,11 +223,6 @@ class MemSettings:
         if self.time_s < 0 or not math.isfinite(self.time_s):
             raise UsageProbeError(f"--time must be 0 (no limit) or more seconds, got {self.time_s}")
         check_seconds("--time", self.time_s, zero_means="no limit")
-        if self.time_s == 0 and self.total_size == 0 and not self.unbounded_ok:
-            raise UsageProbeError(
-                "--time 0 with --memory-total-size 0 would run forever: give a time "
-                "(--time 10) or a total size (--memory-total-size 10G)"
-            )
         check_percentile(self.percentile)
         check_rate(self.rate)
         buffers = self.threads if self.scope == "local" else 1

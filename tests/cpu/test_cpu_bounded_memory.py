@@ -32,7 +32,7 @@ def _intervals(probe: CpuProbe, phase: PhaseResult, count: int, start: int) -> i
 
 
 def test_memory_stays_flat_over_many_intervals() -> None:
-    probe = CpuProbe(CpuSettings(time_s=0, unbounded_ok=True))  # the demo's endless probe
+    probe = CpuProbe(CpuSettings(time_s=0))  # the demo's endless probe
     limit, warm, more = 100, 300, 3000
     probe.intervals = IntervalLog(limit)
     phase = PhaseResult(threads=THREADS)
@@ -61,7 +61,7 @@ def test_memory_is_flat_after_ten_minutes_with_the_default_bound() -> None:
     """The soak's goal (issue 29 Want 8): RSS after the 10-minute mark within
     1 % over hours. So the default bound is full within 10 minutes of 1 s
     intervals (10,000 rows grew a 2-hour demo soak by ~6 MiB an hour)."""
-    probe = CpuProbe(CpuSettings(time_s=0, unbounded_ok=True))
+    probe = CpuProbe(CpuSettings(time_s=0))
     phase = PhaseResult(threads=THREADS)
     tracemalloc.start()  # before the kept rows, so replacing them is no growth
     try:
