@@ -51,7 +51,9 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
     docs: list[dict[str, Any]] = []
     code = 0
     colour = use_colour(sys.stdout)
-    curl_mode = writer is not None or bool(settings.outputs)
+    # curl's output mode (bodies, no waterfall): -w, -o/-O, or --fail-with-body,
+    # which asks for the body of an error answer.
+    curl_mode = writer is not None or bool(settings.outputs) or settings.fail_with_body
     certinfo = writer is not None and writer.wants_certs()
     for i, raw in enumerate(settings.urls):
         exchange: Exchange | None = None
@@ -105,7 +107,8 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
                 exchange = fetch(
                     request,
                     url,
-                    fail=settings.fail,
+                    # --fail-with-body: the body is read, then exit 22 as -f
+                    fail=settings.fail and not settings.fail_with_body,
                     sink=body.write if body is not None else None,
                     certinfo=certinfo,
                     header_sink=body.header if body is not None and disposition else None,

@@ -48,6 +48,8 @@ class HttpSettings:
     include_errors: bool = False  # --include-errors: 4xx/5xx in the latency statistics
     write_out: str | None = None  # -w FORMAT (one-off; @FILE already read)
     fail: bool = False  # -f/--fail, --fail-with-body: exit 22 on a final status >= 400
+    # --fail-with-body: the body is received and written (curl's output mode)
+    fail_with_body: bool = False
     # -o FILE per URL in order, as curl pairs them (curl's %{filename_effective})
     outputs: tuple[str, ...] = ()
     create_dirs: bool = False  # --create-dirs: make an -o FILE's directories (curl's)
@@ -107,7 +109,12 @@ class HttpSettings:
         if repeated and count is None and not (watch or timed or interval_given or load):
             count = 1  # `http URL --record f`: record the one request, not sample forever
         write_out = values.get("write_out")
-        fail = bool(values.get("fail") or values.get("fail_with_body"))
+        fail_with_body = bool(values.get("fail_with_body"))
+        if fail_with_body and values.get("fail"):
+            raise UsageProbeError(  # curl 7.88's words and exit status (2)
+                "You must select either --fail or --fail-with-body, not both."
+            )
+        fail = bool(values.get("fail")) or fail_with_body
         if repeated and (write_out is not None or fail or set(outputs) - {"/dev/null"}):
             flag = (
                 "-w/--write-out"
@@ -137,6 +144,7 @@ class HttpSettings:
             include_errors=include_errors,
             write_out=write_out,
             fail=fail,
+            fail_with_body=fail_with_body,
             outputs=outputs,
             create_dirs=bool(values.get("create_dirs")),
             warnings_muted=bool(values.get("curl_silent")),

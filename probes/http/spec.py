@@ -244,7 +244,7 @@ SPEC = CommandSpec(
         ),
         Option(
             ("--fail-with-body",),
-            "as -f (the body is discarded either way)",
+            "as -f, but the error answer's body is written (stdout or -o), as curl's",
             action="store_true",
             default=False,
             dest="fail_with_body",
