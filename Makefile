@@ -14,6 +14,12 @@ setup: $(STAMP)
 setup-dev: $(DEV_STAMP)
 
 PIP_EXTRAS ?=
+# setuptools' editable build says "Editable installation ... Please be careful
+# with folders in your working directory with the same name as your package"
+# for any package-dir mapping (ours maps probetop.* to probes/, tui/, themes/:
+# there is no probetop/ folder for it to mean). Information, not a warning
+# about this project; filtered by its first words only.
+EDITABLE := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet -e
 # `make test` runs `probetop compile` itself, beside lint: the compile keeps one
 # core busy for ~50 s on a clean clone, mypy the other (~20 CPU-s that would
 # otherwise come out of the parallel test pass).
@@ -21,7 +27,7 @@ COMPILE_AT_INSTALL ?= 1
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.$(PIP_EXTRAS)'
+	$(EDITABLE) '.$(PIP_EXTRAS)'
 	@# What a fresh install's first run would otherwise do on screen: compile our
 	@# bytecode (an editable install has none) and the native disk/ICMP loops
 	@# into the per-user numba cache (15-25 s once; `probetop compile`).
@@ -33,7 +39,7 @@ $(STAMP): pyproject.toml
 # resolve and editable build, not two: a minute on a loaded 2-core machine).
 $(DEV_STAMP): pyproject.toml
 	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then \
-	  echo "$(BIN)/pip install --quiet -e '.[dev]'"; $(BIN)/pip install --quiet -e '.[dev]'; \
+	  echo "$(BIN)/pip install --quiet -e '.[dev]'"; $(EDITABLE) '.[dev]'; \
 	else $(MAKE) --no-print-directory $(STAMP) PIP_EXTRAS='[dev]' COMPILE_AT_INSTALL=$(COMPILE_AT_INSTALL); fi
 	touch $(DEV_STAMP)
 

@@ -185,7 +185,6 @@ def test_block_size_must_be_a_power_of_two_of_8_or_more(block: int) -> None:
         (["--memory-oper", "copy"], "memory-oper"),
         (["--memory-access-mode", "zigzag"], "memory-access-mode"),
         (["--threads", "0"], "--threads"),
-        (["--time", "0", "--memory-total-size", "0"], "forever"),
     ],
 )
 def test_bad_input_exits_1_with_a_message(args: list[str], word: str) -> None:
