@@ -121,7 +121,10 @@ def test_overload_beside_sysbench(tmp_path: Path) -> None:
     argv = ["cpu", f"--rate={rate}", "--time=3", "--report-interval=1", "run"]
     runs = both(argv, tmp_path)
     for name, (doc,) in runs.items():
-        queues = [row["queue_length"] for row in doc["intervals"]]
+        # sysbench prints no queue line with the interval that ends the run
+        # when its main thread, not its reporter, reports it (seen 4 of 4
+        # here, quiet, and in a CI run at load): read the lines it printed.
+        queues = [row["queue_length"] for row in doc["intervals"] if "queue_length" in row]
         assert len(queues) >= 2, (name, doc["intervals"])
         assert all(b > a for a, b in itertools.pairwise(queues)), (name, queues)
         assert queues[-1] > 0.5 * capacity, (name, queues, capacity)
