@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from probetop.probes.core.base import MetricSpec
 from probetop.probes.core.buckets import decode_runs, encode_runs
-from probetop.probes.core.readback import as_number
+from probetop.probes.core.readback import as_count, as_number
 from probetop.probes.core.sample import Sample, metric_key, split_key
 
 KIND = "cpu"
@@ -163,22 +163,17 @@ class CpuInterval:
             eps=as_number(values.get(EPS)),
             lat_pct_ms=as_number(values.get(LAT_PCT_MS)),
             lat_avg_ms=as_number(values.get(LAT_AVG_MS)),
-            threads=int(as_number(values.get(THREADS)) or 0),
-            per_thread_events=tuple(int(as_number(n) or 0) for n in per_thread),
+            threads=(as_count(values.get(THREADS)) or 0),
+            per_thread_events=tuple((as_count(n) or 0) for n in per_thread),
             percentile=as_number(extra.get("percentile")) or 95.0,
             full=bool(extra.get("full", True)),
-            total_events=int(as_number(extra.get("total_events")) or 0),
+            total_events=(as_count(extra.get("total_events")) or 0),
             engine=extra.get("engine") if isinstance(extra.get("engine"), str) else None,
             phase=phase if isinstance(phase, int) else None,
             phase_summary=summary if isinstance(summary, Mapping) else None,
             lat_hist=decode_runs(extra.get("lat_hist")),
             lat_sum_ms=as_number(extra.get("lat_sum_ms")),
-            rate=_whole(values.get(RATE)),
-            queue_length=_whole(values.get(QUEUE_LENGTH)),
-            concurrency=_whole(values.get(CONCURRENCY)),
+            rate=as_count(values.get(RATE)),
+            queue_length=as_count(values.get(QUEUE_LENGTH)),
+            concurrency=as_count(values.get(CONCURRENCY)),
         )
-
-
-def _whole(value: Any) -> int | None:
-    number = as_number(value)
-    return None if number is None else int(number)

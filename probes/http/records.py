@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from probetop.probes.core.base import MetricSpec
-from probetop.probes.core.readback import as_number
+from probetop.probes.core.readback import as_count, as_number
 from probetop.probes.core.sample import Sample, metric_key, split_key
 from probetop.probes.http.curlinfo import PHASES
 from probetop.probes.http.spec import KIND as KIND  # the records' kind (defined in spec.py)
@@ -122,13 +122,13 @@ class ResponseFacts:
         """Read one back; None when malformed."""
         if not isinstance(raw, Mapping):
             return None
-        length = as_number(raw.get("content_length"))
-        body = as_number(raw.get("body_bytes"))
+        length = as_count(raw.get("content_length"))
+        body = as_count(raw.get("body_bytes"))
         version, ip = raw.get("http_version"), raw.get("primary_ip")
         return cls(
-            content_length=-1 if length is None else int(length),
-            body_bytes=None if body is None else int(body),
-            redirects=int(as_number(raw.get("redirects")) or 0),
+            content_length=-1 if length is None else length,
+            body_bytes=body,
+            redirects=(as_count(raw.get("redirects")) or 0),
             http_version=version if isinstance(version, str) else None,
             primary_ip=ip if isinstance(ip, str) else "",
         )
@@ -200,11 +200,11 @@ class UrlRun:
             return None
         classes = raw.get("classes")
         return cls(
-            classes={str(k): int(as_number(v) or 0) for k, v in classes.items()}
+            classes={str(k): (as_count(v) or 0) for k, v in classes.items()}
             if isinstance(classes, Mapping)
             else {},
-            discarded=int(as_number(raw.get("discarded")) or 0),
-            skipped=int(as_number(raw.get("skipped")) or 0),
+            discarded=(as_count(raw.get("discarded")) or 0),
+            skipped=(as_count(raw.get("skipped")) or 0),
             jitter_mean_ms=as_number(raw.get("jitter_mean_ms")),
             jitter_max_ms=as_number(raw.get("jitter_max_ms")),
             outage_s=as_number(raw.get("outage_s")) or 0.0,
@@ -361,7 +361,7 @@ class HttpInterval:
             ttfb, total = as_number(fields.get(TTFB_MS)), as_number(fields.get(TOTAL_MS))
             code: int | None = None
             if HTTP_CODE in fields:
-                code = int(as_number(fields[HTTP_CODE]) or 0)
+                code = as_count(fields[HTTP_CODE]) or 0
             urls.append(
                 UrlInterval(
                     label=label,
@@ -369,8 +369,8 @@ class HttpInterval:
                     ttfb_ms=ttfb,
                     total_ms=total,
                     http_code=code,
-                    requests=int(as_number(fields.get(REQUESTS)) or 0),
-                    errors=int(as_number(fields.get(ERRORS)) or 0),
+                    requests=(as_count(fields.get(REQUESTS)) or 0),
+                    errors=(as_count(fields.get(ERRORS)) or 0),
                     every_ttfb_ms=every_ttfb.get(label, ()) if every_ttfb else (ttfb,),
                     every_total_ms=every_total.get(label, ()) if every_total else (total,),
                     ssl=label in ssl,
@@ -381,8 +381,8 @@ class HttpInterval:
         # per-URL series (and older recordings pooled them over URLs).
         return cls(
             urls=tuple(urls),
-            requests=int(as_number(values.get(REQUESTS)) or 0),
-            errors=int(as_number(values.get(ERRORS)) or 0),
+            requests=(as_count(values.get(REQUESTS)) or 0),
+            errors=(as_count(values.get(ERRORS)) or 0),
             error_counts=_error_counts(extra.get(_EXTRA_ERRORS)),
             run=_runs(extra.get(_EXTRA_RUN)),
             tls=_tls(extra.get(_EXTRA_TLS)),
@@ -436,7 +436,7 @@ class HttpParams:
             count=count if isinstance(count, int) and not isinstance(count, bool) else None,
             connection=str(params.get("connection") or "fresh"),
             request=request if isinstance(request, Mapping) else {},
-            warmup=int(as_number(params.get("warmup")) or 0),
+            warmup=(as_count(params.get("warmup")) or 0),
             include_errors=params.get("include_errors") is True,
         )
 
@@ -484,5 +484,5 @@ def _error_counts(raw: Any) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for label, kinds in raw.items():
         if isinstance(kinds, Mapping):
-            out[str(label)] = {str(k): int(as_number(n) or 0) for k, n in kinds.items()}
+            out[str(label)] = {str(k): (as_count(n) or 0) for k, n in kinds.items()}
     return out

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from probetop.probes.core.base import MetricSpec
-from probetop.probes.core.readback import as_number
+from probetop.probes.core.readback import as_count, as_number
 from probetop.probes.core.sample import Sample, metric_key
 
 KIND = "mem"
@@ -128,19 +128,14 @@ class MemInterval:
             mibs=as_number(values.get(MIBS)),
             lat_pct_ms=as_number(values.get(LAT_PCT_MS)),
             lat_avg_ms=as_number(values.get(LAT_AVG_MS)),
-            threads=int(as_number(values.get(THREADS)) or 0),
-            per_thread_ops=tuple(int(as_number(n) or 0) for n in per_thread),
+            threads=(as_count(values.get(THREADS)) or 0),
+            per_thread_ops=tuple((as_count(n) or 0) for n in per_thread),
             percentile=as_number(extra.get("percentile")) or 95.0,
-            block_size=int(as_number(extra.get("block_size")) or 0),
-            total_ops=int(as_number(extra.get("total_ops")) or 0),
+            block_size=(as_count(extra.get("block_size")) or 0),
+            total_ops=(as_count(extra.get("total_ops")) or 0),
             final=bool(extra.get("final", False)),
             summary=summary if isinstance(summary, Mapping) else None,
-            rate=_whole(values.get(RATE)),
-            queue_length=_whole(values.get(QUEUE_LENGTH)),
-            concurrency=_whole(values.get(CONCURRENCY)),
+            rate=as_count(values.get(RATE)),
+            queue_length=as_count(values.get(QUEUE_LENGTH)),
+            concurrency=as_count(values.get(CONCURRENCY)),
         )
-
-
-def _whole(value: Any) -> int | None:
-    number = as_number(value)
-    return None if number is None else int(number)

@@ -21,12 +21,13 @@ responses, and the end-of-run counts (``final``, ``unfinished``, ``unsent``).
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from probetop.probes.core.base import MetricSpec
-from probetop.probes.core.readback import as_number
+from probetop.probes.core.readback import as_count, as_number
 from probetop.probes.core.sample import Sample, metric_key, split_key
 from probetop.probes.http.load.hist import Histogram, bucket_value
 from probetop.probes.http.spec import LOAD_KIND as LOAD_KIND  # defined in spec.py
@@ -187,7 +188,7 @@ class ClassLatency:
         if not isinstance(raw, Mapping):
             return cls()
         return cls(
-            count=int(as_number(raw.get("count")) or 0),
+            count=(as_count(raw.get("count")) or 0),
             corrected_ms=_table(raw.get("corrected_ms")),
             service_ms=_table(raw.get("service_ms")),
         )
@@ -410,7 +411,7 @@ class LoadInterval:
         for key, value in values.items():
             name, entity = split_key(key)
             if name == RESPONSES and entity is not None:
-                counts[entity] = int(as_number(value) or 0)
+                counts[entity] = as_count(value) or 0
         classes = _classes(extra.get("classes"))
         for name, n in counts.items():  # a sample without tables still has its counts
             cls_ = _status_class(name)
@@ -424,8 +425,8 @@ class LoadInterval:
             target_rps=as_number(values.get(TARGET_RPS)) or 0.0,
             seconds=seconds,
             scheduled=_int(extra.get("scheduled")),
-            sent=_int(extra.get("sent"), round((as_number(values.get(SENT_RPS)) or 0) * seconds)),
-            done=_int(extra.get("done"), round((as_number(values.get(DONE_RPS)) or 0) * seconds)),
+            sent=_int(extra.get("sent"), _count_at(values.get(SENT_RPS), seconds)),
+            done=_int(extra.get("done"), _count_at(values.get(DONE_RPS), seconds)),
             classes=classes,
             run=_classes(extra.get("run")),
             errors=_counts(extra.get("errors")),
@@ -509,8 +510,14 @@ def _ms(us: float | None) -> float | None:
 
 
 def _int(value: Any, default: int = 0) -> int:
-    number = as_number(value)
-    return default if number is None else int(number)
+    number = as_count(value)
+    return default if number is None else number
+
+
+def _count_at(rate: Any, seconds: float) -> int:
+    """A count rebuilt from a recorded per-second rate (0 when not finite)."""
+    count = (as_number(rate) or 0.0) * seconds
+    return round(count) if math.isfinite(count) else 0
 
 
 def _status_class(name: str) -> StatusClass | None:
