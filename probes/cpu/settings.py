@@ -42,6 +42,7 @@ from probetop.probes.core.sysbench.options import (
     old_spellings,
     percentile_option,
     rand_seed_option,
+    rand_spec_options,
     rand_type_option,
     rate_option,
     report_checkpoints_option,
@@ -159,6 +160,7 @@ SPEC = CommandSpec(
         histogram_option(),
         rand_seed_option(),
         rand_type_option(),
+        *rand_spec_options(),
         report_checkpoints_option(),
         verbosity_option(),
         Option(

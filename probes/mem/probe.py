@@ -5,10 +5,11 @@ Contract:
   worker threads run operations back to back until ``time_s`` passes or each
   has done its share of ``total_size`` (sysbench's per-thread budget
   total / block / threads; 0 = no limit). Global scope: one block shared by
-  every thread; local: one block per thread. Buffers are page aligned and
-  zeroed before the run, as sysbench's.
-- ``prepare()`` validates and builds the engine, so JIT time is never inside
-  the run. ``run()`` emits one Sample per interval (per-interval ops/s, MiB/s,
+  every thread; local: one block per thread. The blocks are sysbench's
+  (``blocks``: page aligned, zeroed; --memory-hugetlb: from the HugeTLB pool).
+- ``prepare()`` validates, builds the engine and allocates the blocks, so JIT
+  time is never inside the run and an empty HugeTLB pool fails before it.
+  ``run()`` emits one Sample per interval (per-interval ops/s, MiB/s,
   latency percentile and mean, per-thread ops); the last one is ``final`` and
   carries the summary. On cancellation it sets the stop flag, waits for the
   workers (they see it within one operation) and still emits the final
@@ -19,8 +20,6 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import mmap
 import random
 import threading
 from collections.abc import Mapping
@@ -48,6 +47,7 @@ from probetop.probes.core.sysbench.counters import (
 from probetop.probes.core.sysbench.hist import HIST_SIZE, to_sparse
 from probetop.probes.core.sysbench.rate import QUEUE_FULL_MESSAGE, RateSchedule
 from probetop.probes.core.sysbench.report import prints_at_time
+from probetop.probes.mem.blocks import Blocks
 from probetop.probes.mem.engine import (
     EngineUnavailable,
     MemEngine,
@@ -84,18 +84,31 @@ class MemProbe:
         self._end_ns = 0
         self._cpu_ns: list[int] = []
         self._keep: Any = None
+        self._blocks: Blocks | None = None  # prepared, not yet run
         self.stopped_by = "time"
         self.schedule: RateSchedule | None = None  # --rate: the arrivals and their queue
         self.queue_full = False
 
     # -- setup -----------------------------------------------------------
     def prepare(self) -> None:
+        """Validate, build the engine and allocate the blocks: whatever can
+        fail (no huge pages left, as sysbench's FATAL) fails before the run."""
         self.settings.validate()
         if self.engine is None:
             try:
                 self.engine = load_engine()
             except EngineUnavailable as exc:
                 raise UsageProbeError(str(exc)) from exc
+        self._allocate()
+
+    def _allocate(self) -> Blocks:
+        if self._blocks is None:
+            s = self.settings
+            local = s.scope == "local"
+            self._blocks = Blocks.allocate(
+                s.block_size, s.threads if local else 1, hugetlb=s.hugetlb, per_thread=local
+            )
+        return self._blocks
 
     def params(self) -> Mapping[str, Any]:
         s = self.settings
@@ -110,6 +123,7 @@ class MemProbe:
             "interval_s": s.interval_s,
             "percentile": s.percentile,
             "rate": s.rate,
+            "hugetlb": s.hugetlb,
         }
 
     def reference_command(self) -> str | None:
@@ -120,6 +134,7 @@ class MemProbe:
             f"--memory-scope={s.scope} --memory-oper={s.oper} "
             f"--memory-access-mode={s.access_mode} --percentile={s.percentile:g}"
             + (f" --rate={s.rate}" if s.rate else "")
+            + (" --memory-hugetlb=on" if s.hugetlb else "")
             + " run"
         )
 
@@ -130,15 +145,9 @@ class MemProbe:
         assert self.engine is not None
         s = self.settings
         threads = s.threads
-        # Page-aligned, zeroed, process-private blocks, as sysbench's
-        # posix_memalign(page) + memset (Python's default anonymous mmap is
-        # MAP_SHARED: shmem pages, which sysbench's heap memory is not).
-        private = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
-        count = threads if s.scope == "local" else 1
-        maps = [mmap.mmap(-1, s.block_size, flags=private) for _ in range(count)]
-        addrs = [ctypes.addressof(ctypes.c_char.from_buffer(m)) for m in maps]
-        for m in maps:  # touch every page before the clock starts
-            m.write(b"\0" * s.block_size)
+        blocks = self._allocate()
+        self._blocks = None  # this run's now: freed when its workers are done
+        addrs = blocks.addresses
         rows = new_rows(threads)
         hist = SharedHistogram()
         self._stats, self._hist = rows, hist.counts
@@ -246,8 +255,10 @@ class MemProbe:
             if self.schedule is not None:
                 end_queue = max(0, self.schedule.queue_length(self._end_ns))
             self._emit(emit, prev, final, prev_t, t_end, full=False, queue=end_queue)
-            # Freed with the probe: a lingering worker may still use them.
-            self._keep = (maps, hist, shared)
+            if all_done(rows):
+                blocks.close()
+            # Else freed with the probe: a lingering worker may still use them.
+            self._keep = (blocks, hist, shared)
 
     def _emit(
         self,

@@ -28,8 +28,10 @@ from probetop.probes.core.sysbench.options import (
     check_verbosity,
     histogram_option,
     old_spellings,
+    on_off_spelling,
     percentile_option,
     rand_seed_option,
+    rand_spec_options,
     rand_type_option,
     rate_option,
     report_checkpoints_option,
@@ -115,17 +117,26 @@ SPEC = CommandSpec(
             choices=("seq", "rnd"),
             default="seq",
         ),
+        Option(
+            ("--memory-hugetlb",),
+            "take the blocks from the HugeTLB pool, as sysbench (a System V "
+            "segment of huge pages; reserve them first: sysctl vm.nr_hugepages=N; "
+            "sysbench's --memory-hugetlb[=on|off]; default off)",
+            action="store_true",
+            default=False,
+        ),
         report_interval_option("mem"),
         rate_option(),
         percentile_option(),
         histogram_option(),
         rand_seed_option(),
         rand_type_option(),
+        *rand_spec_options(),
         report_checkpoints_option(),
         verbosity_option(),
         run_word_option("memory"),
     ),
-    spellings=old_spellings("memory", events=False),
+    spellings=(*old_spellings("memory", events=False), on_off_spelling("--memory-hugetlb")),
     refused_exit=REFUSED_EXIT,  # sysbench exits 1 for a refused value or option
 )
 
@@ -145,6 +156,7 @@ class MemSettings:
     scope: str = "global"  # --memory-scope
     oper: str = "write"  # --memory-oper
     access_mode: str = "seq"  # --memory-access-mode
+    hugetlb: bool = False  # --memory-hugetlb: the blocks from the HugeTLB pool
     interval_s: float = 1.0
     percentile: float = 95.0
     report_intervals: bool = False
@@ -179,6 +191,7 @@ class MemSettings:
             scope=values.get("memory_scope", "global"),
             oper=values.get("memory_oper", "write"),
             access_mode=values.get("memory_access_mode", "seq"),
+            hugetlb=bool(values.get("memory_hugetlb", False)),
             interval_s=period,
             percentile=percentile,
             report_intervals=report_intervals,

@@ -15,10 +15,13 @@ Contract:
   ``spellings``.
 - ``histogram_option()``: sysbench's ``--histogram[=on|off]`` (a flag here;
   ``old_spellings`` reads sysbench's ``=on|off`` values as it): the text
-  report prints the latency histogram as sysbench does.
+  report prints the latency histogram as sysbench does; ``on_off_spelling(flag)``
+  reads sysbench's ``FLAG=on|off`` of any such flag (``--memory-hugetlb``).
 - ``rand_seed_option()`` and ``seed_line(seed)``: sysbench's --rand-seed and
   the head line that names it; ``rand_type_option()``: sysbench's --rand-type
-  (checked as sysbench checks it; nothing here draws from it); ``verbosity_option()`` and
+  (checked as sysbench checks it; nothing here draws from it) and
+  ``rand_spec_options()``, its distributions' parameters (the same);
+  ``int_value(name)`` checks an INT option in sysbench's words; ``verbosity_option()`` and
   ``check_verbosity(level)``: sysbench's --verbosity (below 3: no text report).
 - ``check_percentile(p)`` refuses what sysbench would (0 disables it).
 - ``settings_reader(Settings.from_options)``: a family's ``read_settings``
@@ -194,18 +197,21 @@ _IGNORED_VALUES = {
 }
 
 
+def on_off_spelling(flag: str) -> Spelling:
+    """sysbench's ``FLAG=on|off`` (and true/false, 1/0) of a boolean option
+    that is a plain flag here: on is the flag, off is nothing."""
+    return Spelling(
+        "sysbench", flag, None, by_value={**dict.fromkeys(_ON, flag), **dict.fromkeys(_OFF, "")}
+    )
+
+
 def old_spellings(test: str, *, events: bool) -> tuple[Spelling, ...]:
     """sysbench's spellings: ``--histogram=on|off`` (read as the flag or
     nothing), and sysbench 0.4/0.5's names, which sysbench 1.0 still reads
     (deprecated): ``sysbench --test=cpu --num-threads=2 --max-time=10 run``
     runs as is."""
     out = (
-        Spelling(
-            "sysbench",
-            "--histogram",
-            None,
-            by_value={**dict.fromkeys(_ON, "--histogram"), **dict.fromkeys(_OFF, "")},
-        ),
+        on_off_spelling("--histogram"),
         Spelling("sysbench", "--test", None, by_value={test: ""}, note="this command"),
         Spelling("sysbench", "--num-threads", "--threads"),
         Spelling("sysbench", "--max-time", "--time"),
@@ -320,18 +326,61 @@ def settings_reader(
     return read_settings
 
 
-def rate_value(text: str) -> int:
-    """sysbench's --rate (an INT option): a whole number that fits in an int;
+def int_value(name: str) -> Callable[[str], int]:
+    """sysbench's check of an INT option (``--rate``, ``--rand-spec-iter``):
+    a whole number that fits in an int, an empty value its default 0;
     anything else gets sysbench's own message (exit 1)."""
     import re
 
     from probetop.probes.core.options import OptionValueError
 
-    if text == "":
-        return 0  # sysbench reads an empty --rate= as its default, 0
-    if not re.fullmatch(r"\s*[+-]?\d+", text) or not -(2**31) <= int(text) <= 2**31 - 1:
-        raise OptionValueError(f"Invalid value for the 'rate' option: '{text}'")
-    return int(text)
+    def parse(text: str) -> int:
+        if text == "":
+            return 0  # sysbench reads an empty INT value as 0
+        if not re.fullmatch(r"\s*[+-]?\d+", text) or not -(2**31) <= int(text) <= 2**31 - 1:
+            raise OptionValueError(f"Invalid value for the '{name}' option: '{text}'")
+        return int(text)
+
+    return parse
+
+
+rate_value = int_value("rate")
+
+
+# sysbench's parameters of its --rand-type distributions, with its defaults:
+# read and checked as sysbench reads them, and they change nothing here, as
+# --rand-type changes nothing (see rand_type_option).
+_RAND_SPEC = (
+    ("--rand-spec-iter", "rand_spec_iter", 12, "number of iterations used for numbers generation"),
+    ("--rand-spec-pct", "rand_spec_pct", 1, "percentage of values treated as 'special'"),
+    ("--rand-spec-res", "rand_spec_res", 75, "percentage of 'special' values to use"),
+)
+
+
+def rand_spec_options() -> tuple[Option, ...]:
+    """sysbench's --rand-spec-iter/-pct/-res (INT) and --rand-pareto-h (a
+    DOUBLE sysbench reads with atof: any text): accepted, so a sysbench line
+    with them runs; they shape --rand-type's distributions only."""
+    ints = tuple(
+        Option(
+            (flag,),
+            f"sysbench's {help} (for --rand-type special; default {default}); "
+            "changes nothing here, as --rand-type",
+            int_value(name),
+            default,
+            "N",
+        )
+        for flag, name, default, help in _RAND_SPEC
+    )
+    pareto = Option(
+        ("--rand-pareto-h",),
+        "sysbench's h of the pareto distribution (default 0.2); changes nothing "
+        "here, as --rand-type",
+        None,
+        "0.2",
+        "N",
+    )
+    return (*ints, pareto)
 
 
 def rate_option() -> Option:
