@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import UsageProbeError
@@ -48,13 +49,45 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
         from probetop.probes.http.writeout import WriteOut
 
         writer = WriteOut(settings.write_out)
+    # curl's output mode (bodies, no waterfall): -w, -o/-O, or --fail-with-body,
+    # which asks for the body of an error answer.
+    curl_mode = (
+        writer is not None
+        or bool(settings.outputs)
+        or settings.fail_with_body
+        or settings.include
+        or settings.dump_header is not None
+    )
+    # -i, and -I in curl's output mode (curl's -I shows the headers, as -i)
+    include = curl_mode and (settings.include or request.head)
+    certinfo = writer is not None and writer.wants_certs()
+    dump = HeaderDump(settings.dump_header) if settings.dump_header is not None else None
+    if dump is not None and not dump.open():
+        # curl 7.88.1 crashes here (SIGSEGV); its write error is what it means
+        print(f"probetop: error: Failed to open {dump.name}: {dump.error}", file=sys.stderr)
+        return 23
+    try:
+        return _each_url(settings, writer, dump, curl_mode, include, certinfo, as_json=as_json)
+    finally:
+        if dump is not None:
+            dump.close()
+
+
+def _each_url(
+    settings: HttpSettings,
+    writer: WriteOut | None,
+    dump: HeaderDump | None,
+    curl_mode: bool,
+    include: bool,
+    certinfo: bool,
+    *,
+    as_json: bool,
+) -> int:
+    """``one_off``'s transfers, one per URL in order; the last one's exit code."""
+    request = settings.request
     docs: list[dict[str, Any]] = []
     code = 0
     colour = use_colour(sys.stdout)
-    # curl's output mode (bodies, no waterfall): -w, -o/-O, or --fail-with-body,
-    # which asks for the body of an error answer.
-    curl_mode = writer is not None or bool(settings.outputs) or settings.fail_with_body
-    certinfo = writer is not None and writer.wants_certs()
     for i, raw in enumerate(settings.urls):
         exchange: Exchange | None = None
         # curl pairs each -o with a URL in order; the URLs past the last go to stdout.
@@ -111,7 +144,7 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
                     fail=settings.fail and not settings.fail_with_body,
                     sink=body.write if body is not None else None,
                     certinfo=certinfo,
-                    header_sink=body.header if body is not None and disposition else None,
+                    header_sink=header_sink(body, dump, include=include),
                 )
             finally:
                 if body is not None:
@@ -125,7 +158,7 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
                 output = body.name  # -J: the Content-Disposition name, as curl's
                 for warning in body.warnings if not settings.warnings_muted else ():
                     print(f"probetop: warning: {warning}", file=sys.stderr)
-            if body is not None and body.header_failed:
+            if (body is not None and body.header_failed) or (dump is not None and dump.failed):
                 code, errormsg = 23, "Failed writing header"  # curl's tool_header_cb
                 message = errormsg
             elif body is not None and body.error is not None:
@@ -222,6 +255,75 @@ def disposition_filename(line: bytes) -> bytes | None:
                 if not rest:
                     return None
         return rest.split(b"\r", 1)[0].split(b"\n", 1)[0]
+
+
+def header_sink(
+    body: Body | None, dump: HeaderDump | None, *, include: bool
+) -> Callable[[bytes], bool] | None:
+    """curl's tool_header_cb for one transfer, in its order: the line to the
+    -D file, then -J's Content-Disposition, then (-i) to the body's output.
+    False fails the transfer (curl's 23, "Failed writing header")."""
+    if dump is None and not include and (body is None or not body.disposition):
+        return None
+
+    def on_header(line: bytes) -> bool:
+        if dump is not None and not dump.write(line):
+            return False
+        if body is None:
+            return True
+        if not body.header(line):
+            return False
+        if include and body.write(line) is not None:
+            body.header_failed = True
+            return False
+        return True
+
+    return on_header
+
+
+class HeaderDump:
+    """curl's -D FILE: every response's header lines as received, every URL's
+    in turn (every hop's with -L), in one file opened once before the first
+    transfer (curl 7.88 truncates it then and appends after), or stdout for
+    ``-``. ``failed``: a line could not be written (curl's exit 23)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.file: Any = None
+        self.error: str | None = None
+        self.failed = False
+
+    def open(self) -> bool:
+        if self.name == "-":
+            self.file = sys.stdout.buffer
+            return True
+        try:
+            self.file = open(self.name, "wb")  # noqa: SIM115 (closed in close)
+        except OSError as exc:
+            self.error = exc.strerror or str(exc)
+            return False
+        return True
+
+    def write(self, line: bytes) -> bool:
+        try:
+            self.file.write(line)
+        except OSError as exc:
+            self.error = exc.strerror or str(exc)
+            self.failed = True
+            return False
+        return True
+
+    def close(self) -> None:
+        if self.file is None:
+            return
+        try:
+            if self.file is sys.stdout.buffer:
+                self.file.flush()
+            else:
+                self.file.close()
+        except OSError as exc:
+            self.error = exc.strerror or str(exc)
+        self.file = None
 
 
 class Body:

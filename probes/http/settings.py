@@ -57,6 +57,8 @@ class HttpSettings:
     remote_header_name: bool = False  # -J: -O's name from Content-Disposition (curl's)
     output_dir: str | None = None  # --output-dir DIR: -o/-O files under DIR (curl's)
     silent: bool = False  # -s without -S: no error messages on stderr, as curl's
+    include: bool = False  # -i (or -I in curl's output mode): header lines before the body
+    dump_header: str | None = None  # -D FILE: every response's header lines ("-": stdout)
 
     def __post_init__(self) -> None:
         if not isinstance(self.urls, tuple):
@@ -115,12 +117,24 @@ class HttpSettings:
                 "You must select either --fail or --fail-with-body, not both."
             )
         fail = bool(values.get("fail")) or fail_with_body
-        if repeated and (write_out is not None or fail or set(outputs) - {"/dev/null"}):
+        include = bool(values.get("include"))
+        dump_header = values.get("dump_header")
+        if repeated and (
+            write_out is not None
+            or fail
+            or set(outputs) - {"/dev/null"}
+            or include
+            or dump_header is not None
+        ):
             flag = (
                 "-w/--write-out"
                 if write_out is not None
                 else "-f/--fail"
                 if fail
+                else "-i/--include"
+                if include
+                else "-D/--dump-header"
+                if dump_header is not None
                 else "-o/--output"
             )
             raise UsageProbeError(
@@ -151,6 +165,8 @@ class HttpSettings:
             remote_header_name=bool(values.get("remote_header_name")),
             output_dir=values.get("output_dir") or None,  # curl ignores an empty one
             silent=bool(values.get("curl_silent")) and not values.get("curl_show_error"),
+            include=include,
+            dump_header=None if dump_header is None else str(dump_header),
         )
         if settings.one_off and (warmup is not None or include_errors):
             raise UsageProbeError(

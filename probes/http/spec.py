@@ -73,11 +73,9 @@ def remote_name(url: str) -> str:
 # curl options probetop knows but does not do: (option strings, takes a value, why/instead).
 _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("-v", "--verbose"), False, "the waterfall shows the exchange; use --json for every field"),
-    (("-i", "--include"), False, "the status line is in the waterfall; bodies are not shown"),
     (("-F", "--form", "--form-string"), True, "multipart forms are not supported"),
     (("-T", "--upload-file"), True, "uploads are not supported; use --data-binary @FILE"),
     (("-c", "--cookie-jar"), True, "cookies are not saved"),
-    (("-D", "--dump-header"), True, "headers are not saved"),
     (("-G", "--get"), False, "put the query in the URL"),
     (("-E", "--cert", "--key", "--cert-type", "--key-type"), True, "client certificates"),
     (("--ciphers", "--tls-max", "--curves", "--tls13-ciphers"), True, "TLS tuning"),
@@ -248,6 +246,23 @@ SPEC = CommandSpec(
             action="store_true",
             default=False,
             dest="fail_with_body",
+            group=CURL,
+        ),
+        Option(
+            ("-i", "--include"),
+            "curl's output mode, each response's header lines (every hop's with -L) "
+            "written before its body, to stdout or -o, as curl's -i",
+            action="store_true",
+            default=False,
+            dest="include",
+            group=CURL,
+        ),
+        Option(
+            ("-D", "--dump-header"),
+            "curl's output mode, each response's header lines (every URL's, every "
+            "hop's) written to FILE as received (- : stdout), as curl's -D",
+            metavar="FILE",
+            dest="dump_header",
             group=CURL,
         ),
         Option(("-u", "--user"), "basic authentication", metavar="USER:PASSWORD", group=CURL),
