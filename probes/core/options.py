@@ -97,7 +97,8 @@ class Spelling:
     already). ``by_value`` maps each accepted value to the flag it means
     instead (fio's ``--direct=0`` is ``--buffered``); other values are
     refused. Only a spelling with the same meaning belongs here: one whose
-    meaning differs gets a message, not an alias. The CLI lists every
+    meaning differs gets a message, not an alias. One flag two tools spell
+    differently has two entries, the first with a ``value_pattern``. The CLI lists every
     spelling in the command's ``--help``."""
 
     tool: str
@@ -106,6 +107,10 @@ class Spelling:
     takes_value: bool = True
     by_value: Mapping[str, str] | None = None
     note: str = ""
+    # Two tools, one flag (hping3's -d SIZE, ping's -d alone): this spelling
+    # takes the next word only when it matches (re.fullmatch); else the
+    # command's next spelling of the same flag is read.
+    value_pattern: str | None = None
 
     def describe(self) -> str:
         """One line of ``--help``: ``fio --numjobs V is --jobs V``."""

@@ -300,7 +300,14 @@ SPEC = CommandSpec(
         ),
         Spelling("hping3", "-1", None, takes_value=False, note="icmp sends ICMP echo"),
         Spelling("hping3", "--icmp", None, takes_value=False, note="icmp sends ICMP echo"),
-        Spelling("hping3", "-d", "-s"),
+        Spelling("hping3", "-d", "-s", value_pattern=r"\s*\d+\s*[kK]?"),
+        Spelling(
+            "ping",
+            "-d",
+            None,
+            takes_value=False,
+            note="SO_DEBUG on the socket: nothing it measures changes",
+        ),
         Spelling("hping3", "--data", "-s"),
     ),
 )

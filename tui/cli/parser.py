@@ -388,7 +388,8 @@ def read_spellings(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list
     value no spelling maps is a usage error naming the values it takes.
     Option values and everything after ``--`` are left alone."""
     subs = _subparsers(parser)
-    current, spelled = parser, {}
+    current: argparse.ArgumentParser = parser
+    spelled: dict[str, list[Spelling]] = {}
     takes_value = _value_takers(parser)
     out: list[str] = []
     items = list(argv)
@@ -404,13 +405,15 @@ def read_spellings(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list
             takes_value = _value_takers(current)
             module = commands.load(token) if token in commands.PROBE_COMMANDS else None
             spec = getattr(module, "SPEC", None)
-            spelled = {sp.theirs: sp for sp in (spec.spellings if spec else ())}
+            spelled = {}
+            for sp in spec.spellings if spec else ():
+                spelled.setdefault(sp.theirs, []).append(sp)
             out.append(token)
             continue
         name, eq, value = token.partition("=") if token.startswith("--") else (token, "", "")
         known = current._option_string_actions
-        valued = spelled.get(name)
-        if valued is not None and valued.by_value is not None and eq:
+        valued = next((sp for sp in spelled.get(name, ()) if sp.by_value is not None), None)
+        if valued is not None and eq:
             out.extend(_respelled(current, valued, value))  # fio's --direct=1, --sync=0
             continue
         if not token.startswith("-") or name in known:
@@ -423,7 +426,8 @@ def read_spellings(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list
         if name.startswith("--") and dashed in known:
             items.insert(i, dashed + eq + value)  # read again as the option it is
             continue
-        spelling = spelled.get(name) or spelled.get(dashed)
+        following = value if eq else items[i] if i < len(items) else None
+        spelling = _pick(spelled.get(name) or spelled.get(dashed) or [], following)
         if spelling is None:
             out.append(token)
             continue
@@ -432,6 +436,20 @@ def read_spellings(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list
             i += 1
         out.extend(_respelled(current, spelling, value))
     return out
+
+
+def _pick(spellings: list[Spelling], following: str | None) -> Spelling | None:
+    """The spelling a flag means here: the first whose ``value_pattern`` (if
+    any) the word after it matches (hping3's ``-d 120``), else the last
+    (ping's ``-d`` alone)."""
+    import re
+
+    for sp in spellings[:-1]:
+        if sp.value_pattern is None or (
+            following is not None and re.fullmatch(sp.value_pattern, following)
+        ):
+            return sp
+    return spellings[-1] if spellings else None
 
 
 def _respelled(parser: argparse.ArgumentParser, spelling: Spelling, value: str) -> list[str]:
