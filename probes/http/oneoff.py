@@ -1,8 +1,9 @@
 """One-off mode: one request per URL, then the waterfall, the
-pycurlb-compatible JSON document (``--json``) or curl's output mode (``-w``
-or ``-o``: each body on stdout as curl writes it, or to its ``-o FILE``
-(paired with the URLs in order, as curl's), then what ``-w`` writes; no
-waterfall);
+pycurlb-compatible JSON document (``--json``) or curl's output mode (``-w``,
+``-o``, ``-i``, ``-D`` or ``--fail-with-body``: each body on stdout as curl
+writes it, or to its ``-o FILE`` (paired with the URLs in order, as curl's),
+with ``-i`` its header lines first, ``-D``'s copy of them in one file, then
+what ``-w`` writes; no waterfall);
 the exit code is curl's, the last URL's as with curl. ``-s`` (without ``-S``)
 mutes the ``probetop: error:`` lines, as curl's ``-s`` mutes its messages.
 
