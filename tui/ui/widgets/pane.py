@@ -259,9 +259,19 @@ class ProbePane(Widget, can_focus=True):
         ]
 
     # -- layout --------------------------------------------------------
+    squeezed_rows = 0
+    """Rows a pane drawing its short forms (``fit_rows`` in the cpu and mem
+    panes) saves: ``natural_height`` still asks for the full forms, so a
+    terminal that grows gives them back (else the short forms, once drawn,
+    would be all the pane ever asked for)."""
+
     def natural_height(self) -> int:
         """Rows this pane wants to show everything: its content plus the border."""
-        return content_rows(self) + 2
+        return content_rows(self) + 2 + self.squeezed_rows
+
+    def content_room(self) -> int:
+        """Rows inside the border the layout gave this pane; 0 before the first layout."""
+        return self.size.height if self.is_mounted else 0
 
     def waiting_text(self) -> str:
         """The compact list's line for a pane with nothing to show yet: what
