@@ -81,3 +81,15 @@ def test_the_fresh_volume_advice_wraps_whole(size: tuple[int, int]) -> None:
         said = " ".join(" ".join(pane(text)).split())
         assert "the volume answers with zeros without allocating anything" in said, text
         assert "Press W to switch to it now." in said, text
+
+
+def test_the_icmp_pane_at_80x24_shows_the_rtt() -> None:
+    """Three sparkline rows and one for the table: the RTT line first (it
+    was the socket mode's line, and no RTT anywhere on the screen)."""
+    with shell([EXE, "icmp", "127.0.0.1"], width=80, height=24) as tmux:
+        text = wait(
+            tmux,
+            lambda s: re.search(r"RTT µs min/avg/max/mdev [\d.]+/", s) is not None,
+            "the RTT line in the squeezed icmp pane",
+        )
+        assert re.search(r"p50/p90/p99 [\d.]+/[\d.]+/[\d.]+", " ".join(pane(text))), text

@@ -44,7 +44,7 @@ from probetop.tui.ui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.ui.widgets.history import fmt_value
 from probetop.tui.ui.widgets.pane import PaneHelp, ProbePane
 from probetop.tui.ui.widgets.sparkrow import value_label
-from probetop.tui.ui.widgets.textblock import TextBlock, wrap_fields
+from probetop.tui.ui.widgets.textblock import TextBlock, wrapped_rows
 from rich.cells import cell_len, set_cell_size
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -66,11 +66,6 @@ def side_by_side(left: list[str], right: list[str], width: int) -> list[str]:
     right = right + [""] * (rows - len(right))
     pad = left_cells + GAP
     return [f"{set_cell_size(a, pad)}{b}".rstrip() for a, b in zip(left, right, strict=True)]
-
-
-def wrapped_rows(lines: list[str], width: int) -> int:
-    """Rows ``lines`` take in a wrapping ``TextBlock`` ``width`` cells wide."""
-    return sum(len(wrap_fields(line, width)) for line in lines)
 
 
 def counts_text(prefix: str, counts: list[int]) -> str:

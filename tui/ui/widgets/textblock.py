@@ -71,6 +71,11 @@ def wrap_fields(line: str, width: int) -> list[str]:
     return rows
 
 
+def wrapped_rows(lines: Sequence[str], width: int) -> int:
+    """Rows ``lines`` take in a wrapping block ``width`` cells wide."""
+    return sum(len(wrap_fields(line, width)) for line in lines)
+
+
 _HEADER_FIELD_END = re.compile(r"\S(?= {2,}|$)")
 
 
