@@ -12,6 +12,8 @@ mid-word ("the volume answers with ze")."""
 from __future__ import annotations
 
 import re
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -93,3 +95,29 @@ def test_the_icmp_pane_at_80x24_shows_the_rtt() -> None:
             "the RTT line in the squeezed icmp pane",
         )
         assert re.search(r"p50/p90/p99 [\d.]+/[\d.]+/[\d.]+", " ".join(pane(text))), text
+
+
+def test_the_http_pane_at_80x24_says_its_errors() -> None:
+    """Half the requests answered 404: the "!! errors" line first, where
+    the pane's rows end (cut from the bottom, it never showed)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        run = [EXE, "http", "--watch", f"{base}/", f"{base}/nonexistent"]
+        with shell(run, width=80, height=24) as tmux:
+            text = wait(
+                tmux,
+                lambda s: re.search(r"!! errors \d+\.\d %   2xx/3xx \d+  4xx [1-9]", s) is not None,
+                "the error share in the squeezed http pane",
+            )
+            assert "Traceback" not in text
+    finally:
+        server.kill()
+        server.wait()
