@@ -13,10 +13,10 @@
 
 A pane the layout squeezes (80x24: the passive panes take the rest) draws
 short forms (``fit_rows``) rather than losing its bottom rows: the headline
-without its "(e: ...)" hint (the key bar says it), the two columns as
-fields after it ("per thread (interval) t0 765  busy cpu0 100%  cpu1 100%"),
-wrapped with it. Cut from the bottom, the columns' heading was all that
-showed at 80x24, without a number.
+without its "(e: ...)" hint (the key bar says it), the two columns as one
+line of fields under it ("per thread (interval) t0 765  busy cpu0 100%
+cpu1 100%"), after a "finished:" line. Cut from the bottom, the
+columns' heading was all that showed at 80x24, without a number.
 
 The pane stores in ``add_sample``/``observe`` and draws in ``render_frame``.
 """
@@ -228,9 +228,9 @@ class CpuBenchPane(ProbePane):
         if self.explain_block.display:
             room -= len(self.explain_block.rows)
         squeezed = bool(self.content_room()) and room < full and bool(self.columns_line())
-        if squeezed:  # the columns' line joins the headline's fields: one wrap for both
-            head = self.headline_lines(hint=False)
-            head[1 if self.engine == "python" else 0] += "  " + self.columns_line()
+        if squeezed:  # the columns as one line of fields under the headline
+            # after the headline's lines: a "finished:" line comes first
+            head = [*self.headline_lines(hint=False), self.columns_line()]
             columns = []
         self.squeezed_rows = full - wrapped_rows(head, width) - len(columns)
         self.headline.set_lines(head)

@@ -10,7 +10,7 @@
 
 Squeezed by the layout (80x24), the pane draws short forms rather than
 losing its bottom rows, as the cpu pane does (``CpuBenchPane.fit_rows``):
-the headline without its hint, the per-thread bars as fields after it.
+the headline without its hint, the per-thread bars as one line under it.
 
 The pane stores in ``add_sample`` and draws in ``render_frame``.
 """
@@ -149,9 +149,10 @@ class MemBenchPane(ProbePane):
         if self.explain_block.display:
             room -= len(self.explain_block.rows)
         squeezed = bool(self.content_room()) and room < full and bool(self.per_thread)
-        if squeezed:  # the per-thread line joins the headline's fields: one wrap for both
-            head = self.headline_lines(hint=False)
-            head[0] += "  " + counts_text("operations per thread (interval) ", self.per_thread)
+        if squeezed:  # the per-thread bars as one line of fields under the headline
+            # after the headline's lines: a "finished:" line comes first
+            line = counts_text("operations per thread (interval) ", self.per_thread)
+            head = [*self.headline_lines(hint=False), line]
             threads = []
         self.squeezed_rows = full - wrapped_rows(head, width) - len(threads)
         self.headline.set_lines(head)
