@@ -194,6 +194,7 @@ class ProbetopApp(App[int]):
         # Where the records come from, picked by the configuration's type.
         self.mode: Mode = mode_for(self, config)
         self.display_paused = False
+        self._stop_signalled = False  # a stop signal is ending the view (QuietLinuxDriver.ending)
         self.show_hidden = False
         self.too_small = False
         self._dirty: set[str] = set()
@@ -278,6 +279,7 @@ class ProbetopApp(App[int]):
             driver.on_suspend = self._on_job_stop
             driver.on_resume = self._on_view_resumed
             driver.on_refused = self._on_suspend_refused
+            driver.ending = lambda: self._stop_signalled
         self._check_size()
         if os.isatty(1):
             self.set_interval(TERMINAL_CHECK_S, self._check_terminal)
@@ -398,6 +400,7 @@ class ProbetopApp(App[int]):
 
     def stop_signalled(self, signame: str) -> None:
         """ModeHost: SIGINT / SIGTERM / SIGHUP: shut down."""
+        self._stop_signalled = True
         if signame == "SIGHUP" and terminal_hung_up():
             detach_from_dead_terminal()
         self.run_worker(self.shutdown(f"interrupted ({signame})"), exclusive=False)

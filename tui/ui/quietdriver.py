@@ -82,6 +82,9 @@ def _parser_timeout(parser: XTermParser) -> float | None:
     return max(0.0, deadline - get_time())
 
 
+RESTOP_AFTER_S = 0.1  # _on_sigcont: a stop signal that came with the SIGCONT is handled first
+
+
 class QuietLinuxDriver(LinuxDriver):
     """``LinuxDriver`` with a blocking input thread; see the module docstring."""
 
@@ -99,6 +102,9 @@ class QuietLinuxDriver(LinuxDriver):
         self.on_suspend: Callable[[bool], None] | None = None
         self.on_resume: Callable[[], None] | None = None
         self.on_refused: Callable[[], None] | None = None  # no shell could resume us
+        # True once a stop signal (SIGTERM, SIGINT, SIGHUP) is ending the run:
+        # a SIGCONT from the background then does not stop the job again.
+        self.ending: Callable[[], bool] | None = None
         signal.signal(signal.SIGTSTP, self._on_job_signal)
         signal.signal(signal.SIGCONT, self._on_job_signal)
 
@@ -140,14 +146,27 @@ class QuietLinuxDriver(LinuxDriver):
         if not jobcontrol.in_foreground(self.fileno):
             # `bg`: stopped again, the view stays away. A terminal that hung
             # up (the shell continues its stopped jobs to deliver SIGHUP) is
-            # no foreground either: the hangup ends the run.
-            jobcontrol.stop_job()
+            # no foreground either: the hangup ends the run. `kill %1` is a
+            # SIGTERM then a SIGCONT (bash continues a stopped job it
+            # signals): stopped again at once, a suspended replay or attached
+            # view (no waiter: the process itself stops) never acted on the
+            # SIGTERM, and stayed stopped until `fg`. So look again once the
+            # loop has run the stop signal's callback (it came first).
+            self._loop.call_later(RESTOP_AFTER_S, self._stop_again)
             return
         self.resume_application_mode()
         if not self.view_suspended:
             jobcontrol.continue_job()
             if self.on_resume is not None:
                 self.on_resume()
+
+    def _stop_again(self) -> None:
+        """``_on_sigcont`` in the background: stop the job again unless the
+        view came back meanwhile or a stop signal is ending the run."""
+        if not self.view_suspended or (self.ending is not None and self.ending()):
+            return
+        if not jobcontrol.in_foreground(self.fileno):
+            jobcontrol.stop_job()
 
     def suspend_application_mode(self) -> None:
         """Restore the terminal and stop writing; the wake-up pipe stays

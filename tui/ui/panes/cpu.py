@@ -11,6 +11,13 @@
   efficiency against 1 thread;
 - ``e`` toggles what one event is.
 
+A pane the layout squeezes (80x24: the passive panes take the rest) draws
+short forms (``fit_rows``) rather than losing its bottom rows: the headline
+without its "(e: ...)" hint (the key bar says it), the two columns as one
+line of fields under it ("per thread (interval) t0 765  busy cpu0 100%
+cpu1 100%"), after a "finished:" line. Cut from the bottom, the
+columns' heading was all that showed at 80x24, without a number.
+
 The pane stores in ``add_sample``/``observe`` and draws in ``render_frame``.
 """
 
@@ -37,7 +44,7 @@ from probetop.tui.ui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.ui.widgets.history import fmt_value
 from probetop.tui.ui.widgets.pane import PaneHelp, ProbePane
 from probetop.tui.ui.widgets.sparkrow import value_label
-from probetop.tui.ui.widgets.textblock import TextBlock
+from probetop.tui.ui.widgets.textblock import TextBlock, wrapped_rows
 from rich.cells import cell_len, set_cell_size
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -59,6 +66,14 @@ def side_by_side(left: list[str], right: list[str], width: int) -> list[str]:
     right = right + [""] * (rows - len(right))
     pad = left_cells + GAP
     return [f"{set_cell_size(a, pad)}{b}".rstrip() for a, b in zip(left, right, strict=True)]
+
+
+def counts_text(prefix: str, counts: list[int]) -> str:
+    """Per-thread counts on one line: each of up to four threads, else the
+    spread ("16 threads min 700 max 780")."""
+    if len(counts) <= 4:
+        return prefix + "  ".join(f"t{i} {n:,}" for i, n in enumerate(counts))
+    return f"{prefix}min {min(counts):,} max {max(counts):,} ({len(counts)} threads)"
 
 
 def text_bar(value: float, top: float, width: int = BAR_WIDTH) -> str:
@@ -196,24 +211,55 @@ class CpuBenchPane(ProbePane):
         if lat is not None:
             label = value_label(f"latency p{self.percentile:g}", lat.latest, "ms")
             self.lat_row.set(label, lat.recent(SPARK_POINTS))
-        self.headline.set_lines(self.headline_lines())
-        self.draw_columns()
+        self.fit_rows()
         sweep = self.sweep_lines()
         self.sweep_block.set_lines(sweep)
         if self.sweep_block.display != bool(sweep):  # a layout pass only when it changes
             self.sweep_block.display = bool(sweep)
 
-    def draw_columns(self) -> None:
+    def fit_rows(self) -> None:
+        """The headline and the columns in full when the rows the layout
+        gave the pane hold them, else their short forms (module docstring)."""
         width = self.columns.line_width if self.columns.is_mounted else 0
-        self.columns.set_lines(side_by_side(self.fairness_lines(), self.core_lines(), width))
+        head = self.headline_lines()
+        columns = side_by_side(self.fairness_lines(), self.core_lines(), width)
+        full = wrapped_rows(head, width) + len(columns)
+        room = self.content_room() - 2  # the events/s and latency rows come first
+        if self.explain_block.display:
+            room -= len(self.explain_block.rows)
+        squeezed = bool(self.content_room()) and room < full and bool(self.columns_line())
+        if squeezed:  # the columns as one line of fields under the headline
+            # after the headline's lines: a "finished:" line comes first
+            head = [*self.headline_lines(hint=False), self.columns_line()]
+            columns = []
+        self.squeezed_rows = full - wrapped_rows(head, width) - len(columns)
+        self.headline.set_lines(head)
+        if columns:
+            self.columns.set_lines(columns)
+        if self.columns.display == squeezed:  # a layout pass only when it changes
+            self.columns.display = not squeezed
+
+    def columns_line(self) -> str:
+        """The two columns as fields of one line (``fit_rows``)."""
+        parts = [counts_text("per thread (interval) ", self.per_thread)] if self.per_thread else []
+        cores = sorted(self.core_busy, key=lambda c: (len(c), c))
+        if len(cores) <= 8:
+            parts += [f"{c} {fmt_value(self.core_busy[c], '%')}%" for c in cores]
+        else:
+            busy = [b for b in self.core_busy.values() if b is not None]
+            if busy:
+                parts.append(f"{len(cores)} cores busy min {min(busy):.0f}% max {max(busy):.0f}%")
+        if cores and len(cores) <= 8:
+            parts[-len(cores)] = "busy " + parts[-len(cores)]
+        return "  ".join(parts)
 
     def on_resize(self) -> None:
         super().on_resize()
-        if self.samples_seen:  # side by side or stacked, bar lengths: they follow the width
-            self.draw_columns()
+        if self.samples_seen:  # side by side or stacked, short forms, bar lengths
+            self.fit_rows()
             self.sweep_block.set_lines(self.sweep_lines())
 
-    def headline_lines(self) -> list[str]:
+    def headline_lines(self, hint: bool = True) -> list[str]:
         params = self.info.get("params", {}) or {}
         parts = [
             f"max-prime {params.get('max_prime', '?')}",
@@ -227,7 +273,7 @@ class CpuBenchPane(ProbePane):
             queue = self.latest(QUEUE_LENGTH)
             parts.insert(2, f"rate {int(self.latest(RATE) or params['rate']):,}/s target")
             parts.insert(3, f"queue {'-' if queue is None else f'{int(queue):,}'}")
-        lines = ["  ".join(parts) + "   (e: what is one event?)"]
+        lines = ["  ".join(parts) + ("   (e: what is one event?)" if hint else "")]
         if self.final is not None:
             f = self.final
             lines.append(

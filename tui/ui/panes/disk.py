@@ -204,6 +204,11 @@ class IopsPane(ProbePane):
         if self.samples_seen:
             self.compare.set_lines(self.compare_lines())
             self.latency.set_lines(self.latency_lines())
+            self.hide_lone_headings()
+
+    def on_resize(self) -> None:
+        super().on_resize()
+        self.hide_lone_headings()
 
     def chart_series(self) -> dict[str, list[tuple[float, float]]]:
         """The primary metrics (IOPS per direction), labelled for people."""

@@ -44,7 +44,7 @@ from probetop.tui.ui.widgets.bars import column_rows
 from probetop.tui.ui.widgets.generic_pane import SparkRow
 from probetop.tui.ui.widgets.history import fmt_value
 from probetop.tui.ui.widgets.pane import ProbePane
-from probetop.tui.ui.widgets.textblock import TextBlock
+from probetop.tui.ui.widgets.textblock import TextBlock, wrapped_rows
 from textual.app import ComposeResult
 
 # One glyph per phase: tells phases apart without a colour per cell.
@@ -136,9 +136,10 @@ class HttpPane(ProbePane):
             f"clocks  percentiles over {covers}"  # two spaces: a narrow pane wraps there
         )
 
-    def status_line(self) -> str:
+    def status_line(self, short: bool = False) -> str:
         """The run's requests by status class, discarded and skipped, all URLs
-        ('' when the samples carry no run figures: an older recording)."""
+        ('' when the samples carry no run figures: an older recording);
+        ``short``: the classes only."""
         runs = [row.run for row in self.rows.values() if row.run is not None]
         if not runs:
             return ""  # a recording made before status classes: nothing to count
@@ -148,6 +149,8 @@ class HttpPane(ProbePane):
         errors = total - counts[_SUCCESS]
         if total and errors / total > ERROR_MARKER_SHARE:
             text = f"!! errors {100 * errors / total:.1f} %   " + text
+        if short:
+            return text
         discarded = sum(r.discarded for r in runs)
         skipped = sum(r.skipped for r in runs)
         return f"{text}   discarded (warm-up) {discarded}   skipped turns {skipped}"
@@ -274,9 +277,36 @@ class HttpPane(ProbePane):
             )
         if self.rows and self.samples_seen:
             self.table.set_lines(self.table_lines(), header_rows=1)
-            self.status.set_lines([self.status_line()])
             note = self.headline_note()
             self.legend.set_lines([note, self._legend()] if note else [self._legend()])
+            self.fit_rows()
+
+    _status_first = False
+
+    def fit_rows(self) -> None:
+        """Squeezed (80x24: two rows under the sparklines) with errors
+        marked, the status line comes first, classes only: cut from the
+        bottom, "!! errors 50.0 %" never showed, and a URL that only failed
+        was cut with it. A table left with only its heading is left out."""
+        line = self.status_line()
+        room = self.content_room()
+        width = self.status.line_width if self.status.is_mounted else 0
+        need = 2 + len(self.table.rows) + wrapped_rows([line], width) + len(self.legend.rows)
+        first = bool(room) and room < need and line.startswith("!!")
+        self.status.set_lines([self.status_line(short=True) if first else line])
+        if first != self._status_first:
+            self._status_first = first
+            if first:
+                self.move_child(self.status, before=self.table)
+            else:
+                self.move_child(self.status, after=self.table)
+        self.squeezed_rows = wrapped_rows([line], width) - len(self.status.rows)
+        self.hide_lone_headings()
+
+    def on_resize(self) -> None:
+        super().on_resize()
+        if self.rows and self.samples_seen:
+            self.fit_rows()
 
     def chart_series(self) -> dict[str, list[tuple[float, float]]]:
         series = {f"TTFB {label} (ms)": list(self.rows[label].chart) for label in self.order}

@@ -39,7 +39,7 @@ from probetop.tui.ui.widgets.bars import column_rows
 from probetop.tui.ui.widgets.generic_pane import SparkRow
 from probetop.tui.ui.widgets.history import fmt_value
 from probetop.tui.ui.widgets.pane import ProbePane
-from probetop.tui.ui.widgets.textblock import TextBlock
+from probetop.tui.ui.widgets.textblock import TextBlock, wrapped_rows
 from textual.app import ComposeResult
 
 NIC_KEEP = 600
@@ -220,7 +220,23 @@ class IcmpPane(ProbePane):
             )
         elif self.interface is None:
             self.nic_row.label.set_lines(["kernel: interface ?"])
-        self.table.set_lines(self.table_lines())
+        self.table.set_lines(self.fit_rows(self.table_lines()))
+
+    def fit_rows(self, lines: list[str]) -> list[str]:
+        """In a pane the layout squeezes (``icmp`` at 80x24 has room for one
+        line under the sparklines), the RTT line first: cut from the bottom,
+        the pane showed the socket mode and no RTT at all."""
+        rtt = next((n for n, line in enumerate(lines) if line.startswith("RTT ")), None)
+        room = self.content_room() - 3  # the three sparkline rows come first
+        width = self.table.line_width if self.table.is_mounted else 0
+        if rtt is None or not self.content_room() or room >= wrapped_rows(lines, width):
+            return lines
+        return [lines[rtt], *lines[:rtt], *lines[rtt + 1 :]]
+
+    def on_resize(self) -> None:
+        super().on_resize()
+        if self.samples_seen:
+            self.table.set_lines(self.fit_rows(self.table_lines()))
 
     def chart_series(self) -> dict[str, list[tuple[float, float]]]:
         """Every series names its unit. They share one axis (the maximised

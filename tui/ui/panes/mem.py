@@ -8,6 +8,10 @@
   the operations so far and the mean latency; the final figures once done;
 - ``e`` toggles what one operation is.
 
+Squeezed by the layout (80x24), the pane draws short forms rather than
+losing its bottom rows, as the cpu pane does (``CpuBenchPane.fit_rows``):
+the headline without its hint, the per-thread bars as one line under it.
+
 The pane stores in ``add_sample`` and draws in ``render_frame``.
 """
 
@@ -28,12 +32,13 @@ from probetop.probes.mem import (
     THREADS,
     MemInterval,
 )
+from probetop.tui.ui.panes.cpu import counts_text
 from probetop.tui.ui.widgets.bars import value_bar
 from probetop.tui.ui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.ui.widgets.history import fmt_value
 from probetop.tui.ui.widgets.pane import PaneHelp, ProbePane
 from probetop.tui.ui.widgets.sparkrow import value_label
-from probetop.tui.ui.widgets.textblock import TextBlock
+from probetop.tui.ui.widgets.textblock import TextBlock, wrapped_rows
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 
@@ -100,7 +105,7 @@ class MemBenchPane(ProbePane):
             lines.append(f"... {len(self.per_thread) - MAX_THREAD_ROWS} more threads")
         return lines
 
-    def headline_lines(self) -> list[str]:
+    def headline_lines(self, hint: bool = True) -> list[str]:
         p = self.info.get("params", {}) or {}
         parts = [
             f"{p.get('access_mode', '?')} {p.get('oper', '?')}",
@@ -115,7 +120,7 @@ class MemBenchPane(ProbePane):
             queue = self.latest(QUEUE_LENGTH)
             parts.insert(4, f"rate {int(self.latest(RATE) or p['rate']):,}/s target")
             parts.insert(5, f"queue {'-' if queue is None else f'{int(queue):,}'}")
-        lines = ["  ".join(parts) + "   (e: what is one operation?)"]
+        lines = ["  ".join(parts) + ("   (e: what is one operation?)" if hint else "")]
         if self.final is not None:
             f = self.final
             lines.append(
@@ -133,8 +138,33 @@ class MemBenchPane(ProbePane):
             self.ops_row.set(value_label("ops/s", ops.latest, ""), ops.recent(SPARK_POINTS))
         if mibs is not None:
             self.mibs_row.set(value_label("MiB/s", mibs.latest, ""), mibs.recent(SPARK_POINTS))
-        self.headline.set_lines(self.headline_lines())
-        self.threads_block.set_lines(self.thread_lines())
+        self.fit_rows()
+
+    def fit_rows(self) -> None:
+        """Full forms when the pane's rows hold them, else the short ones."""
+        width = self.threads_block.line_width if self.threads_block.is_mounted else 0
+        head, threads = self.headline_lines(), self.thread_lines()
+        full = wrapped_rows(head, width) + len(threads)
+        room = self.content_room() - 2  # the ops/s and MiB/s rows come first
+        if self.explain_block.display:
+            room -= len(self.explain_block.rows)
+        squeezed = bool(self.content_room()) and room < full and bool(self.per_thread)
+        if squeezed:  # the per-thread bars as one line of fields under the headline
+            # after the headline's lines: a "finished:" line comes first
+            line = counts_text("operations per thread (interval) ", self.per_thread)
+            head = [*self.headline_lines(hint=False), line]
+            threads = []
+        self.squeezed_rows = full - wrapped_rows(head, width) - len(threads)
+        self.headline.set_lines(head)
+        if threads:
+            self.threads_block.set_lines(threads)
+        if self.threads_block.display == squeezed:  # a layout pass only when it changes
+            self.threads_block.display = not squeezed
+
+    def on_resize(self) -> None:
+        super().on_resize()
+        if self.samples_seen:
+            self.fit_rows()
 
     def chart_series(self) -> dict[str, list[tuple[float, float]]]:
         return {

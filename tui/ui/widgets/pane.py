@@ -39,6 +39,7 @@ from typing import Any
 
 from probetop.probes.core.sample import Sample, SeriesEnded, Status, split_key
 from probetop.tui.ui.widgets.history import HistoryStore, MetricHistory, fmt_value
+from probetop.tui.ui.widgets.textblock import TextBlock
 from probetop.tui.ui.widgets.units import (
     fmt_with_unit,
     human_label,
@@ -259,9 +260,46 @@ class ProbePane(Widget, can_focus=True):
         ]
 
     # -- layout --------------------------------------------------------
+    squeezed_rows = 0
+    """Rows a pane drawing its short forms (``fit_rows`` in the cpu and mem
+    panes) saves: ``natural_height`` still asks for the full forms, so a
+    terminal that grows gives them back (else the short forms, once drawn,
+    would be all the pane ever asked for)."""
+
+    hidden_rows = 0
+    """Rows of the tables ``hide_lone_headings`` hid (asked for all the same)."""
+
     def natural_height(self) -> int:
         """Rows this pane wants to show everything: its content plus the border."""
-        return content_rows(self) + 2
+        return content_rows(self) + 2 + self.squeezed_rows + self.hidden_rows
+
+    def hide_lone_headings(self) -> None:
+        """Hide a table (a text block with header rows) of which the rows the
+        layout gave the pane would show the heading and no row under it (the
+        iops pane at 120x40 in the demo ended in "completion latency (µs),
+        last interval, log scale" and no percentile); show it again once a
+        row of it fits. For panes whose tables are shown unless this hides
+        them (``IopsPane``)."""
+        room = self.content_room()
+        used, hidden = 0, 0
+        for child in self.children:
+            if isinstance(child, TextBlock) and child.header_rows > 0:
+                rows = len(child.rows)
+                lone = bool(room) and rows > child.header_rows and room - used <= child.header_rows
+                if child.display == lone:  # a layout pass only when it changes
+                    child.display = not lone
+                if lone:
+                    hidden += rows
+                    continue
+            if child.display:
+                height = child.styles.height
+                cells = height.cells if height is not None else None
+                used += cells if cells is not None else content_rows(child) or 1
+        self.hidden_rows = hidden
+
+    def content_room(self) -> int:
+        """Rows inside the border the layout gave this pane; 0 before the first layout."""
+        return self.size.height if self.is_mounted else 0
 
     def waiting_text(self) -> str:
         """The compact list's line for a pane with nothing to show yet: what

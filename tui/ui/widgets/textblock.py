@@ -15,7 +15,8 @@ neither what nor how much). A block of facts (``wrap=True``:
 "RTT µs min/avg/max/mdev ...  p50/p90/p99 ...") instead breaks such a line
 between its fields (runs of two or more spaces, or after " · ") onto
 indented continuation rows, so a narrow pane shows every figure rather than
-cutting the last ones off mid-word; its height follows the rows, and a
+cutting the last ones off mid-word (a field of prose wider than a row
+breaks between its words); its height follows the rows, and a
 resize that changes their number costs one layout pass.
 """
 
@@ -32,14 +33,16 @@ from textual.message import Message
 from textual.strip import Strip
 
 _FIELD_END = re.compile(r" {2,}|(?<= ·) ")
+_WORD = re.compile(r"\S+ *|^ +")
 CONTINUATION = "  "
 """Indent of a wrapped line's continuation rows."""
 
 
 def wrap_fields(line: str, width: int) -> list[str]:
     """``line`` as rows of at most ``width`` cells, broken only between
-    fields (see the module docstring); a field wider than a row stays whole
-    (the row crops it). ``[line]`` when it fits or ``width`` is unknown."""
+    fields (see the module docstring); a field wider than a row breaks
+    between its words, and one with no space stays whole (the row crops
+    it). ``[line]`` when it fits or ``width`` is unknown."""
     if width <= 0 or cell_len(line) <= width:
         return [line]
     fields: list[str] = []
@@ -48,6 +51,15 @@ def wrap_fields(line: str, width: int) -> list[str]:
         fields.append(line[start : gap.end()])
         start = gap.end()
     fields.append(line[start:])
+    # A field wider than a row that is prose (words parted by one space: the
+    # warm-up's FRESH VOLUME advice) breaks between its words: cropped, it
+    # lost the advice's end at 120 columns. A field with no space stays whole.
+    room = max(1, width - len(CONTINUATION))
+    fields = [
+        word
+        for field in fields
+        for word in (_WORD.findall(field) if cell_len(field.rstrip()) > room else [field])
+    ]
     rows: list[str] = []
     row = ""
     for field in fields:
@@ -57,6 +69,11 @@ def wrap_fields(line: str, width: int) -> list[str]:
         row += field
     rows.append(row.rstrip())
     return rows
+
+
+def wrapped_rows(lines: Sequence[str], width: int) -> int:
+    """Rows ``lines`` take in a wrapping block ``width`` cells wide."""
+    return sum(len(wrap_fields(line, width)) for line in lines)
 
 
 _HEADER_FIELD_END = re.compile(r"\S(?= {2,}|$)")
