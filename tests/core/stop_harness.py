@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from file_size import text_of
+from forkserver import Forked, spawn_probetop
 from probetop.probes.record.reader import Session, load_session
 from pty_session import PtySession
 from stopclock import StopClock, StopTime
@@ -52,7 +53,10 @@ class Stopped:
 
 
 def wait_for_samples(
-    path: Path, probe: str, count: int, proc: subprocess.Popen[bytes] | subprocess.Popen[str]
+    path: Path,
+    probe: str,
+    count: int,
+    proc: subprocess.Popen[bytes] | subprocess.Popen[str] | Forked,
 ) -> None:
     """Until the recording holds ``count`` samples of ``probe`` (it is
     measuring); ``probe`` is a probe id or its start ("http:" for any URL)."""
@@ -72,21 +76,36 @@ def stop_headless(
     args: list[str], record: Path, sig: int, *, probe: str, samples: int = 1
 ) -> Stopped:
     """Start ``probetop --record RECORD --headless ARGS``, wait until ``probe``
-    has recorded ``samples`` samples, send ``sig``, wait for the exit."""
-    proc = subprocess.Popen(
-        [*PROBETOP, "--record", str(record), "--headless", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    has recorded ``samples`` samples, send ``sig``, wait for the exit.
+
+    The run is forked from an interpreter that has imported the CLI, the cpu
+    and mem families, numpy and numba (tests/forkserver.py): a process of its
+    own, in a session of its own, with this argv and its own stdio, exit
+    status and threads, and it is signalled and timed only once it is
+    measuring, so the 0.3-0.6 CPU-s of imports a fresh `python -m` spends
+    before are not what these tests look at. The dashboard's cases
+    (``stop_dashboard``, through a pty) start the whole `python -m`."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        proc = spawn_probetop(
+            ["--record", str(record), "--headless", *args],
+            stdout=out_w,
+            stderr=err_w,
+            start_new_session=True,
+        )
+    finally:
+        os.close(out_w)
+        os.close(err_w)
     out: dict[str, bytes] = {}
 
-    def read(name: str, stream: object) -> None:  # a full pipe would block the child
-        out[name] = stream.read()  # type: ignore[attr-defined]
+    def read(name: str, fd: int) -> None:  # a full pipe would block the child
+        with os.fdopen(fd, "rb") as stream:
+            out[name] = stream.read()
 
     readers = [
-        threading.Thread(target=read, args=("out", proc.stdout), daemon=True),
-        threading.Thread(target=read, args=("err", proc.stderr), daemon=True),
+        threading.Thread(target=read, args=("out", out_r), daemon=True),
+        threading.Thread(target=read, args=("err", err_r), daemon=True),
     ]
     for reader in readers:
         reader.start()
@@ -108,7 +127,7 @@ def stop_headless(
 
 
 def _signal_and_time(
-    proc: subprocess.Popen[bytes], record: Path, probe: str, samples: int, sig: int
+    proc: subprocess.Popen[bytes] | Forked, record: Path, probe: str, samples: int, sig: int
 ) -> tuple[int, StopTime]:
     """Once ``record`` holds ``samples`` of ``probe``, send ``sig``; (exit
     code, the time from the signal to the exit)."""
