@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,45 +86,48 @@ def stop_headless(
     measuring, so the 0.3-0.6 CPU-s of imports a fresh `python -m` spends
     before are not what these tests look at. The dashboard's cases
     (``stop_dashboard``, through a pty) start the whole `python -m`."""
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    try:
-        proc = spawn_probetop(
-            ["--record", str(record), "--headless", *args],
-            stdout=out_w,
-            stderr=err_w,
-            start_new_session=True,
-        )
-    finally:
-        os.close(out_w)
-        os.close(err_w)
-    out: dict[str, bytes] = {}
-
-    def read(name: str, fd: int) -> None:  # a full pipe would block the child
-        with os.fdopen(fd, "rb") as stream:
-            out[name] = stream.read()
-
-    readers = [
-        threading.Thread(target=read, args=("out", out_r), daemon=True),
-        threading.Thread(target=read, args=("err", err_r), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
+    proc, output = spawn_headless(["--record", str(record), "--headless", *args])
     try:
         rc, timing = _signal_and_time(proc, record, probe, samples, sig)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        stdout, stderr = output()
+    return Stopped(rc, timing, stdout, stderr, load_session(record))
+
+
+def spawn_headless(args: list[str]) -> tuple[Forked, Callable[[], tuple[str, str]]]:
+    """``probetop ARGS`` forked from the zygote in a session of its own, its
+    stdout and stderr read by threads (a full pipe would block it); the
+    second item, called once the run has ended, gives what it wrote."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        proc = spawn_probetop(args, stdout=out_w, stderr=err_w, start_new_session=True)
+    except BaseException:
+        os.close(out_r)
+        os.close(err_r)
+        raise
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    out: dict[int, bytes] = {}
+
+    def read(fd: int) -> None:
+        with os.fdopen(fd, "rb") as stream:
+            out[fd] = stream.read()
+
+    readers = [threading.Thread(target=read, args=(fd,), daemon=True) for fd in (out_r, err_r)]
+    for reader in readers:
+        reader.start()
+
+    def output() -> tuple[str, str]:
         for reader in readers:
             reader.join(timeout=10)
-    return Stopped(
-        rc,
-        timing,
-        out.get("out", b"").decode(errors="replace"),
-        out.get("err", b"").decode(errors="replace"),
-        load_session(record),
-    )
+        return tuple(out.get(fd, b"").decode(errors="replace") for fd in (out_r, err_r))  # type: ignore[return-value]
+
+    return proc, output
 
 
 def _signal_and_time(
