@@ -116,6 +116,7 @@ class Zygote:
         stderr: IO[Any] | int,
         env: Mapping[str, str],
         start_new_session: bool = False,
+        cwd: str | os.PathLike[str] | None = None,
     ) -> Forked:
         """Start `python -c SRC ARGS` and return at once (one run at a time
         per zygote: it waits for each child before it forks the next)."""
@@ -125,7 +126,7 @@ class Zygote:
             "src": src,
             "args": [os.fsencode(a).hex() for a in args],
             "env": dict(env),
-            "cwd": os.getcwd(),
+            "cwd": os.fspath(cwd) if cwd is not None else os.getcwd(),
             "setsid": start_new_session,
         }
         with contextlib.ExitStack() as stack:
@@ -152,10 +153,11 @@ class Zygote:
         stderr: IO[Any],
         env: Mapping[str, str],
         timeout: float = 120,
+        cwd: str | os.PathLike[str] | None = None,
     ) -> int:
         """Exit status of `python -c SRC ARGS` (negative: killed by that
         signal), as subprocess.run gives it."""
-        child = self.spawn(src, args, stdin=stdin, stdout=stdout, stderr=stderr, env=env)
+        child = self.spawn(src, args, stdin=stdin, stdout=stdout, stderr=stderr, env=env, cwd=cwd)
         try:
             return child.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -252,11 +254,13 @@ def run_probetop(
     input: str | None = None,
     timeout: float = 120,
     preload: Sequence[str] = PRELOAD,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``subprocess.run([python, -m, probetop.tui.main, *args],
     capture_output=True, text=True)``, forked from the zygote (stdin: /dev/null
     or ``input``). ``preload``: the modules the zygote imports first (a table
-    of runs of one family spares their imports too: ``RUN_PRELOAD``)."""
+    of runs of one family spares their imports too: ``RUN_PRELOAD``);
+    ``cwd``: the child's working directory (else the caller's)."""
     with (
         tempfile.TemporaryFile() as stdin,
         tempfile.TemporaryFile() as out,
@@ -272,6 +276,7 @@ def run_probetop(
             stderr=err,
             env=os.environ if env is None else env,
             timeout=timeout,
+            cwd=cwd,
         )
         texts = []
         for f in (out, err):
@@ -303,3 +308,31 @@ def spawn_probetop(
         env=os.environ if env is None else env,
         start_new_session=start_new_session,
     )
+
+
+def run_probetop_bytes(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+    preload: Sequence[str] = PRELOAD,
+    cwd: str | os.PathLike[str] | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """As ``run_probetop``, stdout and stderr as the bytes written (stdin
+    /dev/null)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        code = zygote(*preload).run(
+            _AS_MAIN,
+            list(args),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            env=os.environ if env is None else env,
+            timeout=timeout,
+            cwd=cwd,
+        )
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(
+            ["-m", "probetop.tui.main", *args], code, out.read(), err.read()
+        )
