@@ -317,14 +317,21 @@ def run_probetop_bytes(
     timeout: float = 120,
     preload: Sequence[str] = PRELOAD,
     cwd: str | os.PathLike[str] | None = None,
+    input: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    """As ``run_probetop``, stdout and stderr as the bytes written (stdin
-    /dev/null)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    """As ``run_probetop``, stdout and stderr as the bytes written (stdin:
+    /dev/null or ``input``)."""
+    with (
+        tempfile.TemporaryFile() as stdin,
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+    ):
+        stdin.write(input or b"")
+        stdin.seek(0)
         code = zygote(*preload).run(
             _AS_MAIN,
             list(args),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if input is None else stdin,
             stdout=out,
             stderr=err,
             env=os.environ if env is None else env,
