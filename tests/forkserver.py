@@ -261,29 +261,19 @@ def run_probetop(
     or ``input``). ``preload``: the modules the zygote imports first (a table
     of runs of one family spares their imports too: ``RUN_PRELOAD``);
     ``cwd``: the child's working directory (else the caller's)."""
-    with (
-        tempfile.TemporaryFile() as stdin,
-        tempfile.TemporaryFile() as out,
-        tempfile.TemporaryFile() as err,
-    ):
-        stdin.write((input or "").encode())
-        stdin.seek(0)
-        code = zygote(*preload).run(
-            _AS_MAIN,
-            list(args),
-            stdin=subprocess.DEVNULL if input is None else stdin,
-            stdout=out,
-            stderr=err,
-            env=os.environ if env is None else env,
-            timeout=timeout,
-            cwd=cwd,
-        )
-        texts = []
-        for f in (out, err):
-            f.seek(0)
-            data = f.read().decode(locale.getpreferredencoding(False))
-            texts.append(data.replace("\r\n", "\n").replace("\r", "\n"))
-    return subprocess.CompletedProcess(["-m", "probetop.tui.main", *args], code, *texts)
+    done = run_probetop_bytes(
+        args,
+        env=env,
+        timeout=timeout,
+        preload=preload,
+        cwd=cwd,
+        input=None if input is None else input.encode(),
+    )
+    texts = []
+    for data in (done.stdout, done.stderr):
+        text = data.decode(locale.getpreferredencoding(False))
+        texts.append(text.replace("\r\n", "\n").replace("\r", "\n"))
+    return subprocess.CompletedProcess(done.args, done.returncode, *texts)
 
 
 def spawn_probetop(
