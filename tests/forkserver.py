@@ -47,6 +47,8 @@ def child(req, fds):
     for fd in fds:
         if fd > 2:
             os.close(fd)
+    if req["setsid"]:
+        os.setsid()
     os.environ.clear()
     os.environ.update(req["env"])
     os.chdir(req["cwd"])
@@ -102,6 +104,44 @@ class Zygote:
             env=dict(os.environ if env is None else env),
         )
         theirs.close()
+        self._running: Forked | None = None
+
+    def spawn(
+        self,
+        src: str,
+        args: Sequence[str | bytes],
+        *,
+        stdin: IO[Any] | int,
+        stdout: IO[Any] | int,
+        stderr: IO[Any] | int,
+        env: Mapping[str, str],
+        start_new_session: bool = False,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> Forked:
+        """Start `python -c SRC ARGS` and return at once (one run at a time
+        per zygote: it waits for each child before it forks the next)."""
+        if self._running is not None and self._running.poll() is None:
+            raise RuntimeError("this zygote is still running a child")
+        req = {
+            "src": src,
+            "args": [os.fsencode(a).hex() for a in args],
+            "env": dict(env),
+            "cwd": os.fspath(cwd) if cwd is not None else os.getcwd(),
+            "setsid": start_new_session,
+        }
+        with contextlib.ExitStack() as stack:
+            if stdin == subprocess.DEVNULL:
+                stdin = stack.enter_context(open(os.devnull, "rb"))
+            fds = [s if isinstance(s, int) else s.fileno() for s in (stdin, stdout, stderr)]
+            body = stack.enter_context(tempfile.TemporaryFile())
+            body.write(json.dumps(req).encode())
+            body.seek(0)
+            socket.send_fds(self._sock, [b"run"], [*fds, body.fileno()])
+        self._sock.settimeout(60)
+        pid = json.loads(self._sock.recv(1 << 16))["pid"]
+        self._sock.settimeout(None)
+        self._running = Forked(self._sock, pid, ["-c", src, *map(str, args)])
+        return self._running
 
     def run(
         self,
@@ -113,36 +153,65 @@ class Zygote:
         stderr: IO[Any],
         env: Mapping[str, str],
         timeout: float = 120,
+        cwd: str | os.PathLike[str] | None = None,
     ) -> int:
         """Exit status of `python -c SRC ARGS` (negative: killed by that
         signal), as subprocess.run gives it."""
-        req = {
-            "src": src,
-            "args": [os.fsencode(a).hex() for a in args],
-            "env": dict(env),
-            "cwd": os.getcwd(),
-        }
-        with contextlib.ExitStack() as stack:
-            if stdin == subprocess.DEVNULL:
-                stdin = stack.enter_context(open(os.devnull, "rb"))
-            fds = [s if isinstance(s, int) else s.fileno() for s in (stdin, stdout, stderr)]
-            body = stack.enter_context(tempfile.TemporaryFile())
-            body.write(json.dumps(req).encode())
-            body.seek(0)
-            socket.send_fds(self._sock, [b"run"], [*fds, body.fileno()])
-        self._sock.settimeout(timeout)
-        pid = json.loads(self._sock.recv(1 << 16))["pid"]
+        child = self.spawn(src, args, stdin=stdin, stdout=stdout, stderr=stderr, env=env, cwd=cwd)
         try:
-            return int(json.loads(self._sock.recv(1 << 16))["status"])
-        except TimeoutError:
-            os.kill(pid, 9)
-            self._sock.settimeout(None)
-            self._sock.recv(1 << 16)
-            raise subprocess.TimeoutExpired(["-c", src, *map(str, args)], timeout) from None
+            return child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            raise
 
     def close(self) -> None:
         self._sock.close()  # the zygote reads an empty message and ends
         self._proc.wait(timeout=30)
+
+
+class Forked:
+    """A run forked by a zygote: what the tests use of subprocess.Popen
+    (pid, poll, wait, send_signal, kill, returncode). The zygote reaps the
+    child and sends its status; until then the pid is the child's."""
+
+    def __init__(self, sock: socket.socket, pid: int, args: list[str]) -> None:
+        self._sock = sock
+        self.pid = pid
+        self.args = args
+        self.returncode: int | None = None
+
+    def _status(self, timeout: float | None) -> None:
+        self._sock.settimeout(timeout)
+        try:
+            msg = self._sock.recv(1 << 16)
+        finally:
+            self._sock.settimeout(None)
+        self.returncode = int(json.loads(msg)["status"])
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                self._status(0)
+            except (BlockingIOError, TimeoutError):
+                pass
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            try:
+                self._status(timeout)
+            except TimeoutError:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0) from None
+        assert self.returncode is not None
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(9)
 
 
 _ZYGOTES: dict[tuple[str, ...], Zygote] = {}
@@ -165,6 +234,17 @@ _AS_MAIN = (
 )
 # What the CLI imports for most commands, so that forked runs skip them.
 PRELOAD = ("probetop.tui.main", "probetop.tui.cli.parser", "probetop.tui.commands.probe")
+# And what a measuring run of cpu or mem imports (numpy, numba and llvmlite's
+# binding: ~0.3 CPU-s of a 0.6 CPU-s start); none starts a thread at import.
+RUN_PRELOAD = (
+    *PRELOAD,
+    "probetop.probes.cpu.family",
+    "probetop.probes.mem",
+    "probetop.probes.system",
+    "numpy",
+    "llvmlite.binding",
+    "numba",
+)
 
 
 def run_probetop(
@@ -173,18 +253,72 @@ def run_probetop(
     env: Mapping[str, str] | None = None,
     input: str | None = None,
     timeout: float = 120,
+    preload: Sequence[str] = PRELOAD,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``subprocess.run([python, -m, probetop.tui.main, *args],
     capture_output=True, text=True)``, forked from the zygote (stdin: /dev/null
-    or ``input``)."""
+    or ``input``). ``preload``: the modules the zygote imports first (a table
+    of runs of one family spares their imports too: ``RUN_PRELOAD``);
+    ``cwd``: the child's working directory (else the caller's)."""
+    done = run_probetop_bytes(
+        args,
+        env=env,
+        timeout=timeout,
+        preload=preload,
+        cwd=cwd,
+        input=None if input is None else input.encode(),
+    )
+    texts = []
+    for data in (done.stdout, done.stderr):
+        text = data.decode(locale.getpreferredencoding(False))
+        texts.append(text.replace("\r\n", "\n").replace("\r", "\n"))
+    return subprocess.CompletedProcess(done.args, done.returncode, *texts)
+
+
+def spawn_probetop(
+    args: Sequence[str],
+    *,
+    stdout: IO[Any] | int,
+    stderr: IO[Any] | int,
+    env: Mapping[str, str] | None = None,
+    start_new_session: bool = False,
+    preload: Sequence[str] = RUN_PRELOAD,
+) -> Forked:
+    """``subprocess.Popen([python, -m, probetop.tui.main, *args], ...)``
+    forked from the zygote, returned at once (stdin /dev/null): for tests
+    that signal a run once it is measuring and time its stop, where the
+    start-up is not what they test."""
+    return zygote(*preload).spawn(
+        _AS_MAIN,
+        list(args),
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        env=os.environ if env is None else env,
+        start_new_session=start_new_session,
+    )
+
+
+def run_probetop_bytes(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+    preload: Sequence[str] = PRELOAD,
+    cwd: str | os.PathLike[str] | None = None,
+    input: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """As ``run_probetop``, stdout and stderr as the bytes written (stdin:
+    /dev/null or ``input``)."""
     with (
         tempfile.TemporaryFile() as stdin,
         tempfile.TemporaryFile() as out,
         tempfile.TemporaryFile() as err,
     ):
-        stdin.write((input or "").encode())
+        stdin.write(input or b"")
         stdin.seek(0)
-        code = zygote(*PRELOAD).run(
+        code = zygote(*preload).run(
             _AS_MAIN,
             list(args),
             stdin=subprocess.DEVNULL if input is None else stdin,
@@ -192,10 +326,10 @@ def run_probetop(
             stderr=err,
             env=os.environ if env is None else env,
             timeout=timeout,
+            cwd=cwd,
         )
-        texts = []
-        for f in (out, err):
-            f.seek(0)
-            data = f.read().decode(locale.getpreferredencoding(False))
-            texts.append(data.replace("\r\n", "\n").replace("\r", "\n"))
-    return subprocess.CompletedProcess(["-m", "probetop.tui.main", *args], code, *texts)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(
+            ["-m", "probetop.tui.main", *args], code, out.read(), err.read()
+        )

@@ -16,10 +16,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from file_size import text_of
+from forkserver import Forked, spawn_probetop
 from probetop.probes.record.reader import Session, load_session
 from pty_session import PtySession
 from stopclock import StopClock, StopTime
@@ -52,7 +54,10 @@ class Stopped:
 
 
 def wait_for_samples(
-    path: Path, probe: str, count: int, proc: subprocess.Popen[bytes] | subprocess.Popen[str]
+    path: Path,
+    probe: str,
+    count: int,
+    proc: subprocess.Popen[bytes] | subprocess.Popen[str] | Forked,
 ) -> None:
     """Until the recording holds ``count`` samples of ``probe`` (it is
     measuring); ``probe`` is a probe id or its start ("http:" for any URL)."""
@@ -72,43 +77,61 @@ def stop_headless(
     args: list[str], record: Path, sig: int, *, probe: str, samples: int = 1
 ) -> Stopped:
     """Start ``probetop --record RECORD --headless ARGS``, wait until ``probe``
-    has recorded ``samples`` samples, send ``sig``, wait for the exit."""
-    proc = subprocess.Popen(
-        [*PROBETOP, "--record", str(record), "--headless", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    out: dict[str, bytes] = {}
+    has recorded ``samples`` samples, send ``sig``, wait for the exit.
 
-    def read(name: str, stream: object) -> None:  # a full pipe would block the child
-        out[name] = stream.read()  # type: ignore[attr-defined]
-
-    readers = [
-        threading.Thread(target=read, args=("out", proc.stdout), daemon=True),
-        threading.Thread(target=read, args=("err", proc.stderr), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
+    The run is forked from an interpreter that has imported the CLI, the cpu
+    and mem families, numpy and numba (tests/forkserver.py): a process of its
+    own, in a session of its own, with this argv and its own stdio, exit
+    status and threads, and it is signalled and timed only once it is
+    measuring, so the 0.3-0.6 CPU-s of imports a fresh `python -m` spends
+    before are not what these tests look at. The dashboard's cases
+    (``stop_dashboard``, through a pty) start the whole `python -m`."""
+    proc, output = spawn_headless(["--record", str(record), "--headless", *args])
     try:
         rc, timing = _signal_and_time(proc, record, probe, samples, sig)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        stdout, stderr = output()
+    return Stopped(rc, timing, stdout, stderr, load_session(record))
+
+
+def spawn_headless(args: list[str]) -> tuple[Forked, Callable[[], tuple[str, str]]]:
+    """``probetop ARGS`` forked from the zygote in a session of its own, its
+    stdout and stderr read by threads (a full pipe would block it); the
+    second item, called once the run has ended, gives what it wrote."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        proc = spawn_probetop(args, stdout=out_w, stderr=err_w, start_new_session=True)
+    except BaseException:
+        os.close(out_r)
+        os.close(err_r)
+        raise
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    out: dict[int, bytes] = {}
+
+    def read(fd: int) -> None:
+        with os.fdopen(fd, "rb") as stream:
+            out[fd] = stream.read()
+
+    readers = [threading.Thread(target=read, args=(fd,), daemon=True) for fd in (out_r, err_r)]
+    for reader in readers:
+        reader.start()
+
+    def output() -> tuple[str, str]:
         for reader in readers:
             reader.join(timeout=10)
-    return Stopped(
-        rc,
-        timing,
-        out.get("out", b"").decode(errors="replace"),
-        out.get("err", b"").decode(errors="replace"),
-        load_session(record),
-    )
+        return tuple(out.get(fd, b"").decode(errors="replace") for fd in (out_r, err_r))  # type: ignore[return-value]
+
+    return proc, output
 
 
 def _signal_and_time(
-    proc: subprocess.Popen[bytes], record: Path, probe: str, samples: int, sig: int
+    proc: subprocess.Popen[bytes] | Forked, record: Path, probe: str, samples: int, sig: int
 ) -> tuple[int, StopTime]:
     """Once ``record`` holds ``samples`` of ``probe``, send ``sig``; (exit
     code, the time from the signal to the exit)."""

@@ -26,6 +26,7 @@ from stop_harness import (
     STOP_WITHIN_S,
     assert_recording_closed,
     log_stop,
+    spawn_headless,
     stop_dashboard,
     stop_headless,
     wait_for_samples,
@@ -125,21 +126,21 @@ def test_a_second_signal_does_not_lose_the_report(tmp_path: Path, second: int) -
     record = tmp_path / "twice.jsonl"
     for gap_s in (0.002, 0.004, 0.008, 0.016, 0.032, 0.064):
         record.unlink(missing_ok=True)
-        proc = subprocess.Popen(
-            [*PROBETOP, "--record", str(record), "--headless", "--interval", "0.05"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        proc, output = spawn_headless(
+            ["--record", str(record), "--headless", "--interval", "0.05"]
+        )  # forked from the zygote (stop_harness.stop_headless says why)
         try:
             wait_for_samples(record, "system.cpu", 3, proc)
             proc.send_signal(signal.SIGINT)
             time.sleep(gap_s)
             if proc.poll() is None:
                 proc.send_signal(second)
-            out, err = proc.communicate(timeout=STOP_WITHIN_S + 5)
+            proc.wait(timeout=STOP_WITHIN_S + 5)
         finally:
             if proc.poll() is None:
                 proc.kill()
-                proc.communicate()
+                proc.wait()
+            out, err = output()
         said = f"gap {gap_s * 1000:g} ms: rc {proc.returncode}, stderr {err[-300:]!r}"
         assert proc.returncode == 0, said
         assert "probetop: ran" in out and ("(SIGINT)" in out or "(SIGTERM)" in out), said

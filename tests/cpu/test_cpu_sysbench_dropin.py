@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 import pytest
+from forkserver import run_probetop
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
@@ -156,9 +157,9 @@ def test_bad_sysbench_style_input_exits_1(args: list[str], message: str) -> None
     """sysbench's status for a refused value or command (`sysbench cpu stop`:
     "Unknown command", 1); tests/core/test_sysbench_command_lines.py has the
     table beside sysbench."""
-    done = subprocess.run(
-        [*PROBETOP, "cpu", *args, "--headless"], capture_output=True, text=True, timeout=60
-    )
+    # forked from the zygote (tests/forkserver.py: a process of its own; a
+    # refusal before any run); the --histogram refusal below starts python -m
+    done = run_probetop(["cpu", *args, "--headless"], timeout=60)
     assert done.returncode == 1 and message in done.stderr, done.stderr
 
 
@@ -191,17 +192,25 @@ def sysbench_bucket_values() -> set[str]:
     return {f"{math.exp(i / mult + math.log(0.001)):12.3f}" for i in range(1024)}
 
 
+HIST_ARGS = ["--threads=1", "--time=2", "--report-interval=1", "--cpu-max-prime=3000"]
+
+
+@pytest.fixture(scope="module")
+def sysbench_histogram() -> str:
+    """sysbench's report with ``--histogram=on`` (one run for the three
+    spellings of the flag probetop is given: sysbench's side is the same)."""
+    return run([require_tool("sysbench"), "cpu", *HIST_ARGS, "--histogram=on", "run"])
+
+
 @pytest.mark.parametrize("flag", ["--histogram=on", "--histogram", "--histogram=1"])
-def test_histogram_is_printed_as_sysbench_prints_it(flag: str) -> None:
+def test_histogram_is_printed_as_sysbench_prints_it(flag: str, sysbench_histogram: str) -> None:
     """``--histogram`` as sysbench takes it: the title, header, one row per
     non-empty bucket (sysbench's bucket values, a bar scaled to the largest
     count, the count) and a one-space line, between the last interval line
     and "CPU speed:"; the counts add up to the events; the rest of the
     report is sysbench's line for line."""
-    sysbench = require_tool("sysbench")
-    args = ["--threads=1", "--time=2", "--report-interval=1", "--cpu-max-prime=3000"]
-    theirs = run([sysbench, "cpu", *args, "--histogram=on", "run"])
-    ours = run([*PROBETOP, "cpu", *args, flag, "run"])
+    theirs = sysbench_histogram
+    ours = run([*PROBETOP, "cpu", *HIST_ARGS, flag, "run"])
     values = sysbench_bucket_values()
     for text in (theirs, ours):
         rows, rest = histogram(text)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from disk_fixtures import PROBETOP, fast_dir, loop_device, need_root, run_cli
+from forkserver import RUN_PRELOAD, run_probetop
 
 __all__ = ["fast_dir"]  # the fixture, imported for pytest
 
@@ -57,10 +58,20 @@ def backing_file(dev: str) -> str:
     return Path(f"/sys/block/{name}/loop/backing_file").read_text().strip()
 
 
-def warmup(target: str, tmp: Path, *extra: str) -> tuple[int, dict]:
-    proc = run_cli(
-        ["warmup", target, "--json", "--checkpoint", str(tmp / f"{uuid.uuid4().hex}.json"), *extra]
-    )
+# What a warm-up run imports, for the zygote (tests/forkserver.py) to import once.
+WARMUP_PRELOAD = (*RUN_PRELOAD, "probetop.probes.disk.family", "probetop.tui.run.launch")
+
+
+def warmup(target: str, tmp: Path, *extra: str, fork: bool = True) -> tuple[int, dict]:
+    """``probetop warmup TARGET --json`` and its document. ``fork``: the run
+    is forked from an interpreter that has imported the CLI and the disk
+    family (a process of its own with this argv, stdio and exit status;
+    ~0.4 CPU-s of start-up spared a run); a whole `python -m` otherwise."""
+    argv = ["warmup", target, "--json", "--checkpoint", str(tmp / f"{uuid.uuid4().hex}.json")]
+    if fork:
+        proc = run_probetop([*argv, *extra], preload=WARMUP_PRELOAD)
+    else:
+        proc = run_cli([*argv, *extra])
     assert proc.stdout, proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 
@@ -75,7 +86,7 @@ def write_random(path: str, ranges: list[tuple[int, int]]) -> None:
 def test_fresh_loop_device_is_not_warmed_by_a_read(tmp_path):
     with loop_device(SIZE) as dev:
         truth = 1.0 - data_bytes(backing_file(dev)) / SIZE
-        code, doc = warmup(dev, tmp_path)
+        code, doc = warmup(dev, tmp_path, fork=False)  # one whole start in this file
         assert doc["outcome"] == "completed"
         assert doc["verdict"] == "not warmed" and doc["case"] == "fresh"
         assert abs(doc["never_written_fraction"] - truth) <= 0.01

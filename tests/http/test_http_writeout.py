@@ -19,12 +19,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from forkserver import PRELOAD, run_probetop_bytes
 from http_fixtures import LocalServer, make_cert
 from probetop.probes.http.writeout import VARIABLES, WriteOut, parse_format
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl CLI")
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main", "http"]
+HTTP_PRELOAD = (*PRELOAD, "probetop.probes.http", "pycurl")
 # The values the server (not the client build or the clock) decides.
 SAME_VALUE = (
     "content_type",
@@ -99,8 +101,12 @@ def run_both(
         timeout=30,
         env=env,
     )
-    ours = subprocess.run(
-        [*PROBETOP, "-o", "/dev/null", *args], capture_output=True, input=stdin, timeout=30
+    # forked from a zygote that has imported the CLI and the http family
+    # (tests/forkserver.py: a process of its own with this argv, stdio and
+    # exit status; ~0.4 CPU-s of start-up spared a run); the cases below
+    # that run probetop themselves start the whole `python -m`
+    ours = run_probetop_bytes(
+        ["http", "-o", "/dev/null", *args], input=stdin, timeout=30, preload=HTTP_PRELOAD
     )
     return curl, ours
 
