@@ -544,4 +544,7 @@ class TargetLock:
                 os.close(fd)
 
     def __del__(self) -> None:
-        self.release()
+        # A stop signal's exception can land inside __init__ (a session
+        # stopped while it starts): then there is nothing held to drop.
+        if getattr(self, "_held", None):
+            self.release()

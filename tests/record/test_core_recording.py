@@ -40,9 +40,10 @@ async def test_recording_is_private_valid_and_complete(tmp_path):
     assert lines[-1]["type"] == "footer" and lines[-1]["reason"] == "time"
     samples = [line for line in lines if line["type"] == "sample"]
     # 0.7 s at 0.2 s: three intervals per probe (two if a loaded machine
-    # delays the third tick past the deadline), and the footer agrees.
+    # delays the third tick past the deadline; four if it delays a tick so
+    # that a last partial interval remains before it), and the footer agrees.
     per_probe = {pid: sum(1 for s in samples if s["probe"] == pid) for pid in result.summaries}
-    assert all(n in (2, 3) for n in per_probe.values()), per_probe
+    assert all(n in (2, 3, 4) for n in per_probe.values()), per_probe
     assert {pid: s["samples"] for pid, s in lines[-1]["summaries"].items()} == per_probe
     ts = [s["t"] for s in samples]
     assert ts == sorted(ts)
