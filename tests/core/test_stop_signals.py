@@ -14,7 +14,9 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from privilege import DATAGRAM, ICMP_MISSING, RAW, needs_icmp
@@ -69,8 +71,20 @@ ICMP_CASES = {
 }
 
 
+# The most threads allowed run as SCHED_IDLE workers: beside another test
+# worker (two huge-threads cases at once, or any busy neighbour) they wait
+# for CPU time that the stop clock cannot tell from the product's own (CI:
+# 3.0 s "of its own" once in three clean runs, at load; 0.03-0.47 s alone).
+# Measured alone, in the serial pass.
+ALONE = {"huge-threads", "cpu-huge-threads"}
+
+
+def cases(names: Iterable[str]) -> list[Any]:
+    return [pytest.param(n, marks=pytest.mark.serial) if n in ALONE else n for n in names]
+
+
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
-@pytest.mark.parametrize("case", list(CPU_CASES))
+@pytest.mark.parametrize("case", cases(CPU_CASES))
 def test_cpu_stops_within_2s_headless(tmp_path: Path, case: str, sig: int) -> None:
     record = tmp_path / "cpu.jsonl"
     stopped = stop_headless(CPU_CASES[case], record, sig, probe="cpu")
@@ -251,7 +265,7 @@ DASHBOARD_CASES = {
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
-@pytest.mark.parametrize("case", list(DASHBOARD_CASES))
+@pytest.mark.parametrize("case", cases(DASHBOARD_CASES))
 def test_dashboard_stops_within_2s(tmp_path: Path, case: str, sig: int) -> None:
     args, probe = DASHBOARD_CASES[case]
     if probe.startswith("icmp") and not (DATAGRAM or RAW):

@@ -44,7 +44,7 @@ from probetop.tui.ui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.ui.widgets.history import fmt_value
 from probetop.tui.ui.widgets.pane import PaneHelp, ProbePane
 from probetop.tui.ui.widgets.sparkrow import value_label
-from probetop.tui.ui.widgets.textblock import TextBlock, wrapped_rows
+from probetop.tui.ui.widgets.textblock import TextBlock, counts_text, wrapped_rows
 from rich.cells import cell_len, set_cell_size
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -66,14 +66,6 @@ def side_by_side(left: list[str], right: list[str], width: int) -> list[str]:
     right = right + [""] * (rows - len(right))
     pad = left_cells + GAP
     return [f"{set_cell_size(a, pad)}{b}".rstrip() for a, b in zip(left, right, strict=True)]
-
-
-def counts_text(prefix: str, counts: list[int]) -> str:
-    """Per-thread counts on one line: each of up to four threads, else the
-    spread ("16 threads min 700 max 780")."""
-    if len(counts) <= 4:
-        return prefix + "  ".join(f"t{i} {n:,}" for i, n in enumerate(counts))
-    return f"{prefix}min {min(counts):,} max {max(counts):,} ({len(counts)} threads)"
 
 
 def text_bar(value: float, top: float, width: int = BAR_WIDTH) -> str:

@@ -32,13 +32,12 @@ from probetop.probes.mem import (
     THREADS,
     MemInterval,
 )
-from probetop.tui.ui.panes.cpu import counts_text
 from probetop.tui.ui.widgets.bars import value_bar
 from probetop.tui.ui.widgets.generic_pane import SPARK_POINTS, SparkRow
 from probetop.tui.ui.widgets.history import fmt_value
 from probetop.tui.ui.widgets.pane import PaneHelp, ProbePane
 from probetop.tui.ui.widgets.sparkrow import value_label
-from probetop.tui.ui.widgets.textblock import TextBlock, wrapped_rows
+from probetop.tui.ui.widgets.textblock import TextBlock, counts_text, wrapped_rows
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 

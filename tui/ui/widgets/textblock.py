@@ -71,6 +71,14 @@ def wrap_fields(line: str, width: int) -> list[str]:
     return rows
 
 
+def counts_text(prefix: str, counts: list[int]) -> str:
+    """Per-thread counts on one line (the cpu and mem panes' squeezed form):
+    each of up to four threads, else the spread ("16 threads min 700 max 780")."""
+    if len(counts) <= 4:
+        return prefix + "  ".join(f"t{i} {n:,}" for i, n in enumerate(counts))
+    return f"{prefix}min {min(counts):,} max {max(counts):,} ({len(counts)} threads)"
+
+
 def wrapped_rows(lines: Sequence[str], width: int) -> int:
     """Rows ``lines`` take in a wrapping block ``width`` cells wide."""
     return sum(len(wrap_fields(line, width)) for line in lines)
