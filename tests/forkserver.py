@@ -207,8 +207,12 @@ class Forked:
         return self.returncode
 
     def send_signal(self, sig: int) -> None:
+        """As Popen's: nothing once the run has ended. The zygote, not this
+        process, reaps it, so it can be gone between ``poll`` and the kill
+        (CI: ProcessLookupError right after a run ended on the first signal)."""
         if self.poll() is None:
-            os.kill(self.pid, sig)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
 
     def kill(self) -> None:
         self.send_signal(9)
