@@ -282,6 +282,20 @@ def header_sink(
     return on_header
 
 
+def close_output(file: Any) -> str | None:
+    """Ends one curl output (-o's body, -D's headers): stdout is flushed and
+    stays open for what follows, a file is closed. Returns the error's text
+    (a full disk shows at the flush or close), or None."""
+    try:
+        if file is sys.stdout.buffer:
+            file.flush()
+        else:
+            file.close()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
 class HeaderDump:
     """curl's -D FILE: every response's header lines as received, every URL's
     in turn (every hop's with -L), in one file opened once before the first
@@ -317,13 +331,7 @@ class HeaderDump:
     def close(self) -> None:
         if self.file is None:
             return
-        try:
-            if self.file is sys.stdout.buffer:
-                self.file.flush()
-            else:
-                self.file.close()
-        except OSError as exc:
-            self.error = exc.strerror or str(exc)
+        self.error = close_output(self.file) or self.error
         self.file = None
 
 
@@ -420,11 +428,6 @@ class Body:
     def close(self) -> None:
         if self.file is None:
             return
-        try:
-            if self.file is sys.stdout.buffer:
-                self.file.flush()
-            else:
-                self.file.close()
-                self.file = None
-        except OSError as exc:
-            self.error = exc.strerror or str(exc)
+        self.error = close_output(self.file) or self.error
+        if self.file is not sys.stdout.buffer:
+            self.file = None
