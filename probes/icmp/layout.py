@@ -172,6 +172,7 @@ HIST_SIZE = HIST_LINEAR + (HIST_MAX_BITS - HIST_SUB_BITS - 1) * HIST_SUB
 # -- error packets kept for dissection (per interval) --------------------------
 ERR_RING = 16
 ERR_BYTES = 576  # IPv4 minimum MTU: a whole ICMP error fits
+MAX_IP_HEADER = 60  # IPv4's header with every option (IHL 15); raw sockets deliver it
 ADDR_BYTES = 28  # sockaddr_in6
 
 # -- recvmsg's arguments, laid out once per stream in int64 arrays (64-bit Linux) --

@@ -53,6 +53,7 @@ from probetop.probes.icmp.layout import (
     M_IOV,
     M_IOVLEN,
     M_NAME,
+    MAX_IP_HEADER,
     N_CONFIG,
     N_COUNTERS,
     N_LOG,
@@ -167,7 +168,10 @@ class LoopState:
         self.packet[:] = np.frombuffer(packet, np.uint8)
         self.addr = own_lines(ADDR_BYTES, np.uint8)
         self.addr[: len(addr)] = np.frombuffer(addr, np.uint8)
-        self.buf = own_lines(max(ERR_BYTES, 1024), np.uint8)
+        # Room for the whole reply (a raw IPv4 socket adds an IP header of up
+        # to 60 bytes): recvmsg cuts a longer datagram to the buffer, and the
+        # reply's length (ping's "N bytes from") is what it returns.
+        self.buf = own_lines(max(ERR_BYTES, MAX_IP_HEADER + len(packet)), np.uint8)
         self.src = own_lines(ADDR_BYTES, np.uint8)
         # recvmsg's msghdr and iovec point at these arrays: set once, kept alive here.
         self.cmsg = own_lines(CONTROL_WORDS, np.int64)
