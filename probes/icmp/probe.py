@@ -130,7 +130,8 @@ class IcmpProbe:
 
             family = socket.AF_INET6 if opts.family == 6 else socket.AF_INET
         self.target = resolve_target(opts.host, family, opts.source, opts.broadcast)
-        check_size(self.target, opts.size)
+        if opts.pmtudisc is None:  # with ping's -M, the kernel decides, as for ping
+            check_size(self.target, opts.size)
         self.mode = choose_mode(opts.socket_mode)
         # Open (and close) one socket now: a permission problem must stop us before any UI.
         sock, _ = self._open(0)
@@ -388,7 +389,12 @@ class IcmpProbe:
         # Raw sockets: a random id per run, +index per stream (ping uses its pid).
         ident = (_RUN_IDENT + index) & 0xFFFF
         return open_icmp_socket(
-            self.target, self.mode, ident=ident, ttl=self.settings.ttl, source=self.settings.source
+            self.target,
+            self.mode,
+            ident=ident,
+            ttl=self.settings.ttl,
+            source=self.settings.source,
+            pmtudisc=self.settings.pmtudisc,
         )
 
     def _describe_pace(self) -> str:

@@ -35,8 +35,15 @@ def _ms(value_us: float | None) -> str:
 
 
 def _icmp_error_total(errors: Mapping[str, int]) -> int:
-    """ICMP errors received (ping's ``+N errors``): not our local send/receive errnos."""
-    return sum(n for name, n in errors.items() if not name.startswith(("send ", "receive ")))
+    """ping's ``+N errors``: ICMP errors received, and requests too long for
+    the path MTU (EMSGSIZE: ping reads the kernel's queued local error and
+    counts it, ``local error: message too long, mtu=N``); not the other
+    local send/receive errnos, which ping only prints."""
+    return sum(
+        n
+        for name, n in errors.items()
+        if name == "send EMSGSIZE" or not name.startswith(("send ", "receive "))
+    )
 
 
 def _local_error_words(name: str, n: int) -> str | None:

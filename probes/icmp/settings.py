@@ -75,6 +75,9 @@ def sample_interval_floor_s(streams: int) -> float:
 UNSOLICITED_MAX_PPS = 100.0  # above this, --flood or an explicit --rate is required
 MAX_SIZE = 65507  # largest ICMP payload in one IPv4 datagram
 SOCKET_MODES = ("auto", "raw", "datagram")
+# ping -M's words (iputils 20221126 takes these three); IP_MTU_DISCOVER's
+# value (and IPV6_MTU_DISCOVER's) is the index: IP_PMTUDISC_DONT, _WANT, _DO.
+PMTUDISC_MODES = ("dont", "want", "do")
 
 DESCRIPTION = """\
 Send ICMP echo requests to HOST and show, per interval, requests/s, replies/s,
@@ -244,6 +247,15 @@ SPEC = CommandSpec(
             ("-t", "--ttl"), "IP TTL / hop limit", _count, metavar="N", refused_exit=PING_VALUE_EXIT
         ),
         Option(
+            ("-M", "--pmtudisc"),
+            "path MTU discovery, as ping -M: do (set don't-fragment; a request above the "
+            "path MTU fails and counts in ping's +N errors), want (fragment one that is too "
+            "large), dont (never set don't-fragment). Without -M, don't-fragment, and a "
+            "--size above the path MTU is refused before anything is sent",
+            choices=PMTUDISC_MODES,
+            dest="pmtudisc",
+        ),
+        Option(
             ("-4",),
             "IPv4 only",
             action="store_const",
@@ -356,6 +368,8 @@ class IcmpSettings:
     deadline_s: float | None = None
     # Since 0.5: ping -A (the period follows the RTT ewma once a reply came).
     adaptive: bool = False
+    # Since 0.6: ping -M (None: don't-fragment, and a size above the path MTU refused).
+    pmtudisc: str | None = None
 
     @classmethod
     def from_options(
@@ -383,6 +397,7 @@ class IcmpSettings:
             timestamps=bool(values.get("timestamps", False)),
             deadline_s=deadline_s,
             adaptive=bool(values.get("adaptive", False)),
+            pmtudisc=values.get("pmtudisc"),
         )
         settings.validate()
         return settings
@@ -556,6 +571,8 @@ def _one_command(settings: IcmpSettings, address: str | None) -> str:
         cmd += ["-w", f"{o.deadline_s:g}"]
     if o.ttl:
         cmd += ["-t", str(o.ttl)]
+    if o.pmtudisc:
+        cmd += ["-M", o.pmtudisc]
     if o.source:
         cmd += ["-I", o.source]
     if o.broadcast:

@@ -32,6 +32,7 @@ import psutil
 from probetop.probes.core.base import PermissionProbeError, TargetProbeError
 from probetop.probes.core.privileges import has_net_raw, ping_group_allows
 from probetop.probes.icmp.layout import IP_RECVTTL, IPV6_RECVHOPLIMIT, SO_TIMESTAMPNS
+from probetop.probes.icmp.settings import PMTUDISC_MODES
 
 # Linux socket option numbers the socket module does not export everywhere.
 SOL_RAW = 255
@@ -40,11 +41,9 @@ ICMP6_FILTER = 1
 SO_ATTACH_FILTER = 26
 SO_RCVBUFFORCE = 33
 IP_MTU_DISCOVER = 10
-IP_PMTUDISC_DO = 2
 IP_MTU = 14
 IP_RECVERR = 11
 IPV6_MTU_DISCOVER = 23
-IPV6_PMTUDISC_DO = 2
 IPV6_MTU = 24
 IPV6_RECVERR = 25
 IPV6_UNICAST_HOPS = 16
@@ -280,8 +279,10 @@ def open_icmp_socket(
     ident: int,
     ttl: int | None = None,
     source: str | None = None,
+    pmtudisc: str | None = None,
 ) -> tuple[socket.socket, int]:
-    """An ICMP socket for ``target`` in ``mode``; returns it and the echo id it uses."""
+    """An ICMP socket for ``target`` in ``mode``; returns it and the echo id it
+    uses. ``pmtudisc``: ping -M's word (None: ``do``, don't-fragment)."""
     v6 = target.v6
     proto = socket.IPPROTO_ICMPV6 if v6 else socket.IPPROTO_ICMP
     kind = socket.SOCK_RAW if mode == "raw" else socket.SOCK_DGRAM
@@ -307,12 +308,14 @@ def open_icmp_socket(
                 (socket.IPPROTO_IPV6, IPV6_RECVERR) if v6 else (socket.IPPROTO_IP, IP_RECVERR)
             )
             sock.setsockopt(level, opt, 1)
+        # IP_PMTUDISC_DONT, _WANT, _DO are 0-2, the same for IPv6.
+        discover = PMTUDISC_MODES.index(pmtudisc or "do")
         if v6:
-            sock.setsockopt(socket.IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO)
+            sock.setsockopt(socket.IPPROTO_IPV6, IPV6_MTU_DISCOVER, discover)
             if ttl is not None:
                 sock.setsockopt(socket.IPPROTO_IPV6, IPV6_UNICAST_HOPS, ttl)
         else:
-            sock.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
+            sock.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, discover)
             if ttl is not None:
                 sock.setsockopt(socket.IPPROTO_IP, socket.IP_TTL, ttl)
         if target.broadcast:

@@ -48,6 +48,7 @@ _SETTING_TYPES: dict[str, tuple[type, ...]] = {
     "timestamps": (bool,),
     "deadline_s": (int, float, type(None)),
     "adaptive": (bool,),
+    "pmtudisc": (str, type(None)),
 }
 
 
@@ -86,6 +87,8 @@ class IcmpParams:
             del d["deadline_s"]
         if not d["adaptive"]:  # since 0.5, only with -A
             del d["adaptive"]
+        if d["pmtudisc"] is None:  # since 0.6, only with -M
+            del d["pmtudisc"]
         d["mode"] = self.mode
         if self.target is not None:
             d["address"] = self.target.address

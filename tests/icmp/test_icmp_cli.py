@@ -85,6 +85,7 @@ FLAGS_ADDED = {
     *("-f", "-q", "--quiet", "-w", "--deadline", "-W", "-D", "--timestamps", "-I", "-b"),
     "--metrics-linger",
     *("-A", "--adaptive"),  # ping's adaptive interval
+    *("-M", "--pmtudisc"),  # ping's path MTU discovery
 }
 
 
