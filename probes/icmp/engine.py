@@ -74,6 +74,7 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     C_IDENT,
     C_LOG,
     C_LOG_RETURN,
+    C_OUTSTANDING,
     C_PACED,
     C_PERIOD,
     C_PKTLEN,
@@ -126,7 +127,7 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     K_WRAPPED,
     L_AT,
     L_BYTES,
-    L_DUP,
+    L_KIND,
     L_RTT,
     L_SEQ,
     L_TTL,
@@ -141,6 +142,9 @@ from probetop.probes.icmp.layout import (  # noqa: E402
     R_SUM,
     R_SUMSQ,
     REPLIED,
+    ROW_DUPLICATE,
+    ROW_NO_ANSWER,
+    ROW_REPLY,
     S_EWMA8,
     S_FIRST_RUN_DONE,
     S_FIRST_SEND,
@@ -415,7 +419,7 @@ def _on_packet(
                 log[row, L_BYTES] = n - off
                 log[row, L_RTT] = at - sent
                 log[row, L_AT] = at
-                log[row, L_DUP] = 1 if state == REPLIED else 0
+                log[row, L_KIND] = ROW_DUPLICATE if state == REPLIED else ROW_REPLY
                 st[S_LOG_N] = row + 1
             else:
                 st[S_LOG_DROPPED] += 1
@@ -554,6 +558,7 @@ def run_slice(
     send_until = cfg[C_SEND_UNTIL]
     adaptive = cfg[C_ADAPTIVE] != 0
     adapt_floor = cfg[C_ADAPT_FLOOR]
+    outstanding = cfg[C_OUTSTANDING] != 0 and cfg[C_LOG] > 0
     # Once per slice: the clocks only drift apart by a step, which the
     # plausibility check in _on_packet catches.
     offset = _clock_offset(ts)
@@ -656,6 +661,23 @@ def run_slice(
                     else:
                         _resolved(st, ctr, slot_state[old] == REPLIED)
                     st[S_TAIL] += 1
+                if outstanding and head > 0:
+                    # ping -O (iputils pinger): the request before this one
+                    # not answered yet (a late reply counts, as ping's
+                    # rcvd_test) gets its line now, before this one goes out.
+                    before = slot_state[(head - 1) & (SLOTS - 1)]
+                    if before != REPLIED and before != LATE:
+                        row = st[S_LOG_N]
+                        if row < cfg[C_LOG]:
+                            log[row, L_SEQ] = head - 1
+                            log[row, L_TTL] = -1
+                            log[row, L_BYTES] = 0
+                            log[row, L_RTT] = 0
+                            log[row, L_AT] = now
+                            log[row, L_KIND] = ROW_NO_ANSWER
+                            st[S_LOG_N] = row + 1
+                        else:
+                            st[S_LOG_DROPPED] += 1
                 seq16 = head & (SLOTS - 1)
                 packet[6] = seq16 >> 8
                 packet[7] = seq16 & 0xFF
@@ -740,6 +762,11 @@ def run_slice(
             ctr[K_RECV_ERRS] += 1
             recv_errnos[min(e, recv_errnos.shape[0] - 1)] += 1
             continue
+        if log_return and st[S_LOG_N] > 0:
+            # A row logged at a send (ping -O's line) is printed before the
+            # loop sleeps, not at the next reply or the interval's end.
+            st[S_RETURNED] = now
+            return SLICE_REPLY
         # -- nothing to read: wait until the next thing to do -------------
         # Sleep at most CONTROL_POLL_NS, so a drain or abort request is seen soon.
         wake = min(deadline_ns, now + CONTROL_POLL_NS)

@@ -75,7 +75,10 @@ C_SEND_UNTIL = 16
 # to whole ms (0: paced by the replies, as a flood), at least C_ADAPT_FLOOR ns
 # (ping's 2 ms for a user other than root); before it, C_PERIOD's.
 C_ADAPTIVE, C_ADAPT_FLOOR = 17, 18
-N_CONFIG = 19
+# ping -O: before each request, a row in the reply log if the one before it
+# is still unanswered (ping's "no answer yet for icmp_seq=N").
+C_OUTSTANDING = 19
+N_CONFIG = 20
 
 # -- persistent loop state (int64 array) ---------------------------------------
 S_HEAD, S_TAIL, S_NEXT_SEND, S_LAST_SEND, S_IN_FLIGHT, S_MAX_RX = range(6)
@@ -111,8 +114,11 @@ S_PIPE, S_EWMA8 = 18, 19
 N_STATE = 20
 
 # -- the reply log (int64 rows; the caller takes and empties it each return) ---
-L_SEQ, L_TTL, L_BYTES, L_RTT, L_AT, L_DUP = range(6)
+L_SEQ, L_TTL, L_BYTES, L_RTT, L_AT, L_KIND = range(6)
 N_LOG = 6
+# L_KIND: an echo reply, a duplicate (ping's DUP!), or ping -O's "no answer
+# yet" for request L_SEQ (L_AT: when the next request was due; no reply fields).
+ROW_REPLY, ROW_DUPLICATE, ROW_NO_ANSWER = 0, 1, 2
 # Where a reply's TTL is when the IP header is not delivered (datagram and
 # IPv6 sockets): an IP_TTL / IPV6_HOPLIMIT cmsg (IP_RECVTTL, IPV6_RECVHOPLIMIT).
 IPPROTO_IP, IP_TTL, IP_RECVTTL = 0, 2, 12

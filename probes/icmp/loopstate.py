@@ -36,6 +36,7 @@ from probetop.probes.icmp.layout import (
     C_IDENT,
     C_LOG,
     C_LOG_RETURN,
+    C_OUTSTANDING,
     C_PACED,
     C_PERIOD,
     C_PKTLEN,
@@ -304,13 +305,15 @@ def make_config(
     send_until_ns: int = 0,
     adaptive: bool = False,
     adaptive_floor_ns: int = 0,
+    outstanding: bool = False,
 ) -> np.ndarray:
     """The loop's config array. ``period_ns`` 0 = flood (send as replies arrive).
     ``log_rows`` > 0 turns the reply log on (rows per slice); ``log_return``
     makes the loop return at each logged reply. ``count_replies``: ``count``
     is of echo replies, not requests (ping -c N -w S). ``send_until_ns``:
     the run's deadline (monotonic ns; 0: none), after which no request goes
-    out (ping -w S)."""
+    out (ping -w S). ``outstanding``: ping -O's "no answer yet" rows in the
+    reply log (with ``log_rows`` only)."""
     cfg = np.zeros(N_CONFIG, np.int64)
     cfg[C_FD] = fd
     cfg[C_V6] = int(v6)
@@ -332,6 +335,7 @@ def make_config(
     cfg[C_SEND_UNTIL] = max(0, send_until_ns)
     cfg[C_ADAPTIVE] = int(adaptive)
     cfg[C_ADAPT_FLOOR] = max(0, adaptive_floor_ns)
+    cfg[C_OUTSTANDING] = int(outstanding)
     return cfg
 
 

@@ -51,6 +51,7 @@ class Reply:
     rtt_ns: int
     at_s: float
     duplicate: bool
+    no_answer: bool = False  # ping -O's line for request ``seq``: no reply fields
 
 
 class ReplyListener(Protocol):
@@ -181,11 +182,14 @@ class PingWriter:
         self._write(header_line(host, address, size, v6) + "\n")
 
     def replies(self, replies: Sequence[Reply], dropped: int) -> None:
-        if self.quiet:
-            return
         lines = []
         for r in replies:
             stamp = f"[{r.at_s:.6f}] " if self.timestamps else ""
+            if r.no_answer:  # ping -O prints it with -q too
+                lines.append(f"{stamp}no answer yet for icmp_seq={(r.seq + 1) & 0xFFFF}\n")
+                continue
+            if self.quiet:
+                continue
             ttl = "" if r.ttl is None else f" ttl={r.ttl}"
             dup = " (DUP!)" if r.duplicate else ""
             lines.append(
@@ -222,7 +226,16 @@ class PingWriter:
 
 def rows_to_replies(rows: Any, stream: int, wall_offset_ns: int) -> list[Reply]:
     """The native loop's log rows (layout.L_*; arrival in monotonic ns) as Replies."""
-    from probetop.probes.icmp.layout import L_AT, L_BYTES, L_DUP, L_RTT, L_SEQ, L_TTL
+    from probetop.probes.icmp.layout import (
+        L_AT,
+        L_BYTES,
+        L_KIND,
+        L_RTT,
+        L_SEQ,
+        L_TTL,
+        ROW_DUPLICATE,
+        ROW_NO_ANSWER,
+    )
 
     out = []
     for row in rows:
@@ -235,7 +248,8 @@ def rows_to_replies(rows: Any, stream: int, wall_offset_ns: int) -> list[Reply]:
                 nbytes=int(row[L_BYTES]),
                 rtt_ns=max(0, int(row[L_RTT])),
                 at_s=(int(row[L_AT]) + wall_offset_ns) / 1e9,
-                duplicate=bool(row[L_DUP]),
+                duplicate=int(row[L_KIND]) == ROW_DUPLICATE,
+                no_answer=int(row[L_KIND]) == ROW_NO_ANSWER,
             )
         )
     return out

@@ -113,8 +113,10 @@ class IcmpProbe:
     @property
     def logs_replies(self) -> bool:
         """Whether the loop logs each reply: ping's per-reply lines (not with
-        -q, not for a flood, whose ping -f prints dots instead)."""
-        return self.listener is not None and not self.settings.quiet and not self.settings.flood
+        -q unless -O, whose lines ping prints even then; not for a flood,
+        whose ping -f prints dots instead)."""
+        o = self.settings
+        return self.listener is not None and not o.flood and (not o.quiet or o.outstanding)
 
     # -- Probe protocol --------------------------------------------------
     def prepare(self) -> None:

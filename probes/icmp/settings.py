@@ -238,6 +238,14 @@ SPEC = CommandSpec(
             default=False,
         ),
         Option(
+            ("-O", "--report-outstanding"),
+            "before each request, say if the one before it is still unanswered "
+            "(ping -O's 'no answer yet for icmp_seq=N'; printed with -q too, as ping)",
+            action="store_true",
+            default=False,
+            dest="outstanding",
+        ),
+        Option(
             ("-D", "--timestamps"),
             "print the arrival time (Unix seconds) before each reply line, as ping -D",
             action="store_true",
@@ -370,6 +378,8 @@ class IcmpSettings:
     adaptive: bool = False
     # Since 0.6: ping -M (None: don't-fragment, and a size above the path MTU refused).
     pmtudisc: str | None = None
+    # Since 0.6: ping -O (headless text only: nothing sent changes).
+    outstanding: bool = False
 
     @classmethod
     def from_options(
@@ -398,6 +408,7 @@ class IcmpSettings:
             deadline_s=deadline_s,
             adaptive=bool(values.get("adaptive", False)),
             pmtudisc=values.get("pmtudisc"),
+            outstanding=bool(values.get("outstanding", False)),
         )
         settings.validate()
         return settings

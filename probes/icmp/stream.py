@@ -206,6 +206,7 @@ class Stream(threading.Thread):
                 log_return=period_ns >= LOG_RETURN_MIN_PERIOD_NS and not p.settings.adaptive,
                 count_replies=p.settings.counts_replies,
                 adaptive=p.settings.adaptive,
+                outstanding=p.settings.outstanding,
                 # iputils' MINUSERINTERVAL: 2 ms for a user other than root
                 adaptive_floor_ns=0 if os.getuid() == 0 else ADAPTIVE_USER_FLOOR_NS,
                 # ping -w S: the loop sends nothing from the deadline on

@@ -49,6 +49,7 @@ _SETTING_TYPES: dict[str, tuple[type, ...]] = {
     "deadline_s": (int, float, type(None)),
     "adaptive": (bool,),
     "pmtudisc": (str, type(None)),
+    "outstanding": (bool,),
 }
 
 
@@ -80,7 +81,8 @@ class IcmpParams:
 
     def to_params(self) -> dict[str, Any]:
         d = dataclasses.asdict(self.settings)
-        for output_only in ("quiet", "timestamps"):  # since 0.3, and only when set
+        # since 0.3 (quiet, timestamps) and 0.6 (outstanding), only when set
+        for output_only in ("quiet", "timestamps", "outstanding"):
             if not d[output_only]:
                 del d[output_only]
         if d["deadline_s"] is None:  # since 0.4, only with -w/--time

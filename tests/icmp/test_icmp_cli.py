@@ -86,6 +86,7 @@ FLAGS_ADDED = {
     "--metrics-linger",
     *("-A", "--adaptive"),  # ping's adaptive interval
     *("-M", "--pmtudisc"),  # ping's path MTU discovery
+    *("-O", "--report-outstanding"),  # ping's "no answer yet" lines
 }
 
 
