@@ -46,7 +46,9 @@ def build_probes(settings: IcmpSettings, common: RunCommon) -> list[Probe]:
     ``PING`` line, a line per reply unless -q, a flood's dots) as it goes."""
     listener = None
     if common.wants_headless and not common.json and not common.detach:
-        listener = PingWriter(quiet=settings.quiet, timestamps=settings.timestamps)
+        listener = PingWriter(
+            quiet=settings.quiet, timestamps=settings.timestamps, audible=settings.audible
+        )
     return [IcmpProbe(settings, listener=listener)]
 
 

@@ -159,11 +159,17 @@ class PingWriter:
     stream threads call ``replies``, the event loop ``interval``."""
 
     def __init__(
-        self, out: TextIO | None = None, *, quiet: bool = False, timestamps: bool = False
+        self,
+        out: TextIO | None = None,
+        *,
+        quiet: bool = False,
+        timestamps: bool = False,
+        audible: bool = False,
     ) -> None:
         self.out = out if out is not None else sys.stdout
         self.quiet = quiet
         self.timestamps = timestamps
+        self.bell = "\a" if audible else ""  # ping -a: BEL before a reply line's newline
         self.source = ""
         self.flood_dots = 0
         self.dropped = 0
@@ -192,6 +198,7 @@ class PingWriter:
                 continue
             ttl = "" if r.ttl is None else f" ttl={r.ttl}"
             dup = " (DUP!)" if r.duplicate else ""
+            dup += self.bell
             lines.append(
                 f"{stamp}{r.nbytes} bytes from {self.source}: icmp_seq={(r.seq + 1) & 0xFFFF}"
                 f"{ttl} time={ping_ms(r.rtt_ns // 1000)} ms{dup}\n"

@@ -238,6 +238,12 @@ SPEC = CommandSpec(
             default=False,
         ),
         Option(
+            ("-a", "--audible"),
+            "a bell (BEL, \\a) at the end of each reply line, as ping -a",
+            action="store_true",
+            default=False,
+        ),
+        Option(
             ("-O", "--report-outstanding"),
             "before each request, say if the one before it is still unanswered "
             "(ping -O's 'no answer yet for icmp_seq=N'; printed with -q too, as ping)",
@@ -380,6 +386,7 @@ class IcmpSettings:
     pmtudisc: str | None = None
     # Since 0.6: ping -O (headless text only: nothing sent changes).
     outstanding: bool = False
+    audible: bool = False  # -a (headless text only)
 
     @classmethod
     def from_options(
@@ -409,6 +416,7 @@ class IcmpSettings:
             adaptive=bool(values.get("adaptive", False)),
             pmtudisc=values.get("pmtudisc"),
             outstanding=bool(values.get("outstanding", False)),
+            audible=bool(values.get("audible", False)),
         )
         settings.validate()
         return settings

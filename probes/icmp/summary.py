@@ -50,6 +50,7 @@ _SETTING_TYPES: dict[str, tuple[type, ...]] = {
     "adaptive": (bool,),
     "pmtudisc": (str, type(None)),
     "outstanding": (bool,),
+    "audible": (bool,),
 }
 
 
@@ -81,8 +82,8 @@ class IcmpParams:
 
     def to_params(self) -> dict[str, Any]:
         d = dataclasses.asdict(self.settings)
-        # since 0.3 (quiet, timestamps) and 0.6 (outstanding), only when set
-        for output_only in ("quiet", "timestamps", "outstanding"):
+        # since 0.3 (quiet, timestamps) and 0.6 (outstanding, audible), only when set
+        for output_only in ("quiet", "timestamps", "outstanding", "audible"):
             if not d[output_only]:
                 del d[output_only]
         if d["deadline_s"] is None:  # since 0.4, only with -w/--time

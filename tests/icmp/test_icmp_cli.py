@@ -87,6 +87,7 @@ FLAGS_ADDED = {
     *("-A", "--adaptive"),  # ping's adaptive interval
     *("-M", "--pmtudisc"),  # ping's path MTU discovery
     *("-O", "--report-outstanding"),  # ping's "no answer yet" lines
+    *("-a", "--audible"),  # ping's bell
 }
 
 
