@@ -39,6 +39,9 @@ Contract:
 - ``check_regular_file(flag, name)``: files libcurl reads itself (``--cacert``,
   a ``-b`` cookie file) must be readable regular files: libcurl would read
   ``/dev/zero`` forever inside a request, where no signal can stop it.
+- ``rate_limit``, ``local_ports``: --limit-rate's and --local-port's values,
+  read as curl 7.88 reads them (``OptionValueError``: curl's "is badly used
+  here", exit 2).
 - Limits: ``MAX_BODY_BYTES`` (request body), ``MAX_HEADER_FILE_BYTES``,
   ``MAX_TIMEOUT_S``, ``MAX_REDIRS``.
 """
@@ -54,6 +57,7 @@ import unicodedata
 from urllib.parse import urlsplit
 
 from probetop.probes.core.base import TargetProbeError, UsageProbeError
+from probetop.probes.core.options import OptionValueError
 from probetop.probes.record import redact_url
 
 SCHEMES = ("http", "https")
@@ -442,3 +446,25 @@ def check_connect_to(entry: str) -> str:
     except ValueError as exc:
         raise UsageProbeError(f"--connect-to {shown(entry)}: {exc}") from None
     return ":".join(parts)
+
+
+def rate_limit(text: str) -> int:
+    """curl 7.88's --limit-rate SPEED: whole bytes/s, with an optional unit
+    K, M or G (1024-based) or B; 0 is no limit. Anything else is curl's
+    "is badly used here" (exit 2)."""
+    match = re.fullmatch(r"\s*(\d+)([kKmMgGbB]?)", text)
+    if match is None:
+        raise OptionValueError(f"is badly used here: {text!r} (bytes/s, with K, M, G or B)")
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(match[2].lower(), 1)
+    return int(match[1]) * scale
+
+
+def local_ports(text: str) -> tuple[int, int]:
+    """curl 7.88's --local-port NUM[-NUM]: the first port and how many to try
+    (0: any port). Anything else is curl's "is badly used here" (exit 2)."""
+    match = re.fullmatch(r"(\d+)(?:-(\d+))?", text)
+    first = int(match[1]) if match else -1
+    last = int(match[2]) if match and match[2] else first
+    if match is None or not 0 <= first <= last <= 65535:
+        raise OptionValueError(f"is badly used here: {text!r} (NUM or NUM-NUM, 0-65535)")
+    return first, last - first + 1

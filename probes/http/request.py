@@ -90,6 +90,10 @@ class HttpRequest:
     head: bool = False  # -I
     compressed: bool = False  # --compressed
     interface: str | None = None  # --interface
+    local_port: int | None = None  # --local-port NUM[-NUM]: the first port
+    local_port_range: int = 1  # ... and how many from it
+    limit_rate: int | None = None  # --limit-rate, bytes/s each way (0: none)
+    path_as_is: bool = False  # --path-as-is
     proxy: str | None = None  # -x
     record_body: bool = False  # --record-body: the body in JSON output and recordings
 
@@ -327,6 +331,14 @@ def configure(
         curl.setopt(pycurl.ACCEPT_ENCODING, "")  # every encoding this libcurl can decode
     if request.interface:
         put("--interface", pycurl.INTERFACE, request.interface)
+    if request.local_port is not None:
+        put("--local-port", pycurl.LOCALPORT, request.local_port)
+        put("--local-port", pycurl.LOCALPORTRANGE, request.local_port_range)
+    if request.limit_rate:  # curl's tool sets both directions
+        put("--limit-rate", pycurl.MAX_RECV_SPEED_LARGE, request.limit_rate)
+        put("--limit-rate", pycurl.MAX_SEND_SPEED_LARGE, request.limit_rate)
+    if request.path_as_is:
+        curl.setopt(pycurl.PATH_AS_IS, 1)
     if request.proxy:
         # Without -x, libcurl reads http_proxy & co. from the environment, as curl does.
         put("-x", pycurl.PROXY, check_proxy(request.proxy))
@@ -422,6 +434,18 @@ def curl_command(request: HttpRequest, url: str) -> str:
         args.append("--compressed")
     if request.interface:
         args += ["--interface", request.interface]
+    if request.local_port is not None:
+        last = request.local_port + request.local_port_range - 1
+        ports = (
+            str(request.local_port)
+            if last == request.local_port
+            else f"{request.local_port}-{last}"
+        )
+        args += ["--local-port", ports]
+    if request.limit_rate:
+        args += ["--limit-rate", str(request.limit_rate)]
+    if request.path_as_is:
+        args.append("--path-as-is")
     if request.proxy:
         args += ["-x", redact_url(request.proxy)]
     args.append(redact_url(url))

@@ -47,6 +47,7 @@ def request_from_options(values: Mapping[str, Any]) -> HttpRequest:
     connect_timeout_s = _seconds(
         values, "connect_timeout", "connect_timeout_ms", "--connect-timeout"
     )
+    ports = values.get("local_port")
     return HttpRequest(
         method=values.get("method"),
         headers=tuple(_headers(values.get("headers") or ())),
@@ -68,6 +69,10 @@ def request_from_options(values: Mapping[str, Any]) -> HttpRequest:
         head=bool(values.get("head", False)),
         compressed=bool(values.get("compressed", False)),
         interface=values.get("interface"),
+        local_port=ports[0] if ports else None,
+        local_port_range=ports[1] if ports else 1,
+        limit_rate=values.get("limit_rate"),
+        path_as_is=bool(values.get("path_as_is", False)),
         proxy=values.get("proxy"),
         record_body=bool(values.get("record_body", False)),
     )

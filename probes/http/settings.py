@@ -223,6 +223,7 @@ def _split_header_values(values: Mapping[str, Any]) -> dict[str, Any]:
     groups = values.get("headers") or []
     headers: list[Any] = []
     urls: list[tuple[int, str]] = [_ordered(v, i) for i, v in enumerate(values.get("urls") or ())]
+    urls += [_ordered(v, i) for i, v in enumerate(values.get("url_options") or ())]  # --url
     for group in groups:
         items = [_ordered(v, 0) for v in (group if isinstance(group, list) else [group])]
         if not items:  # `--header=--`: argparse's empty list; the shape check says so

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from probetop.probes.core.options import CommandSpec, Option, duration, whole_number
+from probetop.probes.http.inputs import local_ports, rate_limit
 from probetop.probes.http.load.settings import LOAD_OPTIONS
 from probetop.probes.http.request import DEFAULT_MAX_REDIRS
 from probetop.probes.record import KEEP_BODY_FLAG
@@ -81,7 +82,7 @@ _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("--ciphers", "--tls-max", "--curves", "--tls13-ciphers"), True, "TLS tuning"),
     (("--tlsv1", "--tlsv1.0", "--tlsv1.1", "--tlsv1.2", "--tlsv1.3"), False, "TLS tuning"),
     (("-r", "--range", "-C", "--continue-at"), True, "ranges"),
-    (("--limit-rate", "--max-filesize", "-Y", "--speed-limit", "-y", "--speed-time"), True, ""),
+    (("--max-filesize", "-Y", "--speed-limit", "-y", "--speed-time"), True, ""),
     (("--retry", "--retry-delay", "--retry-max-time"), True, "use --count for repetition"),
     (("-U", "--proxy-user", "--noproxy", "--socks5", "--socks5-hostname"), True, "proxy auth"),
     (("-p", "--proxytunnel", "--proxy-insecure"), False, "proxy tuning"),
@@ -89,13 +90,13 @@ _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("--oauth2-bearer", "--aws-sigv4"), True, "use -H 'Authorization: ...'"),
     (("--digest", "--ntlm", "--negotiate", "--anyauth", "--basic"), False, "only basic -u"),
     (("--pinnedpubkey", "--capath", "--crlfile", "--proto", "--proto-redir"), True, ""),
-    (("--local-port", "--dns-servers", "--doh-url", "--happy-eyeballs-timeout-ms"), True, ""),
+    (("--dns-servers", "--doh-url", "--happy-eyeballs-timeout-ms"), True, ""),
     (("-K", "--config", "-z", "--time-cond", "--trace", "--trace-ascii", "--stderr"), True, ""),
-    (("--url", "--request-target", "--variable", "--netrc-file", "-Q", "--quote"), True, ""),
+    (("--request-target", "--variable", "--netrc-file", "-Q", "--quote"), True, ""),
     (("--location-trusted", "--post301", "--post302", "--post303"), False, "redirect tuning"),
     (("-n", "--netrc", "-Z", "--parallel", "-N", "--no-buffer", "-R", "--remote-time"), False, ""),
     (("--http2-prior-knowledge", "--http3-only", "--http0.9"), False, "use --http2 / --http3"),
-    (("--tcp-nodelay", "--tcp-fastopen", "--no-keepalive", "--path-as-is"), False, ""),
+    (("--tcp-fastopen", "--no-keepalive"), False, ""),
     (("-j", "--junk-session-cookies", "--raw", "--tr-encoding"), False, ""),
     # pycurlb's options probetop refuses (docs/http.md, "pycurlb's options").
     (
@@ -356,6 +357,44 @@ SPEC = CommandSpec(
             group=CURL,
         ),
         Option(("--interface",), "send from this interface/address", metavar="NAME", group=CURL),
+        Option(
+            ("--local-port",),
+            "connect from this local port, or the first free one of NUM-NUM",
+            local_ports,
+            metavar="NUM[-NUM]",
+            group=CURL,
+        ),
+        Option(
+            ("--limit-rate",),
+            "at most SPEED bytes/s each way (K, M, G: 1024-based), as curl; the "
+            "phases then measure the limited transfer",
+            rate_limit,
+            metavar="SPEED",
+            group=CURL,
+        ),
+        Option(
+            ("--path-as-is",),
+            "send the URL path as written (no squashing of /../ and /./)",
+            action="store_true",
+            default=False,
+            group=CURL,
+        ),
+        Option(
+            ("--tcp-nodelay",),
+            "TCP_NODELAY (on by default, as in curl since 7.50.2: accepted, changes nothing)",
+            action="store_true",
+            default=False,
+            group=CURL,
+        ),
+        Option(
+            ("--url",),
+            "a URL, as a positional one (repeatable; in order with them)",
+            _in_order,
+            metavar="URL",
+            action="append",
+            dest="url_options",
+            group=CURL,
+        ),
         Option(("-x", "--proxy"), "use this proxy", metavar="URL", group=CURL),
         # curl's -s mutes its error messages, -S brings them back; there is
         # no progress meter here, so --no-progress-meter changes nothing.
