@@ -24,10 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes import version
 from probetop.probes.core.sample import Sample
-from probetop.probes.core.sysbench import SYSBENCH_VERSION
-from probetop.probes.core.sysbench.options import seed_line
 from probetop.probes.core.sysbench.rate import QUEUE_FULL_MESSAGE
 from probetop.probes.core.sysbench.report import (
     NUM,
@@ -38,10 +35,13 @@ from probetop.probes.core.sysbench.report import (
     interrupted_line,
     json_document,
     number,
+    options_head,
     parse_sections,
+    printed,
     prints_at_time,
     stamp,
 )
+from probetop.probes.core.sysbench.report import banner as sysbench_banner
 from probetop.probes.cpu.records import CpuInterval
 
 __all__ = [
@@ -121,36 +121,24 @@ def sweep_table(rows: list[Mapping[str, Any]], percentile: float) -> list[str]:
 
 
 def banner(summary: Mapping[str, Any]) -> str:
-    """sysbench's first line. The version is the sysbench whose method and
-    report this follows (a script's ``sysbench (\\d+)\\.`` check picks the 1.0
-    layout, which is the one printed); the parenthesis, where sysbench names
-    its Lua runtime, names what really ran (docs/cpu.md#output)."""
+    """sysbench's first line, naming the engine that ran (docs/cpu.md#output)."""
     # The Python engine's label ("python engine: not comparable ...") says so here too.
-    engine = summary.get("label") or f"{summary.get('engine')} engine"
-    return f"sysbench {SYSBENCH_VERSION} (using probetop {version()}, {engine})"
+    return sysbench_banner(summary.get("label") or f"{summary.get('engine')} engine")
 
 
 def head_lines(summary: Mapping[str, Any], report_interval_s: float | None) -> list[str]:
     """The report's lines before its interval lines: the banner to "Threads
     started!" and its empty line (what ``probetop cpu`` prints as it starts)."""
     sweep = summary.get("sweep")
-    lines = [banner(summary), "", "Running the test with following options:"]
-    lines.append(
-        "Number of threads: "
-        + (
-            f"{','.join(str(r['threads']) for r in sweep)} (sweep: one run per thread count)"
-            if sweep
-            else f"{summary.get('threads')}"
-        )
+    threads = (
+        f"{','.join(str(r['threads']) for r in sweep)} (sweep: one run per thread count)"
+        if sweep
+        else f"{summary.get('threads')}"
     )
-    if summary.get("rate"):
-        lines.append(f"Target transaction rate: {summary['rate']}/sec")
-    if report_interval_s:
-        lines.append(f"Report intermediate results every {report_interval_s:g} second(s)")
+    seed = int(summary.get("rand_seed") or 0)
+    head = options_head(threads, summary.get("rate"), report_interval_s, seed)
+    lines = [banner(summary), "", *head]
     lines += [
-        # sysbench prints this for every test (cpu draws no random numbers in
-        # either tool); kept so the report lines up with sysbench's.
-        seed_line(int(summary.get("rand_seed") or 0)),
         "",
         "",
         f"Prime numbers limit: {summary.get('max_prime')}",
@@ -161,11 +149,6 @@ def head_lines(summary: Mapping[str, Any], report_interval_s: float | None) -> l
         "",
     ]
     return lines
-
-
-def printed(row: Mapping[str, Any]) -> bool:
-    """An interval row the report prints: a full interval, or the last at --time."""
-    return bool(row.get("full") or row.get("at_time"))
 
 
 class LiveLines:

@@ -23,10 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from probetop.probes import version
 from probetop.probes.core.sample import Sample
-from probetop.probes.core.sysbench import SYSBENCH_VERSION
-from probetop.probes.core.sysbench.options import seed_line
 from probetop.probes.core.sysbench.rate import QUEUE_FULL_MESSAGE
 from probetop.probes.core.sysbench.report import (
     NUM,
@@ -37,10 +34,13 @@ from probetop.probes.core.sysbench.report import (
     interrupted_line,
     json_document,
     number,
+    options_head,
     parse_sections,
+    printed,
     prints_at_time,
     stamp,
 )
+from probetop.probes.core.sysbench.report import banner as sysbench_banner
 from probetop.probes.mem.records import MemInterval
 
 __all__ = [
@@ -60,27 +60,17 @@ def interval_line(row: Mapping[str, Any], interval_s: float) -> str:
 
 
 def banner(summary: Mapping[str, Any]) -> str:
-    """sysbench's first line, as ``probetop cpu`` prints it: the version is the
-    sysbench whose method and report this follows (a script's version match
-    finds it); the parenthesis, where sysbench names its Lua runtime, names
-    what really ran."""
-    return (
-        f"sysbench {SYSBENCH_VERSION} (using probetop {version()}, {summary.get('engine')} engine)"
-    )
+    """sysbench's first line, naming the engine that ran."""
+    return sysbench_banner(f"{summary.get('engine')} engine")
 
 
 def head_lines(s: Mapping[str, Any], report_interval_s: float | None) -> list[str]:
     """The report's lines before its interval lines: the banner to "Threads
     started!" and its empty line (what ``probetop mem`` prints as it starts)."""
-    lines = [banner(s), "", "Running the test with following options:"]
-    lines.append(f"Number of threads: {s['threads']}")
-    if s.get("rate"):
-        lines.append(f"Target transaction rate: {s['rate']}/sec")
-    if report_interval_s:
-        lines.append(f"Report intermediate results every {report_interval_s:g} second(s)")
+    seed = int(s.get("rand_seed") or 0)
+    head = options_head(str(s["threads"]), s.get("rate"), report_interval_s, seed)
+    lines = [banner(s), "", *head]
     lines += [
-        # sysbench prints this for every test; kept so the report lines up with its.
-        seed_line(int(s.get("rand_seed") or 0)),
         "",
         "",
         "Running memory speed test with the following options:",
@@ -124,11 +114,6 @@ class LiveLines:
             return []
         row = {"t": round((sample.t_ns - self._start_ns) / 1e9, 6), "mibs": rec.mibs}
         return [interval_line(row, self.interval_s)]
-
-
-def printed(row: Mapping[str, Any]) -> bool:
-    """An interval row the report prints: a full interval, or the last at --time."""
-    return bool(row.get("full") or row.get("at_time"))
 
 
 def format_report(

@@ -6,6 +6,9 @@ Contract:
   sysbench's names, widths and number formats, from a summary holding
   ``total_time``, ``total_events``, ``percentile``, ``latency_ms`` and
   ``fairness`` (``counters.latency_ms`` / ``counters.fairness``).
+- ``banner(what_ran)`` is the first line and ``options_head(...)`` the
+  block under it, to the seed line, as every test prints them; ``printed(row)``
+  whether a kept interval row is one of the report's lines.
 - ``stamp(t, interval_s)`` is the ``[ 1s ]`` that begins an interval line;
   ``prints_at_time(...)`` whether a run's last, partial interval is printed
   as its last line (it ended at --time, on the reporting grid), as in every
@@ -36,12 +39,14 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+from probetop.probes import version
 from probetop.probes.core.base import Probe
 from probetop.probes.core.family import LiveText, RunCommon, RunOutcome
 from probetop.probes.core.intervallog import dropped_note
 from probetop.probes.core.sample import Sample
+from probetop.probes.core.sysbench import SYSBENCH_VERSION
 from probetop.probes.core.sysbench.hist import HIST_SIZE, bucket_value_ms, percentile_key
-from probetop.probes.core.sysbench.options import DEFAULT_VERBOSITY
+from probetop.probes.core.sysbench.options import DEFAULT_VERBOSITY, seed_line
 
 LATENCY_WIDTH = 53  # sysbench right-aligns latency values to this column
 STAT_PREFIX = 41  # "    total time:" padded to this width
@@ -61,6 +66,35 @@ COMMON_PATTERNS = {
     "fair_time": rf"execution time \(avg/stddev\):\s+{NUM}/{NUM}",
     "threads": r"^Number of threads:\s+(\d+)\s*$",
 }
+
+
+def banner(what_ran: str) -> str:
+    """sysbench's first line. The version is the sysbench whose method and
+    report this follows (a script's ``sysbench (\\d+)\\.`` check picks the 1.0
+    layout, which is the one printed); the parenthesis, where sysbench names
+    its Lua runtime, names what really ran (``what_ran``: "llvm engine")."""
+    return f"sysbench {SYSBENCH_VERSION} (using probetop {version()}, {what_ran})"
+
+
+def options_head(
+    threads: str, rate: object, report_interval_s: float | None, rand_seed: int
+) -> list[str]:
+    """sysbench's "Running the test with following options:" block, to its
+    seed line: the threads as given (``threads``), the target rate and the
+    reporting interval when set. The seed line is printed for every test
+    (whether it draws random numbers or not), as sysbench prints it."""
+    lines = ["Running the test with following options:", f"Number of threads: {threads}"]
+    if rate:
+        lines.append(f"Target transaction rate: {rate}/sec")
+    if report_interval_s:
+        lines.append(f"Report intermediate results every {report_interval_s:g} second(s)")
+    lines.append(seed_line(rand_seed))
+    return lines
+
+
+def printed(row: Mapping[str, Any]) -> bool:
+    """An interval row the report prints: a full interval, or the last at --time."""
+    return bool(row.get("full") or row.get("at_time"))
 
 
 def latency_line(label: str, value: float | None) -> str:
