@@ -83,7 +83,12 @@ _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("--tlsv1", "--tlsv1.0", "--tlsv1.1", "--tlsv1.2", "--tlsv1.3"), False, "TLS tuning"),
     (("-r", "--range", "-C", "--continue-at"), True, "ranges"),
     (("--max-filesize", "-Y", "--speed-limit", "-y", "--speed-time"), True, ""),
-    (("--retry", "--retry-delay", "--retry-max-time"), True, "use --count for repetition"),
+    (
+        ("--retry", "--retry-delay", "--retry-max-time"),
+        True,
+        "a retry hides the failure probetop is there to time; --count N makes each attempt "
+        "a sample, and --include-errors keeps the failed ones in the statistics",
+    ),
     (("-U", "--proxy-user", "--noproxy", "--socks5", "--socks5-hostname"), True, "proxy auth"),
     (("-p", "--proxytunnel", "--proxy-insecure"), False, "proxy tuning"),
     (("--unix-socket", "--abstract-unix-socket"), True, "unix sockets"),
