@@ -39,8 +39,9 @@ Contract:
 - ``check_regular_file(flag, name)``: files libcurl reads itself (``--cacert``,
   a ``-b`` cookie file) must be readable regular files: libcurl would read
   ``/dev/zero`` forever inside a request, where no signal can stop it.
-- ``rate_limit``, ``local_ports``: --limit-rate's and --local-port's values,
-  read as curl 7.88 reads them (``OptionValueError``: curl's "is badly used
+- ``rate_limit``, ``local_ports``, ``retry_number``: --limit-rate's,
+  --local-port's and --retry's (-delay, -max-time) values, read as curl
+  7.88 reads them (``OptionValueError``: curl's "is badly used
   here", exit 2).
 - Limits: ``MAX_BODY_BYTES`` (request body), ``MAX_HEADER_FILE_BYTES``,
   ``MAX_TIMEOUT_S``, ``MAX_REDIRS``.
@@ -468,3 +469,15 @@ def local_ports(text: str) -> tuple[int, int]:
     if match is None or not 0 <= first <= last <= 65535:
         raise OptionValueError(f"is badly used here: {text!r} (NUM or NUM-NUM, 0-65535)")
     return first, last - first + 1
+
+
+def retry_number(text: str) -> int:
+    """curl 7.88's --retry, --retry-delay and --retry-max-time value
+    (str2unum): a whole number, 0 or more, leading blanks allowed. Its words
+    for anything else (exit 2)."""
+    stripped = text.lstrip()
+    if re.fullmatch(r"-\d+", stripped):
+        raise OptionValueError("expected a positive numerical parameter")
+    if not re.fullmatch(r"\+?\d+", stripped):
+        raise OptionValueError("expected a proper numerical parameter")
+    return int(stripped)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from probetop.probes.core.base import UsageProbeError
 from probetop.probes.http.curlinfo import libcurl_version
 from probetop.probes.http.inputs import HttpUrlError
 from probetop.probes.http.request import check_http_version, check_url
+from probetop.probes.http.retry import Retries
 from probetop.probes.http.settings import HttpSettings
 from probetop.probes.http.spec import REMOTE_NAME, remote_name
 from probetop.probes.http.transfer import Exchange, fetch
@@ -137,20 +139,26 @@ def _each_url(
             code, errormsg = 23, WRITE_FAILED
             output, started = "", False  # curl stops before the transfer
         else:
-            try:
-                exchange = fetch(
-                    request,
-                    url,
-                    # --fail-with-body: the body is read, then exit 22 as -f
-                    fail=settings.fail and not settings.fail_with_body,
-                    sink=body.write if body is not None else None,
-                    certinfo=certinfo,
-                    header_sink=header_sink(body, dump, include=include),
-                )
-            finally:
-                if body is not None:
-                    body.close()
-            code = exchange.exit_status(fail=settings.fail)
+            retries = Retries(settings.retry) if settings.retry.count else None
+            while True:
+                try:
+                    exchange = fetch(
+                        request,
+                        url,
+                        # --fail-with-body: the body is read, then exit 22 as -f
+                        fail=settings.fail and not settings.fail_with_body,
+                        sink=body.write if body is not None else None,
+                        certinfo=certinfo,
+                        header_sink=header_sink(body, dump, include=include),
+                    )
+                finally:
+                    if body is not None:
+                        body.close()
+                code = exchange.exit_status(fail=settings.fail)
+                if retries is None or not _retried(settings, retries, exchange, code, body):
+                    break
+                if body is not None:  # the next attempt writes where this one did
+                    body = Body(body.name, disposition=disposition, output_dir=settings.output_dir)
             errormsg = exchange.curl_error(fail=settings.fail)
             message = exchange.message(fail=settings.fail)
             if body is not None and code == 0:
@@ -186,6 +194,31 @@ def _each_url(
         sys.stdout.write("\n")
     sys.stdout.flush()
     return code
+
+
+def _retried(
+    settings: HttpSettings, retries: Retries, exchange: Exchange, code: int, body: Body | None
+) -> bool:
+    """curl's --retry after one attempt: whether another follows. If so,
+    this attempt's error line and curl's warning are printed (``-s`` mutes
+    both, ``-S`` brings the error back), its -o bytes thrown away, and the
+    wait waited."""
+    reason = retries.policy.reason(exchange, code, fail=settings.fail)
+    wait_ms = retries.next_wait_ms(exchange, reason) if reason else None
+    if reason is None or wait_ms is None:
+        return False
+    message = exchange.message(fail=settings.fail)
+    if message and not settings.silent:
+        print(f"probetop: error: {message}", file=sys.stderr)
+    warning = retries.warning(reason, wait_ms)
+    thrown = body.throw_away() if body is not None else 0
+    if not settings.warnings_muted:
+        print(f"probetop: warning: {warning}", file=sys.stderr)
+        if thrown:
+            print(f"Throwing away {thrown} bytes", file=sys.stderr)
+    sys.stdout.flush()  # the attempt's body (curl writes each attempt's)
+    time.sleep(wait_ms / 1000)
+    return True
 
 
 def write_out(writer: WriteOut, settings: HttpSettings, transfer: Transfer) -> None:
@@ -362,6 +395,7 @@ class Body:
         self.warnings: list[str] = []  # curl's "Warning: ..." lines (muted by -s)
         self.file: Any = None
         self.opened = False
+        self.written = 0  # bytes written to an -o file (what a --retry throws away)
         self.error: str | None = None
         if name is None or name == "-":
             self.file = sys.stdout.buffer
@@ -419,7 +453,23 @@ class Body:
         except OSError as exc:
             self.error = exc.strerror or str(exc)
             return 0  # libcurl stops the transfer: curl's exit 23
+        if self.opened:
+            self.written += len(data)
         return None
+
+    def throw_away(self) -> int:
+        """Before a --retry: empty the -o file this attempt wrote to (curl
+        truncates it), so the next attempt's body is the file's only content;
+        the bytes thrown away (0: none written, or stdout)."""
+        thrown, self.written = self.written, 0
+        if thrown and self.path:
+            import os
+
+            try:
+                os.truncate(self.path, 0)
+            except OSError as exc:
+                self.error = exc.strerror or str(exc)
+        return thrown
 
     def finish(self) -> None:
         if not self.opened and self.file is None and self.name not in (None, "-", "/dev/null"):

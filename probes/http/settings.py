@@ -20,6 +20,7 @@ from probetop.probes.http.inputs import read_at_file
 from probetop.probes.http.load.settings import LoadSettings, load_from_options
 from probetop.probes.http.request import HttpRequest
 from probetop.probes.http.requestopts import request_from_options
+from probetop.probes.http.retry import RetryPolicy
 from probetop.probes.http.spec import SPEC, unsupported_flag, unsupported_message
 
 
@@ -59,6 +60,7 @@ class HttpSettings:
     silent: bool = False  # -s without -S: no error messages on stderr, as curl's
     include: bool = False  # -i (or -I in curl's output mode): header lines before the body
     dump_header: str | None = None  # -D FILE: every response's header lines ("-": stdout)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)  # --retry & co. (one-off)
 
     def __post_init__(self) -> None:
         if not isinstance(self.urls, tuple):
@@ -119,6 +121,18 @@ class HttpSettings:
         fail = bool(values.get("fail")) or fail_with_body
         include = bool(values.get("include"))
         dump_header = values.get("dump_header")
+        retry = RetryPolicy(
+            count=int(values.get("retry") or 0),
+            delay_s=int(values.get("retry_delay") or 0),
+            max_time_s=int(values.get("retry_max_time") or 0),
+            connrefused=bool(values.get("retry_connrefused")),
+            all_errors=bool(values.get("retry_all_errors")),
+        )
+        if repeated and retry.count:
+            raise UsageProbeError(
+                "--retry is a one-off option (curl's retries of one transfer); repeated and "
+                "load mode time every attempt: --include-errors keeps the failed ones"
+            )
         if repeated and (
             write_out is not None
             or fail
@@ -167,6 +181,7 @@ class HttpSettings:
             silent=bool(values.get("curl_silent")) and not values.get("curl_show_error"),
             include=include,
             dump_header=None if dump_header is None else str(dump_header),
+            retry=retry,
         )
         if settings.one_off and (warmup is not None or include_errors):
             raise UsageProbeError(

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from probetop.probes.core.options import CommandSpec, Option, duration, whole_number
-from probetop.probes.http.inputs import local_ports, rate_limit
+from probetop.probes.http.inputs import local_ports, rate_limit, retry_number
 from probetop.probes.http.load.settings import LOAD_OPTIONS
 from probetop.probes.http.request import DEFAULT_MAX_REDIRS
 from probetop.probes.record import KEEP_BODY_FLAG
@@ -83,12 +83,6 @@ _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("--tlsv1", "--tlsv1.0", "--tlsv1.1", "--tlsv1.2", "--tlsv1.3"), False, "TLS tuning"),
     (("-r", "--range", "-C", "--continue-at"), True, "ranges"),
     (("--max-filesize", "-Y", "--speed-limit", "-y", "--speed-time"), True, ""),
-    (
-        ("--retry", "--retry-delay", "--retry-max-time"),
-        True,
-        "a retry hides the failure probetop is there to time; --count N makes each attempt "
-        "a sample, and --include-errors keeps the failed ones in the statistics",
-    ),
     (("-U", "--proxy-user", "--noproxy", "--socks5", "--socks5-hostname"), True, "proxy auth"),
     (("-p", "--proxytunnel", "--proxy-insecure"), False, "proxy tuning"),
     (("--unix-socket", "--abstract-unix-socket"), True, "unix sockets"),
@@ -375,6 +369,42 @@ SPEC = CommandSpec(
             "phases then measure the limited transfer",
             rate_limit,
             metavar="SPEED",
+            group=CURL,
+        ),
+        Option(
+            ("--retry",),
+            "one-off: retry a transient failure (timeout, DNS, HTTP 408/429/500/502/503/504) "
+            "up to N times, waiting 1 s, then 2, 4 ... (Retry-After if the server says), as curl",
+            retry_number,
+            metavar="N",
+            group=CURL,
+        ),
+        Option(
+            ("--retry-delay",),
+            "with --retry: wait S seconds between attempts (no doubling), as curl",
+            retry_number,
+            metavar="S",
+            group=CURL,
+        ),
+        Option(
+            ("--retry-max-time",),
+            "with --retry: no new attempt S seconds after the first began, as curl",
+            retry_number,
+            metavar="S",
+            group=CURL,
+        ),
+        Option(
+            ("--retry-connrefused",),
+            "with --retry: a refused connection is transient too, as curl",
+            action="store_true",
+            default=False,
+            group=CURL,
+        ),
+        Option(
+            ("--retry-all-errors",),
+            "with --retry: retry on any error, as curl",
+            action="store_true",
+            default=False,
             group=CURL,
         ),
         Option(
