@@ -232,11 +232,6 @@ class RawServer:
         self.thread = threading.Thread(target=self._serve, daemon=True)
 
     @property
-    def accepted(self) -> int:
-        """TCP connections accepted so far."""
-        return int(self.httpd.accepted)
-
-    @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
 
