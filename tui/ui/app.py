@@ -398,6 +398,11 @@ class ProbetopApp(App[int]):
         else:
             self.notify(message, title=title, severity=severity, timeout=timeout)  # type: ignore[arg-type]
 
+    @property
+    def stop_signalled_seen(self) -> bool:
+        """A stop signal (not q, --time or a probe's end) is ending the view."""
+        return self._stop_signalled
+
     def stop_signalled(self, signame: str) -> None:
         """ModeHost: SIGINT / SIGTERM / SIGHUP: shut down."""
         self._stop_signalled = True
