@@ -23,7 +23,7 @@ CASES = {
     # family: (arguments, what the dashboard shows, a line of its report, bash's job end)
     "cpu": (["cpu", "--threads", "1", "--time", "120"], "events/s", "INTERRUPTED (SIG", "Exit 1"),
     "mem": (["mem", "--time", "120"], "MiB/s", "INTERRUPTED (SIG", "Exit 1"),
-    "icmp": (["icmp", "127.0.0.1"], "127.0.0.1", " packets transmitted, ", "Done"),
+    "icmp": (["icmp", "127.0.0.1"], "RTT", " packets transmitted, ", "Done"),
 }
 
 
@@ -38,7 +38,8 @@ def test_a_stop_signal_while_suspended_prints_the_partial_report(
     rec = tmp_path / "r.jsonl"
     with shell(width=80, height=24) as tmux:
         type_line(tmux, f"{EXE} {' '.join(args)} --record {rec}")
-        wait(tmux, lambda s: shown in s and "probetop" in s, "the dashboard", timeout=90)
+        wait_alternate(tmux, True, timeout=90)  # not the typed line: the view
+        wait(tmux, lambda s: shown in s and s.startswith("probetop"), "the dashboard", 90)
         tmux("send-keys", "-t", "t", "C-z")
         wait(tmux, lambda s: "Stopped" in s, "stopped as a job")
         wait_alternate(tmux, False)
