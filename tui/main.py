@@ -415,6 +415,12 @@ def run_app(
     signalled = _signalled_report(app, config, plan, module)
     if signalled is not None:
         return signalled
+    if app.session is not None:
+        # What stopped a probe (a target another run locked between the check
+        # and the start: "in use by probetop PID N"), said again now the
+        # terminal is back: the dashboard prints no report on q.
+        for probe_id, error in app.session.hub.errors.items():
+            print(f"probetop: error: {probe_id}: {error}", file=sys.stderr)
     checks = config.footer_fields if isinstance(config, LiveView) else None
     if isinstance(checks, RunAssertions) and app.session is not None:
         # --assert in the dashboard: checked at quit, printed once the screen is gone.
