@@ -58,3 +58,21 @@ def test_a_stop_signal_while_suspended_prints_the_partial_report(
         assert "Traceback" not in text
     signame = "SIGINT" if "INT" in how else "SIGTERM"
     assert footer(rec)["reason"] == f"interrupted ({signame})"
+
+
+def test_a_stop_signal_after_the_run_ended_closes_the_view_as_q(tmp_path: Path) -> None:
+    """cpu --time 1 ended; the view shows its results; a SIGTERM then only
+    closes it: no "INTERRUPTED" report, footer "completed", exit 0 (it
+    interrupted nothing; the footer said "interrupted (SIGTERM)")."""
+    rec = tmp_path / "r.jsonl"
+    with shell(width=80, height=24) as tmux:
+        type_line(tmux, f"{EXE} cpu --threads 1 --time 1 --record {rec}")
+        wait_alternate(tmux, True, timeout=90)
+        wait(tmux, lambda s: "stopped by" in s, "the finished run", 90)
+        _waiter, child = job_pids(tmux)
+        os.kill(child, signal.SIGTERM)
+        wait_alternate(tmux, False)
+        type_line(tmux, "echo RC=$?")
+        text = wait(tmux, lambda s: re.search(r"RC=\d", s) is not None, "the exit status")
+        assert "RC=0" in text and "INTERRUPTED" not in text and "Traceback" not in text, text
+    assert footer(rec)["reason"] == "completed"
