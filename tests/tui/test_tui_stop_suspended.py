@@ -11,13 +11,24 @@ replies came back)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
+import time
 from pathlib import Path
 
 import pytest
-from test_tui_jobcontrol import EXE, footer, job_pids, shell, type_line, wait, wait_alternate
+from test_tui_jobcontrol import (
+    EXE,
+    alternate,
+    footer,
+    job_pids,
+    shell,
+    type_line,
+    wait,
+    wait_alternate,
+)
 
 CASES = {
     # family: (arguments, what the dashboard shows, a line of its report, bash's job end)
@@ -75,4 +86,35 @@ def test_a_stop_signal_after_the_run_ended_closes_the_view_as_q(tmp_path: Path) 
         type_line(tmux, "echo RC=$?")
         text = wait(tmux, lambda s: re.search(r"RC=\d", s) is not None, "the exit status")
         assert "RC=0" in text and "INTERRUPTED" not in text and "Traceback" not in text, text
+    assert footer(rec)["reason"] == "completed"
+
+
+def test_ctrl_z_during_start_up_suspends_once_the_view_is_up(tmp_path: Path) -> None:
+    """Ctrl-Z before the view is drawn (imports, probes starting): SIGTSTP's
+    default action stopped the dashboard process alone; the waiter, the job
+    the shell knows, ran on: no "Stopped", the terminal stayed the frozen
+    dashboard's and no key, fg or Ctrl-C reached it. Now it is kept and the
+    view suspends once up; fg brings it back, q ends it."""
+    rec = tmp_path / "r.jsonl"
+    with shell(width=80, height=24) as tmux:
+        type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
+        deadline = time.monotonic() + 60
+        while True:  # the split made (waiter and dashboard), the view not up yet
+            with contextlib.suppress(StopIteration):
+                job_pids(tmux)
+                break
+            assert time.monotonic() < deadline, "never split"
+            time.sleep(0.02)
+        assert not alternate(tmux)
+        tmux("send-keys", "-t", "t", "C-z")
+        wait(tmux, lambda s: "Stopped" in s, "stopped as a job", 90)
+        wait_alternate(tmux, False)
+        type_line(tmux, "fg")
+        wait_alternate(tmux, True)
+        wait(tmux, lambda s: "events/s" in s and s.startswith("probetop"), "the view")
+        tmux("send-keys", "-t", "t", "q")
+        wait_alternate(tmux, False)
+        type_line(tmux, "echo RC=$?")
+        text = wait(tmux, lambda s: re.search(r"RC=\d", s) is not None, "the exit status")
+        assert "RC=0" in text and "Traceback" not in text, text
     assert footer(rec)["reason"] == "completed"
