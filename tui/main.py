@@ -412,6 +412,15 @@ def run_app(
     if unclosed is not None:  # the app ended before its shutdown closed it (a crash)
         fail(f"the recording is incomplete: {unclosed.path} has no footer")
         return RECORDING_INCOMPLETE_EXIT
+    signalled = _signalled_report(app, config, plan, module)
+    if signalled is not None:
+        return signalled
+    if app.session is not None:
+        # What stopped a probe (a target another run locked between the check
+        # and the start: "in use by probetop PID N"), said again now the
+        # terminal is back: the dashboard prints no report on q.
+        for probe_id, error in app.session.hub.errors.items():
+            print(f"probetop: error: {probe_id}: {error}", file=sys.stderr)
     checks = config.footer_fields if isinstance(config, LiveView) else None
     if isinstance(checks, RunAssertions) and app.session is not None:
         # --assert in the dashboard: checked at quit, printed once the screen is gone.
@@ -435,6 +444,19 @@ async def _show(
         return None
     from probetop.tui.sessions.foreground import run_detached
 
+    duration_s = config.duration_s if isinstance(config, LiveView) else None
+    report = _command_report(config, plan, module)
+    return await run_detached(app.detached, app.session, duration_s=duration_s, report=report)
+
+
+def _command_report(
+    config: AppConfig, plan: RunPlan[Any], module: commands.Command | None
+) -> Callable[[RunResult], int]:
+    """The command's headless report (or the generic one) with the
+    dashboard's --assert outcomes: what a detached session writes to its log
+    at its end, and what a dashboard a stop signal closed prints; returns
+    the exit status, as the headless run's."""
+
     def report(result: RunResult) -> int:
         own = getattr(module, "report", None)
         code = (
@@ -450,8 +472,31 @@ async def _show(
             code = exit_status(code, outcomes)
         return recording_status(result.recording_failures, code)
 
-    duration_s = config.duration_s if isinstance(config, LiveView) else None
-    return await run_detached(app.detached, app.session, duration_s=duration_s, report=report)
+    return report
+
+
+def _signalled_report(
+    app: Any, config: AppConfig, plan: RunPlan[Any] | None, module: commands.Command | None
+) -> int | None:
+    """A stop signal (SIGINT, SIGTERM, SIGHUP) closed a live dashboard, in
+    view or suspended: the run was cut short, as a headless run a signal
+    stops. Print the command's partial report (marked interrupted) now the
+    terminal is the shell's again and return its status (128 + the signal's
+    number, as headless). None when no signal ended a live run."""
+    session = app.session
+    if plan is None or session is None or not app.stop_signalled_seen:
+        return None
+    reason = session.end_reason
+    if reason is None or not reason.startswith("interrupted"):
+        return None
+    from probetop.tui.sessions.foreground import session_result
+
+    result = session_result(session, reason, session.record_path)
+    try:
+        return _command_report(config, plan, module)(result)
+    except OSError as exc:  # the terminal is gone (SIGHUP): the status still tells
+        code = output_failed(exc)
+        return result.signal_status if code is None else code
 
 
 def entry() -> None:

@@ -264,6 +264,14 @@ DASHBOARD_CASES = {
 }
 
 
+# (exit status, None for 128 + the signal; a line of the report printed after the view)
+DASHBOARD_REPORTS = {
+    "cpu-huge-threads": (None, "INTERRUPTED (SIG"),
+    "passive-at-floor": (0, "probetop: ran "),
+    "icmp-flood": (0, " packets transmitted, "),
+}
+
+
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
 @pytest.mark.parametrize("case", cases(DASHBOARD_CASES))
 def test_dashboard_stops_within_2s(tmp_path: Path, case: str, sig: int) -> None:
@@ -274,7 +282,12 @@ def test_dashboard_stops_within_2s(tmp_path: Path, case: str, sig: int) -> None:
     stopped = stop_dashboard(args, record, sig, probe=probe)
     log_stop(f"dashboard {case} {signal.Signals(sig).name}", stopped)
     assert stopped.stop_s < STOP_WITHIN_S, stopped.describe()
-    assert stopped.returncode == 0, stopped.describe()
+    # The partial report after the view, and the headless run's status: cpu
+    # 128 + the signal, icmp ping's (replies came back: 0), passive 0.
+    status, said = DASHBOARD_REPORTS[case]
+    assert stopped.returncode == (128 + sig if status is None else status), stopped.describe()
+    view_left = stopped.stdout.rfind("\x1b[?1049l")
+    assert said in stopped.stdout[view_left:], stopped.describe()
     assert "Traceback" not in stopped.stdout
     assert "\x1b[?1049l" in stopped.stdout  # left the alternate screen
     assert_recording_closed(stopped, sig, probe)

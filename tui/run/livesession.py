@@ -327,6 +327,11 @@ class LiveSession:
         self.on_change()
         return True
 
+    @property
+    def end_reason(self) -> str | None:
+        """The reason shutdown closed the run with; None before it ran."""
+        return self._end_reason
+
     async def shutdown(self, reason: str = "completed") -> None:
         """Stop every probe and close the recording with ``reason``. Idempotent."""
         if self.finished:

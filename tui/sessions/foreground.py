@@ -223,20 +223,7 @@ async def run_detached(
             if foreground and not any(pid in session.running() for pid in foreground):
                 break
         await session.shutdown(reason)
-        # The command's own probes first (its report reads probes[0]), the
-        # passive panes the dashboard added after them.
-        probes = sorted(session.probes, key=lambda p: bool(getattr(p, "background", False)))
-        result = RunResult(
-            probes=probes,
-            summaries=dict(hub.summaries),
-            errors=dict(hub.errors),
-            samples={},
-            duration_s=(now_ns() - hub.started_ns) / 1e9,
-            reason=reason,
-            stats=_stats_from(Path(detached.info.recording)),
-            recording_failures=list(session.recording_failures),
-        )
-        code = report(result)
+        code = report(session_result(session, reason, Path(detached.info.recording)))
     finally:
         session.remove_signal_handlers()
         detached.server.close()
@@ -245,6 +232,27 @@ async def run_detached(
             sys.stdout.flush()
             sys.stderr.flush()
     return code
+
+
+def session_result(session: LiveSession, reason: str, recording: Path | None) -> RunResult:
+    """What a finished live session produced, as a headless run's result, for
+    the command's report: after a detached session ends, and after a stop
+    signal closed the dashboard. Statistics are read back from ``recording``
+    (the dashboard kept none), none without one."""
+    hub = session.hub
+    # The command's own probes first (its report reads probes[0]), the
+    # passive panes the dashboard added after them.
+    probes = sorted(session.probes, key=lambda p: bool(getattr(p, "background", False)))
+    return RunResult(
+        probes=probes,
+        summaries=dict(hub.summaries),
+        errors=dict(hub.errors),
+        samples={},
+        duration_s=(now_ns() - hub.started_ns) / 1e9,
+        reason=reason,
+        stats={} if recording is None else _stats_from(recording),
+        recording_failures=list(session.recording_failures),
+    )
 
 
 def _stats_from(recording: Path) -> dict[str, dict[str, RunningStats]]:

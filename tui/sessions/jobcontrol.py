@@ -137,6 +137,31 @@ def continue_job() -> None:
             os.kill(_waiter, signal.SIGCONT)
 
 
+_early_tstp = False
+
+
+def catch_early_tstp() -> None:
+    """The dashboard process, from the split on: a Ctrl-Z before the view's
+    driver takes SIGTSTP over (start-up: imports, probes starting, a JIT
+    compile) is noted for the driver to act on once the view is up. Before,
+    SIGTSTP's default action stopped this process alone: the waiter, the
+    process the shell knows, ran on, so the shell never said "Stopped", the
+    terminal stayed the dashboard's, and no key, fg or Ctrl-C reached it."""
+    signal.signal(signal.SIGTSTP, _note_early_tstp)
+
+
+def _note_early_tstp(_signum: int, _frame: object) -> None:
+    global _early_tstp
+    _early_tstp = True
+
+
+def take_early_tstp() -> bool:
+    """True once if a Ctrl-Z came before the view's driver took SIGTSTP."""
+    global _early_tstp
+    taken, _early_tstp = _early_tstp, False
+    return taken
+
+
 def _parent_of(pid: int) -> int | None:
     try:
         stat = open(f"/proc/{pid}/stat", "rb").read()  # noqa: SIM115 - one read

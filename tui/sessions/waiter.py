@@ -154,6 +154,8 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
         _wait(child, pipe_r, drop_w, dashboard)
     for relay in relays:
         relay.hand_to_run()
+    if dashboard:
+        jobcontrol.catch_early_tstp()  # a Ctrl-Z before the view is up: kept for it
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     os.close(pipe_r)
     os.close(drop_w)

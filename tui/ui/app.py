@@ -398,12 +398,33 @@ class ProbetopApp(App[int]):
         else:
             self.notify(message, title=title, severity=severity, timeout=timeout)  # type: ignore[arg-type]
 
+    @property
+    def stop_signalled_seen(self) -> bool:
+        """A stop signal (not q, --time or a probe's end) is ending the view."""
+        return self._stop_signalled
+
     def stop_signalled(self, signame: str) -> None:
         """ModeHost: SIGINT / SIGTERM / SIGHUP: shut down."""
         self._stop_signalled = True
         if signame == "SIGHUP" and terminal_hung_up():
             detach_from_dead_terminal()
+        if self._run_had_ended():
+            # The run had ended (--time, its probes' own end): the view showed
+            # its results, and the signal closes it as q does. It interrupted
+            # nothing (was: footer "interrupted", then a report and 128 + N).
+            self.run_worker(self.shutdown("completed"), exclusive=False)
+            return
         self.run_worker(self.shutdown(f"interrupted ({signame})"), exclusive=False)
+
+    def _run_had_ended(self) -> bool:
+        """A live run whose command's probes have all ended (--time, or their
+        own end: cpu's deadline, icmp's --count): only the view is left."""
+        session = self.session
+        if session is None or session.finished:
+            return False
+        own = [p.id for p in session.probes if not getattr(p, "background", False)]
+        running = session.running()
+        return session.probes_stopped or (bool(own) and not any(i in running for i in own))
 
     def _on_job_stop(self, whole_process: bool) -> None:
         """Before the job stops (signal handler, event-loop thread): the mode

@@ -194,6 +194,8 @@ class QuietLinuxDriver(LinuxDriver):
         if self._writer_thread is None:  # Textual saw a SIGTTOU: put in the background
             self.view_suspended = True
             jobcontrol.stop_job()
+        elif jobcontrol.take_early_tstp():  # a Ctrl-Z during start-up: suspend now
+            self._loop.call_soon(self._job_signal, signal.SIGTSTP)
 
     def stop_application_mode(self) -> None:
         if self.view_suspended:

@@ -187,7 +187,19 @@ class ProbePane(Widget, can_focus=True):
         self.samples_seen += 1
 
     def add_status(self, status: Status) -> None:
-        """This probe's lifecycle event or in-interval error. Store only."""
+        """This probe's lifecycle event or in-interval error. Store only.
+        The "stopped: failed" (or "crashed") that follows the error which
+        ended the probe does not replace it: the border kept only
+        "stopped: failed", the reason (a target in use by another run's PID)
+        was nowhere on screen."""
+        last = self.last_status
+        if (
+            status.level == "stopped"
+            and status.message in ("failed", "crashed")
+            and last is not None
+            and last.level == "error"
+        ):
+            return
         self.last_status = status
 
     def observe(self, sample: Sample) -> None:

@@ -1,0 +1,120 @@
+"""A stop signal to a suspended dashboard, at a real interactive bash in tmux
+at 80x24 (issue 29, job control: "a stop signal while suspended ends the
+run with the partial report and the footer").
+
+Before: the run ended with its footer but printed no report, and the job
+exited 0 (bash: ``Done``) even for a cpu run that a signal cut short. Now
+the dashboard prints the command's partial report once the terminal is the
+shell's, with the status a headless run stopped by the same signal has:
+cpu and mem 128 + its number (bash: ``Exit 130``), icmp ping's (0 when
+replies came back)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from test_tui_jobcontrol import (
+    EXE,
+    alternate,
+    footer,
+    job_pids,
+    shell,
+    type_line,
+    wait,
+    wait_alternate,
+)
+
+CASES = {
+    # family: (arguments, what the dashboard shows, a line of its report, bash's job end)
+    "cpu": (["cpu", "--threads", "1", "--time", "120"], "events/s", "INTERRUPTED (SIG", "Exit 1"),
+    "mem": (["mem", "--time", "120"], "MiB/s", "INTERRUPTED (SIG", "Exit 1"),
+    "icmp": (["icmp", "127.0.0.1"], "RTT", " packets transmitted, ", "Done"),
+}
+
+
+@pytest.mark.parametrize(
+    ("family", "how"),
+    [("cpu", "kill -INT %1"), ("mem", "TERM to the dashboard"), ("icmp", "kill -TERM %1")],
+)
+def test_a_stop_signal_while_suspended_prints_the_partial_report(
+    family: str, how: str, tmp_path: Path
+) -> None:
+    args, shown, said, job_end = CASES[family]
+    rec = tmp_path / "r.jsonl"
+    with shell(width=80, height=24) as tmux:
+        type_line(tmux, f"{EXE} {' '.join(args)} --record {rec}")
+        wait_alternate(tmux, True, timeout=90)  # not the typed line: the view
+        wait(tmux, lambda s: shown in s and s.startswith("probetop"), "the dashboard", 90)
+        tmux("send-keys", "-t", "t", "C-z")
+        wait(tmux, lambda s: "Stopped" in s, "stopped as a job")
+        wait_alternate(tmux, False)
+        if how.startswith("kill"):
+            type_line(tmux, how)
+        else:
+            _waiter, child = job_pids(tmux)
+            os.kill(child, signal.SIGTERM)
+        # bash tells a job's end at the next prompt: wait for it to end, then ask.
+        # (80 columns: the typed line wraps; only the echo's output reads "ENDED-2")
+        type_line(tmux, "for i in $(seq 300); do jobs %1 >/dev/null 2>&1 || break; sleep .1; done")
+        type_line(tmux, "echo ENDED-$((1+1))")
+        text = wait(tmux, lambda s: "ENDED-2" in s, "the job's end", 60)
+        assert said in text, text
+        assert re.search(rf"\[1\]\S* +{job_end}", text), text
+        assert "Traceback" not in text
+    signame = "SIGINT" if "INT" in how else "SIGTERM"
+    assert footer(rec)["reason"] == f"interrupted ({signame})"
+
+
+def test_a_stop_signal_after_the_run_ended_closes_the_view_as_q(tmp_path: Path) -> None:
+    """cpu --time 1 ended; the view shows its results; a SIGTERM then only
+    closes it: no "INTERRUPTED" report, footer "completed", exit 0 (it
+    interrupted nothing; the footer said "interrupted (SIGTERM)")."""
+    rec = tmp_path / "r.jsonl"
+    with shell(width=80, height=24) as tmux:
+        type_line(tmux, f"{EXE} cpu --threads 1 --time 1 --record {rec}")
+        wait_alternate(tmux, True, timeout=90)
+        wait(tmux, lambda s: "stopped by" in s, "the finished run", 90)
+        _waiter, child = job_pids(tmux)
+        os.kill(child, signal.SIGTERM)
+        wait_alternate(tmux, False)
+        type_line(tmux, "echo RC=$?")
+        text = wait(tmux, lambda s: re.search(r"RC=\d", s) is not None, "the exit status")
+        assert "RC=0" in text and "INTERRUPTED" not in text and "Traceback" not in text, text
+    assert footer(rec)["reason"] == "completed"
+
+
+def test_ctrl_z_during_start_up_suspends_once_the_view_is_up(tmp_path: Path) -> None:
+    """Ctrl-Z before the view is drawn (imports, probes starting): SIGTSTP's
+    default action stopped the dashboard process alone; the waiter, the job
+    the shell knows, ran on: no "Stopped", the terminal stayed the frozen
+    dashboard's and no key, fg or Ctrl-C reached it. Now it is kept and the
+    view suspends once up; fg brings it back, q ends it."""
+    rec = tmp_path / "r.jsonl"
+    with shell(width=80, height=24) as tmux:
+        type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
+        deadline = time.monotonic() + 60
+        while True:  # the split made (waiter and dashboard), the view not up yet
+            with contextlib.suppress(StopIteration):
+                job_pids(tmux)
+                break
+            assert time.monotonic() < deadline, "never split"
+            time.sleep(0.02)
+        assert not alternate(tmux)
+        tmux("send-keys", "-t", "t", "C-z")
+        wait(tmux, lambda s: "Stopped" in s, "stopped as a job", 90)
+        wait_alternate(tmux, False)
+        type_line(tmux, "fg")
+        wait_alternate(tmux, True)
+        wait(tmux, lambda s: "events/s" in s and s.startswith("probetop"), "the view")
+        tmux("send-keys", "-t", "t", "q")
+        wait_alternate(tmux, False)
+        type_line(tmux, "echo RC=$?")
+        text = wait(tmux, lambda s: re.search(r"RC=\d", s) is not None, "the exit status")
+        assert "RC=0" in text and "Traceback" not in text, text
+    assert footer(rec)["reason"] == "completed"
