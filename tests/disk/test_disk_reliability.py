@@ -575,7 +575,7 @@ def _run_hostile_table(table: list[tuple[str, list[str], list[str]]]) -> None:
     for i, (label, args, needles) in enumerate(table):
         t0 = time.monotonic()
         argv = [*args, "--time", "1"] if "--time" not in args else args
-        proc = run_cli(argv, timeout=60) if i == 0 else run_probetop(argv, timeout=60)
+        proc = run_cli(argv, timeout=60, fresh=True) if i == 0 else run_probetop(argv, timeout=60)
         assert time.monotonic() - t0 < 30, label
         try:
             expect_refusal(proc, *needles)
