@@ -81,7 +81,7 @@ def test_json_report_stays_one_document() -> None:
 def test_usage_errors_exit_2_before_any_probe_starts(tmp_path: Path) -> None:
     rec = tmp_path / "never.jsonl"
     started = time.monotonic()
-    unknown = probetop(*CPU, "--record", str(rec), "--assert", "cpu.speed>1")
+    unknown = probetop(*CPU, "--record", str(rec), "--assert", "cpu.speed>1", fresh=True)
     assert unknown.returncode == 2
     assert "unknown metric 'cpu.speed'" in unknown.stderr
     assert (

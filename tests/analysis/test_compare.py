@@ -144,7 +144,7 @@ def test_metric_filter(cpu_runs: dict[str, Path]) -> None:
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, cpu_runs: dict[str, Path]) -> None:
-    missing = probetop("compare", str(tmp_path / "none.jsonl"), str(cpu_runs["a"]))
+    missing = probetop("compare", str(tmp_path / "none.jsonl"), str(cpu_runs["a"]), fresh=True)
     assert missing.returncode == 2 and "no such file" in missing.stderr
     alpha = probetop("compare", str(cpu_runs["a"]), str(cpu_runs["a"]), "--alpha", "2")
     assert alpha.returncode == 2 and "between 0 and 1" in alpha.stderr

@@ -120,7 +120,7 @@ def test_the_cli_gate_on_the_issue_case_exits_99_and_says_why(tmp_path: Path) ->
     a = _with_eps(raw, tmp_path / "a.jsonl", [4810.0, 4819.0, 4830.0])
     b = _with_eps(raw, tmp_path / "b.jsonl", [1040.0, 1052.0, 1060.0])
     gate = ("--no-charts", "--assert", "compare:regression<5%")
-    out = probetop("compare", str(a), str(b), *gate)
+    out = probetop("compare", str(a), str(b), *gate, fresh=True)
     assert out.returncode == 99, out.stdout + out.stderr
     assert "~ (p=0.100 n=3+3)" in out.stdout
     assert (

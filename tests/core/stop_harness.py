@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from file_size import text_of
 from forkserver import Forked, spawn_probetop
 from probetop.probes.record.reader import Session, load_session
 from pty_session import PtySession
@@ -61,13 +60,30 @@ def wait_for_samples(
 ) -> None:
     """Until the recording holds ``count`` samples of ``probe`` (it is
     measuring); ``probe`` is a probe id or its start ("http:" for any URL)."""
-    needle = f'"probe":"{probe}'
+    needle = f'"probe":"{probe}'.encode()
     deadline = time.monotonic() + READY_TIMEOUT_S
+    # Only what was appended since the last look is read (the whole file every
+    # 50 ms was most of this loop's CPU on a long wait): whole lines counted,
+    # a part line left for the next look; a file replaced or cut back (the
+    # start-up's checks may create and remove it) is counted from the start.
+    seen: tuple[int, int] | None = None
+    pos = found = 0
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"probetop exited by itself (rc={proc.returncode})")
-        lines = text_of(path).splitlines()
-        if sum(1 for ln in lines if '"type":"sample"' in ln and needle in ln) >= count:
+        try:
+            with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
+                if (st.st_dev, st.st_ino) != seen or st.st_size < pos:
+                    seen, pos, found = (st.st_dev, st.st_ino), 0, 0
+                f.seek(pos)
+                data = f.read()
+        except FileNotFoundError:
+            data = b""
+        whole = data[: data.rfind(b"\n") + 1]
+        pos += len(whole)
+        found += sum(1 for ln in whole.split(b"\n") if b'"type":"sample"' in ln and needle in ln)
+        if found >= count:
             return
         time.sleep(0.05)
     raise AssertionError(f"no {probe} samples in {READY_TIMEOUT_S:.0f} s")

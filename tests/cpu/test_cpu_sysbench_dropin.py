@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 import pytest
-from forkserver import run_probetop
+from forkserver import RUN_PRELOAD, run_probetop
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
@@ -71,8 +71,16 @@ def skeleton(text: str) -> list[str]:
     return [re.sub(r" *\d+(\.\d+)?", " #", ln) for ln in lines]
 
 
-def run(cmd: list[str]) -> str:
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+def run(cmd: list[str], *, fresh: bool = False) -> str:
+    """stdout of ``cmd`` (exit 0). ``probetop`` runs are forked from an
+    interpreter that has imported the CLI, the cpu family, numpy and numba
+    (tests/forkserver.py: a process of its own with this argv, stdio,
+    threads and exit status; ~0.5 CPU-s of start-up spared), unless
+    ``fresh`` (the module's report beside sysbench's: the whole `python -m`)."""
+    if cmd[: len(PROBETOP)] == PROBETOP and not fresh:
+        done = run_probetop(cmd[len(PROBETOP) :], timeout=120, preload=RUN_PRELOAD)
+    else:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -86,20 +94,24 @@ SYSBENCH_ARGS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def both() -> tuple[str, str]:
+def test_report_beside_sysbenchs() -> None:
+    """One run of each (3 s: a module fixture ran once per xdist worker that
+    took one of its tests), three checks: the same fields read from both,
+    line for line, and the interval lines."""
     sysbench = require_tool("sysbench")
     theirs = run([sysbench, "cpu", *SYSBENCH_ARGS, "run"])
-    ours = run([*PROBETOP, "cpu", *SYSBENCH_ARGS, "run"])
-    return theirs, ours
+    ours = run([*PROBETOP, "cpu", *SYSBENCH_ARGS, "run"], fresh=True)
+    one_parser_reads_the_same_fields_from_both(theirs, ours)
+    report_is_line_for_line_sysbench(theirs, ours)
+    interval_lines_end_at_time(theirs, ours)
 
 
-def test_one_parser_reads_the_same_fields_from_both(both: tuple[str, str]) -> None:
-    theirs, ours = parse(both[0]), parse(both[1])
+def one_parser_reads_the_same_fields_from_both(theirs_text: str, ours_text: str) -> None:
+    theirs, ours = parse(theirs_text), parse(ours_text)
     assert theirs["version"] == ours["version"] == "1.0.20"
     for key in FIELDS:
         assert theirs[key] is not None, key
-        assert ours[key] is not None, (key, both[1])
+        assert ours[key] is not None, (key, ours_text)
         assert len(theirs[key]) == len(ours[key])
     assert ours["threads"] == theirs["threads"] == (1.0,)
     assert ours["max_prime"] == theirs["max_prime"] == (3000.0,)
@@ -107,20 +119,20 @@ def test_one_parser_reads_the_same_fields_from_both(both: tuple[str, str]) -> No
     assert ours["events"][0] > 0 and abs(ours["total_time"][0] - 3.0) < 0.3
 
 
-def test_report_is_line_for_line_sysbench(both: tuple[str, str]) -> None:
-    theirs, ours = skeleton(both[0]), skeleton(both[1])
+def report_is_line_for_line_sysbench(theirs_text: str, ours_text: str) -> None:
+    theirs, ours = skeleton(theirs_text), skeleton(ours_text)
     # The banner's parenthesis names what ran (sysbench: its Lua runtime).
-    assert VERSION.match(both[0].splitlines()[0]) and VERSION.match(both[1].splitlines()[0])
+    assert VERSION.match(theirs_text.splitlines()[0]) and VERSION.match(ours_text.splitlines()[0])
     assert len(ours) == len(theirs) > 25
     assert ours[0].endswith("engine)")
     assert ours[1:] == theirs[1:]
 
 
-def test_interval_lines_end_at_time(both: tuple[str, str]) -> None:
+def interval_lines_end_at_time(theirs_text: str, ours_text: str) -> None:
     """sysbench prints one [ Ns ] line per second, the last at --time when its
     report thread wins the race with the end (on a busy machine it may not);
     probetop always prints the last one, at exactly --time."""
-    theirs, ours = parse(both[0])["intervals"], parse(both[1])["intervals"]
+    theirs, ours = parse(theirs_text)["intervals"], parse(ours_text)["intervals"]
     assert [row[0] for row in ours] == [1, 2, 3]
     assert [row[0] for row in theirs] == [1, 2, 3][: len(theirs)] and len(theirs) >= 2
     assert {row[1] for row in ours} == {1} and {row[3] for row in ours} == {99}
@@ -210,7 +222,10 @@ def test_histogram_is_printed_as_sysbench_prints_it(flag: str, sysbench_histogra
     and "CPU speed:"; the counts add up to the events; the rest of the
     report is sysbench's line for line."""
     theirs = sysbench_histogram
-    ours = run([*PROBETOP, "cpu", *HIST_ARGS, flag, "run"])
+    # the other spellings run 1 s: the last interval line before the
+    # histogram is then [ 1s ] (probetop always prints the one at --time)
+    args = HIST_ARGS if flag == "--histogram=on" else [*HIST_ARGS, "--time=1"]
+    ours = run([*PROBETOP, "cpu", *args, flag, "run"])
     values = sysbench_bucket_values()
     for text in (theirs, ours):
         rows, rest = histogram(text)

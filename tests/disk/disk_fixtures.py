@@ -7,7 +7,8 @@
 - ``loop_dev`` fixture: a 64 MiB one.
 - ``kernel_io(name)``: (reads, sectors read, writes, sectors written) from
   /sys/block/NAME/stat, to check probe counts against the kernel's.
-- ``run_cli(args)``: run probetop in a subprocess, return the CompletedProcess.
+- ``run_cli(args)``: run probetop (forked from a zygote, or a whole
+  `python -m` with ``fresh``), return the CompletedProcess.
 - ``Layers`` / ``layers`` fixture: builds loop devices, mounts (ext4 over a
   loop, a small tmpfs, read-only mounts), swap (on a loop device or a swap
   file) and dm targets, and undoes all of it in reverse even when a test fails.
@@ -28,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from forkserver import RUN_PRELOAD, run_probetop
 from probetop.probes.disk.counters import (
     Snapshot,
 )
@@ -160,9 +162,23 @@ def run_until_ios(plan: EnginePlan, reads: int, timeout_s: float = 60.0) -> Snap
     return engine.snapshot(engine.finished_ns or time.monotonic_ns())
 
 
+# What an iops or warm-up run imports, for the zygote (tests/forkserver.py) to
+# import once.
+DISK_PRELOAD = (*RUN_PRELOAD, "probetop.probes.disk.family", "probetop.tui.run.launch")
+
+
 def run_cli(
-    args: list[str], timeout: float = 120, **kw: object
+    args: list[str], timeout: float = 120, *, fresh: bool = False, **kw: object
 ) -> subprocess.CompletedProcess[str]:
+    """``probetop ARGS``, output captured as text: forked from an interpreter
+    that has imported the CLI, the disk family, numpy and numba
+    (tests/forkserver.py: a process of its own with this argv, stdio,
+    environment, threads and exit status; the 0.4-0.7 CPU-s of start-up
+    spared), or with ``fresh`` (or subprocess.run's keywords) the whole
+    `python -m probetop.tui.main` (test_disk_reliability's hostile table and
+    test_warmup_verdict start their first case so)."""
+    if not fresh and not kw:
+        return run_probetop(args, timeout=timeout, preload=DISK_PRELOAD)
     return subprocess.run(
         PROBETOP + args,
         capture_output=True,

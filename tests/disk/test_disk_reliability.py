@@ -25,7 +25,6 @@ import disk_fixtures
 import pytest
 from disk_fixtures import PROBETOP, Layers, as_nobody, loop_device, need_root, run_cli, summary_of
 from file_size import text_of
-from forkserver import run_probetop
 from probetop.probes.disk.warmup.checkpoint import Checkpoint
 
 layers = disk_fixtures.layers
@@ -569,13 +568,13 @@ def test_hostile_inputs_get_a_message_and_exit_2(tmp_path: Path) -> None:
 
 def _run_hostile_table(table: list[tuple[str, list[str], list[str]]]) -> None:
     """The first case as a whole `python -m probetop.tui.main`; the others
-    forked from an interpreter that has imported the CLI (tests/forkserver.py:
-    each is still a process with its own argv, stdio and exit status), which
-    spares ~0.3 CPU-s of start-up per case."""
+    forked from an interpreter that has imported the CLI and the disk family
+    (run_cli; tests/forkserver.py: each is still a process with its own argv,
+    stdio and exit status), which spares 0.3-0.6 CPU-s of start-up per case."""
     for i, (label, args, needles) in enumerate(table):
         t0 = time.monotonic()
         argv = [*args, "--time", "1"] if "--time" not in args else args
-        proc = run_cli(argv, timeout=60) if i == 0 else run_probetop(argv, timeout=60)
+        proc = run_cli(argv, timeout=60, fresh=i == 0)
         assert time.monotonic() - t0 < 30, label
         try:
             expect_refusal(proc, *needles)

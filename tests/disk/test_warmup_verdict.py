@@ -71,7 +71,7 @@ def warmup(target: str, tmp: Path, *extra: str, fork: bool = True) -> tuple[int,
     if fork:
         proc = run_probetop([*argv, *extra], preload=WARMUP_PRELOAD)
     else:
-        proc = run_cli([*argv, *extra])
+        proc = run_cli([*argv, *extra], fresh=True)
     assert proc.stdout, proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 

@@ -18,12 +18,24 @@ from probetop.probes.icmp import IcmpSettings
 from probetop.tui.cli.parser import build_parser, make_plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "core"))
+from forkserver import run_probetop
 from stop_harness import wait_for_samples
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
 
-def probetop(*args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+def probetop(
+    *args: str, prefix: tuple[str, ...] = (), forked: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``probetop icmp ARGS`` (under ``prefix``: setpriv, ip netns exec).
+    ``forked``: from an interpreter that has imported the CLI
+    (tests/forkserver.py: a process of its own with this argv, stdio,
+    environment and exit status; ~0.3 CPU-s of start-up spared), for cases
+    that test what the program does with its arguments; a ``prefix`` needs a
+    fresh process (its capabilities or network namespace)."""
+    if forked:
+        assert not prefix
+        return run_probetop(["icmp", *args], timeout=60)
     return subprocess.run(
         [*prefix, *PROBETOP, "icmp", *args], capture_output=True, text=True, timeout=60
     )
@@ -55,8 +67,10 @@ def probetop(*args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedPr
 def test_bad_input_exits_as_ping_with_a_message(
     args: tuple[str, ...], message: str, status: int
 ) -> None:
-    # ping's statuses: 1 for a value its strtol_or_err refuses (-c, -s, -l, -t), else 2
-    r = probetop(*args, "--headless", "--time", "0.2")
+    # ping's statuses: 1 for a value its strtol_or_err refuses (-c, -s, -l, -t), else 2;
+    # the first case starts the whole `python -m`, the others are forked
+    first = args == ("no-such-host.invalid",)
+    r = probetop(*args, "--headless", "--time", "0.2", forked=not first)
     assert r.returncode == status, r
     assert message in r.stderr
     assert "Traceback" not in r.stderr
@@ -148,7 +162,7 @@ def test_without_cap_net_raw_the_message_names_the_fix() -> None:
 
 @needs_icmp
 def test_json_report_fields() -> None:
-    r = probetop("--json", "--rate", "2000", "-c", "200", "-s", "1", "127.0.0.1")
+    r = probetop("--json", "--rate", "2000", "-c", "200", "-s", "1", "127.0.0.1", forked=True)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     for key in ("sent", "received", "duplicates", "loss_pct", "replies_per_second", "pps"):
@@ -183,7 +197,7 @@ def test_ctrl_c_prints_the_summary_after_in_flight_replies(tmp_path: Path) -> No
 
 @needs_icmp
 def test_size_above_path_mtu_exits_2(icmp_peer: Peer) -> None:  # noqa: F811
-    r = probetop("--headless", "-c", "1", "--size", "1473", icmp_peer.peer_addr)
+    r = probetop("--headless", "-c", "1", "--size", "1473", icmp_peer.peer_addr, forked=True)
     assert r.returncode == 2
     assert "above the path MTU 1500" in r.stderr and "--size 1472" in r.stderr
 
@@ -254,7 +268,10 @@ def test_datagram_errors_come_from_the_error_queue(icmp_peer: Peer) -> None:  # 
 @needs_icmp
 def test_recording_holds_icmp_samples(tmp_path) -> None:  # type: ignore[no-untyped-def]
     rec = tmp_path / "icmp.jsonl"
-    r = probetop("--headless", "--record", str(rec), "--rate", "500", "--time", "1.2", "127.0.0.1")
+    r = probetop(
+        "--headless", "--record", str(rec), "--rate", "500", "--time", "1.2", "127.0.0.1",
+        forked=True,
+    )  # fmt: skip
     assert r.returncode == 0, r.stderr
     lines = [json.loads(line) for line in rec.read_text().splitlines()]
     text = json.dumps(lines)
@@ -266,10 +283,10 @@ def test_broadcast_needs_the_flag(icmp_peer: Peer) -> None:  # noqa: F811
     # The /30's directed broadcast: it exists only on the veth pair.
     prefix = icmp_peer.peer_addr.rsplit(".", 1)[0]
     broadcast = f"{prefix}.{int(icmp_peer.peer_addr.rsplit('.', 1)[1]) + 1}"
-    r = probetop("--headless", "-c", "1", broadcast)
+    r = probetop("--headless", "-c", "1", broadcast, forked=True)
     assert r.returncode == 2 and "broadcast address" in r.stderr
     icmp_peer.sysctl("net.ipv4.icmp_echo_ignore_broadcasts", "0")
-    r = probetop("--json", "--broadcast", "-c", "5", "-i", "20ms", broadcast)
+    r = probetop("--json", "--broadcast", "-c", "5", "-i", "20ms", broadcast, forked=True)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["received"] == 5

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from forkserver import RUN_PRELOAD, run_probetop
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.sysbench.counters import STAT_CPU_NS, STAT_DONE, STAT_EVENTS
 from probetop.probes.mem import MemInterval, MemProbe, MemSettings, parse_report
@@ -37,7 +38,18 @@ PROBETOP = str(Path(sys.executable).with_name("probetop"))
 needs_sysbench = pytest.mark.skipif(shutil.which("sysbench") is None, reason="needs sysbench")
 
 
-def probetop(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def probetop(
+    *args: str, timeout: float = 120, fresh: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``probetop mem ARGS``: forked from an interpreter that has imported the
+    CLI, the mem family, numpy and numba (tests/forkserver.py: a process of
+    its own with this argv, stdio, environment, threads and exit status; the
+    ~0.6 CPU-s of start-up spared), or with ``fresh`` the installed
+    ``probetop`` script (test_help_names_every_sysbench_option;
+    test_report_lines_up_with_sysbenchs_up_to_the_figures starts the whole
+    `python -m`)."""
+    if not fresh:
+        return run_probetop(["mem", *args], timeout=timeout, preload=RUN_PRELOAD)
     return subprocess.run(
         [PROBETOP, "mem", *args], capture_output=True, text=True, timeout=timeout, check=False
     )
@@ -381,7 +393,7 @@ def _one_run(tool: str, opts: dict[str, str]) -> tuple[float, float]:
 
 
 def test_help_names_every_sysbench_option() -> None:
-    out = probetop("--help")
+    out = probetop("--help", fresh=True)
     for flag in (
         "--memory-block-size",
         "--memory-total-size",

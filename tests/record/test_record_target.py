@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from file_size import size_of
+from forkserver import RUN_PRELOAD, Forked, run_probetop, spawn_probetop
 from probetop.probes.core.sample import Sample
 from probetop.probes.record.codec import RecordingError
 from probetop.probes.record.linefile import LineFile, WriteFailed
@@ -37,7 +38,13 @@ from record_helpers import (
 
 
 def run_cli(args: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*PROBETOP, *args], capture_output=True, text=True, timeout=timeout)
+    """``probetop ARGS`` forked from an interpreter that has imported the CLI,
+    the system probes, numpy and numba (tests/forkserver.py: a process of its
+    own with this argv, stdio, environment and exit status; the start-up is
+    not what these tests look at). test_empty_path_is_refused, the prlimit
+    and nobody cases, the first kill -9 attempt and the in-use case start the
+    whole `python -m`."""
+    return run_probetop(args, timeout=timeout, preload=RUN_PRELOAD)
 
 
 def refused(proc: subprocess.CompletedProcess[str], *words: str) -> None:
@@ -414,27 +421,33 @@ def test_kill_9_at_random_moments_leaves_a_readable_file(tmp_path: Path) -> None
     import signal
 
     rng = random.Random(11)
-    for attempt in range(6):
-        out = tmp_path / f"k{attempt}.jsonl"
-        proc = subprocess.Popen(
-            [*PROBETOP, "--headless", "--interval", "0.05", "--record", str(out)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 60
-        # Past the header and the first batch of samples (the recorder writes
-        # one batch per 0.5 s flush period), however loaded the machine.
-        while time.monotonic() < deadline and not _holds_a_sample_batch(out):
-            assert proc.poll() is None, f"probetop exited {proc.returncode} before recording"
-            time.sleep(0.02)
-        time.sleep(rng.uniform(0.0, 0.7))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-        session = load_session(out)
-        assert session.footer is None and session.samples()
-        assert all("no footer" in w or "torn last line" in w for w in session.warnings), (
-            session.warnings
-        )
+    with open(os.devnull, "wb") as devnull:
+        for attempt in range(6):
+            out = tmp_path / f"k{attempt}.jsonl"
+            # forked from the zygote (tests/forkserver.py), as run_cli's runs; the
+            # first attempt starts the whole `python -m`
+            args = ["--headless", "--interval", "0.05", "--record", str(out)]
+            proc: subprocess.Popen[bytes] | Forked
+            if attempt:
+                proc = spawn_probetop(args, stdout=devnull, stderr=devnull)
+            else:
+                proc = subprocess.Popen(
+                    [*PROBETOP, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                )
+            deadline = time.monotonic() + 60
+            # Past the header and the first batch of samples (the recorder writes
+            # one batch per 0.5 s flush period), however loaded the machine.
+            while time.monotonic() < deadline and not _holds_a_sample_batch(out):
+                assert proc.poll() is None, f"probetop exited {proc.returncode} before recording"
+                time.sleep(0.02)
+            time.sleep(rng.uniform(0.0, 0.7))
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+            session = load_session(out)
+            assert session.footer is None and session.samples()
+            assert all("no footer" in w or "torn last line" in w for w in session.warnings), (
+                session.warnings
+            )
 
 
 def test_a_recording_in_use_by_another_probetop_is_never_written_over(tmp_path: Path) -> None:
