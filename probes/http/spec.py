@@ -381,16 +381,16 @@ SPEC = CommandSpec(
         ),
         Option(
             ("--retry-delay",),
-            "with --retry: wait S seconds between attempts (no doubling), as curl",
+            "with --retry: wait SECONDS (whole, as curl's) between attempts, no doubling",
             retry_number,
-            metavar="S",
+            metavar="SECONDS",
             group=CURL,
         ),
         Option(
             ("--retry-max-time",),
-            "with --retry: no new attempt S seconds after the first began, as curl",
+            "with --retry: no new attempt SECONDS (whole, as curl's) after the first began",
             retry_number,
-            metavar="S",
+            metavar="SECONDS",
             group=CURL,
         ),
         Option(
