@@ -46,6 +46,11 @@ SPIN_NS = 60_000
 # At an interval's edge the loop reads what is already queued on the socket
 # (replies that arrived in the interval) before it returns: at most this many.
 EDGE_READS = 4096
+# The realtime - monotonic offset (which turns kernel stamps into monotonic
+# time) is read up to this many times per slice, keeping the narrowest
+# bracket; a bracket this tight (a few vDSO reads) ends the tries early.
+OFFSET_TRIES = 8
+OFFSET_TIGHT_NS = 2_000
 # A preload burst (ping -l N) goes out without reads between its requests, at
 # most this many bytes of replies' buffer space (each reply taking its length
 # and about this much more in the kernel): a bounded share of the 4 MiB
