@@ -157,8 +157,8 @@ def _each_url(
                 code = exchange.exit_status(fail=settings.fail)
                 if retries is None or not _retried(settings, retries, exchange, code, body):
                     break
-                if body is not None:  # the next attempt writes where this one did
-                    body = Body(body.name, disposition=disposition, output_dir=settings.output_dir)
+                if body is not None:
+                    body = body.for_retry()
             errormsg = exchange.curl_error(fail=settings.fail)
             message = exchange.message(fail=settings.fail)
             if body is not None and code == 0:
@@ -169,6 +169,9 @@ def _each_url(
                     print(f"probetop: warning: {warning}", file=sys.stderr)
             if (body is not None and body.header_failed) or (dump is not None and dump.failed):
                 code, errormsg = 23, "Failed writing header"  # curl's tool_header_cb
+                message = errormsg
+            elif body is not None and body.truncate_failed:
+                code, errormsg = 23, "Failed to truncate file"  # curl's, after a --retry
                 message = errormsg
             elif body is not None and body.error is not None:
                 # curl's exit 23 (CURLE_WRITE_ERROR) and its words
@@ -216,6 +219,8 @@ def _retried(
         print(f"probetop: warning: {warning}", file=sys.stderr)
         if thrown:
             print(f"Throwing away {thrown} bytes", file=sys.stderr)
+    if body is not None and body.truncate_failed:
+        return False  # curl: appending would make "something strange"; exit 23
     sys.stdout.flush()  # the attempt's body (curl writes each attempt's)
     time.sleep(wait_ms / 1000)
     return True
@@ -396,6 +401,7 @@ class Body:
         self.file: Any = None
         self.opened = False
         self.written = 0  # bytes written to an -o file (what a --retry throws away)
+        self.truncate_failed = False  # --retry could not empty it: curl's exit 23
         self.error: str | None = None
         if name is None or name == "-":
             self.file = sys.stdout.buffer
@@ -467,9 +473,18 @@ class Body:
 
             try:
                 os.truncate(self.path, 0)
-            except OSError as exc:
-                self.error = exc.strerror or str(exc)
+            except OSError:  # a pipe or a device (-o /dev/stdout): curl's ftruncate fails too
+                self.truncate_failed = True
         return thrown
+
+    def for_retry(self) -> Body:
+        """The next --retry attempt's output, where this one wrote: curl keeps
+        its file open across attempts, so a -J name this attempt found is kept
+        (the next attempt's Content-Disposition is not read again) and the
+        file, this run's own now, is reopened without O_EXCL."""
+        following = Body(self.name, disposition=self.disposition, output_dir=self.output_dir)
+        following.path = self.path
+        return following
 
     def finish(self) -> None:
         if not self.opened and self.file is None and self.name not in (None, "-", "/dev/null"):

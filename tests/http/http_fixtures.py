@@ -107,14 +107,16 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/cycle":
             # /cycle?seq=200:30,404:0,500:0: answers in turn, each CODE after
             # waiting MS (a fast 404 beside a slow 200); one turn counter per
-            # query string, shared by every connection.
+            # query string, shared by every connection; &cd=VALUE: each answer
+            # with that Content-Disposition (curl's -J across a --retry).
             steps = [item.split(":") for item in q.get("seq", "200:0").split(",")]
             with CYCLE_LOCK:
                 turns = CYCLE_TURNS.setdefault(url.query, [0])
                 code, ms = steps[turns[0] % len(steps)]
                 turns[0] += 1
             time.sleep(float(ms) / 1000.0)
-            self._reply(int(code), b"cycle\n")
+            cd = q.get("cd")
+            self._reply(int(code), b"cycle\n", {"Content-Disposition": cd} if cd else None)
         elif path == "/redirect":
             # /redirect?n=K: K more hops to /redirect?n=K-1, then /delay
             n = int(q.get("n", "1"))

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -155,6 +156,48 @@ def test_bad_values_exit_2_in_curls_words(
         done = _run(tool, [*words, "-s", "-o", "/dev/null", f"{server.url}/echo"], tmp_path)
         assert done.returncode == 2, tool
         assert words[0] in done.stderr and said in done.stderr, (tool, done.stderr)
+
+
+@needs_curl
+def test_a_remote_header_name_is_kept_across_attempts(server: LocalServer, tmp_path: Path) -> None:
+    # curl keeps the -J file open from one attempt to the next: the second
+    # attempt's Content-Disposition names the same file, written from its start.
+    for tool in ("curl", "probetop"):
+        where = tmp_path / tool
+        where.mkdir()
+        url = f"{server.url}/cycle?seq=503:0,200:0&cd=attachment%3B+filename%3Dcd.bin&tag={tool}"
+        if tool == "curl":
+            done = subprocess.run(
+                ["curl", "--retry", "1", "-OJ", url],
+                capture_output=True, text=True, timeout=60, cwd=where,
+            )  # fmt: skip
+        else:
+            env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
+            done = run_probetop(["http", "--retry", "1", "-OJ", url], env=env, cwd=where)
+        assert done.returncode == 0, (tool, done.stderr)
+        assert sorted(p.name for p in where.iterdir()) == ["cd.bin"], tool
+        assert (where / "cd.bin").read_text() == "cycle\n", tool
+        assert "Throwing away 6 bytes" in done.stderr, (tool, done.stderr)
+
+
+@needs_curl
+def test_an_output_that_cannot_be_emptied_ends_the_retries_with_23(
+    server: LocalServer, tmp_path: Path
+) -> None:
+    # -o /dev/stdout into a pipe: ftruncate fails, and curl stops rather than
+    # append the next attempt's body after this one's.
+    probetop = [sys.executable, "-m", "probetop.tui.main", "http"]
+    for tool, argv in (("curl", ["curl"]), ("probetop", probetop)):
+        url = f"{server.url}/status?code=503&tag=pipe-{tool}-{os.getpid()}"
+        done = subprocess.run(
+            [*argv, "--retry", "2", "-o", "/dev/stdout", url],
+            capture_output=True, text=True, timeout=60,
+            env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
+        )  # fmt: skip
+        assert done.returncode == 23, (tool, done.stderr)
+        assert done.stdout == "status\n", tool  # the one attempt made
+        assert _attempts(server, f"pipe-{tool}-{os.getpid()}") == 1, tool
+        assert "Failed to truncate file" in done.stderr, (tool, done.stderr)
 
 
 def test_repeated_mode_refuses_retry(tmp_path: Path) -> None:
