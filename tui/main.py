@@ -106,6 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan = make_plan(namespace, sys.argv if argv is None else ["probetop", *given])
         for hint in plan.hints:  # an old spelling, read as the new one
             print(f"probetop: hint: {hint}", file=sys.stderr)
+        for warning in plan.tool_warnings:  # stdout's go before the text report
+            if warning.on_stderr or plan.common.json:  # --json: stdout is one document
+                print(warning.line, file=sys.stderr)
         code = run_plan(plan)
         # The report is written only once flushed: a stdout that is a file
         # or pipe is block-buffered (no PYTHONUNBUFFERED), and exit_now

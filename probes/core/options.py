@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 Action = Literal[
@@ -111,6 +113,30 @@ class Spelling:
     # takes the next word only when it matches (re.fullmatch); else the
     # command's next spelling of the same flag is read.
     value_pattern: str | None = None
+    # A name the tool itself calls deprecated (sysbench 1.0's --num-threads):
+    # set to anything but this default it wins over ``ours`` wherever either
+    # stands and the tool's warning is printed (``warning``); at the default
+    # it is ignored, without a warning, as sysbench 1.0.20 does.
+    deprecated_default: str | None = None
+    # The tool's own warning line whenever this spelling is used, where it
+    # is not the one above (sysbench's --test=, which it prints on stderr).
+    warns: str | None = None
+    warns_on_stderr: bool = False
+
+    def warning(self) -> str:
+        """The tool's line for a deprecated spelling that was used."""
+        if self.warns is not None:
+            return self.warns
+        return f"WARNING: {self.theirs} is deprecated, use {self.ours} instead"
+
+    def is_default(self, value: str) -> bool:
+        """Whether ``value`` is the deprecated spelling's default (as a number
+        where both read as one: sysbench compares the numbers)."""
+        default = self.deprecated_default
+        try:
+            return float(value) == float(default or "")
+        except ValueError:
+            return value.strip() == default
 
     def describe(self) -> str:
         """One line of ``--help``: ``fio --numjobs V is --jobs V``."""
@@ -308,3 +334,14 @@ def parse_byte_size(text: str) -> int:
 def byte_size() -> Callable[[str], int]:
     """Sizes in bytes, fio's way (see ``parse_byte_size``)."""
     return parse_byte_size
+
+
+def user_path(text: str | os.PathLike[str]) -> Path:
+    """A path the user gave, with ``~`` and ``~user`` expanded as a shell
+    expands them: a ``~user`` that names no user, or a ``~`` without a home,
+    stays as written (``Path.expanduser`` raises RuntimeError there)."""
+    path = Path(text)
+    try:
+        return path.expanduser()
+    except RuntimeError:
+        return path

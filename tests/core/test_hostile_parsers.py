@@ -129,3 +129,20 @@ def test_commands_without_probes_parse_or_say_why(command: str, words: list[str]
         assert exc.exit_code == 2 and "\n" not in str(exc), argv
     except argparse.ArgumentError:
         pytest.fail(f"argparse error escaped for {argv}")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["export", "~nosuchuser-pt/x.jsonl"],
+        ["export", "x.jsonl", "--out", "~nosuchuser-pt/x.prom"],
+        ["cpu", "--record", "~nosuchuser-pt/x.jsonl"],
+        ["compare", "a.jsonl", "b.jsonl", "--plot", "~nosuchuser-pt/p.svg"],
+        ["cpu", "--textfile", "~nosuchuser-pt"],
+    ],
+)
+def test_a_tilde_that_names_no_user_stays_as_written(argv: list[str]) -> None:
+    """As a shell leaves ``~nosuchuser/x`` alone: a plan that names that path
+    (Path.expanduser raised RuntimeError, a traceback, found by the test above)."""
+    plan = make_plan(parse_args(build_parser(), argv), ["probetop", *argv])
+    assert "~nosuchuser-pt" in repr(plan)

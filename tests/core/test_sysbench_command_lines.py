@@ -356,7 +356,8 @@ def test_other_commands_keep_their_exit_statuses(tmp_path: Path) -> None:
     ("given", "read"),
     [
         (["--threads=2", "cpu", "run"], ["cpu", "--threads=2", "--headless", "run"]),
-        (["--test=cpu", "--time=1", "run"], ["cpu", "--time=1", "--headless", "run"]),
+        # --test= stays, for cpu's spelling to read (sysbench's warning on stderr)
+        (["--test=cpu", "--time=1", "run"], ["cpu", "--test=cpu", "--time=1", "--headless", "run"]),
         (["--time", "5", "memory"], ["mem", "--time", "5"]),
         (["--record", "cpu", "mem"], ["mem", "--record", "cpu"]),  # a value, not the test
         (["cpu", "--json", "run"], ["cpu", "--json", "run"]),
@@ -489,3 +490,44 @@ def test_report_checkpoints_refused_with_sysbenchs_check(value: str, tmp_path: P
     else:
         assert ref.returncode == 0 and "Checkpoint report:" in ref.stdout
         assert "not supported yet" in ours.stderr, ours.stderr
+
+
+# sysbench 1.0.20's deprecated names: set to other than their default they win
+# over the new name wherever either stands, each with its WARNING line on
+# stdout before the banner (num-threads, max-requests, max-time: sysbench's
+# order, not the line's); at the default they are ignored, without a word.
+# The --test= line's own WARNING comes first.
+DEPRECATED_LINES = [
+    ["--num-threads=2", "--threads=1", QUICK, "cpu", "run"],
+    ["--threads=2", "--num-threads=1", QUICK, "cpu", "run"],
+    ["--max-requests=300", "--events=2000", "--num-threads=2", "cpu", "run"],
+    ["--max-requests=0", "--events=300", "cpu", "run"],
+    ["--test=cpu", "--max-time=1", "--num-threads=2", "--max-requests=50", "run"],
+    ["--max-time=0", "--time=1", QUICK, "cpu", "run"],
+    ["--num-threads=3", "--num-threads=1", QUICK, "cpu", "run"],
+    ["--test=memory", "--num-threads=2", "--memory-total-size=1M", "run"],
+]
+
+
+@pytest.mark.parametrize("argv", DEPRECATED_LINES, ids=" ".join)
+def test_deprecated_names_win_and_warn_as_in_sysbench(argv: list[str], tmp_path: Path) -> None:
+    argv = [*argv[:-1], "--cpu-max-prime=500", "run"] if "cpu" in argv else argv
+    ref, got = both(argv, tmp_path)
+    assert ref.returncode == got.returncode == 0, (ref.stderr, got.stderr)
+
+    def read(out: str) -> tuple[list[str], list[str]]:
+        lines = out.splitlines()
+        head = lines[: next(i for i, line in enumerate(lines) if line.startswith("sysbench "))]
+        kept = [
+            line.strip()
+            for line in lines
+            if line.startswith("Number of threads:") or "total number of events" in line
+        ]
+        return head, kept
+
+    ref_head, ref_kept = read(ref.stdout)
+    got_head, got_kept = read(got.stdout)
+    assert got_head == ref_head
+    assert got_kept[0] == ref_kept[0]  # the threads that ran
+    if "--max-requests=300" in argv or "--events=300" in argv:
+        assert got_kept[1] == ref_kept[1]  # the event budget in force

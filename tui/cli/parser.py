@@ -36,6 +36,7 @@ from probetop.tui.cli.plan import (
     CommonOptions,
     NoSettings,
     RunPlan,
+    ToolWarning,
 )
 
 MAIN_DESCRIPTION = """\
@@ -377,7 +378,9 @@ def _value_takers(parser: argparse.ArgumentParser) -> set[str]:
     }
 
 
-def read_spellings(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+def read_spellings(
+    parser: argparse.ArgumentParser, argv: Sequence[str], warned: list[Spelling] | None = None
+) -> list[str]:
     """``argv`` with reference tools' spellings written as the command's own.
 
     Two rules, one place: a ``--name_with_underscores`` whose dashed form is
@@ -386,19 +389,26 @@ def read_spellings(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list
     ``--numjobs 4`` is ``--jobs 4``, ``--direct=0`` is ``--buffered``,
     sysbench's ``--num-threads``, ping's ``-n``) are read as declared. A
     value no spelling maps is a usage error naming the values it takes.
-    Option values and everything after ``--`` are left alone."""
+    A deprecated spelling (``Spelling.deprecated_default``) that is not at
+    its default is moved after the command's options, so it wins as it does
+    in the tool, and its warning line is added to ``warnings`` in the order
+    the command declares them. Option values and everything after ``--``
+    are left alone."""
     subs = _subparsers(parser)
     current: argparse.ArgumentParser = parser
     spelled: dict[str, list[Spelling]] = {}
+    declared: Sequence[Spelling] = ()
     takes_value = _value_takers(parser)
     out: list[str] = []
+    winners: dict[str, str] = {}  # deprecated spellings in force: theirs -> value
     items = list(argv)
+    tail: list[str] = []
     i = 0
     while i < len(items):
         token = items[i]
         i += 1
         if token == "--":
-            out.extend(items[i - 1 :])
+            tail = items[i - 1 :]
             break
         if current is parser and token in subs:
             current = subs[token]
@@ -406,7 +416,8 @@ def read_spellings(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list
             module = commands.load(token) if token in commands.PROBE_COMMANDS else None
             spec = getattr(module, "SPEC", None)
             spelled = {}
-            for sp in spec.spellings if spec else ():
+            declared = spec.spellings if spec else ()
+            for sp in declared:
                 spelled.setdefault(sp.theirs, []).append(sp)
             out.append(token)
             continue
@@ -415,6 +426,8 @@ def read_spellings(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list
         valued = next((sp for sp in spelled.get(name, ()) if sp.by_value is not None), None)
         if valued is not None and eq:
             out.extend(_respelled(current, valued, value))  # fio's --direct=1, --sync=0
+            if valued.warns is not None and warned is not None:
+                warned.append(valued)
             continue
         if not token.startswith("-") or name in known:
             out.append(token)
@@ -434,8 +447,19 @@ def read_spellings(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list
         if spelling.takes_value and not eq and i < len(items):
             value = items[i]
             i += 1
+        if spelling.deprecated_default is not None:
+            if spelling.is_default(value):
+                winners.pop(spelling.theirs, None)  # ignored, as the tool does
+            else:
+                winners[spelling.theirs] = value
+            continue
         out.extend(_respelled(current, spelling, value))
-    return out
+    for sp in declared:
+        if sp.theirs in winners:
+            out.extend(_respelled(current, sp, winners[sp.theirs]))
+            if warned is not None:
+                warned.append(sp)
+    return out + tail
 
 
 def _pick(spellings: list[Spelling], following: str | None) -> Spelling | None:
@@ -484,8 +508,10 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
     """``parser.parse_args`` with reference spellings read and negative
     option values attached (see above). Unrecognized arguments exit with the
     command's ``CommandSpec.refused_exit`` (sysbench's 1 for cpu and mem)."""
-    line = attach_negative_values(parser, read_spellings(parser, argv))
+    warned: list[Spelling] = []
+    line = attach_negative_values(parser, read_spellings(parser, argv, warned))
     namespace, extras = parser.parse_known_args(line)
+    namespace.tool_warnings = tuple(ToolWarning(sp.warning(), sp.warns_on_stderr) for sp in warned)
     if extras:
         sub = _subparsers(parser).get(getattr(namespace, "command", None) or "")
         if isinstance(parser, Parser):
@@ -500,6 +526,7 @@ def make_plan(namespace: argparse.Namespace, argv: Sequence[str] = ()) -> RunPla
     Raises the command's ``ProbeError`` (exit 2) for values its settings refuse."""
     values = dict(vars(namespace))
     name = values.pop("command", None)
+    tool_warnings = tuple(values.pop("tool_warnings", ()))
     hints = old_interval_spelling(name, values)
     common = CommonOptions.from_values(values, tuple(argv))
     refuse_ignored(name, values)
@@ -517,7 +544,8 @@ def make_plan(namespace: argparse.Namespace, argv: Sequence[str] = ()) -> RunPla
         return RunPlan(None, common, NoSettings(), hints=hints)
     module = commands.load(name)
     assert module is not None
-    return RunPlan(name, common, module.settings(values, common), hints=hints)
+    settings = module.settings(values, common)
+    return RunPlan(name, common, settings, hints=hints, tool_warnings=tool_warnings)
 
 
 def old_interval_spelling(command: str | None, values: dict[str, Any]) -> tuple[str, ...]:

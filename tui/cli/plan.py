@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.core.options import Option, duration
+from probetop.probes.core.options import Option, duration, user_path
 from probetop.probes.core.ranges import MAX_SECONDS, check_interval, check_seconds
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ class CommonOptions:
         record = values.get("record")
         interval = values.get("interval", 1.0)
         common = cls(
-            record=Path(record).expanduser() if record is not None else None,  # "" is refused
+            record=user_path(record) if record is not None else None,  # "" is refused
             headless=bool(values.get("headless", False)),
             json=bool(values.get("json", False)),
             time_s=values.get("time"),
@@ -267,6 +267,17 @@ class NoSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolWarning:
+    """The reference tool's own warning about the command line (sysbench's
+    deprecated names), printed where the tool prints it: stdout, before a
+    headless text report's first line (stderr with --json, whose stdout is
+    one document), or stderr (``on_stderr``) before the run."""
+
+    line: str
+    on_stderr: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class RunPlan(Generic[SettingsT]):
     """One command line, parsed and checked: the command's name (None for the
     passive dashboard), the common options and the command's own settings."""
@@ -276,3 +287,4 @@ class RunPlan(Generic[SettingsT]):
     settings: SettingsT
     extra: Mapping[str, Any] = field(default_factory=dict)
     hints: tuple[str, ...] = ()  # one line each, printed to stderr before the run
+    tool_warnings: tuple[ToolWarning, ...] = ()

@@ -11,7 +11,9 @@ before the parser), and only when the line is surely sysbench's:
   ``--test=memory`` names it;
 - options before the test name go after it (every common option is also a
   cpu/mem option, so a probetop line such as ``--time 5 cpu`` keeps its
-  meaning); ``--test=TEST`` and ``memory`` become the command name;
+  meaning); ``--test=TEST`` and ``memory`` become the command name
+  (``--test=TEST`` is also kept, first, for the command's spelling of it
+  to print sysbench's warning);
 - sysbench's command word ``run`` ends the line, and the run is headless
   (``--headless`` is added unless --json, --headless, --detach or --remote
   is given), as sysbench prints its report and exits at --time on a
@@ -235,6 +237,8 @@ def sysbench_argv(args: Sequence[str]) -> list[str]:
     if word is not None and word not in COMMAND_WORDS:
         return args
     rest = [a for k, a in enumerate(args) if k not in dropped and (not words or k != words[0])]
+    # --test= stays (first), for the command's spelling to read and warn as sysbench
+    rest = [f"--test={t}" for t in sorted(tests) if any(a == f"--test={t}" for a in args)] + rest
     if word in ("prepare", "cleanup"):
         raise SysbenchCommandError(
             f"'{SYSBENCH_NAMES[command]}' test does not implement the '{word}' command "

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.core.options import CommandSpec, Option, OptionValueError
+from probetop.probes.core.options import CommandSpec, Option, OptionValueError, user_path
 from probetop.probes.core.sample import split_key
 from probetop.probes.record import (
     RecordingError,
@@ -141,7 +141,7 @@ def settings(values: Mapping[str, Any], common: CommonOptions) -> CompareSetting
         test=str(values.get("test") or "mann-whitney"),
         alpha=float(values.get("alpha") or DEFAULT_ALPHA),
         passive=bool(values.get("passive", False)),
-        plot=Path(plot).expanduser() if plot else None,
+        plot=user_path(plot) if plot else None,
         charts=not values.get("no_charts", False),
     )
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from probetop.probes.core.options import CommandSpec, Option
+from probetop.probes.core.options import CommandSpec, Option, user_path
 from probetop.probes.record import RecordingError, replace_file
 from probetop.tui.cli.plan import CommonOptions, RunPlan
 from probetop.tui.metrics.export import FORMATS, ExportError, export
@@ -72,9 +72,9 @@ def settings(values: Mapping[str, Any], common: CommonOptions) -> ExportSettings
             raise ExportError(f"--json asks for -O json; give one of --json and -O {fmt}")
         fmt = "json"
     return ExportSettings(
-        file=Path(values["file"]).expanduser(),
+        file=user_path(values["file"]),
         format=fmt or "openmetrics",
-        out=Path(out).expanduser() if out not in (None, "-") else None,  # "-": stdout
+        out=user_path(out) if out not in (None, "-") else None,  # "-": stdout
     )
 
 

@@ -54,7 +54,8 @@ class ProbeCommand:
         if live is None or plan.common.json:
             return None
         settings = plan.settings
-        return (lambda: live.banner(settings, probes)), live.lines(settings)
+        warned = "".join(f"{w.line}\n" for w in plan.tool_warnings if not w.on_stderr)
+        return (lambda: warned + live.banner(settings, probes)), live.lines(settings)
 
     def deadline_s(self, plan: RunPlan[Any]) -> float | None:
         """When the runner stops the probes (None: they end themselves)."""

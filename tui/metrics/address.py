@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probetop.probes.core.base import UsageProbeError
-from probetop.probes.core.options import OptionValueError
+from probetop.probes.core.options import OptionValueError, user_path
 
 DEFAULT_HOST = "127.0.0.1"
 TEXTFILE_NAME = "probetop.prom"
@@ -94,4 +94,4 @@ def parse_textfile_dir(text: str) -> Path:
     """The --textfile directory (checked when the exporter opens)."""
     if not text.strip():
         raise OptionValueError("an empty directory name")
-    return Path(text).expanduser()
+    return user_path(text)

@@ -210,11 +210,32 @@ def old_spellings(test: str, *, events: bool) -> tuple[Spelling, ...]:
     nothing), and sysbench 0.4/0.5's names, which sysbench 1.0 still reads
     (deprecated): ``sysbench --test=cpu --num-threads=2 --max-time=10 run``
     runs as is."""
+    # sysbench 1.0.20's rule for its deprecated names: one set to other than
+    # its default wins over the new name and prints a WARNING line on stdout
+    # (in this order: num-threads, max-requests, max-time); at the default it
+    # is ignored.
+    deprecated = (
+        Spelling("sysbench", "--num-threads", "--threads", deprecated_default="1"),
+        *(
+            (Spelling("sysbench", "--max-requests", "--events", deprecated_default="0"),)
+            if events
+            else ()
+        ),
+        Spelling("sysbench", "--max-time", "--time", deprecated_default="0"),
+    )
     out = (
         on_off_spelling("--histogram"),
-        Spelling("sysbench", "--test", None, by_value={test: ""}, note="this command"),
-        Spelling("sysbench", "--num-threads", "--threads"),
-        Spelling("sysbench", "--max-time", "--time"),
+        Spelling(
+            "sysbench",
+            "--test",
+            None,
+            by_value={test: ""},
+            note="this command",
+            warns="WARNING: the --test option is deprecated. You can pass a script name or "
+            "path on the command line without any options.",
+            warns_on_stderr=True,
+        ),
+        *deprecated,
     )
     ignored = tuple(
         Spelling(
@@ -227,8 +248,7 @@ def old_spellings(test: str, *, events: bool) -> tuple[Spelling, ...]:
         )
         for flag, why in _IGNORED_FLAGS.items()
     ) + tuple(Spelling("sysbench", flag, None, note=why) for flag, why in _IGNORED_VALUES.items())
-    out = (*out, *ignored)
-    return (*out, Spelling("sysbench", "--max-requests", "--events")) if events else out
+    return (*out, *ignored)
 
 
 def run_word_option(test: str) -> Option:

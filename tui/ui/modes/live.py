@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, ClassVar
 from probetop.probes.core import stopsignals
 from probetop.probes.core.base import ProbeError
 from probetop.probes.core.hub import Hub
+from probetop.probes.core.options import user_path
 from probetop.probes.core.sample import Announce, Record, Sample, Status, now_ns
 from probetop.probes.record import RecordingError
 from probetop.tui.run.livesession import LiveSession
@@ -221,7 +222,7 @@ class LiveMode(Mode):
 
         async def answered(path: str | None) -> None:
             if path:
-                await self.start_recording(Path(path).expanduser())
+                await self.start_recording(user_path(path))
 
         self.host.push_screen(record_prompt(), answered)
 
