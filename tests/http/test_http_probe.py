@@ -266,6 +266,8 @@ def test_fresh_connections_are_closed_after_each_request_outside_its_timing(serv
         most = 0  # the most connections to the server seen at once
         for _ in range(4):
             line = json.loads(proc.stdout.readline())
+            while "stamps_us" not in line:  # a turn skipped (a loaded machine): no request
+                line = json.loads(proc.stdout.readline())
             assert line["error"] is None and line["num_connects"] == 1  # a new connection
             deadline = time.monotonic() + 1.0  # ten slots, each ~99 % idle
             while True:
