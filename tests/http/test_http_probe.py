@@ -63,9 +63,14 @@ async def test_counts_requests_phases_and_errors_by_kind(server):
     ok = per_url[labels[0]]
     assert ok["requests"] == 4 and ok["errors"] == {} and ok["http_codes"] == {"200": 4}
     server_ms = ok["phases_ms"]["server"]
-    # Observed down to 19.975 ms: libcurl's pretransfer stamp is taken around the
-    # send, not strictly before it, so allow 0.1 ms below the server's 20 ms wait.
-    assert server_ms["count"] == 4 and 19.9 <= server_ms["min"] <= server_ms["p50"] < 500
+    ttfb_ms = ok["phases_ms"]["ttfb"]
+    # The first byte comes at least the server's 20 ms wait after the start.
+    # The server phase begins at libcurl's pretransfer stamp, taken around the
+    # send, not strictly before it: a client that loses the CPU between the
+    # send and the stamp starts it late (18.2 ms seen at load; curl -w's
+    # time_pretransfer is the same stamp), so it is only bounded by TTFB.
+    assert ttfb_ms["count"] == 4 and 19.9 <= ttfb_ms["min"] <= ttfb_ms["p50"] < 500
+    assert server_ms["count"] == 4 and 10 <= server_ms["min"] <= ttfb_ms["min"]
     for key in ("min", "p50", "p90", "p99", "max", "mean", "stddev"):
         assert key in server_ms
     assert per_url[labels[1]]["errors"] == {"http_5xx": 4}
