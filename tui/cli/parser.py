@@ -391,9 +391,9 @@ def read_spellings(
     value no spelling maps is a usage error naming the values it takes.
     A deprecated spelling (``Spelling.deprecated_default``) that is not at
     its default is moved after the command's options, so it wins as it does
-    in the tool, and its warning line is added to ``warnings`` in the order
-    the command declares them. Option values and everything after ``--``
-    are left alone."""
+    in the tool, and added to ``warned`` in the order the command declares
+    them, as is a spelling that always warns (sysbench's ``--test=``). Option
+    values and everything after ``--`` are left alone."""
     subs = _subparsers(parser)
     current: argparse.ArgumentParser = parser
     spelled: dict[str, list[Spelling]] = {}
