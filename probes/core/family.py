@@ -133,6 +133,11 @@ class RunCommon(Protocol):
     @property
     def detach(self) -> bool: ...
     @property
+    def name(self) -> str | None:
+        """--name: a detached session's name; for a family with ``names_job``
+        also its job's name (fio's --name), with or without --detach."""
+
+    @property
     def wants_headless(self) -> bool: ...
     @property
     def assertions(self) -> Sequence[object]: ...
@@ -257,6 +262,10 @@ class Family(Generic[SettingsT]):
     or one per kind; ``Lazy``, for the same reason."""
     no_tracker: str = ""
     no_checks: str = ""
+    names_job: bool = False
+    """``--name`` is also the reference tool's job name (fio's ``--name=test``,
+    in every pasted fio line): a headless run takes it instead of refusing
+    it as a session name with no session; ``read_settings`` reads it."""
     """Why the family has no tracker / no checks, when it has none on purpose."""
 
     @property

@@ -40,7 +40,9 @@ from probetop.probes.disk.warmup.settings import WARMUP_SPEC, WarmupSettings
 
 
 def read_iops_settings(values: Mapping[str, Any], common: RunCommon) -> IopsSettings:
-    s = IopsSettings.from_options(values, time_s=common.time_s, interval_s=common.interval_s)
+    s = IopsSettings.from_options(
+        values, time_s=common.time_s, interval_s=common.interval_s, job_name=common.name
+    )
     if common.json and s.output_format not in (None, "json", "json+"):
         raise UsageProbeError(
             f"--json is --output-format json: it cannot be combined with "
@@ -118,6 +120,7 @@ IOPS = Family(
     confirmed=confirm,  # the user typed the target's name
     blocks_in_kernel=True,  # I/O to a device that stopped answering
     demo_probes=iops_demo_probes,
+    names_job=True,  # fio's --name=JOB: jobname in every report
 )
 
 # -- warmup -----------------------------------------------------------------
@@ -126,7 +129,9 @@ DEMO_WARMUP_BYTES = 128 << 20
 
 
 def read_warmup_settings(values: Mapping[str, Any], common: RunCommon) -> WarmupSettings:
-    return WarmupSettings.from_options(values, time_s=common.time_s, interval_s=common.interval_s)
+    return WarmupSettings.from_options(
+        values, time_s=common.time_s, interval_s=common.interval_s, job_name=common.name
+    )
 
 
 def build_warmup_probes(settings: WarmupSettings, common: RunCommon) -> list[Probe]:
@@ -202,4 +207,5 @@ WARMUP = Family(
     blocks_in_kernel=True,  # I/O to a device that stopped answering
     switched=switched_to_write,
     demo_probes=warmup_demo_probes,
+    names_job=True,  # fio's --name=JOB, in the equivalent fio command
 )

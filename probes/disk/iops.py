@@ -430,7 +430,7 @@ class IopsProbe:
             args.append(f"--bwavgtime={s.bw_avg_ms}")
         if s.iops_avg_ms != 500:
             args.append(f"--iopsavgtime={s.iops_avg_ms}")
-        args.append("--name=probetop")
+        args.append(f"--name={s.job_name}")
         return shlex.join(args)
 
     def plan(self) -> EnginePlan:

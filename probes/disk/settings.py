@@ -69,10 +69,10 @@ def file_service_type(text: str) -> str:
     return text
 
 
-def job_file_name(fmt: str, jobnum: int, filenum: int = 0) -> str:
+def job_file_name(fmt: str, jobnum: int, filenum: int = 0, jobname: str = JOB_NAME) -> str:
     """fio's --filename_format expanded for one job's file ($jobname, $jobnum, $filenum)."""
     return (
-        fmt.replace("$jobname", JOB_NAME)
+        fmt.replace("$jobname", jobname)
         .replace("$jobnum", str(jobnum))
         .replace("$filenum", str(filenum))
     )
@@ -359,13 +359,19 @@ class IopsSettings:
     group_reporting: bool = False  # --group_reporting: one report for all jobs
     bw_avg_ms: int = 500  # --bwavgtime: the bw_min/max/mean/dev window
     iops_avg_ms: int = 500  # --iopsavgtime: the iops_min/max/mean/stddev window
+    job_name: str = JOB_NAME  # --name: fio's jobname, $jobname
 
     @classmethod
     def from_options(
-        cls, values: Mapping[str, Any], *, time_s: float | None, interval_s: float
+        cls,
+        values: Mapping[str, Any],
+        *,
+        time_s: float | None,
+        interval_s: float,
+        job_name: str | None = None,
     ) -> IopsSettings:
         """Settings from parsed ``IOPS_SPEC`` values plus the common
-        --time/--sample-interval; validated."""
+        --time/--sample-interval and --name (fio's job name); validated."""
         target = str(values["target"])
         yes = values.get("yes_destroy_data")
         settings = cls(
@@ -394,6 +400,7 @@ class IopsSettings:
             group_reporting=bool(values.get("group_reporting", False)),
             bw_avg_ms=values.get("bw_avg_time", 500),
             iops_avg_ms=values.get("iops_avg_time", 500),
+            job_name=job_name or JOB_NAME,
         )
         settings.validate()
         return settings
@@ -423,7 +430,10 @@ class IopsSettings:
             return [[self.target] for _ in range(self.jobs)]
         fmt = self.filename_format or FILENAME_FORMAT
         return [
-            [os.path.join(self.target, job_file_name(fmt, j, f)) for f in range(self.nrfiles)]
+            [
+                os.path.join(self.target, job_file_name(fmt, j, f, self.job_name))
+                for f in range(self.nrfiles)
+            ]
             for j in range(self.jobs)
         ]
 

@@ -531,7 +531,9 @@ def make_plan(namespace: argparse.Namespace, argv: Sequence[str] = ()) -> RunPla
     common = CommonOptions.from_values(values, tuple(argv))
     refuse_ignored(name, values)
     named_nothing = not common.detach and common.remote is None and common.wants_headless
-    if common.name is not None and named_nothing:
+    module = commands.load(name) if name is not None else None
+    # fio's --name=JOB (a pasted fio line) names the job of a headless disk run
+    if common.name is not None and named_nothing and not getattr(module, "NAMES_JOB", False):
         raise UsageProbeError(
             "--name names a session: use it with --detach (or --remote), or in the "
             "dashboard, where d detaches the run under that name; a headless run has none"
@@ -542,7 +544,6 @@ def make_plan(namespace: argparse.Namespace, argv: Sequence[str] = ()) -> RunPla
         resolve(common.assertions, name)
     if name is None:
         return RunPlan(None, common, NoSettings(), hints=hints)
-    module = commands.load(name)
     assert module is not None
     settings = module.settings(values, common)
     return RunPlan(name, common, settings, hints=hints, tool_warnings=tool_warnings)

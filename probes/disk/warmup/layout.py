@@ -86,7 +86,7 @@ class PassLayout:
         start, end = (t.start, t.end) if t else (s.range_start or 0, s.range_end)
         args = [
             "fio",
-            "--name=warmup",
+            f"--name={s.job_name}",
             f"--filename={s.target}",
             f"--rw={rw}",
             f"--bs={format_size(s.bs)}",

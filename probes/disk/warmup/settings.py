@@ -123,6 +123,16 @@ WARMUP_SPEC = CommandSpec(
         *FIO_SPELLINGS,
         GROUP_REPORTING_ALWAYS,
         Spelling(FIO, "--ss", "--steadystate"),
+        # fio's warm-up lines (docs/warmup.md): --rw=write then --rw=read
+        *(
+            Spelling(
+                FIO,
+                flag,
+                None,
+                by_value={"read": "--read", "write": "--write", "randwrite": "--pattern=randwrite"},
+            )
+            for flag in ("--rw", "--readwrite")
+        ),
         Spelling(FIO, "--direct", None, by_value={"1": "", "0": "--buffered"}),
         Spelling(FIO, "--buffered", None, by_value={"1": "--buffered", "0": ""}),
     ),
@@ -171,13 +181,19 @@ class WarmupSettings:
     interval_s: float = 1.0
     yes_destroy_data: str | None = None
     confirmed: bool = False
+    job_name: str = "warmup"  # --name: the job's name in the equivalent fio command
 
     @classmethod
     def from_options(
-        cls, values: Mapping[str, Any], *, time_s: float | None, interval_s: float
+        cls,
+        values: Mapping[str, Any],
+        *,
+        time_s: float | None,
+        interval_s: float,
+        job_name: str | None = None,
     ) -> WarmupSettings:
         """Settings from parsed ``WARMUP_SPEC`` values plus the common
-        --time/--sample-interval; validated."""
+        --time/--sample-interval and --name (fio's job name); validated."""
         target = str(values["target"])
         name = pass_name(
             read=bool(values.get("read", False)),
@@ -209,6 +225,7 @@ class WarmupSettings:
             interval_s=interval_s or 1.0,
             yes_destroy_data=yes,
             confirmed=names_target(yes, target),
+            job_name=job_name or "warmup",
         )
         settings.validate()
         return settings
