@@ -57,7 +57,9 @@ class Reply:
 class ReplyListener(Protocol):
     """What an ICMP probe tells as it runs (see the module docstring)."""
 
-    def started(self, host: str, address: str, size: int, v6: bool) -> None: ...
+    def started(
+        self, host: str, address: str, size: int, v6: bool, bound: tuple[str, str] | None = None
+    ) -> None: ...
 
     def replies(self, replies: Sequence[Reply], dropped: int) -> None: ...
 
@@ -146,12 +148,17 @@ def _is_address(host: str) -> bool:
     return True
 
 
-def header_line(host: str, address: str, size: int, v6: bool) -> str:
-    """``PING host (addr) 56(84) bytes of data.`` / ``PING ::1(::1) 56 data bytes``."""
+def header_line(
+    host: str, address: str, size: int, v6: bool, bound: tuple[str, str] | None = None
+) -> str:
+    """``PING host (addr) 56(84) bytes of data.`` / ``PING ::1(::1) 56 data bytes``;
+    with ping -I (``bound``: the source address and the interface, "" for
+    -I ADDR) ``PING host (addr) from SRC IFACE: 56(84) bytes of data.``"""
+    via = f"from {bound[0]} {bound[1]}: " if bound is not None else ""
     if v6:
         shown = address if _is_address(host) else f"{host} ({address})"
-        return f"PING {host}({shown}) {size} data bytes"
-    return f"PING {host} ({address}) {size}({size + 28}) bytes of data."
+        return f"PING {host}({shown}) {via}{size} data bytes"
+    return f"PING {host} ({address}) {via}{size}({size + 28}) bytes of data."
 
 
 class PingWriter:
@@ -175,7 +182,9 @@ class PingWriter:
         self.dropped = 0
         self._lock = threading.Lock()
 
-    def started(self, host: str, address: str, size: int, v6: bool) -> None:
+    def started(
+        self, host: str, address: str, size: int, v6: bool, bound: tuple[str, str] | None = None
+    ) -> None:
         # ping names the reply's sender by its reverse lookup unless given
         # an address; for a name the usual sender is the target, looked up once.
         self.source = address
@@ -185,7 +194,7 @@ class PingWriter:
             except OSError:
                 name = address
             self.source = f"{name} ({address})"
-        self._write(header_line(host, address, size, v6) + "\n")
+        self._write(header_line(host, address, size, v6, bound) + "\n")
 
     def replies(self, replies: Sequence[Reply], dropped: int) -> None:
         lines = []

@@ -187,7 +187,9 @@ class IcmpProbe:
         self._pending = {}
         if self.listener is not None:
             t = self.target
-            self.listener.started(self.settings.host, t.address, self.settings.size, t.v6)
+            # ping -I: "from SRC IFACE: " (IFACE empty for -I ADDR)
+            bound = (t.source, t.device or "") if self.settings.source else None
+            self.listener.started(self.settings.host, t.address, self.settings.size, t.v6, bound)
         self.start_ns = now_ns()
         with thread_stack(STREAM_STACK_BYTES):
             for s in self._streams:

@@ -286,7 +286,10 @@ SPEC = CommandSpec(
             exclusive="family",
         ),
         Option(
-            ("-I", "--source"), "source address (one of this host's), as ping -I", metavar="ADDR"
+            ("-I", "--source"),
+            "as ping -I: a source address (one of this host's), or an interface name to bind "
+            "every request to",
+            metavar="ADDR|IFNAME",
         ),
         Option(
             ("-b", "--broadcast"),

@@ -40,6 +40,7 @@ ICMP_FILTER = 1
 ICMP6_FILTER = 1
 SO_ATTACH_FILTER = 26
 SO_RCVBUFFORCE = 33
+SO_BINDTODEVICE = 25
 IP_MTU_DISCOVER = 10
 IP_MTU = 14
 IP_RECVERR = 11
@@ -70,6 +71,7 @@ class Target:
     interface: str | None
     mtu: int | None
     broadcast: bool
+    device: str | None = None  # ping -I IFNAME: every socket bound to it (SO_BINDTODEVICE)
 
     @property
     def v6(self) -> bool:
@@ -137,6 +139,29 @@ def route_interface(address: str) -> str | None:
     return None
 
 
+def split_source(source: str | None) -> tuple[str | None, str | None]:
+    """ping -I's value as (address, interface): an IP address is the source
+    address, anything else an interface name (iputils reads it so)."""
+    if not source:
+        return None, None
+    try:
+        ipaddress.ip_address(source.split("%", 1)[0])
+    except ValueError:
+        return None, source
+    return source, None
+
+
+def bind_to_device(sock: socket.socket, device: str) -> None:
+    """SO_BINDTODEVICE, refused in ping's words (TargetProbeError)."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_BINDTODEVICE, device.encode())
+    except OSError as exc:
+        raise TargetProbeError(
+            f"SO_BINDTODEVICE {device}: {exc.strerror or exc} (ping -I takes an address of "
+            "this host or an interface name: `ip link` lists them)"
+        ) from None
+
+
 def resolve_target(
     host: str,
     family: int | None = None,
@@ -165,10 +190,13 @@ def resolve_target(
             f"{address} is a {kind} address: every host on the segment would answer. "
             "Add --broadcast if that is what you want."
         )
+    source, device = split_source(source)
     probe = socket.socket(fam, socket.SOCK_DGRAM)
     try:
         if is_broadcast:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+        if device:
+            bind_to_device(probe, device)
         if source:
             try:
                 probe.bind((source, 0))
@@ -200,14 +228,14 @@ def resolve_target(
             mtu = None
     finally:
         probe.close()
-    iface = route_interface(address) or interface_of(local)
+    iface = device or route_interface(address) or interface_of(local)
     if iface is None and ip.is_loopback:
         iface = "lo"
     if iface is not None:
         stats = psutil.net_if_stats().get(iface)
         if stats is not None and not stats.isup:
             raise TargetProbeError(f"interface {iface} (route to {address}) is down")
-    return Target(host, address, fam, scope_id, local, iface, mtu, is_broadcast)
+    return Target(host, address, fam, scope_id, local, iface, mtu, is_broadcast, device)
 
 
 def check_size(target: Target, size: int) -> None:
@@ -330,9 +358,12 @@ def open_icmp_socket(
             sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RECV_BUFFER_BYTES)
         except OSError:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECV_BUFFER_BYTES)
-        if source or mode == "datagram":
+        address, device = split_source(source)
+        if device:
+            bind_to_device(sock, device)
+        if address or mode == "datagram":
             # Datagram sockets: binding picks the port, which the kernel uses as the echo id.
-            sock.bind((source or ("::" if v6 else "0.0.0.0"), 0))
+            sock.bind((address or ("::" if v6 else "0.0.0.0"), 0))
         if mode == "datagram":
             ident = int(sock.getsockname()[1])
         return sock, ident
