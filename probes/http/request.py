@@ -95,6 +95,14 @@ class HttpRequest:
     limit_rate: int | None = None  # --limit-rate, bytes/s each way (0: none)
     path_as_is: bool = False  # --path-as-is
     proxy: str | None = None  # -x
+    noproxy: str | None = None  # --noproxy: hosts reached without the proxy ("*": all)
+    get: bool = False  # -G: the -d data as the URL's query, and a GET
+    byte_range: str | None = None  # -r / --range
+    max_filesize: int | None = None  # --max-filesize: a larger body fails (exit 63)
+    speed_limit: int | None = None  # -Y: bytes/s below which ...
+    speed_time_s: int | None = None  # -y: ... for this long the transfer fails (exit 28)
+    tcp_fastopen: bool = False  # --tcp-fastopen
+    keepalive: bool = True  # curl's TCP keepalive (60 s); --no-keepalive: off
     record_body: bool = False  # --record-body: the body in JSON output and recordings
 
     def __post_init__(self) -> None:
@@ -121,9 +129,18 @@ class HttpRequest:
             return self.method.upper()
         if self.head:
             return "HEAD"
-        if self.data is not None:
+        if self.data is not None and not self.get:
             return "POST"
         return "GET"
+
+    def first_url(self, url: str) -> str:
+        """The first hop's URL: with -G the -d data is its query (after ``?``,
+        or ``&`` when it has one), as curl appends it."""
+        if not self.get or self.data is None:
+            return url
+        base, _hash, fragment = url.partition("#")
+        joined = f"{base}{'&' if '?' in base else '?'}{self.data}"
+        return f"{joined}#{fragment}" if _hash else joined
 
     def body(self) -> bytes | None:
         """The request body as sent (the bytes ``data`` stands for)."""
@@ -267,7 +284,8 @@ def configure(
 
     method = method or request.initial_method()
     if body is FIRST_HOP:
-        body = request.data
+        body = None if request.get else request.data
+        url = request.first_url(url)
     assert body is None or isinstance(body, str)
     put("URL", pycurl.URL, url)
     # http and https only, also after a redirect: a server's Location must not
@@ -342,6 +360,24 @@ def configure(
     if request.proxy:
         # Without -x, libcurl reads http_proxy & co. from the environment, as curl does.
         put("-x", pycurl.PROXY, check_proxy(request.proxy))
+    if request.noproxy is not None:
+        put("--noproxy", pycurl.NOPROXY, request.noproxy)
+    if request.byte_range:
+        put("-r", pycurl.RANGE, request.byte_range)
+    if request.max_filesize is not None:
+        put("--max-filesize", pycurl.MAXFILESIZE_LARGE, request.max_filesize)
+    if request.speed_limit is not None or request.speed_time_s is not None:
+        # curl's tool: either one alone takes the other's default (1 B/s, 30 s)
+        put("-Y", pycurl.LOW_SPEED_LIMIT, request.speed_limit or 1)
+        put("-y", pycurl.LOW_SPEED_TIME, request.speed_time_s or 30)
+    if request.tcp_fastopen:
+        put("--tcp-fastopen", pycurl.TCP_FASTOPEN, 1)
+    # curl's tool turns TCP keepalive on (probes every 60 s of idle) unless
+    # --no-keepalive; libcurl's own default is off.
+    curl.setopt(pycurl.TCP_KEEPALIVE, 1 if request.keepalive else 0)
+    if request.keepalive:
+        curl.setopt(pycurl.TCP_KEEPIDLE, 60)
+        curl.setopt(pycurl.TCP_KEEPINTVL, 60)
     if fresh:
         curl.setopt(pycurl.FRESH_CONNECT, 1)
         curl.setopt(pycurl.FORBID_REUSE, 0 if keep_open else 1)
@@ -448,5 +484,21 @@ def curl_command(request: HttpRequest, url: str) -> str:
         args.append("--path-as-is")
     if request.proxy:
         args += ["-x", redact_url(request.proxy)]
+    if request.noproxy is not None:
+        args += ["--noproxy", request.noproxy]
+    if request.get:
+        args.append("-G")
+    if request.byte_range:
+        args += ["-r", request.byte_range]
+    if request.max_filesize is not None:
+        args += ["--max-filesize", str(request.max_filesize)]
+    if request.speed_limit is not None:
+        args += ["-Y", str(request.speed_limit)]
+    if request.speed_time_s is not None:
+        args += ["-y", str(request.speed_time_s)]
+    if request.tcp_fastopen:
+        args.append("--tcp-fastopen")
+    if not request.keepalive:
+        args.append("--no-keepalive")
     args.append(redact_url(url))
     return shlex.join(args)

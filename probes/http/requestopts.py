@@ -74,6 +74,14 @@ def request_from_options(values: Mapping[str, Any]) -> HttpRequest:
         limit_rate=values.get("limit_rate"),
         path_as_is=bool(values.get("path_as_is", False)),
         proxy=values.get("proxy"),
+        noproxy=values.get("noproxy"),
+        get=bool(values.get("get", False)),
+        byte_range=values.get("byte_range"),
+        max_filesize=values.get("max_filesize"),
+        speed_limit=values.get("speed_limit"),
+        speed_time_s=values.get("speed_time"),
+        tcp_fastopen=bool(values.get("tcp_fastopen", False)),
+        keepalive=not values.get("no_keepalive", False),
         record_body=bool(values.get("record_body", False)),
     )
 

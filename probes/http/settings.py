@@ -201,7 +201,7 @@ class HttpSettings:
         request = self.request
         if not self.urls:
             raise UsageProbeError("give at least one URL")
-        if request.head and request.data is not None:
+        if request.head and request.data is not None and not request.get:
             raise UsageProbeError("-I (HEAD) and -d (POST) contradict each other, as in curl")
         if request.user is not None and ":" not in request.user:
             raise UsageProbeError("give -u USER:PASSWORD (probetop does not prompt for passwords)")

@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from probetop.probes.core.options import CommandSpec, Option, duration, whole_number
+from probetop.probes.core.options import CommandSpec, Option, byte_size, duration, whole_number
 from probetop.probes.http.inputs import local_ports, rate_limit, retry_number
 from probetop.probes.http.load.settings import LOAD_OPTIONS
 from probetop.probes.http.request import DEFAULT_MAX_REDIRS
@@ -77,13 +77,11 @@ _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("-F", "--form", "--form-string"), True, "multipart forms are not supported"),
     (("-T", "--upload-file"), True, "uploads are not supported; use --data-binary @FILE"),
     (("-c", "--cookie-jar"), True, "cookies are not saved"),
-    (("-G", "--get"), False, "put the query in the URL"),
     (("-E", "--cert", "--key", "--cert-type", "--key-type"), True, "client certificates"),
     (("--ciphers", "--tls-max", "--curves", "--tls13-ciphers"), True, "TLS tuning"),
     (("--tlsv1", "--tlsv1.0", "--tlsv1.1", "--tlsv1.2", "--tlsv1.3"), False, "TLS tuning"),
-    (("-r", "--range", "-C", "--continue-at"), True, "ranges"),
-    (("--max-filesize", "-Y", "--speed-limit", "-y", "--speed-time"), True, ""),
-    (("-U", "--proxy-user", "--noproxy", "--socks5", "--socks5-hostname"), True, "proxy auth"),
+    (("-C", "--continue-at"), True, "resuming a download"),
+    (("-U", "--proxy-user", "--socks5", "--socks5-hostname"), True, "proxy auth"),
     (("-p", "--proxytunnel", "--proxy-insecure"), False, "proxy tuning"),
     (("--unix-socket", "--abstract-unix-socket"), True, "unix sockets"),
     (("--oauth2-bearer", "--aws-sigv4"), True, "use -H 'Authorization: ...'"),
@@ -95,7 +93,6 @@ _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("--location-trusted", "--post301", "--post302", "--post303"), False, "redirect tuning"),
     (("-n", "--netrc", "-Z", "--parallel", "-N", "--no-buffer", "-R", "--remote-time"), False, ""),
     (("--http2-prior-knowledge", "--http3-only", "--http0.9"), False, "use --http2 / --http3"),
-    (("--tcp-fastopen", "--no-keepalive"), False, ""),
     (("-j", "--junk-session-cookies", "--raw", "--tr-encoding"), False, ""),
     # pycurlb's options probetop refuses (docs/http.md, "pycurlb's options").
     (
@@ -431,6 +428,61 @@ SPEC = CommandSpec(
             group=CURL,
         ),
         Option(("-x", "--proxy"), "use this proxy", metavar="URL", group=CURL),
+        Option(
+            ("--noproxy",),
+            "hosts to reach without a proxy (comma-separated; * for all), as curl",
+            metavar="LIST",
+            group=CURL,
+        ),
+        Option(
+            ("-G", "--get"),
+            "send the -d data as the URL's query, in a GET (HEAD with -I), as curl",
+            action="store_true",
+            default=False,
+            group=CURL,
+        ),
+        Option(
+            ("-r", "--range"),
+            "ask for these bytes only (Range: bytes=RANGE), as curl",
+            metavar="RANGE",
+            dest="byte_range",
+            group=CURL,
+        ),
+        Option(
+            ("--max-filesize",),
+            "fail (exit 63) when the body is larger than BYTES (4k, 1M: 1024-based), as curl",
+            byte_size(),
+            metavar="BYTES",
+            group=CURL,
+        ),
+        Option(
+            ("-Y", "--speed-limit"),
+            "fail (exit 28) when slower than SPEED bytes/s for -y seconds (30), as curl",
+            whole_number(),
+            metavar="SPEED",
+            group=CURL,
+        ),
+        Option(
+            ("-y", "--speed-time"),
+            "the -Y window in whole seconds (alone: -Y 1), as curl",
+            whole_number(),
+            metavar="SECONDS",
+            group=CURL,
+        ),
+        Option(
+            ("--tcp-fastopen",),
+            "TCP Fast Open (TFO) for the connection, as curl",
+            action="store_true",
+            default=False,
+            group=CURL,
+        ),
+        Option(
+            ("--no-keepalive",),
+            "no TCP keepalive probes (curl's default sends them after 60 s idle)",
+            action="store_true",
+            default=False,
+            group=CURL,
+        ),
         # curl's -s mutes its error messages, -S brings them back; there is
         # no progress meter here, so --no-progress-meter changes nothing.
         Option(

@@ -430,8 +430,9 @@ def fetch(
     own = curl is None
     curl = curl or pycurl.Curl()
     exchange = Exchange(request, url)
-    method, body = request.initial_method(), request.data
-    hop_url = url
+    # -G: the data is the first hop's query, not a body
+    method, body = request.initial_method(), None if request.get else request.data
+    hop_url = request.first_url(url)
     try:
         while True:
             curl.reset()
