@@ -189,7 +189,7 @@ class ProbetopApp(App[int]):
         for theme in probetop_themes():
             self.register_theme(theme)
         theme = config.display.theme
-        self.theme = check_theme_name(theme) if theme else DEFAULT_THEME
+        self._first_theme(check_theme_name(theme) if theme else DEFAULT_THEME)
         self.panes: dict[str, ProbePane] = {}
         # Where the records come from, picked by the configuration's type.
         self.mode: Mode = mode_for(self, config)
@@ -311,6 +311,24 @@ class ProbetopApp(App[int]):
             self.status_bar.display = not small
             if small:
                 self.index.display = False
+
+    def _first_theme(self, name: str) -> None:
+        """The theme the app starts with. Textual's watcher of ``theme`` sets
+        the ``-theme-NAME`` class and the ANSI filter, then queues a parse of
+        the whole stylesheet again with the theme's variables: before the
+        first frame that parse is a second one (~10 ms of CPU, issue 28),
+        since the app's start parses it anyway. So where the ANSI filters
+        would not change (a theme as dark as Textual's default), the value,
+        the class and the stylesheet's variables are set here, before that
+        first parse, and nothing is queued. (The ANSI filters depend on the
+        theme's ``dark`` and ``ansi`` only.)"""
+        chosen, start = self.get_theme(name), self.current_theme
+        if chosen is None or (chosen.dark, chosen.ansi) != (start.dark, start.ansi):
+            self.theme = name  # the filters change: the watcher's whole work
+            return
+        self.set_reactive(App.theme, name)
+        self.set_class(True, f"-theme-{name}", update=False)
+        self.stylesheet.set_variables(self.get_css_variables())
 
     def relayout(self, size: Size | None = None) -> None:
         """Plan the panes' layout again; it is applied only if it changed."""
