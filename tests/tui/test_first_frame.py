@@ -6,8 +6,8 @@ exporters or the demo's targets need.
 The dashboard runs in a real pseudo-terminal; a wrapper notes, at the first
 write that completes the frame (the passive panes' titles and the footer),
 which modules are loaded and whether the session has begun (probes started,
-recording opened) and whether the stylesheet was parsed a second time,
-then ends the process. No timing is asserted
+recording opened), whether the stylesheet was parsed a second time and
+which subtrees were styled again, then ends the process. No timing is asserted
 (benchmarks/startup.py measures the time).
 """
 
@@ -83,6 +83,13 @@ def noted_refresh_css(self, *a, **k):
     reparsed.append(True)
     return refresh_css(self, *a, **k)
 App.refresh_css = noted_refresh_css
+from textual.dom import DOMNode
+restyled = []
+update_node_styles = DOMNode.update_node_styles
+def noted_update_node_styles(self, *a, **k):
+    restyled.append([str(self.id), sys._getframe(1).f_code.co_name])
+    return update_node_styles(self, *a, **k)
+DOMNode.update_node_styles = noted_update_node_styles
 from textual.drivers.linux_driver import LinuxDriver
 write, seen = LinuxDriver.write, []
 def first_frame(self, data):
@@ -91,7 +98,8 @@ def first_frame(self, data):
     text = re.sub(r"\x1b\[[0-9;?<>=]*[a-zA-Z]", "", "".join(seen))
     if all(t in text for t in ("system.cpu", "system.disk", "system.net", "Quit")):
         json.dump(
-            {"modules": sorted(sys.modules), "begun": bool(begun), "reparsed": len(reparsed)},
+            {"modules": sorted(sys.modules), "begun": bool(begun), "reparsed": len(reparsed),
+             "restyled": restyled},
             open(out, "w"),
         )
         os._exit(0)
@@ -151,3 +159,7 @@ def test_the_first_frame_comes_before_any_probe_runs_and_loads_nothing_heavy(
     # The theme's variables are in the stylesheet before its first parse: no
     # second parse of every rule queued by the theme's watcher (~10 ms).
     assert state["reparsed"] == 0, "the stylesheet was parsed again before the first frame"
+    # The panes' box is born with the class of its first layout: no class
+    # change matches the rules again over every pane before the first frame.
+    by_class = [n for n, why in state["restyled"] if why.endswith("_class")]  # type: ignore[attr-defined]
+    assert "panes" not in by_class, state["restyled"]

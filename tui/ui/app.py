@@ -217,7 +217,10 @@ class ProbetopApp(App[int]):
         self._width = 0
         self.status_bar = TextBlock([""], id="status-bar")
         self.index = PaneIndex([""], id="pane-index")
-        self.pane_box = VerticalScroll(id="panes")
+        # Born in the grid layout, as nearly every first plan is: its first
+        # apply_plan then changes no class, and no rule is matched again over
+        # every pane before the first frame (~5 ms, issue 28).
+        self.pane_box = VerticalScroll(id="panes", classes="-grid")
         self.layout = PaneLayout(self.pane_box, self.index, CHROME_ROWS, WIDE_COLUMNS)
         self.too_small_msg = Static("", id="too-small")
         self.footer = KeyBar(id="footer")  # one widget, not one per binding (start-up)
