@@ -146,6 +146,15 @@ def fit_status(parts: Sequence[tuple[int, str] | tuple[int, str, str]], width: i
     return line()
 
 
+class _PanesScreen(Screen):
+    """The dashboard's screen. Textual's auto-focus would give the focus to
+    the first focusable widget, the panes' box, which styles every pane
+    again, then again when the first pane takes it (``_add_pane``): only a
+    pane is ever focused at start (~5 ms before the first frame, issue 28)."""
+
+    AUTO_FOCUS = "ProbePane"
+
+
 class ProbetopApp(App[int]):
     """The dashboard. See the module docstring."""
 
@@ -178,6 +187,9 @@ class ProbetopApp(App[int]):
     ]
 
     DASHBOARD_ONLY = {"add_probe", "toggle_record"}  # priority keys: none while a modal is up
+
+    def get_default_screen(self) -> Screen:
+        return _PanesScreen(id="_default")
 
     def get_driver_class(self) -> type[Driver]:
         # An input thread that sleeps until a key comes (tui/ui/quietdriver.py).
