@@ -77,8 +77,9 @@ def _is_one_off(plan: Any) -> bool:
 
 def _remember_gettext_lookups() -> None:
     """argparse asks gettext for each of its strings (about 45 for the parser
-    tui.cli.parser builds), and gettext searches the locale directories anew every
-    time, failures included: about a third of a one-off's run (profiled).
+    tui.cli.parser builds for a one-off, ~55 for the dashboard's), and gettext
+    searches the locale directories anew every time, failures included: about
+    a third of a one-off's run (profiled), ~5 ms before a dashboard's fork.
     The answer cannot change within a process, so it is kept after the first."""
     import functools
     import gettext
@@ -113,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Before the first dataclass and pattern: their code from the last runs' cache.
     codecache.install("http-one-off" if args[:1] == ["http"] else "main")
     if not one_off_candidate(args):
+        _remember_gettext_lookups()  # its parser asks as many (~55 for `demo`)
         from probetop.tui.main import main as full_main  # its imports: no collector either
 
         collect_from_now()

@@ -39,6 +39,10 @@ class Box:
     size: float
     note: str = "n"
 
+import collections, typing
+Pair = collections.namedtuple("Pair", "left right", defaults=(0,))
+Later = typing.List["Box"]
+
 import re
 PATTERNS = [
     re.compile(r"(?P<word>\w+)-(\d+)"),
@@ -69,6 +73,11 @@ out = {
         for p, s in zip(PATTERNS, ["ab-1 cd-22", b"ABBBC", "see http://u:pw@h/", "a\x01xxxxxxx"])
     ],
     "scanner": re.Scanner([(r"\d+", lambda _s, t: int(t)), (r"\s+", None)]).scan("1 22 x"),
+    "namedtuple": [repr(Pair(1)), repr(Pair._make([2, 3])), Pair.__new__.__code__.co_filename],
+    "forward": [
+        repr(typing.get_type_hints(type("H", (), {"__annotations__": {"b": Later}}))["b"]),
+        Later.__args__[0].__forward_code__.co_filename,
+    ],
     "missed": codecache._missed,
 }
 codecache.save()
@@ -86,6 +95,8 @@ EXPECTED = {
     # the return annotation is None itself, not the string '_return_type'.
     "init_return": "None",
     "init_code": "<string>",
+    "namedtuple": ["Pair(left=1, right=0)", "Pair(left=2, right=3)", "<string>"],
+    "forward": ["typing.List[__main__.Box]", "<string>"],
 }
 
 
@@ -133,6 +144,10 @@ def test_second_start_compiles_nothing_and_classes_behave_the_same(tmp_path: Pat
     assert (cache.parent.stat().st_mode & 0o777) == 0o700
     second = _run(tmp_path)
     assert second["missed"] is False, "the second start compiled what the first had saved"
+    # The namedtuple's __new__ and the forward reference came from it too.
+    keys = [k for k in marshal.loads(cache.read_bytes()) if isinstance(k, str)]
+    assert "\0eval\0Box" in keys
+    assert any(k.startswith("\0eval\0lambda _cls, left, right") for k in keys), keys
     # The patterns as re makes them without the cache.
     plain = _run(tmp_path / "plain", SCRIPT.replace('codecache.install("test")', "pass"))
     assert _without_missed(first) == _without_missed(second) == _without_missed(plain)

@@ -11,7 +11,7 @@ import contextlib
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probetop.probes import registry
 from probetop.probes.core.base import Probe, ProbeError
@@ -19,7 +19,9 @@ from probetop.probes.core.family import DemoContext, Family
 from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.system import passive_probes
 from probetop.tui.cli.plan import CommonOptions, RunPlan
-from probetop.tui.run.demo_targets import DemoTargets
+
+if TYPE_CHECKING:
+    from probetop.tui.run.demo_targets import DemoTargets
 
 SPEC = CommandSpec(
     name="demo",
@@ -117,7 +119,11 @@ def join_probes(
     any skipped. The dashboard calls each maker in a worker thread of its
     own, so a family whose targets take seconds (the warm-up's 128 MiB file,
     the native loops' load) delays no other family's pane; the native loops
-    are loaded first, beside the others (their load is the longest)."""
+    are loaded first, beside the others (their load is the longest).
+    The targets' module (http.server, email, html: ~10 ms of CPU) is
+    imported here, in the worker thread, not before the first frame."""
+    from probetop.tui.run.demo_targets import DemoTargets
+
     ctx = stack.enter_context(DemoTargets(interval_s=plan.common.interval_s)).context()
     only = plan.settings.only
     names = [name for name in registry.NAMES if not (only and name not in only)]
@@ -132,6 +138,8 @@ def join_probes(
 @contextlib.contextmanager
 def open_probes(plan: RunPlan[DemoSettings]) -> Iterator[list[Probe]]:
     """The demo's probes, with their targets alive until the run ends (headless)."""
+    from probetop.tui.run.demo_targets import DemoTargets
+
     with DemoTargets(interval_s=plan.common.interval_s) as ctx:
         probes, notes = demo_probe_set(ctx, plan.settings.only)
         for note in notes:

@@ -1,5 +1,7 @@
 """What Python compiles anew at every start from the same text, kept across runs:
-the methods ``@dataclass`` writes and the programs of regular expressions.
+the methods ``@dataclass`` writes, the programs of regular expressions, the
+``__new__`` of each ``namedtuple`` and the code of ``typing``'s forward
+references.
 
 ``dataclasses`` makes each class's ``__init__``, ``__repr__``, ``__eq__``,
 ``__setattr__`` ... by writing their source and ``exec``-ing it: the
@@ -18,11 +20,14 @@ Contract:
   that module only) looks a source text up in the cache of ``profile``
   (one file per start-up path, so a one-off does not read the dashboard's)
   and compiles it on a miss exactly as ``exec`` would (``"<string>"``, no
-  inherited ``__future__`` flags); ``re``'s compiler gives a pattern's
-  program (what ``_sre.compile`` takes) from the cache, and on a miss runs
-  as always and keeps what it made. The same classes and patterns, the same
-  tracebacks. The patterns' part is on only where ``re`` is built that way
-  (CPython 3.11 to 3.13).
+  inherited ``__future__`` flags); so do ``collections``'s ``eval``
+  (``namedtuple``: ~60 before the dashboard's first frame, Textual's and
+  rich's) and ``typing``'s ``compile`` of a forward reference's string
+  (~280), in ``eval`` mode (~9 ms of CPU together, issue 28). ``re``'s
+  compiler gives a pattern's program (what ``_sre.compile`` takes) from
+  the cache, and on a miss runs as always and keeps what it made. The
+  same classes and patterns, the same tracebacks. The patterns' part is
+  on only where ``re`` is built that way (CPython 3.11 to 3.13).
 - ``save()``, when the process's classes are made: writes the cache if there
   was a miss (the file's entries and the new ones; only this run's when
   that passes ``MAX_ENTRIES``). Nothing is written under
@@ -40,12 +45,14 @@ Contract:
 from __future__ import annotations
 
 import builtins
+import collections
 import dataclasses
 import marshal
 import os
 import re
 import stat
 import sys
+import typing
 from types import CodeType
 from typing import Any
 
@@ -121,6 +128,42 @@ def _cached_exec(source: Any, globals: Any = None, locals: Any = None, /) -> Non
     builtins.exec(source, globals, locals)
 
 
+def _eval_code(source: str) -> CodeType:
+    """The code ``compile(source, "<string>", "eval")`` gives in a module
+    without ``__future__`` imports, from the cache (keyed apart from the
+    ``exec`` texts)."""
+    global _missed
+    key = "\0eval\0" + source
+    code = _codes.get(key)
+    if code is None:
+        code = _codes[key] = compile(source, "<string>", "eval", dont_inherit=True)
+        _missed = True
+    _used.add(key)
+    return code
+
+
+def _cached_eval(source: Any, globals: Any = None, locals: Any = None, /) -> Any:
+    """``eval`` for ``collections`` (``namedtuple`` evaluates its ``__new__``'s
+    lambda): a source text's code from the cache. ``eval`` strips a string's
+    leading blanks and ``compile`` does not: such a text is left to ``eval``."""
+    if isinstance(source, str) and source[:1] not in (" ", "\t"):
+        source = _eval_code(source)
+    return builtins.eval(source, globals, locals)
+
+
+def _cached_compile(source: Any, filename: Any, mode: Any, *args: Any, **kwargs: Any) -> Any:
+    """``compile`` for ``typing`` (``ForwardRef`` compiles its string):
+    the same call from the cache."""
+    if (
+        isinstance(source, str)
+        and filename == "<string>"
+        and mode == "eval"
+        and not (args or kwargs)
+    ):
+        return _eval_code(source)
+    return compile(source, filename, mode, *args, **kwargs)
+
+
 class _RecordingSre:
     """``re``'s compiler's view of ``_sre``: ``compile`` notes the program
     it was given, keyed by the pattern object made (threads may compile at
@@ -191,6 +234,8 @@ def install(profile: str) -> None:
     _path = os.path.join(directory, f"{profile}-{build}.marshal")
     _codes.update(_load(_path))
     dataclasses.exec = _cached_exec  # type: ignore[attr-defined]
+    collections.eval = _cached_eval  # type: ignore[attr-defined]
+    typing.compile = _cached_compile  # type: ignore[attr-defined]
     _install_patterns()
 
 

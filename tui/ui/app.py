@@ -146,6 +146,15 @@ def fit_status(parts: Sequence[tuple[int, str] | tuple[int, str, str]], width: i
     return line()
 
 
+class _PanesScreen(Screen):
+    """The dashboard's screen. Textual's auto-focus would give the focus to
+    the first focusable widget, the panes' box, which styles every pane
+    again, then again when the first pane takes it (``_add_pane``): only a
+    pane is ever focused at start (~5 ms before the first frame, issue 28)."""
+
+    AUTO_FOCUS = "ProbePane"
+
+
 class ProbetopApp(App[int]):
     """The dashboard. See the module docstring."""
 
@@ -179,6 +188,9 @@ class ProbetopApp(App[int]):
 
     DASHBOARD_ONLY = {"add_probe", "toggle_record"}  # priority keys: none while a modal is up
 
+    def get_default_screen(self) -> Screen:
+        return _PanesScreen(id="_default")
+
     def get_driver_class(self) -> type[Driver]:
         # An input thread that sleeps until a key comes (tui/ui/quietdriver.py).
         return quiet_driver_class(super().get_driver_class())
@@ -189,7 +201,7 @@ class ProbetopApp(App[int]):
         for theme in probetop_themes():
             self.register_theme(theme)
         theme = config.display.theme
-        self.theme = check_theme_name(theme) if theme else DEFAULT_THEME
+        self._first_theme(check_theme_name(theme) if theme else DEFAULT_THEME)
         self.panes: dict[str, ProbePane] = {}
         # Where the records come from, picked by the configuration's type.
         self.mode: Mode = mode_for(self, config)
@@ -217,7 +229,10 @@ class ProbetopApp(App[int]):
         self._width = 0
         self.status_bar = TextBlock([""], id="status-bar")
         self.index = PaneIndex([""], id="pane-index")
-        self.pane_box = VerticalScroll(id="panes")
+        # Born in the grid layout, as nearly every first plan is: its first
+        # apply_plan then changes no class, and no rule is matched again over
+        # every pane before the first frame (~5 ms, issue 28).
+        self.pane_box = VerticalScroll(id="panes", classes="-grid")
         self.layout = PaneLayout(self.pane_box, self.index, CHROME_ROWS, WIDE_COLUMNS)
         self.too_small_msg = Static("", id="too-small")
         self.footer = KeyBar(id="footer")  # one widget, not one per binding (start-up)
@@ -311,6 +326,24 @@ class ProbetopApp(App[int]):
             self.status_bar.display = not small
             if small:
                 self.index.display = False
+
+    def _first_theme(self, name: str) -> None:
+        """The theme the app starts with. Textual's watcher of ``theme`` sets
+        the ``-theme-NAME`` class and the ANSI filter, then queues a parse of
+        the whole stylesheet again with the theme's variables: before the
+        first frame that parse is a second one (~10 ms of CPU, issue 28),
+        since the app's start parses it anyway. So where the ANSI filters
+        would not change (a theme as dark as Textual's default), the value,
+        the class and the stylesheet's variables are set here, before that
+        first parse, and nothing is queued. (The ANSI filters depend on the
+        theme's ``dark`` and ``ansi`` only.)"""
+        chosen, start = self.get_theme(name), self.current_theme
+        if chosen is None or (chosen.dark, chosen.ansi) != (start.dark, start.ansi):
+            self.theme = name  # the filters change: the watcher's whole work
+            return
+        self.set_reactive(App.theme, name)
+        self.set_class(True, f"-theme-{name}", update=False)
+        self.stylesheet.set_variables(self.get_css_variables())
 
     def relayout(self, size: Size | None = None) -> None:
         """Plan the panes' layout again; it is applied only if it changed."""
