@@ -98,8 +98,8 @@ _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (
         ("-g", "--globoff"),
         False,
-        "pycurlb's -g means --get and curl's means --globoff: probetop never globs URLs, "
-        "and for a GET with a query put the query in the URL",
+        "pycurlb's -g means --get and curl's means --globoff: probetop never globs URLs; "
+        "for pycurlb's meaning write -G or --get",
     ),
     (
         ("--expect100-timeout", "--expect100-timeout-ms"),

@@ -94,7 +94,6 @@ def test_redirect_url_and_options_as_pycurlb_reports_them(server, capsys):
     ("args", "says"),
     [
         (["-g"], "pycurlb's -g means --get"),
-        (["--get"], "put the query in the URL"),
         (["--expect100-timeout", "2"], "100-continue"),
         (["--expect100-timeout-ms", "2"], "100-continue"),
         (["--ignore-content-length"], "framed"),
