@@ -67,6 +67,9 @@ if TYPE_CHECKING:  # the writer (codec, host facts) loads when a recording start
     from probetop.tui.metrics.live import MetricsExporter
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+BEGIN_WAIT_S = 10.0
+"""How long ``shutdown`` waits for a ``begin`` under way (its recording
+opening: host facts, the file's first write) before it closes the rest."""
 _hangup_ignored = False
 
 
@@ -231,6 +234,8 @@ class LiveSession:
         self.finished = False
         self._end_reason: str | None = None  # shutdown's reason
         self._begun = False  # begin() ran
+        self._closing: asyncio.Future[None] | None = None  # shutdown() under way or done
+        self.probes_began = False  # begin() started the probes (a run, not only a view)
         # Set when begin() has finished (history, recording and probes
         # started) or the session ended: what a key pressed during start-up
         # (d) must wait for, not read as missing.
@@ -296,6 +301,7 @@ class LiveSession:
                 self.recording_failures.append(f"recording to {self.record_path} did not start")
         if not self.finished:  # a quit while the recording opened
             self.hub.start()
+            self.probes_began = True
             self.heap_trimmer.start()
 
     async def ready(self, timeout_s: float) -> bool:
@@ -306,6 +312,12 @@ class LiveSession:
         except TimeoutError:
             return False
         return True
+
+    @property
+    def started(self) -> bool:
+        """``begin`` has started the probes (and the recording before them).
+        Until then no probe has run, so none has ended either."""
+        return self._begun and self._ready.is_set() and not self.finished
 
     @property
     def failed(self) -> bool:
@@ -333,9 +345,34 @@ class LiveSession:
         return self._end_reason
 
     async def shutdown(self, reason: str = "completed") -> None:
-        """Stop every probe and close the recording with ``reason``. Idempotent."""
-        if self.finished:
+        """Stop every probe and close the recording with ``reason``.
+        Idempotent: a second call returns once the first one's work is
+        done (was: at once, so its caller could exit with the recording
+        still unclosed)."""
+        if self._closing is not None:
+            await asyncio.shield(self._closing)
             return
+        self._closing = asyncio.get_running_loop().create_future()
+        try:
+            await self._shutdown(reason)
+        finally:
+            self._closing.set_result(None)
+
+    async def _shutdown(self, reason: str) -> None:
+        if self._begun and not self._ready.is_set():
+            # begin() is opening the recording (its header may be written):
+            # let it finish, so that recording is closed here with its
+            # footer, not left to a begin() the app's exit cancels.
+            await self.ready(BEGIN_WAIT_S)
+        if not self._begun and self.record_path is not None:
+            # Ended before begin() (a stop signal while the view came up):
+            # the recording asked for is still made, its header and its
+            # footer with the reason, so --record always leaves a whole file.
+            self._begun = True  # begin() now does nothing
+            try:
+                self.recorder = await self._open_recorder(self.record_path)
+            except (RecordingError, OSError) as exc:
+                self.recording_failures.append(f"recording to {self.record_path}: {exc}")
         self.finished = True
         self._end_reason = reason
         self._ready.set()
