@@ -31,6 +31,7 @@ class ProbeCommand:
         self.FOCUS: str = family.focus
         self.WITH_PASSIVE: bool = family.with_passive
         self.BLOCKS_IN_KERNEL: bool = family.blocks_in_kernel
+        self.FAILED_EXIT: int = family.failed_exit
 
     def __repr__(self) -> str:
         return f"ProbeCommand({self.family.name!r})"
