@@ -1,0 +1,110 @@
+"""Terminal cases of the hostile table (docs/reliability.md, "Hostile
+terminals and processes", issue 29 item 7) not covered elsewhere: each in a
+real terminal, an interactive bash in a private tmux server."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+
+from test_tui_jobcontrol import (
+    EXE,
+    alternate,
+    ended,
+    footer,
+    gone,
+    job_pids,
+    shell,
+    state,
+    type_line,
+    wait,
+)
+
+
+def test_setsid_without_w_runs_headless(tmp_path: Path) -> None:
+    """``setsid probetop ...`` (no ``-w``): setsid forks, returns at once, and
+    the shell reads the keyboard again while probetop runs on the same
+    terminal with none of its own. Before: a dashboard drew over the
+    shell's prompt, shared every key with it, and (its run over) waited for
+    a q that the shell took. Now: headless, said once, the report on the
+    terminal, the recording whole."""
+    rec = tmp_path / "r.jsonl"
+    run = shlex.join([EXE, "cpu", "--threads", "1", "--time", "2", "--record", str(rec)])
+    with shell() as tmux:
+        type_line(tmux, f"setsid {run}; echo RC=$?")
+        deadline = time.monotonic() + 90
+        while not (rec.exists() and rec.read_bytes().rstrip().endswith(b"}")
+                   and b'"footer"' in rec.read_bytes()[-4096:]):  # fmt: skip
+            assert not alternate(tmux), "a dashboard on a terminal that is not its own"
+            assert time.monotonic() < deadline, "the run never ended"
+            time.sleep(0.1)
+        wait(tmux, lambda s: "execution time" in s, "the headless report")
+        text = tmux("capture-pane", "-p", "-S", "-500", "-t", "t")  # the note scrolled off
+        assert "running headless" in text and "Traceback" not in text, text
+        assert not alternate(tmux)
+    assert footer(rec)["reason"] == "completed"
+
+
+def test_setsid_w_keeps_the_dashboard(tmp_path: Path) -> None:
+    """``setsid -w``: setsid stays in the terminal's session and waits, so
+    the keys are the dashboard's: it draws, q ends it, exit 0."""
+    rec = tmp_path / "r.jsonl"
+    run = shlex.join([EXE, "cpu", "--threads", "1", "--time", "120", "--record", str(rec)])
+    with shell() as tmux:
+        type_line(tmux, f"setsid -w {run}; echo RC=$?")
+        wait(tmux, lambda s: "events/s" in s and s.startswith("probetop"), "the dashboard", 90)
+        tmux("send-keys", "-t", "t", "q")
+        text = wait(tmux, ended, "the end")
+        assert "RC=0" in text and "running headless" not in text, text
+    assert footer(rec)["reason"] == "completed"
+
+
+def test_headless_in_the_background_with_tostop(tmp_path: Path) -> None:
+    """``stty tostop``, then a headless run with ``&``: stopped by SIGTTOU
+    at its first write to the terminal (as any program; that is what
+    tostop asks), ``fg`` lets it finish: the report, exit 0, the recording
+    whole with no probe sample missing (it stopped before its probe started)."""
+    rec = tmp_path / "r.jsonl"
+    run = shlex.join(
+        [EXE, "cpu", "--threads", "1", "--time", "2", "--headless", "--record", str(rec)]
+    )
+    with shell() as tmux:
+        type_line(tmux, f"stty tostop; {run} &")
+        deadline = time.monotonic() + 90
+        while not [pid for pid in _pids_of(str(rec)) if state(pid) == "T"]:
+            assert time.monotonic() < deadline, "never stopped by SIGTTOU"
+            time.sleep(0.1)
+        type_line(tmux, "jobs")  # bash says it at its next prompt
+        wait(tmux, lambda s: "Stopped" in s, "stopped as a job")
+        type_line(tmux, "fg; echo RC=$?")
+        text = wait(tmux, ended, "the end", 90)
+        assert "RC=0" in text and "events per second" in text and "Traceback" not in text, text
+    assert footer(rec)["reason"] == "completed"
+
+
+def _pids_of(word: str) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if word.encode() in (proc / "cmdline").read_bytes():
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_the_window_killed_with_the_view_up_ends_the_run_whole(tmp_path: Path) -> None:
+    """``tmux kill-pane`` (the terminal closes) while the dashboard is drawn
+    and measuring: both processes end, the recording gets its footer."""
+    rec = tmp_path / "r.jsonl"
+    with shell() as tmux:
+        type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
+        wait(tmux, lambda s: "events/s" in s and s.startswith("probetop"), "the dashboard", 90)
+        waiter, child = job_pids(tmux)
+        tmux("kill-pane", "-t", "t")
+        assert gone(waiter, child), (state(waiter), state(child))
+    # the hangup's SIGHUP, or SIGTERM (the waiter's death signal) when the
+    # waiter went first: either way the run ended whole.
+    assert footer(rec)["reason"] in ("interrupted (SIGHUP)", "interrupted (SIGTERM)")
