@@ -211,7 +211,8 @@ def terminal_not_ours(fd: int = 0) -> bool:
     could be sure to reach it, so the run is headless, as without a
     terminal; said once on stderr. ``setsid -w`` (setsid, in the
     terminal's session, waits), ``script`` and a tmux pane's own command
-    (a terminal of their own) keep the dashboard."""
+    (a terminal of their own), and a terminal no session has (a pty a
+    program opened for this process alone) keep the dashboard."""
     global _not_ours
     if _not_ours is None:  # once, before any fork: a waiter's child has the waiter for parent
         _not_ours = _terminal_not_ours(fd)
@@ -229,6 +230,8 @@ def _terminal_not_ours(fd: int) -> bool:
     parent = _ctty_of(os.getppid())
     if parent is not None and parent != 0 and _same_device(parent, terminal):
         return False  # the parent (setsid -w) is in the terminal's session, waiting
+    if not _controlled_by_some_session(terminal):
+        return False  # no shell has it either (a pty a program opened for us): ours alone
     with contextlib.suppress(OSError):
         print(
             "probetop: note: running headless: the terminal is not this process's own and "
@@ -237,6 +240,21 @@ def _terminal_not_ours(fd: int) -> bool:
             file=sys.stderr,
         )
     return True
+
+
+def _controlled_by_some_session(terminal: int) -> bool:
+    """Some process has ``terminal`` as its controlling terminal (a shell
+    reading it). One look through /proc: only for a run with no terminal
+    of its own on a terminal's stdin, which is rare."""
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return True
+    for pid in pids:
+        tty = _ctty_of(pid)
+        if tty and _same_device(tty, terminal):
+            return True
+    return False
 
 
 def _same_device(a: int, b: int) -> bool:
