@@ -8,6 +8,7 @@ import shlex
 import time
 from pathlib import Path
 
+import pytest
 from test_tui_jobcontrol import (
     EXE,
     alternate,
@@ -108,3 +109,75 @@ def test_the_window_killed_with_the_view_up_ends_the_run_whole(tmp_path: Path) -
     # the hangup's SIGHUP, or SIGTERM (the waiter's death signal) when the
     # waiter went first: either way the run ended whole.
     assert footer(rec)["reason"] in ("interrupted (SIGHUP)", "interrupted (SIGTERM)")
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid``'s descendants, from /proc."""
+    parents: dict[int, list[int]] = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(proc.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+@pytest.mark.parametrize("mode", ["dashboard", "load"])
+def test_no_secret_in_ps_of_what_a_terminal_run_starts(mode: str, tmp_path: Path) -> None:
+    """HTTP runs given secrets on their command line, at a terminal: the
+    dashboard of a repeated run (the waiter, the dashboard, the HTTP
+    worker) and a load run (wrk's output at the terminal; its generator
+    process) show none of them in /proc/PID/cmdline (what ps shows every
+    user) nor in /proc/PID/environ (0400, the user's own environment)."""
+    import stat
+    import subprocess
+    import sys
+
+    server = subprocess.Popen(
+        [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp_path, text=True,
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        port = server.stdout.readline().split("port ")[1].split()[0]
+        url = f"http://user:P1Zq7w@127.0.0.1:{port}/?sig=S5Zq7w"
+        args = [EXE, "http", url, "-H", "Authorization: Bearer S2Zq7w", "-u", "u:S3Zq7w"]
+        if mode == "load":
+            args += ["--rate", "20", "--time", "120"]
+            shown, helper, count = "Running 2m test", b"generator", 2
+        else:
+            args += ["--count", "5000", "--watch"]  # repeated mode: a dashboard with --watch
+            shown, helper, count = "probetop", b"worker", 3
+        with shell() as tmux:
+            type_line(tmux, shlex.join(args))
+            wait(tmux, lambda s: shown in s.splitlines()[0] if mode == "dashboard" else shown in s,
+                 "the run", 90)  # fmt: skip
+            shell_pid = int(tmux("display", "-p", "-t", "t", "#{pane_pid}").strip())
+            deadline, seen = time.monotonic() + 60, []
+            while time.monotonic() < deadline:
+                seen = [p for p in _tree(shell_pid) if state(p) not in ("gone", "Z")]
+                cmdlines = {p: Path(f"/proc/{p}/cmdline").read_bytes() for p in seen}
+                if any(helper in c for c in cmdlines.values()) and len(seen) >= count:
+                    break
+                time.sleep(0.2)
+            assert len(seen) >= count, f"{count} processes expected: {cmdlines}"
+            for pid in seen:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                environ = Path(f"/proc/{pid}/environ").read_bytes()
+                assert b"Zq7w" not in cmdline, cmdline
+                assert b"Zq7w" not in environ, [v for v in environ.split(b"\0") if b"Zq7w" in v]
+                assert stat.S_IMODE(Path(f"/proc/{pid}/environ").stat().st_mode) == 0o400
+            tmux("send-keys", "-t", "t", "q" if mode == "dashboard" else "C-c")
+            assert gone(*seen), [state(pid) for pid in seen]  # else the line below is its input
+            type_line(tmux, "echo RC=$?")
+            wait(tmux, ended, "the end")
+    finally:
+        server.terminate()
+        server.wait(10)
