@@ -8,7 +8,11 @@ interactive bash in a private tmux server.
 The race is made certain: Ctrl-Z during start-up suspends the view as soon
 as it is up, after the check (``prepare``) and before the probes start
 (after the first frame); the test takes the target's lock then, and ``fg``
-lets the probe start and find it taken."""
+lets the probe start and find it taken. Two ways, by timing: the
+dashboard adds its probes (their check again) after the lock was taken,
+and says "iops not started" (it exited 0: a run whose one probe never
+started passed), or its probe finds it taken as it starts (exit 1). Both
+now exit 2 with the reason on stderr, as headless."""
 
 from __future__ import annotations
 

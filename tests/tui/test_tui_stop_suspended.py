@@ -126,9 +126,13 @@ def test_ctrl_z_during_start_up_then_kill_ends_with_the_signals_status(tmp_path:
     probes start (they start after the first frame); the SIGTERM then found
     no probe running, was read as "the run had ended" and closed the view
     as q: the job ended ``Done`` (exit 0), footer "completed" or no
-    recording at all. Now: ``Exit 143`` and a whole recording whose footer
-    says the signal; the partial report when the probes had started, else
-    one line saying nothing was measured."""
+    recording at all; or, the SIGTERM coming before the view's own
+    handlers, the run ended with the waiter still stopped and the job stayed
+    ``Stopped`` until ``fg``. Now: ``Exit 143``; a recording, when one was
+    begun, whole with the signal in its footer; the partial report when the
+    probes had started, one line saying nothing was measured when they had
+    not; nothing when the signal came before the view's handlers (as a
+    signal during a headless start-up)."""
     rec = tmp_path / "r.jsonl"
     with shell(width=100, height=30) as tmux:
         type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
@@ -146,6 +150,8 @@ def test_ctrl_z_during_start_up_then_kill_ends_with_the_signals_status(tmp_path:
         type_line(tmux, "echo ENDED-$((1+1))")
         text = wait(tmux, lambda s: "ENDED-2" in s, "the job's end", 60)
         assert re.search(r"\[1\]\S* +Exit 143", text), text
-        assert "nothing was measured" in text or "INTERRUPTED (SIGTERM)" in text, text
         assert "Traceback" not in text, text
-    assert footer(rec)["reason"] == "interrupted (SIGTERM)"
+    if rec.exists():
+        assert footer(rec)["reason"] == "interrupted (SIGTERM)"
+        said = "nothing was measured" in text or "INTERRUPTED (SIGTERM)" in text
+        assert said, text

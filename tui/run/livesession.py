@@ -245,6 +245,10 @@ class LiveSession:
         # Recordings that could not be completed (write error mid-run): the
         # host shows them and exits with RECORDING_INCOMPLETE_EXIT.
         self.recording_failures: list[str] = []
+        # The command's own probes that could not start (``open``, not
+        # strict: a target another run took since the check): a headless
+        # run exits with their error's status, and so does the host.
+        self.not_started: dict[str, ProbeError] = {}
 
     # -- lifecycle -------------------------------------------------------
     async def start(self, *, lossless: bool = False, strict: bool = False) -> Subscription:
@@ -270,6 +274,8 @@ class LiveSession:
             except ProbeError as exc:
                 if strict:
                     raise
+                if not getattr(probe, "background", False):
+                    self.not_started[probe.id] = exc  # the host's exit status says it
                 self.notify(str(exc), title=f"{probe.id} not started", severity="error")
         return self.hub.subscribe(lossless=lossless)
 

@@ -190,6 +190,8 @@ class QuietLinuxDriver(LinuxDriver):
         view came back meanwhile or a stop signal is ending the run."""
         if not self.view_suspended or (self.ending is not None and self.ending()):
             return
+        if stopsignals.pending() is not None:  # before the view's handlers: it ends the run
+            return
         if not jobcontrol.in_foreground(self.fileno):
             jobcontrol.stop_job()
 
@@ -214,13 +216,23 @@ class QuietLinuxDriver(LinuxDriver):
             self.view_suspended = True
             jobcontrol.stop_job()
             return
+        early_tstp = jobcontrol.take_early_tstp()
+        if early_tstp and jobcontrol.shell_can_resume():
+            # A Ctrl-Z during start-up: the job stops before the view is
+            # drawn or a key is read. Started first and suspended a moment
+            # later, its input thread read what was typed after the Ctrl-Z
+            # (`kill %1`, `bg`): the shell never got it, and the dashboard
+            # took its letters for keys. `fg` starts the view (_on_sigcont).
+            self.view_suspended = True
+            jobcontrol.stop_job()
+            return
         self.view_suspended = False
         super().start_application_mode()
         self._take_tty_signals()
         if self._writer_thread is None:  # Textual saw a SIGTTOU: put in the background
             self.view_suspended = True
             jobcontrol.stop_job()
-        elif jobcontrol.take_early_tstp():  # a Ctrl-Z during start-up: suspend now
+        elif early_tstp:  # no shell could resume it: refused, with the notice
             self._loop.call_soon(self._job_signal, signal.SIGTSTP)
 
     def stop_application_mode(self) -> None:
