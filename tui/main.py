@@ -421,11 +421,11 @@ def run_app(
         # terminal is back: the dashboard prints no report on q.
         for probe_id, error in app.session.hub.errors.items():
             print(f"probetop: error: {probe_id}: {error}", file=sys.stderr)
-        for exc in app.session.not_started.values():
+        for refused in app.session.not_started.values():
             # Said in the dashboard as "not started"; the status a headless
             # run gives for it (ProbeError at start: its exit code, 2).
-            print(f"probetop: error: {exc}", file=sys.stderr)
-            code = code or exc.exit_code
+            print(f"probetop: error: {refused}", file=sys.stderr)
+            code = code or refused.exit_code
         if code == 1 and app.session.hub.errors:
             # The status the headless run of the command gives for a failed
             # probe (iops, warmup: 2, as their report; was 1 here, 2 headless).
