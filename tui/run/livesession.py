@@ -305,7 +305,10 @@ class LiveSession:
             elif not await self.start_recording(self.record_path):
                 # --record asked for it: the exit status says it is missing.
                 self.recording_failures.append(f"recording to {self.record_path} did not start")
-        if not self.finished:  # a quit while the recording opened
+        # Not after a quit while the recording opened, nor after --time
+        # passed before the probes started (a start-up slower than --time:
+        # they were started after time_up had stopped none, and ran on).
+        if not self.finished and not self.probes_stopped:
             self.hub.start()
             self.probes_began = True
             self.heap_trimmer.start()
@@ -338,8 +341,8 @@ class LiveSession:
         recording with reason ``time``. False if they had stopped already."""
         if self.probes_stopped or self.finished:
             return False
+        self.probes_stopped = True  # first: a begin() under way starts none now
         await self.hub.stop()
-        self.probes_stopped = True
         if self.recorder is not None:
             await self.stop_recording("time")
         self.on_change()
