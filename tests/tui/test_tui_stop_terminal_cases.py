@@ -181,3 +181,46 @@ def test_no_secret_in_ps_of_what_a_terminal_run_starts(mode: str, tmp_path: Path
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_the_mode_of_a_target_lock_file(tmp_path: Path) -> None:
+    """The one file probetop writes that other users may write too: a
+    target's lock file (probes/core/targetlock.py), 0666 in the sticky
+    shared directory /run/lock/probetop (1777), so every user's run takes
+    the same lock; it holds "PID COMMAND TARGET", no option of the run."""
+    import os
+    import stat
+    import subprocess
+
+    from probetop.probes.core.targetlock import SHARED_DIR, lock_dir
+
+    if lock_dir() != SHARED_DIR:
+        pytest.skip(f"no shared lock directory here ({lock_dir()})")
+    img = tmp_path / "t.img"
+    img.write_bytes(b"\0" * (4 << 20))
+    before = set(SHARED_DIR.iterdir())
+    run = subprocess.Popen(
+        [EXE, "iops", str(img), "--rw", "randread", "--time", "30", "--headless"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: os.umask(0o022),
+    )  # fmt: skip
+    try:
+        deadline, new = time.monotonic() + 90, []
+        while not new and time.monotonic() < deadline:
+            new = [p for p in set(SHARED_DIR.iterdir()) - before if str(run.pid) in _text(p)]
+            time.sleep(0.1)
+        assert new, "no lock file seen"
+        assert stat.S_IMODE(SHARED_DIR.stat().st_mode) == 0o1777
+        for path in new:
+            assert stat.S_IMODE(path.stat().st_mode) == 0o666, path
+            assert "iops" in _text(path) and "--rw" not in _text(path), _text(path)
+    finally:
+        run.terminate()
+        run.wait(60)
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
