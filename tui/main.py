@@ -424,6 +424,15 @@ def run_app(
         # terminal is back: the dashboard prints no report on q.
         for probe_id, error in app.session.hub.errors.items():
             print(f"probetop: error: {probe_id}: {error}", file=sys.stderr)
+        for refused in app.session.not_started.values():
+            # Said in the dashboard as "not started"; the status a headless
+            # run gives for it (ProbeError at start: its exit code, 2).
+            print(f"probetop: error: {refused}", file=sys.stderr)
+            code = code or refused.exit_code
+        if code == 1 and app.session.hub.errors:
+            # The status the headless run of the command gives for a failed
+            # probe (iops, warmup: 2, as their report; was 1 here, 2 headless).
+            code = int(getattr(module, "FAILED_EXIT", 1))
     checks = config.footer_fields if isinstance(config, LiveView) else None
     if isinstance(checks, RunAssertions) and app.session is not None:
         # --assert in the dashboard: checked at quit, printed once the screen is gone.
@@ -492,6 +501,17 @@ def _signalled_report(
     reason = session.end_reason
     if reason is None or not reason.startswith("interrupted"):
         return None
+    if not session.probes_began:
+        # Stopped while the view came up (a Ctrl-Z during start-up, then
+        # `kill %1`): no probe ran, so there is no report to print; the
+        # status is the signal's, as for a stop during a headless start-up.
+        said = f"probetop: {reason} before the probes started: nothing was measured"
+        if session.record_path is not None and not session.recording_failures:
+            said += f" ({session.record_path} holds no sample)"
+        with contextlib.suppress(OSError):
+            print(said, file=sys.stderr)
+        code = stopsignals.status_of(reason.removeprefix("interrupted (").rstrip(")"))
+        return recording_status(session.recording_failures, code)
     from probetop.tui.sessions.foreground import session_result
 
     result = session_result(session, reason, session.record_path)

@@ -249,6 +249,10 @@ class Family(Generic[SettingsT]):
     banner and ``[ 1s ]`` lines); None: the report is all printed at the end."""
     with_passive: bool = True
     """False when the command brings the passive probes itself."""
+    failed_exit: int = 1
+    """The exit status of a run whose probe failed (its report's, headless):
+    1 as sysbench, ping and wrk; 2 for the disk families. A dashboard that
+    ends with a failed probe exits with the same."""
     blocks_in_kernel: bool = False
     """True when its probes' threads may wait in the kernel for a device
     that stopped answering (disk I/O): a headless run is then split so the

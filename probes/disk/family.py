@@ -119,6 +119,7 @@ IOPS = Family(
     deadline_s=ends_itself,
     confirmed=confirm,  # the user typed the target's name
     blocks_in_kernel=True,  # I/O to a device that stopped answering
+    failed_exit=2,  # iops_exit_code / warmup_exit_code: a failed probe is 2
     demo_probes=iops_demo_probes,
     names_job=True,  # fio's --name=JOB: jobname in every report
 )
@@ -205,6 +206,7 @@ WARMUP = Family(
     deadline_s=ends_itself,  # the probe stops itself on --time, checkpoint saved first
     confirmed=confirm,  # the user typed the target's name
     blocks_in_kernel=True,  # I/O to a device that stopped answering
+    failed_exit=2,  # iops_exit_code / warmup_exit_code: a failed probe is 2
     switched=switched_to_write,
     demo_probes=warmup_demo_probes,
     names_job=True,  # fio's --name=JOB, in the equivalent fio command

@@ -252,6 +252,37 @@ def test_tstp_and_cont_from_outside_then_a_stop_signal_while_suspended(tmp_path:
     assert footer(rec)["reason"] == "interrupted (SIGTERM)"
 
 
+@pytest.mark.parametrize("sig", ["SIGTTOU", "SIGTTIN"])
+def test_a_stray_ttou_or_ttin_in_the_foreground_is_a_ctrl_z(sig: str, tmp_path: Path) -> None:
+    """``kill -TTOU``/``-TTIN`` on the dashboard process while its view is
+    up (the kernel sends them only to a background group that touches the
+    terminal, so in the foreground they come from a kill). Before, their
+    default action stopped the dashboard process alone: the waiter ran on,
+    the shell never said "Stopped", the terminal stayed in application
+    mode, keys did nothing and the recording stopped growing. Now: as
+    Ctrl-Z (the shell says "Stopped", the probes record on, ``fg`` brings
+    the view back, q ends it whole)."""
+    rec = tmp_path / "r.jsonl"
+    with shell() as tmux:
+        type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
+        wait(tmux, lambda s: "events/s" in s, "the dashboard")
+        waiter, child = job_pids(tmux)
+        os.kill(child, getattr(signal, sig))
+        wait(tmux, lambda s: "Stopped" in s and "$ " in s, "stopped as a job")
+        wait_alternate(tmux, False)
+        assert state(waiter) == "T" and state(child) in ("S", "R"), (state(waiter), state(child))
+        assert grows(rec), "the recording stopped"
+        type_line(tmux, "fg")
+        wait_alternate(tmux, True)
+        wait(tmux, lambda s: "events/s" in s and s.startswith("probetop"), "the view back")
+        tmux("send-keys", "-t", "t", "q")
+        wait_alternate(tmux, False)
+        type_line(tmux, "echo RC=$?")
+        text = wait(tmux, ended, "the exit status")
+        assert "RC=0" in text and "Traceback" not in text, text
+    assert footer(rec)["reason"] == "completed"
+
+
 @pytest.mark.parametrize("target", ["waiter", "dashboard"])
 def test_tstp_and_cont_from_outside_then_fg_as_ctrl_z_then_fg(target: str, tmp_path: Path) -> None:
     """kill -TSTP then kill -CONT on either process, then ``fg``: the view

@@ -118,3 +118,40 @@ def test_ctrl_z_during_start_up_suspends_once_the_view_is_up(tmp_path: Path) -> 
         text = wait(tmux, lambda s: re.search(r"RC=\d", s) is not None, "the exit status")
         assert "RC=0" in text and "Traceback" not in text, text
     assert footer(rec)["reason"] == "completed"
+
+
+def test_ctrl_z_during_start_up_then_kill_ends_with_the_signals_status(tmp_path: Path) -> None:
+    """Ctrl-Z before the view is drawn, then ``kill %1`` as soon as the shell
+    says "Stopped". The view suspends as soon as it is up, before its
+    probes start (they start after the first frame); the SIGTERM then found
+    no probe running, was read as "the run had ended" and closed the view
+    as q: the job ended ``Done`` (exit 0), footer "completed" or no
+    recording at all; or, the SIGTERM coming before the view's own
+    handlers, the run ended with the waiter still stopped and the job stayed
+    ``Stopped`` until ``fg``. Now: ``Exit 143``; a recording, when one was
+    begun, whole with the signal in its footer; the partial report when the
+    probes had started, one line saying nothing was measured when they had
+    not; nothing when the signal came before the view's handlers (as a
+    signal during a headless start-up)."""
+    rec = tmp_path / "r.jsonl"
+    with shell(width=100, height=30) as tmux:
+        type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
+        deadline = time.monotonic() + 60
+        while True:  # the split made (waiter and dashboard), the view not up yet
+            with contextlib.suppress(StopIteration):
+                job_pids(tmux)
+                break
+            assert time.monotonic() < deadline, "never split"
+            time.sleep(0.02)
+        tmux("send-keys", "-t", "t", "C-z")
+        wait(tmux, lambda s: "Stopped" in s, "stopped as a job", 90)
+        type_line(tmux, "kill %1")
+        type_line(tmux, "for i in $(seq 300); do jobs %1 >/dev/null 2>&1 || break; sleep .1; done")
+        type_line(tmux, "echo ENDED-$((1+1))")
+        text = wait(tmux, lambda s: "ENDED-2" in s, "the job's end", 60)
+        assert re.search(r"\[1\]\S* +Exit 143", text), text
+        assert "Traceback" not in text, text
+    if rec.exists():
+        assert footer(rec)["reason"] == "interrupted (SIGTERM)"
+        said = "nothing was measured" in text or "INTERRUPTED (SIGTERM)" in text
+        assert said, text

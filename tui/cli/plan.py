@@ -244,6 +244,7 @@ class CommonOptions:
             # iops --output-format: a report as fio writes it is headless too
             or any(a.split("=")[0] == "--output-format" for a in self.argv)
             or not (sys.stdout.isatty() and sys.stdin.isatty())
+            or _terminal_not_ours()
         )
 
     def note_theme_ignored(self) -> None:
@@ -256,6 +257,14 @@ class CommonOptions:
                 "(--headless, --json, or no terminal)",
                 file=sys.stderr,
             )
+
+
+def _terminal_not_ours() -> bool:
+    """The terminal is the shell's, not ours (``setsid`` without ``-w``):
+    tui.sessions.jobcontrol.terminal_not_ours, loaded only at a terminal."""
+    from probetop.tui.sessions.jobcontrol import terminal_not_ours
+
+    return terminal_not_ours()
 
 
 SettingsT = TypeVar("SettingsT")

@@ -32,6 +32,7 @@ class ProbeCommand:
         self.WITH_PASSIVE: bool = family.with_passive
         self.BLOCKS_IN_KERNEL: bool = family.blocks_in_kernel
         self.NAMES_JOB: bool = family.names_job  # --name is also the job's name (fio)
+        self.FAILED_EXIT: int = family.failed_exit
 
     def __repr__(self) -> str:
         return f"ProbeCommand({self.family.name!r})"

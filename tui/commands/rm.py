@@ -9,7 +9,7 @@ from typing import Any
 
 from probetop.probes.core.options import CommandSpec, Option
 from probetop.tui.cli.plan import CommonOptions, RunPlan
-from probetop.tui.sessions.registry import SessionError, find, remove
+from probetop.tui.sessions.registry import SessionError, find, remove, session_dirs
 
 SPEC = CommandSpec(
     name="rm",
@@ -39,6 +39,13 @@ def settings(values: Mapping[str, Any], common: CommonOptions) -> RmSettings:
 
 
 def run(plan: RunPlan[RmSettings]) -> int:
+    try:
+        # The directories once, before any name: refused, it is one error
+        # (was: the same line again for every NAME given).
+        session_dirs()
+    except SessionError as exc:
+        print(f"probetop: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     status = 0
     for name in plan.settings.sessions:
         try:

@@ -67,6 +67,9 @@ if TYPE_CHECKING:  # the writer (codec, host facts) loads when a recording start
     from probetop.tui.metrics.live import MetricsExporter
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+BEGIN_WAIT_S = 10.0
+"""How long ``shutdown`` waits for a ``begin`` under way (its recording
+opening: host facts, the file's first write) before it closes the rest."""
 _hangup_ignored = False
 
 
@@ -231,6 +234,8 @@ class LiveSession:
         self.finished = False
         self._end_reason: str | None = None  # shutdown's reason
         self._begun = False  # begin() ran
+        self._closing: asyncio.Future[None] | None = None  # shutdown() under way or done
+        self.probes_began = False  # begin() started the probes (a run, not only a view)
         # Set when begin() has finished (history, recording and probes
         # started) or the session ended: what a key pressed during start-up
         # (d) must wait for, not read as missing.
@@ -240,6 +245,10 @@ class LiveSession:
         # Recordings that could not be completed (write error mid-run): the
         # host shows them and exits with RECORDING_INCOMPLETE_EXIT.
         self.recording_failures: list[str] = []
+        # The command's own probes that could not start (``open``, not
+        # strict: a target another run took since the check): a headless
+        # run exits with their error's status, and so does the host.
+        self.not_started: dict[str, ProbeError] = {}
 
     # -- lifecycle -------------------------------------------------------
     async def start(self, *, lossless: bool = False, strict: bool = False) -> Subscription:
@@ -265,6 +274,8 @@ class LiveSession:
             except ProbeError as exc:
                 if strict:
                     raise
+                if not getattr(probe, "background", False):
+                    self.not_started[probe.id] = exc  # the host's exit status says it
                 self.notify(str(exc), title=f"{probe.id} not started", severity="error")
         return self.hub.subscribe(lossless=lossless)
 
@@ -294,8 +305,12 @@ class LiveSession:
             elif not await self.start_recording(self.record_path):
                 # --record asked for it: the exit status says it is missing.
                 self.recording_failures.append(f"recording to {self.record_path} did not start")
-        if not self.finished:  # a quit while the recording opened
+        # Not after a quit while the recording opened, nor after --time
+        # passed before the probes started (a start-up slower than --time:
+        # they were started after time_up had stopped none, and ran on).
+        if not self.finished and not self.probes_stopped:
             self.hub.start()
+            self.probes_began = True
             self.heap_trimmer.start()
 
     async def ready(self, timeout_s: float) -> bool:
@@ -306,6 +321,12 @@ class LiveSession:
         except TimeoutError:
             return False
         return True
+
+    @property
+    def started(self) -> bool:
+        """``begin`` has started the probes (and the recording before them).
+        Until then no probe has run, so none has ended either."""
+        return self._begun and self._ready.is_set() and not self.finished
 
     @property
     def failed(self) -> bool:
@@ -320,8 +341,8 @@ class LiveSession:
         recording with reason ``time``. False if they had stopped already."""
         if self.probes_stopped or self.finished:
             return False
+        self.probes_stopped = True  # first: a begin() under way starts none now
         await self.hub.stop()
-        self.probes_stopped = True
         if self.recorder is not None:
             await self.stop_recording("time")
         self.on_change()
@@ -333,9 +354,34 @@ class LiveSession:
         return self._end_reason
 
     async def shutdown(self, reason: str = "completed") -> None:
-        """Stop every probe and close the recording with ``reason``. Idempotent."""
-        if self.finished:
+        """Stop every probe and close the recording with ``reason``.
+        Idempotent: a second call returns once the first one's work is
+        done (was: at once, so its caller could exit with the recording
+        still unclosed)."""
+        if self._closing is not None:
+            await asyncio.shield(self._closing)
             return
+        self._closing = asyncio.get_running_loop().create_future()
+        try:
+            await self._shutdown(reason)
+        finally:
+            self._closing.set_result(None)
+
+    async def _shutdown(self, reason: str) -> None:
+        if self._begun and not self._ready.is_set():
+            # begin() is opening the recording (its header may be written):
+            # let it finish, so that recording is closed here with its
+            # footer, not left to a begin() the app's exit cancels.
+            await self.ready(BEGIN_WAIT_S)
+        if not self._begun and self.record_path is not None:
+            # Ended before begin() (a stop signal while the view came up):
+            # the recording asked for is still made, its header and its
+            # footer with the reason, so --record always leaves a whole file.
+            self._begun = True  # begin() now does nothing
+            try:
+                self.recorder = await self._open_recorder(self.record_path)
+            except (RecordingError, OSError) as exc:
+                self.recording_failures.append(f"recording to {self.record_path}: {exc}")
         self.finished = True
         self._end_reason = reason
         self._ready.set()

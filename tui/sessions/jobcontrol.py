@@ -39,6 +39,7 @@ import errno
 import mmap
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 
@@ -186,6 +187,78 @@ def shell_can_resume() -> bool:
         return os.getsid(parent) == os.getsid(0) and os.getpgid(parent) != os.getpgid(job)
     except OSError:
         return False
+
+
+def _ctty_of(pid: int | str) -> int | None:
+    """The controlling terminal's device number of ``pid`` (0: none), or None."""
+    try:
+        stat = open(f"/proc/{pid}/stat", "rb").read()  # noqa: SIM115 - one read
+    except OSError:
+        return None
+    fields = stat.rsplit(b")", 1)[-1].split()
+    return int(fields[4]) if len(fields) > 4 else None
+
+
+_not_ours: bool | None = None
+
+
+def terminal_not_ours(fd: int = 0) -> bool:
+    """True when the terminal on ``fd`` is not this process's controlling
+    terminal and nothing in that terminal's session waits for this process
+    (``setsid probetop ...`` without ``-w``: setsid forks, its parent
+    exits, and the shell reads the keyboard again). A dashboard there would
+    share every key with the shell's prompt, and no q, Ctrl-C or ``fg``
+    could be sure to reach it, so the run is headless, as without a
+    terminal; said once on stderr. ``setsid -w`` (setsid, in the
+    terminal's session, waits), ``script`` and a tmux pane's own command
+    (a terminal of their own), and a terminal no session has (a pty a
+    program opened for this process alone) keep the dashboard."""
+    global _not_ours
+    if _not_ours is None:  # once, before any fork: a waiter's child has the waiter for parent
+        _not_ours = _terminal_not_ours(fd)
+    return _not_ours
+
+
+def _terminal_not_ours(fd: int) -> bool:
+    mine = _ctty_of("self")
+    if mine is None or mine != 0:
+        return False  # a controlling terminal (the usual case), or no /proc
+    try:
+        terminal = os.fstat(fd).st_rdev
+    except OSError:
+        return False
+    parent = _ctty_of(os.getppid())
+    if parent is not None and parent != 0 and _same_device(parent, terminal):
+        return False  # the parent (setsid -w) is in the terminal's session, waiting
+    if not _controlled_by_some_session(terminal):
+        return False  # no shell has it either (a pty a program opened for us): ours alone
+    with contextlib.suppress(OSError):
+        print(
+            "probetop: note: running headless: the terminal is not this process's own and "
+            "nothing there waits for it (setsid without -w?); a dashboard would share "
+            "its keys with the shell",
+            file=sys.stderr,
+        )
+    return True
+
+
+def _controlled_by_some_session(terminal: int) -> bool:
+    """Some process has ``terminal`` as its controlling terminal (a shell
+    reading it). One look through /proc: only for a run with no terminal
+    of its own on a terminal's stdin, which is rare."""
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return True
+    for pid in pids:
+        tty = _ctty_of(pid)
+        if tty and _same_device(tty, terminal):
+            return True
+    return False
+
+
+def _same_device(a: int, b: int) -> bool:
+    return os.major(a) == os.major(b) and os.minor(a) == os.minor(b)
 
 
 def in_foreground(fd: int) -> bool:

@@ -100,7 +100,7 @@ def session_dirs() -> tuple[Path, Path]:
     """(state directory, runtime directory), both checked private.
 
     The one check every session command goes through (``ls``, ``stop``,
-    ``attach``, ``follow``, ``--detach``, ``d``): both directories at once,
+    ``attach``, ``follow``, ``rm``, ``--detach``, ``d``): both directories at once,
     since ``ls`` reads only the state directory but what it lists leads
     ``stop`` to a socket in the runtime directory."""
     state = check_private(_state_path())

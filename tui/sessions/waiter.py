@@ -303,6 +303,12 @@ def _to_devnull() -> None:
 
 def _tell_waiter(pipe_w: int, code: int) -> None:
     """The run's last words (module docstring)."""
+    if jobcontrol.view_suspended():
+        # Ending with the job stopped (a stop signal that reached the run
+        # before its view's own handlers, while suspended from start-up):
+        # the stopped waiter could not collect the status, and the job
+        # stayed "Stopped" until `fg`.
+        jobcontrol.continue_job()
     held = kernelholds.held()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):

@@ -451,9 +451,12 @@ class ProbetopApp(App[int]):
 
     def _run_had_ended(self) -> bool:
         """A live run whose command's probes have all ended (--time, or their
-        own end: cpu's deadline, icmp's --count): only the view is left."""
+        own end: cpu's deadline, icmp's --count): only the view is left. Not
+        before they started: a stop signal while the view came up (a Ctrl-Z
+        during start-up, then ``kill %1``) found no probe running and closed
+        the run as q, "completed": no report, no recording, exit 0."""
         session = self.session
-        if session is None or session.finished:
+        if session is None or not session.started:
             return False
         own = [p.id for p in session.probes if not getattr(p, "background", False)]
         running = session.running()

@@ -28,7 +28,10 @@ suspended leaves the terminal alone (the shell owns it) and continues the
 waiter so it can exit; once closed, the driver ignores SIGTSTP (the process
 is printing its report and exiting: no view to suspend or start again).
 The two signals are handled on the event loop, in the order they came; the
-signal handler only queues them (``_on_job_signal`` says why).
+signal handler only queues them (``_on_job_signal`` says why). SIGTTOU and
+SIGTTIN in the foreground (a ``kill``: the kernel sends them only to the
+background) are a Ctrl-Z; in the background they stop the process, as
+their default action and Textual's handler do.
 """
 
 from __future__ import annotations
@@ -107,6 +110,28 @@ class QuietLinuxDriver(LinuxDriver):
         self.ending: Callable[[], bool] | None = None
         signal.signal(signal.SIGTSTP, self._on_job_signal)
         signal.signal(signal.SIGCONT, self._on_job_signal)
+        self._take_tty_signals()
+
+    def _take_tty_signals(self) -> None:
+        """SIGTTOU and SIGTTIN (Textual's start_application_mode leaves them
+        at SIG_DFL: called again after it)."""
+        signal.signal(signal.SIGTTOU, self._on_tty_signal)
+        signal.signal(signal.SIGTTIN, self._on_tty_signal)
+
+    def _on_tty_signal(self, _signum: int, _frame: FrameType | None) -> None:
+        """SIGTTOU / SIGTTIN. The kernel sends them to a background process
+        group that touches its terminal: stop, as their default action
+        does (and Textual's handler). In the foreground one can only come
+        from a ``kill -TTOU``/``-TTIN``: its default action stopped this
+        process alone, the waiter (the job the shell knows) ran on, so the
+        shell never said "Stopped", the terminal stayed in application mode
+        and no key, ``fg`` or Ctrl-C reached the view. There it is a
+        request to stop the job, as vim's: a Ctrl-Z."""
+        if jobcontrol.in_foreground(self.fileno):
+            with contextlib.suppress(RuntimeError):  # the loop closed: the process is exiting
+                self._loop.call_soon_threadsafe(self._job_signal, signal.SIGTSTP)
+            return
+        os.kill(os.getpid(), signal.SIGSTOP)
 
     # -- job control (module docstring) ---------------------------------
     def _on_job_signal(self, signum: int, _frame: FrameType | None) -> None:
@@ -165,6 +190,8 @@ class QuietLinuxDriver(LinuxDriver):
         view came back meanwhile or a stop signal is ending the run."""
         if not self.view_suspended or (self.ending is not None and self.ending()):
             return
+        if stopsignals.pending() is not None:  # before the view's handlers: it ends the run
+            return
         if not jobcontrol.in_foreground(self.fileno):
             jobcontrol.stop_job()
 
@@ -189,12 +216,23 @@ class QuietLinuxDriver(LinuxDriver):
             self.view_suspended = True
             jobcontrol.stop_job()
             return
+        early_tstp = jobcontrol.take_early_tstp()
+        if early_tstp and jobcontrol.shell_can_resume():
+            # A Ctrl-Z during start-up: the job stops before the view is
+            # drawn or a key is read. Started first and suspended a moment
+            # later, its input thread read what was typed after the Ctrl-Z
+            # (`kill %1`, `bg`): the shell never got it, and the dashboard
+            # took its letters for keys. `fg` starts the view (_on_sigcont).
+            self.view_suspended = True
+            jobcontrol.stop_job()
+            return
         self.view_suspended = False
         super().start_application_mode()
+        self._take_tty_signals()
         if self._writer_thread is None:  # Textual saw a SIGTTOU: put in the background
             self.view_suspended = True
             jobcontrol.stop_job()
-        elif jobcontrol.take_early_tstp():  # a Ctrl-Z during start-up: suspend now
+        elif early_tstp:  # no shell could resume it: refused, with the notice
             self._loop.call_soon(self._job_signal, signal.SIGTSTP)
 
     def stop_application_mode(self) -> None:
@@ -287,6 +325,8 @@ class QuietLinuxDriver(LinuxDriver):
         # application mode again on SIGCONT.
         signal.signal(signal.SIGTSTP, signal.SIG_IGN)
         signal.signal(signal.SIGCONT, signal.SIG_DFL)
+        signal.signal(signal.SIGTTOU, signal.SIG_DFL)  # a report written from the background
+        signal.signal(signal.SIGTTIN, signal.SIG_DFL)
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
