@@ -475,3 +475,26 @@ async def test_job_signals_are_handled_on_the_event_loop_in_order() -> None:
             signal.signal(sig, handler)
         for fd in (driver._wake_r, driver._wake_w):
             os.close(fd)
+
+
+def test_ctrl_z_under_a_starter_in_the_job_stops_it_too(tmp_path: Path) -> None:
+    """``make demo`` or ``sh -c 'probetop ...; ...'``: the shell waits for make
+    or sh, which share the dashboard's process group. Ctrl-Z was refused
+    ("no shell with job control started this dashboard"), the parent being
+    no shell; now the starter stops too, the shell says "Stopped", ``fg``
+    brings the view back, the probes record on, and q ends it all."""
+    rec = tmp_path / "r.jsonl"
+    with shell() as tmux:
+        type_line(tmux, f"sh -c '{EXE} cpu --threads 1 --time 120 --record {rec}; echo SH=$?'")
+        wait(tmux, lambda s: "events/s" in s, "the dashboard")
+        tmux("send-keys", "-t", "t", "C-z")
+        wait(tmux, lambda s: "Stopped" in s and "sh -c" in s, "stopped as a job")
+        wait_alternate(tmux, False)
+        assert grows(rec), "the recording stopped while the view was suspended"
+        type_line(tmux, "fg")
+        wait_alternate(tmux, True)
+        wait(tmux, lambda s: "events/s" in s, "redrawn")
+        tmux("send-keys", "-t", "t", "q")
+        text = wait(tmux, lambda s: re.search(r"^SH=\d", s, re.M) is not None, "sh's end")
+        assert "SH=0" in text and "Traceback" not in text
+    assert footer(rec)["reason"] == "completed"

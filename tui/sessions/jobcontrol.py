@@ -20,7 +20,8 @@ terminal handed back.
   reaches only the waiter.
 - ``set_waiter(pid)`` (the dashboard, after the fork) names the waiter.
 - ``stop_job()`` (the dashboard, after restoring the terminal): sets the
-  flag and stops the waiter. With no waiter (a replay, an attached view, a
+  flag and stops the waiter, and the job's starters (make of ``make demo``:
+  the processes between the shell and the job in its process group). With no waiter (a replay, an attached view, a
   run that could not split) the dashboard process itself stops, as vim
   does; its caller records that pause first.
 - ``continue_job()``: clears the flag and continues the waiter (on resume,
@@ -45,6 +46,7 @@ from collections.abc import Callable
 
 _flag: mmap.mmap | None = None
 _waiter: int | None = None
+MAX_STARTERS = 16  # processes between the shell and the job, at most (a bound on the walk)
 
 
 def share_before_fork() -> None:
@@ -121,21 +123,31 @@ def _stop_self() -> None:
 
 def stop_job() -> None:
     """The view is suspended and the terminal restored: stop the job. With a
-    waiter this process runs on; without one it stops here until SIGCONT."""
+    waiter this process runs on; without one it stops here until SIGCONT.
+    The job's starters (``_starters``: ``make demo``'s make) stop too, so
+    the shell, which waits for them, says "Stopped"."""
     _set_flag(1)
+    job = _waiter if _waiter is not None else os.getpid()
+    starters = _starters(job)
     if _waiter is not None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(_waiter, signal.SIGTSTP)
-        return
-    _stop_self()
+    for pid in starters:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTSTP)
+    if _waiter is None:
+        _stop_self()
 
 
 def continue_job() -> None:
-    """The view is back (or the dashboard ends): the waiter runs again."""
+    """The view is back (or the dashboard ends): the waiter and the job's
+    starters run again (``fg`` continued them already; a SIGCONT sent to
+    the dashboard alone did not)."""
     _set_flag(0)
-    if _waiter is not None:
+    job = _waiter if _waiter is not None else os.getpid()
+    for pid in [*([_waiter] if _waiter is not None else []), *_starters(job)]:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(_waiter, signal.SIGCONT)
+            os.kill(pid, signal.SIGCONT)
 
 
 _early_tstp = False
@@ -172,15 +184,37 @@ def _parent_of(pid: int) -> int | None:
     return int(fields[1]) if len(fields) > 1 else None
 
 
+def _starters(job: int) -> list[int]:
+    """The processes between the shell and ``job`` (the waiter, or this
+    process) in ``job``'s process group: its ancestors up to the first of
+    another group (``make demo``: make; ``sh -c 'probetop ...; ...'``: sh).
+    The shell waits for the first of them, so the job is stopped, for the
+    shell, when they are."""
+    out: list[int] = []
+    try:
+        group, session = os.getpgid(job), os.getsid(job)
+        pid = _parent_of(job)
+        while pid is not None and pid > 1 and len(out) < MAX_STARTERS:
+            if os.getpgid(pid) != group or os.getsid(pid) != session:
+                break
+            out.append(pid)
+            pid = _parent_of(pid)
+    except OSError:
+        pass
+    return out
+
+
 def shell_can_resume() -> bool:
-    """True when a stopped job could be resumed by a shell: the process the
-    shell knows (the waiter, or this one) has a parent in the same session
-    but another process group. Otherwise (the dashboard is a tmux pane's
-    own command, run by ``setsid`` or ``script -c``) the process group is
-    orphaned: the kernel ignores its SIGTSTP and a suspended view would
-    leave a blank terminal no ``fg`` can bring back."""
+    """True when a stopped job could be resumed by a shell: the job's first
+    process (the waiter, or this one, or the first of its starters: ``make``
+    of ``make demo``) has a parent in the same session but another process
+    group. Otherwise (the dashboard is a tmux pane's own command, run by
+    ``setsid`` or ``script -c``) the process group is orphaned: the kernel
+    ignores its SIGTSTP and a suspended view would leave a blank terminal no
+    ``fg`` can bring back."""
     job = _waiter if _waiter is not None else os.getpid()
-    parent = _parent_of(job)
+    first = ([job, *_starters(job)])[-1]
+    parent = _parent_of(first)
     if parent is None or parent <= 1:
         return False
     try:
