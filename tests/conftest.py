@@ -127,6 +127,10 @@ def pytest_configure(config: pytest.Config) -> None:
     for var, name in (("XDG_STATE_HOME", "xdg"), ("TMUX_TMPDIR", "tmux")):
         (root / name).mkdir(mode=0o700, exist_ok=True)
         os.environ[var] = str(root / name)
+    if os.environ.get("PROBETOP_TESTS_CPU_LOG"):  # opt-in: CPU and wall per test
+        import cputime
+
+        config.pluginmanager.register(cputime, "probetop-cputime")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
