@@ -127,6 +127,10 @@ def pytest_configure(config: pytest.Config) -> None:
     for var, name in (("XDG_STATE_HOME", "xdg"), ("TMUX_TMPDIR", "tmux")):
         (root / name).mkdir(mode=0o700, exist_ok=True)
         os.environ[var] = str(root / name)
+    if os.environ.get("PROBETOP_TESTS_CPU_LOG"):  # opt-in: CPU and wall per test
+        import cputime
+
+        config.pluginmanager.register(cputime, "probetop-cputime")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -234,9 +238,31 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 SERIAL_FILES = frozenset(name.split("::", 1)[0] for name in SERIAL_TESTS)
 
 
+# Modules holding a test that runs 15-65 s however many cores are free
+# (valgrind, a held device's caps, a demo of every probe, deadlines of real
+# ping runs, racing processes, a far side over ssh), measured by CPU and wall
+# per test over the whole parallel pass. They run first: `--dist worksteal`
+# hands each worker a contiguous share of the collection and an idle worker
+# takes half of another's remaining queue, so a long test late in a share
+# kept one worker busy while the other had nothing left (up to a minute of
+# one idle core at the end of the pass). First, the tail is short tests.
+LONG_FIRST = (
+    "mem/test_mem_instructions.py",
+    "disk/test_hung_device.py",
+    "tui/test_core_demo.py",
+    "core/test_native_cache_prune.py",
+    "record/test_record_device_churn_memory.py",
+    "core/test_new_family.py",
+    "tui/test_remote.py",
+    "icmp/test_icmp_count_deadline.py",
+    "mem/test_mem_rate.py",
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests_dir = Path(__file__).resolve().parent
-    for item in items:
+    rank: dict[int, int] = {}
+    for i, item in enumerate(items):
         try:
             rel = item.path.resolve().relative_to(tests_dir).as_posix()
         except ValueError:
@@ -244,3 +270,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         name = getattr(item, "originalname", None) or item.name
         if f"{rel}::{name}" in SERIAL_TESTS:
             item.add_marker(pytest.mark.serial)
+        if rel in LONG_FIRST:
+            rank[i] = LONG_FIRST.index(rel)
+    # Stable: each module's tests stay together and in their order (module
+    # fixtures are set up once), the listed modules in LONG_FIRST's order.
+    order = sorted(range(len(items)), key=lambda i: rank.get(i, len(LONG_FIRST)))
+    items[:] = [items[i] for i in order]

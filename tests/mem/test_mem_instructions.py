@@ -6,7 +6,10 @@ Each count is a difference of two fixed-work runs (N1 and N2 operations,
 time-limited as real runs are, so ``sb_more_events`` reads the clock), so
 start-up and exit cancel out. probetop's side runs the engine in-process,
 one worker thread per run, all cases in one valgrind run (a Python start
-under valgrind costs ~20 s); sysbench's side is two runs per case.
+under valgrind costs ~20 s counted: it runs uninstrumented, and counting
+starts once every run's thread waits for its go, by callgrind's client
+request, so the start-up costs a few CPU-s); sysbench's side is two runs
+per case.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 import pytest
 from mem_callgrind import (
     FIXED_WORK_TIME_S,
+    START_INSTRUMENTATION_SRC,
     busiest,
     per_operation,
     run_callgrind,
@@ -66,6 +70,7 @@ for mode, oper, block, pct in {cases!r}:
         thread.start()
         keep.append(m)
         runs.append((go, thread, rows, n))
+start_instrumentation()  # counted from here: every run's thread is waiting on its go
 for go, thread, rows, n in runs:
     go.set()
     thread.join()
@@ -83,8 +88,12 @@ def _sysbench_per_op(mode: str, oper: str, block: int, pct: int, tmp: Path) -> f
 
 
 def test_instructions_per_operation_are_sysbenchs(tmp_path: Path) -> None:
-    script = _SCRIPT.format(cases=CASES, n1=N1, n2=N2, limit=FIXED_WORK_TIME_S)
-    threads = run_callgrind([sys.executable, "-c", script], tmp_path / "probetop.out", timeout=900)
+    script = START_INSTRUMENTATION_SRC + _SCRIPT.format(
+        cases=CASES, n1=N1, n2=N2, limit=FIXED_WORK_TIME_S
+    )
+    threads = run_callgrind(
+        [sys.executable, "-c", script], tmp_path / "probetop.out", timeout=900, instr_atstart=False
+    )
     ours = {t.number: t.instructions for t in threads}
     rows = []
     for i, (mode, oper, block, pct) in enumerate(CASES):
