@@ -21,9 +21,10 @@ terminal handed back.
 - ``set_waiter(pid)`` (the dashboard, after the fork) names the waiter.
 - ``stop_job()`` (the dashboard, after restoring the terminal): sets the
   flag and stops the waiter, and the job's starters (make of ``make demo``:
-  the processes between the shell and the job in its process group). With no waiter (a replay, an attached view, a
-  run that could not split) the dashboard process itself stops, as vim
-  does; its caller records that pause first.
+  the processes between the shell and the job in its process group). With
+  no waiter (a replay, an attached view, a run that could not split) the
+  dashboard process itself stops, as vim does; its caller records that
+  pause first.
 - ``continue_job()``: clears the flag and continues the waiter (on resume,
   and when the dashboard ends while suspended, so the waiter can collect its
   exit status).
