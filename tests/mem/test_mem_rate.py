@@ -87,7 +87,11 @@ def test_overload_beside_sysbench(tmp_path: Path) -> None:
         ]
         for cmd in ([sysbench()], PROBETOP)
     )
-    rate = int(2 * capacity)
+    # 4x, not 2x: the capacity is measured once, and a machine whose load
+    # lifts between that and the run gave sysbench 1.9x the capacity measured
+    # (10,756 ops/s at --rate 11,302, CI at load). The backlog of 2 s stays far
+    # below the event queue's limit.
+    rate = int(4 * capacity)
     argv = ["memory", *block, f"--rate={rate}", "--time=2", "run"]
     for name, (doc,) in both(argv, tmp_path).items():
         assert doc["ops_per_second"] < 0.8 * rate, (name, doc["ops_per_second"], rate)
