@@ -137,6 +137,17 @@ def job_pids(tmux: Tmux) -> tuple[int, int]:
     return waiter, child
 
 
+def wait_split(tmux: Tmux, timeout: float = 60.0) -> tuple[int, int]:
+    """Once the job has split into waiter and dashboard (the view may not be
+    up yet): ``job_pids``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(StopIteration):
+            return job_pids(tmux)
+        assert time.monotonic() < deadline, "never split"
+        time.sleep(0.02)
+
+
 def state(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

@@ -19,12 +19,18 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import time
 from pathlib import Path
 
 import pytest
 from probetop.probes.core.targetlock import TargetBusy, TargetLock
-from test_tui_jobcontrol import EXE, job_pids, shell, type_line, wait, wait_alternate
+from test_tui_jobcontrol import (
+    EXE,
+    shell,
+    type_line,
+    wait,
+    wait_alternate,
+    wait_split,
+)
 
 
 def _started(rec: Path, kind: str) -> bool:
@@ -46,13 +52,7 @@ def test_a_dashboard_whose_target_was_taken_exits_as_headless(tmp_path: Path) ->
     line = f"{EXE} iops --rw randread {img} --time 120 --record {rec}"
     with shell(width=120, height=40) as tmux:
         type_line(tmux, line)
-        deadline = time.monotonic() + 60
-        while True:  # the split made (waiter and dashboard), the view not up yet
-            with contextlib.suppress(StopIteration):
-                job_pids(tmux)
-                break
-            assert time.monotonic() < deadline, "never split"
-            time.sleep(0.02)
+        wait_split(tmux)  # the split made, the view not up yet
         tmux("send-keys", "-t", "t", "C-z")
         wait(tmux, lambda s: "Stopped" in s, "stopped as a job", 90)
         lock = TargetLock.for_target(str(img), "the test")

@@ -11,11 +11,9 @@ replies came back)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +26,7 @@ from test_tui_jobcontrol import (
     type_line,
     wait,
     wait_alternate,
+    wait_split,
 )
 
 CASES = {
@@ -98,13 +97,7 @@ def test_ctrl_z_during_start_up_suspends_once_the_view_is_up(tmp_path: Path) -> 
     rec = tmp_path / "r.jsonl"
     with shell(width=80, height=24) as tmux:
         type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
-        deadline = time.monotonic() + 60
-        while True:  # the split made (waiter and dashboard), the view not up yet
-            with contextlib.suppress(StopIteration):
-                job_pids(tmux)
-                break
-            assert time.monotonic() < deadline, "never split"
-            time.sleep(0.02)
+        wait_split(tmux)  # the split made, the view not up yet
         assert not alternate(tmux)
         tmux("send-keys", "-t", "t", "C-z")
         wait(tmux, lambda s: "Stopped" in s, "stopped as a job", 90)
@@ -136,13 +129,7 @@ def test_ctrl_z_during_start_up_then_kill_ends_with_the_signals_status(tmp_path:
     rec = tmp_path / "r.jsonl"
     with shell(width=100, height=30) as tmux:
         type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
-        deadline = time.monotonic() + 60
-        while True:  # the split made (waiter and dashboard), the view not up yet
-            with contextlib.suppress(StopIteration):
-                job_pids(tmux)
-                break
-            assert time.monotonic() < deadline, "never split"
-            time.sleep(0.02)
+        wait_split(tmux)  # the split made, the view not up yet
         tmux("send-keys", "-t", "t", "C-z")
         wait(tmux, lambda s: "Stopped" in s, "stopped as a job", 90)
         type_line(tmux, "kill %1")
