@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import collections
 import json
+import os
 import shutil
 import socket
 import ssl
@@ -440,3 +441,15 @@ def free_udp_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def run_tool(tool: str, words: list[str], state: Path) -> subprocess.CompletedProcess[str]:
+    """``curl WORDS`` or ``probetop http WORDS`` (forked from the zygote, its
+    state directory ``state``): the same words run by either tool."""
+    if tool == "curl":
+        return subprocess.run(["curl", *words], capture_output=True, text=True, timeout=60)
+    from forkserver import run_probetop
+
+    return run_probetop(
+        ["http", *words], env={**os.environ, "XDG_STATE_HOME": str(state)}, timeout=60
+    )

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from forkserver import run_probetop
-from http_fixtures import LocalServer
+from http_fixtures import LocalServer, run_tool
 
 needs_curl = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 # (not the size: /echo's body is the request's headers, and the two tools'
@@ -28,13 +26,6 @@ WRITE_OUT = "%{http_code} %{method} %{url_effective}"
 def server() -> Iterator[LocalServer]:
     with LocalServer() as s:
         yield s
-
-
-def _run(tool: str, words: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    if tool == "curl":
-        return subprocess.run(["curl", *words], capture_output=True, text=True, timeout=60)
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
-    return run_probetop(["http", *words], env=env, timeout=60)
 
 
 def _seen(server: LocalServer, tag: str) -> list[dict]:
@@ -63,7 +54,7 @@ def test_as_curl(
     for tool in ("curl", "probetop"):
         tag = f"{tool}-{os.getpid()}-{len(server.seen)}"
         url = f"{server.url}{path}&tag={tag}"
-        done = _run(tool, ["-s", "-o", "/dev/null", "-w", WRITE_OUT, *words, url], tmp_path)
+        done = run_tool(tool, ["-s", "-o", "/dev/null", "-w", WRITE_OUT, *words, url], tmp_path)
         assert done.returncode == status, (tool, done.stderr)
         seen = _seen(server, tag)
         assert [s["line"].rsplit(" ", 1)[0] for s in seen] == [line.format(tag=tag)], tool
@@ -75,7 +66,7 @@ def test_as_curl(
 def test_range_sends_curls_header(server: LocalServer, tmp_path: Path) -> None:
     for tool in ("curl", "probetop"):
         tag = f"range-{tool}-{os.getpid()}"
-        done = _run(
+        done = run_tool(
             tool, ["-s", "-o", "/dev/null", "-r", "0-9", f"{server.url}/echo?tag={tag}"], tmp_path
         )
         assert done.returncode == 0, (tool, done.stderr)
@@ -88,7 +79,7 @@ def test_speed_limit_ends_a_slow_transfer_with_28(server: LocalServer, tmp_path:
     # 20 chunks of 1 KiB, 150 ms apart (~7 KiB/s, 3 s), under -Y 100000 for -y 1
     url = f"{server.url}/stream?chunks=20&size=1024&pause_ms=150"
     for tool in ("curl", "probetop"):
-        done = _run(tool, ["-s", "-o", "/dev/null", "-Y", "100000", "-y", "1", url], tmp_path)
+        done = run_tool(tool, ["-s", "-o", "/dev/null", "-Y", "100000", "-y", "1", url], tmp_path)
         assert done.returncode == 28, (tool, done.stderr)
 
 
@@ -97,9 +88,9 @@ def test_noproxy_bypasses_the_proxy(server: LocalServer, tmp_path: Path) -> None
     proxy = ["-x", "http://127.0.0.1:9"]  # nothing listens there: refused
     for tool in ("curl", "probetop"):
         url = f"{server.url}/echo?tag=np-{tool}"
-        refused = _run(tool, ["-s", "-o", "/dev/null", *proxy, url], tmp_path)
+        refused = run_tool(tool, ["-s", "-o", "/dev/null", *proxy, url], tmp_path)
         assert refused.returncode == 7, (tool, refused.stderr)
-        direct = _run(
+        direct = run_tool(
             tool, ["-s", "-o", "/dev/null", *proxy, "--noproxy", "127.0.0.1", url], tmp_path
         )
         assert direct.returncode == 0, (tool, direct.stderr)
@@ -108,7 +99,7 @@ def test_noproxy_bypasses_the_proxy(server: LocalServer, tmp_path: Path) -> None
 def test_repeated_mode_sends_the_query_of_g(server: LocalServer, tmp_path: Path) -> None:
     tag = f"rep-{os.getpid()}"
     words = ["-G", "-d", "a=1", "--count", "2", "--sample-interval", "0.2", "--headless"]
-    done = _run("probetop", [*words, f"{server.url}/echo?tag={tag}"], tmp_path)
+    done = run_tool("probetop", [*words, f"{server.url}/echo?tag={tag}"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert [s["line"].split(" ")[:2] for s in _seen(server, tag)] == [
         ["GET", f"/echo?tag={tag}&a=1"]

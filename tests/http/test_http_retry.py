@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from forkserver import run_probetop
-from http_fixtures import LocalServer, RawServer
+from http_fixtures import LocalServer, RawServer, run_tool
 
 needs_curl = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 WARNING = re.compile(r"^(?:Warning|probetop: warning): (Problem .*)$", re.M)
@@ -30,13 +30,6 @@ WARNING = re.compile(r"^(?:Warning|probetop: warning): (Problem .*)$", re.M)
 def server() -> Iterator[LocalServer]:
     with LocalServer() as s:
         yield s
-
-
-def _run(tool: str, words: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    if tool == "curl":
-        return subprocess.run(["curl", *words], capture_output=True, text=True, timeout=60)
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
-    return run_probetop(["http", *words], env=env, timeout=60)
 
 
 def _attempts(server: LocalServer, tag: str) -> int:
@@ -101,7 +94,7 @@ def test_retry_as_curl(
         tag = f"{tool}-{os.getpid()}-{len(server.seen)}-{id(words)}"
         out = tmp_path / f"{tool}.out"
         url = f"{server.url}{path}&tag={tag}"
-        done = _run(tool, [*words, "-o", str(out), "-w", "%{http_code}", url], tmp_path)
+        done = run_tool(tool, [*words, "-o", str(out), "-w", "%{http_code}", url], tmp_path)
         assert f"{done.returncode} {done.stdout}" == status, (tool, done.stderr)
         assert _attempts(server, tag) == attempts, tool
         assert WARNING.findall(done.stderr) == warnings, (tool, done.stderr)
@@ -114,9 +107,9 @@ def test_refused_is_retried_only_with_connrefused(tmp_path: Path) -> None:
     with RawServer(b"") as raw:
         url = raw.url  # nothing listens once it is closed
     for tool in ("curl", "probetop"):
-        plain = _run(tool, ["--retry", "2", "-s", "-o", "/dev/null", url], tmp_path)
+        plain = run_tool(tool, ["--retry", "2", "-s", "-o", "/dev/null", url], tmp_path)
         assert plain.returncode == 7 and not WARNING.findall(plain.stderr), tool
-        asked = _run(
+        asked = run_tool(
             tool, ["--retry", "1", "--retry-connrefused", "-o", "/dev/null", url], tmp_path
         )
         assert asked.returncode == 7, tool
@@ -130,7 +123,7 @@ def test_retry_after_sets_the_wait(tmp_path: Path) -> None:
     reply = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 2\r\nContent-Length: 0\r\n\r\n"
     with RawServer(reply) as raw:
         for tool in ("curl", "probetop"):
-            done = _run(
+            done = run_tool(
                 tool, ["--retry", "1", "-o", "/dev/null", "-w", "%{http_code}", raw.url], tmp_path
             )
             assert (done.returncode, done.stdout) == (0, "503"), (tool, done.stderr)
@@ -153,7 +146,7 @@ def test_bad_values_exit_2_in_curls_words(
     words: list[str], said: str, server: LocalServer, tmp_path: Path
 ) -> None:
     for tool in ("curl", "probetop"):
-        done = _run(tool, [*words, "-s", "-o", "/dev/null", f"{server.url}/echo"], tmp_path)
+        done = run_tool(tool, [*words, "-s", "-o", "/dev/null", f"{server.url}/echo"], tmp_path)
         assert done.returncode == 2, tool
         assert words[0] in done.stderr and said in done.stderr, (tool, done.stderr)
 
@@ -201,5 +194,5 @@ def test_an_output_that_cannot_be_emptied_ends_the_retries_with_23(
 
 
 def test_repeated_mode_refuses_retry(tmp_path: Path) -> None:
-    done = _run("probetop", ["--retry", "1", "--count", "2", "http://127.0.0.1:9/"], tmp_path)
+    done = run_tool("probetop", ["--retry", "1", "--count", "2", "http://127.0.0.1:9/"], tmp_path)
     assert done.returncode == 2 and "--retry is a one-off option" in done.stderr
