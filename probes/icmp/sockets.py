@@ -358,9 +358,9 @@ def open_icmp_socket(
             sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RECV_BUFFER_BYTES)
         except OSError:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECV_BUFFER_BYTES)
-        address, device = split_source(source)
-        if device:
-            bind_to_device(sock, device)
+        address = split_source(source)[0]
+        if target.device:  # checked by resolve_target
+            bind_to_device(sock, target.device)
         if address or mode == "datagram":
             # Datagram sockets: binding picks the port, which the kernel uses as the echo id.
             sock.bind((address or ("::" if v6 else "0.0.0.0"), 0))
