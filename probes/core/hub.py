@@ -15,6 +15,12 @@ then as an error ("did not stop within 1.5 s", with the summary it has so
 far), so the footer and the report are still written. Its task is left to
 end on its own (probe workers are daemon threads).
 
+Freezes: while the hub runs, a ``FreezeWatch`` (probes/core/freezes.py)
+notices the process having been stopped as a whole (SIGSTOP, a freezer);
+each running probe then gets a "paused" warning status with the length, so
+the recording never has a silent gap, and ``on_freeze(message)`` is called
+(the session's notify: the headless run's stderr, the dashboard's toast).
+
 Series ends: every sample a probe emits goes through ``series`` (a
 ``SeriesTracker``) first; the ``SeriesEnded`` records it shows (a detached
 loop device, a removed interface) are fanned out just before that sample,
@@ -34,6 +40,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from probetop.probes.core.base import Probe, ProbeError, describe
+from probetop.probes.core.freezes import FreezeWatch
 from probetop.probes.core.sample import Announce, Record, Sample, Status, now_ns
 from probetop.probes.core.series import SeriesTracker
 
@@ -139,6 +146,9 @@ class Hub:
         self._running = False
         self.started_ns = now_ns()
         self.series = SeriesTracker()
+        self.freezes: FreezeWatch | None = None
+        #: Called (on the hub's loop) with the message of each freeze.
+        self.on_freeze: Callable[[str], None] | None = None
 
     # -- subscriptions -------------------------------------------------
     def subscribe(self, *, lossless: bool = False, maxsize: int = 2048) -> Subscription:
@@ -191,9 +201,34 @@ class Hub:
     def start(self) -> None:
         """Start every added probe. Call from inside the running loop."""
         self._running = True
+        if self.freezes is None:
+            loop = asyncio.get_running_loop()
+
+            def frozen(seconds: float, ended_ns: int) -> None:
+                try:
+                    loop.call_soon_threadsafe(self._frozen, seconds, ended_ns)
+                except RuntimeError:  # the loop has closed: nobody to tell
+                    pass
+
+            self.freezes = FreezeWatch(frozen)
+            self.freezes.start()
         for probe in self.probes.values():
             if probe.id not in self._tasks:
                 self._start(probe)
+
+    def _frozen(self, seconds: float, ended_ns: int) -> None:
+        running = self.running()
+        if not running:
+            return
+        message = (
+            f"paused: this process was stopped for about {seconds:.1f} s (SIGSTOP, a "
+            "freezer, a debugger or a paused machine): no probe measured then, and "
+            "the interval around it includes that time"
+        )
+        for probe_id in running:
+            self.publish(Status(probe_id, ended_ns, "warning", message))
+        if self.on_freeze is not None:
+            self.on_freeze(message)
 
     def _start(self, probe: Probe) -> None:
         self._tasks[probe.id] = asyncio.get_running_loop().create_task(
@@ -241,6 +276,9 @@ class Hub:
         if tasks:
             await self._stop(tasks, timeout)
         self._running = False
+        if self.freezes is not None:
+            self.freezes.close()
+            self.freezes = None
 
     async def _stop(self, tasks: dict[str, asyncio.Task[None]], timeout: float) -> None:
         for task in tasks.values():

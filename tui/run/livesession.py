@@ -227,6 +227,9 @@ class LiveSession:
         self.notify = notify
         self.on_change = on_change or (lambda: None)
         self.hub = Hub()
+        self.hub.on_freeze = lambda message: self.notify(
+            message, title="paused", severity="warning"
+        )
         # Free C heap pages back to the kernel once a minute (tui/run/heaptrim.py).
         self.heap_trimmer = HeapTrimmer()
         self.recorder: Recorder | None = None

@@ -300,6 +300,8 @@ class LiveMode(Mode):
         so in the recording rather than leave a silent gap."""
         self._stopped_at_ns = now_ns()
         if whole_process and self.hub is not None:
+            if self.hub.freezes is not None:  # this pause is said below, not twice
+                self.hub.freezes.excuse(self._stopped_at_ns)
             for probe_id in self.hub.running():
                 message = "paused: the dashboard was suspended (Ctrl-Z / SIGTSTP)"
                 self.hub.publish(Status(probe_id, self._stopped_at_ns, "warning", message))
