@@ -34,6 +34,7 @@ from probetop.probes.http.waterfall import render_exchange, use_colour
 WRITE_FAILED = "Failed writing received data to disk/application"
 
 if TYPE_CHECKING:  # -w and --json load only when asked
+    from probetop.probes.http.verbose import VerboseTrace
     from probetop.probes.http.writeout import Transfer, WriteOut
 
 
@@ -91,6 +92,13 @@ def _each_url(
     docs: list[dict[str, Any]] = []
     code = 0
     colour = use_colour(sys.stdout)
+    trace: VerboseTrace | None = None
+    if settings.verbose:
+        from probetop.probes.http.verbose import VerboseTrace
+
+        # curl -v leaves out its data notes when the body itself goes to the terminal
+        body_to_tty = curl_mode and not settings.outputs and sys.stdout.isatty()
+        trace = VerboseTrace(sys.stderr.buffer, data_notes=not body_to_tty)
     for i, raw in enumerate(settings.urls):
         exchange: Exchange | None = None
         # curl pairs each -o with a URL in order; the URLs past the last go to stdout.
@@ -150,6 +158,7 @@ def _each_url(
                         sink=body.write if body is not None else None,
                         certinfo=certinfo,
                         header_sink=header_sink(body, dump, include=include),
+                        trace=trace,
                     )
                 finally:
                     if body is not None:

@@ -61,6 +61,7 @@ class HttpSettings:
     include: bool = False  # -i (or -I in curl's output mode): header lines before the body
     dump_header: str | None = None  # -D FILE: every response's header lines ("-": stdout)
     retry: RetryPolicy = field(default_factory=RetryPolicy)  # --retry & co. (one-off)
+    verbose: bool = False  # -v: curl's trace of the exchange on stderr (one-off)
 
     def __post_init__(self) -> None:
         if not isinstance(self.urls, tuple):
@@ -128,6 +129,13 @@ class HttpSettings:
             connrefused=bool(values.get("retry_connrefused")),
             all_errors=bool(values.get("retry_all_errors")),
         )
+        verbose = bool(values.get("verbose"))
+        if repeated and verbose:
+            raise UsageProbeError(
+                "-v/--verbose is a one-off option (the trace of one exchange on stderr); "
+                "repeated and load mode would trace every request: drop --count/--rate, "
+                "or use --json for every field"
+            )
         if repeated and retry.count:
             raise UsageProbeError(
                 "--retry is a one-off option (curl's retries of one transfer); repeated and "
@@ -182,6 +190,7 @@ class HttpSettings:
             include=include,
             dump_header=None if dump_header is None else str(dump_header),
             retry=retry,
+            verbose=verbose,
         )
         if settings.one_off and (warmup is not None or include_errors):
             raise UsageProbeError(

@@ -73,7 +73,6 @@ def remote_name(url: str) -> str:
 
 # curl options probetop knows but does not do: (option strings, takes a value, why/instead).
 _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
-    (("-v", "--verbose"), False, "the waterfall shows the exchange; use --json for every field"),
     (("-F", "--form", "--form-string"), True, "multipart forms are not supported"),
     (("-T", "--upload-file"), True, "uploads are not supported; use --data-binary @FILE"),
     (("-c", "--cookie-jar"), True, "cookies are not saved"),
@@ -472,6 +471,14 @@ SPEC = CommandSpec(
         Option(
             ("--tcp-fastopen",),
             "TCP Fast Open (TFO) for the connection, as curl",
+            action="store_true",
+            default=False,
+            group=CURL,
+        ),
+        Option(
+            ("-v", "--verbose"),
+            "the exchange on stderr as curl -v: * libcurl's notes, > request and < response "
+            "headers, { [N bytes data] (one-off)",
             action="store_true",
             default=False,
             group=CURL,

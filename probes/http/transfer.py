@@ -26,7 +26,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from probetop.probes.http.curlinfo import (
@@ -51,6 +51,9 @@ from probetop.probes.http.request import (
     same_origin_host,
 )
 from probetop.probes.record import redact_text, redact_url
+
+if TYPE_CHECKING:
+    from probetop.probes.http.verbose import VerboseTrace
 
 
 def phases_us(
@@ -414,6 +417,7 @@ def fetch(
     sink: Callable[[bytes], Any] | None = None,
     certinfo: bool = False,
     header_sink: Callable[[bytes], bool] | None = None,
+    trace: VerboseTrace | None = None,
 ) -> Exchange:
     """One exchange: the request, then each redirect hop when -L is on.
 
@@ -423,7 +427,9 @@ def fetch(
     with curl's error 22, as curl -f does. ``sink`` receives the body of
     the hop curl would write (``perform``); ``certinfo`` asks libcurl for
     the certificate chain (CURLOPT_CERTINFO; curl's %{certs}), kept in
-    each hop's ``info["certinfo"]``.
+    each hop's ``info["certinfo"]``. ``trace`` (-v) gets libcurl's debug
+    callback for every hop (probetop/http/verbose.py), and a note where a
+    redirect is followed, in libcurl's words.
     """
     import pycurl
 
@@ -449,6 +455,9 @@ def fetch(
                 curl.setopt(pycurl.FAILONERROR, 1)
             if certinfo:
                 curl.setopt(pycurl.OPT_CERTINFO, 1)
+            if trace is not None:
+                curl.setopt(pycurl.VERBOSE, 1)
+                curl.setopt(pycurl.DEBUGFUNCTION, trace)
             hop = perform(
                 curl,
                 Hop(hop_url, method),
@@ -477,6 +486,8 @@ def fetch(
                 hop.message = f"redirect to a {scheme}:// URL; probetop follows http and https only"
                 break
             hop_url, method, body = next_hop(request, hop, body)
+            if trace is not None:  # libcurl says this when it follows; here we do
+                trace.note(f"Issue another request to this URL: '{hop_url}'")
     finally:
         if own:
             curl.close()
