@@ -154,6 +154,62 @@ class Spelling:
 
 
 @dataclass(frozen=True, slots=True)
+class Unsupported:
+    """A reference tool's options that a command knows and does not do.
+
+    ``table`` rows: (flags, takes a value, why or what to do instead).
+    ``options()`` makes one hidden option per flag, all storing the flag as
+    typed in ``dest``, so ``given(values)`` finds it after parsing and
+    ``message(flag)`` refuses it by name (exit 2). Without them argparse
+    said only "unrecognized arguments", and for one that takes a value
+    took the value for the command's positional (``ping -p ff host``:
+    "unrecognized arguments: -p host")."""
+
+    tool: str  # "curl", "ping"
+    command: str  # "http", "icmp"
+    table: tuple[tuple[tuple[str, ...], bool, str], ...]
+    dest: str
+    group: str | None = None
+
+    def options(self) -> tuple[Option, ...]:
+        def named(flag: str) -> Callable[[str], str]:
+            return lambda _value: flag  # the value is dropped; the flag refused
+
+        return tuple(
+            Option(
+                (flag,),
+                why,
+                named(flag) if takes_value else None,
+                metavar="X" if takes_value else None,
+                action="store" if takes_value else "store_const",
+                const=None if takes_value else flag,
+                dest=self.dest,
+                group=self.group,
+                hidden=True,
+            )
+            for flags, takes_value, why in self.table
+            for flag in flags
+        )
+
+    def why(self, flag: str) -> str:
+        return next((why for flags, _v, why in self.table if flag in flags), "")
+
+    def given(self, values: Mapping[str, Any]) -> str | None:
+        """The refused flag in parsed ``values`` (the last one given), or None."""
+        flag = values.get(self.dest)
+        return str(flag) if flag else None
+
+    def message(self, flag: str) -> str:
+        why = self.why(flag)
+        hint = f" ({why})" if why else ""
+        return (
+            f"{self.tool} option {flag} is not supported by probetop {self.command}{hint}; "
+            f"the supported subset is listed in docs/{self.command}.md and "
+            f"`probetop {self.command} --help`"
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class CommandSpec:
     """A probe command: its name, help texts and options.
 

@@ -13,7 +13,14 @@ import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from probetop.probes.core.options import CommandSpec, Option, byte_size, duration, whole_number
+from probetop.probes.core.options import (
+    CommandSpec,
+    Option,
+    Unsupported,
+    byte_size,
+    duration,
+    whole_number,
+)
 from probetop.probes.http.inputs import local_ports, rate_limit, retry_number
 from probetop.probes.http.load.settings import LOAD_OPTIONS
 from probetop.probes.http.request import DEFAULT_MAX_REDIRS
@@ -108,28 +115,18 @@ _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("--ignore-content-length",), False, "the body is always read as the server framed it"),
     (("-V", "--version"), False, "use `probetop --version`"),
 )
-# Why each unsupported option is refused (and what to do instead), by flag.
-UNSUPPORTED_WHY: Mapping[str, str] = {
-    flag: why for flags, _takes_value, why in _UNSUPPORTED for flag in flags
-}
-_UNSUPPORTED_DEST = "curl_unsupported"
+CURL_UNSUPPORTED = Unsupported("curl", "http", _UNSUPPORTED, dest="curl_unsupported", group=CURL)
 
 
 def unsupported_flag(values: Mapping[str, Any]) -> str | None:
     """The unsupported curl option given in ``SPEC``'s parsed ``values``, as
     typed (the last one when several were), or None when none was."""
-    flag = values.get(_UNSUPPORTED_DEST)
-    return str(flag) if flag else None
+    return CURL_UNSUPPORTED.given(values)
 
 
 def unsupported_message(flag: str) -> str:
     """What probetop says when a known curl option it does not implement is given."""
-    why = UNSUPPORTED_WHY.get(flag, "")
-    hint = f" ({why})" if why else ""
-    return (
-        f"curl option {flag} is not supported by probetop http{hint}; "
-        "the supported subset is listed in docs/http.md and `probetop http --help`"
-    )
+    return CURL_UNSUPPORTED.message(flag)
 
 
 def _tagged(tag: str) -> Callable[[str], tuple[str, str]]:
@@ -150,35 +147,6 @@ def _in_order(text: str) -> tuple[int, str]:
     values in command-line order), so URLs that pycurlb's ``-H a b`` form put
     after a -H go back between the others in order (settings.py)."""
     return (next(_ARGV_ORDER), text)
-
-
-def _named(flag: str) -> Callable[[str], str]:
-    """The value of an unsupported option is dropped; its flag is kept (to refuse it)."""
-
-    def unsupported(_text: str) -> str:
-        return flag
-
-    return unsupported
-
-
-def _unsupported_options() -> tuple[Option, ...]:
-    """One hidden option per flag, so the refusal names the flag as typed.
-    Every one stores its flag in the same place; ``from_options`` refuses it."""
-    return tuple(
-        Option(
-            (flag,),
-            why,
-            _named(flag) if takes_value else None,
-            metavar="X" if takes_value else None,
-            action="store" if takes_value else "store_const",
-            const=None if takes_value else flag,
-            dest=_UNSUPPORTED_DEST,
-            group=CURL,
-            hidden=True,
-        )
-        for flags, takes_value, why in _UNSUPPORTED
-        for flag in flags
-    )
 
 
 _DATA_OPTIONS: tuple[tuple[tuple[str, ...], str, str], ...] = (
@@ -568,7 +536,7 @@ SPEC = CommandSpec(
             group=CURL,
             hidden=True,
         ),
-        *_unsupported_options(),
+        *CURL_UNSUPPORTED.options(),
         *LOAD_OPTIONS,  # --rate, --connections (load/settings.py)
         Option(
             (KEEP_BODY_FLAG,),

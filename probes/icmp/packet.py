@@ -38,14 +38,20 @@ def error_name(icmp_type: int, v6: bool) -> str:
     return names.get(icmp_type, f"type {icmp_type}")
 
 
-def echo_request(ident: int, size: int, v6: bool) -> bytes:
+def echo_request(ident: int, size: int, v6: bool, pattern: str | None = None) -> bytes:
     """Header (type, code 0, checksum 0, id, seq 0) plus ``size`` payload bytes.
 
     The payload is the byte pattern 0x00, 0x01, ... that ping uses when it has
-    no room for a timestamp, so a capture looks familiar.
+    no room for a timestamp, so a capture looks familiar; with ``pattern``
+    (ping -p's bytes as hex) those bytes repeated from the payload's start,
+    as ping fills it.
     """
     icmp_type = ECHO_REQUEST_V6 if v6 else ECHO_REQUEST_V4
-    payload = bytes(i & 0xFF for i in range(size))
+    if pattern:
+        fill = bytes.fromhex(pattern)
+        payload = (fill * (size // len(fill) + 1))[:size]
+    else:
+        payload = bytes(i & 0xFF for i in range(size))
     return struct.pack("!BBHHH", icmp_type, 0, 0, ident & 0xFFFF, 0) + payload
 
 

@@ -58,7 +58,13 @@ class ReplyListener(Protocol):
     """What an ICMP probe tells as it runs (see the module docstring)."""
 
     def started(
-        self, host: str, address: str, size: int, v6: bool, bound: tuple[str, str] | None = None
+        self,
+        host: str,
+        address: str,
+        size: int,
+        v6: bool,
+        bound: tuple[str, str] | None = None,
+        pattern: str | None = None,
     ) -> None: ...
 
     def replies(self, replies: Sequence[Reply], dropped: int) -> None: ...
@@ -183,8 +189,17 @@ class PingWriter:
         self._lock = threading.Lock()
 
     def started(
-        self, host: str, address: str, size: int, v6: bool, bound: tuple[str, str] | None = None
+        self,
+        host: str,
+        address: str,
+        size: int,
+        v6: bool,
+        bound: tuple[str, str] | None = None,
+        pattern: str | None = None,
     ) -> None:
+        """ping's first lines: ``PATTERN: 0x...`` for -p (not with -q), then ``PING ...``."""
+        if pattern and not self.quiet:
+            self._write(f"PATTERN: 0x{pattern}\n")
         # ping names the reply's sender by its reverse lookup unless given
         # an address; for a name the usual sender is the target, looked up once.
         self.source = address

@@ -189,7 +189,14 @@ class IcmpProbe:
             t = self.target
             # ping -I: "from SRC IFACE: " (IFACE empty for -I ADDR)
             bound = (t.source, t.device or "") if self.settings.source else None
-            self.listener.started(self.settings.host, t.address, self.settings.size, t.v6, bound)
+            self.listener.started(
+                self.settings.host,
+                t.address,
+                self.settings.size,
+                t.v6,
+                bound,
+                pattern=self.settings.pattern,
+            )
         self.start_ns = now_ns()
         with thread_stack(STREAM_STACK_BYTES):
             for s in self._streams:
@@ -399,6 +406,9 @@ class IcmpProbe:
             ttl=self.settings.ttl,
             source=self.settings.source,
             pmtudisc=self.settings.pmtudisc,
+            tos=self.settings.tos,
+            mark=self.settings.mark,
+            sndbuf=self.settings.sndbuf,
         )
 
     def _describe_pace(self) -> str:

@@ -32,6 +32,7 @@ from probetop.probes.core.options import (
     Option,
     OptionValueError,
     Spelling,
+    Unsupported,
     byte_size,
     duration,
     number,
@@ -143,6 +144,46 @@ _count = whole_number(minimum=0)
 # ping's exit status for a value it refuses (iputils strtol_or_err: -c, -s, -w,
 # -l, -t) and for no destination; its other usage errors exit 2.
 PING_VALUE_EXIT = 1
+
+PING_UNSUPPORTED = Unsupported(
+    "ping",
+    "icmp",
+    (
+        (("-B",), False, "the kernel picks each request's source; -I ADDR fixes one"),
+        (("-e",), True, "echo ids are one per stream: the kernel's on datagram sockets"),
+        (("-L",), False, "multicast loopback"),
+        (("-U",), False, "RTTs are the kernel's receive stamps, as ping's default"),
+        (("-v",), False, "no verbose mode: ICMP errors are counted, as ping's +N errors"),
+        (("-V",), False, "use `probetop --version`"),
+        (("-R",), False, "record route"),
+        (("-T",), True, "IP timestamp options"),
+        (("-F",), True, "IPv6 flow labels"),
+        (("-N",), True, "IPv6 node information queries"),
+    ),
+    dest="ping_unsupported",
+)
+
+
+def tos_value(text: str) -> int:
+    """ping -Q: decimal, or hex with 0x (ping's forms), 0..255."""
+    try:
+        value = int(text, 16) if text.lower().startswith("0x") else int(text, 10)
+    except ValueError:
+        raise OptionValueError(f"bad TOS value: {text}") from None
+    if not 0 <= value <= 255:
+        raise OptionValueError(f"the TOS bits must be within 0..255, got {value}")
+    return value
+
+
+def fill_pattern(text: str) -> str:
+    """ping -p: up to 16 bytes as hex digits, read two at a time (``fff`` is
+    ff 0f, as ping's sscanf); more than 16 are ignored, as ping does. The
+    bytes as lower-case hex, two digits each."""
+    if not text or not all(c in "0123456789abcdefABCDEF" for c in text):
+        raise OptionValueError(f"patterns must be specified as hex digits: {text}")
+    pairs = [text[i : i + 2] for i in range(0, min(len(text), 32), 2)]
+    return "".join(f"{int(pair, 16):02x}" for pair in pairs)
+
 
 SPEC = CommandSpec(
     name="icmp",
@@ -270,6 +311,33 @@ SPEC = CommandSpec(
             dest="pmtudisc",
         ),
         Option(
+            ("-Q", "--tos"),
+            "as ping -Q: the IP TOS byte (IPv6: traffic class) of every request, decimal "
+            "or 0x hex (DSCP 46, EF, is 184 or 0xb8)",
+            tos_value,
+            metavar="TOS",
+        ),
+        Option(
+            ("-m", "--mark"),
+            "as ping -m: the socket mark (SO_MARK: policy routing, nftables meta mark) of "
+            "every request; needs CAP_NET_ADMIN (refused without, where ping only warns)",
+            whole_number(0, 2**32 - 1),
+            metavar="MARK",
+        ),
+        Option(
+            ("-p", "--pattern"),
+            "as ping -p: fill the payload with these bytes (up to 16, hex), repeated; "
+            "ping's PATTERN: line first (not with -q)",
+            fill_pattern,
+            metavar="HEX",
+        ),
+        Option(
+            ("-S", "--sndbuf"),
+            "as ping -S: the socket's send buffer (SO_SNDBUF) in bytes (1k = 1024)",
+            byte_size(),
+            metavar="BYTES",
+        ),
+        Option(
             ("-4",),
             "IPv4 only",
             action="store_const",
@@ -322,6 +390,7 @@ SPEC = CommandSpec(
             default="auto",
             dest="socket_mode",
         ),
+        *PING_UNSUPPORTED.options(),
     ),
     spellings=(
         Spelling(
@@ -338,6 +407,13 @@ SPEC = CommandSpec(
             note="SO_DEBUG on the socket: nothing it measures changes",
         ),
         Spelling("hping3", "--data", "-s"),
+        Spelling(
+            "ping",
+            "-C",
+            None,
+            takes_value=False,
+            note="connect() on the socket: replies are matched by id and address already",
+        ),
     ),
 )
 
@@ -390,6 +466,11 @@ class IcmpSettings:
     # Since 0.6: ping -O (headless text only: nothing sent changes).
     outstanding: bool = False
     audible: bool = False  # -a (headless text only)
+    # Since 0.7 (each only when given): ping -Q, -m, -p (hex), -S.
+    tos: int | None = None
+    mark: int | None = None
+    pattern: str | None = None
+    sndbuf: int | None = None
 
     @classmethod
     def from_options(
@@ -397,6 +478,8 @@ class IcmpSettings:
     ) -> IcmpSettings:
         """Settings from parsed ``SPEC`` values plus the sampling interval and
         the run's deadline (-w/--time; None: none); validated."""
+        if (flag := PING_UNSUPPORTED.given(values)) is not None:
+            raise UsageProbeError(PING_UNSUPPORTED.message(flag))
         settings = cls(
             host=values["host"],
             flood=bool(values.get("flood", False)),
@@ -420,6 +503,10 @@ class IcmpSettings:
             pmtudisc=values.get("pmtudisc"),
             outstanding=bool(values.get("outstanding", False)),
             audible=bool(values.get("audible", False)),
+            tos=values.get("tos"),
+            mark=values.get("mark"),
+            pattern=values.get("pattern"),
+            sndbuf=values.get("sndbuf"),
         )
         settings.validate()
         return settings
@@ -486,6 +573,10 @@ class IcmpSettings:
             raise UsageProbeError("--ttl must be within 1..255, got 0: no socket takes a TTL of 0")
         if self.ttl is not None and not 1 <= self.ttl <= 255:
             raise refused("ttl", f"--ttl must be within 1..255, got {self.ttl}")
+        if self.sndbuf is not None and not 1 <= self.sndbuf <= 2**31 - 1:
+            raise UsageProbeError(
+                f"--sndbuf must be within 1..{2**31 - 1} bytes, got {self.sndbuf}"
+            )
         if not 1 <= self.preload <= 65536:
             raise refused("preload", f"--preload must be within 1..65536, got {self.preload}")
         if self.grace_s == 0:
@@ -597,6 +688,14 @@ def _one_command(settings: IcmpSettings, address: str | None) -> str:
         cmd += ["-M", o.pmtudisc]
     if o.source:
         cmd += ["-I", o.source]
+    if o.tos is not None:
+        cmd += ["-Q", str(o.tos)]
+    if o.mark is not None:
+        cmd += ["-m", str(o.mark)]
+    if o.pattern:
+        cmd += ["-p", o.pattern]
+    if o.sndbuf is not None:
+        cmd += ["-S", str(o.sndbuf)]
     if o.broadcast:
         cmd += ["-b"]
     return shlex.join([*cmd, host])

@@ -41,6 +41,7 @@ ICMP6_FILTER = 1
 SO_ATTACH_FILTER = 26
 SO_RCVBUFFORCE = 33
 SO_BINDTODEVICE = 25
+SO_MARK = 36
 IP_MTU_DISCOVER = 10
 IP_MTU = 14
 IP_RECVERR = 11
@@ -308,9 +309,14 @@ def open_icmp_socket(
     ttl: int | None = None,
     source: str | None = None,
     pmtudisc: str | None = None,
+    tos: int | None = None,
+    mark: int | None = None,
+    sndbuf: int | None = None,
 ) -> tuple[socket.socket, int]:
     """An ICMP socket for ``target`` in ``mode``; returns it and the echo id it
-    uses. ``pmtudisc``: ping -M's word (None: ``do``, don't-fragment)."""
+    uses. ``pmtudisc``: ping -M's word (None: ``do``, don't-fragment);
+    ``tos`` (-Q: IP_TOS, IPv6's traffic class), ``mark`` (-m: SO_MARK; a
+    PermissionProbeError without CAP_NET_ADMIN), ``sndbuf`` (-S: SO_SNDBUF)."""
     v6 = target.v6
     proto = socket.IPPROTO_ICMPV6 if v6 else socket.IPPROTO_ICMP
     kind = socket.SOCK_RAW if mode == "raw" else socket.SOCK_DGRAM
@@ -348,6 +354,22 @@ def open_icmp_socket(
                 sock.setsockopt(socket.IPPROTO_IP, socket.IP_TTL, ttl)
         if target.broadcast:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+        if tos is not None:
+            if v6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, tos)
+            else:
+                sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+        if mark is not None:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, SO_MARK, mark)
+            except PermissionError:
+                raise PermissionProbeError(
+                    f"-m {mark}: setting a socket mark needs CAP_NET_ADMIN (root); ping only "
+                    "warns and sends unmarked requests, which policy routing would send "
+                    "elsewhere, so probetop refuses"
+                ) from None
+        if sndbuf is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         if v6:
             # The reply's hop limit (ping's ttl=, smokeping_response_ttl) as a cmsg.

@@ -186,7 +186,9 @@ class Stream(threading.Thread):
         try:
             rate = p.settings.total_rate
             period_ns = 0 if rate is None else max(1, round(1e9 * p.settings.streams / rate))
-            packet = echo_request(self.echo_id, p.settings.size, target.v6)
+            packet = echo_request(
+                self.echo_id, p.settings.size, target.v6, pattern=p.settings.pattern
+            )
             addr = target.sockaddr()
             config = loopstate.make_config(
                 fd=self.sock.fileno(),

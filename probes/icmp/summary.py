@@ -51,6 +51,10 @@ _SETTING_TYPES: dict[str, tuple[type, ...]] = {
     "pmtudisc": (str, type(None)),
     "outstanding": (bool,),
     "audible": (bool,),
+    "tos": (int, type(None)),
+    "mark": (int, type(None)),
+    "pattern": (str, type(None)),
+    "sndbuf": (int, type(None)),
 }
 
 
@@ -92,6 +96,9 @@ class IcmpParams:
             del d["adaptive"]
         if d["pmtudisc"] is None:  # since 0.6, only with -M
             del d["pmtudisc"]
+        for given in ("tos", "mark", "pattern", "sndbuf"):  # since 0.7, only when given
+            if d[given] is None:
+                del d[given]
         d["mode"] = self.mode
         if self.target is not None:
             d["address"] = self.target.address

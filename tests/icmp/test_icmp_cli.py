@@ -102,6 +102,9 @@ FLAGS_ADDED = {
     *("-M", "--pmtudisc"),  # ping's path MTU discovery
     *("-O", "--report-outstanding"),  # ping's "no answer yet" lines
     *("-a", "--audible"),  # ping's bell
+    *("-Q", "--tos", "-m", "--mark", "-p", "--pattern", "-S", "--sndbuf"),
+    # ping's options refused by name (hidden: ``PING_UNSUPPORTED``)
+    *("-B", "-e", "-L", "-U", "-v", "-V", "-R", "-T", "-F", "-N"),
 }
 
 
