@@ -53,12 +53,13 @@ def one_off(settings: HttpSettings, *, as_json: bool) -> int:
         from probetop.probes.http.writeout import WriteOut
 
         writer = WriteOut(settings.write_out)
-    # curl's output mode (bodies, no waterfall): -w, -o/-O, or --fail-with-body,
-    # which asks for the body of an error answer.
+    # curl's output mode (bodies, no waterfall): -w, -o/-O, --fail-with-body,
+    # which asks for the body of an error answer, or -N, which streams it.
     curl_mode = (
         writer is not None
         or bool(settings.outputs)
         or settings.fail_with_body
+        or settings.no_buffer
         or settings.include
         or settings.dump_header is not None
     )
@@ -115,7 +116,12 @@ def _each_url(
             if settings.create_dirs:  # curl makes them before the transfer
                 dir_error = make_dirs(output)
         body = (
-            Body(output, disposition=disposition, output_dir=settings.output_dir)
+            Body(
+                output,
+                disposition=disposition,
+                output_dir=settings.output_dir,
+                unbuffered=settings.no_buffer,
+            )
             if curl_mode and not (as_json and output is None)
             else None
         )
@@ -398,9 +404,15 @@ class Body:
     Without such a name the URL's name is used, opened as -O opens it."""
 
     def __init__(
-        self, name: str | None, *, disposition: bool = False, output_dir: str | None = None
+        self,
+        name: str | None,
+        *,
+        disposition: bool = False,
+        output_dir: str | None = None,
+        unbuffered: bool = False,
     ) -> None:
         self.name = name
+        self.unbuffered = unbuffered  # -N: flushed at each write, as curl's fflush
         self.path = name  # what is opened (-J: output_dir/name)
         self.disposition = disposition
         self.output_dir = output_dir
@@ -465,6 +477,8 @@ class Body:
             return 0  # libcurl stops the transfer: curl's exit 23
         try:
             self.file.write(data)
+            if self.unbuffered:
+                self.file.flush()
         except OSError as exc:
             self.error = exc.strerror or str(exc)
             return 0  # libcurl stops the transfer: curl's exit 23
@@ -491,7 +505,12 @@ class Body:
         its file open across attempts, so a -J name this attempt found is kept
         (the next attempt's Content-Disposition is not read again) and the
         file, this run's own now, is reopened without O_EXCL."""
-        following = Body(self.name, disposition=self.disposition, output_dir=self.output_dir)
+        following = Body(
+            self.name,
+            disposition=self.disposition,
+            output_dir=self.output_dir,
+            unbuffered=self.unbuffered,
+        )
         following.path = self.path
         return following
 

@@ -62,6 +62,7 @@ class HttpSettings:
     dump_header: str | None = None  # -D FILE: every response's header lines ("-": stdout)
     retry: RetryPolicy = field(default_factory=RetryPolicy)  # --retry & co. (one-off)
     verbose: bool = False  # -v: curl's trace of the exchange on stderr (one-off)
+    no_buffer: bool = False  # -N: the body flushed at each write, as curl's
 
     def __post_init__(self) -> None:
         if not isinstance(self.urls, tuple):
@@ -191,6 +192,7 @@ class HttpSettings:
             dump_header=None if dump_header is None else str(dump_header),
             retry=retry,
             verbose=verbose,
+            no_buffer=bool(values.get("no_buffer")),
         )
         if settings.one_off and (warmup is not None or include_errors):
             raise UsageProbeError(

@@ -97,7 +97,7 @@ _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("-K", "--config", "-z", "--time-cond", "--trace", "--trace-ascii", "--stderr"), True, ""),
     (("--request-target", "--variable", "--netrc-file", "-Q", "--quote"), True, ""),
     (("--location-trusted", "--post301", "--post302", "--post303"), False, "redirect tuning"),
-    (("-n", "--netrc", "-Z", "--parallel", "-N", "--no-buffer", "-R", "--remote-time"), False, ""),
+    (("-n", "--netrc", "-Z", "--parallel", "-R", "--remote-time"), False, ""),
     (("--http2-prior-knowledge", "--http3-only", "--http0.9"), False, "use --http2 / --http3"),
     (("-j", "--junk-session-cookies", "--raw", "--tr-encoding"), False, ""),
     # pycurlb's options probetop refuses (docs/http.md, "pycurlb's options").
@@ -439,6 +439,13 @@ SPEC = CommandSpec(
         Option(
             ("--tcp-fastopen",),
             "TCP Fast Open (TFO) for the connection, as curl",
+            action="store_true",
+            default=False,
+            group=CURL,
+        ),
+        Option(
+            ("-N", "--no-buffer"),
+            "write each piece of the body as it arrives (a flush per write), as curl -N",
             action="store_true",
             default=False,
             group=CURL,

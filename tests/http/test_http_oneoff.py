@@ -292,7 +292,7 @@ def test_timeout_500_and_empty_reply_exit_codes(server, capsys):
     capsys.readouterr()
 
 
-@pytest.mark.parametrize("args", [["-N"], ["--no-buffer"], ["--tlsv1.2"], ["--trace=x"]])
+@pytest.mark.parametrize("args", [["-Z"], ["--parallel"], ["--tlsv1.2"], ["--trace=x"]])
 def test_unsupported_curl_option_says_so(args, capsys):
     # Refused before anything is sent: exit 2 (usage) with a message naming the option.
     assert main(["http", *args, "http://127.0.0.1:1/"]) == 2

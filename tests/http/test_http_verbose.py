@@ -1,4 +1,4 @@
-"""curl's -v in `probetop http` (it was refused): the exchange on stderr as
+"""curl's -v and -N in `probetop http` (both were refused): the exchange on stderr as
 curl -v writes it, beside curl 7.88 on one loopback server. What scripts
 read from it (`2>&1 | grep '^< '`: the request's `> ` lines, the response's
 `< ` lines, the `{ [N bytes data]` notes) is compared byte for byte; the
@@ -9,9 +9,12 @@ machine's curl, so only their presence is checked.
 from __future__ import annotations
 
 import os
+import select
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,3 +97,57 @@ def test_v_is_a_one_off_option(server: LocalServer, tmp_path: Path) -> None:
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
     done = run_probetop_bytes(["http", "-v", "--count", "3", server.url], env=env, timeout=60)
     assert done.returncode == 2 and b"-v/--verbose is a one-off option" in done.stderr
+
+
+class _HeldServer:
+    """Answers one request with a body in two pieces: the first at once, the
+    second only once ``release`` is set (or after 20 s)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.release = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/"
+
+    def _serve(self) -> None:
+        conn, _ = self.sock.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nfirst")
+            self.release.wait(20)
+            conn.sendall(b"-last")
+
+    def close(self) -> None:
+        self.release.set()
+        self.thread.join(5)
+        self.sock.close()
+
+
+@needs_curl
+@pytest.mark.parametrize("tool", ["curl", "probetop"])
+def test_no_buffer_writes_each_piece_as_it_arrives(tool: str, tmp_path: Path) -> None:
+    """-N (it was refused): the first piece is on stdout while the rest is
+    still on its way, as curl -N; and -N alone is curl's output mode, the
+    body on stdout (no waterfall)."""
+    server = _HeldServer()
+    exe = ["curl"] if tool == "curl" else [str(Path(sys.executable).parent / "probetop"), "http"]
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
+    env.pop("PYTHONUNBUFFERED", None)  # stdout buffered, as a user's is
+    run = subprocess.Popen([*exe, "-s", "-N", server.url], stdout=subprocess.PIPE, env=env)
+    try:
+        assert run.stdout is not None
+        ready, _, _ = select.select([run.stdout], [], [], 60)
+        first = os.read(run.stdout.fileno(), 100) if ready else b""
+        assert first == b"first"  # before the server sent the rest
+        server.release.set()
+        rest, _ = run.communicate(timeout=60)
+    finally:
+        server.close()
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 0 and rest == b"-last"
