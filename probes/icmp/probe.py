@@ -474,7 +474,10 @@ class IcmpProbe:
                         interval.icmp_errors[d["name"]] = interval.icmp_errors.get(d["name"], 0) + 1
                         interval.counters["icmp_errors"] += 1
                     t_end = max(t_end, t_to_i)
-                    spans.append(t_to_i - t_from_i)
+                    # A count's last request has its period, as in sending_s: a
+                    # run that ended before that period did (-c 5 -i 0.2: 0.8 s
+                    # after the first request) read 6.24 requests/s for 5.
+                    spans.append(max(t_to_i, progress_i.send_end_ns) - t_from_i)
                     dissect.append((snap_i, int(snap_i.counters[eng.K_ICMP_ERRS])))
                 shown = [d for got_i in got.values() for d in got_i.errors]
                 if interval.counters["icmp_errors"] and self.mode == "raw":
