@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from probetop.probes.http.request import check_http_version, check_url
 from probetop.probes.http.retry import Retries
 from probetop.probes.http.settings import HttpSettings
 from probetop.probes.http.spec import REMOTE_NAME, remote_name
-from probetop.probes.http.transfer import Exchange, fetch
+from probetop.probes.http.transfer import Exchange, cookie_engine, fetch, save_cookies
 from probetop.probes.http.waterfall import render_exchange, use_colour
 
 #: curl's strerror of CURLE_WRITE_ERROR, its %{errormsg} when no transfer wrote.
@@ -93,6 +94,9 @@ def _each_url(
     docs: list[dict[str, Any]] = []
     code = 0
     colour = use_colour(sys.stdout)
+    cookies = None
+    if settings.cookie_jar is not None or (request.cookie and "=" not in request.cookie):
+        cookies = cookie_engine()  # curl's: one jar for every URL of the command
     trace: VerboseTrace | None = None
     if settings.verbose:
         from probetop.probes.http.verbose import VerboseTrace
@@ -165,6 +169,7 @@ def _each_url(
                         certinfo=certinfo,
                         header_sink=header_sink(body, dump, include=include),
                         trace=trace,
+                        cookies=cookies,
                     )
                 finally:
                     if body is not None:
@@ -211,6 +216,12 @@ def _each_url(
         json.dump(docs[0] if len(docs) == 1 else docs, sys.stdout, indent=2)
         sys.stdout.write("\n")
     sys.stdout.flush()
+    if cookies is not None and settings.cookie_jar is not None:
+        jar = settings.cookie_jar
+        save_cookies(cookies, jar)  # curl writes its jar last
+        if jar != "-" and not os.path.isfile(jar) and not settings.warnings_muted:
+            # curl 7.88 says nothing (libcurl's note is for -v only): a lost jar is said
+            print(f"probetop: warning: failed to save cookies in {jar}", file=sys.stderr)
     return code
 
 
@@ -266,7 +277,6 @@ def make_dirs(name: str) -> tuple[str, str] | None:
     one that exists or cannot be searched (EACCES) is passed. The directory it
     could not make and why, or None."""
     import errno
-    import os
 
     parts = [p for p in name.split("/") if p]
     path = ""
@@ -437,7 +447,6 @@ class Body:
         if found is not None:
             if self.file is not None:
                 return False  # curl: a file is open already, "get out!"
-            import os
 
             self.disposition = False  # done now, as curl's honor_cd_filename
             self.name = os.fsdecode(found)
@@ -450,7 +459,6 @@ class Body:
 
     def _open(self) -> bool:
         """curl's tool_create_output_file; False (with curl's warning) if not."""
-        import os
 
         if not self.name:
             self.warnings.append("Remote filename has no length!")
@@ -492,8 +500,6 @@ class Body:
         the bytes thrown away (0: none written, or stdout)."""
         thrown, self.written = self.written, 0
         if thrown and self.path:
-            import os
-
             try:
                 os.truncate(self.path, 0)
             except OSError:  # a pipe or a device (-o /dev/stdout): curl's ftruncate fails too

@@ -63,6 +63,7 @@ class HttpSettings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)  # --retry & co. (one-off)
     verbose: bool = False  # -v: curl's trace of the exchange on stderr (one-off)
     no_buffer: bool = False  # -N: the body flushed at each write, as curl's
+    cookie_jar: str | None = None  # -c FILE: every cookie written at the end (one-off)
 
     def __post_init__(self) -> None:
         if not isinstance(self.urls, tuple):
@@ -131,6 +132,11 @@ class HttpSettings:
             all_errors=bool(values.get("retry_all_errors")),
         )
         verbose = bool(values.get("verbose"))
+        if repeated and values.get("cookie_jar") is not None:
+            raise UsageProbeError(
+                "-c/--cookie-jar is a one-off option (curl writes the jar when its transfers "
+                "end); repeated and load mode send the same request each time"
+            )
         if repeated and verbose:
             raise UsageProbeError(
                 "-v/--verbose is a one-off option (the trace of one exchange on stderr); "
@@ -193,6 +199,7 @@ class HttpSettings:
             retry=retry,
             verbose=verbose,
             no_buffer=bool(values.get("no_buffer")),
+            cookie_jar=values.get("cookie_jar"),
         )
         if settings.one_off and (warmup is not None or include_errors):
             raise UsageProbeError(

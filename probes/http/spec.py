@@ -82,7 +82,6 @@ def remote_name(url: str) -> str:
 _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("-F", "--form", "--form-string"), True, "multipart forms are not supported"),
     (("-T", "--upload-file"), True, "uploads are not supported; use --data-binary @FILE"),
-    (("-c", "--cookie-jar"), True, "cookies are not saved"),
     (("-E", "--cert", "--key", "--cert-type", "--key-type"), True, "client certificates"),
     (("--ciphers", "--tls-max", "--curves", "--tls13-ciphers"), True, "TLS tuning"),
     (("--tlsv1", "--tlsv1.0", "--tlsv1.1", "--tlsv1.2", "--tlsv1.3"), False, "TLS tuning"),
@@ -441,6 +440,13 @@ SPEC = CommandSpec(
             "TCP Fast Open (TFO) for the connection, as curl",
             action="store_true",
             default=False,
+            group=CURL,
+        ),
+        Option(
+            ("-c", "--cookie-jar"),
+            "write every cookie to FILE at the end, as curl (Netscape format; - is stdout; "
+            "one-off)",
+            metavar="FILE",
             group=CURL,
         ),
         Option(

@@ -287,6 +287,32 @@ def perform(
     return hop
 
 
+def cookie_engine() -> Any:
+    """curl's cookie engine for one command (-b FILE, -c): a CurlShare of
+    cookies that ``fetch`` gives each URL's handle."""
+    import pycurl
+
+    cookies = pycurl.CurlShare()
+    cookies.setopt(pycurl.SH_SHARE, pycurl.LOCK_DATA_COOKIE)
+    return cookies
+
+
+def save_cookies(cookies: Any, path: str) -> None:
+    """Write every cookie of ``cookies`` to ``path`` as curl's -c does at its
+    end (libcurl's Netscape format; "-" is stdout). A shared jar is written
+    only when asked (COOKIELIST FLUSH), not as each handle closes, so it is
+    written once, after the last URL, as curl's."""
+    import pycurl
+
+    curl = pycurl.Curl()
+    try:
+        curl.setopt(pycurl.SHARE, cookies)
+        curl.setopt(pycurl.COOKIEJAR, path)
+        curl.setopt(pycurl.COOKIELIST, "FLUSH")
+    finally:
+        curl.close()
+
+
 def tls_details(request: HttpRequest, url: str, *, chain: bool = False) -> TlsInfo | None:
     """TLS version, cipher and certificate of ``url``'s server, from a separate
     TLS handshake with the same options (libcurl CONNECT_ONLY: no HTTP request
@@ -418,6 +444,7 @@ def fetch(
     certinfo: bool = False,
     header_sink: Callable[[bytes], bool] | None = None,
     trace: VerboseTrace | None = None,
+    cookies: Any = None,
 ) -> Exchange:
     """One exchange: the request, then each redirect hop when -L is on.
 
@@ -429,7 +456,9 @@ def fetch(
     the certificate chain (CURLOPT_CERTINFO; curl's %{certs}), kept in
     each hop's ``info["certinfo"]``. ``trace`` (-v) gets libcurl's debug
     callback for every hop (probetop/http/verbose.py), and a note where a
-    redirect is followed, in libcurl's words.
+    redirect is followed, in libcurl's words. ``cookies``: a pycurl
+    CurlShare of cookies (``cookie_engine``), so every URL of one command
+    sees the cookies the ones before it got, as curl's one handle does.
     """
     import pycurl
 
@@ -458,6 +487,9 @@ def fetch(
             if trace is not None:
                 curl.setopt(pycurl.VERBOSE, 1)
                 curl.setopt(pycurl.DEBUGFUNCTION, trace)
+            if cookies is not None:
+                curl.setopt(pycurl.SHARE, cookies)
+                curl.setopt(pycurl.COOKIEFILE, "")  # the engine on, as -b FILE or -c turn it
             hop = perform(
                 curl,
                 Hop(hop_url, method),

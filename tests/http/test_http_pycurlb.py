@@ -97,7 +97,6 @@ def test_redirect_url_and_options_as_pycurlb_reports_them(server, capsys):
         (["--expect100-timeout", "2"], "100-continue"),
         (["--expect100-timeout-ms", "2"], "100-continue"),
         (["--ignore-content-length"], "framed"),
-        (["-c", "jar.txt"], "cookies are not saved"),
         (["-V"], "probetop --version"),
         (["-m", "1", "--max-time-ms", "5"], "not both"),
     ],
