@@ -1,0 +1,133 @@
+"""The demo's scratch directory and its data files, laid out from the
+process's start (issue 28: the first numbers sooner).
+
+The IOPS and warm-up panes read files of 64 and 128 MiB of data the demo
+creates. Made after the first frame, as each family's probes were, their
+writes (and the syncs every 16 MiB) were on the chain before those panes'
+first interval. Their writes need no interpreter lock for the time they
+take (``os.pwrite`` and ``fdatasync`` release it), so here they start in a
+thread of their own before Textual is imported, beside the dashboard's
+start-up rather than after it. What is measured does not change: the same
+files, the same sizes, the same data, and the probes' intervals start only
+when the probes do.
+
+Contract:
+- ``Scratch(files)`` creates the directory (0700, ``probetop-demo-*`` in
+  the temporary directory; removed before a hard exit too) and starts one
+  daemon thread that lays out ``files`` (name -> bytes) in order, as
+  ``filelayout.make_data_file`` writes a new file (data, synced), without
+  importing the disk package (``_layout``).
+- ``data_file(name, size)``: the path once that file holds ``size`` bytes of
+  data: it waits for the early layout when the file is one of ``files`` (and
+  raises its ``OSError``, ENOSPC ...), then lays out whatever is still
+  missing itself (another name, a larger size).
+- ``close()`` stops a layout under way (within one 1 MiB write), waits for
+  the thread (bounded) and removes the directory. Idempotent.
+- ``early_layouts()``: how many files the thread had laid out by now (tests).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from probetop.tui.run.hardexit import before_hard_exit
+
+BLOCK = 1 << 20  # filelayout.LAYOUT_BLOCK
+SYNC_EVERY = 16 << 20  # filelayout.LAYOUT_FLUSH_EVERY
+#: How long ``close`` waits for the layout thread after stopping it.
+CLOSE_WAIT_S = 5.0
+
+
+class Scratch:
+    """See the module docstring."""
+
+    def __init__(self, files: Mapping[str, int]) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="probetop-demo-"))
+        path = self.path
+        # Also when a hung-up dashboard leaves with os._exit (tui/run/hardexit.py).
+        self._unregister: Callable[[], None] = before_hard_exit(
+            lambda: shutil.rmtree(path, ignore_errors=True)
+        )
+        self._files = dict(files)
+        self._ready = {name: threading.Event() for name in self._files}
+        self._errors: dict[str, OSError] = {}
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._laid_out = 0
+        self._closed = False
+        self._thread = threading.Thread(target=self._lay_out, name="demo-scratch", daemon=True)
+        self._thread.start()
+
+    def _layout(self, name: str, size: int) -> bool:
+        """Write ``name``: ``size`` bytes of data, as ``filelayout.Layout``
+        lays a new file out (1 MiB writes of one random block, a sync every
+        16 MiB and at the end); False when stopped. Not ``Layout`` itself:
+        importing the disk package takes ~55 ms of the interpreter lock,
+        which this thread would take from the dashboard's first frame."""
+        fd = os.open(self.path / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            block = memoryview(os.urandom(BLOCK))
+            pos = unsynced = 0
+            while pos < size:
+                if self._stop.is_set():
+                    return False
+                written = os.pwrite(fd, block[: min(BLOCK, size - pos)], pos)
+                if written <= 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                pos += written
+                unsynced += written
+                if unsynced >= SYNC_EVERY:
+                    os.fdatasync(fd)
+                    unsynced = 0
+            os.fsync(fd)
+            return True
+        finally:
+            os.close(fd)
+
+    def _lay_out(self) -> None:
+        for name, size in self._files.items():
+            try:
+                if self._stop.is_set() or not self._layout(name, size):
+                    return
+                with self._lock:
+                    self._laid_out += 1
+            except OSError as exc:
+                self._errors[name] = exc
+            finally:
+                self._ready[name].set()
+
+    def data_file(self, name: str, size: int) -> Path:
+        """The path of ``name``, holding ``size`` bytes of data (module docstring)."""
+        ready = self._ready.get(name)
+        if ready is not None:
+            ready.wait()
+            error = self._errors.get(name)
+            if error is not None:
+                raise error
+        if self._closed:
+            raise OSError(f"{self.path}: the demo's scratch directory was removed")
+        from probetop.probes.disk.filelayout import make_data_file
+
+        make_data_file(str(self.path / name), size)  # nothing to do when laid out early
+        return self.path / name
+
+    def early_layouts(self) -> int:
+        with self._lock:
+            return self._laid_out
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        self._thread.join(CLOSE_WAIT_S)
+        for ready in self._ready.values():
+            ready.set()  # a maker still waiting goes on, and finds the directory gone
+        shutil.rmtree(self.path, ignore_errors=True)
+        self._unregister()
