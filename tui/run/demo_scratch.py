@@ -15,8 +15,8 @@ Contract:
 - ``Scratch(files)`` creates the directory (0700, ``probetop-demo-*`` in
   the temporary directory; removed before a hard exit too) and starts one
   daemon thread that lays out ``files`` (name -> bytes) in order, as
-  ``filelayout.make_data_file`` writes a new file (data, synced), without
-  importing the disk package (``_layout``).
+  ``filelayout.make_data_file`` does (data, synced), without importing the
+  disk package (``_layout``).
 - ``data_file(name, size)``: the path once that file holds ``size`` bytes of
   data: it waits for the early layout when the file is one of ``files`` (and
   raises its ``OSError``, ENOSPC ...), then lays out whatever is still
@@ -65,15 +65,17 @@ class Scratch:
         self._thread.start()
 
     def _layout(self, name: str, size: int) -> bool:
-        """Write ``name``: ``size`` bytes of data, as ``filelayout.Layout``
-        lays a new file out (1 MiB writes of one random block, a sync every
-        16 MiB and at the end); False when stopped. Not ``Layout`` itself:
+        """Create or extend ``name`` to ``size`` bytes of data, as
+        ``filelayout.Layout`` does (1 MiB writes of one random block, a sync
+        every 16 MiB and at the end); False when stopped. Not ``Layout`` itself:
         importing the disk package takes ~55 ms of the interpreter lock,
         which this thread would take from the dashboard's first frame."""
-        fd = os.open(self.path / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        fd = os.open(self.path / name, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
+            pos, unsynced = os.fstat(fd).st_size, 0
+            if pos >= size:
+                return True
             block = memoryview(os.urandom(BLOCK))
-            pos = unsynced = 0
             while pos < size:
                 if self._stop.is_set():
                     return False
@@ -110,11 +112,9 @@ class Scratch:
             error = self._errors.get(name)
             if error is not None:
                 raise error
-        if self._closed:
+        # Nothing to write when laid out early; stopped: the demo is ending.
+        if self._closed or not self._layout(name, size):
             raise OSError(f"{self.path}: the demo's scratch directory was removed")
-        from probetop.probes.disk.filelayout import make_data_file
-
-        make_data_file(str(self.path / name), size)  # nothing to do when laid out early
         return self.path / name
 
     def early_layouts(self) -> int:
