@@ -507,6 +507,10 @@ def trace(build: str, exe: str, repeat: int) -> list[tuple[str, float, float]]:
             out.unlink(missing_ok=True)
             command = [
                 *state_env(f"trace-{build}", "warm", exe),
+                # The demo's scratch directory (192 MiB, written from its
+                # start) in ours, removed with it: the wrapper's os._exit
+                # leaves it behind.
+                f"TMPDIR={tmp}",
                 python,
                 "-c",
                 TRACE_WRAPPER,
