@@ -526,7 +526,7 @@ def trace(build: str, exe: str, repeat: int) -> list[tuple[str, float, float]]:
                 marks = [m for m in json.loads(out.read_text()) if len(m) == 3]
                 runs.append(
                     {  # the first of each; no scratch path or port in a name
-                        re.sub(r"/tmp/probetop-demo-\w+/|:\d+/", "/", n): (w, c)
+                        re.sub(r"/\S*/probetop-demo-\w+/|:\d+/", "/", n): (w, c)
                         for n, w, c in reversed(marks)
                     }
                 )
