@@ -118,3 +118,22 @@ def test_closing_during_the_layout_stops_it_and_removes_the_directory() -> None:
     assert scratch.early_layouts() == 0
     with pytest.raises(OSError):
         scratch.data_file("big.img", 1 << 20)  # a maker that comes late
+
+
+def test_the_registry_knows_which_families_have_demo_probes() -> None:
+    for listed in registry.COMMANDS:
+        family = registry.family(listed.name)
+        assert family is not None
+        assert listed.demo == (family.demo_probes is not None), listed.name
+
+
+def test_the_dashboards_demo_makes_no_maker_for_a_family_without_demo_probes() -> None:
+    """mem has none: its front door (~30-50 ms of the interpreter lock) is
+    not imported while the other panes join."""
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        makers = demo.join_probes(_plan(), stack)
+        names = [getattr(m, "args", (getattr(m, "__name__", "?"),))[0] for m in makers]
+    assert "mem" not in names
+    assert set(registry.DEMO_NAMES) <= set(names)

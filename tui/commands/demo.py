@@ -150,7 +150,7 @@ def join_probes(
     targets = DemoTargets(interval_s=plan.common.interval_s, scratch=early)
     ctx = stack.enter_context(targets).context()
     only = plan.settings.only
-    names = [name for name in registry.NAMES if not (only and name not in only)]
+    names = [name for name in registry.DEMO_NAMES if not (only and name not in only)]
     makers: list[Callable[[], tuple[list[Probe], list[str]]]] = [
         functools.partial(_named_family_probes, name, ctx) for name in names
     ]
