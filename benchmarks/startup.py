@@ -25,7 +25,8 @@ demo number <= 3 s; warm first frame <= 0.4 s and every number <= 2 s):
 - ``warm``: right after another run.
 
 Each build and state gets its own ``PYTHONPYCACHEPREFIX`` and
-``NUMBA_CACHE_DIR`` (private directories, nothing written in the builds'
+``NUMBA_CACHE_DIR`` (private directories, one set per source tree: two
+trees measured at once never share them; nothing written in the builds'
 trees or the user's cache); what ``probetop compile`` leaves is made once
 per build and run, and copied for each ``fresh`` start and into the
 ``warm`` state's (a first warm run compiled the loops itself, minutes on a
