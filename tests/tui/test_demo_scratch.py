@@ -97,7 +97,27 @@ def test_only_lays_out_the_files_of_the_families_it_runs() -> None:
         joining.close()
 
 
-def test_data_file_waits_for_the_early_layout_then_makes_what_is_missing() -> None:
+def test_a_maker_that_asks_first_finishes_the_file_itself() -> None:
+    """The early thread runs at a lower priority; a maker that needs its
+    file before the thread is done takes it over (the thread stops within
+    one write) and writes the rest at its own: the same data file."""
+    scratch = Scratch({"big.img": 64 << 30, "next.img": 2 << 20})
+    try:
+        assert _wait(lambda: (scratch.path / "big.img").exists(), 30)
+        big = scratch.data_file("big.img", 4 << 20)
+        assert 4 << 20 <= big.stat().st_size < 64 << 30  # not written to the end
+        assert _is_data(big, big.stat().st_size)
+        # the thread went on with the next file, and left the claimed one alone
+        assert _wait(lambda: scratch.early_layouts() == 1, 60)
+        assert _is_data(scratch.path / "next.img", 2 << 20)
+        size = big.stat().st_size
+        time.sleep(0.2)
+        assert big.stat().st_size == size
+    finally:
+        scratch.close()
+
+
+def test_data_file_gives_a_whole_data_file_and_makes_what_is_missing() -> None:
     scratch = Scratch({"a.img": 8 << 20})
     try:
         a = scratch.data_file("a.img", 8 << 20)  # returns once whole
