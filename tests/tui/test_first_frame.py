@@ -168,11 +168,13 @@ def test_the_first_frame_comes_before_any_probe_runs_and_loads_nothing_heavy(
     # a pane, not to the box first (each would match the rules over every pane).
     boxes = [name for name, _why in state["restyled"]]  # type: ignore[attr-defined]
     assert "panes" not in boxes, state["restyled"]
-    # The demo's data files are being written by then (tui/run/demo_scratch.py):
-    # beside the dashboard's start-up, not after its first frame.
+    # The demo's scratch directory is made, and its data files' layout
+    # started, before Textual's import (tui/run/demo_scratch.py: a thread at
+    # a lower priority, so no file is asserted here; test_demo_scratch.py
+    # holds the files whole before any maker runs), not after the first frame.
     scratch = list(tmp_path.glob("probetop-demo-*"))
     if args:
-        assert len(scratch) == 1 and (scratch[0] / "iops.img").exists(), scratch
+        assert len(scratch) == 1, scratch
     else:
         assert scratch == []
     for path in scratch:
