@@ -25,7 +25,8 @@ demo number <= 3 s; warm first frame <= 0.4 s and every number <= 2 s):
 - ``warm``: right after another run.
 
 Each build and state gets its own ``PYTHONPYCACHEPREFIX`` and
-``NUMBA_CACHE_DIR`` (private directories, nothing written in the builds'
+``NUMBA_CACHE_DIR`` (private directories, one set per source tree: two
+trees measured at once never share them; nothing written in the builds'
 trees or the user's cache); what ``probetop compile`` leaves is made once
 per build and run, and copied for each ``fresh`` start and into the
 ``warm`` state's (a first warm run compiled the loops itself, minutes on a
@@ -56,6 +57,7 @@ usage: benchmarks/startup.py [--repeat 5] [--no-demo] [--no-setup]
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -105,6 +107,21 @@ PLACEHOLDERS = (
     re.compile(r"threads \d+\s+events 0\b"),
 )
 CACHE_ROOT = Path(f"/tmp/probetop-startup-{os.getuid()}")
+
+
+def tree_of(exe: str) -> Path:
+    """The source tree of a build's probetop (``<tree>/.venv/bin/probetop``)."""
+    return Path(exe).absolute().parent.parent.parent
+
+
+def cache_dir(build: str, exe: str) -> Path:
+    """A build's private caches, one per source tree: two checkouts measured
+    at once (a helper's worktree beside the main tree), or one after the
+    other with --keep-compiled, never share what `probetop compile` left. A
+    kept loop is looked up by its sources' paths, so another tree's made
+    every fresh start compile the loops with numba (55 s a run, seen once)."""
+    digest = hashlib.sha256(str(tree_of(exe).resolve()).encode()).hexdigest()[:12]
+    return CACHE_ROOT / f"{build}-{digest}"
 
 
 def tmux(*args: str) -> str:
@@ -165,7 +182,8 @@ def state_env(build: str, state: str, exe: str) -> list[str]:
     """``env`` arguments of one build in one state (module docstring); for
     ``fresh`` and ``no-setup`` the caches are emptied first, and ``fresh``
     then gets what ``make setup`` does."""
-    pyc, numba = CACHE_ROOT / build / state / "pyc", CACHE_ROOT / build / state / "numba"
+    root = cache_dir(build, exe)
+    pyc, numba = root / state / "pyc", root / state / "numba"
     env = [
         "env",
         "-u",
@@ -173,7 +191,7 @@ def state_env(build: str, state: str, exe: str) -> list[str]:
         f"PYTHONPYCACHEPREFIX={pyc}",
         f"NUMBA_CACHE_DIR={numba}",
     ]
-    made = CACHE_ROOT / build / "numba-after-compile"  # what `probetop compile` left
+    made = root / "numba-after-compile"  # what `probetop compile` left
     if state == "warm":
         if made.is_dir() and not numba.is_dir():  # a user's cache after set-up and a run
             shutil.copytree(made, numba)
@@ -197,10 +215,22 @@ def state_env(build: str, state: str, exe: str) -> list[str]:
         # build: made once, then copied (it took minutes a run on a loaded
         # machine, which kept --repeat 5 out of `make bench`'s time limit).
         if not made.is_dir():
-            compiled = subprocess.run([*env, exe, "compile"], capture_output=True)
+            compiled = subprocess.run([*env, exe, "compile"], capture_output=True, text=True)
             if compiled.returncode != 0:  # an older build (--reference) without the command
+                print(
+                    f"{build}: `probetop compile` failed ({compiled.returncode}): "
+                    f"{compiled.stderr.strip()[-400:]}",
+                    file=sys.stderr,
+                )
                 subprocess.run(
                     [*env, exe, "demo", "--headless", "--time", "2"], capture_output=True
+                )
+            kept = kept_loops_of(numba / "objects", tree_of(exe))
+            if compiled.returncode == 0 and not kept:
+                print(
+                    f"{build}: `probetop compile` kept no loop built from {tree_of(exe)}: "
+                    "its fresh starts compile them with numba",
+                    file=sys.stderr,
                 )
             shutil.copytree(numba, made.with_suffix(".tmp"), dirs_exist_ok=True)
             made.with_suffix(".tmp").rename(made)
@@ -211,6 +241,20 @@ def state_env(build: str, state: str, exe: str) -> list[str]:
     else:  # no prefix: the installed bytecode, none written (the tree's own has none)
         env = [*env[:3], "PYTHONDONTWRITEBYTECODE=1", *env[4:]]
     return env
+
+
+def kept_loops_of(objects: Path, tree: Path) -> list[str]:
+    """The kept loops (``<name>-<hash>.json`` in a cache's ``objects/``)
+    built from sources in ``tree``: the ones a start of that tree loads."""
+    names = []
+    for meta in sorted(objects.glob("*.json")):
+        try:
+            paths = json.loads(meta.read_text()).get("paths", [])
+        except (OSError, ValueError):
+            continue
+        if paths and all(Path(p).is_relative_to(tree.resolve()) for p in paths):
+            names.append(meta.stem)
+    return names
 
 
 def has_numbers(screen: str) -> bool:
@@ -456,7 +500,7 @@ def trace(build: str, exe: str, repeat: int) -> list[tuple[str, float, float]]:
     start-up, warm; see TRACE_WRAPPER."""
     python = str(Path(exe).parent / "python")
     runs: list[dict[str, tuple[float, float]]] = []
-    if not (CACHE_ROOT / f"trace-{build}" / "numba-after-compile").is_dir():
+    if not (cache_dir(f"trace-{build}", exe) / "numba-after-compile").is_dir():
         state_env(f"trace-{build}", "fresh", exe)  # runs `probetop compile` once
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "trace.json"
@@ -464,6 +508,10 @@ def trace(build: str, exe: str, repeat: int) -> list[tuple[str, float, float]]:
             out.unlink(missing_ok=True)
             command = [
                 *state_env(f"trace-{build}", "warm", exe),
+                # The demo's scratch directory (192 MiB, written from its
+                # start) in ours, removed with it: the wrapper's os._exit
+                # leaves it behind.
+                f"TMPDIR={tmp}",
                 python,
                 "-c",
                 TRACE_WRAPPER,
@@ -479,7 +527,7 @@ def trace(build: str, exe: str, repeat: int) -> list[tuple[str, float, float]]:
                 marks = [m for m in json.loads(out.read_text()) if len(m) == 3]
                 runs.append(
                     {  # the first of each; no scratch path or port in a name
-                        re.sub(r"/tmp/probetop-demo-\w+/|:\d+/", "/", n): (w, c)
+                        re.sub(r"/\S*/probetop-demo-\w+/|:\d+/", "/", n): (w, c)
                         for n, w, c in reversed(marks)
                     }
                 )
@@ -589,8 +637,8 @@ def main() -> int:
     states = ["fresh", *(["no-setup"] if args.no_setup else []), "warm"]
     for build, _exe in builds:  # `probetop compile`'s result: made anew by this run
         if not args.keep_compiled:
-            shutil.rmtree(CACHE_ROOT / build / "numba-after-compile", ignore_errors=True)
-        shutil.rmtree(CACHE_ROOT / build / "warm" / "numba", ignore_errors=True)
+            shutil.rmtree(cache_dir(build, _exe) / "numba-after-compile", ignore_errors=True)
+        shutil.rmtree(cache_dir(build, _exe) / "warm" / "numba", ignore_errors=True)
     results: dict[tuple[str, str, str, str], list[float]] = {}
 
     def note(key: tuple[str, str, str, str], value: float | None) -> None:

@@ -267,18 +267,28 @@ class _Joining:
     def __init__(self, plan: RunPlan[Any], module: commands.Command, have: set[str]) -> None:
         self._plan, self._module, self._have = plan, module, have
         self._stack = contextlib.ExitStack()
+        # What the command starts at once, before Textual's import (the
+        # demo's scratch files: I/O that needs no interpreter lock), handed
+        # to ``join_probes``; closed with the targets, or here if it never ran.
+        start_early = getattr(module, "start_early", None)
+        self._early = start_early(plan) if start_early is not None else None
+        if self._early is not None:
+            self._stack.callback(self._early.close)
         self._lock = threading.Lock()
         self._closed = False
         self._busy = 1  # the targets being made, then each maker still running
+        self._called = False  # whether the session began the joining (``__call__``)
         self._gc_paused = False
 
     def __call__(self, deliver: Callable[[JoinOutcome], None]) -> None:
         with self._lock:
+            self._called = True
             self._gc_paused = gc.isenabled()
             gc.disable()
         stack = contextlib.ExitStack()
         try:
-            makers = list(self._module.join_probes(self._plan, stack))
+            early = {} if self._early is None else {"early": self._early}
+            makers = list(self._module.join_probes(self._plan, stack, **early))
         except ProbeError as exc:
             stack.close()
             self._done()
@@ -332,7 +342,9 @@ class _Joining:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            idle = self._busy == 0
+            # Never begun (a quit before the session began): nothing will
+            # leave the early start's scratch files but this.
+            idle = self._busy == 0 or not self._called
         if idle:
             self._stack.close()
 

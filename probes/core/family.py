@@ -176,6 +176,10 @@ class DemoContext:
     scratch: Path  # a directory removed when the demo ends
     http_url: str  # an HTTP server on 127.0.0.1: /, /delay?ms=N, /bytes?n=N
     icmp_allowed: bool  # whether this process may send ICMP echo
+    # (name, size) -> the path of a file of ``size`` bytes of data in
+    # ``scratch``, ready when it returns: the dashboard's demo lays its known
+    # ones out from the process's start (tui/run/demo_scratch.py). OSError.
+    data_file: Callable[[str, int], Path]
 
 
 def until_time(settings: object, common: RunCommon) -> float | None:

@@ -24,7 +24,6 @@ from probetop.probes.core.family import (
     ends_itself,
 )
 from probetop.probes.disk.capacity import MIN_INTERVAL_S
-from probetop.probes.disk.filelayout import make_data_file
 from probetop.probes.disk.records import IOPS_KIND, IopsInterval
 from probetop.probes.disk.report import iops_exit_code, iops_output
 from probetop.probes.disk.settings import IOPS_SPEC, IopsSettings
@@ -65,14 +64,18 @@ def build_iops_probes(settings: IopsSettings, common: RunCommon) -> list[Probe]:
     return [IopsProbe(settings)]
 
 
+DEMO_IOPS_BYTES = 64 << 20
+
+
 def iops_demo_probes(ctx: DemoContext) -> list[Probe]:
-    """4k random reads on a 64 MiB scratch file the demo creates and removes,
-    capped at 2000 IOPS so the demo never saturates the disk it shares."""
+    """4k random reads on a 64 MiB scratch file the demo creates (with data,
+    as the probe would lay it out) and removes, capped at 2000 IOPS so the
+    demo never saturates the disk it shares."""
     from probetop.probes.disk.iops import IopsProbe
 
     settings = IopsSettings(
-        target=str(ctx.scratch / "iops.img"),
-        size=64 << 20,
+        target=str(ctx.data_file("iops.img", DEMO_IOPS_BYTES)),
+        size=DEMO_IOPS_BYTES,
         rate_iops=2000,
         interval_s=max(ctx.interval_s, MIN_INTERVAL_S),
     )
@@ -161,8 +164,7 @@ def warmup_demo_probes(ctx: DemoContext) -> list[Probe]:
     lasts about two minutes and leaves the shared disk alone."""
     from probetop.probes.disk.warmup import WarmupProbe
 
-    path = ctx.scratch / "warmup.img"
-    make_data_file(str(path), DEMO_WARMUP_BYTES)
+    path = ctx.data_file("warmup.img", DEMO_WARMUP_BYTES)
     settings = WarmupSettings(
         target=str(path),
         bs=4096,

@@ -17,6 +17,7 @@ import fcntl
 import json
 import os
 import pty
+import shutil
 import struct
 import subprocess
 import sys
@@ -114,7 +115,10 @@ def _first_frame_state(tmp_path: Path, *args: str) -> dict[str, object]:
     out = tmp_path / "first-frame.json"
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
+    # TMPDIR: the demo's scratch directory, which its early start makes
+    # before the first frame, stays in tmp_path (the wrapper's os._exit
+    # leaves it behind).
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40", TMPDIR=str(tmp_path))
     proc = subprocess.Popen(
         [sys.executable, "-c", WRAPPER, str(out), *args],
         stdin=slave,
@@ -164,3 +168,14 @@ def test_the_first_frame_comes_before_any_probe_runs_and_loads_nothing_heavy(
     # a pane, not to the box first (each would match the rules over every pane).
     boxes = [name for name, _why in state["restyled"]]  # type: ignore[attr-defined]
     assert "panes" not in boxes, state["restyled"]
+    # The demo's scratch directory is made, and its data files' layout
+    # started, before Textual's import (tui/run/demo_scratch.py: a thread at
+    # a lower priority, so no file is asserted here; test_demo_scratch.py
+    # holds the files whole before any maker runs), not after the first frame.
+    scratch = list(tmp_path.glob("probetop-demo-*"))
+    if args:
+        assert len(scratch) == 1, scratch
+    else:
+        assert scratch == []
+    for path in scratch:
+        shutil.rmtree(path)

@@ -21,6 +21,7 @@ from probetop.probes.system import passive_probes
 from probetop.tui.cli.plan import CommonOptions, RunPlan
 
 if TYPE_CHECKING:
+    from probetop.tui.run.demo_scratch import Scratch
     from probetop.tui.run.demo_targets import DemoTargets
 
 SPEC = CommandSpec(
@@ -110,8 +111,29 @@ def _named_family_probes(name: str, ctx: DemoContext) -> tuple[list[Probe], list
     return _family_probes(family, ctx)
 
 
+#: The data files the demo's disk panes read (``DemoContext.data_file``: the
+#: IOPS and warm-up families' ``demo_probes`` ask for these names and sizes;
+#: tests/tui/test_demo_scratch.py holds them equal), by the family that reads
+#: each. Not read from probes/disk: importing it takes ~55 ms of CPU, and
+#: this list is read before the first frame.
+EARLY_DATA_FILES = (("iops", "iops.img", 64 << 20), ("warmup", "warmup.img", 128 << 20))
+
+
+def start_early(plan: RunPlan[DemoSettings]) -> Scratch:
+    """The dashboard's way in, at the process's start (tui/main.py, before
+    Textual's import): the scratch directory, and its data files laid out
+    in a thread meanwhile (``tui/run/demo_scratch.py``), for the families
+    this demo runs. ``join_probes`` takes it; it is closed with the targets."""
+    from probetop.tui.run.demo_scratch import Scratch
+
+    only = plan.settings.only
+    return Scratch(
+        {name: size for family, name, size in EARLY_DATA_FILES if not only or family in only}
+    )
+
+
 def join_probes(
-    plan: RunPlan[DemoSettings], stack: contextlib.ExitStack
+    plan: RunPlan[DemoSettings], stack: contextlib.ExitStack, early: Scratch | None = None
 ) -> list[Callable[[], tuple[list[Probe], list[str]]]]:
     """The dashboard's way in (tui/main.py, after the first frame): the demo's
     targets entered on ``stack`` (alive until it closes), and one maker per
@@ -121,12 +143,14 @@ def join_probes(
     the native loops' load) delays no other family's pane; the native loops
     are loaded first, beside the others (their load is the longest).
     The targets' module (http.server, email, html: ~10 ms of CPU) is
-    imported here, in the worker thread, not before the first frame."""
+    imported here, in the worker thread, not before the first frame.
+    ``early``: ``start_early``'s scratch directory, owned from here on."""
     from probetop.tui.run.demo_targets import DemoTargets
 
-    ctx = stack.enter_context(DemoTargets(interval_s=plan.common.interval_s)).context()
+    targets = DemoTargets(interval_s=plan.common.interval_s, scratch=early)
+    ctx = stack.enter_context(targets).context()
     only = plan.settings.only
-    names = [name for name in registry.NAMES if not (only and name not in only)]
+    names = [name for name in registry.DEMO_NAMES if not (only and name not in only)]
     makers: list[Callable[[], tuple[list[Probe], list[str]]]] = [
         functools.partial(_named_family_probes, name, ctx) for name in names
     ]

@@ -5,17 +5,17 @@
   ``/`` (small page), ``/delay?ms=N`` (waits N ms before answering) and
   ``/bytes?n=N`` (N bytes of body),
 - a scratch directory for file-based disk probes, removed on exit (with
-  everything the probes created in it),
+  everything the probes created in it), and its data files
+  (``DemoContext.data_file``; ``tui/run/demo_scratch.py``: the dashboard's
+  demo starts laying them out at the process's start and hands its
+  ``Scratch`` in),
 and reports whether this process may send ICMP (raw or datagram sockets).
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import threading
 import time
-from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from probetop.probes.core.family import DemoContext
 from probetop.probes.core.privileges import has_net_raw, ping_group_allows
-from probetop.tui.run.hardexit import before_hard_exit
+from probetop.tui.run.demo_scratch import Scratch
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -75,11 +75,11 @@ class _QuietServer(ThreadingHTTPServer):
 class DemoTargets:
     """Local targets for the demo. See the module docstring."""
 
-    def __init__(self, interval_s: float = 1.0) -> None:
+    def __init__(self, interval_s: float = 1.0, scratch: Scratch | None = None) -> None:
         self.interval_s = interval_s  # the sampling interval demo probes should use
         self.http_server: ThreadingHTTPServer | None = None
         self.scratch: Path | None = None
-        self._unregister: Callable[[], None] = lambda: None
+        self._scratch = scratch  # closed on exit, as one made here
         self._thread: threading.Thread | None = None
 
     @property
@@ -94,12 +94,13 @@ class DemoTargets:
 
     def context(self) -> DemoContext:
         """What the families' ``demo_probes`` read (inside the ``with``)."""
-        assert self.scratch is not None, "use DemoTargets as a context manager"
+        assert self._scratch is not None, "use DemoTargets as a context manager"
         return DemoContext(
             interval_s=self.interval_s,
-            scratch=self.scratch,
+            scratch=self._scratch.path,
             http_url=self.http_url,
             icmp_allowed=self.icmp_allowed,
+            data_file=self._scratch.data_file,
         )
 
     def __enter__(self) -> DemoTargets:
@@ -109,10 +110,9 @@ class DemoTargets:
             target=self.http_server.serve_forever, name="demo-http", daemon=True
         )
         self._thread.start()
-        scratch = Path(tempfile.mkdtemp(prefix="probetop-demo-"))
-        self.scratch = scratch
-        # Also when a hung-up dashboard leaves with os._exit (tui/run/hardexit.py).
-        self._unregister = before_hard_exit(lambda: shutil.rmtree(scratch, ignore_errors=True))
+        if self._scratch is None:
+            self._scratch = Scratch({})
+        self.scratch = self._scratch.path
         return self
 
     def __exit__(
@@ -124,6 +124,5 @@ class DemoTargets:
         if self.http_server is not None:
             self.http_server.shutdown()
             self.http_server.server_close()
-        if self.scratch is not None:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            self._unregister()
+        if self._scratch is not None:
+            self._scratch.close()
