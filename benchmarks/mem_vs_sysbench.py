@@ -128,7 +128,13 @@ def run(tool: str, opts: dict[str, str], seconds: float) -> dict[str, float]:
     else:
         doc = json.loads(proc.stdout)
         cpu_s = sum(t["cpu_time_s"] for t in doc["per_thread"])
-    return {"ops": float(doc["ops_per_second"]), "per_cpu": doc["total_events"] / cpu_s}
+    threads = int(opts.get("threads", "1"))
+    return {
+        "ops": float(doc["ops_per_second"]),
+        "per_cpu": doc["total_events"] / cpu_s,
+        # the share of its threads' wall time the workers ran: what the load left them
+        "share": cpu_s / (threads * float(doc["total_time"])),
+    }
 
 
 SYSBENCH_OVERHEAD_S = 0.0  # measured by main(): a one-operation run's CPU time
@@ -235,6 +241,7 @@ def main() -> int:
             continue  # --rounds 0: instructions only
         ratios: list[float] = []
         cpu_ratios: list[float] = []
+        share_ratios: list[float] = []
         sb_ops: list[float] = []
         pt_ops: list[float] = []
         for r in range(args.rounds):
@@ -242,6 +249,7 @@ def main() -> int:
             got = {tool: run(tool, opts, args.time) for tool in order}
             ratios.append(got["probetop"]["ops"] / got["sysbench"]["ops"])
             cpu_ratios.append(got["probetop"]["per_cpu"] / got["sysbench"]["per_cpu"])
+            share_ratios.append(got["probetop"]["share"] / got["sysbench"]["share"])
             sb_ops.append(got["sysbench"]["ops"])
             pt_ops.append(got["probetop"]["ops"])
         print(
@@ -250,6 +258,17 @@ def main() -> int:
             f" {statistics.median(cpu_ratios):>15.3f} "
             f"{min(cpu_ratios):>6.3f}..{max(cpu_ratios):<6.3f}"
             f"  {statistics.median(sb_ops):,.0f}",
+            flush=True,
+        )
+        # Systematic or noise: a gap every round shows on the same side of 1;
+        # ops/s ratio = (ops/CPU-s ratio) x (CPU share ratio), the share being
+        # what the machine's other load left each run.
+        print(
+            f"{'':<22} rounds above 1: ops/s {sum(r > 1 for r in ratios)}/{len(ratios)},"
+            f" ops/CPU-s {sum(r > 1 for r in cpu_ratios)}/{len(cpu_ratios)};"
+            f" CPU share ratio {statistics.median(share_ratios):.3f}"
+            f" ({min(share_ratios):.3f}..{max(share_ratios):.3f});"
+            f" ops/s rounds {' '.join(f'{r:.3f}' for r in ratios)}",
             flush=True,
         )
         report(
@@ -263,7 +282,9 @@ def main() -> int:
             goal=between(0.97, 1.03),
             note=f"ops per CPU-second ratio {statistics.median(cpu_ratios):.3f} "
             f"({min(cpu_ratios):.3f}-{max(cpu_ratios):.3f}); "
-            f"rounds {min(ratios):.3f}-{max(ratios):.3f}; MiB/s ratio = ops ratio",
+            f"rounds {min(ratios):.3f}-{max(ratios):.3f}, {sum(r > 1 for r in ratios)} of "
+            f"{len(ratios)} above 1; CPU share ratio {statistics.median(share_ratios):.3f}; "
+            "MiB/s ratio = ops ratio",
         )
     if args.instructions:
         if shutil.which("valgrind") is None and shutil.which("perf") is None:

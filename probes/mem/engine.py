@@ -103,8 +103,18 @@ ROW_BUDGET = 15  # tls_total_ops: operations left (--memory-total-size)
 ROW_RNG = 16  # xoroshiro128+ state, 2 slots
 ROW_BUF = 18  # the thread's block (global scope: the same for all)
 ROW_TLS = 19  # the row's address less the thread pointer (%fs base): see _tls_load
-ROW_SHIFT = 8
-ROW_SLOTS = 1 << (ROW_SHIFT - 3)  # 256 bytes: rows never share a cache line
+ROW_SLOTS = 32  # 256 bytes used of each row
+# Each thread's row in a page of its own, as sysbench's worker TLS sits in each
+# thread's own stack mapping, at the page offset that puts the generator's
+# state where sysbench 1.0.20's is: its workers' thread pointer is at page
+# offset 0x6c0 (glibc's struct pthread at the top of a 64 KiB stack) and
+# sb_rng_state at %fs-0x100, so 0x5c0 (tls_buf at 0x640; gdb on a running
+# sysbench, docs/mem.md). The block (page offset 0 up to its size) then never
+# shares low 12 address bits with the state rnd modes load and store every
+# access (4 KiB aliasing: a load that seems to hit the store before it waits);
+# a heap row at a random page offset did, in some runs.
+ROW_SHIFT = 12  # thread tid's row at rows + (tid << ROW_SHIFT)
+ROW_PAGE_OFFSET = 0x5C0 - ROW_RNG * 8  # 0x540: ROW_RNG at sysbench's 0x5c0
 
 # The run's context: sysbench's globals, read by every thread.
 CTX_ERROR = 0  # sb_globals.error: the stop flag (i32)
@@ -125,7 +135,7 @@ CTX_HIST_SLOTS = 15  # address of HIST_SLOTS row addresses
 CTX_DEDUCT = 16  # the histogram's constants (double bits)
 CTX_MULT = 17
 CTX_HIST_SIZE = 18
-CTX_ROWS = 19  # the rows block: thread tid's row is at rows + (tid << ROW_SHIFT)
+CTX_ROWS = 19  # row 0: thread tid's row is at rows + (tid << ROW_SHIFT), a page each
 CTX_CONCURRENCY = 20  # sb_globals.concurrency: unused (the schedule counts it)
 CTX_SCHED = 21  # --rate: the schedule's block (probes/core/sysbench/rate.py)
 CTX_SLOTS = 24
@@ -878,7 +888,7 @@ class SharedRun:
 
 @dataclass
 class ThreadJob:
-    """One worker: its row of a rows block (``ROW_SLOTS`` int64, C-contiguous)."""
+    """One worker: its row of a rows block (``ROW_SLOTS`` int64, C-contiguous, a page apart)."""
 
     shared: SharedRun
     tid: int
@@ -892,12 +902,16 @@ def kind_of(mode: str, oper: str) -> str:
 
 
 def new_rows(threads: int) -> Any:
-    """A zeroed threads x ROW_SLOTS block, each row 64-byte aligned (min latency at max)."""
+    """A zeroed threads x ROW_SLOTS block (min latency at max): row i at page
+    offset ROW_PAGE_OFFSET of page i of a page-aligned block (ROW_SHIFT)."""
     import numpy as np
 
-    raw = np.zeros(threads * ROW_SLOTS + 8, np.int64)
-    skip = (-raw.ctypes.data % 64) // 8
-    rows = raw[skip : skip + threads * ROW_SLOTS].reshape(threads, ROW_SLOTS)
+    page = 1 << ROW_SHIFT
+    slots = page // 8
+    raw = np.zeros((threads + 2) * slots, np.int64)
+    skip = (-raw.ctypes.data % page + ROW_PAGE_OFFSET) // 8
+    pages = raw[skip : skip + threads * slots].reshape(threads, slots)
+    rows = pages[:, :ROW_SLOTS]  # each row C-contiguous, rows[i + 1] a page on
     rows[:, STAT_LAT_MIN] = INT64_MAX
     return rows
 
@@ -988,7 +1002,7 @@ class MemEngine:
         """Fill the run's context: the test's ops, sizes, the histogram and
         the threads' rows (a ``new_rows`` block: thread i runs on rows[i])."""
         ctx = shared.ctx
-        ctx[CTX_ROWS] = address_of(rows)
+        ctx[CTX_ROWS] = address_of(rows[0])
         shared.refs.append(rows)
         for slot, address in self.libc_functions.items():
             ctx[slot] = address
@@ -1010,7 +1024,7 @@ class MemEngine:
 
     def run(self, job: ThreadJob) -> int:
         row = address_of(job.row)
-        if row != job.shared.ctx[CTX_ROWS] + job.tid * ROW_SLOTS * 8:
+        if row != job.shared.ctx[CTX_ROWS] + (job.tid << ROW_SHIFT):
             raise ValueError(f"thread {job.tid}'s row is not rows[{job.tid}] of setup's block")
         return int(self._run(job.shared.address, row, job.tid))
 
