@@ -41,14 +41,6 @@ Contract:
   run got itself (sent to the whole process group: ``timeout``, ``kill --
   -PGID``) from one sent to the waiter alone, which it passes on: one user
   action, one handling.
-- ``arrivals()``: how many stop signals reached this process, counted as
-  each arrives (Python runs a signal's handler between two bytecodes of the
-  main thread, in signal-number order when several are pending), not when
-  the event loop gets to its callback. ``count_arrival`` is the handler a
-  run puts over asyncio's no-op one (``tui/run/livesession.py``): a SIGCONT
-  handled on the loop can then tell that a stop signal came before it
-  (bash's ``kill %1`` on a stopped job: SIGTERM, then SIGCONT) without
-  waiting for that signal's own callback.
 - ``run_stoppable(step)``: run a long start-up step (numba's JIT: seconds
   on a cold cache) in a daemon thread while the main thread waits, checking
   for a stop signal every 50 ms: a signal raises ``KeyboardInterrupt`` at
@@ -111,24 +103,8 @@ def receipts(sig: int) -> int:
     return int(_COUNT.unpack_from(_receipts, _COUNT.size * sig)[0])
 
 
-_arrivals = 0
-
-
-def count_arrival(signum: int, frame: FrameType | None) -> None:
-    """A stop signal's Python-level handler while the event loop handles it
-    (its wake-up byte still reaches the loop): counts it (``arrivals``)."""
-    global _arrivals
-    _arrivals += 1
-
-
-def arrivals() -> int:
-    """Stop signals this process received so far (see the module docstring)."""
-    return _arrivals
-
-
 def _handler(signum: int, frame: FrameType | None) -> None:
-    global _spared, _arrivals
-    _arrivals += 1
+    global _spared
     note(signum)
     _pending.append(signum)
     if _spared:

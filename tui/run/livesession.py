@@ -112,10 +112,6 @@ def add_stop_signal_handlers(on_signal: Callable[[str], None]) -> HandledSignals
             previous = signal.getsignal(sig)
             loop.add_signal_handler(sig, _noted(on_signal, sig), sig.name)
             handled.append((sig, previous))
-            # Counted as it arrives, the loop's callback comes later
-            # (stopsignals.arrivals); asyncio's wake-up byte is written all the same.
-            signal.signal(sig, stopsignals.count_arrival)
-            signal.siginterrupt(sig, False)  # as asyncio leaves it: restart system calls
     return handled
 
 

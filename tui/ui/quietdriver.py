@@ -85,6 +85,9 @@ def _parser_timeout(parser: XTermParser) -> float | None:
     return max(0.0, deadline - get_time())
 
 
+RESTOP_AFTER_S = 0.1  # _on_sigcont: a stop signal that came with the SIGCONT is handled first
+
+
 class QuietLinuxDriver(LinuxDriver):
     """``LinuxDriver`` with a blocking input thread; see the module docstring."""
 
@@ -96,8 +99,7 @@ class QuietLinuxDriver(LinuxDriver):
         self.exit_event = _WakingEvent(self._wake_w)
         # Between suspend and resume: nothing is written (the writer thread
         # is stopped; its bounded queue would block the event loop).
-        self._view_suspended = False
-        self._arrivals_at_suspend = 0  # stopsignals.arrivals() when the view left
+        self.view_suspended = False
         # Told before the job stops (the app records a pause when the whole
         # process is about to stop) and after the view is back.
         self.on_suspend: Callable[[bool], None] | None = None
@@ -109,16 +111,6 @@ class QuietLinuxDriver(LinuxDriver):
         signal.signal(signal.SIGTSTP, self._on_job_signal)
         signal.signal(signal.SIGCONT, self._on_job_signal)
         self._take_tty_signals()
-
-    @property
-    def view_suspended(self) -> bool:
-        return self._view_suspended
-
-    @view_suspended.setter
-    def view_suspended(self, suspended: bool) -> None:
-        if suspended and not self._view_suspended:
-            self._arrivals_at_suspend = stopsignals.arrivals()
-        self._view_suspended = suspended
 
     def _take_tty_signals(self) -> None:
         """SIGTTOU and SIGTTIN (Textual's start_application_mode leaves them
@@ -183,11 +175,9 @@ class QuietLinuxDriver(LinuxDriver):
             # SIGTERM then a SIGCONT (bash continues a stopped job it
             # signals): stopped again at once, a suspended replay or attached
             # view (no waiter: the process itself stops) never acted on the
-            # SIGTERM, and stayed stopped until `fg`. That SIGTERM's handler
-            # ran before this SIGCONT's (stopsignals.arrivals), though its
-            # callback on the loop may come after this one: it ends the run.
-            if stopsignals.arrivals() == self._arrivals_at_suspend:
-                self._stop_again()
+            # SIGTERM, and stayed stopped until `fg`. So look again once the
+            # loop has run the stop signal's callback (it came first).
+            self._loop.call_later(RESTOP_AFTER_S, self._stop_again)
             return
         self.resume_application_mode()
         if not self.view_suspended:
@@ -196,9 +186,9 @@ class QuietLinuxDriver(LinuxDriver):
                 self.on_resume()
 
     def _stop_again(self) -> None:
-        """``_on_sigcont`` in the background: stop the job again unless a
-        stop signal is ending the run."""
-        if self.ending is not None and self.ending():
+        """``_on_sigcont`` in the background: stop the job again unless the
+        view came back meanwhile or a stop signal is ending the run."""
+        if not self.view_suspended or (self.ending is not None and self.ending()):
             return
         if stopsignals.pending() is not None:  # before the view's handlers: it ends the run
             return
