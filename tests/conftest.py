@@ -158,13 +158,16 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: two workers per CPU this process may use. About 70 % of a
     worker's time is waiting (on a child process, a timer, a device, a
     terminal), not computing (tests/cputime.py), so one per CPU left the
-    cores half idle: on the 2-core VM the parallel pass took 16 min 55 s
-    with 2 workers (quiet). With 4, beside the 24-hour soak at nice 19 and
-    two other helpers' runs (load 15-38), it took 17 min 59 s, 1 failure in
-    3,384: curl's own race on a failed lookup's time_total, fixed in the
-    test. Bounds are on the product's own clock (stopclock.py) and the
-    rate/ratio/counter tests are serial, so other workers do not bend them.
-    ``make test TEST_JOBS=N`` sets another count."""
+    cores half idle: the parallel pass took 16 min 55 s with 2 workers on
+    the 2-core VM, quiet. With 4, beside a 24-hour soak at nice 19 and two
+    other helpers' test runs and benchmarks (load 15-87), it took 18-24 min
+    and failed 1, then 4 tests of 3,384: each raced the machine in the test
+    (curl's own time_total race, a --time too short for a count, a layout
+    inside --time 1, a wait for text that wraps out of the pane) or measured
+    a rate other workers bend (now serial); fixed. Stop bounds are on the
+    product's own clock (stopclock.py) and the rate, ratio and kernel-counter
+    tests are serial, so other workers do not bend them. ``make test
+    TEST_JOBS=N`` sets another count."""
     return 2 * len(os.sched_getaffinity(0))
 
 
