@@ -199,6 +199,9 @@ SERIAL_TESTS = frozenset(
         # read -14.8 % at p=0.48 instead of about -70 %)
         "analysis/test_compare.py::test_a_real_difference_is_significant_and_a_regression",
         "analysis/test_compare.py::test_compare_assert_regression",
+        # queueing latency at --rate 200 and the events/s ratio, both tools:
+        # beside three other workers sysbench's own p95 read 123 ms (bound 100)
+        "cpu/test_cpu_rate.py::test_sustainable_rate_beside_sysbench",
         # a stall bound in seconds: beside the other workers it measures their load
         "cpu/test_cpu_probe.py::test_thousands_of_threads_never_stall_the_event_loop",
         # tmux redraw timing after 40 resizes: failed 1 in 4 clean runs beside other workers
