@@ -302,6 +302,17 @@ def _same_up_to_the_clock(name: str, mine: str, theirs: str) -> bool:
     return mine == theirs
 
 
+def _curl_variable(name: str, url: str) -> str:
+    """One -w variable as curl prints it for ``url``, from a run of its own."""
+    run = subprocess.run(
+        ["curl", "-s", "-o", "/dev/null", "-w", f"%{{{name}}}", url],
+        capture_output=True,
+        timeout=30,
+        env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"},
+    )
+    return run.stdout.decode()
+
+
 @pytest.mark.parametrize(
     "url",
     ["http://127.0.0.1:1/", "http://[::1]:1/", "http://no-such-host.invalid/"],
@@ -319,6 +330,19 @@ def test_every_variable_after_a_failed_connect_or_lookup_byte_for_byte(url):
     mine = dict(line.split("=", 1) for line in ours.stdout.decode().splitlines())
     assert list(mine) == list(theirs) == [name for name, _kind in VARIABLES]
     for name, _kind in VARIABLES:
+        if name.startswith("time_") and not _same_up_to_the_clock(name, mine[name], theirs[name]):
+            # Whether curl 7.88 prints a time of 0 here is its own race: after
+            # a failed lookup, time_total is 0 when the resolver thread had
+            # answered before curl's first progress update (1 run in 10 with
+            # 200 curls at once), else the time spent. Ours must be one of
+            # the answers curl gives: ask curl again, alone, a few times.
+            theirs_too = [_curl_variable(name, url) for _ in range(5)]
+            assert any(_same_up_to_the_clock(name, mine[name], t) for t in theirs_too), (
+                name,
+                mine[name],
+                [theirs[name], *theirs_too],
+            )
+            continue
         assert _same_up_to_the_clock(name, mine[name], theirs[name]), (
             name,
             mine[name],
