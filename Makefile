@@ -98,10 +98,10 @@ format: setup-dev
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# Two passes: the parallel-safe tests on two workers per core (-n auto:
-# tests/conftest.py; most tests wait more than they compute), work-stealing
-# so no worker idles while another holds a queue of slow tests, then the `serial` ones (rates and ratios against
-# reference tools) alone; both run, either fails it. Beside `probetop
+# Two passes: the parallel-safe tests on one worker per core (-n auto:
+# tests/conftest.py, which says why not two yet), work-stealing so no
+# worker idles while another holds a queue of slow tests, then the `serial`
+# ones (rates and ratios against reference tools) alone; both run, either fails it. Beside `probetop
 # compile` (single-threaded; ~2 s when nothing changed), on the other core:
 # one collection that keeps pytest's assert-rewritten test modules in
 # __pycache__ (PYTHONDONTWRITEBYTECODE, set in CI's environment, stops every
