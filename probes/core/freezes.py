@@ -11,8 +11,9 @@ is runnable, and the kernel counts its wait in ``/proc/thread-self/schedstat``
 (run_delay); a stopped one is not, and the kernel counts nothing.
 
 Contract:
-- ``FreezeWatch(on_freeze)``: ``start()`` starts the thread (once);
-  ``close()`` ends it. ``on_freeze(seconds, ended_ns)`` is called from that
+- ``FreezeWatch(on_freeze, alive)``: ``start()`` starts the thread (once);
+  ``close()`` ends it, and so does ``alive()`` turning False (checked each
+  tick: its owner was dropped without a close). ``on_freeze(seconds, ended_ns)`` is called from that
   thread for each freeze of at least ``MIN_FREEZE_S``: ``seconds`` is its
   estimated length (what the sleep overran beyond the CPU wait, plus half a
   tick: the freeze may have begun anywhere in the sleep), ``ended_ns`` when
@@ -51,8 +52,11 @@ def _run_delay_ns(fd: int) -> int | None:
 class FreezeWatch:
     """See the module docstring."""
 
-    def __init__(self, on_freeze: Callable[[float, int], None]) -> None:
+    def __init__(
+        self, on_freeze: Callable[[float, int], None], alive: Callable[[], bool] = lambda: True
+    ) -> None:
         self.on_freeze = on_freeze
+        self.alive = alive
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
         self._excused_at_ns: int | None = None
@@ -87,6 +91,8 @@ class FreezeWatch:
         tick_ns = int(TICK_S * 1e9)
         before, ran = now_ns(), _run_delay_ns(fd)
         while not self._closed.wait(TICK_S):
+            if not self.alive():
+                return
             after, ran_after = now_ns(), _run_delay_ns(fd)
             if ran is None or ran_after is None:
                 return

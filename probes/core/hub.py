@@ -15,7 +15,7 @@ then as an error ("did not stop within 1.5 s", with the summary it has so
 far), so the footer and the report are still written. Its task is left to
 end on its own (probe workers are daemon threads).
 
-Freezes: while the hub runs, a ``FreezeWatch`` (probes/core/freezes.py)
+Freezes: while any probe runs, a ``FreezeWatch`` (probes/core/freezes.py)
 notices the process having been stopped as a whole (SIGSTOP, a freezer);
 each running probe then gets a "paused" warning status with the length, so
 the recording never has a silent gap, and ``on_freeze(message)`` is called
@@ -34,7 +34,9 @@ without a record when it stops: the footer covers them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import traceback
+import weakref
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -201,20 +203,33 @@ class Hub:
     def start(self) -> None:
         """Start every added probe. Call from inside the running loop."""
         self._running = True
-        if self.freezes is None:
-            loop = asyncio.get_running_loop()
-
-            def frozen(seconds: float, ended_ns: int) -> None:
-                try:
-                    loop.call_soon_threadsafe(self._frozen, seconds, ended_ns)
-                except RuntimeError:  # the loop has closed: nobody to tell
-                    pass
-
-            self.freezes = FreezeWatch(frozen)
-            self.freezes.start()
         for probe in self.probes.values():
             if probe.id not in self._tasks:
                 self._start(probe)
+
+    def _watch_freezes(self) -> None:
+        """The freeze watch runs while any probe does (``_start`` .. ``_run``'s end)."""
+        if self.freezes is not None:
+            return
+        loop = asyncio.get_running_loop()
+        hub = weakref.ref(self)  # the thread must not keep a dropped hub alive
+
+        def frozen(seconds: float, ended_ns: int) -> None:
+            owner = hub()
+            if owner is not None:
+                with contextlib.suppress(RuntimeError):  # the loop has closed: nobody to tell
+                    loop.call_soon_threadsafe(owner._frozen, seconds, ended_ns)
+
+        def alive() -> bool:  # a hub dropped with its loop (never stopped) ends its watch
+            return hub() is not None and not loop.is_closed()
+
+        self.freezes = FreezeWatch(frozen, alive)
+        self.freezes.start()
+
+    def _unwatch_freezes(self) -> None:
+        if self.freezes is not None:
+            self.freezes.close()
+            self.freezes = None
 
     def _frozen(self, seconds: float, ended_ns: int) -> None:
         running = self.running()
@@ -231,6 +246,7 @@ class Hub:
             self.on_freeze(message)
 
     def _start(self, probe: Probe) -> None:
+        self._watch_freezes()
         self._tasks[probe.id] = asyncio.get_running_loop().create_task(
             self._run(probe), name=f"probe:{probe.id}"
         )
@@ -258,6 +274,8 @@ class Hub:
                 self.summaries[probe.id] = {"error": f"summary failed: {exc}"}
             self.series.forget(probe.id)
             self.publish(Status(probe.id, now_ns(), "stopped", reason))
+            if not any(not t.done() for pid, t in self._tasks.items() if pid != probe.id):
+                self._unwatch_freezes()  # the last probe has ended: no thread outlives them
 
     def running(self) -> list[str]:
         """Ids of probes whose task is still running."""
@@ -276,9 +294,7 @@ class Hub:
         if tasks:
             await self._stop(tasks, timeout)
         self._running = False
-        if self.freezes is not None:
-            self.freezes.close()
-            self.freezes = None
+        self._unwatch_freezes()
 
     async def _stop(self, tasks: dict[str, asyncio.Task[None]], timeout: float) -> None:
         for task in tasks.values():

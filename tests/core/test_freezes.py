@@ -4,6 +4,7 @@ is only loaded is never taken for a stop (probes/core/freezes.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -155,3 +156,68 @@ def test_a_stop_the_process_makes_itself_is_excused_once() -> None:
     lines = out.splitlines()
     assert len(lines) == 2 and lines[0].startswith("freeze ") and lines[1] == "done", lines
     assert held - 0.6 <= float(lines[0].split()[1]) <= held + 0.6
+
+
+class _OneSample:
+    """A probe that emits one sample and ends by itself."""
+
+    kind = "test.one"
+    metrics = ()
+    id = "one"
+
+    def prepare(self) -> None:
+        pass
+
+    def params(self) -> dict[str, object]:
+        return {}
+
+    def reference_command(self) -> None:
+        return None
+
+    async def run(self, emit: object) -> None:
+        await asyncio.sleep(0.01)
+
+    def summary(self) -> dict[str, object]:
+        return {}
+
+
+async def test_the_watch_lives_only_while_a_probe_runs() -> None:
+    """A hub whose probes all ended, even without ``stop()``, leaves no thread
+    (a worker process of the test suite had gathered four)."""
+    from probetop.probes.core.hub import Hub
+
+    hub = Hub()
+    hub.add(_OneSample())  # type: ignore[arg-type]
+    hub.start()
+    assert hub.freezes is not None
+    thread = hub.freezes._thread
+    assert await hub.wait(timeout=30)
+    await asyncio.sleep(0)  # the probe's task has run its last lines
+    assert hub.freezes is None and thread is not None and not thread.is_alive()
+
+
+class _Forever(_OneSample):
+    id = "forever"
+
+    async def run(self, emit: object) -> None:
+        await asyncio.Event().wait()
+
+
+def test_a_hub_left_with_its_loop_closed_leaves_no_thread() -> None:
+    """Never stopped, its probe never ended: the loop closing ends the watch."""
+    from probetop.probes.core.hub import Hub
+
+    hub = Hub()
+    loop = asyncio.new_event_loop()
+
+    async def start() -> None:
+        hub.add(_Forever())  # type: ignore[arg-type]
+        hub.start()
+        await asyncio.sleep(0.05)
+
+    loop.run_until_complete(start())
+    assert hub.freezes is not None and hub.freezes._thread is not None
+    thread = hub.freezes._thread
+    loop.close()  # the probe's task still pending, never cancelled
+    thread.join(5)
+    assert not thread.is_alive()
