@@ -24,13 +24,15 @@ Contract:
   within one 1 MiB write, or never starts it), and the caller writes what
   is still missing itself, at its own priority: the same file as one laid
   out whole. ``OSError`` (ENOSPC ...).
-- ``close()`` stops a layout under way (within one 1 MiB write), waits for
+- ``close()`` (also run at a normal exit that comes first, and its removal
+  at a hard exit) stops a layout under way (within one 1 MiB write), waits for
   the thread (bounded) and removes the directory. Idempotent.
 - ``early_layouts()``: how many files the thread had laid out by now (tests).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import os
@@ -60,6 +62,10 @@ class Scratch:
         self._unregister: Callable[[], None] = before_hard_exit(
             lambda: shutil.rmtree(path, ignore_errors=True)
         )
+        # And at a normal exit that comes before ``close`` (a quit while the
+        # demo's probes still join: the joining closes its stack only once the
+        # makers are done, and the process does not wait for them).
+        atexit.register(self._at_exit)
         self._files = dict(files)
         # A file a maker asked for (``data_file``): the early thread leaves it
         # (stops writing it, or never starts it) and the maker finishes it.
@@ -145,6 +151,10 @@ class Scratch:
         with self._lock:
             return self._laid_out
 
+    def _at_exit(self) -> None:
+        self._stop.set()
+        shutil.rmtree(self.path, ignore_errors=True)
+
     def close(self) -> None:
         if self._closed:
             return
@@ -155,3 +165,4 @@ class Scratch:
             handed.set()  # a maker still waiting goes on, and finds the directory gone
         shutil.rmtree(self.path, ignore_errors=True)
         self._unregister()
+        atexit.unregister(self._at_exit)
