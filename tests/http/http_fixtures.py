@@ -223,10 +223,12 @@ class LocalServer:
 
 class RawServer:
     """A loopback TCP server that reads a request and answers ``reply`` (bytes)
-    on every connection, then closes it; use as a context manager."""
+    on every connection, then closes it; use as a context manager. What each
+    connection sent first (the request's head) is kept in ``received``."""
 
     def __init__(self, reply: bytes) -> None:
         self.reply = reply
+        self.received: list[bytes] = []
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
@@ -247,7 +249,7 @@ class RawServer:
             with conn:
                 conn.settimeout(2)
                 try:
-                    conn.recv(65536)
+                    self.received.append(conn.recv(65536))
                     conn.sendall(self.reply)
                 except OSError:
                     pass

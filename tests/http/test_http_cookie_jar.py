@@ -8,65 +8,44 @@ from __future__ import annotations
 import email.utils
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from http_fixtures import RawServer
 
 EXE = str(Path(sys.executable).parent / "probetop")
 needs_curl = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 
 
-class CookieServer:
-    """Sets two cookies (one HttpOnly with an Expires 30 days out: within
-    the 400 days newer libcurls keep) on every answer; records each
-    request's Cookie header."""
+def _cookie_reply() -> bytes:
+    """Two cookies, one HttpOnly with an Expires 30 days out (within the 400
+    days newer libcurls keep)."""
+    expires = email.utils.formatdate(time.time() // 86400 * 86400 + 30 * 86400, usegmt=True)
+    return (
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n"
+        "Set-Cookie: a=1; Path=/\r\n"
+        f"Set-Cookie: s=2; HttpOnly; Expires={expires}\r\n\r\nok"
+    ).encode()
 
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.2)
-        self.cookies_seen: list[str | None] = []
-        self.stop = threading.Event()
-        expires = email.utils.formatdate(time.time() // 86400 * 86400 + 30 * 86400, usegmt=True)
-        self.reply = (
-            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n"
-            "Set-Cookie: a=1; Path=/\r\n"
-            f"Set-Cookie: s=2; HttpOnly; Expires={expires}\r\n\r\nok"
-        ).encode()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            with conn:
-                head = conn.recv(65536).decode("latin-1").split("\r\n")
-                cookie = [
-                    h.split(":", 1)[1].strip() for h in head if h.lower().startswith("cookie:")
-                ]
-                self.cookies_seen.append(cookie[0] if cookie else None)
-                conn.sendall(self.reply)
+def _cookies_seen(server: RawServer) -> list[str | None]:
+    """Each request's Cookie header (None: none), in order."""
+    seen: list[str | None] = []
+    for head in server.received:
+        lines = head.decode("latin-1").split("\r\n")
+        cookie = [h.split(":", 1)[1].strip() for h in lines if h.lower().startswith("cookie:")]
+        seen.append(cookie[0] if cookie else None)
+    return seen
 
 
 @pytest.fixture
-def server() -> Iterator[CookieServer]:
-    s = CookieServer()
-    yield s
-    s.stop.set()
-    s.thread.join(5)
-    s.sock.close()
+def server() -> Iterator[RawServer]:
+    with RawServer(_cookie_reply()) as s:
+        yield s
 
 
 def _run(tool: str, words: list[str], tmp_path: Path) -> subprocess.CompletedProcess[bytes]:
@@ -76,7 +55,7 @@ def _run(tool: str, words: list[str], tmp_path: Path) -> subprocess.CompletedPro
 
 
 @needs_curl
-def test_the_jar_and_the_cookies_sent_are_curls(server: CookieServer, tmp_path: Path) -> None:
+def test_the_jar_and_the_cookies_sent_are_curls(server: RawServer, tmp_path: Path) -> None:
     jars = {}
     for tool in ("curl", "probetop"):
         jar = tmp_path / f"{tool}.jar"
@@ -89,11 +68,11 @@ def test_the_jar_and_the_cookies_sent_are_curls(server: CookieServer, tmp_path: 
     assert jars["probetop"] == jars["curl"]
     assert b"#HttpOnly_127.0.0.1\tFALSE\t/\tFALSE\t" in jars["curl"]
     # each tool: no cookie on its first request, both on its second
-    assert server.cookies_seen == [None, "s=2; a=1", None, "s=2; a=1"]
+    assert _cookies_seen(server) == [None, "s=2; a=1", None, "s=2; a=1"]
 
 
 @needs_curl
-def test_a_jar_to_stdout_comes_after_the_bodies(server: CookieServer, tmp_path: Path) -> None:
+def test_a_jar_to_stdout_comes_after_the_bodies(server: RawServer, tmp_path: Path) -> None:
     outs = [
         _run(tool, ["-s", "-o", "-", "-c", "-", server.url], tmp_path).stdout
         for tool in ("curl", "probetop")
@@ -101,13 +80,13 @@ def test_a_jar_to_stdout_comes_after_the_bodies(server: CookieServer, tmp_path: 
     assert outs[0] == outs[1] and outs[1].startswith(b"ok# Netscape HTTP Cookie File\n")
 
 
-def test_a_jar_that_cannot_be_written_is_said(server: CookieServer, tmp_path: Path) -> None:
+def test_a_jar_that_cannot_be_written_is_said(server: RawServer, tmp_path: Path) -> None:
     jar = tmp_path / "missing" / "jar"
     done = _run("probetop", ["-o", "/dev/null", "-c", str(jar), server.url], tmp_path)
     assert done.returncode == 0  # as curl 7.88
     assert f"probetop: warning: failed to save cookies in {jar}".encode() in done.stderr
 
 
-def test_the_jar_is_a_one_off_option(server: CookieServer, tmp_path: Path) -> None:
+def test_the_jar_is_a_one_off_option(server: RawServer, tmp_path: Path) -> None:
     done = _run("probetop", ["-c", str(tmp_path / "j"), "--count", "2", server.url], tmp_path)
     assert done.returncode == 2 and b"-c/--cookie-jar is a one-off option" in done.stderr
