@@ -225,7 +225,12 @@ def state_env(build: str, state: str, exe: str) -> list[str]:
                 subprocess.run(
                     [*env, exe, "demo", "--headless", "--time", "2"], capture_output=True
                 )
-            kept = kept_loops_of(numba / "objects", tree_of(exe))
+            # Its own cache, or the install's (share/probetop/objects, which
+            # `make setup` fills and a fresh start loads when its cache is empty).
+            shared = Path(exe).parent.parent / "share" / "probetop" / "objects"
+            kept = kept_loops_of(numba / "objects", tree_of(exe)) or kept_loops_of(
+                shared, tree_of(exe)
+            )
             if compiled.returncode == 0 and not kept:
                 print(
                     f"{build}: `probetop compile` kept no loop built from {tree_of(exe)}: "

@@ -557,6 +557,9 @@ def _read_trusted(path: str) -> bytes:
 
 
 _shared_used: list[str] = []  # names loaded from the install's kept loops
+# Their files' base names (``<name>-<paths hash>``): current for these
+# sources, so ``publish`` keeps them though this user's cache has no copy.
+_shared_bases: set[str] = set()
 _in_use: set[tuple[str, tuple[str, ...]]] = set()  # (name, sources) loaded from this user's cache
 
 
@@ -577,6 +580,7 @@ def _load_shared(name: str, sources: Sequence[str]) -> Loop | None:
         return None
     if loop is not None:
         _shared_used.append(name)
+        _shared_bases.add(os.path.basename(base))
     return loop
 
 
@@ -590,7 +594,9 @@ def publish() -> str | None:
     copy the kept loops this process built or loaded from its own cache (the
     install's: ``probetop compile`` loads every one) into ``shared_dir()``
     (0755 directories, 0644 files, each replaced whole), and drop the ones
-    there that it did not (sources changed or gone). Returns the
+    there that it neither copied nor loaded from there (sources changed or
+    gone): an owner whose own cache is empty loads the install's loops, and
+    its compile once emptied the directory for everyone. Returns the
     directory, or None when this user does not own the install or keeps
     nothing. OSError when the directory cannot be written."""
     own = _cache_dir()
@@ -604,7 +610,7 @@ def publish() -> str | None:
     for d in (os.path.dirname(os.path.dirname(where)), os.path.dirname(where), where):
         os.makedirs(d, mode=0o755, exist_ok=True)
         os.chmod(d, 0o755)
-    wanted: set[str] = set()
+    wanted: set[str] = set(_shared_bases)
     for name, sources in sorted(_in_use):
         base = _base(own, name, sources)
         try:

@@ -119,3 +119,22 @@ def test_a_file_owned_by_another_user_is_not_loaded(copy_of: Path) -> None:
     meta, _ = _files(copy_of)
     os.chown(meta, 65534, 65534)
     assert not _loads()
+
+
+def test_the_owner_s_compile_with_an_empty_cache_keeps_the_install_s_loops(
+    published: Path, tmp_path: Path
+) -> None:
+    # The owner's own cache empty (a new HOME, a cleared ~/.cache): compile
+    # finds the loops in the install and builds nothing of its own. It once
+    # then dropped every file there as stale, and each user's next start
+    # compiled with numba for half a minute (seen as the start-up
+    # benchmark's 28 s to the first number).
+    before = sorted(p.name for p in published.iterdir())
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), HOME=str(tmp_path))
+    env.pop("NUMBA_CACHE_DIR", None)
+    env.pop("PROBETOP_SHARED_OBJECTS", None)
+    proc = subprocess.run([*PROBETOP, "compile", "--json"], env=env, capture_output=True,
+                          text=True, timeout=280)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert '"kept": false' not in proc.stdout, proc.stdout
+    assert sorted(p.name for p in published.iterdir()) == before
