@@ -469,6 +469,11 @@ def fetch(
     method, body = request.initial_method(), None if request.get else request.data
     hop_url = request.first_url(url)
     try:
+        if cookies is not None:
+            # Once per handle: curl_easy_reset keeps a handle's share (libcurl's
+            # contract), and pycurl refuses to set one twice, so a -L hop that
+            # set it again failed with "Curl object already sharing".
+            curl.setopt(pycurl.SHARE, cookies)
         while True:
             curl.reset()
             configure(
@@ -488,7 +493,6 @@ def fetch(
                 curl.setopt(pycurl.VERBOSE, 1)
                 curl.setopt(pycurl.DEBUGFUNCTION, trace)
             if cookies is not None:
-                curl.setopt(pycurl.SHARE, cookies)
                 curl.setopt(pycurl.COOKIEFILE, "")  # the engine on, as -b FILE or -c turn it
             hop = perform(
                 curl,

@@ -6,10 +6,12 @@ curl's one handle."""
 from __future__ import annotations
 
 import email.utils
+import http.server
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,3 +92,66 @@ def test_a_jar_that_cannot_be_written_is_said(server: RawServer, tmp_path: Path)
 def test_the_jar_is_a_one_off_option(server: RawServer, tmp_path: Path) -> None:
     done = _run("probetop", ["-c", str(tmp_path / "j"), "--count", "2", server.url], tmp_path)
     assert done.returncode == 2 and b"-c/--cookie-jar is a one-off option" in done.stderr
+
+
+class _Redirects(http.server.BaseHTTPRequestHandler):
+    """/start sets a cookie and redirects to /end, which sets another; the
+    Cookie header of every request is kept in ``server.cookies``."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self.server.cookies.append(self.headers.get("Cookie"))  # type: ignore[attr-defined]
+        first = self.path == "/start"
+        self.send_response(302 if first else 200)
+        self.send_header("Set-Cookie", "hop1=a; Path=/" if first else "hop2=b; Path=/")
+        if first:
+            self.send_header("Location", "/end")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def redirects() -> Iterator[http.server.ThreadingHTTPServer]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Redirects)
+    server.cookies = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@needs_curl
+@pytest.mark.parametrize("engine", ["-c", "-b"])
+def test_a_followed_redirect_keeps_the_jar_as_curls(
+    engine: str, redirects: http.server.ThreadingHTTPServer, tmp_path: Path
+) -> None:
+    """-L with the cookie engine on (-c, or a cookie file in -b): each hop got
+    its own share before, and the second one ended in a traceback ("Curl
+    object already sharing"); now the hop after a redirect is sent the
+    cookie the redirect set, and the jar is curl's."""
+    url = f"http://127.0.0.1:{redirects.server_address[1]}/start"
+    given = tmp_path / "given.jar"
+    given.write_text("127.0.0.1\tFALSE\t/\tFALSE\t0\tpre\tv\n")
+    jars = {}
+    for tool in ("curl", "probetop"):
+        jar = tmp_path / f"{tool}.jar"
+        where = ["-c", str(jar)] if engine == "-c" else ["-b", str(given)]
+        done = _run(tool, ["-s", "-L", "-o", "/dev/null", *where, url], tmp_path)
+        assert done.returncode == 0 and not done.stderr, done.stderr
+        if engine == "-c":
+            jars[tool] = jar.read_bytes()
+    seen = redirects.cookies  # type: ignore[attr-defined]
+    assert seen[2:] == seen[:2], seen  # probetop's two requests sent curl's cookies
+    assert seen[0] == (None if engine == "-c" else "pre=v")
+    assert "hop1=a" in seen[1].split("; "), seen
+    if engine == "-c":
+        assert jars["probetop"] == jars["curl"] and b"\thop2\tb\n" in jars["curl"]
