@@ -159,3 +159,24 @@ def test_connect_and_sndbuf_are_taken(tmp_path: Path) -> None:
     done = _run("probetop", ["-c", "1", "-C", "-S", "65536", "127.0.0.1"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert "-S 65536" in done.stdout
+
+
+@needs_ping
+@pytest.mark.parametrize(
+    "words",
+    [["-nc", "2"], ["-qn", "-c", "2"], ["-Cqc2"], ["-c2", "-dq"], ["-nCqp", "ab", "-c", "2"]],
+)
+def test_ignored_ping_flags_bundle_with_others_as_in_ping(words: list[str], tmp_path: Path) -> None:
+    """ping's -n, -C and -d (read and ignored) inside a bundle of short flags,
+    as scripts write them (``ping -nc 3 HOST``): each bundle was
+    "unrecognized arguments" (exit 2); now it runs as ping runs it."""
+    outs = {}
+    for tool in ("ping", "probetop"):
+        done = _run(tool, [*words, "-i", "0.2", "127.0.0.1"], tmp_path)
+        assert done.returncode == 0, (tool, done.stderr)
+        outs[tool] = [ln for ln in done.stdout.splitlines() if "packets transmitted" in ln]
+    assert (
+        [ln.split(",")[:2] for ln in outs["probetop"]]
+        == [ln.split(",")[:2] for ln in outs["ping"]]
+        == [["2 packets transmitted", " 2 received"]]
+    )

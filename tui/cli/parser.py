@@ -439,6 +439,10 @@ def read_spellings(
         if name.startswith("--") and dashed in known:
             items.insert(i, dashed + eq + value)  # read again as the option it is
             continue
+        pieces = _unbundled(current, spelled, token) if spelled else None
+        if pieces is not None:
+            items[i:i] = pieces  # each letter read again on its own, as getopt does
+            continue
         following = value if eq else items[i] if i < len(items) else None
         spelling = _pick(spelled.get(name) or spelled.get(dashed) or [], following)
         if spelling is None:
@@ -460,6 +464,40 @@ def read_spellings(
             if warned is not None:
                 warned.append(sp)
     return out + tail
+
+
+def _unbundled(
+    parser: argparse.ArgumentParser, spelled: dict[str, list[Spelling]], token: str
+) -> list[str] | None:
+    """A bundle of short flags that holds a reference spelling (ping's
+    ``-nc3``, ``-qn``, ``-Cq``) as the separate words getopt reads in it:
+    ``["-n", "-c", "3"]``. None where the token is not such a bundle (a
+    bundle of the command's own flags is argparse's to read, as before)."""
+    if not token.startswith("-") or token.startswith("--") or len(token) < 3:
+        return None
+    known = parser._option_string_actions
+    pieces: list[str] = []
+    has_spelling = False
+    for at, letter in enumerate(token[1:], start=1):
+        flag, rest = f"-{letter}", token[at + 1 :]
+        action = known.get(flag)
+        if action is not None:
+            if action.nargs == "?":
+                return None  # an optional value: argparse's own reading
+            takes_value = action.nargs != 0
+        elif flag in spelled:
+            spelling = _pick(spelled[flag], rest or None)
+            if spelling is None:
+                return None
+            takes_value, has_spelling = spelling.takes_value, True
+        else:
+            return None  # not a bundle of flags: argparse says what it is
+        pieces.append(flag)
+        if takes_value:
+            if rest:
+                pieces.append(rest)  # the rest of the word is its value
+            break
+    return pieces if has_spelling else None
 
 
 def _pick(spellings: list[Spelling], following: str | None) -> Spelling | None:
