@@ -62,7 +62,7 @@ class Option:
     # The exit status when the value is refused (by ``parse`` or by the
     # command's settings) or, for a positional, when it is missing:
     # argparse's usage error 2 unless the reference tool's differs (ping
-    # exits 1 for a bad -c/-s/-w/-l/-t value and for no destination).
+    # exits 1 for a bad -c/-s/-w/-l/-t/-S/-m value and for no destination).
     refused_exit: int = 2
 
     @property

@@ -142,7 +142,7 @@ def linger_time(text: str) -> float:
 # the parsers only check "a whole number >= 0" / "a number" / "a duration".
 _count = whole_number(minimum=0)
 # ping's exit status for a value it refuses (iputils strtol_or_err: -c, -s, -w,
-# -l, -t) and for no destination; its other usage errors exit 2.
+# -l, -t, -S, -m) and for no destination; its other usage errors exit 2.
 PING_VALUE_EXIT = 1
 
 PING_UNSUPPORTED = Unsupported(
@@ -323,6 +323,7 @@ SPEC = CommandSpec(
             "every request; needs CAP_NET_ADMIN (refused without, where ping only warns)",
             whole_number(0, 2**32 - 1),
             metavar="MARK",
+            refused_exit=PING_VALUE_EXIT,
         ),
         Option(
             ("-p", "--pattern"),
@@ -336,6 +337,7 @@ SPEC = CommandSpec(
             "as ping -S: the socket's send buffer (SO_SNDBUF) in bytes (1k = 1024)",
             byte_size(),
             metavar="BYTES",
+            refused_exit=PING_VALUE_EXIT,
         ),
         Option(
             ("-4",),
@@ -420,7 +422,7 @@ SPEC = CommandSpec(
 
 def refused(name: str, message: str) -> UsageProbeError:
     """A value the settings refuse, exiting with what its option's spec says
-    (``Option.refused_exit``: ping's 1 for -c, -s, -w, -l, -t)."""
+    (``Option.refused_exit``: ping's 1 for -c, -s, -w, -l, -t, -S, -m)."""
     exc = UsageProbeError(message)
     exits = {o.name: o.refused_exit for o in SPEC.options}
     exc.exit_code = exits.get(name, UsageProbeError.exit_code)
@@ -574,8 +576,8 @@ class IcmpSettings:
         if self.ttl is not None and not 1 <= self.ttl <= 255:
             raise refused("ttl", f"--ttl must be within 1..255, got {self.ttl}")
         if self.sndbuf is not None and not 1 <= self.sndbuf <= 2**31 - 1:
-            raise UsageProbeError(
-                f"--sndbuf must be within 1..{2**31 - 1} bytes, got {self.sndbuf}"
+            raise refused(
+                "sndbuf", f"--sndbuf must be within 1..{2**31 - 1} bytes, got {self.sndbuf}"
             )
         if not 1 <= self.preload <= 65536:
             raise refused("preload", f"--preload must be within 1..65536, got {self.preload}")

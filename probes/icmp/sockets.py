@@ -364,9 +364,9 @@ def open_icmp_socket(
                 sock.setsockopt(socket.SOL_SOCKET, SO_MARK, mark)
             except PermissionError:
                 raise PermissionProbeError(
-                    f"-m {mark}: setting a socket mark needs CAP_NET_ADMIN (root); ping only "
-                    "warns and sends unmarked requests, which policy routing would send "
-                    "elsewhere, so probetop refuses"
+                    f"-m {mark}: setting a socket mark needs CAP_NET_ADMIN (root), or "
+                    "CAP_NET_RAW on Linux 5.17+; ping only warns and sends unmarked "
+                    "requests, which policy routing would send elsewhere, so probetop refuses"
                 ) from None
         if sndbuf is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)

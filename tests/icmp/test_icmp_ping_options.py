@@ -97,15 +97,33 @@ def test_pattern_line_is_left_out_with_q_and_bad_values_are_refused(tmp_path: Pa
         (["-p", "zz"], "patterns must be specified as hex digits: zz"),
         (["-Q", "256"], "within 0..255, got 256"),
         (["-Q", "abc"], "bad TOS value: abc"),
-        (["-m", "-1"], "-m/--mark"),
     ):
         done = _run("probetop", ["-c", "1", *words, "127.0.0.1"], tmp_path)
         assert done.returncode == 2 and says in done.stderr, (words, done.stderr)
+    done = _run("probetop", ["-c", "1", "-m", "-1", "127.0.0.1"], tmp_path)
+    assert done.returncode == 1 and "-m/--mark" in done.stderr  # ping's strtol_or_err: 1
+
+
+def _kernel_at_least(major: int, minor: int) -> bool:
+    release = os.uname().release.split("-")[0].split(".")
+    return (int(release[0]), int(release[1])) >= (major, minor)
+
+
+# root without CAP_NET_ADMIN: its raw socket's CAP_NET_RAW lets it mark (Linux
+# 5.17+), where ping gives CAP_NET_RAW up after opening its socket and warns
+NO_NET_ADMIN = [
+    "setpriv",
+    "--bounding-set=-net_admin",
+    "--inh-caps=-net_admin",
+]
 
 
 @root_only
 @pytest.mark.skipif(shutil.which("nft") is None, reason="nft is not installed")
-def test_the_mark_is_on_every_request(tmp_path: Path) -> None:
+@pytest.mark.parametrize("prefix", [[], NO_NET_ADMIN], ids=["root", "no-net-admin"])
+def test_the_mark_is_on_every_request(prefix: list[str], tmp_path: Path) -> None:
+    if prefix and not (shutil.which("setpriv") and _kernel_at_least(5, 17)):
+        pytest.skip("needs setpriv and Linux 5.17+ (SO_MARK with CAP_NET_RAW)")
     table = f"pt_mark_{uuid.uuid4().hex[:8]}"
     rules = (
         f"add table inet {table}\n"
@@ -114,7 +132,13 @@ def test_the_mark_is_on_every_request(tmp_path: Path) -> None:
     )
     subprocess.run(["nft", "-f", "-"], input=rules, text=True, check=True, timeout=30)
     try:
-        done = _run("probetop", ["-c", "3", "-i", "0.2", "-m", "77", "127.0.0.1"], tmp_path)
+        done = subprocess.run(
+            [*prefix, EXE, "icmp", "-c", "3", "-i", "0.2", "-m", "77", "127.0.0.1"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
         assert "-m 77" in done.stdout  # the equivalent ping command says it too
         listed = subprocess.run(
@@ -129,6 +153,36 @@ def test_the_mark_is_on_every_request(tmp_path: Path) -> None:
         assert counters == [3], listed.stdout
     finally:
         subprocess.run(["nft", "delete", "table", "inet", table], timeout=30)
+
+
+@root_only
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv is not installed")
+def test_a_mark_the_kernel_refuses_is_refused(tmp_path: Path) -> None:
+    """Neither CAP_NET_ADMIN nor CAP_NET_RAW (a datagram ICMP socket, in a
+    namespace of its own whose ping_group_range lets root's group open
+    one): the kernel refuses SO_MARK, and probetop refuses to run unmarked
+    (exit 2), where ping warns and sends."""
+    ns = f"hst-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["ip", "netns", "add", ns], check=True, timeout=30)
+    try:
+        inside = ["ip", "netns", "exec", ns]
+        subprocess.run([*inside, "ip", "link", "set", "lo", "up"], check=True, timeout=30)
+        group = ["sysctl", "-qw", "net.ipv4.ping_group_range=0 0"]
+        subprocess.run([*inside, *group], check=True, timeout=30)
+        drop = "-net_admin,-net_raw"
+        setpriv = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}"]
+        done = subprocess.run(
+            [*inside, *setpriv, EXE, "icmp", "-c", "1", "-m", "5", "127.0.0.1"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
+            timeout=60,
+        )
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], timeout=30)
+    assert done.returncode == 2, done.stderr
+    assert "-m 5: setting a socket mark needs CAP_NET_ADMIN" in done.stderr
+    assert "transmitted" not in done.stdout
 
 
 @pytest.mark.parametrize(
