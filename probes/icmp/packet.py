@@ -44,11 +44,11 @@ def echo_request(ident: int, size: int, v6: bool, pattern: str | None = None) ->
     The payload is the byte pattern 0x00, 0x01, ... that ping uses when it has
     no room for a timestamp, so a capture looks familiar; with ``pattern``
     (ping -p's bytes as hex) those bytes repeated from the payload's start,
-    as ping fills it.
+    as ping fills it; an empty ``pattern`` (ping -p '') leaves zeros, as ping's.
     """
     icmp_type = ECHO_REQUEST_V6 if v6 else ECHO_REQUEST_V4
-    if pattern:
-        fill = bytes.fromhex(pattern)
+    if pattern is not None:
+        fill = bytes.fromhex(pattern) or b"\0"
         payload = (fill * (size // len(fill) + 1))[:size]
     else:
         payload = bytes(i & 0xFF for i in range(size))

@@ -198,7 +198,7 @@ class PingWriter:
         pattern: str | None = None,
     ) -> None:
         """ping's first lines: ``PATTERN: 0x...`` for -p (not with -q), then ``PING ...``."""
-        if pattern and not self.quiet:
+        if pattern is not None and not self.quiet:
             self._write(f"PATTERN: 0x{pattern}\n")
         # ping names the reply's sender by its reverse lookup unless given
         # an address; for a name the usual sender is the target, looked up once.

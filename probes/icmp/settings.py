@@ -178,8 +178,9 @@ def tos_value(text: str) -> int:
 def fill_pattern(text: str) -> str:
     """ping -p: up to 16 bytes as hex digits, read two at a time (``fff`` is
     ff 0f, as ping's sscanf); more than 16 are ignored, as ping does. The
-    bytes as lower-case hex, two digits each."""
-    if not text or not all(c in "0123456789abcdefABCDEF" for c in text):
+    bytes as lower-case hex, two digits each; ``""`` for an empty pattern,
+    which ping takes too (its payload then stays zeros: ``PATTERN: 0x``)."""
+    if not all(c in "0123456789abcdefABCDEF" for c in text):
         raise OptionValueError(f"patterns must be specified as hex digits: {text}")
     pairs = [text[i : i + 2] for i in range(0, min(len(text), 32), 2)]
     return "".join(f"{int(pair, 16):02x}" for pair in pairs)
@@ -694,7 +695,7 @@ def _one_command(settings: IcmpSettings, address: str | None) -> str:
         cmd += ["-Q", str(o.tos)]
     if o.mark is not None:
         cmd += ["-m", str(o.mark)]
-    if o.pattern:
+    if o.pattern is not None:
         cmd += ["-p", o.pattern]
     if o.sndbuf is not None:
         cmd += ["-S", str(o.sndbuf)]

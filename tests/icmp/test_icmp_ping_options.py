@@ -90,6 +90,25 @@ def test_pattern_and_tos_go_on_the_wire_as_pings(tmp_path: Path) -> None:
         assert payload[:16] == (marker * 2)[:16]
 
 
+@root_only
+@needs_ping
+def test_an_empty_pattern_is_taken_as_ping_takes_it(tmp_path: Path) -> None:
+    """ping -p '' runs (exit 0): ``PATTERN: 0x``, and a payload of zeros after
+    its timestamp. probetop refused it (exit 2)."""
+    words = ["-c", "2", "-i", "0.2", "-s", "43", "-p", "", "127.0.0.1"]
+    payloads = {}
+    for tool in ("ping", "probetop"):
+        with echo_requests(b"") as seen:
+            done = _run(tool, words, tmp_path)
+        assert done.returncode == 0, (tool, done.stderr)
+        assert done.stdout.startswith("PATTERN: 0x\nPING 127.0.0.1 "), (tool, done.stdout)
+        payloads[tool] = [payload for _tos, payload in seen if len(payload) == 43]
+        assert len(payloads[tool]) == 2, (tool, seen)
+    for ours, theirs in zip(payloads["probetop"], payloads["ping"], strict=True):
+        assert ours[16:] == theirs[16:] == bytes(27)  # after ping's send time
+    assert payloads["probetop"][0] == bytes(43)
+
+
 def test_pattern_line_is_left_out_with_q_and_bad_values_are_refused(tmp_path: Path) -> None:
     done = _run("probetop", ["-q", "-c", "1", "-p", "ab", "127.0.0.1"], tmp_path)
     assert done.returncode == 0 and "PATTERN" not in done.stdout, done.stdout
