@@ -218,8 +218,8 @@ def _each_url(
     sys.stdout.flush()
     if cookies is not None and settings.cookie_jar is not None:
         jar = settings.cookie_jar
-        save_cookies(cookies, jar)  # curl writes its jar last
-        if jar != "-" and not os.path.isfile(jar) and not settings.warnings_muted:
+        saved = save_cookies(cookies, jar)  # curl writes its jar last
+        if not saved and not settings.warnings_muted:
             # curl 7.88 says nothing (libcurl's note is for -v only): a lost jar is said
             print(f"probetop: warning: failed to save cookies in {jar}", file=sys.stderr)
     return code

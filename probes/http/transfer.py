@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import calendar
 import contextlib
+import os
 import re
 import time
 from collections.abc import Callable
@@ -297,11 +298,64 @@ def cookie_engine() -> Any:
     return cookies
 
 
-def save_cookies(cookies: Any, path: str) -> None:
+def save_cookies(cookies: Any, path: str) -> bool:
     """Write every cookie of ``cookies`` to ``path`` as curl's -c does at its
-    end (libcurl's Netscape format; "-" is stdout). A shared jar is written
-    only when asked (COOKIELIST FLUSH), not as each handle closes, so it is
-    written once, after the last URL, as curl's."""
+    end (libcurl's Netscape format; "-" is stdout); whether the whole jar
+    is there (True for "-", which curl does not check either).
+
+    libcurl does not say whether its write worked (a FLUSH returns nothing
+    and its fclose goes unchecked), so the jar is first written to a
+    private file for the bytes it must hold. A regular file (or a path not
+    there yet) is then libcurl's to write, as curl's -c writes it (a new
+    file renamed over it), and is read back and compared; a device or a
+    pipe (/dev/null, /dev/stdout, /dev/full) gets those bytes written here
+    the way libcurl writes one (opened, truncated, written), with every
+    error seen. Before, the check was "is FILE a regular file now": a jar
+    to /dev/null or /dev/stdout was said to have failed, and one that
+    libcurl could not replace (a read-only file) was said to be saved."""
+    import stat
+    import tempfile
+    from pathlib import Path
+
+    if path == "-":
+        _flush_cookies(cookies, path)
+        return True
+    with tempfile.TemporaryDirectory(prefix="probetop-cookies-") as private:
+        copy = os.path.join(private, "jar")
+        _flush_cookies(cookies, copy)
+        try:
+            expected = Path(copy).read_bytes()
+        except OSError:
+            return False
+    try:
+        mode: int | None = os.stat(path).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+            try:
+                view = memoryview(expected)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+        except OSError:
+            return False
+        return True
+    _flush_cookies(cookies, path)
+    try:
+        return Path(path).read_bytes() == expected
+    except PermissionError:
+        return True  # written, but not ours to read back (a write-only file)
+    except OSError:
+        return False
+
+
+def _flush_cookies(cookies: Any, path: str) -> None:
+    """libcurl writes the jar of ``cookies`` to ``path``. A shared jar is
+    written only when asked (COOKIELIST FLUSH), not as each handle closes,
+    so it is written once, after the last URL, as curl's."""
     import pycurl
 
     curl = pycurl.Curl()

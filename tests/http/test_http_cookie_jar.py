@@ -155,3 +155,49 @@ def test_a_followed_redirect_keeps_the_jar_as_curls(
     assert "hop1=a" in seen[1].split("; "), seen
     if engine == "-c":
         assert jars["probetop"] == jars["curl"] and b"\thop2\tb\n" in jars["curl"]
+
+
+@needs_curl
+def test_a_jar_to_a_device_is_written_as_curls(server: RawServer, tmp_path: Path) -> None:
+    """-c /dev/stdout (into a pipe) and -c /dev/null are saved, as curl's:
+    same bytes, and no warning (probetop said "failed to save cookies" for
+    both, as neither is a regular file afterwards)."""
+    outs = []
+    for tool in ("curl", "probetop"):
+        done = _run(tool, ["-s", "-o", "/dev/null", "-c", "/dev/stdout", server.url], tmp_path)
+        assert done.returncode == 0 and not done.stderr, (tool, done.stderr)
+        outs.append(done.stdout)
+    assert outs[1] == outs[0] and outs[0].startswith(b"# Netscape HTTP Cookie File\n")
+    done = _run("probetop", ["-o", "/dev/null", "-c", "/dev/null", server.url], tmp_path)
+    assert done.returncode == 0 and b"failed to save cookies" not in done.stderr, done.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+def test_a_jar_to_a_full_device_is_said(server: RawServer, tmp_path: Path) -> None:
+    """libcurl's unchecked fclose loses a jar on a full disk without a word;
+    /dev/full stands for one."""
+    done = _run("probetop", ["-o", "/dev/null", "-c", "/dev/full", server.url], tmp_path)
+    assert done.returncode == 0  # as curl 7.88
+    assert b"probetop: warning: failed to save cookies in /dev/full" in done.stderr
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root and setpriv (root without CAP_DAC_OVERRIDE)",
+)
+def test_a_jar_libcurl_cannot_replace_is_said(server: RawServer, tmp_path: Path) -> None:
+    """An existing read-only jar: libcurl writes nothing (exit 0, as curl),
+    and probetop said nothing either, as the file was still there."""
+    jar = tmp_path / "jar"
+    jar.write_text("old\n")
+    jar.chmod(0o444)
+    drop = "-dac_override,-dac_read_search"
+    setpriv = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}"]
+    done = subprocess.run(
+        [*setpriv, EXE, "http", "-o", "/dev/null", "-c", str(jar), server.url],
+        capture_output=True,
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
+        timeout=60,
+    )
+    assert done.returncode == 0 and jar.read_text() == "old\n"
+    assert f"probetop: warning: failed to save cookies in {jar}".encode() in done.stderr
