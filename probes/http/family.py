@@ -29,7 +29,7 @@ from probetop.probes.core.family import (
     RunOutcome,
 )
 from probetop.probes.core.sample import Sample
-from probetop.probes.http.settings import HttpSettings
+from probetop.probes.http.settings import HttpSettings, curl_json_data
 from probetop.probes.http.spec import KIND, LOAD_KIND, SPEC
 from probetop.probes.http.waterfall import use_colour
 
@@ -44,6 +44,14 @@ def read_settings(values: Mapping[str, Any], common: RunCommon) -> HttpSettings:
         time_s=common.time_s,
         recording=common.record is not None,
     )
+    data = curl_json_data(settings.urls) if common.json else None
+    if data is not None:  # before anything is sent: curl would have POSTed it
+        raise UsageProbeError(
+            f"curl's --json DATA (DATA POSTed as JSON) is not probetop's --json (the result "
+            f"as pycurlb's JSON document), so {data!r} is not a URL here: for curl's "
+            "meaning write --data-binary DATA -H 'Content-Type: application/json' "
+            "-H 'Accept: application/json'"
+        )
     if common.assertions:  # one mode runs: refuse the other's figures (exit 2)
         from probetop.probes.http.load.checks import other_mode
 

@@ -299,3 +299,24 @@ def _check_shapes(values: Mapping[str, Any]) -> None:
         if any(isinstance(item, list) for item in items):
             flag = "-d/--data*" if option.name == "data" else max(option.flags, key=len)
             raise UsageProbeError(f"{flag}: '--' is not a value here; give {option.display}")
+
+
+def curl_json_data(urls: tuple[str, ...]) -> str | None:
+    """The first of ``urls`` that is curl's ``--json DATA`` rather than a URL
+    (``{...}``, ``@FILE``, a JSON array), or None. probetop's --json takes
+    no value, so curl's DATA lands among the URLs; that one was refused as
+    a malformed URL while the others were fetched with GET and exit 0.
+    ``[::1]:8080`` is a URL (an IPv6 literal), ``[1, 2]`` is not."""
+    import json
+
+    for url in urls:
+        text = url.lstrip()
+        if text.startswith(("{", "@")):
+            return url
+        if text.startswith("["):
+            try:
+                json.loads(text)
+            except ValueError:
+                continue
+            return url
+    return None

@@ -16,6 +16,7 @@ from typing import Any
 from probetop.probes.core.options import (
     CommandSpec,
     Option,
+    Spelling,
     Unsupported,
     byte_size,
     duration,
@@ -90,7 +91,7 @@ _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
     (("-p", "--proxytunnel", "--proxy-insecure"), False, "proxy tuning"),
     (("--unix-socket", "--abstract-unix-socket"), True, "unix sockets"),
     (("--oauth2-bearer", "--aws-sigv4"), True, "use -H 'Authorization: ...'"),
-    (("--digest", "--ntlm", "--negotiate", "--anyauth", "--basic"), False, "only basic -u"),
+    (("--digest", "--ntlm", "--negotiate", "--anyauth"), False, "only basic -u"),
     (("--pinnedpubkey", "--capath", "--crlfile", "--proto", "--proto-redir"), True, ""),
     (("--dns-servers", "--doh-url", "--happy-eyeballs-timeout-ms"), True, ""),
     (("-K", "--config", "-z", "--time-cond", "--trace", "--trace-ascii", "--stderr"), True, ""),
@@ -112,6 +113,9 @@ _UNSUPPORTED: tuple[tuple[tuple[str, ...], bool, str], ...] = (
         "Expect: 100-continue tuning; libcurl's default (1 s) applies",
     ),
     (("--ignore-content-length",), False, "the body is always read as the server framed it"),
+    (("--trace-time",), False, "-v's lines carry no time stamps"),
+    (("--fail-early",), False, "every URL is fetched; the exit status is the last one's"),
+    (("--ssl-reqd",), False, "for FTP, IMAP, POP3, SMTP and LDAP; for HTTP give an https:// URL"),
     (("-V", "--version"), False, "use `probetop --version`"),
 )
 CURL_UNSUPPORTED = Unsupported("curl", "http", _UNSUPPORTED, dest="curl_unsupported", group=CURL)
@@ -608,4 +612,12 @@ SPEC = CommandSpec(
     ),
     # `probetop http -s URL -o f URL2 -o g -w ...`: URLs anywhere, as curl.
     positionals_anywhere=True,
+    # curl options that change nothing here: a pasted curl line runs
+    spellings=(
+        Spelling("curl", "--basic", None, takes_value=False, note="-u is basic authentication"),
+        Spelling("curl", "-#", None, takes_value=False, note="there is no progress meter"),
+        Spelling("curl", "--progress-bar", None, takes_value=False, note="no progress meter"),
+        Spelling("curl", "-q", None, takes_value=False, note="probetop reads no .curlrc"),
+        Spelling("curl", "--disable", None, takes_value=False, note="probetop reads no .curlrc"),
+    ),
 )
