@@ -165,11 +165,17 @@ PING_UNSUPPORTED = Unsupported(
 
 
 def tos_value(text: str) -> int:
-    """ping -Q: decimal, or hex with 0x (ping's forms), 0..255."""
-    try:
-        value = int(text, 16) if text.lower().startswith("0x") else int(text, 10)
-    except ValueError:
-        raise OptionValueError(f"bad TOS value: {text}") from None
+    """ping -Q: decimal, or hex after 0x, read as ping's strtol reads them
+    (leading white space and a sign taken, nothing after the digits; no
+    digits at all is 0, so ``-Q ''`` and ``-Q 0x`` are 0 as in ping), 0..255.
+    Python's int() also took ``1_0``, ``8 `` and non-ASCII digits, which
+    ping refuses (exit 2). A negative value, which ping sets as is, is refused."""
+    hexa = text[:2] in ("0x", "0X")
+    body = text[2:] if hexa else text
+    digits = "[0-9a-fA-F]" if hexa else "[0-9]"
+    if body and not re.fullmatch(rf"[ \t\n\v\f\r]*[+-]?{digits}+", body):
+        raise OptionValueError(f"bad TOS value: {text}")
+    value = int(body.strip(" \t\n\v\f\r"), 16 if hexa else 10) if body else 0
     if not 0 <= value <= 255:
         raise OptionValueError(f"the TOS bits must be within 0..255, got {value}")
     return value

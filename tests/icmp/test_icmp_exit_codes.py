@@ -54,6 +54,10 @@ CASES = [
     # -Q and -p refuse with their own errors, exit 2
     (["-Q", "256", "127.0.0.1"], 2),
     (["-Q", "abc", "127.0.0.1"], 2),
+    # ping's strtol takes none of these (Python's int() took all three: TOS 10, 255, 8)
+    (["-Q", "1_0", "127.0.0.1"], 2),
+    (["-Q", "0x_ff", "127.0.0.1"], 2),
+    (["-Q", "8 ", "127.0.0.1"], 2),
     (["-p", "zz", "127.0.0.1"], 2),
 ]
 

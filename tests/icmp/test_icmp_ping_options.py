@@ -109,6 +109,20 @@ def test_an_empty_pattern_is_taken_as_ping_takes_it(tmp_path: Path) -> None:
     assert payloads["probetop"][0] == bytes(43)
 
 
+@root_only
+@needs_ping
+@pytest.mark.parametrize(("given", "tos"), [("0x", 0), ("", 0), (" +8", 8), ("0X10", 16)])
+def test_tos_values_read_as_pings_strtol(given: str, tos: int, tmp_path: Path) -> None:
+    """ping's forms of -Q that int() refused (exit 2): no digits is 0, a
+    sign and leading white space are taken."""
+    words = ["-c", "1", "-s", "41", "-Q", given, "127.0.0.1"]
+    for tool in ("ping", "probetop"):
+        with echo_requests(b"") as seen:
+            done = _run(tool, words, tmp_path)
+        assert done.returncode == 0, (tool, done.stderr)
+        assert [t for t, payload in seen if len(payload) == 41] == [tos], (tool, seen)
+
+
 def test_pattern_line_is_left_out_with_q_and_bad_values_are_refused(tmp_path: Path) -> None:
     done = _run("probetop", ["-q", "-c", "1", "-p", "ab", "127.0.0.1"], tmp_path)
     assert done.returncode == 0 and "PATTERN" not in done.stdout, done.stdout
