@@ -257,11 +257,21 @@ class CommandSpec:
 # -- value parsers -----------------------------------------------------------
 
 
+def _c_number(text: str) -> bool:
+    """Whether ``text`` may be a number as C reads one: ASCII, no ``_``
+    (Python's int() and float() take ``1_0`` and non-ASCII digits)."""
+    return text.isascii() and "_" not in text
+
+
 def whole_number(minimum: int | None = None, maximum: int | None = None) -> Callable[[str], int]:
-    """Integers (``10``, ``-1``), at least ``minimum`` / at most ``maximum`` when given."""
+    """Integers (``10``, ``-1``), at least ``minimum`` / at most ``maximum`` when given.
+    ASCII digits only, as the reference tools' strtol/atoi read them: Python's
+    int() also takes ``1_0`` (10) and other scripts' digits, which none does."""
 
     def parse(text: str) -> int:
         try:
+            if not _c_number(text):
+                raise ValueError(text)
             value = int(text, 10)
         except ValueError:
             raise OptionValueError(f"not a whole number: {text!r}") from None
@@ -279,6 +289,8 @@ def number(*, positive: bool = False, nonnegative: bool = False) -> Callable[[st
 
     def parse(text: str) -> float:
         try:
+            if not _c_number(text):
+                raise ValueError(text)
             value = float(text)
         except ValueError:
             raise OptionValueError(f"not a number: {text!r}") from None

@@ -453,7 +453,7 @@ def rate_limit(text: str) -> int:
     """curl 7.88's --limit-rate SPEED: whole bytes/s, with an optional unit
     K, M or G (1024-based) or B; 0 is no limit. Anything else is curl's
     "is badly used here" (exit 2)."""
-    match = re.fullmatch(r"\s*(\d+)([kKmMgGbB]?)", text)
+    match = re.fullmatch(r"\s*([0-9]+)([kKmMgGbB]?)", text)
     if match is None:
         raise OptionValueError(f"is badly used here: {text!r} (bytes/s, with K, M, G or B)")
     scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(match[2].lower(), 1)
@@ -463,7 +463,7 @@ def rate_limit(text: str) -> int:
 def local_ports(text: str) -> tuple[int, int]:
     """curl 7.88's --local-port NUM[-NUM]: the first port and how many to try
     (0: any port). Anything else is curl's "is badly used here" (exit 2)."""
-    match = re.fullmatch(r"(\d+)(?:-(\d+))?", text)
+    match = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", text)
     first = int(match[1]) if match else -1
     last = int(match[2]) if match and match[2] else first
     if match is None or not 0 <= first <= last <= 65535:
@@ -476,8 +476,8 @@ def retry_number(text: str) -> int:
     (str2unum): a whole number, 0 or more, leading blanks allowed. Its words
     for anything else (exit 2)."""
     stripped = text.lstrip()
-    if re.fullmatch(r"-\d+", stripped):
+    if re.fullmatch(r"-[0-9]+", stripped):
         raise OptionValueError("expected a positive numerical parameter")
-    if not re.fullmatch(r"\+?\d+", stripped):
+    if not re.fullmatch(r"\+?[0-9]+", stripped):
         raise OptionValueError("expected a proper numerical parameter")
     return int(stripped)

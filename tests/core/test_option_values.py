@@ -265,3 +265,28 @@ def test_an_old_sysbench_line_runs() -> None:
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["threads"] == 1 and 0.8 <= doc["total_time"] <= 2.0
+
+
+def _numeric(option: Option) -> bool:
+    """Whether the option's parser reads "10" as the number 10."""
+    assert option.parse is not None
+    try:
+        value = option.parse("10")
+    except (OptionValueError, ValueError, TypeError):
+        return False
+    return not isinstance(value, (str, bool)) and isinstance(value, (int, float)) and value == 10
+
+
+NUMERIC_OPTIONS = [(c, o) for c, o in every_option() if o.parse is not None and _numeric(o)]
+
+
+@pytest.mark.parametrize(("command", "option"), NUMERIC_OPTIONS, ids=ids(NUMERIC_OPTIONS))
+@pytest.mark.parametrize("text", ["1_0", "\u0661\u0660", "１０"])
+def test_no_number_option_reads_what_c_does_not(command: str, option: Option, text: str) -> None:
+    """Python's int() and float() read ``1_0`` as 10, and Arabic-Indic or
+    full-width digits too; strtol, atoi and strtod (ping, curl, fio,
+    sysbench) read none of them (``icmp -c 1_0`` sent 10 requests, ping
+    refuses it, exit 1)."""
+    assert option.parse is not None
+    with pytest.raises(OptionValueError):
+        option.parse(text)

@@ -43,6 +43,9 @@ CASES = [
     (["-l", "70000", "127.0.0.1"], 1),
     (["-t", "256", "127.0.0.1"], 1),
     (["-t", "abc", "127.0.0.1"], 1),
+    # Python's int() read these as 10 and 2 (ten requests, TTL 2); ping's strtol does not
+    (["-c", "1_0", "127.0.0.1"], 1),
+    (["-t", "\u0662", "127.0.0.1"], 1),
     # -S and -m are strtol_or_err's too (they exited 2 before)
     (["-S", "0", "127.0.0.1"], 1),
     (["-S", "-5", "127.0.0.1"], 1),

@@ -357,7 +357,10 @@ def int_value(name: str) -> Callable[[str], int]:
     def parse(text: str) -> int:
         if text == "":
             return 0  # sysbench reads an empty INT value as 0
-        if not re.fullmatch(r"\s*[+-]?\d+", text) or not -(2**31) <= int(text) <= 2**31 - 1:
+        if (
+            not re.fullmatch(r"\s*[+-]?[0-9]+", text, re.ASCII)
+            or not -(2**31) <= int(text) <= 2**31 - 1
+        ):
             raise OptionValueError(f"Invalid value for the '{name}' option: '{text}'")
         return int(text)
 
