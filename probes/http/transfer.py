@@ -310,7 +310,8 @@ def save_cookies(cookies: Any, path: str) -> bool:
     file renamed over it), and is read back and compared; a device or a
     pipe (/dev/null, /dev/stdout, /dev/full) gets those bytes written here
     the way libcurl writes one (opened, truncated, written), with every
-    error seen. Before, the check was "is FILE a regular file now": a jar
+    error seen; without a private copy (TMPDIR full), FILE is written and
+    judged by whether it is there. Before, the check was "is FILE a regular file now": a jar
     to /dev/null or /dev/stdout was said to have failed, and one that
     libcurl could not replace (a read-only file) was said to be saved."""
     import stat
@@ -320,13 +321,16 @@ def save_cookies(cookies: Any, path: str) -> bool:
     if path == "-":
         _flush_cookies(cookies, path)
         return True
-    with tempfile.TemporaryDirectory(prefix="probetop-cookies-") as private:
-        copy = os.path.join(private, "jar")
-        _flush_cookies(cookies, copy)
-        try:
+    try:
+        with tempfile.TemporaryDirectory(prefix="probetop-cookies-") as private:
+            copy = os.path.join(private, "jar")
+            _flush_cookies(cookies, copy)
             expected = Path(copy).read_bytes()
-        except OSError:
-            return False
+    except OSError:
+        # No private copy (a full or read-only temp directory): FILE is still
+        # written, and only judged by whether it is there.
+        _flush_cookies(cookies, path)
+        return os.path.exists(path)
     try:
         mode: int | None = os.stat(path).st_mode
     except OSError:
