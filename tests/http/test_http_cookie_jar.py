@@ -201,3 +201,30 @@ def test_a_jar_libcurl_cannot_replace_is_said(server: RawServer, tmp_path: Path)
     )
     assert done.returncode == 0 and jar.read_text() == "old\n"
     assert f"probetop: warning: failed to save cookies in {jar}".encode() in done.stderr
+
+
+def test_a_jar_is_written_without_a_private_copy(
+    server: RawServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The saved-or-not check writes a private copy first; where none can be
+    made (a temp directory that is a file here, as a full one would be),
+    FILE is still written, and a lost one still said."""
+    import tempfile
+
+    import pycurl
+    from probetop.probes.http.transfer import cookie_engine, save_cookies
+
+    jar = cookie_engine()
+    curl = pycurl.Curl()
+    curl.setopt(pycurl.SHARE, jar)
+    curl.setopt(pycurl.COOKIEFILE, "")
+    curl.setopt(pycurl.URL, server.url)
+    curl.setopt(pycurl.WRITEFUNCTION, lambda _data: None)
+    curl.perform()
+    curl.close()
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    monkeypatch.setattr(tempfile, "tempdir", str(not_a_dir))
+    assert save_cookies(jar, str(tmp_path / "jar"))
+    assert b"\ta\t1\n" in (tmp_path / "jar").read_bytes()
+    assert not save_cookies(jar, str(tmp_path / "missing" / "jar"))
