@@ -52,6 +52,11 @@ def read_settings(values: Mapping[str, Any], common: RunCommon) -> HttpSettings:
             "meaning write --data-binary DATA -H 'Content-Type: application/json' "
             "-H 'Accept: application/json'"
         )
+    if common.json and settings.cookie_jar == "-":
+        # the jar would follow the document on stdout: no JSON reader takes that
+        raise UsageProbeError(
+            "-c - writes the cookie jar to stdout, where --json writes its document: give -c FILE"
+        )
     if common.assertions:  # one mode runs: refuse the other's figures (exit 2)
         from probetop.probes.http.load.checks import other_mode
 

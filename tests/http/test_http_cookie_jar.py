@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import email.utils
 import http.server
+import json
 import os
 import shutil
 import subprocess
@@ -228,3 +229,14 @@ def test_a_jar_is_written_without_a_private_copy(
     assert save_cookies(jar, str(tmp_path / "jar"))
     assert b"\ta\t1\n" in (tmp_path / "jar").read_bytes()
     assert not save_cookies(jar, str(tmp_path / "missing" / "jar"))
+
+
+def test_json_and_a_jar_on_stdout_are_refused(server: RawServer, tmp_path: Path) -> None:
+    """--json with -c -: the jar followed the document on stdout, which no
+    JSON reader takes; refused before anything is sent. -c FILE goes."""
+    done = _run("probetop", ["--json", "-c", "-", server.url], tmp_path)
+    assert done.returncode == 2 and b"-c - writes the cookie jar to stdout" in done.stderr
+    assert server.received == []
+    done = _run("probetop", ["--json", "-c", str(tmp_path / "jar"), server.url], tmp_path)
+    assert done.returncode == 0 and json.loads(done.stdout)["http_code"] == 200
+    assert (tmp_path / "jar").read_bytes().startswith(b"# Netscape HTTP Cookie File\n")
