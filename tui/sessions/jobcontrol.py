@@ -8,8 +8,11 @@ its own child, the waiter, stops; so a suspend stops only the waiter and the
 dashboard process runs on, its probes and recording included, with the
 terminal handed back.
 
-- ``share_before_fork()`` (the splitter, before its fork) makes a one-byte
-  flag shared by both processes: 1 while the view is suspended.
+- ``share_before_fork()`` (the splitter, before its fork) makes flags
+  shared by both processes: 1 while the view is suspended; 1 once a stop
+  came during start-up, before the view's driver was up
+  (``catch_early_tstp()``, installed before the fork: one typed at any
+  moment of the split is kept; ``take_early_tstp()`` reads and clears it).
 - ``waiter_tstp(child, from_run, got_it)`` (the waiter, for each SIGTSTP
   with its sender): one Ctrl-Z is one suspend. The tty's copy is not passed
   on (the dashboard got its own); a ``kill -TSTP`` on the waiter is, while
@@ -45,16 +48,22 @@ import sys
 import threading
 from collections.abc import Callable
 
+from probetop.probes.core import stopsignals
+
 _flag: mmap.mmap | None = None
 _waiter: int | None = None
 MAX_STARTERS = 16  # processes between the shell and the job, at most (a bound on the walk)
 
 
+_SUSPENDED = 0  # the shared page's bytes: the view is suspended
+_EARLY_TSTP = 1  # a stop came during start-up (``catch_early_tstp``)
+
+
 def share_before_fork() -> None:
-    """Create the shared "view suspended" flag (call before the fork)."""
+    """Create the shared flags (call before the fork)."""
     global _flag
     if _flag is None:
-        _flag = mmap.mmap(-1, 1)  # MAP_SHARED | MAP_ANONYMOUS: one page both see
+        _flag = mmap.mmap(-1, 2)  # MAP_SHARED | MAP_ANONYMOUS: one page both see
 
 
 def set_waiter(pid: int) -> None:
@@ -68,12 +77,12 @@ def waiter_pid() -> int | None:
 
 
 def view_suspended() -> bool:
-    return _flag is not None and _flag[0] == 1
+    return _flag is not None and _flag[_SUSPENDED] == 1
 
 
 def _set_flag(value: int) -> None:
     if _flag is not None:
-        _flag[0] = value
+        _flag[_SUSPENDED] = value
 
 
 def waiter_tstp(
@@ -151,28 +160,46 @@ def continue_job() -> None:
             os.kill(pid, signal.SIGCONT)
 
 
-_early_tstp = False
+_early_tstp = False  # without a shared page (no split): this process's own
 
 
 def catch_early_tstp() -> None:
-    """The dashboard process, from the split on: a Ctrl-Z before the view's
-    driver takes SIGTSTP over (start-up: imports, probes starting, a JIT
-    compile) is noted for the driver to act on once the view is up. Before,
-    SIGTSTP's default action stopped this process alone: the waiter, the
-    process the shell knows, ran on, so the shell never said "Stopped", the
-    terminal stayed the dashboard's, and no key, fg or Ctrl-C reached it."""
+    """From before the split's fork on (the splitter calls it after
+    ``share_before_fork``): a stop (the Ctrl-Z key, or ``kill -TSTP``)
+    before the view's driver takes SIGTSTP over (start-up: imports, probes
+    starting, a JIT compile) is noted for the driver to act on once the
+    view is up, whichever process took it. Before, SIGTSTP's default action
+    stopped the dashboard process alone: the waiter, the process the shell
+    knows, ran on, so the shell never said "Stopped", the terminal stayed the
+    dashboard's, and no key, fg or Ctrl-C reached it. Installed after the
+    fork, in the child, it left that window open from the fork until the
+    child ran (under load: tens of milliseconds), and a Ctrl-Z typed then
+    was lost (about 2 runs in 25 at load 10-15).
+
+    The note is in the page both processes share: a stop the process took
+    before the fork, whose Python handler runs only after it (Python clears
+    the child's pending handlers at a fork: the waiter runs it), or the
+    waiter took in the moment before it blocks SIGTSTP (a ``kill -TSTP`` of
+    the job's PID), reaches the dashboard all the same."""
     signal.signal(signal.SIGTSTP, _note_early_tstp)
 
 
-def _note_early_tstp(_signum: int, _frame: object) -> None:
+def _note_early_tstp(signum: int, _frame: object) -> None:
     global _early_tstp
-    _early_tstp = True
+    stopsignals.note(signum)  # the waiter passes on no copy of one the dashboard got
+    if _flag is not None:
+        _flag[_EARLY_TSTP] = 1
+    else:
+        _early_tstp = True
 
 
 def take_early_tstp() -> bool:
-    """True once if a Ctrl-Z came before the view's driver took SIGTSTP."""
+    """True once if a stop came before the view's driver took SIGTSTP."""
     global _early_tstp
-    taken, _early_tstp = _early_tstp, False
+    taken = _early_tstp or (_flag is not None and _flag[_EARLY_TSTP] == 1)
+    _early_tstp = False
+    if _flag is not None:
+        _flag[_EARLY_TSTP] = 0
     return taken
 
 

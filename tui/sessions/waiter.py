@@ -130,9 +130,13 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
     sys.stdout.flush()
     sys.stderr.flush()
     waiter = os.getpid()
+    stopsignals.share_receipts()  # which signals the run got itself
     if dashboard:
         jobcontrol.share_before_fork()  # Ctrl-Z: the "view suspended" flag both see
-    stopsignals.share_receipts()  # which signals the run got itself
+        # Before the fork, not in the child after it: a Ctrl-Z in between
+        # stopped the child alone (SIGTSTP's default action), the waiter took
+        # its own copy for the child's, and the job never stopped.
+        jobcontrol.catch_early_tstp()
     # Blocked from before the fork: one sent meanwhile waits for the waiter's
     # forwarding (a handler still installed would have ended the waiter, and
     # the run with it, with no report); the child takes its own mask back.
@@ -154,8 +158,6 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
         _wait(child, pipe_r, drop_w, dashboard)
     for relay in relays:
         relay.hand_to_run()
-    if dashboard:
-        jobcontrol.catch_early_tstp()  # a Ctrl-Z before the view is up: kept for it
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     os.close(pipe_r)
     os.close(drop_w)
