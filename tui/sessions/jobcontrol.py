@@ -174,7 +174,8 @@ def catch_early_tstp() -> None:
     dashboard's, and no key, fg or Ctrl-C reached it. Installed after the
     fork, in the child, it left that window open from the fork until the
     child ran (under load: tens of milliseconds), and a Ctrl-Z typed then
-    was lost (about 2 runs in 25 at load 10-15).
+    was lost (about 2 runs in 25 at load 10-15). The splitter also blocks
+    SIGTSTP across the fork (``note_tstp_pending_at_fork``).
 
     The note is in the page both processes share: a stop the process took
     before the fork, whose Python handler runs only after it (Python clears
@@ -185,12 +186,28 @@ def catch_early_tstp() -> None:
 
 
 def _note_early_tstp(signum: int, _frame: object) -> None:
-    global _early_tstp
     stopsignals.note(signum)  # the waiter passes on no copy of one the dashboard got
+    _keep_early_tstp()
+
+
+def _keep_early_tstp() -> None:
+    global _early_tstp
     if _flag is not None:
         _flag[_EARLY_TSTP] = 1
     else:
         _early_tstp = True
+
+
+def note_tstp_pending_at_fork() -> None:
+    """The waiter, right after the split's fork, SIGTSTP still blocked (the
+    splitter blocks it before the fork, so that the child cannot take one
+    before Python's after-fork clean-up drops its handler's call): a stop
+    the process took between that block and the fork is pending here alone
+    (a child inherits no pending signal), so it is kept for the dashboard.
+    One sent to the whole process group after the fork is pending in both:
+    the same one stop."""
+    if signal.sigtimedwait([signal.SIGTSTP], 0) is not None:
+        _keep_early_tstp()
 
 
 def take_early_tstp() -> bool:
