@@ -57,13 +57,14 @@ MAX_STARTERS = 16  # processes between the shell and the job, at most (a bound o
 
 _SUSPENDED = 0  # the shared page's bytes: the view is suspended
 _EARLY_TSTP = 1  # a stop came during start-up (``catch_early_tstp``)
+_DRIVER_UP = 2  # the view's driver handles SIGTSTP from now on (``driver_takes_tstp``)
 
 
 def share_before_fork() -> None:
     """Create the shared flags (call before the fork)."""
     global _flag
     if _flag is None:
-        _flag = mmap.mmap(-1, 2)  # MAP_SHARED | MAP_ANONYMOUS: one page both see
+        _flag = mmap.mmap(-1, 3)  # MAP_SHARED | MAP_ANONYMOUS: one page both see
 
 
 def set_waiter(pid: int) -> None:
@@ -98,6 +99,18 @@ def waiter_tstp(
     on the waiter): to the dashboard, which restores the terminal first;
     not when it got its own (``got_it``: the tty's, or a ``kill -TSTP --
     -PGID``)."""
+    if not from_run and not view_suspended() and _flag is not None and _flag[_DRIVER_UP] == 0:
+        # Start-up: no view to restore, so the job stops at once, as one
+        # process would. Left to the dashboard until its view was up, a
+        # Ctrl-Z also stopped what the dashboard was waiting for in the
+        # job's process group (``ldconfig`` run by ``ctypes.util.find_library``
+        # as the cpu probe was made; a ``subprocess`` child between its vfork
+        # and exec): SIGTSTP's default action there, the dashboard blocked
+        # on it for good, and the job never stopped.
+        _stop_self()
+        _flag[_EARLY_TSTP] = 0  # continued: the dashboard's note of that stop is spent
+        on_continued()
+        return True
     if not from_run and not view_suspended():
         if not got_it:
             with contextlib.suppress(ProcessLookupError):
@@ -208,6 +221,14 @@ def note_tstp_pending_at_fork() -> None:
     the same one stop."""
     if signal.sigtimedwait([signal.SIGTSTP], 0) is not None:
         _keep_early_tstp()
+
+
+def driver_takes_tstp() -> None:
+    """The dashboard, as its view's driver puts its SIGTSTP handler in: from
+    now on a stop is the driver's (it restores the terminal, then stops the
+    job); before, the waiter stops as the job at once (``waiter_tstp``)."""
+    if _flag is not None:
+        _flag[_DRIVER_UP] = 1
 
 
 def take_early_tstp() -> bool:

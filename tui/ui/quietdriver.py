@@ -96,6 +96,7 @@ class QuietLinuxDriver(LinuxDriver):
         # SIGCONT handlers (``_sigtstp_application``: ours, below): one may
         # run as soon as it is in.
         self.view_suspended = False
+        jobcontrol.driver_takes_tstp()
         super().__init__(app, **kwargs)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
