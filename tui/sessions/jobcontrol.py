@@ -14,7 +14,10 @@ terminal handed back.
   (``catch_early_tstp()``, installed before the fork: one typed at any
   moment of the split is kept; ``take_early_tstp()`` reads and clears it).
 - ``waiter_tstp(child, from_run, got_it)`` (the waiter, for each SIGTSTP
-  with its sender): one Ctrl-Z is one suspend. The tty's copy is not passed
+  with its sender): one Ctrl-Z is one suspend. During start-up (until the
+  view's driver takes SIGTSTP: ``driver_takes_tstp()``) the waiter stops as
+  the job at once, as one process would, and ``fg`` continues the whole
+  process group, the dashboard's own children included. The tty's copy is not passed
   on (the dashboard got its own); a ``kill -TSTP`` on the waiter is, while
   the view is up, so the terminal is restored before the shell takes it
   back; sent by the dashboard (the view is suspended, flag 1) the waiter
