@@ -8,10 +8,16 @@ its own child, the waiter, stops; so a suspend stops only the waiter and the
 dashboard process runs on, its probes and recording included, with the
 terminal handed back.
 
-- ``share_before_fork()`` (the splitter, before its fork) makes a one-byte
-  flag shared by both processes: 1 while the view is suspended.
+- ``share_before_fork()`` (the splitter, before its fork) makes flags
+  shared by both processes: 1 while the view is suspended; 1 once a stop
+  came during start-up, before the view's driver was up
+  (``catch_early_tstp()``, installed before the fork: one typed at any
+  moment of the split is kept; ``take_early_tstp()`` reads and clears it).
 - ``waiter_tstp(child, from_run, got_it)`` (the waiter, for each SIGTSTP
-  with its sender): one Ctrl-Z is one suspend. The tty's copy is not passed
+  with its sender): one Ctrl-Z is one suspend. During start-up (until the
+  view's driver takes SIGTSTP: ``driver_takes_tstp()``) the waiter stops as
+  the job at once, as one process would, and ``fg`` continues the whole
+  process group, the dashboard's own children included. The tty's copy is not passed
   on (the dashboard got its own); a ``kill -TSTP`` on the waiter is, while
   the view is up, so the terminal is restored before the shell takes it
   back; sent by the dashboard (the view is suspended, flag 1) the waiter
@@ -45,16 +51,23 @@ import sys
 import threading
 from collections.abc import Callable
 
+from probetop.probes.core import stopsignals
+
 _flag: mmap.mmap | None = None
 _waiter: int | None = None
 MAX_STARTERS = 16  # processes between the shell and the job, at most (a bound on the walk)
 
 
+_SUSPENDED = 0  # the shared page's bytes: the view is suspended
+_EARLY_TSTP = 1  # a stop came during start-up (``catch_early_tstp``)
+_DRIVER_UP = 2  # the view's driver handles SIGTSTP from now on (``driver_takes_tstp``)
+
+
 def share_before_fork() -> None:
-    """Create the shared "view suspended" flag (call before the fork)."""
+    """Create the shared flags (call before the fork)."""
     global _flag
     if _flag is None:
-        _flag = mmap.mmap(-1, 1)  # MAP_SHARED | MAP_ANONYMOUS: one page both see
+        _flag = mmap.mmap(-1, 3)  # MAP_SHARED | MAP_ANONYMOUS: one page both see
 
 
 def set_waiter(pid: int) -> None:
@@ -68,12 +81,12 @@ def waiter_pid() -> int | None:
 
 
 def view_suspended() -> bool:
-    return _flag is not None and _flag[0] == 1
+    return _flag is not None and _flag[_SUSPENDED] == 1
 
 
 def _set_flag(value: int) -> None:
     if _flag is not None:
-        _flag[0] = value
+        _flag[_SUSPENDED] = value
 
 
 def waiter_tstp(
@@ -89,6 +102,18 @@ def waiter_tstp(
     on the waiter): to the dashboard, which restores the terminal first;
     not when it got its own (``got_it``: the tty's, or a ``kill -TSTP --
     -PGID``)."""
+    if not from_run and not view_suspended() and _flag is not None and _flag[_DRIVER_UP] == 0:
+        # Start-up: no view to restore, so the job stops at once, as one
+        # process would. Left to the dashboard until its view was up, a
+        # Ctrl-Z also stopped what the dashboard was waiting for in the
+        # job's process group (``ldconfig`` run by ``ctypes.util.find_library``
+        # as the cpu probe was made; a ``subprocess`` child between its vfork
+        # and exec): SIGTSTP's default action there, the dashboard blocked
+        # on it for good, and the job never stopped.
+        _stop_self()
+        _flag[_EARLY_TSTP] = 0  # continued: the dashboard's note of that stop is spent
+        on_continued()
+        return True
     if not from_run and not view_suspended():
         if not got_it:
             with contextlib.suppress(ProcessLookupError):
@@ -151,28 +176,71 @@ def continue_job() -> None:
             os.kill(pid, signal.SIGCONT)
 
 
-_early_tstp = False
+_early_tstp = False  # without a shared page (no split): this process's own
 
 
 def catch_early_tstp() -> None:
-    """The dashboard process, from the split on: a Ctrl-Z before the view's
-    driver takes SIGTSTP over (start-up: imports, probes starting, a JIT
-    compile) is noted for the driver to act on once the view is up. Before,
-    SIGTSTP's default action stopped this process alone: the waiter, the
-    process the shell knows, ran on, so the shell never said "Stopped", the
-    terminal stayed the dashboard's, and no key, fg or Ctrl-C reached it."""
+    """From before the split's fork on (the splitter calls it after
+    ``share_before_fork``): a stop (the Ctrl-Z key, or ``kill -TSTP``)
+    before the view's driver takes SIGTSTP over (start-up: imports, probes
+    starting, a JIT compile) is noted for the driver to act on once the
+    view is up, whichever process took it. Before, SIGTSTP's default action
+    stopped the dashboard process alone: the waiter, the process the shell
+    knows, ran on, so the shell never said "Stopped", the terminal stayed the
+    dashboard's, and no key, fg or Ctrl-C reached it. Installed after the
+    fork, in the child, it left that window open from the fork until the
+    child ran (under load: tens of milliseconds), and a Ctrl-Z typed then
+    was lost (about 2 runs in 25 at load 10-15). The splitter also blocks
+    SIGTSTP across the fork (``note_tstp_pending_at_fork``).
+
+    The note is in the page both processes share: a stop the process took
+    before the fork, whose Python handler runs only after it (Python clears
+    the child's pending handlers at a fork: the waiter runs it), or the
+    waiter took in the moment before it blocks SIGTSTP (a ``kill -TSTP`` of
+    the job's PID), reaches the dashboard all the same."""
     signal.signal(signal.SIGTSTP, _note_early_tstp)
 
 
-def _note_early_tstp(_signum: int, _frame: object) -> None:
+def _note_early_tstp(signum: int, _frame: object) -> None:
+    stopsignals.note(signum)  # the waiter passes on no copy of one the dashboard got
+    _keep_early_tstp()
+
+
+def _keep_early_tstp() -> None:
     global _early_tstp
-    _early_tstp = True
+    if _flag is not None:
+        _flag[_EARLY_TSTP] = 1
+    else:
+        _early_tstp = True
+
+
+def note_tstp_pending_at_fork() -> None:
+    """The waiter, right after the split's fork, SIGTSTP still blocked (the
+    splitter blocks it before the fork, so that the child cannot take one
+    before Python's after-fork clean-up drops its handler's call): a stop
+    the process took between that block and the fork is pending here alone
+    (a child inherits no pending signal), so it is kept for the dashboard.
+    One sent to the whole process group after the fork is pending in both:
+    the same one stop."""
+    if signal.sigtimedwait([signal.SIGTSTP], 0) is not None:
+        _keep_early_tstp()
+
+
+def driver_takes_tstp() -> None:
+    """The dashboard, as its view's driver puts its SIGTSTP handler in: from
+    now on a stop is the driver's (it restores the terminal, then stops the
+    job); before, the waiter stops as the job at once (``waiter_tstp``)."""
+    if _flag is not None:
+        _flag[_DRIVER_UP] = 1
 
 
 def take_early_tstp() -> bool:
-    """True once if a Ctrl-Z came before the view's driver took SIGTSTP."""
+    """True once if a stop came before the view's driver took SIGTSTP."""
     global _early_tstp
-    taken, _early_tstp = _early_tstp, False
+    taken = _early_tstp or (_flag is not None and _flag[_EARLY_TSTP] == 1)
+    _early_tstp = False
+    if _flag is not None:
+        _flag[_EARLY_TSTP] = 0
     return taken
 
 

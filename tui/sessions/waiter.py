@@ -130,13 +130,24 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
     sys.stdout.flush()
     sys.stderr.flush()
     waiter = os.getpid()
+    stopsignals.share_receipts()  # which signals the run got itself
     if dashboard:
         jobcontrol.share_before_fork()  # Ctrl-Z: the "view suspended" flag both see
-    stopsignals.share_receipts()  # which signals the run got itself
+        # Before the fork, not in the child after it: a Ctrl-Z in between
+        # stopped the child alone (SIGTSTP's default action), the waiter took
+        # its own copy for the child's, and the job never stopped.
+        jobcontrol.catch_early_tstp()
     # Blocked from before the fork: one sent meanwhile waits for the waiter's
     # forwarding (a handler still installed would have ended the waiter, and
     # the run with it, with no report); the child takes its own mask back.
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+    # SIGTSTP too, for a dashboard: one sent to the child before it first ran
+    # (under load, tens of milliseconds) is delivered as it returns from the
+    # fork, and the handler's call Python then owed was dropped by its
+    # after-fork clean-up in the child (the stop lost); blocked, it waits
+    # for the mask below. One the process took blocked before the fork is
+    # the waiter's alone (pending signals are not inherited): it notes it.
+    held = FORWARDED + ((signal.SIGTSTP,) if dashboard else ())
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
         child = os.fork()
     except OSError as exc:
@@ -147,6 +158,8 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
             relay.discard()
         return None, f"fork failed: {exc.strerror}"
     if child != 0:
+        if dashboard:
+            jobcontrol.note_tstp_pending_at_fork()
         os.close(pipe_w)
         os.close(drop_r)
         for relay in relays:
@@ -154,8 +167,6 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
         _wait(child, pipe_r, drop_w, dashboard)
     for relay in relays:
         relay.hand_to_run()
-    if dashboard:
-        jobcontrol.catch_early_tstp()  # a Ctrl-Z before the view is up: kept for it
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     os.close(pipe_r)
     os.close(drop_w)

@@ -92,6 +92,11 @@ class QuietLinuxDriver(LinuxDriver):
     """``LinuxDriver`` with a blocking input thread; see the module docstring."""
 
     def __init__(self, app: App[Any], **kwargs: Any) -> None:
+        # Set before Textual's __init__, which installs the SIGTSTP and
+        # SIGCONT handlers (``_sigtstp_application``: ours, below): one may
+        # run as soon as it is in.
+        self.view_suspended = False
+        jobcontrol.driver_takes_tstp()
         super().__init__(app, **kwargs)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -99,7 +104,6 @@ class QuietLinuxDriver(LinuxDriver):
         self.exit_event = _WakingEvent(self._wake_w)
         # Between suspend and resume: nothing is written (the writer thread
         # is stopped; its bounded queue would block the event loop).
-        self.view_suspended = False
         # Told before the job stops (the app records a pause when the whole
         # process is about to stop) and after the view is back.
         self.on_suspend: Callable[[bool], None] | None = None
@@ -108,8 +112,6 @@ class QuietLinuxDriver(LinuxDriver):
         # True once a stop signal (SIGTERM, SIGINT, SIGHUP) is ending the run:
         # a SIGCONT from the background then does not stop the job again.
         self.ending: Callable[[], bool] | None = None
-        signal.signal(signal.SIGTSTP, self._on_job_signal)
-        signal.signal(signal.SIGCONT, self._on_job_signal)
         self._take_tty_signals()
 
     def _take_tty_signals(self) -> None:
@@ -146,6 +148,13 @@ class QuietLinuxDriver(LinuxDriver):
         stopsignals.note(signum)  # the waiter passes on no copy of one we got ourselves
         with contextlib.suppress(RuntimeError):  # the loop closed: the process is exiting
             self._loop.call_soon_threadsafe(self._job_signal, signum)
+
+    # Textual's LinuxDriver.__init__ installs these two as the SIGTSTP and
+    # SIGCONT handlers. Its own stop the whole process (SIGSTOP), not the
+    # job: replaced only after its __init__, a Ctrl-Z in between (the view
+    # starting) stopped the dashboard alone and the job never stopped.
+    _sigtstp_application = _on_job_signal
+    _sigcont_application = _on_job_signal
 
     def _job_signal(self, signum: int) -> None:
         if signum == signal.SIGTSTP:
@@ -212,11 +221,13 @@ class QuietLinuxDriver(LinuxDriver):
     def start_application_mode(self) -> None:
         """Application mode, only on a terminal whose foreground is ours
         (started with ``&``: suspended until ``fg``)."""
+        # Taken first: stopped from the background below, the job has done
+        # what an early stop asked; kept, it stopped the job again at `fg`.
+        early_tstp = jobcontrol.take_early_tstp()
         if not jobcontrol.in_foreground(self.fileno):
             self.view_suspended = True
             jobcontrol.stop_job()
             return
-        early_tstp = jobcontrol.take_early_tstp()
         if early_tstp and jobcontrol.shell_can_resume():
             # A Ctrl-Z during start-up: the job stops before the view is
             # drawn or a key is read. Started first and suspended a moment

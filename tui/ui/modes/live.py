@@ -290,7 +290,7 @@ class LiveMode(Mode):
     async def unmount(self, quitting: bool) -> None:
         # Never leave probe threads running or a recording without its footer.
         if self.session is not None and self.detached is None:
-            await self.session.shutdown("completed" if quitting else "aborted")
+            await self.session.shutdown(_unmount_reason(quitting))
             self.session.remove_signal_handlers()
         await super().unmount(quitting)
 
@@ -354,3 +354,16 @@ class LiveMode(Mode):
             else "Record this session to a JSON Lines file",
             self.toggle_record,
         )
+
+
+def _unmount_reason(quitting: bool) -> str:
+    """The footer's reason when the view goes without a shutdown of its own:
+    "completed" (q), "aborted" (an error), or the stop signal that ended it
+    from start-up: one that came after the session was opened and before its
+    handlers were in (``kill %1`` after a Ctrl-Z during start-up, under load)
+    ended the app through the start-up handler, and the run exits 128 + N as
+    interrupted by it; its footer said "aborted"."""
+    if quitting:
+        return "completed"
+    early = stopsignals.pending()
+    return f"interrupted ({early})" if early is not None else "aborted"
