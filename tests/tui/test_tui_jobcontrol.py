@@ -101,6 +101,34 @@ def type_line(tmux: Tmux, line: str) -> None:
     tmux("send-keys", "-t", "t", "Enter")
 
 
+# bash says a job's end ("[1]+  Exit 143") once: at its next prompt, or in
+# the output of the next `jobs`. A wait loop of `jobs %1 >/dev/null` took
+# that line to /dev/null whenever the job ended during the loop, and a test
+# looking for it failed under load with a right product. `wait %1` gives the
+# status itself: 147-150 while bash still sees the job stopped (it has not
+# yet seen the continue that the kill sent), 127 when the prompt already
+# said its end (then that line is on screen). Bounded: 30 s.
+WAIT_JOB_END = (
+    "for i in $(seq 300); do wait %1 2>/dev/null; rc=$?; "
+    "case $rc in 14[7-9]|150) sleep .1;; *) break;; esac; done; echo JOBRC=$rc"
+)
+
+
+def wait_job_end(tmux: Tmux, timeout: float = 60.0) -> str:
+    """Type ``WAIT_JOB_END`` and return the screen once its status is shown."""
+    type_line(tmux, WAIT_JOB_END)
+    return wait(tmux, lambda s: re.search(r"JOBRC=\d+", s) is not None, "the job's end", timeout)
+
+
+def job_ended_as(text: str, said: str, status: str) -> bool:
+    """Whether bash's line for the job's end matches ``said`` (``Done``,
+    ``Exit 143``) or the status ``wait`` gave matches ``status`` (a regex)."""
+    if re.search(rf"\[1\]\S* +{said}", text):
+        return True
+    got = re.findall(r"JOBRC=(\d+)", text)
+    return bool(got) and got[-1] != "127" and re.fullmatch(status, got[-1]) is not None
+
+
 def lines(path: Path) -> int:
     return len(path.read_bytes().splitlines()) if path.exists() else 0
 
