@@ -1,0 +1,30 @@
+"""The lists in tests/conftest.py that decide where a test runs name real
+tests: a module renamed or a test renamed would otherwise drop out of the
+serial pass (and measure a rate beside another worker), out of the
+long-first order, or out of the wait-bound lane, without a word."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import conftest
+
+TESTS = Path(conftest.__file__).resolve().parent
+
+
+def test_every_listed_module_exists() -> None:
+    listed = set(conftest.LONG_FIRST) | conftest.WAIT_BOUND | conftest.SERIAL_FILES
+    missing = sorted(rel for rel in listed if not (TESTS / rel).is_file())
+    assert missing == []
+
+
+def test_every_serial_test_is_defined_in_its_module() -> None:
+    missing = []
+    for entry in sorted(conftest.SERIAL_TESTS):
+        rel, name = entry.split("::", 1)
+        path = TESTS / rel
+        text = path.read_text() if path.is_file() else ""
+        if re.search(rf"^(async )?def {re.escape(name)}\(", text, re.MULTILINE) is None:
+            missing.append(entry)
+    assert missing == []
