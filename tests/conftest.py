@@ -291,10 +291,15 @@ WAIT_BOUND = frozenset(
         "icmp/test_icmp_ping_time.py",  # 24 s, 2 CPU-s
         "record/test_record_stalled_disk.py",  # 22 s, 1 CPU-s
         "icmp/test_icmp_report_outstanding.py",  # 13 s, 1 CPU-s
-        "http/test_load_stall.py",  # 12 s, 1 CPU-s
         "icmp/test_icmp_loss.py",  # 11 s, 0.5 CPU-s
     }
 )
+# Tests of those modules that stay in the parallel pass: in the lane beside
+# two busy workers, its worker was runnable, not in D, at 8 of 10 looks (the
+# test's own "this test shows nothing" check failed). http/test_load_stall.py
+# is not in the lane at all: its p99 against wrk's read 49.2 ms apart, the
+# bound 46.9 ms (5 %), there.
+WAIT_BOUND_EXCEPT = frozenset({"disk/test_hung_device.py::test_a_slow_device_is_not_called_held"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -308,7 +313,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         name = getattr(item, "originalname", None) or item.name
         if f"{rel}::{name}" in SERIAL_TESTS:
             item.add_marker(pytest.mark.serial)
-        if rel in WAIT_BOUND:
+        if rel in WAIT_BOUND and f"{rel}::{name}" not in WAIT_BOUND_EXCEPT:
             item.add_marker(pytest.mark.waits)
         if rel in LONG_FIRST:
             rank[i] = LONG_FIRST.index(rel)
