@@ -5,12 +5,17 @@ long-first order, or out of the wait-bound lane, without a word."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
-import conftest
-
-TESTS = Path(conftest.__file__).resolve().parent
+# By path: ``import conftest`` may find tests/disk's or tests/analysis's,
+# whichever directory pytest put first on sys.path in this process.
+TESTS = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("_suite_conftest", TESTS / "conftest.py")
+assert _spec is not None and _spec.loader is not None
+conftest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(conftest)
 
 
 def test_every_listed_module_exists() -> None:
