@@ -269,6 +269,39 @@ LONG_FIRST = (
 )
 
 
+# Modules whose tests wait far more than they compute: on a product's own
+# deadline (a device held past inflight.HUNG_S, a close held past
+# CLOSE_CAP_S), a real sshd's link, curl's retry delays, ICMP replies that
+# never come. Measured per test with tests/cputime.py over a whole parallel
+# pass: each module below used under 0.1 CPU-s per wall second, set-up
+# included, and at least 8 s of wall (the figures below: 2 workers at a load
+# average of 13-42, 2026-11-29). Tests whose work runs outside the test's
+# own process tree (a dashboard in a tmux server, a detached session) are
+# not here: their CPU is not seen there, so their waiting is not shown
+# (tui/test_remote.py's far side runs a detached cpu probe for 10 s).
+# They carry the ``waits`` marker, so
+# `make test WAIT_JOBS=N` can run them in a lane of their own beside the
+# parallel pass (N workers that add little CPU, instead of a worker per core
+# sitting in their sleeps); without it they run in the parallel pass as
+# every other test. A ``serial`` test in one of them stays serial.
+WAIT_BOUND = frozenset(
+    {
+        "disk/test_hung_device.py",  # 176 s wall, 14 CPU-s, 18 tests
+        "http/test_http_retry.py",  # 25 s, 1 CPU-s
+        "icmp/test_icmp_ping_time.py",  # 24 s, 2 CPU-s
+        "record/test_record_stalled_disk.py",  # 22 s, 1 CPU-s
+        "icmp/test_icmp_report_outstanding.py",  # 13 s, 1 CPU-s
+        "icmp/test_icmp_loss.py",  # 11 s, 0.5 CPU-s
+    }
+)
+# Tests of those modules that stay in the parallel pass: in the lane beside
+# two busy workers, its worker was runnable, not in D, at 8 of 10 looks (the
+# test's own "this test shows nothing" check failed). http/test_load_stall.py
+# is not in the lane at all: its p99 against wrk's read 49.2 ms apart, the
+# bound 46.9 ms (5 %), there.
+WAIT_BOUND_EXCEPT = frozenset({"disk/test_hung_device.py::test_a_slow_device_is_not_called_held"})
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests_dir = Path(__file__).resolve().parent
     rank: dict[int, int] = {}
@@ -280,6 +313,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         name = getattr(item, "originalname", None) or item.name
         if f"{rel}::{name}" in SERIAL_TESTS:
             item.add_marker(pytest.mark.serial)
+        if rel in WAIT_BOUND and f"{rel}::{name}" not in WAIT_BOUND_EXCEPT:
+            item.add_marker(pytest.mark.waits)
         if rel in LONG_FIRST:
             rank[i] = LONG_FIRST.index(rel)
     # Stable: each module's tests stay together and in their order (module

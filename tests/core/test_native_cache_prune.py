@@ -228,6 +228,7 @@ def test_loading_the_loops_marks_this_tree_and_prunes_a_gone_clone(tmp_path: Pat
 RACER = """
 import sys
 from probetop.probes.core import native_cache
+print("ready", flush=True)
 sys.stdin.readline()  # both started: claim (a new entry: prune) at once
 native_cache.claim(sys.argv[1])
 """
@@ -264,12 +265,14 @@ def test_two_processes_making_entries_at_once_both_prune_without_failing(tmp_pat
                 subprocess.Popen(
                     [sys.executable, "-c", RACER, str(source / "x.py")],
                     stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     text=True,
                     env=env,
                 )
             )
-        time.sleep(1.0)  # both imported and waiting
+        for p in racers:  # both imported and waiting (a fixed 1 s: 8 s of 32 s)
+            assert p.stdout is not None and p.stdout.readline() == "ready\n"
         for p in racers:
             assert p.stdin is not None
             p.stdin.write("go\n")

@@ -197,8 +197,13 @@ async def test_probes_joining_while_the_recording_opens_start_after_it(
     starts nothing: every probe starts once the recording listens, so no
     first sample (due at once for a passive probe whose first reading is
     old) is lost to the recording."""
+    from probetop.tui.run import livesession
     from probetop.tui.run.livesession import LiveSession
 
+    # Here begin() is held in the opening until shutdown() has returned, so
+    # shutdown's wait for it always runs out: the path under test whatever
+    # its length. The product's 10 s made this test 20 s of sleep.
+    monkeypatch.setattr(livesession, "BEGIN_WAIT_S", 0.5)
     opened = asyncio.Event()
     real_open = LiveSession._open_recorder
 
@@ -231,8 +236,13 @@ async def test_a_quit_while_the_recording_opens_leaves_it_whole(
     """q or Ctrl-C during start-up, while ``begin`` is writing the
     recording's header: the recording still gets its footer (it was left
     with the header alone), whether ``begin`` goes on or is cancelled."""
+    from probetop.tui.run import livesession
     from probetop.tui.run.livesession import LiveSession
 
+    # Here begin() is held in the opening until shutdown() has returned, so
+    # shutdown's wait for it always runs out: the path under test whatever
+    # its length. The product's 10 s made this test 20 s of sleep.
+    monkeypatch.setattr(livesession, "BEGIN_WAIT_S", 0.5)
     opened = asyncio.Event()
     real_open = LiveSession._open_recorder
 
