@@ -209,6 +209,9 @@ SERIAL_TESTS = frozenset(
         "disk/test_iops_probe.py::test_rate_iops_holds_the_rate_as_fio",
         "disk/test_ioengines.py::test_the_kernel_sees_the_queue_depth_asked_for",
         "icmp/test_icmp_probe.py::test_fixed_rate_holds_within_two_percent",
+        # every interval's request rate within 15 % of -i's: a request sent
+        # late by a busy machine reads 1.6/s for 2/s (CI run 61, parallel pass)
+        "icmp/test_icmp_last_interval.py::test_every_interval_of_a_count_reads_the_rate_asked",
         "icmp/test_icmp_probe.py::test_rtt_means_what_ping_means",
         # a loop device's read counters in /sys/block/NAME/stat against ours:
         # beside other workers, something read 3 % more of one (written
