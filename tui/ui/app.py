@@ -85,6 +85,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.driver import Driver
 from textual.geometry import Size
+from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.widget import AwaitMount
 from textual.widgets import Static
@@ -423,6 +424,24 @@ class ProbetopApp(App[int]):
             await mount
         self.relayout()
         self._started = True
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Textual's notification, always as plain text (``markup`` is ignored).
+
+        Why: what probetop says names things from outside it (a path, a URL,
+        a session directory, a probe's error), and Textual reads a message as
+        markup by default (a widget's or screen's ``notify`` asks for it
+        explicitly): ``[b]`` in a path vanished, ``[/]`` raised
+        ``MarkupError`` and ended the dashboard. No message here is markup."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def _notify(self, message: str, *, title: str = "", severity: str = "information") -> None:
         timeout = NOTIFY_S.get(severity)

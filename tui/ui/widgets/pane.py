@@ -50,6 +50,7 @@ from probetop.tui.ui.widgets.units import (
 )
 from rich.cells import cell_len
 from textual.color import Color
+from textual.content import Content
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
@@ -126,8 +127,40 @@ class PaneHelp:
     rows: tuple[tuple[str, str], ...]
 
 
+class PlainBorderText:
+    """A pane's ``border_title`` or ``border_subtitle`` as plain text: shown
+    as it is set, and read back as it was set.
+
+    Why: Textual reads a ``str`` given to these as markup, and a pane's title
+    or status carries text from outside probetop (a URL, a file path, an
+    interface's name, a probe's error naming them). ``?filter[status]=open``
+    lost its ``[status]`` (a style tag) and ``/tmp/[b]/x.img`` its ``[b]``,
+    so the pane named another target; ``[/]`` or ``[link=http://...]``
+    raised ``MarkupError`` and ended the dashboard with a traceback. Textual
+    shows a ``Content`` as it is."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+        self._attr = f"_plain_{name}"
+
+    def __get__(self, obj: object, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return getattr(obj, self._attr, None)
+
+    def __set__(self, obj: Widget, value: object) -> None:
+        text = None if value is None else str(value)
+        setattr(obj, self._attr, text)
+        vars(Widget)[self._name].__set__(obj, None if text is None else Content(text))
+
+
 class ProbePane(Widget, can_focus=True):
-    """Base pane for one probe instance. See the module docstring."""
+    """Base pane for one probe instance. See the module docstring.
+
+    ``border_title`` and ``border_subtitle`` are plain text (``PlainBorderText``)."""
+
+    border_title = PlainBorderText()  # type: ignore[assignment]
+    border_subtitle = PlainBorderText()  # type: ignore[assignment]
 
     DEFAULT_CSS = """
     ProbePane {
