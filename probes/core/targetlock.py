@@ -49,6 +49,13 @@ Contract:
   Lock files are opened with ``O_NOFOLLOW`` and must be plain files with one
   link: a symlink or hard link planted in the shared directory can never
   make probetop write somewhere else.
+- Who may own them: the owner of a sticky directory may remove any file in
+  it, and whoever owns the directory above a private one may move it away;
+  either could take a held lock file from under its holder and let a second
+  run in. So the shared directory must be root's or ours (root takes over
+  one another user made: ``fchown`` to root on the directory itself, never
+  through a link), and a private one and the directory it is in must be
+  ours and writable by no one else; one that is not is passed over.
 """
 
 from __future__ import annotations
@@ -216,9 +223,35 @@ def _candidates() -> list[tuple[Path, bool]]:
     return out
 
 
+def _private(st: os.stat_result) -> bool:
+    """A directory that is ours and writable by no one else."""
+    writable_by_others = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not writable_by_others
+
+
+def _take_over(path: Path) -> os.stat_result | None:
+    """Root: make the shared directory root's (another user made it, and as
+    its owner could remove the lock files of anyone's runs). The directory
+    itself, opened without following a link; its new status, or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        os.fchown(fd, 0, 0)
+        os.fchmod(fd, 0o1777)
+        return os.fstat(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _usable_dir(path: Path, shared: bool) -> bool:
-    """A directory we may keep lock files in: shared ones are sticky and
-    world-writable (like /run/lock); private ones are ours, mode 0700."""
+    """A directory we may keep lock files in: the shared one is sticky,
+    world-writable (like /run/lock) and root's or ours, or ours and private;
+    a private one is ours, mode 0700, in a directory that is ours and
+    private too (see "Who may own them" in the module docstring)."""
     try:
         if shared:
             if not path.parent.is_dir():
@@ -229,17 +262,22 @@ def _usable_dir(path: Path, shared: bool) -> bool:
             except FileExistsError:
                 pass
         else:
-            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not _private(os.lstat(path.parent)):
+                return False
+            path.mkdir(mode=0o700, exist_ok=True)
         st = os.lstat(path)
     except OSError:
         return False
     if not stat.S_ISDIR(st.st_mode):
         return False
     if shared:
+        if st.st_uid not in (0, os.geteuid()) and os.geteuid() == 0:
+            st = _take_over(path) or st
         sticky_world = st.st_mode & (stat.S_ISVTX | stat.S_IWOTH) == stat.S_ISVTX | stat.S_IWOTH
-        if not (sticky_world or st.st_uid == os.geteuid()):
+        if not ((sticky_world and st.st_uid in (0, os.geteuid())) or _private(st)):
             return False
-    elif st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    elif not _private(st):
         return False
     return os.access(path, os.W_OK | os.X_OK)
 

@@ -221,3 +221,79 @@ def test_racing_takers_and_removers_never_overlap(tmp_path: Path) -> None:
     held = sum(int(out.split()[1]) for out in outs[: len(takers)])
     assert held >= 100, outs  # they did take it, over and over
     assert sorted(os.listdir(directory)) == [], "every lock file is gone after its release"
+
+
+# Another user where lock files live: the owner of a sticky directory may
+# remove any file in it, and the owner of the directory above a private one
+# may move it away. Either took a held lock file from under its holder, and
+# the next run on the target went ahead beside it (two destroying runs on
+# one device). The other user is a real one, ``nobody``.
+NOBODY = 65534
+
+
+def _as_nobody(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command,
+        user=NOBODY,
+        group=NOBODY,
+        extra_groups=[],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+@pytest.fixture
+def open_scratch(scratch: Path) -> Path:
+    """``scratch``, sticky and world-writable as /run/lock and /tmp are."""
+    need_root()
+    os.chmod(scratch, 0o1777)
+    return scratch
+
+
+def test_a_shared_lock_directory_another_user_made_lets_no_second_run_in(
+    open_scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from probetop.probes.core import targetlock
+
+    shared = open_scratch / "probetop"  # as /run/lock/probetop, made first by another user
+    made = _as_nobody("mkdir", "-m", "1777", str(shared))
+    assert made.returncode == 0 and shared.stat().st_uid == NOBODY, made.stderr
+    monkeypatch.setattr(targetlock, "SHARED_DIR", shared)
+    target = open_scratch / "warmup-shared.img"
+    target.write_bytes(b"\0" * 4096)
+    first = TargetLock.for_target(str(target), "iops")
+    first.acquire()
+    try:
+        assert lock_dir() == shared  # still shared: other users' runs see this one
+        assert list(shared.glob("*.lock"))
+        _as_nobody("sh", "-c", f"rm -f '{shared}'/*.lock")  # what its owner may do
+        second = TargetLock.for_target(str(target), "iops")
+        with pytest.raises(targetlock.TargetBusy):
+            second.acquire()
+            second.release()
+    finally:
+        first.release()
+
+
+def test_a_private_lock_directory_in_another_users_directory_is_passed_over(
+    open_scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    from probetop.probes.core import targetlock
+    from probetop.probes.core.base import TargetProbeError
+
+    monkeypatch.setattr(targetlock, "SHARED_DIR", open_scratch / "absent" / "probetop")
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(open_scratch))
+    planted = open_scratch / f"probetop-{os.geteuid()}"  # made before our first run
+    assert _as_nobody("mkdir", "-m", "755", str(planted)).returncode == 0
+    target = open_scratch / "warmup-private.img"
+    target.write_bytes(b"\0" * 4096)
+    first = TargetLock.for_target(str(target), "iops")
+    # Before, ours was made in it: its owner moved it away (``mv``) while a
+    # run held a lock there, and the next run took the same target.
+    with pytest.raises(TargetProbeError, match="no usable lock directory"):
+        first.acquire()
+    assert not (planted / "locks").exists()
