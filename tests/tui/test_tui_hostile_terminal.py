@@ -61,19 +61,21 @@ def settled(text: str) -> bool:
 
 @pytest.mark.parametrize(
     "wrapper",
-    ["stdin-closed", "nohup"],
+    ["stdin-closed", "nohup", "term-dumb"],
 )
 def test_without_a_terminal_on_stdin_it_runs_headless(tmp_path: Path, wrapper: str) -> None:
     """``< /dev/null`` or ``nohup`` (which reads /dev/null and writes
     nohup.out) in a terminal: no dashboard that could not read a key, the
-    headless report instead, exit 0, the recording whole."""
+    headless report instead, exit 0, the recording whole. So with
+    ``TERM=dumb`` (a terminal that cannot draw one: Emacs's shell), said
+    once: before, the dashboard drew there and waited for a q."""
     rec, out = tmp_path / "r.jsonl", tmp_path / "nohup.out"
     run = [EXE, "cpu", "--threads", "1", "--time", "2", "--record", str(rec)]
-    line = (
-        shlex.join(run) + " < /dev/null"
-        if wrapper == "stdin-closed"
-        else shlex.join(["nohup", *run])
-    )
+    line = {
+        "stdin-closed": shlex.join(run) + " < /dev/null",
+        "nohup": shlex.join(["nohup", *run]),
+        "term-dumb": "TERM=dumb " + shlex.join(run) + " 2> err.txt",
+    }[wrapper]
     with shell() as tmux:
         type_line(tmux, f"cd {shlex.quote(str(tmp_path))}; {line}; echo RC=$?")
         text = wait(tmux, ended, "the end")
@@ -81,6 +83,9 @@ def test_without_a_terminal_on_stdin_it_runs_headless(tmp_path: Path, wrapper: s
     report = out.read_text() if wrapper == "nohup" else text
     assert "events per second" in report
     assert footer(rec)["reason"] == "completed"
+    if wrapper == "term-dumb":
+        said = (tmp_path / "err.txt").read_text()
+        assert said.count("running headless: TERM=dumb") == 1, said
 
 
 @pytest.mark.parametrize("wrapper", ["setsid", "script"])

@@ -12,6 +12,7 @@ Contract:
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -237,7 +238,7 @@ class CommonOptions:
     @property
     def wants_headless(self) -> bool:
         """Headless when asked, when --json or --output-format is asked, or when
-        there is no terminal."""
+        there is no terminal (or one that is not ours, or ``TERM=dumb``)."""
         return (
             self.headless
             or self.json
@@ -245,6 +246,7 @@ class CommonOptions:
             or any(a.split("=")[0] == "--output-format" for a in self.argv)
             or not (sys.stdout.isatty() and sys.stdin.isatty())
             or _terminal_not_ours()
+            or _dumb_terminal()
         )
 
     def note_theme_ignored(self) -> None:
@@ -257,6 +259,26 @@ class CommonOptions:
                 "(--headless, --json, or no terminal)",
                 file=sys.stderr,
             )
+
+
+_said_dumb: bool | None = None
+
+
+def _dumb_terminal() -> bool:
+    """``TERM=dumb``: a terminal that says it cannot move the cursor (Emacs's
+    ``M-x shell``, a CI log's pty). A dashboard there was a stream of escape
+    sequences that waited for a q typed blind; the run is headless instead,
+    as without a terminal, said once on stderr."""
+    global _said_dumb
+    if _said_dumb is None:
+        _said_dumb = os.environ.get("TERM") == "dumb"
+        if _said_dumb:
+            print(
+                "probetop: note: running headless: TERM=dumb (a terminal that cannot "
+                "draw a dashboard); set TERM to your terminal's type for one",
+                file=sys.stderr,
+            )
+    return _said_dumb
 
 
 def _terminal_not_ours() -> bool:
