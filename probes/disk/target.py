@@ -7,7 +7,8 @@ character device, FIFO or socket, a file on a kernel pseudo filesystem
 (/proc, /sys ...), a write on a read-only filesystem or device, O_DIRECT not
 supported (falls back to buffered and says so in ``notes`` unless
 ``--direct`` was forced), area smaller than one block or beyond the end,
-direct I/O not aligned as the kernel requires there (``dioalign``: statx's
+a link or file another user planted in a shared directory such as /tmp
+(``core.planted``), direct I/O not aligned as the kernel requires there (``dioalign``: statx's
 DIOALIGN, a device's logical block size, or what the kernel accepts: NFS
 takes 1-byte O_DIRECT). Any other ``OSError`` while checking becomes a
 ``TargetProbeError`` naming the path (``targeterrors.target_errors``): never
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 
 from probetop.probes.core.base import TargetProbeError, UsageProbeError
 from probetop.probes.core.mountinfo import PSEUDO_FILESYSTEMS
+from probetop.probes.core.planted import planted
 from probetop.probes.disk.blockdev import DeviceIdentity, identify
 from probetop.probes.disk.dioalign import dio_alignment
 from probetop.probes.disk.mounts import existing_dir, filesystem_of
@@ -159,6 +161,11 @@ def _resolve(
 
     if bs <= 0:
         raise UsageProbeError("--bs must be at least 1 byte")
+    # Another user's link at /tmp/probetop.img made a root run write (and
+    # grow) the file it named; read or written, the target is not theirs to choose.
+    planted_here = planted(path)
+    if planted_here is not None:
+        raise TargetProbeError(f"{path}: {planted_here}")
     create = False
     notes: list[str] = []
     ident: DeviceIdentity | None

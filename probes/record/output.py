@@ -12,7 +12,8 @@ through it, so each output is
   file or the new one, never half of one; a write error (ENOSPC, EIO) leaves
   the old file as it was and no temporary file behind;
 - through a symlink at ``path``, the file it points to is replaced (the link
-  stays);
+  stays), unless another user planted the link (or owns the file) in a
+  shared directory such as /tmp: ``check_target`` refuses it (``core.planted``);
 - private (0600) unless ``mode`` says otherwise (the textfile is 0644: the
   collector reading it usually runs as another user).
 """

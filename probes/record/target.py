@@ -9,13 +9,18 @@ Contract:
   comes), sockets, directories, kernel filesystems (``/proc``, ``/sys``,
   ``/dev``...), read-only filesystems, directories without permission, a
   full filesystem and a file another probetop holds are all refused with one
-  plain message. It never truncates or leaves anything behind.
+  plain message; so is a link or file another user planted in a shared
+  (sticky, world-writable) directory such as /tmp (``core.planted``: the
+  kernel's protected_symlinks and protected_regular rules, kept whatever
+  its settings). It never truncates or leaves anything behind.
   ``check_recording_path`` also refuses a name ending in another
   compressor's suffix.
-- ``open_target(path)`` opens the target non-blocking and checks the open
-  descriptor again (a FIFO or device swapped in after the check is refused,
-  never written); only then is it truncated and made mode 0600 (recordings
-  may reveal hosts and URLs).
+- ``open_target(path)`` opens the target (the real path ``check_target``
+  returned: a link at it now was swapped in, and is not followed)
+  non-blocking and checks the open descriptor again (a FIFO or device, or
+  another user's file in a shared directory, swapped in after the check is
+  refused, never written); only then is it truncated and made mode 0600
+  (recordings may reveal hosts and URLs).
 - The words and the mount lookup the checks use (``file_kind``,
   ``filesystem_type``, ``PSEUDO_FILESYSTEMS``) are ``core.mountinfo``'s: the
   reader (``rawlines``) refuses the same kinds.
@@ -30,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from probetop.probes.core.mountinfo import PSEUDO_FILESYSTEMS, file_kind, filesystem_type
+from probetop.probes.core.planted import foreign_file, planted
 from probetop.probes.core.targetlock import TargetBusy, TargetLock
 from probetop.probes.record.codec import RecordingError
 
@@ -57,6 +63,10 @@ def check_target(path: str | os.PathLike[str], *, verb: str = "record to") -> st
 
     def refuse(why: str) -> RecordingError:
         return RecordingError(f"cannot {verb} {name}: {why}")
+
+    planted_here = planted(p)  # another user's link or file in /tmp, say
+    if planted_here is not None:
+        raise refuse(planted_here)
 
     # A file another probetop is using (its recording, an IOPS or warm-up
     # target, a checkpoint) is never written over: the same lock as the disk
@@ -144,15 +154,19 @@ def open_target(path: Path) -> int:
     """Open ``path`` for recording: refuse anything but a regular file (checked
     on the open descriptor), then make it private and empty."""
     try:
-        fd = os.open(path, OPEN_FLAGS | os.O_CREAT, 0o600)
+        fd = os.open(path, OPEN_FLAGS | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError as exc:
         raise RecordingError(f"cannot record to {path}: {open_error(path, exc)}") from None
     try:
-        mode = os.fstat(fd).st_mode
+        st = os.fstat(fd)
+        mode = st.st_mode
         if not stat.S_ISREG(mode):
             raise RecordingError(
                 f"cannot record to {path}: it is {file_kind(mode)}, not a regular file"
             )
+        foreign = foreign_file(st, os.path.dirname(os.path.abspath(path)))
+        if foreign is not None:
+            raise RecordingError(f"cannot record to {path}: {foreign}")
         os.fchmod(fd, 0o600)  # an existing file keeps its old mode otherwise
         os.ftruncate(fd, 0)
         os.set_blocking(fd, True)
