@@ -15,8 +15,8 @@ Contract:
   its settings). It never truncates or leaves anything behind.
   ``check_recording_path`` also refuses a name ending in another
   compressor's suffix.
-- ``open_target(path)`` opens the target (the real path ``check_target``
-  returned: a link at it now was swapped in, and is not followed)
+- ``open_target(path)`` opens the target (its real path, without following
+  the last name: a link put there since the check is not followed)
   non-blocking and checks the open descriptor again (a FIFO or device, or
   another user's file in a shared directory, swapped in after the check is
   refused, never written); only then is it truncated and made mode 0600
@@ -153,8 +153,12 @@ def _try_open(real: str, *, exists: bool, refuse: Callable[[str], RecordingError
 def open_target(path: Path) -> int:
     """Open ``path`` for recording: refuse anything but a regular file (checked
     on the open descriptor), then make it private and empty."""
+    # The real path, opened without following its last name: a link put
+    # there since the check was swapped in (a link of the user's own on the
+    # way was resolved, and is followed).
+    real = os.path.realpath(path)
     try:
-        fd = os.open(path, OPEN_FLAGS | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        fd = os.open(real, OPEN_FLAGS | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError as exc:
         raise RecordingError(f"cannot record to {path}: {open_error(path, exc)}") from None
     try:
@@ -164,7 +168,7 @@ def open_target(path: Path) -> int:
             raise RecordingError(
                 f"cannot record to {path}: it is {file_kind(mode)}, not a regular file"
             )
-        foreign = foreign_file(st, os.path.dirname(os.path.abspath(path)))
+        foreign = foreign_file(st, os.path.dirname(real))
         if foreign is not None:
             raise RecordingError(f"cannot record to {path}: {foreign}")
         os.fchmod(fd, 0o600)  # an existing file keeps its old mode otherwise

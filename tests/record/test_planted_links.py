@@ -96,11 +96,14 @@ def test_a_file_another_user_planted_is_not_written(shared: Path, writer: str) -
     assert planted.read_bytes() == b"theirs" and planted.stat().st_uid == NOBODY
 
 
-def test_our_own_link_there_is_still_followed(shared: Path) -> None:
+@pytest.mark.parametrize("writer", ["export", "record"])
+def test_our_own_link_there_is_still_followed(shared: Path, writer: str) -> None:
     """A link of our own in the shared directory is ours to follow, as the
-    kernel's rule has it: ``export --out`` replaces the file it names."""
-    target = shared / "private" / "out.om"
-    (shared / "shared" / "mine.om").symlink_to(target)
-    out = _run(WRITERS["export"], "mine.om", shared / "shared")
+    kernel's rule has it: the file it names is written."""
+    target = shared / "private" / "out"
+    (shared / "shared" / "mine").symlink_to(target)
+    out = _run(WRITERS[writer], "mine", shared / "shared")
     assert out.returncode == 0, out.stderr
-    assert target.read_text().endswith("# EOF\n")
+    text = target.read_text()
+    assert text.endswith("# EOF\n") if writer == "export" else '"type":"footer"' in text
+    assert (shared / "shared" / "mine").is_symlink()
