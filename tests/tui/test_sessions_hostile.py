@@ -574,3 +574,32 @@ def test_a_session_killed_but_not_yet_reaped_is_died_not_running() -> None:
     finally:
         child.kill()
         child.wait(10)
+
+
+def test_a_session_directory_through_a_link_another_user_planted_is_refused(
+    env: dict[str, str],
+) -> None:
+    """``XDG_STATE_HOME`` in a shared directory (sticky, world-writable, as
+    /tmp), where another user (``nobody``) made ``probetop`` a link to a
+    private directory of ours: it passed as private (ours, 0700), and
+    sessions were listed, written and removed there."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as another user (nobody)")
+    shared = Path(env["XDG_STATE_HOME"]).parent / "shared"
+    shared.mkdir(mode=0o1777)
+    os.chmod(shared, 0o1777)
+    os.chmod(shared.parent, 0o755)
+    ours = Path(env["XDG_STATE_HOME"]).parent / "ours"
+    ours.mkdir(mode=0o700)
+    planted = ours / "x.session.json"
+    planted.write_text("{}")
+    made = subprocess.run(
+        ["ln", "-s", str(ours), str(shared / "probetop")],
+        user=65534, group=65534, extra_groups=[], capture_output=True, timeout=30,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    there = dict(env, XDG_STATE_HOME=str(shared))
+    for args in (("ls",), ("rm", "x"), ("stop", "x")):
+        out = forked(there, *args)
+        one_error(out, "is a link that another user (uid 65534) made in")
+    assert planted.exists()

@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from probetop.probes.core.planted import planted
 from probetop.probes.record import redact_argv
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -60,7 +61,13 @@ class SessionError(Exception):
 
 def check_private(path: Path, *, create: bool = True) -> Path:
     """``path`` (created 0700 if missing and ``create``); SessionError unless
-    it is a directory owned by this user that no one else can write."""
+    it is a directory owned by this user that no one else can write, reached
+    through no link another user planted in a shared directory (such a link
+    to a private directory of ours passed: sessions were written and ``rm``
+    deleted files there; ``probes.core.planted``)."""
+    why = planted(path)
+    if why is not None:
+        raise SessionError(f"session directory {path}: {why}")
     try:
         if create:
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
