@@ -19,7 +19,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.options import CommandSpec, Option, OptionValueError, user_path
@@ -45,6 +45,7 @@ from probetop.tui.analysis.stats import TESTS
 from probetop.tui.analysis.svg import Panel, overlay_svg
 from probetop.tui.cli.plan import CommonOptions, RunPlan
 from probetop.tui.run.runner import REPORT_WIDTH
+from probetop.tui.run.termtext import PrintableWriter, printable
 
 
 def _alpha(text: str) -> float:
@@ -368,7 +369,10 @@ def write_plot(path: Path, c: Comparison, a: Session, b: Session, wanted: bool) 
 
 
 def run(plan: RunPlan[CompareSettings], out: TextIO | None = None) -> int:
-    out = out or sys.stdout
+    # Recordings may come from anyone: their strings reach the terminal with
+    # no control in them (tui/run/termtext.py); only our charts have colour.
+    raw = out or sys.stdout  # the charts' own colours
+    out = cast(TextIO, PrintableWriter(raw))
     s = plan.settings
     _SERIES.clear()  # keyed by id(session): never across runs
     checks = resolve(plan.common.assertions, "compare")  # exit 2 on a bad --assert
@@ -377,7 +381,7 @@ def run(plan: RunPlan[CompareSettings], out: TextIO | None = None) -> int:
     a = load_session(s.a)  # RecordingError: exit 2 with its message
     b = load_session(s.b)
     for warning in (*a.warnings, *b.warnings):
-        print(f"probetop: warning: {warning}", file=sys.stderr)
+        print(f"probetop: warning: {printable(warning)}", file=sys.stderr)
     c = compare_sessions(
         a, b, metrics=s.metrics, test=s.test, alpha=s.alpha, force=s.force, passive=s.passive
     )
@@ -392,7 +396,8 @@ def run(plan: RunPlan[CompareSettings], out: TextIO | None = None) -> int:
                 ida, idb = _pair_ids(c, m.probe)
                 pa, pb = _points(a, ida, m.key), _points(b, idb, m.b_key or m.key)
                 if len(pa) > 1 or len(pb) > 1:
-                    out.write(terminal_chart(f"{m.probe}: {m.key}", m.unit, pa, pb, color) + "\n")
+                    title, unit = printable(f"{m.probe}: {m.key}"), printable(m.unit)
+                    raw.write(terminal_chart(title, unit, pa, pb, color) + "\n")
     if s.plot is not None:
         write_plot(s.plot, c, a, b, bool(s.metrics))
         print(f"probetop: charts written to {s.plot}", file=sys.stderr)

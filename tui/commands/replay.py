@@ -11,6 +11,7 @@ from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.record import SessionLoader
 from probetop.tui.cli.plan import CommonOptions, RunPlan
 from probetop.tui.commands.report import print_report
+from probetop.tui.run.termtext import printable
 from probetop.tui.run.viewconfig import Display, ReplayView, parse_speed
 
 SPEC = CommandSpec(
@@ -56,7 +57,7 @@ def run(plan: RunPlan[ReplaySettings]) -> int | ReplayView:
         with loader:
             session = loader.finish()
         for warning in session.warnings:
-            print(f"probetop: warning: {warning}", file=sys.stderr)
+            print(f"probetop: warning: {printable(warning)}", file=sys.stderr)
         return print_report(session, charts=False, as_json=plan.common.json)
     loader.step(HEAD_BYTES)  # a bad line there: RecordingError (it closes the file)
     title = f"probetop replay {plan.settings.file}"

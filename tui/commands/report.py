@@ -17,7 +17,7 @@ import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.core.sample import SeriesEnded, split_key
@@ -27,6 +27,7 @@ from probetop.tui.analysis.assertions import exit_status, print_outcomes, run_as
 from probetop.tui.analysis.axis import axis_ticks
 from probetop.tui.cli.plan import CommonOptions, RunPlan
 from probetop.tui.run.runner import REPORT_WIDTH, stats_table, wrap_words
+from probetop.tui.run.termtext import PrintableWriter, printable
 
 SPEC = CommandSpec(
     name="report",
@@ -238,7 +239,10 @@ def print_report(
     As text, the header lines come first and each probe's section is
     written (and flushed) as soon as it is computed: the first lines of a
     long recording's report appear while the rest is worked out."""
-    out = out or sys.stdout
+    # A recording may come from anyone: its strings reach the terminal with
+    # no control in them (tui/run/termtext.py); only our charts have colour.
+    raw = out or sys.stdout  # the charts' own colours
+    out = cast(TextIO, PrintableWriter(raw))
     footer = session.footer or {}
     probes = session.probes
     by_probe = all_series(session)  # one pass over the samples for every table and chart
@@ -354,8 +358,9 @@ def print_report(
             series = by_probe.get(pid, {})
             for key in sorted(series):
                 if (all_charts or split_key(key)[0] in primary) and len(series[key]) > 1:
-                    unit = units.get(split_key(key)[0], "")
-                    out.write(_chart(f"{pid}: {key}", series[key], unit, color) + "\n")
+                    unit = printable(units.get(split_key(key)[0], ""))
+                    title = printable(f"{pid}: {key}")
+                    raw.write(_chart(title, series[key], unit, color) + "\n")
         out.flush()
     return 0
 
@@ -363,7 +368,7 @@ def print_report(
 def run(plan: RunPlan[ReportSettings]) -> int:
     session = load_session(plan.settings.file)  # RecordingError: exit 2 with its message
     for warning in session.warnings:
-        print(f"probetop: warning: {warning}", file=sys.stderr)
+        print(f"probetop: warning: {printable(warning)}", file=sys.stderr)
     code = print_report(
         session,
         charts=plan.settings.charts,
