@@ -1,4 +1,5 @@
-"""What the tests may do here, checked for real: ICMP sockets.
+"""What the tests may do here, checked for real: ICMP sockets; acting as
+another user (``as_nobody``).
 
 The product needs no root for ICMP: a datagram ICMP socket works for any user
 whose group is in net.ipv4.ping_group_range (probes/icmp/sockets.py). So the
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 
 import pytest
 
@@ -48,3 +50,17 @@ def icmp_mode() -> str:
     """The socket kind ``--socket auto`` picks here: datagram where
     ping_group_range allows it, else raw (probes/icmp/sockets.py)."""
     return "datagram" if DATAGRAM else "raw"
+
+
+NOBODY = 65534
+"""Another real user, for tests of what a second user on the machine can do."""
+
+
+def as_nobody(*command: str) -> subprocess.CompletedProcess[bytes]:
+    """Run ``command`` as ``nobody`` (uid and gid 65534, no other group);
+    the caller must be root (``pytest.skip`` otherwise)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as another user (nobody)")
+    return subprocess.run(
+        command, user=NOBODY, group=NOBODY, extra_groups=[], capture_output=True, timeout=30
+    )

@@ -25,6 +25,7 @@ from pathlib import Path
 import disk_fixtures
 import pytest
 from disk_fixtures import PROBETOP, Layers, need_root, run_cli
+from privilege import NOBODY, as_nobody
 from probetop.probes.core.targetlock import TargetLock, lock_dir, target_keys
 from probetop.probes.disk.refusals import lock_devices
 from probetop.probes.disk.warmup.checkpoint import Checkpoint
@@ -228,21 +229,6 @@ def test_racing_takers_and_removers_never_overlap(tmp_path: Path) -> None:
 # may move it away. Either took a held lock file from under its holder, and
 # the next run on the target went ahead beside it (two destroying runs on
 # one device). The other user is a real one, ``nobody``.
-NOBODY = 65534
-
-
-def _as_nobody(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        command,
-        user=NOBODY,
-        group=NOBODY,
-        extra_groups=[],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-
-
 @pytest.fixture
 def open_scratch(scratch: Path) -> Path:
     """``scratch``, sticky and world-writable as /run/lock and /tmp are."""
@@ -257,7 +243,7 @@ def test_a_shared_lock_directory_another_user_made_lets_no_second_run_in(
     from probetop.probes.core import targetlock
 
     shared = open_scratch / "probetop"  # as /run/lock/probetop, made first by another user
-    made = _as_nobody("mkdir", "-m", "1777", str(shared))
+    made = as_nobody("mkdir", "-m", "1777", str(shared))
     assert made.returncode == 0 and shared.stat().st_uid == NOBODY, made.stderr
     monkeypatch.setattr(targetlock, "SHARED_DIR", shared)
     target = open_scratch / "warmup-shared.img"
@@ -267,7 +253,7 @@ def test_a_shared_lock_directory_another_user_made_lets_no_second_run_in(
     try:
         assert lock_dir() == shared  # still shared: other users' runs see this one
         assert list(shared.glob("*.lock"))
-        _as_nobody("sh", "-c", f"rm -f '{shared}'/*.lock")  # what its owner may do
+        as_nobody("sh", "-c", f"rm -f '{shared}'/*.lock")  # what its owner may do
         second = TargetLock.for_target(str(target), "iops")
         with pytest.raises(targetlock.TargetBusy):
             second.acquire()
@@ -288,7 +274,7 @@ def test_a_private_lock_directory_in_another_users_directory_is_passed_over(
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     monkeypatch.setattr(tempfile, "tempdir", str(open_scratch))
     planted = open_scratch / f"probetop-{os.geteuid()}"  # made before our first run
-    assert _as_nobody("mkdir", "-m", "755", str(planted)).returncode == 0
+    assert as_nobody("mkdir", "-m", "755", str(planted)).returncode == 0
     target = open_scratch / "warmup-private.img"
     target.write_bytes(b"\0" * 4096)
     first = TargetLock.for_target(str(target), "iops")

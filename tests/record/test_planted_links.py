@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from privilege import NOBODY, as_nobody
 
-NOBODY = 65534
 DATA = Path(__file__).resolve().parent.parent / "data" / "demo_session.jsonl"
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 PRECIOUS = b"precious: not probetop's to write\n"
@@ -40,9 +40,7 @@ NAMES = {"record": "r.jsonl", "export": "e.om", "plot": "p.svg", "textfile": "pr
 
 
 def _as_nobody(*command: str) -> None:
-    done = subprocess.run(
-        command, user=NOBODY, group=NOBODY, extra_groups=[], capture_output=True, timeout=30
-    )
+    done = as_nobody(*command)
     assert done.returncode == 0, done.stderr
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from forkserver import run_probetop
+from privilege import as_nobody
 from probetop.probes.record import RecordingError, load_session
 from probetop.tui.sessions.attach import AttachedSession
 from probetop.tui.sessions.control import request
@@ -593,10 +594,7 @@ def test_a_session_directory_through_a_link_another_user_planted_is_refused(
     ours.mkdir(mode=0o700)
     planted = ours / "x.session.json"
     planted.write_text("{}")
-    made = subprocess.run(
-        ["ln", "-s", str(ours), str(shared / "probetop")],
-        user=65534, group=65534, extra_groups=[], capture_output=True, timeout=30,
-    )  # fmt: skip
+    made = as_nobody("ln", "-s", str(ours), str(shared / "probetop"))
     assert made.returncode == 0, made.stderr
     there = dict(env, XDG_STATE_HOME=str(shared))
     for args in (("ls",), ("rm", "x"), ("stop", "x")):
