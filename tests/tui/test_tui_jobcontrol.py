@@ -120,6 +120,22 @@ def wait_job_end(tmux: Tmux, timeout: float = 60.0) -> str:
     return wait(tmux, lambda s: re.search(r"JOBRC=\d+", s) is not None, "the job's end", timeout)
 
 
+def fg_then_quit(tmux: Tmux, view: Callable[[str], bool], timeout: float = 30.0) -> str:
+    """Type ``fg``, wait for the view back (the alternate screen, then
+    ``view`` true of the screen; each within ``timeout``), press q, and
+    check the shell's ``echo RC=$?``: 0, and no traceback on the screen.
+    Returns that last screen."""
+    type_line(tmux, "fg")
+    wait_alternate(tmux, True, timeout=timeout)
+    wait(tmux, view, "the view back", timeout)
+    tmux("send-keys", "-t", "t", "q")
+    wait_alternate(tmux, False)
+    type_line(tmux, "echo RC=$?")
+    text = wait(tmux, ended, "the exit status")
+    assert "RC=0" in text and "Traceback" not in text, text
+    return text
+
+
 def job_ended_as(text: str, said: str, status: str) -> bool:
     """Whether bash's line for the job's end matches ``said`` (``Done``,
     ``Exit 143``) or the status ``wait`` gave matches ``status`` (a regex)."""

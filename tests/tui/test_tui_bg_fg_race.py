@@ -1,0 +1,85 @@
+"""``bg`` then ``fg`` with the job's stop requests racing the waiter's stop,
+at a real interactive bash in tmux (issue 29, job control: after ``fg`` the
+view did not come back in 2-3 of 10 runs beside three busy loops).
+
+After ``bg`` the dashboard gets two SIGCONTs (the shell's, then the one the
+waiter passes on) and, the terminal being the shell's, asks the waiter to
+stop the job after each: two requests for one stop (seen under strace 0.5
+ms and 160 ms apart). The waiter took its signals in a thread that handed
+them to its main loop on a pipe, and dropped at its next SIGCONT the stop
+requests "taken before it". A request the thread had taken while the main
+thread was stopping the job could reach the pipe only after that SIGCONT
+(the thread needs the GIL to write it; the main thread holds it from its
+stop until its next blocking call): the waiter stopped the job once more
+right after ``fg``, the shell took the terminal back, and the dashboard,
+finding it the shell's, stayed suspended.
+
+The race is made certain with no hook in the product: the console script
+runs under a launcher that, in the dashboard process, sends each stop
+request a second time 50 ms later (as the second SIGCONT's re-stop does),
+and, in the waiter, keeps the main thread busy with the GIL held for 0.3 s
+before it stops the job (a waiter's main thread slow to get a CPU: the
+second request arrives inside)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from test_tui_jobcontrol import (
+    fg_then_quit,
+    footer,
+    job_pids,
+    shell,
+    type_line,
+    wait,
+    wait_alternate,
+)
+
+_LAUNCHER = """
+import os, signal, sys, time
+from probetop.tui.sessions import jobcontrol
+sys.argv = ["probetop", *sys.argv[1:]]
+waiter = os.getpid()  # the split's parent: the process the shell waits for
+stop_job, stop_self = jobcontrol.stop_job, jobcontrol._stop_self
+
+def stop_job_twice():
+    stop_job()
+    if os.getpid() != waiter and jobcontrol.waiter_pid() is not None:
+        time.sleep(0.05)  # the second SIGCONT's re-stop, a moment later
+        os.kill(jobcontrol.waiter_pid(), signal.SIGTSTP)
+
+def stop_self_late():
+    if os.getpid() == waiter and jobcontrol.view_suspended():
+        sys.setswitchinterval(30)  # no other thread of the waiter runs Python meanwhile
+        deadline = time.monotonic() + 0.3
+        while time.monotonic() < deadline:
+            pass
+    stop_self()
+
+jobcontrol.stop_job = stop_job_twice
+jobcontrol._stop_self = stop_self_late
+from probetop.tui.fastpath import entry
+entry()
+"""
+
+
+def test_a_second_stop_request_during_the_waiters_stop_does_not_stop_the_job_after_fg(
+    tmp_path: Path,
+) -> None:
+    launcher = tmp_path / "probetop_twice.py"  # "probetop" in its name: job_pids finds it
+    launcher.write_text(_LAUNCHER)
+    rec = tmp_path / "r.jsonl"
+    with shell() as tmux:
+        type_line(tmux, f"{sys.executable} {launcher} cpu --threads 1 --time 120 --record {rec}")
+        wait(tmux, lambda s: "events/s" in s, "the dashboard", 90)
+        waiter, _child = job_pids(tmux)
+        tmux("send-keys", "-t", "t", "C-z")
+        wait(tmux, lambda s: "Stopped" in s and "$ " in s, "stopped as a job")
+        wait_alternate(tmux, False)
+        type_line(tmux, "bg")
+        type_line(tmux, "sleep 2; jobs -l")  # the re-stop and its second request are done
+        wait(tmux, lambda s: f"{waiter} Stopped" in s, "stopped again after bg")
+        text = fg_then_quit(tmux, lambda s: "events/s" in s and s.startswith("probetop"))
+        assert "Stopped" not in text.split("$ fg")[-1], text  # not stopped again after fg
+    assert footer(rec)["reason"] == "completed"
