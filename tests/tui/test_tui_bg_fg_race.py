@@ -15,11 +15,10 @@ right after ``fg``, the shell took the terminal back, and the dashboard,
 finding it the shell's, stayed suspended.
 
 The race is made certain with no hook in the product: the console script
-runs under a launcher that, in the dashboard process, sends each stop
-request a second time 50 ms later (as the second SIGCONT's re-stop does),
-and, in the waiter, keeps the main thread busy with the GIL held for 0.3 s
-before it stops the job (a waiter's main thread slow to get a CPU: the
-second request arrives inside)."""
+runs under a launcher that holds the waiter's main thread, busy with the
+GIL held (a waiter slow to get a CPU), between the first request it read
+and its stop, while the dashboard sends a second request (as the second
+SIGCONT's re-stop does); the two sides meet on a page they share."""
 
 from __future__ import annotations
 
@@ -37,24 +36,35 @@ from test_tui_jobcontrol import (
 )
 
 _LAUNCHER = """
-import os, signal, sys, time
+import mmap, os, signal, sys, threading, time
 from probetop.tui.sessions import jobcontrol
 sys.argv = ["probetop", *sys.argv[1:]]
 waiter = os.getpid()  # the split's parent: the process the shell waits for
+mark = mmap.mmap(-1, 1)  # shared by both sides of the split: 1 held, 2 sent
 stop_job, stop_self = jobcontrol.stop_job, jobcontrol._stop_self
 
-def stop_job_twice():
+def second_request():
+    deadline = time.monotonic() + 5
+    while mark[0] != 1:  # until the waiter holds, its first request read
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.005)
+    os.kill(jobcontrol.waiter_pid(), signal.SIGTSTP)
+    mark[0] = 2
+
+def stop_job_twice():  # the dashboard: a second request, as the second SIGCONT makes
     stop_job()
     if os.getpid() != waiter and jobcontrol.waiter_pid() is not None:
-        time.sleep(0.05)  # the second SIGCONT's re-stop, a moment later
-        os.kill(jobcontrol.waiter_pid(), signal.SIGTSTP)
+        threading.Thread(target=second_request, daemon=True).start()
 
-def stop_self_late():
+def stop_self_late():  # the waiter: slow to stop, its main thread holding the GIL
     if os.getpid() == waiter and jobcontrol.view_suspended():
-        sys.setswitchinterval(30)  # no other thread of the waiter runs Python meanwhile
-        deadline = time.monotonic() + 0.3
-        while time.monotonic() < deadline:
+        sys.setswitchinterval(30)  # no other thread of it runs Python meanwhile
+        mark[0] = 1
+        deadline = time.monotonic() + 5
+        while mark[0] != 2 and time.monotonic() < deadline:
             pass
+        mark[0] = 0
     stop_self()
 
 jobcontrol.stop_job = stop_job_twice
@@ -67,9 +77,16 @@ entry()
 def test_a_second_stop_request_during_the_waiters_stop_does_not_stop_the_job_after_fg(
     tmp_path: Path,
 ) -> None:
+    """Ctrl-Z then ``fg``, then Ctrl-Z, ``bg`` and ``fg``: each stop gets a
+    second request while the waiter is stopping; the view comes back after
+    each ``fg`` and q ends the run. (With the second request pending when
+    the waiter unblocked SIGTSTP to stop itself, the kernel stopped it
+    there, and the SIGTSTP it then sent itself stopped it once more at the
+    next SIGCONT: after the first ``fg``.)"""
     launcher = tmp_path / "probetop_twice.py"  # "probetop" in its name: job_pids finds it
     launcher.write_text(_LAUNCHER)
     rec = tmp_path / "r.jsonl"
+    view = lambda s: "events/s" in s and s.startswith("probetop")  # noqa: E731
     with shell() as tmux:
         type_line(tmux, f"{sys.executable} {launcher} cpu --threads 1 --time 120 --record {rec}")
         wait(tmux, lambda s: "events/s" in s, "the dashboard", 90)
@@ -77,9 +94,14 @@ def test_a_second_stop_request_during_the_waiters_stop_does_not_stop_the_job_aft
         tmux("send-keys", "-t", "t", "C-z")
         wait(tmux, lambda s: "Stopped" in s and "$ " in s, "stopped as a job")
         wait_alternate(tmux, False)
+        type_line(tmux, "fg")
+        wait_alternate(tmux, True)
+        wait(tmux, view, "the view back after Ctrl-Z and fg")
+        tmux("send-keys", "-t", "t", "C-z")
+        wait_alternate(tmux, False)
         type_line(tmux, "bg")
         type_line(tmux, "sleep 2; jobs -l")  # the re-stop and its second request are done
         wait(tmux, lambda s: f"{waiter} Stopped" in s, "stopped again after bg")
-        text = fg_then_quit(tmux, lambda s: "events/s" in s and s.startswith("probetop"))
+        text = fg_then_quit(tmux, view)
         assert "Stopped" not in text.split("$ fg")[-1], text  # not stopped again after fg
     assert footer(rec)["reason"] == "completed"
