@@ -493,41 +493,32 @@ def test_an_attached_view_suspends_and_resumes(monkeypatch: pytest.MonkeyPatch) 
 
 
 async def test_job_signals_are_handled_on_the_event_loop_in_order() -> None:
-    """A SIGTSTP or SIGCONT is handled on the event loop, never inside the
-    Python signal handler: that handler can run between any two bytecodes
-    of the main thread, in the middle of Textual's message queues or of this
-    driver's own resume, where the second SIGCONT of an ``fg`` (the shell's,
-    then the waiter's) landed and started the view a second time. And in the
-    order the signals came, stop signals included: bash's ``kill %1`` on a
-    stopped job is a SIGTERM then a SIGCONT, and the SIGCONT's callback,
-    run first (it was queued from its handler, the SIGTERM's only once
-    asyncio read its wake-up byte), found the terminal the shell's and
-    stopped the job again before the SIGTERM could end it."""
+    """A SIGTSTP or SIGCONT is handled on the event loop, in the order they
+    came, never inside the Python signal handler: that handler can run
+    between any two bytecodes of the main thread, in the middle of Textual's
+    message queues or of this driver's own resume, where the second SIGCONT
+    of an ``fg`` (the shell's, then the waiter's) landed and started the
+    view a second time."""
     import asyncio
 
-    from probetop.tui.run.livesession import forget_in_loop
     from probetop.tui.ui.quietdriver import QuietLinuxDriver
     from textual.app import App
 
-    loop = asyncio.get_running_loop()
-    sigs = (signal.SIGTSTP, signal.SIGCONT, signal.SIGTERM, signal.SIGTTOU, signal.SIGTTIN)
-    saved = {sig: signal.getsignal(sig) for sig in sigs}
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTSTP, signal.SIGCONT)}
     driver = QuietLinuxDriver(App())
     handled: list[str] = []
     try:
         driver._on_sigtstp = lambda: handled.append("TSTP")  # type: ignore[method-assign]
         driver._on_sigcont = lambda: handled.append("CONT")  # type: ignore[method-assign]
-        loop.add_signal_handler(signal.SIGTERM, handled.append, "TERM")  # as a run's own
-        for sig in (signal.SIGTSTP, signal.SIGTERM, signal.SIGCONT, signal.SIGCONT):
-            os.kill(os.getpid(), sig)  # each handled by Python in the main thread, here
+        for sig in (signal.SIGTSTP, signal.SIGCONT, signal.SIGCONT):
+            handler = signal.getsignal(sig)
+            assert callable(handler)
+            handler(sig, None)  # as Python runs it: in the main thread, anywhere
         assert handled == [], "a job signal was handled inside its signal handler"
-        deadline = time.monotonic() + 10
-        while len(handled) < 4 and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        assert handled == ["TSTP", "TERM", "CONT", "CONT"]
+        await asyncio.sleep(0)
+        assert handled == ["TSTP", "CONT", "CONT"]
     finally:
         for sig, handler in saved.items():
-            forget_in_loop(loop, sig)
             signal.signal(sig, handler)
         for fd in (driver._wake_r, driver._wake_w):
             os.close(fd)

@@ -137,7 +137,7 @@ def remove_stop_signal_handlers(handled: HandledSignals) -> None:
             with contextlib.suppress(OSError, RuntimeError, ValueError, TypeError):
                 signal.signal(sig, previous)
                 swapped = True
-        if loop is None or (swapped and forget_in_loop(loop, sig)):
+        if loop is None or (swapped and _forget_in_loop(loop, sig)):
             continue
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.remove_signal_handler(sig)  # resets it: SIGINT raises, the others SIG_DFL
@@ -147,7 +147,7 @@ def remove_stop_signal_handlers(handled: HandledSignals) -> None:
     handled.clear()
 
 
-def forget_in_loop(loop: asyncio.AbstractEventLoop, sig: int) -> bool:
+def _forget_in_loop(loop: asyncio.AbstractEventLoop, sig: int) -> bool:
     """Drop ``sig`` from the loop's handlers without resetting the signal's
     disposition, as ``remove_signal_handler`` would (it sets SIG_DFL); False
     where the loop keeps them elsewhere (the caller then removes it the

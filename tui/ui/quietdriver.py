@@ -27,9 +27,8 @@ from the background (no SIGTTOU, no SIGTTIN). A dashboard that ends while
 suspended leaves the terminal alone (the shell owns it) and continues the
 waiter so it can exit; once closed, the driver ignores SIGTSTP (the process
 is printing its report and exiting: no view to suspend or start again).
-The two signals are handled on the event loop, in the order they came with
-the stop signals (SIGINT, SIGTERM, SIGHUP): all of them are asyncio's
-signal handlers (``_dispatch_in_arrival_order`` says why). SIGTTOU and
+The two signals are handled on the event loop, in the order they came; the
+signal handler only queues them (``_on_job_signal`` says why). SIGTTOU and
 SIGTTIN in the foreground (a ``kill``: the kernel sends them only to the
 background) are a Ctrl-Z; in the background they stop the process, as
 their default action and Textual's handler do.
@@ -49,7 +48,6 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core import stopsignals
-from probetop.tui.run.livesession import forget_in_loop
 from probetop.tui.sessions import jobcontrol
 from textual._parser import ParseError
 from textual._time import get_time
@@ -87,6 +85,9 @@ def _parser_timeout(parser: XTermParser) -> float | None:
     return max(0.0, deadline - get_time())
 
 
+RESTOP_AFTER_S = 0.1  # _on_sigcont: a stop signal that came with the SIGCONT is handled first
+
+
 class QuietLinuxDriver(LinuxDriver):
     """``LinuxDriver`` with a blocking input thread; see the module docstring."""
 
@@ -112,7 +113,6 @@ class QuietLinuxDriver(LinuxDriver):
         # a SIGCONT from the background then does not stop the job again.
         self.ending: Callable[[], bool] | None = None
         self._take_tty_signals()
-        self._dispatch_in_arrival_order()
 
     def _take_tty_signals(self) -> None:
         """SIGTTOU and SIGTTIN (Textual's start_application_mode leaves them
@@ -136,36 +136,6 @@ class QuietLinuxDriver(LinuxDriver):
         os.kill(os.getpid(), signal.SIGSTOP)
 
     # -- job control (module docstring) ---------------------------------
-    def _dispatch_in_arrival_order(self) -> None:
-        """SIGTSTP and SIGCONT become asyncio signal handlers, as the stop
-        signals are (``livesession.add_stop_signal_handlers``): the loop
-        runs each one's callback in the order the signals arrived (asyncio
-        reads them, one byte per signal, from the wake-up pipe the C-level
-        handler writes to). bash's ``kill %1`` on a stopped job sends
-        SIGTERM, then SIGCONT: the SIGTERM's callback has run, the run is
-        ending, when the SIGCONT's finds the terminal the shell's, so it
-        does not stop the job again. Queued from their own handlers instead
-        (``call_soon_threadsafe``), a SIGCONT's callback ran before the
-        SIGTERM's (asyncio queues a signal's callback only once it reads
-        the wake-up pipe): the re-stop then had to wait 0.1 s for it, a
-        guess a loaded machine could miss. Where asyncio cannot take them
-        (no running loop in the main thread) the handlers queue them as
-        before."""
-        try:
-            for sig in (signal.SIGTSTP, signal.SIGCONT):
-                self._loop.add_signal_handler(sig, self._job_signal, sig)
-                # asyncio's own Python-level handler does nothing; this one
-                # counts the signal for the waiter as it arrives.
-                signal.signal(sig, self._note_job_signal)
-        except (NotImplementedError, RuntimeError, ValueError):
-            for sig in (signal.SIGTSTP, signal.SIGCONT):
-                forget_in_loop(self._loop, sig)
-                signal.signal(sig, self._on_job_signal)
-
-    def _note_job_signal(self, signum: int, _frame: FrameType | None) -> None:
-        """SIGTSTP or SIGCONT arrived (its callback is queued by asyncio)."""
-        stopsignals.note(signum)  # the waiter passes on no copy of one we got ourselves
-
     def _on_job_signal(self, signum: int, _frame: FrameType | None) -> None:
         """The handler of SIGTSTP and SIGCONT: hand the signal to the event
         loop, in order. A Python handler runs between any two bytecodes of
@@ -182,9 +152,7 @@ class QuietLinuxDriver(LinuxDriver):
     # Textual's LinuxDriver.__init__ installs these two as the SIGTSTP and
     # SIGCONT handlers. Its own stop the whole process (SIGSTOP), not the
     # job: replaced only after its __init__, a Ctrl-Z in between (the view
-    # starting) stopped the dashboard alone and the job never stopped. A
-    # stop queued there is handled on the loop all the same; asyncio takes
-    # the two signals over right after (``_dispatch_in_arrival_order``).
+    # starting) stopped the dashboard alone and the job never stopped.
     _sigtstp_application = _on_job_signal
     _sigcont_application = _on_job_signal
 
@@ -210,15 +178,15 @@ class QuietLinuxDriver(LinuxDriver):
         if not self.view_suspended:
             return  # a bare SIGSTOP/SIGCONT: the view never left
         if not jobcontrol.in_foreground(self.fileno):
-            # `bg`: stopped again, the view stays away. The shell gives the
-            # terminal to the job before it continues it for `fg`, so the
-            # terminal's foreground tells them apart at any delay. A
-            # terminal that hung up (the shell continues its stopped jobs to
-            # deliver SIGHUP) is no foreground either: the hangup ends the
-            # run. `kill %1` is a SIGTERM then a SIGCONT (bash continues a
-            # stopped job it signals): its callback came first, and the run
-            # is ending (``_dispatch_in_arrival_order``).
-            self._stop_again()
+            # `bg`: stopped again, the view stays away. A terminal that hung
+            # up (the shell continues its stopped jobs to deliver SIGHUP) is
+            # no foreground either: the hangup ends the run. `kill %1` is a
+            # SIGTERM then a SIGCONT (bash continues a stopped job it
+            # signals): stopped again at once, a suspended replay or attached
+            # view (no waiter: the process itself stops) never acted on the
+            # SIGTERM, and stayed stopped until `fg`. So look again once the
+            # loop has run the stop signal's callback (it came first).
+            self._loop.call_later(RESTOP_AFTER_S, self._stop_again)
             return
         self.resume_application_mode()
         if not self.view_suspended:
@@ -227,15 +195,14 @@ class QuietLinuxDriver(LinuxDriver):
                 self.on_resume()
 
     def _stop_again(self) -> None:
-        """``_on_sigcont`` in the background: stop the job again unless a
-        stop signal is ending the run. A second request (the shell's SIGCONT
-        and the one the waiter passes on each make one) is answered by the
-        same stop (``jobcontrol._stop_self``)."""
-        if self.ending is not None and self.ending():
+        """``_on_sigcont`` in the background: stop the job again unless the
+        view came back meanwhile or a stop signal is ending the run."""
+        if not self.view_suspended or (self.ending is not None and self.ending()):
             return
         if stopsignals.pending() is not None:  # before the view's handlers: it ends the run
             return
-        jobcontrol.stop_job()
+        if not jobcontrol.in_foreground(self.fileno):
+            jobcontrol.stop_job()
 
     def suspend_application_mode(self) -> None:
         """Restore the terminal and stop writing; the wake-up pipe stays
@@ -366,13 +333,9 @@ class QuietLinuxDriver(LinuxDriver):
             jobcontrol.continue_job()  # ended while suspended: the waiter collects us
         # No view left to suspend or redraw: a Ctrl-Z while the report prints
         # is ignored (the process is about to exit) rather than starting
-        # application mode again on SIGCONT. Put in first, then asyncio
-        # forgets the two (its remove_signal_handler would set SIG_DFL, and
-        # a Ctrl-Z in between would stop this process alone).
+        # application mode again on SIGCONT.
         signal.signal(signal.SIGTSTP, signal.SIG_IGN)
         signal.signal(signal.SIGCONT, signal.SIG_DFL)
-        for sig in (signal.SIGTSTP, signal.SIGCONT):
-            forget_in_loop(self._loop, sig)
         signal.signal(signal.SIGTTOU, signal.SIG_DFL)  # a report written from the background
         signal.signal(signal.SIGTTIN, signal.SIG_DFL)
         for fd in (self._wake_r, self._wake_w):
