@@ -13,7 +13,8 @@ starts:
   runs a thread: ``None, why``). The PARENT, the process the shell started,
   becomes the WAITER: it runs no probe; SIGINT, SIGTERM and SIGHUP sent to it
   are passed on to the run, with SIGTSTP for a dashboard
-  (tui/sessions/jobcontrol.py). One user action is one handling: a signal
+  (tui/sessions/jobcontrol.py); its main loop reads them, each with its
+  sender, from a signalfd (``_signal_fd`` says why). One user action is one handling: a signal
   the run got itself is not passed on -- typed at the terminal (the kernel
   sends a Ctrl-C or Ctrl-Z to the whole foreground process group), or sent
   to the whole process group (``kill -- -PGID``, ``timeout``), which the run
