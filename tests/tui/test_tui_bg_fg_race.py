@@ -24,7 +24,7 @@ with the GIL held (a waiter slow to get a CPU), between the first request
 it read and its stop, while the dashboard sends a second request (as the
 second SIGCONT's re-stop does); the two sides meet on a page they share.
 On the old waiter it failed 4 runs of 5 (the hand-over at the SIGCONT is
-itself a race), with the old stop order 1 of 1."""
+itself a race), with the old stop order 4 of 4."""
 
 from __future__ import annotations
 
