@@ -212,11 +212,6 @@ SERIAL_TESTS = frozenset(
         # every interval's request rate within 15 % of -i's: a request sent
         # late by a busy machine reads 1.6/s for 2/s (CI run 61, parallel pass)
         "icmp/test_icmp_last_interval.py::test_every_interval_of_a_count_reads_the_rate_asked",
-        # bg then fg: the view did not come back in 30 s in 2-3 of 10 runs beside
-        # three busy loops, before and after the start-up Ctrl-Z changes alike
-        # (CI run 62): an open bug under load (the 0.1 s re-stop heuristic is the
-        # suspect), run alone until it is fixed
-        "tui/test_tui_jobcontrol.py::test_ctrl_z_fg_and_bg_as_in_vim_while_the_probes_record_on",
         "icmp/test_icmp_probe.py::test_rtt_means_what_ping_means",
         # a loop device's read counters in /sys/block/NAME/stat against ours:
         # beside other workers, something read 3 % more of one (written

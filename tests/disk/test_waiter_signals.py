@@ -166,8 +166,8 @@ def test_a_group_signal_noted_by_the_run_before_the_waiters_copy_is_handled_once
 ):
     """The race, made deterministic: a signal sent to the whole group reaches
     the run, which notes it, and the waiter's loop does its accounting
-    before the waiter's own copy is handed over (the reader thread took it
-    between the loop's select and its accounting). The accounting used to
+    before the waiter's own copy is read (it was queued between the loop's
+    select and its accounting). The accounting used to
     take the run's receipt for a kill of the run's own PID, so the copy that
     came next was passed on: two stops for one action (~1 in 10^4 runs).
     The same steps, in that order, on the waiter's own functions: nothing
@@ -184,7 +184,7 @@ def test_a_group_signal_noted_by_the_run_before_the_waiters_copy_is_handled_once
         waiter._account(ending, waiter.FORWARDED)  # a quiet loop: nothing noted
         stopsignals.note(sigint)  # the run's copy of the group's SIGINT
         waiter._account(ending, waiter.FORWARDED)  # the loop, before the waiter's copy
-        waiter._on_signal(run.pid, ending, sigint, 0, os.getpid() + 1, lambda: None)
+        waiter._on_signal(run.pid, ending, sigint, 0, os.getpid() + 1)
         time.sleep(0.3)
         assert run.poll() is None, "the waiter's copy was passed on: a second stop"
     with sleeper() as run:
@@ -193,5 +193,5 @@ def test_a_group_signal_noted_by_the_run_before_the_waiters_copy_is_handled_once
         waiter._account(ending, waiter.FORWARDED)
         time.sleep(waiter.DEDUP_S + 0.05)
         waiter._account(ending, waiter.FORWARDED)  # explained by no copy: the run's own
-        waiter._on_signal(run.pid, ending, sigint, 0, os.getpid() + 1, lambda: None)
+        waiter._on_signal(run.pid, ending, sigint, 0, os.getpid() + 1)
         assert run.wait(timeout=10) == -sigint, "a stop sent to the waiter alone was dropped"

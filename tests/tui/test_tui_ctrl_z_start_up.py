@@ -43,12 +43,14 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from signal import SIGTERM, SIGTSTP
 
 import pytest
 from test_tui_jobcontrol import (
     alternate,
+    fg_then_quit,
     footer,
     gone,
     job_pids,
@@ -124,6 +126,20 @@ def blocked(pid: int) -> int:
     return 0
 
 
+@pytest.fixture
+def held_at(tmp_path: Path) -> Callable[[str], tuple[str, Path]]:
+    """``held_at(point)``: the command that runs probetop held at ``point``
+    (``_LAUNCHER``, for ``PAUSE_S``) and the marker file it writes there."""
+    launcher = tmp_path / "probetop_at.py"  # "probetop" in its name: job_pids finds it
+    launcher.write_text(_LAUNCHER)
+    marker = tmp_path / "at"
+
+    def held(point: str) -> tuple[str, Path]:
+        return f"{sys.executable} {launcher} {point} {marker} {PAUSE_S}", marker
+
+    return held
+
+
 def wait_marker(marker: Path, timeout: float = 90.0) -> int:
     deadline = time.monotonic() + timeout
     while True:
@@ -138,13 +154,10 @@ def wait_marker(marker: Path, timeout: float = 90.0) -> int:
     "point", ["before-fork", "child-after-fork", "find-library", "textual-driver"]
 )
 def test_a_stop_at_a_named_moment_of_start_up_stops_the_job_and_fg_resumes_it(
-    point: str, how: str, tmp_path: Path
+    point: str, how: str, tmp_path: Path, held_at: Callable[[str], tuple[str, Path]]
 ) -> None:
-    launcher = tmp_path / "probetop_at.py"  # "probetop" in its name: job_pids finds it
-    launcher.write_text(_LAUNCHER)
-    marker = tmp_path / "at"
+    run, marker = held_at(point)
     rec = tmp_path / "r.jsonl"
-    run = f"{sys.executable} {launcher} {point} {marker} {PAUSE_S}"
     with shell(width=100, height=30) as tmux:
         type_line(tmux, f"{run} cpu --threads 1 --time 120 --record {rec}")
         wait_marker(marker)
@@ -172,30 +185,20 @@ def test_a_stop_at_a_named_moment_of_start_up_stops_the_job_and_fg_resumes_it(
             os.kill(wait_marker(marker) if point == "before-fork" else job_pids(tmux)[0], SIGTSTP)
         wait(tmux, lambda s: "Stopped" in s, "stopped as a job", 90)
         wait_alternate(tmux, False)
-        type_line(tmux, "fg")
-        wait_alternate(tmux, True, timeout=90)
-        wait(tmux, lambda s: "events/s" in s and s.startswith("probetop"), "the view", 90)
-        tmux("send-keys", "-t", "t", "q")
-        wait_alternate(tmux, False)
-        type_line(tmux, "echo RC=$?")
-        text = wait(tmux, lambda s: re.search(r"RC=\d", s) is not None, "the exit status")
-        assert "RC=0" in text and "Traceback" not in text, text
+        fg_then_quit(tmux, lambda s: "events/s" in s and s.startswith("probetop"), 90)
     assert footer(rec)["reason"] == "completed"
 
 
 def test_a_stop_signal_between_the_sessions_opening_and_its_handlers_says_so_in_the_footer(
-    tmp_path: Path,
+    tmp_path: Path, held_at: Callable[[str], tuple[str, Path]]
 ) -> None:
     """A SIGTERM after the live session was opened, before it put its own
     handlers in (what ``kill %1`` met after a Ctrl-Z during start-up, about 1
     run in 30 under load): the start-up handler ends the app, exit 143 as
     said, but the recording's footer said "aborted" (read as a crash, not the
     signal). Now "interrupted (SIGTERM)", as for a signal a moment later."""
-    launcher = tmp_path / "probetop_at.py"
-    launcher.write_text(_LAUNCHER)
-    marker = tmp_path / "at"
+    run, marker = held_at("live-session-opened")
     rec = tmp_path / "r.jsonl"
-    run = f"{sys.executable} {launcher} live-session-opened {marker} {PAUSE_S}"
     with shell(width=100, height=30) as tmux:
         type_line(tmux, f"{run} cpu --threads 1 --time 120 --record {rec}")
         held = wait_marker(marker)
@@ -211,15 +214,12 @@ def test_a_stop_signal_between_the_sessions_opening_and_its_handlers_says_so_in_
 
 @pytest.mark.parametrize("how", ["C-z", "kill -TSTP"])
 def test_a_stop_while_a_replays_driver_starts_stops_it_and_fg_resumes_it(
-    how: str, tmp_path: Path
+    how: str, held_at: Callable[[str], tuple[str, Path]]
 ) -> None:
     """A replay has no waiter: the process itself is the job and stops, as
     vim does. Right after Textual's driver ``__init__`` its handler (SIGSTOP)
     was in: the same lost stop as a live dashboard's (``textual-driver``)."""
-    launcher = tmp_path / "probetop_at.py"
-    launcher.write_text(_LAUNCHER)
-    marker = tmp_path / "at"
-    run = f"{sys.executable} {launcher} textual-driver {marker} {PAUSE_S}"
+    run, marker = held_at("textual-driver")
     with shell(width=100, height=30) as tmux:
         type_line(tmux, f"{run} replay {DEMO_FILE}")
         pid = wait_marker(marker)
@@ -229,10 +229,4 @@ def test_a_stop_while_a_replays_driver_starts_stops_it_and_fg_resumes_it(
             os.kill(pid, SIGTSTP)
         wait(tmux, lambda s: "Stopped" in s, "stopped as a job", 90)
         wait_alternate(tmux, False)
-        type_line(tmux, "fg")
-        wait(tmux, lambda s: "replay" in s and "system.cpu" in s, "the replay", 90)
-        tmux("send-keys", "-t", "t", "q")
-        wait_alternate(tmux, False)
-        type_line(tmux, "echo RC=$?")
-        text = wait(tmux, lambda s: re.search(r"RC=\d", s) is not None, "the exit status")
-        assert "RC=0" in text and "Traceback" not in text, text
+        fg_then_quit(tmux, lambda s: "replay" in s and "system.cpu" in s, 90)

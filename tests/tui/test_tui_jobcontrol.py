@@ -120,6 +120,29 @@ def wait_job_end(tmux: Tmux, timeout: float = 60.0) -> str:
     return wait(tmux, lambda s: re.search(r"JOBRC=\d+", s) is not None, "the job's end", timeout)
 
 
+def fg_then_quit(
+    tmux: Tmux,
+    view: Callable[[str], bool],
+    timeout: float = 30.0,
+    on_view: Callable[[str], None] | None = None,
+) -> str:
+    """Type ``fg``, wait for the view back (the alternate screen, then
+    ``view`` true of the screen; each within ``timeout``; ``on_view`` gets
+    that screen), press q, and check the shell's ``echo RC=$?``: 0, and no
+    traceback on the screen. Returns that last screen."""
+    type_line(tmux, "fg")
+    wait_alternate(tmux, True, timeout=timeout)
+    shown = wait(tmux, view, "the view back", timeout)
+    if on_view is not None:
+        on_view(shown)
+    tmux("send-keys", "-t", "t", "q")
+    wait_alternate(tmux, False)
+    type_line(tmux, "echo RC=$?")
+    text = wait(tmux, ended, "the exit status")
+    assert "RC=0" in text and "Traceback" not in text, text
+    return text
+
+
 def job_ended_as(text: str, said: str, status: str) -> bool:
     """Whether bash's line for the job's end matches ``said`` (``Done``,
     ``Exit 143``) or the status ``wait`` gave matches ``status`` (a regex)."""
@@ -215,16 +238,14 @@ def test_ctrl_z_fg_and_bg_as_in_vim_while_the_probes_record_on(tmp_path: Path) -
         assert grows(rec)
         tmux("set", "-t", "t", "window-size", "manual")
         tmux("resize-window", "-t", "t", "-x", "90", "-y", "26")  # while suspended
-        type_line(tmux, "fg")
-        wait_alternate(tmux, True)
-        text = wait(tmux, lambda s: "events/s" in s and "^p" in s.rstrip()[-12:], "redrawn")
-        rows = text.splitlines()
-        assert rows[0].startswith("probetop") and all(len(row) <= 90 for row in rows)
-        tmux("send-keys", "-t", "t", "q")
-        wait_alternate(tmux, False)
-        type_line(tmux, "echo RC=$?")
-        text = wait(tmux, ended, "the exit status")
-        assert "RC=0" in text and "Traceback" not in text
+
+        def at_the_new_size(text: str) -> None:
+            rows = text.splitlines()
+            assert rows[0].startswith("probetop") and all(len(row) <= 90 for row in rows)
+
+        fg_then_quit(
+            tmux, lambda s: "events/s" in s and "^p" in s.rstrip()[-12:], on_view=at_the_new_size
+        )
     assert footer(rec)["reason"] == "completed"
 
 
@@ -311,14 +332,7 @@ def test_a_stray_ttou_or_ttin_in_the_foreground_is_a_ctrl_z(sig: str, tmp_path: 
         wait_alternate(tmux, False)
         assert state(waiter) == "T" and state(child) in ("S", "R"), (state(waiter), state(child))
         assert grows(rec), "the recording stopped"
-        type_line(tmux, "fg")
-        wait_alternate(tmux, True)
-        wait(tmux, lambda s: "events/s" in s and s.startswith("probetop"), "the view back")
-        tmux("send-keys", "-t", "t", "q")
-        wait_alternate(tmux, False)
-        type_line(tmux, "echo RC=$?")
-        text = wait(tmux, ended, "the exit status")
-        assert "RC=0" in text and "Traceback" not in text, text
+        fg_then_quit(tmux, lambda s: "events/s" in s and s.startswith("probetop"))
     assert footer(rec)["reason"] == "completed"
 
 
@@ -413,13 +427,7 @@ def test_a_replay_suspends_and_resumes() -> None:
         wait(tmux, lambda s: "replay" in s and "system.cpu" in s, "the replay")
         tmux("send-keys", "-t", "t", "C-z")
         wait(tmux, lambda s: "Stopped" in s, "stopped as a job")
-        type_line(tmux, "fg")
-        wait_alternate(tmux, True)
-        wait(tmux, lambda s: "replay" in s and "system.cpu" in s, "redrawn")
-        tmux("send-keys", "-t", "t", "q")
-        wait_alternate(tmux, False)
-        type_line(tmux, "echo RC=$?")
-        assert "RC=0" in wait(tmux, ended, "the exit status")
+        fg_then_quit(tmux, lambda s: "replay" in s and "system.cpu" in s)
 
 
 def test_no_suspend_where_no_shell_could_resume_it() -> None:

@@ -20,6 +20,7 @@ import pytest
 from test_tui_jobcontrol import (
     EXE,
     alternate,
+    fg_then_quit,
     footer,
     job_ended_as,
     job_pids,
@@ -110,14 +111,7 @@ def test_ctrl_z_during_start_up_suspends_once_the_view_is_up(tmp_path: Path) -> 
         tmux("send-keys", "-t", "t", "C-z")
         wait(tmux, lambda s: "Stopped" in s, "stopped as a job", 90)
         wait_alternate(tmux, False)
-        type_line(tmux, "fg")
-        wait_alternate(tmux, True)
-        wait(tmux, lambda s: "events/s" in s and s.startswith("probetop"), "the view")
-        tmux("send-keys", "-t", "t", "q")
-        wait_alternate(tmux, False)
-        type_line(tmux, "echo RC=$?")
-        text = wait(tmux, lambda s: re.search(r"RC=\d", s) is not None, "the exit status")
-        assert "RC=0" in text and "Traceback" not in text, text
+        fg_then_quit(tmux, lambda s: "events/s" in s and s.startswith("probetop"))
     assert footer(rec)["reason"] == "completed"
 
 

@@ -49,7 +49,6 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
 
 from probetop.probes.core import stopsignals
 
@@ -89,9 +88,7 @@ def _set_flag(value: int) -> None:
         _flag[_SUSPENDED] = value
 
 
-def waiter_tstp(
-    child: int, *, from_run: bool, got_it: bool, on_continued: Callable[[], None]
-) -> bool:
+def waiter_tstp(child: int, *, from_run: bool, got_it: bool) -> bool:
     """The waiter's SIGTSTP (taken with its sender, in its main thread): one
     Ctrl-Z is one suspend. Typed at the terminal, the dashboard got its own
     copy (the kernel sends it to the whole foreground process group) and
@@ -112,7 +109,6 @@ def waiter_tstp(
         # on it for good, and the job never stopped.
         _stop_self()
         _flag[_EARLY_TSTP] = 0  # continued: the dashboard's note of that stop is spent
-        on_continued()
         return True
     if not from_run and not view_suspended():
         if not got_it:
@@ -120,7 +116,6 @@ def waiter_tstp(
                 os.kill(child, signal.SIGTSTP)
         return False
     _stop_self()
-    on_continued()  # before the dashboard hears of it: what came before the stop
     if view_suspended():
         # Continued while the view is away. By ``fg`` the dashboard got
         # the shell's SIGCONT too; by a ``kill -CONT`` from outside it got
@@ -135,13 +130,19 @@ def waiter_tstp(
 def _stop_self() -> None:
     """Stop this process as SIGTSTP's default action does ("Stopped"); in an
     orphaned process group (no shell to hand the terminal to) the kernel
-    discards it and this returns at once. Sent to this thread, unblocked
-    here only: the waiter's signal thread, which takes SIGTSTP for the
-    main loop, cannot take this one."""
+    discards it and this returns at once. One stop answers every stop
+    request pending when it is made: the SIGTSTP is sent to this thread
+    while SIGTSTP is blocked, then unblocked here only, so the kernel
+    delivers one of those pending (this one, or a request that came
+    meanwhile: either stops the process) and discards the rest at the
+    SIGCONT. Unblocked first and then sent, a request pending at the unblock
+    stopped the process there, and this thread's own SIGTSTP, sent once
+    continued, stopped it a second time after ``fg``."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTSTP])
     handler = signal.signal(signal.SIGTSTP, signal.SIG_DFL)
-    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTSTP])
     try:
-        signal.pthread_kill(threading.get_ident(), signal.SIGTSTP)  # returns after SIGCONT
+        signal.pthread_kill(threading.get_ident(), signal.SIGTSTP)  # pending: blocked
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTSTP])  # returns after SIGCONT
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         signal.signal(signal.SIGTSTP, handler)

@@ -13,7 +13,8 @@ starts:
   runs a thread: ``None, why``). The PARENT, the process the shell started,
   becomes the WAITER: it runs no probe; SIGINT, SIGTERM and SIGHUP sent to it
   are passed on to the run, with SIGTSTP for a dashboard
-  (tui/sessions/jobcontrol.py). One user action is one handling: a signal
+  (tui/sessions/jobcontrol.py); its main loop reads them, each with its
+  sender, from a signalfd (``_signal_fd`` says why). One user action is one handling: a signal
   the run got itself is not passed on -- typed at the terminal (the kernel
   sends a Ctrl-C or Ctrl-Z to the whole foreground process group), or sent
   to the whole process group (``kill -- -PGID``, ``timeout``), which the run
@@ -77,7 +78,6 @@ import sys
 import termios
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NoReturn
 
@@ -124,6 +124,11 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
     waiter, None). When the split cannot be made: (None, why); nothing forked."""
     if threading.active_count() != 1:
         return None, "the process already runs threads (--metrics?), so it cannot split"
+    held = FORWARDED + ((signal.SIGTSTP,) if dashboard else ())
+    try:
+        sig_r = _signal_fd(held)  # the waiter's; made here, where a failure can still say so
+    except (OSError, AttributeError) as exc:
+        return None, f"no signalfd for the waiter: {exc}"
     relays = [] if dashboard else _relayed_outputs()
     pipe_r, pipe_w = os.pipe()  # not inherited across exec (PEP 446)
     drop_r, drop_w = os.pipe()  # the waiter's word to a run whose main thread is held
@@ -146,13 +151,12 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
     # after-fork clean-up in the child (the stop lost); blocked, it waits
     # for the mask below. One the process took blocked before the fork is
     # the waiter's alone (pending signals are not inherited): it notes it.
-    held = FORWARDED + ((signal.SIGTSTP,) if dashboard else ())
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
         child = os.fork()
     except OSError as exc:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        for fd in (pipe_r, pipe_w, drop_r, drop_w):
+        for fd in (pipe_r, pipe_w, drop_r, drop_w, sig_r):
             os.close(fd)
         for relay in relays:
             relay.discard()
@@ -164,10 +168,11 @@ def split(dashboard: bool) -> tuple[int | None, str | None]:
         os.close(drop_r)
         for relay in relays:
             relay.start()
-        _wait(child, pipe_r, drop_w, dashboard)
+        _wait(child, pipe_r, drop_w, sig_r, held)
     for relay in relays:
         relay.hand_to_run()
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    os.close(sig_r)
     os.close(pipe_r)
     os.close(drop_w)
     if dashboard:
@@ -344,37 +349,41 @@ class _Ending:
     main_held_since: float | None = None  # the same for its main thread
 
 
-def _signal_reader(signals: tuple[int, ...]) -> int:
-    """A thread takes the waiter's signals (blocked in every thread) with
-    their sender and hands them to the main loop on a pipe it returns:
-    the main thread then acts on each, in order, knowing who sent it."""
-    read_fd, write_fd = os.pipe()
-
-    def reader() -> None:
-        while True:
-            info = signal.sigwaitinfo(signals)
-            record = struct.pack("iii", info.si_signo, info.si_code, info.si_pid)
-            with contextlib.suppress(OSError):
-                os.write(write_fd, record)
-
-    threading.Thread(target=reader, name="waiter-signals", daemon=True).start()
-    return read_fd
+_SFD_NONBLOCK = os.O_NONBLOCK  # signalfd's flags are open()'s
+_SFD_CLOEXEC = os.O_CLOEXEC
+_SIGINFO = struct.Struct("IiiI")  # signalfd_siginfo: ssi_signo, ssi_errno, ssi_code, ssi_pid
+_SIGINFO_SIZE = 128  # each record read from a signalfd
 
 
-def _wait(child: int, pipe_r: int, drop_w: int, dashboard: bool) -> NoReturn:
-    """The waiter (module docstring): pass stop signals on, watch the run,
-    exit (or die) as it does."""
-    signals = FORWARDED + ((signal.SIGTSTP,) if dashboard else ())
+def _signal_fd(signals: tuple[int, ...]) -> int:
+    """A signalfd (non-blocking) that reads ``signals``, each with its sender,
+    in the order the kernel queued them; they must be blocked in every
+    thread. The waiter's main loop reads it itself. A thread that took them
+    (``sigwaitinfo``) and handed them on through a pipe could hold one it
+    had taken while the main thread stopped the job, and hand it over only
+    after the SIGCONT (it needs the GIL to write it): a request to stop
+    that the stop had answered then stopped the job again after ``fg``.
+    Read here, a signal is the kernel's until read, so the kernel discards
+    the stop requests pending at a SIGCONT, as for any process."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    mask = ctypes.create_string_buffer(128)  # a glibc sigset_t
+    libc.sigemptyset(mask)
+    for sig in signals:
+        libc.sigaddset(mask, int(sig))
+    fd = int(libc.signalfd(-1, mask, _SFD_NONBLOCK | _SFD_CLOEXEC))
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return fd
+
+
+def _wait(child: int, pipe_r: int, drop_w: int, sig_r: int, signals: tuple[int, ...]) -> NoReturn:
+    """The waiter (module docstring): pass stop signals on (``signals``,
+    blocked, read from the signalfd ``sig_r``), watch the run, exit (or
+    die) as it does."""
     signal.pthread_sigmask(signal.SIG_BLOCK, signals)
-    sig_r = _signal_reader(signals)
-    os.set_blocking(sig_r, False)
     os.set_blocking(pipe_r, False)
     ending = _Ending()
-    taken: list[tuple[int, int, int]] = []  # handed over while the waiter was stopping
-
-    def before_continue() -> None:
-        taken.extend(_records(sig_r))
-
     message = b""
     while True:
         busy = ending.said is not None or ending.stop is not None or ending.dead
@@ -382,13 +391,11 @@ def _wait(child: int, pipe_r: int, drop_w: int, dashboard: bool) -> NoReturn:
             ready, _, _ = select.select([pipe_r, sig_r], [], [], POLL_ENDING_S if busy else POLL_S)
             if sig_r in ready:
                 records = _records(sig_r)
-                taken.clear()
                 while records:
-                    if _on_signal(child, ending, *records.pop(0), before_continue):
+                    if _on_signal(child, ending, *records.pop(0)):
                         # Continued after a stop: as the kernel discards the stop
-                        # signals pending at a SIGCONT, so are those taken before it.
-                        records = [r for r in records + taken if r[0] != signal.SIGTSTP]
-                        taken.clear()
+                        # signals pending at a SIGCONT, so are those read before it.
+                        records = [r for r in records if r[0] != signal.SIGTSTP]
             if pipe_r in ready:
                 with contextlib.suppress(BlockingIOError):
                     data = os.read(pipe_r, 65536)
@@ -419,12 +426,16 @@ def _wait(child: int, pipe_r: int, drop_w: int, dashboard: bool) -> NoReturn:
 
 
 def _records(sig_r: int) -> list[tuple[int, int, int]]:
-    """The signals the reader thread has handed over so far (signo, si_code, si_pid)."""
+    """The signals queued on the signalfd so far (signo, si_code, si_pid), in order."""
     try:
-        data = os.read(sig_r, 12 * 64)
+        data = os.read(sig_r, _SIGINFO_SIZE * 64)
     except BlockingIOError:
         return []
-    return [(a, b, c) for a, b, c in struct.iter_unpack("iii", data)]
+    out = []
+    for at in range(0, len(data) - _SIGINFO_SIZE + 1, _SIGINFO_SIZE):
+        signo, _errno, code, pid = _SIGINFO.unpack_from(data, at)
+        out.append((signo, code, pid))
+    return out
 
 
 def _on_signal(
@@ -433,7 +444,6 @@ def _on_signal(
     signo: int,
     code: int,
     sender: int,
-    before_continue: Callable[[], None],
 ) -> bool:
     """One signal sent to the waiter; True if it stopped the waiter as a job
     (it has been continued since). A SIGINT typed at the terminal (the
@@ -450,9 +460,7 @@ def _on_signal(
     if not from_run:
         ending.noted[signo] = ending.noted.get(signo, 0) + 1  # its copy or ours, once noted
     if signo == signal.SIGTSTP:
-        return jobcontrol.waiter_tstp(
-            child, from_run=from_run, got_it=got_it, on_continued=before_continue
-        )
+        return jobcontrol.waiter_tstp(child, from_run=from_run, got_it=got_it)
     if not got_it:
         with contextlib.suppress(ProcessLookupError):
             os.kill(child, signo)
@@ -478,8 +486,8 @@ def _account(ending: _Ending, signals: tuple[int, ...]) -> None:
     since the waiter first saw them without a copy of its own: a later
     signal sent to the waiter alone is then passed on, never taken for a
     copy the run got. Not at once: the waiter's copy of a signal sent to the
-    whole group may still be on its way (taken by the reader thread, not yet
-    handed over) when the run has noted its own; accounted for at once, that
+    whole group may still be on its way (queued, not yet read from the
+    signalfd) when the run has noted its own; accounted for at once, that
     copy was passed on as a second stop. A signal at the waiter and one the
     run noted within ``DEDUP_S`` of each other are one action, whichever
     came first."""
@@ -597,7 +605,7 @@ def die_of(sig: int) -> NoReturn:
     with contextlib.suppress(OSError, ValueError, RuntimeError):
         signal.signal(sig, signal.SIG_DFL)  # not SIGKILL/SIGSTOP: those have no other
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
-    # To this thread: a signal to the process could be taken by a thread
-    # that waits for it (sigwaitinfo) instead of killing the process.
+    # To this thread, the only one it is unblocked in (a signal to the
+    # process stays queued on the waiter's signalfd instead).
     signal.pthread_kill(threading.get_ident(), sig)
     os._exit(128 + sig)  # a signal whose default is to be ignored
