@@ -403,6 +403,34 @@ def test_a_count_over_a_jittery_interval_costs_next_to_nothing() -> None:
     assert sum(sizes[100:]) / 100 < 4  # bytes a second, frame and time included
 
 
+def test_steady_samples_build_no_new_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a probe's series exist, a sample of the same keys reuses their
+    models on both sides: building a series' 23 adaptive models for every
+    value of every sample and throwing them away was a third of the link's
+    CPU (``dict.setdefault`` builds its default first)."""
+    rng = random.Random(5)
+    keys = [f"{m}@{d}" for d in ("lo", "eth0", "loop0") for m in ("rx_pps", "tx_pps", "rx_Bps")]
+    lines = [line({"type": "sample", "probe": "n", "t": float(s), "interval": 1.0,
+                   "values": {k: float(rng.randint(0, 9000)) for k in keys},
+                   "extra": {"cores": [rng.randint(0, 99), rng.randint(0, 99)]}})
+             for s in range(1, 41)]  # fmt: skip
+    encoder, decoder = ViewEncoder(), ViewDecoder()
+    warm = [encoder.encode([raw]) for raw in lines[:20]]
+    assert len(decoder.feed(b"".join(warm)).lines) == 20
+    built = 0
+    model_init = Model.__init__
+
+    def counted(self: Model, size: int = 1) -> None:
+        nonlocal built
+        built += 1
+        model_init(self, size)
+
+    monkeypatch.setattr(Model, "__init__", counted)
+    stream = b"".join(encoder.encode([raw]) for raw in lines[20:])
+    assert decoder.feed(stream).lines == lines[20:]
+    assert built == 0, f"{built} models built for 20 samples of known series"
+
+
 def test_the_range_coder_reads_back_what_it_wrote() -> None:
     rng = random.Random(1)
     for _ in range(300):
