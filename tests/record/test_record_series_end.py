@@ -207,17 +207,34 @@ def test_export_lists_the_end_and_openmetrics_still_parses(recorded: Recorded) -
 
 
 def test_compare_names_the_device_that_ended(recorded: Recorded) -> None:
-    text = subprocess.run(
-        [*PROBETOP, "compare", str(recorded.path), str(recorded.path), "--passive", "--no-charts"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
+    def compare(*extra: str) -> str:
+        return subprocess.run(
+            [*PROBETOP, "compare", str(recorded.path), str(recorded.path), "--passive", *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+
     at = _ends(recorded)[0]["t"]
-    note = next(line for line in text.splitlines() if line.startswith("note: system.disk:"))
-    assert f"{recorded.device} at {at:.1f} s (A)" in note
-    assert f"{recorded.device} at {at:.1f} s (B)" in note
+    doc = json.loads(compare("--json"))  # every end, on both sides
+    ended = [(e["side"], e["t_s"]) for e in doc["series_ended"] if e["entity"] == recorded.device]
+    assert ended == [("A", pytest.approx(at, abs=1e-9)), ("B", pytest.approx(at, abs=1e-9))]
+    # the text names the first few (other devices of this machine may have
+    # come and gone during the recording too: then it is cut with "...")
+    disk_ends = sum(
+        1 for x in recorded.lines if x["type"] == "series_end" and x["probe"] == DISK_PROBE_ID
+    )
+    note = next(
+        line
+        for line in compare("--no-charts").splitlines()
+        if line.startswith("note: system.disk:")
+    )
+    assert f"{2 * disk_ends} series ended during the recording" in note
+    disk = [e for e in doc["series_ended"] if e["probe"] == DISK_PROBE_ID]
+    assert len(disk) == 2 * disk_ends
+    shown = [f"{e['entity']} at {e['t_s']:.1f} s ({e['side']})" for e in disk][:4]
+    assert note.endswith(", ".join(shown) + (", ..." if 2 * disk_ends > 4 else ""))
 
 
 async def test_replay_drops_the_device_when_it_ended(recorded: Recorded) -> None:
@@ -245,11 +262,18 @@ async def test_replay_drops_the_device_when_it_ended(recorded: Recorded) -> None
         rows = [row.text for row in pane.table_rows()[0]]
         # said at that moment (another test's loop device may have ended too)
         assert rows[-1].startswith("gone: ") and f"{recorded.device} (0 s ago)" in rows[-1]
-        app.route([r for _t, r in records[end_at + 1 :]])
+        # played on until another device ends (this machine's other loop
+        # devices may come and go too; the row names the latest few)
+        rest = records[end_at + 1 :]
+        until = next((i for i, (_t, r) in enumerate(rest) if isinstance(r, SeriesEnded)), len(rest))
+        app.route([r for _t, r in rest[:until]])
         await pilot.pause(0.05)
         assert recorded.device not in pane.history.entities()
         rows = [row.text for row in pane.table_rows()[0]]
         assert rows[-1].startswith("gone: ") and f"{recorded.device} (" in rows[-1]  # with its age
+        app.route([r for _t, r in rest[until:]])
+        await pilot.pause(0.05)
+        assert recorded.device not in pane.history.entities()  # never back
 
 
 @pytest.mark.parametrize("name", ["demo_session.jsonl", "tui_session.jsonl"])

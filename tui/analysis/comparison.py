@@ -183,6 +183,28 @@ class ProbePair:
         return self.a if self.a == self.b else f"{self.a} | {self.b}"
 
 
+@dataclass(frozen=True)
+class EndedSeries:
+    """A series of ``probe`` that ended in recording ``side`` ("A" or "B"):
+    its device was gone at ``t_s`` seconds (the ``series_end`` line). The
+    text note shows the first few; ``--json``'s ``series_ended`` lists all."""
+
+    probe: str
+    side: str
+    entity: str
+    t_s: float
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "probe": self.probe,
+            "side": self.side,
+            "entity": self.entity,
+            "t_s": self.t_s,
+            "reason": self.reason,
+        }
+
+
 @dataclass
 class Comparison:
     """Everything ``probetop compare`` prints (text or ``--json``)."""
@@ -198,6 +220,7 @@ class Comparison:
     only_b: list[str] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    series_ended: list[EndedSeries] = field(default_factory=list)
 
     @property
     def regression_pct(self) -> float | None:
@@ -266,6 +289,7 @@ class Comparison:
             "only_in_b": self.only_b,
             "differences": self.differences,
             "notes": self.notes,
+            "series_ended": [e.to_dict() for e in self.series_ended],
             "regression_pct": self.regression_pct,
             "improvement_pct": self.improvement_pct,
             "metrics": [m.to_dict() for m in self.metrics],
@@ -543,12 +567,14 @@ def compare_sessions(
                 f"{pair.label}: {len(one_sided)} metric key(s) with values in one recording "
                 f"only, not compared: {shown}"
             )
-        ended = [
-            f"{e.entity} at {e.t_ns / 1e9:.1f} s ({side})"
+        ends = [
+            EndedSeries(pair.label, side, e.entity, e.t_ns / 1e9, e.reason)
             for side, session, probe in (("A", a, pair.a), ("B", b, pair.b))
             for e in session.series_ends
             if e.probe == probe
         ]
+        comparison.series_ended.extend(ends)
+        ended = [f"{e.entity} at {e.t_s:.1f} s ({e.side})" for e in ends]
         if ended:  # its intervals stop there: it was gone, not idle
             shown = ", ".join(ended[:4]) + (", ..." if len(ended) > 4 else "")
             comparison.notes.append(
