@@ -220,6 +220,10 @@ SERIAL_TESTS = frozenset(
         "disk/test_iops_engine.py::test_direct_random_reads_match_the_kernel_counters",
         "disk/test_warmup_probe.py::test_totals_match_fio_and_the_kernel_on_the_same_pass",
         "disk/test_run_ends_at_time.py::test_iops_bytes_agree_with_the_kernel_and_the_intervals",
+        # the disk under a loop device read under half of what the probe read
+        # (page cache): other workers' I/O on that disk in the same interval
+        # made it 40 of 72 MiB (suite2's clean clone, 2026-11-29)
+        "disk/test_warmup_plain_words.py::test_the_pane_flags_a_read_rate_the_kernel_cannot_explain",
     }
 )
 
