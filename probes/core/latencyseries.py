@@ -2,16 +2,30 @@
 
 Contract:
 - ``LatencySeries(exact_limit)``: ``append(v)`` values >= 0 (ms, s, ...).
-  Up to ``exact_limit`` values every one is kept (packed doubles), so
+  Every value is counted by its exact float value: a sorted array of the
+  distinct values and one of their counts (16 B a distinct value), so
   percentiles are exact (linear interpolation, numpy's default, as over a
-  ``curl -w`` loop's numbers). Past it, the values move into log-linear
-  buckets (each ``BUCKET_RATIO`` wide, a zero bucket for 0) and memory stops
-  growing: a percentile is then within ``RELATIVE_ERROR`` (0.5 %) of the exact
-  one, and ``exact`` is False so a report can say so. count, min, max and
-  mean stay exact; stddev is Welford's (no stored values needed).
-- ``percentile(pct)`` / ``summary()`` read it; ``len()`` is the count.
+  ``curl -w`` loop's numbers: the same figures as sorting every value)
+  for any number of values, as long as they take at most ``exact_limit``
+  distinct values. Values from a clock with a resolution take few: curl's
+  are whole microseconds, so 1 ms to 50 ms of spread is at most 49,000
+  distinct values whatever the count (wrk, likewise, keeps one counter per
+  microsecond). Past the limit the values move into log-linear buckets (each
+  ``BUCKET_RATIO`` wide, a zero bucket for 0) and memory stops growing: a
+  percentile is then within ``RELATIVE_ERROR`` (0.5 %) of the exact one, and
+  ``exact`` is False so a report can say so. count, min, max and mean stay
+  exact; stddev is Welford's (no stored values needed).
+- Memory: at most ``exact_limit`` x 16 B plus a fixed ``PENDING`` x 8 B
+  buffer of values not yet merged, whatever the count; then the buckets
+  (bounded by the values' range: ~230 per factor of 10).
+- ``percentile(pct)`` / ``sorted_values()`` / ``summary()`` read it;
+  ``len()`` is the count.
 Why not a t-digest or a reservoir: both give an error that depends on the
 data; these buckets give a fixed relative bound for any value, as HdrHistogram.
+Why counts rather than every value (until issue 29's soak): a store of every
+value grew 8 B a value for the first 100,000 (0.4 MiB an hour at the demo's
+two requests a second, for 14 hours), where counts stop growing once the
+values' spread has been seen.
 """
 
 from __future__ import annotations
@@ -19,10 +33,13 @@ from __future__ import annotations
 import math
 from array import array
 
-from probetop.probes.core.stats import RunningStats, percentile
+import numpy as np
+from probetop.probes.core.stats import RunningStats
 
-# 100,000 requests exact: 0.8 MB a series (an hour at ~28 requests/s).
-EXACT_LIMIT = 100_000
+# 50,000 distinct values exact: at most 0.8 MB a series (16 B a value).
+EXACT_LIMIT = 50_000
+# Values appended since the last merge into the sorted distinct values.
+PENDING = 1024
 BUCKET_RATIO = 1.01
 # A bucket's value is its geometric middle: at most sqrt(1.01) - 1 (0.499 %) off.
 RELATIVE_ERROR = 0.005
@@ -42,26 +59,59 @@ class LatencySeries:
     """See the module docstring."""
 
     def __init__(self, exact_limit: int = EXACT_LIMIT) -> None:
+        # numpy when the first series is made, not at import: the modules
+        # that import this one (the HTTP family's) are on paths that must
+        # not pay for it (the first frame, --help).
+        import numpy as np
+
         self.exact_limit = exact_limit
-        self._values: array[float] | None = array("d")
+        self._pending: array[float] = array("d")
+        # Sorted distinct values and their counts; None once binned.
+        self._keys: np.ndarray | None = np.empty(0, dtype=np.float64)
+        self._counts: np.ndarray = np.empty(0, dtype=np.int64)
         self._buckets: dict[int, int] = {}
         self._stats = RunningStats()
 
     @property
     def exact(self) -> bool:
-        """True while every value is kept (percentiles exact)."""
-        return self._values is not None
+        """True while every value is counted (percentiles exact)."""
+        return self._keys is not None
+
+    @property
+    def distinct(self) -> int:
+        """How many distinct values the exact store holds (0 once binned)."""
+        self._merge()
+        return 0 if self._keys is None else len(self._keys)
 
     def append(self, value: float) -> None:
         self._stats.add(value)
-        if self._values is not None:
-            self._values.append(value)
-            if len(self._values) > self.exact_limit:
-                for v in self._values:
-                    self._bin(v)
-                self._values = None  # freed: memory stays flat from here
-        else:
+        if self._keys is None:
             self._bin(value)
+            return
+        self._pending.append(value)
+        if len(self._pending) >= PENDING:
+            self._merge()
+
+    def _merge(self) -> None:
+        """Fold the pending values into the sorted distinct values; past
+        ``exact_limit`` distinct values, into buckets for good."""
+        import numpy as np
+
+        if not self._pending or self._keys is None:
+            return
+        new, counts = np.unique(np.frombuffer(self._pending, dtype=np.float64), return_counts=True)
+        self._pending = array("d")
+        keys = np.union1d(self._keys, new)
+        merged = np.zeros(len(keys), dtype=np.int64)
+        merged[np.searchsorted(keys, self._keys)] += self._counts
+        merged[np.searchsorted(keys, new)] += counts
+        if len(keys) > self.exact_limit:
+            for key, count in zip(keys.tolist(), merged.tolist(), strict=True):
+                b = _bucket(key)
+                self._buckets[b] = self._buckets.get(b, 0) + count
+            self._keys, self._counts = None, np.empty(0, dtype=np.int64)  # freed
+            return
+        self._keys, self._counts = keys, merged
 
     def _bin(self, value: float) -> None:
         key = _bucket(value)
@@ -88,24 +138,38 @@ class LatencySeries:
         return self._stats.stddev
 
     def sorted_values(self) -> list[float] | None:
-        """Every value in order while exact, else None."""
-        return None if self._values is None else sorted(self._values)
+        """Every value in order while exact (made from the counts: a list of
+        ``len()`` floats for the caller, not kept), else None."""
+        import numpy as np
+
+        self._merge()
+        if self._keys is None:
+            return None
+        values: list[float] = np.repeat(self._keys, self._counts).tolist()
+        return values
 
     def percentile(self, pct: float) -> float | None:
         """Linear interpolation between the order statistics around rank
         (n - 1) * pct / 100: exact while ``exact``, else each order statistic
         is its bucket's middle (clamped to min/max), within ``RELATIVE_ERROR``."""
-        if self._values is not None:
-            return percentile(sorted(self._values), pct)
+        self._merge()
         n = self._stats.count
         if not n:
             return None
+        if not 0.0 <= pct <= 100.0:
+            raise ValueError(f"percentile must be within 0..100, got {pct}")
         pos = (n - 1) * pct / 100.0
         lo = math.floor(pos)
         a, b = self._ranked(lo), self._ranked(min(lo + 1, n - 1))
         return a + (b - a) * (pos - lo)
 
     def _ranked(self, rank: int) -> float:
+        """The value of order statistic ``rank`` (0-based)."""
+        if self._keys is not None:
+            import numpy as np
+
+            ends = np.cumsum(self._counts)
+            return float(self._keys[int(np.searchsorted(ends, rank, side="right"))])
         seen = 0
         for key in sorted(self._buckets):
             seen += self._buckets[key]

@@ -129,8 +129,8 @@ def _url_lines(url_stats: Mapping[str, Any], colour: bool) -> list[str]:
     if binned:
         err = max(float(d.get("relative_error") or 0.0) for d in binned)
         out.append(
-            f"   NOTE: past {EXACT_LIMIT} requests a series keeps log buckets, not every "
-            f"value: its percentiles are within {100 * err:g} % (min, max, mean exact)"
+            f"   NOTE: past {EXACT_LIMIT} distinct values a series keeps log buckets, not "
+            f"every value: its percentiles are within {100 * err:g} % (min, max, mean exact)"
         )
     return out
 

@@ -18,11 +18,14 @@ Contract:
 - ``as_dict`` is the summary per URL (docs/http.md lists its keys); every
   distribution has count, min, p50, p90, p95, p99, max, mean and population
   stddev in milliseconds (percentiles linear-interpolated, as numpy's
-  default). Each series is a ``LatencySeries``: the first 100,000 values are
-  kept (packed doubles), so percentiles are exact as over a ``curl -w``
-  loop's numbers; past that the series moves into log buckets and memory
-  stays flat, percentiles then within 0.5 % of the exact ones, and the
-  distribution says so (``exact: false``, ``relative_error``).
+  default). Each series is a ``LatencySeries``: every value is counted by
+  its value (curl's clocks count whole microseconds, so a series holds one
+  count per distinct microsecond, not one entry per request), so
+  percentiles are exact as over a ``curl -w`` loop's numbers for any number
+  of requests; past ``EXACT_LIMIT`` (50,000) distinct values the series
+  moves into log buckets and memory stays flat, percentiles then within
+  0.5 % of the exact ones, and the distribution says so (``exact: false``,
+  ``relative_error``).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ COVERS_RESPONSES = "responses"
 
 def distribution(series: LatencySeries) -> dict[str, float | int | bool | None]:
     """count, min, p50, p90, p95, p99, max, mean, stddev of ``series`` (ms);
-    from buckets (``exact: false``) after ``EXACT_LIMIT`` values."""
+    from buckets (``exact: false``) after ``EXACT_LIMIT`` distinct values."""
     if not len(series):
         return {"count": 0}
     ordered = series.sorted_values()

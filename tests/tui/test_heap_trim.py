@@ -57,3 +57,55 @@ def test_a_live_session_gives_freed_heap_pages_back():
     assert _freed_mib("none") < 10
     # ... with one, its trimmer gives them back within a few periods.
     assert _freed_mib("session") > 30
+
+
+# Threads that call malloc at once, as the demo's HTTP target's thread per
+# connection and the probes' threads do: glibc gives a thread that finds
+# every arena locked a new one (up to 8 per core). malloc_stats() prints one
+# "Arena N:" block per arena on stderr. The libc calls release the GIL, so
+# the threads really contend.
+ARENAS = """
+import ctypes, sys, threading
+from probetop.tui.run.livesession import LiveSession
+
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+if sys.argv[1] == "session":
+    LiveSession([])
+
+def churn():
+    for _ in range(20_000):
+        libc.free(libc.malloc(4096))
+
+for _ in range(3):  # threads that come and go
+    threads = [threading.Thread(target=churn) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+libc.malloc_stats()
+"""
+
+
+def _arenas(mode: str, env: dict[str, str] | None = None) -> int:
+    out = subprocess.run(
+        [sys.executable, "-c", ARENAS, mode], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stderr.count("Arena ")
+
+
+def test_a_live_session_keeps_at_most_two_malloc_arenas():
+    import os
+
+    from probetop.tui.run.heaptrim import ARENA_MAX
+
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    # Without a session, 8 contending threads spread over more arenas...
+    assert _arenas("none", env) > ARENA_MAX
+    # ... with one, malloc keeps to its cap whatever the threads do.
+    assert _arenas("session", env) <= ARENA_MAX
+    # A MALLOC_ARENA_MAX of the user's is theirs: the session leaves it.
+    assert _arenas("session", {**env, "MALLOC_ARENA_MAX": "3"}) > ARENA_MAX

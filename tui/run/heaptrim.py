@@ -15,6 +15,15 @@ Contract:
 - ``trim_heap()``: one ``malloc_trim(0)``; True when it ran, False where the
   C library has none (musl, macOS: their allocators give memory back
   themselves).
+- ``limit_arenas(n)``: at most ``n`` (``ARENA_MAX``) malloc arenas from now
+  on (glibc's ``mallopt(M_ARENA_MAX)``), unless the user set
+  ``MALLOC_ARENA_MAX``; True when it took effect. Why: glibc gives a thread
+  that finds every arena busy a new one, up to 8 per core, and each new
+  arena's pages are touched anew; the demo's HTTP target starts a thread
+  per connection (two a second), so on a loaded machine the arenas grew in
+  number and size for the first hour of a soak (docs/reliability.md, soak
+  of 2026-11-29). The threads that call malloc here are Python threads,
+  one at a time under the GIL: more arenas buy no speed.
 - ``HeapTrimmer(every_s)``: ``start()`` runs ``trim_heap()`` every
   ``every_s`` seconds (default ``TRIM_EVERY_S``) in a daemon thread of its
   own, never on the event loop that draws the dashboard (a trim walks every
@@ -27,8 +36,14 @@ Contract:
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from typing import Any
+
+ARENA_MAX = 2
+"""Malloc arenas a live session allows (``limit_arenas``): the main heap and
+one for every other thread."""
+_M_ARENA_MAX = -8  # glibc's malloc.h
 
 TRIM_EVERY_S = 60.0
 """How often a live session trims: a few ms of one thread a minute."""
@@ -59,6 +74,19 @@ def trim_heap() -> bool:
         return False
     fn(0)
     return True
+
+
+def limit_arenas(n: int = ARENA_MAX) -> bool:
+    """At most ``n`` malloc arenas from now on (see the module docstring)."""
+    if os.environ.get("MALLOC_ARENA_MAX"):
+        return False  # the user's own choice, already read by glibc
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # glibc only
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(_M_ARENA_MAX, n))
 
 
 class HeapTrimmer:

@@ -32,7 +32,9 @@ stops quietly past ``MEMORY_CAP_BYTES`` (about 70 hours of the demo).
 
 Memory: while the session runs, a ``HeapTrimmer`` hands the C heap's free
 pages back to the kernel once a minute (tui/run/heaptrim.py): without it the
-resident size of a run of hours crept up while what it held was flat.
+resident size of a run of hours crept up while what it held was flat; and
+from its start malloc keeps at most two arenas (``limit_arenas``), so
+threads that come and go do not spread the heap over up to 8 per core.
 
 Signals: ``install_signal_handlers(on_signal)`` routes SIGINT, SIGTERM and
 SIGHUP to the host (which decides what to do: the app quits, the runner ends
@@ -60,7 +62,7 @@ from probetop.probes.core.base import ConfirmationRequired, Probe, ProbeError
 from probetop.probes.core.hub import Hub, Subscription
 from probetop.probes.record import RecordingError
 from probetop.tui.cli.parser import CommandLineError, deadline_s, parse_command_line
-from probetop.tui.run.heaptrim import HeapTrimmer
+from probetop.tui.run.heaptrim import HeapTrimmer, limit_arenas
 
 if TYPE_CHECKING:  # the writer (codec, host facts) loads when a recording starts
     from probetop.probes.record import FooterFields, Recorder
@@ -230,7 +232,9 @@ class LiveSession:
         self.hub.on_freeze = lambda message: self.notify(
             message, title="paused", severity="warning"
         )
-        # Free C heap pages back to the kernel once a minute (tui/run/heaptrim.py).
+        # Free C heap pages back to the kernel once a minute, in at most two
+        # malloc arenas (tui/run/heaptrim.py).
+        limit_arenas()
         self.heap_trimmer = HeapTrimmer()
         self.recorder: Recorder | None = None
         self.probes_stopped = False
