@@ -93,7 +93,11 @@ def traced_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, int
 
 
 def passed_on(trace: Path, run: int, sig: signal.Signals) -> int:
-    return len(re.findall(rf"kill\({run}, {sig.name}\)", trace.read_text()))
+    """The waiter's kill() calls of ``sig`` to ``run`` in strace's trace: a
+    call that another event interrupted is split by strace into
+    ``kill(PID, SIG <unfinished ...>`` and ``<... kill resumed>) = 0``
+    (CI run 66), counted once by its first half."""
+    return len(re.findall(rf"kill\({run}, {sig.name}(?:\)| <unfinished)", trace.read_text()))
 
 
 # Alone (``make test``'s serial pass): strace's kill() trace of the
