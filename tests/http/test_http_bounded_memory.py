@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import tracemalloc
+from collections.abc import Callable
 
 import numpy as np
 from probetop.probes.core.latencyseries import EXACT_LIMIT, RELATIVE_ERROR, LatencySeries
@@ -34,20 +35,34 @@ def _request(st: UrlStats, rng: random.Random, i: int) -> None:
     st.add({"http_code": 200, "stamps_us": stamps, "t_ns": i * 10**7}, phases)
 
 
-def test_memory_stays_flat_past_the_exact_limit() -> None:
-    rng = random.Random(29)
-    st = _stats(1000)
+def traced_growth(work: Callable[[], object], setup: Callable[[], object] = lambda: None) -> int:
+    """Bytes the traced Python heap grew by while ``work`` ran: what it
+    allocated and still holds, less what it freed of ``setup``'s (traced too,
+    so a structure ``work`` replaces counts as replaced, not as grown)."""
     tracemalloc.start()
     try:
-        for i in range(1500):  # past the limit: the series are buckets now
-            _request(st, rng, i)
+        setup()
         before = tracemalloc.take_snapshot()
-        for i in range(1500, 31500):
-            _request(st, rng, i)
+        work()
         after = tracemalloc.take_snapshot()
     finally:
         tracemalloc.stop()
-    grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    return sum(s.size_diff for s in after.compare_to(before, "filename"))
+
+
+def test_memory_stays_flat_past_the_exact_limit() -> None:
+    rng = random.Random(29)
+    st = _stats(1000)
+
+    def past_the_limit() -> None:  # the series are buckets now
+        for i in range(1500):
+            _request(st, rng, i)
+
+    def more() -> None:
+        for i in range(1500, 31500):
+            _request(st, rng, i)
+
+    grown = traced_growth(more, setup=past_the_limit)
     # Kept values: 30,000 requests x 7 series x 8 B = 1.7 MB.
     assert grown < 160 * 1024, grown
     d = st.as_dict()["phases_ms"]["total"]
@@ -111,16 +126,13 @@ def test_percentiles_stay_exact_and_memory_flat_for_any_number_of_requests() -> 
     for i in range(20_000):
         _real_request(st, sent[i], i)
     st.as_dict()  # merges what is pending
-    tracemalloc.start()
-    try:
-        before = tracemalloc.take_snapshot()
+
+    def more() -> None:
         for i in range(20_000, 100_000):
             _real_request(st, sent[i], i)
         st.as_dict()
-        after = tracemalloc.take_snapshot()
-    finally:
-        tracemalloc.stop()
-    grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
+
+    grown = traced_growth(more)
     # 80,000 more requests: the old store grew 8 x 80,000 x 8 B = 5.1 MB;
     # new distinct values in the tail, 16 B each, are the growth now.
     assert grown < 400 * 1024, grown
