@@ -17,6 +17,7 @@ import os
 import stat
 import threading
 
+from probetop.probes.core.planted import foreign_file
 from probetop.probes.disk.blockdev import identify
 from probetop.probes.disk.target import Target
 from probetop.probes.disk.targeterrors import describe_os_error
@@ -55,15 +56,33 @@ class Layout:
 
     def _open(self) -> int:
         base = os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK  # NONBLOCK: a FIFO never hangs us
+        path = self.target.path
         try:
-            fd = os.open(self.target.path, base | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = os.open(path, base | os.O_CREAT | os.O_EXCL, 0o600)
             self.created = True
         except FileExistsError:
-            fd = os.open(self.target.path, base)
+            # Missing when the target was checked (no identity), there now:
+            # made in between, maybe by another user in a shared directory.
+            # A link made in that window is not followed (core.planted's
+            # check saw no link to judge); a file is judged once open.
+            fresh = self.target.identity is None
+            try:
+                fd = os.open(path, base | (os.O_NOFOLLOW if fresh else 0))
+            except OSError as exc:
+                if exc.errno != errno.ELOOP or not fresh:
+                    raise
+                raise OSError(
+                    errno.ELOOP,
+                    f"{path} became a symbolic link after it was checked: not followed",
+                ) from None
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)
-            raise OSError(errno.EINVAL, f"{self.target.path} is not a regular file any more")
+            raise OSError(errno.EINVAL, f"{path} is not a regular file any more")
+        foreign = foreign_file(st, os.path.dirname(os.path.abspath(path)) or "/")
+        if foreign is not None:
+            os.close(fd)
+            raise OSError(errno.EPERM, f"{path}: {foreign}")
         self._inode = (st.st_dev, st.st_ino)
         if not self.created:
             self.original_size = st.st_size

@@ -105,3 +105,30 @@ def test_our_own_link_there_is_still_followed(shared: Path, writer: str) -> None
     text = target.read_text()
     assert text.endswith("# EOF\n") if writer == "export" else '"type":"footer"' in text
     assert (shared / "shared" / "mine").is_symlink()
+
+
+@pytest.mark.parametrize("planted_kind", ["link", "file"])
+def test_a_name_planted_after_the_check_is_not_written(shared: Path, planted_kind: str) -> None:
+    """The window between checking a file target (missing: to be created)
+    and laying it out: another user makes the name meanwhile. The layout
+    neither follows their link nor writes their file (O_NOFOLLOW, then the
+    opened file judged by its owner)."""
+    from probetop.probes.disk.filelayout import Layout
+    from probetop.probes.disk.target import resolve
+
+    victim = shared / "private" / "victim"
+    victim.write_bytes(PRECIOUS)
+    name = shared / "shared" / "probetop.img"
+    target = resolve(str(name), write=True, bs=4096, size=1 << 20, direct=False, may_create=True)
+    assert target.create and target.identity is None
+    if planted_kind == "link":
+        _as_nobody("ln", "-s", str(victim), str(name))
+    else:
+        _as_nobody("sh", "-c", f"printf 'theirs' > '{name}'")
+    with pytest.raises(OSError) as raised:
+        Layout(target).run()
+    said = str(raised.value)
+    assert ("not followed" if planted_kind == "link" else "belongs to another user") in said
+    assert victim.read_bytes() == PRECIOUS
+    if planted_kind == "file":
+        assert name.read_bytes() == b"theirs" and name.stat().st_uid == NOBODY
