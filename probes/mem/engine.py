@@ -23,7 +23,9 @@ sysbench 1.0.20's ``thread_run`` does (read off the distribution's binary,
 - ``next_event`` through the test's function pointer (``memory_next_event``:
   the thread's --memory-total-size budget, a ``__thread`` variable in
   sysbench, and gcc's branchless type), returning a 48-byte event that is
-  copied, as ``event = test->ops.next_event(...)`` does;
+  copied, as ``event = test->ops.next_event(...)`` does, its type then
+  tested in the returned event, where gcc's code reads it (in the copy,
+  the test waits for the copy's loads: 2 % an event);
 - ``sb_event_start``: the thread's timer found by thread id (as sysbench
   indexes its global ``timers`` array), its spinlock (a 32-bit xchg), the
   clock, unlock;
