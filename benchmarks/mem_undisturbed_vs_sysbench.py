@@ -100,7 +100,8 @@ int main(int argc, char **argv) {
 }
 """
 
-# The probe's own run() in a child: the row's address on stdout once it runs.
+# The probe's own run() in a child: the row's address on stdout once it runs
+# (the probe keeps its rows in _stats: read here, outside the product, only).
 _PROBE = r"""
 import asyncio, sys, threading
 from probetop.probes.mem.probe import MemProbe
