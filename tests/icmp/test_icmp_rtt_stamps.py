@@ -3,14 +3,15 @@
 The loop reads SO_TIMESTAMPNS from recvmsg's control data (engine.kernel_stamp)
 and falls back to the clock read after recvmsg only when the stamp is missing
 or implausible (engine.reply_time). Real sockets on loopback, raw and
-datagram, IPv4 and IPv6, paced and flood; the fallback on crafted input.
+datagram, IPv4 and IPv6, paced and flood; the fallback on crafted input; the
+average against ping's, with both tools pinging 127.0.0.1 at the same time.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -159,50 +160,68 @@ def test_an_implausible_stamp_falls_back_to_the_read_time_once(
     assert sums[layout.R_SUM] == rtt
 
 
-def _ping_avg_ms(host: str) -> float:
-    out = subprocess.run(
-        ["ping", "-q", "-c", "100", "-i", "0.01", host],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout
-    m = re.search(r"= [\d.]+/([\d.]+)/", out)
-    assert m, out
-    return float(m.group(1))
+# A reply line with -D (ping's and probetop's): [Unix time] ... icmp_seq=N ... time=X ms
+REPLY_LINE = re.compile(r"^\[([\d.]+)\] .*icmp_seq=\d+ .*time=([\d.]+) ms$", re.M)
+AVG = re.compile(r"^rtt min/avg/max/mdev = [\d.]+/([\d.]+)/", re.M)
 
 
-def _probetop_avg_ms(host: str) -> float:
-    cmd = [sys.executable, "-m", "probetop.tui.main", "icmp", host]
-    out = subprocess.run(
-        [*cmd, "--count", "100", "-i", "0.01", "--json"],
-        capture_output=True,
+def _side_by_side(host: str) -> tuple[float, float]:
+    """One round: ``probetop icmp -c 100 -i 0.01 -D`` while ``ping -D -i 0.01``
+    runs through all of it; (probetop's avg RTT from its own ``rtt`` line, ping's
+    avg over the replies that came while probetop's did), in µs."""
+    ping = subprocess.Popen(
+        ["ping", "-D", "-i", "0.01", "-w", "90", host],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
-        timeout=60,
     )
-    assert out.returncode == 0, out.stderr
-    doc = json.loads(out.stdout)
-    assert doc["received"] == 100
-    return float(doc["rtt_us"]["avg"]) / 1000
+    try:
+        ours = subprocess.run(
+            [sys.executable, "-m", "probetop.tui.main", "icmp", host,
+             "-c", "100", "-i", "0.01", "-D"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )  # fmt: skip
+        ping.send_signal(signal.SIGINT)
+        ping_out = ping.communicate(timeout=10)[0]
+    finally:
+        if ping.poll() is None:
+            ping.kill()
+            ping.wait()
+    assert ours.returncode == 0, ours.stderr
+    replies = [float(at) for at, _ in REPLY_LINE.findall(ours.stdout)]
+    avg = AVG.search(ours.stdout)
+    assert len(replies) == 100 and avg, ours.stdout
+    # ping's replies within probetop's (its lines print as the replies come)
+    first, last = replies[0] - 0.005, replies[-1] + 0.005
+    theirs = [float(ms) for at, ms in REPLY_LINE.findall(ping_out) if first <= float(at) <= last]
+    assert len(theirs) >= 20, ping_out[-2000:]
+    return float(avg.group(1)) * 1000, statistics.mean(theirs) * 1000
 
 
 @needs_icmp
 def test_loopback_rtt_avg_reads_as_ping_does() -> None:
     # ping's RTT ends at the reply's kernel receive stamp; probetop's ended at
-    # the clock read after recvfrom returned: on loopback the median of the
-    # paired ratios read 1.13-1.16 x ping's on a calm shared machine, 1.3-2.0
-    # under load (+36 % in the issue); now 0.9-1.0. Alternating rounds, so both
-    # see the same load; the median, since a shared machine's load swings.
+    # the clock read after recvmsg returned, which beside `sha256sum
+    # /dev/zero` read medians of 1.47 and 1.63 x ping's here (the reply's way
+    # up the stack and the thread's wake-up). Now the kernel stamp ends it too.
+    #
+    # Side by side, not one after the other: a loopback RTT's level is the
+    # machine's at that moment and swings by more than that bug from one run
+    # to the next, in ping too. Beside the same hog, ping against ping one
+    # run after the other (both on one CPU) read 0.43-2.36 x, and this test
+    # when it alternated the tools read 3.57 and 3.48 x in CI run 65's first
+    # rounds; ping against ping at the same time read 0.83-1.36 x, probetop
+    # against ping at the same time 0.30-1.33 x a round, medians of 7 rounds
+    # 0.74-0.95 (2026-11-29, load average 10-20 with the hog).
     if shutil.which("ping") is None:
         pytest.skip("ping is not installed (apt-get install iputils-ping)")
     ratios: list[float] = []
-    for rnd in range(7):
-        if rnd % 2 == 0:
-            ping = _ping_avg_ms("127.0.0.1")
-            ours = _probetop_avg_ms("127.0.0.1")
-        else:
-            ours = _probetop_avg_ms("127.0.0.1")
-            ping = _ping_avg_ms("127.0.0.1")
+    for _ in range(7):
+        ours, ping = _side_by_side("127.0.0.1")
         ratios.append(ours / ping)
-    # Within 25 % of ping's. It may read below: probetop's loop spins for the
-    # last ~30 us before a send, so its send path runs warm where ping's wakes.
-    assert 0.5 <= statistics.median(ratios) <= 1.25, ratios
+    # Within 25 % above ping's (the bound of the alternating test, unchanged):
+    # the old stamp's medians, and 50 us more per reply (3.4 x), are above it.
+    # It reads below ping's: see docs/icmp.md (RTT is ping's).
+    assert 0.5 <= statistics.median(ratios) <= 1.25, [round(r, 2) for r in ratios]
