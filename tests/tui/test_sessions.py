@@ -31,6 +31,13 @@ from probetop.tui.sessions.registry import SessionError, SessionInfo, find, read
 
 START_S = 60.0  # a cold numba cache on a loaded machine
 
+# A session that runs until the test ends it: a cpu probe whose one worker
+# takes 50 events a second (sysbench's --rate), not a core. The checks are the
+# session's (sockets, states, recording); a detached session runs outside
+# pytest's process tree, so tests/cputime.py never saw its CPU, taken from the
+# test workers for the session's whole life.
+QUIET_CPU = ("cpu", "--threads", "1", "--rate", "50")
+
 
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
@@ -92,9 +99,9 @@ def sample_lines(path: Path) -> int:
 def detach_cpu(env: dict[str, str], name: str) -> dict[str, object]:
     """A detached cpu session that runs until the test ends it: --time 300,
     not cpu's default 10 s, which a loaded machine spent before the test's
-    `stop` (the session had finished: "not running")."""
+    `stop` (the session had finished: "not running"); QUIET_CPU."""
     started = probetop(
-        env, "cpu", "--threads", "1", "--interval", "0.5", "--time", "300", "--detach",
+        env, *QUIET_CPU, "--interval", "0.5", "--time", "300", "--detach",
         "--name", name,
     )  # fmt: skip
     assert started.returncode == 0, started.stderr
@@ -131,7 +138,7 @@ def test_detach_ls_stop(env: dict[str, str]) -> None:
     assert not sock.exists()
     # An ended session's name is free again: its files are kept under a
     # name of their own, and the message says which and where.
-    again = probetop(env, "cpu", "--threads", "1", "--time", "300", "--detach", "--name", "c1")
+    again = probetop(env, *QUIET_CPU, "--time", "300", "--detach", "--name", "c1")
     assert again.returncode == 0, again.stderr
     listed = sessions(env)
     kept = [name for name in listed if name.startswith("c1-")]
