@@ -221,7 +221,12 @@ def test_attached_session_reads_the_history_then_follows(env: dict[str, str]) ->
         assert isinstance(first[0][1], Announce)
         samples = [r for _t, r in first if isinstance(r, Sample) and r.probe == "cpu"]
         assert len([r for _t, r in first if isinstance(r, Sample)]) >= before
-        assert samples[0].t_ns < 1.5e9  # from the session's start, not from attaching
+        # From the session's start, not from attaching: the recording's first
+        # cpu sample. (A bound of 1.5 s on its time, at --interval 0.5, read
+        # 1.66-1.74 s at a load average of 35-100: the probe's start-up.)
+        lines = [json.loads(raw) for raw in recording.read_bytes().splitlines()[:50]]
+        t0 = next(ln["t"] for ln in lines if ln["type"] == "sample" and ln["probe"] == "cpu")
+        assert samples[0].t_ns == int(float(t0) * 1e9), (samples[0].t_ns, t0)
         wait_for(lambda: any(isinstance(r, Sample) for _t, r in attached.poll()), what="live")
         assert attached.state == "running"
         attached.stop()
