@@ -10,7 +10,17 @@ waiting go, e.g.
     PROBETOP_TESTS_CPU_LOG=/tmp/cpu nice -n 10 .venv/bin/pytest -q -n 2 -m "not serial"
 
 then summing by file. A session fixture's cost lands on the first test that
-uses it."""
+uses it. Not seen at all: processes outside the test's process tree, which
+are reparented away from it: a dashboard in a tmux server (``tmux -L``), a
+detached session (``--detach``), anything that daemonizes. Their CPU still
+comes out of the same cores; a cgroup sees it, e.g. as root with cgroup v1
+
+    mkdir /sys/fs/cgroup/cpuacct/NAME; echo $$ > /sys/fs/cgroup/cpuacct/NAME/cgroup.procs
+    .venv/bin/pytest ...; cat /sys/fs/cgroup/cpuacct/NAME/cpuacct.usage   # ns, all of it
+
+(tests/tui/test_tui_jobcontrol.py, its dashboards in tmux, each running a
+busy cpu probe then: 3.0 CPU-s summed here over its 15 tests, 19.7 for the
+same pytest run in a cgroup, of which pytest's own start-up is about 2)."""
 
 from __future__ import annotations
 

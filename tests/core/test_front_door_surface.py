@@ -37,11 +37,29 @@ def _sources() -> Iterator[tuple[str, ast.Module]]:
         yield rel.as_posix(), ast.parse(path.read_text(encoding="utf-8"), str(rel))
 
 
+def _dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a chain of names and attributes (what ``ast.unparse``
+    prints for one), else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
 def _uses(tree: ast.Module) -> Iterator[tuple[str, str]]:
-    """(front door, name) for every name of a front door this module uses."""
+    """(front door, name) for every name of a front door this module uses.
+    One walk of the tree: the attributes are resolved after it, once every
+    import (an alias may be imported below its first use) is known."""
     aliases: dict[str, str] = {}  # local name -> front door module
+    attributes: list[ast.Attribute] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
+        if isinstance(node, ast.Attribute):
+            attributes.append(node)
+        elif isinstance(node, ast.ImportFrom) and node.module:
             if node.module in DOORS:
                 for alias in node.names:
                     yield node.module, alias.name
@@ -53,13 +71,13 @@ def _uses(tree: ast.Module) -> Iterator[tuple[str, str]]:
             for alias in node.names:
                 if alias.name in DOORS and alias.asname:
                     aliases[alias.asname] = alias.name
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Attribute):
-            continue
+    for node in attributes:
         if isinstance(node.value, ast.Name) and node.value.id in aliases:
             yield aliases[node.value.id], node.attr
-        elif isinstance(node.value, ast.Attribute) and ast.unparse(node.value) in DOORS:
-            yield ast.unparse(node.value), node.attr
+        elif isinstance(node.value, ast.Attribute):
+            door = _dotted(node.value)
+            if door is not None and door in DOORS:
+                yield door, node.attr
 
 
 @pytest.fixture(scope="module")

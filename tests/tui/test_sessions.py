@@ -31,6 +31,13 @@ from probetop.tui.sessions.registry import SessionError, SessionInfo, find, read
 
 START_S = 60.0  # a cold numba cache on a loaded machine
 
+# A session that runs until the test ends it: a cpu probe whose one worker
+# takes 50 events a second (sysbench's --rate), not a core. The checks are the
+# session's (sockets, states, recording); a detached session runs outside
+# pytest's process tree, so tests/cputime.py never saw its CPU, taken from the
+# test workers for the session's whole life.
+QUIET_CPU = ("cpu", "--threads", "1", "--rate", "50")
+
 
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
@@ -92,9 +99,9 @@ def sample_lines(path: Path) -> int:
 def detach_cpu(env: dict[str, str], name: str) -> dict[str, object]:
     """A detached cpu session that runs until the test ends it: --time 300,
     not cpu's default 10 s, which a loaded machine spent before the test's
-    `stop` (the session had finished: "not running")."""
+    `stop` (the session had finished: "not running"); QUIET_CPU."""
     started = probetop(
-        env, "cpu", "--threads", "1", "--interval", "0.5", "--time", "300", "--detach",
+        env, *QUIET_CPU, "--interval", "0.5", "--time", "300", "--detach",
         "--name", name,
     )  # fmt: skip
     assert started.returncode == 0, started.stderr
@@ -131,7 +138,7 @@ def test_detach_ls_stop(env: dict[str, str]) -> None:
     assert not sock.exists()
     # An ended session's name is free again: its files are kept under a
     # name of their own, and the message says which and where.
-    again = probetop(env, "cpu", "--threads", "1", "--time", "300", "--detach", "--name", "c1")
+    again = probetop(env, *QUIET_CPU, "--time", "300", "--detach", "--name", "c1")
     assert again.returncode == 0, again.stderr
     listed = sessions(env)
     kept = [name for name in listed if name.startswith("c1-")]
@@ -214,7 +221,12 @@ def test_attached_session_reads_the_history_then_follows(env: dict[str, str]) ->
         assert isinstance(first[0][1], Announce)
         samples = [r for _t, r in first if isinstance(r, Sample) and r.probe == "cpu"]
         assert len([r for _t, r in first if isinstance(r, Sample)]) >= before
-        assert samples[0].t_ns < 1.5e9  # from the session's start, not from attaching
+        # From the session's start, not from attaching: the recording's first
+        # cpu sample. (A bound of 1.5 s on its time, at --interval 0.5, read
+        # 1.66-1.74 s at a load average of 35-100: the probe's start-up.)
+        lines = [json.loads(raw) for raw in recording.read_bytes().splitlines()[:50]]
+        t0 = next(ln["t"] for ln in lines if ln["type"] == "sample" and ln["probe"] == "cpu")
+        assert samples[0].t_ns == int(float(t0) * 1e9), (samples[0].t_ns, t0)
         wait_for(lambda: any(isinstance(r, Sample) for _t, r in attached.poll()), what="live")
         assert attached.state == "running"
         attached.stop()

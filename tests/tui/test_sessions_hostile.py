@@ -33,6 +33,13 @@ __all__ = ["env"]  # the fixture, used by name
 
 SECRETS = ("zqPASSqz", "zqTOKENqz", "zqBEARERqz")
 
+# A session that runs until the test ends it: a cpu probe whose one worker
+# takes 50 events a second (sysbench's --rate), not a core. The checks are the
+# session's (sockets, states, recording); a detached session runs outside
+# pytest's process tree, so tests/cputime.py never saw its CPU, taken from the
+# test workers for the session's whole life.
+QUIET_CPU = ("cpu", "--threads", "1", "--rate", "50")
+
 
 def forked(
     env: dict[str, str], *args: str, timeout: float = 60
@@ -323,7 +330,7 @@ def test_a_session_that_fills_its_own_state_dir_still_ends_finished_74(
                    check=True)  # fmt: skip
     env = dict(env, XDG_STATE_HOME=str(mount))
     try:
-        started = probetop(env, "cpu", "--threads", "1", "--interval", "0.1", "--time", "300",
+        started = probetop(env, *QUIET_CPU, "--interval", "0.1", "--time", "300",
                            "--detach", "--name", "full")  # fmt: skip
         assert started.returncode == 0, started.stderr
         recording = mount / "probetop" / "full.jsonl"
@@ -400,7 +407,7 @@ def test_a_recording_deleted_under_a_session_is_written_back(env: dict[str, str]
     unlinked file and `stop` said "finished", exit 0, naming a file that no
     longer existed. Now the whole recording, footer included, is back at its
     path when the session ends, and its log says so."""
-    started = probetop(env, "cpu", "--threads", "1", "--interval", "0.2", "--time", "300",
+    started = probetop(env, *QUIET_CPU, "--interval", "0.2", "--time", "300",
                        "--detach", "--name", "gone")  # fmt: skip
     assert started.returncode == 0, started.stderr
     state = Path(env["XDG_STATE_HOME"]) / "probetop"
@@ -418,7 +425,7 @@ def test_a_recording_deleted_under_a_session_is_written_back(env: dict[str, str]
 def test_a_recording_replaced_under_a_session_is_left_and_stop_says_74(
     env: dict[str, str],
 ) -> None:
-    started = probetop(env, "cpu", "--threads", "1", "--interval", "0.2", "--time", "300",
+    started = probetop(env, *QUIET_CPU, "--interval", "0.2", "--time", "300",
                        "--detach", "--name", "swapped")  # fmt: skip
     assert started.returncode == 0, started.stderr
     recording = Path(env["XDG_STATE_HOME"]) / "probetop" / "swapped.jsonl"
@@ -481,7 +488,7 @@ def test_ls_on_a_session_that_was_killed_mid_frame(env: dict[str, str]) -> None:
     a warning, stop refuses with a message; its name is free again, the
     session kept under a name of its own (its --record file where it was)."""
     rec = Path(env["XDG_RUNTIME_DIR"]) / "k.jsonl.zst"
-    started = probetop(env, "cpu", "--threads", "1", "--interval", "0.2", "--time", "300",
+    started = probetop(env, *QUIET_CPU, "--interval", "0.2", "--time", "300",
                        "--detach", "--name", "k9", "--record", str(rec))  # fmt: skip
     assert started.returncode == 0, started.stderr
     pid = int(str(sessions(env)["k9"]["pid"]))

@@ -30,6 +30,13 @@ from test_sessions import env, probetop, sessions
 
 __all__ = ["env"]  # the fixture, used by name
 
+# A session that runs until the test ends it: a cpu probe whose one worker
+# takes 50 events a second (sysbench's --rate), not a core. The checks are the
+# session's (sockets, states, recording); a detached session runs outside
+# pytest's process tree, so tests/cputime.py never saw its CPU, taken from the
+# test workers for the session's whole life.
+QUIET_CPU = ("cpu", "--threads", "1", "--rate", "50")
+
 
 def state_files(env: dict[str, str], name: str) -> list[str]:
     """The files of session ``name`` in the state and runtime directories."""
@@ -78,10 +85,10 @@ def test_a_recording_another_session_holds_is_refused_and_not_listed(
     env: dict[str, str], tmp_path: Path
 ) -> None:
     shared = tmp_path / "shared.jsonl"
-    first = probetop(env, "cpu", "--threads", "1", "--time", "300", "--detach", "--name",
+    first = probetop(env, *QUIET_CPU, "--time", "300", "--detach", "--name",
                      "holder", "--record", str(shared))  # fmt: skip
     assert first.returncode == 0, first.stderr
-    second = probetop(env, "cpu", "--threads", "1", "--time", "300", "--detach", "--name",
+    second = probetop(env, *QUIET_CPU, "--time", "300", "--detach", "--name",
                       "second", "--record", str(shared))  # fmt: skip
     assert second.returncode == 2 and second.stdout == "", second.stdout
     errors = second.stderr.splitlines()
@@ -99,7 +106,7 @@ def test_started_means_the_header_is_in_the_recording(
     env: dict[str, str], tmp_path: Path, suffix: str
 ) -> None:
     recording = tmp_path / f"r{suffix}"
-    out = probetop(env, "cpu", "--threads", "1", "--time", "300", "--detach", "--name", "h",
+    out = probetop(env, *QUIET_CPU, "--time", "300", "--detach", "--name", "h",
                    "--record", str(recording))  # fmt: skip
     assert out.returncode == 0, out.stderr
     # Read at once, before anything else: "started" was said after the write.
@@ -155,7 +162,7 @@ def test_stop_while_starting_stops_it_and_says_so(env: dict[str, str], after_s: 
     and says what happened; the starter says the session was stopped."""
     name = f"early{int(after_s * 1000)}"
     starter = subprocess.Popen(
-        [*sys_python(), "cpu", "--threads", "1", "--time", "300", "--detach", "--name", name],
+        [*sys_python(), *QUIET_CPU, "--time", "300", "--detach", "--name", name],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

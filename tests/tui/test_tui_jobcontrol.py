@@ -34,6 +34,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 Tmux = Callable[..., str]
+# The run each case suspends, resumes and ends: a cpu probe whose one worker
+# takes 50 events a second (sysbench's --rate), not one that keeps a core
+# busy. What is checked here is the terminal, the signals, the job and the
+# recording, which a sleeping worker keeps growing as a busy one does; the
+# dashboard runs in tmux, outside pytest's process tree, so its CPU was not
+# seen per test: 10 full-speed runs took the file from ~14 to ~20 CPU-s
+# (measured as a cgroup's cpuacct.usage) and their cores from the workers.
+CPU = "cpu --threads 1 --rate 50"
 _servers = itertools.count()
 
 
@@ -218,7 +226,7 @@ def gone(*pids: int, timeout: float = 40.0) -> bool:
 def test_ctrl_z_fg_and_bg_as_in_vim_while_the_probes_record_on(tmp_path: Path) -> None:
     rec = tmp_path / "r.jsonl"
     with shell() as tmux:
-        type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
+        type_line(tmux, f"{EXE} {CPU} --time 120 --record {rec}")
         wait(tmux, lambda s: "events/s" in s, "the dashboard")
         tmux("send-keys", "-t", "t", "C-z")
         wait(tmux, lambda s: "Stopped" in s and "$ " in s, "stopped as a job")
@@ -259,7 +267,7 @@ def test_a_tstp_to_the_whole_job_is_one_suspend(tmp_path: Path) -> None:
         pytest.skip("needs strace")
     trace = tmp_path / "kills.trace"
     with shell() as tmux:
-        type_line(tmux, f"{EXE} cpu --threads 1 --time 120")
+        type_line(tmux, f"{EXE} {CPU} --time 120")
         wait(tmux, lambda s: "events/s" in s, "the dashboard")
         waiter, child = job_pids(tmux)
         tracer = subprocess.Popen(
@@ -294,7 +302,7 @@ def test_tstp_and_cont_from_outside_then_a_stop_signal_while_suspended(tmp_path:
     suspended ends the run with its footer and the job ends (not left stopped)."""
     rec = tmp_path / "r.jsonl"
     with shell() as tmux:
-        type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
+        type_line(tmux, f"{EXE} {CPU} --time 120 --record {rec}")
         wait(tmux, lambda s: "events/s" in s, "the dashboard")
         waiter, child = job_pids(tmux)
         os.kill(child, signal.SIGTSTP)
@@ -324,7 +332,7 @@ def test_a_stray_ttou_or_ttin_in_the_foreground_is_a_ctrl_z(sig: str, tmp_path: 
     the view back, q ends it whole)."""
     rec = tmp_path / "r.jsonl"
     with shell() as tmux:
-        type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
+        type_line(tmux, f"{EXE} {CPU} --time 120 --record {rec}")
         wait(tmux, lambda s: "events/s" in s, "the dashboard")
         waiter, child = job_pids(tmux)
         os.kill(child, getattr(signal, sig))
@@ -344,7 +352,7 @@ def test_tstp_and_cont_from_outside_then_fg_as_ctrl_z_then_fg(target: str, tmp_p
     SIGCONT, and the dashboard stayed suspended on a cooked terminal.)"""
     rec = tmp_path / "r.jsonl"
     with shell() as tmux:
-        type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
+        type_line(tmux, f"{EXE} {CPU} --time 120 --record {rec}")
         wait(tmux, lambda s: "events/s" in s, "the dashboard")
         assert grows(rec)  # past the start-up (a TSTP in it is a separate case)
         waiter, child = job_pids(tmux)
@@ -393,7 +401,7 @@ def _quit_pressing_q(tmux: Tmux) -> None:
 def test_started_in_the_background_it_waits_for_fg(tmp_path: Path) -> None:
     rec = tmp_path / "r.jsonl"
     with shell() as tmux:
-        type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec} &")
+        type_line(tmux, f"{EXE} {CPU} --time 120 --record {rec} &")
         assert grows(rec), screen(tmux)
         type_line(tmux, "jobs")
         wait(tmux, lambda s: "Stopped" in s, "stopped as a background job")
@@ -409,7 +417,7 @@ def test_started_in_the_background_it_waits_for_fg(tmp_path: Path) -> None:
 def test_the_terminal_closing_while_suspended_ends_the_run_whole(tmp_path: Path) -> None:
     rec = tmp_path / "r.jsonl"
     with shell() as tmux:
-        type_line(tmux, f"{EXE} cpu --threads 1 --time 120 --record {rec}")
+        type_line(tmux, f"{EXE} {CPU} --time 120 --record {rec}")
         wait(tmux, lambda s: "events/s" in s, "the dashboard")
         waiter, child = job_pids(tmux)
         tmux("send-keys", "-t", "t", "C-z")
@@ -434,7 +442,7 @@ def test_no_suspend_where_no_shell_could_resume_it() -> None:
     """The dashboard as a tmux pane's own command: its process group is
     orphaned (the kernel ignores its SIGTSTP); a suspend would leave a blank
     terminal that nothing brings back, so Ctrl-Z says why and does nothing."""
-    with shell([EXE, "cpu", "--threads", "1", "--time", "60"]) as tmux:
+    with shell([EXE, *CPU.split(), "--time", "60"]) as tmux:
         wait(tmux, lambda s: "events/s" in s, "the dashboard")
         tmux("send-keys", "-t", "t", "C-z")
         text = wait(tmux, lambda s: "not suspended" in s, "the notice")
@@ -467,7 +475,7 @@ def test_an_attached_view_suspends_and_resumes(monkeypatch: pytest.MonkeyPatch) 
     (base / "run").mkdir(mode=0o700)
     monkeypatch.setenv("XDG_STATE_HOME", str(base / "st"))
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(base / "run"))
-    start = [EXE, "cpu", "--threads", "1", "--time", "120", "--detach", "--name", "jc"]
+    start = [EXE, *CPU.split(), "--time", "120", "--detach", "--name", "jc"]
     started = subprocess.run(start, capture_output=True, text=True, timeout=90)
     assert started.returncode == 0, started.stderr
     rec = base / "st" / "probetop" / "jc.jsonl"
@@ -532,7 +540,7 @@ def test_ctrl_z_under_a_starter_in_the_job_stops_it_too(tmp_path: Path) -> None:
     brings the view back, the probes record on, and q ends it all."""
     rec = tmp_path / "r.jsonl"
     with shell() as tmux:
-        type_line(tmux, f"sh -c '{EXE} cpu --threads 1 --time 120 --record {rec}; echo SH=$?'")
+        type_line(tmux, f"sh -c '{EXE} {CPU} --time 120 --record {rec}; echo SH=$?'")
         wait(tmux, lambda s: "events/s" in s, "the dashboard")
         tmux("send-keys", "-t", "t", "C-z")
         wait(tmux, lambda s: "Stopped" in s and "sh -c" in s, "stopped as a job")
