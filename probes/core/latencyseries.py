@@ -17,7 +17,10 @@ Contract:
   exact; stddev is Welford's (no stored values needed).
 - Memory: at most ``exact_limit`` x 16 B plus a fixed ``PENDING`` x 8 B
   buffer of values not yet merged, whatever the count; then the buckets
-  (bounded by the values' range: ~230 per factor of 10).
+  (bounded by the values' range: ~230 per factor of 10). Whatever a merge
+  first needs (numpy's sort code, resident once run) it needs by the
+  ``FIRST_MERGE``-th value, and no merge imports a module: a long run's
+  memory does not step up at some later request (issue 29's soak).
 - ``percentile(pct)`` / ``sorted_values()`` / ``summary()`` read it;
   ``len()`` is the count.
 Why not a t-digest or a reservoir: both give an error that depends on the
@@ -40,6 +43,13 @@ from probetop.probes.core.stats import RunningStats
 EXACT_LIMIT = 50_000
 # Values appended since the last merge into the sorted distinct values.
 PENDING = 1024
+# The first merge comes after this many values, each later one after twice
+# as many as the one before, up to PENDING. Why not PENDING from the start:
+# the first merge is the process's first numpy sort, whose code pages (~2 MiB
+# of numpy's shared library) become resident then; at 1,024 values that was
+# 17 minutes into a demo (a request a second), a step in a soak's RSS long
+# after start-up (issue 29). Early, the step is part of start-up.
+FIRST_MERGE = 16
 BUCKET_RATIO = 1.01
 # A bucket's value is its geometric middle: at most sqrt(1.01) - 1 (0.499 %) off.
 RELATIVE_ERROR = 0.005
@@ -66,6 +76,7 @@ class LatencySeries:
 
         self.exact_limit = exact_limit
         self._pending: array[float] = array("d")
+        self._merge_at = FIRST_MERGE  # doubles up to PENDING (see FIRST_MERGE)
         # Sorted distinct values and their counts; None once binned.
         self._keys: np.ndarray | None = np.empty(0, dtype=np.float64)
         self._counts: np.ndarray = np.empty(0, dtype=np.int64)
@@ -89,8 +100,9 @@ class LatencySeries:
             self._bin(value)
             return
         self._pending.append(value)
-        if len(self._pending) >= PENDING:
+        if len(self._pending) >= self._merge_at:
             self._merge()
+            self._merge_at = min(PENDING, 2 * self._merge_at)
 
     def _merge(self) -> None:
         """Fold the pending values into the sorted distinct values; past
@@ -99,9 +111,13 @@ class LatencySeries:
 
         if not self._pending or self._keys is None:
             return
+        # return_counts: without it numpy 2's unique checks np.ma.is_masked,
+        # which imports numpy.ma (~1 MiB resident) at the first merge, the
+        # 1,024th request: 17 minutes into a demo, a step in a soak's RSS
+        # long after start-up (issue 29). Never np.union1d (unique without counts).
         new, counts = np.unique(np.frombuffer(self._pending, dtype=np.float64), return_counts=True)
         self._pending = array("d")
-        keys = np.union1d(self._keys, new)
+        keys = np.unique(np.concatenate((self._keys, new)), return_counts=True)[0]
         merged = np.zeros(len(keys), dtype=np.int64)
         merged[np.searchsorted(keys, self._keys)] += self._counts
         merged[np.searchsorted(keys, new)] += counts
