@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from astnames import dotted_parts
 from probetop.probes import registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,14 +41,8 @@ def _sources() -> Iterator[tuple[str, ast.Module]]:
 def _dotted(node: ast.expr) -> str | None:
     """``a.b.c`` for a chain of names and attributes (what ``ast.unparse``
     prints for one), else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
+    parts = dotted_parts(node)
+    return None if parts is None else ".".join(parts)
 
 
 def _uses(tree: ast.Module) -> Iterator[tuple[str, str]]:

@@ -22,6 +22,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from astnames import dotted_parts
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {"probes": "probetop.probes", "tui": "probetop.tui"}
 
@@ -86,18 +88,6 @@ def _resolve(node: ast.ImportFrom, module: str, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def _dotted(node: ast.expr) -> list[str] | None:
-    """``a.b.c`` as ["a", "b", "c"]; None when the chain does not start at a name."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return parts[::-1]
-
-
 def scan() -> list[Site]:
     modules = _modules()
     sites: list[Site] = []
@@ -125,7 +115,7 @@ def scan() -> list[Site]:
                         sites.append(Site(rel, node.lineno, f"from {source} import {alias.name}"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and _private(node.attr):
-                chain = _dotted(node)
+                chain = dotted_parts(node)
                 if not chain or chain[0] not in bound:
                     continue
                 owner = ".".join([bound[chain[0]], *chain[1:-1]])
