@@ -114,7 +114,7 @@ TEST_JOBS ?= auto
 # that sleep on a product deadline, an sshd link, curl's retry delays; under
 # 0.1 CPU-s per wall second, measured) run on N workers of their own beside
 # the parallel pass, not in it. Off (0) by default until measured green three
-# times in a row on a loaded machine; README.md has the figures.
+# times in a row on a loaded machine; docs/testing.md has the figures.
 WAIT_JOBS ?= 0
 test: COMPILE_AT_INSTALL := 0
 test: setup-dev system-deps
