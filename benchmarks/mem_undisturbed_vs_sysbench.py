@@ -154,8 +154,11 @@ def pinned(cpu: int | None) -> list[str]:
     return [] if cpu is None else ["taskset", "-c", str(cpu)]
 
 
-def sample(tool: str, opts: dict[str, str], sampler: Path, args: argparse.Namespace) -> list[float]:
-    """(max, p99, median) events/s of one run's intervals."""
+def sample(
+    tool: str, opts: dict[str, str], sampler: Path, args: argparse.Namespace
+) -> list[float] | None:
+    """(max, p99, median) events/s of one run's intervals; None when the
+    sampler got too few (the machine too busy to run it on time)."""
     seconds = int(args.secs + 2)
     opts = with_defaults(opts)
     if tool == "sysbench":
@@ -187,7 +190,7 @@ def sample(tool: str, opts: dict[str, str], sampler: Path, args: argparse.Namesp
         assert proc.stdout is not None
         where = [proc.stdout.readline().strip(), "-1"]
     time.sleep(0.5)  # past the first operations
-    out = subprocess.run(
+    sampled = subprocess.run(
         [
             *pinned(args.sampler_cpu),
             str(sampler),
@@ -198,10 +201,13 @@ def sample(tool: str, opts: dict[str, str], sampler: Path, args: argparse.Namesp
         ],
         capture_output=True,
         text=True,
-        check=True,
-    ).stdout.split()
+        check=False,
+    )
     proc.wait(timeout=60)
-    return [float(x) for x in out[1:]]
+    if sampled.returncode:
+        print(f"  a {tool} round lost: {sampled.stderr.strip()}", flush=True)
+        return None
+    return [float(x) for x in sampled.stdout.split()[1:]]
 
 
 COUNTERS = 0  # sb_counters' offset in sysbench's file: set by main()
@@ -248,7 +254,12 @@ def main() -> int:
             got: dict[str, list[list[float]]] = {"sysbench": [], "probetop": []}
             for r in range(args.rounds):
                 for tool in ("sysbench", "probetop") if r % 2 == 0 else ("probetop", "sysbench"):
-                    got[tool].append(sample(tool, opts, sampler, args))
+                    rates = sample(tool, opts, sampler, args)
+                    if rates is not None:
+                        got[tool].append(rates)
+            if not got["sysbench"] or not got["probetop"]:
+                print(f"{case:<20} every round of a tool lost", flush=True)
+                continue
             med = {
                 t: [statistics.median(x[i] for x in runs) for i in range(3)]
                 for t, runs in got.items()
