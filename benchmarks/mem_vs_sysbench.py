@@ -27,10 +27,23 @@ paired ratios probetop / sysbench, with their spread:
   (I(N2) - I(N1)) / (N2 - N1). tests/mem/test_mem_instructions.py checks
   the same counts (engine in-process) within 3 %.
 
+Where each run executes: every 1-thread run of either tool is pinned, the
+whole process, to one CPU (``taskset``), by default the one that took the
+fewest device interrupts in a second before the runs (``--cpu auto``; both
+CPUs' rates are printed). Unpinned, the scheduler puts each run's worker on
+either CPU, and here the other CPU takes the virtio disk's interrupts:
+sysbench on it ran 0.92-0.94 of its own rate per CPU-second (docs/mem.md),
+so a pair's ratio said which CPU each run landed on. Pinned, probetop's main
+thread (its 10 Hz poll, about 0.3 % of a CPU) shares the worker's CPU;
+sysbench's main thread sleeps in pthread_join. Runs of 2 threads need both
+CPUs and are never pinned. Under each case, each tool's own rounds are
+printed: a bimodal ratio comes from one tool's runs or both.
+
 sysbench's report is read with ``probetop.probes.mem.parse_report`` (the
 tests check that it reads our text report to the same figures as --json).
 
-Usage: .venv/bin/python benchmarks/mem_vs_sysbench.py [--time 3] [--rounds 3] [--only NAME]
+Usage: .venv/bin/python benchmarks/mem_vs_sysbench.py [--time 3] [--rounds 7] [--only NAME]
+       [--cpu auto|none|N]
        [--instructions]   (--rounds 0 --instructions: the counts only)
 """
 
