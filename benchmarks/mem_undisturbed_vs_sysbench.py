@@ -21,8 +21,13 @@ disturbed round reads low; every round's max is printed).
 This is how the 2 % per operation of 2026-11-29 (docs/mem.md) was found:
 whole-run ratios on the loaded machine swung more than the gap.
 
+Both tools' runs are pinned to one CPU (``--cpu auto``: the one taking the
+fewest device interrupts, as mem_vs_sysbench.py; ``none``: unpinned), the
+sampler to another. A round whose sampler the machine starved is reported
+lost and left out.
+
 Usage: .venv/bin/python benchmarks/mem_undisturbed_vs_sysbench.py [--rounds 4]
-       [--only TEXT] [--secs 3] [--interval-us 3000]
+       [--only TEXT] [--secs 3] [--interval-us 3000] [--cpu auto|none|N]
 Needs gcc, nm and sysbench (1.0.20); Linux (process_vm_readv, as root or
 with ptrace rights over the children: the default Yama scope 1 allows it).
 """
