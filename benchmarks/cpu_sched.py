@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 _MARK = "PROBETOP_CPU_BENCH_SESSION"
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
@@ -88,3 +89,45 @@ def cpu_model() -> str:
         return f"{fields['model name']} ({', '.join(ids)}{', AVX-512' if avx512 else ''})"
     parts = [f"{k} {fields[k]}" for k in ("CPU implementer", "CPU part") if k in fields]
     return ", ".join(parts) or "unknown"
+
+
+def device_interrupts_per_cpu(window_s: float = 1.0) -> list[float]:
+    """Device interrupts per second on each CPU over ``window_s`` (the
+    numbered lines of /proc/interrupts: disks, NICs, virtio queues; not the
+    timer or IPIs, which every CPU takes). An empty list if unreadable."""
+
+    def snapshot() -> list[int]:
+        try:
+            with open("/proc/interrupts", encoding="ascii", errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return []
+        ncpu = len(lines[0].split()) if lines else 0
+        totals = [0] * ncpu
+        for line in lines[1:]:
+            label, _, rest = line.partition(":")
+            if not label.strip().isdigit():
+                continue
+            for i, field in enumerate(rest.split()[:ncpu]):
+                totals[i] += int(field) if field.isdigit() else 0
+        return totals
+
+    first = snapshot()
+    time.sleep(window_s)
+    second = snapshot()
+    if not first or len(first) != len(second):
+        return []
+    return [(b - a) / window_s for a, b in zip(first, second, strict=True)]
+
+
+def quietest_cpu(window_s: float = 1.0) -> tuple[int, list[float]]:
+    """The CPU this process may run on that took the fewest device interrupts
+    in ``window_s``, and every CPU's rate: where a single-threaded run is
+    least disturbed. A device's interrupts go to the CPUs its affinity
+    names (here the virtio disk's all go to one), so a worker on that CPU
+    loses time to them that a worker on another does not."""
+    rates = device_interrupts_per_cpu(window_s)
+    allowed = sorted(os.sched_getaffinity(0))
+    if not rates:
+        return allowed[0], rates
+    return min(allowed, key=lambda cpu: (rates[cpu] if cpu < len(rates) else 0.0, cpu)), rates

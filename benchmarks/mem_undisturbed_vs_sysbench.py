@@ -21,8 +21,13 @@ disturbed round reads low; every round's max is printed).
 This is how the 2 % per operation of 2026-11-29 (docs/mem.md) was found:
 whole-run ratios on the loaded machine swung more than the gap.
 
+Both tools' runs are pinned to one CPU (``--cpu auto``: the one taking the
+fewest device interrupts, as mem_vs_sysbench.py; ``none``: unpinned), the
+sampler to another. A round whose sampler the machine starved is reported
+lost and left out.
+
 Usage: .venv/bin/python benchmarks/mem_undisturbed_vs_sysbench.py [--rounds 4]
-       [--only TEXT] [--secs 3] [--interval-us 3000]
+       [--only TEXT] [--secs 3] [--interval-us 3000] [--cpu auto|none|N]
 Needs gcc, nm and sysbench (1.0.20); Linux (process_vm_readv, as root or
 with ptrace rights over the children: the default Yama scope 1 allows it).
 """
@@ -41,6 +46,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cpu_sched import quietest_cpu
 from figures import add_figures_option, between, report
 
 CASES: list[tuple[str, dict[str, str]]] = [
@@ -49,6 +55,8 @@ CASES: list[tuple[str, dict[str, str]]] = [
     ("seq read 1K", {"memory-oper": "read"}),
     ("seq write 8B", {"memory-oper": "write", "memory-block-size": "8"}),
     ("seq write 1K pct0", {"memory-oper": "write", "percentile": "0"}),
+    ("rnd write 1K", {"memory-oper": "write", "memory-access-mode": "rnd"}),
+    ("rnd read 1K", {"memory-oper": "read", "memory-access-mode": "rnd"}),
 ]
 
 SB_CNT_EVENT = 3  # sysbench 1.0.20's sb_counter_type_t: the per-thread event count
@@ -110,7 +118,8 @@ from probetop.probes.mem.engine import address_of
 opts = dict(zip(sys.argv[1::2], sys.argv[2::2]))
 settings = MemSettings(time_s=float(opts.pop("time")), oper=opts.get("memory-oper", "write"),
                        block_size=int(opts.get("memory-block-size", "1024")),
-                       percentile=float(opts.get("percentile", "95")))
+                       percentile=float(opts.get("percentile", "95")),
+                       access_mode=opts.get("memory-access-mode", "seq"))
 probe = MemProbe(settings)
 probe.prepare()
 async def main():
@@ -142,15 +151,23 @@ def sysbench_counters_offset() -> int:
 
 
 def with_defaults(opts: dict[str, str]) -> dict[str, str]:
-    return {"memory-block-size": "1K", "percentile": "95", **opts}
+    return {"memory-block-size": "1K", "percentile": "95", "memory-access-mode": "seq", **opts}
 
 
-def sample(tool: str, opts: dict[str, str], sampler: Path, args: argparse.Namespace) -> list[float]:
-    """(max, p99, median) events/s of one run's intervals."""
+def pinned(cpu: int | None) -> list[str]:
+    """The prefix that runs a command on ``cpu`` (nothing when None)."""
+    return [] if cpu is None else ["taskset", "-c", str(cpu)]
+
+
+def sample(
+    tool: str, opts: dict[str, str], sampler: Path, args: argparse.Namespace
+) -> list[float] | None:
+    """(max, p99, median) events/s of one run's intervals; None when the
+    sampler got too few (the machine too busy to run it on time)."""
     seconds = int(args.secs + 2)
     opts = with_defaults(opts)
     if tool == "sysbench":
-        cmd = ["sysbench", "memory", f"--time={seconds}"]
+        cmd = [*pinned(args.cpu), "sysbench", "memory", f"--time={seconds}"]
         cmd += [f"--{k}={v}" for k, v in opts.items()] + ["run"]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
         for _ in range(500):  # the worker thread is up
@@ -167,21 +184,35 @@ def sample(tool: str, opts: dict[str, str], sampler: Path, args: argparse.Namesp
         block = opts["memory-block-size"]
         block = str(int(block[:-1]) * 1024) if block.endswith("K") else block
         argv = ["time", str(seconds), "memory-block-size", block]
-        argv += [x for k in ("memory-oper", "percentile") for x in (k, opts[k])]
+        argv += [
+            x for k in ("memory-oper", "percentile", "memory-access-mode") for x in (k, opts[k])
+        ]
         proc = subprocess.Popen(
-            [sys.executable, "-c", _PROBE, *argv], stdout=subprocess.PIPE, text=True
+            [*pinned(args.cpu), sys.executable, "-c", _PROBE, *argv],
+            stdout=subprocess.PIPE,
+            text=True,
         )
         assert proc.stdout is not None
         where = [proc.stdout.readline().strip(), "-1"]
     time.sleep(0.5)  # past the first operations
-    out = subprocess.run(
-        [str(sampler), str(proc.pid), *where, str(args.interval_us), str(args.secs)],
+    sampled = subprocess.run(
+        [
+            *pinned(args.sampler_cpu),
+            str(sampler),
+            str(proc.pid),
+            *where,
+            str(args.interval_us),
+            str(args.secs),
+        ],
         capture_output=True,
         text=True,
-        check=True,
-    ).stdout.split()
+        check=False,
+    )
     proc.wait(timeout=60)
-    return [float(x) for x in out[1:]]
+    if sampled.returncode:
+        print(f"  a {tool} round lost: {sampled.stderr.strip()}", flush=True)
+        return None
+    return [float(x) for x in sampled.stdout.split()[1:]]
 
 
 COUNTERS = 0  # sb_counters' offset in sysbench's file: set by main()
@@ -194,8 +225,24 @@ def main() -> int:
     ap.add_argument("--secs", type=float, default=3.0, help="sampled seconds a run")
     ap.add_argument("--interval-us", type=int, default=3000)
     ap.add_argument("--only", help="cases whose name contains this")
+    ap.add_argument(
+        "--cpu",
+        default="auto",
+        help="the CPU both tools' runs are pinned to (taskset), the sampler on another:"
+        " auto (default) the one that takes the fewest device interrupts, none: unpinned",
+    )
     add_figures_option(ap)
     args = ap.parse_args()
+    args.sampler_cpu = None
+    if args.cpu == "none":
+        args.cpu = None
+    else:
+        quiet, rates = quietest_cpu()
+        args.cpu = quiet if args.cpu == "auto" else int(args.cpu)
+        others = sorted(os.sched_getaffinity(0) - {args.cpu})
+        args.sampler_cpu = others[0] if others else None
+        per_cpu = ", ".join(f"CPU {i} {r:,.0f}/s" for i, r in enumerate(rates))
+        print(f"both tools pinned to CPU {args.cpu}; device interrupts: {per_cpu}")
     missing = [t for t in ("gcc", "nm", "sysbench") if shutil.which(t) is None]
     if missing:
         print(f"needs {', '.join(missing)}", file=sys.stderr)
@@ -212,7 +259,12 @@ def main() -> int:
             got: dict[str, list[list[float]]] = {"sysbench": [], "probetop": []}
             for r in range(args.rounds):
                 for tool in ("sysbench", "probetop") if r % 2 == 0 else ("probetop", "sysbench"):
-                    got[tool].append(sample(tool, opts, sampler, args))
+                    rates = sample(tool, opts, sampler, args)
+                    if rates is not None:
+                        got[tool].append(rates)
+            if not got["sysbench"] or not got["probetop"]:
+                print(f"{case:<20} every round of a tool lost", flush=True)
+                continue
             med = {
                 t: [statistics.median(x[i] for x in runs) for i in range(3)]
                 for t, runs in got.items()

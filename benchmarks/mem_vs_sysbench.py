@@ -27,10 +27,23 @@ paired ratios probetop / sysbench, with their spread:
   (I(N2) - I(N1)) / (N2 - N1). tests/mem/test_mem_instructions.py checks
   the same counts (engine in-process) within 3 %.
 
+Where each run executes: every 1-thread run of either tool is pinned, the
+whole process, to one CPU (``taskset``), by default the one that took the
+fewest device interrupts in a second before the runs (``--cpu auto``; both
+CPUs' rates are printed). Unpinned, the scheduler puts each run's worker on
+either CPU, and here the other CPU takes the virtio disk's interrupts:
+sysbench on it ran 0.92-0.94 of its own rate per CPU-second (docs/mem.md),
+so a pair's ratio said which CPU each run landed on. Pinned, probetop's main
+thread (its 10 Hz poll, about 0.3 % of a CPU) shares the worker's CPU;
+sysbench's main thread sleeps in pthread_join. Runs of 2 threads need both
+CPUs and are never pinned. Under each case, each tool's own rounds are
+printed: a bimodal ratio comes from one tool's runs or both.
+
 sysbench's report is read with ``probetop.probes.mem.parse_report`` (the
 tests check that it reads our text report to the same figures as --json).
 
-Usage: .venv/bin/python benchmarks/mem_vs_sysbench.py [--time 3] [--rounds 3] [--only NAME]
+Usage: .venv/bin/python benchmarks/mem_vs_sysbench.py [--time 3] [--rounds 7] [--only NAME]
+       [--cpu auto|none|N]
        [--instructions]   (--rounds 0 --instructions: the counts only)
 """
 
@@ -48,6 +61,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "mem"))
+from cpu_sched import quietest_cpu
 from figures import add_figures_option, between, report
 from mem_callgrind import (
     FIXED_WORK_TIME_S,
@@ -104,14 +118,21 @@ def probetop_bin() -> str:
     return here if os.path.exists(here) else "probetop"
 
 
-def run(tool: str, opts: dict[str, str], seconds: float) -> dict[str, float]:
-    """One run: ops/s and operations per CPU-second of the workers."""
+def pinned(cpu: int | None) -> list[str]:
+    """The prefix that runs a whole process on ``cpu`` (nothing when None)."""
+    return [] if cpu is None else ["taskset", "-c", str(cpu)]
+
+
+def run(tool: str, opts: dict[str, str], seconds: float, cpu: int | None) -> dict[str, float]:
+    """One run (the whole process on ``cpu`` unless None): ops/s and
+    operations per CPU-second of the workers."""
     if tool == "sysbench":
-        cmd = ["sysbench", "memory", f"--time={seconds:g}"]
+        cmd = [*pinned(cpu), "sysbench", "memory", f"--time={seconds:g}"]
         cmd += [f"--{k}={v}" for k, v in opts.items()]
         cmd.append("run")
     else:
-        cmd = [probetop_bin(), "mem", "--headless", "--json", "--time", f"{seconds:g}"]
+        cmd = [*pinned(cpu), probetop_bin(), "mem", "--headless", "--json"]
+        cmd += ["--time", f"{seconds:g}"]
         for k, v in opts.items():
             cmd += [f"--{k}", v]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -200,13 +221,15 @@ def instructions_per_op(
     return per_operation(*counts, n1, n2) / threads
 
 
-def sysbench_overhead_s() -> float:
+def sysbench_overhead_s(cpu: int | None) -> float:
     """CPU time of a sysbench memory run that does one operation (median of 5)."""
     spent = []
     for _ in range(5):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run(
-            ["sysbench", "memory", "--memory-total-size=1K", "run"], capture_output=True, check=True
+            [*pinned(cpu), "sysbench", "memory", "--memory-total-size=1K", "run"],
+            capture_output=True,
+            check=True,
         )
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         spent.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
@@ -217,7 +240,14 @@ def main() -> int:
     global SYSBENCH_OVERHEAD_S
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time", type=float, default=3.0)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument(
+        "--cpu",
+        default="auto",
+        help="the CPU every 1-thread run of either tool is pinned to (taskset, the whole"
+        " process): auto (default) the one that takes the fewest device interrupts;"
+        " none: unpinned. Runs of more threads are never pinned",
+    )
     ap.add_argument("--only", help="run only configurations whose name contains this")
     ap.add_argument(
         "--instructions",
@@ -229,7 +259,22 @@ def main() -> int:
     if shutil.which("sysbench") is None:
         print("sysbench is not installed", file=sys.stderr)
         return 2
-    SYSBENCH_OVERHEAD_S = sysbench_overhead_s()
+    cpu: int | None = None
+    if args.cpu != "none":
+        quiet, rates = quietest_cpu()
+        cpu = quiet if args.cpu == "auto" else int(args.cpu)
+        per_cpu = ", ".join(f"CPU {i} {r:,.0f}/s" for i, r in enumerate(rates))
+        # Where the worker runs moves its rate more than either tool does:
+        # a CPU taking a disk's interrupts ran sysbench at 0.92 of its rate on
+        # the other (docs/mem.md). Unpinned, each run lands where the
+        # scheduler puts it, and a ratio carries whose run landed where.
+        print(
+            f"1-thread runs of both tools pinned to CPU {cpu} (taskset); device"
+            f" interrupts over 1 s: {per_cpu}; runs of 2 threads unpinned"
+        )
+    else:
+        print("no run pinned (--cpu none): each lands where the scheduler puts it")
+    SYSBENCH_OVERHEAD_S = sysbench_overhead_s(cpu)
     print(f"loadavg at start: {os.getloadavg()}  (ratios are paired, ABBA)")
     print(f"sysbench start-up and exit: {SYSBENCH_OVERHEAD_S * 1e3:.1f} ms CPU (subtracted)")
     print(
@@ -244,9 +289,10 @@ def main() -> int:
         share_ratios: list[float] = []
         sb_ops: list[float] = []
         pt_ops: list[float] = []
+        where = cpu if opts.get("threads", "1") == "1" else None
         for r in range(args.rounds):
             order = ("sysbench", "probetop") if r % 2 == 0 else ("probetop", "sysbench")
-            got = {tool: run(tool, opts, args.time) for tool in order}
+            got = {tool: run(tool, opts, args.time, where) for tool in order}
             ratios.append(got["probetop"]["ops"] / got["sysbench"]["ops"])
             cpu_ratios.append(got["probetop"]["per_cpu"] / got["sysbench"]["per_cpu"])
             share_ratios.append(got["probetop"]["share"] / got["sysbench"]["share"])
@@ -271,6 +317,15 @@ def main() -> int:
             f" ops/s rounds {' '.join(f'{r:.3f}' for r in ratios)}",
             flush=True,
         )
+        # Each tool's own rounds: a bimodal ratio comes from one tool or both.
+        for tool, ops in (("sysbench", sb_ops), ("probetop", pt_ops)):
+            mid = statistics.median(ops)
+            print(
+                f"{'':<22} {tool} M ops/s by round: {' '.join(f'{x / 1e6:.3f}' for x in ops)}"
+                f" (median {mid / 1e6:.3f}, rounds {min(ops) / mid:.3f}..{max(ops) / mid:.3f}"
+                " of it)",
+                flush=True,
+            )
         report(
             name,
             "operations/s",
