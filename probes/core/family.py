@@ -270,11 +270,11 @@ class Family(Generic[SettingsT]):
     or one per kind; ``Lazy``, for the same reason."""
     no_tracker: str = ""
     no_checks: str = ""
+    """Why the family has no tracker / no checks, when it has none on purpose."""
     names_job: bool = False
     """``--name`` is also the reference tool's job name (fio's ``--name=test``,
     in every pasted fio line): a headless run takes it instead of refusing
     it as a session name with no session; ``read_settings`` reads it."""
-    """Why the family has no tracker / no checks, when it has none on purpose."""
 
     @property
     def name(self) -> str:

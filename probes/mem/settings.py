@@ -27,6 +27,7 @@ from probetop.probes.core.sysbench.options import (
     check_rate,
     check_verbosity,
     histogram_option,
+    int_value,
     old_spellings,
     on_off_spelling,
     percentile_option,
@@ -66,8 +67,9 @@ is native code (LLVM, via llvmlite) in GIL-free threads (docs/mem.md).
 
 EPILOG = """\
 Sizes take K, M, G, T suffixes (powers of 1024), as in sysbench. sysbench's
-memory test has no --events: the run ends at --time or when every thread has
-done its share (--memory-total-size / block size / threads operations).
+memory test ignores --events (accepted, as there): the run ends at --time or
+when every thread has done its share (--memory-total-size / block size /
+threads operations).
 
 examples:
   probetop mem                                     1 thread, seq write of 1 KiB blocks, 10 s
@@ -125,6 +127,15 @@ SPEC = CommandSpec(
             action="store_true",
             default=False,
         ),
+        Option(
+            ("--events",),
+            "sysbench's --events, read as sysbench's memory test reads it: checked as a "
+            "whole number, then ignored (the test sets its own event limit to 0; the run "
+            "ends at --time or --memory-total-size)",
+            int_value("events"),
+            0,
+            "N",
+        ),
         report_interval_option("mem"),
         rate_option(),
         percentile_option(),
@@ -136,7 +147,7 @@ SPEC = CommandSpec(
         verbosity_option(),
         run_word_option("memory"),
     ),
-    spellings=(*old_spellings("memory", events=False), on_off_spelling("--memory-hugetlb")),
+    spellings=(*old_spellings("memory", events=True), on_off_spelling("--memory-hugetlb")),
     refused_exit=REFUSED_EXIT,  # sysbench exits 1 for a refused value or option
 )
 

@@ -170,6 +170,7 @@ BAD_VALUES = [
     ("memory", "--memory-access-mode=random"),
     ("memory", "--memory-scope=foo"),
     ("memory", "--bogus=1"),
+    ("memory", "--events=abc"),
     ("cpu", "--rand-seed=abc"),
     # options of later sysbench versions (or LuaJIT's): 1.0.20 says "invalid option"
     ("cpu", "--warmup-time=1"),
@@ -531,3 +532,43 @@ def test_deprecated_names_win_and_warn_as_in_sysbench(argv: list[str], tmp_path:
     assert got_kept[0] == ref_kept[0]  # the threads that ran
     if "--max-requests=300" in argv or "--events=300" in argv:
         assert got_kept[1] == ref_kept[1]  # the event budget in force
+
+
+# sysbench's general options a pasted memory (or cpu) line carries that once
+# stopped probetop with "unrecognized arguments" or a refusal: --events (and
+# its old name) is read and ignored by sysbench's memory test, and
+# --report-interval=0 is sysbench's own "no intermediate reports".
+READ_AS_SYSBENCH = [
+    ("memory", ["--events=10"]),
+    ("memory", ["--events=-1"]),
+    ("memory", ["--events=0", "--report-interval=0"]),
+    ("memory", ["--max-requests=5"]),
+    ("cpu", ["--report-interval=0"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("test", "options"), READ_AS_SYSBENCH, ids=[f"{t} {' '.join(o)}" for t, o in READ_AS_SYSBENCH]
+)
+def test_options_sysbench_reads_and_ignores_run_as_there(
+    test: str, options: list[str], tmp_path: Path
+) -> None:
+    """The same exit status, WARNING lines, [ Ns ] lines (none) and event
+    count as sysbench: memory's count is its --memory-total-size share, so
+    an --events that limited the run would show here."""
+    base = ["--cpu-max-prime=500", QUICK] if test == "cpu" else ["--memory-total-size=1M"]
+    ref, ours = both([test, "--time=1", *base, *options, "run"], tmp_path)
+    assert ref.returncode == 0, ref.stdout + ref.stderr
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+
+    def read(out: str) -> tuple[list[str], int, list[str]]:
+        lines = out.splitlines()
+        warnings = [ln for ln in lines if ln.startswith("WARNING")]
+        intervals = sum(1 for ln in lines if ln.startswith("[ "))
+        events = [ln.split()[-1] for ln in lines if "total number of events" in ln]
+        return warnings, intervals, events
+
+    got, ref_read = read(ours.stdout), read(ref.stdout)
+    assert got[:2] == ref_read[:2], ours.stdout
+    if test == "memory":
+        assert got[2] == ref_read[2] == [str(1 << 20 >> 10)]  # 1M of 1K blocks

@@ -8,8 +8,9 @@ Contract:
 - ``sampling_period(values, interval_s=..., interval_given=..., command=...)``
   reconciles --report-interval (sysbench's name for the sampling period,
   which also prints the ``[ Ns ]`` lines) with probetop's --sample-interval:
-  (the period, whether the lines are asked for); UsageProbeError when both
-  are given and differ, never a silent override.
+  (the period, whether the lines are asked for); 0 is sysbench's "off", as
+  not given; UsageProbeError when both are given and differ, never a silent
+  override.
 - ``old_spellings(test, events=...)``: sysbench 0.4/0.5's option names
   (``--num-threads``, ``--max-time``, ``--test=cpu``) for a spec's
   ``spellings``.
@@ -288,7 +289,8 @@ def sampling_period(
 ) -> tuple[float, bool]:
     """(sampling period in s, whether sysbench's [ Ns ] lines are asked for)."""
     report_interval = values.get("report_interval")
-    if report_interval is None:
+    if report_interval is None or report_interval == 0:
+        # 0 is sysbench's own "no intermediate reports" (its help says so), as not given
         return float(interval_s), False
     if report_interval <= 0:
         raise UsageProbeError(f"--report-interval must be positive, got {report_interval}")
