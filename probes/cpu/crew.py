@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import gc
 import os
 import signal
 import threading
 import time
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import ProbeError
@@ -78,6 +80,7 @@ class Crew:
         self.exited = arena.cell(ctypes.c_int64) if arena is not None else ctypes.c_int64(0)
         self.pid = 0  # the worker process (0: the workers are threads of this one)
         self._ended = threading.Event()  # the worker process ended (and was reaped)
+        self._status: list[int] = []  # its wait status, once reaped
         self.start_error = arena.cell(ctypes.c_int64) if arena is not None else None
         self.started = 0
         self.stacks: Stacks | None = None
@@ -133,7 +136,12 @@ class Crew:
         could not start one."""
         assert self.start_error is not None
         parent = os.getpid()
-        pid = os.fork()
+        with warnings.catch_warnings():
+            # Python 3.12+ warns that forking a threaded process may deadlock
+            # the child: this child takes no lock another thread could hold
+            # (see _worker_process).
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
         if pid == 0:  # pragma: no cover - the worker process (never returns)
             self._worker_process(jobs, parent)
         self.pid = pid
@@ -143,14 +151,24 @@ class Crew:
         # loop 1-5 s in shrink_dcache_parent after `ps -L`-like reads).
         self._reaper = threading.Thread(
             target=_reap_worker_process,
-            args=(pid, self._ended),
+            args=(pid, self._ended, self._status),
             name="probetop-reaper",
             daemon=True,
         )
         self._reaper.start()
+        # The worker process starts them all while this loop turns: the
+        # allowance covers the starts too, ARRIVE_WAIT_S per 1000 threads.
         deadline = time.monotonic() + ARRIVE_WAIT_S * max(1, len(jobs) // 1000)
         while self.gate.arrived < len(jobs) and time.monotonic() < deadline:
             failed = int(self.start_error.value)
+            if not failed and self._ended.is_set():  # died before its workers arrived
+                jobs[0].shared.request_stop()
+                self.gate.open()
+                self.stats[:, STAT_DONE] = STOPPED_FLAG
+                raise ProbeError(
+                    "the CPU worker process ended before its threads started "
+                    f"(wait status {self._status[0] if self._status else '?'})"
+                )
             if failed:
                 jobs[0].shared.request_stop()
                 self.gate.open()
@@ -162,8 +180,6 @@ class Crew:
                     f"({os.strerror(failed & 0xFFFF)}); "
                     "a thread or memory limit was reached while starting"
                 )
-            if self._ended.is_set():  # it died before its workers arrived
-                break
             await asyncio.sleep(DONE_POLL_S)
         self.started = len(jobs)
 
@@ -175,12 +191,16 @@ class Crew:
         parent's (a terminal, a socket, a recording)."""
         code = 0
         try:
+            gc.disable()  # no finalizer of the parent's objects runs here
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP):
                 signal.signal(sig, signal.SIG_DFL)
             os.setsid()
             _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
             if os.getppid() != parent:  # the parent ended before the prctl
                 os._exit(0)
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
             os.closerange(3, _MAX_FD)
             spawn = self.engine.spawn  # type: ignore[attr-defined]
             tids = []
@@ -271,10 +291,11 @@ class Crew:
 _exit_lock = threading.Lock()
 
 
-def _reap_worker_process(pid: int, ended: threading.Event) -> None:
-    """Wait for a worker process to end, reap it and say so (its own thread)."""
+def _reap_worker_process(pid: int, ended: threading.Event, status: list[int]) -> None:
+    """Wait for a worker process to end, reap it, keep its wait status in
+    ``status`` and set ``ended`` (runs in a thread of its own)."""
     try:
-        os.waitpid(pid, 0)
+        status.append(os.waitpid(pid, 0)[1])
     except ChildProcessError:  # pragma: no cover - reaped by someone else
         pass
     ended.set()

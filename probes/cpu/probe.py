@@ -12,7 +12,8 @@ Contract:
   latest ``END_GRACE_S`` after ``time_s``, even inside an event that would
   take hours), and on cancellation sets the stop flag and returns once every
   worker has stopped, waiting at most ``STOP_WAIT_S`` (SCHED_IDLE workers:
-  ``BACKGROUND_STOP_WAIT_S``, the rest are left to end, ``workers_lingering``);
+  ``BACKGROUND_STOP_WAIT_S``, then their worker process is killed, or with
+  ``--rate`` the rest are left to end; ``workers_lingering`` counts them);
   it never blocks the event loop (see ``Crew``).
 - The parameters are checked against what the machine and the event loop
   can hold in ``CpuSettings.validate`` (threads per CPU, memory and the

@@ -330,6 +330,50 @@ def test_cli_ctrl_c_reports_what_ran_and_leaves_no_worker(tmp_path: Path) -> Non
     assert not os.path.exists(f"/proc/{proc.pid}/status") or _is_zombie(proc.pid)
 
 
+def _children_of(pid: int) -> list[int]:
+    kids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            stat = (proc / "stat").read_text() if proc.name.isdigit() else ""
+        except OSError:  # ended while we looked
+            continue
+        if stat and int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
+            kids.append(int(proc.name))
+    return kids
+
+
+def test_a_killed_probetop_takes_its_worker_process_with_it(tmp_path: Path) -> None:
+    """SCHED_IDLE workers run in a worker process of their own session
+    (docs/cpu.md): SIGKILL of probetop, which no handler sees, still ends
+    that process (PR_SET_PDEATHSIG), never leaving its threads computing."""
+    from probetop.probes.core.machine import logical_cpus
+
+    rec = tmp_path / "cpu.jsonl"
+    threads = 3 * logical_cpus()  # more than 2 per CPU: SCHED_IDLE, a worker process
+    proc = subprocess.Popen(
+        [*PROBETOP, "--record", str(rec), "cpu", "--headless", "--threads", str(threads),
+         "--time", "60", "--interval", "0.25"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_for_samples(rec, "cpu", 2, proc)
+        kids = [k for k in _children_of(proc.pid) if _threads_of(k) >= threads]
+        assert len(kids) == 1, kids
+        assert os.getsid(kids[0]) == kids[0] != os.getsid(proc.pid)
+        proc.kill()
+        proc.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not _is_zombie(kids[0]):
+            time.sleep(0.05)
+        # gone, or a zombie waiting for init: none of its threads computes
+        assert _is_zombie(kids[0]), f"worker process {kids[0]} outlived probetop"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _threads_of(pid: int) -> int:
     try:
         return len(os.listdir(f"/proc/{pid}/task"))
