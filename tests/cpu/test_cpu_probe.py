@@ -425,7 +425,7 @@ async def test_thousands_of_threads_never_stall_the_event_loop() -> None:
     machine alone (load 70) made a sleep overrun by 1.7 s: the allowance is
     the lateness measured before the probe. With the workers in this
     process's session, beside one CPU-bound process, sleeps overran by
-    0.5-3.4 s (docs/cpu.md)."""
+    0.13-3.4 s (docs/cpu.md)."""
     from probetop.probes.core.machine import logical_cpus
     from probetop.probes.cpu.settings import MAX_THREADS_PER_CPU
 
