@@ -21,7 +21,9 @@ Contract:
 - ``oversubscribed(workers)`` / ``background_priority()``: more busy workers
   than ``OVERSUBSCRIBED_PER_CPU`` per CPU would make the event loop wait its
   turn behind each of them; such workers make themselves SCHED_IDLE (native
-  threads only: a SCHED_IDLE thread that takes the GIL would hold up the loop).
+  threads only: a SCHED_IDLE thread that takes the GIL would hold up the loop;
+  the cpu probe also runs them in a worker process of their own session, as
+  SCHED_IDLE ranks threads only within their scheduling group: docs/cpu.md).
   ``check_busy_workers`` refuses that many busy Python-side workers instead;
   ``check_per_cpu`` is the general per-CPU cap (native workers: see cpu).
 - ``binary_size(n)``: bytes as the messages here (and the disk family's) write them.

@@ -6,20 +6,36 @@ most ``ARRIVE_WAIT_S``); ``wait`` and ``stop`` poll the workers' done flags
 with deadlines and never block the event loop; ``stop`` returns how many
 workers are not done and, if any are still running, keeps their memory alive
 for the life of the process.
+
+Background (SCHED_IDLE) native workers whose shared state is in an ``Arena``
+run in a worker process of their own session (``os.setsid``), so in a
+scheduling group of their own: the kernel's autogroups (one per session)
+and cgroups share CPU time between groups first and rank SCHED_IDLE threads
+only inside their group, so busy workers in this process's group kept the
+event loop waiting on the run queue for seconds beside any other busy
+process (docs/cpu.md). The worker process starts the threads, joins them and
+exits; it never returns to Python after its threads start and dies with this
+process's thread that forked it (``PR_SET_PDEATHSIG``); ``stop`` kills it
+if a worker has not ended in time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ctypes
+import gc
+import os
+import signal
 import threading
 import time
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from probetop.probes.core.base import ProbeError
 from probetop.probes.core.machine import WORKER_STACK_BYTES, thread_stack
 from probetop.probes.core.sysbench.counters import STAT_DONE, STOPPED_FLAG
 from probetop.probes.cpu.engine import (
+    Arena,
     Engine,
     Gate,
     Stacks,
@@ -49,12 +65,23 @@ class Crew:
     A worker is done when its STAT_DONE slot is set; gone when it counted
     itself in ``exited``. Every wait here polls those, with a deadline."""
 
-    def __init__(self, engine: Engine, gate: Gate, stats: np.ndarray) -> None:
+    def __init__(
+        self, engine: Engine, gate: Gate, stats: np.ndarray, arena: Arena | None = None
+    ) -> None:
+        """``arena``: the shared memory that holds ``gate``, the jobs' shared
+        run and ``stats`` (and their histograms); with it, background native
+        workers run in a worker process of their own session."""
         self.engine = engine
         self.gate = gate  # workers wait at it until all are started
         self.stats = stats
+        self.arena = arena
         self.jobs: list[ThreadJob] = []  # what the workers use: shared state, counters
-        self.exited = ctypes.c_int64(0)  # workers that have ended (native: atomic add)
+        # workers that have ended (native: atomic add)
+        self.exited = arena.cell(ctypes.c_int64) if arena is not None else ctypes.c_int64(0)
+        self.pid = 0  # the worker process (0: the workers are threads of this one)
+        self._ended = threading.Event()  # the worker process ended (and was reaped)
+        self._status: list[int] = []  # its wait status, once reaped
+        self.start_error = arena.cell(ctypes.c_int64) if arena is not None else None
         self.started = 0
         self.stacks: Stacks | None = None
         self.tids: list[int] = []  # native workers not reaped yet
@@ -68,6 +95,9 @@ class Crew:
         self.jobs = jobs
         if spawn is not None:
             self.stacks = Stacks(len(jobs), WORKER_STACK_BYTES)
+        if spawn is not None and background and self.arena is not None:
+            await self._start_process(jobs)
+            return
         for first in range(0, len(jobs), START_BATCH):
             for i, job in enumerate(jobs[first : first + START_BATCH], first):
                 try:
@@ -99,6 +129,95 @@ class Crew:
         deadline = time.monotonic() + ARRIVE_WAIT_S
         while self.gate.arrived < self.started and time.monotonic() < deadline:
             await asyncio.sleep(DONE_POLL_S)
+
+    async def _start_process(self, jobs: list[ThreadJob]) -> None:
+        """Fork the worker process (it starts every worker, see ``_worker_process``)
+        and wait, polling, until all wait at the gate; raise ProbeError if it
+        could not start one."""
+        assert self.start_error is not None
+        parent = os.getpid()
+        with warnings.catch_warnings():
+            # Python 3.12+ warns that forking a threaded process may deadlock
+            # the child: this child takes no lock another thread could hold
+            # (see _worker_process).
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # pragma: no cover - the worker process (never returns)
+            self._worker_process(jobs, parent)
+        self.pid = pid
+        # Reaped by a thread of its own: reaping a process whose threads
+        # still end invalidates their /proc entries and waits on the ones a
+        # SCHED_IDLE thread is itself removing (measured: wait4 kept this
+        # loop 1-5 s in shrink_dcache_parent after `ps -L`-like reads).
+        self._reaper = threading.Thread(
+            target=_reap_worker_process,
+            args=(pid, self._ended, self._status),
+            name="probetop-reaper",
+            daemon=True,
+        )
+        self._reaper.start()
+        # The worker process starts them all while this loop turns: the
+        # allowance covers the starts too, ARRIVE_WAIT_S per 1000 threads.
+        deadline = time.monotonic() + ARRIVE_WAIT_S * max(1, len(jobs) // 1000)
+        while self.gate.arrived < len(jobs) and time.monotonic() < deadline:
+            failed = int(self.start_error.value)
+            if not failed and self._ended.is_set():  # died before its workers arrived
+                jobs[0].shared.request_stop()
+                self.gate.open()
+                self.stats[:, STAT_DONE] = STOPPED_FLAG
+                raise ProbeError(
+                    "the CPU worker process ended before its threads started "
+                    f"(wait status {self._status[0] if self._status else '?'})"
+                )
+            if failed:
+                jobs[0].shared.request_stop()
+                self.gate.open()
+                started = failed >> 16
+                self.stats[started:, STAT_DONE] = STOPPED_FLAG  # never started
+                self.started = started
+                raise ProbeError(
+                    f"could not start CPU thread {started + 1} of {len(jobs)} "
+                    f"({os.strerror(failed & 0xFFFF)}); "
+                    "a thread or memory limit was reached while starting"
+                )
+            await asyncio.sleep(DONE_POLL_S)
+        self.started = len(jobs)
+
+    def _worker_process(self, jobs: list[ThreadJob], parent: int) -> None:
+        """The forked worker process: a session of its own (so a scheduling
+        group of its own), the workers started, joined, then ``_exit``. It
+        only calls what is bound already (no import, no lock another thread
+        of the parent could have held), and keeps no descriptor of the
+        parent's (a terminal, a socket, a recording)."""
+        code = 0
+        try:
+            gc.disable()  # no finalizer of the parent's objects runs here
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP):
+                signal.signal(sig, signal.SIG_DFL)
+            os.setsid()
+            _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:  # the parent ended before the prctl
+                os._exit(0)
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            os.closerange(3, _MAX_FD)
+            spawn = self.engine.spawn  # type: ignore[attr-defined]
+            tids = []
+            for i, job in enumerate(jobs):
+                try:
+                    tid = spawn(job, self.exited, idle=True, stacks=self.stacks, index=i)
+                except OSError as exc:
+                    assert self.start_error is not None
+                    self.start_error.value = (i << 16) | ((exc.errno or 11) & 0xFFFF)
+                    job.shared.request_stop()
+                    break
+                tids.append(tid)
+            for tid in tids:
+                self.engine.join(tid)  # type: ignore[attr-defined]
+        except BaseException:  # the worker process never returns to the caller
+            code = 70
+        os._exit(code)
 
     def _reap(self) -> None:
         """Free the native workers that have ended (the event loop's thread
@@ -135,6 +254,8 @@ class Crew:
         self.gate.open()
         self.stats[self.started :, STAT_DONE] = STOPPED_FLAG  # cancelled while starting
         await self.wait(timeout)
+        if self.arena is not None and (self.pid or self.background):
+            return await self._stop_process()
         deadline = time.monotonic() + THREAD_EXIT_WAIT_S
         while time.monotonic() < deadline:
             self._reap()
@@ -150,5 +271,36 @@ class Crew:
             keep_forever(self)
         return int((self.stats[:, STAT_DONE] == 0).sum())
 
+    async def _stop_process(self) -> int:
+        """After ``wait``: let the worker process end (bounded), else kill it
+        (its workers compute nothing more either way; the counters are in the
+        arena, which this process keeps); return how many workers were not
+        done. Never waits for the process to be reaped (see ``_reap_worker_process``)."""
+        deadline = time.monotonic() + THREAD_EXIT_WAIT_S
+        while self.pid and not self._ended.is_set() and time.monotonic() < deadline:
+            await asyncio.sleep(0.002)
+        not_done = int((self.stats[:, STAT_DONE] == 0).sum())
+        if self.pid and not self._ended.is_set():
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:  # pragma: no cover - reaped meanwhile
+                pass
+        return not_done
+
 
 _exit_lock = threading.Lock()
+
+
+def _reap_worker_process(pid: int, ended: threading.Event, status: list[int]) -> None:
+    """Wait for a worker process to end, reap it, keep its wait status in
+    ``status`` and set ``ended`` (runs in a thread of its own)."""
+    try:
+        status.append(os.waitpid(pid, 0)[1])
+    except ChildProcessError:  # pragma: no cover - reaped by someone else
+        pass
+    ended.set()
+
+
+_PR_SET_PDEATHSIG = 1
+_MAX_FD = 1 << 20
+_prctl = ctypes.CDLL(None).prctl

@@ -112,16 +112,31 @@ class Gate:
     be called by the thread that created the gate (the event loop's)."""
 
     SIZE = 256  # >= sizeof(pthread_rwlock_t) on every glibc/musl target (56 on x86_64)
+    ATTR_SIZE = 64  # >= sizeof(pthread_rwlockattr_t) (8 on x86_64)
+    PROCESS_SHARED = 1  # PTHREAD_PROCESS_SHARED (glibc, musl)
 
-    def __init__(self) -> None:
+    def __init__(self, arena: Arena | None = None) -> None:
+        """With ``arena`` the lock and the arrival count live in its shared
+        memory and the lock is process-shared: workers in a worker process
+        (``Crew``) wait at it too."""
         self._libc = ctypes.CDLL(None)
-        self._lock = ctypes.create_string_buffer(self.SIZE)
-        if self._libc.pthread_rwlock_init(self._lock, None) != 0:
+        attr = None
+        if arena is None:
+            self._lock: Any = ctypes.create_string_buffer(self.SIZE)
+            self._arrived = ctypes.c_int64(0)  # threads that reached the gate
+        else:
+            self._lock = arena.cell(ctypes.c_char * self.SIZE)
+            self._arrived = arena.cell(ctypes.c_int64)
+            attr = ctypes.create_string_buffer(self.ATTR_SIZE)
+            if self._libc.pthread_rwlockattr_init(attr) != 0 or (
+                self._libc.pthread_rwlockattr_setpshared(attr, self.PROCESS_SHARED) != 0
+            ):
+                raise OSError("pthread_rwlockattr_setpshared failed")
+        if self._libc.pthread_rwlock_init(self._lock, attr) != 0:
             raise OSError("pthread_rwlock_init failed")
         if self._libc.pthread_rwlock_wrlock(self._lock) != 0:
             raise OSError("pthread_rwlock_wrlock failed")
         self.opened = False
-        self._arrived = ctypes.c_int64(0)  # threads that reached the gate
 
     @property
     def address(self) -> int:
@@ -146,6 +161,46 @@ class Gate:
             self._arrived.value += 1
         self._libc.pthread_rwlock_rdlock(self._lock)
         self._libc.pthread_rwlock_unlock(self._lock)
+
+
+class Arena:
+    """Anonymous shared memory (``MAP_SHARED``): what a worker process and
+    this one both write (the gate, the stop flag, the counters) lives here,
+    at the same address in both, since the worker process is forked after it
+    is mapped. Pages cost nothing until touched; each piece is 64-byte
+    aligned (its own cache line)."""
+
+    ALIGN = 64
+
+    def __init__(self, nbytes: int) -> None:
+        import mmap
+
+        self._map = mmap.mmap(-1, max(self.ALIGN, nbytes))  # MAP_SHARED | MAP_ANONYMOUS
+        self._next = 0
+
+    def _take(self, nbytes: int) -> int:
+        offset = self._next
+        if offset + nbytes > len(self._map):
+            raise MemoryError("the arena is full (sized too small by its caller)")
+        self._next = offset + -(-nbytes // self.ALIGN) * self.ALIGN
+        return offset
+
+    def cell(self, ctype: Any) -> Any:
+        """A zeroed ctypes object (a c_int64, a char array ...) in the arena."""
+        return ctype.from_buffer(self._map, self._take(ctypes.sizeof(ctype)))
+
+    def int64_block(self, rows: int, cols: int) -> Any:
+        """A zeroed C-contiguous rows x cols int64 numpy array in the arena."""
+        import numpy as np
+
+        offset = self._take(rows * cols * 8)
+        return np.frombuffer(self._map, np.int64, rows * cols, offset).reshape(rows, cols)
+
+    @staticmethod
+    def bytes_for(threads: int, row_slots: int) -> int:
+        """Room for a gate, the run's cells and two blocks of ``threads`` rows
+        of ``row_slots`` int64 in all, alignment included."""
+        return threads * row_slots * 8 + 16 * Arena.ALIGN + Gate.SIZE
 
 
 @dataclass
@@ -173,6 +228,18 @@ class SharedRun:
 
     def request_stop(self) -> None:
         self.stop.value = 1
+
+    @classmethod
+    def in_arena(cls, arena: Arena, **kwargs: Any) -> SharedRun:
+        """A run whose gate, stop flag, event budget and deadline are in
+        ``arena`` (for workers in a worker process)."""
+        return cls(
+            gate=Gate(arena),
+            stop=arena.cell(ctypes.c_int32),
+            ticket=arena.cell(ctypes.c_int64),
+            deadline_cell=arena.cell(ctypes.c_int64),
+            **kwargs,
+        )
 
 
 def address_of(array: Any) -> int:
@@ -276,6 +343,9 @@ class _PThreads:
         self._tryjoin = libc.pthread_tryjoin_np
         self._tryjoin.argtypes = [ctypes.c_ulong, ctypes.c_void_p]
         self._tryjoin.restype = ctypes.c_int
+        self._join = libc.pthread_join
+        self._join.argtypes = [ctypes.c_ulong, ctypes.c_void_p]
+        self._join.restype = ctypes.c_int
 
     def create(self, entry: int, arg: int, stack_addr: int, stack_bytes: int) -> int:
         """Start a joinable thread on [stack_addr, +stack_bytes); its id."""
@@ -296,6 +366,10 @@ class _PThreads:
     def tryjoin(self, tid: int) -> bool:
         """Reap an ended thread (never blocks); False while it still runs."""
         return int(self._tryjoin(tid, None)) == 0
+
+    def join(self, tid: int) -> None:
+        """Wait for a thread to end and reap it (blocks: a worker process's use)."""
+        self._join(tid, None)
 
 
 class Stacks:
@@ -440,6 +514,10 @@ class NativeEngine:
     def reap(self, tid: int) -> bool:
         """Free an ended thread's resources (never blocks); False while it runs."""
         return self._pthread.tryjoin(tid)
+
+    def join(self, tid: int) -> None:
+        """Wait for a thread to end and free it (blocks: never on the event loop)."""
+        self._pthread.join(tid)
 
     def run_events(self, job: ThreadJob) -> int:
         s = job.shared

@@ -12,7 +12,8 @@ Contract:
   latest ``END_GRACE_S`` after ``time_s``, even inside an event that would
   take hours), and on cancellation sets the stop flag and returns once every
   worker has stopped, waiting at most ``STOP_WAIT_S`` (SCHED_IDLE workers:
-  ``BACKGROUND_STOP_WAIT_S``, the rest are left to end, ``workers_lingering``);
+  ``BACKGROUND_STOP_WAIT_S``, then their worker process is killed, or with
+  ``--rate`` the rest are left to end; ``workers_lingering`` counts them);
   it never blocks the event loop (see ``Crew``).
 - The parameters are checked against what the machine and the event loop
   can hold in ``CpuSettings.validate`` (threads per CPU, memory and the
@@ -32,9 +33,12 @@ from probetop.probes.core.intervallog import IntervalLog
 from probetop.probes.core.machine import background_priority, oversubscribed
 from probetop.probes.core.sample import Status, now_ns
 from probetop.probes.core.sysbench.counters import (
+    INT64_MAX,
     STAT_CPU_NS,
     STAT_DONE,
     STAT_END_NS,
+    STAT_LAT_MIN,
+    STAT_SLOTS,
     STAT_TEST,
     STOPPED_DEADLINE,
     STOPPED_FLAG,
@@ -50,6 +54,7 @@ from probetop.probes.core.sysbench.hist import HIST_SIZE
 from probetop.probes.core.sysbench.rate import QUEUE_FULL_MESSAGE, RateSchedule
 from probetop.probes.cpu.crew import Crew
 from probetop.probes.cpu.engine import (
+    Arena,
     Engine,
     EngineUnavailable,
     Gate,
@@ -204,25 +209,41 @@ class CpuProbe:
     async def _run_phase(self, threads: int, phase_index: int | None, emit: Emit) -> PhaseResult:
         import numpy as np
 
-        gate = Gate()
         schedule = None
         if self.rate:
             # --rate: each phase's own arrivals, from the run's seed (rate.py)
             schedule = RateSchedule(self.rate, self.settings.rand_seed)
             schedule.bind(getattr(self.engine, "rate_queue_address"))  # noqa: B009
-        shared = SharedRun(
-            max_prime=self.max_prime, max_events=self.events, gate=gate, schedule=schedule
-        )
-        # Every thread's counters in two blocks (one row per thread), so an
-        # interval reads them with a few numpy copies, not threads x 1024
-        # Python operations.
-        stats = new_counters(threads)
-        hist = np.zeros((threads, HIST_SIZE), np.int64)
+        background = oversubscribed(threads)
+        arena = None
+        if background and schedule is None and hasattr(self.engine, "spawn"):
+            # SCHED_IDLE native workers run in a worker process of their own
+            # session (Crew): what it and this process share lives in an arena.
+            # (--rate's queue is in the JIT module's memory: those stay here.)
+            arena = Arena(Arena.bytes_for(threads, STAT_SLOTS + HIST_SIZE))
+            shared = SharedRun.in_arena(
+                arena, max_prime=self.max_prime, max_events=self.events, schedule=schedule
+            )
+            assert shared.gate is not None
+            gate = shared.gate
+            stats = arena.int64_block(threads, STAT_SLOTS)
+            stats[:, STAT_LAT_MIN] = INT64_MAX
+            hist = arena.int64_block(threads, HIST_SIZE)
+        else:
+            gate = Gate()
+            shared = SharedRun(
+                max_prime=self.max_prime, max_events=self.events, gate=gate, schedule=schedule
+            )
+            # Every thread's counters in two blocks (one row per thread), so an
+            # interval reads them with a few numpy copies, not threads x 1024
+            # Python operations.
+            stats = new_counters(threads)
+            hist = np.zeros((threads, HIST_SIZE), np.int64)
         jobs = [ThreadJob(shared, stats=stats[i], hist=hist[i]) for i in range(threads)]
         phase = PhaseResult(threads=threads)
         self._current = phase
         assert self.engine is not None
-        crew = Crew(self.engine, gate, stats)
+        crew = Crew(self.engine, gate, stats, arena)
         start = phase.start_ns = now_ns()
         prev = Snapshot.take(stats, hist)  # all zero: taken before any worker starts
         phase.snapshot = prev
@@ -234,7 +255,6 @@ class CpuProbe:
             # Every thread is created first and waits at the gate; the run (and
             # its clock) starts when all exist, as in sysbench. Starting threads
             # while others already compute would take a scheduler period each.
-            background = oversubscribed(threads)
             if background and not self.background_workers:
                 self.background_workers = True
                 emit(Status(self.id, now_ns(), "info", SCHED_IDLE_NOTE))
