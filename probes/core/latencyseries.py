@@ -1,46 +1,52 @@
-"""A series of measurements with bounded memory and stated percentile error.
+"""A series of measurements in fixed memory, with stated percentile error.
 
 Contract:
 - ``LatencySeries(exact_limit)``: ``append(v)`` values >= 0 (ms, s, ...).
   Every value is counted by its exact float value: a sorted array of the
-  distinct values and one of their counts (16 B a distinct value), so
-  percentiles are exact (linear interpolation, numpy's default, as over a
-  ``curl -w`` loop's numbers: the same figures as sorting every value)
-  for any number of values, as long as they take at most ``exact_limit``
-  distinct values. Values from a clock with a resolution take few: curl's
-  are whole microseconds, so 1 ms to 50 ms of spread is at most 49,000
-  distinct values whatever the count (wrk, likewise, keeps one counter per
-  microsecond). Past the limit the values move into log-linear buckets (each
-  ``BUCKET_RATIO`` wide, a zero bucket for 0) and memory stops growing: a
-  percentile is then within ``RELATIVE_ERROR`` (0.5 %) of the exact one, and
-  ``exact`` is False so a report can say so. count, min, max and mean stay
-  exact; stddev is Welford's (no stored values needed).
-- Memory: at most ``exact_limit`` x 16 B plus a fixed ``PENDING`` x 8 B
-  buffer of values not yet merged, whatever the count; then the buckets
-  (bounded by the values' range: ~230 per factor of 10). Whatever a merge
-  first needs (numpy's sort code, resident once run) it needs by the
-  ``FIRST_MERGE``-th value, and no merge imports a module: a long run's
-  memory does not step up at some later request (issue 29's soak).
+  distinct values and one of their counts, so percentiles are exact
+  (linear interpolation, numpy's default, as over a ``curl -w`` loop's
+  numbers: the same figures as sorting every value) for any number of
+  values, as long as they take at most ``exact_limit`` (``EXACT_LIMIT``,
+  8,192) distinct values. curl's clocks count whole microseconds, so a
+  request's phase takes one of few values, but on a loaded machine most
+  requests still bring a new one: the demo's busiest series met about
+  3,000 new values an hour (docs/reliability.md), so a 2-hour run at a
+  request a second stays exact. Past the limit the values move into a
+  fixed-size log histogram (``BUCKETS`` buckets each ``BUCKET_RATIO`` wide
+  from ``BUCKETS_FROM`` to ``BUCKETS_TO`` in the series' unit: 1 us to 11.6
+  days in ms; a count for exact zeros; values outside the range count in
+  the end buckets): a percentile is then within ``RELATIVE_ERROR`` (0.5 %)
+  of the exact one for values in that range, and ``exact`` is False so a
+  report can say so. count, min, max and mean stay exact; stddev is
+  Welford's (no stored values needed).
+- Memory is fixed once a series has met its second distinct value: it then
+  takes its whole exact store at once (``exact_limit`` x 12 B: 96 KiB at
+  the default) and a ``PENDING`` x 8 B buffer (8 KiB), written through so
+  they are resident from then on; past the limit the exact store is freed
+  for the histogram (``BUCKETS`` x 8 B, 22 KiB). A series whose values are
+  all equal (a TLS phase of plain HTTP: 0) keeps one slot. Nothing grows
+  with the number of values or of distinct values (issue 29: the store grew
+  16 B a new distinct value, ~0.75 MiB an hour over the demo's 14 series on
+  a loaded machine). Whatever a merge first needs (numpy's sort code,
+  resident once run) it needs by the ``FIRST_MERGE``-th value, and no merge
+  imports a module: a long run's memory does not step up at some later
+  request.
 - ``percentile(pct)`` / ``sorted_values()`` / ``summary()`` read it;
   ``len()`` is the count.
 Why not a t-digest or a reservoir: both give an error that depends on the
 data; these buckets give a fixed relative bound for any value, as HdrHistogram.
-Why counts rather than every value (until issue 29's soak): a store of every
-value grew 8 B a value for the first 100,000 (0.4 MiB an hour at the demo's
-two requests a second, for 14 hours), where counts stop growing once the
-values' spread has been seen.
 """
 
 from __future__ import annotations
 
 import math
-from array import array
 
 import numpy as np
 from probetop.probes.core.stats import RunningStats
 
-# 50,000 distinct values exact: at most 0.8 MB a series (16 B a value).
-EXACT_LIMIT = 50_000
+# 8,192 distinct values exact: 96 KiB a series (a float64 value and a uint32
+# count each), allocated at the series' second distinct value.
+EXACT_LIMIT = 8_192
 # Values appended since the last merge into the sorted distinct values.
 PENDING = 1024
 # The first merge comes after this many values, each later one after twice
@@ -54,33 +60,40 @@ BUCKET_RATIO = 1.01
 # A bucket's value is its geometric middle: at most sqrt(1.01) - 1 (0.499 %) off.
 RELATIVE_ERROR = 0.005
 _LOG_RATIO = math.log(BUCKET_RATIO)
-_ZERO = -(2**31)  # the bucket of exact zeros
+# The histogram's range, in the series' unit (HTTP: ms, so 1 us .. 11.6 days):
+# fixed, so its size is too.
+BUCKETS_FROM = 1e-3
+BUCKETS_TO = 1e9
+BUCKETS = math.ceil(math.log(BUCKETS_TO / BUCKETS_FROM) / _LOG_RATIO)
+_LOG_FROM = math.log(BUCKETS_FROM)
+_COUNT_MAX = 2**32 - 1  # a uint32 count; past it (4e9 equal values) the series bins
 
 
 def _bucket(value: float) -> int:
-    return _ZERO if value <= 0 else math.floor(math.log(value) / _LOG_RATIO)
+    """The histogram bucket of a value > 0 (the end ones past the range)."""
+    return min(BUCKETS - 1, max(0, math.floor((math.log(value) - _LOG_FROM) / _LOG_RATIO)))
 
 
 def _middle(index: int) -> float:
-    return 0.0 if index == _ZERO else math.exp((index + 0.5) * _LOG_RATIO)
+    return math.exp(_LOG_FROM + (index + 0.5) * _LOG_RATIO)
 
 
 class LatencySeries:
     """See the module docstring."""
 
     def __init__(self, exact_limit: int = EXACT_LIMIT) -> None:
-        # numpy when the first series is made, not at import: the modules
-        # that import this one (the HTTP family's) are on paths that must
-        # not pay for it (the first frame, --help).
-        import numpy as np
-
         self.exact_limit = exact_limit
-        self._pending: array[float] = array("d")
+        self._pending: np.ndarray | None = None  # PENDING floats, at the first value
+        self._npending = 0
         self._merge_at = FIRST_MERGE  # doubles up to PENDING (see FIRST_MERGE)
-        # Sorted distinct values and their counts; None once binned.
-        self._keys: np.ndarray | None = np.empty(0, dtype=np.float64)
-        self._counts: np.ndarray = np.empty(0, dtype=np.int64)
-        self._buckets: dict[int, int] = {}
+        # Sorted distinct values and their counts in the first ``_n`` slots;
+        # one slot until a second distinct value, then exact_limit; None once
+        # binned.
+        self._keys: np.ndarray | None = np.zeros(1, dtype=np.float64)
+        self._counts: np.ndarray = np.zeros(1, dtype=np.uint32)
+        self._n = 0
+        self._hist: np.ndarray | None = None  # BUCKETS counts once binned
+        self._zeros = 0  # exact zeros once binned
         self._stats = RunningStats()
 
     @property
@@ -92,46 +105,79 @@ class LatencySeries:
     def distinct(self) -> int:
         """How many distinct values the exact store holds (0 once binned)."""
         self._merge()
-        return 0 if self._keys is None else len(self._keys)
+        return 0 if self._keys is None else self._n
 
     def append(self, value: float) -> None:
         self._stats.add(value)
         if self._keys is None:
             self._bin(value)
             return
-        self._pending.append(value)
-        if len(self._pending) >= self._merge_at:
+        if self._pending is None:
+            self._pending = np.empty(PENDING, dtype=np.float64)
+        self._pending[self._npending] = value
+        self._npending += 1
+        if self._npending >= self._merge_at:
             self._merge()
             self._merge_at = min(PENDING, 2 * self._merge_at)
 
     def _merge(self) -> None:
         """Fold the pending values into the sorted distinct values; past
-        ``exact_limit`` distinct values, into buckets for good."""
-        import numpy as np
-
-        if not self._pending or self._keys is None:
+        ``exact_limit`` distinct values, into the histogram for good."""
+        if not self._npending or self._keys is None or self._pending is None:
             return
         # return_counts: without it numpy 2's unique checks np.ma.is_masked,
-        # which imports numpy.ma (~1 MiB resident) at the first merge, the
-        # 1,024th request: 17 minutes into a demo, a step in a soak's RSS
-        # long after start-up (issue 29). Never np.union1d (unique without counts).
-        new, counts = np.unique(np.frombuffer(self._pending, dtype=np.float64), return_counts=True)
-        self._pending = array("d")
-        keys = np.unique(np.concatenate((self._keys, new)), return_counts=True)[0]
-        merged = np.zeros(len(keys), dtype=np.int64)
-        merged[np.searchsorted(keys, self._keys)] += self._counts
-        merged[np.searchsorted(keys, new)] += counts
-        if len(keys) > self.exact_limit:
-            for key, count in zip(keys.tolist(), merged.tolist(), strict=True):
-                b = _bucket(key)
-                self._buckets[b] = self._buckets.get(b, 0) + count
-            self._keys, self._counts = None, np.empty(0, dtype=np.int64)  # freed
+        # which imports numpy.ma (~1 MiB resident) at the first merge (issue
+        # 29). Never np.union1d (unique without counts).
+        new, counts = np.unique(self._pending[: self._npending], return_counts=True)
+        self._npending = 0
+        n = self._n
+        keys, held = self._keys[:n], self._counts[:n]
+        at = np.searchsorted(keys, new)
+        if n and at[-1] < n and np.array_equal(keys[at], new):
+            # Every value seen before (the common case once the spread has
+            # been met): add in place, no new arrays.
+            total = held[at].astype(np.int64) + counts
+            if int(total.max()) <= _COUNT_MAX:
+                held[at] = total
+                return
+        merged_keys = np.unique(np.concatenate((keys, new)), return_counts=True)[0]
+        merged = np.zeros(len(merged_keys), dtype=np.int64)
+        merged[np.searchsorted(merged_keys, keys)] += held
+        merged[np.searchsorted(merged_keys, new)] += counts
+        m = len(merged_keys)
+        if m > self.exact_limit or int(merged.max()) > _COUNT_MAX:
+            self._to_histogram(merged_keys, merged)
             return
-        self._keys, self._counts = keys, merged
+        if m > len(self._keys):
+            # The second distinct value: the whole store at once, written
+            # through (np.zeros may leave fresh pages untouched), so its pages
+            # are resident now, not one by one over hours.
+            self._keys = np.empty(self.exact_limit, dtype=np.float64)
+            self._counts = np.empty(self.exact_limit, dtype=np.uint32)
+            self._keys.fill(0.0)
+            self._counts.fill(0)
+        self._keys[:m] = merged_keys
+        self._counts[:m] = merged
+        self._n = m
+
+    def _to_histogram(self, keys: np.ndarray, counts: np.ndarray) -> None:
+        hist = np.zeros(BUCKETS, dtype=np.int64)
+        hist.fill(0)  # resident now (see _merge)
+        zero = keys <= 0
+        self._zeros += int(counts[zero].sum())
+        pos = keys[~zero]
+        index = np.floor((np.log(pos) - _LOG_FROM) / _LOG_RATIO).astype(np.int64)
+        np.add.at(hist, np.clip(index, 0, BUCKETS - 1), counts[~zero])
+        self._hist = hist
+        self._keys, self._counts, self._n = None, np.zeros(0, dtype=np.uint32), 0  # freed
+        self._pending = None
 
     def _bin(self, value: float) -> None:
-        key = _bucket(value)
-        self._buckets[key] = self._buckets.get(key, 0) + 1
+        if value <= 0:
+            self._zeros += 1
+        else:
+            assert self._hist is not None
+            self._hist[_bucket(value)] += 1
 
     def __len__(self) -> int:
         return self._stats.count
@@ -156,12 +202,11 @@ class LatencySeries:
     def sorted_values(self) -> list[float] | None:
         """Every value in order while exact (made from the counts: a list of
         ``len()`` floats for the caller, not kept), else None."""
-        import numpy as np
-
         self._merge()
         if self._keys is None:
             return None
-        values: list[float] = np.repeat(self._keys, self._counts).tolist()
+        n = self._n
+        values: list[float] = np.repeat(self._keys[:n], self._counts[:n]).tolist()
         return values
 
     def percentile(self, pct: float) -> float | None:
@@ -182,13 +227,13 @@ class LatencySeries:
     def _ranked(self, rank: int) -> float:
         """The value of order statistic ``rank`` (0-based)."""
         if self._keys is not None:
-            import numpy as np
-
-            ends = np.cumsum(self._counts)
+            ends = np.cumsum(self._counts[: self._n])
             return float(self._keys[int(np.searchsorted(ends, rank, side="right"))])
-        seen = 0
-        for key in sorted(self._buckets):
-            seen += self._buckets[key]
-            if rank < seen:
-                return min(max(_middle(key), self._stats.min), self._stats.max)
-        return self._stats.max
+        if rank < self._zeros:
+            return 0.0
+        assert self._hist is not None
+        ends = np.cumsum(self._hist)
+        index = int(np.searchsorted(ends, rank - self._zeros, side="right"))
+        if index >= BUCKETS:
+            return self._stats.max
+        return min(max(_middle(index), self._stats.min), self._stats.max)

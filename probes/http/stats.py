@@ -22,8 +22,9 @@ Contract:
   its value (curl's clocks count whole microseconds, so a series holds one
   count per distinct microsecond, not one entry per request), so
   percentiles are exact as over a ``curl -w`` loop's numbers for any number
-  of requests; past ``EXACT_LIMIT`` (50,000) distinct values the series
-  moves into log buckets and memory stays flat, percentiles then within
+  of requests; memory is fixed from a series' second distinct value (its
+  exact store taken whole); past ``EXACT_LIMIT`` (8,192) distinct values the
+  series moves into a fixed-size log histogram, percentiles then within
   0.5 % of the exact ones, and the distribution says so (``exact: false``,
   ``relative_error``).
 """

@@ -155,7 +155,9 @@ _ARGV_FIELDS = frozenset({"command", "argv"})
 
 
 # Least recently used names go: device keys come and go (see _UNCHANGED_CAP).
-@functools.lru_cache(maxsize=1024)
+# Asked only for strings the set above does not hold; 512 entries (~120 KiB
+# full) hold the strings in use when the set starts over.
+@functools.lru_cache(maxsize=512)
 def _field_kind(name: str) -> tuple[int, str]:
     """(kind, the name itself redacted): a key can be an URL label."""
     if name in _KEPT_FIELDS:
@@ -519,8 +521,13 @@ _UNCHANGED: set[bytes] = set()
 # Past this many the set starts over (the names of the lines in use come back
 # within a line or two): keys name devices (``rx_pps@veth3f2a``), and a host
 # whose interfaces come and go all day brings new ones for ever. Kept until a
-# cap of 65,536 it grew a soak with device churn for days (issue 29).
-_UNCHANGED_CAP = 4096
+# cap of 65,536 it grew a soak with device churn for days (issue 29). The cap is
+# also what the set can add to a long run once it has started: it fills at the
+# rate new devices bring new strings (~19 a device, about one a second at the
+# soak's default churn: 4,096 took an hour, past a soak's 10-minute mark), so
+# it is little above the demo's ~370 strings in use in any 10 s: 1,024 (~80
+# KiB with its table) fills in about 15 minutes at that churn.
+_UNCHANGED_CAP = 1024
 
 
 def _string_unchanged(raw: bytes) -> bool:

@@ -53,3 +53,30 @@ def test_the_names_in_use_stay_known_after_a_reset() -> None:
     line = _line(10**6)
     assert b'"rx_pps@lo"' in line
     assert {b"rx_pps@lo", b"type", b"sample"} <= redaction._UNCHANGED
+
+
+def test_the_caches_hold_little_once_full() -> None:
+    """What the encoder's caches hold once full is what they can add to a
+    long run after its start: they fill at the rate devices bring new key
+    strings (issue 29's soaks: ~19 a device, about one a second at the
+    soak's default churn), so with a cap of 4,096 strings and an LRU of
+    1,024 names they were still filling an hour into a run, ~0.5 MiB. From
+    empty to full and through resets, they now hold under 256 KiB (~0.5
+    MiB with the old bounds)."""
+    redaction._UNCHANGED.clear()
+    redaction._field_kind.cache_clear()
+
+    def churn() -> None:
+        for n in range(1500):  # 3,000 devices: full, then started over
+            _line(n)
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        churn()
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    assert grown < 256 * 1024, grown
+    assert redaction._field_kind.cache_info().currsize == redaction._field_kind.cache_info().maxsize
