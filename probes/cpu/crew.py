@@ -25,6 +25,7 @@ import asyncio
 import ctypes
 import gc
 import os
+import select
 import signal
 import threading
 import time
@@ -79,8 +80,7 @@ class Crew:
         # workers that have ended (native: atomic add)
         self.exited = arena.cell(ctypes.c_int64) if arena is not None else ctypes.c_int64(0)
         self.pid = 0  # the worker process (0: the workers are threads of this one)
-        self._ended = threading.Event()  # the worker process ended (and was reaped)
-        self._status: list[int] = []  # its wait status, once reaped
+        self._pidfd = -1  # readable once the worker process has ended (never reaped here)
         self.start_error = arena.cell(ctypes.c_int64) if arena is not None else None
         self.started = 0
         self.stacks: Stacks | None = None
@@ -145,29 +145,24 @@ class Crew:
         if pid == 0:  # pragma: no cover - the worker process (never returns)
             self._worker_process(jobs, parent)
         self.pid = pid
-        # Reaped by a thread of its own: reaping a process whose threads
-        # still end invalidates their /proc entries and waits on the ones a
-        # SCHED_IDLE thread is itself removing (measured: wait4 kept this
-        # loop 1-5 s in shrink_dcache_parent after `ps -L`-like reads).
-        self._reaper = threading.Thread(
-            target=_reap_worker_process,
-            args=(pid, self._ended, self._status),
-            name="probetop-reaper",
-            daemon=True,
-        )
-        self._reaper.start()
+        _reap_ended_worker_processes()
+        _unreaped.append(pid)
+        try:
+            self._pidfd = os.pidfd_open(pid)
+        except OSError:  # pragma: no cover - a kernel before 5.3: /proc tells instead
+            self._pidfd = -1
         # The worker process starts them all while this loop turns: the
         # allowance covers the starts too, ARRIVE_WAIT_S per 1000 threads.
         deadline = time.monotonic() + ARRIVE_WAIT_S * max(1, len(jobs) // 1000)
         while self.gate.arrived < len(jobs) and time.monotonic() < deadline:
             failed = int(self.start_error.value)
-            if not failed and self._ended.is_set():  # died before its workers arrived
+            if not failed and self._process_ended():  # died before its workers arrived
                 jobs[0].shared.request_stop()
                 self.gate.open()
                 self.stats[:, STAT_DONE] = STOPPED_FLAG
                 raise ProbeError(
                     "the CPU worker process ended before its threads started "
-                    f"(wait status {self._status[0] if self._status else '?'})"
+                    f"({self._end_status()})"
                 )
             if failed:
                 jobs[0].shared.request_stop()
@@ -275,30 +270,67 @@ class Crew:
         """After ``wait``: let the worker process end (bounded), else kill it
         (its workers compute nothing more either way; the counters are in the
         arena, which this process keeps); return how many workers were not
-        done. Never waits for the process to be reaped (see ``_reap_worker_process``)."""
+        done. Never reaps it (see ``_reap_ended_worker_processes``)."""
         deadline = time.monotonic() + THREAD_EXIT_WAIT_S
-        while self.pid and not self._ended.is_set() and time.monotonic() < deadline:
+        while self.pid and not self._process_ended() and time.monotonic() < deadline:
             await asyncio.sleep(0.002)
         not_done = int((self.stats[:, STAT_DONE] == 0).sum())
-        if self.pid and not self._ended.is_set():
+        if self.pid and not self._process_ended():
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:  # pragma: no cover - reaped meanwhile
                 pass
+        if self._pidfd >= 0:
+            os.close(self._pidfd)
+            self._pidfd = -1
         return not_done
+
+    def _process_ended(self) -> bool:
+        """The worker process has ended (it may be a zombie: not reaped)."""
+        if self._pidfd >= 0:
+            return bool(select.select([self._pidfd], [], [], 0)[0])
+        try:  # pragma: no cover - no pidfd
+            with open(f"/proc/{self.pid}/stat", "rb") as stat:
+                return stat.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+        except OSError:  # pragma: no cover
+            return True
+
+    def _end_status(self) -> str:
+        """How the ended worker process ended, read without reaping it."""
+        try:
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except (OSError, AttributeError):  # pragma: no cover
+            return "ended"
+        if info is None:  # pragma: no cover - not ended after all
+            return "ended"
+        if info.si_code == os.CLD_EXITED:
+            return f"exit status {info.si_status}"
+        return f"killed by {signal.Signals(info.si_status).name}"
 
 
 _exit_lock = threading.Lock()
 
 
-def _reap_worker_process(pid: int, ended: threading.Event, status: list[int]) -> None:
-    """Wait for a worker process to end, reap it, keep its wait status in
-    ``status`` and set ``ended`` (runs in a thread of its own)."""
-    try:
-        status.append(os.waitpid(pid, 0)[1])
-    except ChildProcessError:  # pragma: no cover - reaped by someone else
-        pass
-    ended.set()
+# Worker processes not reaped yet. Reaping one while its threads still end
+# invalidates their /proc entries and waits on the ones a SCHED_IDLE thread
+# is itself removing: measured, wait4 held the event loop 1-5 s in
+# shrink_dcache_parent, and a reaper thread held mid-reap kept this
+# process's own exit waiting up to 16 s (a stop past its 2 s). So a worker
+# process is reaped only when the next one starts, long after its threads
+# are gone, or by init once this process has exited.
+_unreaped: list[int] = []
+
+
+def _reap_ended_worker_processes() -> None:
+    """Reap the worker processes of earlier runs that have ended (WNOHANG:
+    never waits)."""
+    for pid in list(_unreaped):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # reaped by someone else
+            done = pid
+        if done:
+            _unreaped.remove(pid)
 
 
 _PR_SET_PDEATHSIG = 1
