@@ -8,9 +8,8 @@ from typing import Any
 
 from probetop.probes.core.base import Probe
 from probetop.probes.core.family import DemoContext, Family, Lazy, RunCommon, ends_itself
-from probetop.probes.core.sysbench.options import settings_reader
+from probetop.probes.core.sysbench.options import DEBUG_VERBOSITY, settings_reader
 from probetop.probes.core.sysbench.report import (
-    DEBUG_VERBOSITY,
     debug_lines,
     insert_doing,
     live_text,
@@ -36,7 +35,12 @@ def live_head(settings: CpuSettings, summary: Mapping[str, Any]) -> list[str]:
     if settings.sweep:
         counts = settings.sweep_counts or sweep_thread_counts()
         summary = {**summary, "sweep": [{"threads": n} for n in counts]}
-    lines = head_lines(summary, report_interval(settings))
+    lines = head_lines(
+        summary,
+        report_interval(settings),
+        debug=settings.debug,
+        validate=settings.validation,
+    )
     lines = insert_doing(lines, DOING) if settings.verbosity > 3 else lines
     if settings.verbosity >= DEBUG_VERBOSITY:
         threads = int(summary.get("threads") or settings.threads)

@@ -126,9 +126,16 @@ def banner(summary: Mapping[str, Any]) -> str:
     return sysbench_banner(summary.get("label") or f"{summary.get('engine')} engine")
 
 
-def head_lines(summary: Mapping[str, Any], report_interval_s: float | None) -> list[str]:
+def head_lines(
+    summary: Mapping[str, Any],
+    report_interval_s: float | None,
+    *,
+    debug: bool = False,
+    validate: bool = False,
+) -> list[str]:
     """The report's lines before its interval lines: the banner to "Threads
-    started!" and its empty line (what ``probetop cpu`` prints as it starts)."""
+    started!" and its empty line (what ``probetop cpu`` prints as it starts);
+    ``debug``/``validate``: --debug's and --validate's lines in it."""
     sweep = summary.get("sweep")
     threads = (
         f"{','.join(str(r['threads']) for r in sweep)} (sweep: one run per thread count)"
@@ -136,7 +143,9 @@ def head_lines(summary: Mapping[str, Any], report_interval_s: float | None) -> l
         else f"{summary.get('threads')}"
     )
     seed = int(summary.get("rand_seed") or 0)
-    head = options_head(threads, summary.get("rate"), report_interval_s, seed)
+    head = options_head(
+        threads, summary.get("rate"), report_interval_s, seed, debug=debug, validate=validate
+    )
     lines = [banner(summary), "", *head]
     lines += [
         "",

@@ -38,6 +38,8 @@ from probetop.probes.core.sysbench.options import (
     check_percentile,
     check_rate,
     check_verbosity,
+    effective_verbosity,
+    head_flag_options,
     histogram_option,
     old_spellings,
     percentile_option,
@@ -163,6 +165,7 @@ SPEC = CommandSpec(
         *rand_spec_options(),
         report_checkpoints_option(),
         verbosity_option(),
+        *head_flag_options(),
         Option(
             ("--sweep",),
             "one run per thread count (--time each) and report events/s and scaling "
@@ -209,7 +212,9 @@ class CpuSettings:
     report_intervals: bool = False  # print [ 1s ] lines in the text report
     histogram: bool = False  # --histogram: print the latency histogram in the text report
     rand_seed: int = 0  # --rand-seed: printed in the report's head (sysbench's)
-    verbosity: int = 3  # --verbosity: below 3 no text report (sysbench's)
+    verbosity: int = 3  # --verbosity: below 3 no text report (sysbench's); 5 with --debug
+    debug: bool = False  # --debug: its head line (and --verbosity 5, as sysbench)
+    validation: bool = False  # --validate: its head line; no checks to run
     rate: int = 0  # --rate: mean events/s of the Poisson arrivals; 0 = back to back
     sweep_counts: tuple[int, ...] | None = None
 
@@ -243,7 +248,9 @@ class CpuSettings:
             report_intervals=report_intervals,
             histogram=bool(values.get("histogram", False)),
             rand_seed=values.get("rand_seed", 0),
-            verbosity=values.get("verbosity", 3),
+            verbosity=effective_verbosity(values),
+            debug=bool(values.get("debug", False)),
+            validation=bool(values.get("validate", False)),
             rate=values.get("rate", 0),
             sweep_counts=tuple(sweep) if sweep else None,
         )

@@ -8,9 +8,8 @@ from typing import Any
 
 from probetop.probes.core.base import Probe
 from probetop.probes.core.family import Family, Lazy, RunCommon, ends_itself
-from probetop.probes.core.sysbench.options import settings_reader
+from probetop.probes.core.sysbench.options import DEBUG_VERBOSITY, settings_reader
 from probetop.probes.core.sysbench.report import (
-    DEBUG_VERBOSITY,
     debug_lines,
     live_text,
     report_interval,
@@ -27,7 +26,12 @@ def build_probes(settings: MemSettings, common: RunCommon) -> list[Probe]:
 
 
 def live_head(settings: MemSettings, summary: Mapping[str, Any]) -> list[str]:
-    lines = head_lines(summary, report_interval(settings))
+    lines = head_lines(
+        summary,
+        report_interval(settings),
+        debug=settings.debug,
+        validate=settings.validation,
+    )
     if settings.verbosity >= DEBUG_VERBOSITY:
         threads = int(summary.get("threads") or settings.threads)
         lines = debug_lines(lines, threads=threads, reporting=settings.report_intervals)

@@ -64,11 +64,20 @@ def banner(summary: Mapping[str, Any]) -> str:
     return sysbench_banner(f"{summary.get('engine')} engine")
 
 
-def head_lines(s: Mapping[str, Any], report_interval_s: float | None) -> list[str]:
+def head_lines(
+    s: Mapping[str, Any],
+    report_interval_s: float | None,
+    *,
+    debug: bool = False,
+    validate: bool = False,
+) -> list[str]:
     """The report's lines before its interval lines: the banner to "Threads
-    started!" and its empty line (what ``probetop mem`` prints as it starts)."""
+    started!" and its empty line (what ``probetop mem`` prints as it starts);
+    ``debug``/``validate``: --debug's and --validate's lines in it."""
     seed = int(s.get("rand_seed") or 0)
-    head = options_head(str(s["threads"]), s.get("rate"), report_interval_s, seed)
+    head = options_head(
+        str(s["threads"]), s.get("rate"), report_interval_s, seed, debug=debug, validate=validate
+    )
     lines = [banner(s), "", *head]
     lines += [
         "",

@@ -26,6 +26,8 @@ from probetop.probes.core.sysbench.options import (
     check_percentile,
     check_rate,
     check_verbosity,
+    effective_verbosity,
+    head_flag_options,
     histogram_option,
     int_value,
     old_spellings,
@@ -145,6 +147,7 @@ SPEC = CommandSpec(
         *rand_spec_options(),
         report_checkpoints_option(),
         verbosity_option(),
+        *head_flag_options(),
         run_word_option("memory"),
     ),
     spellings=(*old_spellings("memory", events=True), on_off_spelling("--memory-hugetlb")),
@@ -173,7 +176,10 @@ class MemSettings:
     report_intervals: bool = False
     histogram: bool = False  # --histogram: print the latency histogram in the text report
     rand_seed: int = 0  # --rand-seed: printed in the report's head (sysbench's)
-    verbosity: int = 3  # --verbosity: below 3 no text report (sysbench's)
+    verbosity: int = 3  # --verbosity: below 3 no text report (sysbench's); 5 with --debug
+    debug: bool = False  # --debug: its head line (and --verbosity 5, as sysbench)
+    validation: bool = False  # --validate: its head line; no checks to run
+    events: int = 0  # --events: read and ignored, as sysbench's memory test (its warning reads it)
     rate: int = 0  # --rate: mean operations/s of the Poisson arrivals; 0 = back to back
 
     @classmethod
@@ -208,7 +214,10 @@ class MemSettings:
             report_intervals=report_intervals,
             histogram=bool(values.get("histogram", False)),
             rand_seed=values.get("rand_seed", 0),
-            verbosity=values.get("verbosity", 3),
+            verbosity=effective_verbosity(values),
+            debug=bool(values.get("debug", False)),
+            validation=bool(values.get("validate", False)),
+            events=values.get("events", 0),
             rate=values.get("rate", 0),
         )
         settings.validate()

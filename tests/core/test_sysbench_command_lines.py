@@ -572,3 +572,92 @@ def test_options_sysbench_reads_and_ignores_run_as_there(
     assert got[:2] == ref_read[:2], ours.stdout
     if test == "memory":
         assert got[2] == ref_read[2] == [str(1 << 20 >> 10)]  # 1M of 1K blocks
+
+
+# sysbench 1.0.20's head as --time/--events, --debug, --validate and
+# --verbosity shape it (src/sysbench.c: init()'s endless-run WARNING, before
+# the banner and at every --verbosity; print_run_mode()'s "Debug mode
+# enabled." and "Validation checks: on.", each with an empty line; --debug
+# also sets --verbosity 5). memory ignores --events, but the warning reads it.
+HEAD_CASES = [
+    ("memory", ["--time=0", "--memory-total-size=1M"]),
+    ("memory", ["--time=0", "--events=0", "--memory-total-size=1M"]),
+    ("memory", ["--time=0", "--events=5", "--memory-total-size=1M"]),
+    ("memory", ["--time=0", "--events=-5", "--memory-total-size=1M"]),
+    ("memory", ["--max-time=0", "--max-requests=5", "--memory-total-size=1M"]),
+    ("memory", ["--time=0", "--memory-total-size=1M", "--verbosity=0"]),
+    ("memory", ["--time=0", "--memory-total-size=1M", "--verbosity=2"]),
+    ("memory", ["--time=0", "--memory-total-size=1M", "--verbosity=4"]),
+    ("memory", ["--time=1", "--memory-total-size=1M", "--validate", "--debug"]),
+    ("memory", ["--time=1", "--memory-total-size=1M", "--validate=on", "--rand-seed=3"]),
+    ("memory", ["--time=1", "--memory-total-size=1M", "--debug=off", "--validate=off"]),
+    ("memory", ["--time=1", "--memory-total-size=1M", "--validate", "--verbosity=2"]),
+    ("memory", ["--time=1", "--memory-total-size=1M", "--debug", "--verbosity=1"]),
+    ("memory", ["--time=0", "--memory-total-size=1M", "--debug", "--threads=2"]),
+    ("cpu", ["--time=0", "--events=50", "--cpu-max-prime=500"]),
+    ("cpu", ["--time=1", "--cpu-max-prime=500", QUICK, "--validate"]),
+    ("cpu", ["--time=1", "--cpu-max-prime=500", QUICK, "--debug", "--validate"]),
+    ("cpu", ["--time=1", "--cpu-max-prime=500", QUICK, "--debug=on", "--report-interval=1"]),
+    ("cpu", ["--time=1", "--cpu-max-prime=500", QUICK, "--validate", "--verbosity=2"]),
+    ("cpu", ["--time=1", "--cpu-max-prime=500", QUICK, "--debug", "--verbosity=0"]),
+    ("cpu", ["--time=1", "--cpu-max-prime=500", QUICK, "--validate", "--verbosity=4"]),
+]
+
+
+def head(text: str) -> list[str]:
+    """stdout to "Threads started!" (all of it when there is none), numbers
+    masked, the banner's parenthesis (what ran) left out, and sysbench's
+    DEBUG lines sorted at the end (its threads race to print them: the
+    reporting thread's line falls before or after "Initializing worker
+    threads..."; test_verbosity_5_debug_lines_beside_sysbench places them)."""
+    import re
+
+    lines = text.splitlines()
+    end = lines.index("Threads started!") + 1 if "Threads started!" in lines else len(lines)
+    out = [re.sub(r"\(using [^)]*\)", "(...)", re.sub(r"\d+", "N", ln)) for ln in lines[:end]]
+    debug = sorted(ln for ln in out if ln.startswith("DEBUG: "))
+    return [ln for ln in out if not ln.startswith("DEBUG: ")] + debug
+
+
+@pytest.mark.parametrize(
+    ("test", "options"), HEAD_CASES, ids=[f"{t} {' '.join(o)}" for t, o in HEAD_CASES]
+)
+def test_head_lines_beside_sysbench(test: str, options: list[str], tmp_path: Path) -> None:
+    """The lines to "Threads started!", line for line with sysbench's
+    (numbers masked): the endless-run WARNING first (both limits 0, at every
+    --verbosity), "Debug mode enabled." / "Validation checks: on." and their
+    empty lines before the seed line, none of the head below --verbosity 3
+    (--debug sets 5 whatever --verbosity says, as sysbench's)."""
+    ref, ours = both([test, *options, "run"], tmp_path)
+    assert ours.returncode == ref.returncode == 0, ours.stderr
+    assert head(ours.stdout) == head(ref.stdout), (ours.stdout, ref.stdout)
+
+
+def test_endless_cpu_run_warns_first_as_sysbench(tmp_path: Path) -> None:
+    """``cpu --time=0 --events=0`` runs until stopped: sysbench's WARNING
+    line comes first, then the head as sysbench prints it (both interrupted
+    by SIGINT once the head is out)."""
+    import signal
+
+    argv = ["cpu", "--time=0", "--events=0", "--cpu-max-prime=500", "run"]
+    outs = []
+    for cmd in ([sysbench(), *argv], [*PROBETOP, *argv]):
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=env(tmp_path),
+            # a test worker may ignore SIGINT, and its children would inherit that
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        time.sleep(3)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        outs.append(out)
+    ref, ours = outs
+    assert ours.startswith(
+        "WARNING: Both event and time limits are disabled, running an endless test\n"
+    ), ours
+    assert head(ours) == head(ref), (ours, ref)

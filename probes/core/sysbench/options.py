@@ -170,6 +170,54 @@ def verbosity_option() -> Option:
     )
 
 
+DEBUG_VERBOSITY = 5  # sysbench's LOG_DEBUG
+
+
+def head_flag_options() -> tuple[Option, ...]:
+    """sysbench's --debug and --validate (``[=on|off]``): each prints its
+    line in the report's head, as sysbench does ("Debug mode enabled.",
+    "Validation checks: on."), and changes no number. --debug also sets
+    --verbosity 5, as sysbench's (``effective_verbosity``); cpu and memory
+    have no checks for --validate to run in sysbench 1.0.20."""
+    return (
+        Option(
+            ("--debug",),
+            "sysbench's --debug[=on|off]: prints 'Debug mode enabled.' in the head and "
+            "sets --verbosity 5 (its DEBUG lines), as sysbench; changes no number "
+            "(sysbench's per-thread DEBUG statistics are not printed)",
+            action="store_true",
+            default=False,
+        ),
+        Option(
+            ("--validate",),
+            "sysbench's --validate[=on|off]: prints 'Validation checks: on.' in the head, "
+            "as sysbench; cpu and memory have no checks to run in sysbench 1.0.20",
+            action="store_true",
+            default=False,
+        ),
+    )
+
+
+def effective_verbosity(values: Mapping[str, Any]) -> int:
+    """--verbosity as sysbench runs with it: checked as given, then 5 with
+    --debug (sysbench 1.0.20's init() sets it after the options are read,
+    so --debug wins over any --verbosity)."""
+    level = values.get("verbosity", DEFAULT_VERBOSITY)
+    check_verbosity(level)
+    return DEBUG_VERBOSITY if values.get("debug") else level
+
+
+ENDLESS_WARNING = "WARNING: Both event and time limits are disabled, running an endless test"
+
+
+def endless_warning(time_s: float, events: int) -> list[str]:
+    """sysbench's warning when neither --time nor --events limits a run
+    (its init(): both 0), its first line on stdout (before the banner), at
+    every --verbosity: sysbench logs it before it reads its log level.
+    memory's test ignores --events, but the warning reads it all the same."""
+    return [ENDLESS_WARNING] if not time_s and not events else []
+
+
 def check_verbosity(level: int) -> None:
     """sysbench's range (0..5, "Invalid value for verbosity")."""
     if not 0 <= level <= 5:
@@ -187,10 +235,6 @@ def seed_line(seed: int) -> str:
 _ON, _OFF = ("on", "true", "1"), ("off", "false", "0")
 # sysbench's general options that cannot change what cpu or memory measures:
 # accepted and ignored, each with the reason --help gives.
-_IGNORED_FLAGS = {
-    "--debug": "sysbench's debugging lines; cpu and memory measure the same with it",
-    "--validate": "cpu and memory have no checks to run in sysbench 1.0.20",
-}
 _IGNORED_VALUES = {
     "--forced-shutdown": "probetop's workers end at --time; a stop that hangs is an error",
     "--thread-stack-size": "probetop's workers run on their own stacks; the events use "
@@ -238,18 +282,11 @@ def old_spellings(test: str, *, events: bool) -> tuple[Spelling, ...]:
         ),
         *deprecated,
     )
+    flags = (on_off_spelling("--debug"), on_off_spelling("--validate"))  # head_flag_options
     ignored = tuple(
-        Spelling(
-            "sysbench",
-            flag,
-            None,
-            takes_value=False,
-            by_value=dict.fromkeys(("", *_ON, *_OFF), ""),
-            note=f"ignored ({why})",
-        )
-        for flag, why in _IGNORED_FLAGS.items()
-    ) + tuple(Spelling("sysbench", flag, None, note=why) for flag, why in _IGNORED_VALUES.items())
-    return (*out, *ignored)
+        Spelling("sysbench", flag, None, note=why) for flag, why in _IGNORED_VALUES.items()
+    )
+    return (*out, *flags, *ignored)
 
 
 def run_word_option(test: str) -> Option:

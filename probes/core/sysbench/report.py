@@ -28,7 +28,9 @@ Contract:
   report is only the rest (``rest_only``).
 - ``live_text(head, reader)`` is a sysbench family's ``LiveText``: ``head``
   gives the banner from the probe's summary before the run, ``reader`` the
-  interval lines from its samples, the same lines ``text`` prints.
+  interval lines from its samples, the same lines ``text`` prints. Before
+  the banner, at every --verbosity, sysbench's warning of a run with
+  neither --time nor --events (``options.endless_warning``).
 """
 
 from __future__ import annotations
@@ -46,7 +48,12 @@ from probetop.probes.core.intervallog import dropped_note
 from probetop.probes.core.sample import Sample
 from probetop.probes.core.sysbench import SYSBENCH_VERSION
 from probetop.probes.core.sysbench.hist import HIST_SIZE, bucket_value_ms, percentile_key
-from probetop.probes.core.sysbench.options import DEFAULT_VERBOSITY, seed_line
+from probetop.probes.core.sysbench.options import (
+    DEBUG_VERBOSITY,
+    DEFAULT_VERBOSITY,
+    endless_warning,
+    seed_line,
+)
 
 LATENCY_WIDTH = 53  # sysbench right-aligns latency values to this column
 STAT_PREFIX = 41  # "    total time:" padded to this width
@@ -77,17 +84,29 @@ def banner(what_ran: str) -> str:
 
 
 def options_head(
-    threads: str, rate: object, report_interval_s: float | None, rand_seed: int
+    threads: str,
+    rate: object,
+    report_interval_s: float | None,
+    rand_seed: int,
+    *,
+    debug: bool = False,
+    validate: bool = False,
 ) -> list[str]:
     """sysbench's "Running the test with following options:" block, to its
     seed line: the threads as given (``threads``), the target rate and the
-    reporting interval when set. The seed line is printed for every test
-    (whether it draws random numbers or not), as sysbench prints it."""
+    reporting interval when set, then --debug's and --validate's lines, each
+    followed by an empty line (sysbench logs them with a trailing newline).
+    The seed line is printed for every test (whether it draws random numbers
+    or not), as sysbench prints it."""
     lines = ["Running the test with following options:", f"Number of threads: {threads}"]
     if rate:
         lines.append(f"Target transaction rate: {rate}/sec")
     if report_interval_s:
         lines.append(f"Report intermediate results every {report_interval_s:g} second(s)")
+    if debug:
+        lines += ["Debug mode enabled.", ""]
+    if validate:
+        lines += ["Validation checks: on.", ""]
     lines.append(seed_line(rand_seed))
     return lines
 
@@ -338,6 +357,14 @@ class IntervalSettings(Protocol):
     def verbosity(self) -> int:
         """sysbench's --verbosity: below 3 no text report (sysbench prints none)."""
 
+    @property
+    def time_s(self) -> float:
+        """--time (0: no time limit)."""
+
+    @property
+    def events(self) -> int:
+        """--events as given (0: no event limit; memory reads it and ignores it)."""
+
 
 def report_interval(settings: IntervalSettings) -> float | None:
     """The interval the text report's [ Ns ] lines are printed at, or None."""
@@ -403,7 +430,6 @@ def insert_doing(lines: list[str], doing: str) -> list[str]:
 
 
 SEED_PREFIX = "Initializing random number generator"
-DEBUG_VERBOSITY = 5  # sysbench's LOG_DEBUG
 
 
 def debug_lines(lines: list[str], *, threads: int, reporting: bool) -> list[str]:
@@ -483,9 +509,11 @@ def live_text(
     --report-interval was not given)."""
 
     def banner(settings: IntervalSettingsT, probes: Sequence[Probe]) -> str:
-        if settings.verbosity < DEFAULT_VERBOSITY:
-            return ""
-        return "".join(line + "\n" for line in head(settings, probes[0].summary()))
+        # sysbench's endless-run warning comes first, at every --verbosity
+        lines = endless_warning(settings.time_s, settings.events)
+        if settings.verbosity >= DEFAULT_VERBOSITY:
+            lines += head(settings, probes[0].summary())
+        return "".join(line + "\n" for line in lines)
 
     def lines(settings: IntervalSettingsT) -> Callable[[Sample], Sequence[str]]:
         if not settings.report_intervals or settings.verbosity < DEFAULT_VERBOSITY:
