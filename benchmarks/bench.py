@@ -95,6 +95,7 @@ PLAN: dict[str, Plan] = {
     "mem_vs_sysbench": Plan("--time 1 --rounds 5", ("sysbench",)),
     "mem_control_vs_sysbench": Plan("--rounds 3", ("sysbench", "gcc"), 300.0),
     "mem_oplatency_vs_sysbench": Plan("--rounds 2 --time 1", ("sysbench",)),
+    "mem_sysbench_event_swap": Plan("--rounds 2 --time 1", ("sysbench", "gcc")),
     "mem_undisturbed_vs_sysbench": Plan("--rounds 4", ("sysbench", "gcc", "nm"), 600.0),
     "mem_instructions_by_function": Plan("--only 1024B", ("sysbench", "valgrind", "gcc"), 600.0),
     "mem_loop_alignment": Plan("--rounds 2 --ops 2000", ("sysbench", "objdump"), 600.0),

@@ -57,6 +57,8 @@ CASES: list[tuple[str, dict[str, str]]] = [
     ("seq write 1K pct0", {"memory-oper": "write", "percentile": "0"}),
     ("rnd write 1K", {"memory-oper": "write", "memory-access-mode": "rnd"}),
     ("rnd read 1K", {"memory-oper": "read", "memory-access-mode": "rnd"}),
+    ("seq read 1M", {"memory-oper": "read", "memory-block-size": "1048576"}),
+    ("seq write 1M", {"memory-oper": "write", "memory-block-size": "1048576"}),
 ]
 
 SB_CNT_EVENT = 3  # sysbench 1.0.20's sb_counter_type_t: the per-thread event count
