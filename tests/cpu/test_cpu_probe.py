@@ -374,6 +374,18 @@ def test_a_killed_probetop_takes_its_worker_process_with_it(tmp_path: Path) -> N
             proc.wait()
 
 
+def _owners(tids: list[str]) -> set[int]:
+    """The processes (thread group ids) these threads belong to."""
+    owners = set()
+    for tid in tids:
+        try:
+            with open(f"/proc/{tid}/status", encoding="ascii") as f:
+                owners.update(int(line.split()[1]) for line in f if line.startswith("Tgid:"))
+        except (OSError, ValueError):  # ended meanwhile
+            pass
+    return owners
+
+
 def _threads_of(pid: int) -> int:
     try:
         return len(os.listdir(f"/proc/{pid}/task"))
@@ -440,7 +452,9 @@ async def test_thousands_of_threads_never_stall_the_event_loop() -> None:
     workers = cpu_threads()
     # in a worker process of their own session (so their own autogroup):
     # in this process's scheduling group they kept its thread off the CPU
-    worker_sessions = {os.getsid(int(proc.name)) for proc in _worker_processes()}
+    # (the sessions of the processes that hold the workers: other children of
+    # this process, left by earlier tests, are no part of it)
+    worker_sessions = {os.getsid(owner) for owner in _owners(workers)}
     policies = set()
     for tid in workers:
         try:
