@@ -17,7 +17,7 @@ from typing import Any
 
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.machine import check_per_cpu
-from probetop.probes.core.options import CommandSpec, Option, byte_size
+from probetop.probes.core.options import CommandSpec, Option
 from probetop.probes.core.ranges import MIN_INTERVAL_S, check_interval, check_seconds
 from probetop.probes.core.sysbench.options import (
     DEFAULT_PERCENTILE,
@@ -41,6 +41,7 @@ from probetop.probes.core.sysbench.options import (
     report_interval_option,
     run_word_option,
     sampling_period,
+    size_value,
     sysbench_forms,
     threads_option,
     verbosity_option,
@@ -91,7 +92,7 @@ SPEC = CommandSpec(
         Option(
             ("--memory-block-size",),
             "bytes one operation touches: a power of two, at least 8 (default 1K)",
-            byte_size(),
+            size_value("memory-block-size", sysbench_reads="sysbench refuses it"),
             DEFAULT_BLOCK,
             "SIZE",
         ),
@@ -99,7 +100,9 @@ SPEC = CommandSpec(
             ("--memory-total-size",),
             "total bytes to transfer; each thread does its share, then stops "
             "(default 100G; 0: no limit)",
-            byte_size(),
+            size_value(
+                "memory-total-size", sysbench_reads="sysbench reads a fraction as 0: no limit"
+            ),
             DEFAULT_TOTAL,
             "SIZE",
         ),

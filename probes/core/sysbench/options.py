@@ -22,7 +22,9 @@ Contract:
   the head line that names it; ``rand_type_option()``: sysbench's --rand-type
   (checked as sysbench checks it; nothing here draws from it) and
   ``rand_spec_options()``, its distributions' parameters (the same);
-  ``int_value(name)`` checks an INT option in sysbench's words; ``verbosity_option()`` and
+  ``int_value(name)`` checks an INT option in sysbench's words;
+  ``size_value(name)`` reads a SIZE option (``4k``, ``1G``) and refuses what
+  sysbench would silently read as 0 (``1.5G``, ``abc``); ``verbosity_option()`` and
   ``check_verbosity(level)``: sysbench's --verbosity (below 3: no text report).
 - ``check_percentile(p)`` refuses what sysbench would (0 disables it).
 - ``settings_reader(Settings.from_options)``: a family's ``read_settings``
@@ -407,6 +409,35 @@ def int_value(name: str) -> Callable[[str], int]:
 
 
 rate_value = int_value("rate")
+
+
+def size_value(name: str, *, sysbench_reads: str) -> Callable[[str], int]:
+    """A sysbench SIZE option (``--memory-total-size``): digits and an
+    optional unit (k, M, G, T, P: powers of 1024, any case, ``iB``/``B``
+    after it as sysbench ignores them). sysbench stops reading at the first
+    character that is not a digit or a unit, so it takes ``1.5G`` as 0
+    without a word; a fraction is refused here, saying what sysbench makes of
+    it (``sysbench_reads``) and the whole number to write (``1536M``).
+    A negative value or text that is no size is refused as everywhere."""
+    from probetop.probes.core.options import parse_byte_size
+
+    def parse(text: str) -> int:
+        value = parse_byte_size(text)
+        if "." in text:
+            raise OptionValueError(
+                f"not a whole number: {text!r} ({sysbench_reads}); write {_whole_spelling(value)}"
+            )
+        return value
+
+    return parse
+
+
+def _whole_spelling(value: int) -> str:
+    """``value`` bytes in the largest unit that divides it: 1536M, 3k, 700."""
+    for unit, shift in (("P", 50), ("T", 40), ("G", 30), ("M", 20), ("k", 10)):
+        if value and value % (1 << shift) == 0:
+            return f"{value >> shift}{unit}"
+    return str(value)
 
 
 # sysbench's parameters of its --rand-type distributions, with its defaults:
