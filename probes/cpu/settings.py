@@ -283,7 +283,7 @@ class CpuSettings:
             raise UsageProbeError(f"--events must be 0 (no limit) or more, got {self.events}")
         check_whole("--events", self.events)
         check_seconds("--time", self.time_s, zero_means="no limit")
-        check_percentile(self.percentile)
+        check_percentile(self.percentile, histogram=self.histogram)
         check_rate(self.rate)
         if self.rate and self.engine == "python":
             raise UsageProbeError("--rate needs the native engine (--engine llvm or auto)")

@@ -259,7 +259,7 @@ class MemSettings:
         if self.time_s < 0 or not math.isfinite(self.time_s):
             raise UsageProbeError(f"--time must be 0 (no limit) or more seconds, got {self.time_s}")
         check_seconds("--time", self.time_s, zero_means="no limit")
-        check_percentile(self.percentile)
+        check_percentile(self.percentile, histogram=self.histogram)
         check_rate(self.rate)
         buffers = self.threads if self.scope == "local" else 1
         if buffers * b > MAX_BUFFER_BYTES:

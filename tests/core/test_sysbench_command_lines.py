@@ -661,3 +661,60 @@ def test_endless_cpu_run_warns_first_as_sysbench(tmp_path: Path) -> None:
         "WARNING: Both event and time limits are disabled, running an endless test\n"
     ), ours
     assert head(ours) == head(ref), (ours, ref)
+
+
+PERCENTILE_CASES = [
+    *(
+        ("cpu", ["cpu", "--time=1", "--cpu-max-prime=500", QUICK, f"--percentile={p}", "run"])
+        for p in (1, 5, 50, 100)
+    ),
+    *(
+        ("mem", ["memory", "--time=1", "--memory-total-size=1M", f"--percentile={p}", "run"])
+        for p in (5, 99, 100)
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("test", "argv"), PERCENTILE_CASES, ids=[" ".join(a) for _t, a in PERCENTILE_CASES]
+)
+def test_percentile_line_beside_sysbench(test: str, argv: list[str], tmp_path: Path) -> None:
+    """The ``Nth percentile:`` line, byte for byte but its value: sysbench
+    prints ``%3dth percentile:`` after 8 spaces, so a one-digit percentile
+    and 100 move the label (``          5th``, ``        100th``) while the
+    value stays right-aligned to sysbench's column (before the fix probetop
+    wrote 9 spaces and the number as it is, whatever its width)."""
+    import re
+
+    ref, ours = both(argv, tmp_path)
+    assert ours.returncode == ref.returncode == 0, ours.stderr
+
+    def line(text: str) -> tuple[str, int]:
+        (found,) = [ln for ln in text.splitlines() if "th percentile:" in ln]
+        label = re.match(r"^\s*\d+th percentile:", found)
+        assert label is not None, found
+        return label.group(0), len(found)
+
+    assert line(ours.stdout) == line(ref.stdout), (ours.stdout, ref.stdout)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["cpu", "--time=1", "--cpu-max-prime=500", QUICK, "--histogram=on", "--percentile=0"],
+        ["memory", "--time=1", "--memory-total-size=1M", "--histogram", "--percentile=0"],
+        ["memory", "--percentile=0", "--time=1", "--histogram=1", "run"],
+    ],
+    ids=" ".join,
+)
+def test_histogram_with_percentile_0_refused_as_sysbench(argv: list[str], tmp_path: Path) -> None:
+    """sysbench 1.0.20 refuses --histogram with --percentile=0 before the run
+    (exit 1, ``FATAL: --histogram cannot be used with --percentile=0``);
+    probetop says the same (on stderr, its channel for errors) and runs
+    nothing (before the fix it ran and printed an empty histogram)."""
+    ref, ours = both([*argv, "run"] if argv[-1] != "run" else argv, tmp_path)
+    assert ref.returncode == 1, ref.stdout
+    (fatal,) = [ln for ln in ref.stdout.splitlines() if ln.startswith("FATAL:")]
+    assert ours.returncode == 1, ours.stdout + ours.stderr
+    assert fatal in ours.stderr
+    assert "Threads started!" not in ours.stdout

@@ -63,6 +63,10 @@ async def test_pane_shows_rates_and_threads() -> None:
         assert "ops/s" in pane.ops_row.label.text and "MiB/s" in pane.mibs_row.label.text
         assert "seq read" in pane.headline.text and "finished" in pane.headline.text
         assert pane.chart_series()["ops/s"]
+        # The maximised chart's axes: MiB/s values were labelled "B/s" (2^20
+        # times too small: "350 B/s" for 350 MiB/s).
+        units = [unit for unit, _series in pane.chart_panels()]
+        assert "MiB/s" in units and "B/s" not in units, units
         pane.focus()
         await pilot.press("e")
         assert "one operation" in pane.explain_block.text

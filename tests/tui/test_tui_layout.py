@@ -78,6 +78,7 @@ def test_human_labels_and_units() -> None:
     # A counted rate names its unit whole: the CPU pane's maximised chart was
     # titled "/s" for events/s. Byte rates keep their family.
     assert unit_in_label("events/s") == "events/s" and unit_in_label("x MB/s") == "B/s"
+    assert unit_in_label("MiB/s") == "MiB/s" and scale_for([3e3], "MiB/s") == (1.0, "MiB/s")
     assert fit_fields("a  bb  cc  dd", 9) == "a  bb  cc"
 
 

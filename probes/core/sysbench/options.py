@@ -26,7 +26,8 @@ Contract:
   ``size_value(name)`` reads a SIZE option (``4k``, ``1G``) and refuses what
   sysbench would silently read as 0 (``1.5G``, ``abc``); ``verbosity_option()`` and
   ``check_verbosity(level)``: sysbench's --verbosity (below 3: no text report).
-- ``check_percentile(p)`` refuses what sysbench would (0 disables it).
+- ``check_percentile(p, histogram=...)`` refuses what sysbench would (0
+  disables it; ``--histogram`` with 0 is ``HISTOGRAM_WITHOUT_PERCENTILE``).
 - ``settings_reader(Settings.from_options)``: a family's ``read_settings``
   hook, the common --time and --sample-interval passed on; a value the
   settings refuse exits ``REFUSED_EXIT`` (sysbench's 1), a limit of this
@@ -341,9 +342,19 @@ def sampling_period(
     return float(report_interval), True
 
 
-def check_percentile(pct: float) -> None:
+HISTOGRAM_WITHOUT_PERCENTILE = "FATAL: --histogram cannot be used with --percentile=0"
+"""sysbench 1.0.20's refusal of --histogram with --percentile=0 (exit 1)."""
+
+
+def check_percentile(pct: float, *, histogram: bool = False) -> None:
+    """Refuse a percentile outside 0..100, and ``--histogram`` with
+    ``--percentile=0`` in sysbench 1.0.20's words (it exits 1 before the
+    run: with the percentile off no event is filed, so there is no
+    histogram to print)."""
     if not (0 <= pct <= 100):
-        raise UsageProbeError(f"--percentile must be within 1..100 (0: disabled), got {pct}")
+        raise UsageProbeError(f"--percentile must be within 1..100 (0: disabled), got {pct:g}")
+    if histogram and pct == 0:
+        raise UsageProbeError(HISTOGRAM_WITHOUT_PERCENTILE)
 
 
 SettingsT_co = TypeVar("SettingsT_co", covariant=True)

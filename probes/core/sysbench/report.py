@@ -122,6 +122,15 @@ def latency_line(label: str, value: float | None) -> str:
     return left + f"{(value or 0.0):.2f}".rjust(LATENCY_WIDTH - len(left))
 
 
+def percentile_line(pct: float, value: float | None) -> str:
+    """``         95th percentile:    0.37``: sysbench's ``%3dth percentile:``
+    after 8 spaces, so 5 and 100 shift the label, not the value's column
+    (``          5th``, ``        100th``); the value right-aligned as
+    ``latency_line``'s."""
+    left = f"        {pct:3g}th percentile:"
+    return left + f"{(value or 0.0):.2f}".rjust(LATENCY_WIDTH - len(left))
+
+
 def stamp(t: float, interval_s: float) -> str:
     """``[ 1s ]``: the measured time since the start, as sysbench prints it
     (``[ %.0fs ]``: whole seconds, its --report-interval being an integer);
@@ -167,7 +176,7 @@ def cumulative_sections(s: Mapping[str, Any]) -> list[str]:
         latency_line("min", lat.get("min")),
         latency_line("avg", lat.get("avg")),
         latency_line("max", lat.get("max")),
-        latency_line(f"{pct:g}th percentile", pct_value) if pct > 0 else PERCENTILE_DISABLED,
+        percentile_line(pct, pct_value) if pct > 0 else PERCENTILE_DISABLED,
         latency_line("sum", lat.get("sum")),
         "",
         "Threads fairness:",

@@ -156,12 +156,16 @@ _LABEL_UNITS = (
 
 
 _COUNT_RATE = re.compile(r"^[A-Za-z]+/s$")
+_BINARY_RATE = re.compile(r"^[KMGT]iB/s$")
 
 
 def unit_in_label(label: str) -> str:
     """The unit a free-text chart label names (``"loss %"`` -> ``"%"``,
-    ``"probe pps"`` -> ``"pkt/s"``), or ``""`` when it names none."""
+    ``"probe pps"`` -> ``"pkt/s"``, ``"MiB/s"`` itself: a binary-prefixed
+    rate is already scaled), or ``""`` when it names none."""
     for word in reversed(label.replace("(", " ").replace(")", " ").split()):
+        if _BINARY_RATE.match(word):
+            return word  # "MiB/s": values in 2^20 B/s; "B/s" would scale them as bytes
         if _COUNT_RATE.match(word) and not word.endswith("B/s"):
             return word  # "events/s", "req/s": the chart's axis says what is counted
         for suffix, unit in _LABEL_UNITS:
