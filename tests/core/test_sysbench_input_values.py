@@ -157,9 +157,7 @@ EXTRA_WORDS = [
 
 
 @pytest.mark.parametrize("argv", EXTRA_WORDS, ids=" ".join)
-def test_words_after_the_command_exit_1_in_sysbenchs_words(
-    argv: list[str], tmp_path: Path
-) -> None:
+def test_words_after_the_command_exit_1_in_sysbenchs_words(argv: list[str], tmp_path: Path) -> None:
     """sysbench takes the first word after the test as its command (an
     unknown one: ``Unknown command: foo``) and refuses a second one
     (``Unrecognized command line argument: foo``), exit 1."""

@@ -2,9 +2,14 @@
 every probetop command that follows sysbench.
 
 Contract:
-- ``threads_option()``, ``report_interval_option(command)``,
-  ``percentile_option()`` and ``run_word_option(test)`` are the ``Option``
-  entries a family's ``CommandSpec`` lists (sysbench's names and defaults).
+- ``threads_option()``, ``time_option()``, ``events_option(help)``,
+  ``report_interval_option(command)``, ``percentile_option()``,
+  ``forced_shutdown_option()`` and ``run_word_option(test)`` are the
+  ``Option`` entries a family's ``CommandSpec`` lists (sysbench's names and
+  defaults). Every sysbench INT option reads its value with ``int_value(name)``
+  (``seconds_value(name)`` for --time and --report-interval, which take
+  probetop's durations too): one rule, sysbench's (a whole number in an
+  int, an empty value 0, else ``Invalid value for the 'NAME' option``).
 - ``sampling_period(values, interval_s=..., interval_given=..., command=...)``
   reconciles --report-interval (sysbench's name for the sampling period,
   which also prints the ``[ Ns ]`` lines) with probetop's --sample-interval:
@@ -22,14 +27,18 @@ Contract:
   the head line that names it; ``rand_type_option()``: sysbench's --rand-type
   (checked as sysbench checks it; nothing here draws from it) and
   ``rand_spec_options()``, its distributions' parameters (the same);
-  ``int_value(name)`` checks an INT option in sysbench's words;
   ``size_value(name)`` reads a SIZE option (``4k``, ``1G``) and refuses what
   sysbench would silently read as 0 (``1.5G``, ``abc``); ``verbosity_option()`` and
   ``check_verbosity(level)``: sysbench's --verbosity (below 3: no text report).
 - ``check_percentile(p, histogram=...)`` refuses what sysbench would (0
   disables it; ``--histogram`` with 0 is ``HISTOGRAM_WITHOUT_PERCENTILE``).
+- ``old_spellings`` checks --num-threads/--max-requests/--max-time as INTs
+  in their own names, and --thread-stack-size as sysbench does, before
+  ignoring it; ``check_forced_shutdown(value, time_s)`` is sysbench's check
+  of --forced-shutdown (made only with a --time).
 - ``settings_reader(Settings.from_options)``: a family's ``read_settings``
-  hook, the common --time and --sample-interval passed on; a value the
+  hook (--forced-shutdown checked first), the common --time and
+  --sample-interval passed on; a value the
   settings refuse exits ``REFUSED_EXIT`` (sysbench's 1), a limit of this
   machine (``LimitProbeError``) 2.
 """
@@ -416,9 +425,11 @@ rand-type, verbosity, ...) one NAME=VALUE a line, read where it stands (a
 test's own options are not read from it, as in sysbench); the command word
 last: run (headless: the report is printed and the run ends at --time, on
 a terminal too; without it the dashboard opens on a terminal), help (this help), prepare and cleanup
-(refused with exit 1, as sysbench: the {test} test has neither). A refused
-value or an unknown option exits 1, as in sysbench (a limit of this machine,
-such as too many threads, exits 2).
+(refused with exit 1, as sysbench: the {test} test has neither); a word
+after it exits 1 (sysbench's "Unrecognized command line argument"). A
+refused value or an unknown option exits 1, as in sysbench: an INT option's
+value must be a whole number that fits in an int (an empty one is 0), in
+sysbench's words (a limit of this machine, such as too many threads, exits 2).
 """
 
 
