@@ -114,14 +114,21 @@ class Spelling:
     # command's next spelling of the same flag is read.
     value_pattern: str | None = None
     # A name the tool itself calls deprecated (sysbench 1.0's --num-threads):
-    # set to anything but this default it wins over ``ours`` wherever either
-    # stands and the tool's warning is printed (``warning``); at the default
-    # it is ignored, without a warning, as sysbench 1.0.20 does.
+    # set to anything but this default (with ``parse``: to a value above it,
+    # sysbench 1.0.20's `if (num_threads > 1)`) it wins over ``ours`` wherever
+    # either stands and the tool's warning is printed (``warning``); else it
+    # is ignored, without a warning, as sysbench 1.0.20 does.
     deprecated_default: str | None = None
     # The tool's own warning line whenever this spelling is used, where it
     # is not the one above (sysbench's --test=, which it prints on stderr).
     warns: str | None = None
     warns_on_stderr: bool = False
+    # The tool's own reading of the value (sysbench's INT check of
+    # --num-threads): the value is checked with it wherever the spelling
+    # stands, also when it is then ignored (``ours`` None) or at its default,
+    # and an OptionValueError is the command's usage error, in the tool's
+    # words; ``is_default`` compares the values it reads.
+    parse: Callable[[str], Any] | None = None
 
     def warning(self) -> str:
         """The tool's line for a deprecated spelling that was used."""
@@ -130,9 +137,13 @@ class Spelling:
         return f"WARNING: {self.theirs} is deprecated, use {self.ours} instead"
 
     def is_default(self, value: str) -> bool:
-        """Whether ``value`` is the deprecated spelling's default (as a number
-        where both read as one: sysbench compares the numbers)."""
+        """Whether the deprecated spelling set to ``value`` is ignored: with
+        ``parse``, a value (as it reads it) not above the default's (sysbench
+        reads an empty INT as 0); else the default itself, as a number where
+        both read as one."""
         default = self.deprecated_default
+        if self.parse is not None and default is not None:
+            return bool(self.parse(value) <= self.parse(default))
         try:
             return float(value) == float(default or "")
         except ValueError:

@@ -28,7 +28,6 @@ from probetop.probes.core.options import (
     CommandSpec,
     Option,
     OptionValueError,
-    whole_number,
 )
 from probetop.probes.core.ranges import MIN_INTERVAL_S, check_interval, check_seconds, check_whole
 from probetop.probes.core.sysbench.options import (
@@ -39,8 +38,11 @@ from probetop.probes.core.sysbench.options import (
     check_rate,
     check_verbosity,
     effective_verbosity,
+    events_option,
+    forced_shutdown_option,
     head_flag_options,
     histogram_option,
+    int_value,
     old_spellings,
     percentile_option,
     rand_seed_option,
@@ -53,6 +55,7 @@ from probetop.probes.core.sysbench.options import (
     sampling_period,
     sysbench_forms,
     threads_option,
+    time_option,
     verbosity_option,
 )
 
@@ -133,7 +136,7 @@ examples:
 """
 
 # Range rules live in CpuSettings.validate (they need the other options);
-# the parsers only check "a whole number" / "a number".
+# the parsers only check what sysbench's do (an INT: a whole number in an int).
 SPEC = CommandSpec(
     name="cpu",
     help="sysbench-compatible CPU events/s (prime trial division), thread sweeps",
@@ -141,17 +144,12 @@ SPEC = CommandSpec(
     epilog=EPILOG + "\n" + sysbench_forms("cpu", "cpu"),
     options=(
         threads_option(),
-        Option(
-            ("--events",),
-            "stop after N events in total (default 0: no limit; --time still applies)",
-            whole_number(),
-            0,
-            "N",
-        ),
+        time_option(),
+        events_option("stop after N events in total (default 0: no limit; --time still applies)"),
         Option(
             ("--cpu-max-prime", "--max-prime"),
             "search primes in 3..N-1 per event (sysbench's name; default 10000)",
-            whole_number(),
+            int_value("cpu_max_prime"),
             10000,
             "N",
             dest="max_prime",
@@ -164,6 +162,7 @@ SPEC = CommandSpec(
         rand_type_option(),
         *rand_spec_options(),
         report_checkpoints_option(),
+        forced_shutdown_option(),
         verbosity_option(),
         *head_flag_options(),
         Option(
@@ -242,7 +241,7 @@ class CpuSettings:
             events=values.get("events", 0),
             max_prime=values.get("max_prime", 10000),
             interval_s=period,
-            percentile=values.get("percentile", DEFAULT_PERCENTILE),
+            percentile=float(values.get("percentile", DEFAULT_PERCENTILE)),
             sweep=sweep is not None,
             engine=values.get("engine", "auto"),
             report_intervals=report_intervals,

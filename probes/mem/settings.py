@@ -27,9 +27,10 @@ from probetop.probes.core.sysbench.options import (
     check_rate,
     check_verbosity,
     effective_verbosity,
+    events_option,
+    forced_shutdown_option,
     head_flag_options,
     histogram_option,
-    int_value,
     old_spellings,
     on_off_spelling,
     percentile_option,
@@ -44,6 +45,7 @@ from probetop.probes.core.sysbench.options import (
     size_value,
     sysbench_forms,
     threads_option,
+    time_option,
     verbosity_option,
 )
 
@@ -89,6 +91,7 @@ SPEC = CommandSpec(
     epilog=EPILOG + "\n" + sysbench_forms("memory", "mem"),
     options=(
         threads_option(),
+        time_option(),
         Option(
             ("--memory-block-size",),
             "bytes one operation touches: a power of two, at least 8 (default 1K)",
@@ -132,14 +135,10 @@ SPEC = CommandSpec(
             action="store_true",
             default=False,
         ),
-        Option(
-            ("--events",),
+        events_option(
             "sysbench's --events, read as sysbench's memory test reads it: checked as a "
             "whole number, then ignored (the test sets its own event limit to 0; the run "
-            "ends at --time or --memory-total-size)",
-            int_value("events"),
-            0,
-            "N",
+            "ends at --time or --memory-total-size)"
         ),
         report_interval_option("mem"),
         rate_option(),
@@ -149,6 +148,7 @@ SPEC = CommandSpec(
         rand_type_option(),
         *rand_spec_options(),
         report_checkpoints_option(),
+        forced_shutdown_option(),
         verbosity_option(),
         *head_flag_options(),
         run_word_option("memory"),

@@ -372,7 +372,6 @@ def test_other_commands_keep_their_exit_statuses(tmp_path: Path) -> None:
         (["http", "URL", "run"], ["http", "URL", "run"]),
         (["--test=cpu", "mem", "run"], ["--test=cpu", "mem", "run"]),
         (["--test=fileio", "run"], ["--test=fileio", "run"]),
-        (["cpu", "run", "extra"], ["cpu", "run", "extra"]),
     ],
 )
 def test_rewrite(given: list[str], read: list[str]) -> None:

@@ -162,7 +162,7 @@ def test_sweep_takes_a_list_of_thread_counts() -> None:
         (["--sweep", "1,x"], "not a list of thread counts"),
         (["--sweep", "2,2"], "listed twice"),
         (["--sweep", "0,1"], "must be 1 or more"),
-        (["stop"], "invalid choice"),
+        (["stop"], "Unknown command: stop"),  # sysbench's words
     ],
 )
 def test_bad_sysbench_style_input_exits_1(args: list[str], message: str) -> None:

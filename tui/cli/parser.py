@@ -392,7 +392,8 @@ def read_spellings(
     A deprecated spelling (``Spelling.deprecated_default``) that is not at
     its default is moved after the command's options, so it wins as it does
     in the tool, and added to ``warned`` in the order the command declares
-    them, as is a spelling that always warns (sysbench's ``--test=``). Option
+    them, as is a spelling that always warns (sysbench's ``--test=``). A
+    spelling's value is checked by its ``parse`` first, ignored or not. Option
     values and everything after ``--`` are left alone."""
     subs = _subparsers(parser)
     current: argparse.ArgumentParser = parser
@@ -451,6 +452,11 @@ def read_spellings(
         if spelling.takes_value and not eq and i < len(items):
             value = items[i]
             i += 1
+        if spelling.parse is not None and spelling.takes_value:
+            try:
+                spelling.parse(value)  # the tool's check, also of a value it then ignores
+            except OptionValueError as exc:
+                current.error(str(exc))  # the command's usage status (sysbench's 1)
         if spelling.deprecated_default is not None:
             if spelling.is_default(value):
                 winners.pop(spelling.theirs, None)  # ignored, as the tool does

@@ -14,18 +14,20 @@ before the parser), and only when the line is surely sysbench's:
   meaning); ``--test=TEST`` and ``memory`` become the command name
   (``--test=TEST`` is also kept, first, for the command's spelling of it
   to print sysbench's warning);
-- sysbench's command word ``run`` ends the line, and the run is headless
+- one word after the test is sysbench's command: ``run`` ends the line, and the run is headless
   (``--headless`` is added unless --json, --headless, --detach or --remote
   is given), as sysbench prints its report and exits at --time on a
   terminal too; ``help`` is the command's ``--help`` (sysbench prints the
   test's options, exit 0); ``prepare`` and ``cleanup`` exit 1 with
-  sysbench's message (the cpu and memory tests implement neither).
+  sysbench's message (the cpu and memory tests implement neither); another
+  word exits 1 with sysbench's ``Unknown command: WORD``, and a second word
+  with its ``Unrecognized command line argument: WORD``.
 
 ``sysbench_version(args)`` is what ``TEST --version`` prints (exit 0), as
 ``sysbench cpu --version``.
 
 Anything else (another command, ``--help``/``--version`` before the test,
-two test names, several words) is returned unchanged: argparse decides.
+two test names) is returned unchanged: argparse decides.
 """
 
 from __future__ import annotations
@@ -195,7 +197,8 @@ def expand_config_files(args: Sequence[str]) -> list[str]:
 def sysbench_argv(args: Sequence[str]) -> list[str]:
     """``args`` in probetop's form if it is a sysbench cpu/memory line, else
     unchanged. Raises ``SysbenchCommandError`` (exit 1) for ``prepare`` and
-    ``cleanup``, as sysbench does."""
+    ``cleanup``, a command word sysbench does not know, and a word after the
+    command word, in sysbench's words."""
     args = list(args)
     if not _looks_sysbench(args) or "--" in args:
         return args
@@ -227,15 +230,19 @@ def sysbench_argv(args: Sequence[str]) -> list[str]:
     elif first is not None and first not in COMMAND_WORDS:
         return args  # another command (`probetop report cpu.jsonl`): not sysbench's
     named = {TESTS.get(t) for t in tests}
-    if len(named) != 1 or None in named or len(words) > 1:
-        return args  # no test, an unknown or a second one, or extra words: argparse says
+    if len(named) != 1 or None in named:
+        return args  # no test, an unknown or a second one: argparse says
+    if len(words) > 1 and not any(a in ROOT_ONLY for a in args[: min(dropped)]):
+        # sysbench takes the first word after the test as its command and
+        # refuses the next one, whatever both are (`memory run foo`, `cpu foo run`)
+        raise SysbenchCommandError(f"Unrecognized command line argument: {args[words[1]]}")
     if any(a in ROOT_ONLY for a in args[: min(dropped)]):
         return args  # probetop's own --help / --version before the command
     command = named.pop()
     assert command is not None
     word = args[words[0]] if words else None
     if word is not None and word not in COMMAND_WORDS:
-        return args
+        raise SysbenchCommandError(f"Unknown command: {word}")  # sysbench's words, exit 1
     rest = [a for k, a in enumerate(args) if k not in dropped and (not words or k != words[0])]
     # --test= stays (first), for the command's spelling to read and warn as sysbench
     rest = [f"--test={t}" for t in sorted(tests) if any(a == f"--test={t}" for a in args)] + rest

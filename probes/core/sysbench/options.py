@@ -2,9 +2,14 @@
 every probetop command that follows sysbench.
 
 Contract:
-- ``threads_option()``, ``report_interval_option(command)``,
-  ``percentile_option()`` and ``run_word_option(test)`` are the ``Option``
-  entries a family's ``CommandSpec`` lists (sysbench's names and defaults).
+- ``threads_option()``, ``time_option()``, ``events_option(help)``,
+  ``report_interval_option(command)``, ``percentile_option()``,
+  ``forced_shutdown_option()`` and ``run_word_option(test)`` are the
+  ``Option`` entries a family's ``CommandSpec`` lists (sysbench's names and
+  defaults). Every sysbench INT option reads its value with ``int_value(name)``
+  (``seconds_value(name)`` for --time and --report-interval, which take
+  probetop's durations too): one rule, sysbench's (a whole number in an
+  int, an empty value 0, else ``Invalid value for the 'NAME' option``).
 - ``sampling_period(values, interval_s=..., interval_given=..., command=...)``
   reconciles --report-interval (sysbench's name for the sampling period,
   which also prints the ``[ Ns ]`` lines) with probetop's --sample-interval:
@@ -22,14 +27,18 @@ Contract:
   the head line that names it; ``rand_type_option()``: sysbench's --rand-type
   (checked as sysbench checks it; nothing here draws from it) and
   ``rand_spec_options()``, its distributions' parameters (the same);
-  ``int_value(name)`` checks an INT option in sysbench's words;
   ``size_value(name)`` reads a SIZE option (``4k``, ``1G``) and refuses what
   sysbench would silently read as 0 (``1.5G``, ``abc``); ``verbosity_option()`` and
   ``check_verbosity(level)``: sysbench's --verbosity (below 3: no text report).
 - ``check_percentile(p, histogram=...)`` refuses what sysbench would (0
   disables it; ``--histogram`` with 0 is ``HISTOGRAM_WITHOUT_PERCENTILE``).
+- ``old_spellings`` checks --num-threads/--max-requests/--max-time as INTs
+  in their own names, and --thread-stack-size as sysbench does, before
+  ignoring it; ``check_forced_shutdown(value, time_s)`` is sysbench's check
+  of --forced-shutdown (made only with a --time).
 - ``settings_reader(Settings.from_options)``: a family's ``read_settings``
-  hook, the common --time and --sample-interval passed on; a value the
+  hook (--forced-shutdown checked first), the common --time and
+  --sample-interval passed on; a value the
   settings refuse exits ``REFUSED_EXIT`` (sysbench's 1), a limit of this
   machine (``LimitProbeError``) 2.
 """
@@ -42,12 +51,11 @@ from typing import Any, Protocol, TypeVar
 from probetop.probes.core.base import UsageProbeError
 from probetop.probes.core.family import RunCommon
 from probetop.probes.core.options import (
+    DURATION_SPELLINGS,
     Option,
     OptionValueError,
     Spelling,
     duration,
-    number,
-    whole_number,
 )
 from probetop.probes.core.ranges import LimitProbeError
 
@@ -60,7 +68,24 @@ DEFAULT_PERCENTILE = 95.0
 
 
 def threads_option() -> Option:
-    return Option(("--threads",), "worker threads (default 1)", whole_number(), 1, "N")
+    return Option(("--threads",), "worker threads (default 1)", int_value("threads"), 1, "N")
+
+
+def time_option() -> Option:
+    """sysbench's --time, a sysbench family's own (the common --time's place):
+    sysbench's INT (an empty value is 0, no time limit; beyond an int
+    refused in its words) and probetop's durations (1.5, 500ms, 2m) besides."""
+    return Option(
+        ("--time",),
+        "stop after S seconds (default 10, as sysbench; 0: no time limit; or 500ms, 10m, 2h)",
+        seconds_value("time"),
+        None,
+        "S",
+    )
+
+
+def events_option(help: str) -> Option:
+    return Option(("--events",), help, int_value("events"), 0, "N")
 
 
 def report_interval_option(command: str) -> Option:
@@ -68,7 +93,7 @@ def report_interval_option(command: str) -> Option:
         ("--report-interval",),
         "sample every S seconds and print sysbench's [ Ns ] lines in the headless "
         f"report (per-interval, not cumulative); {command}'s name for --sample-interval",
-        duration(),
+        seconds_value("report_interval"),
         None,
         "S",
     )
@@ -77,8 +102,8 @@ def report_interval_option(command: str) -> Option:
 def percentile_option() -> Option:
     return Option(
         ("--percentile",),
-        "latency percentile to report (default 95; 0 disables, as in sysbench)",
-        number(),
+        "latency percentile to report, a whole number (default 95; 0 disables, as in sysbench)",
+        int_value("percentile"),
         DEFAULT_PERCENTILE,
         "P",
     )
@@ -101,7 +126,7 @@ def rand_seed_option() -> Option:
         "the report's head as sysbench prints it. cpu draws no random numbers; mem's "
         "rnd mode uses its own generator (not sysbench's: the same seed does not give "
         "sysbench's addresses)",
-        whole_number(),
+        int_value("rand_seed"),
         0,
         "N",
     )
@@ -167,7 +192,7 @@ def verbosity_option() -> Option:
         "not printed, as sysbench prints none (--json is unaffected); 4 adds sysbench's "
         "progress lines (the limit reached, Done.); 5 adds its DEBUG lines (each worker "
         "thread started and initialized, the reporting thread started)",
-        whole_number(),
+        int_value("verbosity"),
         DEFAULT_VERBOSITY,
         "N",
     )
@@ -236,12 +261,72 @@ def seed_line(seed: int) -> str:
 
 # sysbench's boolean values (sb_options.c): anything else is "invalid option".
 _ON, _OFF = ("on", "true", "1"), ("off", "false", "0")
+
+
+def forced_shutdown_option() -> Option:
+    return Option(
+        ("--forced-shutdown",),
+        "sysbench's seconds (or N%% of --time, or off) to wait after --time before "
+        "it forces a stop: checked as sysbench checks it, then ignored (probetop's "
+        "workers end at --time; a stop that hangs is an error of its own)",
+        None,
+        None,
+        "V",
+    )
+
+
+def check_forced_shutdown(text: str | None, time_s: float) -> None:
+    """sysbench 1.0.20's check of --forced-shutdown (init() in sysbench.c),
+    made only when a --time limits the run, as there: ``off`` (any case), or
+    strtol's whole number followed by nothing or by ``%`` (whatever comes
+    after it); an empty value is not given. Anything else is its FATAL
+    (UsageProbeError, exit 1)."""
+    import re
+
+    if not text or not time_s or text.lower() == "off":
+        return
+    number = re.match(r"[ \t\n\v\f\r]*[+-]?[0-9]+", text, re.ASCII)
+    rest = text[number.end() :] if number else text  # strtol's endptr
+    if rest and not rest.startswith("%"):
+        raise UsageProbeError(f"FATAL: Invalid value for --forced-shutdown: '{text}'")
+
+
+def _sysbench_size(text: str) -> int:
+    """A SIZE as sysbench 1.0.20 reads it (sb_get_value_size): leading
+    digits (an unsigned 64-bit number that wraps), then an optional unit
+    k/m/g/t in any case (what follows it is not read); another character
+    after the digits, or none at all, is 0."""
+    value, digits = 0, 0
+    for ch in text:
+        if not "0" <= ch <= "9":
+            if not digits:
+                return 0
+            shift = {"k": 10, "m": 20, "g": 30, "t": 40}.get(ch.lower())
+            return 0 if shift is None else (value << shift) % 2**64
+        value, digits = (value * 10 + ord(ch) - ord("0")) % 2**64, digits + 1
+    return value
+
+
+def _thread_stack_size(text: str) -> str:
+    """sysbench 1.0.20's check of --thread-stack-size: the size, kept in a
+    C int, must be above 0 (so 4G, 2G, 1.5K, 8b, abc and empty are refused,
+    its FATAL naming the int: ``Invalid value for thread-stack-size: 0.``)."""
+    low = _sysbench_size(text) & 0xFFFFFFFF
+    as_int = low - 2**32 if low > INT_MAX else low
+    if as_int <= 0:
+        raise OptionValueError(f"FATAL: Invalid value for thread-stack-size: {as_int}.")
+    return text
+
+
 # sysbench's general options that cannot change what cpu or memory measures:
-# accepted and ignored, each with the reason --help gives.
-_IGNORED_VALUES = {
-    "--forced-shutdown": "probetop's workers end at --time; a stop that hangs is an error",
-    "--thread-stack-size": "probetop's workers run on their own stacks; the events use "
-    "a few hundred bytes of them",
+# their values checked as sysbench checks them, then ignored, each with the
+# reason --help gives.
+# (--forced-shutdown is an option: sysbench checks it only with a --time.)
+_IGNORED_VALUES: dict[str, tuple[Callable[[str], str], str]] = {
+    "--thread-stack-size": (
+        _thread_stack_size,
+        "probetop's workers run on their own stacks; the events use a few hundred bytes of them",
+    ),
 }
 
 
@@ -262,14 +347,35 @@ def old_spellings(test: str, *, events: bool) -> tuple[Spelling, ...]:
     # its default wins over the new name and prints a WARNING line on stdout
     # (in this order: num-threads, max-requests, max-time); at the default it
     # is ignored.
+    # Each is checked as sysbench checks it, in its own name ('max_requests').
     deprecated = (
-        Spelling("sysbench", "--num-threads", "--threads", deprecated_default="1"),
+        Spelling(
+            "sysbench",
+            "--num-threads",
+            "--threads",
+            deprecated_default="1",
+            parse=int_value("num_threads"),
+        ),
         *(
-            (Spelling("sysbench", "--max-requests", "--events", deprecated_default="0"),)
+            (
+                Spelling(
+                    "sysbench",
+                    "--max-requests",
+                    "--events",
+                    deprecated_default="0",
+                    parse=int_value("max_requests"),
+                ),
+            )
             if events
             else ()
         ),
-        Spelling("sysbench", "--max-time", "--time", deprecated_default="0"),
+        Spelling(
+            "sysbench",
+            "--max-time",
+            "--time",
+            deprecated_default="0",
+            parse=seconds_value("max_time"),
+        ),
     )
     out = (
         on_off_spelling("--histogram"),
@@ -287,7 +393,8 @@ def old_spellings(test: str, *, events: bool) -> tuple[Spelling, ...]:
     )
     flags = (on_off_spelling("--debug"), on_off_spelling("--validate"))  # head_flag_options
     ignored = tuple(
-        Spelling("sysbench", flag, None, note=why) for flag, why in _IGNORED_VALUES.items()
+        Spelling("sysbench", flag, None, note=why, parse=check)
+        for flag, (check, why) in _IGNORED_VALUES.items()
     )
     return (*out, *flags, *ignored)
 
@@ -318,9 +425,11 @@ rand-type, verbosity, ...) one NAME=VALUE a line, read where it stands (a
 test's own options are not read from it, as in sysbench); the command word
 last: run (headless: the report is printed and the run ends at --time, on
 a terminal too; without it the dashboard opens on a terminal), help (this help), prepare and cleanup
-(refused with exit 1, as sysbench: the {test} test has neither). A refused
-value or an unknown option exits 1, as in sysbench (a limit of this machine,
-such as too many threads, exits 2).
+(refused with exit 1, as sysbench: the {test} test has neither); a word
+after it exits 1 (sysbench's "Unrecognized command line argument"). A
+refused value or an unknown option exits 1, as in sysbench: an INT option's
+value must be a whole number that fits in an int (an empty one is 0), in
+sysbench's words (a limit of this machine, such as too many threads, exits 2).
 """
 
 
@@ -383,6 +492,8 @@ def settings_reader(
 
     def read_settings(values: Mapping[str, Any], common: RunCommon) -> SettingsT_co:
         try:
+            time_s = DEFAULT_TIME_S if common.time_s is None else common.time_s
+            check_forced_shutdown(values.get("forced_shutdown"), time_s)
             return from_options(
                 values,
                 time_s=common.time_s,
@@ -398,23 +509,66 @@ def settings_reader(
     return read_settings
 
 
-def int_value(name: str) -> Callable[[str], int]:
-    """sysbench's check of an INT option (``--rate``, ``--rand-spec-iter``):
-    a whole number that fits in an int, an empty value its default 0;
-    anything else gets sysbench's own message (exit 1)."""
+INT_MAX = 2**31 - 1  # sysbench reads an INT option into a C int
+
+
+def _int_text(text: str) -> bool:
+    """A whole number as strtol reads one with nothing after it: leading
+    blanks, a sign, ASCII digits."""
     import re
 
-    from probetop.probes.core.options import OptionValueError
+    return re.fullmatch(r"[ \t\n\v\f\r]*[+-]?[0-9]+", text, re.ASCII) is not None
+
+
+def _invalid(name: str, text: str, why: str = "") -> OptionValueError:
+    """sysbench's words for an INT value it refuses (exit 1)."""
+    return OptionValueError(f"Invalid value for the '{name}' option: '{text}'{why}")
+
+
+def int_value(name: str) -> Callable[[str], int]:
+    """sysbench 1.0.20's check of an INT option, one rule for all of them
+    (--threads, --events, --percentile, --rand-seed, --verbosity, --rate,
+    --rand-spec-*, --cpu-max-prime, the old --num-threads and
+    --max-requests; --time and --report-interval in ``seconds_value``): an
+    empty value is 0, as sysbench reads it; else a whole number (strtol's:
+    leading blanks, a sign, ASCII digits, nothing after) that fits in an
+    int; anything else gets sysbench's words, ``Invalid value for the 'NAME'
+    option: 'TEXT'`` (exit 1). What the value means (0: no limit, off) and
+    its range are the settings' to check."""
 
     def parse(text: str) -> int:
         if text == "":
             return 0  # sysbench reads an empty INT value as 0
-        if (
-            not re.fullmatch(r"\s*[+-]?[0-9]+", text, re.ASCII)
-            or not -(2**31) <= int(text) <= 2**31 - 1
-        ):
-            raise OptionValueError(f"Invalid value for the '{name}' option: '{text}'")
+        if not _int_text(text) or not -INT_MAX - 1 <= int(text) <= INT_MAX:
+            raise _invalid(name, text)
         return int(text)
+
+    return parse
+
+
+def seconds_value(name: str) -> Callable[[str], float]:
+    """sysbench's INT check (``int_value``) of a number of seconds (--time,
+    --report-interval, the old --max-time), and probetop's durations besides
+    (``1.5``, ``500ms``, ``2m``), read where the text is no whole number; a
+    duration must fit in sysbench's int too. Never negative: sysbench runs
+    a negative --time without end and a negative --report-interval as off;
+    both are refused here (docs/cpu.md)."""
+    whole = int_value(name)
+    read_duration = duration()
+
+    def parse(text: str) -> float:
+        if text == "" or _int_text(text):
+            value = float(whole(text))
+        else:
+            try:
+                value = read_duration(text)
+            except OptionValueError:
+                raise _invalid(name, text, f" (a whole number, or {DURATION_SPELLINGS})") from None
+            if value > INT_MAX:
+                raise _invalid(name, text)
+        if value < 0:
+            raise OptionValueError(f"must be zero or a positive number, got {text.strip()}")
+        return value
 
     return parse
 
