@@ -142,3 +142,23 @@ def test_headline_names_the_percentile() -> None:
     pane.history.add_values(1.0, {"eps": 2684.0, "lat_pct_ms": 0.42})
     assert "latency p95 0.42 ms" in pane.headline_text(), pane.headline_text()
     assert pane.stats_lines(["lat_pct_ms"])[1].startswith("latency p95 ")
+
+
+async def test_a_sub_microsecond_latency_reads_in_its_unit() -> None:
+    """An event of a few primes takes well under a microsecond: the headline
+    read "avg lat 0.00 ms" (sysbench's report keeps its ms, the pane not)."""
+    import re
+
+    probe = CpuProbe(CpuSettings(time_s=0.75, max_prime=10, interval_s=0.25))
+    app = make_app(LiveView(probes=[probe], display=Display(interval_s=0.25, focus="cpu")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        live = ""
+        for _ in range(1200):  # up to 60 s on a loaded machine
+            await asyncio.sleep(0.05)
+            panes = list(app.query(CpuBenchPane))
+            if panes and re.search(r"avg lat \d", panes[0].headline.text):
+                live = panes[0].headline.text
+                break
+        await pilot.pause()
+        lat = re.search(r"avg lat (\S+) (\S+)", live)
+        assert lat and float(lat[1]) > 0 and lat[2] in ("ns", "µs"), live

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -50,9 +51,12 @@ async def test_pane_shows_rates_and_threads() -> None:
     app = make_app(LiveView(probes=[probe], display=Display(interval_s=0.25, focus="mem")))
     async with app.run_test(size=(120, 40)) as pilot:
         pane = None
+        live = ""  # a headline drawn while the run measured, with its latency
         for _ in range(1200):  # up to 60 s on a loaded machine
             await asyncio.sleep(0.05)
             panes = list(app.query(MemBenchPane))
+            if panes and re.search(r"avg lat \d", panes[0].headline.text) and not live:
+                live = panes[0].headline.text
             if panes and panes[0].final is not None:
                 pane = panes[0]
                 break
@@ -61,7 +65,11 @@ async def test_pane_shows_rates_and_threads() -> None:
         pane.render_frame()
         assert "t0" in pane.threads_block.text and "t1" in pane.threads_block.text
         assert "ops/s" in pane.ops_row.label.text and "MiB/s" in pane.mibs_row.label.text
-        assert "seq read" in pane.headline.text and "finished" in pane.headline.text
+        title = pane.full_title or str(pane.border_title)  # what runs is in the title
+        assert "seq read" in title and "finished" in pane.headline.text
+        # A 1K read takes well under a microsecond: it read "avg lat 0.00 ms".
+        lat = re.search(r"avg lat (\S+) (\S+)", live)
+        assert lat and float(lat[1]) > 0 and lat[2] in ("ns", "µs"), live
         assert pane.chart_series()["ops/s"]
         # The maximised chart's axes: MiB/s values were labelled "B/s" (2^20
         # times too small: "350 B/s" for 350 MiB/s).

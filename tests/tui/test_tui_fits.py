@@ -10,6 +10,7 @@ import pytest
 from probetop.tui.analysis.axis import axis_ticks, nice_ticks
 from probetop.tui.ui.panes.cpu import side_by_side
 from probetop.tui.ui.panes.disk import map_line
+from probetop.tui.ui.widgets.history import fmt_value
 from probetop.tui.ui.widgets.sparkrow import value_label
 from probetop.tui.ui.widgets.textblock import TextBlock, column_cut
 from probetop.tui.ui.widgets.units import fmt_with_unit
@@ -67,6 +68,9 @@ def test_the_done_map_fits_its_width_and_keeps_its_end() -> None:
         ([70.0, 70.0], "%", ["0 %", "100 %"]),
         ([30.0, 30.0], "%", ["0 %", "60 %"]),
         ([5.0, 5.0], "ms", ["0 ms", "10 ms"]),
+        # times in the unit that fits: a few µs given in ms read "0.0025 ms"
+        ([0.002, 0.0035], "ms", ["2.0 µs", "2.5 µs", "3.0 µs", "3.5 µs"]),
+        ([12_000.0, 30_000.0], "ms", ["10 s", "20 s", "30 s"]),
     ],
 )
 def test_axis_ticks_are_round_and_carry_the_unit(
@@ -216,3 +220,31 @@ def test_compare_chart_axis_in_the_unit_and_80_wide() -> None:
     assert not re.findall(r"^ *(-?\d{5,}(?:\.\d+)?)┤", text, re.M), text
     assert re.search(r"^ *[\d.]+ MB/s┤", text, re.M), text
     assert max(cell_len(line) for line in text.splitlines()) <= 80
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "text"),
+    [
+        (0.00041, "ms", "0.41 µs"),  # a 1K memory operation: it read "0.00 ms"
+        (0.0000412, "ms", "41.2 ns"),
+        (0.42, "ms", "0.42 ms"),  # two digits already: as before
+        (5.0, "ms", "5.00 ms"),
+        (12_345_678.0, "µs", "12.3 s"),
+        (0.0, "ms", "0 ms"),
+        (None, "ms", "- ms"),
+        (0.0004, "MB/s", "0.00 MB/s"),  # not a time: as before
+    ],
+)
+def test_a_time_is_written_in_the_unit_that_fits_it(
+    value: float | None, unit: str, text: str
+) -> None:
+    assert fmt_with_unit(value, unit) == text
+    if value is not None and unit == "ms":
+        assert value_label("latency", value, unit).split()[-2:] == text.split()
+
+
+def test_a_time_in_a_fixed_unit_column_never_reads_zero() -> None:
+    assert fmt_value(0.00041, "ms") == "0.00041"
+    assert fmt_value(0.0000412, "µs", 8) == "0.000041"
+    assert fmt_value(0.0049, "ms") == "0.0049"
+    assert fmt_value(0.0004, "MB/s") == "0.00"  # a column scaled to MB/s: as before

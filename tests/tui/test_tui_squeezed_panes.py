@@ -59,6 +59,26 @@ def test_the_mem_pane_at_80x24_shows_every_threads_operations() -> None:
         assert "operations per thread (interval)" not in rows, text  # a heading alone
 
 
+def test_the_mem_pane_at_80x24_summarises_twelve_threads() -> None:
+    """`mem --threads 12 --rate 300`: the per-thread view was not shown at
+    all (its line came after a headline that wrapped, cut from the bottom),
+    and the headline said "avg lat 0.00 ms" for operations of a microsecond."""
+    command = [EXE, "mem", "--threads", "12", "--rate", "300", "--time", "0"]
+    with shell(command, width=80, height=24) as tmux:
+        text = wait(
+            tmux,
+            lambda s: (
+                re.search(r"per thread (\(interval\) )?min \d+ max \d+ \(12 threads\)", s)
+                is not None
+            ),
+            "the twelve threads' spread in the squeezed mem pane",
+        )
+        text = wait(tmux, lambda s: re.search(r"avg lat \d", s) is not None, "the latency")
+        assert re.search(r"avg lat [\d.]+ (ns|µs|ms)", text), text
+        assert "avg lat 0.00" not in text, text
+        assert all(len(row) <= 80 for row in text.splitlines())
+
+
 def test_at_120x40_the_cpu_pane_keeps_its_full_columns() -> None:
     with shell([EXE, "cpu", "--threads", "2", "--time", "0"], width=120, height=40) as tmux:
         text = wait(

@@ -8,14 +8,17 @@ Contract:
   to at or above ``high``.
 - ``axis_ticks(values, unit, count)``: ticks spanning ``values`` and their
   labels: bytes take one SI prefix on the unit ("2.5 MB/s"), other numbers
-  of 10,000 or more a k/M suffix ("1.5k pkt/s") unless a time or a
-  percentage; the same decimals for all, the fewest that write each tick
+  of 10,000 or more a k/M suffix ("1.5k pkt/s") unless a percentage;
+  times the unit that fits the largest tick (``time_scale``: "2.5 µs",
+  never "0.0025 ms"); the same decimals for all, the fewest that write each tick
   exactly. A flat series gets ``flat_range``'s axis, its two ends ticked.
 """
 
 from __future__ import annotations
 
 import math
+
+from probetop.tui.analysis.timescale import is_time_unit, time_scale
 
 
 def flat_range(values: list[float], unit: str = "") -> tuple[float, float] | None:
@@ -63,7 +66,8 @@ def nice_ticks(low: float, high: float, count: int) -> list[float]:
 def axis_ticks(values: list[float], unit: str, count: int) -> tuple[list[float], list[str]]:
     """Round tick values spanning ``values`` and their labels with ``unit``:
     bytes take one SI prefix on the unit ("2.50 MB/s"), other large numbers
-    a k/M suffix ("1.5k pkt/s"), times and percentages none; each label is
+    a k/M suffix ("1.5k pkt/s"), percentages none, times the unit that
+    fits them ("2.5 µs"); each label is
     given the fewest decimals (the same for all) that write each tick
     exactly."""
     finite = [v for v in values if math.isfinite(v)]
@@ -75,6 +79,8 @@ def axis_ticks(values: list[float], unit: str, count: int) -> tuple[list[float],
     prefix = next(((f, p) for f, p in _SI if top >= f), None)
     if prefix is not None and unit.startswith("B"):  # bytes: the prefix goes on the unit
         factor, shown = prefix[0], prefix[1] + unit
+    elif is_time_unit(unit):  # "2.5 µs", not "0.0025 ms"; "12 s", not "12000 ms"
+        factor, shown = time_scale(top, unit)
     elif prefix is not None and unit not in _NO_PREFIX and top >= 10_000:
         factor, suffix = prefix
     scaled = [t / factor for t in ticks]

@@ -45,6 +45,7 @@ from probetop.tui.ui.widgets.history import fmt_value
 from probetop.tui.ui.widgets.pane import PaneHelp, ProbePane
 from probetop.tui.ui.widgets.sparkrow import value_label
 from probetop.tui.ui.widgets.textblock import TextBlock, counts_text, wrapped_rows
+from probetop.tui.ui.widgets.units import fmt_with_unit
 from rich.cells import cell_len, set_cell_size
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -257,7 +258,7 @@ class CpuBenchPane(ProbePane):
             f"max-prime {params.get('max_prime', '?')}",
             f"threads {int(self.latest(THREADS) or params.get('threads') or 0)}",
             f"events {self.total_events:,}",
-            f"avg lat {fmt_value(self.latest(LAT_AVG_MS), 'ms')} ms",
+            f"avg lat {fmt_with_unit(self.latest(LAT_AVG_MS), 'ms')}",  # "0.41 µs", not "0.00 ms"
             f"engine {self.engine or params.get('engine', '?')}",
         ]
         if params.get("rate"):

@@ -4,13 +4,22 @@
   figures, as sysbench's ``--report-interval`` lines);
 - per-thread bars: operations each worker thread completed in the last
   interval (fairness at a glance);
-- a headline with what runs (block size, operation, access mode, scope),
-  the operations so far and the mean latency; the final figures once done;
+- what runs (access mode, operation, block size, scope) in the title, as
+  the iops pane's I/O pattern: a headline carrying it wrapped to two rows
+  at 80 columns;
+- a headline with the threads, the operations so far and the mean latency
+  (in the unit that fits it: "0.41 µs", never "0.00 ms"); the final
+  figures once done;
 - ``e`` toggles what one operation is.
 
 Squeezed by the layout (80x24), the pane draws short forms rather than
 losing its bottom rows, as the cpu pane does (``CpuBenchPane.fit_rows``):
-the headline without its hint, the per-thread bars as one line under it.
+the headline without its hint, the per-thread bars as one line under it
+(``t0 1,307  t1 1,290``; more than four threads: ``min 24 max 25 (12
+threads)``). When even that is taller than the rows the pane has, a
+finished run drops its live headline (the "finished:" line has its
+figures) before the per-thread line: cut from the bottom, the per-thread
+view vanished without a word.
 
 The pane stores in ``add_sample`` and draws in ``render_frame``.
 """
@@ -34,10 +43,15 @@ from probetop.probes.mem import (
 )
 from probetop.tui.ui.widgets.bars import value_bar
 from probetop.tui.ui.widgets.generic_pane import SPARK_POINTS, SparkRow
-from probetop.tui.ui.widgets.history import fmt_value
-from probetop.tui.ui.widgets.pane import PaneHelp, ProbePane
+from probetop.tui.ui.widgets.pane import PaneHelp, ProbePane, title_for
 from probetop.tui.ui.widgets.sparkrow import value_label
-from probetop.tui.ui.widgets.textblock import TextBlock, counts_text, wrapped_rows
+from probetop.tui.ui.widgets.textblock import (
+    TextBlock,
+    counts_text,
+    pack_fields,
+    wrapped_rows,
+)
+from probetop.tui.ui.widgets.units import fmt_with_unit
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 
@@ -71,6 +85,12 @@ class MemBenchPane(ProbePane):
         self.per_thread: list[int] = []
         self.total_ops = 0
         self.final: dict[str, Any] | None = None
+        p = info.get("params", {}) or {}
+        self.border_title = (
+            f"{title_for(self.kind, self.probe_id)}  {p.get('access_mode', '?')} "
+            f"{p.get('oper', '?')}  block {size_text(int(p.get('block_size') or 0))}  "
+            f"scope {p.get('scope', '?')}"
+        )
 
     def on_mount(self) -> None:
         self.explain_block.display = False
@@ -104,29 +124,40 @@ class MemBenchPane(ProbePane):
             lines.append(f"... {len(self.per_thread) - MAX_THREAD_ROWS} more threads")
         return lines
 
-    def headline_lines(self, hint: bool = True) -> list[str]:
+    def headline_fields(self) -> list[tuple[int, str]]:
+        """The live headline's fields, each with its priority in a pane too
+        short for them all (``pack_fields``); what runs is in the title."""
         p = self.info.get("params", {}) or {}
-        parts = [
-            f"{p.get('access_mode', '?')} {p.get('oper', '?')}",
-            f"block {size_text(int(p.get('block_size') or 0))}",
-            f"scope {p.get('scope', '?')}",
-            f"threads {int(self.latest(THREADS) or p.get('threads') or 0)}",
-            f"ops {self.total_ops:,}",
-            f"avg lat {fmt_value(self.latest(LAT_AVG_MS), 'ms')} ms",
+        fields = [
+            (2, f"threads {int(self.latest(THREADS) or p.get('threads') or 0)}"),
+            (6, f"ops {self.total_ops:,}"),
+            (7, f"avg lat {fmt_with_unit(self.latest(LAT_AVG_MS), 'ms')}"),
         ]
         if p.get("rate"):
             # --rate: the target and sysbench's queue (operations due, no thread free)
             queue = self.latest(QUEUE_LENGTH)
-            parts.insert(4, f"rate {int(self.latest(RATE) or p['rate']):,}/s target")
-            parts.insert(5, f"queue {'-' if queue is None else f'{int(queue):,}'}")
-        lines = ["  ".join(parts) + ("   (e: what is one operation?)" if hint else "")]
+            fields.insert(1, (4, f"rate {int(self.latest(RATE) or p['rate']):,}/s target"))
+            fields.insert(2, (5, f"queue {'-' if queue is None else f'{int(queue):,}'}"))
+        return fields
+
+    def finished_fields(self) -> list[tuple[int, str]]:
+        """The "finished:" line's fields (none while the run goes on): above
+        the live headline's in priority, which they make stale."""
+        if self.final is None:
+            return []
+        f = self.final
+        return [
+            (10, f"finished: {f['ops_per_second']:.2f} ops/s"),
+            (5, f"{f['mib_per_second']:.2f} MiB/s"),
+            (8, f"{f['total_events']:,} ops in {f['total_time']:.2f} s"),
+            (3, f"stopped by {f['stopped_by']}"),
+        ]
+
+    def headline_lines(self, hint: bool = True) -> list[str]:
+        live = "  ".join(text for _p, text in self.headline_fields())
+        lines = [live + ("   (e: what is one operation?)" if hint else "")]
         if self.final is not None:
-            f = self.final
-            lines.append(
-                f"finished: {f['ops_per_second']:.2f} ops/s  {f['mib_per_second']:.2f} MiB/s  "
-                f"{f['total_events']:,} ops in {f['total_time']:.2f} s  "
-                f"stopped by {f['stopped_by']}"
-            )
+            lines.append("  ".join(text for _p, text in self.finished_fields()))
         return lines
 
     def render_frame(self) -> None:
@@ -152,6 +183,12 @@ class MemBenchPane(ProbePane):
             # after the headline's lines: a "finished:" line comes first
             line = counts_text("operations per thread (interval) ", self.per_thread)
             head = [*self.headline_lines(hint=False), line]
+            if wrapped_rows(head, width) > room:  # the fields that matter most, packed
+                short = counts_text("per thread ", self.per_thread)
+                live = self.headline_fields()
+                if self.final is not None:  # stale once finished: below the finished figures
+                    live = [(p - 5, t) for p, t in live]
+                head = pack_fields([*self.finished_fields(), *live, (9, short)], room, width)
             threads = []
         self.squeezed_rows = full - wrapped_rows(head, width) - len(threads)
         self.headline.set_lines(head)

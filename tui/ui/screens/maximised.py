@@ -21,6 +21,7 @@ import time
 from typing import TYPE_CHECKING
 
 from probetop.tui.analysis.axis import axis_ticks
+from probetop.tui.analysis.timescale import is_time_unit
 from probetop.tui.ui.widgets.keybar import KeyBar
 from probetop.tui.ui.widgets.textblock import TextBlock
 from probetop.tui.ui.widgets.units import unit_family
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 MAX_SERIES = 6  # per panel
 MAX_PANELS = 4
 TITLED_PANEL_ROWS = 9  # a panel this tall or taller gets its unit as a title
+MIN_PLOT_ROWS = 3  # rows of data a panel needs for two ticks and the line between
 CHART_EVERY_S = 5.0
 
 Panels = list[tuple[str, dict[str, list[tuple[float, float]]]]]
@@ -49,6 +51,43 @@ def fit_rows(lines: list[str], room: int) -> list[str]:
         return lines
     shown = max(1, room - 1)
     return [*lines[:shown], f"... {len(lines) - shown} more rows: a taller terminal shows them"]
+
+
+def _axis_rows(units: list[str]) -> list[int]:
+    """Rows each panel's x axis takes: ticks and a label under the bottom
+    panel and under a panel plotted by something other than time, ticks
+    alone above such a panel, none above a panel sharing the time axis."""
+    rows = []
+    for i, unit in enumerate(units):
+        below = units[i + 1 :]
+        if unit.startswith("by ") or not below:
+            rows.append(2)
+        else:
+            rows.append(0 if all(not u.startswith("by ") for u in below) else 1)
+    return rows
+
+
+def chart_rows_needed(panels: int) -> int:
+    """Rows a chart of ``panels`` time panels needs for ``MIN_PLOT_ROWS``
+    rows of data in each (the maximised screen leaves them to it)."""
+    return panels * (2 + MIN_PLOT_ROWS) + 2 if panels else 5
+
+
+def panel_heights(units: list[str], height: int) -> tuple[list[int], list[int], bool]:
+    """Each panel's height in ``height`` rows, its rows of data, and whether
+    the panels are titled.
+
+    The rows of data are shared evenly, after each panel's border, title and
+    x axis: with an even split of the whole height the bottom panel lost
+    its data rows to the time axis (at 80x24 the mem pane's latency panel
+    had one row, and one tick: "0 ms"). A panel is given at least
+    ``MIN_PLOT_ROWS`` rows of data when there is room for it."""
+    roomy = height // len(units) >= TITLED_PANEL_ROWS
+    overhead = [2 + (1 if roomy else 0) + axis for axis in _axis_rows(units)]
+    data = max(len(units), height - sum(overhead))
+    share, extra = divmod(data, len(units))
+    data_rows = [share + (1 if i >= len(units) - extra else 0) for i in range(len(units))]
+    return [o + d for o, d in zip(overhead, data_rows, strict=True)], data_rows, roomy
 
 
 def render_chart(panels: Panels, width: int, height: int, color: bool) -> str:
@@ -70,27 +109,36 @@ def render_chart(panels: Panels, width: int, height: int, color: bool) -> str:
     plt.main()  # back to the whole figure: the last chart left a subplot active
     plt.clear_figure()
     plt.limit_size(False, False)  # size to our widget, not to the process's terminal
-    plt.plotsize(max(width, 20), max(height, 5 * len(drawn)))
+    units_drawn = [unit for unit, _s in drawn]
+    heights, data_rows, roomy = panel_heights(units_drawn, max(height, 5 * len(drawn)))
+    plt.plotsize(max(width, 20), sum(heights))
     plt.subplots(len(drawn), 1)
-    roomy = height // len(drawn) >= TITLED_PANEL_ROWS
     for row, (unit, series) in enumerate(drawn, start=1):
         plt.subplot(row, 1)
+        plt.plotsize(max(width, 20), heights[row - 1])
         plt.theme("clear" if not color else "pro")
         by_time = not unit.startswith("by ")
-        for key, points in series.items():
-            xs = [t - t0 for t, _v in points] if by_time else [t for t, _v in points]
-            plt.plot(xs, [v for _t, v in points], label=key)
         values = [v for points in series.values() for _t, v in points]
         units = [u for u in unit.split(", ") if u] if by_time else []
         axis_unit = units[0] if len(units) == 1 else unit_family(units[0]) if units else ""
-        rows = height // len(drawn)
+        rows = data_rows[row - 1]
         # A flat series gets 0..2v with labels at the ends, where it can be
-        # (see flat_range); else round steps, a label every 3 rows or so.
-        ticks, labels = axis_ticks(values, axis_unit, max(2, min(6, rows // 3)))
+        # (see flat_range); else round steps, a label every other row or so.
+        ticks, labels = axis_ticks(values, axis_unit, max(2, min(6, (rows + 1) // 2)))
+        # A time axis in the unit that fits it ("2.5 µs" for a series in ms):
+        # the legend and the title say that unit, not the series' own.
+        shown = axis_unit
+        if is_time_unit(axis_unit) and " " in labels[-1]:
+            shown = labels[-1].rsplit(" ", 1)[1]
+        for key, points in series.items():
+            xs = [t - t0 for t, _v in points] if by_time else [t for t, _v in points]
+            if shown != axis_unit and key.endswith(f" {axis_unit}"):
+                key = key[: -len(axis_unit)] + shown
+            plt.plot(xs, [v for _t, v in points], label=key)
         plt.ylim(ticks[0], ticks[-1])
         plt.yticks(ticks, labels)
         if roomy:  # short panels: the legend names the unit, the title would eat a row
-            plt.title(unit or "value")
+            plt.title((shown if shown != axis_unit and unit == axis_unit else unit) or "value")
         if not by_time:
             plt.xlabel(unit[3:])
         elif row == len(drawn):
@@ -141,8 +189,12 @@ class MaximisedScreen(Screen[None]):
             keys, label_width=min(width, 32), width=self.app.size.width - 1
         )
         # Several chart panels need the room: the table gets less of the screen.
+        # and never so much that a panel is left a row of data, with one tick.
         share = 3 if len(self._panels) <= 1 else 4
-        self.table.set_lines(fit_rows(lines, max(2, self.app.size.height // share)), header_rows=1)
+        panels = min(len(self._panels), MAX_PANELS)
+        height = self.app.size.height
+        room = min(height // share, height - 3 - chart_rows_needed(panels))
+        self.table.set_lines(fit_rows(lines, max(2, room)), header_rows=1)
         now = time.monotonic()
         if not force and now - self._chart_drawn < CHART_EVERY_S:
             return

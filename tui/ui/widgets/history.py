@@ -94,6 +94,8 @@ class HistoryStore:
 
 
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+_TIMES = ("ns", "us", "µs", "ms", "s")
+_NO_PREFIX = ("%", "MHz", *_TIMES)
 
 
 def _three_digits(value: float) -> str:
@@ -110,19 +112,27 @@ def fmt_value(value: float | None, unit: str = "", width: int = 0, si: bool = Tr
     """A short human number: 3 significant digits, SI prefix for big rates.
 
     ``B/s`` and ``pkt/s`` style units get k/M/G prefixes; percentages and
-    milliseconds never do, so "12.5 ms" is never shown as "0.0125 s".
+    times never do, so "12.5 ms" is never shown as "0.0125 s". A time that
+    is not zero never reads "0.00": under 0.005 it keeps two significant
+    digits ("0.00041"); a single figure is better scaled to a unit that
+    fits first (``units.scale_for``), a column with one unit cannot be.
     """
     if value is None or not math.isfinite(value):
         text = "-"
     else:
         prefix = ""
         scaled = value
-        if si and unit not in ("%", "ms", "us", "µs", "s", "MHz") and abs(value) >= 10_000:
+        if si and unit not in _NO_PREFIX and abs(value) >= 10_000:
             for factor, p in _SI:
                 if abs(value) >= factor:
                     scaled, prefix = value / factor, p
                     break
-        text = ("0" if scaled == 0 else _three_digits(scaled)) + prefix
+        if scaled == 0:
+            text = "0"
+        elif unit in _TIMES and abs(scaled) < 0.005:  # "0.00 ms" for 410 ns
+            text = f"{scaled:.{1 - math.floor(math.log10(abs(scaled)))}f}"
+        else:
+            text = _three_digits(scaled) + prefix
     return text.rjust(width) if width else text
 
 

@@ -42,12 +42,9 @@ KEEP = 512  # values kept: wider than any sparkline drawn
 
 def value_label(label: str, value: float | None, unit: str) -> str:
     """A sparkline's label: what, the latest value and its unit (bytes get
-    their SI prefix on the unit, as ``fmt_with_unit`` writes them: "123 MB/s")."""
-    if unit == "µs":  # a stalled device's p99: "12.3 s", not "12345678 µs"
-        for bigger in ("ms", "s"):
-            if value is None or abs(value) < 10_000:
-                break
-            value, unit = value / 1000.0, bigger
+    their SI prefix on the unit, as ``fmt_with_unit`` writes them: "123 MB/s";
+    a time the unit that fits it: "12.3 s", not "12345678 µs", "0.41 µs", not
+    "0.00 ms")."""
     factor, shown = scale_for([value], unit)
     number = fmt_value(None if value is None else value / factor, shown, 6)
     right = number + (shown if shown.startswith("/") else f" {shown}")

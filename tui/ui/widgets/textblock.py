@@ -79,6 +79,21 @@ def counts_text(prefix: str, counts: list[int]) -> str:
     return f"{prefix}min {min(counts):,} max {max(counts):,} ({len(counts)} threads)"
 
 
+def pack_fields(fields: Sequence[tuple[int, str]], rows: int, width: int) -> list[str]:
+    """Fields (``(priority, text)``, in reading order) as one wrapped line
+    that takes at most ``rows`` rows of ``width`` cells: while it is taller,
+    the field of lowest priority (the first of equals) is left out. The last
+    resort of a squeezed pane's short form (the cpu and mem panes): cut from
+    the bottom instead, a pane of three rows lost its per-thread figures
+    without a word. ``rows`` or ``width`` 0 (unknown): every field."""
+    kept = [f for f in fields if f[1]]
+    while len(kept) > 1 and rows > 0 and width > 0:
+        if wrapped_rows(["  ".join(text for _p, text in kept)], width) <= rows:
+            break
+        kept.remove(min(kept, key=lambda f: f[0]))
+    return ["  ".join(text for _p, text in kept)] if kept else []
+
+
 def wrapped_rows(lines: Sequence[str], width: int) -> int:
     """Rows ``lines`` take in a wrapping block ``width`` cells wide."""
     return sum(len(wrap_fields(line, width)) for line in lines)

@@ -13,7 +13,9 @@ Contract:
   (``_us``, ``_ms``, ``_pct``) is dropped. The unit is not appended: callers
   show it in its own column or after the value (``with_unit``).
 - ``scale_for(values, unit)`` picks one SI prefix for a group of byte
-  values (a table row, an axis) so they read in one unit: ``(1e6, "MB/s")``.
+  values (a table row, an axis) so they read in one unit: ``(1e6, "MB/s")``;
+  times get the unit that fits the group's largest (``time_scale``:
+  ``(0.001, "µs")`` for a few hundred ns given in ms, which read "0.00 ms").
 - ``fmt_with_unit(value, unit)`` is the one way a pane writes a single
   number with its unit: bytes take their SI prefix on the unit and a space
   before it ("12.0 MB", "8.04 MB/s", "512 B"), as ``scale_for`` scales a
@@ -26,6 +28,7 @@ import math
 import re
 from collections.abc import Iterable
 
+from probetop.tui.analysis.timescale import time_scale
 from probetop.tui.ui.widgets.history import fmt_value
 from rich.cells import cell_len, set_cell_size
 
@@ -98,11 +101,12 @@ def scale_for(values: Iterable[float | None], unit: str) -> tuple[float, str]:
     """One SI factor for a group of values: ``(factor, prefixed unit)``.
 
     Byte units (``B``, ``B/s``) get k/M/G/T from the largest magnitude in
-    the group; other units stay as they are (their numbers carry a k/M
+    the group; times (ns, µs, ms, s) the unit ``time_scale`` picks for the
+    largest; other units stay as they are (their numbers carry a k/M
     suffix from ``fmt_value`` when large: "36.6k IO/s")."""
-    if not unit.startswith("B"):
-        return 1.0, unit
     top = max((abs(v) for v in values if v is not None and math.isfinite(v)), default=0.0)
+    if not unit.startswith("B"):
+        return time_scale(top, unit)
     for factor, prefix in _SI:
         if top >= factor:
             return factor, prefix + unit
