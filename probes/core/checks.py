@@ -22,7 +22,9 @@ Contract:
   the pX is the largest value or a blend of the largest. A share bounded from
   above (``< T%``, ``<= T%``, T > 0) needs at least 100 / T observations:
   with fewer, one lost or failed among them is already more than T %, so
-  none of them says nothing about T. Figures without a ``basis`` are never
+  zero of them says nothing about T. A deviation (a name ending in
+  ``mdev`` or ``stddev``) needs at least 2: the spread of one value is 0
+  by definition. Figures without a ``basis`` or ``count`` are never
   undecided here.
 - ``Checks[S]``: one probe kind's figures and the reader of its typed
   summary (``summary``: a summary as stored, live, in a footer or a
@@ -114,6 +116,8 @@ class Assertable(Generic[S]):
                     f"cannot tell with n={n:g}: a p{level} needs at least {need} values "
                     f"(its top {float(top):g} % must hold one)"
                 )
+        if n < 2 and _SPREAD.search(self.name):
+            return f"cannot tell with n={n:g}: a deviation needs at least 2 values (one has none)"
         if self.share and op in ("<", "<=") and threshold > 0 and n * threshold < 100:
             need = math.ceil(100 / threshold)
             return (
@@ -136,6 +140,8 @@ def assertable(
     return Assertable(name, Unit.of(unit), figure, help, basis, share, count)
 
 
+# A deviation in a figure's name: ping's ``mdev``, sysbench's fairness ``events_stddev``.
+_SPREAD = re.compile(r"(?:^|[._])(?:mdev|stddev)$")
 # A percentile in a figure's name: its last part, ``p99`` or ``p99.9``.
 _QUANTILE = re.compile(r"(?:^|\.)p(\d+(?:\.\d+)?)$")
 

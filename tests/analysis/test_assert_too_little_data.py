@@ -4,9 +4,12 @@ item 4, "the same rule for every --assert that reads a statistic").
 Seen before (hostile3): ``http URL --count 1 --assert 'http.p99<1s'``
 passed (exit 0): the "p99" of one response is that response;
 ``icmp 127.0.0.1 -c 1 --assert 'icmp.loss<1%'`` passed on one reply, and
-``report`` of a demo recording passed ``http.p99<30ms`` on 15 responses.
+``report`` of a demo recording passed ``http.p99<30ms`` on 15 responses;
+``cpu --threads 1 --assert 'cpu.fairness.events_stddev<1'`` passed on the
+spread of one thread and ``icmp.rtt.mdev`` on one reply.
 A percentile pX needs 100 / (100 - X) values, a share below T % needs
-100 / T observations (``probes/core/checks.py``: ``Assertable.undecided``).
+100 / T observations, a deviation 2 (``probes/core/checks.py``:
+``Assertable.undecided``).
 
 Real runs against a loopback HTTP server and ICMP to 127.0.0.1; the exact
 boundaries (20 values decide a p95, not a p99; 20 requests decide an error
@@ -113,14 +116,32 @@ def test_ten_echo_replies_decide_a_p90_and_a_loss_below_10_percent(tmp_path: Pat
         "icmp", "127.0.0.1", "-c", "10", "-i", "0.05", "--headless", "--record", str(rec),
         "--assert", "icmp.rtt.p90<1s", "--assert", "icmp.rtt.p99<1s",
         "--assert", "icmp.loss<10%", "--assert", "icmp.loss<5%",
+        "--assert", "icmp.rtt.mdev<1s",
     )  # fmt: skip
     got = _outcomes(rec)
     (summary,) = load_session(rec).footer["summaries"].values()  # type: ignore[union-attr]
     assert summary["received"] == 10 and summary["lost"] == 0, run.stdout
     assert run.returncode == 99, run.stdout + run.stderr
-    assert [got[e]["passed"] for e in ("icmp.rtt.p90<1s", "icmp.loss<10%")] == [True, True]
+    decided = ("icmp.rtt.p90<1s", "icmp.loss<10%", "icmp.rtt.mdev<1s")
+    assert [got[e]["passed"] for e in decided] == [True, True, True]
     assert "n=10: a p99 needs at least 100" in str(got["icmp.rtt.p99<1s"]["why"])
     assert "a share < 5 % needs at least 20" in str(got["icmp.loss<5%"]["why"])
+
+
+def test_one_thread_has_no_fairness_spread_and_one_reply_no_mdev() -> None:
+    """sysbench's fairness stddev over one thread, and ping's mdev of one
+    reply, are 0 by definition: before (hostile3) ``< 1`` passed on them."""
+    one = probetop(
+        "cpu", "--threads", "1", "--rate", "50", "--time", "1", "--headless",
+        "--assert", "cpu.fairness.events_stddev<1",
+    )  # fmt: skip
+    assert one.returncode == 99, one.stdout + one.stderr
+    assert "measured 0, but cannot tell with n=1: a deviation needs at least 2" in one.stdout
+    two = probetop(
+        "cpu", "--threads", "2", "--rate", "50", "--time", "1", "--headless",
+        "--assert", "cpu.fairness.events_stddev<1000000",
+    )  # fmt: skip
+    assert two.returncode == 0, two.stdout + two.stderr
 
 
 @pytest.mark.parametrize(
