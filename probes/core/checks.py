@@ -9,7 +9,23 @@ Contract:
   ``basis``: the count of observations the figure is a statistic of
   (events, I/Os, replies): with none, the figure reads None, so an
   assertion on it fails instead of passing on nothing (fio reports
-  percentiles of 0 for a direction that did no I/O).
+  percentiles of 0 for a direction that did no I/O). ``count``: the
+  observations the figure rests on, for ``undecided`` only (default: the
+  ``basis``; None from it: unknown, as in an older recording, and not
+  judged). ``share``: the figure is a percentage of those observations (a
+  loss, an error rate).
+- ``Assertable.undecided(summary, op, threshold)``: why the observations
+  behind the figure cannot decide ``figure op threshold`` (an assertion
+  that must then fail, saying why), or None. A percentile pX needs at
+  least 100 / (100 - X) observations (p99: 100, p95: 20, p50: 2): with
+  fewer, its top (100 - X) % holds no observation, and what is read as
+  the pX is the largest value or a blend of the largest. A share bounded from
+  above (``< T%``, ``<= T%``, T > 0) needs at least 100 / T observations:
+  with fewer, one lost or failed among them is already more than T %, so
+  zero of them says nothing about T. A deviation (a name ending in
+  ``mdev`` or ``stddev``) needs at least 2: the spread of one value is 0
+  by definition. Figures without a ``basis`` or ``count`` are never
+  undecided here.
 - ``Checks[S]``: one probe kind's figures and the reader of its typed
   summary (``summary``: a summary as stored, live, in a footer or a
   ``--json`` document, to ``S``; never raises). A value the summary lacks
@@ -27,8 +43,11 @@ Contract:
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Generic, TypeVar
 
 from probetop.probes.core.units import Unit
@@ -70,12 +89,42 @@ class Assertable(Generic[S]):
     figure: Callable[[S], float | None]
     help: str
     basis: Callable[[S], float | None] | None = None
+    share: bool = False
+    count: Callable[[S], float | None] | None = None
 
     def measure(self, summary: S) -> float | None:
         """The figure, or None when its ``basis`` counted no observation."""
         if self.basis is not None and not (self.basis(summary) or 0) > 0:
             return None
         return self.figure(summary)
+
+    def undecided(self, summary: S, op: str, threshold: float) -> str | None:
+        """Why too few observations cannot decide ``figure op threshold``
+        (see the contract), or None."""
+        observations = self.count or self.basis
+        if observations is None:
+            return None
+        n = observations(summary)
+        if n is None or not n > 0:
+            return None  # unknown, or none: measure() reads None (fails as "no value")
+        level = quantile_level(self.name)
+        if level is not None:
+            need = observations_for(level)
+            if n < need:
+                top = 100 - Fraction(level)
+                return (
+                    f"cannot tell with n={n:g}: a p{level} needs at least {need} values "
+                    f"(its top {float(top):g} % must hold one)"
+                )
+        if n < 2 and _SPREAD.search(self.name):
+            return f"cannot tell with n={n:g}: a deviation needs at least 2 values (one has none)"
+        if self.share and op in ("<", "<=") and threshold > 0 and n * threshold < 100:
+            need = math.ceil(100 / threshold)
+            return (
+                f"cannot tell with n={n:g}: one in {n:g} is already {100 / n:.3g} %; "
+                f"a share {op} {threshold:g} % needs at least {need}"
+            )
+        return None
 
 
 def assertable(
@@ -84,9 +133,31 @@ def assertable(
     figure: Callable[[S], float | None],
     help: str = "",
     basis: Callable[[S], float | None] | None = None,
+    share: bool = False,
+    count: Callable[[S], float | None] | None = None,
 ) -> Assertable[S]:
     """An ``Assertable`` with its unit by label (``ms``, ``/s``, "" for a count)."""
-    return Assertable(name, Unit.of(unit), figure, help, basis)
+    return Assertable(name, Unit.of(unit), figure, help, basis, share, count)
+
+
+# A deviation in a figure's name: ping's ``mdev``, sysbench's fairness ``events_stddev``.
+_SPREAD = re.compile(r"(?:^|[._])(?:mdev|stddev)$")
+# A percentile in a figure's name: its last part, ``p99`` or ``p99.9``.
+_QUANTILE = re.compile(r"(?:^|\.)p(\d+(?:\.\d+)?)$")
+
+
+def quantile_level(name: str) -> str | None:
+    """The percentile a figure's name ends in (``"99.9"`` for
+    ``iops.read.clat.p99.9``), or None."""
+    found = _QUANTILE.search(name)
+    return found.group(1) if found else None
+
+
+def observations_for(level: str) -> int:
+    """The fewest values whose p``level`` is not their largest: at least
+    one value lies above it (exact: ``Fraction`` of the written digits)."""
+    above = 100 - Fraction(level)
+    return math.ceil(100 / above) if above > 0 else 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +179,15 @@ class Checks(Generic[S]):
             return entry.measure(read_summary(summary))
 
         return read
+
+    def judge(self, entry: Assertable[S]) -> Callable[[Mapping[str, Any], str, float], str | None]:
+        """``entry.undecided`` read from a summary as stored (a mapping)."""
+        read_summary = self.summary
+
+        def judge(summary: Mapping[str, Any], op: str, threshold: float) -> str | None:
+            return entry.undecided(read_summary(summary), op, threshold)
+
+        return judge
 
     def direction(self, metric: str, unit: str) -> int:
         """Which way a change of this kind's sample ``metric`` counts (see ``direction``)."""

@@ -564,7 +564,10 @@ class TargetLock:
         if writable:  # shared holders too: any live holder names the user
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{_pid_word()} {self.owner}\n".encode(), 0)
+                # A target named in bytes that are not UTF-8 (lone surrogates
+                # here) was a UnicodeEncodeError traceback: written as \xNN.
+                line = f"{_pid_word()} {self.owner}\n".encode("utf-8", "backslashreplace")
+                os.pwrite(fd, line, 0)
         self._held[key.name] = fd
         self._paths[key.name] = (path, key.shared)
 

@@ -26,6 +26,7 @@ class CpuFigures:
     total_events: float | None
     latency_ms: Mapping[str, float | None]  # LATENCY_STATS
     events_stddev: float | None
+    threads: float | None
 
     @classmethod
     def from_summary(cls, s: Mapping[str, Any]) -> CpuFigures:
@@ -34,6 +35,7 @@ class CpuFigures:
             total_events=number(s.get("total_events")),
             latency_ms={k: number(dig(s, "latency_ms", k)) for k in LATENCY_STATS},
             events_stddev=number(dig(s, "fairness", "events_stddev")),
+            threads=number(s.get("threads")),
         )
 
 
@@ -64,7 +66,11 @@ CHECKS: Checks[CpuFigures] = Checks(
             for stat in LATENCY_STATS
         ),
         assertable(
-            "cpu.fairness.events_stddev", "", lambda s: s.events_stddev, "fairness.events_stddev"
+            "cpu.fairness.events_stddev",
+            "",
+            lambda s: s.events_stddev,
+            "fairness.events_stddev",
+            count=lambda s: s.threads,  # a spread over threads: one thread has none
         ),
     ),
     neutral=frozenset({THREADS, THREAD_EVENTS}),

@@ -29,6 +29,7 @@ class UrlFigures:
     """One URL's figures in an HTTP summary, typed."""
 
     phases_ms: Mapping[str, Mapping[str, float | None]]  # PHASES x STATS
+    timed: Mapping[str, float | None]  # per phase: the responses its statistics cover
     requests: float | None
     errors: float  # every error kind added up (0 without any)
     classes: Mapping[str, float | None]  # STATUS_CLASSES' values
@@ -46,6 +47,7 @@ class UrlFigures:
                 phase: {stat: number(dig(u, "phases_ms", phase, stat)) for stat in STATS}
                 for phase in PHASES
             },
+            timed={phase: number(dig(u, "phases_ms", phase, "count")) for phase in PHASES},
             requests=number(u.get("requests")),
             errors=sum(number(v) or 0.0 for v in errors.values())
             if isinstance(errors, Mapping)
@@ -105,9 +107,24 @@ class HttpFigures:
             return None
         return 100.0 * errors / requests
 
+    def fewest_timed(self, phase: str) -> float | None:
+        """The fewest responses behind a URL's ``phase`` statistics, over the
+        URLs that have them (what the worst URL's percentile may rest on);
+        None when none has them or a count is unknown (an older recording)."""
+        counts = [u.timed[phase] for u in self.urls if u.phases_ms[phase]["max"] is not None]
+        if not counts or None in counts:
+            return None
+        return min(c for c in counts if c is not None)
+
 
 def _latency(phase: str, stat: str, name: str, help: str) -> Assertable[HttpFigures]:
-    return assertable(name, "ms", lambda s: s.worst(lambda u: u.phases_ms[phase][stat]), help)
+    return assertable(
+        name,
+        "ms",
+        lambda s: s.worst(lambda u: u.phases_ms[phase][stat]),
+        help,
+        count=lambda s: s.fewest_timed(phase),
+    )
 
 
 CHECKS: Checks[HttpFigures] = Checks(
@@ -123,7 +140,14 @@ CHECKS: Checks[HttpFigures] = Checks(
         ),
         assertable("http.requests", "", lambda s: s.requests, "requests, all URLs"),
         assertable("http.errors", "", lambda s: s.errors, "failed requests, all URLs"),
-        assertable("http.error_rate", "%", lambda s: s.error_rate_pct, "errors / requests"),
+        assertable(
+            "http.error_rate",
+            "%",
+            lambda s: s.error_rate_pct,
+            "errors / requests",
+            count=lambda s: s.requests,
+            share=True,
+        ),
         *(
             assertable(
                 f"http.class.{c.value}",

@@ -59,7 +59,7 @@ from urllib.parse import urlsplit
 
 from probetop.probes.core.base import TargetProbeError, UsageProbeError
 from probetop.probes.core.options import OptionValueError
-from probetop.probes.record import redact_url
+from probetop.probes.record import redact_shown
 
 SCHEMES = ("http", "https")
 PROXY_SCHEMES = ("http", "https", "socks4", "socks4a", "socks5", "socks5h")
@@ -94,8 +94,10 @@ def arg_bytes(text: str) -> bytes:
 
 
 def shown(value: str, limit: int = 80) -> str:
-    """A value quoted for a message: escaped, cut to ``limit`` characters."""
-    text = repr(value)
+    """A value quoted for a message: credentials hidden (``redact_shown``:
+    a header typed without its colon or with a CR/LF too), escaped, cut to
+    ``limit`` characters."""
+    text = repr(redact_shown(value))
     return text if len(text) <= limit else text[: limit - 4] + "...'"
 
 
@@ -117,7 +119,7 @@ def check_text(flag: str, value: str, *, header_like: bool) -> None:
         if m:
             what = "CR/LF" if m.group() in "\r\n" else f"control character {m.group()!r}"
             raise UsageProbeError(
-                f"{flag}: {what} in {shown(redact_url(value))} is refused: it would end the "
+                f"{flag}: {what} in {shown(value)} is refused: it would end the "
                 "header line and inject another (give each header with its own -H)"
             )
 
@@ -311,7 +313,7 @@ _SCHEME = re.compile(rb"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 def _normalise(url: str, schemes: tuple[str, ...], error: type[Exception], flag: str | None) -> str:
-    shown_url = shown(redact_url(url), 120)
+    shown_url = shown(url, 120)
     where = f"{flag}: " if flag else ""
 
     def fail(kind: str, reason: str) -> Exception:

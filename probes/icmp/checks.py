@@ -51,11 +51,23 @@ def _received(s: IcmpFigures) -> float | None:
     return s.counts["received"]
 
 
+def _answered_or_lost(s: IcmpFigures) -> float | None:
+    received, lost = s.counts["received"], s.counts["lost"]
+    return None if received is None or lost is None else received + lost
+
+
 CHECKS: Checks[IcmpFigures] = Checks(
     kind=KIND,
     summary=IcmpFigures.from_summary,
     assertables=(
-        assertable("icmp.loss", "%", lambda s: s.loss_pct, "lost / (lost + received)"),
+        assertable(
+            "icmp.loss",
+            "%",
+            lambda s: s.loss_pct,
+            "lost / (lost + received)",
+            count=_answered_or_lost,
+            share=True,
+        ),
         *(
             assertable(
                 f"icmp.rtt.{stat}",

@@ -16,7 +16,8 @@
 - ``FORMAT_NAME``, ``SCHEMA_VERSION``, ``schema_path()``: versioning and the
   JSON Schema every line validates against
 - ``redact`` (any JSON-safe structure), ``redact_url``, ``redact_header``,
-  ``redact_text``, ``redact_argv``, ``body_digest``, ``REDACTED``,
+  ``redact_text``, ``redact_shown`` (a value quoted in a message),
+  ``redact_argv``, ``body_digest``, ``REDACTED``,
   ``KEEP_BODY_FLAG``: what never reaches the disk or a report (credentials,
   request bodies), one set of rules in ``redaction.py``
 
@@ -50,6 +51,7 @@ from probetop.probes.record.redaction import (
     redact,
     redact_argv,
     redact_header,
+    redact_shown,
     redact_text,
     redact_url,
     set_body_key_loader,
@@ -80,6 +82,7 @@ __all__ = [
     "redact",
     "redact_argv",
     "redact_header",
+    "redact_shown",
     "redact_text",
     "redact_url",
     "replace_file",

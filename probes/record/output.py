@@ -15,7 +15,8 @@ through it, so each output is
   stays), unless another user planted the link (or owns the file) in a
   shared directory such as /tmp: ``check_target`` refuses it (``core.planted``);
 - private (0600) unless ``mode`` says otherwise (the textfile is 0644: the
-  collector reading it usually runs as another user).
+  collector reading it usually runs as another user);
+- UTF-8, a name's bytes that are not UTF-8 (lone surrogates) written ``\\xNN``.
 """
 
 from __future__ import annotations
@@ -47,7 +48,10 @@ def replace_file(
     try:
         if mode != 0o600:  # mkstemp's mode
             os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        # A name in bytes that are not UTF-8 (a recording's source file, a
+        # target: lone surrogates here) is written as \xNN: with "strict" it
+        # was a UnicodeEncodeError traceback (compare --plot's title).
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as f:
             yield f
             f.flush()
             os.fsync(f.fileno())  # ENOSPC/EIO surface here, before the rename

@@ -316,6 +316,29 @@ def redact_text(text: str) -> str:
     return _url_rules(text)
 
 
+# A header line as typed, however malformed: the name, then a colon or blanks.
+_LOOSE_HEADER = re.compile(r"^\s*([!#$%&'*+.^_`|~0-9A-Za-z-]+)([ \t]*:|[ \t]+)(.*)$", re.DOTALL)
+
+
+def redact_shown(value: str) -> str:
+    """A value quoted back to the user in a message (an error about it):
+    ``redact_text``'s rules, and a header line whose name marks a credential
+    loses its value however malformed the line is: with no colon
+    (``Authorization Bearer x``, a typo the error is about) or with CR/LF or
+    another control character in it (``$(cat token)`` of a file with a
+    Windows line end), which ``redact_text`` leaves to the URL rules. The
+    header's name stays, so the message still says which one."""
+    if not isinstance(value, str):
+        return value
+    m = _LOOSE_HEADER.match(value)
+    if m and secret_header_name(m.group(1)) and m.group(3).strip() not in ("", REDACTED):
+        sep = ":" if ":" in m.group(2) else ""
+        rest = m.group(3).lstrip(" \t")
+        if not (sep and (rest.startswith("//") or _PORT_LIKE.match(rest))):  # keyserver:8080/x
+            return f"{m.group(1)}{sep} {REDACTED}"
+    return redact_text(value)
+
+
 # -- command lines -------------------------------------------------------------
 def _credential(value: str, _keep: bool) -> str:
     return REDACTED if value else value

@@ -196,7 +196,8 @@ def local_http() -> Iterator[str]:
 
 def test_http_p95_against_a_loopback_server(local_http: str, tmp_path: Path) -> None:
     rec = tmp_path / "http.jsonl"
-    run = ["http", local_http, "--count", "8", "--interval", "0.1", "--headless"]
+    # 20 responses: the fewest a p95 rests on (test_assertion_gates_on_too_little_data)
+    run = ["http", local_http, "--count", "20", "--interval", "0.1", "--headless"]
     ok = probetop(*run, "--record", str(rec), "--assert", "http.p95<5s",
                   "--assert", "http.error_rate==0%")  # fmt: skip
     assert ok.returncode == 0, ok.stdout + ok.stderr

@@ -154,7 +154,8 @@ def test_evaluate_against_a_real_footer() -> None:
             parse_assertion("icmp.rtt.p99<0.05ms"),  # 44.544 us
             parse_assertion("iops.read.iops>=1.8k"),  # 1892.3
             parse_assertion("iops.read.clat.p99<0.3ms"),  # 305152 ns
-            parse_assertion("http.p99<30ms"),  # worst URL: 25.076 ms
+            parse_assertion("http.p99<30ms"),  # worst URL: 25.076 ms, of 15 responses
+            parse_assertion("http.p50<30ms"),  # 15 responses are enough for a median
             parse_assertion("http.error_rate==0%"),
             parse_assertion("warmup.bw>900kB/s"),  # 1013407 B/s
             parse_assertion("http.p95<1s"),  # recorded before p95 existed: no value
@@ -169,12 +170,18 @@ def test_evaluate_against_a_real_footer() -> None:
     assert got["icmp.rtt.p99<0.05ms"] == (True, pytest.approx(44.544))
     assert got["iops.read.iops>=1.8k"] == (True, pytest.approx(1892.3083806915402))
     assert got["iops.read.clat.p99<0.3ms"] == (False, pytest.approx(305.152))
-    assert got["http.p99<30ms"] == (True, pytest.approx(25.076))
+    # A p99 of 15 responses is their largest: it cannot pass (issue 29 item 4).
+    assert got["http.p99<30ms"] == (False, pytest.approx(25.076))
+    assert got["http.p50<30ms"][0] is True
     assert got["http.error_rate==0%"] == (True, 0.0)
     assert got["warmup.bw>900kB/s"] == (True, pytest.approx(1013407))
     assert got["http.p95<1s"] == (False, None)  # no value fails, never passes
     text = format_outcomes(outcomes)
-    assert "assertions: 7 passed, 3 failed" in text
+    assert "assertions: 7 passed, 4 failed" in text
+    assert (
+        "FAIL http.p99<30ms (http:127.0.0.1:38705/delay?ms=20+1): measured 25.08ms, but "
+        "cannot tell with n=15: a p99 needs at least 100 values" in text
+    )
     assert "FAIL cpu.events_per_second>2600 (cpu): measured 2561.6 /s, wanted > 2600 /s" in text
     assert exit_status(0, outcomes) == ASSERTIONS_FAILED_EXIT
     assert exit_status(1, outcomes) == 1  # a failed run keeps its own status

@@ -175,7 +175,7 @@ def test_gates_that_hold_exit_0_and_one_that_fails_exits_99(nginx: str) -> None:
         "http.load.requests_per_second>=50",
         "http.load.achieved>=50%",
         "http.load.p99<2s",
-        "http.load.service.p99.9<2s",
+        "http.load.service.p99<2s",
         "http.load.dns.p99<1s",
         "http.load.error_rate==0%",
         "http.load.non_2xx_3xx==0",
@@ -188,9 +188,14 @@ def test_gates_that_hold_exit_0_and_one_that_fails_exits_99(nginx: str) -> None:
     for gate in holding:
         assert f"ok   {gate} (http.load:" in proc.stdout
 
-    proc = _asserting(f"{nginx}/index.html", "http.load.p99<2s", "http.load.p50<1us")
+    # A p99.9 of about 200 responses is their largest: it cannot pass
+    # (probes/core/checks.py, Assertable.undecided; it needs 1000).
+    proc = _asserting(
+        f"{nginx}/index.html", "http.load.p99<2s", "http.load.p50<1us", "http.load.p99.9<2s"
+    )
     assert proc.returncode == 99, proc.stdout + proc.stderr
-    assert "assertions: 1 passed, 1 failed" in proc.stdout
+    assert "assertions: 1 passed, 2 failed" in proc.stdout
+    assert "a p99.9 needs at least 1000 values" in proc.stdout
     assert "FAIL http.load.p50<1us (http.load:" in proc.stdout
     assert "wanted < 0.001ms" in proc.stdout or "wanted < 1µs" in proc.stdout, proc.stdout
 

@@ -18,7 +18,17 @@ import time
 from pathlib import Path
 
 import pytest
-from test_tui_jobcontrol import EXE, alternate, ended, footer, shell, type_line, wait
+from test_tui_jobcontrol import (
+    EXE,
+    alternate,
+    ended,
+    fg_then_quit,
+    footer,
+    shell,
+    type_line,
+    wait,
+    wait_alternate,
+)
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 
@@ -107,6 +117,31 @@ def test_no_job_control_still_a_dashboard_that_quits_cleanly(tmp_path: Path, wra
         text = wait(tmux, ended, "the end")
         assert "RC=0" in text and "Traceback" not in text
     assert footer(rec)["reason"] == "completed"
+
+
+@pytest.mark.parametrize("stderr", ["file", "devnull"])
+def test_stderr_redirected_the_view_is_still_on_the_terminal(tmp_path: Path, stderr: str) -> None:
+    """``probetop cpu 2>err.log`` (or ``2>/dev/null``: hiding warnings) at a
+    terminal. Before (hostile3): Textual drew the whole view into the file
+    (45 KB of escape sequences in 4 s), the terminal stayed blank and the
+    run waited for a q typed blind. Now the view is on the terminal, as vim
+    or htop would be, Ctrl-Z and fg work, q ends it (exit 0, footer), and
+    the file holds no escape sequence."""
+    rec, err = tmp_path / "r.jsonl", tmp_path / "err.log"
+    target = str(err) if stderr == "file" else "/dev/null"
+    run = shlex.join([EXE, "cpu", "--threads", "1", "--rate", "50", "--time", "120",
+                      "--record", str(rec)])  # fmt: skip
+    with shell() as tmux:
+        type_line(tmux, f"{run} 2>{shlex.quote(target)}")
+        wait(tmux, lambda s: re.search(r"events/s +\d", s) is not None, "the view on the terminal")
+        assert alternate(tmux)
+        tmux("send-keys", "-t", "t", "C-z")
+        wait(tmux, lambda s: "Stopped" in s and "$ " in s, "stopped as a job")
+        wait_alternate(tmux, False)
+        fg_then_quit(tmux, lambda s: "events/s" in s and "^p" in s.rstrip()[-12:])
+    assert footer(rec)["reason"] == "completed"
+    if stderr == "file":
+        assert "\x1b" not in err.read_text(), err.read_text()[:200]
 
 
 def _cmdline(pid: int) -> str:

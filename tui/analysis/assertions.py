@@ -15,7 +15,10 @@ Contract:
   expression and lists the known metrics.
 - ``evaluate(checks, summaries, kinds)`` checks each assertion against the
   summary of every probe of its kind (all must pass); a metric with no
-  value (the probe did not run, an older recording) fails. ``Outcome``s
+  value (the probe did not run, an older recording) fails, and so does one
+  whose observations are too few to decide it (a p99 of fewer than 100
+  values, an error rate below 1 % from fewer than 100 requests:
+  ``Assertable.undecided``), saying why. ``Outcome``s
   are JSON-safe (``to_dict``): the recording's footer stores them under
   ``assertions`` (``footer_fields``).
 - ``ASSERTIONS_FAILED_EXIT`` (99, as k6's failed thresholds) is the exit
@@ -103,6 +106,8 @@ class Check:
     unit: Unit
     threshold: float
     reader: Callable[[Mapping[str, Any]], float | None] | None = None
+    # Why a summary's observations are too few to decide it (catalog.Entry.undecided).
+    undecided: Callable[[Mapping[str, Any], str, float], str | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +142,9 @@ class Outcome:
         where = f" ({self.probe})" if self.probe else ""
         verdict = "ok  " if self.passed else "FAIL"
         if self.why is not None:
+            if self.measured is not None and not self.metric.startswith(COMPARE_PREFIX):
+                measured = format_quantity(self.measured, unit)
+                return f"{verdict} {self.expr}{where}: measured {measured}, but {self.why}"
             return f"{verdict} {self.expr}{where}: {self.why}"
         if self.measured is None:
             why = (
@@ -198,7 +206,9 @@ def resolve(assertions: Sequence[Assertion], command: str | None) -> tuple[Check
         entry = CATALOG.get(a.metric)
         if entry is None or entry.kind not in kinds:
             raise AssertionUsageError(_unknown(a, command, entry is not None))
-        checks.append(Check(a, entry.kind, entry.unit, _threshold(a, entry.unit), entry.read))
+        checks.append(
+            Check(a, entry.kind, entry.unit, _threshold(a, entry.unit), entry.read, entry.undecided)
+        )
     return tuple(checks)
 
 
@@ -250,7 +260,11 @@ def evaluate(
         for pid in probes:
             summary = summaries.get(pid) or {}
             assert check.reader is not None
-            out.append(_outcome(check, pid, check.reader(summary), test))
+            measured = check.reader(summary)
+            why = None
+            if measured is not None and check.undecided is not None:
+                why = check.undecided(summary, a.op, check.threshold)
+            out.append(_outcome(check, pid, measured, test, why))
     return out
 
 

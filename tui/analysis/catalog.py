@@ -5,7 +5,9 @@ its family's typed summary), gathered here by name and kind.
 Contract:
 - ``CHECKS``: the families' checks, one per probe kind; ``CATALOG``: name ->
   ``Entry`` (a family's ``Assertable`` bound to its probe kind: its unit,
-  how to read it from one summary as stored, a line of help), in this order.
+  how to read it from one summary as stored, why that summary's
+  observations are too few to decide a threshold (``Assertable.undecided``),
+  a line of help), in this order.
 - ``assertables(kinds)``: the entries for a set of probe kinds, in catalog
   order (what an unknown-metric error lists).
 - ``COMMAND_KINDS``: the probe kinds each command runs (``demo``: all).
@@ -48,10 +50,11 @@ class Entry:
     unit: Unit
     read: Callable[[Mapping[str, Any]], float | None]
     help: str
+    undecided: Callable[[Mapping[str, Any], str, float], str | None]
 
 
 CATALOG: dict[str, Entry] = {
-    a.name: Entry(a.name, c.kind, a.unit, c.reader(a), a.help)
+    a.name: Entry(a.name, c.kind, a.unit, c.reader(a), a.help, c.judge(a))
     for c in CHECKS
     for a in c.assertables
 }

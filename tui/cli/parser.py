@@ -139,8 +139,13 @@ class Parser(argparse.ArgumentParser):
         return rest
 
     def error(self, message: str) -> NoReturn:
+        # argparse quotes the argument it refuses ("invalid choice:
+        # 'http://user:pw@host/'"): the credentials in it never reach the
+        # terminal or a CI log (probes/record/redaction.py).
+        from probetop.probes.record import redact_text
+
         self.print_usage(sys.stderr)
-        self.exit(self.refused_exit, f"{self.prog}: error: {message}\n")
+        self.exit(self.refused_exit, f"{self.prog}: error: {redact_text(message)}\n")
 
 
 def add_option(

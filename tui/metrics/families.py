@@ -25,18 +25,35 @@ def _float_text(value: float) -> str:
     return str(floatToGoString(value))
 
 
+@functools.lru_cache(maxsize=4096)
+def label_text(value: str) -> str:
+    """A label value every exposition can encode: a file name that is not
+    UTF-8 (``iops /data/caf\\xe9.img``: Python holds its bytes as lone
+    surrogates) had the OpenMetrics export and the live endpoint end in a
+    ``UnicodeEncodeError``; its bytes are written ``\\xe9`` instead."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return value
+
+
 def series_samples(point: Point) -> Iterator[tuple[str, dict[str, str], float]]:
-    """(sample name, labels, value) of one series, in exposition order."""
+    """(sample name, labels, value) of one series, in exposition order;
+    every label value encodable as UTF-8 (``label_text``)."""
     metric = point.metric
     # An info metric's identifying labels come first; its dict brings the rest.
-    labels = dict(zip(metric.labels, point.labels, strict=metric.type != "info"))
+    labels = {
+        k: label_text(v) for k, v in zip(metric.labels, point.labels, strict=metric.type != "info")
+    }
     value = point.value
     if metric.type == "counter":
         assert isinstance(value, float)
         yield f"{metric.name}_total", labels, value
     elif metric.type == "info":
         assert isinstance(value, dict)
-        yield f"{metric.name}_info", {**labels, **value}, 1.0
+        info = {k: label_text(v) if isinstance(v, str) else v for k, v in value.items()}
+        yield f"{metric.name}_info", {**labels, **info}, 1.0
     elif metric.type == "histogram":
         assert isinstance(value, Histogram)
         for bound, count in value.buckets:

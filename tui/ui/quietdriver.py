@@ -10,7 +10,9 @@ byte to a wake-up pipe the thread watches.
 
 Contract: behaves as ``LinuxDriver`` (keys, mouse, paste, resize); only the
 input loop differs, the size comes from the terminal itself, never from
-$COLUMNS/$LINES, and job control differs (below). ``quiet_driver_class(cls)``
+$COLUMNS/$LINES, the view is drawn on the terminal the dashboard was
+started on (stdout's, where Textual draws on stderr: ``_view_stream``), and
+job control differs (below). ``quiet_driver_class(cls)``
 gives this driver where Textual would use ``LinuxDriver`` itself, else
 ``cls`` unchanged.
 
@@ -62,6 +64,29 @@ FALLBACK_POLL_S = 0.1  # if the parser's deadline cannot be read: Textual's own 
 _MISSING = object()
 
 
+def _view_stream(textual_file: Any) -> Any:
+    """Where the view is drawn. Textual draws on stderr, but a dashboard runs
+    when stdin and stdout are the terminal (``tui/cli/plan.py``): with
+    stderr elsewhere (``2>err.log``, ``2>/dev/null``: hiding warnings, a
+    habit over SSH) the whole view went into that file, the terminal stayed
+    blank and the run waited for a q typed blind. Then the view is drawn on
+    stdout's terminal (a stream of our own on a copy of the descriptor,
+    never closed: a write after close would fail), and stderr keeps only
+    probetop's own messages, as with vim or htop. Stderr on that same
+    terminal: Textual's stream, as before."""
+    try:
+        same = (
+            textual_file is not None
+            and os.isatty(textual_file.fileno())
+            and os.path.samestat(os.fstat(textual_file.fileno()), os.fstat(1))
+        )
+        if same or not os.isatty(1):
+            return textual_file
+        return open(os.dup(1), "w", encoding="utf-8", errors="replace")
+    except (OSError, ValueError, AttributeError):
+        return textual_file
+
+
 class _WakingEvent(threading.Event):
     """An Event whose ``set`` also wakes a thread blocked in select()."""
 
@@ -98,6 +123,7 @@ class QuietLinuxDriver(LinuxDriver):
         self.view_suspended = False
         jobcontrol.driver_takes_tstp()
         super().__init__(app, **kwargs)
+        self._file = _view_stream(self._file)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)

@@ -178,6 +178,7 @@ LOAD_CHECKS: Checks[LoadFigures] = Checks(
             lambda s: s.error_rate_pct,
             "errors / requests finished",
             basis=_done,
+            share=True,
         ),
         assertable(
             "http.load.non_2xx_3xx",
