@@ -27,6 +27,7 @@ class MemFigures:
     total_events: float | None
     latency_ms: Mapping[str, float | None]  # LATENCY_STATS
     events_stddev: float | None
+    threads: float | None
 
     @classmethod
     def from_summary(cls, s: Mapping[str, Any]) -> MemFigures:
@@ -36,6 +37,7 @@ class MemFigures:
             total_events=number(s.get("total_events")),
             latency_ms={k: number(dig(s, "latency_ms", k)) for k in LATENCY_STATS},
             events_stddev=number(dig(s, "fairness", "events_stddev")),
+            threads=number(s.get("threads")),
         )
 
 
@@ -73,7 +75,11 @@ CHECKS: Checks[MemFigures] = Checks(
             for stat in LATENCY_STATS
         ),
         assertable(
-            "mem.fairness.events_stddev", "", lambda s: s.events_stddev, "fairness.events_stddev"
+            "mem.fairness.events_stddev",
+            "",
+            lambda s: s.events_stddev,
+            "fairness.events_stddev",
+            count=lambda s: s.threads,  # a spread over threads: one thread has none
         ),
     ),
     neutral=frozenset({THREADS, THREAD_OPS}),

@@ -128,18 +128,20 @@ def test_ten_echo_replies_decide_a_p90_and_a_loss_below_10_percent(tmp_path: Pat
     assert "a share < 5 % needs at least 20" in str(got["icmp.loss<5%"]["why"])
 
 
-def test_one_thread_has_no_fairness_spread_and_one_reply_no_mdev() -> None:
+@pytest.mark.parametrize("family", ["cpu", "mem"])
+def test_one_thread_has_no_fairness_spread_and_one_reply_no_mdev(family: str) -> None:
     """sysbench's fairness stddev over one thread, and ping's mdev of one
-    reply, are 0 by definition: before (hostile3) ``< 1`` passed on them."""
+    reply, are 0 by definition: before (hostile3) ``< 1`` passed on them
+    (cpu and mem: each family's own catalogue says what its spread is over)."""
     one = probetop(
-        "cpu", "--threads", "1", "--rate", "50", "--time", "1", "--headless",
-        "--assert", "cpu.fairness.events_stddev<1",
+        family, "--threads", "1", "--rate", "50", "--time", "1", "--headless",
+        "--assert", f"{family}.fairness.events_stddev<1",
     )  # fmt: skip
     assert one.returncode == 99, one.stdout + one.stderr
     assert "measured 0, but cannot tell with n=1: a deviation needs at least 2" in one.stdout
     two = probetop(
-        "cpu", "--threads", "2", "--rate", "50", "--time", "1", "--headless",
-        "--assert", "cpu.fairness.events_stddev<1000000",
+        family, "--threads", "2", "--rate", "50", "--time", "1", "--headless",
+        "--assert", f"{family}.fairness.events_stddev<1000000",
     )  # fmt: skip
     assert two.returncode == 0, two.stdout + two.stderr
 
