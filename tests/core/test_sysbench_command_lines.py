@@ -26,8 +26,10 @@ import shlex
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 from forkserver import RUN_PRELOAD, run_probetop
@@ -651,10 +653,30 @@ def test_endless_cpu_run_warns_first_as_sysbench(tmp_path: Path) -> None:
             # a test worker may ignore SIGINT, and its children would inherit that
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
-        time.sleep(3)
+        # SIGINT only once the head is out: a fixed sleep raced the start-up,
+        # which at load 9-23 took longer than 3 s (probetop had printed nothing).
+        # Both flush each line to a pipe; a reader thread keeps the wait bounded
+        # even if one never prints "Threads started!" (the head then differs).
+        lines: list[str] = []
+        started = threading.Event()
+
+        def read(stream: IO[str], lines: list[str], started: threading.Event) -> None:
+            for line in stream:
+                lines.append(line)
+                if line == "Threads started!\n":
+                    started.set()
+            started.set()  # end of output: nothing more will come
+
+        reader = threading.Thread(target=read, args=(proc.stdout, lines, started), daemon=True)
+        reader.start()
+        started.wait(timeout=120)
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
-        outs.append(out)
+        try:
+            proc.wait(timeout=30)
+        finally:
+            proc.kill()
+        reader.join(timeout=30)
+        outs.append("".join(lines))
     ref, ours = outs
     assert ours.startswith(
         "WARNING: Both event and time limits are disabled, running an endless test\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -69,7 +70,26 @@ def test_text_report_says_classes_marker_and_reference(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "target 100 req/s" in out
-    assert "status: 2xx/3xx 75   4xx 25   5xx 0   transport 0   (errors 25.00 %)" in out
+    # How many of the 100 got an answer is the machine's (91 at load 9-23):
+    # the split must follow the server's rule whatever that number is, the
+    # server answering 404 to every 4th request it received.
+    # "done N" counts what finished within --time, "(+M finished in the drain
+    # after it)" the rest; the status classes count both
+    found = re.search(r"  done (\d+) \(", out)
+    drained = re.search(r"\(\+(\d+) finished in the drain after it\)", out)
+    assert found, out
+    done = int(found[1]) + (int(drained[1]) if drained else 0)
+    status = re.search(
+        r"status: 2xx/3xx (\d+)   4xx (\d+)   5xx 0   transport 0   \(errors (\d+\.\d\d) %\)", out
+    )
+    assert status, out
+    ok, fours, share = int(status[1]), int(status[2]), status[3]
+    assert ok + fours == done and 0 < done <= server.count, (out, server.count)
+    # each request received but not answered in time may be a 404 missing here
+    sent_404 = server.count // 4
+    assert sent_404 - (server.count - done) <= fours <= sent_404, (out, server.count)
+    assert share == f"{100 * fours / done:.2f}", out
+    assert f"Non-2xx or 3xx responses: {fours}\n" in out
     assert "!! errors above 1 % of requests" in out
     assert "corrected 2xx/3xx" in out and "service 4xx" in out
     assert "reference: wrk2: wrk -t1 -c10 -R100 --latency -d1s" in out

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from probetop.tui.sessions.waiter import DEDUP_S
 from test_tui_keybar_repaint import EXE
 from tui_fixtures import DEMO_FILE
 
@@ -271,12 +272,13 @@ def test_a_tstp_to_the_whole_job_is_one_suspend(tmp_path: Path) -> None:
         wait(tmux, lambda s: "events/s" in s, "the dashboard")
         waiter, child = job_pids(tmux)
         tracer = subprocess.Popen(
-            ["strace", "-f", "-qq", "-e", "trace=kill", "-o", str(trace),
+            ["strace", "-f", "-qq", "-ttt", "-e", "trace=kill", "-o", str(trace),
              "-p", str(child), "-p", str(waiter)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
             time.sleep(1.0)  # attached to every thread
+            sent = time.time()  # strace -ttt's clock
             os.killpg(os.getpgid(waiter), signal.SIGTSTP)
             wait(tmux, lambda s: "Stopped" in s and "$ " in s, "stopped as a job")
             time.sleep(1.0)  # a second request would come now
@@ -291,8 +293,17 @@ def test_a_tstp_to_the_whole_job_is_one_suspend(tmp_path: Path) -> None:
         assert "RC=0" in wait(tmux, ended, "the exit status")
     calls = trace.read_text()
     # strace pads the PID column ("9411  kill(...)" below 10000, one space above)
-    assert not re.findall(rf"(?m)^{waiter}\s+kill\({child}, SIGTSTP\)", calls), calls[-800:]
-    asks = re.findall(rf"(?m)^(?!{waiter}\s)\d+\s+kill\({waiter}, SIGTSTP\)", calls)
+    # and splits a call another traced process interrupts: "kill(29985, SIGTSTP
+    # <unfinished ...>" then "<... kill resumed>) = 0" (load 9-23: the one ask
+    # was there, split, and "SIGTSTP\)" matched none). Match up to the signal.
+    call = r"(?m)^{pid}\s+(\d+\.\d+) kill\({to}, SIGTSTP[) ]"
+    # The waiter passes no copy the run noted itself within DEDUP_S of it; the
+    # run may note it later under load (docs/reliability.md, process group):
+    # then a copy is allowed, but never sooner than DEDUP_S after the signal.
+    copies = re.findall(call.format(pid=waiter, to=child), calls)
+    assert all(float(at) - sent >= DEDUP_S for at in copies), (sent, calls[-800:])
+    # whatever came, the job was asked to stop once: one suspend
+    asks = re.findall(call.format(pid=rf"(?!{waiter}\s)\d+", to=waiter), calls)
     assert len(asks) == 1, calls[-800:]
 
 
