@@ -97,14 +97,14 @@ def _body_key() -> bytes:
 
 def _run_full(plan: Any) -> int:
     """A plan the words did not tell apart from a one-off: tui.main runs it."""
-    from probetop.probes.record import RecordingError
+    from probetop.probes.record import RecordingError, redact_text
     from probetop.tui.main import run_plan
     from probetop.tui.sessions.registry import SessionError
 
     try:
         return run_plan(plan)
     except (RecordingError, SessionError) as exc:
-        print(f"probetop: error: {exc}", file=sys.stderr)
+        print(f"probetop: error: {redact_text(str(exc))}", file=sys.stderr)
         return exc.exit_code
 
 
@@ -125,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from probetop.probes.core.base import ProbeError
 
     _remember_gettext_lookups()
-    from probetop.probes.record import hide_cmdline_secrets, set_body_key_loader
+    from probetop.probes.record import hide_cmdline_secrets, redact_text, set_body_key_loader
     from probetop.tui.cli.parser import build_parser, make_plan, parse_args
 
     if argv is None:
@@ -148,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a failed write of a buffered report: below, not ignored (tui.main)
         return code
     except ProbeError as exc:
-        print(f"probetop: error: {exc}", file=sys.stderr)
+        print(f"probetop: error: {redact_text(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return stopsignals.exit_status()

@@ -48,7 +48,8 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         (["http", "-H", f"Proxy-Authorization Basic {SECRET}", URL], "'Proxy-Authorization ***'"),
         (["http", URL, f"X-Token: {SECRET}"], "malformed URL 'X-Token: ***'"),
         (["http", f"http://user:{SECRET}@127.0.0.1:99999/"], "'http://***@127.0.0.1:99999/'"),
-        (["cpu", "--threads", "1", f"http://user:{SECRET}@h/"], "'http://***@h/'"),
+        (["cpu", "--threads", "1", f"http://user:{SECRET}@h/"], "Unknown command: http://***@h/"),
+        (["memory", "run", f"http://user:{SECRET}@h/"], "argument: http://***@h/"),
         (["http", "--count", "2", URL, f"http://h/?access_token={SECRET} x"], "access_token=***"),
     ],
     ids=[
@@ -60,7 +61,8 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         "proxy-header",
         "header-as-url",
         "bad-port",
-        "argparse-choice",
+        "sysbench-command-word",
+        "sysbench-extra-word",
         "query-token",
     ],
 )

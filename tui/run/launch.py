@@ -37,9 +37,19 @@ if TYPE_CHECKING:  # the exporter (prometheus_client) loads only for --metrics/-
 
 
 def fail(message: str, code: int = 2) -> int:
-    """Print ``probetop: error: message`` on stderr and return ``code``."""
-    print(f"probetop: error: {message}", file=sys.stderr)
+    """Print ``probetop: error: message`` on stderr and return ``code``.
+    Messages quote what the user typed (``Unknown command: WORD``, a
+    refused URL): credentials in it are redacted here, where every error
+    of a run is said, not at each place that words one."""
+    print(f"probetop: error: {error_text(message)}", file=sys.stderr)
     return code
+
+
+def error_text(message: str) -> str:
+    """``message`` with the credentials it quotes redacted (``redact_text``)."""
+    from probetop.probes.record import redact_text
+
+    return redact_text(message)
 
 
 OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
