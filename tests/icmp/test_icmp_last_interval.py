@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 from forkserver import run_probetop
+from privilege import needs_icmp
 
 
+@needs_icmp
 @pytest.mark.parametrize(("count", "period", "rate"), [(3, "0.5", 2.0), (5, "0.2", 5.0)])
 def test_every_interval_of_a_count_reads_the_rate_asked(
     count: int, period: str, rate: float, tmp_path: Path

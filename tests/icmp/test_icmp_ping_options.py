@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from privilege import needs_icmp
 
 EXE = str(Path(sys.executable).parent / "probetop")
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="a packet capture on lo needs root")
@@ -123,6 +124,7 @@ def test_tos_values_read_as_pings_strtol(given: str, tos: int, tmp_path: Path) -
         assert [t for t, payload in seen if len(payload) == 41] == [tos], (tool, seen)
 
 
+@needs_icmp
 def test_pattern_line_is_left_out_with_q_and_bad_values_are_refused(tmp_path: Path) -> None:
     done = _run("probetop", ["-q", "-c", "1", "-p", "ab", "127.0.0.1"], tmp_path)
     assert done.returncode == 0 and "PATTERN" not in done.stdout, done.stdout
@@ -242,6 +244,7 @@ def test_pings_options_probetop_does_not_do_are_refused_by_name(
     assert "unrecognized" not in done.stderr
 
 
+@needs_icmp
 def test_connect_and_sndbuf_are_taken(tmp_path: Path) -> None:
     done = _run("probetop", ["-c", "1", "-C", "-S", "65536", "127.0.0.1"], tmp_path)
     assert done.returncode == 0, done.stderr
@@ -249,6 +252,7 @@ def test_connect_and_sndbuf_are_taken(tmp_path: Path) -> None:
 
 
 @needs_ping
+@needs_icmp
 @pytest.mark.parametrize(
     "words",
     [["-nc", "2"], ["-qn", "-c", "2"], ["-Cqc2"], ["-c2", "-dq"], ["-nCqp", "ab", "-c", "2"]],

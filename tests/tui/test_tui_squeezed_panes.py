@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from privilege import needs_icmp
 from test_tui_jobcontrol import EXE, shell, wait
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "disk"))
@@ -105,6 +106,7 @@ def test_the_fresh_volume_advice_wraps_whole(size: tuple[int, int]) -> None:
         assert "Press W to switch to it now." in said, text
 
 
+@needs_icmp
 def test_the_icmp_pane_at_80x24_shows_the_rtt() -> None:
     """Three sparkline rows and one for the table: the RTT line first (it
     was the socket mode's line, and no RTT anywhere on the screen)."""

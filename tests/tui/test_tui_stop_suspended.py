@@ -17,6 +17,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from privilege import needs_icmp
 from test_tui_jobcontrol import (
     EXE,
     alternate,
@@ -50,7 +51,11 @@ CASES = {
 
 @pytest.mark.parametrize(
     ("family", "how"),
-    [("cpu", "kill -INT %1"), ("mem", "TERM to the dashboard"), ("icmp", "kill -TERM %1")],
+    [
+        ("cpu", "kill -INT %1"),
+        ("mem", "TERM to the dashboard"),
+        pytest.param("icmp", "kill -TERM %1", marks=needs_icmp),
+    ],
 )
 def test_a_stop_signal_while_suspended_prints_the_partial_report(
     family: str, how: str, tmp_path: Path
