@@ -34,8 +34,9 @@ Usage: .venv/bin/python benchmarks/soak.py [--seconds 3600] [--warmup 600]
 A day in two hours: ``--sample-interval 0.075 --churn 1.5 --lifetime 4.5
 --seconds 7200`` runs the demo's sampling and the device churn 13.3 times
 as fast as the defaults (1 s, 20 s, 60 s), so the run sees as many samples,
-recorded lines and devices coming and going as 26.7 hours at the defaults;
-it prints that equivalent. What grows per sample or per device shows up as
+recorded lines and devices coming and going as 26.7 hours at the defaults,
+if the machine gives it the CPU to: it prints the hours of churn it really
+made (devices created) and the most samples it asked for. What grows per sample or per device shows up as
 it would over a day; what grows with wall time alone (the heap trim runs
 once a minute whatever the rate) does not.
 """
@@ -355,13 +356,15 @@ def main() -> int:
         + (f"; {churn.created} veth pairs and loop devices came and went" if churn else "")
     )
     if args.sample_interval is not None or args.churn != DEFAULT_CHURN_S:
-        # Hours at the default rates that this run's samples and churn stand for.
+        # Hours at the default rates that this run stands for: the churn from
+        # the devices that really came and went, the samples at most what was
+        # asked (a starved demo samples less: its recording says how much).
         sampled = wall * DEFAULT_SAMPLE_S / (args.sample_interval or DEFAULT_SAMPLE_S) / 3600
-        churned = wall * DEFAULT_CHURN_S / args.churn / 3600 if churn else 0.0
+        churned = churn.created * DEFAULT_CHURN_S / 3600 if churn else 0.0
         print(
             f"at the default rates ({DEFAULT_SAMPLE_S:g} s samples, a device every "
-            f"{DEFAULT_CHURN_S:g} s) this run stands for {sampled:.1f} h of samples"
-            + (f" and {churned:.1f} h of device churn" if churn else "")
+            f"{DEFAULT_CHURN_S:g} s) this run stands for at most {sampled:.1f} h of samples"
+            + (f" and {churned:.1f} h of device churn ({churn.created} devices)" if churn else "")
         )
     report(
         f"probetop demo --headless, {wall:.0f} s" + (", device churn" if churn else ""),
