@@ -36,9 +36,9 @@ A day in two hours: ``--sample-interval 0.075 --churn 1.5 --lifetime 4.5
 as fast as the defaults (1 s, 20 s, 60 s), so the run sees as many samples,
 recorded lines and devices coming and going as 26.7 hours at the defaults,
 if the machine gives it the CPU to: it prints the hours of churn it really
-made (devices created) and the most samples it asked for. What grows per sample or per device shows up as
-it would over a day; what grows with wall time alone (the heap trim runs
-once a minute whatever the rate) does not.
+made (devices created) and the most samples it asked for. What grows per
+sample or per device shows up as it would over a day; what grows with wall
+time alone (the heap trim runs once a minute whatever the rate) does not.
 """
 
 from __future__ import annotations
