@@ -1,5 +1,5 @@
 """What the tests may do here, checked for real: ICMP sockets; acting as
-another user (``as_nobody``).
+another user (``as_nobody``); the reference sysbench (``sysbench``).
 
 The product needs no root for ICMP: a datagram ICMP socket works for any user
 whose group is in net.ipv4.ping_group_range (probes/icmp/sockets.py). So the
@@ -10,6 +10,7 @@ namespaces, nftables, dropping a capability) says so in its own skip.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 
@@ -64,3 +65,12 @@ def as_nobody(*command: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         command, user=NOBODY, group=NOBODY, extra_groups=[], capture_output=True, timeout=30
     )
+
+
+def sysbench() -> str:
+    """The installed sysbench's path, the reference the sysbench families
+    are run beside; skips the test, saying how to install it, when absent."""
+    path = shutil.which("sysbench")
+    if path is None:
+        pytest.skip("sysbench is not installed (apt-get install sysbench)")
+    return path

@@ -33,6 +33,7 @@ from typing import IO
 
 import pytest
 from forkserver import RUN_PRELOAD, run_probetop
+from privilege import sysbench
 from probetop.tui.cli.sysbench_line import SysbenchCommandError, sysbench_argv
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
@@ -40,13 +41,6 @@ CPU_REPORT = "events per second:"
 MEM_REPORT = ("MiB/sec", "transferred")
 # Ends a cpu run at --cpu-max-prime=500 in ~10 ms, inside its --time=1.
 QUICK = "--events=1000"
-
-
-def sysbench() -> str:
-    path = shutil.which("sysbench")
-    if path is None:
-        pytest.skip("sysbench is not installed (apt-get install sysbench)")
-    return path
 
 
 def env(tmp_path: Path) -> dict[str, str]:

@@ -9,23 +9,16 @@ carrying one did not run.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from privilege import sysbench
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 # the shortest runs of each test: one event, one 1 KiB block
 QUICK = {"cpu": ["--events=1", "--time=0"], "memory": ["--memory-total-size=1K"]}
-
-
-def sysbench() -> str:
-    path = shutil.which("sysbench")
-    if path is None:
-        pytest.skip("sysbench is not installed (apt-get install sysbench)")
-    return path
 
 
 def both(argv: list[str], tmp_path: Path) -> list[subprocess.CompletedProcess[str]]:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from privilege import sysbench
 from probetop.probes.cpu.report import parse_report
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
@@ -27,13 +27,6 @@ FULL = (
     "FATAL: The event queue is full. This means the worker threads are unable to keep up "
     "with the specified event generation rate"
 )
-
-
-def sysbench() -> str:
-    path = shutil.which("sysbench")
-    if path is None:
-        pytest.skip("sysbench is not installed (apt-get install sysbench)")
-    return path
 
 
 def run(cmd: list[str], argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,6 @@ pages for the runs) and puts the value it found back.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,19 +21,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from privilege import sysbench
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
 NR_HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
 PAGES = 8  # a 1K block takes 3 (sysbench's 4 MiB + 1023 bytes); two 8M blocks take 8
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="sets vm.nr_hugepages: root only")
-
-
-def sysbench() -> str:
-    path = shutil.which("sysbench")
-    if path is None:
-        pytest.skip("sysbench is not installed (apt-get install sysbench)")
-    return path
 
 
 def meminfo(key: str) -> int:

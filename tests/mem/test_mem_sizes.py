@@ -7,21 +7,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from privilege import sysbench
 
 PROBETOP = [sys.executable, "-m", "probetop.tui.main"]
-
-
-def sysbench() -> str:
-    path = shutil.which("sysbench")
-    if path is None:
-        pytest.skip("sysbench is not installed (apt-get install sysbench)")
-    return path
 
 
 def run(cmd: list[str], argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
