@@ -167,13 +167,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry() -> None:
     """The console script: ``main``, then exit at once (as ``tui.main.entry``)."""
-    from probetop.tui.run.hardexit import exit_now  # light: os, sys, threading
+    from probetop.tui.run.hardexit import exit_now, flush_output  # light: os, sys, threading
     from probetop.tui.run.stdio import lost_output, reopen_closed  # light: os, sys
 
     closed = reopen_closed()  # `probetop ... >&-`: no traceback after the run
-    code = main()
-    codecache.save()  # once the output is out: when this run compiled something new
-    exit_now(lost_output(closed, code))
+    code: int | None = None
+    try:
+        code = lost_output(closed, main())
+        flush_output()
+        codecache.save()  # once the output is out: when this run compiled something new
+    except KeyboardInterrupt:  # past main's own handling (a flood of kill): its status
+        code = None
+    exit_now(code)
 
 
 if __name__ == "__main__":

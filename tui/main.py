@@ -53,7 +53,7 @@ from probetop.tui.cli.parser import (
 )
 from probetop.tui.cli.plan import RunPlan
 from probetop.tui.cli.sysbench_line import sysbench_argv, sysbench_version
-from probetop.tui.run.hardexit import exit_now
+from probetop.tui.run.hardexit import exit_now, flush_output
 from probetop.tui.run.importgc import collect_from_now, imports_without_gc
 from probetop.tui.run.launch import (
     dashboard_config,
@@ -545,7 +545,13 @@ def entry() -> None:
     from probetop.tui.run.stdio import lost_output, reopen_closed
 
     closed = reopen_closed()  # `probetop ... >&-`: no traceback after the run
-    exit_now(lost_output(closed, main()))
+    code: int | None = None
+    try:
+        code = lost_output(closed, main())
+        flush_output()
+    except KeyboardInterrupt:  # past main's own handling (a flood of kill): its status
+        code = None
+    exit_now(code)
 
 
 if __name__ == "__main__":

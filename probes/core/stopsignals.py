@@ -32,8 +32,19 @@ Contract:
 - ``spare_report()``: a run has stopped and its report is next. The next
   stop signal (a Ctrl-C pressed twice, a ``kill`` sent again) is recorded,
   not raised: it can stop nothing more, and raising it lost the report that
-  says what ran. Any signal after that one raises as before, so a report
+  says what ran. So is every signal in the ``SPARE_S`` that follow (a
+  flood of ``kill``: it once cut the report short, or raised where nothing
+  could catch it and the process died of SIGTERM in Python's shutdown).
+  After that, any signal but the one spared raises as before, so a report
   blocked on a stdout nobody reads still ends on a signal.
+- ``@uninterrupted``: a stop signal handled while the decorated function
+  (or anything it calls) runs is recorded, never raised: a process's last
+  steps, a session writing its exit status. A burst of ``kill`` once
+  raised inside a session's ``finally`` and it ended "died", its report and
+  footer written but not its status. (A ``try`` in the function could not
+  do it: the signal can be handled as the function is entered.) Its first
+  act is ``ignore_from_now()``: a flood of signals (a ``kill`` loop) once
+  nested the handler until RecursionError.
 - ``share_receipts()`` (before a fork: tui/sessions/waiter.py) makes a
   counter per signal that both processes see; ``note(sig)`` (every handler
   of a stop or job signal in this process calls it) counts one received,
@@ -52,22 +63,30 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import signal
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 _pending: list[int] = []
 _raise = False
 _spared = 0  # signals still to record without raising (``spare_report``)
+_spare_until_ns = 0  # every signal before this (monotonic) is spared (``spare_report``)
+
+SPARE_S = 2.0
+"""How long after ``spare_report`` every stop signal is spared: a report
+takes milliseconds; a flood of ``kill`` goes on until the process is gone."""
 
 
 _NO_RAISE_IN = ("/llvmlite/", "/numba/")
@@ -77,6 +96,9 @@ llvmlite takes its global lock and runs numba's callbacks in ``__enter__``/
 object half closed ("Exception ignored in: ObjectRef.__del__" on stderr,
 seen once in CI when ``stop`` hit a session during its start-up)."""
 
+
+_UNINTERRUPTED: set[CodeType] = set()
+"""The code of the ``@uninterrupted`` functions."""
 
 _receipts: mmap.mmap | None = None
 _COUNT = struct.Struct("Q")
@@ -103,26 +125,47 @@ def receipts(sig: int) -> int:
     return int(_COUNT.unpack_from(_receipts, _COUNT.size * sig)[0])
 
 
+_handling = False
+
+
 def _handler(signum: int, frame: FrameType | None) -> None:
-    global _spared
-    note(signum)
-    _pending.append(signum)
-    if _spared:
-        _spared -= 1
+    global _spared, _handling
+    if _handling:  # handled inside this handler (a flood of ``kill``): recorded, no more
+        _record(signum)
         return
-    if _raise and _may_raise_in(frame):
-        raise KeyboardInterrupt
+    _handling = True
+    try:
+        _record(signum)
+        if _spared:
+            _spared -= 1
+            return
+        if time.monotonic_ns() < _spare_until_ns:
+            return
+        if _raise and _may_raise_in(frame):
+            raise KeyboardInterrupt
+    finally:
+        _handling = False
+
+
+def _record(signum: int) -> None:
+    note(signum)
+    if signum not in _pending:  # the first of each, in order: a flood holds no memory
+        _pending.append(signum)
 
 
 def _may_raise_in(frame: FrameType | None) -> bool:
     """False while the main thread runs a finalizer (``__del__``: Python
-    swallows what it raises, and the stop with it) or inside llvmlite or
-    numba (``_NO_RAISE_IN``). The signal stays pending there: the waits of
-    start-up (``run_stoppable``, every 50 ms) and the run's own handlers act
-    on it."""
+    swallows what it raises, and the stop with it), inside llvmlite or numba
+    (``_NO_RAISE_IN``) or in an ``@uninterrupted`` function. The signal
+    stays pending there: the waits of start-up (``run_stoppable``, every 50
+    ms) and the run's own handlers act on it."""
     while frame is not None:
         code = frame.f_code
-        if code.co_name == "__del__" or any(part in code.co_filename for part in _NO_RAISE_IN):
+        if (
+            code.co_name == "__del__"
+            or code in _UNINTERRUPTED
+            or any(part in code.co_filename for part in _NO_RAISE_IN)
+        ):
             return False
         frame = frame.f_back
     return True
@@ -156,11 +199,27 @@ def interrupt_from_now() -> None:
     _raise = True
 
 
+def uninterrupted(func: F) -> F:
+    """Run ``func`` to its end whatever stop signals come (module docstring)."""
+    _UNINTERRUPTED.add(func.__code__)
+    return func
+
+
+def ignore_from_now() -> None:
+    """A process's last steps (an ``@uninterrupted`` function's first act):
+    stop signals are ignored from now on, so a flood of them cannot keep the
+    main thread in its handlers. Call it from the main thread."""
+    for sig in SIGNALS:
+        with contextlib.suppress(OSError, RuntimeError, ValueError):
+            signal.signal(sig, signal.SIG_IGN)
+
+
 def spare_report() -> None:
     """The run has stopped: the next stop signal does not interrupt its
     report (see the module docstring)."""
-    global _spared
+    global _spared, _spare_until_ns
     _spared = 1
+    _spare_until_ns = time.monotonic_ns() + int(SPARE_S * 1e9)
 
 
 def forget(sig: int) -> None:

@@ -11,6 +11,8 @@ the probe's summary, read back with load_session).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import time
@@ -23,6 +25,7 @@ from privilege import DATAGRAM, ICMP_MISSING, RAW, needs_icmp
 from probetop.probes.core.machine import logical_cpus
 from probetop.probes.cpu.settings import MAX_THREADS_PER_CPU, interval_floor_s
 from probetop.probes.icmp.settings import sample_interval_floor_s
+from probetop.probes.record import load_session
 from stop_harness import (
     PROBETOP,
     STOP_WITHIN_S,
@@ -161,6 +164,38 @@ def test_a_second_signal_does_not_lose_the_report(tmp_path: Path, second: int) -
         assert "Traceback" not in err, said
 
 
+def test_a_flood_of_signals_ends_as_one_signal_does(tmp_path: Path) -> None:
+    """``kill`` in a tight loop until the run is gone, three runs: each ends
+    as one SIGTERM does (exit 0, the report, the footer). Python printed
+    "Exception ignored when trying to write to the signal wakeup fd" and a
+    traceback for each signal that found asyncio's wake-up socket full (2 of
+    6 cpu runs), and the handler could nest until RecursionError."""
+    for attempt in range(3):
+        record = tmp_path / f"flood{attempt}.jsonl"
+        proc, output = spawn_headless(
+            ["--record", str(record), "--headless", "--sample-interval", "0.05"]
+        )
+        sent = 0
+        try:
+            wait_for_samples(record, "system.cpu", 3, proc)
+            deadline = time.monotonic() + STOP_WITHIN_S + 20
+            while proc.poll() is None and time.monotonic() < deadline:
+                for _ in range(500):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(proc.pid, signal.SIGTERM)
+                        sent += 1
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            out, err = output()
+        said = f"run {attempt}: rc {proc.returncode} after {sent} SIGTERM, stderr {err[-400:]!r}"
+        assert proc.returncode == 0 and sent > 1, said
+        assert "probetop: ran" in out and "(SIGTERM)" in out, said
+        assert "Traceback" not in err and "wakeup" not in err, said
+        assert load_session(record).footer is not None, said
+
+
 SPARED = """
 import asyncio, os, signal, time
 from probetop.probes.core import stopsignals
@@ -174,6 +209,13 @@ os.kill(os.getpid(), signal.SIGINT)
 time.sleep(0.2)
 print("spared")
 try:
+    os.kill(os.getpid(), signal.SIGINT)  # within SPARE_S: one action with the first
+    time.sleep(0.2)
+    print("spared")
+except KeyboardInterrupt:
+    print("raised")
+time.sleep(stopsignals.SPARE_S)
+try:
     os.kill(os.getpid(), signal.SIGINT)
     time.sleep(1.0)
     print("not raised")
@@ -186,10 +228,12 @@ def test_after_a_run_the_stop_handlers_are_back_and_one_signal_is_spared() -> No
     """The same, deterministically: once ``run_headless`` returned, SIGINT,
     SIGTERM and SIGHUP are the console script's handler again (asyncio had
     left Python's default and SIG_DFL), the next signal is only recorded
-    (the report comes next), and the one after it raises as before."""
+    (the report comes next), so is any other within ``SPARE_S`` (a flood),
+    and one after that raises as before."""
     out = subprocess.run([*PROBETOP[:1], "-c", SPARED], capture_output=True, text=True,
                          timeout=60)  # fmt: skip
-    assert out.stdout.splitlines() == ["[True, True, True]", "spared", "raised"], out.stderr
+    said = out.stdout.splitlines()
+    assert said == ["[True, True, True]", "spared", "spared", "raised"], out.stderr
 
 
 NOT_IN_LIBRARIES = """

@@ -12,6 +12,7 @@ import http.server
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -504,6 +505,47 @@ def test_ls_on_a_session_that_was_killed_mid_frame(env: dict[str, str]) -> None:
     kept = [s for name, s in sessions(env).items() if name.startswith("k9-")]
     assert len(kept) == 1 and kept[0]["state"] == "died", kept
     assert kept[0]["recording"] == str(rec) and rec.exists()
+
+
+def _flood(pid: int, sig: int, limit_s: float = 20.0) -> int:
+    """``kill -SIG PID`` as fast as this process can, until PID is gone (or
+    ``limit_s``); the number sent."""
+    sent, deadline = 0, time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        try:
+            for _ in range(1000):
+                os.kill(pid, sig)
+                sent += 1
+        except ProcessLookupError:
+            break
+    return sent
+
+
+def test_a_flood_of_kill_still_ends_finished_with_its_status(env: dict[str, str]) -> None:
+    """SIGTERM sent in a tight loop until the session is gone (`kill` pressed
+    over and over, a `stop` that timed out and sent its own SIGTERM): each
+    session writes its report, its footer and its exit status, 143. Before,
+    6 of 8 ended "died" (a signal raised in the status write, or the handler
+    nested until RecursionError), and the CI test that stops a session after
+    `ls` saw one of them."""
+    names = [f"fl{i}" for i in range(4)]
+    for name in names:
+        rec = Path(env["XDG_RUNTIME_DIR"]) / f"{name}.jsonl"
+        started = probetop(env, *QUIET_CPU, "--interval", "0.2", "--time", "300",
+                           "--detach", "--name", name, "--record", str(rec))  # fmt: skip
+        assert started.returncode == 0, started.stderr
+        pid = int(str(sessions(env)[name]["pid"]))
+        wait_for(lambda rec=rec: rec.read_bytes().count(b'"type":"sample"') >= 2, 30, "samples")
+        assert _flood(pid, signal.SIGTERM) > 0
+    listed = sessions(env)
+    for name in names:
+        log = (Path(env["XDG_STATE_HOME"]) / "probetop" / f"{name}.log").read_text()
+        assert listed[name]["state"] == "finished" and listed[name]["exit_code"] == 143, (
+            listed[name],
+            log[-600:],
+        )
+        assert "INTERRUPTED (SIGTERM)" in log and "Traceback" not in log, log[-600:]
+        assert load_session(Path(env["XDG_RUNTIME_DIR"]) / f"{name}.jsonl").footer is not None
 
 
 # -- class 1: a detached session under load stops when asked ------------------

@@ -12,9 +12,18 @@ Contract:
   cleaned up).
 - ``hard_exit(code)`` runs every registered clean-up once, each error
   ignored, then ``os._exit(code)``.
-- ``exit_now(code)``: how the console scripts end once ``main`` returned:
-  stdout and stderr flushed (errors ignored), then ``hard_exit(code)`` (a
-  worker still making the demo's targets leaves no scratch directory).
+- ``flush_output()``: stdout and stderr flushed, errors ignored; a stop
+  signal still interrupts it (KeyboardInterrupt), so a report blocked on a
+  stdout nobody reads ends on a signal.
+- ``exit_now(code)``: how the console scripts end once ``main`` returned
+  (after ``flush_output``): ``flush_output()`` again (nothing is left in a
+  buffer by then), then ``hard_exit(code)`` (a worker still making the
+  demo's targets leaves no scratch directory). ``None``: a stop signal
+  raised past main's own handling (a flood of ``kill``): its status
+  (128+N), nothing flushed (what the signal interrupted is dropped, as a
+  killed process drops it). From its first line on, stop signals are
+  ignored: a flood of ``kill`` once raised in Python's shutdown instead
+  ("lost sys.stderr") and the process died of SIGTERM, its report lost.
 - ``last_words(tell)``: ``hard_exit`` calls ``tell(code)`` after the
   clean-ups, right before ``os._exit`` (the waiter of a split run learns the
   status there, before the kernel may hold this process: foreground.py);
@@ -28,6 +37,8 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+
+from probetop.probes.core import stopsignals
 
 _cleanups: list[Callable[[], None]] = []
 _lock = threading.Lock()
@@ -67,9 +78,19 @@ def last_words(tell: Callable[[int], None] | None) -> None:
     _last_words = tell
 
 
-def exit_now(code: int) -> None:
-    """Flush stdout and stderr, then ``hard_exit(code)``."""
+def flush_output() -> None:
+    """Flush stdout and stderr, errors ignored (module docstring)."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
+
+
+@stopsignals.uninterrupted
+def exit_now(code: int | None) -> None:
+    """Exit with ``code``, or a stop signal's status when None (module docstring)."""
+    stopsignals.ignore_from_now()
+    if code is None:
+        code = stopsignals.exit_status()
+    else:
+        flush_output()
     hard_exit(code)

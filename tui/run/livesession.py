@@ -114,7 +114,21 @@ def add_stop_signal_handlers(on_signal: Callable[[str], None]) -> HandledSignals
             previous = signal.getsignal(sig)
             loop.add_signal_handler(sig, _noted(on_signal, sig), sig.name)
             handled.append((sig, previous))
+    _quiet_when_full(loop)
     return handled
+
+
+def _quiet_when_full(loop: asyncio.AbstractEventLoop) -> None:
+    """asyncio's signal wake-up socket, told not to warn when it is full. A
+    flood of ``kill`` filled it, and Python printed a traceback for each
+    signal that found it full (on the terminal, into a session's log); the
+    wake-ups already queued carry the signal to the loop. asyncio's own
+    call (``add_signal_handler``) sets the warning again: call this after."""
+    csock = getattr(loop, "_csock", None)  # asyncio's Unix selector loop
+    if csock is None:
+        return
+    with contextlib.suppress(ValueError, OSError):
+        signal.set_wakeup_fd(csock.fileno(), warn_on_full_buffer=False)
 
 
 def remove_stop_signal_handlers(handled: HandledSignals) -> None:

@@ -133,7 +133,8 @@ def detach(plan: RunPlan[Any], run: Callable[[RunPlan[Any]], int]) -> int:
             code = _session_process(name, session_plan, run, ready_w, sock, log)
         except BaseException as exc:  # never return into the caller's code in a child
             with contextlib.suppress(Exception):  # the terminal, or the log once redirected
-                print(f"probetop: error: session {name}: {exc}", file=sys.stderr, flush=True)
+                print(f"probetop: error: session {name}: {str(exc) or type(exc).__name__}",
+                      file=sys.stderr, flush=True)  # fmt: skip
             code = 1
         os._exit(code)
     os.close(ready_w)
@@ -322,28 +323,53 @@ def _session_process(
     try:
         server.start()
         code = run(plan)
-    except KeyboardInterrupt:  # a stop signal (`stop`, kill) before the run's own handlers
-        code = stopsignals.exit_status()
-        when = "while it ran" if ready.started else "before its probes started"
+    except (KeyboardInterrupt, Exception) as exc:
+        code = _said_why(name, exc, started=ready.started)
+    finally:
+        code = _end(info, code, ready, unhook, server, log, log_start, reserve)
+    return code
+
+
+@stopsignals.uninterrupted
+def _said_why(name: str, exc: BaseException, *, started: bool) -> int:
+    """Say in the log why the run ended early; its exit status."""
+    if isinstance(exc, KeyboardInterrupt):  # `stop`, kill, before the run's own handlers
+        when = "while it ran" if started else "before its probes started"
         with contextlib.suppress(OSError):
             print(f"probetop: session {name} stopped ({stopsignals.pending() or 'signal'}) "
                   f"{when}", file=sys.stderr)  # fmt: skip
-    except Exception as exc:  # said in the log, which the caller prints
-        code = getattr(exc, "exit_code", 1)
-        with contextlib.suppress(OSError):  # a full disk: the log cannot say it
-            print(f"probetop: error: session {name}: {exc}", file=sys.stderr)
-    finally:
-        unhook()
-        server.close()
-        with contextlib.suppress(OSError):  # a full disk: the exit status still follows
-            sys.stdout.flush()
-            sys.stderr.flush()
-        if ready.started:
-            code = ready.keep_recording(code)
-            reserve.write(info.finished(code))
-        else:
-            _never_started(info, code, ready, log, log_start, reserve)
-        ready.close()
+        return stopsignals.exit_status()
+    with contextlib.suppress(OSError):  # a full disk: the log cannot say it
+        print(f"probetop: error: session {name}: {exc}", file=sys.stderr)
+    return int(getattr(exc, "exit_code", 1))
+
+
+@stopsignals.uninterrupted
+def _end(
+    info: SessionInfo,
+    code: int,
+    ready: _Ready,
+    unhook: Callable[[], None],
+    server: ControlServer,
+    log: Path,
+    log_start: LogStart,
+    reserve: Reserve,
+) -> int:
+    """The session's last steps, whatever stop signals come meanwhile (a
+    burst of ``kill``, a `stop` that timed out and sent SIGTERM after the one
+    its request caused): its exit status is written (without one it is listed "died")."""
+    stopsignals.ignore_from_now()
+    unhook()
+    server.close()
+    with contextlib.suppress(OSError):  # a full disk: the exit status still follows
+        sys.stdout.flush()
+        sys.stderr.flush()
+    if ready.started:
+        code = ready.keep_recording(code)
+        reserve.write(info.finished(code))
+    else:
+        _never_started(info, code, ready, log, log_start, reserve)
+    ready.close()
     return code
 
 

@@ -48,6 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from probetop.probes.core import stopsignals
 from probetop.probes.core.sample import Sample, now_ns
 from probetop.probes.core.stats import RunningStats
 from probetop.probes.record import RecordingError
@@ -224,14 +225,24 @@ async def run_detached(
                 break
         await session.shutdown(reason)
         code = report(session_result(session, reason, Path(detached.info.recording)))
+    except KeyboardInterrupt:  # a stop signal while the report was written: it says which
+        code = stopsignals.exit_status()
     finally:
-        session.remove_signal_handlers()
-        detached.server.close()
-        detached.reserve.write(detached.info.finished(code))
-        with contextlib.suppress(OSError):  # the log on a full disk: the status is written
-            sys.stdout.flush()
-            sys.stderr.flush()
+        _end(detached, session, code)
     return code
+
+
+@stopsignals.uninterrupted
+def _end(detached: DetachedSession, session: LiveSession, code: int) -> None:
+    """The session's last steps, its exit status written whatever stop
+    signals come meanwhile (tui/sessions/daemon.py ``_end``)."""
+    stopsignals.ignore_from_now()
+    session.remove_signal_handlers()
+    detached.server.close()
+    detached.reserve.write(detached.info.finished(code))
+    with contextlib.suppress(OSError):  # the log on a full disk: the status is written
+        sys.stdout.flush()
+        sys.stderr.flush()
 
 
 def session_result(session: LiveSession, reason: str, recording: Path | None) -> RunResult:
