@@ -236,8 +236,8 @@ async def run_detached(
 def _end(detached: DetachedSession, session: LiveSession, code: int) -> None:
     """The session's last steps, its exit status written whatever stop
     signals come meanwhile (tui/sessions/daemon.py ``_end``)."""
+    session.remove_signal_handlers()  # puts the console script's handler back: then ignored
     stopsignals.ignore_from_now()
-    session.remove_signal_handlers()
     detached.server.close()
     detached.reserve.write(detached.info.finished(code))
     with contextlib.suppress(OSError):  # the log on a full disk: the status is written
