@@ -122,7 +122,10 @@ def _quiet_when_full(loop: asyncio.AbstractEventLoop) -> None:
     """asyncio's signal wake-up socket, told not to warn when it is full. A
     flood of ``kill`` filled it, and Python printed a traceback for each
     signal that found it full (on the terminal, into a session's log); the
-    wake-ups already queued carry the signal to the loop. asyncio's own
+    wake-ups already queued carry the signal to the loop. Only the message
+    goes: a signal whose byte did not fit is lost to asyncio with or without
+    it (asyncio reads the signal from the byte: CPython gh-74224), which
+    takes a socket full of other wake-ups at that moment. asyncio's own
     call (``add_signal_handler``) sets the warning again: call this after."""
     csock = getattr(loop, "_csock", None)  # asyncio's Unix selector loop
     if csock is None:
