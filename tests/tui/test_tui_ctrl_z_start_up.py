@@ -31,7 +31,13 @@ points:
   ``fg`` continues them all;
 - ``textual-driver``: right after Textual's ``LinuxDriver.__init__`` put its
   own SIGTSTP handler in (it stops the whole process with SIGSTOP), before
-  the dashboard's driver replaced it: the same lost stop.
+  the dashboard's driver replaced it: the same lost stop;
+- ``gil-held``: another thread of the dashboard holds the interpreter lock
+  (as a busy machine's scheduling did), so the dashboard's Python handler
+  for the Ctrl-Z runs only after ``fg`` continued the job. It noted the
+  stop again after the waiter had answered it: the view, once up,
+  suspended itself and the job was "Stopped" again (the CI failure "view
+  never back", 1 run in 15 beside two busy loops).
 
 The stop is the Ctrl-Z key (the kernel's SIGTSTP to the foreground process
 group) or ``kill -TSTP`` of the job's process (the waiter, once split)."""
@@ -102,6 +108,27 @@ elif point == "find-library":
         return find_library(name)
 
     ctypes.util.find_library = find
+elif point == "gil-held":
+    import ctypes, signal, threading
+    from probetop.tui.ui.quietdriver import QuietLinuxDriver
+    quiet_init = QuietLinuxDriver.__init__
+    holding = threading.Event()
+
+    def hold_the_lock():  # every signal blocked here: the kernel gives them to others
+        signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+        go = os.open(marker + ".go", os.O_RDWR)  # the test's FIFO: a byte once fg is done
+        open(marker, "w").write(str(os.getpid()))
+        holding.set()
+        ctypes.PyDLL(None).read(go, ctypes.create_string_buffer(1), 1)  # PyDLL: GIL held
+
+    def init(self, *args, **kwargs):
+        if not done:  # start-up, the view's driver not yet made: the main thread waits
+            done.append(1)
+            threading.Thread(target=hold_the_lock, daemon=True).start()
+            holding.wait()
+        quiet_init(self, *args, **kwargs)
+
+    QuietLinuxDriver.__init__ = init
 elif point == "live-session-opened":
     from probetop.tui.run import livesession
     session_open = livesession.LiveSession.open
@@ -134,6 +161,8 @@ def held_at(tmp_path: Path) -> Callable[[str], tuple[str, Path]]:
     launcher.write_text(_LAUNCHER)
     marker = tmp_path / "at"
 
+    os.mkfifo(f"{marker}.go")  # gil-held: the lock holder reads a byte from it
+
     def held(point: str) -> tuple[str, Path]:
         return f"{sys.executable} {launcher} {point} {marker} {PAUSE_S}", marker
 
@@ -151,7 +180,7 @@ def wait_marker(marker: Path, timeout: float = 90.0) -> int:
 
 @pytest.mark.parametrize("how", ["C-z", "kill -TSTP"])
 @pytest.mark.parametrize(
-    "point", ["before-fork", "child-after-fork", "find-library", "textual-driver"]
+    "point", ["before-fork", "child-after-fork", "find-library", "textual-driver", "gil-held"]
 )
 def test_a_stop_at_a_named_moment_of_start_up_stops_the_job_and_fg_resumes_it(
     point: str, how: str, tmp_path: Path, held_at: Callable[[str], tuple[str, Path]]
@@ -185,8 +214,26 @@ def test_a_stop_at_a_named_moment_of_start_up_stops_the_job_and_fg_resumes_it(
             os.kill(wait_marker(marker) if point == "before-fork" else job_pids(tmux)[0], SIGTSTP)
         wait(tmux, lambda s: "Stopped" in s, "stopped as a job", 90)
         wait_alternate(tmux, False)
-        fg_then_quit(tmux, lambda s: "events/s" in s and s.startswith("probetop"), 90)
+        if point == "gil-held":
+            _release_after_fg(tmux, marker)
+        view_up = lambda s: "events/s" in s and s.startswith("probetop")  # noqa: E731
+        fg_then_quit(tmux, view_up, 90, typed=point == "gil-held")
     assert footer(rec)["reason"] == "completed"
+
+
+def _release_after_fg(tmux: Callable[..., str], marker: Path) -> None:
+    """``fg`` typed, the job continued (the waiter runs again), then the
+    dashboard's lock holder let go: its Python handler for the Ctrl-Z runs
+    only now, after the waiter answered that stop."""
+    waiter = job_pids(tmux)[0]
+    type_line(tmux, "fg")
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{waiter}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T":
+        assert time.monotonic() < deadline, "fg did not continue the waiter"
+        time.sleep(0.02)
+    fd = os.open(f"{marker}.go", os.O_WRONLY | os.O_NONBLOCK)
+    os.write(fd, b"g")
+    os.close(fd)
 
 
 def test_a_stop_signal_between_the_sessions_opening_and_its_handlers_says_so_in_the_footer(

@@ -134,12 +134,15 @@ def fg_then_quit(
     view: Callable[[str], bool],
     timeout: float = 30.0,
     on_view: Callable[[str], None] | None = None,
+    typed: bool = False,
 ) -> str:
-    """Type ``fg``, wait for the view back (the alternate screen, then
-    ``view`` true of the screen; each within ``timeout``; ``on_view`` gets
-    that screen), press q, and check the shell's ``echo RC=$?``: 0, and no
-    traceback on the screen. Returns that last screen."""
-    type_line(tmux, "fg")
+    """Type ``fg`` (unless the caller has: ``typed``), wait for the view
+    back (the alternate screen, then ``view`` true of the screen; each
+    within ``timeout``; ``on_view`` gets that screen), press q, and check
+    the shell's ``echo RC=$?``: 0, and no traceback on the screen. Returns
+    that last screen."""
+    if not typed:
+        type_line(tmux, "fg")
     wait_alternate(tmux, True, timeout=timeout)
     shown = wait(tmux, view, "the view back", timeout)
     if on_view is not None:

@@ -10,9 +10,18 @@ terminal handed back.
 
 - ``share_before_fork()`` (the splitter, before its fork) makes flags
   shared by both processes: 1 while the view is suspended; 1 once a stop
-  came during start-up, before the view's driver was up
-  (``catch_early_tstp()``, installed before the fork: one typed at any
-  moment of the split is kept; ``take_early_tstp()`` reads and clears it).
+  came during start-up, before the view's driver was up, that only one
+  process took (``catch_early_tstp()``, installed before the fork: one
+  typed at any moment of the split is kept; ``take_early_tstp()`` reads and
+  clears it); and two counts: stops the start-up handler took, and those of
+  them the waiter answered by stopping as the job (a Ctrl-Z reaches both).
+  A stop taken and not answered (``kill -TSTP`` of the dashboard's PID)
+  suspends the view once it is up. Counts, not a flag the waiter cleared
+  once continued: under load the dashboard's Python handler ran after
+  ``fg`` (its main thread waiting for the interpreter lock), set the flag
+  again, and the view, once up, suspended itself and stopped the job a
+  second time: "Stopped" right after ``fg``, the view never back (1 run in
+  15 beside two busy loops).
 - ``waiter_tstp(child, from_run, got_it)`` (the waiter, for each SIGTSTP
   with its sender): one Ctrl-Z is one suspend. During start-up (until the
   view's driver takes SIGTSTP: ``driver_takes_tstp()``) the waiter stops as
@@ -58,15 +67,17 @@ MAX_STARTERS = 16  # processes between the shell and the job, at most (a bound o
 
 
 _SUSPENDED = 0  # the shared page's bytes: the view is suspended
-_EARLY_TSTP = 1  # a stop came during start-up (``catch_early_tstp``)
+_EARLY_TSTP = 1  # a stop during start-up that one process alone took, kept for the view
 _DRIVER_UP = 2  # the view's driver handles SIGTSTP from now on (``driver_takes_tstp``)
+_TAKEN = 3  # stops the start-up handler took (``_note_early_tstp``), mod 256
+_ANSWERED = 4  # of those, the ones the waiter answered by stopping as the job, mod 256
 
 
 def share_before_fork() -> None:
     """Create the shared flags (call before the fork)."""
     global _flag
     if _flag is None:
-        _flag = mmap.mmap(-1, 3)  # MAP_SHARED | MAP_ANONYMOUS: one page both see
+        _flag = mmap.mmap(-1, 5)  # MAP_SHARED | MAP_ANONYMOUS: one page both see
 
 
 def set_waiter(pid: int) -> None:
@@ -108,7 +119,9 @@ def waiter_tstp(child: int, *, from_run: bool, got_it: bool) -> bool:
         # and exec): SIGTSTP's default action there, the dashboard blocked
         # on it for good, and the job never stopped.
         _stop_self()
-        _flag[_EARLY_TSTP] = 0  # continued: the dashboard's note of that stop is spent
+        _flag[_EARLY_TSTP] = 0  # continued: a stop kept for the view is answered too
+        if got_it:  # the dashboard took this one too (by now, or its handler runs later)
+            _flag[_ANSWERED] = (_flag[_ANSWERED] + 1) % 256
         return True
     if not from_run and not view_suspended():
         if not got_it:
@@ -203,8 +216,12 @@ def catch_early_tstp() -> None:
 
 
 def _note_early_tstp(signum: int, _frame: object) -> None:
+    global _early_tstp
     stopsignals.note(signum)  # the waiter passes on no copy of one the dashboard got
-    _keep_early_tstp()
+    if _flag is not None:
+        _flag[_TAKEN] = (_flag[_TAKEN] + 1) % 256
+    else:
+        _early_tstp = True
 
 
 def _keep_early_tstp() -> None:
@@ -236,12 +253,20 @@ def driver_takes_tstp() -> None:
 
 
 def take_early_tstp() -> bool:
-    """True once if a stop came before the view's driver took SIGTSTP."""
+    """True once if a stop came before the view's driver took SIGTSTP that
+    the waiter did not answer (module docstring)."""
     global _early_tstp
-    taken = _early_tstp or (_flag is not None and _flag[_EARLY_TSTP] == 1)
+    taken = _early_tstp
     _early_tstp = False
     if _flag is not None:
+        taken = taken or _flag[_EARLY_TSTP] == 1
         _flag[_EARLY_TSTP] = 0
+        # More taken than answered: unanswered. Fewer: the handler of a stop
+        # the waiter answered has not run yet; it evens the counts when it does.
+        unanswered = (_flag[_TAKEN] - _flag[_ANSWERED]) % 256
+        if 0 < unanswered < 128:
+            taken = True
+            _flag[_ANSWERED] = _flag[_TAKEN]
     return taken
 
 
