@@ -207,7 +207,10 @@ def test_the_mode_of_a_target_lock_file(tmp_path: Path) -> None:
     try:
         deadline, new = time.monotonic() + 90, []
         while not new and time.monotonic() < deadline:
-            new = [p for p in set(SHARED_DIR.iterdir()) - before if str(run.pid) in _text(p)]
+            # Its own lock: the PID a word of the first field ("HOLDER,STARTED"
+            # in a split run). A substring match took another test's lock (PID
+            # 12345 for 1234), which its run then removed: FileNotFoundError.
+            new = [p for p in set(SHARED_DIR.iterdir()) - before if _holds(p, run.pid)]
             time.sleep(0.1)
         assert new, "no lock file seen"
         assert stat.S_IMODE(SHARED_DIR.stat().st_mode) == 0o1777
@@ -217,6 +220,12 @@ def test_the_mode_of_a_target_lock_file(tmp_path: Path) -> None:
     finally:
         run.terminate()
         run.wait(60)
+
+
+def _holds(path: Path, pid: int) -> bool:
+    """``path`` is a lock file of run ``pid`` ("PID[,PID] COMMAND TARGET")."""
+    words = _text(path).split()
+    return bool(words) and str(pid) in words[0].split(",")
 
 
 def _text(path: Path) -> str:
