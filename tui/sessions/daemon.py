@@ -52,6 +52,7 @@ from probetop.probes.core import kernelholds, stopsignals
 from probetop.probes.record import RECORDING_INCOMPLETE_EXIT, RecordingError
 from probetop.tui import commands
 from probetop.tui.cli.plan import RunPlan
+from probetop.tui.run.hardexit import flush_output
 from probetop.tui.run.livesession import ignore_hangup
 from probetop.tui.sessions.control import ControlServer
 from probetop.tui.sessions.registry import (
@@ -361,9 +362,7 @@ def _end(
     stopsignals.ignore_from_now()
     unhook()
     server.close()
-    with contextlib.suppress(OSError):  # a full disk: the exit status still follows
-        sys.stdout.flush()
-        sys.stderr.flush()
+    flush_output()  # a full disk: the exit status still follows
     if ready.started:
         code = ready.keep_recording(code)
         reserve.write(info.finished(code))

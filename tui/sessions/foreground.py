@@ -240,9 +240,7 @@ def _end(detached: DetachedSession, session: LiveSession, code: int) -> None:
     stopsignals.ignore_from_now()
     detached.server.close()
     detached.reserve.write(detached.info.finished(code))
-    with contextlib.suppress(OSError):  # the log on a full disk: the status is written
-        sys.stdout.flush()
-        sys.stderr.flush()
+    hardexit.flush_output()  # the log on a full disk: the status is written
 
 
 def session_result(session: LiveSession, reason: str, recording: Path | None) -> RunResult:
